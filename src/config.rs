@@ -1,0 +1,502 @@
+//! One configuration, assembled from flags, `KUBEMEDIC_*` environment variables and an optional
+//! YAML file (in that order of precedence), validated once at start-up.
+//!
+//! Input: [`DaemonArgs`] as clap parsed them (flags and env) and the file named by `--config`.
+//! Output: [`Settings`], fully typed; every later stage reads only that. Invariant: a bad value is
+//! rejected before anything listens, with an error naming the flag, the variable and the file key.
+//! Secrets are [`Secret`]s: their `Debug`/`Display` never print the value, clap hides their env
+//! values in `--help`, and they have no defaults to show.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use serde::Deserialize;
+
+/// A credential. Printing it (Debug or Display) shows `***`; only [`Secret::expose`] reveals it.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.to_owned()))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid setting {flag} ({env} / config key `{key}`): {message}")]
+    Invalid {
+        flag: &'static str,
+        env: &'static str,
+        key: &'static str,
+        message: String,
+    },
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+}
+
+pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
+
+/// How logs are written. `auto`: human-readable text on a terminal, JSON otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Auto,
+    Json,
+    Text,
+}
+
+/// Settings shared by `serve`, `demo` and `migrate`. Every field is optional here so that a value
+/// can come from the flag, the environment or the config file; defaults are applied in
+/// [`Settings::load`] and are spelled out in the help text.
+#[derive(Debug, Clone, Default, Args)]
+pub struct DaemonArgs {
+    /// YAML config file; keys are the long flag names (e.g. `listen`, `database-url`).
+    #[arg(long, env = "KUBEMEDIC_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long, env = "KUBEMEDIC_LISTEN", value_name = "ADDR")]
+    pub listen: Option<String>,
+
+    /// Directory for the embedded database and other state [default: ./kubemedic-data].
+    #[arg(long, env = "KUBEMEDIC_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// `sqlite://PATH` or `postgres://…` [default: sqlite://<data-dir>/kubemedic.db].
+    #[arg(long, env = "KUBEMEDIC_DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    pub database_url: Option<Secret>,
+
+    /// Bearer token Alertmanager must send to the webhook.
+    #[arg(long, env = "KUBEMEDIC_WEBHOOK_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    pub webhook_token: Option<Secret>,
+
+    /// Basic-auth credentials Alertmanager may send to the webhook instead, as USER:PASS.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_WEBHOOK_BASIC_AUTH",
+        value_name = "USER:PASS",
+        hide_env_values = true
+    )]
+    pub webhook_basic_auth: Option<Secret>,
+
+    /// Accept webhook calls without credentials. Off by default: refuse to start without auth.
+    #[arg(long, env = "KUBEMEDIC_WEBHOOK_INSECURE_NO_AUTH")]
+    pub webhook_insecure_no_auth: bool,
+
+    /// Admin bearer token for the JSON API; without one every API call is refused (401).
+    #[arg(long, env = "KUBEMEDIC_API_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    pub api_token: Option<Secret>,
+
+    /// Largest accepted webhook body in bytes [default: 1048576].
+    #[arg(long, env = "KUBEMEDIC_MAX_BODY_BYTES", value_name = "BYTES")]
+    pub max_body_bytes: Option<usize>,
+
+    /// Requests processed concurrently by the worker pool [default: 4].
+    #[arg(long, env = "KUBEMEDIC_WORKERS", value_name = "N")]
+    pub workers: Option<usize>,
+
+    /// Seconds a worker's claim on a request lasts without renewal; after a crash another
+    /// worker resumes the request once it lapses [default: 30].
+    #[arg(long, env = "KUBEMEDIC_LEASE_SECONDS", value_name = "SECONDS")]
+    pub lease_seconds: Option<u64>,
+
+    /// Seconds a request waits for an unreachable dependency (cluster, LLM, mail) before it
+    /// ends in ManualReviewRequired with that reason [default: 900].
+    #[arg(long, env = "KUBEMEDIC_MAX_WAIT_SECONDS", value_name = "SECONDS")]
+    pub max_wait_seconds: Option<u64>,
+
+    /// Log format: auto (text on a terminal, JSON otherwise), json or text [default: auto].
+    #[arg(long, env = "KUBEMEDIC_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+
+    /// Log filter in `tracing` syntax, e.g. `info,kubemedic=debug` [default: info].
+    #[arg(long, env = "KUBEMEDIC_LOG_LEVEL", value_name = "FILTER")]
+    pub log_level: Option<String>,
+}
+
+/// The same settings as they may appear in the YAML file. Unknown keys are an error, so a typo
+/// is reported instead of silently ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct FileSettings {
+    listen: Option<String>,
+    data_dir: Option<PathBuf>,
+    database_url: Option<Secret>,
+    webhook_token: Option<Secret>,
+    webhook_basic_auth: Option<Secret>,
+    webhook_insecure_no_auth: Option<bool>,
+    api_token: Option<Secret>,
+    max_body_bytes: Option<usize>,
+    workers: Option<usize>,
+    lease_seconds: Option<u64>,
+    max_wait_seconds: Option<u64>,
+    log_format: Option<LogFormat>,
+    log_level: Option<String>,
+}
+
+/// Where the database lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    Sqlite(PathBuf),
+    Postgres(Secret),
+}
+
+impl DatabaseUrl {
+    /// A form safe to print: the SQLite path, or the Postgres host and database without
+    /// credentials.
+    pub fn redacted(&self) -> String {
+        match self {
+            DatabaseUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
+            DatabaseUrl::Postgres(url) => redact_url(url.expose()),
+        }
+    }
+}
+
+/// `scheme://user:pass@host/db?x` → `scheme://host/db`.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let rest = rest.split_once('?').map_or(rest, |(path, _)| path);
+    format!("{scheme}://{rest}")
+}
+
+#[derive(Debug, Clone)]
+pub struct WebhookAuth {
+    pub token: Option<Secret>,
+    pub basic: Option<(String, Secret)>,
+    pub insecure_no_auth: bool,
+}
+
+/// The validated, typed configuration.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub data_dir: PathBuf,
+    pub database: DatabaseUrl,
+    pub webhook_auth: WebhookAuth,
+    pub api_token: Option<Secret>,
+    pub max_body_bytes: usize,
+    pub workers: usize,
+    pub lease: Duration,
+    pub max_wait: Duration,
+    pub log_format: LogFormat,
+    pub log_level: String,
+}
+
+fn invalid(flag: &'static str, env: &'static str, key: &'static str, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        flag,
+        env,
+        key,
+        message,
+    }
+}
+
+impl Settings {
+    /// Merge flags/env (already in `args`) over the config file over defaults, and validate.
+    pub fn load(args: &DaemonArgs) -> Result<Self> {
+        let file = match &args.config {
+            Some(path) => read_file(path)?,
+            None => FileSettings::default(),
+        };
+        let listen_raw = args
+            .listen
+            .clone()
+            .or(file.listen)
+            .unwrap_or_else(|| "127.0.0.1:8080".to_owned());
+        let listen: SocketAddr = listen_raw.parse().map_err(|e| {
+            invalid(
+                "--listen",
+                "KUBEMEDIC_LISTEN",
+                "listen",
+                format!("`{listen_raw}` is not an address like 127.0.0.1:8080 ({e})"),
+            )
+        })?;
+        let data_dir = args
+            .data_dir
+            .clone()
+            .or(file.data_dir)
+            .unwrap_or_else(|| PathBuf::from("kubemedic-data"));
+        let database = parse_database_url(
+            args.database_url.clone().or(file.database_url).as_ref(),
+            &data_dir,
+        )?;
+
+        let basic = match args.webhook_basic_auth.clone().or(file.webhook_basic_auth) {
+            None => None,
+            Some(raw) => match raw.expose().split_once(':') {
+                Some((user, pass)) if !user.is_empty() && !pass.is_empty() => {
+                    Some((user.to_owned(), Secret::new(pass)))
+                }
+                _ => {
+                    return Err(invalid(
+                        "--webhook-basic-auth",
+                        "KUBEMEDIC_WEBHOOK_BASIC_AUTH",
+                        "webhook-basic-auth",
+                        "expected USER:PASS with both parts non-empty".into(),
+                    ));
+                }
+            },
+        };
+        let token = non_empty(
+            args.webhook_token.clone().or(file.webhook_token),
+            "--webhook-token",
+            "KUBEMEDIC_WEBHOOK_TOKEN",
+            "webhook-token",
+        )?;
+        let insecure_no_auth =
+            args.webhook_insecure_no_auth || file.webhook_insecure_no_auth.unwrap_or(false);
+        let api_token = non_empty(
+            args.api_token.clone().or(file.api_token),
+            "--api-token",
+            "KUBEMEDIC_API_TOKEN",
+            "api-token",
+        )?;
+
+        let max_body_bytes = args
+            .max_body_bytes
+            .or(file.max_body_bytes)
+            .unwrap_or(1024 * 1024);
+        if !(1024..=64 * 1024 * 1024).contains(&max_body_bytes) {
+            return Err(invalid(
+                "--max-body-bytes",
+                "KUBEMEDIC_MAX_BODY_BYTES",
+                "max-body-bytes",
+                format!("{max_body_bytes} is outside 1024..=67108864"),
+            ));
+        }
+        let workers = args.workers.or(file.workers).unwrap_or(4);
+        if !(1..=256).contains(&workers) {
+            return Err(invalid(
+                "--workers",
+                "KUBEMEDIC_WORKERS",
+                "workers",
+                format!("{workers} is outside 1..=256"),
+            ));
+        }
+        let lease_seconds = args.lease_seconds.or(file.lease_seconds).unwrap_or(30);
+        if !(1..=3600).contains(&lease_seconds) {
+            return Err(invalid(
+                "--lease-seconds",
+                "KUBEMEDIC_LEASE_SECONDS",
+                "lease-seconds",
+                format!("{lease_seconds} is outside 1..=3600"),
+            ));
+        }
+        let max_wait_seconds = args
+            .max_wait_seconds
+            .or(file.max_wait_seconds)
+            .unwrap_or(900);
+        let log_format = args
+            .log_format
+            .or(file.log_format)
+            .unwrap_or(LogFormat::Auto);
+        let log_level = args
+            .log_level
+            .clone()
+            .or(file.log_level)
+            .unwrap_or_else(|| "info".to_owned());
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&log_level) {
+            return Err(invalid(
+                "--log-level",
+                "KUBEMEDIC_LOG_LEVEL",
+                "log-level",
+                format!("`{log_level}` is not a valid filter: {e}"),
+            ));
+        }
+
+        Ok(Settings {
+            listen,
+            data_dir,
+            database,
+            webhook_auth: WebhookAuth {
+                token,
+                basic,
+                insecure_no_auth,
+            },
+            api_token,
+            max_body_bytes,
+            workers,
+            lease: Duration::from_secs(lease_seconds),
+            max_wait: Duration::from_secs(max_wait_seconds),
+            log_format,
+            log_level,
+        })
+    }
+
+    /// Checks that only make sense for a long-running server (not for `migrate`).
+    pub fn validate_for_serve(&self) -> Result<()> {
+        let auth = &self.webhook_auth;
+        if auth.token.is_none() && auth.basic.is_none() && !auth.insecure_no_auth {
+            return Err(invalid(
+                "--webhook-token",
+                "KUBEMEDIC_WEBHOOK_TOKEN",
+                "webhook-token",
+                "no webhook authentication configured: set --webhook-token and/or \
+                 --webhook-basic-auth (or --webhook-insecure-no-auth to accept anyone)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn non_empty(
+    value: Option<Secret>,
+    flag: &'static str,
+    env: &'static str,
+    key: &'static str,
+) -> Result<Option<Secret>> {
+    match value {
+        Some(secret) if secret.expose().trim().is_empty() => {
+            Err(invalid(flag, env, key, "must not be empty".into()))
+        }
+        other => Ok(other),
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileSettings> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    if text.trim().is_empty() {
+        return Ok(FileSettings::default());
+    }
+    serde_saphyr::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+fn parse_database_url(raw: Option<&Secret>, data_dir: &Path) -> Result<DatabaseUrl> {
+    let Some(raw) = raw else {
+        return Ok(DatabaseUrl::Sqlite(data_dir.join("kubemedic.db")));
+    };
+    let url = raw.expose();
+    let bad = |message: String| {
+        invalid(
+            "--database-url",
+            "KUBEMEDIC_DATABASE_URL",
+            "database-url",
+            message,
+        )
+    };
+    if let Some(path) = url.strip_prefix("sqlite://").or(url.strip_prefix("sqlite:")) {
+        let path = path.split_once('?').map_or(path, |(p, _)| p);
+        if path.is_empty() || path == ":memory:" {
+            return Err(bad(
+                "an SQLite database needs a file path (sqlite://PATH); an in-memory database \
+                 would lose acknowledged alerts on restart"
+                    .into(),
+            ));
+        }
+        return Ok(DatabaseUrl::Sqlite(PathBuf::from(path)));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(DatabaseUrl::Postgres(raw.clone()));
+    }
+    Err(bad(format!(
+        "`{}` is neither sqlite://PATH nor postgres://…",
+        redact_url(url)
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_local_and_sqlite() {
+        let s = Settings::load(&DaemonArgs::default()).unwrap();
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(
+            s.database,
+            DatabaseUrl::Sqlite(PathBuf::from("kubemedic-data/kubemedic.db"))
+        );
+        assert!(s.validate_for_serve().is_err(), "serve refuses to run without webhook auth");
+    }
+
+    #[test]
+    fn bad_listen_names_the_setting() {
+        let args = DaemonArgs {
+            listen: Some("localhost".into()),
+            ..Default::default()
+        };
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(err.contains("--listen") && err.contains("KUBEMEDIC_LISTEN"), "{err}");
+    }
+
+    #[test]
+    fn file_values_apply_and_flags_win() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.yaml");
+        std::fs::write(&path, "listen: 0.0.0.0:9000\nworkers: 8\n").unwrap();
+        let args = DaemonArgs {
+            config: Some(path.clone()),
+            workers: Some(2),
+            ..Default::default()
+        };
+        let s = Settings::load(&args).unwrap();
+        assert_eq!(s.listen.to_string(), "0.0.0.0:9000");
+        assert_eq!(s.workers, 2);
+
+        std::fs::write(&path, "listne: 0.0.0.0:9000\n").unwrap();
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(err.contains("listne"), "unknown key is named: {err}");
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let args = DaemonArgs {
+            webhook_token: Some(Secret::new("hunter2")),
+            database_url: Some(Secret::new("postgres://u:pw@db:5432/km")),
+            ..Default::default()
+        };
+        let s = Settings::load(&args).unwrap();
+        let dump = format!("{s:?} {}", s.database.redacted());
+        assert!(!dump.contains("hunter2") && !dump.contains("pw@"), "{dump}");
+        assert!(dump.contains("postgres://db:5432/km"));
+    }
+
+    #[test]
+    fn memory_sqlite_is_refused() {
+        let args = DaemonArgs {
+            database_url: Some(Secret::new("sqlite::memory:")),
+            ..Default::default()
+        };
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(err.contains("--database-url"), "{err}");
+    }
+}

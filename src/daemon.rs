@@ -1,0 +1,181 @@
+//! Assembles the daemon from validated [`Settings`]: store, metrics, pipeline, worker pool and
+//! HTTP server; runs it until the shutdown token fires; then stops accepting, lets in-flight
+//! commits finish and returns.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::Settings;
+use crate::ingest::webhook::IngestQueue;
+use crate::pipeline::worker::WorkerPool;
+use crate::pipeline::{Pipeline, Stage};
+use crate::store::{self, Store, StoreError};
+use crate::telemetry::Metrics;
+use crate::web::{self, AppState, Dependency};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+/// What the daemon runs with besides its settings: the stages available in this build and
+/// configuration, and the outside systems `/readyz` should report on.
+#[derive(Default)]
+pub struct Components {
+    pub stages: Vec<Arc<dyn Stage>>,
+    pub dependencies: Vec<Arc<dyn Dependency>>,
+}
+
+pub struct Running {
+    pub addr: SocketAddr,
+    pub state: Arc<AppState>,
+    server: JoinHandle<Result<(), std::io::Error>>,
+    workers: JoinHandle<()>,
+    shutdown: CancellationToken,
+}
+
+impl Running {
+    /// Ask the daemon to stop (as SIGTERM does).
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Wait until the server and the workers have stopped.
+    pub async fn wait(self) -> Result<(), DaemonError> {
+        let served = self.server.await;
+        self.shutdown.cancel();
+        if let Err(e) = self.workers.await {
+            warn!(error = %e, "worker pool ended abnormally");
+        }
+        match served {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(DaemonError::Serve(e)),
+            Err(e) => Err(DaemonError::Serve(std::io::Error::other(e.to_string()))),
+        }
+    }
+}
+
+/// Open the store, bind the listener and start serving and working.
+pub async fn start(
+    settings: &Settings,
+    components: Components,
+    shutdown: CancellationToken,
+) -> Result<Running, DaemonError> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let store = store::open(&settings.database, clock.clone()).await?;
+    info!(database = %settings.database.redacted(), "store ready");
+    let listener = TcpListener::bind(settings.listen)
+        .await
+        .map_err(|source| DaemonError::Bind {
+            addr: settings.listen,
+            source,
+        })?;
+    start_on(settings, components, shutdown, store, clock, listener).await
+}
+
+/// Like [`start`], with the store and listener already made (the demo binds its own port).
+pub async fn start_on(
+    settings: &Settings,
+    components: Components,
+    shutdown: CancellationToken,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    listener: TcpListener,
+) -> Result<Running, DaemonError> {
+    let addr = listener.local_addr().map_err(|source| DaemonError::Bind {
+        addr: settings.listen,
+        source,
+    })?;
+    let metrics = Arc::new(Metrics::new());
+    let wake = Arc::new(Notify::new());
+    let writers = if store.backend() == "sqlite" { 1 } else { 4 };
+    let ingest = IngestQueue::start(store.clone(), writers, wake.clone());
+
+    let mut pipeline = Pipeline::new(clock.clone(), settings.max_wait);
+    for stage in components.stages {
+        pipeline = pipeline.with_stage(stage);
+    }
+    let workers = Arc::new(WorkerPool::new(
+        store.clone(),
+        Arc::new(pipeline),
+        settings.workers,
+        settings.lease,
+        wake,
+        metrics.clone(),
+    ));
+    let pipeline_actor = format!("worker/{}", workers.worker_id());
+    info!(worker = %pipeline_actor, "pipeline ready");
+
+    let state = Arc::new(AppState {
+        store,
+        metrics,
+        clock,
+        ingest,
+        webhook_auth: settings.webhook_auth.clone(),
+        api_token: settings.api_token.clone(),
+        max_body_bytes: settings.max_body_bytes,
+        dependencies: components.dependencies,
+    });
+    let app = web::router(state.clone());
+    let stop = shutdown.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+    });
+    let worker_stop = shutdown.clone();
+    let workers = tokio::spawn(workers.run(worker_stop, Duration::from_secs(20)));
+    info!(%addr, "listening");
+    Ok(Running {
+        addr,
+        state,
+        server,
+        workers,
+        shutdown,
+    })
+}
+
+/// Cancel `token` on SIGTERM or SIGINT.
+pub fn cancel_on_signals(token: CancellationToken) {
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        warn!(error = %e, "cannot listen for SIGTERM");
+                        let _ = ctrl_c.await;
+                        token.cancel();
+                        return;
+                    }
+                };
+            tokio::select! {
+                _ = ctrl_c => info!("SIGINT: shutting down"),
+                _ = term.recv() => info!("SIGTERM: shutting down"),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = ctrl_c.await;
+        }
+        token.cancel();
+    });
+}

@@ -1,0 +1,258 @@
+//! `kubemedic demo`: the daemon's main job on embedded defaults, with no configuration and no
+//! network beyond loopback.
+//!
+//! Starts the real daemon (same code as `serve`) on a fresh SQLite file, sends it the bundled
+//! Alertmanager webhook bodies over HTTP exactly as Alertmanager would (a redelivery and a broken
+//! body included), waits for the worker to process every request, and prints what happened to
+//! each alert and where to look. Keeps serving until Ctrl-C unless `--exit` is given.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{DaemonArgs, LogFormat, Secret, Settings};
+use crate::daemon::{self, Components};
+use crate::store::RequestFilter;
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Address to listen on; if it is taken, a free port is used [default: 127.0.0.1:8080].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Keep the demo database here instead of a fresh temporary directory.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Print the summary and stop instead of serving until Ctrl-C.
+    #[arg(long)]
+    pub exit: bool,
+    /// Log filter for the daemon's own log lines (stderr) [default: error].
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Daemon(#[from] daemon::DaemonError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("cannot prepare {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("demo HTTP call failed: {0}")]
+    Http(#[from] reqwest::Error),
+}
+
+/// The sample webhook bodies sent by the demo, in order.
+const SAMPLES: &[(&str, &str)] = &[
+    (
+        "captured-from-alertmanager-0.25.json",
+        include_str!("../../tests/fixtures/alertmanager/captured-from-alertmanager-0.25.json"),
+    ),
+    (
+        "kubernaut-pod-crash.json",
+        include_str!("../../tests/fixtures/alertmanager/kubernaut-pod-crash.json"),
+    ),
+    (
+        "kubernaut-high-memory.json",
+        include_str!("../../tests/fixtures/alertmanager/kubernaut-high-memory.json"),
+    ),
+    (
+        "kubernaut-multiple-alerts.json",
+        include_str!("../../tests/fixtures/alertmanager/kubernaut-multiple-alerts.json"),
+    ),
+    (
+        "kubernaut-cpu-throttling-alert.json",
+        include_str!("../../tests/fixtures/alertmanager/kubernaut-cpu-throttling-alert.json"),
+    ),
+    (
+        "kubernaut-resolved-alert.json",
+        include_str!("../../tests/fixtures/alertmanager/kubernaut-resolved-alert.json"),
+    ),
+    (
+        "kubernaut-invalid-payload.json",
+        include_str!("../../tests/fixtures/alertmanager/kubernaut-invalid-payload.json"),
+    ),
+    (
+        "captured-from-alertmanager-0.25.json (redelivered)",
+        include_str!("../../tests/fixtures/alertmanager/captured-from-alertmanager-0.25.json"),
+    ),
+];
+
+fn random_token() -> String {
+    use rand::Rng as _;
+    let bytes: [u8; 18] = rand::rng().random();
+    hex::encode(bytes)
+}
+
+pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
+    let data_dir = match &args.data_dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("kubemedic-demo-{}", &random_token()[..8])),
+    };
+    std::fs::create_dir_all(&data_dir).map_err(|source| DemoError::Io {
+        path: data_dir.clone(),
+        source,
+    })?;
+    let webhook_token = random_token();
+    let api_token = random_token();
+    let settings = Settings::load(&DaemonArgs {
+        data_dir: Some(data_dir.clone()),
+        webhook_token: Some(Secret::new(webhook_token.clone())),
+        api_token: Some(Secret::new(api_token.clone())),
+        lease_seconds: Some(10),
+        log_format: Some(LogFormat::Text),
+        log_level: Some(args.log_level.clone().unwrap_or_else(|| "error".into())),
+        ..Default::default()
+    })?;
+    crate::telemetry::init_logging(settings.log_format, &settings.log_level);
+
+    let wanted: std::net::SocketAddr = args
+        .listen
+        .as_deref()
+        .unwrap_or("127.0.0.1:8080")
+        .parse()
+        .map_err(|e| {
+            DemoError::Config(crate::config::ConfigError::Invalid {
+                flag: "--listen",
+                env: "-",
+                key: "listen",
+                message: format!("{e}"),
+            })
+        })?;
+    let listener = match tokio::net::TcpListener::bind(wanted).await {
+        Ok(l) => l,
+        Err(_) => {
+            let fallback = std::net::SocketAddr::new(wanted.ip(), 0);
+            tokio::net::TcpListener::bind(fallback)
+                .await
+                .map_err(|source| daemon::DaemonError::Bind {
+                    addr: fallback,
+                    source,
+                })?
+        }
+    };
+    let clock: std::sync::Arc<dyn crate::clock::Clock> =
+        std::sync::Arc::new(crate::clock::SystemClock);
+    let store = crate::store::open(&settings.database, clock.clone()).await?;
+    let shutdown = CancellationToken::new();
+    daemon::cancel_on_signals(shutdown.clone());
+    let running = daemon::start_on(
+        &settings,
+        Components::default(),
+        shutdown.clone(),
+        store.clone(),
+        clock,
+        listener,
+    )
+    .await?;
+    let base = format!("http://{}", running.addr);
+
+    println!("kubemedic demo");
+    println!("  database   {}", settings.database.redacted());
+    println!("  listening  {base}");
+    println!();
+    println!("Sending {} Alertmanager webhook bodies to {base}/api/v1/alerts/alertmanager:", SAMPLES.len());
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()?;
+    for (name, body) in SAMPLES {
+        let response = client
+            .post(format!("{base}/api/v1/alerts/alertmanager"))
+            .bearer_auth(&webhook_token)
+            .header("content-type", "application/json")
+            .body(*body)
+            .send()
+            .await?;
+        let status = response.status();
+        let json: Value = response.json().await.unwrap_or(Value::Null);
+        println!("  {:<52} {}  {}", name, status.as_u16(), describe_answer(&json));
+    }
+
+    // Wait until every request has left the phases a worker drives.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let page = store
+            .list_requests(&RequestFilter {
+                limit: 500,
+                ..Default::default()
+            })
+            .await?;
+        let busy = page.items.iter().filter(|r| r.phase.is_runnable()).count();
+        if busy == 0 || tokio::time::Instant::now() > deadline {
+            print_requests(&page.items);
+            if busy > 0 {
+                println!("  ({busy} request(s) still in progress after 30 s)");
+            }
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    println!();
+    println!("Look around (the API needs the admin token printed here):");
+    println!("  curl -s -H 'Authorization: Bearer {api_token}' {base}/api/v1/requests");
+    println!("  curl -s -H 'Authorization: Bearer {api_token}' {base}/api/v1/signals");
+    println!("  curl -s {base}/readyz");
+    println!("  curl -s {base}/metrics");
+    println!("  data directory: {}", data_dir.display());
+    if args.exit {
+        running.shutdown();
+    } else {
+        println!();
+        println!("Serving until Ctrl-C.");
+    }
+    running.wait().await?;
+    Ok(())
+}
+
+fn describe_answer(json: &Value) -> String {
+    if let Some(err) = json.get("error").and_then(Value::as_str) {
+        return format!("rejected: {err}");
+    }
+    let Some(outcomes) = json.get("outcomes").and_then(Value::as_array) else {
+        return String::new();
+    };
+    outcomes
+        .iter()
+        .map(|o| {
+            let kind = o.get("outcome").and_then(Value::as_str).unwrap_or("?");
+            let id = o
+                .get("request_id")
+                .and_then(Value::as_str)
+                .map(|s| s.get(..8).unwrap_or(s))
+                .unwrap_or("-");
+            format!("{kind} {id}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn print_requests(items: &[crate::pipeline::RemediationRequest]) {
+    println!();
+    println!("Remediation requests ({}):", items.len());
+    for r in items.iter().rev() {
+        let target = r
+            .target
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), ToString::to_string);
+        let reason = r.reason.as_deref().unwrap_or("");
+        let id = r.id.to_string();
+        println!(
+            "  {}  {:<22} {:<48} x{:<3} {:<21} {}",
+            id.get(..8).unwrap_or(&id),
+            r.signal.name,
+            target,
+            r.occurrence_count,
+            r.phase,
+            reason
+        );
+    }
+}

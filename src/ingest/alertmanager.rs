@@ -1,0 +1,196 @@
+//! Alertmanager webhook v4 bodies → [`NewSignal`]s.
+//!
+//! The body is parsed with its JSON path tracked, so a bad value is reported as
+//! `alerts[2].startsAt: …` rather than "invalid body". Every alert is validated before any is
+//! accepted: a payload is all-or-nothing, which is what Alertmanager's retry expects.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+use super::{IngestError, NewSignal, SignalSource, SignalStatus, detect_mode, label_fingerprint};
+
+/// The webhook body as Alertmanager sends it (`version: "4"`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookPayload {
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub group_key: Option<String>,
+    #[serde(default)]
+    pub truncated_alerts: Option<u64>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub receiver: Option<String>,
+    #[serde(default)]
+    pub group_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub common_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub common_annotations: BTreeMap<String, String>,
+    #[serde(default, rename = "externalURL")]
+    pub external_url: Option<String>,
+    pub alerts: Vec<WebhookAlert>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookAlert {
+    pub status: String,
+    pub labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    pub starts_at: String,
+    #[serde(default)]
+    pub ends_at: Option<String>,
+    #[serde(default, rename = "generatorURL")]
+    pub generator_url: Option<String>,
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+}
+
+/// Parse a JSON body, naming the path of the first bad value.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, IngestError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        // A syntax error leaves an unknown last segment (`.?`); name what is known.
+        let path = path.trim_end_matches(".?").trim_end_matches('?').to_owned();
+        let field = if path.is_empty() || path == "." {
+            "body".to_owned()
+        } else {
+            path
+        };
+        let message = if inner.is_syntax() || inner.is_eof() {
+            format!("invalid JSON: {inner}")
+        } else {
+            inner.to_string()
+        };
+        IngestError::new(field, message)
+    })
+}
+
+/// Parse and validate a webhook body into signals (one per alert), all or nothing.
+pub fn parse(body: &[u8]) -> Result<Vec<NewSignal>, IngestError> {
+    let payload: WebhookPayload = parse_json(body)?;
+    if let Some(version) = &payload.version
+        && version != "4"
+    {
+        return Err(IngestError::new(
+            "version",
+            format!("unsupported webhook version `{version}`; kubemedic understands version 4"),
+        ));
+    }
+    payload
+        .alerts
+        .iter()
+        .enumerate()
+        .map(|(i, alert)| normalise(&payload, i, alert))
+        .collect()
+}
+
+fn normalise(
+    payload: &WebhookPayload,
+    i: usize,
+    alert: &WebhookAlert,
+) -> Result<NewSignal, IngestError> {
+    let field = |name: &str| format!("alerts[{i}].{name}");
+    let status = SignalStatus::parse(&alert.status).ok_or_else(|| {
+        IngestError::new(
+            field("status"),
+            format!("`{}` is neither `firing` nor `resolved`", alert.status),
+        )
+    })?;
+    let name = alert
+        .labels
+        .get("alertname")
+        .filter(|n| !n.trim().is_empty())
+        .cloned()
+        .ok_or_else(|| IngestError::new(field("labels.alertname"), "missing or empty"))?;
+    let starts_at = parse_time(&alert.starts_at)
+        .map_err(|m| IngestError::new(field("startsAt"), m))?
+        .ok_or_else(|| IngestError::new(field("startsAt"), "the zero time is not a start time"))?;
+    let ends_at = match &alert.ends_at {
+        None => None,
+        Some(raw) => parse_time(raw).map_err(|m| IngestError::new(field("endsAt"), m))?,
+    };
+    let fingerprint = match &alert.fingerprint {
+        Some(fp) if fp.len() > 128 => {
+            return Err(IngestError::new(
+                field("fingerprint"),
+                "longer than 128 characters",
+            ));
+        }
+        Some(fp) if !fp.trim().is_empty() => fp.clone(),
+        _ => label_fingerprint(&alert.labels),
+    };
+    let generator_url = alert.generator_url.clone().filter(|u| !u.is_empty());
+    let mode = detect_mode(&name, &alert.labels, generator_url.as_deref());
+    let (target, target_fingerprint, target_aliases) =
+        super::resolve_targets(&alert.labels, &fingerprint);
+    Ok(NewSignal {
+        fingerprint,
+        starts_at,
+        ends_at,
+        status,
+        severity: alert.labels.get("severity").cloned(),
+        name,
+        mode,
+        source: SignalSource::Alertmanager,
+        labels: alert.labels.clone(),
+        annotations: alert.annotations.clone(),
+        generator_url,
+        receiver: payload.receiver.clone(),
+        group_key: payload.group_key.clone(),
+        external_url: payload.external_url.clone(),
+        target,
+        target_fingerprint,
+        target_aliases,
+    })
+}
+
+/// RFC 3339; Alertmanager's zero time (`0001-01-01T00:00:00Z`) means "not set".
+pub(crate) fn parse_time(raw: &str) -> Result<Option<DateTime<Utc>>, String> {
+    let t = DateTime::parse_from_rfc3339(raw)
+        .map_err(|e| format!("`{raw}` is not an RFC 3339 time ({e})"))?
+        .with_timezone(&Utc);
+    if t.timestamp() <= -62_135_596_800 {
+        return Ok(None);
+    }
+    Ok(Some(t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broken_json_names_where_it_broke() {
+        let err = parse(b"{\"alerts\": [ {\"status\": \"firing\", ").unwrap_err();
+        assert!(err.message.contains("invalid JSON"), "{err}");
+    }
+
+    #[test]
+    fn bad_start_time_names_the_field() {
+        let body = br#"{"version":"4","alerts":[{"status":"firing","labels":{"alertname":"A"},"startsAt":"2024-01-01T00:00:00Z"},{"status":"firing","labels":{"alertname":"B"},"startsAt":"yesterday"}]}"#;
+        let err = parse(body).unwrap_err();
+        assert_eq!(err.field, "alerts[1].startsAt");
+    }
+
+    #[test]
+    fn non_string_label_names_the_label() {
+        let body = br#"{"alerts":[{"status":"firing","labels":{"alertname":"A","replicas":3},"startsAt":"2024-01-01T00:00:00Z"}]}"#;
+        let err = parse(body).unwrap_err();
+        assert_eq!(err.field, "alerts[0].labels.replicas");
+    }
+
+    #[test]
+    fn zero_end_time_is_none() {
+        assert_eq!(parse_time("0001-01-01T00:00:00Z").unwrap(), None);
+        assert!(parse_time("2024-01-15T14:20:00.000Z").unwrap().is_some());
+    }
+}

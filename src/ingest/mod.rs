@@ -1,0 +1,371 @@
+//! Ingest: turn what Alertmanager (or a prediction job) sends into [`NewSignal`]s.
+//!
+//! Input: raw HTTP bodies. Output: validated, normalised signals with their target and target
+//! aliases, ready for one store transaction. Invariants: parsing never panics; a body that can
+//! never succeed is an [`IngestError`] naming the offending field (JSON path); nothing here
+//! touches the store or the cluster, so ingest works when neither is reachable.
+
+pub mod alertmanager;
+pub mod native;
+pub mod webhook;
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::target::Target;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalStatus {
+    Firing,
+    Resolved,
+}
+
+impl SignalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalStatus::Firing => "firing",
+            SignalStatus::Resolved => "resolved",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "firing" => Some(SignalStatus::Firing),
+            "resolved" => Some(SignalStatus::Resolved),
+            _ => None,
+        }
+    }
+}
+
+/// Reactive: something is broken now. Proactive: a prediction; "no action needed" is a valid
+/// outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalMode {
+    Reactive,
+    Proactive,
+}
+
+impl SignalMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalMode::Reactive => "reactive",
+            SignalMode::Proactive => "proactive",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "reactive" => Some(SignalMode::Reactive),
+            "proactive" => Some(SignalMode::Proactive),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalSource {
+    Alertmanager,
+    Native,
+}
+
+impl SignalSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalSource::Alertmanager => "alertmanager",
+            SignalSource::Native => "native",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "alertmanager" => Some(SignalSource::Alertmanager),
+            "native" => Some(SignalSource::Native),
+            _ => None,
+        }
+    }
+}
+
+/// One alert or prediction, normalised, as the store records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewSignal {
+    /// Alertmanager's fingerprint (a hash of the label set), or one computed the same way.
+    pub fingerprint: String,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: Option<DateTime<Utc>>,
+    pub status: SignalStatus,
+    /// `alertname` for Alertmanager alerts.
+    pub name: String,
+    pub severity: Option<String>,
+    pub mode: SignalMode,
+    pub source: SignalSource,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub generator_url: Option<String>,
+    pub receiver: Option<String>,
+    pub group_key: Option<String>,
+    pub external_url: Option<String>,
+    /// The most specific target named by the labels, if any.
+    pub target: Option<Target>,
+    /// Fingerprint of `target`, or of the alert itself when it names no target, so that
+    /// repeats of a target-less alert still fold into one request.
+    pub target_fingerprint: String,
+    /// Every target fingerprint the labels name (pod and its deployment, say), primary first.
+    /// A new signal joins an active request that holds any of them.
+    pub target_aliases: Vec<String>,
+}
+
+impl NewSignal {
+    /// Who the audit trail says delivered it: `alertmanager/<receiver>` or `native/<source>`.
+    pub fn actor(&self) -> String {
+        match &self.receiver {
+            Some(r) if !r.is_empty() => format!("{}/{r}", self.source.as_str()),
+            _ => self.source.as_str().to_owned(),
+        }
+    }
+}
+
+/// A body that can never succeed. `field` is a JSON path such as `alerts[0].startsAt`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct IngestError {
+    pub field: String,
+    pub message: String,
+}
+
+impl IngestError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Labels that name a target, most specific first (DESIGN §3.1). `job_name` is
+/// kube-state-metrics' label for a Job; a bare `job` is usually Prometheus' scrape job, so it
+/// counts only when it is not one of the well-known scrape job names.
+const TARGET_LABELS: &[(&str, &str)] = &[
+    ("pod", "Pod"),
+    ("deployment", "Deployment"),
+    ("statefulset", "StatefulSet"),
+    ("daemonset", "DaemonSet"),
+    ("job_name", "Job"),
+    ("job", "Job"),
+    ("cronjob", "CronJob"),
+    ("node", "Node"),
+    ("persistentvolumeclaim", "PersistentVolumeClaim"),
+    ("service", "Service"),
+    ("horizontalpodautoscaler", "HorizontalPodAutoscaler"),
+];
+
+const SCRAPE_JOBS: &[&str] = &[
+    "kube-state-metrics",
+    "kubelet",
+    "node-exporter",
+    "apiserver",
+    "kubernetes-pods",
+    "kubernetes-nodes",
+    "kubernetes-service-endpoints",
+    "kubernetes-apiservers",
+    "kubernetes-cadvisor",
+    "cadvisor",
+    "prometheus",
+    "alertmanager",
+    "coredns",
+    "kube-proxy",
+    "kube-scheduler",
+    "kube-controller-manager",
+];
+
+fn is_scrape_job(value: &str) -> bool {
+    SCRAPE_JOBS.contains(&value) || value.contains('/')
+}
+
+/// All targets the labels name, most specific first. A node label next to a pod label is a
+/// different object (where the pod runs), so only workload-ish labels in the namespace become
+/// aliases of each other; the node is an alias only when it is the primary target.
+pub fn targets_from_labels(labels: &BTreeMap<String, String>) -> Vec<Target> {
+    let namespace = labels
+        .get("namespace")
+        .or_else(|| labels.get("exported_namespace"))
+        .filter(|ns| !ns.is_empty())
+        .cloned();
+    let mut found = Vec::new();
+    for (label, kind) in TARGET_LABELS {
+        let Some(value) = labels.get(*label).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        if *label == "job" && (is_scrape_job(value) || labels.contains_key("job_name")) {
+            continue;
+        }
+        let target = Target::new(*kind, value.clone(), namespace.clone());
+        // Namespaced kinds need a namespace to be a usable target.
+        if target.namespace.is_none() && !crate::target::is_cluster_scoped(kind) {
+            continue;
+        }
+        if !found.contains(&target) {
+            found.push(target);
+        }
+    }
+    // The primary target decides; a Node that is merely where a pod runs is not an alias.
+    if let Some(first) = found.first()
+        && first.kind != "Node"
+    {
+        found.retain(|t| t.kind != "Node");
+    }
+    found
+}
+
+/// DESIGN §3.1: proactive when labelled so, when the alert name says it is a prediction, or when
+/// the rule behind it uses `predict_linear`.
+pub fn detect_mode(
+    name: &str,
+    labels: &BTreeMap<String, String>,
+    generator_url: Option<&str>,
+) -> SignalMode {
+    let labelled = labels
+        .get("signal_mode")
+        .map(|m| m.eq_ignore_ascii_case("proactive"))
+        .unwrap_or(false);
+    let named = name.starts_with("Predicted") || name.contains("Forecast");
+    let predicted_expr = generator_url
+        .map(|url| percent_decode(url).contains("predict_linear"))
+        .unwrap_or(false);
+    if labelled || named || predicted_expr {
+        SignalMode::Proactive
+    } else {
+        SignalMode::Reactive
+    }
+}
+
+/// Decode `%XX` escapes and `+` (Prometheus URL-encodes the expression in generator URLs).
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes.get(i) {
+            Some(b'%') => {
+                let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 3;
+                    }
+                    None => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            Some(b'+') => {
+                out.push(b' ');
+                i += 1;
+            }
+            Some(b) => {
+                out.push(*b);
+                i += 1;
+            }
+            None => break,
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Fingerprint of a label set, for signals that arrive without one: sha256 over the sorted
+/// `name=value` pairs, first 16 hex digits (Alertmanager's are 16 hex digits too).
+pub fn label_fingerprint(labels: &BTreeMap<String, String>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for (k, v) in labels {
+        h.update(k.as_bytes());
+        h.update([0xff]);
+        h.update(v.as_bytes());
+        h.update([0xff]);
+    }
+    hex::encode(h.finalize()).chars().take(16).collect()
+}
+
+/// Fill `target`, `target_fingerprint` and `target_aliases` from the labels.
+pub(crate) fn resolve_targets(
+    labels: &BTreeMap<String, String>,
+    fingerprint: &str,
+) -> (Option<Target>, String, Vec<String>) {
+    let targets = targets_from_labels(labels);
+    match targets.first() {
+        Some(primary) => {
+            let aliases = targets.iter().map(Target::fingerprint).collect();
+            (Some(primary.clone()), primary.fingerprint(), aliases)
+        }
+        None => {
+            // No target label: key the request on the alert itself.
+            let fp = crate::target::fingerprint_of("", "Alert", fingerprint);
+            (None, fp.clone(), vec![fp])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn pod_is_more_specific_than_deployment_and_node_is_not_an_alias() {
+        let l = labels(&[
+            ("namespace", "shop"),
+            ("pod", "checkout-7d9c8b6f5-x2k4q"),
+            ("deployment", "checkout"),
+            ("node", "worker-1"),
+            ("job", "kube-state-metrics"),
+        ]);
+        let t = targets_from_labels(&l);
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0], Target::new("Pod", "checkout-7d9c8b6f5-x2k4q", Some("shop".into())));
+        assert_eq!(t[1], Target::new("Deployment", "checkout", Some("shop".into())));
+    }
+
+    #[test]
+    fn node_alert_is_cluster_scoped_and_scrape_job_is_ignored() {
+        let l = labels(&[("node", "worker-3"), ("job", "node-exporter"), ("namespace", "monitoring")]);
+        let t = targets_from_labels(&l);
+        assert_eq!(t, vec![Target::new("Node", "worker-3", None)]);
+    }
+
+    #[test]
+    fn a_real_job_label_counts() {
+        let l = labels(&[("namespace", "batch"), ("job_name", "nightly-backup-29061")]);
+        assert_eq!(
+            targets_from_labels(&l),
+            vec![Target::new("Job", "nightly-backup-29061", Some("batch".into()))]
+        );
+    }
+
+    #[test]
+    fn proactive_detection() {
+        let none = BTreeMap::new();
+        assert_eq!(detect_mode("PredictedDiskFull", &none, None), SignalMode::Proactive);
+        assert_eq!(detect_mode("MemoryForecastHigh", &none, None), SignalMode::Proactive);
+        assert_eq!(
+            detect_mode("X", &labels(&[("signal_mode", "proactive")]), None),
+            SignalMode::Proactive
+        );
+        assert_eq!(
+            detect_mode(
+                "PVCFillingUp",
+                &none,
+                Some("http://p/graph?g0.expr=predict_linear%28kubelet_volume_stats_available_bytes%5B6h%5D%2C+4+%2A+3600%29+%3C+0")
+            ),
+            SignalMode::Proactive
+        );
+        assert_eq!(detect_mode("KubePodCrashLooping", &none, None), SignalMode::Reactive);
+    }
+}

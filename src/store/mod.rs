@@ -1,0 +1,230 @@
+//! The store: signals, remediation requests and the append-only audit trail.
+//!
+//! One [`Store`] trait, two implementations with the same SQL: [`SqliteStore`] (embedded, the
+//! default) and [`PgStore`]. Their bodies come from one macro ([`sql`]) so the two cannot drift;
+//! only id/time encoding, the transaction start and the claim query differ. Invariants: every
+//! phase change commits together with its audit events; no code path updates or deletes an
+//! audit row (database triggers refuse it too); a signal is keyed on `(fingerprint, starts_at)`
+//! and a redelivery changes nothing; at most one active request holds a target fingerprint.
+
+mod postgres;
+mod sql;
+mod sqlite;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+use crate::clock::Clock;
+use crate::config::DatabaseUrl;
+use crate::ingest::{NewSignal, SignalMode, SignalSource, SignalStatus};
+use crate::pipeline::{AuditDraft, AuditEvent, Phase, RemediationRequest, StageState};
+use crate::target::Target;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or refused the operation; callers answer 503 / retry.
+    #[error("database unavailable: {0}")]
+    Unavailable(#[source] sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A row that does not decode into the domain (a bug or a hand-edited database).
+    #[error("corrupt row in {table}: {message}")]
+    Corrupt {
+        table: &'static str,
+        message: String,
+    },
+    /// A concurrent writer won a race; the operation is retried internally.
+    #[error("write conflict")]
+    Conflict,
+    #[error("cannot prepare the database: {0}")]
+    Setup(String),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &e
+            && db.is_unique_violation()
+        {
+            return StoreError::Conflict;
+        }
+        StoreError::Unavailable(e)
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// What ingest did with one signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum IngestOutcome {
+    /// A new remediation request was opened for the signal's target.
+    Opened { request_id: Uuid },
+    /// The target already has an active request; its occurrence count went up.
+    Occurrence {
+        request_id: Uuid,
+        occurrence_count: i64,
+    },
+    /// The same `(fingerprint, startsAt)` was seen before; nothing changed.
+    Redelivery { request_id: Option<Uuid> },
+    /// A resolved notification was recorded.
+    Resolved { request_id: Option<Uuid> },
+}
+
+impl IngestOutcome {
+    pub fn request_id(&self) -> Option<Uuid> {
+        match *self {
+            IngestOutcome::Opened { request_id } => Some(request_id),
+            IngestOutcome::Occurrence { request_id, .. } => Some(request_id),
+            IngestOutcome::Redelivery { request_id } => request_id,
+            IngestOutcome::Resolved { request_id } => request_id,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RequestFilter {
+    pub phase: Option<Phase>,
+    pub namespace: Option<String>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SignalFilter {
+    pub status: Option<SignalStatus>,
+    pub namespace: Option<String>,
+    pub request_id: Option<Uuid>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Page<T> {
+    pub total: i64,
+    pub items: Vec<T>,
+}
+
+/// A signal as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignalRecord {
+    pub id: Uuid,
+    pub fingerprint: String,
+    pub status: SignalStatus,
+    pub name: String,
+    pub severity: Option<String>,
+    pub mode: SignalMode,
+    pub source: SignalSource,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: Option<DateTime<Utc>>,
+    pub target: Option<Target>,
+    pub request_id: Option<Uuid>,
+    pub received_at: DateTime<Utc>,
+    pub resolved_at: Option<DateTime<Utc>>,
+}
+
+/// The result of one pipeline step, committed atomically with its audit events.
+#[derive(Debug, Clone)]
+pub struct StepCommit {
+    pub to: Phase,
+    pub reason: Option<String>,
+    pub state: StageState,
+    pub attempts: i32,
+    pub not_before: Option<DateTime<Utc>>,
+    /// Give up the worker's claim (the request waits, is terminal, or waits for a human).
+    pub release: bool,
+    pub events: Vec<AuditDraft>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreHealth {
+    pub backend: &'static str,
+    pub migrations_applied: i64,
+    pub migrations_expected: i64,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync {
+    fn backend(&self) -> &'static str;
+
+    /// Record a batch of signals in one transaction and open or update requests.
+    async fn ingest(&self, signals: &[NewSignal]) -> Result<Vec<IngestOutcome>>;
+
+    /// Claim the oldest runnable request whose lease has lapsed and whose wait is over.
+    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<RemediationRequest>>;
+
+    /// Extend a claim; false when the worker no longer holds it.
+    async fn renew(&self, id: Uuid, worker: &str, lease: Duration) -> Result<bool>;
+
+    /// Commit a step for a request the worker holds in phase `from`. `None` when the claim was
+    /// lost (another worker took over): nothing was written.
+    async fn commit_step(
+        &self,
+        id: Uuid,
+        worker: &str,
+        from: Phase,
+        step: StepCommit,
+    ) -> Result<Option<RemediationRequest>>;
+
+    /// Give up a claim without changing the request.
+    async fn release(&self, id: Uuid, worker: &str) -> Result<()>;
+
+    async fn get_request(&self, id: Uuid) -> Result<Option<RemediationRequest>>;
+    async fn list_requests(&self, filter: &RequestFilter) -> Result<Page<RemediationRequest>>;
+    async fn list_signals(&self, filter: &SignalFilter) -> Result<Page<SignalRecord>>;
+    async fn audit_trail(&self, request_id: Uuid) -> Result<Vec<AuditEvent>>;
+
+    /// Append an audit event outside a phase change (an approval viewed, a signal resolved…).
+    async fn append_audit(
+        &self,
+        request_id: Option<Uuid>,
+        phase: Option<Phase>,
+        draft: &AuditDraft,
+    ) -> Result<()>;
+
+    async fn count_by_phase(&self) -> Result<Vec<(Phase, i64)>>;
+    async fn health(&self) -> Result<StoreHealth>;
+}
+
+/// Open the configured database, creating it (and its directory) if needed, and apply
+/// migrations.
+pub async fn open(url: &DatabaseUrl, clock: Arc<dyn Clock>) -> Result<Arc<dyn Store>> {
+    Ok(match url {
+        DatabaseUrl::Sqlite(path) => Arc::new(SqliteStore::open(path, clock).await?),
+        DatabaseUrl::Postgres(url) => Arc::new(PgStore::open(url.expose(), clock).await?),
+    })
+}
+
+/// Apply migrations only (the `migrate` command).
+pub async fn migrate(url: &DatabaseUrl) -> Result<StoreHealth> {
+    let store = open(url, Arc::new(crate::clock::SystemClock)).await?;
+    store.health().await
+}
+
+fn corrupt(table: &'static str, message: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        table,
+        message: message.into(),
+    }
+}
+
+fn parse_phase(s: &str) -> Result<Phase> {
+    Phase::parse(s).ok_or_else(|| corrupt("remediation_requests", format!("unknown phase `{s}`")))
+}
+
+fn make_target(kind: Option<String>, name: Option<String>, ns: Option<String>) -> Option<Target> {
+    match (kind, name) {
+        (Some(kind), Some(name)) => Some(Target::new(kind, name, ns)),
+        _ => None,
+    }
+}

@@ -1,0 +1,71 @@
+//! PostgreSQL: native UUID, TIMESTAMPTZ and JSONB columns; workers claim requests with
+//! `FOR UPDATE SKIP LOCKED`, so several kubemedic replicas can share one database.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use uuid::Uuid;
+
+use super::sql::{request_columns, runnable_phases, sql_store};
+use crate::clock::Clock;
+
+static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
+
+pub struct PgStore {
+    pool: PgPool,
+    clock: Arc<dyn Clock>,
+}
+
+type Id = Uuid;
+type Ts = DateTime<Utc>;
+
+fn id(u: Uuid) -> Id {
+    u
+}
+
+fn uuid_of(u: Id) -> Uuid {
+    u
+}
+
+fn ts(t: DateTime<Utc>) -> Ts {
+    t
+}
+
+fn time_of(t: Ts) -> super::Result<DateTime<Utc>> {
+    Ok(t)
+}
+
+const BEGIN: &str = "BEGIN";
+
+const CLAIM_SQL: &str = concat!(
+    "UPDATE remediation_requests SET claimed_by = $1, lease_until = $2 \
+     WHERE id = (SELECT id FROM remediation_requests \
+       WHERE active AND phase IN ",
+    runnable_phases!(),
+    " AND (lease_until IS NULL OR lease_until < $3) \
+       AND (not_before IS NULL OR not_before <= $3) \
+       ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) \
+     RETURNING ",
+    request_columns!()
+);
+
+impl PgStore {
+    pub async fn open(url: &str, clock: Arc<dyn Clock>) -> super::Result<Self> {
+        let options = PgConnectOptions::from_str(url).map_err(super::StoreError::Unavailable)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(options)
+            .await
+            .map_err(super::StoreError::Unavailable)?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool, clock })
+    }
+}
+
+sql_store!(PgStore, sqlx::Postgres, "postgres");

@@ -1,0 +1,110 @@
+//! The remediation target: which Kubernetes object a signal or a request is about.
+//!
+//! Shared vocabulary of ingest (targets read from alert labels), the pipeline (one active request
+//! per target) and the cluster view (the verified root owner). The target fingerprint is
+//! `sha256("namespace:kind:name")` in lower-case hex; cluster-scoped kinds have an empty
+//! namespace (`":Node:worker-1"`), exactly as DESIGN §3.1 and the Kubernaut gateway define it.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Target {
+    pub kind: String,
+    pub name: String,
+    /// `None` for cluster-scoped kinds (Node, PersistentVolume, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// Kinds that have no namespace. A namespace given with one of these is dropped.
+pub const CLUSTER_SCOPED_KINDS: &[&str] = &[
+    "Node",
+    "PersistentVolume",
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "StorageClass",
+    "CustomResourceDefinition",
+    "PriorityClass",
+    "IngressClass",
+    "RuntimeClass",
+    "VolumeAttachment",
+    "CSIDriver",
+    "CSINode",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "APIService",
+];
+
+pub fn is_cluster_scoped(kind: &str) -> bool {
+    CLUSTER_SCOPED_KINDS.contains(&kind)
+}
+
+impl Target {
+    /// A target, with the namespace cleared for cluster-scoped kinds.
+    pub fn new(kind: impl Into<String>, name: impl Into<String>, namespace: Option<String>) -> Self {
+        let kind = kind.into();
+        let namespace = if is_cluster_scoped(&kind) {
+            None
+        } else {
+            namespace.filter(|ns| !ns.is_empty())
+        };
+        Self {
+            kind,
+            name: name.into(),
+            namespace,
+        }
+    }
+
+    pub fn fingerprint(&self) -> String {
+        fingerprint_of(self.namespace.as_deref().unwrap_or(""), &self.kind, &self.name)
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{}/{}/{}", ns, self.kind, self.name),
+            None => write!(f, "{}/{}", self.kind, self.name),
+        }
+    }
+}
+
+/// `sha256("namespace:kind:name")` as lower-case hex.
+pub fn fingerprint_of(namespace: &str, kind: &str, name: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(namespace.as_bytes());
+    h.update(b":");
+    h.update(kind.as_bytes());
+    h.update(b":");
+    h.update(name.as_bytes());
+    hex::encode(h.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_is_sha256_of_namespace_kind_name() {
+        let t = Target::new("Deployment", "checkout", Some("shop".into()));
+        // echo -n 'shop:Deployment:checkout' | sha256sum
+        assert_eq!(
+            t.fingerprint(),
+            "6d1a895f68c481a1ea6a977b880cc1233fdb70b0b96b9d447a06e1b4cb90594f"
+        );
+    }
+
+    #[test]
+    fn cluster_scoped_kinds_drop_the_namespace() {
+        let node = Target::new("Node", "worker-1", Some("shop".into()));
+        assert_eq!(node.namespace, None);
+        // echo -n ':Node:worker-1' | sha256sum
+        assert_eq!(
+            node.fingerprint(),
+            "5811a14c33e6ea55be7f43355c2cffd48201fcbf3fc51c48a3f58e375e6f7ccc"
+        );
+        assert_eq!(node.to_string(), "Node/worker-1");
+    }
+}

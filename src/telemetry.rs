@@ -1,0 +1,180 @@
+//! Logs and metrics.
+//!
+//! Logs: `tracing`, JSON by default when not on a terminal, with the span fields (`request_id`)
+//! on every line. Metrics: one Prometheus registry, names with units, rendered by `/metrics`.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tracing_subscriber::EnvFilter;
+
+use crate::config::LogFormat;
+use crate::pipeline::{Phase, stage_name};
+
+/// Install the global subscriber. Safe to call more than once (later calls are ignored).
+pub fn init_logging(format: LogFormat, filter: &str) {
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let json = match format {
+        LogFormat::Json => true,
+        LogFormat::Text => false,
+        LogFormat::Auto => !std::io::stderr().is_terminal(),
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init()
+    } else {
+        builder.with_target(false).try_init()
+    };
+}
+
+type Labels = Vec<(String, String)>;
+
+pub struct Metrics {
+    registry: Registry,
+    signals_received: Family<Labels, Counter>,
+    signals_deduplicated: Family<Labels, Counter>,
+    signals_rejected: Family<Labels, Counter>,
+    ingest_duration: Histogram,
+    requests: Family<Labels, Gauge>,
+    transitions: Family<Labels, Counter>,
+    stage_duration: Family<Labels, Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let signals_received = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_signals_received",
+            "Signals (alerts, predictions) received, by source",
+            signals_received.clone(),
+        );
+        let signals_deduplicated = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_signals_deduplicated",
+            "Signals that opened no new request: redelivery (same fingerprint and start) or \
+             occurrence (target already has an active request)",
+            signals_deduplicated.clone(),
+        );
+        let signals_rejected = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_signals_rejected",
+            "Webhook calls rejected, by reason",
+            signals_rejected.clone(),
+        );
+        let ingest_duration = Histogram::new(exponential_buckets(0.0005, 2.0, 14));
+        registry.register(
+            "kubemedic_ingest_duration_seconds",
+            "Time from receiving a webhook body to answering it (commit included)",
+            ingest_duration.clone(),
+        );
+        let requests = Family::<Labels, Gauge>::default();
+        registry.register(
+            "kubemedic_requests",
+            "Remediation requests in the store, by phase",
+            requests.clone(),
+        );
+        let transitions = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_request_transitions",
+            "Phase changes committed by this process, by the phase entered",
+            transitions.clone(),
+        );
+        let stage_duration = Family::<Labels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.001, 2.0, 18))
+        });
+        registry.register(
+            "kubemedic_stage_duration_seconds",
+            "Time one pipeline step took, by stage",
+            stage_duration.clone(),
+        );
+        Self {
+            registry,
+            signals_received,
+            signals_deduplicated,
+            signals_rejected,
+            ingest_duration,
+            requests,
+            transitions,
+            stage_duration,
+        }
+    }
+
+    /// Register further metrics (LLM tokens, gate decisions…) owned by other modules.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    pub fn signal_received(&self, source: &str) {
+        self.signals_received
+            .get_or_create(&vec![("source".into(), source.into())])
+            .inc();
+    }
+
+    pub fn signal_deduplicated(&self, kind: &str) {
+        self.signals_deduplicated
+            .get_or_create(&vec![("kind".into(), kind.into())])
+            .inc();
+    }
+
+    pub fn signal_rejected(&self, reason: &str) {
+        self.signals_rejected
+            .get_or_create(&vec![("reason".into(), reason.into())])
+            .inc();
+    }
+
+    pub fn observe_ingest(&self, elapsed: Duration) {
+        self.ingest_duration.observe(elapsed.as_secs_f64());
+    }
+
+    pub fn transition(&self, to: Phase) {
+        self.transitions
+            .get_or_create(&vec![("phase".into(), to.as_str().into())])
+            .inc();
+    }
+
+    pub fn observe_stage(&self, phase: Phase, elapsed: Duration) {
+        self.stage_duration
+            .get_or_create(&vec![("stage".into(), stage_name(phase).into())])
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Set the by-phase gauge from a fresh count (done at scrape time).
+    pub fn set_requests_by_phase(&self, counts: &[(Phase, i64)]) {
+        for phase in Phase::ALL {
+            let n = counts
+                .iter()
+                .find(|(p, _)| *p == phase)
+                .map_or(0, |(_, n)| *n);
+            self.requests
+                .get_or_create(&vec![("phase".into(), phase.as_str().into())])
+                .set(n);
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}

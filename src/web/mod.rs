@@ -1,0 +1,189 @@
+//! The HTTP face of the daemon: ingest endpoints, the JSON API, health and metrics.
+//!
+//! One [`AppState`] holds every dependency as `Arc<dyn Trait>`; handlers never reach around it.
+//! Every response carries an `x-request-id` and every log line of a request carries it too.
+//! Errors become one JSON shape, `{"error": "...", "field": "..."}`; internals are logged, not
+//! leaked.
+
+pub mod api;
+pub mod health;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+use tracing::{Instrument, debug, info_span, warn};
+
+use crate::clock::Clock;
+use crate::config::{Secret, WebhookAuth};
+use crate::ingest::webhook::{self, IngestQueue};
+use crate::store::Store;
+use crate::telemetry::Metrics;
+
+pub use health::{Dependency, DependencyStatus};
+
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub metrics: Arc<Metrics>,
+    pub clock: Arc<dyn Clock>,
+    pub ingest: Arc<IngestQueue>,
+    pub webhook_auth: WebhookAuth,
+    pub api_token: Option<Secret>,
+    pub max_body_bytes: usize,
+    /// Outside systems whose reachability `/readyz` reports (cluster, LLM, mail…).
+    pub dependencies: Vec<Arc<dyn Dependency>>,
+}
+
+impl AppState {
+    /// The admin bearer token. Without one configured, nobody is authorised.
+    pub fn api_authorised(&self, headers: &HeaderMap) -> bool {
+        let Some(token) = &self.api_token else {
+            return false;
+        };
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .is_some_and(|(_, given)| ct_eq(given.trim().as_bytes(), token.expose().as_bytes()))
+    }
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/api/v1/alerts/alertmanager", post(webhook::alertmanager))
+        .route("/api/v1/signals", post(webhook::native).get(api::list_signals))
+        .route("/api/v1/requests", get(api::list_requests))
+        .route("/api/v1/requests/{id}", get(api::get_request))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .fallback(not_found)
+        .layer(middleware::from_fn(request_id))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such endpoint".into())
+}
+
+/// Give every request an id (the caller's `x-request-id` if sane), put it on every log line of
+/// the request through the span, and return it in the response.
+async fn request_id(req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.chars().all(|c| c.is_ascii_graphic()))
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let span = info_span!("http", request_id = %id, %method, %path);
+    let started = Instant::now();
+    let mut response = next.run(req).instrument(span.clone()).await;
+    let status = response.status();
+    span.in_scope(|| {
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        if status.is_server_error() || status == StatusCode::UNAUTHORIZED {
+            warn!(status = status.as_u16(), ms, "request finished");
+        } else {
+            debug!(status = status.as_u16(), ms, "request finished");
+        }
+    });
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    response
+}
+
+/// Constant-time comparison for credentials.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Every error a client can see.
+#[derive(Debug)]
+pub enum ApiError {
+    Unauthorized,
+    BadRequest {
+        field: Option<String>,
+        message: String,
+    },
+    NotFound(String),
+    TooLarge(usize),
+    /// The store (or another dependency) cannot serve now; the client should retry.
+    Unavailable(String),
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn bad(field: &str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            field: Some(field.to_owned()),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> Self {
+        match e {
+            crate::store::StoreError::Unavailable(_) | crate::store::StoreError::Conflict => {
+                warn!(error = %e, "store unavailable");
+                ApiError::Unavailable("the store is unavailable; retry".into())
+            }
+            other => {
+                tracing::error!(error = %other, "store error");
+                ApiError::Internal("internal error; see the daemon's log".into())
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, body) = match self {
+            ApiError::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                json!({"error": "missing or invalid credentials"}),
+            ),
+            ApiError::BadRequest { field, message } => (
+                StatusCode::BAD_REQUEST,
+                match field {
+                    Some(f) => json!({"error": format!("{f}: {message}"), "field": f}),
+                    None => json!({"error": message}),
+                },
+            ),
+            ApiError::NotFound(m) => (StatusCode::NOT_FOUND, json!({"error": m})),
+            ApiError::TooLarge(limit) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"error": format!("body larger than {limit} bytes")}),
+            ),
+            ApiError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, json!({"error": m})),
+            ApiError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, json!({"error": m})),
+        };
+        let mut response = (status, axum::Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"kubemedic\""),
+            );
+        }
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        }
+        response
+    }
+}
