@@ -1,0 +1,512 @@
+//! The webhook and API contract over real HTTP, against a daemon on a real port and a real
+//! SQLite file, fed real Alertmanager bodies.
+
+mod common;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use common::{API_TOKEN, TestDaemon, WEBHOOK_TOKEN, alert_body, fixture};
+use kubemedic::daemon::Components;
+use kubemedic::pipeline::{AuditDraft, AuditEvent, Phase, RemediationRequest};
+use kubemedic::store::{
+    IngestOutcome, Page, RequestFilter, SignalFilter, SignalRecord, StepCommit, Store, StoreError,
+    StoreHealth,
+};
+use serde_json::Value;
+
+fn items(v: &Value) -> &Vec<Value> {
+    v["items"].as_array().expect("items array")
+}
+
+#[tokio::test]
+async fn webhook_requires_the_configured_credentials() {
+    let d = TestDaemon::start(|a| {
+        a.webhook_basic_auth = Some(kubemedic::config::Secret::new("am:s3cret"));
+    })
+    .await;
+    let body = fixture("alertmanager/captured-from-alertmanager-0.25.json");
+    let url = d.url("/api/v1/alerts/alertmanager");
+    let post = || d.client.post(&url).body(body.clone());
+
+    let none = post().send().await.unwrap();
+    assert_eq!(none.status(), 401);
+    assert!(none.headers().contains_key("www-authenticate"));
+    assert_eq!(post().bearer_auth("wrong").send().await.unwrap().status(), 401);
+    assert_eq!(
+        post().basic_auth("am", Some("wrong")).send().await.unwrap().status(),
+        401
+    );
+    // Nothing was stored by the rejected calls.
+    assert_eq!(d.api("/api/v1/signals").await["total"], 0);
+
+    assert_eq!(post().bearer_auth(WEBHOOK_TOKEN).send().await.unwrap().status(), 200);
+    let basic = post().basic_auth("am", Some("s3cret")).send().await.unwrap();
+    assert_eq!(basic.status(), 200, "basic auth works as well");
+
+    let metrics = d.client.get(d.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.contains("kubemedic_signals_rejected_total{reason=\"unauthorized\"} 3"),
+        "{metrics}"
+    );
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_body_gets_413_and_nothing_is_stored() {
+    let d = TestDaemon::start(|a| a.max_body_bytes = Some(2048)).await;
+    let big = alert_body(
+        "firing",
+        "Big",
+        &[("namespace", "shop"), ("pod", "p"), ("blob", &"x".repeat(4096))],
+        "big1",
+        "2026-01-01T00:00:00Z",
+    );
+    let r = d.send_alertmanager(&big).await;
+    assert_eq!(r.status(), 413);
+    // Also without a Content-Length header (chunked body).
+    let stream = futures::stream::once(async move { Ok::<_, std::io::Error>(big.into_bytes()) });
+    let r = d
+        .client
+        .post(d.url("/api/v1/alerts/alertmanager"))
+        .bearer_auth(WEBHOOK_TOKEN)
+        .body(reqwest::Body::wrap_stream(stream))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 413);
+    assert_eq!(d.api("/api/v1/signals").await["total"], 0);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn broken_bodies_get_400_naming_the_field() {
+    let d = TestDaemon::start(|_| {}).await;
+    let r = d
+        .send_alertmanager(&fixture("alertmanager/kubernaut-invalid-payload.json"))
+        .await;
+    assert_eq!(r.status(), 400);
+    let err: Value = r.json().await.unwrap();
+    assert_eq!(err["field"], "alerts[0].labels", "{err}");
+    assert!(err["error"].as_str().unwrap().contains("invalid JSON"), "{err}");
+
+    let bad_time = alert_body("firing", "A", &[("namespace", "shop")], "f1", "yesterday");
+    let err: Value = d.send_alertmanager(&bad_time).await.json().await.unwrap();
+    assert_eq!(err["field"], "alerts[0].startsAt");
+
+    let mut bad_status: Value =
+        serde_json::from_str(&alert_body("firing", "A", &[], "f1", "2026-01-01T00:00:00Z")).unwrap();
+    bad_status["alerts"][0]["status"] = "burning".into();
+    let r = d.send_alertmanager(&bad_status.to_string()).await;
+    assert_eq!(r.status(), 400);
+    let err: Value = r.json().await.unwrap();
+    assert_eq!(err["field"], "alerts[0].status", "{err}");
+
+    let no_alerts = r#"{"version":"4","status":"firing"}"#;
+    let err: Value = d.send_alertmanager(no_alerts).await.json().await.unwrap();
+    assert!(err["error"].as_str().unwrap().contains("alerts"), "{err}");
+
+    let v5 = fixture("alertmanager/kubernaut-pod-crash.json").replace("\"version\": \"4\"", "\"version\": \"5\"");
+    let err: Value = d.send_alertmanager(&v5).await.json().await.unwrap();
+    assert_eq!(err["field"], "version");
+
+    // One bad alert rejects the whole delivery: nothing half-accepted.
+    let mut mixed: Value =
+        serde_json::from_str(&fixture("alertmanager/kubernaut-multiple-alerts.json")).unwrap();
+    mixed["alerts"][2]["startsAt"] = "soon".into();
+    let r = d.send_alertmanager(&mixed.to_string()).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(d.api("/api/v1/signals").await["total"], 0);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn a_committed_alert_is_readable_with_its_target() {
+    let d = TestDaemon::start(|_| {}).await;
+    let r = d
+        .send_alertmanager(&fixture("alertmanager/captured-from-alertmanager-0.25.json"))
+        .await;
+    assert_eq!(r.status(), 200);
+    let answer: Value = r.json().await.unwrap();
+    assert_eq!(answer["outcomes"][0]["outcome"], "opened");
+    let request_id = answer["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+
+    // 2xx means committed: the signal is there immediately.
+    let signals = d.api("/api/v1/signals").await;
+    assert_eq!(signals["total"], 1);
+    let s = &items(&signals)[0];
+    assert_eq!(s["fingerprint"], "e26057f936a63f72");
+    assert_eq!(s["status"], "firing");
+    assert_eq!(s["labels"]["alertname"], "KubePodCrashLooping");
+    assert_eq!(s["starts_at"], "2026-11-21T21:22:01.714486Z");
+    assert_eq!(s["request_id"], request_id.as_str());
+
+    let req = d.api(&format!("/api/v1/requests/{request_id}")).await;
+    assert_eq!(
+        req["target"],
+        serde_json::json!({"kind": "Pod", "name": "checkout-7d9c8b6f5-x2k4q", "namespace": "shop"})
+    );
+    assert_eq!(req["occurrence_count"], 1);
+    assert_eq!(req["signal"]["mode"], "reactive");
+    assert_eq!(req["timeline"][0]["kind"], "received");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn redelivery_changes_nothing() {
+    let d = TestDaemon::start(|_| {}).await;
+    let body = fixture("alertmanager/kubernaut-multiple-alerts.json");
+    assert_eq!(d.send_alertmanager(&body).await.status(), 200);
+    let before = d.api("/api/v1/requests").await;
+    // Alertmanager HA pairs send twice; retries send again.
+    for _ in 0..3 {
+        let again: Value = d.send_alertmanager(&body).await.json().await.unwrap();
+        for o in again["outcomes"].as_array().unwrap() {
+            assert_eq!(o["outcome"], "redelivery", "{again}");
+        }
+    }
+    assert_eq!(d.api("/api/v1/signals").await["total"], 3);
+    let after = d.api("/api/v1/requests").await;
+    assert_eq!(after["total"], 3);
+    for (a, b) in items(&before).iter().zip(items(&after)) {
+        assert_eq!(a["id"], b["id"]);
+        assert_eq!(b["occurrence_count"], 1);
+    }
+    let metrics = d.client.get(d.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(
+        metrics.contains("kubemedic_signals_deduplicated_total{kind=\"redelivery\"} 9"),
+        "{metrics}"
+    );
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn repeats_for_one_target_fold_into_one_request() {
+    let d = TestDaemon::start(|_| {}).await;
+    let labels = [("namespace", "shop"), ("deployment", "checkout")];
+    let first = alert_body("firing", "KubeDeploymentReplicasMismatch", &labels, "aaa1", "2026-01-01T00:00:00Z");
+    let second = alert_body("firing", "KubeDeploymentReplicasMismatch", &labels, "aaa1", "2026-01-01T00:10:00Z");
+    let other_alert = alert_body("firing", "KubeDeploymentRolloutStuck", &labels, "bbb2", "2026-01-01T00:11:00Z");
+    // A pod of the same deployment: its deployment label joins it to the same request.
+    let pod_alert = alert_body(
+        "firing",
+        "KubePodCrashLooping",
+        &[("namespace", "shop"), ("deployment", "checkout"), ("pod", "checkout-abc")],
+        "ccc3",
+        "2026-01-01T00:12:00Z",
+    );
+    let opened: Value = d.send_alertmanager(&first).await.json().await.unwrap();
+    let id = opened["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    for body in [&second, &other_alert, &pod_alert] {
+        let v: Value = d.send_alertmanager(body).await.json().await.unwrap();
+        assert_eq!(v["outcomes"][0]["outcome"], "occurrence", "{v}");
+        assert_eq!(v["outcomes"][0]["request_id"], id.as_str());
+    }
+    let list = d.api("/api/v1/requests").await;
+    assert_eq!(list["total"], 1);
+    let r = &items(&list)[0];
+    assert_eq!(r["occurrence_count"], 4);
+    assert!(r["last_seen"].as_str().unwrap() >= r["first_seen"].as_str().unwrap());
+    assert_eq!(d.api("/api/v1/signals").await["total"], 4);
+
+    // Another namespace is another target.
+    let elsewhere = alert_body(
+        "firing",
+        "KubeDeploymentReplicasMismatch",
+        &[("namespace", "billing"), ("deployment", "checkout")],
+        "ddd4",
+        "2026-01-01T00:13:00Z",
+    );
+    let v: Value = d.send_alertmanager(&elsewhere).await.json().await.unwrap();
+    assert_eq!(v["outcomes"][0]["outcome"], "opened");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn resolved_alerts_are_recorded_on_their_request() {
+    let d = TestDaemon::start(|_| {}).await;
+    let labels = [("namespace", "shop"), ("pod", "checkout-1")];
+    let firing = alert_body("firing", "PodCrash", &labels, "res1", "2026-01-01T00:00:00Z");
+    let resolved = alert_body("resolved", "PodCrash", &labels, "res1", "2026-01-01T00:00:00Z");
+    let v: Value = d.send_alertmanager(&firing).await.json().await.unwrap();
+    let id = v["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    let v: Value = d.send_alertmanager(&resolved).await.json().await.unwrap();
+    assert_eq!(v["outcomes"][0]["outcome"], "resolved");
+    assert_eq!(v["outcomes"][0]["request_id"], id.as_str());
+
+    let signals = d.api("/api/v1/signals?status=resolved").await;
+    assert_eq!(signals["total"], 1);
+    assert_eq!(items(&signals)[0]["ends_at"], "2030-01-01T00:00:00Z");
+    let req = d.api(&format!("/api/v1/requests/{id}")).await;
+    let kinds: Vec<&str> = req["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"signal_resolved"), "{kinds:?}");
+
+    // A resolved alert never seen firing is still recorded, with no request.
+    let v: Value = d
+        .send_alertmanager(&fixture("alertmanager/kubernaut-resolved-alert.json"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["outcomes"][0]["outcome"], "resolved");
+    assert!(v["outcomes"][0]["request_id"].is_null());
+    assert_eq!(d.api("/api/v1/signals?status=resolved").await["total"], 2);
+    assert_eq!(d.api("/api/v1/requests").await["total"], 1);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn predictions_are_proactive_and_native_signals_are_accepted() {
+    let d = TestDaemon::start(|_| {}).await;
+    let predicted = alert_body(
+        "firing",
+        "PredictedMemoryExhaustion",
+        &[("namespace", "shop"), ("deployment", "checkout")],
+        "pred1",
+        "2026-01-01T00:00:00Z",
+    );
+    let v: Value = d.send_alertmanager(&predicted).await.json().await.unwrap();
+    let id = v["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    assert_eq!(d.api(&format!("/api/v1/requests/{id}")).await["signal_mode"], "proactive");
+
+    let native = r#"{"name": "DiskWillFill", "mode": "proactive", "severity": "warning",
+        "target": {"kind": "PersistentVolumeClaim", "name": "data-db-0", "namespace": "db"},
+        "summary": "PVC full in 3h", "starts_at": "2026-01-01T00:00:00Z", "source": "forecaster"}"#;
+    let post = |body: &'static str, token: &'static str| {
+        d.client
+            .post(d.url("/api/v1/signals"))
+            .bearer_auth(token)
+            .body(body)
+            .send()
+    };
+    assert_eq!(post(native, "nope").await.unwrap().status(), 401);
+    let r = post(native, WEBHOOK_TOKEN).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["outcomes"][0]["outcome"], "opened");
+    let again: Value = post(native, API_TOKEN).await.unwrap().json().await.unwrap();
+    assert_eq!(again["outcomes"][0]["outcome"], "redelivery");
+    let rid = v["outcomes"][0]["request_id"].as_str().unwrap();
+    let req = d.api(&format!("/api/v1/requests/{rid}")).await;
+    assert_eq!(req["target"]["kind"], "PersistentVolumeClaim");
+    assert_eq!(req["signal"]["annotations"]["summary"], "PVC full in 3h");
+
+    let typo = post(r#"{"name": "X", "targt": {}}"#, WEBHOOK_TOKEN).await.unwrap();
+    assert_eq!(typo.status(), 400);
+    let err: Value = typo.json().await.unwrap();
+    assert!(err["error"].as_str().unwrap().contains("targt"), "{err}");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn api_needs_the_admin_token_and_refuses_all_without_one() {
+    let d = TestDaemon::start(|_| {}).await;
+    for path in ["/api/v1/requests", "/api/v1/signals"] {
+        let r = d.client.get(d.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 401, "{path}");
+        let r = d.client.get(d.url(path)).bearer_auth(WEBHOOK_TOKEN).send().await.unwrap();
+        assert_eq!(r.status(), 401, "the webhook token is not an API token: {path}");
+    }
+    d.stop().await;
+
+    let open = TestDaemon::start(|a| a.api_token = None).await;
+    for token in ["", "anything", API_TOKEN] {
+        let r = open
+            .client
+            .get(open.url("/api/v1/requests"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "no API token configured refuses {token:?}");
+    }
+    open.stop().await;
+}
+
+#[tokio::test]
+async fn request_list_filters_and_pages() {
+    let d = TestDaemon::start(|_| {}).await;
+    for i in 0..5 {
+        let ns = if i < 3 { "shop" } else { "billing" };
+        let body = alert_body(
+            "firing",
+            "PodCrash",
+            &[("namespace", ns), ("pod", &format!("p{i}"))],
+            &format!("fp{i}"),
+            "2026-01-01T00:00:00Z",
+        );
+        assert_eq!(d.send_alertmanager(&body).await.status(), 200);
+    }
+    let all = d.api("/api/v1/requests").await;
+    assert_eq!(all["total"], 5);
+    let shop = d.api("/api/v1/requests?namespace=shop").await;
+    assert_eq!(shop["total"], 3);
+    let page = d.api("/api/v1/requests?limit=2&offset=1").await;
+    assert_eq!(page["total"], 5);
+    assert_eq!(items(&page).len(), 2);
+    assert_eq!(items(&page)[0]["id"], items(&all)[1]["id"]);
+    // Without stages the worker ends every request honestly.
+    d.eventually("/api/v1/requests?phase=ManualReviewRequired", 10, |v| v["total"] == 5)
+        .await;
+
+    for (query, field) in [
+        ("phase=Sleeping", "phase"),
+        ("limit=-1", "limit"),
+        ("limit=abc", "limit"),
+        ("colour=red", "colour"),
+    ] {
+        let r = d
+            .client
+            .get(d.url(&format!("/api/v1/requests?{query}")))
+            .bearer_auth(API_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{query}");
+        let err: Value = r.json().await.unwrap();
+        assert_eq!(err["field"], field, "{query}");
+    }
+    let r = d
+        .client
+        .get(d.url(&format!("/api/v1/requests/{}", uuid::Uuid::new_v4())))
+        .bearer_auth(API_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn without_stages_a_request_ends_in_review_with_the_reason_and_a_full_timeline() {
+    let d = TestDaemon::start(|_| {}).await;
+    let v: Value = d
+        .send_alertmanager(&fixture("alertmanager/kubernaut-pod-crash.json"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = v["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    let req = d
+        .eventually(&format!("/api/v1/requests/{id}"), 10, |r| {
+            r["phase"] == "ManualReviewRequired"
+        })
+        .await;
+    assert_eq!(req["reason"], "enrichment not available");
+    let transitions: Vec<String> = req["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "transition")
+        .map(|e| e["message"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        transitions,
+        [
+            "Received -> Enriching",
+            "Enriching -> ManualReviewRequired: enrichment not available"
+        ]
+    );
+    let metrics = d.client.get(d.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("kubemedic_requests{phase=\"ManualReviewRequired\"} 1"), "{metrics}");
+    assert!(metrics.contains("kubemedic_ingest_duration_seconds_count 1"), "{metrics}");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let d = TestDaemon::start(|_| {}).await;
+    let r = d.client.get(d.url("/healthz")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().contains_key("x-request-id"));
+    let ready: Value = d.client.get(d.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["status"], "ready");
+    assert_eq!(ready["checks"]["store"]["ok"], true);
+    assert_eq!(ready["checks"]["migrations"]["ok"], true);
+    // A caller's request id is echoed back.
+    let r = d
+        .client
+        .get(d.url("/healthz"))
+        .header("x-request-id", "trace-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-request-id"], "trace-123");
+    d.stop().await;
+}
+
+/// A store whose database has gone away: every call fails as sqlx reports a lost connection.
+struct UnreachableStore(Arc<dyn Store>);
+
+fn gone() -> StoreError {
+    StoreError::Unavailable(sqlx::Error::PoolTimedOut)
+}
+
+#[async_trait]
+impl Store for UnreachableStore {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+    async fn ingest(&self, _: &[kubemedic::ingest::NewSignal]) -> Result<Vec<IngestOutcome>, StoreError> {
+        Err(gone())
+    }
+    async fn claim(&self, _: &str, _: std::time::Duration) -> Result<Option<RemediationRequest>, StoreError> {
+        Ok(None)
+    }
+    async fn renew(&self, _: uuid::Uuid, _: &str, _: std::time::Duration) -> Result<bool, StoreError> {
+        Err(gone())
+    }
+    async fn commit_step(&self, _: uuid::Uuid, _: &str, _: Phase, _: StepCommit) -> Result<Option<RemediationRequest>, StoreError> {
+        Err(gone())
+    }
+    async fn release(&self, _: uuid::Uuid, _: &str) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn get_request(&self, _: uuid::Uuid) -> Result<Option<RemediationRequest>, StoreError> {
+        Err(gone())
+    }
+    async fn list_requests(&self, f: &RequestFilter) -> Result<Page<RemediationRequest>, StoreError> {
+        self.0.list_requests(f).await
+    }
+    async fn list_signals(&self, f: &SignalFilter) -> Result<Page<SignalRecord>, StoreError> {
+        self.0.list_signals(f).await
+    }
+    async fn audit_trail(&self, _: uuid::Uuid) -> Result<Vec<AuditEvent>, StoreError> {
+        Err(gone())
+    }
+    async fn append_audit(&self, _: Option<uuid::Uuid>, _: Option<Phase>, _: &AuditDraft) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn count_by_phase(&self) -> Result<Vec<(Phase, i64)>, StoreError> {
+        Err(gone())
+    }
+    async fn health(&self) -> Result<StoreHealth, StoreError> {
+        Err(gone())
+    }
+}
+
+#[tokio::test]
+async fn store_failure_answers_503_so_alertmanager_retries() {
+    let (_dir, url) = common::sqlite_url();
+    let real = common::open_store(&url, Arc::new(kubemedic::clock::SystemClock)).await;
+    let broken: Arc<dyn Store> = Arc::new(UnreachableStore(real.clone()));
+    let d = TestDaemon::start_with(|_| {}, Components::default(), Some(broken)).await;
+    let r = d
+        .send_alertmanager(&fixture("alertmanager/captured-from-alertmanager-0.25.json"))
+        .await;
+    assert_eq!(r.status(), 503);
+    assert!(r.headers().contains_key("retry-after"));
+    let ready = d.client.get(d.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+    // Nothing half-written.
+    assert_eq!(
+        real.list_signals(&SignalFilter { limit: 10, ..Default::default() }).await.unwrap().total,
+        0
+    );
+    d.stop().await;
+}
