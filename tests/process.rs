@@ -1,0 +1,378 @@
+//! The `kubemedic` binary as an operator runs it: crash safety under SIGKILL, clean SIGTERM,
+//! start-up validation, and what reaches the log.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{API_TOKEN, WEBHOOK_TOKEN, alert_body};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubemedic");
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Server {
+    child: Child,
+    base: String,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start(data_dir: &Path, port: u16, database_url: Option<&str>, extra: &[&str]) -> Server {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--lease-seconds")
+            .arg("2")
+            .args(extra)
+            .env("KUBEMEDIC_WEBHOOK_TOKEN", WEBHOOK_TOKEN)
+            .env("KUBEMEDIC_API_TOKEN", API_TOKEN)
+            .env("KUBEMEDIC_LOG_FORMAT", "json")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(url) = database_url {
+            cmd.env("KUBEMEDIC_DATABASE_URL", url);
+        }
+        let mut child = cmd.spawn().expect("spawn kubemedic");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let server = Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            log,
+        };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(r) = ureq_get(&format!("{}/readyz", self.base))
+                && r == 200
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("server not ready; log:\n{}", self.log.lock().unwrap().join("\n"));
+    }
+
+    fn log_lines(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tiny blocking GET for readiness polling (no runtime needed).
+fn ureq_get(url: &str) -> std::io::Result<u16> {
+    use std::io::{Read, Write};
+    let rest = url.trim_start_matches("http://");
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut s = std::net::TcpStream::connect(host)?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    write!(s, "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf)?;
+    buf.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other("bad response"))
+}
+
+async fn all_signals(client: &reqwest::Client, base: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let page: Value = client
+            .get(format!("{base}/api/v1/signals?limit=500&offset={}", out.len()))
+            .bearer_auth(API_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let items = page["items"].as_array().unwrap().clone();
+        if items.is_empty() {
+            return out;
+        }
+        out.extend(items);
+    }
+}
+
+/// Fire `total` distinct alerts from `senders` concurrent clients; SIGKILL the server once
+/// `kill_after` have been acknowledged. Returns the fingerprints that got a 2xx.
+async fn burst_and_kill(server: &mut Server, total: usize, senders: usize, kill_after: usize) -> HashSet<String> {
+    let acked = Arc::new(Mutex::new(HashSet::new()));
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..senders {
+        let (acked, next, client, base) = (acked.clone(), next.clone(), client.clone(), server.base.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if i >= total {
+                    return;
+                }
+                let fp = format!("burst{i:05}");
+                let pod = format!("worker-{i}");
+                let body = alert_body("firing", "PodCrash", &[("namespace", "load"), ("pod", &pod)], &fp, "2026-02-01T00:00:00Z");
+                let sent = client
+                    .post(format!("{base}/api/v1/alerts/alertmanager"))
+                    .bearer_auth(WEBHOOK_TOKEN)
+                    .body(body)
+                    .send()
+                    .await;
+                if let Ok(r) = sent
+                    && r.status().is_success()
+                {
+                    acked.lock().unwrap().insert(fp);
+                }
+            }
+        }));
+    }
+    loop {
+        if acked.lock().unwrap().len() >= kill_after {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    server.child.kill().expect("SIGKILL");
+    let _ = server.child.wait();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    acked
+}
+
+async fn crash_keeps_every_acknowledged_alert(database_url: Option<String>) {
+    common::init();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut server = Server::start(dir.path(), port, database_url.as_deref(), &[]);
+    let acked = burst_and_kill(&mut server, 3000, 24, 600).await;
+    assert!(acked.len() >= 600, "{}", acked.len());
+    assert!(acked.len() < 3000, "the kill landed mid-burst");
+    drop(server);
+
+    let server = Server::start(dir.path(), port, database_url.as_deref(), &[]);
+    let client = reqwest::Client::new();
+    let signals = all_signals(&client, &server.base).await;
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for s in &signals {
+        *count.entry(s["fingerprint"].as_str().unwrap().to_owned()).or_default() += 1;
+    }
+    for fp in &acked {
+        assert_eq!(count.get(fp), Some(&1), "acknowledged alert {fp} must be stored exactly once");
+    }
+    assert!(count.values().all(|n| *n == 1), "no alert stored twice");
+    // Every stored signal has its request, and the restarted worker finishes them all,
+    // including those claimed by the killed process.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let active: Value = client
+            .get(format!("{}/api/v1/requests?phase=Received&limit=1", server.base))
+            .bearer_auth(API_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let enriching: Value = client
+            .get(format!("{}/api/v1/requests?phase=Enriching&limit=1", server.base))
+            .bearer_auth(API_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if active["total"] == 0 && enriching["total"] == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "requests left unprocessed after restart");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let done: Value = client
+        .get(format!("{}/api/v1/requests?phase=ManualReviewRequired&limit=1", server.base))
+        .bearer_auth(API_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(done["total"].as_u64().unwrap() as usize, signals.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_mid_burst_loses_no_acknowledged_alert_sqlite() {
+    crash_keeps_every_acknowledged_alert(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigkill_mid_burst_loses_no_acknowledged_alert_postgres() {
+    common::init();
+    if let Some(url) = common::fresh_postgres().await {
+        crash_keeps_every_acknowledged_alert(Some(url)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_cleanly_and_logs_carry_request_ids_but_no_secrets() {
+    common::init();
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(dir.path(), free_port(), None, &["--webhook-basic-auth", "am:hunter2-basic"]);
+    let client = reqwest::Client::new();
+    for i in 0..5 {
+        let body = alert_body("firing", "PodCrash", &[("namespace", "shop"), ("pod", &format!("p{i}"))], &format!("t{i}"), "2026-02-01T00:00:00Z");
+        let r = client
+            .post(format!("{}/api/v1/alerts/alertmanager", server.base))
+            .bearer_auth(WEBHOOK_TOKEN)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let done: Value = client
+            .get(format!("{}/api/v1/requests?phase=ManualReviewRequired", server.base))
+            .bearer_auth(API_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if done["total"] == 5 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "worker did not finish");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid = server.child.id() as i32;
+    let rc = Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+    assert!(rc.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "did not exit after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0), "SIGTERM exits 0");
+    std::thread::sleep(Duration::from_millis(200));
+    let lines = server.log_lines();
+    let all = lines.join("\n");
+    assert!(!all.contains(WEBHOOK_TOKEN), "webhook token leaked into the log");
+    assert!(!all.contains(API_TOKEN), "API token leaked into the log");
+    assert!(!all.contains("hunter2-basic"), "basic-auth password leaked into the log");
+    let mut committed = 0;
+    let mut transitions = 0;
+    for line in &lines {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        match v["message"].as_str() {
+            Some("signals committed") => {
+                committed += 1;
+                assert!(v["span"]["request_id"].is_string(), "{line}");
+            }
+            Some("phase changed") => {
+                transitions += 1;
+                assert!(v["span"]["request_id"].is_string(), "{line}");
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(committed, 5, "{all}");
+    assert_eq!(transitions, 10, "{all}");
+    assert!(all.contains("SIGTERM"), "{all}");
+}
+
+#[test]
+fn bad_configuration_is_refused_before_serving_and_names_the_setting() {
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "localhost-ish", "--webhook-token", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--listen") && err.contains("KUBEMEDIC_LISTEN"), "{err}");
+
+    let out = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("KUBEMEDIC_WEBHOOK_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no webhook authentication configured"), "{err}");
+
+    let out = Command::new(BIN)
+        .args(["serve", "--database-url", "mysql://u:topsecret@db/x", "--webhook-token", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--database-url") && !err.contains("topsecret"), "{err}");
+
+    let help = Command::new(BIN)
+        .args(["serve", "--help"])
+        .env("KUBEMEDIC_WEBHOOK_TOKEN", "leaky-token-value")
+        .env("KUBEMEDIC_API_TOKEN", "leaky-api-value")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("--webhook-token") && !text.contains("leaky"), "{text}");
+}
+
+#[test]
+fn migrate_prepares_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["migrate", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let counts = regex::Regex::new(r"(\d+) of (\d+) migrations applied").unwrap();
+    let caps = counts.captures(&text).unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(caps[1], caps[2], "{text}");
+    assert!(dir.path().join("kubemedic.db").exists());
+}
