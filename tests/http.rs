@@ -32,19 +32,47 @@ async fn webhook_requires_the_configured_credentials() {
     let none = post().send().await.unwrap();
     assert_eq!(none.status(), 401);
     assert!(none.headers().contains_key("www-authenticate"));
-    assert_eq!(post().bearer_auth("wrong").send().await.unwrap().status(), 401);
     assert_eq!(
-        post().basic_auth("am", Some("wrong")).send().await.unwrap().status(),
+        post().bearer_auth("wrong").send().await.unwrap().status(),
+        401
+    );
+    assert_eq!(
+        post()
+            .basic_auth("am", Some("wrong"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
         401
     );
     // Nothing was stored by the rejected calls.
     assert_eq!(d.api("/api/v1/signals").await["total"], 0);
 
-    assert_eq!(post().bearer_auth(WEBHOOK_TOKEN).send().await.unwrap().status(), 200);
-    let basic = post().basic_auth("am", Some("s3cret")).send().await.unwrap();
+    assert_eq!(
+        post()
+            .bearer_auth(WEBHOOK_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let basic = post()
+        .basic_auth("am", Some("s3cret"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(basic.status(), 200, "basic auth works as well");
 
-    let metrics = d.client.get(d.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = d
+        .client
+        .get(d.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(
         metrics.contains("kubemedic_signals_rejected_total{reason=\"unauthorized\"} 3"),
         "{metrics}"
@@ -58,7 +86,11 @@ async fn oversized_body_gets_413_and_nothing_is_stored() {
     let big = alert_body(
         "firing",
         "Big",
-        &[("namespace", "shop"), ("pod", "p"), ("blob", &"x".repeat(4096))],
+        &[
+            ("namespace", "shop"),
+            ("pod", "p"),
+            ("blob", &"x".repeat(4096)),
+        ],
         "big1",
         "2026-01-01T00:00:00Z",
     );
@@ -88,14 +120,23 @@ async fn broken_bodies_get_400_naming_the_field() {
     assert_eq!(r.status(), 400);
     let err: Value = r.json().await.unwrap();
     assert_eq!(err["field"], "alerts[0].labels", "{err}");
-    assert!(err["error"].as_str().unwrap().contains("invalid JSON"), "{err}");
+    assert!(
+        err["error"].as_str().unwrap().contains("invalid JSON"),
+        "{err}"
+    );
 
     let bad_time = alert_body("firing", "A", &[("namespace", "shop")], "f1", "yesterday");
     let err: Value = d.send_alertmanager(&bad_time).await.json().await.unwrap();
     assert_eq!(err["field"], "alerts[0].startsAt");
 
-    let mut bad_status: Value =
-        serde_json::from_str(&alert_body("firing", "A", &[], "f1", "2026-01-01T00:00:00Z")).unwrap();
+    let mut bad_status: Value = serde_json::from_str(&alert_body(
+        "firing",
+        "A",
+        &[],
+        "f1",
+        "2026-01-01T00:00:00Z",
+    ))
+    .unwrap();
     bad_status["alerts"][0]["status"] = "burning".into();
     let r = d.send_alertmanager(&bad_status.to_string()).await;
     assert_eq!(r.status(), 400);
@@ -106,7 +147,8 @@ async fn broken_bodies_get_400_naming_the_field() {
     let err: Value = d.send_alertmanager(no_alerts).await.json().await.unwrap();
     assert!(err["error"].as_str().unwrap().contains("alerts"), "{err}");
 
-    let v5 = fixture("alertmanager/kubernaut-pod-crash.json").replace("\"version\": \"4\"", "\"version\": \"5\"");
+    let v5 = fixture("alertmanager/kubernaut-pod-crash.json")
+        .replace("\"version\": \"4\"", "\"version\": \"5\"");
     let err: Value = d.send_alertmanager(&v5).await.json().await.unwrap();
     assert_eq!(err["field"], "version");
 
@@ -124,12 +166,17 @@ async fn broken_bodies_get_400_naming_the_field() {
 async fn a_committed_alert_is_readable_with_its_target() {
     let d = TestDaemon::start(|_| {}).await;
     let r = d
-        .send_alertmanager(&fixture("alertmanager/captured-from-alertmanager-0.25.json"))
+        .send_alertmanager(&fixture(
+            "alertmanager/captured-from-alertmanager-0.25.json",
+        ))
         .await;
     assert_eq!(r.status(), 200);
     let answer: Value = r.json().await.unwrap();
     assert_eq!(answer["outcomes"][0]["outcome"], "opened");
-    let request_id = answer["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    let request_id = answer["outcomes"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // 2xx means committed: the signal is there immediately.
     let signals = d.api("/api/v1/signals").await;
@@ -172,7 +219,15 @@ async fn redelivery_changes_nothing() {
         assert_eq!(a["id"], b["id"]);
         assert_eq!(b["occurrence_count"], 1);
     }
-    let metrics = d.client.get(d.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = d
+        .client
+        .get(d.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(
         metrics.contains("kubemedic_signals_deduplicated_total{kind=\"redelivery\"} 9"),
         "{metrics}"
@@ -182,21 +237,46 @@ async fn redelivery_changes_nothing() {
 
 #[tokio::test]
 async fn repeats_for_one_target_fold_into_one_request() {
-    let d = TestDaemon::start(|_| {}).await;
+    let d = TestDaemon::start_with(|_| {}, common::stalled(), None).await;
     let labels = [("namespace", "shop"), ("deployment", "checkout")];
-    let first = alert_body("firing", "KubeDeploymentReplicasMismatch", &labels, "aaa1", "2026-01-01T00:00:00Z");
-    let second = alert_body("firing", "KubeDeploymentReplicasMismatch", &labels, "aaa1", "2026-01-01T00:10:00Z");
-    let other_alert = alert_body("firing", "KubeDeploymentRolloutStuck", &labels, "bbb2", "2026-01-01T00:11:00Z");
+    let first = alert_body(
+        "firing",
+        "KubeDeploymentReplicasMismatch",
+        &labels,
+        "aaa1",
+        "2026-01-01T00:00:00Z",
+    );
+    let second = alert_body(
+        "firing",
+        "KubeDeploymentReplicasMismatch",
+        &labels,
+        "aaa1",
+        "2026-01-01T00:10:00Z",
+    );
+    let other_alert = alert_body(
+        "firing",
+        "KubeDeploymentRolloutStuck",
+        &labels,
+        "bbb2",
+        "2026-01-01T00:11:00Z",
+    );
     // A pod of the same deployment: its deployment label joins it to the same request.
     let pod_alert = alert_body(
         "firing",
         "KubePodCrashLooping",
-        &[("namespace", "shop"), ("deployment", "checkout"), ("pod", "checkout-abc")],
+        &[
+            ("namespace", "shop"),
+            ("deployment", "checkout"),
+            ("pod", "checkout-abc"),
+        ],
         "ccc3",
         "2026-01-01T00:12:00Z",
     );
     let opened: Value = d.send_alertmanager(&first).await.json().await.unwrap();
-    let id = opened["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    let id = opened["outcomes"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     for body in [&second, &other_alert, &pod_alert] {
         let v: Value = d.send_alertmanager(body).await.json().await.unwrap();
         assert_eq!(v["outcomes"][0]["outcome"], "occurrence", "{v}");
@@ -226,8 +306,20 @@ async fn repeats_for_one_target_fold_into_one_request() {
 async fn resolved_alerts_are_recorded_on_their_request() {
     let d = TestDaemon::start(|_| {}).await;
     let labels = [("namespace", "shop"), ("pod", "checkout-1")];
-    let firing = alert_body("firing", "PodCrash", &labels, "res1", "2026-01-01T00:00:00Z");
-    let resolved = alert_body("resolved", "PodCrash", &labels, "res1", "2026-01-01T00:00:00Z");
+    let firing = alert_body(
+        "firing",
+        "PodCrash",
+        &labels,
+        "res1",
+        "2026-01-01T00:00:00Z",
+    );
+    let resolved = alert_body(
+        "resolved",
+        "PodCrash",
+        &labels,
+        "res1",
+        "2026-01-01T00:00:00Z",
+    );
     let v: Value = d.send_alertmanager(&firing).await.json().await.unwrap();
     let id = v["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
     let v: Value = d.send_alertmanager(&resolved).await.json().await.unwrap();
@@ -272,7 +364,10 @@ async fn predictions_are_proactive_and_native_signals_are_accepted() {
     );
     let v: Value = d.send_alertmanager(&predicted).await.json().await.unwrap();
     let id = v["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
-    assert_eq!(d.api(&format!("/api/v1/requests/{id}")).await["signal_mode"], "proactive");
+    assert_eq!(
+        d.api(&format!("/api/v1/requests/{id}")).await["signal_mode"],
+        "proactive"
+    );
 
     let native = r#"{"name": "DiskWillFill", "mode": "proactive", "severity": "warning",
         "target": {"kind": "PersistentVolumeClaim", "name": "data-db-0", "namespace": "db"},
@@ -296,7 +391,9 @@ async fn predictions_are_proactive_and_native_signals_are_accepted() {
     assert_eq!(req["target"]["kind"], "PersistentVolumeClaim");
     assert_eq!(req["signal"]["annotations"]["summary"], "PVC full in 3h");
 
-    let typo = post(r#"{"name": "X", "targt": {}}"#, WEBHOOK_TOKEN).await.unwrap();
+    let typo = post(r#"{"name": "X", "targt": {}}"#, WEBHOOK_TOKEN)
+        .await
+        .unwrap();
     assert_eq!(typo.status(), 400);
     let err: Value = typo.json().await.unwrap();
     assert!(err["error"].as_str().unwrap().contains("targt"), "{err}");
@@ -309,8 +406,18 @@ async fn api_needs_the_admin_token_and_refuses_all_without_one() {
     for path in ["/api/v1/requests", "/api/v1/signals"] {
         let r = d.client.get(d.url(path)).send().await.unwrap();
         assert_eq!(r.status(), 401, "{path}");
-        let r = d.client.get(d.url(path)).bearer_auth(WEBHOOK_TOKEN).send().await.unwrap();
-        assert_eq!(r.status(), 401, "the webhook token is not an API token: {path}");
+        let r = d
+            .client
+            .get(d.url(path))
+            .bearer_auth(WEBHOOK_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.status(),
+            401,
+            "the webhook token is not an API token: {path}"
+        );
     }
     d.stop().await;
 
@@ -351,8 +458,10 @@ async fn request_list_filters_and_pages() {
     assert_eq!(items(&page).len(), 2);
     assert_eq!(items(&page)[0]["id"], items(&all)[1]["id"]);
     // Without stages the worker ends every request honestly.
-    d.eventually("/api/v1/requests?phase=ManualReviewRequired", 10, |v| v["total"] == 5)
-        .await;
+    d.eventually("/api/v1/requests?phase=ManualReviewRequired", 10, |v| {
+        v["total"] == 5
+    })
+    .await;
 
     for (query, field) in [
         ("phase=Sleeping", "phase"),
@@ -412,9 +521,23 @@ async fn without_stages_a_request_ends_in_review_with_the_reason_and_a_full_time
             "Enriching -> ManualReviewRequired: enrichment not available"
         ]
     );
-    let metrics = d.client.get(d.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("kubemedic_requests{phase=\"ManualReviewRequired\"} 1"), "{metrics}");
-    assert!(metrics.contains("kubemedic_ingest_duration_seconds_count 1"), "{metrics}");
+    let metrics = d
+        .client
+        .get(d.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("kubemedic_requests{phase=\"ManualReviewRequired\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("kubemedic_ingest_duration_seconds_count 1"),
+        "{metrics}"
+    );
     d.stop().await;
 }
 
@@ -424,7 +547,15 @@ async fn health_and_readiness() {
     let r = d.client.get(d.url("/healthz")).send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert!(r.headers().contains_key("x-request-id"));
-    let ready: Value = d.client.get(d.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    let ready: Value = d
+        .client
+        .get(d.url("/readyz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(ready["status"], "ready");
     assert_eq!(ready["checks"]["store"]["ok"], true);
     assert_eq!(ready["checks"]["migrations"]["ok"], true);
@@ -452,16 +583,34 @@ impl Store for UnreachableStore {
     fn backend(&self) -> &'static str {
         "sqlite"
     }
-    async fn ingest(&self, _: &[kubemedic::ingest::NewSignal]) -> Result<Vec<IngestOutcome>, StoreError> {
+    async fn ingest(
+        &self,
+        _: &[kubemedic::ingest::NewSignal],
+    ) -> Result<Vec<IngestOutcome>, StoreError> {
         Err(gone())
     }
-    async fn claim(&self, _: &str, _: std::time::Duration) -> Result<Option<RemediationRequest>, StoreError> {
+    async fn claim(
+        &self,
+        _: &str,
+        _: std::time::Duration,
+    ) -> Result<Option<RemediationRequest>, StoreError> {
         Ok(None)
     }
-    async fn renew(&self, _: uuid::Uuid, _: &str, _: std::time::Duration) -> Result<bool, StoreError> {
+    async fn renew(
+        &self,
+        _: uuid::Uuid,
+        _: &str,
+        _: std::time::Duration,
+    ) -> Result<bool, StoreError> {
         Err(gone())
     }
-    async fn commit_step(&self, _: uuid::Uuid, _: &str, _: Phase, _: StepCommit) -> Result<Option<RemediationRequest>, StoreError> {
+    async fn commit_step(
+        &self,
+        _: uuid::Uuid,
+        _: &str,
+        _: Phase,
+        _: StepCommit,
+    ) -> Result<Option<RemediationRequest>, StoreError> {
         Err(gone())
     }
     async fn release(&self, _: uuid::Uuid, _: &str) -> Result<(), StoreError> {
@@ -470,7 +619,10 @@ impl Store for UnreachableStore {
     async fn get_request(&self, _: uuid::Uuid) -> Result<Option<RemediationRequest>, StoreError> {
         Err(gone())
     }
-    async fn list_requests(&self, f: &RequestFilter) -> Result<Page<RemediationRequest>, StoreError> {
+    async fn list_requests(
+        &self,
+        f: &RequestFilter,
+    ) -> Result<Page<RemediationRequest>, StoreError> {
         self.0.list_requests(f).await
     }
     async fn list_signals(&self, f: &SignalFilter) -> Result<Page<SignalRecord>, StoreError> {
@@ -479,7 +631,12 @@ impl Store for UnreachableStore {
     async fn audit_trail(&self, _: uuid::Uuid) -> Result<Vec<AuditEvent>, StoreError> {
         Err(gone())
     }
-    async fn append_audit(&self, _: Option<uuid::Uuid>, _: Option<Phase>, _: &AuditDraft) -> Result<(), StoreError> {
+    async fn append_audit(
+        &self,
+        _: Option<uuid::Uuid>,
+        _: Option<Phase>,
+        _: &AuditDraft,
+    ) -> Result<(), StoreError> {
         Err(gone())
     }
     async fn count_by_phase(&self) -> Result<Vec<(Phase, i64)>, StoreError> {
@@ -497,7 +654,9 @@ async fn store_failure_answers_503_so_alertmanager_retries() {
     let broken: Arc<dyn Store> = Arc::new(UnreachableStore(real.clone()));
     let d = TestDaemon::start_with(|_| {}, Components::default(), Some(broken)).await;
     let r = d
-        .send_alertmanager(&fixture("alertmanager/captured-from-alertmanager-0.25.json"))
+        .send_alertmanager(&fixture(
+            "alertmanager/captured-from-alertmanager-0.25.json",
+        ))
         .await;
     assert_eq!(r.status(), 503);
     assert!(r.headers().contains_key("retry-after"));
@@ -505,7 +664,13 @@ async fn store_failure_answers_503_so_alertmanager_retries() {
     assert_eq!(ready.status(), 503);
     // Nothing half-written.
     assert_eq!(
-        real.list_signals(&SignalFilter { limit: 10, ..Default::default() }).await.unwrap().total,
+        real.list_signals(&SignalFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .total,
         0
     );
     d.stop().await;

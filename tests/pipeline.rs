@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use common::{TestDaemon, alert_body};
 use kubemedic::daemon::Components;
-use kubemedic::pipeline::{Phase, RemediationRequest, Stage, StageError, StageOutcome};
 use kubemedic::pipeline::stages::Enrichment;
+use kubemedic::pipeline::{Phase, RemediationRequest, Stage, StageError, StageOutcome};
 use serde_json::Value;
 
 /// An enricher whose cluster is unreachable for the first `down_for` calls.
@@ -41,7 +41,12 @@ impl Stage for Enricher {
             risk_tolerance: None,
             sources: vec!["test".into()],
         });
-        Ok(StageOutcome { next: Phase::Investigating, reason: None, state, events: vec![] })
+        Ok(StageOutcome {
+            next: Phase::Investigating,
+            reason: None,
+            state,
+            events: vec![],
+        })
     }
 }
 
@@ -53,53 +58,95 @@ impl Stage for Broken {
         Phase::Enriching
     }
     async fn run(&self, _: &RemediationRequest) -> Result<StageOutcome, StageError> {
-        Err(StageError::Failed("namespace label kubemedic.io/environment is malformed".into()))
+        Err(StageError::Failed(
+            "namespace label kubemedic.io/environment is malformed".into(),
+        ))
     }
 }
 
 async fn open_one(d: &TestDaemon) -> String {
-    let body = alert_body("firing", "PodCrash", &[("namespace", "shop"), ("pod", "p1")], "fp1", "2026-01-01T00:00:00Z");
+    let body = alert_body(
+        "firing",
+        "PodCrash",
+        &[("namespace", "shop"), ("pod", "p1")],
+        "fp1",
+        "2026-01-01T00:00:00Z",
+    );
     let v: Value = d.send_alertmanager(&body).await.json().await.unwrap();
     v["outcomes"][0]["request_id"].as_str().unwrap().to_owned()
 }
 
 fn kinds(req: &Value) -> Vec<String> {
-    req["timeline"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect()
+    req["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[tokio::test]
 async fn an_unreachable_dependency_makes_the_request_wait_then_end_in_review() {
-    let stage = Arc::new(Enricher { calls: AtomicUsize::new(0), down_for: usize::MAX });
+    let stage = Arc::new(Enricher {
+        calls: AtomicUsize::new(0),
+        down_for: usize::MAX,
+    });
     let d = TestDaemon::start_with(
         |a| a.max_wait_seconds = Some(1),
-        Components { stages: vec![stage.clone()], ..Default::default() },
+        Components {
+            stages: vec![stage.clone()],
+            ..Default::default()
+        },
         None,
     )
     .await;
     let id = open_one(&d).await;
     let waiting = d
-        .eventually(&format!("/api/v1/requests/{id}"), 10, |r| r["waiting"].is_object())
+        .eventually(&format!("/api/v1/requests/{id}"), 10, |r| {
+            r["waiting"].is_object()
+        })
         .await;
     assert_eq!(waiting["phase"], "Enriching");
     assert_eq!(waiting["waiting"]["dependency"], "cluster");
     let done = d
-        .eventually(&format!("/api/v1/requests/{id}"), 15, |r| r["phase"] == "ManualReviewRequired")
+        .eventually(&format!("/api/v1/requests/{id}"), 15, |r| {
+            r["phase"] == "ManualReviewRequired"
+        })
         .await;
     let reason = done["reason"].as_str().unwrap();
     assert!(reason.starts_with("cluster unreachable for"), "{reason}");
     assert!(reason.contains("connection refused"), "{reason}");
-    assert_eq!(kinds(&done).iter().filter(|k| *k == "waiting").count(), 1, "one waiting event, not one per retry");
+    assert_eq!(
+        kinds(&done).iter().filter(|k| *k == "waiting").count(),
+        1,
+        "one waiting event, not one per retry"
+    );
     assert!(stage.calls.load(Ordering::SeqCst) >= 2);
     d.stop().await;
 }
 
 #[tokio::test]
 async fn a_dependency_that_comes_back_lets_the_request_continue() {
-    let stage = Arc::new(Enricher { calls: AtomicUsize::new(0), down_for: 1 });
-    let d = TestDaemon::start_with(|_| {}, Components { stages: vec![stage], ..Default::default() }, None).await;
+    let stage = Arc::new(Enricher {
+        calls: AtomicUsize::new(0),
+        down_for: 1,
+    });
+    let d = TestDaemon::start_with(
+        |_| {},
+        Components {
+            stages: vec![stage],
+            ..Default::default()
+        },
+        None,
+    )
+    .await;
     let id = open_one(&d).await;
     let done = d
-        .eventually(&format!("/api/v1/requests/{id}"), 15, |r| r["phase"].as_str().is_some_and(|p| Phase::parse(p).is_some_and(Phase::is_terminal)))
+        .eventually(&format!("/api/v1/requests/{id}"), 15, |r| {
+            r["phase"]
+                .as_str()
+                .is_some_and(|p| Phase::parse(p).is_some_and(Phase::is_terminal))
+        })
         .await;
     // The enrichment result is kept; the next stage does not exist yet and says so.
     assert_eq!(done["phase"], "ManualReviewRequired");
@@ -111,9 +158,24 @@ async fn a_dependency_that_comes_back_lets_the_request_continue() {
 
 #[tokio::test]
 async fn a_stage_failure_fails_the_request_with_its_reason() {
-    let d = TestDaemon::start_with(|_| {}, Components { stages: vec![Arc::new(Broken)], ..Default::default() }, None).await;
+    let d = TestDaemon::start_with(
+        |_| {},
+        Components {
+            stages: vec![Arc::new(Broken)],
+            ..Default::default()
+        },
+        None,
+    )
+    .await;
     let id = open_one(&d).await;
-    let done = d.eventually(&format!("/api/v1/requests/{id}"), 10, |r| r["phase"] == "Failed").await;
-    assert_eq!(done["reason"], "namespace label kubemedic.io/environment is malformed");
+    let done = d
+        .eventually(&format!("/api/v1/requests/{id}"), 10, |r| {
+            r["phase"] == "Failed"
+        })
+        .await;
+    assert_eq!(
+        done["reason"],
+        "namespace label kubemedic.io/environment is malformed"
+    );
     d.stop().await;
 }

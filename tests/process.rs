@@ -76,7 +76,10 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("server not ready; log:\n{}", self.log.lock().unwrap().join("\n"));
+        panic!(
+            "server not ready; log:\n{}",
+            self.log.lock().unwrap().join("\n")
+        );
     }
 
     fn log_lines(&self) -> Vec<String> {
@@ -98,7 +101,10 @@ fn ureq_get(url: &str) -> std::io::Result<u16> {
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
     let mut s = std::net::TcpStream::connect(host)?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    write!(s, "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")?;
+    write!(
+        s,
+        "GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )?;
     let mut buf = String::new();
     s.read_to_string(&mut buf)?;
     buf.split_whitespace()
@@ -111,7 +117,10 @@ async fn all_signals(client: &reqwest::Client, base: &str) -> Vec<Value> {
     let mut out = Vec::new();
     loop {
         let page: Value = client
-            .get(format!("{base}/api/v1/signals?limit=500&offset={}", out.len()))
+            .get(format!(
+                "{base}/api/v1/signals?limit=500&offset={}",
+                out.len()
+            ))
             .bearer_auth(API_TOKEN)
             .send()
             .await
@@ -129,7 +138,12 @@ async fn all_signals(client: &reqwest::Client, base: &str) -> Vec<Value> {
 
 /// Fire `total` distinct alerts from `senders` concurrent clients; SIGKILL the server once
 /// `kill_after` have been acknowledged. Returns the fingerprints that got a 2xx.
-async fn burst_and_kill(server: &mut Server, total: usize, senders: usize, kill_after: usize) -> HashSet<String> {
+async fn burst_and_kill(
+    server: &mut Server,
+    total: usize,
+    senders: usize,
+    kill_after: usize,
+) -> HashSet<String> {
     let acked = Arc::new(Mutex::new(HashSet::new()));
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let client = reqwest::Client::builder()
@@ -138,7 +152,12 @@ async fn burst_and_kill(server: &mut Server, total: usize, senders: usize, kill_
         .unwrap();
     let mut tasks = Vec::new();
     for _ in 0..senders {
-        let (acked, next, client, base) = (acked.clone(), next.clone(), client.clone(), server.base.clone());
+        let (acked, next, client, base) = (
+            acked.clone(),
+            next.clone(),
+            client.clone(),
+            server.base.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -147,7 +166,13 @@ async fn burst_and_kill(server: &mut Server, total: usize, senders: usize, kill_
                 }
                 let fp = format!("burst{i:05}");
                 let pod = format!("worker-{i}");
-                let body = alert_body("firing", "PodCrash", &[("namespace", "load"), ("pod", &pod)], &fp, "2026-02-01T00:00:00Z");
+                let body = alert_body(
+                    "firing",
+                    "PodCrash",
+                    &[("namespace", "load"), ("pod", &pod)],
+                    &fp,
+                    "2026-02-01T00:00:00Z",
+                );
                 let sent = client
                     .post(format!("{base}/api/v1/alerts/alertmanager"))
                     .bearer_auth(WEBHOOK_TOKEN)
@@ -173,8 +198,8 @@ async fn burst_and_kill(server: &mut Server, total: usize, senders: usize, kill_
     for t in tasks {
         t.await.unwrap();
     }
-    let acked = acked.lock().unwrap().clone();
-    acked
+    let guard = acked.lock().unwrap();
+    guard.clone()
 }
 
 async fn crash_keeps_every_acknowledged_alert(database_url: Option<String>) {
@@ -192,10 +217,16 @@ async fn crash_keeps_every_acknowledged_alert(database_url: Option<String>) {
     let signals = all_signals(&client, &server.base).await;
     let mut count: HashMap<String, usize> = HashMap::new();
     for s in &signals {
-        *count.entry(s["fingerprint"].as_str().unwrap().to_owned()).or_default() += 1;
+        *count
+            .entry(s["fingerprint"].as_str().unwrap().to_owned())
+            .or_default() += 1;
     }
     for fp in &acked {
-        assert_eq!(count.get(fp), Some(&1), "acknowledged alert {fp} must be stored exactly once");
+        assert_eq!(
+            count.get(fp),
+            Some(&1),
+            "acknowledged alert {fp} must be stored exactly once"
+        );
     }
     assert!(count.values().all(|n| *n == 1), "no alert stored twice");
     // Every stored signal has its request, and the restarted worker finishes them all,
@@ -203,7 +234,10 @@ async fn crash_keeps_every_acknowledged_alert(database_url: Option<String>) {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let active: Value = client
-            .get(format!("{}/api/v1/requests?phase=Received&limit=1", server.base))
+            .get(format!(
+                "{}/api/v1/requests?phase=Received&limit=1",
+                server.base
+            ))
             .bearer_auth(API_TOKEN)
             .send()
             .await
@@ -212,7 +246,10 @@ async fn crash_keeps_every_acknowledged_alert(database_url: Option<String>) {
             .await
             .unwrap();
         let enriching: Value = client
-            .get(format!("{}/api/v1/requests?phase=Enriching&limit=1", server.base))
+            .get(format!(
+                "{}/api/v1/requests?phase=Enriching&limit=1",
+                server.base
+            ))
             .bearer_auth(API_TOKEN)
             .send()
             .await
@@ -223,11 +260,17 @@ async fn crash_keeps_every_acknowledged_alert(database_url: Option<String>) {
         if active["total"] == 0 && enriching["total"] == 0 {
             break;
         }
-        assert!(Instant::now() < deadline, "requests left unprocessed after restart");
+        assert!(
+            Instant::now() < deadline,
+            "requests left unprocessed after restart"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let done: Value = client
-        .get(format!("{}/api/v1/requests?phase=ManualReviewRequired&limit=1", server.base))
+        .get(format!(
+            "{}/api/v1/requests?phase=ManualReviewRequired&limit=1",
+            server.base
+        ))
         .bearer_auth(API_TOKEN)
         .send()
         .await
@@ -255,10 +298,21 @@ async fn sigkill_mid_burst_loses_no_acknowledged_alert_postgres() {
 async fn sigterm_stops_cleanly_and_logs_carry_request_ids_but_no_secrets() {
     common::init();
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Server::start(dir.path(), free_port(), None, &["--webhook-basic-auth", "am:hunter2-basic"]);
+    let mut server = Server::start(
+        dir.path(),
+        free_port(),
+        None,
+        &["--webhook-basic-auth", "am:hunter2-basic"],
+    );
     let client = reqwest::Client::new();
     for i in 0..5 {
-        let body = alert_body("firing", "PodCrash", &[("namespace", "shop"), ("pod", &format!("p{i}"))], &format!("t{i}"), "2026-02-01T00:00:00Z");
+        let body = alert_body(
+            "firing",
+            "PodCrash",
+            &[("namespace", "shop"), ("pod", &format!("p{i}"))],
+            &format!("t{i}"),
+            "2026-02-01T00:00:00Z",
+        );
         let r = client
             .post(format!("{}/api/v1/alerts/alertmanager", server.base))
             .bearer_auth(WEBHOOK_TOKEN)
@@ -271,7 +325,10 @@ async fn sigterm_stops_cleanly_and_logs_carry_request_ids_but_no_secrets() {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let done: Value = client
-            .get(format!("{}/api/v1/requests?phase=ManualReviewRequired", server.base))
+            .get(format!(
+                "{}/api/v1/requests?phase=ManualReviewRequired",
+                server.base
+            ))
             .bearer_auth(API_TOKEN)
             .send()
             .await
@@ -286,7 +343,10 @@ async fn sigterm_stops_cleanly_and_logs_carry_request_ids_but_no_secrets() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let pid = server.child.id() as i32;
-    let rc = Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+    let rc = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
     assert!(rc.success());
     let deadline = Instant::now() + Duration::from_secs(30);
     let status = loop {
@@ -300,13 +360,20 @@ async fn sigterm_stops_cleanly_and_logs_carry_request_ids_but_no_secrets() {
     std::thread::sleep(Duration::from_millis(200));
     let lines = server.log_lines();
     let all = lines.join("\n");
-    assert!(!all.contains(WEBHOOK_TOKEN), "webhook token leaked into the log");
+    assert!(
+        !all.contains(WEBHOOK_TOKEN),
+        "webhook token leaked into the log"
+    );
     assert!(!all.contains(API_TOKEN), "API token leaked into the log");
-    assert!(!all.contains("hunter2-basic"), "basic-auth password leaked into the log");
+    assert!(
+        !all.contains("hunter2-basic"),
+        "basic-auth password leaked into the log"
+    );
     let mut committed = 0;
     let mut transitions = 0;
     for line in &lines {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
         match v["message"].as_str() {
             Some("signals committed") => {
                 committed += 1;
@@ -332,7 +399,10 @@ fn bad_configuration_is_refused_before_serving_and_names_the_setting() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--listen") && err.contains("KUBEMEDIC_LISTEN"), "{err}");
+    assert!(
+        err.contains("--listen") && err.contains("KUBEMEDIC_LISTEN"),
+        "{err}"
+    );
 
     let out = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0"])
@@ -341,15 +411,27 @@ fn bad_configuration_is_refused_before_serving_and_names_the_setting() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no webhook authentication configured"), "{err}");
+    assert!(
+        err.contains("no webhook authentication configured"),
+        "{err}"
+    );
 
     let out = Command::new(BIN)
-        .args(["serve", "--database-url", "mysql://u:topsecret@db/x", "--webhook-token", "t"])
+        .args([
+            "serve",
+            "--database-url",
+            "mysql://u:topsecret@db/x",
+            "--webhook-token",
+            "t",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--database-url") && !err.contains("topsecret"), "{err}");
+    assert!(
+        err.contains("--database-url") && !err.contains("topsecret"),
+        "{err}"
+    );
 
     let help = Command::new(BIN)
         .args(["serve", "--help"])
@@ -358,7 +440,10 @@ fn bad_configuration_is_refused_before_serving_and_names_the_setting() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&help.stdout);
-    assert!(text.contains("--webhook-token") && !text.contains("leaky"), "{text}");
+    assert!(
+        text.contains("--webhook-token") && !text.contains("leaky"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -369,7 +454,11 @@ fn migrate_prepares_the_database() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let counts = regex::Regex::new(r"(\d+) of (\d+) migrations applied").unwrap();
     let caps = counts.captures(&text).unwrap_or_else(|| panic!("{text}"));

@@ -23,17 +23,31 @@ struct Fixture {
 async fn sqlite() -> Option<Fixture> {
     common::init();
     let (dir, url) = common::sqlite_url();
-    let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()));
+    let clock = Arc::new(ManualClock::new(
+        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap(),
+    ));
     let store = common::open_store(&url, clock.clone() as Arc<dyn Clock>).await;
-    Some(Fixture { store, clock, url, _dir: Some(dir) })
+    Some(Fixture {
+        store,
+        clock,
+        url,
+        _dir: Some(dir),
+    })
 }
 
 async fn postgres() -> Option<Fixture> {
     common::init();
     let url = common::fresh_postgres().await?;
-    let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap()));
+    let clock = Arc::new(ManualClock::new(
+        Utc.with_ymd_and_hms(2026, 3, 1, 12, 0, 0).unwrap(),
+    ));
     let store = common::open_store(&url, clock.clone() as Arc<dyn Clock>).await;
-    Some(Fixture { store, clock, url, _dir: None })
+    Some(Fixture {
+        store,
+        clock,
+        url,
+        _dir: None,
+    })
 }
 
 /// Run each contract case on both backends.
@@ -112,7 +126,10 @@ fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) ->
 const CHECKOUT: Option<(&str, &str, &str)> = Some(("shop", "Deployment", "checkout"));
 
 fn page(limit: i64) -> RequestFilter {
-    RequestFilter { limit, ..Default::default() }
+    RequestFilter {
+        limit,
+        ..Default::default()
+    }
 }
 
 async fn ingest_opens_folds_and_ignores_redelivery(f: Fixture) {
@@ -123,27 +140,50 @@ async fn ingest_opens_folds_and_ignores_redelivery(f: Fixture) {
     };
     assert_eq!(
         s.ingest(&[signal("a1", 0, CHECKOUT)]).await.unwrap(),
-        vec![IngestOutcome::Redelivery { request_id: Some(request_id) }]
+        vec![IngestOutcome::Redelivery {
+            request_id: Some(request_id)
+        }]
     );
     f.clock.advance(chrono::Duration::minutes(5));
     assert_eq!(
         s.ingest(&[signal("a1", 5, CHECKOUT)]).await.unwrap(),
-        vec![IngestOutcome::Occurrence { request_id, occurrence_count: 2 }]
+        vec![IngestOutcome::Occurrence {
+            request_id,
+            occurrence_count: 2
+        }]
     );
     let r = s.get_request(request_id).await.unwrap().unwrap();
     assert_eq!(r.occurrence_count, 2);
     assert_eq!(r.last_seen - r.first_seen, chrono::Duration::minutes(5));
     assert_eq!(r.phase, Phase::Received);
-    assert_eq!(r.target, Some(Target::new("Deployment", "checkout", Some("shop".into()))));
-    let signals = s.list_signals(&SignalFilter { limit: 10, ..Default::default() }).await.unwrap();
+    assert_eq!(
+        r.target,
+        Some(Target::new("Deployment", "checkout", Some("shop".into())))
+    );
+    let signals = s
+        .list_signals(&SignalFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     assert_eq!(signals.total, 2);
     // A batch with two alerts for one new target opens one request.
     let both = s
-        .ingest(&[signal("b1", 1, Some(("shop", "Pod", "x"))), signal("b2", 1, Some(("shop", "Pod", "x")))])
+        .ingest(&[
+            signal("b1", 1, Some(("shop", "Pod", "x"))),
+            signal("b2", 1, Some(("shop", "Pod", "x"))),
+        ])
         .await
         .unwrap();
     assert!(matches!(both[0], IngestOutcome::Opened { .. }));
-    assert!(matches!(both[1], IngestOutcome::Occurrence { occurrence_count: 2, .. }));
+    assert!(matches!(
+        both[1],
+        IngestOutcome::Occurrence {
+            occurrence_count: 2,
+            ..
+        }
+    ));
     let trail = s.audit_trail(request_id).await.unwrap();
     assert_eq!(
         trail.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
@@ -161,20 +201,37 @@ async fn resolved_updates_the_signal_once(f: Fixture) {
     resolved.ends_at = Some(Utc.with_ymd_and_hms(2026, 3, 1, 11, 30, 0).unwrap());
     assert_eq!(
         s.ingest(&[resolved.clone()]).await.unwrap(),
-        vec![IngestOutcome::Resolved { request_id: Some(rid) }]
+        vec![IngestOutcome::Resolved {
+            request_id: Some(rid)
+        }]
     );
     assert_eq!(
         s.ingest(&[resolved]).await.unwrap(),
-        vec![IngestOutcome::Redelivery { request_id: Some(rid) }]
+        vec![IngestOutcome::Redelivery {
+            request_id: Some(rid)
+        }]
     );
     let page = s
-        .list_signals(&SignalFilter { status: Some(SignalStatus::Resolved), limit: 10, ..Default::default() })
+        .list_signals(&SignalFilter {
+            status: Some(SignalStatus::Resolved),
+            limit: 10,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(page.total, 1);
-    assert_eq!(page.items[0].ends_at, Some(Utc.with_ymd_and_hms(2026, 3, 1, 11, 30, 0).unwrap()));
+    assert_eq!(
+        page.items[0].ends_at,
+        Some(Utc.with_ymd_and_hms(2026, 3, 1, 11, 30, 0).unwrap())
+    );
     assert!(page.items[0].resolved_at.is_some());
-    let kinds: Vec<String> = s.audit_trail(rid).await.unwrap().into_iter().map(|e| e.kind).collect();
+    let kinds: Vec<String> = s
+        .audit_trail(rid)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
     assert_eq!(kinds, ["received", "signal_resolved"]);
 }
 
@@ -183,7 +240,10 @@ async fn concurrent_alerts_for_one_target_open_one_request(f: Fixture) {
     for i in 0..24u32 {
         let store = f.store.clone();
         tasks.push(tokio::spawn(async move {
-            store.ingest(&[signal(&format!("c{i}"), i, CHECKOUT)]).await.unwrap()
+            store
+                .ingest(&[signal(&format!("c{i}"), i, CHECKOUT)])
+                .await
+                .unwrap()
         }));
     }
     let mut opened = 0;
@@ -210,12 +270,28 @@ async fn concurrent_redelivery_is_stored_once(f: Fixture) {
     for t in tasks {
         outcomes.push(t.await.unwrap()[0]);
     }
-    let opened = outcomes.iter().filter(|o| matches!(o, IngestOutcome::Opened { .. })).count();
-    let redelivered = outcomes.iter().filter(|o| matches!(o, IngestOutcome::Redelivery { .. })).count();
+    let opened = outcomes
+        .iter()
+        .filter(|o| matches!(o, IngestOutcome::Opened { .. }))
+        .count();
+    let redelivered = outcomes
+        .iter()
+        .filter(|o| matches!(o, IngestOutcome::Redelivery { .. }))
+        .count();
     assert_eq!((opened, redelivered), (1, 11), "{outcomes:?}");
-    let signals = f.store.list_signals(&SignalFilter { limit: 10, ..Default::default() }).await.unwrap();
+    let signals = f
+        .store
+        .list_signals(&SignalFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     assert_eq!(signals.total, 1);
-    assert_eq!(f.store.list_requests(&page(10)).await.unwrap().items[0].occurrence_count, 1);
+    assert_eq!(
+        f.store.list_requests(&page(10)).await.unwrap().items[0].occurrence_count,
+        1
+    );
 }
 
 fn step(to: Phase) -> StepCommit {
@@ -232,16 +308,25 @@ fn step(to: Phase) -> StepCommit {
 
 async fn claims_are_exclusive_and_leases_lapse(f: Fixture) {
     let s = &f.store;
-    let rid = s.ingest(&[signal("l1", 0, CHECKOUT)]).await.unwrap()[0].request_id().unwrap();
+    let rid = s.ingest(&[signal("l1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
     let lease = Duration::from_secs(30);
     let claimed = s.claim("w1", lease).await.unwrap().expect("claimable");
     assert_eq!(claimed.id, rid);
     assert!(s.claim("w2", lease).await.unwrap().is_none(), "held by w1");
     assert!(
-        s.commit_step(rid, "w2", Phase::Received, step(Phase::Enriching)).await.unwrap().is_none(),
+        s.commit_step(rid, "w2", Phase::Received, step(Phase::Enriching))
+            .await
+            .unwrap()
+            .is_none(),
         "a worker without the claim cannot commit"
     );
-    let moved = s.commit_step(rid, "w1", Phase::Received, step(Phase::Enriching)).await.unwrap().unwrap();
+    let moved = s
+        .commit_step(rid, "w1", Phase::Received, step(Phase::Enriching))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(moved.phase, Phase::Enriching);
     assert!(s.renew(rid, "w1", lease).await.unwrap());
 
@@ -251,24 +336,37 @@ async fn claims_are_exclusive_and_leases_lapse(f: Fixture) {
     assert_eq!((resumed.id, resumed.phase), (rid, Phase::Enriching));
     assert!(!s.renew(rid, "w1", lease).await.unwrap(), "w1 lost it");
     assert!(
-        s.commit_step(rid, "w1", Phase::Enriching, step(Phase::Investigating)).await.unwrap().is_none(),
+        s.commit_step(rid, "w1", Phase::Enriching, step(Phase::Investigating))
+            .await
+            .unwrap()
+            .is_none(),
         "a stale worker cannot commit over the new owner"
     );
     s.release(rid, "w2").await.unwrap();
-    assert!(s.claim("w3", lease).await.unwrap().is_some(), "released claims are free again");
+    assert!(
+        s.claim("w3", lease).await.unwrap().is_some(),
+        "released claims are free again"
+    );
 }
 
 async fn concurrent_claims_never_share_a_request(f: Fixture) {
     for i in 0..20u32 {
         let name = format!("pod-{i}");
-        f.store.ingest(&[signal(&format!("k{i}"), i, Some(("shop", "Pod", &name)))]).await.unwrap();
+        f.store
+            .ingest(&[signal(&format!("k{i}"), i, Some(("shop", "Pod", &name)))])
+            .await
+            .unwrap();
     }
     let mut tasks = Vec::new();
     for w in 0..8 {
         let store = f.store.clone();
         tasks.push(tokio::spawn(async move {
             let mut mine = Vec::new();
-            while let Some(r) = store.claim(&format!("w{w}"), Duration::from_secs(60)).await.unwrap() {
+            while let Some(r) = store
+                .claim(&format!("w{w}"), Duration::from_secs(60))
+                .await
+                .unwrap()
+            {
                 mine.push(r.id);
             }
             mine
@@ -287,14 +385,28 @@ async fn concurrent_claims_never_share_a_request(f: Fixture) {
 
 async fn a_step_commits_with_its_audit_events(f: Fixture) {
     let s = &f.store;
-    let rid = s.ingest(&[signal("t1", 0, CHECKOUT)]).await.unwrap()[0].request_id().unwrap();
-    s.claim("w1", Duration::from_secs(30)).await.unwrap().unwrap();
-    s.commit_step(rid, "w1", Phase::Received, step(Phase::Enriching)).await.unwrap().unwrap();
+    let rid = s.ingest(&[signal("t1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    s.claim("w1", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .unwrap();
+    s.commit_step(rid, "w1", Phase::Received, step(Phase::Enriching))
+        .await
+        .unwrap()
+        .unwrap();
     let mut commit = step(Phase::ManualReviewRequired);
     commit.reason = Some("investigation not available".into());
-    commit.events = vec![AuditDraft::new("note", "test", "looked at it")
-        .with_payload(serde_json::json!({"tool_calls": 3}))];
-    let done = s.commit_step(rid, "w1", Phase::Enriching, commit).await.unwrap().unwrap();
+    commit.events = vec![
+        AuditDraft::new("note", "test", "looked at it")
+            .with_payload(serde_json::json!({"tool_calls": 3})),
+    ];
+    let done = s
+        .commit_step(rid, "w1", Phase::Enriching, commit)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(done.phase, Phase::ManualReviewRequired);
     assert_eq!(done.reason.as_deref(), Some("investigation not available"));
     let trail = s.audit_trail(rid).await.unwrap();
@@ -305,8 +417,16 @@ async fn a_step_commits_with_its_audit_events(f: Fixture) {
     assert_eq!(
         summary,
         vec![
-            ("received".into(), Some(Phase::Received), summary[0].2.clone()),
-            ("transition".into(), Some(Phase::Enriching), "Received -> Enriching".into()),
+            (
+                "received".into(),
+                Some(Phase::Received),
+                summary[0].2.clone()
+            ),
+            (
+                "transition".into(),
+                Some(Phase::Enriching),
+                "Received -> Enriching".into()
+            ),
             ("note".into(), Some(Phase::Enriching), "looked at it".into()),
             (
                 "transition".into(),
@@ -317,14 +437,29 @@ async fn a_step_commits_with_its_audit_events(f: Fixture) {
     );
     assert_eq!(trail[2].payload["tool_calls"], 3);
     assert_eq!(trail[3].actor, "w1");
-    assert!(s.claim("w1", Duration::from_secs(30)).await.unwrap().is_none(), "terminal is not claimable");
+    assert!(
+        s.claim("w1", Duration::from_secs(30))
+            .await
+            .unwrap()
+            .is_none(),
+        "terminal is not claimable"
+    );
 }
 
 async fn illegal_transitions_are_refused(f: Fixture) {
     let s = &f.store;
-    let rid = s.ingest(&[signal("i1", 0, CHECKOUT)]).await.unwrap()[0].request_id().unwrap();
-    s.claim("w1", Duration::from_secs(30)).await.unwrap().unwrap();
-    assert!(s.commit_step(rid, "w1", Phase::Received, step(Phase::Executing)).await.is_err());
+    let rid = s.ingest(&[signal("i1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    s.claim("w1", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        s.commit_step(rid, "w1", Phase::Received, step(Phase::Executing))
+            .await
+            .is_err()
+    );
     let r = s.get_request(rid).await.unwrap().unwrap();
     assert_eq!(r.phase, Phase::Received, "nothing changed");
     assert_eq!(s.audit_trail(rid).await.unwrap().len(), 1);
@@ -332,9 +467,17 @@ async fn illegal_transitions_are_refused(f: Fixture) {
 
 async fn terminal_requests_free_their_target(f: Fixture) {
     let s = &f.store;
-    let first = s.ingest(&[signal("f1", 0, CHECKOUT)]).await.unwrap()[0].request_id().unwrap();
-    s.claim("w1", Duration::from_secs(30)).await.unwrap().unwrap();
-    s.commit_step(first, "w1", Phase::Received, step(Phase::Failed)).await.unwrap().unwrap();
+    let first = s.ingest(&[signal("f1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    s.claim("w1", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .unwrap();
+    s.commit_step(first, "w1", Phase::Received, step(Phase::Failed))
+        .await
+        .unwrap()
+        .unwrap();
     let second = s.ingest(&[signal("f1", 9, CHECKOUT)]).await.unwrap();
     match second[0] {
         IngestOutcome::Opened { request_id } => assert_ne!(request_id, first),
@@ -344,34 +487,57 @@ async fn terminal_requests_free_their_target(f: Fixture) {
 
 async fn waiting_requests_are_not_claimed_early(f: Fixture) {
     let s = &f.store;
-    let rid = s.ingest(&[signal("w1", 0, CHECKOUT)]).await.unwrap()[0].request_id().unwrap();
-    s.claim("w1", Duration::from_secs(30)).await.unwrap().unwrap();
+    let rid = s.ingest(&[signal("w1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    s.claim("w1", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .unwrap();
     let mut wait = step(Phase::Received);
     wait.not_before = Some(f.clock.now() + chrono::Duration::seconds(10));
     wait.attempts = 1;
     wait.release = true;
-    s.commit_step(rid, "w1", Phase::Received, wait).await.unwrap().unwrap();
-    assert!(s.claim("w2", Duration::from_secs(30)).await.unwrap().is_none());
+    s.commit_step(rid, "w1", Phase::Received, wait)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        s.claim("w2", Duration::from_secs(30))
+            .await
+            .unwrap()
+            .is_none()
+    );
     f.clock.advance(chrono::Duration::seconds(11));
-    let r = s.claim("w2", Duration::from_secs(30)).await.unwrap().expect("wait is over");
+    let r = s
+        .claim("w2", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .expect("wait is over");
     assert_eq!(r.attempts, 1);
 }
 
 async fn audit_rows_cannot_be_changed_or_deleted(f: Fixture) {
-    let rid = f.store.ingest(&[signal("x1", 0, CHECKOUT)]).await.unwrap()[0].request_id().unwrap();
+    let rid = f.store.ingest(&[signal("x1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
     assert_eq!(f.store.audit_trail(rid).await.unwrap().len(), 1);
     let statements = [
         "UPDATE audit_events SET message = 'nothing happened'",
         "DELETE FROM audit_events",
     ];
     if f.url.starts_with("sqlite") {
-        let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&f.url).await.unwrap();
+        let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&f.url)
+            .await
+            .unwrap();
         for sql in statements {
             let err = sqlx::query(sql).execute(&mut conn).await.unwrap_err();
             assert!(err.to_string().contains("append-only"), "{sql}: {err}");
         }
     } else {
-        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&f.url).await.unwrap();
+        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&f.url)
+            .await
+            .unwrap();
         for sql in statements.iter().chain(&["TRUNCATE audit_events"]) {
             let err = sqlx::query(*sql).execute(&mut conn).await.unwrap_err();
             assert!(err.to_string().contains("append-only"), "{sql}: {err}");
@@ -387,20 +553,36 @@ async fn lists_filter_page_and_count(f: Fixture) {
     for i in 0..7u32 {
         let ns = if i % 2 == 0 { "shop" } else { "billing" };
         let name = format!("p{i}");
-        s.ingest(&[signal(&format!("q{i}"), i, Some((ns, "Pod", &name)))]).await.unwrap();
+        s.ingest(&[signal(&format!("q{i}"), i, Some((ns, "Pod", &name)))])
+            .await
+            .unwrap();
         f.clock.advance(chrono::Duration::seconds(1));
     }
     let all = s.list_requests(&page(100)).await.unwrap();
     assert_eq!(all.total, 7);
-    assert!(all.items.windows(2).all(|w| w[0].created_at >= w[1].created_at), "newest first");
+    assert!(
+        all.items
+            .windows(2)
+            .all(|w| w[0].created_at >= w[1].created_at),
+        "newest first"
+    );
     let shop = s
-        .list_requests(&RequestFilter { namespace: Some("shop".into()), limit: 2, offset: 1, ..Default::default() })
+        .list_requests(&RequestFilter {
+            namespace: Some("shop".into()),
+            limit: 2,
+            offset: 1,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(shop.total, 4);
     assert_eq!(shop.items.len(), 2);
     let received = s
-        .list_requests(&RequestFilter { phase: Some(Phase::Received), limit: 100, ..Default::default() })
+        .list_requests(&RequestFilter {
+            phase: Some(Phase::Received),
+            limit: 100,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(received.total, 7);
@@ -409,7 +591,11 @@ async fn lists_filter_page_and_count(f: Fixture) {
     let health = s.health().await.unwrap();
     assert_eq!(health.migrations_applied, health.migrations_expected);
     let signals = s
-        .list_signals(&SignalFilter { namespace: Some("billing".into()), limit: 100, ..Default::default() })
+        .list_signals(&SignalFilter {
+            namespace: Some("billing".into()),
+            limit: 100,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(signals.total, 3);

@@ -29,7 +29,9 @@ pub fn component(var: &str, what: &str) -> Option<String> {
         Ok(v) if !v.is_empty() => Some(v),
         _ => {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("{what} is required in CI but {var} is not set; run the tests with scripts/test");
+                panic!(
+                    "{what} is required in CI but {var} is not set; run the tests with scripts/test"
+                );
             }
             eprintln!(
                 "\n*** SKIPPED: {what} not available ({var} unset). Run scripts/test to start it. ***\n"
@@ -79,7 +81,9 @@ pub async fn open_store(url: &str, clock: Arc<dyn Clock>) -> Arc<dyn Store> {
         ..Default::default()
     })
     .expect("settings");
-    store::open(&settings.database, clock).await.expect("open store")
+    store::open(&settings.database, clock)
+        .await
+        .expect("open store")
 }
 
 pub struct TestDaemon {
@@ -235,4 +239,31 @@ pub fn alert_body(
         }]
     })
     .to_string()
+}
+
+/// An enrichment stage whose cluster never answers: requests stay active (waiting in
+/// `Enriching`), so tests about one-active-request-per-target are not racing the worker.
+pub struct Stall;
+
+#[async_trait::async_trait]
+impl kubemedic::pipeline::Stage for Stall {
+    fn phase(&self) -> kubemedic::pipeline::Phase {
+        kubemedic::pipeline::Phase::Enriching
+    }
+    async fn run(
+        &self,
+        _: &kubemedic::pipeline::RemediationRequest,
+    ) -> Result<kubemedic::pipeline::StageOutcome, kubemedic::pipeline::StageError> {
+        Err(kubemedic::pipeline::StageError::Unavailable {
+            dependency: "cluster".into(),
+            message: "not reachable in this test".into(),
+        })
+    }
+}
+
+pub fn stalled() -> Components {
+    Components {
+        stages: vec![Arc::new(Stall)],
+        ..Default::default()
+    }
 }

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Install what the test tiers and benchmarks need on a fresh Debian machine of this kind, only
+# what is missing, from Debian's packages (and PyPI/npm for the rest). Idempotent and quick when
+# everything is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=kube-tier/common.sh
+source scripts/kube-tier/common.sh
+
+# PostgreSQL server binaries, etcd, openssl/curl for the kube tier.
+ensure_apt_packages postgresql etcd-server openssl curl python3
