@@ -16,7 +16,7 @@
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=common.sh
+# shellcheck source=./common.sh source-path=SCRIPTDIR
 source "$SCRIPT_DIR/common.sh"
 
 if kube_binaries_cached; then
@@ -138,6 +138,11 @@ export GOPATH="$GOPATH_DIR"
 export GO111MODULE=off
 export GOCACHE="$GO_BUILD_CACHE"
 export GOFLAGS=""
+# Go's temporary work dir inside the build tree, so an interrupted build
+# leaves nothing behind in /tmp.
+export GOTMPDIR="$BUILD_DIR/tmp"
+rm -rf "$GOTMPDIR"
+mkdir -p "$GOTMPDIR"
 export CGO_ENABLED=0
 log "$(go version)"
 
@@ -172,8 +177,7 @@ build_cmd() {
 
 # --------------------------------------------------------------------------
 step_start "remove build tree"
-chmod -R u+w "$BUILD_DIR" 2>/dev/null || true # Go's module/build caches are read-only
-rm -rf "$BUILD_DIR"
+rm -rf "$BUILD_DIR" 2>/dev/null || { chmod -R u+w "$BUILD_DIR" && rm -rf "$BUILD_DIR"; }
 step_end
 
 log "build finished in $((SECONDS - T_START)) s; binaries in $KUBE_BIN_DIR"

@@ -18,7 +18,7 @@
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=common.sh
+# shellcheck source=./common.sh source-path=SCRIPTDIR
 source "$SCRIPT_DIR/common.sh"
 
 [[ $# -eq 1 ]] || die "usage: $0 STATE_DIR"
@@ -39,7 +39,7 @@ PIDS="$STATE_DIR/pids"
 for pidfile in "$PIDS"/*.pid; do
     [[ -f "$pidfile" ]] || continue
     pid=$(cat "$pidfile")
-    if [[ -n "$pid" ]] && grep -aqsF "$STATE_DIR" "/proc/$pid/cmdline"; then
+    if [[ -n "$pid" ]] && grep -aqsF "$STATE_DIR/" "/proc/$pid/cmdline"; then
         die "a cluster is already running from $STATE_DIR (pid $pid); run stop.sh $STATE_DIR first"
     fi
 done
@@ -127,7 +127,7 @@ fail() {
 
 port_in_use() { grep -qs "address already in use" "$LOGS/$1.log"; }
 
-CURL=(curl -sS --max-time 5 --cacert "$PKI/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN")
+CURL=(curl -sS --max-time 3 --cacert "$PKI/ca.crt" -H "Authorization: Bearer $ADMIN_TOKEN")
 
 # --------------------------------------------------------------------------
 # etcd + kube-apiserver. Retried (with new ports) if a port was grabbed by
@@ -154,7 +154,6 @@ for attempt in 1 2 3; do
         --bind-address 127.0.0.1 \
         --advertise-address 127.0.0.1 \
         --secure-port "$API_PORT" \
-        --insecure-port 0 \
         --cert-dir "$PKI/apiserver-generated" \
         --tls-cert-file "$PKI/apiserver.crt" \
         --tls-private-key-file "$PKI/apiserver.key" \

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=common.sh
+# shellcheck source=./common.sh source-path=SCRIPTDIR
 source "$SCRIPT_DIR/common.sh"
 
 [[ $# -eq 1 ]] || die "usage: $0 STATE_DIR"
@@ -21,7 +21,7 @@ PIDS="$STATE_DIR/pids"
 GRACE="${KUBEMEDIC_KUBE_STOP_GRACE:-10}" # seconds between TERM and KILL
 
 ours() { # PID: is it alive and one of ours?
-    [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null && grep -aqsF "$STATE_DIR" "/proc/$1/cmdline"
+    [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null && grep -aqsF "$STATE_DIR/" "/proc/$1/cmdline"
 }
 
 stop_one() {
