@@ -94,11 +94,21 @@ pub struct DaemonArgs {
     pub data_dir: Option<PathBuf>,
 
     /// `sqlite://PATH` or `postgres://…` [default: sqlite://<data-dir>/kubemedic.db].
-    #[arg(long, env = "KUBEMEDIC_DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "KUBEMEDIC_DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
     pub database_url: Option<Secret>,
 
     /// Bearer token Alertmanager must send to the webhook.
-    #[arg(long, env = "KUBEMEDIC_WEBHOOK_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "KUBEMEDIC_WEBHOOK_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
     pub webhook_token: Option<Secret>,
 
     /// Basic-auth credentials Alertmanager may send to the webhook instead, as USER:PASS.
@@ -115,7 +125,12 @@ pub struct DaemonArgs {
     pub webhook_insecure_no_auth: bool,
 
     /// Admin bearer token for the JSON API; without one every API call is refused (401).
-    #[arg(long, env = "KUBEMEDIC_API_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "KUBEMEDIC_API_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
     pub api_token: Option<Secret>,
 
     /// Largest accepted webhook body in bytes [default: 1048576].
@@ -214,7 +229,12 @@ pub struct Settings {
     pub log_level: String,
 }
 
-fn invalid(flag: &'static str, env: &'static str, key: &'static str, message: String) -> ConfigError {
+fn invalid(
+    flag: &'static str,
+    env: &'static str,
+    key: &'static str,
+    message: String,
+) -> ConfigError {
     ConfigError::Invalid {
         flag,
         env,
@@ -413,7 +433,10 @@ fn parse_database_url(raw: Option<&Secret>, data_dir: &Path) -> Result<DatabaseU
             message,
         )
     };
-    if let Some(path) = url.strip_prefix("sqlite://").or(url.strip_prefix("sqlite:")) {
+    if let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or(url.strip_prefix("sqlite:"))
+    {
         let path = path.split_once('?').map_or(path, |(p, _)| p);
         if path.is_empty() || path == ":memory:" {
             return Err(bad(
@@ -445,7 +468,10 @@ mod tests {
             s.database,
             DatabaseUrl::Sqlite(PathBuf::from("kubemedic-data/kubemedic.db"))
         );
-        assert!(s.validate_for_serve().is_err(), "serve refuses to run without webhook auth");
+        assert!(
+            s.validate_for_serve().is_err(),
+            "serve refuses to run without webhook auth"
+        );
     }
 
     #[test]
@@ -455,7 +481,10 @@ mod tests {
             ..Default::default()
         };
         let err = Settings::load(&args).unwrap_err().to_string();
-        assert!(err.contains("--listen") && err.contains("KUBEMEDIC_LISTEN"), "{err}");
+        assert!(
+            err.contains("--listen") && err.contains("KUBEMEDIC_LISTEN"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -80,12 +80,13 @@ pub async fn start(
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let store = store::open(&settings.database, clock.clone()).await?;
     info!(database = %settings.database.redacted(), "store ready");
-    let listener = TcpListener::bind(settings.listen)
-        .await
-        .map_err(|source| DaemonError::Bind {
-            addr: settings.listen,
-            source,
-        })?;
+    let listener =
+        TcpListener::bind(settings.listen)
+            .await
+            .map_err(|source| DaemonError::Bind {
+                addr: settings.listen,
+                source,
+            })?;
     start_on(settings, components, shutdown, store, clock, listener).await
 }
 

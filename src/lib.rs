@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod daemon;
 pub mod demo;

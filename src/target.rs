@@ -43,7 +43,11 @@ pub fn is_cluster_scoped(kind: &str) -> bool {
 
 impl Target {
     /// A target, with the namespace cleared for cluster-scoped kinds.
-    pub fn new(kind: impl Into<String>, name: impl Into<String>, namespace: Option<String>) -> Self {
+    pub fn new(
+        kind: impl Into<String>,
+        name: impl Into<String>,
+        namespace: Option<String>,
+    ) -> Self {
         let kind = kind.into();
         let namespace = if is_cluster_scoped(&kind) {
             None
@@ -58,7 +62,11 @@ impl Target {
     }
 
     pub fn fingerprint(&self) -> String {
-        fingerprint_of(self.namespace.as_deref().unwrap_or(""), &self.kind, &self.name)
+        fingerprint_of(
+            self.namespace.as_deref().unwrap_or(""),
+            &self.kind,
+            &self.name,
+        )
     }
 }
 

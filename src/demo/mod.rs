@@ -120,13 +120,13 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         .unwrap_or("127.0.0.1:8080")
         .parse()
         .map_err(|e| {
-            DemoError::Config(crate::config::ConfigError::Invalid {
-                flag: "--listen",
-                env: "-",
-                key: "listen",
-                message: format!("{e}"),
-            })
-        })?;
+        DemoError::Config(crate::config::ConfigError::Invalid {
+            flag: "--listen",
+            env: "-",
+            key: "listen",
+            message: format!("{e}"),
+        })
+    })?;
     let listener = match tokio::net::TcpListener::bind(wanted).await {
         Ok(l) => l,
         Err(_) => {
@@ -159,7 +159,10 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     println!("  database   {}", settings.database.redacted());
     println!("  listening  {base}");
     println!();
-    println!("Sending {} Alertmanager webhook bodies to {base}/api/v1/alerts/alertmanager:", SAMPLES.len());
+    println!(
+        "Sending {} Alertmanager webhook bodies to {base}/api/v1/alerts/alertmanager:",
+        SAMPLES.len()
+    );
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()?;
@@ -173,7 +176,12 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
             .await?;
         let status = response.status();
         let json: Value = response.json().await.unwrap_or(Value::Null);
-        println!("  {:<52} {}  {}", name, status.as_u16(), describe_answer(&json));
+        println!(
+            "  {:<52} {}  {}",
+            name,
+            status.as_u16(),
+            describe_answer(&json)
+        );
     }
 
     // Wait until every request has left the phases a worker drives.

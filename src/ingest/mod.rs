@@ -248,7 +248,9 @@ fn percent_decode(s: &str) -> String {
     while i < bytes.len() {
         match bytes.get(i) {
             Some(b'%') => {
-                let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| std::str::from_utf8(h).ok());
                 match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
                     Some(b) => {
                         out.push(b);
@@ -329,13 +331,23 @@ mod tests {
         ]);
         let t = targets_from_labels(&l);
         assert_eq!(t.len(), 2);
-        assert_eq!(t[0], Target::new("Pod", "checkout-7d9c8b6f5-x2k4q", Some("shop".into())));
-        assert_eq!(t[1], Target::new("Deployment", "checkout", Some("shop".into())));
+        assert_eq!(
+            t[0],
+            Target::new("Pod", "checkout-7d9c8b6f5-x2k4q", Some("shop".into()))
+        );
+        assert_eq!(
+            t[1],
+            Target::new("Deployment", "checkout", Some("shop".into()))
+        );
     }
 
     #[test]
     fn node_alert_is_cluster_scoped_and_scrape_job_is_ignored() {
-        let l = labels(&[("node", "worker-3"), ("job", "node-exporter"), ("namespace", "monitoring")]);
+        let l = labels(&[
+            ("node", "worker-3"),
+            ("job", "node-exporter"),
+            ("namespace", "monitoring"),
+        ]);
         let t = targets_from_labels(&l);
         assert_eq!(t, vec![Target::new("Node", "worker-3", None)]);
     }
@@ -345,15 +357,25 @@ mod tests {
         let l = labels(&[("namespace", "batch"), ("job_name", "nightly-backup-29061")]);
         assert_eq!(
             targets_from_labels(&l),
-            vec![Target::new("Job", "nightly-backup-29061", Some("batch".into()))]
+            vec![Target::new(
+                "Job",
+                "nightly-backup-29061",
+                Some("batch".into())
+            )]
         );
     }
 
     #[test]
     fn proactive_detection() {
         let none = BTreeMap::new();
-        assert_eq!(detect_mode("PredictedDiskFull", &none, None), SignalMode::Proactive);
-        assert_eq!(detect_mode("MemoryForecastHigh", &none, None), SignalMode::Proactive);
+        assert_eq!(
+            detect_mode("PredictedDiskFull", &none, None),
+            SignalMode::Proactive
+        );
+        assert_eq!(
+            detect_mode("MemoryForecastHigh", &none, None),
+            SignalMode::Proactive
+        );
         assert_eq!(
             detect_mode("X", &labels(&[("signal_mode", "proactive")]), None),
             SignalMode::Proactive
@@ -362,10 +384,15 @@ mod tests {
             detect_mode(
                 "PVCFillingUp",
                 &none,
-                Some("http://p/graph?g0.expr=predict_linear%28kubelet_volume_stats_available_bytes%5B6h%5D%2C+4+%2A+3600%29+%3C+0")
+                Some(
+                    "http://p/graph?g0.expr=predict_linear%28kubelet_volume_stats_available_bytes%5B6h%5D%2C+4+%2A+3600%29+%3C+0"
+                )
             ),
             SignalMode::Proactive
         );
-        assert_eq!(detect_mode("KubePodCrashLooping", &none, None), SignalMode::Reactive);
+        assert_eq!(
+            detect_mode("KubePodCrashLooping", &none, None),
+            SignalMode::Reactive
+        );
     }
 }

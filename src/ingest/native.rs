@@ -71,7 +71,10 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
     let status = match raw.status.as_deref() {
         None => SignalStatus::Firing,
         Some(s) => SignalStatus::parse(s).ok_or_else(|| {
-            IngestError::new("status", format!("`{s}` is neither `firing` nor `resolved`"))
+            IngestError::new(
+                "status",
+                format!("`{s}` is neither `firing` nor `resolved`"),
+            )
         })?,
     };
     let mut labels = raw.labels;
@@ -79,7 +82,9 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
         .entry("alertname".into())
         .or_insert_with(|| raw.name.clone());
     if let Some(sev) = &raw.severity {
-        labels.entry("severity".into()).or_insert_with(|| sev.clone());
+        labels
+            .entry("severity".into())
+            .or_insert_with(|| sev.clone());
     }
     if let Some(t) = &raw.target {
         if t.kind.trim().is_empty() {
@@ -96,7 +101,9 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
             ));
         }
         if let Some(ns) = &ns {
-            labels.entry("namespace".into()).or_insert_with(|| ns.clone());
+            labels
+                .entry("namespace".into())
+                .or_insert_with(|| ns.clone());
         }
     }
     let mut annotations = raw.annotations;
@@ -114,27 +121,33 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
     };
     let ends_at = match raw.ends_at.as_deref() {
         None => None,
-        Some(s) => super::alertmanager::parse_time(s).map_err(|m| IngestError::new("ends_at", m))?,
+        Some(s) => {
+            super::alertmanager::parse_time(s).map_err(|m| IngestError::new("ends_at", m))?
+        }
     };
     let explicit_mode = match raw.mode.as_deref() {
         None => None,
         Some(m) => Some(SignalMode::parse(m).ok_or_else(|| {
-            IngestError::new("mode", format!("`{m}` is neither `reactive` nor `proactive`"))
+            IngestError::new(
+                "mode",
+                format!("`{m}` is neither `reactive` nor `proactive`"),
+            )
         })?),
     };
     let mode = explicit_mode
         .unwrap_or_else(|| detect_mode(&raw.name, &labels, raw.generator_url.as_deref()));
 
-    let explicit_target = raw
-        .target
-        .map(|t| Target::new(t.kind, t.name, t.namespace));
+    let explicit_target = raw.target.map(|t| Target::new(t.kind, t.name, t.namespace));
     let mut fp_labels = labels.clone();
     if let Some(t) = &explicit_target {
         fp_labels.insert("__target__".into(), t.to_string());
     }
     let fingerprint = match raw.fingerprint {
         Some(fp) if fp.len() > 128 => {
-            return Err(IngestError::new("fingerprint", "longer than 128 characters"));
+            return Err(IngestError::new(
+                "fingerprint",
+                "longer than 128 characters",
+            ));
         }
         Some(fp) if !fp.trim().is_empty() => fp,
         _ => label_fingerprint(&fp_labels),

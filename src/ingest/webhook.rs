@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use axum::Json;
 use axum::body::{Body, to_bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde_json::json;
 use tokio::sync::{Mutex, Notify, mpsc, oneshot};
 use tracing::{info, warn};
@@ -83,7 +83,10 @@ async fn writer(rx: Arc<Mutex<mpsc::Receiver<Job>>>, store: Arc<dyn Store>, wake
                 }
             }
         }
-        let all: Vec<NewSignal> = jobs.iter().flat_map(|j| j.signals.iter().cloned()).collect();
+        let all: Vec<NewSignal> = jobs
+            .iter()
+            .flat_map(|j| j.signals.iter().cloned())
+            .collect();
         match store.ingest(&all).await {
             Ok(outcomes) => {
                 let mut rest = outcomes.into_iter();

@@ -105,10 +105,8 @@ impl WorkerPool {
             }
         }
         info!(in_flight = tasks.len(), "worker pool stopping");
-        let drained = tokio::time::timeout(grace, async {
-            while tasks.join_next().await.is_some() {}
-        })
-        .await;
+        let drained =
+            tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
         if drained.is_err() {
             warn!("in-flight requests did not finish in time; their leases will lapse");
             tasks.abort_all();

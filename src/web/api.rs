@@ -32,7 +32,10 @@ fn paging(q: &HashMap<String, String>) -> Result<(i64, i64), ApiError> {
             None => Ok(default),
             Some(raw) => match raw.parse::<i64>() {
                 Ok(n) if (0..=max).contains(&n) => Ok(n),
-                _ => Err(ApiError::bad(key, format!("`{raw}` is not an integer in 0..={max}"))),
+                _ => Err(ApiError::bad(
+                    key,
+                    format!("`{raw}` is not an integer in 0..={max}"),
+                )),
             },
         }
     };
@@ -103,7 +106,10 @@ pub async fn list_requests(
     let phase = match q.get("phase") {
         None => None,
         Some(p) => Some(Phase::parse(p).ok_or_else(|| {
-            ApiError::bad("phase", format!("`{p}` is not a phase (e.g. Received, Completed)"))
+            ApiError::bad(
+                "phase",
+                format!("`{p}` is not a phase (e.g. Received, Completed)"),
+            )
         })?),
     };
     let (limit, offset) = paging(&q)?;
@@ -158,7 +164,10 @@ pub async fn list_signals(
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     require_api(&state, &headers)?;
-    reject_unknown(&q, &["status", "namespace", "request_id", "limit", "offset"])?;
+    reject_unknown(
+        &q,
+        &["status", "namespace", "request_id", "limit", "offset"],
+    )?;
     let status = match q.get("status") {
         None => None,
         Some(s) => Some(

@@ -51,7 +51,10 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
         }
         Err(e) => {
             accepting = false;
-            checks.insert("store".into(), json!({"ok": false, "detail": e.to_string()}));
+            checks.insert(
+                "store".into(),
+                json!({"ok": false, "detail": e.to_string()}),
+            );
         }
     }
     let mut degraded = false;
@@ -70,7 +73,11 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (code, Json(json!({"status": status, "checks": Value::Object(checks)}))).into_response()
+    (
+        code,
+        Json(json!({"status": status, "checks": Value::Object(checks)})),
+    )
+        .into_response()
 }
 
 pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {

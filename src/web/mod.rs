@@ -58,7 +58,10 @@ impl AppState {
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/api/v1/alerts/alertmanager", post(webhook::alertmanager))
-        .route("/api/v1/signals", post(webhook::native).get(api::list_signals))
+        .route(
+            "/api/v1/signals",
+            post(webhook::native).get(api::list_signals),
+        )
         .route("/api/v1/requests", get(api::list_requests))
         .route("/api/v1/requests/{id}", get(api::get_request))
         .route("/healthz", get(health::healthz))

@@ -1,0 +1,563 @@
+//! Resource context: what kubemedic needs to know about a target before choosing a remedy.
+//!
+//! For a `(kind, name, namespace)`: the owner chain to the root owner (Pod → ReplicaSet →
+//! Deployment; Pod → StatefulSet / DaemonSet; Pod → Job → CronJob; depth ≤ 10), the root owner's
+//! spec hash (see [`spec_hash`] and docs/adr/0004-spec-hash.md), and the detected infrastructure
+//! labels with quota details and failed detections. A [`ContextResolver`] lives for one
+//! investigation and caches everything it fetched: one GET per owner hop, at most one LIST per
+//! detection family per namespace, one GET of the namespace — nothing repeated.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::Mutex;
+
+use super::obj::{self, array, at, str_at};
+use super::selector::Selector;
+use super::{ClusterError, ClusterReader, ErrorKind, ListQuery};
+use crate::target::{Target, is_cluster_scoped};
+
+/// One object of the owner chain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainLink {
+    pub kind: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub api_version: String,
+    #[serde(default)]
+    pub uid: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaUsage {
+    pub hard: String,
+    pub used: String,
+}
+
+/// Infrastructure facts about the root owner (names as in the Kubernaut seed).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetectedLabels {
+    pub git_ops_managed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_ops_tool: Option<String>,
+    pub helm_managed: bool,
+    pub pdb_protected: bool,
+    pub hpa_enabled: bool,
+    pub stateful: bool,
+    pub network_isolated: bool,
+    pub service_mesh: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_mesh_type: Option<String>,
+    pub resource_quota_constrained: bool,
+    #[serde(
+        rename = "quota_details",
+        default,
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub quota_details: BTreeMap<String, QuotaUsage>,
+    /// Detections that could not be made (API not served, forbidden, timeout): their value
+    /// above is unknown, not false.
+    #[serde(default)]
+    pub failed_detections: Vec<String>,
+}
+
+impl DetectedLabels {
+    /// "GitOps-managed with argocd, Helm-managed, PDB-protected" — for prompts and catalog
+    /// context.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.git_ops_managed {
+            parts.push(format!(
+                "GitOps-managed with {}",
+                self.git_ops_tool.as_deref().unwrap_or("an unknown tool")
+            ));
+        }
+        for (on, text) in [
+            (self.helm_managed, "Helm-managed"),
+            (self.pdb_protected, "PDB-protected"),
+            (self.hpa_enabled, "HPA-scaled"),
+            (self.stateful, "stateful (PVCs)"),
+            (self.network_isolated, "NetworkPolicy in namespace"),
+            (self.resource_quota_constrained, "ResourceQuota-constrained"),
+        ] {
+            if on {
+                parts.push(text.to_owned());
+            }
+        }
+        if self.service_mesh {
+            parts.push(format!(
+                "in the {} service mesh",
+                self.service_mesh_type.as_deref().unwrap_or("a")
+            ));
+        }
+        if parts.is_empty() {
+            "no special infrastructure detected".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResourceContext {
+    /// What was asked about.
+    pub target: Target,
+    /// From the target up to the root owner, target first.
+    pub owner_chain: Vec<ChainLink>,
+    /// The verified root owner: what a remediation acts on and history is kept for.
+    pub root_owner: Target,
+    pub root_api_version: String,
+    /// `sha256:<hex>` of the root owner's `.spec` in canonical form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_hash: Option<String>,
+    pub detected_labels: DetectedLabels,
+    /// Why the chain stopped early, if it did (an owner not found or not readable).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// `sha256:<hex>` of `spec` as canonical JSON (docs/adr/0004-spec-hash.md): object keys sorted
+/// by their UTF-8 bytes at every depth, no insignificant whitespace, strings and numbers as
+/// `serde_json` writes them, array order kept.
+pub fn spec_hash(spec: &Value) -> String {
+    let mut canonical = String::new();
+    write_canonical(spec, &mut canonical);
+    format!(
+        "sha256:{}",
+        hex::encode(Sha256::digest(canonical.as_bytes()))
+    )
+}
+
+pub fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                if let Some(val) = map.get(k) {
+                    write_canonical(val, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// Per-investigation resolver and cache.
+pub struct ContextResolver {
+    reader: Arc<dyn ClusterReader>,
+    contexts: Mutex<HashMap<(String, String, String), Arc<ResourceContext>>>,
+    /// LIST results per (kind, namespace), and namespace objects, fetched at most once.
+    lists: Mutex<HashMap<(String, String), Result<Arc<Vec<Value>>, ClusterError>>>,
+    namespaces: Mutex<HashMap<String, Result<Arc<Value>, ClusterError>>>,
+}
+
+const MAX_DEPTH: usize = 10;
+
+impl ContextResolver {
+    pub fn new(reader: Arc<dyn ClusterReader>) -> Self {
+        Self {
+            reader,
+            contexts: Mutex::new(HashMap::new()),
+            lists: Mutex::new(HashMap::new()),
+            namespaces: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Every context resolved so far in this investigation.
+    pub async fn resolved(&self) -> Vec<Arc<ResourceContext>> {
+        self.contexts.lock().await.values().cloned().collect()
+    }
+
+    /// Resolve (or return the cached) context of an object. Cluster-scoped kinds ignore the
+    /// namespace.
+    pub async fn resolve(
+        &self,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<Arc<ResourceContext>, ClusterError> {
+        let res = self.reader.resource(kind).await?;
+        let namespace = if res.namespaced {
+            match namespace.filter(|n| !n.is_empty()) {
+                Some(ns) => Some(ns.to_owned()),
+                None => {
+                    return Err(ClusterError::new(
+                        ErrorKind::Invalid,
+                        format!("{} is namespaced: a namespace is required", res.kind),
+                    ));
+                }
+            }
+        } else {
+            None
+        };
+        let key = (
+            res.kind.clone(),
+            name.to_owned(),
+            namespace.clone().unwrap_or_default(),
+        );
+        if let Some(c) = self.contexts.lock().await.get(&key) {
+            return Ok(c.clone());
+        }
+        let first = self.reader.get(&res, namespace.as_deref(), name).await?;
+        let mut chain_objects = vec![first];
+        let mut warnings = Vec::new();
+        while chain_objects.len() < MAX_DEPTH {
+            let Some(current) = chain_objects.last() else {
+                break;
+            };
+            let owners = array(current, &["metadata", "ownerReferences"]);
+            let Some(owner) = owners
+                .iter()
+                .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+                .or_else(|| owners.first())
+            else {
+                break;
+            };
+            let owner_kind = str_at(owner, &["kind"]).unwrap_or("");
+            let owner_name = str_at(owner, &["name"]).unwrap_or("");
+            let owner_res = match self.reader.resource(owner_kind).await {
+                Ok(r) => r,
+                Err(e) => {
+                    warnings.push(format!(
+                        "owner {owner_kind}/{owner_name} cannot be resolved: {e}"
+                    ));
+                    break;
+                }
+            };
+            let owner_ns = if owner_res.namespaced {
+                namespace.as_deref()
+            } else {
+                None
+            };
+            match self.reader.get(&owner_res, owner_ns, owner_name).await {
+                Ok(o) => chain_objects.push(o),
+                Err(e) if e.is_unreachable() => return Err(e),
+                Err(e) => {
+                    warnings.push(format!("owner {owner_kind}/{owner_name} not readable: {e}"));
+                    break;
+                }
+            }
+        }
+        let owner_chain: Vec<ChainLink> = chain_objects
+            .iter()
+            .map(|o| ChainLink {
+                kind: obj::kind(o).to_owned(),
+                name: obj::name(o).to_owned(),
+                namespace: obj::namespace(o).map(str::to_owned),
+                api_version: str_at(o, &["apiVersion"]).unwrap_or("").to_owned(),
+                uid: str_at(o, &["metadata", "uid"]).unwrap_or("").to_owned(),
+            })
+            .collect();
+        let root = chain_objects.last().cloned().unwrap_or(Value::Null);
+        let root_kind = obj::kind(&root).to_owned();
+        let root_owner = Target::new(
+            root_kind.clone(),
+            obj::name(&root).to_owned(),
+            obj::namespace(&root).map(str::to_owned),
+        );
+        let detected_labels = self
+            .detect(&root, &chain_objects, namespace.as_deref())
+            .await?;
+        let context = Arc::new(ResourceContext {
+            target: Target::new(res.kind.clone(), name, namespace.clone()),
+            root_api_version: str_at(&root, &["apiVersion"]).unwrap_or("").to_owned(),
+            spec_hash: root.get("spec").map(spec_hash),
+            root_owner,
+            owner_chain,
+            detected_labels,
+            warnings,
+        });
+        self.contexts.lock().await.insert(key, context.clone());
+        Ok(context)
+    }
+
+    async fn list_once(
+        &self,
+        kind: &str,
+        namespace: &str,
+    ) -> Result<Arc<Vec<Value>>, ClusterError> {
+        let key = (kind.to_owned(), namespace.to_owned());
+        if let Some(r) = self.lists.lock().await.get(&key) {
+            return r.clone();
+        }
+        let result = async {
+            let res = self.reader.resource(kind).await?;
+            let items = self
+                .reader
+                .list(&res, Some(namespace), &ListQuery::default())
+                .await?;
+            Ok(Arc::new(items))
+        }
+        .await;
+        self.lists.lock().await.insert(key, result.clone());
+        result
+    }
+
+    async fn namespace_once(&self, namespace: &str) -> Result<Arc<Value>, ClusterError> {
+        if let Some(r) = self.namespaces.lock().await.get(namespace) {
+            return r.clone();
+        }
+        let result = async {
+            let res = self.reader.resource("Namespace").await?;
+            Ok(Arc::new(self.reader.get(&res, None, namespace).await?))
+        }
+        .await;
+        self.namespaces
+            .lock()
+            .await
+            .insert(namespace.to_owned(), result.clone());
+        result
+    }
+
+    async fn detect(
+        &self,
+        root: &Value,
+        chain: &[Value],
+        namespace: Option<&str>,
+    ) -> Result<DetectedLabels, ClusterError> {
+        let mut labels = DetectedLabels::default();
+        let kind = obj::kind(root);
+        let template = pod_template(root);
+        let template_labels = match kind {
+            "Pod" => at(root, &["metadata", "labels"]),
+            _ => template.and_then(|t| at(t, &["metadata", "labels"])),
+        };
+
+        // Helm and GitOps markers on any object of the chain.
+        for o in chain.iter().rev() {
+            if obj::label(o, "app.kubernetes.io/managed-by")
+                .is_some_and(|m| m.eq_ignore_ascii_case("helm"))
+                || obj::label(o, "helm.sh/chart").is_some()
+                || obj::annotation(o, "meta.helm.sh/release-name").is_some()
+            {
+                labels.helm_managed = true;
+            }
+            if let Some(tool) = gitops_marker(o) {
+                labels.git_ops_managed = true;
+                labels.git_ops_tool.get_or_insert(tool.to_owned());
+            }
+        }
+        labels.stateful = kind == "StatefulSet"
+            || !array(root, &["spec", "volumeClaimTemplates"]).is_empty()
+            || template
+                .map(|t| array(t, &["spec", "volumes"]))
+                .or_else(|| (kind == "Pod").then(|| array(root, &["spec", "volumes"])))
+                .unwrap_or(&[])
+                .iter()
+                .any(|v| v.get("persistentVolumeClaim").is_some());
+        if let Some(mesh) = mesh_marker(root, template, chain.first()) {
+            labels.service_mesh = true;
+            labels.service_mesh_type = Some(mesh.to_owned());
+        }
+
+        let Some(ns) = namespace.filter(|_| !is_cluster_scoped(kind)) else {
+            return Ok(labels);
+        };
+        let mut failures: Vec<String> = Vec::new();
+        let failed = |failures: &mut Vec<String>, label: &str, e: &ClusterError| {
+            if e.is_unreachable() {
+                return Err(e.clone());
+            }
+            failures.push(label.to_owned());
+            Ok(())
+        };
+        let mut found = DetectedLabels::default();
+
+        match self.list_once("PodDisruptionBudget", ns).await {
+            Ok(pdbs) => {
+                found.pdb_protected = pdbs.iter().any(|pdb| {
+                    at(pdb, &["spec", "selector"])
+                        .and_then(Selector::from_object)
+                        .is_some_and(|s| !s.is_empty() && s.matches_value(template_labels))
+                });
+            }
+            Err(e) => failed(&mut failures, "pdbProtected", &e)?,
+        }
+        match self.list_once("HorizontalPodAutoscaler", ns).await {
+            Ok(hpas) => {
+                found.hpa_enabled = hpas.iter().any(|h| {
+                    str_at(h, &["spec", "scaleTargetRef", "kind"]) == Some(kind)
+                        && str_at(h, &["spec", "scaleTargetRef", "name"]) == Some(obj::name(root))
+                });
+            }
+            Err(e) => failed(&mut failures, "hpaEnabled", &e)?,
+        }
+        match self.list_once("NetworkPolicy", ns).await {
+            Ok(policies) => found.network_isolated = !policies.is_empty(),
+            Err(e) => failed(&mut failures, "networkIsolated", &e)?,
+        }
+        match self.list_once("ResourceQuota", ns).await {
+            Ok(quotas) => {
+                found.resource_quota_constrained = !quotas.is_empty();
+                for q in quotas.iter() {
+                    for (resource, hard) in obj::map_pairs(
+                        at(q, &["status", "hard"]).or_else(|| at(q, &["spec", "hard"])),
+                    ) {
+                        let used = str_at(q, &["status", "used", resource]).unwrap_or("0");
+                        found.quota_details.insert(
+                            resource.to_owned(),
+                            QuotaUsage {
+                                hard: hard.to_owned(),
+                                used: used.to_owned(),
+                            },
+                        );
+                    }
+                }
+            }
+            Err(e) => failed(&mut failures, "resourceQuotaConstrained", &e)?,
+        }
+        // Namespace-level markers: sidecar injection, GitOps ownership of the namespace.
+        match self.namespace_once(ns).await {
+            Ok(ns_obj) => {
+                if !labels.service_mesh
+                    && let Some(mesh) = namespace_mesh(&ns_obj)
+                {
+                    labels.service_mesh = true;
+                    labels.service_mesh_type = Some(mesh.to_owned());
+                }
+            }
+            Err(e) => {
+                if !labels.service_mesh {
+                    failed(&mut failures, "serviceMesh", &e)?;
+                }
+            }
+        }
+        labels.pdb_protected = found.pdb_protected;
+        labels.hpa_enabled = found.hpa_enabled;
+        labels.network_isolated = found.network_isolated;
+        labels.resource_quota_constrained = found.resource_quota_constrained;
+        labels.quota_details = found.quota_details;
+        labels.failed_detections = failures;
+        Ok(labels)
+    }
+}
+
+/// The pod template of a workload (CronJob: its job template's).
+fn pod_template(root: &Value) -> Option<&Value> {
+    at(root, &["spec", "template"])
+        .or_else(|| at(root, &["spec", "jobTemplate", "spec", "template"]))
+}
+
+fn gitops_marker(o: &Value) -> Option<&'static str> {
+    let has_label = |k: &str| obj::label(o, k).is_some();
+    let has_annotation = |k: &str| obj::annotation(o, k).is_some();
+    if has_annotation("argocd.argoproj.io/tracking-id")
+        || has_label("argocd.argoproj.io/instance")
+        || has_annotation("argocd.argoproj.io/managed-by")
+    {
+        return Some("argocd");
+    }
+    if has_label("kustomize.toolkit.fluxcd.io/name")
+        || has_label("helm.toolkit.fluxcd.io/name")
+        || has_annotation("kustomize.toolkit.fluxcd.io/checksum")
+    {
+        return Some("flux");
+    }
+    for owner in array(o, &["metadata", "ownerReferences"]) {
+        let api = str_at(owner, &["apiVersion"]).unwrap_or("");
+        if api.starts_with("argoproj.io/") {
+            return Some("argocd");
+        }
+        if api.contains("toolkit.fluxcd.io/") {
+            return Some("flux");
+        }
+    }
+    None
+}
+
+fn mesh_marker(
+    root: &Value,
+    template: Option<&Value>,
+    pod: Option<&Value>,
+) -> Option<&'static str> {
+    let candidates = [template, pod, Some(root)];
+    for o in candidates.into_iter().flatten() {
+        let ann = |k: &str| str_at(o, &["metadata", "annotations", k]);
+        let lab = |k: &str| str_at(o, &["metadata", "labels", k]);
+        if ann("sidecar.istio.io/inject") == Some("true")
+            || lab("sidecar.istio.io/inject") == Some("true")
+            || ann("sidecar.istio.io/status").is_some()
+        {
+            return Some("istio");
+        }
+        if ann("linkerd.io/inject") == Some("enabled") || ann("linkerd.io/proxy-version").is_some()
+        {
+            return Some("linkerd");
+        }
+        for c in array(o, &["spec", "containers"]) {
+            match str_at(c, &["name"]) {
+                Some("istio-proxy") => return Some("istio"),
+                Some("linkerd-proxy") => return Some("linkerd"),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+fn namespace_mesh(ns: &Value) -> Option<&'static str> {
+    if obj::label(ns, "istio-injection") == Some("enabled")
+        || obj::label(ns, "istio.io/rev").is_some()
+    {
+        return Some("istio");
+    }
+    if obj::annotation(ns, "linkerd.io/inject") == Some("enabled") {
+        return Some("linkerd");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn spec_hash_is_order_independent_and_field_sensitive() {
+        let a = json!({"replicas": 2, "template": {"spec": {"containers": [{"name": "a", "image": "x:1"}]}}});
+        let b: Value = serde_json::from_str(
+            r#"{"template": {"spec": {"containers": [{"image": "x:1", "name": "a"}]}}, "replicas": 2}"#,
+        )
+        .unwrap();
+        assert_eq!(spec_hash(&a), spec_hash(&b));
+        assert!(spec_hash(&a).starts_with("sha256:"));
+        assert_eq!(spec_hash(&a).len(), 7 + 64);
+        let c = json!({"replicas": 3, "template": {"spec": {"containers": [{"name": "a", "image": "x:1"}]}}});
+        assert_ne!(spec_hash(&a), spec_hash(&c));
+        let mut canonical = String::new();
+        write_canonical(&b, &mut canonical);
+        assert_eq!(
+            canonical,
+            r#"{"replicas":2,"template":{"spec":{"containers":[{"image":"x:1","name":"a"}]}}}"#
+        );
+        // A fixed vector, so the canonical form cannot drift unnoticed:
+        // printf '%s' '{"a":[1,"x"],"b":{"c":true}}' | sha256sum
+        assert_eq!(
+            spec_hash(&json!({"b": {"c": true}, "a": [1, "x"]})),
+            "sha256:7bc1d4c77305c3b7a6c9baf4eb98ea1a5c613dfad39c54d270608be4f47c693d"
+        );
+    }
+}

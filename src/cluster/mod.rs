@@ -1,0 +1,345 @@
+//! kubemedic's view of the cluster, and the write path execution uses.
+//!
+//! Two traits: [`ClusterReader`] (discovery, get, list, logs) and [`ClusterWriter`] (patch,
+//! replace, create, delete, evict). The investigator is given a reader only, so nothing it does
+//! can change the cluster. [`KubeCluster`] implements both against a real API server with kube-rs;
+//! [`SnapshotCluster`] implements both from a YAML snapshot (its writer only records). Objects
+//! travel as JSON values exactly as the API server returns them; the tools, the resource
+//! context and the renderers work on those, so both implementations share all the logic.
+//!
+//! Safety: a [`ReadPolicy`] inside each implementation refuses blocked resources (Secrets by
+//! default) and blocked namespaces — there is no way to read a Secret through these types — and
+//! every tool output passes the [`sanitize`] module before anyone sees it.
+
+pub mod context;
+pub mod kinds;
+mod kube;
+pub mod render;
+pub mod sanitize;
+pub mod selector;
+pub mod snapshot;
+pub mod tools;
+pub mod writes;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use self::kube::{KubeCluster, KubeOptions, RequestCounter};
+pub use snapshot::SnapshotCluster;
+
+/// What the API server serves for a kind.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResourceInfo {
+    pub kind: String,
+    /// Empty for the core group.
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+    pub namespaced: bool,
+}
+
+impl ResourceInfo {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+/// Options of a list call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListQuery {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+}
+
+impl ListQuery {
+    pub fn labels(selector: impl Into<String>) -> Self {
+        Self {
+            label_selector: Some(selector.into()),
+            field_selector: None,
+        }
+    }
+    pub fn fields(selector: impl Into<String>) -> Self {
+        Self {
+            label_selector: None,
+            field_selector: Some(selector.into()),
+        }
+    }
+}
+
+/// Options of a logs call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LogQuery {
+    pub container: Option<String>,
+    pub previous: bool,
+    pub tail_lines: Option<i64>,
+    pub since_seconds: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    NotFound,
+    Forbidden,
+    Unauthorized,
+    /// The server does not serve this kind (old server, missing CRD or aggregated API).
+    NotServed,
+    /// Refused by kubemedic's own read policy (Secrets, blocked namespaces).
+    Blocked,
+    Invalid,
+    Conflict,
+    Timeout,
+    /// The API server cannot be reached at all.
+    Unreachable,
+    Other,
+}
+
+/// An API error the investigator can reason about: what happened, and a one-line hint about
+/// what to do next (the "kubectl error interpreter").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct ClusterError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ClusterError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// True when the cluster itself is unreachable (the request should wait, not conclude).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self.kind, ErrorKind::Unreachable | ErrorKind::Timeout)
+    }
+
+    /// A one-line hint after the raw error, so the LLM does not loop on it.
+    pub fn hint(&self) -> &'static str {
+        match self.kind {
+            ErrorKind::NotFound => {
+                "The object may have been deleted or rescheduled under a new name: list the kind in the namespace (kubectl_get / kubectl_find_resource) to find the current one."
+            }
+            ErrorKind::Forbidden => {
+                "kubemedic's service account may not read this; do not retry it — reason from other evidence and mention the gap."
+            }
+            ErrorKind::Unauthorized => {
+                "kubemedic's credentials were rejected by the API server; cluster reads will fail until an operator fixes them."
+            }
+            ErrorKind::NotServed => {
+                "This API is not served by this cluster (older Kubernetes, or the CRD/aggregated API is not installed); do not retry it."
+            }
+            ErrorKind::Blocked => {
+                "kubemedic never reads this resource or namespace by policy; do not retry it."
+            }
+            ErrorKind::Invalid => {
+                "The request was malformed (check kind, name and namespace spelling, and that the selector syntax is valid)."
+            }
+            ErrorKind::Conflict => {
+                "The object changed while it was being updated; read it again before deciding."
+            }
+            ErrorKind::Timeout => {
+                "The API server did not answer in time; try a narrower query (a namespace, a selector, fewer log lines)."
+            }
+            ErrorKind::Unreachable => {
+                "The API server cannot be reached; the investigation cannot continue until it is back."
+            }
+            ErrorKind::Other => "Unexpected API error; do not retry the same call more than once.",
+        }
+    }
+
+    /// The error as a tool result text: the raw error, then the hint.
+    pub fn tool_text(&self) -> String {
+        format!(
+            "Error ({:?}): {}\n→ {}",
+            self.kind,
+            self.message,
+            self.hint()
+        )
+    }
+}
+
+pub type Result<T, E = ClusterError> = std::result::Result<T, E>;
+
+/// Read access to a cluster. All objects are JSON as the API server returns them.
+#[async_trait]
+pub trait ClusterReader: Send + Sync {
+    /// Resolve a kind as a user or an LLM may spell it (`Pod`, `pods`, `po`, `deploy`,
+    /// `deployments.apps`, `HorizontalPodAutoscaler`…) to what this server serves.
+    async fn resource(&self, kind: &str) -> Result<ResourceInfo>;
+    async fn get(&self, res: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result<Value>;
+    async fn list(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        query: &ListQuery,
+    ) -> Result<Vec<Value>>;
+    async fn logs(&self, namespace: &str, pod: &str, query: &LogQuery) -> Result<String>;
+    /// `major.minor` of the server, e.g. `1.20`.
+    async fn server_version(&self) -> Result<String>;
+}
+
+/// The kinds of change a [`ClusterWriter`] makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchType {
+    /// JSON merge patch (RFC 7386).
+    Merge,
+    /// Kubernetes strategic merge patch.
+    Strategic,
+    /// Server-side apply, field manager `kubemedic`.
+    Apply,
+}
+
+/// Write access. Every call names its object fully and supports server-side dry run; the field
+/// manager is always `kubemedic`.
+#[async_trait]
+pub trait ClusterWriter: Send + Sync {
+    async fn patch(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        patch: &Value,
+        dry_run: bool,
+    ) -> Result<Value>;
+    /// Replace the object (PUT); `obj` carries the resourceVersion it was read at, so a
+    /// concurrent change is a conflict, not a lost update.
+    async fn replace(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        obj: &Value,
+        dry_run: bool,
+    ) -> Result<Value>;
+    async fn create(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        obj: &Value,
+        dry_run: bool,
+    ) -> Result<Value>;
+    async fn delete(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        dry_run: bool,
+    ) -> Result<()>;
+    /// Evict a pod through the eviction subresource (respects PodDisruptionBudgets), with
+    /// whichever `policy` version the server has.
+    async fn evict(&self, namespace: &str, pod: &str, dry_run: bool) -> Result<()>;
+}
+
+/// What kubemedic refuses to read, whatever it is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadPolicy {
+    /// Lower-case plural resource names, e.g. `secrets`.
+    pub blocked_resources: Vec<String>,
+    pub blocked_namespaces: Vec<String>,
+}
+
+impl Default for ReadPolicy {
+    fn default() -> Self {
+        Self {
+            blocked_resources: vec!["secrets".into()],
+            blocked_namespaces: vec![],
+        }
+    }
+}
+
+impl ReadPolicy {
+    pub fn check(&self, res: &ResourceInfo, namespace: Option<&str>) -> Result<()> {
+        let plural = res.plural.to_ascii_lowercase();
+        let kind = res.kind.to_ascii_lowercase();
+        if self
+            .blocked_resources
+            .iter()
+            .any(|b| b.eq_ignore_ascii_case(&plural) || b.eq_ignore_ascii_case(&kind))
+        {
+            return Err(ClusterError::new(
+                ErrorKind::Blocked,
+                format!(
+                    "reading {} is blocked by kubemedic's read policy",
+                    res.plural
+                ),
+            ));
+        }
+        if let Some(ns) = namespace
+            && self.blocked_namespaces.iter().any(|b| b == ns)
+        {
+            return Err(ClusterError::new(
+                ErrorKind::Blocked,
+                format!("namespace {ns} is blocked by kubemedic's read policy"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Small accessors for JSON objects.
+pub mod obj {
+    use serde_json::Value;
+
+    pub fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+        at(v, path).and_then(Value::as_str)
+    }
+
+    pub fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+        path.iter().try_fold(v, |v, key| v.get(*key))
+    }
+
+    pub fn name(v: &Value) -> &str {
+        str_at(v, &["metadata", "name"]).unwrap_or("")
+    }
+
+    pub fn namespace(v: &Value) -> Option<&str> {
+        str_at(v, &["metadata", "namespace"])
+    }
+
+    pub fn kind(v: &Value) -> &str {
+        str_at(v, &["kind"]).unwrap_or("")
+    }
+
+    pub fn labels(v: &Value) -> impl Iterator<Item = (&str, &str)> {
+        map_pairs(at(v, &["metadata", "labels"]))
+    }
+
+    pub fn annotations(v: &Value) -> impl Iterator<Item = (&str, &str)> {
+        map_pairs(at(v, &["metadata", "annotations"]))
+    }
+
+    pub fn label<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+        at(v, &["metadata", "labels", key]).and_then(Value::as_str)
+    }
+
+    pub fn annotation<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+        at(v, &["metadata", "annotations", key]).and_then(Value::as_str)
+    }
+
+    pub fn map_pairs(v: Option<&Value>) -> impl Iterator<Item = (&str, &str)> {
+        v.and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .filter_map(|(k, v)| v.as_str().map(|s| (k.as_str(), s)))
+    }
+
+    pub fn array<'a>(v: &'a Value, path: &[&str]) -> &'a [Value] {
+        at(v, path)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    pub fn i64_at(v: &Value, path: &[&str]) -> Option<i64> {
+        at(v, path).and_then(Value::as_i64)
+    }
+}

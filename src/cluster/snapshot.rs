@@ -1,0 +1,690 @@
+//! [`SnapshotCluster`]: a cluster frozen in a multi-document YAML file.
+//!
+//! Documents are Kubernetes objects exactly as `kubectl get -o yaml` prints them (`List`s are
+//! flattened), `PodLogs` documents for container logs, and an optional `SnapshotInfo` header.
+//! It implements [`ClusterReader`] (same tools, same resource context as a live cluster) and
+//! [`ClusterWriter`], whose writes are only recorded. [`capture`] makes one from a live cluster
+//! (objects, events, current and previous logs; never Secrets; values sanitised), so an incident
+//! can be replayed later by `kubemedic investigate --snapshot` and by the demo.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::obj::{self, str_at};
+use super::render::strip_noise;
+use super::sanitize::{sanitize_text, sanitize_value};
+use super::selector::{Selector, field_matches};
+use super::{
+    ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery, PatchType,
+    ReadPolicy, ResourceInfo, Result, kinds,
+};
+
+pub const SNAPSHOT_API_VERSION: &str = "kubemedic.io/v1alpha1";
+
+/// A document that cannot be used, by its index in the file (0-based) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("snapshot document {index}: {reason}")]
+pub struct SnapshotError {
+    pub index: usize,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PodLogs {
+    pub namespace: String,
+    pub name: String,
+    pub container: String,
+    pub previous: bool,
+    pub text: String,
+}
+
+/// A change the snapshot's writer was asked to make.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordedWrite {
+    pub operation: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub body: Value,
+    pub dry_run: bool,
+}
+
+pub struct SnapshotCluster {
+    objects: Vec<Value>,
+    logs: Vec<PodLogs>,
+    server_version: String,
+    policy: ReadPolicy,
+    writes: Mutex<Vec<RecordedWrite>>,
+    dropped_secrets: usize,
+}
+
+/// Split a YAML stream into documents on `---` lines.
+fn documents(text: &str) -> Vec<String> {
+    let mut docs = vec![String::new()];
+    for line in text.lines() {
+        let trimmed = line.trim_end();
+        if trimmed == "---" || trimmed.starts_with("--- ") {
+            docs.push(trimmed.trim_start_matches("---").trim_start().to_owned());
+            if let Some(last) = docs.last_mut()
+                && !last.is_empty()
+            {
+                last.push('\n');
+            }
+            continue;
+        }
+        if trimmed == "..." {
+            continue;
+        }
+        if let Some(last) = docs.last_mut() {
+            last.push_str(line);
+            last.push('\n');
+        }
+    }
+    docs
+}
+
+fn is_blank(doc: &str) -> bool {
+    doc.lines().all(|l| {
+        let t = l.trim();
+        t.is_empty() || t.starts_with('#')
+    })
+}
+
+impl SnapshotCluster {
+    pub fn from_yaml(text: &str) -> std::result::Result<Self, SnapshotError> {
+        let mut objects = Vec::new();
+        let mut logs = Vec::new();
+        let mut server_version = "snapshot".to_owned();
+        let mut dropped_secrets = 0;
+        let docs = documents(text);
+        // Index documents as a reader counts them: skip an empty leading document.
+        let offset = usize::from(docs.first().is_some_and(|d| is_blank(d)) && docs.len() > 1);
+        for (i, doc) in docs.iter().enumerate() {
+            if is_blank(doc) {
+                continue;
+            }
+            let index = i - offset.min(i);
+            let err = |reason: String| SnapshotError { index, reason };
+            let value: Value =
+                serde_saphyr::from_str(doc).map_err(|e| err(format!("invalid YAML: {e}")))?;
+            let Value::Object(_) = &value else {
+                return Err(err("not a mapping (expected a Kubernetes object)".into()));
+            };
+            let kind = str_at(&value, &["kind"]).ok_or_else(|| err("missing `kind`".into()))?;
+            let api_version = str_at(&value, &["apiVersion"])
+                .ok_or_else(|| err("missing `apiVersion`".into()))?;
+            match (api_version, kind) {
+                (SNAPSHOT_API_VERSION, "PodLogs") => logs.push(parse_logs(&value).map_err(err)?),
+                (SNAPSHOT_API_VERSION, "SnapshotInfo") => {
+                    if let Some(v) = str_at(&value, &["serverVersion"]) {
+                        server_version = v.to_owned();
+                    }
+                }
+                (_, k) if k.ends_with("List") => {
+                    let items = value
+                        .get("items")
+                        .and_then(Value::as_array)
+                        .ok_or_else(|| err(format!("{k} without an `items` list")))?;
+                    for (j, item) in items.iter().enumerate() {
+                        let item =
+                            validate_object(item).map_err(|r| err(format!("items[{j}]: {r}")))?;
+                        if obj::kind(&item) == "Secret" {
+                            dropped_secrets += 1;
+                        } else {
+                            objects.push(item);
+                        }
+                    }
+                }
+                _ => {
+                    let item = validate_object(&value).map_err(err)?;
+                    if obj::kind(&item) == "Secret" {
+                        dropped_secrets += 1;
+                    } else {
+                        objects.push(item);
+                    }
+                }
+            }
+        }
+        Ok(Self {
+            objects,
+            logs,
+            server_version,
+            policy: ReadPolicy::default(),
+            writes: Mutex::new(Vec::new()),
+            dropped_secrets,
+        })
+    }
+
+    pub fn load(path: &std::path::Path) -> std::result::Result<Self, SnapshotError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SnapshotError {
+            index: 0,
+            reason: format!("cannot read {}: {e}", path.display()),
+        })?;
+        Self::from_yaml(&text)
+    }
+
+    pub fn with_policy(mut self, policy: ReadPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub fn objects(&self) -> &[Value] {
+        &self.objects
+    }
+
+    pub fn pod_logs(&self) -> &[PodLogs] {
+        &self.logs
+    }
+
+    /// Secrets found in the file and ignored (kubemedic never reads Secrets).
+    pub fn dropped_secrets(&self) -> usize {
+        self.dropped_secrets
+    }
+
+    pub fn recorded_writes(&self) -> Vec<RecordedWrite> {
+        self.writes.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+
+    fn record(&self, w: RecordedWrite) {
+        if let Ok(mut writes) = self.writes.lock() {
+            writes.push(w);
+        }
+    }
+}
+
+fn validate_object(v: &Value) -> std::result::Result<Value, String> {
+    if !v.is_object() {
+        return Err("not a mapping".into());
+    }
+    if str_at(v, &["kind"]).is_none() {
+        return Err("missing `kind`".into());
+    }
+    if str_at(v, &["apiVersion"]).is_none() {
+        return Err("missing `apiVersion`".into());
+    }
+    match v.get("metadata").and_then(|m| m.get("name")) {
+        Some(Value::String(n)) if !n.is_empty() => Ok(v.clone()),
+        Some(_) => Err("`metadata.name` must be a non-empty string".into()),
+        None => Err("missing `metadata.name`".into()),
+    }
+}
+
+fn parse_logs(v: &Value) -> std::result::Result<PodLogs, String> {
+    let s = |path: &[&str], what: &str| {
+        str_at(v, path)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("PodLogs without `{what}`"))
+    };
+    let previous = match v.get("previous") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("PodLogs `previous` must be true or false".into()),
+    };
+    Ok(PodLogs {
+        namespace: s(&["metadata", "namespace"], "metadata.namespace")?,
+        name: s(&["metadata", "name"], "metadata.name")?,
+        container: s(&["container"], "container")?,
+        previous,
+        text: s(&["text"], "text")?,
+    })
+}
+
+fn not_found(res: &ResourceInfo, name: &str) -> ClusterError {
+    ClusterError::new(
+        ErrorKind::NotFound,
+        format!("NotFound (404): {} \"{name}\" not found", res.plural),
+    )
+}
+
+#[async_trait]
+impl ClusterReader for SnapshotCluster {
+    async fn resource(&self, kind: &str) -> Result<ResourceInfo> {
+        let res = if let Some(k) = kinds::lookup(kind) {
+            // The version the snapshot's objects carry (a 1.20 capture has policy/v1beta1 PDBs).
+            let version = self
+                .objects
+                .iter()
+                .filter(|o| obj::kind(o) == k.kind)
+                .filter_map(|o| str_at(o, &["apiVersion"]))
+                .map(|v| v.rsplit('/').next().unwrap_or(v).to_owned())
+                .next()
+                .unwrap_or_else(|| k.versions.first().copied().unwrap_or("v1").to_owned());
+            if k.group == "metrics.k8s.io" && !self.objects.iter().any(|o| obj::kind(o) == k.kind) {
+                return Err(ClusterError::new(
+                    ErrorKind::NotServed,
+                    "NotFound (404): the server could not find the requested resource (metrics.k8s.io)",
+                ));
+            }
+            ResourceInfo {
+                kind: k.kind.into(),
+                group: k.group.into(),
+                version,
+                plural: k.plural.into(),
+                namespaced: k.namespaced,
+            }
+        } else {
+            let o = self
+                .objects
+                .iter()
+                .find(|o| obj::kind(o).eq_ignore_ascii_case(kind))
+                .ok_or_else(|| {
+                    ClusterError::new(
+                        ErrorKind::NotServed,
+                        format!("the server does not serve a resource called `{kind}`"),
+                    )
+                })?;
+            let api = str_at(o, &["apiVersion"]).unwrap_or("v1");
+            let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+            ResourceInfo {
+                kind: obj::kind(o).to_owned(),
+                group: group.to_owned(),
+                version: version.to_owned(),
+                plural: format!("{}s", obj::kind(o).to_ascii_lowercase()),
+                namespaced: obj::namespace(o).is_some(),
+            }
+        };
+        self.policy.check(&res, None)?;
+        Ok(res)
+    }
+
+    async fn get(&self, res: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result<Value> {
+        self.policy.check(res, namespace)?;
+        let ns = if res.namespaced { namespace } else { None };
+        self.objects
+            .iter()
+            .find(|o| obj::kind(o) == res.kind && obj::name(o) == name && obj::namespace(o) == ns)
+            .cloned()
+            .ok_or_else(|| not_found(res, name))
+    }
+
+    async fn list(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        query: &ListQuery,
+    ) -> Result<Vec<Value>> {
+        self.policy.check(res, namespace)?;
+        let selector = match &query.label_selector {
+            Some(s) => Selector::parse(s).map_err(|e| ClusterError::new(ErrorKind::Invalid, e))?,
+            None => Selector::default(),
+        };
+        let ns = if res.namespaced { namespace } else { None };
+        Ok(self
+            .objects
+            .iter()
+            .filter(|o| obj::kind(o) == res.kind)
+            .filter(|o| ns.is_none() || obj::namespace(o) == ns)
+            .filter(|o| {
+                obj::namespace(o)
+                    .is_none_or(|n| !self.policy.blocked_namespaces.iter().any(|b| b == n))
+            })
+            .filter(|o| selector.matches_value(obj::at(o, &["metadata", "labels"])))
+            .filter(|o| {
+                query
+                    .field_selector
+                    .as_deref()
+                    .is_none_or(|f| field_matches(f, o))
+            })
+            .cloned()
+            .collect())
+    }
+
+    async fn logs(&self, namespace: &str, pod: &str, query: &LogQuery) -> Result<String> {
+        let pods = self.resource("Pod").await?;
+        self.policy.check(&pods, Some(namespace))?;
+        let pod_obj = self.get(&pods, Some(namespace), pod).await?;
+        let containers: Vec<&str> = obj::array(&pod_obj, &["spec", "containers"])
+            .iter()
+            .filter_map(|c| str_at(c, &["name"]))
+            .collect();
+        let container = match &query.container {
+            Some(c) if containers.contains(&c.as_str()) || containers.is_empty() => c.clone(),
+            Some(c) => {
+                return Err(ClusterError::new(
+                    ErrorKind::Invalid,
+                    format!("BadRequest (400): container {c} is not valid for pod {pod}"),
+                ));
+            }
+            None if containers.len() == 1 => containers
+                .first()
+                .map(|c| (*c).to_owned())
+                .unwrap_or_default(),
+            None => {
+                return Err(ClusterError::new(
+                    ErrorKind::Invalid,
+                    format!(
+                        "BadRequest (400): a container name must be specified for pod {pod}, choose one of: [{}]",
+                        containers.join(" ")
+                    ),
+                ));
+            }
+        };
+        let found = self.logs.iter().find(|l| {
+            l.namespace == namespace
+                && l.name == pod
+                && l.container == container
+                && l.previous == query.previous
+        });
+        let Some(found) = found else {
+            if query.previous {
+                return Err(ClusterError::new(
+                    ErrorKind::Invalid,
+                    format!(
+                        "BadRequest (400): previous terminated container \"{container}\" in pod \"{pod}\" not found"
+                    ),
+                ));
+            }
+            return Ok(String::new());
+        };
+        let lines: Vec<&str> = found.text.lines().collect();
+        let tail = query
+            .tail_lines
+            .map_or(lines.len(), |t| (t.max(0) as usize).min(lines.len()));
+        Ok(lines[lines.len() - tail..].join("\n"))
+    }
+
+    async fn server_version(&self) -> Result<String> {
+        Ok(self.server_version.clone())
+    }
+}
+
+#[async_trait]
+impl ClusterWriter for SnapshotCluster {
+    async fn patch(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        patch: &Value,
+        dry_run: bool,
+    ) -> Result<Value> {
+        let current = self.get(res, namespace, name).await?;
+        self.record(RecordedWrite {
+            operation: format!("patch/{patch_type:?}").to_ascii_lowercase(),
+            kind: res.kind.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            body: patch.clone(),
+            dry_run,
+        });
+        Ok(current)
+    }
+
+    async fn replace(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        o: &Value,
+        dry_run: bool,
+    ) -> Result<Value> {
+        self.get(res, namespace, name).await?;
+        self.record(RecordedWrite {
+            operation: "replace".into(),
+            kind: res.kind.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            body: o.clone(),
+            dry_run,
+        });
+        Ok(o.clone())
+    }
+
+    async fn create(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        o: &Value,
+        dry_run: bool,
+    ) -> Result<Value> {
+        self.record(RecordedWrite {
+            operation: "create".into(),
+            kind: res.kind.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: obj::name(o).to_owned(),
+            body: o.clone(),
+            dry_run,
+        });
+        Ok(o.clone())
+    }
+
+    async fn delete(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        dry_run: bool,
+    ) -> Result<()> {
+        self.get(res, namespace, name).await?;
+        self.record(RecordedWrite {
+            operation: "delete".into(),
+            kind: res.kind.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            body: Value::Null,
+            dry_run,
+        });
+        Ok(())
+    }
+
+    async fn evict(&self, namespace: &str, pod: &str, dry_run: bool) -> Result<()> {
+        let pods = self.resource("Pod").await?;
+        self.get(&pods, Some(namespace), pod).await?;
+        self.record(RecordedWrite {
+            operation: "evict".into(),
+            kind: "Pod".into(),
+            namespace: Some(namespace.to_owned()),
+            name: pod.to_owned(),
+            body: Value::Null,
+            dry_run,
+        });
+        Ok(())
+    }
+}
+
+/// Namespaced kinds a snapshot captures (Secrets never).
+pub const CAPTURED_KINDS: &[&str] = &[
+    "Pod",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "ControllerRevision",
+    "Job",
+    "CronJob",
+    "Service",
+    "Endpoints",
+    "ConfigMap",
+    "PersistentVolumeClaim",
+    "PodDisruptionBudget",
+    "HorizontalPodAutoscaler",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "Event",
+    "PodMetrics",
+];
+
+/// Cluster-scoped kinds a snapshot captures.
+pub const CAPTURED_CLUSTER_KINDS: &[&str] = &["Node", "PersistentVolume", "StorageClass"];
+
+/// Capture the given namespaces of a live cluster as snapshot YAML. Kinds that cannot be read
+/// (forbidden, not served) are listed in the header and skipped.
+pub async fn capture(
+    reader: &dyn ClusterReader,
+    namespaces: &[String],
+    now: DateTime<Utc>,
+) -> Result<String> {
+    let mut docs: Vec<Value> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
+    let version = reader.server_version().await?;
+    let ns_res = reader.resource("Namespace").await?;
+    for ns in namespaces {
+        match reader.get(&ns_res, None, ns).await {
+            Ok(o) => docs.push(o),
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(e) => skipped.push(format!("Namespace/{ns}: {e}")),
+        }
+        for kind in CAPTURED_KINDS {
+            let res = match reader.resource(kind).await {
+                Ok(r) => r,
+                Err(e) => {
+                    skipped.push(format!("{kind}: {e}"));
+                    continue;
+                }
+            };
+            match reader.list(&res, Some(ns), &ListQuery::default()).await {
+                Ok(items) => docs.extend(items),
+                Err(e) if e.is_unreachable() => return Err(e),
+                Err(e) => skipped.push(format!("{kind} in {ns}: {e}")),
+            }
+        }
+    }
+    for kind in CAPTURED_CLUSTER_KINDS {
+        match reader.resource(kind).await {
+            Ok(res) => match reader.list(&res, None, &ListQuery::default()).await {
+                Ok(items) => docs.extend(items),
+                Err(e) if e.is_unreachable() => return Err(e),
+                Err(e) => skipped.push(format!("{kind}: {e}")),
+            },
+            Err(e) => skipped.push(format!("{kind}: {e}")),
+        }
+    }
+    let mut logs: Vec<Value> = Vec::new();
+    for pod in docs.iter().filter(|d| obj::kind(d) == "Pod") {
+        let ns = obj::namespace(pod).unwrap_or("");
+        let name = obj::name(pod);
+        for status in obj::array(pod, &["status", "containerStatuses"]) {
+            let Some(container) = str_at(status, &["name"]) else {
+                continue;
+            };
+            let restarted = obj::i64_at(status, &["restartCount"]).unwrap_or(0) > 0
+                || obj::at(status, &["lastState", "terminated"]).is_some();
+            for previous in [false, true] {
+                if previous && !restarted {
+                    continue;
+                }
+                let q = LogQuery {
+                    container: Some(container.to_owned()),
+                    previous,
+                    tail_lines: Some(500),
+                    since_seconds: None,
+                };
+                match reader.logs(ns, name, &q).await {
+                    Ok(text) => logs.push(json!({
+                        "apiVersion": SNAPSHOT_API_VERSION,
+                        "kind": "PodLogs",
+                        "metadata": {"namespace": ns, "name": name},
+                        "container": container,
+                        "previous": previous,
+                        "text": sanitize_text(&text),
+                    })),
+                    Err(e) if e.is_unreachable() => return Err(e),
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+    let header = json!({
+        "apiVersion": SNAPSHOT_API_VERSION,
+        "kind": "SnapshotInfo",
+        "serverVersion": version,
+        "capturedAt": now.to_rfc3339(),
+        "namespaces": namespaces,
+        "skipped": skipped,
+    });
+    let mut out =
+        String::from("# kubemedic cluster snapshot (Secrets never captured; values sanitised)\n");
+    for doc in std::iter::once(header)
+        .chain(
+            docs.iter()
+                .filter(|d| obj::kind(d) != "Secret")
+                .map(|d| sanitize_value(&strip_noise(d))),
+        )
+        .chain(logs)
+    {
+        out.push_str("---\n");
+        out.push_str(
+            &serde_saphyr::to_string(&doc).map_err(|e| {
+                ClusterError::new(ErrorKind::Other, format!("cannot write YAML: {e}"))
+            })?,
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SNAP: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: shop, labels: {app: web}}
+spec: {containers: [{name: web, image: nginx}]}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web-2, namespace: shop, labels: {app: web}}
+  spec: {containers: [{name: web, image: nginx}]}
+- apiVersion: v1
+  kind: Secret
+  metadata: {name: creds, namespace: shop}
+  data: {password: aHVudGVyMg==}
+---
+apiVersion: kubemedic.io/v1alpha1
+kind: PodLogs
+metadata: {namespace: shop, name: web-1}
+container: web
+previous: false
+text: |
+  line one
+  line two
+  line three
+"#;
+
+    #[tokio::test]
+    async fn loads_lists_logs_and_drops_secrets() {
+        let s = SnapshotCluster::from_yaml(SNAP).unwrap();
+        assert_eq!(s.dropped_secrets(), 1);
+        let pods = s.resource("po").await.unwrap();
+        let all = s
+            .list(&pods, Some("shop"), &ListQuery::labels("app=web"))
+            .await
+            .unwrap();
+        assert_eq!(all.len(), 2);
+        let q = LogQuery {
+            tail_lines: Some(2),
+            ..Default::default()
+        };
+        assert_eq!(
+            s.logs("shop", "web-1", &q).await.unwrap(),
+            "line two\nline three"
+        );
+        let secret = s.resource("secrets").await.unwrap_err();
+        assert_eq!(secret.kind, ErrorKind::Blocked);
+        let missing = s.get(&pods, Some("shop"), "web-9").await.unwrap_err();
+        assert_eq!(missing.kind, ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn broken_documents_are_named() {
+        let bad = format!("{SNAP}---\napiVersion: v1\nkind: Pod\nmetadata: {{namespace: shop}}\n");
+        let err = SnapshotCluster::from_yaml(&bad).err().unwrap();
+        assert_eq!(err.index, 3);
+        assert!(err.reason.contains("metadata.name"), "{err}");
+        let err = SnapshotCluster::from_yaml("kind: Pod\napiVersion: v1\nmetadata: {name: [\n")
+            .err()
+            .unwrap();
+        assert_eq!(err.index, 0);
+        assert!(err.reason.contains("invalid YAML"), "{err}");
+    }
+}

@@ -1,0 +1,684 @@
+//! The read-only cluster tools of invocation 1, with the names and arguments of the LLM
+//! contract: `kubectl_describe`, `kubectl_get`, `kubectl_get_yaml`, `kubectl_find_resource`,
+//! `kubectl_events`, `kubectl_count`, `kubectl_logs`, `kubectl_previous_logs`,
+//! `kubectl_top_pods`, `get_namespaced_resource_context`, `get_cluster_resource_context`.
+//!
+//! Every call returns a [`ToolResult`]: structured `data` (what tests and the offline
+//! investigator read) and a compact `text` (what the LLM reads). Both are sanitised, and the text
+//! is capped with a `[TRUNCATED]` marker. Errors are results too, with a hint — the model
+//! reasons about a 403 instead of the loop crashing on it.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use regex::RegexBuilder;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::context::ContextResolver;
+use super::obj::{self, at, str_at};
+use super::render::{self, event_time, strip_noise};
+use super::sanitize::{sanitize_text, sanitize_value};
+use super::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, ResourceInfo};
+use crate::clock::Clock;
+
+/// Caps on what one tool call may return.
+#[derive(Debug, Clone)]
+pub struct ToolLimits {
+    /// Characters of text per result; more is cut and marked `[TRUNCATED]`.
+    pub max_output_chars: usize,
+    pub max_list_items: usize,
+    pub max_events: usize,
+    pub default_tail_lines: i64,
+    pub max_tail_lines: i64,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        Self {
+            max_output_chars: 12_000,
+            max_list_items: 50,
+            max_events: 30,
+            default_tail_lines: 80,
+            max_tail_lines: 1000,
+        }
+    }
+}
+
+pub const TRUNCATED: &str = "[TRUNCATED]";
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolResult {
+    pub ok: bool,
+    pub text: String,
+    pub data: Value,
+    pub truncated: bool,
+}
+
+/// A tool as offered to an LLM: name, description, JSON-Schema parameters.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: Value,
+}
+
+fn object_params(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+/// The schemas of the cluster tools (invocation 1).
+pub fn specs() -> Vec<ToolSpec> {
+    let kind = json!({"type": "string", "description": "Kind, e.g. Pod, Deployment, Node"});
+    let name = json!({"type": "string"});
+    let namespace = json!({"type": "string"});
+    let selector =
+        json!({"type": "string", "description": "Label selector, e.g. app=web,tier!=db"});
+    let pattern = json!({"type": "string", "description": "Case-insensitive regex on the name"});
+    let logs = object_params(
+        json!({"name": {"type": "string", "description": "Pod name"}, "namespace": namespace,
+               "container": {"type": "string"}, "tail_lines": {"type": "integer", "minimum": 1, "maximum": 1000},
+               "since_seconds": {"type": "integer", "minimum": 1}}),
+        &["name", "namespace"],
+    );
+    vec![
+        ToolSpec {
+            name: "kubectl_describe",
+            description: "Describe one object: status, containers (state, last state, exit codes, restarts, resources), conditions, and its events.",
+            parameters: object_params(
+                json!({"kind": kind, "name": name, "namespace": namespace}),
+                &["kind", "name"],
+            ),
+        },
+        ToolSpec {
+            name: "kubectl_get",
+            description: "List objects of a kind as a table (one object with `name`). Without a namespace, lists all namespaces.",
+            parameters: object_params(
+                json!({"kind": kind, "name": name, "namespace": namespace, "label_selector": selector}),
+                &["kind"],
+            ),
+        },
+        ToolSpec {
+            name: "kubectl_get_yaml",
+            description: "The full YAML of one object (managed fields removed, credentials redacted).",
+            parameters: object_params(
+                json!({"kind": kind, "name": name, "namespace": namespace}),
+                &["kind", "name"],
+            ),
+        },
+        ToolSpec {
+            name: "kubectl_find_resource",
+            description: "Find objects of a kind by label selector and/or name pattern.",
+            parameters: object_params(
+                json!({"kind": kind, "namespace": namespace, "label_selector": selector, "name_pattern": pattern}),
+                &["kind"],
+            ),
+        },
+        ToolSpec {
+            name: "kubectl_events",
+            description: "Events for an object (kind+name), a node, or a whole namespace; newest last, Warnings kept first when capped.",
+            parameters: object_params(
+                json!({"namespace": namespace, "kind": kind, "name": name, "node": {"type": "string"}}),
+                &[],
+            ),
+        },
+        ToolSpec {
+            name: "kubectl_count",
+            description: "Count objects of a kind matching a selector / name pattern (pods: by status).",
+            parameters: object_params(
+                json!({"kind": kind, "namespace": namespace, "label_selector": selector, "name_pattern": pattern}),
+                &["kind"],
+            ),
+        },
+        ToolSpec {
+            name: "kubectl_logs",
+            description: "Current logs of a pod's container (tail).",
+            parameters: logs.clone(),
+        },
+        ToolSpec {
+            name: "kubectl_previous_logs",
+            description: "Logs of the previous (crashed) instance of a pod's container.",
+            parameters: logs,
+        },
+        ToolSpec {
+            name: "kubectl_top_pods",
+            description: "CPU and memory usage of pods (metrics.k8s.io), next to their limits.",
+            parameters: object_params(
+                json!({"namespace": namespace, "label_selector": selector}),
+                &["namespace"],
+            ),
+        },
+        ToolSpec {
+            name: "get_namespaced_resource_context",
+            description: "For a namespaced object: owner chain to the root owner, the root's spec hash, detected infrastructure labels (GitOps, Helm, PDB, HPA, stateful, NetworkPolicy, mesh, quota) and remediation history. Call it once you know the affected resource.",
+            parameters: object_params(
+                json!({"kind": kind, "name": name, "namespace": namespace}),
+                &["kind", "name", "namespace"],
+            ),
+        },
+        ToolSpec {
+            name: "get_cluster_resource_context",
+            description: "Like get_namespaced_resource_context, for cluster-scoped objects (Node, PersistentVolume, ClusterRole…).",
+            parameters: object_params(json!({"kind": kind, "name": name}), &["kind", "name"]),
+        },
+    ]
+}
+
+/// Tool arguments as the model sent them, read leniently (numbers may arrive as strings).
+struct Args<'a>(&'a Value);
+
+impl Args<'_> {
+    fn str(&self, key: &str) -> Option<String> {
+        self.0
+            .get(key)
+            .and_then(|v| match v {
+                Value::String(s) => Some(s.trim().to_owned()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            })
+            .filter(|s| !s.is_empty())
+    }
+    fn required(&self, key: &str) -> Result<String, ClusterError> {
+        self.str(key).ok_or_else(|| {
+            ClusterError::new(ErrorKind::Invalid, format!("missing argument `{key}`"))
+        })
+    }
+    fn int(&self, key: &str) -> Result<Option<i64>, ClusterError> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => Ok(n.as_i64().or_else(|| n.as_f64().map(|f| f as i64))),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| {
+                ClusterError::new(ErrorKind::Invalid, format!("`{key}` must be an integer"))
+            }),
+            Some(_) => Err(ClusterError::new(
+                ErrorKind::Invalid,
+                format!("`{key}` must be an integer"),
+            )),
+        }
+    }
+}
+
+pub struct ClusterTools {
+    reader: Arc<dyn ClusterReader>,
+    contexts: Arc<ContextResolver>,
+    clock: Arc<dyn Clock>,
+    limits: ToolLimits,
+}
+
+impl ClusterTools {
+    /// Tools for one investigation (the resource-context cache lives as long as this value).
+    pub fn new(reader: Arc<dyn ClusterReader>, clock: Arc<dyn Clock>, limits: ToolLimits) -> Self {
+        Self {
+            contexts: Arc::new(ContextResolver::new(reader.clone())),
+            reader,
+            clock,
+            limits,
+        }
+    }
+
+    pub fn contexts(&self) -> &Arc<ContextResolver> {
+        &self.contexts
+    }
+
+    pub fn reader(&self) -> &Arc<dyn ClusterReader> {
+        &self.reader
+    }
+
+    pub fn is_tool(name: &str) -> bool {
+        specs().iter().any(|s| s.name == name)
+    }
+
+    /// Run a tool. Never panics; every failure is a result with `ok: false` and a hint.
+    pub async fn call(&self, name: &str, args: &Value) -> ToolResult {
+        let now = self.clock.now();
+        let outcome = match name {
+            "kubectl_describe" => self.describe(&Args(args), now).await,
+            "kubectl_get" => self.get(&Args(args), now).await,
+            "kubectl_get_yaml" => self.get_yaml(&Args(args)).await,
+            "kubectl_find_resource" => self.find(&Args(args), now, false).await,
+            "kubectl_count" => self.find(&Args(args), now, true).await,
+            "kubectl_events" => self.events(&Args(args), now).await,
+            "kubectl_logs" => self.logs(&Args(args), false).await,
+            "kubectl_previous_logs" => self.logs(&Args(args), true).await,
+            "kubectl_top_pods" => self.top_pods(&Args(args)).await,
+            "get_namespaced_resource_context" => self.context(&Args(args), true).await,
+            "get_cluster_resource_context" => self.context(&Args(args), false).await,
+            other => Err(ClusterError::new(
+                ErrorKind::Invalid,
+                format!("unknown tool `{other}`"),
+            )),
+        };
+        match outcome {
+            Ok((text, data)) => self.finish(true, &text, &data),
+            Err(e) => self.finish(false, &e.tool_text(), &json!({"error": e})),
+        }
+    }
+
+    fn finish(&self, ok: bool, text: &str, data: &Value) -> ToolResult {
+        let text = sanitize_text(text);
+        let data = sanitize_value(data);
+        let max = self.limits.max_output_chars;
+        let (text, truncated) = if text.len() > max {
+            let cut = text.floor_char_boundary(max);
+            (format!("{}\n{TRUNCATED}", &text[..cut]), true)
+        } else {
+            (text, false)
+        };
+        ToolResult {
+            ok,
+            text,
+            data,
+            truncated,
+        }
+    }
+
+    async fn scoped(
+        &self,
+        kind: &str,
+        namespace: Option<String>,
+    ) -> Result<(ResourceInfo, Option<String>), ClusterError> {
+        let res = self.reader.resource(kind).await?;
+        let ns = if res.namespaced { namespace } else { None };
+        Ok((res, ns))
+    }
+
+    async fn object(&self, a: &Args<'_>) -> Result<(ResourceInfo, Value), ClusterError> {
+        let (res, ns) = self
+            .scoped(&a.required("kind")?, a.str("namespace"))
+            .await?;
+        if res.namespaced && ns.is_none() {
+            return Err(ClusterError::new(
+                ErrorKind::Invalid,
+                format!("{} is namespaced: pass `namespace`", res.kind),
+            ));
+        }
+        let name = a.required("name")?;
+        let o = self.reader.get(&res, ns.as_deref(), &name).await?;
+        Ok((res, o))
+    }
+
+    async fn events_for(&self, o: &Value) -> Vec<Value> {
+        let Ok(res) = self.reader.resource("Event").await else {
+            return vec![];
+        };
+        let selector = format!(
+            "involvedObject.name={},involvedObject.kind={}",
+            obj::name(o),
+            obj::kind(o)
+        );
+        let ns = obj::namespace(o).or(Some("default"));
+        let mut events = self
+            .reader
+            .list(&res, ns, &ListQuery::fields(selector))
+            .await
+            .unwrap_or_default();
+        sort_events(&mut events);
+        cap_events(events, self.limits.max_events)
+    }
+
+    async fn describe(
+        &self,
+        a: &Args<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(String, Value), ClusterError> {
+        let (_, o) = self.object(a).await?;
+        let events = self.events_for(&o).await;
+        let text = render::describe(&o, &events, now);
+        Ok((text, json!({"object": strip_noise(&o), "events": events})))
+    }
+
+    async fn get(&self, a: &Args<'_>, now: DateTime<Utc>) -> Result<(String, Value), ClusterError> {
+        if a.str("name").is_some() {
+            let (res, o) = self.object(a).await?;
+            let text = render::table(&res.kind, std::slice::from_ref(&o), now, false);
+            return Ok((text, json!({"items": [strip_noise(&o)]})));
+        }
+        self.find(a, now, false).await
+    }
+
+    async fn get_yaml(&self, a: &Args<'_>) -> Result<(String, Value), ClusterError> {
+        let (_, o) = self.object(a).await?;
+        let clean = sanitize_value(&strip_noise(&o));
+        Ok((render::to_yaml(&clean), clean))
+    }
+
+    async fn find(
+        &self,
+        a: &Args<'_>,
+        now: DateTime<Utc>,
+        count_only: bool,
+    ) -> Result<(String, Value), ClusterError> {
+        let (res, ns) = self
+            .scoped(&a.required("kind")?, a.str("namespace"))
+            .await?;
+        let query = ListQuery {
+            label_selector: a.str("label_selector"),
+            field_selector: None,
+        };
+        let mut items = self.reader.list(&res, ns.as_deref(), &query).await?;
+        if let Some(pattern) = a.str("name_pattern") {
+            let re = RegexBuilder::new(&pattern)
+                .case_insensitive(true)
+                .build()
+                .unwrap_or_else(|_| {
+                    #[allow(clippy::expect_used)]
+                    RegexBuilder::new(&regex::escape(&pattern))
+                        .case_insensitive(true)
+                        .build()
+                        .expect("an escaped pattern is a valid regex")
+                });
+            items.retain(|o| re.is_match(obj::name(o)));
+        }
+        items.sort_by(|x, y| {
+            (obj::namespace(x), obj::name(x)).cmp(&(obj::namespace(y), obj::name(y)))
+        });
+        let total = items.len();
+        let where_ = ns
+            .as_deref()
+            .map_or("all namespaces".to_owned(), |n| format!("namespace {n}"));
+        if count_only {
+            let mut by_status = std::collections::BTreeMap::<String, usize>::new();
+            if res.kind == "Pod" {
+                for p in &items {
+                    *by_status.entry(render::pod_status(p)).or_default() += 1;
+                }
+            }
+            let mut text = format!("{total} {} in {where_}", res.plural);
+            if !by_status.is_empty() {
+                let parts: Vec<String> =
+                    by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+                text.push_str(&format!(" ({})", parts.join(", ")));
+            }
+            return Ok((text, json!({"count": total, "by_status": by_status})));
+        }
+        if items.is_empty() {
+            return Ok((
+                format!("No {} found in {where_}.", res.plural),
+                json!({"items": [], "total": 0}),
+            ));
+        }
+        let shown: Vec<Value> = items
+            .iter()
+            .take(self.limits.max_list_items)
+            .map(strip_noise)
+            .collect();
+        let mut text = render::table(&res.kind, &shown, now, ns.is_none() && res.namespaced);
+        if total > shown.len() {
+            text.push_str(&format!("\n(showing {} of {total}; narrow with a namespace, label_selector or name_pattern)", shown.len()));
+        }
+        Ok((text, json!({"items": shown, "total": total})))
+    }
+
+    async fn events(
+        &self,
+        a: &Args<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(String, Value), ClusterError> {
+        let res = self.reader.resource("Event").await?;
+        let (ns, selector) = if let Some(node) = a.str("node") {
+            (
+                None,
+                Some(format!(
+                    "involvedObject.kind=Node,involvedObject.name={node}"
+                )),
+            )
+        } else if let Some(name) = a.str("name") {
+            let mut sel = format!("involvedObject.name={name}");
+            if let Some(kind) = a.str("kind") {
+                let kind = self
+                    .reader
+                    .resource(&kind)
+                    .await
+                    .map(|r| r.kind)
+                    .unwrap_or(kind);
+                sel.push_str(&format!(",involvedObject.kind={kind}"));
+            }
+            (a.str("namespace"), Some(sel))
+        } else {
+            (a.str("namespace"), None)
+        };
+        let query = ListQuery {
+            label_selector: None,
+            field_selector: selector,
+        };
+        let mut events = self.reader.list(&res, ns.as_deref(), &query).await?;
+        sort_events(&mut events);
+        let total = events.len();
+        let events = cap_events(events, self.limits.max_events);
+        if events.is_empty() {
+            return Ok(("No events found.".into(), json!({"events": [], "total": 0})));
+        }
+        let mut text = format!(
+            "Events (newest last):\n{}",
+            render::events_lines(&events, now, true)
+        );
+        if total > events.len() {
+            text.push_str(&format!(
+                "({} of {total} shown; Warnings kept first)\n",
+                events.len()
+            ));
+        }
+        Ok((text, json!({"events": events, "total": total})))
+    }
+
+    async fn logs(&self, a: &Args<'_>, previous: bool) -> Result<(String, Value), ClusterError> {
+        let pod = a.required("name")?;
+        let ns = a.required("namespace")?;
+        let tail = a
+            .int("tail_lines")?
+            .unwrap_or(self.limits.default_tail_lines)
+            .clamp(1, self.limits.max_tail_lines);
+        let query = LogQuery {
+            container: a.str("container"),
+            previous,
+            tail_lines: Some(tail),
+            since_seconds: a.int("since_seconds")?.filter(|s| *s > 0),
+        };
+        let text = self.reader.logs(&ns, &pod, &query).await?;
+        let lines = text.lines().count();
+        let shown = if text.trim().is_empty() {
+            format!("(no {}log lines)", if previous { "previous " } else { "" })
+        } else {
+            text.clone()
+        };
+        Ok((
+            shown,
+            json!({"lines": lines, "text": text, "previous": previous, "container": query.container}),
+        ))
+    }
+
+    async fn top_pods(&self, a: &Args<'_>) -> Result<(String, Value), ClusterError> {
+        let ns = a.required("namespace")?;
+        let metrics = match self.reader.resource("PodMetrics").await {
+            Ok(r) => r,
+            Err(e) if matches!(e.kind, ErrorKind::NotServed | ErrorKind::NotFound) => {
+                return Ok((
+                    "metrics API not available: metrics.k8s.io is not served by this cluster (no metrics-server); use container states, restarts and events instead.".into(),
+                    json!({"available": false}),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let query = ListQuery {
+            label_selector: a.str("label_selector"),
+            field_selector: None,
+        };
+        let items = match self.reader.list(&metrics, Some(&ns), &query).await {
+            Ok(i) => i,
+            Err(e) if matches!(e.kind, ErrorKind::NotServed | ErrorKind::NotFound) => {
+                return Ok((
+                    "metrics API not available.".into(),
+                    json!({"available": false}),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let mut rows = Vec::new();
+        let mut text = String::from("NAME   CPU   MEMORY   (per container)\n");
+        for m in &items {
+            let containers: Vec<Value> = obj::array(m, &["containers"])
+                .iter()
+                .map(|c| {
+                    json!({"name": str_at(c, &["name"]), "cpu": str_at(c, &["usage", "cpu"]), "memory": str_at(c, &["usage", "memory"])})
+                })
+                .collect();
+            let parts: Vec<String> = containers
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} cpu={} memory={}",
+                        c["name"].as_str().unwrap_or("?"),
+                        c["cpu"].as_str().unwrap_or("?"),
+                        c["memory"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect();
+            text.push_str(&format!("{}   {}\n", obj::name(m), parts.join("; ")));
+            rows.push(json!({"name": obj::name(m), "containers": containers}));
+        }
+        if items.is_empty() {
+            text = format!("No pod metrics in namespace {ns}.");
+        }
+        Ok((text, json!({"available": true, "pods": rows})))
+    }
+
+    async fn context(
+        &self,
+        a: &Args<'_>,
+        namespaced: bool,
+    ) -> Result<(String, Value), ClusterError> {
+        let kind = a.required("kind")?;
+        let name = a.required("name")?;
+        let ns = if namespaced {
+            Some(a.required("namespace")?)
+        } else {
+            None
+        };
+        let ctx = self.contexts.resolve(&kind, &name, ns.as_deref()).await?;
+        let data = serde_json::to_value(ctx.as_ref())
+            .map_err(|e| ClusterError::new(ErrorKind::Other, e.to_string()))?;
+        let chain: Vec<String> = ctx
+            .owner_chain
+            .iter()
+            .map(|l| format!("{}/{}", l.kind, l.name))
+            .collect();
+        let mut text = format!(
+            "Root owner: {} (apiVersion {})\nOwner chain: {}\nSpec hash: {}\nDetected: {}\n",
+            ctx.root_owner,
+            ctx.root_api_version,
+            chain.join(" -> "),
+            ctx.spec_hash.as_deref().unwrap_or("(no spec)"),
+            ctx.detected_labels.describe()
+        );
+        if !ctx.detected_labels.quota_details.is_empty() {
+            let q: Vec<String> = ctx
+                .detected_labels
+                .quota_details
+                .iter()
+                .map(|(r, u)| format!("{r}: used {} of {}", u.used, u.hard))
+                .collect();
+            text.push_str(&format!("Quota: {}\n", q.join(", ")));
+        }
+        if !ctx.detected_labels.failed_detections.is_empty() {
+            text.push_str(&format!(
+                "Failed detections (unknown, not false): {}\n",
+                ctx.detected_labels.failed_detections.join(", ")
+            ));
+        }
+        for w in &ctx.warnings {
+            text.push_str(&format!("Warning: {w}\n"));
+        }
+        Ok((text, data))
+    }
+}
+
+/// Oldest first, so the newest is last.
+pub fn sort_events(events: &mut [Value]) {
+    events.sort_by(|a, b| event_time(a).cmp(&event_time(b)));
+}
+
+/// Keep at most `max` events: the newest Warnings first, then the newest others; result is
+/// still oldest first.
+pub fn cap_events(events: Vec<Value>, max: usize) -> Vec<Value> {
+    if events.len() <= max {
+        return events;
+    }
+    let is_warning = |e: &Value| at(e, &["type"]).and_then(Value::as_str) == Some("Warning");
+    let mut keep: Vec<usize> = (0..events.len())
+        .rev()
+        .filter(|i| is_warning(&events[*i]))
+        .take(max)
+        .collect();
+    let room = max - keep.len();
+    keep.extend(
+        (0..events.len())
+            .rev()
+            .filter(|i| !is_warning(&events[*i]))
+            .take(room),
+    );
+    keep.sort_unstable();
+    keep.into_iter()
+        .filter_map(|i| events.get(i).cloned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capping_keeps_warnings_and_order() {
+        let events: Vec<Value> = (0..10)
+            .map(|i| {
+                json!({"type": if i % 3 == 0 { "Warning" } else { "Normal" }, "lastTimestamp": format!("2026-01-01T00:00:{i:02}Z"), "reason": format!("r{i}")})
+            })
+            .collect();
+        let kept = cap_events(events, 5);
+        let reasons: Vec<&str> = kept.iter().map(|e| e["reason"].as_str().unwrap()).collect();
+        assert_eq!(reasons, ["r0", "r3", "r6", "r8", "r9"]);
+    }
+
+    #[test]
+    fn every_tool_has_a_schema_with_the_contract_arguments() {
+        let specs = specs();
+        let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+        for n in [
+            "kubectl_describe",
+            "kubectl_get",
+            "kubectl_get_yaml",
+            "kubectl_find_resource",
+            "kubectl_events",
+            "kubectl_count",
+            "kubectl_logs",
+            "kubectl_previous_logs",
+            "kubectl_top_pods",
+            "get_namespaced_resource_context",
+            "get_cluster_resource_context",
+        ] {
+            assert!(names.contains(&n), "{n}");
+        }
+        let logs = &specs
+            .iter()
+            .find(|s| s.name == "kubectl_logs")
+            .unwrap()
+            .parameters["properties"];
+        for arg in [
+            "container",
+            "tail_lines",
+            "since_seconds",
+            "name",
+            "namespace",
+        ] {
+            assert!(logs.get(arg).is_some(), "{arg}");
+        }
+        let find = &specs
+            .iter()
+            .find(|s| s.name == "kubectl_find_resource")
+            .unwrap()
+            .parameters["properties"];
+        for arg in ["namespace", "label_selector", "name_pattern"] {
+            assert!(find.get(arg).is_some(), "{arg}");
+        }
+    }
+}

@@ -1,0 +1,461 @@
+//! The cluster changes kubemedic knows how to make, built on [`ClusterReader`] +
+//! [`ClusterWriter`]: rollout restart, rollout undo, scale, set resources, cordon / uncordon,
+//! drain, remove a taint, patch an HPA's maximum, relax a PDB, expand a PVC, create a Job and
+//! wait for it. Every change names its field manager (`kubemedic`) and supports server-side dry
+//! run; a change that depends on what it read (undo, taints) sends the resourceVersion it read,
+//! so a concurrent edit makes it fail instead of being overwritten.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::obj::{self, array, at, i64_at, str_at};
+use super::selector::Selector;
+use super::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, PatchType, Result};
+
+/// What a write did, for the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WriteOutcome {
+    pub action: String,
+    pub target: String,
+    pub dry_run: bool,
+    pub detail: Value,
+}
+
+fn outcome(action: &str, target: String, dry_run: bool, detail: Value) -> WriteOutcome {
+    WriteOutcome {
+        action: action.to_owned(),
+        target,
+        dry_run,
+        detail,
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> ClusterError {
+    ClusterError::new(ErrorKind::Invalid, msg)
+}
+
+/// `kubectl rollout restart`: stamp the pod template so the controller rolls every pod.
+pub async fn rollout_restart(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    now: DateTime<Utc>,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let res = r.resource(kind).await?;
+    if !matches!(
+        res.kind.as_str(),
+        "Deployment" | "StatefulSet" | "DaemonSet"
+    ) {
+        return Err(invalid(format!("cannot restart a {}", res.kind)));
+    }
+    let stamp = now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let patch = json!({"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}});
+    w.patch(
+        &res,
+        Some(namespace),
+        name,
+        PatchType::Strategic,
+        &patch,
+        dry_run,
+    )
+    .await?;
+    Ok(outcome(
+        "rollout_restart",
+        format!("{namespace}/{}/{name}", res.kind),
+        dry_run,
+        json!({"restartedAt": stamp}),
+    ))
+}
+
+/// `kubectl rollout undo` for a Deployment: put back the pod template of the ReplicaSet with the
+/// highest revision below the current one. Replaces the Deployment at the resourceVersion it
+/// was read at.
+pub async fn rollout_undo(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    namespace: &str,
+    name: &str,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let deployments = r.resource("Deployment").await?;
+    let mut deployment = r.get(&deployments, Some(namespace), name).await?;
+    let uid = str_at(&deployment, &["metadata", "uid"])
+        .unwrap_or("")
+        .to_owned();
+    let current: i64 = obj::annotation(&deployment, "deployment.kubernetes.io/revision")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    let selector = at(&deployment, &["spec", "selector"])
+        .and_then(Selector::from_object)
+        .map(|s| s.to_query())
+        .unwrap_or_default();
+    let replicasets = r.resource("ReplicaSet").await?;
+    let owned: Vec<Value> = r
+        .list(&replicasets, Some(namespace), &ListQuery::labels(selector))
+        .await?
+        .into_iter()
+        .filter(|rs| {
+            array(rs, &["metadata", "ownerReferences"])
+                .iter()
+                .any(|o| str_at(o, &["uid"]) == Some(uid.as_str()))
+        })
+        .collect();
+    let revision = |rs: &Value| {
+        obj::annotation(rs, "deployment.kubernetes.io/revision")
+            .and_then(|r| r.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    let previous = owned
+        .iter()
+        .filter(|rs| revision(rs) < current)
+        .max_by_key(|rs| revision(rs))
+        .ok_or_else(|| {
+            invalid(format!(
+                "Deployment {namespace}/{name} has no revision before {current} to roll back to"
+            ))
+        })?;
+    let to_revision = revision(previous);
+    let mut template = at(previous, &["spec", "template"])
+        .cloned()
+        .ok_or_else(|| invalid("previous ReplicaSet has no pod template"))?;
+    if let Some(labels) = template
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("labels"))
+        .and_then(Value::as_object_mut)
+    {
+        labels.remove("pod-template-hash");
+    }
+    if let Some(spec) = deployment.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("template".into(), template);
+    }
+    w.replace(&deployments, Some(namespace), name, &deployment, dry_run)
+        .await?;
+    Ok(outcome(
+        "rollout_undo",
+        format!("{namespace}/Deployment/{name}"),
+        dry_run,
+        json!({"fromRevision": current, "toRevision": to_revision, "replicaSet": obj::name(previous)}),
+    ))
+}
+
+/// Set `spec.replicas`.
+pub async fn scale(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    replicas: i64,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    if !(0..=10_000).contains(&replicas) {
+        return Err(invalid(format!("replicas {replicas} out of range")));
+    }
+    let res = r.resource(kind).await?;
+    let before = r.get(&res, Some(namespace), name).await?;
+    let from = i64_at(&before, &["spec", "replicas"]);
+    w.patch(
+        &res,
+        Some(namespace),
+        name,
+        PatchType::Merge,
+        &json!({"spec": {"replicas": replicas}}),
+        dry_run,
+    )
+    .await?;
+    Ok(outcome(
+        "scale",
+        format!("{namespace}/{}/{name}", res.kind),
+        dry_run,
+        json!({"from": from, "to": replicas}),
+    ))
+}
+
+/// Set resource limits/requests of one container of a workload's pod template.
+pub async fn set_resources(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+    container: &str,
+    resources: &Value,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let res = r.resource(kind).await?;
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": container, "resources": resources}]}}}});
+    w.patch(
+        &res,
+        Some(namespace),
+        name,
+        PatchType::Strategic,
+        &patch,
+        dry_run,
+    )
+    .await?;
+    Ok(outcome(
+        "set_resources",
+        format!("{namespace}/{}/{name}", res.kind),
+        dry_run,
+        json!({"container": container, "resources": resources}),
+    ))
+}
+
+/// Mark a node (un)schedulable.
+pub async fn cordon(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    node: &str,
+    on: bool,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let nodes = r.resource("Node").await?;
+    w.patch(
+        &nodes,
+        None,
+        node,
+        PatchType::Merge,
+        &json!({"spec": {"unschedulable": on}}),
+        dry_run,
+    )
+    .await?;
+    Ok(outcome(
+        if on { "cordon" } else { "uncordon" },
+        format!("Node/{node}"),
+        dry_run,
+        json!({}),
+    ))
+}
+
+/// Cordon a node and evict its pods (not DaemonSet pods, not mirror pods), through the eviction
+/// API so PodDisruptionBudgets are respected. Stops at the first refused eviction.
+pub async fn drain(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    node: &str,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    cordon(r, w, node, true, dry_run).await?;
+    let pods = r.resource("Pod").await?;
+    let on_node = r
+        .list(
+            &pods,
+            None,
+            &ListQuery::fields(format!("spec.nodeName={node}")),
+        )
+        .await?;
+    let mut evicted = Vec::new();
+    for p in &on_node {
+        let daemon = array(p, &["metadata", "ownerReferences"])
+            .iter()
+            .any(|o| str_at(o, &["kind"]) == Some("DaemonSet"));
+        let mirror = obj::annotation(p, "kubernetes.io/config.mirror").is_some();
+        if daemon || mirror || str_at(p, &["metadata", "deletionTimestamp"]).is_some() {
+            continue;
+        }
+        let ns = obj::namespace(p).unwrap_or("default");
+        w.evict(ns, obj::name(p), dry_run).await?;
+        evicted.push(format!("{ns}/{}", obj::name(p)));
+    }
+    Ok(outcome(
+        "drain",
+        format!("Node/{node}"),
+        dry_run,
+        json!({"evicted": evicted}),
+    ))
+}
+
+/// Remove taints with `key` (and `effect`, if given) from a node.
+pub async fn remove_taint(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    node: &str,
+    key: &str,
+    effect: Option<&str>,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let nodes = r.resource("Node").await?;
+    let current = r.get(&nodes, None, node).await?;
+    let taints = array(&current, &["spec", "taints"]);
+    let keep: Vec<Value> = taints
+        .iter()
+        .filter(|t| {
+            !(str_at(t, &["key"]) == Some(key)
+                && effect.is_none_or(|e| str_at(t, &["effect"]) == Some(e)))
+        })
+        .cloned()
+        .collect();
+    if keep.len() == taints.len() {
+        return Err(invalid(format!("node {node} has no taint {key}")));
+    }
+    let rv = str_at(&current, &["metadata", "resourceVersion"]).unwrap_or("");
+    let patch = json!({"metadata": {"resourceVersion": rv}, "spec": {"taints": keep}});
+    w.patch(&nodes, None, node, PatchType::Merge, &patch, dry_run)
+        .await?;
+    Ok(outcome(
+        "remove_taint",
+        format!("Node/{node}"),
+        dry_run,
+        json!({"key": key, "effect": effect}),
+    ))
+}
+
+/// Raise (or lower) an HPA's `maxReplicas`.
+pub async fn patch_hpa_max(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    namespace: &str,
+    name: &str,
+    max: i64,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let res = r.resource("HorizontalPodAutoscaler").await?;
+    w.patch(
+        &res,
+        Some(namespace),
+        name,
+        PatchType::Merge,
+        &json!({"spec": {"maxReplicas": max}}),
+        dry_run,
+    )
+    .await?;
+    Ok(outcome(
+        "patch_hpa_max",
+        format!("{namespace}/HorizontalPodAutoscaler/{name}"),
+        dry_run,
+        json!({"maxReplicas": max}),
+    ))
+}
+
+/// Relax a PDB: set `maxUnavailable` (and drop `minAvailable`, they are exclusive).
+pub async fn relax_pdb(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    namespace: &str,
+    name: &str,
+    max_unavailable: i64,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let res = r.resource("PodDisruptionBudget").await?;
+    let patch = json!({"spec": {"minAvailable": null, "maxUnavailable": max_unavailable}});
+    w.patch(
+        &res,
+        Some(namespace),
+        name,
+        PatchType::Merge,
+        &patch,
+        dry_run,
+    )
+    .await?;
+    Ok(outcome(
+        "relax_pdb",
+        format!("{namespace}/PodDisruptionBudget/{name}"),
+        dry_run,
+        json!({"maxUnavailable": max_unavailable}),
+    ))
+}
+
+/// Grow a PVC's storage request (the StorageClass must allow expansion).
+pub async fn expand_pvc(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    namespace: &str,
+    name: &str,
+    size: &str,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let res = r.resource("PersistentVolumeClaim").await?;
+    let patch = json!({"spec": {"resources": {"requests": {"storage": size}}}});
+    w.patch(
+        &res,
+        Some(namespace),
+        name,
+        PatchType::Merge,
+        &patch,
+        dry_run,
+    )
+    .await?;
+    Ok(outcome(
+        "expand_pvc",
+        format!("{namespace}/PersistentVolumeClaim/{name}"),
+        dry_run,
+        json!({"storage": size}),
+    ))
+}
+
+/// Delete a pod (its controller recreates it).
+pub async fn delete_pod(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    namespace: &str,
+    name: &str,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let res = r.resource("Pod").await?;
+    w.delete(&res, Some(namespace), name, dry_run).await?;
+    Ok(outcome(
+        "delete_pod",
+        format!("{namespace}/Pod/{name}"),
+        dry_run,
+        json!({}),
+    ))
+}
+
+/// Create a Job.
+pub async fn create_job(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    namespace: &str,
+    job: &Value,
+    dry_run: bool,
+) -> Result<WriteOutcome> {
+    let res = r.resource("Job").await?;
+    let created = w.create(&res, Some(namespace), job, dry_run).await?;
+    Ok(outcome(
+        "create_job",
+        format!("{namespace}/Job/{}", obj::name(&created)),
+        dry_run,
+        json!({"name": obj::name(&created)}),
+    ))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum JobResult {
+    Succeeded,
+    Failed,
+    TimedOut,
+}
+
+/// Wait for a Job to finish (Complete or Failed condition), polling every `every`.
+pub async fn wait_job(
+    r: &dyn ClusterReader,
+    namespace: &str,
+    name: &str,
+    timeout: Duration,
+    every: Duration,
+) -> Result<(JobResult, Value)> {
+    let res = r.resource("Job").await?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let job = r.get(&res, Some(namespace), name).await?;
+        for c in array(&job, &["status", "conditions"]) {
+            if str_at(c, &["status"]) == Some("True") {
+                match str_at(c, &["type"]) {
+                    Some("Complete") => return Ok((JobResult::Succeeded, job)),
+                    Some("Failed") => return Ok((JobResult::Failed, job)),
+                    _ => {}
+                }
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok((JobResult::TimedOut, job));
+        }
+        tokio::time::sleep(every).await;
+    }
+}
