@@ -158,6 +158,53 @@ pub struct DaemonArgs {
     /// Log filter in `tracing` syntax, e.g. `info,kubemedic=debug` [default: info].
     #[arg(long, env = "KUBEMEDIC_LOG_LEVEL", value_name = "FILTER")]
     pub log_level: Option<String>,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// How kubemedic reaches and reads the cluster.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ClusterArgs {
+    /// Kubeconfig file [default: $KUBECONFIG, ~/.kube/config, or the in-cluster service account].
+    #[arg(long, env = "KUBEMEDIC_KUBECONFIG", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context [default: the current context].
+    #[arg(long, env = "KUBEMEDIC_CONTEXT", value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// Seconds one Kubernetes API call may take [default: 15].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_CLUSTER_TIMEOUT_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub cluster_timeout_seconds: Option<u64>,
+
+    /// Resources kubemedic never reads, comma-separated plural names; `secrets` is always
+    /// included [default: secrets].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_BLOCKED_RESOURCES",
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
+    pub blocked_resources: Option<Vec<String>>,
+
+    /// Namespaces kubemedic never reads, comma-separated [default: none].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_BLOCKED_NAMESPACES",
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
+    pub blocked_namespaces: Option<Vec<String>>,
+
+    /// Characters one investigation tool result may have before it is cut and marked
+    /// `[TRUNCATED]` [default: 12000].
+    #[arg(long, env = "KUBEMEDIC_TOOL_OUTPUT_MAX_CHARS", value_name = "CHARS")]
+    pub tool_output_max_chars: Option<usize>,
 }
 
 /// The same settings as they may appear in the YAML file. Unknown keys are an error, so a typo
@@ -178,6 +225,12 @@ struct FileSettings {
     max_wait_seconds: Option<u64>,
     log_format: Option<LogFormat>,
     log_level: Option<String>,
+    kubeconfig: Option<PathBuf>,
+    context: Option<String>,
+    cluster_timeout_seconds: Option<u64>,
+    blocked_resources: Option<Vec<String>>,
+    blocked_namespaces: Option<Vec<String>>,
+    tool_output_max_chars: Option<usize>,
 }
 
 /// Where the database lives.
@@ -213,6 +266,100 @@ pub struct WebhookAuth {
     pub insecure_no_auth: bool,
 }
 
+/// How to reach and read the cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterSettings {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub timeout: Duration,
+    pub policy: crate::cluster::ReadPolicy,
+    pub tool_limits: crate::cluster::tools::ToolLimits,
+}
+
+impl ClusterSettings {
+    pub fn kube_options(&self) -> crate::cluster::KubeOptions {
+        crate::cluster::KubeOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            timeout: self.timeout,
+            policy: self.policy.clone(),
+        }
+    }
+
+    /// Cluster settings from flags/env only (commands without a daemon config file).
+    pub fn from_args(args: &ClusterArgs) -> Result<Self> {
+        Self::merge(args, None)
+    }
+
+    fn merge(args: &ClusterArgs, file: Option<&FileSettings>) -> Result<Self> {
+        let timeout = args
+            .cluster_timeout_seconds
+            .or(file.and_then(|f| f.cluster_timeout_seconds))
+            .unwrap_or(15);
+        if !(1..=600).contains(&timeout) {
+            return Err(invalid(
+                "--cluster-timeout-seconds",
+                "KUBEMEDIC_CLUSTER_TIMEOUT_SECONDS",
+                "cluster-timeout-seconds",
+                format!("{timeout} is outside 1..=600"),
+            ));
+        }
+        let mut blocked_resources: Vec<String> = args
+            .blocked_resources
+            .clone()
+            .or(file.and_then(|f| f.blocked_resources.clone()))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| r.trim().to_ascii_lowercase())
+            .filter(|r| !r.is_empty())
+            .collect();
+        // Secrets are never read, whatever the configuration says.
+        if !blocked_resources.iter().any(|r| r == "secrets") {
+            blocked_resources.push("secrets".into());
+        }
+        let blocked_namespaces: Vec<String> = args
+            .blocked_namespaces
+            .clone()
+            .or(file.and_then(|f| f.blocked_namespaces.clone()))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty())
+            .collect();
+        let max_chars = args
+            .tool_output_max_chars
+            .or(file.and_then(|f| f.tool_output_max_chars))
+            .unwrap_or(12_000);
+        if !(500..=1_000_000).contains(&max_chars) {
+            return Err(invalid(
+                "--tool-output-max-chars",
+                "KUBEMEDIC_TOOL_OUTPUT_MAX_CHARS",
+                "tool-output-max-chars",
+                format!("{max_chars} is outside 500..=1000000"),
+            ));
+        }
+        Ok(Self {
+            kubeconfig: args
+                .kubeconfig
+                .clone()
+                .or(file.and_then(|f| f.kubeconfig.clone())),
+            context: args
+                .context
+                .clone()
+                .or(file.and_then(|f| f.context.clone())),
+            timeout: Duration::from_secs(timeout),
+            policy: crate::cluster::ReadPolicy {
+                blocked_resources,
+                blocked_namespaces,
+            },
+            tool_limits: crate::cluster::tools::ToolLimits {
+                max_output_chars: max_chars,
+                ..Default::default()
+            },
+        })
+    }
+}
+
 /// The validated, typed configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -227,6 +374,7 @@ pub struct Settings {
     pub max_wait: Duration,
     pub log_format: LogFormat,
     pub log_level: String,
+    pub cluster: ClusterSettings,
 }
 
 fn invalid(
@@ -250,6 +398,7 @@ impl Settings {
             Some(path) => read_file(path)?,
             None => FileSettings::default(),
         };
+        let cluster = ClusterSettings::merge(&args.cluster, Some(&file))?;
         let listen_raw = args
             .listen
             .clone()
@@ -289,20 +438,10 @@ impl Settings {
                 }
             },
         };
-        let token = non_empty(
-            args.webhook_token.clone().or(file.webhook_token),
-            "--webhook-token",
-            "KUBEMEDIC_WEBHOOK_TOKEN",
-            "webhook-token",
-        )?;
+        let token = non_empty(args.webhook_token.clone().or(file.webhook_token));
         let insecure_no_auth =
             args.webhook_insecure_no_auth || file.webhook_insecure_no_auth.unwrap_or(false);
-        let api_token = non_empty(
-            args.api_token.clone().or(file.api_token),
-            "--api-token",
-            "KUBEMEDIC_API_TOKEN",
-            "api-token",
-        )?;
+        let api_token = non_empty(args.api_token.clone().or(file.api_token));
 
         let max_body_bytes = args
             .max_body_bytes
@@ -372,6 +511,7 @@ impl Settings {
             max_wait: Duration::from_secs(max_wait_seconds),
             log_format,
             log_level,
+            cluster,
         })
     }
 
@@ -392,18 +532,9 @@ impl Settings {
     }
 }
 
-fn non_empty(
-    value: Option<Secret>,
-    flag: &'static str,
-    env: &'static str,
-    key: &'static str,
-) -> Result<Option<Secret>> {
-    match value {
-        Some(secret) if secret.expose().trim().is_empty() => {
-            Err(invalid(flag, env, key, "must not be empty".into()))
-        }
-        other => Ok(other),
-    }
+/// An empty value (an unset key of a Kubernetes Secret, say) means "not configured".
+fn non_empty(value: Option<Secret>) -> Option<Secret> {
+    value.filter(|secret| !secret.expose().trim().is_empty())
 }
 
 fn read_file(path: &Path) -> Result<FileSettings> {
@@ -421,7 +552,7 @@ fn read_file(path: &Path) -> Result<FileSettings> {
 }
 
 fn parse_database_url(raw: Option<&Secret>, data_dir: &Path) -> Result<DatabaseUrl> {
-    let Some(raw) = raw else {
+    let Some(raw) = raw.filter(|r| !r.expose().trim().is_empty()) else {
         return Ok(DatabaseUrl::Sqlite(data_dir.join("kubemedic.db")));
     };
     let url = raw.expose();

@@ -152,6 +152,83 @@ pub async fn start_on(
     })
 }
 
+/// `/readyz` entry for the Kubernetes API: reachable (with its version), unreachable, or not
+/// configured at all.
+pub struct ClusterDependency {
+    cluster: Option<Arc<dyn crate::cluster::ClusterReader>>,
+    problem: Option<String>,
+}
+
+impl ClusterDependency {
+    pub fn connected(cluster: Arc<dyn crate::cluster::ClusterReader>) -> Self {
+        Self {
+            cluster: Some(cluster),
+            problem: None,
+        }
+    }
+    pub fn missing(problem: String) -> Self {
+        Self {
+            cluster: None,
+            problem: Some(problem),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Dependency for ClusterDependency {
+    fn name(&self) -> &'static str {
+        "cluster"
+    }
+    async fn check(&self) -> crate::web::DependencyStatus {
+        let Some(cluster) = &self.cluster else {
+            return crate::web::DependencyStatus {
+                ok: false,
+                detail: format!(
+                    "not configured: {}",
+                    self.problem.as_deref().unwrap_or("no kubeconfig")
+                ),
+            };
+        };
+        let probe = tokio::time::timeout(Duration::from_secs(5), cluster.server_version()).await;
+        match probe {
+            Ok(Ok(v)) => crate::web::DependencyStatus {
+                ok: true,
+                detail: format!("Kubernetes {v} reachable"),
+            },
+            Ok(Err(e)) => crate::web::DependencyStatus {
+                ok: false,
+                detail: format!("unreachable: {e}"),
+            },
+            Err(_) => crate::web::DependencyStatus {
+                ok: false,
+                detail: "unreachable: no answer within 5s".into(),
+            },
+        }
+    }
+}
+
+/// The components `serve` runs with: the real cluster (if a kubeconfig or in-cluster config
+/// can be found — never a simulated one) and the stages built so far.
+pub async fn serve_components(settings: &Settings) -> Components {
+    let mut components = Components::default();
+    match crate::cluster::KubeCluster::connect(&settings.cluster.kube_options()).await {
+        Ok(cluster) => {
+            let cluster = Arc::new(cluster);
+            info!("Kubernetes client configured");
+            components
+                .dependencies
+                .push(Arc::new(ClusterDependency::connected(cluster)));
+        }
+        Err(e) => {
+            warn!(error = %e, "no Kubernetes configuration; requests will wait for a cluster");
+            components
+                .dependencies
+                .push(Arc::new(ClusterDependency::missing(e.to_string())));
+        }
+    }
+    components
+}
+
 /// Cancel `token` on SIGTERM or SIGINT.
 pub fn cancel_on_signals(token: CancellationToken) {
     tokio::spawn(async move {

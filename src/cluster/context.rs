@@ -165,13 +165,17 @@ pub fn write_canonical(v: &Value, out: &mut String) {
     }
 }
 
+type ListResult = Result<Arc<Vec<Value>>, ClusterError>;
+
 /// Per-investigation resolver and cache.
 pub struct ContextResolver {
     reader: Arc<dyn ClusterReader>,
     contexts: Mutex<HashMap<(String, String, String), Arc<ResourceContext>>>,
     /// LIST results per (kind, namespace), and namespace objects, fetched at most once.
-    lists: Mutex<HashMap<(String, String), Result<Arc<Vec<Value>>, ClusterError>>>,
+    lists: Mutex<HashMap<(String, String), ListResult>>,
     namespaces: Mutex<HashMap<String, Result<Arc<Value>, ClusterError>>>,
+    /// Objects fetched while walking owner chains, by (kind, namespace, name).
+    objects: Mutex<HashMap<(String, String, String), Value>>,
 }
 
 const MAX_DEPTH: usize = 10;
@@ -183,7 +187,28 @@ impl ContextResolver {
             contexts: Mutex::new(HashMap::new()),
             lists: Mutex::new(HashMap::new()),
             namespaces: Mutex::new(HashMap::new()),
+            objects: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// GET an object once per investigation.
+    async fn get_once(
+        &self,
+        res: &super::ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ClusterError> {
+        let key = (
+            res.kind.clone(),
+            namespace.unwrap_or_default().to_owned(),
+            name.to_owned(),
+        );
+        if let Some(o) = self.objects.lock().await.get(&key) {
+            return Ok(o.clone());
+        }
+        let o = self.reader.get(res, namespace, name).await?;
+        self.objects.lock().await.insert(key, o.clone());
+        Ok(o)
     }
 
     /// Every context resolved so far in this investigation.
@@ -221,7 +246,7 @@ impl ContextResolver {
         if let Some(c) = self.contexts.lock().await.get(&key) {
             return Ok(c.clone());
         }
-        let first = self.reader.get(&res, namespace.as_deref(), name).await?;
+        let first = self.get_once(&res, namespace.as_deref(), name).await?;
         let mut chain_objects = vec![first];
         let mut warnings = Vec::new();
         while chain_objects.len() < MAX_DEPTH {
@@ -252,7 +277,7 @@ impl ContextResolver {
             } else {
                 None
             };
-            match self.reader.get(&owner_res, owner_ns, owner_name).await {
+            match self.get_once(&owner_res, owner_ns, owner_name).await {
                 Ok(o) => chain_objects.push(o),
                 Err(e) if e.is_unreachable() => return Err(e),
                 Err(e) => {

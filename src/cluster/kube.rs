@@ -96,6 +96,7 @@ where
             let query = req
                 .uri()
                 .query()
+                .filter(|q| !q.is_empty())
                 .map(|q| format!("?{q}"))
                 .unwrap_or_default();
             log.push(format!("{} {}{query}", req.method(), req.uri().path()));
@@ -148,6 +149,12 @@ impl KubeCluster {
         config.connect_timeout = Some(opts.timeout.min(Duration::from_secs(10)));
         config.read_timeout = Some(opts.timeout);
         config.write_timeout = Some(opts.timeout);
+        // Count the read timeout from when a request is sent, not from when its pooled
+        // connection went idle.
+        config.reset_reader_on_write = true;
+        // No silent client-side retries: a PodDisruptionBudget refusing an eviction (429) must
+        // come back at once, and the pipeline decides itself when to wait and retry.
+        config.default_retry = false;
         let counter = RequestCounter::default();
         let client = kube::client::ClientBuilder::try_from(config)
             .map_err(|e| config_error(e.to_string()))?
@@ -180,9 +187,19 @@ impl KubeCluster {
             }
         }
         let mut cache = self.discovery.write().await;
-        let discovery = match Discovery::new(self.client.clone()).run_aggregated().await {
-            Ok(d) => d,
-            Err(_) => Discovery::new(self.client.clone())
+        // Aggregated discovery (1.26+) costs two requests; older servers answer it with the
+        // plain group list, which parses as "no resources" — fall back to per-group discovery.
+        let aggregated = Discovery::new(self.client.clone())
+            .run_aggregated()
+            .await
+            .ok();
+        let usable = aggregated.filter(|d| {
+            d.get("")
+                .is_some_and(|core| !core.recommended_resources().is_empty())
+        });
+        let discovery = match usable {
+            Some(d) => d,
+            None => Discovery::new(self.client.clone())
                 .run()
                 .await
                 .map_err(map_err)?,
@@ -278,7 +295,8 @@ fn map_err(e: kube::Error) -> ClusterError {
                 401 => ErrorKind::Unauthorized,
                 409 => ErrorKind::Conflict,
                 400 | 422 => ErrorKind::Invalid,
-                408 | 504 | 429 => ErrorKind::Timeout,
+                429 => ErrorKind::Refused,
+                408 | 504 => ErrorKind::Timeout,
                 503 => ErrorKind::Unreachable,
                 _ => ErrorKind::Other,
             };

@@ -92,6 +92,8 @@ pub enum ErrorKind {
     Blocked,
     Invalid,
     Conflict,
+    /// The server refused now (a PodDisruptionBudget blocks an eviction; rate limiting).
+    Refused,
     Timeout,
     /// The API server cannot be reached at all.
     Unreachable,
@@ -143,6 +145,9 @@ impl ClusterError {
             }
             ErrorKind::Conflict => {
                 "The object changed while it was being updated; read it again before deciding."
+            }
+            ErrorKind::Refused => {
+                "The API server refused this now (a PodDisruptionBudget protects the pods, or rate limiting); do not force it."
             }
             ErrorKind::Timeout => {
                 "The API server did not answer in time; try a narrower query (a namespace, a selector, fewer log lines)."

@@ -101,7 +101,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // key=value, key: value, "key": "value" where the key says it is a secret.
         Rule {
             re: re(
-                r#"(?i)(["']?)([A-Za-z0-9_.\-]*(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[-_.]?key|apikey|access[-_.]?key|private[-_.]?key|client[-_.]?secret|credentials?|session[-_.]?key|signing[-_.]?key|encryption[-_.]?key|master[-_.]?key|dsn|cookie)[A-Za-z0-9_.\-]*)(["']?)(\s*(?:[:=]|\s+is\s+|\s+was\s+)\s*)("[^"\n]*"|'[^'\n]*'|[^\s,;&"'<>)\]}]+)"#,
+                r#"(?i)(\\?["']?)([A-Za-z0-9_.\-]*(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[-_.]?key|apikey|access[-_.]?key|private[-_.]?key|client[-_.]?secret|credentials?|session[-_.]?key|signing[-_.]?key|encryption[-_.]?key|master[-_.]?key|dsn|cookie)[A-Za-z0-9_.\-]*)(\\?["']?)([ \t]*[:=][ \t]*)(\\"(?:[^"\\\n]|\\[^"])*\\"|"[^"\n]*"|'[^'\n]*'|[^\s,;&"'<>)\]}\\]+)"#,
             ),
             replace: |c| {
                 if REFERENCE_KEY.is_match(&c[2]) || c[5].starts_with(REDACTED) {
@@ -112,7 +112,9 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         },
         // `auth` alone (docker config) as a JSON/YAML key.
         Rule {
-            re: re(r#"(?i)(["']?\bauth["']?\s*[:=]\s*)("[^"\n]*"|'[^'\n]*'|[A-Za-z0-9+/=]{8,})"#),
+            re: re(
+                r#"(?i)(["']?\bauth["']?[ \t]*[:=][ \t]*)("[^"\n]*"|'[^'\n]*'|[A-Za-z0-9+/=]{8,})"#,
+            ),
             replace: |c| format!("{}{REDACTED}", &c[1]),
         },
     ]
@@ -209,6 +211,7 @@ mod tests {
             "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX",
             "DB_PASSWORD=hunter2",
             "\"client_secret\": \"c1i3nt\"",
+            r#"{\"client_secret\": \"esc4ped\"}"#,
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
             "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg (cut by a cap",
         ];
@@ -228,6 +231,7 @@ mod tests {
             "XXXXXXXXXXXXXXXX",
             "hunter2",
             "c1i3nt",
+            "esc4ped",
             "MIIEpAIBAAKCAQEA",
             "MIIEvQIBADANBg",
         ];
@@ -241,8 +245,10 @@ mod tests {
     #[test]
     fn harmless_text_survives() {
         for s in [
+            "- name: default-token-6pjlh\n  secret:\n    defaultMode: 420\n    secretName: default-token-6pjlh",
             "Back-off restarting failed container checkout in pod checkout-7d9c8b6f5-x2k4q",
             "secret \"db-credentials\" not found",
+            "reading secrets is blocked by kubemedic's read policy",
             "secretName: db-credentials",
             "Error: couldn't find key password in Secret shop/db",
             "http://checkout.shop.svc:8080/healthz",
@@ -280,5 +286,15 @@ mod tests {
         let out = sanitize_value(&secret);
         assert_eq!(out["data"]["password"], REDACTED);
         assert_eq!(out["metadata"]["name"], "s");
+    }
+}
+#[cfg(test)]
+mod debug_tests {
+    #[test]
+    fn oauth_json() {
+        let s = r#"{"client_id": "kubemedic", "client_secret": "client-secret-value-77"}"#;
+        println!("{}", super::sanitize_text(s));
+        let v = serde_json::json!({"kind": "ConfigMap", "data": {"oauth.json": s}});
+        println!("{}", super::sanitize_value(&v));
     }
 }

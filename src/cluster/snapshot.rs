@@ -384,7 +384,11 @@ impl ClusterReader for SnapshotCluster {
         let tail = query
             .tail_lines
             .map_or(lines.len(), |t| (t.max(0) as usize).min(lines.len()));
-        Ok(lines[lines.len() - tail..].join("\n"))
+        let mut out = lines[lines.len() - tail..].join("\n");
+        if found.text.ends_with('\n') && !out.is_empty() {
+            out.push('\n');
+        }
+        Ok(out)
     }
 
     async fn server_version(&self) -> Result<String> {
@@ -667,7 +671,7 @@ text: |
         };
         assert_eq!(
             s.logs("shop", "web-1", &q).await.unwrap(),
-            "line two\nline three"
+            "line two\nline three\n"
         );
         let secret = s.resource("secrets").await.unwrap_err();
         assert_eq!(secret.kind, ErrorKind::Blocked);

@@ -295,7 +295,8 @@ impl ClusterTools {
         }
         let name = a.required("name")?;
         let o = self.reader.get(&res, ns.as_deref(), &name).await?;
-        Ok((res, o))
+        // Clean before anything renders it.
+        Ok((res, clean(&o)))
     }
 
     async fn events_for(&self, o: &Value) -> Vec<Value> {
@@ -315,6 +316,9 @@ impl ClusterTools {
             .unwrap_or_default();
         sort_events(&mut events);
         cap_events(events, self.limits.max_events)
+            .iter()
+            .map(clean)
+            .collect()
     }
 
     async fn describe(
@@ -339,8 +343,7 @@ impl ClusterTools {
 
     async fn get_yaml(&self, a: &Args<'_>) -> Result<(String, Value), ClusterError> {
         let (_, o) = self.object(a).await?;
-        let clean = sanitize_value(&strip_noise(&o));
-        Ok((render::to_yaml(&clean), clean))
+        Ok((render::to_yaml(&o), o))
     }
 
     async fn find(
@@ -356,7 +359,13 @@ impl ClusterTools {
             label_selector: a.str("label_selector"),
             field_selector: None,
         };
-        let mut items = self.reader.list(&res, ns.as_deref(), &query).await?;
+        let mut items: Vec<Value> = self
+            .reader
+            .list(&res, ns.as_deref(), &query)
+            .await?
+            .iter()
+            .map(clean)
+            .collect();
         if let Some(pattern) = a.str("name_pattern") {
             let re = RegexBuilder::new(&pattern)
                 .case_insensitive(true)
@@ -398,11 +407,7 @@ impl ClusterTools {
                 json!({"items": [], "total": 0}),
             ));
         }
-        let shown: Vec<Value> = items
-            .iter()
-            .take(self.limits.max_list_items)
-            .map(strip_noise)
-            .collect();
+        let shown: Vec<Value> = items.into_iter().take(self.limits.max_list_items).collect();
         let mut text = render::table(&res.kind, &shown, now, ns.is_none() && res.namespaced);
         if total > shown.len() {
             text.push_str(&format!("\n(showing {} of {total}; narrow with a namespace, label_selector or name_pattern)", shown.len()));
@@ -445,7 +450,10 @@ impl ClusterTools {
         let mut events = self.reader.list(&res, ns.as_deref(), &query).await?;
         sort_events(&mut events);
         let total = events.len();
-        let events = cap_events(events, self.limits.max_events);
+        let events: Vec<Value> = cap_events(events, self.limits.max_events)
+            .iter()
+            .map(clean)
+            .collect();
         if events.is_empty() {
             return Ok(("No events found.".into(), json!({"events": [], "total": 0})));
         }
@@ -591,6 +599,11 @@ impl ClusterTools {
         }
         Ok((text, data))
     }
+}
+
+/// Strip noise and sanitise an object before anything renders it.
+fn clean(o: &Value) -> Value {
+    sanitize_value(&strip_noise(o))
 }
 
 /// Oldest first, so the newest is last.

@@ -181,19 +181,17 @@ pub async fn scale(
 pub async fn set_resources(
     r: &dyn ClusterReader,
     w: &dyn ClusterWriter,
-    kind: &str,
-    namespace: &str,
-    name: &str,
+    workload: &crate::target::Target,
     container: &str,
     resources: &Value,
     dry_run: bool,
 ) -> Result<WriteOutcome> {
-    let res = r.resource(kind).await?;
+    let res = r.resource(&workload.kind).await?;
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": container, "resources": resources}]}}}});
     w.patch(
         &res,
-        Some(namespace),
-        name,
+        workload.namespace.as_deref(),
+        &workload.name,
         PatchType::Strategic,
         &patch,
         dry_run,
@@ -201,7 +199,7 @@ pub async fn set_resources(
     .await?;
     Ok(outcome(
         "set_resources",
-        format!("{namespace}/{}/{name}", res.kind),
+        workload.to_string(),
         dry_run,
         json!({"container": container, "resources": resources}),
     ))

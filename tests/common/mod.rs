@@ -2,6 +2,8 @@
 //! up, an in-process daemon on a real port, and fixtures.
 #![allow(dead_code)]
 
+pub mod kube;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
