@@ -5,6 +5,7 @@
 //! outside world only through the traits in `pipeline::stages`, `store::Store`,
 //! `clock::Clock` and the cluster/LLM traits of their modules.
 
+pub mod catalog;
 pub mod cli;
 pub mod clock;
 pub mod cluster;
@@ -12,6 +13,7 @@ pub mod config;
 pub mod daemon;
 pub mod demo;
 pub mod ingest;
+pub mod llm;
 pub mod pipeline;
 pub mod store;
 pub mod target;

@@ -1,0 +1,220 @@
+//! Talking to a language model.
+//!
+//! [`Llm`] is the seam: one chat call with tools. [`OpenAiLlm`] implements it with async-openai
+//! for OpenAI, Azure OpenAI and any OpenAI-compatible server (Ollama, vLLM, llama.cpp), with a
+//! per-request timeout and retries with backoff on 429 and 5xx. Every call's token usage is
+//! counted against a [`TokenBudget`] (per investigation and per UTC day) and reported to the
+//! caller, which writes it to the audit trail. Nothing here sees a secret of the cluster: tool
+//! outputs are sanitised before they are put into messages.
+
+mod openai;
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use openai::{OpenAiLlm, OpenAiSettings, Provider};
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        #[serde(default)]
+        content: Option<String>,
+        #[serde(default)]
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (a JSON string, possibly malformed).
+    pub arguments: String,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    Auto,
+    /// The model must call this tool (used to force a sentinel).
+    Force(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolDef>,
+    pub tool_choice: ToolChoice,
+    pub max_tokens: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    /// The answer was cut off at `max_tokens`.
+    Length,
+    ContentFilter,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+    pub fn add(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: FinishReason,
+    pub usage: Usage,
+    pub model: String,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// The provider cannot be reached or keeps failing (after retries): the request waits.
+    #[error("LLM unavailable: {0}")]
+    Unavailable(String),
+    /// The provider refused the request itself (bad model, bad key, bad schema): retrying will
+    /// not help.
+    #[error("LLM rejected the request: {0}")]
+    Rejected(String),
+    /// The token budget is spent.
+    #[error("llm_budget_exceeded: {0}")]
+    BudgetExceeded(String),
+}
+
+#[async_trait]
+pub trait Llm: Send + Sync {
+    /// A short name for logs and the audit trail (`openai:gpt-4o`, `azure:deploy`).
+    fn describe(&self) -> String;
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}
+
+/// Token limits: per investigation (both invocations together) and per UTC day (all
+/// investigations of this process).
+#[derive(Debug)]
+pub struct TokenBudget {
+    per_investigation: u64,
+    per_day: u64,
+    day: Mutex<(NaiveDate, u64)>,
+}
+
+impl TokenBudget {
+    pub fn new(per_investigation: u64, per_day: u64) -> Self {
+        Self {
+            per_investigation,
+            per_day,
+            day: Mutex::new((Utc::now().date_naive(), 0)),
+        }
+    }
+
+    pub fn per_investigation(&self) -> u64 {
+        self.per_investigation
+    }
+
+    /// May another call be made, given what this investigation has spent?
+    pub fn check(&self, spent_in_investigation: u64, now: DateTime<Utc>) -> Result<(), LlmError> {
+        if spent_in_investigation >= self.per_investigation {
+            return Err(LlmError::BudgetExceeded(format!(
+                "{spent_in_investigation} tokens spent, investigation budget is {}",
+                self.per_investigation
+            )));
+        }
+        let mut day = self
+            .day
+            .lock()
+            .map_err(|_| LlmError::BudgetExceeded("budget lock poisoned".into()))?;
+        if day.0 != now.date_naive() {
+            *day = (now.date_naive(), 0);
+        }
+        if day.1 >= self.per_day {
+            return Err(LlmError::BudgetExceeded(format!(
+                "{} tokens spent today, daily budget is {}",
+                day.1, self.per_day
+            )));
+        }
+        Ok(())
+    }
+
+    /// Record spent tokens.
+    pub fn spend(&self, usage: Usage, now: DateTime<Utc>) {
+        if let Ok(mut day) = self.day.lock() {
+            if day.0 != now.date_naive() {
+                *day = (now.date_naive(), 0);
+            }
+            day.1 += usage.total();
+        }
+    }
+
+    pub fn spent_today(&self) -> u64 {
+        self.day.lock().map(|d| d.1).unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets() {
+        let b = TokenBudget::new(1000, 1500);
+        let now = Utc::now();
+        assert!(b.check(0, now).is_ok());
+        assert!(matches!(
+            b.check(1000, now),
+            Err(LlmError::BudgetExceeded(_))
+        ));
+        b.spend(
+            Usage {
+                prompt_tokens: 1400,
+                completion_tokens: 200,
+            },
+            now,
+        );
+        assert!(
+            matches!(b.check(0, now), Err(LlmError::BudgetExceeded(_))),
+            "daily budget spent"
+        );
+        let tomorrow = now + chrono::Duration::days(1);
+        assert!(b.check(0, tomorrow).is_ok(), "a new day starts fresh");
+    }
+}

@@ -1,0 +1,279 @@
+//! [`OpenAiLlm`]: chat completions with tools through async-openai, for OpenAI, Azure OpenAI
+//! and OpenAI-compatible servers. Requests are written as the Chat Completions wire format
+//! (async-openai's bring-your-own-types path), so any compatible server that speaks the format
+//! works, whatever fields it adds.
+
+use std::time::Duration;
+
+use async_openai::Client;
+use async_openai::config::{AzureConfig, Config, OpenAIConfig};
+use async_openai::error::OpenAIError;
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tracing::{debug, warn};
+
+use super::{
+    ChatRequest, ChatResponse, FinishReason, Llm, LlmError, Message, ToolCall, ToolChoice, Usage,
+};
+use crate::config::Secret;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// api.openai.com, or any OpenAI-compatible base URL (Ollama, vLLM, llama.cpp server).
+    OpenAi,
+    Azure,
+}
+
+#[derive(Debug, Clone)]
+pub struct OpenAiSettings {
+    pub provider: Provider,
+    /// `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`, or the Azure resource
+    /// endpoint `https://NAME.openai.azure.com`.
+    pub base_url: Option<String>,
+    pub api_key: Option<Secret>,
+    /// Azure: the deployment name.
+    pub azure_deployment: Option<String>,
+    /// Azure: the API version.
+    pub azure_api_version: String,
+    pub timeout: Duration,
+    pub max_retries: u32,
+    /// First retry delay; doubled each attempt.
+    pub backoff: Duration,
+}
+
+pub struct OpenAiLlm {
+    client: Client<Box<dyn Config>>,
+    describe: String,
+    max_retries: u32,
+    backoff: Duration,
+}
+
+impl OpenAiLlm {
+    pub fn new(s: &OpenAiSettings) -> Result<Self, LlmError> {
+        let http = reqwest::Client::builder()
+            .timeout(s.timeout)
+            .connect_timeout(s.timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| LlmError::Rejected(format!("cannot build HTTP client: {e}")))?;
+        let key = s
+            .api_key
+            .as_ref()
+            .map(|k| k.expose().to_owned())
+            .unwrap_or_default();
+        let (config, describe): (Box<dyn Config>, String) = match s.provider {
+            Provider::OpenAi => {
+                let mut c = OpenAIConfig::new().with_api_key(key);
+                if let Some(base) = &s.base_url {
+                    c = c.with_api_base(base.trim_end_matches('/'));
+                }
+                let where_ = s
+                    .base_url
+                    .clone()
+                    .unwrap_or_else(|| "api.openai.com".into());
+                (
+                    Box::new(c),
+                    format!("openai@{}", crate::config::redact_url(&where_)),
+                )
+            }
+            Provider::Azure => {
+                let base = s.base_url.clone().ok_or_else(|| {
+                    LlmError::Rejected(
+                        "Azure OpenAI needs --llm-base-url (the resource endpoint)".into(),
+                    )
+                })?;
+                let deployment = s.azure_deployment.clone().ok_or_else(|| {
+                    LlmError::Rejected(
+                        "Azure OpenAI needs a deployment (--llm-azure-deployment)".into(),
+                    )
+                })?;
+                let c = AzureConfig::new()
+                    .with_api_base(base.trim_end_matches('/'))
+                    .with_deployment_id(deployment.clone())
+                    .with_api_version(s.azure_api_version.clone())
+                    .with_api_key(key);
+                (Box::new(c), format!("azure:{deployment}"))
+            }
+        };
+        Ok(Self {
+            client: Client::build(http, config),
+            describe,
+            max_retries: s.max_retries,
+            backoff: s.backoff,
+        })
+    }
+}
+
+fn message_json(m: &Message) -> Value {
+    match m {
+        Message::System { content } => json!({"role": "system", "content": content}),
+        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut v = json!({"role": "assistant", "content": content});
+            if !tool_calls.is_empty() {
+                v["tool_calls"] = tool_calls
+                    .iter()
+                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                    .collect();
+            }
+            v
+        }
+        Message::Tool {
+            tool_call_id,
+            content,
+        } => {
+            json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+        }
+    }
+}
+
+/// The Chat Completions request body.
+pub fn request_json(r: &ChatRequest) -> Value {
+    let mut body = json!({
+        "model": r.model,
+        "messages": r.messages.iter().map(message_json).collect::<Vec<_>>(),
+        "max_tokens": r.max_tokens,
+        "temperature": 0,
+        "stream": false,
+    });
+    if !r.tools.is_empty() {
+        body["tools"] = r
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect();
+        body["tool_choice"] = match &r.tool_choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::Force(name) => json!({"type": "function", "function": {"name": name}}),
+        };
+    }
+    body
+}
+
+/// Read a Chat Completions response body.
+pub fn parse_response(v: &Value) -> Result<ChatResponse, LlmError> {
+    let choice = v.get("choices").and_then(|c| c.get(0)).ok_or_else(|| {
+        LlmError::Rejected(format!(
+            "response without choices: {}",
+            truncate(&v.to_string(), 300)
+        ))
+    })?;
+    let message = choice.get("message").cloned().unwrap_or(Value::Null);
+    let content = message
+        .get("content")
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_owned);
+    let tool_calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| ToolCall {
+                    id: c
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| format!("call_{i}"), str::to_owned),
+                    name: c
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    arguments: match c.pointer("/function/arguments") {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
+                        None => "{}".into(),
+                    },
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let finish_reason = match choice.get("finish_reason").and_then(Value::as_str) {
+        Some("stop") => FinishReason::Stop,
+        Some("tool_calls") | Some("function_call") => FinishReason::ToolCalls,
+        Some("length") => FinishReason::Length,
+        Some("content_filter") => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
+    };
+    let usage = Usage {
+        prompt_tokens: v
+            .pointer("/usage/prompt_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+        completion_tokens: v
+            .pointer("/usage/completion_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
+    };
+    Ok(ChatResponse {
+        content,
+        tool_calls,
+        finish_reason,
+        usage,
+        model: v
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    })
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        s.to_owned()
+    } else {
+        format!("{}…", &s[..s.floor_char_boundary(n)])
+    }
+}
+
+/// Whether an error is worth retrying (rate limit, server error, network).
+fn retryable(e: &OpenAIError) -> bool {
+    match e {
+        OpenAIError::ApiError(a) => {
+            a.status_code.as_u16() == 429 || a.status_code.is_server_error()
+        }
+        OpenAIError::Reqwest(_) => true,
+        OpenAIError::JSONDeserialize(..) => false,
+        _ => false,
+    }
+}
+
+#[async_trait]
+impl Llm for OpenAiLlm {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = request_json(request);
+        let mut delay = self.backoff;
+        let mut attempt = 0;
+        loop {
+            let result: Result<Value, OpenAIError> =
+                self.client.chat().create_byot(body.clone()).await;
+            match result {
+                Ok(v) => return parse_response(&v),
+                Err(e) if retryable(&e) && attempt < self.max_retries => {
+                    attempt += 1;
+                    warn!(attempt, error = %e, "LLM call failed; retrying after {:?}", delay);
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(30));
+                }
+                Err(e) if retryable(&e) => {
+                    return Err(LlmError::Unavailable(format!(
+                        "after {} attempts: {e}",
+                        attempt + 1
+                    )));
+                }
+                Err(e) => {
+                    debug!(error = %e, "LLM rejected the request");
+                    return Err(LlmError::Rejected(e.to_string()));
+                }
+            }
+        }
+    }
+}
