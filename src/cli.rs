@@ -33,6 +33,21 @@ pub struct SnapshotArgs {
     pub cluster: crate::config::ClusterArgs,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct CatalogArgs {
+    #[command(subcommand)]
+    pub command: CatalogCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Check every workflow file and name the file and field of each problem.
+    Validate {
+        /// Catalog directory [default: workflows].
+        dir: Option<std::path::PathBuf>,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the daemon: webhook receiver, worker pool, API.
@@ -41,6 +56,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Apply database migrations and exit.
     Migrate(DaemonArgs),
+    /// Investigate the alerts of an Alertmanager body up to the gate decision, without a server.
+    Investigate(crate::investigate::command::InvestigateCommand),
+    /// Check a workflow catalog directory.
+    Catalog(CatalogArgs),
     /// Capture namespaces of a live cluster into a snapshot file (never Secrets) for replay.
     Snapshot(SnapshotArgs),
     /// Print the version.
@@ -116,6 +135,43 @@ async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Snapshot(args) => snapshot(args).await,
+        Command::Investigate(cmd) => {
+            telemetry::init_logging(crate::config::LogFormat::Text, "warn");
+            match crate::investigate::command::run(&cmd, &daemon::command_stages).await {
+                Ok(out) => {
+                    print!("{out}");
+                    ExitCode::SUCCESS
+                }
+                Err(crate::investigate::command::CommandError::Usage(e)) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+                Err(e) => fail(e),
+            }
+        }
+        Command::Catalog(CatalogArgs {
+            command: CatalogCommand::Validate { dir },
+        }) => {
+            let dir = dir.unwrap_or_else(|| "workflows".into());
+            match crate::catalog::Catalog::load(&dir) {
+                Ok(c) => {
+                    println!(
+                        "{}: {} action types, {} workflows, no problems",
+                        dir.display(),
+                        c.action_types().len(),
+                        c.workflows().len()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(crate::catalog::CatalogError(problems)) => {
+                    for p in &problems {
+                        eprintln!("{p}");
+                    }
+                    eprintln!("{} problem(s) in {}", problems.len(), dir.display());
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Demo(args) => match demo::run(args).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),

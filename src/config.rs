@@ -161,6 +161,260 @@ pub struct DaemonArgs {
 
     #[command(flatten)]
     pub cluster: ClusterArgs,
+
+    #[command(flatten)]
+    pub investigate: InvestigateArgs,
+}
+
+/// Which investigator runs invocation 1 and 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LlmMode {
+    /// The deterministic offline investigator: no model, no network.
+    Offline,
+    /// OpenAI, or any OpenAI-compatible server given with --llm-base-url (Ollama, vLLM, llama.cpp).
+    Openai,
+    /// Azure OpenAI (--llm-base-url is the resource endpoint).
+    Azure,
+}
+
+/// How investigations run: the model (or none), the catalog and playbooks, the caps.
+#[derive(Debug, Clone, Default, Args)]
+pub struct InvestigateArgs {
+    /// Investigator: offline (no LLM), openai or azure [default: offline].
+    #[arg(long, env = "KUBEMEDIC_LLM", value_enum)]
+    pub llm: Option<LlmMode>,
+    /// Base URL of the model API (OpenAI-compatible server, or the Azure resource endpoint).
+    #[arg(long, env = "KUBEMEDIC_LLM_BASE_URL", value_name = "URL")]
+    pub llm_base_url: Option<String>,
+    /// API key of the model provider.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_LLM_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub llm_api_key: Option<Secret>,
+    /// Model for invocation 1 (and 2, unless --llm-selection-model is given).
+    #[arg(long, env = "KUBEMEDIC_LLM_MODEL", value_name = "MODEL")]
+    pub llm_model: Option<String>,
+    /// Model for invocation 2 (workflow selection) [default: --llm-model].
+    #[arg(long, env = "KUBEMEDIC_LLM_SELECTION_MODEL", value_name = "MODEL")]
+    pub llm_selection_model: Option<String>,
+    /// Azure deployment name [default: --llm-model].
+    #[arg(long, env = "KUBEMEDIC_LLM_AZURE_DEPLOYMENT", value_name = "NAME")]
+    pub llm_azure_deployment: Option<String>,
+    /// Azure API version [default: 2024-10-21].
+    #[arg(long, env = "KUBEMEDIC_LLM_AZURE_API_VERSION", value_name = "VERSION")]
+    pub llm_azure_api_version: Option<String>,
+    /// Seconds one model request may take [default: 120].
+    #[arg(long, env = "KUBEMEDIC_LLM_TIMEOUT_SECONDS", value_name = "SECONDS")]
+    pub llm_timeout_seconds: Option<u64>,
+    /// Retries on 429/5xx/network errors, with exponential backoff [default: 4].
+    #[arg(long, env = "KUBEMEDIC_LLM_MAX_RETRIES", value_name = "N")]
+    pub llm_max_retries: Option<u32>,
+    /// Tokens one investigation (both invocations) may spend [default: 60000].
+    #[arg(long, env = "KUBEMEDIC_LLM_TOKEN_BUDGET", value_name = "TOKENS")]
+    pub llm_token_budget: Option<u64>,
+    /// Tokens all investigations may spend per UTC day [default: 2000000].
+    #[arg(long, env = "KUBEMEDIC_LLM_DAILY_TOKEN_BUDGET", value_name = "TOKENS")]
+    pub llm_daily_token_budget: Option<u64>,
+    /// Workflow catalog directory [default: the catalog built into the binary].
+    #[arg(long, env = "KUBEMEDIC_CATALOG_DIR", value_name = "DIR")]
+    pub catalog_dir: Option<PathBuf>,
+    /// Playbook directory [default: the playbooks built into the binary].
+    #[arg(long, env = "KUBEMEDIC_PLAYBOOKS_DIR", value_name = "DIR")]
+    pub playbooks_dir: Option<PathBuf>,
+    /// Model turns of invocation 1 [default: 12].
+    #[arg(long, env = "KUBEMEDIC_MAX_TURNS", value_name = "N")]
+    pub max_turns: Option<usize>,
+    /// Tool calls per investigation [default: 30].
+    #[arg(long, env = "KUBEMEDIC_MAX_TOOL_CALLS", value_name = "N")]
+    pub max_tool_calls: Option<usize>,
+    /// Calls of one tool per investigation [default: 8].
+    #[arg(long, env = "KUBEMEDIC_MAX_CALLS_PER_TOOL", value_name = "N")]
+    pub max_calls_per_tool: Option<usize>,
+    /// Seconds one tool call may take [default: 20].
+    #[arg(long, env = "KUBEMEDIC_TOOL_TIMEOUT_SECONDS", value_name = "SECONDS")]
+    pub tool_timeout_seconds: Option<u64>,
+}
+
+/// The validated investigation settings.
+#[derive(Debug, Clone)]
+pub struct InvestigateSettings {
+    pub mode: LlmMode,
+    pub openai: Option<crate::llm::OpenAiSettings>,
+    pub llm: crate::investigate::LlmInvestigatorSettings,
+    pub token_budget: u64,
+    pub daily_token_budget: u64,
+    pub catalog_dir: Option<PathBuf>,
+    pub playbooks_dir: Option<PathBuf>,
+}
+
+impl InvestigateSettings {
+    pub fn from_args(args: &InvestigateArgs) -> Result<Self> {
+        Self::merge(args, None)
+    }
+
+    fn merge(a: &InvestigateArgs, f: Option<&FileSettings>) -> Result<Self> {
+        let f = f.cloned().unwrap_or_default();
+        let mode = a.llm.or(f.llm).unwrap_or(LlmMode::Offline);
+        let base_url = a
+            .llm_base_url
+            .clone()
+            .or(f.llm_base_url)
+            .filter(|u| !u.trim().is_empty());
+        let api_key = non_empty(a.llm_api_key.clone().or(f.llm_api_key));
+        let model = a
+            .llm_model
+            .clone()
+            .or(f.llm_model)
+            .filter(|m| !m.trim().is_empty());
+        let selection_model = a
+            .llm_selection_model
+            .clone()
+            .or(f.llm_selection_model)
+            .filter(|m| !m.trim().is_empty());
+        let positive = |v: Option<u64>,
+                        d: u64,
+                        flag: &'static str,
+                        env: &'static str,
+                        key: &'static str|
+         -> Result<u64> {
+            let v = v.unwrap_or(d);
+            if v == 0 {
+                return Err(invalid(flag, env, key, "must be greater than 0".into()));
+            }
+            Ok(v)
+        };
+        let timeout = positive(
+            a.llm_timeout_seconds.or(f.llm_timeout_seconds),
+            120,
+            "--llm-timeout-seconds",
+            "KUBEMEDIC_LLM_TIMEOUT_SECONDS",
+            "llm-timeout-seconds",
+        )?;
+        let token_budget = positive(
+            a.llm_token_budget.or(f.llm_token_budget),
+            60_000,
+            "--llm-token-budget",
+            "KUBEMEDIC_LLM_TOKEN_BUDGET",
+            "llm-token-budget",
+        )?;
+        let daily_token_budget = positive(
+            a.llm_daily_token_budget.or(f.llm_daily_token_budget),
+            2_000_000,
+            "--llm-daily-token-budget",
+            "KUBEMEDIC_LLM_DAILY_TOKEN_BUDGET",
+            "llm-daily-token-budget",
+        )?;
+        let tool_timeout = positive(
+            a.tool_timeout_seconds.or(f.tool_timeout_seconds),
+            20,
+            "--tool-timeout-seconds",
+            "KUBEMEDIC_TOOL_TIMEOUT_SECONDS",
+            "tool-timeout-seconds",
+        )?;
+        let max_turns = positive(
+            a.max_turns.or(f.max_turns).map(|v| v as u64),
+            12,
+            "--max-turns",
+            "KUBEMEDIC_MAX_TURNS",
+            "max-turns",
+        )? as usize;
+        let max_tool_calls = positive(
+            a.max_tool_calls.or(f.max_tool_calls).map(|v| v as u64),
+            30,
+            "--max-tool-calls",
+            "KUBEMEDIC_MAX_TOOL_CALLS",
+            "max-tool-calls",
+        )? as usize;
+        let max_calls_per_tool = positive(
+            a.max_calls_per_tool
+                .or(f.max_calls_per_tool)
+                .map(|v| v as u64),
+            8,
+            "--max-calls-per-tool",
+            "KUBEMEDIC_MAX_CALLS_PER_TOOL",
+            "max-calls-per-tool",
+        )? as usize;
+        let openai = match mode {
+            LlmMode::Offline => None,
+            LlmMode::Openai | LlmMode::Azure => {
+                let Some(model) = model.clone() else {
+                    return Err(invalid(
+                        "--llm-model",
+                        "KUBEMEDIC_LLM_MODEL",
+                        "llm-model",
+                        format!(
+                            "required with --llm {}",
+                            if mode == LlmMode::Azure {
+                                "azure"
+                            } else {
+                                "openai"
+                            }
+                        ),
+                    ));
+                };
+                if mode == LlmMode::Azure && base_url.is_none() {
+                    return Err(invalid("--llm-base-url", "KUBEMEDIC_LLM_BASE_URL", "llm-base-url", "Azure OpenAI needs the resource endpoint, e.g. https://NAME.openai.azure.com".into()));
+                }
+                if base_url.is_none() && api_key.is_none() {
+                    return Err(invalid("--llm-api-key", "KUBEMEDIC_LLM_API_KEY", "llm-api-key", "required for api.openai.com (or give --llm-base-url for a compatible server)".into()));
+                }
+                if let Some(u) = &base_url
+                    && !(u.starts_with("http://") || u.starts_with("https://"))
+                {
+                    return Err(invalid(
+                        "--llm-base-url",
+                        "KUBEMEDIC_LLM_BASE_URL",
+                        "llm-base-url",
+                        format!("`{}` is not an http(s) URL", redact_url(u)),
+                    ));
+                }
+                Some(crate::llm::OpenAiSettings {
+                    provider: if mode == LlmMode::Azure {
+                        crate::llm::Provider::Azure
+                    } else {
+                        crate::llm::Provider::OpenAi
+                    },
+                    base_url: base_url.clone(),
+                    api_key: api_key.clone(),
+                    azure_deployment: a
+                        .llm_azure_deployment
+                        .clone()
+                        .or(f.llm_azure_deployment)
+                        .or(Some(model)),
+                    azure_api_version: a
+                        .llm_azure_api_version
+                        .clone()
+                        .or(f.llm_azure_api_version)
+                        .unwrap_or_else(|| "2024-10-21".into()),
+                    timeout: Duration::from_secs(timeout),
+                    max_retries: a.llm_max_retries.or(f.llm_max_retries).unwrap_or(4),
+                    backoff: Duration::from_millis(500),
+                })
+            }
+        };
+        let rca_model = model.unwrap_or_else(|| "offline".into());
+        Ok(Self {
+            mode,
+            openai,
+            llm: crate::investigate::LlmInvestigatorSettings {
+                selection_model: selection_model.unwrap_or_else(|| rca_model.clone()),
+                rca_model,
+                max_turns,
+                max_tool_calls,
+                max_calls_per_tool,
+                tool_timeout: Duration::from_secs(tool_timeout),
+                ..Default::default()
+            },
+            token_budget,
+            daily_token_budget,
+            catalog_dir: a.catalog_dir.clone().or(f.catalog_dir),
+            playbooks_dir: a.playbooks_dir.clone().or(f.playbooks_dir),
+        })
+    }
 }
 
 /// How kubemedic reaches and reads the cluster.
@@ -209,7 +463,7 @@ pub struct ClusterArgs {
 
 /// The same settings as they may appear in the YAML file. Unknown keys are an error, so a typo
 /// is reported instead of silently ignored.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct FileSettings {
     listen: Option<String>,
@@ -231,6 +485,23 @@ struct FileSettings {
     blocked_resources: Option<Vec<String>>,
     blocked_namespaces: Option<Vec<String>>,
     tool_output_max_chars: Option<usize>,
+    llm: Option<LlmMode>,
+    llm_base_url: Option<String>,
+    llm_api_key: Option<Secret>,
+    llm_model: Option<String>,
+    llm_selection_model: Option<String>,
+    llm_azure_deployment: Option<String>,
+    llm_azure_api_version: Option<String>,
+    llm_timeout_seconds: Option<u64>,
+    llm_max_retries: Option<u32>,
+    llm_token_budget: Option<u64>,
+    llm_daily_token_budget: Option<u64>,
+    catalog_dir: Option<PathBuf>,
+    playbooks_dir: Option<PathBuf>,
+    max_turns: Option<usize>,
+    max_tool_calls: Option<usize>,
+    max_calls_per_tool: Option<usize>,
+    tool_timeout_seconds: Option<u64>,
 }
 
 /// Where the database lives.
@@ -375,6 +646,7 @@ pub struct Settings {
     pub log_format: LogFormat,
     pub log_level: String,
     pub cluster: ClusterSettings,
+    pub investigate: InvestigateSettings,
 }
 
 fn invalid(
@@ -399,6 +671,7 @@ impl Settings {
             None => FileSettings::default(),
         };
         let cluster = ClusterSettings::merge(&args.cluster, Some(&file))?;
+        let investigate = InvestigateSettings::merge(&args.investigate, Some(&file))?;
         let listen_raw = args
             .listen
             .clone()
@@ -512,6 +785,7 @@ impl Settings {
             log_format,
             log_level,
             cluster,
+            investigate,
         })
     }
 

@@ -40,6 +40,8 @@ pub enum DaemonError {
 pub struct Components {
     pub stages: Vec<Arc<dyn Stage>>,
     pub dependencies: Vec<Arc<dyn Dependency>>,
+    /// Shared with the stages that report metrics (LLM tokens…); made fresh if absent.
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 pub struct Running {
@@ -103,7 +105,10 @@ pub async fn start_on(
         addr: settings.listen,
         source,
     })?;
-    let metrics = Arc::new(Metrics::new());
+    let metrics = components
+        .metrics
+        .clone()
+        .unwrap_or_else(|| Arc::new(Metrics::new()));
     let wake = Arc::new(Notify::new());
     let writers = if store.backend() == "sqlite" { 1 } else { 4 };
     let ingest = IngestQueue::start(store.clone(), writers, wake.clone());
@@ -210,14 +215,24 @@ impl Dependency for ClusterDependency {
 /// The components `serve` runs with: the real cluster (if a kubeconfig or in-cluster config
 /// can be found — never a simulated one) and the stages built so far.
 pub async fn serve_components(settings: &Settings) -> Components {
-    let mut components = Components::default();
+    let metrics = Arc::new(Metrics::new());
+    let mut components = Components {
+        metrics: Some(metrics.clone()),
+        ..Default::default()
+    };
     match crate::cluster::KubeCluster::connect(&settings.cluster.kube_options()).await {
         Ok(cluster) => {
             let cluster = Arc::new(cluster);
             info!("Kubernetes client configured");
             components
                 .dependencies
-                .push(Arc::new(ClusterDependency::connected(cluster)));
+                .push(Arc::new(ClusterDependency::connected(cluster.clone())));
+            components.stages.extend(investigation_stages(
+                settings,
+                cluster,
+                Arc::new(SystemClock),
+                Some(metrics),
+            ));
         }
         Err(e) => {
             warn!(error = %e, "no Kubernetes configuration; requests will wait for a cluster");
@@ -227,6 +242,48 @@ pub async fn serve_components(settings: &Settings) -> Components {
         }
     }
     components
+}
+
+/// The investigation and selection stages on a cluster, with the configured investigator.
+/// A catalog or playbook that does not load leaves the stages out (requests then end in
+/// review, "investigation not available"), with the error logged.
+pub fn investigation_stages(
+    settings: &Settings,
+    reader: Arc<dyn crate::cluster::ClusterReader>,
+    clock: Arc<dyn Clock>,
+    metrics: Option<Arc<Metrics>>,
+) -> Vec<Arc<dyn Stage>> {
+    // Durable remediation history arrives with execution; until then it starts empty.
+    let history = Arc::new(crate::history::InMemoryHistory::default());
+    match crate::investigate::build(
+        &settings.investigate,
+        reader,
+        clock,
+        settings.cluster.tool_limits.clone(),
+        history,
+        metrics,
+    ) {
+        Ok(investigator) => {
+            info!(investigator = %investigator.name(), "investigator ready");
+            vec![
+                Arc::new(crate::investigate::InvestigationStage(investigator.clone())),
+                Arc::new(crate::investigate::SelectionStage(investigator)),
+            ]
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "investigator not available");
+            vec![]
+        }
+    }
+}
+
+/// Stages `kubemedic investigate` runs besides investigation and selection (enrichment and
+/// the gate, where they exist), built the way `serve` builds them.
+pub fn command_stages(
+    _reader: Arc<dyn crate::cluster::ClusterReader>,
+    _clock: Arc<dyn Clock>,
+) -> Result<Vec<Arc<dyn Stage>>, String> {
+    Ok(vec![])
 }
 
 /// Cancel `token` on SIGTERM or SIGINT.

@@ -51,6 +51,7 @@ pub struct Metrics {
     requests: Family<Labels, Gauge>,
     transitions: Family<Labels, Counter>,
     stage_duration: Family<Labels, Histogram>,
+    llm_tokens: Family<Labels, Counter>,
 }
 
 impl Default for Metrics {
@@ -107,8 +108,15 @@ impl Metrics {
             "Time one pipeline step took, by stage",
             stage_duration.clone(),
         );
+        let llm_tokens = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_llm_tokens",
+            "Tokens sent to (prompt) and received from (completion) the LLM, by model",
+            llm_tokens.clone(),
+        );
         Self {
             registry,
+            llm_tokens,
             signals_received,
             signals_deduplicated,
             signals_rejected,
@@ -156,6 +164,20 @@ impl Metrics {
         self.stage_duration
             .get_or_create(&vec![("stage".into(), stage_name(phase).into())])
             .observe(elapsed.as_secs_f64());
+    }
+
+    pub fn llm_tokens(&self, model: &str, usage: crate::llm::Usage) {
+        for (kind, n) in [
+            ("prompt", usage.prompt_tokens),
+            ("completion", usage.completion_tokens),
+        ] {
+            self.llm_tokens
+                .get_or_create(&vec![
+                    ("model".into(), model.into()),
+                    ("kind".into(), kind.into()),
+                ])
+                .inc_by(n);
+        }
     }
 
     /// Set the by-phase gauge from a fresh count (done at scrape time).

@@ -125,6 +125,63 @@ struct CatalogFile {
     workflows: Vec<Workflow>,
 }
 
+/// The catalog shipped in the binary (the repository's `workflows/`), used when no
+/// `--catalog-dir` is given so the daemon works from any directory.
+const BUILTIN: &[(&str, &str)] = &[
+    (
+        "workflows/cordon-drain-node.yaml",
+        include_str!("../../workflows/cordon-drain-node.yaml"),
+    ),
+    (
+        "workflows/delete-pod.yaml",
+        include_str!("../../workflows/delete-pod.yaml"),
+    ),
+    (
+        "workflows/expand-pvc.yaml",
+        include_str!("../../workflows/expand-pvc.yaml"),
+    ),
+    (
+        "workflows/git-revert.yaml",
+        include_str!("../../workflows/git-revert.yaml"),
+    ),
+    (
+        "workflows/increase-cpu-limits.yaml",
+        include_str!("../../workflows/increase-cpu-limits.yaml"),
+    ),
+    (
+        "workflows/increase-memory-limits.yaml",
+        include_str!("../../workflows/increase-memory-limits.yaml"),
+    ),
+    (
+        "workflows/patch-hpa-max-replicas.yaml",
+        include_str!("../../workflows/patch-hpa-max-replicas.yaml"),
+    ),
+    (
+        "workflows/relax-pdb.yaml",
+        include_str!("../../workflows/relax-pdb.yaml"),
+    ),
+    (
+        "workflows/remove-node-taint.yaml",
+        include_str!("../../workflows/remove-node-taint.yaml"),
+    ),
+    (
+        "workflows/restart-deployment.yaml",
+        include_str!("../../workflows/restart-deployment.yaml"),
+    ),
+    (
+        "workflows/rollback-deployment.yaml",
+        include_str!("../../workflows/rollback-deployment.yaml"),
+    ),
+    (
+        "workflows/rollback-statefulset.yaml",
+        include_str!("../../workflows/rollback-statefulset.yaml"),
+    ),
+    (
+        "workflows/scale-replicas.yaml",
+        include_str!("../../workflows/scale-replicas.yaml"),
+    ),
+];
+
 /// Parameters kubemedic fills from the verified root owner; a selection never sets them.
 pub const TARGET_PARAMS: [&str; 3] = [
     "TARGET_RESOURCE_KIND",
@@ -228,6 +285,15 @@ impl Catalog {
         }
         catalog.workflows.sort_by(|a, b| a.id.cmp(&b.id));
         Ok(catalog)
+    }
+
+    /// The catalog compiled into the binary.
+    pub fn builtin() -> Result<Self, CatalogError> {
+        let sources: Vec<(PathBuf, String)> = BUILTIN
+            .iter()
+            .map(|(p, t)| (PathBuf::from(p), (*t).to_owned()))
+            .collect();
+        Self::from_sources(&sources)
     }
 
     /// Parse catalog files given as (path, text).
@@ -714,6 +780,14 @@ mod tests {
                 "{at} has a workflow"
             );
         }
+    }
+
+    #[test]
+    fn builtin_matches_the_directory() {
+        assert_eq!(
+            Catalog::builtin().unwrap().workflows().len(),
+            catalog().workflows().len()
+        );
     }
 
     #[test]

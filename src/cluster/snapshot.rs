@@ -54,6 +54,7 @@ pub struct RecordedWrite {
 }
 
 pub struct SnapshotCluster {
+    captured_at: Option<DateTime<Utc>>,
     objects: Vec<Value>,
     logs: Vec<PodLogs>,
     server_version: String,
@@ -99,6 +100,7 @@ impl SnapshotCluster {
         let mut objects = Vec::new();
         let mut logs = Vec::new();
         let mut server_version = "snapshot".to_owned();
+        let mut captured_at = None;
         let mut dropped_secrets = 0;
         let docs = documents(text);
         // Index documents as a reader counts them: skip an empty leading document.
@@ -122,6 +124,13 @@ impl SnapshotCluster {
                 (SNAPSHOT_API_VERSION, "SnapshotInfo") => {
                     if let Some(v) = str_at(&value, &["serverVersion"]) {
                         server_version = v.to_owned();
+                    }
+                    if let Some(t) = str_at(&value, &["capturedAt"]) {
+                        captured_at = Some(
+                            DateTime::parse_from_rfc3339(t)
+                                .map_err(|e| err(format!("capturedAt `{t}`: {e}")))?
+                                .with_timezone(&Utc),
+                        );
                     }
                 }
                 (_, k) if k.ends_with("List") => {
@@ -150,6 +159,7 @@ impl SnapshotCluster {
             }
         }
         Ok(Self {
+            captured_at,
             objects,
             logs,
             server_version,
@@ -170,6 +180,11 @@ impl SnapshotCluster {
     pub fn with_policy(mut self, policy: ReadPolicy) -> Self {
         self.policy = policy;
         self
+    }
+
+    /// When the snapshot was taken: replays use it as "now", so ages read as they did then.
+    pub fn captured_at(&self) -> Option<DateTime<Utc>> {
+        self.captured_at
     }
 
     pub fn objects(&self) -> &[Value] {

@@ -190,6 +190,12 @@ pub struct StageState {
     pub waiting: Option<Waiting>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enrichment: Option<super::stages::Enrichment>,
+    /// Invocation 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<crate::investigate::Analysis>,
+    /// Invocation 2, merged and routed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<crate::investigate::Selection>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

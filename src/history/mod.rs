@@ -1,0 +1,448 @@
+//! Remediation history: what was done to a target before, and how well it worked, as context
+//! for the next investigation (the "learning" of DESIGN §3.7 — contextual memory, not training).
+//!
+//! Input: the records of past remediations of a target (from a [`RemediationHistory`]
+//! implementation; durable storage arrives with execution) and the target's current spec hash.
+//! Output: a [`HistoryContext`] with two tiers (24 h full detail; 24 h–90 d summary of entries
+//! that match the current spec), each entry's `hashMatch`, `regressionDetected`, and the
+//! warnings the prompt carries ([`warnings`]).
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::target::Target;
+
+/// One completed remediation as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryRecord {
+    pub remediation_uid: String,
+    pub target: Target,
+    pub completed_at: DateTime<Utc>,
+    pub signal_name: String,
+    /// The action type (`RollbackDeployment`…).
+    pub workflow_type: String,
+    pub workflow_id: String,
+    pub outcome: String,
+    pub effectiveness_score: Option<f64>,
+    pub pre_remediation_spec_hash: Option<String>,
+    pub post_remediation_spec_hash: Option<String>,
+    pub signal_resolved: Option<bool>,
+    /// e.g. `SpecDrift` when the spec changed during the assessment window.
+    pub assessment_reason: Option<String>,
+    #[serde(default)]
+    pub health_checks: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HashMatch {
+    /// The current spec equals the spec before that remediation: a regression.
+    PreRemediation,
+    /// The current spec equals the spec after it: unchanged since.
+    PostRemediation,
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    pub remediation_uid: String,
+    pub completed_at: DateTime<Utc>,
+    pub workflow_type: String,
+    pub outcome: String,
+    pub effectiveness_score: Option<f64>,
+    pub hash_match: HashMatch,
+    pub signal_resolved: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assessment_reason: Option<String>,
+    /// Tier 1 only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_remediation_spec_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_remediation_spec_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_checks: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tier {
+    pub window: String,
+    pub chain: Vec<HistoryEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryContext {
+    pub target_resource: String,
+    pub current_spec_hash: Option<String>,
+    pub regression_detected: bool,
+    pub tier1: Tier,
+    pub tier2: Tier,
+}
+
+impl HistoryContext {
+    pub fn is_empty(&self) -> bool {
+        self.tier1.chain.is_empty() && self.tier2.chain.is_empty()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("remediation history unavailable: {0}")]
+pub struct HistoryError(pub String);
+
+/// Where past remediations come from.
+#[async_trait]
+pub trait RemediationHistory: Send + Sync {
+    /// Records for `target` completed within the last 90 days, oldest first.
+    async fn records(
+        &self,
+        target: &Target,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<HistoryRecord>, HistoryError>;
+}
+
+/// History held in memory: used until durable history storage exists, and by tests that seed
+/// history.
+#[derive(Default)]
+pub struct InMemoryHistory(Mutex<Vec<HistoryRecord>>);
+
+impl InMemoryHistory {
+    pub fn new(records: Vec<HistoryRecord>) -> Self {
+        Self(Mutex::new(records))
+    }
+    pub fn add(&self, r: HistoryRecord) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(r);
+        }
+    }
+}
+
+#[async_trait]
+impl RemediationHistory for InMemoryHistory {
+    async fn records(
+        &self,
+        target: &Target,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<HistoryRecord>, HistoryError> {
+        let all = self
+            .0
+            .lock()
+            .map_err(|_| HistoryError("lock poisoned".into()))?;
+        let mut out: Vec<HistoryRecord> = all
+            .iter()
+            .filter(|r| &r.target == target && now - r.completed_at <= Duration::days(90))
+            .cloned()
+            .collect();
+        out.sort_by_key(|r| r.completed_at);
+        Ok(out)
+    }
+}
+
+fn hash_match(r: &HistoryRecord, current: Option<&str>) -> HashMatch {
+    match current {
+        Some(h) if r.pre_remediation_spec_hash.as_deref() == Some(h) => HashMatch::PreRemediation,
+        Some(h) if r.post_remediation_spec_hash.as_deref() == Some(h) => HashMatch::PostRemediation,
+        _ => HashMatch::None,
+    }
+}
+
+/// Tier 1: every remediation of the target in the last 24 h, full detail (the recent chain).
+/// Tier 2: older ones (to 90 d) whose spec matches the current one, summarised.
+pub fn build_context(
+    target: &Target,
+    current_spec_hash: Option<&str>,
+    records: &[HistoryRecord],
+    now: DateTime<Utc>,
+) -> HistoryContext {
+    let mut tier1 = Vec::new();
+    let mut tier2 = Vec::new();
+    for r in records {
+        let m = hash_match(r, current_spec_hash);
+        let age = now - r.completed_at;
+        if age <= Duration::hours(24) {
+            tier1.push(HistoryEntry {
+                remediation_uid: r.remediation_uid.clone(),
+                completed_at: r.completed_at,
+                workflow_type: r.workflow_type.clone(),
+                outcome: r.outcome.clone(),
+                effectiveness_score: r.effectiveness_score,
+                hash_match: m,
+                signal_resolved: r.signal_resolved,
+                assessment_reason: r.assessment_reason.clone(),
+                pre_remediation_spec_hash: r.pre_remediation_spec_hash.clone(),
+                post_remediation_spec_hash: r.post_remediation_spec_hash.clone(),
+                health_checks: r.health_checks.clone(),
+            });
+        } else if age <= Duration::days(90) && m != HashMatch::None {
+            tier2.push(HistoryEntry {
+                remediation_uid: r.remediation_uid.clone(),
+                completed_at: r.completed_at,
+                workflow_type: r.workflow_type.clone(),
+                outcome: r.outcome.clone(),
+                effectiveness_score: r.effectiveness_score,
+                hash_match: m,
+                signal_resolved: r.signal_resolved,
+                assessment_reason: r.assessment_reason.clone(),
+                pre_remediation_spec_hash: None,
+                post_remediation_spec_hash: None,
+                health_checks: None,
+            });
+        }
+    }
+    let regression_detected = tier1
+        .iter()
+        .chain(&tier2)
+        .any(|e| e.hash_match == HashMatch::PreRemediation);
+    HistoryContext {
+        target_resource: target.to_string(),
+        current_spec_hash: current_spec_hash.map(str::to_owned),
+        regression_detected,
+        tier1: Tier {
+            window: "24h".into(),
+            chain: tier1,
+        },
+        tier2: Tier {
+            window: "2160h".into(),
+            chain: tier2,
+        },
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryWarning {
+    pub kind: String,
+    pub message: String,
+}
+
+/// The warnings the prompt carries (the Kubernaut agent's history section).
+pub fn warnings(ctx: &HistoryContext) -> Vec<HistoryWarning> {
+    let mut out = Vec::new();
+    let warn = |kind: &str, message: String| HistoryWarning {
+        kind: kind.into(),
+        message,
+    };
+    if ctx.regression_detected {
+        out.push(warn(
+            "configuration_regression",
+            "The current resource spec matches a pre-remediation state. Consider a different remediation approach.".into(),
+        ));
+    }
+    let entries: Vec<&HistoryEntry> = ctx.tier2.chain.iter().chain(&ctx.tier1.chain).collect();
+    let mut types: Vec<&str> = entries.iter().map(|e| e.workflow_type.as_str()).collect();
+    types.sort_unstable();
+    types.dedup();
+    for t in types {
+        let scores: Vec<f64> = entries
+            .iter()
+            .filter(|e| e.workflow_type == t)
+            .filter_map(|e| e.effectiveness_score)
+            .collect();
+        if scores.len() >= 3 && scores.windows(2).all(|w| w[1] < w[0]) {
+            out.push(warn(
+                "declining_effectiveness",
+                format!("{t} was applied {} times with decreasing effectiveness ({}): each successive application is less effective, suggesting the workflow treats the symptom rather than the root cause.",
+                    scores.len(),
+                    scores.iter().map(|s| format!("{s:.2}")).collect::<Vec<_>>().join(" → "))),
+            );
+        }
+        let completed_unresolved = entries
+            .iter()
+            .filter(|e| {
+                e.workflow_type == t && e.outcome == "completed" && e.signal_resolved != Some(true)
+            })
+            .count();
+        if completed_unresolved >= 2 {
+            out.push(warn(
+                "repeated_ineffective_remediation",
+                format!("{t} completed {completed_unresolved} times but the issue recurs. Recommend selecting needs_human_review or an alternative escalation workflow."),
+            ));
+        }
+    }
+    for (i, e) in entries.iter().enumerate() {
+        if e.assessment_reason.as_deref() == Some("SpecDrift") {
+            out.push(warn(
+                "spec_drift",
+                format!("{} ({}): the target resource spec was modified during the assessment window, invalidating effectiveness data. Do not treat as a failed remediation.", e.remediation_uid, e.workflow_type),
+            ));
+            if let Some(post) = &e.post_remediation_spec_hash
+                && entries
+                    .iter()
+                    .skip(i + 1)
+                    .any(|n| n.pre_remediation_spec_hash.as_deref() == Some(post.as_str()))
+            {
+                out.push(warn(
+                    "spec_drift_causal_chain",
+                    format!("{}: the outcome was unstable, and a subsequent remediation was triggered from the resulting state.", e.remediation_uid),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The history section of a prompt (empty when there is no history).
+pub fn prompt_section(ctx: &HistoryContext) -> String {
+    if ctx.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("## Remediation history of this target\n");
+    for e in ctx.tier1.chain.iter().chain(&ctx.tier2.chain) {
+        s.push_str(&format!(
+            "- {} {} {}: outcome {}, effectiveness {}, hashMatch {:?}, signal resolved {}{}\n",
+            e.completed_at.format("%Y-%m-%d %H:%M"),
+            e.remediation_uid,
+            e.workflow_type,
+            e.outcome,
+            e.effectiveness_score
+                .map_or("n/a".into(), |s| format!("{s:.2}")),
+            e.hash_match,
+            e.signal_resolved
+                .map_or("unknown".into(), |b| b.to_string()),
+            e.assessment_reason
+                .as_deref()
+                .map(|r| format!(", assessment {r}"))
+                .unwrap_or_default()
+        ));
+    }
+    let ws = warnings(ctx);
+    if !ws.is_empty() {
+        s.push_str("Warnings:\n");
+        for w in &ws {
+            s.push_str(&format!("- {}: {}\n", w.kind, w.message));
+        }
+    }
+    s.push_str("Avoid repeating workflows that previously failed or had poor effectiveness. If a workflow completed successfully multiple times but the same signal keeps recurring, escalate to human review.\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(
+        uid: &str,
+        hours_ago: i64,
+        wtype: &str,
+        score: f64,
+        pre: &str,
+        post: &str,
+        resolved: bool,
+    ) -> HistoryRecord {
+        HistoryRecord {
+            remediation_uid: uid.into(),
+            target: Target::new("Deployment", "my-app", Some("production".into())),
+            completed_at: Utc::now() - Duration::hours(hours_ago),
+            signal_name: "KubePodCrashLooping".into(),
+            workflow_type: wtype.into(),
+            workflow_id: wtype.to_lowercase(),
+            outcome: "completed".into(),
+            effectiveness_score: Some(score),
+            pre_remediation_spec_hash: Some(pre.into()),
+            post_remediation_spec_hash: Some(post.into()),
+            signal_resolved: Some(resolved),
+            assessment_reason: None,
+            health_checks: None,
+        }
+    }
+
+    #[test]
+    fn the_seed_chain_example() {
+        let t = Target::new("Deployment", "my-app", Some("production".into()));
+        let records = vec![
+            record(
+                "rr-001",
+                10,
+                "RestartPod",
+                0.35,
+                "sha256:AAA",
+                "sha256:AAA",
+                false,
+            ),
+            record(
+                "rr-002",
+                8,
+                "IncreaseMemory",
+                0.60,
+                "sha256:AAA",
+                "sha256:BBB",
+                false,
+            ),
+            record(
+                "rr-003",
+                4,
+                "RollbackDeployment",
+                0.20,
+                "sha256:BBB",
+                "sha256:CCC",
+                false,
+            ),
+            record(
+                "rr-old",
+                45 * 24,
+                "RollbackDeployment",
+                0.92,
+                "sha256:AAA",
+                "sha256:DDD",
+                true,
+            ),
+            record(
+                "rr-unrelated",
+                50 * 24,
+                "ScaleReplicas",
+                0.9,
+                "sha256:ZZZ",
+                "sha256:YYY",
+                true,
+            ),
+        ];
+        let ctx = build_context(&t, Some("sha256:AAA"), &records, Utc::now());
+        assert!(ctx.regression_detected);
+        let m: Vec<HashMatch> = ctx.tier1.chain.iter().map(|e| e.hash_match).collect();
+        assert_eq!(
+            m,
+            [
+                HashMatch::PreRemediation,
+                HashMatch::PreRemediation,
+                HashMatch::None
+            ]
+        );
+        assert_eq!(ctx.tier2.chain.len(), 1, "only matching older entries");
+        assert_eq!(ctx.tier2.chain[0].remediation_uid, "rr-old");
+        let kinds: Vec<String> = warnings(&ctx).into_iter().map(|w| w.kind).collect();
+        assert!(
+            kinds.contains(&"configuration_regression".to_owned()),
+            "{kinds:?}"
+        );
+    }
+
+    #[test]
+    fn declining_repeated_and_drift_warnings() {
+        let t = Target::new("Deployment", "my-app", Some("production".into()));
+        let mut records = vec![
+            record("a", 20, "RestartDeployment", 0.8, "h1", "h1", false),
+            record("b", 15, "RestartDeployment", 0.5, "h1", "h1", false),
+            record("c", 10, "RestartDeployment", 0.2, "h1", "h1", false),
+        ];
+        let mut drift = record("d", 5, "IncreaseMemoryLimits", 0.4, "h1", "h2", false);
+        drift.assessment_reason = Some("SpecDrift".into());
+        records.push(drift);
+        records.push(record("e", 2, "RollbackDeployment", 0.5, "h2", "h3", true));
+        let ctx = build_context(&t, Some("h9"), &records, Utc::now());
+        let kinds: Vec<String> = warnings(&ctx).into_iter().map(|w| w.kind).collect();
+        for k in [
+            "declining_effectiveness",
+            "repeated_ineffective_remediation",
+            "spec_drift",
+            "spec_drift_causal_chain",
+        ] {
+            assert!(kinds.contains(&k.to_owned()), "{k}: {kinds:?}");
+        }
+        assert!(!kinds.contains(&"configuration_regression".to_owned()));
+        assert!(prompt_section(&ctx).contains("Warnings:"));
+    }
+}

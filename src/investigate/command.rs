@@ -1,0 +1,250 @@
+//! `kubemedic investigate`: run the alerts of an Alertmanager body through the pipeline — the
+//! same stages the daemon's worker runs — up to and including the gate decision, without a
+//! server or a database, and print each request's final record.
+//!
+//! JSON output (one object per alert, one per line) is a stable contract:
+//! `{"phase", "reason", "rca": {"summary", "severity", "remediation_target", "confidence",
+//! "investigation_outcome", "contributing_factors"}, "selection": {…} | null, "gate": {…} | null}`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use crate::clock::{Clock, ManualClock, SystemClock};
+use crate::cluster::{ClusterReader, KubeCluster, SnapshotCluster};
+use crate::config::{ClusterArgs, ClusterSettings, InvestigateArgs, InvestigateSettings};
+use crate::pipeline::{
+    Phase, Pipeline, RemediationRequest, SignalContext, Stage, StageState, Step,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Json,
+    Text,
+}
+
+#[derive(Debug, Args)]
+pub struct InvestigateCommand {
+    /// An Alertmanager webhook body (JSON); every alert in it is investigated.
+    #[arg(long, value_name = "FILE")]
+    pub alert: PathBuf,
+    /// Investigate a cluster snapshot (from `kubemedic snapshot`) instead of a live cluster.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
+    pub snapshot: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "json")]
+    pub format: Format,
+    /// Also execute an approved remediation (only where an execution stage exists).
+    #[arg(long)]
+    pub execute: bool,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
+    pub investigate: InvestigateArgs,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Stages the command runs, given a reader and a clock (the daemon assembles the same ones).
+pub type StageFactory =
+    dyn Fn(Arc<dyn ClusterReader>, Arc<dyn Clock>) -> Result<Vec<Arc<dyn Stage>>, String>;
+
+/// Run the command; returns what to print.
+pub async fn run(
+    cmd: &InvestigateCommand,
+    extra_stages: &StageFactory,
+) -> Result<String, CommandError> {
+    let body = std::fs::read(&cmd.alert)
+        .map_err(|e| CommandError::Usage(format!("cannot read {}: {e}", cmd.alert.display())))?;
+    let signals = crate::ingest::alertmanager::parse(&body)
+        .map_err(|e| CommandError::Usage(format!("{}: {e}", cmd.alert.display())))?;
+    let cluster =
+        ClusterSettings::from_args(&cmd.cluster).map_err(|e| CommandError::Usage(e.to_string()))?;
+    let settings = InvestigateSettings::from_args(&cmd.investigate)
+        .map_err(|e| CommandError::Usage(e.to_string()))?;
+    let (reader, clock): (Arc<dyn ClusterReader>, Arc<dyn Clock>) = match &cmd.snapshot {
+        Some(path) => {
+            let snap = SnapshotCluster::load(path)
+                .map_err(|e| CommandError::Usage(format!("{}: {e}", path.display())))?;
+            let clock: Arc<dyn Clock> = match snap.captured_at() {
+                Some(t) => Arc::new(ManualClock::new(t)),
+                None => Arc::new(SystemClock),
+            };
+            (Arc::new(snap.with_policy(cluster.policy.clone())), clock)
+        }
+        None => {
+            let kube = KubeCluster::connect(&cluster.kube_options())
+                .await
+                .map_err(|e| CommandError::Failed(e.to_string()))?;
+            (Arc::new(kube), Arc::new(SystemClock))
+        }
+    };
+    let history = Arc::new(crate::history::InMemoryHistory::default());
+    let investigator = crate::investigate::build(
+        &settings,
+        reader.clone(),
+        clock.clone(),
+        cluster.tool_limits.clone(),
+        history,
+        None,
+    )
+    .map_err(|e| CommandError::Failed(e.to_string()))?;
+    let mut pipeline = Pipeline::new(clock.clone(), std::time::Duration::from_secs(0))
+        .with_actor("kubemedic-investigate");
+    for stage in extra_stages(reader.clone(), clock.clone()).map_err(CommandError::Failed)? {
+        pipeline = pipeline.with_stage(stage);
+    }
+    pipeline = pipeline
+        .with_stage(Arc::new(crate::investigate::InvestigationStage(
+            investigator.clone(),
+        )))
+        .with_stage(Arc::new(crate::investigate::SelectionStage(investigator)));
+    let mut out = String::new();
+    for signal in &signals {
+        let now = clock.now();
+        let mut req = RemediationRequest {
+            id: uuid::Uuid::new_v4(),
+            phase: Phase::Received,
+            reason: None,
+            target: signal.target.clone(),
+            target_fingerprint: signal.target_fingerprint.clone(),
+            signal: SignalContext::from_signal(signal, now),
+            occurrence_count: 1,
+            first_seen: now,
+            last_seen: now,
+            created_at: now,
+            updated_at: now,
+            attempts: 0,
+            not_before: None,
+            state: StageState::default(),
+        };
+        loop {
+            let stop = req.phase.is_terminal()
+                || req.phase == Phase::AwaitingApproval
+                || (req.phase == Phase::Executing && !cmd.execute);
+            if stop {
+                break;
+            }
+            match pipeline.step(&req).await {
+                Step::Move {
+                    to, reason, state, ..
+                } => {
+                    req.phase = to;
+                    req.reason = reason;
+                    req.state = state;
+                }
+                Step::Wait { state, .. } => {
+                    req.reason = state
+                        .waiting
+                        .as_ref()
+                        .map(|w| format!("waiting for {}: {}", w.dependency, w.message));
+                    req.state = state;
+                    break;
+                }
+            }
+        }
+        let record = record(&req);
+        match cmd.format {
+            Format::Json => out.push_str(&record.to_string()),
+            Format::Text => out.push_str(&text(&req, &record)),
+        }
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The stable JSON record of a request.
+pub fn record(req: &RemediationRequest) -> Value {
+    let rca = req.state.selection.as_ref().map(|s| &s.merged).or(req
+        .state
+        .analysis
+        .as_ref()
+        .map(|a| &a.rca));
+    let root = req
+        .state
+        .analysis
+        .as_ref()
+        .and_then(|a| a.root_owner.clone());
+    json!({
+        "phase": req.phase,
+        "reason": req.reason,
+        "rca": rca.map(|r| json!({
+            "summary": r.root_cause_analysis.summary,
+            "severity": r.root_cause_analysis.severity,
+            "remediation_target": root.as_ref().map(|t| json!({"kind": t.kind, "name": t.name, "namespace": t.namespace}))
+                .or_else(|| r.root_cause_analysis.remediation_target.as_ref().map(|t| json!({"kind": t.kind, "name": t.name, "namespace": t.namespace}))),
+            "confidence": r.confidence,
+            "investigation_outcome": r.investigation_outcome,
+            "contributing_factors": r.root_cause_analysis.contributing_factors,
+        })),
+        "selection": req.state.selection.as_ref().and_then(|s| s.selected.as_ref()).map(|w| json!({
+            "workflow_id": w.workflow_id,
+            "action_type": w.action_type,
+            "parameters": w.parameters,
+            "confidence": w.confidence,
+        })),
+        "gate": gate_json(req),
+    })
+}
+
+fn gate_json(_req: &RemediationRequest) -> Value {
+    Value::Null
+}
+
+fn text(req: &RemediationRequest, record: &Value) -> String {
+    let mut s = format!(
+        "{} {}\n",
+        req.signal.name,
+        req.target
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    );
+    s.push_str(&format!("  phase: {}\n", req.phase));
+    if let Some(r) = &req.reason {
+        s.push_str(&format!("  reason: {r}\n"));
+    }
+    if let Some(rca) = record.get("rca").filter(|r| !r.is_null()) {
+        s.push_str(&format!(
+            "  root cause: {} (outcome {}, confidence {:.2})\n",
+            rca["summary"].as_str().unwrap_or(""),
+            rca["investigation_outcome"].as_str().unwrap_or(""),
+            rca["confidence"].as_f64().unwrap_or(0.0)
+        ));
+        for f in rca["contributing_factors"].as_array().into_iter().flatten() {
+            s.push_str(&format!("    - {}\n", f.as_str().unwrap_or("")));
+        }
+        if let Some(t) = rca.get("remediation_target").filter(|t| !t.is_null()) {
+            s.push_str(&format!(
+                "  target: {}/{}/{}\n",
+                t["namespace"].as_str().unwrap_or("-"),
+                t["kind"].as_str().unwrap_or(""),
+                t["name"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    if let Some(w) = record.get("selection").filter(|w| !w.is_null()) {
+        s.push_str(&format!(
+            "  workflow: {} ({}) confidence {:.2} parameters {}\n",
+            w["workflow_id"].as_str().unwrap_or(""),
+            w["action_type"].as_str().unwrap_or(""),
+            w["confidence"].as_f64().unwrap_or(0.0),
+            w["parameters"]
+        ));
+    }
+    if let Some(g) = record.get("gate").filter(|g| !g.is_null()) {
+        s.push_str(&format!(
+            "  gate: require_approval={} ({})\n",
+            g["require_approval"],
+            g["reason"].as_str().unwrap_or("")
+        ));
+    }
+    s
+}

@@ -1,0 +1,178 @@
+//! Evidence both investigators gather the same way: the pre-fetched namespace snapshot that
+//! playbooks match against, the verification of the remediation target (root owner through
+//! the owner chain), and the remediation history of that root owner.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::playbooks::Snapshot;
+use super::{InvestigateError, RcaResult};
+use crate::cluster::context::ResourceContext;
+use crate::cluster::obj;
+use crate::cluster::render::pod_status;
+use crate::cluster::tools::ClusterTools;
+use crate::history::{HistoryContext, RemediationHistory, build_context};
+use crate::pipeline::RemediationRequest;
+use crate::target::Target;
+
+/// The namespace the signal is about (target namespace, else its `namespace` label).
+pub fn signal_namespace(req: &RemediationRequest) -> Option<String> {
+    req.target
+        .as_ref()
+        .and_then(|t| t.namespace.clone())
+        .or_else(|| req.signal.labels.get("namespace").cloned())
+        .filter(|n| !n.is_empty())
+}
+
+fn unreachable(r: &crate::cluster::tools::ToolResult) -> Option<InvestigateError> {
+    let kind = r.data.pointer("/error/kind").and_then(Value::as_str)?;
+    (kind == "unreachable" || kind == "timeout").then(|| InvestigateError::Unavailable {
+        dependency: "cluster".into(),
+        message: r
+            .data
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    })
+}
+
+/// Pods and Warning events of the signal's namespace: for playbook matching, and a compact
+/// text of what is unhealthy for the prompt. An unreachable cluster is an error (the request
+/// waits); anything else just leaves the snapshot thinner.
+pub async fn prefetch(
+    tools: &ClusterTools,
+    req: &RemediationRequest,
+) -> Result<(Snapshot, String, Vec<Value>, Vec<Value>), InvestigateError> {
+    let mut snapshot = Snapshot {
+        alertname: req.signal.name.clone(),
+        proactive: req.signal.mode == crate::ingest::SignalMode::Proactive,
+        ..Default::default()
+    };
+    let Some(ns) = signal_namespace(req) else {
+        return Ok((snapshot, String::new(), vec![], vec![]));
+    };
+    let pods_result = tools
+        .call(
+            "kubectl_get",
+            &serde_json::json!({"kind": "Pod", "namespace": ns}),
+        )
+        .await;
+    if let Some(e) = unreachable(&pods_result) {
+        return Err(e);
+    }
+    let pods: Vec<Value> = pods_result
+        .data
+        .get("items")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let events_result = tools
+        .call("kubectl_events", &serde_json::json!({"namespace": ns}))
+        .await;
+    if let Some(e) = unreachable(&events_result) {
+        return Err(e);
+    }
+    let events: Vec<Value> = events_result
+        .data
+        .get("events")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut text = String::new();
+    for p in &pods {
+        let status = pod_status(p);
+        snapshot.pod_statuses.push(status.clone());
+        let restarts: i64 = obj::array(p, &["status", "containerStatuses"])
+            .iter()
+            .filter_map(|c| obj::i64_at(c, &["restartCount"]))
+            .sum();
+        let ready = obj::array(p, &["status", "containerStatuses"])
+            .iter()
+            .all(|c| c.get("ready").and_then(Value::as_bool) == Some(true));
+        if (status != "Running" || restarts > 0 || !ready) && text.lines().count() < 15 {
+            {
+                text.push_str(&format!(
+                    "pod {} {} restarts={}\n",
+                    obj::name(p),
+                    status,
+                    restarts
+                ));
+            }
+        }
+    }
+    for e in events
+        .iter()
+        .filter(|e| obj::str_at(e, &["type"]) == Some("Warning"))
+    {
+        let reason = obj::str_at(e, &["reason"]).unwrap_or("").to_owned();
+        let message = obj::str_at(e, &["message"]).unwrap_or("").trim().to_owned();
+        if text.lines().count() < 30 {
+            text.push_str(&format!(
+                "event Warning {} {}/{}: {}\n",
+                reason,
+                obj::str_at(e, &["involvedObject", "kind"]).unwrap_or("?"),
+                obj::str_at(e, &["involvedObject", "name"]).unwrap_or("?"),
+                message
+            ));
+        }
+        snapshot.warning_events.push((reason, message));
+    }
+    Ok((snapshot, text, pods, events))
+}
+
+fn same(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
+
+/// The verified root owner of the RCA's remediation target: from a context the investigation
+/// already resolved, or resolved now (read-only). `None` when the target does not exist or
+/// cannot be read — outcome 5, RCA incomplete.
+pub async fn verify_target(
+    tools: &ClusterTools,
+    rca: &RcaResult,
+    fallback: Option<&Target>,
+) -> Result<Option<Arc<ResourceContext>>, InvestigateError> {
+    let wanted = rca
+        .root_cause_analysis
+        .remediation_target
+        .as_ref()
+        .map(|t| (t.kind.clone(), t.name.clone(), t.namespace.clone()))
+        .or_else(|| fallback.map(|t| (t.kind.clone(), t.name.clone(), t.namespace.clone())));
+    let Some((kind, name, namespace)) = wanted else {
+        return Ok(None);
+    };
+    for ctx in tools.contexts().resolved().await {
+        let hit = |t: &Target| {
+            same(&t.kind, &kind)
+                && t.name == name
+                && (t.namespace.is_none() || namespace.is_none() || t.namespace == namespace)
+        };
+        if hit(&ctx.target) || hit(&ctx.root_owner) {
+            return Ok(Some(ctx));
+        }
+    }
+    let ns = namespace.or_else(|| fallback.and_then(|t| t.namespace.clone()));
+    match tools.contexts().resolve(&kind, &name, ns.as_deref()).await {
+        Ok(ctx) => Ok(Some(ctx)),
+        Err(e) if e.is_unreachable() => Err(e.into()),
+        Err(_) => Ok(None),
+    }
+}
+
+/// History of the root owner for its current spec.
+pub async fn history(
+    provider: &dyn RemediationHistory,
+    ctx: &ResourceContext,
+    now: DateTime<Utc>,
+) -> Option<HistoryContext> {
+    let records = provider.records(&ctx.root_owner, now).await.ok()?;
+    Some(build_context(
+        &ctx.root_owner,
+        ctx.spec_hash.as_deref(),
+        &records,
+        now,
+    ))
+}

@@ -1,0 +1,790 @@
+//! [`LlmInvestigator`]: the two invocations with a real model.
+//!
+//! Invocation 1: a fresh session with the RCA prompt, the read-only cluster tools and the
+//! `submit_result` sentinel. Tool calls of one turn run concurrently; caps on turns, calls per
+//! tool, total calls and per-call time; the context tools also carry the remediation history.
+//! Invocation 2: a fresh session with only the structured RCA, the catalog tools and the two
+//! sentinels; a selection is validated against the catalog with up to three corrections.
+//! Output repair, the truncation retry (2x tokens, capped at 16384) and the forced-sentinel
+//! parse retry apply to both. Token usage is budgeted and recorded per call.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tracing::{debug, info, warn};
+
+use super::gather;
+use super::playbooks::Playbooks;
+use super::prompt;
+use super::repair;
+use super::route::{Invocation2, merge, route};
+use super::{
+    AlternativeWorkflow, Analysis, InvestigateError, InvestigationOutcome, Investigator, RcaResult,
+    RootCauseAnalysis, SelectedWorkflow, Selection, ToolCallRecord, ValidationAttempt,
+};
+use crate::catalog::{Catalog, SelectionContext};
+use crate::clock::Clock;
+use crate::cluster::ClusterReader;
+use crate::cluster::tools::{self, ClusterTools, ToolLimits};
+use crate::history::{RemediationHistory, prompt_section};
+use crate::llm::{
+    ChatRequest, ChatResponse, FinishReason, Llm, LlmError, Message, TokenBudget, ToolCall,
+    ToolChoice, ToolDef, Usage,
+};
+use crate::pipeline::RemediationRequest;
+use crate::telemetry::Metrics;
+
+#[derive(Debug, Clone)]
+pub struct LlmInvestigatorSettings {
+    pub rca_model: String,
+    pub selection_model: String,
+    pub max_turns: usize,
+    pub max_tool_calls: usize,
+    pub max_calls_per_tool: usize,
+    pub tool_timeout: Duration,
+    pub max_tokens: u32,
+    pub selection_turns: usize,
+    pub validation_retries: usize,
+}
+
+impl Default for LlmInvestigatorSettings {
+    fn default() -> Self {
+        Self {
+            rca_model: "gpt-4o".into(),
+            selection_model: "gpt-4o".into(),
+            max_turns: 12,
+            max_tool_calls: 30,
+            max_calls_per_tool: 8,
+            tool_timeout: Duration::from_secs(20),
+            max_tokens: 8192,
+            selection_turns: 10,
+            validation_retries: 3,
+        }
+    }
+}
+
+/// One model call, for the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmCallRecord {
+    pub invocation: u8,
+    pub model: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub finish_reason: FinishReason,
+    pub tool_calls: usize,
+}
+
+pub struct LlmInvestigator {
+    pub llm: Arc<dyn Llm>,
+    pub budget: Arc<TokenBudget>,
+    pub reader: Arc<dyn ClusterReader>,
+    pub clock: Arc<dyn Clock>,
+    pub tool_limits: ToolLimits,
+    pub catalog: Arc<Catalog>,
+    pub playbooks: Arc<Playbooks>,
+    pub history: Arc<dyn RemediationHistory>,
+    pub settings: LlmInvestigatorSettings,
+    pub metrics: Option<Arc<Metrics>>,
+}
+
+/// A conversation's running totals.
+struct Session<'a> {
+    inv: &'a LlmInvestigator,
+    invocation: u8,
+    model: String,
+    usage: Usage,
+    /// Tokens the investigation had spent before this session.
+    spent_before: u64,
+    calls: Vec<LlmCallRecord>,
+}
+
+impl Session<'_> {
+    /// One model call with budget checks and the truncation retry.
+    async fn chat(
+        &mut self,
+        messages: &[Message],
+        tools: &[ToolDef],
+        choice: ToolChoice,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut max_tokens = self.inv.settings.max_tokens;
+        let mut retried = false;
+        loop {
+            let now = self.inv.clock.now();
+            self.inv
+                .budget
+                .check(self.spent_before + self.usage.total(), now)?;
+            let request = ChatRequest {
+                model: self.model.clone(),
+                messages: messages.to_vec(),
+                tools: tools.to_vec(),
+                tool_choice: choice.clone(),
+                max_tokens,
+            };
+            let response = self.inv.llm.chat(&request).await?;
+            self.usage.add(response.usage);
+            self.inv.budget.spend(response.usage, now);
+            if let Some(m) = &self.inv.metrics {
+                m.llm_tokens(&self.model, response.usage);
+            }
+            self.calls.push(LlmCallRecord {
+                invocation: self.invocation,
+                model: self.model.clone(),
+                prompt_tokens: response.usage.prompt_tokens,
+                completion_tokens: response.usage.completion_tokens,
+                finish_reason: response.finish_reason,
+                tool_calls: response.tool_calls.len(),
+            });
+            if response.finish_reason == FinishReason::Length && !retried {
+                // Cut off: once more with twice the room (the first answer is discarded).
+                retried = true;
+                max_tokens = (max_tokens * 2).min(16_384);
+                debug!(max_tokens, "answer truncated; retrying with more tokens");
+                continue;
+            }
+            return Ok(response);
+        }
+    }
+}
+
+fn tool_defs_rca() -> Vec<ToolDef> {
+    let mut defs: Vec<ToolDef> = tools::specs()
+        .into_iter()
+        .map(|s| ToolDef {
+            name: s.name.into(),
+            description: s.description.into(),
+            parameters: s.parameters,
+        })
+        .collect();
+    defs.push(ToolDef {
+        name: "submit_result".into(),
+        description: "Finish the investigation with the root cause analysis.".into(),
+        parameters: prompt::submit_result_schema(),
+    });
+    defs
+}
+
+fn tool_defs_selection() -> Vec<ToolDef> {
+    prompt::catalog_tool_schemas()
+        .into_iter()
+        .map(|(name, description, parameters)| ToolDef {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        })
+        .collect()
+}
+
+fn args_of(call: &ToolCall) -> Result<Value, String> {
+    let trimmed = call.arguments.trim();
+    if trimmed.is_empty() {
+        return Ok(json!({}));
+    }
+    repair::extract_json(trimmed)
+        .filter(Value::is_object)
+        .ok_or_else(|| format!("the arguments of {} are not a JSON object", call.name))
+}
+
+fn inconclusive(summary: &str) -> RcaResult {
+    RcaResult {
+        root_cause_analysis: RootCauseAnalysis {
+            summary: summary.into(),
+            severity: "unknown".into(),
+            contributing_factors: vec![],
+            remediation_target: None,
+            investigation_analysis: String::new(),
+        },
+        confidence: 0.0,
+        investigation_outcome: InvestigationOutcome::Inconclusive,
+        actionable: false,
+        needs_human_review: false,
+        human_review_reason: None,
+    }
+}
+
+impl LlmInvestigator {
+    /// Run the cluster tools of one turn concurrently, within the caps.
+    async fn run_tools(
+        &self,
+        tools: &ClusterTools,
+        calls: &[&ToolCall],
+        per_tool: &mut HashMap<String, usize>,
+        total: &mut usize,
+        records: &mut Vec<ToolCallRecord>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<(String, String)>, InvestigateError> {
+        enum Plan<'a> {
+            Run(&'a ToolCall, Value),
+            Refuse(&'a ToolCall, String),
+        }
+        let mut plans = Vec::new();
+        for call in calls {
+            let plan = if !ClusterTools::is_tool(&call.name) {
+                Plan::Refuse(call, format!("Error: unknown tool `{}`.", call.name))
+            } else if *total >= self.settings.max_tool_calls {
+                Plan::Refuse(
+                    call,
+                    format!(
+                        "Error: the investigation's tool call limit ({}) is reached. Conclude now with submit_result.",
+                        self.settings.max_tool_calls
+                    ),
+                )
+            } else if per_tool.get(&call.name).copied().unwrap_or(0)
+                >= self.settings.max_calls_per_tool
+            {
+                Plan::Refuse(
+                    call,
+                    format!(
+                        "Error: the call limit for {} ({}) is reached; use other evidence.",
+                        call.name, self.settings.max_calls_per_tool
+                    ),
+                )
+            } else {
+                match args_of(call) {
+                    Ok(args) => {
+                        *total += 1;
+                        *per_tool.entry(call.name.clone()).or_default() += 1;
+                        Plan::Run(call, args)
+                    }
+                    Err(e) => Plan::Refuse(call, format!("Error: {e}.")),
+                }
+            };
+            plans.push(plan);
+        }
+        let timeout = self.settings.tool_timeout;
+        let futures = plans.iter().map(|plan| async move {
+            match plan {
+                Plan::Refuse(call, text) => (call.id.clone(), call.name.clone(), Value::Null, text.clone(), false, false, None),
+                Plan::Run(call, args) => {
+                    let result = tokio::time::timeout(timeout, tools.call(&call.name, args)).await;
+                    match result {
+                        Ok(r) => {
+                            let unreachable = r.data.pointer("/error/kind").and_then(Value::as_str) == Some("unreachable");
+                            let mut text = r.text.clone();
+                            if r.ok && call.name.ends_with("_resource_context") {
+                                text.push_str(&self.history_text(&r.data, now).await);
+                            }
+                            (call.id.clone(), call.name.clone(), args.clone(), text, r.ok, r.truncated, unreachable.then(|| r.text.clone()))
+                        }
+                        Err(_) => (
+                            call.id.clone(),
+                            call.name.clone(),
+                            args.clone(),
+                            format!("Error (Timeout): {} did not finish within {}s; try a narrower call.", call.name, timeout.as_secs()),
+                            false,
+                            false,
+                            None,
+                        ),
+                    }
+                }
+            }
+        });
+        let results = futures::future::join_all(futures).await;
+        let mut out = Vec::new();
+        for (id, name, args, text, ok, truncated, unreachable) in results {
+            if let Some(message) = unreachable {
+                return Err(InvestigateError::Unavailable {
+                    dependency: "cluster".into(),
+                    message,
+                });
+            }
+            records.push(ToolCallRecord {
+                tool: name,
+                arguments: args,
+                ok,
+                output_chars: text.len(),
+                truncated,
+            });
+            out.push((id, text));
+        }
+        Ok(out)
+    }
+
+    /// The history section appended to a resource-context tool result.
+    async fn history_text(&self, data: &Value, now: chrono::DateTime<chrono::Utc>) -> String {
+        let Ok(ctx) =
+            serde_json::from_value::<crate::cluster::context::ResourceContext>(data.clone())
+        else {
+            return String::new();
+        };
+        match gather::history(self.history.as_ref(), &ctx, now).await {
+            Some(h) if !h.is_empty() => {
+                let chain = serde_json::to_string(&h).unwrap_or_default();
+                format!("Remediation history: {chain}\n{}", prompt_section(&h))
+            }
+            Some(_) => "Remediation history: none for this target.\n".into(),
+            None => "Remediation history: unavailable.\n".into(),
+        }
+    }
+}
+
+#[async_trait]
+impl Investigator for LlmInvestigator {
+    fn name(&self) -> String {
+        format!("llm:{}", self.llm.describe())
+    }
+
+    async fn analyse(&self, req: &RemediationRequest) -> Result<Analysis, InvestigateError> {
+        let now = self.clock.now();
+        let tools = ClusterTools::new(
+            self.reader.clone(),
+            self.clock.clone(),
+            self.tool_limits.clone(),
+        );
+        let (snapshot, snapshot_text, _, _) = gather::prefetch(&tools, req).await?;
+        let matched = self.playbooks.matching(&snapshot);
+        let mut messages = vec![
+            Message::System {
+                content: prompt::rca_system(req.signal.mode),
+            },
+            Message::User {
+                content: prompt::rca_user(req, &matched, &snapshot_text),
+            },
+        ];
+        let defs = tool_defs_rca();
+        let mut session = Session {
+            inv: self,
+            invocation: 1,
+            model: self.settings.rca_model.clone(),
+            usage: Usage::default(),
+            spent_before: 0,
+            calls: vec![],
+        };
+        let mut records = Vec::new();
+        let mut warnings = Vec::new();
+        let mut per_tool = HashMap::new();
+        let mut total = 0;
+        let mut forced = false;
+        let mut parse_retry_used = false;
+        let mut result: Option<RcaResult> = None;
+        for turn in 0..self.settings.max_turns {
+            let choice = if forced {
+                ToolChoice::Force("submit_result".into())
+            } else {
+                ToolChoice::Auto
+            };
+            let response = session.chat(&messages, &defs, choice).await?;
+            messages.push(Message::Assistant {
+                content: response.content.clone(),
+                tool_calls: response.tool_calls.clone(),
+            });
+            if let Some(submit) = response
+                .tool_calls
+                .iter()
+                .find(|c| c.name == "submit_result")
+            {
+                match args_of(submit).and_then(|v| repair::rca(&v)) {
+                    Ok(r) => {
+                        result = Some(r);
+                        break;
+                    }
+                    Err(e) if !parse_retry_used => {
+                        parse_retry_used = true;
+                        forced = true;
+                        warnings.push(format!(
+                            "submit_result arguments were invalid ({e}); asked again"
+                        ));
+                        for c in &response.tool_calls {
+                            let text = if c.id == submit.id {
+                                format!(
+                                    "Error: {e}. Call submit_result again with arguments matching its schema."
+                                )
+                            } else {
+                                "Not run: the investigation is concluding.".into()
+                            };
+                            messages.push(Message::Tool {
+                                tool_call_id: c.id.clone(),
+                                content: text,
+                            });
+                        }
+                        continue;
+                    }
+                    Err(e) => {
+                        warnings.push(format!(
+                            "inconclusive: submit_result arguments invalid twice ({e})"
+                        ));
+                        break;
+                    }
+                }
+            }
+            if response.tool_calls.is_empty() {
+                // Free text: recover JSON from it, else one forced-sentinel retry.
+                let recovered = response
+                    .content
+                    .as_deref()
+                    .and_then(repair::extract_json)
+                    .map(|v| repair::rca(&v));
+                match recovered {
+                    Some(Ok(r)) => {
+                        warnings.push("RCA recovered from free text".into());
+                        result = Some(r);
+                        break;
+                    }
+                    _ if !parse_retry_used => {
+                        parse_retry_used = true;
+                        forced = true;
+                        messages.push(Message::User { content: "Call submit_result now with your conclusion, following its schema exactly.".into() });
+                        continue;
+                    }
+                    _ => {
+                        warnings.push(
+                            "inconclusive: the model never produced a parsable result".into(),
+                        );
+                        break;
+                    }
+                }
+            }
+            let calls: Vec<&ToolCall> = response
+                .tool_calls
+                .iter()
+                .filter(|c| c.name != "submit_result")
+                .collect();
+            let results = self
+                .run_tools(&tools, &calls, &mut per_tool, &mut total, &mut records, now)
+                .await?;
+            for (id, text) in results {
+                messages.push(Message::Tool {
+                    tool_call_id: id,
+                    content: text,
+                });
+            }
+            if turn + 2 >= self.settings.max_turns && !forced {
+                forced = true;
+                messages.push(Message::User {
+                    content: "The turn limit is reached: conclude now with submit_result.".into(),
+                });
+            }
+        }
+        let rca = result.unwrap_or_else(|| {
+            warnings.push("inconclusive: no result within the turn limit".into());
+            inconclusive("The investigation did not reach a conclusion.")
+        });
+        let verified = gather::verify_target(&tools, &rca, req.target.as_ref()).await?;
+        let history = match &verified {
+            Some(ctx) => gather::history(self.history.as_ref(), ctx, now).await,
+            None => None,
+        };
+        info!(
+            tool_calls = records.len(),
+            tokens = session.usage.total(),
+            outcome = rca.investigation_outcome.as_str(),
+            "invocation 1 done"
+        );
+        Ok(Analysis {
+            root_owner: verified.as_ref().map(|c| c.root_owner.clone()),
+            spec_hash: verified.as_ref().and_then(|c| c.spec_hash.clone()),
+            detected_labels: verified.as_ref().map(|c| c.detected_labels.clone()),
+            history,
+            rca,
+            warnings,
+            playbooks: matched.iter().map(|p| p.spec.name.clone()).collect(),
+            tool_calls: records,
+            usage: session.usage,
+            investigator: self.name(),
+            llm_calls: session.calls,
+            proposal: None,
+        })
+    }
+
+    async fn select(
+        &self,
+        req: &RemediationRequest,
+        analysis: &Analysis,
+    ) -> Result<Selection, InvestigateError> {
+        let ctx = SelectionContext {
+            severity: req
+                .signal
+                .severity
+                .clone()
+                .or_else(|| Some(analysis.rca.root_cause_analysis.severity.clone())),
+            environment: req.state.enrichment.as_ref().map(|e| e.environment.clone()),
+            signal_mode: Some(req.signal.mode.as_str().into()),
+            target_kind: analysis.root_owner.as_ref().map(|t| t.kind.clone()),
+            detected: analysis.detected_labels.clone().unwrap_or_default(),
+        };
+        let history_section = analysis
+            .history
+            .as_ref()
+            .map(prompt_section)
+            .unwrap_or_default();
+        let mut messages = vec![
+            Message::System {
+                content: prompt::select_system(),
+            },
+            Message::User {
+                content: prompt::select_user(req, analysis, &history_section),
+            },
+        ];
+        let defs = tool_defs_selection();
+        let mut session = Session {
+            inv: self,
+            invocation: 2,
+            model: self.settings.selection_model.clone(),
+            usage: Usage::default(),
+            spent_before: analysis.usage.total(),
+            calls: vec![],
+        };
+        let mut inv2 = Invocation2::default();
+        let mut forced: Option<String> = None;
+        let mut parse_retry_used = false;
+        let mut concluded = false;
+        for _ in 0..self.settings.selection_turns {
+            let choice = forced.clone().map_or(ToolChoice::Auto, ToolChoice::Force);
+            forced = None;
+            let response = session.chat(&messages, &defs, choice).await?;
+            messages.push(Message::Assistant {
+                content: response.content.clone(),
+                tool_calls: response.tool_calls.clone(),
+            });
+            let mut tool_results = Vec::new();
+            let mut calls: Vec<(ToolCall, Option<Value>)> = response
+                .tool_calls
+                .iter()
+                .map(|c| (c.clone(), None))
+                .collect();
+            if calls.is_empty() {
+                match response.content.as_deref().and_then(repair::extract_json) {
+                    Some(v)
+                        if v.get("selected_workflow").is_some()
+                            || v.get("workflow_id").is_some() =>
+                    {
+                        let v = if v.get("selected_workflow").is_none() {
+                            json!({"selected_workflow": v})
+                        } else {
+                            v
+                        };
+                        calls.push((
+                            ToolCall {
+                                id: "recovered".into(),
+                                name: "submit_result_with_workflow".into(),
+                                arguments: String::new(),
+                            },
+                            Some(v),
+                        ));
+                    }
+                    Some(v) if v.get("reasoning").is_some() => {
+                        calls.push((
+                            ToolCall {
+                                id: "recovered".into(),
+                                name: "submit_result_no_workflow".into(),
+                                arguments: String::new(),
+                            },
+                            Some(v),
+                        ));
+                    }
+                    _ if !parse_retry_used => {
+                        parse_retry_used = true;
+                        forced = Some("submit_result_with_workflow".into());
+                        messages.push(Message::User { content: "Call submit_result_with_workflow (or submit_result_no_workflow) now.".into() });
+                        continue;
+                    }
+                    _ => break,
+                }
+            }
+            for (call, recovered) in calls {
+                let args = match recovered.map_or_else(|| args_of(&call), Ok) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tool_results.push((call.id.clone(), format!("Error: {e}.")));
+                        continue;
+                    }
+                };
+                let paging = |a: &Value| {
+                    (
+                        repair::number(a.get("offset")).unwrap_or(0.0).max(0.0) as usize,
+                        repair::number(a.get("limit"))
+                            .unwrap_or(10.0)
+                            .clamp(1.0, 50.0) as usize,
+                    )
+                };
+                let text = match call.name.as_str() {
+                    "list_available_actions" => {
+                        let (o, l) = paging(&args);
+                        self.catalog.list_available_actions(&ctx, o, l).to_string()
+                    }
+                    "list_workflows" => {
+                        let (o, l) = paging(&args);
+                        let at = args
+                            .get("action_type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        self.catalog.list_workflows(at, &ctx, o, l).to_string()
+                    }
+                    "get_workflow" => self
+                        .catalog
+                        .get_workflow(
+                            args.get("workflow_id")
+                                .and_then(Value::as_str)
+                                .unwrap_or(""),
+                        )
+                        .to_string(),
+                    "submit_result_with_workflow" => {
+                        match self.accept_selection(&args, analysis, &ctx, &mut inv2) {
+                            Ok(()) => {
+                                concluded = true;
+                                break;
+                            }
+                            Err(feedback) => {
+                                if inv2.validation_failed {
+                                    concluded = true;
+                                    break;
+                                }
+                                feedback
+                            }
+                        }
+                    }
+                    "submit_result_no_workflow" => {
+                        inv2.no_workflow = Some(
+                            args.get("reasoning")
+                                .and_then(Value::as_str)
+                                .unwrap_or("no reasoning given")
+                                .to_owned(),
+                        );
+                        inv2.investigation_outcome =
+                            repair::outcome(args.get("investigation_outcome"));
+                        inv2.needs_human_review =
+                            repair::boolean(args.get("needs_human_review")).unwrap_or(false);
+                        inv2.human_review_reason = args
+                            .get("human_review_reason")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned);
+                        concluded = true;
+                        break;
+                    }
+                    other => format!("Error: unknown tool `{other}`."),
+                };
+                tool_results.push((call.id.clone(), text));
+            }
+            if concluded {
+                break;
+            }
+            for c in &response.tool_calls {
+                let text = tool_results
+                    .iter()
+                    .find(|(id, _)| id == &c.id)
+                    .map(|(_, t)| t.clone())
+                    .unwrap_or_else(|| "Not run.".into());
+                messages.push(Message::Tool {
+                    tool_call_id: c.id.clone(),
+                    content: text,
+                });
+            }
+        }
+        if !concluded {
+            warn!("workflow selection did not conclude");
+            inv2.needs_human_review = true;
+            inv2.human_review_reason = Some("workflow selection did not conclude".into());
+        }
+        let mut merged = merge(&analysis.rca, &inv2);
+        let outcome = route(analysis, &inv2, &mut merged);
+        Ok(Selection {
+            selected: inv2.selected.clone(),
+            alternatives: inv2.alternatives.clone(),
+            no_workflow_reasoning: inv2.no_workflow.clone(),
+            validation_attempts: inv2.validation_attempts.clone(),
+            merged,
+            outcome,
+            usage: session.usage,
+            llm_calls: session.calls,
+        })
+    }
+}
+
+impl LlmInvestigator {
+    /// Validate a `submit_result_with_workflow`; on failure return the correction prompt (and
+    /// mark the failure final after the allowed retries).
+    fn accept_selection(
+        &self,
+        args: &Value,
+        analysis: &Analysis,
+        ctx: &SelectionContext,
+        inv2: &mut Invocation2,
+    ) -> Result<(), String> {
+        let sel = args
+            .get("selected_workflow")
+            .cloned()
+            .map(repair::unwrap_layers)
+            .unwrap_or(Value::Null);
+        let workflow_id = sel
+            .get("workflow_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let confidence = repair::number(sel.get("confidence"))
+            .unwrap_or(0.0)
+            .clamp(0.0, 1.0);
+        let parameters: Map<String, Value> =
+            match sel.get("parameters").cloned().map(repair::unwrap_layers) {
+                Some(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+        inv2.severity = args
+            .get("severity")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        inv2.needs_human_review = repair::boolean(args.get("needs_human_review")).unwrap_or(false);
+        inv2.human_review_reason = args
+            .get("human_review_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        inv2.alternatives = args
+            .get("alternative_workflows")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|w| {
+                        Some(AlternativeWorkflow {
+                            workflow_id: w.get("workflow_id")?.as_str()?.to_owned(),
+                            rationale: w
+                                .get("rationale")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned(),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        match self.catalog.validate_selection(
+            &workflow_id,
+            &parameters,
+            analysis.root_owner.as_ref(),
+            ctx,
+        ) {
+            Ok(params) => {
+                let w = self.catalog.workflow(&workflow_id);
+                inv2.selected = Some(SelectedWorkflow {
+                    action_type: w.map(|w| w.action_type.clone()).unwrap_or_default(),
+                    version: w.map(|w| w.version.clone()).unwrap_or_default(),
+                    workflow_id,
+                    confidence,
+                    rationale: sel
+                        .get("rationale")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    parameters: params,
+                });
+                Ok(())
+            }
+            Err(e) => {
+                inv2.validation_attempts.push(ValidationAttempt {
+                    workflow_id: workflow_id.clone(),
+                    code: e.code.into(),
+                    errors: e.errors.clone(),
+                });
+                if inv2.validation_attempts.len() >= self.settings.validation_retries {
+                    inv2.validation_failed = true;
+                }
+                Err(format!(
+                    "Validation failed ({}): {}. Correct the selection (list_workflows / get_workflow show valid ids and parameters) and call submit_result_with_workflow again, or submit_result_no_workflow.",
+                    e.code,
+                    e.errors.join("; ")
+                ))
+            }
+        }
+    }
+}
