@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod kube;
+pub mod llm;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,669 @@
+//! The LLM investigator against an OpenAI-compatible server scripted by each test, over a real
+//! socket with the real async-openai client, on a snapshot of a cluster after a bad rollout.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::llm::{Reply, ScriptedLlm, calls, raw_call, text, truncated};
+use kubemedic::catalog::Catalog;
+use kubemedic::clock::{Clock, ManualClock};
+use kubemedic::cluster::SnapshotCluster;
+use kubemedic::cluster::tools::ToolLimits;
+use kubemedic::history::{HistoryRecord, InMemoryHistory};
+use kubemedic::investigate::playbooks::Playbooks;
+use kubemedic::investigate::{
+    InvestigationStage, LlmInvestigator, LlmInvestigatorSettings, SelectionStage,
+};
+use kubemedic::llm::{OpenAiLlm, OpenAiSettings, Provider, TokenBudget};
+use kubemedic::pipeline::stages::Enrichment;
+use kubemedic::pipeline::{Phase, RemediationRequest, SignalContext, Stage, StageState};
+use serde_json::{Value, json};
+
+const POD: &str = "checkout-7d9c8b6f5-x2k4q";
+
+fn snapshot() -> SnapshotCluster {
+    SnapshotCluster::from_yaml(&common::fixture("clusters/shop-rollout.yaml")).unwrap()
+}
+
+fn request(alertname: &str, extra: &[(&str, &str)]) -> RemediationRequest {
+    let mut labels = vec![
+        ("namespace", "shop"),
+        ("pod", POD),
+        ("container", "checkout"),
+        ("severity", "critical"),
+    ];
+    labels.extend_from_slice(extra);
+    let body = common::alert_body("firing", alertname, &labels, "fp-1", "2026-11-21T11:50:00Z");
+    let signal = kubemedic::ingest::alertmanager::parse(body.as_bytes())
+        .unwrap()
+        .remove(0);
+    let now = chrono::DateTime::parse_from_rfc3339("2026-11-21T12:00:00Z")
+        .unwrap()
+        .to_utc();
+    let mut state = StageState::default();
+    state.enrichment = Some(Enrichment {
+        environment: "staging".into(),
+        priority: None,
+        business_unit: None,
+        risk_tolerance: None,
+        sources: vec![],
+    });
+    RemediationRequest {
+        id: uuid::Uuid::new_v4(),
+        phase: Phase::Investigating,
+        reason: None,
+        target: signal.target.clone(),
+        target_fingerprint: signal.target_fingerprint.clone(),
+        signal: SignalContext::from_signal(&signal, now),
+        occurrence_count: 1,
+        first_seen: now,
+        last_seen: now,
+        created_at: now,
+        updated_at: now,
+        attempts: 0,
+        not_before: None,
+        state,
+    }
+}
+
+struct Setup {
+    budget: u64,
+    provider: Provider,
+    history: Vec<HistoryRecord>,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Self {
+            budget: 100_000,
+            provider: Provider::OpenAi,
+            history: vec![],
+        }
+    }
+}
+
+fn investigator(server: &ScriptedLlm, setup: Setup) -> Arc<LlmInvestigator> {
+    common::init();
+    let snap = snapshot();
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
+    let base = match setup.provider {
+        Provider::OpenAi => format!("{}/v1", server.base_url),
+        Provider::Azure => server.base_url.clone(),
+    };
+    let llm = OpenAiLlm::new(&OpenAiSettings {
+        provider: setup.provider,
+        base_url: Some(base),
+        api_key: Some(kubemedic::config::Secret::new("sk-test-key")),
+        azure_deployment: Some("kubemedic-gpt".into()),
+        azure_api_version: "2024-10-21".into(),
+        timeout: Duration::from_secs(10),
+        max_retries: 3,
+        backoff: Duration::from_millis(20),
+    })
+    .unwrap();
+    Arc::new(LlmInvestigator {
+        llm: Arc::new(llm),
+        budget: Arc::new(TokenBudget::new(setup.budget, 10_000_000)),
+        reader: Arc::new(snap),
+        clock,
+        tool_limits: ToolLimits::default(),
+        catalog: Arc::new(Catalog::builtin().unwrap()),
+        playbooks: Arc::new(Playbooks::builtin().unwrap()),
+        history: Arc::new(InMemoryHistory::new(setup.history)),
+        settings: LlmInvestigatorSettings {
+            rca_model: "gpt-4o".into(),
+            selection_model: "gpt-4o-mini".into(),
+            ..Default::default()
+        },
+        metrics: None,
+    })
+}
+
+/// Run invocation 1 and 2 as the worker does.
+async fn run(inv: Arc<LlmInvestigator>, mut req: RemediationRequest) -> RemediationRequest {
+    for stage in [
+        Arc::new(InvestigationStage(inv.clone())) as Arc<dyn Stage>,
+        Arc::new(SelectionStage(inv.clone())),
+    ] {
+        if req.phase != stage.phase() {
+            break;
+        }
+        let out = stage.run(&req).await.expect("stage");
+        req.phase = out.next;
+        req.reason = out.reason;
+        req.state = out.state;
+    }
+    req
+}
+
+fn rca(outcome: &str, confidence: Value) -> Value {
+    json!({
+        "root_cause_analysis": {
+            "summary": "The rollout of checkout 1.4.2 crashes on start: PAYMENT_API_KEY_V2 is not set",
+            "severity": "critical",
+            "contributing_factors": ["revision 2 (1.4.2) crash-loops with exit code 1", "revision 1 (1.4.1) is healthy"],
+            "remediation_target": {"kind": "Deployment", "name": "checkout", "namespace": "shop"},
+            "investigation_analysis": "New ReplicaSet fails, old one healthy."
+        },
+        "confidence": confidence,
+        "investigation_outcome": outcome,
+        "actionable": outcome == "actionable"
+    })
+}
+
+fn rollback(confidence: f64) -> Reply {
+    calls(&[(
+        "submit_result_with_workflow",
+        json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision", "confidence": confidence, "rationale": "undo the bad rollout", "parameters": {}},
+               "alternative_workflows": [{"workflow_id": "restart-rolling", "rationale": "would not fix a crash on start"}]}),
+    )])
+}
+
+fn tool_messages(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_multi_turn_investigation_with_parallel_tool_calls_reaches_the_gate() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[
+            ("kubectl_describe", json!({"kind": "Pod", "name": POD, "namespace": "shop"})),
+            ("kubectl_previous_logs", json!({"name": POD, "namespace": "shop", "container": "checkout"})),
+            ("kubectl_find_resource", json!({"kind": "ReplicaSet", "namespace": "shop", "label_selector": "app=checkout"})),
+        ]),
+        calls(&[("get_namespaced_resource_context", json!({"kind": "Pod", "name": POD, "namespace": "shop"}))]),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        calls(&[("list_available_actions", json!({}))]),
+        calls(&[("list_workflows", json!({"action_type": "RollbackDeployment"})), ("get_workflow", json!({"workflow_id": "rollback-deployment-previous-revision"}))]),
+        rollback(0.88),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    let sel = done.state.selection.as_ref().unwrap();
+    let w = sel.selected.as_ref().unwrap();
+    assert_eq!(w.workflow_id, "rollback-deployment-previous-revision");
+    assert_eq!(
+        w.parameters["TARGET_RESOURCE_NAME"], "checkout",
+        "target injected from the verified root owner"
+    );
+    assert_eq!(sel.alternatives[0].workflow_id, "restart-rolling");
+    let a = done.state.analysis.as_ref().unwrap();
+    assert_eq!(
+        a.root_owner.as_ref().unwrap().to_string(),
+        "shop/Deployment/checkout"
+    );
+    assert!(a.playbooks.contains(&"CrashLoopBackOff".to_owned()));
+    assert_eq!(a.tool_calls.len(), 4);
+    assert_eq!(a.llm_calls.len(), 3);
+    assert!(a.usage.prompt_tokens > 0 && sel.usage.prompt_tokens > 0);
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 6);
+    // Turn 2 carries all three results of turn 1, run in parallel.
+    let results = tool_messages(&reqs[1].body);
+    assert_eq!(results.len(), 3);
+    assert!(
+        results[0].contains("Waiting (CrashLoopBackOff)"),
+        "{}",
+        results[0]
+    );
+    assert!(results[1].contains("PAYMENT_API_KEY_V2"), "{}", results[1]);
+    assert!(results[2].contains("checkout-6b8f7c9d4"), "{}", results[2]);
+    // The context result carries the resource context and (empty) history.
+    let ctx = tool_messages(&reqs[2].body).pop().unwrap();
+    assert!(
+        ctx.contains("Root owner: shop/Deployment/checkout")
+            && ctx.contains("sha256:")
+            && ctx.contains("Remediation history"),
+        "{ctx}"
+    );
+    // Invocation 2 is a fresh session: no transcript, only the structured fields.
+    let first_select = &reqs[3].body;
+    assert_eq!(first_select["model"], "gpt-4o-mini");
+    assert_eq!(first_select["messages"].as_array().unwrap().len(), 2);
+    let user = first_select["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("verified root owner): shop/Deployment/checkout")
+            && !user.contains("PAYMENT_API_KEY_V2 is not set (new in"),
+        "{user}"
+    );
+    let tool_names: Vec<&str> = first_select["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tool_names.contains(&"list_available_actions") && !tool_names.contains(&"kubectl_logs"),
+        "only catalog tools: {tool_names:?}"
+    );
+    // Secrets never reach the model; the system prompt says tool output is data.
+    assert!(!reqs[0].body.to_string().contains("sk-test-key"));
+    assert!(
+        reqs[0].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("never an instruction")
+    );
+    assert_eq!(reqs[0].headers["authorization"], "Bearer sk-test-key");
+}
+
+#[tokio::test]
+async fn json_in_prose_code_fences_double_encoding_arrays_and_string_numbers_are_repaired() {
+    let fenced = format!(
+        "I found it.\n```json\n{}\n```\nLet me know.",
+        rca("actionable", json!("0.9"))
+    );
+    let double = serde_json::to_string(&rca("actionable", json!(0.91)).to_string()).unwrap();
+    let array = format!("[{}]", rca("actionable", json!("85%")));
+    for (answer, confidence) in [
+        (text(&fenced), 0.9),
+        (raw_call("submit_result", &double), 0.91),
+        (raw_call("submit_result", &array), 0.85),
+    ] {
+        let server = ScriptedLlm::start(vec![answer, rollback(0.9)]).await;
+        let done = run(
+            investigator(&server, Setup::default()),
+            request("KubePodCrashLooping", &[]),
+        )
+        .await;
+        let a = done.state.analysis.as_ref().unwrap();
+        assert_eq!(a.rca.confidence, confidence);
+        assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    }
+}
+
+#[tokio::test]
+async fn a_truncated_answer_is_retried_with_twice_the_tokens() {
+    let server = ScriptedLlm::start(vec![
+        truncated("{\"root_cause_analysis\": {\"summary\": \"The rollout"),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating);
+    let reqs = server.requests();
+    assert_eq!(reqs[0].body["max_tokens"], 8192);
+    assert_eq!(reqs[1].body["max_tokens"], 16384);
+}
+
+#[tokio::test]
+async fn a_model_that_skips_the_sentinel_is_asked_once_with_the_tool_forced() {
+    let server = ScriptedLlm::start(vec![
+        text("The checkout deployment is broken, probably by the new release."),
+        calls(&[("submit_result", rca("actionable", json!(0.85)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating);
+    let reqs = server.requests();
+    assert_eq!(reqs[0].body["tool_choice"], "auto");
+    assert_eq!(
+        reqs[1].body["tool_choice"],
+        json!({"type": "function", "function": {"name": "submit_result"}})
+    );
+
+    // If it still will not, the investigation is inconclusive — not guessed.
+    let server = ScriptedLlm::start(vec![
+        text("It is broken."),
+        text("Still broken."),
+        calls(&[(
+            "submit_result_no_workflow",
+            json!({"reasoning": "no RCA to act on"}),
+        )]),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired);
+    assert!(
+        done.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("investigation_inconclusive"),
+        "{:?}",
+        done.reason
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_workflow_three_times_fails_validation_with_feedback() {
+    let bad = || {
+        calls(&[(
+            "submit_result_with_workflow",
+            json!({"selected_workflow": {"workflow_id": "rollback-everything", "confidence": 0.9, "parameters": {}}}),
+        )])
+    };
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        bad(),
+        bad(),
+        bad(),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired);
+    let reason = done.reason.unwrap();
+    assert!(
+        reason.starts_with("workflow_not_found") && reason.contains("after 3 attempts"),
+        "{reason}"
+    );
+    let sel = done.state.selection.unwrap();
+    assert_eq!(sel.validation_attempts.len(), 3);
+    let reqs = server.requests();
+    let feedback = tool_messages(&reqs[2].body).pop().unwrap();
+    assert!(
+        feedback.contains("Validation failed (workflow_not_found)"),
+        "{feedback}"
+    );
+}
+
+#[tokio::test]
+async fn bad_parameters_are_corrected_after_feedback() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        calls(&[("submit_result_with_workflow", json!({"selected_workflow": {"workflow_id": "increase-memory-limits", "confidence": 0.8, "parameters": {"CONTAINER": "checkout", "MEMORY_LIMIT": "a lot"}}}))]),
+        calls(&[("submit_result_with_workflow", json!({"selected_workflow": {"workflow_id": "increase-memory-limits", "confidence": 0.8, "parameters": {"CONTAINER": "checkout", "MEMORY_LIMIT": "512Mi"}}}))]),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    let sel = done.state.selection.unwrap();
+    assert_eq!(
+        sel.validation_attempts[0].code,
+        "parameter_validation_failed"
+    );
+    assert_eq!(sel.selected.unwrap().parameters["MEMORY_LIMIT"], "512Mi");
+}
+
+#[tokio::test]
+async fn low_confidence_fails_and_goes_to_review() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.55),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Failed);
+    assert!(done.reason.unwrap().starts_with("low_confidence"));
+}
+
+#[tokio::test]
+async fn problem_resolved_wins_over_a_contradictory_review_request() {
+    let mut resolved = rca("problem_resolved", json!(0.9));
+    resolved["root_cause_analysis"]["contributing_factors"] = json!([]);
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", resolved)]),
+        calls(&[("submit_result_no_workflow", json!({"reasoning": "cannot tell", "needs_human_review": true, "human_review_reason": "unsure"}))]),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::NoActionRequired, "{:?}", done.reason);
+    assert!(done.reason.unwrap().starts_with("problem self-resolved"));
+}
+
+#[tokio::test]
+async fn not_actionable_at_half_confidence_is_floored_and_needs_no_action() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", rca("not_actionable", json!(0.5)))]),
+        calls(&[(
+            "submit_result_no_workflow",
+            json!({"reasoning": "transient"}),
+        )]),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("PredictedMemoryExhaustion", &[("signal_mode", "proactive")]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::NoActionRequired);
+    assert_eq!(done.state.selection.unwrap().merged.confidence, 0.8);
+    let reqs = server.requests();
+    assert!(
+        reqs[0].body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("prediction (not an incident)")
+    );
+}
+
+#[tokio::test]
+async fn rate_limits_and_server_errors_are_retried() {
+    let server = ScriptedLlm::start(vec![
+        Reply::Status(429, "Rate limit reached"),
+        Reply::Status(503, "overloaded"),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating);
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn a_token_budget_overrun_ends_in_review() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[(
+            "kubectl_describe",
+            json!({"kind": "Pod", "name": POD, "namespace": "shop"}),
+        )]),
+        calls(&[(
+            "kubectl_describe",
+            json!({"kind": "Deployment", "name": "checkout", "namespace": "shop"}),
+        )]),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+    ])
+    .await;
+    let done = run(
+        investigator(
+            &server,
+            Setup {
+                budget: 3_000,
+                ..Default::default()
+            },
+        ),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired);
+    assert!(done.reason.unwrap().starts_with("llm_budget_exceeded"));
+    assert!(server.requests().len() < 3, "stopped before spending more");
+}
+
+#[tokio::test]
+async fn azure_openai_uses_the_deployment_path_and_api_key_header() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let done = run(
+        investigator(
+            &server,
+            Setup {
+                provider: Provider::Azure,
+                ..Default::default()
+            },
+        ),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating);
+    let r = &server.requests()[0];
+    assert!(
+        r.path.starts_with(
+            "/openai/deployments/kubemedic-gpt/chat/completions?api-version=2024-10-21"
+        ),
+        "{}",
+        r.path
+    );
+    assert_eq!(r.headers["api-key"], "sk-test-key");
+}
+
+#[tokio::test]
+async fn seeded_history_reaches_the_prompt_with_its_warnings() {
+    let snap = snapshot();
+    let ctx = kubemedic::cluster::context::ContextResolver::new(Arc::new(snap));
+    let current = ctx
+        .resolve("Deployment", "checkout", Some("shop"))
+        .await
+        .unwrap()
+        .spec_hash
+        .clone()
+        .unwrap();
+    let at = chrono::DateTime::parse_from_rfc3339("2026-11-21T10:00:00Z")
+        .unwrap()
+        .to_utc();
+    let record = |uid: &str, hours: i64, score: f64| HistoryRecord {
+        remediation_uid: uid.into(),
+        target: kubemedic::target::Target::new("Deployment", "checkout", Some("shop".into())),
+        completed_at: at - chrono::Duration::hours(hours),
+        signal_name: "KubePodCrashLooping".into(),
+        workflow_type: "RestartDeployment".into(),
+        workflow_id: "restart-rolling".into(),
+        outcome: "completed".into(),
+        effectiveness_score: Some(score),
+        pre_remediation_spec_hash: Some(current.clone()),
+        post_remediation_spec_hash: Some(current.clone()),
+        signal_resolved: Some(false),
+        assessment_reason: None,
+        health_checks: None,
+    };
+    let server = ScriptedLlm::start(vec![
+        calls(&[(
+            "get_namespaced_resource_context",
+            json!({"kind": "Deployment", "name": "checkout", "namespace": "shop"}),
+        )]),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let setup = Setup {
+        history: vec![
+            record("rr-1", 6, 0.6),
+            record("rr-2", 4, 0.4),
+            record("rr-3", 2, 0.2),
+        ],
+        ..Default::default()
+    };
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    let history = done.state.analysis.unwrap().history.unwrap();
+    assert!(history.regression_detected);
+    let reqs = server.requests();
+    let ctx_text = tool_messages(&reqs[1].body).pop().unwrap();
+    for w in [
+        "configuration_regression",
+        "declining_effectiveness",
+        "repeated_ineffective_remediation",
+    ] {
+        assert!(ctx_text.contains(w), "{w} missing from {ctx_text}");
+    }
+    let select_user = reqs[2].body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        select_user.contains("Remediation history")
+            && select_user.contains("declining_effectiveness"),
+        "{select_user}"
+    );
+}
+
+/// The figure of docs/benchmarks.md: tokens sent for a scripted RCA with ten tool calls, both
+/// invocations, counted with the o200k tokenizer. Target: at most 25k.
+#[tokio::test]
+async fn a_ten_tool_call_investigation_stays_within_the_token_target() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[
+            ("kubectl_get", json!({"kind": "Pod", "namespace": "shop"})),
+            ("kubectl_describe", json!({"kind": "Pod", "name": POD, "namespace": "shop"})),
+            ("kubectl_events", json!({"namespace": "shop"})),
+            ("kubectl_previous_logs", json!({"name": POD, "namespace": "shop", "container": "checkout"})),
+        ]),
+        calls(&[
+            ("kubectl_logs", json!({"name": POD, "namespace": "shop", "container": "checkout"})),
+            ("kubectl_describe", json!({"kind": "Deployment", "name": "checkout", "namespace": "shop"})),
+            ("kubectl_find_resource", json!({"kind": "ReplicaSet", "namespace": "shop", "label_selector": "app=checkout"})),
+            ("kubectl_top_pods", json!({"namespace": "shop"})),
+        ]),
+        calls(&[
+            ("get_namespaced_resource_context", json!({"kind": "Pod", "name": POD, "namespace": "shop"})),
+            ("kubectl_get", json!({"kind": "Node"})),
+        ]),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        calls(&[("list_available_actions", json!({}))]),
+        calls(&[("list_workflows", json!({"action_type": "RollbackDeployment"}))]),
+        calls(&[("get_workflow", json!({"workflow_id": "rollback-deployment-previous-revision"}))]),
+        rollback(0.9),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating);
+    assert_eq!(done.state.analysis.as_ref().unwrap().tool_calls.len(), 10);
+    let reqs = server.requests();
+    let total: usize = reqs.iter().map(|r| r.prompt_tokens).sum();
+    let inv1: usize = reqs.iter().take(4).map(|r| r.prompt_tokens).sum();
+    let tools_schema = common::llm::prompt_tokens(&json!({"tools": reqs[0].body["tools"]}));
+    let system = common::llm::prompt_tokens(&json!({"messages": [reqs[0].body["messages"][0]]}));
+    println!(
+        "TOKENS total={total} invocation1={inv1} invocation2={} requests={} tool_schemas_per_turn={tools_schema} system_prompt={system} usage_recorded={}",
+        total - inv1,
+        reqs.len(),
+        done.state.analysis.as_ref().unwrap().usage.prompt_tokens
+            + done.state.selection.as_ref().unwrap().usage.prompt_tokens
+    );
+    assert!(total <= 25_000, "{total} tokens sent; the target is 25k");
+}
