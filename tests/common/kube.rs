@@ -39,6 +39,7 @@ fn ar(api_version: &str, kind: &str) -> ApiResource {
 }
 
 const CLUSTER_SCOPED: &[&str] = &[
+    "StorageClass",
     "Node",
     "Namespace",
     "ClusterRole",
@@ -49,13 +50,19 @@ const CLUSTER_SCOPED: &[&str] = &[
 impl Kube {
     /// A fresh namespace `<prefix>-<random>` on the test cluster, ready for pods.
     pub async fn new(prefix: &str) -> Option<Kube> {
-        super::init();
-        let kubeconfig = kubeconfig("KUBEMEDIC_TEST_KUBECONFIG")?;
-        let client = client_for(&kubeconfig).await;
         let ns = format!(
             "{prefix}-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..6]
         );
+        Self::with_namespace(&ns).await
+    }
+
+    /// A namespace with exactly this name (it must not exist yet).
+    pub async fn with_namespace(ns: &str) -> Option<Kube> {
+        super::init();
+        let kubeconfig = kubeconfig("KUBEMEDIC_TEST_KUBECONFIG")?;
+        let client = client_for(&kubeconfig).await;
+        let ns = ns.to_owned();
         let k = Kube {
             client,
             ns: ns.clone(),

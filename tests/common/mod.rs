@@ -4,6 +4,7 @@
 
 pub mod kube;
 pub mod llm;
+pub mod scenarios;
 
 use std::path::PathBuf;
 use std::sync::Arc;

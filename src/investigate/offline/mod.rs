@@ -70,6 +70,7 @@ struct Evidence {
     pods: Vec<Value>,
     events: Vec<Value>,
     replicasets: Vec<Value>,
+    namespace_pods: Vec<Value>,
     logs: HashMap<(String, String, bool), String>,
     metrics: Option<Vec<Value>>,
     nodes: Vec<Value>,
@@ -345,6 +346,7 @@ impl OfflineInvestigator {
         tools: &ClusterTools,
         req: &RemediationRequest,
         records: &mut Vec<ToolCallRecord>,
+        namespace_pods: Vec<Value>,
         events: Vec<Value>,
     ) -> Result<Option<Evidence>, InvestigateError> {
         let now = self.clock.now();
@@ -390,6 +392,7 @@ impl OfflineInvestigator {
             pods: vec![],
             events,
             replicasets: vec![],
+            namespace_pods,
             logs: HashMap::new(),
             metrics: None,
             nodes: vec![],
@@ -408,7 +411,14 @@ impl OfflineInvestigator {
         if let Some(root) = &ev.root {
             match obj::kind(root) {
                 "Pod" => ev.pods = vec![root.clone()],
-                "Node" | "PersistentVolumeClaim" | "PersistentVolume" | "Service" => {}
+                "Node" | "PersistentVolumeClaim" | "PersistentVolume" => {}
+                "Service" => {
+                    let selector: Vec<String> = obj::map_pairs(at(root, &["spec", "selector"])).map(|(k, v)| format!("{k}={v}")).collect();
+                    if !selector.is_empty() {
+                        let r = self.tool(tools, records, "kubectl_find_resource", json!({"kind": "Pod", "namespace": ns, "label_selector": selector.join(",")})).await?;
+                        ev.pods = r.data.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+                    }
+                }
                 _ => {
                     let selector = at(root, &["spec", "selector"])
                         .and_then(Selector::from_object)
@@ -555,6 +565,9 @@ impl OfflineInvestigator {
         }
         if kind == "Node" {
             return diagnose_node(ev, &root, target);
+        }
+        if kind == "Service" {
+            return diagnose_service(ev, &root, target);
         }
 
         // 1. A recent rollout broke it: roll back (whatever the alert's text says).
@@ -776,9 +789,11 @@ impl OfflineInvestigator {
 
         // 8. One pod stuck creating while its siblings run: replace it.
         if let Some(p) = ev.pods.iter().find(|p| {
+            // startTime: when the kubelet took the pod; creation if it never did.
+            let started = str_at(p, &["status", "startTime"])
+                .or_else(|| str_at(p, &["metadata", "creationTimestamp"]));
             pod_status(p) == "ContainerCreating"
-                && age_of(str_at(p, &["metadata", "creationTimestamp"]), ev.now)
-                    .is_some_and(|a| a > Duration::minutes(5))
+                && age_of(started, ev.now).is_some_and(|a| a > Duration::minutes(5))
         }) {
             let mount_problem = ev
                 .warnings_for(obj::name(p))
@@ -1128,6 +1143,34 @@ fn diagnose_node(ev: &Evidence, node: &Value, target: Option<Target>) -> Diagnos
     d
 }
 
+fn diagnose_service(ev: &Evidence, svc: &Value, target: Option<Target>) -> Diagnosis {
+    let name = obj::name(svc).to_owned();
+    let selector = at(svc, &["spec", "selector"]).and_then(Value::as_object).cloned().unwrap_or_default();
+    let selector_text: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
+    let mut d = Diagnosis::new("ServiceUnreachable", String::new());
+    d.target = target;
+    d.confidence = 0.85;
+    if ev.pods.is_empty() {
+        d.summary = format!("Service {name} has no endpoints: its selector {} matches no pods", selector_text.join(","));
+        let similar: Vec<String> = ev
+            .namespace_pods
+            .iter()
+            .filter(|p| obj::labels(p).any(|(k, _)| selector.contains_key(k)))
+            .map(|p| format!("pod {} has {}", obj::name(p), obj::labels(p).filter(|(k, _)| selector.contains_key(*k)).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")))
+            .take(3)
+            .collect();
+        d.factors = similar;
+        d.human = Some("the Service selector and the pod labels disagree; a human must fix the manifest".into());
+    } else {
+        let ready = ev.pods.iter().filter(|p| healthy(p)).count();
+        d.summary = format!("Service {name}: {ready} of {} selected pods are ready", ev.pods.len());
+        d.factors = ev.pods.iter().filter(|p| !healthy(p)).map(describe_failure).take(3).collect();
+        d.outcome = InvestigationOutcome::Inconclusive;
+        d.confidence = 0.5;
+    }
+    d
+}
+
 fn diagnose_pending(ev: &Evidence, target: Option<Target>) -> Option<Diagnosis> {
     let pending: Vec<&Value> = ev
         .pods
@@ -1309,8 +1352,7 @@ impl Investigator for OfflineInvestigator {
                 truncated: false,
             },
         ];
-        let _ = pods;
-        let evidence = self.gather(&tools, req, &mut records, events).await?;
+        let evidence = self.gather(&tools, req, &mut records, pods, events).await?;
         let mut diagnosis = match &evidence {
             Some(ev) => self.diagnose(req, ev),
             None => {

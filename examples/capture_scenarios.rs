@@ -1,0 +1,50 @@
+//! Stage every incident scenario on the real API server tier and capture it with kubemedic's
+//! own snapshot capture into `tests/scenarios/<name>/` (snapshot.yaml, alert.json). The
+//! committed snapshots were made with this; rerun it after changing a scenario:
+//!
+//!     scripts/capture-scenarios [NAME...]
+
+#[path = "../tests/common/mod.rs"]
+#[allow(dead_code, unused_imports)]
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use common::kube::{Kube, fake_kubelet};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let only: Vec<String> = std::env::args().skip(1).collect();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    for s in common::scenarios::all() {
+        if !only.is_empty() && !only.iter().any(|o| o == s.name) {
+            continue;
+        }
+        let Some(k) = Kube::with_namespace(&format!("scn-{}", s.name)).await else {
+            anyhow::bail!(
+                "KUBEMEDIC_TEST_KUBECONFIG is not set: run through scripts/capture-scenarios"
+            );
+        };
+        let logs = Arc::new(Mutex::new(HashMap::new()));
+        let port = fake_kubelet(logs.clone()).await;
+        let staged = (s.stage)(&k, &logs, port).await;
+        let cluster = k.cluster().await;
+        let captured_at = chrono::Utc::now() + staged.clock_offset;
+        let text = kubemedic::cluster::snapshot::capture(
+            cluster.as_ref(),
+            std::slice::from_ref(&k.ns),
+            captured_at,
+        )
+        .await?;
+        let dir = root.join(s.name);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("snapshot.yaml"), text)?;
+        std::fs::write(
+            dir.join("alert.json"),
+            serde_json::to_string_pretty(&staged.alert)? + "\n",
+        )?;
+        println!("captured {}", s.name);
+    }
+    Ok(())
+}
