@@ -652,6 +652,43 @@ mod tests {
         assert_eq!(reasons, ["r0", "r3", "r6", "r8", "r9"]);
     }
 
+    #[tokio::test]
+    async fn top_pods_reads_the_metrics_api_when_it_is_served() {
+        let snap = crate::cluster::SnapshotCluster::from_yaml(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: shop}\nspec: {containers: [{name: web, image: nginx}]}\n---\napiVersion: metrics.k8s.io/v1beta1\nkind: PodMetrics\nmetadata: {name: web-1, namespace: shop}\ncontainers: [{name: web, usage: {cpu: 250m, memory: 200Mi}}]\n",
+        )
+        .unwrap();
+        let clock = std::sync::Arc::new(crate::clock::SystemClock);
+        let t = ClusterTools::new(
+            std::sync::Arc::new(snap),
+            clock.clone(),
+            ToolLimits::default(),
+        );
+        let r = t
+            .call("kubectl_top_pods", &json!({"namespace": "shop"}))
+            .await;
+        assert!(
+            r.ok && r.text.contains("web cpu=250m memory=200Mi"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.data["available"], true);
+
+        let bare = crate::cluster::SnapshotCluster::from_yaml(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: shop}\n",
+        )
+        .unwrap();
+        let t = ClusterTools::new(std::sync::Arc::new(bare), clock, ToolLimits::default());
+        let r = t
+            .call("kubectl_top_pods", &json!({"namespace": "shop"}))
+            .await;
+        assert!(
+            r.ok && r.text.starts_with("metrics API not available"),
+            "{}",
+            r.text
+        );
+    }
+
     #[test]
     fn every_tool_has_a_schema_with_the_contract_arguments() {
         let specs = specs();
