@@ -465,3 +465,91 @@ fn migrate_prepares_the_database() {
     assert_eq!(caps[1], caps[2], "{text}");
     assert!(dir.path().join("kubemedic.db").exists());
 }
+
+#[test]
+fn catalog_validate_names_the_file_and_field_of_every_problem() {
+    let ok = Command::new(BIN)
+        .args(["catalog", "validate"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/workflows"))
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("13 action types"));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("scale.yaml"),
+        "actionType: {name: ScaleReplicas, what: a, whenToUse: b, whenNotToUse: c}\nworkflows:\n  - id: scale\n    version: 1.0\n    description: d\n    labels: {requires: [hpaEnbled]}\n    parameters: {type: object, properties: {N: {type: integer, minimum: 5, maximum: 1}}, required: [M]}\n    engine: {type: builtin, steps: [{action: scale, with: {replicas: '${REPLICAS}'}}]}\n",
+    )
+    .unwrap();
+    let bad = Command::new(BIN)
+        .args(["catalog", "validate"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    for needle in [
+        "scale.yaml: workflows[0].version",
+        "scale.yaml: workflows[0].labels.requires: unknown detected label `hpaEnbled`",
+        "scale.yaml: workflows[0].parameters.required: `M` is required but not a property",
+        "scale.yaml: workflows[0].parameters.properties.N.minimum",
+        "scale.yaml: workflows[0].engine.steps[0].with.replicas: references `${REPLICAS}`",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in\n{err}");
+    }
+}
+
+#[test]
+fn investigate_rejects_a_broken_alert_or_snapshot_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let alert = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/alertmanager/kubernaut-invalid-payload.json"
+    );
+    let out = Command::new(BIN)
+        .args(["investigate", "--alert", alert, "--snapshot"])
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/clusters/shop-rollout.yaml"
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("invalid JSON"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let snap = dir.path().join("snap.yaml");
+    std::fs::write(&snap, "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n").unwrap();
+    let good_alert = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/alertmanager/captured-from-alertmanager-0.25.json"
+    );
+    let out = Command::new(BIN)
+        .args(["investigate", "--alert", good_alert, "--snapshot"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("snapshot document 1") && err.contains("metadata.name"),
+        "{err}"
+    );
+
+    let out = Command::new(BIN)
+        .args(["investigate", "--alert", good_alert, "--snapshot"])
+        .arg(&snap)
+        .args(["--llm", "openai"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--llm-model"));
+}

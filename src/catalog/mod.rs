@@ -107,6 +107,7 @@ pub const BUILTIN_ACTIONS: &[&str] = &[
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Workflow {
     pub id: String,
+    #[serde(deserialize_with = "version_text")]
     pub version: String,
     #[serde(default)]
     pub action_type: String,
@@ -117,12 +118,26 @@ pub struct Workflow {
     pub engine: Engine,
 }
 
+/// A file, read in two steps so that one bad workflow does not hide the problems of the
+/// others: the outline first, then each workflow on its own.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CatalogFile {
     action_type: ActionType,
     #[serde(default)]
-    workflows: Vec<Workflow>,
+    workflows: Vec<Value>,
+}
+
+/// `1.0.0`, or a number a YAML author wrote unquoted (`1.0`), as text; the format is checked
+/// afterwards with the other problems.
+fn version_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    match Value::deserialize(d)? {
+        Value::String(s) => Ok(s),
+        Value::Number(n) => Ok(n.to_string()),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a version like 1.0.0, got {other}"
+        ))),
+    }
 }
 
 /// The catalog shipped in the binary (the repository's `workflows/`), used when no
@@ -328,7 +343,20 @@ impl Catalog {
                     "must not be empty".into(),
                 ));
             }
-            for (i, mut w) in parsed.workflows.into_iter().enumerate() {
+            for (i, raw) in parsed.workflows.into_iter().enumerate() {
+                let mut w: Workflow = match serde_path_to_error::deserialize(&raw) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        let path = e.path().to_string();
+                        let field = if path == "." {
+                            format!("workflows[{i}]")
+                        } else {
+                            format!("workflows[{i}].{path}")
+                        };
+                        problems.push(problem(field, e.into_inner().to_string()));
+                        continue;
+                    }
+                };
                 if w.action_type.is_empty() {
                     w.action_type = at.name.clone();
                 } else if w.action_type != at.name {

@@ -413,10 +413,17 @@ impl OfflineInvestigator {
                 "Pod" => ev.pods = vec![root.clone()],
                 "Node" | "PersistentVolumeClaim" | "PersistentVolume" => {}
                 "Service" => {
-                    let selector: Vec<String> = obj::map_pairs(at(root, &["spec", "selector"])).map(|(k, v)| format!("{k}={v}")).collect();
+                    let selector: Vec<String> = obj::map_pairs(at(root, &["spec", "selector"]))
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
                     if !selector.is_empty() {
                         let r = self.tool(tools, records, "kubectl_find_resource", json!({"kind": "Pod", "namespace": ns, "label_selector": selector.join(",")})).await?;
-                        ev.pods = r.data.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+                        ev.pods = r
+                            .data
+                            .get("items")
+                            .and_then(Value::as_array)
+                            .cloned()
+                            .unwrap_or_default();
                     }
                 }
                 _ => {
@@ -1145,26 +1152,57 @@ fn diagnose_node(ev: &Evidence, node: &Value, target: Option<Target>) -> Diagnos
 
 fn diagnose_service(ev: &Evidence, svc: &Value, target: Option<Target>) -> Diagnosis {
     let name = obj::name(svc).to_owned();
-    let selector = at(svc, &["spec", "selector"]).and_then(Value::as_object).cloned().unwrap_or_default();
-    let selector_text: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
+    let selector = at(svc, &["spec", "selector"])
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let selector_text: Vec<String> = selector
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
     let mut d = Diagnosis::new("ServiceUnreachable", String::new());
     d.target = target;
     d.confidence = 0.85;
     if ev.pods.is_empty() {
-        d.summary = format!("Service {name} has no endpoints: its selector {} matches no pods", selector_text.join(","));
+        d.summary = format!(
+            "Service {name} has no endpoints: its selector {} matches no pods",
+            selector_text.join(",")
+        );
         let similar: Vec<String> = ev
             .namespace_pods
             .iter()
             .filter(|p| obj::labels(p).any(|(k, _)| selector.contains_key(k)))
-            .map(|p| format!("pod {} has {}", obj::name(p), obj::labels(p).filter(|(k, _)| selector.contains_key(*k)).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")))
+            .map(|p| {
+                format!(
+                    "pod {} has {}",
+                    obj::name(p),
+                    obj::labels(p)
+                        .filter(|(k, _)| selector.contains_key(*k))
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            })
             .take(3)
             .collect();
         d.factors = similar;
-        d.human = Some("the Service selector and the pod labels disagree; a human must fix the manifest".into());
+        d.human = Some(
+            "the Service selector and the pod labels disagree; a human must fix the manifest"
+                .into(),
+        );
     } else {
         let ready = ev.pods.iter().filter(|p| healthy(p)).count();
-        d.summary = format!("Service {name}: {ready} of {} selected pods are ready", ev.pods.len());
-        d.factors = ev.pods.iter().filter(|p| !healthy(p)).map(describe_failure).take(3).collect();
+        d.summary = format!(
+            "Service {name}: {ready} of {} selected pods are ready",
+            ev.pods.len()
+        );
+        d.factors = ev
+            .pods
+            .iter()
+            .filter(|p| !healthy(p))
+            .map(describe_failure)
+            .take(3)
+            .collect();
         d.outcome = InvestigationOutcome::Inconclusive;
         d.confidence = 0.5;
     }
