@@ -5,7 +5,7 @@
 //!     scripts/capture-scenarios [NAME...]
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod common;
 
 use std::collections::HashMap;

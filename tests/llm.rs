@@ -42,14 +42,16 @@ fn request(alertname: &str, extra: &[(&str, &str)]) -> RemediationRequest {
     let now = chrono::DateTime::parse_from_rfc3339("2026-11-21T12:00:00Z")
         .unwrap()
         .to_utc();
-    let mut state = StageState::default();
-    state.enrichment = Some(Enrichment {
-        environment: "staging".into(),
-        priority: None,
-        business_unit: None,
-        risk_tolerance: None,
-        sources: vec![],
-    });
+    let state = StageState {
+        enrichment: Some(Enrichment {
+            environment: "staging".into(),
+            priority: None,
+            business_unit: None,
+            risk_tolerance: None,
+            sources: vec![],
+        }),
+        ..Default::default()
+    };
     RemediationRequest {
         id: uuid::Uuid::new_v4(),
         phase: Phase::Investigating,

@@ -146,18 +146,23 @@ async fn rollout(k: &Kube, deploy: &str, image: &str, new_pods: usize) -> Vec<Va
         .await
 }
 
+/// How a crash-looping container last exited.
+struct Exit<'a> {
+    restarts: i64,
+    code: i64,
+    reason: &'a str,
+}
+
+/// Schedule `pod` on `node` and report its container crash-looping.
 async fn crash(
     k: &Kube,
     pod: &Value,
     node: &str,
-    container: &str,
-    image: &str,
-    restarts: i64,
-    code: i64,
-    reason: &str,
+    (container, image): (&str, &str),
+    exit: Exit<'_>,
 ) -> Value {
     k.bind(&name(pod), node).await;
-    let mut st = status::crash_loop(container, image, restarts, code, reason);
+    let mut st = status::crash_loop(container, image, exit.restarts, exit.code, exit.reason);
     st["containerStatuses"][0]["lastState"]["terminated"]["startedAt"] = json!(ago(70));
     st["containerStatuses"][0]["lastState"]["terminated"]["finishedAt"] = json!(ago(60));
     k.patch_status("v1", "Pod", &name(pod), st).await
@@ -191,11 +196,12 @@ async fn bad_rollout(
         k,
         &new,
         &n,
-        "checkout",
-        "shop/checkout:1.4.2",
-        6,
-        1,
-        "Error",
+        ("checkout", "shop/checkout:1.4.2"),
+        Exit {
+            restarts: 6,
+            code: 1,
+            reason: "Error",
+        },
     )
     .await;
     k.event(
@@ -374,7 +380,18 @@ fn oom_killed<'a>(
         let pods = k.pods("app=api", 2).await;
         let mut last = Value::Null;
         for p in &pods {
-            last = crash(k, p, &n, "api", "shop/api:2.3.0", 4, 137, "OOMKilled").await;
+            last = crash(
+                k,
+                p,
+                &n,
+                ("api", "shop/api:2.3.0"),
+                Exit {
+                    restarts: 4,
+                    code: 137,
+                    reason: "OOMKilled",
+                },
+            )
+            .await;
             k.event(
                 &last,
                 "Warning",
@@ -784,7 +801,18 @@ fn crashloop_no_change<'a>(
         ))
         .await;
         let pod = k.pods("app=ledger", 1).await.remove(0);
-        let p = crash(k, &pod, &n, "ledger", "shop/ledger:9.1", 11, 2, "Error").await;
+        let p = crash(
+            k,
+            &pod,
+            &n,
+            ("ledger", "shop/ledger:9.1"),
+            Exit {
+                restarts: 11,
+                code: 2,
+                reason: "Error",
+            },
+        )
+        .await;
         k.event(
             &p,
             "Warning",
