@@ -14,6 +14,7 @@ use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Settings;
+use crate::gate::{EnrichmentStage, PolicyDependency, RegoGate};
 use crate::ingest::webhook::IngestQueue;
 use crate::pipeline::worker::WorkerPool;
 use crate::pipeline::{Pipeline, Stage};
@@ -35,11 +36,13 @@ pub enum DaemonError {
 }
 
 /// What the daemon runs with besides its settings: the stages available in this build and
-/// configuration, and the outside systems `/readyz` should report on.
+/// configuration, the outside systems `/readyz` should report on, and the metrics registry when
+/// a component already reports into it (the approval gate); `None` makes a fresh one.
 #[derive(Default)]
 pub struct Components {
     pub stages: Vec<Arc<dyn Stage>>,
     pub dependencies: Vec<Arc<dyn Dependency>>,
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 pub struct Running {
@@ -103,7 +106,10 @@ pub async fn start_on(
         addr: settings.listen,
         source,
     })?;
-    let metrics = Arc::new(Metrics::new());
+    let metrics = components
+        .metrics
+        .clone()
+        .unwrap_or_else(|| Arc::new(Metrics::new()));
     let wake = Arc::new(Notify::new());
     let writers = if store.backend() == "sqlite" { 1 } else { 4 };
     let ingest = IngestQueue::start(store.clone(), writers, wake.clone());
@@ -208,13 +214,44 @@ impl Dependency for ClusterDependency {
 }
 
 /// The components `serve` runs with: the real cluster (if a kubeconfig or in-cluster config
-/// can be found — never a simulated one) and the stages built so far.
+/// can be found — never a simulated one), the approval policy (reloaded when its files change)
+/// and the stages built so far.
 pub async fn serve_components(settings: &Settings) -> Components {
-    let mut components = Components::default();
+    let metrics = Arc::new(Metrics::new());
+    let mut components = Components {
+        metrics: Some(metrics.clone()),
+        ..Default::default()
+    };
+    let gate = {
+        let dir = settings.gate.policy_dir.clone();
+        let limit = settings.gate.eval_timeout;
+        let reporting = Some(metrics.clone());
+        // Reading and compiling the policy is blocking work.
+        match tokio::task::spawn_blocking(move || RegoGate::load(dir, limit, reporting)).await {
+            Ok(gate) => Arc::new(gate),
+            Err(e) => {
+                warn!(error = %e, "loading the approval policy failed; loading it inline");
+                Arc::new(RegoGate::load(
+                    settings.gate.policy_dir.clone(),
+                    settings.gate.eval_timeout,
+                    Some(metrics.clone()),
+                ))
+            }
+        }
+    };
+    gate.watch(crate::gate::RELOAD_INTERVAL);
+    components
+        .dependencies
+        .push(Arc::new(PolicyDependency::new(gate.clone())));
     match crate::cluster::KubeCluster::connect(&settings.cluster.kube_options()).await {
         Ok(cluster) => {
             let cluster = Arc::new(cluster);
             info!("Kubernetes client configured");
+            components.stages.push(Arc::new(EnrichmentStage::new(
+                cluster.clone(),
+                gate.clone(),
+                settings.gate.default_environment.clone(),
+            )));
             components
                 .dependencies
                 .push(Arc::new(ClusterDependency::connected(cluster)));

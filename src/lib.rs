@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod config;
 pub mod daemon;
 pub mod demo;
+pub mod gate;
 pub mod ingest;
 pub mod pipeline;
 pub mod store;
