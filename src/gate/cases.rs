@@ -19,8 +19,9 @@
 //!
 //! Output: a [`Report`] — per case the decision, the value of every rule of the approval package
 //! for its input, and what did not match. Each case is evaluated by the same
-//! [`PolicySnapshot::decide`] the daemon uses. Arrays compare as sets (Rego sets have no order)
-//! and numbers by value.
+//! [`PolicySnapshot::decide`] the daemon uses (the RVM), and again by regorus's interpreter: a
+//! difference between the two is a failure. Arrays compare as sets (Rego sets have no order) and
+//! numbers by value.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::policy::Evaluator;
 use super::{GateDecision, GateInput, PolicySnapshot};
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +76,8 @@ pub struct CaseReport {
     pub name: String,
     pub policy_dir: PathBuf,
     pub policy_revision: Option<String>,
+    /// The regorus evaluator that made `decision` (as in the daemon).
+    pub evaluator: Evaluator,
     /// The input exactly as the policy saw it.
     pub input: Value,
     pub want: Want,
@@ -178,17 +182,27 @@ fn run_case(file: &Path, dir: &Path, snapshot: &PolicySnapshot, case: Case) -> C
             Err(e) => (None, Some(e.to_string())),
         }
     };
-    let failures = check(
+    let mut failures = check(
         &case.want,
         &decision,
         rules.as_ref(),
         rules_error.as_deref(),
     );
+    let evaluator = snapshot.evaluator().0;
+    if evaluator == Evaluator::Rvm {
+        let interpreted = snapshot
+            .evaluate_with_interpreter(&case.input)
+            .unwrap_or_else(|e| GateDecision::degraded(&e, snapshot.revision().map(str::to_owned)));
+        if let Some(diff) = disagreement(&decision, &interpreted) {
+            failures.push(format!("regorus RVM and interpreter disagree: {diff}"));
+        }
+    }
     CaseReport {
         file: file.to_owned(),
         name: case.name,
         policy_dir: dir.to_owned(),
         policy_revision: snapshot.revision().map(str::to_owned),
+        evaluator,
         input: serde_json::to_value(&case.input).unwrap_or(Value::Null),
         want: case.want,
         decision,
@@ -196,6 +210,25 @@ fn run_case(file: &Path, dir: &Path, snapshot: &PolicySnapshot, case: Case) -> C
         rules_error,
         failures,
     }
+}
+
+/// How two decisions for the same input differ, if they do. Two degraded decisions agree (their
+/// error texts may differ).
+fn disagreement(rvm: &GateDecision, interpreter: &GateDecision) -> Option<String> {
+    let summary = |d: &GateDecision| {
+        format!(
+            "degraded={} require_approval={} reason={:?} scores={:?}",
+            d.degraded,
+            d.require_approval,
+            d.reason,
+            d.risk_factors.iter().map(|f| f.score).collect::<Vec<_>>()
+        )
+    };
+    let same = rvm.degraded == interpreter.degraded
+        && rvm.require_approval == interpreter.require_approval
+        && (rvm.degraded
+            || (rvm.reason == interpreter.reason && rvm.risk_factors == interpreter.risk_factors));
+    (!same).then(|| format!("RVM {}, interpreter {}", summary(rvm), summary(interpreter)))
 }
 
 fn check(

@@ -10,9 +10,9 @@
 //! The policy is the `*.rego` files of one directory (`policies/` by default): package
 //! `kubemedic.approval` must define the document `decision` = `{require_approval, risk_factors,
 //! reason}`; package `kubemedic.enrichment`, if present, derives enrichment values ([`enrich`]).
-//! [`RegoGate`] compiles the directory once with regorus when it loads or changes, and evaluates
-//! each decision on a clone of the compiled engine, on the blocking thread pool, under an
-//! execution-time limit.
+//! [`RegoGate`] compiles the directory once with regorus when it loads or changes (to RVM
+//! bytecode for the decision, see [`policy`]), and evaluates each decision off the async worker
+//! threads under an execution-time limit.
 //!
 //! Invariants:
 //! - Fail closed: a directory that cannot be read, a policy that does not compile, an evaluation
@@ -30,6 +30,7 @@
 
 pub mod cases;
 pub mod enrich;
+mod input;
 pub mod policy;
 pub mod stage;
 
@@ -331,18 +332,27 @@ impl RegoGate {
         })
     }
 
-    /// Decide for `input` with the policy current at the call, on the blocking pool (a
-    /// pathological policy runs until the execution-time limit; it must not hold a runtime
-    /// worker). Never fails: every error is a degraded decision that requires approval.
+    /// Decide for `input` with the policy current at the call. Never fails: every error is a
+    /// degraded decision that requires approval.
+    ///
+    /// A pathological policy runs until the execution-time limit, so evaluation must not hold an
+    /// async worker: on the multi-threaded runtime it runs under `block_in_place` (the runtime
+    /// hands this worker's other tasks to another thread; the decision itself starts at once,
+    /// with no thread wake-up on its path), elsewhere on the blocking pool.
     pub async fn decide(&self, input: &GateInput) -> GateDecision {
         let snapshot = self.snapshot();
         let revision = snapshot.revision().map(str::to_owned);
         let started = Instant::now();
-        let owned = input.clone();
-        let result = tokio::task::spawn_blocking(move || snapshot.evaluate(&owned)).await;
-        let result = match result {
-            Ok(r) => r,
-            Err(e) => Err(GateError::Task(e.to_string())),
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let result = if multi_thread {
+            tokio::task::block_in_place(|| snapshot.evaluate(input))
+        } else {
+            let owned = input.clone();
+            match tokio::task::spawn_blocking(move || snapshot.evaluate(&owned)).await {
+                Ok(r) => r,
+                Err(e) => Err(GateError::Task(e.to_string())),
+            }
         };
         self.record(result, revision, started.elapsed())
     }
@@ -475,15 +485,24 @@ impl Dependency for PolicyDependency {
                     short_revision(snapshot.revision())
                 ),
             },
-            None => DependencyStatus {
-                ok: true,
-                detail: format!(
-                    "approval policy {} loaded from {} ({})",
-                    short_revision(snapshot.revision()),
-                    snapshot.dir().display(),
-                    snapshot.files().join(", ")
-                ),
-            },
+            None => {
+                let evaluator = match snapshot.evaluator() {
+                    (policy::Evaluator::Rvm, _) => "the regorus RVM".to_owned(),
+                    (policy::Evaluator::Interpreter, why) => format!(
+                        "the regorus interpreter ({})",
+                        why.unwrap_or("the RVM is not in use")
+                    ),
+                };
+                DependencyStatus {
+                    ok: true,
+                    detail: format!(
+                        "approval policy {} loaded from {} ({}), decided by {evaluator}",
+                        short_revision(snapshot.revision()),
+                        snapshot.dir().display(),
+                        snapshot.files().join(", ")
+                    ),
+                }
+            }
         }
     }
 }
