@@ -19,7 +19,8 @@ pub(super) use request_columns;
 /// The phases a worker may claim, as an SQL list (kept in step with `Phase::RUNNABLE` by a test).
 macro_rules! runnable_phases {
     () => {
-        "('Received', 'Enriching', 'Investigating', 'Selecting', 'Gating', 'Executing', 'Verifying')"
+        "('Received', 'Enriching', 'Investigating', 'Selecting', 'Gating', 'AwaitingApproval', \
+         'Executing', 'Verifying')"
     };
 }
 pub(super) use runnable_phases;
