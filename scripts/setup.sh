@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 source scripts/kube-tier/common.sh
 
 # PostgreSQL server binaries, etcd, openssl/curl for the kube tier.
-ensure_apt_packages postgresql etcd-server openssl curl python3
+ensure_apt_packages postgresql etcd-server openssl curl python3 python3-venv

@@ -1,4 +1,4 @@
-//! The command line: `serve`, `demo`, `migrate`, `version`.
+//! The command line: `serve`, `demo`, `migrate`, `snapshot`, `policy test`, `version`.
 
 use std::process::ExitCode;
 
@@ -48,6 +48,41 @@ pub enum CatalogCommand {
     },
 }
 
+#[derive(Debug, clap::Args)]
+pub struct PolicyArgs {
+    #[command(subcommand)]
+    pub command: PolicyCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Run YAML cases (`input`, `want`) against the approval policy; exit 1 if any fails.
+    Test(PolicyTestArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PolicyTestArgs {
+    /// Policy directory (approval.rego, enrichment.rego) [default: policies].
+    #[arg(long, env = "KUBEMEDIC_POLICY_DIR", value_name = "DIR")]
+    pub policy: Option<std::path::PathBuf>,
+    /// Case files or directories of *.yaml case files [default: <policy>/tests].
+    #[arg(value_name = "CASES")]
+    pub cases: Vec<std::path::PathBuf>,
+    /// `text` (PASS/FAIL per case, rule values for failures) or `json` (everything, for tools
+    /// such as scripts/opa-crosscheck).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ReportFormat,
+    /// Milliseconds one evaluation may run [default: 100].
+    #[arg(long, env = "KUBEMEDIC_POLICY_EVAL_TIMEOUT_MS", value_name = "MS")]
+    pub policy_eval_timeout_ms: Option<u64>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the daemon: webhook receiver, worker pool, API.
@@ -62,6 +97,8 @@ pub enum Command {
     Catalog(CatalogArgs),
     /// Capture namespaces of a live cluster into a snapshot file (never Secrets) for replay.
     Snapshot(SnapshotArgs),
+    /// Work with the approval policy.
+    Policy(PolicyArgs),
     /// Print the version.
     Version,
 }
@@ -137,7 +174,13 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Snapshot(args) => snapshot(args).await,
         Command::Investigate(cmd) => {
             telemetry::init_logging(crate::config::LogFormat::Text, "warn");
-            match crate::investigate::command::run(&cmd, &daemon::command_stages).await {
+            let gate = match crate::config::GateSettings::from_args(&cmd.gate) {
+                Ok(g) => g,
+                Err(e) => return config_error(e),
+            };
+            match crate::investigate::command::run(&cmd, daemon::command_stages(gate).as_ref())
+                .await
+            {
                 Ok(out) => {
                     print!("{out}");
                     ExitCode::SUCCESS
@@ -172,6 +215,9 @@ async fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
+        Command::Policy(PolicyArgs {
+            command: PolicyCommand::Test(args),
+        }) => policy_test(args),
         Command::Demo(args) => match demo::run(args).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
@@ -211,6 +257,41 @@ async fn snapshot(args: SnapshotArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => fail(format!("the written snapshot does not load back: {e}")),
+    }
+}
+
+/// `kubemedic policy test`: exit 0 when every case passes, 1 when one fails, 2 when the cases
+/// or settings cannot be read.
+fn policy_test(args: PolicyTestArgs) -> ExitCode {
+    let settings = match crate::config::GateSettings::from_args(&crate::config::GateArgs {
+        policy_dir: args.policy.clone(),
+        policy_eval_timeout_ms: args.policy_eval_timeout_ms,
+        ..Default::default()
+    }) {
+        Ok(s) => s,
+        Err(e) => return config_error(e),
+    };
+    let dir = settings.policy_dir;
+    let report = crate::gate::cases::collect_files(&dir, &args.cases)
+        .and_then(|files| crate::gate::cases::run(&dir, &files, settings.eval_timeout));
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match args.format {
+        ReportFormat::Text => print!("{}", crate::gate::cases::render_text(&report)),
+        ReportFormat::Json => match serde_json::to_string_pretty(&report) {
+            Ok(text) => println!("{text}"),
+            Err(e) => return fail(format!("cannot encode the report: {e}")),
+        },
+    }
+    if report.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

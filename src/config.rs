@@ -164,6 +164,33 @@ pub struct DaemonArgs {
 
     #[command(flatten)]
     pub investigate: InvestigateArgs,
+
+    #[command(flatten)]
+    pub gate: GateArgs,
+}
+
+/// The approval gate and the enrichment that feeds it.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GateArgs {
+    /// Directory of the Rego policies: approval.rego (package kubemedic.approval) and an
+    /// optional enrichment.rego; re-read when its files change [default: policies].
+    #[arg(long, env = "KUBEMEDIC_POLICY_DIR", value_name = "DIR")]
+    pub policy_dir: Option<PathBuf>,
+
+    /// Confidence threshold handed to the approval policy as `confidence_threshold`, 0..=1
+    /// [default: 0.8].
+    #[arg(long, env = "KUBEMEDIC_CONFIDENCE_THRESHOLD", value_name = "0..1")]
+    pub confidence_threshold: Option<f64>,
+
+    /// Environment of a target whose namespace has no `kubemedic.io/environment` label and no
+    /// enrichment policy value [default: production].
+    #[arg(long, env = "KUBEMEDIC_DEFAULT_ENVIRONMENT", value_name = "NAME")]
+    pub default_environment: Option<String>,
+
+    /// Milliseconds one policy evaluation may run before it is stopped; a stopped evaluation
+    /// requires approval [default: 100].
+    #[arg(long, env = "KUBEMEDIC_POLICY_EVAL_TIMEOUT_MS", value_name = "MS")]
+    pub policy_eval_timeout_ms: Option<u64>,
 }
 
 /// Which investigator runs invocation 1 and 2.
@@ -502,6 +529,10 @@ struct FileSettings {
     max_tool_calls: Option<usize>,
     max_calls_per_tool: Option<usize>,
     tool_timeout_seconds: Option<u64>,
+    policy_dir: Option<PathBuf>,
+    confidence_threshold: Option<f64>,
+    default_environment: Option<String>,
+    policy_eval_timeout_ms: Option<u64>,
 }
 
 /// Where the database lives.
@@ -631,6 +662,89 @@ impl ClusterSettings {
     }
 }
 
+/// The approval gate's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateSettings {
+    pub policy_dir: PathBuf,
+    pub confidence_threshold: f64,
+    pub default_environment: String,
+    pub eval_timeout: Duration,
+}
+
+impl GateSettings {
+    /// Gate settings from flags/env only (commands without a daemon config file).
+    pub fn from_args(args: &GateArgs) -> Result<Self> {
+        Self::merge(args, None)
+    }
+
+    fn merge(args: &GateArgs, file: Option<&FileSettings>) -> Result<Self> {
+        let policy_dir = args
+            .policy_dir
+            .clone()
+            .or(file.and_then(|f| f.policy_dir.clone()))
+            .unwrap_or_else(|| PathBuf::from("policies"));
+        if policy_dir.as_os_str().is_empty() {
+            return Err(invalid(
+                "--policy-dir",
+                "KUBEMEDIC_POLICY_DIR",
+                "policy-dir",
+                "must not be empty".into(),
+            ));
+        }
+        let confidence_threshold = args
+            .confidence_threshold
+            .or(file.and_then(|f| f.confidence_threshold))
+            .unwrap_or(crate::gate::DEFAULT_CONFIDENCE_THRESHOLD);
+        if !(0.0..=1.0).contains(&confidence_threshold) {
+            return Err(invalid(
+                "--confidence-threshold",
+                "KUBEMEDIC_CONFIDENCE_THRESHOLD",
+                "confidence-threshold",
+                format!("{confidence_threshold} is outside 0..=1"),
+            ));
+        }
+        let default_environment = args
+            .default_environment
+            .clone()
+            .or(file.and_then(|f| f.default_environment.clone()))
+            .unwrap_or_else(|| "production".to_owned());
+        let default_environment = default_environment.trim().to_owned();
+        let label_value = default_environment.len() <= 63
+            && default_environment
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if default_environment.is_empty() || !label_value {
+            return Err(invalid(
+                "--default-environment",
+                "KUBEMEDIC_DEFAULT_ENVIRONMENT",
+                "default-environment",
+                format!(
+                    "`{default_environment}` is not a label value like `production` (1-63 \
+                     characters: letters, digits, `-`, `_`, `.`)"
+                ),
+            ));
+        }
+        let timeout_ms = args
+            .policy_eval_timeout_ms
+            .or(file.and_then(|f| f.policy_eval_timeout_ms))
+            .unwrap_or(100);
+        if !(1..=10_000).contains(&timeout_ms) {
+            return Err(invalid(
+                "--policy-eval-timeout-ms",
+                "KUBEMEDIC_POLICY_EVAL_TIMEOUT_MS",
+                "policy-eval-timeout-ms",
+                format!("{timeout_ms} is outside 1..=10000"),
+            ));
+        }
+        Ok(Self {
+            policy_dir,
+            confidence_threshold,
+            default_environment,
+            eval_timeout: Duration::from_millis(timeout_ms),
+        })
+    }
+}
+
 /// The validated, typed configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -647,6 +761,7 @@ pub struct Settings {
     pub log_level: String,
     pub cluster: ClusterSettings,
     pub investigate: InvestigateSettings,
+    pub gate: GateSettings,
 }
 
 fn invalid(
@@ -672,6 +787,7 @@ impl Settings {
         };
         let cluster = ClusterSettings::merge(&args.cluster, Some(&file))?;
         let investigate = InvestigateSettings::merge(&args.investigate, Some(&file))?;
+        let gate = GateSettings::merge(&args.gate, Some(&file))?;
         let listen_raw = args
             .listen
             .clone()
@@ -786,6 +902,7 @@ impl Settings {
             log_level,
             cluster,
             investigate,
+            gate,
         })
     }
 
@@ -922,6 +1039,49 @@ mod tests {
         let dump = format!("{s:?} {}", s.database.redacted());
         assert!(!dump.contains("hunter2") && !dump.contains("pw@"), "{dump}");
         assert!(dump.contains("postgres://db:5432/km"));
+    }
+
+    #[test]
+    fn gate_defaults_and_bad_values_name_the_setting() {
+        let s = Settings::load(&DaemonArgs::default()).unwrap();
+        assert_eq!(s.gate.policy_dir, PathBuf::from("policies"));
+        assert_eq!(s.gate.confidence_threshold, 0.8);
+        assert_eq!(s.gate.default_environment, "production");
+        assert_eq!(s.gate.eval_timeout, Duration::from_millis(100));
+
+        let mut args = DaemonArgs::default();
+        args.gate.confidence_threshold = Some(1.5);
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(
+            err.contains("--confidence-threshold")
+                && err.contains("KUBEMEDIC_CONFIDENCE_THRESHOLD")
+                && err.contains("confidence-threshold`"),
+            "{err}"
+        );
+        let mut args = DaemonArgs::default();
+        args.gate.confidence_threshold = Some(f64::NAN);
+        assert!(Settings::load(&args).is_err(), "NaN is not a threshold");
+
+        let mut args = DaemonArgs::default();
+        args.gate.default_environment = Some("prod env".into());
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(err.contains("--default-environment"), "{err}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.yaml");
+        std::fs::write(
+            &path,
+            "policy-dir: /etc/kubemedic/policies\nconfidence-threshold: 0.9\ndefault-environment: staging\n",
+        )
+        .unwrap();
+        let args = DaemonArgs {
+            config: Some(path),
+            ..Default::default()
+        };
+        let s = Settings::load(&args).unwrap();
+        assert_eq!(s.gate.policy_dir, PathBuf::from("/etc/kubemedic/policies"));
+        assert_eq!(s.gate.confidence_threshold, 0.9);
+        assert_eq!(s.gate.default_environment, "staging");
     }
 
     #[test]

@@ -14,6 +14,7 @@ use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Settings;
+use crate::gate::{EnrichmentStage, PolicyDependency, RegoGate};
 use crate::ingest::webhook::IngestQueue;
 use crate::pipeline::worker::WorkerPool;
 use crate::pipeline::{Pipeline, Stage};
@@ -35,7 +36,8 @@ pub enum DaemonError {
 }
 
 /// What the daemon runs with besides its settings: the stages available in this build and
-/// configuration, and the outside systems `/readyz` should report on.
+/// configuration, the outside systems `/readyz` should report on, and the metrics registry when
+/// a component already reports into it (the approval gate); `None` makes a fresh one.
 #[derive(Default)]
 pub struct Components {
     pub stages: Vec<Arc<dyn Stage>>,
@@ -213,17 +215,44 @@ impl Dependency for ClusterDependency {
 }
 
 /// The components `serve` runs with: the real cluster (if a kubeconfig or in-cluster config
-/// can be found — never a simulated one) and the stages built so far.
+/// can be found — never a simulated one), the approval policy (reloaded when its files change)
+/// and the stages built so far.
 pub async fn serve_components(settings: &Settings) -> Components {
     let metrics = Arc::new(Metrics::new());
     let mut components = Components {
         metrics: Some(metrics.clone()),
         ..Default::default()
     };
+    let gate = {
+        let dir = settings.gate.policy_dir.clone();
+        let limit = settings.gate.eval_timeout;
+        let reporting = Some(metrics.clone());
+        // Reading and compiling the policy is blocking work.
+        match tokio::task::spawn_blocking(move || RegoGate::load(dir, limit, reporting)).await {
+            Ok(gate) => Arc::new(gate),
+            Err(e) => {
+                warn!(error = %e, "loading the approval policy failed; loading it inline");
+                Arc::new(RegoGate::load(
+                    settings.gate.policy_dir.clone(),
+                    settings.gate.eval_timeout,
+                    Some(metrics.clone()),
+                ))
+            }
+        }
+    };
+    gate.watch(crate::gate::RELOAD_INTERVAL);
+    components
+        .dependencies
+        .push(Arc::new(PolicyDependency::new(gate.clone())));
     match crate::cluster::KubeCluster::connect(&settings.cluster.kube_options()).await {
         Ok(cluster) => {
             let cluster = Arc::new(cluster);
             info!("Kubernetes client configured");
+            components.stages.push(Arc::new(EnrichmentStage::new(
+                cluster.clone(),
+                gate.clone(),
+                settings.gate.default_environment.clone(),
+            )));
             components
                 .dependencies
                 .push(Arc::new(ClusterDependency::connected(cluster.clone())));
@@ -233,6 +262,9 @@ pub async fn serve_components(settings: &Settings) -> Components {
                 Arc::new(SystemClock),
                 Some(metrics),
             ));
+            components
+                .stages
+                .push(gate_stage(gate.clone(), settings.gate.confidence_threshold));
         }
         Err(e) => {
             warn!(error = %e, "no Kubernetes configuration; requests will wait for a cluster");
@@ -277,13 +309,37 @@ pub fn investigation_stages(
     }
 }
 
-/// Stages `kubemedic investigate` runs besides investigation and selection (enrichment and
-/// the gate, where they exist), built the way `serve` builds them.
+/// The Gating stage: the approval policy decides on the selected workflow.
+pub fn gate_stage(gate: Arc<RegoGate>, confidence_threshold: f64) -> Arc<dyn Stage> {
+    Arc::new(crate::gate::GateStage::new(
+        gate,
+        Arc::new(move |req| crate::investigate::gate_input(req, confidence_threshold)),
+    ))
+}
+
+/// Stages `kubemedic investigate` runs besides investigation and selection — enrichment and
+/// the gate — built the way `serve` builds them.
 pub fn command_stages(
-    _reader: Arc<dyn crate::cluster::ClusterReader>,
-    _clock: Arc<dyn Clock>,
-) -> Result<Vec<Arc<dyn Stage>>, String> {
-    Ok(vec![])
+    gate_settings: crate::config::GateSettings,
+) -> Box<crate::investigate::command::StageFactory> {
+    Box::new(move |reader, _clock| {
+        let gate = Arc::new(RegoGate::load(
+            gate_settings.policy_dir.clone(),
+            gate_settings.eval_timeout,
+            None,
+        ));
+        if let Some(problem) = gate.problem() {
+            warn!(problem = %problem, "approval policy degraded: every remediation will require approval");
+        }
+        Ok(vec![
+            Arc::new(EnrichmentStage::new(
+                reader,
+                gate.clone(),
+                gate_settings.default_environment.clone(),
+            )) as Arc<dyn Stage>,
+            gate_stage(gate, gate_settings.confidence_threshold),
+        ])
+    })
 }
 
 /// Cancel `token` on SIGTERM or SIGINT.

@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod config;
 pub mod daemon;
 pub mod demo;
+pub mod gate;
 pub mod history;
 pub mod ingest;
 pub mod investigate;

@@ -52,6 +52,9 @@ pub struct Metrics {
     transitions: Family<Labels, Counter>,
     stage_duration: Family<Labels, Histogram>,
     llm_tokens: Family<Labels, Counter>,
+    gate_decisions: Family<Labels, Counter>,
+    gate_degraded: Gauge,
+    gate_duration: Histogram,
 }
 
 impl Default for Metrics {
@@ -114,6 +117,26 @@ impl Metrics {
             "Tokens sent to (prompt) and received from (completion) the LLM, by model",
             llm_tokens.clone(),
         );
+        let gate_decisions = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_gate_decisions",
+            "Approval gate decisions: auto_approved, approval_required, or degraded (the policy \
+             could not be loaded or evaluated, so approval is required)",
+            gate_decisions.clone(),
+        );
+        let gate_degraded = Gauge::default();
+        registry.register(
+            "kubemedic_gate_degraded",
+            "1 while the approval policy cannot be loaded or its last evaluation failed (every \
+             remediation then requires approval), else 0",
+            gate_degraded.clone(),
+        );
+        let gate_duration = Histogram::new(exponential_buckets(0.000_005, 2.0, 16));
+        registry.register(
+            "kubemedic_gate_decision_duration_seconds",
+            "Time one approval policy decision took, thread hand-off included",
+            gate_duration.clone(),
+        );
         Self {
             registry,
             llm_tokens,
@@ -124,6 +147,9 @@ impl Metrics {
             requests,
             transitions,
             stage_duration,
+            gate_decisions,
+            gate_degraded,
+            gate_duration,
         }
     }
 
@@ -178,6 +204,18 @@ impl Metrics {
                 ])
                 .inc_by(n);
         }
+    }
+
+    /// One gate decision, labelled `auto_approved`, `approval_required` or `degraded`.
+    pub fn gate_decision(&self, decision: &str, elapsed: Duration) {
+        self.gate_decisions
+            .get_or_create(&vec![("decision".into(), decision.into())])
+            .inc();
+        self.gate_duration.observe(elapsed.as_secs_f64());
+    }
+
+    pub fn set_gate_degraded(&self, degraded: bool) {
+        self.gate_degraded.set(i64::from(degraded));
     }
 
     /// Set the by-phase gauge from a fresh count (done at scrape time).

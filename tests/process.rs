@@ -553,3 +553,33 @@ fn investigate_rejects_a_broken_alert_or_snapshot_by_name() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--llm-model"));
 }
+
+#[test]
+fn the_demo_runs_the_whole_loop_offline() {
+    let out = Command::new(BIN)
+        .args(["demo", "--exit", "--listen", "127.0.0.1:0"])
+        .env_remove("KUBEMEDIC_LLM")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "rollback-deployment-previous-revision (RollbackDeployment)",
+        "approval required — production environment",
+        "auto-approved: staging environment",
+        "increase-memory-limits (IncreaseMemoryLimits) CONTAINER=api MEMORY_LIMIT=384Mi",
+        "expand-pvc (ExpandPVC) NEW_SIZE=15Gi",
+        "NoActionRequired — problem self-resolved",
+        "investigation_inconclusive",
+        "secret \"payment-keys\" not found",
+        "400  rejected: alerts[0].labels",
+        "redelivery",
+        "/api/v1/requests",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+}

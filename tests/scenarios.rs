@@ -21,12 +21,83 @@ async fn replay(name: &str) {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// `kubemedic investigate --snapshot` (no LLM configured): the JSON contract carries the
+/// same target, outcome and workflow, and the gate's decision when a workflow was selected.
+fn cli(name: &str) {
+    let dir = common::scenarios::dir(name);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kubemedic"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["investigate", "--alert"])
+        .arg(dir.join("alert.json"))
+        .arg("--snapshot")
+        .arg(dir.join("snapshot.yaml"))
+        .env_remove("KUBEMEDIC_LLM")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    for key in ["phase", "reason", "rca", "selection", "gate"] {
+        assert!(record.get(key).is_some(), "{key} missing from {record}");
+    }
+    let want = common::scenarios::expected(name);
+    let rca = &record["rca"];
+    assert_eq!(
+        rca["remediation_target"]["kind"], want["target"]["kind"],
+        "{record}"
+    );
+    if let Some(n) = want["target"].get("name") {
+        assert_eq!(&rca["remediation_target"]["name"], n, "{record}");
+    }
+    for key in [
+        "summary",
+        "severity",
+        "confidence",
+        "investigation_outcome",
+        "contributing_factors",
+    ] {
+        assert!(rca.get(key).is_some(), "rca.{key} missing from {record}");
+    }
+    if let Some(o) = want.get("investigation_outcome") {
+        assert_eq!(&rca["investigation_outcome"], o, "{record}");
+    }
+    match want["workflow_id"].as_str() {
+        Some(id) => {
+            assert_eq!(record["selection"]["workflow_id"], id, "{record}");
+            assert!(
+                record["selection"]["parameters"].is_object()
+                    && record["selection"]["confidence"].is_number()
+            );
+            let gate = &record["gate"];
+            assert!(
+                gate["require_approval"].is_boolean() && gate["reason"].is_string(),
+                "{record}"
+            );
+            // The scenario namespaces carry no environment label: production, the safe side.
+            assert_eq!(gate["require_approval"], true, "{record}");
+            assert_eq!(record["phase"], "AwaitingApproval", "{record}");
+        }
+        None => {
+            assert!(
+                record["selection"].is_null() && record["gate"].is_null(),
+                "{record}"
+            );
+            assert_eq!(record["phase"], want["phase"], "{record}");
+        }
+    }
+}
+
 macro_rules! scenarios {
     ($($test:ident => $name:literal),* $(,)?) => {
         $(
             #[tokio::test]
             async fn $test() {
                 replay($name).await;
+                cli($name);
             }
         )*
 

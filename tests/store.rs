@@ -81,6 +81,7 @@ contract!(
     resolved_updates_the_signal_once,
     concurrent_alerts_for_one_target_open_one_request,
     concurrent_redelivery_is_stored_once,
+    a_large_batch_decides_like_one_signal_at_a_time,
     claims_are_exclusive_and_leases_lapse,
     concurrent_claims_never_share_a_request,
     a_step_commits_with_its_audit_events,
@@ -292,6 +293,98 @@ async fn concurrent_redelivery_is_stored_once(f: Fixture) {
         f.store.list_requests(&page(10)).await.unwrap().items[0].occurrence_count,
         1
     );
+}
+
+/// The same 260 deliveries, in the same order, for two disjoint sets of alerts: one store call
+/// for the whole batch (several statement chunks, duplicates, re-fires and resolutions inside
+/// it), then one call per signal. Every outcome, count and audit row must come out the same.
+async fn a_large_batch_decides_like_one_signal_at_a_time(f: Fixture) {
+    fn deliveries(ns: &str) -> Vec<NewSignal> {
+        let mut out: Vec<NewSignal> = Vec::new();
+        for i in 0..260u32 {
+            let pod = format!("pod-{}", i % 37);
+            let mut s = signal(&format!("{ns}-{}", i % 90), i / 90, Some((ns, "Pod", &pod)));
+            if i % 11 == 0 {
+                s.status = SignalStatus::Resolved;
+                s.ends_at = Some(s.starts_at + chrono::Duration::minutes(3));
+            }
+            out.push(s.clone());
+            if i % 7 == 0 {
+                out.push(s); // delivered twice in one batch
+            }
+        }
+        out
+    }
+    /// Outcomes with request ids replaced by the order in which each request first appeared.
+    fn shape(outcomes: &[IngestOutcome]) -> Vec<(u8, Option<usize>, i64)> {
+        let mut seen: Vec<uuid::Uuid> = Vec::new();
+        let mut index = |id: Option<uuid::Uuid>| {
+            id.map(|id| match seen.iter().position(|s| *s == id) {
+                Some(n) => n,
+                None => {
+                    seen.push(id);
+                    seen.len() - 1
+                }
+            })
+        };
+        outcomes
+            .iter()
+            .map(|o| match *o {
+                IngestOutcome::Opened { request_id } => (0, index(Some(request_id)), 1),
+                IngestOutcome::Occurrence {
+                    request_id,
+                    occurrence_count,
+                } => (1, index(Some(request_id)), occurrence_count),
+                IngestOutcome::Redelivery { request_id } => (2, index(request_id), 0),
+                IngestOutcome::Resolved { request_id } => (3, index(request_id), 0),
+            })
+            .collect()
+    }
+    let s = &f.store;
+    let batch = deliveries("batch");
+    let batched = s.ingest(&batch).await.unwrap();
+    assert_eq!(batched.len(), batch.len());
+    let mut single = Vec::new();
+    for signal in deliveries("single") {
+        single.extend(s.ingest(&[signal]).await.unwrap());
+    }
+    assert_eq!(shape(&batched), shape(&single));
+    assert!(shape(&batched).iter().any(|o| o.0 == 2), "no redelivery");
+    assert!(shape(&batched).iter().any(|o| o.0 == 3), "no resolution");
+
+    let summary = |ns: &'static str| async move {
+        let filter = RequestFilter {
+            namespace: Some(ns.to_owned()),
+            limit: 1000,
+            ..Default::default()
+        };
+        let requests = s.list_requests(&filter).await.unwrap();
+        let mut counts: Vec<(String, i64, Vec<String>)> = Vec::new();
+        for r in &requests.items {
+            let trail = s.audit_trail(r.id).await.unwrap();
+            counts.push((
+                r.target.as_ref().unwrap().name.clone(),
+                r.occurrence_count,
+                trail.into_iter().map(|e| e.kind).collect(),
+            ));
+        }
+        counts.sort();
+        let signals = s
+            .list_signals(&SignalFilter {
+                namespace: Some(ns.to_owned()),
+                limit: 1,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .total;
+        (counts, signals)
+    };
+    let (batch_requests, batch_signals) = summary("batch").await;
+    let (single_requests, single_signals) = summary("single").await;
+    assert_eq!(batch_requests.len(), 37);
+    assert_eq!(batch_requests, single_requests);
+    assert_eq!(batch_signals, single_signals);
 }
 
 fn step(to: Phase) -> StepCommit {

@@ -1,10 +1,13 @@
 //! `kubemedic demo`: the daemon's main job on embedded defaults, with no configuration and no
 //! network beyond loopback.
 //!
-//! Starts the real daemon (same code as `serve`) on a fresh SQLite file, sends it the bundled
-//! Alertmanager webhook bodies over HTTP exactly as Alertmanager would (a redelivery and a broken
-//! body included), waits for the worker to process every request, and prints what happened to
-//! each alert and where to look. Keeps serving until Ctrl-C unless `--exit` is given.
+//! Starts the real daemon (same code as `serve`) on a fresh SQLite file, with a simulated
+//! cluster (`cluster.yaml`: incidents staged on a real kube-apiserver and captured, see
+//! scripts/make-demo-cluster), the offline investigator and the shipped approval policy. It
+//! sends the bundled Alertmanager webhook bodies over HTTP exactly as Alertmanager would (a
+//! redelivery and a broken body included), waits for the worker, and prints what happened to
+//! each alert — root cause, workflow, the policy's decision — and where to look. Keeps serving
+//! until Ctrl-C unless `--exit` is given.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,41 +51,116 @@ pub enum DemoError {
     },
     #[error("demo HTTP call failed: {0}")]
     Http(#[from] reqwest::Error),
+    #[error("the demo cluster does not load: {0}")]
+    Cluster(String),
 }
 
-/// The sample webhook bodies sent by the demo, in order.
+/// Enrichment, investigation, selection and gate on the simulated cluster, as `serve` builds
+/// them on a real one.
+fn demo_components(
+    settings: &Settings,
+    data_dir: &std::path::Path,
+) -> Result<Components, DemoError> {
+    use std::sync::Arc;
+    let snapshot = crate::cluster::SnapshotCluster::from_yaml(CLUSTER)
+        .map_err(|e| DemoError::Cluster(e.to_string()))?;
+    // The cluster is frozen at capture time; the investigator reads it as of then.
+    let clock: Arc<dyn crate::clock::Clock> = match snapshot.captured_at() {
+        Some(t) => Arc::new(crate::clock::ManualClock::new(t)),
+        None => Arc::new(crate::clock::SystemClock),
+    };
+    let reader: Arc<dyn crate::cluster::ClusterReader> = Arc::new(snapshot);
+    let policy_dir = data_dir.join("policies");
+    std::fs::create_dir_all(&policy_dir).map_err(|source| DemoError::Io {
+        path: policy_dir.clone(),
+        source,
+    })?;
+    for (name, text) in POLICIES {
+        let path = policy_dir.join(name);
+        std::fs::write(&path, text).map_err(|source| DemoError::Io { path, source })?;
+    }
+    let metrics = Arc::new(crate::telemetry::Metrics::new());
+    let gate = Arc::new(crate::gate::RegoGate::load(
+        policy_dir,
+        settings.gate.eval_timeout,
+        Some(metrics.clone()),
+    ));
+    let mut stages: Vec<Arc<dyn crate::pipeline::Stage>> =
+        vec![Arc::new(crate::gate::EnrichmentStage::new(
+            reader.clone(),
+            gate.clone(),
+            settings.gate.default_environment.clone(),
+        ))];
+    stages.extend(daemon::investigation_stages(
+        settings,
+        reader,
+        clock,
+        Some(metrics.clone()),
+    ));
+    stages.push(daemon::gate_stage(
+        gate.clone(),
+        settings.gate.confidence_threshold,
+    ));
+    Ok(Components {
+        stages,
+        dependencies: vec![Arc::new(crate::gate::PolicyDependency::new(gate))],
+        metrics: Some(metrics),
+    })
+}
+
+/// The simulated cluster the demo investigates.
+const CLUSTER: &str = include_str!("cluster.yaml");
+
+/// The approval policy shipped with kubemedic, written into the demo's data directory.
+const POLICIES: &[(&str, &str)] = &[
+    (
+        "approval.rego",
+        include_str!("../../policies/approval.rego"),
+    ),
+    (
+        "enrichment.rego",
+        include_str!("../../policies/enrichment.rego"),
+    ),
+];
+
+/// The webhook bodies sent by the demo, in order: the incidents of the simulated cluster,
+/// then alerts about objects it does not have, a broken body and a redelivery.
 const SAMPLES: &[(&str, &str)] = &[
     (
-        "captured-from-alertmanager-0.25.json",
-        include_str!("../../tests/fixtures/alertmanager/captured-from-alertmanager-0.25.json"),
+        "01-crashloop-rollout.json",
+        include_str!("alerts/01-crashloop-rollout.json"),
+    ),
+    (
+        "02-oomkilled.json",
+        include_str!("alerts/02-oomkilled.json"),
+    ),
+    (
+        "03-pvc-fill-predicted.json",
+        include_str!("alerts/03-pvc-fill-predicted.json"),
+    ),
+    (
+        "04-problem-resolved.json",
+        include_str!("alerts/04-problem-resolved.json"),
+    ),
+    (
+        "05-crashloop-no-recent-change.json",
+        include_str!("alerts/05-crashloop-no-recent-change.json"),
+    ),
+    (
+        "06-create-container-config-error.json",
+        include_str!("alerts/06-create-container-config-error.json"),
     ),
     (
         "kubernaut-pod-crash.json",
         include_str!("../../tests/fixtures/alertmanager/kubernaut-pod-crash.json"),
     ),
     (
-        "kubernaut-high-memory.json",
-        include_str!("../../tests/fixtures/alertmanager/kubernaut-high-memory.json"),
-    ),
-    (
-        "kubernaut-multiple-alerts.json",
-        include_str!("../../tests/fixtures/alertmanager/kubernaut-multiple-alerts.json"),
-    ),
-    (
-        "kubernaut-cpu-throttling-alert.json",
-        include_str!("../../tests/fixtures/alertmanager/kubernaut-cpu-throttling-alert.json"),
-    ),
-    (
-        "kubernaut-resolved-alert.json",
-        include_str!("../../tests/fixtures/alertmanager/kubernaut-resolved-alert.json"),
-    ),
-    (
         "kubernaut-invalid-payload.json",
         include_str!("../../tests/fixtures/alertmanager/kubernaut-invalid-payload.json"),
     ),
     (
-        "captured-from-alertmanager-0.25.json (redelivered)",
-        include_str!("../../tests/fixtures/alertmanager/captured-from-alertmanager-0.25.json"),
+        "01-crashloop-rollout.json (redelivered)",
+        include_str!("alerts/01-crashloop-rollout.json"),
     ),
 ];
 
@@ -144,9 +222,10 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     let store = crate::store::open(&settings.database, clock.clone()).await?;
     let shutdown = CancellationToken::new();
     daemon::cancel_on_signals(shutdown.clone());
+    let components = demo_components(&settings, &data_dir)?;
     let running = daemon::start_on(
         &settings,
-        Components::default(),
+        components,
         shutdown.clone(),
         store.clone(),
         clock,
@@ -247,20 +326,70 @@ fn print_requests(items: &[crate::pipeline::RemediationRequest]) {
     println!();
     println!("Remediation requests ({}):", items.len());
     for r in items.iter().rev() {
-        let target = r
-            .target
-            .as_ref()
-            .map_or_else(|| "-".to_owned(), ToString::to_string);
-        let reason = r.reason.as_deref().unwrap_or("");
         let id = r.id.to_string();
+        let target = r
+            .state
+            .analysis
+            .as_ref()
+            .and_then(|a| a.root_owner.clone())
+            .or_else(|| r.target.clone())
+            .map_or_else(|| "-".to_owned(), |t| t.to_string());
+        println!();
         println!(
-            "  {}  {:<22} {:<48} x{:<3} {:<21} {}",
+            "  {}  {} on {}  (x{})",
             id.get(..8).unwrap_or(&id),
             r.signal.name,
             target,
-            r.occurrence_count,
+            r.occurrence_count
+        );
+        if let Some(e) = &r.state.enrichment {
+            println!("            environment  {}", e.environment);
+        }
+        if let Some(a) = &r.state.analysis {
+            println!(
+                "            root cause   {} ({}, confidence {:.2})",
+                a.rca.root_cause_analysis.summary,
+                a.rca.investigation_outcome.as_str(),
+                a.rca.confidence
+            );
+        }
+        if let Some(w) = r.state.selection.as_ref().and_then(|s| s.selected.as_ref()) {
+            let params: Vec<String> = w
+                .parameters
+                .iter()
+                .filter(|(k, _)| !k.starts_with("TARGET_RESOURCE_"))
+                .map(|(k, v)| {
+                    format!(
+                        "{k}={}",
+                        v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                    )
+                })
+                .collect();
+            println!(
+                "            workflow     {} ({}){}",
+                w.workflow_id,
+                w.action_type,
+                if params.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", params.join(" "))
+                }
+            );
+        }
+        if let Some(g) = &r.state.gate {
+            if g.require_approval {
+                println!("            policy       approval required — {}", g.reason);
+            } else {
+                println!("            policy       {}", g.reason);
+            }
+        }
+        println!(
+            "            now          {}{}",
             r.phase,
-            reason
+            r.reason
+                .as_deref()
+                .map(|x| format!(" — {x}"))
+                .unwrap_or_default()
         );
     }
 }

@@ -42,6 +42,8 @@ pub struct InvestigateCommand {
     pub cluster: ClusterArgs,
     #[command(flatten)]
     pub investigate: InvestigateArgs,
+    #[command(flatten)]
+    pub gate: crate::config::GateArgs,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -194,8 +196,11 @@ pub fn record(req: &RemediationRequest) -> Value {
     })
 }
 
-fn gate_json(_req: &RemediationRequest) -> Value {
-    Value::Null
+fn gate_json(req: &RemediationRequest) -> Value {
+    req.state.gate.as_ref().map_or(
+        Value::Null,
+        |g| json!({"require_approval": g.require_approval, "reason": g.reason}),
+    )
 }
 
 fn text(req: &RemediationRequest, record: &Value) -> String {

@@ -284,6 +284,32 @@ pub fn build(
     })
 }
 
+/// The approval policy's input for a request whose workflow was selected: the request's
+/// environment and business classification, the selection (workflow, action type,
+/// confidence), the verified root owner, its detected labels and failed detections, and the
+/// investigation's warnings (history warnings included). `None` when nothing was selected.
+pub fn gate_input(
+    req: &RemediationRequest,
+    confidence_threshold: f64,
+) -> Option<crate::gate::GateInput> {
+    let selection = req.state.selection.as_ref()?;
+    let selected = selection.selected.as_ref()?;
+    let analysis = req.state.analysis.as_ref()?;
+    let mut input = crate::gate::GateInput::from_request(req, confidence_threshold)
+        .with_detected_labels(analysis.detected_labels.clone().unwrap_or_default());
+    input.confidence = selected.confidence;
+    input.remediation_target = analysis.root_owner.clone();
+    input.action_type = Some(selected.action_type.clone());
+    input.workflow_id = Some(selected.workflow_id.clone());
+    input.warnings = analysis.warnings.clone();
+    if let Some(h) = &analysis.history {
+        input
+            .warnings
+            .extend(crate::history::warnings(h).into_iter().map(|w| w.kind));
+    }
+    Some(input)
+}
+
 #[async_trait]
 pub trait Investigator: Send + Sync {
     /// `llm:<provider>` or `offline`.

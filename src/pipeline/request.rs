@@ -51,13 +51,16 @@ impl Phase {
         Phase::Blocked,
     ];
 
-    /// Phases a worker picks up and drives forward.
-    pub const RUNNABLE: [Phase; 7] = [
+    /// Phases a worker picks up and drives forward. `AwaitingApproval` is one so that, while no
+    /// approval stage is configured, a request the gate sent there ends honestly ("human
+    /// approval not available") instead of waiting for a decision nobody can make.
+    pub const RUNNABLE: [Phase; 8] = [
         Phase::Received,
         Phase::Enriching,
         Phase::Investigating,
         Phase::Selecting,
         Phase::Gating,
+        Phase::AwaitingApproval,
         Phase::Executing,
         Phase::Verifying,
     ];
@@ -196,6 +199,8 @@ pub struct StageState {
     /// Invocation 2, merged and routed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<crate::investigate::Selection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::gate::GateDecision>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

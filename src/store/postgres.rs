@@ -66,6 +66,11 @@ impl PgStore {
         MIGRATOR.run(&pool).await?;
         Ok(Self { pool, clock })
     }
+
+    /// Postgres takes row locks itself; writers need no queue in the process.
+    async fn write_guard(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        None
+    }
 }
 
 sql_store!(PgStore, sqlx::Postgres, "postgres");

@@ -19,7 +19,8 @@ pub(super) use request_columns;
 /// The phases a worker may claim, as an SQL list (kept in step with `Phase::RUNNABLE` by a test).
 macro_rules! runnable_phases {
     () => {
-        "('Received', 'Enriching', 'Investigating', 'Selecting', 'Gating', 'Executing', 'Verifying')"
+        "('Received', 'Enriching', 'Investigating', 'Selecting', 'Gating', 'AwaitingApproval', \
+         'Executing', 'Verifying')"
     };
 }
 pub(super) use runnable_phases;
@@ -140,22 +141,6 @@ macro_rules! sql_store {
             Ok(())
         }
 
-        /// The active request holding any of `aliases`, with its phase.
-        async fn find_active(tx: &mut Tx, aliases: &[String]) -> Result<Option<uuid::Uuid>> {
-            for alias in aliases {
-                let found: Option<(Id,)> = sqlx::query_as(
-                    "SELECT request_id FROM request_targets WHERE fingerprint = $1 AND active",
-                )
-                .bind(alias)
-                .fetch_optional(&mut **tx)
-                .await?;
-                if let Some((rid,)) = found {
-                    return Ok(Some(uuid_of(rid)));
-                }
-            }
-            Ok(None)
-        }
-
         async fn current_phase(tx: &mut Tx, request_id: uuid::Uuid) -> Result<Option<Phase>> {
             let row: Option<(String,)> =
                 sqlx::query_as("SELECT phase FROM remediation_requests WHERE id = $1")
@@ -165,204 +150,307 @@ macro_rules! sql_store {
             row.map(|(p,)| parse_phase(&p)).transpose()
         }
 
+        /// `$first, $first+1, …` for an IN list or a VALUES row.
+        fn placeholders(first: usize, n: usize) -> String {
+            (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+        }
+
+        /// `($1, $2, $3), ($4, $5, $6), …` for a multi-row INSERT.
+        fn value_rows(rows: usize, cols: usize) -> String {
+            (0..rows).map(|r| format!("({})", placeholders(1 + r * cols, cols))).collect::<Vec<_>>().join(", ")
+        }
+
+        /// Times are compared at the precision both databases keep.
+        fn micros(t: chrono::DateTime<chrono::Utc>) -> i64 {
+            t.timestamp_micros()
+        }
+
+        /// Rows per multi-row statement (21 columns x 100 stays far below both databases'
+        /// parameter limits).
+        const CHUNK: usize = 100;
+
         impl $store {
+            /// Record a batch in one transaction with a handful of statements whatever its
+            /// size: look up what is known (signals by fingerprint, active targets by alias),
+            /// decide every signal in order in memory, then write each table with multi-row
+            /// statements. A concurrent writer that won a race (same alert, same target) makes
+            /// an insert come back short: the batch is retried from the start.
             async fn ingest_once(&self, signals: &[NewSignal]) -> Result<Vec<IngestOutcome>> {
+                use std::collections::HashMap;
                 let now = self.clock.now();
+                let _write = self.write_guard().await;
                 let mut tx: Tx = self.pool.begin_with(BEGIN).await?;
+
+                // 1. What the database already knows.
+                let mut fingerprints: Vec<&str> = signals.iter().map(|s| s.fingerprint.as_str()).collect();
+                fingerprints.sort_unstable();
+                fingerprints.dedup();
+                // (fingerprint, startsAt) -> (signal id, status, request)
+                let mut known: HashMap<(String, i64), (Option<Id>, String, Option<uuid::Uuid>)> = HashMap::new();
+                for chunk in fingerprints.chunks(CHUNK * 5) {
+                    let sql = format!(
+                        "SELECT id, fingerprint, starts_at, status, request_id FROM signals WHERE fingerprint IN ({})",
+                        placeholders(1, chunk.len())
+                    );
+                    let mut q = sqlx::query_as::<_, (Id, String, Ts, String, Option<Id>)>(sqlx::AssertSqlSafe(sql));
+                    for f in chunk {
+                        q = q.bind(*f);
+                    }
+                    for (sid, fp, at, status, rid) in q.fetch_all(&mut *tx).await? {
+                        known.insert((fp, micros(time_of(at)?)), (Some(sid), status, rid.map(uuid_of)));
+                    }
+                }
+                let mut aliases: Vec<&str> = signals.iter().flat_map(|s| s.target_aliases.iter().map(String::as_str)).collect();
+                aliases.sort_unstable();
+                aliases.dedup();
+                let mut active: HashMap<String, uuid::Uuid> = HashMap::new();
+                for chunk in aliases.chunks(CHUNK * 5) {
+                    let sql = format!(
+                        "SELECT fingerprint, request_id FROM request_targets WHERE active AND fingerprint IN ({})",
+                        placeholders(1, chunk.len())
+                    );
+                    let mut q = sqlx::query_as::<_, (String, Id)>(sqlx::AssertSqlSafe(sql));
+                    for a in chunk {
+                        q = q.bind(*a);
+                    }
+                    for (fp, rid) in q.fetch_all(&mut *tx).await? {
+                        active.insert(fp, uuid_of(rid));
+                    }
+                }
+
+                // 2. Decide, in order: later signals of the batch see earlier ones.
                 let mut out = Vec::with_capacity(signals.len());
+                let mut inserts: Vec<(&NewSignal, Option<uuid::Uuid>, bool)> = Vec::new(); // signal, request, resolved
+                let mut opened: Vec<(uuid::Uuid, &NewSignal)> = Vec::new();
+                let mut targets: Vec<(String, uuid::Uuid, bool)> = Vec::new(); // alias, request, primary
+                let mut occurrences: Vec<(usize, uuid::Uuid, &NewSignal)> = Vec::new();
+                let mut resolutions: Vec<(Id, &NewSignal, Option<uuid::Uuid>)> = Vec::new();
                 for s in signals {
-                    let actor = &s.actor();
-                    let existing: Option<(Id, String, Option<Id>)> = sqlx::query_as(
-                        "SELECT id, status, request_id FROM signals \
-                         WHERE fingerprint = $1 AND starts_at = $2",
-                    )
-                    .bind(&s.fingerprint)
-                    .bind(ts(s.starts_at))
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                    if let Some((signal_id, status, request)) = existing {
-                        let request = request.map(uuid_of);
+                    let key = (s.fingerprint.clone(), micros(s.starts_at));
+                    if let Some((sid, status, rid)) = known.get_mut(&key) {
+                        let rid = *rid;
                         if s.status == SignalStatus::Resolved && status == "firing" {
-                            sqlx::query(
-                                "UPDATE signals SET status = 'resolved', ends_at = $1, \
-                                 resolved_at = $2 WHERE id = $3",
-                            )
-                            .bind(s.ends_at.map(ts))
-                            .bind(ts(now))
-                            .bind(signal_id)
-                            .execute(&mut *tx)
-                            .await?;
-                            if let Some(rid) = request {
-                                let phase = current_phase(&mut tx, rid).await?;
-                                let draft = AuditDraft::new(
-                                    "signal_resolved",
-                                    actor,
-                                    format!("alert {} resolved", s.name),
-                                )
-                                .with_payload(serde_json::json!({
-                                    "fingerprint": s.fingerprint,
-                                    "starts_at": s.starts_at,
-                                    "ends_at": s.ends_at,
-                                }));
-                                insert_audit(&mut tx, Some(rid), phase, now, &draft).await?;
+                            *status = "resolved".into();
+                            match sid {
+                                Some(sid) => resolutions.push((*sid, s, rid)),
+                                // Fired and resolved in this very batch: store it resolved.
+                                None => {
+                                    if let Some(row) = inserts.iter_mut().find(|(i, _, _)| i.fingerprint == s.fingerprint && micros(i.starts_at) == key.1) {
+                                        row.2 = true;
+                                    }
+                                }
                             }
-                            out.push(IngestOutcome::Resolved { request_id: request });
+                            out.push(IngestOutcome::Resolved { request_id: rid });
                         } else {
-                            out.push(IngestOutcome::Redelivery { request_id: request });
+                            out.push(IngestOutcome::Redelivery { request_id: rid });
                         }
                         continue;
                     }
-
-                    let active = find_active(&mut tx, &s.target_aliases).await?;
-                    let outcome = match (s.status, active) {
-                        (SignalStatus::Resolved, request_id) => {
-                            IngestOutcome::Resolved { request_id }
-                        }
+                    let hit = s.target_aliases.iter().find_map(|a| active.get(a).copied());
+                    let outcome = match (s.status, hit) {
+                        (SignalStatus::Resolved, request_id) => IngestOutcome::Resolved { request_id },
                         (SignalStatus::Firing, Some(rid)) => {
-                            let (count, phase): (i64, String) = sqlx::query_as(
-                                "UPDATE remediation_requests SET \
-                                 occurrence_count = occurrence_count + 1, last_seen = $1, \
-                                 updated_at = $1 WHERE id = $2 \
-                                 RETURNING occurrence_count, phase",
-                            )
-                            .bind(ts(now))
-                            .bind(id(rid))
-                            .fetch_one(&mut *tx)
-                            .await?;
-                            let draft = AuditDraft::new(
-                                "occurrence",
-                                actor,
-                                format!("{} fired again (occurrence {count})", s.name),
-                            )
-                            .with_payload(serde_json::json!({
-                                "fingerprint": s.fingerprint,
-                                "starts_at": s.starts_at,
-                                "occurrence_count": count,
-                            }));
-                            insert_audit(&mut tx, Some(rid), Some(parse_phase(&phase)?), now, &draft)
-                                .await?;
-                            IngestOutcome::Occurrence {
-                                request_id: rid,
-                                occurrence_count: count,
-                            }
+                            occurrences.push((out.len(), rid, s));
+                            IngestOutcome::Occurrence { request_id: rid, occurrence_count: 0 }
                         }
                         (SignalStatus::Firing, None) => {
                             let rid = uuid::Uuid::new_v4();
-                            self.open_request(&mut tx, rid, s, now, actor).await?;
+                            opened.push((rid, s));
+                            targets.push((s.target_fingerprint.clone(), rid, true));
+                            active.insert(s.target_fingerprint.clone(), rid);
+                            for a in s.target_aliases.iter().filter(|a| **a != s.target_fingerprint) {
+                                if !active.contains_key(a) {
+                                    targets.push((a.clone(), rid, false));
+                                    active.insert(a.clone(), rid);
+                                }
+                            }
                             IngestOutcome::Opened { request_id: rid }
                         }
                     };
-                    let inserted = sqlx::query(
+                    let status = if s.status == SignalStatus::Resolved { "resolved" } else { "firing" };
+                    known.insert(key, (None, status.into(), outcome.request_id()));
+                    inserts.push((s, outcome.request_id(), s.status == SignalStatus::Resolved));
+                    out.push(outcome);
+                }
+
+                // 3. Write. Targets first: a primary target another writer took meanwhile
+                //    (Postgres) comes back missing and the batch is retried.
+                for chunk in targets.chunks(CHUNK * 5) {
+                    let sql = format!(
+                        "INSERT INTO request_targets (fingerprint, request_id, active) VALUES {} \
+                         ON CONFLICT DO NOTHING RETURNING fingerprint",
+                        value_rows(chunk.len(), 3)
+                    );
+                    let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql));
+                    for (fp, rid, _) in chunk {
+                        q = q.bind(fp).bind(id(*rid)).bind(true);
+                    }
+                    let taken: std::collections::HashSet<String> = q.fetch_all(&mut *tx).await?.into_iter().map(|(f,)| f).collect();
+                    if chunk.iter().any(|(fp, _, primary)| *primary && !taken.contains(fp)) {
+                        return Err(StoreError::Conflict);
+                    }
+                }
+                let empty_state = Json($crate::pipeline::StageState::default());
+                for chunk in opened.chunks(CHUNK) {
+                    let sql = format!(
+                        "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
+                         target_name, target_namespace, target_fingerprint, signal_name, severity, \
+                         signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
+                         updated_at, attempts, state) VALUES {}",
+                        value_rows(chunk.len(), 19)
+                    );
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                    for (rid, s) in chunk {
+                        q = q
+                            .bind(id(*rid))
+                            .bind("Received")
+                            .bind(None::<String>)
+                            .bind(true)
+                            .bind(s.target.as_ref().map(|t| t.kind.clone()))
+                            .bind(s.target.as_ref().map(|t| t.name.clone()))
+                            .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
+                            .bind(&s.target_fingerprint)
+                            .bind(&s.name)
+                            .bind(&s.severity)
+                            .bind(s.mode.as_str())
+                            .bind(Json(SignalContext::from_signal(s, now)))
+                            .bind(1i64)
+                            .bind(ts(now))
+                            .bind(ts(now))
+                            .bind(ts(now))
+                            .bind(ts(now))
+                            .bind(0i32)
+                            .bind(&empty_state);
+                    }
+                    q.execute(&mut *tx).await?;
+                }
+                // Occurrence counts: one UPDATE per request that had repeats.
+                let mut audits: Vec<(Option<uuid::Uuid>, Option<Phase>, AuditDraft)> = Vec::new();
+                let mut per_request: Vec<(uuid::Uuid, Vec<(usize, &NewSignal)>)> = Vec::new();
+                for (i, rid, s) in &occurrences {
+                    match per_request.iter_mut().find(|(r, _)| r == rid) {
+                        Some((_, list)) => list.push((*i, *s)),
+                        None => per_request.push((*rid, vec![(*i, *s)])),
+                    }
+                }
+                for (rid, list) in &per_request {
+                    let (total, phase): (i64, String) = sqlx::query_as(
+                        "UPDATE remediation_requests SET occurrence_count = occurrence_count + $1, \
+                         last_seen = $2, updated_at = $2 WHERE id = $3 RETURNING occurrence_count, phase",
+                    )
+                    .bind(list.len() as i64)
+                    .bind(ts(now))
+                    .bind(id(*rid))
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    let phase = parse_phase(&phase)?;
+                    for (j, (i, s)) in list.iter().enumerate() {
+                        let count = total - list.len() as i64 + 1 + j as i64;
+                        if let Some(IngestOutcome::Occurrence { occurrence_count, .. }) = out.get_mut(*i) {
+                            *occurrence_count = count;
+                        }
+                        audits.push((
+                            Some(*rid),
+                            Some(phase),
+                            AuditDraft::new("occurrence", &s.actor(), format!("{} fired again (occurrence {count})", s.name))
+                                .with_payload(serde_json::json!({"fingerprint": s.fingerprint, "starts_at": s.starts_at, "occurrence_count": count})),
+                        ));
+                    }
+                }
+                for (sid, s, rid) in &resolutions {
+                    sqlx::query("UPDATE signals SET status = 'resolved', ends_at = $1, resolved_at = $2 WHERE id = $3")
+                        .bind(s.ends_at.map(ts))
+                        .bind(ts(now))
+                        .bind(*sid)
+                        .execute(&mut *tx)
+                        .await?;
+                    if let Some(rid) = rid {
+                        let phase = current_phase(&mut tx, *rid).await?;
+                        audits.push((
+                            Some(*rid),
+                            phase,
+                            AuditDraft::new("signal_resolved", &s.actor(), format!("alert {} resolved", s.name))
+                                .with_payload(serde_json::json!({"fingerprint": s.fingerprint, "starts_at": s.starts_at, "ends_at": s.ends_at})),
+                        ));
+                    }
+                }
+                for chunk in inserts.chunks(CHUNK) {
+                    let sql = format!(
                         "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, \
                          severity, mode, source, labels, annotations, generator_url, receiver, \
                          group_key, target_kind, target_name, target_namespace, \
-                         target_fingerprint, request_id, received_at, resolved_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-                         $15, $16, $17, $18, $19, $20, $21) \
-                         ON CONFLICT (fingerprint, starts_at) DO NOTHING",
-                    )
-                    .bind(id(uuid::Uuid::new_v4()))
-                    .bind(&s.fingerprint)
-                    .bind(ts(s.starts_at))
-                    .bind(s.status.as_str())
-                    .bind(s.ends_at.map(ts))
-                    .bind(&s.name)
-                    .bind(&s.severity)
-                    .bind(s.mode.as_str())
-                    .bind(s.source.as_str())
-                    .bind(Json(&s.labels))
-                    .bind(Json(&s.annotations))
-                    .bind(&s.generator_url)
-                    .bind(&s.receiver)
-                    .bind(&s.group_key)
-                    .bind(s.target.as_ref().map(|t| t.kind.as_str()))
-                    .bind(s.target.as_ref().map(|t| t.name.as_str()))
-                    .bind(s.target.as_ref().and_then(|t| t.namespace.as_deref()))
-                    .bind(&s.target_fingerprint)
-                    .bind(outcome.request_id().map(id))
-                    .bind(ts(now))
-                    .bind((s.status == SignalStatus::Resolved).then(|| ts(now)))
-                    .execute(&mut *tx)
-                    .await?;
-                    if inserted.rows_affected() == 0 {
+                         target_fingerprint, request_id, received_at, resolved_at) VALUES {} \
+                         ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
+                        value_rows(chunk.len(), 21)
+                    );
+                    let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql));
+                    for (s, rid, resolved) in chunk {
+                        q = q
+                            .bind(id(uuid::Uuid::new_v4()))
+                            .bind(&s.fingerprint)
+                            .bind(ts(s.starts_at))
+                            .bind(if *resolved { "resolved" } else { "firing" })
+                            .bind(s.ends_at.map(ts))
+                            .bind(&s.name)
+                            .bind(&s.severity)
+                            .bind(s.mode.as_str())
+                            .bind(s.source.as_str())
+                            .bind(Json(&s.labels))
+                            .bind(Json(&s.annotations))
+                            .bind(&s.generator_url)
+                            .bind(&s.receiver)
+                            .bind(&s.group_key)
+                            .bind(s.target.as_ref().map(|t| t.kind.clone()))
+                            .bind(s.target.as_ref().map(|t| t.name.clone()))
+                            .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
+                            .bind(&s.target_fingerprint)
+                            .bind(rid.map(id))
+                            .bind(ts(now))
+                            .bind(resolved.then(|| ts(now)));
+                    }
+                    let stored = q.fetch_all(&mut *tx).await?.len();
+                    if stored < chunk.len() {
                         // A concurrent delivery of the same alert committed first.
                         return Err(StoreError::Conflict);
                     }
-                    out.push(outcome);
+                }
+                for (rid, s) in &opened {
+                    let target = s.target.as_ref().map_or_else(|| "no target label".to_owned(), |t| t.to_string());
+                    audits.push((
+                        Some(*rid),
+                        Some(Phase::Received),
+                        AuditDraft::new("received", &s.actor(), format!("{} ({}) opened a request for {target}", s.name, s.mode.as_str()))
+                            .with_payload(serde_json::json!({
+                                "fingerprint": s.fingerprint,
+                                "starts_at": s.starts_at,
+                                "target": s.target,
+                                "target_fingerprint": s.target_fingerprint,
+                                "source": s.source,
+                            })),
+                    ));
+                }
+                // The trail in the order things happened: openings, then repeats and resolutions.
+                audits.sort_by_key(|(_, _, d)| if d.kind == "received" { 0 } else { 1 });
+                for chunk in audits.chunks(CHUNK) {
+                    let sql = format!(
+                        "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload) VALUES {}",
+                        value_rows(chunk.len(), 7)
+                    );
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                    for (rid, phase, d) in chunk {
+                        q = q
+                            .bind(rid.map(id))
+                            .bind(ts(now))
+                            .bind(phase.map(Phase::as_str))
+                            .bind(&d.kind)
+                            .bind(&d.actor)
+                            .bind(&d.message)
+                            .bind(Json(&d.payload));
+                    }
+                    q.execute(&mut *tx).await?;
                 }
                 tx.commit().await?;
                 Ok(out)
-            }
-
-            async fn open_request(
-                &self,
-                tx: &mut Tx,
-                rid: uuid::Uuid,
-                s: &NewSignal,
-                now: chrono::DateTime<chrono::Utc>,
-                actor: &str,
-            ) -> Result<()> {
-                // Take the primary target first: if another writer holds it, retry the batch.
-                let taken = sqlx::query(
-                    "INSERT INTO request_targets (fingerprint, request_id, active) \
-                     VALUES ($1, $2, TRUE) ON CONFLICT DO NOTHING",
-                )
-                .bind(&s.target_fingerprint)
-                .bind(id(rid))
-                .execute(&mut **tx)
-                .await?;
-                if taken.rows_affected() == 0 {
-                    return Err(StoreError::Conflict);
-                }
-                let context = SignalContext::from_signal(s, now);
-                sqlx::query(
-                    "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
-                     target_name, target_namespace, target_fingerprint, signal_name, severity, \
-                     signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
-                     updated_at, attempts, state) \
-                     VALUES ($1, 'Received', NULL, TRUE, $2, $3, $4, $5, $6, $7, $8, $9, 1, \
-                     $10, $10, $10, $10, 0, $11)",
-                )
-                .bind(id(rid))
-                .bind(s.target.as_ref().map(|t| t.kind.as_str()))
-                .bind(s.target.as_ref().map(|t| t.name.as_str()))
-                .bind(s.target.as_ref().and_then(|t| t.namespace.as_deref()))
-                .bind(&s.target_fingerprint)
-                .bind(&s.name)
-                .bind(&s.severity)
-                .bind(s.mode.as_str())
-                .bind(Json(&context))
-                .bind(ts(now))
-                .bind(Json($crate::pipeline::StageState::default()))
-                .execute(&mut **tx)
-                .await?;
-                for alias in s.target_aliases.iter().filter(|a| **a != s.target_fingerprint) {
-                    sqlx::query(
-                        "INSERT INTO request_targets (fingerprint, request_id, active) \
-                         VALUES ($1, $2, TRUE) ON CONFLICT DO NOTHING",
-                    )
-                    .bind(alias)
-                    .bind(id(rid))
-                    .execute(&mut **tx)
-                    .await?;
-                }
-                let target = s
-                    .target
-                    .as_ref()
-                    .map_or_else(|| "no target label".to_owned(), |t| t.to_string());
-                let draft = AuditDraft::new(
-                    "received",
-                    actor,
-                    format!("{} ({}) opened a request for {target}", s.name, s.mode.as_str()),
-                )
-                .with_payload(serde_json::json!({
-                    "fingerprint": s.fingerprint,
-                    "starts_at": s.starts_at,
-                    "target": s.target,
-                    "target_fingerprint": s.target_fingerprint,
-                    "source": s.source,
-                }));
-                insert_audit(tx, Some(rid), Some(Phase::Received), now, &draft).await
             }
         }
 
@@ -389,6 +477,7 @@ macro_rules! sql_store {
             ) -> Result<Option<RemediationRequest>> {
                 let now = self.clock.now();
                 let until = now + chrono::Duration::from_std(lease).unwrap_or_default();
+                let _write = self.write_guard().await;
                 let row = sqlx::query(CLAIM_SQL)
                     .bind(worker)
                     .bind(ts(until))
@@ -405,6 +494,7 @@ macro_rules! sql_store {
                 lease: std::time::Duration,
             ) -> Result<bool> {
                 let until = self.clock.now() + chrono::Duration::from_std(lease).unwrap_or_default();
+                let _write = self.write_guard().await;
                 let done = sqlx::query(
                     "UPDATE remediation_requests SET lease_until = $1 \
                      WHERE id = $2 AND claimed_by = $3",
@@ -431,6 +521,7 @@ macro_rules! sql_store {
                     ));
                 }
                 let now = self.clock.now();
+                let _write = self.write_guard().await;
                 let mut tx: Tx = self.pool.begin_with(BEGIN).await?;
                 let row = sqlx::query(concat!(
                     "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
@@ -482,6 +573,7 @@ macro_rules! sql_store {
             }
 
             async fn release(&self, rid: uuid::Uuid, worker: &str) -> Result<()> {
+                let _write = self.write_guard().await;
                 sqlx::query(
                     "UPDATE remediation_requests SET claimed_by = NULL, lease_until = NULL \
                      WHERE id = $1 AND claimed_by = $2",
@@ -584,6 +676,7 @@ macro_rules! sql_store {
                 phase: Option<Phase>,
                 draft: &AuditDraft,
             ) -> Result<()> {
+                let _write = self.write_guard().await;
                 let mut tx: Tx = self.pool.begin_with(BEGIN).await?;
                 insert_audit(&mut tx, request_id, phase, self.clock.now(), draft).await?;
                 tx.commit().await?;

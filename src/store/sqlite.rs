@@ -22,6 +22,9 @@ static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
 pub struct SqliteStore {
     pool: SqlitePool,
     clock: Arc<dyn Clock>,
+    /// SQLite has one writer at a time. Queueing writers here, in order, is cheaper than
+    /// letting them collide on the file lock and back off in the busy handler.
+    write_lock: tokio::sync::Mutex<()>,
 }
 
 type Id = Hyphenated;
@@ -83,7 +86,15 @@ impl SqliteStore {
             .await
             .map_err(super::StoreError::Unavailable)?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool, clock })
+        Ok(Self {
+            pool,
+            clock,
+            write_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    async fn write_guard(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+        Some(self.write_lock.lock().await)
     }
 }
 

@@ -1,0 +1,327 @@
+//! The Enriching stage (DESIGN §3.2): environment, priority, business unit and risk tolerance of
+//! a request's target, for the prompt and the gate.
+//!
+//! Input: the request (its target and its alert's labels), the namespace object read through a
+//! [`ClusterReader`], and the optional enrichment policy (package `kubemedic.enrichment` in the
+//! policy directory). Output: [`Enrichment`] in `StageState.enrichment`, with one `sources` line per
+//! value saying where it came from, an `enrichment` audit event, and the move to `Investigating`.
+//!
+//! Precedence per value: the namespace label (`kubemedic.io/environment`, `…/priority`,
+//! `…/business-unit`, `…/risk-tolerance`) → what the enrichment policy derives → for the
+//! environment only, the configured default (`production`, the safe side). A cluster-scoped
+//! target (a Node) takes the namespace of the alert (`namespace` label), if it names one.
+//! Invariants: an unreachable cluster makes the request wait (`Unavailable{cluster}`); a
+//! namespace that does not exist or may not be read gives defaults with that reason recorded,
+//! never a failed request; a broken enrichment policy is skipped with its error recorded.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tracing::instrument;
+
+use super::{GateError, RegoGate, short_revision};
+use crate::cluster::{ClusterError, ClusterReader, ErrorKind, obj};
+use crate::pipeline::stages::Enrichment;
+use crate::pipeline::{AuditDraft, Phase, RemediationRequest, Stage, StageError, StageOutcome};
+use crate::target::{Target, is_cluster_scoped};
+
+pub const ENVIRONMENT_LABEL: &str = "kubemedic.io/environment";
+pub const PRIORITY_LABEL: &str = "kubemedic.io/priority";
+pub const BUSINESS_UNIT_LABEL: &str = "kubemedic.io/business-unit";
+pub const RISK_TOLERANCE_LABEL: &str = "kubemedic.io/risk-tolerance";
+
+/// Enrichment values, each possibly unknown. Also the enrichment policy's output shape: the
+/// package document's keys `environment`, `priority`, `business_unit`, `risk_tolerance`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Derived {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub business_unit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk_tolerance: Option<String>,
+}
+
+impl Derived {
+    /// Read the four keys from the enrichment package document; other rules are helpers and
+    /// ignored. A key with a value that is not a string is a policy error.
+    pub fn from_document(doc: &serde_json::Value) -> Result<Self, GateError> {
+        let field = |key: &str| -> Result<Option<String>, GateError> {
+            match doc.get(key) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(serde_json::Value::String(s)) => Ok(non_empty(s)),
+                Some(other) => Err(GateError::Shape {
+                    document: format!("{}.{key}", super::policy::ENRICHMENT_PACKAGE),
+                    message: format!("expected a string, got {other}"),
+                }),
+            }
+        };
+        Ok(Self {
+            environment: field("environment")?,
+            priority: field("priority")?,
+            business_unit: field("business_unit")?,
+            risk_tolerance: field("risk_tolerance")?,
+        })
+    }
+
+    fn from_labels(labels: &BTreeMap<String, String>) -> Self {
+        let get = |key: &str| labels.get(key).and_then(|v| non_empty(v));
+        Self {
+            environment: get(ENVIRONMENT_LABEL),
+            priority: get(PRIORITY_LABEL),
+            business_unit: get(BUSINESS_UNIT_LABEL),
+            risk_tolerance: get(RISK_TOLERANCE_LABEL),
+        }
+    }
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    let t = s.trim();
+    (!t.is_empty()).then(|| t.to_owned())
+}
+
+/// The namespace as the enrichment policy sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NamespaceFacts {
+    /// `None` when neither the target nor the alert names a namespace.
+    pub name: Option<String>,
+    /// False when the namespace does not exist or could not be read: `labels` are unknown.
+    pub found: bool,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The alert as the enrichment policy sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SignalFacts {
+    pub name: String,
+    pub severity: Option<String>,
+    pub mode: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// `input` of the enrichment policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EnrichmentPolicyInput {
+    pub namespace: NamespaceFacts,
+    pub target: Option<Target>,
+    pub signal: SignalFacts,
+    /// What the namespace labels already gave; kubemedic keeps those whatever the policy says.
+    pub labels: Derived,
+}
+
+/// The Enriching stage.
+pub struct EnrichmentStage {
+    cluster: Arc<dyn ClusterReader>,
+    gate: Arc<RegoGate>,
+    default_environment: String,
+}
+
+impl EnrichmentStage {
+    pub fn new(
+        cluster: Arc<dyn ClusterReader>,
+        gate: Arc<RegoGate>,
+        default_environment: impl Into<String>,
+    ) -> Self {
+        Self {
+            cluster,
+            gate,
+            default_environment: default_environment.into(),
+        }
+    }
+
+    async fn namespace_labels(&self, ns: &str) -> Result<BTreeMap<String, String>, ClusterError> {
+        let res = self.cluster.resource("Namespace").await?;
+        let o = self.cluster.get(&res, None, ns).await?;
+        Ok(obj::labels(&o)
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect())
+    }
+}
+
+/// Which namespace describes the request's target, and a note when that needs explaining.
+fn namespace_of(request: &RemediationRequest) -> (Option<String>, Option<String>) {
+    let alert_ns = request
+        .signal
+        .labels
+        .get("namespace")
+        .and_then(|n| non_empty(n));
+    match &request.target {
+        Some(t) if t.namespace.is_some() => (t.namespace.clone(), None),
+        Some(t) if is_cluster_scoped(&t.kind) => {
+            let note = match &alert_ns {
+                Some(ns) => format!(
+                    "namespace: {} {} is cluster-scoped; using the alert's namespace {ns}",
+                    t.kind, t.name
+                ),
+                None => format!(
+                    "namespace: {} {} is cluster-scoped and the alert names no namespace",
+                    t.kind, t.name
+                ),
+            };
+            (alert_ns, Some(note))
+        }
+        _ => {
+            let note = alert_ns
+                .is_none()
+                .then(|| "namespace: the alert names none".to_owned());
+            (alert_ns, note)
+        }
+    }
+}
+
+fn unreadable_note(ns: &str, e: &ClusterError) -> String {
+    match e.kind {
+        ErrorKind::NotFound => format!("namespace {ns} not found: its labels are unknown"),
+        ErrorKind::Forbidden => {
+            format!(
+                "namespace {ns} may not be read by kubemedic (forbidden): its labels are unknown"
+            )
+        }
+        ErrorKind::Blocked => {
+            format!("namespace {ns} is blocked by kubemedic's read policy: its labels are unknown")
+        }
+        _ => format!("namespace {ns} could not be read ({e}): its labels are unknown"),
+    }
+}
+
+#[async_trait]
+impl Stage for EnrichmentStage {
+    fn phase(&self) -> Phase {
+        Phase::Enriching
+    }
+
+    #[instrument(skip_all, fields(request_id = %request.id, phase = "Enriching"))]
+    async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
+        let mut sources = Vec::new();
+        let (namespace, note) = namespace_of(request);
+        sources.extend(note);
+        let mut facts = NamespaceFacts {
+            name: namespace.clone(),
+            ..Default::default()
+        };
+        if let Some(ns) = &namespace {
+            match self.namespace_labels(ns).await {
+                Ok(labels) => {
+                    facts.found = true;
+                    facts.labels = labels;
+                }
+                // The cluster itself is down or refuses our credentials: wait, do not guess.
+                Err(e) if e.is_unreachable() || e.kind == ErrorKind::Unauthorized => {
+                    return Err(StageError::Unavailable {
+                        dependency: "cluster".into(),
+                        message: format!("reading namespace {ns}: {e}"),
+                    });
+                }
+                Err(e) => sources.push(unreadable_note(ns, &e)),
+            }
+        }
+        let from_labels = Derived::from_labels(&facts.labels);
+        let ns_name = namespace.as_deref().unwrap_or("-");
+
+        let policy_input = EnrichmentPolicyInput {
+            namespace: facts.clone(),
+            target: request.target.clone(),
+            signal: SignalFacts {
+                name: request.signal.name.clone(),
+                severity: request.signal.severity.clone(),
+                mode: request.signal.mode.as_str().to_owned(),
+                labels: request.signal.labels.clone(),
+            },
+            labels: from_labels.clone(),
+        };
+        let snapshot = self.gate.snapshot();
+        let (revision, derived) = if snapshot.has_enrichment() || snapshot.error().is_some() {
+            let (revision, result) = self.gate.enrich(&policy_input).await;
+            match result {
+                Ok(d) => (revision, d.unwrap_or_default()),
+                Err(e) => {
+                    sources.push(format!("enrichment policy not applied: {e}"));
+                    (revision, Derived::default())
+                }
+            }
+        } else {
+            (snapshot.revision().map(str::to_owned), Derived::default())
+        };
+        let policy_name = format!("enrichment policy {}", short_revision(revision.as_deref()));
+
+        let mut pick = |what: &str, label: &str, l: &Option<String>, p: &Option<String>| {
+            if let Some(v) = l {
+                sources.push(format!("{what}: namespace label {label} on {ns_name}"));
+                Some(v.clone())
+            } else if let Some(v) = p {
+                sources.push(format!("{what}: {policy_name}"));
+                Some(v.clone())
+            } else {
+                None
+            }
+        };
+        let environment = pick(
+            "environment",
+            ENVIRONMENT_LABEL,
+            &from_labels.environment,
+            &derived.environment,
+        );
+        let priority = pick(
+            "priority",
+            PRIORITY_LABEL,
+            &from_labels.priority,
+            &derived.priority,
+        );
+        let business_unit = pick(
+            "business_unit",
+            BUSINESS_UNIT_LABEL,
+            &from_labels.business_unit,
+            &derived.business_unit,
+        );
+        let risk_tolerance = pick(
+            "risk_tolerance",
+            RISK_TOLERANCE_LABEL,
+            &from_labels.risk_tolerance,
+            &derived.risk_tolerance,
+        );
+        let environment = environment.unwrap_or_else(|| {
+            sources.push(format!(
+                "environment: default ({}) — no label and no policy value",
+                self.default_environment
+            ));
+            self.default_environment.clone()
+        });
+
+        let enrichment = Enrichment {
+            environment,
+            priority,
+            business_unit,
+            risk_tolerance,
+            sources,
+        };
+        let mut message = format!("environment {}", enrichment.environment);
+        for (name, value) in [
+            ("priority", &enrichment.priority),
+            ("business unit", &enrichment.business_unit),
+            ("risk tolerance", &enrichment.risk_tolerance),
+        ] {
+            if let Some(v) = value {
+                message.push_str(&format!(", {name} {v}"));
+            }
+        }
+        let event =
+            AuditDraft::new("enrichment", "enrichment", message).with_payload(serde_json::json!({
+                "enrichment": enrichment,
+                "namespace": facts,
+                "policy_revision": revision,
+                "policy_derived": derived,
+            }));
+        let mut state = request.state.clone();
+        state.enrichment = Some(enrichment);
+        Ok(StageOutcome {
+            next: Phase::Investigating,
+            reason: None,
+            state,
+            events: vec![event],
+        })
+    }
+}
