@@ -256,12 +256,10 @@ pub async fn serve_components(settings: &Settings) -> Components {
             components
                 .dependencies
                 .push(Arc::new(ClusterDependency::connected(cluster.clone())));
-            components.stages.extend(investigation_stages(
-                settings,
-                cluster,
-                Arc::new(SystemClock),
-                Some(metrics),
-            ));
+            let (stages, investigator) =
+                investigation_stages(settings, cluster, Arc::new(SystemClock), Some(metrics));
+            components.stages.extend(stages);
+            components.dependencies.push(investigator);
             components
                 .stages
                 .push(gate_stage(gate.clone(), settings.gate.confidence_threshold));
@@ -276,15 +274,15 @@ pub async fn serve_components(settings: &Settings) -> Components {
     components
 }
 
-/// The investigation and selection stages on a cluster, with the configured investigator.
-/// A catalog or playbook that does not load leaves the stages out (requests then end in
-/// review, "investigation not available"), with the error logged.
+/// The investigation and selection stages on a cluster, with the configured investigator, and
+/// its `/readyz` entry. A catalog or playbook that does not load leaves the stages out
+/// (requests then end in review, "investigation not available"), logged and shown on `/readyz`.
 pub fn investigation_stages(
     settings: &Settings,
     reader: Arc<dyn crate::cluster::ClusterReader>,
     clock: Arc<dyn Clock>,
     metrics: Option<Arc<Metrics>>,
-) -> Vec<Arc<dyn Stage>> {
+) -> (Vec<Arc<dyn Stage>>, Arc<dyn Dependency>) {
     // Durable remediation history arrives with execution; until then it starts empty.
     let history = Arc::new(crate::history::InMemoryHistory::default());
     match crate::investigate::build(
@@ -295,17 +293,43 @@ pub fn investigation_stages(
         history,
         metrics,
     ) {
-        Ok(investigator) => {
+        Ok(built) => {
+            let investigator = built.investigator;
             info!(investigator = %investigator.name(), "investigator ready");
-            vec![
-                Arc::new(crate::investigate::InvestigationStage(investigator.clone())),
-                Arc::new(crate::investigate::SelectionStage(investigator)),
-            ]
+            (
+                vec![
+                    Arc::new(crate::investigate::InvestigationStage(investigator.clone())),
+                    Arc::new(crate::investigate::SelectionStage(investigator)),
+                ],
+                Arc::new(InvestigatorDependency(Ok(built.llm))),
+            )
         }
         Err(e) => {
             tracing::error!(error = %e, "investigator not available");
-            vec![]
+            (vec![], Arc::new(InvestigatorDependency(Err(e.to_string()))))
         }
+    }
+}
+
+/// `/readyz` entry `investigator`: offline, the model's last call and the day's token budget,
+/// or why the investigator could not be built.
+pub struct InvestigatorDependency(Result<Option<Arc<crate::llm::LlmStatus>>, String>);
+
+#[async_trait::async_trait]
+impl Dependency for InvestigatorDependency {
+    fn name(&self) -> &'static str {
+        "investigator"
+    }
+    async fn check(&self) -> crate::web::DependencyStatus {
+        let (ok, detail) = match &self.0 {
+            Ok(None) => (
+                true,
+                "offline investigator (no model configured)".to_owned(),
+            ),
+            Ok(Some(llm)) => llm.status(),
+            Err(e) => (false, format!("not available: {e}")),
+        };
+        crate::web::DependencyStatus { ok, detail }
     }
 }
 

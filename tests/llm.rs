@@ -669,3 +669,108 @@ async fn a_ten_tool_call_investigation_stays_within_the_token_target() {
     );
     assert!(total <= 25_000, "{total} tokens sent; the target is 25k");
 }
+
+/// What an SRE sees on `/readyz` of a daemon with a model configured: nothing known before the
+/// first call, then the last call's failure (the request waits), then the day's token budget
+/// running out (requests end in review) — without kubemedic ever probing the model itself.
+#[tokio::test]
+async fn readyz_reports_the_models_last_call_and_the_daily_budget() {
+    common::init();
+    let server = ScriptedLlm::start(vec![
+        Reply::Status(500, "upstream exploded"),
+        Reply::Status(500, "upstream exploded"),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let settings = kubemedic::config::Settings::load(&kubemedic::config::DaemonArgs {
+        investigate: kubemedic::config::InvestigateArgs {
+            llm: Some(kubemedic::config::LlmMode::Openai),
+            llm_base_url: Some(format!("{}/v1", server.base_url)),
+            llm_api_key: Some(kubemedic::config::Secret::new("sk-readyz-secret")),
+            llm_model: Some("gpt-4o".into()),
+            llm_max_retries: Some(1),
+            llm_daily_token_budget: Some(1_000),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    let snap = snapshot();
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
+    let (stages, investigator) =
+        kubemedic::daemon::investigation_stages(&settings, Arc::new(snap), clock, None);
+    let d = common::TestDaemon::start_with(
+        |_| {},
+        kubemedic::daemon::Components {
+            dependencies: vec![investigator],
+            ..Default::default()
+        },
+        None,
+    )
+    .await;
+    let readyz = || async {
+        let v: Value = d
+            .client
+            .get(d.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v
+    };
+    let ready = readyz().await;
+    assert_eq!(ready["status"], "ready", "{ready}");
+    let detail = ready["checks"]["investigator"]["detail"].as_str().unwrap();
+    assert!(detail.contains("not called yet"), "{detail}");
+    assert!(!ready.to_string().contains("sk-readyz-secret"));
+
+    // The model server fails: the request waits, and /readyz says why.
+    let req = request("KubePodCrashLooping", &[]);
+    let err = stages[0].run(&req).await.unwrap_err();
+    assert!(
+        matches!(err, kubemedic::pipeline::StageError::Unavailable { .. }),
+        "{err}"
+    );
+    let ready = readyz().await;
+    assert_eq!(ready["status"], "degraded", "{ready}");
+    assert_eq!(ready["checks"]["investigator"]["ok"], false, "{ready}");
+    let detail = ready["checks"]["investigator"]["detail"].as_str().unwrap();
+    assert!(detail.contains("last call failed"), "{detail}");
+    assert!(detail.contains("500"), "{detail}");
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "--llm-max-retries 1: one request and one retry, nothing more"
+    );
+
+    // It answers, and the answer spends the day's budget: selection ends in review.
+    let out = stages[0].run(&req).await.unwrap();
+    assert_eq!(out.next, Phase::Selecting);
+    let mut req = req;
+    req.phase = out.next;
+    req.state = out.state;
+    let out = stages[1].run(&req).await.unwrap();
+    assert_eq!(out.next, Phase::ManualReviewRequired);
+    assert!(
+        out.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("llm_budget_exceeded"),
+        "{:?}",
+        out.reason
+    );
+    let ready = readyz().await;
+    assert_eq!(ready["checks"]["investigator"]["ok"], false, "{ready}");
+    let detail = ready["checks"]["investigator"]["detail"].as_str().unwrap();
+    assert!(detail.contains("last call succeeded"), "{detail}");
+    assert!(detail.contains("daily token budget spent"), "{detail}");
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "no probe, no call past the budget"
+    );
+    d.stop().await;
+}

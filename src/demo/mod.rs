@@ -91,19 +91,19 @@ fn demo_components(
             gate.clone(),
             settings.gate.default_environment.clone(),
         ))];
-    stages.extend(daemon::investigation_stages(
-        settings,
-        reader,
-        clock,
-        Some(metrics.clone()),
-    ));
+    let (investigation, investigator) =
+        daemon::investigation_stages(settings, reader, clock, Some(metrics.clone()));
+    stages.extend(investigation);
     stages.push(daemon::gate_stage(
         gate.clone(),
         settings.gate.confidence_threshold,
     ));
     Ok(Components {
         stages,
-        dependencies: vec![Arc::new(crate::gate::PolicyDependency::new(gate))],
+        dependencies: vec![
+            Arc::new(crate::gate::PolicyDependency::new(gate)),
+            investigator,
+        ],
         metrics: Some(metrics),
     })
 }

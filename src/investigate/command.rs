@@ -97,7 +97,8 @@ pub async fn run(
         history,
         None,
     )
-    .map_err(|e| CommandError::Failed(e.to_string()))?;
+    .map_err(|e| CommandError::Failed(e.to_string()))?
+    .investigator;
     let mut pipeline = Pipeline::new(clock.clone(), std::time::Duration::from_secs(0))
         .with_actor("kubemedic-investigate");
     for stage in extra_stages(reader.clone(), clock.clone()).map_err(CommandError::Failed)? {

@@ -240,6 +240,12 @@ pub fn load_catalog(
     }
 }
 
+/// The configured investigator, and what `/readyz` reports of its model (none when offline).
+pub struct Built {
+    pub investigator: Arc<dyn Investigator>,
+    pub llm: Option<Arc<crate::llm::LlmStatus>>,
+}
+
 /// Build the configured investigator (offline, or a model through OpenAiLlm).
 pub fn build(
     settings: &crate::config::InvestigateSettings,
@@ -248,7 +254,7 @@ pub fn build(
     tool_limits: crate::cluster::tools::ToolLimits,
     history: Arc<dyn crate::history::RemediationHistory>,
     metrics: Option<Arc<crate::telemetry::Metrics>>,
-) -> Result<Arc<dyn Investigator>, BuildError> {
+) -> Result<Built, BuildError> {
     let catalog = Arc::new(load_catalog(settings.catalog_dir.as_deref())?);
     let playbooks = Arc::new(
         match &settings.playbooks_dir {
@@ -258,29 +264,41 @@ pub fn build(
         .map_err(BuildError::Playbooks)?,
     );
     Ok(match &settings.openai {
-        None => Arc::new(offline::OfflineInvestigator {
-            reader,
-            clock,
-            tool_limits,
-            catalog,
-            playbooks,
-            history,
-        }),
-        Some(o) => Arc::new(LlmInvestigator {
-            llm: Arc::new(crate::llm::OpenAiLlm::new(o)?),
-            budget: Arc::new(crate::llm::TokenBudget::new(
+        None => Built {
+            investigator: Arc::new(offline::OfflineInvestigator {
+                reader,
+                clock,
+                tool_limits,
+                catalog,
+                playbooks,
+                history,
+            }),
+            llm: None,
+        },
+        Some(o) => {
+            let llm = Arc::new(crate::llm::ObservedLlm::new(Box::new(
+                crate::llm::OpenAiLlm::new(o)?,
+            )));
+            let budget = Arc::new(crate::llm::TokenBudget::new(
                 settings.token_budget,
                 settings.daily_token_budget,
-            )),
-            reader,
-            clock,
-            tool_limits,
-            catalog,
-            playbooks,
-            history,
-            settings: settings.llm.clone(),
-            metrics,
-        }),
+            ));
+            Built {
+                investigator: Arc::new(LlmInvestigator {
+                    llm: llm.clone(),
+                    budget: budget.clone(),
+                    reader,
+                    clock,
+                    tool_limits,
+                    catalog,
+                    playbooks,
+                    history,
+                    settings: settings.llm.clone(),
+                    metrics,
+                }),
+                llm: Some(Arc::new(crate::llm::LlmStatus { llm, budget })),
+            }
+        }
     })
 }
 

@@ -129,6 +129,73 @@ pub trait Llm: Send + Sync {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
 }
 
+/// An [`Llm`] that remembers how its last call went, so `/readyz` can say whether the model
+/// server works without probing it: no extra traffic, no tokens spent on health checks.
+pub struct ObservedLlm {
+    inner: Box<dyn Llm>,
+    last: Mutex<Option<(DateTime<Utc>, Option<String>)>>,
+}
+
+impl ObservedLlm {
+    pub fn new(inner: Box<dyn Llm>) -> Self {
+        Self {
+            inner,
+            last: Mutex::new(None),
+        }
+    }
+
+    /// `(working, detail)`: not called yet counts as working; a failed last call does not.
+    pub fn status(&self) -> (bool, String) {
+        let name = self.inner.describe();
+        match self.last.lock().ok().and_then(|l| l.clone()) {
+            None => (true, format!("{name}: configured, not called yet")),
+            Some((at, None)) => (true, format!("{name}: last call succeeded at {at}")),
+            Some((at, Some(e))) => (false, format!("{name}: last call failed at {at}: {e}")),
+        }
+    }
+}
+
+#[async_trait]
+impl Llm for ObservedLlm {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let result = self.inner.chat(request).await;
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some((Utc::now(), result.as_ref().err().map(ToString::to_string)));
+        }
+        result
+    }
+}
+
+/// What `/readyz` reports as `llm`: the last call's outcome and the day's token budget.
+pub struct LlmStatus {
+    pub llm: std::sync::Arc<ObservedLlm>,
+    pub budget: std::sync::Arc<TokenBudget>,
+}
+
+impl LlmStatus {
+    pub fn status(&self) -> (bool, String) {
+        let (ok, detail) = self.llm.status();
+        let spent = self.budget.spent_today();
+        let limit = self.budget.per_day;
+        if spent >= limit {
+            return (
+                false,
+                format!(
+                    "{detail}; daily token budget spent ({spent} of {limit}): investigations end \
+                     in review until 00:00 UTC"
+                ),
+            );
+        }
+        (
+            ok,
+            format!("{detail}; {spent} of {limit} daily tokens spent"),
+        )
+    }
+}
+
 /// Token limits: per investigation (both invocations together) and per UTC day (all
 /// investigations of this process).
 #[derive(Debug)]

@@ -94,8 +94,13 @@ impl OpenAiLlm {
                 (Box::new(c), format!("azure:{deployment}"))
             }
         };
+        // async-openai retries 429/5xx three times on its own by default; under our loop that
+        // would multiply to (1+3)×(1+N) requests. The plain transport leaves one retry policy:
+        // ours, which `--llm-max-retries` sets.
+        let client = Client::build(http.clone(), config)
+            .with_http_service(async_openai::middleware::ReqwestService::new(http));
         Ok(Self {
-            client: Client::build(http, config),
+            client,
             describe,
             max_retries: s.max_retries,
             backoff: s.backoff,
