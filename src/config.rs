@@ -173,7 +173,8 @@ pub struct DaemonArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct GateArgs {
     /// Directory of the Rego policies: approval.rego (package kubemedic.approval) and an
-    /// optional enrichment.rego; re-read when its files change [default: policies].
+    /// optional enrichment.rego; re-read when its files change [default: ./policies if it
+    /// exists, else the policy built into kubemedic].
     #[arg(long, env = "KUBEMEDIC_POLICY_DIR", value_name = "DIR")]
     pub policy_dir: Option<PathBuf>,
 
@@ -666,6 +667,9 @@ impl ClusterSettings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateSettings {
     pub policy_dir: PathBuf,
+    /// Whether `policy_dir` was configured. When it was not and `./policies` does not exist
+    /// (a container, an installed binary), the daemon uses the policy built into the binary.
+    pub policy_dir_configured: bool,
     pub confidence_threshold: f64,
     pub default_environment: String,
     pub eval_timeout: Duration,
@@ -678,11 +682,12 @@ impl GateSettings {
     }
 
     fn merge(args: &GateArgs, file: Option<&FileSettings>) -> Result<Self> {
-        let policy_dir = args
+        let configured = args
             .policy_dir
             .clone()
-            .or(file.and_then(|f| f.policy_dir.clone()))
-            .unwrap_or_else(|| PathBuf::from("policies"));
+            .or(file.and_then(|f| f.policy_dir.clone()));
+        let policy_dir_configured = configured.is_some();
+        let policy_dir = configured.unwrap_or_else(|| PathBuf::from("policies"));
         if policy_dir.as_os_str().is_empty() {
             return Err(invalid(
                 "--policy-dir",
@@ -738,6 +743,7 @@ impl GateSettings {
         }
         Ok(Self {
             policy_dir,
+            policy_dir_configured,
             confidence_threshold,
             default_environment,
             eval_timeout: Duration::from_millis(timeout_ms),

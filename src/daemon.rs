@@ -224,17 +224,19 @@ pub async fn serve_components(settings: &Settings) -> Components {
         ..Default::default()
     };
     let gate = {
-        let dir = settings.gate.policy_dir.clone();
-        let limit = settings.gate.eval_timeout;
+        let gate_settings = settings.gate.clone();
         let reporting = Some(metrics.clone());
         // Reading and compiling the policy is blocking work.
-        match tokio::task::spawn_blocking(move || RegoGate::load(dir, limit, reporting)).await {
+        match tokio::task::spawn_blocking(move || {
+            RegoGate::from_settings(&gate_settings, reporting)
+        })
+        .await
+        {
             Ok(gate) => Arc::new(gate),
             Err(e) => {
                 warn!(error = %e, "loading the approval policy failed; loading it inline");
-                Arc::new(RegoGate::load(
-                    settings.gate.policy_dir.clone(),
-                    settings.gate.eval_timeout,
+                Arc::new(RegoGate::from_settings(
+                    &settings.gate,
                     Some(metrics.clone()),
                 ))
             }
@@ -347,11 +349,7 @@ pub fn command_stages(
     gate_settings: crate::config::GateSettings,
 ) -> Box<crate::investigate::command::StageFactory> {
     Box::new(move |reader, _clock| {
-        let gate = Arc::new(RegoGate::load(
-            gate_settings.policy_dir.clone(),
-            gate_settings.eval_timeout,
-            None,
-        ));
+        let gate = Arc::new(RegoGate::from_settings(&gate_settings, None));
         if let Some(problem) = gate.problem() {
             warn!(problem = %problem, "approval policy degraded: every remediation will require approval");
         }

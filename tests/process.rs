@@ -31,7 +31,21 @@ struct Server {
 
 impl Server {
     fn start(data_dir: &Path, port: u16, database_url: Option<&str>, extra: &[&str]) -> Server {
+        Self::start_in(None, data_dir, port, database_url, extra)
+    }
+
+    /// `start`, in working directory `cwd` (default: the test's, the source tree).
+    fn start_in(
+        cwd: Option<&Path>,
+        data_dir: &Path,
+        port: u16,
+        database_url: Option<&str>,
+        extra: &[&str],
+    ) -> Server {
         let mut cmd = Command::new(BIN);
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
         cmd.arg("serve")
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
@@ -96,6 +110,11 @@ impl Drop for Server {
 
 /// A tiny blocking GET for readiness polling (no runtime needed).
 fn ureq_get(url: &str) -> std::io::Result<u16> {
+    get_text(url).map(|(status, _)| status)
+}
+
+/// Status and body of a GET (`Connection: close`, so the body is the rest of the stream).
+fn get_text(url: &str) -> std::io::Result<(u16, String)> {
     use std::io::{Read, Write};
     let rest = url.trim_start_matches("http://");
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -107,10 +126,13 @@ fn ureq_get(url: &str) -> std::io::Result<u16> {
     )?;
     let mut buf = String::new();
     s.read_to_string(&mut buf)?;
-    buf.split_whitespace()
+    let status = buf
+        .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| std::io::Error::other("bad response"))
+        .ok_or_else(|| std::io::Error::other("bad response"))?;
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_owned());
+    Ok((status, body.unwrap_or_default()))
 }
 
 async fn all_signals(client: &reqwest::Client, base: &str) -> Vec<Value> {
@@ -582,4 +604,42 @@ fn the_demo_runs_the_whole_loop_offline() {
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
+}
+
+/// Installed without a policy directory (a container, a package), the daemon gates with the
+/// policy built into it and says so on /readyz; a configured directory that is missing is not
+/// papered over: the gate fails closed and /readyz says that instead.
+#[test]
+fn without_a_policy_directory_the_built_in_policy_decides() {
+    let cwd = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let server = Server::start_in(Some(cwd.path()), data.path(), port, None, &[]);
+    let (status, body) = get_text(&format!("{}/readyz", server.base)).unwrap();
+    assert_eq!(status, 200, "{body}");
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["checks"]["policy"]["ok"], true, "{ready}");
+    let detail = ready["checks"]["policy"]["detail"].as_str().unwrap();
+    assert!(detail.contains("built into kubemedic"), "{detail}");
+    assert!(detail.contains("approval.rego"), "{detail}");
+    drop(server);
+
+    let missing = cwd.path().join("no-such-policies");
+    let port = free_port();
+    let server = Server::start_in(
+        Some(cwd.path()),
+        data.path(),
+        port,
+        None,
+        &["--policy-dir", missing.to_str().unwrap()],
+    );
+    let (_, body) = get_text(&format!("{}/readyz", server.base)).unwrap();
+    let ready: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["checks"]["policy"]["ok"], false, "{ready}");
+    let detail = ready["checks"]["policy"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("every remediation requires approval")
+            && detail.contains("no-such-policies"),
+        "{detail}"
+    );
 }

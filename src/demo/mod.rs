@@ -75,7 +75,7 @@ fn demo_components(
         path: policy_dir.clone(),
         source,
     })?;
-    for (name, text) in POLICIES {
+    for (name, text) in crate::gate::BUILTIN_POLICIES {
         let path = policy_dir.join(name);
         std::fs::write(&path, text).map_err(|source| DemoError::Io { path, source })?;
     }
@@ -110,18 +110,6 @@ fn demo_components(
 
 /// The simulated cluster the demo investigates.
 const CLUSTER: &str = include_str!("cluster.yaml");
-
-/// The approval policy shipped with kubemedic, written into the demo's data directory.
-const POLICIES: &[(&str, &str)] = &[
-    (
-        "approval.rego",
-        include_str!("../../policies/approval.rego"),
-    ),
-    (
-        "enrichment.rego",
-        include_str!("../../policies/enrichment.rego"),
-    ),
-];
 
 /// The webhook bodies sent by the demo, in order: the incidents of the simulated cluster,
 /// then alerts about objects it does not have, a broken body and a redelivery.

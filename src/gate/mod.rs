@@ -239,6 +239,21 @@ pub enum GateError {
     Task(String),
 }
 
+/// The policy shipped with kubemedic (`policies/` of the source tree), built into the binary.
+pub const BUILTIN_POLICIES: &[(&str, &str)] = &[
+    (
+        "approval.rego",
+        include_str!("../../policies/approval.rego"),
+    ),
+    (
+        "enrichment.rego",
+        include_str!("../../policies/enrichment.rego"),
+    ),
+];
+
+/// How the built-in policy is named where a directory would be.
+pub const BUILTIN_POLICY_DIR: &str = "(built into kubemedic)";
+
 /// The approval gate: one policy directory, compiled once per revision, evaluated per decision.
 pub struct RegoGate {
     dir: PathBuf,
@@ -247,9 +262,50 @@ pub struct RegoGate {
     /// The last evaluation error of the current revision (cleared by a successful one).
     last_eval_error: Mutex<Option<String>>,
     metrics: Option<Arc<Metrics>>,
+    /// The built-in policy: nothing to re-read.
+    builtin: bool,
 }
 
 impl RegoGate {
+    /// The gate `serve` and `investigate` use: the configured policy directory; else
+    /// `./policies` if there is one (a source checkout); else the policy built into the binary
+    /// (a container, an installed binary). A configured directory that is missing or broken is
+    /// never replaced by the built-in policy: the gate fails closed and says so.
+    pub fn from_settings(
+        settings: &crate::config::GateSettings,
+        metrics: Option<Arc<Metrics>>,
+    ) -> Self {
+        if settings.policy_dir_configured || settings.policy_dir.is_dir() {
+            return Self::load(settings.policy_dir.clone(), settings.eval_timeout, metrics);
+        }
+        tracing::info!(
+            "no policy directory configured and no ./policies: using the built-in approval policy"
+        );
+        Self::builtin(settings.eval_timeout, metrics)
+    }
+
+    /// The policy shipped with kubemedic, compiled from the copy built into the binary.
+    pub fn builtin(limit: Duration, metrics: Option<Arc<Metrics>>) -> Self {
+        let dir = PathBuf::from(BUILTIN_POLICY_DIR);
+        let files = BUILTIN_POLICIES
+            .iter()
+            .map(|(name, text)| ((*name).to_owned(), (*text).to_owned()))
+            .collect();
+        let sources = policy::PolicySources::from_files(&dir, files);
+        let snapshot = Arc::new(PolicySnapshot::compile(&dir, sources, limit));
+        log_loaded(&snapshot, "loaded");
+        let gate = Self {
+            dir,
+            limit,
+            current: RwLock::new(snapshot),
+            last_eval_error: Mutex::new(None),
+            metrics,
+            builtin: true,
+        };
+        gate.publish_state();
+        gate
+    }
+
     /// Read and compile `dir`. Never fails: a broken directory gives a gate that requires
     /// approval for everything and says why (see [`RegoGate::problem`]).
     pub fn load(dir: impl Into<PathBuf>, limit: Duration, metrics: Option<Arc<Metrics>>) -> Self {
@@ -262,6 +318,7 @@ impl RegoGate {
             current: RwLock::new(snapshot),
             last_eval_error: Mutex::new(None),
             metrics,
+            builtin: false,
         };
         gate.publish_state();
         gate
@@ -288,6 +345,9 @@ impl RegoGate {
     /// Re-read the directory; if its sources changed, compile them and swap them in (broken or
     /// not: a broken policy fails closed). Returns true when a new revision was swapped in.
     pub fn reload_if_changed(&self) -> bool {
+        if self.builtin {
+            return false;
+        }
         let sources = policy::PolicySources::read(&self.dir);
         let current = self.snapshot();
         let unchanged = match &sources {

@@ -78,6 +78,11 @@ impl PolicySources {
             let text = std::fs::read_to_string(&path).map_err(read_error)?;
             files.push((name, text));
         }
+        Self::from_files(dir, files)
+    }
+
+    /// Sources held in memory (the built-in policy); `dir` names them in messages.
+    pub fn from_files(dir: &Path, mut files: Vec<(String, String)>) -> Result<Self, GateError> {
         if files.is_empty() {
             return Err(GateError::NoPolicies {
                 dir: dir.to_owned(),
