@@ -1082,71 +1082,101 @@ fn rows_for(source: &AlertGen, now: DateTime<Utc>) -> RawRows {
     }
 }
 
-const INSERT_TARGET: &str =
-    "INSERT INTO request_targets (fingerprint, request_id, active) VALUES ($1, $2, TRUE)";
-const INSERT_REQUEST: &str = "INSERT INTO remediation_requests (id, phase, reason, active, \
-     target_kind, target_name, target_namespace, target_fingerprint, signal_name, severity, \
-     signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, updated_at, \
-     attempts, state) VALUES ($1, 'Received', NULL, TRUE, 'Pod', $2, $3, $4, $5, 'warning', \
-     'reactive', $6, 1, $7, $7, $7, $7, 0, $8)";
-const INSERT_AUDIT: &str = "INSERT INTO audit_events (request_id, at, phase, kind, actor, \
-     message, payload) VALUES ($1, $2, 'Received', 'received', 'alertmanager/kubemedic', $3, $4)";
-const INSERT_SIGNAL: &str = "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, \
-     name, severity, mode, source, labels, annotations, generator_url, receiver, group_key, \
-     target_kind, target_name, target_namespace, target_fingerprint, request_id, received_at, \
-     resolved_at) VALUES ($1, $2, $3, 'firing', NULL, $4, 'warning', 'reactive', \
-     'alertmanager', $5, $6, 'http://prometheus.test/graph', 'kubemedic', $7, 'Pod', $8, $9, \
-     $10, $11, $12, NULL)";
 const GROUP_KEY: &str = "{}:{alertname=\"KubePodCrashLooping\"}";
 
-/// The same bind sequence on both databases; only id and time encodings differ.
-macro_rules! write_alert {
-    ($tx:expr, $r:expr, $id:expr, $ts:expr, $starts:expr) => {{
-        let r = $r;
-        sqlx::query(INSERT_TARGET)
-            .bind(&r.target_fingerprint)
-            .bind($id(r.request_id))
-            .execute(&mut *$tx)
-            .await?;
-        sqlx::query(INSERT_REQUEST)
-            .bind($id(r.request_id))
-            .bind(&r.pod)
-            .bind(NAMESPACE)
-            .bind(&r.target_fingerprint)
-            .bind(ALERTNAME)
-            .bind(Json(&r.context))
-            .bind($ts)
-            .bind(Json(serde_json::json!({})))
-            .execute(&mut *$tx)
-            .await?;
-        sqlx::query(INSERT_AUDIT)
-            .bind($id(r.request_id))
-            .bind($ts)
-            .bind(&r.audit_message)
-            .bind(Json(&r.audit_payload))
-            .execute(&mut *$tx)
-            .await?;
-        sqlx::query(INSERT_SIGNAL)
-            .bind($id(r.signal_id))
-            .bind(&r.fingerprint)
-            .bind($starts)
-            .bind(ALERTNAME)
-            .bind(Json(&r.labels))
-            .bind(Json(&r.annotations))
-            .bind(GROUP_KEY)
-            .bind(&r.pod)
-            .bind(NAMESPACE)
-            .bind(&r.target_fingerprint)
-            .bind($id(r.request_id))
-            .bind($ts)
-            .execute(&mut *$tx)
-            .await?;
+/// The same rows and binds on both databases (only id and time encodings differ), written the
+/// way the store writes a batch: one multi-row INSERT per table (`QueryBuilder` spells the
+/// parameters `?` on SQLite and `$N` on Postgres, as the store does).
+macro_rules! write_rows {
+    ($tx:expr, $db:ty, $rows:expr, $id:expr, $ts:expr, $starts:expr) => {{
+        let rows: &[RawRows] = $rows;
+        let mut q = sqlx::QueryBuilder::<$db>::new(
+            "INSERT INTO request_targets (fingerprint, request_id, active) ",
+        );
+        q.push_values(rows, |mut b, r| {
+            b.push_bind(&r.target_fingerprint)
+                .push_bind($id(r.request_id))
+                .push_bind(true);
+        });
+        q.build().execute(&mut *$tx).await?;
+        let mut q = sqlx::QueryBuilder::<$db>::new(
+            "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
+             target_name, target_namespace, target_fingerprint, signal_name, severity, \
+             signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
+             updated_at, attempts, state) ",
+        );
+        q.push_values(rows, |mut b, r| {
+            b.push_bind($id(r.request_id))
+                .push_bind("Received")
+                .push_bind(None::<String>)
+                .push_bind(true)
+                .push_bind("Pod")
+                .push_bind(&r.pod)
+                .push_bind(NAMESPACE)
+                .push_bind(&r.target_fingerprint)
+                .push_bind(ALERTNAME)
+                .push_bind("warning")
+                .push_bind("reactive")
+                .push_bind(Json(&r.context))
+                .push_bind(1i64)
+                .push_bind($ts)
+                .push_bind($ts)
+                .push_bind($ts)
+                .push_bind($ts)
+                .push_bind(0i32)
+                .push_bind(Json(serde_json::json!({})));
+        });
+        q.build().execute(&mut *$tx).await?;
+        let mut q = sqlx::QueryBuilder::<$db>::new(
+            "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload) ",
+        );
+        q.push_values(rows, |mut b, r| {
+            b.push_bind($id(r.request_id))
+                .push_bind($ts)
+                .push_bind("Received")
+                .push_bind("received")
+                .push_bind("alertmanager/kubemedic")
+                .push_bind(&r.audit_message)
+                .push_bind(Json(&r.audit_payload));
+        });
+        q.build().execute(&mut *$tx).await?;
+        let mut q = sqlx::QueryBuilder::<$db>::new(
+            "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, severity, \
+             mode, source, labels, annotations, generator_url, receiver, group_key, \
+             target_kind, target_name, target_namespace, target_fingerprint, request_id, \
+             received_at, resolved_at) ",
+        );
+        q.push_values(rows, |mut b, r| {
+            b.push_bind($id(r.signal_id))
+                .push_bind(&r.fingerprint)
+                .push_bind($starts(r))
+                .push_bind("firing")
+                .push("NULL")
+                .push_bind(ALERTNAME)
+                .push_bind("warning")
+                .push_bind("reactive")
+                .push_bind("alertmanager")
+                .push_bind(Json(&r.labels))
+                .push_bind(Json(&r.annotations))
+                .push_bind("http://prometheus.test/graph")
+                .push_bind("kubemedic")
+                .push_bind(GROUP_KEY)
+                .push_bind("Pod")
+                .push_bind(&r.pod)
+                .push_bind(NAMESPACE)
+                .push_bind(&r.target_fingerprint)
+                .push_bind($id(r.request_id))
+                .push_bind($ts)
+                .push("NULL");
+        });
+        q.build().execute(&mut *$tx).await?;
     }};
 }
 
 impl RawPool {
-    /// The same connection settings as the store (src/store/sqlite.rs, postgres.rs), with at
-    /// least `connections` connections on Postgres (SQLite keeps the store's 8: one writer).
+    /// The same connection settings as the store's writer (src/store/sqlite.rs, postgres.rs):
+    /// on SQLite one connection with the store's `wal_autocheckpoint`; on Postgres at least
+    /// `connections` connections.
     async fn open(backend: &Backend, url: &str, connections: usize) -> Res<Self> {
         use std::str::FromStr;
         Ok(match backend {
@@ -1158,10 +1188,11 @@ impl RawPool {
                     .journal_mode(SqliteJournalMode::Wal)
                     .synchronous(SqliteSynchronous::Full)
                     .busy_timeout(Duration::from_secs(10))
-                    .foreign_keys(true);
+                    .foreign_keys(true)
+                    .pragma("wal_autocheckpoint", "8000");
                 RawPool::Sqlite(
                     SqlitePoolOptions::new()
-                        .max_connections(8)
+                        .max_connections(1)
                         .connect_with(options)
                         .await?,
                 )
@@ -1192,18 +1223,15 @@ impl RawPool {
         match self {
             RawPool::Sqlite(pool) => {
                 let ts = now.format(SQLITE_TS).to_string();
+                let starts = |r: &RawRows| r.starts_at.format(SQLITE_TS).to_string();
                 let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-                for r in rows {
-                    let starts = r.starts_at.format(SQLITE_TS).to_string();
-                    write_alert!(tx, r, sqlite_id, ts.as_str(), starts.as_str());
-                }
+                write_rows!(tx, sqlx::Sqlite, rows, sqlite_id, ts.clone(), starts);
                 tx.commit().await
             }
             RawPool::Pg(pool) => {
+                let starts = |r: &RawRows| r.starts_at;
                 let mut tx = pool.begin().await?;
-                for r in rows {
-                    write_alert!(tx, r, pg_id, now, r.starts_at);
-                }
+                write_rows!(tx, sqlx::Postgres, rows, pg_id, now, starts);
                 tx.commit().await
             }
         }

@@ -18,6 +18,8 @@ static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
 
 pub struct PgStore {
     pool: PgPool,
+    /// The same pool: Postgres has no single writer.
+    writer: PgPool,
     clock: Arc<dyn Clock>,
 }
 
@@ -38,6 +40,10 @@ fn ts(t: DateTime<Utc>) -> Ts {
 
 fn time_of(t: Ts) -> super::Result<DateTime<Utc>> {
     Ok(t)
+}
+
+fn param(i: usize) -> String {
+    format!("${i}")
 }
 
 const BEGIN: &str = "BEGIN";
@@ -64,7 +70,11 @@ impl PgStore {
             .await
             .map_err(super::StoreError::Unavailable)?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool, clock })
+        Ok(Self {
+            writer: pool.clone(),
+            pool,
+            clock,
+        })
     }
 
     /// Postgres takes row locks itself; writers need no queue in the process.

@@ -1,10 +1,11 @@
 //! The SQL both backends share, written once.
 //!
-//! `sql_store!(Type, Database)` implements [`super::Store`] for a struct with `pool` and `clock`
-//! fields. The invoking module supplies what differs between databases:
-//! `type Id`/`fn id`/`fn uuid_of` (how a UUID is bound and read), `type Ts`/`fn ts`/`fn time_of`
-//! (how a time is bound and read), `BEGIN` (the statement that opens a write transaction) and
-//! `CLAIM_SQL` (how a worker claims a request without racing another).
+//! `sql_store!(Type, Database)` implements [`super::Store`] for a struct with `pool` (reads),
+//! `writer` (every write; behind `write_guard`) and `clock` fields. The invoking module supplies
+//! what differs between databases: `type Id`/`fn id`/`fn uuid_of` (how a UUID is bound and
+//! read), `type Ts`/`fn ts`/`fn time_of` (how a time is bound and read), `fn param` (how the
+//! generated multi-row statements spell parameter N), `BEGIN` (the statement that opens a
+//! write transaction) and `CLAIM_SQL` (how a worker claims a request without racing another).
 
 /// Column list of `remediation_requests`, in the order `request_from_row` reads it.
 macro_rules! request_columns {
@@ -150,9 +151,11 @@ macro_rules! sql_store {
             row.map(|(p,)| parse_phase(&p)).transpose()
         }
 
-        /// `$first, $first+1, …` for an IN list or a VALUES row.
+        /// `$first, $first+1, …` for an IN list or a VALUES row (each backend spells a
+        /// parameter with its own `param`). Only for statements whose parameters are all
+        /// generated here, numbered in bind order from 1.
         fn placeholders(first: usize, n: usize) -> String {
-            (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+            (first..first + n).map(param).collect::<Vec<_>>().join(", ")
         }
 
         /// `($1, $2, $3), ($4, $5, $6), …` for a multi-row INSERT.
@@ -179,7 +182,7 @@ macro_rules! sql_store {
                 use std::collections::HashMap;
                 let now = self.clock.now();
                 let _write = self.write_guard().await;
-                let mut tx: Tx = self.pool.begin_with(BEGIN).await?;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
 
                 // 1. What the database already knows.
                 let mut fingerprints: Vec<&str> = signals.iter().map(|s| s.fingerprint.as_str()).collect();
@@ -482,7 +485,7 @@ macro_rules! sql_store {
                     .bind(worker)
                     .bind(ts(until))
                     .bind(ts(now))
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&self.writer)
                     .await?;
                 row.as_ref().map(request_from_row).transpose()
             }
@@ -502,7 +505,7 @@ macro_rules! sql_store {
                 .bind(ts(until))
                 .bind(id(rid))
                 .bind(worker)
-                .execute(&self.pool)
+                .execute(&self.writer)
                 .await?;
                 Ok(done.rows_affected() == 1)
             }
@@ -522,7 +525,7 @@ macro_rules! sql_store {
                 }
                 let now = self.clock.now();
                 let _write = self.write_guard().await;
-                let mut tx: Tx = self.pool.begin_with(BEGIN).await?;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
                 let row = sqlx::query(concat!(
                     "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
                      state = $4, attempts = $5, not_before = $6, updated_at = $7, \
@@ -580,7 +583,7 @@ macro_rules! sql_store {
                 )
                 .bind(id(rid))
                 .bind(worker)
-                .execute(&self.pool)
+                .execute(&self.writer)
                 .await?;
                 Ok(())
             }
@@ -677,7 +680,7 @@ macro_rules! sql_store {
                 draft: &AuditDraft,
             ) -> Result<()> {
                 let _write = self.write_guard().await;
-                let mut tx: Tx = self.pool.begin_with(BEGIN).await?;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
                 insert_audit(&mut tx, request_id, phase, self.clock.now(), draft).await?;
                 tx.commit().await?;
                 Ok(())
