@@ -23,8 +23,8 @@ pub struct Cli {
 
 #[derive(Debug, clap::Args)]
 pub struct SnapshotArgs {
-    /// Namespace to capture (repeat for several).
-    #[arg(long = "namespace", short = 'n', value_name = "NS", required = true)]
+    /// Namespace to capture (repeat for several; default: every namespace kubemedic may read).
+    #[arg(long = "namespace", short = 'n', value_name = "NS")]
     pub namespaces: Vec<String>,
     /// Where to write the snapshot (multi-document YAML).
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -252,7 +252,11 @@ async fn snapshot(args: SnapshotArgs) -> ExitCode {
                 args.output.display(),
                 s.objects().len(),
                 s.pod_logs().len(),
-                args.namespaces.join(", ")
+                if args.namespaces.is_empty() {
+                    "every readable namespace".to_owned()
+                } else {
+                    args.namespaces.join(", ")
+                }
             );
             ExitCode::SUCCESS
         }

@@ -281,6 +281,28 @@ async fn every_read_tool_on_a_crash_looping_deployment() {
     .await;
     assert!(logs.ok, "{}", logs.text);
     assert_eq!(logs.text.trim(), "connecting to db");
+    // since_seconds reaches the kubelet through the API server's log proxy.
+    let healthy = name(&i.healthy).to_owned();
+    let now = chrono::Utc::now();
+    i.logs.lock().unwrap().insert(
+        (ns.clone(), healthy.clone(), "checkout".into(), false),
+        format!(
+            "{} served 120 requests\n{} served 80 requests\n",
+            (now - chrono::Duration::hours(1)).to_rfc3339(),
+            (now - chrono::Duration::seconds(30)).to_rfc3339()
+        ),
+    );
+    let recent = call(
+        &t,
+        "kubectl_logs",
+        json!({"name": healthy, "namespace": ns, "container": "checkout", "since_seconds": 600}),
+    )
+    .await;
+    assert!(
+        recent.ok && recent.text.contains("served 80") && !recent.text.contains("served 120"),
+        "{}",
+        recent.text
+    );
     let prev = call(
         &t,
         "kubectl_previous_logs",
@@ -843,6 +865,20 @@ async fn least_privilege_reader_role_from_the_chart() {
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Forbidden);
+    // As a tool result: what happened and what to do about it, in one line each.
+    let r = call(
+        &tools(unguarded.clone()),
+        "kubectl_get",
+        json!({"kind": "secrets", "namespace": k.ns}),
+    )
+    .await;
+    assert!(!r.ok);
+    assert!(
+        r.text.starts_with("Error (Forbidden):")
+            && r.text.contains("may not read this; do not retry it"),
+        "{}",
+        r.text
+    );
 
     // A role without NetworkPolicy access: that detection fails, the rest works.
     let partial = format!("kubemedic-partial-{}", k.ns);

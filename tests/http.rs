@@ -232,6 +232,11 @@ async fn redelivery_changes_nothing() {
         metrics.contains("kubemedic_signals_deduplicated_total{kind=\"redelivery\"} 9"),
         "{metrics}"
     );
+    // Received counts every alert delivered, redeliveries included: 4 deliveries of 3.
+    assert!(
+        metrics.contains("kubemedic_signals_received_total{source=\"alertmanager\"} 12"),
+        "{metrics}"
+    );
     d.stop().await;
 }
 

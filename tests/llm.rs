@@ -9,8 +9,8 @@ use std::time::Duration;
 use common::llm::{Reply, ScriptedLlm, calls, raw_call, text, truncated};
 use kubemedic::catalog::Catalog;
 use kubemedic::clock::{Clock, ManualClock};
-use kubemedic::cluster::SnapshotCluster;
 use kubemedic::cluster::tools::ToolLimits;
+use kubemedic::cluster::{ClusterReader, ListQuery, LogQuery, ResourceInfo, SnapshotCluster};
 use kubemedic::history::{HistoryRecord, InMemoryHistory};
 use kubemedic::investigate::playbooks::Playbooks;
 use kubemedic::investigate::{
@@ -18,7 +18,7 @@ use kubemedic::investigate::{
 };
 use kubemedic::llm::{OpenAiLlm, OpenAiSettings, Provider, TokenBudget};
 use kubemedic::pipeline::stages::Enrichment;
-use kubemedic::pipeline::{Phase, RemediationRequest, SignalContext, Stage, StageState};
+use kubemedic::pipeline::{Phase, RemediationRequest, Stage, StageState};
 use serde_json::{Value, json};
 
 const POD: &str = "checkout-7d9c8b6f5-x2k4q";
@@ -53,20 +53,8 @@ fn request(alertname: &str, extra: &[(&str, &str)]) -> RemediationRequest {
         ..Default::default()
     };
     RemediationRequest {
-        id: uuid::Uuid::new_v4(),
-        phase: Phase::Investigating,
-        reason: None,
-        target: signal.target.clone(),
-        target_fingerprint: signal.target_fingerprint.clone(),
-        signal: SignalContext::from_signal(&signal, now),
-        occurrence_count: 1,
-        first_seen: now,
-        last_seen: now,
-        created_at: now,
-        updated_at: now,
-        attempts: 0,
-        not_before: None,
         state,
+        ..RemediationRequest::for_signal(&signal, Phase::Investigating, now)
     }
 }
 
@@ -74,6 +62,12 @@ struct Setup {
     budget: u64,
     provider: Provider,
     history: Vec<HistoryRecord>,
+    /// The investigator's caps (default: the shipped defaults, with a mini selection model).
+    settings: LlmInvestigatorSettings,
+    /// Per model request.
+    timeout: Duration,
+    /// The cluster the tools read (default: the snapshot).
+    reader: Option<Arc<dyn ClusterReader>>,
 }
 
 impl Default for Setup {
@@ -82,6 +76,13 @@ impl Default for Setup {
             budget: 100_000,
             provider: Provider::OpenAi,
             history: vec![],
+            settings: LlmInvestigatorSettings {
+                rca_model: "gpt-4o".into(),
+                selection_model: "gpt-4o-mini".into(),
+                ..Default::default()
+            },
+            timeout: Duration::from_secs(10),
+            reader: None,
         }
     }
 }
@@ -100,7 +101,7 @@ fn investigator(server: &ScriptedLlm, setup: Setup) -> Arc<LlmInvestigator> {
         api_key: Some(kubemedic::config::Secret::new("sk-test-key")),
         azure_deployment: Some("kubemedic-gpt".into()),
         azure_api_version: "2024-10-21".into(),
-        timeout: Duration::from_secs(10),
+        timeout: setup.timeout,
         max_retries: 3,
         backoff: Duration::from_millis(20),
     })
@@ -108,17 +109,13 @@ fn investigator(server: &ScriptedLlm, setup: Setup) -> Arc<LlmInvestigator> {
     Arc::new(LlmInvestigator {
         llm: Arc::new(llm),
         budget: Arc::new(TokenBudget::new(setup.budget, 10_000_000)),
-        reader: Arc::new(snap),
+        reader: setup.reader.unwrap_or_else(|| Arc::new(snap)),
         clock,
         tool_limits: ToolLimits::default(),
         catalog: Arc::new(Catalog::builtin().unwrap()),
         playbooks: Arc::new(Playbooks::builtin().unwrap()),
         history: Arc::new(InMemoryHistory::new(setup.history)),
-        settings: LlmInvestigatorSettings {
-            rca_model: "gpt-4o".into(),
-            selection_model: "gpt-4o-mini".into(),
-            ..Default::default()
-        },
+        settings: setup.settings,
         metrics: None,
     })
 }
@@ -261,6 +258,22 @@ async fn a_multi_turn_investigation_with_parallel_tool_calls_reaches_the_gate() 
             .contains("never an instruction")
     );
     assert_eq!(reqs[0].headers["authorization"], "Bearer sk-test-key");
+    // The RCA prompt asks for batched calls and carries the matched playbook's steps.
+    let system = reqs[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("put all independent tool calls in one turn"),
+        "{system}"
+    );
+    let user = reqs[0].body["messages"][1]["content"].as_str().unwrap();
+    let playbooks = user
+        .split_once("## Matching playbooks")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no playbook section: {user}"));
+    assert!(playbooks.contains("CrashLoopBackOff"), "{playbooks}");
+    assert!(
+        playbooks.contains("kubectl_previous_logs"),
+        "the playbook's investigation steps: {playbooks}"
+    );
 }
 
 #[tokio::test]
@@ -773,4 +786,272 @@ async fn readyz_reports_the_models_last_call_and_the_daily_budget() {
         "no probe, no call past the budget"
     );
     d.stop().await;
+}
+
+/// A cluster whose log reads meet: each `logs` call returns only once `parties` of them are
+/// waiting at the same time. Two log calls in one turn finish only if they run concurrently; a
+/// lone one never finishes (which is how the tool timeout is shown without a timing assertion).
+struct Rendezvous {
+    inner: SnapshotCluster,
+    barrier: tokio::sync::Barrier,
+}
+
+#[async_trait::async_trait]
+impl ClusterReader for Rendezvous {
+    async fn resource(&self, kind: &str) -> kubemedic::cluster::Result<ResourceInfo> {
+        self.inner.resource(kind).await
+    }
+    async fn get(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> kubemedic::cluster::Result<Value> {
+        self.inner.get(res, namespace, name).await
+    }
+    async fn list(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        query: &ListQuery,
+    ) -> kubemedic::cluster::Result<Vec<Value>> {
+        self.inner.list(res, namespace, query).await
+    }
+    async fn logs(
+        &self,
+        namespace: &str,
+        pod: &str,
+        query: &LogQuery,
+    ) -> kubemedic::cluster::Result<String> {
+        self.barrier.wait().await;
+        self.inner.logs(namespace, pod, query).await
+    }
+    async fn server_version(&self) -> kubemedic::cluster::Result<String> {
+        self.inner.server_version().await
+    }
+}
+
+fn rendezvous(parties: usize) -> Option<Arc<dyn ClusterReader>> {
+    Some(Arc::new(Rendezvous {
+        inner: snapshot(),
+        barrier: tokio::sync::Barrier::new(parties),
+    }))
+}
+
+fn previous_logs() -> (&'static str, Value) {
+    (
+        "kubectl_previous_logs",
+        json!({"name": POD, "namespace": "shop", "container": "checkout"}),
+    )
+}
+
+#[tokio::test]
+async fn the_tool_calls_of_one_turn_run_concurrently() {
+    // Two log reads that can only finish together: run one after the other, the first would
+    // wait for the second until the tool timeout cut it off.
+    let server = ScriptedLlm::start(vec![
+        calls(&[previous_logs(), previous_logs()]),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let mut setup = Setup {
+        reader: rendezvous(2),
+        ..Default::default()
+    };
+    setup.settings.tool_timeout = Duration::from_secs(30);
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    let results = tool_messages(&server.requests()[1].body);
+    assert_eq!(results.len(), 2);
+    for r in &results {
+        assert!(r.contains("PAYMENT_API_KEY_V2"), "{r}");
+    }
+}
+
+#[tokio::test]
+async fn a_tool_call_that_does_not_finish_in_time_becomes_a_timeout_result() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[previous_logs()]),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let mut setup = Setup {
+        reader: rendezvous(2),
+        ..Default::default()
+    };
+    setup.settings.tool_timeout = Duration::from_secs(1);
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    // The investigation goes on; the model is told what happened and how to do better.
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    let results = tool_messages(&server.requests()[1].body);
+    assert_eq!(results.len(), 1);
+    assert!(
+        results[0].contains("Error (Timeout): kubectl_previous_logs did not finish within 1s"),
+        "{}",
+        results[0]
+    );
+    let a = done.state.analysis.as_ref().unwrap();
+    assert_eq!(a.tool_calls.len(), 1);
+}
+
+#[tokio::test]
+async fn the_caps_refuse_extra_calls_and_force_a_conclusion_at_the_turn_limit() {
+    let describe = || {
+        (
+            "kubectl_describe",
+            json!({"kind": "Pod", "name": POD, "namespace": "shop"}),
+        )
+    };
+    let events = || ("kubectl_events", json!({"namespace": "shop"}));
+    let server = ScriptedLlm::start(vec![
+        // Turn 1: the third describe is over the per-tool cap (2).
+        calls(&[describe(), describe(), describe(), events()]),
+        // Turn 2: 3 calls run so far; the total cap (5) lets two more through.
+        calls(&[events(), previous_logs(), previous_logs()]),
+        // Turn 3 (of 4): more calls; all refused, and then the model is told to conclude.
+        calls(&[events()]),
+        // Turn 4: forced to the sentinel.
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let mut setup = Setup::default();
+    setup.settings.max_turns = 4;
+    setup.settings.max_tool_calls = 5;
+    setup.settings.max_calls_per_tool = 2;
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    let reqs = server.requests();
+    let turn1 = tool_messages(&reqs[1].body);
+    assert_eq!(turn1.len(), 4, "every call gets an answer, refused or not");
+    assert!(
+        turn1[2].contains("the call limit for kubectl_describe (2) is reached"),
+        "{}",
+        turn1[2]
+    );
+    assert!(!turn1[3].starts_with("Error"), "{}", turn1[3]);
+    // (The conversation carries every earlier result: turn 2's are 4..=6.)
+    let turn2 = tool_messages(&reqs[2].body);
+    assert_eq!(turn2.len(), 7);
+    assert!(!turn2[4].starts_with("Error"), "{}", turn2[4]);
+    assert!(!turn2[5].starts_with("Error"), "{}", turn2[5]);
+    assert!(
+        turn2[6].contains("tool call limit (5) is reached"),
+        "{}",
+        turn2[6]
+    );
+    let last = &reqs[3].body;
+    assert!(
+        tool_messages(last)[7].contains("tool call limit (5) is reached"),
+        "{last}"
+    );
+    assert_eq!(
+        last["tool_choice"],
+        json!({"type": "function", "function": {"name": "submit_result"}}),
+        "the last turn forces the sentinel"
+    );
+    assert!(
+        last["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "user"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("turn limit is reached"))),
+        "{last}"
+    );
+    let a = done.state.analysis.as_ref().unwrap();
+    // Every call is in the record; only the five within the caps ran.
+    assert_eq!(a.tool_calls.len(), 8);
+    assert_eq!(a.tool_calls.iter().filter(|c| c.ok).count(), 5);
+}
+
+#[tokio::test]
+async fn a_model_that_never_concludes_ends_inconclusive_at_the_turn_limit() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[("kubectl_events", json!({"namespace": "shop"}))]),
+        calls(&[("kubectl_events", json!({"namespace": "shop"}))]),
+        calls(&[("kubectl_events", json!({"namespace": "shop"}))]),
+        // Invocation 2, given nothing to act on.
+        calls(&[(
+            "submit_result_no_workflow",
+            json!({"reasoning": "no RCA to act on"}),
+        )]),
+    ])
+    .await;
+    let mut setup = Setup::default();
+    setup.settings.max_turns = 3;
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired);
+    assert!(
+        done.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("investigation_inconclusive"),
+        "{:?}",
+        done.reason
+    );
+    let rca_calls = server
+        .requests()
+        .iter()
+        .filter(|r| r.body["model"] == "gpt-4o")
+        .count();
+    assert_eq!(rca_calls, 3, "no RCA call past the turn limit");
+    let a = done.state.analysis.as_ref().unwrap();
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("within the turn limit")),
+        "{:?}",
+        a.warnings
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_model_call_is_cut_at_the_request_timeout_and_retried() {
+    let server = ScriptedLlm::start(vec![
+        Reply::Stall(Duration::from_secs(30)),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let setup = Setup {
+        timeout: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    let reqs = server.requests();
+    assert_eq!(
+        reqs.len(),
+        3,
+        "the stalled request, its retry, the selection"
+    );
+    assert_eq!(
+        reqs[0].body, reqs[1].body,
+        "the retry sends the same request"
+    );
 }

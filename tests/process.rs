@@ -166,6 +166,21 @@ async fn burst_and_kill(
     senders: usize,
     kill_after: usize,
 ) -> HashSet<String> {
+    burst_and_signal(server, total, senders, kill_after, "KILL")
+        .await
+        .0
+}
+
+/// A burst of distinct alerts from `senders` concurrent clients; once `after` are
+/// acknowledged the server gets `signal`. Returns the acknowledged fingerprints and how the
+/// server exited.
+async fn burst_and_signal(
+    server: &mut Server,
+    total: usize,
+    senders: usize,
+    kill_after: usize,
+    signal: &str,
+) -> (HashSet<String>, std::process::ExitStatus) {
     let acked = Arc::new(Mutex::new(HashSet::new()));
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let client = reqwest::Client::builder()
@@ -215,13 +230,18 @@ async fn burst_and_kill(
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    server.child.kill().expect("SIGKILL");
-    let _ = server.child.wait();
+    let pid = server.child.id().to_string();
+    let sent = Command::new("kill")
+        .args([format!("-{signal}"), pid])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{signal}");
+    let status = server.child.wait().unwrap();
     for t in tasks {
         t.await.unwrap();
     }
     let guard = acked.lock().unwrap();
-    guard.clone()
+    (guard.clone(), status)
 }
 
 async fn crash_keeps_every_acknowledged_alert(database_url: Option<String>) {
@@ -314,6 +334,38 @@ async fn sigkill_mid_burst_loses_no_acknowledged_alert_postgres() {
     if let Some(url) = common::fresh_postgres().await {
         crash_keeps_every_acknowledged_alert(Some(url)).await;
     }
+}
+
+/// SIGTERM in the middle of a burst: the server stops accepting, answers what it already
+/// took in only once it is committed, and exits 0; after a restart every acknowledged alert is
+/// there exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigterm_mid_burst_commits_what_it_acknowledged_and_exits_zero() {
+    common::init();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut server = Server::start(dir.path(), port, None, &[]);
+    let (acked, status) = burst_and_signal(&mut server, 3000, 24, 600, "TERM").await;
+    assert_eq!(status.code(), Some(0), "SIGTERM exits 0");
+    assert!(acked.len() >= 600 && acked.len() < 3000, "{}", acked.len());
+    tokio::time::sleep(Duration::from_millis(200)).await; // the log reader catches up
+    let log = server.log_lines().join("\n");
+    assert!(log.contains("SIGTERM"), "{log}");
+    drop(server);
+
+    let server = Server::start(dir.path(), port, None, &[]);
+    let client = reqwest::Client::new();
+    let signals = all_signals(&client, &server.base).await;
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for s in &signals {
+        *count
+            .entry(s["fingerprint"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    for fp in &acked {
+        assert_eq!(count.get(fp), Some(&1), "acknowledged alert {fp}");
+    }
+    assert!(count.values().all(|n| *n == 1), "no alert stored twice");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -578,9 +630,11 @@ fn investigate_rejects_a_broken_alert_or_snapshot_by_name() {
 
 #[test]
 fn the_demo_runs_the_whole_loop_offline() {
+    let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
         .args(["demo", "--exit", "--listen", "127.0.0.1:0"])
         .env_remove("KUBEMEDIC_LLM")
+        .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
     assert!(
@@ -604,6 +658,13 @@ fn the_demo_runs_the_whole_loop_offline() {
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
+    // Its temporary data directory goes with it.
+    assert!(
+        text.contains("(temporary: removed when the demo stops"),
+        "{text}"
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 /// Installed without a policy directory (a container, a package), the daemon gates with the

@@ -135,3 +135,91 @@ scenarios!(
     gitops_managed => "gitops-managed",
     node_not_ready => "node-not-ready",
 );
+
+/// A snapshot is read-only: the writes execution would make are recorded, not applied, and a
+/// write to an object the snapshot does not hold fails as it would on a cluster.
+#[tokio::test]
+async fn the_snapshot_records_the_writes_it_would_have_made() {
+    use kubemedic::cluster::{ClusterReader, ErrorKind, writes};
+    common::init();
+    let snap = SnapshotCluster::from_yaml(&common::fixture("clusters/shop-rollout.yaml")).unwrap();
+    let now = snap.captured_at().unwrap();
+
+    let undo = writes::rollout_undo(&snap, &snap, "shop", "checkout", false)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            undo.detail["fromRevision"].as_i64(),
+            undo.detail["toRevision"].as_i64()
+        ),
+        (Some(2), Some(1))
+    );
+    writes::scale(&snap, &snap, "Deployment", "shop", "checkout", 4, true)
+        .await
+        .unwrap();
+    writes::rollout_restart(&snap, &snap, "Deployment", "shop", "checkout", now, false)
+        .await
+        .unwrap();
+    let drained = writes::drain(&snap, &snap, "worker-1", false)
+        .await
+        .unwrap();
+    let missing = writes::delete_pod(&snap, &snap, "shop", "no-such-pod", false)
+        .await
+        .unwrap_err();
+    assert_eq!(missing.kind, ErrorKind::NotFound);
+
+    let w = snap.recorded_writes();
+    let ops: Vec<(&str, &str, bool)> = w
+        .iter()
+        .map(|w| (w.operation.as_str(), w.kind.as_str(), w.dry_run))
+        .collect();
+    let evicted = drained.detail["evicted"].as_array().unwrap();
+    assert!(!evicted.is_empty());
+    let mut want = vec![
+        ("replace", "Deployment", false),
+        ("patch/merge", "Deployment", true),
+        ("patch/strategic", "Deployment", false),
+        ("patch/merge", "Node", false),
+    ];
+    want.extend(evicted.iter().map(|_| ("evict", "Pod", false)));
+    assert_eq!(ops, want, "nothing recorded for the failed delete");
+    // The undo puts back revision 1's template; the scale and restart carry their patches.
+    assert_eq!(
+        w[0].body["spec"]["template"]["spec"]["containers"][0]["image"],
+        "shop/checkout:1.4.1"
+    );
+    assert_eq!(w[1].body, serde_json::json!({"spec": {"replicas": 4}}));
+    assert!(
+        w[2].body["spec"]["template"]["metadata"]["annotations"]
+            ["kubectl.kubernetes.io/restartedAt"]
+            .is_string()
+    );
+    assert_eq!(
+        w[3].body,
+        serde_json::json!({"spec": {"unschedulable": true}})
+    );
+    let evicted_names: Vec<String> = w[4..]
+        .iter()
+        .map(|w| format!("{}/{}", w.namespace.as_deref().unwrap_or(""), w.name))
+        .collect();
+    assert_eq!(
+        evicted_names,
+        evicted
+            .iter()
+            .map(|e| e.as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    );
+
+    // What the snapshot reads has not changed.
+    let deployments = snap.resource("Deployment").await.unwrap();
+    let d = snap
+        .get(&deployments, Some("shop"), "checkout")
+        .await
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "shop/checkout:1.4.2"
+    );
+}

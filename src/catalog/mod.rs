@@ -878,6 +878,70 @@ mod tests {
     }
 
     #[test]
+    fn workflows_are_ranked_by_fit_and_paged() {
+        let wf = |id: &str, labels: &str| {
+            format!(
+                "  - id: {id}\n    version: 1.0.0\n    description: {id}\n    labels: {labels}\n    parameters: {{type: object, properties: {{TARGET_RESOURCE_NAME: {{type: string}}}}}}\n    engine: {{type: builtin, steps: [{{action: rollout_restart}}]}}\n"
+            )
+        };
+        let yaml = format!(
+            "actionType: {{name: RestartDeployment, what: a, whenToUse: b, whenNotToUse: c}}\nworkflows:\n{}{}{}{}",
+            wf("plain", "{}"),
+            wf(
+                "for-critical",
+                "{targetKinds: [Deployment], severity: [critical]}"
+            ),
+            wf(
+                "for-pdb",
+                "{targetKinds: [Deployment], requires: [pdbProtected]}"
+            ),
+            wf("production-only", "{environment: [production]}"),
+        );
+        let c = Catalog::from_sources(&[(PathBuf::from("workflows/restart.yaml"), yaml)]).unwrap();
+        let mut ctx = SelectionContext {
+            target_kind: Some("Deployment".into()),
+            severity: Some("critical".into()),
+            environment: Some("staging".into()),
+            ..Default::default()
+        };
+        ctx.detected.pdb_protected = true;
+        let ids = |v: &Value| -> Vec<String> {
+            v["workflows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| w["workflow_id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let page1 = c.list_workflows("RestartDeployment", &ctx, 0, 2);
+        assert_eq!(ids(&page1), ["for-pdb", "for-critical"], "{page1}");
+        assert_eq!(
+            (page1["total"].as_u64(), page1["hasMore"].as_bool()),
+            (Some(3), Some(true))
+        );
+        let page2 = c.list_workflows("RestartDeployment", &ctx, 2, 2);
+        assert_eq!(
+            ids(&page2),
+            ["plain"],
+            "the production-only one does not fit staging"
+        );
+        assert_eq!(page2["hasMore"], false);
+        let actions = c.list_available_actions(&ctx, 0, 10);
+        assert_eq!(actions["actionTypes"][0]["workflow_count"], 3, "{actions}");
+        // Without a PDB the workflow that requires one is gone, not just ranked lower.
+        ctx.detected.pdb_protected = false;
+        let v = c.list_workflows("RestartDeployment", &ctx, 0, 10);
+        assert_eq!(ids(&v), ["for-critical", "plain"]);
+        let unknown = c.list_workflows("Nope", &ctx, 0, 10);
+        assert!(
+            unknown["error"]
+                .as_str()
+                .unwrap()
+                .contains("list_available_actions")
+        );
+    }
+
+    #[test]
     fn problems_name_file_and_field() {
         let bad = vec![(
             PathBuf::from("workflows/bad.yaml"),

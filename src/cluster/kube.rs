@@ -386,14 +386,14 @@ impl ClusterReader for KubeCluster {
             .list(&params)
             .await
             .map_err(map_err)?;
-        let blocked_ns = &self.policy.blocked_namespaces;
         list.items
             .into_iter()
             .filter(|o| {
-                o.metadata
-                    .namespace
-                    .as_ref()
-                    .is_none_or(|ns| !blocked_ns.contains(ns))
+                !self.policy.hides(
+                    &res.kind,
+                    o.metadata.namespace.as_deref(),
+                    o.metadata.name.as_deref().unwrap_or(""),
+                )
             })
             .map(|o| to_value(o, res))
             .collect()

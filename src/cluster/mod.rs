@@ -262,6 +262,13 @@ impl Default for ReadPolicy {
 }
 
 impl ReadPolicy {
+    /// Whether a listed object stays out of the result: it lives in a blocked namespace, or it
+    /// is a blocked namespace.
+    pub fn hides(&self, kind: &str, namespace: Option<&str>, name: &str) -> bool {
+        let blocked = |ns: &str| self.blocked_namespaces.iter().any(|b| b == ns);
+        namespace.is_some_and(blocked) || (kind == "Namespace" && blocked(name))
+    }
+
     pub fn check(&self, res: &ResourceInfo, namespace: Option<&str>) -> Result<()> {
         let plural = res.plural.to_ascii_lowercase();
         let kind = res.kind.to_ascii_lowercase();

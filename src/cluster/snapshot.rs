@@ -334,8 +334,9 @@ impl ClusterReader for SnapshotCluster {
             .filter(|o| obj::kind(o) == res.kind)
             .filter(|o| ns.is_none() || obj::namespace(o) == ns)
             .filter(|o| {
-                obj::namespace(o)
-                    .is_none_or(|n| !self.policy.blocked_namespaces.iter().any(|b| b == n))
+                !self
+                    .policy
+                    .hides(&res.kind, obj::namespace(o), obj::name(o))
             })
             .filter(|o| selector.matches_value(obj::at(o, &["metadata", "labels"])))
             .filter(|o| {
@@ -395,7 +396,14 @@ impl ClusterReader for SnapshotCluster {
             }
             return Ok(String::new());
         };
-        let lines: Vec<&str> = found.text.lines().collect();
+        let mut lines: Vec<&str> = found.text.lines().collect();
+        // `since_seconds` as a kubelet applies it, for lines that carry their time (captured
+        // with timestamps): relative to when the snapshot was taken. A line without a
+        // timestamp cannot be placed in time and is kept.
+        if let (Some(since), Some(at)) = (query.since_seconds, self.captured_at) {
+            let from = at - chrono::Duration::seconds(since.max(0));
+            lines.retain(|l| line_time(l).is_none_or(|t| t >= from));
+        }
         let tail = query
             .tail_lines
             .map_or(lines.len(), |t| (t.max(0) as usize).min(lines.len()));
@@ -409,6 +417,14 @@ impl ClusterReader for SnapshotCluster {
     async fn server_version(&self) -> Result<String> {
         Ok(self.server_version.clone())
     }
+}
+
+/// The RFC 3339 time a log line starts with (`kubectl logs --timestamps`), if any.
+fn line_time(line: &str) -> Option<DateTime<Utc>> {
+    let first = line.split_whitespace().next()?;
+    DateTime::parse_from_rfc3339(first)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 #[async_trait]
@@ -532,8 +548,9 @@ pub const CAPTURED_KINDS: &[&str] = &[
 /// Cluster-scoped kinds a snapshot captures.
 pub const CAPTURED_CLUSTER_KINDS: &[&str] = &["Node", "PersistentVolume", "StorageClass"];
 
-/// Capture the given namespaces of a live cluster as snapshot YAML. Kinds that cannot be read
-/// (forbidden, not served) are listed in the header and skipped.
+/// Capture the given namespaces of a live cluster as snapshot YAML; none given: every
+/// namespace the reader may list (blocked ones are left out by its read policy). Kinds that
+/// cannot be read (forbidden, not served) are listed in the header and skipped.
 pub async fn capture(
     reader: &dyn ClusterReader,
     namespaces: &[String],
@@ -543,7 +560,23 @@ pub async fn capture(
     let mut skipped: Vec<String> = Vec::new();
     let version = reader.server_version().await?;
     let ns_res = reader.resource("Namespace").await?;
-    for ns in namespaces {
+    let namespaces: Vec<String> = if namespaces.is_empty() {
+        reader
+            .list(&ns_res, None, &ListQuery::default())
+            .await
+            .map_err(|e| {
+                ClusterError::new(
+                    e.kind,
+                    format!("cannot list namespaces ({e}); name them with --namespace"),
+                )
+            })?
+            .iter()
+            .map(|n| obj::name(n).to_owned())
+            .collect()
+    } else {
+        namespaces.to_vec()
+    };
+    for ns in &namespaces {
         match reader.get(&ns_res, None, ns).await {
             Ok(o) => docs.push(o),
             Err(e) if e.is_unreachable() => return Err(e),
@@ -669,6 +702,42 @@ text: |
   line two
   line three
 "#;
+
+    #[tokio::test]
+    async fn capturing_without_namespaces_takes_every_readable_one() {
+        let yaml = "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: kube-system}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: billing}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: shop}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: dns-1, namespace: kube-system}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: rates, namespace: billing}\n";
+        let source =
+            SnapshotCluster::from_yaml(yaml)
+                .unwrap()
+                .with_policy(crate::cluster::ReadPolicy {
+                    blocked_namespaces: vec!["kube-system".into()],
+                    ..Default::default()
+                });
+        let now = Utc::now();
+        let text = capture(&source, &[], now).await.unwrap();
+        let copy = SnapshotCluster::from_yaml(&text).unwrap();
+        let mut names: Vec<String> = copy
+            .objects()
+            .iter()
+            .map(|o| format!("{}/{}", obj::kind(o), obj::name(o)))
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "ConfigMap/rates",
+                "Namespace/billing",
+                "Namespace/shop",
+                "Pod/web-1"
+            ]
+        );
+        // Named namespaces: only those.
+        let text = capture(&source, &["billing".to_owned()], now)
+            .await
+            .unwrap();
+        let copy = SnapshotCluster::from_yaml(&text).unwrap();
+        assert!(copy.objects().iter().all(|o| obj::name(o) != "web-1"));
+    }
 
     #[tokio::test]
     async fn loads_lists_logs_and_drops_secrets() {

@@ -689,6 +689,111 @@ mod tests {
         );
     }
 
+    const SHOP: &str = "apiVersion: kubemedic.io/v1alpha1\nkind: SnapshotInfo\ncapturedAt: \"2026-11-21T12:00:00Z\"\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: shop}\nspec: {containers: [{name: web, image: nginx}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: coredns-1, namespace: kube-system}\nspec: {containers: [{name: coredns, image: coredns}]}\n---\napiVersion: v1\nkind: Event\nmetadata: {name: coredns-1.1, namespace: kube-system}\ninvolvedObject: {kind: Pod, name: coredns-1, namespace: kube-system}\ntype: Warning\nreason: BackOff\nmessage: restarting\n---\napiVersion: kubemedic.io/v1alpha1\nkind: PodLogs\nmetadata: {namespace: shop, name: web-1}\ncontainer: web\nprevious: false\ntext: |\n  2026-11-21T10:00:00Z old line password=hunter2\n  2026-11-21T11:58:00Z recent line\n  no timestamp here\n";
+
+    fn shop_tools(limits: ToolLimits, policy: crate::cluster::ReadPolicy) -> ClusterTools {
+        let snap = crate::cluster::SnapshotCluster::from_yaml(SHOP)
+            .unwrap()
+            .with_policy(policy);
+        ClusterTools::new(
+            std::sync::Arc::new(snap),
+            std::sync::Arc::new(crate::clock::SystemClock),
+            limits,
+        )
+    }
+
+    #[tokio::test]
+    async fn output_over_the_cap_is_cut_and_marked_after_sanitising() {
+        let limits = ToolLimits {
+            max_output_chars: 40,
+            ..Default::default()
+        };
+        let t = shop_tools(limits, Default::default());
+        let r = t
+            .call(
+                "kubectl_logs",
+                &json!({"name": "web-1", "namespace": "shop"}),
+            )
+            .await;
+        assert!(r.ok && r.truncated, "{r:?}");
+        assert!(r.text.ends_with(TRUNCATED), "{}", r.text);
+        assert!(r.text.len() <= 40 + 1 + TRUNCATED.len(), "{}", r.text);
+        assert!(!r.text.contains("hunter2"), "{}", r.text);
+        // Under the cap: whole, unmarked.
+        let t = shop_tools(ToolLimits::default(), Default::default());
+        let r = t
+            .call(
+                "kubectl_logs",
+                &json!({"name": "web-1", "namespace": "shop"}),
+            )
+            .await;
+        assert!(r.ok && !r.truncated && !r.text.contains(TRUNCATED), "{r:?}");
+        assert!(r.text.contains("no timestamp here") && !r.text.contains("hunter2"));
+    }
+
+    #[tokio::test]
+    async fn since_seconds_keeps_the_lines_of_the_last_seconds_before_the_capture() {
+        let t = shop_tools(ToolLimits::default(), Default::default());
+        let r = t
+            .call(
+                "kubectl_logs",
+                &json!({"name": "web-1", "namespace": "shop", "since_seconds": 600}),
+            )
+            .await;
+        assert!(r.ok, "{}", r.text);
+        assert!(
+            r.text.contains("recent line") && !r.text.contains("old line"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("no timestamp here"), "{}", r.text);
+    }
+
+    #[tokio::test]
+    async fn blocked_namespaces_are_refused_and_left_out_of_lists() {
+        let policy = crate::cluster::ReadPolicy {
+            blocked_namespaces: vec!["kube-system".into()],
+            ..Default::default()
+        };
+        let t = shop_tools(ToolLimits::default(), policy);
+        for (tool, args) in [
+            (
+                "kubectl_describe",
+                json!({"kind": "Pod", "name": "coredns-1", "namespace": "kube-system"}),
+            ),
+            (
+                "kubectl_get",
+                json!({"kind": "pods", "namespace": "kube-system"}),
+            ),
+            ("kubectl_events", json!({"namespace": "kube-system"})),
+            (
+                "kubectl_logs",
+                json!({"name": "coredns-1", "namespace": "kube-system"}),
+            ),
+        ] {
+            let r = t.call(tool, &args).await;
+            assert!(!r.ok, "{tool}: {}", r.text);
+            assert!(
+                r.text
+                    .contains("namespace kube-system is blocked by kubemedic's read policy"),
+                "{tool}: {}",
+                r.text
+            );
+        }
+        // Across all namespaces: the blocked one is simply not there.
+        let r = t
+            .call("kubectl_find_resource", &json!({"kind": "Pod"}))
+            .await;
+        assert!(r.ok, "{}", r.text);
+        assert!(
+            r.text.contains("web-1") && !r.text.contains("coredns"),
+            "{}",
+            r.text
+        );
+        let r = t.call("kubectl_count", &json!({"kind": "Pod"})).await;
+        assert_eq!(r.data["count"], 1, "{}", r.text);
+    }
+
     #[test]
     fn every_tool_has_a_schema_with_the_contract_arguments() {
         let specs = specs();

@@ -75,13 +75,34 @@ pub async fn rollout_restart(
 
 /// `kubectl rollout undo` for a Deployment: put back the pod template of the ReplicaSet with the
 /// highest revision below the current one. Replaces the Deployment at the resourceVersion it
-/// was read at.
+/// was read at; when the Deployment changed in between (its controller writes status all the
+/// time), it is read again and the decision made afresh, a few times.
 pub async fn rollout_undo(
     r: &dyn ClusterReader,
     w: &dyn ClusterWriter,
     namespace: &str,
     name: &str,
     dry_run: bool,
+) -> Result<WriteOutcome> {
+    let mut seen = None;
+    let mut attempt = 0;
+    loop {
+        match rollout_undo_once(r, w, namespace, name, dry_run, &mut seen).await {
+            Err(e) if e.kind == ErrorKind::Conflict && attempt < 4 => attempt += 1,
+            other => return other,
+        }
+    }
+}
+
+/// One attempt. `seen` is the revision the first attempt found: a later attempt that finds
+/// another one (somebody rolled out meanwhile) stops instead of undoing their change.
+async fn rollout_undo_once(
+    r: &dyn ClusterReader,
+    w: &dyn ClusterWriter,
+    namespace: &str,
+    name: &str,
+    dry_run: bool,
+    seen: &mut Option<i64>,
 ) -> Result<WriteOutcome> {
     let deployments = r.resource("Deployment").await?;
     let mut deployment = r.get(&deployments, Some(namespace), name).await?;
@@ -91,6 +112,17 @@ pub async fn rollout_undo(
     let current: i64 = obj::annotation(&deployment, "deployment.kubernetes.io/revision")
         .and_then(|r| r.parse().ok())
         .unwrap_or(0);
+    match *seen {
+        Some(first) if first != current => {
+            return Err(ClusterError::new(
+                ErrorKind::Conflict,
+                format!(
+                    "Deployment {namespace}/{name} moved from revision {first} to {current} during the rollback; not undoing that"
+                ),
+            ));
+        }
+        _ => *seen = Some(current),
+    }
     let selector = at(&deployment, &["spec", "selector"])
         .and_then(Selector::from_object)
         .map(|s| s.to_query())

@@ -277,14 +277,25 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     println!("  curl -s -H 'Authorization: Bearer {api_token}' {base}/api/v1/signals");
     println!("  curl -s {base}/readyz");
     println!("  curl -s {base}/metrics");
-    println!("  data directory: {}", data_dir.display());
+    if args.data_dir.is_some() {
+        println!("  data directory: {}", data_dir.display());
+    } else {
+        println!(
+            "  data directory: {} (temporary: removed when the demo stops; keep one with --data-dir)",
+            data_dir.display()
+        );
+    }
     if args.exit {
         running.shutdown();
     } else {
         println!();
         println!("Serving until Ctrl-C.");
     }
-    running.wait().await?;
+    let result = running.wait().await;
+    if args.data_dir.is_none() {
+        let _ = std::fs::remove_dir_all(&data_dir);
+    }
+    result?;
     Ok(())
 }
 

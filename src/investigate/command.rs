@@ -15,9 +15,7 @@ use serde_json::{Value, json};
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::cluster::{ClusterReader, KubeCluster, SnapshotCluster};
 use crate::config::{ClusterArgs, ClusterSettings, InvestigateArgs, InvestigateSettings};
-use crate::pipeline::{
-    Phase, Pipeline, RemediationRequest, SignalContext, Stage, StageState, Step,
-};
+use crate::pipeline::{Phase, Pipeline, RemediationRequest, Stage, Step};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -111,23 +109,7 @@ pub async fn run(
         .with_stage(Arc::new(crate::investigate::SelectionStage(investigator)));
     let mut out = String::new();
     for signal in &signals {
-        let now = clock.now();
-        let mut req = RemediationRequest {
-            id: uuid::Uuid::new_v4(),
-            phase: Phase::Received,
-            reason: None,
-            target: signal.target.clone(),
-            target_fingerprint: signal.target_fingerprint.clone(),
-            signal: SignalContext::from_signal(signal, now),
-            occurrence_count: 1,
-            first_seen: now,
-            last_seen: now,
-            created_at: now,
-            updated_at: now,
-            attempts: 0,
-            not_before: None,
-            state: StageState::default(),
-        };
+        let mut req = RemediationRequest::for_signal(signal, Phase::Received, clock.now());
         loop {
             let stop = req.phase.is_terminal()
                 || req.phase == Phase::AwaitingApproval
@@ -251,6 +233,37 @@ fn text(req: &RemediationRequest, record: &Value) -> String {
             g["require_approval"],
             g["reason"].as_str().unwrap_or("")
         ));
+    }
+    // How it was reached: not part of the JSON contract, for the person reading along.
+    if let Some(a) = &req.state.analysis {
+        s.push_str(&format!("  investigator: {}\n", a.investigator));
+        if !a.playbooks.is_empty() {
+            s.push_str(&format!("  playbooks: {}\n", a.playbooks.join(", ")));
+        }
+        let calls: Vec<&str> = a.tool_calls.iter().map(|c| c.tool.as_str()).collect();
+        s.push_str(&format!("  tool calls: {}", calls.len()));
+        if !calls.is_empty() {
+            s.push_str(&format!(" ({})", calls.join(", ")));
+        }
+        s.push('\n');
+        let selection = req
+            .state
+            .selection
+            .as_ref()
+            .map(|x| x.usage)
+            .unwrap_or_default();
+        let (prompt, completion) = (
+            a.usage.prompt_tokens + selection.prompt_tokens,
+            a.usage.completion_tokens + selection.completion_tokens,
+        );
+        if prompt + completion > 0 {
+            s.push_str(&format!(
+                "  tokens: {prompt} prompt + {completion} completion\n"
+            ));
+        }
+        for w in &a.warnings {
+            s.push_str(&format!("  warning: {w}\n"));
+        }
     }
     s
 }

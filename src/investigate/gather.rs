@@ -85,6 +85,17 @@ pub async fn prefetch(
     for p in &pods {
         let status = pod_status(p);
         snapshot.pod_statuses.push(status.clone());
+        // Why each container last died counts too: a pod crash-looping after OOM kills shows
+        // CrashLoopBackOff now and OOMKilled as its last state.
+        let mut last = Vec::new();
+        for c in obj::array(p, &["status", "containerStatuses"]) {
+            if let Some(r) = obj::str_at(c, &["lastState", "terminated", "reason"])
+                && !last.contains(&r)
+            {
+                last.push(r);
+                snapshot.pod_statuses.push(r.to_owned());
+            }
+        }
         let restarts: i64 = obj::array(p, &["status", "containerStatuses"])
             .iter()
             .filter_map(|c| obj::i64_at(c, &["restartCount"]))
@@ -95,10 +106,15 @@ pub async fn prefetch(
         if (status != "Running" || restarts > 0 || !ready) && text.lines().count() < 15 {
             {
                 text.push_str(&format!(
-                    "pod {} {} restarts={}\n",
+                    "pod {} {} restarts={}{}\n",
                     obj::name(p),
                     status,
-                    restarts
+                    restarts,
+                    if last.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" last={}", last.join(","))
+                    }
                 ));
             }
         }

@@ -221,6 +221,29 @@ pub struct RemediationRequest {
     pub state: StageState,
 }
 
+impl RemediationRequest {
+    /// A request for one signal, not yet stored: what `kubemedic investigate` runs through the
+    /// stages (the store opens requests itself, in the ingest transaction).
+    pub fn for_signal(signal: &NewSignal, phase: Phase, now: DateTime<Utc>) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            phase,
+            reason: None,
+            target: signal.target.clone(),
+            target_fingerprint: signal.target_fingerprint.clone(),
+            signal: SignalContext::from_signal(signal, now),
+            occurrence_count: 1,
+            first_seen: now,
+            last_seen: now,
+            created_at: now,
+            updated_at: now,
+            attempts: 0,
+            not_before: None,
+            state: StageState::default(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

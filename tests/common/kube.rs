@@ -438,7 +438,24 @@ pub async fn fake_kubelet(logs: LogStore) -> u16 {
                             };
                             let (status, body) = match found {
                                 Some(text) => {
-                                    let lines: Vec<&str> = text.lines().collect();
+                                    let mut lines: Vec<&str> = text.lines().collect();
+                                    // sinceSeconds as a kubelet applies it: by each line's
+                                    // time (here the RFC 3339 stamp the line starts with).
+                                    if let Some(since) = query
+                                        .get("sinceSeconds")
+                                        .and_then(|s| s.parse::<i64>().ok())
+                                    {
+                                        let from =
+                                            chrono::Utc::now() - chrono::Duration::seconds(since);
+                                        lines.retain(|l| {
+                                            l.split_whitespace()
+                                                .next()
+                                                .and_then(|t| {
+                                                    chrono::DateTime::parse_from_rfc3339(t).ok()
+                                                })
+                                                .is_none_or(|t| t >= from)
+                                        });
+                                    }
                                     let tail = query
                                         .get("tailLines")
                                         .and_then(|t| t.parse::<usize>().ok())

@@ -22,6 +22,8 @@ pub enum Reply {
     },
     /// An error status with an OpenAI-style error body.
     Status(u16, &'static str),
+    /// No answer for this long (a stalled model server), then a 500.
+    Stall(std::time::Duration),
 }
 
 /// Tool calls in one assistant turn: (name, arguments JSON).
@@ -123,6 +125,10 @@ async fn complete(
     let reply = s.script.lock().unwrap().pop_front();
     match reply {
         None => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "script exhausted", "type": "server_error"}}))).into_response(),
+        Some(Reply::Stall(d)) => {
+            tokio::time::sleep(d).await;
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "stalled", "type": "server_error"}}))).into_response()
+        }
         Some(Reply::Status(code, message)) => (
             StatusCode::from_u16(code).unwrap(),
             Json(json!({"error": {"message": message, "type": "rate_limit_error", "param": null, "code": null}})),

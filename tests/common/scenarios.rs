@@ -1104,22 +1104,11 @@ pub fn request(
     let signal = kubemedic::ingest::alertmanager::parse(alert.to_string().as_bytes())
         .unwrap()
         .remove(0);
-    kubemedic::pipeline::RemediationRequest {
-        id: uuid::Uuid::new_v4(),
-        phase: kubemedic::pipeline::Phase::Investigating,
-        reason: None,
-        target: signal.target.clone(),
-        target_fingerprint: signal.target_fingerprint.clone(),
-        signal: kubemedic::pipeline::SignalContext::from_signal(&signal, now),
-        occurrence_count: 1,
-        first_seen: now,
-        last_seen: now,
-        created_at: now,
-        updated_at: now,
-        attempts: 0,
-        not_before: None,
-        state: Default::default(),
-    }
+    kubemedic::pipeline::RemediationRequest::for_signal(
+        &signal,
+        kubemedic::pipeline::Phase::Investigating,
+        now,
+    )
 }
 
 /// Run the offline investigator (both invocations) and compare with expected.json; returns
@@ -1154,6 +1143,22 @@ pub fn check(
     s: &kubemedic::investigate::Selection,
 ) -> Vec<String> {
     let mut bad = Vec::new();
+    // The playbooks the failure mode must match (others may match too: a crash loop after a
+    // rollout is also a CrashLoopBackOff).
+    for p in want
+        .get("playbooks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let p = p.as_str().unwrap_or_default();
+        if !a.playbooks.iter().any(|m| m == p) {
+            bad.push(format!(
+                "{name}: playbook {p} not matched (matched: {:?})",
+                a.playbooks
+            ));
+        }
+    }
     let mut mismatch = |what: &str, want: &Value, got: &Value| {
         if want != got {
             bad.push(format!("{name}: {what}: want {want}, got {got}"));

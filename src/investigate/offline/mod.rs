@@ -728,7 +728,13 @@ impl OfflineInvestigator {
                 ),
             );
             d.factors = failing_pods.iter().map(|p| describe_failure(p)).collect();
-            d.confidence = 0.9;
+            d.factors.push(
+                "kubemedic may not read Secrets, so it cannot tell whether the configuration was deleted, renamed, never created or lacks a key".into(),
+            );
+            // The failure is plain; its cause is not: what happened to the configuration is
+            // beyond what kubemedic may see. Inconclusive, and a human decides.
+            d.outcome = InvestigationOutcome::Inconclusive;
+            d.confidence = 0.6;
             d.target = target;
             d.human = Some(format!(
                 "missing configuration ({detail}); kubemedic neither reads nor creates Secrets or configuration — a human must provide it"
