@@ -680,3 +680,52 @@ async fn store_failure_answers_503_so_alertmanager_retries() {
     );
     d.stop().await;
 }
+
+/// Every real Alertmanager body in the fixtures is accepted, each alert opens a request for the
+/// target its labels name, and the broken one is refused with the field named.
+#[tokio::test]
+async fn every_real_alertmanager_body_is_accepted_with_its_target() {
+    let d = TestDaemon::start_with(|_| {}, common::stalled(), None).await;
+    for (file, want) in [
+        (
+            "kubernaut-cpu-throttling-alert.json",
+            vec![("staging", "Pod", "api-gateway-6d4b79c5f9-abcdef")],
+        ),
+        (
+            "kubernaut-high-memory.json",
+            vec![("production", "Pod", "web-app-567abc")],
+        ),
+        (
+            "kubernaut-pod-crash.json",
+            vec![("production", "Pod", "api-server-789def")],
+        ),
+        (
+            "captured-from-alertmanager-0.25.json",
+            vec![("shop", "Pod", "checkout-7d9c8b6f5-x2k4q")],
+        ),
+    ] {
+        let answer: Value = d
+            .send_alertmanager(&fixture(&format!("alertmanager/{file}")))
+            .await
+            .json()
+            .await
+            .unwrap();
+        let outcomes = answer["outcomes"].as_array().unwrap();
+        assert_eq!(outcomes.len(), want.len(), "{file}: {answer}");
+        for (o, (ns, kind, name)) in outcomes.iter().zip(&want) {
+            assert_eq!(o["outcome"], "opened", "{file}: {answer}");
+            let id = o["request_id"].as_str().unwrap();
+            let req = d.api(&format!("/api/v1/requests/{id}")).await;
+            assert_eq!(
+                req["target"],
+                serde_json::json!({"kind": kind, "name": name, "namespace": ns}),
+                "{file}"
+            );
+        }
+    }
+    let broken = d
+        .send_alertmanager(&fixture("alertmanager/kubernaut-invalid-payload.json"))
+        .await;
+    assert_eq!(broken.status(), 400);
+    d.stop().await;
+}
