@@ -1189,7 +1189,7 @@ impl RawPool {
                     .synchronous(SqliteSynchronous::Full)
                     .busy_timeout(Duration::from_secs(10))
                     .foreign_keys(true)
-                    .pragma("wal_autocheckpoint", "8000");
+                    .pragma("wal_autocheckpoint", "2000");
                 RawPool::Sqlite(
                     SqlitePoolOptions::new()
                         .max_connections(1)

@@ -69,6 +69,9 @@ fn param(_: usize) -> String {
 
 const BEGIN: &str = "BEGIN IMMEDIATE";
 
+/// WAL pages (4 KiB each) after which the writer copies the log into the database file.
+const WAL_AUTOCHECKPOINT_PAGES: &str = "2000";
+
 const CLAIM_SQL: &str = concat!(
     "UPDATE remediation_requests SET claimed_by = $1, lease_until = $2 \
      WHERE id = (SELECT id FROM remediation_requests \
@@ -97,10 +100,14 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
         // The writer checkpoints the WAL into the database file every `wal_autocheckpoint`
-        // pages. At SQLite's default (1,000 pages, 4 MiB) a burst of alerts checkpoints many
-        // times over, copying the same hot index pages each time; every 8,000 pages
-        // (32 MiB of WAL on disk, not in memory) copies each of them once per 8,000.
-        let writer_options = options.clone().pragma("wal_autocheckpoint", "8000");
+        // pages, inside a commit: every write queued behind it waits. SQLite's default (1,000
+        // pages, 4 MiB) copies the same hot index pages over and over in a burst; 8,000 pages
+        // gave the most throughput but stalls of up to ~100 ms (the p99 at 500 requests/s
+        // is the stall); 2,000 keeps most of the gain with stalls a quarter as long
+        // (docs/benchmarks.md, runs 8–10).
+        let writer_options = options
+            .clone()
+            .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES);
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
