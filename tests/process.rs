@@ -244,6 +244,30 @@ async fn burst_and_signal(
     (guard.clone(), status)
 }
 
+/// Every acknowledged alert is stored exactly once, and no alert twice; returns the signals.
+async fn stored_exactly_once(
+    client: &reqwest::Client,
+    server: &Server,
+    acked: &HashSet<String>,
+) -> Vec<Value> {
+    let signals = all_signals(client, &server.base).await;
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for s in &signals {
+        *count
+            .entry(s["fingerprint"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    for fp in acked {
+        assert_eq!(
+            count.get(fp),
+            Some(&1),
+            "acknowledged alert {fp} must be stored exactly once"
+        );
+    }
+    assert!(count.values().all(|n| *n == 1), "no alert stored twice");
+    signals
+}
+
 async fn crash_keeps_every_acknowledged_alert(database_url: Option<String>) {
     common::init();
     let dir = tempfile::tempdir().unwrap();
@@ -256,21 +280,7 @@ async fn crash_keeps_every_acknowledged_alert(database_url: Option<String>) {
 
     let server = Server::start(dir.path(), port, database_url.as_deref(), &[]);
     let client = reqwest::Client::new();
-    let signals = all_signals(&client, &server.base).await;
-    let mut count: HashMap<String, usize> = HashMap::new();
-    for s in &signals {
-        *count
-            .entry(s["fingerprint"].as_str().unwrap().to_owned())
-            .or_default() += 1;
-    }
-    for fp in &acked {
-        assert_eq!(
-            count.get(fp),
-            Some(&1),
-            "acknowledged alert {fp} must be stored exactly once"
-        );
-    }
-    assert!(count.values().all(|n| *n == 1), "no alert stored twice");
+    let signals = stored_exactly_once(&client, &server, &acked).await;
     // Every stored signal has its request, and the restarted worker finishes them all,
     // including those claimed by the killed process.
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -354,18 +364,7 @@ async fn sigterm_mid_burst_commits_what_it_acknowledged_and_exits_zero() {
     drop(server);
 
     let server = Server::start(dir.path(), port, None, &[]);
-    let client = reqwest::Client::new();
-    let signals = all_signals(&client, &server.base).await;
-    let mut count: HashMap<String, usize> = HashMap::new();
-    for s in &signals {
-        *count
-            .entry(s["fingerprint"].as_str().unwrap().to_owned())
-            .or_default() += 1;
-    }
-    for fp in &acked {
-        assert_eq!(count.get(fp), Some(&1), "acknowledged alert {fp}");
-    }
-    assert!(count.values().all(|n| *n == 1), "no alert stored twice");
+    stored_exactly_once(&reqwest::Client::new(), &server, &acked).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
