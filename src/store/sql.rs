@@ -168,6 +168,11 @@ macro_rules! sql_store {
             t.timestamp_micros()
         }
 
+        /// Whether the generated batch statements stay prepared in each connection's statement
+        /// cache. Their text varies with the batch size, so a burst fills the cache (100 per
+        /// connection) with large programs that are rarely reused.
+        const BATCH_STATEMENTS_PERSISTENT: bool = false;
+
         /// Rows per multi-row statement (21 columns x 100 stays far below both databases'
         /// parameter limits).
         const CHUNK: usize = 100;
@@ -195,7 +200,7 @@ macro_rules! sql_store {
                         "SELECT id, fingerprint, starts_at, status, request_id FROM signals WHERE fingerprint IN ({})",
                         placeholders(1, chunk.len())
                     );
-                    let mut q = sqlx::query_as::<_, (Id, String, Ts, String, Option<Id>)>(sqlx::AssertSqlSafe(sql));
+                    let mut q = sqlx::query_as::<_, (Id, String, Ts, String, Option<Id>)>(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
                     for f in chunk {
                         q = q.bind(*f);
                     }
@@ -212,7 +217,7 @@ macro_rules! sql_store {
                         "SELECT fingerprint, request_id FROM request_targets WHERE active AND fingerprint IN ({})",
                         placeholders(1, chunk.len())
                     );
-                    let mut q = sqlx::query_as::<_, (String, Id)>(sqlx::AssertSqlSafe(sql));
+                    let mut q = sqlx::query_as::<_, (String, Id)>(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
                     for a in chunk {
                         q = q.bind(*a);
                     }
@@ -284,7 +289,7 @@ macro_rules! sql_store {
                          ON CONFLICT DO NOTHING RETURNING fingerprint",
                         value_rows(chunk.len(), 3)
                     );
-                    let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql));
+                    let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
                     for (fp, rid, _) in chunk {
                         q = q.bind(fp).bind(id(*rid)).bind(true);
                     }
@@ -302,7 +307,7 @@ macro_rules! sql_store {
                          updated_at, attempts, state) VALUES {}",
                         value_rows(chunk.len(), 19)
                     );
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
                     for (rid, s) in chunk {
                         q = q
                             .bind(id(*rid))
@@ -386,7 +391,7 @@ macro_rules! sql_store {
                          ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
                         value_rows(chunk.len(), 21)
                     );
-                    let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql));
+                    let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
                     for (s, rid, resolved) in chunk {
                         q = q
                             .bind(id(uuid::Uuid::new_v4()))
@@ -439,7 +444,7 @@ macro_rules! sql_store {
                         "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload) VALUES {}",
                         value_rows(chunk.len(), 7)
                     );
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
                     for (rid, phase, d) in chunk {
                         q = q
                             .bind(rid.map(id))

@@ -117,9 +117,13 @@ impl SqliteStore {
             .await
             .map_err(super::StoreError::Unavailable)?;
         MIGRATOR.run(&writer).await?;
+        // Readers: the API and the dashboard. A small page cache each (the OS caches the file
+        // anyway) and closed after a minute idle, so a quiet daemon gives their memory back.
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(options)
+            .min_connections(0)
+            .idle_timeout(Duration::from_secs(60))
+            .connect_with(options.pragma("cache_size", "-1024"))
             .await
             .map_err(super::StoreError::Unavailable)?;
         Ok(Self {
