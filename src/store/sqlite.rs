@@ -104,7 +104,7 @@ impl SqliteStore {
         // pages, 4 MiB) copies the same hot index pages over and over in a burst; 8,000 pages
         // gave the most throughput but stalls of up to ~100 ms (the p99 at 500 requests/s
         // is the stall); 2,000 keeps most of the gain with stalls a quarter as long
-        // (docs/benchmarks.md, runs 8–10).
+        // (docs/benchmarks.md, runs 8–11).
         let writer_options = options
             .clone()
             .pragma("wal_autocheckpoint", WAL_AUTOCHECKPOINT_PAGES);
