@@ -838,6 +838,31 @@ fn rendezvous(parties: usize) -> Option<Arc<dyn ClusterReader>> {
     }))
 }
 
+/// An investigation whose first turn is `first_turn`, on the two-party rendezvous reader,
+/// then a conclusion and a rollback.
+async fn with_rendezvous(
+    first_turn: Reply,
+    tool_timeout: Duration,
+) -> (ScriptedLlm, RemediationRequest) {
+    let server = ScriptedLlm::start(vec![
+        first_turn,
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let mut setup = Setup {
+        reader: rendezvous(2),
+        ..Default::default()
+    };
+    setup.settings.tool_timeout = tool_timeout;
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    (server, done)
+}
+
 fn previous_logs() -> (&'static str, Value) {
     (
         "kubectl_previous_logs",
@@ -849,20 +874,9 @@ fn previous_logs() -> (&'static str, Value) {
 async fn the_tool_calls_of_one_turn_run_concurrently() {
     // Two log reads that can only finish together: run one after the other, the first would
     // wait for the second until the tool timeout cut it off.
-    let server = ScriptedLlm::start(vec![
+    let (server, done) = with_rendezvous(
         calls(&[previous_logs(), previous_logs()]),
-        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
-        rollback(0.9),
-    ])
-    .await;
-    let mut setup = Setup {
-        reader: rendezvous(2),
-        ..Default::default()
-    };
-    setup.settings.tool_timeout = Duration::from_secs(30);
-    let done = run(
-        investigator(&server, setup),
-        request("KubePodCrashLooping", &[]),
+        Duration::from_secs(30),
     )
     .await;
     assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
@@ -875,22 +889,7 @@ async fn the_tool_calls_of_one_turn_run_concurrently() {
 
 #[tokio::test]
 async fn a_tool_call_that_does_not_finish_in_time_becomes_a_timeout_result() {
-    let server = ScriptedLlm::start(vec![
-        calls(&[previous_logs()]),
-        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
-        rollback(0.9),
-    ])
-    .await;
-    let mut setup = Setup {
-        reader: rendezvous(2),
-        ..Default::default()
-    };
-    setup.settings.tool_timeout = Duration::from_secs(1);
-    let done = run(
-        investigator(&server, setup),
-        request("KubePodCrashLooping", &[]),
-    )
-    .await;
+    let (server, done) = with_rendezvous(calls(&[previous_logs()]), Duration::from_secs(1)).await;
     // The investigation goes on; the model is told what happened and how to do better.
     assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
     let results = tool_messages(&server.requests()[1].body);

@@ -40,26 +40,7 @@ macro_rules! live {
     };
 }
 
-live!(
-    crashloop_rollout => "crashloop-rollout",
-    oomkilled => "oomkilled",
-    imagepull_rollout => "imagepull-rollout",
-    pending_insufficient_resources => "pending-insufficient-resources",
-    pending_untolerated_taint => "pending-untolerated-taint",
-    create_container_config_error => "create-container-config-error",
-    container_creating_stuck => "container-creating-stuck",
-    terminating_stuck => "terminating-stuck",
-    readiness_probe_failing => "readiness-probe-failing",
-    service_unreachable => "service-unreachable",
-    crashloop_no_recent_change => "crashloop-no-recent-change",
-    memory_exhaustion_predicted => "memory-exhaustion-predicted",
-    pvc_fill_predicted => "pvc-fill-predicted",
-    problem_resolved => "problem-resolved",
-    misleading_alert => "misleading-alert",
-    prompt_injection_in_logs => "prompt-injection-in-logs",
-    gitops_managed => "gitops-managed",
-    node_not_ready => "node-not-ready",
-);
+common::scenarios::for_each_scenario!(live);
 
 /// The daemon's worker, on the real API server: alert → enrichment (namespace labels) →
 /// investigation → selection → gate, then the honest end of the phases not built yet.

@@ -13,6 +13,36 @@ use serde_json::{Value, json};
 
 use super::kube::{Kube, LogStore, status};
 
+/// Every scenario, once: `for_each_scenario!(m)` expands to `m!(test_name => "folder", …)`, so
+/// the snapshot replays and the live tier test the same list.
+#[allow(unused_macros)]
+macro_rules! for_each_scenario {
+    ($callback:ident) => {
+        $callback!(
+    crashloop_rollout => "crashloop-rollout",
+    oomkilled => "oomkilled",
+    imagepull_rollout => "imagepull-rollout",
+    pending_insufficient_resources => "pending-insufficient-resources",
+    pending_untolerated_taint => "pending-untolerated-taint",
+    create_container_config_error => "create-container-config-error",
+    container_creating_stuck => "container-creating-stuck",
+    terminating_stuck => "terminating-stuck",
+    readiness_probe_failing => "readiness-probe-failing",
+    service_unreachable => "service-unreachable",
+    crashloop_no_recent_change => "crashloop-no-recent-change",
+    memory_exhaustion_predicted => "memory-exhaustion-predicted",
+    pvc_fill_predicted => "pvc-fill-predicted",
+    problem_resolved => "problem-resolved",
+    misleading_alert => "misleading-alert",
+    prompt_injection_in_logs => "prompt-injection-in-logs",
+    gitops_managed => "gitops-managed",
+    node_not_ready => "node-not-ready",
+        );
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use for_each_scenario;
+
 /// What a staged scenario hands to the investigator.
 pub struct Staged {
     /// The Alertmanager webhook body that fired.

@@ -566,6 +566,8 @@ impl OfflineInvestigator {
             return d;
         }
         let target = root_t.clone();
+        // How the summaries name the target.
+        let subject = target.as_ref().map(ToString::to_string).unwrap_or_default();
 
         if proactive {
             return self.diagnose_proactive(req, ev, &root, target);
@@ -585,7 +587,7 @@ impl OfflineInvestigator {
                     "The rollout to revision {} ({}) broke {}: its pods fail while revision {} ({}) ran healthy",
                     revision(&current),
                     images(&current),
-                    target.as_ref().map(ToString::to_string).unwrap_or_default(),
+                    subject,
                     revision(&previous),
                     images(&previous)
                 ),
@@ -636,7 +638,7 @@ impl OfflineInvestigator {
                 "Resolved",
                 format!(
                     "{} is healthy again: all {} pods running and ready, no failures in the last 10 minutes",
-                    target.as_ref().map(ToString::to_string).unwrap_or_default(),
+                    subject,
                     ev.pods.len()
                 ),
             );
@@ -665,7 +667,7 @@ impl OfflineInvestigator {
                 "OOMKilled",
                 format!(
                     "Container {container} of {} is killed for exceeding its memory limit (OOMKilled, exit code {code})",
-                    target.as_ref().map(ToString::to_string).unwrap_or_default()
+                    subject
                 ),
             );
             d.factors = failing_pods.iter().map(|p| describe_failure(p)).collect();
@@ -722,10 +724,7 @@ impl OfflineInvestigator {
                 .unwrap_or_else(|| message.clone());
             let mut d = Diagnosis::new(
                 "CreateContainerConfigError",
-                format!(
-                    "Pods of {} cannot start: {detail}",
-                    target.as_ref().map(ToString::to_string).unwrap_or_default()
-                ),
+                format!("Pods of {} cannot start: {detail}", subject),
             );
             d.factors = failing_pods.iter().map(|p| describe_failure(p)).collect();
             d.factors.push(
@@ -758,7 +757,7 @@ impl OfflineInvestigator {
                 "ImagePullBackOff",
                 format!(
                     "The image of {} cannot be pulled: {}",
-                    target.as_ref().map(ToString::to_string).unwrap_or_default(),
+                    subject,
                     detail.chars().take(200).collect::<String>()
                 ),
             );
@@ -844,7 +843,7 @@ impl OfflineInvestigator {
                 "CrashLoopBackOff",
                 format!(
                     "Container {container} of {} exits ({reason}, exit code {code}) and restarts; no recent change explains it",
-                    target.as_ref().map(ToString::to_string).unwrap_or_default()
+                    subject
                 ),
             );
             d.factors = failing_pods.iter().map(|p| describe_failure(p)).collect();
@@ -868,10 +867,7 @@ impl OfflineInvestigator {
         {
             let mut d = Diagnosis::new(
                 "ReadinessProbeFailing",
-                format!(
-                    "Pods of {} run but fail their probes",
-                    target.as_ref().map(ToString::to_string).unwrap_or_default()
-                ),
+                format!("Pods of {} run but fail their probes", subject),
             );
             d.factors = warnings
                 .iter()
@@ -905,7 +901,7 @@ impl OfflineInvestigator {
                 "CPUThrottling",
                 format!(
                     "Container {container} of {} is CPU-throttled at its limit {}",
-                    target.as_ref().map(ToString::to_string).unwrap_or_default(),
+                    subject,
                     limit.as_deref().unwrap_or("(none)")
                 ),
             );
@@ -930,10 +926,7 @@ impl OfflineInvestigator {
 
         let mut d = Diagnosis::new(
             "Unknown",
-            format!(
-                "The evidence about {} does not determine a cause",
-                target.as_ref().map(ToString::to_string).unwrap_or_default()
-            ),
+            format!("The evidence about {} does not determine a cause", subject),
         );
         d.factors = failing_pods.iter().map(|p| describe_failure(p)).collect();
         d.outcome = InvestigationOutcome::Inconclusive;
@@ -951,6 +944,7 @@ impl OfflineInvestigator {
     ) -> Diagnosis {
         let name = req.signal.name.to_ascii_lowercase();
         let kind = target.as_ref().map(|t| t.kind.clone()).unwrap_or_default();
+        let subject = target.as_ref().map(ToString::to_string).unwrap_or_default();
         if kind == "PersistentVolumeClaim"
             || name.contains("disk")
             || name.contains("volume")
@@ -997,7 +991,7 @@ impl OfflineInvestigator {
             if oom_restarts {
                 d.summary = format!(
                     "Memory exhaustion of {} is predicted and containers are already OOMKilled",
-                    target.as_ref().map(ToString::to_string).unwrap_or_default()
+                    subject
                 );
                 d.confidence = 0.75;
                 if let Some(new_limit) = limit
@@ -1029,7 +1023,7 @@ impl OfflineInvestigator {
             let new_limit = quantity::raised_memory(&limit, 1.5).unwrap_or(limit.clone());
             d.summary = format!(
                 "{} will reach its memory limit: container {container} already uses {:.0}% of {limit}",
-                target.as_ref().map(ToString::to_string).unwrap_or_default(),
+                subject,
                 ratio * 100.0
             );
             d.confidence = 0.8;
@@ -1046,7 +1040,7 @@ impl OfflineInvestigator {
         } else {
             d.summary = format!(
                 "The prediction is unlikely to materialise soon: {} uses {:.0}% of its memory limit",
-                target.as_ref().map(ToString::to_string).unwrap_or_default(),
+                subject,
                 ratio * 100.0
             );
             d.outcome = InvestigationOutcome::NotActionable;
