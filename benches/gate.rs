@@ -22,7 +22,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kubemedic::gate::{GateInput, RegoGate};
+use kubemedic::policy::{GateInput, RegoGate};
 use serde_json::{Value, json};
 
 const DECISION: &str = "data.kubemedic.approval.decision";

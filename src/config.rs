@@ -14,38 +14,17 @@ use std::time::Duration;
 use clap::Args;
 use serde::Deserialize;
 
-/// A credential. Printing it (Debug or Display) shows `***`; only [`Secret::expose`] reveals it.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
-
-impl std::fmt::Display for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("***")
-    }
-}
-
-impl std::str::FromStr for Secret {
-    type Err = std::convert::Infallible;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Self(s.to_owned()))
-    }
-}
+use crate::cluster::tools::ToolLimits;
+use crate::cluster::{ClusterSettings, ReadPolicy};
+use crate::enrich::EnrichSettings;
+use crate::gate::{DEFAULT_CONFIDENCE_THRESHOLD, GateSettings};
+use crate::investigate::{InvestigateSettings, LlmInvestigatorSettings};
+use crate::llm::{OpenAiSettings, Provider};
+use crate::policy::PolicySettings;
+use crate::secret::{Secret, redact_url};
+use crate::store::DatabaseUrl;
+use crate::telemetry::LogFormat;
+use crate::web::WebhookAuth;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -66,15 +45,6 @@ pub enum ConfigError {
 }
 
 pub type Result<T, E = ConfigError> = std::result::Result<T, E>;
-
-/// How logs are written. `auto`: human-readable text on a terminal, JSON otherwise.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    Auto,
-    Json,
-    Text,
-}
 
 /// Settings shared by `serve`, `demo` and `migrate`. Every field is optional here so that a value
 /// can come from the flag, the environment or the config file; defaults are applied in
@@ -267,182 +237,180 @@ pub struct InvestigateArgs {
     pub tool_timeout_seconds: Option<u64>,
 }
 
-/// The validated investigation settings.
-#[derive(Debug, Clone)]
-pub struct InvestigateSettings {
-    pub mode: LlmMode,
-    pub openai: Option<crate::llm::OpenAiSettings>,
-    pub llm: crate::investigate::LlmInvestigatorSettings,
-    pub token_budget: u64,
-    pub daily_token_budget: u64,
-    pub catalog_dir: Option<PathBuf>,
-    pub playbooks_dir: Option<PathBuf>,
+/// Investigation settings from flags/env only (commands without a daemon config file).
+pub fn investigate_settings(args: &InvestigateArgs) -> Result<InvestigateSettings> {
+    merge_investigate(args, None)
 }
 
-impl InvestigateSettings {
-    pub fn from_args(args: &InvestigateArgs) -> Result<Self> {
-        Self::merge(args, None)
-    }
-
-    fn merge(a: &InvestigateArgs, f: Option<&FileSettings>) -> Result<Self> {
-        let f = f.cloned().unwrap_or_default();
-        let mode = a.llm.or(f.llm).unwrap_or(LlmMode::Offline);
-        let base_url = a
-            .llm_base_url
-            .clone()
-            .or(f.llm_base_url)
-            .filter(|u| !u.trim().is_empty());
-        let api_key = non_empty(a.llm_api_key.clone().or(f.llm_api_key));
-        let model = a
-            .llm_model
-            .clone()
-            .or(f.llm_model)
-            .filter(|m| !m.trim().is_empty());
-        let selection_model = a
-            .llm_selection_model
-            .clone()
-            .or(f.llm_selection_model)
-            .filter(|m| !m.trim().is_empty());
-        let positive = |v: Option<u64>,
-                        d: u64,
-                        flag: &'static str,
-                        env: &'static str,
-                        key: &'static str|
-         -> Result<u64> {
-            let v = v.unwrap_or(d);
-            if v == 0 {
-                return Err(invalid(flag, env, key, "must be greater than 0".into()));
+fn merge_investigate(a: &InvestigateArgs, f: Option<&FileSettings>) -> Result<InvestigateSettings> {
+    let f = f.cloned().unwrap_or_default();
+    let mode = a.llm.or(f.llm).unwrap_or(LlmMode::Offline);
+    let base_url = a
+        .llm_base_url
+        .clone()
+        .or(f.llm_base_url)
+        .filter(|u| !u.trim().is_empty());
+    let api_key = non_empty(a.llm_api_key.clone().or(f.llm_api_key));
+    let model = a
+        .llm_model
+        .clone()
+        .or(f.llm_model)
+        .filter(|m| !m.trim().is_empty());
+    let selection_model = a
+        .llm_selection_model
+        .clone()
+        .or(f.llm_selection_model)
+        .filter(|m| !m.trim().is_empty());
+    let positive = |v: Option<u64>,
+                    d: u64,
+                    flag: &'static str,
+                    env: &'static str,
+                    key: &'static str|
+     -> Result<u64> {
+        let v = v.unwrap_or(d);
+        if v == 0 {
+            return Err(invalid(flag, env, key, "must be greater than 0".into()));
+        }
+        Ok(v)
+    };
+    let timeout = positive(
+        a.llm_timeout_seconds.or(f.llm_timeout_seconds),
+        120,
+        "--llm-timeout-seconds",
+        "KUBEMEDIC_LLM_TIMEOUT_SECONDS",
+        "llm-timeout-seconds",
+    )?;
+    let token_budget = positive(
+        a.llm_token_budget.or(f.llm_token_budget),
+        60_000,
+        "--llm-token-budget",
+        "KUBEMEDIC_LLM_TOKEN_BUDGET",
+        "llm-token-budget",
+    )?;
+    let daily_token_budget = positive(
+        a.llm_daily_token_budget.or(f.llm_daily_token_budget),
+        2_000_000,
+        "--llm-daily-token-budget",
+        "KUBEMEDIC_LLM_DAILY_TOKEN_BUDGET",
+        "llm-daily-token-budget",
+    )?;
+    let tool_timeout = positive(
+        a.tool_timeout_seconds.or(f.tool_timeout_seconds),
+        20,
+        "--tool-timeout-seconds",
+        "KUBEMEDIC_TOOL_TIMEOUT_SECONDS",
+        "tool-timeout-seconds",
+    )?;
+    let max_turns = positive(
+        a.max_turns.or(f.max_turns).map(|v| v as u64),
+        12,
+        "--max-turns",
+        "KUBEMEDIC_MAX_TURNS",
+        "max-turns",
+    )? as usize;
+    let max_tool_calls = positive(
+        a.max_tool_calls.or(f.max_tool_calls).map(|v| v as u64),
+        30,
+        "--max-tool-calls",
+        "KUBEMEDIC_MAX_TOOL_CALLS",
+        "max-tool-calls",
+    )? as usize;
+    let max_calls_per_tool = positive(
+        a.max_calls_per_tool
+            .or(f.max_calls_per_tool)
+            .map(|v| v as u64),
+        8,
+        "--max-calls-per-tool",
+        "KUBEMEDIC_MAX_CALLS_PER_TOOL",
+        "max-calls-per-tool",
+    )? as usize;
+    let openai = match mode {
+        LlmMode::Offline => None,
+        LlmMode::Openai | LlmMode::Azure => {
+            let Some(model) = model.clone() else {
+                return Err(invalid(
+                    "--llm-model",
+                    "KUBEMEDIC_LLM_MODEL",
+                    "llm-model",
+                    format!(
+                        "required with --llm {}",
+                        if mode == LlmMode::Azure {
+                            "azure"
+                        } else {
+                            "openai"
+                        }
+                    ),
+                ));
+            };
+            if mode == LlmMode::Azure && base_url.is_none() {
+                return Err(invalid(
+                    "--llm-base-url",
+                    "KUBEMEDIC_LLM_BASE_URL",
+                    "llm-base-url",
+                    "Azure OpenAI needs the resource endpoint, e.g. https://NAME.openai.azure.com"
+                        .into(),
+                ));
             }
-            Ok(v)
-        };
-        let timeout = positive(
-            a.llm_timeout_seconds.or(f.llm_timeout_seconds),
-            120,
-            "--llm-timeout-seconds",
-            "KUBEMEDIC_LLM_TIMEOUT_SECONDS",
-            "llm-timeout-seconds",
-        )?;
-        let token_budget = positive(
-            a.llm_token_budget.or(f.llm_token_budget),
-            60_000,
-            "--llm-token-budget",
-            "KUBEMEDIC_LLM_TOKEN_BUDGET",
-            "llm-token-budget",
-        )?;
-        let daily_token_budget = positive(
-            a.llm_daily_token_budget.or(f.llm_daily_token_budget),
-            2_000_000,
-            "--llm-daily-token-budget",
-            "KUBEMEDIC_LLM_DAILY_TOKEN_BUDGET",
-            "llm-daily-token-budget",
-        )?;
-        let tool_timeout = positive(
-            a.tool_timeout_seconds.or(f.tool_timeout_seconds),
-            20,
-            "--tool-timeout-seconds",
-            "KUBEMEDIC_TOOL_TIMEOUT_SECONDS",
-            "tool-timeout-seconds",
-        )?;
-        let max_turns = positive(
-            a.max_turns.or(f.max_turns).map(|v| v as u64),
-            12,
-            "--max-turns",
-            "KUBEMEDIC_MAX_TURNS",
-            "max-turns",
-        )? as usize;
-        let max_tool_calls = positive(
-            a.max_tool_calls.or(f.max_tool_calls).map(|v| v as u64),
-            30,
-            "--max-tool-calls",
-            "KUBEMEDIC_MAX_TOOL_CALLS",
-            "max-tool-calls",
-        )? as usize;
-        let max_calls_per_tool = positive(
-            a.max_calls_per_tool
-                .or(f.max_calls_per_tool)
-                .map(|v| v as u64),
-            8,
-            "--max-calls-per-tool",
-            "KUBEMEDIC_MAX_CALLS_PER_TOOL",
-            "max-calls-per-tool",
-        )? as usize;
-        let openai = match mode {
-            LlmMode::Offline => None,
-            LlmMode::Openai | LlmMode::Azure => {
-                let Some(model) = model.clone() else {
-                    return Err(invalid(
-                        "--llm-model",
-                        "KUBEMEDIC_LLM_MODEL",
-                        "llm-model",
-                        format!(
-                            "required with --llm {}",
-                            if mode == LlmMode::Azure {
-                                "azure"
-                            } else {
-                                "openai"
-                            }
-                        ),
-                    ));
-                };
-                if mode == LlmMode::Azure && base_url.is_none() {
-                    return Err(invalid("--llm-base-url", "KUBEMEDIC_LLM_BASE_URL", "llm-base-url", "Azure OpenAI needs the resource endpoint, e.g. https://NAME.openai.azure.com".into()));
-                }
-                if base_url.is_none() && api_key.is_none() {
-                    return Err(invalid("--llm-api-key", "KUBEMEDIC_LLM_API_KEY", "llm-api-key", "required for api.openai.com (or give --llm-base-url for a compatible server)".into()));
-                }
-                if let Some(u) = &base_url
-                    && !(u.starts_with("http://") || u.starts_with("https://"))
-                {
-                    return Err(invalid(
-                        "--llm-base-url",
-                        "KUBEMEDIC_LLM_BASE_URL",
-                        "llm-base-url",
-                        format!("`{}` is not an http(s) URL", redact_url(u)),
-                    ));
-                }
-                Some(crate::llm::OpenAiSettings {
-                    provider: if mode == LlmMode::Azure {
-                        crate::llm::Provider::Azure
-                    } else {
-                        crate::llm::Provider::OpenAi
-                    },
-                    base_url: base_url.clone(),
-                    api_key: api_key.clone(),
-                    azure_deployment: a
-                        .llm_azure_deployment
-                        .clone()
-                        .or(f.llm_azure_deployment)
-                        .or(Some(model)),
-                    azure_api_version: a
-                        .llm_azure_api_version
-                        .clone()
-                        .or(f.llm_azure_api_version)
-                        .unwrap_or_else(|| "2024-10-21".into()),
-                    timeout: Duration::from_secs(timeout),
-                    max_retries: a.llm_max_retries.or(f.llm_max_retries).unwrap_or(4),
-                    backoff: Duration::from_millis(500),
-                })
+            if base_url.is_none() && api_key.is_none() {
+                return Err(invalid(
+                    "--llm-api-key",
+                    "KUBEMEDIC_LLM_API_KEY",
+                    "llm-api-key",
+                    "required for api.openai.com (or give --llm-base-url for a compatible server)"
+                        .into(),
+                ));
             }
-        };
-        let rca_model = model.unwrap_or_else(|| "offline".into());
-        Ok(Self {
-            mode,
-            openai,
-            llm: crate::investigate::LlmInvestigatorSettings {
-                selection_model: selection_model.unwrap_or_else(|| rca_model.clone()),
-                rca_model,
-                max_turns,
-                max_tool_calls,
-                max_calls_per_tool,
-                tool_timeout: Duration::from_secs(tool_timeout),
-                ..Default::default()
-            },
-            token_budget,
-            daily_token_budget,
-            catalog_dir: a.catalog_dir.clone().or(f.catalog_dir),
-            playbooks_dir: a.playbooks_dir.clone().or(f.playbooks_dir),
-        })
-    }
+            if let Some(u) = &base_url
+                && !(u.starts_with("http://") || u.starts_with("https://"))
+            {
+                return Err(invalid(
+                    "--llm-base-url",
+                    "KUBEMEDIC_LLM_BASE_URL",
+                    "llm-base-url",
+                    format!("`{}` is not an http(s) URL", redact_url(u)),
+                ));
+            }
+            Some(OpenAiSettings {
+                provider: if mode == LlmMode::Azure {
+                    Provider::Azure
+                } else {
+                    Provider::OpenAi
+                },
+                base_url: base_url.clone(),
+                api_key: api_key.clone(),
+                azure_deployment: a
+                    .llm_azure_deployment
+                    .clone()
+                    .or(f.llm_azure_deployment)
+                    .or(Some(model)),
+                azure_api_version: a
+                    .llm_azure_api_version
+                    .clone()
+                    .or(f.llm_azure_api_version)
+                    .unwrap_or_else(|| "2024-10-21".into()),
+                timeout: Duration::from_secs(timeout),
+                max_retries: a.llm_max_retries.or(f.llm_max_retries).unwrap_or(4),
+                backoff: Duration::from_millis(500),
+            })
+        }
+    };
+    let rca_model = model.unwrap_or_else(|| "offline".into());
+    Ok(InvestigateSettings {
+        openai,
+        llm: LlmInvestigatorSettings {
+            selection_model: selection_model.unwrap_or_else(|| rca_model.clone()),
+            rca_model,
+            max_turns,
+            max_tool_calls,
+            max_calls_per_tool,
+            tool_timeout: Duration::from_secs(tool_timeout),
+            ..Default::default()
+        },
+        token_budget,
+        daily_token_budget,
+        catalog_dir: a.catalog_dir.clone().or(f.catalog_dir),
+        playbooks_dir: a.playbooks_dir.clone().or(f.playbooks_dir),
+    })
 }
 
 /// How kubemedic reaches and reads the cluster.
@@ -536,219 +504,166 @@ struct FileSettings {
     policy_eval_timeout_ms: Option<u64>,
 }
 
-/// Where the database lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DatabaseUrl {
-    Sqlite(PathBuf),
-    Postgres(Secret),
+/// Cluster settings from flags/env only (commands without a daemon config file).
+pub fn cluster_settings(args: &ClusterArgs) -> Result<ClusterSettings> {
+    merge_cluster(args, None)
 }
 
-impl DatabaseUrl {
-    /// A form safe to print: the SQLite path, or the Postgres host and database without
-    /// credentials.
-    pub fn redacted(&self) -> String {
-        match self {
-            DatabaseUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
-            DatabaseUrl::Postgres(url) => redact_url(url.expose()),
-        }
+fn merge_cluster(args: &ClusterArgs, file: Option<&FileSettings>) -> Result<ClusterSettings> {
+    let timeout = args
+        .cluster_timeout_seconds
+        .or(file.and_then(|f| f.cluster_timeout_seconds))
+        .unwrap_or(15);
+    if !(1..=600).contains(&timeout) {
+        return Err(invalid(
+            "--cluster-timeout-seconds",
+            "KUBEMEDIC_CLUSTER_TIMEOUT_SECONDS",
+            "cluster-timeout-seconds",
+            format!("{timeout} is outside 1..=600"),
+        ));
     }
-}
-
-/// `scheme://user:pass@host/db?x` → `scheme://host/db`.
-pub fn redact_url(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-    let rest = rest.split_once('?').map_or(rest, |(path, _)| path);
-    format!("{scheme}://{rest}")
-}
-
-#[derive(Debug, Clone)]
-pub struct WebhookAuth {
-    pub token: Option<Secret>,
-    pub basic: Option<(String, Secret)>,
-    pub insecure_no_auth: bool,
-}
-
-/// How to reach and read the cluster.
-#[derive(Debug, Clone)]
-pub struct ClusterSettings {
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
-    pub timeout: Duration,
-    pub policy: crate::cluster::ReadPolicy,
-    pub tool_limits: crate::cluster::tools::ToolLimits,
-}
-
-impl ClusterSettings {
-    pub fn kube_options(&self) -> crate::cluster::KubeOptions {
-        crate::cluster::KubeOptions {
-            kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
-            timeout: self.timeout,
-            policy: self.policy.clone(),
-        }
+    let mut blocked_resources: Vec<String> = args
+        .blocked_resources
+        .clone()
+        .or(file.and_then(|f| f.blocked_resources.clone()))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.trim().to_ascii_lowercase())
+        .filter(|r| !r.is_empty())
+        .collect();
+    // Secrets are never read, whatever the configuration says.
+    if !blocked_resources.iter().any(|r| r == "secrets") {
+        blocked_resources.push("secrets".into());
     }
-
-    /// Cluster settings from flags/env only (commands without a daemon config file).
-    pub fn from_args(args: &ClusterArgs) -> Result<Self> {
-        Self::merge(args, None)
+    let blocked_namespaces: Vec<String> = args
+        .blocked_namespaces
+        .clone()
+        .or(file.and_then(|f| f.blocked_namespaces.clone()))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let max_chars = args
+        .tool_output_max_chars
+        .or(file.and_then(|f| f.tool_output_max_chars))
+        .unwrap_or(12_000);
+    if !(500..=1_000_000).contains(&max_chars) {
+        return Err(invalid(
+            "--tool-output-max-chars",
+            "KUBEMEDIC_TOOL_OUTPUT_MAX_CHARS",
+            "tool-output-max-chars",
+            format!("{max_chars} is outside 500..=1000000"),
+        ));
     }
-
-    fn merge(args: &ClusterArgs, file: Option<&FileSettings>) -> Result<Self> {
-        let timeout = args
-            .cluster_timeout_seconds
-            .or(file.and_then(|f| f.cluster_timeout_seconds))
-            .unwrap_or(15);
-        if !(1..=600).contains(&timeout) {
-            return Err(invalid(
-                "--cluster-timeout-seconds",
-                "KUBEMEDIC_CLUSTER_TIMEOUT_SECONDS",
-                "cluster-timeout-seconds",
-                format!("{timeout} is outside 1..=600"),
-            ));
-        }
-        let mut blocked_resources: Vec<String> = args
-            .blocked_resources
+    Ok(ClusterSettings {
+        kubeconfig: args
+            .kubeconfig
             .clone()
-            .or(file.and_then(|f| f.blocked_resources.clone()))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|r| r.trim().to_ascii_lowercase())
-            .filter(|r| !r.is_empty())
-            .collect();
-        // Secrets are never read, whatever the configuration says.
-        if !blocked_resources.iter().any(|r| r == "secrets") {
-            blocked_resources.push("secrets".into());
-        }
-        let blocked_namespaces: Vec<String> = args
-            .blocked_namespaces
+            .or(file.and_then(|f| f.kubeconfig.clone())),
+        context: args
+            .context
             .clone()
-            .or(file.and_then(|f| f.blocked_namespaces.clone()))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|n| n.trim().to_owned())
-            .filter(|n| !n.is_empty())
-            .collect();
-        let max_chars = args
-            .tool_output_max_chars
-            .or(file.and_then(|f| f.tool_output_max_chars))
-            .unwrap_or(12_000);
-        if !(500..=1_000_000).contains(&max_chars) {
-            return Err(invalid(
-                "--tool-output-max-chars",
-                "KUBEMEDIC_TOOL_OUTPUT_MAX_CHARS",
-                "tool-output-max-chars",
-                format!("{max_chars} is outside 500..=1000000"),
-            ));
-        }
-        Ok(Self {
-            kubeconfig: args
-                .kubeconfig
-                .clone()
-                .or(file.and_then(|f| f.kubeconfig.clone())),
-            context: args
-                .context
-                .clone()
-                .or(file.and_then(|f| f.context.clone())),
-            timeout: Duration::from_secs(timeout),
-            policy: crate::cluster::ReadPolicy {
-                blocked_resources,
-                blocked_namespaces,
-            },
-            tool_limits: crate::cluster::tools::ToolLimits {
-                max_output_chars: max_chars,
-                ..Default::default()
-            },
-        })
-    }
+            .or(file.and_then(|f| f.context.clone())),
+        timeout: Duration::from_secs(timeout),
+        policy: ReadPolicy {
+            blocked_resources,
+            blocked_namespaces,
+        },
+        tool_limits: ToolLimits {
+            max_output_chars: max_chars,
+            ..Default::default()
+        },
+    })
 }
 
-/// The approval gate's settings.
+/// The policy, gate and enrichment settings of [`GateArgs`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct GateSettings {
-    pub policy_dir: PathBuf,
-    /// Whether `policy_dir` was configured. When it was not and `./policies` does not exist
-    /// (a container, an installed binary), the daemon uses the policy built into the binary.
-    pub policy_dir_configured: bool,
-    pub confidence_threshold: f64,
-    pub default_environment: String,
-    pub eval_timeout: Duration,
+pub struct GateParts {
+    pub policy: PolicySettings,
+    pub gate: GateSettings,
+    pub enrich: EnrichSettings,
 }
 
-impl GateSettings {
-    /// Gate settings from flags/env only (commands without a daemon config file).
-    pub fn from_args(args: &GateArgs) -> Result<Self> {
-        Self::merge(args, None)
-    }
+/// Policy, gate and enrichment settings from flags/env only (commands without a daemon config
+/// file).
+pub fn gate_settings(args: &GateArgs) -> Result<GateParts> {
+    merge_gate(args, None)
+}
 
-    fn merge(args: &GateArgs, file: Option<&FileSettings>) -> Result<Self> {
-        let configured = args
-            .policy_dir
-            .clone()
-            .or(file.and_then(|f| f.policy_dir.clone()));
-        let policy_dir_configured = configured.is_some();
-        let policy_dir = configured.unwrap_or_else(|| PathBuf::from("policies"));
-        if policy_dir.as_os_str().is_empty() {
-            return Err(invalid(
-                "--policy-dir",
-                "KUBEMEDIC_POLICY_DIR",
-                "policy-dir",
-                "must not be empty".into(),
-            ));
-        }
-        let confidence_threshold = args
-            .confidence_threshold
-            .or(file.and_then(|f| f.confidence_threshold))
-            .unwrap_or(crate::gate::DEFAULT_CONFIDENCE_THRESHOLD);
-        if !(0.0..=1.0).contains(&confidence_threshold) {
-            return Err(invalid(
-                "--confidence-threshold",
-                "KUBEMEDIC_CONFIDENCE_THRESHOLD",
-                "confidence-threshold",
-                format!("{confidence_threshold} is outside 0..=1"),
-            ));
-        }
-        let default_environment = args
-            .default_environment
-            .clone()
-            .or(file.and_then(|f| f.default_environment.clone()))
-            .unwrap_or_else(|| "production".to_owned());
-        let default_environment = default_environment.trim().to_owned();
-        let label_value = default_environment.len() <= 63
-            && default_environment
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if default_environment.is_empty() || !label_value {
-            return Err(invalid(
-                "--default-environment",
-                "KUBEMEDIC_DEFAULT_ENVIRONMENT",
-                "default-environment",
-                format!(
-                    "`{default_environment}` is not a label value like `production` (1-63 \
-                     characters: letters, digits, `-`, `_`, `.`)"
-                ),
-            ));
-        }
-        let timeout_ms = args
-            .policy_eval_timeout_ms
-            .or(file.and_then(|f| f.policy_eval_timeout_ms))
-            .unwrap_or(100);
-        if !(1..=10_000).contains(&timeout_ms) {
-            return Err(invalid(
-                "--policy-eval-timeout-ms",
-                "KUBEMEDIC_POLICY_EVAL_TIMEOUT_MS",
-                "policy-eval-timeout-ms",
-                format!("{timeout_ms} is outside 1..=10000"),
-            ));
-        }
-        Ok(Self {
-            policy_dir,
-            policy_dir_configured,
-            confidence_threshold,
-            default_environment,
-            eval_timeout: Duration::from_millis(timeout_ms),
-        })
+fn merge_gate(args: &GateArgs, file: Option<&FileSettings>) -> Result<GateParts> {
+    let configured = args
+        .policy_dir
+        .clone()
+        .or(file.and_then(|f| f.policy_dir.clone()));
+    let policy_dir_configured = configured.is_some();
+    let policy_dir = configured.unwrap_or_else(|| PathBuf::from("policies"));
+    if policy_dir.as_os_str().is_empty() {
+        return Err(invalid(
+            "--policy-dir",
+            "KUBEMEDIC_POLICY_DIR",
+            "policy-dir",
+            "must not be empty".into(),
+        ));
     }
+    let confidence_threshold = args
+        .confidence_threshold
+        .or(file.and_then(|f| f.confidence_threshold))
+        .unwrap_or(DEFAULT_CONFIDENCE_THRESHOLD);
+    if !(0.0..=1.0).contains(&confidence_threshold) {
+        return Err(invalid(
+            "--confidence-threshold",
+            "KUBEMEDIC_CONFIDENCE_THRESHOLD",
+            "confidence-threshold",
+            format!("{confidence_threshold} is outside 0..=1"),
+        ));
+    }
+    let default_environment = args
+        .default_environment
+        .clone()
+        .or(file.and_then(|f| f.default_environment.clone()))
+        .unwrap_or_else(|| "production".to_owned());
+    let default_environment = default_environment.trim().to_owned();
+    let label_value = default_environment.len() <= 63
+        && default_environment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if default_environment.is_empty() || !label_value {
+        return Err(invalid(
+            "--default-environment",
+            "KUBEMEDIC_DEFAULT_ENVIRONMENT",
+            "default-environment",
+            format!(
+                "`{default_environment}` is not a label value like `production` (1-63 \
+                     characters: letters, digits, `-`, `_`, `.`)"
+            ),
+        ));
+    }
+    let timeout_ms = args
+        .policy_eval_timeout_ms
+        .or(file.and_then(|f| f.policy_eval_timeout_ms))
+        .unwrap_or(100);
+    if !(1..=10_000).contains(&timeout_ms) {
+        return Err(invalid(
+            "--policy-eval-timeout-ms",
+            "KUBEMEDIC_POLICY_EVAL_TIMEOUT_MS",
+            "policy-eval-timeout-ms",
+            format!("{timeout_ms} is outside 1..=10000"),
+        ));
+    }
+    Ok(GateParts {
+        policy: PolicySettings {
+            dir: policy_dir,
+            dir_configured: policy_dir_configured,
+            eval_timeout: Duration::from_millis(timeout_ms),
+        },
+        gate: GateSettings {
+            confidence_threshold,
+        },
+        enrich: EnrichSettings {
+            default_environment,
+        },
+    })
 }
 
 /// The validated, typed configuration.
@@ -767,7 +682,9 @@ pub struct Settings {
     pub log_level: String,
     pub cluster: ClusterSettings,
     pub investigate: InvestigateSettings,
+    pub policy: PolicySettings,
     pub gate: GateSettings,
+    pub enrich: EnrichSettings,
 }
 
 fn invalid(
@@ -791,9 +708,13 @@ impl Settings {
             Some(path) => read_file(path)?,
             None => FileSettings::default(),
         };
-        let cluster = ClusterSettings::merge(&args.cluster, Some(&file))?;
-        let investigate = InvestigateSettings::merge(&args.investigate, Some(&file))?;
-        let gate = GateSettings::merge(&args.gate, Some(&file))?;
+        let cluster = merge_cluster(&args.cluster, Some(&file))?;
+        let investigate = merge_investigate(&args.investigate, Some(&file))?;
+        let GateParts {
+            policy,
+            gate,
+            enrich,
+        } = merge_gate(&args.gate, Some(&file))?;
         let listen_raw = args
             .listen
             .clone()
@@ -908,7 +829,9 @@ impl Settings {
             log_level,
             cluster,
             investigate,
+            policy,
             gate,
+            enrich,
         })
     }
 
@@ -1050,10 +973,10 @@ mod tests {
     #[test]
     fn gate_defaults_and_bad_values_name_the_setting() {
         let s = Settings::load(&DaemonArgs::default()).unwrap();
-        assert_eq!(s.gate.policy_dir, PathBuf::from("policies"));
+        assert_eq!(s.policy.dir, PathBuf::from("policies"));
         assert_eq!(s.gate.confidence_threshold, 0.8);
-        assert_eq!(s.gate.default_environment, "production");
-        assert_eq!(s.gate.eval_timeout, Duration::from_millis(100));
+        assert_eq!(s.enrich.default_environment, "production");
+        assert_eq!(s.policy.eval_timeout, Duration::from_millis(100));
 
         let mut args = DaemonArgs::default();
         args.gate.confidence_threshold = Some(1.5);
@@ -1085,9 +1008,9 @@ mod tests {
             ..Default::default()
         };
         let s = Settings::load(&args).unwrap();
-        assert_eq!(s.gate.policy_dir, PathBuf::from("/etc/kubemedic/policies"));
+        assert_eq!(s.policy.dir, PathBuf::from("/etc/kubemedic/policies"));
         assert_eq!(s.gate.confidence_threshold, 0.9);
-        assert_eq!(s.gate.default_environment, "staging");
+        assert_eq!(s.enrich.default_environment, "staging");
     }
 
     #[test]

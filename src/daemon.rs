@@ -13,14 +13,22 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::Settings;
-use crate::gate::{EnrichmentStage, PolicyDependency, RegoGate};
-use crate::ingest::webhook::IngestQueue;
+use crate::cluster::{ClusterReader, KubeCluster};
+use crate::config::{GateParts, Settings};
+use crate::domain::Stage;
+use crate::enrich::{EnrichSettings, EnrichmentStage};
+use crate::gate::{GateSettings, GateStage};
+use crate::history::InMemoryHistory;
+use crate::ingest::IngestQueue;
+use crate::investigate::{InvestigationStage, SelectionStage};
+use crate::llm::LlmStatus;
+use crate::pipeline::Pipeline;
 use crate::pipeline::worker::WorkerPool;
-use crate::pipeline::{Pipeline, Stage};
+use crate::policy::{PolicyDependency, RELOAD_INTERVAL, RegoGate};
+use crate::readiness::{Dependency, DependencyStatus};
 use crate::store::{self, Store, StoreError};
 use crate::telemetry::Metrics;
-use crate::web::{self, AppState, Dependency};
+use crate::web::{self, AppState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -162,12 +170,12 @@ pub async fn start_on(
 /// `/readyz` entry for the Kubernetes API: reachable (with its version), unreachable, or not
 /// configured at all.
 pub struct ClusterDependency {
-    cluster: Option<Arc<dyn crate::cluster::ClusterReader>>,
+    cluster: Option<Arc<dyn ClusterReader>>,
     problem: Option<String>,
 }
 
 impl ClusterDependency {
-    pub fn connected(cluster: Arc<dyn crate::cluster::ClusterReader>) -> Self {
+    pub fn connected(cluster: Arc<dyn ClusterReader>) -> Self {
         Self {
             cluster: Some(cluster),
             problem: None,
@@ -186,9 +194,9 @@ impl Dependency for ClusterDependency {
     fn name(&self) -> &'static str {
         "cluster"
     }
-    async fn check(&self) -> crate::web::DependencyStatus {
+    async fn check(&self) -> DependencyStatus {
         let Some(cluster) = &self.cluster else {
-            return crate::web::DependencyStatus {
+            return DependencyStatus {
                 ok: false,
                 detail: format!(
                     "not configured: {}",
@@ -198,15 +206,15 @@ impl Dependency for ClusterDependency {
         };
         let probe = tokio::time::timeout(Duration::from_secs(5), cluster.server_version()).await;
         match probe {
-            Ok(Ok(v)) => crate::web::DependencyStatus {
+            Ok(Ok(v)) => DependencyStatus {
                 ok: true,
                 detail: format!("Kubernetes {v} reachable"),
             },
-            Ok(Err(e)) => crate::web::DependencyStatus {
+            Ok(Err(e)) => DependencyStatus {
                 ok: false,
                 detail: format!("unreachable: {e}"),
             },
-            Err(_) => crate::web::DependencyStatus {
+            Err(_) => DependencyStatus {
                 ok: false,
                 detail: "unreachable: no answer within 5s".into(),
             },
@@ -224,11 +232,11 @@ pub async fn serve_components(settings: &Settings) -> Components {
         ..Default::default()
     };
     let gate = {
-        let gate_settings = settings.gate.clone();
+        let policy_settings = settings.policy.clone();
         let reporting = Some(metrics.clone());
         // Reading and compiling the policy is blocking work.
         match tokio::task::spawn_blocking(move || {
-            RegoGate::from_settings(&gate_settings, reporting)
+            RegoGate::from_settings(&policy_settings, reporting)
         })
         .await
         {
@@ -236,25 +244,25 @@ pub async fn serve_components(settings: &Settings) -> Components {
             Err(e) => {
                 warn!(error = %e, "loading the approval policy failed; loading it inline");
                 Arc::new(RegoGate::from_settings(
-                    &settings.gate,
+                    &settings.policy,
                     Some(metrics.clone()),
                 ))
             }
         }
     };
-    gate.watch(crate::gate::RELOAD_INTERVAL);
+    gate.watch(RELOAD_INTERVAL);
     components
         .dependencies
         .push(Arc::new(PolicyDependency::new(gate.clone())));
-    match crate::cluster::KubeCluster::connect(&settings.cluster.kube_options()).await {
+    match KubeCluster::connect(&settings.cluster.kube_options()).await {
         Ok(cluster) => {
             let cluster = Arc::new(cluster);
             info!("Kubernetes client configured");
-            components.stages.push(Arc::new(EnrichmentStage::new(
+            components.stages.push(enrichment_stage(
                 cluster.clone(),
                 gate.clone(),
-                settings.gate.default_environment.clone(),
-            )));
+                &settings.enrich,
+            ));
             components
                 .dependencies
                 .push(Arc::new(ClusterDependency::connected(cluster.clone())));
@@ -264,7 +272,7 @@ pub async fn serve_components(settings: &Settings) -> Components {
             components.dependencies.push(investigator);
             components
                 .stages
-                .push(gate_stage(gate.clone(), settings.gate.confidence_threshold));
+                .push(gate_stage(gate.clone(), &settings.gate));
         }
         Err(e) => {
             warn!(error = %e, "no Kubernetes configuration; requests will wait for a cluster");
@@ -281,12 +289,12 @@ pub async fn serve_components(settings: &Settings) -> Components {
 /// (requests then end in review, "investigation not available"), logged and shown on `/readyz`.
 pub fn investigation_stages(
     settings: &Settings,
-    reader: Arc<dyn crate::cluster::ClusterReader>,
+    reader: Arc<dyn ClusterReader>,
     clock: Arc<dyn Clock>,
     metrics: Option<Arc<Metrics>>,
 ) -> (Vec<Arc<dyn Stage>>, Arc<dyn Dependency>) {
     // Durable remediation history arrives with execution; until then it starts empty.
-    let history = Arc::new(crate::history::InMemoryHistory::default());
+    let history = Arc::new(InMemoryHistory::default());
     match crate::investigate::build(
         &settings.investigate,
         reader,
@@ -300,8 +308,8 @@ pub fn investigation_stages(
             info!(investigator = %investigator.name(), "investigator ready");
             (
                 vec![
-                    Arc::new(crate::investigate::InvestigationStage(investigator.clone())),
-                    Arc::new(crate::investigate::SelectionStage(investigator)),
+                    Arc::new(InvestigationStage(investigator.clone())),
+                    Arc::new(SelectionStage(investigator)),
                 ],
                 Arc::new(InvestigatorDependency(Ok(built.llm))),
             )
@@ -315,14 +323,14 @@ pub fn investigation_stages(
 
 /// `/readyz` entry `investigator`: offline, the model's last call and the day's token budget,
 /// or why the investigator could not be built.
-pub struct InvestigatorDependency(Result<Option<Arc<crate::llm::LlmStatus>>, String>);
+pub struct InvestigatorDependency(Result<Option<Arc<LlmStatus>>, String>);
 
 #[async_trait::async_trait]
 impl Dependency for InvestigatorDependency {
     fn name(&self) -> &'static str {
         "investigator"
     }
-    async fn check(&self) -> crate::web::DependencyStatus {
+    async fn check(&self) -> DependencyStatus {
         let (ok, detail) = match &self.0 {
             Ok(None) => (
                 true,
@@ -331,37 +339,39 @@ impl Dependency for InvestigatorDependency {
             Ok(Some(llm)) => llm.status(),
             Err(e) => (false, format!("not available: {e}")),
         };
-        crate::web::DependencyStatus { ok, detail }
+        DependencyStatus { ok, detail }
     }
 }
 
-/// The Gating stage: the approval policy decides on the selected workflow.
-pub fn gate_stage(gate: Arc<RegoGate>, confidence_threshold: f64) -> Arc<dyn Stage> {
-    Arc::new(crate::gate::GateStage::new(
+/// The Enriching stage: namespace labels and the enrichment policy.
+pub fn enrichment_stage(
+    reader: Arc<dyn ClusterReader>,
+    gate: Arc<RegoGate>,
+    settings: &EnrichSettings,
+) -> Arc<dyn Stage> {
+    Arc::new(EnrichmentStage::new(
+        reader,
         gate,
-        Arc::new(move |req| crate::investigate::gate_input(req, confidence_threshold)),
+        settings.default_environment.clone(),
     ))
 }
 
+/// The Gating stage: the approval policy decides on the selected workflow.
+pub fn gate_stage(gate: Arc<RegoGate>, settings: &GateSettings) -> Arc<dyn Stage> {
+    Arc::new(GateStage::new(gate, settings.clone()))
+}
+
 /// Stages `kubemedic investigate` runs besides investigation and selection — enrichment and
-/// the gate — built the way `serve` builds them.
-pub fn command_stages(
-    gate_settings: crate::config::GateSettings,
-) -> Box<crate::investigate::command::StageFactory> {
-    Box::new(move |reader, _clock| {
-        let gate = Arc::new(RegoGate::from_settings(&gate_settings, None));
-        if let Some(problem) = gate.problem() {
-            warn!(problem = %problem, "approval policy degraded: every remediation will require approval");
-        }
-        Ok(vec![
-            Arc::new(EnrichmentStage::new(
-                reader,
-                gate.clone(),
-                gate_settings.default_environment.clone(),
-            )) as Arc<dyn Stage>,
-            gate_stage(gate, gate_settings.confidence_threshold),
-        ])
-    })
+/// the gate — built the way `serve` builds them, on the policy loaded once (not watched).
+pub fn command_stages(parts: &GateParts, reader: Arc<dyn ClusterReader>) -> Vec<Arc<dyn Stage>> {
+    let gate = Arc::new(RegoGate::from_settings(&parts.policy, None));
+    if let Some(problem) = gate.problem() {
+        warn!(problem = %problem, "approval policy degraded: every remediation will require approval");
+    }
+    vec![
+        enrichment_stage(reader, gate.clone(), &parts.enrich),
+        gate_stage(gate, &parts.gate),
+    ]
 }
 
 /// Cancel `token` on SIGTERM or SIGINT.

@@ -1,24 +1,54 @@
 //! kubemedic: Prometheus Alertmanager alerts in, safe and audited Kubernetes remediations out.
 //!
 //! The pipeline (DESIGN §1): ingest → enrich → investigate (RCA) → select a workflow → gate →
-//! approve → execute → verify → remember. Each stage sits in its own module and reaches the
-//! outside world only through the traits in `pipeline::stages`, `store::Store`,
-//! `clock::Clock` and the cluster/LLM traits of their modules.
+//! approve → execute → verify → remember. The modules are layers, and every import points
+//! down (`tests/layers.rs` enforces it, docs/adr/0007-one-way-layers.md explains it):
+//!
+//! ```text
+//! cli, demo            commands; the only readers of `config` besides `daemon`
+//!   config             flags + env + file → each module's own Settings type
+//! daemon               assembles the stages and serves
+//! web, pipeline        HTTP (the only axum code); the durable worker driving the Stage trait
+//! stages               ingest, enrich, investigate, gate — never importing each other
+//! store, cluster, llm, catalog, history, policy
+//!                      the outside world behind traits, and the Rego engine
+//! telemetry, readiness, secret, clock
+//!                      leaves every layer may use
+//! domain               the values that flow between stages; imports nothing of the crate
+//! ```
+//!
+//! Stages meet in `domain` (the values) and `daemon` (the wiring). The investigator receives
+//! a `ClusterReader` only, so it cannot change the cluster by construction.
 
-pub mod catalog;
+// Commands and assembly.
 pub mod cli;
-pub mod clock;
-pub mod cluster;
 pub mod config;
 pub mod daemon;
 pub mod demo;
+
+// The HTTP face and the durable worker.
+pub mod pipeline;
+pub mod web;
+
+// Stages.
+pub mod enrich;
 pub mod gate;
-pub mod history;
 pub mod ingest;
 pub mod investigate;
+
+// What the stages stand on.
+pub mod catalog;
+pub mod cluster;
+pub mod history;
 pub mod llm;
-pub mod pipeline;
+pub mod policy;
 pub mod store;
-pub mod target;
+
+// Leaves.
+pub mod clock;
+pub mod readiness;
+pub mod secret;
 pub mod telemetry;
-pub mod web;
+
+// The bottom.
+pub mod domain;

@@ -14,8 +14,18 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::LogFormat;
-use crate::pipeline::{Phase, stage_name};
+use serde::Deserialize;
+
+use crate::domain::{Phase, Usage, stage_name};
+
+/// How logs are written. `auto`: human-readable text on a terminal, JSON otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Auto,
+    Json,
+    Text,
+}
 
 /// Install the global subscriber. Safe to call more than once (later calls are ignored).
 pub fn init_logging(format: LogFormat, filter: &str) {
@@ -192,7 +202,7 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    pub fn llm_tokens(&self, model: &str, usage: crate::llm::Usage) {
+    pub fn llm_tokens(&self, model: &str, usage: Usage) {
         for (kind, n) in [
             ("prompt", usage.prompt_tokens),
             ("completion", usage.completion_tokens),

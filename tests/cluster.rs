@@ -426,7 +426,7 @@ async fn root_of(
     kind: &str,
     name: &str,
     ns: Option<&str>,
-) -> (Vec<String>, kubemedic::target::Target) {
+) -> (Vec<String>, kubemedic::domain::Target) {
     let resolver = ContextResolver::new(c);
     let ctx = resolver.resolve(kind, name, ns).await.unwrap();
     (

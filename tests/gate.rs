@@ -15,12 +15,14 @@ use common::TestDaemon;
 use common::kube::Kube;
 use kubemedic::cluster::ClusterReader;
 use kubemedic::daemon::Components;
-use kubemedic::gate::{EnrichmentStage, GateInput, GateStage, PolicyDependency, RegoGate};
-use kubemedic::ingest::{SignalMode, SignalSource};
-use kubemedic::pipeline::{
+use kubemedic::domain::Target;
+use kubemedic::domain::{
     Phase, RemediationRequest, SignalContext, Stage, StageError, StageOutcome, StageState,
 };
-use kubemedic::target::Target;
+use kubemedic::domain::{SignalMode, SignalSource};
+use kubemedic::enrich::EnrichmentStage;
+use kubemedic::gate::{GateSettings, GateStage};
+use kubemedic::policy::{GateInput, PolicyDependency, RegoGate};
 use kubemedic::telemetry::Metrics;
 use serde_json::{Value, json};
 
@@ -41,7 +43,7 @@ fn input(environment: &str, target: Option<(&str, &str, Option<&str>)>) -> GateI
     serde_json::from_value(v).unwrap()
 }
 
-fn scores(d: &kubemedic::gate::GateDecision) -> Vec<i64> {
+fn scores(d: &kubemedic::domain::GateDecision) -> Vec<i64> {
     d.risk_factors.iter().map(|f| f.score).collect()
 }
 
@@ -528,7 +530,7 @@ async fn namespace(k: &Kube, name: &str, labels: Value) {
 async fn enrich(
     cluster: Arc<dyn ClusterReader>,
     request: &RemediationRequest,
-) -> (kubemedic::pipeline::stages::Enrichment, StageOutcome) {
+) -> (kubemedic::domain::Enrichment, StageOutcome) {
     let gate = Arc::new(RegoGate::load(shipped_policies(), limit(), None));
     let stage = EnrichmentStage::new(cluster, gate, "production");
     let outcome = stage.run(request).await.expect("enrichment");
@@ -543,7 +545,7 @@ async fn enrich(
     (e, outcome)
 }
 
-fn has_source(e: &kubemedic::pipeline::stages::Enrichment, needle: &str) -> bool {
+fn has_source(e: &kubemedic::domain::Enrichment, needle: &str) -> bool {
     e.sources.iter().any(|s| s.contains(needle))
 }
 
@@ -751,6 +753,50 @@ impl Stage for PassThrough {
     }
 }
 
+/// Selection as the investigation leaves it: `restart-deployment-v1` on the alert's own target,
+/// with confidence 0.9 (the gate builds its input from this).
+struct SelectsRestart;
+
+#[async_trait]
+impl Stage for SelectsRestart {
+    fn phase(&self) -> Phase {
+        Phase::Selecting
+    }
+    async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
+        let rca = json!({
+            "root_cause_analysis": {"summary": "crash loop", "severity": "high"},
+            "confidence": 0.9,
+            "investigation_outcome": "actionable",
+            "actionable": true,
+        });
+        let mut state = request.state.clone();
+        state.analysis = Some(
+            serde_json::from_value(json!({
+                "rca": rca,
+                "root_owner": request.target,
+                "investigator": "test",
+            }))
+            .unwrap(),
+        );
+        state.selection = Some(
+            serde_json::from_value(json!({
+                "selected": {"workflow_id": "restart-deployment-v1",
+                    "action_type": "RestartDeployment", "version": "1.0.0",
+                    "confidence": 0.9, "parameters": {}},
+                "merged": rca,
+                "outcome": {"kind": "workflow_selected", "next_phase": "Gating", "reason": "selected"},
+            }))
+            .unwrap(),
+        );
+        Ok(StageOutcome {
+            next: Phase::Gating,
+            reason: None,
+            state,
+            events: vec![],
+        })
+    }
+}
+
 fn timeline_event<'a>(req: &'a Value, kind: &str) -> &'a Value {
     req["timeline"]
         .as_array()
@@ -791,14 +837,6 @@ async fn a_staging_incident_is_auto_approved_and_a_production_one_needs_a_human(
         limit(),
         Some(metrics.clone()),
     ));
-    let selection: kubemedic::gate::GateInputSource = Arc::new(|req: &RemediationRequest| {
-        let mut input = GateInput::from_request(req, 0.8);
-        input.remediation_target = req.target.clone();
-        input.confidence = 0.9;
-        input.action_type = Some("RestartDeployment".into());
-        input.workflow_id = Some("restart-deployment-v1".into());
-        Some(input)
-    });
     let d = TestDaemon::start_with(
         |_| {},
         Components {
@@ -809,8 +847,13 @@ async fn a_staging_incident_is_auto_approved_and_a_production_one_needs_a_human(
                     "production",
                 )),
                 Arc::new(PassThrough(Phase::Investigating, Phase::Selecting)),
-                Arc::new(PassThrough(Phase::Selecting, Phase::Gating)),
-                Arc::new(GateStage::new(gate.clone(), selection)),
+                Arc::new(SelectsRestart),
+                Arc::new(GateStage::new(
+                    gate.clone(),
+                    GateSettings {
+                        confidence_threshold: 0.8,
+                    },
+                )),
             ],
             dependencies: vec![Arc::new(PolicyDependency::new(gate.clone()))],
             metrics: Some(metrics),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use common::{API_TOKEN, TestDaemon, WEBHOOK_TOKEN, alert_body, fixture};
 use kubemedic::daemon::Components;
-use kubemedic::pipeline::{AuditDraft, AuditEvent, Phase, RemediationRequest};
+use kubemedic::domain::{AuditDraft, AuditEvent, Phase, RemediationRequest};
 use kubemedic::store::{
     IngestOutcome, Page, RequestFilter, SignalFilter, SignalRecord, StepCommit, Store, StoreError,
     StoreHealth,
@@ -22,7 +22,7 @@ fn items(v: &Value) -> &Vec<Value> {
 #[tokio::test]
 async fn webhook_requires_the_configured_credentials() {
     let d = TestDaemon::start(|a| {
-        a.webhook_basic_auth = Some(kubemedic::config::Secret::new("am:s3cret"));
+        a.webhook_basic_auth = Some(kubemedic::secret::Secret::new("am:s3cret"));
     })
     .await;
     let body = fixture("alertmanager/captured-from-alertmanager-0.25.json");
@@ -590,7 +590,7 @@ impl Store for UnreachableStore {
     }
     async fn ingest(
         &self,
-        _: &[kubemedic::ingest::NewSignal],
+        _: &[kubemedic::domain::NewSignal],
     ) -> Result<Vec<IngestOutcome>, StoreError> {
         Err(gone())
     }

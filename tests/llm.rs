@@ -11,14 +11,15 @@ use kubemedic::catalog::Catalog;
 use kubemedic::clock::{Clock, ManualClock};
 use kubemedic::cluster::tools::ToolLimits;
 use kubemedic::cluster::{ClusterReader, ListQuery, LogQuery, ResourceInfo, SnapshotCluster};
-use kubemedic::history::{HistoryRecord, InMemoryHistory};
+use kubemedic::domain::Enrichment;
+use kubemedic::domain::HistoryRecord;
+use kubemedic::domain::{Phase, RemediationRequest, Stage, StageState};
+use kubemedic::history::InMemoryHistory;
 use kubemedic::investigate::playbooks::Playbooks;
 use kubemedic::investigate::{
     InvestigationStage, LlmInvestigator, LlmInvestigatorSettings, SelectionStage,
 };
 use kubemedic::llm::{OpenAiLlm, OpenAiSettings, Provider, TokenBudget};
-use kubemedic::pipeline::stages::Enrichment;
-use kubemedic::pipeline::{Phase, RemediationRequest, Stage, StageState};
 use serde_json::{Value, json};
 
 const POD: &str = "checkout-7d9c8b6f5-x2k4q";
@@ -98,7 +99,7 @@ fn investigator(server: &ScriptedLlm, setup: Setup) -> Arc<LlmInvestigator> {
     let llm = OpenAiLlm::new(&OpenAiSettings {
         provider: setup.provider,
         base_url: Some(base),
-        api_key: Some(kubemedic::config::Secret::new("sk-test-key")),
+        api_key: Some(kubemedic::secret::Secret::new("sk-test-key")),
         azure_deployment: Some("kubemedic-gpt".into()),
         azure_api_version: "2024-10-21".into(),
         timeout: setup.timeout,
@@ -579,7 +580,7 @@ async fn seeded_history_reaches_the_prompt_with_its_warnings() {
         .to_utc();
     let record = |uid: &str, hours: i64, score: f64| HistoryRecord {
         remediation_uid: uid.into(),
-        target: kubemedic::target::Target::new("Deployment", "checkout", Some("shop".into())),
+        target: kubemedic::domain::Target::new("Deployment", "checkout", Some("shop".into())),
         completed_at: at - chrono::Duration::hours(hours),
         signal_name: "KubePodCrashLooping".into(),
         workflow_type: "RestartDeployment".into(),
@@ -700,7 +701,7 @@ async fn readyz_reports_the_models_last_call_and_the_daily_budget() {
         investigate: kubemedic::config::InvestigateArgs {
             llm: Some(kubemedic::config::LlmMode::Openai),
             llm_base_url: Some(format!("{}/v1", server.base_url)),
-            llm_api_key: Some(kubemedic::config::Secret::new("sk-readyz-secret")),
+            llm_api_key: Some(kubemedic::secret::Secret::new("sk-readyz-secret")),
             llm_model: Some("gpt-4o".into()),
             llm_max_retries: Some(1),
             llm_daily_token_budget: Some(1_000),
@@ -744,7 +745,7 @@ async fn readyz_reports_the_models_last_call_and_the_daily_budget() {
     let req = request("KubePodCrashLooping", &[]);
     let err = stages[0].run(&req).await.unwrap_err();
     assert!(
-        matches!(err, kubemedic::pipeline::StageError::Unavailable { .. }),
+        matches!(err, kubemedic::domain::StageError::Unavailable { .. }),
         "{err}"
     );
     let ready = readyz().await;

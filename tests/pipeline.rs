@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use common::{TestDaemon, alert_body};
 use kubemedic::daemon::Components;
-use kubemedic::pipeline::stages::Enrichment;
-use kubemedic::pipeline::{Phase, RemediationRequest, Stage, StageError, StageOutcome};
+use kubemedic::domain::Enrichment;
+use kubemedic::domain::{Phase, RemediationRequest, Stage, StageError, StageOutcome};
 use serde_json::Value;
 
 /// An enricher whose cluster is unreachable for the first `down_for` calls.

@@ -96,8 +96,8 @@ async fn the_worker_takes_live_alerts_through_investigation_and_selection_to_the
     let terminal = |r: &Value| {
         r["phase"]
             .as_str()
-            .and_then(kubemedic::pipeline::Phase::parse)
-            .is_some_and(kubemedic::pipeline::Phase::is_terminal)
+            .and_then(kubemedic::domain::Phase::parse)
+            .is_some_and(kubemedic::domain::Phase::is_terminal)
     };
     let auto = d
         .eventually(&format!("/api/v1/requests/{}", ids[0]), 60, terminal)

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use kubemedic::clock::{Clock, ManualClock};
-use kubemedic::ingest::{NewSignal, SignalMode, SignalSource, SignalStatus};
-use kubemedic::pipeline::{AuditDraft, Phase, StageState};
+use kubemedic::domain::Target;
+use kubemedic::domain::{AuditDraft, Phase, StageState};
+use kubemedic::domain::{NewSignal, SignalMode, SignalSource, SignalStatus};
 use kubemedic::store::{IngestOutcome, RequestFilter, SignalFilter, StepCommit, Store};
-use kubemedic::target::Target;
 
 struct Fixture {
     store: Arc<dyn Store>,

@@ -19,8 +19,7 @@ use serde_json::{Value, json};
 
 pub use schema::{ParamSchema, ParamType, Property};
 
-use crate::cluster::context::DetectedLabels;
-use crate::target::Target;
+use crate::domain::{DetectedLabels, Target};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -21,6 +21,9 @@ pub mod snapshot;
 pub mod tools;
 pub mod writes;
 
+use std::path::PathBuf;
+use std::time::Duration;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -242,6 +245,27 @@ pub trait ClusterWriter: Send + Sync {
     /// Evict a pod through the eviction subresource (respects PodDisruptionBudgets), with
     /// whichever `policy` version the server has.
     async fn evict(&self, namespace: &str, pod: &str, dry_run: bool) -> Result<()>;
+}
+
+/// How to reach and read the cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterSettings {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub timeout: Duration,
+    pub policy: ReadPolicy,
+    pub tool_limits: tools::ToolLimits,
+}
+
+impl ClusterSettings {
+    pub fn kube_options(&self) -> KubeOptions {
+        KubeOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            timeout: self.timeout,
+            policy: self.policy.clone(),
+        }
+    }
 }
 
 /// What kubemedic refuses to read, whatever it is asked.

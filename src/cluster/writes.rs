@@ -213,7 +213,7 @@ pub async fn scale(
 pub async fn set_resources(
     r: &dyn ClusterReader,
     w: &dyn ClusterWriter,
-    workload: &crate::target::Target,
+    workload: &crate::domain::Target,
     container: &str,
     resources: &Value,
     dry_run: bool,

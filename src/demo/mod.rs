@@ -16,9 +16,11 @@ use clap::Args;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{DaemonArgs, LogFormat, Secret, Settings};
+use crate::config::{DaemonArgs, Settings};
 use crate::daemon::{self, Components};
+use crate::secret::Secret;
 use crate::store::RequestFilter;
+use crate::telemetry::LogFormat;
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
@@ -75,33 +77,29 @@ fn demo_components(
         path: policy_dir.clone(),
         source,
     })?;
-    for (name, text) in crate::gate::BUILTIN_POLICIES {
+    for (name, text) in crate::policy::BUILTIN_POLICIES {
         let path = policy_dir.join(name);
         std::fs::write(&path, text).map_err(|source| DemoError::Io { path, source })?;
     }
     let metrics = Arc::new(crate::telemetry::Metrics::new());
-    let gate = Arc::new(crate::gate::RegoGate::load(
+    let gate = Arc::new(crate::policy::RegoGate::load(
         policy_dir,
-        settings.gate.eval_timeout,
+        settings.policy.eval_timeout,
         Some(metrics.clone()),
     ));
-    let mut stages: Vec<Arc<dyn crate::pipeline::Stage>> =
-        vec![Arc::new(crate::gate::EnrichmentStage::new(
-            reader.clone(),
-            gate.clone(),
-            settings.gate.default_environment.clone(),
-        ))];
+    let mut stages: Vec<Arc<dyn crate::domain::Stage>> = vec![daemon::enrichment_stage(
+        reader.clone(),
+        gate.clone(),
+        &settings.enrich,
+    )];
     let (investigation, investigator) =
         daemon::investigation_stages(settings, reader, clock, Some(metrics.clone()));
     stages.extend(investigation);
-    stages.push(daemon::gate_stage(
-        gate.clone(),
-        settings.gate.confidence_threshold,
-    ));
+    stages.push(daemon::gate_stage(gate.clone(), &settings.gate));
     Ok(Components {
         stages,
         dependencies: vec![
-            Arc::new(crate::gate::PolicyDependency::new(gate)),
+            Arc::new(crate::policy::PolicyDependency::new(gate)),
             investigator,
         ],
         metrics: Some(metrics),
@@ -321,7 +319,7 @@ fn describe_answer(json: &Value) -> String {
         .join(", ")
 }
 
-fn print_requests(items: &[crate::pipeline::RemediationRequest]) {
+fn print_requests(items: &[crate::domain::RemediationRequest]) {
     println!();
     println!("Remediation requests ({}):", items.len());
     for r in items.iter().rev() {

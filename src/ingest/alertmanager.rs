@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::{IngestError, NewSignal, SignalSource, SignalStatus, detect_mode, label_fingerprint};
+use super::{IngestError, detect_mode, label_fingerprint};
+use crate::domain::{NewSignal, SignalSource, SignalStatus};
 
 /// The webhook body as Alertmanager sends it (`version: "4"`).
 #[derive(Debug, Deserialize)]

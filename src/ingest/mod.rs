@@ -1,130 +1,22 @@
-//! Ingest: turn what Alertmanager (or a prediction job) sends into [`NewSignal`]s.
+//! Ingest: turn what Alertmanager (or a prediction job) sends into [`NewSignal`]s and commit
+//! them.
 //!
-//! Input: raw HTTP bodies. Output: validated, normalised signals with their target and target
-//! aliases, ready for one store transaction. Invariants: parsing never panics; a body that can
-//! never succeed is an [`IngestError`] naming the offending field (JSON path); nothing here
-//! touches the store or the cluster, so ingest works when neither is reachable.
+//! Input: raw bodies (the HTTP handlers in `web` hand them over). Output: validated, normalised
+//! signals with their target and target aliases, committed by the [`IngestQueue`] in as few
+//! store transactions as the load allows. Invariants: parsing never panics; a body that can
+//! never succeed is an [`IngestError`] naming the offending field (JSON path); parsing touches
+//! neither the store nor the cluster, and the cluster not at all, so alerts are accepted while
+//! the cluster is unreachable.
 
 pub mod alertmanager;
 pub mod native;
-pub mod webhook;
+mod queue;
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+pub use queue::IngestQueue;
 
-use crate::target::Target;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SignalStatus {
-    Firing,
-    Resolved,
-}
-
-impl SignalStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SignalStatus::Firing => "firing",
-            SignalStatus::Resolved => "resolved",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "firing" => Some(SignalStatus::Firing),
-            "resolved" => Some(SignalStatus::Resolved),
-            _ => None,
-        }
-    }
-}
-
-/// Reactive: something is broken now. Proactive: a prediction; "no action needed" is a valid
-/// outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SignalMode {
-    Reactive,
-    Proactive,
-}
-
-impl SignalMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SignalMode::Reactive => "reactive",
-            SignalMode::Proactive => "proactive",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "reactive" => Some(SignalMode::Reactive),
-            "proactive" => Some(SignalMode::Proactive),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SignalSource {
-    Alertmanager,
-    Native,
-}
-
-impl SignalSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SignalSource::Alertmanager => "alertmanager",
-            SignalSource::Native => "native",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "alertmanager" => Some(SignalSource::Alertmanager),
-            "native" => Some(SignalSource::Native),
-            _ => None,
-        }
-    }
-}
-
-/// One alert or prediction, normalised, as the store records it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NewSignal {
-    /// Alertmanager's fingerprint (a hash of the label set), or one computed the same way.
-    pub fingerprint: String,
-    pub starts_at: DateTime<Utc>,
-    pub ends_at: Option<DateTime<Utc>>,
-    pub status: SignalStatus,
-    /// `alertname` for Alertmanager alerts.
-    pub name: String,
-    pub severity: Option<String>,
-    pub mode: SignalMode,
-    pub source: SignalSource,
-    pub labels: BTreeMap<String, String>,
-    pub annotations: BTreeMap<String, String>,
-    pub generator_url: Option<String>,
-    pub receiver: Option<String>,
-    pub group_key: Option<String>,
-    pub external_url: Option<String>,
-    /// The most specific target named by the labels, if any.
-    pub target: Option<Target>,
-    /// Fingerprint of `target`, or of the alert itself when it names no target, so that
-    /// repeats of a target-less alert still fold into one request.
-    pub target_fingerprint: String,
-    /// Every target fingerprint the labels name (pod and its deployment, say), primary first.
-    /// A new signal joins an active request that holds any of them.
-    pub target_aliases: Vec<String>,
-}
-
-impl NewSignal {
-    /// Who the audit trail says delivered it: `alertmanager/<receiver>` or `native/<source>`.
-    pub fn actor(&self) -> String {
-        match &self.receiver {
-            Some(r) if !r.is_empty() => format!("{}/{r}", self.source.as_str()),
-            _ => self.source.as_str().to_owned(),
-        }
-    }
-}
+use crate::domain::{SignalMode, Target, fingerprint_of, is_cluster_scoped};
 
 /// A body that can never succeed. `field` is a JSON path such as `alerts[0].startsAt`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -202,7 +94,7 @@ pub fn targets_from_labels(labels: &BTreeMap<String, String>) -> Vec<Target> {
         }
         let target = Target::new(*kind, value.clone(), namespace.clone());
         // Namespaced kinds need a namespace to be a usable target.
-        if target.namespace.is_none() && !crate::target::is_cluster_scoped(kind) {
+        if target.namespace.is_none() && !is_cluster_scoped(kind) {
             continue;
         }
         if !found.contains(&target) {
@@ -303,7 +195,7 @@ pub(crate) fn resolve_targets(
         }
         None => {
             // No target label: key the request on the alert itself.
-            let fp = crate::target::fingerprint_of("", "Alert", fingerprint);
+            let fp = fingerprint_of("", "Alert", fingerprint);
             (None, fp.clone(), vec![fp])
         }
     }

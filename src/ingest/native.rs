@@ -16,11 +16,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::{
-    IngestError, NewSignal, SignalMode, SignalSource, SignalStatus, alertmanager::parse_json,
-    detect_mode, label_fingerprint,
-};
-use crate::target::{Target, is_cluster_scoped};
+use super::{IngestError, alertmanager::parse_json, detect_mode, label_fingerprint};
+use crate::domain::{NewSignal, SignalMode, SignalSource, SignalStatus, Target, is_cluster_scoped};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -7,15 +7,14 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::InvestigateError;
 use super::playbooks::Snapshot;
-use super::{InvestigateError, RcaResult};
 use crate::cluster::context::ResourceContext;
 use crate::cluster::obj;
 use crate::cluster::render::pod_status;
 use crate::cluster::tools::ClusterTools;
-use crate::history::{HistoryContext, RemediationHistory, build_context};
-use crate::pipeline::RemediationRequest;
-use crate::target::Target;
+use crate::domain::{HistoryContext, RcaResult, RemediationRequest, Target};
+use crate::history::{RemediationHistory, build_context};
 
 /// The namespace the signal is about (target namespace, else its `namespace` label).
 pub fn signal_namespace(req: &RemediationRequest) -> Option<String> {
@@ -48,7 +47,7 @@ pub async fn prefetch(
 ) -> Result<(Snapshot, String, Vec<Value>, Vec<Value>), InvestigateError> {
     let mut snapshot = Snapshot {
         alertname: req.signal.name.clone(),
-        proactive: req.signal.mode == crate::ingest::SignalMode::Proactive,
+        proactive: req.signal.mode == crate::domain::SignalMode::Proactive,
         ..Default::default()
     };
     let Some(ns) = signal_namespace(req) else {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+
 use serde_json::{Map, Value, json};
 use tracing::{debug, info, warn};
 
@@ -22,20 +22,20 @@ use super::playbooks::Playbooks;
 use super::prompt;
 use super::repair;
 use super::route::{Invocation2, merge, route};
-use super::{
-    AlternativeWorkflow, Analysis, InvestigateError, InvestigationOutcome, Investigator, RcaResult,
-    RootCauseAnalysis, SelectedWorkflow, Selection, ToolCallRecord, ValidationAttempt,
-};
+use super::{InvestigateError, Investigator};
 use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
 use crate::cluster::ClusterReader;
 use crate::cluster::tools::{self, ClusterTools, ToolLimits};
+use crate::domain::{
+    AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LlmCallRecord, RcaResult,
+    RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, ToolCallRecord, Usage,
+    ValidationAttempt,
+};
 use crate::history::{RemediationHistory, prompt_section};
 use crate::llm::{
-    ChatRequest, ChatResponse, FinishReason, Llm, LlmError, Message, TokenBudget, ToolCall,
-    ToolChoice, ToolDef, Usage,
+    ChatRequest, ChatResponse, Llm, LlmError, Message, TokenBudget, ToolCall, ToolChoice, ToolDef,
 };
-use crate::pipeline::RemediationRequest;
 use crate::telemetry::Metrics;
 
 #[derive(Debug, Clone)]
@@ -65,17 +65,6 @@ impl Default for LlmInvestigatorSettings {
             validation_retries: 3,
         }
     }
-}
-
-/// One model call, for the audit trail.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LlmCallRecord {
-    pub invocation: u8,
-    pub model: String,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub finish_reason: FinishReason,
-    pub tool_calls: usize,
 }
 
 pub struct LlmInvestigator {

@@ -9,7 +9,6 @@
 //! runs them as two stages ([`InvestigationStage`], [`SelectionStage`]) so a restart resumes
 //! after invocation 1 without repeating it.
 
-pub mod command;
 mod gather;
 pub mod llm;
 pub mod offline;
@@ -18,166 +17,35 @@ pub mod prompt;
 pub mod repair;
 pub mod route;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 pub use llm::{LlmInvestigator, LlmInvestigatorSettings};
-pub use route::{OutcomeKind, RoutedOutcome};
 
-use crate::cluster::context::DetectedLabels;
-use crate::history::HistoryContext;
-use crate::llm::Usage;
-use crate::pipeline::{AuditDraft, Phase, RemediationRequest, Stage, StageError, StageOutcome};
-use crate::target::Target;
+use crate::catalog::{Catalog, CatalogError};
+use crate::clock::Clock;
+use crate::cluster::ClusterReader;
+use crate::cluster::tools::ToolLimits;
+use crate::domain::{
+    Analysis, AuditDraft, Phase, RemediationRequest, Selection, Stage, StageError, StageOutcome,
+};
+use crate::history::RemediationHistory;
+use crate::llm::{LlmError, LlmStatus, ObservedLlm, OpenAiLlm, OpenAiSettings, TokenBudget};
+use crate::telemetry::Metrics;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InvestigationOutcome {
-    Actionable,
-    NotActionable,
-    ProblemResolved,
-    InsufficientData,
-    Inconclusive,
-}
-
-impl InvestigationOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InvestigationOutcome::Actionable => "actionable",
-            InvestigationOutcome::NotActionable => "not_actionable",
-            InvestigationOutcome::ProblemResolved => "problem_resolved",
-            InvestigationOutcome::InsufficientData => "insufficient_data",
-            InvestigationOutcome::Inconclusive => "inconclusive",
-        }
-    }
-}
-
-/// The object the model says should be remediated.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TargetRef {
-    pub kind: String,
-    pub name: String,
-    #[serde(default)]
-    pub namespace: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_version: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RootCauseAnalysis {
-    pub summary: String,
-    pub severity: String,
-    #[serde(default)]
-    pub contributing_factors: Vec<String>,
-    #[serde(default)]
-    pub remediation_target: Option<TargetRef>,
-    #[serde(default)]
-    pub investigation_analysis: String,
-}
-
-/// The RCA schema (the arguments of `submit_result`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RcaResult {
-    pub root_cause_analysis: RootCauseAnalysis,
-    pub confidence: f64,
-    pub investigation_outcome: InvestigationOutcome,
-    pub actionable: bool,
-    #[serde(default)]
-    pub needs_human_review: bool,
-    #[serde(default)]
-    pub human_review_reason: Option<String>,
-}
-
-/// One tool call of an investigation, for the audit trail (arguments and a size, not the
-/// whole output).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCallRecord {
-    pub tool: String,
-    pub arguments: Value,
-    pub ok: bool,
-    pub output_chars: usize,
-    #[serde(default)]
-    pub truncated: bool,
-}
-
-/// The result of invocation 1, kept in the request's state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Analysis {
-    pub rca: RcaResult,
-    /// The K8s-verified root owner of the remediation target (owner chain resolved).
-    #[serde(default)]
-    pub root_owner: Option<Target>,
-    #[serde(default)]
-    pub spec_hash: Option<String>,
-    #[serde(default)]
-    pub detected_labels: Option<DetectedLabels>,
-    #[serde(default)]
-    pub history: Option<HistoryContext>,
-    /// Investigation warnings (`problem self-resolved`, `inconclusive`, …).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    #[serde(default)]
-    pub playbooks: Vec<String>,
-    #[serde(default)]
-    pub tool_calls: Vec<ToolCallRecord>,
-    #[serde(default)]
-    pub usage: Usage,
-    pub investigator: String,
-    /// Every model call of invocation 1 (empty for the offline investigator).
-    #[serde(default)]
-    pub llm_calls: Vec<llm::LlmCallRecord>,
-    /// The offline investigator's recommended action, carried to its invocation 2.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub proposal: Option<offline::Proposal>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SelectedWorkflow {
-    pub workflow_id: String,
-    pub action_type: String,
-    pub version: String,
-    pub confidence: f64,
-    #[serde(default)]
-    pub rationale: String,
-    /// Validated parameters, with `TARGET_RESOURCE_*` injected from the root owner.
-    pub parameters: Map<String, Value>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AlternativeWorkflow {
-    pub workflow_id: String,
-    #[serde(default)]
-    pub rationale: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ValidationAttempt {
-    pub workflow_id: String,
-    pub code: String,
-    pub errors: Vec<String>,
-}
-
-/// The result of invocation 2, merged with invocation 1 and routed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Selection {
-    #[serde(default)]
-    pub selected: Option<SelectedWorkflow>,
-    #[serde(default)]
-    pub alternatives: Vec<AlternativeWorkflow>,
-    #[serde(default)]
-    pub no_workflow_reasoning: Option<String>,
-    #[serde(default)]
-    pub validation_attempts: Vec<ValidationAttempt>,
-    /// Invocation 2's result after `mergePhase1Fallbacks`.
-    pub merged: RcaResult,
-    pub outcome: RoutedOutcome,
-    #[serde(default)]
-    pub usage: Usage,
-    #[serde(default)]
-    pub llm_calls: Vec<llm::LlmCallRecord>,
+/// The validated investigation settings.
+#[derive(Debug, Clone)]
+pub struct InvestigateSettings {
+    /// The model; `None` runs the offline investigator.
+    pub openai: Option<OpenAiSettings>,
+    pub llm: LlmInvestigatorSettings,
+    pub token_budget: u64,
+    pub daily_token_budget: u64,
+    pub catalog_dir: Option<PathBuf>,
+    pub playbooks_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -192,15 +60,15 @@ pub enum InvestigateError {
     Failed(String),
 }
 
-impl From<crate::llm::LlmError> for InvestigateError {
-    fn from(e: crate::llm::LlmError) -> Self {
+impl From<LlmError> for InvestigateError {
+    fn from(e: LlmError) -> Self {
         match e {
-            crate::llm::LlmError::Unavailable(m) => InvestigateError::Unavailable {
+            LlmError::Unavailable(m) => InvestigateError::Unavailable {
                 dependency: "llm".into(),
                 message: m,
             },
-            crate::llm::LlmError::BudgetExceeded(m) => InvestigateError::Budget(m),
-            crate::llm::LlmError::Rejected(m) => {
+            LlmError::BudgetExceeded(m) => InvestigateError::Budget(m),
+            LlmError::Rejected(m) => {
                 InvestigateError::Failed(format!("LLM rejected the request: {m}"))
             }
         }
@@ -223,37 +91,35 @@ impl From<crate::cluster::ClusterError> for InvestigateError {
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     #[error(transparent)]
-    Catalog(#[from] crate::catalog::CatalogError),
+    Catalog(#[from] CatalogError),
     #[error("invalid playbooks: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Playbooks(Vec<playbooks::PlaybookError>),
     #[error("{0}")]
-    Llm(#[from] crate::llm::LlmError),
+    Llm(#[from] LlmError),
 }
 
 /// The catalog: the configured directory, else the one built into the binary.
-pub fn load_catalog(
-    dir: Option<&std::path::Path>,
-) -> Result<crate::catalog::Catalog, crate::catalog::CatalogError> {
+pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CatalogError> {
     match dir {
-        Some(d) => crate::catalog::Catalog::load(d),
-        None => crate::catalog::Catalog::builtin(),
+        Some(d) => Catalog::load(d),
+        None => Catalog::builtin(),
     }
 }
 
 /// The configured investigator, and what `/readyz` reports of its model (none when offline).
 pub struct Built {
     pub investigator: Arc<dyn Investigator>,
-    pub llm: Option<Arc<crate::llm::LlmStatus>>,
+    pub llm: Option<Arc<LlmStatus>>,
 }
 
 /// Build the configured investigator (offline, or a model through OpenAiLlm).
 pub fn build(
-    settings: &crate::config::InvestigateSettings,
-    reader: Arc<dyn crate::cluster::ClusterReader>,
-    clock: Arc<dyn crate::clock::Clock>,
-    tool_limits: crate::cluster::tools::ToolLimits,
-    history: Arc<dyn crate::history::RemediationHistory>,
-    metrics: Option<Arc<crate::telemetry::Metrics>>,
+    settings: &InvestigateSettings,
+    reader: Arc<dyn ClusterReader>,
+    clock: Arc<dyn Clock>,
+    tool_limits: ToolLimits,
+    history: Arc<dyn RemediationHistory>,
+    metrics: Option<Arc<Metrics>>,
 ) -> Result<Built, BuildError> {
     let catalog = Arc::new(load_catalog(settings.catalog_dir.as_deref())?);
     let playbooks = Arc::new(
@@ -276,10 +142,8 @@ pub fn build(
             llm: None,
         },
         Some(o) => {
-            let llm = Arc::new(crate::llm::ObservedLlm::new(Box::new(
-                crate::llm::OpenAiLlm::new(o)?,
-            )));
-            let budget = Arc::new(crate::llm::TokenBudget::new(
+            let llm = Arc::new(ObservedLlm::new(Box::new(OpenAiLlm::new(o)?)));
+            let budget = Arc::new(TokenBudget::new(
                 settings.token_budget,
                 settings.daily_token_budget,
             ));
@@ -296,36 +160,10 @@ pub fn build(
                     settings: settings.llm.clone(),
                     metrics,
                 }),
-                llm: Some(Arc::new(crate::llm::LlmStatus { llm, budget })),
+                llm: Some(Arc::new(LlmStatus { llm, budget })),
             }
         }
     })
-}
-
-/// The approval policy's input for a request whose workflow was selected: the request's
-/// environment and business classification, the selection (workflow, action type,
-/// confidence), the verified root owner, its detected labels and failed detections, and the
-/// investigation's warnings (history warnings included). `None` when nothing was selected.
-pub fn gate_input(
-    req: &RemediationRequest,
-    confidence_threshold: f64,
-) -> Option<crate::gate::GateInput> {
-    let selection = req.state.selection.as_ref()?;
-    let selected = selection.selected.as_ref()?;
-    let analysis = req.state.analysis.as_ref()?;
-    let mut input = crate::gate::GateInput::from_request(req, confidence_threshold)
-        .with_detected_labels(analysis.detected_labels.clone().unwrap_or_default());
-    input.confidence = selected.confidence;
-    input.remediation_target = analysis.root_owner.clone();
-    input.action_type = Some(selected.action_type.clone());
-    input.workflow_id = Some(selected.workflow_id.clone());
-    input.warnings = analysis.warnings.clone();
-    if let Some(h) = &analysis.history {
-        input
-            .warnings
-            .extend(crate::history::warnings(h).into_iter().map(|w| w.kind));
-    }
-    Some(input)
 }
 
 #[async_trait]

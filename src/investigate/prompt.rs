@@ -3,10 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::Analysis;
 use super::playbooks::Playbook;
-use crate::ingest::SignalMode;
-use crate::pipeline::RemediationRequest;
+use crate::domain::{Analysis, RemediationRequest, SignalMode};
 
 const RULES: &str = "\
 Rules:

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{InvestigationOutcome, RcaResult, RootCauseAnalysis, TargetRef};
+use crate::domain::{InvestigationOutcome, RcaResult, RootCauseAnalysis, TargetRef};
 
 /// Find the JSON object a model meant, in whatever it wrapped it in.
 pub fn extract_json(text: &str) -> Option<Value> {

@@ -2,51 +2,16 @@
 //! a phase with a reason. Only a selected, validated, confident workflow on a verified root
 //! owner reaches the gate.
 
-use serde::{Deserialize, Serialize};
-
-use super::{
-    AlternativeWorkflow, Analysis, InvestigationOutcome, RcaResult, SelectedWorkflow,
-    ValidationAttempt,
+use crate::domain::{
+    AlternativeWorkflow, Analysis, InvestigationOutcome, OutcomeKind, Phase, RcaResult,
+    RoutedOutcome, SelectedWorkflow, ValidationAttempt,
 };
-use crate::pipeline::Phase;
 
 /// Below this selection confidence a workflow is not run (outcome 7).
 pub const CONFIDENCE_THRESHOLD: f64 = 0.7;
 /// A deliberate "not actionable" is floored to this confidence (it is not a low-confidence
 /// failure).
 pub const NOT_ACTIONABLE_FLOOR: f64 = 0.8;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutcomeKind {
-    /// 1: a workflow on a verified target, confident enough: to the gate.
-    WorkflowSelected,
-    /// 2.
-    ProblemResolved,
-    /// 3.
-    Inconclusive,
-    /// 4.
-    NoMatchingWorkflows,
-    /// 5: no verified root owner.
-    RcaIncomplete,
-    /// 6.
-    ValidationFailed,
-    /// 7.
-    LowConfidence,
-    /// 8: the model asked for a human.
-    HumanReviewRequested,
-    /// 9.
-    NotActionable,
-    /// The investigation lacked data to decide (a variant of 3).
-    InsufficientData,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RoutedOutcome {
-    pub kind: OutcomeKind,
-    pub next_phase: Phase,
-    pub reason: String,
-}
 
 /// What invocation 2 returned, before merging.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -257,8 +222,7 @@ pub fn route(analysis: &Analysis, inv2: &Invocation2, merged: &mut RcaResult) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::investigate::{RootCauseAnalysis, TargetRef};
-    use crate::target::Target;
+    use crate::domain::{RootCauseAnalysis, Target, TargetRef};
 
     fn rca(outcome: InvestigationOutcome, confidence: f64) -> RcaResult {
         RcaResult {

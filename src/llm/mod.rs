@@ -18,6 +18,8 @@ use serde_json::Value;
 
 pub use openai::{OpenAiLlm, OpenAiSettings, Provider};
 
+use crate::domain::{FinishReason, Usage};
+
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
@@ -70,33 +72,6 @@ pub struct ChatRequest {
     pub tools: Vec<ToolDef>,
     pub tool_choice: ToolChoice,
     pub max_tokens: u32,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    Stop,
-    ToolCalls,
-    /// The answer was cut off at `max_tokens`.
-    Length,
-    ContentFilter,
-    Other,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
-
-impl Usage {
-    pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
-    }
-    pub fn add(&mut self, other: Usage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

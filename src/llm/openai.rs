@@ -12,10 +12,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
-use super::{
-    ChatRequest, ChatResponse, FinishReason, Llm, LlmError, Message, ToolCall, ToolChoice, Usage,
-};
-use crate::config::Secret;
+use super::{ChatRequest, ChatResponse, Llm, LlmError, Message, ToolCall, ToolChoice};
+use crate::domain::{FinishReason, Usage};
+use crate::secret::{Secret, redact_url};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
@@ -70,10 +69,7 @@ impl OpenAiLlm {
                     .base_url
                     .clone()
                     .unwrap_or_else(|| "api.openai.com".into());
-                (
-                    Box::new(c),
-                    format!("openai@{}", crate::config::redact_url(&where_)),
-                )
+                (Box::new(c), format!("openai@{}", redact_url(&where_)))
             }
             Provider::Azure => {
                 let base = s.base_url.clone().ok_or_else(|| {

@@ -14,7 +14,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
-use super::{Pipeline, RemediationRequest, Step};
+use super::{Pipeline, Step};
+use crate::domain::RemediationRequest;
 use crate::store::{StepCommit, Store};
 use crate::telemetry::Metrics;
 

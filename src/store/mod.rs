@@ -12,6 +12,7 @@ mod sql;
 mod sqlite;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,10 +25,29 @@ pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 use crate::clock::Clock;
-use crate::config::DatabaseUrl;
-use crate::ingest::{NewSignal, SignalMode, SignalSource, SignalStatus};
-use crate::pipeline::{AuditDraft, AuditEvent, Phase, RemediationRequest, StageState};
-use crate::target::Target;
+use crate::domain::{
+    AuditDraft, AuditEvent, NewSignal, Phase, RemediationRequest, SignalMode, SignalSource,
+    SignalStatus, StageState, Target,
+};
+use crate::secret::{Secret, redact_url};
+
+/// Where the database lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    Sqlite(PathBuf),
+    Postgres(Secret),
+}
+
+impl DatabaseUrl {
+    /// A form safe to print: the SQLite path, or the Postgres host and database without
+    /// credentials.
+    pub fn redacted(&self) -> String {
+        match self {
+            DatabaseUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
+            DatabaseUrl::Postgres(url) => redact_url(url.expose()),
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

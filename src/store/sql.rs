@@ -34,8 +34,8 @@ macro_rules! sql_store {
             IngestOutcome, Page, RequestFilter, Result, SignalFilter, SignalRecord, StepCommit,
             StoreError, StoreHealth, corrupt, make_target, parse_phase,
         };
-        use $crate::ingest::{NewSignal, SignalMode, SignalSource, SignalStatus};
-        use $crate::pipeline::{AuditDraft, AuditEvent, Phase, RemediationRequest, SignalContext};
+        use $crate::domain::{NewSignal, SignalMode, SignalSource, SignalStatus};
+        use $crate::domain::{AuditDraft, AuditEvent, Phase, RemediationRequest, SignalContext};
 
         type Tx = sqlx::Transaction<'static, $db>;
         type DbRow = <$db as sqlx::Database>::Row;
@@ -63,7 +63,7 @@ macro_rules! sql_store {
                 attempts: row.try_get("attempts").map_err(get)?,
                 not_before: not_before.map(time_of).transpose()?,
                 state: row
-                    .try_get::<Json<$crate::pipeline::StageState>, _>("state")
+                    .try_get::<Json<$crate::domain::StageState>, _>("state")
                     .map_err(get)?
                     .0,
             })
@@ -298,7 +298,7 @@ macro_rules! sql_store {
                         return Err(StoreError::Conflict);
                     }
                 }
-                let empty_state = Json($crate::pipeline::StageState::default());
+                let empty_state = Json($crate::domain::StageState::default());
                 for chunk in opened.chunks(CHUNK) {
                     let sql = format!(
                         "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
@@ -568,7 +568,7 @@ macro_rules! sql_store {
                     insert_audit(&mut tx, Some(rid), Some(from), now, draft).await?;
                 }
                 if step.to != from {
-                    let draft = $crate::pipeline::transition_event(
+                    let draft = $crate::domain::transition_event(
                         from,
                         step.to,
                         step.reason.as_deref(),
@@ -720,7 +720,7 @@ pub(super) use sql_store;
 
 #[cfg(test)]
 mod tests {
-    use crate::pipeline::Phase;
+    use crate::domain::Phase;
 
     #[test]
     fn runnable_list_matches_the_state_machine() {

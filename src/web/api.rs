@@ -11,8 +11,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{ApiError, AppState};
-use crate::ingest::SignalStatus;
-use crate::pipeline::{Phase, RemediationRequest};
+use crate::domain::{Phase, RemediationRequest, SignalStatus};
 use crate::store::{RequestFilter, SignalFilter};
 
 const DEFAULT_LIMIT: i64 = 50;
@@ -61,17 +60,17 @@ pub struct RequestSummary<'a> {
     id: Uuid,
     phase: Phase,
     reason: Option<&'a str>,
-    target: Option<&'a crate::target::Target>,
+    target: Option<&'a crate::domain::Target>,
     target_fingerprint: &'a str,
     signal_name: &'a str,
     severity: Option<&'a str>,
-    signal_mode: crate::ingest::SignalMode,
+    signal_mode: crate::domain::SignalMode,
     occurrence_count: i64,
     first_seen: chrono::DateTime<chrono::Utc>,
     last_seen: chrono::DateTime<chrono::Utc>,
     created_at: chrono::DateTime<chrono::Utc>,
     updated_at: chrono::DateTime<chrono::Utc>,
-    waiting: Option<&'a crate::pipeline::Waiting>,
+    waiting: Option<&'a crate::domain::Waiting>,
 }
 
 impl<'a> From<&'a RemediationRequest> for RequestSummary<'a> {

@@ -2,30 +2,13 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::AppState;
-
-/// Reachability of an outside system, as `/readyz` reports it.
-#[derive(Debug, Clone, Serialize)]
-pub struct DependencyStatus {
-    pub ok: bool,
-    pub detail: String,
-}
-
-/// An outside system the daemon uses but can live without for a while: the daemon keeps
-/// accepting alerts and requests wait (DESIGN §4). `/readyz` names what is missing.
-#[async_trait]
-pub trait Dependency: Send + Sync {
-    fn name(&self) -> &'static str;
-    async fn check(&self) -> DependencyStatus;
-}
 
 pub async fn healthz() -> &'static str {
     "ok"

@@ -1,4 +1,6 @@
-//! The HTTP face of the daemon: ingest endpoints, the JSON API, health and metrics.
+//! The HTTP face of the daemon: the ingest endpoints, the JSON API, health and metrics. The only
+//! module that knows axum: handlers parse and authenticate here and hand typed values to the
+//! stages (`ingest`) and the store.
 //!
 //! One [`AppState`] holds every dependency as `Arc<dyn Trait>`; handlers never reach around it.
 //! Every response carries an `x-request-id` and every log line of a request carries it too.
@@ -7,6 +9,7 @@
 
 pub mod api;
 pub mod health;
+mod ingest;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,12 +24,20 @@ use serde_json::json;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::clock::Clock;
-use crate::config::{Secret, WebhookAuth};
-use crate::ingest::webhook::{self, IngestQueue};
+use crate::ingest::IngestQueue;
+use crate::readiness::Dependency;
+use crate::secret::Secret;
 use crate::store::Store;
 use crate::telemetry::Metrics;
 
-pub use health::{Dependency, DependencyStatus};
+/// The webhook credentials (as Alertmanager's `http_config` sends them). With neither a token
+/// nor basic auth, only `insecure_no_auth` lets a delivery in.
+#[derive(Debug, Clone)]
+pub struct WebhookAuth {
+    pub token: Option<Secret>,
+    pub basic: Option<(String, Secret)>,
+    pub insecure_no_auth: bool,
+}
 
 pub struct AppState {
     pub store: Arc<dyn Store>,
@@ -57,10 +68,10 @@ impl AppState {
 
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
-        .route("/api/v1/alerts/alertmanager", post(webhook::alertmanager))
+        .route("/api/v1/alerts/alertmanager", post(ingest::alertmanager))
         .route(
             "/api/v1/signals",
-            post(webhook::native).get(api::list_signals),
+            post(ingest::native).get(api::list_signals),
         )
         .route("/api/v1/requests", get(api::list_requests))
         .route("/api/v1/requests/{id}", get(api::get_request))

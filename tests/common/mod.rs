@@ -10,8 +10,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kubemedic::clock::{Clock, SystemClock};
-use kubemedic::config::{DaemonArgs, Secret, Settings};
+use kubemedic::config::{DaemonArgs, Settings};
 use kubemedic::daemon::{self, Components, Running};
+use kubemedic::secret::Secret;
 use kubemedic::store::{self, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -21,7 +22,7 @@ pub const API_TOKEN: &str = "test-api-token";
 pub fn init() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     kubemedic::telemetry::init_logging(
-        kubemedic::config::LogFormat::Text,
+        kubemedic::telemetry::LogFormat::Text,
         &std::env::var("TEST_LOG").unwrap_or_else(|_| "warn".into()),
     );
 }
@@ -250,15 +251,15 @@ pub fn alert_body(
 pub struct Stall;
 
 #[async_trait::async_trait]
-impl kubemedic::pipeline::Stage for Stall {
-    fn phase(&self) -> kubemedic::pipeline::Phase {
-        kubemedic::pipeline::Phase::Enriching
+impl kubemedic::domain::Stage for Stall {
+    fn phase(&self) -> kubemedic::domain::Phase {
+        kubemedic::domain::Phase::Enriching
     }
     async fn run(
         &self,
-        _: &kubemedic::pipeline::RemediationRequest,
-    ) -> Result<kubemedic::pipeline::StageOutcome, kubemedic::pipeline::StageError> {
-        Err(kubemedic::pipeline::StageError::Unavailable {
+        _: &kubemedic::domain::RemediationRequest,
+    ) -> Result<kubemedic::domain::StageOutcome, kubemedic::domain::StageError> {
+        Err(kubemedic::domain::StageError::Unavailable {
             dependency: "cluster".into(),
             message: "not reachable in this test".into(),
         })

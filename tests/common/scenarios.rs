@@ -1127,16 +1127,13 @@ pub fn expected(name: &str) -> Value {
 }
 
 /// A remediation request for the first alert of a webhook body, ready for investigation.
-pub fn request(
-    alert: &Value,
-    now: chrono::DateTime<Utc>,
-) -> kubemedic::pipeline::RemediationRequest {
+pub fn request(alert: &Value, now: chrono::DateTime<Utc>) -> kubemedic::domain::RemediationRequest {
     let signal = kubemedic::ingest::alertmanager::parse(alert.to_string().as_bytes())
         .unwrap()
         .remove(0);
-    kubemedic::pipeline::RemediationRequest::for_signal(
+    kubemedic::domain::RemediationRequest::for_signal(
         &signal,
-        kubemedic::pipeline::Phase::Investigating,
+        kubemedic::domain::Phase::Investigating,
         now,
     )
 }
@@ -1169,8 +1166,8 @@ pub async fn investigate_and_check(
 pub fn check(
     name: &str,
     want: &Value,
-    a: &kubemedic::investigate::Analysis,
-    s: &kubemedic::investigate::Selection,
+    a: &kubemedic::domain::Analysis,
+    s: &kubemedic::domain::Selection,
 ) -> Vec<String> {
     let mut bad = Vec::new();
     // The playbooks the failure mode must match (others may match too: a crash loop after a
@@ -1200,7 +1197,7 @@ pub fn check(
             .remediation_target
             .as_ref()
             .map(|t| {
-                kubemedic::target::Target::new(t.kind.clone(), t.name.clone(), t.namespace.clone())
+                kubemedic::domain::Target::new(t.kind.clone(), t.name.clone(), t.namespace.clone())
             })
     });
     mismatch(

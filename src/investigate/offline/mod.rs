@@ -17,16 +17,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use regex::Regex;
-use serde::{Deserialize, Serialize};
+
 use serde_json::{Map, Value, json};
 
 use super::gather;
 use super::playbooks::Playbooks;
 use super::route::{Invocation2, merge, route};
-use super::{
-    Analysis, InvestigateError, InvestigationOutcome, Investigator, RcaResult, RootCauseAnalysis,
-    SelectedWorkflow, Selection, TargetRef, ToolCallRecord, ValidationAttempt,
-};
+use super::{InvestigateError, Investigator};
 use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
 use crate::cluster::ClusterReader;
@@ -35,22 +32,14 @@ use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::render::{event_time, pod_status};
 use crate::cluster::selector::Selector;
 use crate::cluster::tools::{ClusterTools, ToolLimits, ToolResult};
+use crate::domain::{
+    Analysis, InvestigationOutcome, Proposal, RcaResult, RemediationRequest, RootCauseAnalysis,
+    SelectedWorkflow, Selection, SignalMode, Target, TargetRef, ToolCallRecord, ValidationAttempt,
+};
 use crate::history::RemediationHistory;
-use crate::ingest::SignalMode;
-use crate::pipeline::RemediationRequest;
-use crate::target::Target;
 
 /// A rollout this recent, whose pods fail while the previous revision's ran, is the cause.
 const ROLLOUT_WINDOW_HOURS: i64 = 6;
-
-/// What the offline investigator recommends doing (carried from invocation 1 to 2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Proposal {
-    pub action_type: String,
-    pub parameters: Map<String, Value>,
-    /// For GitOps targets: the change a human should make in Git instead.
-    pub git_change: String,
-}
 
 pub struct OfflineInvestigator {
     pub reader: Arc<dyn ClusterReader>,
@@ -1424,7 +1413,7 @@ impl Investigator for OfflineInvestigator {
                 .filter(|e| {
                     e.workflow_type == p.action_type
                         && e.signal_resolved != Some(true)
-                        && e.hash_match != crate::history::HashMatch::None
+                        && e.hash_match != crate::domain::HashMatch::None
                 })
                 .count();
             if failed_before >= 2 {

@@ -26,8 +26,9 @@ use regorus::utils::limits::ExecutionTimerConfig;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::enrich::{Derived, EnrichmentPolicyInput};
-use super::{GateDecision, GateError, GateInput, RiskFactor};
+use super::enrichment::{Derived, EnrichmentPolicyInput};
+use super::{GateError, GateInput};
+use crate::domain::{GateDecision, RiskFactor};
 
 /// The package every approval policy declares.
 pub const APPROVAL_PACKAGE: &str = "data.kubemedic.approval";

@@ -1,17 +1,10 @@
-//! The durable `RemediationRequest` and its phase state machine (DESIGN §1).
+//! The phases of a remediation request and the transitions between them (DESIGN §1).
 //!
 //! Invariants: a terminal phase is final; every phase change is checked by
 //! [`Phase::can_move_to`] before the store commits it together with its audit event; terminal
 //! phases always carry a reason.
 
-use std::collections::BTreeMap;
-
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use uuid::Uuid;
-
-use crate::ingest::{NewSignal, SignalMode, SignalSource};
-use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Phase {
@@ -141,106 +134,17 @@ impl std::fmt::Display for Phase {
     }
 }
 
-/// What the request knows about the signal that opened it (the first occurrence).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SignalContext {
-    pub fingerprint: String,
-    pub name: String,
-    pub severity: Option<String>,
-    pub mode: SignalMode,
-    pub source: SignalSource,
-    pub starts_at: DateTime<Utc>,
-    pub received_at: DateTime<Utc>,
-    pub labels: BTreeMap<String, String>,
-    pub annotations: BTreeMap<String, String>,
-    #[serde(default)]
-    pub generator_url: Option<String>,
-    #[serde(default)]
-    pub external_url: Option<String>,
-}
-
-impl SignalContext {
-    pub fn from_signal(s: &NewSignal, received_at: DateTime<Utc>) -> Self {
-        Self {
-            fingerprint: s.fingerprint.clone(),
-            name: s.name.clone(),
-            severity: s.severity.clone(),
-            mode: s.mode,
-            source: s.source,
-            starts_at: s.starts_at,
-            received_at,
-            labels: s.labels.clone(),
-            annotations: s.annotations.clone(),
-            generator_url: s.generator_url.clone(),
-            external_url: s.external_url.clone(),
-        }
-    }
-}
-
-/// A dependency the request is waiting for (cluster, LLM, mail server…).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Waiting {
-    pub dependency: String,
-    pub message: String,
-    pub since: DateTime<Utc>,
-}
-
-/// Stage results carried by the request, so a restart resumes from the last committed phase.
-/// Stored as one JSON column; each stage adds its typed field.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StageState {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting: Option<Waiting>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enrichment: Option<super::stages::Enrichment>,
-    /// Invocation 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub analysis: Option<crate::investigate::Analysis>,
-    /// Invocation 2, merged and routed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selection: Option<crate::investigate::Selection>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gate: Option<crate::gate::GateDecision>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RemediationRequest {
-    pub id: Uuid,
-    pub phase: Phase,
-    pub reason: Option<String>,
-    pub target: Option<Target>,
-    pub target_fingerprint: String,
-    pub signal: SignalContext,
-    pub occurrence_count: i64,
-    pub first_seen: DateTime<Utc>,
-    pub last_seen: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub attempts: i32,
-    pub not_before: Option<DateTime<Utc>>,
-    pub state: StageState,
-}
-
-impl RemediationRequest {
-    /// A request for one signal, not yet stored: what `kubemedic investigate` runs through the
-    /// stages (the store opens requests itself, in the ingest transaction).
-    pub fn for_signal(signal: &NewSignal, phase: Phase, now: DateTime<Utc>) -> Self {
-        Self {
-            id: Uuid::new_v4(),
-            phase,
-            reason: None,
-            target: signal.target.clone(),
-            target_fingerprint: signal.target_fingerprint.clone(),
-            signal: SignalContext::from_signal(signal, now),
-            occurrence_count: 1,
-            first_seen: now,
-            last_seen: now,
-            created_at: now,
-            updated_at: now,
-            attempts: 0,
-            not_before: None,
-            state: StageState::default(),
-        }
+/// The human name of the stage behind a phase, as used in "<stage> not available".
+pub fn stage_name(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Enriching => "enrichment",
+        Phase::Investigating => "investigation",
+        Phase::Selecting => "workflow selection",
+        Phase::Gating => "approval gate",
+        Phase::AwaitingApproval => "human approval",
+        Phase::Executing => "execution",
+        Phase::Verifying => "verification",
+        _ => "pipeline",
     }
 }
 

@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use regorus::Value;
 
 use super::{BusinessClassification, GateInput};
-use crate::cluster::context::DetectedLabels;
-use crate::target::Target;
+use crate::domain::{DetectedLabels, Target};
 
 fn obj(entries: Vec<(&str, Value)>) -> Value {
     Value::from(
@@ -119,8 +118,8 @@ pub fn to_value(i: &GateInput) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::context::QuotaUsage;
-    use crate::ingest::SignalMode;
+    use crate::domain::QuotaUsage;
+    use crate::domain::SignalMode;
 
     fn via_serde(i: &GateInput) -> Value {
         let text = serde_json::to_string(i).unwrap();

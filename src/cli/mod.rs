@@ -1,14 +1,20 @@
-//! The command line: `serve`, `demo`, `migrate`, `snapshot`, `policy test`, `version`.
+//! The command line: `serve`, `demo`, `migrate`, `investigate`, `snapshot`, `catalog
+//! validate`, `policy test`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
+
+pub mod investigate;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{DaemonArgs, Settings};
+use crate::catalog::{Catalog, CatalogError};
+use crate::cluster::{KubeCluster, SnapshotCluster};
+use crate::config::{ClusterArgs, ConfigError, DaemonArgs, GateArgs, Settings};
 use crate::daemon;
 use crate::demo::{self, DemoArgs};
-use crate::telemetry;
+use crate::policy::cases;
+use crate::telemetry::{self, LogFormat};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -30,7 +36,7 @@ pub struct SnapshotArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: std::path::PathBuf,
     #[command(flatten)]
-    pub cluster: crate::config::ClusterArgs,
+    pub cluster: ClusterArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -92,7 +98,7 @@ pub enum Command {
     /// Apply database migrations and exit.
     Migrate(DaemonArgs),
     /// Investigate the alerts of an Alertmanager body up to the gate decision, without a server.
-    Investigate(crate::investigate::command::InvestigateCommand),
+    Investigate(investigate::InvestigateCommand),
     /// Check a workflow catalog directory.
     Catalog(CatalogArgs),
     /// Capture namespaces of a live cluster into a snapshot file (never Secrets) for replay.
@@ -173,19 +179,13 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Command::Snapshot(args) => snapshot(args).await,
         Command::Investigate(cmd) => {
-            telemetry::init_logging(crate::config::LogFormat::Text, "warn");
-            let gate = match crate::config::GateSettings::from_args(&cmd.gate) {
-                Ok(g) => g,
-                Err(e) => return config_error(e),
-            };
-            match crate::investigate::command::run(&cmd, daemon::command_stages(gate).as_ref())
-                .await
-            {
+            telemetry::init_logging(LogFormat::Text, "warn");
+            match investigate::run(&cmd).await {
                 Ok(out) => {
                     print!("{out}");
                     ExitCode::SUCCESS
                 }
-                Err(crate::investigate::command::CommandError::Usage(e)) => {
+                Err(investigate::CommandError::Usage(e)) => {
                     eprintln!("error: {e}");
                     ExitCode::from(2)
                 }
@@ -196,7 +196,7 @@ async fn run(cli: Cli) -> ExitCode {
             command: CatalogCommand::Validate { dir },
         }) => {
             let dir = dir.unwrap_or_else(|| "workflows".into());
-            match crate::catalog::Catalog::load(&dir) {
+            match Catalog::load(&dir) {
                 Ok(c) => {
                     println!(
                         "{}: {} action types, {} workflows, no problems",
@@ -206,7 +206,7 @@ async fn run(cli: Cli) -> ExitCode {
                     );
                     ExitCode::SUCCESS
                 }
-                Err(crate::catalog::CatalogError(problems)) => {
+                Err(CatalogError(problems)) => {
                     for p in &problems {
                         eprintln!("{p}");
                     }
@@ -226,12 +226,12 @@ async fn run(cli: Cli) -> ExitCode {
 }
 
 async fn snapshot(args: SnapshotArgs) -> ExitCode {
-    telemetry::init_logging(crate::config::LogFormat::Text, "warn");
-    let settings = match crate::config::ClusterSettings::from_args(&args.cluster) {
+    telemetry::init_logging(LogFormat::Text, "warn");
+    let settings = match crate::config::cluster_settings(&args.cluster) {
         Ok(s) => s,
         Err(e) => return config_error(e),
     };
-    let cluster = match crate::cluster::KubeCluster::connect(&settings.kube_options()).await {
+    let cluster = match KubeCluster::connect(&settings.kube_options()).await {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
@@ -245,7 +245,7 @@ async fn snapshot(args: SnapshotArgs) -> ExitCode {
     if let Err(e) = std::fs::write(&args.output, &text) {
         return fail(format!("cannot write {}: {e}", args.output.display()));
     }
-    match crate::cluster::SnapshotCluster::from_yaml(&text) {
+    match SnapshotCluster::from_yaml(&text) {
         Ok(s) => {
             println!(
                 "wrote {}: {} objects, {} log documents from {}",
@@ -267,7 +267,7 @@ async fn snapshot(args: SnapshotArgs) -> ExitCode {
 /// `kubemedic policy test`: exit 0 when every case passes, 1 when one fails, 2 when the cases
 /// or settings cannot be read.
 fn policy_test(args: PolicyTestArgs) -> ExitCode {
-    let settings = match crate::config::GateSettings::from_args(&crate::config::GateArgs {
+    let parts = match crate::config::gate_settings(&GateArgs {
         policy_dir: args.policy.clone(),
         policy_eval_timeout_ms: args.policy_eval_timeout_ms,
         ..Default::default()
@@ -275,9 +275,9 @@ fn policy_test(args: PolicyTestArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return config_error(e),
     };
-    let dir = settings.policy_dir;
-    let report = crate::gate::cases::collect_files(&dir, &args.cases)
-        .and_then(|files| crate::gate::cases::run(&dir, &files, settings.eval_timeout));
+    let dir = parts.policy.dir;
+    let report = cases::collect_files(&dir, &args.cases)
+        .and_then(|files| cases::run(&dir, &files, parts.policy.eval_timeout));
     let report = match report {
         Ok(r) => r,
         Err(e) => {
@@ -286,7 +286,7 @@ fn policy_test(args: PolicyTestArgs) -> ExitCode {
         }
     };
     match args.format {
-        ReportFormat::Text => print!("{}", crate::gate::cases::render_text(&report)),
+        ReportFormat::Text => print!("{}", cases::render_text(&report)),
         ReportFormat::Json => match serde_json::to_string_pretty(&report) {
             Ok(text) => println!("{text}"),
             Err(e) => return fail(format!("cannot encode the report: {e}")),
@@ -299,7 +299,7 @@ fn policy_test(args: PolicyTestArgs) -> ExitCode {
     }
 }
 
-fn config_error(e: crate::config::ConfigError) -> ExitCode {
+fn config_error(e: ConfigError) -> ExitCode {
     eprintln!("error: {e}");
     ExitCode::from(2)
 }

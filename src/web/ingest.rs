@@ -3,8 +3,8 @@
 //! `POST /api/v1/alerts/alertmanager` and `POST /api/v1/signals`: authenticate (bearer and/or
 //! basic, as Alertmanager's `http_config` sends them), read at most `max_body_bytes` (413),
 //! parse (400 naming the field), commit (503 if the store fails, so Alertmanager retries) and
-//! only then answer 200. Concurrent deliveries are committed together by [`IngestQueue`]: one
-//! transaction (one fsync) for whatever arrived while the previous commit was running.
+//! only then answer 200. Concurrent deliveries are committed together by the ingest queue
+//! ([`crate::ingest::IngestQueue`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,108 +15,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use tokio::sync::{Mutex, Notify, mpsc, oneshot};
 use tracing::{info, warn};
 
-use super::{IngestError, NewSignal};
-use crate::config::WebhookAuth;
-use crate::store::{IngestOutcome, Store, StoreError};
-use crate::web::{ApiError, AppState, ct_eq};
-
-/// Largest number of signals committed in one transaction.
-const MAX_BATCH_SIGNALS: usize = 512;
-
-struct Job {
-    signals: Vec<NewSignal>,
-    reply: oneshot::Sender<Result<Vec<IngestOutcome>, String>>,
-}
-
-/// Serialises ingest commits into few transactions. SQLite gets one writer (it has one write
-/// lock anyway); Postgres several.
-pub struct IngestQueue {
-    tx: mpsc::Sender<Job>,
-}
-
-impl IngestQueue {
-    pub fn start(store: Arc<dyn Store>, writers: usize, wake: Arc<Notify>) -> Arc<Self> {
-        let (tx, rx) = mpsc::channel::<Job>(4096);
-        let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..writers.max(1) {
-            let rx = rx.clone();
-            let store = store.clone();
-            let wake = wake.clone();
-            tokio::spawn(async move { writer(rx, store, wake).await });
-        }
-        Arc::new(Self { tx })
-    }
-
-    /// Commit `signals`; returns once they are durable (or the store failed).
-    pub async fn submit(&self, signals: Vec<NewSignal>) -> Result<Vec<IngestOutcome>, String> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(Job { signals, reply })
-            .await
-            .map_err(|_| "ingest queue is shut down".to_owned())?;
-        answer
-            .await
-            .map_err(|_| "ingest writer stopped before answering".to_owned())?
-    }
-}
-
-async fn writer(rx: Arc<Mutex<mpsc::Receiver<Job>>>, store: Arc<dyn Store>, wake: Arc<Notify>) {
-    loop {
-        let mut jobs = Vec::new();
-        {
-            let mut rx = rx.lock().await;
-            let Some(first) = rx.recv().await else {
-                return;
-            };
-            let mut n = first.signals.len();
-            jobs.push(first);
-            while n < MAX_BATCH_SIGNALS {
-                match rx.try_recv() {
-                    Ok(job) => {
-                        n += job.signals.len();
-                        jobs.push(job);
-                    }
-                    Err(_) => break,
-                }
-            }
-        }
-        let all: Vec<NewSignal> = jobs
-            .iter()
-            .flat_map(|j| j.signals.iter().cloned())
-            .collect();
-        match store.ingest(&all).await {
-            Ok(outcomes) => {
-                let mut rest = outcomes.into_iter();
-                for job in jobs {
-                    let mine: Vec<_> = rest.by_ref().take(job.signals.len()).collect();
-                    let _ = job.reply.send(Ok(mine));
-                }
-            }
-            Err(e) if jobs.len() > 1 => {
-                // Do not let one delivery fail its neighbours: commit each on its own.
-                warn!(error = %e, jobs = jobs.len(), "batched ingest failed; retrying one by one");
-                for job in jobs {
-                    let result = store.ingest(&job.signals).await.map_err(describe);
-                    let _ = job.reply.send(result);
-                }
-            }
-            Err(e) => {
-                let message = e.to_string();
-                for job in jobs {
-                    let _ = job.reply.send(Err(message.clone()));
-                }
-            }
-        }
-        wake.notify_one();
-    }
-}
-
-fn describe(e: StoreError) -> String {
-    e.to_string()
-}
+use super::{ApiError, AppState, WebhookAuth, ct_eq};
+use crate::domain::NewSignal;
+use crate::ingest::{self, IngestError};
+use crate::store::IngestOutcome;
 
 /// Check the webhook credentials. With both a token and basic auth configured, either works.
 pub fn authorised(auth: &WebhookAuth, headers: &HeaderMap) -> bool {
@@ -226,7 +130,7 @@ pub async fn alertmanager(
         return Err(ApiError::Unauthorized);
     }
     let bytes = read_body(&state, &headers, body).await?;
-    let signals = super::alertmanager::parse(&bytes).map_err(|e| reject_invalid(&state, e))?;
+    let signals = ingest::alertmanager::parse(&bytes).map_err(|e| reject_invalid(&state, e))?;
     commit(&state, "alertmanager", signals, started).await
 }
 
@@ -243,6 +147,6 @@ pub async fn native(
     }
     let bytes = read_body(&state, &headers, body).await?;
     let signal =
-        super::native::parse(&bytes, state.clock.now()).map_err(|e| reject_invalid(&state, e))?;
+        ingest::native::parse(&bytes, state.clock.now()).map_err(|e| reject_invalid(&state, e))?;
     commit(&state, "native", vec![signal], started).await
 }

@@ -14,8 +14,15 @@ use serde_json::{Value, json};
 
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::cluster::{ClusterReader, KubeCluster, SnapshotCluster};
-use crate::config::{ClusterArgs, ClusterSettings, InvestigateArgs, InvestigateSettings};
-use crate::pipeline::{Phase, Pipeline, RemediationRequest, Stage, Step};
+use crate::config::{
+    ClusterArgs, GateArgs, InvestigateArgs, cluster_settings, gate_settings, investigate_settings,
+};
+use crate::daemon;
+use crate::domain::{Phase, RemediationRequest};
+use crate::history::InMemoryHistory;
+use crate::ingest;
+use crate::investigate::{InvestigationStage, SelectionStage};
+use crate::pipeline::{Pipeline, Step};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -41,7 +48,7 @@ pub struct InvestigateCommand {
     #[command(flatten)]
     pub investigate: InvestigateArgs,
     #[command(flatten)]
-    pub gate: crate::config::GateArgs,
+    pub gate: GateArgs,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,23 +59,16 @@ pub enum CommandError {
     Failed(String),
 }
 
-/// Stages the command runs, given a reader and a clock (the daemon assembles the same ones).
-pub type StageFactory =
-    dyn Fn(Arc<dyn ClusterReader>, Arc<dyn Clock>) -> Result<Vec<Arc<dyn Stage>>, String>;
-
 /// Run the command; returns what to print.
-pub async fn run(
-    cmd: &InvestigateCommand,
-    extra_stages: &StageFactory,
-) -> Result<String, CommandError> {
+pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
     let body = std::fs::read(&cmd.alert)
         .map_err(|e| CommandError::Usage(format!("cannot read {}: {e}", cmd.alert.display())))?;
-    let signals = crate::ingest::alertmanager::parse(&body)
+    let signals = ingest::alertmanager::parse(&body)
         .map_err(|e| CommandError::Usage(format!("{}: {e}", cmd.alert.display())))?;
-    let cluster =
-        ClusterSettings::from_args(&cmd.cluster).map_err(|e| CommandError::Usage(e.to_string()))?;
-    let settings = InvestigateSettings::from_args(&cmd.investigate)
-        .map_err(|e| CommandError::Usage(e.to_string()))?;
+    let cluster = cluster_settings(&cmd.cluster).map_err(|e| CommandError::Usage(e.to_string()))?;
+    let settings =
+        investigate_settings(&cmd.investigate).map_err(|e| CommandError::Usage(e.to_string()))?;
+    let gate = gate_settings(&cmd.gate).map_err(|e| CommandError::Usage(e.to_string()))?;
     let (reader, clock): (Arc<dyn ClusterReader>, Arc<dyn Clock>) = match &cmd.snapshot {
         Some(path) => {
             let snap = SnapshotCluster::load(path)
@@ -86,7 +86,7 @@ pub async fn run(
             (Arc::new(kube), Arc::new(SystemClock))
         }
     };
-    let history = Arc::new(crate::history::InMemoryHistory::default());
+    let history = Arc::new(InMemoryHistory::default());
     let investigator = crate::investigate::build(
         &settings,
         reader.clone(),
@@ -99,14 +99,12 @@ pub async fn run(
     .investigator;
     let mut pipeline = Pipeline::new(clock.clone(), std::time::Duration::from_secs(0))
         .with_actor("kubemedic-investigate");
-    for stage in extra_stages(reader.clone(), clock.clone()).map_err(CommandError::Failed)? {
+    for stage in daemon::command_stages(&gate, reader.clone()) {
         pipeline = pipeline.with_stage(stage);
     }
     pipeline = pipeline
-        .with_stage(Arc::new(crate::investigate::InvestigationStage(
-            investigator.clone(),
-        )))
-        .with_stage(Arc::new(crate::investigate::SelectionStage(investigator)));
+        .with_stage(Arc::new(InvestigationStage(investigator.clone())))
+        .with_stage(Arc::new(SelectionStage(investigator)));
     let mut out = String::new();
     for signal in &signals {
         let mut req = RemediationRequest::for_signal(signal, Phase::Received, clock.now());

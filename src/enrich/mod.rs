@@ -18,99 +18,39 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use tracing::instrument;
 
-use super::{GateError, RegoGate, short_revision};
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, obj};
-use crate::pipeline::stages::Enrichment;
-use crate::pipeline::{AuditDraft, Phase, RemediationRequest, Stage, StageError, StageOutcome};
-use crate::target::{Target, is_cluster_scoped};
+use crate::domain::{
+    AuditDraft, Enrichment, Phase, RemediationRequest, Stage, StageError, StageOutcome,
+    is_cluster_scoped,
+};
+use crate::policy::{
+    Derived, EnrichmentPolicyInput, NamespaceFacts, RegoGate, SignalFacts, non_empty,
+    short_revision,
+};
+
+/// The enrichment settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnrichSettings {
+    /// The environment of a target whose namespace says nothing and no policy derives one.
+    pub default_environment: String,
+}
 
 pub const ENVIRONMENT_LABEL: &str = "kubemedic.io/environment";
 pub const PRIORITY_LABEL: &str = "kubemedic.io/priority";
 pub const BUSINESS_UNIT_LABEL: &str = "kubemedic.io/business-unit";
 pub const RISK_TOLERANCE_LABEL: &str = "kubemedic.io/risk-tolerance";
 
-/// Enrichment values, each possibly unknown. Also the enrichment policy's output shape: the
-/// package document's keys `environment`, `priority`, `business_unit`, `risk_tolerance`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Derived {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub environment: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub business_unit: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub risk_tolerance: Option<String>,
-}
-
-impl Derived {
-    /// Read the four keys from the enrichment package document; other rules are helpers and
-    /// ignored. A key with a value that is not a string is a policy error.
-    pub fn from_document(doc: &serde_json::Value) -> Result<Self, GateError> {
-        let field = |key: &str| -> Result<Option<String>, GateError> {
-            match doc.get(key) {
-                None | Some(serde_json::Value::Null) => Ok(None),
-                Some(serde_json::Value::String(s)) => Ok(non_empty(s)),
-                Some(other) => Err(GateError::Shape {
-                    document: format!("{}.{key}", super::policy::ENRICHMENT_PACKAGE),
-                    message: format!("expected a string, got {other}"),
-                }),
-            }
-        };
-        Ok(Self {
-            environment: field("environment")?,
-            priority: field("priority")?,
-            business_unit: field("business_unit")?,
-            risk_tolerance: field("risk_tolerance")?,
-        })
+/// What the namespace labels say, each value possibly unknown.
+fn derived_from_labels(labels: &BTreeMap<String, String>) -> Derived {
+    let get = |key: &str| labels.get(key).and_then(|v| non_empty(v));
+    Derived {
+        environment: get(ENVIRONMENT_LABEL),
+        priority: get(PRIORITY_LABEL),
+        business_unit: get(BUSINESS_UNIT_LABEL),
+        risk_tolerance: get(RISK_TOLERANCE_LABEL),
     }
-
-    fn from_labels(labels: &BTreeMap<String, String>) -> Self {
-        let get = |key: &str| labels.get(key).and_then(|v| non_empty(v));
-        Self {
-            environment: get(ENVIRONMENT_LABEL),
-            priority: get(PRIORITY_LABEL),
-            business_unit: get(BUSINESS_UNIT_LABEL),
-            risk_tolerance: get(RISK_TOLERANCE_LABEL),
-        }
-    }
-}
-
-fn non_empty(s: &str) -> Option<String> {
-    let t = s.trim();
-    (!t.is_empty()).then(|| t.to_owned())
-}
-
-/// The namespace as the enrichment policy sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct NamespaceFacts {
-    /// `None` when neither the target nor the alert names a namespace.
-    pub name: Option<String>,
-    /// False when the namespace does not exist or could not be read: `labels` are unknown.
-    pub found: bool,
-    pub labels: BTreeMap<String, String>,
-}
-
-/// The alert as the enrichment policy sees it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct SignalFacts {
-    pub name: String,
-    pub severity: Option<String>,
-    pub mode: String,
-    pub labels: BTreeMap<String, String>,
-}
-
-/// `input` of the enrichment policy.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct EnrichmentPolicyInput {
-    pub namespace: NamespaceFacts,
-    pub target: Option<Target>,
-    pub signal: SignalFacts,
-    /// What the namespace labels already gave; kubemedic keeps those whatever the policy says.
-    pub labels: Derived,
 }
 
 /// The Enriching stage.
@@ -219,7 +159,7 @@ impl Stage for EnrichmentStage {
                 Err(e) => sources.push(unreadable_note(ns, &e)),
             }
         }
-        let from_labels = Derived::from_labels(&facts.labels);
+        let from_labels = derived_from_labels(&facts.labels);
         let ns_name = namespace.as_deref().unwrap_or("-");
 
         let policy_input = EnrichmentPolicyInput {

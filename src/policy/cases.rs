@@ -30,8 +30,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::policy::Evaluator;
-use super::{GateDecision, GateInput, PolicySnapshot};
+use super::engine::Evaluator;
+use super::{GateInput, PolicySnapshot};
+use crate::domain::GateDecision;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CaseError {

@@ -8,10 +8,10 @@
 //! success.
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
-use super::AuditDraft;
-use super::request::{Phase, RemediationRequest, StageState};
+use super::audit::AuditDraft;
+use super::phase::Phase;
+use super::request::{RemediationRequest, StageState};
 
 /// What a stage decided.
 #[derive(Debug, Clone)]
@@ -39,33 +39,4 @@ pub trait Stage: Send + Sync {
     /// The phase this stage runs in.
     fn phase(&self) -> Phase;
     async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError>;
-}
-
-/// The human name of the stage behind a phase, as used in "<stage> not available".
-pub fn stage_name(phase: Phase) -> &'static str {
-    match phase {
-        Phase::Enriching => "enrichment",
-        Phase::Investigating => "investigation",
-        Phase::Selecting => "workflow selection",
-        Phase::Gating => "approval gate",
-        Phase::AwaitingApproval => "human approval",
-        Phase::Executing => "execution",
-        Phase::Verifying => "verification",
-        _ => "pipeline",
-    }
-}
-
-/// Business context of the target's namespace (DESIGN §3.2), input to the prompt and the gate.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Enrichment {
-    pub environment: String,
-    #[serde(default)]
-    pub priority: Option<String>,
-    #[serde(default)]
-    pub business_unit: Option<String>,
-    #[serde(default)]
-    pub risk_tolerance: Option<String>,
-    /// Where the values came from (namespace labels, enrichment policy, defaults).
-    #[serde(default)]
-    pub sources: Vec<String>,
 }

@@ -1,0 +1,239 @@
+//! What the investigation produces: invocation 1's root cause ([`Analysis`]) and invocation 2's
+//! workflow selection, merged and routed to one of the nine outcomes ([`Selection`]).
+//!
+//! These are the RCA and selection schemas of DESIGN §3.3–3.5 and the seed; their serde names
+//! are both the model's contract and the stored format.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::history::HistoryContext;
+use super::labels::DetectedLabels;
+use super::phase::Phase;
+use super::target::Target;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvestigationOutcome {
+    Actionable,
+    NotActionable,
+    ProblemResolved,
+    InsufficientData,
+    Inconclusive,
+}
+
+impl InvestigationOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InvestigationOutcome::Actionable => "actionable",
+            InvestigationOutcome::NotActionable => "not_actionable",
+            InvestigationOutcome::ProblemResolved => "problem_resolved",
+            InvestigationOutcome::InsufficientData => "insufficient_data",
+            InvestigationOutcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// The object the model says should be remediated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetRef {
+    pub kind: String,
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RootCauseAnalysis {
+    pub summary: String,
+    pub severity: String,
+    #[serde(default)]
+    pub contributing_factors: Vec<String>,
+    #[serde(default)]
+    pub remediation_target: Option<TargetRef>,
+    #[serde(default)]
+    pub investigation_analysis: String,
+}
+
+/// The RCA schema (the arguments of `submit_result`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RcaResult {
+    pub root_cause_analysis: RootCauseAnalysis,
+    pub confidence: f64,
+    pub investigation_outcome: InvestigationOutcome,
+    pub actionable: bool,
+    #[serde(default)]
+    pub needs_human_review: bool,
+    #[serde(default)]
+    pub human_review_reason: Option<String>,
+}
+
+/// One tool call of an investigation, for the audit trail (arguments and a size, not the
+/// whole output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub tool: String,
+    pub arguments: Value,
+    pub ok: bool,
+    pub output_chars: usize,
+    #[serde(default)]
+    pub truncated: bool,
+}
+
+/// The result of invocation 1, kept in the request's state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    pub rca: RcaResult,
+    /// The K8s-verified root owner of the remediation target (owner chain resolved).
+    #[serde(default)]
+    pub root_owner: Option<Target>,
+    #[serde(default)]
+    pub spec_hash: Option<String>,
+    #[serde(default)]
+    pub detected_labels: Option<DetectedLabels>,
+    #[serde(default)]
+    pub history: Option<HistoryContext>,
+    /// Investigation warnings (`problem self-resolved`, `inconclusive`, …).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    #[serde(default)]
+    pub playbooks: Vec<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCallRecord>,
+    #[serde(default)]
+    pub usage: Usage,
+    pub investigator: String,
+    /// Every model call of invocation 1 (empty for the offline investigator).
+    #[serde(default)]
+    pub llm_calls: Vec<LlmCallRecord>,
+    /// The offline investigator's recommended action, carried to its invocation 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<Proposal>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelectedWorkflow {
+    pub workflow_id: String,
+    pub action_type: String,
+    pub version: String,
+    pub confidence: f64,
+    #[serde(default)]
+    pub rationale: String,
+    /// Validated parameters, with `TARGET_RESOURCE_*` injected from the root owner.
+    pub parameters: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlternativeWorkflow {
+    pub workflow_id: String,
+    #[serde(default)]
+    pub rationale: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValidationAttempt {
+    pub workflow_id: String,
+    pub code: String,
+    pub errors: Vec<String>,
+}
+
+/// The result of invocation 2, merged with invocation 1 and routed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Selection {
+    #[serde(default)]
+    pub selected: Option<SelectedWorkflow>,
+    #[serde(default)]
+    pub alternatives: Vec<AlternativeWorkflow>,
+    #[serde(default)]
+    pub no_workflow_reasoning: Option<String>,
+    #[serde(default)]
+    pub validation_attempts: Vec<ValidationAttempt>,
+    /// Invocation 2's result after `mergePhase1Fallbacks`.
+    pub merged: RcaResult,
+    pub outcome: RoutedOutcome,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default)]
+    pub llm_calls: Vec<LlmCallRecord>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// 1: a workflow on a verified target, confident enough: to the gate.
+    WorkflowSelected,
+    /// 2.
+    ProblemResolved,
+    /// 3.
+    Inconclusive,
+    /// 4.
+    NoMatchingWorkflows,
+    /// 5: no verified root owner.
+    RcaIncomplete,
+    /// 6.
+    ValidationFailed,
+    /// 7.
+    LowConfidence,
+    /// 8: the model asked for a human.
+    HumanReviewRequested,
+    /// 9.
+    NotActionable,
+    /// The investigation lacked data to decide (a variant of 3).
+    InsufficientData,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoutedOutcome {
+    pub kind: OutcomeKind,
+    pub next_phase: Phase,
+    pub reason: String,
+}
+
+/// What the offline investigator recommends doing (carried from invocation 1 to 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub action_type: String,
+    pub parameters: Map<String, Value>,
+    /// For GitOps targets: the change a human should make in Git instead.
+    pub git_change: String,
+}
+
+/// One model call, for the audit trail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmCallRecord {
+    pub invocation: u8,
+    pub model: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub finish_reason: FinishReason,
+    pub tool_calls: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    /// The answer was cut off at `max_tokens`.
+    Length,
+    ContentFilter,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+    pub fn add(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}

@@ -1,0 +1,39 @@
+//! The values that flow through the pipeline, at the bottom of the crate.
+//!
+//! Everything a stage hands to the next one is a type from here: the signal ingest normalised,
+//! the durable [`RemediationRequest`] with its [`Phase`] and the typed results its stages
+//! leave in [`StageState`] (enrichment, analysis, selection, gate decision), the audit events,
+//! the [`Stage`] trait the pipeline drives, and the history the investigation reads. The
+//! request record therefore never depends on the stage that fills it, and stages meet here
+//! instead of importing each other.
+//!
+//! Invariant: this module imports nothing of the crate (`tests/layers.rs` checks it). Serde
+//! names here are stored formats and model contracts; renaming one is a migration.
+
+mod audit;
+mod enrichment;
+mod gate;
+mod history;
+mod investigation;
+mod labels;
+mod phase;
+mod request;
+mod signal;
+mod stage;
+mod target;
+
+pub use audit::{AuditDraft, AuditEvent, transition_event};
+pub use enrichment::Enrichment;
+pub use gate::{GateDecision, RiskFactor};
+pub use history::{HashMatch, HistoryContext, HistoryEntry, HistoryRecord, HistoryWarning, Tier};
+pub use investigation::{
+    AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LlmCallRecord, OutcomeKind,
+    Proposal, RcaResult, RootCauseAnalysis, RoutedOutcome, SelectedWorkflow, Selection, TargetRef,
+    ToolCallRecord, Usage, ValidationAttempt,
+};
+pub use labels::{DetectedLabels, QuotaUsage};
+pub use phase::{Phase, stage_name};
+pub use request::{RemediationRequest, StageState, Waiting};
+pub use signal::{NewSignal, SignalContext, SignalMode, SignalSource, SignalStatus};
+pub use stage::{Stage, StageError, StageOutcome};
+pub use target::{CLUSTER_SCOPED_KINDS, Target, fingerprint_of, is_cluster_scoped};

@@ -1,0 +1,83 @@
+//! The durable [`RemediationRequest`] and the typed results its stages leave in it.
+//!
+//! Every stage's result is a domain type held in [`StageState`], stored as one JSON column.
+//! The serde names of these fields are the stored format: renaming one breaks every stored
+//! request (a test in `tests/` reads a stored state of today's shape).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::enrichment::Enrichment;
+use super::gate::GateDecision;
+use super::investigation::{Analysis, Selection};
+use super::phase::Phase;
+use super::signal::{NewSignal, SignalContext};
+use super::target::Target;
+
+/// A dependency the request is waiting for (cluster, LLM, mail server…).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Waiting {
+    pub dependency: String,
+    pub message: String,
+    pub since: DateTime<Utc>,
+}
+
+/// Stage results carried by the request, so a restart resumes from the last committed phase.
+/// Stored as one JSON column; each stage adds its typed field.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageState {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enrichment: Option<Enrichment>,
+    /// Invocation 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<Analysis>,
+    /// Invocation 2, merged and routed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateDecision>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemediationRequest {
+    pub id: Uuid,
+    pub phase: Phase,
+    pub reason: Option<String>,
+    pub target: Option<Target>,
+    pub target_fingerprint: String,
+    pub signal: SignalContext,
+    pub occurrence_count: i64,
+    pub first_seen: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub attempts: i32,
+    pub not_before: Option<DateTime<Utc>>,
+    pub state: StageState,
+}
+
+impl RemediationRequest {
+    /// A request for one signal, not yet stored: what `kubemedic investigate` runs through the
+    /// stages (the store opens requests itself, in the ingest transaction).
+    pub fn for_signal(signal: &NewSignal, phase: Phase, now: DateTime<Utc>) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            phase,
+            reason: None,
+            target: signal.target.clone(),
+            target_fingerprint: signal.target_fingerprint.clone(),
+            signal: SignalContext::from_signal(signal, now),
+            occurrence_count: 1,
+            first_seen: now,
+            last_seen: now,
+            created_at: now,
+            updated_at: now,
+            attempts: 0,
+            not_before: None,
+            state: StageState::default(),
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Signals: one alert or prediction as ingest normalised it ([`NewSignal`]), and what a request
+//! keeps of the signal that opened it ([`SignalContext`]).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::target::Target;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalStatus {
+    Firing,
+    Resolved,
+}
+
+impl SignalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalStatus::Firing => "firing",
+            SignalStatus::Resolved => "resolved",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "firing" => Some(SignalStatus::Firing),
+            "resolved" => Some(SignalStatus::Resolved),
+            _ => None,
+        }
+    }
+}
+
+/// Reactive: something is broken now. Proactive: a prediction; "no action needed" is a valid
+/// outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalMode {
+    Reactive,
+    Proactive,
+}
+
+impl SignalMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalMode::Reactive => "reactive",
+            SignalMode::Proactive => "proactive",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "reactive" => Some(SignalMode::Reactive),
+            "proactive" => Some(SignalMode::Proactive),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SignalSource {
+    Alertmanager,
+    Native,
+}
+
+impl SignalSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalSource::Alertmanager => "alertmanager",
+            SignalSource::Native => "native",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "alertmanager" => Some(SignalSource::Alertmanager),
+            "native" => Some(SignalSource::Native),
+            _ => None,
+        }
+    }
+}
+
+/// One alert or prediction, normalised, as the store records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewSignal {
+    /// Alertmanager's fingerprint (a hash of the label set), or one computed the same way.
+    pub fingerprint: String,
+    pub starts_at: DateTime<Utc>,
+    pub ends_at: Option<DateTime<Utc>>,
+    pub status: SignalStatus,
+    /// `alertname` for Alertmanager alerts.
+    pub name: String,
+    pub severity: Option<String>,
+    pub mode: SignalMode,
+    pub source: SignalSource,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub generator_url: Option<String>,
+    pub receiver: Option<String>,
+    pub group_key: Option<String>,
+    pub external_url: Option<String>,
+    /// The most specific target named by the labels, if any.
+    pub target: Option<Target>,
+    /// Fingerprint of `target`, or of the alert itself when it names no target, so that
+    /// repeats of a target-less alert still fold into one request.
+    pub target_fingerprint: String,
+    /// Every target fingerprint the labels name (pod and its deployment, say), primary first.
+    /// A new signal joins an active request that holds any of them.
+    pub target_aliases: Vec<String>,
+}
+
+impl NewSignal {
+    /// Who the audit trail says delivered it: `alertmanager/<receiver>` or `native/<source>`.
+    pub fn actor(&self) -> String {
+        match &self.receiver {
+            Some(r) if !r.is_empty() => format!("{}/{r}", self.source.as_str()),
+            _ => self.source.as_str().to_owned(),
+        }
+    }
+}
+
+/// What the request knows about the signal that opened it (the first occurrence).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SignalContext {
+    pub fingerprint: String,
+    pub name: String,
+    pub severity: Option<String>,
+    pub mode: SignalMode,
+    pub source: SignalSource,
+    pub starts_at: DateTime<Utc>,
+    pub received_at: DateTime<Utc>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    pub generator_url: Option<String>,
+    #[serde(default)]
+    pub external_url: Option<String>,
+}
+
+impl SignalContext {
+    pub fn from_signal(s: &NewSignal, received_at: DateTime<Utc>) -> Self {
+        Self {
+            fingerprint: s.fingerprint.clone(),
+            name: s.name.clone(),
+            severity: s.severity.clone(),
+            mode: s.mode,
+            source: s.source,
+            starts_at: s.starts_at,
+            received_at,
+            labels: s.labels.clone(),
+            annotations: s.annotations.clone(),
+            generator_url: s.generator_url.clone(),
+            external_url: s.external_url.clone(),
+        }
+    }
+}
