@@ -148,13 +148,7 @@ pub async fn start_on(
         max_body_bytes: settings.max_body_bytes,
         dependencies: components.dependencies,
     });
-    let app = web::router(state.clone());
-    let stop = shutdown.clone();
-    let server = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await
-    });
+    let server = tokio::spawn(web::serve(listener, state.clone(), shutdown.clone()));
     let worker_stop = shutdown.clone();
     let workers = tokio::spawn(workers.run(worker_stop, Duration::from_secs(20)));
     info!(%addr, "listening");

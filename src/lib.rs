@@ -5,9 +5,10 @@
 //! down (`tests/layers.rs` enforces it, docs/adr/0007-one-way-layers.md explains it):
 //!
 //! ```text
-//! cli, demo            commands; the only readers of `config` besides `daemon`
-//!   config             flags + env + file → each module's own Settings type
+//! cli, demo            the commands
 //! daemon               assembles the stages and serves
+//! config               flags + env + file → each module's own Settings type; read only by
+//!                      cli, demo and daemon
 //! web, pipeline        HTTP (the only axum code); the durable worker driving the Stage trait
 //! stages               ingest, enrich, investigate, gate — never importing each other
 //! store, cluster, llm, catalog, history, policy
@@ -20,11 +21,13 @@
 //! Stages meet in `domain` (the values) and `daemon` (the wiring). The investigator receives
 //! a `ClusterReader` only, so it cannot change the cluster by construction.
 
-// Commands and assembly.
+// Commands, assembly and configuration.
 pub mod cli;
-pub mod config;
-pub mod daemon;
 pub mod demo;
+
+pub mod daemon;
+
+pub mod config;
 
 // The HTTP face and the durable worker.
 pub mod pipeline;

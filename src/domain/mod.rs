@@ -36,4 +36,6 @@ pub use phase::{Phase, stage_name};
 pub use request::{RemediationRequest, StageState, Waiting};
 pub use signal::{NewSignal, SignalContext, SignalMode, SignalSource, SignalStatus};
 pub use stage::{Stage, StageError, StageOutcome};
-pub use target::{CLUSTER_SCOPED_KINDS, Target, fingerprint_of, is_cluster_scoped};
+pub use target::{
+    CLUSTER_SCOPED_KINDS, Target, fingerprint_of, is_cluster_scoped, targets_from_labels,
+};

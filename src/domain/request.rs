@@ -81,3 +81,37 @@ impl RemediationRequest {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request's `state` column as the daemon stored it (the demo's production rollback
+    /// waiting for approval): moving the types into `domain` kept every serde name, so stored
+    /// requests still read without a migration, and write back unchanged.
+    #[test]
+    fn a_stored_state_reads_and_writes_back_unchanged() {
+        let stored: serde_json::Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/stored-state/awaiting-approval.json"
+        ))
+        .unwrap();
+        let state: StageState = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(
+            state.enrichment.as_ref().map(|e| e.environment.as_str()),
+            Some("production")
+        );
+        let analysis = state.analysis.as_ref().unwrap();
+        assert_eq!(analysis.rca.confidence, 0.9);
+        assert_eq!(
+            analysis.root_owner.as_ref().map(ToString::to_string),
+            Some("shop/Deployment/checkout".to_owned())
+        );
+        let selected = state.selection.as_ref().and_then(|s| s.selected.as_ref());
+        assert_eq!(
+            selected.map(|w| w.workflow_id.as_str()),
+            Some("rollback-deployment-previous-revision")
+        );
+        assert!(state.gate.as_ref().is_some_and(|g| g.require_approval));
+        assert_eq!(serde_json::to_value(&state).unwrap(), stored);
+    }
+}

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 pub use queue::IngestQueue;
 
-use crate::domain::{SignalMode, Target, fingerprint_of, is_cluster_scoped};
+use crate::domain::{SignalMode, Target, fingerprint_of, targets_from_labels};
 
 /// A body that can never succeed. `field` is a JSON path such as `alerts[0].startsAt`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,81 +33,6 @@ impl IngestError {
             message: message.into(),
         }
     }
-}
-
-/// Labels that name a target, most specific first (DESIGN §3.1). `job_name` is
-/// kube-state-metrics' label for a Job; a bare `job` is usually Prometheus' scrape job, so it
-/// counts only when it is not one of the well-known scrape job names.
-const TARGET_LABELS: &[(&str, &str)] = &[
-    ("pod", "Pod"),
-    ("deployment", "Deployment"),
-    ("statefulset", "StatefulSet"),
-    ("daemonset", "DaemonSet"),
-    ("job_name", "Job"),
-    ("job", "Job"),
-    ("cronjob", "CronJob"),
-    ("node", "Node"),
-    ("persistentvolumeclaim", "PersistentVolumeClaim"),
-    ("service", "Service"),
-    ("horizontalpodautoscaler", "HorizontalPodAutoscaler"),
-];
-
-const SCRAPE_JOBS: &[&str] = &[
-    "kube-state-metrics",
-    "kubelet",
-    "node-exporter",
-    "apiserver",
-    "kubernetes-pods",
-    "kubernetes-nodes",
-    "kubernetes-service-endpoints",
-    "kubernetes-apiservers",
-    "kubernetes-cadvisor",
-    "cadvisor",
-    "prometheus",
-    "alertmanager",
-    "coredns",
-    "kube-proxy",
-    "kube-scheduler",
-    "kube-controller-manager",
-];
-
-fn is_scrape_job(value: &str) -> bool {
-    SCRAPE_JOBS.contains(&value) || value.contains('/')
-}
-
-/// All targets the labels name, most specific first. A node label next to a pod label is a
-/// different object (where the pod runs), so only workload-ish labels in the namespace become
-/// aliases of each other; the node is an alias only when it is the primary target.
-pub fn targets_from_labels(labels: &BTreeMap<String, String>) -> Vec<Target> {
-    let namespace = labels
-        .get("namespace")
-        .or_else(|| labels.get("exported_namespace"))
-        .filter(|ns| !ns.is_empty())
-        .cloned();
-    let mut found = Vec::new();
-    for (label, kind) in TARGET_LABELS {
-        let Some(value) = labels.get(*label).filter(|v| !v.is_empty()) else {
-            continue;
-        };
-        if *label == "job" && (is_scrape_job(value) || labels.contains_key("job_name")) {
-            continue;
-        }
-        let target = Target::new(*kind, value.clone(), namespace.clone());
-        // Namespaced kinds need a namespace to be a usable target.
-        if target.namespace.is_none() && !is_cluster_scoped(kind) {
-            continue;
-        }
-        if !found.contains(&target) {
-            found.push(target);
-        }
-    }
-    // The primary target decides; a Node that is merely where a pod runs is not an alias.
-    if let Some(first) = found.first()
-        && first.kind != "Node"
-    {
-        found.retain(|t| t.kind != "Node");
-    }
-    found
 }
 
 /// DESIGN §3.1: proactive when labelled so, when the alert name says it is a prediction, or when

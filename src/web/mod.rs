@@ -21,6 +21,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::clock::Clock;
@@ -64,6 +65,17 @@ impl AppState {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .is_some_and(|(_, given)| ct_eq(given.trim().as_bytes(), token.expose().as_bytes()))
     }
+}
+
+/// Serve the router on `listener` until `shutdown` fires, then finish the requests in flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<AppState>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
 }
 
 pub fn router(state: Arc<AppState>) -> Router {

@@ -35,6 +35,7 @@ use crate::cluster::tools::{ClusterTools, ToolLimits, ToolResult};
 use crate::domain::{
     Analysis, InvestigationOutcome, Proposal, RcaResult, RemediationRequest, RootCauseAnalysis,
     SelectedWorkflow, Selection, SignalMode, Target, TargetRef, ToolCallRecord, ValidationAttempt,
+    targets_from_labels,
 };
 use crate::history::RemediationHistory;
 
@@ -346,7 +347,7 @@ impl OfflineInvestigator {
         // Resolve the subject; if a pod is gone, try the alert's other target labels.
         let mut candidates = vec![subject.clone()];
         candidates.extend(
-            crate::ingest::targets_from_labels(&req.signal.labels)
+            targets_from_labels(&req.signal.labels)
                 .into_iter()
                 .filter(|t| *t != subject),
         );

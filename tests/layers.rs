@@ -1,0 +1,454 @@
+//! The architecture as a test (docs/adr/0007-one-way-layers.md): every import between the
+//! crate's top-level modules points down the layers of `src/lib.rs`, stages never import each
+//! other, only the commands read `config`, only `web` knows axum, and the investigator cannot
+//! name anything that writes to the cluster.
+//!
+//! It reads every `.rs` file under `src/` as text (like ArchUnit), finds each reference to a
+//! top-level module (`crate::x`, `$crate::x`, `crate::{x, y}`, and `super::` paths that climb
+//! out of a module), and fails with the offending file and line. Comments are skipped. The
+//! rules are checked on the real tree and, so that the checker itself cannot silently pass
+//! everything, on small made-up trees that break each rule.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+/// The layers, bottom first. A module may import modules of lower layers; within a layer only
+/// where `SAME_LAYER` allows it.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("domain", &["domain"]),
+    ("leaves", &["clock", "readiness", "secret", "telemetry"]),
+    (
+        "foundations",
+        &["store", "cluster", "llm", "catalog", "history", "policy"],
+    ),
+    ("stages", &["ingest", "enrich", "investigate", "gate"]),
+    ("web / pipeline", &["web", "pipeline"]),
+    ("config", &["config"]),
+    ("daemon", &["daemon"]),
+    ("commands", &["demo", "cli"]),
+];
+
+/// Imports allowed inside one layer (importer, imported). Everything else in the same layer
+/// is refused, so a new arrow is a decision someone writes down here.
+const SAME_LAYER: &[(&str, &str)] = &[
+    // The demo is a command the CLI runs.
+    ("cli", "demo"),
+];
+
+const STAGES: &[&str] = &["ingest", "enrich", "investigate", "gate"];
+
+/// Names the investigator must never use: it reads the cluster, and only through the reader.
+const INVESTIGATE_FORBIDDEN: &[&str] = &[
+    "ClusterWriter",
+    "cluster::writes",
+    "KubeCluster",
+    "SnapshotCluster",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Import {
+    file: String,
+    line: usize,
+    from: String,
+    to: String,
+}
+
+/// A source file: its path relative to the crate root (`src/gate/mod.rs`) and its text.
+struct Source {
+    path: String,
+    text: String,
+}
+
+fn read_tree(root: &Path) -> Vec<Source> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&root.join("src"), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| Source {
+            path: p
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/"),
+            text: std::fs::read_to_string(&p).unwrap(),
+        })
+        .collect()
+}
+
+/// `src/gate/mod.rs` → (`gate`, depth 1); `src/investigate/offline/mod.rs` → (`investigate`,
+/// 2); `src/clock.rs` → (`clock`, 1). `None` for the crate roots.
+fn module_of(path: &str) -> Option<(String, usize)> {
+    let rel = path.strip_prefix("src/")?;
+    let parts: Vec<&str> = rel.split('/').collect();
+    let top = parts[0].trim_end_matches(".rs");
+    if top == "lib" || top == "main" {
+        return None;
+    }
+    let last = parts[parts.len() - 1];
+    // The module path of the file: mod.rs names its folder.
+    let depth = if last == "mod.rs" {
+        parts.len() - 1
+    } else {
+        parts.len()
+    };
+    Some((top.to_owned(), depth))
+}
+
+/// The text with comments blanked out (line structure kept, so offsets still give lines).
+fn strip_comments(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("//") {
+            // Good enough for this code base: `//` inside a string literal on a line that
+            // also names a module would hide that reference, and none does.
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn imports(src: &Source) -> Vec<Import> {
+    let Some((from, depth)) = module_of(&src.path) else {
+        return vec![];
+    };
+    let text = strip_comments(&src.text);
+    let line_of = |offset: usize| text[..offset].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    let mut push = |offset: usize, to: &str| {
+        if to != from && !to.is_empty() {
+            out.push(Import {
+                file: src.path.clone(),
+                line: line_of(offset),
+                from: from.clone(),
+                to: to.to_owned(),
+            });
+        }
+    };
+    let path = Regex::new(r"\b(?:\$)?crate::([a-z_][a-z0-9_]*)").unwrap();
+    for m in path.captures_iter(&text) {
+        let g = m.get(1).unwrap();
+        push(g.start(), g.as_str());
+    }
+    // `crate::{a, b::C}`: the first segment of every item of the group.
+    let group = Regex::new(r"\b(?:\$)?crate::\{").unwrap();
+    let first = Regex::new(r"^\s*([a-z_][a-z0-9_]*)").unwrap();
+    for m in group.find_iter(&text) {
+        let mut level = 1;
+        let mut start = m.end();
+        for (i, c) in text[m.end()..].char_indices() {
+            let at = m.end() + i;
+            match c {
+                '{' => level += 1,
+                '}' | ',' if level == 1 => {
+                    if let Some(f) = first.captures(&text[start..at]) {
+                        let g = f.get(1).unwrap();
+                        push(start + g.start(), g.as_str());
+                    }
+                    start = at + 1;
+                    if c == '}' {
+                        break;
+                    }
+                }
+                '}' => level -= 1,
+                _ => {}
+            }
+        }
+    }
+    // `super::super::x` that climbs to the crate root names the top-level module `x`.
+    let supers = Regex::new(r"\b((?:super::)+)([a-z_][a-z0-9_]*)").unwrap();
+    for m in supers.captures_iter(&text) {
+        let levels = m.get(1).unwrap().as_str().matches("super::").count();
+        if levels >= depth {
+            let g = m.get(2).unwrap();
+            push(g.start(), g.as_str());
+        }
+    }
+    out.sort_by_key(|i| i.line);
+    out
+}
+
+fn layer_of(module: &str) -> Option<(usize, &'static str)> {
+    LAYERS
+        .iter()
+        .enumerate()
+        .find(|(_, (_, members))| members.contains(&module))
+        .map(|(i, (name, _))| (i, *name))
+}
+
+/// Every broken rule, as `file:line: from → to: why`.
+fn violations(tree: &[Source]) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for src in tree {
+        let Some((module, _)) = module_of(&src.path) else {
+            continue;
+        };
+        if layer_of(&module).is_none() {
+            bad.push(format!(
+                "{}: module `{module}` is in no layer: add it to LAYERS in tests/layers.rs \
+                 (and to the picture in src/lib.rs)",
+                src.path
+            ));
+        }
+        for i in imports(src) {
+            graph
+                .entry(i.from.clone())
+                .or_default()
+                .insert(i.to.clone());
+            let at = format!("{}:{}: {} → {}", i.file, i.line, i.from, i.to);
+            if i.from == "domain" {
+                bad.push(format!("{at}: domain imports nothing of the crate"));
+                continue;
+            }
+            if STAGES.contains(&i.from.as_str()) && STAGES.contains(&i.to.as_str()) {
+                bad.push(format!(
+                    "{at}: a stage imports another stage (stages meet in domain and daemon)"
+                ));
+                continue;
+            }
+            if i.to == "config" && !["cli", "demo", "daemon"].contains(&i.from.as_str()) {
+                bad.push(format!(
+                    "{at}: only cli, demo and daemon import config (a module owns its Settings)"
+                ));
+                continue;
+            }
+            if ["pipeline", "store"].contains(&i.from.as_str()) && STAGES.contains(&i.to.as_str()) {
+                bad.push(format!("{at}: {} never imports a stage", i.from));
+                continue;
+            }
+            match (layer_of(&i.from), layer_of(&i.to)) {
+                (Some((a, an)), Some((b, bn))) => {
+                    let same_ok = SAME_LAYER.contains(&(i.from.as_str(), i.to.as_str()));
+                    if b > a || (a == b && !same_ok) {
+                        bad.push(format!(
+                            "{at}: imports point down ({} is in layer `{an}`, {} in `{bn}`)",
+                            i.from, i.to
+                        ));
+                    }
+                }
+                (_, None) => {
+                    // `crate::x` where `x` is not a module (a macro, say) is not an arrow.
+                    if tree
+                        .iter()
+                        .any(|s| module_of(&s.path).is_some_and(|(m, _)| m == i.to))
+                    {
+                        bad.push(format!("{at}: `{}` is in no layer", i.to));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let text = strip_comments(&src.text);
+        let axum = Regex::new(r"\baxum\b").unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if module != "web" && axum.is_match(line) {
+                bad.push(format!(
+                    "{}:{}: axum appears only under src/web/",
+                    src.path,
+                    n + 1
+                ));
+            }
+            if module == "investigate" {
+                for name in INVESTIGATE_FORBIDDEN {
+                    if line.contains(name) {
+                        bad.push(format!(
+                            "{}:{}: investigate names `{name}`: the investigator only reads the \
+                             cluster, through ClusterReader",
+                            src.path,
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    // No circle between top-level modules, whatever the layers say.
+    for cycle in cycles(&graph) {
+        bad.push(format!("import circle: {}", cycle.join(" → ")));
+    }
+    bad
+}
+
+/// One circle per strongly connected group of modules (Tarjan's algorithm would do; the graph
+/// is small, so a depth-first search from each module is enough).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let mut found: Vec<Vec<String>> = Vec::new();
+    let mut seen: BTreeSet<BTreeSet<String>> = BTreeSet::new();
+    for start in graph.keys() {
+        let mut stack = vec![(start.clone(), vec![start.clone()])];
+        while let Some((node, path)) = stack.pop() {
+            for next in graph.get(&node).into_iter().flatten() {
+                if next == start {
+                    let members: BTreeSet<String> = path.iter().cloned().collect();
+                    if seen.insert(members) {
+                        let mut c = path.clone();
+                        c.push(start.clone());
+                        found.push(c);
+                    }
+                } else if !path.contains(next) && path.len() < graph.len() {
+                    let mut p = path.clone();
+                    p.push(next.clone());
+                    stack.push((next.clone(), p));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_import_points_down_the_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tree = read_tree(root);
+    assert!(tree.len() > 50, "read only {} files", tree.len());
+    let bad = violations(&tree);
+    assert!(
+        bad.is_empty(),
+        "{} layer violation(s):\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn lib_rs_names_every_module_in_its_layer_order() {
+    // The picture a newcomer reads first lists the same modules, top layer first.
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let declared: Vec<&str> = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("pub mod "))
+        .map(|l| l.trim_end_matches(';'))
+        .collect();
+    let ranks: Vec<usize> = declared
+        .iter()
+        .map(|m| {
+            layer_of(m)
+                .unwrap_or_else(|| panic!("src/lib.rs declares `{m}`, which is in no layer"))
+                .0
+        })
+        .collect();
+    assert!(
+        ranks.windows(2).all(|w| w[0] >= w[1]),
+        "src/lib.rs declares the modules top layer first: {declared:?}"
+    );
+    let all: BTreeSet<&str> = LAYERS.iter().flat_map(|(_, m)| m.iter().copied()).collect();
+    let declared: BTreeSet<&str> = declared.into_iter().collect();
+    assert_eq!(all, declared, "LAYERS and src/lib.rs name the same modules");
+}
+
+fn fake(files: &[(&str, &str)]) -> Vec<Source> {
+    files
+        .iter()
+        .map(|(p, t)| Source {
+            path: (*p).to_owned(),
+            text: (*t).to_owned(),
+        })
+        .collect()
+}
+
+fn one_violation(files: &[(&str, &str)], expect: &str) {
+    let bad = violations(&fake(files));
+    assert!(
+        bad.iter().any(|b| b.contains(expect)),
+        "expected a violation containing {expect:?}, got {bad:#?}"
+    );
+}
+
+#[test]
+fn the_checker_names_file_and_line_of_each_broken_rule() {
+    one_violation(
+        &[
+            (
+                "src/domain/mod.rs",
+                "//! values\n\nuse crate::store::Store;\n",
+            ),
+            ("src/store/mod.rs", ""),
+        ],
+        "src/domain/mod.rs:3: domain → store: domain imports nothing of the crate",
+    );
+    one_violation(
+        &[
+            ("src/gate/mod.rs", "use crate::investigate::Analysis;\n"),
+            ("src/investigate/mod.rs", ""),
+        ],
+        "src/gate/mod.rs:1: gate → investigate: a stage imports another stage",
+    );
+    one_violation(
+        &[
+            ("src/store/mod.rs", "fn f(s: &crate::config::Settings) {}\n"),
+            ("src/config.rs", ""),
+        ],
+        "src/store/mod.rs:1: store → config: only cli, demo and daemon import config",
+    );
+    one_violation(
+        &[
+            (
+                "src/pipeline/worker.rs",
+                "use crate::{clock, gate::GateStage};\n",
+            ),
+            ("src/gate/mod.rs", ""),
+            ("src/clock.rs", ""),
+        ],
+        "src/pipeline/worker.rs:1: pipeline → gate: pipeline never imports a stage",
+    );
+    one_violation(
+        &[
+            ("src/cluster/mod.rs", "\n\nuse crate::web::AppState;\n"),
+            ("src/web/mod.rs", ""),
+        ],
+        "src/cluster/mod.rs:3: cluster → web: imports point down",
+    );
+    one_violation(
+        &[("src/gate/mod.rs", "use axum::Json;\n")],
+        "src/gate/mod.rs:1: axum appears only under src/web/",
+    );
+    one_violation(
+        &[(
+            "src/investigate/llm.rs",
+            "// KubeCluster in a comment is fine\nfn f(w: &dyn crate::cluster::ClusterWriter) {}\n",
+        )],
+        "src/investigate/llm.rs:2: investigate names `ClusterWriter`",
+    );
+    one_violation(
+        &[(
+            "src/investigate/offline/rules.rs",
+            "use super::super::super::gate::X;\n",
+        )],
+        "src/investigate/offline/rules.rs:1: investigate → gate",
+    );
+    one_violation(
+        &[
+            ("src/catalog/mod.rs", "use crate::history::X;\n"),
+            ("src/history/mod.rs", "use crate::catalog::Y;\n"),
+        ],
+        "import circle: catalog → history → catalog",
+    );
+    one_violation(
+        &[("src/approval/mod.rs", "")],
+        "src/approval/mod.rs: module `approval` is in no layer",
+    );
+    // And a tree that keeps the rules passes.
+    let good = fake(&[
+        (
+            "src/gate/mod.rs",
+            "use crate::domain::{GateDecision, Stage};\nuse crate::policy::RegoGate;\n",
+        ),
+        ("src/policy/mod.rs", "use crate::domain::GateDecision;\n"),
+        ("src/domain/mod.rs", "use serde::Serialize;\n"),
+    ]);
+    assert_eq!(violations(&good), Vec::<String>::new());
+}
