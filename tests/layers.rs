@@ -190,6 +190,7 @@ fn layer_of(module: &str) -> Option<(usize, &'static str)> {
 
 /// Every broken rule, as `file:line: from → to: why`.
 fn violations(tree: &[Source]) -> Vec<String> {
+    let axum = Regex::new(r"\baxum\b").unwrap();
     let mut bad = Vec::new();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for src in tree {
@@ -239,20 +240,18 @@ fn violations(tree: &[Source]) -> Vec<String> {
                         ));
                     }
                 }
-                (_, None) => {
-                    // `crate::x` where `x` is not a module (a macro, say) is not an arrow.
+                // `crate::x` where `x` is not a module (a macro, say) is not an arrow.
+                (_, None)
                     if tree
                         .iter()
-                        .any(|s| module_of(&s.path).is_some_and(|(m, _)| m == i.to))
-                    {
-                        bad.push(format!("{at}: `{}` is in no layer", i.to));
-                    }
+                        .any(|s| module_of(&s.path).is_some_and(|(m, _)| m == i.to)) =>
+                {
+                    bad.push(format!("{at}: `{}` is in no layer", i.to));
                 }
                 _ => {}
             }
         }
         let text = strip_comments(&src.text);
-        let axum = Regex::new(r"\baxum\b").unwrap();
         for (n, line) in text.lines().enumerate() {
             if module != "web" && axum.is_match(line) {
                 bad.push(format!(
