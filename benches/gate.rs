@@ -16,6 +16,7 @@
 //! - regorus new engine per call — parse + prepare + evaluate each time: what compile-once avoids.
 //! - OPA prepared query — `eval_document` of the bindings (a cached prepared query in the Go
 //!   library), timed inside the Python process; includes JSON encoding and the ctypes call.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

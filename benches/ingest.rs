@@ -44,6 +44,7 @@
 //! generator and by the Postgres server processes (from /proc, % of one core; the machine has
 //! what `nproc` says), and the daemon's own `kubemedic_ingest_duration_seconds` histogram
 //! (handler start to commit; bucket bounds, so "≤ 64 ms").
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

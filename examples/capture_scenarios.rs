@@ -3,6 +3,7 @@
 //! committed snapshots were made with this; rerun it after changing a scenario:
 //!
 //!     scripts/capture-scenarios [NAME...]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 #[path = "../tests/common/mod.rs"]
 #[allow(unused_imports)]

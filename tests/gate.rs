@@ -3,6 +3,7 @@
 //! snapshots, the execution-time limit, `kubemedic policy test`, enrichment from real namespace
 //! labels on the real kube-apiserver tier, and whole requests driven through enrichment and the
 //! gate by the real worker.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 

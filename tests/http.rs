@@ -1,5 +1,6 @@
 //! The webhook and API contract over real HTTP, against a daemon on a real port and a real
 //! SQLite file, fed real Alertmanager bodies.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 

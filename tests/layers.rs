@@ -8,6 +8,7 @@
 //! out of a module), and fails with the offending file and line. Comments are skipped. The
 //! rules are checked on the real tree and, so that the checker itself cannot silently pass
 //! everything, on small made-up trees that break each rule.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

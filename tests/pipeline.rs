@@ -1,6 +1,7 @@
 //! The worker drives requests through their stages: waits for unreachable dependencies,
 //! gives up honestly, and fails with the stage's reason. Stages here are scripted; the store,
 //! the worker and the HTTP path are real.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! The `kubemedic` binary as an operator runs it: crash safety under SIGKILL, clean SIGTERM,
 //! start-up validation, and what reaches the log.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The incident scenarios replayed from their captured snapshots through the offline
 //! investigator: each must give the expected target, outcome and workflow. (The same
 //! scenarios are staged live on the real API server tier by tests/scenarios_kube.rs.)
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 

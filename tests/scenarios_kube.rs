@@ -1,6 +1,7 @@
 //! The incident scenarios staged live on the real API server tier (kube-apiserver +
 //! controller-manager, a fake kubelet for logs) and investigated by the offline investigator
 //! through the live API: the same expectations as the snapshot replays.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! One store contract, run against embedded SQLite and a real PostgreSQL server.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 
