@@ -119,7 +119,7 @@ def normalize(v):
 
 
 def check_want(want, got, rules):
-    """The case's expectations against OPA's answer (mirrors kubemedic's gate/cases.rs)."""
+    """The case's expectations against OPA's answer (mirrors kubemedic's policy/cases.rs)."""
     failures = []
     if want.get("degraded", False) != got["degraded"]:
         failures.append(f"degraded: want {want.get('degraded', False)}, got {got['degraded']}")
