@@ -750,6 +750,7 @@ impl Stage for PassThrough {
             reason: None,
             state: request.state.clone(),
             events: vec![],
+            not_before: None,
         })
     }
 }
@@ -794,6 +795,7 @@ impl Stage for SelectsRestart {
             reason: None,
             state,
             events: vec![],
+            not_before: None,
         })
     }
 }

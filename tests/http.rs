@@ -651,6 +651,58 @@ impl Store for UnreachableStore {
     async fn health(&self) -> Result<StoreHealth, StoreError> {
         Err(gone())
     }
+    async fn acquire_execution_lock(
+        &self,
+        _: &str,
+        _: Option<&str>,
+        _: uuid::Uuid,
+    ) -> Result<kubemedic::store::ExecutionLock, StoreError> {
+        Err(gone())
+    }
+    async fn execution_locks(
+        &self,
+        _: Option<&str>,
+    ) -> Result<Vec<kubemedic::store::ExecutionLock>, StoreError> {
+        Err(gone())
+    }
+    async fn begin_intent(
+        &self,
+        _: uuid::Uuid,
+        _: i32,
+        _: &str,
+        _: &serde_json::Value,
+    ) -> Result<kubemedic::store::Intent, StoreError> {
+        Err(gone())
+    }
+    async fn finish_intent(
+        &self,
+        _: uuid::Uuid,
+        _: i32,
+        _: kubemedic::store::IntentStatus,
+        _: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn intents(&self, _: uuid::Uuid) -> Result<Vec<kubemedic::store::Intent>, StoreError> {
+        Err(gone())
+    }
+    async fn record_history(&self, _: &kubemedic::domain::HistoryRecord) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn history(
+        &self,
+        _: &str,
+        _: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<kubemedic::domain::HistoryRecord>, StoreError> {
+        Err(gone())
+    }
+    async fn signal_resolved_since(
+        &self,
+        _: &str,
+        _: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool, StoreError> {
+        Err(gone())
+    }
 }
 
 #[tokio::test]

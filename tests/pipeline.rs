@@ -47,6 +47,7 @@ impl Stage for Enricher {
             reason: None,
             state,
             events: vec![],
+            not_before: None,
         })
     }
 }

@@ -12,7 +12,9 @@ use kubemedic::clock::{Clock, ManualClock};
 use kubemedic::domain::Target;
 use kubemedic::domain::{AuditDraft, Phase, StageState};
 use kubemedic::domain::{NewSignal, SignalMode, SignalSource, SignalStatus};
-use kubemedic::store::{IngestOutcome, RequestFilter, SignalFilter, StepCommit, Store};
+use kubemedic::store::{
+    IngestOutcome, IntentStatus, RequestFilter, SignalFilter, StepCommit, Store,
+};
 
 struct Fixture {
     store: Arc<dyn Store>,
@@ -91,6 +93,10 @@ contract!(
     waiting_requests_are_not_claimed_early,
     audit_rows_cannot_be_changed_or_deleted,
     lists_filter_page_and_count,
+    one_execution_lock_per_target_until_the_holder_finishes,
+    an_intent_is_recorded_once_and_settled,
+    history_is_kept_per_target_and_in_order,
+    a_resolved_signal_is_seen_since_its_time,
 );
 
 fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) -> NewSignal {
@@ -693,4 +699,156 @@ async fn lists_filter_page_and_count(f: Fixture) {
         .await
         .unwrap();
     assert_eq!(signals.total, 3);
+}
+
+async fn one_execution_lock_per_target_until_the_holder_finishes(f: Fixture) {
+    let s = &f.store;
+    let a = s.ingest(&[signal("l1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    let b = uuid::Uuid::new_v4();
+    let target = Target::new("Deployment", "checkout", Some("shop".into())).fingerprint();
+    let held = s
+        .acquire_execution_lock(&target, Some("shop"), a)
+        .await
+        .unwrap();
+    assert_eq!(held.request_id, a);
+    // The holder may take it again (a retry after a crash); another request may not.
+    assert_eq!(
+        s.acquire_execution_lock(&target, Some("shop"), a)
+            .await
+            .unwrap()
+            .request_id,
+        a
+    );
+    assert_eq!(
+        s.acquire_execution_lock(&target, Some("shop"), b)
+            .await
+            .unwrap()
+            .request_id,
+        a,
+        "a second request on the same target sees who holds it"
+    );
+    assert_eq!(s.execution_locks(Some("shop")).await.unwrap().len(), 1);
+    assert_eq!(s.execution_locks(Some("other")).await.unwrap().len(), 0);
+    // The commit that ends the holder frees the target.
+    s.claim("w1", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .unwrap();
+    s.commit_step(a, "w1", Phase::Received, step(Phase::Failed))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        s.acquire_execution_lock(&target, Some("shop"), b)
+            .await
+            .unwrap()
+            .request_id,
+        b
+    );
+}
+
+async fn an_intent_is_recorded_once_and_settled(f: Fixture) {
+    let s = &f.store;
+    let r = uuid::Uuid::new_v4();
+    let first = s
+        .begin_intent(r, 1, "rollout_undo", &serde_json::json!({"uid": "u1"}))
+        .await
+        .unwrap();
+    assert_eq!(first.status, IntentStatus::Started);
+    // A retry after a crash finds the intent as it was, not a fresh one.
+    let again = s
+        .begin_intent(r, 1, "rollout_undo", &serde_json::json!({"uid": "u2"}))
+        .await
+        .unwrap();
+    assert_eq!(again.status, IntentStatus::Started);
+    assert_eq!(again.detail["uid"], "u1");
+    s.finish_intent(
+        r,
+        1,
+        IntentStatus::Applied,
+        &serde_json::json!({"toRevision": 1}),
+    )
+    .await
+    .unwrap();
+    let settled = s
+        .begin_intent(r, 1, "rollout_undo", &serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(settled.status, IntentStatus::Applied);
+    assert_eq!(settled.detail["toRevision"], 1);
+    s.begin_intent(r, 2, "wait_rollout", &serde_json::json!({}))
+        .await
+        .unwrap();
+    let all = s.intents(r).await.unwrap();
+    assert_eq!(
+        all.iter().map(|i| (i.step, i.status)).collect::<Vec<_>>(),
+        vec![(1, IntentStatus::Applied), (2, IntentStatus::Started)]
+    );
+}
+
+fn record(
+    target: &Target,
+    minutes_ago: i64,
+    now: chrono::DateTime<Utc>,
+    score: f64,
+) -> kubemedic::domain::HistoryRecord {
+    serde_json::from_value(serde_json::json!({
+        "remediationUid": uuid::Uuid::new_v4().to_string(),
+        "target": target,
+        "completedAt": now - chrono::Duration::minutes(minutes_ago),
+        "signalName": "PodCrash",
+        "workflowType": "RollbackDeployment",
+        "workflowId": "rollback-deployment-previous-revision",
+        "outcome": "completed",
+        "effectivenessScore": score,
+        "preRemediationSpecHash": "sha256:pre",
+        "postRemediationSpecHash": "sha256:post",
+        "signalResolved": score > 0.5,
+        "assessmentReason": "Full",
+    }))
+    .unwrap()
+}
+
+async fn history_is_kept_per_target_and_in_order(f: Fixture) {
+    let s = &f.store;
+    let now = f.clock.now();
+    let checkout = Target::new("Deployment", "checkout", Some("shop".into()));
+    let cart = Target::new("Deployment", "cart", Some("shop".into()));
+    let old = record(&checkout, 60 * 24 * 100, now, 0.9);
+    let early = record(&checkout, 120, now, 0.2);
+    let late = record(&checkout, 10, now, 0.4);
+    for r in [&late, &early, &old, &record(&cart, 5, now, 1.0)] {
+        s.record_history(r).await.unwrap();
+    }
+    // Recording the same remediation twice keeps one entry.
+    s.record_history(&late).await.unwrap();
+    let since = now - chrono::Duration::days(90);
+    let got = s.history(&checkout.fingerprint(), since).await.unwrap();
+    assert_eq!(
+        got,
+        vec![early, late],
+        "oldest first, the target's own, within the window"
+    );
+}
+
+async fn a_resolved_signal_is_seen_since_its_time(f: Fixture) {
+    let s = &f.store;
+    s.ingest(&[signal("r1", 0, CHECKOUT)]).await.unwrap();
+    let before = f.clock.now();
+    assert!(!s.signal_resolved_since("r1", before).await.unwrap());
+    f.clock.advance(chrono::Duration::minutes(1));
+    let mut resolved = signal("r1", 0, CHECKOUT);
+    resolved.status = SignalStatus::Resolved;
+    resolved.ends_at = Some(f.clock.now());
+    s.ingest(&[resolved]).await.unwrap();
+    assert!(s.signal_resolved_since("r1", before).await.unwrap());
+    assert!(
+        !s.signal_resolved_since("r1", f.clock.now() + chrono::Duration::minutes(5))
+            .await
+            .unwrap(),
+        "a resolution before the window does not count"
+    );
+    assert!(!s.signal_resolved_since("other", before).await.unwrap());
 }

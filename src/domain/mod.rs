@@ -12,6 +12,7 @@
 
 mod audit;
 mod enrichment;
+mod execution;
 mod gate;
 mod history;
 mod investigation;
@@ -24,6 +25,10 @@ mod target;
 
 pub use audit::{AuditDraft, AuditEvent, transition_event};
 pub use enrichment::Enrichment;
+pub use execution::{
+    Assessment, AssessmentReason, EngineKind, Execution, ExecutionOutcome, ExecutionStep,
+    OPT_OUT_ANNOTATION, REMEDIATION_ANNOTATION, StepStatus,
+};
 pub use gate::{GateDecision, RiskFactor};
 pub use history::{HashMatch, HistoryContext, HistoryEntry, HistoryRecord, HistoryWarning, Tier};
 pub use investigation::{

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::enrichment::Enrichment;
+use super::execution::{Assessment, Execution};
 use super::gate::GateDecision;
 use super::investigation::{Analysis, Selection};
 use super::phase::Phase;
@@ -39,6 +40,10 @@ pub struct StageState {
     pub selection: Option<Selection>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateDecision>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Execution>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assessment: Option<Assessment>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,6 +8,7 @@
 //! success.
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 use super::audit::AuditDraft;
 use super::phase::Phase;
@@ -21,6 +22,44 @@ pub struct StageOutcome {
     pub reason: Option<String>,
     pub state: StageState,
     pub events: Vec<AuditDraft>,
+    /// With `next` equal to the current phase: run the stage again no earlier than this (a
+    /// verification window that is still open). Ignored otherwise.
+    pub not_before: Option<DateTime<Utc>>,
+}
+
+impl StageOutcome {
+    /// Move to `next` with `state` and these events.
+    pub fn to(
+        next: Phase,
+        reason: Option<String>,
+        state: StageState,
+        events: Vec<AuditDraft>,
+    ) -> Self {
+        Self {
+            next,
+            reason,
+            state,
+            events,
+            not_before: None,
+        }
+    }
+
+    /// Stay in `phase` and come back at `until` (not a dependency wait: no backoff, no
+    /// give-up).
+    pub fn later(
+        phase: Phase,
+        state: StageState,
+        until: DateTime<Utc>,
+        events: Vec<AuditDraft>,
+    ) -> Self {
+        Self {
+            next: phase,
+            reason: None,
+            state,
+            events,
+            not_before: Some(until),
+        }
+    }
 }
 
 #[derive(Debug, Clone, thiserror::Error)]

@@ -262,6 +262,7 @@ impl Stage for EnrichmentStage {
             reason: None,
             state,
             events: vec![event],
+            not_before: None,
         })
     }
 }

@@ -75,6 +75,7 @@ impl Stage for GateStage {
                 reason: Some("approval gate: no workflow selection to gate".into()),
                 state: request.state.clone(),
                 events: vec![],
+                not_before: None,
             });
         };
         let decision: GateDecision = self.gate.decide(&input).await;
@@ -114,6 +115,7 @@ impl Stage for GateStage {
             reason,
             state,
             events: vec![event],
+            not_before: None,
         })
     }
 }

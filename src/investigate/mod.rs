@@ -204,6 +204,7 @@ fn budget_outcome(request: &RemediationRequest, message: &str) -> StageOutcome {
             "investigator",
             format!("token budget exceeded: {message}"),
         )],
+        not_before: None,
     }
 }
 
@@ -251,6 +252,7 @@ impl Stage for InvestigationStage {
             reason: None,
             state,
             events: vec![event],
+            not_before: None,
         })
     }
 }
@@ -301,6 +303,7 @@ impl Stage for SelectionStage {
             reason,
             state,
             events: vec![event],
+            not_before: None,
         })
     }
 }

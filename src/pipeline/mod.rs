@@ -115,6 +115,16 @@ impl Pipeline {
                     };
                 }
                 outcome.state.waiting = None;
+                if outcome.next == req.phase
+                    && let Some(at) = outcome.not_before
+                {
+                    // The stage asked to be run again later (a window still open).
+                    return Step::Wait {
+                        state: outcome.state,
+                        not_before: at.max(now),
+                        events: outcome.events,
+                    };
+                }
                 let reason = match (outcome.next.is_terminal(), outcome.reason) {
                     (true, None) => Some(format!("{} ended the request", stage_name(req.phase))),
                     (_, r) => r,

@@ -26,8 +26,8 @@ pub use sqlite::SqliteStore;
 
 use crate::clock::Clock;
 use crate::domain::{
-    AuditDraft, AuditEvent, NewSignal, Phase, RemediationRequest, SignalMode, SignalSource,
-    SignalStatus, StageState, Target,
+    AuditDraft, AuditEvent, HistoryRecord, NewSignal, Phase, RemediationRequest, SignalMode,
+    SignalSource, SignalStatus, StageState, Target,
 };
 use crate::secret::{Secret, redact_url};
 
@@ -166,6 +166,55 @@ pub struct StepCommit {
     pub events: Vec<AuditDraft>,
 }
 
+/// Where a step of an execution stands. `Started` is committed before the side effect; a
+/// `Started` intent found after a crash must be reconciled with the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntentStatus {
+    Started,
+    Applied,
+    Failed,
+}
+
+impl IntentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntentStatus::Started => "started",
+            IntentStatus::Applied => "applied",
+            IntentStatus::Failed => "failed",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "started" => Some(IntentStatus::Started),
+            "applied" => Some(IntentStatus::Applied),
+            "failed" => Some(IntentStatus::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// The durable intent of one execution step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Intent {
+    pub request_id: Uuid,
+    pub step: i32,
+    pub action: String,
+    pub status: IntentStatus,
+    pub detail: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Who holds the execution lock of a target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExecutionLock {
+    pub target_fingerprint: String,
+    pub request_id: Uuid,
+    pub namespace: Option<String>,
+    pub acquired_at: DateTime<Utc>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct StoreHealth {
     pub backend: &'static str,
@@ -214,6 +263,56 @@ pub trait Store: Send + Sync {
 
     async fn count_by_phase(&self) -> Result<Vec<(Phase, i64)>>;
     async fn health(&self) -> Result<StoreHealth>;
+
+    /// Take the execution lock of a target for `request` (idempotent for its holder). Returns
+    /// the holder: `request` itself when it got (or already had) the lock, another request when
+    /// that one is executing on the target. Released by the commit that makes the holder
+    /// terminal.
+    async fn acquire_execution_lock(
+        &self,
+        target_fingerprint: &str,
+        namespace: Option<&str>,
+        request: Uuid,
+    ) -> Result<ExecutionLock>;
+
+    /// Execution locks held now, optionally of one namespace (for the concurrency caps).
+    async fn execution_locks(&self, namespace: Option<&str>) -> Result<Vec<ExecutionLock>>;
+
+    /// Record the intent of a step before its side effect. When the step has an intent
+    /// already (a retry after a crash), that one is returned unchanged, so the caller sees
+    /// whether it was applied, failed or left in doubt.
+    async fn begin_intent(
+        &self,
+        request: Uuid,
+        step: i32,
+        action: &str,
+        detail: &serde_json::Value,
+    ) -> Result<Intent>;
+
+    /// Settle a step's intent.
+    async fn finish_intent(
+        &self,
+        request: Uuid,
+        step: i32,
+        status: IntentStatus,
+        detail: &serde_json::Value,
+    ) -> Result<()>;
+
+    async fn intents(&self, request: Uuid) -> Result<Vec<Intent>>;
+
+    /// Add a finished remediation to the history (idempotent per request).
+    async fn record_history(&self, record: &HistoryRecord) -> Result<()>;
+
+    /// The history of a target (by fingerprint) completed at or after `since`, oldest first.
+    async fn history(
+        &self,
+        target_fingerprint: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<HistoryRecord>>;
+
+    /// Whether a resolved notification for the signal `fingerprint` arrived at or after
+    /// `since`.
+    async fn signal_resolved_since(&self, fingerprint: &str, since: DateTime<Utc>) -> Result<bool>;
 }
 
 /// Open the configured database, creating it (and its directory) if needed, and apply

@@ -31,8 +31,9 @@ macro_rules! sql_store {
         use sqlx::Row as _;
         use sqlx::types::Json;
         use $crate::store::{
-            IngestOutcome, Page, RequestFilter, Result, SignalFilter, SignalRecord, StepCommit,
-            StoreError, StoreHealth, corrupt, make_target, parse_phase,
+            ExecutionLock, IngestOutcome, Intent, IntentStatus, Page, RequestFilter, Result,
+            SignalFilter, SignalRecord, StepCommit, StoreError, StoreHealth, corrupt, make_target,
+            parse_phase,
         };
         use $crate::domain::{NewSignal, SignalMode, SignalSource, SignalStatus};
         use $crate::domain::{AuditDraft, AuditEvent, Phase, RemediationRequest, SignalContext};
@@ -100,6 +101,31 @@ macro_rules! sql_store {
                 request_id: request_id.map(uuid_of),
                 received_at: time_of(row.try_get("received_at").map_err(get)?)?,
                 resolved_at: resolved_at.map(time_of).transpose()?,
+            })
+        }
+
+        fn lock_from_row(row: &DbRow) -> Result<ExecutionLock> {
+            let get = |e: sqlx::Error| corrupt("execution_locks", e.to_string());
+            Ok(ExecutionLock {
+                target_fingerprint: row.try_get("target_fingerprint").map_err(get)?,
+                request_id: uuid_of(row.try_get("request_id").map_err(get)?),
+                namespace: row.try_get("namespace").map_err(get)?,
+                acquired_at: time_of(row.try_get("acquired_at").map_err(get)?)?,
+            })
+        }
+
+        fn intent_from_row(row: &DbRow) -> Result<Intent> {
+            let get = |e: sqlx::Error| corrupt("execution_intents", e.to_string());
+            let status: String = row.try_get("status").map_err(get)?;
+            Ok(Intent {
+                request_id: uuid_of(row.try_get("request_id").map_err(get)?),
+                step: row.try_get("step").map_err(get)?,
+                action: row.try_get("action").map_err(get)?,
+                status: IntentStatus::parse(&status)
+                    .ok_or_else(|| corrupt("execution_intents", format!("status `{status}`")))?,
+                detail: row.try_get::<Json<serde_json::Value>, _>("detail").map_err(get)?.0,
+                created_at: time_of(row.try_get("created_at").map_err(get)?)?,
+                updated_at: time_of(row.try_get("updated_at").map_err(get)?)?,
             })
         }
 
@@ -562,6 +588,11 @@ macro_rules! sql_store {
                         .bind(id(rid))
                         .execute(&mut *tx)
                         .await?;
+                    // A finished request executes nothing more: its target is free again.
+                    sqlx::query("DELETE FROM execution_locks WHERE request_id = $1")
+                        .bind(id(rid))
+                        .execute(&mut *tx)
+                        .await?;
                 }
                 // What the stage found happened in `from`; the transition lands in `to`.
                 for draft in &step.events {
@@ -712,6 +743,155 @@ macro_rules! sql_store {
                     migrations_applied: applied,
                     migrations_expected: MIGRATOR.iter().count() as i64,
                 })
+            }
+
+            async fn acquire_execution_lock(
+                &self,
+                target_fingerprint: &str,
+                namespace: Option<&str>,
+                request: uuid::Uuid,
+            ) -> Result<ExecutionLock> {
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                sqlx::query(
+                    "INSERT INTO execution_locks (target_fingerprint, request_id, namespace,                      acquired_at) VALUES ($1, $2, $3, $4)                      ON CONFLICT (target_fingerprint) DO NOTHING",
+                )
+                .bind(target_fingerprint)
+                .bind(id(request))
+                .bind(namespace)
+                .bind(ts(self.clock.now()))
+                .execute(&mut *tx)
+                .await?;
+                let row = sqlx::query(
+                    "SELECT target_fingerprint, request_id, namespace, acquired_at                      FROM execution_locks WHERE target_fingerprint = $1",
+                )
+                .bind(target_fingerprint)
+                .fetch_one(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                lock_from_row(&row)
+            }
+
+            async fn execution_locks(&self, namespace: Option<&str>) -> Result<Vec<ExecutionLock>> {
+                let rows = sqlx::query(
+                    "SELECT target_fingerprint, request_id, namespace, acquired_at                      FROM execution_locks WHERE ($1 IS NULL OR namespace = $1)                      ORDER BY acquired_at",
+                )
+                .bind(namespace)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(lock_from_row).collect()
+            }
+
+            async fn begin_intent(
+                &self,
+                request: uuid::Uuid,
+                step: i32,
+                action: &str,
+                detail: &serde_json::Value,
+            ) -> Result<Intent> {
+                let now = self.clock.now();
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                sqlx::query(
+                    "INSERT INTO execution_intents (request_id, step, action, status, detail,                      created_at, updated_at) VALUES ($1, $2, $3, 'started', $4, $5, $5)                      ON CONFLICT (request_id, step) DO NOTHING",
+                )
+                .bind(id(request))
+                .bind(step)
+                .bind(action)
+                .bind(Json(detail))
+                .bind(ts(now))
+                .execute(&mut *tx)
+                .await?;
+                let row = sqlx::query(
+                    "SELECT request_id, step, action, status, detail, created_at, updated_at                      FROM execution_intents WHERE request_id = $1 AND step = $2",
+                )
+                .bind(id(request))
+                .bind(step)
+                .fetch_one(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                intent_from_row(&row)
+            }
+
+            async fn finish_intent(
+                &self,
+                request: uuid::Uuid,
+                step: i32,
+                status: IntentStatus,
+                detail: &serde_json::Value,
+            ) -> Result<()> {
+                let _write = self.write_guard().await;
+                sqlx::query(
+                    "UPDATE execution_intents SET status = $1, detail = $2, updated_at = $3                      WHERE request_id = $4 AND step = $5",
+                )
+                .bind(status.as_str())
+                .bind(Json(detail))
+                .bind(ts(self.clock.now()))
+                .bind(id(request))
+                .bind(step)
+                .execute(&self.writer)
+                .await?;
+                Ok(())
+            }
+
+            async fn intents(&self, request: uuid::Uuid) -> Result<Vec<Intent>> {
+                let rows = sqlx::query(
+                    "SELECT request_id, step, action, status, detail, created_at, updated_at                      FROM execution_intents WHERE request_id = $1 ORDER BY step",
+                )
+                .bind(id(request))
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(intent_from_row).collect()
+            }
+
+            async fn record_history(
+                &self,
+                record: &$crate::domain::HistoryRecord,
+            ) -> Result<()> {
+                let rid = uuid::Uuid::parse_str(&record.remediation_uid).map_err(|e| {
+                    corrupt("remediation_history", format!("remediation uid: {e}"))
+                })?;
+                let _write = self.write_guard().await;
+                sqlx::query(
+                    "INSERT INTO remediation_history (request_id, target_fingerprint,                      completed_at, record) VALUES ($1, $2, $3, $4)                      ON CONFLICT (request_id) DO NOTHING",
+                )
+                .bind(id(rid))
+                .bind(record.target.fingerprint())
+                .bind(ts(record.completed_at))
+                .bind(Json(record))
+                .execute(&self.writer)
+                .await?;
+                Ok(())
+            }
+
+            async fn history(
+                &self,
+                target_fingerprint: &str,
+                since: chrono::DateTime<chrono::Utc>,
+            ) -> Result<Vec<$crate::domain::HistoryRecord>> {
+                let rows: Vec<(Json<$crate::domain::HistoryRecord>,)> = sqlx::query_as(
+                    "SELECT record FROM remediation_history                      WHERE target_fingerprint = $1 AND completed_at >= $2                      ORDER BY completed_at, request_id",
+                )
+                .bind(target_fingerprint)
+                .bind(ts(since))
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(rows.into_iter().map(|(r,)| r.0).collect())
+            }
+
+            async fn signal_resolved_since(
+                &self,
+                fingerprint: &str,
+                since: chrono::DateTime<chrono::Utc>,
+            ) -> Result<bool> {
+                let (n,): (i64,) = sqlx::query_as(
+                    "SELECT count(*) FROM signals WHERE fingerprint = $1                      AND status = 'resolved' AND (resolved_at >= $2 OR ends_at >= $2)",
+                )
+                .bind(fingerprint)
+                .bind(ts(since))
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(n > 0)
             }
         }
     };
