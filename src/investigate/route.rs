@@ -1,6 +1,6 @@
 //! Merge (`mergePhase1Fallbacks`) and outcome routing: the nine outcomes of the seed, each to
 //! a phase with a reason. Only a selected, validated, confident workflow on a verified root
-//! owner reaches the gate.
+//! owner, for an actionable root cause, reaches the gate; any doubt goes to a human.
 
 use crate::domain::{
     AlternativeWorkflow, Analysis, InvestigationOutcome, OutcomeKind, Phase, RcaResult,
@@ -28,8 +28,11 @@ pub struct Invocation2 {
     /// `submit_result_no_workflow` reasoning.
     pub no_workflow: Option<String>,
     pub validation_attempts: Vec<ValidationAttempt>,
-    /// The last validation failed after every retry.
+    /// The last validation failed after every correction.
     pub validation_failed: bool,
+    /// A workflow submitted while the remediation target was unverified: not validated (its
+    /// target parameters cannot be injected) and never run; routed to `rca_incomplete`.
+    pub unverified_selection: Option<String>,
     pub needs_human_review: bool,
     pub human_review_reason: Option<String>,
 }
@@ -78,10 +81,85 @@ fn to(kind: OutcomeKind, next_phase: Phase, reason: impl Into<String>) -> Routed
     }
 }
 
+/// Invocation 2's merged result is resolved: only a bare "resolved, nothing to do" needs no
+/// action (outcome 2). Warning signals, a substantive RCA (a summary with contributing factors:
+/// a real problem was found) or a low confidence go to a human instead.
+fn resolved(analysis: &Analysis, merged: &RcaResult) -> RoutedOutcome {
+    use OutcomeKind::{Inconclusive, ProblemResolved};
+    use Phase::{ManualReviewRequired as Review, NoActionRequired};
+    let warned = analysis.warnings.iter().any(|w| {
+        let w = w.to_ascii_lowercase();
+        w.contains("inconclusive")
+            || w.contains("no workflows matched")
+            || w.contains("human review")
+    });
+    if warned {
+        return to(
+            Inconclusive,
+            Review,
+            "investigation_inconclusive: reported resolved, but the investigation's warnings say otherwise",
+        );
+    }
+    // hasSubstantiveRCA, on either invocation's RCA: invocation 2 leaving the factors out does
+    // not make a real problem go away.
+    let factors = if merged.root_cause_analysis.contributing_factors.is_empty() {
+        &analysis.rca.root_cause_analysis.contributing_factors
+    } else {
+        &merged.root_cause_analysis.contributing_factors
+    };
+    if !merged.root_cause_analysis.summary.trim().is_empty() && !factors.is_empty() {
+        return to(
+            Inconclusive,
+            Review,
+            format!(
+                "investigation_inconclusive: reported resolved, but the root cause analysis names contributing factors of a real problem: {}",
+                factors.join("; ")
+            ),
+        );
+    }
+    if merged.confidence < CONFIDENCE_THRESHOLD {
+        return to(
+            Inconclusive,
+            Review,
+            format!(
+                "investigation_inconclusive: resolution claimed with low confidence {:.2}",
+                merged.confidence
+            ),
+        );
+    }
+    to(
+        ProblemResolved,
+        NoActionRequired,
+        format!(
+            "problem self-resolved: {}",
+            merged.root_cause_analysis.summary
+        ),
+    )
+}
+
 /// Route a merged result. `merged` may be adjusted (the not-actionable confidence floor).
+///
+/// Fail closed: only outcome 1 — an actionable RCA from invocation 1 that invocation 2 does not
+/// contradict, a validated selection on a verified root owner, confident enough — reaches the
+/// gate. Everything else ends in human review or, for a bare resolved / not-actionable verdict
+/// with no workflow, in `NoActionRequired`.
 pub fn route(analysis: &Analysis, inv2: &Invocation2, merged: &mut RcaResult) -> RoutedOutcome {
     use OutcomeKind::*;
     use Phase::{Failed, Gating, ManualReviewRequired as Review, NoActionRequired};
+    let rca1 = &analysis.rca;
+    // Invocation 2 put a workflow forward (validated or not).
+    let proposed = inv2.selected.is_some()
+        || inv2.unverified_selection.is_some()
+        || !inv2.validation_attempts.is_empty();
+    // Outcome 5 before anything about the workflow: without a verified root owner no workflow
+    // can be validated (its target parameters cannot be injected) or run.
+    if proposed && analysis.root_owner.is_none() {
+        return to(
+            RcaIncomplete,
+            Review,
+            "rca_incomplete: the remediation target could not be verified in the cluster (no root owner)",
+        );
+    }
     if inv2.validation_failed {
         let last = inv2.validation_attempts.last();
         let code = last.map_or("parameter_validation_failed", |a| a.code.as_str());
@@ -106,44 +184,35 @@ pub fn route(analysis: &Analysis, inv2: &Invocation2, merged: &mut RcaResult) ->
             format!("human review requested: {why}"),
         );
     }
+    // An inconclusive or missing RCA goes to a human whatever invocation 2 says (a turn limit
+    // or an RCA rejected as partial ends invocation 1 as inconclusive).
+    match rca1.investigation_outcome {
+        InvestigationOutcome::Inconclusive => {
+            return to(
+                Inconclusive,
+                Review,
+                format!(
+                    "investigation_inconclusive: {}",
+                    merged.root_cause_analysis.summary
+                ),
+            );
+        }
+        InvestigationOutcome::InsufficientData => {
+            return to(
+                InsufficientData,
+                Review,
+                format!("insufficient_data: {}", merged.root_cause_analysis.summary),
+            );
+        }
+        _ => {}
+    }
     let outcome = merged.investigation_outcome;
+    if outcome == InvestigationOutcome::ProblemResolved {
+        return resolved(analysis, merged);
+    }
     let Some(selected) = &inv2.selected else {
         return match outcome {
-            InvestigationOutcome::ProblemResolved => {
-                let warned = analysis.warnings.iter().any(|w| {
-                    let w = w.to_ascii_lowercase();
-                    w.contains("inconclusive")
-                        || w.contains("no workflows matched")
-                        || w.contains("human review")
-                });
-                let substantive = merged.actionable
-                    && !merged.root_cause_analysis.contributing_factors.is_empty();
-                if warned || substantive {
-                    to(
-                        Inconclusive,
-                        Review,
-                        "investigation_inconclusive: reported resolved, but the evidence says otherwise",
-                    )
-                } else if merged.confidence < CONFIDENCE_THRESHOLD {
-                    to(
-                        Inconclusive,
-                        Review,
-                        format!(
-                            "investigation_inconclusive: resolution claimed with low confidence {:.2}",
-                            merged.confidence
-                        ),
-                    )
-                } else {
-                    to(
-                        ProblemResolved,
-                        NoActionRequired,
-                        format!(
-                            "problem self-resolved: {}",
-                            merged.root_cause_analysis.summary
-                        ),
-                    )
-                }
-            }
+            InvestigationOutcome::ProblemResolved => resolved(analysis, merged),
             InvestigationOutcome::NotActionable => {
                 merged.confidence = merged.confidence.max(NOT_ACTIONABLE_FLOOR);
                 to(
@@ -185,13 +254,26 @@ pub fn route(analysis: &Analysis, inv2: &Invocation2, merged: &mut RcaResult) ->
             ),
         };
     };
-    if outcome == InvestigationOutcome::ProblemResolved {
+    // A workflow without an actionable RCA (not actionable, or the invocations disagree): a
+    // contradiction, so a human decides.
+    let actionable = rca1.investigation_outcome == InvestigationOutcome::Actionable
+        && rca1.actionable
+        && outcome == InvestigationOutcome::Actionable
+        && merged.actionable;
+    if !actionable {
         return to(
-            ProblemResolved,
-            NoActionRequired,
+            Inconclusive,
+            Review,
             format!(
-                "problem self-resolved: {}",
-                merged.root_cause_analysis.summary
+                "investigation_inconclusive: {} was selected, but the root cause analysis is not actionable (invocation 1: {}{}, merged: {}); only an actionable root cause reaches the gate",
+                selected.workflow_id,
+                rca1.investigation_outcome.as_str(),
+                if rca1.actionable {
+                    ""
+                } else {
+                    ", actionable=false"
+                },
+                outcome.as_str()
             ),
         );
     }
