@@ -432,6 +432,235 @@ mod tests {
         );
     }
 
+    fn run(inv1: &RcaResult, inv2: &Invocation2, verified: bool) -> (RoutedOutcome, RcaResult) {
+        let a = analysis(inv1.clone(), verified);
+        let mut m = merge(inv1, inv2);
+        let out = route(&a, inv2, &mut m);
+        (out, m)
+    }
+
+    fn with(c: f64) -> Invocation2 {
+        Invocation2 {
+            selected: Some(selected(c)),
+            ..Default::default()
+        }
+    }
+
+    const OUTCOMES: [InvestigationOutcome; 5] = [
+        InvestigationOutcome::Actionable,
+        InvestigationOutcome::NotActionable,
+        InvestigationOutcome::ProblemResolved,
+        InvestigationOutcome::InsufficientData,
+        InvestigationOutcome::Inconclusive,
+    ];
+
+    /// Every combination of what the two invocations can say: the gate is reached only by an
+    /// actionable RCA that invocation 2 does not contradict, with a validated selection at or
+    /// above the threshold on a verified root owner and nobody asking for review. An
+    /// inconclusive or insufficient RCA always ends in review.
+    #[test]
+    fn only_outcome_1_reaches_the_gate() {
+        let mut gated = 0;
+        for o1 in OUTCOMES {
+            for actionable in [true, false] {
+                for factors in [vec![], vec!["a real problem".to_owned()]] {
+                    for o2 in std::iter::once(None).chain(OUTCOMES.map(Some)) {
+                        for verified in [true, false] {
+                            for confidence in [0.5, 0.7, 0.95] {
+                                for review in [false, true] {
+                                    let mut inv1 = rca(o1, 0.9);
+                                    inv1.actionable = actionable;
+                                    inv1.root_cause_analysis.contributing_factors = factors.clone();
+                                    let inv2 = Invocation2 {
+                                        investigation_outcome: o2,
+                                        needs_human_review: review,
+                                        ..with(confidence)
+                                    };
+                                    let (out, _) = run(&inv1, &inv2, verified);
+                                    let expect_gate = o1 == InvestigationOutcome::Actionable
+                                        && actionable
+                                        && o2.is_none_or(|o| o == InvestigationOutcome::Actionable)
+                                        && verified
+                                        && confidence >= CONFIDENCE_THRESHOLD
+                                        && !review;
+                                    let case = format!(
+                                        "{o1:?} actionable={actionable} factors={factors:?} inv2={o2:?} verified={verified} confidence={confidence} review={review}: {out:?}"
+                                    );
+                                    assert_eq!(
+                                        out.next_phase == Phase::Gating,
+                                        expect_gate,
+                                        "{case}"
+                                    );
+                                    if expect_gate {
+                                        gated += 1;
+                                        assert_eq!(
+                                            out.kind,
+                                            OutcomeKind::WorkflowSelected,
+                                            "{case}"
+                                        );
+                                    }
+                                    if matches!(
+                                        o1,
+                                        InvestigationOutcome::Inconclusive
+                                            | InvestigationOutcome::InsufficientData
+                                    ) {
+                                        assert_eq!(
+                                            out.next_phase,
+                                            Phase::ManualReviewRequired,
+                                            "{case}"
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            gated,
+            2 * 2 * 2,
+            "factors x inv2 outcome (none, actionable) x confidence"
+        );
+    }
+
+    #[test]
+    fn a_selection_without_an_actionable_rca_goes_to_review() {
+        use InvestigationOutcome::*;
+        for (o1, kind, reason) in [
+            (
+                Inconclusive,
+                OutcomeKind::Inconclusive,
+                "investigation_inconclusive",
+            ),
+            (
+                InsufficientData,
+                OutcomeKind::InsufficientData,
+                "insufficient_data",
+            ),
+            (
+                NotActionable,
+                OutcomeKind::Inconclusive,
+                "investigation_inconclusive",
+            ),
+        ] {
+            let (out, _) = run(&rca(o1, 0.95), &with(0.95), true);
+            assert_eq!(
+                (out.kind, out.next_phase),
+                (kind, Phase::ManualReviewRequired),
+                "{o1:?}: {out:?}"
+            );
+            assert!(out.reason.starts_with(reason), "{o1:?}: {}", out.reason);
+        }
+        // An actionable RCA that invocation 2 contradicts (not actionable) is no better.
+        let contradicted = Invocation2 {
+            investigation_outcome: Some(NotActionable),
+            ..with(0.95)
+        };
+        let (out, _) = run(&rca(Actionable, 0.9), &contradicted, true);
+        assert_eq!(out.next_phase, Phase::ManualReviewRequired, "{out:?}");
+        // Nor is "actionable" with actionable=false.
+        let mut flagged = rca(Actionable, 0.9);
+        flagged.actionable = false;
+        let (out, _) = run(&flagged, &with(0.95), true);
+        assert_eq!(out.next_phase, Phase::ManualReviewRequired, "{out:?}");
+        // Without a selection an inconclusive RCA stays inconclusive even if invocation 2
+        // calls it not actionable.
+        let relabelled = Invocation2 {
+            investigation_outcome: Some(NotActionable),
+            no_workflow: Some("nothing to do".into()),
+            ..Default::default()
+        };
+        let (out, _) = run(&rca(Inconclusive, 0.3), &relabelled, true);
+        assert_eq!(
+            (out.kind, out.next_phase),
+            (OutcomeKind::Inconclusive, Phase::ManualReviewRequired)
+        );
+    }
+
+    #[test]
+    fn an_explicit_review_request_keeps_its_reason_on_an_inconclusive_rca() {
+        let mut inv1 = rca(InvestigationOutcome::Inconclusive, 0.5);
+        inv1.needs_human_review = true;
+        inv1.human_review_reason = Some("the Secret payment-keys is missing".into());
+        let (out, _) = run(&inv1, &Invocation2::default(), true);
+        assert_eq!(out.kind, OutcomeKind::HumanReviewRequested);
+        assert!(out.reason.contains("payment-keys"), "{}", out.reason);
+    }
+
+    #[test]
+    fn resolved_needs_no_action_only_without_a_substantive_rca() {
+        use InvestigationOutcome::ProblemResolved;
+        let bare = rca(ProblemResolved, 0.9);
+        let mut substantive = bare.clone();
+        substantive.root_cause_analysis.contributing_factors = vec!["OOMKilled 4 times".into()];
+        let (out, _) = run(&bare, &Invocation2::default(), true);
+        assert_eq!(
+            (out.kind, out.next_phase),
+            (OutcomeKind::ProblemResolved, Phase::NoActionRequired)
+        );
+        for inv2 in [Invocation2::default(), with(0.95)] {
+            let (out, _) = run(&substantive, &inv2, true);
+            assert_eq!(
+                (out.kind, out.next_phase),
+                (OutcomeKind::Inconclusive, Phase::ManualReviewRequired),
+                "{out:?}"
+            );
+            assert!(out.reason.contains("OOMKilled 4 times"), "{}", out.reason);
+        }
+        // Invocation 2 leaving the factors out (an empty list) does not hide them.
+        let emptied = Invocation2 {
+            contributing_factors: Some(vec![]),
+            ..Default::default()
+        };
+        let (out, _) = run(&substantive, &emptied, true);
+        assert_eq!(out.next_phase, Phase::ManualReviewRequired, "{out:?}");
+        // Warnings and a low confidence still count.
+        let mut warned = analysis(bare.clone(), true);
+        warned.warnings = vec!["inconclusive: the evidence does not determine the cause".into()];
+        let mut m = merge(&bare, &Invocation2::default());
+        let out = route(&warned, &Invocation2::default(), &mut m);
+        assert_eq!(out.next_phase, Phase::ManualReviewRequired, "{out:?}");
+        let (out, _) = run(&rca(ProblemResolved, 0.5), &Invocation2::default(), true);
+        assert_eq!(out.next_phase, Phase::ManualReviewRequired, "{out:?}");
+    }
+
+    #[test]
+    fn an_unverified_target_is_rca_incomplete_before_validation() {
+        let inv1 = rca(InvestigationOutcome::Actionable, 0.9);
+        let unverified = Invocation2 {
+            unverified_selection: Some("w".into()),
+            ..Default::default()
+        };
+        let failed = Invocation2 {
+            validation_failed: true,
+            validation_attempts: vec![ValidationAttempt {
+                workflow_id: "w".into(),
+                code: "workflow_not_applicable".into(),
+                errors: vec!["acts on Deployment, not on an unknown kind".into()],
+            }],
+            ..Default::default()
+        };
+        for inv2 in [unverified, failed, with(0.95)] {
+            let (out, _) = run(&inv1, &inv2, false);
+            assert_eq!(
+                (out.kind, out.next_phase),
+                (OutcomeKind::RcaIncomplete, Phase::ManualReviewRequired),
+                "{inv2:?}"
+            );
+            assert!(out.reason.starts_with("rca_incomplete"), "{}", out.reason);
+        }
+        // With no workflow put forward, an unverified target is a missing catalog match.
+        let none = Invocation2 {
+            no_workflow: Some("none fits".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            run(&inv1, &none, false).0.kind,
+            OutcomeKind::NoMatchingWorkflows
+        );
+    }
+
     #[test]
     fn merge_backfills_only_what_is_missing() {
         let mut inv1 = rca(InvestigationOutcome::Actionable, 0.82);
