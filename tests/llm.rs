@@ -14,7 +14,7 @@ use kubemedic::cluster::tools::ToolLimits;
 use kubemedic::cluster::{ClusterReader, ListQuery, LogQuery, ResourceInfo, SnapshotCluster};
 use kubemedic::domain::Enrichment;
 use kubemedic::domain::HistoryRecord;
-use kubemedic::domain::{Phase, RemediationRequest, Stage, StageState};
+use kubemedic::domain::{OutcomeKind, Phase, RemediationRequest, Stage, StageState};
 use kubemedic::history::InMemoryHistory;
 use kubemedic::investigate::playbooks::Playbooks;
 use kubemedic::investigate::{
@@ -369,19 +369,25 @@ async fn a_model_that_skips_the_sentinel_is_asked_once_with_the_tool_forced() {
     );
 }
 
+fn unknown_workflow() -> Reply {
+    calls(&[(
+        "submit_result_with_workflow",
+        json!({"selected_workflow": {"workflow_id": "rollback-everything", "confidence": 0.9, "parameters": {}}}),
+    )])
+}
+
+/// "Up to 3 correction retries": the first submission and three corrections fed back, four
+/// submissions in all, before validation is given up.
 #[tokio::test]
-async fn an_unknown_workflow_three_times_fails_validation_with_feedback() {
-    let bad = || {
-        calls(&[(
-            "submit_result_with_workflow",
-            json!({"selected_workflow": {"workflow_id": "rollback-everything", "confidence": 0.9, "parameters": {}}}),
-        )])
-    };
+async fn an_unknown_workflow_fails_validation_after_the_first_submission_and_three_corrections() {
     let server = ScriptedLlm::start(vec![
         calls(&[("submit_result", rca("actionable", json!(0.9)))]),
-        bad(),
-        bad(),
-        bad(),
+        unknown_workflow(),
+        unknown_workflow(),
+        unknown_workflow(),
+        unknown_workflow(),
+        // Never asked for: there is no fifth submission.
+        rollback(0.9),
     ])
     .await;
     let done = run(
@@ -392,17 +398,49 @@ async fn an_unknown_workflow_three_times_fails_validation_with_feedback() {
     assert_eq!(done.phase, Phase::ManualReviewRequired);
     let reason = done.reason.unwrap();
     assert!(
-        reason.starts_with("workflow_not_found") && reason.contains("after 3 attempts"),
+        reason.starts_with("workflow_not_found") && reason.contains("after 4 attempts"),
         "{reason}"
     );
     let sel = done.state.selection.unwrap();
-    assert_eq!(sel.validation_attempts.len(), 3);
+    assert_eq!(sel.outcome.kind, OutcomeKind::ValidationFailed);
+    assert_eq!(sel.validation_attempts.len(), 4);
     let reqs = server.requests();
-    let feedback = tool_messages(&reqs[2].body).pop().unwrap();
-    assert!(
-        feedback.contains("Validation failed (workflow_not_found)"),
-        "{feedback}"
+    assert_eq!(reqs.len(), 5, "one RCA call, four selection submissions");
+    assert_eq!(server.remaining(), 1);
+    // Each of the three corrections carries the validation error back to the model.
+    for (i, r) in reqs[2..].iter().enumerate() {
+        let feedback = tool_messages(&r.body).pop().unwrap();
+        assert!(
+            feedback.contains("Validation failed (workflow_not_found)"),
+            "correction {}: {feedback}",
+            i + 1
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_selection_corrected_on_the_third_correction_reaches_the_gate() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        unknown_workflow(),
+        unknown_workflow(),
+        unknown_workflow(),
+        rollback(0.9),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    let sel = done.state.selection.unwrap();
+    assert_eq!(sel.validation_attempts.len(), 3);
+    assert_eq!(
+        sel.selected.unwrap().workflow_id,
+        "rollback-deployment-previous-revision"
     );
+    assert_eq!(server.requests().len(), 5);
 }
 
 #[tokio::test]
@@ -459,6 +497,220 @@ async fn problem_resolved_wins_over_a_contradictory_review_request() {
     .await;
     assert_eq!(done.phase, Phase::NoActionRequired, "{:?}", done.reason);
     assert!(done.reason.unwrap().starts_with("problem self-resolved"));
+}
+
+/// Invocation 1's replies, then a confident selection of a valid workflow, on the staging
+/// request (where the gate would auto-approve it).
+async fn then_a_confident_rollback(
+    invocation1: Vec<Reply>,
+    setup: Setup,
+) -> (ScriptedLlm, RemediationRequest) {
+    let mut script = invocation1;
+    script.push(rollback(0.95));
+    let server = ScriptedLlm::start(script).await;
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    (server, done)
+}
+
+/// The selection itself was fine (a valid workflow, a verified target): only the RCA stops it.
+fn assert_valid_selection_held_back(done: &RemediationRequest) {
+    let a = done.state.analysis.as_ref().unwrap();
+    assert_eq!(
+        a.root_owner.as_ref().map(ToString::to_string).as_deref(),
+        Some("shop/Deployment/checkout")
+    );
+    let sel = done.state.selection.as_ref().unwrap();
+    assert_eq!(
+        sel.selected.as_ref().map(|w| w.workflow_id.as_str()),
+        Some("rollback-deployment-previous-revision")
+    );
+    assert_ne!(sel.outcome.next_phase, Phase::Gating);
+}
+
+#[tokio::test]
+async fn an_inconclusive_rca_goes_to_review_despite_a_confident_selection() {
+    let (server, done) = then_a_confident_rollback(
+        vec![calls(&[("submit_result", rca("inconclusive", json!(0.4)))])],
+        Setup::default(),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired, "{:?}", done.reason);
+    let reason = done.reason.clone().unwrap();
+    assert!(reason.starts_with("investigation_inconclusive"), "{reason}");
+    let sel = done.state.selection.as_ref().unwrap();
+    assert_eq!(sel.outcome.kind, OutcomeKind::Inconclusive);
+    assert_valid_selection_held_back(&done);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn an_insufficient_data_rca_goes_to_review_despite_a_confident_selection() {
+    let (_server, done) = then_a_confident_rollback(
+        vec![calls(&[(
+            "submit_result",
+            rca("insufficient_data", json!(0.9)),
+        )])],
+        Setup::default(),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired, "{:?}", done.reason);
+    let reason = done.reason.clone().unwrap();
+    assert!(reason.starts_with("insufficient_data"), "{reason}");
+    let sel = done.state.selection.as_ref().unwrap();
+    assert_eq!(sel.outcome.kind, OutcomeKind::InsufficientData);
+    assert_valid_selection_held_back(&done);
+}
+
+#[tokio::test]
+async fn no_rca_within_the_turn_limit_goes_to_review_despite_a_confident_selection() {
+    let events = || calls(&[("kubectl_events", json!({"namespace": "shop"}))]);
+    let mut setup = Setup::default();
+    setup.settings.max_turns = 3;
+    let (server, done) = then_a_confident_rollback(vec![events(), events(), events()], setup).await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired, "{:?}", done.reason);
+    let reason = done.reason.clone().unwrap();
+    assert!(reason.starts_with("investigation_inconclusive"), "{reason}");
+    let a = done.state.analysis.as_ref().unwrap();
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("within the turn limit")),
+        "{:?}",
+        a.warnings
+    );
+    // The alert's own pod still resolves to a root owner: the missing RCA alone holds it back.
+    assert_valid_selection_held_back(&done);
+    assert_eq!(server.requests().len(), 4, "three RCA turns, one selection");
+}
+
+#[tokio::test]
+async fn an_rca_rejected_as_partial_goes_to_review_despite_a_confident_selection() {
+    // Partial: a confidence (and an outcome) without the summary of a root cause.
+    let partial = || {
+        calls(&[(
+            "submit_result",
+            json!({"confidence": 0.92, "investigation_outcome": "actionable", "actionable": true,
+                   "root_cause_analysis": {"remediation_target": {"kind": "Deployment", "name": "checkout", "namespace": "shop"}}}),
+        )])
+    };
+    let (server, done) =
+        then_a_confident_rollback(vec![partial(), partial()], Setup::default()).await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired, "{:?}", done.reason);
+    let reason = done.reason.clone().unwrap();
+    assert!(reason.starts_with("investigation_inconclusive"), "{reason}");
+    let a = done.state.analysis.as_ref().unwrap();
+    assert!(
+        a.warnings.iter().any(|w| w.contains("partial RCA")),
+        "{:?}",
+        a.warnings
+    );
+    let reqs = server.requests();
+    assert_eq!(
+        reqs[1].body["tool_choice"],
+        json!({"type": "function", "function": {"name": "submit_result"}}),
+        "the partial answer was asked for once more"
+    );
+    assert_eq!(reqs.len(), 3);
+    assert_valid_selection_held_back(&done);
+}
+
+#[tokio::test]
+async fn problem_resolved_with_contributing_factors_goes_to_review() {
+    // `rca()` names contributing factors: the model found a real problem, whatever it calls it.
+    let substantive = || calls(&[("submit_result", rca("problem_resolved", json!(0.9)))]);
+    let server = ScriptedLlm::start(vec![
+        substantive(),
+        calls(&[(
+            "submit_result_no_workflow",
+            json!({"reasoning": "resolved, nothing to do"}),
+        )]),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired, "{:?}", done.reason);
+    let reason = done.reason.unwrap();
+    assert!(
+        reason.starts_with("investigation_inconclusive") && reason.contains("contributing factors"),
+        "{reason}"
+    );
+
+    // Nor does a confident selection take it to the gate.
+    let (_server, done) = then_a_confident_rollback(vec![substantive()], Setup::default()).await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired, "{:?}", done.reason);
+
+    // A bare "resolved, nothing to do" needs no action.
+    let mut bare = rca("problem_resolved", json!(0.9));
+    bare["root_cause_analysis"]["summary"] =
+        json!("checkout is healthy again; no errors since 11:52");
+    bare["root_cause_analysis"]["contributing_factors"] = json!([]);
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", bare)]),
+        calls(&[(
+            "submit_result_no_workflow",
+            json!({"reasoning": "resolved, nothing to do"}),
+        )]),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::NoActionRequired, "{:?}", done.reason);
+    assert!(
+        done.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("problem self-resolved"),
+        "{:?}",
+        done.reason
+    );
+}
+
+#[tokio::test]
+async fn an_unverifiable_target_is_rca_incomplete_without_spending_corrections() {
+    let mut ghost = rca("actionable", json!(0.9));
+    ghost["root_cause_analysis"]["remediation_target"]["name"] = json!("checkout-v2");
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", ghost)]),
+        rollback(0.95),
+        // What a correction loop would have spent.
+        rollback(0.95),
+        rollback(0.95),
+        rollback(0.95),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired, "{:?}", done.reason);
+    let reason = done.reason.unwrap();
+    assert!(reason.starts_with("rca_incomplete"), "{reason}");
+    assert!(done.state.analysis.unwrap().root_owner.is_none());
+    let sel = done.state.selection.unwrap();
+    assert_eq!(sel.outcome.kind, OutcomeKind::RcaIncomplete);
+    assert!(
+        sel.validation_attempts.is_empty(),
+        "{:?}",
+        sel.validation_attempts
+    );
+    assert!(sel.selected.is_none());
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "one RCA call, one selection, no correction"
+    );
+    assert_eq!(server.remaining(), 3);
 }
 
 #[tokio::test]

@@ -4,7 +4,8 @@
 //! `submit_result` sentinel. Tool calls of one turn run concurrently; caps on turns, calls per
 //! tool, total calls and per-call time; the context tools also carry the remediation history.
 //! Invocation 2: a fresh session with only the structured RCA, the catalog tools and the two
-//! sentinels; a selection is validated against the catalog with up to three corrections.
+//! sentinels; a selection is validated against the catalog with up to three corrections after
+//! the first submission (none when the target is unverified: that is `rca_incomplete`).
 //! Output repair, the truncation retry (2x tokens, capped at 16384) and the forced-sentinel
 //! parse retry apply to both. Token usage is budgeted and recorded per call.
 
@@ -48,6 +49,7 @@ pub struct LlmInvestigatorSettings {
     pub tool_timeout: Duration,
     pub max_tokens: u32,
     pub selection_turns: usize,
+    /// Corrections fed back after the first invalid selection (so up to this + 1 submissions).
     pub validation_retries: usize,
 }
 
@@ -683,8 +685,10 @@ impl Investigator for LlmInvestigator {
 }
 
 impl LlmInvestigator {
-    /// Validate a `submit_result_with_workflow`; on failure return the correction prompt (and
-    /// mark the failure final after the allowed retries).
+    /// Validate a `submit_result_with_workflow`. `Ok` concludes invocation 2 (a valid selection,
+    /// or any selection when the target is unverified: that is `rca_incomplete`, not worth a
+    /// correction); on failure return the correction prompt, and mark the failure final once
+    /// the first submission and `validation_retries` corrections have all failed.
     fn accept_selection(
         &self,
         args: &Value,
@@ -737,6 +741,12 @@ impl LlmInvestigator {
                     .collect()
             })
             .unwrap_or_default();
+        if analysis.root_owner.is_none() {
+            // rca_incomplete whatever the selection: no correction could make it runnable
+            // (its target parameters come from the verified root owner), so none is asked for.
+            inv2.unverified_selection = Some(workflow_id);
+            return Ok(());
+        }
         match self.catalog.validate_selection(
             &workflow_id,
             &parameters,
@@ -765,7 +775,8 @@ impl LlmInvestigator {
                     code: e.code.into(),
                     errors: e.errors.clone(),
                 });
-                if inv2.validation_attempts.len() >= self.settings.validation_retries {
+                // The first submission plus `validation_retries` corrections.
+                if inv2.validation_attempts.len() > self.settings.validation_retries {
                     inv2.validation_failed = true;
                 }
                 Err(format!(
