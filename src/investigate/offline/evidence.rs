@@ -92,7 +92,7 @@ pub(super) enum RootObject {
 }
 
 impl Root {
-    fn read(raw: &Value) -> Self {
+    pub fn read(raw: &Value) -> Self {
         let kind = obj::kind(raw).to_owned();
         let object = match kind.as_str() {
             "Pod" => typed(raw.clone()).map(RootObject::Pod),
@@ -171,7 +171,7 @@ pub(super) struct EventRecord {
 }
 
 impl EventRecord {
-    fn read(e: &Value) -> Self {
+    pub fn read(e: &Value) -> Self {
         Self {
             object: str_at(e, &["involvedObject", "name"]).map(str::to_owned),
             warning: str_at(e, &["type"]) == Some("Warning"),

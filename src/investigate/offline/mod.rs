@@ -21,6 +21,8 @@
 
 mod evidence;
 mod facts;
+#[cfg(test)]
+mod fixtures;
 pub mod quantity;
 mod rules;
 
