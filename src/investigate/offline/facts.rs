@@ -1,9 +1,10 @@
 //! Derived facts: what the evidence says, computed once, in the terms the rules decide on.
 //!
 //! Input: an [`Evidence`]. Output: [`Facts`] — per-pod states (failing, healthy, last
-//! termination, waiting reason, restarts, warnings, ages), the rollout regression, the
-//! scheduler's complaint, the root's containers and limits, memory use and quota, node
-//! conditions, the Service selector and the claim's size.
+//! termination, waiting reason, warnings, ages, and a one-line description with the restart
+//! count), the rollout regression, the scheduler's complaint, the root's containers and
+//! limits, memory use and quota, node conditions and taints, the Service selector and the
+//! claim's size.
 //!
 //! Invariants: pure and total — no I/O, no panics, no JSON; a missing piece of evidence is an
 //! absent fact (`None`, empty), never an error. Facts describe; the thresholds that turn them
@@ -38,7 +39,7 @@ pub(super) struct Facts {
     /// The root owner's pods, in the order they were listed.
     pub pods: Vec<PodFacts>,
     pub rollout: Option<Rollout>,
-    /// The first Pending pod and the scheduler's reason, if the scheduler gave one.
+    /// The first Pending pod, with the scheduler's reason (`None` if it gave none for that pod).
     pub unschedulable: Option<Unschedulable>,
     /// The last error-looking line of the first failing pod's log (quoted, never followed).
     pub first_error_line: Option<String>,
@@ -76,7 +77,7 @@ pub(super) struct PodFacts {
     pub phase: Option<String>,
     pub failing: bool,
     pub healthy: bool,
-    /// The most telling terminated state of its containers.
+    /// The first terminated state among its containers, last or current.
     pub termination: Option<Termination>,
     pub waiting: Option<Waiting>,
     /// Since the most recent exit of any of its containers.

@@ -249,9 +249,9 @@ impl Investigator for OfflineInvestigator {
                     );
                 }
                 let listed = self.catalog.list_workflows(&action_type, &ctx, 0, 1);
-                let first = listed["workflows"]
-                    .get(0)
-                    .and_then(|w| w["workflow_id"].as_str())
+                let first = listed
+                    .pointer("/workflows/0/workflow_id")
+                    .and_then(Value::as_str)
                     .map(str::to_owned);
                 match first {
                     None => {
