@@ -13,7 +13,7 @@ use crate::cluster::context::ResourceContext;
 use crate::cluster::obj;
 use crate::cluster::render::pod_status;
 use crate::cluster::tools::ClusterTools;
-use crate::domain::{HistoryContext, RcaResult, RemediationRequest, Target};
+use crate::domain::{HistoryContext, RcaResult, RemediationRequest, SignalMode, Target};
 use crate::history::{RemediationHistory, build_context};
 
 /// The namespace the signal is about (target namespace, else its `namespace` label).
@@ -47,7 +47,7 @@ pub async fn prefetch(
 ) -> Result<(Snapshot, String, Vec<Value>, Vec<Value>), InvestigateError> {
     let mut snapshot = Snapshot {
         alertname: req.signal.name.clone(),
-        proactive: req.signal.mode == crate::domain::SignalMode::Proactive,
+        proactive: req.signal.mode == SignalMode::Proactive,
         ..Default::default()
     };
     let Some(ns) = signal_namespace(req) else {

@@ -3,7 +3,11 @@
 //!
 //! A playbook matches when any of its triggers matches the pre-fetched snapshot: a pod STATUS
 //! (as `kubectl get pods` shows it), a Warning event's reason or message, or the alert name.
-//! Matched playbooks go into the RCA prompt; the offline investigator follows them.
+//! Both investigators report the names of the matched playbooks in their analysis
+//! (`Analysis::playbooks`, recorded in the audit trail). The LLM investigator also puts the
+//! matched playbooks' steps into its RCA prompt. The offline investigator does not read the
+//! steps: it decides with its own rule table (`offline/rules.rs`), each rule named after the
+//! playbook it implements, which a test keeps in step with the built-in playbooks.
 
 use std::path::Path;
 

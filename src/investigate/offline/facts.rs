@@ -1,0 +1,658 @@
+//! Derived facts: what the evidence says, computed once, in the terms the rules decide on.
+//!
+//! Input: an [`Evidence`]. Output: [`Facts`] — per-pod states (failing, healthy, last
+//! termination, waiting reason, warnings, ages, and a one-line description with the restart
+//! count), the rollout regression, the scheduler's complaint, the root's containers and
+//! limits, memory use and quota, node conditions and taints, the Service selector and the
+//! claim's size.
+//!
+//! Invariants: pure and total — no I/O, no panics, no JSON; a missing piece of evidence is an
+//! absent fact (`None`, empty), never an error. Facts describe; the thresholds that turn them
+//! into a diagnosis belong to the rules, except the rollout window, which defines what a
+//! rollout regression is.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Duration, Utc};
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState, ContainerStateTerminated, Node, PersistentVolumeClaim,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use regex::Regex;
+
+use super::evidence::{Evidence, ObservedPod, RootObject};
+use super::quantity;
+use crate::domain::{QuotaUsage, Target};
+
+/// A rollout this recent, whose pods fail while the previous revision's ran, is the cause.
+const ROLLOUT_WINDOW_HOURS: i64 = 6;
+
+pub(super) struct Facts {
+    /// What the signal named.
+    pub subject: Target,
+    /// The verified root owner: what a remedy acts on. `None` when the subject is gone.
+    pub target: Option<Target>,
+    pub alert: AlertFacts,
+    /// The root owner's pods, in the order they were listed.
+    pub pods: Vec<PodFacts>,
+    pub rollout: Option<Rollout>,
+    /// The first Pending pod, with the scheduler's reason (`None` if it gave none for that pod).
+    pub unschedulable: Option<Unschedulable>,
+    /// The last error-looking line of the first failing pod's log (quoted, never followed).
+    pub first_error_line: Option<String>,
+    /// The root's containers: its pod template's, or a bare Pod's own.
+    pub containers: Vec<ContainerFacts>,
+    /// The first container of the root's pod template (a bare Pod has no template).
+    pub template_container: Option<String>,
+    /// Peak memory bytes per container name over the root's pods (empty without metrics).
+    pub memory_peaks: BTreeMap<String, u128>,
+    /// The namespace's `limits.memory` quota.
+    pub memory_quota: Option<QuotaUsage>,
+    /// The root as a node (named, with no conditions, when it is not one or was not read).
+    pub node: NodeFacts,
+    /// The cluster's nodes, when they were read.
+    pub nodes: Vec<NodeFacts>,
+    /// The root as a Service (named, with an empty selector, when it is not one).
+    pub service: ServiceFacts,
+    pub namespace_pods: Vec<LabelledPod>,
+    /// The root as a claim (named, with no size or class, when it is not one).
+    pub claim: ClaimFacts,
+}
+
+pub(super) struct AlertFacts {
+    /// Lower-case.
+    pub name: String,
+    pub proactive: bool,
+    /// The `container` label.
+    pub container: Option<String>,
+}
+
+pub(super) struct PodFacts {
+    pub name: String,
+    /// STATUS as `kubectl get pods` shows it.
+    pub status: String,
+    pub phase: Option<String>,
+    pub failing: bool,
+    pub healthy: bool,
+    /// The first terminated state among its containers, last or current.
+    pub termination: Option<Termination>,
+    pub waiting: Option<Waiting>,
+    /// Since the most recent exit of any of its containers.
+    pub last_exit_age: Option<Duration>,
+    /// Since deletion was requested, while it is terminating.
+    pub deleting_for: Option<Duration>,
+    pub finalizers: Vec<String>,
+    /// Since the kubelet took it (`startTime`), or since creation if it never did.
+    pub starting_for: Option<Duration>,
+    /// Its Warning events, in the order they were listed.
+    pub warnings: Vec<Warning>,
+    /// One line for the RCA's contributing factors.
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Termination {
+    pub container: String,
+    pub reason: String,
+    pub exit_code: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Waiting {
+    pub reason: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Warning {
+    pub reason: String,
+    pub message: String,
+    pub age: Option<Duration>,
+}
+
+/// A recent rollout whose pods all fail while the previous revision's were healthy.
+pub(super) struct Rollout {
+    pub current: Revision,
+    pub previous: Revision,
+    pub age_minutes: i64,
+    /// Descriptions of the new revision's (failing) pods.
+    pub new_pods: Vec<String>,
+}
+
+pub(super) struct Revision {
+    pub number: i64,
+    /// Its containers' images, comma-separated.
+    pub images: String,
+}
+
+pub(super) struct Unschedulable {
+    pub pod: String,
+    /// The FailedScheduling event's message.
+    pub message: String,
+    /// `(key, value)` of a taint the scheduler says the pod does not tolerate.
+    pub taint: Option<(String, String)>,
+}
+
+pub(super) struct ContainerFacts {
+    pub name: String,
+    /// Resource name → quantity, e.g. `memory` → `256Mi`.
+    pub limits: BTreeMap<String, String>,
+}
+
+#[derive(Default)]
+pub(super) struct NodeFacts {
+    pub name: String,
+    /// Status of the `Ready` condition (`Unknown` without one).
+    pub ready: String,
+    /// Conditions other than Ready that are `True` (MemoryPressure, DiskPressure, …).
+    pub pressure: Vec<String>,
+    /// A Ready condition says anything but `True`.
+    pub not_ready: bool,
+    pub taints: Vec<TaintFacts>,
+}
+
+pub(super) struct TaintFacts {
+    pub key: String,
+    pub effect: String,
+}
+
+#[derive(Default)]
+pub(super) struct ServiceFacts {
+    pub name: String,
+    pub selector: BTreeMap<String, String>,
+}
+
+pub(super) struct LabelledPod {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Default)]
+pub(super) struct ClaimFacts {
+    pub name: String,
+    /// Its capacity, or its request while unbound; empty when unknown.
+    pub capacity: String,
+    pub class: String,
+    /// Whether its StorageClass allows expansion, if the class was read.
+    pub expandable: Option<bool>,
+}
+
+static ERROR_WORDS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)(panic|fatal|error|exception|failed|refused|cannot|missing)").ok()
+});
+
+// 1.20: "0/3 nodes are available: 3 node(s) had taint {dedicated: gpu}, that the pod didn't tolerate."
+static UNTOLERATED_TAINT: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"had taint \{([^:}]+):\s*([^}]*)\}").ok());
+
+impl Facts {
+    pub fn derive(ev: &Evidence) -> Self {
+        let pods: Vec<PodFacts> = ev.pods.iter().map(|p| PodFacts::of(p, ev)).collect();
+        let root_name = ev.root.as_ref().map(|r| r.name.clone()).unwrap_or_default();
+        let object = ev.root.as_ref().map(|r| &r.object);
+        let template: &[Container] = match object {
+            Some(RootObject::Template(t)) => {
+                t.spec.as_ref().map_or(&[], |s| s.containers.as_slice())
+            }
+            _ => &[],
+        };
+        let own: &[Container] = match object {
+            Some(RootObject::Pod(p)) => p.spec.as_ref().map_or(&[], |s| s.containers.as_slice()),
+            _ => &[],
+        };
+        let containers = if template.is_empty() { own } else { template };
+        let first_error_line = pods
+            .iter()
+            .find(|p| p.failing)
+            .and_then(|p| ev.logs.iter().find(|(k, _)| k.pod == p.name))
+            .and_then(|(_, log)| error_line(log));
+        Self {
+            subject: ev.subject.clone(),
+            target: ev.context.as_ref().map(|c| c.root_owner.clone()),
+            alert: AlertFacts {
+                name: ev.alert.name.to_ascii_lowercase(),
+                proactive: ev.alert.proactive,
+                container: ev.alert.container.clone(),
+            },
+            rollout: rollout_regression(ev, &pods),
+            unschedulable: unschedulable(&pods),
+            first_error_line,
+            containers: containers.iter().map(ContainerFacts::of).collect(),
+            template_container: template.first().map(|c| c.name.clone()),
+            memory_peaks: memory_peaks(ev),
+            memory_quota: ev
+                .context
+                .as_ref()
+                .and_then(|c| c.detected_labels.quota_details.get("limits.memory"))
+                .cloned(),
+            node: match object {
+                Some(RootObject::Node(n)) => NodeFacts::of(n),
+                _ => NodeFacts {
+                    name: root_name.clone(),
+                    ready: "Unknown".into(),
+                    ..Default::default()
+                },
+            },
+            nodes: ev.nodes.iter().map(NodeFacts::of).collect(),
+            service: ServiceFacts {
+                name: root_name.clone(),
+                selector: match object {
+                    Some(RootObject::Service(s)) => s
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.selector.clone())
+                        .unwrap_or_default(),
+                    _ => BTreeMap::new(),
+                },
+            },
+            namespace_pods: ev
+                .namespace_pods
+                .iter()
+                .map(|p| LabelledPod {
+                    name: p.metadata.name.clone().unwrap_or_default(),
+                    labels: p.metadata.labels.clone().unwrap_or_default(),
+                })
+                .collect(),
+            claim: match object {
+                Some(RootObject::Claim(c)) => ClaimFacts::of(c, root_name, ev),
+                _ => ClaimFacts {
+                    name: root_name,
+                    ..Default::default()
+                },
+            },
+            pods,
+        }
+    }
+
+    /// The target's kind (empty when there is none).
+    pub fn kind(&self) -> &str {
+        self.target.as_ref().map_or("", |t| t.kind.as_str())
+    }
+
+    /// How summaries name the target.
+    pub fn target_text(&self) -> String {
+        self.target
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    }
+
+    pub fn failing_pods(&self) -> impl Iterator<Item = &PodFacts> {
+        self.pods.iter().filter(|p| p.failing)
+    }
+
+    pub fn first_failing(&self) -> Option<&PodFacts> {
+        self.failing_pods().next()
+    }
+
+    /// The Warning events of the failing pods.
+    pub fn failing_warnings(&self) -> impl Iterator<Item = &Warning> {
+        self.failing_pods().flat_map(|p| &p.warnings)
+    }
+
+    /// The failing pods, one line each.
+    pub fn failure_descriptions(&self) -> Vec<String> {
+        self.failing_pods().map(|p| p.description.clone()).collect()
+    }
+
+    /// A container's limit of `resource` (`memory`, `cpu`) on the root.
+    pub fn limit(&self, container: &str, resource: &str) -> Option<String> {
+        self.containers
+            .iter()
+            .find(|c| c.name == container)
+            .and_then(|c| c.limits.get(resource))
+            .cloned()
+    }
+}
+
+impl PodFacts {
+    fn of(p: &ObservedPod, ev: &Evidence) -> Self {
+        let name = p.name().to_owned();
+        let termination = last_termination(p);
+        let waiting = waiting_reason(p);
+        let restarts = p
+            .containers()
+            .iter()
+            .map(|c| i64::from(c.restart_count))
+            .sum();
+        let meta = &p.pod.metadata;
+        let started = p
+            .pod
+            .status
+            .as_ref()
+            .and_then(|s| s.start_time.as_ref())
+            .or(meta.creation_timestamp.as_ref());
+        Self {
+            status: p.status.clone(),
+            phase: p.phase().map(str::to_owned),
+            failing: p.failing(),
+            healthy: p.healthy(),
+            description: describe(
+                &name,
+                &p.status,
+                termination.as_ref(),
+                restarts,
+                waiting.as_ref(),
+            ),
+            last_exit_age: p
+                .containers()
+                .iter()
+                .filter_map(|c| {
+                    c.last_state
+                        .as_ref()?
+                        .terminated
+                        .as_ref()?
+                        .finished_at
+                        .as_ref()
+                })
+                .filter_map(|t| age(t, ev.now))
+                .min(),
+            deleting_for: meta
+                .deletion_timestamp
+                .as_ref()
+                .and_then(|t| age(t, ev.now)),
+            finalizers: meta.finalizers.clone().unwrap_or_default(),
+            starting_for: started.and_then(|t| age(t, ev.now)),
+            warnings: ev
+                .events
+                .iter()
+                .filter(|e| e.warning && e.object.as_deref() == Some(name.as_str()))
+                .map(|e| Warning {
+                    reason: e.reason.clone(),
+                    message: e.message.clone(),
+                    age: e.at.map(|t| ev.now - t),
+                })
+                .collect(),
+            termination,
+            waiting,
+            name,
+        }
+    }
+}
+
+impl ContainerFacts {
+    fn of(c: &Container) -> Self {
+        Self {
+            name: c.name.clone(),
+            limits: c
+                .resources
+                .as_ref()
+                .and_then(|r| r.limits.as_ref())
+                .map(|l| l.iter().map(|(k, q)| (k.clone(), q.0.clone())).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+impl NodeFacts {
+    fn of(node: &Node) -> Self {
+        let conditions = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[]);
+        Self {
+            name: node.metadata.name.clone().unwrap_or_default(),
+            ready: conditions
+                .iter()
+                .find(|c| c.type_ == "Ready")
+                .map_or("Unknown", |c| c.status.as_str())
+                .to_owned(),
+            pressure: conditions
+                .iter()
+                .filter(|c| c.type_ != "Ready" && c.status == "True")
+                .map(|c| c.type_.clone())
+                .collect(),
+            not_ready: conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status != "True"),
+            taints: node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_deref())
+                .unwrap_or(&[])
+                .iter()
+                .map(|t| TaintFacts {
+                    key: t.key.clone(),
+                    effect: t.effect.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl ClaimFacts {
+    fn of(pvc: &PersistentVolumeClaim, name: String, ev: &Evidence) -> Self {
+        let capacity = pvc
+            .status
+            .as_ref()
+            .and_then(|s| s.capacity.as_ref()?.get("storage"))
+            .or_else(|| {
+                pvc.spec
+                    .as_ref()?
+                    .resources
+                    .as_ref()?
+                    .requests
+                    .as_ref()?
+                    .get("storage")
+            })
+            .map(|q| q.0.clone())
+            .unwrap_or_default();
+        Self {
+            name,
+            capacity,
+            class: pvc
+                .spec
+                .as_ref()
+                .and_then(|s| s.storage_class_name.clone())
+                .unwrap_or_default(),
+            expandable: ev
+                .storage_class
+                .as_ref()
+                .and_then(|sc| sc.allow_volume_expansion),
+        }
+    }
+}
+
+/// How long ago `t` was.
+fn age(t: &Time, now: DateTime<Utc>) -> Option<Duration> {
+    let at = DateTime::from_timestamp(t.0.as_second(), 0)?
+        + Duration::nanoseconds(t.0.subsec_nanosecond().into());
+    Some(now - at)
+}
+
+/// The first container with a terminated state, last or current: (container, reason, exit code).
+fn last_termination(p: &ObservedPod) -> Option<Termination> {
+    p.containers().iter().find_map(|c| {
+        let t = terminated(c.last_state.as_ref()).or_else(|| terminated(c.state.as_ref()))?;
+        Some(Termination {
+            container: c.name.clone(),
+            reason: t.reason.clone().unwrap_or_else(|| "Error".into()),
+            exit_code: t.exit_code.into(),
+        })
+    })
+}
+
+fn terminated(s: Option<&ContainerState>) -> Option<&ContainerStateTerminated> {
+    s?.terminated.as_ref()
+}
+
+fn waiting_reason(p: &ObservedPod) -> Option<Waiting> {
+    p.containers().iter().find_map(|c| {
+        let w = c.state.as_ref()?.waiting.as_ref()?;
+        Some(Waiting {
+            reason: w.reason.clone()?,
+            message: w.message.clone().unwrap_or_default(),
+        })
+    })
+}
+
+fn describe(
+    name: &str,
+    status: &str,
+    termination: Option<&Termination>,
+    restarts: i64,
+    waiting: Option<&Waiting>,
+) -> String {
+    let mut s = format!("pod {name} is {status}");
+    if let Some(t) = termination {
+        s.push_str(&format!(
+            " (container {} last terminated: {}, exit code {}, {restarts} restarts)",
+            t.container, t.reason, t.exit_code
+        ));
+    } else if let Some(w) = waiting
+        && !w.message.is_empty()
+    {
+        s.push_str(&format!(
+            " ({}: {})",
+            w.reason,
+            w.message.chars().take(160).collect::<String>()
+        ));
+    }
+    s
+}
+
+fn revision(rs: &ReplicaSet) -> i64 {
+    rs.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+fn images(rs: &ReplicaSet) -> String {
+    rs.spec
+        .as_ref()
+        .and_then(|s| s.template.as_ref()?.spec.as_ref())
+        .map(|s| {
+            s.containers
+                .iter()
+                .filter_map(|c| c.image.as_deref())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+fn owned_by(p: &ObservedPod, owner: &str) -> bool {
+    p.pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.name == owner)
+}
+
+/// The current and the previous ReplicaSet of a Deployment, if the current one is a recent
+/// rollout whose pods all fail while the previous one's pods ran.
+fn rollout_regression(ev: &Evidence, pods: &[PodFacts]) -> Option<Rollout> {
+    if ev.root.as_ref()?.kind != "Deployment" {
+        return None;
+    }
+    let mut rs: Vec<&ReplicaSet> = ev.replicasets.iter().collect();
+    rs.sort_by_key(|r| std::cmp::Reverse(revision(r)));
+    let current = *rs.first()?;
+    let previous = *rs.get(1)?;
+    let age = current
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| age(t, ev.now))
+        .filter(|a| *a < Duration::hours(ROLLOUT_WINDOW_HOURS))?;
+    let name = |rs: &ReplicaSet| rs.metadata.name.clone().unwrap_or_default();
+    let (current_name, previous_name) = (name(current), name(previous));
+    let new_pods: Vec<(&ObservedPod, &PodFacts)> = ev
+        .pods
+        .iter()
+        .zip(pods)
+        .filter(|(p, _)| owned_by(p, &current_name))
+        .collect();
+    let new_failing = !new_pods.is_empty() && new_pods.iter().all(|(_, f)| f.failing);
+    let old_healthy = ready_replicas(previous) > 0
+        || ev
+            .pods
+            .iter()
+            .zip(pods)
+            .any(|(p, f)| owned_by(p, &previous_name) && f.healthy);
+    if !(new_failing && old_healthy) {
+        return None;
+    }
+    Some(Rollout {
+        current: Revision {
+            number: revision(current),
+            images: images(current),
+        },
+        previous: Revision {
+            number: revision(previous),
+            images: images(previous),
+        },
+        age_minutes: age.num_minutes(),
+        new_pods: new_pods
+            .iter()
+            .map(|(_, f)| f.description.clone())
+            .collect(),
+    })
+}
+
+fn ready_replicas(rs: &ReplicaSet) -> i32 {
+    rs.status
+        .as_ref()
+        .and_then(|s| s.ready_replicas)
+        .unwrap_or(0)
+}
+
+/// The first Pending pod and its first FailedScheduling message.
+fn unschedulable(pods: &[PodFacts]) -> Option<Unschedulable> {
+    let p = pods
+        .iter()
+        .find(|p| p.phase.as_deref() == Some("Pending") && p.status == "Pending")?;
+    let message = p
+        .warnings
+        .iter()
+        .find(|w| w.reason == "FailedScheduling")?
+        .message
+        .clone();
+    let taint = UNTOLERATED_TAINT
+        .as_ref()
+        .and_then(|re| re.captures(&message))
+        .and_then(|c| {
+            let part = |i| c.get(i).map(|m| m.as_str().trim().to_owned());
+            Some((part(1)?, part(2)?))
+        });
+    Some(Unschedulable {
+        pod: p.name.clone(),
+        message,
+        taint,
+    })
+}
+
+/// Peak memory per container over the metrics of the root's pods.
+fn memory_peaks(ev: &Evidence) -> BTreeMap<String, u128> {
+    let mut peaks = BTreeMap::new();
+    for usage in ev.metrics.iter().flatten() {
+        if !ev.pods.iter().any(|p| p.name() == usage.name) {
+            continue;
+        }
+        for c in &usage.containers {
+            let (Some(name), Some(bytes)) = (
+                &c.name,
+                c.memory.as_deref().and_then(quantity::memory_bytes),
+            ) else {
+                continue;
+            };
+            let peak = peaks.entry(name.clone()).or_insert(bytes);
+            *peak = (*peak).max(bytes);
+        }
+    }
+    peaks
+}
+
+/// A line of a log that looks like the error (never an instruction; quoted as evidence only).
+fn error_line(log: &str) -> Option<String> {
+    let re = ERROR_WORDS.as_ref()?;
+    let line = log.lines().rev().find(|l| re.is_match(l))?.trim();
+    Some(line.chars().take(160).collect())
+}

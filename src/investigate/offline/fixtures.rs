@@ -1,0 +1,225 @@
+//! Test fixtures: incidents built the way the API server would report them, then gathered
+//! through the same parsing as a real investigation.
+//!
+//! `Incident::deployment("api").memory_limit("256Mi").with(pod("api-1").oom_killed())` is a
+//! Deployment whose one pod is killed for memory; `.diagnosis()` runs facts and rules on it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+
+use super::evidence::{Alert, EventRecord, Evidence, LogKey, ObservedPod, Root};
+use super::facts::Facts;
+use super::rules::{self, Diagnosis};
+use crate::cluster::context::ResourceContext;
+use crate::domain::{DetectedLabels, QuotaUsage, Target};
+
+const NAMESPACE: &str = "shop";
+
+fn now() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_767_268_800, 0).unwrap_or_default()
+}
+
+/// `minutes` before the investigation, as the API server writes times.
+fn ago(minutes: i64) -> String {
+    (now() - Duration::minutes(minutes)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// A pod, running and ready unless told otherwise.
+pub(super) fn pod(name: &str) -> PodFixture {
+    PodFixture(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "creationTimestamp": ago(60)},
+        "spec": {"containers": [{"name": "app", "image": "shop/app:1.0"}]},
+        "status": {
+            "phase": "Running", "startTime": ago(60),
+            "containerStatuses": [{
+                "name": "app", "image": "shop/app:1.0", "imageID": "", "ready": true,
+                "restartCount": 0, "state": {"running": {"startedAt": ago(60)}},
+            }],
+        },
+    }))
+}
+
+pub(super) struct PodFixture(Value);
+
+impl PodFixture {
+    fn container(&mut self) -> &mut Value {
+        &mut self.0["status"]["containerStatuses"][0]
+    }
+
+    /// Exits with `reason` and `exit_code` a few minutes ago, and is backing off.
+    pub fn crash_looping(mut self, reason: &str, exit_code: i64) -> Self {
+        let c = self.container();
+        c["ready"] = json!(false);
+        c["restartCount"] = json!(4);
+        c["state"] = json!({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}});
+        c["lastState"] = json!({"terminated": {
+            "reason": reason, "exitCode": exit_code, "startedAt": ago(4), "finishedAt": ago(3),
+        }});
+        self
+    }
+
+    pub fn oom_killed(self) -> Self {
+        self.crash_looping("OOMKilled", 137)
+    }
+
+    /// Waits to start, for `reason`.
+    pub fn waiting(mut self, reason: &str, message: &str) -> Self {
+        let c = self.container();
+        c["ready"] = json!(false);
+        c["state"] = json!({"waiting": {"reason": reason, "message": message}});
+        self
+    }
+
+    /// Not scheduled on any node.
+    pub fn pending(mut self) -> Self {
+        self.0["status"] = json!({"phase": "Pending"});
+        self
+    }
+
+    /// Deletion asked `minutes` ago, held by `finalizer`.
+    pub fn terminating_for(mut self, minutes: i64, finalizer: &str) -> Self {
+        self.0["metadata"]["deletionTimestamp"] = json!(ago(minutes));
+        self.0["metadata"]["finalizers"] = json!([finalizer]);
+        self
+    }
+
+    /// Created by the ReplicaSet `rs`.
+    pub fn owned_by(mut self, rs: &str) -> Self {
+        self.0["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs}]);
+        self
+    }
+}
+
+/// One incident: a Deployment in namespace `shop` and what was gathered about it.
+pub(super) struct Incident {
+    ev: Evidence,
+    deployment: Value,
+}
+
+impl Incident {
+    pub fn deployment(name: &str) -> Self {
+        let target = Target::new("Deployment", name, Some(NAMESPACE.into()));
+        let deployment = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "shop/app:1.0"}]}}},
+        });
+        let ev = Evidence {
+            now: now(),
+            alert: Alert {
+                name: "KubePodCrashLooping".into(),
+                proactive: false,
+                container: None,
+            },
+            subject: target.clone(),
+            context: Some(Arc::new(ResourceContext {
+                target: target.clone(),
+                owner_chain: vec![],
+                root_owner: target,
+                root_api_version: "apps/v1".into(),
+                spec_hash: None,
+                detected_labels: DetectedLabels::default(),
+                warnings: vec![],
+            })),
+            root: Some(Root::read(&deployment)),
+            pods: vec![],
+            events: vec![],
+            replicasets: vec![],
+            namespace_pods: vec![],
+            logs: HashMap::new(),
+            metrics: None,
+            nodes: vec![],
+            storage_class: None,
+        };
+        Self { ev, deployment }
+    }
+
+    /// The container's memory limit in the pod template.
+    pub fn memory_limit(mut self, limit: &str) -> Self {
+        self.deployment["spec"]["template"]["spec"]["containers"][0]["resources"] =
+            json!({"limits": {"memory": limit}});
+        self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
+    /// The namespace's `limits.memory` quota: `used` of `hard`.
+    pub fn memory_quota(mut self, used: &str, hard: &str) -> Self {
+        if let Some(ctx) = self.ev.context.as_mut().map(Arc::make_mut) {
+            ctx.detected_labels.quota_details.insert(
+                "limits.memory".into(),
+                QuotaUsage {
+                    hard: hard.into(),
+                    used: used.into(),
+                },
+            );
+        }
+        self
+    }
+
+    pub fn with(self, pod: PodFixture) -> Self {
+        self.with_raw_pod(pod.0)
+    }
+
+    /// A pod exactly as the API server (or something pretending to be one) sent it.
+    pub fn with_raw_pod(mut self, raw: Value) -> Self {
+        self.ev.pods.extend(ObservedPod::parse(raw));
+        self
+    }
+
+    /// A Warning event about `object`, `minutes` ago.
+    pub fn warning(mut self, object: &str, reason: &str, message: &str, minutes: i64) -> Self {
+        self.ev.events.push(EventRecord::read(&json!({
+            "type": "Warning", "reason": reason, "message": message,
+            "involvedObject": {"kind": "Pod", "name": object}, "lastTimestamp": ago(minutes),
+        })));
+        self
+    }
+
+    /// The previous log of a pod's container.
+    pub fn log(mut self, pod: &str, text: &str) -> Self {
+        let key = LogKey {
+            pod: pod.into(),
+            container: "app".into(),
+            previous: true,
+        };
+        self.ev.logs.insert(key, text.into());
+        self
+    }
+
+    /// Revision 2 (`image`) rolled out `minutes` ago over a revision 1 that had ready pods.
+    /// Its ReplicaSets are `<deployment>-1` and `<deployment>-2`.
+    pub fn rolled_out(mut self, image: &str, minutes: i64) -> Self {
+        let name = self.ev.subject.name.clone();
+        let rs = |revision: i64, image: &str, created: String, ready: i64| {
+            serde_json::from_value(json!({
+                "apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {
+                    "name": format!("{name}-{revision}"), "namespace": NAMESPACE,
+                    "creationTimestamp": created,
+                    "annotations": {"deployment.kubernetes.io/revision": revision.to_string()},
+                },
+                "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "app", "image": image}]}}},
+                "status": {"replicas": ready, "readyReplicas": ready},
+            }))
+            .ok()
+        };
+        self.ev
+            .replicasets
+            .extend(rs(1, "shop/app:1.0", ago(7 * 24 * 60), 2));
+        self.ev.replicasets.extend(rs(2, image, ago(minutes), 0));
+        self
+    }
+
+    pub fn facts(&self) -> Facts {
+        Facts::derive(&self.ev)
+    }
+
+    pub fn diagnosis(&self) -> Diagnosis {
+        rules::diagnose(&self.facts())
+    }
+}
