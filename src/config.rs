@@ -17,6 +17,7 @@ use serde::Deserialize;
 use crate::cluster::tools::ToolLimits;
 use crate::cluster::{ClusterSettings, ReadPolicy};
 use crate::enrich::EnrichSettings;
+use crate::execute::{ExecuteSettings, Guardrails};
 use crate::gate::{DEFAULT_CONFIDENCE_THRESHOLD, GateSettings};
 use crate::investigate::{InvestigateSettings, LlmInvestigatorSettings};
 use crate::llm::{OpenAiSettings, Provider};
@@ -24,6 +25,7 @@ use crate::policy::PolicySettings;
 use crate::secret::{Secret, redact_url};
 use crate::store::DatabaseUrl;
 use crate::telemetry::LogFormat;
+use crate::verify::VerifySettings;
 use crate::web::WebhookAuth;
 
 #[derive(Debug, thiserror::Error)]
@@ -137,6 +139,65 @@ pub struct DaemonArgs {
 
     #[command(flatten)]
     pub gate: GateArgs,
+
+    #[command(flatten)]
+    pub execute: ExecuteArgs,
+}
+
+/// Execution, verification and the guardrails around them.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ExecuteArgs {
+    /// Send every change with `dryRun=All` and create no Jobs: requests record exactly what
+    /// would have run, and nothing changes.
+    #[arg(long, env = "KUBEMEDIC_DRY_RUN")]
+    pub dry_run: bool,
+
+    /// Seconds a remediated target is left to settle before it is assessed [default: 300].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_VERIFICATION_WINDOW_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub verification_window_seconds: Option<u64>,
+
+    /// Effectiveness score (0..1) at or above which a remediation helped [default: 0.7].
+    #[arg(long, env = "KUBEMEDIC_EFFECTIVENESS_THRESHOLD", value_name = "0..1")]
+    pub effectiveness_threshold: Option<f64>,
+
+    /// Executions running at once in the cluster [default: 10].
+    #[arg(long, env = "KUBEMEDIC_MAX_CONCURRENT_EXECUTIONS", value_name = "N")]
+    pub max_concurrent_executions: Option<usize>,
+
+    /// Executions running at once in one namespace [default: 3].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_MAX_CONCURRENT_EXECUTIONS_PER_NAMESPACE",
+        value_name = "N"
+    )]
+    pub max_concurrent_executions_per_namespace: Option<usize>,
+
+    /// Consecutive ineffective remediations of a target that block the next one
+    /// (IneffectiveChain); 0 turns the guardrail off [default: 3].
+    #[arg(long, env = "KUBEMEDIC_INEFFECTIVE_CHAIN_THRESHOLD", value_name = "N")]
+    pub ineffective_chain_threshold: Option<usize>,
+
+    /// Remediations of a target within the lookback window that block the next one
+    /// (RecurrenceCap); 0 turns it off [default: 5].
+    #[arg(long, env = "KUBEMEDIC_RECURRENCE_THRESHOLD", value_name = "N")]
+    pub recurrence_threshold: Option<usize>,
+
+    /// The guardrails' lookback window in seconds [default: 14400].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_GUARDRAIL_LOOKBACK_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub guardrail_lookback_seconds: Option<u64>,
+
+    /// Seconds before the same workflow may run on the same target again
+    /// (RecentlyRemediated) [default: 300].
+    #[arg(long, env = "KUBEMEDIC_COOLDOWN_SECONDS", value_name = "SECONDS")]
+    pub cooldown_seconds: Option<u64>,
 }
 
 /// The approval gate and the enrichment that feeds it.
@@ -473,6 +534,15 @@ struct FileSettings {
     workers: Option<usize>,
     lease_seconds: Option<u64>,
     max_wait_seconds: Option<u64>,
+    dry_run: Option<bool>,
+    verification_window_seconds: Option<u64>,
+    effectiveness_threshold: Option<f64>,
+    max_concurrent_executions: Option<usize>,
+    max_concurrent_executions_per_namespace: Option<usize>,
+    ineffective_chain_threshold: Option<usize>,
+    recurrence_threshold: Option<usize>,
+    guardrail_lookback_seconds: Option<u64>,
+    cooldown_seconds: Option<u64>,
     log_format: Option<LogFormat>,
     log_level: Option<String>,
     kubeconfig: Option<PathBuf>,
@@ -575,6 +645,98 @@ fn merge_cluster(args: &ClusterArgs, file: Option<&FileSettings>) -> Result<Clus
             ..Default::default()
         },
     })
+}
+
+/// Execution and verification settings from [`ExecuteArgs`] over the file.
+fn merge_execute(a: &ExecuteArgs, f: &FileSettings) -> Result<(ExecuteSettings, VerifySettings)> {
+    let window = a
+        .verification_window_seconds
+        .or(f.verification_window_seconds)
+        .unwrap_or(300);
+    if window > 86_400 {
+        return Err(invalid(
+            "--verification-window-seconds",
+            "KUBEMEDIC_VERIFICATION_WINDOW_SECONDS",
+            "verification-window-seconds",
+            format!("{window} is outside 0..=86400"),
+        ));
+    }
+    let threshold = a
+        .effectiveness_threshold
+        .or(f.effectiveness_threshold)
+        .unwrap_or(0.7);
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(invalid(
+            "--effectiveness-threshold",
+            "KUBEMEDIC_EFFECTIVENESS_THRESHOLD",
+            "effectiveness-threshold",
+            format!("{threshold} is outside 0..=1"),
+        ));
+    }
+    let positive = |v: usize, flag, env, key| {
+        if v == 0 {
+            Err(invalid(flag, env, key, "must be at least 1".into()))
+        } else {
+            Ok(v)
+        }
+    };
+    let max_concurrent = positive(
+        a.max_concurrent_executions
+            .or(f.max_concurrent_executions)
+            .unwrap_or(10),
+        "--max-concurrent-executions",
+        "KUBEMEDIC_MAX_CONCURRENT_EXECUTIONS",
+        "max-concurrent-executions",
+    )?;
+    let per_namespace = positive(
+        a.max_concurrent_executions_per_namespace
+            .or(f.max_concurrent_executions_per_namespace)
+            .unwrap_or(3),
+        "--max-concurrent-executions-per-namespace",
+        "KUBEMEDIC_MAX_CONCURRENT_EXECUTIONS_PER_NAMESPACE",
+        "max-concurrent-executions-per-namespace",
+    )?;
+    let defaults = Guardrails::default();
+    let lookback = a
+        .guardrail_lookback_seconds
+        .or(f.guardrail_lookback_seconds)
+        .unwrap_or(14_400);
+    if !(60..=7 * 86_400).contains(&lookback) {
+        return Err(invalid(
+            "--guardrail-lookback-seconds",
+            "KUBEMEDIC_GUARDRAIL_LOOKBACK_SECONDS",
+            "guardrail-lookback-seconds",
+            format!("{lookback} is outside 60..=604800"),
+        ));
+    }
+    let cooldown = a.cooldown_seconds.or(f.cooldown_seconds).unwrap_or(300);
+    let guardrails = Guardrails {
+        ineffective_chain: a
+            .ineffective_chain_threshold
+            .or(f.ineffective_chain_threshold)
+            .unwrap_or(defaults.ineffective_chain),
+        recurrence: a
+            .recurrence_threshold
+            .or(f.recurrence_threshold)
+            .unwrap_or(defaults.recurrence),
+        lookback: chrono::Duration::seconds(lookback as i64),
+        cooldown: chrono::Duration::seconds(cooldown.min(86_400) as i64),
+        effectiveness_threshold: threshold,
+        ..defaults
+    };
+    Ok((
+        ExecuteSettings {
+            dry_run: a.dry_run || f.dry_run.unwrap_or(false),
+            max_concurrent,
+            max_concurrent_per_namespace: per_namespace,
+            guardrails,
+            ..ExecuteSettings::default()
+        },
+        VerifySettings {
+            window: chrono::Duration::seconds(window as i64),
+            effectiveness_threshold: threshold,
+        },
+    ))
 }
 
 /// The policy, gate and enrichment settings of [`GateArgs`].
@@ -685,6 +847,8 @@ pub struct Settings {
     pub policy: PolicySettings,
     pub gate: GateSettings,
     pub enrich: EnrichSettings,
+    pub execute: ExecuteSettings,
+    pub verify: VerifySettings,
 }
 
 fn invalid(
@@ -715,6 +879,7 @@ impl Settings {
             gate,
             enrich,
         } = merge_gate(&args.gate, Some(&file))?;
+        let (execute, verify) = merge_execute(&args.execute, &file)?;
         let listen_raw = args
             .listen
             .clone()
@@ -832,6 +997,8 @@ impl Settings {
             policy,
             gate,
             enrich,
+            execute,
+            verify,
         })
     }
 

@@ -16,9 +16,11 @@ use crate::clock::{Clock, SystemClock};
 use crate::cluster::{ClusterReader, KubeCluster};
 use crate::config::{GateParts, Settings};
 use crate::domain::Stage;
+use crate::domain::{HistoryRecord, Target};
 use crate::enrich::{EnrichSettings, EnrichmentStage};
+use crate::execute::ExecutionStage;
 use crate::gate::{GateSettings, GateStage};
-use crate::history::InMemoryHistory;
+use crate::history::{HistoryError, RemediationHistory};
 use crate::ingest::IngestQueue;
 use crate::investigate::{InvestigationStage, SelectionStage};
 use crate::llm::LlmStatus;
@@ -28,6 +30,7 @@ use crate::policy::{PolicyDependency, RELOAD_INTERVAL, RegoGate};
 use crate::readiness::{Dependency, DependencyStatus};
 use crate::store::{self, Store, StoreError};
 use crate::telemetry::Metrics;
+use crate::verify::VerificationStage;
 use crate::web::{self, AppState};
 
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +83,43 @@ impl Running {
             Ok(Err(e)) => Err(DaemonError::Serve(e)),
             Err(e) => Err(DaemonError::Serve(std::io::Error::other(e.to_string()))),
         }
+    }
+}
+
+/// `kubemedic serve`: open the store, assemble the components on it, bind the listener and
+/// start serving and working.
+pub async fn serve(
+    settings: &Settings,
+    shutdown: CancellationToken,
+) -> Result<Running, DaemonError> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let store = store::open(&settings.database, clock.clone()).await?;
+    info!(database = %settings.database.redacted(), "store ready");
+    let components = serve_components(settings, store.clone()).await;
+    let listener =
+        TcpListener::bind(settings.listen)
+            .await
+            .map_err(|source| DaemonError::Bind {
+                addr: settings.listen,
+                source,
+            })?;
+    start_on(settings, components, shutdown, store, clock, listener).await
+}
+
+/// Remediation history from the store: what verification recorded, for the investigation.
+pub struct StoreHistory(pub Arc<dyn Store>);
+
+#[async_trait::async_trait]
+impl RemediationHistory for StoreHistory {
+    async fn records(
+        &self,
+        target: &Target,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<HistoryRecord>, HistoryError> {
+        self.0
+            .history(&target.fingerprint(), now - chrono::Duration::days(90))
+            .await
+            .map_err(|e| HistoryError(e.to_string()))
     }
 }
 
@@ -218,8 +258,8 @@ impl Dependency for ClusterDependency {
 
 /// The components `serve` runs with: the real cluster (if a kubeconfig or in-cluster config
 /// can be found — never a simulated one), the approval policy (reloaded when its files change)
-/// and the stages built so far.
-pub async fn serve_components(settings: &Settings) -> Components {
+/// and every stage, on `store` (execution locks, intents and history live there).
+pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Components {
     let metrics = Arc::new(Metrics::new());
     let mut components = Components {
         metrics: Some(metrics.clone()),
@@ -260,13 +300,27 @@ pub async fn serve_components(settings: &Settings) -> Components {
             components
                 .dependencies
                 .push(Arc::new(ClusterDependency::connected(cluster.clone())));
-            let (stages, investigator) =
-                investigation_stages(settings, cluster, Arc::new(SystemClock), Some(metrics));
+            let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+            let history = Arc::new(StoreHistory(store.clone()));
+            let (stages, investigator) = investigation_stages(
+                settings,
+                cluster.clone(),
+                clock.clone(),
+                history,
+                Some(metrics),
+            );
             components.stages.extend(stages);
             components.dependencies.push(investigator);
             components
                 .stages
                 .push(gate_stage(gate.clone(), &settings.gate));
+            components.stages.extend(execution_stages(
+                settings,
+                cluster.clone(),
+                cluster,
+                store,
+                clock,
+            ));
         }
         Err(e) => {
             warn!(error = %e, "no Kubernetes configuration; requests will wait for a cluster");
@@ -285,10 +339,9 @@ pub fn investigation_stages(
     settings: &Settings,
     reader: Arc<dyn ClusterReader>,
     clock: Arc<dyn Clock>,
+    history: Arc<dyn RemediationHistory>,
     metrics: Option<Arc<Metrics>>,
 ) -> (Vec<Arc<dyn Stage>>, Arc<dyn Dependency>) {
-    // Durable remediation history arrives with execution; until then it starts empty.
-    let history = Arc::new(InMemoryHistory::default());
     match crate::investigate::build(
         &settings.investigate,
         reader,
@@ -335,6 +388,44 @@ impl Dependency for InvestigatorDependency {
         };
         DependencyStatus { ok, detail }
     }
+}
+
+/// The Executing and Verifying stages on a cluster. A catalog that does not load leaves them
+/// out (requests then end in review, "execution not available"), logged.
+pub fn execution_stages(
+    settings: &Settings,
+    reader: Arc<dyn ClusterReader>,
+    writer: Arc<dyn crate::cluster::ClusterWriter>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> Vec<Arc<dyn Stage>> {
+    let catalog =
+        match crate::investigate::load_catalog(settings.investigate.catalog_dir.as_deref()) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                tracing::error!(error = %e, "execution not available: the catalog does not load");
+                return vec![];
+            }
+        };
+    if settings.execute.dry_run {
+        warn!("dry run: changes go to the API server with dryRun=All; nothing is changed");
+    }
+    vec![
+        Arc::new(ExecutionStage::new(
+            reader.clone(),
+            writer,
+            store.clone(),
+            catalog,
+            clock.clone(),
+            settings.execute.clone(),
+        )),
+        Arc::new(VerificationStage::new(
+            reader,
+            store,
+            clock,
+            settings.verify.clone(),
+        )),
+    ]
 }
 
 /// The Enriching stage: namespace labels and the enrichment policy.

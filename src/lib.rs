@@ -10,7 +10,8 @@
 //! config               flags + env + file → each module's own Settings type; read only by
 //!                      cli, demo and daemon
 //! web, pipeline        HTTP (the only axum code); the durable worker driving the Stage trait
-//! stages               ingest, enrich, investigate, gate — never importing each other
+//! stages               ingest, enrich, investigate, gate, execute, verify — never
+//!                      importing each other
 //! store, cluster, llm, catalog, history, policy
 //!                      the outside world behind traits, and the Rego engine
 //! telemetry, readiness, secret, clock
@@ -35,9 +36,11 @@ pub mod web;
 
 // Stages.
 pub mod enrich;
+pub mod execute;
 pub mod gate;
 pub mod ingest;
 pub mod investigate;
+pub mod verify;
 
 // What the stages stand on.
 pub mod catalog;

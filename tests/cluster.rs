@@ -1398,22 +1398,7 @@ async fn an_unreachable_cluster_is_reported_not_fatal() {
     assert!(!r.ok && r.text.contains("cannot be reached"), "{}", r.text);
 
     // The daemon reports it on /readyz and keeps accepting alerts.
-    let d = common::TestDaemon::start_with(
-        |a| a.cluster.kubeconfig = Some(cfg.clone()),
-        kubemedic::daemon::serve_components(
-            &kubemedic::config::Settings::load(&kubemedic::config::DaemonArgs {
-                cluster: kubemedic::config::ClusterArgs {
-                    kubeconfig: Some(cfg.clone()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            })
-            .unwrap(),
-        )
-        .await,
-        None,
-    )
-    .await;
+    let d = common::TestDaemon::serving(|a| a.cluster.kubeconfig = Some(cfg.clone())).await;
     let ready: Value = d
         .client
         .get(d.url("/readyz"))
@@ -1441,20 +1426,7 @@ async fn an_unreachable_cluster_is_reported_not_fatal() {
 
     // And a reachable one.
     let good = common::kube::kubeconfig("KUBEMEDIC_TEST_KUBECONFIG").unwrap();
-    let settings = kubemedic::config::Settings::load(&kubemedic::config::DaemonArgs {
-        cluster: kubemedic::config::ClusterArgs {
-            kubeconfig: Some(good),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-    .unwrap();
-    let d = common::TestDaemon::start_with(
-        |_| {},
-        kubemedic::daemon::serve_components(&settings).await,
-        None,
-    )
-    .await;
+    let d = common::TestDaemon::serving(|a| a.cluster.kubeconfig = Some(good.clone())).await;
     let ready: Value = d
         .client
         .get(d.url("/readyz"))

@@ -671,7 +671,7 @@ impl Store for UnreachableStore {
         _: i32,
         _: &str,
         _: &serde_json::Value,
-    ) -> Result<kubemedic::store::Intent, StoreError> {
+    ) -> Result<(kubemedic::store::Intent, bool), StoreError> {
         Err(gone())
     }
     async fn finish_intent(

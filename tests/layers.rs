@@ -24,7 +24,17 @@ const LAYERS: &[(&str, &[&str])] = &[
         "foundations",
         &["store", "cluster", "llm", "catalog", "history", "policy"],
     ),
-    ("stages", &["ingest", "enrich", "investigate", "gate"]),
+    (
+        "stages",
+        &[
+            "ingest",
+            "enrich",
+            "investigate",
+            "gate",
+            "execute",
+            "verify",
+        ],
+    ),
     ("web / pipeline", &["web", "pipeline"]),
     ("config", &["config"]),
     ("daemon", &["daemon"]),
@@ -38,7 +48,14 @@ const SAME_LAYER: &[(&str, &str)] = &[
     ("cli", "demo"),
 ];
 
-const STAGES: &[&str] = &["ingest", "enrich", "investigate", "gate"];
+const STAGES: &[&str] = &[
+    "ingest",
+    "enrich",
+    "investigate",
+    "gate",
+    "execute",
+    "verify",
+];
 
 /// Names the investigator must never use: it reads the cluster, and only through the reader.
 const INVESTIGATE_FORBIDDEN: &[&str] = &[

@@ -965,8 +965,13 @@ async fn readyz_reports_the_models_last_call_and_the_daily_budget() {
     .unwrap();
     let snap = snapshot();
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
-    let (stages, investigator) =
-        kubemedic::daemon::investigation_stages(&settings, Arc::new(snap), clock, None);
+    let (stages, investigator) = kubemedic::daemon::investigation_stages(
+        &settings,
+        Arc::new(snap),
+        clock,
+        Arc::new(InMemoryHistory::default()),
+        None,
+    );
     let d = common::TestDaemon::start_with(
         |_| {},
         kubemedic::daemon::Components {

@@ -43,10 +43,13 @@ macro_rules! live {
 
 common::scenarios::for_each_scenario!(live);
 
-/// The daemon's worker, on the real API server: alert → enrichment (namespace labels) →
-/// investigation → selection → gate, then the honest end of the phases not built yet.
+/// The daemon as `serve` assembles it, on the real API server: a bad rollout in a staging
+/// namespace goes alert → enrichment → investigation → selection → auto-approved rollback →
+/// verification → Completed with its score and a history entry, exactly once; the same
+/// incident in production waits for a human. The test acts as the kubelet (binds the pods the
+/// rollback creates and reports them running) and as Alertmanager (resolves the alert).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_worker_takes_live_alerts_through_investigation_and_selection_to_the_gate() {
+async fn a_staged_bad_rollout_is_rolled_back_verified_and_remembered_exactly_once() {
     use serde_json::{Value, json};
     let Some(staging) = Kube::new("wstg").await else {
         return;
@@ -73,16 +76,24 @@ async fn the_worker_takes_live_alerts_through_investigation_and_selection_to_the
 
     let kubeconfig = staging.kubeconfig.clone();
     let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-    let tweak = |a: &mut kubemedic::config::DaemonArgs| {
+    let d = common::TestDaemon::serving(|a| {
         a.cluster.kubeconfig = Some(kubeconfig.clone());
         a.gate.policy_dir = Some(policies.clone());
+        a.execute.verification_window_seconds = Some(5);
+    })
+    .await;
+
+    // The kubelet: every new checkout pod is scheduled and runs (the rolled-back image works).
+    let kubelet = {
+        let k = staging.clone_handle();
+        let node = format!("{}-worker-1", staging.ns);
+        tokio::spawn(async move {
+            for _ in 0..1200 {
+                common::scenarios::run_unscheduled(&k, "app=checkout", &node).await;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        })
     };
-    let mut args = kubemedic::config::DaemonArgs::default();
-    tweak(&mut args);
-    let components =
-        kubemedic::daemon::serve_components(&kubemedic::config::Settings::load(&args).unwrap())
-            .await;
-    let d = common::TestDaemon::start_with(tweak, components, None).await;
 
     let mut ids = Vec::new();
     for staged in [&staged_staging, &staged_production] {
@@ -100,14 +111,29 @@ async fn the_worker_takes_live_alerts_through_investigation_and_selection_to_the
             .and_then(kubemedic::domain::Phase::parse)
             .is_some_and(kubemedic::domain::Phase::is_terminal)
     };
+    // Alertmanager resolves the staging alert once the rollback has been made.
+    d.eventually(&format!("/api/v1/requests/{}", ids[0]), 90, |r| {
+        r["phase"] == "Verifying" || terminal(r)
+    })
+    .await;
+    let mut resolved = staged_staging.alert.clone();
+    resolved["status"] = json!("resolved");
+    resolved["alerts"][0]["status"] = json!("resolved");
+    resolved["alerts"][0]["endsAt"] = json!(chrono::Utc::now().to_rfc3339());
+    assert_eq!(
+        d.send_alertmanager(&resolved.to_string()).await.status(),
+        200
+    );
+
     let auto = d
-        .eventually(&format!("/api/v1/requests/{}", ids[0]), 60, terminal)
+        .eventually(&format!("/api/v1/requests/{}", ids[0]), 90, terminal)
         .await;
     let gated = d
         .eventually(&format!("/api/v1/requests/{}", ids[1]), 60, terminal)
         .await;
+    kubelet.abort();
 
-    // Staging: auto-approved by the policy, then execution (not built yet) ends it honestly.
+    // Staging: auto-approved, rolled back, verified effective.
     assert_eq!(
         auto["state"]["enrichment"]["environment"], "staging",
         "{auto:#}"
@@ -117,18 +143,67 @@ async fn the_worker_takes_live_alerts_through_investigation_and_selection_to_the
         "rollback-deployment-previous-revision"
     );
     assert_eq!(auto["state"]["gate"]["require_approval"], false, "{auto:#}");
-    assert_eq!(auto["reason"], "execution not available");
-    // Production: the policy requires approval, for the reason it states.
-    assert_eq!(gated["state"]["enrichment"]["environment"], "production");
-    assert_eq!(gated["state"]["gate"]["require_approval"], true);
+    assert_eq!(auto["phase"], "Completed", "{auto:#}");
     assert!(
-        gated["state"]["gate"]["reason"]
+        auto["reason"].as_str().unwrap().starts_with("effective"),
+        "{auto:#}"
+    );
+    let execution = &auto["state"]["execution"];
+    assert_eq!(execution["outcome"], "succeeded", "{execution:#}");
+    assert_eq!(execution["steps"][0]["action"], "rollout_undo");
+    assert_eq!(execution["steps"][0]["status"], "applied");
+    assert_eq!(
+        execution["steps"][1]["detail"]["detail"]["available"], true,
+        "{execution:#}"
+    );
+    assert!(
+        execution["pre_spec_hash"]
             .as_str()
             .unwrap()
-            .contains("production"),
-        "{gated:#}"
+            .starts_with("sha256:")
     );
-    assert_eq!(gated["reason"], "human approval not available");
+    assert_ne!(execution["pre_spec_hash"], execution["post_spec_hash"]);
+    let assessment = &auto["state"]["assessment"];
+    assert_eq!(assessment["health_score"], 1.0, "{assessment:#}");
+    assert_eq!(assessment["alert_score"], 1.0, "{assessment:#}");
+    assert_eq!(assessment["reason"], "full");
+
+    // The Deployment runs the previous image again, stamped with the request that did it.
+    let deployment = staging.get("apps/v1", "Deployment", "checkout").await;
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "shop/checkout:1.4.1"
+    );
+    assert_eq!(
+        deployment["metadata"]["annotations"]["kubemedic.io/remediation"],
+        format!("{}/1", ids[0])
+    );
+    // Exactly once: one undo (revision 2 → 3), one execution event, one history entry.
+    assert_eq!(
+        deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "3"
+    );
+    let kinds: Vec<&str> = auto["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "execution").count(), 1);
+    assert_eq!(kinds.iter().filter(|k| **k == "assessment").count(), 1);
+    let target = kubemedic::domain::Target::new("Deployment", "checkout", Some(staging.ns.clone()));
+    let history = d
+        .store
+        .history(
+            &target.fingerprint(),
+            chrono::Utc::now() - chrono::Duration::hours(1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(history.len(), 1, "{history:#?}");
+    assert_eq!(history[0].workflow_type, "RollbackDeployment");
+    assert_eq!(history[0].signal_resolved, Some(true));
+    assert!(history[0].effectiveness_score.unwrap() >= 0.7);
 
     let transitions: Vec<String> = auto["timeline"]
         .as_array()
@@ -145,28 +220,27 @@ async fn the_worker_takes_live_alerts_through_investigation_and_selection_to_the
             "Selecting",
             "Gating",
             "Executing",
-            "ManualReviewRequired"
+            "Verifying",
+            "Completed"
         ]
     );
-    let kinds: Vec<&str> = gated["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap())
-        .collect();
-    for k in ["rca", "selection", "gate"] {
-        assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
-    }
-    let gate_event = gated["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["kind"] == "gate")
-        .unwrap();
+
+    // Production: the policy requires approval, for the reason it states; nothing ran there.
+    assert_eq!(gated["state"]["enrichment"]["environment"], "production");
+    assert_eq!(gated["state"]["gate"]["require_approval"], true);
     assert!(
-        gate_event["payload"]["input"]["remediation_target"].is_object()
-            && gate_event["payload"]["output"].is_object(),
-        "{gate_event}"
+        gated["state"]["gate"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("production"),
+        "{gated:#}"
+    );
+    assert_eq!(gated["reason"], "human approval not available");
+    assert!(gated["state"]["execution"].is_null());
+    let untouched = production.get("apps/v1", "Deployment", "checkout").await;
+    assert_eq!(
+        untouched["spec"]["template"]["spec"]["containers"][0]["image"],
+        "shop/checkout:1.4.2"
     );
     d.stop().await;
 }

@@ -752,17 +752,19 @@ async fn one_execution_lock_per_target_until_the_holder_finishes(f: Fixture) {
 async fn an_intent_is_recorded_once_and_settled(f: Fixture) {
     let s = &f.store;
     let r = uuid::Uuid::new_v4();
-    let first = s
+    let (first, created) = s
         .begin_intent(r, 1, "rollout_undo", &serde_json::json!({"uid": "u1"}))
         .await
         .unwrap();
     assert_eq!(first.status, IntentStatus::Started);
+    assert!(created);
     // A retry after a crash finds the intent as it was, not a fresh one.
-    let again = s
+    let (again, created) = s
         .begin_intent(r, 1, "rollout_undo", &serde_json::json!({"uid": "u2"}))
         .await
         .unwrap();
     assert_eq!(again.status, IntentStatus::Started);
+    assert!(!created, "the retry finds the intent of the first attempt");
     assert_eq!(again.detail["uid"], "u1");
     s.finish_intent(
         r,
@@ -772,7 +774,7 @@ async fn an_intent_is_recorded_once_and_settled(f: Fixture) {
     )
     .await
     .unwrap();
-    let settled = s
+    let (settled, _) = s
         .begin_intent(r, 1, "rollout_undo", &serde_json::json!({}))
         .await
         .unwrap();

@@ -164,8 +164,7 @@ async fn run(cli: Cli) -> ExitCode {
             telemetry::init_logging(settings.log_format, &settings.log_level);
             let shutdown = CancellationToken::new();
             daemon::cancel_on_signals(shutdown.clone());
-            let components = daemon::serve_components(&settings).await;
-            let running = match daemon::start(&settings, components, shutdown).await {
+            let running = match daemon::serve(&settings, shutdown).await {
                 Ok(r) => r,
                 Err(e) => return fail(e),
             };

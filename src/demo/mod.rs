@@ -62,6 +62,7 @@ pub enum DemoError {
 fn demo_components(
     settings: &Settings,
     data_dir: &std::path::Path,
+    store: std::sync::Arc<dyn crate::store::Store>,
 ) -> Result<Components, DemoError> {
     use std::sync::Arc;
     let snapshot = crate::cluster::SnapshotCluster::from_yaml(CLUSTER)
@@ -92,8 +93,13 @@ fn demo_components(
         gate.clone(),
         &settings.enrich,
     )];
-    let (investigation, investigator) =
-        daemon::investigation_stages(settings, reader, clock, Some(metrics.clone()));
+    let (investigation, investigator) = daemon::investigation_stages(
+        settings,
+        reader,
+        clock,
+        Arc::new(daemon::StoreHistory(store)),
+        Some(metrics.clone()),
+    );
     stages.extend(investigation);
     stages.push(daemon::gate_stage(gate.clone(), &settings.gate));
     Ok(Components {
@@ -208,7 +214,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     let store = crate::store::open(&settings.database, clock.clone()).await?;
     let shutdown = CancellationToken::new();
     daemon::cancel_on_signals(shutdown.clone());
-    let components = demo_components(&settings, &data_dir)?;
+    let components = demo_components(&settings, &data_dir, store.clone())?;
     let running = daemon::start_on(
         &settings,
         components,

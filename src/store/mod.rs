@@ -280,14 +280,15 @@ pub trait Store: Send + Sync {
 
     /// Record the intent of a step before its side effect. When the step has an intent
     /// already (a retry after a crash), that one is returned unchanged, so the caller sees
-    /// whether it was applied, failed or left in doubt.
+    /// whether it was applied, failed or left in doubt. The flag says whether this call
+    /// created it.
     async fn begin_intent(
         &self,
         request: Uuid,
         step: i32,
         action: &str,
         detail: &serde_json::Value,
-    ) -> Result<Intent>;
+    ) -> Result<(Intent, bool)>;
 
     /// Settle a step's intent.
     async fn finish_intent(

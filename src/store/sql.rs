@@ -754,7 +754,9 @@ macro_rules! sql_store {
                 let _write = self.write_guard().await;
                 let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
                 sqlx::query(
-                    "INSERT INTO execution_locks (target_fingerprint, request_id, namespace,                      acquired_at) VALUES ($1, $2, $3, $4)                      ON CONFLICT (target_fingerprint) DO NOTHING",
+                    "INSERT INTO execution_locks (target_fingerprint, request_id, namespace, \
+                     acquired_at) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (target_fingerprint) DO NOTHING",
                 )
                 .bind(target_fingerprint)
                 .bind(id(request))
@@ -763,7 +765,8 @@ macro_rules! sql_store {
                 .execute(&mut *tx)
                 .await?;
                 let row = sqlx::query(
-                    "SELECT target_fingerprint, request_id, namespace, acquired_at                      FROM execution_locks WHERE target_fingerprint = $1",
+                    "SELECT target_fingerprint, request_id, namespace, acquired_at \
+                     FROM execution_locks WHERE target_fingerprint = $1",
                 )
                 .bind(target_fingerprint)
                 .fetch_one(&mut *tx)
@@ -774,7 +777,9 @@ macro_rules! sql_store {
 
             async fn execution_locks(&self, namespace: Option<&str>) -> Result<Vec<ExecutionLock>> {
                 let rows = sqlx::query(
-                    "SELECT target_fingerprint, request_id, namespace, acquired_at                      FROM execution_locks WHERE ($1 IS NULL OR namespace = $1)                      ORDER BY acquired_at",
+                    "SELECT target_fingerprint, request_id, namespace, acquired_at \
+                     FROM execution_locks WHERE ($1 IS NULL OR namespace = $1) \
+                     ORDER BY acquired_at",
                 )
                 .bind(namespace)
                 .fetch_all(&self.pool)
@@ -788,12 +793,14 @@ macro_rules! sql_store {
                 step: i32,
                 action: &str,
                 detail: &serde_json::Value,
-            ) -> Result<Intent> {
+            ) -> Result<(Intent, bool)> {
                 let now = self.clock.now();
                 let _write = self.write_guard().await;
                 let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
-                sqlx::query(
-                    "INSERT INTO execution_intents (request_id, step, action, status, detail,                      created_at, updated_at) VALUES ($1, $2, $3, 'started', $4, $5, $5)                      ON CONFLICT (request_id, step) DO NOTHING",
+                let inserted = sqlx::query(
+                    "INSERT INTO execution_intents (request_id, step, action, status, detail, \
+                     created_at, updated_at) VALUES ($1, $2, $3, 'started', $4, $5, $5) \
+                     ON CONFLICT (request_id, step) DO NOTHING",
                 )
                 .bind(id(request))
                 .bind(step)
@@ -801,16 +808,19 @@ macro_rules! sql_store {
                 .bind(Json(detail))
                 .bind(ts(now))
                 .execute(&mut *tx)
-                .await?;
+                .await?
+                .rows_affected()
+                    == 1;
                 let row = sqlx::query(
-                    "SELECT request_id, step, action, status, detail, created_at, updated_at                      FROM execution_intents WHERE request_id = $1 AND step = $2",
+                    "SELECT request_id, step, action, status, detail, created_at, updated_at \
+                     FROM execution_intents WHERE request_id = $1 AND step = $2",
                 )
                 .bind(id(request))
                 .bind(step)
                 .fetch_one(&mut *tx)
                 .await?;
                 tx.commit().await?;
-                intent_from_row(&row)
+                Ok((intent_from_row(&row)?, inserted))
             }
 
             async fn finish_intent(
@@ -822,7 +832,8 @@ macro_rules! sql_store {
             ) -> Result<()> {
                 let _write = self.write_guard().await;
                 sqlx::query(
-                    "UPDATE execution_intents SET status = $1, detail = $2, updated_at = $3                      WHERE request_id = $4 AND step = $5",
+                    "UPDATE execution_intents SET status = $1, detail = $2, updated_at = $3 \
+                     WHERE request_id = $4 AND step = $5",
                 )
                 .bind(status.as_str())
                 .bind(Json(detail))
@@ -836,7 +847,8 @@ macro_rules! sql_store {
 
             async fn intents(&self, request: uuid::Uuid) -> Result<Vec<Intent>> {
                 let rows = sqlx::query(
-                    "SELECT request_id, step, action, status, detail, created_at, updated_at                      FROM execution_intents WHERE request_id = $1 ORDER BY step",
+                    "SELECT request_id, step, action, status, detail, created_at, updated_at \
+                     FROM execution_intents WHERE request_id = $1 ORDER BY step",
                 )
                 .bind(id(request))
                 .fetch_all(&self.pool)
@@ -853,7 +865,9 @@ macro_rules! sql_store {
                 })?;
                 let _write = self.write_guard().await;
                 sqlx::query(
-                    "INSERT INTO remediation_history (request_id, target_fingerprint,                      completed_at, record) VALUES ($1, $2, $3, $4)                      ON CONFLICT (request_id) DO NOTHING",
+                    "INSERT INTO remediation_history (request_id, target_fingerprint, \
+                     completed_at, record) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (request_id) DO NOTHING",
                 )
                 .bind(id(rid))
                 .bind(record.target.fingerprint())
@@ -870,7 +884,9 @@ macro_rules! sql_store {
                 since: chrono::DateTime<chrono::Utc>,
             ) -> Result<Vec<$crate::domain::HistoryRecord>> {
                 let rows: Vec<(Json<$crate::domain::HistoryRecord>,)> = sqlx::query_as(
-                    "SELECT record FROM remediation_history                      WHERE target_fingerprint = $1 AND completed_at >= $2                      ORDER BY completed_at, request_id",
+                    "SELECT record FROM remediation_history \
+                     WHERE target_fingerprint = $1 AND completed_at >= $2 \
+                     ORDER BY completed_at, request_id",
                 )
                 .bind(target_fingerprint)
                 .bind(ts(since))
@@ -885,7 +901,8 @@ macro_rules! sql_store {
                 since: chrono::DateTime<chrono::Utc>,
             ) -> Result<bool> {
                 let (n,): (i64,) = sqlx::query_as(
-                    "SELECT count(*) FROM signals WHERE fingerprint = $1                      AND status = 'resolved' AND (resolved_at >= $2 OR ends_at >= $2)",
+                    "SELECT count(*) FROM signals WHERE fingerprint = $1 \
+                     AND status = 'resolved' AND (resolved_at >= $2 OR ends_at >= $2)",
                 )
                 .bind(fingerprint)
                 .bind(ts(since))

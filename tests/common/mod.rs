@@ -105,9 +105,23 @@ impl TestDaemon {
         Self::start_with(tweak, Components::default(), None).await
     }
 
+    /// The daemon as `kubemedic serve` assembles it (`daemon::serve_components`), on its own
+    /// store, with the settings `tweak` makes.
+    pub async fn serving(tweak: impl FnOnce(&mut DaemonArgs)) -> Self {
+        Self::start_inner(tweak, None, None).await
+    }
+
     pub async fn start_with(
         tweak: impl FnOnce(&mut DaemonArgs),
         components: Components,
+        store_override: Option<Arc<dyn Store>>,
+    ) -> Self {
+        Self::start_inner(tweak, Some(components), store_override).await
+    }
+
+    async fn start_inner(
+        tweak: impl FnOnce(&mut DaemonArgs),
+        components: Option<Components>,
         store_override: Option<Arc<dyn Store>>,
     ) -> Self {
         init();
@@ -128,6 +142,10 @@ impl TestDaemon {
             None => store::open(&settings.database, clock.clone())
                 .await
                 .expect("store"),
+        };
+        let components = match components {
+            Some(c) => c,
+            None => daemon::serve_components(&settings, store.clone()).await,
         };
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await

@@ -131,6 +131,35 @@ async fn node(k: &Kube, port: u16, suffix: &str) -> String {
     n
 }
 
+/// Play the kubelet once: schedule every pod of `selector` that has no node yet on `node` and
+/// report its first container running and ready with the image its spec names.
+pub async fn run_unscheduled(k: &Kube, selector: &str, node: &str) {
+    let api = k.api("v1", "Pod");
+    let Ok(list) = api
+        .list(&kube::api::ListParams::default().labels(selector))
+        .await
+    else {
+        return;
+    };
+    for p in list.items {
+        let p = serde_json::to_value(p).unwrap();
+        if p["spec"]["nodeName"].is_string() || p["metadata"]["deletionTimestamp"].is_string() {
+            continue;
+        }
+        let container = p["spec"]["containers"][0]["name"]
+            .as_str()
+            .unwrap_or("app")
+            .to_owned();
+        let image = p["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        k.bind(&name(&p), node).await;
+        k.patch_status("v1", "Pod", &name(&p), status::running(&container, &image))
+            .await;
+    }
+}
+
 async fn run_all(k: &Kube, pods: &[Value], node: &str, container: &str, image: &str) {
     for p in pods {
         k.bind(&name(p), node).await;

@@ -1,0 +1,874 @@
+//! The Executing stage (DESIGN §3.6): run the approved workflow on the verified root owner,
+//! at most once per request — also across crashes and replicas.
+//!
+//! Input: a request in `Executing` (auto-approved by the gate or approved by a human) with its
+//! selection and the verified root owner. Output: an [`Execution`] in the request's state and
+//! the move to `Verifying`; `ManualReviewRequired` with the proposed change for the proposal
+//! engine (a Git revert is never applied to a GitOps-managed object); `Blocked` with the
+//! guardrail's reason; `Failed` with the step that failed.
+//!
+//! Exactly once, in this order:
+//! 1. Guardrails on the target's history, and the opt-out annotation (`kubemedic.io/remediate:
+//!    "false"` on the object or its namespace).
+//! 2. The target's execution lock in the store (one running execution per target, whichever
+//!    replica runs it; two alerts converging on one root owner meet here: `ResourceBusy`).
+//! 3. Intent 0 records the pre-remediation spec hash before the first write.
+//! 4. Each step commits its intent, then writes through a [`stamp::StampingWriter`] that puts
+//!    `kubemedic.io/remediation: <request>/<step>` on the object in the same API request, then
+//!    settles the intent. A step whose intent is `started` after a crash is reconciled: a
+//!    stamped object means the write happened, and it is not repeated; a Job with the
+//!    request's deterministic name is the Job, and it is not created twice.
+//! 5. The spec hash after the last write, so verification can tell somebody else's change
+//!    (spec drift) from ours.
+//!
+//! Dry run sends every builtin write with `dryRun=All` and creates no Job: the request records
+//! exactly what would have run, and nothing changes.
+
+pub mod builtin;
+pub mod guardrails;
+pub mod stamp;
+
+use std::collections::BTreeMap;
+use std::ops::Not as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value, json};
+use tracing::{info, instrument, warn};
+
+pub use guardrails::{Block, BlockKind, Guardrails};
+
+use crate::catalog::{Catalog, Engine, Workflow};
+use crate::clock::Clock;
+use crate::cluster::context::spec_hash;
+use crate::cluster::sanitize::sanitize_text;
+use crate::cluster::writes::{self, JobResult};
+use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery};
+use crate::domain::{
+    AuditDraft, EngineKind, Execution, ExecutionOutcome, ExecutionStep, HistoryRecord,
+    OPT_OUT_ANNOTATION, Phase, RemediationRequest, Stage, StageError, StageOutcome, StepStatus,
+    Target,
+};
+use crate::store::{IntentStatus, Store};
+use stamp::{StampingWriter, is_stamped};
+
+/// The execution settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecuteSettings {
+    /// Send writes with `dryRun=All`, create no Jobs.
+    pub dry_run: bool,
+    /// Executions running at once in the whole cluster…
+    pub max_concurrent: usize,
+    /// …and in one namespace; a request over a cap waits its turn.
+    pub max_concurrent_per_namespace: usize,
+    pub guardrails: Guardrails,
+    /// Where Jobs for cluster-scoped targets (Nodes) run.
+    pub job_namespace: String,
+}
+
+impl Default for ExecuteSettings {
+    fn default() -> Self {
+        Self {
+            dry_run: false,
+            max_concurrent: 10,
+            max_concurrent_per_namespace: 3,
+            guardrails: Guardrails::default(),
+            job_namespace: "default".into(),
+        }
+    }
+}
+
+pub struct ExecutionStage {
+    reader: Arc<dyn ClusterReader>,
+    writer: Arc<dyn ClusterWriter>,
+    store: Arc<dyn Store>,
+    catalog: Arc<Catalog>,
+    clock: Arc<dyn Clock>,
+    settings: ExecuteSettings,
+}
+
+/// How often a waiting request (a concurrency cap reached) looks again.
+const CAP_RETRY: chrono::Duration = chrono::Duration::seconds(15);
+
+impl ExecutionStage {
+    pub fn new(
+        reader: Arc<dyn ClusterReader>,
+        writer: Arc<dyn ClusterWriter>,
+        store: Arc<dyn Store>,
+        catalog: Arc<Catalog>,
+        clock: Arc<dyn Clock>,
+        settings: ExecuteSettings,
+    ) -> Self {
+        Self {
+            reader,
+            writer,
+            store,
+            catalog,
+            clock,
+            settings,
+        }
+    }
+}
+
+/// The workflow's parameters with `TARGET_RESOURCE_*` taken from the verified root owner
+/// (whatever the selection said).
+pub fn parameters(selected: &Map<String, Value>, target: &Target) -> Map<String, Value> {
+    let mut p = selected.clone();
+    p.insert("TARGET_RESOURCE_KIND".into(), json!(target.kind));
+    p.insert("TARGET_RESOURCE_NAME".into(), json!(target.name));
+    p.insert(
+        "TARGET_RESOURCE_NAMESPACE".into(),
+        json!(target.namespace.clone().unwrap_or_default()),
+    );
+    p
+}
+
+/// `${NAME}` in step arguments: a whole-string reference takes the parameter's JSON value (a
+/// number stays a number); references inside text are replaced by the value's text.
+pub fn substitute(v: &Value, params: &Map<String, Value>) -> Value {
+    match v {
+        Value::String(s) => {
+            if let Some(name) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}'))
+                && !name.contains(['$', '{', '}'])
+            {
+                return params.get(name).cloned().unwrap_or(Value::Null);
+            }
+            let mut out = s.clone();
+            for (k, val) in params {
+                let text = match val {
+                    Value::String(t) => t.clone(),
+                    other => other.to_string(),
+                };
+                out = out.replace(&format!("${{{k}}}"), &text);
+            }
+            Value::String(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, params)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), substitute(x, params)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn unavailable(e: &ClusterError) -> StageError {
+    StageError::Unavailable {
+        dependency: "cluster".into(),
+        message: e.message.clone(),
+    }
+}
+
+fn store_unavailable(e: crate::store::StoreError) -> StageError {
+    StageError::Unavailable {
+        dependency: "store".into(),
+        message: e.to_string(),
+    }
+}
+
+/// The deterministic name of the Job a request's step runs (the API server's AlreadyExists is
+/// the mutex).
+pub fn job_name(request: uuid::Uuid, step: u32) -> String {
+    format!("kubemedic-{}-{step}", &request.simple().to_string()[..12])
+}
+
+struct Run<'a> {
+    stage: &'a ExecutionStage,
+    request: &'a RemediationRequest,
+    target: Target,
+    steps: Vec<ExecutionStep>,
+    events: Vec<AuditDraft>,
+}
+
+impl Run<'_> {
+    fn now(&self) -> DateTime<Utc> {
+        self.stage.clock.now()
+    }
+
+    fn stamp(&self, step: u32) -> String {
+        format!("{}/{step}", self.request.id)
+    }
+
+    fn writer(&self, step: u32, action: &str) -> StampingWriter {
+        StampingWriter::new(
+            self.stage.writer.clone(),
+            self.stamp(step),
+            format!("kubemedic remediation {}: {action}", self.request.id),
+        )
+    }
+
+    fn record(&mut self, index: u32, action: &str, status: StepStatus, detail: Value) {
+        let message = match status {
+            StepStatus::Applied => format!("step {index} {action}: applied"),
+            StepStatus::AlreadyApplied => {
+                format!("step {index} {action}: already applied before a restart; not repeated")
+            }
+            StepStatus::DryRun => format!("step {index} {action}: dry run, nothing changed"),
+            StepStatus::Failed => format!("step {index} {action}: failed"),
+        };
+        self.events.push(
+            AuditDraft::new("execution_step", "executor", message).with_payload(
+                json!({"step": index, "action": action, "status": status, "detail": detail}),
+            ),
+        );
+        self.steps.push(ExecutionStep {
+            index,
+            action: action.to_owned(),
+            status,
+            detail,
+            at: self.now(),
+        });
+    }
+
+    /// Whether a step whose intent was left `started` (a crash between intent and settle)
+    /// reached the cluster.
+    async fn reconcile(&self, step: u32, object: Option<&Target>) -> Result<bool, ClusterError> {
+        let Some(object) = object else {
+            return Ok(false);
+        };
+        let res = self.stage.reader.resource(&object.kind).await?;
+        match self
+            .stage
+            .reader
+            .get(&res, object.namespace.as_deref(), &object.name)
+            .await
+        {
+            Ok(o) => Ok(is_stamped(&o, &self.stamp(step))),
+            // A deleted pod: gone means deleted (by us or anyone; deleting again is moot).
+            Err(e) if e.kind == ErrorKind::NotFound && object.kind == "Pod" => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn builtin_step(
+        &mut self,
+        index: u32,
+        action: &str,
+        args: &BTreeMap<String, Value>,
+    ) -> Result<bool, StageError> {
+        let dry_run = self.stage.settings.dry_run;
+        let object = builtin::object_of(action, args, &self.target);
+        let (intent, fresh) = self
+            .stage
+            .store
+            .begin_intent(
+                self.request.id,
+                index as i32,
+                action,
+                &json!({"object": object, "args": args, "dry_run": dry_run}),
+            )
+            .await
+            .map_err(store_unavailable)?;
+        match intent.status {
+            IntentStatus::Applied => {
+                self.record(index, action, StepStatus::AlreadyApplied, intent.detail);
+                return Ok(true);
+            }
+            IntentStatus::Failed => {
+                self.record(index, action, StepStatus::Failed, intent.detail);
+                return Ok(false);
+            }
+            // Left `started` by an attempt that crashed around the write: look before writing
+            // again. A step that only reads is simply run again.
+            IntentStatus::Started if !fresh && !dry_run && !builtin::is_read_only(action) => {
+                match self.reconcile(index, object.as_ref()).await {
+                    Ok(true) => {
+                        let detail = json!({"reconciled": "the object carries this step's stamp"});
+                        self.settle(index, IntentStatus::Applied, &detail).await?;
+                        self.record(index, action, StepStatus::AlreadyApplied, detail);
+                        return Ok(true);
+                    }
+                    Ok(false) => {}
+                    Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
+                    Err(e) => warn!(error = %e, "cannot reconcile the step; running it"),
+                }
+            }
+            IntentStatus::Started => {}
+        }
+        let w = self.writer(index, action);
+        let result = builtin::run(
+            self.stage.reader.as_ref(),
+            &w,
+            action,
+            args,
+            &self.target,
+            self.now(),
+            dry_run,
+        )
+        .await;
+        match result {
+            Ok(outcome) => {
+                let detail = serde_json::to_value(&outcome).unwrap_or(Value::Null);
+                self.settle(index, IntentStatus::Applied, &detail).await?;
+                let status = if dry_run {
+                    StepStatus::DryRun
+                } else {
+                    StepStatus::Applied
+                };
+                self.record(index, action, status, detail);
+                Ok(true)
+            }
+            Err(e) if e.is_unreachable() => Err(unavailable(&e)),
+            Err(e) => {
+                let detail = json!({"error": e.message, "kind": e.kind});
+                self.settle(index, IntentStatus::Failed, &detail).await?;
+                self.record(index, action, StepStatus::Failed, detail);
+                Ok(false)
+            }
+        }
+    }
+
+    async fn settle(
+        &self,
+        index: u32,
+        status: IntentStatus,
+        detail: &Value,
+    ) -> Result<(), StageError> {
+        self.stage
+            .store
+            .finish_intent(self.request.id, index as i32, status, detail)
+            .await
+            .map_err(store_unavailable)
+    }
+
+    /// The job engine: one Job, named after the request, parameters as env.
+    async fn job_step(
+        &mut self,
+        workflow: &Workflow,
+        params: &Map<String, Value>,
+    ) -> Result<bool, StageError> {
+        let Engine::Job {
+            image,
+            command,
+            service_account,
+            timeout_seconds,
+        } = &workflow.engine
+        else {
+            return Ok(false);
+        };
+        let index = 1;
+        let name = job_name(self.request.id, index);
+        let ns = self
+            .target
+            .namespace
+            .clone()
+            .unwrap_or_else(|| self.stage.settings.job_namespace.clone());
+        let env: Vec<Value> = params
+            .iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                json!({"name": k, "value": value})
+            })
+            .collect();
+        let mut container = json!({"name": "remediation", "image": image, "env": env});
+        if !command.is_empty() {
+            container["command"] = json!(command);
+        }
+        let job = json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": ns,
+                "labels": {"app.kubernetes.io/managed-by": "kubemedic",
+                    "kubemedic.io/request": self.request.id.to_string()}},
+            "spec": {
+                "backoffLimit": 0,
+                "activeDeadlineSeconds": timeout_seconds,
+                "ttlSecondsAfterFinished": 86400,
+                "template": {"spec": {
+                    "serviceAccountName": service_account,
+                    "restartPolicy": "Never",
+                    "containers": [container],
+                }},
+            },
+        });
+        self.stage
+            .store
+            .begin_intent(
+                self.request.id,
+                index as i32,
+                "job",
+                &json!({"job": name, "namespace": ns}),
+            )
+            .await
+            .map_err(store_unavailable)?;
+        if self.stage.settings.dry_run {
+            let detail = json!({"job": job, "note": "dry run: the Job was not created"});
+            self.settle(index, IntentStatus::Applied, &detail).await?;
+            self.record(index, "job", StepStatus::DryRun, detail);
+            return Ok(true);
+        }
+        let w = self.writer(index, "job");
+        let mut status = StepStatus::Applied;
+        match writes::create_job(self.stage.reader.as_ref(), &w, &ns, &job, false).await {
+            Ok(_) => {}
+            // The Job of this request and step exists: a previous attempt created it.
+            Err(e) if e.kind == ErrorKind::Conflict => status = StepStatus::AlreadyApplied,
+            Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
+            Err(e) => {
+                let detail = json!({"error": e.message, "job": name});
+                self.settle(index, IntentStatus::Failed, &detail).await?;
+                self.record(index, "job", StepStatus::Failed, detail);
+                return Ok(false);
+            }
+        }
+        let waited = writes::wait_job(
+            self.stage.reader.as_ref(),
+            &ns,
+            &name,
+            Duration::from_secs(*timeout_seconds),
+            Duration::from_secs(2),
+        )
+        .await;
+        let (result, _) = match waited {
+            Ok(r) => r,
+            Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
+            Err(e) => (JobResult::Failed, json!({"error": e.message})),
+        };
+        let logs = self.job_logs(&ns, &name).await;
+        let ok = result == JobResult::Succeeded;
+        let detail = json!({"job": name, "namespace": ns, "result": result, "logs": logs});
+        let intent = if ok {
+            IntentStatus::Applied
+        } else {
+            IntentStatus::Failed
+        };
+        self.settle(index, intent, &detail).await?;
+        self.record(
+            index,
+            "job",
+            if ok { status } else { StepStatus::Failed },
+            detail,
+        );
+        Ok(ok)
+    }
+
+    /// The Job's pod logs, sanitised and capped, for the audit trail.
+    async fn job_logs(&self, ns: &str, job: &str) -> String {
+        let reader = self.stage.reader.as_ref();
+        let Ok(pods) = reader.resource("Pod").await else {
+            return String::new();
+        };
+        let Ok(list) = reader
+            .list(
+                &pods,
+                Some(ns),
+                &ListQuery::labels(format!("job-name={job}")),
+            )
+            .await
+        else {
+            return String::new();
+        };
+        let mut out = String::new();
+        for p in list.iter().take(3) {
+            let q = LogQuery {
+                tail_lines: Some(200),
+                ..Default::default()
+            };
+            if let Ok(text) = reader.logs(ns, crate::cluster::obj::name(p), &q).await {
+                out.push_str(&sanitize_text(&text));
+            }
+        }
+        out.chars().take(8_000).collect()
+    }
+}
+
+impl ExecutionStage {
+    /// The spec hash of the target now (`None` when it cannot be read).
+    async fn current_hash(&self, target: &Target) -> Result<Option<String>, StageError> {
+        let res = match self.reader.resource(&target.kind).await {
+            Ok(r) => r,
+            Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
+            Err(_) => return Ok(None),
+        };
+        match self
+            .reader
+            .get(&res, target.namespace.as_deref(), &target.name)
+            .await
+        {
+            Ok(o) => Ok(o.get("spec").map(spec_hash)),
+            Err(e) if e.is_unreachable() => Err(unavailable(&e)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// `kubemedic.io/remediate: "false"` on the target or its namespace.
+    async fn opted_out(&self, target: &Target) -> Result<Option<String>, StageError> {
+        let mut objects = vec![(
+            target.kind.clone(),
+            target.namespace.clone(),
+            target.name.clone(),
+        )];
+        if let Some(ns) = &target.namespace {
+            objects.push(("Namespace".into(), None, ns.clone()));
+        }
+        for (kind, ns, name) in objects {
+            let Ok(res) = self.reader.resource(&kind).await else {
+                continue;
+            };
+            match self.reader.get(&res, ns.as_deref(), &name).await {
+                Ok(o) => {
+                    if crate::cluster::obj::annotation(&o, OPT_OUT_ANNOTATION) == Some("false") {
+                        return Ok(Some(format!(
+                            "{kind} {name} is annotated {OPT_OUT_ANNOTATION}: \"false\""
+                        )));
+                    }
+                }
+                Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
+                Err(_) => {}
+            }
+        }
+        Ok(None)
+    }
+
+    fn blocked(&self, request: &RemediationRequest, block: &Block) -> StageOutcome {
+        info!(guardrail = block.kind.as_str(), reason = %block.message, "execution blocked");
+        StageOutcome::to(
+            Phase::Blocked,
+            Some(block.reason()),
+            request.state.clone(),
+            vec![
+                AuditDraft::new("guardrail", "executor", block.reason()).with_payload(
+                    json!({"guardrail": block.kind.as_str(), "message": block.message}),
+                ),
+            ],
+        )
+    }
+
+    /// Record a failed execution in the history, so the failure guardrail sees it.
+    async fn remember_failure(&self, request: &RemediationRequest, execution: &Execution) {
+        let record = HistoryRecord {
+            remediation_uid: request.id.to_string(),
+            target: execution.target.clone(),
+            completed_at: execution.finished_at,
+            signal_name: request.signal.name.clone(),
+            workflow_type: execution.action_type.clone(),
+            workflow_id: execution.workflow_id.clone(),
+            outcome: "failed".into(),
+            effectiveness_score: None,
+            pre_remediation_spec_hash: execution.pre_spec_hash.clone(),
+            post_remediation_spec_hash: execution.post_spec_hash.clone(),
+            signal_resolved: None,
+            assessment_reason: None,
+            health_checks: None,
+        };
+        if let Err(e) = self.store.record_history(&record).await {
+            warn!(error = %e, "cannot record the failed execution in the history");
+        }
+    }
+}
+
+#[async_trait]
+impl Stage for ExecutionStage {
+    fn phase(&self) -> Phase {
+        Phase::Executing
+    }
+
+    #[instrument(skip_all, fields(request_id = %request.id, phase = "Executing"))]
+    async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
+        let state = &request.state;
+        let selected = state
+            .selection
+            .as_ref()
+            .and_then(|s| s.selected.as_ref())
+            .ok_or_else(|| StageError::Failed("no selected workflow to execute".into()))?;
+        let target = state
+            .analysis
+            .as_ref()
+            .and_then(|a| a.root_owner.clone())
+            .ok_or_else(|| StageError::Failed("no verified root owner to act on".into()))?;
+        let workflow = self
+            .catalog
+            .workflow(&selected.workflow_id)
+            .ok_or_else(|| {
+                StageError::Failed(format!(
+                    "workflow {} is not in the catalog any more",
+                    selected.workflow_id
+                ))
+            })?;
+        if workflow.version != selected.version {
+            return Err(StageError::Failed(format!(
+                "workflow {} is at version {} in the catalog, {} was approved",
+                workflow.id, workflow.version, selected.version
+            )));
+        }
+        let params = parameters(&selected.parameters, &target);
+        let started_at = self.clock.now();
+        let engine = match &workflow.engine {
+            Engine::Builtin { .. } => EngineKind::Builtin,
+            Engine::Job { .. } => EngineKind::Job,
+            Engine::Proposal { .. } => EngineKind::Proposal,
+        };
+        let mut execution = Execution {
+            workflow_id: workflow.id.clone(),
+            workflow_version: workflow.version.clone(),
+            action_type: selected.action_type.clone(),
+            engine,
+            target: target.clone(),
+            parameters: params.clone(),
+            dry_run: self.settings.dry_run,
+            pre_spec_hash: None,
+            post_spec_hash: None,
+            started_at,
+            finished_at: started_at,
+            steps: vec![],
+            outcome: ExecutionOutcome::Succeeded,
+            message: String::new(),
+            proposal: None,
+        };
+
+        // A proposal changes nothing: it goes to a human with the change written up.
+        if let Engine::Proposal { template } = &workflow.engine {
+            let text = match substitute(&Value::String(template.clone()), &params) {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            execution.outcome = ExecutionOutcome::Proposed;
+            execution.message = format!("proposed for a human to apply: {text}");
+            execution.proposal = Some(text.clone());
+            let mut state = state.clone();
+            state.execution = Some(execution);
+            return Ok(StageOutcome::to(
+                Phase::ManualReviewRequired,
+                Some(format!(
+                    "proposed change for a human (nothing was applied): {text}"
+                )),
+                state,
+                vec![
+                    AuditDraft::new("execution", "executor", format!("proposal: {text}"))
+                        .with_payload(json!({"workflow_id": workflow.id, "proposal": text})),
+                ],
+            ));
+        }
+
+        if let Some(why) = self.opted_out(&target).await? {
+            let block = Block {
+                kind: BlockKind::UnmanagedResource,
+                message: why,
+            };
+            return Ok(self.blocked(request, &block));
+        }
+        let fingerprint = target.fingerprint();
+        let resumed = self
+            .store
+            .intents(request.id)
+            .await
+            .map_err(store_unavailable)?
+            .is_empty()
+            .not();
+        if !resumed {
+            // Guardrails look at what happened before this request started executing.
+            let since = started_at
+                - self
+                    .settings
+                    .guardrails
+                    .lookback
+                    .max(self.settings.guardrails.failure_backoff);
+            let history = self
+                .store
+                .history(&fingerprint, since)
+                .await
+                .map_err(store_unavailable)?;
+            if let Some(block) = guardrails::check(
+                &self.settings.guardrails,
+                &history,
+                &workflow.id,
+                started_at,
+            ) {
+                return Ok(self.blocked(request, &block));
+            }
+            // Concurrency caps: wait for a free slot rather than fail.
+            let ns = target.namespace.as_deref();
+            let all = self
+                .store
+                .execution_locks(None)
+                .await
+                .map_err(store_unavailable)?;
+            let others = |l: &&crate::store::ExecutionLock| l.request_id != request.id;
+            let running = all.iter().filter(others).count();
+            let in_ns = all
+                .iter()
+                .filter(others)
+                .filter(|l| ns.is_some() && l.namespace.as_deref() == ns)
+                .count();
+            if running >= self.settings.max_concurrent
+                || in_ns >= self.settings.max_concurrent_per_namespace
+            {
+                let msg = format!(
+                    "waiting for a free execution slot ({running} running, {in_ns} in this namespace)"
+                );
+                return Ok(StageOutcome::later(
+                    Phase::Executing,
+                    state.clone(),
+                    started_at + CAP_RETRY,
+                    vec![AuditDraft::new("execution_waiting", "executor", msg)],
+                ));
+            }
+        }
+        let lock = self
+            .store
+            .acquire_execution_lock(&fingerprint, target.namespace.as_deref(), request.id)
+            .await
+            .map_err(store_unavailable)?;
+        if lock.request_id != request.id {
+            let block = Block {
+                kind: BlockKind::ResourceBusy,
+                message: format!(
+                    "request {} is executing on {target} since {}",
+                    lock.request_id, lock.acquired_at
+                ),
+            };
+            return Ok(self.blocked(request, &block));
+        }
+
+        // Intent 0: the spec before the first write, captured once.
+        let pre = self.current_hash(&target).await?;
+        let (intent, _) = self
+            .store
+            .begin_intent(request.id, 0, "prepare", &json!({"pre_spec_hash": pre}))
+            .await
+            .map_err(store_unavailable)?;
+        execution.pre_spec_hash = intent
+            .detail
+            .get("pre_spec_hash")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+
+        let mut run = Run {
+            stage: self,
+            request,
+            target: target.clone(),
+            steps: vec![],
+            events: vec![],
+        };
+        let ok = match &workflow.engine {
+            Engine::Builtin { steps } => {
+                let mut ok = true;
+                for (i, step) in steps.iter().enumerate() {
+                    let args: BTreeMap<String, Value> = step
+                        .with
+                        .iter()
+                        .map(|(k, v)| (k.clone(), substitute(v, &params)))
+                        .collect();
+                    if !run.builtin_step(i as u32 + 1, &step.action, &args).await? {
+                        ok = false;
+                        break;
+                    }
+                }
+                ok
+            }
+            Engine::Job { .. } => run.job_step(workflow, &params).await?,
+            Engine::Proposal { .. } => true,
+        };
+        let Run {
+            steps, mut events, ..
+        } = run;
+        execution.steps = steps;
+        execution.finished_at = self.clock.now();
+        execution.post_spec_hash = self.current_hash(&target).await?;
+        let changed = execution
+            .steps
+            .iter()
+            .filter(|s| matches!(s.status, StepStatus::Applied | StepStatus::AlreadyApplied))
+            .count();
+        execution.outcome = match (ok, self.settings.dry_run) {
+            (false, _) => ExecutionOutcome::Failed,
+            (true, true) => ExecutionOutcome::DryRun,
+            (true, false) => ExecutionOutcome::Succeeded,
+        };
+        execution.message = match execution.outcome {
+            ExecutionOutcome::Succeeded => format!(
+                "{} ({}) on {target}: {} step(s) applied",
+                workflow.id, execution.action_type, changed
+            ),
+            ExecutionOutcome::DryRun => format!(
+                "dry run of {} on {target}: {} step(s) accepted by the API server, nothing changed",
+                workflow.id,
+                execution.steps.len()
+            ),
+            _ => {
+                let failed = execution
+                    .steps
+                    .iter()
+                    .find(|s| s.status == StepStatus::Failed);
+                format!(
+                    "{} on {target} failed at step {}: {}",
+                    workflow.id,
+                    failed.map_or(0, |s| s.index),
+                    failed
+                        .and_then(|s| s.detail.get("error"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("see the step")
+                )
+            }
+        };
+        info!(outcome = ?execution.outcome, message = %execution.message, "execution finished");
+        events.push(
+            AuditDraft::new("execution", "executor", execution.message.clone()).with_payload(
+                json!({
+                    "workflow_id": execution.workflow_id,
+                    "workflow_version": execution.workflow_version,
+                    "action_type": execution.action_type,
+                    "target": execution.target,
+                    "dry_run": execution.dry_run,
+                    "pre_spec_hash": execution.pre_spec_hash,
+                    "post_spec_hash": execution.post_spec_hash,
+                    "outcome": execution.outcome,
+                }),
+            ),
+        );
+        let mut state = state.clone();
+        let (next, reason) = if execution.outcome == ExecutionOutcome::Failed {
+            self.remember_failure(request, &execution).await;
+            (Phase::Failed, Some(execution.message.clone()))
+        } else {
+            (Phase::Verifying, None)
+        };
+        state.execution = Some(execution);
+        Ok(StageOutcome::to(next, reason, state, events))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_substitute_as_values_or_text() {
+        let mut p = Map::new();
+        p.insert("REPLICAS".into(), json!(4));
+        p.insert("CONTAINER".into(), json!("app"));
+        assert_eq!(substitute(&json!("${REPLICAS}"), &p), json!(4));
+        assert_eq!(
+            substitute(&json!("c=${CONTAINER}, n=${REPLICAS}"), &p),
+            json!("c=app, n=4")
+        );
+        assert_eq!(substitute(&json!("${MISSING}"), &p), Value::Null);
+        assert_eq!(
+            substitute(&json!({"a": ["${CONTAINER}"]}), &p),
+            json!({"a": ["app"]})
+        );
+    }
+
+    #[test]
+    fn the_root_owner_decides_the_target_parameters() {
+        let mut selected = Map::new();
+        selected.insert("TARGET_RESOURCE_NAME".into(), json!("something-else"));
+        let t = Target::new("Deployment", "checkout", Some("shop".into()));
+        let p = parameters(&selected, &t);
+        assert_eq!(p["TARGET_RESOURCE_NAME"], "checkout");
+        assert_eq!(p["TARGET_RESOURCE_NAMESPACE"], "shop");
+    }
+
+    #[test]
+    fn job_names_are_deterministic_and_valid() {
+        let id = uuid::Uuid::parse_str("0f6e2a1c-3b4d-4e5f-8a9b-0c1d2e3f4a5b").unwrap();
+        assert_eq!(job_name(id, 1), "kubemedic-0f6e2a1c3b4d-1");
+        assert!(job_name(id, 1).len() <= 63);
+    }
+}

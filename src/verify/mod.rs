@@ -1,0 +1,445 @@
+//! The Verifying stage (DESIGN §3.7): after the stabilisation window, did the remediation
+//! help? Then remember it.
+//!
+//! Input: a request in `Verifying` with its [`Execution`]. Until `finished_at + window` the
+//! stage asks to be run again at that time. Then it assesses the verified root owner (the
+//! effectiveness monitor's defaults):
+//! - health 0–1 from the pods (1.0 all ready; 0.75 ready but restarted since the remediation;
+//!   0.5 partially ready; 0.25 ready but OOMKilled since; 0 crash-looping, none ready or the
+//!   target gone), from the Node's readiness, from the PVC's phase;
+//! - alert 1 when a resolved notification of the signal arrived after the execution began,
+//!   else 0;
+//! - the spec hash now: different from the one the execution left means somebody else changed
+//!   the target during the window — `SpecDrift`, inconclusive and not effective.
+//!
+//! Output: an [`Assessment`] (score = weighted mean of the assessed parts: health 0.40,
+//! alert 0.35, metrics 0.25), a history entry in the store (what the next investigation of the
+//! target and the guardrails read), an `assessment` audit event, and `Completed` with the
+//! verdict as its reason. A dry run is completed with a `NoExecution` assessment and no history.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+use tracing::{info, instrument, warn};
+
+use crate::clock::Clock;
+use crate::cluster::context::spec_hash;
+use crate::cluster::obj::{array, at, str_at};
+use crate::cluster::selector::Selector;
+use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery};
+use crate::domain::{
+    Assessment, AssessmentReason, AuditDraft, Execution, ExecutionOutcome, HistoryRecord, Phase,
+    RemediationRequest, Stage, StageError, StageOutcome, Target,
+};
+use crate::store::Store;
+
+const HEALTH_WEIGHT: f64 = 0.40;
+const ALERT_WEIGHT: f64 = 0.35;
+
+/// The verification settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifySettings {
+    /// How long the target is left to settle before it is assessed.
+    pub window: Duration,
+    /// At or above this score a remediation is effective.
+    pub effectiveness_threshold: f64,
+}
+
+impl Default for VerifySettings {
+    fn default() -> Self {
+        Self {
+            window: Duration::seconds(300),
+            effectiveness_threshold: 0.7,
+        }
+    }
+}
+
+pub struct VerificationStage {
+    reader: Arc<dyn ClusterReader>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    settings: VerifySettings,
+}
+
+impl VerificationStage {
+    pub fn new(
+        reader: Arc<dyn ClusterReader>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        settings: VerifySettings,
+    ) -> Self {
+        Self {
+            reader,
+            store,
+            clock,
+            settings,
+        }
+    }
+}
+
+fn unavailable(dependency: &str, message: String) -> StageError {
+    StageError::Unavailable {
+        dependency: dependency.into(),
+        message,
+    }
+}
+
+/// A container terminated after `since` (a restart since the remediation), and whether by
+/// the OOM killer.
+fn terminated_since(pod: &Value, since: DateTime<Utc>) -> (bool, bool) {
+    let mut restarted = false;
+    let mut oom = false;
+    for c in array(pod, &["status", "containerStatuses"]) {
+        let last = at(c, &["lastState", "terminated"]);
+        let finished = last
+            .and_then(|t| str_at(t, &["finishedAt"]))
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        if finished.is_some_and(|f| f > since) {
+            restarted = true;
+            if last.and_then(|t| str_at(t, &["reason"])) == Some("OOMKilled") {
+                oom = true;
+            }
+        }
+    }
+    (restarted, oom)
+}
+
+fn ready(pod: &Value) -> bool {
+    array(pod, &["status", "conditions"])
+        .iter()
+        .any(|c| str_at(c, &["type"]) == Some("Ready") && str_at(c, &["status"]) == Some("True"))
+}
+
+fn crash_looping(pod: &Value) -> bool {
+    array(pod, &["status", "containerStatuses"])
+        .iter()
+        .any(|c| str_at(c, &["state", "waiting", "reason"]) == Some("CrashLoopBackOff"))
+}
+
+/// The health part of the score from the pods of a workload, with what it rests on.
+pub fn pods_health(pods: &[Value], since: DateTime<Utc>) -> (f64, String) {
+    let live: Vec<&Value> = pods
+        .iter()
+        .filter(|p| str_at(p, &["metadata", "deletionTimestamp"]).is_none())
+        .collect();
+    if live.is_empty() {
+        return (0.0, "no pods".into());
+    }
+    let ready_n = live.iter().filter(|p| ready(p)).count();
+    let looping = live.iter().filter(|p| crash_looping(p)).count();
+    let (restarted, oom) = live.iter().fold((false, false), |(r, o), p| {
+        let (pr, po) = terminated_since(p, since);
+        (r || pr, o || po)
+    });
+    let n = live.len();
+    if looping > 0 {
+        return (0.0, format!("{looping} of {n} pods crash-looping"));
+    }
+    if ready_n == 0 {
+        return (0.0, format!("none of {n} pods ready"));
+    }
+    if ready_n < n {
+        return (0.5, format!("{ready_n} of {n} pods ready"));
+    }
+    if oom {
+        return (
+            0.25,
+            format!("all {n} pods ready, but OOMKilled since the remediation"),
+        );
+    }
+    if restarted {
+        return (
+            0.75,
+            format!("all {n} pods ready, but restarted since the remediation"),
+        );
+    }
+    (
+        1.0,
+        format!("all {n} pods ready, no restart since the remediation"),
+    )
+}
+
+impl VerificationStage {
+    async fn get(&self, target: &Target) -> Result<Option<Value>, StageError> {
+        let res = match self.reader.resource(&target.kind).await {
+            Ok(r) => r,
+            Err(e) if e.is_unreachable() => return Err(unavailable("cluster", e.message)),
+            Err(_) => return Ok(None),
+        };
+        match self
+            .reader
+            .get(&res, target.namespace.as_deref(), &target.name)
+            .await
+        {
+            Ok(o) => Ok(Some(o)),
+            Err(e) if e.is_unreachable() => Err(unavailable("cluster", e.message)),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(Some(Value::Null)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Health of the target: `None` when it cannot be assessed (unreadable, or a kind with no
+    /// health signal here).
+    async fn health(
+        &self,
+        target: &Target,
+        object: &Value,
+        since: DateTime<Utc>,
+    ) -> Result<Option<(f64, String)>, StageError> {
+        if object.is_null() {
+            return Ok(Some((0.0, format!("{target} is gone"))));
+        }
+        match target.kind.as_str() {
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
+                let Some(selector) =
+                    at(object, &["spec", "selector"]).and_then(Selector::from_object)
+                else {
+                    return Ok(None);
+                };
+                let pods = match self.list_pods(target, selector.to_query()).await {
+                    Ok(p) => p,
+                    Err(e) if e.is_unreachable() => return Err(unavailable("cluster", e.message)),
+                    Err(_) => return Ok(None),
+                };
+                Ok(Some(pods_health(&pods, since)))
+            }
+            "Pod" => Ok(Some(pods_health(std::slice::from_ref(object), since))),
+            "Node" => {
+                let ok = array(object, &["status", "conditions"]).iter().any(|c| {
+                    str_at(c, &["type"]) == Some("Ready") && str_at(c, &["status"]) == Some("True")
+                });
+                Ok(Some(if ok {
+                    (1.0, format!("Node {} Ready", target.name))
+                } else {
+                    (0.0, format!("Node {} not Ready", target.name))
+                }))
+            }
+            "PersistentVolumeClaim" => {
+                let bound = str_at(object, &["status", "phase"]) == Some("Bound");
+                Ok(Some(if bound {
+                    (1.0, "PVC Bound".to_owned())
+                } else {
+                    (0.0, "PVC not Bound".to_owned())
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    async fn list_pods(
+        &self,
+        target: &Target,
+        selector: String,
+    ) -> Result<Vec<Value>, ClusterError> {
+        let pods = self.reader.resource("Pod").await?;
+        self.reader
+            .list(
+                &pods,
+                target.namespace.as_deref(),
+                &ListQuery::labels(selector),
+            )
+            .await
+    }
+
+    async fn assess(
+        &self,
+        request: &RemediationRequest,
+        execution: &Execution,
+        now: DateTime<Utc>,
+    ) -> Result<Assessment, StageError> {
+        let target = &execution.target;
+        let mut details = Vec::new();
+        let object = self.get(target).await?;
+        let health = match &object {
+            Some(o) => self.health(target, o, execution.finished_at).await?,
+            None => None,
+        };
+        match &health {
+            Some((_, why)) => details.push(format!("health: {why}")),
+            None => details.push(format!("health: {target} could not be assessed")),
+        }
+        let resolved = self
+            .store
+            .signal_resolved_since(&request.signal.fingerprint, execution.started_at)
+            .await
+            .map_err(|e| unavailable("store", e.to_string()))?;
+        details.push(if resolved {
+            "alert: resolved after the remediation".to_owned()
+        } else {
+            "alert: no resolved notification since the remediation".to_owned()
+        });
+        let post = object.as_ref().and_then(|o| o.get("spec")).map(spec_hash);
+        let drift =
+            matches!((&execution.post_spec_hash, &post), (Some(ours), Some(now)) if ours != now);
+        if drift {
+            details.push("spec: changed by somebody else during the window".to_owned());
+        }
+        let alert = if resolved { 1.0 } else { 0.0 };
+        let (mut sum, mut weights) = (ALERT_WEIGHT * alert, ALERT_WEIGHT);
+        if let Some((h, _)) = health {
+            sum += HEALTH_WEIGHT * h;
+            weights += HEALTH_WEIGHT;
+        }
+        let score = (weights > 0.0).then(|| (sum / weights * 100.0).round() / 100.0);
+        let reason = if drift {
+            AssessmentReason::SpecDrift
+        } else if health.is_none() {
+            AssessmentReason::Partial
+        } else {
+            AssessmentReason::Full
+        };
+        Ok(Assessment {
+            score,
+            health_score: health.map(|(h, _)| h),
+            alert_score: Some(alert),
+            metrics_score: None,
+            post_spec_hash: post,
+            signal_resolved: resolved,
+            reason,
+            effective: !drift && score.is_some_and(|s| s >= self.settings.effectiveness_threshold),
+            details,
+            assessed_at: now,
+        })
+    }
+}
+
+/// "effective (score 0.93)", "not effective (score 0.20)", "inconclusive: spec drift".
+fn verdict(a: &Assessment) -> String {
+    let score = a
+        .score
+        .map_or_else(|| "no score".to_owned(), |s| format!("score {s:.2}"));
+    let parts = a.details.join("; ");
+    match a.reason {
+        AssessmentReason::SpecDrift => format!("inconclusive: spec drift ({score}; {parts})"),
+        _ if a.effective => format!("effective ({score}; {parts})"),
+        _ => format!("not effective ({score}; {parts})"),
+    }
+}
+
+#[async_trait]
+impl Stage for VerificationStage {
+    fn phase(&self) -> Phase {
+        Phase::Verifying
+    }
+
+    #[instrument(skip_all, fields(request_id = %request.id, phase = "Verifying"))]
+    async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
+        let Some(execution) = request.state.execution.as_ref() else {
+            return Err(StageError::Failed("nothing was executed to verify".into()));
+        };
+        let now = self.clock.now();
+        let mut state = request.state.clone();
+        if execution.outcome == ExecutionOutcome::DryRun {
+            let assessment = Assessment {
+                score: None,
+                health_score: None,
+                alert_score: None,
+                metrics_score: None,
+                post_spec_hash: None,
+                signal_resolved: false,
+                reason: AssessmentReason::NoExecution,
+                effective: false,
+                details: vec!["dry run: nothing was changed, nothing to assess".into()],
+                assessed_at: now,
+            };
+            state.assessment = Some(assessment);
+            return Ok(StageOutcome::to(
+                Phase::Completed,
+                Some(format!("dry run: {}", execution.message)),
+                state,
+                vec![],
+            ));
+        }
+        let due = execution.finished_at + self.settings.window;
+        if now < due {
+            return Ok(StageOutcome::later(Phase::Verifying, state, due, vec![]));
+        }
+        let assessment = self.assess(request, execution, now).await?;
+        let verdict = verdict(&assessment);
+        info!(score = ?assessment.score, effective = assessment.effective, "assessed");
+        let record = HistoryRecord {
+            remediation_uid: request.id.to_string(),
+            target: execution.target.clone(),
+            completed_at: now,
+            signal_name: request.signal.name.clone(),
+            workflow_type: execution.action_type.clone(),
+            workflow_id: execution.workflow_id.clone(),
+            outcome: "completed".into(),
+            effectiveness_score: assessment.score,
+            pre_remediation_spec_hash: execution.pre_spec_hash.clone(),
+            post_remediation_spec_hash: execution.post_spec_hash.clone(),
+            signal_resolved: Some(assessment.signal_resolved),
+            assessment_reason: Some(assessment.reason.history_name().to_owned()),
+            health_checks: Some(json!({
+                "health": assessment.health_score,
+                "alert": assessment.alert_score,
+                "metrics": assessment.metrics_score,
+                "details": assessment.details,
+            })),
+        };
+        if let Err(e) = self.store.record_history(&record).await {
+            warn!(error = %e, "cannot record the remediation in the history; retrying");
+            return Err(unavailable("store", e.to_string()));
+        }
+        let event = AuditDraft::new("assessment", "verifier", verdict.clone())
+            .with_payload(serde_json::to_value(&assessment).unwrap_or(Value::Null));
+        state.assessment = Some(assessment);
+        Ok(StageOutcome::to(
+            Phase::Completed,
+            Some(verdict),
+            state,
+            vec![event],
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(ready: bool, waiting: Option<&str>, last: Option<(&str, &str)>) -> Value {
+        let mut c = json!({"name": "app", "state": {}});
+        if let Some(w) = waiting {
+            c["state"] = json!({"waiting": {"reason": w}});
+        }
+        if let Some((reason, at)) = last {
+            c["lastState"] = json!({"terminated": {"reason": reason, "finishedAt": at}});
+        }
+        json!({"status": {
+            "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+            "containerStatuses": [c],
+        }})
+    }
+
+    fn since() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-03-01T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    #[test]
+    fn health_follows_the_effectiveness_monitor() {
+        let ok = pod(true, None, None);
+        assert_eq!(pods_health(&[ok.clone(), ok.clone()], since()).0, 1.0);
+        let before = pod(true, None, Some(("Error", "2026-03-01T11:00:00Z")));
+        assert_eq!(
+            pods_health(&[before], since()).0,
+            1.0,
+            "a restart before does not count"
+        );
+        let after = pod(true, None, Some(("Error", "2026-03-01T12:01:00Z")));
+        assert_eq!(pods_health(&[after], since()).0, 0.75);
+        let oom = pod(true, None, Some(("OOMKilled", "2026-03-01T12:01:00Z")));
+        assert_eq!(pods_health(&[oom], since()).0, 0.25);
+        assert_eq!(
+            pods_health(&[ok.clone(), pod(false, None, None)], since()).0,
+            0.5
+        );
+        let looping = pod(false, Some("CrashLoopBackOff"), None);
+        assert_eq!(pods_health(&[ok, looping], since()).0, 0.0);
+        assert_eq!(pods_health(&[], since()).0, 0.0);
+    }
+}
