@@ -106,9 +106,6 @@ async fn rollout_undo_once(
 ) -> Result<WriteOutcome> {
     let deployments = r.resource("Deployment").await?;
     let mut deployment = r.get(&deployments, Some(namespace), name).await?;
-    let uid = str_at(&deployment, &["metadata", "uid"])
-        .unwrap_or("")
-        .to_owned();
     let current: i64 = obj::annotation(&deployment, "deployment.kubernetes.io/revision")
         .and_then(|r| r.parse().ok())
         .unwrap_or(0);
@@ -123,21 +120,7 @@ async fn rollout_undo_once(
         }
         _ => *seen = Some(current),
     }
-    let selector = at(&deployment, &["spec", "selector"])
-        .and_then(Selector::from_object)
-        .map(|s| s.to_query())
-        .unwrap_or_default();
-    let replicasets = r.resource("ReplicaSet").await?;
-    let owned: Vec<Value> = r
-        .list(&replicasets, Some(namespace), &ListQuery::labels(selector))
-        .await?
-        .into_iter()
-        .filter(|rs| {
-            array(rs, &["metadata", "ownerReferences"])
-                .iter()
-                .any(|o| str_at(o, &["uid"]) == Some(uid.as_str()))
-        })
-        .collect();
+    let owned = owned_by(r, "ReplicaSet", namespace, &deployment).await?;
     let revision = |rs: &Value| {
         obj::annotation(rs, "deployment.kubernetes.io/revision")
             .and_then(|r| r.parse::<i64>().ok())
@@ -174,6 +157,31 @@ async fn rollout_undo_once(
         dry_run,
         json!({"fromRevision": current, "toRevision": to_revision, "replicaSet": obj::name(previous)}),
     ))
+}
+
+/// The objects of `kind` in `namespace` that `owner` owns (found through the owner's label
+/// selector, kept only when an ownerReference names the owner's uid).
+pub async fn owned_by(
+    r: &dyn ClusterReader,
+    kind: &str,
+    namespace: &str,
+    owner: &Value,
+) -> Result<Vec<Value>> {
+    let uid = str_at(owner, &["metadata", "uid"]).unwrap_or("");
+    let selector = at(owner, &["spec", "selector"])
+        .and_then(Selector::from_object)
+        .map(|s| s.to_query())
+        .unwrap_or_default();
+    let res = r.resource(kind).await?;
+    Ok(r.list(&res, Some(namespace), &ListQuery::labels(selector))
+        .await?
+        .into_iter()
+        .filter(|o| {
+            array(o, &["metadata", "ownerReferences"])
+                .iter()
+                .any(|o| str_at(o, &["uid"]) == Some(uid))
+        })
+        .collect())
 }
 
 /// Set `spec.replicas`.

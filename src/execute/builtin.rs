@@ -13,9 +13,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
-use crate::cluster::selector::Selector;
 use crate::cluster::writes::{self, WriteOutcome};
-use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, PatchType};
+use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, PatchType};
 use crate::domain::Target;
 
 pub type Args = BTreeMap<String, Value>;
@@ -252,24 +251,9 @@ async fn rollback_statefulset(
     let ns = namespace(target, "rollback_statefulset")?;
     let sets = r.resource("StatefulSet").await?;
     let sts = r.get(&sets, Some(ns), &target.name).await?;
-    let uid = str_at(&sts, &["metadata", "uid"]).unwrap_or("");
     let update = str_at(&sts, &["status", "updateRevision"]).unwrap_or("");
     let current = str_at(&sts, &["status", "currentRevision"]).unwrap_or("");
-    let selector = at(&sts, &["spec", "selector"])
-        .and_then(Selector::from_object)
-        .map(|s| s.to_query())
-        .unwrap_or_default();
-    let revisions = r.resource("ControllerRevision").await?;
-    let owned: Vec<Value> = r
-        .list(&revisions, Some(ns), &ListQuery::labels(selector))
-        .await?
-        .into_iter()
-        .filter(|rev| {
-            array(rev, &["metadata", "ownerReferences"])
-                .iter()
-                .any(|o| str_at(o, &["uid"]) == Some(uid))
-        })
-        .collect();
+    let owned = writes::owned_by(r, "ControllerRevision", ns, &sts).await?;
     let number_of = |rev: &Value| i64_at(rev, &["revision"]).unwrap_or(0);
     let update_number = owned
         .iter()
