@@ -220,7 +220,6 @@ impl Kube {
             .await
     }
 
-    /// Schedule a pod onto a node, as the scheduler would.
     /// Another handle on the same namespace (for a task that plays the kubelet).
     pub fn clone_handle(&self) -> Kube {
         Kube {
@@ -230,6 +229,7 @@ impl Kube {
         }
     }
 
+    /// Schedule a pod onto a node, as the scheduler would.
     pub async fn bind(&self, pod: &str, node: &str) {
         let pods: Api<k8s_openapi::api::core::v1::Pod> =
             Api::namespaced(self.client.clone(), &self.ns);

@@ -1,0 +1,339 @@
+//! The Executing and Verifying stages on the real API server tier, driven directly: dry run
+//! changes nothing; a step whose write reached the cluster before a crash is reconciled from
+//! its stamp and not repeated; a second request on the same root owner is ResourceBusy; the
+//! guardrails block a target whose history says the remediations do not help. The test plays
+//! the kubelet where pods must run.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
+
+mod common;
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use common::kube::Kube;
+use kubemedic::catalog::Catalog;
+use kubemedic::clock::{Clock, SystemClock};
+use kubemedic::cluster::ClusterWriter;
+use kubemedic::domain::{HistoryRecord, Phase, RemediationRequest, Stage, StageOutcome, Target};
+use kubemedic::execute::stamp::StampingWriter;
+use kubemedic::execute::{ExecuteSettings, ExecutionStage};
+use kubemedic::store::Store;
+use kubemedic::verify::{VerificationStage, VerifySettings};
+use serde_json::{Value, json};
+
+/// A running two-replica Deployment `web` in the test namespace, on a node the test plays.
+async fn web(k: &Kube) -> String {
+    let node = format!("{}-node", k.ns);
+    k.node(&node, 1, json!([])).await;
+    k.apply(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "shop/web:1"}]}}}
+    }))
+    .await;
+    k.pods("app=web", 2).await;
+    common::scenarios::run_unscheduled(k, "app=web", &node).await;
+    node
+}
+
+/// A request in `Executing` whose selection is `workflow` on Deployment `web`.
+fn request(k: &Kube, workflow: &str, action_type: &str) -> RemediationRequest {
+    let body = common::alert_body(
+        "firing",
+        "KubePodCrashLooping",
+        &[("namespace", k.ns.as_str()), ("deployment", "web")],
+        &format!("fp-{}", uuid::Uuid::new_v4().simple()),
+        "2026-01-01T00:00:00Z",
+    );
+    let signals = kubemedic::ingest::alertmanager::parse(body.as_bytes()).unwrap();
+    let mut req = RemediationRequest::for_signal(&signals[0], Phase::Executing, Utc::now());
+    let target = Target::new("Deployment", "web", Some(k.ns.clone()));
+    let rca = json!({"root_cause_analysis": {"summary": "s", "severity": "high"},
+        "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true});
+    req.state.analysis = Some(
+        serde_json::from_value(json!({"rca": rca, "root_owner": target, "investigator": "test"}))
+            .unwrap(),
+    );
+    req.state.selection = Some(
+        serde_json::from_value(json!({
+            "selected": {"workflow_id": workflow, "action_type": action_type,
+                "version": "1.0.0", "confidence": 0.9, "parameters": {}},
+            "merged": rca,
+            "outcome": {"kind": "workflow_selected", "next_phase": "Gating", "reason": "r"},
+        }))
+        .unwrap(),
+    );
+    req
+}
+
+struct Env {
+    store: Arc<dyn Store>,
+    _dir: tempfile::TempDir,
+}
+
+async fn env() -> Env {
+    let (dir, url) = common::sqlite_url();
+    Env {
+        store: common::open_store(&url, Arc::new(SystemClock)).await,
+        _dir: dir,
+    }
+}
+
+fn stage(
+    k_cluster: Arc<kubemedic::cluster::KubeCluster>,
+    store: Arc<dyn Store>,
+    dry_run: bool,
+) -> ExecutionStage {
+    ExecutionStage::new(
+        k_cluster.clone(),
+        k_cluster,
+        store,
+        Arc::new(Catalog::builtin().unwrap()),
+        Arc::new(SystemClock),
+        ExecuteSettings {
+            dry_run,
+            ..Default::default()
+        },
+    )
+}
+
+/// Play the kubelet for `app=web` until the task is aborted.
+fn kubelet(k: &Kube, node: &str) -> tokio::task::JoinHandle<()> {
+    let k = k.clone_handle();
+    let node = node.to_owned();
+    tokio::spawn(async move {
+        loop {
+            common::scenarios::run_unscheduled(&k, "app=web", &node).await;
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    })
+}
+
+fn moved(o: &StageOutcome) -> (Phase, String) {
+    (o.next, o.reason.clone().unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_records_what_would_run_and_changes_nothing() {
+    let Some(k) = Kube::new("dry").await else {
+        return;
+    };
+    web(&k).await;
+    let before = k.get("apps/v1", "Deployment", "web").await;
+    let e = env().await;
+    let req = request(&k, "restart-rolling", "RestartDeployment");
+    let out = stage(k.cluster().await, e.store.clone(), true)
+        .run(&req)
+        .await
+        .unwrap();
+    assert_eq!(out.next, Phase::Verifying);
+    let execution = out.state.execution.clone().unwrap();
+    assert_eq!(serde_json::to_value(execution.outcome).unwrap(), "dry_run");
+    assert!(execution.dry_run);
+    assert_eq!(execution.steps[0].action, "rollout_restart");
+    assert_eq!(
+        serde_json::to_value(execution.steps[0].status).unwrap(),
+        "dry_run"
+    );
+    // The API server accepted the change and kept nothing of it.
+    let after = k.get("apps/v1", "Deployment", "web").await;
+    assert_eq!(
+        after["metadata"]["generation"],
+        before["metadata"]["generation"]
+    );
+    assert!(after["metadata"]["annotations"]["kubemedic.io/remediation"].is_null());
+    assert!(after["spec"]["template"]["metadata"]["annotations"].is_null());
+
+    // Verification completes it without assessing or remembering anything.
+    let mut req = req;
+    req.phase = Phase::Verifying;
+    req.state = out.state;
+    let verified = VerificationStage::new(
+        k.cluster().await,
+        e.store.clone(),
+        Arc::new(SystemClock),
+        VerifySettings::default(),
+    )
+    .run(&req)
+    .await
+    .unwrap();
+    let (phase, reason) = moved(&verified);
+    assert_eq!(phase, Phase::Completed);
+    assert!(reason.starts_with("dry run:"), "{reason}");
+    let target = Target::new("Deployment", "web", Some(k.ns.clone()));
+    let history = e
+        .store
+        .history(
+            &target.fingerprint(),
+            Utc::now() - chrono::Duration::hours(1),
+        )
+        .await
+        .unwrap();
+    assert!(
+        history.is_empty(),
+        "a dry run is no remediation: {history:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_reached_the_cluster_before_a_crash_is_not_repeated() {
+    let Some(k) = Kube::new("crash").await else {
+        return;
+    };
+    let node = web(&k).await;
+    let e = env().await;
+    let req = request(&k, "restart-rolling", "RestartDeployment");
+    let cluster = k.cluster().await;
+
+    // The first attempt: intents committed, the stamped restart written, then the process
+    // died before it could settle the intent.
+    e.store
+        .begin_intent(
+            req.id,
+            0,
+            "prepare",
+            &json!({"pre_spec_hash": "sha256:before"}),
+        )
+        .await
+        .unwrap();
+    e.store
+        .begin_intent(req.id, 1, "rollout_restart", &json!({}))
+        .await
+        .unwrap();
+    let stamped = StampingWriter::new(
+        cluster.clone() as Arc<dyn ClusterWriter>,
+        format!("{}/1", req.id),
+        "crashed attempt".into(),
+    );
+    kubemedic::cluster::writes::rollout_restart(
+        cluster.as_ref(),
+        &stamped,
+        "Deployment",
+        &k.ns,
+        "web",
+        Utc::now() - chrono::Duration::minutes(1),
+        false,
+    )
+    .await
+    .unwrap();
+    let first = k.get("apps/v1", "Deployment", "web").await;
+    let restarted_at =
+        first["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"]
+            .clone();
+    assert!(restarted_at.is_string());
+
+    // The restarted worker runs the stage again.
+    let pods = kubelet(&k, &node);
+    let out = stage(cluster, e.store.clone(), false)
+        .run(&req)
+        .await
+        .unwrap();
+    pods.abort();
+    assert_eq!(out.next, Phase::Verifying, "{:?}", out.reason);
+    let execution = out.state.execution.unwrap();
+    assert_eq!(
+        serde_json::to_value(execution.steps[0].status).unwrap(),
+        "already_applied",
+        "{:#?}",
+        execution.steps
+    );
+    assert_eq!(
+        execution.pre_spec_hash.as_deref(),
+        Some("sha256:before"),
+        "the spec hash captured before the first write is kept"
+    );
+    // One restart, not two: the template still carries the first attempt's stamp time.
+    let after = k.get("apps/v1", "Deployment", "web").await;
+    assert_eq!(
+        after["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"],
+        restarted_at
+    );
+    assert_eq!(
+        after["metadata"]["generation"],
+        first["metadata"]["generation"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_request_on_the_same_root_owner_is_resource_busy() {
+    let Some(k) = Kube::new("busy").await else {
+        return;
+    };
+    web(&k).await;
+    let e = env().await;
+    let first = request(&k, "restart-rolling", "RestartDeployment");
+    let second = request(&k, "restart-rolling", "RestartDeployment");
+    let target = Target::new("Deployment", "web", Some(k.ns.clone()));
+    e.store
+        .acquire_execution_lock(&target.fingerprint(), Some(&k.ns), first.id)
+        .await
+        .unwrap();
+    let before = k.get("apps/v1", "Deployment", "web").await;
+    let out = stage(k.cluster().await, e.store.clone(), false)
+        .run(&second)
+        .await
+        .unwrap();
+    let (phase, reason) = moved(&out);
+    assert_eq!(phase, Phase::Blocked);
+    assert!(reason.starts_with("ResourceBusy:"), "{reason}");
+    assert!(reason.contains(&first.id.to_string()), "{reason}");
+    let after = k.get("apps/v1", "Deployment", "web").await;
+    assert_eq!(
+        after["metadata"]["generation"],
+        before["metadata"]["generation"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_ineffective_remediations_block_the_fourth_and_an_opt_out_blocks_all() {
+    let Some(k) = Kube::new("chain").await else {
+        return;
+    };
+    web(&k).await;
+    let e = env().await;
+    let target = Target::new("Deployment", "web", Some(k.ns.clone()));
+    for minutes in [90, 60, 30] {
+        let record: HistoryRecord = serde_json::from_value(json!({
+            "remediationUid": uuid::Uuid::new_v4().to_string(),
+            "target": target,
+            "completedAt": Utc::now() - chrono::Duration::minutes(minutes),
+            "signalName": "KubePodCrashLooping",
+            "workflowType": "RestartDeployment",
+            "workflowId": "restart-rolling",
+            "outcome": "completed",
+            "effectivenessScore": 0.2,
+            "signalResolved": false,
+            "assessmentReason": "Full",
+        }))
+        .unwrap();
+        e.store.record_history(&record).await.unwrap();
+    }
+    let out = stage(k.cluster().await, e.store.clone(), false)
+        .run(&request(&k, "restart-rolling", "RestartDeployment"))
+        .await
+        .unwrap();
+    let (phase, reason) = moved(&out);
+    assert_eq!(phase, Phase::Blocked);
+    assert!(reason.starts_with("IneffectiveChain:"), "{reason}");
+    assert!(out.events.iter().any(|ev| ev.kind == "guardrail"));
+
+    // The opt-out annotation wins over everything, on a fresh store.
+    let e = env().await;
+    k.patch(
+        "apps/v1",
+        "Deployment",
+        "web",
+        json!({"metadata": {"annotations": {"kubemedic.io/remediate": "false"}}}),
+    )
+    .await;
+    let out = stage(k.cluster().await, e.store.clone(), false)
+        .run(&request(&k, "restart-rolling", "RestartDeployment"))
+        .await
+        .unwrap();
+    let (phase, reason) = moved(&out);
+    assert_eq!(phase, Phase::Blocked);
+    assert!(reason.starts_with("UnmanagedResource:"), "{reason}");
+    let _: Value = k.get("apps/v1", "Deployment", "web").await;
+}
