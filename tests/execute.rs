@@ -12,7 +12,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use common::kube::Kube;
 use kubemedic::catalog::Catalog;
-use kubemedic::clock::{Clock, SystemClock};
+use kubemedic::clock::SystemClock;
 use kubemedic::cluster::ClusterWriter;
 use kubemedic::domain::{HistoryRecord, Phase, RemediationRequest, Stage, StageOutcome, Target};
 use kubemedic::execute::stamp::StampingWriter;
