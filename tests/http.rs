@@ -782,3 +782,58 @@ async fn every_real_alertmanager_body_is_accepted_with_its_target() {
     assert_eq!(broken.status(), 400);
     d.stop().await;
 }
+
+#[tokio::test]
+async fn history_names_the_target_it_needs_and_serves_what_the_store_holds() {
+    let d = TestDaemon::start(|_| {}).await;
+    let get = |path: &str, token: &str| d.client.get(d.url(path)).bearer_auth(token).send();
+    let r = get("/api/v1/history?kind=Deployment&name=checkout", "wrong")
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = get("/api/v1/history?name=checkout", API_TOKEN)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["field"], "kind");
+    let r = get(
+        "/api/v1/history?kind=Deployment&name=x&colour=red",
+        API_TOKEN,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 400);
+
+    let target = kubemedic::domain::Target::new("Deployment", "checkout", Some("shop".into()));
+    let record: kubemedic::domain::HistoryRecord = serde_json::from_value(serde_json::json!({
+        "remediationUid": uuid::Uuid::new_v4().to_string(),
+        "target": target,
+        "completedAt": chrono::Utc::now() - chrono::Duration::minutes(10),
+        "signalName": "KubePodCrashLooping",
+        "workflowType": "RollbackDeployment",
+        "workflowId": "rollback-deployment-previous-revision",
+        "outcome": "completed",
+        "effectivenessScore": 0.95,
+        "preRemediationSpecHash": "sha256:a",
+        "postRemediationSpecHash": "sha256:b",
+        "signalResolved": true,
+        "assessmentReason": "Full",
+    }))
+    .unwrap();
+    d.store.record_history(&record).await.unwrap();
+    let v = d
+        .api("/api/v1/history?kind=Deployment&name=checkout&namespace=shop")
+        .await;
+    assert_eq!(v["total"], 1, "{v:#}");
+    assert_eq!(v["items"][0]["workflowType"], "RollbackDeployment");
+    assert_eq!(v["context"]["regressionDetected"], false);
+    let other = d
+        .api("/api/v1/history?kind=Deployment&name=checkout&namespace=other")
+        .await;
+    assert_eq!(
+        other["total"], 0,
+        "another namespace's checkout is another target"
+    );
+    d.stop().await;
+}

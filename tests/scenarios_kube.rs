@@ -204,6 +204,19 @@ async fn a_staged_bad_rollout_is_rolled_back_verified_and_remembered_exactly_onc
     assert_eq!(history[0].workflow_type, "RollbackDeployment");
     assert_eq!(history[0].signal_resolved, Some(true));
     assert!(history[0].effectiveness_score.unwrap() >= 0.7);
+    // The same history over the API, with the tiers the next investigation reads.
+    let served = d
+        .api(&format!(
+            "/api/v1/history?kind=Deployment&name=checkout&namespace={}",
+            staging.ns
+        ))
+        .await;
+    assert_eq!(served["total"], 1, "{served:#}");
+    assert_eq!(served["items"][0]["remediationUid"], ids[0].as_str());
+    assert_eq!(
+        served["context"]["tier1"]["chain"][0]["hashMatch"],
+        "postRemediation"
+    );
 
     let transitions: Vec<String> = auto["timeline"]
         .as_array()

@@ -191,3 +191,42 @@ pub async fn list_signals(
         .await?;
     Ok(Json(json!({"total": page.total, "items": page.items})))
 }
+
+/// `GET /api/v1/history?kind=&name=&namespace=`: the remediation history of one target — the
+/// entries of the last 90 days, oldest first, and the tiered context the next investigation of
+/// the target will read (against the spec hash of its latest remediation).
+pub async fn target_history(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    require_api(&state, &headers)?;
+    reject_unknown(&q, &["kind", "name", "namespace"])?;
+    let kind = q
+        .get("kind")
+        .filter(|k| !k.is_empty())
+        .ok_or_else(|| ApiError::bad("kind", "required, e.g. Deployment"))?;
+    let name = q
+        .get("name")
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| ApiError::bad("name", "required"))?;
+    let target =
+        crate::domain::Target::new(kind.clone(), name.clone(), q.get("namespace").cloned());
+    let now = state.clock.now();
+    let records = state
+        .store
+        .history(&target.fingerprint(), now - chrono::Duration::days(90))
+        .await?;
+    let current = records
+        .last()
+        .and_then(|r| r.post_remediation_spec_hash.clone());
+    let context = crate::history::build_context(&target, current.as_deref(), &records, now);
+    let warnings = crate::history::warnings(&context);
+    Ok(Json(json!({
+        "target": target,
+        "total": records.len(),
+        "items": records,
+        "context": context,
+        "warnings": warnings,
+    })))
+}

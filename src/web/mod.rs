@@ -87,6 +87,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/api/v1/requests", get(api::list_requests))
         .route("/api/v1/requests/{id}", get(api::get_request))
+        .route("/api/v1/history", get(api::target_history))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
