@@ -21,6 +21,7 @@ use crate::execute::{ExecuteSettings, Guardrails};
 use crate::gate::{DEFAULT_CONFIDENCE_THRESHOLD, GateSettings};
 use crate::investigate::{InvestigateSettings, LlmInvestigatorSettings};
 use crate::llm::{OpenAiSettings, Provider};
+use crate::pipeline::PhaseTimeouts;
 use crate::policy::PolicySettings;
 use crate::secret::{Secret, redact_url};
 use crate::store::DatabaseUrl;
@@ -122,6 +123,51 @@ pub struct DaemonArgs {
     /// ends in ManualReviewRequired with that reason [default: 900].
     #[arg(long, env = "KUBEMEDIC_MAX_WAIT_SECONDS", value_name = "SECONDS")]
     pub max_wait_seconds: Option<u64>,
+
+    /// Seconds a request may stay in Investigating/Selecting before it goes to review;
+    /// 0 = no limit [default: 600].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_INVESTIGATION_TIMEOUT_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub investigation_timeout_seconds: Option<u64>,
+
+    /// Seconds a request waits for a human's approval before it Expires; 0 = no limit
+    /// [default: 900].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_APPROVAL_TIMEOUT_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub approval_timeout_seconds: Option<u64>,
+
+    /// Seconds a request may stay in Executing before it goes to review; 0 = no limit
+    /// [default: 1800].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_EXECUTION_TIMEOUT_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub execution_timeout_seconds: Option<u64>,
+
+    /// Seconds a request may stay in Verifying (the window included) before it goes to
+    /// review; 0 = no limit [default: 1800].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_VERIFICATION_TIMEOUT_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub verification_timeout_seconds: Option<u64>,
+
+    /// Seconds a request may take from its first alert to its end; 0 = no limit
+    /// [default: 3600].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_REQUEST_TIMEOUT_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub request_timeout_seconds: Option<u64>,
 
     /// Log format: auto (text on a terminal, JSON otherwise), json or text [default: auto].
     #[arg(long, env = "KUBEMEDIC_LOG_FORMAT", value_enum)]
@@ -534,6 +580,11 @@ struct FileSettings {
     workers: Option<usize>,
     lease_seconds: Option<u64>,
     max_wait_seconds: Option<u64>,
+    investigation_timeout_seconds: Option<u64>,
+    approval_timeout_seconds: Option<u64>,
+    execution_timeout_seconds: Option<u64>,
+    verification_timeout_seconds: Option<u64>,
+    request_timeout_seconds: Option<u64>,
     dry_run: Option<bool>,
     verification_window_seconds: Option<u64>,
     effectiveness_threshold: Option<f64>,
@@ -849,6 +900,7 @@ pub struct Settings {
     pub enrich: EnrichSettings,
     pub execute: ExecuteSettings,
     pub verify: VerifySettings,
+    pub timeouts: PhaseTimeouts,
 }
 
 fn invalid(
@@ -880,6 +932,40 @@ impl Settings {
             enrich,
         } = merge_gate(&args.gate, Some(&file))?;
         let (execute, verify) = merge_execute(&args.execute, &file)?;
+        let limit = |flag: Option<u64>, key: Option<u64>, default: u64| match flag
+            .or(key)
+            .unwrap_or(default)
+        {
+            0 => None,
+            s => Some(Duration::from_secs(s)),
+        };
+        let timeouts = PhaseTimeouts {
+            investigating: limit(
+                args.investigation_timeout_seconds,
+                file.investigation_timeout_seconds,
+                600,
+            ),
+            awaiting_approval: limit(
+                args.approval_timeout_seconds,
+                file.approval_timeout_seconds,
+                900,
+            ),
+            executing: limit(
+                args.execution_timeout_seconds,
+                file.execution_timeout_seconds,
+                1800,
+            ),
+            verifying: limit(
+                args.verification_timeout_seconds,
+                file.verification_timeout_seconds,
+                1800,
+            ),
+            overall: limit(
+                args.request_timeout_seconds,
+                file.request_timeout_seconds,
+                3600,
+            ),
+        };
         let listen_raw = args
             .listen
             .clone()
@@ -999,6 +1085,7 @@ impl Settings {
             enrich,
             execute,
             verify,
+            timeouts,
         })
     }
 

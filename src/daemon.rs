@@ -163,7 +163,8 @@ pub async fn start_on(
     let writers = if store.backend() == "sqlite" { 1 } else { 4 };
     let ingest = IngestQueue::start(store.clone(), writers, wake.clone());
 
-    let mut pipeline = Pipeline::new(clock.clone(), settings.max_wait);
+    let mut pipeline =
+        Pipeline::new(clock.clone(), settings.max_wait).with_timeouts(settings.timeouts.clone());
     for stage in components.stages {
         pipeline = pipeline.with_stage(stage);
     }

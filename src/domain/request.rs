@@ -28,6 +28,10 @@ pub struct Waiting {
 /// Stored as one JSON column; each stage adds its typed field.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageState {
+    /// When the request entered its current phase (`None`: at creation). The phase timeouts
+    /// count from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_entered_at: Option<DateTime<Utc>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<Waiting>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

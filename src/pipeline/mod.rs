@@ -37,11 +37,87 @@ pub enum Step {
     },
 }
 
+/// How long a request may stay in a phase, and in the pipeline as a whole, before it is ended
+/// with the reason (a stuck investigation, an approval nobody gives, an execution or a
+/// verification that never finishes). `None` means no limit.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PhaseTimeouts {
+    pub investigating: Option<Duration>,
+    pub awaiting_approval: Option<Duration>,
+    pub executing: Option<Duration>,
+    pub verifying: Option<Duration>,
+    pub overall: Option<Duration>,
+}
+
+impl PhaseTimeouts {
+    /// The daemon's defaults: investigating 10 min, awaiting approval 15 min, executing and
+    /// verifying 30 min each, the whole request 1 h.
+    pub fn defaults() -> Self {
+        Self {
+            investigating: Some(Duration::from_secs(600)),
+            awaiting_approval: Some(Duration::from_secs(900)),
+            executing: Some(Duration::from_secs(1800)),
+            verifying: Some(Duration::from_secs(1800)),
+            overall: Some(Duration::from_secs(3600)),
+        }
+    }
+
+    fn of(&self, phase: Phase) -> Option<Duration> {
+        match phase {
+            Phase::Investigating | Phase::Selecting => self.investigating,
+            Phase::AwaitingApproval => self.awaiting_approval,
+            Phase::Executing => self.executing,
+            Phase::Verifying => self.verifying,
+            _ => None,
+        }
+    }
+
+    /// Where a request that ran out of time goes, and why.
+    fn expired(&self, req: &RemediationRequest, now: DateTime<Utc>) -> Option<(Phase, String)> {
+        let since = req.state.phase_entered_at.unwrap_or(req.created_at);
+        let over = |limit: Duration, from: DateTime<Utc>| {
+            (now - from).to_std().is_ok_and(|spent| spent > limit)
+        };
+        if let Some(limit) = self.of(req.phase)
+            && over(limit, since)
+        {
+            let to = if req.phase == Phase::AwaitingApproval {
+                Phase::Expired
+            } else {
+                Phase::ManualReviewRequired
+            };
+            return Some((
+                to,
+                format!(
+                    "timed out: {} for more than {} s ({} did not finish)",
+                    req.phase,
+                    limit.as_secs(),
+                    stage_name(req.phase)
+                ),
+            ));
+        }
+        if let Some(limit) = self.overall
+            && over(limit, req.created_at)
+        {
+            return Some((
+                Phase::ManualReviewRequired,
+                format!(
+                    "timed out: the request is older than {} s (last phase {})",
+                    limit.as_secs(),
+                    req.phase
+                ),
+            ));
+        }
+        None
+    }
+}
+
 pub struct Pipeline {
     stages: HashMap<Phase, Arc<dyn Stage>>,
     clock: Arc<dyn Clock>,
     max_wait: Duration,
     actor: String,
+    timeouts: PhaseTimeouts,
 }
 
 impl Pipeline {
@@ -51,7 +127,14 @@ impl Pipeline {
             clock,
             max_wait,
             actor: "pipeline".to_owned(),
+            timeouts: PhaseTimeouts::default(),
         }
+    }
+
+    /// End requests that stay too long in a phase (none by default).
+    pub fn with_timeouts(mut self, timeouts: PhaseTimeouts) -> Self {
+        self.timeouts = timeouts;
+        self
     }
 
     /// Register the stage for its phase (a later registration replaces an earlier one).
@@ -72,7 +155,41 @@ impl Pipeline {
     /// Decide the next state of `req`. Never panics and never leaves a request without a way
     /// forward: every error becomes a wait, a failure or a review with its reason.
     pub async fn step(&self, req: &RemediationRequest) -> Step {
+        let step = self.decide(req).await;
+        // Remember when the request entered a new phase: the phase timeouts count from there.
+        match step {
+            Step::Move {
+                to,
+                reason,
+                mut state,
+                events,
+            } if to != req.phase => {
+                state.phase_entered_at = Some(self.clock.now());
+                Step::Move {
+                    to,
+                    reason,
+                    state,
+                    events,
+                }
+            }
+            other => other,
+        }
+    }
+
+    async fn decide(&self, req: &RemediationRequest) -> Step {
         let now = self.clock.now();
+        if req.phase.is_runnable()
+            && let Some((to, reason)) = self.timeouts.expired(req, now)
+        {
+            let mut state = req.state.clone();
+            state.waiting = None;
+            return Step::Move {
+                to,
+                events: vec![AuditDraft::new("timeout", &self.actor, reason.clone())],
+                reason: Some(reason),
+                state,
+            };
+        }
         if req.phase == Phase::Received {
             return Step::Move {
                 to: Phase::Enriching,
@@ -203,6 +320,116 @@ impl Pipeline {
             state,
             not_before: now + chrono::Duration::seconds(backoff as i64),
             events,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::domain::{
+        NewSignal, SignalMode, SignalSource, SignalStatus, StageError, StageOutcome,
+    };
+    use async_trait::async_trait;
+
+    /// A stage whose dependency never answers.
+    struct Stuck(Phase);
+
+    #[async_trait]
+    impl Stage for Stuck {
+        fn phase(&self) -> Phase {
+            self.0
+        }
+        async fn run(&self, _: &RemediationRequest) -> Result<StageOutcome, StageError> {
+            Err(StageError::Unavailable {
+                dependency: "llm".into(),
+                message: "no answer".into(),
+            })
+        }
+    }
+
+    fn request(phase: Phase, now: DateTime<Utc>) -> RemediationRequest {
+        let signal = NewSignal {
+            fingerprint: "f".into(),
+            starts_at: now,
+            ends_at: None,
+            status: SignalStatus::Firing,
+            name: "KubePodCrashLooping".into(),
+            severity: None,
+            mode: SignalMode::Reactive,
+            source: SignalSource::Alertmanager,
+            labels: Default::default(),
+            annotations: Default::default(),
+            generator_url: None,
+            receiver: None,
+            group_key: None,
+            external_url: None,
+            target: None,
+            target_fingerprint: "t".into(),
+            target_aliases: vec![],
+        };
+        RemediationRequest::for_signal(&signal, phase, now)
+    }
+
+    fn moved_to(step: &Step) -> Option<(Phase, String)> {
+        match step {
+            Step::Move { to, reason, .. } => Some((*to, reason.clone().unwrap_or_default())),
+            Step::Wait { .. } => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stuck_phase_ends_at_its_timeout_and_an_unanswered_approval_expires() {
+        let start = DateTime::parse_from_rfc3339("2026-03-01T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let clock = Arc::new(ManualClock::new(start));
+        let pipeline = Pipeline::new(clock.clone(), Duration::from_secs(86_400))
+            .with_stage(Arc::new(Stuck(Phase::Investigating)))
+            .with_timeouts(PhaseTimeouts::defaults());
+        let mut req = request(Phase::Investigating, start);
+        req.state.phase_entered_at = Some(start);
+        assert!(
+            moved_to(&pipeline.step(&req).await).is_none(),
+            "waits at first"
+        );
+        clock.advance(chrono::Duration::seconds(601));
+        let (to, reason) = moved_to(&pipeline.step(&req).await).unwrap();
+        assert_eq!(to, Phase::ManualReviewRequired);
+        assert!(
+            reason.starts_with("timed out: Investigating for more than 600 s"),
+            "{reason}"
+        );
+
+        let mut waiting = request(Phase::AwaitingApproval, start);
+        waiting.state.phase_entered_at = Some(clock.now() - chrono::Duration::seconds(901));
+        let (to, _) = moved_to(&pipeline.step(&waiting).await).unwrap();
+        assert_eq!(to, Phase::Expired);
+
+        // The whole request has an hour, whatever phase it is in.
+        let mut old = request(Phase::Investigating, start - chrono::Duration::hours(2));
+        old.state.phase_entered_at = Some(clock.now());
+        let (to, reason) = moved_to(&pipeline.step(&old).await).unwrap();
+        assert_eq!(to, Phase::ManualReviewRequired);
+        assert!(reason.contains("older than 3600 s"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn moving_to_a_new_phase_records_when() {
+        let start = DateTime::parse_from_rfc3339("2026-03-01T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let clock = Arc::new(ManualClock::new(start));
+        let pipeline = Pipeline::new(clock.clone(), Duration::from_secs(60));
+        let req = request(Phase::Received, start);
+        clock.advance(chrono::Duration::seconds(5));
+        match pipeline.step(&req).await {
+            Step::Move { to, state, .. } => {
+                assert_eq!(to, Phase::Enriching);
+                assert_eq!(state.phase_entered_at, Some(clock.now()));
+            }
+            Step::Wait { .. } => panic!("a received request moves on"),
         }
     }
 }
