@@ -308,7 +308,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 cluster.clone(),
                 clock.clone(),
                 history,
-                Some(metrics),
+                Some(metrics.clone()),
             );
             components.stages.extend(stages);
             components.dependencies.push(investigator);
@@ -321,6 +321,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 cluster,
                 store,
                 clock,
+                Some(metrics),
             ));
         }
         Err(e) => {
@@ -399,6 +400,7 @@ pub fn execution_stages(
     writer: Arc<dyn crate::cluster::ClusterWriter>,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    metrics: Option<Arc<Metrics>>,
 ) -> Vec<Arc<dyn Stage>> {
     let catalog =
         match crate::investigate::load_catalog(settings.investigate.catalog_dir.as_deref()) {
@@ -411,22 +413,20 @@ pub fn execution_stages(
     if settings.execute.dry_run {
         warn!("dry run: changes go to the API server with dryRun=All; nothing is changed");
     }
-    vec![
-        Arc::new(ExecutionStage::new(
-            reader.clone(),
-            writer,
-            store.clone(),
-            catalog,
-            clock.clone(),
-            settings.execute.clone(),
-        )),
-        Arc::new(VerificationStage::new(
-            reader,
-            store,
-            clock,
-            settings.verify.clone(),
-        )),
-    ]
+    let mut execute = ExecutionStage::new(
+        reader.clone(),
+        writer,
+        store.clone(),
+        catalog,
+        clock.clone(),
+        settings.execute.clone(),
+    );
+    let mut verify = VerificationStage::new(reader, store, clock, settings.verify.clone());
+    if let Some(m) = metrics {
+        execute = execute.with_metrics(m.clone());
+        verify = verify.with_metrics(m);
+    }
+    vec![Arc::new(execute), Arc::new(verify)]
 }
 
 /// The Enriching stage: namespace labels and the enrichment policy.

@@ -65,6 +65,10 @@ pub struct Metrics {
     gate_decisions: Family<Labels, Counter>,
     gate_degraded: Gauge,
     gate_duration: Histogram,
+    executions: Family<Labels, Counter>,
+    execution_duration: Histogram,
+    guardrail_blocks: Family<Labels, Counter>,
+    assessments: Family<Labels, Counter>,
 }
 
 impl Default for Metrics {
@@ -147,8 +151,37 @@ impl Metrics {
             "Time one approval policy decision took, thread hand-off included",
             gate_duration.clone(),
         );
+        let executions = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_executions",
+            "Executions finished, by outcome (succeeded, failed, dry_run, proposed)",
+            executions.clone(),
+        );
+        let execution_duration = Histogram::new(exponential_buckets(0.01, 2.0, 18));
+        registry.register(
+            "kubemedic_execution_duration_seconds",
+            "Time from the first step of an execution to its last (waits for rollouts included)",
+            execution_duration.clone(),
+        );
+        let guardrail_blocks = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_guardrail_blocks",
+            "Requests blocked before execution, by guardrail (IneffectiveChain, ResourceBusy, …)",
+            guardrail_blocks.clone(),
+        );
+        let assessments = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_assessments",
+            "Remediations assessed after their window, by verdict (effective, not_effective, \
+             spec_drift)",
+            assessments.clone(),
+        );
         Self {
             registry,
+            executions,
+            execution_duration,
+            guardrail_blocks,
+            assessments,
             llm_tokens,
             signals_received,
             signals_deduplicated,
@@ -222,6 +255,28 @@ impl Metrics {
             .get_or_create(&vec![("decision".into(), decision.into())])
             .inc();
         self.gate_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// One finished execution and how long its steps took.
+    pub fn execution(&self, outcome: &str, elapsed: Duration) {
+        self.executions
+            .get_or_create(&vec![("outcome".into(), outcome.into())])
+            .inc();
+        self.execution_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// A request blocked by a guardrail.
+    pub fn guardrail_block(&self, guardrail: &str) {
+        self.guardrail_blocks
+            .get_or_create(&vec![("guardrail".into(), guardrail.into())])
+            .inc();
+    }
+
+    /// One assessment verdict.
+    pub fn assessment(&self, verdict: &str) {
+        self.assessments
+            .get_or_create(&vec![("verdict".into(), verdict.into())])
+            .inc();
     }
 
     pub fn set_gate_degraded(&self, degraded: bool) {

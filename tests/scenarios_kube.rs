@@ -204,6 +204,22 @@ async fn a_staged_bad_rollout_is_rolled_back_verified_and_remembered_exactly_onc
     assert_eq!(history[0].workflow_type, "RollbackDeployment");
     assert_eq!(history[0].signal_resolved, Some(true));
     assert!(history[0].effectiveness_score.unwrap() >= 0.7);
+    // Counted where an operator looks.
+    let metrics = d
+        .client
+        .get(d.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "kubemedic_executions_total{outcome=\"succeeded\"} 1",
+        "kubemedic_assessments_total{verdict=\"effective\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from\n{metrics}");
+    }
     // The same history over the API, with the tiers the next investigation reads.
     let served = d
         .api(&format!(

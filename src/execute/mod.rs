@@ -52,6 +52,7 @@ use crate::domain::{
     Target,
 };
 use crate::store::{IntentStatus, Store};
+use crate::telemetry::Metrics;
 use stamp::{StampingWriter, is_stamped};
 
 /// The execution settings.
@@ -87,6 +88,7 @@ pub struct ExecutionStage {
     catalog: Arc<Catalog>,
     clock: Arc<dyn Clock>,
     settings: ExecuteSettings,
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// How often a waiting request (a concurrency cap reached) looks again.
@@ -108,7 +110,14 @@ impl ExecutionStage {
             catalog,
             clock,
             settings,
+            metrics: None,
         }
+    }
+
+    /// Count executions and guardrail blocks in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 }
 
@@ -528,6 +537,9 @@ impl ExecutionStage {
 
     fn blocked(&self, request: &RemediationRequest, block: &Block) -> StageOutcome {
         info!(guardrail = block.kind.as_str(), reason = %block.message, "execution blocked");
+        if let Some(m) = &self.metrics {
+            m.guardrail_block(block.kind.as_str());
+        }
         StageOutcome::to(
             Phase::Blocked,
             Some(block.reason()),
@@ -808,6 +820,18 @@ impl Stage for ExecutionStage {
             }
         };
         info!(outcome = ?execution.outcome, message = %execution.message, "execution finished");
+        if let Some(m) = &self.metrics {
+            let outcome = serde_json::to_value(execution.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            m.execution(
+                &outcome,
+                (execution.finished_at - execution.started_at)
+                    .to_std()
+                    .unwrap_or_default(),
+            );
+        }
         events.push(
             AuditDraft::new("execution", "executor", execution.message.clone()).with_payload(
                 json!({

@@ -34,6 +34,7 @@ use crate::domain::{
     RemediationRequest, Stage, StageError, StageOutcome, Target,
 };
 use crate::store::Store;
+use crate::telemetry::Metrics;
 
 const HEALTH_WEIGHT: f64 = 0.40;
 const ALERT_WEIGHT: f64 = 0.35;
@@ -61,6 +62,7 @@ pub struct VerificationStage {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     settings: VerifySettings,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl VerificationStage {
@@ -75,7 +77,14 @@ impl VerificationStage {
             store,
             clock,
             settings,
+            metrics: None,
         }
+    }
+
+    /// Count assessment verdicts in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 }
 
@@ -360,6 +369,13 @@ impl Stage for VerificationStage {
         let assessment = self.assess(request, execution, now).await?;
         let verdict = verdict(&assessment);
         info!(score = ?assessment.score, effective = assessment.effective, "assessed");
+        if let Some(m) = &self.metrics {
+            m.assessment(match (assessment.reason, assessment.effective) {
+                (AssessmentReason::SpecDrift, _) => "spec_drift",
+                (_, true) => "effective",
+                (_, false) => "not_effective",
+            });
+        }
         let record = HistoryRecord {
             remediation_uid: request.id.to_string(),
             target: execution.target.clone(),
