@@ -704,3 +704,157 @@ fn without_a_policy_directory_the_built_in_policy_decides() {
         "{detail}"
     );
 }
+
+/// SIGKILL in the middle of an execution (the rollback written, the rollout not yet available),
+/// then a restart on the same database: the execution finishes without writing again — one
+/// rollback, one execution record, one history entry — and is verified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_killed_mid_execution_finishes_it_once_after_a_restart() {
+    use common::kube::{Kube, fake_kubelet};
+    use serde_json::json;
+    let Some(k) = Kube::new("kill").await else {
+        return;
+    };
+    k.patch(
+        "v1",
+        "Namespace",
+        &k.ns,
+        json!({"metadata": {"labels": {"kubemedic.io/environment": "staging"}}}),
+    )
+    .await;
+    let scenario = common::scenarios::all()
+        .into_iter()
+        .find(|s| s.name == "crashloop-rollout")
+        .unwrap();
+    let logs = Arc::new(Mutex::new(HashMap::new()));
+    let kubelet_port = fake_kubelet(logs.clone()).await;
+    let staged = (scenario.stage)(&k, &logs, kubelet_port).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let kubeconfig = k.kubeconfig.display().to_string();
+    let args = [
+        "--kubeconfig",
+        kubeconfig.as_str(),
+        "--policy-dir",
+        policies.to_str().unwrap(),
+        "--verification-window-seconds",
+        "3",
+    ];
+    let client = reqwest::Client::new();
+    let mut server = Server::start(dir.path(), free_port(), None, &args);
+    let accepted: Value = client
+        .post(format!("{}/api/v1/alerts/alertmanager", server.base))
+        .bearer_auth(WEBHOOK_TOKEN)
+        .body(staged.alert.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = accepted["outcomes"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The rollback is on the Deployment; nobody runs its new pods, so the workflow's
+    // wait_rollout step is waiting. Kill the daemon there.
+    let stamp = k
+        .wait("the rollback to be written", 60, || async {
+            let d = k.get("apps/v1", "Deployment", "checkout").await;
+            d["metadata"]["annotations"]["kubemedic.io/remediation"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .await;
+    assert_eq!(stamp, format!("{id}/1"));
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    drop(server);
+
+    // Restart on the same data directory; now the kubelet runs the rolled-back pods.
+    let server = Server::start(dir.path(), free_port(), None, &args);
+    let kubelet = {
+        let k = k.clone_handle();
+        let node = format!("{}-worker-1", k.ns);
+        tokio::spawn(async move {
+            loop {
+                common::scenarios::run_unscheduled(&k, "app=checkout", &node).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let get = |path: String| {
+        let client = client.clone();
+        async move {
+            client
+                .get(path)
+                .bearer_auth(API_TOKEN)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let url = format!("{}/api/v1/requests/{id}", server.base);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut resolved_sent = false;
+    let done = loop {
+        let r = get(url.clone()).await;
+        if r["phase"] == "Verifying" && !resolved_sent {
+            let mut resolved = staged.alert.clone();
+            resolved["status"] = json!("resolved");
+            resolved["alerts"][0]["status"] = json!("resolved");
+            resolved["alerts"][0]["endsAt"] = json!(chrono::Utc::now().to_rfc3339());
+            let status = client
+                .post(format!("{}/api/v1/alerts/alertmanager", server.base))
+                .bearer_auth(WEBHOOK_TOKEN)
+                .body(resolved.to_string())
+                .send()
+                .await
+                .unwrap()
+                .status();
+            assert_eq!(status, 200);
+            resolved_sent = true;
+        }
+        let terminal = r["phase"]
+            .as_str()
+            .and_then(kubemedic::domain::Phase::parse)
+            .is_some_and(kubemedic::domain::Phase::is_terminal);
+        if terminal {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "not finished: {r:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    kubelet.abort();
+
+    assert_eq!(done["phase"], "Completed", "{done:#}");
+    let steps = &done["state"]["execution"]["steps"];
+    assert_eq!(steps[0]["action"], "rollout_undo");
+    assert_eq!(
+        steps[0]["status"], "already_applied",
+        "the restarted daemon did not write again: {steps:#}"
+    );
+    let deployment = k.get("apps/v1", "Deployment", "checkout").await;
+    assert_eq!(
+        deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "3",
+        "exactly one rollback"
+    );
+    let executions = done["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "execution")
+        .count();
+    assert_eq!(executions, 1);
+    let history = get(format!(
+        "{}/api/v1/history?kind=Deployment&name=checkout&namespace={}",
+        server.base, k.ns
+    ))
+    .await;
+    assert_eq!(history["total"], 1, "{history:#}");
+}
