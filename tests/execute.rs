@@ -337,3 +337,183 @@ async fn three_ineffective_remediations_block_the_fourth_and_an_opt_out_blocks_a
     assert!(reason.starts_with("UnmanagedResource:"), "{reason}");
     let _: Value = k.get("apps/v1", "Deployment", "web").await;
 }
+
+fn args(pairs: &[(&str, Value)]) -> kubemedic::execute::builtin::Args {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+/// The builtin actions the other tiers do not cover, each against a staged object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builtin_actions_change_exactly_what_they_name() {
+    use kubemedic::execute::builtin::run;
+    let Some(k) = Kube::new("acts").await else {
+        return;
+    };
+    let node = web(&k).await;
+    let c = k.cluster().await;
+    let web_target = Target::new("Deployment", "web", Some(k.ns.clone()));
+
+    // Limits land on the named container, and only a container that exists.
+    k.patch(
+        "apps/v1",
+        "Deployment",
+        "web",
+        json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "web", "image": "shop/web:1"},
+            {"name": "sidecar", "image": "shop/proxy:1"}]}}}}),
+    )
+    .await;
+    run(
+        c.as_ref(),
+        c.as_ref(),
+        "set_resources",
+        &args(&[
+            ("container", json!("sidecar")),
+            ("memoryLimit", json!("256Mi")),
+        ]),
+        &web_target,
+        Utc::now(),
+        false,
+    )
+    .await
+    .unwrap();
+    let d = k.get("apps/v1", "Deployment", "web").await;
+    let containers = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    let by_name = |n: &str| containers.iter().find(|c| c["name"] == n).unwrap().clone();
+    assert_eq!(by_name("sidecar")["resources"]["limits"]["memory"], "256Mi");
+    assert!(by_name("web")["resources"]["limits"].is_null(), "{d:#}");
+    let refused = run(
+        c.as_ref(),
+        c.as_ref(),
+        "set_resources",
+        &args(&[("container", json!("nope")), ("memoryLimit", json!("1Gi"))]),
+        &web_target,
+        Utc::now(),
+        false,
+    )
+    .await
+    .unwrap_err();
+    assert!(refused.message.contains("no container `nope`"), "{refused}");
+
+    // An HPA's maximum.
+    k.apply(
+        json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 3}}),
+    )
+    .await;
+    run(
+        c.as_ref(),
+        c.as_ref(),
+        "patch_hpa_max",
+        &args(&[("hpa", json!("web")), ("maxReplicas", json!("6"))]),
+        &web_target,
+        Utc::now(),
+        false,
+    )
+    .await
+    .unwrap();
+    let hpa = k
+        .get("autoscaling/v1", "HorizontalPodAutoscaler", "web")
+        .await;
+    assert_eq!(hpa["spec"]["maxReplicas"], 6);
+
+    // Delete one pod; its siblings stay.
+    let pods = k.pods("app=web", 2).await;
+    let victim = pods[0]["metadata"]["name"].as_str().unwrap().to_owned();
+    run(
+        c.as_ref(),
+        c.as_ref(),
+        "delete_pod",
+        &args(&[("pod", json!(victim))]),
+        &web_target,
+        Utc::now(),
+        false,
+    )
+    .await
+    .unwrap();
+    let gone = k.get("v1", "Pod", &victim).await;
+    assert!(
+        gone["metadata"]["deletionTimestamp"].is_string(),
+        "the bound pod is being deleted: {gone:#}"
+    );
+
+    // A PVC whose StorageClass does not allow expansion is refused, with the reason.
+    k.apply(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": format!("{}-fixed", k.ns)}, "provisioner": "example.com/none",
+        "allowVolumeExpansion": false}),
+    )
+    .await;
+    k.apply(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data"},
+        "spec": {"storageClassName": format!("{}-fixed", k.ns), "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}}}))
+        .await;
+    let refused = run(
+        c.as_ref(),
+        c.as_ref(),
+        "expand_pvc",
+        &args(&[("pvc", json!("data")), ("size", json!("2Gi"))]),
+        &web_target,
+        Utc::now(),
+        false,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        refused.message.contains("does not allow volume expansion"),
+        "{refused}"
+    );
+    let pvc = k.get("v1", "PersistentVolumeClaim", "data").await;
+    assert_eq!(pvc["spec"]["resources"]["requests"]["storage"], "1Gi");
+
+    // A StatefulSet mid-update goes back to the revision its older pods run.
+    k.apply(json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "db", "image": "shop/db:1"}]}}}}))
+        .await;
+    k.pods("app=db", 1).await;
+    common::scenarios::run_unscheduled(&k, "app=db", &node).await;
+    k.patch(
+        "apps/v1",
+        "StatefulSet",
+        "db",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "db", "image": "shop/db:2"}]}}}}),
+    )
+    .await;
+    k.wait("the update revision", 30, || async {
+        let s = k.get("apps/v1", "StatefulSet", "db").await;
+        let (u, cur) = (
+            &s["status"]["updateRevision"],
+            &s["status"]["currentRevision"],
+        );
+        (u.is_string() && cur.is_string() && u != cur).then_some(())
+    })
+    .await;
+    let sts_target = Target::new("StatefulSet", "db", Some(k.ns.clone()));
+    let done = run(
+        c.as_ref(),
+        c.as_ref(),
+        "rollback_statefulset",
+        &args(&[]),
+        &sts_target,
+        Utc::now(),
+        false,
+    )
+    .await
+    .unwrap();
+    let s = k.get("apps/v1", "StatefulSet", "db").await;
+    assert_eq!(
+        s["spec"]["template"]["spec"]["containers"][0]["image"], "shop/db:1",
+        "{done:?}"
+    );
+}
