@@ -123,26 +123,7 @@ impl RemediationHistory for StoreHistory {
     }
 }
 
-/// Open the store, bind the listener and start serving and working.
-pub async fn start(
-    settings: &Settings,
-    components: Components,
-    shutdown: CancellationToken,
-) -> Result<Running, DaemonError> {
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let store = store::open(&settings.database, clock.clone()).await?;
-    info!(database = %settings.database.redacted(), "store ready");
-    let listener =
-        TcpListener::bind(settings.listen)
-            .await
-            .map_err(|source| DaemonError::Bind {
-                addr: settings.listen,
-                source,
-            })?;
-    start_on(settings, components, shutdown, store, clock, listener).await
-}
-
-/// Like [`start`], with the store and listener already made (the demo binds its own port).
+/// Like [`serve`], with the components, store and listener already made (the demo binds its own port).
 pub async fn start_on(
     settings: &Settings,
     components: Components,

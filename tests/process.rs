@@ -710,25 +710,12 @@ fn without_a_policy_directory_the_built_in_policy_decides() {
 /// rollback, one execution record, one history entry — and is verified.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemon_killed_mid_execution_finishes_it_once_after_a_restart() {
-    use common::kube::{Kube, fake_kubelet};
+    use common::kube::Kube;
     use serde_json::json;
     let Some(k) = Kube::new("kill").await else {
         return;
     };
-    k.patch(
-        "v1",
-        "Namespace",
-        &k.ns,
-        json!({"metadata": {"labels": {"kubemedic.io/environment": "staging"}}}),
-    )
-    .await;
-    let scenario = common::scenarios::all()
-        .into_iter()
-        .find(|s| s.name == "crashloop-rollout")
-        .unwrap();
-    let logs = Arc::new(Mutex::new(HashMap::new()));
-    let kubelet_port = fake_kubelet(logs.clone()).await;
-    let staged = (scenario.stage)(&k, &logs, kubelet_port).await;
+    let staged = common::scenarios::bad_rollouts(&[&k]).await.remove(0);
 
     let dir = tempfile::tempdir().unwrap();
     let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");

@@ -57,22 +57,8 @@ async fn a_staged_bad_rollout_is_rolled_back_verified_and_remembered_exactly_onc
     let Some(production) = Kube::new("wprod").await else {
         return;
     };
-    staging
-        .patch(
-            "v1",
-            "Namespace",
-            &staging.ns,
-            json!({"metadata": {"labels": {"kubemedic.io/environment": "staging"}}}),
-        )
-        .await;
-    let scenario = common::scenarios::all()
-        .into_iter()
-        .find(|s| s.name == "crashloop-rollout")
-        .unwrap();
-    let logs = Arc::new(Mutex::new(HashMap::new()));
-    let port = fake_kubelet(logs.clone()).await;
-    let staged_staging = (scenario.stage)(&staging, &logs, port).await;
-    let staged_production = (scenario.stage)(&production, &logs, port).await;
+    let staged = common::scenarios::bad_rollouts(&[&staging, &production]).await;
+    let (staged_staging, staged_production) = (&staged[0], &staged[1]);
 
     let kubeconfig = staging.kubeconfig.clone();
     let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");

@@ -131,6 +131,32 @@ async fn node(k: &Kube, port: u16, suffix: &str) -> String {
     n
 }
 
+/// The crashloop-rollout incident staged in each of `namespaces` (the first labelled a staging
+/// environment), with one fake kubelet serving their logs.
+pub async fn bad_rollouts(namespaces: &[&Kube]) -> Vec<Staged> {
+    if let Some(first) = namespaces.first() {
+        first
+            .patch(
+                "v1",
+                "Namespace",
+                &first.ns,
+                json!({"metadata": {"labels": {"kubemedic.io/environment": "staging"}}}),
+            )
+            .await;
+    }
+    let scenario = all()
+        .into_iter()
+        .find(|s| s.name == "crashloop-rollout")
+        .unwrap();
+    let logs: LogStore = std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
+    let port = super::kube::fake_kubelet(logs.clone()).await;
+    let mut out = Vec::new();
+    for k in namespaces {
+        out.push((scenario.stage)(k, &logs, port).await);
+    }
+    out
+}
+
 /// Play the kubelet once: schedule every pod of `selector` that has no node yet on `node` and
 /// report its first container running and ready with the image its spec names.
 pub async fn run_unscheduled(k: &Kube, selector: &str, node: &str) {
