@@ -705,9 +705,12 @@ fn without_a_policy_directory_the_built_in_policy_decides() {
     );
 }
 
-/// SIGKILL in the middle of an execution (the rollback written, the rollout not yet available),
-/// then a restart on the same database: the execution finishes without writing again — one
-/// rollback, one execution record, one history entry — and is verified.
+/// SIGKILL as soon as the rollback is on the Deployment — usually while the execution is still
+/// running, sometimes just after it committed (the rolled-back revision's pods may already be
+/// available, so the race is real) — then a restart on the same database: whichever it was, the
+/// rollback is not written again (one revision more, one execution record, one history entry)
+/// and the request is verified. The deterministic version of the crash (a write that landed
+/// before the intent was settled) is in tests/execute.rs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_daemon_killed_mid_execution_finishes_it_once_after_a_restart() {
     use common::kube::Kube;
@@ -747,16 +750,24 @@ async fn a_daemon_killed_mid_execution_finishes_it_once_after_a_restart() {
 
     // The rollback is on the Deployment; nobody runs its new pods, so the workflow's
     // wait_rollout step is waiting. Kill the daemon there.
-    let stamp = k
-        .wait("the rollback to be written", 60, || async {
-            let d = k.get("apps/v1", "Deployment", "checkout").await;
-            d["metadata"]["annotations"]["kubemedic.io/remediation"]
-                .as_str()
-                .map(str::to_owned)
-        })
-        .await;
-    assert_eq!(stamp, format!("{id}/1"));
+    let deployments = k.api("apps/v1", "Deployment");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let stamp = loop {
+        let d = deployments.get("checkout").await.unwrap();
+        let stamp = d
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("kubemedic.io/remediation"))
+            .cloned();
+        if let Some(s) = stamp {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the rollback was never written");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
     server.child.kill().unwrap();
+    assert_eq!(stamp, format!("{id}/1"));
     server.child.wait().unwrap();
     drop(server);
 
@@ -822,9 +833,9 @@ async fn a_daemon_killed_mid_execution_finishes_it_once_after_a_restart() {
     assert_eq!(done["phase"], "Completed", "{done:#}");
     let steps = &done["state"]["execution"]["steps"];
     assert_eq!(steps[0]["action"], "rollout_undo");
-    assert_eq!(
-        steps[0]["status"], "already_applied",
-        "the restarted daemon did not write again: {steps:#}"
+    assert!(
+        steps[0]["status"] == "already_applied" || steps[0]["status"] == "applied",
+        "{steps:#}"
     );
     let deployment = k.get("apps/v1", "Deployment", "checkout").await;
     assert_eq!(
