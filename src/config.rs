@@ -761,6 +761,14 @@ fn merge_execute(a: &ExecuteArgs, f: &FileSettings) -> Result<(ExecuteSettings, 
         ));
     }
     let cooldown = a.cooldown_seconds.or(f.cooldown_seconds).unwrap_or(300);
+    if cooldown > 86_400 {
+        return Err(invalid(
+            "--cooldown-seconds",
+            "KUBEMEDIC_COOLDOWN_SECONDS",
+            "cooldown-seconds",
+            format!("{cooldown} is outside 0..=86400"),
+        ));
+    }
     let guardrails = Guardrails {
         ineffective_chain: a
             .ineffective_chain_threshold
@@ -771,7 +779,7 @@ fn merge_execute(a: &ExecuteArgs, f: &FileSettings) -> Result<(ExecuteSettings, 
             .or(f.recurrence_threshold)
             .unwrap_or(defaults.recurrence),
         lookback: chrono::Duration::seconds(lookback as i64),
-        cooldown: chrono::Duration::seconds(cooldown.min(86_400) as i64),
+        cooldown: chrono::Duration::seconds(cooldown as i64),
         effectiveness_threshold: threshold,
         ..defaults
     };
@@ -966,6 +974,21 @@ impl Settings {
                 3600,
             ),
         };
+        // A window the verification timeout cuts off would end every remediation unassessed.
+        if let (Some(limit), Ok(window)) = (timeouts.verifying, verify.window.to_std())
+            && window >= limit
+        {
+            return Err(invalid(
+                "--verification-window-seconds",
+                "KUBEMEDIC_VERIFICATION_WINDOW_SECONDS",
+                "verification-window-seconds",
+                format!(
+                    "{} s is not shorter than --verification-timeout-seconds ({} s)",
+                    window.as_secs(),
+                    limit.as_secs()
+                ),
+            ));
+        }
         let listen_raw = args
             .listen
             .clone()
@@ -1222,6 +1245,24 @@ mod tests {
         let dump = format!("{s:?} {}", s.database.redacted());
         assert!(!dump.contains("hunter2") && !dump.contains("pw@"), "{dump}");
         assert!(dump.contains("postgres://db:5432/km"));
+    }
+
+    #[test]
+    fn a_verification_window_the_timeout_would_cut_off_is_refused() {
+        let mut args = DaemonArgs::default();
+        args.execute.verification_window_seconds = Some(1800);
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(
+            err.contains("--verification-window-seconds")
+                && err.contains("--verification-timeout-seconds"),
+            "{err}"
+        );
+        args.verification_timeout_seconds = Some(0);
+        assert!(Settings::load(&args).is_ok(), "no timeout, no conflict");
+        let mut args = DaemonArgs::default();
+        args.execute.cooldown_seconds = Some(100_000);
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(err.contains("--cooldown-seconds"), "{err}");
     }
 
     #[test]

@@ -345,10 +345,19 @@ fn args(pairs: &[(&str, Value)]) -> kubemedic::execute::builtin::Args {
         .collect()
 }
 
+/// One builtin step as the executor runs it (no dry run), on `c`.
+async fn act(
+    c: &kubemedic::cluster::KubeCluster,
+    action: &str,
+    a: &[(&str, Value)],
+    target: &Target,
+) -> Result<kubemedic::cluster::writes::WriteOutcome, kubemedic::cluster::ClusterError> {
+    kubemedic::execute::builtin::run(c, c, action, &args(a), target, Utc::now(), false).await
+}
+
 /// The builtin actions the other tiers do not cover, each against a staged object.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn builtin_actions_change_exactly_what_they_name() {
-    use kubemedic::execute::builtin::run;
     let Some(k) = Kube::new("acts").await else {
         return;
     };
@@ -366,17 +375,14 @@ async fn builtin_actions_change_exactly_what_they_name() {
             {"name": "sidecar", "image": "shop/proxy:1"}]}}}}),
     )
     .await;
-    run(
-        c.as_ref(),
-        c.as_ref(),
+    act(
+        &c,
         "set_resources",
-        &args(&[
+        &[
             ("container", json!("sidecar")),
             ("memoryLimit", json!("256Mi")),
-        ]),
+        ],
         &web_target,
-        Utc::now(),
-        false,
     )
     .await
     .unwrap();
@@ -387,14 +393,11 @@ async fn builtin_actions_change_exactly_what_they_name() {
     let by_name = |n: &str| containers.iter().find(|c| c["name"] == n).unwrap().clone();
     assert_eq!(by_name("sidecar")["resources"]["limits"]["memory"], "256Mi");
     assert!(by_name("web")["resources"]["limits"].is_null(), "{d:#}");
-    let refused = run(
-        c.as_ref(),
-        c.as_ref(),
+    let refused = act(
+        &c,
         "set_resources",
-        &args(&[("container", json!("nope")), ("memoryLimit", json!("1Gi"))]),
+        &[("container", json!("nope")), ("memoryLimit", json!("1Gi"))],
         &web_target,
-        Utc::now(),
-        false,
     )
     .await
     .unwrap_err();
@@ -408,14 +411,11 @@ async fn builtin_actions_change_exactly_what_they_name() {
             "minReplicas": 1, "maxReplicas": 3}}),
     )
     .await;
-    run(
-        c.as_ref(),
-        c.as_ref(),
+    act(
+        &c,
         "patch_hpa_max",
-        &args(&[("hpa", json!("web")), ("maxReplicas", json!("6"))]),
+        &[("hpa", json!("web")), ("maxReplicas", json!("6"))],
         &web_target,
-        Utc::now(),
-        false,
     )
     .await
     .unwrap();
@@ -427,17 +427,9 @@ async fn builtin_actions_change_exactly_what_they_name() {
     // Delete one pod; its siblings stay.
     let pods = k.pods("app=web", 2).await;
     let victim = pods[0]["metadata"]["name"].as_str().unwrap().to_owned();
-    run(
-        c.as_ref(),
-        c.as_ref(),
-        "delete_pod",
-        &args(&[("pod", json!(victim))]),
-        &web_target,
-        Utc::now(),
-        false,
-    )
-    .await
-    .unwrap();
+    act(&c, "delete_pod", &[("pod", json!(victim))], &web_target)
+        .await
+        .unwrap();
     let gone = k.get("v1", "Pod", &victim).await;
     assert!(
         gone["metadata"]["deletionTimestamp"].is_string(),
@@ -456,14 +448,11 @@ async fn builtin_actions_change_exactly_what_they_name() {
         "spec": {"storageClassName": format!("{}-fixed", k.ns), "accessModes": ["ReadWriteOnce"],
             "resources": {"requests": {"storage": "1Gi"}}}}))
         .await;
-    let refused = run(
-        c.as_ref(),
-        c.as_ref(),
+    let refused = act(
+        &c,
         "expand_pvc",
-        &args(&[("pvc", json!("data")), ("size", json!("2Gi"))]),
+        &[("pvc", json!("data")), ("size", json!("2Gi"))],
         &web_target,
-        Utc::now(),
-        false,
     )
     .await
     .unwrap_err();
@@ -500,17 +489,9 @@ async fn builtin_actions_change_exactly_what_they_name() {
     })
     .await;
     let sts_target = Target::new("StatefulSet", "db", Some(k.ns.clone()));
-    let done = run(
-        c.as_ref(),
-        c.as_ref(),
-        "rollback_statefulset",
-        &args(&[]),
-        &sts_target,
-        Utc::now(),
-        false,
-    )
-    .await
-    .unwrap();
+    let done = act(&c, "rollback_statefulset", &[], &sts_target)
+        .await
+        .unwrap();
     let s = k.get("apps/v1", "StatefulSet", "db").await;
     assert_eq!(
         s["spec"]["template"]["spec"]["containers"][0]["image"], "shop/db:1",

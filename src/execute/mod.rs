@@ -29,7 +29,6 @@ pub mod guardrails;
 pub mod stamp;
 
 use std::collections::BTreeMap;
-use std::ops::Not as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -666,13 +665,12 @@ impl Stage for ExecutionStage {
             return Ok(self.blocked(request, &block));
         }
         let fingerprint = target.fingerprint();
-        let resumed = self
+        let resumed = !self
             .store
             .intents(request.id)
             .await
             .map_err(store_unavailable)?
-            .is_empty()
-            .not();
+            .is_empty();
         if !resumed {
             // Guardrails look at what happened before this request started executing.
             let since = started_at
