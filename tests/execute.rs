@@ -498,3 +498,44 @@ async fn builtin_actions_change_exactly_what_they_name() {
         "{done:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_concurrency_cap_a_request_waits_with_one_audit_event() {
+    let Some(k) = Kube::new("cap").await else {
+        return;
+    };
+    web(&k).await;
+    let e = env().await;
+    let other = Target::new("Deployment", "elsewhere", Some(k.ns.clone()));
+    e.store
+        .acquire_execution_lock(&other.fingerprint(), Some(&k.ns), uuid::Uuid::new_v4())
+        .await
+        .unwrap();
+    let stage = ExecutionStage::new(
+        k.cluster().await,
+        k.cluster().await,
+        e.store.clone(),
+        Arc::new(Catalog::builtin().unwrap()),
+        Arc::new(SystemClock),
+        ExecuteSettings {
+            max_concurrent_per_namespace: 1,
+            ..Default::default()
+        },
+    );
+    let mut req = request(&k, "restart-rolling", "RestartDeployment");
+    let first = stage.run(&req).await.unwrap();
+    assert_eq!(first.next, Phase::Executing);
+    assert!(first.not_before.is_some());
+    assert_eq!(first.events.len(), 1);
+    assert_eq!(first.events[0].kind, "execution_waiting");
+    let waiting = first.state.waiting.clone().unwrap();
+    assert_eq!(waiting.dependency, "execution slot");
+    // The retry still waits, silently, counting from the first wait.
+    req.state = first.state;
+    let again = stage.run(&req).await.unwrap();
+    assert_eq!(again.next, Phase::Executing);
+    assert!(again.events.is_empty(), "{:?}", again.events);
+    assert_eq!(again.state.waiting.unwrap().since, waiting.since);
+    let untouched = k.get("apps/v1", "Deployment", "web").await;
+    assert!(untouched["metadata"]["annotations"]["kubemedic.io/remediation"].is_null());
+}

@@ -48,7 +48,7 @@ use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, List
 use crate::domain::{
     AuditDraft, EngineKind, Execution, ExecutionOutcome, ExecutionStep, HistoryRecord,
     OPT_OUT_ANNOTATION, Phase, RemediationRequest, Stage, StageError, StageOutcome, StepStatus,
-    Target,
+    Target, Waiting,
 };
 use crate::store::{IntentStatus, Store};
 use crate::telemetry::Metrics;
@@ -89,6 +89,9 @@ pub struct ExecutionStage {
     settings: ExecuteSettings,
     metrics: Option<Arc<Metrics>>,
 }
+
+/// What a request waits for when a concurrency cap is reached.
+const SLOT: &str = "execution slot";
 
 /// How often a waiting request (a concurrency cap reached) looks again.
 const CAP_RETRY: chrono::Duration = chrono::Duration::seconds(15);
@@ -709,14 +712,35 @@ impl Stage for ExecutionStage {
             if running >= self.settings.max_concurrent
                 || in_ns >= self.settings.max_concurrent_per_namespace
             {
-                let msg = format!(
-                    "waiting for a free execution slot ({running} running, {in_ns} in this namespace)"
+                let message = format!(
+                    "{running} executions running, {in_ns} in this namespace (caps {} and {})",
+                    self.settings.max_concurrent, self.settings.max_concurrent_per_namespace
                 );
+                // One audit event when the wait starts, not one per retry.
+                let already = state
+                    .waiting
+                    .as_ref()
+                    .filter(|w| w.dependency == SLOT)
+                    .map(|w| w.since);
+                let events = match already {
+                    Some(_) => vec![],
+                    None => vec![AuditDraft::new(
+                        "execution_waiting",
+                        "executor",
+                        format!("waiting for a free execution slot: {message}"),
+                    )],
+                };
+                let mut state = state.clone();
+                state.waiting = Some(Waiting {
+                    dependency: SLOT.into(),
+                    message,
+                    since: already.unwrap_or(started_at),
+                });
                 return Ok(StageOutcome::later(
                     Phase::Executing,
-                    state.clone(),
+                    state,
                     started_at + CAP_RETRY,
-                    vec![AuditDraft::new("execution_waiting", "executor", msg)],
+                    events,
                 ));
             }
         }

@@ -231,17 +231,18 @@ impl Pipeline {
                         state: req.state.clone(),
                     };
                 }
-                outcome.state.waiting = None;
                 if outcome.next == req.phase
                     && let Some(at) = outcome.not_before
                 {
-                    // The stage asked to be run again later (a window still open).
+                    // The stage asked to be run again later (a window still open, a slot not
+                    // yet free); what it waits for, if it says, stays in the state.
                     return Step::Wait {
                         state: outcome.state,
                         not_before: at.max(now),
                         events: outcome.events,
                     };
                 }
+                outcome.state.waiting = None;
                 let reason = match (outcome.next.is_terminal(), outcome.reason) {
                     (true, None) => Some(format!("{} ended the request", stage_name(req.phase))),
                     (_, r) => r,
