@@ -54,6 +54,23 @@ pub struct ResourceContext {
 /// by their UTF-8 bytes at every depth, no insignificant whitespace, strings and numbers as
 /// `serde_json` writes them, array order kept.
 pub fn spec_hash(spec: &Value) -> String {
+    hash_canonical(spec)
+}
+
+/// The spec hash without `replicas`, which autoscalers own: an HPA scaling the target during
+/// the verification window is not somebody else changing it (spec drift).
+pub fn drift_hash(spec: &Value) -> String {
+    match spec {
+        Value::Object(o) if o.contains_key("replicas") => {
+            let mut without = o.clone();
+            without.remove("replicas");
+            hash_canonical(&Value::Object(without))
+        }
+        other => hash_canonical(other),
+    }
+}
+
+fn hash_canonical(spec: &Value) -> String {
     let mut canonical = String::new();
     write_canonical(spec, &mut canonical);
     format!(
@@ -487,6 +504,20 @@ fn namespace_mesh(ns: &Value) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_autoscaler_changing_replicas_is_not_drift_but_a_new_template_is() {
+        let spec = serde_json::json!({"replicas": 2, "template": {"spec": {"image": "a:1"}}});
+        let scaled = serde_json::json!({"replicas": 7, "template": {"spec": {"image": "a:1"}}});
+        let edited = serde_json::json!({"replicas": 2, "template": {"spec": {"image": "a:2"}}});
+        assert_ne!(
+            spec_hash(&spec),
+            spec_hash(&scaled),
+            "the spec hash sees replicas"
+        );
+        assert_eq!(drift_hash(&spec), drift_hash(&scaled));
+        assert_ne!(drift_hash(&spec), drift_hash(&edited));
+    }
     use serde_json::json;
 
     #[test]

@@ -85,6 +85,10 @@ pub struct Execution {
     /// somebody else's change (spec drift) from ours.
     #[serde(default)]
     pub post_spec_hash: Option<String>,
+    /// The same, without the fields autoscalers own (`replicas`): what verification compares
+    /// to tell somebody else's change from an HPA at work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_drift_hash: Option<String>,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub steps: Vec<ExecutionStep>,

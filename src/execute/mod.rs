@@ -41,7 +41,7 @@ pub use guardrails::{Block, BlockKind, Guardrails};
 
 use crate::catalog::{Catalog, Engine, Workflow};
 use crate::clock::Clock;
-use crate::cluster::context::spec_hash;
+use crate::cluster::context::{drift_hash, spec_hash};
 use crate::cluster::sanitize::sanitize_text;
 use crate::cluster::writes::{self, JobResult};
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery};
@@ -492,6 +492,11 @@ impl Run<'_> {
 impl ExecutionStage {
     /// The spec hash of the target now (`None` when it cannot be read).
     async fn current_hash(&self, target: &Target) -> Result<Option<String>, StageError> {
+        Ok(self.current_spec(target).await?.as_ref().map(spec_hash))
+    }
+
+    /// The target's spec now (`None` when it cannot be read).
+    async fn current_spec(&self, target: &Target) -> Result<Option<Value>, StageError> {
         let res = match self.reader.resource(&target.kind).await {
             Ok(r) => r,
             Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
@@ -502,7 +507,7 @@ impl ExecutionStage {
             .get(&res, target.namespace.as_deref(), &target.name)
             .await
         {
-            Ok(o) => Ok(o.get("spec").map(spec_hash)),
+            Ok(o) => Ok(o.get("spec").cloned()),
             Err(e) if e.is_unreachable() => Err(unavailable(&e)),
             Err(_) => Ok(None),
         }
@@ -628,6 +633,7 @@ impl Stage for ExecutionStage {
             dry_run: self.settings.dry_run,
             pre_spec_hash: None,
             post_spec_hash: None,
+            post_drift_hash: None,
             started_at,
             finished_at: started_at,
             steps: vec![],
@@ -804,7 +810,9 @@ impl Stage for ExecutionStage {
         } = run;
         execution.steps = steps;
         execution.finished_at = self.clock.now();
-        execution.post_spec_hash = self.current_hash(&target).await?;
+        let post = self.current_spec(&target).await?;
+        execution.post_spec_hash = post.as_ref().map(spec_hash);
+        execution.post_drift_hash = post.as_ref().map(drift_hash);
         let changed = execution
             .steps
             .iter()

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use tracing::{info, instrument, warn};
 
 use crate::clock::Clock;
-use crate::cluster::context::spec_hash;
+use crate::cluster::context::{drift_hash, spec_hash};
 use crate::cluster::obj::{array, at, str_at};
 use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery};
@@ -280,9 +280,16 @@ impl VerificationStage {
         } else {
             "alert: no resolved notification since the remediation".to_owned()
         });
-        let post = object.as_ref().and_then(|o| o.get("spec")).map(spec_hash);
-        let drift =
-            matches!((&execution.post_spec_hash, &post), (Some(ours), Some(now)) if ours != now);
+        let spec = object.as_ref().and_then(|o| o.get("spec"));
+        let post = spec.map(spec_hash);
+        // Compare without the fields autoscalers own when the execution recorded that hash
+        // (older records have only the whole-spec hash).
+        let drift = match (&execution.post_drift_hash, spec.map(drift_hash)) {
+            (Some(ours), Some(now)) => *ours != now,
+            _ => {
+                matches!((&execution.post_spec_hash, &post), (Some(ours), Some(now)) if ours != now)
+            }
+        };
         if drift {
             details.push("spec: changed by somebody else during the window".to_owned());
         }
