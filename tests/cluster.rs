@@ -110,6 +110,15 @@ async fn incident(prefix: &str) -> Option<Incident> {
         20,
     )
     .await;
+    // The controllers settle the Deployment's status after the pods change; what the tests
+    // compare (live reads against a snapshot of them) must not race that.
+    k.wait("the Deployment to count its ready pod", 30, || async {
+        let d = k.get("apps/v1", "Deployment", "checkout").await;
+        (d["status"]["readyReplicas"].as_i64() == Some(1)
+            && d["status"]["unavailableReplicas"].as_i64() == Some(1))
+        .then_some(())
+    })
+    .await;
     logs.lock().unwrap().insert(
         (k.ns.clone(), crash_name.clone(), "checkout".into(), false),
         "starting checkout 1.4.2\nconnecting to db\n".into(),
