@@ -134,6 +134,12 @@ async fn node(k: &Kube, port: u16, suffix: &str) -> String {
 /// The crashloop-rollout incident staged in each of `namespaces` (the first labelled a staging
 /// environment), with one fake kubelet serving their logs.
 pub async fn bad_rollouts(namespaces: &[&Kube]) -> Vec<Staged> {
+    staged_in("crashloop-rollout", namespaces).await
+}
+
+/// Scenario `name` staged in each of `namespaces` (the first labelled a staging environment,
+/// where the shipped policy auto-approves), with one fake kubelet serving their logs.
+pub async fn staged_in(name: &str, namespaces: &[&Kube]) -> Vec<Staged> {
     if let Some(first) = namespaces.first() {
         first
             .patch(
@@ -144,10 +150,7 @@ pub async fn bad_rollouts(namespaces: &[&Kube]) -> Vec<Staged> {
             )
             .await;
     }
-    let scenario = all()
-        .into_iter()
-        .find(|s| s.name == "crashloop-rollout")
-        .unwrap();
+    let scenario = all().into_iter().find(|s| s.name == name).unwrap();
     let logs: LogStore = std::sync::Arc::new(std::sync::Mutex::new(Default::default()));
     let port = super::kube::fake_kubelet(logs.clone()).await;
     let mut out = Vec::new();
@@ -155,6 +158,31 @@ pub async fn bad_rollouts(namespaces: &[&Kube]) -> Vec<Staged> {
         out.push((scenario.stage)(k, &logs, port).await);
     }
     out
+}
+
+/// Play the kubelet of a remedy that does not help: every running pod of `selector` is
+/// OOMKilled now and crash-loops. Returns the names of the pods it killed.
+pub async fn oom_kill_running(k: &Kube, selector: &str) -> Vec<String> {
+    let api = k.api("v1", "Pod");
+    let list = api
+        .list(&kube::api::ListParams::default().labels(selector))
+        .await
+        .unwrap();
+    let mut killed = Vec::new();
+    for p in list.items {
+        let p = serde_json::to_value(p).unwrap();
+        if !p["spec"]["nodeName"].is_string() || p["metadata"]["deletionTimestamp"].is_string() {
+            continue;
+        }
+        let container = p["spec"]["containers"][0]["name"].as_str().unwrap_or("app");
+        let image = p["spec"]["containers"][0]["image"].as_str().unwrap_or("");
+        let mut st = status::crash_loop(container, image, 1, 137, "OOMKilled");
+        st["containerStatuses"][0]["lastState"]["terminated"]["startedAt"] = json!(ago(5));
+        st["containerStatuses"][0]["lastState"]["terminated"]["finishedAt"] = json!(ago(0));
+        k.patch_status("v1", "Pod", &name(&p), st).await;
+        killed.push(name(&p));
+    }
+    killed
 }
 
 /// Play the kubelet once: schedule every pod of `selector` that has no node yet on `node` and
