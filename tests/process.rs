@@ -655,6 +655,13 @@ fn the_demo_runs_the_whole_loop_offline() {
         "400  rejected: alerts[0].labels",
         "redelivery",
         "/api/v1/requests",
+        // Auto-approved remediations run against the simulated cluster and are verified.
+        "cluster    simulated",
+        "executed     on the simulated cluster: set_resources applied, wait_rollout applied",
+        "executed     on the simulated cluster: expand_pvc applied",
+        "simulated Alertmanager: KubePodCrashLooping resolved",
+        "Completed — effective (score 1.00; health: all 2 pods ready",
+        "Completed — effective (score 1.00; health: PVC Bound",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }

@@ -17,6 +17,7 @@ mod kube;
 pub mod render;
 pub mod sanitize;
 pub mod selector;
+pub mod simulate;
 pub mod snapshot;
 pub mod tools;
 pub mod writes;

@@ -3,11 +3,13 @@
 //! Documents are Kubernetes objects exactly as `kubectl get -o yaml` prints them (`List`s are
 //! flattened), `PodLogs` documents for container logs, and an optional `SnapshotInfo` header.
 //! It implements [`ClusterReader`] (same tools, same resource context as a live cluster) and
-//! [`ClusterWriter`], whose writes are only recorded. [`capture`] makes one from a live cluster
+//! [`ClusterWriter`], whose writes are recorded — and, on a snapshot made with
+//! [`SnapshotCluster::simulating`], applied, with the controllers and kubelets stood in for by
+//! [`super::simulate`]. [`capture`] makes one from a live cluster
 //! (objects, events, current and previous logs; never Secrets; values sanitised), so an incident
 //! can be replayed later by `kubemedic investigate --snapshot` and by the demo.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -18,6 +20,7 @@ use super::obj::{self, str_at};
 use super::render::strip_noise;
 use super::sanitize::{sanitize_text, sanitize_value};
 use super::selector::{Selector, field_matches};
+use super::simulate;
 use super::{
     ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery, PatchType,
     ReadPolicy, ResourceInfo, Result, kinds,
@@ -55,7 +58,9 @@ pub struct RecordedWrite {
 
 pub struct SnapshotCluster {
     captured_at: Option<DateTime<Utc>>,
-    objects: Vec<Value>,
+    objects: RwLock<Vec<Value>>,
+    /// Writes are applied and the simulated controllers run, at this clock's time.
+    simulation: Option<Arc<dyn crate::clock::Clock>>,
     logs: Vec<PodLogs>,
     server_version: String,
     policy: ReadPolicy,
@@ -160,7 +165,8 @@ impl SnapshotCluster {
         }
         Ok(Self {
             captured_at,
-            objects,
+            objects: RwLock::new(objects),
+            simulation: None,
             logs,
             server_version,
             policy: ReadPolicy::default(),
@@ -187,8 +193,23 @@ impl SnapshotCluster {
         self.captured_at
     }
 
-    pub fn objects(&self) -> &[Value] {
-        &self.objects
+    /// Apply the writes it is asked for and play the controllers and kubelets a real cluster
+    /// would run ([`super::simulate`]), at `clock`'s time. What `kubemedic demo` executes
+    /// against; nothing of what the simulation produces is a real cluster's answer.
+    pub fn simulating(mut self, clock: Arc<dyn crate::clock::Clock>) -> Self {
+        self.simulation = Some(clock);
+        self
+    }
+
+    /// The objects as they are now (as captured, plus applied writes when simulating).
+    pub fn objects(&self) -> Vec<Value> {
+        self.read().clone()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Vec<Value>> {
+        self.objects
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub fn pod_logs(&self) -> &[PodLogs] {
@@ -260,15 +281,15 @@ impl ClusterReader for SnapshotCluster {
     async fn resource(&self, kind: &str) -> Result<ResourceInfo> {
         let res = if let Some(k) = kinds::lookup(kind) {
             // The version the snapshot's objects carry (a 1.20 capture has policy/v1beta1 PDBs).
-            let version = self
-                .objects
+            let objects = self.read();
+            let version = objects
                 .iter()
                 .filter(|o| obj::kind(o) == k.kind)
                 .filter_map(|o| str_at(o, &["apiVersion"]))
                 .map(|v| v.rsplit('/').next().unwrap_or(v).to_owned())
                 .next()
                 .unwrap_or_else(|| k.versions.first().copied().unwrap_or("v1").to_owned());
-            if k.group == "metrics.k8s.io" && !self.objects.iter().any(|o| obj::kind(o) == k.kind) {
+            if k.group == "metrics.k8s.io" && !objects.iter().any(|o| obj::kind(o) == k.kind) {
                 return Err(ClusterError::new(
                     ErrorKind::NotServed,
                     "NotFound (404): the server could not find the requested resource (metrics.k8s.io)",
@@ -282,8 +303,8 @@ impl ClusterReader for SnapshotCluster {
                 namespaced: k.namespaced,
             }
         } else {
-            let o = self
-                .objects
+            let objects = self.read();
+            let o = objects
                 .iter()
                 .find(|o| obj::kind(o).eq_ignore_ascii_case(kind))
                 .ok_or_else(|| {
@@ -309,7 +330,7 @@ impl ClusterReader for SnapshotCluster {
     async fn get(&self, res: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result<Value> {
         self.policy.check(res, namespace)?;
         let ns = if res.namespaced { namespace } else { None };
-        self.objects
+        self.read()
             .iter()
             .find(|o| obj::kind(o) == res.kind && obj::name(o) == name && obj::namespace(o) == ns)
             .cloned()
@@ -329,7 +350,7 @@ impl ClusterReader for SnapshotCluster {
         };
         let ns = if res.namespaced { namespace } else { None };
         Ok(self
-            .objects
+            .read()
             .iter()
             .filter(|o| obj::kind(o) == res.kind)
             .filter(|o| ns.is_none() || obj::namespace(o) == ns)
@@ -427,6 +448,73 @@ fn line_time(line: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+impl SnapshotCluster {
+    /// Apply a write to the objects when simulating: `change` gets the object as it is (None:
+    /// absent) and returns it as it should be (None: removed), or refuses. Stamps, stores (not
+    /// on a dry run) and runs the simulated controllers. Not simulating: only checks.
+    fn apply(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        dry_run: bool,
+        change: impl FnOnce(Option<&Value>) -> Result<Option<Value>>,
+    ) -> Result<Option<Value>> {
+        let ns = if res.namespaced { namespace } else { None };
+        let Some(clock) = &self.simulation else {
+            let objects = self.read();
+            let current = objects.iter().find(|o| {
+                obj::kind(o) == res.kind && obj::name(o) == name && obj::namespace(o) == ns
+            });
+            return change(current);
+        };
+        let mut objects = self
+            .objects
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let index = objects.iter().position(|o| {
+            obj::kind(o) == res.kind && obj::name(o) == name && obj::namespace(o) == ns
+        });
+        let before = index.map(|i| objects[i].clone());
+        let after = change(before.as_ref())?;
+        if dry_run {
+            return Ok(after);
+        }
+        let mut dirty = simulate::Dirty::new();
+        let key = (res.kind.clone(), ns.map(str::to_owned), name.to_owned());
+        let stored = match (index, after) {
+            (Some(i), None) => {
+                let removed = objects.remove(i);
+                simulate::owners_of_removed(&objects, &removed, &mut dirty);
+                None
+            }
+            (_, Some(mut o)) => {
+                let version = simulate::next_resource_version(&objects);
+                simulate::stamp_written(&mut o, before.as_ref(), version);
+                match index {
+                    Some(i) => objects[i] = o.clone(),
+                    None => objects.push(o.clone()),
+                }
+                Some(o)
+            }
+            (None, None) => None,
+        };
+        dirty.insert(key);
+        simulate::reconcile(&mut objects, &dirty, clock.now());
+        // What the writer answers: the object after the controllers ran.
+        Ok(stored.and_then(|o| {
+            objects
+                .iter()
+                .find(|x| {
+                    obj::kind(x) == obj::kind(&o)
+                        && obj::name(x) == obj::name(&o)
+                        && obj::namespace(x) == obj::namespace(&o)
+                })
+                .cloned()
+        }))
+    }
+}
+
 #[async_trait]
 impl ClusterWriter for SnapshotCluster {
     async fn patch(
@@ -438,7 +526,7 @@ impl ClusterWriter for SnapshotCluster {
         patch: &Value,
         dry_run: bool,
     ) -> Result<Value> {
-        let current = self.get(res, namespace, name).await?;
+        self.policy.check(res, namespace)?;
         self.record(RecordedWrite {
             operation: format!("patch/{patch_type:?}").to_ascii_lowercase(),
             kind: res.kind.clone(),
@@ -447,7 +535,15 @@ impl ClusterWriter for SnapshotCluster {
             body: patch.clone(),
             dry_run,
         });
-        Ok(current)
+        let changed = self.apply(res, namespace, name, dry_run, |current| {
+            let mut o = current.cloned().ok_or_else(|| not_found(res, name))?;
+            match patch_type {
+                PatchType::Strategic => simulate::strategic_merge(&mut o, patch),
+                PatchType::Merge | PatchType::Apply => simulate::merge_patch(&mut o, patch),
+            }
+            Ok(Some(o))
+        })?;
+        changed.ok_or_else(|| not_found(res, name))
     }
 
     async fn replace(
@@ -458,7 +554,7 @@ impl ClusterWriter for SnapshotCluster {
         o: &Value,
         dry_run: bool,
     ) -> Result<Value> {
-        self.get(res, namespace, name).await?;
+        self.policy.check(res, namespace)?;
         self.record(RecordedWrite {
             operation: "replace".into(),
             kind: res.kind.clone(),
@@ -467,7 +563,23 @@ impl ClusterWriter for SnapshotCluster {
             body: o.clone(),
             dry_run,
         });
-        Ok(o.clone())
+        let changed = self.apply(res, namespace, name, dry_run, |current| {
+            let current = current.ok_or_else(|| not_found(res, name))?;
+            let version = |v: &Value| str_at(v, &["metadata", "resourceVersion"]).map(str::to_owned);
+            if let Some(sent) = version(o)
+                && Some(&sent) != version(current).as_ref()
+            {
+                return Err(ClusterError::new(
+                    ErrorKind::Conflict,
+                    format!(
+                        "Conflict (409): Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+                        res.plural
+                    ),
+                ));
+            }
+            Ok(Some(o.clone()))
+        })?;
+        Ok(changed.unwrap_or_else(|| o.clone()))
     }
 
     async fn create(
@@ -477,15 +589,45 @@ impl ClusterWriter for SnapshotCluster {
         o: &Value,
         dry_run: bool,
     ) -> Result<Value> {
+        self.policy.check(res, namespace)?;
+        let name = obj::name(o).to_owned();
         self.record(RecordedWrite {
             operation: "create".into(),
             kind: res.kind.clone(),
             namespace: namespace.map(str::to_owned),
-            name: obj::name(o).to_owned(),
+            name: name.clone(),
             body: o.clone(),
             dry_run,
         });
-        Ok(o.clone())
+        let now = self
+            .simulation
+            .as_ref()
+            .map(|c| c.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        let changed = self.apply(res, namespace, &name, dry_run, |current| {
+            if current.is_some() {
+                return Err(ClusterError::new(
+                    ErrorKind::Conflict,
+                    format!(
+                        "AlreadyExists (409): {} \"{name}\" already exists",
+                        res.plural
+                    ),
+                ));
+            }
+            let mut o = o.clone();
+            if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                if res.namespaced
+                    && let Some(ns) = namespace
+                {
+                    meta.insert("namespace".into(), json!(ns));
+                }
+                meta.insert("uid".into(), json!(format!("simulated-{name}")));
+                if let Some(t) = &now {
+                    meta.insert("creationTimestamp".into(), json!(t));
+                }
+            }
+            Ok(Some(o))
+        })?;
+        Ok(changed.unwrap_or_else(|| o.clone()))
     }
 
     async fn delete(
@@ -495,7 +637,7 @@ impl ClusterWriter for SnapshotCluster {
         name: &str,
         dry_run: bool,
     ) -> Result<()> {
-        self.get(res, namespace, name).await?;
+        self.policy.check(res, namespace)?;
         self.record(RecordedWrite {
             operation: "delete".into(),
             kind: res.kind.clone(),
@@ -504,12 +646,15 @@ impl ClusterWriter for SnapshotCluster {
             body: Value::Null,
             dry_run,
         });
+        self.apply(res, namespace, name, dry_run, |current| {
+            current.ok_or_else(|| not_found(res, name))?;
+            Ok(None)
+        })?;
         Ok(())
     }
 
     async fn evict(&self, namespace: &str, pod: &str, dry_run: bool) -> Result<()> {
         let pods = self.resource("Pod").await?;
-        self.get(&pods, Some(namespace), pod).await?;
         self.record(RecordedWrite {
             operation: "evict".into(),
             kind: "Pod".into(),
@@ -518,6 +663,29 @@ impl ClusterWriter for SnapshotCluster {
             body: Value::Null,
             dry_run,
         });
+        let budgets = self.read().clone();
+        self.apply(&pods, Some(namespace), pod, dry_run, |current| {
+            let current = current.ok_or_else(|| not_found(&pods, pod))?;
+            // The eviction API refuses what a PodDisruptionBudget protects.
+            let blocked = budgets.iter().find(|b| {
+                obj::kind(b) == "PodDisruptionBudget"
+                    && obj::namespace(b) == Some(namespace)
+                    && obj::at(b, &["spec", "selector"])
+                        .and_then(Selector::from_object)
+                        .is_some_and(|s| s.matches_value(obj::at(current, &["metadata", "labels"])))
+                    && obj::i64_at(b, &["status", "disruptionsAllowed"]).unwrap_or(0) < 1
+            });
+            if let Some(b) = blocked {
+                return Err(ClusterError::new(
+                    ErrorKind::Refused,
+                    format!(
+                        "TooManyRequests (429): Cannot evict pod as it would violate the pod's disruption budget ({})",
+                        obj::name(b)
+                    ),
+                ));
+            }
+            Ok(None)
+        })?;
         Ok(())
     }
 }

@@ -6,8 +6,15 @@
 //! scripts/make-demo-cluster), the offline investigator and the shipped approval policy. It
 //! sends the bundled Alertmanager webhook bodies over HTTP exactly as Alertmanager would (a
 //! redelivery and a broken body included), waits for the worker, and prints what happened to
-//! each alert — root cause, workflow, the policy's decision — and where to look. Keeps serving
-//! until Ctrl-C unless `--exit` is given.
+//! each alert — root cause, workflow, the policy's decision, the execution and its
+//! verification — and where to look. Keeps serving until Ctrl-C unless `--exit` is given.
+//!
+//! Auto-approved remediations execute against the simulated cluster
+//! ([`crate::cluster::SnapshotCluster::simulating`]): the writes are applied to its objects,
+//! and its controllers and kubelet are stand-ins (a pod a remediation starts runs ready). The
+//! demo also stands in for Alertmanager once a remediation has run: it sends the resolved
+//! notification for the alert. Both are labelled "simulated" in the output; the verification
+//! that follows is the code that verifies a real cluster.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -57,22 +64,24 @@ pub enum DemoError {
     Cluster(String),
 }
 
-/// Enrichment, investigation, selection and gate on the simulated cluster, as `serve` builds
-/// them on a real one.
+/// Every stage on the simulated cluster, as `serve` builds them on a real one.
 fn demo_components(
     settings: &Settings,
     data_dir: &std::path::Path,
     store: std::sync::Arc<dyn crate::store::Store>,
 ) -> Result<Components, DemoError> {
     use std::sync::Arc;
+    let system: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::SystemClock);
     let snapshot = crate::cluster::SnapshotCluster::from_yaml(CLUSTER)
-        .map_err(|e| DemoError::Cluster(e.to_string()))?;
+        .map_err(|e| DemoError::Cluster(e.to_string()))?
+        .simulating(system.clone());
     // The cluster is frozen at capture time; the investigator reads it as of then.
     let clock: Arc<dyn crate::clock::Clock> = match snapshot.captured_at() {
         Some(t) => Arc::new(crate::clock::ManualClock::new(t)),
         None => Arc::new(crate::clock::SystemClock),
     };
-    let reader: Arc<dyn crate::cluster::ClusterReader> = Arc::new(snapshot);
+    let cluster = Arc::new(snapshot);
+    let reader: Arc<dyn crate::cluster::ClusterReader> = cluster.clone();
     let policy_dir = data_dir.join("policies");
     std::fs::create_dir_all(&policy_dir).map_err(|source| DemoError::Io {
         path: policy_dir.clone(),
@@ -95,13 +104,21 @@ fn demo_components(
     )];
     let (investigation, investigator) = daemon::investigation_stages(
         settings,
-        reader,
+        reader.clone(),
         clock,
-        Arc::new(daemon::StoreHistory(store)),
+        Arc::new(daemon::StoreHistory(store.clone())),
         Some(metrics.clone()),
     );
     stages.extend(investigation);
     stages.push(daemon::gate_stage(gate.clone(), &settings.gate));
+    stages.extend(daemon::execution_stages(
+        settings,
+        reader,
+        cluster,
+        store,
+        system,
+        Some(metrics.clone()),
+    ));
     Ok(Components {
         stages,
         dependencies: vec![
@@ -111,6 +128,10 @@ fn demo_components(
         metrics: Some(metrics),
     })
 }
+
+/// How long the demo lets a remediated target settle before verifying it (a real deployment
+/// waits 300 s by default).
+const VERIFICATION_WINDOW_SECONDS: u64 = 3;
 
 /// The simulated cluster the demo investigates.
 const CLUSTER: &str = include_str!("cluster.yaml");
@@ -180,6 +201,10 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         lease_seconds: Some(10),
         log_format: Some(LogFormat::Text),
         log_level: Some(args.log_level.clone().unwrap_or_else(|| "error".into())),
+        execute: crate::config::ExecuteArgs {
+            verification_window_seconds: Some(VERIFICATION_WINDOW_SECONDS),
+            ..Default::default()
+        },
         ..Default::default()
     })?;
     crate::telemetry::init_logging(settings.log_format, &settings.log_level);
@@ -229,6 +254,15 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     println!("kubemedic demo");
     println!("  database   {}", settings.database.redacted());
     println!("  listening  {base}");
+    println!(
+        "  cluster    simulated: incidents captured from a real kube-apiserver; remediations are"
+    );
+    println!(
+        "             applied to it, and its controllers and kubelet are simulated (the pods a"
+    );
+    println!(
+        "             remediation starts run ready). Verification window {VERIFICATION_WINDOW_SECONDS} s."
+    );
     println!();
     println!(
         "Sending {} Alertmanager webhook bodies to {base}/api/v1/alerts/alertmanager:",
@@ -255,8 +289,12 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         );
     }
 
-    // Wait until every request has left the phases a worker drives.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    // Wait until every request has left the phases a worker drives. A remediation that ran is
+    // followed by the resolved notification Alertmanager would send once the (simulated) pods
+    // run.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut resolved = std::collections::HashSet::new();
+    let mut notes = Vec::new();
     loop {
         let page = store
             .list_requests(&RequestFilter {
@@ -264,11 +302,35 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
                 ..Default::default()
             })
             .await?;
+        for r in &page.items {
+            if r.phase == crate::domain::Phase::Verifying && resolved.insert(r.id) {
+                let status = client
+                    .post(format!("{base}/api/v1/alerts/alertmanager"))
+                    .bearer_auth(&webhook_token)
+                    .header("content-type", "application/json")
+                    .body(resolved_body(&r.signal).to_string())
+                    .send()
+                    .await?
+                    .status();
+                notes.push(format!(
+                    "  simulated Alertmanager: {} resolved after the remediation of {} ({})",
+                    r.signal.name,
+                    short(&r.id.to_string()),
+                    status.as_u16()
+                ));
+            }
+        }
         let busy = page.items.iter().filter(|r| r.phase.is_runnable()).count();
         if busy == 0 || tokio::time::Instant::now() > deadline {
+            if !notes.is_empty() {
+                println!();
+                for n in &notes {
+                    println!("{n}");
+                }
+            }
             print_requests(&page.items);
             if busy > 0 {
-                println!("  ({busy} request(s) still in progress after 30 s)");
+                println!("  ({busy} request(s) still in progress after 60 s)");
             }
             break;
         }
@@ -301,6 +363,27 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     }
     result?;
     Ok(())
+}
+
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// The notification Alertmanager sends when `signal` stops firing.
+fn resolved_body(signal: &crate::domain::SignalContext) -> Value {
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    serde_json::json!({
+        "version": "4", "status": "resolved", "receiver": "kubemedic",
+        "groupKey": format!("{{}}:{{alertname=\"{}\"}}", signal.name),
+        "groupLabels": {"alertname": signal.name}, "commonLabels": signal.labels,
+        "commonAnnotations": signal.annotations, "externalURL": "http://alertmanager.simulated",
+        "alerts": [{
+            "status": "resolved", "labels": signal.labels, "annotations": signal.annotations,
+            "startsAt": signal.starts_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "endsAt": now, "generatorURL": signal.generator_url.clone().unwrap_or_default(),
+            "fingerprint": signal.fingerprint,
+        }]
+    })
 }
 
 fn describe_answer(json: &Value) -> String {
@@ -385,6 +468,38 @@ fn print_requests(items: &[crate::domain::RemediationRequest]) {
             } else {
                 println!("            policy       {}", g.reason);
             }
+        }
+        if let Some(x) = &r.state.execution {
+            let steps: Vec<String> = x
+                .steps
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {}",
+                        s.action,
+                        serde_json::to_value(s.status)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect();
+            println!(
+                "            executed     on the simulated cluster: {} — {}",
+                steps.join(", "),
+                x.message
+            );
+        }
+        if let Some(a) = &r.state.assessment {
+            println!(
+                "            verified     score {} (health {}, alert {}; read from the simulated cluster and notification)",
+                a.score
+                    .map_or_else(|| "-".to_owned(), |s| format!("{s:.2}")),
+                a.health_score
+                    .map_or_else(|| "-".to_owned(), |s| format!("{s:.2}")),
+                a.alert_score
+                    .map_or_else(|| "-".to_owned(), |s| format!("{s:.2}")),
+            );
         }
         println!(
             "            now          {}{}",
