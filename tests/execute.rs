@@ -539,3 +539,181 @@ async fn over_the_concurrency_cap_a_request_waits_with_one_audit_event() {
     let untouched = k.get("apps/v1", "Deployment", "web").await;
     assert!(untouched["metadata"]["annotations"]["kubemedic.io/remediation"].is_null());
 }
+
+/// The job engine on the real API server: one Job named after the request and step, from the
+/// workflow's image, under its service account, the parameters (the verified target's
+/// `TARGET_RESOURCE_*` among them) as env, awaited; its log, with the credential it printed
+/// redacted, in the step. The test plays the kubelet: the Job's pod runs and succeeds. Run
+/// again (a crash before the transition was committed), the step finds its Job and creates
+/// no second one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_workflow_runs_one_job_and_keeps_its_sanitised_log() {
+    let Some(k) = Kube::new("job").await else {
+        return;
+    };
+    web(&k).await;
+    let logs: common::kube::LogStore = Default::default();
+    let port = common::kube::fake_kubelet(logs.clone()).await;
+    let node = format!("{}-jobs", k.ns);
+    k.node(&node, port, json!([])).await;
+    k.apply(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "kubemedic-cleanup"}}))
+        .await;
+
+    let mut sources: Vec<(std::path::PathBuf, String)> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/workflows"))
+            .unwrap()
+            .map(|e| {
+                let p = e.unwrap().path();
+                let text = std::fs::read_to_string(&p).unwrap();
+                (p, text)
+            })
+            .collect();
+    sources.push((
+        "cleanup-cache.yaml".into(),
+        r#"
+actionType:
+  name: CleanupCache
+  what: Remove stale cache files from a workload's volume with a maintenance Job.
+  whenToUse: The cache volume fills with stale entries.
+  whenNotToUse: The volume holds data that is not a cache.
+workflows:
+  - id: cleanup-cache
+    version: 1.2.0
+    description: Run the cache cleaner against the target.
+    labels:
+      targetKinds: [Deployment]
+    parameters:
+      type: object
+      properties:
+        TARGET_RESOURCE_KIND: {type: string}
+        TARGET_RESOURCE_NAME: {type: string}
+        TARGET_RESOURCE_NAMESPACE: {type: string}
+        MAX_AGE_DAYS: {type: string}
+      required: [TARGET_RESOURCE_KIND, TARGET_RESOURCE_NAME, TARGET_RESOURCE_NAMESPACE, MAX_AGE_DAYS]
+    engine:
+      type: job
+      image: registry.example/cache-cleaner:1.2
+      command: [/bin/clean]
+      serviceAccount: kubemedic-cleanup
+      timeoutSeconds: 60
+"#
+        .to_owned(),
+    ));
+    let catalog = Arc::new(Catalog::from_sources(&sources).unwrap());
+
+    // The kubelet: the Job's pod runs on the node whose logs the fake kubelet serves.
+    let kubelet = {
+        let k = k.clone_handle();
+        let node = node.clone();
+        let logs = logs.clone();
+        tokio::spawn(async move {
+            loop {
+                let api = k.api("v1", "Pod");
+                let list = api
+                    .list(
+                        &kube::api::ListParams::default()
+                            .labels("app.kubernetes.io/managed-by=kubemedic"),
+                    )
+                    .await
+                    .unwrap();
+                for p in list.items {
+                    let p = serde_json::to_value(p).unwrap();
+                    let name = p["metadata"]["name"].as_str().unwrap().to_owned();
+                    if p["spec"]["nodeName"].is_string() {
+                        continue;
+                    }
+                    logs.lock().unwrap().insert(
+                        (k.ns.clone(), name.clone(), "remediation".into(), false),
+                        "scanning /cache\nconnecting with password=hunter2-cache\nremoved 12 stale entries\n".into(),
+                    );
+                    k.bind(&name, &node).await;
+                    k.patch_status(
+                        "v1",
+                        "Pod",
+                        &name,
+                        common::kube::status::succeeded("remediation"),
+                    )
+                    .await;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        })
+    };
+
+    let e = env().await;
+    let c = k.cluster().await;
+    let stage = ExecutionStage::new(
+        c.clone(),
+        c,
+        e.store.clone(),
+        catalog,
+        Arc::new(SystemClock),
+        ExecuteSettings::default(),
+    );
+    let mut req = request(&k, "cleanup-cache", "CleanupCache");
+    let selected = req
+        .state
+        .selection
+        .as_mut()
+        .unwrap()
+        .selected
+        .as_mut()
+        .unwrap();
+    selected.version = "1.2.0".into();
+    selected.parameters = serde_json::from_value(json!({"TARGET_RESOURCE_KIND": "Deployment",
+        "TARGET_RESOURCE_NAME": "web", "TARGET_RESOURCE_NAMESPACE": k.ns, "MAX_AGE_DAYS": "7"}))
+    .unwrap();
+    let out = stage.run(&req).await.unwrap();
+    let execution = out.state.execution.clone().unwrap();
+    assert_eq!(moved(&out).0, Phase::Verifying, "{execution:#?}");
+    let step = &execution.steps[0];
+    assert_eq!(step.action, "job");
+    assert_eq!(step.detail["result"], "Succeeded", "{:#}", step.detail);
+    let log = step.detail["logs"].as_str().unwrap();
+    assert!(log.contains("removed 12 stale entries"), "{log}");
+    assert!(
+        !log.contains("hunter2"),
+        "the credential reached the audit trail: {log}"
+    );
+
+    let jobs = k
+        .api("batch/v1", "Job")
+        .list(&kube::api::ListParams::default().labels(&format!("kubemedic.io/request={}", req.id)))
+        .await
+        .unwrap();
+    assert_eq!(jobs.items.len(), 1);
+    let job = serde_json::to_value(&jobs.items[0]).unwrap();
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], "kubemedic-cleanup");
+    assert_eq!(
+        pod["containers"][0]["image"],
+        "registry.example/cache-cleaner:1.2"
+    );
+    assert_eq!(pod["containers"][0]["command"], json!(["/bin/clean"]));
+    let env_of = |n: &str| {
+        pod["containers"][0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == n)
+            .map(|e| e["value"].clone())
+    };
+    assert_eq!(env_of("MAX_AGE_DAYS"), Some(json!("7")));
+    assert_eq!(env_of("TARGET_RESOURCE_NAME"), Some(json!("web")));
+    assert_eq!(env_of("TARGET_RESOURCE_NAMESPACE"), Some(json!(k.ns)));
+
+    // The same request again, as after a crash before its transition was committed.
+    let again = stage.run(&req).await.unwrap();
+    kubelet.abort();
+    assert_eq!(moved(&again).0, Phase::Verifying, "{:?}", again.reason);
+    assert_eq!(
+        again.state.execution.unwrap().steps[0].status,
+        kubemedic::domain::StepStatus::AlreadyApplied
+    );
+    let jobs = k
+        .api("batch/v1", "Job")
+        .list(&kube::api::ListParams::default().labels(&format!("kubemedic.io/request={}", req.id)))
+        .await
+        .unwrap();
+    assert_eq!(jobs.items.len(), 1, "a second Job was created");
+}

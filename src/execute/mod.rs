@@ -381,17 +381,18 @@ impl Run<'_> {
         if !command.is_empty() {
             container["command"] = json!(command);
         }
+        // The Job and its pod both say who made them and for which request.
+        let labels = json!({"app.kubernetes.io/managed-by": "kubemedic",
+            "kubemedic.io/request": self.request.id.to_string()});
         let job = json!({
             "apiVersion": "batch/v1",
             "kind": "Job",
-            "metadata": {"name": name, "namespace": ns,
-                "labels": {"app.kubernetes.io/managed-by": "kubemedic",
-                    "kubemedic.io/request": self.request.id.to_string()}},
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
             "spec": {
                 "backoffLimit": 0,
                 "activeDeadlineSeconds": timeout_seconds,
                 "ttlSecondsAfterFinished": 86400,
-                "template": {"spec": {
+                "template": {"metadata": {"labels": labels}, "spec": {
                     "serviceAccountName": service_account,
                     "restartPolicy": "Never",
                     "containers": [container],
