@@ -21,6 +21,7 @@ use crate::execute::{ExecuteSettings, Guardrails};
 use crate::gate::{DEFAULT_CONFIDENCE_THRESHOLD, GateSettings};
 use crate::investigate::{InvestigateSettings, LlmInvestigatorSettings};
 use crate::llm::{OpenAiSettings, Provider};
+use crate::monitoring::Endpoint;
 use crate::pipeline::PhaseTimeouts;
 use crate::policy::PolicySettings;
 use crate::secret::{Secret, redact_url};
@@ -209,6 +210,26 @@ pub struct ExecuteArgs {
     /// Effectiveness score (0..1) at or above which a remediation helped [default: 0.7].
     #[arg(long, env = "KUBEMEDIC_EFFECTIVENESS_THRESHOLD", value_name = "0..1")]
     pub effectiveness_threshold: Option<f64>,
+
+    /// Alertmanager's base URL (http://alertmanager:9093); verification asks its API whether
+    /// the alert still fires. May carry basic-auth credentials (`http://USER:PASS@…`).
+    #[arg(
+        long,
+        env = "KUBEMEDIC_ALERTMANAGER_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub alertmanager_url: Option<Secret>,
+
+    /// Prometheus' base URL (http://prometheus:9090); verification re-evaluates the alert's
+    /// expression there (the metrics part of the score). May carry basic-auth credentials.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_PROMETHEUS_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub prometheus_url: Option<Secret>,
 
     /// Executions running at once in the cluster [default: 10].
     #[arg(long, env = "KUBEMEDIC_MAX_CONCURRENT_EXECUTIONS", value_name = "N")]
@@ -588,6 +609,8 @@ struct FileSettings {
     dry_run: Option<bool>,
     verification_window_seconds: Option<u64>,
     effectiveness_threshold: Option<f64>,
+    alertmanager_url: Option<Secret>,
+    prometheus_url: Option<Secret>,
     max_concurrent_executions: Option<usize>,
     max_concurrent_executions_per_namespace: Option<usize>,
     ineffective_chain_threshold: Option<usize>,
@@ -724,6 +747,25 @@ fn merge_execute(a: &ExecuteArgs, f: &FileSettings) -> Result<(ExecuteSettings, 
             format!("{threshold} is outside 0..=1"),
         ));
     }
+    let endpoint = |raw: Option<Secret>, flag, env, key| -> Result<Option<Endpoint>> {
+        non_empty(raw)
+            .map(|raw| {
+                Endpoint::parse(raw.expose()).map_err(|e| invalid(flag, env, key, e.to_string()))
+            })
+            .transpose()
+    };
+    let alertmanager = endpoint(
+        a.alertmanager_url.clone().or(f.alertmanager_url.clone()),
+        "--alertmanager-url",
+        "KUBEMEDIC_ALERTMANAGER_URL",
+        "alertmanager-url",
+    )?;
+    let prometheus = endpoint(
+        a.prometheus_url.clone().or(f.prometheus_url.clone()),
+        "--prometheus-url",
+        "KUBEMEDIC_PROMETHEUS_URL",
+        "prometheus-url",
+    )?;
     let positive = |v: usize, flag, env, key| {
         if v == 0 {
             Err(invalid(flag, env, key, "must be at least 1".into()))
@@ -794,6 +836,8 @@ fn merge_execute(a: &ExecuteArgs, f: &FileSettings) -> Result<(ExecuteSettings, 
         VerifySettings {
             window: chrono::Duration::seconds(window as i64),
             effectiveness_threshold: threshold,
+            alertmanager,
+            prometheus,
         },
     ))
 }
@@ -1306,6 +1350,50 @@ mod tests {
         assert_eq!(s.policy.dir, PathBuf::from("/etc/kubemedic/policies"));
         assert_eq!(s.gate.confidence_threshold, 0.9);
         assert_eq!(s.enrich.default_environment, "staging");
+    }
+
+    #[test]
+    fn monitoring_urls_are_checked_and_their_credentials_kept_secret() {
+        let mut args = DaemonArgs::default();
+        args.execute.alertmanager_url = Some(Secret::new("alertmanager:9093"));
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(
+            err.contains("--alertmanager-url") && err.contains("KUBEMEDIC_ALERTMANAGER_URL"),
+            "{err}"
+        );
+        let mut args = DaemonArgs::default();
+        args.execute.prometheus_url = Some(Secret::new("ftp://u:hunter2@prometheus/"));
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(err.contains("--prometheus-url"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+
+        let mut args = DaemonArgs::default();
+        args.execute.alertmanager_url = Some(Secret::new("https://km:hunter2@am.example:9093/"));
+        args.execute.prometheus_url = Some(Secret::new(" "));
+        let s = Settings::load(&args).unwrap();
+        let am = s.verify.alertmanager.as_ref().unwrap();
+        assert!(am.has_credentials());
+        assert_eq!(am.to_string(), "https://am.example:9093");
+        assert_eq!(
+            s.verify.prometheus, None,
+            "an empty value is not configured"
+        );
+        let dump = format!("{s:?}");
+        assert!(!dump.contains("hunter2"), "{dump}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.yaml");
+        std::fs::write(&path, "prometheus-url: http://prometheus:9090\n").unwrap();
+        let args = DaemonArgs {
+            config: Some(path),
+            ..Default::default()
+        };
+        let s = Settings::load(&args).unwrap();
+        assert_eq!(
+            s.verify.prometheus.unwrap().to_string(),
+            "http://prometheus:9090"
+        );
+        assert_eq!(s.verify.alertmanager, None);
     }
 
     #[test]

@@ -12,8 +12,9 @@
 //! web, pipeline        HTTP (the only axum code); the durable worker driving the Stage trait
 //! stages               ingest, enrich, investigate, gate, execute, verify — never
 //!                      importing each other
-//! store, cluster, llm, catalog, history, policy
-//!                      the outside world behind traits, and the Rego engine
+//! store, cluster, llm, catalog, history, policy, monitoring
+//!                      the outside world behind traits, the Rego engine, and the
+//!                      Alertmanager / Prometheus APIs verification reads
 //! telemetry, readiness, secret, clock
 //!                      leaves every layer may use
 //! domain               the values that flow between stages; imports nothing of the crate
@@ -47,6 +48,7 @@ pub mod catalog;
 pub mod cluster;
 pub mod history;
 pub mod llm;
+pub mod monitoring;
 pub mod policy;
 pub mod store;
 

@@ -22,7 +22,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("leaves", &["clock", "readiness", "secret", "telemetry"]),
     (
         "foundations",
-        &["store", "cluster", "llm", "catalog", "history", "policy"],
+        &[
+            "store",
+            "cluster",
+            "llm",
+            "catalog",
+            "history",
+            "policy",
+            "monitoring",
+        ],
     ),
     (
         "stages",

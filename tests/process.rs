@@ -507,10 +507,35 @@ fn bad_configuration_is_refused_before_serving_and_names_the_setting() {
         "{err}"
     );
 
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--alertmanager-url",
+            "alertmanager:topsecret@am:9093",
+            "--webhook-token",
+            "t",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--alertmanager-url") && !err.contains("topsecret"),
+        "{err}"
+    );
+
     let help = Command::new(BIN)
         .args(["serve", "--help"])
         .env("KUBEMEDIC_WEBHOOK_TOKEN", "leaky-token-value")
         .env("KUBEMEDIC_API_TOKEN", "leaky-api-value")
+        .env(
+            "KUBEMEDIC_ALERTMANAGER_URL",
+            "http://am:leaky-am-pass@am:9093",
+        )
+        .env(
+            "KUBEMEDIC_PROMETHEUS_URL",
+            "http://prom:leaky-prom-pass@prom:9090",
+        )
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&help.stdout);

@@ -7,8 +7,13 @@
 //! - health 0–1 from the pods (1.0 all ready; 0.75 ready but restarted since the remediation;
 //!   0.5 partially ready; 0.25 ready but OOMKilled since; 0 crash-looping, none ready or the
 //!   target gone), from the Node's readiness, from the PVC's phase;
-//! - alert 1 when a resolved notification of the signal arrived after the execution began,
-//!   else 0;
+//! - alert 1 when a resolved notification of the signal arrived after the execution began, or
+//!   when Alertmanager (`--alertmanager-url`) no longer lists the alert among its active ones;
+//!   else 0. Alertmanager unreachable: the notification record alone counts, and the details
+//!   say so — an unanswered question is never a resolved alert;
+//! - metrics, when Prometheus is configured (`--prometheus-url`): the alert's own expression
+//!   (the `g0.expr` of its `generatorURL`) evaluated now; 1 when none of the series it gives is
+//!   the alert's, 0 when one still is. No expression, or Prometheus unreachable: not assessed;
 //! - the spec hash now: different from the one the execution left means somebody else changed
 //!   the target during the window — `SpecDrift`, inconclusive and not effective.
 //!
@@ -31,13 +36,15 @@ use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery};
 use crate::domain::{
     Assessment, AssessmentReason, AuditDraft, Execution, ExecutionOutcome, HistoryRecord, Phase,
-    RemediationRequest, Stage, StageError, StageOutcome, Target,
+    RemediationRequest, SignalSource, Stage, StageError, StageOutcome, Target,
 };
+use crate::monitoring::{AlertmanagerClient, Endpoint, PrometheusClient, corresponds, expression};
 use crate::store::Store;
 use crate::telemetry::Metrics;
 
 const HEALTH_WEIGHT: f64 = 0.40;
 const ALERT_WEIGHT: f64 = 0.35;
+const METRICS_WEIGHT: f64 = 0.25;
 
 /// The verification settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +53,10 @@ pub struct VerifySettings {
     pub window: Duration,
     /// At or above this score a remediation is effective.
     pub effectiveness_threshold: f64,
+    /// Alertmanager's API, asked whether the alert still fires.
+    pub alertmanager: Option<Endpoint>,
+    /// Prometheus' API, asked whether the alert's condition still holds.
+    pub prometheus: Option<Endpoint>,
 }
 
 impl Default for VerifySettings {
@@ -53,15 +64,22 @@ impl Default for VerifySettings {
         Self {
             window: Duration::seconds(300),
             effectiveness_threshold: 0.7,
+            alertmanager: None,
+            prometheus: None,
         }
     }
 }
+
+/// A configured monitoring client, or why it could not be built (then reported as not asked).
+type Client<C> = Option<Result<C, String>>;
 
 pub struct VerificationStage {
     reader: Arc<dyn ClusterReader>,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     settings: VerifySettings,
+    alertmanager: Client<AlertmanagerClient>,
+    prometheus: Client<PrometheusClient>,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -72,11 +90,27 @@ impl VerificationStage {
         clock: Arc<dyn Clock>,
         settings: VerifySettings,
     ) -> Self {
+        // A client that cannot be built is reported in every assessment (and here, once); it
+        // never stops verification.
+        let alertmanager = settings.alertmanager.clone().map(|e| {
+            AlertmanagerClient::new(e).map_err(|e| {
+                warn!(error = %e, "Alertmanager will not be asked during verification");
+                e.to_string()
+            })
+        });
+        let prometheus = settings.prometheus.clone().map(|e| {
+            PrometheusClient::new(e).map_err(|e| {
+                warn!(error = %e, "Prometheus will not be asked during verification");
+                e.to_string()
+            })
+        });
         Self {
             reader,
             store,
             clock,
             settings,
+            alertmanager,
+            prometheus,
             metrics: None,
         }
     }
@@ -126,6 +160,81 @@ fn crash_looping(pod: &Value) -> bool {
     array(pod, &["status", "containerStatuses"])
         .iter()
         .any(|c| str_at(c, &["state", "waiting", "reason"]) == Some("CrashLoopBackOff"))
+}
+
+/// The score: the weighted mean of the parts that were assessed (health 0.40, alert 0.35,
+/// metrics 0.25), to two decimals; `None` when none was.
+pub fn score(health: Option<f64>, alert: Option<f64>, metrics: Option<f64>) -> Option<f64> {
+    let parts = [
+        (HEALTH_WEIGHT, health),
+        (ALERT_WEIGHT, alert),
+        (METRICS_WEIGHT, metrics),
+    ];
+    let (sum, weights) = parts
+        .iter()
+        .filter_map(|(w, part)| part.map(|p| (w * p, *w)))
+        .fold((0.0, 0.0), |(s, ws), (p, w)| (s + p, ws + w));
+    (weights > 0.0).then(|| (sum / weights * 100.0).round() / 100.0)
+}
+
+/// What Alertmanager said about the signal.
+enum AlertmanagerView {
+    /// No `--alertmanager-url`.
+    NotConfigured,
+    /// Configured, but this signal is not Alertmanager's to know (a native signal).
+    NotItsSignal,
+    StillFiring,
+    NoLongerFiring,
+    /// Not asked or no answer: why.
+    Unanswered(String),
+}
+
+/// The alert part: 1 when the signal resolved (a resolved notification since the remediation
+/// began, or Alertmanager no longer lists it), else 0; with its detail line.
+fn alert_part(notified: bool, view: &AlertmanagerView) -> (f64, String) {
+    const NOTIFIED: &str = "resolved after the remediation";
+    const NOT_NOTIFIED: &str = "no resolved notification since the remediation";
+    const NOT_ITS: &str = "not an Alertmanager alert, so Alertmanager was not asked";
+    match (view, notified) {
+        (AlertmanagerView::NoLongerFiring, _) => (
+            1.0,
+            "alert: Alertmanager reports it no longer firing".to_owned(),
+        ),
+        (AlertmanagerView::StillFiring, true) => (
+            1.0,
+            format!("alert: {NOTIFIED} (Alertmanager reports it firing again)"),
+        ),
+        (AlertmanagerView::StillFiring, false) => (
+            0.0,
+            format!("alert: still firing in Alertmanager; {NOT_NOTIFIED}"),
+        ),
+        (AlertmanagerView::Unanswered(why), true) => (
+            1.0,
+            format!("alert: {NOTIFIED} (no answer from Alertmanager: {why})"),
+        ),
+        (AlertmanagerView::Unanswered(why), false) => (
+            0.0,
+            format!(
+                "alert: {NOT_NOTIFIED}; no answer from Alertmanager ({why}), so the \
+                 notifications alone count"
+            ),
+        ),
+        (AlertmanagerView::NotItsSignal, true) => (1.0, format!("alert: {NOTIFIED} ({NOT_ITS})")),
+        (AlertmanagerView::NotItsSignal, false) => {
+            (0.0, format!("alert: {NOT_NOTIFIED} ({NOT_ITS})"))
+        }
+        (AlertmanagerView::NotConfigured, true) => (1.0, format!("alert: {NOTIFIED}")),
+        (AlertmanagerView::NotConfigured, false) => (0.0, format!("alert: {NOT_NOTIFIED}")),
+    }
+}
+
+/// An expression as the details show it: on one line, at most 200 characters.
+fn shown(expr: &str) -> String {
+    let one_line = expr.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(200) {
+        Some((i, _)) => format!("{}…", &one_line[..i]),
+        None => one_line,
+    }
 }
 
 /// The health part of the score from the pods of a workload, with what it rests on.
@@ -253,6 +362,83 @@ impl VerificationStage {
             .await
     }
 
+    /// Ask Alertmanager whether the signal still fires.
+    async fn alertmanager_view(&self, request: &RemediationRequest) -> AlertmanagerView {
+        let Some(client) = &self.alertmanager else {
+            return AlertmanagerView::NotConfigured;
+        };
+        if request.signal.source != SignalSource::Alertmanager {
+            // Alertmanager never heard of it: its silence would prove nothing.
+            return AlertmanagerView::NotItsSignal;
+        }
+        let client = match client {
+            Ok(c) => c,
+            Err(why) => return AlertmanagerView::Unanswered(why.clone()),
+        };
+        match client
+            .firing(&request.signal.fingerprint, &request.signal.labels)
+            .await
+        {
+            Ok(true) => AlertmanagerView::StillFiring,
+            Ok(false) => AlertmanagerView::NoLongerFiring,
+            Err(e) => {
+                warn!(error = %e, "no usable answer from Alertmanager; the alert part rests on the notifications");
+                AlertmanagerView::Unanswered(e.to_string())
+            }
+        }
+    }
+
+    /// The metrics part, when Prometheus is configured: the score (`None`: not assessed) and
+    /// its detail line.
+    async fn metrics_part(&self, request: &RemediationRequest) -> Option<(Option<f64>, String)> {
+        let client = match self.prometheus.as_ref()? {
+            Ok(c) => c,
+            Err(why) => {
+                return Some((
+                    None,
+                    format!("metrics: not assessed: Prometheus not asked ({why})"),
+                ));
+            }
+        };
+        let Some(expr) = request.signal.generator_url.as_deref().and_then(expression) else {
+            return Some((
+                None,
+                "metrics: not assessed: the signal carries no expression to re-evaluate (no \
+                 generatorURL with g0.expr)"
+                    .to_owned(),
+            ));
+        };
+        let series = match client.query(&expr).await {
+            Ok(s) => s,
+            Err(e) => {
+                warn!(error = %e, "no usable answer from Prometheus; metrics not assessed");
+                return Some((None, format!("metrics: not assessed: {e}")));
+            }
+        };
+        let holding = series
+            .iter()
+            .filter(|s| corresponds(s, &request.signal.labels))
+            .count();
+        Some(if holding == 0 {
+            (
+                Some(1.0),
+                format!(
+                    "metrics: the alert's condition no longer holds in Prometheus (expr `{}`)",
+                    shown(&expr)
+                ),
+            )
+        } else {
+            (
+                Some(0.0),
+                format!(
+                    "metrics: the alert's condition still holds in Prometheus for {holding} \
+                     series (expr `{}`)",
+                    shown(&expr)
+                ),
+            )
+        })
+    }
+
     async fn assess(
         &self,
         request: &RemediationRequest,
@@ -270,16 +456,22 @@ impl VerificationStage {
             Some((_, why)) => details.push(format!("health: {why}")),
             None => details.push(format!("health: {target} could not be assessed")),
         }
-        let resolved = self
+        let notified = self
             .store
             .signal_resolved_since(&request.signal.fingerprint, execution.started_at)
             .await
             .map_err(|e| unavailable("store", e.to_string()))?;
-        details.push(if resolved {
-            "alert: resolved after the remediation".to_owned()
-        } else {
-            "alert: no resolved notification since the remediation".to_owned()
-        });
+        let view = self.alertmanager_view(request).await;
+        let (alert, why) = alert_part(notified, &view);
+        details.push(why);
+        let metrics = self.metrics_part(request).await;
+        let metrics_score = metrics.as_ref().and_then(|(m, _)| *m);
+        if let Some((_, why)) = metrics {
+            details.push(why);
+        }
+        // A configured source that could not be used leaves the assessment partial.
+        let unanswered = matches!(view, AlertmanagerView::Unanswered(_))
+            || (self.prometheus.is_some() && metrics_score.is_none());
         let spec = object.as_ref().and_then(|o| o.get("spec"));
         let post = spec.map(spec_hash);
         // Compare without the fields autoscalers own when the execution recorded that hash
@@ -293,27 +485,22 @@ impl VerificationStage {
         if drift {
             details.push("spec: changed by somebody else during the window".to_owned());
         }
-        let alert = if resolved { 1.0 } else { 0.0 };
-        let (mut sum, mut weights) = (ALERT_WEIGHT * alert, ALERT_WEIGHT);
-        if let Some((h, _)) = health {
-            sum += HEALTH_WEIGHT * h;
-            weights += HEALTH_WEIGHT;
-        }
-        let score = (weights > 0.0).then(|| (sum / weights * 100.0).round() / 100.0);
+        let health_score = health.as_ref().map(|(h, _)| *h);
+        let score = score(health_score, Some(alert), metrics_score);
         let reason = if drift {
             AssessmentReason::SpecDrift
-        } else if health.is_none() {
+        } else if health.is_none() || unanswered {
             AssessmentReason::Partial
         } else {
             AssessmentReason::Full
         };
         Ok(Assessment {
             score,
-            health_score: health.map(|(h, _)| h),
+            health_score,
             alert_score: Some(alert),
-            metrics_score: None,
+            metrics_score,
             post_spec_hash: post,
-            signal_resolved: resolved,
+            signal_resolved: alert >= 1.0,
             reason,
             effective: !drift && score.is_some_and(|s| s >= self.settings.effectiveness_threshold),
             details,
@@ -441,6 +628,35 @@ mod tests {
         DateTime::parse_from_rfc3339("2026-03-01T12:00:00Z")
             .unwrap()
             .with_timezone(&Utc)
+    }
+
+    #[test]
+    fn the_score_weighs_the_assessed_parts() {
+        // All three: (0.40 × 1 + 0.35 × 0 + 0.25 × 1) / 1.
+        assert_eq!(score(Some(1.0), Some(0.0), Some(1.0)), Some(0.65));
+        assert_eq!(score(Some(0.5), Some(1.0), Some(0.0)), Some(0.55));
+        assert_eq!(score(Some(1.0), Some(1.0), Some(1.0)), Some(1.0));
+        // A part not assessed leaves the others' weights: (0.40 × 1) / 0.75.
+        assert_eq!(score(Some(1.0), Some(0.0), None), Some(0.53));
+        // (0.35 × 1 + 0.25 × 0) / 0.60.
+        assert_eq!(score(None, Some(1.0), Some(0.0)), Some(0.58));
+        assert_eq!(score(None, None, None), None);
+    }
+
+    #[test]
+    fn an_unanswered_alertmanager_never_resolves_the_alert() {
+        let why = "Alertmanager at http://am:9093 could not be reached: refused".to_owned();
+        let (alert, detail) = alert_part(false, &AlertmanagerView::Unanswered(why));
+        assert_eq!(alert, 0.0);
+        assert!(
+            detail.contains("could not be reached") && detail.contains("notifications alone"),
+            "{detail}"
+        );
+        assert_eq!(alert_part(false, &AlertmanagerView::NoLongerFiring).0, 1.0);
+        assert_eq!(alert_part(false, &AlertmanagerView::StillFiring).0, 0.0);
+        assert_eq!(alert_part(true, &AlertmanagerView::StillFiring).0, 1.0);
+        assert_eq!(alert_part(false, &AlertmanagerView::NotItsSignal).0, 0.0);
+        assert_eq!(alert_part(true, &AlertmanagerView::NotConfigured).0, 1.0);
     }
 
     #[test]
