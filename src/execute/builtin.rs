@@ -315,7 +315,8 @@ async fn wait_rollout(
         return Ok(outcome(false, json!("dry run: nothing to wait for")));
     }
     let res = r.resource(&target.kind).await?;
-    let deadline = tokio::time::Instant::now() + timeout;
+    let started = tokio::time::Instant::now();
+    let deadline = started + timeout;
     loop {
         let o = r
             .get(&res, target.namespace.as_deref(), &target.name)
@@ -327,7 +328,13 @@ async fn wait_rollout(
         if tokio::time::Instant::now() >= deadline {
             return Ok(outcome(false, status.1));
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        // Most rollouts finish within seconds: look often at first, then once a second.
+        let pause = if started.elapsed() < Duration::from_secs(10) {
+            Duration::from_millis(250)
+        } else {
+            Duration::from_secs(1)
+        };
+        tokio::time::sleep(pause).await;
     }
 }
 
