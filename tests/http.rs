@@ -837,3 +837,73 @@ async fn history_names_the_target_it_needs_and_serves_what_the_store_holds() {
     );
     d.stop().await;
 }
+
+/// A label value with a NUL character (`\u0000`) used to make PostgreSQL refuse the whole
+/// payload: 503 on every retry, and the valid alerts of the same delivery never stored. Both
+/// backends now store the alert with U+FFFD in place of the NUL, beside its valid siblings;
+/// valid JSON followed by garbage is refused with 400.
+#[tokio::test]
+async fn a_nul_in_a_label_does_not_block_its_delivery_on_either_backend() {
+    let postgres = common::fresh_postgres().await;
+    let mut backends: Vec<Option<String>> = vec![None];
+    backends.extend(postgres.map(Some));
+    for database in backends {
+        let on = if database.is_some() {
+            "postgres"
+        } else {
+            "sqlite"
+        };
+        let d = TestDaemon::start(|a| {
+            if let Some(url) = &database {
+                a.database_url = Some(kubemedic::secret::Secret::new(url.clone()));
+            }
+        })
+        .await;
+        let mut body: Value = serde_json::from_str(&alert_body(
+            "firing",
+            "KubePodCrashLooping",
+            &[("namespace", "shop"), ("pod", "web-1")],
+            "fp-valid",
+            "2026-01-01T00:00:00Z",
+        ))
+        .unwrap();
+        let mut poisoned = body["alerts"][0].clone();
+        poisoned["labels"]["pod"] = serde_json::json!("web-\u{0}2");
+        poisoned["annotations"]["summary"] = serde_json::json!("bad\u{0}text");
+        poisoned["fingerprint"] = serde_json::json!("fp-nul");
+        body["alerts"].as_array_mut().unwrap().push(poisoned);
+        let r = d.send_alertmanager(&body.to_string()).await;
+        assert_eq!(r.status(), 200, "{on}");
+        let answer: Value = r.json().await.unwrap();
+        let outcomes = answer["outcomes"].as_array().unwrap();
+        assert_eq!(outcomes.len(), 2, "{on}: {answer:#}");
+        assert!(
+            outcomes.iter().all(|o| o["outcome"] == "opened"),
+            "{on}: {answer:#}"
+        );
+        let stored = d
+            .api(&format!(
+                "/api/v1/requests/{}",
+                outcomes[1]["request_id"].as_str().unwrap()
+            ))
+            .await;
+        assert_eq!(stored["signal"]["labels"]["pod"], "web-\u{FFFD}2", "{on}");
+        assert_eq!(
+            stored["signal"]["annotations"]["summary"], "bad\u{FFFD}text",
+            "{on}"
+        );
+
+        let garbage = format!("{}trailing", body);
+        let r = d.send_alertmanager(&garbage).await;
+        assert_eq!(r.status(), 400, "{on}");
+        let err: Value = r.json().await.unwrap();
+        assert!(
+            err["error"]
+                .as_str()
+                .unwrap()
+                .contains("trailing characters"),
+            "{on}: {err}"
+        );
+        d.stop().await;
+    }
+}

@@ -97,6 +97,7 @@ contract!(
     an_intent_is_recorded_once_and_settled,
     history_is_kept_per_target_and_in_order,
     a_resolved_signal_is_seen_since_its_time,
+    a_nul_character_is_stored_the_same_on_both_backends,
 );
 
 fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) -> NewSignal {
@@ -853,4 +854,41 @@ async fn a_resolved_signal_is_seen_since_its_time(f: Fixture) {
         "a resolution before the window does not count"
     );
     assert!(!s.signal_resolved_since("other", before).await.unwrap());
+}
+
+/// A U+0000 in what a stage produced (a log line, a model's answer) would make PostgreSQL refuse
+/// the whole commit — and the worker retry it forever. Both backends store U+FFFD instead.
+async fn a_nul_character_is_stored_the_same_on_both_backends(f: Fixture) {
+    let s = &f.store;
+    let rid = s.ingest(&[signal("nul", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    s.claim("w1", Duration::from_secs(30))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut commit = step(Phase::ManualReviewRequired);
+    commit.reason = Some("the log says \u{0}boom".into());
+    commit.state.waiting = Some(kubemedic::domain::Waiting {
+        dependency: "cluster".into(),
+        message: "answered \u{0}".into(),
+        since: f.clock.now(),
+    });
+    commit.events = vec![
+        AuditDraft::new("note", "test", "tool output \u{0}here").with_payload(
+            serde_json::json!({"output": "binary\u{0}data", "key\u{0}": [1, "x\u{0}"]}),
+        ),
+    ];
+    let done = s
+        .commit_step(rid, "w1", Phase::Received, commit)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.reason.as_deref(), Some("the log says \u{FFFD}boom"));
+    assert_eq!(done.state.waiting.unwrap().message, "answered \u{FFFD}");
+    let trail = s.audit_trail(rid).await.unwrap();
+    let note = trail.iter().find(|e| e.kind == "note").unwrap();
+    assert_eq!(note.message, "tool output \u{FFFD}here");
+    assert_eq!(note.payload["output"], "binary\u{FFFD}data");
+    assert_eq!(note.payload["key\u{FFFD}"][1], "x\u{FFFD}");
 }

@@ -53,9 +53,38 @@ pub struct WebhookAlert {
     pub fingerprint: Option<String>,
 }
 
-/// Parse a JSON body, naming the path of the first bad value.
+/// Parse a JSON body, naming the path of the first bad value. A U+0000 in any string or key
+/// (JSON carries it only as the escape `\u0000`) is replaced with U+FFFD first, so the alert is
+/// stored — the same on both backends — instead of poisoning its batch on PostgreSQL
+/// (see [`crate::store::replace_nul`]); the replacement is logged.
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, IngestError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
+    if body.windows(6).any(|w| w == b"\\u0000") {
+        let mut value: serde_json::Value = from_slice(body)?;
+        let replaced = crate::store::replace_nul(&mut value);
+        if replaced > 0 {
+            tracing::warn!(
+                replaced,
+                "the body carries NUL characters (U+0000); stored as U+FFFD"
+            );
+        }
+        return deserialize(value);
+    }
+    from_slice(body)
+}
+
+/// One JSON document and nothing after it (valid JSON followed by garbage is not a body).
+fn from_slice<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, IngestError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value = deserialize(&mut de)?;
+    de.end()
+        .map_err(|e| IngestError::new("body", format!("invalid JSON: {e}")))?;
+    Ok(value)
+}
+
+fn deserialize<'de, T: serde::de::DeserializeOwned, D>(de: D) -> Result<T, IngestError>
+where
+    D: serde::Deserializer<'de, Error = serde_json::Error>,
+{
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();

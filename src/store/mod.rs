@@ -67,6 +67,9 @@ pub enum StoreError {
     Conflict,
     #[error("cannot prepare the database: {0}")]
     Setup(String),
+    /// A value that cannot be written as JSON (a bug: every stored type serialises).
+    #[error("cannot encode a value for the database: {0}")]
+    Encode(String),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -347,4 +350,50 @@ fn make_target(kind: Option<String>, name: Option<String>, ns: Option<String>) -
         (Some(kind), Some(name)) => Some(Target::new(kind, name, ns)),
         _ => None,
     }
+}
+
+/// Replace every U+0000 in the strings and keys of `v` with U+FFFD; returns how many. PostgreSQL's
+/// `text` and `jsonb` cannot hold U+0000 (SQLite can): kubemedic stores U+FFFD in its place on
+/// both backends, so they hold the same data, and a NUL in an alert label, a log line or a
+/// model's answer never makes a commit fail (and be retried forever).
+pub fn replace_nul(v: &mut serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::String(s) if s.contains('\0') => {
+            let n = s.matches('\0').count();
+            *s = s.replace('\0', "\u{FFFD}");
+            n
+        }
+        Value::Array(items) => items.iter_mut().map(replace_nul).sum(),
+        Value::Object(map) => {
+            let mut n = 0;
+            if map.keys().any(|k| k.contains('\0')) {
+                let old = std::mem::take(map);
+                for (k, v) in old {
+                    n += k.matches('\0').count();
+                    map.insert(k.replace('\0', "\u{FFFD}"), v);
+                }
+            }
+            n + map.values_mut().map(replace_nul).sum::<usize>()
+        }
+        _ => 0,
+    }
+}
+
+/// `s` as both backends can store it (see [`replace_nul`]).
+pub(crate) fn storable_text(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\0') {
+        std::borrow::Cow::Owned(s.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+/// `v` as JSON both backends can store (see [`replace_nul`]).
+pub(crate) fn storable_json<T: Serialize + ?Sized>(
+    v: &T,
+) -> Result<sqlx::types::Json<serde_json::Value>> {
+    let mut value = serde_json::to_value(v).map_err(|e| StoreError::Encode(e.to_string()))?;
+    replace_nul(&mut value);
+    Ok(sqlx::types::Json(value))
 }

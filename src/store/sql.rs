@@ -161,8 +161,8 @@ macro_rules! sql_store {
             .bind(phase.map(Phase::as_str))
             .bind(&draft.kind)
             .bind(&draft.actor)
-            .bind(&draft.message)
-            .bind(Json(&draft.payload))
+            .bind($crate::store::storable_text(&draft.message))
+            .bind($crate::store::storable_json(&draft.payload)?)
             .execute(&mut **tx)
             .await?;
             Ok(())
@@ -478,8 +478,8 @@ macro_rules! sql_store {
                             .bind(phase.map(Phase::as_str))
                             .bind(&d.kind)
                             .bind(&d.actor)
-                            .bind(&d.message)
-                            .bind(Json(&d.payload));
+                            .bind($crate::store::storable_text(&d.message))
+                            .bind($crate::store::storable_json(&d.payload)?);
                     }
                     q.execute(&mut *tx).await?;
                 }
@@ -566,9 +566,9 @@ macro_rules! sql_store {
                     request_columns!()
                 ))
                 .bind(step.to.as_str())
-                .bind(&step.reason)
+                .bind(step.reason.as_deref().map($crate::store::storable_text))
                 .bind(!step.to.is_terminal())
-                .bind(Json(&step.state))
+                .bind($crate::store::storable_json(&step.state)?)
                 .bind(step.attempts)
                 .bind(step.not_before.map(ts))
                 .bind(ts(now))
@@ -805,7 +805,7 @@ macro_rules! sql_store {
                 .bind(id(request))
                 .bind(step)
                 .bind(action)
-                .bind(Json(detail))
+                .bind($crate::store::storable_json(detail)?)
                 .bind(ts(now))
                 .execute(&mut *tx)
                 .await?
@@ -836,7 +836,7 @@ macro_rules! sql_store {
                      WHERE request_id = $4 AND step = $5",
                 )
                 .bind(status.as_str())
-                .bind(Json(detail))
+                .bind($crate::store::storable_json(detail)?)
                 .bind(ts(self.clock.now()))
                 .bind(id(request))
                 .bind(step)
@@ -872,7 +872,7 @@ macro_rules! sql_store {
                 .bind(id(rid))
                 .bind(record.target.fingerprint())
                 .bind(ts(record.completed_at))
-                .bind(Json(record))
+                .bind($crate::store::storable_json(record)?)
                 .execute(&self.writer)
                 .await?;
                 Ok(())
