@@ -717,3 +717,53 @@ workflows:
         .unwrap();
     assert_eq!(jobs.items.len(), 1, "a second Job was created");
 }
+
+/// Cordon and drain as the executor runs them: the node is cordoned, its pods are evicted
+/// through the eviction API, and a PodDisruptionBudget that allows one disruption stops the
+/// drain at the second pod (the error names the budget) instead of taking the service down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_cordons_and_stops_where_the_disruption_budget_says() {
+    let Some(k) = Kube::new("drain").await else {
+        return;
+    };
+    let node = web(&k).await;
+    k.apply(
+        json!({"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}),
+    )
+    .await;
+    k.wait("the budget allows one disruption", 30, || async {
+        let pdb = k.get("policy/v1beta1", "PodDisruptionBudget", "web").await;
+        (pdb["status"]["disruptionsAllowed"] == 1).then_some(())
+    })
+    .await;
+    let c = k.cluster().await;
+    let target = Target::new("Node", &node, None);
+
+    act(&c, "cordon", &[], &target).await.unwrap();
+    let refused = act(&c, "drain", &[], &target).await.unwrap_err();
+    assert!(refused.message.contains("disruption budget"), "{refused}");
+    let n = k.get("v1", "Node", &node).await;
+    assert_eq!(n["spec"]["unschedulable"], true);
+    let pods = k
+        .api("v1", "Pod")
+        .list(&kube::api::ListParams::default().labels("app=web"))
+        .await
+        .unwrap();
+    let pods: Vec<Value> = pods
+        .items
+        .into_iter()
+        .map(|p| serde_json::to_value(p).unwrap())
+        .filter(|p| p["spec"]["nodeName"] == node.as_str())
+        .collect();
+    let evicted = pods
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_string())
+        .count();
+    assert_eq!(
+        evicted, 1,
+        "one pod evicted, the budget kept the other: {pods:#?}"
+    );
+    assert_eq!(pods.len(), 2);
+}
