@@ -527,14 +527,6 @@ impl ClusterWriter for SnapshotCluster {
         dry_run: bool,
     ) -> Result<Value> {
         self.policy.check(res, namespace)?;
-        self.record(RecordedWrite {
-            operation: format!("patch/{patch_type:?}").to_ascii_lowercase(),
-            kind: res.kind.clone(),
-            namespace: namespace.map(str::to_owned),
-            name: name.to_owned(),
-            body: patch.clone(),
-            dry_run,
-        });
         let changed = self.apply(res, namespace, name, dry_run, |current| {
             let mut o = current.cloned().ok_or_else(|| not_found(res, name))?;
             match patch_type {
@@ -543,6 +535,14 @@ impl ClusterWriter for SnapshotCluster {
             }
             Ok(Some(o))
         })?;
+        self.record(RecordedWrite {
+            operation: format!("patch/{patch_type:?}").to_ascii_lowercase(),
+            kind: res.kind.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            body: patch.clone(),
+            dry_run,
+        });
         changed.ok_or_else(|| not_found(res, name))
     }
 
@@ -555,14 +555,6 @@ impl ClusterWriter for SnapshotCluster {
         dry_run: bool,
     ) -> Result<Value> {
         self.policy.check(res, namespace)?;
-        self.record(RecordedWrite {
-            operation: "replace".into(),
-            kind: res.kind.clone(),
-            namespace: namespace.map(str::to_owned),
-            name: name.to_owned(),
-            body: o.clone(),
-            dry_run,
-        });
         let changed = self.apply(res, namespace, name, dry_run, |current| {
             let current = current.ok_or_else(|| not_found(res, name))?;
             let version = |v: &Value| str_at(v, &["metadata", "resourceVersion"]).map(str::to_owned);
@@ -579,6 +571,14 @@ impl ClusterWriter for SnapshotCluster {
             }
             Ok(Some(o.clone()))
         })?;
+        self.record(RecordedWrite {
+            operation: "replace".into(),
+            kind: res.kind.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
+            body: o.clone(),
+            dry_run,
+        });
         Ok(changed.unwrap_or_else(|| o.clone()))
     }
 
@@ -591,14 +591,6 @@ impl ClusterWriter for SnapshotCluster {
     ) -> Result<Value> {
         self.policy.check(res, namespace)?;
         let name = obj::name(o).to_owned();
-        self.record(RecordedWrite {
-            operation: "create".into(),
-            kind: res.kind.clone(),
-            namespace: namespace.map(str::to_owned),
-            name: name.clone(),
-            body: o.clone(),
-            dry_run,
-        });
         let now = self
             .simulation
             .as_ref()
@@ -627,6 +619,14 @@ impl ClusterWriter for SnapshotCluster {
             }
             Ok(Some(o))
         })?;
+        self.record(RecordedWrite {
+            operation: "create".into(),
+            kind: res.kind.clone(),
+            namespace: namespace.map(str::to_owned),
+            name: name.clone(),
+            body: o.clone(),
+            dry_run,
+        });
         Ok(changed.unwrap_or_else(|| o.clone()))
     }
 
@@ -638,6 +638,10 @@ impl ClusterWriter for SnapshotCluster {
         dry_run: bool,
     ) -> Result<()> {
         self.policy.check(res, namespace)?;
+        self.apply(res, namespace, name, dry_run, |current| {
+            current.ok_or_else(|| not_found(res, name))?;
+            Ok(None)
+        })?;
         self.record(RecordedWrite {
             operation: "delete".into(),
             kind: res.kind.clone(),
@@ -646,23 +650,11 @@ impl ClusterWriter for SnapshotCluster {
             body: Value::Null,
             dry_run,
         });
-        self.apply(res, namespace, name, dry_run, |current| {
-            current.ok_or_else(|| not_found(res, name))?;
-            Ok(None)
-        })?;
         Ok(())
     }
 
     async fn evict(&self, namespace: &str, pod: &str, dry_run: bool) -> Result<()> {
         let pods = self.resource("Pod").await?;
-        self.record(RecordedWrite {
-            operation: "evict".into(),
-            kind: "Pod".into(),
-            namespace: Some(namespace.to_owned()),
-            name: pod.to_owned(),
-            body: Value::Null,
-            dry_run,
-        });
         let budgets = self.read().clone();
         self.apply(&pods, Some(namespace), pod, dry_run, |current| {
             let current = current.ok_or_else(|| not_found(&pods, pod))?;
@@ -686,6 +678,14 @@ impl ClusterWriter for SnapshotCluster {
             }
             Ok(None)
         })?;
+        self.record(RecordedWrite {
+            operation: "evict".into(),
+            kind: "Pod".into(),
+            namespace: Some(namespace.to_owned()),
+            name: pod.to_owned(),
+            body: Value::Null,
+            dry_run,
+        });
         Ok(())
     }
 }
