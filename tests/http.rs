@@ -907,3 +907,38 @@ async fn a_nul_in_a_label_does_not_block_its_delivery_on_either_backend() {
         d.stop().await;
     }
 }
+
+/// A compressed body is refused for what it is (415 naming the encoding), not as "invalid
+/// JSON"; nothing is stored.
+#[tokio::test]
+async fn a_compressed_body_is_refused_naming_its_encoding() {
+    let d = TestDaemon::start(|_| {}).await;
+    let body = alert_body(
+        "firing",
+        "KubePodCrashLooping",
+        &[("namespace", "shop")],
+        "fp-gz",
+        "2026-01-01T00:00:00Z",
+    );
+    let r = d
+        .client
+        .post(d.url("/api/v1/alerts/alertmanager"))
+        .bearer_auth(WEBHOOK_TOKEN)
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415);
+    let err: Value = r.json().await.unwrap();
+    assert!(
+        err["error"]
+            .as_str()
+            .unwrap()
+            .contains("`gzip` is not supported"),
+        "{err}"
+    );
+    assert_eq!(d.api("/api/v1/signals").await["total"], 0);
+    d.stop().await;
+}

@@ -892,3 +892,27 @@ async fn a_nul_character_is_stored_the_same_on_both_backends(f: Fixture) {
     assert_eq!(note.payload["output"], "binary\u{FFFD}data");
     assert_eq!(note.payload["key\u{FFFD}"][1], "x\u{FFFD}");
 }
+
+/// The database kubemedic creates holds the audit trail: its directory is 0700 and its files
+/// 0600, whatever the umask.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_sqlite_database_it_creates_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let db = dir.join("kubemedic.db");
+    let url = format!("sqlite://{}", db.display());
+    let store = common::open_store(&url, Arc::new(kubemedic::clock::SystemClock)).await;
+    store
+        .ingest(&[signal("private", 0, CHECKOUT)])
+        .await
+        .unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&db), 0o600);
+    let wal = dir.join("kubemedic.db-wal");
+    if wal.exists() {
+        assert_eq!(mode(&wal), 0o600);
+    }
+}

@@ -84,13 +84,53 @@ const CLAIM_SQL: &str = concat!(
     request_columns!()
 );
 
+#[cfg(unix)]
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+/// Create the database file readable by its owner only, unless it exists.
+#[cfg(unix)]
+fn private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(not(unix))]
+fn private_file(_path: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
 impl SqliteStore {
     pub async fn open(path: &Path, clock: Arc<dyn Clock>) -> super::Result<Self> {
+        // The audit trail is nobody else's to read: a directory kubemedic creates is 0700, a
+        // database file it creates 0600 (SQLite gives its -wal and -shm files the same mode).
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
+            private_dir(dir).map_err(|e| {
                 super::StoreError::Setup(format!("cannot create {}: {e}", dir.display()))
             })?;
         }
+        private_file(path).map_err(|e| {
+            super::StoreError::Setup(format!("cannot create {}: {e}", path.display()))
+        })?;
         let options = SqliteConnectOptions::from_str("sqlite://")
             .map_err(super::StoreError::Unavailable)?
             .filename(path)

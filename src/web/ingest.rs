@@ -54,6 +54,15 @@ fn strip_scheme<'a>(value: &'a str, scheme: &str) -> Option<&'a str> {
 
 async fn read_body(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Vec<u8>, ApiError> {
     let limit = state.max_body_bytes;
+    // A compressed body would only fail as "invalid JSON": say what is wrong instead.
+    if let Some(encoding) = headers
+        .get(header::CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty() && e != "identity")
+    {
+        state.metrics.signal_rejected("invalid");
+        return Err(ApiError::UnsupportedEncoding(encoding));
+    }
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

@@ -130,12 +130,17 @@ async fn request_id(req: Request, next: Next) -> Response {
     response
 }
 
-/// Constant-time comparison for credentials.
+/// Constant-time comparison for credentials: both sides are hashed to 32 bytes first, so there
+/// is no early return on a length mismatch and the time taken says nothing about the expected
+/// value's length or content.
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    use sha2::{Digest, Sha256};
+    let (x, y) = (Sha256::digest(a), Sha256::digest(b));
+    let diff = x
+        .iter()
+        .zip(y.iter())
+        .fold(0u8, |acc, (p, q)| acc | (p ^ q));
+    std::hint::black_box(diff) == 0
 }
 
 /// Every error a client can see.
@@ -148,6 +153,8 @@ pub enum ApiError {
     },
     NotFound(String),
     TooLarge(usize),
+    /// A body in an encoding kubemedic does not decode (gzip…).
+    UnsupportedEncoding(String),
     /// The store (or another dependency) cannot serve now; the client should retry.
     Unavailable(String),
     Internal(String),
@@ -196,6 +203,12 @@ impl IntoResponse for ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 json!({"error": format!("body larger than {limit} bytes")}),
             ),
+            ApiError::UnsupportedEncoding(e) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                json!({"field": "Content-Encoding", "error": format!(
+                    "Content-Encoding `{e}` is not supported; send the body uncompressed"
+                )}),
+            ),
             ApiError::Unavailable(m) => (StatusCode::SERVICE_UNAVAILABLE, json!({"error": m})),
             ApiError::Internal(m) => (StatusCode::INTERNAL_SERVER_ERROR, json!({"error": m})),
         };
@@ -212,5 +225,19 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ct_eq;
+
+    #[test]
+    fn credentials_compare_by_content_whatever_their_lengths() {
+        assert!(ct_eq(b"s3cret-token", b"s3cret-token"));
+        assert!(!ct_eq(b"s3cret-token", b"s3cret-tokem"));
+        assert!(!ct_eq(b"s3cret", b"s3cret-token"));
+        assert!(!ct_eq(b"", b"s3cret-token"));
+        assert!(ct_eq(b"", b""));
     }
 }
