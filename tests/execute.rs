@@ -424,9 +424,26 @@ async fn builtin_actions_change_exactly_what_they_name() {
         .await;
     assert_eq!(hpa["spec"]["maxReplicas"], 6);
 
-    // Delete one pod; its siblings stay.
-    let pods = k.pods("app=web", 2).await;
-    let victim = pods[0]["metadata"]["name"].as_str().unwrap().to_owned();
+    // Delete one pod; its siblings stay. (The template patches above started a rollout whose
+    // surge pod nobody runs, so count the bound pods, not all of them.)
+    let bound = || async {
+        let list = k
+            .api("v1", "Pod")
+            .list(&kube::api::ListParams::default().labels("app=web"))
+            .await
+            .unwrap();
+        list.items
+            .into_iter()
+            .map(|p| serde_json::to_value(p).unwrap())
+            .filter(|p| {
+                p["spec"]["nodeName"].is_string() && !p["metadata"]["deletionTimestamp"].is_string()
+            })
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<String>>()
+    };
+    let before = bound().await;
+    assert!(!before.is_empty(), "the running pods of web");
+    let victim = before[0].clone();
     act(&c, "delete_pod", &[("pod", json!(victim))], &web_target)
         .await
         .unwrap();
@@ -434,6 +451,12 @@ async fn builtin_actions_change_exactly_what_they_name() {
     assert!(
         gone["metadata"]["deletionTimestamp"].is_string(),
         "the bound pod is being deleted: {gone:#}"
+    );
+    let after = bound().await;
+    assert_eq!(
+        after.len(),
+        before.len() - 1,
+        "only {victim} goes: {after:?}"
     );
 
     // A PVC whose StorageClass does not allow expansion is refused, with the reason.
