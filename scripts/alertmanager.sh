@@ -9,6 +9,8 @@
 # alone (no cluster peer port) and keeps its state under STATE_DIR. Debian's
 # prometheus-alertmanager is used; it is installed if missing.
 set -euo pipefail
+# shellcheck source=lib/service.sh
+source "$(dirname "$0")/lib/service.sh"
 
 cmd=${1:?usage: alertmanager.sh start|stop STATE_DIR}
 dir=${2:?usage: alertmanager.sh start|stop STATE_DIR}
@@ -24,7 +26,7 @@ start)
   "$0" stop "$dir" >/dev/null 2>&1 || true
   rm -rf "$dir"
   mkdir -p "$dir/data"
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   cat >"$dir/alertmanager.yml" <<'YAML'
 route:
   receiver: nobody
@@ -38,32 +40,10 @@ YAML
     >"$dir/server.log" 2>&1 </dev/null &
   echo $! >"$dir/pid"
   url="http://127.0.0.1:$port"
-  for _ in $(seq 1 150); do
-    if curl -fsS "$url/-/ready" >/dev/null 2>&1; then
-      printf 'export KUBEMEDIC_TEST_ALERTMANAGER_URL=%q\n' "$url" >"$dir/env"
-      echo "alertmanager: $url"
-      exit 0
-    fi
-    if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
-      tail -n 30 "$dir/server.log" >&2
-      exit 1
-    fi
-    sleep 0.2
-  done
-  echo "alertmanager.sh: not ready after 30 s" >&2
-  tail -n 30 "$dir/server.log" >&2
-  "$0" stop "$dir" || true
-  exit 1
+  wait_ready alertmanager "$dir" "$url" KUBEMEDIC_TEST_ALERTMANAGER_URL curl -fsS "$url/-/ready"
   ;;
 stop)
-  if [ -f "$dir/pid" ]; then
-    pid=$(cat "$dir/pid")
-    if kill "$pid" 2>/dev/null; then
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$dir/pid"
-  fi
+  stop_service "$dir"
   ;;
 *)
   echo "usage: alertmanager.sh start|stop STATE_DIR" >&2

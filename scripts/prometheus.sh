@@ -8,6 +8,8 @@
 # `prometheus`) and `start` returns once that first scrape is in, so `up` and its own metrics
 # have data; its TSDB lives under STATE_DIR. Debian's prometheus is used; it is installed if missing.
 set -euo pipefail
+# shellcheck source=lib/service.sh
+source "$(dirname "$0")/lib/service.sh"
 
 cmd=${1:?usage: prometheus.sh start|stop STATE_DIR}
 dir=${2:?usage: prometheus.sh start|stop STATE_DIR}
@@ -23,7 +25,7 @@ start)
   "$0" stop "$dir" >/dev/null 2>&1 || true
   rm -rf "$dir"
   mkdir -p "$dir/data"
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   cat >"$dir/prometheus.yml" <<YAML
 global:
   scrape_interval: 1s
@@ -38,34 +40,12 @@ YAML
     >"$dir/server.log" 2>&1 </dev/null &
   echo $! >"$dir/pid"
   url="http://127.0.0.1:$port"
-  for _ in $(seq 1 150); do
-    # Ready, and its first scrape of itself is in: queries have data.
-    if curl -fsS "$url/-/ready" >/dev/null 2>&1 &&
-      curl -fsS "$url/api/v1/query?query=up" 2>/dev/null | grep -q '"job"'; then
-      printf 'export KUBEMEDIC_TEST_PROMETHEUS_URL=%q\n' "$url" >"$dir/env"
-      echo "prometheus: $url"
-      exit 0
-    fi
-    if ! kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
-      tail -n 30 "$dir/server.log" >&2
-      exit 1
-    fi
-    sleep 0.2
-  done
-  echo "prometheus.sh: not ready after 30 s" >&2
-  tail -n 30 "$dir/server.log" >&2
-  "$0" stop "$dir" || true
-  exit 1
+  # Ready, and its first scrape of itself is in: queries have data.
+  ready() { curl -fsS "$url/-/ready" && curl -fsS "$url/api/v1/query?query=up" | grep -q '"job"'; }
+  wait_ready prometheus "$dir" "$url" KUBEMEDIC_TEST_PROMETHEUS_URL ready
   ;;
 stop)
-  if [ -f "$dir/pid" ]; then
-    pid=$(cat "$dir/pid")
-    if kill "$pid" 2>/dev/null; then
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$dir/pid"
-  fi
+  stop_service "$dir"
   ;;
 *)
   echo "usage: prometheus.sh start|stop STATE_DIR" >&2
