@@ -389,6 +389,30 @@ pub(crate) fn storable_text(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Whether any string or key of `v` holds U+0000.
+fn has_nul(v: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
+    }
+}
+
+/// A JSON value as both backends can store it (see [`replace_nul`]), copied only when it holds
+/// a NUL: audit payloads are written on every ingest.
+pub(crate) fn storable_value(
+    v: &serde_json::Value,
+) -> sqlx::types::Json<std::borrow::Cow<'_, serde_json::Value>> {
+    if !has_nul(v) {
+        return sqlx::types::Json(std::borrow::Cow::Borrowed(v));
+    }
+    let mut owned = v.clone();
+    replace_nul(&mut owned);
+    sqlx::types::Json(std::borrow::Cow::Owned(owned))
+}
+
 /// `v` as JSON both backends can store (see [`replace_nul`]).
 pub(crate) fn storable_json<T: Serialize + ?Sized>(
     v: &T,

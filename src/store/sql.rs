@@ -162,7 +162,7 @@ macro_rules! sql_store {
             .bind(&draft.kind)
             .bind(&draft.actor)
             .bind($crate::store::storable_text(&draft.message))
-            .bind($crate::store::storable_json(&draft.payload)?)
+            .bind($crate::store::storable_value(&draft.payload))
             .execute(&mut **tx)
             .await?;
             Ok(())
@@ -479,7 +479,7 @@ macro_rules! sql_store {
                             .bind(&d.kind)
                             .bind(&d.actor)
                             .bind($crate::store::storable_text(&d.message))
-                            .bind($crate::store::storable_json(&d.payload)?);
+                            .bind($crate::store::storable_value(&d.payload));
                     }
                     q.execute(&mut *tx).await?;
                 }
@@ -805,7 +805,7 @@ macro_rules! sql_store {
                 .bind(id(request))
                 .bind(step)
                 .bind(action)
-                .bind($crate::store::storable_json(detail)?)
+                .bind($crate::store::storable_value(detail))
                 .bind(ts(now))
                 .execute(&mut *tx)
                 .await?
@@ -836,7 +836,7 @@ macro_rules! sql_store {
                      WHERE request_id = $4 AND step = $5",
                 )
                 .bind(status.as_str())
-                .bind($crate::store::storable_json(detail)?)
+                .bind($crate::store::storable_value(detail))
                 .bind(ts(self.clock.now()))
                 .bind(id(request))
                 .bind(step)
