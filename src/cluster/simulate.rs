@@ -181,9 +181,10 @@ fn bare_template(t: &Value) -> Value {
     t
 }
 
+/// The `pod-template-hash` of a template: the start of its spec hash.
 fn template_hash(t: &Value) -> String {
-    let digest = Sha256::digest(super::context::spec_hash(&bare_template(t)).as_bytes());
-    hex::encode(digest).chars().take(10).collect()
+    let hash = super::context::spec_hash(&bare_template(t));
+    hash.trim_start_matches("sha256:").chars().take(10).collect()
 }
 
 fn revision(o: &Value) -> i64 {

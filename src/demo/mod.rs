@@ -400,7 +400,7 @@ fn describe_answer(json: &Value) -> String {
             let id = o
                 .get("request_id")
                 .and_then(Value::as_str)
-                .map(|s| s.get(..8).unwrap_or(s))
+                .map(short)
                 .unwrap_or("-");
             format!("{kind} {id}")
         })
@@ -423,7 +423,7 @@ fn print_requests(items: &[crate::domain::RemediationRequest]) {
         println!();
         println!(
             "  {}  {} on {}  (x{})",
-            id.get(..8).unwrap_or(&id),
+            short(&id),
             r.signal.name,
             target,
             r.occurrence_count
