@@ -184,7 +184,10 @@ fn bare_template(t: &Value) -> Value {
 /// The `pod-template-hash` of a template: the start of its spec hash.
 fn template_hash(t: &Value) -> String {
     let hash = super::context::spec_hash(&bare_template(t));
-    hash.trim_start_matches("sha256:").chars().take(10).collect()
+    hash.trim_start_matches("sha256:")
+        .chars()
+        .take(10)
+        .collect()
 }
 
 fn revision(o: &Value) -> i64 {
