@@ -15,7 +15,7 @@
 //! store, cluster, llm, catalog, history, policy, monitoring
 //!                      the outside world behind traits, the Rego engine, and the
 //!                      Alertmanager / Prometheus APIs verification reads
-//! telemetry, readiness, secret, clock
+//! telemetry, readiness, secret, redact, clock
 //!                      leaves every layer may use
 //! domain               the values that flow between stages; imports nothing of the crate
 //! ```
@@ -55,6 +55,7 @@ pub mod store;
 // Leaves.
 pub mod clock;
 pub mod readiness;
+pub mod redact;
 pub mod secret;
 pub mod telemetry;
 

@@ -19,7 +19,10 @@ use regex::Regex;
 /// where `SAME_LAYER` allows it.
 const LAYERS: &[(&str, &[&str])] = &[
     ("domain", &["domain"]),
-    ("leaves", &["clock", "readiness", "secret", "telemetry"]),
+    (
+        "leaves",
+        &["clock", "readiness", "redact", "secret", "telemetry"],
+    ),
     (
         "foundations",
         &[

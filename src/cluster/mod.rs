@@ -9,13 +9,12 @@
 //!
 //! Safety: a [`ReadPolicy`] inside each implementation refuses blocked resources (Secrets by
 //! default) and blocked namespaces — there is no way to read a Secret through these types — and
-//! every tool output passes the [`sanitize`] module before anyone sees it.
+//! every tool output passes the [`crate::redact`] sanitiser before anyone sees it.
 
 pub mod context;
 pub mod kinds;
 mod kube;
 pub mod render;
-pub mod sanitize;
 pub mod selector;
 pub mod simulate;
 pub mod snapshot;

@@ -18,13 +18,13 @@ use serde_json::{Value, json};
 
 use super::obj::{self, str_at};
 use super::render::strip_noise;
-use super::sanitize::{sanitize_text, sanitize_value};
 use super::selector::{Selector, field_matches};
 use super::simulate;
 use super::{
     ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery, PatchType,
     ReadPolicy, ResourceInfo, Result, kinds,
 };
+use crate::redact::{sanitize_text, sanitize_value};
 
 pub const SNAPSHOT_API_VERSION: &str = "kubemedic.io/v1alpha1";
 

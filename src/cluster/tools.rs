@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 use super::context::ContextResolver;
 use super::obj::{self, at, str_at};
 use super::render::{self, event_time, strip_noise};
-use super::sanitize::{sanitize_text, sanitize_value};
 use super::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, ResourceInfo};
 use crate::clock::Clock;
+use crate::redact::{sanitize_text, sanitize_value};
 
 /// Caps on what one tool call may return.
 #[derive(Debug, Clone)]

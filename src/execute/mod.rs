@@ -42,7 +42,6 @@ pub use guardrails::{Block, BlockKind, Guardrails};
 use crate::catalog::{Catalog, Engine, Workflow};
 use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
-use crate::cluster::sanitize::sanitize_text;
 use crate::cluster::writes::{self, JobResult};
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery};
 use crate::domain::{
@@ -50,6 +49,7 @@ use crate::domain::{
     OPT_OUT_ANNOTATION, Phase, RemediationRequest, Stage, StageError, StageOutcome, StepStatus,
     Target, Waiting,
 };
+use crate::redact::sanitize_text;
 use crate::store::{IntentStatus, Store};
 use crate::telemetry::Metrics;
 use stamp::{StampingWriter, is_stamped};
