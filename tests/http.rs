@@ -942,3 +942,75 @@ async fn a_compressed_body_is_refused_naming_its_encoding() {
     assert_eq!(d.api("/api/v1/signals").await["total"], 0);
     d.stop().await;
 }
+
+/// Issue 13, item 1: credentials in an alert's own text — a probe URL in a label, a connection
+/// string in a rule's annotation, a token in the generator URL — are redacted when the alert is
+/// accepted, so neither the stored request, its audit timeline nor the signals list shows
+/// them; the routing labels are untouched. On both backends.
+#[tokio::test]
+async fn credentials_in_an_alerts_text_are_never_stored_or_shown() {
+    let postgres = common::fresh_postgres().await;
+    let mut backends: Vec<Option<String>> = vec![None];
+    backends.extend(postgres.map(Some));
+    let planted = [
+        "pr0bePassw0rd",
+        "Sup3rS3cretPw",
+        "glpat-AbCdEfGhIjKlMnOpQrSt",
+    ];
+    for database in backends {
+        let on = if database.is_some() {
+            "postgres"
+        } else {
+            "sqlite"
+        };
+        let d = TestDaemon::start(|a| {
+            if let Some(url) = &database {
+                a.database_url = Some(kubemedic::secret::Secret::new(url.clone()));
+            }
+        })
+        .await;
+        let mut body: Value = serde_json::from_str(&alert_body(
+            "firing",
+            "ProbeFailed",
+            &[
+                ("namespace", "shop"),
+                ("pod", "checkout-1"),
+                (
+                    "instance",
+                    "https://monitor:pr0bePassw0rd@checkout.shop:8443/healthz",
+                ),
+            ],
+            "fp-creds",
+            "2026-01-01T00:00:00Z",
+        ))
+        .unwrap();
+        body["alerts"][0]["annotations"]["description"] = serde_json::json!(
+            "checkout cannot reach postgres://checkout:Sup3rS3cretPw@db.shop:5432/orders"
+        );
+        body["alerts"][0]["generatorURL"] = serde_json::json!(
+            "http://prometheus:9090/graph?g0.expr=up&private_token=glpat-AbCdEfGhIjKlMnOpQrSt"
+        );
+        let r = d.send_alertmanager(&body.to_string()).await;
+        assert_eq!(r.status(), 200, "{on}");
+        let answer: Value = r.json().await.unwrap();
+        let id = answer["outcomes"][0]["request_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let request = d.api(&format!("/api/v1/requests/{id}")).await;
+        let signals = d.api("/api/v1/signals").await;
+        for shown in [request.to_string(), signals.to_string()] {
+            for secret in planted {
+                assert!(!shown.contains(secret), "{on}: {secret} shown in {shown}");
+            }
+        }
+        assert_eq!(request["signal"]["labels"]["pod"], "checkout-1", "{on}");
+        assert_eq!(request["target"]["name"], "checkout-1", "{on}: {request:#}");
+        assert_eq!(
+            request["signal"]["labels"]["instance"],
+            "https://monitor:[REDACTED]@checkout.shop:8443/healthz",
+            "{on}"
+        );
+        d.stop().await;
+    }
+}

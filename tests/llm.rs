@@ -1313,3 +1313,75 @@ async fn a_stalled_model_call_is_cut_at_the_request_timeout_and_retried() {
         "the retry sends the same request"
     );
 }
+
+/// Issue 13, item 1: the alert's own text (a Prometheus rule's annotations, a label), a tool
+/// error echoing the model's arguments and the RCA the model wrote all pass the sanitiser on
+/// their way into a message — the message type takes nothing else.
+#[tokio::test]
+async fn credentials_in_the_alert_text_and_in_errors_never_reach_the_model() {
+    let planted = [
+        "Sup3rS3cretPw",
+        "ghp_0123456789abcdefghijABCDEFGHIJ012345",
+        "xoxb-2222222222-3333333333-AbCdEfGhIjKlMnOp",
+        "hunter2hunter2",
+    ];
+    let server = ScriptedLlm::start(vec![
+        calls(&[
+            (
+                "kubectl_describe",
+                json!({"kind": "Pod", "name": POD, "namespace": "shop"}),
+            ),
+            // A tool whose error message echoes what the model asked for.
+            ("no_such_tool", json!({"password": "hunter2hunter2"})),
+            (
+                "kubectl_describe",
+                json!({"kind": "Pod", "name": "db-password=hunter2hunter2", "namespace": "shop"}),
+            ),
+        ]),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let mut req = request("KubePodCrashLooping", &[("token", planted[1])]);
+    req.signal.annotations.insert(
+        "description".into(),
+        format!(
+            "checkout cannot reach postgres://checkout:{}@db.shop:5432/orders",
+            planted[0]
+        ),
+    );
+    req.signal.annotations.insert(
+        "message".into(),
+        format!("notify via Slack bot token {} if it persists", planted[2]),
+    );
+    let done = run(investigator(&server, Setup::default()), req).await;
+    assert!(done.state.selection.is_some(), "{:?}", done.reason);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    for (i, r) in reqs.iter().enumerate() {
+        // What kubemedic wrote: everything but the model's own tool calls, which go back to
+        // it as it wrote them.
+        let sent: Vec<&Value> = r.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] != "assistant")
+            .collect();
+        let sent = serde_json::to_string(&sent).unwrap();
+        for secret in planted {
+            assert!(
+                !sent.contains(secret),
+                "request {i} carried {secret}: {sent}"
+            );
+        }
+    }
+    // The investigation still sees what it needs: where the alert points, and that the
+    // connection string was there.
+    let user = reqs[0].body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("postgres://checkout:[REDACTED]@db.shop:5432/orders"),
+        "{user}"
+    );
+    assert!(user.contains("token=[REDACTED]\n"), "{user}");
+    assert!(user.contains(POD), "{user}");
+}

@@ -162,6 +162,10 @@ fn normalise(
     let mode = detect_mode(&name, &alert.labels, generator_url.as_deref());
     let (target, target_fingerprint, target_aliases) =
         super::resolve_targets(&alert.labels, &fingerprint);
+    let mut labels = alert.labels.clone();
+    let mut annotations = alert.annotations.clone();
+    let mut generator_url = generator_url;
+    super::redact_signal_text(&mut labels, &mut annotations, &mut generator_url);
     Ok(NewSignal {
         fingerprint,
         starts_at,
@@ -171,8 +175,8 @@ fn normalise(
         name,
         mode,
         source: SignalSource::Alertmanager,
-        labels: alert.labels.clone(),
-        annotations: alert.annotations.clone(),
+        labels,
+        annotations,
         generator_url,
         receiver: payload.receiver.clone(),
         group_key: payload.group_key.clone(),

@@ -6,7 +6,9 @@
 //! store transactions as the load allows. Invariants: parsing never panics; a body that can
 //! never succeed is an [`IngestError`] naming the offending field (JSON path); parsing touches
 //! neither the store nor the cluster, and the cluster not at all, so alerts are accepted while
-//! the cluster is unreachable.
+//! the cluster is unreachable. Label values, annotations and the generator URL pass the
+//! sanitiser ([`redact_signal_text`]) after the fingerprint and the target are taken from
+//! them: a password in a rule's annotation or a probe URL is never stored, audited or shown.
 
 pub mod alertmanager;
 pub mod native;
@@ -17,6 +19,7 @@ use std::collections::BTreeMap;
 pub use queue::IngestQueue;
 
 use crate::domain::{SignalMode, Target, fingerprint_of, targets_from_labels};
+use crate::redact::sanitize_text;
 
 /// A body that can never succeed. `field` is a JSON path such as `alerts[0].startsAt`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -91,6 +94,26 @@ fn percent_decode(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Redact credentials in an alert's text: label values (a blackbox probe's `instance` may be
+/// `https://user:pass@host`), annotation values (rule authors paste connection strings into
+/// descriptions) and the generator URL. Keys stay as they are. Called after the fingerprint
+/// and the target are derived, so deduplication and routing see the alert as sent.
+pub(crate) fn redact_signal_text(
+    labels: &mut BTreeMap<String, String>,
+    annotations: &mut BTreeMap<String, String>,
+    generator_url: &mut Option<String>,
+) {
+    for v in labels.values_mut().chain(annotations.values_mut()) {
+        let clean = sanitize_text(v);
+        if clean != *v {
+            *v = clean;
+        }
+    }
+    if let Some(url) = generator_url {
+        *url = sanitize_text(url);
+    }
 }
 
 /// Fingerprint of a label set, for signals that arrive without one: sha256 over the sorted

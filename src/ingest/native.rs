@@ -156,6 +156,8 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
         }
         None => super::resolve_targets(&labels, &fingerprint),
     };
+    let (mut labels, mut annotations, mut generator_url) = (labels, annotations, raw.generator_url);
+    super::redact_signal_text(&mut labels, &mut annotations, &mut generator_url);
     Ok(NewSignal {
         fingerprint,
         starts_at,
@@ -167,7 +169,7 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
         source: SignalSource::Native,
         labels,
         annotations,
-        generator_url: raw.generator_url,
+        generator_url,
         receiver: raw.source,
         group_key: None,
         external_url: None,

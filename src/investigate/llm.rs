@@ -37,6 +37,7 @@ use crate::history::{RemediationHistory, prompt_section};
 use crate::llm::{
     ChatRequest, ChatResponse, Llm, LlmError, Message, TokenBudget, ToolCall, ToolChoice, ToolDef,
 };
+use crate::redact::Redacted;
 use crate::telemetry::Metrics;
 
 #[derive(Debug, Clone)]
@@ -359,7 +360,7 @@ impl Investigator for LlmInvestigator {
             };
             let response = session.chat(&messages, &defs, choice).await?;
             messages.push(Message::Assistant {
-                content: response.content.clone(),
+                content: response.content.as_deref().map(Redacted::new),
                 tool_calls: response.tool_calls.clone(),
             });
             if let Some(submit) = response
@@ -388,7 +389,7 @@ impl Investigator for LlmInvestigator {
                             };
                             messages.push(Message::Tool {
                                 tool_call_id: c.id.clone(),
-                                content: text,
+                                content: Redacted::new(&text),
                             });
                         }
                         continue;
@@ -417,7 +418,7 @@ impl Investigator for LlmInvestigator {
                     _ if !parse_retry_used => {
                         parse_retry_used = true;
                         forced = true;
-                        messages.push(Message::User { content: "Call submit_result now with your conclusion, following its schema exactly.".into() });
+                        messages.push(Message::User { content: Redacted::new("Call submit_result now with your conclusion, following its schema exactly.") });
                         continue;
                     }
                     _ => {
@@ -439,13 +440,15 @@ impl Investigator for LlmInvestigator {
             for (id, text) in results {
                 messages.push(Message::Tool {
                     tool_call_id: id,
-                    content: text,
+                    content: Redacted::new(&text),
                 });
             }
             if turn + 2 >= self.settings.max_turns && !forced {
                 forced = true;
                 messages.push(Message::User {
-                    content: "The turn limit is reached: conclude now with submit_result.".into(),
+                    content: Redacted::new(
+                        "The turn limit is reached: conclude now with submit_result.",
+                    ),
                 });
             }
         }
@@ -527,7 +530,7 @@ impl Investigator for LlmInvestigator {
             forced = None;
             let response = session.chat(&messages, &defs, choice).await?;
             messages.push(Message::Assistant {
-                content: response.content.clone(),
+                content: response.content.as_deref().map(Redacted::new),
                 tool_calls: response.tool_calls.clone(),
             });
             let mut tool_results = Vec::new();
@@ -569,7 +572,7 @@ impl Investigator for LlmInvestigator {
                     _ if !parse_retry_used => {
                         parse_retry_used = true;
                         forced = Some("submit_result_with_workflow".into());
-                        messages.push(Message::User { content: "Call submit_result_with_workflow (or submit_result_no_workflow) now.".into() });
+                        messages.push(Message::User { content: Redacted::new("Call submit_result_with_workflow (or submit_result_no_workflow) now.") });
                         continue;
                     }
                     _ => break,
@@ -660,7 +663,7 @@ impl Investigator for LlmInvestigator {
                     .unwrap_or_else(|| "Not run.".into());
                 messages.push(Message::Tool {
                     tool_call_id: c.id.clone(),
-                    content: text,
+                    content: Redacted::new(&text),
                 });
             }
         }

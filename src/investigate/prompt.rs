@@ -1,10 +1,15 @@
 //! Prompts and sentinel schemas of the two invocations. Kept compact on purpose: every token
 //! of the system prompt and the tool schemas is paid on every turn.
+//!
+//! Every prompt comes out [`Redacted`]: the alert's labels and annotations, the playbooks, the
+//! snapshot and the history are whatever the cluster and the rule authors wrote, credentials
+//! included, and the sanitiser runs over the whole message before the model may see it.
 
 use serde_json::{Value, json};
 
 use super::playbooks::Playbook;
 use crate::domain::{Analysis, RemediationRequest, SignalMode};
+use crate::redact::Redacted;
 
 const RULES: &str = "\
 Rules:
@@ -16,7 +21,7 @@ Rules:
 - Finish by calling submit_result exactly once. investigation_outcome: actionable (a remediation is warranted), not_actionable (no remediation warranted), problem_resolved (healthy again now), insufficient_data, inconclusive. Say inconclusive rather than guess. confidence (0-1) is your honest confidence in the root cause. remediation_target is the resource to act on (the workload, not a single pod, unless the pod itself is the problem).";
 
 /// System prompt of invocation 1.
-pub fn rca_system(mode: SignalMode) -> String {
+pub fn rca_system(mode: SignalMode) -> Redacted {
     let framing = match mode {
         SignalMode::Reactive => {
             "You are kubemedic's root-cause investigator. An alert fired for a Kubernetes cluster. Use the read-only Kubernetes tools to investigate the incident: find the root cause, decide whether the alert is the root cause or a symptom of a deeper issue, and identify the resource to remediate."
@@ -25,12 +30,12 @@ pub fn rca_system(mode: SignalMode) -> String {
             "You are kubemedic's root-cause investigator. A prediction (not an incident) fired for a Kubernetes cluster. Assess utilisation trends, recent deployments and whether the prediction is likely to materialise, and what preventive action, if any, is warranted. \"No action needed\" (not_actionable) is a valid outcome when the prediction is unlikely."
         }
     };
-    format!("{framing}\n\n{RULES}")
+    Redacted::new(format!("{framing}\n\n{RULES}"))
 }
 
 /// The signal, its timing, deduplication and business context, matched playbooks and the
 /// pre-fetched snapshot: the user message of invocation 1.
-pub fn rca_user(req: &RemediationRequest, playbooks: &[&Playbook], snapshot: &str) -> String {
+pub fn rca_user(req: &RemediationRequest, playbooks: &[&Playbook], snapshot: &str) -> Redacted {
     let s = &req.signal;
     let mut out = String::from("## Signal\n");
     out.push_str(&format!(
@@ -92,7 +97,7 @@ pub fn rca_user(req: &RemediationRequest, playbooks: &[&Playbook], snapshot: &st
         out.push_str(snapshot);
     }
     out.push_str("\nInvestigate, then call submit_result.");
-    out
+    Redacted::new(out)
 }
 
 /// `submit_result`: the RCA schema.
@@ -128,13 +133,13 @@ You are kubemedic's remediation selector. Choose a workflow from the catalog for
 Discover: list_available_actions, then list_workflows for an action type, then get_workflow for its parameter schema. Finish with exactly one of submit_result_with_workflow (workflow_id, confidence 0-1 that it fixes the root cause, rationale, parameters) or submit_result_no_workflow (reasoning).
 Rules: parameters must satisfy the workflow's schema; TARGET_RESOURCE_KIND/NAME/NAMESPACE are filled by kubemedic, never set them. For GitOps-managed targets prefer git-based actions. Do not repeat a workflow the history shows failing. When the fix needs a human (missing Secrets or configuration, a code bug with no healthy previous revision, capacity to add), use submit_result_no_workflow; set needs_human_review with a reason when you want a human to decide.";
 
-pub fn select_system() -> String {
-    SELECT_SYSTEM.to_owned()
+pub fn select_system() -> Redacted {
+    Redacted::new(SELECT_SYSTEM)
 }
 
 /// The seven structured fields of invocation 1, the detected labels and the signal context:
 /// everything invocation 2 knows (it gets no transcript).
-pub fn select_user(req: &RemediationRequest, a: &Analysis, history_section: &str) -> String {
+pub fn select_user(req: &RemediationRequest, a: &Analysis, history_section: &str) -> Redacted {
     let r = &a.rca;
     let mut out = String::from("## Root cause (from the investigation)\n");
     out.push_str(&format!(
@@ -181,7 +186,7 @@ pub fn select_user(req: &RemediationRequest, a: &Analysis, history_section: &str
         out.push_str(history_section);
     }
     out.push_str("\nSelect a workflow, then call a submit tool.");
-    out
+    Redacted::new(out)
 }
 
 pub fn catalog_tool_schemas() -> Vec<(&'static str, &'static str, Value)> {
@@ -243,4 +248,20 @@ pub fn catalog_tool_schemas() -> Vec<(&'static str, &'static str, Value)> {
             }),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sanitiser runs over every prompt; it must not blind the model's instructions.
+    #[test]
+    fn the_instructions_survive_the_sanitiser() {
+        for mode in [SignalMode::Reactive, SignalMode::Proactive] {
+            let prompt = rca_system(mode);
+            assert!(prompt.as_str().ends_with(RULES), "{prompt}");
+            assert!(!prompt.as_str().contains("[REDACTED"), "{prompt}");
+        }
+        assert_eq!(select_system().as_str(), SELECT_SYSTEM);
+    }
 }

@@ -4,8 +4,9 @@
 //! for OpenAI, Azure OpenAI and any OpenAI-compatible server (Ollama, vLLM, llama.cpp), with a
 //! per-request timeout and retries with backoff on 429 and 5xx. Every call's token usage is
 //! counted against a [`TokenBudget`] (per investigation and per UTC day) and reported to the
-//! caller, which writes it to the audit trail. Nothing here sees a secret of the cluster: tool
-//! outputs are sanitised before they are put into messages.
+//! caller, which writes it to the audit trail. Nothing here sees a secret of the cluster: every
+//! message's text is a [`Redacted`], which only the sanitiser makes — alert text, tool output,
+//! history, playbooks and error messages alike.
 
 mod openai;
 
@@ -19,26 +20,28 @@ use serde_json::Value;
 pub use openai::{OpenAiLlm, OpenAiSettings, Provider};
 
 use crate::domain::{FinishReason, Usage};
+use crate::redact::Redacted;
 
-/// One message of a conversation.
+/// One message of a conversation. Its text is [`Redacted`]: nothing reaches the model
+/// without passing the sanitiser.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum Message {
     System {
-        content: String,
+        content: Redacted,
     },
     User {
-        content: String,
+        content: Redacted,
     },
     Assistant {
         #[serde(default)]
-        content: Option<String>,
+        content: Option<Redacted>,
         #[serde(default)]
         tool_calls: Vec<ToolCall>,
     },
     Tool {
         tool_call_id: String,
-        content: String,
+        content: Redacted,
     },
 }
 

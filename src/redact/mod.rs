@@ -9,10 +9,14 @@
 //! says it is a secret. Redactions read `[REDACTED]` so a reader knows something was there.
 //! False positives (a redacted harmless value) are accepted; false negatives are bugs.
 
+mod text;
+
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 use serde_json::Value;
+
+pub use text::Redacted;
 
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -104,7 +108,7 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
                 r#"(?i)(\\?["']?)([A-Za-z0-9_.\-]*(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[-_.]?key|apikey|access[-_.]?key|private[-_.]?key|client[-_.]?secret|credentials?|session[-_.]?key|signing[-_.]?key|encryption[-_.]?key|master[-_.]?key|dsn|cookie)[A-Za-z0-9_.\-]*)(\\?["']?)([ \t]*[:=][ \t]*)(\\"(?:[^"\\\n]|\\[^"])*\\"|"[^"\n]*"|'[^'\n]*'|[^\s,;&"'<>)\]}\\]+)"#,
             ),
             replace: |c| {
-                if REFERENCE_KEY.is_match(&c[2]) || c[5].starts_with(REDACTED) {
+                if REFERENCE_KEY.is_match(&c[2]) || c[5].starts_with("[REDACTED") {
                     return c[0].to_owned();
                 }
                 format!("{}{}{}{}{REDACTED}", &c[1], &c[2], &c[3], &c[4])
