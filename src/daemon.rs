@@ -15,8 +15,8 @@ use tracing::{info, warn};
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::{ClusterReader, KubeCluster};
 use crate::config::{GateParts, Settings};
-use crate::domain::Stage;
 use crate::domain::{HistoryRecord, Target};
+use crate::domain::{Phase, RemediationRequest, Stage, StageError, StageOutcome};
 use crate::enrich::{EnrichSettings, EnrichmentStage};
 use crate::execute::ExecutionStage;
 use crate::gate::{GateSettings, GateStage};
@@ -307,12 +307,35 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
         }
         Err(e) => {
             warn!(error = %e, "no Kubernetes configuration; requests will wait for a cluster");
+            components.stages.push(Arc::new(NoCluster {
+                problem: e.to_string(),
+            }));
             components
                 .dependencies
                 .push(Arc::new(ClusterDependency::missing(e.to_string())));
         }
     }
     components
+}
+
+/// Enrichment without a cluster: every request waits for one, as for an unreachable cluster
+/// (`/readyz` says why), and after `--max-wait-seconds` ends in review naming the missing
+/// cluster — rather than ending at once as if the stage did not exist.
+struct NoCluster {
+    problem: String,
+}
+
+#[async_trait::async_trait]
+impl Stage for NoCluster {
+    fn phase(&self) -> Phase {
+        Phase::Enriching
+    }
+    async fn run(&self, _: &RemediationRequest) -> Result<StageOutcome, StageError> {
+        Err(StageError::Unavailable {
+            dependency: "cluster".into(),
+            message: format!("no Kubernetes cluster is configured ({})", self.problem),
+        })
+    }
 }
 
 /// The investigation and selection stages on a cluster, with the configured investigator, and

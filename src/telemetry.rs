@@ -4,7 +4,9 @@
 //! on every line. Metrics: one Prometheus registry, names with units, rendered by `/metrics`.
 
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -27,9 +29,19 @@ pub enum LogFormat {
     Text,
 }
 
+/// kube-rs logs every failed HTTP call at ERROR — hundreds of lines a second while the API
+/// server is down. [`OutageLog`] says it once instead; a filter that names `kube_client`
+/// brings them back.
+const QUIET: &str = "kube_client::client::builder=off";
+
 /// Install the global subscriber. Safe to call more than once (later calls are ignored).
 pub fn init_logging(format: LogFormat, filter: &str) {
-    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = if filter.contains("kube_client") {
+        filter.to_owned()
+    } else {
+        format!("{filter},{QUIET}")
+    };
+    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let json = match format {
         LogFormat::Json => true,
         LogFormat::Text => false,
@@ -48,6 +60,98 @@ pub fn init_logging(format: LogFormat, filter: &str) {
     } else {
         builder.with_target(false).try_init()
     };
+}
+
+/// A dependency's outage in the log: one warning when it starts, a summary at most every
+/// `interval` while it lasts (failed calls, for how long, the last error), one line when it
+/// ends — never a line per failed call. Calls while it is up cost one atomic load. The lines
+/// belong to no request's span: the outage is the dependency's, not the request's that met it.
+pub struct OutageLog {
+    dependency: &'static str,
+    interval: Duration,
+    down: AtomicBool,
+    state: Mutex<Outage>,
+}
+
+#[derive(Default)]
+struct Outage {
+    since: Option<Instant>,
+    failures: u64,
+    last_report: Option<Instant>,
+}
+
+impl OutageLog {
+    pub fn new(dependency: &'static str, interval: Duration) -> Self {
+        Self {
+            dependency,
+            interval,
+            down: AtomicBool::new(false),
+            state: Mutex::new(Outage::default()),
+        }
+    }
+
+    /// A call failed because the dependency could not be reached.
+    pub fn failed(&self, error: &dyn std::fmt::Display) {
+        let Ok(mut o) = self.state.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        o.failures += 1;
+        match (o.since, o.last_report) {
+            (None, _) => {
+                o.since = Some(now);
+                o.last_report = Some(now);
+                self.down.store(true, Ordering::Release);
+                tracing::warn!(
+                    parent: None,
+                    dependency = self.dependency,
+                    error = %error,
+                    "{} unreachable; requests that need it wait (next report in {}s unless it recovers)",
+                    self.dependency,
+                    self.interval.as_secs()
+                );
+            }
+            (Some(since), Some(last)) if now.duration_since(last) >= self.interval => {
+                o.last_report = Some(now);
+                tracing::warn!(
+                    parent: None,
+                    dependency = self.dependency,
+                    down_seconds = since.elapsed().as_secs(),
+                    failed_calls = o.failures,
+                    last_error = %error,
+                    "{} still unreachable",
+                    self.dependency
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// A call got an answer.
+    pub fn succeeded(&self) {
+        if !self.down.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(mut o) = self.state.lock() else {
+            return;
+        };
+        if let Some(since) = o.since.take() {
+            self.down.store(false, Ordering::Release);
+            tracing::info!(
+                parent: None,
+                dependency = self.dependency,
+                down_seconds = since.elapsed().as_secs(),
+                failed_calls = o.failures,
+                "{} reachable again",
+                self.dependency
+            );
+            *o = Outage::default();
+        }
+    }
+
+    pub fn is_down(&self) -> bool {
+        self.down.load(Ordering::Acquire)
+    }
 }
 
 type Labels = Vec<(String, String)>;

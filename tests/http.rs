@@ -1014,3 +1014,60 @@ async fn credentials_in_an_alerts_text_are_never_stored_or_shown() {
         d.stop().await;
     }
 }
+
+/// Issue 13, item 5: with no cluster configured, `serve` accepts alerts and the requests wait
+/// for a cluster — `/readyz` says which and why — then, after `--max-wait-seconds`, end in
+/// review naming the missing cluster (they used to end at once, "enrichment not available").
+#[tokio::test]
+async fn without_a_cluster_requests_wait_then_end_naming_the_missing_cluster() {
+    let d = TestDaemon::serving(|a| {
+        a.cluster.kubeconfig = Some("/nonexistent/kubemedic-test/kubeconfig".into());
+        a.max_wait_seconds = Some(3);
+    })
+    .await;
+    // Still accepting alerts (Alertmanager keeps delivering), but not ready to remediate.
+    let ready = d.client.get(d.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["status"], "degraded", "{ready:#}");
+    assert_eq!(ready["checks"]["cluster"]["ok"], false, "{ready:#}");
+    assert!(
+        ready["checks"]["cluster"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("not configured"),
+        "{ready:#}"
+    );
+    let v: Value = d
+        .send_alertmanager(&fixture("alertmanager/kubernaut-pod-crash.json"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = v["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    let waiting = d
+        .eventually(&format!("/api/v1/requests/{id}"), 10, |r| {
+            r["state"]["waiting"]["dependency"] == "cluster"
+        })
+        .await;
+    assert_eq!(waiting["phase"], "Enriching", "{waiting:#}");
+    let done = d
+        .eventually(&format!("/api/v1/requests/{id}"), 20, |r| {
+            r["phase"] == "ManualReviewRequired"
+        })
+        .await;
+    let reason = done["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("cluster not available for")
+            && reason.contains("no Kubernetes cluster is configured"),
+        "{reason}"
+    );
+    let kinds: Vec<&str> = done["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"waiting"), "{kinds:?}");
+    d.stop().await;
+}

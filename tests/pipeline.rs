@@ -116,7 +116,7 @@ async fn an_unreachable_dependency_makes_the_request_wait_then_end_in_review() {
         })
         .await;
     let reason = done["reason"].as_str().unwrap();
-    assert!(reason.starts_with("cluster unreachable for"), "{reason}");
+    assert!(reason.starts_with("cluster not available for"), "{reason}");
     assert!(reason.contains("connection refused"), "{reason}");
     assert_eq!(
         kinds(&done).iter().filter(|k| *k == "waiting").count(),

@@ -63,6 +63,11 @@ impl Server {
         if let Some(url) = database_url {
             cmd.env("KUBEMEDIC_DATABASE_URL", url);
         }
+        // Without a cluster, requests wait for one up to --max-wait-seconds (default 15
+        // minutes); these tests want them to end in review quickly.
+        if !extra.contains(&"--max-wait-seconds") {
+            cmd.env("KUBEMEDIC_MAX_WAIT_SECONDS", "1");
+        }
         let mut child = cmd.spawn().expect("spawn kubemedic");
         let log = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().unwrap();
@@ -887,4 +892,98 @@ async fn a_daemon_killed_mid_execution_finishes_it_once_after_a_restart() {
     ))
     .await;
     assert_eq!(history["total"], 1, "{history:#}");
+}
+
+/// Issue 13, item 5: while the API server cannot be reached, the log says so once (and would
+/// summarise every minute), not once per failed call — kube-rs alone wrote an ERROR line for
+/// every call of every waiting request, hundreds a second under load.
+#[tokio::test]
+async fn an_unreachable_cluster_is_logged_once_not_per_failed_call() {
+    common::init();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("dead.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: dead\n  cluster:\n    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\ncontexts:\n- name: dead\n  context:\n    cluster: dead\n    user: u\ncurrent-context: dead\nusers:\n- name: u\n  user:\n    token: not-a-real-token\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(
+        &data,
+        free_port(),
+        None,
+        &[
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--max-wait-seconds",
+            "600",
+        ],
+    );
+    let client = reqwest::Client::new();
+    for i in 0..30 {
+        let body = alert_body(
+            "firing",
+            "KubePodCrashLooping",
+            &[("namespace", "shop"), ("pod", &format!("web-{i}"))],
+            &format!("dead-{i}"),
+            "2026-02-01T00:00:00Z",
+        );
+        let r = client
+            .post(format!("{}/api/v1/alerts/alertmanager", server.base))
+            .bearer_auth(WEBHOOK_TOKEN)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        // /readyz probes the API server too.
+        assert_eq!(ureq_get(&format!("{}/readyz", server.base)).unwrap(), 200);
+    }
+    // Every request tried and waiting for the cluster, then long enough for the retries after
+    // the first back-offs (2 s, 4 s).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let waiting: Value = client
+            .get(format!(
+                "{}/api/v1/requests?phase=Enriching&limit=100",
+                server.base
+            ))
+            .bearer_auth(API_TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let all_waiting = waiting["items"].as_array().is_some_and(|items| {
+            items.len() == 30
+                && items
+                    .iter()
+                    .all(|r| r["waiting"]["dependency"] == "cluster")
+        });
+        if all_waiting {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "requests not waiting: {waiting:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let lines = server.log_lines();
+    let loud: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains(r#""level":"ERROR""#) || l.contains(r#""level":"WARN""#))
+        .collect();
+    let outage: Vec<&&String> = loud
+        .iter()
+        .filter(|l| l.contains("Kubernetes API server unreachable"))
+        .collect();
+    assert_eq!(outage.len(), 1, "{loud:#?}");
+    assert!(loud.len() <= 2, "{} loud lines: {loud:#?}", loud.len());
+    assert!(
+        !lines.iter().any(|l| l.contains("kube_client")),
+        "kube-rs's per-call errors are logged"
+    );
 }

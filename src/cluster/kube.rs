@@ -3,9 +3,13 @@
 //!
 //! Discovery runs once (aggregated where the server has it, per group otherwise) and is cached;
 //! a kind it does not know triggers at most one refresh a minute. Every HTTP request passes a
-//! [`RequestCounter`] layer, so tests and benchmarks can see exactly what an operation cost.
+//! [`RequestCounter`] layer, so tests and benchmarks can see exactly what an operation cost,
+//! and a watch that logs an API server outage once (then a summary a minute) instead of once
+//! per failed call.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -20,6 +24,8 @@ use kube::discovery::{ApiResource, Discovery, Scope};
 use kube::{Client, Config};
 use serde_json::Value;
 use tokio::sync::RwLock;
+
+use crate::telemetry::OutageLog;
 
 use super::{
     ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery, PatchType,
@@ -44,6 +50,62 @@ impl Default for KubeOptions {
             timeout: Duration::from_secs(15),
             policy: ReadPolicy::default(),
         }
+    }
+}
+
+/// How often a continuing API server outage is summarised in the log.
+const OUTAGE_REPORT_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Tells the cluster's [`OutageLog`] whether each HTTP call got an answer (a 502/503/504 from a
+/// proxy in front of the API server counts as none).
+#[derive(Clone)]
+struct Watch(Arc<OutageLog>);
+
+impl<S> tower::Layer<S> for Watch {
+    type Service = Watched<S>;
+    fn layer(&self, inner: S) -> Watched<S> {
+        Watched {
+            inner,
+            log: self.0.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Watched<S> {
+    inner: S,
+    log: Arc<OutageLog>,
+}
+
+impl<S, B, RB> tower::Service<http::Request<B>> for Watched<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<RB>>,
+    S::Future: Send + 'static,
+    S::Error: std::fmt::Display + Send,
+    RB: Send,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = std::result::Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<std::result::Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let call = self.inner.call(req);
+        let log = self.log.clone();
+        Box::pin(async move {
+            let result = call.await;
+            match &result {
+                Ok(r) if matches!(r.status().as_u16(), 502..=504) => {
+                    log.failed(&format!("the API server answered {}", r.status()))
+                }
+                Ok(_) => log.succeeded(),
+                Err(e) => log.failed(e),
+            }
+            result
+        })
     }
 }
 
@@ -156,9 +218,14 @@ impl KubeCluster {
         // come back at once, and the pipeline decides itself when to wait and retry.
         config.default_retry = false;
         let counter = RequestCounter::default();
+        let outage = Arc::new(OutageLog::new(
+            "Kubernetes API server",
+            OUTAGE_REPORT_INTERVAL,
+        ));
         let client = kube::client::ClientBuilder::try_from(config)
             .map_err(|e| config_error(e.to_string()))?
             .with_layer(&counter)
+            .with_layer(&Watch(outage))
             .build();
         Ok(Self {
             client,

@@ -283,7 +283,7 @@ impl Pipeline {
         let waited = (now - since).to_std().unwrap_or_default();
         if waited >= self.max_wait {
             let reason = format!(
-                "{dependency} unreachable for {}s: {message}",
+                "{dependency} not available for {}s: {message}",
                 waited.as_secs()
             );
             let mut state = req.state.clone();
