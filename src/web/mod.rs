@@ -12,7 +12,7 @@ pub mod health;
 mod ingest;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::Request;
@@ -40,6 +40,31 @@ pub struct WebhookAuth {
     pub insecure_no_auth: bool,
 }
 
+/// What the server grants one client: time to send a request, and a share of the connections.
+/// None of these can be turned off; a client that needs more is too slow or too many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// A complete request head must arrive within this, counted from when the connection is
+    /// ready for one: from the accept, and on a kept-alive connection from the end of the
+    /// previous response. So it is the keep-alive idle limit too.
+    pub header_timeout: Duration,
+    /// A whole request body must arrive within this, counted from when the handler starts
+    /// reading it (right after the head, once the caller is authenticated).
+    pub body_timeout: Duration,
+    /// Connections open at once; one more is accepted and closed at once.
+    pub max_connections: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 512,
+        }
+    }
+}
+
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub metrics: Arc<Metrics>,
@@ -48,6 +73,8 @@ pub struct AppState {
     pub webhook_auth: WebhookAuth,
     pub api_token: Option<Secret>,
     pub max_body_bytes: usize,
+    /// How long a client may take and how many may be connected at once.
+    pub limits: HttpLimits,
     /// Outside systems whose reachability `/readyz` reports (cluster, LLM, mail…).
     pub dependencies: Vec<Arc<dyn Dependency>>,
 }
