@@ -10,6 +10,9 @@
 pub mod api;
 pub mod health;
 mod ingest;
+mod server;
+
+pub use server::serve;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,7 +24,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::clock::Clock;
@@ -92,17 +94,6 @@ impl AppState {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .is_some_and(|(_, given)| ct_eq(given.trim().as_bytes(), token.expose().as_bytes()))
     }
-}
-
-/// Serve the router on `listener` until `shutdown` fires, then finish the requests in flight.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: Arc<AppState>,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
 }
 
 pub fn router(state: Arc<AppState>) -> Router {
@@ -180,6 +171,8 @@ pub enum ApiError {
     },
     NotFound(String),
     TooLarge(usize),
+    /// The body did not arrive within the body timeout; the connection is closed.
+    BodyTimeout(Duration),
     /// A body in an encoding kubemedic does not decode (gzip…).
     UnsupportedEncoding(String),
     /// The store (or another dependency) cannot serve now; the client should retry.
@@ -230,6 +223,13 @@ impl IntoResponse for ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 json!({"error": format!("body larger than {limit} bytes")}),
             ),
+            ApiError::BodyTimeout(limit) => (
+                StatusCode::REQUEST_TIMEOUT,
+                json!({"error": format!(
+                    "the request body did not arrive within {} s",
+                    limit.as_secs()
+                )}),
+            ),
             ApiError::UnsupportedEncoding(e) => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 json!({"field": "Content-Encoding", "error": format!(
@@ -245,6 +245,12 @@ impl IntoResponse for ApiError {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"kubemedic\""),
             );
+        }
+        if status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of the body may still come: the connection cannot carry another request.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response
