@@ -28,7 +28,7 @@ use crate::secret::{Secret, redact_url};
 use crate::store::DatabaseUrl;
 use crate::telemetry::LogFormat;
 use crate::verify::VerifySettings;
-use crate::web::WebhookAuth;
+use crate::web::{HttpLimits, WebhookAuth};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -110,6 +110,29 @@ pub struct DaemonArgs {
     /// Largest accepted webhook body in bytes [default: 1048576].
     #[arg(long, env = "KUBEMEDIC_MAX_BODY_BYTES", value_name = "BYTES")]
     pub max_body_bytes: Option<usize>,
+
+    /// Seconds a client has to send a complete request head, counted from when its connection
+    /// is ready for one (accepted, or done with the previous response, so an idle kept-alive
+    /// connection is closed after this too) [default: 10].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_HTTP_HEADER_TIMEOUT_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub http_header_timeout_seconds: Option<u64>,
+
+    /// Seconds a client has to send a whole request body once its head is in; a slower one
+    /// gets 408 and is disconnected [default: 30].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_HTTP_BODY_TIMEOUT_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub http_body_timeout_seconds: Option<u64>,
+
+    /// HTTP connections open at once; one more is accepted and closed at once [default: 512].
+    #[arg(long, env = "KUBEMEDIC_HTTP_MAX_CONNECTIONS", value_name = "N")]
+    pub http_max_connections: Option<usize>,
 
     /// Requests processed concurrently by the worker pool [default: 4].
     #[arg(long, env = "KUBEMEDIC_WORKERS", value_name = "N")]
@@ -598,6 +621,9 @@ struct FileSettings {
     webhook_insecure_no_auth: Option<bool>,
     api_token: Option<Secret>,
     max_body_bytes: Option<usize>,
+    http_header_timeout_seconds: Option<u64>,
+    http_body_timeout_seconds: Option<u64>,
+    http_max_connections: Option<usize>,
     workers: Option<usize>,
     lease_seconds: Option<u64>,
     max_wait_seconds: Option<u64>,
@@ -940,6 +966,7 @@ pub struct Settings {
     pub webhook_auth: WebhookAuth,
     pub api_token: Option<Secret>,
     pub max_body_bytes: usize,
+    pub http: HttpLimits,
     pub workers: usize,
     pub lease: Duration,
     pub max_wait: Duration,
@@ -984,6 +1011,7 @@ impl Settings {
             enrich,
         } = merge_gate(&args.gate, Some(&file))?;
         let (execute, verify) = merge_execute(&args.execute, &file)?;
+        let http = http_limits(args, &file)?;
         let limit = |flag: Option<u64>, key: Option<u64>, default: u64| match flag
             .or(key)
             .unwrap_or(default)
@@ -1140,6 +1168,7 @@ impl Settings {
             },
             api_token,
             max_body_bytes,
+            http,
             workers,
             lease: Duration::from_secs(lease_seconds),
             max_wait: Duration::from_secs(max_wait_seconds),
@@ -1171,6 +1200,62 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// The HTTP server's limits. None can be turned off: 0 is refused like an absurdly large value,
+/// because a server without them holds connections forever.
+fn http_limits(args: &DaemonArgs, file: &FileSettings) -> Result<HttpLimits> {
+    let default = HttpLimits::default();
+    let seconds = |value: Option<u64>,
+                   default: Duration,
+                   max: u64,
+                   (flag, env, key): (&'static str, &'static str, &'static str)|
+     -> Result<Duration> {
+        match value {
+            None => Ok(default),
+            Some(s) if (1..=max).contains(&s) => Ok(Duration::from_secs(s)),
+            Some(s) => Err(invalid(flag, env, key, format!("{s} is outside 1..={max}"))),
+        }
+    };
+    let header_timeout = seconds(
+        args.http_header_timeout_seconds
+            .or(file.http_header_timeout_seconds),
+        default.header_timeout,
+        300,
+        (
+            "--http-header-timeout-seconds",
+            "KUBEMEDIC_HTTP_HEADER_TIMEOUT_SECONDS",
+            "http-header-timeout-seconds",
+        ),
+    )?;
+    let body_timeout = seconds(
+        args.http_body_timeout_seconds
+            .or(file.http_body_timeout_seconds),
+        default.body_timeout,
+        3600,
+        (
+            "--http-body-timeout-seconds",
+            "KUBEMEDIC_HTTP_BODY_TIMEOUT_SECONDS",
+            "http-body-timeout-seconds",
+        ),
+    )?;
+    let max_connections = args
+        .http_max_connections
+        .or(file.http_max_connections)
+        .unwrap_or(default.max_connections);
+    if !(1..=65536).contains(&max_connections) {
+        return Err(invalid(
+            "--http-max-connections",
+            "KUBEMEDIC_HTTP_MAX_CONNECTIONS",
+            "http-max-connections",
+            format!("{max_connections} is outside 1..=65536"),
+        ));
+    }
+    Ok(HttpLimits {
+        header_timeout,
+        body_timeout,
+        max_connections,
+    })
 }
 
 /// An empty value (an unset key of a Kubernetes Secret, say) means "not configured".
@@ -1394,6 +1479,70 @@ mod tests {
             "http://prometheus:9090"
         );
         assert_eq!(s.verify.alertmanager, None);
+    }
+
+    #[test]
+    fn http_limits_have_defaults_and_refuse_zero_or_absurd_values_by_name() {
+        let s = Settings::load(&DaemonArgs::default()).unwrap();
+        assert_eq!(s.http.header_timeout, Duration::from_secs(10));
+        assert_eq!(s.http.body_timeout, Duration::from_secs(30));
+        assert_eq!(s.http.max_connections, 512);
+
+        for (tweak, flag, env) in [
+            (
+                (|a: &mut DaemonArgs| a.http_header_timeout_seconds = Some(0))
+                    as fn(&mut DaemonArgs),
+                "--http-header-timeout-seconds",
+                "KUBEMEDIC_HTTP_HEADER_TIMEOUT_SECONDS",
+            ),
+            (
+                |a| a.http_header_timeout_seconds = Some(301),
+                "--http-header-timeout-seconds",
+                "KUBEMEDIC_HTTP_HEADER_TIMEOUT_SECONDS",
+            ),
+            (
+                |a| a.http_body_timeout_seconds = Some(0),
+                "--http-body-timeout-seconds",
+                "KUBEMEDIC_HTTP_BODY_TIMEOUT_SECONDS",
+            ),
+            (
+                |a| a.http_body_timeout_seconds = Some(86_400),
+                "--http-body-timeout-seconds",
+                "KUBEMEDIC_HTTP_BODY_TIMEOUT_SECONDS",
+            ),
+            (
+                |a| a.http_max_connections = Some(0),
+                "--http-max-connections",
+                "KUBEMEDIC_HTTP_MAX_CONNECTIONS",
+            ),
+            (
+                |a| a.http_max_connections = Some(1_000_000),
+                "--http-max-connections",
+                "KUBEMEDIC_HTTP_MAX_CONNECTIONS",
+            ),
+        ] {
+            let mut args = DaemonArgs::default();
+            tweak(&mut args);
+            let err = Settings::load(&args).unwrap_err().to_string();
+            assert!(err.contains(flag) && err.contains(env), "{err}");
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.yaml");
+        std::fs::write(
+            &path,
+            "http-header-timeout-seconds: 5\nhttp-body-timeout-seconds: 60\nhttp-max-connections: 64\n",
+        )
+        .unwrap();
+        let args = DaemonArgs {
+            config: Some(path),
+            http_max_connections: Some(128),
+            ..Default::default()
+        };
+        let s = Settings::load(&args).unwrap();
+        assert_eq!(s.http.header_timeout, Duration::from_secs(5));
+        assert_eq!(s.http.body_timeout, Duration::from_secs(60));
+        assert_eq!(s.http.max_connections, 128, "the flag wins over the file");
     }
 
     #[test]

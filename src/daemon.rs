@@ -168,6 +168,7 @@ pub async fn start_on(
         webhook_auth: settings.webhook_auth.clone(),
         api_token: settings.api_token.clone(),
         max_body_bytes: settings.max_body_bytes,
+        limits: settings.http,
         dependencies: components.dependencies,
     });
     let server = tokio::spawn(web::serve(listener, state.clone(), shutdown.clone()));

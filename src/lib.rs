@@ -9,7 +9,7 @@
 //! daemon               assembles the stages and serves
 //! config               flags + env + file → each module's own Settings type; read only by
 //!                      cli, demo and daemon
-//! web, pipeline        HTTP (the only axum code); the durable worker driving the Stage trait
+//! web, pipeline        HTTP (the only axum/hyper code); the durable worker driving the Stage trait
 //! stages               ingest, enrich, investigate, gate, execute, verify — never
 //!                      importing each other
 //! store, cluster, llm, catalog, history, policy, monitoring

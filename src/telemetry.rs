@@ -173,6 +173,9 @@ pub struct Metrics {
     execution_duration: Histogram,
     guardrail_blocks: Family<Labels, Counter>,
     assessments: Family<Labels, Counter>,
+    http_connections: Gauge,
+    http_connections_refused: Counter,
+    http_timeouts: Family<Labels, Counter>,
 }
 
 impl Default for Metrics {
@@ -280,8 +283,30 @@ impl Metrics {
              spec_drift)",
             assessments.clone(),
         );
+        let http_connections = Gauge::default();
+        registry.register(
+            "kubemedic_http_connections",
+            "HTTP connections open now (at most --http-max-connections)",
+            http_connections.clone(),
+        );
+        let http_connections_refused = Counter::default();
+        registry.register(
+            "kubemedic_http_connections_refused",
+            "HTTP connections closed unserved because --http-max-connections were open",
+            http_connections_refused.clone(),
+        );
+        let http_timeouts = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_http_timeouts",
+            "HTTP clients cut off for being too slow, by what they were slow to send: header \
+             (a request head, or the next one on an idle kept-alive connection) or body",
+            http_timeouts.clone(),
+        );
         Self {
             registry,
+            http_connections,
+            http_connections_refused,
+            http_timeouts,
             executions,
             execution_duration,
             guardrail_blocks,
@@ -380,6 +405,28 @@ impl Metrics {
     pub fn assessment(&self, verdict: &str) {
         self.assessments
             .get_or_create(&vec![("verdict".into(), verdict.into())])
+            .inc();
+    }
+
+    /// A connection was accepted and is being served.
+    pub fn http_connection_opened(&self) {
+        self.http_connections.inc();
+    }
+
+    /// A served connection has ended.
+    pub fn http_connection_closed(&self) {
+        self.http_connections.dec();
+    }
+
+    /// A connection was closed unserved: the cap was reached.
+    pub fn http_connection_refused(&self) {
+        self.http_connections_refused.inc();
+    }
+
+    /// A client was cut off for being slow to send its request `phase` (`header` or `body`).
+    pub fn http_timeout(&self, phase: &str) {
+        self.http_timeouts
+            .get_or_create(&vec![("phase".into(), phase.into())])
             .inc();
     }
 

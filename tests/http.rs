@@ -5,6 +5,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use common::{API_TOKEN, TestDaemon, WEBHOOK_TOKEN, alert_body, fixture};
@@ -15,6 +16,8 @@ use kubemedic::store::{
     StoreHealth,
 };
 use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 fn items(v: &Value) -> &Vec<Value> {
     v["items"].as_array().expect("items array")
@@ -1069,5 +1072,225 @@ async fn without_a_cluster_requests_wait_then_end_naming_the_missing_cluster() {
         .map(|e| e["kind"].as_str().unwrap())
         .collect();
     assert!(kinds.contains(&"waiting"), "{kinds:?}");
+    d.stop().await;
+}
+
+// --- Slow and surplus clients (issue 13, item 4): no connection is held forever. These talk
+// raw HTTP/1.1 over TCP so that they can stall where a real client library never would.
+
+/// How long a test waits for the server to do something it should do within about a second.
+/// Generous: the machine may be busy; the point is "cut", not "cut in exactly 1 s".
+const CUT_WITHIN: Duration = Duration::from_secs(10);
+
+async fn connect(d: &TestDaemon) -> TcpStream {
+    TcpStream::connect(d.base.trim_start_matches("http://"))
+        .await
+        .unwrap()
+}
+
+/// Read until the server closes the connection (end of stream or reset) and return what it
+/// sent before; `None` if it was still open after [`CUT_WITHIN`].
+async fn read_until_closed(s: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + CUT_WITHIN;
+    loop {
+        match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(got),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Read one response (head and a Content-Length body) off a kept-alive connection.
+async fn read_response(s: &mut TcpStream) -> (u16, String) {
+    let read = async {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&got[..end]).to_string();
+                let length = head
+                    .lines()
+                    .filter_map(|l| l.split_once(':'))
+                    .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+                    .map(|(_, v)| v.trim().parse::<usize>().unwrap())
+                    .expect("a Content-Length");
+                while got.len() < end + 4 + length {
+                    let n = s.read(&mut buf).await.unwrap();
+                    assert!(n > 0, "closed mid-body: {head}");
+                    got.extend_from_slice(&buf[..n]);
+                }
+                let status = head[9..12].parse().unwrap();
+                let body = String::from_utf8_lossy(&got[end + 4..end + 4 + length]).to_string();
+                return (status, body);
+            }
+            let n = s.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed before a response");
+            got.extend_from_slice(&buf[..n]);
+        }
+    };
+    tokio::time::timeout(CUT_WITHIN, read)
+        .await
+        .expect("a response in time")
+}
+
+/// The head of an authenticated webhook delivery of `length` bytes, as Alertmanager sends it.
+fn webhook_head(length: usize) -> String {
+    format!(
+        "POST /api/v1/alerts/alertmanager HTTP/1.1\r\nHost: kubemedic\r\n\
+         User-Agent: Alertmanager/0.25.0\r\nContent-Type: application/json\r\n\
+         Authorization: Bearer {WEBHOOK_TOKEN}\r\nContent-Length: {length}\r\n\r\n"
+    )
+}
+
+async fn metric(d: &TestDaemon, line: &str) -> bool {
+    let text = d
+        .client
+        .get(d.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines().any(|l| l == line)
+}
+
+/// A client that stalls in its request head, one that sends nothing, and one that idles after
+/// its response on a kept-alive connection are all disconnected after about the header
+/// timeout (1 s here).
+#[tokio::test]
+async fn a_client_stalling_in_its_request_head_or_idling_is_disconnected() {
+    let d = TestDaemon::start(|a| a.http_header_timeout_seconds = Some(1)).await;
+    let mut partial = connect(&d).await;
+    partial
+        .write_all(b"POST /api/v1/alerts/alertmanager HTTP/1.1\r\nHost: kubemedic\r\nAuthoriz")
+        .await
+        .unwrap();
+    let mut silent = connect(&d).await;
+    let mut idle = connect(&d).await;
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: kubemedic\r\n\r\n")
+        .await
+        .unwrap();
+    assert_eq!(read_response(&mut idle).await.0, 200);
+
+    for (what, s) in [
+        ("partial head", &mut partial),
+        ("no head at all", &mut silent),
+        ("idle keep-alive", &mut idle),
+    ] {
+        let sent = read_until_closed(s).await;
+        assert!(sent.is_some(), "{what}: still open after {CUT_WITHIN:?}");
+    }
+    // All three are counted: an idle kept-alive connection is waiting for a head too.
+    assert!(metric(&d, "kubemedic_http_timeouts_total{phase=\"header\"} 3").await);
+    assert_eq!(d.api("/api/v1/signals").await["total"], 0);
+    d.stop().await;
+}
+
+/// An authenticated delivery that declares a longer body than it sends gets 408 after the body
+/// timeout and is disconnected; nothing is stored.
+#[tokio::test]
+async fn a_body_shorter_than_declared_gets_408_after_the_body_timeout() {
+    let d = TestDaemon::start(|a| a.http_body_timeout_seconds = Some(1)).await;
+    let body = fixture("alertmanager/captured-from-alertmanager-0.25.json");
+    let mut s = connect(&d).await;
+    s.write_all(webhook_head(body.len()).as_bytes())
+        .await
+        .unwrap();
+    s.write_all(&body.as_bytes()[..body.len() / 2])
+        .await
+        .unwrap();
+
+    let sent = read_until_closed(&mut s)
+        .await
+        .expect("the connection is closed after the body timeout");
+    let sent = String::from_utf8_lossy(&sent);
+    assert!(sent.starts_with("HTTP/1.1 408 "), "{sent}");
+    assert!(sent.contains("within 1 s"), "{sent}");
+    assert_eq!(d.api("/api/v1/signals").await["total"], 0);
+    assert!(metric(&d, "kubemedic_http_timeouts_total{phase=\"body\"} 1").await);
+    assert!(metric(&d, "kubemedic_signals_rejected_total{reason=\"timeout\"} 1").await);
+    d.stop().await;
+}
+
+/// With the cap at 3, three stalled connections fill it: the fourth is closed unserved and
+/// counted. Once the header timeout has cut the stalled ones, a normal request is served.
+#[tokio::test]
+async fn connections_over_the_cap_are_closed_until_slots_free_up() {
+    let d = TestDaemon::start(|a| {
+        a.http_max_connections = Some(3);
+        a.http_header_timeout_seconds = Some(2);
+    })
+    .await;
+    let mut stalled = Vec::new();
+    for _ in 0..3 {
+        let mut s = connect(&d).await;
+        s.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+        stalled.push(s);
+    }
+    // Accepted after the three (the listener accepts in order), so it finds the cap full.
+    let mut surplus = connect(&d).await;
+    // The server may have closed it already; then the write fails, which is the point.
+    let _ = surplus
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: kubemedic\r\n\r\n")
+        .await;
+    let sent = read_until_closed(&mut surplus)
+        .await
+        .expect("the surplus connection is closed");
+    assert!(
+        sent.is_empty(),
+        "served over the cap: {}",
+        String::from_utf8_lossy(&sent)
+    );
+
+    for s in &mut stalled {
+        assert!(read_until_closed(s).await.is_some(), "stalled one not cut");
+    }
+    let r = d.client.get(d.url("/healthz")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "slots are free again");
+    assert!(metric(&d, "kubemedic_http_connections_refused_total 1").await);
+    d.stop().await;
+}
+
+/// Alertmanager's traffic is untouched by the limits, even short ones: deliveries in a row on
+/// one kept-alive connection, with pauses shorter than the idle limit, and a body that trickles
+/// in over twice the header timeout but within the body timeout.
+#[tokio::test]
+async fn alertmanager_traffic_on_a_kept_alive_connection_is_served() {
+    let d = TestDaemon::start(|a| {
+        a.http_header_timeout_seconds = Some(1);
+        a.http_body_timeout_seconds = Some(10);
+    })
+    .await;
+    let mut s = connect(&d).await;
+    for file in [
+        "captured-from-alertmanager-0.25.json",
+        "kubernaut-pod-crash.json",
+        "kubernaut-multiple-alerts.json",
+    ] {
+        let body = fixture(&format!("alertmanager/{file}"));
+        s.write_all(format!("{}{body}", webhook_head(body.len())).as_bytes())
+            .await
+            .unwrap();
+        let (status, answer) = read_response(&mut s).await;
+        assert_eq!(status, 200, "{file}: {answer}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+
+    // Slow but steady: eight pieces 250 ms apart, 2 s in all.
+    let body = fixture("alertmanager/kubernaut-high-memory.json");
+    s.write_all(webhook_head(body.len()).as_bytes())
+        .await
+        .unwrap();
+    for piece in body.as_bytes().chunks(body.len().div_ceil(8)) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        s.write_all(piece).await.unwrap();
+    }
+    let (status, answer) = read_response(&mut s).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(d.api("/api/v1/signals").await["total"], 6);
     d.stop().await;
 }

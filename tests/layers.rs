@@ -1,7 +1,7 @@
 //! The architecture as a test (docs/adr/0007-one-way-layers.md): every import between the
 //! crate's top-level modules points down the layers of `src/lib.rs`, stages never import each
-//! other, only the commands read `config`, only `web` knows axum, and the investigator cannot
-//! name anything that writes to the cluster.
+//! other, only the commands read `config`, only `web` knows axum and hyper, and the investigator
+//! cannot name anything that writes to the cluster.
 //!
 //! It reads every `.rs` file under `src/` as text (like ArchUnit), finds each reference to a
 //! top-level module (`crate::x`, `$crate::x`, `crate::{x, y}`, and `super::` paths that climb
@@ -219,7 +219,7 @@ fn layer_of(module: &str) -> Option<(usize, &'static str)> {
 
 /// Every broken rule, as `file:line: from → to: why`.
 fn violations(tree: &[Source]) -> Vec<String> {
-    let axum = Regex::new(r"\baxum\b").unwrap();
+    let http_server = Regex::new(r"\b(axum|hyper|hyper_util)\b").unwrap();
     let mut bad = Vec::new();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for src in tree {
@@ -282,9 +282,9 @@ fn violations(tree: &[Source]) -> Vec<String> {
         }
         let text = strip_comments(&src.text);
         for (n, line) in text.lines().enumerate() {
-            if module != "web" && axum.is_match(line) {
+            if module != "web" && http_server.is_match(line) {
                 bad.push(format!(
-                    "{}:{}: axum appears only under src/web/",
+                    "{}:{}: axum and hyper appear only under src/web/",
                     src.path,
                     n + 1
                 ));
@@ -442,7 +442,11 @@ fn the_checker_names_file_and_line_of_each_broken_rule() {
     );
     one_violation(
         &[("src/gate/mod.rs", "use axum::Json;\n")],
-        "src/gate/mod.rs:1: axum appears only under src/web/",
+        "src/gate/mod.rs:1: axum and hyper appear only under src/web/",
+    );
+    one_violation(
+        &[("src/daemon.rs", "use hyper_util::rt::TokioIo;\n")],
+        "src/daemon.rs:1: axum and hyper appear only under src/web/",
     );
     one_violation(
         &[(

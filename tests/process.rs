@@ -512,6 +512,25 @@ fn bad_configuration_is_refused_before_serving_and_names_the_setting() {
         "{err}"
     );
 
+    // The HTTP limits cannot be turned off: 0 is refused, naming the flag.
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--http-header-timeout-seconds",
+            "0",
+            "--webhook-token",
+            "t",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--http-header-timeout-seconds")
+            && err.contains("KUBEMEDIC_HTTP_HEADER_TIMEOUT_SECONDS"),
+        "{err}"
+    );
+
     let out = Command::new(BIN)
         .args([
             "serve",

@@ -1,7 +1,8 @@
 //! The ingest endpoints and the group-commit queue behind them.
 //!
 //! `POST /api/v1/alerts/alertmanager` and `POST /api/v1/signals`: authenticate (bearer and/or
-//! basic, as Alertmanager's `http_config` sends them), read at most `max_body_bytes` (413),
+//! basic, as Alertmanager's `http_config` sends them), read at most `max_body_bytes` (413)
+//! within the body timeout (408, and the connection is closed),
 //! parse (400 naming the field), commit (503 if the store fails, so Alertmanager retries) and
 //! only then answer 200. Concurrent deliveries are committed together by the ingest queue
 //! ([`crate::ingest::IngestQueue`]).
@@ -71,9 +72,19 @@ async fn read_body(state: &AppState, headers: &HeaderMap, body: Body) -> Result<
         state.metrics.signal_rejected("too_large");
         return Err(ApiError::TooLarge(limit));
     }
-    match to_bytes(body, limit).await {
-        Ok(bytes) => Ok(bytes.to_vec()),
+    let timeout = state.limits.body_timeout;
+    match tokio::time::timeout(timeout, to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes.to_vec()),
         Err(_) => {
+            state.metrics.signal_rejected("timeout");
+            state.metrics.http_timeout("body");
+            warn!(
+                seconds = timeout.as_secs(),
+                "the webhook body did not arrive in time; answering 408 and closing"
+            );
+            Err(ApiError::BodyTimeout(timeout))
+        }
+        Ok(Err(_)) => {
             state.metrics.signal_rejected("too_large");
             Err(ApiError::TooLarge(limit))
         }

@@ -10,9 +10,12 @@
 pub mod api;
 pub mod health;
 mod ingest;
+mod server;
+
+pub use server::serve;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::Request;
@@ -21,7 +24,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::clock::Clock;
@@ -40,6 +42,31 @@ pub struct WebhookAuth {
     pub insecure_no_auth: bool,
 }
 
+/// What the server grants one client: time to send a request, and a share of the connections.
+/// None of these can be turned off; a client that needs more is too slow or too many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// A complete request head must arrive within this, counted from when the connection is
+    /// ready for one: from the accept, and on a kept-alive connection from the end of the
+    /// previous response. So it is the keep-alive idle limit too.
+    pub header_timeout: Duration,
+    /// A whole request body must arrive within this, counted from when the handler starts
+    /// reading it (right after the head, once the caller is authenticated).
+    pub body_timeout: Duration,
+    /// Connections open at once; one more is accepted and closed at once.
+    pub max_connections: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 512,
+        }
+    }
+}
+
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub metrics: Arc<Metrics>,
@@ -48,6 +75,8 @@ pub struct AppState {
     pub webhook_auth: WebhookAuth,
     pub api_token: Option<Secret>,
     pub max_body_bytes: usize,
+    /// How long a client may take and how many may be connected at once.
+    pub limits: HttpLimits,
     /// Outside systems whose reachability `/readyz` reports (cluster, LLM, mail…).
     pub dependencies: Vec<Arc<dyn Dependency>>,
 }
@@ -65,17 +94,6 @@ impl AppState {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .is_some_and(|(_, given)| ct_eq(given.trim().as_bytes(), token.expose().as_bytes()))
     }
-}
-
-/// Serve the router on `listener` until `shutdown` fires, then finish the requests in flight.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: Arc<AppState>,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
 }
 
 pub fn router(state: Arc<AppState>) -> Router {
@@ -153,6 +171,8 @@ pub enum ApiError {
     },
     NotFound(String),
     TooLarge(usize),
+    /// The body did not arrive within the body timeout; the connection is closed.
+    BodyTimeout(Duration),
     /// A body in an encoding kubemedic does not decode (gzip…).
     UnsupportedEncoding(String),
     /// The store (or another dependency) cannot serve now; the client should retry.
@@ -203,6 +223,13 @@ impl IntoResponse for ApiError {
                 StatusCode::PAYLOAD_TOO_LARGE,
                 json!({"error": format!("body larger than {limit} bytes")}),
             ),
+            ApiError::BodyTimeout(limit) => (
+                StatusCode::REQUEST_TIMEOUT,
+                json!({"error": format!(
+                    "the request body did not arrive within {} s",
+                    limit.as_secs()
+                )}),
+            ),
             ApiError::UnsupportedEncoding(e) => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 json!({"field": "Content-Encoding", "error": format!(
@@ -218,6 +245,12 @@ impl IntoResponse for ApiError {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"kubemedic\""),
             );
+        }
+        if status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of the body may still come: the connection cannot carry another request.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response
