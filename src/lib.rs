@@ -12,9 +12,10 @@
 //! web, pipeline        HTTP (the only axum/hyper code); the durable worker driving the Stage trait
 //! stages               ingest, enrich, investigate, gate, execute, verify — never
 //!                      importing each other
-//! store, cluster, llm, catalog, history, policy, monitoring
-//!                      the outside world behind traits, the Rego engine, and the
-//!                      Alertmanager / Prometheus APIs verification reads
+//! store, cluster, llm, catalog, history, policy, monitoring, notify
+//!                      the outside world behind traits, the Rego engine, the
+//!                      Alertmanager / Prometheus APIs verification reads, and the
+//!                      e-mail and Slack notifiers
 //! telemetry, readiness, secret, redact, clock
 //!                      leaves every layer may use
 //! domain               the values that flow between stages; imports nothing of the crate
@@ -49,6 +50,7 @@ pub mod cluster;
 pub mod history;
 pub mod llm;
 pub mod monitoring;
+pub mod notify;
 pub mod policy;
 pub mod store;
 

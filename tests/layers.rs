@@ -33,6 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "history",
             "policy",
             "monitoring",
+            "notify",
         ],
     ),
     (

@@ -10,6 +10,7 @@
 //! Invariant: this module imports nothing of the crate (`tests/layers.rs` checks it). Serde
 //! names here are stored formats and model contracts; renaming one is a migration.
 
+mod approval;
 mod audit;
 mod enrichment;
 mod execution;
@@ -23,6 +24,10 @@ mod signal;
 mod stage;
 mod target;
 
+pub use approval::{
+    ApprovalDecision, ApprovalMessage, ApprovalRequest, ApprovalStatus, Channel, DecideOutcome,
+    Decision, DeliveryStatus, Notification, NotificationKind,
+};
 pub use audit::{AuditDraft, AuditEvent, transition_event};
 pub use enrichment::Enrichment;
 pub use execution::{

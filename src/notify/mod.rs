@@ -1,0 +1,59 @@
+//! Telling approvers: the [`Notifier`] trait and its e-mail and Slack implementations.
+//!
+//! A notifier delivers one [`ApprovalMessage`] to one recipient (an *offer*: the approval with
+//! its Approve / Deny links or buttons), and later replaces or follows it up with the outcome
+//! once the approval is decided, expires or is resolved elsewhere — so no message keeps
+//! offering buttons that no longer work. Retries, backoff, auditing and metrics are the
+//! caller's (the approval stage's dispatcher): a notifier makes one attempt and says what
+//! happened. Nothing here decides anything.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::domain::{ApprovalMessage, ApprovalRequest, Channel};
+
+/// One delivery attempt failed. `retryable`: a later attempt may succeed (connection refused,
+/// timeout, 5xx, 429); otherwise (bad address, auth refused, invalid token) it will not.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct NotifyError {
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl NotifyError {
+    pub fn retryable(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            retryable: true,
+        }
+    }
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+}
+
+#[async_trait]
+pub trait Notifier: Send + Sync {
+    fn channel(&self) -> Channel;
+
+    /// Who this notifier offers an approval to: e-mail addresses, or the Slack channel (or
+    /// `webhook`). One offer is sent per recipient.
+    fn recipients(&self, approval: &ApprovalRequest) -> Vec<String>;
+
+    /// Deliver the offer. Returns what is needed to find the message again for
+    /// [`Notifier::outcome`] (Slack: `{"channel": …, "ts": …}`), if anything.
+    async fn offer(&self, message: &ApprovalMessage) -> Result<Option<Value>, NotifyError>;
+
+    /// The approval is decided (or expired): replace the offer's buttons with the outcome
+    /// (Slack `chat.update`), or follow it up (e-mail, incoming webhook). `external_ref` is
+    /// what [`Notifier::offer`] returned.
+    async fn outcome(
+        &self,
+        message: &ApprovalMessage,
+        external_ref: Option<&Value>,
+    ) -> Result<(), NotifyError>;
+}
