@@ -10,10 +10,14 @@ use std::time::Duration;
 use chrono::{TimeZone, Utc};
 use kubemedic::clock::{Clock, ManualClock};
 use kubemedic::domain::Target;
+use kubemedic::domain::{
+    ApprovalDecision, ApprovalRequest, ApprovalStatus, Channel, DecideOutcome, Decision,
+    DeliveryStatus, Notification, NotificationKind,
+};
 use kubemedic::domain::{AuditDraft, Phase, StageState};
 use kubemedic::domain::{NewSignal, SignalMode, SignalSource, SignalStatus};
 use kubemedic::store::{
-    IngestOutcome, IntentStatus, RequestFilter, SignalFilter, StepCommit, Store,
+    DeliveryResult, IngestOutcome, IntentStatus, RequestFilter, SignalFilter, StepCommit, Store,
 };
 
 struct Fixture {
@@ -98,6 +102,10 @@ contract!(
     history_is_kept_per_target_and_in_order,
     a_resolved_signal_is_seen_since_its_time,
     a_nul_character_is_stored_the_same_on_both_backends,
+    an_approval_is_created_once_and_the_first_decision_wins,
+    concurrent_decisions_have_exactly_one_winner,
+    nonces_are_single_use_and_the_signing_key_is_kept,
+    a_notification_is_sent_by_one_sender_and_retried_when_due,
 );
 
 fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) -> NewSignal {
@@ -915,4 +923,323 @@ async fn the_sqlite_database_it_creates_is_private() {
     if wal.exists() {
         assert_eq!(mode(&wal), 0o600);
     }
+}
+
+fn approval_for(request_id: uuid::Uuid, now: chrono::DateTime<Utc>) -> ApprovalRequest {
+    ApprovalRequest {
+        id: uuid::Uuid::new_v4(),
+        request_id,
+        created_at: now,
+        expires_at: now + chrono::Duration::minutes(15),
+        signal_name: "KubePodCrashLooping".into(),
+        target: Target::new("Deployment", "checkout", Some("shop".into())),
+        environment: Some("production".into()),
+        summary: "checkout 1.4.2 crashes on start".into(),
+        evidence: vec!["revision 2 crash-loops".into()],
+        workflow_id: "rollback-deployment-previous-revision".into(),
+        workflow_version: "1.0.0".into(),
+        action_type: "RollbackDeployment".into(),
+        parameters: Default::default(),
+        rationale: "undo the bad rollout".into(),
+        alternatives: vec![],
+        confidence: 0.9,
+        risk_score: 85,
+        risk_reason: "production".into(),
+        required_because: vec!["production".into()],
+        policy_revision: Some("sha256:abc".into()),
+        approvers: vec!["alice@example.com".into()],
+        slack_approvers: vec![],
+        decision: None,
+    }
+}
+
+fn offer(approval: &ApprovalRequest, channel: Channel, to: &str) -> Notification {
+    Notification {
+        id: uuid::Uuid::new_v4(),
+        approval_id: approval.id,
+        channel,
+        recipient: to.into(),
+        kind: NotificationKind::Offer,
+        status: DeliveryStatus::Pending,
+        attempts: 0,
+        next_attempt_at: Some(approval.created_at),
+        last_error: None,
+        external_ref: None,
+        created_at: approval.created_at,
+        updated_at: approval.created_at,
+    }
+}
+
+fn decision(d: Decision, by: &str, via: Channel, at: chrono::DateTime<Utc>) -> ApprovalDecision {
+    ApprovalDecision {
+        decision: d,
+        decided_by: by.into(),
+        decided_via: via,
+        decided_at: at,
+        message: None,
+        alternative: None,
+    }
+}
+
+async fn awaiting(f: &Fixture, fp: &str) -> uuid::Uuid {
+    f.store.ingest(&[signal(fp, 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap()
+}
+
+async fn an_approval_is_created_once_and_the_first_decision_wins(f: Fixture) {
+    let s = &f.store;
+    let rid = awaiting(&f, "appr").await;
+    let now = f.clock.now();
+    let a = approval_for(rid, now);
+    let mail = offer(&a, Channel::Email, "alice@example.com");
+    let slack = offer(&a, Channel::Slack, "#ops");
+    let stored = s
+        .create_approval(&a, &[mail.clone(), slack.clone()])
+        .await
+        .unwrap();
+    assert_eq!(stored, a);
+    // Idempotent per request: a second creation (a retried stage) returns the first.
+    let again = approval_for(rid, now);
+    assert_eq!(s.create_approval(&again, &[]).await.unwrap().id, a.id);
+    assert_eq!(s.approval_of_request(rid).await.unwrap().unwrap().id, a.id);
+    assert_eq!(s.notifications(a.id).await.unwrap().len(), 2);
+    let pending = s
+        .list_approvals(Some(ApprovalStatus::Pending), 10, 0)
+        .await
+        .unwrap();
+    assert_eq!(pending.total, 1);
+
+    // The mail goes out; the Slack message does not (yet).
+    let claimed = s
+        .claim_notification(Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    let delivered = claimed.id;
+    s.finish_notification(
+        delivered,
+        &DeliveryResult::Delivered {
+            external_ref: Some(serde_json::json!({"message_id": "<x@kubemedic>"})),
+        },
+        &AuditDraft::new("notification", "approval", "delivered"),
+    )
+    .await
+    .unwrap();
+
+    f.clock.advance(chrono::Duration::seconds(60));
+    let first = decision(
+        Decision::Approved,
+        "alice@example.com",
+        Channel::Email,
+        f.clock.now(),
+    );
+    let DecideOutcome::Decided(decided) = s.decide_approval(a.id, &first).await.unwrap() else {
+        panic!("the first decision must win");
+    };
+    assert_eq!(decided.status(), ApprovalStatus::Approved);
+    let late = decision(
+        Decision::Rejected,
+        "bob@example.com",
+        Channel::Slack,
+        f.clock.now(),
+    );
+    let DecideOutcome::AlreadyDecided(kept) = s.decide_approval(a.id, &late).await.unwrap() else {
+        panic!("a later decision must be refused");
+    };
+    assert_eq!(kept.decision.unwrap().decided_by, "alice@example.com");
+    assert_eq!(
+        s.get_approval(a.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .decision
+            .unwrap(),
+        first
+    );
+    assert_eq!(
+        s.decide_approval(uuid::Uuid::new_v4(), &late)
+            .await
+            .unwrap(),
+        DecideOutcome::NotFound
+    );
+
+    // No stale buttons: the delivered offer gets an outcome message, the unsent one is dropped.
+    let notes = s.notifications(a.id).await.unwrap();
+    let outcome: Vec<_> = notes
+        .iter()
+        .filter(|n| n.kind == NotificationKind::Outcome)
+        .collect();
+    assert_eq!(outcome.len(), 1, "{notes:#?}");
+    assert_eq!(outcome[0].recipient, claimed.recipient);
+    assert_eq!(outcome[0].status, DeliveryStatus::Pending);
+    assert_eq!(
+        outcome[0].external_ref,
+        Some(serde_json::json!({"message_id": "<x@kubemedic>"}))
+    );
+    let unsent = notes
+        .iter()
+        .find(|n| n.kind == NotificationKind::Offer && n.id != delivered)
+        .unwrap();
+    assert_eq!(unsent.status, DeliveryStatus::Cancelled);
+
+    assert_eq!(
+        s.list_approvals(Some(ApprovalStatus::Pending), 10, 0)
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+    assert_eq!(
+        s.list_approvals(Some(ApprovalStatus::Approved), 10, 0)
+            .await
+            .unwrap()
+            .total,
+        1
+    );
+    let kinds: Vec<String> = s
+        .audit_trail(rid)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    for k in [
+        "approval_requested",
+        "notification",
+        "approval_decided",
+        "approval_decision_refused",
+    ] {
+        assert!(kinds.iter().any(|x| x == k), "{k} not in {kinds:?}");
+    }
+}
+
+async fn concurrent_decisions_have_exactly_one_winner(f: Fixture) {
+    let rid = awaiting(&f, "race").await;
+    let a = approval_for(rid, f.clock.now());
+    f.store.create_approval(&a, &[]).await.unwrap();
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let s = f.store.clone();
+            let d = decision(
+                if i % 2 == 0 {
+                    Decision::Approved
+                } else {
+                    Decision::Rejected
+                },
+                &format!("approver-{i}"),
+                Channel::Api,
+                f.clock.now(),
+            );
+            tokio::spawn(async move { s.decide_approval(a.id, &d).await.unwrap() })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for t in tasks {
+        if let DecideOutcome::Decided(d) = t.await.unwrap() {
+            winners.push(d.decision.unwrap());
+        }
+    }
+    assert_eq!(winners.len(), 1, "{winners:?}");
+    let stored = f
+        .store
+        .get_approval(a.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .decision
+        .unwrap();
+    assert_eq!(stored, winners[0]);
+}
+
+async fn nonces_are_single_use_and_the_signing_key_is_kept(f: Fixture) {
+    let s = &f.store;
+    assert!(s.consume_nonce("n-1", None).await.unwrap());
+    assert!(!s.consume_nonce("n-1", None).await.unwrap());
+    assert!(
+        s.consume_nonce("n-2", Some(uuid::Uuid::new_v4()))
+            .await
+            .unwrap()
+    );
+    let first = s
+        .setting_or_init("link_signing_key", &|| "k1".into())
+        .await
+        .unwrap();
+    let second = s
+        .setting_or_init("link_signing_key", &|| "k2".into())
+        .await
+        .unwrap();
+    assert_eq!((first.as_str(), second.as_str()), ("k1", "k1"));
+    // Survives a reopen (a restart).
+    let reopened = common::open_store(&f.url, f.clock.clone() as Arc<dyn Clock>).await;
+    let third = reopened
+        .setting_or_init("link_signing_key", &|| "k3".into())
+        .await
+        .unwrap();
+    assert_eq!(third, "k1");
+}
+
+async fn a_notification_is_sent_by_one_sender_and_retried_when_due(f: Fixture) {
+    let s = &f.store;
+    let rid = awaiting(&f, "retry").await;
+    let a = approval_for(rid, f.clock.now());
+    s.create_approval(&a, &[offer(&a, Channel::Email, "alice@example.com")])
+        .await
+        .unwrap();
+    let n = s
+        .claim_notification(Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        s.claim_notification(Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none(),
+        "claimed twice"
+    );
+    let retry_at = f.clock.now() + chrono::Duration::seconds(30);
+    s.finish_notification(
+        n.id,
+        &DeliveryResult::Retry {
+            error: "connection refused".into(),
+            at: retry_at,
+        },
+        &AuditDraft::new("notification", "approval", "attempt 1 failed"),
+    )
+    .await
+    .unwrap();
+    assert!(
+        s.claim_notification(Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none(),
+        "not due yet"
+    );
+    f.clock.advance(chrono::Duration::seconds(31));
+    let again = s
+        .claim_notification(Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((again.id, again.attempts), (n.id, 1));
+    assert_eq!(again.last_error.as_deref(), Some("connection refused"));
+    s.finish_notification(
+        n.id,
+        &DeliveryResult::GaveUp {
+            error: "connection refused".into(),
+        },
+        &AuditDraft::new("notification", "approval", "gave up"),
+    )
+    .await
+    .unwrap();
+    let done = &s.notifications(a.id).await.unwrap()[0];
+    assert_eq!((done.status, done.attempts), (DeliveryStatus::Failed, 2));
+    f.clock.advance(chrono::Duration::seconds(3600));
+    assert!(
+        s.claim_notification(Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

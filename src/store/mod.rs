@@ -26,8 +26,9 @@ pub use sqlite::SqliteStore;
 
 use crate::clock::Clock;
 use crate::domain::{
-    AuditDraft, AuditEvent, HistoryRecord, NewSignal, Phase, RemediationRequest, SignalMode,
-    SignalSource, SignalStatus, StageState, Target,
+    ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, AuditEvent, DecideOutcome,
+    HistoryRecord, NewSignal, Notification, Phase, RemediationRequest, SignalMode, SignalSource,
+    SignalStatus, StageState, Target,
 };
 use crate::secret::{Secret, redact_url};
 
@@ -218,6 +219,18 @@ pub struct ExecutionLock {
     pub acquired_at: DateTime<Utc>,
 }
 
+/// What one delivery attempt of a notification came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeliveryResult {
+    Delivered {
+        external_ref: Option<serde_json::Value>,
+    },
+    /// Failed; try again at `at`.
+    Retry { error: String, at: DateTime<Utc> },
+    /// Failed for good (every attempt used, or an error no retry can fix).
+    GaveUp { error: String },
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct StoreHealth {
     pub backend: &'static str,
@@ -305,6 +318,49 @@ pub trait Store: Send + Sync {
     async fn intents(&self, request: Uuid) -> Result<Vec<Intent>>;
 
     /// Add a finished remediation to the history (idempotent per request).
+    // --- Approvals (DESIGN §3.9).
+
+    /// Create the approval of a request with the notifications that offer it, and audit it.
+    /// Idempotent per request: a second call returns the approval already stored.
+    async fn create_approval(
+        &self,
+        approval: &ApprovalRequest,
+        notifications: &[Notification],
+    ) -> Result<ApprovalRequest>;
+    async fn get_approval(&self, id: Uuid) -> Result<Option<ApprovalRequest>>;
+    async fn approval_of_request(&self, request_id: Uuid) -> Result<Option<ApprovalRequest>>;
+    async fn list_approvals(
+        &self,
+        status: Option<ApprovalStatus>,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Page<ApprovalRequest>>;
+    /// Decide, atomically: the first decision wins. The winner is audited, wakes the request
+    /// (its `not_before` becomes now), cancels offers not yet sent and queues an outcome
+    /// message for every offer delivered; a later decision is refused and audited too.
+    async fn decide_approval(&self, id: Uuid, decision: &ApprovalDecision)
+    -> Result<DecideOutcome>;
+    /// Use a single-use token. `false`: it was used before.
+    async fn consume_nonce(&self, nonce: &str, approval_id: Option<Uuid>) -> Result<bool>;
+    /// A value generated once and kept: the stored one, or `generate()`'s (stored now). Two
+    /// replicas starting together get the same value.
+    async fn setting_or_init(
+        &self,
+        key: &str,
+        generate: &(dyn Fn() -> String + Sync),
+    ) -> Result<String>;
+    /// Take the next due notification for one attempt: it is not due again before
+    /// `now + lease`, so another replica does not send it at the same time.
+    async fn claim_notification(&self, lease: Duration) -> Result<Option<Notification>>;
+    /// Record one attempt's result, with its audit event on the approval's request.
+    async fn finish_notification(
+        &self,
+        id: Uuid,
+        result: &DeliveryResult,
+        audit: &AuditDraft,
+    ) -> Result<()>;
+    async fn notifications(&self, approval_id: Uuid) -> Result<Vec<Notification>>;
+
     async fn record_history(&self, record: &HistoryRecord) -> Result<()>;
 
     /// The history of a target (by fingerprint) completed at or after `since`, oldest first.

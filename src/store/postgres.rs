@@ -11,7 +11,9 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use uuid::Uuid;
 
-use super::sql::{request_columns, runnable_phases, sql_store};
+use super::sql::{
+    approval_columns, notification_columns, request_columns, runnable_phases, sql_store,
+};
 use crate::clock::Clock;
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");

@@ -26,6 +26,23 @@ macro_rules! runnable_phases {
 }
 pub(super) use runnable_phases;
 
+/// Column list of `approvals`.
+macro_rules! approval_columns {
+    () => {
+        "id, request_id, status, created_at, expires_at, decided_at, record"
+    };
+}
+pub(super) use approval_columns;
+
+/// Column list of `notifications`, in the order `notification_from_row` reads it.
+macro_rules! notification_columns {
+    () => {
+        "id, approval_id, channel, recipient, kind, status, attempts, next_attempt_at, \
+         last_error, external_ref, created_at, updated_at"
+    };
+}
+pub(super) use notification_columns;
+
 macro_rules! sql_store {
     ($store:ty, $db:ty, $backend:literal) => {
         use sqlx::Row as _;
@@ -127,6 +144,69 @@ macro_rules! sql_store {
                 created_at: time_of(row.try_get("created_at").map_err(get)?)?,
                 updated_at: time_of(row.try_get("updated_at").map_err(get)?)?,
             })
+        }
+
+        fn approval_from_row(row: &DbRow) -> Result<$crate::domain::ApprovalRequest> {
+            let get = |e: sqlx::Error| corrupt("approvals", e.to_string());
+            Ok(row
+                .try_get::<Json<$crate::domain::ApprovalRequest>, _>("record")
+                .map_err(get)?
+                .0)
+        }
+
+        fn notification_from_row(row: &DbRow) -> Result<$crate::domain::Notification> {
+            use $crate::domain::{Channel, DeliveryStatus, NotificationKind};
+            let get = |e: sqlx::Error| corrupt("notifications", e.to_string());
+            let channel: String = row.try_get("channel").map_err(get)?;
+            let kind: String = row.try_get("kind").map_err(get)?;
+            let status: String = row.try_get("status").map_err(get)?;
+            let next: Option<Ts> = row.try_get("next_attempt_at").map_err(get)?;
+            let external: Option<Json<serde_json::Value>> =
+                row.try_get("external_ref").map_err(get)?;
+            Ok($crate::domain::Notification {
+                id: uuid_of(row.try_get("id").map_err(get)?),
+                approval_id: uuid_of(row.try_get("approval_id").map_err(get)?),
+                channel: Channel::parse(&channel)
+                    .ok_or_else(|| corrupt("notifications", format!("channel `{channel}`")))?,
+                recipient: row.try_get("recipient").map_err(get)?,
+                kind: NotificationKind::parse(&kind)
+                    .ok_or_else(|| corrupt("notifications", format!("kind `{kind}`")))?,
+                status: DeliveryStatus::parse(&status)
+                    .ok_or_else(|| corrupt("notifications", format!("status `{status}`")))?,
+                attempts: row.try_get("attempts").map_err(get)?,
+                next_attempt_at: next.map(time_of).transpose()?,
+                last_error: row.try_get("last_error").map_err(get)?,
+                external_ref: external.map(|j| j.0),
+                created_at: time_of(row.try_get("created_at").map_err(get)?)?,
+                updated_at: time_of(row.try_get("updated_at").map_err(get)?)?,
+            })
+        }
+
+        async fn insert_notification(
+            tx: &mut Tx,
+            n: &$crate::domain::Notification,
+        ) -> Result<()> {
+            sqlx::query(
+                "INSERT INTO notifications (id, approval_id, channel, recipient, kind, status, \
+                 attempts, next_attempt_at, last_error, external_ref, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                 ON CONFLICT (approval_id, channel, recipient, kind) DO NOTHING",
+            )
+            .bind(id(n.id))
+            .bind(id(n.approval_id))
+            .bind(n.channel.as_str())
+            .bind($crate::store::storable_text(&n.recipient))
+            .bind(n.kind.as_str())
+            .bind(n.status.as_str())
+            .bind(n.attempts)
+            .bind(n.next_attempt_at.map(ts))
+            .bind(n.last_error.as_deref().map($crate::store::storable_text))
+            .bind(n.external_ref.as_ref().map($crate::store::storable_value))
+            .bind(ts(n.created_at))
+            .bind(ts(n.updated_at))
+            .execute(&mut **tx)
+            .await?;
+            Ok(())
         }
 
         fn audit_from_row(row: &DbRow) -> Result<AuditEvent> {
@@ -854,6 +934,397 @@ macro_rules! sql_store {
                 .fetch_all(&self.pool)
                 .await?;
                 rows.iter().map(intent_from_row).collect()
+            }
+
+            async fn create_approval(
+                &self,
+                approval: &$crate::domain::ApprovalRequest,
+                notifications: &[$crate::domain::Notification],
+            ) -> Result<$crate::domain::ApprovalRequest> {
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                let inserted = sqlx::query(
+                    "INSERT INTO approvals (id, request_id, status, created_at, expires_at, \
+                     decided_at, record) VALUES ($1, $2, $3, $4, $5, NULL, $6) \
+                     ON CONFLICT (request_id) DO NOTHING",
+                )
+                .bind(id(approval.id))
+                .bind(id(approval.request_id))
+                .bind(approval.status().as_str())
+                .bind(ts(approval.created_at))
+                .bind(ts(approval.expires_at))
+                .bind($crate::store::storable_json(approval)?)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                    == 1;
+                if inserted {
+                    for n in notifications {
+                        insert_notification(&mut tx, n).await?;
+                    }
+                    let channels: Vec<String> = notifications
+                        .iter()
+                        .map(|n| format!("{} {}", n.channel, n.recipient))
+                        .collect();
+                    let draft = AuditDraft::new(
+                        "approval_requested",
+                        "approval",
+                        format!(
+                            "approval {} requested from {}; expires {}",
+                            approval.id,
+                            if channels.is_empty() {
+                                "the API (no notification channel configured)".to_owned()
+                            } else {
+                                channels.join(", ")
+                            },
+                            approval.expires_at.to_rfc3339()
+                        ),
+                    )
+                    .with_payload(serde_json::json!({
+                        "approval_id": approval.id,
+                        "expires_at": approval.expires_at,
+                        "approvers": approval.approvers,
+                        "slack_approvers": approval.slack_approvers,
+                        "risk_score": approval.risk_score,
+                        "policy_revision": approval.policy_revision,
+                    }));
+                    insert_audit(
+                        &mut tx,
+                        Some(approval.request_id),
+                        Some(Phase::AwaitingApproval),
+                        self.clock.now(),
+                        &draft,
+                    )
+                    .await?;
+                }
+                let row = sqlx::query(concat!(
+                    "SELECT ",
+                    approval_columns!(),
+                    " FROM approvals WHERE request_id = $1"
+                ))
+                .bind(id(approval.request_id))
+                .fetch_one(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                approval_from_row(&row)
+            }
+
+            async fn get_approval(
+                &self,
+                approval: uuid::Uuid,
+            ) -> Result<Option<$crate::domain::ApprovalRequest>> {
+                let row = sqlx::query(concat!(
+                    "SELECT ",
+                    approval_columns!(),
+                    " FROM approvals WHERE id = $1"
+                ))
+                .bind(id(approval))
+                .fetch_optional(&self.pool)
+                .await?;
+                row.as_ref().map(approval_from_row).transpose()
+            }
+
+            async fn approval_of_request(
+                &self,
+                request: uuid::Uuid,
+            ) -> Result<Option<$crate::domain::ApprovalRequest>> {
+                let row = sqlx::query(concat!(
+                    "SELECT ",
+                    approval_columns!(),
+                    " FROM approvals WHERE request_id = $1"
+                ))
+                .bind(id(request))
+                .fetch_optional(&self.pool)
+                .await?;
+                row.as_ref().map(approval_from_row).transpose()
+            }
+
+            async fn list_approvals(
+                &self,
+                status: Option<$crate::domain::ApprovalStatus>,
+                limit: i64,
+                offset: i64,
+            ) -> Result<Page<$crate::domain::ApprovalRequest>> {
+                let status = status.map(|s| s.as_str());
+                let (total,): (i64,) = sqlx::query_as(
+                    "SELECT count(*) FROM approvals WHERE ($1 IS NULL OR status = $1)",
+                )
+                .bind(status)
+                .fetch_one(&self.pool)
+                .await?;
+                let rows = sqlx::query(concat!(
+                    "SELECT ",
+                    approval_columns!(),
+                    " FROM approvals WHERE ($1 IS NULL OR status = $1) \
+                     ORDER BY created_at DESC, id LIMIT $2 OFFSET $3"
+                ))
+                .bind(status)
+                .bind(limit)
+                .bind(offset)
+                .fetch_all(&self.pool)
+                .await?;
+                Ok(Page {
+                    total,
+                    items: rows.iter().map(approval_from_row).collect::<Result<_>>()?,
+                })
+            }
+
+            async fn decide_approval(
+                &self,
+                approval: uuid::Uuid,
+                decision: &$crate::domain::ApprovalDecision,
+            ) -> Result<$crate::domain::DecideOutcome> {
+                use $crate::domain::{DecideOutcome, DeliveryStatus, NotificationKind};
+                let now = self.clock.now();
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                let Some(row) = sqlx::query(concat!(
+                    "SELECT ",
+                    approval_columns!(),
+                    " FROM approvals WHERE id = $1"
+                ))
+                .bind(id(approval))
+                .fetch_optional(&mut *tx)
+                .await?
+                else {
+                    return Ok(DecideOutcome::NotFound);
+                };
+                let mut current = approval_from_row(&row)?;
+                if let Some(first) = &current.decision {
+                    let draft = AuditDraft::new(
+                        "approval_decision_refused",
+                        &decision.decided_by,
+                        format!(
+                            "{} via {} refused: already {} by {} via {}",
+                            decision.decision,
+                            decision.decided_via,
+                            first.decision,
+                            first.decided_by,
+                            first.decided_via
+                        ),
+                    );
+                    insert_audit(&mut tx, Some(current.request_id), None, now, &draft).await?;
+                    tx.commit().await?;
+                    return Ok(DecideOutcome::AlreadyDecided(current));
+                }
+                current.decision = Some(decision.clone());
+                let updated = sqlx::query(
+                    "UPDATE approvals SET status = $1, decided_at = $2, record = $3 \
+                     WHERE id = $4 AND status = 'pending'",
+                )
+                .bind(current.status().as_str())
+                .bind(ts(decision.decided_at))
+                .bind($crate::store::storable_json(&current)?)
+                .bind(id(approval))
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if updated != 1 {
+                    // Another replica decided between our read and our write (Postgres, read
+                    // committed): theirs stands.
+                    tx.rollback().await?;
+                    return match self.get_approval(approval).await? {
+                        Some(a) => Ok(DecideOutcome::AlreadyDecided(a)),
+                        None => Ok(DecideOutcome::NotFound),
+                    };
+                }
+                // Wake the request so its stage acts on the decision now.
+                sqlx::query(
+                    "UPDATE remediation_requests SET not_before = $1 \
+                     WHERE id = $2 AND phase = 'AwaitingApproval'",
+                )
+                .bind(ts(now))
+                .bind(id(current.request_id))
+                .execute(&mut *tx)
+                .await?;
+                // No stale buttons: offers not yet out are cancelled, every delivered (or still
+                // retrying) offer gets its outcome message.
+                let offers = sqlx::query(concat!(
+                    "SELECT ",
+                    notification_columns!(),
+                    " FROM notifications \
+                     WHERE approval_id = $1 AND kind = 'offer'"
+                ))
+                .bind(id(approval))
+                .fetch_all(&mut *tx)
+                .await?;
+                for offer in offers.iter().map(notification_from_row) {
+                    let offer = offer?;
+                    match offer.status {
+                        DeliveryStatus::Delivered => {
+                            let outcome = $crate::domain::Notification {
+                                id: uuid::Uuid::new_v4(),
+                                kind: NotificationKind::Outcome,
+                                status: DeliveryStatus::Pending,
+                                attempts: 0,
+                                next_attempt_at: Some(now),
+                                last_error: None,
+                                created_at: now,
+                                updated_at: now,
+                                ..offer.clone()
+                            };
+                            insert_notification(&mut tx, &outcome).await?;
+                        }
+                        DeliveryStatus::Pending => {
+                            sqlx::query(
+                                "UPDATE notifications SET status = 'cancelled', \
+                                 next_attempt_at = NULL, updated_at = $1 WHERE id = $2",
+                            )
+                            .bind(ts(now))
+                            .bind(id(offer.id))
+                            .execute(&mut *tx)
+                            .await?;
+                        }
+                        DeliveryStatus::Failed | DeliveryStatus::Cancelled => {}
+                    }
+                }
+                let mut message = format!(
+                    "{} by {} via {}",
+                    decision.decision, decision.decided_by, decision.decided_via
+                );
+                if let Some(alt) = &decision.alternative {
+                    message.push_str(&format!(", choosing the alternative {alt}"));
+                }
+                if let Some(m) = decision.message.as_deref().filter(|m| !m.is_empty()) {
+                    message.push_str(&format!(": {m}"));
+                }
+                let draft = AuditDraft::new("approval_decided", &decision.decided_by, message)
+                    .with_payload(serde_json::json!({
+                        "approval_id": approval,
+                        "decision": decision,
+                    }));
+                insert_audit(
+                    &mut tx,
+                    Some(current.request_id),
+                    Some(Phase::AwaitingApproval),
+                    now,
+                    &draft,
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(DecideOutcome::Decided(current))
+            }
+
+            async fn consume_nonce(
+                &self,
+                nonce: &str,
+                approval: Option<uuid::Uuid>,
+            ) -> Result<bool> {
+                let _write = self.write_guard().await;
+                let inserted = sqlx::query(
+                    "INSERT INTO used_nonces (nonce, approval_id, used_at) VALUES ($1, $2, $3) \
+                     ON CONFLICT (nonce) DO NOTHING",
+                )
+                .bind($crate::store::storable_text(nonce))
+                .bind(approval.map(id))
+                .bind(ts(self.clock.now()))
+                .execute(&self.writer)
+                .await?
+                .rows_affected();
+                Ok(inserted == 1)
+            }
+
+            async fn setting_or_init(
+                &self,
+                key: &str,
+                generate: &(dyn Fn() -> String + Sync),
+            ) -> Result<String> {
+                let _write = self.write_guard().await;
+                sqlx::query(
+                    "INSERT INTO settings (key, value) VALUES ($1, $2) \
+                     ON CONFLICT (key) DO NOTHING",
+                )
+                .bind(key)
+                .bind(generate())
+                .execute(&self.writer)
+                .await?;
+                let (value,): (String,) =
+                    sqlx::query_as("SELECT value FROM settings WHERE key = $1")
+                        .bind(key)
+                        .fetch_one(&self.writer)
+                        .await?;
+                Ok(value)
+            }
+
+            async fn claim_notification(
+                &self,
+                lease: std::time::Duration,
+            ) -> Result<Option<$crate::domain::Notification>> {
+                let now = self.clock.now();
+                let until = now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
+                let _write = self.write_guard().await;
+                let row = sqlx::query(concat!(
+                    "UPDATE notifications SET next_attempt_at = $1 \
+                     WHERE id = (SELECT id FROM notifications WHERE status = 'pending' \
+                     AND next_attempt_at <= $2 ORDER BY next_attempt_at LIMIT 1) \
+                     AND status = 'pending' AND next_attempt_at <= $2 \
+                     RETURNING ",
+                    notification_columns!(),
+                    ""
+                ))
+                .bind(ts(until))
+                .bind(ts(now))
+                .fetch_optional(&self.writer)
+                .await?;
+                row.as_ref().map(notification_from_row).transpose()
+            }
+
+            async fn finish_notification(
+                &self,
+                notification: uuid::Uuid,
+                result: &$crate::store::DeliveryResult,
+                audit: &AuditDraft,
+            ) -> Result<()> {
+                use $crate::store::DeliveryResult;
+                let now = self.clock.now();
+                let (status, next, error, external) = match result {
+                    DeliveryResult::Delivered { external_ref } => {
+                        ("delivered", None, None, external_ref.as_ref())
+                    }
+                    DeliveryResult::Retry { error, at } => ("pending", Some(ts(*at)), Some(error), None),
+                    DeliveryResult::GaveUp { error } => ("failed", None, Some(error), None),
+                };
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                let row: Option<(Id,)> = sqlx::query_as(
+                    "SELECT a.request_id FROM notifications n JOIN approvals a \
+                     ON a.id = n.approval_id WHERE n.id = $1",
+                )
+                .bind(id(notification))
+                .fetch_optional(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "UPDATE notifications SET status = $1, attempts = attempts + 1, \
+                     next_attempt_at = $2, last_error = $3, \
+                     external_ref = COALESCE($4, external_ref), updated_at = $5 WHERE id = $6",
+                )
+                .bind(status)
+                .bind(next)
+                .bind(error.map(|e| $crate::store::storable_text(e)))
+                .bind(external.map($crate::store::storable_value))
+                .bind(ts(now))
+                .bind(id(notification))
+                .execute(&mut *tx)
+                .await?;
+                insert_audit(&mut tx, row.map(|(r,)| uuid_of(r)), None, now, audit).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn notifications(
+                &self,
+                approval: uuid::Uuid,
+            ) -> Result<Vec<$crate::domain::Notification>> {
+                let rows = sqlx::query(concat!(
+                    "SELECT ",
+                    notification_columns!(),
+                    " FROM notifications WHERE approval_id = $1 \
+                     ORDER BY created_at, kind, channel, recipient"
+                ))
+                .bind(id(approval))
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(notification_from_row).collect()
             }
 
             async fn record_history(

@@ -19,7 +19,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
-use super::sql::{request_columns, runnable_phases, sql_store};
+use super::sql::{
+    approval_columns, notification_columns, request_columns, runnable_phases, sql_store,
+};
 use crate::clock::Clock;
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
