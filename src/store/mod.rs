@@ -317,7 +317,6 @@ pub trait Store: Send + Sync {
 
     async fn intents(&self, request: Uuid) -> Result<Vec<Intent>>;
 
-    /// Add a finished remediation to the history (idempotent per request).
     // --- Approvals (DESIGN §3.9).
 
     /// Create the approval of a request with the notifications that offer it, and audit it.
@@ -361,6 +360,7 @@ pub trait Store: Send + Sync {
     ) -> Result<()>;
     async fn notifications(&self, approval_id: Uuid) -> Result<Vec<Notification>>;
 
+    /// Add a finished remediation to the history (idempotent per request).
     async fn record_history(&self, record: &HistoryRecord) -> Result<()>;
 
     /// The history of a target (by fingerprint) completed at or after `since`, oldest first.
