@@ -706,6 +706,70 @@ impl Store for UnreachableStore {
     ) -> Result<bool, StoreError> {
         Err(gone())
     }
+    async fn create_approval(
+        &self,
+        _: &kubemedic::domain::ApprovalRequest,
+        _: &[kubemedic::domain::Notification],
+    ) -> Result<kubemedic::domain::ApprovalRequest, StoreError> {
+        Err(gone())
+    }
+    async fn get_approval(
+        &self,
+        _: uuid::Uuid,
+    ) -> Result<Option<kubemedic::domain::ApprovalRequest>, StoreError> {
+        Err(gone())
+    }
+    async fn approval_of_request(
+        &self,
+        _: uuid::Uuid,
+    ) -> Result<Option<kubemedic::domain::ApprovalRequest>, StoreError> {
+        Err(gone())
+    }
+    async fn list_approvals(
+        &self,
+        _: Option<kubemedic::domain::ApprovalStatus>,
+        _: i64,
+        _: i64,
+    ) -> Result<Page<kubemedic::domain::ApprovalRequest>, StoreError> {
+        Err(gone())
+    }
+    async fn decide_approval(
+        &self,
+        _: uuid::Uuid,
+        _: &kubemedic::domain::ApprovalDecision,
+    ) -> Result<kubemedic::domain::DecideOutcome, StoreError> {
+        Err(gone())
+    }
+    async fn consume_nonce(&self, _: &str, _: Option<uuid::Uuid>) -> Result<bool, StoreError> {
+        Err(gone())
+    }
+    async fn setting_or_init(
+        &self,
+        _: &str,
+        _: &(dyn Fn() -> String + Sync),
+    ) -> Result<String, StoreError> {
+        Err(gone())
+    }
+    async fn claim_notification(
+        &self,
+        _: Duration,
+    ) -> Result<Option<kubemedic::domain::Notification>, StoreError> {
+        Err(gone())
+    }
+    async fn finish_notification(
+        &self,
+        _: uuid::Uuid,
+        _: &kubemedic::store::DeliveryResult,
+        _: &AuditDraft,
+    ) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn notifications(
+        &self,
+        _: uuid::Uuid,
+    ) -> Result<Vec<kubemedic::domain::Notification>, StoreError> {
+        Err(gone())
+    }
 }
 
 #[tokio::test]
