@@ -10,7 +10,7 @@
 //! config               flags + env + file → each module's own Settings type; read only by
 //!                      cli, demo and daemon
 //! web, pipeline        HTTP (the only axum/hyper code); the durable worker driving the Stage trait
-//! stages               ingest, enrich, investigate, gate, execute, verify — never
+//! stages               ingest, enrich, investigate, gate, approval, execute, verify — never
 //!                      importing each other
 //! store, cluster, llm, catalog, history, policy, monitoring, notify
 //!                      the outside world behind traits, the Rego engine, the
@@ -37,6 +37,7 @@ pub mod pipeline;
 pub mod web;
 
 // Stages.
+pub mod approval;
 pub mod enrich;
 pub mod execute;
 pub mod gate;

@@ -172,6 +172,8 @@ pub struct Metrics {
     executions: Family<Labels, Counter>,
     execution_duration: Histogram,
     guardrail_blocks: Family<Labels, Counter>,
+    notifications: Family<Labels, Counter>,
+    approval_decisions: Family<Labels, Counter>,
     assessments: Family<Labels, Counter>,
     http_connections: Gauge,
     http_connections_refused: Counter,
@@ -270,6 +272,18 @@ impl Metrics {
             "Time from the first step of an execution to its last (waits for rollouts included)",
             execution_duration.clone(),
         );
+        let notifications = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_notifications",
+            "Approval notification attempts, by channel, kind (offer, outcome) and result (delivered, retry, failed)",
+            notifications.clone(),
+        );
+        let approval_decisions = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_approval_decisions",
+            "Approval decisions, by decision and channel; refused ones (late, forged, replayed) as result=refused",
+            approval_decisions.clone(),
+        );
         let guardrail_blocks = Family::<Labels, Counter>::default();
         registry.register(
             "kubemedic_guardrail_blocks",
@@ -310,6 +324,8 @@ impl Metrics {
             executions,
             execution_duration,
             guardrail_blocks,
+            notifications,
+            approval_decisions,
             assessments,
             llm_tokens,
             signals_received,
@@ -392,6 +408,28 @@ impl Metrics {
             .get_or_create(&vec![("outcome".into(), outcome.into())])
             .inc();
         self.execution_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// One delivery attempt of an approval notification.
+    pub fn notification(&self, channel: &str, kind: &str, result: &str) {
+        self.notifications
+            .get_or_create(&vec![
+                ("channel".into(), channel.into()),
+                ("kind".into(), kind.into()),
+                ("result".into(), result.into()),
+            ])
+            .inc();
+    }
+
+    /// An approval decision taken (`result` = `decided`) or refused (`refused`).
+    pub fn approval_decision(&self, decision: &str, via: &str, result: &str) {
+        self.approval_decisions
+            .get_or_create(&vec![
+                ("decision".into(), decision.into()),
+                ("via".into(), via.into()),
+                ("result".into(), result.into()),
+            ])
+            .inc();
     }
 
     /// A request blocked by a guardrail.

@@ -43,6 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "enrich",
             "investigate",
             "gate",
+            "approval",
             "execute",
             "verify",
         ],
@@ -65,6 +66,7 @@ const STAGES: &[&str] = &[
     "enrich",
     "investigate",
     "gate",
+    "approval",
     "execute",
     "verify",
 ];
