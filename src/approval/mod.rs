@@ -1,1 +1,857 @@
+//! The AwaitingApproval stage (DESIGN §3.9): a human decides.
+//!
+//! Input: a request the gate sent to `AwaitingApproval`, with its selection, verified root
+//! owner and gate decision. Output: `Executing` once approved (with the decision in the state,
+//! and the alternative workflow if the approver picked one), `Rejected` when denied, `Expired`
+//! when nobody decided within `--approval-timeout-seconds`.
+//!
+//! - The first run creates the [`ApprovalRequest`] in the store, with one notification per
+//!   channel and recipient; the [`dispatch::Dispatcher`] delivers them (and retries). Later
+//!   runs read the decision. A decision wakes the request at once (the store sets its
+//!   `not_before`), expiry is decided by `system` through the same atomic first-wins call, so
+//!   an approval clicked a second before expiry and the expiry cannot both win.
+//! - [`Approvals`] is shared with the web layer: every way to decide — a signed link's
+//!   confirmation form, a Slack button, the API — goes through it, and every refusal (forged,
+//!   expired, replayed, wrong approval, wrong decision, wrong recipient, not an approver,
+//!   already decided) is audited with why.
+//! - Fail closed: anything in doubt is "not approved"; the identity recorded is the link's
+//!   recipient, the verified Slack user or the authenticated API caller — never a value the
+//!   client sent.
+
+pub mod dispatch;
 pub mod links;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tokio::sync::Notify;
+use tracing::info;
+use uuid::Uuid;
+
+use crate::catalog::{Catalog, SelectionContext};
+use crate::clock::Clock;
+use crate::domain::{
+    ApprovalDecision, ApprovalMessage, ApprovalRequest, AuditDraft, Channel, DecideOutcome,
+    Decision, DeliveryStatus, Notification, NotificationKind, Phase, RemediationRequest,
+    SelectedWorkflow, Stage, StageError, StageOutcome,
+};
+use crate::notify::Notifier;
+use crate::store::Store;
+use crate::telemetry::Metrics;
+
+pub use links::{Claims, LinkDecision, LinkError, LinkSigner};
+
+/// The recipient of a Slack incoming-webhook message (no interactivity: its buttons open
+/// signed confirmation pages, like an e-mail's links).
+pub const SLACK_WEBHOOK_RECIPIENT: &str = "webhook";
+
+/// How long an approval without `--approval-timeout-seconds` (0) stays open: in effect forever.
+const NO_EXPIRY: chrono::Duration = chrono::Duration::days(3650);
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalSettings {
+    /// No decision within this → `Expired` (decided by `system`). `None`: no limit.
+    pub timeout: Option<Duration>,
+    /// E-mail addresses that may decide (through their signed links, or the API).
+    pub approvers: Vec<String>,
+    /// Slack user ids that may decide with the buttons.
+    pub slack_approvers: Vec<String>,
+    /// From this risk score on, the confirmation page asks for the target's name.
+    pub high_risk_score: i64,
+    /// The base of every link (`https://kubemedic.example.com`), without a trailing slash.
+    pub public_url: Option<String>,
+}
+
+impl Default for ApprovalSettings {
+    fn default() -> Self {
+        Self {
+            timeout: Some(Duration::from_secs(900)),
+            approvers: vec![],
+            slack_approvers: vec![],
+            high_risk_score: 80,
+            public_url: None,
+        }
+    }
+}
+
+/// Why a decision attempt was refused: shown to whoever tried (an HTTP status and a page or
+/// a JSON error) and written to the audit trail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub status: u16,
+    pub title: &'static str,
+    pub detail: String,
+}
+
+impl Refusal {
+    fn new(status: u16, title: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            title,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What a link's confirmation page shows.
+#[derive(Debug, Clone)]
+pub struct LinkView {
+    pub approval: ApprovalRequest,
+    pub claims: Claims,
+    /// The approver must type the target's name (a high-risk change).
+    pub confirm_target: bool,
+}
+
+/// Approvals: creating them, delivering them, deciding them. One per daemon, shared by the
+/// stage, the dispatcher and the web handlers.
+pub struct Approvals {
+    pub store: Arc<dyn Store>,
+    pub settings: ApprovalSettings,
+    pub notifiers: Vec<Arc<dyn Notifier>>,
+    pub signer: LinkSigner,
+    pub catalog: Arc<Catalog>,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Option<Arc<Metrics>>,
+    /// Wakes the dispatcher when there is something to send.
+    pub wake: Arc<Notify>,
+}
+
+impl Approvals {
+    fn notifier(&self, channel: Channel) -> Option<&Arc<dyn Notifier>> {
+        self.notifiers.iter().find(|n| n.channel() == channel)
+    }
+
+    fn expires_at(&self, from: DateTime<Utc>) -> DateTime<Utc> {
+        match self.settings.timeout {
+            Some(t) => from + chrono::Duration::from_std(t).unwrap_or(NO_EXPIRY),
+            None => from + NO_EXPIRY,
+        }
+    }
+
+    /// The approval request for `req`, from what the stages before left in its state.
+    pub fn build(
+        &self,
+        req: &RemediationRequest,
+        now: DateTime<Utc>,
+    ) -> Result<ApprovalRequest, String> {
+        let st = &req.state;
+        let selection = st
+            .selection
+            .as_ref()
+            .ok_or("the request has no selection to approve")?;
+        let selected = selection
+            .selected
+            .as_ref()
+            .ok_or("the request has no selected workflow to approve")?;
+        let target = st
+            .analysis
+            .as_ref()
+            .and_then(|a| a.root_owner.clone())
+            .or_else(|| req.target.clone())
+            .ok_or("the request has no verified target")?;
+        let gate = st.gate.as_ref();
+        let top = gate.and_then(|g| g.risk_factors.first());
+        let rca = &selection.merged.root_cause_analysis;
+        let since = st.phase_entered_at.unwrap_or(now);
+        Ok(ApprovalRequest {
+            id: Uuid::new_v4(),
+            request_id: req.id,
+            created_at: now,
+            expires_at: self.expires_at(since),
+            signal_name: req.signal.name.clone(),
+            target,
+            environment: st.enrichment.as_ref().map(|e| e.environment.clone()),
+            summary: rca.summary.clone(),
+            evidence: rca.contributing_factors.clone(),
+            workflow_id: selected.workflow_id.clone(),
+            workflow_version: selected.version.clone(),
+            action_type: selected.action_type.clone(),
+            parameters: selected.parameters.clone(),
+            rationale: selected.rationale.clone(),
+            alternatives: selection.alternatives.clone(),
+            confidence: selected.confidence,
+            risk_score: top.map_or(100, |f| f.score),
+            risk_reason: top.map_or_else(
+                || gate.map_or("no gate decision recorded".into(), |g| g.reason.clone()),
+                |f| f.reason.clone(),
+            ),
+            required_because: gate
+                .map(|g| g.risk_factors.iter().map(|f| f.reason.clone()).collect())
+                .unwrap_or_default(),
+            policy_revision: gate.and_then(|g| g.policy_revision.clone()),
+            approvers: self.settings.approvers.clone(),
+            slack_approvers: self.settings.slack_approvers.clone(),
+            decision: None,
+        })
+    }
+
+    /// One offer per channel and recipient.
+    pub fn offers(&self, approval: &ApprovalRequest) -> Vec<Notification> {
+        let mut out = Vec::new();
+        for n in &self.notifiers {
+            for recipient in n.recipients(approval) {
+                out.push(Notification {
+                    id: Uuid::new_v4(),
+                    approval_id: approval.id,
+                    channel: n.channel(),
+                    recipient,
+                    kind: NotificationKind::Offer,
+                    status: DeliveryStatus::Pending,
+                    attempts: 0,
+                    next_attempt_at: Some(approval.created_at),
+                    last_error: None,
+                    external_ref: None,
+                    created_at: approval.created_at,
+                    updated_at: approval.created_at,
+                });
+            }
+        }
+        out
+    }
+
+    fn url(&self, path: &str) -> Option<String> {
+        self.settings
+            .public_url
+            .as_deref()
+            .map(|base| format!("{}{path}", base.trim_end_matches('/')))
+    }
+
+    /// What `recipient` is sent: the approval with links signed for them.
+    pub fn message(
+        &self,
+        approval: &ApprovalRequest,
+        recipient: &str,
+        channel: Channel,
+    ) -> ApprovalMessage {
+        let link = |d: LinkDecision| {
+            let token = self
+                .signer
+                .sign(approval.id, recipient, d, approval.expires_at);
+            self.url(&format!(
+                "/approvals/{}/{}?t={token}",
+                approval.id,
+                d.as_str()
+            ))
+        };
+        // Slack with a bot token decides through its own buttons (the interaction is signed
+        // by Slack); every other channel carries a signed link per decision.
+        let interactive = channel == Channel::Slack && recipient != SLACK_WEBHOOK_RECIPIENT;
+        let (approve_url, deny_url) = if interactive {
+            (None, None)
+        } else {
+            (link(LinkDecision::Approve), link(LinkDecision::Deny))
+        };
+        ApprovalMessage {
+            approval: approval.clone(),
+            recipient: recipient.to_owned(),
+            approve_url,
+            deny_url,
+            view_url: self.url(&format!("/api/v1/approvals/{}", approval.id)),
+        }
+    }
+
+    async fn refuse(
+        &self,
+        request_id: Option<Uuid>,
+        actor: &str,
+        via: Channel,
+        refusal: Refusal,
+    ) -> Refusal {
+        let draft = AuditDraft::new(
+            "approval_refused",
+            actor,
+            format!("{} via {via}: {}", refusal.title, refusal.detail),
+        );
+        if let Err(e) = self.store.append_audit(request_id, None, &draft).await {
+            tracing::warn!(error = %e, "cannot audit a refused approval decision");
+        }
+        if let Some(m) = &self.metrics {
+            m.approval_decision("none", via.as_str(), "refused");
+        }
+        refusal
+    }
+
+    async fn load(&self, id: Uuid) -> Result<Option<ApprovalRequest>, Refusal> {
+        self.store
+            .get_approval(id)
+            .await
+            .map_err(|e| Refusal::new(503, "Try again", format!("the store is unavailable: {e}")))
+    }
+
+    /// Check a link for its confirmation page (a GET: decides nothing, uses nothing).
+    pub async fn view_link(
+        &self,
+        path_id: Uuid,
+        path_decision: &str,
+        token: &str,
+    ) -> Result<LinkView, Refusal> {
+        let now = self.clock.now();
+        let claims = match self.signer.verify(token, now) {
+            Ok(c) => c,
+            Err(e) => {
+                let (status, title) = match e {
+                    LinkError::Expired(_) => (410, "Link expired"),
+                    _ => (403, "Link not valid"),
+                };
+                let request = self
+                    .load(path_id)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|a| a.request_id);
+                return Err(self
+                    .refuse(
+                        request,
+                        "link",
+                        Channel::Email,
+                        Refusal::new(status, title, e.to_string()),
+                    )
+                    .await);
+            }
+        };
+        let Some(approval) = self.load(path_id).await? else {
+            return Err(self
+                .refuse(
+                    None,
+                    &claims.recipient,
+                    Channel::Email,
+                    Refusal::new(
+                        404,
+                        "No such approval",
+                        format!("approval {path_id} does not exist"),
+                    ),
+                )
+                .await);
+        };
+        let wrong = if claims.approval != path_id {
+            Some(format!(
+                "this link was issued for approval {}, not {path_id}",
+                claims.approval
+            ))
+        } else if claims.decision.as_str() != path_decision {
+            Some(format!(
+                "this link was issued to {} it, not to {path_decision} it",
+                claims.decision.as_str()
+            ))
+        } else if !self.may_decide_by_link(&approval, &claims.recipient).await {
+            Some(format!(
+                "{} is not an approver of this request",
+                claims.recipient
+            ))
+        } else {
+            None
+        };
+        if let Some(detail) = wrong {
+            return Err(self
+                .refuse(
+                    Some(approval.request_id),
+                    &claims.recipient,
+                    Channel::Email,
+                    Refusal::new(403, "Link not valid", detail),
+                )
+                .await);
+        }
+        let confirm_target = approval.risk_score >= self.settings.high_risk_score;
+        Ok(LinkView {
+            approval,
+            claims,
+            confirm_target,
+        })
+    }
+
+    /// Whether a link's recipient may decide: an approver, or the Slack channel a
+    /// non-interactive (webhook) message went to.
+    async fn may_decide_by_link(&self, approval: &ApprovalRequest, recipient: &str) -> bool {
+        if approval
+            .approvers
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(recipient))
+        {
+            return true;
+        }
+        self.store
+            .notifications(approval.id)
+            .await
+            .map(|ns| {
+                ns.iter()
+                    .any(|n| n.channel == Channel::Slack && n.recipient == recipient)
+            })
+            .unwrap_or(false)
+    }
+
+    /// Decide through a link's confirmation form (a POST). The link is checked again, the
+    /// typed target name for high-risk changes, then its nonce is used — once.
+    pub async fn decide_link(
+        &self,
+        path_id: Uuid,
+        path_decision: &str,
+        token: &str,
+        typed_target: Option<&str>,
+        message: Option<&str>,
+    ) -> Result<ApprovalRequest, Refusal> {
+        let view = self.view_link(path_id, path_decision, token).await?;
+        let LinkView {
+            approval, claims, ..
+        } = &view;
+        let via = if approval
+            .approvers
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(&claims.recipient))
+        {
+            Channel::Email
+        } else {
+            Channel::Slack
+        };
+        if view.confirm_target && typed_target.map(str::trim) != Some(approval.target.name.as_str())
+        {
+            return Err(self
+                .refuse(
+                    Some(approval.request_id),
+                    &claims.recipient,
+                    via,
+                    Refusal::new(
+                        422,
+                        "Confirmation needed",
+                        format!(
+                            "this change has risk {}: type the name of the target ({}) to confirm",
+                            approval.risk_score, approval.target
+                        ),
+                    ),
+                )
+                .await);
+        }
+        if let Some(d) = &approval.decision {
+            return Err(self
+                .refuse(
+                    Some(approval.request_id),
+                    &claims.recipient,
+                    via,
+                    Refusal::new(
+                        409,
+                        "Already decided",
+                        format!("{} by {} via {}", d.decision, d.decided_by, d.decided_via),
+                    ),
+                )
+                .await);
+        }
+        let fresh = self
+            .store
+            .consume_nonce(&format!("link:{}", claims.nonce), Some(approval.id))
+            .await
+            .map_err(|e| {
+                Refusal::new(503, "Try again", format!("the store is unavailable: {e}"))
+            })?;
+        if !fresh {
+            return Err(self
+                .refuse(
+                    Some(approval.request_id),
+                    &claims.recipient,
+                    via,
+                    Refusal::new(409, "Link already used", "each link works once"),
+                )
+                .await);
+        }
+        let decision = ApprovalDecision {
+            decision: match claims.decision {
+                LinkDecision::Approve => Decision::Approved,
+                LinkDecision::Deny => Decision::Rejected,
+            },
+            decided_by: claims.recipient.clone(),
+            decided_via: via,
+            decided_at: self.clock.now(),
+            message: message.map(str::trim).filter(|m| !m.is_empty()).map(clip),
+            alternative: None,
+        };
+        self.decide(approval, decision).await
+    }
+
+    /// Record a decision (first wins), or say who was first.
+    pub async fn decide(
+        &self,
+        approval: &ApprovalRequest,
+        decision: ApprovalDecision,
+    ) -> Result<ApprovalRequest, Refusal> {
+        let outcome = self
+            .store
+            .decide_approval(approval.id, &decision)
+            .await
+            .map_err(|e| {
+                Refusal::new(503, "Try again", format!("the store is unavailable: {e}"))
+            })?;
+        match outcome {
+            DecideOutcome::Decided(a) => {
+                info!(
+                    approval = %a.id,
+                    request_id = %a.request_id,
+                    decision = decision.decision.as_str(),
+                    by = %decision.decided_by,
+                    via = decision.decided_via.as_str(),
+                    "approval decided"
+                );
+                if let Some(m) = &self.metrics {
+                    m.approval_decision(
+                        decision.decision.as_str(),
+                        decision.decided_via.as_str(),
+                        "decided",
+                    );
+                }
+                self.wake.notify_one();
+                Ok(a)
+            }
+            DecideOutcome::AlreadyDecided(a) => {
+                if let Some(m) = &self.metrics {
+                    m.approval_decision(
+                        decision.decision.as_str(),
+                        decision.decided_via.as_str(),
+                        "refused",
+                    );
+                }
+                let first = a.decision.as_ref();
+                Err(Refusal::new(
+                    409,
+                    "Already decided",
+                    first.map_or("decided".into(), |d| {
+                        format!("{} by {} via {}", d.decision, d.decided_by, d.decided_via)
+                    }),
+                ))
+            }
+            DecideOutcome::NotFound => Err(Refusal::new(
+                404,
+                "No such approval",
+                format!("approval {} does not exist", approval.id),
+            )),
+        }
+    }
+
+    /// Decide through the API as `caller` (an authenticated approver).
+    pub async fn decide_api(
+        &self,
+        id: Uuid,
+        approve: bool,
+        alternative: Option<&str>,
+        message: Option<&str>,
+        caller: &str,
+    ) -> Result<ApprovalRequest, Refusal> {
+        let Some(approval) = self.load(id).await? else {
+            return Err(Refusal::new(
+                404,
+                "No such approval",
+                format!("approval {id} does not exist"),
+            ));
+        };
+        let alternative = match alternative.map(str::trim).filter(|a| !a.is_empty()) {
+            Some(alt) if !approve => {
+                return Err(Refusal::new(
+                    400,
+                    "Not a decision",
+                    format!("an alternative ({alt}) can only be approved, not denied"),
+                ));
+            }
+            Some(alt) => {
+                let req = self
+                    .store
+                    .get_request(approval.request_id)
+                    .await
+                    .map_err(|e| Refusal::new(503, "Try again", e.to_string()))?
+                    .ok_or_else(|| Refusal::new(404, "No such request", "the request is gone"))?;
+                if let Err(why) = self.alternative(&approval, &req, alt) {
+                    return Err(self
+                        .refuse(
+                            Some(approval.request_id),
+                            caller,
+                            Channel::Api,
+                            Refusal::new(400, "Alternative refused", why),
+                        )
+                        .await);
+                }
+                Some(alt.to_owned())
+            }
+            None => None,
+        };
+        let decision = ApprovalDecision {
+            decision: if approve {
+                Decision::Approved
+            } else {
+                Decision::Rejected
+            },
+            decided_by: caller.to_owned(),
+            decided_via: Channel::Api,
+            decided_at: self.clock.now(),
+            message: message.map(str::trim).filter(|m| !m.is_empty()).map(clip),
+            alternative,
+        };
+        match self.decide(&approval, decision).await {
+            Ok(a) => Ok(a),
+            Err(r) if r.status == 409 => Err(self
+                .refuse(Some(approval.request_id), caller, Channel::Api, r)
+                .await),
+            Err(r) => Err(r),
+        }
+    }
+
+    /// Decide through a Slack button, as the Slack user Slack vouched for.
+    pub async fn decide_slack(
+        &self,
+        id: Uuid,
+        approve: bool,
+        user_id: &str,
+        user_name: &str,
+    ) -> Result<ApprovalRequest, Refusal> {
+        let Some(approval) = self.load(id).await? else {
+            return Err(Refusal::new(
+                404,
+                "No such approval",
+                format!("approval {id} does not exist"),
+            ));
+        };
+        let who = if user_name.is_empty() {
+            format!("slack:{user_id}")
+        } else {
+            format!("slack:{user_id} ({user_name})")
+        };
+        if !approval.slack_approvers.iter().any(|u| u == user_id) {
+            return Err(self
+                .refuse(
+                    Some(approval.request_id),
+                    &who,
+                    Channel::Slack,
+                    Refusal::new(
+                        403,
+                        "Not an approver",
+                        format!("Slack user {user_id} may not decide this request"),
+                    ),
+                )
+                .await);
+        }
+        let decision = ApprovalDecision {
+            decision: if approve {
+                Decision::Approved
+            } else {
+                Decision::Rejected
+            },
+            decided_by: who.clone(),
+            decided_via: Channel::Slack,
+            decided_at: self.clock.now(),
+            message: None,
+            alternative: None,
+        };
+        match self.decide(&approval, decision).await {
+            Ok(a) => Ok(a),
+            Err(r) if r.status == 409 => Err(self
+                .refuse(Some(approval.request_id), &who, Channel::Slack, r)
+                .await),
+            Err(r) => Err(r),
+        }
+    }
+
+    /// The alternative workflow an approver picked, checked like a selection: one of the
+    /// alternatives the selection offered, in the catalog, fitting the target, its parameters
+    /// valid for it.
+    pub fn alternative(
+        &self,
+        approval: &ApprovalRequest,
+        req: &RemediationRequest,
+        workflow_id: &str,
+    ) -> Result<SelectedWorkflow, String> {
+        if !approval
+            .alternatives
+            .iter()
+            .any(|a| a.workflow_id == workflow_id)
+        {
+            return Err(format!(
+                "{workflow_id} is not one of the alternatives offered ({})",
+                approval
+                    .alternatives
+                    .iter()
+                    .map(|a| a.workflow_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let analysis = req.state.analysis.as_ref();
+        let ctx = SelectionContext {
+            severity: req.signal.severity.clone(),
+            environment: req.state.enrichment.as_ref().map(|e| e.environment.clone()),
+            signal_mode: Some(req.signal.mode.as_str().into()),
+            target_kind: Some(approval.target.kind.clone()),
+            detected: analysis
+                .and_then(|a| a.detected_labels.clone())
+                .unwrap_or_default(),
+        };
+        let params = self
+            .catalog
+            .validate_selection(
+                workflow_id,
+                &approval.parameters,
+                Some(&approval.target),
+                &ctx,
+            )
+            .map_err(|e| format!("{}: {}", e.code, e.errors.join("; ")))?;
+        let Some(w) = self.catalog.workflow(workflow_id) else {
+            return Err(format!("workflow `{workflow_id}` is not in the catalog"));
+        };
+        Ok(SelectedWorkflow {
+            workflow_id: w.id.clone(),
+            action_type: w.action_type.clone(),
+            version: w.version.clone(),
+            confidence: approval.confidence,
+            rationale: format!("chosen by the approver instead of {}", approval.workflow_id),
+            parameters: params,
+        })
+    }
+}
+
+fn clip(s: &str) -> String {
+    s.chars().take(2000).collect()
+}
+
+/// The stage.
+pub struct ApprovalStage(pub Arc<Approvals>);
+
+impl ApprovalStage {
+    fn conclude(
+        &self,
+        req: &RemediationRequest,
+        approval: &ApprovalRequest,
+        decision: &ApprovalDecision,
+    ) -> Result<StageOutcome, StageError> {
+        let mut state = req.state.clone();
+        state.approval = Some(decision.clone());
+        let by = format!("{} via {}", decision.decided_by, decision.decided_via);
+        let note = decision
+            .message
+            .as_deref()
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
+        match decision.decision {
+            Decision::Approved => {
+                let mut events = vec![];
+                if let Some(alt) = &decision.alternative {
+                    let chosen = self.0.alternative(approval, req, alt).map_err(|why| {
+                        StageError::Failed(format!(
+                            "the approved alternative {alt} is no longer valid: {why}"
+                        ))
+                    })?;
+                    if let Some(sel) = state.selection.as_mut() {
+                        events.push(AuditDraft::new(
+                            "workflow_overridden",
+                            &decision.decided_by,
+                            format!(
+                                "{} replaces {} (chosen at approval)",
+                                chosen.workflow_id, approval.workflow_id
+                            ),
+                        ));
+                        sel.selected = Some(chosen);
+                    }
+                }
+                Ok(StageOutcome::to(
+                    Phase::Executing,
+                    Some(format!("approved by {by}{note}")),
+                    state,
+                    events,
+                ))
+            }
+            Decision::Rejected => Ok(StageOutcome::to(
+                Phase::Rejected,
+                Some(format!("rejected by {by}{note}")),
+                state,
+                vec![],
+            )),
+            Decision::Expired => Ok(StageOutcome::to(
+                Phase::Expired,
+                Some(format!(
+                    "no decision by {} (approval {} expired)",
+                    approval.expires_at.to_rfc3339(),
+                    approval.id
+                )),
+                state,
+                vec![],
+            )),
+        }
+    }
+}
+
+fn store_down(e: impl std::fmt::Display) -> StageError {
+    StageError::Unavailable {
+        dependency: "store".into(),
+        message: e.to_string(),
+    }
+}
+
+#[async_trait]
+impl Stage for ApprovalStage {
+    fn phase(&self) -> Phase {
+        Phase::AwaitingApproval
+    }
+
+    async fn run(&self, req: &RemediationRequest) -> Result<StageOutcome, StageError> {
+        let a = &self.0;
+        let now = a.clock.now();
+        let approval = match a
+            .store
+            .approval_of_request(req.id)
+            .await
+            .map_err(store_down)?
+        {
+            Some(existing) => existing,
+            None => {
+                let fresh = a.build(req, now).map_err(StageError::Failed)?;
+                let offers = a.offers(&fresh);
+                let stored = a
+                    .store
+                    .create_approval(&fresh, &offers)
+                    .await
+                    .map_err(store_down)?;
+                a.wake.notify_one();
+                stored
+            }
+        };
+        if let Some(d) = &approval.decision {
+            return self.conclude(req, &approval, d);
+        }
+        if now >= approval.expires_at {
+            let expiry = ApprovalDecision {
+                decision: Decision::Expired,
+                decided_by: "system".into(),
+                decided_via: Channel::System,
+                decided_at: now,
+                message: None,
+                alternative: None,
+            };
+            let decided = a
+                .store
+                .decide_approval(approval.id, &expiry)
+                .await
+                .map_err(store_down)?;
+            return match decided {
+                DecideOutcome::Decided(x) | DecideOutcome::AlreadyDecided(x) => {
+                    if let Some(m) = &a.metrics
+                        && x.decision
+                            .as_ref()
+                            .is_some_and(|d| d.decision == Decision::Expired)
+                    {
+                        m.approval_decision("expired", "system", "decided");
+                    }
+                    a.wake.notify_one();
+                    match &x.decision {
+                        Some(d) => self.conclude(req, &x, d),
+                        None => Err(StageError::Failed("the approval lost its decision".into())),
+                    }
+                }
+                DecideOutcome::NotFound => Err(StageError::Failed(format!(
+                    "approval {} vanished",
+                    approval.id
+                ))),
+            };
+        }
+        // Come back at expiry; a decision wakes the request earlier.
+        Ok(StageOutcome::later(
+            Phase::AwaitingApproval,
+            req.state.clone(),
+            approval.expires_at,
+            vec![],
+        ))
+    }
+}

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::approval::ApprovalDecision;
 use super::enrichment::Enrichment;
 use super::execution::{Assessment, Execution};
 use super::gate::GateDecision;
@@ -44,6 +45,9 @@ pub struct StageState {
     pub selection: Option<Selection>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateDecision>,
+    /// The human decision, when the gate required one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalDecision>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<Execution>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -178,7 +178,12 @@ impl Pipeline {
 
     async fn decide(&self, req: &RemediationRequest) -> Step {
         let now = self.clock.now();
+        // An approval stage decides expiry itself, through the store's first-decision-wins
+        // call: a human's approval a second before the deadline must not lose to a timer here.
+        let approval_owns_time =
+            req.phase == Phase::AwaitingApproval && self.stages.contains_key(&req.phase);
         if req.phase.is_runnable()
+            && !approval_owns_time
             && let Some((to, reason)) = self.timeouts.expired(req, now)
         {
             let mut state = req.state.clone();
