@@ -14,6 +14,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::Deserialize;
 
+use crate::approval::ApprovalSettings;
 use crate::cluster::tools::ToolLimits;
 use crate::cluster::{ClusterSettings, ReadPolicy};
 use crate::enrich::EnrichSettings;
@@ -212,6 +213,109 @@ pub struct DaemonArgs {
 
     #[command(flatten)]
     pub execute: ExecuteArgs,
+
+    #[command(flatten)]
+    pub approvals: ApprovalArgs,
+}
+
+/// Human approvals: who decides, how they are told, and the links they use.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ApprovalArgs {
+    /// The address approvers reach kubemedic at (`https://kubemedic.example.com`): the base of
+    /// every link in an approval mail or Slack message. Required when e-mail or Slack is set.
+    #[arg(long, env = "KUBEMEDIC_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
+
+    /// E-mail addresses that may approve, comma-separated; each gets the approval mail with
+    /// their own signed links, and may decide through the API.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_APPROVERS",
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
+    pub approvers: Option<Vec<String>>,
+
+    /// From this risk score (0-100) on, an approver confirming through a link must type the
+    /// target's name [default: 80].
+    #[arg(long, env = "KUBEMEDIC_HIGH_RISK_SCORE", value_name = "0..100")]
+    pub high_risk_score: Option<i64>,
+
+    /// The key approval links are signed with (HMAC-SHA256) [default: a random key generated
+    /// once and kept in the store, so links survive restarts].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_LINK_SIGNING_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub link_signing_key: Option<Secret>,
+
+    /// SMTP server: `smtp://HOST[:PORT]` (plain), `smtp+starttls://HOST[:PORT]` (STARTTLS) or
+    /// `smtps://HOST[:PORT]` (implicit TLS).
+    #[arg(long, env = "KUBEMEDIC_SMTP_URL", value_name = "URL")]
+    pub smtp_url: Option<String>,
+
+    /// SMTP user name (authentication is used only when set).
+    #[arg(long, env = "KUBEMEDIC_SMTP_USERNAME", value_name = "USER")]
+    pub smtp_username: Option<String>,
+
+    /// SMTP password.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_SMTP_PASSWORD",
+        value_name = "PASSWORD",
+        hide_env_values = true
+    )]
+    pub smtp_password: Option<Secret>,
+
+    /// The sender of approval mail (`kubemedic <kubemedic@example.com>`).
+    #[arg(long, env = "KUBEMEDIC_EMAIL_FROM", value_name = "MAILBOX")]
+    pub email_from: Option<String>,
+
+    /// Slack bot token (`xoxb-…`): approvals are posted with Approve / Deny buttons.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_SLACK_BOT_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub slack_bot_token: Option<Secret>,
+
+    /// The Slack channel approvals are posted to (with a bot token).
+    #[arg(long, env = "KUBEMEDIC_SLACK_CHANNEL", value_name = "CHANNEL")]
+    pub slack_channel: Option<String>,
+
+    /// A Slack incoming webhook URL (no buttons: the message links to the confirmation pages).
+    #[arg(
+        long,
+        env = "KUBEMEDIC_SLACK_WEBHOOK_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub slack_webhook_url: Option<Secret>,
+
+    /// Slack's signing secret: verifies `POST /api/v1/slack/interactions` (the buttons).
+    #[arg(
+        long,
+        env = "KUBEMEDIC_SLACK_SIGNING_SECRET",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    pub slack_signing_secret: Option<Secret>,
+
+    /// Slack's Web API base [default: https://slack.com/api].
+    #[arg(long, env = "KUBEMEDIC_SLACK_API_URL", value_name = "URL")]
+    pub slack_api_url: Option<String>,
+
+    /// Slack user ids that may approve with the buttons, comma-separated.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_SLACK_APPROVERS",
+        value_name = "LIST",
+        value_delimiter = ','
+    )]
+    pub slack_approvers: Option<Vec<String>>,
 }
 
 /// Execution, verification and the guardrails around them.
@@ -672,6 +776,20 @@ struct FileSettings {
     confidence_threshold: Option<f64>,
     default_environment: Option<String>,
     policy_eval_timeout_ms: Option<u64>,
+    public_url: Option<String>,
+    approvers: Option<Vec<String>>,
+    high_risk_score: Option<i64>,
+    link_signing_key: Option<Secret>,
+    smtp_url: Option<String>,
+    smtp_username: Option<String>,
+    smtp_password: Option<Secret>,
+    email_from: Option<String>,
+    slack_bot_token: Option<Secret>,
+    slack_channel: Option<String>,
+    slack_webhook_url: Option<Secret>,
+    slack_signing_secret: Option<Secret>,
+    slack_api_url: Option<String>,
+    slack_approvers: Option<Vec<String>>,
 }
 
 /// Cluster settings from flags/env only (commands without a daemon config file).
@@ -980,6 +1098,162 @@ pub struct Settings {
     pub execute: ExecuteSettings,
     pub verify: VerifySettings,
     pub timeouts: PhaseTimeouts,
+    pub approvals: ApprovalConfig,
+}
+
+/// Approvals as configured: the stage's settings, the link key, and the channels.
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalConfig {
+    pub settings: ApprovalSettings,
+    pub link_signing_key: Option<Secret>,
+    pub smtp_url: Option<String>,
+    pub smtp_username: Option<String>,
+    pub smtp_password: Option<Secret>,
+    pub email_from: Option<String>,
+    pub slack_bot_token: Option<Secret>,
+    pub slack_channel: Option<String>,
+    pub slack_webhook_url: Option<Secret>,
+    pub slack_signing_secret: Option<Secret>,
+    pub slack_api_url: Option<String>,
+}
+
+impl ApprovalConfig {
+    /// Somebody can decide: approvals are on.
+    pub fn enabled(&self) -> bool {
+        !self.settings.approvers.is_empty() || !self.settings.slack_approvers.is_empty()
+    }
+    pub fn email(&self) -> bool {
+        self.smtp_url.is_some()
+    }
+    pub fn slack(&self) -> bool {
+        self.slack_bot_token.is_some() || self.slack_webhook_url.is_some()
+    }
+}
+
+fn merge_approvals(
+    a: &ApprovalArgs,
+    f: &FileSettings,
+    timeout: Option<Duration>,
+) -> Result<ApprovalConfig> {
+    let text = |v: Option<String>| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    let list = |v: Option<Vec<String>>| -> Vec<String> {
+        v.unwrap_or_default()
+            .into_iter()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    let approvers = list(a.approvers.clone().or(f.approvers.clone()));
+    for addr in &approvers {
+        let ok = addr.split_once('@').is_some_and(|(l, d)| {
+            !l.is_empty() && d.contains('.') && !addr.contains(char::is_whitespace)
+        });
+        if !ok {
+            return Err(invalid(
+                "--approvers",
+                "KUBEMEDIC_APPROVERS",
+                "approvers",
+                format!("`{addr}` is not an e-mail address"),
+            ));
+        }
+    }
+    let slack_approvers = list(a.slack_approvers.clone().or(f.slack_approvers.clone()));
+    let high_risk_score = a.high_risk_score.or(f.high_risk_score).unwrap_or(80);
+    if !(0..=100).contains(&high_risk_score) {
+        return Err(invalid(
+            "--high-risk-score",
+            "KUBEMEDIC_HIGH_RISK_SCORE",
+            "high-risk-score",
+            format!("{high_risk_score} is outside 0..=100"),
+        ));
+    }
+    let public_url = text(a.public_url.clone().or(f.public_url.clone()));
+    if let Some(u) = &public_url {
+        let ok = (u.starts_with("https://") || u.starts_with("http://"))
+            && !u.contains(char::is_whitespace)
+            && !u.contains('?')
+            && !u.contains('#');
+        if !ok {
+            return Err(invalid(
+                "--public-url",
+                "KUBEMEDIC_PUBLIC_URL",
+                "public-url",
+                format!("`{u}` is not an http(s) base URL (no query, no fragment)"),
+            ));
+        }
+    }
+    let config = ApprovalConfig {
+        settings: ApprovalSettings {
+            timeout,
+            approvers,
+            slack_approvers,
+            high_risk_score,
+            public_url: public_url.map(|u| u.trim_end_matches('/').to_owned()),
+        },
+        link_signing_key: non_empty(a.link_signing_key.clone().or(f.link_signing_key.clone())),
+        smtp_url: text(a.smtp_url.clone().or(f.smtp_url.clone())),
+        smtp_username: text(a.smtp_username.clone().or(f.smtp_username.clone())),
+        smtp_password: non_empty(a.smtp_password.clone().or(f.smtp_password.clone())),
+        email_from: text(a.email_from.clone().or(f.email_from.clone())),
+        slack_bot_token: non_empty(a.slack_bot_token.clone().or(f.slack_bot_token.clone())),
+        slack_channel: text(a.slack_channel.clone().or(f.slack_channel.clone())),
+        slack_webhook_url: non_empty(a.slack_webhook_url.clone().or(f.slack_webhook_url.clone())),
+        slack_signing_secret: non_empty(
+            a.slack_signing_secret
+                .clone()
+                .or(f.slack_signing_secret.clone()),
+        ),
+        slack_api_url: text(a.slack_api_url.clone().or(f.slack_api_url.clone())),
+    };
+    if let Some(k) = &config.link_signing_key
+        && k.expose().len() < 32
+    {
+        return Err(invalid(
+            "--link-signing-key",
+            "KUBEMEDIC_LINK_SIGNING_KEY",
+            "link-signing-key",
+            "shorter than 32 characters; use a long random value".into(),
+        ));
+    }
+    if (config.email() || config.slack()) && config.settings.public_url.is_none() {
+        return Err(invalid(
+            "--public-url",
+            "KUBEMEDIC_PUBLIC_URL",
+            "public-url",
+            "approval notifications are configured (e-mail or Slack) but their links need the \
+             address approvers reach kubemedic at"
+                .into(),
+        ));
+    }
+    if (config.email() || config.slack()) && !config.enabled() {
+        return Err(invalid(
+            "--approvers",
+            "KUBEMEDIC_APPROVERS",
+            "approvers",
+            "approval notifications are configured but nobody may approve: set --approvers \
+             and/or --slack-approvers"
+                .into(),
+        ));
+    }
+    if config.email() && config.settings.approvers.is_empty() {
+        return Err(invalid(
+            "--approvers",
+            "KUBEMEDIC_APPROVERS",
+            "approvers",
+            "--smtp-url is set but there is nobody to mail".into(),
+        ));
+    }
+    if config.slack_bot_token.is_some() && config.slack_signing_secret.is_none() {
+        return Err(invalid(
+            "--slack-signing-secret",
+            "KUBEMEDIC_SLACK_SIGNING_SECRET",
+            "slack-signing-secret",
+            "a Slack bot token posts buttons, and their callbacks cannot be verified without \
+             the signing secret"
+                .into(),
+        ));
+    }
+    Ok(config)
 }
 
 fn invalid(
@@ -1019,6 +1293,15 @@ impl Settings {
             0 => None,
             s => Some(Duration::from_secs(s)),
         };
+        let approvals = merge_approvals(
+            &args.approvals,
+            &file,
+            limit(
+                args.approval_timeout_seconds,
+                file.approval_timeout_seconds,
+                900,
+            ),
+        )?;
         let timeouts = PhaseTimeouts {
             investigating: limit(
                 args.investigation_timeout_seconds,
@@ -1181,6 +1464,7 @@ impl Settings {
             enrich,
             execute,
             verify,
+            approvals,
             timeouts,
         })
     }

@@ -12,6 +12,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use crate::approval::dispatch::Dispatcher;
+use crate::approval::{ApprovalStage, Approvals, LinkSigner};
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::{ClusterReader, KubeCluster};
 use crate::config::{GateParts, Settings};
@@ -24,6 +26,7 @@ use crate::history::{HistoryError, RemediationHistory};
 use crate::ingest::IngestQueue;
 use crate::investigate::{InvestigationStage, SelectionStage};
 use crate::llm::LlmStatus;
+use crate::notify::Notifier;
 use crate::pipeline::Pipeline;
 use crate::pipeline::worker::WorkerPool;
 use crate::policy::{PolicyDependency, RELOAD_INTERVAL, RegoGate};
@@ -55,6 +58,9 @@ pub struct Components {
     pub dependencies: Vec<Arc<dyn Dependency>>,
     /// Shared with the stages that report metrics (LLM tokens…); made fresh if absent.
     pub metrics: Option<Arc<Metrics>>,
+    /// Human approvals (their stage is among `stages`); the daemon serves their pages and API
+    /// and runs their notification dispatcher.
+    pub approvals: Option<Arc<Approvals>>,
 }
 
 pub struct Running {
@@ -170,7 +176,13 @@ pub async fn start_on(
         max_body_bytes: settings.max_body_bytes,
         limits: settings.http,
         dependencies: components.dependencies,
+        approvals: components.approvals.clone(),
+        slack_signing_secret: settings.approvals.slack_signing_secret.clone(),
     });
+    if let Some(approvals) = components.approvals {
+        let dispatcher = Arc::new(Dispatcher::new(approvals));
+        tokio::spawn(dispatcher.run(shutdown.clone()));
+    }
     let server = tokio::spawn(web::serve(listener, state.clone(), shutdown.clone()));
     let worker_stop = shutdown.clone();
     let workers = tokio::spawn(workers.run(worker_stop, Duration::from_secs(20)));
@@ -297,6 +309,19 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
             components
                 .stages
                 .push(gate_stage(gate.clone(), &settings.gate));
+            if let Some(approvals) = approval_service(
+                settings,
+                store.clone(),
+                clock.clone(),
+                Some(metrics.clone()),
+            )
+            .await
+            {
+                components
+                    .stages
+                    .push(Arc::new(ApprovalStage(approvals.clone())));
+                components.approvals = Some(approvals);
+            }
             components.stages.extend(execution_stages(
                 settings,
                 cluster.clone(),
@@ -432,6 +457,66 @@ pub fn execution_stages(
         verify = verify.with_metrics(m);
     }
     vec![Arc::new(execute), Arc::new(verify)]
+}
+
+/// Human approvals, when somebody may approve (`--approvers`, `--slack-approvers`): the link
+/// key (configured, or generated once and kept in the store), the catalog (an approver's
+/// alternative is checked against it) and the notifiers. `None` otherwise, and then a request
+/// the gate sends to a human ends "human approval not available", as it should when nobody
+/// could decide.
+pub async fn approval_service(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    metrics: Option<Arc<Metrics>>,
+) -> Option<Arc<Approvals>> {
+    let config = &settings.approvals;
+    if !config.enabled() {
+        return None;
+    }
+    let catalog =
+        match crate::investigate::load_catalog(settings.investigate.catalog_dir.as_deref()) {
+            Ok(c) => Arc::new(c),
+            Err(e) => {
+                tracing::error!(error = %e, "approvals not available: the catalog does not load");
+                return None;
+            }
+        };
+    let key = match &config.link_signing_key {
+        Some(k) => k.clone(),
+        None => match store
+            .setting_or_init("link_signing_key", &LinkSigner::generate_key)
+            .await
+        {
+            Ok(k) => crate::secret::Secret::new(k),
+            Err(e) => {
+                tracing::error!(error = %e, "approvals not available: no link signing key");
+                return None;
+            }
+        },
+    };
+    let notifiers = approval_notifiers(config);
+    info!(
+        approvers = config.settings.approvers.len(),
+        slack_approvers = config.settings.slack_approvers.len(),
+        channels = notifiers.len(),
+        "approvals ready"
+    );
+    Some(Arc::new(Approvals {
+        store,
+        settings: config.settings.clone(),
+        notifiers,
+        signer: LinkSigner::new(key),
+        catalog,
+        clock,
+        metrics,
+        wake: Arc::new(Notify::new()),
+    }))
+}
+
+/// The e-mail and Slack notifiers the configuration asks for.
+fn approval_notifiers(_config: &crate::config::ApprovalConfig) -> Vec<Arc<dyn Notifier>> {
+    Vec::new()
 }
 
 /// The Enriching stage: namespace labels and the enrichment policy.

@@ -126,6 +126,7 @@ fn demo_components(
             investigator,
         ],
         metrics: Some(metrics),
+        approvals: None,
     })
 }
 

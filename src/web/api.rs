@@ -25,7 +25,7 @@ fn require_api(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-fn paging(q: &HashMap<String, String>) -> Result<(i64, i64), ApiError> {
+pub(super) fn paging(q: &HashMap<String, String>) -> Result<(i64, i64), ApiError> {
     let number = |key: &str, default: i64, max: i64| -> Result<i64, ApiError> {
         match q.get(key) {
             None => Ok(default),
@@ -44,7 +44,7 @@ fn paging(q: &HashMap<String, String>) -> Result<(i64, i64), ApiError> {
     ))
 }
 
-fn reject_unknown(q: &HashMap<String, String>, known: &[&str]) -> Result<(), ApiError> {
+pub(super) fn reject_unknown(q: &HashMap<String, String>, known: &[&str]) -> Result<(), ApiError> {
     match q.keys().find(|k| !known.contains(&k.as_str())) {
         Some(k) => Err(ApiError::bad(
             k,

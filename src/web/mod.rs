@@ -8,6 +8,7 @@
 //! leaked.
 
 pub mod api;
+mod approvals;
 pub mod health;
 mod ingest;
 mod server;
@@ -26,6 +27,7 @@ use axum::routing::{get, post};
 use serde_json::json;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::approval::Approvals;
 use crate::clock::Clock;
 use crate::ingest::IngestQueue;
 use crate::readiness::Dependency;
@@ -79,6 +81,10 @@ pub struct AppState {
     pub limits: HttpLimits,
     /// Outside systems whose reachability `/readyz` reports (cluster, LLM, mail…).
     pub dependencies: Vec<Arc<dyn Dependency>>,
+    /// Human approvals, when approvers are configured.
+    pub approvals: Option<Arc<Approvals>>,
+    /// Slack's signing secret, for `POST /api/v1/slack/interactions`.
+    pub slack_signing_secret: Option<Secret>,
 }
 
 impl AppState {
@@ -106,6 +112,13 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/requests", get(api::list_requests))
         .route("/api/v1/requests/{id}", get(api::get_request))
         .route("/api/v1/history", get(api::target_history))
+        .route("/api/v1/approvals", get(approvals::list))
+        .route("/api/v1/approvals/{id}", get(approvals::get))
+        .route("/api/v1/approvals/{id}/decision", post(approvals::decide))
+        .route(
+            "/approvals/{id}/{decision}",
+            get(approvals::link_page).post(approvals::link_submit),
+        )
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
@@ -170,6 +183,8 @@ pub enum ApiError {
         message: String,
     },
     NotFound(String),
+    /// The resource is in a state that refuses this (an approval already decided).
+    Conflict(String),
     TooLarge(usize),
     /// The body did not arrive within the body timeout; the connection is closed.
     BodyTimeout(Duration),
@@ -219,6 +234,7 @@ impl IntoResponse for ApiError {
                 },
             ),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, json!({"error": m})),
+            ApiError::Conflict(m) => (StatusCode::CONFLICT, json!({"error": m})),
             ApiError::TooLarge(limit) => (
                 StatusCode::PAYLOAD_TOO_LARGE,
                 json!({"error": format!("body larger than {limit} bytes")}),
