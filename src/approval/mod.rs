@@ -311,6 +311,30 @@ impl Approvals {
                     .await);
             }
         };
+        if claims.approval != path_id {
+            // A genuine link, pointed at another approval: audit it on the one it was for.
+            let request = self
+                .load(claims.approval)
+                .await
+                .ok()
+                .flatten()
+                .map(|a| a.request_id);
+            return Err(self
+                .refuse(
+                    request,
+                    &claims.recipient,
+                    Channel::Email,
+                    Refusal::new(
+                        403,
+                        "Link not valid",
+                        format!(
+                            "this link was issued for approval {}, not {path_id}",
+                            claims.approval
+                        ),
+                    ),
+                )
+                .await);
+        }
         let Some(approval) = self.load(path_id).await? else {
             return Err(self
                 .refuse(
@@ -325,12 +349,7 @@ impl Approvals {
                 )
                 .await);
         };
-        let wrong = if claims.approval != path_id {
-            Some(format!(
-                "this link was issued for approval {}, not {path_id}",
-                claims.approval
-            ))
-        } else if claims.decision.as_str() != path_decision {
+        let wrong = if claims.decision.as_str() != path_decision {
             Some(format!(
                 "this link was issued to {} it, not to {path_decision} it",
                 claims.decision.as_str()
