@@ -281,8 +281,15 @@ fn classify(
     what: &str,
     e: &lettre::transport::smtp::Error,
 ) -> NotifyError {
-    let message = format!("sending the {what} through {endpoint}: {}", chain(e));
-    if e.is_permanent() {
+    let detail = chain(e);
+    let message = format!("sending the {what} through {endpoint}: {detail}");
+    if !e.is_transient() && !e.is_permanent() && detail.contains("certificate") {
+        // The server's certificate is not trusted, expired or for another name: retrying
+        // changes nothing until somebody changes the server or the trust.
+        NotifyError::permanent(format!(
+            "{message} (is the server's CA in --smtp-ca-file, and the host its certificate's name?)"
+        ))
+    } else if e.is_permanent() {
         // 5xx: a refused password (535), a refused recipient (550), no relaying (554).
         NotifyError::permanent(message)
     } else if e.is_client() {
