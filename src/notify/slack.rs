@@ -1138,6 +1138,87 @@ mod tests {
         assert!(escape_mrkdwn(&"<".repeat(1000), 3000).chars().count() <= 3000);
     }
 
+    fn huge_approval() -> ApprovalMessage {
+        let long = "<&>".repeat(5000);
+        let approval = ApprovalRequest {
+            id: Uuid::new_v4(),
+            request_id: Uuid::new_v4(),
+            created_at: Utc.timestamp_opt(1_900_000_000, 0).unwrap(),
+            expires_at: Utc.timestamp_opt(1_900_000_900, 0).unwrap(),
+            signal_name: long.clone(),
+            target: crate::domain::Target::new("Deployment", long.clone(), Some("prod".into())),
+            environment: Some(long.clone()),
+            summary: long.clone(),
+            evidence: vec![long.clone(); 200],
+            workflow_id: long.clone(),
+            workflow_version: "1".into(),
+            action_type: long.clone(),
+            parameters: Default::default(),
+            rationale: long.clone(),
+            alternatives: vec![],
+            confidence: 0.5,
+            risk_score: 90,
+            risk_reason: long.clone(),
+            required_because: vec![long.clone(); 50],
+            policy_revision: None,
+            approvers: vec![],
+            slack_approvers: vec![],
+            decision: None,
+        };
+        ApprovalMessage {
+            approval,
+            recipient: "C1".into(),
+            approve_url: Some("https://km.example.com/a".into()),
+            deny_url: Some("https://km.example.com/d".into()),
+            view_url: Some("https://km.example.com/v".into()),
+        }
+    }
+
+    /// Slack refuses a message whose texts exceed its limits (invalid_blocks): header 150,
+    /// section text 3000, field 2000, confirm text 300, at most 10 fields and 50 blocks.
+    #[test]
+    fn over_long_alert_text_stays_within_block_kit_limits() {
+        let m = huge_approval();
+        let now = m.approval.created_at;
+        for blocks in [
+            offer_message(&m, Buttons::Interactive, &[], now).blocks,
+            offer_message(&m, Buttons::Links, &[], now).blocks,
+            outcome_blocks(&m.approval),
+        ] {
+            assert!(blocks.len() <= 50);
+            for b in &blocks {
+                let len = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+                match b["type"].as_str().unwrap() {
+                    "header" => assert!(len(&b["text"]["text"]) <= 150),
+                    "section" => {
+                        assert!(len(&b["text"]["text"]) <= 3000);
+                        if let Some(fields) = b["fields"].as_array() {
+                            assert!(fields.len() <= 10);
+                            assert!(fields.iter().all(|f| len(&f["text"]) <= 2000));
+                        }
+                    }
+                    "context" => assert!(
+                        b["elements"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .all(|e| len(&e["text"]) <= 3000)
+                    ),
+                    "actions" => {
+                        for e in b["elements"].as_array().unwrap() {
+                            assert!(len(&e["text"]["text"]) <= 75);
+                            if e.get("confirm").is_some() {
+                                assert!(len(&e["confirm"]["text"]["text"]) <= 300);
+                                assert!(len(&e["confirm"]["title"]["text"]) <= 100);
+                            }
+                        }
+                    }
+                    other => panic!("unexpected block {other}"),
+                }
+            }
+        }
+    }
+
     #[test]
     fn signatures_as_slack_documents_them() {
         // Slack's documented example (api.slack.com/authentication/verifying-requests-from-slack).
