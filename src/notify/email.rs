@@ -312,6 +312,10 @@ fn chain(e: &dyn std::error::Error) -> String {
         }
         source = inner.source();
     }
+    // lettre nests its own errors: "Connection error: Connection error: …".
+    while let Some(i) = s.find("Connection error: Connection error: ") {
+        s.replace_range(i..i + "Connection error: ".len(), "");
+    }
     s
 }
 
