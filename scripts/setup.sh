@@ -11,3 +11,11 @@ source scripts/kube-tier/common.sh
 # for verification (Debian's packages do not start services in a container: policy-rc.d).
 ensure_apt_packages postgresql etcd-server openssl curl python3 python3-venv \
   prometheus-alertmanager prometheus
+
+# npm (Debian's, if missing) and the npm tools of the test tier, each once into
+# ~/.cache/kubemedic/npm: maildev (SMTP with an HTTP API) and the Slack emulator with its Node 22.
+# shellcheck source=lib/npm-tools.sh
+source scripts/lib/npm-tools.sh
+ensure_npm
+npm_tool maildev "${MAILDEV_PACKAGES[@]}" >/dev/null
+npm_tool slack-emulator "${SLACK_EMULATOR_PACKAGES[@]}" >/dev/null

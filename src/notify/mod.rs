@@ -6,6 +6,16 @@
 //! offering buttons that no longer work. Retries, backoff, auditing and metrics are the
 //! caller's (the approval stage's dispatcher): a notifier makes one attempt and says what
 //! happened. Nothing here decides anything.
+//!
+//! [`email::EmailNotifier`] speaks SMTP (lettre, rustls with ring); [`slack::SlackNotifier`]
+//! speaks the Slack Web API or an incoming webhook (reqwest), and [`slack`] also holds the pure
+//! functions the interaction endpoint needs (signature check, payload parsing). Both render the
+//! same facts (`render`), and treat every value of the approval as untrusted text: alert text
+//! and model output are escaped for the medium (HTML, Slack mrkdwn) and never interpreted.
+
+pub mod email;
+mod render;
+pub mod slack;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -32,6 +42,24 @@ impl NotifyError {
         Self {
             message: message.into(),
             retryable: false,
+        }
+    }
+}
+
+/// A notifier's settings are wrong. `setting` is the flag an operator sets (`--smtp-url`,
+/// `--slack-channel`, …), so the message can be shown as it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{setting}: {message}")]
+pub struct SettingsError {
+    pub setting: &'static str,
+    pub message: String,
+}
+
+impl SettingsError {
+    pub fn new(setting: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            setting,
+            message: message.into(),
         }
     }
 }

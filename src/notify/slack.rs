@@ -1,0 +1,1232 @@
+//! Approval messages in Slack: the Web API with a bot token, or an incoming webhook.
+//!
+//! With a bot token, `offer` is `chat.postMessage` with Block Kit blocks — the same facts as
+//! the mail — and, when a signing secret is configured, Approve / Deny buttons whose clicks
+//! Slack posts to kubemedic's interaction endpoint (`action_id` `approve` / `deny`, `value` the
+//! approval id); it returns `{"channel", "ts"}` and `outcome` is `chat.update` of that message,
+//! the buttons replaced by a line saying how it ended. Without a signing secret, or with an
+//! incoming webhook only, the buttons are links to the signed confirmation pages; a webhook
+//! cannot edit what it posted, so its `outcome` is a follow-up message.
+//!
+//! For the interaction endpoint: [`verify_signature`] (Slack's `v0` HMAC-SHA256 over
+//! `v0:{timestamp}:{raw body}`, five minutes either way), [`parse_interaction`] (the
+//! `block_actions` payload), [`SlackNotifier::respond`] (answer through the `response_url`),
+//! and [`outcome_blocks`] so the endpoint and `outcome` show the same thing.
+//!
+//! Alert text and model output are untrusted: `&`, `<`, `>` are escaped in every mrkdwn text,
+//! so `<!channel>` or a disguised link in a summary arrives as text.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use uuid::Uuid;
+
+use super::render;
+use super::{Notifier, NotifyError, SettingsError};
+use crate::clock::Clock;
+use crate::domain::{ApprovalMessage, ApprovalRequest, Channel, Decision};
+use crate::secret::Secret;
+
+pub const DEFAULT_API_URL: &str = "https://slack.com/api";
+/// The headers Slack signs its requests with.
+pub const TIMESTAMP_HEADER: &str = "X-Slack-Request-Timestamp";
+pub const SIGNATURE_HEADER: &str = "X-Slack-Signature";
+/// How far a request's timestamp may be from now, either way (Slack's own recommendation).
+pub const MAX_SKEW_SECONDS: i64 = 5 * 60;
+/// The `action_id`s of the interactive buttons; only these decide.
+pub const APPROVE_ACTION: &str = "approve";
+pub const DENY_ACTION: &str = "deny";
+/// The `block_id` of the actions block (the one `outcome` replaces).
+pub const ACTIONS_BLOCK_ID: &str = "kubemedic_approval";
+
+#[derive(Debug, Clone)]
+pub struct SlackSettings {
+    /// A bot token (`xoxb-…`) with `chat:write`: messages with buttons, updated in place.
+    pub bot_token: Option<Secret>,
+    /// Where the bot posts (a channel id `C…` or a name); required with the bot token.
+    pub channel: Option<String>,
+    /// An incoming webhook (the URL is the credential): link buttons, no updates.
+    pub webhook_url: Option<Secret>,
+    /// Verifies the interactive callbacks; without it the buttons are links.
+    pub signing_secret: Option<Secret>,
+    pub api_url: String,
+    /// Slack user ids (`U…`, `W…`) who may decide; mentioned in the message.
+    pub approvers: Vec<String>,
+    pub timeout: Duration,
+}
+
+impl Default for SlackSettings {
+    fn default() -> Self {
+        Self {
+            bot_token: None,
+            channel: None,
+            webhook_url: None,
+            signing_secret: None,
+            api_url: DEFAULT_API_URL.into(),
+            approvers: Vec::new(),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl SlackSettings {
+    /// Every setting checked, each error naming its flag. Secrets never appear in a message.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let blank = |s: &Option<Secret>| s.as_ref().is_some_and(|v| v.expose().trim().is_empty());
+        if blank(&self.bot_token) {
+            return Err(SettingsError::new("--slack-bot-token", "is empty"));
+        }
+        if blank(&self.webhook_url) {
+            return Err(SettingsError::new("--slack-webhook-url", "is empty"));
+        }
+        if blank(&self.signing_secret) {
+            return Err(SettingsError::new("--slack-signing-secret", "is empty"));
+        }
+        let channel = self
+            .channel
+            .as_deref()
+            .map(str::trim)
+            .filter(|c| !c.is_empty());
+        match (&self.bot_token, &self.webhook_url) {
+            (None, None) => {
+                return Err(SettingsError::new(
+                    "--slack-bot-token",
+                    "Slack needs a bot token (with --slack-channel) or --slack-webhook-url",
+                ));
+            }
+            (Some(_), Some(_)) => {
+                return Err(SettingsError::new(
+                    "--slack-webhook-url",
+                    "give --slack-bot-token or --slack-webhook-url, not both",
+                ));
+            }
+            (Some(_), None) if channel.is_none() => {
+                return Err(SettingsError::new(
+                    "--slack-channel",
+                    "is required with --slack-bot-token: the channel (id or name) approval requests are posted to",
+                ));
+            }
+            (None, Some(_)) if channel.is_some() => {
+                return Err(SettingsError::new(
+                    "--slack-channel",
+                    "only applies with --slack-bot-token; an incoming webhook posts to the channel it was made for",
+                ));
+            }
+            _ => {}
+        }
+        if let Some(w) = &self.webhook_url {
+            check_url("--slack-webhook-url", w.expose(), false)?;
+        }
+        check_url("--slack-api-url", &self.api_url, true)?;
+        for a in &self.approvers {
+            if !is_user_id(a.trim()) {
+                return Err(SettingsError::new(
+                    "--slack-approvers",
+                    format!(
+                        "{a:?} is not a Slack user id (U… or W…; a profile's \"Copy member ID\")"
+                    ),
+                ));
+            }
+        }
+        if self.timeout.is_zero() {
+            return Err(SettingsError::new(
+                "--slack-timeout-seconds",
+                "must be more than 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `U0123ABC`, `W0123ABC`.
+fn is_user_id(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some('U' | 'W'))
+        && s.len() >= 3
+        && s.len() <= 32
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
+/// https, or http to a loopback address (a test server). `show`: the URL may be printed (the
+/// webhook's path is its credential, so only its host is).
+fn check_url(flag: &'static str, raw: &str, show: bool) -> Result<url::Url, SettingsError> {
+    let shown = |u: &str| {
+        if show {
+            format!("{u:?}")
+        } else {
+            "the URL".into()
+        }
+    };
+    let url = url::Url::parse(raw.trim())
+        .map_err(|e| SettingsError::new(flag, format!("{} is not a URL ({e})", shown(raw))))?;
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback(&url) => Ok(url),
+        "http" => Err(SettingsError::new(
+            flag,
+            format!(
+                "{} is plain http to {}; only https is accepted (http only to a loopback address)",
+                shown(raw),
+                url.host_str().unwrap_or("?")
+            ),
+        )),
+        other => Err(SettingsError::new(
+            flag,
+            format!("scheme {other:?} of {}; use https://", shown(raw)),
+        )),
+    }
+}
+
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// `scheme://host[:port]`: how a webhook or response URL is named in errors.
+fn origin(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(u) => u.origin().ascii_serialization(),
+        Err(_) => "an unparsable URL".into(),
+    }
+}
+
+enum Mode {
+    Bot { token: Secret, channel: String },
+    Webhook { url: Secret },
+}
+
+/// Posts approval messages to Slack and answers interactions through their `response_url`.
+pub struct SlackNotifier {
+    http: reqwest::Client,
+    mode: Mode,
+    api_url: String,
+    interactive: bool,
+    approvers: Vec<String>,
+    clock: Arc<dyn Clock>,
+}
+
+impl SlackNotifier {
+    pub fn new(settings: &SlackSettings, clock: Arc<dyn Clock>) -> Result<Self, SettingsError> {
+        settings.validate()?;
+        let mode = match (
+            &settings.bot_token,
+            &settings.webhook_url,
+            &settings.channel,
+        ) {
+            (Some(token), _, Some(channel)) => Mode::Bot {
+                token: token.clone(),
+                channel: channel.trim().to_owned(),
+            },
+            (None, Some(url), _) => Mode::Webhook { url: url.clone() },
+            _ => {
+                return Err(SettingsError::new(
+                    "--slack-bot-token",
+                    "Slack needs a bot token (with --slack-channel) or --slack-webhook-url",
+                ));
+            }
+        };
+        let interactive = matches!(mode, Mode::Bot { .. }) && settings.signing_secret.is_some();
+        let http = reqwest::Client::builder()
+            .timeout(settings.timeout)
+            .connect_timeout(settings.timeout)
+            // Slack answers where it is asked; a redirect is a misconfiguration, not a hint.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("kubemedic/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| SettingsError::new("--slack-api-url", format!("HTTP client: {e}")))?;
+        Ok(Self {
+            http,
+            mode,
+            api_url: settings.api_url.trim().trim_end_matches('/').to_owned(),
+            interactive,
+            approvers: settings
+                .approvers
+                .iter()
+                .map(|a| a.trim().to_owned())
+                .collect(),
+            clock,
+        })
+    }
+
+    /// Whether the offer carries interactive buttons (bot token and signing secret) rather
+    /// than links to the confirmation pages.
+    pub fn interactive(&self) -> bool {
+        self.interactive
+    }
+
+    /// Answer an interaction through its `response_url` (valid 30 minutes, five uses):
+    /// `replace_original` edits the message the button was in.
+    pub async fn respond(
+        &self,
+        response_url: &str,
+        message: &SlackMessage,
+        replace_original: bool,
+    ) -> Result<(), NotifyError> {
+        let url = check_url("response_url", response_url, false).map_err(|e| {
+            NotifyError::permanent(format!("Slack response_url refused: {}", e.message))
+        })?;
+        let body = json!({
+            "replace_original": replace_original,
+            "text": message.text,
+            "blocks": message.blocks,
+        });
+        let what = format!("Slack response_url at {}", origin(response_url));
+        let resp = self
+            .http
+            .post(url)
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| transport_error(&what, &e))?;
+        plain_answer(&what, resp).await
+    }
+
+    /// The approvers to mention: the approval's own, else the configured ones.
+    fn mentions<'a>(&'a self, a: &'a ApprovalRequest) -> &'a [String] {
+        if a.slack_approvers.is_empty() {
+            &self.approvers
+        } else {
+            &a.slack_approvers
+        }
+    }
+
+    /// One Web API call; the answer's fields when `ok`.
+    async fn call(&self, method: &str, token: &Secret, body: &Value) -> Result<Value, NotifyError> {
+        let what = format!("Slack {method} at {}", self.api_url);
+        let resp = self
+            .http
+            .post(format!("{}/{method}", self.api_url))
+            .bearer_auth(token.expose())
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| transport_error(&what, &e))?;
+        let status = resp.status();
+        if let Some(e) = status_error(&what, status, resp.headers()) {
+            return Err(e);
+        }
+        let answer: Value = resp.json().await.map_err(|e| {
+            NotifyError::permanent(format!(
+                "{what}: the answer is not Slack's JSON ({e}); is --slack-api-url right?"
+            ))
+        })?;
+        if answer.get("ok").and_then(Value::as_bool) == Some(true) {
+            return Ok(answer);
+        }
+        let code = answer
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown_error");
+        let mut message = format!("{what}: {code}");
+        if let Some(needed) = answer.get("needed").and_then(Value::as_str) {
+            message.push_str(&format!(" (needed: {needed})"));
+        }
+        if let Some(hint) = error_hint(code) {
+            message.push_str("; ");
+            message.push_str(hint);
+        }
+        Err(if is_retryable_code(code) {
+            NotifyError::retryable(message)
+        } else {
+            NotifyError::permanent(message)
+        })
+    }
+
+    async fn post_webhook(&self, url: &Secret, message: &SlackMessage) -> Result<(), NotifyError> {
+        let what = format!("Slack incoming webhook at {}", origin(url.expose()));
+        let body = json!({
+            "text": message.text,
+            "blocks": message.blocks,
+            "unfurl_links": false,
+            "unfurl_media": false,
+        });
+        let resp = self
+            .http
+            .post(url.expose())
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| transport_error(&what, &e))?;
+        plain_answer(&what, resp).await
+    }
+
+    async fn post_message(
+        &self,
+        token: &Secret,
+        channel: &str,
+        message: &SlackMessage,
+    ) -> Result<Value, NotifyError> {
+        let body = json!({
+            "channel": channel,
+            "text": message.text,
+            "blocks": message.blocks,
+            "unfurl_links": false,
+            "unfurl_media": false,
+        });
+        let answer = self.call("chat.postMessage", token, &body).await?;
+        match (
+            answer.get("channel").and_then(Value::as_str),
+            answer.get("ts").and_then(Value::as_str),
+        ) {
+            (Some(channel), Some(ts)) => Ok(json!({ "channel": channel, "ts": ts })),
+            _ => Err(NotifyError::permanent(format!(
+                "Slack chat.postMessage at {}: the answer has no channel and ts",
+                self.api_url
+            ))),
+        }
+    }
+}
+
+/// A time-out or a refused connection: worth another attempt.
+fn transport_error(what: &str, e: &reqwest::Error) -> NotifyError {
+    let why = if e.is_timeout() {
+        "timed out".to_owned()
+    } else if e.is_connect() {
+        "could not connect".to_owned()
+    } else {
+        "request failed".to_owned()
+    };
+    let mut detail = String::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        source = s.source();
+    }
+    // reqwest's own Display names the URL, which for a webhook is the credential: not used.
+    NotifyError::retryable(format!("{what}: {why}{detail}"))
+}
+
+/// 429 and 5xx are retryable (429 with Slack's `Retry-After`), other non-2xx are not.
+fn status_error(
+    what: &str,
+    status: reqwest::StatusCode,
+    headers: &reqwest::header::HeaderMap,
+) -> Option<NotifyError> {
+    if status.is_success() {
+        return None;
+    }
+    if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+        let after = headers
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| format!(" (Retry-After: {v} s)"))
+            .unwrap_or_default();
+        return Some(NotifyError::retryable(format!(
+            "{what}: rate limited, HTTP 429{after}"
+        )));
+    }
+    if status.is_server_error() {
+        return Some(NotifyError::retryable(format!("{what}: HTTP {status}")));
+    }
+    Some(NotifyError::permanent(format!("{what}: HTTP {status}")))
+}
+
+/// A webhook or `response_url` answer: 2xx with `ok` or `{"ok": true}`; otherwise its text.
+async fn plain_answer(what: &str, resp: reqwest::Response) -> Result<(), NotifyError> {
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let text = resp.text().await.unwrap_or_default();
+    let text = render::clip(text.trim(), 200);
+    if let Some(mut e) = status_error(what, status, &headers) {
+        if !text.is_empty() {
+            e.message.push_str(&format!(": {text}"));
+        }
+        return Err(e);
+    }
+    if let Ok(v) = serde_json::from_str::<Value>(&text)
+        && v.get("ok").and_then(Value::as_bool) == Some(false)
+    {
+        let code = v
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown_error");
+        let message = format!("{what}: {code}");
+        return Err(if is_retryable_code(code) {
+            NotifyError::retryable(message)
+        } else {
+            NotifyError::permanent(message)
+        });
+    }
+    Ok(())
+}
+
+/// Slack `error` codes a later attempt may get past; everything else (`invalid_auth`,
+/// `channel_not_found`, `missing_scope`, `invalid_blocks`, …) will fail the same way again.
+pub fn is_retryable_code(code: &str) -> bool {
+    matches!(
+        code,
+        "ratelimited"
+            | "rate_limited"
+            | "internal_error"
+            | "fatal_error"
+            | "service_unavailable"
+            | "request_timeout"
+    )
+}
+
+fn error_hint(code: &str) -> Option<&'static str> {
+    match code {
+        "invalid_auth" | "not_authed" | "token_revoked" | "token_expired" | "account_inactive" => {
+            Some("check --slack-bot-token")
+        }
+        "channel_not_found" | "not_in_channel" | "is_archived" => {
+            Some("check --slack-channel and that the bot is a member of it")
+        }
+        "missing_scope" => Some("the bot token needs the chat:write scope"),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl Notifier for SlackNotifier {
+    fn channel(&self) -> Channel {
+        Channel::Slack
+    }
+
+    fn recipients(&self, _approval: &ApprovalRequest) -> Vec<String> {
+        match &self.mode {
+            Mode::Bot { channel, .. } => vec![channel.clone()],
+            Mode::Webhook { .. } => vec!["webhook".into()],
+        }
+    }
+
+    async fn offer(&self, message: &ApprovalMessage) -> Result<Option<Value>, NotifyError> {
+        let buttons = if self.interactive {
+            Buttons::Interactive
+        } else {
+            Buttons::Links
+        };
+        let slack = offer_message(
+            message,
+            buttons,
+            self.mentions(&message.approval),
+            self.clock.now(),
+        );
+        match &self.mode {
+            Mode::Bot { token, channel } => {
+                let channel = if message.recipient.is_empty() || message.recipient == "webhook" {
+                    channel.as_str()
+                } else {
+                    message.recipient.as_str()
+                };
+                self.post_message(token, channel, &slack).await.map(Some)
+            }
+            Mode::Webhook { url } => self.post_webhook(url, &slack).await.map(|()| None),
+        }
+    }
+
+    async fn outcome(
+        &self,
+        message: &ApprovalMessage,
+        external_ref: Option<&Value>,
+    ) -> Result<(), NotifyError> {
+        let a = &message.approval;
+        match &self.mode {
+            Mode::Bot { token, channel } => {
+                let found = external_ref.and_then(|r| {
+                    Some((
+                        r.get("channel")?.as_str()?.to_owned(),
+                        r.get("ts")?.as_str()?.to_owned(),
+                    ))
+                });
+                match found {
+                    Some((channel, ts)) => {
+                        let m = outcome_message(a);
+                        let body = json!({
+                            "channel": channel,
+                            "ts": ts,
+                            "text": m.text,
+                            "blocks": m.blocks,
+                        });
+                        self.call("chat.update", token, &body).await.map(|_| ())
+                    }
+                    // The offer was never posted (or its reference is lost): say it anew.
+                    None => self
+                        .post_message(token, channel, &followup_message(a))
+                        .await
+                        .map(|_| ()),
+                }
+            }
+            Mode::Webhook { url } => self.post_webhook(url, &followup_message(a)).await,
+        }
+    }
+}
+
+/// A Slack message: the notification `text` (also shown where blocks are not) and the blocks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlackMessage {
+    pub text: String,
+    pub blocks: Vec<Value>,
+}
+
+/// What the offer's Approve / Deny buttons do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buttons {
+    /// Interactive buttons: Slack posts the click to kubemedic (`action_id` `approve`/`deny`).
+    Interactive,
+    /// Link buttons to the message's `approve_url` / `deny_url` confirmation pages.
+    Links,
+}
+
+/// `&`, `<`, `>` escaped as Slack asks, so untrusted text cannot mention `<!channel>`, link,
+/// or break out of formatting; cut to `max` characters (escapes counted) with `…`.
+pub fn escape_mrkdwn(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut count = 0usize;
+    let total: usize = s
+        .chars()
+        .map(|c| match c {
+            '&' => 5,
+            '<' | '>' => 4,
+            _ => 1,
+        })
+        .sum();
+    let budget = if total <= max {
+        max
+    } else {
+        max.saturating_sub(1)
+    };
+    for c in s.chars() {
+        let piece = match c {
+            '&' => "&amp;",
+            '<' => "&lt;",
+            '>' => "&gt;",
+            _ => "",
+        };
+        let len = if piece.is_empty() {
+            1
+        } else {
+            piece.chars().count()
+        };
+        if count + len > budget {
+            out.push('…');
+            return out;
+        }
+        if piece.is_empty() {
+            out.push(c);
+        } else {
+            out.push_str(piece);
+        }
+        count += len;
+    }
+    out
+}
+
+fn plain(text: &str, max: usize) -> Value {
+    json!({ "type": "plain_text", "text": render::clip(&render::one_line(text), max), "emoji": true })
+}
+
+fn mrkdwn(text: String) -> Value {
+    json!({ "type": "mrkdwn", "text": text })
+}
+
+fn section(title: &str, body: &str) -> Value {
+    json!({ "type": "section", "text": mrkdwn(format!("*{title}*\n{}", escape_mrkdwn(body, 2900))) })
+}
+
+fn bullets(items: &[String]) -> String {
+    if items.is_empty() {
+        return "(none)".into();
+    }
+    items
+        .iter()
+        .map(|i| format!("• {}", render::one_line(i)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The facts every message shows, before its buttons or outcome line. `expires`: what the
+/// Expires field says (absolute and relative in an offer, absolute once decided).
+fn detail_blocks(a: &ApprovalRequest, expires: String) -> Vec<Value> {
+    let field =
+        |label: &str, value: &str| mrkdwn(format!("*{label}*\n{}", escape_mrkdwn(value, 1900)));
+    let mut required = bullets(&a.required_because);
+    required.push_str(&format!(
+        "\nPolicy revision: {}",
+        render::policy_revision(a)
+    ));
+    vec![
+        json!({ "type": "header", "text": plain(&render::question(a), 150) }),
+        json!({
+            "type": "section",
+            "fields": [
+                field("Signal", &a.signal_name),
+                field("Target", &a.target.to_string()),
+                field("Environment", &render::environment(a)),
+                field("Workflow", &render::workflow(a)),
+                field("Confidence", &render::confidence(a)),
+                field("Risk", &render::risk(a)),
+                field("Expires", &expires),
+            ],
+        }),
+        section("Summary", &a.summary),
+        section("Evidence", &bullets(&a.evidence)),
+        section("Parameters", &bullets(&render::parameters(&a.parameters))),
+        section("Why this workflow", &a.rationale),
+        section("Alternatives", &bullets(&render::alternatives(a))),
+        section("Approval is required because", &required),
+    ]
+}
+
+fn ids_context(a: &ApprovalRequest, mentions: &[String]) -> Value {
+    let mut parts = Vec::new();
+    let ids: Vec<String> = mentions
+        .iter()
+        .filter(|m| is_user_id(m))
+        .map(|m| format!("<@{m}>"))
+        .collect();
+    if !ids.is_empty() {
+        parts.push(mrkdwn(format!("Approvers: {}", ids.join(" "))));
+    }
+    parts.push(mrkdwn(format!(
+        "Approval {} · request {}",
+        a.id, a.request_id
+    )));
+    json!({ "type": "context", "elements": parts })
+}
+
+fn confirm(title: &str, text: &str, yes: &str, style: &str) -> Value {
+    json!({
+        "title": plain(title, 100),
+        "text": mrkdwn(escape_mrkdwn(text, 300)),
+        "confirm": plain(yes, 30),
+        "deny": plain("Cancel", 30),
+        "style": style,
+    })
+}
+
+/// The offer: the facts, the approvers, and Approve / Deny (and Review) buttons.
+pub fn offer_message(
+    m: &ApprovalMessage,
+    buttons: Buttons,
+    mentions: &[String],
+    now: DateTime<Utc>,
+) -> SlackMessage {
+    let a = &m.approval;
+    let mut blocks = detail_blocks(a, render::expiry(a, now));
+    blocks.push(ids_context(a, mentions));
+    let id = a.id.to_string();
+    let question = render::question(a);
+    let mut elements = Vec::new();
+    match buttons {
+        Buttons::Interactive => {
+            elements.push(json!({
+                "type": "button", "action_id": APPROVE_ACTION, "value": id,
+                "text": plain("Approve", 75), "style": "primary",
+                "confirm": confirm("Approve?", &question, "Approve", "primary"),
+            }));
+            elements.push(json!({
+                "type": "button", "action_id": DENY_ACTION, "value": id,
+                "text": plain("Deny", 75), "style": "danger",
+                "confirm": confirm("Deny?", &question, "Deny", "danger"),
+            }));
+        }
+        Buttons::Links => {
+            if let Some(u) = &m.approve_url {
+                elements.push(json!({
+                    "type": "button", "action_id": "approve_link", "url": u,
+                    "text": plain("Approve", 75), "style": "primary",
+                }));
+            }
+            if let Some(u) = &m.deny_url {
+                elements.push(json!({
+                    "type": "button", "action_id": "deny_link", "url": u,
+                    "text": plain("Deny", 75), "style": "danger",
+                }));
+            }
+        }
+    }
+    if let Some(u) = &m.view_url {
+        elements.push(json!({
+            "type": "button", "action_id": "review", "url": u, "text": plain("Review", 75),
+        }));
+    }
+    if elements.is_empty() {
+        blocks.push(json!({
+            "type": "context",
+            "elements": [mrkdwn("Decide in kubemedic's approval inbox.".into())],
+        }));
+    } else {
+        blocks
+            .push(json!({ "type": "actions", "block_id": ACTIONS_BLOCK_ID, "elements": elements }));
+    }
+    SlackMessage {
+        text: escape_mrkdwn(
+            &format!("Approval needed: {question} (risk {})", a.risk_score),
+            2000,
+        ),
+        blocks,
+    }
+}
+
+fn outcome_emoji(a: &ApprovalRequest) -> &'static str {
+    match a.decision.as_ref().map(|d| d.decision) {
+        Some(Decision::Approved) => ":white_check_mark:",
+        Some(Decision::Rejected) => ":no_entry:",
+        Some(Decision::Expired) => ":hourglass:",
+        None => ":information_source:",
+    }
+}
+
+fn outcome_context(a: &ApprovalRequest) -> Value {
+    json!({
+        "type": "context",
+        "elements": [mrkdwn(format!(
+            "{} *{}* · {}",
+            outcome_emoji(a),
+            render::outcome_word(a),
+            escape_mrkdwn(&render::outcome(a), 2500)
+        ))],
+    })
+}
+
+/// The offer as it reads once decided: the same facts, the buttons replaced by a line saying
+/// who decided, how and when (or that it expired). What `outcome` writes with `chat.update`
+/// and the interaction endpoint sends through the `response_url`.
+pub fn outcome_blocks(a: &ApprovalRequest) -> Vec<Value> {
+    let mut blocks = detail_blocks(a, render::utc(a.expires_at));
+    blocks.push(ids_context(a, &[]));
+    blocks.push(outcome_context(a));
+    blocks
+}
+
+/// [`outcome_blocks`] with its notification text.
+pub fn outcome_message(a: &ApprovalRequest) -> SlackMessage {
+    SlackMessage {
+        text: escape_mrkdwn(
+            &format!(
+                "{}: {} {}",
+                render::outcome_word(a),
+                render::question(a),
+                render::outcome(a)
+            ),
+            2000,
+        ),
+        blocks: outcome_blocks(a),
+    }
+}
+
+/// A short message after the offer, where the offer cannot be edited (incoming webhook).
+pub fn followup_message(a: &ApprovalRequest) -> SlackMessage {
+    let text = format!(
+        "{} {}: {} — {}",
+        outcome_emoji(a),
+        render::outcome_word(a),
+        render::question(a),
+        render::outcome(a)
+    );
+    SlackMessage {
+        text: escape_mrkdwn(&text, 2000),
+        blocks: vec![
+            json!({
+                "type": "section",
+                "text": mrkdwn(format!(
+                    "{} *{}*: {}\n{}\nThe buttons of the earlier message no longer work.",
+                    outcome_emoji(a),
+                    render::outcome_word(a),
+                    escape_mrkdwn(&render::question(a), 500),
+                    escape_mrkdwn(&render::outcome(a), 2000)
+                )),
+            }),
+            ids_context(a, &[]),
+        ],
+    }
+}
+
+/// Why a request claiming to come from Slack was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SlackAuthError {
+    #[error("{TIMESTAMP_HEADER} is missing")]
+    MissingTimestamp,
+    #[error("{TIMESTAMP_HEADER} is not a Unix time in seconds")]
+    MalformedTimestamp,
+    #[error(
+        "{TIMESTAMP_HEADER} is {0} s away from now; at most {MAX_SKEW_SECONDS} s are accepted (a replay, or a clock that is off)"
+    )]
+    Stale(i64),
+    #[error("{SIGNATURE_HEADER} is missing")]
+    MissingSignature,
+    #[error("{SIGNATURE_HEADER} is not v0= followed by 64 hex digits")]
+    MalformedSignature,
+    #[error(
+        "{SIGNATURE_HEADER} does not match the body (another signing secret, or a changed body)"
+    )]
+    Mismatch,
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn mac(signing_secret: &Secret, timestamp: &str, raw_body: &[u8]) -> HmacSha256 {
+    // HMAC takes a key of any length; new_from_slice cannot fail for it.
+    let mut mac = match HmacSha256::new_from_slice(signing_secret.expose().as_bytes()) {
+        Ok(m) => m,
+        Err(_) => HmacSha256::new(&Default::default()),
+    };
+    mac.update(b"v0:");
+    mac.update(timestamp.as_bytes());
+    mac.update(b":");
+    mac.update(raw_body);
+    mac
+}
+
+/// `v0=<hex>`: the signature Slack sends for this body at this time (tests sign with it).
+pub fn sign(signing_secret: &Secret, timestamp: i64, raw_body: &[u8]) -> String {
+    let bytes = mac(signing_secret, &timestamp.to_string(), raw_body)
+        .finalize()
+        .into_bytes();
+    format!("v0={}", hex::encode(bytes))
+}
+
+/// Slack's request signing: HMAC-SHA256 of `v0:{timestamp}:{raw body}` with the signing
+/// secret, hex, `v0=` prefix, compared in constant time; the timestamp within
+/// [`MAX_SKEW_SECONDS`] of `now` either way. Any doubt is a refusal.
+pub fn verify_signature(
+    signing_secret: &Secret,
+    timestamp_header: Option<&str>,
+    signature_header: Option<&str>,
+    raw_body: &[u8],
+    now: DateTime<Utc>,
+) -> Result<(), SlackAuthError> {
+    let ts_text = timestamp_header
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or(SlackAuthError::MissingTimestamp)?;
+    if !ts_text.bytes().all(|b| b.is_ascii_digit()) || ts_text.len() > 12 {
+        return Err(SlackAuthError::MalformedTimestamp);
+    }
+    let ts: i64 = ts_text
+        .parse()
+        .map_err(|_| SlackAuthError::MalformedTimestamp)?;
+    let skew = now.timestamp().saturating_sub(ts);
+    if skew.abs() > MAX_SKEW_SECONDS {
+        return Err(SlackAuthError::Stale(skew));
+    }
+    let signature = signature_header
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .ok_or(SlackAuthError::MissingSignature)?;
+    let hex_part = signature
+        .strip_prefix("v0=")
+        .ok_or(SlackAuthError::MalformedSignature)?;
+    if hex_part.len() != 64 {
+        return Err(SlackAuthError::MalformedSignature);
+    }
+    let given = hex::decode(hex_part).map_err(|_| SlackAuthError::MalformedSignature)?;
+    mac(signing_secret, ts_text, raw_body)
+        .verify_slice(&given)
+        .map_err(|_| SlackAuthError::Mismatch)
+}
+
+/// A button click, as Slack's `block_actions` payload describes it. Who clicked is Slack's
+/// word (`user_id`), to be trusted only after [`verify_signature`] passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interaction {
+    pub user_id: String,
+    pub user_name: String,
+    pub team_id: String,
+    pub action_id: String,
+    pub value: String,
+    pub response_url: String,
+    pub channel_id: String,
+    pub message_ts: String,
+}
+
+impl Interaction {
+    /// `approve` → approved, `deny` → rejected; any other button (Review, a link) decides
+    /// nothing.
+    pub fn decision(&self) -> Option<Decision> {
+        match self.action_id.as_str() {
+            APPROVE_ACTION => Some(Decision::Approved),
+            DENY_ACTION => Some(Decision::Rejected),
+            _ => None,
+        }
+    }
+
+    /// The approval the button belongs to (its `value`).
+    pub fn approval_id(&self) -> Option<Uuid> {
+        Uuid::parse_str(self.value.trim()).ok()
+    }
+}
+
+#[derive(Deserialize)]
+struct Payload {
+    #[serde(rename = "type")]
+    kind: String,
+    user: Option<PayloadUser>,
+    team: Option<PayloadId>,
+    channel: Option<PayloadId>,
+    container: Option<PayloadContainer>,
+    message: Option<PayloadMessage>,
+    response_url: Option<String>,
+    #[serde(default)]
+    actions: Vec<PayloadAction>,
+}
+
+#[derive(Deserialize)]
+struct PayloadUser {
+    id: String,
+    username: Option<String>,
+    name: Option<String>,
+    team_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PayloadId {
+    id: String,
+}
+
+#[derive(Deserialize)]
+struct PayloadContainer {
+    channel_id: Option<String>,
+    message_ts: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PayloadMessage {
+    ts: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct PayloadAction {
+    action_id: String,
+    value: Option<String>,
+}
+
+/// Slack's interaction request body: `application/x-www-form-urlencoded` with one `payload`
+/// field holding JSON of type `block_actions`. The first action is the click.
+pub fn parse_interaction(raw_body: &[u8]) -> Result<Interaction, String> {
+    let payload = form_urlencoded::parse(raw_body)
+        .find(|(k, _)| k == "payload")
+        .map(|(_, v)| v.into_owned())
+        .ok_or("the body has no payload field")?;
+    let p: Payload = serde_json::from_str(&payload)
+        .map_err(|e| format!("the payload is not a Slack interaction: {e}"))?;
+    if p.kind != "block_actions" {
+        return Err(format!(
+            "interaction type {:?} is not handled (only block_actions)",
+            p.kind
+        ));
+    }
+    let user = p.user.ok_or("the payload names no user")?;
+    let action = p
+        .actions
+        .into_iter()
+        .next()
+        .ok_or("the payload has no action")?;
+    let team_id = p
+        .team
+        .map(|t| t.id)
+        .or(user.team_id)
+        .ok_or("the payload names no team")?;
+    let channel_id = p
+        .channel
+        .map(|c| c.id)
+        .or_else(|| p.container.as_ref().and_then(|c| c.channel_id.clone()))
+        .ok_or("the payload names no channel")?;
+    let message_ts = p
+        .container
+        .as_ref()
+        .and_then(|c| c.message_ts.clone())
+        .or_else(|| p.message.and_then(|m| m.ts))
+        .ok_or("the payload names no message")?;
+    let response_url = p.response_url.ok_or("the payload has no response_url")?;
+    if user.id.trim().is_empty() {
+        return Err("the payload's user has no id".into());
+    }
+    Ok(Interaction {
+        user_name: user
+            .username
+            .or(user.name)
+            .unwrap_or_else(|| user.id.clone()),
+        user_id: user.id,
+        team_id,
+        action_id: action.action_id,
+        value: action.value.unwrap_or_default(),
+        response_url,
+        channel_id,
+        message_ts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn bot() -> SlackSettings {
+        SlackSettings {
+            bot_token: Some(Secret::new("xoxb-1")),
+            channel: Some("C0123".into()),
+            signing_secret: Some(Secret::new("s3cret")),
+            approvers: vec!["U0123ABC".into()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn settings_validation_names_each_flag() {
+        bot().validate().unwrap();
+        let webhook = SlackSettings {
+            webhook_url: Some(Secret::new("https://hooks.slack.com/services/T/B/x")),
+            ..Default::default()
+        };
+        webhook.validate().unwrap();
+        let bad = |f: fn(&mut SlackSettings)| {
+            let mut s = bot();
+            f(&mut s);
+            s.validate().unwrap_err().setting
+        };
+        assert_eq!(bad(|s| s.channel = None), "--slack-channel");
+        assert_eq!(bad(|s| s.channel = Some(" ".into())), "--slack-channel");
+        assert_eq!(bad(|s| s.bot_token = None), "--slack-bot-token");
+        assert_eq!(
+            bad(|s| s.bot_token = Some(Secret::new(""))),
+            "--slack-bot-token"
+        );
+        assert_eq!(
+            bad(|s| s.webhook_url = Some(Secret::new("https://hooks.slack.com/x"))),
+            "--slack-webhook-url"
+        );
+        assert_eq!(
+            bad(|s| s.signing_secret = Some(Secret::new(" "))),
+            "--slack-signing-secret"
+        );
+        assert_eq!(
+            bad(|s| s.api_url = "http://slack.example.com/api".into()),
+            "--slack-api-url"
+        );
+        assert_eq!(bad(|s| s.api_url = "nope".into()), "--slack-api-url");
+        assert_eq!(
+            bad(|s| s.approvers = vec!["alice".into()]),
+            "--slack-approvers"
+        );
+        let mut w = webhook.clone();
+        w.channel = Some("#ops".into());
+        assert_eq!(w.validate().unwrap_err().setting, "--slack-channel");
+        let mut w = webhook;
+        w.webhook_url = Some(Secret::new(
+            "http://hooks.example.com/services/T/B/supersecret",
+        ));
+        let e = w.validate().unwrap_err();
+        assert_eq!(e.setting, "--slack-webhook-url");
+        assert!(!e.to_string().contains("supersecret"), "{e}");
+        let mut local = bot();
+        local.api_url = "http://127.0.0.1:4000/api".into();
+        local.validate().unwrap();
+    }
+
+    #[test]
+    fn mrkdwn_escapes_control_characters_and_counts_them_when_clipping() {
+        assert_eq!(
+            escape_mrkdwn("<!channel> & <https://evil|click>", 100),
+            "&lt;!channel&gt; &amp; &lt;https://evil|click&gt;"
+        );
+        assert_eq!(escape_mrkdwn("abcdef", 4), "abc…");
+        // Never half an escape.
+        assert_eq!(escape_mrkdwn("a&b", 4), "a…");
+        assert!(escape_mrkdwn(&"<".repeat(1000), 3000).chars().count() <= 3000);
+    }
+
+    fn huge_approval() -> ApprovalMessage {
+        let long = "<&>".repeat(5000);
+        let approval = ApprovalRequest {
+            id: Uuid::new_v4(),
+            request_id: Uuid::new_v4(),
+            created_at: Utc.timestamp_opt(1_900_000_000, 0).unwrap(),
+            expires_at: Utc.timestamp_opt(1_900_000_900, 0).unwrap(),
+            signal_name: long.clone(),
+            target: crate::domain::Target::new("Deployment", long.clone(), Some("prod".into())),
+            environment: Some(long.clone()),
+            summary: long.clone(),
+            evidence: vec![long.clone(); 200],
+            workflow_id: long.clone(),
+            workflow_version: "1".into(),
+            action_type: long.clone(),
+            parameters: Default::default(),
+            rationale: long.clone(),
+            alternatives: vec![],
+            confidence: 0.5,
+            risk_score: 90,
+            risk_reason: long.clone(),
+            required_because: vec![long.clone(); 50],
+            policy_revision: None,
+            approvers: vec![],
+            slack_approvers: vec![],
+            decision: None,
+        };
+        ApprovalMessage {
+            approval,
+            recipient: "C1".into(),
+            approve_url: Some("https://km.example.com/a".into()),
+            deny_url: Some("https://km.example.com/d".into()),
+            view_url: Some("https://km.example.com/v".into()),
+        }
+    }
+
+    /// Slack refuses a message whose texts exceed its limits (invalid_blocks): header 150,
+    /// section text 3000, field 2000, confirm text 300, at most 10 fields and 50 blocks.
+    #[test]
+    fn over_long_alert_text_stays_within_block_kit_limits() {
+        let m = huge_approval();
+        let now = m.approval.created_at;
+        for blocks in [
+            offer_message(&m, Buttons::Interactive, &[], now).blocks,
+            offer_message(&m, Buttons::Links, &[], now).blocks,
+            outcome_blocks(&m.approval),
+        ] {
+            assert!(blocks.len() <= 50);
+            for b in &blocks {
+                let len = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+                match b["type"].as_str().unwrap() {
+                    "header" => assert!(len(&b["text"]["text"]) <= 150),
+                    "section" => {
+                        assert!(len(&b["text"]["text"]) <= 3000);
+                        if let Some(fields) = b["fields"].as_array() {
+                            assert!(fields.len() <= 10);
+                            assert!(fields.iter().all(|f| len(&f["text"]) <= 2000));
+                        }
+                    }
+                    "context" => assert!(
+                        b["elements"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .all(|e| len(&e["text"]) <= 3000)
+                    ),
+                    "actions" => {
+                        for e in b["elements"].as_array().unwrap() {
+                            assert!(len(&e["text"]["text"]) <= 75);
+                            if e.get("confirm").is_some() {
+                                assert!(len(&e["confirm"]["text"]["text"]) <= 300);
+                                assert!(len(&e["confirm"]["title"]["text"]) <= 100);
+                            }
+                        }
+                    }
+                    other => panic!("unexpected block {other}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn signatures_as_slack_documents_them() {
+        // Slack's documented example (api.slack.com/authentication/verifying-requests-from-slack).
+        let secret = Secret::new("8f742231b10e8888abcd99yyyzzz85a5");
+        let body = b"token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+        let sig = "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503";
+        let now = Utc.timestamp_opt(1531420618, 0).unwrap();
+        assert_eq!(sign(&secret, 1531420618, body), sig);
+        verify_signature(&secret, Some("1531420618"), Some(sig), body, now).unwrap();
+    }
+}
