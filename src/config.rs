@@ -23,6 +23,9 @@ use crate::gate::{DEFAULT_CONFIDENCE_THRESHOLD, GateSettings};
 use crate::investigate::{InvestigateSettings, LlmInvestigatorSettings};
 use crate::llm::{OpenAiSettings, Provider};
 use crate::monitoring::Endpoint;
+use crate::notify::SettingsError;
+use crate::notify::email::EmailSettings;
+use crate::notify::slack::SlackSettings;
 use crate::pipeline::PhaseTimeouts;
 use crate::policy::PolicySettings;
 use crate::secret::{Secret, redact_url};
@@ -268,6 +271,11 @@ pub struct ApprovalArgs {
         hide_env_values = true
     )]
     pub smtp_password: Option<Secret>,
+
+    /// A PEM file of extra CA certificates to trust for the SMTP server's TLS (a private
+    /// relay); the Mozilla roots are always trusted.
+    #[arg(long, env = "KUBEMEDIC_SMTP_CA_FILE", value_name = "FILE")]
+    pub smtp_ca_file: Option<PathBuf>,
 
     /// The sender of approval mail (`kubemedic <kubemedic@example.com>`).
     #[arg(long, env = "KUBEMEDIC_EMAIL_FROM", value_name = "MAILBOX")]
@@ -783,6 +791,7 @@ struct FileSettings {
     smtp_url: Option<String>,
     smtp_username: Option<String>,
     smtp_password: Option<Secret>,
+    smtp_ca_file: Option<PathBuf>,
     email_from: Option<String>,
     slack_bot_token: Option<Secret>,
     slack_channel: Option<String>,
@@ -1106,15 +1115,10 @@ pub struct Settings {
 pub struct ApprovalConfig {
     pub settings: ApprovalSettings,
     pub link_signing_key: Option<Secret>,
-    pub smtp_url: Option<String>,
-    pub smtp_username: Option<String>,
-    pub smtp_password: Option<Secret>,
-    pub email_from: Option<String>,
-    pub slack_bot_token: Option<Secret>,
-    pub slack_channel: Option<String>,
-    pub slack_webhook_url: Option<Secret>,
+    pub email: Option<EmailSettings>,
+    pub slack: Option<SlackSettings>,
+    /// Verifies `POST /api/v1/slack/interactions`.
     pub slack_signing_secret: Option<Secret>,
-    pub slack_api_url: Option<String>,
 }
 
 impl ApprovalConfig {
@@ -1122,12 +1126,58 @@ impl ApprovalConfig {
     pub fn enabled(&self) -> bool {
         !self.settings.approvers.is_empty() || !self.settings.slack_approvers.is_empty()
     }
-    pub fn email(&self) -> bool {
-        self.smtp_url.is_some()
-    }
-    pub fn slack(&self) -> bool {
-        self.slack_bot_token.is_some() || self.slack_webhook_url.is_some()
-    }
+}
+
+/// A notifier setting refused, as the flag / variable / key it came from.
+fn notify_invalid(e: SettingsError) -> ConfigError {
+    let (flag, env, key) = match e.setting {
+        "--smtp-url" => ("--smtp-url", "KUBEMEDIC_SMTP_URL", "smtp-url"),
+        "--smtp-username" => (
+            "--smtp-username",
+            "KUBEMEDIC_SMTP_USERNAME",
+            "smtp-username",
+        ),
+        "--smtp-password" => (
+            "--smtp-password",
+            "KUBEMEDIC_SMTP_PASSWORD",
+            "smtp-password",
+        ),
+        "--smtp-ca-file" => ("--smtp-ca-file", "KUBEMEDIC_SMTP_CA_FILE", "smtp-ca-file"),
+        "--email-from" => ("--email-from", "KUBEMEDIC_EMAIL_FROM", "email-from"),
+        "--approvers" => ("--approvers", "KUBEMEDIC_APPROVERS", "approvers"),
+        "--slack-bot-token" => (
+            "--slack-bot-token",
+            "KUBEMEDIC_SLACK_BOT_TOKEN",
+            "slack-bot-token",
+        ),
+        "--slack-channel" => (
+            "--slack-channel",
+            "KUBEMEDIC_SLACK_CHANNEL",
+            "slack-channel",
+        ),
+        "--slack-webhook-url" => (
+            "--slack-webhook-url",
+            "KUBEMEDIC_SLACK_WEBHOOK_URL",
+            "slack-webhook-url",
+        ),
+        "--slack-signing-secret" => (
+            "--slack-signing-secret",
+            "KUBEMEDIC_SLACK_SIGNING_SECRET",
+            "slack-signing-secret",
+        ),
+        "--slack-api-url" => (
+            "--slack-api-url",
+            "KUBEMEDIC_SLACK_API_URL",
+            "slack-api-url",
+        ),
+        "--slack-approvers" => (
+            "--slack-approvers",
+            "KUBEMEDIC_SLACK_APPROVERS",
+            "slack-approvers",
+        ),
+        other => (other, "KUBEMEDIC_*", "-"),
+    };
+    invalid(flag, env, key, e.message)
 }
 
 fn merge_approvals(
@@ -1182,30 +1232,15 @@ fn merge_approvals(
             ));
         }
     }
-    let config = ApprovalConfig {
-        settings: ApprovalSettings {
-            timeout,
-            approvers,
-            slack_approvers,
-            high_risk_score,
-            public_url: public_url.map(|u| u.trim_end_matches('/').to_owned()),
-        },
-        link_signing_key: non_empty(a.link_signing_key.clone().or(f.link_signing_key.clone())),
-        smtp_url: text(a.smtp_url.clone().or(f.smtp_url.clone())),
-        smtp_username: text(a.smtp_username.clone().or(f.smtp_username.clone())),
-        smtp_password: non_empty(a.smtp_password.clone().or(f.smtp_password.clone())),
-        email_from: text(a.email_from.clone().or(f.email_from.clone())),
-        slack_bot_token: non_empty(a.slack_bot_token.clone().or(f.slack_bot_token.clone())),
-        slack_channel: text(a.slack_channel.clone().or(f.slack_channel.clone())),
-        slack_webhook_url: non_empty(a.slack_webhook_url.clone().or(f.slack_webhook_url.clone())),
-        slack_signing_secret: non_empty(
-            a.slack_signing_secret
-                .clone()
-                .or(f.slack_signing_secret.clone()),
-        ),
-        slack_api_url: text(a.slack_api_url.clone().or(f.slack_api_url.clone())),
+    let settings = ApprovalSettings {
+        timeout,
+        approvers,
+        slack_approvers,
+        high_risk_score,
+        public_url: public_url.map(|u| u.trim_end_matches('/').to_owned()),
     };
-    if let Some(k) = &config.link_signing_key
+    let link_signing_key = non_empty(a.link_signing_key.clone().or(f.link_signing_key.clone()));
+    if let Some(k) = &link_signing_key
         && k.expose().len() < 32
     {
         return Err(invalid(
@@ -1215,7 +1250,55 @@ fn merge_approvals(
             "shorter than 32 characters; use a long random value".into(),
         ));
     }
-    if (config.email() || config.slack()) && config.settings.public_url.is_none() {
+    let email = match text(a.smtp_url.clone().or(f.smtp_url.clone())) {
+        None => None,
+        Some(smtp_url) => {
+            let e = EmailSettings {
+                smtp_url,
+                username: text(a.smtp_username.clone().or(f.smtp_username.clone())),
+                password: non_empty(a.smtp_password.clone().or(f.smtp_password.clone())),
+                from: text(a.email_from.clone().or(f.email_from.clone())).unwrap_or_default(),
+                approvers: settings.approvers.clone(),
+                timeout: Duration::from_secs(10),
+                ca_file: a.smtp_ca_file.clone().or(f.smtp_ca_file.clone()),
+            };
+            e.validate().map_err(notify_invalid)?;
+            Some(e)
+        }
+    };
+    let slack_signing_secret = non_empty(
+        a.slack_signing_secret
+            .clone()
+            .or(f.slack_signing_secret.clone()),
+    );
+    let bot_token = non_empty(a.slack_bot_token.clone().or(f.slack_bot_token.clone()));
+    let webhook_url = non_empty(a.slack_webhook_url.clone().or(f.slack_webhook_url.clone()));
+    let slack = if bot_token.is_some() || webhook_url.is_some() {
+        let mut sl = SlackSettings {
+            bot_token,
+            channel: text(a.slack_channel.clone().or(f.slack_channel.clone())),
+            webhook_url,
+            signing_secret: slack_signing_secret.clone(),
+            approvers: settings.slack_approvers.clone(),
+            ..SlackSettings::default()
+        };
+        if let Some(api) = text(a.slack_api_url.clone().or(f.slack_api_url.clone())) {
+            sl.api_url = api;
+        }
+        sl.validate().map_err(notify_invalid)?;
+        Some(sl)
+    } else {
+        None
+    };
+    let config = ApprovalConfig {
+        settings,
+        link_signing_key,
+        email,
+        slack,
+        slack_signing_secret,
+    };
+    let notifying = config.email.is_some() || config.slack.is_some();
+    if notifying && config.settings.public_url.is_none() {
         return Err(invalid(
             "--public-url",
             "KUBEMEDIC_PUBLIC_URL",
@@ -1225,7 +1308,7 @@ fn merge_approvals(
                 .into(),
         ));
     }
-    if (config.email() || config.slack()) && !config.enabled() {
+    if notifying && !config.enabled() {
         return Err(invalid(
             "--approvers",
             "KUBEMEDIC_APPROVERS",
@@ -1235,21 +1318,14 @@ fn merge_approvals(
                 .into(),
         ));
     }
-    if config.email() && config.settings.approvers.is_empty() {
+    if config.slack.as_ref().is_some_and(|s| s.bot_token.is_some())
+        && config.settings.slack_approvers.is_empty()
+    {
         return Err(invalid(
-            "--approvers",
-            "KUBEMEDIC_APPROVERS",
-            "approvers",
-            "--smtp-url is set but there is nobody to mail".into(),
-        ));
-    }
-    if config.slack_bot_token.is_some() && config.slack_signing_secret.is_none() {
-        return Err(invalid(
-            "--slack-signing-secret",
-            "KUBEMEDIC_SLACK_SIGNING_SECRET",
-            "slack-signing-secret",
-            "a Slack bot token posts buttons, and their callbacks cannot be verified without \
-             the signing secret"
+            "--slack-approvers",
+            "KUBEMEDIC_SLACK_APPROVERS",
+            "slack-approvers",
+            "a Slack bot token posts Approve / Deny buttons, but no Slack user may press them"
                 .into(),
         ));
     }

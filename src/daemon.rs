@@ -27,6 +27,8 @@ use crate::ingest::IngestQueue;
 use crate::investigate::{InvestigationStage, SelectionStage};
 use crate::llm::LlmStatus;
 use crate::notify::Notifier;
+use crate::notify::email::EmailNotifier;
+use crate::notify::slack::SlackNotifier;
 use crate::pipeline::Pipeline;
 use crate::pipeline::worker::WorkerPool;
 use crate::policy::{PolicyDependency, RELOAD_INTERVAL, RegoGate};
@@ -495,7 +497,13 @@ pub async fn approval_service(
             }
         },
     };
-    let notifiers = approval_notifiers(config);
+    let (notifiers, slack) = match approval_notifiers(config, clock.clone()) {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::error!(error = %e, "approvals not available: a notifier cannot be built");
+            return None;
+        }
+    };
     info!(
         approvers = config.settings.approvers.len(),
         slack_approvers = config.settings.slack_approvers.len(),
@@ -511,12 +519,28 @@ pub async fn approval_service(
         clock,
         metrics,
         wake: Arc::new(Notify::new()),
+        slack,
     }))
 }
 
+type Notifiers = (Vec<Arc<dyn Notifier>>, Option<Arc<SlackNotifier>>);
+
 /// The e-mail and Slack notifiers the configuration asks for.
-fn approval_notifiers(_config: &crate::config::ApprovalConfig) -> Vec<Arc<dyn Notifier>> {
-    Vec::new()
+fn approval_notifiers(
+    config: &crate::config::ApprovalConfig,
+    clock: Arc<dyn Clock>,
+) -> Result<Notifiers, crate::notify::SettingsError> {
+    let mut notifiers: Vec<Arc<dyn Notifier>> = Vec::new();
+    if let Some(email) = &config.email {
+        notifiers.push(Arc::new(EmailNotifier::new(email, clock.clone())?));
+    }
+    let mut slack_notifier = None;
+    if let Some(slack) = &config.slack {
+        let n = Arc::new(SlackNotifier::new(slack, clock)?);
+        notifiers.push(n.clone());
+        slack_notifier = Some(n);
+    }
+    Ok((notifiers, slack_notifier))
 }
 
 /// The Enriching stage: namespace labels and the enrichment policy.

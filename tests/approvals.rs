@@ -497,3 +497,425 @@ async fn denied_ends_rejected_and_undecided_ends_expired() {
     assert_eq!(stored["status"], "expired");
     d.stop().await;
 }
+
+// --- The channels, end to end: real SMTP (maildev) and the Slack emulator.
+
+const PUBLIC: &str = "https://kubemedic.example.test";
+
+/// The mails maildev holds for `approval` (its HTTP API), once there are `want`.
+async fn mails_for(api: &str, approval: &str, want: usize) -> Vec<Value> {
+    for _ in 0..200 {
+        let all: Vec<Value> = reqwest::get(format!("{api}/email"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mine: Vec<Value> = all
+            .into_iter()
+            .filter(|m| m["text"].as_str().unwrap_or("").contains(approval))
+            .collect();
+        if mine.len() >= want {
+            return mine;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{want} mails about {approval} did not arrive");
+}
+
+/// The link in `text` that starts with the public URL and contains `/approve?` or `/deny?`,
+/// as a path on the test daemon.
+fn link_in(text: &str, decision: &str) -> String {
+    let start = text
+        .find(&format!("{PUBLIC}/approvals/"))
+        .and_then(|_| {
+            text.match_indices(&format!("{PUBLIC}/approvals/"))
+                .map(|(i, _)| i)
+                .find(|&i| {
+                    text[i..]
+                        .split_whitespace()
+                        .next()
+                        .unwrap()
+                        .contains(&format!("/{decision}?t="))
+                })
+        })
+        .unwrap_or_else(|| panic!("no {decision} link in {text}"));
+    let url = text[start..].split_whitespace().next().unwrap();
+    url.trim_start_matches(PUBLIC)
+        .trim_end_matches(['>', ')', '.'])
+        .to_owned()
+}
+
+/// Done when: a staged production incident waits for approval; the mail arrives at the real
+/// SMTP server; opening its link decides nothing; submitting the confirmation approves; the
+/// rollback runs, is verified and completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approval_mail_arrives_and_its_confirmed_link_runs_the_rollback() {
+    let (Some(smtp), Some(user), Some(pass), Some(api)) = (
+        common::component("KUBEMEDIC_TEST_SMTP_URL", "maildev (SMTP)"),
+        common::component("KUBEMEDIC_TEST_SMTP_USERNAME", "maildev (SMTP)"),
+        common::component("KUBEMEDIC_TEST_SMTP_PASSWORD", "maildev (SMTP)"),
+        common::component("KUBEMEDIC_TEST_MAILDEV_API", "maildev (HTTP API)"),
+    ) else {
+        return;
+    };
+    let Some(k) = Kube::new("apprm").await else {
+        return;
+    };
+    let (d, alert) = production_incident(&k, |a| {
+        a.approvals.smtp_url = Some(smtp);
+        a.approvals.smtp_username = Some(user);
+        a.approvals.smtp_password = Some(Secret::new(pass));
+        a.approvals.email_from = Some("kubemedic <kubemedic@example.test>".into());
+        a.approvals.public_url = Some(PUBLIC.into());
+    })
+    .await;
+    let (req, approval) = awaiting(&d, &alert).await;
+    let rid = req["id"].as_str().unwrap().to_owned();
+    let aid = approval["id"].as_str().unwrap().to_owned();
+
+    // One mail per approver, each with its own links.
+    let mails = mails_for(&api, &aid, 2).await;
+    let to_alice = mails
+        .iter()
+        .find(|m| m["to"].to_string().contains(ALICE))
+        .unwrap_or_else(|| panic!("no mail to {ALICE}: {mails:#?}"));
+    let text = to_alice["text"].as_str().unwrap();
+    assert!(
+        text.contains("checkout") && text.contains("production"),
+        "{text}"
+    );
+    let approve = link_in(text, "approve");
+    let to_bob = mails
+        .iter()
+        .find(|m| m["to"].to_string().contains("bob@"))
+        .unwrap();
+    assert_ne!(
+        link_in(to_bob["text"].as_str().unwrap(), "approve"),
+        approve
+    );
+
+    // Delivery is audited and recorded.
+    let stored = d.api(&format!("/api/v1/approvals/{aid}")).await;
+    let delivered = stored["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["channel"] == "email" && n["status"] == "delivered")
+        .count();
+    assert_eq!(delivered, 2, "{stored:#}");
+
+    // Opening the link (as a scanner would, twice) decides nothing.
+    for _ in 0..2 {
+        let (status, html) = get_page(&d, &approve).await;
+        assert_eq!(status, 200, "{html}");
+    }
+    assert_eq!(
+        d.api(&format!("/api/v1/requests/{rid}")).await["phase"],
+        "AwaitingApproval"
+    );
+
+    let kubelet = kubelet(&k);
+    let (status, html) = post_form(&d, &approve, &[("message", "ok from mail")]).await;
+    assert_eq!(status, 200, "{html}");
+    let done = resolve_and_finish(&d, &alert, &rid).await;
+    kubelet.abort();
+    assert_eq!(done["phase"], "Completed", "{done:#}");
+    assert_eq!(done["state"]["approval"]["decided_by"], ALICE);
+    assert_eq!(done["state"]["approval"]["decided_via"], "email");
+    // The offers are followed by the outcome, so nobody acts on the old links.
+    let after = mails_for(&api, &aid, 4).await;
+    assert!(
+        after.iter().any(|m| m["subject"]
+            .as_str()
+            .unwrap_or("")
+            .to_lowercase()
+            .contains("approved")
+            || m["text"].as_str().unwrap_or("").contains("no longer work")),
+        "{after:#?}"
+    );
+    d.stop().await;
+}
+
+/// A mail server that refuses every connection: the approval exists all the same, the failed
+/// attempt and the next one are visible, and it is decided through the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_smtp_server_loses_nothing_and_the_retries_are_visible() {
+    let Some(k) = Kube::new("apprf").await else {
+        return;
+    };
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let (d, alert) = production_incident(&k, |a| {
+        a.approvals.smtp_url = Some(format!("smtp://127.0.0.1:{closed}"));
+        a.approvals.email_from = Some("kubemedic@example.test".into());
+        a.approvals.public_url = Some(PUBLIC.into());
+    })
+    .await;
+    let (req, approval) = awaiting(&d, &alert).await;
+    let rid = req["id"].as_str().unwrap().to_owned();
+    let aid = approval["id"].as_str().unwrap().to_owned();
+    let stored = d
+        .eventually(&format!("/api/v1/approvals/{aid}"), 20, |a| {
+            a["notifications"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|n| n["attempts"] == 1)
+        })
+        .await;
+    for n in stored["notifications"].as_array().unwrap() {
+        assert_eq!(n["status"], "pending", "{n:#}");
+        assert!(
+            n["last_error"]
+                .as_str()
+                .unwrap()
+                .contains(&closed.to_string()),
+            "{n:#}"
+        );
+        assert!(n["next_attempt_at"].is_string(), "{n:#}");
+    }
+    let attempts = audit_messages(&d, &rid, "notification").await;
+    assert!(
+        attempts
+            .iter()
+            .any(|m| m.contains("attempt 1 of 5 failed") && m.contains("next attempt at")),
+        "{attempts:#?}"
+    );
+    let metrics = d
+        .client
+        .get(d.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "kubemedic_notifications_total{channel=\"email\",kind=\"offer\",result=\"retry\"} 2"
+        ),
+        "{metrics}"
+    );
+    let kubelet = kubelet(&k);
+    let r = d
+        .client
+        .post(d.url(&format!("/api/v1/approvals/{aid}/decision")))
+        .bearer_auth(common::API_TOKEN)
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let done = resolve_and_finish(&d, &alert, &rid).await;
+    kubelet.abort();
+    assert_eq!(done["phase"], "Completed", "{done:#}");
+    assert_eq!(done["state"]["approval"]["decided_via"], "api");
+    d.stop().await;
+}
+
+struct Slack {
+    api: String,
+    token: String,
+    channel: String,
+}
+
+fn slack() -> Option<Slack> {
+    let what = "the Slack emulator";
+    Some(Slack {
+        api: common::component("KUBEMEDIC_TEST_SLACK_API_URL", what)?,
+        token: common::component("KUBEMEDIC_TEST_SLACK_BOT_TOKEN", what)?,
+        channel: common::component("KUBEMEDIC_TEST_SLACK_CHANNEL", what)?,
+    })
+}
+
+async fn slack_history(s: &Slack) -> Vec<Value> {
+    let list: Value = reqwest::Client::new()
+        .post(format!("{}/conversations.list", s.api))
+        .bearer_auth(&s.token)
+        .json(&json!({"limit": 1000}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let channel = list["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == s.channel.trim_start_matches('#') || c["id"] == s.channel.as_str())
+        .map(|c| c["id"].as_str().unwrap().to_owned())
+        .unwrap_or_else(|| s.channel.clone());
+    let answer: Value = reqwest::Client::new()
+        .post(format!("{}/conversations.history", s.api))
+        .bearer_auth(&s.token)
+        .json(&json!({"channel": channel, "limit": 1000}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["ok"], true, "{answer}");
+    answer["messages"].as_array().unwrap().clone()
+}
+
+const SIGNING: &str = "slack-signing-secret-for-tests";
+const SLACK_APPROVER: &str = "U0APPROVE1";
+
+fn click(approval: &str, user: &str, action: &str, response_url: &str) -> String {
+    let payload = json!({
+        "type": "block_actions",
+        "user": {"id": user, "username": "alice", "name": "alice", "team_id": "T0TEAM"},
+        "team": {"id": "T0TEAM", "domain": "example"},
+        "channel": {"id": "C0APPROVAL", "name": "approvals"},
+        "container": {"type": "message", "message_ts": "1906020000.000100", "channel_id": "C0APPROVAL"},
+        "response_url": response_url,
+        "actions": [{
+            "action_id": action,
+            "block_id": "kubemedic_approval",
+            "value": approval,
+            "type": "button",
+            "action_ts": "1906020290.123456"
+        }]
+    });
+    format!("payload={}", urlencode(&payload.to_string()))
+}
+
+async fn post_interaction(
+    d: &common::TestDaemon,
+    body: &str,
+    secret: &str,
+    at: chrono::DateTime<Utc>,
+) -> u16 {
+    let ts = at.timestamp();
+    let signature = kubemedic::notify::slack::sign(&Secret::new(secret), ts, body.as_bytes());
+    d.client
+        .post(d.url("/api/v1/slack/interactions"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header(kubemedic::notify::slack::TIMESTAMP_HEADER, ts.to_string())
+        .header(kubemedic::notify::slack::SIGNATURE_HEADER, signature)
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// The same through Slack: the message with its buttons arrives at the emulator; badly signed,
+/// stale, replayed clicks and a click by someone who is not an approver decide nothing; a
+/// correctly signed click by an approver approves, the rollback runs, and the message's
+/// buttons are replaced by the outcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slack_button_approves_and_forged_stale_or_replayed_clicks_do_not() {
+    let Some(s) = slack() else {
+        return;
+    };
+    let Some(k) = Kube::new("apprs").await else {
+        return;
+    };
+    let (api, token, channel) = (s.api.clone(), s.token.clone(), s.channel.clone());
+    let (d, alert) = production_incident(&k, |a| {
+        a.approvals.approvers = None;
+        a.approvals.slack_bot_token = Some(Secret::new(token));
+        a.approvals.slack_channel = Some(channel);
+        a.approvals.slack_api_url = Some(api);
+        a.approvals.slack_signing_secret = Some(Secret::new(SIGNING));
+        a.approvals.slack_approvers = Some(vec![SLACK_APPROVER.into()]);
+        a.approvals.public_url = Some(PUBLIC.into());
+    })
+    .await;
+    let (req, approval) = awaiting(&d, &alert).await;
+    let rid = req["id"].as_str().unwrap().to_owned();
+    let aid = approval["id"].as_str().unwrap().to_owned();
+
+    // The message, with both buttons.
+    let mut offer = None;
+    for _ in 0..100 {
+        offer = slack_history(&s)
+            .await
+            .into_iter()
+            .find(|m| m.to_string().contains(&aid));
+        if offer.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let offer = offer.expect("the approval message reached Slack");
+    let buttons = offer.to_string();
+    assert!(
+        buttons.contains("\"action_id\":\"approve\"") && buttons.contains("\"action_id\":\"deny\""),
+        "{offer:#}"
+    );
+
+    // The emulator sends no clicks and has no response_url: its incoming webhook takes the same
+    // JSON, so the answers go there.
+    let hook = common::component("KUBEMEDIC_TEST_SLACK_WEBHOOK_URL", "the Slack emulator").unwrap();
+    let approve = click(&aid, SLACK_APPROVER, "approve", &hook);
+    let now = Utc::now();
+    assert_eq!(
+        post_interaction(&d, &approve, "wrong-secret", now).await,
+        401,
+        "bad signature"
+    );
+    assert_eq!(
+        post_interaction(&d, &approve, SIGNING, now - chrono::Duration::minutes(6)).await,
+        401,
+        "stale"
+    );
+    let stranger = click(&aid, "U0STRANGER", "approve", &hook);
+    assert_eq!(post_interaction(&d, &stranger, SIGNING, now).await, 200);
+    let refused = d
+        .eventually(&format!("/api/v1/requests/{rid}"), 10, |r| {
+            r["timeline"].as_array().unwrap().iter().any(|e| {
+                e["kind"] == "approval_refused"
+                    && e["message"].as_str().unwrap().contains("U0STRANGER")
+            })
+        })
+        .await;
+    assert_eq!(refused["phase"], "AwaitingApproval");
+
+    let kubelet = kubelet(&k);
+    assert_eq!(post_interaction(&d, &approve, SIGNING, now).await, 200);
+    // The very same signed request again: a replay.
+    assert_eq!(
+        post_interaction(&d, &approve, SIGNING, now).await,
+        409,
+        "replay"
+    );
+
+    let done = resolve_and_finish(&d, &alert, &rid).await;
+    kubelet.abort();
+    assert_eq!(done["phase"], "Completed", "{done:#}");
+    assert_eq!(done["state"]["approval"]["decided_via"], "slack");
+    assert!(
+        done["state"]["approval"]["decided_by"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("slack:{SLACK_APPROVER}")),
+        "{done:#}"
+    );
+    // No stale buttons: the message now says what happened instead.
+    let mut updated = None;
+    for _ in 0..100 {
+        updated = slack_history(&s).await.into_iter().find(|m| {
+            m.to_string().contains(&aid) && !m.to_string().contains("\"action_id\":\"approve\"")
+        });
+        if updated.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let updated = updated.expect("the buttons were replaced");
+    assert!(updated.to_string().contains("Approved"), "{updated:#}");
+    let refusals = audit_messages(&d, &rid, "approval_refused").await;
+    assert!(
+        refusals.iter().any(|m| m.contains("U0STRANGER")),
+        "{refusals:#?}"
+    );
+    d.stop().await;
+}

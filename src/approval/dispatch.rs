@@ -126,7 +126,7 @@ impl Dispatcher {
                 return;
             }
         };
-        let message = a.message(&approval, &n.recipient, n.channel);
+        let message = a.message(&approval, &n.recipient);
         let sent = match n.kind {
             NotificationKind::Offer => notifier.offer(&message).await,
             NotificationKind::Outcome => notifier
@@ -204,7 +204,7 @@ impl Dispatcher {
         if now.decision.is_none() {
             return;
         }
-        let message = a.message(&now, &n.recipient, n.channel);
+        let message = a.message(&now, &n.recipient);
         let text = match notifier.outcome(&message, external_ref.as_ref()).await {
             Ok(()) => format!(
                 "{} outcome to {}: delivered (decided while the offer was sent)",

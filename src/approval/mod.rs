@@ -38,14 +38,11 @@ use crate::domain::{
     SelectedWorkflow, Stage, StageError, StageOutcome,
 };
 use crate::notify::Notifier;
+use crate::notify::slack::SlackNotifier;
 use crate::store::Store;
 use crate::telemetry::Metrics;
 
 pub use links::{Claims, LinkDecision, LinkError, LinkSigner};
-
-/// The recipient of a Slack incoming-webhook message (no interactivity: its buttons open
-/// signed confirmation pages, like an e-mail's links).
-pub const SLACK_WEBHOOK_RECIPIENT: &str = "webhook";
 
 /// How long an approval without `--approval-timeout-seconds` (0) stays open: in effect forever.
 const NO_EXPIRY: chrono::Duration = chrono::Duration::days(3650);
@@ -116,6 +113,8 @@ pub struct Approvals {
     pub metrics: Option<Arc<Metrics>>,
     /// Wakes the dispatcher when there is something to send.
     pub wake: Arc<Notify>,
+    /// The Slack notifier (also among `notifiers`), for answering button clicks.
+    pub slack: Option<Arc<SlackNotifier>>,
 }
 
 impl Approvals {
@@ -219,12 +218,7 @@ impl Approvals {
     }
 
     /// What `recipient` is sent: the approval with links signed for them.
-    pub fn message(
-        &self,
-        approval: &ApprovalRequest,
-        recipient: &str,
-        channel: Channel,
-    ) -> ApprovalMessage {
+    pub fn message(&self, approval: &ApprovalRequest, recipient: &str) -> ApprovalMessage {
         let link = |d: LinkDecision| {
             let token = self
                 .signer
@@ -235,19 +229,14 @@ impl Approvals {
                 d.as_str()
             ))
         };
-        // Slack with a bot token decides through its own buttons (the interaction is signed
-        // by Slack); every other channel carries a signed link per decision.
-        let interactive = channel == Channel::Slack && recipient != SLACK_WEBHOOK_RECIPIENT;
-        let (approve_url, deny_url) = if interactive {
-            (None, None)
-        } else {
-            (link(LinkDecision::Approve), link(LinkDecision::Deny))
-        };
+        // Every message carries a signed link per decision, bound to its recipient. Slack with
+        // interactive buttons does not show them (the click is signed by Slack instead); a
+        // webhook message, or a bot without the signing secret, links to the pages.
         ApprovalMessage {
             approval: approval.clone(),
             recipient: recipient.to_owned(),
-            approve_url,
-            deny_url,
+            approve_url: link(LinkDecision::Approve),
+            deny_url: link(LinkDecision::Deny),
             view_url: self.url(&format!("/api/v1/approvals/{}", approval.id)),
         }
     }

@@ -498,3 +498,92 @@ mod tests {
         );
     }
 }
+
+// --- Slack's buttons.
+
+/// `POST /api/v1/slack/interactions`: a button click, signed by Slack. Verified (signature,
+/// a timestamp within 5 minutes, never seen before), answered at once (Slack waits 3 s), and
+/// decided in the background as the Slack user Slack vouched for — if they are an approver;
+/// the message's buttons are then replaced with the outcome.
+pub async fn slack_interaction(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    use crate::notify::slack::{
+        SIGNATURE_HEADER, TIMESTAMP_HEADER, outcome_message, parse_interaction, verify_signature,
+    };
+    let (Some(a), Some(secret)) = (state.approvals.clone(), state.slack_signing_secret.as_ref())
+    else {
+        return Err(ApiError::NotFound(
+            "Slack interactions are not configured (--slack-signing-secret)".into(),
+        ));
+    };
+    let raw = super::ingest::read_body(&state, &headers, body).await?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let signature = header(SIGNATURE_HEADER);
+    if let Err(e) = verify_signature(
+        secret,
+        header(TIMESTAMP_HEADER),
+        signature,
+        &raw,
+        state.clock.now(),
+    ) {
+        audit_slack_refusal(&state, &format!("signature refused: {e}")).await;
+        return Err(ApiError::Unauthorized);
+    }
+    // A genuine request replayed within its 5 minutes: used once only.
+    let fresh = state
+        .store
+        .consume_nonce(&format!("slack:{}", signature.unwrap_or_default()), None)
+        .await?;
+    if !fresh {
+        audit_slack_refusal(&state, "replayed interaction refused").await;
+        return Err(ApiError::Conflict(
+            "this interaction was already received".into(),
+        ));
+    }
+    let interaction = parse_interaction(&raw).map_err(|e| ApiError::bad("payload", e))?;
+    let Some(decision) = interaction.decision() else {
+        // Another button (Review opens a page): nothing to decide.
+        return Ok(StatusCode::OK.into_response());
+    };
+    let Some(id) = interaction.approval_id() else {
+        return Err(ApiError::bad("payload", "the button names no approval"));
+    };
+    let approve = decision == crate::domain::Decision::Approved;
+    tokio::spawn(async move {
+        let result = a
+            .decide_slack(id, approve, &interaction.user_id, &interaction.user_name)
+            .await;
+        let Some(slack) = a.slack.as_ref() else {
+            return;
+        };
+        let answer = match &result {
+            Ok(decided) => {
+                slack
+                    .respond(&interaction.response_url, &outcome_message(decided), true)
+                    .await
+            }
+            Err(r) => {
+                let text = crate::notify::slack::SlackMessage {
+                    text: format!("Not decided: {}: {}", r.title, r.detail),
+                    blocks: vec![],
+                };
+                slack.respond(&interaction.response_url, &text, false).await
+            }
+        };
+        if let Err(e) = answer {
+            tracing::warn!(error = %e, "cannot answer a Slack interaction");
+        }
+    });
+    Ok(StatusCode::OK.into_response())
+}
+
+async fn audit_slack_refusal(state: &AppState, why: &str) {
+    let draft = crate::domain::AuditDraft::new("approval_refused", "slack", why.to_owned());
+    if let Err(e) = state.store.append_audit(None, None, &draft).await {
+        tracing::warn!(error = %e, "cannot audit a refused Slack interaction");
+    }
+    state.metrics.approval_decision("none", "slack", "refused");
+}

@@ -53,7 +53,11 @@ fn strip_scheme<'a>(value: &'a str, scheme: &str) -> Option<&'a str> {
     given.eq_ignore_ascii_case(scheme).then(|| rest.trim())
 }
 
-async fn read_body(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Vec<u8>, ApiError> {
+pub(super) async fn read_body(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Vec<u8>, ApiError> {
     let limit = state.max_body_bytes;
     // A compressed body would only fail as "invalid JSON": say what is wrong instead.
     if let Some(encoding) = headers

@@ -116,6 +116,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/approvals/{id}", get(approvals::get))
         .route("/api/v1/approvals/{id}/decision", post(approvals::decide))
         .route(
+            "/api/v1/slack/interactions",
+            post(approvals::slack_interaction),
+        )
+        .route(
             "/approvals/{id}/{decision}",
             get(approvals::link_page).post(approvals::link_submit),
         )
