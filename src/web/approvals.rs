@@ -486,19 +486,6 @@ pub async fn decide(
     Ok(Json(approval_json(&decided)))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn untrusted_text_is_escaped() {
-        assert_eq!(
-            esc("<script>alert('x')</script> & \"q\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
-        );
-    }
-}
-
 // --- Slack's buttons.
 
 /// `POST /api/v1/slack/interactions`: a button click, signed by Slack. Verified (signature,
@@ -586,4 +573,17 @@ async fn audit_slack_refusal(state: &AppState, why: &str) {
         tracing::warn!(error = %e, "cannot audit a refused Slack interaction");
     }
     state.metrics.approval_decision("none", "slack", "refused");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untrusted_text_is_escaped() {
+        assert_eq!(
+            esc("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
 }
