@@ -483,6 +483,63 @@ fn bad_configuration_is_refused_before_serving_and_names_the_setting() {
         "{err}"
     );
 
+    // Approvals configured to be mailed, but no address for their links; a Slack token with
+    // nobody to press its buttons; a malformed approver: each names the flag, and no secret.
+    for (args, names) in [
+        (
+            vec![
+                "--approvers",
+                "ops@example.com",
+                "--smtp-url",
+                "smtp://mail:25",
+                "--email-from",
+                "km@example.com",
+                "--smtp-password",
+                "mailpw-hunter2",
+                "--smtp-username",
+                "km",
+            ],
+            "--public-url",
+        ),
+        (
+            vec![
+                "--public-url",
+                "https://km.example.com",
+                "--slack-bot-token",
+                "xoxb-1-hunter2",
+                "--slack-channel",
+                "ops",
+                "--approvers",
+                "ops@example.com",
+            ],
+            "--slack-approvers",
+        ),
+        (vec!["--approvers", "not-an-address"], "--approvers"),
+        (
+            vec![
+                "--approvers",
+                "ops@example.com",
+                "--public-url",
+                "https://km.example.com",
+                "--smtp-url",
+                "pop3://mail",
+                "--email-from",
+                "km@example.com",
+            ],
+            "--smtp-url",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--webhook-token", "t"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(names), "{args:?}: {err}");
+        assert!(!err.contains("hunter2"), "{err}");
+    }
+
     let out = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env_remove("KUBEMEDIC_WEBHOOK_TOKEN")
