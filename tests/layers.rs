@@ -473,8 +473,8 @@ fn the_checker_names_file_and_line_of_each_broken_rule() {
         "import circle: catalog → history → catalog",
     );
     one_violation(
-        &[("src/approval/mod.rs", "")],
-        "src/approval/mod.rs: module `approval` is in no layer",
+        &[("src/gadget/mod.rs", "")],
+        "src/gadget/mod.rs: module `gadget` is in no layer",
     );
     // And a tree that keeps the rules passes.
     let good = fake(&[

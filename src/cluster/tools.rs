@@ -382,6 +382,11 @@ impl ClusterTools {
         items.sort_by(|x, y| {
             (obj::namespace(x), obj::name(x)).cmp(&(obj::namespace(y), obj::name(y)))
         });
+        if res.kind == "Node" {
+            // Nodes that need attention first, so a capped list of a large cluster still
+            // shows the NotReady, cordoned and tainted ones.
+            items.sort_by_key(node_attention);
+        }
         let total = items.len();
         let where_ = ns
             .as_deref()
@@ -598,6 +603,27 @@ impl ClusterTools {
             text.push_str(&format!("Warning: {w}\n"));
         }
         Ok((text, data))
+    }
+}
+
+/// 0 NotReady, 1 cordoned, 2 tainted, 3 the rest (a stable sort keeps names in order).
+fn node_attention(n: &Value) -> u8 {
+    let ready = n["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+    if !ready {
+        0
+    } else if n["spec"]["unschedulable"] == true {
+        1
+    } else if n["spec"]["taints"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty())
+    {
+        2
+    } else {
+        3
     }
 }
 
