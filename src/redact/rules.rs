@@ -9,6 +9,7 @@
 
 use std::sync::LazyLock;
 
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use base64::Engine as _;
 use regex::{Captures, Regex};
 
@@ -17,7 +18,30 @@ use super::{Marker, Span, is_sensitive_key};
 fn re(pattern: &str) -> Regex {
     // The patterns are constants checked by the unit tests; a bad one is a build-time bug.
     #[allow(clippy::expect_used)]
-    Regex::new(pattern).expect("sanitiser pattern")
+    Regex::new(&ascii_word_boundaries(pattern)).expect("sanitiser pattern")
+}
+
+/// `\b` as an ASCII word boundary. A Unicode `\b` makes the regex crate's fast DFA give up on
+/// any text with a non-ASCII character (a log line with an emoji) and fall back to a far
+/// slower engine; the credentials these rules look for are ASCII.
+fn ascii_word_boundaries(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('b') => out.push_str("(?-u:\\b)"),
+            Some(n) => {
+                out.push(c);
+                out.push(n);
+            }
+            None => out.push(c),
+        }
+    }
+    out
 }
 
 /// Pieces the patterns share. Text may be a rendering of JSON, where a string's new lines
@@ -533,9 +557,175 @@ fn user_pass(d: &[u8]) -> bool {
         && !pass.contains(&b'{')
 }
 
+/// The literals (ASCII case-insensitive) without one of which a rule cannot match: one
+/// Aho-Corasick pass over the text decides which rules run, as for the gitleaks rules. A rule
+/// not listed always runs.
+const KEYWORDS: &[(&str, &[&str])] = &[
+    ("private-key", &["private key"]),
+    ("putty-private-key", &["private-lines"]),
+    ("certificate", &["-----begin"]),
+    ("age-secret-key", &["age-secret-key-1"]),
+    ("url-password", &["://"]),
+    ("authorization-header", &["authorization"]),
+    ("bearer-basic", &["bearer", "basic"]),
+    ("jwt", &["eyj"]),
+    (
+        "provider-key",
+        &[
+            "sk",
+            "gho_",
+            "ghp_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+            "xox",
+            "xapp-",
+            "aiza",
+            "_live_",
+            "_test_",
+            "whsec_",
+            "glpat-",
+            "gldt-",
+            "glrt-",
+            "glptt-",
+            "glft-",
+            "glimt-",
+            "glagent-",
+            "glcbt-",
+            "gloas-",
+            "glsoat-",
+            "npm_",
+            "pypi-",
+            "hf_",
+            "api_org_",
+            "sg.",
+            "hvs.",
+            "hvb.",
+            "hvr.",
+            "_v1_",
+            "shpat_",
+            "shpca_",
+            "shppa_",
+            "shpss_",
+            "nrak-",
+            "nrjs-",
+            "nrii-",
+            "nrra-",
+            "key-",
+            "glc_",
+            "glsa_",
+            "eyjrijoi",
+            "dda_",
+            "ddp_",
+            "atatt3",
+            "lin_api_",
+            "sntrys_",
+            "sntryu_",
+            "dp.",
+        ],
+    ),
+    ("telegram-bot-token", &[":a"]),
+    (
+        "aws-access-key-id",
+        &[
+            "akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa", "abia", "acca",
+        ],
+    ),
+    ("webhook-url", &["https://"]),
+    ("url-signature", &["sig=", "signature="]),
+    ("key-value", WORD_KEYWORDS),
+    ("config-directive", &["pass", "auth", "secret", "pw"]),
+    ("netrc", &["login"]),
+    ("env-entry", &["value"]),
+    ("xml-key-value", &["value="]),
+    ("xml-element", &["</"]),
+    ("flag-argument", WORD_KEYWORDS),
+    ("command-p-flag", &["-p"]),
+    ("mysql-p", &["-p"]),
+    ("redis-cli-a", &["redis-cli"]),
+    ("curl-user", &["curl"]),
+    ("htpasswd-b", &["htpasswd"]),
+    (
+        "prose-password",
+        &["pass", "pwd", "secret", "token", "api", "credential"],
+    ),
+];
+
+/// The literals of `{WORDS}`.
+const WORD_KEYWORDS: &[&str] = &[
+    "pass",
+    "pw",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "cred",
+    "dsn",
+    "cookie",
+    "sas",
+    "signature",
+    "webhook",
+    "private",
+];
+
+struct Prefilter {
+    automaton: Option<AhoCorasick>,
+    /// Keyword pattern index → the rules it enables.
+    by_keyword: Vec<Vec<usize>>,
+    always: Vec<usize>,
+}
+
+static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| {
+    let mut keywords: Vec<&str> = Vec::new();
+    let mut by_keyword: Vec<Vec<usize>> = Vec::new();
+    let mut always = Vec::new();
+    for (i, rule) in RULES.iter().enumerate() {
+        let Some((_, words)) = KEYWORDS.iter().find(|(name, _)| *name == rule.name) else {
+            always.push(i);
+            continue;
+        };
+        for w in *words {
+            match keywords.iter().position(|k| k == w) {
+                Some(p) => by_keyword[p].push(i),
+                None => {
+                    keywords.push(w);
+                    by_keyword.push(vec![i]);
+                }
+            }
+        }
+    }
+    let automaton = AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .build(&keywords)
+        .ok();
+    if automaton.is_none() {
+        // Cannot happen with these keywords; should it, every rule runs.
+        always = (0..RULES.len()).collect();
+    }
+    Prefilter {
+        automaton,
+        by_keyword,
+        always,
+    }
+});
+
 /// Every finding of kubemedic's rules in `text`.
 pub fn find(text: &str, out: &mut Vec<Span>) {
-    for rule in RULES.iter() {
+    let pre = &*PREFILTER;
+    let mut enabled = vec![false; RULES.len()];
+    for &i in &pre.always {
+        enabled[i] = true;
+    }
+    if let Some(a) = &pre.automaton {
+        for m in a.find_overlapping_iter(text) {
+            for &i in &pre.by_keyword[m.pattern().as_usize()] {
+                enabled[i] = true;
+            }
+        }
+    }
+    for (rule, _) in RULES.iter().zip(&enabled).filter(|(_, on)| **on) {
         for c in rule.re.captures_iter(text) {
             if let Some((start, end, marker)) = (rule.find)(&c)
                 && start < end
@@ -550,4 +740,26 @@ pub fn find(text: &str, out: &mut Vec<Span>) {
         }
     }
     find_base64(text, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_boundaries_are_ascii() {
+        assert_eq!(
+            ascii_word_boundaries(r"\bcurl\b\\b\s"),
+            r"(?-u:\b)curl(?-u:\b)\\b\s"
+        );
+    }
+
+    #[test]
+    fn every_keyword_list_names_a_rule() {
+        for (name, words) in KEYWORDS {
+            assert!(RULES.iter().any(|r| r.name == *name), "{name}");
+            assert!(words.iter().all(|w| *w == w.to_ascii_lowercase()), "{name}");
+        }
+        assert!(PREFILTER.automaton.is_some());
+    }
 }
