@@ -26,6 +26,8 @@ const DATA: &str = include_str!("gitleaks.json");
 struct File {
     commit: String,
     upstream_rules: usize,
+    #[serde(default)]
+    path_only_rules_dropped: Vec<String>,
     allowlist: RawAllowlist,
     rules: Vec<RawRule>,
 }
@@ -93,6 +95,8 @@ pub struct Rules {
     pub commit: String,
     /// How many rules the upstream file has (path-only rules included).
     pub upstream_rules: usize,
+    /// Upstream rules that only match file names, left out by the converter.
+    pub path_only: Vec<String>,
 }
 
 impl Rules {
@@ -174,6 +178,7 @@ fn load() -> Rules {
                 skipped: vec![("gitleaks.json".into(), e.to_string())],
                 commit: String::new(),
                 upstream_rules: 0,
+                path_only: Vec::new(),
             };
         }
     };
@@ -225,6 +230,7 @@ fn load() -> Rules {
         skipped,
         commit: file.commit,
         upstream_rules: file.upstream_rules,
+        path_only: file.path_only_rules_dropped,
     }
 }
 

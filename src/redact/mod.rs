@@ -120,6 +120,8 @@ pub struct VendoredRules {
     pub upstream: usize,
     /// Rules that did not load (id, why).
     pub skipped: Vec<(String, String)>,
+    /// Upstream rules that match only file names: not converted.
+    pub path_only: Vec<String>,
     /// The upstream commit the data was taken from.
     pub commit: String,
 }
@@ -131,6 +133,7 @@ pub fn gitleaks_rules() -> VendoredRules {
         loaded: r.loaded(),
         upstream: r.upstream_rules,
         skipped: r.skipped.clone(),
+        path_only: r.path_only.clone(),
         commit: r.commit.clone(),
     }
 }
@@ -328,25 +331,189 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Every upstream rule is accounted for: loaded, path-only (left out by the converter), or
+    /// skipped because its regex does not compile in Rust — named here, so that a refresh of
+    /// `gitleaks.json` that loses a rule fails loudly.
     #[test]
     fn gitleaks_rules_load() {
+        const SKIPPED: &[&str] = &[];
         let r = gitleaks_rules();
-        eprintln!(
-            "{} of {} loaded; skipped: {:?}",
-            r.loaded, r.upstream, r.skipped
-        );
+        let skipped: Vec<&str> = r.skipped.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(skipped, SKIPPED, "{:?}", r.skipped);
+        assert_eq!(r.path_only, ["pkcs12-file"]);
         assert_eq!(r.upstream, 222);
+        assert_eq!(r.loaded + r.path_only.len() + r.skipped.len(), r.upstream);
         assert!(r.loaded >= 200, "{r:?}");
+        assert_eq!(r.commit.len(), 40);
     }
 
     #[test]
     fn patterns_compile() {
         assert!(rules::RULES.len() > 5);
-        assert!(is_sensitive_key("DB_PASSWORD"));
-        assert!(is_sensitive_key("apiKey"));
-        assert!(!is_sensitive_key("secretName"));
-        assert!(!is_sensitive_key("serviceAccountName"));
-        assert!(!is_sensitive_key("tokenExpirationSeconds"));
+        for key in [
+            "DB_PASSWORD",
+            "apiKey",
+            "SMTP_PW",
+            "REDIS_AUTH",
+            "STRIPE_KEY",
+            "JWT_SECRET",
+            "GITHUB_TOKEN",
+            "LDAP_PASS",
+            "SENTRY_DSN",
+            "client-key-data",
+            "AccountKey",
+            "SharedAccessKey",
+            "SLACK_WEBHOOK_URL",
+            "_auth",
+            "--password",
+        ] {
+            assert!(is_sensitive_key(key), "{key}");
+        }
+        for key in [
+            "secretName",
+            "serviceAccountName",
+            "tokenExpirationSeconds",
+            "key",
+            "PRIMARY_KEY",
+            "PUBLIC_KEY",
+            "cache-key",
+            "DB_PASSWORD_FILE",
+            "password-stdin",
+            "nginx.ingress.kubernetes.io/auth-secret",
+            "auth-type",
+            "TOKEN_URL",
+        ] {
+            assert!(!is_sensitive_key(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn url_passwords_may_hold_slash_and_at() {
+        let out = sanitize_text("postgres://orders:S3cr/et@Pa55@db.shop.svc:5432/orders");
+        assert_eq!(out, "postgres://orders:[REDACTED]@db.shop.svc:5432/orders");
+        // An image reference by digest behind a registry port is no password.
+        let digest = "docker-pullable://registry.local:5000/shop/checkout@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert_eq!(sanitize_text(digest), digest);
+    }
+
+    #[test]
+    fn a_credential_flag_redacts_the_next_list_element() {
+        let v = json!({"args": ["--user", "app", "--password", "hunter2", "--port", "5432"]});
+        assert_eq!(
+            sanitize_value(&v),
+            json!({"args": ["--user", "app", "--password", REDACTED, "--port", "5432"]})
+        );
+        let probe = json!({"command": ["redis-cli", "-a", "r3d1s-pw", "ping"]});
+        assert_eq!(
+            sanitize_value(&probe),
+            json!({"command": ["redis-cli", "-a", REDACTED, "ping"]})
+        );
+        // The same as YAML text, as `kubectl_get_yaml` shows it.
+        let yaml = "args:\n- --token\n- t0k3n-value-77\n- --verbose\n";
+        assert_eq!(
+            sanitize_text(yaml),
+            "args:\n- --token\n- [REDACTED]\n- --verbose\n"
+        );
+    }
+
+    #[test]
+    fn command_lines_lose_their_passwords() {
+        for (text, secret) in [
+            ("mysql -h db -uroot -pS3cretPw orders", "S3cretPw"),
+            ("sshpass -p 'ss h pw' ssh backup@host", "ss h pw"),
+            ("curl -fsS -u deploy:cUrLpw1 https://ci/job", "cUrLpw1"),
+            ("htpasswd -bc /etc/nginx/.htpasswd admin Htpw77", "Htpw77"),
+            ("htpasswd -nbB ops Htpw88 > /auth/htpasswd", "Htpw88"),
+            ("redis-cli -h r -a R3dis-pw ping", "R3dis-pw"),
+            (
+                "docker login -u ci -p D0ckerpw registry.example.com",
+                "D0ckerpw",
+            ),
+            ("pg_dumpall --password=Pg-pw-99 --host=db", "Pg-pw-99"),
+            ("keytool -list -storepass Ks-pw-42", "Ks-pw-42"),
+        ] {
+            let out = sanitize_text(text);
+            assert!(!out.contains(secret), "{text} -> {out}");
+        }
+        // References and prompts are not credentials.
+        for text in [
+            "mysqladmin ping -uroot -p\"$MYSQL_ROOT_PASSWORD\"",
+            "docker run -p 8080:80 nginx",
+            "pg_isready -U orders -h 127.0.0.1 -p 5432",
+        ] {
+            assert_eq!(sanitize_text(text), text);
+        }
+    }
+
+    #[test]
+    fn env_names_in_text_and_json() {
+        let v = json!({"env": [
+            {"name": "SMTP_PW", "value": "smtp-pw-1"},
+            {"name": "REDIS_AUTH", "value": "redis-auth-2"},
+            {"name": "DB_PASSWORD", "value": ""},
+            {"name": "API_TOKEN", "value": "$(TOKEN_FROM_SECRET)"},
+            {"name": "LOG_LEVEL", "value": "debug"}
+        ]});
+        let out = sanitize_value(&v);
+        assert_eq!(out["env"][0]["value"], REDACTED);
+        assert_eq!(out["env"][1]["value"], REDACTED);
+        // Empty and referenced values help a diagnosis and hide nothing.
+        assert_eq!(out["env"][2]["value"], "");
+        assert_eq!(out["env"][3]["value"], "$(TOKEN_FROM_SECRET)");
+        assert_eq!(out["env"][4]["value"], "debug");
+        let yaml =
+            "env:\n- name: STRIPE_KEY\n  value: rk_live_abcdef\n- name: MODE\n  value: fast\n";
+        assert_eq!(
+            sanitize_text(yaml),
+            "env:\n- name: STRIPE_KEY\n  value: [REDACTED]\n- name: MODE\n  value: fast\n"
+        );
+    }
+
+    #[test]
+    fn free_text_and_base64() {
+        let out = sanitize_text("bootstrap: initial password is Xq9-bootstrap.");
+        assert_eq!(out, "bootstrap: initial password is [REDACTED].");
+        assert_eq!(
+            sanitize_text("the password is incorrect"),
+            "the password is incorrect"
+        );
+        // base64("ops:b64-secret-pw")
+        let out = sanitize_text("retrying with b3BzOmI2NC1zZWNyZXQtcHc= now");
+        assert_eq!(out, "retrying with [REDACTED] now");
+        // base64 of a private key (kubeconfig client-key-data) and of a certificate.
+        let key = "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVB";
+        assert_eq!(sanitize_text(key), REDACTED_PRIVATE_KEY);
+        let cert = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM1ekNDQWMr";
+        assert_eq!(sanitize_text(cert), cert);
+    }
+
+    #[test]
+    fn a_secrets_last_applied_configuration_is_withheld() {
+        let secret = json!({"kind": "Secret", "metadata": {"name": "s", "annotations": {
+            "kubectl.kubernetes.io/last-applied-configuration": "{\"data\":{\"config.yaml\":\"c2VjcmV0\"},\"kind\":\"Secret\"}"
+        }}, "data": {"config.yaml": "c2VjcmV0"}});
+        let out = sanitize_value(&secret);
+        assert_eq!(
+            out["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"],
+            REDACTED
+        );
+        assert_eq!(out["data"]["config.yaml"], REDACTED);
+    }
+
+    #[test]
+    fn findings_name_the_rule_and_sanitising_twice_changes_nothing() {
+        let text = "DB_PASSWORD=hunter2 token ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let f = findings(text);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].rule, "key-value");
+        assert_eq!(&text[f[0].start..f[0].end], "hunter2");
+        let once = sanitize_text(text);
+        assert_eq!(sanitize_text(&once), once);
+        assert!(
+            findings(&once)
+                .iter()
+                .all(|f| &once[f.start..f.end] == REDACTED)
+        );
     }
 
     #[test]
