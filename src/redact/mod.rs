@@ -2,11 +2,11 @@
 //! audit trail, the dashboard.
 //!
 //! Two rule sets find what to redact (docs/adr/0009-secret-rules-from-gitleaks.md):
-//! gitleaks' default rules, vendored as data (`gitleaks.json`, see [`gitleaks`]), and
+//! gitleaks' default rules, vendored as data (`gitleaks.json`, see `gitleaks.rs`), and
 //! kubemedic's own rules for the forms a cluster shows and gitleaks does not look for:
 //! private key blocks, URL and header credentials, `KEY=value` by key name, credentials in
 //! command lines and probe commands, free text, base64 `user:pass`, webhook URLs (see
-//! [`rules`]). Both report spans; overlapping spans merge and each becomes one marker.
+//! `rules.rs`). Both report spans; overlapping spans merge and each becomes one marker.
 //!
 //! [`sanitize_text`] applies them to text. [`sanitize_value`] walks JSON: Secret
 //! `data`/`stringData`, values under key names that say password/secret/token/key, env
