@@ -1,38 +1,104 @@
 //! The sanitiser: credentials out of everything kubemedic shows anyone — the LLM, logs, the
 //! audit trail, the dashboard.
 //!
-//! Two passes. [`sanitize_value`] walks JSON objects: Secret `data`/`stringData`, values under
-//! key names that say password/secret/token/key, env entries whose *name* says so, and every
-//! string through the text pass. [`sanitize_text`] redacts by pattern: PEM private keys and
-//! certificates, URLs and connection strings with passwords, authorization headers, JWTs,
-//! OpenAI/GitHub/AWS/Slack/Google/Stripe keys, and `key=value` / `key: value` pairs whose key
-//! says it is a secret. Redactions read `[REDACTED]` so a reader knows something was there.
-//! False positives (a redacted harmless value) are accepted; false negatives are bugs.
+//! Two rule sets find what to redact (docs/adr/0009-secret-rules-from-gitleaks.md):
+//! gitleaks' default rules, vendored as data (`gitleaks.json`, see `gitleaks.rs`), and
+//! kubemedic's own rules for the forms a cluster shows and gitleaks does not look for:
+//! private key blocks, URL and header credentials, `KEY=value` by key name, credentials in
+//! command lines and probe commands, free text, base64 `user:pass`, webhook URLs (see
+//! `rules.rs`). Both report spans; overlapping spans merge and each becomes one marker.
+//!
+//! [`sanitize_text`] applies them to text. [`sanitize_value`] walks JSON: Secret
+//! `data`/`stringData`, values under key names that say password/secret/token/key, env
+//! entries whose *name* says so are redacted whole; every other string goes through the text
+//! pass with its key in front (`NAME=value`), and a list of strings (a command, args, an exec
+//! probe) goes through it as one command line, so `["--password", "hunter2"]` loses its second
+//! element. Redactions read `[REDACTED]` (or `[REDACTED PRIVATE KEY]`, `[REDACTED CERTIFICATE]`)
+//! so a reader knows something was there, and sanitising twice changes nothing.
+//!
+//! False positives (a redacted harmless value) cost the investigation and are kept rare by the
+//! look-alike corpus (tests/redact_corpus.rs); false negatives are bugs.
 
+mod gitleaks;
+mod rules;
 mod text;
 
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::Regex;
 use serde_json::Value;
 
 pub use text::Redacted;
 
 pub const REDACTED: &str = "[REDACTED]";
+pub const REDACTED_PRIVATE_KEY: &str = "[REDACTED PRIVATE KEY]";
+pub const REDACTED_CERTIFICATE: &str = "[REDACTED CERTIFICATE]";
+
+/// What a redacted span becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Marker {
+    Redacted,
+    Certificate,
+    PrivateKey,
+}
+
+impl Marker {
+    fn text(self) -> &'static str {
+        match self {
+            Marker::Redacted => REDACTED,
+            Marker::Certificate => REDACTED_CERTIFICATE,
+            Marker::PrivateKey => REDACTED_PRIVATE_KEY,
+        }
+    }
+}
+
+/// A byte range of the text to redact, and the rule that found it.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+    marker: Marker,
+    rule: &'static str,
+}
+
+/// One redaction the sanitiser would make: the rule and the byte range of the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub start: usize,
+    pub end: usize,
+}
 
 /// Key names that hold credentials.
 static SENSITIVE_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)(pass(word|wd|phrase)?|pwd|secret|token|api[-_.]?key|apikey|access[-_.]?key|private[-_.]?key|client[-_.]?secret|credential|session[-_.]?key|signing[-_.]?key|encryption[-_.]?key|master[-_.]?key|\bdsn\b|connection[-_.]?string|conn[-_.]?str|^auth$|^authorization$|cookie)",
-    )
+    re(concat!(
+        r"(?i)(pass(word|wd|phrase)?|pwd|secret|token|api[-_.]?key|apikey|access[-_.]?key|private[-_.]?key",
+        r"|client[-_.]?secret|credential|session[-_.]?key|signing[-_.]?key|encryption[-_.]?key|master[-_.]?key",
+        r"|(^|[^a-z])dsn($|[^a-z])|connection[-_.]?string|conn[-_.]?str|^auth$|^authorization$|cookie",
+        r"|(^|[-_.])pw$|(^|[-_.])auth$|[-_.]key$|key[-_.]?data$|account[-_.]?key|shared[-_.]?access",
+        r"|auth[-_.]?key|licen[cs]e[-_.]?key|ssh[-_.]?key|webhook|htpasswd|(^|[-_.])sas($|[-_.]))",
+    ))
 });
 
 /// Key names that merely *refer* to a credential (`secretName`, `tokenFile`…) or describe it.
 static REFERENCE_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?i)((name|names|ref|refs|path|file|mount|mountpath|kind|type|namespace|mode|enabled|required|seconds",
+        r"|ttl|expiry|expiration|audience|issuer|length|count|policy|provider|version|stdin|url|uri|endpoint",
+        r"|header|field|format|algorithm|dir|location|prefix|selector|generation|source)$",
+        r"|(auth|tls)-secret$)",
+    ))
+});
+
+/// `*_KEY` names that are not credentials.
+static NON_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)(name|names|ref|refs|path|file|mount|mountpath|kind|type|namespace|mode|enabled|required|seconds|ttl|expiry|expiration|audience|issuer|length|count|policy|provider|version)$",
+        r"(?i)(public|pub|primary|foreign|partition|sort|cache|routing|idempotency|bucket|hash|range|shard|object|lookup|group|unique|index|label|metric)[-_.]?key$",
     )
 });
+
+/// Always credentials, whatever they end with (`SLACK_WEBHOOK_URL`).
+static ALWAYS_SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)webhook[-_.]?(url|uri)$"));
 
 fn re(pattern: &str) -> Regex {
     // The patterns are constants checked by the tests below; a bad one is a build-time bug.
@@ -42,123 +108,189 @@ fn re(pattern: &str) -> Regex {
 
 /// True when a value under this key must not be shown.
 pub fn is_sensitive_key(key: &str) -> bool {
-    SENSITIVE_KEY.is_match(key) && !REFERENCE_KEY.is_match(key)
+    ALWAYS_SECRET_KEY.is_match(key)
+        || (SENSITIVE_KEY.is_match(key)
+            && !REFERENCE_KEY.is_match(key)
+            && !NON_SECRET_KEY.is_match(key))
 }
 
-struct Rule {
-    re: Regex,
-    replace: fn(&Captures) -> String,
+/// What was loaded of the vendored gitleaks rules.
+#[derive(Debug, Clone)]
+pub struct VendoredRules {
+    /// Rules in force.
+    pub loaded: usize,
+    /// Rules in the upstream file, path-only rules included.
+    pub upstream: usize,
+    /// Rules that did not load (id, why).
+    pub skipped: Vec<(String, String)>,
+    /// Upstream rules that match only file names: not converted.
+    pub path_only: Vec<String>,
+    /// The upstream commit the data was taken from.
+    pub commit: String,
 }
 
-static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    vec![
-        // PEM private keys (complete, or cut off by a cap) and certificates.
-        Rule {
-            re: re(
-                r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----(?s:.*?)(-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
-            ),
-            replace: |_| "[REDACTED PRIVATE KEY]".into(),
-        },
-        Rule {
-            re: re(
-                r"-----BEGIN (CERTIFICATE|TRUSTED CERTIFICATE|CERTIFICATE REQUEST)-----(?s:.*?)(-----END [A-Z ]+-----|\z)",
-            ),
-            replace: |_| "[REDACTED CERTIFICATE]".into(),
-        },
-        // user:password@ in any URL or connection string (postgres, mysql, mongodb(+srv),
-        // redis(s), amqp(s), http…).
-        Rule {
-            re: re(r"(?i)\b([a-z][a-z0-9+.-]*://)([^:/?#@\s]*):([^@\s/]+)@"),
-            replace: |c| format!("{}{}:{REDACTED}@", &c[1], &c[2]),
-        },
-        // Authorization headers and bearer tokens.
-        Rule {
-            re: re(
-                r#"(?i)\b(authorization|proxy-authorization)(["']?\s*[:=]\s*["']?)(bearer|basic|token|digest)?\s*[^\s"',;]+"#,
-            ),
-            replace: |c| format!("{}{}{REDACTED}", &c[1], &c[2]),
-        },
-        Rule {
-            re: re(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"),
-            replace: |c| format!("{} {REDACTED}", &c[1]),
-        },
-        // JWTs.
-        Rule {
-            re: re(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
-            replace: |_| REDACTED.into(),
-        },
-        // Provider keys.
-        Rule {
-            re: re(
-                r"\b(sk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}|xox[abposr]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|glpat-[A-Za-z0-9_-]{20,})",
-            ),
-            replace: |_| REDACTED.into(),
-        },
-        Rule {
-            re: re(r"\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"),
-            replace: |_| REDACTED.into(),
-        },
-        Rule {
-            re: re(r"https://hooks\.slack\.com/(services|workflows)/[A-Za-z0-9/_-]+"),
-            replace: |_| format!("https://hooks.slack.com/{REDACTED}"),
-        },
-        // key=value, key: value, "key": "value" where the key says it is a secret.
-        Rule {
-            re: re(
-                r#"(?i)(\\?["']?)([A-Za-z0-9_.\-]*(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[-_.]?key|apikey|access[-_.]?key|private[-_.]?key|client[-_.]?secret|credentials?|session[-_.]?key|signing[-_.]?key|encryption[-_.]?key|master[-_.]?key|dsn|cookie)[A-Za-z0-9_.\-]*)(\\?["']?)([ \t]*[:=][ \t]*)(\\"(?:[^"\\\n]|\\[^"])*\\"|"[^"\n]*"|'[^'\n]*'|[^\s,;&"'<>)\]}\\]+)"#,
-            ),
-            replace: |c| {
-                if REFERENCE_KEY.is_match(&c[2]) || c[5].starts_with("[REDACTED") {
-                    return c[0].to_owned();
-                }
-                format!("{}{}{}{}{REDACTED}", &c[1], &c[2], &c[3], &c[4])
-            },
-        },
-        // `auth` alone (docker config) as a JSON/YAML key.
-        Rule {
-            re: re(
-                r#"(?i)(["']?\bauth["']?[ \t]*[:=][ \t]*)("[^"\n]*"|'[^'\n]*'|[A-Za-z0-9+/=]{8,})"#,
-            ),
-            replace: |c| format!("{}{REDACTED}", &c[1]),
-        },
-    ]
-});
+/// The vendored gitleaks rules: how many loaded, which did not and why, the upstream commit.
+pub fn gitleaks_rules() -> VendoredRules {
+    let r = &*gitleaks::RULES;
+    VendoredRules {
+        loaded: r.loaded(),
+        upstream: r.upstream_rules,
+        skipped: r.skipped.clone(),
+        path_only: r.path_only.clone(),
+        commit: r.commit.clone(),
+    }
+}
 
-/// Redact credentials in free text (logs, events, rendered objects).
-pub fn sanitize_text(text: &str) -> String {
-    let mut out = std::borrow::Cow::Borrowed(text);
-    for rule in RULES.iter() {
-        if rule.re.is_match(&out) {
-            let replaced = rule
-                .re
-                .replace_all(&out, |c: &Captures| (rule.replace)(c))
-                .into_owned();
-            out = std::borrow::Cow::Owned(replaced);
+/// Every redaction [`sanitize_text`] would make in `text`, merged, with the rule that found
+/// it (the first, when several did). For tests and for explaining a redaction.
+pub fn findings(text: &str) -> Vec<Finding> {
+    spans(text)
+        .into_iter()
+        .map(|s| Finding {
+            rule: s.rule,
+            start: s.start,
+            end: s.end,
+        })
+        .collect()
+}
+
+/// The spans to redact in `text`, sorted and merged.
+fn spans(text: &str) -> Vec<Span> {
+    let mut found = Vec::new();
+    rules::find(text, &mut found);
+    gitleaks::find(text, &mut found);
+    merge(found)
+}
+
+fn merge(mut found: Vec<Span>) -> Vec<Span> {
+    found.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    let mut out: Vec<Span> = Vec::with_capacity(found.len());
+    for s in found {
+        match out.last_mut() {
+            Some(last) if s.start <= last.end => {
+                last.end = last.end.max(s.end);
+                last.marker = last.marker.max(s.marker);
+            }
+            _ => out.push(s),
         }
     }
-    out.into_owned()
+    out
+}
+
+/// `text` with `spans` (sorted, disjoint, within `lo..hi`) replaced by their markers.
+fn apply(text: &str, spans: &[Span], lo: usize, hi: usize) -> String {
+    let mut out = String::with_capacity(hi - lo);
+    let mut at = lo;
+    for s in spans {
+        let (start, end) = (s.start.max(lo), s.end.min(hi));
+        if start >= end || start < at {
+            continue;
+        }
+        out.push_str(&text[at..start]);
+        out.push_str(s.marker.text());
+        at = end;
+    }
+    out.push_str(&text[at..hi]);
+    out
+}
+
+/// Redact credentials in free text (logs, events, rendered objects, prompts).
+pub fn sanitize_text(text: &str) -> String {
+    let spans = spans(text);
+    if spans.is_empty() {
+        return text.to_owned();
+    }
+    apply(text, &spans, 0, text.len())
+}
+
+/// Sanitise strings that are read together — the arguments of one command, a key and its
+/// value — as one text joined by `sep`, and give each part its own result.
+fn sanitize_parts(parts: &[&str], sep: &str) -> Vec<String> {
+    let joined = parts.join(sep);
+    let spans = spans(&joined);
+    let mut out = Vec::with_capacity(parts.len());
+    let mut at = 0;
+    for p in parts {
+        let (lo, hi) = (at, at + p.len());
+        // Spans cut to the part; a span wholly inside the separator is nobody's.
+        let mine: Vec<Span> = spans
+            .iter()
+            .filter(|s| s.start < hi && s.end > lo)
+            .copied()
+            .collect();
+        out.push(apply(&joined, &mine, lo, hi));
+        at = hi + sep.len();
+    }
+    out
+}
+
+/// Keys whose string value is structure, not configuration: read without the key in front.
+const STRUCTURAL: &[&str] = &[
+    "name",
+    "key",
+    "kind",
+    "apiVersion",
+    "uid",
+    "resourceVersion",
+    "namespace",
+    "image",
+    "imageID",
+    "containerID",
+];
+
+/// The value of `key: value`, sanitised as the text `key=value` so that rules which need the
+/// key (a vendor name, `..._TOKEN=`) see it.
+fn sanitize_pair(key: &str, value: &str) -> String {
+    if STRUCTURAL.contains(&key) || key.contains(['\n', '=']) {
+        return sanitize_text(value);
+    }
+    match sanitize_parts(&[key, value], "=").pop() {
+        Some(v) => v,
+        None => sanitize_text(value),
+    }
 }
 
 /// Redact credentials in a Kubernetes object (or any JSON, Lists included).
 pub fn sanitize_value(v: &Value) -> Value {
     match v {
         Value::String(s) => Value::String(sanitize_text(s)),
-        Value::Array(items) => Value::Array(items.iter().map(sanitize_value).collect()),
+        Value::Array(items) => {
+            let strings: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+            match strings {
+                // A command, args, an exec probe: one command line.
+                Some(parts) if parts.len() > 1 => Value::Array(
+                    sanitize_parts(&parts, " ")
+                        .into_iter()
+                        .map(Value::String)
+                        .collect(),
+                ),
+                _ => Value::Array(items.iter().map(sanitize_value).collect()),
+            }
+        }
         Value::Object(map) => {
             let is_secret = map.get("kind").and_then(Value::as_str) == Some("Secret");
             // An env entry or similar `{name: DB_PASSWORD, value: "…"}`.
-            let named_secret = map
+            let entry_name = map
                 .get("name")
                 .and_then(Value::as_str)
-                .is_some_and(is_sensitive_key);
+                .filter(|_| map.get("value").is_some_and(Value::is_string));
+            let named_secret = entry_name.is_some_and(is_sensitive_key);
             let mut out = serde_json::Map::with_capacity(map.len());
             for (k, val) in map {
                 let redact = (is_secret && (k == "data" || k == "stringData"))
-                    || (named_secret && k == "value" && val.is_string())
+                    || (named_secret && k == "value")
                     || (is_sensitive_key(k)
                         && !(val.is_object() || val.is_array() || val.is_null()));
                 let new = if redact {
                     redact_value(val)
+                } else if is_secret && k == "metadata" {
+                    secret_metadata(val)
+                } else if let Value::String(s) = val {
+                    let key = match entry_name {
+                        Some(name) if k == "value" => name,
+                        _ => k,
+                    };
+                    Value::String(sanitize_pair(key, s))
                 } else {
                     sanitize_value(val)
                 };
@@ -170,6 +302,19 @@ pub fn sanitize_value(v: &Value) -> Value {
     }
 }
 
+/// A Secret's metadata: `kubectl apply` keeps the whole Secret, data included, in an
+/// annotation.
+fn secret_metadata(v: &Value) -> Value {
+    let mut out = sanitize_value(v);
+    if let Some(a) = out
+        .get_mut("annotations")
+        .and_then(|a| a.get_mut("kubectl.kubernetes.io/last-applied-configuration"))
+    {
+        *a = Value::String(REDACTED.into());
+    }
+    out
+}
+
 fn redact_value(v: &Value) -> Value {
     match v {
         Value::Object(map) => Value::Object(
@@ -178,6 +323,8 @@ fn redact_value(v: &Value) -> Value {
                 .collect(),
         ),
         Value::Bool(_) => v.clone(),
+        // Nothing to hide in an empty value or a `$(VAR)` reference; both help a diagnosis.
+        Value::String(s) if rules::keep(s) => v.clone(),
         _ => Value::String(REDACTED.into()),
     }
 }
@@ -187,14 +334,189 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Every upstream rule is accounted for: loaded, path-only (left out by the converter), or
+    /// skipped because its regex does not compile in Rust — named here, so that a refresh of
+    /// `gitleaks.json` that loses a rule fails loudly.
+    #[test]
+    fn gitleaks_rules_load() {
+        const SKIPPED: &[&str] = &[];
+        let r = gitleaks_rules();
+        let skipped: Vec<&str> = r.skipped.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(skipped, SKIPPED, "{:?}", r.skipped);
+        assert_eq!(r.path_only, ["pkcs12-file"]);
+        assert_eq!(r.upstream, 222);
+        assert_eq!(r.loaded + r.path_only.len() + r.skipped.len(), r.upstream);
+        assert!(r.loaded >= 200, "{r:?}");
+        assert_eq!(r.commit.len(), 40);
+    }
+
     #[test]
     fn patterns_compile() {
-        assert!(RULES.len() > 5);
-        assert!(is_sensitive_key("DB_PASSWORD"));
-        assert!(is_sensitive_key("apiKey"));
-        assert!(!is_sensitive_key("secretName"));
-        assert!(!is_sensitive_key("serviceAccountName"));
-        assert!(!is_sensitive_key("tokenExpirationSeconds"));
+        assert!(rules::RULES.len() > 5);
+        for key in [
+            "DB_PASSWORD",
+            "apiKey",
+            "SMTP_PW",
+            "REDIS_AUTH",
+            "STRIPE_KEY",
+            "JWT_SECRET",
+            "GITHUB_TOKEN",
+            "LDAP_PASS",
+            "SENTRY_DSN",
+            "client-key-data",
+            "AccountKey",
+            "SharedAccessKey",
+            "SLACK_WEBHOOK_URL",
+            "_auth",
+            "--password",
+        ] {
+            assert!(is_sensitive_key(key), "{key}");
+        }
+        for key in [
+            "secretName",
+            "serviceAccountName",
+            "tokenExpirationSeconds",
+            "key",
+            "PRIMARY_KEY",
+            "PUBLIC_KEY",
+            "cache-key",
+            "DB_PASSWORD_FILE",
+            "password-stdin",
+            "nginx.ingress.kubernetes.io/auth-secret",
+            "auth-type",
+            "TOKEN_URL",
+        ] {
+            assert!(!is_sensitive_key(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn url_passwords_may_hold_slash_and_at() {
+        let out = sanitize_text("postgres://orders:S3cr/et@Pa55@db.shop.svc:5432/orders");
+        assert_eq!(out, "postgres://orders:[REDACTED]@db.shop.svc:5432/orders");
+        // An image reference by digest behind a registry port is no password.
+        let digest = "docker-pullable://registry.local:5000/shop/checkout@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert_eq!(sanitize_text(digest), digest);
+    }
+
+    #[test]
+    fn a_credential_flag_redacts_the_next_list_element() {
+        let v = json!({"args": ["--user", "app", "--password", "hunter2", "--port", "5432"]});
+        assert_eq!(
+            sanitize_value(&v),
+            json!({"args": ["--user", "app", "--password", REDACTED, "--port", "5432"]})
+        );
+        let probe = json!({"command": ["redis-cli", "-a", "r3d1s-pw", "ping"]});
+        assert_eq!(
+            sanitize_value(&probe),
+            json!({"command": ["redis-cli", "-a", REDACTED, "ping"]})
+        );
+        // The same as YAML text, as `kubectl_get_yaml` shows it.
+        let yaml = "args:\n- --token\n- t0k3n-value-77\n- --verbose\n";
+        assert_eq!(
+            sanitize_text(yaml),
+            "args:\n- --token\n- [REDACTED]\n- --verbose\n"
+        );
+    }
+
+    #[test]
+    fn command_lines_lose_their_passwords() {
+        for (text, secret) in [
+            ("mysql -h db -uroot -pS3cretPw orders", "S3cretPw"),
+            ("sshpass -p 'ss h pw' ssh backup@host", "ss h pw"),
+            ("curl -fsS -u deploy:cUrLpw1 https://ci/job", "cUrLpw1"),
+            ("htpasswd -bc /etc/nginx/.htpasswd admin Htpw77", "Htpw77"),
+            ("htpasswd -nbB ops Htpw88 > /auth/htpasswd", "Htpw88"),
+            ("redis-cli -h r -a R3dis-pw ping", "R3dis-pw"),
+            (
+                "docker login -u ci -p D0ckerpw registry.example.com",
+                "D0ckerpw",
+            ),
+            ("pg_dumpall --password=Pg-pw-99 --host=db", "Pg-pw-99"),
+            ("keytool -list -storepass Ks-pw-42", "Ks-pw-42"),
+        ] {
+            let out = sanitize_text(text);
+            assert!(!out.contains(secret), "{text} -> {out}");
+        }
+        // References and prompts are not credentials.
+        for text in [
+            "mysqladmin ping -uroot -p\"$MYSQL_ROOT_PASSWORD\"",
+            "docker run -p 8080:80 nginx",
+            "pg_isready -U orders -h 127.0.0.1 -p 5432",
+        ] {
+            assert_eq!(sanitize_text(text), text);
+        }
+    }
+
+    #[test]
+    fn env_names_in_text_and_json() {
+        let v = json!({"env": [
+            {"name": "SMTP_PW", "value": "smtp-pw-1"},
+            {"name": "REDIS_AUTH", "value": "redis-auth-2"},
+            {"name": "DB_PASSWORD", "value": ""},
+            {"name": "API_TOKEN", "value": "$(TOKEN_FROM_SECRET)"},
+            {"name": "LOG_LEVEL", "value": "debug"}
+        ]});
+        let out = sanitize_value(&v);
+        assert_eq!(out["env"][0]["value"], REDACTED);
+        assert_eq!(out["env"][1]["value"], REDACTED);
+        // Empty and referenced values help a diagnosis and hide nothing.
+        assert_eq!(out["env"][2]["value"], "");
+        assert_eq!(out["env"][3]["value"], "$(TOKEN_FROM_SECRET)");
+        assert_eq!(out["env"][4]["value"], "debug");
+        let yaml =
+            "env:\n- name: STRIPE_KEY\n  value: rk_live_abcdef\n- name: MODE\n  value: fast\n";
+        assert_eq!(
+            sanitize_text(yaml),
+            "env:\n- name: STRIPE_KEY\n  value: [REDACTED]\n- name: MODE\n  value: fast\n"
+        );
+    }
+
+    #[test]
+    fn free_text_and_base64() {
+        let out = sanitize_text("bootstrap: initial password is Xq9-bootstrap.");
+        assert_eq!(out, "bootstrap: initial password is [REDACTED].");
+        assert_eq!(
+            sanitize_text("the password is incorrect"),
+            "the password is incorrect"
+        );
+        // base64("ops:b64-secret-pw")
+        let out = sanitize_text("retrying with b3BzOmI2NC1zZWNyZXQtcHc= now");
+        assert_eq!(out, "retrying with [REDACTED] now");
+        // base64 of a private key (kubeconfig client-key-data) and of a certificate.
+        let key = "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVB";
+        assert_eq!(sanitize_text(key), REDACTED_PRIVATE_KEY);
+        let cert = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM1ekNDQWMr";
+        assert_eq!(sanitize_text(cert), cert);
+    }
+
+    #[test]
+    fn a_secrets_last_applied_configuration_is_withheld() {
+        let secret = json!({"kind": "Secret", "metadata": {"name": "s", "annotations": {
+            "kubectl.kubernetes.io/last-applied-configuration": "{\"data\":{\"config.yaml\":\"c2VjcmV0\"},\"kind\":\"Secret\"}"
+        }}, "data": {"config.yaml": "c2VjcmV0"}});
+        let out = sanitize_value(&secret);
+        assert_eq!(
+            out["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"],
+            REDACTED
+        );
+        assert_eq!(out["data"]["config.yaml"], REDACTED);
+    }
+
+    #[test]
+    fn findings_name_the_rule_and_sanitising_twice_changes_nothing() {
+        let text = "DB_PASSWORD=hunter2 token ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        let f = findings(text);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].rule, "key-value");
+        assert_eq!(&text[f[0].start..f[0].end], "hunter2");
+        let once = sanitize_text(text);
+        assert_eq!(sanitize_text(&once), once);
+        assert!(
+            findings(&once)
+                .iter()
+                .all(|f| &once[f.start..f.end] == REDACTED)
+        );
     }
 
     #[test]
@@ -290,15 +612,5 @@ mod tests {
         let out = sanitize_value(&secret);
         assert_eq!(out["data"]["password"], REDACTED);
         assert_eq!(out["metadata"]["name"], "s");
-    }
-}
-#[cfg(test)]
-mod debug_tests {
-    #[test]
-    fn oauth_json() {
-        let s = r#"{"client_id": "kubemedic", "client_secret": "client-secret-value-77"}"#;
-        println!("{}", super::sanitize_text(s));
-        let v = serde_json::json!({"kind": "ConfigMap", "data": {"oauth.json": s}});
-        println!("{}", super::sanitize_value(&v));
     }
 }

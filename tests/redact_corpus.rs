@@ -1,0 +1,262 @@
+//! The sanitiser against a corpus of planted credentials and of look-alikes
+//! (tests/fixtures/redact/corpus.yaml; docs/adr/0009-secret-rules-from-gitleaks.md).
+//!
+//! Every planted credential must be gone from every form the sanitiser sees it in: the object
+//! through `sanitize_value`, and the same object rendered as YAML (what `kubectl_get_yaml`
+//! shows) and as JSON text through `sanitize_text`. Every look-alike must come out unchanged,
+//! so the investigation still sees commit SHAs, digests, UUIDs, names and base64 config.
+//! Sanitising twice must change nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kubemedic::redact::{findings, gitleaks_rules, sanitize_text, sanitize_value};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Deserialize)]
+struct Corpus {
+    secrets: Vec<SecretCase>,
+    benign: Vec<BenignCase>,
+}
+
+#[derive(Deserialize)]
+struct SecretCase {
+    case: String,
+    place: String,
+    secrets: Vec<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    value: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct BenignCase {
+    case: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    value: Option<Value>,
+}
+
+fn corpus() -> Corpus {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/redact/corpus.yaml"
+    );
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The forms in which a case reaches the sanitiser, each already sanitised: (form, output).
+fn sanitised_forms(text: Option<&str>, value: Option<&Value>) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if let Some(t) = text {
+        out.push(("text", sanitize_text(t)));
+        out.push((
+            "string value",
+            sanitize_value(&Value::String(t.to_owned()))
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ));
+    }
+    if let Some(v) = value {
+        out.push(("value", sanitize_value(v).to_string()));
+        out.push((
+            "YAML text",
+            sanitize_text(&serde_saphyr::to_string(v).unwrap()),
+        ));
+        out.push(("JSON text", sanitize_text(&v.to_string())));
+        out.push((
+            "pretty JSON text",
+            sanitize_text(&serde_json::to_string_pretty(v).unwrap()),
+        ));
+    }
+    out
+}
+
+/// The first run of `n` characters of `secret` found in `out`, if any.
+fn leaked<'a>(secret: &'a str, out: &str, n: usize) -> Option<&'a str> {
+    let chars: Vec<(usize, char)> = secret.char_indices().collect();
+    if chars.len() <= n {
+        return out.contains(secret).then_some(secret);
+    }
+    (0..=chars.len() - n).find_map(|i| {
+        let start = chars[i].0;
+        let end = chars.get(i + n).map_or(secret.len(), |c| c.0);
+        let w = &secret[start..end];
+        out.contains(w).then_some(w)
+    })
+}
+
+fn excerpt(out: &str, w: &str) -> String {
+    let at = out.find(w).unwrap_or(0);
+    let from = out.floor_char_boundary(at.saturating_sub(60));
+    let to = out.ceil_char_boundary((at + w.len() + 60).min(out.len()));
+    out[from..to].replace('\n', "⏎")
+}
+
+#[test]
+fn corpus_is_large_enough_and_covers_every_place() {
+    let c = corpus();
+    let secrets: BTreeSet<&str> = c
+        .secrets
+        .iter()
+        .flat_map(|s| s.secrets.iter().map(String::as_str))
+        .collect();
+    let total: usize = c.secrets.iter().map(|s| s.secrets.len()).sum();
+    assert_eq!(secrets.len(), total, "every planted credential is distinct");
+    assert!(total >= 80, "{total} planted credentials");
+    assert!(c.benign.len() >= 30, "{} look-alikes", c.benign.len());
+    let mut places: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in &c.secrets {
+        *places.entry(&s.place).or_default() += s.secrets.len();
+        assert!(
+            s.text.is_some() != s.value.is_some(),
+            "{}: a case has a text or a value",
+            s.case
+        );
+    }
+    for place in [
+        "env",
+        "args",
+        "command",
+        "probe",
+        "annotation",
+        "configmap",
+        "kubeconfig",
+        "log",
+        "event",
+        "alert",
+    ] {
+        assert!(places.contains_key(place), "no case in {place}: {places:?}");
+    }
+    eprintln!(
+        "{total} planted credentials in {} cases {places:?}; {} look-alikes",
+        c.secrets.len(),
+        c.benign.len()
+    );
+}
+
+#[test]
+fn no_planted_credential_survives() {
+    let mut leaks = Vec::new();
+    for case in corpus().secrets {
+        for (form, out) in sanitised_forms(case.text.as_deref(), case.value.as_ref()) {
+            for secret in &case.secrets {
+                if let Some(w) = leaked(secret, &out, 6) {
+                    leaks.push(format!(
+                        "[{}] {} ({form}): `{w}` of `{secret}` survives: …{}…",
+                        case.place,
+                        case.case,
+                        excerpt(&out, w)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        leaks.is_empty(),
+        "{} leaks:\n{}",
+        leaks.len(),
+        leaks.join("\n")
+    );
+}
+
+#[test]
+fn look_alikes_survive_unchanged() {
+    let mut changed = Vec::new();
+    for case in corpus().benign {
+        let mut texts: Vec<(&str, String)> = Vec::new();
+        if let Some(t) = &case.text {
+            texts.push(("text", t.clone()));
+        }
+        if let Some(v) = &case.value {
+            let out = sanitize_value(v);
+            if &out != v {
+                changed.push(format!("{} (value): {v}\n  -> {out}", case.case));
+            }
+            texts.push(("YAML text", serde_saphyr::to_string(v).unwrap()));
+            texts.push(("JSON text", v.to_string()));
+        }
+        for (form, t) in texts {
+            let out = sanitize_text(&t);
+            if out != t {
+                let why: Vec<String> = findings(&t)
+                    .iter()
+                    .map(|f| format!("{} redacts `{}`", f.rule, &t[f.start..f.end]))
+                    .collect();
+                changed.push(format!("{} ({form}): {}", case.case, why.join("; ")));
+            }
+        }
+    }
+    assert!(
+        changed.is_empty(),
+        "{} look-alikes changed:\n{}",
+        changed.len(),
+        changed.join("\n")
+    );
+}
+
+#[test]
+fn sanitising_twice_changes_nothing() {
+    let c = corpus();
+    let mut texts: Vec<(String, String)> = Vec::new();
+    let mut values: Vec<(String, Value)> = Vec::new();
+    let cases = c
+        .secrets
+        .iter()
+        .map(|s| (&s.case, &s.text, &s.value))
+        .chain(c.benign.iter().map(|b| (&b.case, &b.text, &b.value)));
+    for (name, text, value) in cases {
+        if let Some(t) = text {
+            texts.push((name.clone(), t.clone()));
+        }
+        if let Some(v) = value {
+            values.push((name.clone(), v.clone()));
+            texts.push((
+                format!("{name} (YAML)"),
+                serde_saphyr::to_string(v).unwrap(),
+            ));
+            texts.push((format!("{name} (JSON)"), v.to_string()));
+        }
+    }
+    let mut unstable = Vec::new();
+    for (name, t) in texts {
+        let once = sanitize_text(&t);
+        let twice = sanitize_text(&once);
+        if once != twice {
+            unstable.push(format!("{name}:\n  once:  {once}\n  twice: {twice}"));
+        }
+    }
+    for (name, v) in values {
+        let once = sanitize_value(&v);
+        let twice = sanitize_value(&once);
+        if once != twice {
+            unstable.push(format!(
+                "{name} (value):\n  once:  {once}\n  twice: {twice}"
+            ));
+        }
+    }
+    assert!(unstable.is_empty(), "{}", unstable.join("\n"));
+}
+
+#[test]
+fn constant_prompt_text_survives() {
+    for s in [
+        "Secrets are never readable; do not try.",
+        "Finish by calling submit_result exactly once.",
+        "You investigate one Kubernetes alert. Read the cluster with the tools; credentials in tool output are shown as [REDACTED].",
+        "If the evidence is not enough, say so: confidence low, no workflow.",
+    ] {
+        assert_eq!(sanitize_text(s), s);
+    }
+}
+
+#[test]
+fn the_vendored_gitleaks_rules_load() {
+    let r = gitleaks_rules();
+    assert_eq!(r.upstream, 222, "{r:?}");
+    assert!(r.loaded >= 200, "{r:?}");
+}
