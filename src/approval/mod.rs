@@ -262,6 +262,15 @@ impl Approvals {
         refusal
     }
 
+    /// The request an approval belongs to, if it can be read (for auditing a refusal).
+    async fn request_of(&self, approval: Uuid) -> Option<Uuid> {
+        self.load(approval)
+            .await
+            .ok()
+            .flatten()
+            .map(|a| a.request_id)
+    }
+
     async fn load(&self, id: Uuid) -> Result<Option<ApprovalRequest>, Refusal> {
         self.store
             .get_approval(id)
@@ -284,12 +293,7 @@ impl Approvals {
                     LinkError::Expired(_) => (410, "Link expired"),
                     _ => (403, "Link not valid"),
                 };
-                let request = self
-                    .load(path_id)
-                    .await
-                    .ok()
-                    .flatten()
-                    .map(|a| a.request_id);
+                let request = self.request_of(path_id).await;
                 return Err(self
                     .refuse(
                         request,
@@ -302,12 +306,7 @@ impl Approvals {
         };
         if claims.approval != path_id {
             // A genuine link, pointed at another approval: audit it on the one it was for.
-            let request = self
-                .load(claims.approval)
-                .await
-                .ok()
-                .flatten()
-                .map(|a| a.request_id);
+            let request = self.request_of(claims.approval).await;
             return Err(self
                 .refuse(
                     request,

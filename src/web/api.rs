@@ -17,7 +17,7 @@ use crate::store::{RequestFilter, SignalFilter};
 const DEFAULT_LIMIT: i64 = 50;
 const MAX_LIMIT: i64 = 500;
 
-fn require_api(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+pub(super) fn require_api(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     if state.api_authorised(headers) {
         Ok(())
     } else {

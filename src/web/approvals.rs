@@ -23,9 +23,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::api::require_api;
 use super::{ApiError, AppState};
 use crate::approval::{Approvals, LinkView, Refusal};
 use crate::domain::{ApprovalRequest, ApprovalStatus};
+use crate::notify::email::escape_html;
 
 /// Who the admin token stands for when it decides.
 const API_CALLER: &str = "api:admin";
@@ -38,19 +40,9 @@ fn not_configured() -> Response {
     )
 }
 
+/// HTML-escaped (the same escaping as the approval mail's HTML part).
 fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    escape_html(s)
 }
 
 fn page(status: StatusCode, title: &str, body: &str) -> Response {
@@ -365,14 +357,6 @@ pub async fn link_submit(
 }
 
 // --- The JSON API.
-
-fn require_api(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    if state.api_authorised(headers) {
-        Ok(())
-    } else {
-        Err(ApiError::Unauthorized)
-    }
-}
 
 fn api_approvals(state: &AppState) -> Result<&Arc<Approvals>, ApiError> {
     state
