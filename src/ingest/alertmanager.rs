@@ -96,7 +96,8 @@ where
         let inner = e.into_inner();
         // A syntax error leaves an unknown last segment (`.?`); name what is known.
         let path = path.trim_end_matches(".?").trim_end_matches('?').to_owned();
-        let field = if path.is_empty() || path == "." {
+        // A blank key names nothing a reader could find.
+        let field = if path.trim().is_empty() || path == "." {
             "body".to_owned()
         } else {
             path
@@ -335,6 +336,15 @@ mod tests {
                 .is_some()
         );
         assert!(parse_time("9999-12-31T23:59:59+01:00").unwrap().is_some());
+    }
+
+    // Found by scripts/fuzz: a syntax error inside the value of a blank key was reported at
+    // the field "   ".
+    #[test]
+    fn a_blank_key_is_not_a_field() {
+        let err = parse(b"{\n  \"   \":\"5 ").unwrap_err();
+        assert_eq!(err.field, "body", "{err}");
+        assert!(err.message.starts_with("invalid JSON: EOF"), "{err}");
     }
 
     #[test]

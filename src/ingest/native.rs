@@ -285,6 +285,14 @@ mod tests {
         assert!(!node.labels.contains_key("namespace"));
     }
 
+    // Found by scripts/fuzz: an unknown blank key was reported at the field " ".
+    #[test]
+    fn an_unknown_blank_key_is_named_in_the_message() {
+        let err = parse(br#"{"name":"X","  ":1}"#, Utc::now()).unwrap_err();
+        assert_eq!(err.field, "body", "{err}");
+        assert!(err.message.starts_with("unknown field `  `"), "{err}");
+    }
+
     #[test]
     fn namespaced_target_needs_namespace() {
         let err = parse(
