@@ -1264,6 +1264,15 @@ enum Failure {
     Http(String),
 }
 
+/// Keep an input in `$CARGO_TARGET_TMPDIR/fuzz/NAME.json`.
+fn save(name: &str, body: &[u8]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
 /// The failures of one run, each with its input saved.
 struct Findings {
     target: &'static str,
@@ -1292,10 +1301,7 @@ impl Findings {
         if (!self.kinds.insert(kind) && self.list.len() >= 5) || self.list.len() >= 50 {
             return;
         }
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz");
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("{}-{}-{exec}.json", self.target, self.seed));
-        std::fs::write(&path, body).unwrap();
+        let path = save(&format!("{}-{}-{exec}", self.target, self.seed), body);
         let b64 = if body.len() <= 4096 {
             format!(
                 "\n  base64: {}",
@@ -1370,7 +1376,7 @@ fn fuzz_parser(parser: Parser, fraction: f64, salt: u64) {
 
     let started = Instant::now();
     let (mut execs, mut accepted, mut bytes_total) = (0u64, 0u64, 0u64);
-    let mut slowest = (Duration::ZERO, 0usize, String::new());
+    let mut slowest = (Duration::ZERO, Vec::new(), String::new());
     while started.elapsed() < budget {
         execs += 1;
         let (body, tree) = fuzzer.next();
@@ -1380,7 +1386,7 @@ fn fuzz_parser(parser: Parser, fraction: f64, salt: u64) {
             accepted += 1;
         }
         if took > slowest.0 {
-            slowest = (took, body.len(), class.clone());
+            slowest = (took, body.clone(), class.clone());
         }
         if let Some(f) = failure {
             findings.record(execs, &body, &f);
@@ -1391,7 +1397,7 @@ fn fuzz_parser(parser: Parser, fraction: f64, salt: u64) {
     eprintln!(
         "fuzz {}: seed {}: {execs} executions in {secs:.1} s ({:.0}/s, {:.1} MB parsed); \
          {accepted} accepted, {} rejected; {} distinct outcomes, pool {}; \
-         slowest {:?} ({} bytes, {}); {} problem(s)",
+         slowest {:?} ({} bytes, {}; saved as {}); {} problem(s)",
         parser.name(),
         config.seed,
         execs as f64 / secs,
@@ -1400,8 +1406,13 @@ fn fuzz_parser(parser: Parser, fraction: f64, salt: u64) {
         fuzzer.outcomes.len(),
         fuzzer.pool_len(),
         slowest.0,
-        slowest.1,
+        slowest.1.len(),
         slowest.2,
+        save(
+            &format!("slowest-{}-{}", parser.name(), config.seed),
+            &slowest.1
+        )
+        .display(),
         findings.list.len(),
     );
     findings.assert_none();
@@ -1617,7 +1628,7 @@ async fn fuzz_http_ingest() {
     let mut findings = Findings::new("http", config.seed);
     let started = Instant::now();
     let (mut execs, mut ok) = (0u64, 0u64);
-    let mut slowest = (Duration::ZERO, 0usize);
+    let mut slowest = (Duration::ZERO, Vec::new());
     while started.elapsed() < budget && execs < max_execs {
         execs += 1;
         let (parser, fuzzer) = &mut fuzzers[(execs % 2) as usize];
@@ -1643,7 +1654,7 @@ async fn fuzz_http_ingest() {
         let result = http_case(&app, &db, parser, variant, body.clone()).await;
         let took = t0.elapsed();
         if took > slowest.0 {
-            slowest = (took, body.len());
+            slowest = (took, body.clone());
         }
         match result {
             Ok(()) => ok += 1,
@@ -1709,11 +1720,12 @@ async fn fuzz_http_ingest() {
 
     eprintln!(
         "fuzz http: seed {}: {execs} requests in {:.1} s, {ok} as expected, {total} signals stored; \
-         slowest {:?} ({} bytes); {} problem(s)",
+         slowest {:?} ({} bytes, saved as {}); {} problem(s)",
         config.seed,
         started.elapsed().as_secs_f64(),
         slowest.0,
-        slowest.1,
+        slowest.1.len(),
+        save(&format!("slowest-http-{}", config.seed), &slowest.1).display(),
         findings.list.len()
     );
     findings.assert_none();
