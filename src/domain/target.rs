@@ -136,17 +136,17 @@ fn is_scrape_job(value: &str) -> bool {
 /// different object (where the pod runs), so only workload-ish labels in the namespace become
 /// aliases of each other; the node is an alias only when it is the primary target.
 pub fn targets_from_labels(labels: &BTreeMap<String, String>) -> Vec<Target> {
-    let namespace = labels
-        .get("namespace")
-        .or_else(|| labels.get("exported_namespace"))
-        .filter(|ns| !ns.is_empty())
+    // A blank label is no label (Prometheus drops empty ones; blank ones name nothing).
+    let label = |name: &str| labels.get(name).filter(|v| !v.trim().is_empty());
+    let namespace = label("namespace")
+        .or_else(|| label("exported_namespace"))
         .cloned();
     let mut found = Vec::new();
-    for (label, kind) in TARGET_LABELS {
-        let Some(value) = labels.get(*label).filter(|v| !v.is_empty()) else {
+    for (name, kind) in TARGET_LABELS {
+        let Some(value) = label(name) else {
             continue;
         };
-        if *label == "job" && (is_scrape_job(value) || labels.contains_key("job_name")) {
+        if *name == "job" && (is_scrape_job(value) || labels.contains_key("job_name")) {
             continue;
         }
         let target = Target::new(*kind, value.clone(), namespace.clone());
@@ -178,6 +178,34 @@ mod tests {
         assert_eq!(
             t.fingerprint(),
             "6d1a895f68c481a1ea6a977b880cc1233fdb70b0b96b9d447a06e1b4cb90594f"
+        );
+    }
+
+    // Found by tests/fuzz.rs: a blank label (`pod: " "`) named a target called " ".
+    #[test]
+    fn blank_labels_name_no_target() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            targets_from_labels(&labels(&[("namespace", "shop"), ("pod", " \t\n ")])),
+            vec![]
+        );
+        assert_eq!(
+            targets_from_labels(&labels(&[("namespace", " "), ("deployment", "checkout")])),
+            vec![]
+        );
+        assert_eq!(
+            targets_from_labels(&labels(&[
+                ("namespace", " "),
+                ("exported_namespace", "shop"),
+                ("pod", "p"),
+                ("node", "  ")
+            ])),
+            vec![Target::new("Pod", "p", Some("shop".into()))]
         );
     }
 

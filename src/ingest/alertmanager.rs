@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use serde::Deserialize;
 
 use super::{IngestError, detect_mode, label_fingerprint};
@@ -14,7 +14,10 @@ use crate::domain::{NewSignal, SignalSource, SignalStatus};
 
 /// The webhook body as Alertmanager sends it (`version: "4"`).
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an Alertmanager webhook body (an object with `alerts`)"
+)]
 pub struct WebhookPayload {
     #[serde(default)]
     pub version: Option<String>,
@@ -38,7 +41,10 @@ pub struct WebhookPayload {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(
+    rename_all = "camelCase",
+    expecting = "an alert (an object with `status`, `labels` and `startsAt`)"
+)]
 pub struct WebhookAlert {
     pub status: String,
     pub labels: BTreeMap<String, String>,
@@ -90,7 +96,8 @@ where
         let inner = e.into_inner();
         // A syntax error leaves an unknown last segment (`.?`); name what is known.
         let path = path.trim_end_matches(".?").trim_end_matches('?').to_owned();
-        let field = if path.is_empty() || path == "." {
+        // A blank key names nothing a reader could find.
+        let field = if path.trim().is_empty() || path == "." {
             "body".to_owned()
         } else {
             path
@@ -195,12 +202,18 @@ pub(crate) fn parse_time(raw: &str) -> Result<Option<DateTime<Utc>>, String> {
     if t.timestamp() <= -62_135_596_800 {
         return Ok(None);
     }
+    // RFC 3339 writes 9999-12-31T23:59:59-01:00, an hour into the year 10000 in UTC; the stores
+    // keep UTC times as fixed-width text with four-digit years (compared as text).
+    if t.year() > 9999 {
+        return Err(format!("`{raw}` is after the year 9999 in UTC"));
+    }
     Ok(Some(t))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::{MAX_ERROR_FIELD, MAX_ERROR_MESSAGE};
 
     #[test]
     fn broken_json_names_where_it_broke() {
@@ -220,6 +233,122 @@ mod tests {
         let body = br#"{"alerts":[{"status":"firing","labels":{"alertname":"A","replicas":3},"startsAt":"2024-01-01T00:00:00Z"}]}"#;
         let err = parse(body).unwrap_err();
         assert_eq!(err.field, "alerts[0].labels.replicas");
+    }
+
+    // Found by tests/fuzz.rs: errors quoted whole values, keys and paths of any length, raw.
+    #[test]
+    fn a_huge_value_is_quoted_in_part() {
+        let huge = "A".repeat(300_000);
+        let body = format!(
+            r#"{{"alerts":[{{"status":"firing","labels":{{"alertname":"A"}},"startsAt":"{huge}"}}]}}"#
+        );
+        let err = parse(body.as_bytes()).unwrap_err();
+        assert_eq!(err.field, "alerts[0].startsAt");
+        assert!(
+            err.message.len() <= MAX_ERROR_MESSAGE,
+            "{}",
+            err.message.len()
+        );
+        assert!(err.message.starts_with("`AAAA"), "{err}");
+        assert!(
+            err.message
+                .ends_with("is not an RFC 3339 time (input contains invalid characters)"),
+            "{err}"
+        );
+
+        let body = format!(r#"{{"truncatedAlerts":"{huge}","alerts":[]}}"#);
+        let err = parse(body.as_bytes()).unwrap_err();
+        assert_eq!(err.field, "truncatedAlerts");
+        assert!(
+            err.message.len() <= MAX_ERROR_MESSAGE,
+            "{}",
+            err.message.len()
+        );
+        assert!(
+            err.message.starts_with("invalid type: string \"AAAA"),
+            "{err}"
+        );
+        assert!(err.message.contains("expected u64"), "{err}");
+    }
+
+    #[test]
+    fn a_huge_key_is_named_in_part() {
+        // An unknown key is ignored, but a syntax error inside its value is reported at it.
+        let key = "k".repeat(100_000);
+        let body = format!(r#"{{"{key}": [1, }}"#);
+        let err = parse(body.as_bytes()).unwrap_err();
+        assert!(err.field.len() <= MAX_ERROR_FIELD, "{}", err.field.len());
+        assert!(
+            err.field.starts_with("kkkk") && err.field.contains('…'),
+            "{}",
+            err.field
+        );
+        let label = format!(
+            r#"{{"alerts":[{{"status":"firing","labels":{{"alertname":"A","{key}":3}},"startsAt":"2024-01-01T00:00:00Z"}}]}}"#
+        );
+        let err = parse(label.as_bytes()).unwrap_err();
+        assert!(
+            err.field.starts_with("alerts[0].labels.kkkk"),
+            "{}",
+            err.field
+        );
+        assert!(err.field.len() <= MAX_ERROR_FIELD, "{}", err.field.len());
+    }
+
+    #[test]
+    fn control_characters_in_an_error_are_escaped() {
+        let body = br#"{"alerts":[{"status":"firing","labels":{"alertname":"A"},"startsAt":" \t\u001b[31m\u202e"}]}"#;
+        let err = parse(body).unwrap_err();
+        assert!(
+            err.message
+                .starts_with(r"` \t\u{1b}[31m\u{202e}` is not an RFC 3339 time ("),
+            "{err}"
+        );
+        // A NUL in a key before a syntax error: the body never reaches the NUL replacement.
+        let err = parse(br#"{"ale\u0000rts": [1,"#).unwrap_err();
+        assert_eq!(err.field, r"ale\u{0}rts", "{err}");
+        let err = parse(b"{\"al\\rerts\": [1,").unwrap_err();
+        assert_eq!(err.field, r"al\rerts", "{err}");
+    }
+
+    #[test]
+    fn errors_say_what_is_expected_in_the_bodys_terms() {
+        let err = parse(br#""firing""#).unwrap_err();
+        assert_eq!(err.field, "body");
+        assert!(!err.message.contains("WebhookPayload"), "{err}");
+        assert!(
+            err.message
+                .contains("expected an Alertmanager webhook body"),
+            "{err}"
+        );
+        let err = parse(br#"{"alerts":[3]}"#).unwrap_err();
+        assert_eq!(err.field, "alerts[0]");
+        assert!(err.message.contains("expected an alert"), "{err}");
+    }
+
+    #[test]
+    fn times_past_the_year_9999_are_refused() {
+        // RFC 3339 allows 9999-12-31T23:59:59-23:59, which is in the year 10000 in UTC: the
+        // stores keep times as fixed-width UTC text with four-digit years.
+        let body = br#"{"alerts":[{"status":"firing","labels":{"alertname":"A"},"startsAt":"2024-01-01T00:00:00Z","endsAt":"9999-12-31T23:59:59-23:59"}]}"#;
+        let err = parse(body).unwrap_err();
+        assert_eq!(err.field, "alerts[0].endsAt");
+        assert!(err.message.contains("after the year 9999"), "{err}");
+        assert!(
+            parse_time("9999-12-31T23:59:59.999999999Z")
+                .unwrap()
+                .is_some()
+        );
+        assert!(parse_time("9999-12-31T23:59:59+01:00").unwrap().is_some());
+    }
+
+    // Found by scripts/fuzz: a syntax error inside the value of a blank key was reported at
+    // the field "   ".
+    #[test]
+    fn a_blank_key_is_not_a_field() {
+        let err = parse(b"{\n  \"   \":\"5 ").unwrap_err();
+        assert_eq!(err.field, "body", "{err}");
+        assert!(err.message.starts_with("invalid JSON: EOF"), "{err}");
     }
 
     #[test]

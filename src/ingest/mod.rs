@@ -21,6 +21,11 @@ pub use queue::IngestQueue;
 use crate::domain::{SignalMode, Target, fingerprint_of, targets_from_labels};
 use crate::redact::sanitize_text;
 
+/// Longest [`IngestError::field`], in bytes.
+pub const MAX_ERROR_FIELD: usize = 256;
+/// Longest [`IngestError::message`], in bytes.
+pub const MAX_ERROR_MESSAGE: usize = 512;
+
 /// A body that can never succeed. `field` is a JSON path such as `alerts[0].startsAt`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
@@ -30,12 +35,50 @@ pub struct IngestError {
 }
 
 impl IngestError {
+    /// An error quotes at most a bounded part of the body, whatever the body holds: it is logged
+    /// and sent back. Control characters and bidirectional overrides in `field` and `message` are
+    /// escaped (`\n`, `\u{202e}`), and text longer than [`MAX_ERROR_FIELD`] /
+    /// [`MAX_ERROR_MESSAGE`] bytes loses its middle to `…`: the start says where and what, the
+    /// end why.
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
-            field: field.into(),
-            message: message.into(),
+            field: bounded(field.into(), MAX_ERROR_FIELD),
+            message: bounded(message.into(), MAX_ERROR_MESSAGE),
         }
     }
+}
+
+/// Characters that must not reach a log line raw: control characters, and the bidirectional
+/// embeddings, overrides and isolates that make text read other than it is.
+fn unsafe_in_text(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` escaped (see [`IngestError::new`]) and cut to at most `max` bytes.
+fn bounded(text: String, max: usize) -> String {
+    let text = if text.chars().any(unsafe_in_text) {
+        let mut out = String::with_capacity(text.len() + 16);
+        for c in text.chars() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if unsafe_in_text(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+                c => out.push(c),
+            }
+        }
+        out
+    } else {
+        text
+    };
+    if text.len() <= max {
+        return text;
+    }
+    const GAP: &str = "…";
+    let keep = max.saturating_sub(GAP.len());
+    let head = text.floor_char_boundary(keep / 2);
+    let tail = text.ceil_char_boundary(text.len() - (keep - keep / 2));
+    format!("{}{GAP}{}", &text[..head], &text[tail..])
 }
 
 /// DESIGN §3.1: proactive when labelled so, when the alert name says it is a prediction, or when
@@ -202,6 +245,24 @@ mod tests {
                 "nightly-backup-29061",
                 Some("batch".into())
             )]
+        );
+    }
+
+    #[test]
+    fn error_text_is_escaped_and_cut_in_the_middle() {
+        let e = IngestError::new("a\nb", "x\u{0}\u{1b}\u{202e}y\u{2069}é");
+        assert_eq!(e.field, "a\\nb");
+        assert_eq!(e.message, "x\\u{0}\\u{1b}\\u{202e}y\\u{2069}é");
+        let long = format!("start {} end", "é".repeat(1000));
+        let e = IngestError::new(long.clone(), long);
+        assert!(e.field.len() <= MAX_ERROR_FIELD && e.field.len() > MAX_ERROR_FIELD - 4);
+        assert!(e.message.len() <= MAX_ERROR_MESSAGE && e.message.len() > MAX_ERROR_MESSAGE - 4);
+        assert!(e.message.starts_with("start é") && e.message.ends_with("é end"));
+        assert_eq!(e.message.matches('…').count(), 1);
+        let short = IngestError::new("alerts[0].status", "`x` is neither `firing` nor `resolved`");
+        assert_eq!(
+            short.to_string(),
+            "alerts[0].status: `x` is neither `firing` nor `resolved`"
         );
     }
 

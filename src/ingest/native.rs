@@ -20,7 +20,10 @@ use super::{IngestError, alertmanager::parse_json, detect_mode, label_fingerprin
 use crate::domain::{NewSignal, SignalMode, SignalSource, SignalStatus, Target, is_cluster_scoped};
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a signal (an object with at least `name`)"
+)]
 pub struct NativeSignal {
     pub name: String,
     #[serde(default)]
@@ -52,7 +55,10 @@ pub struct NativeSignal {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a target (an object with `kind`, `name` and, for a namespaced kind, `namespace`)"
+)]
 pub struct NativeTarget {
     pub kind: String,
     pub name: String,
@@ -90,7 +96,7 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
         if t.name.trim().is_empty() {
             return Err(IngestError::new("target.name", "must not be empty"));
         }
-        let ns = t.namespace.clone().filter(|n| !n.is_empty());
+        let ns = t.namespace.clone().filter(|n| !n.trim().is_empty());
         if ns.is_none() && !is_cluster_scoped(&t.kind) {
             return Err(IngestError::new(
                 "target.namespace",
@@ -182,6 +188,7 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::{MAX_ERROR_FIELD, MAX_ERROR_MESSAGE};
 
     #[test]
     fn minimal_prediction() {
@@ -200,6 +207,92 @@ mod tests {
     fn typo_is_named() {
         let err = parse(br#"{"name":"X","severty":"critical"}"#, Utc::now()).unwrap_err();
         assert!(err.message.contains("severty"), "{err}");
+    }
+
+    // Found by tests/fuzz.rs: an unknown key, a kind or a time was quoted whole, raw.
+    #[test]
+    fn a_huge_unknown_key_is_quoted_in_part_and_the_known_ones_listed() {
+        let key = "x".repeat(50_000);
+        let body = format!(r#"{{"name":"X","{key}":1}}"#);
+        let err = parse(body.as_bytes(), Utc::now()).unwrap_err();
+        assert!(err.field.len() <= MAX_ERROR_FIELD, "{}", err.field.len());
+        assert!(
+            err.message.len() <= MAX_ERROR_MESSAGE,
+            "{}",
+            err.message.len()
+        );
+        assert!(err.message.starts_with("unknown field `xxxx"), "{err}");
+        assert!(err.message.contains("`source`, `generator_url`"), "{err}");
+
+        let kind = "Deployment".repeat(10_000);
+        let body = format!(r#"{{"name":"X","target":{{"kind":"{kind}","name":"a"}}}}"#);
+        let err = parse(body.as_bytes(), Utc::now()).unwrap_err();
+        assert_eq!(err.field, "target.namespace");
+        assert!(
+            err.message.len() <= MAX_ERROR_MESSAGE,
+            "{}",
+            err.message.len()
+        );
+        assert!(
+            err.message
+                .starts_with("required for the namespaced kind Deployment"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn control_characters_in_an_error_are_escaped() {
+        let err = parse(br#"{"name":"X","su\u007fmmary":"s"}"#, Utc::now()).unwrap_err();
+        assert_eq!(err.field, r"su\u{7f}mmary");
+        assert!(
+            err.message.starts_with(r"unknown field `su\u{7f}mmary`"),
+            "{err}"
+        );
+        let err = parse(
+            br#"{"name":"X","starts_at":"\u2066yesterday\n"}"#,
+            Utc::now(),
+        )
+        .unwrap_err();
+        assert!(
+            err.message.starts_with(r"`\u{2066}yesterday\n` is not"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_target_of_the_wrong_type_says_what_a_target_is() {
+        let err = parse(br#"{"name":"X","target":"Pod/a"}"#, Utc::now()).unwrap_err();
+        assert_eq!(err.field, "target");
+        assert!(!err.message.contains("NativeTarget"), "{err}");
+        assert!(err.message.contains("expected a target"), "{err}");
+        let err = parse(b"[]", Utc::now()).unwrap_err();
+        assert!(!err.message.contains("NativeSignal"), "{err}");
+    }
+
+    // Found by tests/fuzz.rs: a blank namespace counted as one.
+    #[test]
+    fn a_blank_namespace_is_no_namespace() {
+        let err = parse(
+            br#"{"name":"X","target":{"kind":"Deployment","name":"a","namespace":" 	"}}"#,
+            Utc::now(),
+        )
+        .unwrap_err();
+        assert_eq!(err.field, "target.namespace");
+        let node = parse(
+            br#"{"name":"X","target":{"kind":"Node","name":"n","namespace":" "}}"#,
+            Utc::now(),
+        )
+        .unwrap();
+        assert_eq!(node.target.unwrap().namespace, None);
+        assert!(!node.labels.contains_key("namespace"));
+    }
+
+    // Found by scripts/fuzz: an unknown blank key was reported at the field " ".
+    #[test]
+    fn an_unknown_blank_key_is_named_in_the_message() {
+        let err = parse(br#"{"name":"X","  ":1}"#, Utc::now()).unwrap_err();
+        assert_eq!(err.field, "body", "{err}");
+        assert!(err.message.starts_with("unknown field `  `"), "{err}");
     }
 
     #[test]
