@@ -1607,7 +1607,10 @@ async fn fuzz_http_ingest() {
         },
         api_token: Some(Secret::new(API)),
         max_body_bytes: MAX_BODY,
+        limits: Default::default(),
         dependencies: Vec::new(),
+        approvals: None,
+        slack_signing_secret: None,
     });
     let app = kubemedic::web::router(state);
     let db = sqlx::SqlitePool::connect(&url).await.unwrap();
