@@ -851,6 +851,8 @@ async fn a_slack_button_approves_and_forged_stale_or_replayed_clicks_do_not() {
         buttons.contains("\"action_id\":\"approve\"") && buttons.contains("\"action_id\":\"deny\""),
         "{offer:#}"
     );
+    // No signed link in a channel: anyone reading it could decide with one.
+    assert!(!buttons.contains("/approvals/"), "{offer:#}");
 
     // The emulator sends no clicks and has no response_url: its incoming webhook takes the same
     // JSON, so the answers go there.

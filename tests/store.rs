@@ -106,6 +106,7 @@ contract!(
     concurrent_decisions_have_exactly_one_winner,
     nonces_are_single_use_and_the_signing_key_is_kept,
     a_notification_is_sent_by_one_sender_and_retried_when_due,
+    a_decision_after_the_deadline_or_the_requests_end_is_an_expiry,
 );
 
 fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) -> NewSignal {
@@ -1242,4 +1243,93 @@ async fn a_notification_is_sent_by_one_sender_and_retried_when_due(f: Fixture) {
             .unwrap()
             .is_none()
     );
+}
+
+/// Fail closed: a decision that arrives after the approval's deadline (before the stage got to
+/// expire it) or after its request ended some other way does not count: the approval expires,
+/// decided by `system`, and the late decision is audited as refused.
+async fn a_decision_after_the_deadline_or_the_requests_end_is_an_expiry(f: Fixture) {
+    let s = &f.store;
+    let rid = awaiting(&f, "late").await;
+    let a = approval_for(rid, f.clock.now());
+    s.create_approval(&a, &[]).await.unwrap();
+    f.clock.advance(chrono::Duration::minutes(16));
+    let late = decision(
+        Decision::Approved,
+        "alice@example.com",
+        Channel::Api,
+        f.clock.now(),
+    );
+    let DecideOutcome::AlreadyDecided(expired) = s.decide_approval(a.id, &late).await.unwrap()
+    else {
+        panic!("an approval past its deadline must not be approved");
+    };
+    let d = expired.decision.unwrap();
+    assert_eq!(
+        (d.decision, d.decided_by.as_str()),
+        (Decision::Expired, "system")
+    );
+    let kinds: Vec<String> = s
+        .audit_trail(rid)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| format!("{}: {}", e.kind, e.message))
+        .collect();
+    assert!(
+        kinds
+            .iter()
+            .any(|k| k.starts_with("approval_decision_refused") && k.contains("expired first")),
+        "{kinds:#?}"
+    );
+
+    // The request ended (a terminal phase) before anyone decided. (Another target: one active
+    // request per target, and the first one is still open.)
+    let rid = s
+        .ingest(&[signal("ended", 1, Some(("shop", "Deployment", "payments")))])
+        .await
+        .unwrap()[0]
+        .request_id()
+        .unwrap();
+    let b = approval_for(rid, f.clock.now());
+    s.create_approval(&b, &[]).await.unwrap();
+    // The earlier request may be claimed first; take claims until this one is ours.
+    let mut ours = false;
+    for _ in 0..3 {
+        let claimed = s.claim("w1", Duration::from_secs(30)).await.unwrap();
+        if claimed.is_some_and(|r| r.id == rid) {
+            ours = true;
+            break;
+        }
+    }
+    assert!(ours, "the request was not claimed");
+    s.commit_step(rid, "w1", Phase::Received, step(Phase::Enriching))
+        .await
+        .unwrap()
+        .unwrap();
+    s.commit_step(
+        rid,
+        "w1",
+        Phase::Enriching,
+        step(Phase::ManualReviewRequired),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let DecideOutcome::AlreadyDecided(ended) = s
+        .decide_approval(
+            b.id,
+            &decision(
+                Decision::Approved,
+                "alice@example.com",
+                Channel::Email,
+                f.clock.now(),
+            ),
+        )
+        .await
+        .unwrap()
+    else {
+        panic!("an approval of an ended request must not be approved");
+    };
+    assert_eq!(ended.decision.unwrap().decision, Decision::Expired);
 }

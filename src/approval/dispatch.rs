@@ -126,7 +126,22 @@ impl Dispatcher {
                 return;
             }
         };
-        let message = a.message(&approval, &n.recipient);
+        if n.kind == NotificationKind::Offer
+            && let Some(d) = &approval.decision
+        {
+            // Decided while this offer waited (or was retried): its buttons would be stale.
+            self.finish(
+                &n,
+                DeliveryResult::Cancelled {
+                    reason: format!("the approval was {} first", d.decision),
+                },
+                format!("{what}: not sent, the approval was already {}", d.decision),
+                "cancelled",
+            )
+            .await;
+            return;
+        }
+        let message = a.message(&approval, &n.recipient, n.channel);
         let sent = match n.kind {
             NotificationKind::Offer => notifier.offer(&message).await,
             NotificationKind::Outcome => notifier
@@ -204,7 +219,7 @@ impl Dispatcher {
         if now.decision.is_none() {
             return;
         }
-        let message = a.message(&now, &n.recipient);
+        let message = a.message(&now, &n.recipient, n.channel);
         let text = match notifier.outcome(&message, external_ref.as_ref()).await {
             Ok(()) => format!(
                 "{} outcome to {}: delivered (decided while the offer was sent)",

@@ -44,6 +44,9 @@ use crate::telemetry::Metrics;
 
 pub use links::{Claims, LinkDecision, LinkError, LinkSigner};
 
+/// The longest a pending approval's request sleeps before looking at it again.
+const RECHECK: chrono::Duration = chrono::Duration::seconds(15);
+
 /// How long an approval without `--approval-timeout-seconds` (0) stays open: in effect forever.
 const NO_EXPIRY: chrono::Duration = chrono::Duration::days(3650);
 
@@ -217,8 +220,17 @@ impl Approvals {
             .map(|base| format!("{}{path}", base.trim_end_matches('/')))
     }
 
-    /// What `recipient` is sent: the approval with links signed for them.
-    pub fn message(&self, approval: &ApprovalRequest, recipient: &str) -> ApprovalMessage {
+    /// What `recipient` is sent on `channel`. An e-mail carries Approve / Deny links signed
+    /// for that approver. A Slack message carries none: a channel is not a person, so a link
+    /// for it would let anyone who reads the channel decide — Slack decides through its
+    /// interactive buttons (signed by Slack, pressed by a listed Slack approver), or, without
+    /// them, the message only informs and approvers use their mail or the API.
+    pub fn message(
+        &self,
+        approval: &ApprovalRequest,
+        recipient: &str,
+        channel: Channel,
+    ) -> ApprovalMessage {
         let link = |d: LinkDecision| {
             let token = self
                 .signer
@@ -229,15 +241,18 @@ impl Approvals {
                 d.as_str()
             ))
         };
-        // Every message carries a signed link per decision, bound to its recipient. Slack with
-        // interactive buttons does not show them (the click is signed by Slack instead); a
-        // webhook message, or a bot without the signing secret, links to the pages.
+        let (approve_url, deny_url) = if channel == Channel::Email {
+            (link(LinkDecision::Approve), link(LinkDecision::Deny))
+        } else {
+            (None, None)
+        };
         ApprovalMessage {
             approval: approval.clone(),
             recipient: recipient.to_owned(),
-            approve_url: link(LinkDecision::Approve),
-            deny_url: link(LinkDecision::Deny),
-            view_url: self.url(&format!("/api/v1/approvals/{}", approval.id)),
+            approve_url,
+            deny_url,
+            // The read API needs the admin token; the dashboard (issue 14) will be the page.
+            view_url: None,
         }
     }
 
@@ -368,24 +383,11 @@ impl Approvals {
         })
     }
 
-    /// Whether a link's recipient may decide: an approver, or the Slack channel a
-    /// non-interactive (webhook) message went to.
+    /// Whether a link's recipient may decide: an approver of this request who is still an
+    /// approver now (removing someone from `--approvers` takes their links away).
     async fn may_decide_by_link(&self, approval: &ApprovalRequest, recipient: &str) -> bool {
-        if approval
-            .approvers
-            .iter()
-            .any(|a| a.eq_ignore_ascii_case(recipient))
-        {
-            return true;
-        }
-        self.store
-            .notifications(approval.id)
-            .await
-            .map(|ns| {
-                ns.iter()
-                    .any(|n| n.channel == Channel::Slack && n.recipient == recipient)
-            })
-            .unwrap_or(false)
+        let listed = |list: &[String]| list.iter().any(|a| a.eq_ignore_ascii_case(recipient));
+        listed(&approval.approvers) && listed(&self.settings.approvers)
     }
 
     /// Decide through a link's confirmation form (a POST). The link is checked again, the
@@ -402,15 +404,7 @@ impl Approvals {
         let LinkView {
             approval, claims, ..
         } = &view;
-        let via = if approval
-            .approvers
-            .iter()
-            .any(|a| a.eq_ignore_ascii_case(&claims.recipient))
-        {
-            Channel::Email
-        } else {
-            Channel::Slack
-        };
+        let via = Channel::Email;
         if view.confirm_target && typed_target.map(str::trim) != Some(approval.target.name.as_str())
         {
             return Err(self
@@ -618,7 +612,8 @@ impl Approvals {
         } else {
             format!("slack:{user_id} ({user_name})")
         };
-        if !approval.slack_approvers.iter().any(|u| u == user_id) {
+        let listed = |list: &[String]| list.iter().any(|u| u == user_id);
+        if !(listed(&approval.slack_approvers) && listed(&self.settings.slack_approvers)) {
             return Err(self
                 .refuse(
                     Some(approval.request_id),
@@ -853,11 +848,13 @@ impl Stage for ApprovalStage {
                 ))),
             };
         }
-        // Come back at expiry; a decision wakes the request earlier.
+        // Come back at expiry; a decision wakes the request earlier. A decision that lands
+        // while this run commits its wait could have its wake-up overwritten: look again
+        // within RECHECK at the latest.
         Ok(StageOutcome::later(
             Phase::AwaitingApproval,
             req.state.clone(),
-            approval.expires_at,
+            approval.expires_at.min(now + RECHECK),
             vec![],
         ))
     }

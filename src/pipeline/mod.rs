@@ -180,11 +180,19 @@ impl Pipeline {
         let now = self.clock.now();
         // An approval stage decides expiry itself, through the store's first-decision-wins
         // call: a human's approval a second before the deadline must not lose to a timer here.
+        // (The request's overall limit still applies: the store then expires the approval.)
         let approval_owns_time =
             req.phase == Phase::AwaitingApproval && self.stages.contains_key(&req.phase);
+        let timeouts = if approval_owns_time {
+            std::borrow::Cow::Owned(PhaseTimeouts {
+                awaiting_approval: None,
+                ..self.timeouts.clone()
+            })
+        } else {
+            std::borrow::Cow::Borrowed(&self.timeouts)
+        };
         if req.phase.is_runnable()
-            && !approval_owns_time
-            && let Some((to, reason)) = self.timeouts.expired(req, now)
+            && let Some((to, reason)) = timeouts.expired(req, now)
         {
             let mut state = req.state.clone();
             state.waiting = None;

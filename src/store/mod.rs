@@ -229,6 +229,8 @@ pub enum DeliveryResult {
     Retry { error: String, at: DateTime<Utc> },
     /// Failed for good (every attempt used, or an error no retry can fix).
     GaveUp { error: String },
+    /// Not sent, and never to be (the approval was decided before this offer went out).
+    Cancelled { reason: String },
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -1090,6 +1090,35 @@ macro_rules! sql_store {
                     return Ok(DecideOutcome::NotFound);
                 };
                 let mut current = approval_from_row(&row)?;
+                // Fail closed: past its deadline, or once its request has ended some other
+                // way, an approval can only expire — whatever decision arrives.
+                let request_ended = current_phase(&mut tx, current.request_id)
+                    .await?
+                    .is_some_and(Phase::is_terminal);
+                let late = now >= current.expires_at || request_ended;
+                let mut decision = decision.clone();
+                let refused_late = if current.decision.is_none()
+                    && late
+                    && decision.decision != $crate::domain::Decision::Expired
+                {
+                    let refused = decision.clone();
+                    decision = $crate::domain::ApprovalDecision {
+                        decision: $crate::domain::Decision::Expired,
+                        decided_by: "system".into(),
+                        decided_via: $crate::domain::Channel::System,
+                        decided_at: now,
+                        message: Some(if request_ended {
+                            "the request ended before anyone decided".into()
+                        } else {
+                            "no decision before the deadline".into()
+                        }),
+                        alternative: None,
+                    };
+                    Some(refused)
+                } else {
+                    None
+                };
+                let decision = &decision;
                 if let Some(first) = &current.decision {
                     let draft = AuditDraft::new(
                         "approval_decision_refused",
@@ -1201,6 +1230,19 @@ macro_rules! sql_store {
                     &draft,
                 )
                 .await?;
+                if let Some(refused) = refused_late {
+                    let draft = AuditDraft::new(
+                        "approval_decision_refused",
+                        &refused.decided_by,
+                        format!(
+                            "{} via {} refused: the approval expired first",
+                            refused.decision, refused.decided_via
+                        ),
+                    );
+                    insert_audit(&mut tx, Some(current.request_id), None, now, &draft).await?;
+                    tx.commit().await?;
+                    return Ok(DecideOutcome::AlreadyDecided(current));
+                }
                 tx.commit().await?;
                 Ok(DecideOutcome::Decided(current))
             }
@@ -1283,6 +1325,7 @@ macro_rules! sql_store {
                     }
                     DeliveryResult::Retry { error, at } => ("pending", Some(ts(*at)), Some(error), None),
                     DeliveryResult::GaveUp { error } => ("failed", None, Some(error), None),
+                    DeliveryResult::Cancelled { reason } => ("cancelled", None, Some(reason), None),
                 };
                 let _write = self.write_guard().await;
                 let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
@@ -1294,8 +1337,11 @@ macro_rules! sql_store {
                 .fetch_optional(&mut *tx)
                 .await?;
                 sqlx::query(
-                    "UPDATE notifications SET status = $1, attempts = attempts + 1, \
-                     next_attempt_at = $2, last_error = $3, \
+                    "UPDATE notifications SET \
+                     status = CASE WHEN status = 'cancelled' THEN status ELSE $1 END, \
+                     attempts = attempts + 1, \
+                     next_attempt_at = CASE WHEN status = 'cancelled' THEN NULL ELSE $2 END, \
+                     last_error = $3, \
                      external_ref = COALESCE($4, external_ref), updated_at = $5 WHERE id = $6",
                 )
                 .bind(status)
