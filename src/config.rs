@@ -1318,6 +1318,20 @@ fn merge_approvals(
                 .into(),
         ));
     }
+    let slack_buttons = config
+        .slack
+        .as_ref()
+        .is_some_and(|s| s.bot_token.is_some() && s.signing_secret.is_some());
+    if config.slack.is_some() && !slack_buttons && config.settings.approvers.is_empty() {
+        return Err(invalid(
+            "--approvers",
+            "KUBEMEDIC_APPROVERS",
+            "approvers",
+            "Slack without interactive buttons (a webhook, or a bot token without \
+             --slack-signing-secret) only informs: set --approvers so somebody can decide"
+                .into(),
+        ));
+    }
     if config.slack.as_ref().is_some_and(|s| s.bot_token.is_some())
         && config.settings.slack_approvers.is_empty()
     {

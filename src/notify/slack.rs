@@ -5,8 +5,10 @@
 //! Slack posts to kubemedic's interaction endpoint (`action_id` `approve` / `deny`, `value` the
 //! approval id); it returns `{"channel", "ts"}` and `outcome` is `chat.update` of that message,
 //! the buttons replaced by a line saying how it ended. Without a signing secret, or with an
-//! incoming webhook only, the buttons are links to the signed confirmation pages; a webhook
-//! cannot edit what it posted, so its `outcome` is a follow-up message.
+//! incoming webhook only, the buttons are links to whatever `approve_url` / `deny_url` the
+//! message carries — the daemon gives a channel none (a channel is not a person), so such a
+//! message only informs; a webhook cannot edit what it posted, so its `outcome` is a follow-up
+//! message.
 //!
 //! For the interaction endpoint: [`verify_signature`] (Slack's `v0` HMAC-SHA256 over
 //! `v0:{timestamp}:{raw body}`, five minutes either way), [`parse_interaction`] (the
