@@ -290,7 +290,7 @@ impl Approvals {
         self.store
             .get_approval(id)
             .await
-            .map_err(|e| Refusal::new(503, "Try again", format!("the store is unavailable: {e}")))
+            .map_err(|e| store_unavailable(&e))
     }
 
     /// Check a link for its confirmation page (a GET: decides nothing, uses nothing).
@@ -441,9 +441,7 @@ impl Approvals {
             .store
             .consume_nonce(&format!("link:{}", claims.nonce), Some(approval.id))
             .await
-            .map_err(|e| {
-                Refusal::new(503, "Try again", format!("the store is unavailable: {e}"))
-            })?;
+            .map_err(|e| store_unavailable(&e))?;
         if !fresh {
             return Err(self
                 .refuse(
@@ -478,9 +476,7 @@ impl Approvals {
             .store
             .decide_approval(approval.id, &decision)
             .await
-            .map_err(|e| {
-                Refusal::new(503, "Try again", format!("the store is unavailable: {e}"))
-            })?;
+            .map_err(|e| store_unavailable(&e))?;
         match outcome {
             DecideOutcome::Decided(a) => {
                 info!(
@@ -555,7 +551,7 @@ impl Approvals {
                     .store
                     .get_request(approval.request_id)
                     .await
-                    .map_err(|e| Refusal::new(503, "Try again", e.to_string()))?
+                    .map_err(|e| store_unavailable(&e))?
                     .ok_or_else(|| Refusal::new(404, "No such request", "the request is gone"))?;
                 if let Err(why) = self.alternative(&approval, &req, alt) {
                     return Err(self
@@ -703,6 +699,17 @@ impl Approvals {
             parameters: params,
         })
     }
+}
+
+/// The store cannot answer: the page says so in general terms (it is shown to whoever holds a
+/// link, authenticated or not); the detail goes to the log.
+fn store_unavailable(e: &dyn std::fmt::Display) -> Refusal {
+    tracing::warn!(error = %e, "approval: the store is unavailable");
+    Refusal::new(
+        503,
+        "Try again",
+        "kubemedic cannot reach its database right now; nothing was decided. Try again in a minute.",
+    )
 }
 
 fn clip(s: &str) -> String {
