@@ -905,27 +905,25 @@ async fn history_names_the_target_it_needs_and_serves_what_the_store_holds() {
     d.stop().await;
 }
 
+/// A daemon on embedded SQLite, and one on a fresh PostgreSQL database when the test tier has
+/// one, each named by its backend.
+async fn on_each_backend() -> Vec<(&'static str, TestDaemon)> {
+    let mut out = vec![("sqlite", TestDaemon::start(|_| {}).await)];
+    if let Some(url) = common::fresh_postgres().await {
+        let d =
+            TestDaemon::start(|a| a.database_url = Some(kubemedic::secret::Secret::new(url))).await;
+        out.push(("postgres", d));
+    }
+    out
+}
+
 /// A label value with a NUL character (`\u0000`) used to make PostgreSQL refuse the whole
 /// payload: 503 on every retry, and the valid alerts of the same delivery never stored. Both
 /// backends now store the alert with U+FFFD in place of the NUL, beside its valid siblings;
 /// valid JSON followed by garbage is refused with 400.
 #[tokio::test]
 async fn a_nul_in_a_label_does_not_block_its_delivery_on_either_backend() {
-    let postgres = common::fresh_postgres().await;
-    let mut backends: Vec<Option<String>> = vec![None];
-    backends.extend(postgres.map(Some));
-    for database in backends {
-        let on = if database.is_some() {
-            "postgres"
-        } else {
-            "sqlite"
-        };
-        let d = TestDaemon::start(|a| {
-            if let Some(url) = &database {
-                a.database_url = Some(kubemedic::secret::Secret::new(url.clone()));
-            }
-        })
-        .await;
+    for (on, d) in on_each_backend().await {
         let mut body: Value = serde_json::from_str(&alert_body(
             "firing",
             "KubePodCrashLooping",
@@ -1016,26 +1014,12 @@ async fn a_compressed_body_is_refused_naming_its_encoding() {
 /// them; the routing labels are untouched. On both backends.
 #[tokio::test]
 async fn credentials_in_an_alerts_text_are_never_stored_or_shown() {
-    let postgres = common::fresh_postgres().await;
-    let mut backends: Vec<Option<String>> = vec![None];
-    backends.extend(postgres.map(Some));
     let planted = [
         "pr0bePassw0rd",
         "Sup3rS3cretPw",
         "glpat-AbCdEfGhIjKlMnOpQrSt",
     ];
-    for database in backends {
-        let on = if database.is_some() {
-            "postgres"
-        } else {
-            "sqlite"
-        };
-        let d = TestDaemon::start(|a| {
-            if let Some(url) = &database {
-                a.database_url = Some(kubemedic::secret::Secret::new(url.clone()));
-            }
-        })
-        .await;
+    for (on, d) in on_each_backend().await {
         let mut body: Value = serde_json::from_str(&alert_body(
             "firing",
             "ProbeFailed",

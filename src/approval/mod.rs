@@ -522,6 +522,22 @@ impl Approvals {
         }
     }
 
+    /// [`Approvals::decide`], with a decision that came too late audited as refused (in the
+    /// name and channel of whoever tried).
+    async fn decide_audited(
+        &self,
+        approval: &ApprovalRequest,
+        decision: ApprovalDecision,
+    ) -> Result<ApprovalRequest, Refusal> {
+        let (actor, via) = (decision.decided_by.clone(), decision.decided_via);
+        match self.decide(approval, decision).await {
+            Err(r) if r.status == 409 => {
+                Err(self.refuse(Some(approval.request_id), &actor, via, r).await)
+            }
+            other => other,
+        }
+    }
+
     /// Decide through the API as `caller` (an authenticated approver).
     pub async fn decide_api(
         &self,
@@ -579,13 +595,7 @@ impl Approvals {
             message: message.map(str::trim).filter(|m| !m.is_empty()).map(clip),
             alternative,
         };
-        match self.decide(&approval, decision).await {
-            Ok(a) => Ok(a),
-            Err(r) if r.status == 409 => Err(self
-                .refuse(Some(approval.request_id), caller, Channel::Api, r)
-                .await),
-            Err(r) => Err(r),
-        }
+        self.decide_audited(&approval, decision).await
     }
 
     /// Decide through a Slack button, as the Slack user Slack vouched for.
@@ -635,13 +645,7 @@ impl Approvals {
             message: None,
             alternative: None,
         };
-        match self.decide(&approval, decision).await {
-            Ok(a) => Ok(a),
-            Err(r) if r.status == 409 => Err(self
-                .refuse(Some(approval.request_id), &who, Channel::Slack, r)
-                .await),
-            Err(r) => Err(r),
-        }
+        self.decide_audited(&approval, decision).await
     }
 
     /// The alternative workflow an approver picked, checked like a selection: one of the

@@ -149,10 +149,7 @@ pub(crate) fn redact_signal_text(
     generator_url: &mut Option<String>,
 ) {
     for v in labels.values_mut().chain(annotations.values_mut()) {
-        let clean = sanitize_text(v);
-        if clean != *v {
-            *v = clean;
-        }
+        *v = sanitize_text(v);
     }
     if let Some(url) = generator_url {
         *url = sanitize_text(url);
