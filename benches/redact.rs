@@ -84,6 +84,36 @@ fn main() {
     row("container log, 120 lines", &[log.len()], || {
         black_box(sanitize_text(&log));
     });
+    // What ingest redacts per alert: every label value and annotation of the shipped alerts.
+    let mut alert_texts: Vec<Vec<String>> = Vec::new();
+    for entry in std::fs::read_dir(format!("{root}/tests/fixtures/alertmanager")).unwrap() {
+        let body: Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap())
+                .unwrap_or(Value::Null);
+        for alert in body["alerts"].as_array().into_iter().flatten() {
+            let texts = ["labels", "annotations"]
+                .iter()
+                .filter_map(|k| alert[*k].as_object())
+                .flat_map(|m| m.values().filter_map(Value::as_str).map(str::to_owned))
+                .collect();
+            alert_texts.push(texts);
+        }
+    }
+    let alert_bytes: Vec<usize> = alert_texts
+        .iter()
+        .map(|t| t.iter().map(String::len).sum())
+        .collect();
+    row(
+        "one alert's labels and annotations (ingest)",
+        &alert_bytes,
+        || {
+            for texts in &alert_texts {
+                for t in texts {
+                    black_box(sanitize_text(t));
+                }
+            }
+        },
+    );
     row(
         "the corpus file (dense with credentials)",
         &[corpus.len()],
