@@ -82,6 +82,37 @@ pub struct ToolCallRecord {
     pub truncated: bool,
 }
 
+/// Where an investigation plan comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanSource {
+    /// Invocation 1 stated it before its tool calls (`INVESTIGATION_PLAN:`).
+    Model,
+    /// The offline investigator: the steps of the playbook (or built-in rule) it followed.
+    Playbook,
+}
+
+/// One step of an investigation plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanStep {
+    /// What the step looks at, as the plan states it.
+    pub step: String,
+    /// Whether the investigation carried the step out (a tool call it made answers it).
+    #[serde(default)]
+    pub done: bool,
+}
+
+/// The investigation plan: stated first, recorded with the analysis and shown with it (the
+/// CLI's text format, the API, the audit trail).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvestigationPlan {
+    pub source: PlanSource,
+    /// The playbook or rule the steps come from (`None` for a model's own plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    pub steps: Vec<PlanStep>,
+}
+
 /// The result of invocation 1, kept in the request's state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
@@ -111,6 +142,10 @@ pub struct Analysis {
     /// The offline investigator's recommended action, carried to its invocation 2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proposal: Option<Proposal>,
+    /// The investigation plan, when one was stated (a model's for three or more tool calls;
+    /// the offline investigator's always).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<InvestigationPlan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -37,9 +37,10 @@ pub use execution::{
 pub use gate::{GateDecision, RiskFactor};
 pub use history::{HashMatch, HistoryContext, HistoryEntry, HistoryRecord, HistoryWarning, Tier};
 pub use investigation::{
-    AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LlmCallRecord, OutcomeKind,
-    Proposal, RcaResult, RootCauseAnalysis, RoutedOutcome, SelectedWorkflow, Selection, TargetRef,
-    ToolCallRecord, Usage, ValidationAttempt,
+    AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, InvestigationPlan,
+    LlmCallRecord, OutcomeKind, PlanSource, PlanStep, Proposal, RcaResult, RootCauseAnalysis,
+    RoutedOutcome, SelectedWorkflow, Selection, TargetRef, ToolCallRecord, Usage,
+    ValidationAttempt,
 };
 pub use labels::{DetectedLabels, QuotaUsage};
 pub use phase::{Phase, stage_name};

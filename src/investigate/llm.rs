@@ -480,6 +480,7 @@ impl Investigator for LlmInvestigator {
             investigator: self.name(),
             llm_calls: session.calls,
             proposal: None,
+            plan: None,
         })
     }
 

@@ -342,6 +342,7 @@ mod tests {
             investigator: "test".into(),
             llm_calls: vec![],
             proposal: None,
+            plan: None,
         }
     }
 

@@ -183,6 +183,7 @@ impl Investigator for OfflineInvestigator {
             investigator: self.name(),
             llm_calls: vec![],
             proposal: diagnosis.proposal,
+            plan: None,
         })
     }
 
