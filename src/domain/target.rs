@@ -107,6 +107,7 @@ const TARGET_LABELS: &[(&str, &str)] = &[
     ("persistentvolumeclaim", "PersistentVolumeClaim"),
     ("service", "Service"),
     ("horizontalpodautoscaler", "HorizontalPodAutoscaler"),
+    ("poddisruptionbudget", "PodDisruptionBudget"),
 ];
 
 const SCRAPE_JOBS: &[&str] = &[

@@ -52,6 +52,15 @@ pub(super) struct Evidence {
     pub events: Vec<EventRecord>,
     /// A Deployment's ReplicaSets (owned by it, by uid).
     pub replicasets: Vec<ReplicaSet>,
+    /// A StatefulSet's (or DaemonSet's) ControllerRevisions (owned by it, by uid).
+    pub controller_revisions: Vec<RevisionRecord>,
+    /// The workload whose pods were read: the root owner, or for an HPA its scale target and
+    /// for a PDB the owner of the pods it selects.
+    pub workload: Option<WorkloadState>,
+    /// The root owner as an autoscaler, when it is one.
+    pub hpa: Option<HpaState>,
+    /// The root owner as a disruption budget, when it is one.
+    pub pdb: Option<PdbState>,
     /// Every pod of the signal's namespace (for a Service whose selector matches none).
     pub namespace_pods: Vec<Pod>,
     pub logs: HashMap<LogKey, String>,
@@ -65,6 +74,8 @@ pub(super) struct Evidence {
 /// What the alert says that the rules may read: never its free text.
 pub(super) struct Alert {
     pub name: String,
+    /// When the alert started firing (a timestamp, not text).
+    pub starts_at: Option<DateTime<Utc>>,
     pub proactive: bool,
     /// The `container` label.
     pub container: Option<String>,
@@ -72,8 +83,6 @@ pub(super) struct Alert {
 
 /// The root owner, typed as far as the rules read it.
 pub(super) struct Root {
-    /// The object's own `kind` (the context's root owner names the same object).
-    pub kind: String,
     pub name: String,
     pub object: RootObject,
 }
@@ -103,7 +112,6 @@ impl Root {
         };
         Self {
             name: obj::name(raw).to_owned(),
-            kind,
             object: object.unwrap_or(RootObject::Opaque),
         }
     }
@@ -166,6 +174,8 @@ pub(super) struct EventRecord {
     pub message: String,
     /// When it last happened, if that parses.
     pub at: Option<DateTime<Utc>>,
+    /// When it first happened, if recorded.
+    pub first: Option<DateTime<Utc>>,
 }
 
 impl EventRecord {
@@ -175,9 +185,10 @@ impl EventRecord {
             warning: str_at(e, &["type"]) == Some("Warning"),
             reason: str_at(e, &["reason"]).unwrap_or("").to_owned(),
             message: str_at(e, &["message"]).unwrap_or("").to_owned(),
-            at: event_time(e)
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .map(|t| t.with_timezone(&Utc)),
+            at: event_time(e).and_then(parse_time),
+            first: str_at(e, &["firstTimestamp"])
+                .or_else(|| str_at(e, &["eventTime"]))
+                .and_then(parse_time),
         }
     }
 }
@@ -213,6 +224,186 @@ impl PodUsage {
                     memory: str_at(c, &["memory"]).map(str::to_owned),
                 })
                 .collect(),
+        }
+    }
+}
+
+fn parse_time(t: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(t)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn time_at(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {
+    str_at(v, path).and_then(parse_time)
+}
+
+/// A workload's rollout state, from its spec, status and annotations.
+#[derive(Clone)]
+pub(super) struct WorkloadState {
+    pub kind: String,
+    pub name: String,
+    /// `RollingUpdate`, `Recreate` or `OnDelete` (`None` when unset).
+    pub strategy: Option<String>,
+    pub replicas: Option<i64>,
+    /// A StatefulSet's `status.currentRevision` and `status.updateRevision`.
+    pub current_revision: Option<String>,
+    pub update_revision: Option<String>,
+    /// `spec.replicas` in the last configuration `kubectl apply` recorded, if any.
+    pub declared_replicas: Option<i64>,
+}
+
+impl WorkloadState {
+    pub fn read(raw: &Value) -> Self {
+        let strategy = str_at(raw, &["spec", "strategy", "type"])
+            .or_else(|| str_at(raw, &["spec", "updateStrategy", "type"]))
+            .map(str::to_owned);
+        let declared_replicas =
+            obj::annotation(raw, "kubectl.kubernetes.io/last-applied-configuration")
+                .and_then(|t| serde_json::from_str::<Value>(t).ok())
+                .and_then(|v| obj::i64_at(&v, &["spec", "replicas"]));
+        Self {
+            kind: obj::kind(raw).to_owned(),
+            name: obj::name(raw).to_owned(),
+            strategy,
+            replicas: obj::i64_at(raw, &["spec", "replicas"]),
+            current_revision: str_at(raw, &["status", "currentRevision"]).map(str::to_owned),
+            update_revision: str_at(raw, &["status", "updateRevision"]).map(str::to_owned),
+            declared_replicas,
+        }
+    }
+}
+
+/// One revision of a workload: a Deployment's ReplicaSet or a ControllerRevision.
+#[derive(Debug, Clone)]
+pub(super) struct RevisionRecord {
+    pub name: String,
+    pub number: i64,
+    pub created: Option<DateTime<Utc>>,
+    /// Its containers' images, comma-separated.
+    pub images: String,
+    /// Ready replicas it reports (a ControllerRevision reports none).
+    pub ready: i64,
+}
+
+impl RevisionRecord {
+    fn of_controller_revision(raw: &Value) -> Self {
+        let images = array(raw, &["data", "spec", "template", "spec", "containers"])
+            .iter()
+            .filter_map(|c| str_at(c, &["image"]))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Self {
+            name: obj::name(raw).to_owned(),
+            number: obj::i64_at(raw, &["revision"]).unwrap_or(0),
+            created: time_at(raw, &["metadata", "creationTimestamp"]),
+            images,
+            ready: 0,
+        }
+    }
+}
+
+/// A HorizontalPodAutoscaler (autoscaling v1, v2beta2 or v2), as far as the rules read it.
+#[derive(Clone)]
+pub(super) struct HpaState {
+    pub name: String,
+    pub max: i64,
+    pub current: Option<i64>,
+    pub desired: Option<i64>,
+    pub target_kind: String,
+    pub target_name: String,
+    /// `(metric, current, target)` utilisation in percent, per resource metric.
+    pub utilisation: Vec<(String, i64, i64)>,
+    /// `(type, status, reason)` of its conditions.
+    pub conditions: Vec<(String, String, String)>,
+}
+
+impl HpaState {
+    fn read(raw: &Value) -> Self {
+        let mut utilisation = Vec::new();
+        // v1: one CPU figure.
+        if let (Some(cur), Some(target)) = (
+            obj::i64_at(raw, &["status", "currentCPUUtilizationPercentage"]),
+            obj::i64_at(raw, &["spec", "targetCPUUtilizationPercentage"]),
+        ) {
+            utilisation.push(("cpu".into(), cur, target));
+        }
+        // v2beta2 / v2: resource metrics with average utilisation.
+        for m in array(raw, &["spec", "metrics"]) {
+            let Some(name) = str_at(m, &["resource", "name"]) else {
+                continue;
+            };
+            let Some(target) = obj::i64_at(m, &["resource", "target", "averageUtilization"]) else {
+                continue;
+            };
+            let current = array(raw, &["status", "currentMetrics"])
+                .iter()
+                .find(|c| str_at(c, &["resource", "name"]) == Some(name))
+                .and_then(|c| obj::i64_at(c, &["resource", "current", "averageUtilization"]));
+            if let Some(cur) = current {
+                utilisation.push((name.to_owned(), cur, target));
+            }
+        }
+        Self {
+            name: obj::name(raw).to_owned(),
+            max: obj::i64_at(raw, &["spec", "maxReplicas"]).unwrap_or(0),
+            current: obj::i64_at(raw, &["status", "currentReplicas"]),
+            desired: obj::i64_at(raw, &["status", "desiredReplicas"]),
+            target_kind: str_at(raw, &["spec", "scaleTargetRef", "kind"])
+                .unwrap_or("")
+                .to_owned(),
+            target_name: str_at(raw, &["spec", "scaleTargetRef", "name"])
+                .unwrap_or("")
+                .to_owned(),
+            utilisation,
+            conditions: array(raw, &["status", "conditions"])
+                .iter()
+                .map(|c| {
+                    let s = |k: &str| str_at(c, &[k]).unwrap_or("").to_owned();
+                    (s("type"), s("status"), s("reason"))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A PodDisruptionBudget (policy v1 or v1beta1), as far as the rules read it.
+#[derive(Clone)]
+pub(super) struct PdbState {
+    pub name: String,
+    /// `minAvailable` / `maxUnavailable` as written (a number or a percentage).
+    pub min_available: Option<String>,
+    pub max_unavailable: Option<String>,
+    /// The selector as a query, e.g. `app=etcd`.
+    pub selector: String,
+    pub disruptions_allowed: Option<i64>,
+    pub current_healthy: Option<i64>,
+    pub desired_healthy: Option<i64>,
+    pub expected_pods: Option<i64>,
+}
+
+impl PdbState {
+    fn read(raw: &Value) -> Self {
+        let int_or_string = |path: &[&str]| {
+            at(raw, path).and_then(|v| match v {
+                Value::Number(n) => Some(n.to_string()),
+                Value::String(s) => Some(s.clone()),
+                _ => None,
+            })
+        };
+        Self {
+            name: obj::name(raw).to_owned(),
+            min_available: int_or_string(&["spec", "minAvailable"]),
+            max_unavailable: int_or_string(&["spec", "maxUnavailable"]),
+            selector: at(raw, &["spec", "selector"])
+                .and_then(Selector::from_object)
+                .map(|s| s.to_query())
+                .unwrap_or_default(),
+            disruptions_allowed: obj::i64_at(raw, &["status", "disruptionsAllowed"])
+                .or_else(|| obj::i64_at(raw, &["status", "podDisruptionsAllowed"])),
+            current_healthy: obj::i64_at(raw, &["status", "currentHealthy"]),
+            desired_healthy: obj::i64_at(raw, &["status", "desiredHealthy"]),
+            expected_pods: obj::i64_at(raw, &["status", "expectedPods"]),
         }
     }
 }
@@ -316,6 +507,7 @@ pub(super) async fn gather(
             name: req.signal.name.clone(),
             proactive: req.signal.mode == SignalMode::Proactive,
             container: req.signal.labels.get("container").cloned(),
+            starts_at: Some(req.signal.starts_at),
         },
         subject,
         context: context.clone(),
@@ -323,6 +515,10 @@ pub(super) async fn gather(
         pods: vec![],
         events: events.iter().map(EventRecord::read).collect(),
         replicasets: vec![],
+        controller_revisions: vec![],
+        workload: None,
+        hpa: None,
+        pdb: None,
         namespace_pods: all_typed(namespace_pods),
         logs: HashMap::new(),
         metrics: None,
@@ -338,12 +534,79 @@ pub(super) async fn gather(
         .get(&root_res, root_t.namespace.as_deref(), &root_t.name)
         .await
         .ok();
-    if let Some(root) = &root {
-        match obj::kind(root) {
-            "Pod" => ev.pods = pods(vec![root.clone()]),
-            "Node" | "PersistentVolumeClaim" | "PersistentVolume" => {}
+    // The workload whose pods tell the story: the root itself, an autoscaler's scale target,
+    // or the owner of the pods a disruption budget selects.
+    let mut workload = root.clone();
+    match root.as_ref().map(obj::kind) {
+        Some("HorizontalPodAutoscaler") => {
+            let hpa = root.as_ref().map(HpaState::read);
+            if let Some(h) = &hpa
+                && !h.target_kind.is_empty()
+            {
+                let r = calls
+                    .call(
+                        "kubectl_get",
+                        json!({"kind": h.target_kind, "name": h.target_name, "namespace": ns}),
+                    )
+                    .await?;
+                workload = items(&r).into_iter().next();
+            }
+            ev.hpa = hpa;
+        }
+        Some("PodDisruptionBudget") => {
+            let pdb = root.as_ref().map(PdbState::read);
+            workload = None;
+            if let Some(b) = &pdb
+                && !b.selector.is_empty()
+            {
+                let r = calls
+                    .call(
+                        "kubectl_find_resource",
+                        json!({"kind": "Pod", "namespace": ns, "label_selector": b.selector}),
+                    )
+                    .await?;
+                let selected = items(&r);
+                if let Some(first) = selected.first() {
+                    let pod_ns = obj::namespace(first).map(str::to_owned);
+                    calls
+                        .call(
+                            "get_namespaced_resource_context",
+                            json!({"kind": "Pod", "name": obj::name(first), "namespace": pod_ns}),
+                        )
+                        .await?;
+                    if let Ok(owner) = tools
+                        .contexts()
+                        .resolve("Pod", obj::name(first), pod_ns.as_deref())
+                        .await
+                        && owner.root_owner.kind != "Pod"
+                        && let Ok(res) = reader.resource(&owner.root_owner.kind).await
+                    {
+                        workload = reader
+                            .get(
+                                &res,
+                                owner.root_owner.namespace.as_deref(),
+                                &owner.root_owner.name,
+                            )
+                            .await
+                            .ok();
+                    }
+                }
+                ev.pods = pods(selected);
+            }
+            ev.pdb = pdb;
+        }
+        _ => {}
+    }
+    if let Some(w) = &workload {
+        match obj::kind(w) {
+            "Pod" => ev.pods = pods(vec![w.clone()]),
+            "Node"
+            | "PersistentVolumeClaim"
+            | "PersistentVolume"
+            | "PodDisruptionBudget"
+            | "HorizontalPodAutoscaler" => {}
             "Service" => {
-                let selector: Vec<String> = obj::map_pairs(at(root, &["spec", "selector"]))
+                let selector: Vec<String> = obj::map_pairs(at(w, &["spec", "selector"]))
                     .map(|(k, v)| format!("{k}={v}"))
                     .collect();
                 if !selector.is_empty() {
@@ -351,41 +614,46 @@ pub(super) async fn gather(
                     ev.pods = pods(items(&r));
                 }
             }
-            _ => {
-                let selector = at(root, &["spec", "selector"])
+            kind => {
+                ev.workload = Some(WorkloadState::read(w));
+                let selector = at(w, &["spec", "selector"])
                     .and_then(Selector::from_object)
                     .map(|s| s.to_query());
+                let uid = str_at(w, &["metadata", "uid"]).unwrap_or("").to_owned();
+                let owned = |raw: &Value| {
+                    obj::array(raw, &["metadata", "ownerReferences"])
+                        .iter()
+                        .any(|o| str_at(o, &["uid"]) == Some(uid.as_str()))
+                };
                 if let Some(sel) = selector.filter(|s| !s.is_empty()) {
-                    let r = calls
-                        .call(
-                            "kubectl_find_resource",
-                            json!({"kind": "Pod", "namespace": ns, "label_selector": sel}),
-                        )
-                        .await?;
-                    ev.pods = pods(items(&r));
-                    if obj::kind(root) == "Deployment" {
+                    if ev.pdb.is_none() {
+                        let r = calls
+                            .call(
+                                "kubectl_find_resource",
+                                json!({"kind": "Pod", "namespace": ns, "label_selector": sel}),
+                            )
+                            .await?;
+                        ev.pods = pods(items(&r));
+                    }
+                    if kind == "Deployment" {
                         let r = calls.call("kubectl_find_resource", json!({"kind": "ReplicaSet", "namespace": ns, "label_selector": sel})).await?;
-                        let uid = ctx
-                            .owner_chain
-                            .last()
-                            .map(|l| l.uid.clone())
-                            .unwrap_or_default();
-                        ev.replicasets = all_typed::<ReplicaSet>(items(&r))
-                            .into_iter()
-                            .filter(|rs| {
-                                rs.metadata
-                                    .owner_references
-                                    .iter()
-                                    .flatten()
-                                    .any(|o| o.uid == uid)
-                            })
+                        ev.replicasets = all_typed::<ReplicaSet>(
+                            items(&r).into_iter().filter(|rs| owned(rs)).collect(),
+                        );
+                    }
+                    if matches!(kind, "StatefulSet" | "DaemonSet") {
+                        let r = calls.call("kubectl_find_resource", json!({"kind": "ControllerRevision", "namespace": ns, "label_selector": sel})).await?;
+                        ev.controller_revisions = items(&r)
+                            .iter()
+                            .filter(|rev| owned(rev))
+                            .map(RevisionRecord::of_controller_revision)
                             .collect();
                     }
                 }
             }
         }
     }
-    ev.root = root.as_ref().map(Root::read);
+    ev.root = workload.as_ref().or(root.as_ref()).map(Root::read);
     // The failing pods' logs: previous instance when it restarted, current otherwise.
     let failing: Vec<&ObservedPod> = ev.pods.iter().filter(|p| p.failing()).take(2).collect();
     for p in failing {
@@ -444,7 +712,10 @@ pub(super) async fn gather(
             .cloned()
             .and_then(typed);
     }
-    if root_t.kind == "Node" || ev.pods.iter().any(|p| p.phase() == Some("Pending")) {
+    if root_t.kind == "Node"
+        || ev.pdb.is_some()
+        || ev.pods.iter().any(|p| p.phase() == Some("Pending"))
+    {
         let r = calls.call("kubectl_get", json!({"kind": "Node"})).await?;
         ev.nodes = all_typed(items(&r));
     }
@@ -478,10 +749,7 @@ mod tests {
             "metadata": {"name": "worker-1"},
             "status": {"conditions": "Ready"},
         }));
-        assert_eq!(
-            (root.kind.as_str(), root.name.as_str()),
-            ("Node", "worker-1")
-        );
+        assert_eq!(root.name, "worker-1");
         assert!(matches!(root.object, RootObject::Opaque));
     }
 }

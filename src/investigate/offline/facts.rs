@@ -22,12 +22,19 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use regex::Regex;
 
-use super::evidence::{Evidence, ObservedPod, RootObject};
+use super::evidence::{
+    Evidence, HpaState, ObservedPod, PdbState, RevisionRecord, RootObject, WorkloadState,
+};
 use super::quantity;
 use crate::domain::{QuotaUsage, Target};
 
 /// A rollout this recent, whose pods fail while the previous revision's ran, is the cause.
 const ROLLOUT_WINDOW_HOURS: i64 = 6;
+/// A previous revision with no pods left that served less than this before it was replaced
+/// never proved itself: nothing says it was healthy.
+pub(super) const SERVED_MIN_SECONDS: i64 = 60;
+/// Failures that began this long before the new revision appeared predate it.
+const ONSET_SLACK_SECONDS: i64 = 60;
 
 pub(super) struct Facts {
     /// What the signal named.
@@ -38,6 +45,14 @@ pub(super) struct Facts {
     /// The root owner's pods, in the order they were listed.
     pub pods: Vec<PodFacts>,
     pub rollout: Option<Rollout>,
+    /// Why a recent rollout was not taken as the cause, when there was one.
+    pub rollout_rejected: Option<String>,
+    /// The workload whose pods were read (the root, an HPA's scale target, a PDB's pods' owner).
+    pub workload: Option<WorkloadState>,
+    pub hpa: Option<HpaState>,
+    pub pdb: Option<PdbState>,
+    /// One failing pod among healthy siblings of the same revision.
+    pub lone_failure: Option<LoneFailure>,
     /// The first Pending pod, with the scheduler's reason (`None` if it gave none for that pod).
     pub unschedulable: Option<Unschedulable>,
     /// The last error-looking line of the first failing pod's log (quoted, never followed).
@@ -50,6 +65,8 @@ pub(super) struct Facts {
     pub memory_peaks: BTreeMap<String, u128>,
     /// The namespace's `limits.memory` quota.
     pub memory_quota: Option<QuotaUsage>,
+    /// The namespace's `pods` quota.
+    pub pods_quota: Option<QuotaUsage>,
     /// The root as a node (named, with no conditions, when it is not one or was not read).
     pub node: NodeFacts,
     /// The cluster's nodes, when they were read.
@@ -71,6 +88,12 @@ pub(super) struct AlertFacts {
 
 pub(super) struct PodFacts {
     pub name: String,
+    /// Its revision label (`pod-template-hash` or `controller-revision-hash`).
+    pub revision: Option<String>,
+    /// The node it is bound to.
+    pub node: Option<String>,
+    /// Its controller (the owner reference marked controller).
+    pub controller: Option<String>,
     /// STATUS as `kubectl get pods` shows it.
     pub status: String,
     pub phase: Option<String>,
@@ -110,15 +133,43 @@ pub(super) struct Warning {
     pub reason: String,
     pub message: String,
     pub age: Option<Duration>,
+    /// Since it was first seen.
+    pub first_age: Option<Duration>,
 }
 
 /// A recent rollout whose pods all fail while the previous revision's were healthy.
 pub(super) struct Rollout {
+    /// The workload kind (`Deployment`, `StatefulSet`).
+    pub kind: String,
+    /// The update strategy (`RollingUpdate`, `Recreate`, …).
+    pub strategy: Option<String>,
+    pub previous_health: PreviousHealth,
     pub current: Revision,
     pub previous: Revision,
     pub age_minutes: i64,
     /// Descriptions of the new revision's (failing) pods.
     pub new_pods: Vec<String>,
+}
+
+/// How the previous revision's health was judged.
+pub(super) enum PreviousHealth {
+    /// `n` of its pods run ready now.
+    Serving(usize),
+    /// No pods of it are left: it served `served` before the new revision appeared, nothing
+    /// records a failure of it, and the failures began `onset` after the new one appeared.
+    Served {
+        served: Option<Duration>,
+        onset: Option<Duration>,
+    },
+}
+
+pub(super) struct LoneFailure {
+    pub pod: String,
+    pub node: Option<String>,
+    /// Healthy siblings of the same revision, and the nodes they run on.
+    pub siblings: usize,
+    pub sibling_nodes: Vec<String>,
+    pub description: String,
 }
 
 pub(super) struct Revision {
@@ -129,10 +180,80 @@ pub(super) struct Revision {
 
 pub(super) struct Unschedulable {
     pub pod: String,
-    /// The FailedScheduling event's message.
+    /// The FailedScheduling event's message (empty when there is none).
     pub message: String,
     /// `(key, value)` of a taint the scheduler says the pod does not tolerate.
     pub taint: Option<(String, String)>,
+    /// What keeps the pod off each node, worked out from the pod's spec and the nodes: each
+    /// blocker with the nodes it applies to, most nodes first.
+    pub blockers: Vec<(Blocker, Vec<String>)>,
+    /// How many nodes there are (0 when the nodes were not read).
+    pub nodes_total: usize,
+    /// The pod's summed container requests, e.g. `memory` → `48Gi`.
+    pub requests: BTreeMap<String, String>,
+}
+
+/// One reason a pod cannot go to a node.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Blocker {
+    Taint {
+        key: String,
+        value: String,
+        effect: String,
+    },
+    /// The pod's nodeSelector wants `key=value`; the node has `has` (or not the label).
+    Selector {
+        key: String,
+        value: String,
+    },
+    /// A required node affinity term the node does not satisfy.
+    Affinity(String),
+    /// The pod requests more of `resource` than the node can allocate at all.
+    TooBig {
+        resource: String,
+        requested: String,
+        allocatable: String,
+    },
+    Cordoned,
+    NotReady,
+}
+
+impl std::fmt::Display for Blocker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Blocker::Taint { key, value, effect } if value.is_empty() => {
+                write!(
+                    f,
+                    "the taint {key}:{effect}, which the pod does not tolerate"
+                )
+            }
+            Blocker::Taint { key, value, effect } => {
+                write!(
+                    f,
+                    "the taint {key}={value}:{effect}, which the pod does not tolerate"
+                )
+            }
+            Blocker::Selector { key, value } => {
+                write!(
+                    f,
+                    "no label {key}={value}, which the pod's nodeSelector requires"
+                )
+            }
+            Blocker::Affinity(term) => {
+                write!(f, "no match for the pod's required node affinity ({term})")
+            }
+            Blocker::TooBig {
+                resource,
+                requested,
+                allocatable,
+            } => write!(
+                f,
+                "only {allocatable} {resource} allocatable, less than the {requested} the pod requests"
+            ),
+            Blocker::Cordoned => write!(f, "cordoned (unschedulable)"),
+            Blocker::NotReady => write!(f, "NotReady"),
+        }
+    }
 }
 
 pub(super) struct ContainerFacts {
@@ -144,6 +265,13 @@ pub(super) struct ContainerFacts {
 #[derive(Default)]
 pub(super) struct NodeFacts {
     pub name: String,
+    /// The Ready condition's reason and message.
+    pub ready_message: String,
+    /// `spec.unschedulable` (cordoned).
+    pub cordoned: bool,
+    pub labels: BTreeMap<String, String>,
+    /// Resource name → allocatable quantity.
+    pub allocatable: BTreeMap<String, String>,
     /// Status of the `Ready` condition (`Unknown` without one).
     pub ready: String,
     /// Conditions other than Ready that are `True` (MemoryPressure, DiskPressure, …).
@@ -155,6 +283,7 @@ pub(super) struct NodeFacts {
 
 pub(super) struct TaintFacts {
     pub key: String,
+    pub value: String,
     pub effect: String,
 }
 
@@ -203,6 +332,10 @@ impl Facts {
             _ => &[],
         };
         let containers = if template.is_empty() { own } else { template };
+        let (rollout, rollout_rejected) = match regression(ev, &pods) {
+            Ok(r) => (r, None),
+            Err(why) => (None, Some(why)),
+        };
         let first_error_line = pods
             .iter()
             .find(|p| p.failing)
@@ -216,8 +349,13 @@ impl Facts {
                 proactive: ev.alert.proactive,
                 container: ev.alert.container.clone(),
             },
-            rollout: rollout_regression(ev, &pods),
-            unschedulable: unschedulable(&pods),
+            rollout,
+            rollout_rejected,
+            workload: ev.workload.clone(),
+            hpa: ev.hpa.clone(),
+            pdb: ev.pdb.clone(),
+            lone_failure: lone_failure(&pods),
+            unschedulable: unschedulable(ev, &pods),
             first_error_line,
             containers: containers.iter().map(ContainerFacts::of).collect(),
             template_container: template.first().map(|c| c.name.clone()),
@@ -226,6 +364,11 @@ impl Facts {
                 .context
                 .as_ref()
                 .and_then(|c| c.detected_labels.quota_details.get("limits.memory"))
+                .cloned(),
+            pods_quota: ev
+                .context
+                .as_ref()
+                .and_then(|c| c.detected_labels.quota_details.get("pods"))
                 .cloned(),
             node: match object {
                 Some(RootObject::Node(n)) => NodeFacts::of(n),
@@ -264,6 +407,31 @@ impl Facts {
             },
             pods,
         }
+    }
+
+    /// The workload whose pods were read, as a target (in the root owner's namespace).
+    pub fn workload_target(&self) -> Option<Target> {
+        let w = self.workload.as_ref()?;
+        Some(Target::new(
+            w.kind.clone(),
+            w.name.clone(),
+            self.target.as_ref().and_then(|t| t.namespace.clone()),
+        ))
+    }
+
+    /// Why `extra` more pods would exceed the namespace's `pods` quota, if they would.
+    pub fn pods_quota_problem(&self, extra: i64) -> Option<String> {
+        let q = self.pods_quota.as_ref()?;
+        let hard: i64 = q.hard.parse().ok()?;
+        let used: i64 = q.used.parse().unwrap_or(0);
+        (used + extra > hard).then(|| {
+            format!(
+                "the namespace pod quota has room for {} more (pods {} used of {})",
+                (hard - used).max(0),
+                q.used,
+                q.hard
+            )
+        })
     }
 
     /// The target's kind (empty when there is none).
@@ -324,7 +492,20 @@ impl PodFacts {
             .as_ref()
             .and_then(|s| s.start_time.as_ref())
             .or(meta.creation_timestamp.as_ref());
+        let labels = meta.labels.as_ref();
         Self {
+            revision: labels.and_then(|l| {
+                l.get("pod-template-hash")
+                    .or_else(|| l.get("controller-revision-hash"))
+                    .cloned()
+            }),
+            node: p.pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+            controller: meta
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| o.name.clone()),
             status: p.status.clone(),
             phase: p.phase().map(str::to_owned),
             failing: p.failing(),
@@ -363,6 +544,7 @@ impl PodFacts {
                     reason: e.reason.clone(),
                     message: e.message.clone(),
                     age: e.at.map(|t| ev.now - t),
+                    first_age: e.first.or(e.at).map(|t| ev.now - t),
                 })
                 .collect(),
             termination,
@@ -393,7 +575,30 @@ impl NodeFacts {
             .as_ref()
             .and_then(|s| s.conditions.as_deref())
             .unwrap_or(&[]);
+        let ready_condition = conditions.iter().find(|c| c.type_ == "Ready");
         Self {
+            ready_message: ready_condition
+                .map(|c| {
+                    [c.reason.as_deref(), c.message.as_deref()]
+                        .into_iter()
+                        .flatten()
+                        .filter(|t| !t.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(": ")
+                })
+                .unwrap_or_default(),
+            cordoned: node
+                .spec
+                .as_ref()
+                .and_then(|s| s.unschedulable)
+                .unwrap_or(false),
+            labels: node.metadata.labels.clone().unwrap_or_default(),
+            allocatable: node
+                .status
+                .as_ref()
+                .and_then(|s| s.allocatable.as_ref())
+                .map(|a| a.iter().map(|(k, q)| (k.clone(), q.0.clone())).collect())
+                .unwrap_or_default(),
             name: node.metadata.name.clone().unwrap_or_default(),
             ready: conditions
                 .iter()
@@ -416,6 +621,7 @@ impl NodeFacts {
                 .iter()
                 .map(|t| TaintFacts {
                     key: t.key.clone(),
+                    value: t.value.clone().unwrap_or_default(),
                     effect: t.effect.clone(),
                 })
                 .collect(),
@@ -546,57 +752,6 @@ fn owned_by(p: &ObservedPod, owner: &str) -> bool {
         .any(|o| o.name == owner)
 }
 
-/// The current and the previous ReplicaSet of a Deployment, if the current one is a recent
-/// rollout whose pods all fail while the previous one's pods ran.
-fn rollout_regression(ev: &Evidence, pods: &[PodFacts]) -> Option<Rollout> {
-    if ev.root.as_ref()?.kind != "Deployment" {
-        return None;
-    }
-    let mut rs: Vec<&ReplicaSet> = ev.replicasets.iter().collect();
-    rs.sort_by_key(|r| std::cmp::Reverse(revision(r)));
-    let current = *rs.first()?;
-    let previous = *rs.get(1)?;
-    let age = current
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .and_then(|t| age(t, ev.now))
-        .filter(|a| *a < Duration::hours(ROLLOUT_WINDOW_HOURS))?;
-    let name = |rs: &ReplicaSet| rs.metadata.name.clone().unwrap_or_default();
-    let (current_name, previous_name) = (name(current), name(previous));
-    let new_pods: Vec<(&ObservedPod, &PodFacts)> = ev
-        .pods
-        .iter()
-        .zip(pods)
-        .filter(|(p, _)| owned_by(p, &current_name))
-        .collect();
-    let new_failing = !new_pods.is_empty() && new_pods.iter().all(|(_, f)| f.failing);
-    let old_healthy = ready_replicas(previous) > 0
-        || ev
-            .pods
-            .iter()
-            .zip(pods)
-            .any(|(p, f)| owned_by(p, &previous_name) && f.healthy);
-    if !(new_failing && old_healthy) {
-        return None;
-    }
-    Some(Rollout {
-        current: Revision {
-            number: revision(current),
-            images: images(current),
-        },
-        previous: Revision {
-            number: revision(previous),
-            images: images(previous),
-        },
-        age_minutes: age.num_minutes(),
-        new_pods: new_pods
-            .iter()
-            .map(|(_, f)| f.description.clone())
-            .collect(),
-    })
-}
-
 fn ready_replicas(rs: &ReplicaSet) -> i32 {
     rs.status
         .as_ref()
@@ -604,17 +759,214 @@ fn ready_replicas(rs: &ReplicaSet) -> i32 {
         .unwrap_or(0)
 }
 
-/// The first Pending pod and its first FailedScheduling message.
-fn unschedulable(pods: &[PodFacts]) -> Option<Unschedulable> {
-    let p = pods
+fn created(rs: &ReplicaSet) -> Option<DateTime<Utc>> {
+    let t = rs.metadata.creation_timestamp.as_ref()?;
+    DateTime::from_timestamp(t.0.as_second(), 0)
+}
+
+/// The workload's revisions, newest first: a Deployment's ReplicaSets or a StatefulSet's
+/// ControllerRevisions.
+fn revisions(ev: &Evidence) -> Vec<RevisionRecord> {
+    let mut out: Vec<RevisionRecord> = if ev.replicasets.is_empty() {
+        ev.controller_revisions.clone()
+    } else {
+        ev.replicasets
+            .iter()
+            .map(|rs| RevisionRecord {
+                name: rs.metadata.name.clone().unwrap_or_default(),
+                number: revision(rs),
+                created: created(rs),
+                images: images(rs),
+                ready: i64::from(ready_replicas(rs)),
+            })
+            .collect()
+    };
+    out.sort_by_key(|r| std::cmp::Reverse(r.number));
+    out
+}
+
+/// Whether a pod belongs to a revision: a ReplicaSet owns it, or (StatefulSet, DaemonSet) its
+/// `controller-revision-hash` label names the ControllerRevision.
+fn of_revision(p: &ObservedPod, f: &PodFacts, rev: &RevisionRecord) -> bool {
+    owned_by(p, &rev.name)
+        || f.revision
+            .as_deref()
+            .is_some_and(|h| !h.is_empty() && rev.name.ends_with(h) && rev.name.len() > h.len())
+        || f.revision.as_deref() == Some(rev.name.as_str())
+}
+
+/// A recent rollout as the cause: `Ok(Some)` when the new revision's pods all fail and the
+/// previous revision is judged healthy, `Ok(None)` when there is no recent rollout to judge,
+/// `Err(why)` when there is one but the evidence says it is not the cause.
+fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Rollout>, String> {
+    let Some(w) = ev.workload.as_ref() else {
+        return Ok(None);
+    };
+    if !matches!(w.kind.as_str(), "Deployment" | "StatefulSet") {
+        return Ok(None);
+    }
+    let revs = revisions(ev);
+    // The new and previous revisions: a StatefulSet names them in its status.
+    let (current, previous) = match (w.kind.as_str(), &w.update_revision, &w.current_revision) {
+        ("StatefulSet", Some(update), Some(cur)) => {
+            let Some(new) = revs.iter().find(|r| &r.name == update) else {
+                return Ok(None);
+            };
+            let old = if update != cur {
+                revs.iter().find(|r| &r.name == cur)
+            } else {
+                revs.iter().find(|r| r.number < new.number)
+            };
+            match old {
+                Some(old) => (new, old),
+                None => return Ok(None),
+            }
+        }
+        _ => match (revs.first(), revs.get(1)) {
+            (Some(a), Some(b)) => (a, b),
+            _ => return Ok(None),
+        },
+    };
+    let Some(age) = current.created.map(|t| ev.now - t) else {
+        return Ok(None);
+    };
+    if age >= Duration::hours(ROLLOUT_WINDOW_HOURS) {
+        return Ok(None);
+    }
+    let in_rev = |rev: &RevisionRecord| -> Vec<(&ObservedPod, &PodFacts)> {
+        ev.pods
+            .iter()
+            .zip(pods)
+            .filter(|(p, f)| of_revision(p, f, rev))
+            .collect()
+    };
+    let new_pods = in_rev(current);
+    if new_pods.is_empty() || !new_pods.iter().all(|(_, f)| f.failing) {
+        return Ok(None);
+    }
+    let old_pods = in_rev(previous);
+    let serving = old_pods.iter().filter(|(_, f)| f.healthy).count();
+    let previous_health = if serving > 0 || previous.ready > 0 {
+        PreviousHealth::Serving(serving.max(usize::try_from(previous.ready).unwrap_or(0)))
+    } else {
+        // No pods of the previous revision to look at: judge it by what is recorded.
+        let prefix = format!("{}-", previous.name);
+        if let Some(w) = ev.events.iter().find(|e| {
+            e.warning
+                && e.object.as_deref().is_some_and(|o| o.starts_with(&prefix))
+                && matches!(
+                    e.reason.as_str(),
+                    "BackOff" | "Failed" | "Unhealthy" | "OOMKilling"
+                )
+        }) {
+            return Err(format!(
+                "the previous revision {} failed too: {} {}: {}",
+                previous.number,
+                w.object.as_deref().unwrap_or(""),
+                w.reason,
+                w.message
+            ));
+        }
+        let first_failure = new_pods
+            .iter()
+            .flat_map(|(_, f)| f.warnings.iter())
+            .filter_map(|w| w.first_age)
+            .max()
+            .map(|a| ev.now - a);
+        let onset = [first_failure, ev.alert.starts_at]
+            .into_iter()
+            .flatten()
+            .min();
+        let appeared = current.created;
+        if let (Some(onset), Some(appeared)) = (onset, appeared)
+            && onset < appeared - Duration::seconds(ONSET_SLACK_SECONDS)
+        {
+            return Err(format!(
+                "the failures began at {}, before revision {} appeared at {}",
+                onset.format("%H:%M:%S"),
+                current.number,
+                appeared.format("%H:%M:%S")
+            ));
+        }
+        PreviousHealth::Served {
+            served: match (previous.created, current.created) {
+                (Some(a), Some(b)) => Some(b - a),
+                _ => None,
+            },
+            onset: match (onset, appeared) {
+                (Some(o), Some(a)) => Some(o - a),
+                _ => None,
+            },
+        }
+    };
+    Ok(Some(Rollout {
+        kind: w.kind.clone(),
+        strategy: w.strategy.clone(),
+        previous_health,
+        current: Revision {
+            number: current.number,
+            images: current.images.clone(),
+        },
+        previous: Revision {
+            number: previous.number,
+            images: previous.images.clone(),
+        },
+        age_minutes: age.num_minutes(),
+        new_pods: new_pods
+            .iter()
+            .map(|(_, f)| f.description.clone())
+            .collect(),
+    }))
+}
+
+/// One failing pod whose siblings of the same revision run healthy.
+fn lone_failure(pods: &[PodFacts]) -> Option<LoneFailure> {
+    let failing: Vec<&PodFacts> = pods.iter().filter(|p| p.failing).collect();
+    let [p] = failing.as_slice() else {
+        return None;
+    };
+    if p.phase.as_deref() == Some("Pending") || p.deleting_for.is_some() || p.controller.is_none() {
+        return None;
+    }
+    let siblings: Vec<&PodFacts> = pods
         .iter()
-        .find(|p| p.phase.as_deref() == Some("Pending") && p.status == "Pending")?;
+        .filter(|o| o.name != p.name && o.healthy && o.revision == p.revision)
+        .collect();
+    if siblings.is_empty() {
+        return None;
+    }
+    let mut sibling_nodes: Vec<String> = siblings.iter().filter_map(|s| s.node.clone()).collect();
+    sibling_nodes.sort();
+    sibling_nodes.dedup();
+    Some(LoneFailure {
+        pod: p.name.clone(),
+        node: p.node.clone(),
+        siblings: siblings.len(),
+        sibling_nodes,
+        description: p.description.clone(),
+    })
+}
+
+/// The first Pending pod with no node, and what keeps it off every node.
+fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedulable> {
+    let (observed, p) = ev.pods.iter().zip(pods).find(|(o, p)| {
+        p.phase.as_deref() == Some("Pending")
+            && p.status == "Pending"
+            && o.pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_ref())
+                .is_none()
+    })?;
     let message = p
         .warnings
         .iter()
-        .find(|w| w.reason == "FailedScheduling")?
-        .message
-        .clone();
+        .find(|w| w.reason == "FailedScheduling")
+        .map(|w| w.message.clone())
+        .unwrap_or_default();
+    if message.is_empty() && ev.nodes.is_empty() {
+        return None;
+    }
     let taint = UNTOLERATED_TAINT
         .as_ref()
         .and_then(|re| re.captures(&message))
@@ -622,11 +974,176 @@ fn unschedulable(pods: &[PodFacts]) -> Option<Unschedulable> {
             let part = |i| c.get(i).map(|m| m.as_str().trim().to_owned());
             Some((part(1)?, part(2)?))
         });
+    let spec = observed.pod.spec.as_ref();
+    let mut requests: BTreeMap<String, u128> = BTreeMap::new();
+    let mut request_text: BTreeMap<String, String> = BTreeMap::new();
+    for c in spec.map(|s| s.containers.as_slice()).unwrap_or(&[]) {
+        for (k, q) in c
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(v) = resource_amount(k, &q.0) {
+                *requests.entry(k.clone()).or_default() += v;
+                request_text
+                    .entry(k.clone())
+                    .and_modify(|t| *t = format_amount(k, requests[k]))
+                    .or_insert_with(|| q.0.clone());
+            }
+        }
+    }
+    let tolerations = spec.and_then(|s| s.tolerations.clone()).unwrap_or_default();
+    let node_selector = spec
+        .and_then(|s| s.node_selector.clone())
+        .unwrap_or_default();
+    let required_terms: Vec<serde_json::Value> = spec
+        .and_then(|s| s.affinity.as_ref()?.node_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|r| {
+            r.node_selector_terms
+                .iter()
+                .filter_map(|t| serde_json::to_value(t).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let nodes: Vec<NodeFacts> = ev.nodes.iter().map(NodeFacts::of).collect();
+    let mut by_blocker: BTreeMap<Blocker, Vec<String>> = BTreeMap::new();
+    for n in &nodes {
+        let mut blockers = Vec::new();
+        if n.cordoned {
+            blockers.push(Blocker::Cordoned);
+        }
+        if n.not_ready {
+            blockers.push(Blocker::NotReady);
+        }
+        for t in &n.taints {
+            if t.effect == "PreferNoSchedule" {
+                continue;
+            }
+            let tolerated = tolerations.iter().any(|tol| {
+                let key_ok = match tol.key.as_deref() {
+                    None | Some("") => tol.operator.as_deref() == Some("Exists"),
+                    Some(k) => k == t.key,
+                };
+                let value_ok = tol.operator.as_deref() == Some("Exists")
+                    || tol.value.as_deref().unwrap_or("") == t.value;
+                let effect_ok = tol
+                    .effect
+                    .as_deref()
+                    .is_none_or(|e| e.is_empty() || e == t.effect);
+                key_ok && value_ok && effect_ok
+            });
+            // The node lifecycle taints come with the NotReady/cordon blockers above.
+            if !tolerated
+                && !(t.key.starts_with("node.kubernetes.io/") && (n.not_ready || n.cordoned))
+            {
+                blockers.push(Blocker::Taint {
+                    key: t.key.clone(),
+                    value: t.value.clone(),
+                    effect: t.effect.clone(),
+                });
+            }
+        }
+        for (k, v) in &node_selector {
+            if n.labels.get(k) != Some(v) {
+                blockers.push(Blocker::Selector {
+                    key: k.clone(),
+                    value: v.clone(),
+                });
+            }
+        }
+        if !required_terms.is_empty()
+            && !required_terms.iter().any(|t| {
+                crate::cluster::selector::Selector::from_object(t)
+                    .is_some_and(|s| s.matches_map(&n.labels))
+            })
+        {
+            let text: Vec<String> = required_terms
+                .iter()
+                .flat_map(|t| obj_array(t, "matchExpressions"))
+                .map(|e| {
+                    format!(
+                        "{} {} {}",
+                        e.get("key")
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or("?"),
+                        e.get("operator")
+                            .and_then(serde_json::Value::as_str)
+                            .unwrap_or("?"),
+                        e.get("values")
+                            .and_then(serde_json::Value::as_array)
+                            .map(|v| v
+                                .iter()
+                                .filter_map(serde_json::Value::as_str)
+                                .collect::<Vec<_>>()
+                                .join(","))
+                            .unwrap_or_default()
+                    )
+                    .trim()
+                    .to_owned()
+                })
+                .collect();
+            blockers.push(Blocker::Affinity(text.join("; ")));
+        }
+        for (resource, wanted) in &requests {
+            let Some(alloc) = n.allocatable.get(resource) else {
+                continue;
+            };
+            if resource_amount(resource, alloc).is_some_and(|a| a < *wanted) {
+                blockers.push(Blocker::TooBig {
+                    resource: resource.clone(),
+                    requested: request_text.get(resource).cloned().unwrap_or_default(),
+                    allocatable: alloc.clone(),
+                });
+            }
+        }
+        for b in blockers {
+            by_blocker.entry(b).or_default().push(n.name.clone());
+        }
+    }
+    let mut blockers: Vec<(Blocker, Vec<String>)> = by_blocker.into_iter().collect();
+    blockers.sort_by_key(|(_, nodes)| std::cmp::Reverse(nodes.len()));
     Some(Unschedulable {
         pod: p.name.clone(),
         message,
         taint,
+        blockers,
+        nodes_total: nodes.len(),
+        requests: request_text,
     })
+}
+
+fn obj_array<'a>(
+    v: &'a serde_json::Value,
+    key: &str,
+) -> impl Iterator<Item = &'a serde_json::Value> {
+    v.get(key)
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// A resource quantity in comparable units: bytes for memory and storage, millicores for CPU,
+/// a count otherwise.
+fn resource_amount(resource: &str, q: &str) -> Option<u128> {
+    match resource {
+        "cpu" => quantity::cpu_millis(q).map(u128::from),
+        "memory" | "ephemeral-storage" | "storage" => quantity::memory_bytes(q),
+        _ => q.parse().ok(),
+    }
+}
+
+fn format_amount(resource: &str, v: u128) -> String {
+    match resource {
+        "cpu" => format!("{v}m"),
+        "memory" | "ephemeral-storage" | "storage" => quantity::format_mi(v),
+        _ => v.to_string(),
+    }
 }
 
 /// Peak memory per container over the metrics of the root's pods.

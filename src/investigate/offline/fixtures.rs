@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
-use super::evidence::{Alert, EventRecord, Evidence, LogKey, ObservedPod, Root};
+use super::evidence::{Alert, EventRecord, Evidence, LogKey, ObservedPod, Root, WorkloadState};
 use super::facts::Facts;
 use super::rules::{self, Diagnosis};
 use crate::cluster::context::ResourceContext;
@@ -115,6 +115,7 @@ impl Incident {
                 name: "KubePodCrashLooping".into(),
                 proactive: false,
                 container: None,
+                starts_at: None,
             },
             subject: target.clone(),
             context: Some(Arc::new(ResourceContext {
@@ -130,6 +131,10 @@ impl Incident {
             pods: vec![],
             events: vec![],
             replicasets: vec![],
+            controller_revisions: vec![],
+            workload: Some(WorkloadState::read(&deployment)),
+            hpa: None,
+            pdb: None,
             namespace_pods: vec![],
             logs: HashMap::new(),
             metrics: None,

@@ -16,7 +16,7 @@
 use chrono::Duration;
 use serde_json::{Value, json};
 
-use super::facts::{Facts, NodeFacts};
+use super::facts::{Blocker, Facts, PreviousHealth, SERVED_MIN_SECONDS};
 use super::quantity;
 use crate::domain::{InvestigationOutcome, Proposal, Target};
 
@@ -91,6 +91,17 @@ pub(super) const RULES: &[Rule] = &[
         playbooks: &[],
         diagnose: node_not_ready,
     },
+    // Autoscalers and disruption budgets: judged on their own status. No playbook.
+    Rule {
+        name: "hpa-maxed-out",
+        playbooks: &[],
+        diagnose: hpa_maxed_out,
+    },
+    Rule {
+        name: "pdb-blocks-eviction",
+        playbooks: &[],
+        diagnose: pdb_blocks_eviction,
+    },
     Rule {
         name: "service-unreachable",
         playbooks: &["ServiceUnreachable"],
@@ -101,6 +112,19 @@ pub(super) const RULES: &[Rule] = &[
         name: "rollout-regression",
         playbooks: &["CrashLoopBackOff", "ImagePullBackOff"],
         diagnose: rollout_regression,
+    },
+    // Scaled to zero against its declared replicas. No playbook.
+    Rule {
+        name: "scaled-to-zero",
+        playbooks: &[],
+        diagnose: scaled_to_zero,
+    },
+    // Only when the alert is about throttling (before "healthy again": throttled pods run). No
+    // playbook.
+    Rule {
+        name: "cpu-throttling",
+        playbooks: &[],
+        diagnose: cpu_throttling,
     },
     // Healthy again. No playbook.
     Rule {
@@ -148,6 +172,18 @@ pub(super) const RULES: &[Rule] = &[
         playbooks: &["ContainerCreatingStuck"],
         diagnose: containercreating_stuck,
     },
+    // One pod fails where its siblings of the same revision run: replace that pod.
+    Rule {
+        name: "lone-pod-failure",
+        playbooks: &["CrashLoopBackOff", "ReadinessProbeFailing"],
+        diagnose: lone_pod_failure,
+    },
+    // Running pods wedged in an exhausted runtime state, the spec unchanged: restart them.
+    Rule {
+        name: "wedged-runtime",
+        playbooks: &["ReadinessProbeFailing"],
+        diagnose: wedged_runtime,
+    },
     Rule {
         name: "crashloopbackoff",
         playbooks: &["CrashLoopBackOff"],
@@ -157,12 +193,6 @@ pub(super) const RULES: &[Rule] = &[
         name: "readiness-probe-failing",
         playbooks: &["ReadinessProbeFailing"],
         diagnose: readiness_probe_failing,
-    },
-    // Only when the alert is about throttling. No playbook.
-    Rule {
-        name: "cpu-throttling",
-        playbooks: &[],
-        diagnose: cpu_throttling,
     },
 ];
 
@@ -369,28 +399,46 @@ fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
         return None;
     }
     let node = &f.node;
+    let total = f.nodes.len();
+    let not_ready: Vec<&str> = f
+        .nodes
+        .iter()
+        .filter(|n| n.not_ready)
+        .map(|n| n.name.as_str())
+        .collect();
+    let count = if total > 0 {
+        format!(" ({} of {total} nodes not ready)", not_ready.len())
+    } else {
+        String::new()
+    };
+    let state = if node.ready == "True" {
+        format!("Ready but under {}", node.pressure.join(", "))
+    } else if node.pressure.is_empty() {
+        "NotReady".to_owned()
+    } else {
+        format!("NotReady with {}", node.pressure.join(", "))
+    };
     let mut d = Diagnosis::new(
         "NodeNotReady",
-        format!(
-            "Node {} is {} {}",
-            node.name,
-            if node.ready == "True" {
-                "Ready but under"
-            } else {
-                "NotReady"
-            },
-            node.pressure.join(", ")
-        ),
+        format!("Node {} is {state}{count}", node.name),
     );
     d.factors.push(format!("Ready={}", node.ready));
+    if !node.ready_message.is_empty() {
+        d.factors.push(format!("kubelet: {}", node.ready_message));
+    }
+    if !not_ready.is_empty() {
+        d.factors
+            .push(format!("not ready: {}", not_ready.join(", ")));
+    }
     d.target = f.target.clone();
     d.severity = "critical";
-    let total = f.nodes.len();
-    let not_ready = f.nodes.iter().filter(|n| n.not_ready).count();
     // With a third of the nodes down the problem is the cluster's, not this node's.
-    if total >= 2 && not_ready * 3 > total {
+    if total >= 2 && not_ready.len() * 3 > total {
         d.human = Some(format!(
-            "{not_ready} of {total} nodes are not ready: a cluster-wide problem, draining would not help"
+            "{} of {total} nodes are not ready ({}): a cluster-wide problem (network, control plane, a bad node image); draining {} would not help",
+            not_ready.len(),
+            not_ready.join(", "),
+            node.name
         ));
         d.confidence = 0.75;
     } else {
@@ -462,43 +510,100 @@ fn service_unreachable(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
-/// A recent rollout broke it: roll back (whatever the alert's text says).
+/// A recent rollout broke it: roll back (whatever the alert's text says). The previous
+/// revision is judged healthy from its live pods, or — when none are left (Recreate, a
+/// completed rolling update) — from how long it served, when the new revision appeared and
+/// when the failures began.
 fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
     let r = f.rollout.as_ref()?;
     let (current, previous) = (&r.current, &r.previous);
+    let target = f.workload_target().or_else(|| f.target.clone());
+    let target_text = target.as_ref().map(ToString::to_string).unwrap_or_default();
     let mut d = Diagnosis::new(
         "RolloutRegression",
         format!(
-            "The rollout to revision {} ({}) broke {}: its pods fail while revision {} ({}) ran healthy",
-            current.number,
-            current.images,
-            f.target_text(),
-            previous.number,
-            previous.images
+            "The rollout to revision {} ({}) broke {target_text}: its pods fail while revision {} ({}) ran healthy",
+            current.number, current.images, previous.number, previous.images
         ),
     );
     d.factors.push(format!(
-        "revision {} ({}) rolled out {} min before this investigation",
-        current.number, current.images, r.age_minutes
+        "revision {} ({}) rolled out {} min before this investigation{}",
+        current.number,
+        current.images,
+        r.age_minutes,
+        r.strategy
+            .as_deref()
+            .map(|s| format!(" ({s} strategy)"))
+            .unwrap_or_default()
     ));
     d.factors.extend(r.new_pods.iter().cloned());
-    d.factors.push(format!(
-        "previous revision {} ({}) had ready pods",
-        previous.number, previous.images
-    ));
     d.confidence = 0.9;
+    match &r.previous_health {
+        PreviousHealth::Serving(n) => d.factors.push(format!(
+            "previous revision {} ({}) has {n} ready pod(s)",
+            previous.number, previous.images
+        )),
+        PreviousHealth::Served { served, onset } => {
+            d.factors.push(format!(
+                "previous revision {} ({}) has no pods left; it served {} before revision {} appeared, and nothing records a failure of it",
+                previous.number,
+                previous.images,
+                served.map_or("for an unknown time".into(), |s| format!("for {}", human_duration(s))),
+                current.number
+            ));
+            if let Some(o) = onset {
+                d.factors.push(format!(
+                    "the failures began {} after revision {} appeared",
+                    human_duration(*o),
+                    current.number
+                ));
+            }
+            let served_long = served.is_some_and(|s| s >= Duration::hours(1));
+            let proven = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS));
+            d.confidence = if served_long { 0.85 } else { 0.75 };
+            if !proven {
+                d.confidence = 0.6;
+                d.target = target;
+                d.human = Some(format!(
+                    "revision {} ({}) of {target_text} was replaced {} after it appeared, so nothing shows it was healthy; a human must choose the revision to return to (the failing one is revision {}, {})",
+                    previous.number,
+                    previous.images,
+                    served.map_or("an unknown time".into(), human_duration),
+                    current.number,
+                    current.images
+                ));
+                return Some(d);
+            }
+        }
+    }
     d.severity = "critical";
-    d.target = f.target.clone();
+    d.target = target;
+    let action = if r.kind == "StatefulSet" {
+        "RollbackStatefulSet"
+    } else {
+        "RollbackDeployment"
+    };
     d.proposal = proposal(
-        "RollbackDeployment",
+        action,
         json!({}),
         format!(
             "revert the change that produced revision {} ({} → {})",
             current.number, previous.images, current.images
         ),
     );
-    d.analysis = "A new ReplicaSet whose pods all fail, created shortly before the incident, next to a previous ReplicaSet that was healthy, determines the cause: the change in the new revision.".into();
+    d.analysis = "A new revision whose pods all fail, created shortly before the incident, after a previous revision that served healthy, determines the cause: the change in the new revision.".into();
     Some(d)
+}
+
+/// `3h 20m`, `12m`, `45s`.
+fn human_duration(d: Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    match secs {
+        s if s >= 86_400 => format!("{}d {}h", s / 86_400, (s % 86_400) / 3600),
+        s if s >= 3600 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+        s if s >= 60 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
 }
 
 /// Healthy again: nothing to do.
@@ -648,19 +753,60 @@ fn imagepullbackoff(f: &Facts) -> Option<Diagnosis> {
 fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
     let u = f.unschedulable.as_ref()?;
     let lower = u.message.to_ascii_lowercase();
-    if !(lower.contains("insufficient") || lower.contains("too many pods")) {
+    let too_big = u
+        .blockers
+        .iter()
+        .find(|(b, _)| matches!(b, Blocker::TooBig { .. }));
+    let insufficient = lower.contains("insufficient") || lower.contains("too many pods");
+    if !insufficient && too_big.is_none() {
         return None;
     }
+    let requests: Vec<String> = u.requests.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let why = match too_big {
+        Some((
+            Blocker::TooBig {
+                resource,
+                requested,
+                ..
+            },
+            nodes,
+        )) => format!(
+            "it requests {requested} {resource}, more than {} of {} nodes can allocate at all ({})",
+            nodes.len(),
+            u.nodes_total,
+            f.nodes
+                .iter()
+                .filter_map(|n| n
+                    .allocatable
+                    .get(resource)
+                    .map(|a| format!("{}: {a}", n.name)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => format!(
+            "the scheduler reports {} (it requests {})",
+            u.message.trim_end_matches('.'),
+            if requests.is_empty() {
+                "nothing".into()
+            } else {
+                requests.join(", ")
+            }
+        ),
+    };
     let mut d = Diagnosis::new(
         "PendingInsufficientResources",
-        format!("Pod {} cannot be scheduled: {}", u.pod, u.message),
+        format!("Pod {} cannot be scheduled: {why}", u.pod),
     );
+    if !u.message.is_empty() {
+        d.factors.push(format!("scheduler: {}", u.message));
+    }
     d.confidence = 0.85;
     d.target = f.target.clone();
-    d.human = Some(
-        "the cluster lacks capacity for the requested resources: add nodes or lower the requests"
-            .into(),
-    );
+    d.human = Some(format!(
+        "pod {} of {} does not fit: {why}; add nodes with that capacity or lower the requests",
+        u.pod,
+        f.target_text()
+    ));
     Some(d)
 }
 
@@ -668,37 +814,75 @@ fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
 /// it reserves nodes on purpose.
 fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
     let u = f.unschedulable.as_ref()?;
-    let (key, value) = u.taint.as_ref()?;
+    // From the nodes and the pod's tolerations; else from the scheduler's message.
+    let computed = u.blockers.iter().find_map(|(b, nodes)| match b {
+        Blocker::Taint { key, value, effect } => Some((
+            key.clone(),
+            value.clone(),
+            Some(effect.clone()),
+            nodes.clone(),
+        )),
+        _ => None,
+    });
+    let (key, value, effect, nodes) = match computed {
+        Some(c) => c,
+        None => {
+            let (k, v) = u.taint.clone()?;
+            let nodes: Vec<String> = f
+                .nodes
+                .iter()
+                .filter(|n| n.taints.iter().any(|t| t.key == k))
+                .map(|n| n.name.clone())
+                .collect();
+            (k, v, None, nodes)
+        }
+    };
+    let effect = effect
+        .or_else(|| {
+            f.nodes
+                .iter()
+                .flat_map(|n| &n.taints)
+                .find(|t| t.key == key)
+                .map(|t| t.effect.clone())
+        })
+        .unwrap_or_else(|| "NoSchedule".into());
+    let taint = if value.is_empty() {
+        format!("{key}:{effect}")
+    } else {
+        format!("{key}={value}:{effect}")
+    };
+    // Nodes the taint keeps the pod off for no other reason.
+    let only_taint: Vec<&String> = nodes
+        .iter()
+        .filter(|n| {
+            u.blockers
+                .iter()
+                .filter(|(_, ns)| ns.contains(n))
+                .all(|(b, _)| matches!(b, Blocker::Taint { key: k, .. } if *k == key))
+        })
+        .collect();
     let mut d = Diagnosis::new(
         "PendingSchedulingConstraints",
         format!(
-            "Pod {} cannot be scheduled: the nodes carry the taint {key}={value} it does not tolerate",
-            u.pod
+            "Pod {} cannot be scheduled: {} of {} nodes carry the taint {taint}, which it does not tolerate ({})",
+            u.pod,
+            nodes.len(),
+            u.nodes_total.max(nodes.len()),
+            nodes.join(", ")
         ),
     );
-    d.factors.push(u.message.clone());
-    let tainted: Vec<&NodeFacts> = f
-        .nodes
-        .iter()
-        .filter(|n| n.taints.iter().any(|t| &t.key == key))
-        .collect();
+    if !u.message.is_empty() {
+        d.factors.push(format!("scheduler: {}", u.message));
+    }
+    for (b, ns) in &u.blockers {
+        d.factors.push(format!("{}: {b}", ns.join(", ")));
+    }
     let deliberate =
         key.starts_with("node.kubernetes.io/") || key.starts_with("node-role.kubernetes.io/");
-    match tainted.first() {
+    match only_taint.first() {
         Some(node) if !deliberate => {
-            let effect = node
-                .taints
-                .iter()
-                .find(|t| &t.key == key)
-                .map_or("NoSchedule", |t| t.effect.as_str())
-                .to_owned();
-            d.factors.push(format!(
-                "{} of {} nodes carry {key}:{effect}",
-                tainted.len(),
-                f.nodes.len()
-            ));
             d.confidence = 0.75;
-            d.target = Some(Target::new("Node", node.name.clone(), None));
+            d.target = Some(Target::new("Node", (*node).clone(), None));
             d.proposal = proposal(
                 "RemoveNodeTaint",
                 json!({"TAINT_KEY": key, "TAINT_EFFECT": effect}),
@@ -708,27 +892,58 @@ fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
         _ => {
             d.confidence = 0.7;
             d.target = f.target.clone();
-            d.human = Some(format!(
-                "the taint {key} is set by Kubernetes or reserves nodes deliberately; a human must decide"
-            ));
+            d.human = Some(if deliberate {
+                format!(
+                    "the taint {taint} on {} is set by Kubernetes or marks a node role; a human must decide whether pod {} should tolerate it",
+                    nodes.join(", "),
+                    u.pod
+                )
+            } else {
+                format!(
+                    "the taint {taint} on {} is not the only thing keeping pod {} off those nodes; a human must decide",
+                    nodes.join(", "),
+                    u.pod
+                )
+            });
         }
     }
     Some(d)
 }
 
-/// Selectors, affinity or cordoned nodes keep the pod off every node.
+/// Selectors, affinity or cordoned nodes keep the pod off every node: say exactly which.
 fn pending_scheduling_constraints(f: &Facts) -> Option<Diagnosis> {
     let u = f.unschedulable.as_ref()?;
+    let causes: Vec<String> = u
+        .blockers
+        .iter()
+        .map(|(b, nodes)| {
+            if nodes.len() == u.nodes_total && u.nodes_total > 1 {
+                format!("all {} nodes: {b}", u.nodes_total)
+            } else {
+                format!("{}: {b}", nodes.join(", "))
+            }
+        })
+        .collect();
+    let why = if causes.is_empty() {
+        u.message.clone()
+    } else {
+        causes.join("; ")
+    };
     let mut d = Diagnosis::new(
         "PendingSchedulingConstraints",
-        format!("Pod {} cannot be scheduled: {}", u.pod, u.message),
+        format!("Pod {} cannot be scheduled: {why}", u.pod),
     );
+    if !u.message.is_empty() {
+        d.factors.push(format!("scheduler: {}", u.message));
+    }
+    d.factors.extend(causes);
     d.confidence = 0.7;
     d.target = f.target.clone();
-    d.human = Some(
-        "node selectors, affinity or cordoned nodes prevent scheduling; a human must adjust them"
-            .into(),
-    );
+    d.human = Some(format!(
+        "pod {} of {} fits no node ({why}); a human must change its nodeSelector, affinity or tolerations, or label or uncordon a node",
+        u.pod,
+        f.target_text()
+    ));
     Some(d)
 }
 
@@ -738,19 +953,20 @@ fn terminating_stuck(f: &Facts) -> Option<Diagnosis> {
         .pods
         .iter()
         .find(|p| p.deleting_for.is_some_and(|a| a > Duration::minutes(10)))?;
+    let finalizers = p.finalizers.join(", ");
     let mut d = Diagnosis::new(
         "TerminatingStuck",
         format!(
-            "Pod {} has been terminating for over 10 minutes (finalizers: {})",
-            p.name,
-            p.finalizers.join(", ")
+            "Pod {} has been terminating for over 10 minutes (finalizers: {finalizers})",
+            p.name
         ),
     );
     d.confidence = 0.85;
     d.target = f.target.clone();
-    d.human = Some(
-        "removing finalizers by force can leak external resources; a human must decide".into(),
-    );
+    d.human = Some(format!(
+        "pod {} waits on the finalizer(s) {finalizers}: check the controller that owns them; removing them by force can leak external resources",
+        p.name
+    ));
     Some(d)
 }
 
@@ -779,27 +995,40 @@ fn containercreating_stuck(f: &Facts) -> Option<Diagnosis> {
         d.proposal = proposal("DeletePod", json!({"POD_NAME": p.name}), "");
     } else {
         d.confidence = 0.6;
-        d.human = Some("every pod is stuck on its volume; the storage needs a human".into());
+        d.human = Some(format!(
+            "pod {} of {} is stuck in ContainerCreating with no healthy sibling to fall back on ({mount_problem}); the storage or node needs a human",
+            p.name,
+            f.target_text()
+        ));
     }
     Some(d)
 }
 
 /// A crash loop with no recent change: the evidence does not say why. Do not guess.
 fn crashloopbackoff(f: &Facts) -> Option<Diagnosis> {
-    let t = f.first_failing()?.termination.as_ref()?;
+    let p = f.first_failing()?;
+    let t = p.termination.as_ref()?;
     let mut d = Diagnosis::new(
         "CrashLoopBackOff",
         format!(
-            "Container {} of {} exits ({}, exit code {}) and restarts; no recent change explains it",
+            "Container {} of {} exits ({}, exit code {}) and restarts; no recent change explains it — look at the previous log of pod {}{}",
             t.container,
             f.target_text(),
             t.reason,
-            t.exit_code
+            t.exit_code,
+            p.name,
+            f.first_error_line
+                .as_deref()
+                .map(|l| format!(" (last error: {l})"))
+                .unwrap_or_default()
         ),
     );
     d.factors = f.failure_descriptions();
     if let Some(line) = &f.first_error_line {
         d.factors.push(format!("last error in the logs: {line}"));
+    }
+    if let Some(why) = &f.rollout_rejected {
+        d.factors.push(format!("not the last rollout: {why}"));
     }
     d.outcome = InvestigationOutcome::Inconclusive;
     d.confidence = 0.4;
@@ -869,6 +1098,339 @@ fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
             d.confidence = 0.7;
         }
     }
+    Some(d)
+}
+
+/// An autoscaler at its maximum while its metric stays above target: raise the maximum —
+/// unless more replicas could not be scheduled or the quota has no room.
+fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
+    let h = f.hpa.as_ref()?;
+    let workload = f.workload_target();
+    let current = h.current.or(h.desired).unwrap_or(0);
+    let over: Vec<String> = h
+        .utilisation
+        .iter()
+        .filter(|(_, cur, target)| cur > target)
+        .map(|(m, cur, target)| format!("{m} at {cur}% of requests against a {target}% target"))
+        .collect();
+    let scale_target = format!("{}/{}", h.target_kind, h.target_name);
+    let mut d = Diagnosis::new(
+        "HPAMaxedOut",
+        format!(
+            "HorizontalPodAutoscaler {} runs {scale_target} at {current} of at most {} replicas{}",
+            h.name,
+            h.max,
+            if over.is_empty() {
+                String::new()
+            } else {
+                format!(", with {}", over.join(" and "))
+            }
+        ),
+    );
+    d.factors = h
+        .utilisation
+        .iter()
+        .map(|(m, cur, target)| format!("{m} utilisation {cur}% (target {target}%)"))
+        .collect();
+    d.factors.extend(
+        h.conditions
+            .iter()
+            .filter(|(_, status, reason)| status == "True" && reason == "TooManyReplicas")
+            .map(|(t, _, r)| format!("condition {t}: {r}")),
+    );
+    d.severity = "medium";
+    d.target = workload.clone().or_else(|| f.target.clone());
+    if current < h.max {
+        d.summary = format!(
+            "HorizontalPodAutoscaler {} has room: {current} of at most {} replicas",
+            h.name, h.max
+        );
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.confidence = 0.8;
+        return Some(d);
+    }
+    if over.is_empty() {
+        d.confidence = 0.6;
+        d.outcome = InvestigationOutcome::Inconclusive;
+        d.summary.push_str(
+            "; its metrics do not show load above target, so a higher maximum may not be needed",
+        );
+        return Some(d);
+    }
+    // More replicas that would not be scheduled help nobody.
+    if let Some(u) = &f.unschedulable {
+        d.confidence = 0.8;
+        d.factors
+            .push(format!("pod {} is Pending: {}", u.pod, u.message));
+        d.human = Some(format!(
+            "{scale_target} is at its maximum of {} but pod {} is already Pending ({}): more replicas would not schedule — the cluster needs capacity",
+            h.max,
+            u.pod,
+            if u.message.is_empty() {
+                "unschedulable"
+            } else {
+                u.message.as_str()
+            }
+        ));
+        return Some(d);
+    }
+    let worst = h
+        .utilisation
+        .iter()
+        .map(|(_, cur, target)| *cur as f64 / (*target).max(1) as f64)
+        .fold(1.0, f64::max);
+    let wanted = ((h.max as f64) * worst).ceil() as i64;
+    let new_max = wanted.clamp(h.max + 1, (h.max * 2).max(h.max + 1)).min(200);
+    if let Some(problem) = f.pods_quota_problem(new_max - current) {
+        d.confidence = 0.8;
+        d.human = Some(format!(
+            "{scale_target} is at its maximum of {} replicas, but {problem}",
+            h.max
+        ));
+        return Some(d);
+    }
+    d.factors.push(format!(
+        "maxReplicas {} → proposed {new_max} (by the utilisation ratio, at most doubled)",
+        h.max
+    ));
+    d.confidence = 0.8;
+    d.proposal = proposal(
+        "PatchHPAMaxReplicas",
+        json!({"HPA_NAME": h.name, "MAX_REPLICAS": new_max}),
+        format!(
+            "raise maxReplicas of the HorizontalPodAutoscaler {} to {new_max}",
+            h.name
+        ),
+    );
+    Some(d)
+}
+
+/// A disruption budget that allows no eviction. Relax it only when it can never allow one
+/// (misconfigured for the replicas there are), a drain is waiting on it, and it does not
+/// protect a quorum.
+fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
+    let b = f.pdb.as_ref()?;
+    let workload = f.workload_target();
+    let owner = workload
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "its pods".into());
+    let healthy = b.current_healthy.unwrap_or(0);
+    let desired = b.desired_healthy.unwrap_or(0);
+    let expected = b.expected_pods.unwrap_or(f.pods.len() as i64);
+    let rule_text = match (&b.min_available, &b.max_unavailable) {
+        (Some(m), _) => format!("minAvailable {m}"),
+        (None, Some(m)) => format!("maxUnavailable {m}"),
+        _ => "no limit".into(),
+    };
+    let mut d = Diagnosis::new(
+        "PDBBlocksEviction",
+        format!(
+            "PodDisruptionBudget {} ({rule_text}) allows {} disruption(s): {healthy} of {expected} pods of {owner} healthy, {desired} required",
+            b.name,
+            b.disruptions_allowed.unwrap_or(0)
+        ),
+    );
+    d.target = workload.clone().or_else(|| f.target.clone());
+    d.severity = "medium";
+    if b.disruptions_allowed.unwrap_or(0) > 0 {
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.confidence = 0.8;
+        return Some(d);
+    }
+    // Nodes being drained that hold its pods.
+    let draining: Vec<&str> = f
+        .nodes
+        .iter()
+        .filter(|n| n.cordoned)
+        .filter(|n| {
+            f.pods
+                .iter()
+                .any(|p| p.node.as_deref() == Some(n.name.as_str()))
+        })
+        .map(|n| n.name.as_str())
+        .collect();
+    for n in &draining {
+        d.factors.push(format!(
+            "node {n} is cordoned and still runs a pod {} protects",
+            b.name
+        ));
+    }
+    let unhealthy: Vec<&str> = f
+        .pods
+        .iter()
+        .filter(|p| !p.healthy)
+        .map(|p| p.name.as_str())
+        .collect();
+    let stateful = f.workload.as_ref().is_some_and(|w| w.kind == "StatefulSet");
+    let quorum = stateful || (expected >= 3 && desired * 2 > expected);
+    d.confidence = 0.8;
+    if !unhealthy.is_empty() {
+        d.human = Some(format!(
+            "PodDisruptionBudget {} is doing its job: {} of {owner} {} not healthy, so no other pod may be evicted{} — bring {} back first",
+            b.name,
+            unhealthy.join(", "),
+            if unhealthy.len() == 1 { "is" } else { "are" },
+            if quorum {
+                " without risking the quorum"
+            } else {
+                ""
+            },
+            unhealthy.join(", ")
+        ));
+        return Some(d);
+    }
+    if quorum {
+        d.human = Some(format!(
+            "PodDisruptionBudget {} protects the quorum of {owner} ({rule_text} of {expected}); relaxing it could break the quorum — a human must decide how to drain {}",
+            b.name,
+            if draining.is_empty() {
+                "its nodes".into()
+            } else {
+                draining.join(", ")
+            }
+        ));
+        return Some(d);
+    }
+    // Every pod healthy and still no disruption allowed: it can never allow one.
+    d.factors.push(format!(
+        "with all {expected} pods healthy it still requires {desired}: it can never allow an eviction"
+    ));
+    if draining.is_empty() {
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.summary.push_str(&format!(
+            "; it can never allow an eviction, but no drain is waiting on it (fix its {rule_text} in the manifest)"
+        ));
+        return Some(d);
+    }
+    d.summary = format!(
+        "PodDisruptionBudget {} ({rule_text}) can never allow an eviction of {owner} ({expected} pod(s)), and blocks the drain of {}",
+        b.name,
+        draining.join(", ")
+    );
+    d.proposal = proposal(
+        "RelaxPDB",
+        json!({"PDB_NAME": b.name, "MAX_UNAVAILABLE": 1}),
+        format!(
+            "set maxUnavailable: 1 on the PodDisruptionBudget {}",
+            b.name
+        ),
+    );
+    Some(d)
+}
+
+/// A workload at zero replicas that its applied configuration declares with more.
+fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
+    let w = f.workload.as_ref()?;
+    if w.replicas != Some(0) || !f.pods.is_empty() {
+        return None;
+    }
+    let declared = w.declared_replicas.filter(|r| *r > 0)?;
+    let mut d = Diagnosis::new(
+        "ScaledToZero",
+        format!(
+            "{} {} is scaled to 0 replicas; its applied configuration declares {declared}",
+            w.kind, w.name
+        ),
+    );
+    d.factors.push(format!(
+        "spec.replicas 0, kubectl.kubernetes.io/last-applied-configuration replicas {declared}, no pods"
+    ));
+    d.target = f.workload_target().or_else(|| f.target.clone());
+    d.confidence = 0.75;
+    d.proposal = proposal(
+        "ScaleReplicas",
+        json!({"REPLICAS": declared}),
+        format!("set replicas of {} back to {declared}", w.name),
+    );
+    Some(d)
+}
+
+/// One pod fails while its siblings of the same revision run: node-local or ephemeral state.
+/// Replacing that pod is proportionate; nothing in the spec is wrong.
+fn lone_pod_failure(f: &Facts) -> Option<Diagnosis> {
+    let l = f.lone_failure.as_ref()?;
+    if f.kind() == "Pod" {
+        return None;
+    }
+    let mut d = Diagnosis::new(
+        "LonePodFailure",
+        format!(
+            "Pod {} of {} fails while its {} sibling(s) of the same revision run healthy",
+            l.pod,
+            f.target_text(),
+            l.siblings
+        ),
+    );
+    d.factors.push(l.description.clone());
+    if let Some(node) = &l.node {
+        let elsewhere = !l.sibling_nodes.iter().any(|n| n == node);
+        d.factors.push(format!(
+            "it runs on node {node}; its healthy siblings on {}{}",
+            l.sibling_nodes.join(", "),
+            if elsewhere { " (other nodes)" } else { "" }
+        ));
+    }
+    if let Some(line) = &f.first_error_line {
+        d.factors.push(format!("last error in the logs: {line}"));
+    }
+    d.confidence = if l.siblings >= 2 { 0.75 } else { 0.7 };
+    d.severity = "medium";
+    d.target = f.target.clone();
+    d.proposal = proposal("DeletePod", json!({"POD_NAME": l.pod}), "");
+    d.analysis = "The same spec runs healthy in its siblings, so the spec is not the cause; the failure is local to this pod (its node or its ephemeral state), and a replacement pod starts clean.".into();
+    Some(d)
+}
+
+/// Log lines that say a process's runtime state is exhausted or wedged (quoted as evidence).
+const WEDGED: &[&str] = &[
+    "too many open files",
+    "connection pool exhausted",
+    "pool exhausted",
+    "deadlock detected",
+    "no more connections",
+    "out of file descriptors",
+    "timed out waiting for a connection from the pool",
+];
+
+/// Running pods, not crashing, whose readiness fails with a wedged-state error in their logs,
+/// the spec unchanged: a rolling restart clears it.
+fn wedged_runtime(f: &Facts) -> Option<Diagnosis> {
+    let failing: Vec<_> = f.failing_pods().collect();
+    if failing.is_empty() || f.rollout.is_some() {
+        return None;
+    }
+    let running_not_crashing = failing
+        .iter()
+        .all(|p| p.status == "Running" && p.termination.is_none());
+    let line = f.first_error_line.as_deref()?;
+    let lower = line.to_ascii_lowercase();
+    let signature = WEDGED.iter().find(|w| lower.contains(*w))?;
+    if !running_not_crashing || !matches!(f.kind(), "Deployment" | "StatefulSet" | "DaemonSet") {
+        return None;
+    }
+    let mut d = Diagnosis::new(
+        "WedgedRuntime",
+        format!(
+            "{} of {} pods of {} run but are not ready, wedged ({signature}); the spec is unchanged",
+            failing.len(),
+            f.pods.len(),
+            f.target_text()
+        ),
+    );
+    d.factors = f.failure_descriptions();
+    d.factors.push(format!("last error in the logs: {line}"));
+    d.factors.extend(
+        f.failing_warnings()
+            .filter(|w| w.reason == "Unhealthy")
+            .map(|w| w.message.clone())
+            .take(2),
+    );
+    d.confidence = 0.72;
+    d.severity = "medium";
+    d.target = f.target.clone();
+    d.proposal = proposal("RestartDeployment", json!({}), "");
+    d.analysis = "The processes run but their runtime state is exhausted; the spec and image are unchanged, so a fresh process clears it. If it recurs, the leak needs a fix.".into();
     Some(d)
 }
 
