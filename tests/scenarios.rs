@@ -118,6 +118,53 @@ macro_rules! scenarios {
 
 common::scenarios::for_each_scenario!(scenarios);
 
+/// Every action type of the catalog is the right answer in at least one scenario and a
+/// forbidden answer in another: a new action type without both fails here.
+#[test]
+fn every_catalog_action_type_is_covered_both_ways_by_the_scenarios() {
+    let catalog = kubemedic::catalog::Catalog::builtin().unwrap();
+    let mut right = std::collections::BTreeMap::<String, Vec<String>>::new();
+    let mut forbidden = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for entry in std::fs::read_dir(common::scenarios::dir("")).unwrap() {
+        let n = entry.unwrap().file_name().into_string().unwrap();
+        let want = common::scenarios::expected(&n);
+        if let Some(at) = want.get("action_type").and_then(Value::as_str) {
+            right.entry(at.to_owned()).or_default().push(n.clone());
+        }
+        for at in want
+            .get("forbidden_action_types")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let at = at.as_str().unwrap();
+            assert!(
+                catalog.action_type(at).is_some(),
+                "{n} forbids {at}, which is not in the catalog"
+            );
+            assert_ne!(
+                want.get("action_type").and_then(Value::as_str),
+                Some(at),
+                "{n} both expects and forbids {at}"
+            );
+            forbidden.entry(at.to_owned()).or_default().push(n.clone());
+        }
+    }
+    let mut missing = Vec::new();
+    for at in catalog.action_types() {
+        if !right.contains_key(&at.name) {
+            missing.push(format!(
+                "{}: no scenario where it is the right answer",
+                at.name
+            ));
+        }
+        if !forbidden.contains_key(&at.name) {
+            missing.push(format!("{}: no scenario where it is forbidden", at.name));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
 /// A snapshot is read-only: the writes execution would make are recorded, not applied, and a
 /// write to an object the snapshot does not hold fails as it would on a cluster.
 #[tokio::test]

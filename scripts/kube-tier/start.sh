@@ -230,11 +230,12 @@ write_kubeconfig "$PKI/controller-manager.kubeconfig" kubemedic-controller-manag
 
 # --------------------------------------------------------------------------
 # kube-controller-manager: no HTTP(S) listener at all (--port 0 --secure-port 0).
-# nodelifecycle is disabled so that fake Node objects don't get their pods evicted.
+# No node lifecycle controller (fake nodes would be evicted) and no HPA controller (there is
+# no metrics API): tests play both, as they play the kubelet.
 start_bg kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \
     --kubeconfig "$PKI/controller-manager.kubeconfig" \
     --leader-elect=false \
-    --controllers '*,-nodelifecycle' \
+    --controllers '*,-nodelifecycle,-horizontalpodautoscaling' \
     --service-account-private-key-file "$PKI/sa.key" \
     --root-ca-file "$PKI/ca.crt" \
     --cluster-signing-cert-file "$PKI/ca.crt" \

@@ -42,8 +42,9 @@ use crate::clock::Clock;
 use crate::cluster::ClusterReader;
 use crate::cluster::tools::{ClusterTools, ToolLimits};
 use crate::domain::{
-    Analysis, HashMatch, InvestigationOutcome, RcaResult, RemediationRequest, RootCauseAnalysis,
-    SelectedWorkflow, Selection, TargetRef, ToolCallRecord, ValidationAttempt,
+    Analysis, HashMatch, InvestigationOutcome, InvestigationPlan, PlanSource, PlanStep, RcaResult,
+    RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, TargetRef, ToolCallRecord,
+    ValidationAttempt,
 };
 use crate::history::RemediationHistory;
 
@@ -170,6 +171,7 @@ impl Investigator for OfflineInvestigator {
         if rca.investigation_outcome == InvestigationOutcome::Inconclusive {
             warnings.push("inconclusive: the evidence does not determine the cause".into());
         }
+        let plan = plan(&diagnosis, &self.playbooks, &records);
         Ok(Analysis {
             root_owner: verified.as_ref().map(|c| c.root_owner.clone()),
             spec_hash: verified.as_ref().and_then(|c| c.spec_hash.clone()),
@@ -182,8 +184,8 @@ impl Investigator for OfflineInvestigator {
             usage: Default::default(),
             investigator: self.name(),
             llm_calls: vec![],
+            plan: Some(plan),
             proposal: diagnosis.proposal,
-            plan: None,
         })
     }
 
@@ -292,6 +294,60 @@ impl Investigator for OfflineInvestigator {
             usage: Default::default(),
             llm_calls: vec![],
         })
+    }
+}
+
+/// The offline investigator's plan: the steps of the playbook the deciding rule implements,
+/// each marked done when a call it made answers it; a rule no playbook describes lists the
+/// calls it made instead. The offline investigator reads objects whole (`kubectl_get`,
+/// `kubectl_find_resource`, the owner-chain context), so a `kubectl_describe` step counts as
+/// done when it read any object, and either log tool answers a log step.
+fn plan(d: &Diagnosis, playbooks: &Playbooks, records: &[ToolCallRecord]) -> InvestigationPlan {
+    let called = |tool: &str| records.iter().any(|r| r.tool == tool);
+    let answered = |tool: &str| match tool {
+        "kubectl_describe" => {
+            called("kubectl_get")
+                || called("kubectl_find_resource")
+                || called("get_namespaced_resource_context")
+                || called("get_cluster_resource_context")
+        }
+        "kubectl_logs" | "kubectl_previous_logs" => {
+            called("kubectl_logs") || called("kubectl_previous_logs")
+        }
+        t => called(t),
+    };
+    let book = d
+        .rule_playbooks
+        .first()
+        .and_then(|name| playbooks.all().iter().find(|p| p.spec.name == *name));
+    match book {
+        Some(p) => InvestigationPlan {
+            source: PlanSource::Playbook,
+            from: Some(p.spec.name.clone()),
+            steps: p
+                .spec
+                .investigation_steps
+                .iter()
+                .map(|s| PlanStep {
+                    step: s.clone(),
+                    done: s
+                        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .next()
+                        .is_some_and(answered),
+                })
+                .collect(),
+        },
+        None => InvestigationPlan {
+            source: PlanSource::Playbook,
+            from: Some(format!("rule {}", d.rule)),
+            steps: records
+                .iter()
+                .map(|r| PlanStep {
+                    step: format!("{} {}", r.tool, r.arguments),
+                    done: true,
+                })
+                .collect(),
+        },
     }
 }
 

@@ -34,6 +34,9 @@ pub(super) struct Diagnosis {
     /// Why a human must decide, if one must.
     pub human: Option<String>,
     pub analysis: String,
+    /// The rule that decided, and the playbooks it implements (set by [`diagnose`]).
+    pub rule: &'static str,
+    pub rule_playbooks: &'static [&'static str],
 }
 
 impl Diagnosis {
@@ -49,6 +52,8 @@ impl Diagnosis {
             proposal: None,
             human: None,
             analysis: String::new(),
+            rule: "none",
+            rule_playbooks: &[],
         }
     }
 }
@@ -199,8 +204,10 @@ pub(super) const RULES: &[Rule] = &[
 /// The first rule that fires decides; none firing means the evidence determines no cause.
 pub(super) fn diagnose(f: &Facts) -> Diagnosis {
     for rule in RULES {
-        if let Some(d) = (rule.diagnose)(f) {
+        if let Some(mut d) = (rule.diagnose)(f) {
             tracing::debug!(rule = rule.name, playbooks = ?rule.playbooks, "offline rule fired");
+            d.rule = rule.name;
+            d.rule_playbooks = rule.playbooks;
             return d;
         }
     }
@@ -270,7 +277,8 @@ fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
                 "storage class {class} does not allow volume expansion"
             ));
             d.human = Some(format!(
-                "the storage class {class} cannot expand volumes; the data must be cleaned up or migrated by a human"
+                "PersistentVolumeClaim {} is on the storage class {class}, which cannot expand volumes; its data must be cleaned up or migrated by a human",
+                claim.name
             ));
         }
         Some(bytes) if !class.is_empty() => {
@@ -287,7 +295,10 @@ fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
         }
         _ => {
             d.confidence = 0.6;
-            d.human = Some("the claim's size or storage class is unknown; a human must decide how to grow or clean it".into());
+            d.human = Some(format!(
+                "the size or storage class of PersistentVolumeClaim {} is unknown; a human must decide how to grow or clean it",
+                claim.name
+            ));
         }
     }
     Some(d)
@@ -337,8 +348,14 @@ fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
             }
             return Some(d);
         }
-        d.summary =
-            "Memory use cannot be compared with the limit (no metrics API or no limit)".into();
+        d.summary = format!(
+            "The memory use of container {container} of {subject} cannot be compared with its limit ({}): check its memory graph against the limit before acting on the prediction",
+            match (&limit, usage) {
+                (None, _) => "it has no memory limit".to_owned(),
+                (Some(l), None) => format!("no metrics API to read its use against the {l} limit"),
+                (Some(_), Some(_)) => "unknown".to_owned(),
+            }
+        );
         d.outcome = InvestigationOutcome::InsufficientData;
         d.confidence = 0.4;
         return Some(d);
@@ -359,7 +376,7 @@ fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
         d.confidence = 0.8;
         d.severity = "medium";
         if let Some(problem) = quota_problem(f, &limit, &new_limit) {
-            d.human = Some(problem);
+            d.human = Some(format!("container {container} of {subject}: {problem}"));
         } else {
             d.proposal = proposal(
                 "IncreaseMemoryLimits",
@@ -427,8 +444,7 @@ fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
         d.factors.push(format!("kubelet: {}", node.ready_message));
     }
     if !not_ready.is_empty() {
-        d.factors
-            .push(format!("not ready: {}", not_ready.join(", ")));
+        d.factors.push(format!("not ready: {}", listed(&not_ready)));
     }
     d.target = f.target.clone();
     d.severity = "critical";
@@ -437,7 +453,7 @@ fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
         d.human = Some(format!(
             "{} of {total} nodes are not ready ({}): a cluster-wide problem (network, control plane, a bad node image); draining {} would not help",
             not_ready.len(),
-            not_ready.join(", "),
+            listed(&not_ready),
             node.name
         ));
         d.confidence = 0.75;
@@ -486,10 +502,16 @@ fn service_unreachable(f: &Facts) -> Option<Diagnosis> {
             })
             .take(3)
             .collect();
-        d.human = Some(
-            "the Service selector and the pod labels disagree; a human must fix the manifest"
-                .into(),
-        );
+        d.human = Some(format!(
+            "the selector {} of Service {} matches no pod{}; a human must fix the Service or the pod labels",
+            selector_text.join(","),
+            svc.name,
+            if d.factors.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", d.factors.join("; "))
+            }
+        ));
     } else {
         let ready = f.pods.iter().filter(|p| p.healthy).count();
         d.summary = format!(
@@ -595,6 +617,16 @@ fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
+/// Names for a sentence: all of them up to five, else the first four and how many more.
+fn listed<S: AsRef<str>>(names: &[S]) -> String {
+    let all: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    if all.len() <= 5 {
+        all.join(", ")
+    } else {
+        format!("{} and {} more", all[..4].join(", "), all.len() - 4)
+    }
+}
+
 /// `3h 20m`, `12m`, `45s`.
 fn human_duration(d: Duration) -> String {
     let secs = d.num_seconds().max(0);
@@ -668,7 +700,10 @@ fn oomkilled(f: &Facts) -> Option<Diagnosis> {
                 "memory limit {old} → proposed {new_limit} (x1.5, bounded)"
             ));
             if let Some(problem) = quota_problem(f, limit.as_deref().unwrap_or("0"), &new_limit) {
-                d.human = Some(problem.clone());
+                d.human = Some(format!(
+                    "container {container} of {}: {problem}",
+                    f.target_text()
+                ));
                 d.factors.push(problem);
                 d.confidence = 0.8;
             } else {
@@ -682,7 +717,11 @@ fn oomkilled(f: &Facts) -> Option<Diagnosis> {
         }
         None => {
             d.human = Some(format!(
-                "container {container} has no memory limit to raise; the node or its neighbours are short of memory"
+                "container {container} of {} has no memory limit to raise, so the node or its neighbours are short of memory: look at node {}",
+                f.target_text(),
+                f.first_failing()
+                    .and_then(|p| p.node.as_deref())
+                    .unwrap_or("(unknown)")
             ));
             d.confidence = 0.7;
         }
@@ -715,7 +754,9 @@ fn create_container_config_error(f: &Facts) -> Option<Diagnosis> {
     d.confidence = 0.6;
     d.target = f.target.clone();
     d.human = Some(format!(
-        "missing configuration ({detail}); kubemedic neither reads nor creates Secrets or configuration — a human must provide it"
+        "pod {} of {} cannot start: missing configuration ({detail}); kubemedic neither reads nor creates Secrets or configuration — a human must provide it",
+        f.first_failing().map_or("", |p| p.name.as_str()),
+        f.target_text()
     ));
     Some(d)
 }
@@ -745,7 +786,14 @@ fn imagepullbackoff(f: &Facts) -> Option<Diagnosis> {
     d.factors = f.failure_descriptions();
     d.confidence = 0.8;
     d.target = f.target.clone();
-    d.human = Some("the image reference, the registry or the pull credentials must be fixed by a human (no recent rollout to undo)".into());
+    d.human = Some(format!(
+        "the image of {} ({}) cannot be pulled and no recent rollout can be undone: a human must fix the image reference, the registry or the pull credentials",
+        f.target_text(),
+        f.failing_pods()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     Some(d)
 }
 
@@ -774,14 +822,15 @@ fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
             "it requests {requested} {resource}, more than {} of {} nodes can allocate at all ({})",
             nodes.len(),
             u.nodes_total,
-            f.nodes
-                .iter()
-                .filter_map(|n| n
-                    .allocatable
-                    .get(resource)
-                    .map(|a| format!("{}: {a}", n.name)))
-                .collect::<Vec<_>>()
-                .join(", ")
+            listed(
+                &f.nodes
+                    .iter()
+                    .filter_map(|n| n
+                        .allocatable
+                        .get(resource)
+                        .map(|a| format!("{}: {a}", n.name)))
+                    .collect::<Vec<_>>()
+            )
         ),
         _ => format!(
             "the scheduler reports {} (it requests {})",
@@ -868,14 +917,14 @@ fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
             u.pod,
             nodes.len(),
             u.nodes_total.max(nodes.len()),
-            nodes.join(", ")
+            listed(&nodes)
         ),
     );
     if !u.message.is_empty() {
         d.factors.push(format!("scheduler: {}", u.message));
     }
     for (b, ns) in &u.blockers {
-        d.factors.push(format!("{}: {b}", ns.join(", ")));
+        d.factors.push(format!("{}: {b}", listed(&ns)));
     }
     let deliberate =
         key.starts_with("node.kubernetes.io/") || key.starts_with("node-role.kubernetes.io/");
@@ -895,13 +944,13 @@ fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
             d.human = Some(if deliberate {
                 format!(
                     "the taint {taint} on {} is set by Kubernetes or marks a node role; a human must decide whether pod {} should tolerate it",
-                    nodes.join(", "),
+                    listed(&nodes),
                     u.pod
                 )
             } else {
                 format!(
                     "the taint {taint} on {} is not the only thing keeping pod {} off those nodes; a human must decide",
-                    nodes.join(", "),
+                    listed(&nodes),
                     u.pod
                 )
             });
@@ -920,7 +969,7 @@ fn pending_scheduling_constraints(f: &Facts) -> Option<Diagnosis> {
             if nodes.len() == u.nodes_total && u.nodes_total > 1 {
                 format!("all {} nodes: {b}", u.nodes_total)
             } else {
-                format!("{}: {b}", nodes.join(", "))
+                format!("{}: {b}", listed(&nodes))
             }
         })
         .collect();
@@ -1287,7 +1336,7 @@ fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
             if draining.is_empty() {
                 "its nodes".into()
             } else {
-                draining.join(", ")
+                listed(&draining)
             }
         ));
         return Some(d);
@@ -1306,7 +1355,7 @@ fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
     d.summary = format!(
         "PodDisruptionBudget {} ({rule_text}) can never allow an eviction of {owner} ({expected} pod(s)), and blocks the drain of {}",
         b.name,
-        draining.join(", ")
+        listed(&draining)
     );
     d.proposal = proposal(
         "RelaxPDB",
@@ -1367,7 +1416,7 @@ fn lone_pod_failure(f: &Facts) -> Option<Diagnosis> {
         let elsewhere = !l.sibling_nodes.iter().any(|n| n == node);
         d.factors.push(format!(
             "it runs on node {node}; its healthy siblings on {}{}",
-            l.sibling_nodes.join(", "),
+            listed(&l.sibling_nodes),
             if elsewhere { " (other nodes)" } else { "" }
         ));
     }
