@@ -691,6 +691,21 @@ impl ClusterWriter for SnapshotCluster {
 }
 
 /// Namespaced kinds a snapshot captures (Secrets never).
+/// An object as `kubectl get -o yaml` shows it, less its managed fields. A workload keeps its
+/// last-applied configuration (the replicas and template it was declared with are evidence,
+/// e.g. of a workload scaled to zero by hand); everything is sanitised afterwards.
+fn captured(d: &Value) -> Value {
+    if matches!(obj::kind(d), "Deployment" | "StatefulSet" | "DaemonSet") {
+        let mut v = d.clone();
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        v
+    } else {
+        strip_noise(d)
+    }
+}
+
 pub const CAPTURED_KINDS: &[&str] = &[
     "Pod",
     "Deployment",
@@ -824,7 +839,7 @@ pub async fn capture(
         .chain(
             docs.iter()
                 .filter(|d| obj::kind(d) != "Secret")
-                .map(|d| sanitize_value(&strip_noise(d))),
+                .map(|d| sanitize_value(&captured(d))),
         )
         .chain(logs)
     {

@@ -910,6 +910,11 @@ fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
                 .all(|(b, _)| matches!(b, Blocker::Taint { key: k, .. } if *k == key))
         })
         .collect();
+    // The taint decides only where it is all that keeps the pod off a node; otherwise the
+    // other constraints say more (below).
+    if only_taint.is_empty() && !u.blockers.is_empty() {
+        return None;
+    }
     let mut d = Diagnosis::new(
         "PendingSchedulingConstraints",
         format!(
