@@ -1627,3 +1627,40 @@ async fn the_api_shows_the_plan_in_the_request_state_and_its_timeline() {
     assert_eq!(rca_event["payload"]["plan"], want, "{rca_event:#}");
     d.stop().await;
 }
+
+/// A node alert's `namespace` label is the exporter's (here `monitoring`): the view shows the
+/// node — its conditions and the pods scheduled on it — instead.
+#[tokio::test]
+async fn a_node_alert_gets_a_view_of_the_node_not_of_the_exporters_namespace() {
+    use kubemedic::investigate::Investigator;
+    let dir = common::scenarios::dir("node-not-ready");
+    let snap = SnapshotCluster::load(&dir.join("snapshot.yaml")).unwrap();
+    let alert: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("alert.json")).unwrap()).unwrap();
+    let req = common::scenarios::request(&alert, snap.captured_at().unwrap());
+    let server = ScriptedLlm::start(vec![calls(&[(
+        "submit_result",
+        rca("actionable", json!(0.9)),
+    )])])
+    .await;
+    let setup = Setup {
+        reader: Some(Arc::new(snap)),
+        ..Default::default()
+    };
+    investigator(&server, setup).analyse(&req).await.unwrap();
+    let user = server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let view = user.split_once("## Cluster view").unwrap().1;
+    assert!(
+        view.contains("node scn-node-not-ready-worker-7: Ready=")
+            && view.contains("DiskPressure=True"),
+        "{view}"
+    );
+    assert!(
+        view.contains("pods on node scn-node-not-ready-worker-7: 2 pods"),
+        "{view}"
+    );
+    assert!(!view.contains("namespace monitoring"), "{view}");
+}
