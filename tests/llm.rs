@@ -1539,7 +1539,7 @@ async fn the_first_prompt_carries_the_cluster_view_and_says_not_to_fetch_it_agai
         assert!(view.contains(line), "{line:?} missing from {view}");
     }
     assert!(
-        system.contains("Do not fetch again what it shows"),
+        system.contains("do not fetch again what it shows"),
         "{system}"
     );
 
@@ -1553,7 +1553,7 @@ async fn the_first_prompt_carries_the_cluster_view_and_says_not_to_fetch_it_agai
     let out = investigation_stage(&server, setup).await;
     let body = &server.requests()[0].body;
     assert!(!body.to_string().contains("Cluster view"));
-    assert!(!body.to_string().contains("Do not fetch again"));
+    assert!(!body.to_string().contains("do not fetch again"));
     // The playbooks still match: the pre-fetch itself is not what the switch turns off.
     assert!(
         out.state

@@ -23,7 +23,7 @@ Rules:
 
 /// Said only when the user message carries the pre-fetched view (`with_view`).
 const VIEW_RULE: &str = "\
-- The user message carries a cluster view read just before this investigation: the pods that are not healthy and the Warning events (repeats counted) where the signal points. Do not fetch again what it shows (kubectl_get of those pods, kubectl_events of that namespace or node); fetch what it cannot show: describe, logs, the resource context, other kinds.";
+- The cluster view in the user message was read just now: do not fetch again what it shows (pod states, Warning events); describe, logs and the resource context are still yours to call.";
 
 /// System prompt of invocation 1; `with_view` when the user message carries the pre-fetched
 /// cluster view.
@@ -103,7 +103,7 @@ pub fn rca_user(req: &RemediationRequest, playbooks: &[&Playbook], view: &str) -
     }
     if !view.is_empty() {
         out.push_str(
-            "\n## Cluster view, read just now (pods that are not healthy, Warning events; do not fetch these again)\n",
+            "\n## Cluster view (read just now: pods that are not healthy, Warning events)\n",
         );
         out.push_str(view);
     }
