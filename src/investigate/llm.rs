@@ -336,10 +336,12 @@ impl Investigator for LlmInvestigator {
         );
         let (snapshot, namespace_view, _, _) = gather::prefetch(&tools, req).await?;
         let matched = self.playbooks.matching(&snapshot);
-        let cluster_view = match view::node_target(req) {
-            _ if !self.settings.cluster_view => String::new(),
-            Some(node) => view::node(&tools, node, now, ViewLimits::default()).await?,
-            None => namespace_view,
+        let cluster_view = if !self.settings.cluster_view {
+            String::new()
+        } else if let Some(node) = view::node_target(req) {
+            view::node(&tools, node, now, ViewLimits::default()).await?
+        } else {
+            namespace_view
         };
         let mut messages = vec![
             Message::System {

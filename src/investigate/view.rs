@@ -61,8 +61,8 @@ struct PodLine {
     text: String,
 }
 
-/// A pod that needs no attention: running with every container ready and no restart, or
-/// completed (a Job's pod).
+/// The view's line for a pod, or `None` for one that needs no attention: running with every
+/// container ready and no restart, or completed (a Job's pod).
 fn pod_line(p: &Value, with_namespace: bool) -> Option<PodLine> {
     if str_at(p, &["status", "phase"]) == Some("Succeeded") {
         return None;
@@ -170,9 +170,10 @@ fn cut(line: &str, max: usize) -> String {
     s
 }
 
-/// The view's text. `scope` opens it (`namespace shop`, `node worker-7`); `pods_total` is how
-/// many pods the scope has (the listing may have been capped before the view saw it); events
-/// are oldest first.
+/// The view's text. `scope` opens it (`namespace shop`, `pods on node worker-7`); `pods_total`
+/// is how many pods the scope has (the listing may have been capped before the view saw it);
+/// events are oldest first; `with_namespace` names pods `namespace/name` (a node's pods come
+/// from every namespace).
 pub fn render(
     scope: &str,
     pods: &[Value],
@@ -189,13 +190,13 @@ pub fn render(
     unhealthy.sort_by(|a, b| (a.rank, -a.restarts, &a.name).cmp(&(b.rank, -b.restarts, &b.name)));
     let groups = warning_groups(events);
     let mut out = format!(
-        "{scope}: {pods_total} pods, {} not healthy{}; {} Warning events ({} distinct)\n",
-        unhealthy.len(),
+        "{scope}: {pods_total} pods{}, {} not healthy; {} Warning events ({} distinct)\n",
         if pods.len() < pods_total {
-            format!(" among the {} read", pods.len())
+            format!(" (the first {} read)", pods.len())
         } else {
             String::new()
         },
+        unhealthy.len(),
         groups.iter().map(|g| g.count).sum::<i64>(),
         groups.len(),
     );
@@ -523,7 +524,7 @@ mod tests {
                 .all(|l| l.chars().count() <= limits.max_line_chars)
         );
         assert!(
-            v.starts_with("namespace big: 5000 pods, 200 not healthy among the 200 read;"),
+            v.starts_with("namespace big: 5000 pods (the first 200 read), 200 not healthy;"),
             "{v}"
         );
         assert!(v.contains("more pods not healthy\n"), "{v}");
