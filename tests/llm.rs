@@ -1543,6 +1543,31 @@ async fn the_first_prompt_carries_the_cluster_view_and_says_not_to_fetch_it_agai
         "{system}"
     );
 
+    // Cluster text: a credential in an event reaches the view redacted.
+    let leaky = format!(
+        "{}\n---\napiVersion: v1\nkind: Event\nmetadata: {{name: leak, namespace: shop}}\ninvolvedObject: {{kind: Pod, name: {POD}, namespace: shop}}\nreason: Failed\nmessage: 'connect failed: postgres://checkout:Sup3rS3cretPw@db:5432/orders'\ntype: Warning\nlastTimestamp: \"2026-11-21T11:59:00Z\"\n",
+        common::fixture("clusters/shop-rollout.yaml")
+    );
+    let server = ScriptedLlm::start(vec![calls(&[(
+        "submit_result",
+        rca("actionable", json!(0.9)),
+    )])])
+    .await;
+    let setup = Setup {
+        reader: Some(Arc::new(SnapshotCluster::from_yaml(&leaky).unwrap())),
+        ..Default::default()
+    };
+    investigation_stage(&server, setup).await;
+    let user = server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        user.contains("Failed Pod/checkout-7d9c8b6f5-x2k4q: connect failed: postgres://checkout:[REDACTED]@db:5432/orders"),
+        "{user}"
+    );
+    assert!(!user.contains("Sup3rS3cretPw"), "{user}");
+
     let server = ScriptedLlm::start(vec![calls(&[(
         "submit_result",
         rca("actionable", json!(0.9)),
