@@ -1385,3 +1385,307 @@ async fn credentials_in_the_alert_text_and_in_errors_never_reach_the_model() {
     assert!(user.contains("token=[REDACTED]\n"), "{user}");
     assert!(user.contains(POD), "{user}");
 }
+
+/// Invocation 1 as the worker runs it: the stage's outcome, audit events included.
+async fn investigation_stage(
+    server: &ScriptedLlm,
+    setup: Setup,
+) -> kubemedic::domain::StageOutcome {
+    let req = request("KubePodCrashLooping", &[]);
+    InvestigationStage(investigator(server, setup))
+        .run(&req)
+        .await
+        .expect("stage")
+}
+
+fn three_calls() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "kubectl_describe",
+            json!({"kind": "Pod", "name": POD, "namespace": "shop"}),
+        ),
+        previous_logs(),
+        (
+            "kubectl_find_resource",
+            json!({"kind": "ReplicaSet", "namespace": "shop", "label_selector": "app=checkout"}),
+        ),
+    ]
+}
+
+/// Issue 12, item 4 (KubeIntellect "Visible investigation plan"): the plan the model states
+/// before its calls — in markdown, beside the calls — is on the analysis, in the audit trail,
+/// and its steps are done once the calls ran.
+#[tokio::test]
+async fn the_plan_stated_before_three_calls_is_recorded_with_the_analysis_and_audited() {
+    let server = ScriptedLlm::start(vec![
+        common::llm::say_and_call(
+            "The view shows the pod crash-looping.\r\n\r\n**INVESTIGATION_PLAN:**\r\n1. Describe the crashing pod\r\n2. Read its previous logs (password=hunter2hunter2 was in the alert?)\r\n3. Compare the ReplicaSets of `checkout`\r\n",
+            &three_calls(),
+        ),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+    ])
+    .await;
+    let out = investigation_stage(&server, Setup::default()).await;
+    let a = out.state.analysis.as_ref().unwrap();
+    let plan = a.plan.as_ref().expect("a plan");
+    assert_eq!(plan.source, kubemedic::domain::PlanSource::Model);
+    let steps: Vec<(&str, bool)> = plan
+        .steps
+        .iter()
+        .map(|s| (s.step.as_str(), s.done))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("Describe the crashing pod", true),
+            (
+                "Read its previous logs (password=[REDACTED] was in the alert?)",
+                true
+            ),
+            ("Compare the ReplicaSets of `checkout`", true),
+        ]
+    );
+    assert_eq!(a.tool_calls.len(), 3);
+    assert!(
+        !a.warnings.iter().any(|w| w.contains("plan")),
+        "{:?}",
+        a.warnings
+    );
+    // The audit event of invocation 1 carries the plan as stored.
+    let event = out.events.iter().find(|e| e.kind == "rca").unwrap();
+    assert_eq!(event.payload["plan"], serde_json::to_value(plan).unwrap());
+    assert_eq!(
+        event.payload["plan"]["steps"][0],
+        json!({"step": "Describe the crashing pod", "done": true})
+    );
+    // The model was asked for it.
+    let system = server.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(system.contains("INVESTIGATION_PLAN:"), "{system}");
+}
+
+#[tokio::test]
+async fn three_calls_without_a_plan_are_a_warning_not_a_failure() {
+    let server = ScriptedLlm::start(vec![
+        calls(&three_calls()),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+    ])
+    .await;
+    let out = investigation_stage(&server, Setup::default()).await;
+    assert_eq!(out.next, Phase::Selecting);
+    let a = out.state.analysis.as_ref().unwrap();
+    assert_eq!(a.plan, None);
+    assert_eq!(
+        a.rca.investigation_outcome,
+        kubemedic::domain::InvestigationOutcome::Actionable
+    );
+    assert!(
+        a.warnings
+            .contains(&"no investigation plan stated before 3 tool calls".to_owned()),
+        "{:?}",
+        a.warnings
+    );
+    let event = out.events.iter().find(|e| e.kind == "rca").unwrap();
+    assert!(event.payload["plan"].is_null(), "{}", event.payload);
+
+    // A plan stated later is still taken (the first one); only the calls after it count.
+    let server = ScriptedLlm::start(vec![
+        calls(&three_calls()[..1]),
+        common::llm::say_and_call(
+            "INVESTIGATION_PLAN:\n- Read the previous logs\n- Compare ReplicaSets",
+            &three_calls()[1..],
+        ),
+        common::llm::say_and_call("INVESTIGATION_PLAN:\n- ignored, not the first", &[]),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+    ])
+    .await;
+    let out = investigation_stage(&server, Setup::default()).await;
+    let a = out.state.analysis.as_ref().unwrap();
+    let plan = a.plan.as_ref().unwrap();
+    assert_eq!(plan.steps.len(), 2);
+    assert!(plan.steps.iter().all(|s| s.done));
+    assert!(
+        !a.warnings.iter().any(|w| w.contains("plan")),
+        "{:?}",
+        a.warnings
+    );
+}
+
+/// Issue 12, item 4: the pre-fetched view is in invocation 1's first prompt — the unhealthy pod
+/// with its state, the Warning event with its count — and the model is told not to fetch it
+/// again; with the switch off neither is there.
+#[tokio::test]
+async fn the_first_prompt_carries_the_cluster_view_and_says_not_to_fetch_it_again() {
+    let server = ScriptedLlm::start(vec![calls(&[(
+        "submit_result",
+        rca("actionable", json!(0.9)),
+    )])])
+    .await;
+    investigation_stage(&server, Setup::default()).await;
+    let body = &server.requests()[0].body;
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    let view = user
+        .split_once("## Cluster view")
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no view: {user}"));
+    for line in [
+        "namespace shop: 3 pods, 1 not healthy; 12 Warning events (1 distinct)",
+        &format!("pod {POD} CrashLoopBackOff ready=0/1 restarts=7 last=Error"),
+        "event 2m Warning BackOff Pod/checkout-7d9c8b6f5-x2k4q (x12): Back-off restarting failed container",
+    ] {
+        assert!(view.contains(line), "{line:?} missing from {view}");
+    }
+    assert!(
+        system.contains("do not fetch again what it shows"),
+        "{system}"
+    );
+
+    // Cluster text: a credential in an event reaches the view redacted.
+    let leaky = format!(
+        "{}\n---\napiVersion: v1\nkind: Event\nmetadata: {{name: leak, namespace: shop}}\ninvolvedObject: {{kind: Pod, name: {POD}, namespace: shop}}\nreason: Failed\nmessage: 'connect failed: postgres://checkout:Sup3rS3cretPw@db:5432/orders'\ntype: Warning\nlastTimestamp: \"2026-11-21T11:59:00Z\"\n",
+        common::fixture("clusters/shop-rollout.yaml")
+    );
+    let server = ScriptedLlm::start(vec![calls(&[(
+        "submit_result",
+        rca("actionable", json!(0.9)),
+    )])])
+    .await;
+    let setup = Setup {
+        reader: Some(Arc::new(SnapshotCluster::from_yaml(&leaky).unwrap())),
+        ..Default::default()
+    };
+    investigation_stage(&server, setup).await;
+    let user = server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        user.contains("Failed Pod/checkout-7d9c8b6f5-x2k4q: connect failed: postgres://checkout:[REDACTED]@db:5432/orders"),
+        "{user}"
+    );
+    assert!(!user.contains("Sup3rS3cretPw"), "{user}");
+
+    let server = ScriptedLlm::start(vec![calls(&[(
+        "submit_result",
+        rca("actionable", json!(0.9)),
+    )])])
+    .await;
+    let mut setup = Setup::default();
+    setup.settings.cluster_view = false;
+    let out = investigation_stage(&server, setup).await;
+    let body = &server.requests()[0].body;
+    assert!(!body.to_string().contains("Cluster view"));
+    assert!(!body.to_string().contains("do not fetch again"));
+    // The playbooks still match: the pre-fetch itself is not what the switch turns off.
+    assert!(
+        out.state
+            .analysis
+            .unwrap()
+            .playbooks
+            .contains(&"CrashLoopBackOff".to_owned())
+    );
+}
+
+/// The API serves the analysis whole: `GET /api/v1/requests/{id}` shows the plan in the
+/// request's state and in the timeline's `rca` event, through the real store and worker.
+#[tokio::test]
+async fn the_api_shows_the_plan_in_the_request_state_and_its_timeline() {
+    let server = ScriptedLlm::start(vec![
+        common::llm::say_and_call(
+            "INVESTIGATION_PLAN:\n- Describe the crashing pod\n- Read its previous logs\n- Compare ReplicaSets",
+            &three_calls(),
+        ),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let inv = investigator(&server, Setup::default());
+    let gate = kubemedic::config::gate_settings(&kubemedic::config::GateArgs::default()).unwrap();
+    let mut stages = kubemedic::daemon::command_stages(&gate, Arc::new(snapshot()));
+    stages.push(Arc::new(InvestigationStage(inv.clone())));
+    stages.push(Arc::new(SelectionStage(inv)));
+    let d = common::TestDaemon::start_with(
+        |_| {},
+        kubemedic::daemon::Components {
+            stages,
+            ..Default::default()
+        },
+        None,
+    )
+    .await;
+    let body = common::alert_body(
+        "firing",
+        "KubePodCrashLooping",
+        &[
+            ("namespace", "shop"),
+            ("pod", POD),
+            ("container", "checkout"),
+        ],
+        "fp-plan",
+        "2026-11-21T11:50:00Z",
+    );
+    let answer: Value = d.send_alertmanager(&body).await.json().await.unwrap();
+    let id = answer["outcomes"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let req = d
+        .eventually(&format!("/api/v1/requests/{id}"), 30, |r| {
+            !r["state"]["selection"].is_null()
+        })
+        .await;
+    let want = json!({"source": "model", "steps": [
+        {"step": "Describe the crashing pod", "done": true},
+        {"step": "Read its previous logs", "done": true},
+        {"step": "Compare ReplicaSets", "done": true},
+    ]});
+    assert_eq!(req["state"]["analysis"]["plan"], want, "{req:#}");
+    let rca_event = req["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "rca")
+        .unwrap_or_else(|| panic!("no rca event: {req:#}"));
+    assert_eq!(rca_event["payload"]["plan"], want, "{rca_event:#}");
+    d.stop().await;
+}
+
+/// A node alert's `namespace` label is the exporter's (here `monitoring`): the view shows the
+/// node — its conditions and the pods scheduled on it — instead.
+#[tokio::test]
+async fn a_node_alert_gets_a_view_of_the_node_not_of_the_exporters_namespace() {
+    use kubemedic::investigate::Investigator;
+    let dir = common::scenarios::dir("node-not-ready");
+    let snap = SnapshotCluster::load(&dir.join("snapshot.yaml")).unwrap();
+    let alert: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("alert.json")).unwrap()).unwrap();
+    let req = common::scenarios::request(&alert, snap.captured_at().unwrap());
+    let server = ScriptedLlm::start(vec![calls(&[(
+        "submit_result",
+        rca("actionable", json!(0.9)),
+    )])])
+    .await;
+    let setup = Setup {
+        reader: Some(Arc::new(snap)),
+        ..Default::default()
+    };
+    investigator(&server, setup).analyse(&req).await.unwrap();
+    let user = server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let view = user.split_once("## Cluster view").unwrap().1;
+    assert!(
+        view.contains("node scn-node-not-ready-worker-7: Ready=")
+            && view.contains("DiskPressure=True"),
+        "{view}"
+    );
+    assert!(
+        view.contains("pods on node scn-node-not-ready-worker-7: 2 pods"),
+        "{view}"
+    );
+    assert!(!view.contains("namespace monitoring"), "{view}");
+}

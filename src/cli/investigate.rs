@@ -18,7 +18,7 @@ use crate::config::{
     ClusterArgs, GateArgs, InvestigateArgs, cluster_settings, gate_settings, investigate_settings,
 };
 use crate::daemon;
-use crate::domain::{Phase, RemediationRequest};
+use crate::domain::{InvestigationPlan, Phase, PlanSource, RemediationRequest};
 use crate::history::InMemoryHistory;
 use crate::ingest;
 use crate::investigate::{InvestigationStage, SelectionStage};
@@ -184,6 +184,21 @@ fn gate_json(req: &RemediationRequest) -> Value {
     )
 }
 
+/// The plan as a checklist: `[x]` for a step the investigation carried out.
+fn plan_text(plan: &InvestigationPlan) -> String {
+    let source = match (plan.source, &plan.from) {
+        (PlanSource::Model, _) => "model".to_owned(),
+        (PlanSource::Playbook, Some(from)) => format!("playbook {from}"),
+        (PlanSource::Playbook, None) => "playbook".to_owned(),
+    };
+    let mut s = format!("  Plan ({source}):\n");
+    for step in &plan.steps {
+        let mark = if step.done { 'x' } else { ' ' };
+        s.push_str(&format!("    [{mark}] {}\n", step.step));
+    }
+    s
+}
+
 fn text(req: &RemediationRequest, record: &Value) -> String {
     let mut s = format!(
         "{} {}\n",
@@ -238,6 +253,9 @@ fn text(req: &RemediationRequest, record: &Value) -> String {
         if !a.playbooks.is_empty() {
             s.push_str(&format!("  playbooks: {}\n", a.playbooks.join(", ")));
         }
+        if let Some(p) = &a.plan {
+            s.push_str(&plan_text(p));
+        }
         let calls: Vec<&str> = a.tool_calls.iter().map(|c| c.tool.as_str()).collect();
         s.push_str(&format!("  tool calls: {}", calls.len()));
         if !calls.is_empty() {
@@ -264,4 +282,98 @@ fn text(req: &RemediationRequest, record: &Value) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{
+        Analysis, InvestigationOutcome, PlanStep, RcaResult, RootCauseAnalysis, Usage,
+    };
+
+    fn request(plan: Option<InvestigationPlan>) -> RemediationRequest {
+        let body = r#"{"version": "4", "status": "firing", "receiver": "kubemedic", "groupKey": "g",
+            "alerts": [{"status": "firing", "fingerprint": "f1", "startsAt": "2026-11-21T11:50:00Z",
+                        "labels": {"alertname": "KubePodCrashLooping", "namespace": "shop", "pod": "web-1"}}]}"#;
+        let signal = ingest::alertmanager::parse(body.as_bytes())
+            .unwrap()
+            .remove(0);
+        let mut req =
+            RemediationRequest::for_signal(&signal, Phase::ManualReviewRequired, signal.starts_at);
+        req.state.analysis = Some(Analysis {
+            rca: RcaResult {
+                root_cause_analysis: RootCauseAnalysis {
+                    summary: "web crashes on start".into(),
+                    severity: "high".into(),
+                    contributing_factors: vec![],
+                    remediation_target: None,
+                    investigation_analysis: String::new(),
+                },
+                confidence: 0.8,
+                investigation_outcome: InvestigationOutcome::Actionable,
+                actionable: true,
+                needs_human_review: false,
+                human_review_reason: None,
+            },
+            root_owner: None,
+            spec_hash: None,
+            detected_labels: None,
+            history: None,
+            warnings: vec![],
+            playbooks: vec!["CrashLoopBackOff".into()],
+            tool_calls: vec![],
+            usage: Usage::default(),
+            investigator: "llm:test".into(),
+            llm_calls: vec![],
+            proposal: None,
+            plan,
+        });
+        req
+    }
+
+    fn steps(list: &[(&str, bool)]) -> Vec<PlanStep> {
+        list.iter()
+            .map(|(s, done)| PlanStep {
+                step: (*s).into(),
+                done: *done,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_text_format_shows_the_plan_as_a_checklist() {
+        let req = request(Some(InvestigationPlan {
+            source: PlanSource::Model,
+            from: None,
+            steps: steps(&[("Describe the crashing pod", true), ("Read its logs", true)]),
+        }));
+        let out = text(&req, &record(&req));
+        assert!(
+            out.contains(
+                "  playbooks: CrashLoopBackOff\n  Plan (model):\n    [x] Describe the crashing pod\n    [x] Read its logs\n  tool calls: 0"
+            ),
+            "{out}"
+        );
+
+        let req = request(Some(InvestigationPlan {
+            source: PlanSource::Playbook,
+            from: Some("CrashLoopBackOff".into()),
+            steps: steps(&[
+                ("kubectl_describe the pod", true),
+                ("kubectl_previous_logs", false),
+            ]),
+        }));
+        let out = text(&req, &record(&req));
+        assert!(
+            out.contains(
+                "  Plan (playbook CrashLoopBackOff):\n    [x] kubectl_describe the pod\n    [ ] kubectl_previous_logs\n"
+            ),
+            "{out}"
+        );
+
+        // No plan, no section; and the JSON contract is unchanged either way.
+        let req = request(None);
+        assert!(!text(&req, &record(&req)).contains("Plan"));
+        assert!(record(&req).get("plan").is_none());
+    }
 }

@@ -225,6 +225,25 @@ impl ClusterTools {
         &self.reader
     }
 
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn limits(&self) -> &ToolLimits {
+        &self.limits
+    }
+
+    /// The same tools — reader, clock and resource-context cache — with other output limits:
+    /// for a caller that reads a whole namespace and caps what it shows itself.
+    pub fn with_limits(&self, limits: ToolLimits) -> Self {
+        Self {
+            reader: self.reader.clone(),
+            contexts: self.contexts.clone(),
+            clock: self.clock.clone(),
+            limits,
+        }
+    }
+
     pub fn is_tool(name: &str) -> bool {
         specs().iter().any(|s| s.name == name)
     }

@@ -1,6 +1,7 @@
 //! Evidence both investigators gather the same way: the pre-fetched namespace snapshot that
-//! playbooks match against, the verification of the remediation target (root owner through
-//! the owner chain), and the remediation history of that root owner.
+//! playbooks match against (and its compact view, for the model), the verification of the
+//! remediation target (root owner through the owner chain), and the remediation history of
+//! that root owner.
 
 use std::sync::Arc;
 
@@ -9,10 +10,11 @@ use serde_json::Value;
 
 use super::InvestigateError;
 use super::playbooks::Snapshot;
+use super::view::{self, ViewLimits};
 use crate::cluster::context::ResourceContext;
 use crate::cluster::obj;
 use crate::cluster::render::pod_status;
-use crate::cluster::tools::ClusterTools;
+use crate::cluster::tools::{ClusterTools, ToolLimits};
 use crate::domain::{HistoryContext, RcaResult, RemediationRequest, SignalMode, Target};
 use crate::history::{RemediationHistory, build_context};
 
@@ -25,7 +27,7 @@ pub fn signal_namespace(req: &RemediationRequest) -> Option<String> {
         .filter(|n| !n.is_empty())
 }
 
-fn unreachable(r: &crate::cluster::tools::ToolResult) -> Option<InvestigateError> {
+pub(super) fn unreachable(r: &crate::cluster::tools::ToolResult) -> Option<InvestigateError> {
     let kind = r.data.pointer("/error/kind").and_then(Value::as_str)?;
     (kind == "unreachable" || kind == "timeout").then(|| InvestigateError::Unavailable {
         dependency: "cluster".into(),
@@ -38,9 +40,13 @@ fn unreachable(r: &crate::cluster::tools::ToolResult) -> Option<InvestigateError
     })
 }
 
-/// Pods and Warning events of the signal's namespace: for playbook matching, and a compact
-/// text of what is unhealthy for the prompt. An unreachable cluster is an error (the request
-/// waits); anything else just leaves the snapshot thinner.
+/// Pods read by the pre-fetch at most: enough for the view to find the unhealthy pods of a
+/// large namespace (the tools' own list cap, 50, sorts by name and could hide them).
+const PREFETCH_MAX_PODS: usize = 500;
+
+/// Pods and Warning events of the signal's namespace: for playbook matching, and the compact
+/// view of what is unhealthy for invocation 1's prompt ([`view::render`]). An unreachable
+/// cluster is an error (the request waits); anything else just leaves the snapshot thinner.
 pub async fn prefetch(
     tools: &ClusterTools,
     req: &RemediationRequest,
@@ -53,7 +59,11 @@ pub async fn prefetch(
     let Some(ns) = signal_namespace(req) else {
         return Ok((snapshot, String::new(), vec![], vec![]));
     };
-    let pods_result = tools
+    let wide = tools.with_limits(ToolLimits {
+        max_list_items: PREFETCH_MAX_PODS.max(tools.limits().max_list_items),
+        ..tools.limits().clone()
+    });
+    let pods_result = wide
         .call(
             "kubectl_get",
             &serde_json::json!({"kind": "Pod", "namespace": ns}),
@@ -68,6 +78,11 @@ pub async fn prefetch(
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let pods_total = pods_result
+        .data
+        .get("total")
+        .and_then(Value::as_u64)
+        .map_or(pods.len(), |t| t as usize);
     let events_result = tools
         .call("kubectl_events", &serde_json::json!({"namespace": ns}))
         .await;
@@ -80,10 +95,8 @@ pub async fn prefetch(
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let mut text = String::new();
     for p in &pods {
-        let status = pod_status(p);
-        snapshot.pod_statuses.push(status.clone());
+        snapshot.pod_statuses.push(pod_status(p));
         // Why each container last died counts too: a pod crash-looping after OOM kills shows
         // CrashLoopBackOff now and OOMKilled as its last state.
         let mut last = Vec::new();
@@ -95,28 +108,6 @@ pub async fn prefetch(
                 snapshot.pod_statuses.push(r.to_owned());
             }
         }
-        let restarts: i64 = obj::array(p, &["status", "containerStatuses"])
-            .iter()
-            .filter_map(|c| obj::i64_at(c, &["restartCount"]))
-            .sum();
-        let ready = obj::array(p, &["status", "containerStatuses"])
-            .iter()
-            .all(|c| c.get("ready").and_then(Value::as_bool) == Some(true));
-        if (status != "Running" || restarts > 0 || !ready) && text.lines().count() < 15 {
-            {
-                text.push_str(&format!(
-                    "pod {} {} restarts={}{}\n",
-                    obj::name(p),
-                    status,
-                    restarts,
-                    if last.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" last={}", last.join(","))
-                    }
-                ));
-            }
-        }
     }
     for e in events
         .iter()
@@ -124,17 +115,17 @@ pub async fn prefetch(
     {
         let reason = obj::str_at(e, &["reason"]).unwrap_or("").to_owned();
         let message = obj::str_at(e, &["message"]).unwrap_or("").trim().to_owned();
-        if text.lines().count() < 30 {
-            text.push_str(&format!(
-                "event Warning {} {}/{}: {}\n",
-                reason,
-                obj::str_at(e, &["involvedObject", "kind"]).unwrap_or("?"),
-                obj::str_at(e, &["involvedObject", "name"]).unwrap_or("?"),
-                message
-            ));
-        }
         snapshot.warning_events.push((reason, message));
     }
+    let text = view::render(
+        &format!("namespace {ns}"),
+        &pods,
+        pods_total,
+        &events,
+        false,
+        tools.clock().now(),
+        ViewLimits::default(),
+    );
     Ok((snapshot, text, pods, events))
 }
 

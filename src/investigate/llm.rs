@@ -1,8 +1,10 @@
 //! [`LlmInvestigator`]: the two invocations with a real model.
 //!
-//! Invocation 1: a fresh session with the RCA prompt, the read-only cluster tools and the
-//! `submit_result` sentinel. Tool calls of one turn run concurrently; caps on turns, calls per
-//! tool, total calls and per-call time; the context tools also carry the remediation history.
+//! Invocation 1: a fresh session with the RCA prompt (with the pre-fetched cluster view), the
+//! read-only cluster tools and the `submit_result` sentinel; the plan the model states before
+//! its calls is recorded on the analysis ([`plan`]). Tool calls of one turn run concurrently;
+//! caps on turns, calls per tool, total calls and per-call time; the context tools also carry
+//! the remediation history.
 //! Invocation 2: a fresh session with only the structured RCA, the catalog tools and the two
 //! sentinels; a selection is validated against the catalog with up to three corrections after
 //! the first submission (none when the target is unverified: that is `rca_incomplete`).
@@ -19,10 +21,12 @@ use serde_json::{Map, Value, json};
 use tracing::{debug, info, warn};
 
 use super::gather;
+use super::plan;
 use super::playbooks::Playbooks;
 use super::prompt;
 use super::repair;
 use super::route::{Invocation2, merge, route};
+use super::view::{self, ViewLimits};
 use super::{InvestigateError, Investigator};
 use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
@@ -52,6 +56,9 @@ pub struct LlmInvestigatorSettings {
     pub selection_turns: usize,
     /// Corrections fed back after the first invalid selection (so up to this + 1 submissions).
     pub validation_retries: usize,
+    /// Whether invocation 1's prompt carries the pre-fetched cluster view ([`view`]). Always on
+    /// in kubemedic; benches/investigate.rs turns it off to measure what it saves.
+    pub cluster_view: bool,
 }
 
 impl Default for LlmInvestigatorSettings {
@@ -66,6 +73,7 @@ impl Default for LlmInvestigatorSettings {
             max_tokens: 8192,
             selection_turns: 10,
             validation_retries: 3,
+            cluster_view: true,
         }
     }
 }
@@ -326,14 +334,21 @@ impl Investigator for LlmInvestigator {
             self.clock.clone(),
             self.tool_limits.clone(),
         );
-        let (snapshot, snapshot_text, _, _) = gather::prefetch(&tools, req).await?;
+        let (snapshot, namespace_view, _, _) = gather::prefetch(&tools, req).await?;
         let matched = self.playbooks.matching(&snapshot);
+        let cluster_view = if !self.settings.cluster_view {
+            String::new()
+        } else if let Some(node) = view::node_target(req) {
+            view::node(&tools, node, now, ViewLimits::default()).await?
+        } else {
+            namespace_view
+        };
         let mut messages = vec![
             Message::System {
-                content: prompt::rca_system(req.signal.mode),
+                content: prompt::rca_system(req.signal.mode, !cluster_view.is_empty()),
             },
             Message::User {
-                content: prompt::rca_user(req, &matched, &snapshot_text),
+                content: prompt::rca_user(req, &matched, &cluster_view),
             },
         ];
         let defs = tool_defs_rca();
@@ -349,6 +364,7 @@ impl Investigator for LlmInvestigator {
         let mut warnings = Vec::new();
         let mut per_tool = HashMap::new();
         let mut total = 0;
+        let mut planned = plan::Tracker::default();
         let mut forced = false;
         let mut parse_retry_used = false;
         let mut result: Option<RcaResult> = None;
@@ -359,8 +375,11 @@ impl Investigator for LlmInvestigator {
                 ToolChoice::Auto
             };
             let response = session.chat(&messages, &defs, choice).await?;
+            let content = response.content.as_deref().map(Redacted::new);
+            // Stated before the calls this message makes: only `total` calls ran before it.
+            planned.saw(content.as_ref(), total);
             messages.push(Message::Assistant {
-                content: response.content.as_deref().map(Redacted::new),
+                content,
                 tool_calls: response.tool_calls.clone(),
             });
             if let Some(submit) = response
@@ -456,6 +475,8 @@ impl Investigator for LlmInvestigator {
             warnings.push("inconclusive: no result within the turn limit".into());
             inconclusive("The investigation did not reach a conclusion.")
         });
+        let (plan, no_plan) = planned.finish(total);
+        warnings.extend(no_plan);
         let verified = gather::verify_target(&tools, &rca, req.target.as_ref()).await?;
         let history = match &verified {
             Some(ctx) => gather::history(self.history.as_ref(), ctx, now).await,
@@ -463,6 +484,7 @@ impl Investigator for LlmInvestigator {
         };
         info!(
             tool_calls = records.len(),
+            plan_steps = plan.as_ref().map_or(0, |p| p.steps.len()),
             tokens = session.usage.total(),
             outcome = rca.investigation_outcome.as_str(),
             "invocation 1 done"
@@ -480,7 +502,7 @@ impl Investigator for LlmInvestigator {
             investigator: self.name(),
             llm_calls: session.calls,
             proposal: None,
-            plan: None,
+            plan,
         })
     }
 

@@ -12,10 +12,12 @@
 mod gather;
 pub mod llm;
 pub mod offline;
+pub mod plan;
 pub mod playbooks;
 pub mod prompt;
 pub mod repair;
 pub mod route;
+pub mod view;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -244,6 +246,7 @@ impl Stage for InvestigationStage {
             "llm_usage": analysis.usage,
             "llm_calls": analysis.llm_calls,
             "history": analysis.history,
+            "plan": analysis.plan,
         }));
         let mut state = request.state.clone();
         state.analysis = Some(analysis);

@@ -38,6 +38,18 @@ pub fn calls(list: &[(&str, Value)]) -> Reply {
     }
 }
 
+/// Text (a plan, a thought) and tool calls in one assistant turn.
+pub fn say_and_call(content: &str, list: &[(&str, Value)]) -> Reply {
+    Reply::Message {
+        content: Some(content.to_owned()),
+        tool_calls: list
+            .iter()
+            .map(|(n, a)| ((*n).to_owned(), a.to_string()))
+            .collect(),
+        finish: "tool_calls",
+    }
+}
+
 /// One tool call with raw (possibly malformed) argument text.
 pub fn raw_call(name: &str, arguments: &str) -> Reply {
     Reply::Message {

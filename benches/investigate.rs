@@ -1,0 +1,561 @@
+//! Tokens and requests per investigation, without and with the pre-fetched cluster view in
+//! invocation 1's prompt (issue 12, item 4). Figures go in docs/benchmarks.md ("Investigation:
+//! tokens and requests per investigation").
+//!
+//!   scripts/bench-investigate      (cargo bench --profile dev --bench investigate)
+//!   BENCH_SHOW_VIEW=1 scripts/bench-investigate    also prints each first prompt with its view
+//!
+//! The model is the scripted OpenAI-compatible server of the tests (tests/common/llm.rs: a real
+//! socket, the real async-openai client), which counts every request's prompt with the o200k
+//! tokenizer and every answer's completion the same way; the cluster is a captured scenario
+//! (tests/scenarios/*/snapshot.yaml) behind `SnapshotCluster`. Both invocations run as the
+//! worker runs them.
+//!
+//! For each scenario the model is scripted twice with the same investigation (the same plan,
+//! describe/logs/context calls, conclusion and workflow selection):
+//!
+//! - **without the view**: the model must first make the listing calls the view makes
+//!   unnecessary — `kubectl_get` of the namespace's pods and `kubectl_events` of the namespace
+//!   (for a Node: the node's events and the pods of every namespace). When the alert names the
+//!   pod or node, they go in the first turn beside the other calls (no extra request); when it
+//!   does not (a Deployment alert, the pod to describe has to be found), they are a turn of
+//!   their own, since the describe depends on them.
+//! - **with the view**: the same script without those calls.
+//!
+//! The counts are deterministic (a script, a snapshot, a tokenizer), so the profile does not
+//! matter: the script runs a debug build. A run fails if an investigation does not end as its
+//! scenario's expected.json says, so the figures are of investigations that worked.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code: a failed assumption fails the run
+
+#[path = "../tests/common/llm.rs"]
+mod llm;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kubemedic::catalog::Catalog;
+use kubemedic::clock::{Clock, ManualClock};
+use kubemedic::cluster::tools::ToolLimits;
+use kubemedic::cluster::{ClusterReader, ListQuery, SnapshotCluster};
+use kubemedic::domain::{Phase, RemediationRequest, Stage};
+use kubemedic::history::InMemoryHistory;
+use kubemedic::investigate::playbooks::Playbooks;
+use kubemedic::investigate::{
+    InvestigationStage, LlmInvestigator, LlmInvestigatorSettings, SelectionStage,
+};
+use kubemedic::llm::{OpenAiLlm, OpenAiSettings, Provider, TokenBudget};
+use llm::{Reply, ScriptedLlm, calls, say_and_call};
+use serde_json::{Value, json};
+
+const SCENARIOS: &[&str] = &[
+    "crashloop-rollout",
+    "oomkilled",
+    "pending-insufficient-resources",
+    "imagepull-rollout",
+    "node-not-ready",
+];
+
+/// A tool call the scripted model makes, and the plan step it states for it.
+struct Call {
+    tool: &'static str,
+    args: Value,
+    step: String,
+}
+
+fn call(tool: &'static str, args: Value, step: impl Into<String>) -> Call {
+    Call {
+        tool,
+        args,
+        step: step.into(),
+    }
+}
+
+/// One scenario's scripted investigation.
+struct Case {
+    name: &'static str,
+    snapshot: Arc<SnapshotCluster>,
+    request: RemediationRequest,
+    expected: Value,
+    /// The listing calls the view makes unnecessary.
+    listing: Vec<Call>,
+    /// Whether the first turn's calls depend on the listing (the alert names no pod).
+    listing_first: bool,
+    /// The turns both scripts make, in order.
+    turns: Vec<Vec<Call>>,
+    rca: Value,
+}
+
+fn dir(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scenarios")
+        .join(name)
+}
+
+async fn case(name: &'static str) -> Case {
+    let snapshot = Arc::new(SnapshotCluster::load(&dir(name).join("snapshot.yaml")).unwrap());
+    let alert: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir(name).join("alert.json")).unwrap())
+            .unwrap();
+    let expected: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir(name).join("expected.json")).unwrap())
+            .unwrap();
+    let signal = kubemedic::ingest::alertmanager::parse(alert.to_string().as_bytes())
+        .unwrap()
+        .remove(0);
+    let request = RemediationRequest::for_signal(
+        &signal,
+        Phase::Investigating,
+        snapshot.captured_at().unwrap(),
+    );
+    let label = |k: &str| signal.labels.get(k).cloned().unwrap_or_default();
+    let ns = label("namespace");
+    let target = &expected["target"];
+    let kind = target["kind"].as_str().unwrap();
+    let mut target_ref = json!({"kind": kind, "name": target["name"].as_str().unwrap_or("")});
+    let namespace_listing = || {
+        vec![
+            call(
+                "kubectl_get",
+                json!({"kind": "Pod", "namespace": ns}),
+                format!("List the pods of {ns} and their states"),
+            ),
+            call(
+                "kubectl_events",
+                json!({"namespace": ns}),
+                format!("Read the Warning events of {ns}"),
+            ),
+        ]
+    };
+    let (listing, listing_first, turns) = match name {
+        "crashloop-rollout" => {
+            let (pod, container) = (label("pod"), label("container"));
+            (
+                namespace_listing(),
+                false,
+                vec![
+                    vec![
+                        call(
+                            "kubectl_describe",
+                            json!({"kind": "Pod", "name": pod, "namespace": ns}),
+                            "Describe the crashing pod: state, exit code, restarts, events",
+                        ),
+                        call(
+                            "kubectl_previous_logs",
+                            json!({"name": pod, "namespace": ns, "container": container}),
+                            "Read the crashed container's previous logs",
+                        ),
+                        call(
+                            "kubectl_get",
+                            json!({"kind": "ReplicaSet", "namespace": ns}),
+                            "Compare the Deployment's ReplicaSets (a new revision failing?)",
+                        ),
+                    ],
+                    vec![call(
+                        "get_namespaced_resource_context",
+                        json!({"kind": "Pod", "name": pod, "namespace": ns}),
+                        "Resolve the root owner, its spec hash and history",
+                    )],
+                ],
+            )
+        }
+        "oomkilled" => {
+            let (pod, container) = (label("pod"), label("container"));
+            (
+                namespace_listing(),
+                false,
+                vec![
+                    vec![
+                        call(
+                            "kubectl_describe",
+                            json!({"kind": "Pod", "name": pod, "namespace": ns}),
+                            "Describe the pod: last state, exit code 137, memory limit",
+                        ),
+                        call(
+                            "kubectl_previous_logs",
+                            json!({"name": pod, "namespace": ns, "container": container}),
+                            "Read the killed container's previous logs",
+                        ),
+                        call(
+                            "kubectl_top_pods",
+                            json!({"namespace": ns}),
+                            "Compare memory usage with the limit",
+                        ),
+                    ],
+                    vec![call(
+                        "get_namespaced_resource_context",
+                        json!({"kind": "Pod", "name": pod, "namespace": ns}),
+                        "Resolve the root owner, its spec hash and history",
+                    )],
+                ],
+            )
+        }
+        "imagepull-rollout" => {
+            let pod = label("pod");
+            (
+                namespace_listing(),
+                false,
+                vec![
+                    vec![
+                        call(
+                            "kubectl_describe",
+                            json!({"kind": "Pod", "name": pod, "namespace": ns}),
+                            "Describe the pod: the image and the pull error",
+                        ),
+                        call(
+                            "kubectl_get",
+                            json!({"kind": "ReplicaSet", "namespace": ns}),
+                            "Compare the ReplicaSets: which image the previous revision ran",
+                        ),
+                    ],
+                    vec![call(
+                        "get_namespaced_resource_context",
+                        json!({"kind": "Pod", "name": pod, "namespace": ns}),
+                        "Resolve the root owner, its spec hash and history",
+                    )],
+                ],
+            )
+        }
+        "pending-insufficient-resources" => {
+            // The alert names the Deployment; the pod to describe is found by listing (without
+            // the view) or read from the view (with it).
+            let pods = snapshot
+                .list(
+                    &snapshot.resource("Pod").await.unwrap(),
+                    Some(&ns),
+                    &ListQuery::default(),
+                )
+                .await
+                .unwrap();
+            let pending = pods
+                .iter()
+                .find(|p| p["status"]["phase"] == "Pending")
+                .map(|p| p["metadata"]["name"].as_str().unwrap().to_owned())
+                .expect("a pending pod in the scenario");
+            let deployment = label("deployment");
+            (
+                namespace_listing(),
+                true,
+                vec![
+                    vec![
+                        call(
+                            "kubectl_describe",
+                            json!({"kind": "Pod", "name": pending, "namespace": ns}),
+                            "Describe a pending pod: why the scheduler refuses it",
+                        ),
+                        call(
+                            "kubectl_get",
+                            json!({"kind": "Node"}),
+                            "Check the nodes' capacity and taints",
+                        ),
+                    ],
+                    vec![call(
+                        "get_namespaced_resource_context",
+                        json!({"kind": "Deployment", "name": deployment, "namespace": ns}),
+                        "Resolve the Deployment's context and history",
+                    )],
+                ],
+            )
+        }
+        "node-not-ready" => {
+            let node = label("node");
+            target_ref["name"] = json!(node);
+            (
+                vec![
+                    call(
+                        "kubectl_events",
+                        json!({"node": node}),
+                        "Read the node's events",
+                    ),
+                    call(
+                        "kubectl_get",
+                        json!({"kind": "Pod"}),
+                        "List the pods and find those on the node",
+                    ),
+                ],
+                false,
+                vec![
+                    vec![call(
+                        "kubectl_describe",
+                        json!({"kind": "Node", "name": node}),
+                        "Describe the node: conditions, pressure, taints",
+                    )],
+                    vec![call(
+                        "get_cluster_resource_context",
+                        json!({"kind": "Node", "name": node}),
+                        "Resolve the node's context and history",
+                    )],
+                ],
+            )
+        }
+        other => panic!("no script for {other}"),
+    };
+    if kind != "Node" {
+        target_ref["namespace"] = json!(ns);
+    }
+    let outcome = expected["investigation_outcome"].as_str().unwrap();
+    let rca = json!({
+        "root_cause_analysis": {
+            "summary": format!("{name}: root cause found in the cluster's evidence"),
+            "severity": "high",
+            "contributing_factors": [format!("scripted finding for {name}")],
+            "remediation_target": target_ref,
+            "investigation_analysis": "Scripted for the benchmark."
+        },
+        "confidence": 0.9,
+        "investigation_outcome": outcome,
+        "actionable": outcome == "actionable"
+    });
+    Case {
+        name,
+        snapshot,
+        request,
+        expected,
+        listing,
+        listing_first,
+        turns,
+        rca,
+    }
+}
+
+/// Invocation 1's turns (the plan stated in the first), the conclusion, then the selection.
+fn script(c: &Case, with_view: bool) -> Vec<Reply> {
+    let mut turns: Vec<&[Call]> = Vec::new();
+    let mut first: Vec<&Call> = Vec::new();
+    if !with_view {
+        if c.listing_first {
+            turns.push(&c.listing);
+        } else {
+            first.extend(&c.listing);
+        }
+    }
+    let mut turns: Vec<Vec<&Call>> = turns.into_iter().map(|t| t.iter().collect()).collect();
+    for (i, t) in c.turns.iter().enumerate() {
+        let mut calls: Vec<&Call> = t.iter().collect();
+        if i == 0 {
+            calls.splice(0..0, first.iter().copied());
+        }
+        turns.push(calls);
+    }
+    let plan: String = turns
+        .iter()
+        .flatten()
+        .map(|c| format!("- {}\n", c.step))
+        .collect();
+    let mut replies: Vec<Reply> = turns
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let list: Vec<(&str, Value)> = t.iter().map(|c| (c.tool, c.args.clone())).collect();
+            if i == 0 {
+                say_and_call(&format!("INVESTIGATION_PLAN:\n{plan}"), &list)
+            } else {
+                calls(&list)
+            }
+        })
+        .collect();
+    replies.push(calls(&[("submit_result", c.rca.clone())]));
+    // Invocation 2: the same whatever the view.
+    replies.push(calls(&[("list_available_actions", json!({}))]));
+    match c.expected["workflow_id"].as_str() {
+        Some(id) => {
+            let action = c.expected["action_type"].as_str().unwrap();
+            replies.push(calls(&[
+                ("list_workflows", json!({"action_type": action})),
+                ("get_workflow", json!({"workflow_id": id})),
+            ]));
+            let params = c.expected.get("parameters").cloned().unwrap_or(json!({}));
+            replies.push(calls(&[(
+                "submit_result_with_workflow",
+                json!({"selected_workflow": {"workflow_id": id, "confidence": 0.9, "rationale": "scripted", "parameters": params}}),
+            )]));
+        }
+        None => replies.push(calls(&[(
+            "submit_result_no_workflow",
+            json!({"reasoning": "the fix needs capacity a human must add", "needs_human_review": true, "human_review_reason": "capacity"}),
+        )])),
+    }
+    replies
+}
+
+/// What one investigation cost.
+#[derive(Default, Clone, Copy)]
+struct Cost {
+    requests: usize,
+    requests_rca: usize,
+    prompt: u64,
+    completion: u64,
+    tool_calls: usize,
+    view_chars: usize,
+    /// Tokens of invocation 1's system prompt (paid on each of its requests).
+    system_tokens: usize,
+}
+
+impl std::ops::AddAssign for Cost {
+    fn add_assign(&mut self, o: Self) {
+        self.requests += o.requests;
+        self.requests_rca += o.requests_rca;
+        self.prompt += o.prompt;
+        self.completion += o.completion;
+        self.tool_calls += o.tool_calls;
+        self.view_chars += o.view_chars;
+        self.system_tokens = o.system_tokens;
+    }
+}
+
+async fn measure(c: &Case, with_view: bool) -> Cost {
+    let server = ScriptedLlm::start(script(c, with_view)).await;
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(c.snapshot.captured_at().unwrap()));
+    let llm = OpenAiLlm::new(&OpenAiSettings {
+        provider: Provider::OpenAi,
+        base_url: Some(format!("{}/v1", server.base_url)),
+        api_key: Some(kubemedic::secret::Secret::new("sk-bench")),
+        azure_deployment: None,
+        azure_api_version: "2024-10-21".into(),
+        timeout: Duration::from_secs(30),
+        max_retries: 0,
+        backoff: Duration::from_millis(10),
+    })
+    .unwrap();
+    let inv = Arc::new(LlmInvestigator {
+        llm: Arc::new(llm),
+        budget: Arc::new(TokenBudget::new(1_000_000, 10_000_000)),
+        reader: c.snapshot.clone(),
+        clock,
+        tool_limits: ToolLimits::default(),
+        catalog: Arc::new(Catalog::builtin().unwrap()),
+        playbooks: Arc::new(Playbooks::builtin().unwrap()),
+        history: Arc::new(InMemoryHistory::default()),
+        settings: LlmInvestigatorSettings {
+            rca_model: "gpt-4o".into(),
+            selection_model: "gpt-4o-mini".into(),
+            cluster_view: with_view,
+            ..Default::default()
+        },
+        metrics: None,
+    });
+    let mut req = c.request.clone();
+    for stage in [
+        Arc::new(InvestigationStage(inv.clone())) as Arc<dyn Stage>,
+        Arc::new(SelectionStage(inv.clone())),
+    ] {
+        let out = stage.run(&req).await.expect("stage");
+        req.phase = out.next;
+        req.reason = out.reason;
+        req.state = out.state;
+    }
+    // The investigation worked as the scenario expects, with every call answered.
+    let variant = if with_view {
+        "with view"
+    } else {
+        "without view"
+    };
+    let a = req.state.analysis.as_ref().unwrap();
+    let sel = req.state.selection.as_ref().unwrap();
+    assert_eq!(
+        json!(req.phase),
+        c.expected["phase"],
+        "{} {variant}: {:?}",
+        c.name,
+        req.reason
+    );
+    assert_eq!(
+        json!(sel.outcome.kind),
+        c.expected["outcome"],
+        "{} {variant}",
+        c.name
+    );
+    assert!(
+        a.tool_calls.iter().all(|t| t.ok),
+        "{} {variant}: {:?}",
+        c.name,
+        a.tool_calls
+    );
+    let plan = a.plan.as_ref().expect("the plan was parsed");
+    assert!(plan.steps.iter().all(|s| s.done));
+    assert_eq!(
+        server.remaining(),
+        0,
+        "{} {variant}: script left over",
+        c.name
+    );
+    let requests = server.requests();
+    let first_user = requests[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap_or("");
+    if with_view && std::env::var_os("BENCH_SHOW_VIEW").is_some() {
+        eprintln!("--- {}: the first prompt\n{first_user}\n", c.name);
+    }
+    Cost {
+        requests: requests.len(),
+        requests_rca: requests
+            .iter()
+            .filter(|r| r.body["model"] == "gpt-4o")
+            .count(),
+        prompt: a.usage.prompt_tokens + sel.usage.prompt_tokens,
+        completion: a.usage.completion_tokens + sel.usage.completion_tokens,
+        tool_calls: a.tool_calls.len(),
+        view_chars: first_user
+            .split_once("## Cluster view")
+            .map_or(0, |(_, v)| v.len()),
+        system_tokens: llm::prompt_tokens(&json!({"messages": [requests[0].body["messages"][0]]})),
+    }
+}
+
+fn row(name: &str, variant: &str, c: Cost) {
+    println!(
+        "| {name} | {variant} | {} ({} + {}) | {} | {} | {} | {} | {} |",
+        c.requests,
+        c.requests_rca,
+        c.requests - c.requests_rca,
+        c.prompt,
+        c.completion,
+        c.prompt + c.completion,
+        c.tool_calls,
+        c.view_chars
+    );
+}
+
+fn change(before: u64, after: u64) -> String {
+    let d = after as f64 - before as f64;
+    format!("{:+.0} ({:+.1} %)", d, 100.0 * d / before as f64)
+}
+
+#[tokio::main]
+async fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    println!(
+        "| scenario | prompt | model requests (invocation 1 + 2) | prompt tokens | completion tokens | total tokens | cluster tool calls | view chars |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    let mut totals = [Cost::default(), Cost::default()];
+    let mut deltas = Vec::new();
+    for name in SCENARIOS {
+        let c = case(name).await;
+        let without = measure(&c, false).await;
+        let with = measure(&c, true).await;
+        row(name, "without view", without);
+        row(name, "with view", with);
+        totals[0] += without;
+        totals[1] += with;
+        deltas.push((name, without, with));
+    }
+    row("**total**", "without view", totals[0]);
+    row("**total**", "with view", totals[1]);
+    println!(
+        "\ninvocation 1's system prompt: {} tokens without the view, {} with it (its rule)\n",
+        totals[0].system_tokens, totals[1].system_tokens
+    );
+    println!("| scenario | requests | total tokens | cluster tool calls |");
+    println!("|---|---:|---:|---:|");
+    for (name, w, v) in deltas
+        .iter()
+        .chain(std::iter::once(&(&"**total**", totals[0], totals[1])))
+    {
+        println!(
+            "| {name} | {:+} | {} | {:+} |",
+            v.requests as i64 - w.requests as i64,
+            change(w.prompt + w.completion, v.prompt + v.completion),
+            v.tool_calls as i64 - w.tool_calls as i64
+        );
+    }
+}
