@@ -78,9 +78,18 @@ fn cli(name: &str) {
                 gate["require_approval"].is_boolean() && gate["reason"].is_string(),
                 "{record}"
             );
-            // The scenario namespaces carry no environment label: production, the safe side.
-            assert_eq!(gate["require_approval"], true, "{record}");
-            assert_eq!(record["phase"], "AwaitingApproval", "{record}");
+            // Most scenario namespaces carry no environment label: production, the safe side.
+            // A staging one may be approved by the policy alone.
+            let approval = want
+                .get("require_approval")
+                .cloned()
+                .unwrap_or(Value::Bool(true));
+            assert_eq!(gate["require_approval"], approval, "{record}");
+            if approval == true {
+                assert_eq!(record["phase"], "AwaitingApproval", "{record}");
+            } else {
+                assert_ne!(record["phase"], "AwaitingApproval", "{record}");
+            }
         }
         None => {
             assert!(

@@ -188,6 +188,8 @@ fn gate_json(req: &RemediationRequest) -> Value {
 fn plan_text(plan: &InvestigationPlan) -> String {
     let source = match (plan.source, &plan.from) {
         (PlanSource::Model, _) => "model".to_owned(),
+        // A rule no playbook describes lists the calls it made ("rule hpa-maxed-out").
+        (PlanSource::Playbook, Some(from)) if from.starts_with("rule ") => from.clone(),
         (PlanSource::Playbook, Some(from)) => format!("playbook {from}"),
         (PlanSource::Playbook, None) => "playbook".to_owned(),
     };

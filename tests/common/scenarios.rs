@@ -1153,6 +1153,17 @@ fn starting(mut alert: Value, secs: i64) -> Value {
     alert
 }
 
+/// Label the scenario's namespace with a kubemedic environment.
+async fn environment(k: &Kube, env: &str) {
+    k.patch(
+        "v1",
+        "Namespace",
+        &k.ns,
+        json!({"metadata": {"labels": {"kubemedic.io/environment": env}}}),
+    )
+    .await;
+}
+
 fn starting_now(alert: Value) -> Value {
     starting(alert, 0)
 }
@@ -1582,6 +1593,7 @@ fn lone_pod_crashloop<'a>(
     port: u16,
 ) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
     Box::pin(async move {
+        environment(k, "production").await;
         let n1 = node(k, port, "worker-1").await;
         let n2 = node(k, port, "worker-2").await;
         k.apply(deployment(
@@ -1970,6 +1982,7 @@ fn cpu_throttling<'a>(
     port: u16,
 ) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
     Box::pin(async move {
+        environment(k, "staging").await;
         let n = node(k, port, "worker-1").await;
         let mut d = deployment(
             "thumbnailer",
