@@ -89,8 +89,7 @@ impl PodFixture {
 
     /// Created by the ReplicaSet `rs`.
     pub fn owned_by(mut self, rs: &str) -> Self {
-        self.0["metadata"]["ownerReferences"] =
-            json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs}]);
+        self.0["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs, "controller": true}]);
         self
     }
 }
@@ -217,6 +216,23 @@ impl Incident {
             .replicasets
             .extend(rs(1, "shop/app:1.0", ago(7 * 24 * 60), 2));
         self.ev.replicasets.extend(rs(2, image, ago(minutes), 0));
+        self
+    }
+
+    /// The previous revision's pods are gone (Recreate, or a completed rolling update).
+    pub fn previous_gone(mut self) -> Self {
+        for rs in &mut self.ev.replicasets {
+            if let Some(s) = rs.status.as_mut() {
+                s.ready_replicas = Some(0);
+                s.replicas = 0;
+            }
+        }
+        self
+    }
+
+    /// The alert started firing `minutes` ago.
+    pub fn alert_started(mut self, minutes: i64) -> Self {
+        self.ev.alert.starts_at = Some(now() - Duration::minutes(minutes));
         self
     }
 

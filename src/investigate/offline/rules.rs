@@ -1619,6 +1619,80 @@ mod tests {
     }
 
     #[test]
+    fn with_the_previous_revision_gone_its_record_of_service_decides() {
+        // Revision 1 served a week; revision 2 appeared 30 min ago; its pods fail since.
+        let d = Incident::deployment("api")
+            .rolled_out("shop/app:2.0", 30)
+            .previous_gone()
+            .alert_started(20)
+            .with(pod("api-2-a").owned_by("api-2").crash_looping("Error", 1))
+            .diagnosis();
+        assert_eq!(d.mode, "RolloutRegression");
+        assert!((d.confidence - 0.85).abs() < 1e-9, "{}", d.confidence);
+        assert!(
+            d.factors.iter().any(|f| f.contains("served for 6d 23h")),
+            "{:?}",
+            d.factors
+        );
+        assert_eq!(
+            d.proposal.map(|p| p.action_type).as_deref(),
+            Some("RollbackDeployment")
+        );
+    }
+
+    #[test]
+    fn failures_that_began_before_the_rollout_are_not_its_fault() {
+        let d = Incident::deployment("api")
+            .rolled_out("shop/app:2.0", 30)
+            .previous_gone()
+            .alert_started(90)
+            .with(pod("api-2-a").owned_by("api-2").crash_looping("Error", 1))
+            .diagnosis();
+        assert_eq!(
+            (d.mode, d.outcome),
+            ("CrashLoopBackOff", InvestigationOutcome::Inconclusive)
+        );
+        assert!(
+            d.factors
+                .iter()
+                .any(|f| f.starts_with("not the last rollout: the failures began")),
+            "{:?}",
+            d.factors
+        );
+    }
+
+    #[test]
+    fn a_previous_revision_that_failed_too_is_not_rolled_back_to() {
+        let d = Incident::deployment("api")
+            .rolled_out("shop/app:2.0", 30)
+            .previous_gone()
+            .warning(
+                "api-1-old",
+                "BackOff",
+                "Back-off restarting failed container",
+                40,
+            )
+            .with(pod("api-2-a").owned_by("api-2").crash_looping("Error", 1))
+            .diagnosis();
+        assert_ne!(d.mode, "RolloutRegression");
+    }
+
+    #[test]
+    fn one_failing_pod_among_healthy_siblings_is_replaced_not_rolled_back() {
+        let d = Incident::deployment("api")
+            .with(pod("api-1").owned_by("api-1"))
+            .with(pod("api-2").owned_by("api-1"))
+            .with(pod("api-3").owned_by("api-1").crash_looping("Error", 2))
+            .diagnosis();
+        assert_eq!(d.mode, "LonePodFailure");
+        let p = d.proposal.unwrap_or_else(|| panic!("no proposal"));
+        assert_eq!(
+            (p.action_type.as_str(), json!(p.parameters)),
+            ("DeletePod", json!({"POD_NAME": "api-3"}))
+        );
+    }
+
+    #[test]
     fn a_rollout_older_than_the_window_is_not_the_cause() {
         let d = Incident::deployment("api")
             .rolled_out("shop/app:2.0", 7 * 60)
