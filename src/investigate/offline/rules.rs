@@ -929,7 +929,7 @@ fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
         d.factors.push(format!("scheduler: {}", u.message));
     }
     for (b, ns) in &u.blockers {
-        d.factors.push(format!("{}: {b}", listed(&ns)));
+        d.factors.push(format!("{}: {b}", listed(ns)));
     }
     let deliberate =
         key.starts_with("node.kubernetes.io/") || key.starts_with("node-role.kubernetes.io/");
@@ -974,7 +974,7 @@ fn pending_scheduling_constraints(f: &Facts) -> Option<Diagnosis> {
             if nodes.len() == u.nodes_total && u.nodes_total > 1 {
                 format!("all {} nodes: {b}", u.nodes_total)
             } else {
-                format!("{}: {b}", listed(&nodes))
+                format!("{}: {b}", listed(nodes))
             }
         })
         .collect();
