@@ -32,7 +32,8 @@ pub enum Format {
 
 #[derive(Debug, Args)]
 pub struct InvestigateCommand {
-    /// An Alertmanager webhook body (JSON); every alert in it is investigated.
+    /// An Alertmanager webhook body (JSON), every alert in it investigated; or one native
+    /// signal (`{"name": …, "target": {…}}`).
     #[arg(long, value_name = "FILE")]
     pub alert: PathBuf,
     /// Investigate a cluster snapshot (from `kubemedic snapshot`) instead of a live cluster.
@@ -59,12 +60,25 @@ pub enum CommandError {
     Failed(String),
 }
 
+/// An Alertmanager webhook body, or one native signal (`{"name": …, "target": …}`, as
+/// `POST /api/v1/signals` takes it), received at `now`.
+fn signals(
+    body: &[u8],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<crate::domain::NewSignal>, ingest::IngestError> {
+    let native = serde_json::from_slice::<Value>(body)
+        .is_ok_and(|v| v.get("alerts").is_none() && v.get("name").is_some());
+    if native {
+        Ok(vec![ingest::native::parse(body, now)?])
+    } else {
+        ingest::alertmanager::parse(body)
+    }
+}
+
 /// Run the command; returns what to print.
 pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
     let body = std::fs::read(&cmd.alert)
         .map_err(|e| CommandError::Usage(format!("cannot read {}: {e}", cmd.alert.display())))?;
-    let signals = ingest::alertmanager::parse(&body)
-        .map_err(|e| CommandError::Usage(format!("{}: {e}", cmd.alert.display())))?;
     let cluster = cluster_settings(&cmd.cluster).map_err(|e| CommandError::Usage(e.to_string()))?;
     let settings =
         investigate_settings(&cmd.investigate).map_err(|e| CommandError::Usage(e.to_string()))?;
@@ -86,6 +100,8 @@ pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
             (Arc::new(kube), Arc::new(SystemClock))
         }
     };
+    let signals = signals(&body, clock.now())
+        .map_err(|e| CommandError::Usage(format!("{}: {e}", cmd.alert.display())))?;
     let history = Arc::new(InMemoryHistory::default());
     let investigator = crate::investigate::build(
         &settings,

@@ -59,6 +59,7 @@ macro_rules! for_each_scenario {
     misleading_rollback_text => "misleading-rollback-text",
     memory_predicted_no_evidence => "memory-predicted-no-evidence",
     job_failed => "job-failed",
+    daemonset_native_signal => "daemonset-native-signal",
         );
     };
 }
@@ -2185,6 +2186,80 @@ fn job_failed<'a>(
     })
 }
 
+/// One DaemonSet pod fails on its node while the others run; the signal comes from a native
+/// detector, not Alertmanager.
+fn daemonset_native_signal<'a>(
+    k: &'a Kube,
+    logs: &'a LogStore,
+    port: u16,
+) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
+    Box::pin(async move {
+        let mut nodes = Vec::new();
+        for suffix in ["edge-1", "edge-2", "edge-3"] {
+            let n = node(k, port, suffix).await;
+            k.patch(
+                "v1",
+                "Node",
+                &n,
+                json!({"metadata": {"labels": {"kubemedic.io/scenario": k.ns}}}),
+            )
+            .await;
+            nodes.push(n);
+        }
+        k.apply(json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "log-shipper", "labels": {"app": "log-shipper"}},
+            "spec": {"selector": {"matchLabels": {"app": "log-shipper"}},
+                     "template": {"metadata": {"labels": {"app": "log-shipper"}},
+                                  "spec": {"nodeSelector": {"kubemedic.io/scenario": k.ns},
+                                           "containers": [{"name": "shipper", "image": "shop/log-shipper:2.9",
+                                               "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}}}]}}}}))
+            .await;
+        let pods = k.pods("app=log-shipper", 3).await;
+        let mut broken = None;
+        for p in &pods {
+            // The DaemonSet controller pins each pod to its node by affinity.
+            let target = p["spec"]["affinity"]["nodeAffinity"]
+                ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+                ["matchFields"][0]["values"][0]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            if target == nodes[2] {
+                broken = Some((p.clone(), target));
+            } else {
+                run_all(
+                    k,
+                    std::slice::from_ref(p),
+                    &target,
+                    "shipper",
+                    "shop/log-shipper:2.9",
+                )
+                .await;
+            }
+        }
+        let (p, on) = broken.unwrap();
+        let crashed = crash_all(
+            k,
+            logs,
+            &[p],
+            &on,
+            ("shipper", "shop/log-shipper:2.9"),
+            "replaying buffer /var/lib/log-shipper/buffer\nerror: segment 0042.log is corrupt: unexpected EOF\n",
+        )
+        .await
+        .remove(0);
+        Staged::now(json!({
+            "name": "LogShipperBufferCorrupt",
+            "severity": "warning",
+            "mode": "reactive",
+            "target": {"kind": "Pod", "name": name(&crashed), "namespace": k.ns},
+            "starts_at": ago(60),
+            "summary": "log-shipper cannot replay its buffer",
+            "source": "fluent-watch"
+        }))
+    })
+}
+
 pub fn all() -> Vec<Scenario> {
     vec![
         Scenario {
@@ -2347,6 +2422,10 @@ pub fn all() -> Vec<Scenario> {
             name: "job-failed",
             stage: job_failed,
         },
+        Scenario {
+            name: "daemonset-native-signal",
+            stage: daemonset_native_signal,
+        },
     ]
 }
 
@@ -2364,9 +2443,15 @@ pub fn expected(name: &str) -> Value {
 
 /// A remediation request for the first alert of a webhook body, ready for investigation.
 pub fn request(alert: &Value, now: chrono::DateTime<Utc>) -> kubemedic::domain::RemediationRequest {
-    let signal = kubemedic::ingest::alertmanager::parse(alert.to_string().as_bytes())
-        .unwrap()
-        .remove(0);
+    let body = alert.to_string();
+    // A native signal (`{"name": …, "target": …}`) or an Alertmanager webhook body.
+    let signal = if alert.get("alerts").is_none() && alert.get("name").is_some() {
+        kubemedic::ingest::native::parse(body.as_bytes(), now).unwrap()
+    } else {
+        kubemedic::ingest::alertmanager::parse(body.as_bytes())
+            .unwrap()
+            .remove(0)
+    };
     kubemedic::domain::RemediationRequest::for_signal(
         &signal,
         kubemedic::domain::Phase::Investigating,
