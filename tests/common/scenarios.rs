@@ -495,51 +495,65 @@ fn gitops_managed<'a>(
     })
 }
 
+/// A two-replica Deployment whose every pod is OOMKilled and crash-looping (`restarts` each),
+/// its previous log `log`; returns the last pod.
+async fn oom_looping(
+    k: &Kube,
+    logs: &LogStore,
+    port: u16,
+    (app, image): (&str, &str),
+    restarts: i64,
+    log: &str,
+) -> Value {
+    let n = node(k, port, "worker-1").await;
+    k.apply(deployment(app, image, 2, "256Mi", json!({}), json!({})))
+        .await;
+    let pods = k.pods(&format!("app={app}"), 2).await;
+    let mut last = Value::Null;
+    for p in &pods {
+        last = crash(
+            k,
+            p,
+            &n,
+            (app, image),
+            Exit {
+                restarts,
+                code: 137,
+                reason: "OOMKilled",
+            },
+        )
+        .await;
+        k.event(
+            &last,
+            "Warning",
+            "BackOff",
+            "Back-off restarting failed container",
+            restarts + 1,
+            40,
+        )
+        .await;
+        logs.lock()
+            .unwrap()
+            .insert((k.ns.clone(), name(p), app.into(), true), log.into());
+    }
+    last
+}
+
 fn oom_killed<'a>(
     k: &'a Kube,
     logs: &'a LogStore,
     port: u16,
 ) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
     Box::pin(async move {
-        let n = node(k, port, "worker-1").await;
-        k.apply(deployment(
-            "api",
-            "shop/api:2.3.0",
-            2,
-            "256Mi",
-            json!({}),
-            json!({}),
-        ))
+        let last = oom_looping(
+            k,
+            logs,
+            port,
+            ("api", "shop/api:2.3.0"),
+            4,
+            "caching 1.9GB catalogue in memory\n",
+        )
         .await;
-        let pods = k.pods("app=api", 2).await;
-        let mut last = Value::Null;
-        for p in &pods {
-            last = crash(
-                k,
-                p,
-                &n,
-                ("api", "shop/api:2.3.0"),
-                Exit {
-                    restarts: 4,
-                    code: 137,
-                    reason: "OOMKilled",
-                },
-            )
-            .await;
-            k.event(
-                &last,
-                "Warning",
-                "BackOff",
-                "Back-off restarting failed container",
-                5,
-                40,
-            )
-            .await;
-            logs.lock().unwrap().insert(
-                (k.ns.clone(), name(p), "api".into(), true),
-                "caching 1.9GB catalogue in memory\n".into(),
-            );
-        }
         Staged::now(alert(
             "KubePodCrashLooping",
             "warning",
@@ -2055,45 +2069,15 @@ fn misleading_rollback_text<'a>(
     port: u16,
 ) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
     Box::pin(async move {
-        let n = node(k, port, "worker-1").await;
-        k.apply(deployment(
-            "pricing",
-            "shop/pricing:2.7",
-            2,
-            "256Mi",
-            json!({}),
-            json!({}),
-        ))
+        let last = oom_looping(
+            k,
+            logs,
+            port,
+            ("pricing", "shop/pricing:2.7"),
+            7,
+            "warming price cache: 2.1M entries\n",
+        )
         .await;
-        let pods = k.pods("app=pricing", 2).await;
-        let mut last = Value::Null;
-        for p in &pods {
-            last = crash(
-                k,
-                p,
-                &n,
-                ("pricing", "shop/pricing:2.7"),
-                Exit {
-                    restarts: 7,
-                    code: 137,
-                    reason: "OOMKilled",
-                },
-            )
-            .await;
-            k.event(
-                &last,
-                "Warning",
-                "BackOff",
-                "Back-off restarting failed container",
-                7,
-                30,
-            )
-            .await;
-            logs.lock().unwrap().insert(
-                (k.ns.clone(), name(p), "pricing".into(), true),
-                "warming price cache: 2.1M entries\n".into(),
-            );
-        }
         Staged::now(alert(
             "KubePodCrashLooping",
             "critical",
