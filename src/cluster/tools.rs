@@ -55,6 +55,18 @@ pub struct ToolResult {
     pub truncated: bool,
 }
 
+impl ToolResult {
+    /// The array under `key` in its data (`items` of a listing, `events` of `kubectl_events`);
+    /// empty when there is none.
+    pub fn list(&self, key: &str) -> Vec<Value> {
+        self.data
+            .get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
 /// A tool as offered to an LLM: name, description, JSON-Schema parameters.
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolSpec {

@@ -72,12 +72,7 @@ pub async fn prefetch(
     if let Some(e) = unreachable(&pods_result) {
         return Err(e);
     }
-    let pods: Vec<Value> = pods_result
-        .data
-        .get("items")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let pods = pods_result.list("items");
     let pods_total = pods_result
         .data
         .get("total")
@@ -89,12 +84,7 @@ pub async fn prefetch(
     if let Some(e) = unreachable(&events_result) {
         return Err(e);
     }
-    let events: Vec<Value> = events_result
-        .data
-        .get("events")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let events = events_result.list("events");
     for p in &pods {
         snapshot.pod_statuses.push(pod_status(p));
         // Why each container last died counts too: a pod crash-looping after OOM kills shows

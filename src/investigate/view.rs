@@ -312,12 +312,7 @@ pub async fn node(
     if let Some(e) = unreachable(&events) {
         return Err(e);
     }
-    let events: Vec<Value> = events
-        .data
-        .get("events")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let events = events.list("events");
     // Pods on the node, every namespace: no tool lists by field, so straight from the reader
     // (the view prints names and states only, and the prompt is sanitised whole).
     let pods = match tools.reader().resource("Pod").await {

@@ -312,6 +312,15 @@ pub mod status {
         })
     }
 
+    /// Running, its container not ready (a failing readiness probe).
+    pub fn not_ready(container: &str, image: &str) -> Value {
+        let mut st = running(container, image);
+        st["conditions"] =
+            json!([{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]);
+        st["containerStatuses"][0]["ready"] = json!(false);
+        st
+    }
+
     pub fn crash_loop(
         container: &str,
         image: &str,

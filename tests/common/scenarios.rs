@@ -833,45 +833,51 @@ fn terminating_stuck<'a>(
     })
 }
 
+/// A two-replica Deployment whose pods run but fail their readiness probe (HTTP 503, `count`
+/// times each); returns the pods as reported.
+async fn probe_failing(k: &Kube, port: u16, (app, image): (&str, &str), count: i64) -> Vec<Value> {
+    let n = node(k, port, "worker-1").await;
+    k.apply(deployment(
+        app,
+        image,
+        2,
+        "512Mi",
+        json!({"readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}}}),
+        json!({}),
+    ))
+    .await;
+    let mut out = Vec::new();
+    for p in k.pods(&format!("app={app}"), 2).await {
+        k.bind(&name(&p), &n).await;
+        let p = k
+            .patch_status("v1", "Pod", &name(&p), status::not_ready(app, image))
+            .await;
+        k.event(
+            &p,
+            "Warning",
+            "Unhealthy",
+            "Readiness probe failed: HTTP probe failed with statuscode: 503",
+            count,
+            10,
+        )
+        .await;
+        out.push(p);
+    }
+    out
+}
+
 fn readiness_failing<'a>(
     k: &'a Kube,
     _logs: &'a LogStore,
     port: u16,
 ) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
     Box::pin(async move {
-        let n = node(k, port, "worker-1").await;
-        k.apply(deployment(
-            "search",
-            "shop/search:4.2",
-            2,
-            "512Mi",
-            json!({"readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}}}),
-            json!({}),
-        ))
-        .await;
-        let pods = k.pods("app=search", 2).await;
-        let mut last = Value::Null;
-        for p in &pods {
-            k.bind(&name(p), &n).await;
-            let mut st = status::running("search", "shop/search:4.2");
-            st["conditions"] =
-                json!([{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]);
-            st["containerStatuses"][0]["ready"] = json!(false);
-            last = k.patch_status("v1", "Pod", &name(p), st).await;
-            k.event(
-                &last,
-                "Warning",
-                "Unhealthy",
-                "Readiness probe failed: HTTP probe failed with statuscode: 503",
-                30,
-                10,
-            )
-            .await;
-        }
+        let pods = probe_failing(k, port, ("search", "shop/search:4.2"), 30).await;
+        let last = &pods[pods.len() - 1];
         Staged::now(alert(
             "KubePodNotReady",
             "warning",
-            &[("namespace", &k.ns), ("pod", &name(&last))],
+            &[("namespace", &k.ns), ("pod", &name(last))],
             &[("summary", "Pod not ready")],
             "",
         ))
@@ -1772,11 +1778,14 @@ fn pdb_quorum<'a>(
         let pods = k.pods("app=consensus", 3).await;
         run_all(k, &pods[..2], &n, "consensus", "shop/raft-kv:3.5").await;
         k.bind(&name(&pods[2]), &n).await;
-        let mut st = status::running("consensus", "shop/raft-kv:3.5");
-        st["conditions"] =
-            json!([{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]);
-        st["containerStatuses"][0]["ready"] = json!(false);
-        let p = k.patch_status("v1", "Pod", &name(&pods[2]), st).await;
+        let p = k
+            .patch_status(
+                "v1",
+                "Pod",
+                &name(&pods[2]),
+                status::not_ready("consensus", "shop/raft-kv:3.5"),
+            )
+            .await;
         k.event(
             &p,
             "Warning",
@@ -1985,43 +1994,18 @@ fn wedged_connection_pool<'a>(
     port: u16,
 ) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
     Box::pin(async move {
-        let n = node(k, port, "worker-1").await;
-        k.apply(deployment(
-            "orders-api",
-            "shop/orders-api:7.3",
-            2,
-            "512Mi",
-            json!({"readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}}}),
-            json!({}),
-        ))
-        .await;
-        let pods = k.pods("app=orders-api", 2).await;
-        let mut last = Value::Null;
+        let pods = probe_failing(k, port, ("orders-api", "shop/orders-api:7.3"), 40).await;
         for p in &pods {
-            k.bind(&name(p), &n).await;
-            let mut st = status::running("orders-api", "shop/orders-api:7.3");
-            st["conditions"] =
-                json!([{"type": "Ready", "status": "False", "reason": "ContainersNotReady"}]);
-            st["containerStatuses"][0]["ready"] = json!(false);
-            last = k.patch_status("v1", "Pod", &name(p), st).await;
-            k.event(
-                &last,
-                "Warning",
-                "Unhealthy",
-                "Readiness probe failed: HTTP probe failed with statuscode: 503",
-                40,
-                5,
-            )
-            .await;
             logs.lock().unwrap().insert(
                 (k.ns.clone(), name(p), "orders-api".into(), false),
                 "GET /ready 503\nERROR db: timed out waiting for a connection from the pool (50/50 in use, 0 idle)\n".into(),
             );
         }
+        let last = &pods[pods.len() - 1];
         Staged::now(alert(
             "KubePodNotReady",
             "warning",
-            &[("namespace", &k.ns), ("pod", &name(&last))],
+            &[("namespace", &k.ns), ("pod", &name(last))],
             &[(
                 "summary",
                 "Pod has been in a non-ready state for more than 15 minutes.",

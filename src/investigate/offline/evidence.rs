@@ -414,11 +414,7 @@ fn typed<T: DeserializeOwned>(raw: Value) -> Option<T> {
 }
 
 fn items(r: &ToolResult) -> Vec<Value> {
-    r.data
-        .get("items")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
+    r.list("items")
 }
 
 fn pods(raw: Vec<Value>) -> Vec<ObservedPod> {
@@ -705,12 +701,7 @@ pub(super) async fn gather(
                 json!({"kind": "StorageClass", "name": class}),
             )
             .await?;
-        ev.storage_class = r
-            .data
-            .get("items")
-            .and_then(|i| i.get(0))
-            .cloned()
-            .and_then(typed);
+        ev.storage_class = items(&r).into_iter().next().and_then(typed);
     }
     if root_t.kind == "Node"
         || ev.pdb.is_some()

@@ -788,11 +788,16 @@ fn revisions(ev: &Evidence) -> Vec<RevisionRecord> {
 /// Whether a pod belongs to a revision: a ReplicaSet owns it, or (StatefulSet, DaemonSet) its
 /// `controller-revision-hash` label names the ControllerRevision.
 fn of_revision(p: &ObservedPod, f: &PodFacts, rev: &RevisionRecord) -> bool {
+    // The label is the revision's full name (StatefulSet) or its hash suffix (`<name>-<hash>`).
     owned_by(p, &rev.name)
-        || f.revision
-            .as_deref()
-            .is_some_and(|h| !h.is_empty() && rev.name.ends_with(h) && rev.name.len() > h.len())
-        || f.revision.as_deref() == Some(rev.name.as_str())
+        || f.revision.as_deref().is_some_and(|h| {
+            !h.is_empty()
+                && (rev.name == h
+                    || rev
+                        .name
+                        .strip_suffix(h)
+                        .is_some_and(|prefix| prefix.ends_with('-')))
+        })
 }
 
 /// A recent rollout as the cause: `Ok(Some)` when the new revision's pods all fail and the
@@ -985,11 +990,11 @@ fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedulable> {
             .into_iter()
             .flatten()
         {
-            if let Some(v) = resource_amount(k, &q.0) {
+            if let Some(v) = quantity::amount(k, &q.0) {
                 *requests.entry(k.clone()).or_default() += v;
                 request_text
                     .entry(k.clone())
-                    .and_modify(|t| *t = format_amount(k, requests[k]))
+                    .and_modify(|t| *t = quantity::format_amount(k, requests[k]))
                     .or_insert_with(|| q.0.clone());
             }
         }
@@ -1094,7 +1099,7 @@ fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedulable> {
             let Some(alloc) = n.allocatable.get(resource) else {
                 continue;
             };
-            if resource_amount(resource, alloc).is_some_and(|a| a < *wanted) {
+            if quantity::amount(resource, alloc).is_some_and(|a| a < *wanted) {
                 blockers.push(Blocker::TooBig {
                     resource: resource.clone(),
                     requested: request_text.get(resource).cloned().unwrap_or_default(),
@@ -1130,22 +1135,6 @@ fn obj_array<'a>(
 
 /// A resource quantity in comparable units: bytes for memory and storage, millicores for CPU,
 /// a count otherwise.
-fn resource_amount(resource: &str, q: &str) -> Option<u128> {
-    match resource {
-        "cpu" => quantity::cpu_millis(q).map(u128::from),
-        "memory" | "ephemeral-storage" | "storage" => quantity::memory_bytes(q),
-        _ => q.parse().ok(),
-    }
-}
-
-fn format_amount(resource: &str, v: u128) -> String {
-    match resource {
-        "cpu" => format!("{v}m"),
-        "memory" | "ephemeral-storage" | "storage" => quantity::format_mi(v),
-        _ => v.to_string(),
-    }
-}
-
 /// Peak memory per container over the metrics of the root's pods.
 fn memory_peaks(ev: &Evidence) -> BTreeMap<String, u128> {
     let mut peaks = BTreeMap::new();

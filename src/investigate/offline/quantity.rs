@@ -54,6 +54,25 @@ pub fn cpu_millis(q: &str) -> Option<u64> {
 
 /// A raised memory limit: `factor` times the current one, never more than double, at most
 /// 16Gi, rounded up to a whole MiB.
+/// A quantity of `resource` in comparable units: bytes for memory and storage, millicores for
+/// CPU, a count otherwise.
+pub fn amount(resource: &str, q: &str) -> Option<u128> {
+    match resource {
+        "cpu" => cpu_millis(q).map(u128::from),
+        "memory" | "ephemeral-storage" | "storage" => memory_bytes(q),
+        _ => q.parse().ok(),
+    }
+}
+
+/// An [`amount`] of `resource` written back as a quantity.
+pub fn format_amount(resource: &str, v: u128) -> String {
+    match resource {
+        "cpu" => format!("{v}m"),
+        "memory" | "ephemeral-storage" | "storage" => format_mi(v),
+        _ => v.to_string(),
+    }
+}
+
 pub fn raised_memory(current: &str, factor: f64) -> Option<String> {
     let bytes = memory_bytes(current)? as f64;
     let factor = factor.clamp(1.0, 2.0);
