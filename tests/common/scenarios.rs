@@ -1497,28 +1497,43 @@ async fn bad_statefulset_update(k: &Kube, logs: &LogStore, port: u16, annotation
         json!({"spec": {"template": {"spec": {"containers": [{"name": "ledger", "image": "shop/ledger-db:15.0"}]}}}}),
     )
     .await;
-    let updated = k
-        .wait("ledger-2 on the update revision", 60, || async {
-            reap_terminating(k, "app=ledger").await;
-            let s = k.get("apps/v1", "StatefulSet", "ledger").await;
-            let update = s["status"]["updateRevision"].as_str()?.to_owned();
-            let p = k.api("v1", "Pod").get("ledger-2").await.ok()?;
-            let p = serde_json::to_value(p).unwrap();
-            (p["metadata"]["labels"]["controller-revision-hash"] == update.as_str()
-                && p["metadata"]["deletionTimestamp"].is_null())
-            .then_some(p)
-        })
-        .await;
-    crash_all(
-        k,
-        logs,
-        &[updated],
-        &n,
-        ("ledger", "shop/ledger-db:15.0"),
-        "ledger-db 15.0\nFATAL: database files are incompatible with server\n",
-    )
-    .await
-    .remove(0)
+    // The controller may recreate ledger-2 on the old revision first (its status still counts
+    // three current replicas) and replace it again: crash the pod once the controller counts it
+    // as updated, and again if it was replaced meanwhile.
+    let on_update = || async {
+        reap_terminating(k, "app=ledger").await;
+        let s = k.get("apps/v1", "StatefulSet", "ledger").await;
+        let update = s["status"]["updateRevision"].as_str()?.to_owned();
+        let p = k.api("v1", "Pod").get("ledger-2").await.ok()?;
+        let p = serde_json::to_value(p).unwrap();
+        (p["metadata"]["labels"]["controller-revision-hash"] == update.as_str()
+            && p["metadata"]["deletionTimestamp"].is_null()
+            && s["status"]["updatedReplicas"].as_i64() == Some(1))
+        .then_some(p)
+    };
+    for _ in 0..10 {
+        let updated = k
+            .wait("ledger-2 on the update revision", 60, on_update)
+            .await;
+        let crashed = crash_all(
+            k,
+            logs,
+            &[updated],
+            &n,
+            ("ledger", "shop/ledger-db:15.0"),
+            "ledger-db 15.0\nFATAL: database files are incompatible with server\n",
+        )
+        .await
+        .remove(0);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let now = serde_json::to_value(k.api("v1", "Pod").get("ledger-2").await.unwrap()).unwrap();
+        if now["metadata"]["uid"] == crashed["metadata"]["uid"]
+            && now["metadata"]["deletionTimestamp"].is_null()
+        {
+            return crashed;
+        }
+    }
+    panic!("ledger-2 kept being replaced")
 }
 
 fn statefulset_update<'a>(
