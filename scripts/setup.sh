@@ -8,9 +8,11 @@ cd "$(dirname "$0")/.."
 source scripts/kube-tier/common.sh
 
 # PostgreSQL server binaries, etcd, openssl/curl for the kube tier; Alertmanager and Prometheus
-# for verification (Debian's packages do not start services in a container: policy-rc.d).
+# for verification (Debian's packages do not start services in a container: policy-rc.d);
+# Chromium and its chromedriver (same Debian version, so they always match) for the browser
+# tests of the web pages.
 ensure_apt_packages postgresql etcd-server openssl curl python3 python3-venv \
-  prometheus-alertmanager prometheus
+  prometheus-alertmanager prometheus chromium chromium-driver
 
 # npm (Debian's, if missing) and the npm tools of the test tier, each once into
 # ~/.cache/kubemedic/npm: maildev (SMTP with an HTTP API) and the Slack emulator with its Node 22.

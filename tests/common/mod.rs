@@ -2,6 +2,7 @@
 //! up, an in-process daemon on a real port, and fixtures.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod kube;
 pub mod llm;
 pub mod scenarios;
@@ -32,18 +33,20 @@ pub fn init() {
 pub fn component(var: &str, what: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!(
-                    "{what} is required in CI but {var} is not set; run the tests with scripts/test"
-                );
-            }
-            eprintln!(
-                "\n*** SKIPPED: {what} not available ({var} unset). Run scripts/test to start it. ***\n"
-            );
-            None
-        }
+        _ => unavailable(what, &format!("{var} unset")),
     }
+}
+
+/// A component that is set up but does not work (`why`): the same loud skip on a laptop and
+/// failure in CI as a missing one.
+pub fn unavailable<T>(what: &str, why: &str) -> Option<T> {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!(
+            "{what} is required in CI but is not available ({why}); run the tests with scripts/test"
+        );
+    }
+    eprintln!("\n*** SKIPPED: {what} not available ({why}). Run scripts/test to start it. ***\n");
+    None
 }
 
 pub fn fixture(name: &str) -> String {
