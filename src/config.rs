@@ -30,6 +30,7 @@ use crate::pipeline::PhaseTimeouts;
 use crate::policy::PolicySettings;
 use crate::secret::{Secret, redact_url};
 use crate::store::DatabaseUrl;
+use crate::store::chain::{AuditKey, KeyError};
 use crate::telemetry::LogFormat;
 use crate::verify::VerifySettings;
 use crate::web::{HttpLimits, WebhookAuth};
@@ -110,6 +111,59 @@ pub struct DaemonArgs {
         hide_env_values = true
     )]
     pub api_token: Option<Secret>,
+
+    /// The audit trail's signing key (hex, at least 64 digits), for several replicas that
+    /// share one database; they must all have the same key [default: read from, or created
+    /// in, --audit-key-file].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_AUDIT_KEY",
+        value_name = "HEX",
+        hide_env_values = true
+    )]
+    pub audit_key: Option<Secret>,
+
+    /// File holding the audit trail's signing key; created (mode 0600) when missing
+    /// [default: <data-dir>/audit.key]. Keep it out of the database's reach: whoever holds it
+    /// can re-sign an edited trail.
+    #[arg(long, env = "KUBEMEDIC_AUDIT_KEY_FILE", value_name = "FILE")]
+    pub audit_key_file: Option<PathBuf>,
+
+    /// Trust an SSO auth proxy: the header that names the signed-in user (e.g.
+    /// `X-Forwarded-User`). Off unless set; needs --auth-proxy-roles and
+    /// --auth-proxy-trusted-peers.
+    #[arg(long, env = "KUBEMEDIC_AUTH_PROXY_USER_HEADER", value_name = "HEADER")]
+    pub auth_proxy_user_header: Option<String>,
+
+    /// The auth proxy's header with the user's groups, comma-separated
+    /// [default: X-Forwarded-Groups].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_AUTH_PROXY_GROUPS_HEADER",
+        value_name = "HEADER"
+    )]
+    pub auth_proxy_groups_header: Option<String>,
+
+    /// Which group gives which role, as GROUP=ROLE pairs, comma-separated (e.g.
+    /// `sre=approver,platform=admin,eng=viewer`); a user in none of them gets nothing.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_AUTH_PROXY_ROLES",
+        value_name = "GROUP=ROLE,..."
+    )]
+    pub auth_proxy_roles: Option<String>,
+
+    /// The proxy's addresses, comma-separated: the headers of anyone else are ignored.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_AUTH_PROXY_TRUSTED_PEERS",
+        value_name = "IP,..."
+    )]
+    pub auth_proxy_trusted_peers: Option<String>,
+
+    /// How long a dashboard login lasts, in seconds [default: 43200].
+    #[arg(long, env = "KUBEMEDIC_SESSION_TTL_SECONDS", value_name = "SECONDS")]
+    pub session_ttl_seconds: Option<u64>,
 
     /// Largest accepted webhook body in bytes [default: 1048576].
     #[arg(long, env = "KUBEMEDIC_MAX_BODY_BYTES", value_name = "BYTES")]
@@ -732,6 +786,13 @@ struct FileSettings {
     webhook_basic_auth: Option<Secret>,
     webhook_insecure_no_auth: Option<bool>,
     api_token: Option<Secret>,
+    audit_key: Option<Secret>,
+    audit_key_file: Option<PathBuf>,
+    session_ttl_seconds: Option<u64>,
+    auth_proxy_user_header: Option<String>,
+    auth_proxy_groups_header: Option<String>,
+    auth_proxy_roles: Option<String>,
+    auth_proxy_trusted_peers: Option<String>,
     max_body_bytes: Option<usize>,
     http_header_timeout_seconds: Option<u64>,
     http_body_timeout_seconds: Option<u64>,
@@ -1084,6 +1145,24 @@ fn merge_gate(args: &GateArgs, file: Option<&FileSettings>) -> Result<GateParts>
     })
 }
 
+/// Where the audit trail's signing key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditKeySource {
+    /// Given as hex (`--audit-key`).
+    Given(Secret),
+    /// A file, created with a fresh key when missing.
+    File(PathBuf),
+}
+
+impl AuditKeySource {
+    pub fn load(&self) -> std::result::Result<AuditKey, KeyError> {
+        match self {
+            AuditKeySource::Given(hex) => AuditKey::from_hex(hex.expose()),
+            AuditKeySource::File(path) => AuditKey::load_or_create(path),
+        }
+    }
+}
+
 /// The validated, typed configuration.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -1092,6 +1171,12 @@ pub struct Settings {
     pub database: DatabaseUrl,
     pub webhook_auth: WebhookAuth,
     pub api_token: Option<Secret>,
+    /// Where the audit trail's signing key comes from.
+    pub audit_key: AuditKeySource,
+    /// How long a dashboard login lasts.
+    pub session_ttl: Duration,
+    /// The trusted SSO auth proxy, when configured.
+    pub auth_proxy: Option<crate::web::auth::ProxyAuth>,
     pub max_body_bytes: usize,
     pub http: HttpLimits,
     pub workers: usize,
@@ -1477,6 +1562,39 @@ impl Settings {
         let insecure_no_auth =
             args.webhook_insecure_no_auth || file.webhook_insecure_no_auth.unwrap_or(false);
         let api_token = non_empty(args.api_token.clone().or(file.api_token));
+        let audit_key = match non_empty(args.audit_key.clone().or(file.audit_key)) {
+            Some(hex) => AuditKeySource::Given(hex),
+            None => AuditKeySource::File(
+                args.audit_key_file
+                    .clone()
+                    .or(file.audit_key_file)
+                    .unwrap_or_else(|| data_dir.join("audit.key")),
+            ),
+        };
+        let session_ttl_seconds = args
+            .session_ttl_seconds
+            .or(file.session_ttl_seconds)
+            .unwrap_or(12 * 3600);
+        let auth_proxy = auth_proxy(
+            args.auth_proxy_user_header
+                .clone()
+                .or(file.auth_proxy_user_header),
+            args.auth_proxy_groups_header
+                .clone()
+                .or(file.auth_proxy_groups_header),
+            args.auth_proxy_roles.clone().or(file.auth_proxy_roles),
+            args.auth_proxy_trusted_peers
+                .clone()
+                .or(file.auth_proxy_trusted_peers),
+        )?;
+        if !(60..=30 * 24 * 3600).contains(&session_ttl_seconds) {
+            return Err(invalid(
+                "--session-ttl-seconds",
+                "KUBEMEDIC_SESSION_TTL_SECONDS",
+                "session-ttl-seconds",
+                format!("{session_ttl_seconds} is outside 60..=2592000 (a minute to 30 days)"),
+            ));
+        }
 
         let max_body_bytes = args
             .max_body_bytes
@@ -1540,6 +1658,9 @@ impl Settings {
                 insecure_no_auth,
             },
             api_token,
+            audit_key,
+            session_ttl: Duration::from_secs(session_ttl_seconds),
+            auth_proxy,
             max_body_bytes,
             http,
             workers,
@@ -1633,6 +1754,99 @@ fn http_limits(args: &DaemonArgs, file: &FileSettings) -> Result<HttpLimits> {
 }
 
 /// An empty value (an unset key of a Kubernetes Secret, say) means "not configured".
+/// The trusted auth proxy: all of user header, roles and peers, or none of them.
+fn auth_proxy(
+    user: Option<String>,
+    groups: Option<String>,
+    roles: Option<String>,
+    peers: Option<String>,
+) -> Result<Option<crate::web::auth::ProxyAuth>> {
+    let bad = |flag: &'static str, env: &'static str, key: &'static str, m: String| {
+        invalid(flag, env, key, m)
+    };
+    let given = |v: Option<String>| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    let (user, groups, roles, peers) = (given(user), given(groups), given(roles), given(peers));
+    let Some(user_header) = user else {
+        if roles.is_some() || peers.is_some() {
+            return Err(bad(
+                "--auth-proxy-user-header",
+                "KUBEMEDIC_AUTH_PROXY_USER_HEADER",
+                "auth-proxy-user-header",
+                "the auth proxy's roles or peers are set but not its user header".into(),
+            ));
+        }
+        return Ok(None);
+    };
+    let mut group_roles = Vec::new();
+    for pair in roles
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let parsed = pair
+            .split_once('=')
+            .and_then(|(g, r)| Some((g.trim().to_owned(), crate::domain::Role::parse(r.trim())?)))
+            .filter(|(g, _)| !g.is_empty());
+        match parsed {
+            Some(gr) => group_roles.push(gr),
+            None => {
+                return Err(bad(
+                    "--auth-proxy-roles",
+                    "KUBEMEDIC_AUTH_PROXY_ROLES",
+                    "auth-proxy-roles",
+                    format!("`{pair}` is not GROUP=ROLE with ROLE one of viewer, approver, admin"),
+                ));
+            }
+        }
+    }
+    if group_roles.is_empty() {
+        return Err(bad(
+            "--auth-proxy-roles",
+            "KUBEMEDIC_AUTH_PROXY_ROLES",
+            "auth-proxy-roles",
+            "the auth proxy needs at least one GROUP=ROLE".into(),
+        ));
+    }
+    let mut trusted = Vec::new();
+    for raw in peers
+        .as_deref()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        match raw.parse::<std::net::IpAddr>() {
+            Ok(ip) => trusted.push(ip),
+            Err(_) => {
+                return Err(bad(
+                    "--auth-proxy-trusted-peers",
+                    "KUBEMEDIC_AUTH_PROXY_TRUSTED_PEERS",
+                    "auth-proxy-trusted-peers",
+                    format!("`{raw}` is not an IP address"),
+                ));
+            }
+        }
+    }
+    if trusted.is_empty() {
+        return Err(bad(
+            "--auth-proxy-trusted-peers",
+            "KUBEMEDIC_AUTH_PROXY_TRUSTED_PEERS",
+            "auth-proxy-trusted-peers",
+            "the auth proxy needs the addresses it connects from: anyone else could send the header".into(),
+        ));
+    }
+    Ok(Some(crate::web::auth::ProxyAuth {
+        user_header: user_header.to_ascii_lowercase(),
+        groups_header: groups
+            .unwrap_or_else(|| "X-Forwarded-Groups".into())
+            .to_ascii_lowercase(),
+        group_roles,
+        trusted,
+    }))
+}
+
 fn non_empty(value: Option<Secret>) -> Option<Secret> {
     value.filter(|secret| !secret.expose().trim().is_empty())
 }

@@ -49,6 +49,17 @@ pub enum DaemonError {
     },
     #[error("HTTP server failed: {0}")]
     Serve(std::io::Error),
+    #[error(transparent)]
+    AuditKey(#[from] crate::store::chain::KeyError),
+}
+
+/// Open the configured store with the configured audit key.
+pub async fn open_store(
+    settings: &Settings,
+    clock: Arc<dyn Clock>,
+) -> Result<Arc<dyn Store>, DaemonError> {
+    let key = settings.audit_key.load()?;
+    Ok(store::open(&settings.database, clock, key).await?)
 }
 
 /// What the daemon runs with besides its settings: the stages available in this build and
@@ -63,6 +74,57 @@ pub struct Components {
     /// Human approvals (their stage is among `stages`); the daemon serves their pages and API
     /// and runs their notification dispatcher.
     pub approvals: Option<Arc<Approvals>>,
+    /// What the dashboard shows of the configuration: the catalog, the playbooks, the policy.
+    pub dashboard: DashboardParts,
+}
+
+/// The configuration the dashboard's catalog and policy pages show.
+#[derive(Default, Clone)]
+pub struct DashboardParts {
+    pub catalog: Option<Arc<crate::catalog::Catalog>>,
+    pub playbooks: Option<Arc<crate::investigate::playbooks::Playbooks>>,
+    pub policy: Option<Arc<RegoGate>>,
+}
+
+impl DashboardParts {
+    /// The configured catalog and playbooks (as the stages load them) and `policy`.
+    pub fn load(settings: &Settings, policy: Option<Arc<RegoGate>>) -> Self {
+        let catalog = crate::investigate::load_catalog(settings.investigate.catalog_dir.as_deref())
+            .map(Arc::new)
+            .ok();
+        let playbooks = match &settings.investigate.playbooks_dir {
+            Some(d) => crate::investigate::playbooks::Playbooks::load(d),
+            None => crate::investigate::playbooks::Playbooks::builtin(),
+        }
+        .map(Arc::new)
+        .ok();
+        Self {
+            catalog,
+            playbooks,
+            policy,
+        }
+    }
+}
+
+/// Who may call the API and the dashboard: the configured bootstrap key (`--api-token`, an
+/// admin), the stored keys, sessions of the configured length.
+pub fn auth_settings(settings: &Settings) -> crate::web::auth::AuthSettings {
+    use crate::web::auth::{AuthSettings, BootstrapKey};
+    AuthSettings {
+        bootstrap: settings
+            .api_token
+            .iter()
+            .map(|t| BootstrapKey::new("api-token", crate::domain::Role::Admin, t.expose()))
+            .collect(),
+        session_ttl: settings.session_ttl,
+        secure_cookies: settings
+            .approvals
+            .settings
+            .public_url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("https://")),
+        proxy: settings.auth_proxy.clone(),
+    }
 }
 
 pub struct Running {
@@ -101,7 +163,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> Result<Running, DaemonError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let store = store::open(&settings.database, clock.clone()).await?;
+    let store = open_store(settings, clock.clone()).await?;
     info!(database = %settings.database.redacted(), "store ready");
     let components = serve_components(settings, store.clone()).await;
     let listener =
@@ -174,7 +236,11 @@ pub async fn start_on(
         clock,
         ingest,
         webhook_auth: settings.webhook_auth.clone(),
-        api_token: settings.api_token.clone(),
+        auth: auth_settings(settings),
+        logins: Default::default(),
+        catalog: components.dashboard.catalog.clone(),
+        playbooks: components.dashboard.playbooks.clone(),
+        policy: components.dashboard.policy.clone(),
         max_body_bytes: settings.max_body_bytes,
         limits: settings.http,
         dependencies: components.dependencies,
@@ -282,6 +348,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
         }
     };
     gate.watch(RELOAD_INTERVAL);
+    components.dashboard = DashboardParts::load(settings, Some(gate.clone()));
     components
         .dependencies
         .push(Arc::new(PolicyDependency::new(gate.clone())));

@@ -1605,7 +1605,18 @@ async fn fuzz_http_ingest() {
             basic: None,
             insecure_no_auth: false,
         },
-        api_token: Some(Secret::new(API)),
+        auth: kubemedic::web::auth::AuthSettings {
+            bootstrap: vec![kubemedic::web::auth::BootstrapKey::new(
+                "api-token",
+                kubemedic::domain::Role::Admin,
+                API,
+            )],
+            ..Default::default()
+        },
+        logins: Default::default(),
+        catalog: None,
+        playbooks: None,
+        policy: None,
         max_body_bytes: MAX_BODY,
         limits: Default::default(),
         dependencies: Vec::new(),

@@ -861,6 +861,7 @@ async fn a_staging_incident_is_auto_approved_and_a_production_one_needs_a_human(
             dependencies: vec![Arc::new(PolicyDependency::new(gate.clone()))],
             metrics: Some(metrics),
             approvals: None,
+            dashboard: Default::default(),
         },
         None,
     )

@@ -97,6 +97,9 @@ contract!(
     waiting_requests_are_not_claimed_early,
     audit_rows_cannot_be_changed_or_deleted,
     lists_filter_page_and_count,
+    the_audit_chain_names_an_edited_or_deleted_event,
+    api_keys_are_kept_as_digests_and_revoking_ends_sessions,
+    the_summary_counts_outcomes_tokens_and_blocks,
     one_execution_lock_per_target_until_the_holder_finishes,
     an_intent_is_recorded_once_and_settled,
     history_is_kept_per_target_and_in_order,
@@ -272,7 +275,7 @@ async fn concurrent_alerts_for_one_target_open_one_request(f: Fixture) {
     }
     assert_eq!(opened, 1);
     let page = f.store.list_requests(&page(10)).await.unwrap();
-    assert_eq!(page.total, 1);
+    assert_eq!(page.items.len(), 1);
     assert_eq!(page.items[0].occurrence_count, 24);
 }
 
@@ -669,24 +672,69 @@ async fn lists_filter_page_and_count(f: Fixture) {
         f.clock.advance(chrono::Duration::seconds(1));
     }
     let all = s.list_requests(&page(100)).await.unwrap();
-    assert_eq!(all.total, 7);
+    assert_eq!(all.items.len(), 7);
+    assert!(all.next.is_none(), "everything fit in one page");
     assert!(
         all.items
             .windows(2)
             .all(|w| w[0].created_at >= w[1].created_at),
         "newest first"
     );
-    let shop = s
+    // Paged by key: two pages of two, newest first, each continuing where the last stopped.
+    let shop = |before| RequestFilter {
+        namespace: Some("shop".into()),
+        limit: 2,
+        before,
+        ..Default::default()
+    };
+    let first = s.list_requests(&shop(None)).await.unwrap();
+    let names = |p: &kubemedic::store::RequestPage| -> Vec<String> {
+        p.items
+            .iter()
+            .map(|r| r.target.as_ref().unwrap().name.clone())
+            .collect()
+    };
+    assert_eq!(names(&first), ["p6", "p4"]);
+    let second = s.list_requests(&shop(first.next)).await.unwrap();
+    assert_eq!(names(&second), ["p2", "p0"]);
+    assert!(second.next.is_none(), "no third page: {:?}", second.next);
+    let cursor = first.next.unwrap();
+    assert_eq!(
+        kubemedic::store::Cursor::decode(&cursor.encode()),
+        Some(cursor),
+        "a cursor survives a URL"
+    );
+    // Target, alert name and a time range.
+    let p3 = s
         .list_requests(&RequestFilter {
-            namespace: Some("shop".into()),
-            limit: 2,
-            offset: 1,
+            target: Some("p3".into()),
+            signal_name: Some("PodCrash".into()),
+            limit: 10,
             ..Default::default()
         })
         .await
         .unwrap();
-    assert_eq!(shop.total, 4);
-    assert_eq!(shop.items.len(), 2);
+    assert_eq!(names(&p3), ["p3"]);
+    let t0 = all.items.last().unwrap().created_at;
+    let window = s
+        .list_requests(&RequestFilter {
+            since: Some(t0 + chrono::Duration::seconds(2)),
+            until: Some(t0 + chrono::Duration::seconds(4)),
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(names(&window), ["p3", "p2"]);
+    let none = s
+        .list_requests(&RequestFilter {
+            signal_name: Some("OtherAlert".into()),
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(none.items.is_empty());
     let received = s
         .list_requests(&RequestFilter {
             phase: Some(Phase::Received),
@@ -695,7 +743,7 @@ async fn lists_filter_page_and_count(f: Fixture) {
         })
         .await
         .unwrap();
-    assert_eq!(received.total, 7);
+    assert_eq!(received.items.len(), 7);
     let counts = s.count_by_phase().await.unwrap();
     assert_eq!(counts, vec![(Phase::Received, 7)]);
     let health = s.health().await.unwrap();
@@ -1332,4 +1380,262 @@ async fn a_decision_after_the_deadline_or_the_requests_end_is_an_expiry(f: Fixtu
         panic!("an approval of an ended request must not be approved");
     };
     assert_eq!(ended.decision.unwrap().decision, Decision::Expired);
+}
+
+/// Connect to the fixture's database as someone with write access to it (an attacker, or an
+/// operator by mistake) and run `sql` with the append-only triggers out of the way.
+async fn tamper(f: &Fixture, sql: &str) {
+    if f.url.starts_with("sqlite") {
+        let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&f.url)
+            .await
+            .unwrap();
+        for drop in [
+            "DROP TRIGGER audit_events_no_update",
+            "DROP TRIGGER audit_events_no_delete",
+        ] {
+            let _ = sqlx::query(drop).execute(&mut conn).await;
+        }
+        sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    } else {
+        let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&f.url)
+            .await
+            .unwrap();
+        sqlx::query("ALTER TABLE audit_events DISABLE TRIGGER USER")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+}
+
+async fn the_audit_chain_names_an_edited_or_deleted_event(f: Fixture) {
+    let s = &f.store;
+    // A batch (chained in memory), single appends and a step commit all extend one chain.
+    let opened = s
+        .ingest(&[
+            signal("c1", 0, CHECKOUT),
+            signal("c2", 1, Some(("shop", "Pod", "cart-0"))),
+        ])
+        .await
+        .unwrap();
+    let rid = opened[0].request_id().unwrap();
+    s.append_audit(
+        Some(rid),
+        None,
+        &AuditDraft::new("note", "user:alice", "a note with a payload")
+            .with_payload(serde_json::json!({"z": 1, "a": [1.5, -0.0, "x"], "m": {"k": null}})),
+    )
+    .await
+    .unwrap();
+    s.ingest(&[signal("c1", 0, CHECKOUT), signal("c3", 2, CHECKOUT)])
+        .await
+        .unwrap();
+    let whole = s.verify_chain().await.unwrap();
+    assert!(whole.intact(), "{whole:?}");
+    assert_eq!(whole.events, 4, "{whole:?}");
+    assert!(whole.head.is_some());
+    let mine = s.verify_request_chain(rid).await.unwrap();
+    assert!(mine.intact(), "{mine:?}");
+    assert_eq!(mine.events, 3);
+
+    let trail = s.audit_trail(rid).await.unwrap();
+    let edited = trail[1].id;
+    tamper(
+        &f,
+        &format!("UPDATE audit_events SET message = 'nothing to see' WHERE id = {edited}"),
+    )
+    .await;
+    let report = s.verify_chain().await.unwrap();
+    let broken = report.broken.expect("an edited row breaks the chain");
+    assert_eq!(broken.event_id, edited);
+    assert!(broken.reason.contains("edited"), "{}", broken.reason);
+    assert_eq!(broken.request_id, Some(rid.to_string()));
+    assert!(!s.verify_request_chain(rid).await.unwrap().intact());
+}
+
+async fn api_keys_are_kept_as_digests_and_revoking_ends_sessions(f: Fixture) {
+    use kubemedic::domain::{ApiKey, Role, Session};
+    let s = &f.store;
+    let key = ApiKey {
+        id: uuid::Uuid::new_v4(),
+        name: "alice".into(),
+        role: Role::Approver,
+        prefix: "km_abcd".into(),
+        created_at: f.clock.now(),
+        created_by: "cli:root".into(),
+        revoked_at: None,
+    };
+    s.create_api_key(&key, "digest-1").await.unwrap();
+    let again = ApiKey {
+        id: uuid::Uuid::new_v4(),
+        ..key.clone()
+    };
+    assert!(
+        matches!(
+            s.create_api_key(&again, "digest-2").await,
+            Err(kubemedic::store::StoreError::Conflict)
+        ),
+        "two active keys cannot share a name"
+    );
+    assert_eq!(
+        s.api_key_by_hash("digest-1").await.unwrap(),
+        Some(key.clone())
+    );
+    assert_eq!(s.api_key_by_hash("digest-x").await.unwrap(), None);
+    let session = Session {
+        subject: "key:alice".into(),
+        key_id: Some(key.id),
+        role: Role::Approver,
+        csrf: "csrf-token".into(),
+        created_at: f.clock.now(),
+        expires_at: f.clock.now() + chrono::Duration::hours(1),
+    };
+    s.create_session("s-1", &session).await.unwrap();
+    assert_eq!(s.session("s-1").await.unwrap(), Some(session.clone()));
+    f.clock.advance(chrono::Duration::hours(2));
+    assert_eq!(
+        s.session("s-1").await.unwrap(),
+        None,
+        "an expired session is gone"
+    );
+    let later = Session {
+        created_at: f.clock.now(),
+        expires_at: f.clock.now() + chrono::Duration::hours(1),
+        ..session
+    };
+    s.create_session("s-2", &later).await.unwrap();
+    assert!(s.session("s-2").await.unwrap().is_some());
+    let revoked = s
+        .revoke_api_key("alice", "cli:root")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert_eq!(
+        s.session("s-2").await.unwrap(),
+        None,
+        "revoking a key ends its sessions"
+    );
+    assert!(
+        s.revoke_api_key("alice", "cli:root")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // The name is free again; creations and revocations are in the (intact) audit chain.
+    s.create_api_key(&again, "digest-2").await.unwrap();
+    let keys = s.list_api_keys().await.unwrap();
+    assert_eq!(keys.len(), 2);
+    let chain = s.verify_chain().await.unwrap();
+    assert!(chain.intact() && chain.events == 3, "{chain:?}");
+}
+
+async fn the_summary_counts_outcomes_tokens_and_blocks(f: Fixture) {
+    use kubemedic::domain::{GateDecision, Usage};
+    let s = &f.store;
+    let mut ids = Vec::new();
+    for i in 0..3u32 {
+        let name = format!("api-{i}");
+        let out = s
+            .ingest(&[signal(
+                &format!("s{i}"),
+                i,
+                Some(("shop", "Deployment", &name)),
+            )])
+            .await
+            .unwrap();
+        ids.push(out[0].request_id().unwrap());
+    }
+    let gate = |auto: bool| GateDecision {
+        require_approval: !auto,
+        reason: "r".into(),
+        risk_factors: vec![],
+        degraded: false,
+        policy_revision: None,
+    };
+    let finish = |rid: uuid::Uuid, to: Phase, state: StageState, events: Vec<AuditDraft>| {
+        let s = s.clone();
+        let clock = f.clock.clone();
+        async move {
+            let claimed = s
+                .claim("w", std::time::Duration::from_secs(30))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(claimed.id, rid);
+            clock.advance(chrono::Duration::seconds(90));
+            s.commit_step(
+                rid,
+                "w",
+                Phase::Received,
+                StepCommit {
+                    to,
+                    reason: None,
+                    state,
+                    attempts: 0,
+                    not_before: None,
+                    release: true,
+                    events,
+                },
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        }
+    };
+    let mut done = StageState {
+        gate: Some(gate(true)),
+        ..Default::default()
+    };
+    let analysis: kubemedic::domain::Analysis = serde_json::from_value(serde_json::json!({
+        "rca": {"root_cause_analysis": {"summary": "s", "severity": "high", "contributing_factors": [], "investigation_analysis": ""},
+                "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true},
+        "investigator": "offline",
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 234},
+    })).unwrap();
+    done.analysis = Some(analysis);
+    let _ = Usage::default();
+    finish(ids[0], Phase::Failed, done, vec![]).await;
+    finish(
+        ids[1],
+        Phase::Blocked,
+        StageState {
+            gate: Some(gate(false)),
+            ..Default::default()
+        },
+        vec![
+            AuditDraft::new("guardrail", "executor", "RecurrenceCap: too often")
+                .with_payload(serde_json::json!({"guardrail": "RecurrenceCap"})),
+        ],
+    )
+    .await;
+    let summary = s.summary(None).await.unwrap();
+    assert_eq!(summary.total, 3);
+    assert_eq!((summary.gated, summary.auto_approved), (2, 1));
+    assert_eq!(
+        summary.tokens_per_day.iter().map(|(_, n)| n).sum::<i64>(),
+        1234
+    );
+    assert_eq!(
+        summary.guardrail_blocks,
+        vec![("RecurrenceCap".to_owned(), 1)]
+    );
+    let phases: std::collections::HashMap<Phase, i64> = summary.by_phase.into_iter().collect();
+    assert_eq!(
+        (
+            phases[&Phase::Failed],
+            phases[&Phase::Blocked],
+            phases[&Phase::Received]
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(summary.median_ttr_seconds, None, "nothing completed");
+    let later = s.summary(Some(f.clock.now())).await.unwrap();
+    assert_eq!(later.total, 0, "nothing was opened since");
 }

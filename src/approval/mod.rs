@@ -538,7 +538,12 @@ impl Approvals {
         }
     }
 
-    /// Decide through the API as `caller` (an authenticated approver).
+    /// The risk score from which approving asks for the target's name to be typed.
+    pub fn high_risk_score(&self) -> i64 {
+        self.settings.high_risk_score
+    }
+
+    /// Decide through the API or the dashboard (`via`) as `caller`, an authenticated approver.
     pub async fn decide_api(
         &self,
         id: Uuid,
@@ -546,6 +551,7 @@ impl Approvals {
         alternative: Option<&str>,
         message: Option<&str>,
         caller: &str,
+        via: Channel,
     ) -> Result<ApprovalRequest, Refusal> {
         let Some(approval) = self.load(id).await? else {
             return Err(Refusal::new(
@@ -574,7 +580,7 @@ impl Approvals {
                         .refuse(
                             Some(approval.request_id),
                             caller,
-                            Channel::Api,
+                            via,
                             Refusal::new(400, "Alternative refused", why),
                         )
                         .await);
@@ -590,7 +596,7 @@ impl Approvals {
                 Decision::Rejected
             },
             decided_by: caller.to_owned(),
-            decided_via: Channel::Api,
+            decided_via: via,
             decided_at: self.clock.now(),
             message: message.map(str::trim).filter(|m| !m.is_empty()).map(clip),
             alternative,

@@ -1,6 +1,7 @@
 //! The command line: `serve`, `demo`, `migrate`, `investigate`, `snapshot`, `catalog
 //! validate`, `policy test`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
 
+mod admin;
 pub mod investigate;
 
 use std::process::ExitCode;
@@ -105,6 +106,10 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Work with the approval policy.
     Policy(PolicyArgs),
+    /// Manage the API keys of the dashboard and the API.
+    Apikey(admin::ApikeyArgs),
+    /// Check the audit trail.
+    Audit(admin::AuditArgs),
     /// Print the version.
     Version,
 }
@@ -177,6 +182,8 @@ async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Snapshot(args) => snapshot(args).await,
+        Command::Apikey(args) => admin::apikey(args).await,
+        Command::Audit(args) => admin::audit(args).await,
         Command::Investigate(cmd) => {
             telemetry::init_logging(LogFormat::Text, "warn");
             match investigate::run(&cmd).await {

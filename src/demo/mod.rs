@@ -121,6 +121,7 @@ fn demo_components(
     ));
     Ok(Components {
         stages,
+        dashboard: daemon::DashboardParts::load(settings, Some(gate.clone())),
         dependencies: vec![
             Arc::new(crate::policy::PolicyDependency::new(gate)),
             investigator,
@@ -237,7 +238,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     };
     let clock: std::sync::Arc<dyn crate::clock::Clock> =
         std::sync::Arc::new(crate::clock::SystemClock);
-    let store = crate::store::open(&settings.database, clock.clone()).await?;
+    let store = daemon::open_store(&settings, clock.clone()).await?;
     let shutdown = CancellationToken::new();
     daemon::cancel_on_signals(shutdown.clone());
     let components = demo_components(&settings, &data_dir, store.clone())?;

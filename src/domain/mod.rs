@@ -10,6 +10,7 @@
 //! Invariant: this module imports nothing of the crate (`tests/layers.rs` checks it). Serde
 //! names here are stored formats and model contracts; renaming one is a migration.
 
+mod access;
 mod approval;
 mod audit;
 mod enrichment;
@@ -24,6 +25,7 @@ mod signal;
 mod stage;
 mod target;
 
+pub use access::{ApiKey, Role, Session};
 pub use approval::{
     ApprovalDecision, ApprovalMessage, ApprovalRequest, ApprovalStatus, Channel, DecideOutcome,
     Decision, DeliveryStatus, Notification, NotificationKind,

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tracing::{error, info, warn};
 
-pub use engine::PolicySnapshot;
+pub use engine::{PolicySnapshot, PolicySources};
 pub(crate) use enrichment::non_empty;
 pub use enrichment::{Derived, EnrichmentPolicyInput, NamespaceFacts, SignalFacts};
 

@@ -7,6 +7,7 @@
 //! audit row (database triggers refuse it too); a signal is keyed on `(fingerprint, starts_at)`
 //! and a redelivery changes nothing; at most one active request holds a target fingerprint.
 
+pub mod chain;
 mod postgres;
 mod sql;
 mod sqlite;
@@ -21,14 +22,15 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use chain::{AuditKey, BrokenLink, ChainReport};
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 use crate::clock::Clock;
 use crate::domain::{
-    ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, AuditEvent, DecideOutcome,
-    HistoryRecord, NewSignal, Notification, Phase, RemediationRequest, SignalMode, SignalSource,
-    SignalStatus, StageState, Target,
+    ApiKey, ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, AuditEvent,
+    DecideOutcome, HistoryRecord, NewSignal, Notification, Phase, RemediationRequest, Session,
+    SignalMode, SignalSource, SignalStatus, StageState, Target,
 };
 use crate::secret::{Secret, redact_url};
 
@@ -114,12 +116,79 @@ impl IngestOutcome {
     }
 }
 
+/// Which requests to list, newest first. Every filter is an exact match served by an index;
+/// paging is by key (`before`), so a page costs the same however deep it is.
 #[derive(Debug, Clone, Default)]
 pub struct RequestFilter {
     pub phase: Option<Phase>,
     pub namespace: Option<String>,
+    /// The target's name (any kind).
+    pub target: Option<String>,
+    /// The alert (signal) name.
+    pub signal_name: Option<String>,
+    /// Created at or after.
+    pub since: Option<DateTime<Utc>>,
+    /// Created before.
+    pub until: Option<DateTime<Utc>>,
+    /// Only requests older than this one (the previous page's `next`).
+    pub before: Option<Cursor>,
     pub limit: i64,
-    pub offset: i64,
+}
+
+/// A position in the request list: the last request of a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub created_at: DateTime<Utc>,
+    pub id: Uuid,
+}
+
+impl Cursor {
+    pub fn of(r: &RemediationRequest) -> Self {
+        Self {
+            created_at: r.created_at,
+            id: r.id,
+        }
+    }
+
+    /// `<microseconds>_<uuid>`: opaque to clients, safe in a URL.
+    pub fn encode(&self) -> String {
+        format!("{}_{}", self.created_at.timestamp_micros(), self.id)
+    }
+
+    pub fn decode(s: &str) -> Option<Self> {
+        let (micros, id) = s.split_once('_')?;
+        Some(Self {
+            created_at: DateTime::from_timestamp_micros(micros.parse().ok()?)?,
+            id: Uuid::parse_str(id).ok()?,
+        })
+    }
+}
+
+/// One page of requests; `next` is set when there may be more.
+#[derive(Debug, Clone)]
+pub struct RequestPage {
+    pub items: Vec<RemediationRequest>,
+    pub next: Option<Cursor>,
+}
+
+/// The figures of the summary page, over the requests created since `since`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub since: Option<DateTime<Utc>>,
+    pub total: i64,
+    /// Requests per phase (terminal phases are the outcomes).
+    pub by_phase: Vec<(Phase, i64)>,
+    /// Requests the gate decided, and how many of them it let through without a human.
+    pub gated: i64,
+    pub auto_approved: i64,
+    /// Median time from the alert's arrival to the end of a completed request.
+    pub median_ttr_seconds: Option<f64>,
+    /// Effectiveness scores of verified requests in five bins: [0, .2), [.2, .4), … [.8, 1].
+    pub effectiveness: [i64; 5],
+    /// LLM tokens per UTC day (`YYYY-MM-DD`), oldest first.
+    pub tokens_per_day: Vec<(String, i64)>,
+    /// Executions stopped by each guardrail.
+    pub guardrail_blocks: Vec<(String, i64)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -168,6 +237,34 @@ pub struct StepCommit {
     /// Give up the worker's claim (the request waits, is terminal, or waits for a human).
     pub release: bool,
     pub events: Vec<AuditDraft>,
+}
+
+/// What the summary counts of a request, kept in columns of its own as its steps commit.
+pub(crate) struct Figures {
+    tokens: i64,
+    auto_approved: Option<bool>,
+    effectiveness: Option<f64>,
+    guardrail: Option<String>,
+}
+
+impl Figures {
+    fn of(step: &StepCommit) -> Self {
+        let state = &step.state;
+        let tokens = state.analysis.as_ref().map_or(0, |a| a.usage.total())
+            + state.selection.as_ref().map_or(0, |s| s.usage.total());
+        Figures {
+            tokens: i64::try_from(tokens).unwrap_or(i64::MAX),
+            auto_approved: state.gate.as_ref().map(|g| !g.require_approval),
+            effectiveness: state.assessment.as_ref().and_then(|a| a.score),
+            guardrail: step
+                .events
+                .iter()
+                .find(|e| e.kind == "guardrail")
+                .and_then(|e| e.payload.get("guardrail"))
+                .and_then(|g| g.as_str())
+                .map(str::to_owned),
+        }
+    }
 }
 
 /// Where a step of an execution stands. `Started` is committed before the side effect; a
@@ -267,9 +364,44 @@ pub trait Store: Send + Sync {
     async fn release(&self, id: Uuid, worker: &str) -> Result<()>;
 
     async fn get_request(&self, id: Uuid) -> Result<Option<RemediationRequest>>;
-    async fn list_requests(&self, filter: &RequestFilter) -> Result<Page<RemediationRequest>>;
+    async fn list_requests(&self, filter: &RequestFilter) -> Result<RequestPage>;
     async fn list_signals(&self, filter: &SignalFilter) -> Result<Page<SignalRecord>>;
     async fn audit_trail(&self, request_id: Uuid) -> Result<Vec<AuditEvent>>;
+
+    /// The request's audit events after event `after` (exclusive), at most `limit`, in order.
+    async fn audit_after(
+        &self,
+        request_id: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<AuditEvent>>;
+
+    /// Check the hash chain of one request's events: each event's hash, and that it follows
+    /// the event stored just before it.
+    async fn verify_request_chain(&self, request_id: Uuid) -> Result<ChainReport>;
+
+    /// Walk the whole audit chain in order and name the first broken link.
+    async fn verify_chain(&self) -> Result<ChainReport>;
+
+    /// The summary figures over requests created at or after `since` (all when `None`).
+    async fn summary(&self, since: Option<DateTime<Utc>>) -> Result<Summary>;
+
+    // --- API keys and sessions (DESIGN §3.10).
+
+    /// Store a key (by digest) and audit its creation by `key.created_by`. `Conflict` when an
+    /// active key has the name already.
+    async fn create_api_key(&self, key: &ApiKey, key_hash: &str) -> Result<()>;
+    /// The key with this digest, revoked or not.
+    async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<ApiKey>>;
+    async fn list_api_keys(&self) -> Result<Vec<ApiKey>>;
+    /// Revoke the active key named `name` (ending its sessions) and audit it; `None` when
+    /// there is no such active key.
+    async fn revoke_api_key(&self, name: &str, actor: &str) -> Result<Option<ApiKey>>;
+    /// Store a session (by the digest of its token); expired sessions are pruned.
+    async fn create_session(&self, token_hash: &str, session: &Session) -> Result<()>;
+    /// The live session with this digest: not expired, and its key not revoked.
+    async fn session(&self, token_hash: &str) -> Result<Option<Session>>;
+    async fn delete_session(&self, token_hash: &str) -> Result<()>;
 
     /// Append an audit event outside a phase change (an approval viewed, a signal resolved…).
     async fn append_audit(
@@ -378,17 +510,26 @@ pub trait Store: Send + Sync {
 }
 
 /// Open the configured database, creating it (and its directory) if needed, and apply
-/// migrations.
-pub async fn open(url: &DatabaseUrl, clock: Arc<dyn Clock>) -> Result<Arc<dyn Store>> {
+/// migrations. Audit events are chained with `key`.
+pub async fn open(
+    url: &DatabaseUrl,
+    clock: Arc<dyn Clock>,
+    key: AuditKey,
+) -> Result<Arc<dyn Store>> {
     Ok(match url {
-        DatabaseUrl::Sqlite(path) => Arc::new(SqliteStore::open(path, clock).await?),
-        DatabaseUrl::Postgres(url) => Arc::new(PgStore::open(url.expose(), clock).await?),
+        DatabaseUrl::Sqlite(path) => Arc::new(SqliteStore::open(path, clock, key).await?),
+        DatabaseUrl::Postgres(url) => Arc::new(PgStore::open(url.expose(), clock, key).await?),
     })
 }
 
-/// Apply migrations only (the `migrate` command).
+/// Apply migrations only (the `migrate` command). Writes no audit event, so any key does.
 pub async fn migrate(url: &DatabaseUrl) -> Result<StoreHealth> {
-    let store = open(url, Arc::new(crate::clock::SystemClock)).await?;
+    let store = open(
+        url,
+        Arc::new(crate::clock::SystemClock),
+        AuditKey::generate(),
+    )
+    .await?;
     store.health().await
 }
 

@@ -23,6 +23,8 @@ pub struct PgStore {
     /// The same pool: Postgres has no single writer.
     writer: PgPool,
     clock: Arc<dyn Clock>,
+    /// Signs the audit chain.
+    audit_key: super::AuditKey,
 }
 
 type Id = Uuid;
@@ -50,6 +52,17 @@ fn param(i: usize) -> String {
 
 const BEGIN: &str = "BEGIN";
 
+/// Writers of audit events take this transaction-scoped lock first, so the chain grows one
+/// transaction at a time, in id order, across every replica.
+const CHAIN_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7239418825061)");
+
+/// A stored time's UTC day, `YYYY-MM-DD`.
+macro_rules! day_of {
+    ($col:literal) => {
+        concat!("to_char(", $col, " AT TIME ZONE 'UTC', 'YYYY-MM-DD')")
+    };
+}
+
 const CLAIM_SQL: &str = concat!(
     "UPDATE remediation_requests SET claimed_by = $1, lease_until = $2 \
      WHERE id = (SELECT id FROM remediation_requests \
@@ -63,7 +76,11 @@ const CLAIM_SQL: &str = concat!(
 );
 
 impl PgStore {
-    pub async fn open(url: &str, clock: Arc<dyn Clock>) -> super::Result<Self> {
+    pub async fn open(
+        url: &str,
+        clock: Arc<dyn Clock>,
+        audit_key: super::AuditKey,
+    ) -> super::Result<Self> {
         let options = PgConnectOptions::from_str(url).map_err(super::StoreError::Unavailable)?;
         let pool = PgPoolOptions::new()
             .max_connections(16)
@@ -76,6 +93,7 @@ impl PgStore {
             writer: pool.clone(),
             pool,
             clock,
+            audit_key,
         })
     }
 

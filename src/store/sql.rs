@@ -48,10 +48,11 @@ macro_rules! sql_store {
         use sqlx::Row as _;
         use sqlx::types::Json;
         use $crate::store::{
-            ExecutionLock, IngestOutcome, Intent, IntentStatus, Page, RequestFilter, Result,
-            SignalFilter, SignalRecord, StepCommit, StoreError, StoreHealth, corrupt, make_target,
-            parse_phase,
+            ExecutionLock, IngestOutcome, Intent, IntentStatus, Page, RequestFilter, RequestPage,
+            Result, SignalFilter, SignalRecord, StepCommit, StoreError, StoreHealth, corrupt,
+            make_target, parse_phase,
         };
+        use $crate::store::chain::{AuditKey, ChainReport, ChainRow, StoredLink, Verifier};
         use $crate::domain::{NewSignal, SignalMode, SignalSource, SignalStatus};
         use $crate::domain::{AuditDraft, AuditEvent, Phase, RemediationRequest, SignalContext};
 
@@ -225,16 +226,77 @@ macro_rules! sql_store {
             })
         }
 
+        fn api_key_from_row(row: &DbRow) -> Result<$crate::domain::ApiKey> {
+            let get = |e: sqlx::Error| corrupt("api_keys", e.to_string());
+            let role: String = row.try_get("role").map_err(get)?;
+            let revoked: Option<Ts> = row.try_get("revoked_at").map_err(get)?;
+            Ok($crate::domain::ApiKey {
+                id: uuid_of(row.try_get("id").map_err(get)?),
+                name: row.try_get("name").map_err(get)?,
+                role: $crate::domain::Role::parse(&role)
+                    .ok_or_else(|| corrupt("api_keys", format!("role `{role}`")))?,
+                prefix: row.try_get("prefix").map_err(get)?,
+                created_at: time_of(row.try_get("created_at").map_err(get)?)?,
+                created_by: row.try_get("created_by").map_err(get)?,
+                revoked_at: revoked.map(time_of).transpose()?,
+            })
+        }
+
+        /// The hash of the last audit event: the link the next one chains to. Call inside a
+        /// transaction opened with `begin_audited` (it holds the chain's lock).
+        async fn chain_head(tx: &mut Tx) -> Result<Option<String>> {
+            let row: Option<(Option<String>,)> =
+                sqlx::query_as("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1")
+                    .fetch_optional(&mut **tx)
+                    .await?;
+            Ok(row.and_then(|(h,)| h))
+        }
+
+        /// The chain columns of one event about to be written after `prev`.
+        fn chain_link(
+            key: &AuditKey,
+            prev: Option<&str>,
+            request_id: Option<uuid::Uuid>,
+            phase: Option<Phase>,
+            at: chrono::DateTime<chrono::Utc>,
+            draft: &AuditDraft,
+        ) -> String {
+            let rid = request_id.map(|r| r.hyphenated().to_string());
+            let message = $crate::store::storable_text(&draft.message);
+            let payload = $crate::store::storable_value(&draft.payload);
+            key.link(
+                prev,
+                &ChainRow {
+                    request_id: rid.as_deref(),
+                    at_micros: at.timestamp_micros(),
+                    phase: phase.map(Phase::as_str),
+                    kind: &draft.kind,
+                    actor: &draft.actor,
+                    message: &message,
+                    payload: &payload.0,
+                },
+            )
+        }
+
+        /// Times as both databases keep them (microseconds), so the hash covers what is read back.
+        fn to_micros(t: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+            chrono::DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
+        }
+
         async fn insert_audit(
             tx: &mut Tx,
+            key: &AuditKey,
             request_id: Option<uuid::Uuid>,
             phase: Option<Phase>,
             at: chrono::DateTime<chrono::Utc>,
             draft: &AuditDraft,
         ) -> Result<()> {
+            let at = to_micros(at);
+            let prev = chain_head(tx).await?;
+            let hash = chain_link(key, prev.as_deref(), request_id, phase, at, draft);
             sqlx::query(
-                "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
+                 prev_hash, hash, key_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )
             .bind(request_id.map(id))
             .bind(ts(at))
@@ -243,9 +305,53 @@ macro_rules! sql_store {
             .bind(&draft.actor)
             .bind($crate::store::storable_text(&draft.message))
             .bind($crate::store::storable_value(&draft.payload))
+            .bind(prev)
+            .bind(hash)
+            .bind(key.id())
             .execute(&mut **tx)
             .await?;
             Ok(())
+        }
+
+        /// Check a run of stored events into `verifier`. The hash stored before each event is
+        /// the row's `actual_prev` column, or, when the rows are the whole table in order
+        /// (`sequential`), the previous row's hash (carried across calls).
+        fn verify_rows(
+            verifier: &mut Verifier<'_>,
+            rows: &[DbRow],
+            mut sequential: Option<&mut Option<String>>,
+        ) -> Result<bool> {
+            let get = |e: sqlx::Error| corrupt("audit_events", e.to_string());
+            for row in rows {
+                let event = audit_from_row(row)?;
+                let prev_hash: Option<String> = row.try_get("prev_hash").map_err(get)?;
+                let hash: Option<String> = row.try_get("hash").map_err(get)?;
+                let key_id: Option<String> = row.try_get("key_id").map_err(get)?;
+                let actual_prev: Option<String> = match sequential.as_deref_mut() {
+                    Some(prev) => std::mem::replace(prev, hash.clone()),
+                    None => row.try_get("actual_prev").map_err(get)?,
+                };
+                let rid = event.request_id.map(|r| r.hyphenated().to_string());
+                let link = StoredLink {
+                    id: event.id,
+                    row: ChainRow {
+                        request_id: rid.as_deref(),
+                        at_micros: event.at.timestamp_micros(),
+                        phase: event.phase.map(Phase::as_str),
+                        kind: &event.kind,
+                        actor: &event.actor,
+                        message: &event.message,
+                        payload: &event.payload,
+                    },
+                    prev_hash: prev_hash.as_deref(),
+                    hash: hash.as_deref(),
+                    key_id: key_id.as_deref(),
+                };
+                if !verifier.check(&link, actual_prev.as_deref()) {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
         }
 
         async fn current_phase(tx: &mut Tx, request_id: uuid::Uuid) -> Result<Option<Phase>> {
@@ -284,6 +390,16 @@ macro_rules! sql_store {
         const CHUNK: usize = 100;
 
         impl $store {
+            /// A write transaction that may append audit events: it holds the chain's lock
+            /// from the start (taken before any row lock, so writers cannot deadlock on it).
+            async fn begin_audited(&self) -> Result<Tx> {
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                if let Some(lock) = CHAIN_LOCK {
+                    sqlx::query(lock).execute(&mut *tx).await?;
+                }
+                Ok(tx)
+            }
+
             /// Record a batch in one transaction with a handful of statements whatever its
             /// size: look up what is known (signals by fingerprint, active targets by alias),
             /// decide every signal in order in memory, then write each table with multi-row
@@ -293,7 +409,7 @@ macro_rules! sql_store {
                 use std::collections::HashMap;
                 let now = self.clock.now();
                 let _write = self.write_guard().await;
-                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                let mut tx: Tx = self.begin_audited().await?;
 
                 // 1. What the database already knows.
                 let mut fingerprints: Vec<&str> = signals.iter().map(|s| s.fingerprint.as_str()).collect();
@@ -545,21 +661,28 @@ macro_rules! sql_store {
                 }
                 // The trail in the order things happened: openings, then repeats and resolutions.
                 audits.sort_by_key(|(_, _, d)| if d.kind == "received" { 0 } else { 1 });
+                let at = to_micros(now);
+                let mut head = if audits.is_empty() { None } else { chain_head(&mut tx).await? };
                 for chunk in audits.chunks(CHUNK) {
                     let sql = format!(
-                        "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload) VALUES {}",
-                        value_rows(chunk.len(), 7)
+                        "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
+                         prev_hash, hash, key_id) VALUES {}",
+                        value_rows(chunk.len(), 10)
                     );
                     let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
                     for (rid, phase, d) in chunk {
+                        let hash = chain_link(&self.audit_key, head.as_deref(), *rid, *phase, at, d);
                         q = q
                             .bind(rid.map(id))
-                            .bind(ts(now))
+                            .bind(ts(at))
                             .bind(phase.map(Phase::as_str))
                             .bind(&d.kind)
                             .bind(&d.actor)
                             .bind($crate::store::storable_text(&d.message))
-                            .bind($crate::store::storable_value(&d.payload));
+                            .bind($crate::store::storable_value(&d.payload))
+                            .bind(head.replace(hash.clone()))
+                            .bind(hash)
+                            .bind(self.audit_key.id());
                     }
                     q.execute(&mut *tx).await?;
                 }
@@ -635,13 +758,16 @@ macro_rules! sql_store {
                     ));
                 }
                 let now = self.clock.now();
+                let figures = $crate::store::Figures::of(&step);
                 let _write = self.write_guard().await;
-                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                let mut tx: Tx = self.begin_audited().await?;
                 let row = sqlx::query(concat!(
                     "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
                      state = $4, attempts = $5, not_before = $6, updated_at = $7, \
                      claimed_by = CASE WHEN $8 THEN NULL ELSE claimed_by END, \
-                     lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END \
+                     lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END, \
+                     tokens = $12, auto_approved = $13, effectiveness = $14, \
+                     guardrail = COALESCE($15, guardrail) \
                      WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
                     request_columns!()
                 ))
@@ -656,6 +782,10 @@ macro_rules! sql_store {
                 .bind(id(rid))
                 .bind(from.as_str())
                 .bind(worker)
+                .bind(figures.tokens)
+                .bind(figures.auto_approved)
+                .bind(figures.effectiveness)
+                .bind(figures.guardrail.as_deref())
                 .fetch_optional(&mut *tx)
                 .await?;
                 let Some(row) = row else {
@@ -664,6 +794,14 @@ macro_rules! sql_store {
                 };
                 let request = request_from_row(&row)?;
                 if step.to.is_terminal() {
+                    sqlx::query(
+                        "UPDATE remediation_requests SET finished_at = $1, ttr_ms = $2 WHERE id = $3",
+                    )
+                    .bind(ts(now))
+                    .bind((now - request.created_at).num_milliseconds().max(0))
+                    .bind(id(rid))
+                    .execute(&mut *tx)
+                    .await?;
                     sqlx::query("UPDATE request_targets SET active = FALSE WHERE request_id = $1")
                         .bind(id(rid))
                         .execute(&mut *tx)
@@ -676,7 +814,7 @@ macro_rules! sql_store {
                 }
                 // What the stage found happened in `from`; the transition lands in `to`.
                 for draft in &step.events {
-                    insert_audit(&mut tx, Some(rid), Some(from), now, draft).await?;
+                    insert_audit(&mut tx, &self.audit_key, Some(rid), Some(from), now, draft).await?;
                 }
                 if step.to != from {
                     let draft = $crate::domain::transition_event(
@@ -685,7 +823,7 @@ macro_rules! sql_store {
                         step.reason.as_deref(),
                         worker,
                     );
-                    insert_audit(&mut tx, Some(rid), Some(step.to), now, &draft).await?;
+                    insert_audit(&mut tx, &self.audit_key, Some(rid), Some(step.to), now, &draft).await?;
                 }
                 tx.commit().await?;
                 Ok(Some(request))
@@ -716,34 +854,74 @@ macro_rules! sql_store {
                 row.as_ref().map(request_from_row).transpose()
             }
 
-            async fn list_requests(
-                &self,
-                f: &RequestFilter,
-            ) -> Result<Page<RemediationRequest>> {
-                let phase = f.phase.map(Phase::as_str);
-                let (total,): (i64,) = sqlx::query_as(
-                    "SELECT count(*) FROM remediation_requests \
-                     WHERE ($1 IS NULL OR phase = $1) AND ($2 IS NULL OR target_namespace = $2)",
-                )
-                .bind(phase)
-                .bind(&f.namespace)
-                .fetch_one(&self.pool)
-                .await?;
-                let rows = sqlx::query(concat!(
+            async fn list_requests(&self, f: &RequestFilter) -> Result<RequestPage> {
+                // Only the filters given become predicates, so each query can use the index
+                // that leads with its filter; the cursor continues the (created_at, id) order.
+                let mut sql = String::from(concat!(
                     "SELECT ",
                     request_columns!(),
-                    " FROM remediation_requests \
-                     WHERE ($1 IS NULL OR phase = $1) AND ($2 IS NULL OR target_namespace = $2) \
-                     ORDER BY created_at DESC, id LIMIT $3 OFFSET $4"
-                ))
-                .bind(phase)
-                .bind(&f.namespace)
-                .bind(f.limit)
-                .bind(f.offset)
-                .fetch_all(&self.pool)
-                .await?;
-                let items = rows.iter().map(request_from_row).collect::<Result<Vec<_>>>()?;
-                Ok(Page { total, items })
+                    " FROM remediation_requests WHERE TRUE"
+                ));
+                let mut n = 0;
+                let mut next = || {
+                    n += 1;
+                    param(n)
+                };
+                if f.phase.is_some() {
+                    sql.push_str(&format!(" AND phase = {}", next()));
+                }
+                if f.namespace.is_some() {
+                    sql.push_str(&format!(" AND target_namespace = {}", next()));
+                }
+                if f.target.is_some() {
+                    sql.push_str(&format!(" AND target_name = {}", next()));
+                }
+                if f.signal_name.is_some() {
+                    sql.push_str(&format!(" AND signal_name = {}", next()));
+                }
+                if f.since.is_some() {
+                    sql.push_str(&format!(" AND created_at >= {}", next()));
+                }
+                if f.until.is_some() {
+                    sql.push_str(&format!(" AND created_at < {}", next()));
+                }
+                if f.before.is_some() {
+                    let (a, b, c) = (next(), next(), next());
+                    sql.push_str(&format!(
+                        " AND (created_at < {a} OR (created_at = {b} AND id < {c}))"
+                    ));
+                }
+                sql.push_str(&format!(" ORDER BY created_at DESC, id DESC LIMIT {}", next()));
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                if let Some(p) = f.phase {
+                    q = q.bind(p.as_str());
+                }
+                if let Some(ns) = &f.namespace {
+                    q = q.bind(ns.clone());
+                }
+                if let Some(t) = &f.target {
+                    q = q.bind(t.clone());
+                }
+                if let Some(a) = &f.signal_name {
+                    q = q.bind(a.clone());
+                }
+                if let Some(t) = f.since {
+                    q = q.bind(ts(t));
+                }
+                if let Some(t) = f.until {
+                    q = q.bind(ts(t));
+                }
+                if let Some(c) = f.before {
+                    q = q.bind(ts(c.created_at)).bind(ts(c.created_at)).bind(id(c.id));
+                }
+                let limit = f.limit.max(0);
+                q = q.bind(limit + 1);
+                let rows = q.fetch_all(&self.pool).await?;
+                let mut items = rows.iter().map(request_from_row).collect::<Result<Vec<_>>>()?;
+                let more = items.len() as i64 > limit;
+                items.truncate(limit as usize);
+                let next = if more { items.last().map($crate::store::Cursor::of) } else { None };
+                Ok(RequestPage { items, next })
             }
 
             async fn list_signals(&self, f: &SignalFilter) -> Result<Page<SignalRecord>> {
@@ -789,6 +967,308 @@ macro_rules! sql_store {
                 rows.iter().map(audit_from_row).collect()
             }
 
+            async fn audit_after(
+                &self,
+                rid: uuid::Uuid,
+                after: i64,
+                limit: i64,
+            ) -> Result<Vec<AuditEvent>> {
+                let rows = sqlx::query(
+                    "SELECT id, request_id, at, phase, kind, actor, message, payload \
+                     FROM audit_events WHERE request_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+                )
+                .bind(id(rid))
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(audit_from_row).collect()
+            }
+
+            async fn verify_request_chain(&self, rid: uuid::Uuid) -> Result<ChainReport> {
+                let rows = sqlx::query(
+                    "SELECT e.id, e.request_id, e.at, e.phase, e.kind, e.actor, e.message, \
+                     e.payload, e.prev_hash, e.hash, e.key_id, \
+                     (SELECT p.hash FROM audit_events p WHERE p.id < e.id \
+                      ORDER BY p.id DESC LIMIT 1) AS actual_prev \
+                     FROM audit_events e WHERE e.request_id = $1 ORDER BY e.id",
+                )
+                .bind(id(rid))
+                .fetch_all(&self.pool)
+                .await?;
+                let mut verifier = Verifier::new(&self.audit_key);
+                verify_rows(&mut verifier, &rows, None)?;
+                Ok(verifier.report)
+            }
+
+            async fn verify_chain(&self) -> Result<ChainReport> {
+                const BATCH: i64 = 5_000;
+                let mut verifier = Verifier::new(&self.audit_key);
+                let mut after = 0i64;
+                let mut prev: Option<String> = None;
+                loop {
+                    let rows = sqlx::query(
+                        "SELECT id, request_id, at, phase, kind, actor, message, payload, \
+                         prev_hash, hash, key_id FROM audit_events WHERE id > $1 \
+                         ORDER BY id LIMIT $2",
+                    )
+                    .bind(after)
+                    .bind(BATCH)
+                    .fetch_all(&self.pool)
+                    .await?;
+                    let Some(last) = rows.last() else { break };
+                    after = last
+                        .try_get("id")
+                        .map_err(|e| corrupt("audit_events", e.to_string()))?;
+                    if !verify_rows(&mut verifier, &rows, Some(&mut prev))? {
+                        break;
+                    }
+                }
+                Ok(verifier.report)
+            }
+
+            async fn summary(
+                &self,
+                since: Option<chrono::DateTime<chrono::Utc>>,
+            ) -> Result<$crate::store::Summary> {
+                let since_ts = ts(since.unwrap_or(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
+                let phases: Vec<(String, i64)> = sqlx::query_as(
+                    "SELECT phase, count(*) FROM remediation_requests WHERE created_at >= $1 \
+                     GROUP BY phase ORDER BY phase",
+                )
+                .bind(since_ts.clone())
+                .fetch_all(&self.pool)
+                .await?;
+                let by_phase = phases
+                    .into_iter()
+                    .map(|(p, n)| Ok((parse_phase(&p)?, n)))
+                    .collect::<Result<Vec<_>>>()?;
+                let total = by_phase.iter().map(|(_, n)| n).sum();
+                let (gated, auto_approved): (i64, Option<i64>) = sqlx::query_as(
+                    "SELECT count(auto_approved), \
+                     sum(CASE WHEN auto_approved THEN 1 ELSE 0 END) \
+                     FROM remediation_requests WHERE created_at >= $1",
+                )
+                .bind(since_ts.clone())
+                .fetch_one(&self.pool)
+                .await?;
+                let (completed,): (i64,) = sqlx::query_as(
+                    "SELECT count(*) FROM remediation_requests \
+                     WHERE created_at >= $1 AND phase = 'Completed' AND ttr_ms IS NOT NULL",
+                )
+                .bind(since_ts.clone())
+                .fetch_one(&self.pool)
+                .await?;
+                let median_ttr_seconds = if completed == 0 {
+                    None
+                } else {
+                    let (ms,): (i64,) = sqlx::query_as(
+                        "SELECT ttr_ms FROM remediation_requests \
+                         WHERE created_at >= $1 AND phase = 'Completed' AND ttr_ms IS NOT NULL \
+                         ORDER BY ttr_ms LIMIT 1 OFFSET $2",
+                    )
+                    .bind(since_ts.clone())
+                    .bind(completed / 2)
+                    .fetch_one(&self.pool)
+                    .await?;
+                    Some(ms as f64 / 1000.0)
+                };
+                let bins: Vec<(i64, i64)> = sqlx::query_as(
+                    "SELECT CAST(CASE WHEN effectiveness >= 1.0 THEN 4 \
+                     ELSE effectiveness * 5 END AS INTEGER) AS bin, count(*) \
+                     FROM remediation_requests \
+                     WHERE created_at >= $1 AND effectiveness IS NOT NULL GROUP BY 1",
+                )
+                .bind(since_ts.clone())
+                .fetch_all(&self.pool)
+                .await?;
+                let mut effectiveness = [0i64; 5];
+                for (bin, n) in bins {
+                    effectiveness[bin.clamp(0, 4) as usize] += n;
+                }
+                let tokens_per_day: Vec<(String, i64)> = sqlx::query_as(concat!(
+                    "SELECT ",
+                    day_of!("created_at"),
+                    " AS day, CAST(sum(tokens) AS BIGINT) FROM remediation_requests \
+                     WHERE created_at >= $1 AND tokens > 0 GROUP BY 1 ORDER BY 1"
+                ))
+                .bind(since_ts.clone())
+                .fetch_all(&self.pool)
+                .await?;
+                let guardrail_blocks: Vec<(String, i64)> = sqlx::query_as(
+                    "SELECT guardrail, count(*) FROM remediation_requests \
+                     WHERE created_at >= $1 AND guardrail IS NOT NULL \
+                     GROUP BY guardrail ORDER BY 2 DESC, 1",
+                )
+                .bind(since_ts)
+                .fetch_all(&self.pool)
+                .await?;
+                Ok($crate::store::Summary {
+                    since,
+                    total,
+                    by_phase,
+                    gated,
+                    auto_approved: auto_approved.unwrap_or(0),
+                    median_ttr_seconds,
+                    effectiveness,
+                    tokens_per_day,
+                    guardrail_blocks,
+                })
+            }
+
+            async fn create_api_key(
+                &self,
+                key: &$crate::domain::ApiKey,
+                key_hash: &str,
+            ) -> Result<()> {
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.begin_audited().await?;
+                sqlx::query(
+                    "INSERT INTO api_keys (id, name, role, key_hash, prefix, created_at, created_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(id(key.id))
+                .bind($crate::store::storable_text(&key.name))
+                .bind(key.role.as_str())
+                .bind(key_hash)
+                .bind(&key.prefix)
+                .bind(ts(key.created_at))
+                .bind($crate::store::storable_text(&key.created_by))
+                .execute(&mut *tx)
+                .await?;
+                let draft = AuditDraft::new(
+                    "apikey_created",
+                    &key.created_by,
+                    format!("API key `{}` created with role {}", key.name, key.role),
+                )
+                .with_payload(serde_json::json!({
+                    "key_id": key.id, "name": key.name, "role": key.role, "prefix": key.prefix,
+                }));
+                insert_audit(&mut tx, &self.audit_key, None, None, self.clock.now(), &draft).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<$crate::domain::ApiKey>> {
+                let row = sqlx::query(
+                    "SELECT id, name, role, prefix, created_at, created_by, revoked_at \
+                     FROM api_keys WHERE key_hash = $1",
+                )
+                .bind(key_hash)
+                .fetch_optional(&self.pool)
+                .await?;
+                row.as_ref().map(api_key_from_row).transpose()
+            }
+
+            async fn list_api_keys(&self) -> Result<Vec<$crate::domain::ApiKey>> {
+                let rows = sqlx::query(
+                    "SELECT id, name, role, prefix, created_at, created_by, revoked_at \
+                     FROM api_keys ORDER BY created_at, name",
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(api_key_from_row).collect()
+            }
+
+            async fn revoke_api_key(
+                &self,
+                name: &str,
+                actor: &str,
+            ) -> Result<Option<$crate::domain::ApiKey>> {
+                let now = self.clock.now();
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.begin_audited().await?;
+                let row = sqlx::query(
+                    "UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL \
+                     RETURNING id, name, role, prefix, created_at, created_by, revoked_at",
+                )
+                .bind(ts(now))
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(row) = row else {
+                    tx.rollback().await?;
+                    return Ok(None);
+                };
+                let key = api_key_from_row(&row)?;
+                sqlx::query("DELETE FROM sessions WHERE key_id = $1")
+                    .bind(id(key.id))
+                    .execute(&mut *tx)
+                    .await?;
+                let draft = AuditDraft::new(
+                    "apikey_revoked",
+                    actor,
+                    format!("API key `{}` ({}) revoked; its sessions ended", key.name, key.role),
+                )
+                .with_payload(serde_json::json!({"key_id": key.id, "name": key.name, "role": key.role}));
+                insert_audit(&mut tx, &self.audit_key, None, None, now, &draft).await?;
+                tx.commit().await?;
+                Ok(Some(key))
+            }
+
+            async fn create_session(
+                &self,
+                token_hash: &str,
+                session: &$crate::domain::Session,
+            ) -> Result<()> {
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                sqlx::query("DELETE FROM sessions WHERE expires_at < $1")
+                    .bind(ts(self.clock.now()))
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(
+                    "INSERT INTO sessions (token_hash, subject, key_id, role, csrf, created_at, \
+                     expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(token_hash)
+                .bind($crate::store::storable_text(&session.subject))
+                .bind(session.key_id.map(id))
+                .bind(session.role.as_str())
+                .bind(&session.csrf)
+                .bind(ts(session.created_at))
+                .bind(ts(session.expires_at))
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn session(&self, token_hash: &str) -> Result<Option<$crate::domain::Session>> {
+                let row = sqlx::query(
+                    "SELECT s.subject, s.key_id, s.role, s.csrf, s.created_at, s.expires_at \
+                     FROM sessions s WHERE s.token_hash = $1 AND s.expires_at > $2 \
+                     AND (s.key_id IS NULL OR EXISTS (SELECT 1 FROM api_keys k \
+                          WHERE k.id = s.key_id AND k.revoked_at IS NULL))",
+                )
+                .bind(token_hash)
+                .bind(ts(self.clock.now()))
+                .fetch_optional(&self.pool)
+                .await?;
+                let Some(row) = row else { return Ok(None) };
+                let get = |e: sqlx::Error| corrupt("sessions", e.to_string());
+                let role: String = row.try_get("role").map_err(get)?;
+                let key_id: Option<Id> = row.try_get("key_id").map_err(get)?;
+                Ok(Some($crate::domain::Session {
+                    subject: row.try_get("subject").map_err(get)?,
+                    key_id: key_id.map(uuid_of),
+                    role: $crate::domain::Role::parse(&role)
+                        .ok_or_else(|| corrupt("sessions", format!("role `{role}`")))?,
+                    csrf: row.try_get("csrf").map_err(get)?,
+                    created_at: time_of(row.try_get("created_at").map_err(get)?)?,
+                    expires_at: time_of(row.try_get("expires_at").map_err(get)?)?,
+                }))
+            }
+
+            async fn delete_session(&self, token_hash: &str) -> Result<()> {
+                let _write = self.write_guard().await;
+                sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
+                    .bind(token_hash)
+                    .execute(&self.writer)
+                    .await?;
+                Ok(())
+            }
+
             async fn append_audit(
                 &self,
                 request_id: Option<uuid::Uuid>,
@@ -796,8 +1276,8 @@ macro_rules! sql_store {
                 draft: &AuditDraft,
             ) -> Result<()> {
                 let _write = self.write_guard().await;
-                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
-                insert_audit(&mut tx, request_id, phase, self.clock.now(), draft).await?;
+                let mut tx: Tx = self.begin_audited().await?;
+                insert_audit(&mut tx, &self.audit_key, request_id, phase, self.clock.now(), draft).await?;
                 tx.commit().await?;
                 Ok(())
             }
@@ -942,7 +1422,7 @@ macro_rules! sql_store {
                 notifications: &[$crate::domain::Notification],
             ) -> Result<$crate::domain::ApprovalRequest> {
                 let _write = self.write_guard().await;
-                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                let mut tx: Tx = self.begin_audited().await?;
                 let inserted = sqlx::query(
                     "INSERT INTO approvals (id, request_id, status, created_at, expires_at, \
                      decided_at, record) VALUES ($1, $2, $3, $4, $5, NULL, $6) \
@@ -990,6 +1470,7 @@ macro_rules! sql_store {
                     }));
                     insert_audit(
                         &mut tx,
+                        &self.audit_key,
                         Some(approval.request_id),
                         Some(Phase::AwaitingApproval),
                         self.clock.now(),
@@ -1077,7 +1558,7 @@ macro_rules! sql_store {
                 use $crate::domain::{DecideOutcome, DeliveryStatus, NotificationKind};
                 let now = self.clock.now();
                 let _write = self.write_guard().await;
-                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                let mut tx: Tx = self.begin_audited().await?;
                 let Some(row) = sqlx::query(concat!(
                     "SELECT ",
                     approval_columns!(),
@@ -1132,7 +1613,7 @@ macro_rules! sql_store {
                             first.decided_via
                         ),
                     );
-                    insert_audit(&mut tx, Some(current.request_id), None, now, &draft).await?;
+                    insert_audit(&mut tx, &self.audit_key, Some(current.request_id), None, now, &draft).await?;
                     tx.commit().await?;
                     return Ok(DecideOutcome::AlreadyDecided(current));
                 }
@@ -1224,6 +1705,7 @@ macro_rules! sql_store {
                     }));
                 insert_audit(
                     &mut tx,
+                    &self.audit_key,
                     Some(current.request_id),
                     Some(Phase::AwaitingApproval),
                     now,
@@ -1239,7 +1721,7 @@ macro_rules! sql_store {
                             refused.decision, refused.decided_via
                         ),
                     );
-                    insert_audit(&mut tx, Some(current.request_id), None, now, &draft).await?;
+                    insert_audit(&mut tx, &self.audit_key, Some(current.request_id), None, now, &draft).await?;
                     tx.commit().await?;
                     return Ok(DecideOutcome::AlreadyDecided(current));
                 }
@@ -1328,7 +1810,7 @@ macro_rules! sql_store {
                     DeliveryResult::Cancelled { reason } => ("cancelled", None, Some(reason), None),
                 };
                 let _write = self.write_guard().await;
-                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                let mut tx: Tx = self.begin_audited().await?;
                 let row: Option<(Id,)> = sqlx::query_as(
                     "SELECT a.request_id FROM notifications n JOIN approvals a \
                      ON a.id = n.approval_id WHERE n.id = $1",
@@ -1352,7 +1834,7 @@ macro_rules! sql_store {
                 .bind(id(notification))
                 .execute(&mut *tx)
                 .await?;
-                insert_audit(&mut tx, row.map(|(r,)| uuid_of(r)), None, now, audit).await?;
+                insert_audit(&mut tx, &self.audit_key, row.map(|(r,)| uuid_of(r)), None, now, audit).await?;
                 tx.commit().await?;
                 Ok(())
             }

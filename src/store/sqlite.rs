@@ -32,6 +32,8 @@ pub struct SqliteStore {
     /// Writes: one connection, used only under `write_lock`.
     writer: SqlitePool,
     clock: Arc<dyn Clock>,
+    /// Signs the audit chain.
+    audit_key: super::AuditKey,
     /// SQLite has one writer at a time. Queueing writers here, in order, is cheaper than
     /// letting them collide on the file lock and back off in the busy handler.
     write_lock: tokio::sync::Mutex<()>,
@@ -70,6 +72,17 @@ fn param(_: usize) -> String {
 }
 
 const BEGIN: &str = "BEGIN IMMEDIATE";
+
+/// The audit chain needs no lock of its own: `BEGIN IMMEDIATE` and the one writer serialise
+/// every write.
+const CHAIN_LOCK: Option<&'static str> = None;
+
+/// A stored time's UTC day, `YYYY-MM-DD`.
+macro_rules! day_of {
+    ($col:literal) => {
+        concat!("substr(", $col, ", 1, 10)")
+    };
+}
 
 /// WAL pages (4 KiB each) after which the writer copies the log into the database file.
 const WAL_AUTOCHECKPOINT_PAGES: &str = "2000";
@@ -122,7 +135,11 @@ fn private_file(_path: &Path) -> std::io::Result<()> {
 }
 
 impl SqliteStore {
-    pub async fn open(path: &Path, clock: Arc<dyn Clock>) -> super::Result<Self> {
+    pub async fn open(
+        path: &Path,
+        clock: Arc<dyn Clock>,
+        audit_key: super::AuditKey,
+    ) -> super::Result<Self> {
         // The audit trail is nobody else's to read: a directory kubemedic creates is 0700, a
         // database file it creates 0600 (SQLite gives its -wal and -shm files the same mode).
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -172,6 +189,7 @@ impl SqliteStore {
             pool,
             writer,
             clock,
+            audit_key,
             write_lock: tokio::sync::Mutex::new(()),
         })
     }

@@ -1,29 +1,21 @@
-//! The read API: requests with their audit timeline, and signals. Admin bearer required.
+//! The read API: requests with their audit timeline, signals, history. Any role may read.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, Caller};
+use crate::domain::Role;
 use crate::domain::{Phase, RemediationRequest, SignalStatus};
-use crate::store::{RequestFilter, SignalFilter};
+use crate::store::{Cursor, RequestFilter, SignalFilter};
 
 const DEFAULT_LIMIT: i64 = 50;
 const MAX_LIMIT: i64 = 500;
-
-pub(super) fn require_api(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    if state.api_authorised(headers) {
-        Ok(())
-    } else {
-        Err(ApiError::Unauthorized)
-    }
-}
 
 pub(super) fn paging(q: &HashMap<String, String>) -> Result<(i64, i64), ApiError> {
     let number = |key: &str, default: i64, max: i64| -> Result<i64, ApiError> {
@@ -94,15 +86,23 @@ impl<'a> From<&'a RemediationRequest> for RequestSummary<'a> {
     }
 }
 
-/// `GET /api/v1/requests?phase=&namespace=&limit=&offset=`
-pub async fn list_requests(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    Query(q): Query<HashMap<String, String>>,
-) -> Result<Json<Value>, ApiError> {
-    require_api(&state, &headers)?;
-    reject_unknown(&q, &["phase", "namespace", "limit", "offset"])?;
-    let phase = match q.get("phase") {
+/// The request filters of the list page and `GET /api/v1/requests`, parsed from a query.
+pub(super) fn request_filter(q: &HashMap<String, String>) -> Result<RequestFilter, ApiError> {
+    reject_unknown(
+        q,
+        &[
+            "phase",
+            "namespace",
+            "target",
+            "alert",
+            "since",
+            "until",
+            "before",
+            "limit",
+        ],
+    )?;
+    let given = |key: &str| q.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let phase = match given("phase") {
         None => None,
         Some(p) => Some(Phase::parse(p).ok_or_else(|| {
             ApiError::bad(
@@ -111,27 +111,73 @@ pub async fn list_requests(
             )
         })?),
     };
-    let (limit, offset) = paging(&q)?;
-    let page = state
-        .store
-        .list_requests(&RequestFilter {
-            phase,
-            namespace: q.get("namespace").cloned(),
-            limit,
-            offset,
+    let time = |key: &str| -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
+        given(key)
+            .map(|raw| parse_time(raw).ok_or_else(|| {
+                ApiError::bad(
+                    key,
+                    format!("`{raw}` is not a time (RFC 3339, e.g. 2026-11-23T08:00:00Z, or a date like 2026-11-23)"),
+                )
+            }))
+            .transpose()
+    };
+    let before = given("before")
+        .map(|c| {
+            Cursor::decode(c).ok_or_else(|| {
+                ApiError::bad("before", "not a cursor from a previous page's `next`")
+            })
         })
-        .await?;
+        .transpose()?;
+    let (limit, _) = paging(q)?;
+    Ok(RequestFilter {
+        phase,
+        namespace: given("namespace").map(str::to_owned),
+        target: given("target").map(str::to_owned),
+        signal_name: given("alert").map(str::to_owned),
+        since: time("since")?,
+        until: time("until")?,
+        before,
+        limit,
+    })
+}
+
+/// RFC 3339, or a bare date (its midnight UTC).
+pub(super) fn parse_time(raw: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(raw) {
+        return Some(t.with_timezone(&chrono::Utc));
+    }
+    if let Ok(t) = chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M") {
+        return Some(t.and_utc());
+    }
+    chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+}
+
+/// `GET /api/v1/requests?phase=&namespace=&target=&alert=&since=&until=&before=&limit=`: newest
+/// first; `next` continues the list (pass it as `before`).
+pub async fn list_requests(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    caller.need(Role::Viewer)?;
+    let filter = request_filter(&q)?;
+    let page = state.store.list_requests(&filter).await?;
     let items: Vec<RequestSummary> = page.items.iter().map(RequestSummary::from).collect();
-    Ok(Json(json!({"total": page.total, "items": items})))
+    Ok(Json(
+        json!({"items": items, "next": page.next.map(|c| c.encode())}),
+    ))
 }
 
 /// `GET /api/v1/requests/{id}`: the request, its stage results, its signals and its timeline.
 pub async fn get_request(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    require_api(&state, &headers)?;
+    caller.need(Role::Viewer)?;
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::bad("id", "not a UUID"))?;
     let Some(request) = state.store.get_request(id).await? else {
         return Err(ApiError::NotFound(format!("no remediation request {id}")));
@@ -159,10 +205,10 @@ pub async fn get_request(
 /// `GET /api/v1/signals?status=&namespace=&request_id=&limit=&offset=`
 pub async fn list_signals(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    caller: Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    require_api(&state, &headers)?;
+    caller.need(Role::Viewer)?;
     reject_unknown(
         &q,
         &["status", "namespace", "request_id", "limit", "offset"],
@@ -197,10 +243,10 @@ pub async fn list_signals(
 /// the target will read (against the spec hash of its latest remediation).
 pub async fn target_history(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    caller: Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    require_api(&state, &headers)?;
+    caller.need(Role::Viewer)?;
     reject_unknown(&q, &["kind", "name", "namespace"])?;
     let kind = q
         .get("kind")
@@ -229,4 +275,77 @@ pub async fn target_history(
         "context": context,
         "warnings": warnings,
     })))
+}
+
+/// `GET /api/v1/summary?period=1d|7d|30d|all`: the summary page's figures.
+pub async fn summary(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    caller.need(Role::Viewer)?;
+    reject_unknown(&q, &["period"])?;
+    let (period, since) =
+        super::pages::period_since(q.get("period").map(String::as_str), state.clock.now())?;
+    let s = state.store.summary(since).await?;
+    let mut body = serde_json::to_value(&s).map_err(|e| ApiError::Internal(e.to_string()))?;
+    body["period"] = json!(period);
+    Ok(Json(body))
+}
+
+/// `GET /api/v1/catalog`: action types, workflows with their parameters, and playbooks.
+pub async fn catalog(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> Result<Json<Value>, ApiError> {
+    caller.need(Role::Viewer)?;
+    let Some(c) = &state.catalog else {
+        return Err(ApiError::Unavailable(
+            "the catalog did not load; see the daemon's log".into(),
+        ));
+    };
+    let playbooks: Vec<&crate::investigate::playbooks::PlaybookSpec> = state
+        .playbooks
+        .iter()
+        .flat_map(|p| p.all().iter().map(|b| &b.spec))
+        .collect();
+    Ok(Json(json!({
+        "action_types": c.action_types(),
+        "workflows": c.workflows(),
+        "playbooks": playbooks,
+    })))
+}
+
+/// `GET /api/v1/policy`: the approval policy as loaded, with its revision.
+pub async fn policy(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> Result<Json<Value>, ApiError> {
+    caller.need(Role::Viewer)?;
+    match super::pages::policy_view(&state) {
+        Some(v) => Ok(Json(json!(v))),
+        None => Err(ApiError::NotFound("no approval policy is loaded".into())),
+    }
+}
+
+/// `GET /api/v1/audit/verify[?request_id=]`: the audit chain checked, all of it (admin: it
+/// reads every event) or one request's (any role).
+pub async fn verify_audit(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Json<Value>, ApiError> {
+    reject_unknown(&q, &["request_id"])?;
+    let report = match q.get("request_id") {
+        Some(r) => {
+            caller.need(Role::Viewer)?;
+            let id = Uuid::parse_str(r).map_err(|_| ApiError::bad("request_id", "not a UUID"))?;
+            state.store.verify_request_chain(id).await?
+        }
+        None => {
+            caller.need(Role::Admin)?;
+            state.store.verify_chain().await?
+        }
+    };
+    Ok(Json(json!({"intact": report.intact(), "report": report})))
 }

@@ -6,7 +6,7 @@
 //!   and the server checks it.
 //! - `GET /api/v1/approvals[?status=pending]`, `GET /api/v1/approvals/{id}`,
 //!   `POST /api/v1/approvals/{id}/decision` (`{"decision": "approve"|"deny", "alternative":
-//!   "<workflow id>", "message": "…"}`) for the admin token holder, recorded as `api:admin`.
+//!   "<workflow id>", "message": "…"}`) for an approver's key, recorded as `key:<name>` via `api`.
 //!
 //! Pages are plain HTML without scripts, escaped throughout (the summary and evidence are
 //! model output and alert text), never cached, never indexed, and sent without a Referer to
@@ -23,14 +23,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::api::require_api;
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, Caller};
 use crate::approval::{Approvals, LinkView, Refusal};
 use crate::domain::{ApprovalRequest, ApprovalStatus};
+use crate::domain::{Channel, Role};
 use crate::notify::email::escape_html;
-
-/// Who the admin token stands for when it decides.
-const API_CALLER: &str = "api:admin";
 
 fn not_configured() -> Response {
     page(
@@ -380,10 +377,10 @@ fn refusal_error(r: Refusal) -> ApiError {
 /// `GET /api/v1/approvals?status=pending&limit=&offset=`
 pub async fn list(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    caller: Caller,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    require_api(&state, &headers)?;
+    caller.need(Role::Viewer)?;
     super::api::reject_unknown(&q, &["status", "limit", "offset"])?;
     let (limit, offset) = super::api::paging(&q)?;
     let status = match q.get("status") {
@@ -411,10 +408,10 @@ fn approval_json(a: &ApprovalRequest) -> Value {
 /// `GET /api/v1/approvals/{id}`: the approval with its notifications.
 pub async fn get(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    require_api(&state, &headers)?;
+    caller.need(Role::Viewer)?;
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::bad("id", "not a UUID"))?;
     let Some(a) = state.store.get_approval(id).await? else {
         return Err(ApiError::NotFound(format!("approval {id} does not exist")));
@@ -438,11 +435,11 @@ pub struct DecisionBody {
 /// `POST /api/v1/approvals/{id}/decision`
 pub async fn decide(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(id): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    require_api(&state, &headers)?;
+    let who = caller.need(Role::Approver)?;
     let a = api_approvals(&state)?;
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::bad("id", "not a UUID"))?;
     let b: DecisionBody = serde_json::from_slice(&body)
@@ -463,7 +460,8 @@ pub async fn decide(
             approve,
             b.alternative.as_deref(),
             b.message.as_deref(),
-            API_CALLER,
+            &who.subject,
+            Channel::Api,
         )
         .await
         .map_err(refusal_error)?;

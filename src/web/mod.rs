@@ -9,8 +9,11 @@
 
 pub mod api;
 mod approvals;
+pub mod auth;
+mod events;
 pub mod health;
 mod ingest;
+mod pages;
 mod server;
 
 pub use server::serve;
@@ -20,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -75,7 +78,16 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     pub ingest: Arc<IngestQueue>,
     pub webhook_auth: WebhookAuth,
-    pub api_token: Option<Secret>,
+    /// Keys, sessions and the auth proxy.
+    pub auth: auth::AuthSettings,
+    /// Failed logins per client address.
+    pub logins: auth::LoginLimiter,
+    /// What the catalog page shows (the catalog the stages use), when it loads.
+    pub catalog: Option<Arc<crate::catalog::Catalog>>,
+    /// The investigation playbooks, for the catalog page.
+    pub playbooks: Option<Arc<crate::investigate::playbooks::Playbooks>>,
+    /// The approval policy the gate decides with, for the policy page.
+    pub policy: Option<Arc<crate::policy::RegoGate>>,
     pub max_body_bytes: usize,
     /// How long a client may take and how many may be connected at once.
     pub limits: HttpLimits,
@@ -87,18 +99,54 @@ pub struct AppState {
     pub slack_signing_secret: Option<Secret>,
 }
 
-impl AppState {
-    /// The admin bearer token. Without one configured, nobody is authorised.
-    pub fn api_authorised(&self, headers: &HeaderMap) -> bool {
-        let Some(token) = &self.api_token else {
-            return false;
-        };
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .is_some_and(|(_, given)| ct_eq(given.trim().as_bytes(), token.expose().as_bytes()))
+/// The client's address, when the server knows it (always, behind [`serve`]).
+pub struct Peer(pub Option<std::net::IpAddr>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Peer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Peer(
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|c| c.0.ip()),
+        ))
+    }
+}
+
+/// The caller of a request, resolved from its credentials (see [`auth`]); `None` when anonymous.
+pub struct Caller(pub Option<auth::Principal>);
+
+impl axum::extract::FromRequestParts<Arc<AppState>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip());
+        Ok(Caller(state.principal(&parts.headers, peer).await?))
+    }
+}
+
+impl Caller {
+    /// The caller, if their role includes `needed`: 401 for nobody, 403 for too little.
+    pub fn need(self, needed: crate::domain::Role) -> Result<auth::Principal, ApiError> {
+        match self.0 {
+            None => Err(ApiError::Unauthorized),
+            Some(p) if p.role.allows(needed) => Ok(p),
+            Some(p) => Err(ApiError::Forbidden(format!(
+                "{} has role {}; this needs {needed}",
+                p.subject, p.role
+            ))),
+        }
     }
 }
 
@@ -111,7 +159,25 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/api/v1/requests", get(api::list_requests))
         .route("/api/v1/requests/{id}", get(api::get_request))
+        .route("/api/v1/requests/{id}/events", get(events::stream))
         .route("/api/v1/history", get(api::target_history))
+        .route("/api/v1/summary", get(api::summary))
+        .route("/api/v1/catalog", get(api::catalog))
+        .route("/api/v1/policy", get(api::policy))
+        .route("/api/v1/audit/verify", get(api::verify_audit))
+        .route("/", get(pages::home))
+        .route("/login", get(pages::login_page).post(pages::login))
+        .route("/logout", post(pages::logout))
+        .route("/requests", get(pages::requests))
+        .route("/requests/{id}", get(pages::request))
+        .route("/inbox", get(pages::inbox))
+        .route("/inbox/{id}", post(pages::decide))
+        .route("/catalog", get(pages::catalog))
+        .route("/policy", get(pages::policy))
+        .route("/summary", get(pages::summary))
+        .route("/history", get(pages::history))
+        .route("/static/dashboard.css", get(pages::stylesheet))
+        .route("/static/live.js", get(pages::live_script))
         .route("/api/v1/approvals", get(approvals::list))
         .route("/api/v1/approvals/{id}", get(approvals::get))
         .route("/api/v1/approvals/{id}/decision", post(approvals::decide))
@@ -182,6 +248,10 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 #[derive(Debug)]
 pub enum ApiError {
     Unauthorized,
+    /// Authenticated, but the role does not allow this (or a form came without its CSRF token).
+    Forbidden(String),
+    /// Too many failed attempts; retry after the given seconds.
+    TooManyRequests(u64),
     BadRequest {
         field: Option<String>,
         message: String,
@@ -225,6 +295,10 @@ impl From<crate::store::StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let retry_after = match &self {
+            ApiError::TooManyRequests(secs) => Some(*secs),
+            _ => None,
+        };
         let (status, body) = match self {
             ApiError::Unauthorized => (
                 StatusCode::UNAUTHORIZED,
@@ -236,6 +310,11 @@ impl IntoResponse for ApiError {
                     Some(f) => json!({"error": format!("{f}: {message}"), "field": f}),
                     None => json!({"error": message}),
                 },
+            ),
+            ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, json!({"error": m})),
+            ApiError::TooManyRequests(secs) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                json!({"error": format!("too many failed attempts; retry in {secs} s")}),
             ),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, json!({"error": m})),
             ApiError::Conflict(m) => (StatusCode::CONFLICT, json!({"error": m})),
@@ -271,6 +350,11 @@ impl IntoResponse for ApiError {
             response
                 .headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        if let (StatusCode::TOO_MANY_REQUESTS, Some(secs)) = (status, retry_after)
+            && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
         }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response

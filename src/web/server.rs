@@ -57,21 +57,26 @@ pub async fn serve(
         let stream = tokio::select! {
             () = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     accept_failed(e, &shutdown).await;
                     continue;
                 }
             },
         };
+        let (stream, peer) = stream;
         let Ok(slot) = slots.clone().try_acquire_owned() else {
             metrics.http_connection_refused();
             refusals.note(cap);
             drop(stream);
             continue;
         };
-        let conn =
-            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        // Handlers learn the peer's address (failed-login limits, the trusted auth proxy).
+        let service = tower::Layer::layer(
+            &axum::Extension(axum::extract::ConnectInfo(peer)),
+            app.clone(),
+        );
+        let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
         let open = Open::new(slot, metrics.clone());
         let shutdown = shutdown.clone();
         tokio::spawn(async move {

@@ -14,7 +14,7 @@ use kubemedic::clock::{Clock, SystemClock};
 use kubemedic::config::{DaemonArgs, Settings};
 use kubemedic::daemon::{self, Components, Running};
 use kubemedic::secret::Secret;
-use kubemedic::store::{self, Store};
+use kubemedic::store::Store;
 use tokio_util::sync::CancellationToken;
 
 pub const WEBHOOK_TOKEN: &str = "test-webhook-token";
@@ -89,7 +89,7 @@ pub async fn open_store(url: &str, clock: Arc<dyn Clock>) -> Arc<dyn Store> {
         ..Default::default()
     })
     .expect("settings");
-    store::open(&settings.database, clock)
+    daemon::open_store(&settings, clock)
         .await
         .expect("open store")
 }
@@ -142,7 +142,7 @@ impl TestDaemon {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let store = match store_override {
             Some(s) => s,
-            None => store::open(&settings.database, clock.clone())
+            None => daemon::open_store(&settings, clock.clone())
                 .await
                 .expect("store"),
         };

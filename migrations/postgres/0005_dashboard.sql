@@ -1,0 +1,40 @@
+-- The dashboard (DESIGN §3.10): API keys and browser sessions (digests only), the keyed hash
+-- chain of the audit trail, and per-request figures the summary aggregates without reading
+-- the request's JSON state.
+
+CREATE TABLE api_keys (
+    id         UUID PRIMARY KEY,
+    name       TEXT NOT NULL,
+    role       TEXT NOT NULL,           -- viewer | approver | admin
+    key_hash   TEXT NOT NULL UNIQUE,    -- hex SHA-256 of the key
+    prefix     TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    created_by TEXT NOT NULL,
+    revoked_at TIMESTAMPTZ
+);
+CREATE UNIQUE INDEX api_keys_active_name ON api_keys (name) WHERE revoked_at IS NULL;
+
+CREATE TABLE sessions (
+    token_hash TEXT PRIMARY KEY,        -- hex SHA-256 of the cookie's token
+    subject    TEXT NOT NULL,
+    key_id     UUID,
+    role       TEXT NOT NULL,
+    csrf       TEXT NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX sessions_expires ON sessions (expires_at);
+
+ALTER TABLE audit_events ADD COLUMN prev_hash TEXT;
+ALTER TABLE audit_events ADD COLUMN hash TEXT;
+ALTER TABLE audit_events ADD COLUMN key_id TEXT;
+
+ALTER TABLE remediation_requests ADD COLUMN auto_approved BOOLEAN;
+ALTER TABLE remediation_requests ADD COLUMN tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE remediation_requests ADD COLUMN finished_at TIMESTAMPTZ;
+ALTER TABLE remediation_requests ADD COLUMN ttr_ms BIGINT;   -- finished_at - created_at
+ALTER TABLE remediation_requests ADD COLUMN effectiveness DOUBLE PRECISION;
+ALTER TABLE remediation_requests ADD COLUMN guardrail TEXT;
+CREATE INDEX remediation_requests_created ON remediation_requests (created_at, id);
+CREATE INDEX remediation_requests_signal_name ON remediation_requests (signal_name, created_at);
+CREATE INDEX remediation_requests_target_name ON remediation_requests (target_name, created_at);

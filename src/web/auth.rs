@@ -1,0 +1,389 @@
+//! Who is calling, and what their role lets them do.
+//!
+//! A caller is known by one of: an API key as `Authorization: Bearer KEY` (scripts, pages and
+//! API alike), the session cookie a browser got at `/login` with a key, or — when configured,
+//! for SSO deployments — the user and groups headers of a trusted auth proxy, mapped to a role.
+//! Keys are looked up by their SHA-256 digest: the store never holds a key, and the bootstrap
+//! keys given by configuration (the `--api-token`, an admin) are compared in constant time.
+//!
+//! Every state-changing request made with a session cookie carries the session's CSRF token
+//! (a form field, or the `x-csrf-token` header); a bearer key needs none (nothing ambient).
+//! Failed logins are counted per client address and refused for a while after too many.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, header};
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+use super::{ApiError, AppState, ct_eq};
+use crate::domain::{ApiKey, Role};
+
+/// The session cookie's name.
+pub const SESSION_COOKIE: &str = "km_session";
+
+/// A key given by configuration rather than stored (`--api-token` is the admin one).
+#[derive(Clone)]
+pub struct BootstrapKey {
+    pub name: String,
+    pub role: Role,
+    digest: String,
+}
+
+impl std::fmt::Debug for BootstrapKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BootstrapKey({}, {})", self.name, self.role)
+    }
+}
+
+impl BootstrapKey {
+    pub fn new(name: &str, role: Role, key: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            role,
+            digest: digest(key),
+        }
+    }
+}
+
+/// The trusted auth proxy: which headers name the user and their groups, which group gives
+/// which role (the highest wins), and which peers may set them.
+#[derive(Debug, Clone, Default)]
+pub struct ProxyAuth {
+    pub user_header: String,
+    pub groups_header: String,
+    pub group_roles: Vec<(String, Role)>,
+    /// Only requests from these addresses may assert a user; anyone else's headers are ignored.
+    pub trusted: Vec<IpAddr>,
+}
+
+/// How the daemon authenticates callers.
+#[derive(Debug, Clone)]
+pub struct AuthSettings {
+    pub bootstrap: Vec<BootstrapKey>,
+    pub session_ttl: Duration,
+    /// Mark the session cookie `Secure` (the dashboard is reached over TLS, directly or through
+    /// a proxy).
+    pub secure_cookies: bool,
+    pub proxy: Option<ProxyAuth>,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        Self {
+            bootstrap: Vec::new(),
+            session_ttl: Duration::from_secs(12 * 3600),
+            secure_cookies: false,
+            proxy: None,
+        }
+    }
+}
+
+/// How a caller proved who they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Key,
+    Session,
+    Proxy,
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// Who, as the audit trail names them: `key:<name>` or `proxy:<user>`.
+    pub subject: String,
+    pub role: Role,
+    pub via: Via,
+    /// The session's CSRF token (sessions only).
+    pub csrf: Option<String>,
+    /// The digest of the session's token (sessions only), to end it at logout.
+    pub session: Option<String>,
+}
+
+impl Principal {
+    /// Whether a state-changing request may proceed: a session must present its CSRF token;
+    /// keys and proxy users carry no ambient credential a foreign page could ride on.
+    pub fn csrf_ok(&self, presented: Option<&str>) -> bool {
+        match (&self.csrf, self.via) {
+            (Some(expected), Via::Session) => {
+                presented.is_some_and(|p| ct_eq(p.as_bytes(), expected.as_bytes()))
+            }
+            (None, Via::Session) => false,
+            _ => true,
+        }
+    }
+}
+
+/// Hex SHA-256 of a key or token: how the store knows them.
+pub fn digest(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// A fresh API key: `km_` and 32 random bytes, base64url.
+pub fn new_key() -> String {
+    format!("km_{}", random_token())
+}
+
+/// 32 random bytes, base64url without padding.
+pub fn random_token() -> String {
+    let bytes: [u8; 32] = rand::random();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The first characters of a key, to tell keys apart in a list.
+pub fn key_prefix(key: &str) -> String {
+    key.chars().take(7).collect()
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, given)| given.trim())
+        .filter(|given| !given.is_empty())
+}
+
+impl AppState {
+    /// The key with this value: a bootstrap key, or an active stored key.
+    pub async fn key_named_by(
+        &self,
+        key: &str,
+    ) -> Result<Option<(String, Role, Option<ApiKey>)>, ApiError> {
+        let d = digest(key);
+        // Every bootstrap key is compared, whichever matches.
+        let mut found = None;
+        for b in &self.auth.bootstrap {
+            if ct_eq(d.as_bytes(), b.digest.as_bytes()) {
+                found = Some((b.name.clone(), b.role, None));
+            }
+        }
+        if found.is_some() {
+            return Ok(found);
+        }
+        match self.store.api_key_by_hash(&d).await? {
+            Some(k) if k.revoked_at.is_none() => Ok(Some((k.name.clone(), k.role, Some(k)))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Who is calling, if anyone. A bearer key that does not hold is not overridden by a
+    /// cookie: the caller meant the key.
+    pub async fn principal(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<IpAddr>,
+    ) -> Result<Option<Principal>, ApiError> {
+        if let Some(key) = bearer(headers) {
+            return Ok(self
+                .key_named_by(key)
+                .await?
+                .map(|(name, role, _)| Principal {
+                    subject: format!("key:{name}"),
+                    role,
+                    via: Via::Key,
+                    csrf: None,
+                    session: None,
+                }));
+        }
+        if let Some(token) = cookie(headers, SESSION_COOKIE) {
+            let d = digest(token);
+            if let Some(s) = self.store.session(&d).await? {
+                return Ok(Some(Principal {
+                    subject: s.subject,
+                    role: s.role,
+                    via: Via::Session,
+                    csrf: Some(s.csrf),
+                    session: Some(d),
+                }));
+            }
+        }
+        if let (Some(proxy), Some(peer)) = (&self.auth.proxy, peer)
+            && proxy.trusted.contains(&peer)
+        {
+            return Ok(proxy_principal(proxy, headers));
+        }
+        Ok(None)
+    }
+
+    /// The caller, if their role includes `needed`: 401 for nobody, 403 for too little.
+    pub async fn require(&self, headers: &HeaderMap, needed: Role) -> Result<Principal, ApiError> {
+        self.require_from(headers, None, needed).await
+    }
+
+    pub async fn require_from(
+        &self,
+        headers: &HeaderMap,
+        peer: Option<IpAddr>,
+        needed: Role,
+    ) -> Result<Principal, ApiError> {
+        match self.principal(headers, peer).await? {
+            None => Err(ApiError::Unauthorized),
+            Some(p) if p.role.allows(needed) => Ok(p),
+            Some(p) => Err(ApiError::Forbidden(format!(
+                "{} has role {}; this needs {needed}",
+                p.subject, p.role
+            ))),
+        }
+    }
+}
+
+fn proxy_principal(proxy: &ProxyAuth, headers: &HeaderMap) -> Option<Principal> {
+    let user = headers
+        .get(proxy.user_header.as_str())
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|u| !u.is_empty() && u.len() <= 256)?;
+    let groups: Vec<&str> = headers
+        .get_all(proxy.groups_header.as_str())
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    let role = proxy
+        .group_roles
+        .iter()
+        .filter(|(g, _)| groups.contains(&g.as_str()))
+        .map(|(_, r)| *r)
+        .max()?;
+    Some(Principal {
+        subject: format!("proxy:{user}"),
+        role,
+        via: Via::Proxy,
+        csrf: None,
+        session: None,
+    })
+}
+
+/// Failed logins per client address: after `MAX_FAILURES` within `WINDOW`, logins from the
+/// address are refused until the window has passed.
+pub struct LoginLimiter {
+    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+}
+
+const MAX_FAILURES: u32 = 5;
+const WINDOW: Duration = Duration::from_secs(60);
+/// Addresses remembered at most; beyond, stale entries are dropped first.
+const MAX_TRACKED: usize = 10_000;
+
+impl Default for LoginLimiter {
+    fn default() -> Self {
+        Self {
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl LoginLimiter {
+    /// `Some(wait)` when `ip` must wait before trying again.
+    pub fn blocked(&self, ip: IpAddr) -> Option<Duration> {
+        let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let (n, since) = map.get(&ip)?;
+        let elapsed = since.elapsed();
+        (*n >= MAX_FAILURES && elapsed < WINDOW).then(|| WINDOW - elapsed)
+    }
+
+    pub fn failed(&self, ip: IpAddr) {
+        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_TRACKED {
+            map.retain(|_, (_, since)| since.elapsed() < WINDOW);
+        }
+        let entry = map.entry(ip).or_insert((0, Instant::now()));
+        if entry.1.elapsed() >= WINDOW {
+            *entry = (0, Instant::now());
+        }
+        entry.0 += 1;
+    }
+
+    pub fn succeeded(&self, ip: IpAddr) {
+        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(&ip);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_random_and_prefixed() {
+        let (a, b) = (new_key(), new_key());
+        assert!(a.starts_with("km_") && a.len() > 40);
+        assert_ne!(a, b);
+        assert_eq!(key_prefix(&a).len(), 7);
+        assert_eq!(digest("x").len(), 64);
+    }
+
+    #[test]
+    fn a_session_needs_its_csrf_token_and_a_key_needs_none() {
+        let session = Principal {
+            subject: "key:alice".into(),
+            role: Role::Approver,
+            via: Via::Session,
+            csrf: Some("tok".into()),
+            session: Some("d".into()),
+        };
+        assert!(session.csrf_ok(Some("tok")));
+        assert!(!session.csrf_ok(Some("tok2")));
+        assert!(!session.csrf_ok(None));
+        let key = Principal {
+            via: Via::Key,
+            csrf: None,
+            session: None,
+            ..session
+        };
+        assert!(key.csrf_ok(None));
+    }
+
+    #[test]
+    fn the_proxy_maps_the_highest_role_of_the_users_groups() {
+        let proxy = ProxyAuth {
+            user_header: "x-forwarded-user".into(),
+            groups_header: "x-forwarded-groups".into(),
+            group_roles: vec![("sre".into(), Role::Approver), ("all".into(), Role::Viewer)],
+            trusted: vec![],
+        };
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-user", "alice".parse().unwrap());
+        h.insert("x-forwarded-groups", "all, sre".parse().unwrap());
+        let p = proxy_principal(&proxy, &h).unwrap();
+        assert_eq!(
+            (p.subject.as_str(), p.role),
+            ("proxy:alice", Role::Approver)
+        );
+        h.insert("x-forwarded-groups", "guests".parse().unwrap());
+        assert!(
+            proxy_principal(&proxy, &h).is_none(),
+            "no mapped group, no role"
+        );
+    }
+
+    #[test]
+    fn logins_are_refused_after_repeated_failures() {
+        let limiter = LoginLimiter::default();
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        for _ in 0..MAX_FAILURES {
+            assert!(limiter.blocked(ip).is_none());
+            limiter.failed(ip);
+        }
+        assert!(limiter.blocked(ip).is_some());
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        assert!(limiter.blocked(other).is_none());
+    }
+}

@@ -1,0 +1,365 @@
+//! `GET /api/v1/requests/{id}/events`: a request's typed events as Server-Sent Events, read
+//! from the audit trail — so a client that reconnects with `Last-Event-ID` resumes exactly where
+//! it stopped, across daemon restarts and replicas, with nothing kept in memory.
+//!
+//! Each audit event becomes one or more typed events (an investigation's audit event carries
+//! its plan, every tool call and the model usage). An event's id is `<audit id>.<n>`: the audit
+//! event and the position within it. Names and shapes are documented in `docs/events.md`.
+//!
+//! The stream polls the trail (an indexed read) while the request runs, sends a comment every
+//! 15 s to keep proxies from closing it, and ends with an `end` event once the request is
+//! terminal and everything is sent.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{ApiError, AppState, Caller};
+use crate::domain::{AuditEvent, Role};
+use crate::redact::{sanitize_text, sanitize_value};
+
+/// How often a running request's trail is read for new events.
+const POLL: Duration = Duration::from_millis(500);
+/// Audit events read per poll.
+const BATCH: i64 = 200;
+/// A tool call's arguments or a message longer than this is cut.
+const MAX_TEXT: usize = 2_000;
+
+/// A position in the stream: after sub-event `n` of audit event `id` (`n = u32::MAX`: after
+/// the whole audit event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    pub id: i64,
+    pub n: u32,
+}
+
+impl Position {
+    /// `Last-Event-ID` (`123.4`, or `123` for a whole audit event).
+    pub fn parse(raw: &str) -> Option<Self> {
+        let raw = raw.trim();
+        match raw.split_once('.') {
+            Some((id, n)) => Some(Self {
+                id: id.parse().ok()?,
+                n: n.parse().ok()?,
+            }),
+            None => Some(Self {
+                id: raw.parse().ok()?,
+                n: u32::MAX,
+            }),
+        }
+    }
+}
+
+/// One typed event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Typed {
+    pub kind: &'static str,
+    pub data: Value,
+}
+
+fn clip(s: &str) -> String {
+    if s.chars().count() <= MAX_TEXT {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(MAX_TEXT).collect();
+    out.push_str("… [shortened]");
+    out
+}
+
+/// The typed events one audit event stands for, in order.
+pub fn typed(e: &AuditEvent) -> Vec<Typed> {
+    let p = &e.payload;
+    let base = |kind: &'static str, extra: Value| {
+        let mut data = json!({
+            "audit_id": e.id,
+            "at": e.at,
+            "phase": e.phase,
+            "actor": e.actor,
+            "message": clip(&sanitize_text(&e.message)),
+        });
+        if let (Value::Object(d), Value::Object(x)) = (&mut data, extra) {
+            d.extend(x);
+        }
+        Typed { kind, data }
+    };
+    let usage = |out: &mut Vec<Typed>, invocation: &str| {
+        if let Some(u) = p.get("llm_usage").filter(|u| !u.is_null()) {
+            out.push(base(
+                "llm_usage",
+                json!({"invocation": invocation, "usage": u, "calls": p.get("llm_calls")}),
+            ));
+        }
+    };
+    match e.kind.as_str() {
+        "transition" => vec![base(
+            "phase",
+            json!({"from": p.get("from"), "to": p.get("to"), "reason": p.get("reason")}),
+        )],
+        "received" | "occurrence" | "signal_resolved" => {
+            vec![base(
+                "signal",
+                json!({"signal": e.kind, "detail": sanitize_value(p)}),
+            )]
+        }
+        "enrichment" => vec![base("enrichment", json!({"detail": sanitize_value(p)}))],
+        "rca" => {
+            let mut out = Vec::new();
+            if let Some(plan) = p.get("plan").filter(|v| !v.is_null()) {
+                out.push(base("plan", json!({"plan": plan})));
+            }
+            for (i, call) in p
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let tool = call.get("tool").cloned().unwrap_or(Value::Null);
+                let args = sanitize_value(call.get("arguments").unwrap_or(&Value::Null));
+                out.push(base(
+                    "tool_call",
+                    json!({"call": i + 1, "tool": tool, "arguments": clip(&args.to_string())}),
+                ));
+                out.push(base(
+                    "tool_result",
+                    json!({
+                        "call": i + 1,
+                        "tool": tool,
+                        "ok": call.get("ok"),
+                        "output_chars": call.get("output_chars"),
+                        "truncated": call.get("truncated"),
+                    }),
+                ));
+            }
+            usage(&mut out, "rca");
+            out.push(base(
+                "rca",
+                json!({
+                    "rca": sanitize_value(p.get("rca").unwrap_or(&Value::Null)),
+                    "root_owner": p.get("root_owner"),
+                    "warnings": p.get("warnings"),
+                }),
+            ));
+            out
+        }
+        "selection" => {
+            let mut out = Vec::new();
+            usage(&mut out, "selection");
+            out.push(base(
+                "selection",
+                json!({
+                    "selected": sanitize_value(p.get("selected").unwrap_or(&Value::Null)),
+                    "alternatives": sanitize_value(p.get("alternatives").unwrap_or(&Value::Null)),
+                    "outcome": p.get("outcome"),
+                }),
+            ));
+            out
+        }
+        "gate" => vec![base("gate_decision", json!({"decision": p}))],
+        "approval_requested" => vec![base("approval_requested", json!({"approval": p}))],
+        "approval_decided" => vec![base(
+            "approval_decided",
+            json!({"decision": p.get("decision")}),
+        )],
+        "approval_refused" | "approval_decision_refused" => {
+            vec![base("approval_refused", json!({}))]
+        }
+        "notification" => vec![base("notification", json!({"detail": p}))],
+        "execution_step" => vec![base("execution_step", json!({"step": sanitize_value(p)}))],
+        "execution" => vec![base("execution", json!({"detail": sanitize_value(p)}))],
+        "guardrail" => vec![base("guardrail", json!({"detail": p}))],
+        "assessment" => vec![base("verification", json!({"assessment": p}))],
+        "timeout" | "llm_budget" | "error" => vec![base("error", json!({"detail": p}))],
+        _ => vec![base("audit", json!({"kind": e.kind}))],
+    }
+}
+
+/// `GET /api/v1/requests/{id}/events[?after=<audit id>]`, resumable with `Last-Event-ID`.
+pub async fn stream(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    caller.need(Role::Viewer)?;
+    super::api::reject_unknown(&q, &["after"])?;
+    let id = Uuid::parse_str(&id).map_err(|_| ApiError::bad("id", "not a UUID"))?;
+    if state.store.get_request(id).await?.is_none() {
+        return Err(ApiError::NotFound(format!("no remediation request {id}")));
+    }
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(|raw| {
+            Position::parse(raw)
+                .ok_or_else(|| ApiError::bad("Last-Event-ID", "expected <audit id>.<n>"))
+        })
+        .transpose()?;
+    let after = match q.get("after") {
+        Some(raw) => Some(Position {
+            id: raw
+                .parse()
+                .map_err(|_| ApiError::bad("after", "not an audit event id"))?,
+            n: u32::MAX,
+        }),
+        None => None,
+    };
+    let start = resume.or(after).unwrap_or(Position { id: 0, n: u32::MAX });
+    let feed = Feed {
+        state,
+        request: id,
+        at: start,
+        queue: VecDeque::new(),
+        done: false,
+        first: true,
+    };
+    let events = futures::stream::unfold(feed, |mut feed| async move {
+        feed.next().await.map(|e| (Ok(e), feed))
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+struct Feed {
+    state: Arc<AppState>,
+    request: Uuid,
+    at: Position,
+    queue: VecDeque<Event>,
+    done: bool,
+    first: bool,
+}
+
+impl Feed {
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(e) = self.queue.pop_front() {
+                return Some(e);
+            }
+            if self.done {
+                return None;
+            }
+            if !self.first {
+                tokio::time::sleep(POLL).await;
+            }
+            self.first = false;
+            // Whether the request was terminal before this read: then the read has it all.
+            let terminal = match self.state.store.get_request(self.request).await {
+                Ok(Some(r)) => r.phase.is_terminal(),
+                Ok(None) => true,
+                Err(e) => {
+                    self.done = true;
+                    return Some(error_event(&e.to_string()));
+                }
+            };
+            let from = if self.at.n == u32::MAX {
+                self.at.id
+            } else {
+                self.at.id - 1
+            };
+            match self
+                .state
+                .store
+                .audit_after(self.request, from, BATCH)
+                .await
+            {
+                Ok(rows) => {
+                    let full = rows.len() as i64 == BATCH;
+                    for row in &rows {
+                        for (n, t) in typed(row).into_iter().enumerate() {
+                            let n = n as u32;
+                            if row.id == self.at.id && self.at.n != u32::MAX && n <= self.at.n {
+                                continue;
+                            }
+                            self.queue.push_back(
+                                Event::default()
+                                    .id(format!("{}.{n}", row.id))
+                                    .event(t.kind)
+                                    .data(t.data.to_string()),
+                            );
+                        }
+                        self.at = Position {
+                            id: row.id,
+                            n: u32::MAX,
+                        };
+                    }
+                    if terminal && !full {
+                        self.done = true;
+                        self.queue.push_back(
+                            Event::default()
+                                .event("end")
+                                .data(json!({"request_id": self.request}).to_string()),
+                        );
+                    } else if full {
+                        self.first = true;
+                    }
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(error_event(&e.to_string()));
+                }
+            }
+        }
+    }
+}
+
+fn error_event(message: &str) -> Event {
+    tracing::warn!(error = message, "event stream ended by a store error");
+    Event::default()
+        .event("stream_error")
+        .data(json!({"error": "the store is unavailable; reconnect to resume"}).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_parse_whole_and_partial_events() {
+        assert_eq!(Position::parse("12.3"), Some(Position { id: 12, n: 3 }));
+        assert_eq!(
+            Position::parse("12"),
+            Some(Position {
+                id: 12,
+                n: u32::MAX
+            })
+        );
+        assert_eq!(Position::parse("x"), None);
+    }
+
+    #[test]
+    fn an_investigation_event_becomes_plan_tool_calls_usage_and_rca() {
+        let e = AuditEvent {
+            id: 7,
+            request_id: None,
+            at: chrono::Utc::now(),
+            phase: None,
+            kind: "rca".into(),
+            actor: "offline".into(),
+            message: "m".into(),
+            payload: json!({
+                "plan": {"steps": []},
+                "tool_calls": [{"tool": "get_pods", "arguments": {"password": "hunter2"}, "ok": true, "output_chars": 10}],
+                "llm_usage": {"prompt_tokens": 5, "completion_tokens": 1},
+                "rca": {"summary": "s"},
+            }),
+        };
+        let kinds: Vec<&str> = typed(&e).iter().map(|t| t.kind).collect();
+        assert_eq!(
+            kinds,
+            ["plan", "tool_call", "tool_result", "llm_usage", "rca"]
+        );
+        let call = &typed(&e)[1].data;
+        assert!(
+            !call["arguments"].as_str().unwrap().contains("hunter2"),
+            "{call}"
+        );
+    }
+}

@@ -1,0 +1,178 @@
+//! The approval inbox: pending approvals with Approve / Deny / an alternative for approvers,
+//! read-only for viewers, each with its expiry counting down.
+
+use std::sync::Arc;
+
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Redirect, Response};
+use maud::html;
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::{cross_site, error_page, failed, layout, page_caller, respond, said, short, when};
+use crate::domain::{ApprovalStatus, Channel, Role};
+use crate::web::{ApiError, AppState, Caller};
+
+/// `GET /inbox`
+pub async fn inbox(State(state): State<Arc<AppState>>, caller: Caller, uri: Uri) -> Response {
+    let who = match page_caller(caller, &uri, Role::Viewer) {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
+    let pending = match state
+        .store
+        .list_approvals(Some(ApprovalStatus::Pending), 200, 0)
+        .await
+    {
+        Ok(p) => p,
+        Err(e) => return failed(ApiError::from(e), &who),
+    };
+    let now = state.clock.now();
+    let can_decide = who.role.allows(Role::Approver) && state.approvals.is_some();
+    let high_risk = state.approvals.as_ref().map(|a| a.high_risk_score());
+    let body = html! {
+        @if !who.role.allows(Role::Approver) {
+            p.note #read-only { "You are signed in as a " (who.role.as_str()) ": you can see what waits for a decision, not decide it." }
+        }
+        @if pending.items.is_empty() {
+            p.empty #no-approvals { "Nothing waits for a decision." }
+        }
+        @for a in &pending.items {
+            article.approval id={ "approval-" (a.id) } data-request=(a.request_id) {
+                h2 { (a.action_type) " on " (a.target.to_string()) }
+                dl.facts {
+                    dt { "Request" } dd { a href={ "/requests/" (a.request_id) } { code { (short(&a.request_id)) } } " · " (a.signal_name) }
+                    dt { "Root cause" } dd { (said(&a.summary)) }
+                    dt { "Workflow" } dd { code { (a.workflow_id) } " v" (a.workflow_version) " · confidence " (format!("{:.2}", a.confidence)) }
+                    dt { "Why approval" } dd { "risk " (a.risk_score) " — " (said(&a.risk_reason)) }
+                    dt { "Expires" } dd { (when(a.expires_at)) " · "
+                        span.countdown data-expires=(a.expires_at.to_rfc3339()) { (remaining(a.expires_at - now)) } }
+                }
+                @if can_decide {
+                    form.decide method="post" action={ "/inbox/" (a.id) } {
+                        (super::csrf_field(&who))
+                        @if high_risk.is_some_and(|h| a.risk_score >= h) {
+                            label { "High risk: type the target's name (" code { (a.target.name) } ") to approve "
+                                input type="text" name="confirm" autocomplete="off"; }
+                        }
+                        @if !a.alternatives.is_empty() {
+                            label { "Workflow "
+                                select name="alternative" {
+                                    option value="" { (a.workflow_id) " (selected)" }
+                                    @for alt in &a.alternatives { option value=(alt.workflow_id) { (alt.workflow_id) } }
+                                }
+                            }
+                        }
+                        label { "Note " input type="text" name="message" maxlength="500"; }
+                        button.approve type="submit" name="decision" value="approve" { "Approve" }
+                        button.deny type="submit" name="decision" value="deny" { "Deny" }
+                    }
+                }
+            }
+        }
+    };
+    respond(StatusCode::OK, layout("Approvals", Some(&who), body))
+}
+
+fn remaining(d: chrono::Duration) -> String {
+    let s = d.num_seconds();
+    if s <= 0 {
+        return "expired".into();
+    }
+    format!("{}m {:02}s left", s / 60, s % 60)
+}
+
+#[derive(Deserialize)]
+pub struct DecideForm {
+    #[serde(default)]
+    csrf: Option<String>,
+    decision: String,
+    #[serde(default)]
+    alternative: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    confirm: Option<String>,
+}
+
+/// `POST /inbox/{id}`: an approver decides from the dashboard.
+pub async fn decide(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    uri: Uri,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    let who = match page_caller(caller, &uri, Role::Approver) {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
+    if cross_site(&headers) || !who.csrf_ok(form.csrf.as_deref()) {
+        tracing::warn!(subject = %who.subject, "dashboard decision refused: no valid CSRF token");
+        return error_page(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            "The form did not carry this session's token; reload the inbox and try again.",
+            Some(&who),
+        );
+    }
+    let Some(approvals) = state.approvals.clone() else {
+        return failed(
+            ApiError::NotFound("approvals are not configured".into()),
+            &who,
+        );
+    };
+    let Ok(id) = Uuid::parse_str(&id) else {
+        return failed(ApiError::bad("id", "not an approval id"), &who);
+    };
+    let approve = match form.decision.as_str() {
+        "approve" => true,
+        "deny" => false,
+        other => {
+            return failed(
+                ApiError::bad("decision", format!("`{other}` is neither approve nor deny")),
+                &who,
+            );
+        }
+    };
+    if approve {
+        // The same confirmation the e-mail link asks for a high-risk change.
+        match state.store.get_approval(id).await {
+            Ok(Some(a)) if a.risk_score >= approvals.high_risk_score() => {
+                if form.confirm.as_deref().map(str::trim) != Some(a.target.name.as_str()) {
+                    return error_page(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "Confirmation needed",
+                        &format!(
+                            "This change has risk {}: type the name of the target ({}) to approve it.",
+                            a.risk_score, a.target.name
+                        ),
+                        Some(&who),
+                    );
+                }
+            }
+            Ok(_) => {}
+            Err(e) => return failed(ApiError::from(e), &who),
+        }
+    }
+    let alternative = form.alternative.as_deref().filter(|a| !a.trim().is_empty());
+    match approvals
+        .decide_api(
+            id,
+            approve,
+            alternative,
+            form.message.as_deref(),
+            &who.subject,
+            Channel::Dashboard,
+        )
+        .await
+    {
+        Ok(decided) => Redirect::to(&format!("/requests/{}", decided.request_id)).into_response(),
+        Err(refusal) => {
+            let status = StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST);
+            error_page(status, refusal.title, &refusal.detail, Some(&who))
+        }
+    }
+}
