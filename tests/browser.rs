@@ -155,3 +155,250 @@ async fn serve(app: Router) -> SocketAddr {
     tokio::spawn(async move { axum::serve(listener, app).await });
     addr
 }
+
+// --- The dashboard, end to end, in Chromium.
+
+use common::incident::{awaiting, kubelet, production_incident, resolve_and_finish};
+use common::kube::Kube;
+use kubemedic::domain::{ApiKey, Role};
+use std::time::Duration;
+
+/// A stored key of `role`, as `kubemedic apikey create` makes one.
+async fn key(d: &TestDaemon, role: Role, name: &str) -> String {
+    let key = kubemedic::web::auth::new_key();
+    let record = ApiKey {
+        id: uuid::Uuid::new_v4(),
+        name: name.into(),
+        role,
+        prefix: kubemedic::web::auth::key_prefix(&key),
+        created_at: chrono::Utc::now(),
+        created_by: "test".into(),
+        revoked_at: None,
+    };
+    d.store
+        .create_api_key(&record, &kubemedic::web::auth::digest(&key))
+        .await
+        .unwrap();
+    key
+}
+
+async fn sign_in(b: &Browser, d: &TestDaemon, key: &str) {
+    b.goto(&d.url("/login")).await;
+    b.fill("#key", key).await;
+    b.click("form.login button[type=submit]").await;
+}
+
+/// Every page the browser shows must come from the daemon alone.
+async fn same_origin_only(b: &Browser, d: &TestDaemon) {
+    let foreign = b.foreign_requests(&d.base).await;
+    assert!(
+        foreign.is_empty(),
+        "{} loaded from other origins: {foreign:?}",
+        b.current_url().await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_follows_a_request_live_and_an_approver_decides_it_in_the_browser() {
+    let Some(k) = Kube::new("brwsr").await else {
+        return;
+    };
+    let Some(viewer) = Browser::start().await else {
+        return;
+    };
+    let Some(approver) = Browser::start().await else {
+        return;
+    };
+    let (d, alert) = production_incident(&k, |_| {}).await;
+    let viewer_key = key(&d, Role::Viewer, "vera").await;
+    let approver_key = key(&d, Role::Approver, "alice").await;
+
+    // An anonymous visitor is sent to the sign-in page; a wrong key is refused there.
+    viewer.goto(&d.url("/requests")).await;
+    assert!(
+        viewer
+            .current_url()
+            .await
+            .contains("/login?next=%2Frequests"),
+        "{}",
+        viewer.current_url().await
+    );
+    same_origin_only(&viewer, &d).await;
+    sign_in(&viewer, &d, "km_not-a-key").await;
+    viewer.wait_for_text("#login-error", "not valid").await;
+    sign_in(&viewer, &d, &viewer_key).await;
+    viewer.wait_for_text("#role", "viewer").await;
+    assert_eq!(viewer.text("#who").await, "key:vera");
+
+    // The incident reaches the approval gate.
+    let (req, approval) = awaiting(&d, &alert).await;
+    let rid = req["id"].as_str().unwrap().to_owned();
+    let aid = approval["id"].as_str().unwrap().to_owned();
+
+    // The viewer filters the list down to what waits for a human.
+    viewer.goto(&d.url("/requests")).await;
+    viewer.wait_for(&format!("tr[data-id='{rid}']")).await;
+    viewer
+        .execute(
+            "document.querySelector('#filters select[name=phase]').value = 'AwaitingApproval';",
+            vec![],
+        )
+        .await;
+    let target = req["target"]["name"].as_str().unwrap().to_owned();
+    viewer.fill("#filters input[name=target]", &target).await;
+    viewer.click("#filters button[type=submit]").await;
+    viewer
+        .wait_until("the filtered list", Duration::from_secs(10), async |b| {
+            b.current_url().await.contains("phase=AwaitingApproval")
+        })
+        .await;
+    let rows = viewer.find_all("#requests tbody tr").await;
+    assert_eq!(rows.len(), 1, "one request waits for approval on {target}");
+    assert!(viewer.exists(&format!("tr[data-id='{rid}']")).await);
+    same_origin_only(&viewer, &d).await;
+    viewer
+        .goto(&d.url(&format!("/requests?phase=Completed&target={target}")))
+        .await;
+    viewer.wait_for("#no-requests").await;
+
+    // The viewer sees the inbox but no control to decide, and a POST made with the viewer's
+    // own session and token is refused for the role.
+    viewer.goto(&d.url("/inbox")).await;
+    viewer.wait_for(&format!("#approval-{aid}")).await;
+    viewer.wait_for("#read-only").await;
+    assert!(
+        !viewer.exists("button.approve").await,
+        "a viewer sees no approve control"
+    );
+    assert!(!viewer.exists("button.deny").await);
+    let viewer_csrf = viewer
+        .execute(
+            "return document.querySelector('input[name=csrf]').value;",
+            vec![],
+        )
+        .await;
+    let forged = viewer
+        .submit_raw_form(
+            &d.url(&format!("/inbox/{aid}")),
+            &[
+                ("csrf", viewer_csrf.as_str().unwrap()),
+                ("decision", "approve"),
+            ],
+        )
+        .await;
+    assert_eq!(forged.status, 403, "{}", forged.text);
+    assert!(forged.text.contains("viewer"), "{}", forged.text);
+
+    // The viewer opens the request and stays on it.
+    viewer.goto(&d.url(&format!("/requests/{rid}"))).await;
+    viewer.wait_for_text("#phase", "AwaitingApproval").await;
+    assert!(
+        viewer.text("#chain").await.contains("intact"),
+        "{}",
+        viewer.text("#chain").await
+    );
+    viewer.wait_for("#live:not([hidden])").await;
+    assert!(
+        viewer
+            .exists("#timeline li[data-kind=approval_requested]")
+            .await
+    );
+    assert!(
+        viewer.exists("#plan").await,
+        "the investigation plan is shown"
+    );
+    same_origin_only(&viewer, &d).await;
+
+    // The approver signs in. A POST without the session's token is refused; so is one from
+    // another site (the session cookie stays home); neither decides.
+    sign_in(&approver, &d, &approver_key).await;
+    approver.wait_for_text("#role", "approver").await;
+    approver.goto(&d.url("/inbox")).await;
+    approver
+        .wait_for(&format!("#approval-{aid} button.approve"))
+        .await;
+    same_origin_only(&approver, &d).await;
+    let no_token = approver
+        .submit_raw_form(&d.url(&format!("/inbox/{aid}")), &[("decision", "approve")])
+        .await;
+    assert_eq!(no_token.status, 403, "{}", no_token.text);
+    approver.goto("about:blank").await;
+    let cross_site = approver
+        .submit_raw_form(&d.url(&format!("/inbox/{aid}")), &[("decision", "approve")])
+        .await;
+    assert!(
+        cross_site.url.contains("/login") || cross_site.status == 403,
+        "{cross_site:?}"
+    );
+    assert_eq!(
+        d.api(&format!("/api/v1/approvals/{aid}")).await["status"],
+        "pending"
+    );
+
+    // The approver approves from the inbox; the request executes.
+    let _kubelet = kubelet(&k);
+    approver.goto(&d.url("/inbox")).await;
+    approver
+        .fill(
+            &format!("#approval-{aid} input[name=message]"),
+            "rollback looks right",
+        )
+        .await;
+    approver
+        .click(&format!("#approval-{aid} button.approve"))
+        .await;
+    approver
+        .wait_until(
+            "the request page after deciding",
+            Duration::from_secs(15),
+            async |b| b.current_url().await.ends_with(&format!("/requests/{rid}")),
+        )
+        .await;
+    let decided = d.api(&format!("/api/v1/approvals/{aid}")).await;
+    assert_eq!(decided["status"], "approved", "{decided:#}");
+    assert_eq!(decided["decision"]["decided_by"], "key:alice");
+    assert_eq!(decided["decision"]["decided_via"], "dashboard");
+
+    // The viewer's page follows without a reload: the decision, then execution.
+    viewer
+        .wait_for("#timeline li[data-kind=approval_decided]")
+        .await;
+    viewer
+        .wait_for("#timeline li[data-kind=execution_step]")
+        .await;
+    let done = resolve_and_finish(&d, &alert, &rid).await;
+    assert_eq!(done["phase"], "Completed", "{done:#}");
+    viewer
+        .wait_for("#timeline li[data-kind=verification]")
+        .await;
+    viewer.wait_for_text("#phase", "Completed").await;
+    viewer.wait_for_text("#live", "finished").await;
+    viewer.screenshot("dashboard-request.png").await;
+
+    // Reloaded, the page has the whole story, and the approver is named.
+    viewer.goto(&d.url(&format!("/requests/{rid}"))).await;
+    assert!(
+        viewer
+            .text("#decided-by")
+            .await
+            .contains("key:alice via dashboard")
+    );
+    assert!(viewer.exists("#execution-steps").await);
+    assert!(
+        viewer
+            .text("#verification-score")
+            .await
+            .contains("effective")
+    );
+
+    viewer.goto(&d.url("/summary?period=1d")).await;
+    viewer.wait_for("svg#chart-outcomes").await;
+    assert_eq!(viewer.text("#total").await, "1");
+    same_origin_only(&viewer, &d).await;
+    let shot = viewer.screenshot("dashboard-summary.png").await;
+    assert!(std::fs::read(shot).unwrap().starts_with(b"\x89PNG"));
+
+    viewer.close().await;
+    approver.close().await;
+    d.stop().await;
+}

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod incident;
 pub mod kube;
 pub mod llm;
 pub mod scenarios;

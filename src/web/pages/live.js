@@ -3,6 +3,17 @@
 // No library; nothing loaded from anywhere else.
 (function () {
   "use strict";
+  // The same classes the server gives a phase badge.
+  function phaseClass(phase) {
+    switch (phase) {
+      case "Completed": return "ok";
+      case "Failed": return "bad";
+      case "Blocked": case "Rejected": case "Expired": case "ManualReviewRequired": return "warn";
+      case "AwaitingApproval": return "wait";
+      case "NoActionRequired": return "done";
+      default: return "run";
+    }
+  }
   var list = document.getElementById("timeline");
   if (list && list.dataset.terminal !== "true" && window.EventSource) {
     var live = document.getElementById("live");
@@ -30,7 +41,7 @@
         list.appendChild(li);
         if (kind === "phase" && data.to) {
           var badge = document.querySelector("#phase .badge");
-          if (badge) { badge.textContent = data.to; badge.dataset.phase = data.to; badge.className = "badge live-updated"; }
+          if (badge) { badge.textContent = data.to; badge.dataset.phase = data.to; badge.className = "badge " + phaseClass(data.to); }
         }
       });
     });

@@ -1,0 +1,120 @@
+//! A production incident on the real API server that waits for a human: a bad rollout in a
+//! namespace labelled production (the shipped policy requires approval there), the daemon
+//! serving it with approvals configured, and the steps that carry it to its end.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use kubemedic::secret::Secret;
+use serde_json::{Value, json};
+
+use super::kube::Kube;
+
+pub const KEY: &str = "test-link-signing-key-0123456789abcdef";
+pub const ALICE: &str = "alice@example.com";
+
+/// A bad rollout staged in `k`'s namespace, labelled production (the shipped policy requires
+/// approval there), and the daemon on that cluster with `tweak`.
+pub async fn production_incident(
+    k: &Kube,
+    tweak: impl FnOnce(&mut kubemedic::config::DaemonArgs),
+) -> (super::TestDaemon, Value) {
+    let staged = super::scenarios::staged_in("crashloop-rollout", &[k])
+        .await
+        .remove(0);
+    k.patch(
+        "v1",
+        "Namespace",
+        &k.ns,
+        json!({"metadata": {"labels": {"kubemedic.io/environment": "production"}}}),
+    )
+    .await;
+    let kubeconfig = k.kubeconfig.clone();
+    let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let d = super::TestDaemon::serving(|a| {
+        a.cluster.kubeconfig = Some(kubeconfig);
+        a.gate.policy_dir = Some(policies);
+        a.execute.verification_window_seconds = Some(3);
+        a.execute.cooldown_seconds = Some(0);
+        a.approvals.approvers = Some(vec![ALICE.into(), "bob@example.com".into()]);
+        a.approvals.link_signing_key = Some(Secret::new(KEY));
+        tweak(a);
+    })
+    .await;
+    (d, staged.alert)
+}
+
+/// Send the alert; wait until its request awaits approval. Returns (request, approval).
+pub async fn awaiting(d: &super::TestDaemon, alert: &Value) -> (Value, Value) {
+    let v: Value = d
+        .send_alertmanager(&alert.to_string())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = v["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    let req = d
+        .eventually(&format!("/api/v1/requests/{id}"), 60, |r| {
+            r["phase"] == "AwaitingApproval"
+                || r["phase"]
+                    .as_str()
+                    .and_then(kubemedic::domain::Phase::parse)
+                    .is_some_and(kubemedic::domain::Phase::is_terminal)
+        })
+        .await;
+    assert_eq!(req["phase"], "AwaitingApproval", "{req:#}");
+    let pending = d
+        .eventually("/api/v1/approvals?status=pending", 10, |p| {
+            p["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["request_id"] == id.as_str())
+        })
+        .await;
+    let approval = pending["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["request_id"] == id.as_str())
+        .unwrap()
+        .clone();
+    (req, approval)
+}
+
+pub fn is_terminal(r: &Value) -> bool {
+    r["phase"]
+        .as_str()
+        .and_then(kubemedic::domain::Phase::parse)
+        .is_some_and(kubemedic::domain::Phase::is_terminal)
+}
+
+/// The kubelet: new checkout pods are scheduled and run (the rolled-back image works).
+pub fn kubelet(k: &Kube) -> tokio::task::JoinHandle<()> {
+    let k = k.clone_handle();
+    let node = format!("{}-worker-1", k.ns);
+    tokio::spawn(async move {
+        loop {
+            super::scenarios::run_unscheduled(&k, "app=checkout", &node).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+}
+
+/// Alertmanager: the alert resolves once the rollback is made, and the request completes.
+pub async fn resolve_and_finish(d: &super::TestDaemon, alert: &Value, id: &str) -> Value {
+    d.eventually(&format!("/api/v1/requests/{id}"), 90, |r| {
+        r["phase"] == "Verifying" || is_terminal(r)
+    })
+    .await;
+    let mut resolved = alert.clone();
+    resolved["status"] = json!("resolved");
+    resolved["alerts"][0]["status"] = json!("resolved");
+    resolved["alerts"][0]["endsAt"] = json!(Utc::now().to_rfc3339());
+    assert_eq!(
+        d.send_alertmanager(&resolved.to_string()).await.status(),
+        200
+    );
+    d.eventually(&format!("/api/v1/requests/{id}"), 90, is_terminal)
+        .await
+}
