@@ -1063,3 +1063,126 @@ async fn an_unreachable_cluster_is_logged_once_not_per_failed_call() {
         "kube-rs's per-call errors are logged"
     );
 }
+
+fn kubemedic(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("KUBEMEDIC_API_TOKEN")
+        .output()
+        .expect("run kubemedic");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An operator manages keys and checks the audit trail from the command line, on the same
+/// data directory `serve` uses; an edited audit row is named by `audit verify`.
+#[tokio::test]
+async fn keys_are_managed_and_an_edited_audit_row_is_found_from_the_command_line() {
+    common::init();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let (code, key, err) = kubemedic(&[
+        "apikey",
+        "create",
+        "--role",
+        "approver",
+        "--name",
+        "alice",
+        "--data-dir",
+        data,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let key = key.trim().to_owned();
+    assert!(key.starts_with("km_") && key.len() > 40, "{key}");
+    assert!(err.contains("only time it is shown"), "{err}");
+    let (code, _, err) = kubemedic(&[
+        "apikey",
+        "create",
+        "--role",
+        "viewer",
+        "--name",
+        "alice",
+        "--data-dir",
+        data,
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("already named `alice`"), "{err}");
+    let (code, _, err) = kubemedic(&[
+        "apikey",
+        "create",
+        "--role",
+        "root",
+        "--name",
+        "x",
+        "--data-dir",
+        data,
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let (code, list, _) = kubemedic(&["apikey", "list", "--data-dir", data]);
+    assert_eq!(code, 0);
+    assert!(
+        list.contains("alice") && list.contains("approver") && list.contains("active"),
+        "{list}"
+    );
+    assert!(!list.contains(&key), "a list never shows a key");
+
+    // The key works against `serve` on the same data directory.
+    let port = free_port();
+    let server = Server::start(dir.path(), port, None, &[]);
+    let r = reqwest::Client::new()
+        .get(format!("{}/api/v1/approvals", server.base))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    drop(server);
+
+    let (code, out, err) = kubemedic(&["audit", "verify", "--data-dir", data]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("audit chain intact"), "{out}");
+
+    let (code, out, _) = kubemedic(&["apikey", "revoke", "alice", "--data-dir", data]);
+    assert_eq!(code, 0, "{out}");
+    let (code, _, err) = kubemedic(&["apikey", "revoke", "alice", "--data-dir", data]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no active key"), "{err}");
+
+    // Someone with write access to the database edits the first event.
+    let db = dir.path().join("kubemedic.db");
+    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
+        "sqlite://{}",
+        db.display()
+    ))
+    .await
+    .unwrap();
+    sqlx::query("DROP TRIGGER audit_events_no_update")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE audit_events SET actor = 'cli:nobody' WHERE id = 1")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let (code, out, _) = kubemedic(&["audit", "verify", "--data-dir", data]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("BROKEN at event 1") && out.contains("edited"),
+        "{out}"
+    );
+
+    // Verified with another key, the chain says so instead of calling every row forged.
+    let (code, out, _) = kubemedic(&[
+        "audit",
+        "verify",
+        "--data-dir",
+        data,
+        "--audit-key",
+        &"ab".repeat(32),
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.contains("another key"), "{out}");
+}

@@ -138,6 +138,11 @@ pub fn key_prefix(key: &str) -> String {
     key.chars().take(7).collect()
 }
 
+/// The CSRF token a script sends with a state-changing API call from a browser session.
+pub fn csrf_header(headers: &HeaderMap) -> Option<&str> {
+    headers.get("x-csrf-token").and_then(|v| v.to_str().ok())
+}
+
 fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)

@@ -166,10 +166,9 @@ pub async fn native(
     body: Body,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let admin = caller
-        .0
-        .as_ref()
-        .is_some_and(|p| p.role.allows(crate::domain::Role::Admin));
+    let admin = caller.0.as_ref().is_some_and(|p| {
+        p.role.allows(crate::domain::Role::Admin) && p.csrf_ok(super::auth::csrf_header(&headers))
+    });
     if !authorised(&state.webhook_auth, &headers) && !admin {
         state.metrics.signal_rejected("unauthorized");
         return Err(ApiError::Unauthorized);

@@ -45,8 +45,7 @@ fn bars(id: &str, items: &[(String, i64)], colour: &str) -> Markup {
     let (label_w, bar_w, row_h) = (170.0, 360.0, 22.0);
     let height = row_h * items.len() as f64 + 4.0;
     let mut svg = format!(
-        "<svg id=\"{id}\" class=\"chart\" role=\"img\" xmlns=\"http://www.w3.org/2000/svg\" \
-         viewBox=\"0 0 {w} {height}\" width=\"{w}\" height=\"{height}\">",
+        "<svg id=\"{id}\" class=\"chart\" role=\"img\" viewBox=\"0 0 {w} {height}\" width=\"{w}\" height=\"{height}\">",
         w = label_w + bar_w + 70.0
     );
     for (i, (label, value)) in items.iter().enumerate() {

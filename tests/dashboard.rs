@@ -1,0 +1,493 @@
+//! The dashboard's access rules and live events over real HTTP: roles on every route, browser
+//! sessions (cookie flags, CSRF, sign-out, expiry by revocation), failed sign-ins limited, the
+//! trusted auth proxy, and the event stream resuming from the audit trail without gaps.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
+
+mod common;
+
+use common::{API_TOKEN, TestDaemon, alert_body};
+use kubemedic::domain::{ApiKey, Role};
+use reqwest::StatusCode;
+use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
+use serde_json::Value;
+
+async fn key(d: &TestDaemon, role: Role, name: &str) -> String {
+    let key = kubemedic::web::auth::new_key();
+    let record = ApiKey {
+        id: uuid::Uuid::new_v4(),
+        name: name.into(),
+        role,
+        prefix: kubemedic::web::auth::key_prefix(&key),
+        created_at: chrono::Utc::now(),
+        created_by: "test".into(),
+        revoked_at: None,
+    };
+    d.store
+        .create_api_key(&record, &kubemedic::web::auth::digest(&key))
+        .await
+        .unwrap();
+    key
+}
+
+fn form(fields: &[(&str, &str)]) -> String {
+    let mut f = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in fields {
+        f.append_pair(k, v);
+    }
+    f.finish()
+}
+
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn get(d: &TestDaemon, path: &str, bearer: Option<&str>) -> reqwest::Response {
+    let mut r = no_redirects().get(d.url(path));
+    if let Some(k) = bearer {
+        r = r.bearer_auth(k);
+    }
+    r.send().await.unwrap()
+}
+
+async fn open_request(d: &TestDaemon) -> String {
+    let body = alert_body(
+        "firing",
+        "PodCrash",
+        &[("namespace", "shop"), ("pod", "cart-0")],
+        "fp-dash",
+        "2026-01-01T00:00:00Z",
+    );
+    let v: Value = d.send_alertmanager(&body).await.json().await.unwrap();
+    v["outcomes"][0]["request_id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn every_route_checks_the_callers_role() {
+    let d = TestDaemon::start(|_| {}).await;
+    let viewer = key(&d, Role::Viewer, "vera").await;
+    let approver = key(&d, Role::Approver, "alice").await;
+    let id = open_request(&d).await;
+
+    // Anonymous: the API says 401, a page sends the browser to sign in.
+    for path in [
+        "/api/v1/requests",
+        &format!("/api/v1/requests/{id}"),
+        &format!("/api/v1/requests/{id}/events"),
+        "/api/v1/signals",
+        "/api/v1/approvals",
+        "/api/v1/history?kind=Pod&name=cart-0&namespace=shop",
+        "/api/v1/summary",
+        "/api/v1/catalog",
+        "/api/v1/policy",
+        "/api/v1/audit/verify",
+    ] {
+        assert_eq!(get(&d, path, None).await.status(), 401, "{path}");
+        assert_eq!(
+            get(&d, path, Some("km_nonsense")).await.status(),
+            401,
+            "{path}"
+        );
+    }
+    for path in [
+        "/requests",
+        &format!("/requests/{id}"),
+        "/inbox",
+        "/summary",
+        "/catalog",
+        "/policy",
+        "/history?kind=Pod&name=cart-0&namespace=shop",
+    ] {
+        let r = get(&d, path, None).await;
+        assert_eq!(r.status(), 303, "{path}");
+        let to = r.headers()[LOCATION].to_str().unwrap().to_owned();
+        assert!(to.starts_with("/login?next=%2F"), "{path} → {to}");
+        // A viewer's key opens every page.
+        let r = get(&d, path, Some(&viewer)).await;
+        assert_eq!(r.status(), 200, "{path}");
+        let csp = r.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+            "{csp}"
+        );
+        let html = r.text().await.unwrap();
+        for attr in [
+            "src=\"http",
+            "href=\"http",
+            "action=\"http",
+            "src=\"//",
+            "href=\"//",
+        ] {
+            assert!(!html.contains(attr), "{path} points elsewhere: {attr}");
+        }
+    }
+    // Reading is for everyone; deciding needs an approver; the whole chain needs an admin.
+    assert_eq!(
+        get(&d, "/api/v1/requests", Some(&viewer)).await.status(),
+        200
+    );
+    let decision = |k: &str| {
+        no_redirects()
+            .post(d.url(&format!(
+                "/api/v1/approvals/{}/decision",
+                uuid::Uuid::new_v4()
+            )))
+            .bearer_auth(k.to_owned())
+            .header("content-type", "application/json")
+            .body(r#"{"decision":"approve"}"#)
+            .send()
+    };
+    let r = decision(&viewer).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let err: Value = r.json().await.unwrap();
+    assert!(err["error"].as_str().unwrap().contains("viewer"), "{err}");
+    // An approver gets past the role check (no approvals configured here: 404).
+    assert_eq!(decision(&approver).await.unwrap().status(), 404);
+    assert_eq!(
+        get(&d, "/api/v1/audit/verify", Some(&approver))
+            .await
+            .status(),
+        403
+    );
+    let verified: Value = get(&d, "/api/v1/audit/verify", Some(API_TOKEN))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(verified["intact"], true, "{verified}");
+    let mine: Value = get(
+        &d,
+        &format!("/api/v1/audit/verify?request_id={id}"),
+        Some(&viewer),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(mine["intact"], true, "{mine}");
+
+    // A native signal needs the webhook credentials or an admin, not a viewer.
+    let native = |k: &str| {
+        no_redirects()
+            .post(d.url("/api/v1/signals"))
+            .bearer_auth(k.to_owned())
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+    };
+    assert_eq!(native(&viewer).await.unwrap().status(), 401);
+
+    // A revoked key stops working at once.
+    d.store
+        .revoke_api_key("vera", "test")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        get(&d, "/api/v1/requests", Some(&viewer)).await.status(),
+        401
+    );
+    d.stop().await;
+}
+
+/// `(cookie, set-cookie header)` of a sign-in with `key`.
+async fn sign_in(d: &TestDaemon, key: &str) -> reqwest::Response {
+    no_redirects()
+        .post(d.url("/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[("key", key), ("next", "/inbox")]))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_browser_session_is_strict_http_only_and_needs_its_token_to_change_anything() {
+    let d = TestDaemon::start(|_| {}).await;
+    let approver = key(&d, Role::Approver, "alice").await;
+    let r = sign_in(&d, &approver).await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()[LOCATION], "/inbox");
+    let set = r.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=43200"] {
+        assert!(set.contains(flag), "{set}");
+    }
+    assert!(!set.contains("Secure"), "plain HTTP here: {set}");
+    assert!(!set.contains(&approver), "the cookie is not the key");
+    let cookie = set.split(';').next().unwrap().to_owned();
+
+    let page = no_redirects()
+        .get(d.url("/inbox"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("key:alice"),
+        "the page names who is signed in"
+    );
+    let csrf = html
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the sign-out form carries the CSRF token")
+        .to_owned();
+
+    // A session's JSON call without its token is refused; a sign-out without it too.
+    let decide = no_redirects()
+        .post(d.url(&format!(
+            "/api/v1/approvals/{}/decision",
+            uuid::Uuid::new_v4()
+        )))
+        .header(COOKIE, &cookie)
+        .header("content-type", "application/json")
+        .body(r#"{"decision":"approve"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decide.status(), 403);
+    let out = no_redirects()
+        .post(d.url("/logout"))
+        .header(COOKIE, &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[("csrf", "wrong")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), 403);
+
+    let out = no_redirects()
+        .post(d.url("/logout"))
+        .header(COOKIE, &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[("csrf", csrf.as_str())]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), 303);
+    assert!(
+        out.headers()[SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    let after = no_redirects()
+        .get(d.url("/inbox"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(after.status(), 303, "the session ended with the sign-out");
+
+    // Sign-in and sign-out are in the audit trail, with the actor.
+    let chain: Value = get(&d, "/api/v1/audit/verify", Some(API_TOKEN))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(chain["intact"], true);
+    assert!(chain["report"]["events"].as_u64().unwrap() >= 3, "{chain}");
+
+    // A sign-in only ever returns to this daemon.
+    let r = no_redirects()
+        .post(d.url("/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(form(&[
+            ("key", approver.as_str()),
+            ("next", "//evil.example/"),
+        ]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()[LOCATION], "/requests");
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn failed_sign_ins_are_limited_per_client() {
+    let d = TestDaemon::start(|_| {}).await;
+    let viewer = key(&d, Role::Viewer, "vera").await;
+    for i in 0..5 {
+        let r = sign_in(&d, &format!("km_guess-{i}")).await;
+        assert_eq!(r.status(), 401, "attempt {i}");
+        assert!(r.text().await.unwrap().contains("not valid"));
+    }
+    let r = sign_in(&d, "km_guess-6").await;
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait));
+    // Even the right key waits: the limit is on the client, not on the guess.
+    assert_eq!(sign_in(&d, &viewer).await.status(), 429);
+    // Keys over the API are unaffected (a script with a valid key is not locked out).
+    assert_eq!(
+        get(&d, "/api/v1/requests", Some(&viewer)).await.status(),
+        200
+    );
+    d.stop().await;
+}
+
+#[tokio::test]
+async fn the_auth_proxy_is_believed_only_from_its_own_address() {
+    let proxied = |trusted: &'static str| {
+        move |a: &mut kubemedic::config::DaemonArgs| {
+            a.auth_proxy_user_header = Some("X-Forwarded-User".into());
+            a.auth_proxy_roles = Some("sre=approver, eng=viewer".into());
+            a.auth_proxy_trusted_peers = Some(trusted.into());
+        }
+    };
+    let d = TestDaemon::start(proxied("127.0.0.1")).await;
+    let call = |d: &TestDaemon, user: &str, groups: &str| {
+        no_redirects()
+            .get(d.url("/api/v1/approvals"))
+            .header("x-forwarded-user", user.to_owned())
+            .header("x-forwarded-groups", groups.to_owned())
+            .send()
+    };
+    assert_eq!(call(&d, "bob", "eng,sre").await.unwrap().status(), 200);
+    assert_eq!(
+        call(&d, "bob", "guests").await.unwrap().status(),
+        401,
+        "no mapped group"
+    );
+    let page = no_redirects()
+        .get(d.url("/inbox"))
+        .header("x-forwarded-user", "bob")
+        .header("x-forwarded-groups", "sre")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("proxy:bob"));
+    d.stop().await;
+
+    let d = TestDaemon::start(proxied("10.9.8.7")).await;
+    assert_eq!(
+        call(&d, "bob", "sre").await.unwrap().status(),
+        401,
+        "headers from anyone but the proxy are ignored"
+    );
+    d.stop().await;
+
+    let bad = kubemedic::config::Settings::load(&kubemedic::config::DaemonArgs {
+        auth_proxy_user_header: Some("X-Forwarded-User".into()),
+        auth_proxy_roles: Some("sre=root".into()),
+        auth_proxy_trusted_peers: Some("127.0.0.1".into()),
+        ..Default::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        bad.contains("sre=root") && bad.contains("auth-proxy-roles"),
+        "{bad}"
+    );
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq)]
+struct Sse {
+    id: Option<String>,
+    event: String,
+    data: Value,
+}
+
+fn parse_sse(text: &str) -> Vec<Sse> {
+    text.split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut event = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    event = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            Some(Sse {
+                id,
+                event: event?,
+                data: serde_json::from_str(&data).unwrap_or(Value::Null),
+            })
+        })
+        .collect()
+}
+
+async fn stream(d: &TestDaemon, id: &str, last: Option<&str>) -> Vec<Sse> {
+    let mut r = no_redirects()
+        .get(d.url(&format!("/api/v1/requests/{id}/events")))
+        .bearer_auth(API_TOKEN)
+        .timeout(std::time::Duration::from_secs(20));
+    if let Some(l) = last {
+        r = r.header("last-event-id", l);
+    }
+    let r = r.send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    // The request is finished: the stream ends by itself after `end`.
+    parse_sse(&r.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn the_event_stream_resumes_from_the_audit_trail_without_gaps() {
+    let d = TestDaemon::start(|_| {}).await;
+    let id = open_request(&d).await;
+    // Without stages the worker ends the request in review.
+    d.eventually(&format!("/api/v1/requests/{id}"), 15, |r| {
+        r["phase"] == "ManualReviewRequired"
+    })
+    .await;
+    let all = stream(&d, &id, None).await;
+    assert_eq!(all.last().unwrap().event, "end", "{all:#?}");
+    let typed: Vec<&Sse> = all.iter().filter(|e| e.id.is_some()).collect();
+    assert!(typed.len() >= 2, "{all:#?}");
+    assert_eq!(typed[0].event, "signal");
+    assert!(
+        typed
+            .iter()
+            .any(|e| e.event == "phase" && e.data["to"] == "ManualReviewRequired")
+    );
+    for e in &typed {
+        assert!(
+            e.data["audit_id"].is_i64() && e.data["at"].is_string(),
+            "{e:?}"
+        );
+    }
+    // Reconnecting after the first event gives exactly the rest, in order.
+    let rest = stream(&d, &id, typed[0].id.as_deref()).await;
+    let rest: Vec<&Sse> = rest.iter().filter(|e| e.id.is_some()).collect();
+    assert_eq!(rest, typed[1..].to_vec());
+    // After the last, nothing but the end.
+    let none = stream(&d, &id, typed.last().unwrap().id.as_deref()).await;
+    assert_eq!(
+        none.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(),
+        ["end"]
+    );
+    // A malformed Last-Event-ID is a clear error.
+    let r = no_redirects()
+        .get(d.url(&format!("/api/v1/requests/{id}/events")))
+        .bearer_auth(API_TOKEN)
+        .header("last-event-id", "yesterday")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    d.stop().await;
+}
