@@ -752,6 +752,10 @@ fn the_demo_runs_the_whole_loop_offline() {
     for needle in [
         "rollback-deployment-previous-revision (RollbackDeployment)",
         "approval required — production environment",
+        "AwaitingApproval",
+        "The dashboard: http://127.0.0.1:",
+        "viewer key    km_",
+        "approver key  km_",
         "auto-approved: staging environment",
         "increase-memory-limits (IncreaseMemoryLimits) CONTAINER=api MEMORY_LIMIT=384Mi",
         "expand-pvc (ExpandPVC) NEW_SIZE=15Gi",
@@ -1185,4 +1189,109 @@ async fn keys_are_managed_and_an_edited_audit_row_is_found_from_the_command_line
     ]);
     assert_eq!(code, 1);
     assert!(out.contains("another key"), "{out}");
+}
+
+/// `kubemedic demo` leaves the dashboard up with its requests: the printed viewer key reads
+/// them, the printed approver key approves what waits, and the approved rollback runs on the
+/// simulated cluster.
+#[tokio::test]
+async fn the_demo_leaves_its_dashboard_up_for_a_viewer_and_an_approver() {
+    common::init();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["demo", "--listen", "127.0.0.1:0"])
+        .env_remove("KUBEMEDIC_LLM")
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let (mut base, mut viewer, mut approver) = (None, None, None);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while approver.is_none() && Instant::now() < deadline {
+        let Ok(line) = rx.recv_timeout(Duration::from_secs(1)) else {
+            continue;
+        };
+        if let Some(url) = line.strip_prefix("The dashboard: ") {
+            base = Some(url.trim().trim_end_matches('/').to_owned());
+        } else if let Some(k) = line.trim().strip_prefix("viewer key") {
+            viewer = Some(k.trim().to_owned());
+        } else if let Some(k) = line.trim().strip_prefix("approver key") {
+            approver = Some(k.split_whitespace().next().unwrap().to_owned());
+        }
+    }
+    let (base, viewer, approver) = (base.unwrap(), viewer.unwrap(), approver.unwrap());
+    let client = reqwest::Client::new();
+    let page = client
+        .get(format!("{base}/requests?phase=AwaitingApproval"))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("shop/Deployment/checkout")
+    );
+    let pending: Value = client
+        .get(format!("{base}/api/v1/approvals?status=pending"))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let approval = &pending["items"][0];
+    let decide = |key: &str| {
+        client
+            .post(format!(
+                "{base}/api/v1/approvals/{}/decision",
+                approval["id"].as_str().unwrap()
+            ))
+            .bearer_auth(key.to_owned())
+            .header("content-type", "application/json")
+            .body(r#"{"decision":"approve","message":"demo"}"#)
+            .send()
+    };
+    assert_eq!(decide(&viewer).await.unwrap().status(), 403);
+    let decided = decide(&approver).await.unwrap();
+    assert_eq!(decided.status(), 200, "{}", decided.text().await.unwrap());
+    let rid = approval["request_id"].as_str().unwrap();
+    let mut phase = Value::Null;
+    for _ in 0..100 {
+        let r: Value = client
+            .get(format!("{base}/api/v1/requests/{rid}"))
+            .bearer_auth(&viewer)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        phase = r["phase"].clone();
+        if phase == "Verifying" || phase == "Completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(phase == "Verifying" || phase == "Completed", "{phase}");
+    unsafe_sigterm(&child);
+    assert!(child.wait().unwrap().success());
+}
+
+fn unsafe_sigterm(child: &Child) {
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status();
 }

@@ -207,6 +207,12 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
             verification_window_seconds: Some(VERIFICATION_WINDOW_SECONDS),
             ..Default::default()
         },
+        // A production change waits for a human; without mail or Slack, the dashboard (and the
+        // API) is where the demo's approver decides.
+        approvals: crate::config::ApprovalArgs {
+            approvers: Some(vec![DEMO_APPROVER.into()]),
+            ..Default::default()
+        },
         ..Default::default()
     })?;
     crate::telemetry::init_logging(settings.log_format, &settings.log_level);
@@ -241,7 +247,23 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     let store = daemon::open_store(&settings, clock.clone()).await?;
     let shutdown = CancellationToken::new();
     daemon::cancel_on_signals(shutdown.clone());
-    let components = demo_components(&settings, &data_dir, store.clone())?;
+    let mut components = demo_components(&settings, &data_dir, store.clone())?;
+    if let Some(approvals) = daemon::approval_service(
+        &settings,
+        store.clone(),
+        clock.clone(),
+        components.metrics.clone(),
+    )
+    .await
+    {
+        components
+            .stages
+            .push(std::sync::Arc::new(crate::approval::ApprovalStage(
+                approvals.clone(),
+            )));
+        components.approvals = Some(approvals);
+    }
+    let (viewer_key, approver_key) = demo_keys(store.as_ref()).await?;
     let running = daemon::start_on(
         &settings,
         components,
@@ -322,7 +344,12 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
                 ));
             }
         }
-        let busy = page.items.iter().filter(|r| r.phase.is_runnable()).count();
+        // A request waiting for a human is settled for the demo: it waits in the dashboard.
+        let busy = page
+            .items
+            .iter()
+            .filter(|r| r.phase.is_runnable() && r.phase != crate::domain::Phase::AwaitingApproval)
+            .count();
         if busy == 0 || tokio::time::Instant::now() > deadline {
             if !notes.is_empty() {
                 println!();
@@ -339,6 +366,10 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
+    println!();
+    println!("The dashboard: {base}/");
+    println!("  viewer key    {viewer_key}");
+    println!("  approver key  {approver_key}  (decides what waits in {base}/inbox)");
     println!();
     println!("Look around (the API needs the admin token printed here):");
     println!("  curl -s -H 'Authorization: Bearer {api_token}' {base}/api/v1/requests");
@@ -365,6 +396,37 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     }
     result?;
     Ok(())
+}
+
+/// The approver the demo's approvals name (no mail is sent: there is no SMTP server).
+const DEMO_APPROVER: &str = "approver@kubemedic.demo";
+
+/// A viewer key and an approver key for the dashboard, stored as `kubemedic apikey create`
+/// stores them.
+async fn demo_keys(store: &dyn crate::store::Store) -> Result<(String, String), DemoError> {
+    use crate::domain::{ApiKey, Role};
+    use crate::web::auth::{digest, key_prefix, new_key};
+    let mut keys = Vec::new();
+    for (name, role) in [
+        ("demo-viewer", Role::Viewer),
+        ("demo-approver", Role::Approver),
+    ] {
+        let key = new_key();
+        let record = ApiKey {
+            id: uuid::Uuid::new_v4(),
+            name: format!("{name}-{}", &random_token()[..6]),
+            role,
+            prefix: key_prefix(&key),
+            created_at: chrono::Utc::now(),
+            created_by: "demo".into(),
+            revoked_at: None,
+        };
+        store.create_api_key(&record, &digest(&key)).await?;
+        keys.push(key);
+    }
+    let approver = keys.pop().unwrap_or_default();
+    let viewer = keys.pop().unwrap_or_default();
+    Ok((viewer, approver))
 }
 
 fn short(id: &str) -> &str {

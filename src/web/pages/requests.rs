@@ -71,7 +71,7 @@ pub async fn requests(
                 }
             }
             label { "Namespace " input type="text" name="namespace" value=(value("namespace")) size="12"; }
-            label { "Target " input type="text" name="target" value=(value("target")) size="14"; }
+            label { "Alert target (name) " input type="text" name="target" value=(value("target")) size="14"; }
             label { "Alert " input type="text" name="alert" value=(value("alert")) size="16"; }
             label { "Since " input type="datetime-local" name="since" value=(value("since")); }
             label { "Until " input type="datetime-local" name="until" value=(value("until")); }
@@ -89,7 +89,7 @@ pub async fn requests(
                             td { a href={ "/requests/" (r.id) } { code { (short(&r.id)) } } }
                             td { (phase_badge(r.phase)) }
                             td title=(r.created_at.to_rfc3339()) { (age(now, r.created_at)) }
-                            td.target { (target_text(r)) }
+                            td.target title={ "alert target: " (target_text(r)) } { (owner_text(r)) }
                             td { (r.signal.name) @if let Some(s) = &r.signal.severity { " " span.sev { (s) } } }
                             td.num { (r.occurrence_count) }
                             td { (age(now, r.updated_at)) " ago" }
@@ -103,6 +103,19 @@ pub async fn requests(
         }
     };
     respond(StatusCode::OK, layout("Requests", Some(&who), body))
+}
+
+/// The verified root owner when the investigation found it, else the alert's target.
+fn owner_text(r: &RemediationRequest) -> String {
+    match r
+        .state
+        .analysis
+        .as_ref()
+        .and_then(|a| a.root_owner.as_ref())
+    {
+        Some(owner) => owner.to_string(),
+        None => target_text(r),
+    }
 }
 
 fn target_text(r: &RemediationRequest) -> String {
