@@ -157,6 +157,23 @@ pub(super) fn parse_time(raw: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 
 /// `GET /api/v1/requests?phase=&namespace=&target=&alert=&since=&until=&before=&limit=`: newest
 /// first; `next` continues the list (pass it as `before`).
+#[utoipa::path(get, path = "/api/v1/requests", tag = "requests",
+    params(
+        ("phase" = Option<String>, Query, description = "A phase, e.g. `AwaitingApproval`, `Completed`"),
+        ("namespace" = Option<String>, Query, description = "The target's namespace"),
+        ("target" = Option<String>, Query, description = "The alert target's name"),
+        ("alert" = Option<String>, Query, description = "The alert (signal) name"),
+        ("since" = Option<String>, Query, description = "Created at or after (RFC 3339, or a date)"),
+        ("until" = Option<String>, Query, description = "Created before (RFC 3339, or a date)"),
+        ("before" = Option<String>, Query, description = "The previous page's `next`"),
+        ("limit" = Option<i64>, Query, description = "Items per page, 0..=500 (default 50)"),
+    ),
+    responses(
+        (status = 200, description = "Newest first; `next` continues the list", body = super::openapi::RequestList),
+        (status = 400, description = "A filter is malformed", body = super::openapi::ErrorBody),
+        (status = 401, description = "No valid credentials", body = super::openapi::ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn list_requests(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -172,6 +189,13 @@ pub async fn list_requests(
 }
 
 /// `GET /api/v1/requests/{id}`: the request, its stage results, its signals and its timeline.
+#[utoipa::path(get, path = "/api/v1/requests/{id}", tag = "requests",
+    params(("id" = String, Path, description = "The request's id (a UUID)")),
+    responses(
+        (status = 200, description = "The request with its stage results (`state`), its signals and its audit timeline", body = Object),
+        (status = 404, description = "No such request", body = super::openapi::ErrorBody),
+    ),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn get_request(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -203,6 +227,15 @@ pub async fn get_request(
 }
 
 /// `GET /api/v1/signals?status=&namespace=&request_id=&limit=&offset=`
+#[utoipa::path(get, path = "/api/v1/signals", tag = "signals",
+    params(
+        ("status" = Option<String>, Query, description = "`firing` or `resolved`"),
+        ("namespace" = Option<String>, Query),
+        ("request_id" = Option<String>, Query),
+        ("limit" = Option<i64>, Query), ("offset" = Option<i64>, Query),
+    ),
+    responses((status = 200, description = "Signals as received, newest first", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn list_signals(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -241,6 +274,10 @@ pub async fn list_signals(
 /// `GET /api/v1/history?kind=&name=&namespace=`: the remediation history of one target — the
 /// entries of the last 90 days, oldest first, and the tiered context the next investigation of
 /// the target will read (against the spec hash of its latest remediation).
+#[utoipa::path(get, path = "/api/v1/history", tag = "requests",
+    params(("kind" = String, Query), ("name" = String, Query), ("namespace" = Option<String>, Query)),
+    responses((status = 200, description = "The target's remediations of the last 90 days and the tiered context the next investigation reads", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn target_history(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -278,6 +315,10 @@ pub async fn target_history(
 }
 
 /// `GET /api/v1/summary?period=1d|7d|30d|all`: the summary page's figures.
+#[utoipa::path(get, path = "/api/v1/summary", tag = "summary",
+    params(("period" = Option<String>, Query, description = "`1d`, `7d` (default), `30d` or `all`")),
+    responses((status = 200, description = "Requests by phase, auto-approved share, median time to remediation, effectiveness bins, tokens per day, guardrail blocks", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn summary(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -294,6 +335,10 @@ pub async fn summary(
 }
 
 /// `GET /api/v1/catalog`: action types, workflows with their parameters, and playbooks.
+#[utoipa::path(get, path = "/api/v1/catalog", tag = "configuration",
+    responses((status = 200, description = "Action types, workflows with their parameter schemas, playbooks", body = Object),
+              (status = 503, description = "The catalog did not load", body = super::openapi::ErrorBody)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn catalog(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -317,6 +362,9 @@ pub async fn catalog(
 }
 
 /// `GET /api/v1/policy`: the approval policy as loaded, with its revision.
+#[utoipa::path(get, path = "/api/v1/policy", tag = "configuration",
+    responses((status = 200, description = "The loaded approval policy: revision (sha256), directory, state, sources", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn policy(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -330,6 +378,11 @@ pub async fn policy(
 
 /// `GET /api/v1/audit/verify[?request_id=]`: the audit chain checked, all of it (admin: it
 /// reads every event) or one request's (any role).
+#[utoipa::path(get, path = "/api/v1/audit/verify", tag = "audit",
+    params(("request_id" = Option<String>, Query, description = "Check one request's events (any role); without it the whole chain (admin)")),
+    responses((status = 200, description = "Whether the hash chain holds, and the first broken link", body = super::openapi::ChainCheck),
+              (status = 403, description = "The whole chain needs an admin", body = super::openapi::ErrorBody)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn verify_audit(
     State(state): State<Arc<AppState>>,
     caller: Caller,

@@ -375,6 +375,11 @@ fn refusal_error(r: Refusal) -> ApiError {
 }
 
 /// `GET /api/v1/approvals?status=pending&limit=&offset=`
+#[utoipa::path(get, path = "/api/v1/approvals", tag = "approvals",
+    params(("status" = Option<String>, Query, description = "pending, approved, rejected or expired"),
+           ("limit" = Option<i64>, Query), ("offset" = Option<i64>, Query)),
+    responses((status = 200, description = "Approvals, newest first", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -406,6 +411,11 @@ fn approval_json(a: &ApprovalRequest) -> Value {
 }
 
 /// `GET /api/v1/approvals/{id}`: the approval with its notifications.
+#[utoipa::path(get, path = "/api/v1/approvals/{id}", tag = "approvals",
+    params(("id" = String, Path)),
+    responses((status = 200, description = "The approval with its notifications", body = Object),
+              (status = 404, description = "Not found", body = super::openapi::ErrorBody)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn get(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -433,6 +443,14 @@ pub struct DecisionBody {
 }
 
 /// `POST /api/v1/approvals/{id}/decision`
+#[utoipa::path(post, path = "/api/v1/approvals/{id}/decision", tag = "approvals",
+    params(("id" = String, Path),
+           ("x-csrf-token" = Option<String>, Header, description = "Required with a browser session")),
+    request_body(content = super::openapi::DecisionRequest, content_type = "application/json"),
+    responses((status = 200, description = "Decided; the first decision wins", body = Object),
+              (status = 403, description = "Not an approver, or a session without its CSRF token", body = super::openapi::ErrorBody),
+              (status = 409, description = "Already decided or expired", body = super::openapi::ErrorBody)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn decide(
     State(state): State<Arc<AppState>>,
     caller: Caller,

@@ -183,6 +183,12 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
 }
 
 /// `GET /api/v1/requests/{id}/events[?after=<audit id>]`, resumable with `Last-Event-ID`.
+#[utoipa::path(get, path = "/api/v1/requests/{id}/events", tag = "requests",
+    params(("id" = String, Path),
+           ("after" = Option<i64>, Query, description = "Start after this audit event id"),
+           ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event (`<audit id>.<n>`)")),
+    responses((status = 200, description = "text/event-stream of typed events (docs/events.md); ends with `end` once the request is finished", content_type = "text/event-stream", body = String)),
+    security(("bearer" = []), ("session" = [])))]
 pub async fn stream(
     State(state): State<Arc<AppState>>,
     caller: Caller,

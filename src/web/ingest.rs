@@ -143,6 +143,12 @@ async fn commit(
 }
 
 /// `POST /api/v1/alerts/alertmanager`
+#[utoipa::path(post, path = "/api/v1/alerts/alertmanager", tag = "ingest",
+    request_body(content = Object, description = "An Alertmanager webhook body (version 4)", content_type = "application/json"),
+    responses((status = 200, description = "What happened to each alert (opened, occurrence, redelivery, resolved)", body = Object),
+              (status = 400, description = "The body names what is wrong", body = super::openapi::ErrorBody),
+              (status = 401, description = "No valid credentials", body = super::openapi::ErrorBody)),
+    security(("webhook" = [])))]
 pub async fn alertmanager(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
@@ -159,6 +165,10 @@ pub async fn alertmanager(
 }
 
 /// `POST /api/v1/signals`: one native signal. Accepts the webhook credentials or an admin key.
+#[utoipa::path(post, path = "/api/v1/signals", tag = "ingest",
+    request_body(content = Object, description = "A native (e.g. proactive) signal", content_type = "application/json"),
+    responses((status = 200, description = "Accepted", body = Object), (status = 400, description = "The body names what is wrong", body = super::openapi::ErrorBody)),
+    security(("webhook" = []), ("bearer" = [])))]
 pub async fn native(
     State(state): State<Arc<AppState>>,
     caller: super::Caller,

@@ -13,6 +13,7 @@ pub mod auth;
 mod events;
 pub mod health;
 mod ingest;
+pub mod openapi;
 mod pages;
 mod server;
 
@@ -165,6 +166,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/catalog", get(api::catalog))
         .route("/api/v1/policy", get(api::policy))
         .route("/api/v1/audit/verify", get(api::verify_audit))
+        .route("/api/v1/openapi.json", get(openapi::document))
         .route("/", get(pages::home))
         .route("/login", get(pages::login_page).post(pages::login))
         .route("/logout", post(pages::logout))
