@@ -210,6 +210,19 @@ async fn a_multi_turn_investigation_with_parallel_tool_calls_reaches_the_gate() 
     assert_eq!(a.tool_calls.len(), 4);
     assert_eq!(a.llm_calls.len(), 3);
     assert!(a.usage.prompt_tokens > 0 && sel.usage.prompt_tokens > 0);
+    // The trail keeps each call's time and the beginning of each output, for the dashboard.
+    assert!(
+        a.llm_calls.iter().all(|c| c.duration_ms.is_some()),
+        "{:?}",
+        a.llm_calls
+    );
+    assert!(a.tool_calls.iter().all(|c| c.duration_ms.is_some()));
+    let pods = a.tool_calls.iter().find_map(|c| {
+        c.excerpt
+            .as_deref()
+            .filter(|x| x.contains("CrashLoopBackOff"))
+    });
+    assert!(pods.is_some(), "{:?}", a.tool_calls);
 
     let reqs = server.requests();
     assert_eq!(reqs.len(), 6);

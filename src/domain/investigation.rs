@@ -70,8 +70,8 @@ pub struct RcaResult {
     pub human_review_reason: Option<String>,
 }
 
-/// One tool call of an investigation, for the audit trail (arguments and a size, not the
-/// whole output).
+/// One tool call of an investigation, for the audit trail: arguments, size, time, and the
+/// beginning of the output (redacted), not all of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
     pub tool: String,
@@ -80,6 +80,24 @@ pub struct ToolCallRecord {
     pub output_chars: usize,
     #[serde(default)]
     pub truncated: bool,
+    /// The output's first [`TOOL_EXCERPT_CHARS`] characters, secrets redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+/// How much of a tool's output the audit trail keeps.
+pub const TOOL_EXCERPT_CHARS: usize = 1_000;
+
+/// The first [`TOOL_EXCERPT_CHARS`] characters of `text`, marked when cut.
+pub fn excerpt(text: &str) -> String {
+    if text.chars().count() <= TOOL_EXCERPT_CHARS {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(TOOL_EXCERPT_CHARS).collect();
+    out.push_str("…");
+    out
 }
 
 /// Where an investigation plan comes from.
@@ -244,6 +262,9 @@ pub struct LlmCallRecord {
     pub completion_tokens: u64,
     pub finish_reason: FinishReason,
     pub tool_calls: usize,
+    /// How long the model took to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

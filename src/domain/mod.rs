@@ -41,8 +41,8 @@ pub use history::{HashMatch, HistoryContext, HistoryEntry, HistoryRecord, Histor
 pub use investigation::{
     AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, InvestigationPlan,
     LlmCallRecord, OutcomeKind, PlanSource, PlanStep, Proposal, RcaResult, RootCauseAnalysis,
-    RoutedOutcome, SelectedWorkflow, Selection, TargetRef, ToolCallRecord, Usage,
-    ValidationAttempt,
+    RoutedOutcome, SelectedWorkflow, Selection, TOOL_EXCERPT_CHARS, TargetRef, ToolCallRecord,
+    Usage, ValidationAttempt, excerpt,
 };
 pub use labels::{DetectedLabels, QuotaUsage};
 pub use phase::{Phase, stage_name};

@@ -124,7 +124,9 @@ impl Session<'_> {
                 tool_choice: choice.clone(),
                 max_tokens,
             };
+            let started = std::time::Instant::now();
             let response = self.inv.llm.chat(&request).await?;
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).ok();
             self.usage.add(response.usage);
             self.inv.budget.spend(response.usage, now);
             if let Some(m) = &self.inv.metrics {
@@ -137,6 +139,7 @@ impl Session<'_> {
                 completion_tokens: response.usage.completion_tokens,
                 finish_reason: response.finish_reason,
                 tool_calls: response.tool_calls.len(),
+                duration_ms,
             });
             if response.finish_reason == FinishReason::Length && !retried {
                 // Cut off: once more with twice the room (the first answer is discarded).
@@ -257,9 +260,11 @@ impl LlmInvestigator {
         let timeout = self.settings.tool_timeout;
         let futures = plans.iter().map(|plan| async move {
             match plan {
-                Plan::Refuse(call, text) => (call.id.clone(), call.name.clone(), Value::Null, text.clone(), false, false, None),
+                Plan::Refuse(call, text) => (call.id.clone(), call.name.clone(), Value::Null, text.clone(), false, false, None, None),
                 Plan::Run(call, args) => {
+                    let started = std::time::Instant::now();
                     let result = tokio::time::timeout(timeout, tools.call(&call.name, args)).await;
+                    let ms = u64::try_from(started.elapsed().as_millis()).ok();
                     match result {
                         Ok(r) => {
                             let unreachable = r.data.pointer("/error/kind").and_then(Value::as_str) == Some("unreachable");
@@ -267,7 +272,7 @@ impl LlmInvestigator {
                             if r.ok && call.name.ends_with("_resource_context") {
                                 text.push_str(&self.history_text(&r.data, now).await);
                             }
-                            (call.id.clone(), call.name.clone(), args.clone(), text, r.ok, r.truncated, unreachable.then(|| r.text.clone()))
+                            (call.id.clone(), call.name.clone(), args.clone(), text, r.ok, r.truncated, unreachable.then(|| r.text.clone()), ms)
                         }
                         Err(_) => (
                             call.id.clone(),
@@ -277,6 +282,7 @@ impl LlmInvestigator {
                             false,
                             false,
                             None,
+                            ms,
                         ),
                     }
                 }
@@ -284,7 +290,7 @@ impl LlmInvestigator {
         });
         let results = futures::future::join_all(futures).await;
         let mut out = Vec::new();
-        for (id, name, args, text, ok, truncated, unreachable) in results {
+        for (id, name, args, text, ok, truncated, unreachable, duration_ms) in results {
             if let Some(message) = unreachable {
                 return Err(InvestigateError::Unavailable {
                     dependency: "cluster".into(),
@@ -297,6 +303,8 @@ impl LlmInvestigator {
                 ok,
                 output_chars: text.len(),
                 truncated,
+                excerpt: Some(crate::redact::sanitize_text(&crate::domain::excerpt(&text))),
+                duration_ms,
             });
             out.push((id, text));
         }

@@ -136,6 +136,8 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
                         "ok": call.get("ok"),
                         "output_chars": call.get("output_chars"),
                         "truncated": call.get("truncated"),
+                        "duration_ms": call.get("duration_ms"),
+                        "output": call.get("excerpt").and_then(Value::as_str).map(|x| clip(&sanitize_text(x))),
                     }),
                 ));
             }

@@ -433,7 +433,9 @@ struct Calls<'a> {
 
 impl Calls<'_> {
     async fn call(&mut self, name: &str, args: Value) -> Result<ToolResult, InvestigateError> {
+        let started = std::time::Instant::now();
         let r = self.tools.call(name, &args).await;
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).ok();
         if r.data.pointer("/error/kind").and_then(Value::as_str) == Some("unreachable") {
             return Err(InvestigateError::Unavailable {
                 dependency: "cluster".into(),
@@ -446,6 +448,10 @@ impl Calls<'_> {
             ok: r.ok,
             output_chars: r.text.len(),
             truncated: r.truncated,
+            excerpt: Some(crate::redact::sanitize_text(&crate::domain::excerpt(
+                &r.text,
+            ))),
+            duration_ms,
         });
         Ok(r)
     }

@@ -112,6 +112,8 @@ impl Investigator for OfflineInvestigator {
                 ok: true,
                 output_chars: 0,
                 truncated: false,
+                excerpt: None,
+                duration_ms: None,
             },
             ToolCallRecord {
                 tool: "kubectl_events".into(),
@@ -119,6 +121,8 @@ impl Investigator for OfflineInvestigator {
                 ok: true,
                 output_chars: 0,
                 truncated: false,
+                excerpt: None,
+                duration_ms: None,
             },
         ];
         let evidence = evidence::gather(

@@ -105,6 +105,10 @@ pub async fn requests(
     respond(StatusCode::OK, layout("Requests", Some(&who), body))
 }
 
+fn millis(ms: Option<u64>) -> String {
+    ms.map_or_else(|| "—".to_owned(), |ms| format!("{ms} ms"))
+}
+
 /// The verified root owner when the investigation found it, else the alert's target.
 fn owner_text(r: &RemediationRequest) -> String {
     match r
@@ -271,8 +275,8 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
                     @if !turns.is_empty() {
                         h3 { "Model turns" }
                         table.list #llm-turns {
-                            thead { tr { th { "Invocation" } th { "Model" } th.num { "Prompt" } th.num { "Completion" } th { "Finish" } th.num { "Tool calls" } } }
-                            tbody { @for t in &turns { tr { td { (t.invocation) } td { (t.model) } td.num { (t.prompt_tokens) } td.num { (t.completion_tokens) } td { (format!("{:?}", t.finish_reason)) } td.num { (t.tool_calls) } } } }
+                            thead { tr { th { "Invocation" } th { "Model" } th.num { "Prompt" } th.num { "Completion" } th.num { "Time" } th { "Finish" } th.num { "Tool calls" } } }
+                            tbody { @for t in &turns { tr { td { (t.invocation) } td { (t.model) } td.num { (t.prompt_tokens) } td.num { (t.completion_tokens) } td.num { (millis(t.duration_ms)) } td { (format!("{:?}", t.finish_reason)) } td.num { (t.tool_calls) } } } }
                         }
                     }
                     @if !a.tool_calls.is_empty() {
@@ -281,7 +285,8 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
                             thead { tr { th { "#" } th { "Tool" } th { "Arguments" } th { "Result" } } }
                             tbody { @for (i, c) in a.tool_calls.iter().enumerate() {
                                 tr { td { (i + 1) } td { code { (c.tool) } } td { code.args { (crate::redact::sanitize_value(&c.arguments).to_string()) } }
-                                     td { @if c.ok { "ok" } @else { "error" } " · " (c.output_chars) " chars" @if c.truncated { " (truncated)" } } }
+                                     td { @if c.ok { "ok" } @else { "error" } " · " (c.output_chars) " chars" @if c.truncated { " (truncated)" } " · " (millis(c.duration_ms))
+                                          @if let Some(x) = &c.excerpt { details.output { summary { "output" } pre { (said(x)) } } } } }
                             } }
                         }
                     }
