@@ -96,7 +96,7 @@ pub fn excerpt(text: &str) -> String {
         return text.to_owned();
     }
     let mut out: String = text.chars().take(TOOL_EXCERPT_CHARS).collect();
-    out.push_str("…");
+    out.push('…');
     out
 }
 
