@@ -246,6 +246,7 @@ pub async fn start_on(
         dependencies: components.dependencies,
         approvals: components.approvals.clone(),
         slack_signing_secret: settings.approvals.slack_signing_secret.clone(),
+        shutdown: shutdown.clone(),
     });
     if let Some(approvals) = components.approvals {
         let dispatcher = Arc::new(Dispatcher::new(approvals));

@@ -551,3 +551,32 @@ async fn the_openapi_document_describes_every_api_route_and_only_real_ones() {
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
     d.stop().await;
 }
+
+/// A stream open on a running request does not keep the daemon from stopping.
+#[tokio::test]
+async fn an_open_event_stream_ends_when_the_daemon_stops() {
+    let d = TestDaemon::start_with(|_| {}, common::stalled(), None).await;
+    let id = open_request(&d).await;
+    let mut r = no_redirects()
+        .get(d.url(&format!("/api/v1/requests/{id}/events")))
+        .bearer_auth(API_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    let first = r.chunk().await.unwrap().unwrap();
+    assert!(
+        String::from_utf8_lossy(&first).contains("event: signal"),
+        "{first:?}"
+    );
+    let stopped = tokio::time::timeout(std::time::Duration::from_secs(10), d.stop()).await;
+    assert!(
+        stopped.is_ok(),
+        "the daemon did not stop with a stream open"
+    );
+    // The stream ended (no `end`: the request is not finished; the client resumes elsewhere).
+    let mut rest = String::new();
+    while let Ok(Some(chunk)) = r.chunk().await {
+        rest.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(!rest.contains("event: end"), "{rest}");
+}

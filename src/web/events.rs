@@ -255,7 +255,14 @@ impl Feed {
                 return None;
             }
             if !self.first {
-                tokio::time::sleep(POLL).await;
+                tokio::select! {
+                    () = tokio::time::sleep(POLL) => {}
+                    // The daemon stops: end the stream so the server can drain.
+                    () = self.state.shutdown.cancelled() => {
+                        self.done = true;
+                        return None;
+                    }
+                }
             }
             self.first = false;
             // Whether the request was terminal before this read: then the read has it all.

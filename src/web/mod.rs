@@ -98,6 +98,9 @@ pub struct AppState {
     pub approvals: Option<Arc<Approvals>>,
     /// Slack's signing secret, for `POST /api/v1/slack/interactions`.
     pub slack_signing_secret: Option<Secret>,
+    /// Fires when the daemon stops: open event streams end, so the server can drain (their
+    /// clients reconnect, to another replica or after the restart, where they left off).
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// The client's address, when the server knows it (always, behind [`serve`]).
