@@ -1,7 +1,8 @@
 //! The architecture as a test (docs/adr/0007-one-way-layers.md): every import between the
 //! crate's top-level modules points down the layers of `src/lib.rs`, stages never import each
-//! other, only the commands read `config`, only `web` knows axum and hyper, and the investigator
-//! cannot name anything that writes to the cluster.
+//! other, only the commands read `config`, only `web` knows axum and hyper (and the page and
+//! API-description crates, maud and utoipa), and the investigator cannot name anything that
+//! writes to the cluster.
 //!
 //! It reads every `.rs` file under `src/` as text (like ArchUnit), finds each reference to a
 //! top-level module (`crate::x`, `$crate::x`, `crate::{x, y}`, and `super::` paths that climb
@@ -223,6 +224,7 @@ fn layer_of(module: &str) -> Option<(usize, &'static str)> {
 /// Every broken rule, as `file:line: from → to: why`.
 fn violations(tree: &[Source]) -> Vec<String> {
     let http_server = Regex::new(r"\b(axum|hyper|hyper_util)\b").unwrap();
+    let web_only = Regex::new(r"\b(maud|utoipa)::").unwrap();
     let mut bad = Vec::new();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for src in tree {
@@ -288,6 +290,13 @@ fn violations(tree: &[Source]) -> Vec<String> {
             if module != "web" && http_server.is_match(line) {
                 bad.push(format!(
                     "{}:{}: axum and hyper appear only under src/web/",
+                    src.path,
+                    n + 1
+                ));
+            }
+            if module != "web" && web_only.is_match(line) {
+                bad.push(format!(
+                    "{}:{}: maud and utoipa (pages, the API's description) appear only under src/web/",
                     src.path,
                     n + 1
                 ));
@@ -450,6 +459,13 @@ fn the_checker_names_file_and_line_of_each_broken_rule() {
     one_violation(
         &[("src/daemon.rs", "use hyper_util::rt::TokioIo;\n")],
         "src/daemon.rs:1: axum and hyper appear only under src/web/",
+    );
+    one_violation(
+        &[(
+            "src/domain/mod.rs",
+            "#[derive(utoipa::ToSchema)]\nstruct S;\n",
+        )],
+        "src/domain/mod.rs:1: maud and utoipa (pages, the API's description) appear only under src/web/",
     );
     one_violation(
         &[(
