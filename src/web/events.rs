@@ -90,13 +90,33 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
         }
         Typed { kind, data }
     };
+    // A part of an audit event gets its own line instead of the whole event's message.
+    let said = |kind: &'static str, line: String, extra: Value| {
+        let mut t = base(kind, extra);
+        t.data["message"] = json!(clip(&sanitize_text(&line)));
+        t
+    };
     let usage = |out: &mut Vec<Typed>, invocation: &str| {
-        if let Some(u) = p.get("llm_usage").filter(|u| !u.is_null()) {
-            out.push(base(
-                "llm_usage",
-                json!({"invocation": invocation, "usage": u, "calls": p.get("llm_calls")}),
-            ));
+        let Some(u) = p.get("llm_usage").filter(|u| !u.is_null()) else {
+            return;
+        };
+        let tokens = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let calls = p
+            .get("llm_calls")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        if calls == 0 && tokens("prompt_tokens") + tokens("completion_tokens") == 0 {
+            return; // the offline investigator: no model, nothing to report
         }
+        out.push(said(
+            "llm_usage",
+            format!(
+                "{invocation}: {} prompt + {} completion tokens in {calls} model call(s)",
+                tokens("prompt_tokens"),
+                tokens("completion_tokens")
+            ),
+            json!({"invocation": invocation, "usage": u, "calls": p.get("llm_calls")}),
+        ));
     };
     match e.kind.as_str() {
         "transition" => vec![base(
@@ -113,7 +133,18 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
         "rca" => {
             let mut out = Vec::new();
             if let Some(plan) = p.get("plan").filter(|v| !v.is_null()) {
-                out.push(base("plan", json!({"plan": plan})));
+                let steps: Vec<&str> = plan
+                    .get("steps")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| s.get("step").and_then(Value::as_str))
+                    .collect();
+                out.push(said(
+                    "plan",
+                    format!("plan: {}", steps.join("; ")),
+                    json!({"plan": plan}),
+                ));
             }
             for (i, call) in p
                 .get("tool_calls")
@@ -124,12 +155,25 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             {
                 let tool = call.get("tool").cloned().unwrap_or(Value::Null);
                 let args = sanitize_value(call.get("arguments").unwrap_or(&Value::Null));
-                out.push(base(
+                let name = tool.as_str().unwrap_or("?").to_owned();
+                out.push(said(
                     "tool_call",
+                    format!("{name} {args}"),
                     json!({"call": i + 1, "tool": tool, "arguments": clip(&args.to_string())}),
                 ));
-                out.push(base(
+                let ok = call.get("ok").and_then(Value::as_bool).unwrap_or(false);
+                let chars = call
+                    .get("output_chars")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                let ms = call
+                    .get("duration_ms")
+                    .and_then(Value::as_u64)
+                    .map(|ms| format!(" in {ms} ms"))
+                    .unwrap_or_default();
+                out.push(said(
                     "tool_result",
+                    format!("{name}: {} · {chars} characters{ms}", if ok { "ok" } else { "error" }),
                     json!({
                         "call": i + 1,
                         "tool": tool,
