@@ -16,7 +16,7 @@
 //!                      the outside world behind traits, the Rego engine, the
 //!                      Alertmanager / Prometheus APIs verification reads, and the
 //!                      e-mail and Slack notifiers
-//! telemetry, readiness, secret, redact, clock
+//! telemetry, readiness, secret, redact, clock, canonical
 //!                      leaves every layer may use
 //! domain               the values that flow between stages; imports nothing of the crate
 //! ```
@@ -56,6 +56,7 @@ pub mod policy;
 pub mod store;
 
 // Leaves.
+pub mod canonical;
 pub mod clock;
 pub mod readiness;
 pub mod redact;

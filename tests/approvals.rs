@@ -354,7 +354,7 @@ async fn denied_ends_rejected_and_undecided_ends_expired() {
     assert_eq!(done["phase"], "Rejected", "{done:#}");
     assert_eq!(
         done["reason"],
-        "rejected by api:admin via api: not during the sale"
+        "rejected by key:api-token via api: not during the sale"
     );
     assert!(done["state"]["execution"].is_null());
     let again = d

@@ -160,26 +160,12 @@ async fn serve(app: Router) -> SocketAddr {
 
 use common::incident::{awaiting, kubelet, production_incident, resolve_and_finish};
 use common::kube::Kube;
-use kubemedic::domain::{ApiKey, Role};
+use kubemedic::domain::Role;
 use std::time::Duration;
 
 /// A stored key of `role`, as `kubemedic apikey create` makes one.
 async fn key(d: &TestDaemon, role: Role, name: &str) -> String {
-    let key = kubemedic::web::auth::new_key();
-    let record = ApiKey {
-        id: uuid::Uuid::new_v4(),
-        name: name.into(),
-        role,
-        prefix: kubemedic::web::auth::key_prefix(&key),
-        created_at: chrono::Utc::now(),
-        created_by: "test".into(),
-        revoked_at: None,
-    };
-    d.store
-        .create_api_key(&record, &kubemedic::web::auth::digest(&key))
-        .await
-        .unwrap();
-    key
+    common::create_key(d.store.as_ref(), role, name).await
 }
 
 async fn sign_in(b: &Browser, d: &TestDaemon, key: &str) {

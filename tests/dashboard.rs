@@ -6,27 +6,13 @@
 mod common;
 
 use common::{API_TOKEN, TestDaemon, alert_body};
-use kubemedic::domain::{ApiKey, Role};
+use kubemedic::domain::Role;
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::Value;
 
 async fn key(d: &TestDaemon, role: Role, name: &str) -> String {
-    let key = kubemedic::web::auth::new_key();
-    let record = ApiKey {
-        id: uuid::Uuid::new_v4(),
-        name: name.into(),
-        role,
-        prefix: kubemedic::web::auth::key_prefix(&key),
-        created_at: chrono::Utc::now(),
-        created_by: "test".into(),
-        revoked_at: None,
-    };
-    d.store
-        .create_api_key(&record, &kubemedic::web::auth::digest(&key))
-        .await
-        .unwrap();
-    key
+    common::create_key(d.store.as_ref(), role, name).await
 }
 
 fn form(fields: &[(&str, &str)]) -> String {

@@ -22,7 +22,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("domain", &["domain"]),
     (
         "leaves",
-        &["clock", "readiness", "redact", "secret", "telemetry"],
+        &[
+            "canonical",
+            "clock",
+            "readiness",
+            "redact",
+            "secret",
+            "telemetry",
+        ],
     ),
     (
         "foundations",

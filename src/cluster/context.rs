@@ -72,43 +72,11 @@ pub fn drift_hash(spec: &Value) -> String {
 
 fn hash_canonical(spec: &Value) -> String {
     let mut canonical = String::new();
-    write_canonical(spec, &mut canonical);
+    crate::canonical::write(spec, &mut canonical);
     format!(
         "sha256:{}",
         hex::encode(Sha256::digest(canonical.as_bytes()))
     )
-}
-
-pub fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                if let Some(val) = map.get(k) {
-                    write_canonical(val, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 type ListResult = Result<Arc<Vec<Value>>, ClusterError>;
@@ -533,7 +501,7 @@ mod tests {
         let c = json!({"replicas": 3, "template": {"spec": {"containers": [{"name": "a", "image": "x:1"}]}}});
         assert_ne!(spec_hash(&a), spec_hash(&c));
         let mut canonical = String::new();
-        write_canonical(&b, &mut canonical);
+        crate::canonical::write(&b, &mut canonical);
         assert_eq!(
             canonical,
             r#"{"replicas":2,"template":{"spec":{"containers":[{"image":"x:1","name":"a"}]}}}"#

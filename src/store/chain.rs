@@ -119,9 +119,7 @@ impl AuditKey {
         field(row.kind.as_bytes());
         field(row.actor.as_bytes());
         field(row.message.as_bytes());
-        let mut payload = String::new();
-        canonical(row.payload, &mut payload);
-        field(payload.as_bytes());
+        field(crate::canonical::to_string(row.payload).as_bytes());
         hex::encode(mac.finalize().into_bytes())
     }
 }
@@ -168,40 +166,6 @@ pub struct ChainRow<'a> {
     pub actor: &'a str,
     pub message: &'a str,
     pub payload: &'a Value,
-}
-
-/// `v` as JSON with object keys sorted and `-0.0` written as `0.0` (what Postgres gives back).
-fn canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                if let Some(value) = map.get(k) {
-                    canonical(value, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        Value::Number(n) if n.as_f64() == Some(0.0) && n.is_f64() => out.push_str("0.0"),
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 /// Where the chain of one request, or of the whole trail, stands.

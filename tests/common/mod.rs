@@ -294,3 +294,22 @@ pub fn stalled() -> Components {
         ..Default::default()
     }
 }
+
+/// A stored API key of `role`, as `kubemedic apikey create` makes one; returns the key.
+pub async fn create_key(store: &dyn Store, role: kubemedic::domain::Role, name: &str) -> String {
+    let key = kubemedic::web::auth::new_key();
+    let record = kubemedic::domain::ApiKey {
+        id: uuid::Uuid::new_v4(),
+        name: name.into(),
+        role,
+        prefix: kubemedic::web::auth::key_prefix(&key),
+        created_at: chrono::Utc::now(),
+        created_by: "test".into(),
+        revoked_at: None,
+    };
+    store
+        .create_api_key(&record, &kubemedic::web::auth::digest(&key))
+        .await
+        .expect("store the key");
+    key
+}
