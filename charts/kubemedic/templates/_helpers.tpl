@@ -1,15 +1,59 @@
 {{- define "kubemedic.fullname" -}}
-{{- printf "%s" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | default .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "kubemedic.selectorLabels" -}}
+app.kubernetes.io/name: kubemedic
+app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "kubemedic.labels" -}}
-app.kubernetes.io/name: kubemedic
-app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "kubemedic.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end -}}
 
 {{- define "kubemedic.secretName" -}}
-{{- if .Values.existingSecret -}}{{ .Values.existingSecret }}{{- else -}}{{ include "kubemedic.fullname" . }}{{- end -}}
+{{- .Values.secrets.existingSecret | default (include "kubemedic.fullname" .) -}}
+{{- end -}}
+
+{{/* Rendering-time checks: settings that cannot work are refused before anything is applied. */}}
+{{- define "kubemedic.validate" -}}
+{{- if and (eq .Values.database.type "sqlite") (gt (int .Values.replicaCount) 1) -}}
+{{- fail (printf "replicaCount is %d but database.type is sqlite: an SQLite file has one writer, so kubemedic runs one replica on SQLite. Set replicaCount: 1, or database.type: postgres (with database-url in the Secret) for more replicas." (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- if not .Values.secrets.existingSecret -}}
+{{- $v := .Values.secrets.values -}}
+{{- if not $v.webhookToken -}}
+{{- fail "secrets.values.webhookToken (or secrets.existingSecret with key webhook-token) is required: Alertmanager authenticates with it" -}}
+{{- end -}}
+{{- if and (eq .Values.database.type "postgres") (not $v.databaseUrl) -}}
+{{- fail "database.type is postgres: set secrets.values.databaseUrl (or secrets.existingSecret with key database-url)" -}}
+{{- end -}}
+{{- if and (eq .Values.database.type "postgres") (not $v.auditKey) -}}
+{{- fail "database.type is postgres: set secrets.values.auditKey (64+ hex digits; every replica must sign the audit chain with the same key), or secrets.existingSecret with key audit-key" -}}
+{{- end -}}
+{{- if and (ne .Values.llm.provider "offline") (not $v.llmApiKey) -}}
+{{- fail (printf "llm.provider is %s: set secrets.values.llmApiKey (or secrets.existingSecret with key llm-api-key)" .Values.llm.provider) -}}
+{{- end -}}
+{{- if and .Values.smtp.username (not $v.smtpPassword) -}}
+{{- fail "smtp.username is set: set secrets.values.smtpPassword (or secrets.existingSecret with key smtp-password)" -}}
+{{- end -}}
+{{- end -}}
+{{- if and (or .Values.config.approvers .Values.config.slackApprovers) (not .Values.config.publicUrl) -}}
+{{- fail "approvers are configured: set config.publicUrl, the base of the approval links" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* An env entry from the Secret. */}}
+{{- define "kubemedic.secretEnv" -}}
+- name: {{ .name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secret }}
+      key: {{ .key }}
+      {{- if .optional }}
+      optional: true
+      {{- end }}
 {{- end -}}
