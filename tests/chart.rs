@@ -1,0 +1,644 @@
+//! The Helm chart (charts/kubemedic) on the real API server tier: every manifest, rendered by
+//! the real helm (scripts/render-chart) for the test server's Kubernetes (1.20), is accepted by
+//! a server-side dry run, with the default values and with ci/full-values.yaml; a ServiceAccount
+//! bound to exactly the chart's reader + writer ClusterRoles runs every built-in action against
+//! real objects; without `patch` on deployments the action that needs it gets 403; the writer
+//! role grants exactly the verbs the actions call ([`CALLS`]); SQLite with two replicas does not
+//! render.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::Command;
+
+use chrono::Utc;
+use common::kube::Kube;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use kubemedic::cluster::{ClusterError, ErrorKind};
+use kubemedic::domain::Target;
+use serde_json::{Value, json};
+
+/// What each built-in action (src/execute/builtin.rs → src/cluster/writes.rs) writes, as
+/// (action, API group, resource, verb) — read from the code: a merge/strategic patch is
+/// `patch`, a replace (PUT) is `update`, an eviction is `create` on `pods/eviction`. Reads go
+/// through the reader role. The chart's writer ClusterRole must grant exactly these.
+const CALLS: &[(&str, &str, &str, &str)] = &[
+    ("rollout_undo", "apps", "deployments", "update"),
+    ("rollout_restart", "apps", "deployments", "patch"),
+    ("rollout_restart", "apps", "statefulsets", "patch"),
+    ("rollout_restart", "apps", "daemonsets", "patch"),
+    ("scale", "apps", "deployments", "patch"),
+    ("scale", "apps", "statefulsets", "patch"),
+    ("set_resources", "apps", "deployments", "patch"),
+    ("set_resources", "apps", "statefulsets", "patch"),
+    ("set_resources", "apps", "daemonsets", "patch"),
+    ("rollback_statefulset", "apps", "statefulsets", "patch"),
+    (
+        "patch_hpa_max",
+        "autoscaling",
+        "horizontalpodautoscalers",
+        "patch",
+    ),
+    ("relax_pdb", "policy", "poddisruptionbudgets", "patch"),
+    ("delete_pod", "", "pods", "delete"),
+    ("cordon", "", "nodes", "patch"),
+    ("drain", "", "nodes", "patch"),
+    ("drain", "", "pods/eviction", "create"),
+    ("remove_taint", "", "nodes", "patch"),
+    ("expand_pvc", "", "persistentvolumeclaims", "patch"),
+    // Not a step action: a workflow of engine `job` (src/execute/mod.rs).
+    ("job", "batch", "jobs", "create"),
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `scripts/render-chart`: Ok(manifests) or Err(helm's message).
+fn render(kube_version: &str, values: &str, release: &str, ns: &str) -> Result<Vec<Value>, String> {
+    let out = Command::new(root().join("scripts/render-chart"))
+        .args([
+            "--kube-version",
+            kube_version,
+            "--namespace",
+            ns,
+            "--release",
+            release,
+        ])
+        .arg(root().join(values))
+        .output()
+        .expect("run scripts/render-chart");
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("rendered YAML");
+    Ok(docs.into_iter().filter(|d| d.is_object()).collect())
+}
+
+fn kind(o: &Value) -> &str {
+    o["kind"].as_str().unwrap_or("")
+}
+
+fn gvk(o: &Value) -> GroupVersionKind {
+    let api_version = o["apiVersion"].as_str().unwrap();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    GroupVersionKind::gvk(group, version, kind(o))
+}
+
+/// The ClusterRole named `<release>-<suffix>`, as a set of (group, resource, verb).
+fn granted(docs: &[Value], name: &str) -> BTreeSet<(String, String, String)> {
+    let role = docs
+        .iter()
+        .find(|d| kind(d) == "ClusterRole" && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no ClusterRole {name}"));
+    let mut out = BTreeSet::new();
+    for rule in role["rules"].as_array().unwrap() {
+        for g in rule["apiGroups"].as_array().unwrap() {
+            for r in rule["resources"].as_array().unwrap() {
+                for v in rule["verbs"].as_array().unwrap() {
+                    out.insert((
+                        g.as_str().unwrap().to_owned(),
+                        r.as_str().unwrap().to_owned(),
+                        v.as_str().unwrap().to_owned(),
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The Prometheus Operator's two CRDs the full values use, with open schemas (this checks the
+/// objects' envelope and metadata, not the operator's field schema). Created once per cluster.
+async fn monitoring_crds(k: &Kube) {
+    let crds: Api<DynamicObject> = Api::all_with(
+        k.client.clone(),
+        &kube::discovery::ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+        )),
+    );
+    for (kind, plural) in [
+        ("ServiceMonitor", "servicemonitors"),
+        ("PrometheusRule", "prometheusrules"),
+    ] {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.monitoring.coreos.com")},
+            "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
+                "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+        });
+        let obj: DynamicObject = serde_json::from_value(crd).unwrap();
+        match crds.create(&PostParams::default(), &obj).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => panic!("create CRD {kind}: {e}"),
+        }
+        let g = GroupVersionKind::gvk("monitoring.coreos.com", "v1", kind);
+        k.wait(&format!("the {kind} CRD served"), 30, || async {
+            kube::discovery::pinned_kind(&k.client, &g).await.ok()
+        })
+        .await;
+    }
+}
+
+/// Server-side dry run (`dryRun=All`) of every manifest: each must be accepted as it stands.
+async fn dry_run_all(k: &Kube, docs: &[Value]) {
+    for d in docs {
+        let (ar, caps) = kube::discovery::pinned_kind(&k.client, &gvk(d))
+            .await
+            .unwrap_or_else(|e| panic!("the server does not serve {}: {e}", gvk(d).api_version()));
+        let api: Api<DynamicObject> = match caps.scope {
+            kube::discovery::Scope::Namespaced => {
+                Api::namespaced_with(k.client.clone(), &k.ns, &ar)
+            }
+            kube::discovery::Scope::Cluster => Api::all_with(k.client.clone(), &ar),
+        };
+        let obj: DynamicObject = serde_json::from_value(d.clone()).unwrap();
+        let params = PostParams {
+            dry_run: true,
+            field_manager: None,
+        };
+        api.create(&params, &obj).await.unwrap_or_else(|e| {
+            panic!(
+                "the API server refused {} {}: {e}",
+                kind(d),
+                d["metadata"]["name"]
+            )
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_manifest_passes_a_server_side_dry_run_with_default_and_full_values() {
+    let Some(k) = Kube::new("chart").await else {
+        return;
+    };
+    monitoring_crds(&k).await;
+    let release = format!("km-{}", &k.ns[k.ns.len() - 6..]);
+
+    let defaults = render(
+        "1.20",
+        "charts/kubemedic/ci/default-values.yaml",
+        &release,
+        &k.ns,
+    )
+    .unwrap();
+    let kinds: BTreeSet<&str> = defaults.iter().map(kind).collect();
+    for want in [
+        "Deployment",
+        "Service",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Secret",
+        "PersistentVolumeClaim",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+    ] {
+        assert!(
+            kinds.contains(want),
+            "no {want} with the defaults: {kinds:?}"
+        );
+    }
+    assert!(!kinds.contains("ServiceMonitor") && !kinds.contains("PrometheusRule"));
+    dry_run_all(&k, &defaults).await;
+
+    let full = render(
+        "1.20",
+        "charts/kubemedic/ci/full-values.yaml",
+        &release,
+        &k.ns,
+    )
+    .unwrap();
+    let kinds: BTreeSet<&str> = full.iter().map(kind).collect();
+    assert!(
+        kinds.contains("ServiceMonitor") && kinds.contains("PrometheusRule"),
+        "{kinds:?}"
+    );
+    assert!(
+        !kinds.contains("PersistentVolumeClaim"),
+        "Postgres needs no volume claim"
+    );
+    dry_run_all(&k, &full).await;
+
+    // The PodDisruptionBudget's API follows the Kubernetes it is rendered for.
+    let pdb_api = |docs: &[Value]| {
+        docs.iter()
+            .find(|d| kind(d) == "PodDisruptionBudget")
+            .map(|d| d["apiVersion"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_eq!(pdb_api(&full), "policy/v1beta1");
+    let current = render(
+        "1.33",
+        "charts/kubemedic/ci/full-values.yaml",
+        &release,
+        &k.ns,
+    )
+    .unwrap();
+    assert_eq!(pdb_api(&current), "policy/v1");
+    let at_121 = render(
+        "1.21",
+        "charts/kubemedic/ci/default-values.yaml",
+        &release,
+        &k.ns,
+    )
+    .unwrap();
+    assert_eq!(pdb_api(&at_121), "policy/v1");
+
+    // The shipped policy, catalog and playbooks are in the ConfigMaps, with the override.
+    let cm = |suffix: &str| {
+        full.iter()
+            .find(|d| {
+                kind(d) == "ConfigMap" && d["metadata"]["name"] == format!("{release}-{suffix}")
+            })
+            .unwrap()
+            .clone()
+    };
+    assert!(cm("policies")["data"]["approval.rego"].is_string());
+    assert!(cm("policies")["data"]["extra.rego"].is_string());
+    assert!(cm("workflows")["data"]["restart-deployment.yaml"].is_string());
+    assert!(cm("playbooks")["data"]["crashloopbackoff.yaml"].is_string());
+}
+
+#[test]
+fn sqlite_with_two_replicas_does_not_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("two.yaml");
+    std::fs::write(
+        &values,
+        "replicaCount: 2\ndatabase: {type: sqlite}\nsecrets: {values: {webhookToken: t}}\n",
+    )
+    .unwrap();
+    let err = render("1.33", values.to_str().unwrap(), "kubemedic", "kubemedic").unwrap_err();
+    assert!(
+        err.contains("replicaCount is 2 but database.type is sqlite"),
+        "{err}"
+    );
+    assert!(err.contains("database.type: postgres"), "{err}");
+}
+
+#[test]
+fn the_writer_role_grants_exactly_what_the_actions_call() {
+    let docs = render(
+        "1.33",
+        "charts/kubemedic/ci/default-values.yaml",
+        "kubemedic",
+        "kubemedic",
+    )
+    .unwrap();
+    let granted = granted(&docs, "kubemedic-writer");
+    let called: BTreeSet<(String, String, String)> = CALLS
+        .iter()
+        .map(|(_, g, r, v)| ((*g).to_owned(), (*r).to_owned(), (*v).to_owned()))
+        .collect();
+    assert_eq!(granted, called, "writer rules vs the actions' calls");
+    // Every builtin action is accounted for: it writes (listed) or only reads.
+    for action in kubemedic::catalog::BUILTIN_ACTIONS {
+        assert!(
+            CALLS.iter().any(|c| c.0 == *action)
+                || kubemedic::execute::builtin::is_read_only(action),
+            "{action} is missing from CALLS"
+        );
+    }
+    // The reader never reads Secrets.
+    let reader = self::granted(&docs, "kubemedic-reader");
+    assert!(reader.iter().all(|(_, r, _)| r != "secrets"), "{reader:?}");
+    assert!(
+        reader
+            .iter()
+            .all(|(_, _, v)| ["get", "list", "watch"].contains(&v.as_str()))
+    );
+}
+
+fn args(pairs: &[(&str, Value)]) -> kubemedic::execute::builtin::Args {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+async fn act(
+    c: &kubemedic::cluster::KubeCluster,
+    action: &str,
+    a: &[(&str, Value)],
+    target: &Target,
+) -> Result<kubemedic::cluster::writes::WriteOutcome, ClusterError> {
+    kubemedic::execute::builtin::run(c, c, action, &args(a), target, Utc::now(), false).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_builtin_action_runs_with_exactly_the_charts_permissions() {
+    let Some(k) = Kube::new("chart-rbac").await else {
+        return;
+    };
+    let server = std::env::var("KUBEMEDIC_TEST_KUBE_SERVER").expect("KUBEMEDIC_TEST_KUBE_SERVER");
+    let ca = std::env::var("KUBEMEDIC_TEST_KUBE_CA_FILE").expect("KUBEMEDIC_TEST_KUBE_CA_FILE");
+    let release = format!("km-{}", &k.ns[k.ns.len() - 6..]);
+    let docs = render(
+        "1.20",
+        "charts/kubemedic/ci/default-values.yaml",
+        &release,
+        &k.ns,
+    )
+    .unwrap();
+
+    // The chart's ServiceAccount and RBAC, for real; nothing else grants this account anything.
+    for d in docs
+        .iter()
+        .filter(|d| ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"].contains(&kind(d)))
+    {
+        k.apply(d.clone()).await;
+    }
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(k.client.clone(), &k.ns);
+    let token = k
+        .wait("the ServiceAccount's token", 30, || async {
+            let list = secrets.list(&Default::default()).await.ok()?;
+            list.items.into_iter().find_map(|s| {
+                let ours = s.type_.as_deref() == Some("kubernetes.io/service-account-token")
+                    && s.metadata
+                        .annotations
+                        .as_ref()?
+                        .get("kubernetes.io/service-account.name")
+                        == Some(&release);
+                ours.then(|| {
+                    s.data?
+                        .get("token")
+                        .map(|t| String::from_utf8(t.0.clone()).unwrap())
+                })?
+            })
+        })
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("sa.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: '{server}', certificate-authority: '{ca}'}}}}]\n\
+             users: [{{name: sa, user: {{token: '{token}'}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: sa}}}}]\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    let c = k.cluster_as(&kubeconfig, Default::default()).await;
+
+    // Objects to act on, made as admin.
+    let node = format!("{}-node", k.ns);
+    k.node(
+        &node,
+        1,
+        json!([{"key": "example.com/broken", "effect": "NoSchedule"}]),
+    )
+    .await;
+    k.apply(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "shop/web:1"}]}}}
+    }))
+    .await;
+    k.pods("app=web", 2).await;
+    common::scenarios::run_unscheduled(&k, "app=web", &node).await;
+    let web = Target::new("Deployment", "web", Some(k.ns.clone()));
+    let node_target = Target::new("Node", &node, None);
+
+    // rollout_undo needs a revision to go back to: roll out image 2 first (as admin).
+    k.patch("apps/v1", "Deployment", "web",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "shop/web:2"}]}}}})).await;
+    k.wait("revision 2", 30, || async {
+        let d = k.get("apps/v1", "Deployment", "web").await;
+        (d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2").then_some(())
+    })
+    .await;
+    act(&c, "rollout_undo", &[], &web).await.unwrap();
+    let d = k.get("apps/v1", "Deployment", "web").await;
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "shop/web:1"
+    );
+
+    act(&c, "rollout_restart", &[], &web).await.unwrap();
+    act(&c, "scale", &[("replicas", json!(3))], &web)
+        .await
+        .unwrap();
+    act(
+        &c,
+        "set_resources",
+        &[("container", json!("web")), ("memoryLimit", json!("256Mi"))],
+        &web,
+    )
+    .await
+    .unwrap();
+    act(&c, "wait_rollout", &[("timeoutSeconds", json!(1))], &web)
+        .await
+        .unwrap();
+
+    k.apply(
+        json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "minReplicas": 1, "maxReplicas": 3}}),
+    )
+    .await;
+    act(
+        &c,
+        "patch_hpa_max",
+        &[("hpa", json!("web")), ("maxReplicas", json!(6))],
+        &web,
+    )
+    .await
+    .unwrap();
+
+    k.apply(
+        json!({"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}}),
+    )
+    .await;
+    act(
+        &c,
+        "relax_pdb",
+        &[("pdb", json!("web")), ("maxUnavailable", json!(2))],
+        &web,
+    )
+    .await
+    .unwrap();
+
+    // A bound PVC whose class allows expansion (a pre-bound PV; the real PV controller binds).
+    let class = format!("{}-grow", k.ns);
+    k.apply(json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": class}, "provisioner": "example.com/none", "allowVolumeExpansion": true}))
+        .await;
+    k.apply(json!({"apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": format!("{}-pv", k.ns)},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": class,
+            "hostPath": {"path": "/tmp/kubemedic-none"},
+            "claimRef": {"namespace": k.ns, "name": "data"}}}))
+        .await;
+    k.apply(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"storageClassName": class, "accessModes": ["ReadWriteOnce"], "volumeName": format!("{}-pv", k.ns),
+            "resources": {"requests": {"storage": "1Gi"}}}}))
+        .await;
+    k.wait("the PVC bound", 60, || async {
+        let p = k.get("v1", "PersistentVolumeClaim", "data").await;
+        (p["status"]["phase"] == "Bound").then_some(())
+    })
+    .await;
+    act(
+        &c,
+        "expand_pvc",
+        &[("pvc", json!("data")), ("size", json!("2Gi"))],
+        &web,
+    )
+    .await
+    .unwrap();
+    let pvc = k.get("v1", "PersistentVolumeClaim", "data").await;
+    assert_eq!(pvc["spec"]["resources"]["requests"]["storage"], "2Gi");
+
+    // A StatefulSet mid-update goes back.
+    k.apply(
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "db", "image": "shop/db:1"}]}}}}),
+    )
+    .await;
+    k.pods("app=db", 1).await;
+    common::scenarios::run_unscheduled(&k, "app=db", &node).await;
+    k.patch("apps/v1", "StatefulSet", "db",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "db", "image": "shop/db:2"}]}}}})).await;
+    k.wait("the update revision", 30, || async {
+        let s = k.get("apps/v1", "StatefulSet", "db").await;
+        let (u, cur) = (
+            &s["status"]["updateRevision"],
+            &s["status"]["currentRevision"],
+        );
+        (u.is_string() && cur.is_string() && u != cur).then_some(())
+    })
+    .await;
+    let db = Target::new("StatefulSet", "db", Some(k.ns.clone()));
+    act(&c, "rollback_statefulset", &[], &db).await.unwrap();
+    act(&c, "scale", &[("replicas", json!(2))], &db)
+        .await
+        .unwrap();
+    act(&c, "rollout_restart", &[], &db).await.unwrap();
+
+    // A DaemonSet: restart and resources.
+    k.apply(
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+            "template": {"metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "agent", "image": "shop/agent:1"}]}}}}),
+    )
+    .await;
+    let agent = Target::new("DaemonSet", "agent", Some(k.ns.clone()));
+    act(&c, "rollout_restart", &[], &agent).await.unwrap();
+    act(
+        &c,
+        "set_resources",
+        &[("container", json!("agent")), ("cpuLimit", json!("200m"))],
+        &agent,
+    )
+    .await
+    .unwrap();
+
+    // Nodes: taint off, cordon, drain (evicts the bound pods of web and db). The budget goes
+    // first: whether it allows a disruption depends on pods nobody runs here, not on RBAC.
+    k.api("policy/v1beta1", "PodDisruptionBudget")
+        .delete("web", &Default::default())
+        .await
+        .unwrap();
+    act(
+        &c,
+        "remove_taint",
+        &[("key", json!("example.com/broken"))],
+        &node_target,
+    )
+    .await
+    .unwrap();
+    act(&c, "cordon", &[], &node_target).await.unwrap();
+    common::scenarios::run_unscheduled(&k, "app=web", &node).await;
+    let drained = act(&c, "drain", &[], &node_target).await.unwrap();
+    assert!(
+        !drained.detail["evicted"].as_array().unwrap().is_empty(),
+        "the drain evicted pods through the API: {drained:?}"
+    );
+
+    // delete_pod on a pod still there.
+    k.apply(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lone"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
+    )
+    .await;
+    act(&c, "delete_pod", &[("pod", json!("lone"))], &web)
+        .await
+        .unwrap();
+
+    // A `job` workflow step creates a Job.
+    kubemedic::cluster::writes::create_job(
+        c.as_ref(),
+        c.as_ref(),
+        &k.ns,
+        &json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "fix", "namespace": k.ns},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "fix", "image": "busybox"}]}}}}),
+        false,
+    )
+    .await
+    .unwrap();
+
+    // Without `patch` on deployments (the rest of the role as rendered), scale is forbidden.
+    let writer = format!("{release}-writer");
+    let mut role = docs
+        .iter()
+        .find(|d| kind(d) == "ClusterRole" && d["metadata"]["name"] == writer.as_str())
+        .unwrap()
+        .clone();
+    for rule in role["rules"].as_array_mut().unwrap() {
+        if rule["resources"] == json!(["deployments"]) {
+            rule["verbs"] = json!(["update"]);
+        }
+    }
+    let roles = k.api("rbac.authorization.k8s.io/v1", "ClusterRole");
+    let current = roles.get(&writer).await.unwrap();
+    role["metadata"]["resourceVersion"] = json!(current.metadata.resource_version);
+    roles
+        .replace(
+            &writer,
+            &PostParams::default(),
+            &serde_json::from_value(role).unwrap(),
+        )
+        .await
+        .unwrap();
+    let refused = k
+        .wait("RBAC to drop patch on deployments", 30, || async {
+            match act(&c, "scale", &[("replicas", json!(1))], &web).await {
+                Err(e) if e.kind == ErrorKind::Forbidden => Some(e),
+                _ => None,
+            }
+        })
+        .await;
+    assert!(refused.message.contains("403"), "{refused}");
+    assert!(refused.message.contains("patch"), "{refused}");
+    // The StatefulSet's patch is still granted: only the removed verb is missing.
+    act(&c, "scale", &[("replicas", json!(1))], &db)
+        .await
+        .unwrap();
+
+    for name in [format!("{release}-reader"), writer] {
+        let _ = roles.delete(&name, &Default::default()).await;
+        let _ = k
+            .api("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")
+            .delete(&name, &Default::default())
+            .await;
+    }
+}
