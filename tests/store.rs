@@ -1540,7 +1540,7 @@ async fn the_summary_counts_outcomes_tokens_and_blocks(f: Fixture) {
     use kubemedic::domain::{GateDecision, Usage};
     let s = &f.store;
     let mut ids = Vec::new();
-    for i in 0..3u32 {
+    for i in 0..5u32 {
         let name = format!("api-{i}");
         let out = s
             .ingest(&[signal(
@@ -1551,6 +1551,8 @@ async fn the_summary_counts_outcomes_tokens_and_blocks(f: Fixture) {
             .await
             .unwrap();
         ids.push(out[0].request_id().unwrap());
+        // One second apart: the claims below take them oldest first.
+        f.clock.advance(chrono::Duration::seconds(1));
     }
     let gate = |auto: bool| GateDecision {
         require_approval: !auto,
@@ -1615,9 +1617,71 @@ async fn the_summary_counts_outcomes_tokens_and_blocks(f: Fixture) {
         ],
     )
     .await;
+    // Two requests verified: 0.95 and 0.3 (a score that rounding would move to another bin).
+    let complete = |rid: uuid::Uuid, score: f64| {
+        let s = s.clone();
+        let clock = f.clock.clone();
+        async move {
+            let claimed = s
+                .claim("w", std::time::Duration::from_secs(30))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(claimed.id, rid);
+            clock.advance(chrono::Duration::seconds(90));
+            let assessment: kubemedic::domain::Assessment =
+                serde_json::from_value(serde_json::json!({
+                    "score": score, "health_score": score, "alert_score": null,
+                    "metrics_score": null, "post_spec_hash": null, "signal_resolved": true,
+                    "reason": "partial", "effective": score >= 0.7, "details": [],
+                    "assessed_at": clock.now(),
+                }))
+                .unwrap();
+            let path = [
+                Phase::Received,
+                Phase::Enriching,
+                Phase::Investigating,
+                Phase::Selecting,
+                Phase::Gating,
+                Phase::Executing,
+                Phase::Verifying,
+                Phase::Completed,
+            ];
+            for step in path.windows(2) {
+                let (from, to) = (step[0], step[1]);
+                let state = StageState {
+                    gate: Some(gate(true)),
+                    assessment: (to == Phase::Completed).then(|| assessment.clone()),
+                    ..Default::default()
+                };
+                s.commit_step(
+                    rid,
+                    "w",
+                    from,
+                    StepCommit {
+                        to,
+                        reason: None,
+                        state,
+                        attempts: 0,
+                        not_before: None,
+                        release: to == Phase::Completed,
+                        events: vec![],
+                    },
+                )
+                .await
+                .unwrap()
+                .unwrap();
+            }
+        }
+    };
+    complete(ids[2], 0.95).await;
+    complete(ids[3], 0.3).await;
     let summary = s.summary(None).await.unwrap();
-    assert_eq!(summary.total, 3);
-    assert_eq!((summary.gated, summary.auto_approved), (2, 1));
+    assert_eq!(summary.total, 5);
+    assert_eq!((summary.gated, summary.auto_approved), (4, 3));
+    assert_eq!(summary.effectiveness, [0, 1, 0, 0, 1]);
+    // Opened at +2 s and +3 s, finished at +275 s and +365 s; the upper median of two.
+    assert_eq!(summary.median_ttr_seconds, Some(362.0));
     assert_eq!(
         summary.tokens_per_day.iter().map(|(_, n)| n).sum::<i64>(),
         1234
@@ -1631,11 +1695,11 @@ async fn the_summary_counts_outcomes_tokens_and_blocks(f: Fixture) {
         (
             phases[&Phase::Failed],
             phases[&Phase::Blocked],
+            phases[&Phase::Completed],
             phases[&Phase::Received]
         ),
-        (1, 1, 1)
+        (1, 1, 2, 1)
     );
-    assert_eq!(summary.median_ttr_seconds, None, "nothing completed");
     let later = s.summary(Some(f.clock.now())).await.unwrap();
     assert_eq!(later.total, 0, "nothing was opened since");
 }

@@ -9,7 +9,9 @@
 //!
 //! What is hashed is what the database gives back: the message and payload as stored (U+0000
 //! replaced), the time in microseconds, the payload in a canonical JSON form (keys sorted,
-//! numbers as serde writes them), so a JSONB round trip does not change the hash.
+//! numbers as serde writes them), so a JSONB round trip does not change the hash. Numbers read
+//! back parse to the very f64 that was written (serde_json's `float_roundtrip`; without it a
+//! tenth of computed scores came back one ULP off and their events read as edited).
 
 use std::path::Path;
 
@@ -305,6 +307,20 @@ mod tests {
         let other = AuditKey::generate();
         assert_ne!(first, other.link(None, &row("opened", &payload)));
         assert_ne!(key.id(), other.id());
+    }
+
+    #[test]
+    fn a_computed_float_read_back_from_the_database_hashes_the_same() {
+        // A verification score is a weighted mean: any f64. The store hashes the payload it
+        // writes; the checks hash what they parse back from the column's JSON text.
+        let key = AuditKey::generate();
+        let written = json!({"score": 0.902_085_696_565_929_9_f64, "mean": (0.1 + 0.2) / 3.0});
+        let read_back: Value = serde_json::from_str(&written.to_string()).unwrap();
+        assert_eq!(read_back, written);
+        assert_eq!(
+            key.link(None, &row("assessed", &written)),
+            key.link(None, &row("assessed", &read_back))
+        );
     }
 
     #[test]
