@@ -1232,6 +1232,17 @@ async fn the_demo_leaves_its_dashboard_up_for_a_viewer_and_an_approver() {
             r.json::<Value>().await.unwrap()
         }
     };
+    // The predicted PVC fill is labelled proactive in the list.
+    let list = client
+        .get(format!("{base}/requests"))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(list.contains("class=\"badge proactive\""), "{list}");
     let pending = read(format!("{base}/api/v1/approvals?status=pending")).await;
     let approval = &pending["items"][0];
     let decide = |key: &str| {

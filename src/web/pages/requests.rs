@@ -90,7 +90,8 @@ pub async fn requests(
                             td { (phase_badge(r.phase)) }
                             td title=(r.created_at.to_rfc3339()) { (age(now, r.created_at)) }
                             td.target title={ "alert target: " (target_text(r)) } { (owner_text(r)) }
-                            td { (r.signal.name) @if let Some(s) = &r.signal.severity { " " span.sev { (s) } } }
+                            td { (r.signal.name) @if let Some(s) = &r.signal.severity { " " span.sev { (s) } }
+                                 @if r.signal.mode == crate::domain::SignalMode::Proactive { " " span.badge.proactive title="a prediction, not a firing alert" { "proactive" } } }
                             td.num { (r.occurrence_count) }
                             td { (age(now, r.updated_at)) " ago" }
                         }
