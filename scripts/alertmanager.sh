@@ -4,7 +4,8 @@
 #   scripts/alertmanager.sh start STATE_DIR   start on a free 127.0.0.1 port, write STATE_DIR/env
 #   scripts/alertmanager.sh stop  STATE_DIR   stop it (idempotent)
 #
-# STATE_DIR/env exports KUBEMEDIC_TEST_ALERTMANAGER_URL. Tests post alerts to its
+# STATE_DIR/env exports KUBEMEDIC_TEST_ALERTMANAGER_URL and KUBEMEDIC_TEST_ALERTMANAGER_BIN
+# (the binary, for tests that run their own, e.g. tests/e2e.rs). Tests post alerts to its
 # /api/v2/alerts and read them back; it notifies nobody (one receiver without configs), runs
 # alone (no cluster peer port) and keeps its state under STATE_DIR. Debian's
 # prometheus-alertmanager is used; it is installed if missing.
@@ -41,6 +42,8 @@ YAML
   echo $! >"$dir/pid"
   url="http://127.0.0.1:$port"
   wait_ready alertmanager "$dir" "$url" KUBEMEDIC_TEST_ALERTMANAGER_URL curl -fsS "$url/-/ready"
+  # The binary too: end-to-end tests start their own, configured as the test needs.
+  printf 'export KUBEMEDIC_TEST_ALERTMANAGER_BIN=%q\n' "$bin" >>"$dir/env"
   ;;
 stop)
   stop_service "$dir"

@@ -4,7 +4,8 @@
 #   scripts/prometheus.sh start STATE_DIR   start on a free 127.0.0.1 port, write STATE_DIR/env
 #   scripts/prometheus.sh stop  STATE_DIR   stop it (idempotent)
 #
-# STATE_DIR/env exports KUBEMEDIC_TEST_PROMETHEUS_URL. It scrapes itself every second (job
+# STATE_DIR/env exports KUBEMEDIC_TEST_PROMETHEUS_URL and KUBEMEDIC_TEST_PROMETHEUS_BIN (the
+# binary, for tests that run their own, e.g. tests/e2e.rs). It scrapes itself every second (job
 # `prometheus`) and `start` returns once that first scrape is in, so `up` and its own metrics
 # have data; its TSDB lives under STATE_DIR. Debian's prometheus is used; it is installed if missing.
 set -euo pipefail
@@ -43,6 +44,8 @@ YAML
   # Ready, and its first scrape of itself is in: queries have data.
   ready() { curl -fsS "$url/-/ready" && curl -fsS "$url/api/v1/query?query=up" | grep -q '"job"'; }
   wait_ready prometheus "$dir" "$url" KUBEMEDIC_TEST_PROMETHEUS_URL ready
+  # The binary too: end-to-end tests start their own, configured as the test needs.
+  printf 'export KUBEMEDIC_TEST_PROMETHEUS_BIN=%q\n' "$bin" >>"$dir/env"
   ;;
 stop)
   stop_service "$dir"
