@@ -787,3 +787,145 @@ async fn a_predict_linear_rule_expands_a_filling_claim_ahead_of_time() {
     drop(prom);
     d.stop().await;
 }
+
+/// A kubelet's cAdvisor stand-in: `container_memory_working_set_bytes` of one container,
+/// 300 MiB and rising 4 MiB a second while `growing`, then holding (at most 480 MiB).
+async fn kubelet_memory(ns: String, pod: String, growing: Arc<AtomicU8>) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let start = Instant::now();
+    let stopped_at = Arc::new(std::sync::Mutex::new(None::<Duration>));
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let elapsed = {
+                let mut stopped = stopped_at.lock().unwrap();
+                if growing.load(Ordering::SeqCst) == 0 && stopped.is_none() {
+                    *stopped = Some(start.elapsed());
+                }
+                stopped.unwrap_or_else(|| start.elapsed())
+            };
+            let mib: u64 = 1 << 20;
+            let used = (300 * mib + elapsed.as_millis() as u64 * 4 * mib / 1000).min(480 * mib);
+            let body = format!(
+                "# TYPE container_memory_working_set_bytes gauge\n\
+                 container_memory_working_set_bytes{{namespace=\"{ns}\",pod=\"{pod}\",\
+                 container=\"recommender\"}} {used}\n"
+            );
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let _ = s.read(&mut buf).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(body.as_bytes()).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    port
+}
+
+/// A memory-exhaustion prediction: the working set, projected 4 hours ahead, passes the
+/// container's 512Mi limit.
+const MEMORY_PREDICTION_RULES: &str = r#"groups:
+  - name: kubemedic-e2e-proactive-memory
+    interval: 1s
+    rules:
+      - alert: PredictedMemoryExhaustion
+        expr: predict_linear(container_memory_working_set_bytes{job="kubelet"}[10s], 4 * 3600) > 512 * 1024 * 1024
+        labels:
+          severity: warning
+        annotations:
+          summary: The container will reach its memory limit within 4h
+"#;
+
+/// A `predict_linear` memory rule in Prometheus → Alertmanager → daemon: the prediction on a
+/// pod's rising working set opens a proactive request; the Deployment's pods were already
+/// OOMKilled, so in staging the daemon raises the memory limit ahead of time (512Mi → 768Mi);
+/// the growth stops, Prometheus resolves the prediction, the request completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_predict_linear_memory_rule_raises_the_limit_ahead_of_time() {
+    let Some(k) = Kube::new("e2em").await else {
+        return;
+    };
+    if common::component("KUBEMEDIC_TEST_ALERTMANAGER_BIN", "Alertmanager (binary)").is_none()
+        || common::component("KUBEMEDIC_TEST_PROMETHEUS_BIN", "Prometheus (binary)").is_none()
+    {
+        return;
+    }
+    common::scenarios::staged_in("memory-exhaustion-predicted", &[&k]).await;
+    let pods = k.pods("app=recommender", 2).await;
+    let pod = pods[0]["metadata"]["name"].as_str().unwrap().to_owned();
+    let growing = Arc::new(AtomicU8::new(1));
+    let kubelet_port = kubelet_memory(k.ns.clone(), pod.clone(), growing.clone()).await;
+
+    let kubeconfig = k.kubeconfig.clone();
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let d = common::TestDaemon::serving(|a| {
+        a.cluster.kubeconfig = Some(kubeconfig);
+        a.gate.policy_dir = Some(policies);
+        a.execute.verification_window_seconds = Some(15);
+        a.execute.cooldown_seconds = Some(0);
+    })
+    .await;
+    let am = alertmanager(&d.base).await.unwrap();
+    let prom = prometheus_with(&am, "kubelet", kubelet_port, MEMORY_PREDICTION_RULES)
+        .await
+        .unwrap();
+
+    let req = the_request(&d, &am, 60).await;
+    let id = req["id"].as_str().unwrap().to_owned();
+    assert_delivered_by(&req, &am);
+    assert_eq!(
+        req["signal"]["name"], "PredictedMemoryExhaustion",
+        "{req:#}"
+    );
+    assert_eq!(req["signal_mode"], "proactive", "{req:#}");
+    assert!(
+        req["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "received"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("(proactive)"))),
+        "{req:#}"
+    );
+
+    let node = format!("{}-worker-1", k.ns);
+    let kk = k.clone_handle();
+    let kubelet = tokio::spawn(async move {
+        loop {
+            common::scenarios::run_unscheduled(&kk, "app=recommender", &node).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    d.eventually(&format!("/api/v1/requests/{id}"), 90, |r| {
+        r["phase"] == "Verifying" || is_terminal(r)
+    })
+    .await;
+    let deployment = k.get("apps/v1", "Deployment", "recommender").await;
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"],
+        "768Mi",
+        "{deployment:#}"
+    );
+    growing.store(0, Ordering::SeqCst);
+    let done = d
+        .eventually(&format!("/api/v1/requests/{id}"), 120, is_terminal)
+        .await;
+    kubelet.abort();
+    assert_verified_by_the_notification(&done);
+    assert!(done["state"]["approval"].is_null(), "no human: {done:#}");
+    assert_eq!(
+        done["state"]["execution"]["workflow_id"], "increase-memory-limits",
+        "{done:#}"
+    );
+    assert_eq!(done["state"]["execution"]["outcome"], "succeeded");
+    drop(prom);
+    d.stop().await;
+}
