@@ -513,16 +513,22 @@ const RULES: &str = r#"groups:
 /// A Prometheus of its own: scrapes the kube-state-metrics stand-in, evaluates [`RULES`] and
 /// sends to `am`.
 async fn prometheus(am: &Service, ksm_port: u16) -> Option<Service> {
+    prometheus_with(am, "kube-state-metrics", ksm_port, RULES).await
+}
+
+/// A Prometheus of its own: scrapes `job` at `port`, evaluates `rules_text`, sends to `am`.
+async fn prometheus_with(am: &Service, job: &str, port: u16, rules_text: &str) -> Option<Service> {
+    let ksm_port = port;
     let bin = common::component("KUBEMEDIC_TEST_PROMETHEUS_BIN", "Prometheus (binary)")?;
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("rules.yml");
-    std::fs::write(&rules, RULES).unwrap();
+    std::fs::write(&rules, rules_text).unwrap();
     let am_addr = am.url.trim_start_matches("http://");
     let config = format!(
         "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\n\
          rule_files: ['{}']\n\
          alerting:\n  alertmanagers:\n    - static_configs: [{{targets: ['{am_addr}']}}]\n\
-         scrape_configs:\n  - job_name: kube-state-metrics\n    \
+         scrape_configs:\n  - job_name: {job}\n    \
          static_configs: [{{targets: ['127.0.0.1:{ksm_port}']}}]\n",
         rules.display()
     );
@@ -628,6 +634,298 @@ async fn a_prometheus_rule_fires_through_alertmanager_into_the_daemon() {
         json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns}),
         "{done:#}"
     );
+    drop(prom);
+    d.stop().await;
+}
+
+/// A kubelet's volume stats stand-in: `kubelet_volume_stats_available_bytes` and
+/// `…_capacity_bytes` for one claim, the free space falling 100 MiB a second while `filling`
+/// (a volume filling up), then holding.
+async fn kubelet_volume_stats(ns: String, pvc: String, filling: Arc<AtomicU8>) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let capacity: u64 = 10 << 30;
+    let start = Instant::now();
+    let stopped_at = Arc::new(std::sync::Mutex::new(None::<Duration>));
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let elapsed = {
+                let mut stopped = stopped_at.lock().unwrap();
+                if filling.load(Ordering::SeqCst) == 0 && stopped.is_none() {
+                    *stopped = Some(start.elapsed());
+                }
+                stopped.unwrap_or_else(|| start.elapsed())
+            };
+            let used = (elapsed.as_millis() as u64 * (100 << 20) / 1000).min(capacity / 2);
+            let labels = format!("namespace=\"{ns}\",persistentvolumeclaim=\"{pvc}\"");
+            let body = format!(
+                "# TYPE kubelet_volume_stats_available_bytes gauge\n\
+                 kubelet_volume_stats_available_bytes{{{labels}}} {}\n\
+                 # TYPE kubelet_volume_stats_capacity_bytes gauge\n\
+                 kubelet_volume_stats_capacity_bytes{{{labels}}} {capacity}\n",
+                capacity - (4 << 30) - used
+            );
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let _ = s.read(&mut buf).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(body.as_bytes()).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    port
+}
+
+/// The kube-prometheus `KubePersistentVolumeFillingUp` prediction, over a short window and
+/// evaluated every second.
+const PREDICTION_RULES: &str = r#"groups:
+  - name: kubemedic-e2e-proactive
+    interval: 1s
+    rules:
+      - alert: KubePersistentVolumeFillingUp
+        expr: predict_linear(kubelet_volume_stats_available_bytes{job="kubelet"}[10s], 4 * 24 * 3600) < 0
+        labels:
+          severity: warning
+        annotations:
+          summary: PersistentVolume is filling up and is expected to fill within 4 days
+"#;
+
+/// A `predict_linear` rule in Prometheus → Alertmanager → daemon: the prediction on a PVC's
+/// falling free space opens a request labelled proactive (API and audit); the claim's
+/// StorageClass allows expansion, so in staging the daemon expands the claim ahead of time with
+/// nobody deciding; the fill stops, Prometheus resolves the prediction, the request completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_predict_linear_rule_expands_a_filling_claim_ahead_of_time() {
+    let Some(k) = Kube::new("e2ep").await else {
+        return;
+    };
+    if common::component("KUBEMEDIC_TEST_ALERTMANAGER_BIN", "Alertmanager (binary)").is_none()
+        || common::component("KUBEMEDIC_TEST_PROMETHEUS_BIN", "Prometheus (binary)").is_none()
+    {
+        return;
+    }
+    common::scenarios::staged_in("pvc-fill-predicted", &[&k]).await;
+    let filling = Arc::new(AtomicU8::new(1));
+    let kubelet_port =
+        kubelet_volume_stats(k.ns.clone(), "data-postgres-0".into(), filling.clone()).await;
+
+    let kubeconfig = k.kubeconfig.clone();
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let d = common::TestDaemon::serving(|a| {
+        a.cluster.kubeconfig = Some(kubeconfig);
+        a.gate.policy_dir = Some(policies);
+        a.execute.verification_window_seconds = Some(15);
+        a.execute.cooldown_seconds = Some(0);
+    })
+    .await;
+    let am = alertmanager(&d.base).await.unwrap();
+    let prom = prometheus_with(&am, "kubelet", kubelet_port, PREDICTION_RULES)
+        .await
+        .unwrap();
+
+    let req = the_request(&d, &am, 60).await;
+    let id = req["id"].as_str().unwrap().to_owned();
+    assert_delivered_by(&req, &am);
+    assert_eq!(
+        req["signal"]["name"], "KubePersistentVolumeFillingUp",
+        "{req:#}"
+    );
+    let generator = req["signal"]["generator_url"].as_str().unwrap_or("");
+    assert!(generator.contains("predict_linear"), "{req:#}");
+    // Labelled proactive: the API and the audit's `received` event.
+    assert_eq!(req["signal_mode"], "proactive", "{req:#}");
+    assert_eq!(req["signal"]["mode"], "proactive", "{req:#}");
+    let received = req["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "received")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        received["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("(proactive)")),
+        "{req:#}"
+    );
+    assert_eq!(
+        req["target"],
+        json!({"kind": "PersistentVolumeClaim", "name": "data-postgres-0", "namespace": k.ns}),
+        "{req:#}"
+    );
+
+    // Expanded ahead of time, with no human: the claim asks for half as much again.
+    d.eventually(&format!("/api/v1/requests/{id}"), 90, |r| {
+        r["phase"] == "Verifying" || is_terminal(r)
+    })
+    .await;
+    let pvc = k
+        .get("v1", "PersistentVolumeClaim", "data-postgres-0")
+        .await;
+    assert_eq!(
+        pvc["spec"]["resources"]["requests"]["storage"], "15Gi",
+        "{pvc:#}"
+    );
+    // The volume stops filling; the prediction no longer holds; Prometheus resolves it.
+    filling.store(0, Ordering::SeqCst);
+    let done = d
+        .eventually(&format!("/api/v1/requests/{id}"), 120, is_terminal)
+        .await;
+    assert_verified_by_the_notification(&done);
+    assert!(done["state"]["approval"].is_null(), "no human: {done:#}");
+    assert_eq!(
+        done["state"]["execution"]["workflow_id"], "expand-pvc",
+        "{done:#}"
+    );
+    assert_eq!(done["state"]["execution"]["outcome"], "succeeded");
+    drop(prom);
+    d.stop().await;
+}
+
+/// A kubelet's cAdvisor stand-in: `container_memory_working_set_bytes` of one container,
+/// 300 MiB and rising 4 MiB a second while `growing`, then holding (at most 480 MiB).
+async fn kubelet_memory(ns: String, pod: String, growing: Arc<AtomicU8>) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let start = Instant::now();
+    let stopped_at = Arc::new(std::sync::Mutex::new(None::<Duration>));
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let elapsed = {
+                let mut stopped = stopped_at.lock().unwrap();
+                if growing.load(Ordering::SeqCst) == 0 && stopped.is_none() {
+                    *stopped = Some(start.elapsed());
+                }
+                stopped.unwrap_or_else(|| start.elapsed())
+            };
+            let mib: u64 = 1 << 20;
+            let used = (300 * mib + elapsed.as_millis() as u64 * 4 * mib / 1000).min(480 * mib);
+            let body = format!(
+                "# TYPE container_memory_working_set_bytes gauge\n\
+                 container_memory_working_set_bytes{{namespace=\"{ns}\",pod=\"{pod}\",\
+                 container=\"recommender\"}} {used}\n"
+            );
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let _ = s.read(&mut buf).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                let _ = s.write_all(body.as_bytes()).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    port
+}
+
+/// A memory-exhaustion prediction: the working set, projected 4 hours ahead, passes the
+/// container's 512Mi limit.
+const MEMORY_PREDICTION_RULES: &str = r#"groups:
+  - name: kubemedic-e2e-proactive-memory
+    interval: 1s
+    rules:
+      - alert: PredictedMemoryExhaustion
+        expr: predict_linear(container_memory_working_set_bytes{job="kubelet"}[10s], 4 * 3600) > 512 * 1024 * 1024
+        labels:
+          severity: warning
+        annotations:
+          summary: The container will reach its memory limit within 4h
+"#;
+
+/// A `predict_linear` memory rule in Prometheus → Alertmanager → daemon: the prediction on a
+/// pod's rising working set opens a proactive request; the Deployment's pods were already
+/// OOMKilled, so in staging the daemon raises the memory limit ahead of time (512Mi → 768Mi);
+/// the growth stops, Prometheus resolves the prediction, the request completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_predict_linear_memory_rule_raises_the_limit_ahead_of_time() {
+    let Some(k) = Kube::new("e2em").await else {
+        return;
+    };
+    if common::component("KUBEMEDIC_TEST_ALERTMANAGER_BIN", "Alertmanager (binary)").is_none()
+        || common::component("KUBEMEDIC_TEST_PROMETHEUS_BIN", "Prometheus (binary)").is_none()
+    {
+        return;
+    }
+    common::scenarios::staged_in("memory-exhaustion-predicted", &[&k]).await;
+    let pods = k.pods("app=recommender", 2).await;
+    let pod = pods[0]["metadata"]["name"].as_str().unwrap().to_owned();
+    let growing = Arc::new(AtomicU8::new(1));
+    let kubelet_port = kubelet_memory(k.ns.clone(), pod.clone(), growing.clone()).await;
+
+    let kubeconfig = k.kubeconfig.clone();
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let d = common::TestDaemon::serving(|a| {
+        a.cluster.kubeconfig = Some(kubeconfig);
+        a.gate.policy_dir = Some(policies);
+        a.execute.verification_window_seconds = Some(15);
+        a.execute.cooldown_seconds = Some(0);
+    })
+    .await;
+    let am = alertmanager(&d.base).await.unwrap();
+    let prom = prometheus_with(&am, "kubelet", kubelet_port, MEMORY_PREDICTION_RULES)
+        .await
+        .unwrap();
+
+    let req = the_request(&d, &am, 60).await;
+    let id = req["id"].as_str().unwrap().to_owned();
+    assert_delivered_by(&req, &am);
+    assert_eq!(
+        req["signal"]["name"], "PredictedMemoryExhaustion",
+        "{req:#}"
+    );
+    assert_eq!(req["signal_mode"], "proactive", "{req:#}");
+    assert!(
+        req["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "received"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("(proactive)"))),
+        "{req:#}"
+    );
+
+    let node = format!("{}-worker-1", k.ns);
+    let kk = k.clone_handle();
+    let kubelet = tokio::spawn(async move {
+        loop {
+            common::scenarios::run_unscheduled(&kk, "app=recommender", &node).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    d.eventually(&format!("/api/v1/requests/{id}"), 90, |r| {
+        r["phase"] == "Verifying" || is_terminal(r)
+    })
+    .await;
+    let deployment = k.get("apps/v1", "Deployment", "recommender").await;
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"],
+        "768Mi",
+        "{deployment:#}"
+    );
+    growing.store(0, Ordering::SeqCst);
+    let done = d
+        .eventually(&format!("/api/v1/requests/{id}"), 120, is_terminal)
+        .await;
+    kubelet.abort();
+    assert_verified_by_the_notification(&done);
+    assert!(done["state"]["approval"].is_null(), "no human: {done:#}");
+    assert_eq!(
+        done["state"]["execution"]["workflow_id"], "increase-memory-limits",
+        "{done:#}"
+    );
+    assert_eq!(done["state"]["execution"]["outcome"], "succeeded");
     drop(prom);
     d.stop().await;
 }

@@ -32,6 +32,8 @@ macro_rules! for_each_scenario {
     crashloop_no_recent_change => "crashloop-no-recent-change",
     memory_exhaustion_predicted => "memory-exhaustion-predicted",
     pvc_fill_predicted => "pvc-fill-predicted",
+    pvc_fill_predicted_not_expandable => "pvc-fill-predicted-not-expandable",
+    pvc_fill_predicted_already_expanding => "pvc-fill-predicted-already-expanding",
     problem_resolved => "problem-resolved",
     misleading_alert => "misleading-alert",
     prompt_injection_in_logs => "prompt-injection-in-logs",
@@ -1036,6 +1038,63 @@ fn pvc_fill_predicted<'a>(
             )],
             "http://prometheus/graph?g0.expr=predict_linear(kubelet_volume_stats_available_bytes%5B6h%5D%2C%204%20%2A%2024%20%2A%203600)%20%3C%200",
         ))
+    })
+}
+
+/// The `KubePersistentVolumeFillingUp` prediction (a `predict_linear` rule) for the claim.
+fn pvc_fill_alert(ns: &str, claim: &str) -> Value {
+    alert(
+        "KubePersistentVolumeFillingUp",
+        "warning",
+        &[("namespace", ns), ("persistentvolumeclaim", claim)],
+        &[(
+            "summary",
+            "PersistentVolume is filling up and is expected to fill within 4 days",
+        )],
+        "http://prometheus/graph?g0.expr=predict_linear(kubelet_volume_stats_available_bytes%5B6h%5D%2C%204%20%2A%2024%20%2A%203600)%20%3C%200",
+    )
+}
+
+/// A predicted fill of a claim whose StorageClass does not allow expansion: a human.
+fn pvc_fill_predicted_not_expandable<'a>(
+    k: &'a Kube,
+    _logs: &'a LogStore,
+    _port: u16,
+) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
+    Box::pin(async move {
+        let class = format!("{}-fixed", k.ns);
+        k.apply(json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": class},
+            "provisioner": "example.com/csi", "allowVolumeExpansion": false})).await;
+        k.apply(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-mysql-0", "labels": {"app": "mysql"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": class, "resources": {"requests": {"storage": "10Gi"}}}})).await;
+        k.patch_status("v1", "PersistentVolumeClaim", "data-mysql-0", json!({"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}})).await;
+        Staged::now(pvc_fill_alert(&k.ns, "data-mysql-0"))
+    })
+}
+
+/// A predicted fill of a claim already being expanded (its request above its capacity): the
+/// cluster contradicts the prediction, nothing to do.
+fn pvc_fill_predicted_already_expanding<'a>(
+    k: &'a Kube,
+    _logs: &'a LogStore,
+    _port: u16,
+) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
+    Box::pin(async move {
+        let class = format!("{}-expandable", k.ns);
+        k.apply(json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": class},
+            "provisioner": "example.com/csi", "allowVolumeExpansion": true})).await;
+        k.apply(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-redis-0", "labels": {"app": "redis"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": class, "resources": {"requests": {"storage": "10Gi"}}}})).await;
+        k.patch_status("v1", "PersistentVolumeClaim", "data-redis-0", json!({"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}})).await;
+        // Someone has already asked for more: the resizer has not caught up.
+        k.patch(
+            "v1",
+            "PersistentVolumeClaim",
+            "data-redis-0",
+            json!({"spec": {"resources": {"requests": {"storage": "20Gi"}}}}),
+        )
+        .await;
+        Staged::now(pvc_fill_alert(&k.ns, "data-redis-0"))
     })
 }
 
@@ -2296,6 +2355,14 @@ pub fn all() -> Vec<Scenario> {
         Scenario {
             name: "pvc-fill-predicted",
             stage: pvc_fill_predicted,
+        },
+        Scenario {
+            name: "pvc-fill-predicted-not-expandable",
+            stage: pvc_fill_predicted_not_expandable,
+        },
+        Scenario {
+            name: "pvc-fill-predicted-already-expanding",
+            stage: pvc_fill_predicted_already_expanding,
         },
         Scenario {
             name: "problem-resolved",

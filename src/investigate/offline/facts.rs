@@ -303,6 +303,9 @@ pub(super) struct ClaimFacts {
     pub name: String,
     /// Its capacity, or its request while unbound; empty when unknown.
     pub capacity: String,
+    /// Its requested size (`spec.resources.requests.storage`); above the capacity while an
+    /// expansion is under way. Empty when unknown.
+    pub requested: String,
     pub class: String,
     /// Whether its StorageClass allows expansion, if the class was read.
     pub expandable: Option<bool>,
@@ -646,9 +649,16 @@ impl ClaimFacts {
             })
             .map(|q| q.0.clone())
             .unwrap_or_default();
+        let requested = pvc
+            .spec
+            .as_ref()
+            .and_then(|s| s.resources.as_ref()?.requests.as_ref()?.get("storage"))
+            .map(|q| q.0.clone())
+            .unwrap_or_default();
         Self {
             name,
             capacity,
+            requested,
             class: pvc
                 .spec
                 .as_ref()

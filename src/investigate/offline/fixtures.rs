@@ -10,7 +10,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
-use super::evidence::{Alert, EventRecord, Evidence, LogKey, ObservedPod, Root, WorkloadState};
+use super::evidence::{
+    Alert, ContainerUsage, EventRecord, Evidence, LogKey, ObservedPod, PodUsage, Root,
+    WorkloadState,
+};
 use super::facts::Facts;
 use super::rules::{self, Diagnosis};
 use crate::cluster::context::ResourceContext;
@@ -141,6 +144,69 @@ impl Incident {
             storage_class: None,
         };
         Self { ev, deployment }
+    }
+
+    /// A PersistentVolumeClaim `name` of `capacity` on the storage class `standard`, bound.
+    pub fn claim(name: &str, capacity: &str) -> Self {
+        let mut incident = Self::deployment(name);
+        let target = Target::new("PersistentVolumeClaim", name, Some(NAMESPACE.into()));
+        let claim = json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "storageClassName": "standard", "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": capacity}},
+            },
+            "status": {"phase": "Bound", "capacity": {"storage": capacity}},
+        });
+        incident.ev.subject = target.clone();
+        if let Some(ctx) = incident.ev.context.as_mut().map(Arc::make_mut) {
+            ctx.target = target.clone();
+            ctx.root_owner = target;
+            ctx.root_api_version = "v1".into();
+        }
+        incident.ev.root = Some(Root::read(&claim));
+        incident.ev.workload = None;
+        incident.deployment = claim;
+        incident
+    }
+
+    /// The claim's StorageClass `standard`, allowing volume expansion or not.
+    pub fn storage_class(mut self, allow_expansion: bool) -> Self {
+        self.ev.storage_class = serde_json::from_value(json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "standard"}, "provisioner": "example.com/disk",
+            "allowVolumeExpansion": allow_expansion,
+        }))
+        .ok();
+        self
+    }
+
+    /// The claim asks for `size` while its volume still has the old capacity (being expanded).
+    pub fn resize_requested(mut self, size: &str) -> Self {
+        self.deployment["spec"]["resources"]["requests"]["storage"] = json!(size);
+        self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
+    /// The alert is the prediction `name` (proactive).
+    pub fn predicted(mut self, name: &str) -> Self {
+        self.ev.alert.name = name.into();
+        self.ev.alert.proactive = true;
+        self
+    }
+
+    /// The metrics API reports `memory` in use by the container `app` of `pod`.
+    pub fn memory_use(mut self, pod: &str, memory: &str) -> Self {
+        let usage = PodUsage {
+            name: pod.into(),
+            containers: vec![ContainerUsage {
+                name: Some("app".into()),
+                memory: Some(memory.into()),
+            }],
+        };
+        self.ev.metrics.get_or_insert_with(Vec::new).push(usage);
+        self
     }
 
     /// The container's memory limit in the pod template.

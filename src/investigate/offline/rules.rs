@@ -270,6 +270,29 @@ fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
     );
     d.target = f.target.clone();
     d.severity = "medium";
+    // The cluster contradicts the forecast when the claim is already being grown: its
+    // request is above its capacity, so the volume the prediction was made on is going away.
+    let growing = match (
+        quantity::memory_bytes(&claim.capacity),
+        quantity::memory_bytes(&claim.requested),
+    ) {
+        (Some(capacity), Some(requested)) => requested > capacity,
+        _ => false,
+    };
+    if growing {
+        d.summary = format!(
+            "PersistentVolumeClaim {} is already being expanded from {} to {}: the fill was predicted on the smaller volume",
+            claim.name, claim.capacity, claim.requested
+        );
+        d.factors.push(format!(
+            "requested {} above capacity {} (expansion under way)",
+            claim.requested, claim.capacity
+        ));
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.confidence = 0.8;
+        d.severity = "low";
+        return Some(d);
+    }
     match quantity::memory_bytes(&claim.capacity) {
         Some(_) if claim.expandable != Some(true) => {
             d.confidence = 0.8;
@@ -1590,6 +1613,88 @@ mod tests {
             json!(p.parameters),
             json!({"CONTAINER": "app", "MEMORY_LIMIT": "384Mi"})
         );
+    }
+
+    #[test]
+    fn a_predicted_claim_fill_expands_it_where_the_class_allows() {
+        let d = Incident::claim("data", "10Gi")
+            .storage_class(true)
+            .predicted("KubePersistentVolumeFillingUp")
+            .diagnosis();
+        assert_eq!(d.mode, "PVCFillPredicted");
+        let p = d.proposal.unwrap_or_else(|| panic!("no proposal"));
+        assert_eq!(p.action_type, "ExpandPVC");
+        assert_eq!(
+            json!(p.parameters),
+            json!({"PVC_NAME": "data", "NEW_SIZE": "15Gi"})
+        );
+    }
+
+    #[test]
+    fn a_predicted_claim_fill_on_a_class_that_cannot_expand_goes_to_a_human() {
+        let d = Incident::claim("data", "10Gi")
+            .storage_class(false)
+            .predicted("KubePersistentVolumeFillingUp")
+            .diagnosis();
+        assert_eq!(d.mode, "PVCFillPredicted");
+        assert!(d.proposal.is_none());
+        assert!(
+            d.human
+                .as_deref()
+                .is_some_and(|h| h.contains("cannot expand")),
+            "{:?}",
+            d.human
+        );
+    }
+
+    #[test]
+    fn a_predicted_claim_fill_needs_nothing_while_the_claim_is_already_growing() {
+        let d = Incident::claim("data", "10Gi")
+            .storage_class(true)
+            .resize_requested("20Gi")
+            .predicted("KubePersistentVolumeFillingUp")
+            .diagnosis();
+        assert_eq!(d.mode, "PVCFillPredicted");
+        assert_eq!(d.outcome, InvestigationOutcome::NotActionable);
+        assert!(d.proposal.is_none() && d.human.is_none());
+        assert!(
+            d.summary.contains("already being expanded"),
+            "{}",
+            d.summary
+        );
+    }
+
+    #[test]
+    fn predicted_memory_exhaustion_near_the_limit_raises_it_ahead_of_time() {
+        let d = Incident::deployment("api")
+            .memory_limit("256Mi")
+            .with(pod("api-1"))
+            .memory_use("api-1", "230Mi")
+            .predicted("ContainerMemoryExhaustionPredicted")
+            .diagnosis();
+        assert_eq!(d.mode, "MemoryExhaustionPredicted");
+        let p = d
+            .proposal
+            .unwrap_or_else(|| panic!("no proposal: {}", d.summary));
+        assert_eq!(p.action_type, "IncreaseMemoryLimits");
+        assert_eq!(
+            json!(p.parameters),
+            json!({"CONTAINER": "app", "MEMORY_LIMIT": "384Mi"})
+        );
+    }
+
+    #[test]
+    fn predicted_memory_exhaustion_far_below_the_limit_needs_no_action() {
+        let d = Incident::deployment("api")
+            .memory_limit("1Gi")
+            .with(pod("api-1"))
+            .memory_use("api-1", "100Mi")
+            .predicted("ContainerMemoryExhaustionPredicted")
+            .diagnosis();
+        assert_eq!(d.mode, "MemoryExhaustionPredicted");
+        assert_eq!(d.outcome, InvestigationOutcome::NotActionable);
+        assert!(d.proposal.is_none());
+        assert!(d.summary.contains("unlikely"), "{}", d.summary);
     }
 
     #[test]
