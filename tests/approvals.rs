@@ -15,7 +15,7 @@ use kubemedic::secret::Secret;
 use serde_json::{Value, json};
 
 use common::incident::{
-    ALICE, KEY, awaiting, is_terminal, kubelet, production_incident, resolve_and_finish,
+    ALICE, KEY, awaiting, is_terminal, kubelet, mails_for, production_incident, resolve_and_finish,
 };
 
 fn link(approval: &str, to: &str, decision: LinkDecision, expires_in: i64) -> String {
@@ -396,27 +396,6 @@ async fn denied_ends_rejected_and_undecided_ends_expired() {
 // --- The channels, end to end: real SMTP (maildev) and the Slack emulator.
 
 const PUBLIC: &str = "https://kubemedic.example.test";
-
-/// The mails maildev holds for `approval` (its HTTP API), once there are `want`.
-async fn mails_for(api: &str, approval: &str, want: usize) -> Vec<Value> {
-    for _ in 0..200 {
-        let all: Vec<Value> = reqwest::get(format!("{api}/email"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let mine: Vec<Value> = all
-            .into_iter()
-            .filter(|m| m["text"].as_str().unwrap_or("").contains(approval))
-            .collect();
-        if mine.len() >= want {
-            return mine;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{want} mails about {approval} did not arrive");
-}
 
 /// The link in `text` that starts with the public URL and contains `/approve?` or `/deny?`,
 /// as a path on the test daemon.

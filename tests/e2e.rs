@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use common::incident::{ALICE, is_terminal, kubelet, production_incident};
+use common::incident::{ALICE, is_terminal, kubelet, mails_for, production_incident};
 use common::kube::Kube;
 use kubemedic::secret::Secret;
 use serde_json::{Value, json};
@@ -344,27 +344,6 @@ async fn alertmanager_delivers_a_staging_crashloop_and_the_daemon_remediates_it_
     d.stop().await;
 }
 
-/// The mails maildev holds for `approval`, once there are `want`.
-async fn mails_for(api: &str, approval: &str, want: usize) -> Vec<Value> {
-    for _ in 0..300 {
-        let all: Vec<Value> = reqwest::get(format!("{api}/email"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let mine: Vec<Value> = all
-            .into_iter()
-            .filter(|m| m["text"].as_str().unwrap_or("").contains(approval))
-            .collect();
-        if mine.len() >= want {
-            return mine;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{want} mails about {approval} did not arrive");
-}
-
 /// The approve link in a mail's text, as a path on the test daemon.
 fn approve_link(text: &str) -> String {
     text.split_whitespace()
@@ -469,16 +448,24 @@ async fn alertmanager_delivers_a_production_crashloop_approved_from_the_mailed_l
 /// A kube-state-metrics stand-in: one `kube_pod_container_status_waiting_reason` series for
 /// the pod, its value `value` (1 while the pod crash-loops).
 async fn kube_state_metrics(ns: String, pod: String, value: Arc<AtomicU8>) -> u16 {
+    serve_metrics(move || {
+        format!(
+            "# TYPE kube_pod_container_status_waiting_reason gauge\n\
+             kube_pod_container_status_waiting_reason{{namespace=\"{ns}\",pod=\"{pod}\",\
+             container=\"checkout\",reason=\"CrashLoopBackOff\"}} {}\n",
+            value.load(Ordering::SeqCst)
+        )
+    })
+    .await
+}
+
+/// An exporter stand-in on a free port: every scrape answers with what `render` gives then.
+async fn serve_metrics(render: impl Fn() -> String + Send + 'static) -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {
         while let Ok((mut s, _)) = listener.accept().await {
-            let body = format!(
-                "# TYPE kube_pod_container_status_waiting_reason gauge\n\
-                 kube_pod_container_status_waiting_reason{{namespace=\"{ns}\",pod=\"{pod}\",\
-                 container=\"checkout\",reason=\"CrashLoopBackOff\"}} {}\n",
-                value.load(Ordering::SeqCst)
-            );
+            let body = render();
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 8192];
                 let _ = s.read(&mut buf).await;
@@ -494,6 +481,20 @@ async fn kube_state_metrics(ns: String, pod: String, value: Arc<AtomicU8>) -> u1
         }
     });
     port
+}
+
+/// Seconds since `start`, frozen from the first call that finds `moving` at 0: a series that
+/// moves while the flag is up, then holds.
+fn moving_for(
+    start: Instant,
+    stopped_at: &std::sync::Mutex<Option<Duration>>,
+    moving: &AtomicU8,
+) -> Duration {
+    let mut stopped = stopped_at.lock().unwrap();
+    if moving.load(Ordering::SeqCst) == 0 && stopped.is_none() {
+        *stopped = Some(start.elapsed());
+    }
+    stopped.unwrap_or_else(|| start.elapsed())
 }
 
 /// The kube-prometheus CrashLoopBackOff rule, evaluated every second.
@@ -642,44 +643,22 @@ async fn a_prometheus_rule_fires_through_alertmanager_into_the_daemon() {
 /// `…_capacity_bytes` for one claim, the free space falling 100 MiB a second while `filling`
 /// (a volume filling up), then holding.
 async fn kubelet_volume_stats(ns: String, pvc: String, filling: Arc<AtomicU8>) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let capacity: u64 = 10 << 30;
     let start = Instant::now();
-    let stopped_at = Arc::new(std::sync::Mutex::new(None::<Duration>));
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            let elapsed = {
-                let mut stopped = stopped_at.lock().unwrap();
-                if filling.load(Ordering::SeqCst) == 0 && stopped.is_none() {
-                    *stopped = Some(start.elapsed());
-                }
-                stopped.unwrap_or_else(|| start.elapsed())
-            };
-            let used = (elapsed.as_millis() as u64 * (100 << 20) / 1000).min(capacity / 2);
-            let labels = format!("namespace=\"{ns}\",persistentvolumeclaim=\"{pvc}\"");
-            let body = format!(
-                "# TYPE kubelet_volume_stats_available_bytes gauge\n\
-                 kubelet_volume_stats_available_bytes{{{labels}}} {}\n\
-                 # TYPE kubelet_volume_stats_capacity_bytes gauge\n\
-                 kubelet_volume_stats_capacity_bytes{{{labels}}} {capacity}\n",
-                capacity - (4 << 30) - used
-            );
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                let _ = s.read(&mut buf).await;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\n\
-                     content-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(head.as_bytes()).await;
-                let _ = s.write_all(body.as_bytes()).await;
-                let _ = s.shutdown().await;
-            });
-        }
-    });
-    port
+    let stopped_at = std::sync::Mutex::new(None::<Duration>);
+    serve_metrics(move || {
+        let elapsed = moving_for(start, &stopped_at, &filling);
+        let used = (elapsed.as_millis() as u64 * (100 << 20) / 1000).min(capacity / 2);
+        let labels = format!("namespace=\"{ns}\",persistentvolumeclaim=\"{pvc}\"");
+        format!(
+            "# TYPE kubelet_volume_stats_available_bytes gauge\n\
+             kubelet_volume_stats_available_bytes{{{labels}}} {}\n\
+             # TYPE kubelet_volume_stats_capacity_bytes gauge\n\
+             kubelet_volume_stats_capacity_bytes{{{labels}}} {capacity}\n",
+            capacity - (4 << 30) - used
+        )
+    })
+    .await
 }
 
 /// The kube-prometheus `KubePersistentVolumeFillingUp` prediction, over a short window and
@@ -791,41 +770,19 @@ async fn a_predict_linear_rule_expands_a_filling_claim_ahead_of_time() {
 /// A kubelet's cAdvisor stand-in: `container_memory_working_set_bytes` of one container,
 /// 300 MiB and rising 4 MiB a second while `growing`, then holding (at most 480 MiB).
 async fn kubelet_memory(ns: String, pod: String, growing: Arc<AtomicU8>) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let start = Instant::now();
-    let stopped_at = Arc::new(std::sync::Mutex::new(None::<Duration>));
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            let elapsed = {
-                let mut stopped = stopped_at.lock().unwrap();
-                if growing.load(Ordering::SeqCst) == 0 && stopped.is_none() {
-                    *stopped = Some(start.elapsed());
-                }
-                stopped.unwrap_or_else(|| start.elapsed())
-            };
-            let mib: u64 = 1 << 20;
-            let used = (300 * mib + elapsed.as_millis() as u64 * 4 * mib / 1000).min(480 * mib);
-            let body = format!(
-                "# TYPE container_memory_working_set_bytes gauge\n\
-                 container_memory_working_set_bytes{{namespace=\"{ns}\",pod=\"{pod}\",\
-                 container=\"recommender\"}} {used}\n"
-            );
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 8192];
-                let _ = s.read(&mut buf).await;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\n\
-                     content-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(head.as_bytes()).await;
-                let _ = s.write_all(body.as_bytes()).await;
-                let _ = s.shutdown().await;
-            });
-        }
-    });
-    port
+    let stopped_at = std::sync::Mutex::new(None::<Duration>);
+    serve_metrics(move || {
+        let elapsed = moving_for(start, &stopped_at, &growing);
+        let mib: u64 = 1 << 20;
+        let used = (300 * mib + elapsed.as_millis() as u64 * 4 * mib / 1000).min(480 * mib);
+        format!(
+            "# TYPE container_memory_working_set_bytes gauge\n\
+             container_memory_working_set_bytes{{namespace=\"{ns}\",pod=\"{pod}\",\
+             container=\"recommender\"}} {used}\n"
+        )
+    })
+    .await
 }
 
 /// A memory-exhaustion prediction: the working set, projected 4 hours ahead, passes the

@@ -118,3 +118,24 @@ pub async fn resolve_and_finish(d: &super::TestDaemon, alert: &Value, id: &str) 
     d.eventually(&format!("/api/v1/requests/{id}"), 90, is_terminal)
         .await
 }
+
+/// The mails maildev (its HTTP API at `api`) holds about `approval`, once there are `want`.
+pub async fn mails_for(api: &str, approval: &str, want: usize) -> Vec<Value> {
+    for _ in 0..300 {
+        let all: Vec<Value> = reqwest::get(format!("{api}/email"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mine: Vec<Value> = all
+            .into_iter()
+            .filter(|m| m["text"].as_str().unwrap_or("").contains(approval))
+            .collect();
+        if mine.len() >= want {
+            return mine;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{want} mails about {approval} did not arrive");
+}
