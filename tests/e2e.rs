@@ -694,20 +694,7 @@ async fn a_predict_linear_rule_expands_a_filling_claim_ahead_of_time() {
     let kubelet_port =
         kubelet_volume_stats(k.ns.clone(), "data-postgres-0".into(), filling.clone()).await;
 
-    let kubeconfig = k.kubeconfig.clone();
-    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-    let d = common::TestDaemon::serving(|a| {
-        a.cluster.kubeconfig = Some(kubeconfig);
-        a.gate.policy_dir = Some(policies);
-        a.execute.verification_window_seconds = Some(15);
-        a.execute.cooldown_seconds = Some(0);
-    })
-    .await;
-    let am = alertmanager(&d.base).await.unwrap();
-    let prom = prometheus_with(&am, "kubelet", kubelet_port, PREDICTION_RULES)
-        .await
-        .unwrap();
-
+    let (d, am, prom) = predicting(&k, kubelet_port, PREDICTION_RULES).await;
     let req = the_request(&d, &am, 60).await;
     let id = req["id"].as_str().unwrap().to_owned();
     assert_delivered_by(&req, &am);
@@ -717,22 +704,7 @@ async fn a_predict_linear_rule_expands_a_filling_claim_ahead_of_time() {
     );
     let generator = req["signal"]["generator_url"].as_str().unwrap_or("");
     assert!(generator.contains("predict_linear"), "{req:#}");
-    // Labelled proactive: the API and the audit's `received` event.
-    assert_eq!(req["signal_mode"], "proactive", "{req:#}");
-    assert_eq!(req["signal"]["mode"], "proactive", "{req:#}");
-    let received = req["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["kind"] == "received")
-        .cloned()
-        .unwrap_or_default();
-    assert!(
-        received["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("(proactive)")),
-        "{req:#}"
-    );
+    assert_proactive(&req);
     assert_eq!(
         req["target"],
         json!({"kind": "PersistentVolumeClaim", "name": "data-postgres-0", "namespace": k.ns}),
@@ -753,16 +725,7 @@ async fn a_predict_linear_rule_expands_a_filling_claim_ahead_of_time() {
     );
     // The volume stops filling; the prediction no longer holds; Prometheus resolves it.
     filling.store(0, Ordering::SeqCst);
-    let done = d
-        .eventually(&format!("/api/v1/requests/{id}"), 120, is_terminal)
-        .await;
-    assert_verified_by_the_notification(&done);
-    assert!(done["state"]["approval"].is_null(), "no human: {done:#}");
-    assert_eq!(
-        done["state"]["execution"]["workflow_id"], "expand-pvc",
-        "{done:#}"
-    );
-    assert_eq!(done["state"]["execution"]["outcome"], "succeeded");
+    done_ahead_of_time(&d, &id, "expand-pvc").await;
     drop(prom);
     d.stop().await;
 }
@@ -819,20 +782,7 @@ async fn a_predict_linear_memory_rule_raises_the_limit_ahead_of_time() {
     let growing = Arc::new(AtomicU8::new(1));
     let kubelet_port = kubelet_memory(k.ns.clone(), pod.clone(), growing.clone()).await;
 
-    let kubeconfig = k.kubeconfig.clone();
-    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-    let d = common::TestDaemon::serving(|a| {
-        a.cluster.kubeconfig = Some(kubeconfig);
-        a.gate.policy_dir = Some(policies);
-        a.execute.verification_window_seconds = Some(15);
-        a.execute.cooldown_seconds = Some(0);
-    })
-    .await;
-    let am = alertmanager(&d.base).await.unwrap();
-    let prom = prometheus_with(&am, "kubelet", kubelet_port, MEMORY_PREDICTION_RULES)
-        .await
-        .unwrap();
-
+    let (d, am, prom) = predicting(&k, kubelet_port, MEMORY_PREDICTION_RULES).await;
     let req = the_request(&d, &am, 60).await;
     let id = req["id"].as_str().unwrap().to_owned();
     assert_delivered_by(&req, &am);
@@ -840,18 +790,7 @@ async fn a_predict_linear_memory_rule_raises_the_limit_ahead_of_time() {
         req["signal"]["name"], "PredictedMemoryExhaustion",
         "{req:#}"
     );
-    assert_eq!(req["signal_mode"], "proactive", "{req:#}");
-    assert!(
-        req["timeline"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["kind"] == "received"
-                && e["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("(proactive)"))),
-        "{req:#}"
-    );
+    assert_proactive(&req);
 
     let node = format!("{}-worker-1", k.ns);
     let kk = k.clone_handle();
@@ -872,17 +811,58 @@ async fn a_predict_linear_memory_rule_raises_the_limit_ahead_of_time() {
         "{deployment:#}"
     );
     growing.store(0, Ordering::SeqCst);
+    done_ahead_of_time(&d, &id, "increase-memory-limits").await;
+    kubelet.abort();
+    drop(prom);
+    d.stop().await;
+}
+
+/// The daemon on `k` (the shipped policy, a short verification window), an Alertmanager
+/// delivering to it, and a Prometheus scraping the stand-in exporter on `port` as job
+/// `kubelet` with the prediction `rules`.
+async fn predicting(k: &Kube, port: u16, rules: &str) -> (common::TestDaemon, Service, Service) {
+    let kubeconfig = k.kubeconfig.clone();
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let d = common::TestDaemon::serving(|a| {
+        a.cluster.kubeconfig = Some(kubeconfig);
+        a.gate.policy_dir = Some(policies);
+        a.execute.verification_window_seconds = Some(15);
+        a.execute.cooldown_seconds = Some(0);
+    })
+    .await;
+    let am = alertmanager(&d.base).await.unwrap();
+    let prom = prometheus_with(&am, "kubelet", port, rules).await.unwrap();
+    (d, am, prom)
+}
+
+/// Labelled proactive: in the API and in the audit's `received` event.
+fn assert_proactive(req: &Value) {
+    assert_eq!(req["signal_mode"], "proactive", "{req:#}");
+    assert_eq!(req["signal"]["mode"], "proactive", "{req:#}");
+    assert!(
+        req["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "received"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("(proactive)"))),
+        "{req:#}"
+    );
+}
+
+/// The prediction resolved in Prometheus, the request completes, verified by the resolved
+/// notification, with no human, `workflow` having succeeded.
+async fn done_ahead_of_time(d: &common::TestDaemon, id: &str, workflow: &str) {
     let done = d
         .eventually(&format!("/api/v1/requests/{id}"), 120, is_terminal)
         .await;
-    kubelet.abort();
     assert_verified_by_the_notification(&done);
     assert!(done["state"]["approval"].is_null(), "no human: {done:#}");
     assert_eq!(
-        done["state"]["execution"]["workflow_id"], "increase-memory-limits",
+        done["state"]["execution"]["workflow_id"], workflow,
         "{done:#}"
     );
     assert_eq!(done["state"]["execution"]["outcome"], "succeeded");
-    drop(prom);
-    d.stop().await;
 }
