@@ -109,6 +109,15 @@ fn receiver_config(daemon: &str, token_file: &Path) -> String {
         )
 }
 
+/// A namespace on the real API server, when the Alertmanager and Prometheus binaries are there
+/// too (else the loud skip, or the failure in CI).
+async fn monitored_cluster(prefix: &str) -> Option<Kube> {
+    let k = Kube::new(prefix).await?;
+    common::component("KUBEMEDIC_TEST_ALERTMANAGER_BIN", "Alertmanager (binary)")?;
+    common::component("KUBEMEDIC_TEST_PROMETHEUS_BIN", "Prometheus (binary)")?;
+    Some(k)
+}
+
 /// An Alertmanager of its own, configured with the README's receiver pointed at `daemon`.
 async fn alertmanager(daemon: &str) -> Option<Service> {
     alertmanager_with_token(daemon, common::WEBHOOK_TOKEN).await
@@ -552,14 +561,9 @@ async fn prometheus_with(am: &Service, job: &str, port: u16, rules_text: &str) -
 /// notifies, and the alert's own expression (re-evaluated in Prometheus) no longer holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prometheus_rule_fires_through_alertmanager_into_the_daemon() {
-    let Some(k) = Kube::new("e2ek").await else {
+    let Some(k) = monitored_cluster("e2ek").await else {
         return;
     };
-    if common::component("KUBEMEDIC_TEST_ALERTMANAGER_BIN", "Alertmanager (binary)").is_none()
-        || common::component("KUBEMEDIC_TEST_PROMETHEUS_BIN", "Prometheus (binary)").is_none()
-    {
-        return;
-    }
     let staged = common::scenarios::staged_in("crashloop-rollout", &[&k])
         .await
         .remove(0)
@@ -681,14 +685,9 @@ const PREDICTION_RULES: &str = r#"groups:
 /// nobody deciding; the fill stops, Prometheus resolves the prediction, the request completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_predict_linear_rule_expands_a_filling_claim_ahead_of_time() {
-    let Some(k) = Kube::new("e2ep").await else {
+    let Some(k) = monitored_cluster("e2ep").await else {
         return;
     };
-    if common::component("KUBEMEDIC_TEST_ALERTMANAGER_BIN", "Alertmanager (binary)").is_none()
-        || common::component("KUBEMEDIC_TEST_PROMETHEUS_BIN", "Prometheus (binary)").is_none()
-    {
-        return;
-    }
     common::scenarios::staged_in("pvc-fill-predicted", &[&k]).await;
     let filling = Arc::new(AtomicU8::new(1));
     let kubelet_port =
@@ -768,14 +767,9 @@ const MEMORY_PREDICTION_RULES: &str = r#"groups:
 /// the growth stops, Prometheus resolves the prediction, the request completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_predict_linear_memory_rule_raises_the_limit_ahead_of_time() {
-    let Some(k) = Kube::new("e2em").await else {
+    let Some(k) = monitored_cluster("e2em").await else {
         return;
     };
-    if common::component("KUBEMEDIC_TEST_ALERTMANAGER_BIN", "Alertmanager (binary)").is_none()
-        || common::component("KUBEMEDIC_TEST_PROMETHEUS_BIN", "Prometheus (binary)").is_none()
-    {
-        return;
-    }
     common::scenarios::staged_in("memory-exhaustion-predicted", &[&k]).await;
     let pods = k.pods("app=recommender", 2).await;
     let pod = pods[0]["metadata"]["name"].as_str().unwrap().to_owned();
