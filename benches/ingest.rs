@@ -5,7 +5,7 @@
 //! stops Postgres); figures and analysis live in `docs/benchmarks.md`.
 //!
 //! For each backend it starts the real release `kubemedic serve` binary as a child process
-//! (`--workers 1`, defaults otherwise, info-level JSON logs to a file) on a fresh database and
+//! (`--max-wait-seconds 0`, defaults otherwise, info-level JSON logs to a file) on a fresh database and
 //! sends distinct webhook bodies over HTTP with bearer auth. Every alert has a unique
 //! fingerprint and a unique `pod` label, so every alert opens a new remediation request.
 //!
@@ -464,7 +464,9 @@ impl Daemon {
         }
         cmd.arg("serve")
             .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--workers", "1"])
+            // The worker's defaults; with no cluster a request ends in review at its first
+            // step instead of waiting for one (the trivial request the drain figure counts).
+            .args(["--max-wait-seconds", "0"])
             .arg("--data-dir")
             .arg(&fresh.data_dir)
             .env("KUBEMEDIC_WEBHOOK_TOKEN", WEBHOOK_TOKEN)

@@ -12,8 +12,7 @@ use common::{API_TOKEN, TestDaemon, WEBHOOK_TOKEN, alert_body, fixture};
 use kubemedic::daemon::Components;
 use kubemedic::domain::{AuditDraft, AuditEvent, Phase, RemediationRequest};
 use kubemedic::store::{
-    IngestOutcome, Page, RequestFilter, SignalFilter, SignalRecord, StepCommit, Store, StoreError,
-    StoreHealth,
+    IngestOutcome, Page, RequestFilter, SignalFilter, SignalRecord, Store, StoreError, StoreHealth,
 };
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -608,12 +607,13 @@ impl Store for UnreachableStore {
     ) -> Result<Vec<IngestOutcome>, StoreError> {
         Err(gone())
     }
-    async fn claim(
+    async fn claim_batch(
         &self,
         _: &str,
         _: std::time::Duration,
-    ) -> Result<Option<RemediationRequest>, StoreError> {
-        Ok(None)
+        _: usize,
+    ) -> Result<Vec<RemediationRequest>, StoreError> {
+        Ok(vec![])
     }
     async fn renew(
         &self,
@@ -623,13 +623,11 @@ impl Store for UnreachableStore {
     ) -> Result<bool, StoreError> {
         Err(gone())
     }
-    async fn commit_step(
+    async fn commit_steps(
         &self,
-        _: uuid::Uuid,
         _: &str,
-        _: Phase,
-        _: StepCommit,
-    ) -> Result<Option<RemediationRequest>, StoreError> {
+        _: &[kubemedic::store::PendingStep],
+    ) -> Result<Vec<Option<RemediationRequest>>, StoreError> {
         Err(gone())
     }
     async fn release(&self, _: uuid::Uuid, _: &str) -> Result<(), StoreError> {

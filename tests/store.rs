@@ -17,7 +17,8 @@ use kubemedic::domain::{
 use kubemedic::domain::{AuditDraft, Phase, StageState};
 use kubemedic::domain::{NewSignal, SignalMode, SignalSource, SignalStatus};
 use kubemedic::store::{
-    DeliveryResult, IngestOutcome, IntentStatus, RequestFilter, SignalFilter, StepCommit, Store,
+    DeliveryResult, IngestOutcome, IntentStatus, PendingStep, RequestFilter, SignalFilter,
+    StepCommit, Store,
 };
 
 struct Fixture {
@@ -91,6 +92,8 @@ contract!(
     a_large_batch_decides_like_one_signal_at_a_time,
     claims_are_exclusive_and_leases_lapse,
     concurrent_claims_never_share_a_request,
+    batches_are_claimed_once_and_commit_together,
+    concurrent_writers_keep_one_unbroken_chain,
     a_step_commits_with_its_audit_events,
     illegal_transitions_are_refused,
     terminal_requests_free_their_target,
@@ -494,6 +497,171 @@ async fn concurrent_claims_never_share_a_request(f: Fixture) {
         }
     }
     assert_eq!(total, 20);
+}
+
+/// Issue 15, item 6: workers claim in batches and commit many steps in one transaction. Four
+/// workers claiming 16 at a time share 50 requests without overlap, oldest first; a batch in
+/// which one request was taken over commits the others and writes nothing for that one; the
+/// finished ones free their targets and the audit chain holds.
+async fn batches_are_claimed_once_and_commit_together(f: Fixture) {
+    let s = &f.store;
+    let mut opened = Vec::new();
+    for i in 0..50u32 {
+        let name = format!("pod-{i}");
+        let out = s
+            .ingest(&[signal(&format!("b{i}"), i, Some(("shop", "Pod", &name)))])
+            .await
+            .unwrap();
+        opened.push(out[0].request_id().unwrap());
+        f.clock.advance(chrono::Duration::milliseconds(1));
+    }
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let store = s.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let batch = store
+                    .claim_batch(&format!("w{w}"), Duration::from_secs(60), 16)
+                    .await
+                    .unwrap();
+                if batch.is_empty() {
+                    return mine;
+                }
+                assert!(batch.len() <= 16);
+                assert!(
+                    batch.windows(2).all(|p| p[0].created_at <= p[1].created_at),
+                    "a batch comes oldest first"
+                );
+                mine.push(batch);
+            }
+        }));
+    }
+    let mut seen = HashSet::new();
+    let mut batches = Vec::new();
+    for (w, t) in tasks.into_iter().enumerate() {
+        for batch in t.await.unwrap() {
+            for r in &batch {
+                assert!(seen.insert(r.id), "request {} claimed twice", r.id);
+            }
+            batches.push((format!("w{w}"), batch));
+        }
+    }
+    assert_eq!(seen.len(), 50);
+
+    // One worker's batch: the second request is taken over by another worker (its lease lapsed
+    // and it was released and claimed again) before the batch commits.
+    let (worker, batch) = batches.iter().find(|(_, b)| b.len() >= 3).unwrap();
+    let stolen = batch[1].id;
+    s.release(stolen, worker).await.unwrap();
+    assert_eq!(
+        s.claim("thief", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        stolen
+    );
+    let steps: Vec<PendingStep> = batch
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut commit = step(if i == 0 {
+                Phase::Failed
+            } else {
+                Phase::Enriching
+            });
+            commit.events = vec![AuditDraft::new("note", "test", format!("step {i}"))];
+            PendingStep {
+                id: r.id,
+                from: Phase::Received,
+                step: commit,
+            }
+        })
+        .collect();
+    let answers = s.commit_steps(worker, &steps).await.unwrap();
+    assert_eq!(answers.len(), batch.len());
+    assert!(
+        answers[1].is_none(),
+        "the taken-over request is not written"
+    );
+    assert_eq!(answers[0].as_ref().unwrap().phase, Phase::Failed);
+    for a in &answers[2..] {
+        assert_eq!(a.as_ref().unwrap().phase, Phase::Enriching);
+    }
+    let untouched = s.get_request(stolen).await.unwrap().unwrap();
+    assert_eq!(untouched.phase, Phase::Received);
+    let trail = s.audit_trail(stolen).await.unwrap();
+    assert!(trail.iter().all(|e| e.kind != "note"), "{trail:?}");
+    let trail = s.audit_trail(batch[2].id).await.unwrap();
+    let kinds: Vec<&str> = trail.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["received", "note", "transition"]);
+
+    // The failed one freed its target: the same pod opens a new request.
+    let again = s
+        .ingest(&[signal(
+            "b-again",
+            59,
+            Some((
+                "shop",
+                "Pod",
+                batch[0].target.as_ref().unwrap().name.as_str(),
+            )),
+        )])
+        .await
+        .unwrap();
+    assert!(
+        matches!(again[0], IngestOutcome::Opened { .. }),
+        "{again:?}"
+    );
+    let chain = s.verify_chain().await.unwrap();
+    assert!(chain.intact(), "{chain:?}");
+}
+
+/// Ingest and step commits from many tasks at once (on Postgres, parallel transactions that
+/// queue for the chain's lock only to append) still leave one unbroken chain, and no deadlock.
+async fn concurrent_writers_keep_one_unbroken_chain(f: Fixture) {
+    let mut tasks = Vec::new();
+    for w in 0..8u32 {
+        let store = f.store.clone();
+        tasks.push(tokio::spawn(async move {
+            let worker = format!("w{w}");
+            for i in 0..10u32 {
+                let name = format!("pod-{w}-{i}");
+                let fp = format!("c{w}-{i}");
+                store
+                    .ingest(&[signal(&fp, i, Some(("shop", "Pod", &name)))])
+                    .await
+                    .unwrap();
+                let batch = store
+                    .claim_batch(&worker, Duration::from_secs(60), 4)
+                    .await
+                    .unwrap();
+                let steps: Vec<PendingStep> = batch
+                    .iter()
+                    .map(|r| PendingStep {
+                        id: r.id,
+                        from: r.phase,
+                        step: step(if r.phase == Phase::Received {
+                            Phase::Enriching
+                        } else {
+                            Phase::Failed
+                        }),
+                    })
+                    .collect();
+                store.commit_steps(&worker, &steps).await.unwrap();
+                for r in &batch {
+                    store.release(r.id, &worker).await.unwrap();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let chain = f.store.verify_chain().await.unwrap();
+    assert!(chain.intact(), "{chain:?}");
+    assert!(chain.events >= 80, "{chain:?}");
 }
 
 async fn a_step_commits_with_its_audit_events(f: Fixture) {

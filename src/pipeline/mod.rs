@@ -152,6 +152,12 @@ impl Pipeline {
         self.stages.contains_key(&phase)
     }
 
+    /// Whether stepping `req` may run a stage (work on the cluster, the LLM, the policy), as
+    /// opposed to a decision made from the request alone (received, no stage, not runnable).
+    pub fn runs_stage(&self, req: &RemediationRequest) -> bool {
+        req.phase != Phase::Received && req.phase.is_runnable() && self.has_stage(req.phase)
+    }
+
     /// Decide the next state of `req`. Never panics and never leaves a request without a way
     /// forward: every error becomes a wait, a failure or a review with its reason.
     pub async fn step(&self, req: &RemediationRequest) -> Step {

@@ -1,29 +1,47 @@
 //! The durable worker pool.
 //!
-//! Claims runnable requests from the store (a lease, renewed while a stage runs), drives each
-//! through [`Pipeline::step`] and commits every step with its audit events. Bounded by a
-//! semaphore. A crash leaves leases behind; they lapse and any worker (this process after a
-//! restart, or another replica) resumes the request from its last committed phase. On shutdown
-//! no new request is claimed, in-flight steps finish and commit, and claims are released.
+//! Claims runnable requests from the store in batches (a lease, renewed while a stage runs),
+//! drives each through [`Pipeline::step`] and commits every step with its audit events. Steps
+//! that are ready at the same time are committed together: one committer takes whatever steps
+//! wait and writes them in one transaction (group commit), so a burst costs a few transactions
+//! per batch instead of three per request.
+//!
+//! Two bounds: at most `concurrency` stages run at once (the work on the cluster, the LLM, the
+//! policy), and at most `in_flight` requests are held at once (claimed and waiting for a stage
+//! slot, stepping, or committing). Moving a request on without a stage (received, a phase
+//! nobody serves, a timeout) needs no stage slot.
+//!
+//! A crash leaves leases behind; they lapse and any worker (this process after a restart, or
+//! another replica) resumes the request from its last committed phase. On shutdown no new
+//! request is claimed, requests still waiting for a stage slot are handed back, in-flight
+//! steps finish and commit, and claims are released.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
 use super::{Pipeline, Step};
-use crate::domain::RemediationRequest;
-use crate::store::{StepCommit, Store};
+use crate::domain::{Phase, RemediationRequest};
+use crate::store::{PendingStep, StepCommit, Store};
 use crate::telemetry::Metrics;
+
+/// Requests claimed with one statement at most.
+const CLAIM_BATCH: usize = 64;
+
+/// Steps committed in one transaction at most.
+const COMMIT_BATCH: usize = 256;
 
 pub struct WorkerPool {
     store: Arc<dyn Store>,
     pipeline: Arc<Pipeline>,
     worker_id: String,
     concurrency: usize,
+    in_flight: usize,
+    stage_slots: Semaphore,
     lease: Duration,
     poll: Duration,
     wake: Arc<Notify>,
@@ -31,6 +49,8 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
+    /// A pool running at most `concurrency` stages at once and holding at most
+    /// `max(4 × concurrency, 64)` requests.
     pub fn new(
         store: Arc<dyn Store>,
         pipeline: Arc<Pipeline>,
@@ -44,11 +64,14 @@ impl WorkerPool {
             hostname(),
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
+        let concurrency = concurrency.max(1);
         Self {
             store,
             pipeline,
             worker_id,
-            concurrency: concurrency.max(1),
+            concurrency,
+            in_flight: concurrency.saturating_mul(4).max(CLAIM_BATCH),
+            stage_slots: Semaphore::new(concurrency),
             lease,
             poll: Duration::from_secs(1),
             wake,
@@ -62,46 +85,67 @@ impl WorkerPool {
 
     /// Run until `shutdown` is cancelled, then let in-flight steps commit (at most `grace`).
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken, grace: Duration) {
-        let permits = Arc::new(Semaphore::new(self.concurrency));
+        let holds = Arc::new(Semaphore::new(self.in_flight));
+        let (commits, committer) = CommitQueue::start(self.store.clone(), self.worker_id.clone());
         let mut tasks = JoinSet::new();
-        info!(worker = %self.worker_id, concurrency = self.concurrency, "worker pool started");
+        info!(
+            worker = %self.worker_id,
+            concurrency = self.concurrency,
+            in_flight = self.in_flight,
+            "worker pool started"
+        );
         loop {
             while tasks.try_join_next().is_some() {}
-            let permit = tokio::select! {
-                p = permits.clone().acquire_owned() => match p {
+            let first = tokio::select! {
+                p = holds.clone().acquire_owned() => match p {
                     Ok(p) => p,
                     Err(_) => break,
                 },
                 _ = shutdown.cancelled() => break,
             };
-            match self.store.claim(&self.worker_id, self.lease).await {
-                Ok(Some(request)) => {
-                    let me = self.clone();
-                    let stop = shutdown.clone();
-                    let span = info_span!("request", request_id = %request.id);
-                    tasks.spawn(
-                        async move {
-                            me.drive(request, stop).await;
-                            drop(permit);
-                        }
-                        .instrument(span),
-                    );
+            let mut permits = vec![first];
+            while permits.len() < CLAIM_BATCH {
+                match holds.clone().try_acquire_owned() {
+                    Ok(p) => permits.push(p),
+                    Err(_) => break,
                 }
-                Ok(None) => {
-                    drop(permit);
-                    tokio::select! {
-                        _ = self.wake.notified() => {}
-                        _ = tokio::time::sleep(self.poll) => {}
-                        _ = shutdown.cancelled() => break,
+            }
+            let wanted = permits.len();
+            let idle = match self
+                .store
+                .claim_batch(&self.worker_id, self.lease, wanted)
+                .await
+            {
+                Ok(requests) => {
+                    let short = requests.len() < wanted;
+                    for request in requests {
+                        let Some(permit) = permits.pop() else { break };
+                        let me = self.clone();
+                        let stop = shutdown.clone();
+                        let commits = commits.clone();
+                        let span = info_span!("request", request_id = %request.id);
+                        tasks.spawn(
+                            async move {
+                                me.drive(request, stop, &commits).await;
+                                drop(permit);
+                            }
+                            .instrument(span),
+                        );
                     }
+                    // Fewer than asked for: the backlog is empty for now.
+                    short.then_some(self.poll)
                 }
                 Err(e) => {
-                    drop(permit);
                     warn!(error = %e, "cannot claim work; retrying");
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-                        _ = shutdown.cancelled() => break,
-                    }
+                    Some(Duration::from_secs(2))
+                }
+            };
+            drop(permits);
+            if let Some(wait) = idle {
+                tokio::select! {
+                    _ = self.wake.notified() => {}
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = shutdown.cancelled() => break,
                 }
             }
         }
@@ -112,15 +156,28 @@ impl WorkerPool {
             warn!("in-flight requests did not finish in time; their leases will lapse");
             tasks.abort_all();
         }
+        drop(commits);
+        let _ = committer.await;
     }
 
     /// Drive one claimed request until it is released: terminal, waiting, handed to a human, or
     /// the process is stopping.
-    async fn drive(&self, mut request: RemediationRequest, shutdown: CancellationToken) {
+    async fn drive(
+        &self,
+        mut request: RemediationRequest,
+        shutdown: CancellationToken,
+        commits: &CommitQueue,
+    ) {
         loop {
             let from = request.phase;
             let started = std::time::Instant::now();
-            let step = self.step_with_heartbeat(&request).await;
+            let Some(step) = self.step_with_heartbeat(&request, &shutdown).await else {
+                // Stopping before its stage could start: hand it back as it is.
+                if let Err(e) = self.store.release(request.id, &self.worker_id).await {
+                    warn!(error = %e, "cannot release claim; it lapses with its lease");
+                }
+                return;
+            };
             let commit = match step {
                 Step::Move {
                     to,
@@ -155,11 +212,7 @@ impl WorkerPool {
             };
             let to = commit.to;
             let release = commit.release;
-            match self
-                .store
-                .commit_step(request.id, &self.worker_id, from, commit)
-                .await
-            {
+            match commits.commit(request.id, from, commit).await {
                 Ok(Some(updated)) => {
                     self.metrics.observe_stage(from, started.elapsed());
                     if to != from {
@@ -188,8 +241,13 @@ impl WorkerPool {
         }
     }
 
-    /// Run one step while renewing the lease, so a long LLM call does not lose the claim.
-    async fn step_with_heartbeat(&self, request: &RemediationRequest) -> Step {
+    /// Run one step while renewing the lease, so a long LLM call (or a wait for a stage slot)
+    /// does not lose the claim. `None` when the process stops before the stage could start.
+    async fn step_with_heartbeat(
+        &self,
+        request: &RemediationRequest,
+        shutdown: &CancellationToken,
+    ) -> Option<Step> {
         let every = (self.lease / 3).max(Duration::from_millis(200));
         let heartbeat = async {
             loop {
@@ -205,19 +263,89 @@ impl WorkerPool {
                 }
             }
         };
+        let work = async {
+            let _slot = if self.pipeline.runs_stage(request) {
+                tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => return None,
+                    slot = self.stage_slots.acquire() => Some(slot.ok()?),
+                }
+            } else {
+                None
+            };
+            Some(self.pipeline.step(request).await)
+        };
         tokio::select! {
-            step = self.pipeline.step(request) => step,
-            _ = heartbeat => unreachable_step(),
+            step = work => step,
+            _ = heartbeat => None,
         }
     }
 }
 
-/// The heartbeat loop never ends; this keeps `select!` total without a panic.
-fn unreachable_step() -> Step {
-    Step::Wait {
-        state: Default::default(),
-        not_before: chrono::Utc::now(),
-        events: vec![],
+/// Where a driven request hands its step to be committed, and waits for the answer.
+#[derive(Clone)]
+struct CommitQueue(mpsc::Sender<Queued>);
+
+struct Queued {
+    step: PendingStep,
+    answer: oneshot::Sender<Result<Option<RemediationRequest>, String>>,
+}
+
+impl CommitQueue {
+    /// The queue and its committer task, which ends once every sender is gone.
+    fn start(store: Arc<dyn Store>, worker: String) -> (Self, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel(COMMIT_BATCH * 4);
+        (Self(tx), tokio::spawn(committer(store, worker, rx)))
+    }
+
+    async fn commit(
+        &self,
+        id: uuid::Uuid,
+        from: Phase,
+        step: StepCommit,
+    ) -> Result<Option<RemediationRequest>, String> {
+        let (answer, answered) = oneshot::channel();
+        let queued = Queued {
+            step: PendingStep { id, from, step },
+            answer,
+        };
+        let gone = || "the committer has stopped".to_owned();
+        self.0.send(queued).await.map_err(|_| gone())?;
+        answered.await.map_err(|_| gone())?
+    }
+}
+
+/// Commit whatever steps wait, up to [`COMMIT_BATCH`], in one transaction; while it runs the
+/// next batch gathers. A batch the database refuses is committed again one step at a time, so
+/// one bad step fails alone.
+async fn committer(store: Arc<dyn Store>, worker: String, mut queue: mpsc::Receiver<Queued>) {
+    let mut batch = Vec::with_capacity(COMMIT_BATCH);
+    while queue.recv_many(&mut batch, COMMIT_BATCH).await > 0 {
+        let (steps, answers): (Vec<_>, Vec<_>) =
+            batch.drain(..).map(|q| (q.step, q.answer)).unzip();
+        match store.commit_steps(&worker, &steps).await {
+            Ok(results) => {
+                for (answer, result) in answers.into_iter().zip(results) {
+                    let _ = answer.send(Ok(result));
+                }
+            }
+            Err(e) if steps.len() > 1 => {
+                warn!(error = %e, steps = steps.len(), "a batch of steps did not commit; committing them one by one");
+                for (step, answer) in steps.iter().zip(answers) {
+                    let result = store
+                        .commit_steps(&worker, std::slice::from_ref(step))
+                        .await
+                        .map(|r| r.into_iter().next().flatten())
+                        .map_err(|e| e.to_string());
+                    let _ = answer.send(result);
+                }
+            }
+            Err(e) => {
+                for answer in answers {
+                    let _ = answer.send(Err(e.to_string()));
+                }
+            }
+        }
     }
 }
 

@@ -239,6 +239,14 @@ pub struct StepCommit {
     pub events: Vec<AuditDraft>,
 }
 
+/// A step for a request the worker holds in phase `from`, for [`Store::commit_steps`].
+#[derive(Debug, Clone)]
+pub struct PendingStep {
+    pub id: Uuid,
+    pub from: Phase,
+    pub step: StepCommit,
+}
+
 /// What the summary counts of a request, kept in columns of its own as its steps commit.
 pub(crate) struct Figures {
     tokens: i64,
@@ -344,11 +352,32 @@ pub trait Store: Send + Sync {
     /// Record a batch of signals in one transaction and open or update requests.
     async fn ingest(&self, signals: &[NewSignal]) -> Result<Vec<IngestOutcome>>;
 
+    /// Claim up to `limit` of the oldest runnable requests whose lease has lapsed and whose
+    /// wait is over, in one statement, oldest first. Requests another worker is claiming at the
+    /// same moment are skipped, never waited for or taken twice.
+    async fn claim_batch(
+        &self,
+        worker: &str,
+        lease: Duration,
+        limit: usize,
+    ) -> Result<Vec<RemediationRequest>>;
+
     /// Claim the oldest runnable request whose lease has lapsed and whose wait is over.
-    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<RemediationRequest>>;
+    async fn claim(&self, worker: &str, lease: Duration) -> Result<Option<RemediationRequest>> {
+        Ok(self.claim_batch(worker, lease, 1).await?.into_iter().next())
+    }
 
     /// Extend a claim; false when the worker no longer holds it.
     async fn renew(&self, id: Uuid, worker: &str, lease: Duration) -> Result<bool>;
+
+    /// Commit steps of requests the worker holds, with their audit events, in one
+    /// transaction: one answer per step, in order, `None` where the claim was lost (another
+    /// worker took over; nothing of that step was written). An error writes nothing at all.
+    async fn commit_steps(
+        &self,
+        worker: &str,
+        steps: &[PendingStep],
+    ) -> Result<Vec<Option<RemediationRequest>>>;
 
     /// Commit a step for a request the worker holds in phase `from`. `None` when the claim was
     /// lost (another worker took over): nothing was written.
@@ -358,7 +387,15 @@ pub trait Store: Send + Sync {
         worker: &str,
         from: Phase,
         step: StepCommit,
-    ) -> Result<Option<RemediationRequest>>;
+    ) -> Result<Option<RemediationRequest>> {
+        let steps = [PendingStep { id, from, step }];
+        Ok(self
+            .commit_steps(worker, &steps)
+            .await?
+            .into_iter()
+            .next()
+            .flatten())
+    }
 
     /// Give up a claim without changing the request.
     async fn release(&self, id: Uuid, worker: &str) -> Result<()>;

@@ -52,8 +52,9 @@ fn param(i: usize) -> String {
 
 const BEGIN: &str = "BEGIN";
 
-/// Writers of audit events take this transaction-scoped lock first, so the chain grows one
-/// transaction at a time, in id order, across every replica.
+/// Writers of audit events take this transaction-scoped lock before they read the chain's head
+/// (after their other writes), so the chain grows one transaction at a time, in id order,
+/// across every replica.
 const CHAIN_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7239418825061)");
 
 /// A stored time's UTC day, `YYYY-MM-DD`.
@@ -65,12 +66,12 @@ macro_rules! day_of {
 
 const CLAIM_SQL: &str = concat!(
     "UPDATE remediation_requests SET claimed_by = $1, lease_until = $2 \
-     WHERE id = (SELECT id FROM remediation_requests \
+     WHERE id IN (SELECT id FROM remediation_requests \
        WHERE active AND phase IN ",
     runnable_phases!(),
     " AND (lease_until IS NULL OR lease_until < $3) \
        AND (not_before IS NULL OR not_before <= $3) \
-       ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) \
+       ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
      RETURNING ",
     request_columns!()
 );

@@ -49,7 +49,7 @@ macro_rules! sql_store {
         use sqlx::types::Json;
         use $crate::store::{
             ExecutionLock, IngestOutcome, Intent, IntentStatus, Page, RequestFilter, RequestPage,
-            Result, SignalFilter, SignalRecord, StepCommit, StoreError, StoreHealth, corrupt,
+            Result, SignalFilter, SignalRecord, StoreError, StoreHealth, corrupt,
             make_target, parse_phase,
         };
         use $crate::store::chain::{AuditKey, ChainReport, ChainRow, StoredLink, Verifier};
@@ -242,9 +242,19 @@ macro_rules! sql_store {
             })
         }
 
-        /// The hash of the last audit event: the link the next one chains to. Call inside a
-        /// transaction opened with `begin_audited` (it holds the chain's lock).
+        /// The hash of the last audit event: the link the next one chains to. Takes the
+        /// chain's lock first (Postgres; SQLite's single writer needs none), held until the
+        /// transaction ends, so the chain grows one transaction at a time across every replica.
+        ///
+        /// The lock is taken late, once a transaction's row writes are done, so writers do
+        /// their other work in parallel and queue only for the append and the commit. That is
+        /// deadlock-free because every audited transaction appends its events last: after the
+        /// lock it only inserts audit rows (whose foreign-key checks take KEY SHARE locks, which
+        /// no writer's row lock conflicts with) and reads.
         async fn chain_head(tx: &mut Tx) -> Result<Option<String>> {
+            if let Some(lock) = CHAIN_LOCK {
+                sqlx::query(lock).execute(&mut **tx).await?;
+            }
             let row: Option<(Option<String>,)> =
                 sqlx::query_as("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1")
                     .fetch_optional(&mut **tx)
@@ -310,6 +320,46 @@ macro_rules! sql_store {
             .bind(key.id())
             .execute(&mut **tx)
             .await?;
+            Ok(())
+        }
+
+        /// Append `events` (request, phase, draft), in order, all at `at`, to the chain with
+        /// multi-row INSERTs: one read of the chain's head, then each link computed in memory.
+        /// Call inside a transaction opened with `begin_audited`, after its other writes.
+        async fn insert_audits(
+            tx: &mut Tx,
+            key: &AuditKey,
+            at: chrono::DateTime<chrono::Utc>,
+            events: &[(Option<uuid::Uuid>, Option<Phase>, std::borrow::Cow<'_, AuditDraft>)],
+        ) -> Result<()> {
+            if events.is_empty() {
+                return Ok(());
+            }
+            let at = to_micros(at);
+            let mut head = chain_head(tx).await?;
+            for chunk in events.chunks(CHUNK) {
+                let sql = format!(
+                    "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
+                     prev_hash, hash, key_id) VALUES {}",
+                    value_rows(chunk.len(), 10)
+                );
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
+                for (rid, phase, d) in chunk {
+                    let hash = chain_link(key, head.as_deref(), *rid, *phase, at, d);
+                    q = q
+                        .bind(rid.map(id))
+                        .bind(ts(at))
+                        .bind(phase.map(Phase::as_str))
+                        .bind(&d.kind)
+                        .bind(&d.actor)
+                        .bind($crate::store::storable_text(&d.message))
+                        .bind($crate::store::storable_value(&d.payload))
+                        .bind(head.replace(hash.clone()))
+                        .bind(hash)
+                        .bind(key.id());
+                }
+                q.execute(&mut **tx).await?;
+            }
             Ok(())
         }
 
@@ -390,14 +440,10 @@ macro_rules! sql_store {
         const CHUNK: usize = 100;
 
         impl $store {
-            /// A write transaction that may append audit events: it holds the chain's lock
-            /// from the start (taken before any row lock, so writers cannot deadlock on it).
+            /// A write transaction that may append audit events. It must append them after its
+            /// other writes: appending takes the chain's lock (see `chain_head`).
             async fn begin_audited(&self) -> Result<Tx> {
-                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
-                if let Some(lock) = CHAIN_LOCK {
-                    sqlx::query(lock).execute(&mut *tx).await?;
-                }
-                Ok(tx)
+                Ok(self.writer.begin_with(BEGIN).await?)
             }
 
             /// Record a batch in one transaction with a handful of statements whatever its
@@ -661,31 +707,8 @@ macro_rules! sql_store {
                 }
                 // The trail in the order things happened: openings, then repeats and resolutions.
                 audits.sort_by_key(|(_, _, d)| if d.kind == "received" { 0 } else { 1 });
-                let at = to_micros(now);
-                let mut head = if audits.is_empty() { None } else { chain_head(&mut tx).await? };
-                for chunk in audits.chunks(CHUNK) {
-                    let sql = format!(
-                        "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
-                         prev_hash, hash, key_id) VALUES {}",
-                        value_rows(chunk.len(), 10)
-                    );
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
-                    for (rid, phase, d) in chunk {
-                        let hash = chain_link(&self.audit_key, head.as_deref(), *rid, *phase, at, d);
-                        q = q
-                            .bind(rid.map(id))
-                            .bind(ts(at))
-                            .bind(phase.map(Phase::as_str))
-                            .bind(&d.kind)
-                            .bind(&d.actor)
-                            .bind($crate::store::storable_text(&d.message))
-                            .bind($crate::store::storable_value(&d.payload))
-                            .bind(head.replace(hash.clone()))
-                            .bind(hash)
-                            .bind(self.audit_key.id());
-                    }
-                    q.execute(&mut *tx).await?;
-                }
+                let audits: Vec<_> = audits.into_iter().map(|(r, p, d)| (r, p, std::borrow::Cow::Owned(d))).collect();
+                insert_audits(&mut tx, &self.audit_key, now, &audits).await?;
                 tx.commit().await?;
                 Ok(out)
             }
@@ -707,21 +730,26 @@ macro_rules! sql_store {
                 }
             }
 
-            async fn claim(
+            async fn claim_batch(
                 &self,
                 worker: &str,
                 lease: std::time::Duration,
-            ) -> Result<Option<RemediationRequest>> {
+                limit: usize,
+            ) -> Result<Vec<RemediationRequest>> {
                 let now = self.clock.now();
                 let until = now + chrono::Duration::from_std(lease).unwrap_or_default();
                 let _write = self.write_guard().await;
-                let row = sqlx::query(CLAIM_SQL)
+                let rows = sqlx::query(CLAIM_SQL)
                     .bind(worker)
                     .bind(ts(until))
                     .bind(ts(now))
-                    .fetch_optional(&self.writer)
+                    .bind(i64::try_from(limit.max(1)).unwrap_or(i64::MAX))
+                    .fetch_all(&self.writer)
                     .await?;
-                row.as_ref().map(request_from_row).transpose()
+                let mut claimed = rows.iter().map(request_from_row).collect::<Result<Vec<_>>>()?;
+                // RETURNING gives no order: the oldest first, as the claim chose them.
+                claimed.sort_by_key(|r| (r.created_at, r.id));
+                Ok(claimed)
             }
 
             async fn renew(
@@ -744,89 +772,113 @@ macro_rules! sql_store {
                 Ok(done.rows_affected() == 1)
             }
 
-            async fn commit_step(
+            async fn commit_steps(
                 &self,
-                rid: uuid::Uuid,
                 worker: &str,
-                from: Phase,
-                step: StepCommit,
-            ) -> Result<Option<RemediationRequest>> {
-                if !from.can_move_to(step.to) {
-                    return Err(corrupt(
-                        "remediation_requests",
-                        format!("illegal transition {from} -> {}", step.to),
-                    ));
+                steps: &[$crate::store::PendingStep],
+            ) -> Result<Vec<Option<RemediationRequest>>> {
+                use std::fmt::Write as _;
+                // Everything that can be refused is refused before the transaction opens.
+                let mut prepared = Vec::with_capacity(steps.len());
+                for pending in steps {
+                    let $crate::store::PendingStep { id: rid, from, ref step } = *pending;
+                    if !from.can_move_to(step.to) {
+                        return Err(corrupt(
+                            "remediation_requests",
+                            format!("illegal transition {from} -> {}", step.to),
+                        ));
+                    }
+                    let state = $crate::store::storable_json(&step.state)?;
+                    let figures = $crate::store::Figures::of(&step);
+                    prepared.push((rid, from, step, state, figures));
                 }
                 let now = self.clock.now();
-                let figures = $crate::store::Figures::of(&step);
                 let _write = self.write_guard().await;
                 let mut tx: Tx = self.begin_audited().await?;
-                let row = sqlx::query(concat!(
-                    "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
-                     state = $4, attempts = $5, not_before = $6, updated_at = $7, \
-                     claimed_by = CASE WHEN $8 THEN NULL ELSE claimed_by END, \
-                     lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END, \
-                     tokens = $12, auto_approved = $13, effectiveness = $14, \
-                     guardrail = COALESCE($15, guardrail) \
-                     WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
-                    request_columns!()
-                ))
-                .bind(step.to.as_str())
-                .bind(step.reason.as_deref().map($crate::store::storable_text))
-                .bind(!step.to.is_terminal())
-                .bind($crate::store::storable_json(&step.state)?)
-                .bind(step.attempts)
-                .bind(step.not_before.map(ts))
-                .bind(ts(now))
-                .bind(step.release || step.to.is_terminal())
-                .bind(id(rid))
-                .bind(from.as_str())
-                .bind(worker)
-                .bind(figures.tokens)
-                .bind(figures.auto_approved)
-                .bind(figures.effectiveness)
-                .bind(figures.guardrail.as_deref())
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some(row) = row else {
-                    tx.rollback().await?;
-                    return Ok(None);
-                };
-                let request = request_from_row(&row)?;
-                if step.to.is_terminal() {
-                    sqlx::query(
-                        "UPDATE remediation_requests SET finished_at = $1, ttr_ms = $2 WHERE id = $3",
-                    )
+                let mut out = Vec::with_capacity(prepared.len());
+                let mut audits: Vec<(Option<uuid::Uuid>, Option<Phase>, std::borrow::Cow<'_, AuditDraft>)> = Vec::new();
+                let mut finished: Vec<(uuid::Uuid, i64)> = Vec::new();
+                for (rid, from, step, state, figures) in prepared {
+                    let row = sqlx::query(concat!(
+                        "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
+                         state = $4, attempts = $5, not_before = $6, updated_at = $7, \
+                         claimed_by = CASE WHEN $8 THEN NULL ELSE claimed_by END, \
+                         lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END, \
+                         tokens = $12, auto_approved = $13, effectiveness = $14, \
+                         guardrail = COALESCE($15, guardrail) \
+                         WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
+                        request_columns!()
+                    ))
+                    .bind(step.to.as_str())
+                    .bind(step.reason.as_deref().map($crate::store::storable_text))
+                    .bind(!step.to.is_terminal())
+                    .bind(state)
+                    .bind(step.attempts)
+                    .bind(step.not_before.map(ts))
                     .bind(ts(now))
-                    .bind((now - request.created_at).num_milliseconds().max(0))
+                    .bind(step.release || step.to.is_terminal())
                     .bind(id(rid))
-                    .execute(&mut *tx)
+                    .bind(from.as_str())
+                    .bind(worker)
+                    .bind(figures.tokens)
+                    .bind(figures.auto_approved)
+                    .bind(figures.effectiveness)
+                    .bind(figures.guardrail.as_deref())
+                    .fetch_optional(&mut *tx)
                     .await?;
-                    sqlx::query("UPDATE request_targets SET active = FALSE WHERE request_id = $1")
-                        .bind(id(rid))
-                        .execute(&mut *tx)
-                        .await?;
-                    // A finished request executes nothing more: its target is free again.
-                    sqlx::query("DELETE FROM execution_locks WHERE request_id = $1")
-                        .bind(id(rid))
-                        .execute(&mut *tx)
-                        .await?;
+                    // No row: another worker holds the request now; nothing of this step is written.
+                    let Some(row) = row else {
+                        out.push(None);
+                        continue;
+                    };
+                    let request = request_from_row(&row)?;
+                    if step.to.is_terminal() {
+                        finished.push((rid, (now - request.created_at).num_milliseconds().max(0)));
+                    }
+                    // What the stage found happened in `from`; the transition lands in `to`.
+                    audits.extend(step.events.iter().map(|d| (Some(rid), Some(from), std::borrow::Cow::Borrowed(d))));
+                    if step.to != from {
+                        let draft = $crate::domain::transition_event(from, step.to, step.reason.as_deref(), worker);
+                        audits.push((Some(rid), Some(step.to), std::borrow::Cow::Owned(draft)));
+                    }
+                    out.push(Some(request));
                 }
-                // What the stage found happened in `from`; the transition lands in `to`.
-                for draft in &step.events {
-                    insert_audit(&mut tx, &self.audit_key, Some(rid), Some(from), now, draft).await?;
-                }
-                if step.to != from {
-                    let draft = $crate::domain::transition_event(
-                        from,
-                        step.to,
-                        step.reason.as_deref(),
-                        worker,
+                for chunk in finished.chunks(CHUNK) {
+                    // When each finished and how long it took; its target is free again, and a
+                    // finished request executes nothing more.
+                    let mut cases = String::new();
+                    for i in 0..chunk.len() {
+                        let _ = write!(cases, " WHEN {} THEN {}", param(2 + 2 * i), param(3 + 2 * i));
+                    }
+                    let ids = placeholders(2 + 2 * chunk.len(), chunk.len());
+                    let sql = format!(
+                        "UPDATE remediation_requests SET finished_at = {}, ttr_ms = CASE id{cases} END \
+                         WHERE id IN ({ids})",
+                        param(1)
                     );
-                    insert_audit(&mut tx, &self.audit_key, Some(rid), Some(step.to), now, &draft).await?;
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT).bind(ts(now));
+                    for (rid, ttr) in chunk {
+                        q = q.bind(id(*rid)).bind(*ttr);
+                    }
+                    for (rid, _) in chunk {
+                        q = q.bind(id(*rid));
+                    }
+                    q.execute(&mut *tx).await?;
+                    let ids = placeholders(1, chunk.len());
+                    for sql in [
+                        format!("UPDATE request_targets SET active = FALSE WHERE request_id IN ({ids})"),
+                        format!("DELETE FROM execution_locks WHERE request_id IN ({ids})"),
+                    ] {
+                        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
+                        for (rid, _) in chunk {
+                            q = q.bind(id(*rid));
+                        }
+                        q.execute(&mut *tx).await?;
+                    }
                 }
+                insert_audits(&mut tx, &self.audit_key, now, &audits).await?;
                 tx.commit().await?;
-                Ok(Some(request))
+                Ok(out)
             }
 
             async fn release(&self, rid: uuid::Uuid, worker: &str) -> Result<()> {

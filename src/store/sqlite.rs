@@ -89,12 +89,12 @@ const WAL_AUTOCHECKPOINT_PAGES: &str = "2000";
 
 const CLAIM_SQL: &str = concat!(
     "UPDATE remediation_requests SET claimed_by = $1, lease_until = $2 \
-     WHERE id = (SELECT id FROM remediation_requests \
+     WHERE id IN (SELECT id FROM remediation_requests \
        WHERE active AND phase IN ",
     runnable_phases!(),
     " AND (lease_until IS NULL OR lease_until < $3) \
        AND (not_before IS NULL OR not_before <= $3) \
-       ORDER BY created_at LIMIT 1) \
+       ORDER BY created_at LIMIT $4) \
      RETURNING ",
     request_columns!()
 );
