@@ -181,3 +181,130 @@ async fn a_stage_failure_fails_the_request_with_its_reason() {
     );
     d.stop().await;
 }
+
+/// A stage that holds every run until the test lets it go, counting how many run at once.
+struct Held {
+    runs: AtomicUsize,
+    running: AtomicUsize,
+    most: AtomicUsize,
+    gate: tokio::sync::Semaphore,
+}
+
+impl Held {
+    fn new() -> Self {
+        Self {
+            runs: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+            gate: tokio::sync::Semaphore::new(0),
+        }
+    }
+}
+
+#[async_trait]
+impl Stage for Held {
+    fn phase(&self) -> Phase {
+        Phase::Enriching
+    }
+    async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        self.gate.acquire().await.unwrap().forget();
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        Ok(StageOutcome {
+            next: Phase::Investigating,
+            reason: None,
+            state: request.state.clone(),
+            events: vec![],
+            not_before: None,
+        })
+    }
+}
+
+/// Issue 15, item 6: the worker holds many requests at once but runs at most `--workers`
+/// stages at a time; on shutdown the ones still waiting for a stage are handed back at once
+/// (another replica can take them without waiting for a lease to lapse), the running ones
+/// finish and commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_shutdown() {
+    use std::time::Duration;
+    let held = Arc::new(Held::new());
+    let components = Components {
+        stages: vec![held.clone()],
+        ..Default::default()
+    };
+    let mut d = TestDaemon::start_with(|a| a.workers = Some(2), components, None).await;
+    for i in 0..5 {
+        let pod = format!("p{i}");
+        let body = alert_body(
+            "firing",
+            "PodCrash",
+            &[("namespace", "shop"), ("pod", pod.as_str())],
+            &format!("held-{i}"),
+            "2026-01-01T00:00:00Z",
+        );
+        assert_eq!(d.send_alertmanager(&body).await.status(), 200);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while held.runs.load(Ordering::SeqCst) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "two stages never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // All five are held by this daemon, two in their stage, three waiting for a slot.
+    d.eventually("/api/v1/requests", 20, |v| {
+        v["items"]
+            .as_array()
+            .is_some_and(|items| items.iter().filter(|r| r["phase"] == "Enriching").count() == 5)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(held.runs.load(Ordering::SeqCst), 2, "a third stage started");
+    assert!(
+        d.store
+            .claim_batch("other", Duration::from_secs(60), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the daemon holds every request"
+    );
+
+    let running = d.running.take().unwrap();
+    running.shutdown();
+    held.gate.add_permits(2);
+    running.wait().await.expect("clean stop");
+
+    assert_eq!(held.most.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        held.runs.load(Ordering::SeqCst),
+        2,
+        "no stage started after the stop"
+    );
+    let back = d
+        .store
+        .claim_batch("other", Duration::from_secs(60), 10)
+        .await
+        .unwrap();
+    let phases: Vec<Phase> = back.iter().map(|r| r.phase).collect();
+    assert_eq!(
+        back.len(),
+        5,
+        "every request is free again at once: {phases:?}"
+    );
+    assert_eq!(
+        phases
+            .iter()
+            .filter(|p| **p == Phase::Investigating)
+            .count(),
+        2,
+        "{phases:?}"
+    );
+    assert_eq!(
+        phases.iter().filter(|p| **p == Phase::Enriching).count(),
+        3,
+        "{phases:?}"
+    );
+}
