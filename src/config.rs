@@ -192,7 +192,8 @@ pub struct DaemonArgs {
     #[arg(long, env = "KUBEMEDIC_HTTP_MAX_CONNECTIONS", value_name = "N")]
     pub http_max_connections: Option<usize>,
 
-    /// Requests processed concurrently by the worker pool [default: 4].
+    /// Stages run at once by the worker pool: enrichment, investigation, policy, execution and
+    /// verification work (the pool holds up to max(4 × N, 64) requests) [default: 4].
     #[arg(long, env = "KUBEMEDIC_WORKERS", value_name = "N")]
     pub workers: Option<usize>,
 
