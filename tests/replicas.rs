@@ -109,9 +109,10 @@ impl Replica {
         self.log.lock().unwrap().join("\n")
     }
 
-    /// The worker id prefix its pipeline actor carries in the audit trail.
+    /// The prefix of its worker id, which the audit trail names as the actor of each phase
+    /// change and `claimed_by` holds: its host name.
     fn actor_prefix(&self) -> String {
-        format!("worker/{}-", self.name)
+        format!("{}-", self.name)
     }
 }
 
@@ -205,15 +206,13 @@ fn events_of_kind<'a>(request: &'a Value, kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// The worker actors (`worker/<id>`) in a request's audit trail.
+/// Who moved a request through the phases the workers run (every transition but a human's
+/// decision out of AwaitingApproval): the worker ids (`<host name>-<suffix>`) of the replicas.
 fn worker_actors(request: &Value) -> BTreeSet<String> {
-    request["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["actor"].as_str())
-        .filter(|a| a.starts_with("worker/"))
-        .map(str::to_owned)
+    events_of_kind(request, "transition")
+        .into_iter()
+        .filter(|e| e["payload"]["from"] != "AwaitingApproval")
+        .map(|e| e["actor"].as_str().unwrap().to_owned())
         .collect()
 }
 
@@ -574,7 +573,14 @@ async fn two_replicas_under_a_burst_investigate_notify_and_execute_each_request_
                 namespaces[i].ns, r["timeline"]
             );
         }
-        for actor in worker_actors(r) {
+        let actors = worker_actors(r);
+        assert!(
+            !actors.is_empty(),
+            "{}: the audit trail names the replica that moved it: {:#}",
+            namespaces[i].ns,
+            r["timeline"]
+        );
+        for actor in actors {
             let who = replicas
                 .iter()
                 .find(|rep| actor.starts_with(&rep.actor_prefix()))
@@ -650,7 +656,7 @@ async fn a_replica_killed_mid_execution_leaves_the_request_to_the_other_which_fi
         .expect("the executing replica holds the request while its rollout is waited for");
     let killed = replicas
         .iter()
-        .position(|r| worker.starts_with(&format!("{}-", r.name)))
+        .position(|r| worker.starts_with(&r.actor_prefix()))
         .unwrap_or_else(|| panic!("{worker} is neither replica"));
     replicas[killed].child.kill().unwrap();
     replicas[killed].child.wait().unwrap();
@@ -681,15 +687,10 @@ async fn a_replica_killed_mid_execution_leaves_the_request_to_the_other_which_fi
     kubelet.abort();
     executed_once(&client, &survivor.base, &k, &done).await;
     // The survivor finished it: the last pipeline step in the audit trail is its worker's.
-    let last_worker = done["timeline"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["actor"].as_str())
-        .filter(|a| a.starts_with("worker/"))
-        .next_back()
-        .unwrap()
-        .to_owned();
+    let last_worker = events_of_kind(&done, "transition")
+        .last()
+        .map(|e| e["actor"].as_str().unwrap().to_owned())
+        .unwrap();
     assert!(
         last_worker.starts_with(&survivor.actor_prefix()),
         "{last_worker} finished it, not {}",
