@@ -666,6 +666,65 @@ async fn holder(database_url: &str, request: &str) -> Option<String> {
     by
 }
 
+/// Once the rollback of request `id` is on `k`'s Deployment (stamped with its first step), the
+/// index of the replica that holds the request.
+async fn holder_once_written(
+    k: &Kube,
+    database_url: &str,
+    replicas: &[Replica; 2],
+    id: &str,
+) -> usize {
+    let deployments = k.api("apps/v1", "Deployment");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let d = deployments.get("checkout").await.unwrap();
+        let stamp = d
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("kubemedic.io/remediation"))
+            .cloned();
+        if let Some(stamp) = stamp {
+            assert_eq!(stamp, format!("{id}/1"));
+            break;
+        }
+        assert!(Instant::now() < deadline, "the rollback was never written");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let worker = holder(database_url, id)
+        .await
+        .expect("the executing replica holds the request while its rollout is waited for");
+    replicas
+        .iter()
+        .position(|r| worker.starts_with(&r.actor_prefix()))
+        .unwrap_or_else(|| panic!("{worker} is neither replica"))
+}
+
+/// Follow request `id` on `replica` to its end, resolving `alert` (as Alertmanager would once
+/// the rollback works) when it is verifying.
+async fn finish_on(client: &reqwest::Client, replica: &Replica, alert: &Value, id: &str) -> Value {
+    let url = format!("{}/api/v1/requests/{id}", replica.base);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut resolved_sent = false;
+    loop {
+        let r = get(client, &url).await;
+        if r["phase"] == "Verifying" && !resolved_sent {
+            post_alert(client, &replica.base, &resolved(alert)).await;
+            resolved_sent = true;
+        }
+        if common::incident::is_terminal(&r) {
+            return r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not finished: {r:#}\n{}:\n{}",
+            replica.name,
+            replica.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Two replicas; the alert reaches both; the rollback is written by one of them, which is
 /// SIGKILLed while its execution waits for the rollout. The other takes the request over once
 /// the claim's lease lapses and finishes it without writing again: one revision more, one
@@ -693,30 +752,7 @@ async fn a_replica_killed_mid_execution_leaves_the_request_to_the_other_which_fi
 
     // The rollback is on the Deployment; nobody runs its new pods, so the execution is waiting
     // for the rollout. Kill the replica that holds it.
-    let deployments = k.api("apps/v1", "Deployment");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let d = deployments.get("checkout").await.unwrap();
-        let stamp = d
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get("kubemedic.io/remediation"))
-            .cloned();
-        if let Some(stamp) = stamp {
-            assert_eq!(stamp, format!("{id}/1"));
-            break;
-        }
-        assert!(Instant::now() < deadline, "the rollback was never written");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let worker = holder(&database_url, &id)
-        .await
-        .expect("the executing replica holds the request while its rollout is waited for");
-    let killed = replicas
-        .iter()
-        .position(|r| worker.starts_with(&r.actor_prefix()))
-        .unwrap_or_else(|| panic!("{worker} is neither replica"));
+    let killed = holder_once_written(&k, &database_url, &replicas, &id).await;
     replicas[killed].child.kill().unwrap();
     replicas[killed].child.wait().unwrap();
     let survivor = &replicas[1 - killed];
@@ -724,25 +760,7 @@ async fn a_replica_killed_mid_execution_leaves_the_request_to_the_other_which_fi
 
     // Now the kubelet runs the rolled-back pods; Alertmanager resolves once it is verifying.
     let kubelet = common::incident::kubelet(&k);
-    let url = format!("{}/api/v1/requests/{id}", survivor.base);
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let mut resolved_sent = false;
-    let done = loop {
-        let r = get(&client, &url).await;
-        if r["phase"] == "Verifying" && !resolved_sent {
-            post_alert(&client, &survivor.base, &resolved(&staged.alert)).await;
-            resolved_sent = true;
-        }
-        if common::incident::is_terminal(&r) {
-            break r;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not finished: {r:#}\nsurvivor:\n{}",
-            survivor.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let done = finish_on(&client, survivor, &staged.alert, &id).await;
     kubelet.abort();
     executed_once(&client, &survivor.base, &k, &done).await;
     // The survivor finished it: the last pipeline step in the audit trail is its worker's.
@@ -779,5 +797,87 @@ async fn a_replica_killed_mid_execution_leaves_the_request_to_the_other_which_fi
         "{}",
         stray.log_text()
     );
+    audit_chain_intact(&database_url);
+}
+
+/// A replica frozen (SIGSTOP: a paused VM, a node cut off) while it holds a request that waits
+/// for its rollout is, to the other replica, a dead one: the other takes the request over once
+/// the lease lapses and finishes it. When the frozen replica wakes, its stage finishes too, but
+/// its claim is gone: nothing it does reaches the request (the trail and state stay as the other
+/// left them) or the cluster (no second rollback).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_paused_mid_execution_wakes_to_find_the_request_finished_and_changes_nothing() {
+    common::init();
+    let Some(database_url) = common::fresh_postgres().await else {
+        return;
+    };
+    let Some(k) = Kube::new("rplstop").await else {
+        return;
+    };
+    let staged = common::scenarios::bad_rollouts(&[&k]).await.remove(0);
+    let args = cluster_args(&k.kubeconfig);
+    let replicas = two_replicas(&database_url, &args).await;
+    let client = reqwest::Client::new();
+    let (first, second) = tokio::join!(
+        post_alert(&client, &replicas[0].base, &staged.alert),
+        post_alert(&client, &replicas[1].base, &staged.alert),
+    );
+    assert_eq!(first, second, "one request, whichever replica is told");
+    let id = first[0].clone().unwrap();
+
+    let frozen = holder_once_written(&k, &database_url, &replicas, &id).await;
+    let signal = |sig: &str| {
+        let pid = replicas[frozen].child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    signal("-STOP");
+    let other = &replicas[1 - frozen];
+    eprintln!("froze {} holding {id}", replicas[frozen].name);
+    let kubelet = common::incident::kubelet(&k);
+    let done = finish_on(&client, other, &staged.alert, &id).await;
+    executed_once(&client, &other.base, &k, &done).await;
+
+    // Wake it. Its rollout wait ends (the rollout is complete), and the claim it would commit
+    // the step under is gone: it logs that it lost the claim, and the request is as the other
+    // left it.
+    let frozen = &replicas[frozen];
+    let before = frozen.log.lock().unwrap().len();
+    signal("-CONT");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let woke = frozen.log.lock().unwrap()[before..]
+            .iter()
+            .find(|l| l.contains(r#""level":"WARN""#) && l.contains("lost the claim"))
+            .cloned();
+        if let Some(line) = woke {
+            eprintln!("{} woke: {line}", frozen.name);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the woken replica never noticed it lost the claim:\n{}",
+            frozen.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Its step has ended and its commit was refused: read the request through the woken
+    // replica's own API and compare.
+    let after = finish_on(&client, frozen, &staged.alert, &id).await;
+    kubelet.abort();
+    assert_eq!(after["phase"], "Completed", "{after:#}");
+    assert_eq!(
+        after["timeline"].as_array().unwrap().len(),
+        done["timeline"].as_array().unwrap().len(),
+        "nothing added to the trail: {:#}",
+        after["timeline"]
+    );
+    assert_eq!(after["state"], done["state"]);
+    executed_once(&client, &frozen.base, &k, &after).await;
     audit_chain_intact(&database_url);
 }
