@@ -881,3 +881,54 @@ async fn a_replica_paused_mid_execution_wakes_to_find_the_request_finished_and_c
     executed_once(&client, &frozen.base, &k, &after).await;
     audit_chain_intact(&database_url);
 }
+
+/// The window the leases cannot close: a replica stalls (longer than its lease) after recording
+/// its rollback's intent and before reading the Deployment; the other replica takes the request
+/// over and rolls back, stamped with the same request and step. When the stalled one goes on,
+/// the Deployment it reads already carries its step's stamp, and it does not undo again — which
+/// would roll the bad revision forward.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_replica_does_not_undo_a_rollback_its_step_already_made() {
+    use kubemedic::cluster::ClusterWriter;
+    use kubemedic::execute::stamp::StampingWriter;
+    let Some(k) = Kube::new("rplundo").await else {
+        return;
+    };
+    common::scenarios::bad_rollouts(&[&k]).await;
+    let cluster = k.cluster().await;
+    let step = StampingWriter::new(
+        cluster.clone() as Arc<dyn ClusterWriter>,
+        format!("{}/1", uuid::Uuid::new_v4()),
+        "kubemedic: rollback".into(),
+    );
+    let bad = k.get("apps/v1", "Deployment", "checkout").await;
+    let image = |d: &Value| d["spec"]["template"]["spec"]["containers"][0]["image"].clone();
+    assert_eq!(image(&bad), "shop/checkout:1.4.2");
+
+    // The replica that took the request over rolls back; the controller records revision 3.
+    kubemedic::cluster::writes::rollout_undo(cluster.as_ref(), &step, &k.ns, "checkout", false)
+        .await
+        .unwrap();
+    let undone = k
+        .wait("revision 3", 30, || async {
+            let d = k.get("apps/v1", "Deployment", "checkout").await;
+            (d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3").then_some(d)
+        })
+        .await;
+    assert_eq!(image(&undone), "shop/checkout:1.4.1");
+
+    // The stalled replica wakes and runs the same step.
+    kubemedic::cluster::writes::rollout_undo(cluster.as_ref(), &step, &k.ns, "checkout", false)
+        .await
+        .unwrap();
+    let after = k.get("apps/v1", "Deployment", "checkout").await;
+    assert_eq!(
+        image(&after),
+        "shop/checkout:1.4.1",
+        "the bad revision was rolled forward again"
+    );
+    assert_eq!(
+        after["metadata"]["generation"], undone["metadata"]["generation"],
+        "a second write"
+    );
+}
