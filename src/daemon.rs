@@ -51,6 +51,12 @@ pub enum DaemonError {
     Serve(std::io::Error),
     #[error(transparent)]
     AuditKey(#[from] crate::store::chain::KeyError),
+    #[error(
+        "this database's audit trail is signed with audit key {database}, this daemon's key is \
+         {ours}: every replica sharing a database must be given the same --audit-key \
+         (KUBEMEDIC_AUDIT_KEY); refusing to start rather than write events no one key verifies"
+    )]
+    AnotherAuditKey { database: String, ours: String },
 }
 
 /// Open the configured store with the configured audit key.
@@ -164,6 +170,7 @@ pub async fn serve(
 ) -> Result<Running, DaemonError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let store = open_store(settings, clock.clone()).await?;
+    one_audit_key(settings, store.as_ref()).await?;
     info!(database = %settings.database.redacted(), "store ready");
     let components = serve_components(settings, store.clone()).await;
     let listener =
@@ -174,6 +181,24 @@ pub async fn serve(
                 source,
             })?;
     start_on(settings, components, shutdown, store, clock, listener).await
+}
+
+/// Replicas that share a database extend one audit chain, so they must sign it with one key.
+/// Left to its default, each replica would create its own key file in its own data directory
+/// and the chain would interleave rows no single key verifies (`audit verify` would call half of
+/// them forged). The first daemon to serve a database records its key's id (not secret: every
+/// audit row carries it); a daemon holding another key refuses to start, naming the setting.
+async fn one_audit_key(settings: &Settings, store: &dyn Store) -> Result<(), DaemonError> {
+    let key = settings.audit_key.load()?;
+    let ours = key.id().to_owned();
+    let database = store
+        .setting_or_init("audit_key_id", &|| ours.clone())
+        .await?;
+    if database == ours {
+        Ok(())
+    } else {
+        Err(DaemonError::AnotherAuditKey { database, ours })
+    }
 }
 
 /// Remediation history from the store: what verification recorded, for the investigation.

@@ -86,6 +86,13 @@ impl ClusterWriter for StampingWriter {
             .await
     }
 
+    /// A replace is a read-modify-write: `obj` is the object as read, changed. If it already
+    /// carries this step's stamp, this very step was applied after its intent was recorded —
+    /// by another replica that took the request over while this one stalled past its lease, or
+    /// by an earlier attempt. Writing again would repeat the change (a second `rollout undo`
+    /// rolls the bad revision forward), so the object is returned as it is. The replace carries
+    /// the resourceVersion of that read, so a stamp that lands after the read makes the write
+    /// fail with a conflict instead: read and check are one step for the API server.
     async fn replace(
         &self,
         res: &ResourceInfo,
@@ -94,6 +101,9 @@ impl ClusterWriter for StampingWriter {
         obj: &Value,
         dry_run: bool,
     ) -> Result<Value> {
+        if is_stamped(obj, &self.stamp) {
+            return Ok(obj.clone());
+        }
         let mut stamped = obj.clone();
         self.annotate(&res.kind, &mut stamped);
         self.inner
