@@ -172,7 +172,8 @@ impl WorkerPool {
             let from = request.phase;
             let started = std::time::Instant::now();
             let Some(step) = self.step_with_heartbeat(&request, &shutdown).await else {
-                // Stopping before its stage could start: hand it back as it is.
+                // Stopping before its stage could start, or the claim was lost: hand it back
+                // as it is (a no-op if another worker holds it now).
                 if let Err(e) = self.store.release(request.id, &self.worker_id).await {
                     warn!(error = %e, "cannot release claim; it lapses with its lease");
                 }
@@ -242,7 +243,8 @@ impl WorkerPool {
     }
 
     /// Run one step while renewing the lease, so a long LLM call (or a wait for a stage slot)
-    /// does not lose the claim. `None` when the process stops before the stage could start.
+    /// does not lose the claim. `None` when the process stops before the stage could start,
+    /// or when the claim was lost all the same (the step is abandoned).
     async fn step_with_heartbeat(
         &self,
         request: &RemediationRequest,
@@ -258,7 +260,13 @@ impl WorkerPool {
                     .await
                 {
                     Ok(true) => {}
-                    Ok(false) => warn!("claim taken over while a stage was running"),
+                    Ok(false) => {
+                        // Another worker took the request over (this one stalled past its
+                        // lease): stop the stage here, as a crash would, rather than keep
+                        // working on a request someone else now drives.
+                        warn!("claim taken over while a stage was running; abandoning the step");
+                        return;
+                    }
                     Err(e) => warn!(error = %e, "cannot renew claim"),
                 }
             }
