@@ -86,7 +86,8 @@ impl WorkerPool {
     /// Run until `shutdown` is cancelled, then let in-flight steps commit (at most `grace`).
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken, grace: Duration) {
         let holds = Arc::new(Semaphore::new(self.in_flight));
-        let (commits, committer) = CommitQueue::start(self.store.clone(), self.worker_id.clone());
+        let (commits, mut committers) =
+            CommitQueue::start(self.store.clone(), self.worker_id.clone());
         let mut tasks = JoinSet::new();
         info!(
             worker = %self.worker_id,
@@ -157,7 +158,7 @@ impl WorkerPool {
             tasks.abort_all();
         }
         drop(commits);
-        let _ = committer.await;
+        while committers.join_next().await.is_some() {}
     }
 
     /// Drive one claimed request until it is released: terminal, waiting, handed to a human, or
@@ -300,10 +301,18 @@ struct Queued {
 }
 
 impl CommitQueue {
-    /// The queue and its committer task, which ends once every sender is gone.
-    fn start(store: Arc<dyn Store>, worker: String) -> (Self, tokio::task::JoinHandle<()>) {
+    /// The queue and its committer tasks, which end once every sender is gone. SQLite has
+    /// one writer, so one committer; on Postgres two, so one batch's statements run while
+    /// another's wait for the database (they queue only to append to the audit chain).
+    fn start(store: Arc<dyn Store>, worker: String) -> (Self, JoinSet<()>) {
         let (tx, rx) = mpsc::channel(COMMIT_BATCH * 4);
-        (Self(tx), tokio::spawn(committer(store, worker, rx)))
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let committers = if store.backend() == "sqlite" { 1 } else { 2 };
+        let mut tasks = JoinSet::new();
+        for _ in 0..committers {
+            tasks.spawn(committer(store.clone(), worker.clone(), rx.clone()));
+        }
+        (Self(tx), tasks)
     }
 
     async fn commit(
@@ -326,9 +335,17 @@ impl CommitQueue {
 /// Commit whatever steps wait, up to [`COMMIT_BATCH`], in one transaction; while it runs the
 /// next batch gathers. A batch the database refuses is committed again one step at a time, so
 /// one bad step fails alone.
-async fn committer(store: Arc<dyn Store>, worker: String, mut queue: mpsc::Receiver<Queued>) {
+async fn committer(
+    store: Arc<dyn Store>,
+    worker: String,
+    queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Queued>>>,
+) {
     let mut batch = Vec::with_capacity(COMMIT_BATCH);
-    while queue.recv_many(&mut batch, COMMIT_BATCH).await > 0 {
+    loop {
+        // One committer at a time takes what waits; the other commits meanwhile.
+        if queue.lock().await.recv_many(&mut batch, COMMIT_BATCH).await == 0 {
+            return;
+        }
         let (steps, answers): (Vec<_>, Vec<_>) =
             batch.drain(..).map(|q| (q.step, q.answer)).unzip();
         match store.commit_steps(&worker, &steps).await {

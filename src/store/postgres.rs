@@ -64,6 +64,17 @@ macro_rules! day_of {
     };
 }
 
+/// Milliseconds from the row's `created_at` to the time bound as parameter `$p`.
+macro_rules! ms_since_created {
+    ($p:literal) => {
+        concat!(
+            "CAST(ROUND(EXTRACT(EPOCH FROM (",
+            $p,
+            " - created_at)) * 1000) AS BIGINT)"
+        )
+    };
+}
+
 const CLAIM_SQL: &str = concat!(
     "UPDATE remediation_requests SET claimed_by = $1, lease_until = $2 \
      WHERE id IN (SELECT id FROM remediation_requests \

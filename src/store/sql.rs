@@ -609,6 +609,8 @@ macro_rules! sql_store {
                         None => per_request.push((*rid, vec![(*i, *s)])),
                     }
                 }
+                // In id order, as step commits lock requests: no deadlock between the two.
+                per_request.sort_by_key(|(rid, _)| *rid);
                 for (rid, list) in &per_request {
                     let (total, phase): (i64, String) = sqlx::query_as(
                         "UPDATE remediation_requests SET occurrence_count = occurrence_count + $1, \
@@ -777,7 +779,6 @@ macro_rules! sql_store {
                 worker: &str,
                 steps: &[$crate::store::PendingStep],
             ) -> Result<Vec<Option<RemediationRequest>>> {
-                use std::fmt::Write as _;
                 // Everything that can be refused is refused before the transaction opens.
                 let mut prepared = Vec::with_capacity(steps.len());
                 for pending in steps {
@@ -792,20 +793,32 @@ macro_rules! sql_store {
                     let figures = $crate::store::Figures::of(&step);
                     prepared.push((rid, from, step, state, figures));
                 }
+                // Rows are locked in id order, as ingest locks the requests it counts
+                // occurrences on: two transactions touching the same requests cannot deadlock.
+                // The answers keep the order of `steps`.
+                let mut order: Vec<usize> = (0..prepared.len()).collect();
+                order.sort_by_key(|&i| prepared[i].0);
                 let now = self.clock.now();
                 let _write = self.write_guard().await;
                 let mut tx: Tx = self.begin_audited().await?;
-                let mut out = Vec::with_capacity(prepared.len());
+                let mut out: Vec<Option<RemediationRequest>> = vec![None; prepared.len()];
                 let mut audits: Vec<(Option<uuid::Uuid>, Option<Phase>, std::borrow::Cow<'_, AuditDraft>)> = Vec::new();
-                let mut finished: Vec<(uuid::Uuid, i64)> = Vec::new();
-                for (rid, from, step, state, figures) in prepared {
+                let mut finished: Vec<uuid::Uuid> = Vec::new();
+                let mut prepared: Vec<Option<_>> = prepared.into_iter().map(Some).collect();
+                for i in order {
+                    let Some((rid, from, step, state, figures)) = prepared[i].take() else { continue };
+                    // A finished request also records when, and its time to resolution.
                     let row = sqlx::query(concat!(
                         "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
                          state = $4, attempts = $5, not_before = $6, updated_at = $7, \
                          claimed_by = CASE WHEN $8 THEN NULL ELSE claimed_by END, \
                          lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END, \
                          tokens = $12, auto_approved = $13, effectiveness = $14, \
-                         guardrail = COALESCE($15, guardrail) \
+                         guardrail = COALESCE($15, guardrail), \
+                         finished_at = CASE WHEN $3 THEN finished_at ELSE $7 END, \
+                         ttr_ms = CASE WHEN $3 THEN ttr_ms ELSE ",
+                        ms_since_created!("$7"),
+                        " END \
                          WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
                         request_columns!()
                     ))
@@ -827,13 +840,10 @@ macro_rules! sql_store {
                     .fetch_optional(&mut *tx)
                     .await?;
                     // No row: another worker holds the request now; nothing of this step is written.
-                    let Some(row) = row else {
-                        out.push(None);
-                        continue;
-                    };
+                    let Some(row) = row else { continue };
                     let request = request_from_row(&row)?;
                     if step.to.is_terminal() {
-                        finished.push((rid, (now - request.created_at).num_milliseconds().max(0)));
+                        finished.push(rid);
                     }
                     // What the stage found happened in `from`; the transition lands in `to`.
                     audits.extend(step.events.iter().map(|d| (Some(rid), Some(from), std::borrow::Cow::Borrowed(d))));
@@ -841,36 +851,17 @@ macro_rules! sql_store {
                         let draft = $crate::domain::transition_event(from, step.to, step.reason.as_deref(), worker);
                         audits.push((Some(rid), Some(step.to), std::borrow::Cow::Owned(draft)));
                     }
-                    out.push(Some(request));
+                    out[i] = Some(request);
                 }
                 for chunk in finished.chunks(CHUNK) {
-                    // When each finished and how long it took; its target is free again, and a
-                    // finished request executes nothing more.
-                    let mut cases = String::new();
-                    for i in 0..chunk.len() {
-                        let _ = write!(cases, " WHEN {} THEN {}", param(2 + 2 * i), param(3 + 2 * i));
-                    }
-                    let ids = placeholders(2 + 2 * chunk.len(), chunk.len());
-                    let sql = format!(
-                        "UPDATE remediation_requests SET finished_at = {}, ttr_ms = CASE id{cases} END \
-                         WHERE id IN ({ids})",
-                        param(1)
-                    );
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT).bind(ts(now));
-                    for (rid, ttr) in chunk {
-                        q = q.bind(id(*rid)).bind(*ttr);
-                    }
-                    for (rid, _) in chunk {
-                        q = q.bind(id(*rid));
-                    }
-                    q.execute(&mut *tx).await?;
+                    // Its target is free again, and a finished request executes nothing more.
                     let ids = placeholders(1, chunk.len());
                     for sql in [
                         format!("UPDATE request_targets SET active = FALSE WHERE request_id IN ({ids})"),
                         format!("DELETE FROM execution_locks WHERE request_id IN ({ids})"),
                     ] {
                         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
-                        for (rid, _) in chunk {
+                        for rid in chunk {
                             q = q.bind(id(*rid));
                         }
                         q.execute(&mut *tx).await?;

@@ -84,6 +84,18 @@ macro_rules! day_of {
     };
 }
 
+/// Milliseconds from the row's `created_at` to the time bound as parameter `$p` (both stored as
+/// ISO 8601 text), rounded to the millisecond.
+macro_rules! ms_since_created {
+    ($p:literal) => {
+        concat!(
+            "CAST(ROUND((julianday(",
+            $p,
+            ") - julianday(created_at)) * 86400000.0) AS INTEGER)"
+        )
+    };
+}
+
 /// WAL pages (4 KiB each) after which the writer copies the log into the database file.
 const WAL_AUTOCHECKPOINT_PAGES: &str = "2000";
 
