@@ -171,7 +171,7 @@ async fn run(cfg: Config, backends: Vec<String>) -> Res<()> {
         cfg.raw_seconds, cfg.raw_batch
     );
     println!(
-        "  daemon      serve --workers 1, KUBEMEDIC_LOG_LEVEL=info (default), JSON logs to a file"
+        "  daemon      serve --max-wait-seconds 0, KUBEMEDIC_LOG_LEVEL=info (default), JSON logs to a file"
     );
     println!();
 

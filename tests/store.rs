@@ -575,6 +575,7 @@ async fn batches_are_claimed_once_and_commit_together(f: Fixture) {
             PendingStep {
                 id: r.id,
                 from: Phase::Received,
+                via: None,
                 step: commit,
             }
         })
@@ -642,6 +643,7 @@ async fn concurrent_writers_keep_one_unbroken_chain(f: Fixture) {
                     .map(|r| PendingStep {
                         id: r.id,
                         from: r.phase,
+                        via: None,
                         step: step(if r.phase == Phase::Received {
                             Phase::Enriching
                         } else {

@@ -26,7 +26,7 @@ use tracing::{Instrument, debug, error, info, info_span, warn};
 
 use super::{Pipeline, Step};
 use crate::domain::{Phase, RemediationRequest};
-use crate::store::{PendingStep, StepCommit, Store};
+use crate::store::{PendingStep, StepCommit, Store, Via};
 use crate::telemetry::Metrics;
 
 /// Requests claimed with one statement at most.
@@ -169,6 +169,10 @@ impl WorkerPool {
         shutdown: CancellationToken,
         commits: &CommitQueue,
     ) {
+        // A move made in memory, committed with the next step: leaving `Received` runs no
+        // stage and changes nothing outside the store, so it needs no transaction of its own
+        // (a crash before the next commit only means it is made again).
+        let mut carried: Option<(Phase, Via)> = None;
         loop {
             let from = request.phase;
             let started = std::time::Instant::now();
@@ -180,6 +184,29 @@ impl WorkerPool {
                 }
                 return;
             };
+            if from == Phase::Received
+                && carried.is_none()
+                && !shutdown.is_cancelled()
+                && matches!(&step, Step::Move { to, .. } if to.is_runnable())
+                && let Step::Move {
+                    to,
+                    reason,
+                    state,
+                    events,
+                } = step
+            {
+                carried = Some((
+                    from,
+                    Via {
+                        phase: to,
+                        reason,
+                        events,
+                    },
+                ));
+                request.phase = to;
+                request.state = state;
+                continue;
+            }
             let commit = match step {
                 Step::Move {
                     to,
@@ -214,9 +241,18 @@ impl WorkerPool {
             };
             let to = commit.to;
             let release = commit.release;
-            match commits.commit(request.id, from, commit).await {
+            let (stored, via) = match carried.take() {
+                Some((stored, via)) => (stored, Some(via)),
+                None => (from, None),
+            };
+            let passed = via.as_ref().map(|v| v.phase);
+            match commits.commit(request.id, stored, via, commit).await {
                 Ok(Some(updated)) => {
                     self.metrics.observe_stage(from, started.elapsed());
+                    if let Some(phase) = passed {
+                        self.metrics.transition(phase);
+                        info!(from = %stored, to = %phase, "phase changed");
+                    }
                     if to != from {
                         self.metrics.transition(to);
                         info!(from = %from, to = %to, reason = updated.reason.as_deref().unwrap_or(""), "phase changed");
@@ -319,11 +355,17 @@ impl CommitQueue {
         &self,
         id: uuid::Uuid,
         from: Phase,
+        via: Option<Via>,
         step: StepCommit,
     ) -> Result<Option<RemediationRequest>, String> {
         let (answer, answered) = oneshot::channel();
         let queued = Queued {
-            step: PendingStep { id, from, step },
+            step: PendingStep {
+                id,
+                from,
+                via,
+                step,
+            },
             answer,
         };
         let gone = || "the committer has stopped".to_owned();

@@ -243,8 +243,21 @@ pub struct StepCommit {
 #[derive(Debug, Clone)]
 pub struct PendingStep {
     pub id: Uuid,
+    /// The phase the request is stored in.
     pub from: Phase,
+    /// A phase it passed through on the way without a commit of its own (received →
+    /// enriching runs no stage and touches nothing outside the store), recorded as a
+    /// transition of its own before the step's.
+    pub via: Option<Via>,
     pub step: StepCommit,
+}
+
+/// A move made in memory and committed with the step after it (see [`PendingStep::via`]).
+#[derive(Debug, Clone)]
+pub struct Via {
+    pub phase: Phase,
+    pub reason: Option<String>,
+    pub events: Vec<AuditDraft>,
 }
 
 /// What the summary counts of a request, kept in columns of its own as its steps commit.
@@ -388,7 +401,12 @@ pub trait Store: Send + Sync {
         from: Phase,
         step: StepCommit,
     ) -> Result<Option<RemediationRequest>> {
-        let steps = [PendingStep { id, from, step }];
+        let steps = [PendingStep {
+            id,
+            from,
+            via: None,
+            step,
+        }];
         Ok(self
             .commit_steps(worker, &steps)
             .await?

@@ -782,16 +782,19 @@ macro_rules! sql_store {
                 // Everything that can be refused is refused before the transaction opens.
                 let mut prepared = Vec::with_capacity(steps.len());
                 for pending in steps {
-                    let $crate::store::PendingStep { id: rid, from, ref step } = *pending;
-                    if !from.can_move_to(step.to) {
+                    let $crate::store::PendingStep { id: rid, from, ref via, ref step } = *pending;
+                    let mut moves = vec![from];
+                    moves.extend(via.as_ref().map(|v| v.phase));
+                    moves.push(step.to);
+                    if let Some(bad) = moves.windows(2).find(|m| !m[0].can_move_to(m[1])) {
                         return Err(corrupt(
                             "remediation_requests",
-                            format!("illegal transition {from} -> {}", step.to),
+                            format!("illegal transition {} -> {}", bad[0], bad[1]),
                         ));
                     }
                     let state = $crate::store::storable_json(&step.state)?;
                     let figures = $crate::store::Figures::of(&step);
-                    prepared.push((rid, from, step, state, figures));
+                    prepared.push((rid, from, via, step, state, figures));
                 }
                 // Rows are locked in id order, as ingest locks the requests it counts
                 // occurrences on: two transactions touching the same requests cannot deadlock.
@@ -806,7 +809,7 @@ macro_rules! sql_store {
                 let mut finished: Vec<uuid::Uuid> = Vec::new();
                 let mut prepared: Vec<Option<_>> = prepared.into_iter().map(Some).collect();
                 for i in order {
-                    let Some((rid, from, step, state, figures)) = prepared[i].take() else { continue };
+                    let Some((rid, from, via, step, state, figures)) = prepared[i].take() else { continue };
                     // A finished request also records when, and its time to resolution.
                     let row = sqlx::query(concat!(
                         "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
@@ -845,10 +848,18 @@ macro_rules! sql_store {
                     if step.to.is_terminal() {
                         finished.push(rid);
                     }
-                    // What the stage found happened in `from`; the transition lands in `to`.
-                    audits.extend(step.events.iter().map(|d| (Some(rid), Some(from), std::borrow::Cow::Borrowed(d))));
-                    if step.to != from {
-                        let draft = $crate::domain::transition_event(from, step.to, step.reason.as_deref(), worker);
+                    // What a stage found happened in the phase it ran in; a transition lands in
+                    // the phase it moved to.
+                    let mut stage_from = from;
+                    if let Some(via) = via {
+                        audits.extend(via.events.iter().map(|d| (Some(rid), Some(from), std::borrow::Cow::Borrowed(d))));
+                        let draft = $crate::domain::transition_event(from, via.phase, via.reason.as_deref(), worker);
+                        audits.push((Some(rid), Some(via.phase), std::borrow::Cow::Owned(draft)));
+                        stage_from = via.phase;
+                    }
+                    audits.extend(step.events.iter().map(|d| (Some(rid), Some(stage_from), std::borrow::Cow::Borrowed(d))));
+                    if step.to != stage_from {
+                        let draft = $crate::domain::transition_event(stage_from, step.to, step.reason.as_deref(), worker);
                         audits.push((Some(rid), Some(step.to), std::borrow::Cow::Owned(draft)));
                     }
                     out[i] = Some(request);
