@@ -843,9 +843,9 @@ async fn a_replica_paused_mid_execution_wakes_to_find_the_request_finished_and_c
     let done = finish_on(&client, other, &staged.alert, &id).await;
     executed_once(&client, &other.base, &k, &done).await;
 
-    // Wake it. Its rollout wait ends (the rollout is complete), and the claim it would commit
-    // the step under is gone: it logs that it lost the claim, and the request is as the other
-    // left it.
+    // Wake it. Its next lease renewal finds the claim gone and abandons the step ("claim
+    // taken over … abandoning the step"), or, if its rollout wait ends first, its commit is
+    // refused ("lost the claim"); either way the request is as the other left it.
     let frozen = &replicas[frozen];
     let before = frozen.log.lock().unwrap().len();
     signal("-CONT");
@@ -853,7 +853,10 @@ async fn a_replica_paused_mid_execution_wakes_to_find_the_request_finished_and_c
     loop {
         let woke = frozen.log.lock().unwrap()[before..]
             .iter()
-            .find(|l| l.contains(r#""level":"WARN""#) && l.contains("lost the claim"))
+            .find(|l| {
+                l.contains(r#""level":"WARN""#)
+                    && (l.contains("lost the claim") || l.contains("abandoning the step"))
+            })
             .cloned();
         if let Some(line) = woke {
             eprintln!("{} woke: {line}", frozen.name);
@@ -866,8 +869,8 @@ async fn a_replica_paused_mid_execution_wakes_to_find_the_request_finished_and_c
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Its step has ended and its commit was refused: read the request through the woken
-    // replica's own API and compare.
+    // Its step has ended without a commit: read the request through the woken replica's own
+    // API and compare.
     let after = finish_on(&client, frozen, &staged.alert, &id).await;
     kubelet.abort();
     assert_eq!(after["phase"], "Completed", "{after:#}");
