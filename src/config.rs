@@ -193,7 +193,7 @@ pub struct DaemonArgs {
     pub http_max_connections: Option<usize>,
 
     /// Stages run at once by the worker pool: enrichment, investigation, policy, execution and
-    /// verification work (the pool holds up to max(4 × N, 64) requests) [default: 4].
+    /// verification work (the pool holds up to max(4 × N, 256) requests) [default: 4].
     #[arg(long, env = "KUBEMEDIC_WORKERS", value_name = "N")]
     pub workers: Option<usize>,
 

@@ -223,9 +223,9 @@ impl Stage for Held {
 }
 
 /// Issue 15, item 6: the worker holds many requests at once but runs at most `--workers`
-/// stages at a time; on shutdown the ones still waiting for a stage are handed back at once
-/// (another replica can take them without waiting for a lease to lapse), the running ones
-/// finish and commit.
+/// stages at a time, and claims no more while a full round of them waits for a slot (they
+/// stay free for another replica); on shutdown the ones still waiting for a stage are handed
+/// back at once (no lease to lapse), the running ones finish and commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_shutdown() {
     use std::time::Duration;
@@ -235,7 +235,8 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
         ..Default::default()
     };
     let mut d = TestDaemon::start_with(|a| a.workers = Some(2), components, None).await;
-    for i in 0..5 {
+    // Five alerts in one delivery: one claim takes them all.
+    let alert = |i: usize| -> Value {
         let pod = format!("p{i}");
         let body = alert_body(
             "firing",
@@ -244,8 +245,14 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
             &format!("held-{i}"),
             "2026-01-01T00:00:00Z",
         );
-        assert_eq!(d.send_alertmanager(&body).await.status(), 200);
+        serde_json::from_str(&body).unwrap()
+    };
+    let mut body = alert(0);
+    for i in 1..5 {
+        let more = alert(i)["alerts"][0].clone();
+        body["alerts"].as_array_mut().unwrap().push(more);
     }
+    assert_eq!(d.send_alertmanager(&body.to_string()).await.status(), 200);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while held.runs.load(Ordering::SeqCst) < 2 {
         assert!(
@@ -258,14 +265,22 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
     // move out of Received is made in memory, committed with their stage's step).
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(held.runs.load(Ordering::SeqCst), 2, "a third stage started");
-    assert!(
-        d.store
-            .claim_batch("other", Duration::from_secs(60), 10)
-            .await
-            .unwrap()
-            .is_empty(),
-        "the daemon holds every request"
+    // A full round of work (as many as the slots) already waits: a sixth request is left for
+    // another replica instead of joining the queue here.
+    let sixth = alert(5);
+    assert_eq!(d.send_alertmanager(&sixth.to_string()).await.status(), 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let left = d
+        .store
+        .claim_batch("other", Duration::from_secs(60), 10)
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 1, "only the sixth is free: {left:?}");
+    assert_eq!(
+        left[0].signal.labels.get("pod").map(String::as_str),
+        Some("p5")
     );
+    d.store.release(left[0].id, "other").await.unwrap();
 
     let running = d.running.take().unwrap();
     running.shutdown();
@@ -286,7 +301,7 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
     let phases: Vec<Phase> = back.iter().map(|r| r.phase).collect();
     assert_eq!(
         back.len(),
-        5,
+        6,
         "every request is free again at once: {phases:?}"
     );
     assert_eq!(
@@ -299,7 +314,7 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
     );
     assert_eq!(
         phases.iter().filter(|p| **p == Phase::Received).count(),
-        3,
+        4,
         "handed back as they were stored: {phases:?}"
     );
 }

@@ -30,7 +30,10 @@ use crate::store::{PendingStep, StepCommit, Store, Via};
 use crate::telemetry::Metrics;
 
 /// Requests claimed with one statement at most.
-const CLAIM_BATCH: usize = 64;
+const CLAIM_BATCH: usize = 128;
+
+/// Requests held at once at least (claimed, stepping or committing).
+const MIN_IN_FLIGHT: usize = 256;
 
 /// Steps committed in one transaction at most.
 const COMMIT_BATCH: usize = 256;
@@ -42,6 +45,8 @@ pub struct WorkerPool {
     concurrency: usize,
     in_flight: usize,
     stage_slots: Semaphore,
+    /// Requests waiting for a stage slot now.
+    waiting: std::sync::atomic::AtomicUsize,
     lease: Duration,
     poll: Duration,
     wake: Arc<Notify>,
@@ -50,7 +55,7 @@ pub struct WorkerPool {
 
 impl WorkerPool {
     /// A pool running at most `concurrency` stages at once and holding at most
-    /// `max(4 × concurrency, 64)` requests.
+    /// `max(4 × concurrency, 256)` requests, of which about `concurrency` wait for a stage.
     pub fn new(
         store: Arc<dyn Store>,
         pipeline: Arc<Pipeline>,
@@ -70,8 +75,9 @@ impl WorkerPool {
             pipeline,
             worker_id,
             concurrency,
-            in_flight: concurrency.saturating_mul(4).max(CLAIM_BATCH),
+            in_flight: concurrency.saturating_mul(4).max(MIN_IN_FLIGHT),
             stage_slots: Semaphore::new(concurrency),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
             lease,
             poll: Duration::from_secs(1),
             wake,
@@ -104,6 +110,16 @@ impl WorkerPool {
                 },
                 _ = shutdown.cancelled() => break,
             };
+            // A full round of stage work already waits for a slot: claim nothing more for
+            // now, so requests this replica cannot start soon stay free for another replica.
+            if self.waiting.load(std::sync::atomic::Ordering::Relaxed) >= self.concurrency {
+                drop(first);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(50)) => {}
+                    _ = shutdown.cancelled() => break,
+                }
+                continue;
+            }
             let mut permits = vec![first];
             while permits.len() < CLAIM_BATCH {
                 match holds.clone().try_acquire_owned() {
@@ -310,6 +326,7 @@ impl WorkerPool {
         };
         let work = async {
             let _slot = if self.pipeline.runs_stage(request) {
+                let _waiting = Waiting::count(&self.waiting);
                 tokio::select! {
                     biased;
                     _ = shutdown.cancelled() => return None,
@@ -324,6 +341,22 @@ impl WorkerPool {
             step = work => step,
             _ = heartbeat => None,
         }
+    }
+}
+
+/// Counts a request as waiting for a stage slot while it lives.
+struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn count(counter: &'a std::sync::atomic::AtomicUsize) -> Self {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self(counter)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
