@@ -146,6 +146,9 @@ struct Report {
     /// (when, RSS, backend-specific note)
     rss: Vec<(String, Rss, String)>,
     drain: Option<Drain>,
+    /// The backlog the N-alerts-per-body load left (ingest outruns the worker there): the
+    /// worker's burst drain with nothing else running.
+    drain_n: Option<Drain>,
     daemon_problems: Vec<String>,
 }
 
@@ -335,6 +338,12 @@ async fn bench_backend(cfg: &Config, run_dir: &Path, backend: Backend) -> Res<Re
             r.line()
         );
         report.throughput_n = Some(r);
+        let drain = daemon.drain(cfg.drain).await;
+        println!(
+            "worker backlog after the {}-alert load: {drain}",
+            cfg.alerts_per_body
+        );
+        report.drain_n = Some(drain);
         report
             .daemon_problems
             .extend(daemon.stop("throughput, N alerts/body")?);
@@ -1818,6 +1827,11 @@ fn print_summary(cfg: &Config, reports: &[Report]) {
         &mut out,
         "worker backlog after the 1-alert closed loop",
         &|r| opt(r.drain.as_ref().map(|d| d.to_string())),
+    );
+    row(
+        &mut out,
+        "worker backlog after the N-alert closed loop (burst drain)",
+        &|r| opt(r.drain_n.as_ref().map(|d| d.to_string())),
     );
     let n_rss = reports.iter().map(|r| r.rss.len()).max().unwrap_or(0);
     for i in 0..n_rss {
