@@ -234,7 +234,16 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
         stages: vec![held.clone()],
         ..Default::default()
     };
-    let mut d = TestDaemon::start_with(|a| a.workers = Some(2), components, None).await;
+    // A lease longer than the test: the waiting requests are not handed back for waiting.
+    let mut d = TestDaemon::start_with(
+        |a| {
+            a.workers = Some(2);
+            a.lease_seconds = Some(60);
+        },
+        components,
+        None,
+    )
+    .await;
     // Five alerts in one delivery: one claim takes them all.
     let alert = |i: usize| -> Value {
         let pod = format!("p{i}");
@@ -317,4 +326,81 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
         4,
         "handed back as they were stored: {phases:?}"
     );
+}
+
+/// Issue 15, item 5: a request that waits a whole lease for a stage slot is handed back, and
+/// a replica whose slots are all busy claims at most one round of waiting work: the rest is
+/// free for another replica instead of queueing where nothing can start it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_that_wait_a_lease_for_a_slot_are_handed_back_to_other_replicas() {
+    use std::time::Duration;
+    let held = Arc::new(Held::new());
+    let components = Components {
+        stages: vec![held.clone()],
+        ..Default::default()
+    };
+    let mut d = TestDaemon::start_with(
+        |a| {
+            a.workers = Some(1);
+            a.lease_seconds = Some(1);
+        },
+        components,
+        None,
+    )
+    .await;
+    let mut body: Value = serde_json::from_str(&alert_body(
+        "firing",
+        "PodCrash",
+        &[("namespace", "shop"), ("pod", "w0")],
+        "wait-0",
+        "2026-01-01T00:00:00Z",
+    ))
+    .unwrap();
+    for i in 1..6 {
+        let pod = format!("w{i}");
+        let more: Value = serde_json::from_str(&alert_body(
+            "firing",
+            "PodCrash",
+            &[("namespace", "shop"), ("pod", pod.as_str())],
+            &format!("wait-{i}"),
+            "2026-01-01T00:00:00Z",
+        ))
+        .unwrap();
+        body["alerts"]
+            .as_array_mut()
+            .unwrap()
+            .push(more["alerts"][0].clone());
+    }
+    assert_eq!(d.send_alertmanager(&body.to_string()).await.status(), 200);
+    // One stage runs (and is held); the five others wait for its slot, are handed back after
+    // a lease, and this daemon takes back at most one of them at a time.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let taken = loop {
+        let got = d
+            .store
+            .claim_batch("other", Duration::from_secs(60), 10)
+            .await
+            .unwrap();
+        if got.len() >= 4 {
+            break got;
+        }
+        for r in &got {
+            d.store.release(r.id, "other").await.unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the waiting requests stayed with the saturated daemon"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        taken.iter().all(|r| r.phase == Phase::Received),
+        "{taken:?}"
+    );
+    assert_eq!(held.runs.load(Ordering::SeqCst), 1, "only one stage ran");
+
+    let running = d.running.take().unwrap();
+    running.shutdown();
+    held.gate.add_permits(1);
+    running.wait().await.expect("clean stop");
 }

@@ -127,7 +127,12 @@ impl WorkerPool {
                     Err(_) => break,
                 }
             }
-            let wanted = permits.len();
+            // Every stage slot busy: claim no more than fill one round of waiting.
+            let mut wanted = permits.len();
+            if self.stage_slots.available_permits() == 0 {
+                let waiting = self.waiting.load(std::sync::atomic::Ordering::Relaxed);
+                wanted = wanted.min(self.concurrency.saturating_sub(waiting).max(1));
+            }
             let idle = match self
                 .store
                 .claim_batch(&self.worker_id, self.lease, wanted)
@@ -193,8 +198,8 @@ impl WorkerPool {
             let from = request.phase;
             let started = std::time::Instant::now();
             let Some(step) = self.step_with_heartbeat(&request, &shutdown).await else {
-                // Stopping before its stage could start, or the claim was lost: hand it back
-                // as it is (a no-op if another worker holds it now).
+                // Stopping before its stage could start, no slot within a lease, or the claim
+                // was lost: hand it back as it is (a no-op if another worker holds it now).
                 if let Err(e) = self.store.release(request.id, &self.worker_id).await {
                     warn!(error = %e, "cannot release claim; it lapses with its lease");
                 }
@@ -297,7 +302,8 @@ impl WorkerPool {
 
     /// Run one step while renewing the lease, so a long LLM call (or a wait for a stage slot)
     /// does not lose the claim. `None` when the process stops before the stage could start,
-    /// or when the claim was lost all the same (the step is abandoned).
+    /// when no stage slot came free within a lease, or when the claim was lost all the same
+    /// (the step is abandoned).
     async fn step_with_heartbeat(
         &self,
         request: &RemediationRequest,
@@ -327,10 +333,16 @@ impl WorkerPool {
         let work = async {
             let _slot = if self.pipeline.runs_stage(request) {
                 let _waiting = Waiting::count(&self.waiting);
+                // A request that waits a whole lease for a slot is handed back: this replica
+                // claims nothing while it is saturated, so another one can take it.
                 tokio::select! {
                     biased;
                     _ = shutdown.cancelled() => return None,
                     slot = self.stage_slots.acquire() => Some(slot.ok()?),
+                    _ = tokio::time::sleep(self.lease) => {
+                        debug!("no stage slot within a lease; handing the request back");
+                        return None;
+                    }
                 }
             } else {
                 None
