@@ -222,6 +222,46 @@ impl Stage for Held {
     }
 }
 
+/// A daemon whose only stage is `held`, with `workers` stage slots and a lease of `lease` s.
+async fn held_daemon(held: &Arc<Held>, workers: usize, lease: u64) -> TestDaemon {
+    let components = Components {
+        stages: vec![held.clone()],
+        ..Default::default()
+    };
+    TestDaemon::start_with(
+        |a| {
+            a.workers = Some(workers);
+            a.lease_seconds = Some(lease);
+        },
+        components,
+        None,
+    )
+    .await
+}
+
+/// A firing alert for pod `<prefix><i>`, as an Alertmanager body of its own.
+fn pod_alert(prefix: &str, i: usize) -> Value {
+    let pod = format!("{prefix}{i}");
+    let body = alert_body(
+        "firing",
+        "PodCrash",
+        &[("namespace", "shop"), ("pod", pod.as_str())],
+        &format!("{prefix}-{i}"),
+        "2026-01-01T00:00:00Z",
+    );
+    serde_json::from_str(&body).unwrap()
+}
+
+/// Alerts for pods `<prefix>0` … `<prefix><n-1>` in one delivery: one claim can take them all.
+fn one_delivery(prefix: &str, n: usize) -> Value {
+    let mut body = pod_alert(prefix, 0);
+    for i in 1..n {
+        let more = pod_alert(prefix, i)["alerts"][0].clone();
+        body["alerts"].as_array_mut().unwrap().push(more);
+    }
+    body
+}
+
 /// Issue 15, item 6: the worker holds many requests at once but runs at most `--workers`
 /// stages at a time, and claims no more while a full round of them waits for a slot (they
 /// stay free for another replica); on shutdown the ones still waiting for a stage are handed
@@ -230,37 +270,9 @@ impl Stage for Held {
 async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_shutdown() {
     use std::time::Duration;
     let held = Arc::new(Held::new());
-    let components = Components {
-        stages: vec![held.clone()],
-        ..Default::default()
-    };
     // A lease longer than the test: the waiting requests are not handed back for waiting.
-    let mut d = TestDaemon::start_with(
-        |a| {
-            a.workers = Some(2);
-            a.lease_seconds = Some(60);
-        },
-        components,
-        None,
-    )
-    .await;
-    // Five alerts in one delivery: one claim takes them all.
-    let alert = |i: usize| -> Value {
-        let pod = format!("p{i}");
-        let body = alert_body(
-            "firing",
-            "PodCrash",
-            &[("namespace", "shop"), ("pod", pod.as_str())],
-            &format!("held-{i}"),
-            "2026-01-01T00:00:00Z",
-        );
-        serde_json::from_str(&body).unwrap()
-    };
-    let mut body = alert(0);
-    for i in 1..5 {
-        let more = alert(i)["alerts"][0].clone();
-        body["alerts"].as_array_mut().unwrap().push(more);
-    }
+    let mut d = held_daemon(&held, 2, 60).await;
+    let body = one_delivery("p", 5);
     assert_eq!(d.send_alertmanager(&body.to_string()).await.status(), 200);
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while held.runs.load(Ordering::SeqCst) < 2 {
@@ -276,7 +288,7 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
     assert_eq!(held.runs.load(Ordering::SeqCst), 2, "a third stage started");
     // A full round of work (as many as the slots) already waits: a sixth request is left for
     // another replica instead of joining the queue here.
-    let sixth = alert(5);
+    let sixth = pod_alert("p", 5);
     assert_eq!(d.send_alertmanager(&sixth.to_string()).await.status(), 200);
     tokio::time::sleep(Duration::from_millis(500)).await;
     let left = d
@@ -335,46 +347,16 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
 async fn requests_that_wait_a_lease_for_a_slot_are_handed_back_to_other_replicas() {
     use std::time::Duration;
     let held = Arc::new(Held::new());
-    let components = Components {
-        stages: vec![held.clone()],
-        ..Default::default()
-    };
-    let mut d = TestDaemon::start_with(
-        |a| {
-            a.workers = Some(1);
-            a.lease_seconds = Some(1);
-        },
-        components,
-        None,
-    )
-    .await;
-    let mut body: Value = serde_json::from_str(&alert_body(
-        "firing",
-        "PodCrash",
-        &[("namespace", "shop"), ("pod", "w0")],
-        "wait-0",
-        "2026-01-01T00:00:00Z",
-    ))
-    .unwrap();
-    for i in 1..6 {
-        let pod = format!("w{i}");
-        let more: Value = serde_json::from_str(&alert_body(
-            "firing",
-            "PodCrash",
-            &[("namespace", "shop"), ("pod", pod.as_str())],
-            &format!("wait-{i}"),
-            "2026-01-01T00:00:00Z",
-        ))
-        .unwrap();
-        body["alerts"]
-            .as_array_mut()
-            .unwrap()
-            .push(more["alerts"][0].clone());
-    }
+    let mut d = held_daemon(&held, 1, 1).await;
+    let body = one_delivery("w", 6);
     assert_eq!(d.send_alertmanager(&body.to_string()).await.status(), 200);
     // One stage runs (and is held); the five others wait for its slot, are handed back after
     // a lease, and this daemon takes back at most one of them at a time.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while held.runs.load(Ordering::SeqCst) < 1 {
+        assert!(std::time::Instant::now() < deadline, "no stage started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let taken = loop {
         let got = d
             .store
