@@ -236,7 +236,7 @@ pub async fn start_on(
         .clone()
         .unwrap_or_else(|| Arc::new(Metrics::new()));
     let wake = Arc::new(Notify::new());
-    let writers = if store.backend() == "sqlite" { 1 } else { 4 };
+    let writers = if store.serial_writes() { 1 } else { 4 };
     let ingest = IngestQueue::start(store.clone(), writers, wake.clone());
 
     let mut pipeline =

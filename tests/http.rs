@@ -601,6 +601,9 @@ impl Store for UnreachableStore {
     fn backend(&self) -> &'static str {
         "sqlite"
     }
+    fn serial_writes(&self) -> bool {
+        true
+    }
     async fn ingest(
         &self,
         _: &[kubemedic::domain::NewSignal],

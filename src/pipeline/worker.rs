@@ -17,6 +17,7 @@
 //! steps finish and commit, and claims are released.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
@@ -46,7 +47,7 @@ pub struct WorkerPool {
     in_flight: usize,
     stage_slots: Semaphore,
     /// Requests waiting for a stage slot now.
-    waiting: std::sync::atomic::AtomicUsize,
+    waiting: AtomicUsize,
     lease: Duration,
     poll: Duration,
     wake: Arc<Notify>,
@@ -77,7 +78,7 @@ impl WorkerPool {
             concurrency,
             in_flight: concurrency.saturating_mul(4).max(MIN_IN_FLIGHT),
             stage_slots: Semaphore::new(concurrency),
-            waiting: std::sync::atomic::AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             lease,
             poll: Duration::from_secs(1),
             wake,
@@ -112,7 +113,7 @@ impl WorkerPool {
             };
             // A full round of stage work already waits for a slot: claim nothing more for
             // now, so requests this replica cannot start soon stay free for another replica.
-            if self.waiting.load(std::sync::atomic::Ordering::Relaxed) >= self.concurrency {
+            if self.waiting.load(Ordering::Relaxed) >= self.concurrency {
                 drop(first);
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(50)) => {}
@@ -130,7 +131,7 @@ impl WorkerPool {
             // Every stage slot busy: claim no more than fill one round of waiting.
             let mut wanted = permits.len();
             if self.stage_slots.available_permits() == 0 {
-                let waiting = self.waiting.load(std::sync::atomic::Ordering::Relaxed);
+                let waiting = self.waiting.load(Ordering::Relaxed);
                 wanted = wanted.min(self.concurrency.saturating_sub(waiting).max(1));
             }
             let idle = match self
@@ -357,18 +358,18 @@ impl WorkerPool {
 }
 
 /// Counts a request as waiting for a stage slot while it lives.
-struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+struct Waiting<'a>(&'a AtomicUsize);
 
 impl<'a> Waiting<'a> {
-    fn count(counter: &'a std::sync::atomic::AtomicUsize) -> Self {
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    fn count(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
         Self(counter)
     }
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -388,7 +389,7 @@ impl CommitQueue {
     fn start(store: Arc<dyn Store>, worker: String) -> (Self, JoinSet<()>) {
         let (tx, rx) = mpsc::channel(COMMIT_BATCH * 4);
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
-        let committers = if store.backend() == "sqlite" { 1 } else { 2 };
+        let committers = if store.serial_writes() { 1 } else { 2 };
         let mut tasks = JoinSet::new();
         for _ in 0..committers {
             tasks.spawn(committer(store.clone(), worker.clone(), rx.clone()));

@@ -362,6 +362,10 @@ pub struct StoreHealth {
 pub trait Store: Send + Sync {
     fn backend(&self) -> &'static str;
 
+    /// Whether the database takes one write at a time (SQLite's single writer): more than one
+    /// concurrent writer of a kind would only queue.
+    fn serial_writes(&self) -> bool;
+
     /// Record a batch of signals in one transaction and open or update requests.
     async fn ingest(&self, signals: &[NewSignal]) -> Result<Vec<IngestOutcome>>;
 

@@ -52,6 +52,9 @@ fn param(i: usize) -> String {
 
 const BEGIN: &str = "BEGIN";
 
+/// Row locks let writers work side by side.
+const SERIAL_WRITES: bool = false;
+
 /// Writers of audit events take this transaction-scoped lock before they read the chain's head
 /// (after their other writes), so the chain grows one transaction at a time, in id order,
 /// across every replica.

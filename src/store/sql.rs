@@ -722,6 +722,10 @@ macro_rules! sql_store {
                 $backend
             }
 
+            fn serial_writes(&self) -> bool {
+                SERIAL_WRITES
+            }
+
             async fn ingest(&self, signals: &[NewSignal]) -> Result<Vec<IngestOutcome>> {
                 let mut attempt = 0;
                 loop {
@@ -781,7 +785,7 @@ macro_rules! sql_store {
             ) -> Result<Vec<Option<RemediationRequest>>> {
                 // Everything that can be refused is refused before the transaction opens.
                 let mut prepared = Vec::with_capacity(steps.len());
-                for pending in steps {
+                for (i, pending) in steps.iter().enumerate() {
                     let $crate::store::PendingStep { id: rid, from, ref via, ref step } = *pending;
                     let mut moves = vec![from];
                     moves.extend(via.as_ref().map(|v| v.phase));
@@ -794,22 +798,19 @@ macro_rules! sql_store {
                     }
                     let state = $crate::store::storable_json(&step.state)?;
                     let figures = $crate::store::Figures::of(&step);
-                    prepared.push((rid, from, via, step, state, figures));
+                    prepared.push((i, rid, from, via, step, state, figures));
                 }
                 // Rows are locked in id order, as ingest locks the requests it counts
                 // occurrences on: two transactions touching the same requests cannot deadlock.
                 // The answers keep the order of `steps`.
-                let mut order: Vec<usize> = (0..prepared.len()).collect();
-                order.sort_by_key(|&i| prepared[i].0);
+                prepared.sort_by_key(|p| p.1);
                 let now = self.clock.now();
                 let _write = self.write_guard().await;
                 let mut tx: Tx = self.begin_audited().await?;
                 let mut out: Vec<Option<RemediationRequest>> = vec![None; prepared.len()];
                 let mut audits: Vec<(Option<uuid::Uuid>, Option<Phase>, std::borrow::Cow<'_, AuditDraft>)> = Vec::new();
                 let mut finished: Vec<uuid::Uuid> = Vec::new();
-                let mut prepared: Vec<Option<_>> = prepared.into_iter().map(Some).collect();
-                for i in order {
-                    let Some((rid, from, via, step, state, figures)) = prepared[i].take() else { continue };
+                for (i, rid, from, via, step, state, figures) in prepared {
                     // A finished request also records when, and its time to resolution.
                     let row = sqlx::query(concat!(
                         "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \

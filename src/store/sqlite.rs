@@ -73,6 +73,9 @@ fn param(_: usize) -> String {
 
 const BEGIN: &str = "BEGIN IMMEDIATE";
 
+/// One writer connection: every write queues behind the one before.
+const SERIAL_WRITES: bool = true;
+
 /// The audit chain needs no lock of its own: `BEGIN IMMEDIATE` and the one writer serialise
 /// every write.
 const CHAIN_LOCK: Option<&'static str> = None;
