@@ -347,12 +347,14 @@ async fn stages_run_within_their_slots_and_waiting_requests_are_handed_back_at_s
 async fn requests_that_wait_a_lease_for_a_slot_are_handed_back_to_other_replicas() {
     use std::time::Duration;
     let held = Arc::new(Held::new());
-    let mut d = held_daemon(&held, 1, 1).await;
+    // A short lease, but long enough that a loaded machine does not let the running stage's
+    // own claim lapse between its renewals (every lease / 3).
+    let mut d = held_daemon(&held, 1, 3).await;
     let body = one_delivery("w", 6);
     assert_eq!(d.send_alertmanager(&body.to_string()).await.status(), 200);
     // One stage runs (and is held); the five others wait for its slot, are handed back after
     // a lease, and this daemon takes back at most one of them at a time.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while held.runs.load(Ordering::SeqCst) < 1 {
         assert!(std::time::Instant::now() < deadline, "no stage started");
         tokio::time::sleep(Duration::from_millis(20)).await;

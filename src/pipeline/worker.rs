@@ -17,7 +17,6 @@
 //! steps finish and commit, and claims are released.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
@@ -46,8 +45,10 @@ pub struct WorkerPool {
     concurrency: usize,
     in_flight: usize,
     stage_slots: Semaphore,
-    /// Requests waiting for a stage slot now.
-    waiting: AtomicUsize,
+    /// Requests this pool drives now. A lease that lapsed while this process was slow lets its
+    /// own next claim take the request again under the same worker id; it must not start a
+    /// second drive of it beside the first.
+    driving: std::sync::Mutex<std::collections::HashSet<uuid::Uuid>>,
     lease: Duration,
     poll: Duration,
     wake: Arc<Notify>,
@@ -78,7 +79,7 @@ impl WorkerPool {
             concurrency,
             in_flight: concurrency.saturating_mul(4).max(MIN_IN_FLIGHT),
             stage_slots: Semaphore::new(concurrency),
-            waiting: AtomicUsize::new(0),
+            driving: Default::default(),
             lease,
             poll: Duration::from_secs(1),
             wake,
@@ -88,6 +89,11 @@ impl WorkerPool {
 
     pub fn worker_id(&self) -> &str {
         &self.worker_id
+    }
+
+    /// The requests this pool drives (a poisoned lock still holds a valid set).
+    fn driving_set(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<uuid::Uuid>> {
+        self.driving.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Run until `shutdown` is cancelled, then let in-flight steps commit (at most `grace`).
@@ -111,9 +117,13 @@ impl WorkerPool {
                 },
                 _ = shutdown.cancelled() => break,
             };
-            // A full round of stage work already waits for a slot: claim nothing more for
-            // now, so requests this replica cannot start soon stay free for another replica.
-            if self.waiting.load(Ordering::Relaxed) >= self.concurrency {
+            // Every stage slot busy and a full round of requests already held behind them
+            // (claimed ones count at once, before their task first runs): claim nothing more
+            // for now, so requests this replica cannot start soon stay free for another one.
+            let saturated = self.stage_slots.available_permits() == 0;
+            let held = self.in_flight - holds.available_permits() - 1;
+            let queued = held.saturating_sub(self.concurrency);
+            if saturated && queued >= self.concurrency {
                 drop(first);
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(50)) => {}
@@ -128,11 +138,10 @@ impl WorkerPool {
                     Err(_) => break,
                 }
             }
-            // Every stage slot busy: claim no more than fill one round of waiting.
+            // Every stage slot busy: claim no more than makes up that round.
             let mut wanted = permits.len();
-            if self.stage_slots.available_permits() == 0 {
-                let waiting = self.waiting.load(Ordering::Relaxed);
-                wanted = wanted.min(self.concurrency.saturating_sub(waiting).max(1));
+            if saturated {
+                wanted = wanted.min(self.concurrency - queued);
             }
             let idle = match self
                 .store
@@ -142,6 +151,11 @@ impl WorkerPool {
                 Ok(requests) => {
                     let short = requests.len() < wanted;
                     for request in requests {
+                        let id = request.id;
+                        if !self.driving_set().insert(id) {
+                            debug!(request_id = %id, "claimed again while this pool drives it; the drive goes on");
+                            continue;
+                        }
                         let Some(permit) = permits.pop() else { break };
                         let me = self.clone();
                         let stop = shutdown.clone();
@@ -150,6 +164,7 @@ impl WorkerPool {
                         tasks.spawn(
                             async move {
                                 me.drive(request, stop, &commits).await;
+                                me.driving_set().remove(&id);
                                 drop(permit);
                             }
                             .instrument(span),
@@ -333,7 +348,6 @@ impl WorkerPool {
         };
         let work = async {
             let _slot = if self.pipeline.runs_stage(request) {
-                let _waiting = Waiting::count(&self.waiting);
                 // A request that waits a whole lease for a slot is handed back: this replica
                 // claims nothing while it is saturated, so another one can take it.
                 tokio::select! {
@@ -354,22 +368,6 @@ impl WorkerPool {
             step = work => step,
             _ = heartbeat => None,
         }
-    }
-}
-
-/// Counts a request as waiting for a stage slot while it lives.
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl<'a> Waiting<'a> {
-    fn count(counter: &'a AtomicUsize) -> Self {
-        counter.fetch_add(1, Ordering::Relaxed);
-        Self(counter)
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
