@@ -323,9 +323,35 @@ macro_rules! sql_store {
             Ok(())
         }
 
-        /// Append `events` (request, phase, draft), in order, all at `at`, to the chain with
-        /// multi-row INSERTs: one read of the chain's head, then each link computed in memory.
-        /// Call inside a transaction opened with `begin_audited`, after its other writes.
+        /// An audit event about to be written, its link computed.
+        struct AuditRow<'a> {
+            request_id: Option<uuid::Uuid>,
+            phase: Option<Phase>,
+            draft: &'a AuditDraft,
+            prev: Option<String>,
+            hash: String,
+        }
+
+        /// One request's step, as `update_steps` writes it.
+        struct StepRow<'a> {
+            id: uuid::Uuid,
+            from: Phase,
+            to: Phase,
+            reason: Option<std::borrow::Cow<'a, str>>,
+            /// Still active after the step.
+            active: bool,
+            state: Json<serde_json::Value>,
+            attempts: i32,
+            not_before: Option<chrono::DateTime<chrono::Utc>>,
+            /// The claim ends with the step.
+            release: bool,
+            figures: $crate::store::Figures,
+        }
+
+        /// Append `events` (request, phase, draft), in order, all at `at`, to the chain: one
+        /// read of the chain's head, each link computed in memory, then the backend's bulk
+        /// write (`write_audits`). Call inside a transaction opened with `begin_audited`, after
+        /// its other writes.
         async fn insert_audits(
             tx: &mut Tx,
             key: &AuditKey,
@@ -337,30 +363,14 @@ macro_rules! sql_store {
             }
             let at = to_micros(at);
             let mut head = chain_head(tx).await?;
-            for chunk in events.chunks(CHUNK) {
-                let sql = format!(
-                    "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
-                     prev_hash, hash, key_id) VALUES {}",
-                    value_rows(chunk.len(), 10)
-                );
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
-                for (rid, phase, d) in chunk {
+            let rows: Vec<AuditRow<'_>> = events
+                .iter()
+                .map(|(rid, phase, d)| {
                     let hash = chain_link(key, head.as_deref(), *rid, *phase, at, d);
-                    q = q
-                        .bind(rid.map(id))
-                        .bind(ts(at))
-                        .bind(phase.map(Phase::as_str))
-                        .bind(&d.kind)
-                        .bind(&d.actor)
-                        .bind($crate::store::storable_text(&d.message))
-                        .bind($crate::store::storable_value(&d.payload))
-                        .bind(head.replace(hash.clone()))
-                        .bind(hash)
-                        .bind(key.id());
-                }
-                q.execute(&mut **tx).await?;
-            }
-            Ok(())
+                    AuditRow { request_id: *rid, phase: *phase, draft: d, prev: head.replace(hash.clone()), hash }
+                })
+                .collect();
+            write_audits(tx, key.id(), at, &rows).await
         }
 
         /// Check a run of stored events into `verifier`. The hash stored before each event is
@@ -413,31 +423,10 @@ macro_rules! sql_store {
             row.map(|(p,)| parse_phase(&p)).transpose()
         }
 
-        /// `$first, $first+1, …` for an IN list or a VALUES row (each backend spells a
-        /// parameter with its own `param`). Only for statements whose parameters are all
-        /// generated here, numbered in bind order from 1.
-        fn placeholders(first: usize, n: usize) -> String {
-            (first..first + n).map(param).collect::<Vec<_>>().join(", ")
-        }
-
-        /// `($1, $2, $3), ($4, $5, $6), …` for a multi-row INSERT.
-        fn value_rows(rows: usize, cols: usize) -> String {
-            (0..rows).map(|r| format!("({})", placeholders(1 + r * cols, cols))).collect::<Vec<_>>().join(", ")
-        }
-
         /// Times are compared at the precision both databases keep.
         fn micros(t: chrono::DateTime<chrono::Utc>) -> i64 {
             t.timestamp_micros()
         }
-
-        /// Whether the generated batch statements stay prepared in each connection's statement
-        /// cache. Their text varies with the batch size, so a burst fills the cache (100 per
-        /// connection) with large programs that are rarely reused.
-        const BATCH_STATEMENTS_PERSISTENT: bool = false;
-
-        /// Rows per multi-row statement (21 columns x 100 stays far below both databases'
-        /// parameter limits).
-        const CHUNK: usize = 100;
 
         impl $store {
             /// A write transaction that may append audit events. It must append them after its
@@ -463,35 +452,15 @@ macro_rules! sql_store {
                 fingerprints.dedup();
                 // (fingerprint, startsAt) -> (signal id, status, request)
                 let mut known: HashMap<(String, i64), (Option<Id>, String, Option<uuid::Uuid>)> = HashMap::new();
-                for chunk in fingerprints.chunks(CHUNK * 5) {
-                    let sql = format!(
-                        "SELECT id, fingerprint, starts_at, status, request_id FROM signals WHERE fingerprint IN ({})",
-                        placeholders(1, chunk.len())
-                    );
-                    let mut q = sqlx::query_as::<_, (Id, String, Ts, String, Option<Id>)>(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
-                    for f in chunk {
-                        q = q.bind(*f);
-                    }
-                    for (sid, fp, at, status, rid) in q.fetch_all(&mut *tx).await? {
-                        known.insert((fp, micros(time_of(at)?)), (Some(sid), status, rid.map(uuid_of)));
-                    }
+                for (sid, fp, at, status, rid) in lookup_signals(&mut tx, &fingerprints).await? {
+                    known.insert((fp, micros(time_of(at)?)), (Some(sid), status, rid.map(uuid_of)));
                 }
                 let mut aliases: Vec<&str> = signals.iter().flat_map(|s| s.target_aliases.iter().map(String::as_str)).collect();
                 aliases.sort_unstable();
                 aliases.dedup();
                 let mut active: HashMap<String, uuid::Uuid> = HashMap::new();
-                for chunk in aliases.chunks(CHUNK * 5) {
-                    let sql = format!(
-                        "SELECT fingerprint, request_id FROM request_targets WHERE active AND fingerprint IN ({})",
-                        placeholders(1, chunk.len())
-                    );
-                    let mut q = sqlx::query_as::<_, (String, Id)>(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
-                    for a in chunk {
-                        q = q.bind(*a);
-                    }
-                    for (fp, rid) in q.fetch_all(&mut *tx).await? {
-                        active.insert(fp, uuid_of(rid));
-                    }
+                for (fp, rid) in lookup_targets(&mut tx, &aliases).await? {
+                    active.insert(fp, uuid_of(rid));
                 }
 
                 // 2. Decide, in order: later signals of the batch see earlier ones.
@@ -551,55 +520,11 @@ macro_rules! sql_store {
 
                 // 3. Write. Targets first: a primary target another writer took meanwhile
                 //    (Postgres) comes back missing and the batch is retried.
-                for chunk in targets.chunks(CHUNK * 5) {
-                    let sql = format!(
-                        "INSERT INTO request_targets (fingerprint, request_id, active) VALUES {} \
-                         ON CONFLICT DO NOTHING RETURNING fingerprint",
-                        value_rows(chunk.len(), 3)
-                    );
-                    let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
-                    for (fp, rid, _) in chunk {
-                        q = q.bind(fp).bind(id(*rid)).bind(true);
-                    }
-                    let taken: std::collections::HashSet<String> = q.fetch_all(&mut *tx).await?.into_iter().map(|(f,)| f).collect();
-                    if chunk.iter().any(|(fp, _, primary)| *primary && !taken.contains(fp)) {
-                        return Err(StoreError::Conflict);
-                    }
+                let taken = insert_targets(&mut tx, &targets).await?;
+                if targets.iter().any(|(fp, _, primary)| *primary && !taken.contains(fp)) {
+                    return Err(StoreError::Conflict);
                 }
-                let empty_state = Json($crate::domain::StageState::default());
-                for chunk in opened.chunks(CHUNK) {
-                    let sql = format!(
-                        "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
-                         target_name, target_namespace, target_fingerprint, signal_name, severity, \
-                         signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
-                         updated_at, attempts, state) VALUES {}",
-                        value_rows(chunk.len(), 19)
-                    );
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
-                    for (rid, s) in chunk {
-                        q = q
-                            .bind(id(*rid))
-                            .bind("Received")
-                            .bind(None::<String>)
-                            .bind(true)
-                            .bind(s.target.as_ref().map(|t| t.kind.clone()))
-                            .bind(s.target.as_ref().map(|t| t.name.clone()))
-                            .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
-                            .bind(&s.target_fingerprint)
-                            .bind(&s.name)
-                            .bind(&s.severity)
-                            .bind(s.mode.as_str())
-                            .bind(Json(SignalContext::from_signal(s, now)))
-                            .bind(1i64)
-                            .bind(ts(now))
-                            .bind(ts(now))
-                            .bind(ts(now))
-                            .bind(ts(now))
-                            .bind(0i32)
-                            .bind(&empty_state);
-                    }
-                    q.execute(&mut *tx).await?;
-                }
+                insert_requests(&mut tx, now, &opened).await?;
                 // Occurrence counts: one UPDATE per request that had repeats.
                 let mut audits: Vec<(Option<uuid::Uuid>, Option<Phase>, AuditDraft)> = Vec::new();
                 let mut per_request: Vec<(uuid::Uuid, Vec<(usize, &NewSignal)>)> = Vec::new();
@@ -652,45 +577,9 @@ macro_rules! sql_store {
                         ));
                     }
                 }
-                for chunk in inserts.chunks(CHUNK) {
-                    let sql = format!(
-                        "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, \
-                         severity, mode, source, labels, annotations, generator_url, receiver, \
-                         group_key, target_kind, target_name, target_namespace, \
-                         target_fingerprint, request_id, received_at, resolved_at) VALUES {} \
-                         ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
-                        value_rows(chunk.len(), 21)
-                    );
-                    let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
-                    for (s, rid, resolved) in chunk {
-                        q = q
-                            .bind(id(uuid::Uuid::new_v4()))
-                            .bind(&s.fingerprint)
-                            .bind(ts(s.starts_at))
-                            .bind(if *resolved { "resolved" } else { "firing" })
-                            .bind(s.ends_at.map(ts))
-                            .bind(&s.name)
-                            .bind(&s.severity)
-                            .bind(s.mode.as_str())
-                            .bind(s.source.as_str())
-                            .bind(Json(&s.labels))
-                            .bind(Json(&s.annotations))
-                            .bind(&s.generator_url)
-                            .bind(&s.receiver)
-                            .bind(&s.group_key)
-                            .bind(s.target.as_ref().map(|t| t.kind.clone()))
-                            .bind(s.target.as_ref().map(|t| t.name.clone()))
-                            .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
-                            .bind(&s.target_fingerprint)
-                            .bind(rid.map(id))
-                            .bind(ts(now))
-                            .bind(resolved.then(|| ts(now)));
-                    }
-                    let stored = q.fetch_all(&mut *tx).await?.len();
-                    if stored < chunk.len() {
-                        // A concurrent delivery of the same alert committed first.
-                        return Err(StoreError::Conflict);
-                    }
+                if insert_signals(&mut tx, now, &inserts).await? < inserts.len() {
+                    // A concurrent delivery of the same alert committed first.
+                    return Err(StoreError::Conflict);
                 }
                 for (rid, s) in &opened {
                     let target = s.target.as_ref().map_or_else(|| "no target label".to_owned(), |t| t.to_string());
@@ -796,56 +685,42 @@ macro_rules! sql_store {
                             format!("illegal transition {} -> {}", bad[0], bad[1]),
                         ));
                     }
-                    let state = $crate::store::storable_json(&step.state)?;
-                    let figures = $crate::store::Figures::of(&step);
-                    prepared.push((i, rid, from, via, step, state, figures));
+                    let row = StepRow {
+                        id: rid,
+                        from,
+                        to: step.to,
+                        reason: step.reason.as_deref().map($crate::store::storable_text),
+                        active: !step.to.is_terminal(),
+                        state: $crate::store::storable_json(&step.state)?,
+                        attempts: step.attempts,
+                        not_before: step.not_before,
+                        release: step.release || step.to.is_terminal(),
+                        figures: $crate::store::Figures::of(step),
+                    };
+                    prepared.push((i, row, via, step));
                 }
                 // Rows are locked in id order, as ingest locks the requests it counts
                 // occurrences on: two transactions touching the same requests cannot deadlock.
                 // The answers keep the order of `steps`.
-                prepared.sort_by_key(|p| p.1);
+                prepared.sort_by_key(|p| p.1.id);
+                let (order, rows): (Vec<_>, Vec<StepRow<'_>>) =
+                    prepared.into_iter().map(|(i, row, via, step)| ((i, via, step), row)).unzip();
                 let now = self.clock.now();
                 let _write = self.write_guard().await;
                 let mut tx: Tx = self.begin_audited().await?;
-                let mut out: Vec<Option<RemediationRequest>> = vec![None; prepared.len()];
+                // No row back for a request: another worker holds it now; nothing of its step
+                // is written.
+                let mut updated: std::collections::HashMap<uuid::Uuid, RemediationRequest> = update_steps(&mut tx, worker, now, &rows)
+                    .await?
+                    .iter()
+                    .map(|row| request_from_row(row).map(|r| (r.id, r)))
+                    .collect::<Result<_>>()?;
+                let mut out: Vec<Option<RemediationRequest>> = vec![None; rows.len()];
                 let mut audits: Vec<(Option<uuid::Uuid>, Option<Phase>, std::borrow::Cow<'_, AuditDraft>)> = Vec::new();
                 let mut finished: Vec<uuid::Uuid> = Vec::new();
-                for (i, rid, from, via, step, state, figures) in prepared {
-                    // A finished request also records when, and its time to resolution.
-                    let row = sqlx::query(concat!(
-                        "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
-                         state = $4, attempts = $5, not_before = $6, updated_at = $7, \
-                         claimed_by = CASE WHEN $8 THEN NULL ELSE claimed_by END, \
-                         lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END, \
-                         tokens = $12, auto_approved = $13, effectiveness = $14, \
-                         guardrail = COALESCE($15, guardrail), \
-                         finished_at = CASE WHEN $3 THEN finished_at ELSE $7 END, \
-                         ttr_ms = CASE WHEN $3 THEN ttr_ms ELSE ",
-                        ms_since_created!("$7"),
-                        " END \
-                         WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
-                        request_columns!()
-                    ))
-                    .bind(step.to.as_str())
-                    .bind(step.reason.as_deref().map($crate::store::storable_text))
-                    .bind(!step.to.is_terminal())
-                    .bind(state)
-                    .bind(step.attempts)
-                    .bind(step.not_before.map(ts))
-                    .bind(ts(now))
-                    .bind(step.release || step.to.is_terminal())
-                    .bind(id(rid))
-                    .bind(from.as_str())
-                    .bind(worker)
-                    .bind(figures.tokens)
-                    .bind(figures.auto_approved)
-                    .bind(figures.effectiveness)
-                    .bind(figures.guardrail.as_deref())
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                    // No row: another worker holds the request now; nothing of this step is written.
-                    let Some(row) = row else { continue };
-                    let request = request_from_row(&row)?;
+                for ((i, via, step), row) in order.into_iter().zip(&rows) {
+                    let (rid, from) = (row.id, row.from);
+                    let Some(request) = updated.remove(&rid) else { continue };
                     if step.to.is_terminal() {
                         finished.push(rid);
                     }
@@ -865,20 +740,8 @@ macro_rules! sql_store {
                     }
                     out[i] = Some(request);
                 }
-                for chunk in finished.chunks(CHUNK) {
-                    // Its target is free again, and a finished request executes nothing more.
-                    let ids = placeholders(1, chunk.len());
-                    for sql in [
-                        format!("UPDATE request_targets SET active = FALSE WHERE request_id IN ({ids})"),
-                        format!("DELETE FROM execution_locks WHERE request_id IN ({ids})"),
-                    ] {
-                        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(BATCH_STATEMENTS_PERSISTENT);
-                        for rid in chunk {
-                            q = q.bind(id(*rid));
-                        }
-                        q.execute(&mut *tx).await?;
-                    }
-                }
+                // Their targets are free again, and a finished request executes nothing more.
+                finish_requests(&mut tx, &finished).await?;
                 insert_audits(&mut tx, &self.audit_key, now, &audits).await?;
                 tx.commit().await?;
                 Ok(out)

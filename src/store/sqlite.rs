@@ -215,3 +215,271 @@ impl SqliteStore {
 }
 
 sql_store!(SqliteStore, sqlx::Sqlite, "sqlite");
+
+// The bulk writes `sql_store!` calls, as multi-row statements with generated parameter lists
+// (`?` each, see `param`). Their text varies with the batch size, so they are not kept prepared.
+
+/// `?, ?, …` for an IN list or a VALUES row.
+fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// `(?, ?, ?), (?, ?, ?), …` for a multi-row INSERT.
+fn value_rows(rows: usize, cols: usize) -> String {
+    let row = format!("({})", placeholders(cols));
+    vec![row; rows].join(", ")
+}
+
+/// Rows per multi-row statement (21 columns x 100 stays far below SQLite's parameter limit).
+const CHUNK: usize = 100;
+
+/// Whether the generated statements stay prepared in the connection's statement cache. Their
+/// text varies with the batch size, so a burst would fill the cache (100 per connection) with
+/// large programs that are rarely reused.
+const PERSISTENT: bool = false;
+
+/// Signals already stored under any of `fingerprints`: (id, fingerprint, starts_at, status,
+/// request).
+async fn lookup_signals(
+    tx: &mut Tx,
+    fingerprints: &[&str],
+) -> Result<Vec<(Id, String, Ts, String, Option<Id>)>> {
+    let mut found = Vec::new();
+    for chunk in fingerprints.chunks(CHUNK * 5) {
+        let sql = format!(
+            "SELECT id, fingerprint, starts_at, status, request_id FROM signals WHERE fingerprint IN ({})",
+            placeholders(chunk.len())
+        );
+        let mut q = sqlx::query_as(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+        for f in chunk {
+            q = q.bind(*f);
+        }
+        found.extend(q.fetch_all(&mut **tx).await?);
+    }
+    Ok(found)
+}
+
+/// Active targets among `aliases`: (fingerprint, request).
+async fn lookup_targets(tx: &mut Tx, aliases: &[&str]) -> Result<Vec<(String, Id)>> {
+    let mut found = Vec::new();
+    for chunk in aliases.chunks(CHUNK * 5) {
+        let sql = format!(
+            "SELECT fingerprint, request_id FROM request_targets WHERE active AND fingerprint IN ({})",
+            placeholders(chunk.len())
+        );
+        let mut q = sqlx::query_as(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+        for a in chunk {
+            q = q.bind(*a);
+        }
+        found.extend(q.fetch_all(&mut **tx).await?);
+    }
+    Ok(found)
+}
+
+/// Insert active targets (alias, request, primary); the aliases that were free and are now taken.
+async fn insert_targets(
+    tx: &mut Tx,
+    rows: &[(String, Uuid, bool)],
+) -> Result<std::collections::HashSet<String>> {
+    let mut taken = std::collections::HashSet::new();
+    for chunk in rows.chunks(CHUNK * 5) {
+        let sql = format!(
+            "INSERT INTO request_targets (fingerprint, request_id, active) VALUES {} \
+             ON CONFLICT DO NOTHING RETURNING fingerprint",
+            value_rows(chunk.len(), 3)
+        );
+        let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+        for (fp, rid, _) in chunk {
+            q = q.bind(fp).bind(id(*rid)).bind(true);
+        }
+        taken.extend(q.fetch_all(&mut **tx).await?.into_iter().map(|(f,)| f));
+    }
+    Ok(taken)
+}
+
+/// Open a request in `Received` for each (request, signal).
+async fn insert_requests(
+    tx: &mut Tx,
+    now: DateTime<Utc>,
+    rows: &[(Uuid, &NewSignal)],
+) -> Result<()> {
+    let empty_state = Json(crate::domain::StageState::default());
+    for chunk in rows.chunks(CHUNK) {
+        let sql = format!(
+            "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
+             target_name, target_namespace, target_fingerprint, signal_name, severity, \
+             signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
+             updated_at, attempts, state) VALUES {}",
+            value_rows(chunk.len(), 19)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+        for (rid, s) in chunk {
+            q = q
+                .bind(id(*rid))
+                .bind("Received")
+                .bind(None::<String>)
+                .bind(true)
+                .bind(s.target.as_ref().map(|t| t.kind.clone()))
+                .bind(s.target.as_ref().map(|t| t.name.clone()))
+                .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
+                .bind(&s.target_fingerprint)
+                .bind(&s.name)
+                .bind(&s.severity)
+                .bind(s.mode.as_str())
+                .bind(Json(SignalContext::from_signal(s, now)))
+                .bind(1i64)
+                .bind(ts(now))
+                .bind(ts(now))
+                .bind(ts(now))
+                .bind(ts(now))
+                .bind(0i32)
+                .bind(&empty_state);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Store signals (signal, request, resolved) unless already stored; how many were new.
+async fn insert_signals(
+    tx: &mut Tx,
+    now: DateTime<Utc>,
+    rows: &[(&NewSignal, Option<Uuid>, bool)],
+) -> Result<usize> {
+    let mut stored = 0;
+    for chunk in rows.chunks(CHUNK) {
+        let sql = format!(
+            "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, \
+             severity, mode, source, labels, annotations, generator_url, receiver, \
+             group_key, target_kind, target_name, target_namespace, \
+             target_fingerprint, request_id, received_at, resolved_at) VALUES {} \
+             ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
+            value_rows(chunk.len(), 21)
+        );
+        let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+        for (s, rid, resolved) in chunk {
+            q = q
+                .bind(id(Uuid::new_v4()))
+                .bind(&s.fingerprint)
+                .bind(ts(s.starts_at))
+                .bind(if *resolved { "resolved" } else { "firing" })
+                .bind(s.ends_at.map(ts))
+                .bind(&s.name)
+                .bind(&s.severity)
+                .bind(s.mode.as_str())
+                .bind(s.source.as_str())
+                .bind(Json(&s.labels))
+                .bind(Json(&s.annotations))
+                .bind(&s.generator_url)
+                .bind(&s.receiver)
+                .bind(&s.group_key)
+                .bind(s.target.as_ref().map(|t| t.kind.clone()))
+                .bind(s.target.as_ref().map(|t| t.name.clone()))
+                .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
+                .bind(&s.target_fingerprint)
+                .bind(rid.map(id))
+                .bind(ts(now))
+                .bind(resolved.then(|| ts(now)));
+        }
+        stored += q.fetch_all(&mut **tx).await?.len();
+    }
+    Ok(stored)
+}
+
+/// Write audit rows whose links are computed, in order (ids follow the chain).
+async fn write_audits(
+    tx: &mut Tx,
+    key_id: &str,
+    at: DateTime<Utc>,
+    rows: &[AuditRow<'_>],
+) -> Result<()> {
+    for chunk in rows.chunks(CHUNK) {
+        let sql = format!(
+            "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
+             prev_hash, hash, key_id) VALUES {}",
+            value_rows(chunk.len(), 10)
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+        for r in chunk {
+            q = q
+                .bind(r.request_id.map(id))
+                .bind(ts(at))
+                .bind(r.phase.map(Phase::as_str))
+                .bind(&r.draft.kind)
+                .bind(&r.draft.actor)
+                .bind(super::storable_text(&r.draft.message))
+                .bind(super::storable_value(&r.draft.payload))
+                .bind(&r.prev)
+                .bind(&r.hash)
+                .bind(key_id);
+        }
+        q.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+/// Free the targets and execution locks of requests that reached a terminal phase.
+async fn finish_requests(tx: &mut Tx, ids: &[Uuid]) -> Result<()> {
+    for chunk in ids.chunks(CHUNK) {
+        let list = placeholders(chunk.len());
+        for sql in [
+            format!("UPDATE request_targets SET active = FALSE WHERE request_id IN ({list})"),
+            format!("DELETE FROM execution_locks WHERE request_id IN ({list})"),
+        ] {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+            for rid in chunk {
+                q = q.bind(id(*rid));
+            }
+            q.execute(&mut **tx).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Write each step to its request, if `worker` still holds it in the phase the step started
+/// from; the rows written. One statement per request: SQLite runs in the process, so a
+/// statement costs no round trip.
+async fn update_steps(
+    tx: &mut Tx,
+    worker: &str,
+    now: DateTime<Utc>,
+    rows: &[StepRow<'_>],
+) -> Result<Vec<DbRow>> {
+    let mut written = Vec::with_capacity(rows.len());
+    for r in rows {
+        // A finished request also records when, and its time to resolution.
+        let row = sqlx::query(concat!(
+            "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
+             state = $4, attempts = $5, not_before = $6, updated_at = $7, \
+             claimed_by = CASE WHEN $8 THEN NULL ELSE claimed_by END, \
+             lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END, \
+             tokens = $12, auto_approved = $13, effectiveness = $14, \
+             guardrail = COALESCE($15, guardrail), \
+             finished_at = CASE WHEN $3 THEN finished_at ELSE $7 END, \
+             ttr_ms = CASE WHEN $3 THEN ttr_ms ELSE ",
+            ms_since_created!("$7"),
+            " END \
+             WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
+            request_columns!()
+        ))
+        .bind(r.to.as_str())
+        .bind(r.reason.as_deref())
+        .bind(r.active)
+        .bind(&r.state)
+        .bind(r.attempts)
+        .bind(r.not_before.map(ts))
+        .bind(ts(now))
+        .bind(r.release)
+        .bind(id(r.id))
+        .bind(r.from.as_str())
+        .bind(worker)
+        .bind(r.figures.tokens)
+        .bind(r.figures.auto_approved)
+        .bind(r.figures.effectiveness)
+        .bind(r.figures.guardrail.as_deref())
+        .fetch_optional(&mut **tx)
+        .await?;
+        written.extend(row);
+    }
+    Ok(written)
+}
