@@ -201,14 +201,30 @@ async fn insert_requests(
     .bind(now)
     .bind(Json(crate::domain::StageState::default()))
     .bind(rows.iter().map(|r| r.0).bind_iter())
-    .bind(rows.iter().map(|r| r.1.target.as_ref().map(|t| &t.kind)).bind_iter())
-    .bind(rows.iter().map(|r| r.1.target.as_ref().map(|t| &t.name)).bind_iter())
-    .bind(rows.iter().map(|r| r.1.target.as_ref().and_then(|t| t.namespace.as_ref())).bind_iter())
+    .bind(
+        rows.iter()
+            .map(|r| r.1.target.as_ref().map(|t| &t.kind))
+            .bind_iter(),
+    )
+    .bind(
+        rows.iter()
+            .map(|r| r.1.target.as_ref().map(|t| &t.name))
+            .bind_iter(),
+    )
+    .bind(
+        rows.iter()
+            .map(|r| r.1.target.as_ref().and_then(|t| t.namespace.as_ref()))
+            .bind_iter(),
+    )
     .bind(rows.iter().map(|r| &r.1.target_fingerprint).bind_iter())
     .bind(rows.iter().map(|r| &r.1.name).bind_iter())
     .bind(rows.iter().map(|r| r.1.severity.as_ref()).bind_iter())
     .bind(rows.iter().map(|r| r.1.mode.as_str()).bind_iter())
-    .bind(rows.iter().map(|r| Json(SignalContext::from_signal(r.1, now))).bind_iter())
+    .bind(
+        rows.iter()
+            .map(|r| Json(SignalContext::from_signal(r.1, now)))
+            .bind_iter(),
+    )
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -255,9 +271,21 @@ async fn insert_signals(
     .bind(rows.iter().map(|r| r.0.generator_url.as_ref()).bind_iter())
     .bind(rows.iter().map(|r| r.0.receiver.as_ref()).bind_iter())
     .bind(rows.iter().map(|r| r.0.group_key.as_ref()).bind_iter())
-    .bind(rows.iter().map(|r| r.0.target.as_ref().map(|t| &t.kind)).bind_iter())
-    .bind(rows.iter().map(|r| r.0.target.as_ref().map(|t| &t.name)).bind_iter())
-    .bind(rows.iter().map(|r| r.0.target.as_ref().and_then(|t| t.namespace.as_ref())).bind_iter())
+    .bind(
+        rows.iter()
+            .map(|r| r.0.target.as_ref().map(|t| &t.kind))
+            .bind_iter(),
+    )
+    .bind(
+        rows.iter()
+            .map(|r| r.0.target.as_ref().map(|t| &t.name))
+            .bind_iter(),
+    )
+    .bind(
+        rows.iter()
+            .map(|r| r.0.target.as_ref().and_then(|t| t.namespace.as_ref()))
+            .bind_iter(),
+    )
     .bind(rows.iter().map(|r| &r.0.target_fingerprint).bind_iter())
     .bind(rows.iter().map(|r| r.1).bind_iter())
     .fetch_all(&mut **tx)
@@ -288,8 +316,16 @@ async fn write_audits(
     .bind(rows.iter().map(|r| r.phase.map(Phase::as_str)).bind_iter())
     .bind(rows.iter().map(|r| &r.draft.kind).bind_iter())
     .bind(rows.iter().map(|r| &r.draft.actor).bind_iter())
-    .bind(rows.iter().map(|r| super::storable_text(&r.draft.message)).bind_iter())
-    .bind(rows.iter().map(|r| super::storable_value(&r.draft.payload)).bind_iter())
+    .bind(
+        rows.iter()
+            .map(|r| super::storable_text(&r.draft.message))
+            .bind_iter(),
+    )
+    .bind(
+        rows.iter()
+            .map(|r| super::storable_value(&r.draft.payload))
+            .bind_iter(),
+    )
     .bind(rows.iter().map(|r| r.prev.as_ref()).bind_iter())
     .bind(rows.iter().map(|r| &r.hash).bind_iter())
     .execute(&mut **tx)
@@ -307,7 +343,11 @@ async fn finish_requests(tx: &mut Tx, ids: &[Uuid]) -> Result<()> {
         "UPDATE request_targets SET active = FALSE WHERE request_id = ANY($1)",
         "DELETE FROM execution_locks WHERE request_id = ANY($1)",
     ] {
-        sqlx::query(sql).persistent(false).bind(ids).execute(&mut **tx).await?;
+        sqlx::query(sql)
+            .persistent(false)
+            .bind(ids)
+            .execute(&mut **tx)
+            .await?;
     }
     Ok(())
 }
@@ -361,7 +401,11 @@ async fn update_steps(
     .bind(rows.iter().map(|r| r.figures.tokens).bind_iter())
     .bind(rows.iter().map(|r| r.figures.auto_approved).bind_iter())
     .bind(rows.iter().map(|r| r.figures.effectiveness).bind_iter())
-    .bind(rows.iter().map(|r| r.figures.guardrail.as_deref()).bind_iter())
+    .bind(
+        rows.iter()
+            .map(|r| r.figures.guardrail.as_deref())
+            .bind_iter(),
+    )
     .fetch_all(&mut **tx)
     .await?)
 }

@@ -4,8 +4,11 @@
 //! `writer` (every write; behind `write_guard`) and `clock` fields. The invoking module supplies
 //! what differs between databases: `type Id`/`fn id`/`fn uuid_of` (how a UUID is bound and
 //! read), `type Ts`/`fn ts`/`fn time_of` (how a time is bound and read), `fn param` (how the
-//! generated multi-row statements spell parameter N), `BEGIN` (the statement that opens a
-//! write transaction) and `CLAIM_SQL` (how a worker claims a request without racing another).
+//! generated statements spell parameter N), `BEGIN` (the statement that opens a write
+//! transaction), `CLAIM_SQL` (how a worker claims a request without racing another), and the
+//! bulk reads and writes of a batch (`lookup_signals`, `lookup_targets`, `insert_targets`,
+//! `insert_requests`, `insert_signals`, `write_audits`, `finish_requests`, `update_steps`):
+//! multi-row `VALUES` statements on SQLite, rows bound as arrays on Postgres (ADR 0019).
 
 /// Column list of `remediation_requests`, in the order `request_from_row` reads it.
 macro_rules! request_columns {
