@@ -1096,9 +1096,11 @@ fn rows_for(source: &AlertGen, now: DateTime<Utc>) -> RawRows {
 
 const GROUP_KEY: &str = "{}:{alertname=\"KubePodCrashLooping\"}";
 
-/// The same rows and binds on both databases (only id and time encodings differ), written the
-/// way the store writes a batch: one multi-row INSERT per table (`QueryBuilder` spells the
-/// parameters `?` on SQLite and `$N` on Postgres, as the store does).
+/// The same rows and binds on both databases (only id and time encodings differ), one
+/// multi-row INSERT per table (`QueryBuilder` spells the parameters `?` on SQLite and `$N` on
+/// Postgres): the way the store writes a batch on SQLite. On Postgres the store binds arrays
+/// instead (ADR 0019); these fixed-size statements are prepared once per connection as its
+/// are, so this stays the plain-insert ceiling.
 macro_rules! write_rows {
     ($tx:expr, $db:ty, $rows:expr, $id:expr, $ts:expr, $starts:expr) => {{
         let rows: &[RawRows] = $rows;
