@@ -15,7 +15,9 @@
 //!    `ALERTS_PER_BODY` alerts per body.
 //! 2. Latency, open loop: `RATE` requests/s (one alert each) for `RATE_SECONDS`, each send
 //!    scheduled on a timer and timed from its *scheduled* instant (no coordinated omission).
-//! 3. RSS of the daemon (`VmRSS`, `VmHWM` from /proc) when idle after start-up and after load.
+//! 3. RSS of the daemon (`VmRSS`, `VmHWM` from /proc, and of the RSS how much is anonymous
+//!    memory and how much the pages of mapped files, mostly the executable's code) when idle
+//!    after start-up and after load.
 //! 4. Raw insert ceiling: the four rows the ingest path writes for a new alert (`signals`,
 //!    `remediation_requests`, `request_targets`, `audit_events`) written with plain INSERTs over
 //!    sqlx, same durability (SQLite WAL + synchronous=FULL; Postgres synchronous_commit=on), on a
@@ -442,15 +444,21 @@ struct Daemon {
 struct Rss {
     rss_kib: u64,
     hwm_kib: u64,
+    /// Of `rss_kib`: the process's own memory (heap, stacks, relocated data) …
+    anon_kib: u64,
+    /// … and pages of files it maps (mostly the executable's code, shared with the page cache).
+    file_kib: u64,
 }
 
 impl std::fmt::Display for Rss {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{:.1} MiB (peak {:.1} MiB)",
+            "{:.1} MiB (peak {:.1} MiB; anonymous {:.1}, file-backed {:.1})",
             self.rss_kib as f64 / 1024.0,
-            self.hwm_kib as f64 / 1024.0
+            self.hwm_kib as f64 / 1024.0,
+            self.anon_kib as f64 / 1024.0,
+            self.file_kib as f64 / 1024.0
         )
     }
 }
@@ -534,6 +542,8 @@ impl Daemon {
         Ok(Rss {
             rss_kib: field("VmRSS:"),
             hwm_kib: field("VmHWM:"),
+            anon_kib: field("RssAnon:"),
+            file_kib: field("RssFile:"),
         })
     }
 

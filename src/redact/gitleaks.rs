@@ -11,8 +11,13 @@
 //!   (regexes against the secret, the match or the line; stopwords contained in the secret).
 //!
 //! Path restrictions and path allowlists do not apply: a Kubernetes object has no file name.
+//!
+//! Every regex is compiled once when the rules load, to check it (a rule that does not compile
+//! is reported and left out), and then kept as its pattern until a text needs it: compiled, the
+//! 221 rules and their allowlists take ~16 MiB, and most texts (alert labels, Kubernetes
+//! objects) contain the keywords of none or a few of them (docs/benchmarks.md, run 14).
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
@@ -65,16 +70,40 @@ enum Target {
     Line,
 }
 
+/// A regex checked at load and compiled again on first use.
+struct Lazy {
+    pattern: String,
+    compiled: OnceLock<Option<Regex>>,
+}
+
+impl Lazy {
+    /// The pattern, if it compiles (the check costs a compile; the result is dropped).
+    fn checked(pattern: &str) -> Result<(Self, Regex), regex::Error> {
+        let re = Regex::new(pattern)?;
+        let lazy = Self {
+            pattern: pattern.to_owned(),
+            compiled: OnceLock::new(),
+        };
+        Ok((lazy, re))
+    }
+
+    fn get(&self) -> Option<&Regex> {
+        self.compiled
+            .get_or_init(|| Regex::new(&self.pattern).ok())
+            .as_ref()
+    }
+}
+
 struct Allowlist {
     target: Target,
     all: bool,
-    regexes: Vec<Regex>,
+    regexes: Vec<Lazy>,
     stopwords: Option<AhoCorasick>,
 }
 
 struct Rule {
     id: String,
-    re: Regex,
+    re: Lazy,
     secret_group: usize,
     entropy: f64,
     allowlists: Vec<Allowlist>,
@@ -118,7 +147,11 @@ fn build_allowlist(raw: &RawAllowlist) -> Result<Allowlist, String> {
     let regexes = raw
         .regexes
         .iter()
-        .map(|r| Regex::new(r).map_err(|e| format!("allowlist regex: {e}")))
+        .map(|r| {
+            Lazy::checked(r)
+                .map(|(lazy, _)| lazy)
+                .map_err(|e| format!("allowlist regex: {e}"))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let stopwords = if raw.stopwords.is_empty() {
         None
@@ -139,10 +172,11 @@ fn build_allowlist(raw: &RawAllowlist) -> Result<Allowlist, String> {
 }
 
 fn build_rule(raw: &RawRule) -> Result<Rule, String> {
-    let re = Regex::new(&raw.regex).map_err(|e| e.to_string())?;
-    if raw.secret_group > 0 && raw.secret_group >= re.captures_len() {
+    let (re, compiled) = Lazy::checked(&raw.regex).map_err(|e| e.to_string())?;
+    if raw.secret_group > 0 && raw.secret_group >= compiled.captures_len() {
         return Err(format!("secretGroup {} out of range", raw.secret_group));
     }
+    drop(compiled);
     let allowlists = raw
         .allowlists
         .iter()
@@ -263,7 +297,12 @@ impl Allowlist {
             Target::Match => matched,
             Target::Line => line,
         };
-        let regex = !target.is_empty() && self.regexes.iter().any(|r| r.is_match(target));
+        // A pattern that compiled at load compiles again; were it not to, it allows nothing.
+        let regex = !target.is_empty()
+            && self
+                .regexes
+                .iter()
+                .any(|r| r.get().is_some_and(|r| r.is_match(target)));
         let stop =
             !secret.is_empty() && self.stopwords.as_ref().is_some_and(|a| a.is_match(secret));
         if self.all {
@@ -303,7 +342,9 @@ pub fn find(text: &str, out: &mut Vec<Span>) {
         }
     }
     for (rule, _) in rules.rules.iter().zip(&enabled).filter(|(_, on)| **on) {
-        for caps in rule.re.captures_iter(text) {
+        // A pattern that compiled at load compiles again (it is the same text).
+        let Some(re) = rule.re.get() else { continue };
+        for caps in re.captures_iter(text) {
             let Some(whole) = caps.get(0) else { continue };
             // gitleaks trims newlines off the match.
             let matched = whole.as_str().trim_matches('\n');
