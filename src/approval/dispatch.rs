@@ -16,6 +16,7 @@ use tracing::{debug, warn};
 
 use super::Approvals;
 use crate::domain::{AuditDraft, Notification, NotificationKind};
+use crate::notify::NotifyError;
 use crate::store::DeliveryResult;
 
 /// Retry schedule of a failed delivery.
@@ -44,7 +45,17 @@ impl Backoff {
             .saturating_mul(2u32.saturating_pow(doublings))
             .min(self.cap)
     }
+
+    /// The wait after failed attempt `n`: the backoff, or longer when the service asked for
+    /// longer (a rate limit's `Retry-After`, honoured up to [`MAX_RETRY_AFTER`]).
+    pub fn wait(&self, n: i32, error: &NotifyError) -> Duration {
+        let asked = error.retry_after.unwrap_or_default().min(MAX_RETRY_AFTER);
+        self.after(n).max(asked)
+    }
 }
+
+/// The longest `Retry-After` honoured; a longer one is taken as this.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// How long a claimed message is not due again: longer than any one attempt takes.
 const LEASE: Duration = Duration::from_secs(120);
@@ -167,7 +178,7 @@ impl Dispatcher {
             }
             Err(e) if e.retryable && attempt < self.backoff.attempts => {
                 let at = a.clock.now()
-                    + chrono::Duration::from_std(self.backoff.after(attempt))
+                    + chrono::Duration::from_std(self.backoff.wait(attempt, &e))
                         .unwrap_or(chrono::Duration::seconds(30));
                 warn!(channel = %n.channel, recipient = %n.recipient, attempt, error = %e, "notification failed; will retry");
                 self.finish(
@@ -267,5 +278,19 @@ mod tests {
         let b = Backoff::default();
         let waits: Vec<u64> = (1..=6).map(|n| b.after(n).as_secs()).collect();
         assert_eq!(waits, [30, 60, 120, 240, 480, 480]);
+    }
+
+    #[test]
+    fn a_rate_limits_retry_after_is_waited_out() {
+        let b = Backoff::default();
+        let limited = |s| NotifyError::retryable("rate limited").after(Duration::from_secs(s));
+        // Longer than the backoff: the service's wait.
+        assert_eq!(b.wait(1, &limited(90)).as_secs(), 90);
+        // Shorter: the backoff still applies.
+        assert_eq!(b.wait(3, &limited(5)).as_secs(), 120);
+        // Absurd: capped at an hour.
+        assert_eq!(b.wait(1, &limited(86_400)).as_secs(), 3600);
+        // Not said: the backoff.
+        assert_eq!(b.wait(2, &NotifyError::retryable("timeout")).as_secs(), 60);
     }
 }

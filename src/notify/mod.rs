@@ -29,6 +29,9 @@ use crate::domain::{ApprovalMessage, ApprovalRequest, Channel};
 pub struct NotifyError {
     pub message: String,
     pub retryable: bool,
+    /// How long the service asked us to wait before the next attempt (Slack's `Retry-After`
+    /// on HTTP 429), if it said.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl NotifyError {
@@ -36,13 +39,21 @@ impl NotifyError {
         Self {
             message: message.into(),
             retryable: true,
+            retry_after: None,
         }
     }
     pub fn permanent(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
             retryable: false,
+            retry_after: None,
         }
+    }
+    /// The service asked for `wait` before the next attempt.
+    #[must_use]
+    pub fn after(mut self, wait: std::time::Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
     }
 }
 

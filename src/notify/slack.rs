@@ -419,14 +419,20 @@ fn status_error(
         return None;
     }
     if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-        let after = headers
+        // Slack gives the wait in seconds; the next attempt waits at least that long.
+        let wait = headers
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .map(|v| format!(" (Retry-After: {v} s)"))
-            .unwrap_or_default();
-        return Some(NotifyError::retryable(format!(
-            "{what}: rate limited, HTTP 429{after}"
-        )));
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(std::time::Duration::from_secs);
+        let said = wait.map_or_else(String::new, |w| {
+            format!(" (Retry-After: {} s)", w.as_secs())
+        });
+        let error = NotifyError::retryable(format!("{what}: rate limited, HTTP 429{said}"));
+        return Some(match wait {
+            Some(w) => error.after(w),
+            None => error,
+        });
     }
     if status.is_server_error() {
         return Some(NotifyError::retryable(format!("{what}: HTTP {status}")));
@@ -1065,6 +1071,36 @@ pub fn parse_interaction(raw_body: &[u8]) -> Result<Interaction, String> {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn a_rate_limit_carries_slacks_retry_after() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::RETRY_AFTER, "42".parse().unwrap());
+        let e = status_error(
+            "chat.postMessage",
+            reqwest::StatusCode::TOO_MANY_REQUESTS,
+            &headers,
+        )
+        .unwrap();
+        assert!(e.retryable);
+        assert_eq!(e.retry_after, Some(std::time::Duration::from_secs(42)));
+        assert!(e.message.contains("Retry-After: 42 s"), "{}", e.message);
+        let bare = reqwest::header::HeaderMap::new();
+        let e = status_error(
+            "chat.postMessage",
+            reqwest::StatusCode::TOO_MANY_REQUESTS,
+            &bare,
+        )
+        .unwrap();
+        assert_eq!((e.retryable, e.retry_after), (true, None));
+        let e = status_error(
+            "chat.postMessage",
+            reqwest::StatusCode::SERVICE_UNAVAILABLE,
+            &headers,
+        )
+        .unwrap();
+        assert_eq!((e.retryable, e.retry_after), (true, None));
+    }
 
     fn bot() -> SlackSettings {
         SlackSettings {
