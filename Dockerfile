@@ -8,8 +8,9 @@
 # Stage 1 compiles for x86_64-unknown-linux-musl: a fully static executable (musl libc linked
 # in), so the final image needs no libc at all. Everything kubemedic links is Rust or vendored
 # C that builds with musl-gcc: TLS is rustls with ring (no OpenSSL), SQLite is sqlx's bundled
-# copy. musl's allocator is slower than glibc's under many threads; kubemedic's load (alerts,
-# a few workers) does not notice.
+# copy. musl's allocator is slower than glibc's under many threads, and the figures in
+# docs/benchmarks.md were measured with a glibc build: measure a musl build before relying on
+# them for a storm (mimalloc, tried in place of glibc's, doubled the RSS and was not kept).
 # The toolchain is the one rust-toolchain.toml pins (rustup reads it during the build).
 FROM docker.io/library/rust:1.95-bookworm AS build
 RUN apt-get update \
