@@ -111,6 +111,7 @@ contract!(
     an_approval_is_created_once_and_the_first_decision_wins,
     concurrent_decisions_have_exactly_one_winner,
     nonces_are_single_use_and_the_signing_key_is_kept,
+    nonces_nothing_can_replay_are_dropped_after_a_day,
     a_notification_is_sent_by_one_sender_and_retried_when_due,
     a_decision_after_the_deadline_or_the_requests_end_is_an_expiry,
 );
@@ -1369,6 +1370,67 @@ async fn concurrent_decisions_have_exactly_one_winner(f: Fixture) {
         .decision
         .unwrap();
     assert_eq!(stored, winners[0]);
+}
+
+async fn nonces_nothing_can_replay_are_dropped_after_a_day(f: Fixture) {
+    let s = &f.store;
+    let clock = &f.clock;
+    let open = |name: &'static str| async move {
+        let rid = s
+            .ingest(&[signal(name, 0, Some(("shop", "Deployment", name)))])
+            .await
+            .unwrap()[0]
+            .request_id()
+            .unwrap();
+        let a = approval_for(rid, clock.now());
+        s.create_approval(&a, &[]).await.unwrap();
+        a
+    };
+    let pending = open("nonce-pending").await;
+    let decided = open("nonce-decided").await;
+    let by = decision(
+        Decision::Approved,
+        "alice@example.com",
+        Channel::Email,
+        f.clock.now(),
+    );
+    s.decide_approval(decided.id, &by).await.unwrap();
+    assert!(s.consume_nonce("slack:sig", None).await.unwrap());
+    assert!(
+        s.consume_nonce("link:pending", Some(pending.id))
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.consume_nonce("link:decided", Some(decided.id))
+            .await
+            .unwrap()
+    );
+
+    // Within the day every nonce still refuses its replay.
+    f.clock.advance(chrono::Duration::hours(23));
+    assert!(!s.consume_nonce("slack:sig", None).await.unwrap());
+    assert!(
+        !s.consume_nonce("link:decided", Some(decided.id))
+            .await
+            .unwrap()
+    );
+
+    // A day on, the next use drops the Slack signature and the decided approval's link (the
+    // signature's timestamp and the decision refuse those now), and keeps the pending one's.
+    f.clock.advance(chrono::Duration::hours(2));
+    assert!(s.consume_nonce("slack:other", None).await.unwrap());
+    assert!(
+        !s.consume_nonce("link:pending", Some(pending.id))
+            .await
+            .unwrap()
+    );
+    assert!(s.consume_nonce("slack:sig", None).await.unwrap());
+    assert!(
+        s.consume_nonce("link:decided", Some(decided.id))
+            .await
+            .unwrap()
+    );
 }
 
 async fn nonces_are_single_use_and_the_signing_key_is_kept(f: Fixture) {

@@ -1689,17 +1689,31 @@ macro_rules! sql_store {
                 nonce: &str,
                 approval: Option<uuid::Uuid>,
             ) -> Result<bool> {
+                let now = self.clock.now();
                 let _write = self.write_guard().await;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                // Nonces nothing can replay any more go as a new one comes in (sessions are
+                // pruned the same way), a day after their use: one without an approval (a
+                // Slack signature) is refused by its timestamp five minutes on; a link whose
+                // approval is decided or expired is refused by the approval.
+                sqlx::query(
+                    "DELETE FROM used_nonces WHERE used_at < $1 AND (approval_id IS NULL \
+                     OR approval_id IN (SELECT id FROM approvals WHERE status <> 'pending'))",
+                )
+                .bind(ts(now - chrono::Duration::days(1)))
+                .execute(&mut *tx)
+                .await?;
                 let inserted = sqlx::query(
                     "INSERT INTO used_nonces (nonce, approval_id, used_at) VALUES ($1, $2, $3) \
                      ON CONFLICT (nonce) DO NOTHING",
                 )
                 .bind($crate::store::storable_text(nonce))
                 .bind(approval.map(id))
-                .bind(ts(self.clock.now()))
-                .execute(&self.writer)
+                .bind(ts(now))
+                .execute(&mut *tx)
                 .await?
                 .rows_affected();
+                tx.commit().await?;
                 Ok(inserted == 1)
             }
 
