@@ -1935,3 +1935,51 @@ async fn the_summary_counts_outcomes_tokens_and_blocks(f: Fixture) {
     let later = s.summary(Some(f.clock.now())).await.unwrap();
     assert_eq!(later.total, 0, "nothing was opened since");
 }
+
+/// A replica stopped in the middle of a transaction (SIGSTOP, a frozen VM) holds what that
+/// transaction locked. Here it stopped after inserting the intent of a step and before
+/// committing it, so the other replica, which took the request over and records the same step,
+/// queues behind the uncommitted key. Postgres ends the stopped session once it has sat idle in
+/// its transaction for `IDLE_IN_TRANSACTION` (the store sets that on each of its sessions), so
+/// the other replica goes on, finds no intent, and the stopped one finds its session gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_stopped_inside_a_transaction_does_not_hold_the_other_replicas() {
+    use sqlx::Connection as _;
+    let Some(f) = postgres().await else {
+        return;
+    };
+    let request = uuid::Uuid::new_v4();
+    let mut stopped = sqlx::PgConnection::connect(&f.url).await.unwrap();
+    kubemedic::store::PgStore::prepare_session(&mut stopped)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut stopped).await.unwrap();
+    sqlx::query(
+        "INSERT INTO execution_intents (request_id, step, action, status, detail, created_at, \
+         updated_at) VALUES ($1, 2, 'wait_rollout', 'started', '{}', now(), now())",
+    )
+    .bind(request)
+    .execute(&mut stopped)
+    .await
+    .unwrap();
+
+    let limit = kubemedic::store::IDLE_IN_TRANSACTION + Duration::from_secs(20);
+    let (intent, fresh) = tokio::time::timeout(
+        limit,
+        f.store.begin_intent(
+            request,
+            2,
+            "wait_rollout",
+            &serde_json::json!({"by": "other"}),
+        ),
+    )
+    .await
+    .expect("the other replica still waits for the stopped one's transaction")
+    .unwrap();
+    assert!(fresh, "the stopped transaction was rolled back: {intent:?}");
+    assert_eq!(intent.detail["by"], "other");
+    assert!(
+        sqlx::query("COMMIT").execute(&mut stopped).await.is_err(),
+        "the stopped session was ended"
+    );
+}

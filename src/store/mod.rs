@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use chain::{AuditKey, BrokenLink, ChainReport};
-pub use postgres::PgStore;
+pub use postgres::{IDLE_IN_TRANSACTION, PgStore};
 pub use sqlite::SqliteStore;
 
 use crate::clock::Clock;

@@ -52,6 +52,11 @@ fn param(i: usize) -> String {
 
 const BEGIN: &str = "BEGIN";
 
+/// How long a session of the store may sit idle inside a transaction before Postgres ends it
+/// (see [`PgStore::prepare_session`]). Far longer than any gap between the statements of one
+/// of the store's transactions on a loaded machine, far shorter than the default lease.
+pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(10);
+
 /// Row locks let writers work side by side.
 const SERIAL_WRITES: bool = false;
 
@@ -96,10 +101,13 @@ impl PgStore {
         clock: Arc<dyn Clock>,
         audit_key: super::AuditKey,
     ) -> super::Result<Self> {
-        let options = PgConnectOptions::from_str(url).map_err(super::StoreError::Unavailable)?;
+        let options = PgConnectOptions::from_str(url)
+            .map_err(super::StoreError::Unavailable)?
+            .application_name("kubemedic");
         let pool = PgPoolOptions::new()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(5))
+            .after_connect(|conn, _| Box::pin(Self::prepare_session(conn)))
             .connect_with(options)
             .await
             .map_err(super::StoreError::Unavailable)?;
@@ -110,6 +118,27 @@ impl PgStore {
             clock,
             audit_key,
         })
+    }
+
+    /// Settings of every session the store opens (run once per new connection).
+    ///
+    /// `idle_in_transaction_session_timeout`: a transaction of kubemedic's never waits for
+    /// anything but Postgres and a few microseconds of the daemon's own work between its
+    /// statements (no cluster or model call happens inside one). A session that sits idle in a
+    /// transaction for [`IDLE_IN_TRANSACTION`] belongs to a replica that stopped mid-transaction
+    /// (SIGSTOP, a frozen VM, a stalled node) and still holds its row locks, its uncommitted
+    /// unique keys or the audit chain's lock. Postgres ends that session and rolls it back, so
+    /// the other replicas, which would otherwise wait on those locks until it woke (an intent
+    /// insert queues behind an uncommitted one with the same key; a claim silently skips a
+    /// locked request), go on. The stopped replica finds its connection gone when it wakes:
+    /// the step fails with the store unavailable, and its claim was taken over meanwhile.
+    pub async fn prepare_session(conn: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+        let ms = IDLE_IN_TRANSACTION.as_millis().to_string();
+        sqlx::query("SELECT set_config('idle_in_transaction_session_timeout', $1, false)")
+            .bind(ms)
+            .execute(&mut *conn)
+            .await?;
+        Ok(())
     }
 
     /// Postgres takes row locks itself; writers need no queue in the process.
