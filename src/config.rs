@@ -113,8 +113,10 @@ pub struct DaemonArgs {
     pub api_token: Option<Secret>,
 
     /// The audit trail's signing key (hex, at least 64 digits), for several replicas that
-    /// share one database; they must all have the same key [default: read from, or created
-    /// in, --audit-key-file].
+    /// share one database; they must all have the same key. `NEW,OLD` gives a keyring: the
+    /// first key signs, the retired ones check the events they signed, and a daemon started
+    /// with a new key in front hands the trail over to it [default: read from, or created in,
+    /// --audit-key-file].
     #[arg(
         long,
         env = "KUBEMEDIC_AUDIT_KEY",
@@ -123,9 +125,9 @@ pub struct DaemonArgs {
     )]
     pub audit_key: Option<Secret>,
 
-    /// File holding the audit trail's signing key; created (mode 0600) when missing
-    /// [default: <data-dir>/audit.key]. Keep it out of the database's reach: whoever holds it
-    /// can re-sign an edited trail.
+    /// File holding the audit trail's signing key (one hex key per line: the signing key, then
+    /// the retired ones); created (mode 0600) when missing [default: <data-dir>/audit.key].
+    /// Keep it out of the database's reach: whoever holds it can re-sign an edited trail.
     #[arg(long, env = "KUBEMEDIC_AUDIT_KEY_FILE", value_name = "FILE")]
     pub audit_key_file: Option<PathBuf>,
 

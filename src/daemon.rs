@@ -54,7 +54,9 @@ pub enum DaemonError {
     #[error(
         "this database's audit trail is signed with audit key {database}, this daemon's key is \
          {ours}: every replica sharing a database must be given the same --audit-key \
-         (KUBEMEDIC_AUDIT_KEY); refusing to start rather than write events no one key verifies"
+         (KUBEMEDIC_AUDIT_KEY), and a replica started with an old key after a rotation must \
+         be given the new keyring; refusing to start rather than write events no one key \
+         verifies"
     )]
     AnotherAuditKey { database: String, ours: String },
 }
@@ -188,6 +190,11 @@ pub async fn serve(
 /// and the chain would interleave rows no single key verifies (`audit verify` would call half of
 /// them forged). The first daemon to serve a database records its key's id (not secret: every
 /// audit row carries it); a daemon holding another key refuses to start, naming the setting.
+///
+/// A keyring whose first key is new and which still holds the database's key (`NEW,OLD`, see
+/// docs/operations.md, "Rotate keys") rotates the trail to the new key here: one `key_rotated`
+/// event signed with the old key. Replicas still running with the old key write nothing more
+/// from then on (their appends are refused until they restart with the new keyring).
 async fn one_audit_key(settings: &Settings, store: &dyn Store) -> Result<(), DaemonError> {
     let key = settings.audit_key.load()?;
     let ours = key.id().to_owned();
@@ -195,10 +202,20 @@ async fn one_audit_key(settings: &Settings, store: &dyn Store) -> Result<(), Dae
         .setting_or_init("audit_key_id", &|| ours.clone())
         .await?;
     if database == ours {
-        Ok(())
-    } else {
-        Err(DaemonError::AnotherAuditKey { database, ours })
+        return Ok(());
     }
+    if key.find(&database).is_none() {
+        return Err(DaemonError::AnotherAuditKey { database, ours });
+    }
+    let host = std::env::var("HOSTNAME").unwrap_or_default();
+    let actor = format!(
+        "kubemedic:{}",
+        if host.is_empty() { "serve" } else { &host }
+    );
+    if let Some((old, new)) = store.rotate_audit_key(&actor).await? {
+        info!(old_key = %old, new_key = %new, "audit key rotated: the retired key signed the hand-over");
+    }
+    Ok(())
 }
 
 /// Remediation history from the store: what verification recorded, for the investigation.

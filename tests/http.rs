@@ -814,6 +814,9 @@ impl Store for UnreachableStore {
     async fn consume_nonce(&self, _: &str, _: Option<uuid::Uuid>) -> Result<bool, StoreError> {
         Err(gone())
     }
+    async fn rotate_audit_key(&self, _: &str) -> Result<Option<(String, String)>, StoreError> {
+        Err(gone())
+    }
     async fn setting_or_init(
         &self,
         _: &str,

@@ -1174,6 +1174,148 @@ async fn keys_are_managed_and_an_edited_audit_row_is_found_from_the_command_line
     assert!(out.contains("another key"), "{out}");
 }
 
+/// One firing alert for pod `pod` to `base`; the HTTP status.
+async fn post_pod_alert(base: &str, pod: &str) -> u16 {
+    let body = alert_body(
+        "firing",
+        "PodCrash",
+        &[("namespace", "shop"), ("pod", pod)],
+        pod,
+        "2026-02-01T00:00:00Z",
+    );
+    reqwest::Client::new()
+        .post(format!("{base}/api/v1/alerts/alertmanager"))
+        .bearer_auth(WEBHOOK_TOKEN)
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// The default setup (a key file in the data directory): `audit rotate-key` puts a fresh key
+/// in front of the file's, and the old key signs the hand-over. `serve` goes on with the file;
+/// the trail checks with the keyring, not with either key alone; a daemon given only the
+/// retired key is refused at start.
+#[tokio::test]
+async fn the_audit_key_is_rotated_from_the_command_line() {
+    common::init();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let key_file = dir.path().join("audit.key");
+    let server = Server::start(dir.path(), free_port(), None, &[]);
+    assert_eq!(post_pod_alert(&server.base, "before").await, 200);
+    drop(server);
+    let old = std::fs::read_to_string(&key_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+
+    let (code, out, err) = kubemedic(&["audit", "rotate-key", "--data-dir", data]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("audit key rotated"), "{out}");
+    let ring = std::fs::read_to_string(&key_file).unwrap();
+    let keys: Vec<&str> = ring.lines().collect();
+    assert_eq!(keys.len(), 2, "{ring}");
+    assert_eq!(keys[1], old, "the retired key stays behind the new one");
+    assert!(
+        !out.contains(keys[0]) && !err.contains(keys[0]),
+        "a key is never printed"
+    );
+
+    let server = Server::start(dir.path(), free_port(), None, &[]);
+    assert_eq!(post_pod_alert(&server.base, "after").await, 200);
+    drop(server);
+    let (code, out, err) = kubemedic(&["audit", "verify", "--data-dir", data]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = kubemedic(&[
+        "audit",
+        "verify",
+        "--data-dir",
+        data,
+        "--audit-key",
+        keys[0],
+    ]);
+    assert_eq!(
+        code, 1,
+        "the new key alone cannot check what the old one signed: {out}"
+    );
+
+    // A replica left with the retired key does not start.
+    let port = free_port().to_string();
+    let (code, _, err) = kubemedic(&[
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--data-dir",
+        data,
+        "--webhook-token",
+        WEBHOOK_TOKEN,
+        "--audit-key",
+        &old,
+    ]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("--audit-key") && err.contains("rotation"),
+        "{err}"
+    );
+    assert!(!err.contains(&old), "the key is not printed");
+}
+
+/// The Kubernetes way (a Secret): replicas share a database and `KUBEMEDIC_AUDIT_KEY`; the
+/// Secret becomes `NEW,OLD` and the pods restart. The first new pod hands the trail over as it
+/// starts; an old pod still running is not ready from then on and answers 503 (Alertmanager
+/// retries, and reaches a new pod), and nothing it does reaches the trail.
+#[tokio::test]
+async fn a_replica_started_with_a_new_keyring_hands_the_trail_over_and_the_old_one_stops_writing() {
+    common::init();
+    let Some(url) = common::fresh_postgres().await else {
+        return;
+    };
+    let (old, new) = (
+        kubemedic::store::AuditKey::generate(),
+        kubemedic::store::AuditKey::generate(),
+    );
+    let hex = |k: &kubemedic::store::AuditKey| k.to_file_text().trim().to_owned();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Server::start(
+        dir_a.path(),
+        free_port(),
+        Some(&url),
+        &["--audit-key", &hex(&old)],
+    );
+    assert_eq!(post_pod_alert(&a.base, "a1").await, 200);
+
+    let ring = format!("{},{}", hex(&new), hex(&old));
+    let b = Server::start(
+        dir_b.path(),
+        free_port(),
+        Some(&url),
+        &["--audit-key", &ring],
+    );
+    let (code, body) = get_text(&format!("{}/readyz", a.base)).unwrap();
+    assert_eq!(code, 503, "{body}");
+    assert!(
+        body.contains("audit_key") && body.contains(new.id()),
+        "{body}"
+    );
+    assert_eq!(post_pod_alert(&a.base, "a2").await, 503);
+    assert_eq!(post_pod_alert(&b.base, "a2").await, 200);
+    drop((a, b));
+
+    let (code, out, err) = kubemedic(&[
+        "audit",
+        "verify",
+        "--database-url",
+        &url,
+        "--audit-key",
+        &ring,
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("audit chain intact"), "{out}");
+}
+
 /// `kubemedic demo` leaves the dashboard up with its requests: the printed viewer key reads
 /// them, the printed approver key approves what waits, and the approved rollback runs on the
 /// simulated cluster.

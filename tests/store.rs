@@ -114,6 +114,7 @@ contract!(
     nonces_nothing_can_replay_are_dropped_after_a_day,
     a_notification_is_sent_by_one_sender_and_retried_when_due,
     a_decision_after_the_deadline_or_the_requests_end_is_an_expiry,
+    the_audit_key_is_handed_over_once_and_a_retired_key_writes_nothing_more,
 );
 
 fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) -> NewSignal {
@@ -1982,4 +1983,94 @@ async fn a_session_stopped_inside_a_transaction_does_not_hold_the_other_replicas
         sqlx::query("COMMIT").execute(&mut stopped).await.is_err(),
         "the stopped session was ended"
     );
+}
+
+/// The store on `f`'s database with the audit keyring `keys` (hex, the first one signing).
+async fn with_keys(f: &Fixture, keys: &str) -> Arc<dyn Store> {
+    let settings = kubemedic::config::Settings::load(&kubemedic::config::DaemonArgs {
+        database_url: Some(kubemedic::secret::Secret::new(&f.url)),
+        audit_key: Some(kubemedic::secret::Secret::new(keys)),
+        ..Default::default()
+    })
+    .unwrap();
+    kubemedic::daemon::open_store(&settings, f.clock.clone() as Arc<dyn Clock>)
+        .await
+        .unwrap()
+}
+
+/// Key rotation: the store holding `NEW,OLD` hands the trail over with one event signed by the
+/// old key; from then on the old key writes nothing (its daemon is not ready), the new one
+/// writes, and checking the trail needs both keys: each alone names the first event it cannot
+/// check.
+async fn the_audit_key_is_handed_over_once_and_a_retired_key_writes_nothing_more(f: Fixture) {
+    use kubemedic::store::{AuditKey, StoreError};
+    let hex = |k: &AuditKey| k.to_file_text().trim().to_owned();
+    let (old, new) = (AuditKey::generate(), AuditKey::generate());
+    let a = with_keys(&f, &hex(&old)).await;
+    assert_eq!(
+        a.setting_or_init("audit_key_id", &|| old.id().to_owned())
+            .await
+            .unwrap(),
+        old.id()
+    );
+    let first = a.ingest(&[signal("fp-1", 1, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+
+    // A keyring that does not hold the database's key cannot take it over.
+    let stranger = with_keys(&f, &hex(&AuditKey::generate())).await;
+    match stranger.rotate_audit_key("test").await {
+        Err(StoreError::AuditKey(why)) => assert!(why.contains(old.id()), "{why}"),
+        other => panic!("a stranger's key took the trail over: {other:?}"),
+    }
+
+    let b = with_keys(&f, &format!("{},{}", hex(&new), hex(&old))).await;
+    assert!(!b.health().await.unwrap().audit_key_current());
+    assert_eq!(
+        b.rotate_audit_key("cli:test").await.unwrap(),
+        Some((old.id().to_owned(), new.id().to_owned()))
+    );
+    assert_eq!(b.rotate_audit_key("cli:test").await.unwrap(), None, "once");
+    assert!(b.health().await.unwrap().audit_key_current());
+    assert!(!a.health().await.unwrap().audit_key_current());
+
+    // The retired key's daemon is refused, and writes nothing.
+    match a
+        .ingest(&[signal("fp-2", 2, Some(("shop", "Deployment", "cart")))])
+        .await
+    {
+        Err(StoreError::AuditKey(why)) => assert!(why.contains(new.id()), "{why}"),
+        other => panic!("the retired key still writes: {other:?}"),
+    }
+    let second = b
+        .ingest(&[signal("fp-2", 2, Some(("shop", "Deployment", "cart")))])
+        .await
+        .unwrap()[0]
+        .request_id()
+        .unwrap();
+    let report = b.verify_chain().await.unwrap();
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.events, 3, "received, key_rotated, received");
+    assert!(b.verify_request_chain(first).await.unwrap().intact());
+    assert!(b.verify_request_chain(second).await.unwrap().intact());
+
+    // Each key alone stops at the first event it cannot check.
+    let broken = with_keys(&f, &hex(&new))
+        .await
+        .verify_chain()
+        .await
+        .unwrap()
+        .broken
+        .unwrap();
+    assert_eq!(broken.request_id, Some(first.to_string()));
+    assert!(broken.reason.contains(old.id()), "{}", broken.reason);
+    let broken = with_keys(&f, &hex(&old))
+        .await
+        .verify_chain()
+        .await
+        .unwrap()
+        .broken
+        .unwrap();
+    assert_eq!(broken.request_id, Some(second.to_string()));
+    assert!(broken.reason.contains(new.id()), "{}", broken.reason);
 }

@@ -72,6 +72,17 @@ pub enum AuditCommand {
         #[command(flatten)]
         daemon: DaemonArgs,
     },
+    /// Hand the audit trail over to a new signing key. With a key file (the default
+    /// <data-dir>/audit.key, or --audit-key-file) a fresh key is put in front of the file's
+    /// keys; with --audit-key NEW,OLD the first key given is the new one. The retired key signs
+    /// a `key_rotated` event naming the new key; then restart every replica with the new
+    /// keyring (one still running with the old key writes nothing more).
+    RotateKey {
+        #[command(flatten)]
+        daemon: DaemonArgs,
+    },
+    /// Print a fresh random audit key (hex), to put in front of the keyring in a Secret.
+    NewKey,
 }
 
 /// Who runs the command, as the audit trail names them.
@@ -202,8 +213,94 @@ pub async fn apikey(args: ApikeyArgs) -> ExitCode {
     }
 }
 
+/// `kubemedic audit rotate-key`.
+async fn rotate_key(daemon: &DaemonArgs) -> ExitCode {
+    use crate::config::AuditKeySource;
+    let settings = match Settings::load(daemon) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let fail = |e: &dyn std::fmt::Display| {
+        eprintln!("error: {e}");
+        ExitCode::FAILURE
+    };
+    let keyring = match settings.audit_key.load() {
+        Ok(k) => k,
+        Err(e) => return fail(&e),
+    };
+    let store = match open(daemon).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let current = match store
+        .setting_or_init("audit_key_id", &|| keyring.id().to_owned())
+        .await
+    {
+        Ok(id) => id,
+        Err(e) => return fail(&e),
+    };
+    let store = if current != keyring.id() {
+        // The first key given is already the new one (`--audit-key NEW,OLD`, or a key file a
+        // rotation replaced before it was interrupted): hand over to it.
+        store
+    } else {
+        match &settings.audit_key {
+            AuditKeySource::File(path) => {
+                let next = keyring.rotated();
+                if let Err(e) = next.replace_file(path) {
+                    return fail(&e);
+                }
+                eprintln!(
+                    "{} now holds a new key ({}) in front of the retired ones",
+                    path.display(),
+                    next.id()
+                );
+                match open(daemon).await {
+                    Ok(s) => s,
+                    Err(code) => return code,
+                }
+            }
+            AuditKeySource::Given(_) => {
+                eprintln!(
+                    "error: the trail is already signed with the first key given ({current}); \
+                     put a new key in front of it (--audit-key NEW,{current}…, or \
+                     KUBEMEDIC_AUDIT_KEY), e.g. one printed by `kubemedic audit new-key`"
+                );
+                return ExitCode::from(2);
+            }
+        }
+    };
+    match store.rotate_audit_key(&operator()).await {
+        Ok(Some((old, new))) => {
+            println!("audit key rotated: {old} retired, {new} signs from here on");
+            eprintln!(
+                "restart every replica with the new keyring (new key first, then the retired \
+                 ones): a replica still running with the retired key writes nothing more, and \
+                 `audit verify` needs the retired keys to check the events they signed"
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(None) => {
+            println!("nothing to rotate: the trail is already signed with {current}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
+}
+
 pub async fn audit(args: AuditArgs) -> ExitCode {
     match args.command {
+        AuditCommand::RotateKey { daemon } => rotate_key(&daemon).await,
+        AuditCommand::NewKey => {
+            println!(
+                "{}",
+                crate::store::AuditKey::generate().to_file_text().trim()
+            );
+            ExitCode::SUCCESS
+        }
         AuditCommand::Verify { daemon } => {
             let store = match open(&daemon).await {
                 Ok(s) => s,

@@ -25,18 +25,29 @@ type HmacSha256 = Hmac<Sha256>;
 /// The smallest key accepted (bytes).
 pub const MIN_KEY_BYTES: usize = 32;
 
-/// The key the daemon signs the audit trail with. Never printed.
+/// The key the daemon signs the audit trail with, and the retired keys it still checks older
+/// events with (a keyring: the first key given signs, the others were rotated out). Never
+/// printed.
 #[derive(Clone)]
 pub struct AuditKey {
     key: Vec<u8>,
     id: String,
+    retired: Vec<AuditKey>,
 }
 
 impl std::fmt::Debug for AuditKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "AuditKey(id {})", self.id)
+        write!(f, "AuditKey(id {}", self.id)?;
+        if !self.retired.is_empty() {
+            write!(f, ", retired {}", self.retired_ids().join(", "))?;
+        }
+        write!(f, ")")
     }
 }
+
+/// The kind of the audit event that hands the chain from one key to the next. It is signed
+/// with the key being retired, and its payload names both (`old_key_id`, `new_key_id`).
+pub const KEY_ROTATED: &str = "key_rotated";
 
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -46,6 +57,8 @@ pub enum KeyError {
     NotHex(String),
     #[error("cannot read or create the audit key file {path}: {error}")]
     File { path: String, error: std::io::Error },
+    #[error("no audit key given")]
+    Empty,
 }
 
 impl AuditKey {
@@ -57,13 +70,31 @@ impl AuditKey {
         Ok(Self {
             id: key_id(&key),
             key,
+            retired: Vec::new(),
         })
     }
 
-    /// A key from hex (surrounding whitespace ignored).
+    /// A keyring from hex: keys separated by commas, spaces or newlines, the first one signing,
+    /// the others retired (kept to check the events they signed). Lines starting with `#` are
+    /// comments. A key given twice counts once.
     pub fn from_hex(text: &str) -> Result<Self, KeyError> {
-        let bytes = hex::decode(text.trim()).map_err(|e| KeyError::NotHex(e.to_string()))?;
-        Self::from_bytes(bytes)
+        let mut keys = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .flat_map(|l| l.split(|c: char| c == ',' || c.is_whitespace()))
+            .filter(|k| !k.is_empty())
+            .map(|k| {
+                let bytes = hex::decode(k).map_err(|e| KeyError::NotHex(e.to_string()))?;
+                Self::from_bytes(bytes)
+            });
+        let mut signing = keys.next().ok_or(KeyError::Empty)??;
+        for key in keys {
+            let key = key?;
+            if key.id != signing.id && signing.find(&key.id).is_none() {
+                signing.retired.push(key);
+            }
+        }
+        Ok(signing)
     }
 
     /// A fresh random key.
@@ -72,10 +103,12 @@ impl AuditKey {
         Self {
             id: key_id(&key),
             key: key.to_vec(),
+            retired: Vec::new(),
         }
     }
 
-    /// The key in `path` (hex), created (owner-readable only) when the file does not exist.
+    /// The keyring in `path` (see [`AuditKey::from_hex`]), created with one fresh key (owner-
+    /// readable only) when the file does not exist.
     pub fn load_or_create(path: &Path) -> Result<Self, KeyError> {
         let file_error = |error| KeyError::File {
             path: path.display().to_string(),
@@ -96,10 +129,85 @@ impl AuditKey {
         }
     }
 
+    /// This keyring with a fresh signing key in front, the current one retired behind it.
+    pub fn rotated(&self) -> Self {
+        let mut next = Self::generate();
+        next.retired.push(self.alone());
+        next.retired.extend(self.retired.iter().cloned());
+        next
+    }
+
+    /// The keyring as a key file holds it: one hex key per line, the signing key first.
+    pub fn to_file_text(&self) -> String {
+        let mut text = String::new();
+        for key in std::iter::once(self).chain(&self.retired) {
+            text.push_str(&hex::encode(&key.key));
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Replace the keyring in `path` with this one, atomically (a new file, 0600, synced, then
+    /// renamed over the old one): a crash leaves either the old keyring or the new one.
+    pub fn replace_file(&self, path: &Path) -> Result<(), KeyError> {
+        let file_error = |error| KeyError::File {
+            path: path.display().to_string(),
+            error,
+        };
+        let mut next = path.as_os_str().to_owned();
+        next.push(".next");
+        let next = std::path::PathBuf::from(next);
+        let _ = std::fs::remove_file(&next);
+        write_new_private(&next, &self.to_file_text()).map_err(file_error)?;
+        std::fs::rename(&next, path).map_err(file_error)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // The rename itself is durable once the directory is synced.
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+
     /// A short public name of the key (a digest prefix), stored with every event: a chain
     /// checked with another key says so instead of calling every row forged.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The keys rotated out, newest first.
+    pub fn retired(&self) -> &[AuditKey] {
+        &self.retired
+    }
+
+    fn retired_ids(&self) -> Vec<&str> {
+        self.retired.iter().map(|k| k.id.as_str()).collect()
+    }
+
+    /// The key of this keyring whose id is `id`: the signing key or a retired one.
+    pub fn find(&self, id: &str) -> Option<&AuditKey> {
+        if self.id == id {
+            return Some(self);
+        }
+        self.retired.iter().find(|k| k.id == id)
+    }
+
+    /// The signing key without the retired ones.
+    fn alone(&self) -> Self {
+        Self {
+            key: self.key.clone(),
+            id: self.id.clone(),
+            retired: Vec::new(),
+        }
+    }
+
+    /// The keys' ids, for messages: `a1b2c3 (signing), d4e5f6 (retired)`.
+    pub fn describe(&self) -> String {
+        let mut text = format!("{} (signing)", self.id);
+        for id in self.retired_ids() {
+            text.push_str(&format!(", {id} (retired)"));
+        }
+        text
     }
 
     /// The hash of `row` chained to `prev` (the previous event's hash, `None` for the first).
@@ -210,9 +318,16 @@ pub struct Verifier<'k> {
     key: &'k AuditKey,
     pub report: ChainReport,
     chained: bool,
+    /// Walking the whole trail in order: the key the next event must be signed with (the
+    /// previous event's, or the one a rotation handed over to). `None` for a request's own
+    /// events, which are not contiguous.
+    whole: bool,
+    expected_key: Option<String>,
 }
 
 impl<'k> Verifier<'k> {
+    /// A verifier of some events (one request's), each checked against the hash stored before
+    /// it, with the key of the keyring its `key_id` names.
     pub fn new(key: &'k AuditKey) -> Self {
         Self {
             key,
@@ -223,6 +338,20 @@ impl<'k> Verifier<'k> {
                 broken: None,
             },
             chained: false,
+            whole: false,
+            expected_key: None,
+        }
+    }
+
+    /// A verifier of the whole trail in order, which also holds every event to the key the
+    /// chain is at: the key changes only where a `key_rotated` event, signed with the old key,
+    /// hands over to the new one. So a retired key (leaked, say) cannot sign a valid event
+    /// after its rotation, and cannot re-sign the events before it without breaking the link
+    /// to the first event the new key signed.
+    pub fn whole_trail(key: &'k AuditKey) -> Self {
+        Self {
+            whole: true,
+            ..Self::new(key)
         }
     }
 
@@ -249,13 +378,43 @@ impl<'k> Verifier<'k> {
             return true;
         };
         self.chained = true;
-        if link.key_id.is_some_and(|k| k != self.key.id()) {
+        let key_id = link.key_id.unwrap_or(self.key.id());
+        let Some(key) = self.key.find(key_id) else {
             self.report.broken = Some(broken(format!(
-                "the event was signed with another key (id {}); this key's id is {}",
-                link.key_id.unwrap_or_default(),
-                self.key.id()
+                "the event was signed with another key (id {key_id}); the keys given are {}",
+                self.key.describe()
             )));
             return false;
+        };
+        if self.whole {
+            if let Some(expected) = self.expected_key.as_deref()
+                && expected != key_id
+            {
+                self.report.broken = Some(broken(format!(
+                    "the event was signed with key {key_id} where the chain is at key \
+                     {expected}: keys change only at a key rotation event (a retired key \
+                     signing after its rotation, or an event written around kubemedic)"
+                )));
+                return false;
+            }
+            if link.row.kind == KEY_ROTATED {
+                let named = |field: &str| link.row.payload.get(field).and_then(Value::as_str);
+                match (named("old_key_id"), named("new_key_id")) {
+                    (Some(old), Some(new)) if old == key_id => {
+                        self.expected_key = Some(new.to_owned());
+                    }
+                    _ => {
+                        self.report.broken = Some(broken(format!(
+                            "a key rotation event must be signed with the key it retires and \
+                             name the next one; this one is signed with {key_id}: {}",
+                            link.row.payload
+                        )));
+                        return false;
+                    }
+                }
+            } else {
+                self.expected_key = Some(key_id.to_owned());
+            }
         }
         if link.prev_hash != actual_prev {
             self.report.broken = Some(broken(
@@ -265,7 +424,7 @@ impl<'k> Verifier<'k> {
             ));
             return false;
         }
-        if self.key.link(link.prev_hash, &link.row) != hash {
+        if key.link(link.prev_hash, &link.row) != hash {
             self.report.broken = Some(broken(
                 "the event's content does not match its hash: it was edited".into(),
             ));
@@ -346,6 +505,123 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o077, 0, "the key file is private");
         }
+    }
+
+    #[test]
+    fn a_keyring_signs_with_its_first_key_and_keeps_the_others_to_check() {
+        let (a, b) = (AuditKey::generate(), AuditKey::generate());
+        let text = format!(
+            "# rotated today\n{}\n\n{},{}\n",
+            hex::encode(&b.key),
+            hex::encode(&a.key),
+            hex::encode(&b.key)
+        );
+        let ring = AuditKey::from_hex(&text).unwrap();
+        assert_eq!(ring.id(), b.id());
+        assert_eq!(ring.retired().len(), 1, "a key given twice counts once");
+        assert!(ring.find(a.id()).is_some() && ring.find(b.id()).is_some());
+        assert!(ring.find(AuditKey::generate().id()).is_none());
+        assert!(matches!(
+            AuditKey::from_hex(" \n# none\n"),
+            Err(KeyError::Empty)
+        ));
+        assert!(matches!(
+            AuditKey::from_hex(&format!("{},abcd", hex::encode(&b.key))),
+            Err(KeyError::TooShort(2))
+        ));
+        // Rotating puts a fresh key in front; the file text reads back as the same keyring.
+        let next = ring.rotated();
+        assert_ne!(next.id(), ring.id());
+        let ids = |k: &AuditKey| {
+            std::iter::once(k.id().to_owned())
+                .chain(k.retired().iter().map(|r| r.id().to_owned()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&next)[1..], ids(&ring)[..]);
+        assert_eq!(
+            ids(&AuditKey::from_hex(&next.to_file_text()).unwrap()),
+            ids(&next)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.key");
+        AuditKey::load_or_create(&path).unwrap();
+        next.replace_file(&path).unwrap();
+        assert_eq!(ids(&AuditKey::load_or_create(&path).unwrap()), ids(&next));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "the replaced key file is private");
+        }
+    }
+
+    /// The whole trail, checked in order with a keyring: the key changes only where a rotation
+    /// event signed with the old key names the new one.
+    #[test]
+    fn the_whole_trail_changes_key_only_at_a_rotation() {
+        let old = AuditKey::generate();
+        let ring = old.rotated();
+        let new = ring.alone();
+        let p = json!({});
+        let rotation = json!({"old_key_id": old.id(), "new_key_id": new.id()});
+        let event = |key: &AuditKey, prev: Option<&str>, kind: &'static str, payload: &Value| {
+            let mut r = row("x", payload);
+            r.kind = kind;
+            let payload = payload.clone();
+            (key.link(prev, &r), key.id().to_owned(), kind, payload)
+        };
+        // old signs e1, hands over in e2, new signs e3.
+        let e1 = event(&old, None, "received", &p);
+        let e2 = event(&old, Some(&e1.0), KEY_ROTATED, &rotation);
+        let e3 = event(&new, Some(&e2.0), "received", &p);
+        // A leaked old key signing after the hand-over.
+        let forged = event(&old, Some(&e2.0), "received", &p);
+        let check = |v: &mut Verifier<'_>,
+                     id: i64,
+                     e: &(String, String, &'static str, Value),
+                     prev: Option<&str>| {
+            let mut r = row("x", &e.3);
+            r.kind = e.2;
+            v.check(
+                &StoredLink {
+                    id,
+                    row: r,
+                    prev_hash: prev,
+                    hash: Some(&e.0),
+                    key_id: Some(&e.1),
+                },
+                prev,
+            )
+        };
+        let mut v = Verifier::whole_trail(&ring);
+        assert!(check(&mut v, 1, &e1, None));
+        assert!(check(&mut v, 2, &e2, Some(&e1.0)));
+        assert!(check(&mut v, 3, &e3, Some(&e2.0)), "{:?}", v.report.broken);
+
+        let mut v = Verifier::whole_trail(&ring);
+        assert!(check(&mut v, 1, &e1, None));
+        assert!(check(&mut v, 2, &e2, Some(&e1.0)));
+        assert!(!check(&mut v, 3, &forged, Some(&e2.0)));
+        let why = v.report.broken.unwrap().reason;
+        assert!(why.contains("keys change only at a key rotation"), "{why}");
+
+        // The new key taking over without a rotation event.
+        let jump = event(&new, Some(&e1.0), "received", &p);
+        let mut v = Verifier::whole_trail(&ring);
+        assert!(check(&mut v, 1, &e1, None));
+        assert!(!check(&mut v, 2, &jump, Some(&e1.0)));
+
+        // Without the retired key, its events cannot be checked, and the report says which
+        // keys were given.
+        let mut v = Verifier::whole_trail(&new);
+        assert!(!check(&mut v, 1, &e1, None));
+        let why = v.report.broken.unwrap().reason;
+        assert!(why.contains(old.id()) && why.contains(new.id()), "{why}");
+
+        // A request's own events are checked each with its key, wherever they are.
+        let mut v = Verifier::new(&ring);
+        assert!(check(&mut v, 3, &e3, Some(&e2.0)));
+        assert!(check(&mut v, 1, &e1, None));
     }
 
     #[test]

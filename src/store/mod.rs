@@ -73,6 +73,10 @@ pub enum StoreError {
     /// A value that cannot be written as JSON (a bug: every stored type serialises).
     #[error("cannot encode a value for the database: {0}")]
     Encode(String),
+    /// This daemon's audit key may not extend the trail: it was rotated out, or another key
+    /// signs it. Nothing is written; the daemon must be restarted with the current keyring.
+    #[error("{0}")]
+    AuditKey(String),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -356,6 +360,20 @@ pub struct StoreHealth {
     pub backend: &'static str,
     pub migrations_applied: i64,
     pub migrations_expected: i64,
+    /// The key the database's audit trail is signed with now (`None` before any daemon
+    /// served it), and this store's signing key: a replica whose key was rotated out is not
+    /// ready (it can write nothing).
+    pub audit_key: Option<String>,
+    pub our_audit_key: String,
+}
+
+impl StoreHealth {
+    /// Whether this store's key may extend the audit trail.
+    pub fn audit_key_current(&self) -> bool {
+        self.audit_key
+            .as_deref()
+            .is_none_or(|k| k == self.our_audit_key)
+    }
 }
 
 #[async_trait]
@@ -534,6 +552,13 @@ pub trait Store: Send + Sync {
     -> Result<DecideOutcome>;
     /// Use a single-use token. `false`: it was used before.
     async fn consume_nonce(&self, nonce: &str, approval_id: Option<Uuid>) -> Result<bool>;
+    /// Hand the audit trail over to this store's signing key: when the database's key
+    /// (`audit_key_id` in the settings) is one of this keyring's retired keys, append one
+    /// `key_rotated` event signed with that key naming the new one, and record the new key as
+    /// the database's, in one transaction. Answers the (old, new) key ids, or `None` when the
+    /// database is already signed with the signing key. A database whose key is not in the
+    /// keyring is refused ([`StoreError::AuditKey`]).
+    async fn rotate_audit_key(&self, actor: &str) -> Result<Option<(String, String)>>;
     /// A value generated once and kept: the stored one, or `generate()`'s (stored now). Two
     /// replicas starting together get the same value.
     async fn setting_or_init(

@@ -254,15 +254,40 @@ macro_rules! sql_store {
         /// deadlock-free because every audited transaction appends its events last: after the
         /// lock it only inserts audit rows (whose foreign-key checks take KEY SHARE locks, which
         /// no writer's row lock conflicts with) and reads.
-        async fn chain_head(tx: &mut Tx) -> Result<Option<String>> {
+        ///
+        /// It also checks that `key` may extend the chain: the last event is signed with it,
+        /// or is the rotation that handed the chain to it. A daemon whose key was rotated out
+        /// while it ran (another replica started with the new keyring) writes nothing more.
+        async fn chain_head(tx: &mut Tx, key: &AuditKey) -> Result<Option<String>> {
             if let Some(lock) = CHAIN_LOCK {
                 sqlx::query(lock).execute(&mut **tx).await?;
             }
-            let row: Option<(Option<String>,)> =
-                sqlx::query_as("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1")
-                    .fetch_optional(&mut **tx)
-                    .await?;
-            Ok(row.and_then(|(h,)| h))
+            // (`payload ->> 'x'` reads a JSON field on both databases.)
+            let row: Option<(Option<String>, Option<String>, String, Option<String>)> = sqlx::query_as(
+                "SELECT hash, key_id, kind, CASE WHEN kind = 'key_rotated' \
+                 THEN payload ->> 'new_key_id' END FROM audit_events ORDER BY id DESC LIMIT 1",
+            )
+            .fetch_optional(&mut **tx)
+            .await?;
+            let Some((hash, signer, kind, handed_to)) = row else {
+                return Ok(None);
+            };
+            let ours = key.id();
+            let allowed = match (signer.as_deref(), kind.as_str()) {
+                // Written before the chain existed, or before events carried their key's id.
+                (None, _) => true,
+                (Some(_), $crate::store::chain::KEY_ROTATED) => handed_to.as_deref() == Some(ours),
+                (Some(signer), _) => signer == ours,
+            };
+            if !allowed {
+                let now_at = handed_to.or(signer).unwrap_or_default();
+                return Err(StoreError::AuditKey(format!(
+                    "the audit trail is now signed with key {now_at}, not with this daemon's key \
+                     {ours} (it was rotated, or another key signs this database): restart this \
+                     daemon with the current keyring (--audit-key / --audit-key-file)"
+                )));
+            }
+            Ok(hash)
         }
 
         /// The chain columns of one event about to be written after `prev`.
@@ -305,7 +330,7 @@ macro_rules! sql_store {
             draft: &AuditDraft,
         ) -> Result<()> {
             let at = to_micros(at);
-            let prev = chain_head(tx).await?;
+            let prev = chain_head(tx, key).await?;
             let hash = chain_link(key, prev.as_deref(), request_id, phase, at, draft);
             sqlx::query(
                 "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
@@ -365,7 +390,7 @@ macro_rules! sql_store {
                 return Ok(());
             }
             let at = to_micros(at);
-            let mut head = chain_head(tx).await?;
+            let mut head = chain_head(tx, key).await?;
             let rows: Vec<AuditRow<'_>> = events
                 .iter()
                 .map(|(rid, phase, d)| {
@@ -939,7 +964,7 @@ macro_rules! sql_store {
 
             async fn verify_chain(&self) -> Result<ChainReport> {
                 const BATCH: i64 = 5_000;
-                let mut verifier = Verifier::new(&self.audit_key);
+                let mut verifier = Verifier::whole_trail(&self.audit_key);
                 let mut after = 0i64;
                 let mut prev: Option<String> = None;
                 loop {
@@ -1233,10 +1258,16 @@ macro_rules! sql_store {
                     sqlx::query_as("SELECT count(*) FROM _sqlx_migrations WHERE success")
                         .fetch_one(&self.pool)
                         .await?;
+                let audit_key: Option<(String,)> =
+                    sqlx::query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
+                        .fetch_optional(&self.pool)
+                        .await?;
                 Ok(StoreHealth {
                     backend: $backend,
                     migrations_applied: applied,
                     migrations_expected: MIGRATOR.iter().count() as i64,
+                    audit_key: audit_key.map(|(k,)| k),
+                    our_audit_key: self.audit_key.id().to_owned(),
                 })
             }
 
@@ -1715,6 +1746,48 @@ macro_rules! sql_store {
                 .rows_affected();
                 tx.commit().await?;
                 Ok(inserted == 1)
+            }
+
+            async fn rotate_audit_key(&self, actor: &str) -> Result<Option<(String, String)>> {
+                use $crate::store::chain::KEY_ROTATED;
+                let new = self.audit_key.id().to_owned();
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.begin_audited().await?;
+                // Under the chain's lock: two replicas started with the new keyring rotate once.
+                if let Some(lock) = CHAIN_LOCK {
+                    sqlx::query(lock).execute(&mut *tx).await?;
+                }
+                let recorded: Option<(String,)> =
+                    sqlx::query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let Some((old_id,)) = recorded else {
+                    return Ok(None);
+                };
+                if old_id == new {
+                    return Ok(None);
+                }
+                let Some(old) = self.audit_key.find(&old_id) else {
+                    return Err(StoreError::AuditKey(format!(
+                        "this database's audit trail is signed with key {old_id}, which is not \
+                         among the keys given ({}): give the current key too, after the new one",
+                        self.audit_key.describe()
+                    )));
+                };
+                let draft = AuditDraft::new(
+                    KEY_ROTATED,
+                    actor,
+                    format!("audit key {old_id} retired; key {new} signs the trail from here on"),
+                )
+                .with_payload(serde_json::json!({"old_key_id": old_id, "new_key_id": new}));
+                // Signed with the key it retires: only its holder can hand the chain over.
+                insert_audit(&mut tx, old, None, None, self.clock.now(), &draft).await?;
+                sqlx::query("UPDATE settings SET value = $1 WHERE key = 'audit_key_id'")
+                    .bind(&new)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(Some((old_id, new)))
             }
 
             async fn setting_or_init(

@@ -31,6 +31,22 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> Response {
                 "migrations".into(),
                 json!({"ok": current, "detail": format!("{} of {} applied", h.migrations_applied, h.migrations_expected)}),
             );
+            let key_current = h.audit_key_current();
+            accepting &= key_current;
+            let detail = if key_current {
+                format!("signing with key {}", h.our_audit_key)
+            } else {
+                format!(
+                    "the trail is signed with key {} now, this daemon holds {}: restart it \
+                     with the current keyring",
+                    h.audit_key.as_deref().unwrap_or_default(),
+                    h.our_audit_key
+                )
+            };
+            checks.insert(
+                "audit_key".into(),
+                json!({"ok": key_current, "detail": detail}),
+            );
         }
         Err(e) => {
             accepting = false;

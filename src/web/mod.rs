@@ -290,6 +290,10 @@ impl From<crate::store::StoreError> for ApiError {
                 warn!(error = %e, "store unavailable");
                 ApiError::Unavailable("the store is unavailable; retry".into())
             }
+            crate::store::StoreError::AuditKey(_) => {
+                tracing::error!(error = %e, "cannot write the audit trail");
+                ApiError::Unavailable("the store is unavailable; retry".into())
+            }
             other => {
                 tracing::error!(error = %other, "store error");
                 ApiError::Internal("internal error; see the daemon's log".into())
