@@ -190,6 +190,16 @@ pub struct DaemonArgs {
     )]
     pub http_body_timeout_seconds: Option<u64>,
 
+    /// Seconds a response write may make no progress (the client reads nothing) before the
+    /// connection is closed; a client that reads slowly but steadily is not cut
+    /// [default: 30].
+    #[arg(
+        long,
+        env = "KUBEMEDIC_HTTP_WRITE_TIMEOUT_SECONDS",
+        value_name = "SECONDS"
+    )]
+    pub http_write_timeout_seconds: Option<u64>,
+
     /// HTTP connections open at once; one more is accepted and closed at once [default: 512].
     #[arg(long, env = "KUBEMEDIC_HTTP_MAX_CONNECTIONS", value_name = "N")]
     pub http_max_connections: Option<usize>,
@@ -799,6 +809,7 @@ struct FileSettings {
     max_body_bytes: Option<usize>,
     http_header_timeout_seconds: Option<u64>,
     http_body_timeout_seconds: Option<u64>,
+    http_write_timeout_seconds: Option<u64>,
     http_max_connections: Option<usize>,
     workers: Option<usize>,
     lease_seconds: Option<u64>,
@@ -1737,6 +1748,17 @@ fn http_limits(args: &DaemonArgs, file: &FileSettings) -> Result<HttpLimits> {
             "http-body-timeout-seconds",
         ),
     )?;
+    let write_timeout = seconds(
+        args.http_write_timeout_seconds
+            .or(file.http_write_timeout_seconds),
+        default.write_timeout,
+        3600,
+        (
+            "--http-write-timeout-seconds",
+            "KUBEMEDIC_HTTP_WRITE_TIMEOUT_SECONDS",
+            "http-write-timeout-seconds",
+        ),
+    )?;
     let max_connections = args
         .http_max_connections
         .or(file.http_max_connections)
@@ -1752,6 +1774,7 @@ fn http_limits(args: &DaemonArgs, file: &FileSettings) -> Result<HttpLimits> {
     Ok(HttpLimits {
         header_timeout,
         body_timeout,
+        write_timeout,
         max_connections,
     })
 }

@@ -1377,6 +1377,70 @@ async fn connections_over_the_cap_are_closed_until_slots_free_up() {
     d.stop().await;
 }
 
+/// A client that sends requests and never reads the answers (a broken scraper, or someone
+/// holding connections on purpose) fills the socket buffers; the server's write then makes no
+/// progress, and after the write timeout (1 s here) the connection is closed and counted,
+/// instead of holding its slot of the connection cap forever. No credentials are needed for
+/// that, so the cap alone would not protect ingest.
+#[tokio::test]
+async fn a_client_that_stops_reading_its_answers_is_disconnected() {
+    let d = TestDaemon::start(|a| {
+        a.http_write_timeout_seconds = Some(1);
+        a.http_header_timeout_seconds = Some(30);
+    })
+    .await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let s = socket
+        .connect(d.base.trim_start_matches("http://").parse().unwrap())
+        .await
+        .unwrap();
+    let (mut rx, mut tx) = s.into_split();
+    // Far more answer than the buffers between the two hold (the OpenAPI document is tens of
+    // kilobytes; the kernel's send buffer grows to a few megabytes).
+    let writer = tokio::spawn(async move {
+        let request = b"GET /api/v1/openapi.json HTTP/1.1\r\nHost: kubemedic\r\n\r\n";
+        for _ in 0..2000 {
+            if tx.write_all(request).await.is_err() {
+                return;
+            }
+        }
+        // Keep the write half open: the client is still there, just not reading.
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    });
+    let deadline = tokio::time::Instant::now() + CUT_WITHIN * 3;
+    while !metric(&d, "kubemedic_http_timeouts_total{phase=\"write\"} 1").await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server still waits to write to a client that does not read"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Once the client reads again, what it gets ends in a close, not in more answers.
+    let mut buf = vec![0u8; 1 << 16];
+    let closed = tokio::time::timeout(CUT_WITHIN, async {
+        loop {
+            match rx.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the connection was not closed");
+    writer.abort();
+    assert_eq!(
+        d.client
+            .get(d.url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    d.stop().await;
+}
+
 /// Alertmanager's traffic is untouched by the limits, even short ones: deliveries in a row on
 /// one kept-alive connection, with pauses shorter than the idle limit, and a body that trickles
 /// in over twice the header timeout but within the body timeout.

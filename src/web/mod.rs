@@ -59,6 +59,10 @@ pub struct HttpLimits {
     /// A whole request body must arrive within this, counted from when the handler starts
     /// reading it (right after the head, once the caller is authenticated).
     pub body_timeout: Duration,
+    /// A response write that makes no progress this long (the client reads nothing) closes
+    /// the connection. Progress resets it, so a slow but steady reader is not cut, and an
+    /// event stream's keep-alives go out as long as the client reads.
+    pub write_timeout: Duration,
     /// Connections open at once; one more is accepted and closed at once.
     pub max_connections: usize,
 }
@@ -68,6 +72,7 @@ impl Default for HttpLimits {
         HttpLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
             max_connections: 512,
         }
     }

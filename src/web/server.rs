@@ -8,6 +8,11 @@
 //! - **Body timeout**: enforced where bodies are read (`ingest::read_body`), which answers 408
 //!   with `Connection: close`. A handler that does not read a body leaves nothing pending:
 //!   hyper closes the read side of an unread body once the response is sent.
+//! - **Write timeout** ([`tokio_io_timeout::TimeoutStream`]): a write to the socket that
+//!   makes no progress for `write_timeout` (the client stopped reading and the buffers are
+//!   full) fails the connection. Without it a client that pipelines requests and never reads
+//!   the answers holds its connection, and a slot of the cap, forever; no credentials are
+//!   needed for that (`/metrics`, `/api/v1/openapi.json`). Progress resets the clock.
 //! - **Connection cap**: a semaphore with `max_connections` slots. A connection over the cap is
 //!   accepted and closed at once (and counted), rather than left waiting in the kernel's
 //!   backlog where the sender cannot tell a full server from a slow one; Alertmanager retries a
@@ -76,7 +81,12 @@ pub async fn serve(
             &axum::Extension(axum::extract::ConnectInfo(peer)),
             app.clone(),
         );
-        let conn = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+        let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.write_timeout));
+        let conn = http.serve_connection(
+            TokioIo::new(Box::pin(stream)),
+            TowerToHyperService::new(service),
+        );
         let open = Open::new(slot, metrics.clone());
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
@@ -97,6 +107,10 @@ pub async fn serve(
                     open.metrics.http_timeout("header");
                     debug!("closed a connection whose request head did not arrive in time");
                 }
+                Err(e) if write_timed_out(&e) => {
+                    open.metrics.http_timeout("write");
+                    debug!("closed a connection whose client stopped reading its answers");
+                }
                 Err(e) => debug!(error = %e, "connection ended with an error"),
             }
             drop(open);
@@ -107,6 +121,18 @@ pub async fn serve(
     // Every open connection holds a slot until it ends: all slots free means all have ended.
     let _ = slots.acquire_many(n).await;
     Ok(())
+}
+
+/// Whether the connection failed because a write made no progress within the write timeout.
+fn write_timed_out(e: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return io.kind() == ErrorKind::TimedOut;
+        }
+        source = err.source();
+    }
+    false
 }
 
 /// A served connection: its slot of the cap and its place in the open-connections gauge, both
