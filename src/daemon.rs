@@ -426,6 +426,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 store.clone(),
                 clock.clone(),
                 Some(metrics.clone()),
+                gate.clone(),
             )
             .await
             {
@@ -581,6 +582,7 @@ pub async fn approval_service(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     metrics: Option<Arc<Metrics>>,
+    policy: Arc<RegoGate>,
 ) -> Option<Arc<Approvals>> {
     let config = &settings.approvals;
     if !config.enabled() {
@@ -630,7 +632,33 @@ pub async fn approval_service(
         metrics,
         wake: Arc::new(Notify::new()),
         slack,
+        policy: Arc::new(PolicyOnAlternatives {
+            gate: policy,
+            confidence_threshold: settings.gate.confidence_threshold,
+        }),
     }))
+}
+
+/// The approval policy on an alternative an approver picks: the gate's input for the request
+/// with that workflow selected, decided by the same (hot-reloaded) policy.
+struct PolicyOnAlternatives {
+    gate: Arc<RegoGate>,
+    confidence_threshold: f64,
+}
+
+#[async_trait::async_trait]
+impl crate::approval::AlternativeGate for PolicyOnAlternatives {
+    async fn decide(
+        &self,
+        request: &crate::domain::RemediationRequest,
+        chosen: &crate::domain::SelectedWorkflow,
+    ) -> Option<(crate::policy::GateInput, crate::domain::GateDecision)> {
+        let mut request = request.clone();
+        request.state.selection.as_mut()?.selected = Some(chosen.clone());
+        let input = crate::gate::input_for(&request, self.confidence_threshold)?;
+        let decision = self.gate.decide(&input).await;
+        Some((input, decision))
+    }
 }
 
 type Notifiers = (Vec<Arc<dyn Notifier>>, Option<Arc<SlackNotifier>>);

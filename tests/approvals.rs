@@ -795,3 +795,169 @@ async fn a_slack_button_approves_and_forged_stale_or_replayed_clicks_do_not() {
     );
     d.stop().await;
 }
+
+/// An approver may pick one of the selection's alternatives instead of the selected workflow;
+/// what runs is gated like anything else. The approval policy here (the shipped one, plus a
+/// rule about restarts) first cannot decide on the alternative, which is refused; reloaded with
+/// a rule that makes restarting a production Deployment a high risk (95), it decides, the
+/// dashboard asks for the target's name although the selected rollback is only 70, and once
+/// approved the request runs the restart with the policy's decision on it in its state and
+/// trail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alternative_an_approver_picks_goes_through_the_approval_policy() {
+    use common::llm::{ScriptedLlm, calls};
+    let Some(k) = Kube::new("apalt").await else {
+        return;
+    };
+    let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
+    let model = ScriptedLlm::start(vec![
+        calls(&[("get_namespaced_resource_context", target.clone())]),
+        calls(&[(
+            "submit_result",
+            json!({
+                "root_cause_analysis": {
+                    "summary": "The latest rollout of checkout crashes on start",
+                    "severity": "high",
+                    "contributing_factors": ["the new ReplicaSet's pods are in CrashLoopBackOff"],
+                    "remediation_target": target,
+                    "investigation_analysis": "A bad rollout."
+                },
+                "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true
+            }),
+        )]),
+        calls(&[(
+            "submit_result_with_workflow",
+            json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision",
+                    "confidence": 0.9, "rationale": "the previous revision ran", "parameters": {}},
+                "alternative_workflows": [{"workflow_id": "restart-rolling",
+                    "rationale": "if the crash is a transient dependency"}]}),
+        )]),
+    ])
+    .await;
+    let policies = tempfile::tempdir().unwrap();
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    for name in ["approval.rego", "enrichment.rego"] {
+        std::fs::copy(shipped.join(name), policies.path().join(name)).unwrap();
+    }
+    // A rule that conflicts with the shipped `reason` for a restart: evaluating it fails.
+    let extra = policies.path().join("restarts.rego");
+    std::fs::write(
+        &extra,
+        "package kubemedic.approval\n\nreason := \"restarts\" if input.action_type == \"RestartDeployment\"\n",
+    )
+    .unwrap();
+    let base_url = format!("{}/v1", model.base_url);
+    let policy_dir = policies.path().to_owned();
+    let (d, alert) = production_incident(&k, move |a| {
+        a.gate.policy_dir = Some(policy_dir);
+        a.investigate.llm = Some(kubemedic::config::LlmMode::Openai);
+        a.investigate.llm_base_url = Some(base_url);
+        a.investigate.llm_api_key = Some(Secret::new("sk-alternatives"));
+        a.investigate.llm_model = Some("gpt-4o".into());
+    })
+    .await;
+    let (req, approval) = awaiting(&d, &alert).await;
+    let rid = req["id"].as_str().unwrap().to_owned();
+    let aid = approval["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        approval["workflow_id"],
+        "rollback-deployment-previous-revision"
+    );
+    assert_eq!(approval["risk_score"], 70, "{approval:#}");
+    let decide = |body: Value| {
+        d.client
+            .post(d.url(&format!("/api/v1/approvals/{aid}/decision")))
+            .bearer_auth(common::API_TOKEN)
+            .json(&body)
+            .send()
+    };
+
+    let r = decide(json!({"decision": "approve", "alternative": "restart-rolling"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    let why = r.text().await.unwrap();
+    assert!(why.contains("cannot decide on restart-rolling"), "{why}");
+    let refused = audit_messages(&d, &rid, "approval_refused").await;
+    assert!(
+        refused
+            .iter()
+            .any(|m| m.contains("cannot decide on restart-rolling")),
+        "{refused:#?}"
+    );
+    assert_eq!(
+        d.api(&format!("/api/v1/requests/{rid}")).await["phase"],
+        "AwaitingApproval"
+    );
+
+    // The policy is fixed: a restart in production is a high risk. It is reloaded in place.
+    let revision = d.api("/api/v1/policy").await["revision"].clone();
+    std::fs::write(
+        &extra,
+        "package kubemedic.approval\n\nrisk_factors contains {\"score\": 95, \"reason\": \
+         \"restarting a production Deployment drops the requests in flight\"} if {\n\
+         \tis_production\n\tinput.action_type == \"RestartDeployment\"\n}\n",
+    )
+    .unwrap();
+    d.eventually("/api/v1/policy", 30, |p| p["revision"] != revision)
+        .await;
+
+    let inbox = |confirm: &'static str| {
+        d.client
+            .post(d.url(&format!("/inbox/{aid}")))
+            .bearer_auth(common::API_TOKEN)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!(
+                "decision=approve&alternative=restart-rolling&confirm={confirm}"
+            ))
+            .send()
+    };
+    let r = inbox("").await.unwrap();
+    assert_eq!(r.status(), 422);
+    let page = r.text().await.unwrap();
+    assert!(
+        page.contains("risk 95") && page.contains("checkout"),
+        "{page}"
+    );
+    let r = inbox("checkout").await.unwrap();
+    assert!(
+        r.status().is_redirection() || r.status() == 200,
+        "{}",
+        r.status()
+    );
+
+    let done = d
+        .eventually(&format!("/api/v1/requests/{rid}"), 60, |r| {
+            r["phase"] != "AwaitingApproval"
+        })
+        .await;
+    assert_eq!(done["phase"], "Executing", "{done:#}");
+    assert_eq!(
+        done["state"]["selection"]["selected"]["workflow_id"],
+        "restart-rolling"
+    );
+    let scores: Vec<i64> = done["state"]["gate"]["risk_factors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["score"].as_i64().unwrap())
+        .collect();
+    assert!(scores.contains(&95), "{done:#}");
+    let gates: Vec<&Value> = done["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "gate")
+        .collect();
+    assert_eq!(
+        gates.len(),
+        2,
+        "the gate, then the policy on the alternative"
+    );
+    assert_eq!(gates[1]["payload"]["alternative"], "restart-rolling");
+    assert_eq!(
+        gates[1]["payload"]["input"]["action_type"],
+        "RestartDeployment"
+    );
+    d.stop().await;
+}

@@ -17,6 +17,10 @@
 //! - Fail closed: anything in doubt is "not approved"; the identity recorded is the link's
 //!   recipient, the verified Slack user or the authenticated API caller — never a value the
 //!   client sent.
+//! - An alternative workflow an approver picks goes through the approval policy too
+//!   ([`AlternativeGate`]): the policy answered about the selected workflow, and what runs is
+//!   gated like anything else. An alternative the policy cannot decide on is refused; the
+//!   decision about the one approved replaces the gate's in the request and the audit trail.
 
 pub mod dispatch;
 pub mod links;
@@ -34,8 +38,8 @@ use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
 use crate::domain::{
     ApprovalDecision, ApprovalMessage, ApprovalRequest, AuditDraft, Channel, DecideOutcome,
-    Decision, DeliveryStatus, Notification, NotificationKind, Phase, RemediationRequest,
-    SelectedWorkflow, Stage, StageError, StageOutcome,
+    Decision, DeliveryStatus, GateDecision, Notification, NotificationKind, Phase,
+    RemediationRequest, SelectedWorkflow, Stage, StageError, StageOutcome,
 };
 use crate::notify::Notifier;
 use crate::notify::slack::SlackNotifier;
@@ -43,6 +47,20 @@ use crate::store::Store;
 use crate::telemetry::Metrics;
 
 pub use links::{Claims, LinkDecision, LinkError, LinkSigner};
+
+/// The approval policy, asked about a workflow an approver picks instead of the selected one.
+/// The daemon implements it with the gate's own input for the request, as if that workflow
+/// had been selected.
+#[async_trait]
+pub trait AlternativeGate: Send + Sync {
+    /// The policy's input and decision for `request` with `chosen` selected; `None` when the
+    /// request holds nothing to gate (no selection or analysis).
+    async fn decide(
+        &self,
+        request: &RemediationRequest,
+        chosen: &SelectedWorkflow,
+    ) -> Option<(crate::policy::GateInput, GateDecision)>;
+}
 
 /// The longest a pending approval's request sleeps before looking at it again.
 const RECHECK: chrono::Duration = chrono::Duration::seconds(15);
@@ -118,6 +136,8 @@ pub struct Approvals {
     pub wake: Arc<Notify>,
     /// The Slack notifier (also among `notifiers`), for answering button clicks.
     pub slack: Option<Arc<SlackNotifier>>,
+    /// The approval policy, for an alternative an approver picks.
+    pub policy: Arc<dyn AlternativeGate>,
 }
 
 impl Approvals {
@@ -575,14 +595,13 @@ impl Approvals {
                     .await
                     .map_err(|e| store_unavailable(&e))?
                     .ok_or_else(|| Refusal::new(404, "No such request", "the request is gone"))?;
-                if let Err(why) = self.alternative(&approval, &req, alt) {
+                let gated = match self.alternative(&approval, &req, alt) {
+                    Ok(chosen) => self.gate_alternative(&req, &chosen).await.map(|_| ()),
+                    Err(why) => Err(Refusal::new(400, "Alternative refused", why)),
+                };
+                if let Err(refusal) = gated {
                     return Err(self
-                        .refuse(
-                            Some(approval.request_id),
-                            caller,
-                            via,
-                            Refusal::new(400, "Alternative refused", why),
-                        )
+                        .refuse(Some(approval.request_id), caller, via, refusal)
                         .await);
                 }
                 Some(alt.to_owned())
@@ -657,6 +676,62 @@ impl Approvals {
     /// The alternative workflow an approver picked, checked like a selection: one of the
     /// alternatives the selection offered, in the catalog, fitting the target, its parameters
     /// valid for it.
+    /// What the approval policy says about the approval's alternative `workflow_id` (checked as
+    /// [`Approvals::alternative`] checks it): the dashboard asks for the target's name when the
+    /// answer is a high risk, as it does for the selected workflow.
+    pub async fn alternative_decision(
+        &self,
+        id: Uuid,
+        workflow_id: &str,
+    ) -> Result<GateDecision, Refusal> {
+        let approval = self.load(id).await?.ok_or_else(|| {
+            Refusal::new(
+                404,
+                "No such approval",
+                format!("approval {id} does not exist"),
+            )
+        })?;
+        let req = self
+            .store
+            .get_request(approval.request_id)
+            .await
+            .map_err(|e| store_unavailable(&e))?
+            .ok_or_else(|| Refusal::new(404, "No such request", "the request is gone"))?;
+        let chosen = self
+            .alternative(&approval, &req, workflow_id)
+            .map_err(|why| Refusal::new(400, "Alternative refused", why))?;
+        Ok(self.gate_alternative(&req, &chosen).await?.1)
+    }
+
+    /// Ask the policy about `chosen` for `req`. Fail closed: a policy that cannot decide (a
+    /// degraded decision: it did not load, or failed on this input) refuses the alternative.
+    async fn gate_alternative(
+        &self,
+        req: &RemediationRequest,
+        chosen: &SelectedWorkflow,
+    ) -> Result<(crate::policy::GateInput, GateDecision), Refusal> {
+        match self.policy.decide(req, chosen).await {
+            Some((input, decision)) if !decision.degraded => Ok((input, decision)),
+            Some((_, decision)) => Err(Refusal::new(
+                409,
+                "Alternative refused",
+                format!(
+                    "the approval policy cannot decide on {} ({}): approve the selected \
+                     workflow, or deny",
+                    chosen.workflow_id, decision.reason
+                ),
+            )),
+            None => Err(Refusal::new(
+                409,
+                "Alternative refused",
+                format!(
+                    "the request holds nothing the approval policy can decide on for {}",
+                    chosen.workflow_id
+                ),
+            )),
+        }
+    }
+
     pub fn alternative(
         &self,
         approval: &ApprovalRequest,
@@ -730,7 +805,7 @@ fn clip(s: &str) -> String {
 pub struct ApprovalStage(pub Arc<Approvals>);
 
 impl ApprovalStage {
-    fn conclude(
+    async fn conclude(
         &self,
         req: &RemediationRequest,
         approval: &ApprovalRequest,
@@ -753,6 +828,39 @@ impl ApprovalStage {
                             "the approved alternative {alt} is no longer valid: {why}"
                         ))
                     })?;
+                    // Asked again now (the policy may have been reloaded since the decision):
+                    // what runs is what the policy last saw, and the trail says so.
+                    let (input, gated) = match self.0.gate_alternative(req, &chosen).await {
+                        Ok(g) => g,
+                        Err(refusal) => {
+                            return Ok(StageOutcome::to(
+                                Phase::ManualReviewRequired,
+                                Some(format!(
+                                    "approved by {by} with the alternative {alt}, but {}",
+                                    refusal.detail
+                                )),
+                                state,
+                                vec![],
+                            ));
+                        }
+                    };
+                    events.push(
+                        AuditDraft::new(
+                            "gate",
+                            "policy",
+                            format!(
+                                "the approval policy on the alternative {alt}: risk {} ({})",
+                                gated.top_score().unwrap_or(0),
+                                gated.reason
+                            ),
+                        )
+                        .with_payload(serde_json::json!({
+                            "input": input,
+                            "output": gated,
+                            "alternative": alt,
+                        })),
+                    );
+                    state.gate = Some(gated);
                     if let Some(sel) = state.selection.as_mut() {
                         events.push(AuditDraft::new(
                             "workflow_overridden",
@@ -828,7 +936,7 @@ impl Stage for ApprovalStage {
             }
         };
         if let Some(d) = &approval.decision {
-            return self.conclude(req, &approval, d);
+            return self.conclude(req, &approval, d).await;
         }
         if now >= approval.expires_at {
             let expiry = ApprovalDecision {
@@ -855,7 +963,7 @@ impl Stage for ApprovalStage {
                     }
                     a.wake.notify_one();
                     match &x.decision {
-                        Some(d) => self.conclude(req, &x, d),
+                        Some(d) => self.conclude(req, &x, d).await,
                         None => Err(StageError::Failed("the approval lost its decision".into())),
                     }
                 }

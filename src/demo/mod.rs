@@ -248,11 +248,19 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     let shutdown = CancellationToken::new();
     daemon::cancel_on_signals(shutdown.clone());
     let mut components = demo_components(&settings, &data_dir, store.clone())?;
+    let policy = match components.dashboard.policy.clone() {
+        Some(p) => p,
+        None => std::sync::Arc::new(crate::policy::RegoGate::builtin(
+            settings.policy.eval_timeout,
+            components.metrics.clone(),
+        )),
+    };
     if let Some(approvals) = daemon::approval_service(
         &settings,
         store.clone(),
         clock.clone(),
         components.metrics.clone(),
+        policy,
     )
     .await
     {

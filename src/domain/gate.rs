@@ -47,6 +47,11 @@ impl GateDecision {
         }
     }
 
+    /// The highest risk factor's score, if any factor matched.
+    pub fn top_score(&self) -> Option<i64> {
+        self.risk_factors.iter().map(|f| f.score).max()
+    }
+
     /// The metric label of this decision.
     pub fn label(&self) -> &'static str {
         if self.degraded {

@@ -55,6 +55,10 @@ pub async fn inbox(State(state): State<Arc<AppState>>, caller: Caller, uri: Uri)
                         @if high_risk.is_some_and(|h| a.risk_score >= h) {
                             label { "High risk: type the target's name (" code { (a.target.name) } ") to approve "
                                 input type="text" name="confirm" autocomplete="off"; }
+                        } @else if !a.alternatives.is_empty() {
+                            label { "If the workflow you pick is high risk, type the target's name ("
+                                code { (a.target.name) } ") "
+                                input type="text" name="confirm" autocomplete="off"; }
                         }
                         @if !a.alternatives.is_empty() {
                             label { "Workflow "
@@ -137,27 +141,41 @@ pub async fn decide(
             );
         }
     };
+    let alternative = form.alternative.as_deref().filter(|a| !a.trim().is_empty());
     if approve {
-        // The same confirmation the e-mail link asks for a high-risk change.
+        // The same confirmation the e-mail link asks for a high-risk change; for an
+        // alternative, the risk is the higher of the policy's answers on the two workflows.
         match state.store.get_approval(id).await {
-            Ok(Some(a)) if a.risk_score >= approvals.high_risk_score() => {
-                if form.confirm.as_deref().map(str::trim) != Some(a.target.name.as_str()) {
+            Ok(Some(a)) => {
+                let mut risk = a.risk_score;
+                if let Some(alt) = alternative {
+                    match approvals.alternative_decision(id, alt.trim()).await {
+                        Ok(d) => risk = risk.max(d.top_score().unwrap_or(0)),
+                        Err(refusal) => {
+                            let status = StatusCode::from_u16(refusal.status)
+                                .unwrap_or(StatusCode::BAD_REQUEST);
+                            return error_page(status, refusal.title, &refusal.detail, Some(&who));
+                        }
+                    }
+                }
+                if risk >= approvals.high_risk_score()
+                    && form.confirm.as_deref().map(str::trim) != Some(a.target.name.as_str())
+                {
                     return error_page(
                         StatusCode::UNPROCESSABLE_ENTITY,
                         "Confirmation needed",
                         &format!(
-                            "This change has risk {}: type the name of the target ({}) to approve it.",
-                            a.risk_score, a.target.name
+                            "This change has risk {risk}: type the name of the target ({}) to approve it.",
+                            a.target.name
                         ),
                         Some(&who),
                     );
                 }
             }
-            Ok(_) => {}
+            Ok(None) => {}
             Err(e) => return failed(ApiError::from(e), &who),
         }
     }
-    let alternative = form.alternative.as_deref().filter(|a| !a.trim().is_empty());
     match approvals
         .decide_api(
             id,
