@@ -1945,15 +1945,21 @@ async fn the_summary_counts_outcomes_tokens_and_blocks(f: Fixture) {
 /// the other replica goes on, finds no intent, and the stopped one finds its session gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_stopped_inside_a_transaction_does_not_hold_the_other_replicas() {
-    use sqlx::Connection as _;
     let Some(f) = postgres().await else {
         return;
     };
     let request = uuid::Uuid::new_v4();
-    let mut stopped = sqlx::PgConnection::connect(&f.url).await.unwrap();
-    kubemedic::store::PgStore::prepare_session(&mut stopped)
+    // A session of a pool made as the store makes its own.
+    let pool = kubemedic::store::PgStore::pool_options()
+        .connect(&f.url)
         .await
         .unwrap();
+    let (timeout,): (String,) = sqlx::query_as("SHOW idle_in_transaction_session_timeout")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(timeout, "10s");
+    let mut stopped = pool.acquire().await.unwrap().detach();
     sqlx::query("BEGIN").execute(&mut stopped).await.unwrap();
     sqlx::query(
         "INSERT INTO execution_intents (request_id, step, action, status, detail, created_at, \
@@ -2034,7 +2040,8 @@ async fn the_audit_key_is_handed_over_once_and_a_retired_key_writes_nothing_more
     assert!(b.health().await.unwrap().audit_key_current());
     assert!(!a.health().await.unwrap().audit_key_current());
 
-    // The retired key's daemon is refused, and writes nothing.
+    // The retired key's daemon is refused, and writes nothing: no event, no claim (its
+    // stages would call the model and the cluster for nothing), no intent of a cluster write.
     match a
         .ingest(&[signal("fp-2", 2, Some(("shop", "Deployment", "cart")))])
         .await
@@ -2042,6 +2049,24 @@ async fn the_audit_key_is_handed_over_once_and_a_retired_key_writes_nothing_more
         Err(StoreError::AuditKey(why)) => assert!(why.contains(new.id()), "{why}"),
         other => panic!("the retired key still writes: {other:?}"),
     }
+    let lease = Duration::from_secs(30);
+    assert!(
+        a.claim_batch("old-replica", lease, 8)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(matches!(
+        a.begin_intent(first, 1, "rollout_undo", &serde_json::json!({}))
+            .await,
+        Err(StoreError::AuditKey(_))
+    ));
+    let claimed = b.claim_batch("new-replica", lease, 8).await.unwrap();
+    assert_eq!(
+        claimed.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![first]
+    );
+    b.release(first, "new-replica").await.unwrap();
     let second = b
         .ingest(&[signal("fp-2", 2, Some(("shop", "Deployment", "cart")))])
         .await
@@ -2053,6 +2078,13 @@ async fn the_audit_key_is_handed_over_once_and_a_retired_key_writes_nothing_more
     assert_eq!(report.events, 3, "received, key_rotated, received");
     assert!(b.verify_request_chain(first).await.unwrap().intact());
     assert!(b.verify_request_chain(second).await.unwrap().intact());
+
+    // The keyring in the wrong order would hand the trail back to the retired key: refused.
+    let backwards = with_keys(&f, &format!("{},{}", hex(&old), hex(&new))).await;
+    match backwards.rotate_audit_key("cli:test").await {
+        Err(StoreError::AuditKey(why)) => assert!(why.contains("retired"), "{why}"),
+        other => panic!("the trail went back to a retired key: {other:?}"),
+    }
 
     // Each key alone stops at the first event it cannot check: the other key's.
     for (alone, stops_at, unknown) in [(&new, first, &old), (&old, second, &new)] {

@@ -62,6 +62,15 @@ pub trait AlternativeGate: Send + Sync {
     ) -> Option<(crate::policy::GateInput, GateDecision)>;
 }
 
+/// Whether a decision was asked to confirm a high-risk change by typing the target's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmation<'a> {
+    /// The API: an approver's key is deliberate; nothing is asked.
+    NotAsked,
+    /// The dashboard's form: what was typed (if anything).
+    Typed(Option<&'a str>),
+}
+
 /// The longest a pending approval's request sleeps before looking at it again.
 const RECHECK: chrono::Duration = chrono::Duration::seconds(15);
 
@@ -564,6 +573,11 @@ impl Approvals {
     }
 
     /// Decide through the API or the dashboard (`via`) as `caller`, an authenticated approver.
+    ///
+    /// `confirm` is what the dashboard's approver typed where a high-risk change asks for the
+    /// target's name (as the e-mail link's confirmation does); the API does not ask. The risk
+    /// is the higher of the policy's scores on the selected workflow and on the alternative.
+    #[allow(clippy::too_many_arguments)]
     pub async fn decide_api(
         &self,
         id: Uuid,
@@ -572,6 +586,7 @@ impl Approvals {
         message: Option<&str>,
         caller: &str,
         via: Channel,
+        confirm: Confirmation<'_>,
     ) -> Result<ApprovalRequest, Refusal> {
         let Some(approval) = self.load(id).await? else {
             return Err(Refusal::new(
@@ -580,6 +595,7 @@ impl Approvals {
                 format!("approval {id} does not exist"),
             ));
         };
+        let mut risk = approval.risk_score;
         let alternative = match alternative.map(str::trim).filter(|a| !a.is_empty()) {
             Some(alt) if !approve => {
                 return Err(Refusal::new(
@@ -596,18 +612,38 @@ impl Approvals {
                     .map_err(|e| store_unavailable(&e))?
                     .ok_or_else(|| Refusal::new(404, "No such request", "the request is gone"))?;
                 let gated = match self.alternative(&approval, &req, alt) {
-                    Ok(chosen) => self.gate_alternative(&req, &chosen).await.map(|_| ()),
+                    Ok(chosen) => self.gate_alternative(&req, &chosen).await,
                     Err(why) => Err(Refusal::new(400, "Alternative refused", why)),
                 };
-                if let Err(refusal) = gated {
-                    return Err(self
-                        .refuse(Some(approval.request_id), caller, via, refusal)
-                        .await);
+                match gated {
+                    Ok((_, decision)) => risk = risk.max(decision.top_score().unwrap_or(0)),
+                    Err(refusal) => {
+                        return Err(self
+                            .refuse(Some(approval.request_id), caller, via, refusal)
+                            .await);
+                    }
                 }
                 Some(alt.to_owned())
             }
             None => None,
         };
+        if let Confirmation::Typed(typed) = confirm
+            && approve
+            && risk >= self.settings.high_risk_score
+            && typed.map(str::trim) != Some(approval.target.name.as_str())
+        {
+            let refusal = Refusal::new(
+                422,
+                "Confirmation needed",
+                format!(
+                    "this change has risk {risk}: type the name of the target ({}) to approve it",
+                    approval.target.name
+                ),
+            );
+            return Err(self
+                .refuse(Some(approval.request_id), caller, via, refusal)
+                .await);
+        }
         let decision = ApprovalDecision {
             decision: if approve {
                 Decision::Approved
@@ -676,33 +712,6 @@ impl Approvals {
     /// The alternative workflow an approver picked, checked like a selection: one of the
     /// alternatives the selection offered, in the catalog, fitting the target, its parameters
     /// valid for it.
-    /// What the approval policy says about the approval's alternative `workflow_id` (checked as
-    /// [`Approvals::alternative`] checks it): the dashboard asks for the target's name when the
-    /// answer is a high risk, as it does for the selected workflow.
-    pub async fn alternative_decision(
-        &self,
-        id: Uuid,
-        workflow_id: &str,
-    ) -> Result<GateDecision, Refusal> {
-        let approval = self.load(id).await?.ok_or_else(|| {
-            Refusal::new(
-                404,
-                "No such approval",
-                format!("approval {id} does not exist"),
-            )
-        })?;
-        let req = self
-            .store
-            .get_request(approval.request_id)
-            .await
-            .map_err(|e| store_unavailable(&e))?
-            .ok_or_else(|| Refusal::new(404, "No such request", "the request is gone"))?;
-        let chosen = self
-            .alternative(&approval, &req, workflow_id)
-            .map_err(|why| Refusal::new(400, "Alternative refused", why))?;
-        Ok(self.gate_alternative(&req, &chosen).await?.1)
-    }
-
     /// Ask the policy about `chosen` for `req`. Fail closed: a policy that cannot decide (a
     /// degraded decision: it did not load, or failed on this input) refuses the alternative.
     async fn gate_alternative(
@@ -860,7 +869,8 @@ impl ApprovalStage {
                             "alternative": alt,
                         })),
                     );
-                    state.gate = Some(gated);
+                    // `state.gate` stays the gate's own decision (a human was asked): what the
+                    // summary counts as auto-approved or not.
                     if let Some(sel) = state.selection.as_mut() {
                         events.push(AuditDraft::new(
                             "workflow_overridden",

@@ -266,8 +266,8 @@ async fn rotate_key(daemon: &DaemonArgs) -> ExitCode {
             AuditKeySource::Given(_) => {
                 eprintln!(
                     "error: the trail is already signed with the first key given ({current}); \
-                     put a new key in front of it (--audit-key NEW,{current}…, or \
-                     KUBEMEDIC_AUDIT_KEY), e.g. one printed by `kubemedic audit new-key`"
+                     put a new key in front of the current one (--audit-key NEW_KEY,CURRENT_KEY, \
+                     or KUBEMEDIC_AUDIT_KEY), e.g. one printed by `kubemedic audit new-key`"
                 );
                 return ExitCode::from(2);
             }

@@ -154,10 +154,10 @@ impl AuditKey {
             path: path.display().to_string(),
             error,
         };
+        // A name of this run's own: two runs at once never rename each other's file.
         let mut next = path.as_os_str().to_owned();
-        next.push(".next");
+        next.push(format!(".next-{:016x}", rand::random::<u64>()));
         let next = std::path::PathBuf::from(next);
-        let _ = std::fs::remove_file(&next);
         write_new_private(&next, &self.to_file_text()).map_err(file_error)?;
         std::fs::rename(&next, path).map_err(file_error)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -313,22 +313,52 @@ pub struct StoredLink<'a> {
     pub key_id: Option<&'a str>,
 }
 
+/// A key rotation as the trail records it: from its event on, `new_key_id` signs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rotation {
+    pub event_id: i64,
+    pub old_key_id: String,
+    pub new_key_id: String,
+}
+
+impl Rotation {
+    /// The rotation a `key_rotated` event's payload names.
+    pub fn of(event_id: i64, payload: &Value) -> Option<Self> {
+        let named = |field: &str| {
+            payload
+                .get(field)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        Some(Self {
+            event_id,
+            old_key_id: named("old_key_id")?,
+            new_key_id: named("new_key_id")?,
+        })
+    }
+}
+
 /// Checks events one after another; `expected_prev` is the hash the previous event holds.
 pub struct Verifier<'k> {
     key: &'k AuditKey,
     pub report: ChainReport,
     chained: bool,
     /// Walking the whole trail in order: the key the next event must be signed with (the
-    /// previous event's, or the one a rotation handed over to). `None` for a request's own
-    /// events, which are not contiguous.
+    /// previous event's, or the one a rotation handed over to), and the keys rotations retired.
     whole: bool,
     expected_key: Option<String>,
+    retired: Vec<String>,
+    /// For some events (one request's, not contiguous): the trail's rotations, which say which
+    /// key was signing at each event.
+    rotations: Vec<Rotation>,
+    last_event: Option<(i64, Option<String>)>,
 }
 
 impl<'k> Verifier<'k> {
     /// A verifier of some events (one request's), each checked against the hash stored before
-    /// it, with the key of the keyring its `key_id` names.
-    pub fn new(key: &'k AuditKey) -> Self {
+    /// it, with the key of the keyring its `key_id` names — which must be the key that signed
+    /// the trail at that point, by `rotations` (the trail's `key_rotated` events, in order).
+    pub fn new(key: &'k AuditKey, rotations: Vec<Rotation>) -> Self {
         Self {
             key,
             report: ChainReport {
@@ -340,18 +370,32 @@ impl<'k> Verifier<'k> {
             chained: false,
             whole: false,
             expected_key: None,
+            retired: Vec::new(),
+            rotations,
+            last_event: None,
         }
     }
 
     /// A verifier of the whole trail in order, which also holds every event to the key the
     /// chain is at: the key changes only where a `key_rotated` event, signed with the old key,
-    /// hands over to the new one. So a retired key (leaked, say) cannot sign a valid event
-    /// after its rotation, and cannot re-sign the events before it without breaking the link
-    /// to the first event the new key signed.
+    /// hands over to the new one, never back to a key a rotation retired, and the trail must
+    /// end at this keyring's signing key ([`Verifier::finish`]). So a retired key (leaked, say)
+    /// cannot sign a valid event after its rotation, cannot re-sign the events before it
+    /// without breaking the link to the first event the new key signed, and cannot cut the
+    /// trail back to before its rotation and go on from there.
     pub fn whole_trail(key: &'k AuditKey) -> Self {
         Self {
             whole: true,
-            ..Self::new(key)
+            ..Self::new(key, Vec::new())
+        }
+    }
+
+    /// The key that signed the trail at event `id`, by the rotations; `None` when the trail was
+    /// never rotated (any key of the keyring is then as good as its id says).
+    fn key_in_force(&self, id: i64) -> Option<&str> {
+        match self.rotations.iter().rev().find(|r| r.event_id < id) {
+            Some(r) => Some(&r.new_key_id),
+            None => self.rotations.first().map(|r| r.old_key_id.as_str()),
         }
     }
 
@@ -362,6 +406,7 @@ impl<'k> Verifier<'k> {
             return false;
         }
         self.report.events += 1;
+        self.last_event = Some((link.id, link.row.request_id.map(str::to_owned)));
         let broken = |reason: String| BrokenLink {
             event_id: link.id,
             request_id: link.row.request_id.map(str::to_owned),
@@ -386,22 +431,35 @@ impl<'k> Verifier<'k> {
             )));
             return false;
         };
+        let expected = if self.whole {
+            self.expected_key.clone()
+        } else {
+            self.key_in_force(link.id).map(str::to_owned)
+        };
+        if let Some(expected) = expected
+            && expected != key_id
+        {
+            self.report.broken = Some(broken(format!(
+                "the event was signed with key {key_id} where the trail is at key {expected}: \
+                 keys change only at a key rotation event (a retired key signing after its \
+                 rotation, or an event written around kubemedic)"
+            )));
+            return false;
+        }
         if self.whole {
-            if let Some(expected) = self.expected_key.as_deref()
-                && expected != key_id
-            {
-                self.report.broken = Some(broken(format!(
-                    "the event was signed with key {key_id} where the chain is at key \
-                     {expected}: keys change only at a key rotation event (a retired key \
-                     signing after its rotation, or an event written around kubemedic)"
-                )));
-                return false;
-            }
             if link.row.kind == KEY_ROTATED {
-                let named = |field: &str| link.row.payload.get(field).and_then(Value::as_str);
-                match (named("old_key_id"), named("new_key_id")) {
-                    (Some(old), Some(new)) if old == key_id => {
-                        self.expected_key = Some(new.to_owned());
+                match Rotation::of(link.id, link.row.payload) {
+                    Some(r) if r.old_key_id == key_id && !self.retired.contains(&r.new_key_id) => {
+                        self.retired.push(r.old_key_id);
+                        self.expected_key = Some(r.new_key_id);
+                    }
+                    Some(r) if r.old_key_id == key_id => {
+                        self.report.broken = Some(broken(format!(
+                            "a key rotation hands the trail back to key {}, which an earlier \
+                             rotation retired: a retired key never signs again",
+                            r.new_key_id
+                        )));
+                        return false;
                     }
                     _ => {
                         self.report.broken = Some(broken(format!(
@@ -432,6 +490,35 @@ impl<'k> Verifier<'k> {
         }
         self.report.head = Some(hash.to_owned());
         true
+    }
+
+    /// After the whole trail: it must end at this keyring's signing key. A trail that ends at
+    /// a key the keyring lists as retired either was not handed over yet (start a daemon with
+    /// this keyring, or run `kubemedic audit rotate-key`) or lost the hand-over and what came
+    /// after it; either way it is not what the keyring says, and it is reported.
+    pub fn finish(&mut self) {
+        if !self.whole || self.report.broken.is_some() {
+            return;
+        }
+        let Some(end) = self.expected_key.clone() else {
+            return;
+        };
+        if end == self.key.id() {
+            return;
+        }
+        let (event_id, request_id) = self.last_event.clone().unwrap_or((0, None));
+        self.report.broken = Some(BrokenLink {
+            event_id,
+            request_id,
+            reason: format!(
+                "the trail ends signed with key {end}, which the keys given list as retired \
+                 ({}): the hand-over to {} has not happened yet (start a daemon with these \
+                 keys, or run `kubemedic audit rotate-key`), or it was removed with what \
+                 followed it",
+                self.key.describe(),
+                self.key.id()
+            ),
+        });
     }
 }
 
@@ -597,6 +684,41 @@ mod tests {
         assert!(check(&mut v, 1, &e1, None));
         assert!(check(&mut v, 2, &e2, Some(&e1.0)));
         assert!(check(&mut v, 3, &e3, Some(&e2.0)), "{:?}", v.report.broken);
+        v.finish();
+        assert!(v.report.intact(), "{:?}", v.report.broken);
+
+        // The hand-over and what followed it removed: what is left holds link by link, but the
+        // trail ends at a key the keyring lists as retired.
+        let mut v = Verifier::whole_trail(&ring);
+        assert!(check(&mut v, 1, &e1, None));
+        v.finish();
+        let why = v.report.broken.unwrap().reason;
+        assert!(
+            why.contains("ends signed with key") && why.contains(old.id()),
+            "{why}"
+        );
+        // Checked with the old keyring (before any rotation), the same trail is whole.
+        let mut v = Verifier::whole_trail(&old);
+        assert!(check(&mut v, 1, &e1, None));
+        v.finish();
+        assert!(v.report.intact());
+
+        // A rotation back to a key an earlier one retired.
+        let back = json!({"old_key_id": new.id(), "new_key_id": old.id()});
+        let e4 = event(&new, Some(&e3.0), KEY_ROTATED, &back);
+        let both = AuditKey::from_hex(&format!(
+            "{}\n{}",
+            hex::encode(&old.key),
+            hex::encode(&new.key)
+        ))
+        .unwrap();
+        let mut v = Verifier::whole_trail(&both);
+        assert!(check(&mut v, 1, &e1, None));
+        assert!(check(&mut v, 2, &e2, Some(&e1.0)));
+        assert!(check(&mut v, 3, &e3, Some(&e2.0)));
+        assert!(!check(&mut v, 4, &e4, Some(&e3.0)));
+        let why = v.report.broken.unwrap().reason;
+        assert!(why.contains("never signs again"), "{why}");
 
         let mut v = Verifier::whole_trail(&ring);
         assert!(check(&mut v, 1, &e1, None));
@@ -618,9 +740,16 @@ mod tests {
         let why = v.report.broken.unwrap().reason;
         assert!(why.contains(old.id()) && why.contains(new.id()), "{why}");
 
-        // A request's own events are checked each with its key, wherever they are.
-        let mut v = Verifier::new(&ring);
+        // A request's own events are checked each with the key that signed the trail at its
+        // place, by the trail's rotations: the forged one at the tail is found too.
+        let rotations = vec![Rotation::of(2, &rotation).unwrap()];
+        let mut v = Verifier::new(&ring, rotations.clone());
         assert!(check(&mut v, 3, &e3, Some(&e2.0)));
+        assert!(check(&mut v, 1, &e1, None));
+        let mut v = Verifier::new(&ring, rotations);
+        assert!(!check(&mut v, 3, &forged, Some(&e2.0)));
+        // Never rotated: any key of the keyring, as its id says.
+        let mut v = Verifier::new(&ring, vec![]);
         assert!(check(&mut v, 1, &e1, None));
     }
 
@@ -630,7 +759,7 @@ mod tests {
         let p = json!({});
         let h1 = key.link(None, &row("one", &p));
         let h2 = key.link(Some(&h1), &row("two", &p));
-        let mut v = Verifier::new(&key);
+        let mut v = Verifier::new(&key, vec![]);
         assert!(v.check(
             &StoredLink {
                 id: 1,
@@ -657,7 +786,7 @@ mod tests {
         assert!(broken.reason.contains("edited"), "{}", broken.reason);
 
         // Event 1 deleted: event 2 no longer follows what is stored before it.
-        let mut v = Verifier::new(&key);
+        let mut v = Verifier::new(&key, vec![]);
         assert!(!v.check(
             &StoredLink {
                 id: 2,

@@ -90,6 +90,7 @@ const CLAIM_SQL: &str = concat!(
     runnable_phases!(),
     " AND (lease_until IS NULL OR lease_until < $3) \
        AND (not_before IS NULL OR not_before <= $3) \
+       AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'audit_key_id' AND value <> $5) \
        ORDER BY created_at LIMIT $4 FOR UPDATE SKIP LOCKED) \
      RETURNING ",
     request_columns!()
@@ -104,10 +105,7 @@ impl PgStore {
         let options = PgConnectOptions::from_str(url)
             .map_err(super::StoreError::Unavailable)?
             .application_name("kubemedic");
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            .acquire_timeout(Duration::from_secs(5))
-            .after_connect(|conn, _| Box::pin(Self::prepare_session(conn)))
+        let pool = Self::pool_options()
             .connect_with(options)
             .await
             .map_err(super::StoreError::Unavailable)?;
@@ -118,6 +116,15 @@ impl PgStore {
             clock,
             audit_key,
         })
+    }
+
+    /// How the store's pool is made: its size, and [`PgStore::prepare_session`] run on every
+    /// connection it opens.
+    pub fn pool_options() -> PgPoolOptions {
+        PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(5))
+            .after_connect(|conn, _| Box::pin(Self::prepare_session(conn)))
     }
 
     /// Settings of every session the store opens (run once per new connection).

@@ -55,7 +55,7 @@ macro_rules! sql_store {
             Result, SignalFilter, SignalRecord, StoreError, StoreHealth, corrupt,
             make_target, parse_phase,
         };
-        use $crate::store::chain::{AuditKey, ChainReport, ChainRow, StoredLink, Verifier};
+        use $crate::store::chain::{AuditKey, ChainReport, ChainRow, Rotation, StoredLink, Verifier};
         use $crate::domain::{NewSignal, SignalMode, SignalSource, SignalStatus};
         use $crate::domain::{AuditDraft, AuditEvent, Phase, RemediationRequest, SignalContext};
 
@@ -288,6 +288,25 @@ macro_rules! sql_store {
                 )));
             }
             Ok(hash)
+        }
+
+        /// The trail's key rotations, in order (a partial index finds them).
+        async fn rotations<'e, E>(db: E) -> Result<Vec<Rotation>>
+        where
+            E: sqlx::Executor<'e, Database = $db>,
+        {
+            let rows: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
+                "SELECT id, payload ->> 'old_key_id', payload ->> 'new_key_id' FROM audit_events \
+                 WHERE kind = 'key_rotated' ORDER BY id",
+            )
+            .fetch_all(db)
+            .await?;
+            rows.into_iter()
+                .map(|(id, old, new)| match (old, new) {
+                    (Some(old_key_id), Some(new_key_id)) => Ok(Rotation { event_id: id, old_key_id, new_key_id }),
+                    _ => Err(corrupt("audit_events", format!("key rotation event {id} names no keys"))),
+                })
+                .collect()
         }
 
         /// The chain columns of one event about to be written after `prev`.
@@ -662,11 +681,15 @@ macro_rules! sql_store {
                 let now = self.clock.now();
                 let until = now + chrono::Duration::from_std(lease).unwrap_or_default();
                 let _write = self.write_guard().await;
+                // A replica whose audit key was rotated out claims nothing (the `NOT EXISTS` on
+                // the database's recorded key): it could commit no step, and its stages would
+                // call the model and write to the cluster for nothing.
                 let rows = sqlx::query(CLAIM_SQL)
                     .bind(worker)
                     .bind(ts(until))
                     .bind(ts(now))
                     .bind(i64::try_from(limit.max(1)).unwrap_or(i64::MAX))
+                    .bind(self.audit_key.id())
                     .fetch_all(&self.writer)
                     .await?;
                 let mut claimed = rows.iter().map(request_from_row).collect::<Result<Vec<_>>>()?;
@@ -957,7 +980,8 @@ macro_rules! sql_store {
                 .bind(id(rid))
                 .fetch_all(&self.pool)
                 .await?;
-                let mut verifier = Verifier::new(&self.audit_key);
+                let rotations = rotations(&self.pool).await?;
+                let mut verifier = Verifier::new(&self.audit_key, rotations);
                 verify_rows(&mut verifier, &rows, None)?;
                 Ok(verifier.report)
             }
@@ -985,6 +1009,7 @@ macro_rules! sql_store {
                         break;
                     }
                 }
+                verifier.finish();
                 Ok(verifier.report)
             }
 
@@ -1323,6 +1348,21 @@ macro_rules! sql_store {
                 let now = self.clock.now();
                 let _write = self.write_guard().await;
                 let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                // Every write to the cluster is preceded by its intent: a replica whose audit
+                // key was rotated out while a stage ran makes no further write.
+                let recorded: Option<(String,)> =
+                    sqlx::query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                if let Some((key,)) = recorded
+                    && key != self.audit_key.id()
+                {
+                    return Err(StoreError::AuditKey(format!(
+                        "the audit trail is now signed with key {key}, not with this daemon's \
+                         key {}: no step is started; restart this daemon with the current keyring",
+                        self.audit_key.id()
+                    )));
+                }
                 let inserted = sqlx::query(
                     "INSERT INTO execution_intents (request_id, step, action, status, detail, \
                      created_at, updated_at) VALUES ($1, $2, $3, 'started', $4, $5, $5) \
@@ -1766,6 +1806,13 @@ macro_rules! sql_store {
                 };
                 if old_id == new {
                     return Ok(None);
+                }
+                if rotations(&mut *tx).await?.iter().any(|r| r.old_key_id == new) {
+                    return Err(StoreError::AuditKey(format!(
+                        "key {new} was retired by an earlier rotation, and a retired key never \
+                         signs again: give a new key first (the keys given are {})",
+                        self.audit_key.describe()
+                    )));
                 }
                 let Some(old) = self.audit_key.find(&old_id) else {
                     return Err(StoreError::AuditKey(format!(

@@ -109,6 +109,7 @@ const CLAIM_SQL: &str = concat!(
     runnable_phases!(),
     " AND (lease_until IS NULL OR lease_until < $3) \
        AND (not_before IS NULL OR not_before <= $3) \
+       AND NOT EXISTS (SELECT 1 FROM settings WHERE key = 'audit_key_id' AND value <> $5) \
        ORDER BY created_at LIMIT $4) \
      RETURNING ",
     request_columns!()

@@ -486,6 +486,7 @@ pub async fn decide(
             b.message.as_deref(),
             &who.subject,
             Channel::Api,
+            crate::approval::Confirmation::NotAsked,
         )
         .await
         .map_err(refusal_error)?;

@@ -123,7 +123,9 @@ pub async fn serve(
     Ok(())
 }
 
-/// Whether the connection failed because a write made no progress within the write timeout.
+/// Whether the connection failed because a write made no progress within the write timeout
+/// (or the kernel gave up retransmitting to the client, which is counted the same: the client
+/// stopped taking what it asked for).
 fn write_timed_out(e: &hyper::Error) -> bool {
     let mut source = std::error::Error::source(e);
     while let Some(err) = source {

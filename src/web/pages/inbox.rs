@@ -142,40 +142,6 @@ pub async fn decide(
         }
     };
     let alternative = form.alternative.as_deref().filter(|a| !a.trim().is_empty());
-    if approve {
-        // The same confirmation the e-mail link asks for a high-risk change; for an
-        // alternative, the risk is the higher of the policy's answers on the two workflows.
-        match state.store.get_approval(id).await {
-            Ok(Some(a)) => {
-                let mut risk = a.risk_score;
-                if let Some(alt) = alternative {
-                    match approvals.alternative_decision(id, alt.trim()).await {
-                        Ok(d) => risk = risk.max(d.top_score().unwrap_or(0)),
-                        Err(refusal) => {
-                            let status = StatusCode::from_u16(refusal.status)
-                                .unwrap_or(StatusCode::BAD_REQUEST);
-                            return error_page(status, refusal.title, &refusal.detail, Some(&who));
-                        }
-                    }
-                }
-                if risk >= approvals.high_risk_score()
-                    && form.confirm.as_deref().map(str::trim) != Some(a.target.name.as_str())
-                {
-                    return error_page(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "Confirmation needed",
-                        &format!(
-                            "This change has risk {risk}: type the name of the target ({}) to approve it.",
-                            a.target.name
-                        ),
-                        Some(&who),
-                    );
-                }
-            }
-            Ok(None) => {}
-            Err(e) => return failed(ApiError::from(e), &who),
-        }
-    }
     match approvals
         .decide_api(
             id,
@@ -184,6 +150,9 @@ pub async fn decide(
             form.message.as_deref(),
             &who.subject,
             Channel::Dashboard,
+            // The same confirmation the e-mail link asks for a high-risk change; for an
+            // alternative, the risk is the higher of the policy's answers on the two workflows.
+            crate::approval::Confirmation::Typed(form.confirm.as_deref()),
         )
         .await
     {
