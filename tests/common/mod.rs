@@ -7,6 +7,7 @@ pub mod incident;
 pub mod kube;
 pub mod llm;
 pub mod scenarios;
+pub mod unseen;
 
 use std::path::PathBuf;
 use std::sync::Arc;

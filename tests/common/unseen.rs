@@ -1,0 +1,3444 @@
+//! The unseen incidents (tests/unseen/): an examiner's measurement set of incident classes no
+//! scenario in tests/scenarios describes, staged on the real API server tier the way a
+//! kubelet, scheduler, controller-manager and the other controllers would leave a cluster.
+//! `examples/capture_unseen.rs` (scripts/capture-unseen) captures each with kubemedic's own
+//! snapshot capture; `scripts/score-unseen` and tests/unseen.rs score an investigator against
+//! each incident's expected.json, which was written (and committed) before anything ran.
+//!
+//! Staging conventions:
+//! - Each incident owns its namespaces (the first is the app's) and names its nodes
+//!   `ip-10-20-<index>-<n>.eu-west-1.compute.internal`, so incidents never share a node.
+//! - Node events live in `default`, as a kubelet's do: incidents about nodes capture `default`
+//!   too. The one incident about cluster DNS stages CoreDNS in the real `kube-system` under its
+//!   real names (only that incident may use `kube-system`).
+//! - Every incident is investigated `offset` after it was staged (the capture's clock), so
+//!   objects look as old as the incident needs; times in statuses, events and logs are written
+//!   relative to that capture moment ([`Ctx::t`]).
+//! - Alerts carry the labels kube-prometheus-stack's default rules carry (scrape labels where
+//!   the rule does not aggregate them away), except that kube-state-metrics' own `pod` and
+//!   `container` target labels are left off Deployment/StatefulSet/Node-level alerts (that
+//!   labelling is a separate, known issue, not what this set measures).
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use chrono::Utc;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+
+use super::kube::{Kube, LogStore};
+use super::scenarios::Staged;
+
+/// Every unseen incident, once: `for_each_unseen!(m)` expands to `m!(test_name => "folder", …)`.
+#[allow(unused_macros)]
+macro_rules! for_each_unseen {
+    ($callback:ident) => {
+        $callback!(
+    coredns_loop_crash => "coredns-loop-crash",
+    init_container_dependency_down => "init-container-dependency-down",
+    networkpolicy_egress_blocks_backend => "networkpolicy-egress-blocks-backend",
+    liveness_probe_kills_slow_app => "liveness-probe-kills-slow-app",
+    service_targetport_mismatch => "service-targetport-mismatch",
+    pvc_storageclass_missing => "pvc-storageclass-missing",
+    statefulset_volume_provisioning_failed => "statefulset-volume-provisioning-failed",
+    multi_attach_rwo_rollout => "multi-attach-rwo-rollout",
+    node_readonly_rootfs => "node-readonly-rootfs",
+    node_pid_pressure => "node-pid-pressure",
+    ephemeral_storage_eviction => "ephemeral-storage-eviction",
+    container_exits_zero_loop => "container-exits-zero-loop",
+    cronjob_forbid_hung_job => "cronjob-forbid-hung-job",
+    rollout_missing_configmap => "rollout-missing-configmap",
+    statefulset_pod_on_lost_node => "statefulset-pod-on-lost-node",
+    paused_deployment_fix_not_rolled_out => "paused-deployment-fix-not-rolled-out",
+    redis_maxmemory_noeviction => "redis-maxmemory-noeviction",
+    headless_service_missing => "headless-service-missing",
+    hpa_missing_cpu_request => "hpa-missing-cpu-request",
+    ingress_backend_missing => "ingress-backend-missing",
+    x509_expired_upstream => "x509-expired-upstream",
+    priority_preemption_churn => "priority-preemption-churn",
+    volume_node_affinity_conflict => "volume-node-affinity-conflict",
+    disk_pressure_cleared => "disk-pressure-cleared",
+    hpa_scaleup_completed => "hpa-scaleup-completed",
+    db_failover_stale_connections => "db-failover-stale-connections",
+        );
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use for_each_unseen;
+
+/// What a staging function works with.
+pub struct Ctx {
+    /// The incident's first (app) namespace.
+    pub k: Kube,
+    pub logs: LogStore,
+    /// The fake kubelet's port (every node's kubelet endpoint).
+    pub port: u16,
+    /// The incident's index: its node names and pod IPs are derived from it.
+    pub index: u8,
+    /// How long after staging the capture (the investigation) happens.
+    pub offset: chrono::Duration,
+}
+
+pub type StageFn = for<'a> fn(&'a Ctx) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>>;
+
+pub struct Incident {
+    pub name: &'static str,
+    /// The namespaces the incident uses, its app namespace first; all are captured.
+    pub namespaces: &'static [&'static str],
+    pub index: u8,
+    /// Minutes between staging and the capture.
+    pub offset_minutes: i64,
+    pub stage: StageFn,
+}
+
+impl Ctx {
+    /// The capture moment minus `before` seconds, as Kubernetes writes times.
+    pub fn t(&self, before: i64) -> String {
+        self.at(before)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    }
+
+    pub fn at(&self, before: i64) -> chrono::DateTime<Utc> {
+        Utc::now() + self.offset - chrono::Duration::seconds(before)
+    }
+
+    /// A log line's timestamp (RFC 3339 with milliseconds) `before` seconds before capture.
+    pub fn lt(&self, before: i64) -> String {
+        self.at(before)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    }
+
+    /// A handle on another namespace (which the capture harness has created).
+    pub fn ns(&self, ns: &str) -> Kube {
+        let mut k = self.k.clone_handle();
+        k.ns = ns.to_owned();
+        k
+    }
+
+    /// The n-th node's name of this incident.
+    pub fn node_name(&self, n: u8) -> String {
+        format!(
+            "ip-10-20-{}-{}.eu-west-1.compute.internal",
+            self.index,
+            10 + n
+        )
+    }
+
+    /// A pod IP in this incident's range.
+    pub fn ip(&self, n: u8) -> String {
+        format!("10.244.{}.{}", self.index, n)
+    }
+
+    fn log(&self, ns: &str, pod: &str, container: &str, previous: bool, text: String) {
+        self.logs.lock().unwrap().insert(
+            (
+                ns.to_owned(),
+                pod.to_owned(),
+                container.to_owned(),
+                previous,
+            ),
+            text,
+        );
+    }
+
+    /// Container logs as the kubelet would serve them (`previous`: the last terminated
+    /// instance). Each line is `(seconds before capture, text)`.
+    pub fn logs_of(&self, pod: &Value, container: &str, previous: bool, lines: &[(i64, &str)]) {
+        let mut text = String::new();
+        for (before, line) in lines {
+            text.push_str(&format!("{} {line}\n", self.lt(*before)));
+        }
+        self.log(
+            pod["metadata"]["namespace"].as_str().unwrap_or(&self.k.ns),
+            &name(pod),
+            container,
+            previous,
+            text,
+        );
+    }
+
+    /// Logs without a timestamp prefix (the program prints its own).
+    pub fn raw_logs(&self, pod: &Value, container: &str, previous: bool, text: String) {
+        self.log(
+            pod["metadata"]["namespace"].as_str().unwrap_or(&self.k.ns),
+            &name(pod),
+            container,
+            previous,
+            text,
+        );
+    }
+
+    /// `n` Ready nodes (m5.xlarge: 4 CPU, 16 GiB) in `zones` (cycled), with every condition a
+    /// kubelet reports.
+    pub async fn nodes(&self, n: u8, zones: &[&str]) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 0..n {
+            let name = self.node_name(i + 1);
+            self.k.node(&name, self.port, json!([])).await;
+            let zone = zones[usize::from(i) % zones.len()];
+            self.k
+                .patch(
+                    "v1",
+                    "Node",
+                    &name,
+                    json!({"metadata": {"labels": {
+                        "topology.kubernetes.io/zone": zone,
+                        "topology.kubernetes.io/region": "eu-west-1",
+                        "topology.ebs.csi.aws.com/zone": zone,
+                        "node.kubernetes.io/instance-type": "m5.xlarge",
+                        "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                        "eks.amazonaws.com/nodegroup": "general-2026-11"}}}),
+                )
+                .await;
+            self.node_conditions(&name, &[]).await;
+            out.push(name);
+        }
+        out
+    }
+
+    /// Report a node's conditions: all healthy (Ready since 3 days) except `overrides`
+    /// (`(type, status, reason, message, seconds since transition)`).
+    pub async fn node_conditions(&self, node: &str, overrides: &[(&str, &str, &str, &str, i64)]) {
+        let healthy = [
+            (
+                "MemoryPressure",
+                "False",
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+            ),
+            (
+                "DiskPressure",
+                "False",
+                "KubeletHasNoDiskPressure",
+                "kubelet has no disk pressure",
+            ),
+            (
+                "PIDPressure",
+                "False",
+                "KubeletHasSufficientPID",
+                "kubelet has sufficient PID available",
+            ),
+            (
+                "Ready",
+                "True",
+                "KubeletReady",
+                "kubelet is posting ready status",
+            ),
+        ];
+        let beat = self.t(12);
+        let mut conditions: Vec<Value> = healthy
+            .iter()
+            .filter(|(t, ..)| !overrides.iter().any(|o| o.0 == *t))
+            .map(|(t, s, r, m)| {
+                json!({"type": t, "status": s, "reason": r, "message": m,
+                "lastHeartbeatTime": beat, "lastTransitionTime": self.t(3 * 86400)})
+            })
+            .collect();
+        for (t, s, r, m, since) in overrides {
+            let heartbeat = if *s == "Unknown" {
+                self.t(*since + 40)
+            } else {
+                beat.clone()
+            };
+            conditions.push(json!({"type": t, "status": s, "reason": r, "message": m,
+                "lastHeartbeatTime": heartbeat, "lastTransitionTime": self.t(*since)}));
+        }
+        self.k
+            .patch_status("v1", "Node", node, json!({"conditions": conditions,
+                "capacity": {"cpu": "4", "memory": "16085324Ki", "pods": "58", "ephemeral-storage": "83873772Ki"},
+                "allocatable": {"cpu": "3920m", "memory": "15069516Ki", "pods": "58", "ephemeral-storage": "76224326324"}}))
+            .await;
+    }
+}
+
+pub fn name(o: &Value) -> String {
+    o["metadata"]["name"].as_str().unwrap_or("").to_owned()
+}
+
+fn hex(n: usize) -> String {
+    let mut s = String::new();
+    while s.len() < n {
+        s.push_str(&uuid::Uuid::new_v4().simple().to_string());
+    }
+    s[..n].to_owned()
+}
+
+fn ar(api_version: &str, kind: &str) -> ApiResource {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
+}
+
+/// Create a cluster-scoped object, replacing one of the same name left by an earlier run.
+pub async fn replace_cluster_object(k: &Kube, o: Value) -> Value {
+    let api: Api<DynamicObject> = Api::all_with(
+        k.client.clone(),
+        &ar(
+            o["apiVersion"].as_str().unwrap(),
+            o["kind"].as_str().unwrap(),
+        ),
+    );
+    let n = name(&o);
+    if api.get(&n).await.is_ok() {
+        let _ = api
+            .patch(
+                &n,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+            )
+            .await;
+        let _ = api.delete(&n, &Default::default()).await;
+        for _ in 0..100 {
+            if api.get(&n).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let obj: DynamicObject = serde_json::from_value(o).unwrap();
+    serde_json::to_value(
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("create {n}: {e}")),
+    )
+    .unwrap()
+}
+
+/// Remove what earlier incidents left outside their namespaces, so that a capture shows only
+/// this incident's nodes, volumes and classes, and only its node events.
+pub async fn clean_cluster_scope(k: &Kube) {
+    for (api_version, kind) in [
+        ("v1", "Node"),
+        ("v1", "PersistentVolume"),
+        ("storage.k8s.io/v1", "StorageClass"),
+    ] {
+        let api: Api<DynamicObject> = Api::all_with(k.client.clone(), &ar(api_version, kind));
+        let Ok(list) = api.list(&Default::default()).await else {
+            continue;
+        };
+        for o in list.items {
+            let n = o.metadata.name.clone().unwrap_or_default();
+            let _ = api
+                .patch(
+                    &n,
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+                )
+                .await;
+            let _ = api.delete(&n, &Default::default()).await;
+        }
+    }
+    let events: Api<DynamicObject> =
+        Api::namespaced_with(k.client.clone(), "default", &ar("v1", "Event"));
+    let _ = events
+        .delete_collection(&Default::default(), &Default::default())
+        .await;
+}
+
+/// Record an Event as `component` (on `host`) would: `count` occurrences between
+/// `first` and `last` seconds before capture.
+#[allow(clippy::too_many_arguments)]
+pub async fn event(
+    c: &Ctx,
+    about: &Value,
+    (component, host): (&str, Option<&str>),
+    type_: &str,
+    reason: &str,
+    message: &str,
+    count: i64,
+    (first, last): (i64, i64),
+) {
+    let kind = about["kind"].as_str().unwrap_or("Pod");
+    let n = name(about);
+    let ns = about["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_owned();
+    let mut involved = json!({"apiVersion": about["apiVersion"], "kind": kind, "name": n,
+        "uid": about["metadata"]["uid"], "resourceVersion": about["metadata"]["resourceVersion"]});
+    if about["metadata"]["namespace"].is_string() {
+        involved["namespace"] = json!(ns);
+    } else {
+        // A kubelet names its node by name, also as the uid.
+        involved["uid"] = json!(n);
+    }
+    let mut source = json!({"component": component});
+    if let Some(h) = host {
+        source["host"] = json!(h);
+    }
+    let e = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{n}.{}", hex(16)), "namespace": ns},
+        "involvedObject": involved,
+        "reason": reason, "message": message, "type": type_, "count": count,
+        "firstTimestamp": c.t(first), "lastTimestamp": c.t(last),
+        "source": source, "reportingComponent": "", "reportingInstance": ""
+    });
+    let api: Api<DynamicObject> = Api::namespaced_with(c.k.client.clone(), &ns, &ar("v1", "Event"));
+    api.create(&PostParams::default(), &serde_json::from_value(e).unwrap())
+        .await
+        .unwrap_or_else(|err| panic!("event {reason}: {err}"));
+}
+
+/// A kubelet's event about a pod on its node.
+#[allow(clippy::too_many_arguments)]
+pub async fn kubelet_event(
+    c: &Ctx,
+    pod: &Value,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    count: i64,
+    span: (i64, i64),
+) {
+    let host = pod["spec"]["nodeName"].as_str().map(str::to_owned);
+    event(
+        c,
+        pod,
+        ("kubelet", host.as_deref()),
+        type_,
+        reason,
+        message,
+        count,
+        span,
+    )
+    .await;
+}
+
+/// The node object, for events about it.
+pub async fn node_obj(k: &Kube, node: &str) -> Value {
+    k.get("v1", "Node", node).await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pod statuses as a kubelet reports them.
+
+fn container_id() -> String {
+    format!("containerd://{}", hex(64))
+}
+
+fn image_id(image: &str) -> String {
+    let repo = image.split(':').next().unwrap_or(image);
+    let repo = if repo.contains('/') && repo.split('/').next().unwrap_or("").contains('.') {
+        repo.to_owned()
+    } else if repo.contains('/') {
+        format!("docker.io/{repo}")
+    } else {
+        format!("docker.io/library/{repo}")
+    };
+    format!("{repo}@sha256:{}", hex(64))
+}
+
+/// A running container, started `started` seconds before capture.
+pub fn c_running(
+    c: &Ctx,
+    (name, image): (&str, &str),
+    started: i64,
+    ready: bool,
+    restarts: i64,
+    last: Value,
+) -> Value {
+    json!({"name": name, "image": image, "imageID": image_id(image), "containerID": container_id(),
+        "ready": ready, "started": true, "restartCount": restarts,
+        "state": {"running": {"startedAt": c.t(started)}}, "lastState": last})
+}
+
+/// A waiting container (`reason`, `message`).
+pub fn c_waiting(
+    (name, image): (&str, &str),
+    (reason, message): (&str, &str),
+    restarts: i64,
+    last: Value,
+) -> Value {
+    let mut waiting = json!({"reason": reason});
+    if !message.is_empty() {
+        waiting["message"] = json!(message);
+    }
+    let mut s = json!({"name": name, "image": image, "imageID": "", "ready": false, "started": false,
+        "restartCount": restarts, "state": {"waiting": waiting}, "lastState": last});
+    if restarts > 0 || !last.as_object().is_none_or(|o| o.is_empty()) {
+        s["imageID"] = json!(image_id(image));
+        s["containerID"] = json!(container_id());
+    }
+    s
+}
+
+/// A `lastState`/`state` of a terminated container: ran from `started` to `finished` seconds
+/// before capture.
+pub fn terminated(c: &Ctx, code: i64, reason: &str, (started, finished): (i64, i64)) -> Value {
+    json!({"terminated": {"exitCode": code, "reason": reason, "startedAt": c.t(started),
+        "finishedAt": c.t(finished), "containerID": container_id()}})
+}
+
+/// The status of a pod whose containers are `containers`, scheduled and started `start`
+/// seconds before capture. `ip` empty: no sandbox yet.
+pub fn pod_status(c: &Ctx, phase: &str, start: i64, ip: &str, containers: Vec<Value>) -> Value {
+    let unready: Vec<String> = containers
+        .iter()
+        .filter(|s| s["ready"] != true)
+        .map(|s| s["name"].as_str().unwrap_or("").to_owned())
+        .collect();
+    let ready = unready.is_empty();
+    let since = containers
+        .iter()
+        .filter_map(|s| s["state"]["running"]["startedAt"].as_str())
+        .max()
+        .map(str::to_owned)
+        .unwrap_or_else(|| c.t(start));
+    let mut conditions = vec![
+        json!({"type": "Initialized", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(start)}),
+    ];
+    for t in ["Ready", "ContainersReady"] {
+        if ready {
+            conditions.push(json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": since}));
+        } else {
+            conditions.push(json!({"type": t, "status": "False", "lastProbeTime": null, "lastTransitionTime": c.t(start.min(600)),
+                "reason": "ContainersNotReady", "message": format!("containers with unready status: [{}]", unready.join(" "))}));
+        }
+    }
+    conditions.push(json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(start + 1)}));
+    let mut s = json!({"phase": phase, "conditions": conditions, "hostIP": "127.0.0.1",
+        "startTime": c.t(start), "containerStatuses": containers, "qosClass": "Burstable"});
+    if !ip.is_empty() {
+        s["podIP"] = json!(ip);
+        s["podIPs"] = json!([{"ip": ip}]);
+    }
+    s
+}
+
+fn containers_of(pod: &Value) -> Vec<(String, String)> {
+    pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|ct| {
+            (
+                ct["name"].as_str().unwrap_or("").to_owned(),
+                ct["image"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn k_for(c: &Ctx, pod: &Value) -> Kube {
+    c.ns(pod["metadata"]["namespace"].as_str().unwrap_or(&c.k.ns))
+}
+
+/// Schedule `pod` on `node` (unless it already is) and report `status`.
+pub async fn report(c: &Ctx, pod: &Value, node: &str, status: Value) -> Value {
+    let k = k_for(c, pod);
+    if !pod["spec"]["nodeName"].is_string() {
+        k.bind(&name(pod), node).await;
+    }
+    k.patch_status("v1", "Pod", &name(pod), status).await
+}
+
+/// Play the kubelet of a healthy pod: every container running and ready since `start`.
+pub async fn run(c: &Ctx, pod: &Value, node: &str, ip: &str, start: i64) -> Value {
+    let containers = containers_of(pod)
+        .iter()
+        .map(|(n, i)| c_running(c, (n, i), start - 4, true, 0, json!({})))
+        .collect();
+    report(
+        c,
+        pod,
+        node,
+        pod_status(c, "Running", start, ip, containers),
+    )
+    .await
+}
+
+/// Play the kubelet of a pod whose container `crashing` is in CrashLoopBackOff after
+/// `restarts` restarts, its last run ended with `exit` (`reason`) `last` seconds before
+/// capture; its other containers run.
+#[allow(clippy::too_many_arguments)]
+pub async fn crash_loop(
+    c: &Ctx,
+    pod: &Value,
+    node: &str,
+    ip: &str,
+    start: i64,
+    crashing: &str,
+    (exit, reason, restarts): (i64, &str, i64),
+    last: i64,
+) -> Value {
+    let uid = pod["metadata"]["uid"].as_str().unwrap_or("").to_owned();
+    let containers = containers_of(pod)
+        .iter()
+        .map(|(n, i)| {
+            if n == crashing {
+                c_waiting(
+                    (n, i),
+                    (
+                        "CrashLoopBackOff",
+                        &format!(
+                            "back-off 5m0s restarting failed container={n} pod={}_{}({uid})",
+                            name(pod),
+                            pod["metadata"]["namespace"].as_str().unwrap_or("")
+                        ),
+                    ),
+                    restarts,
+                    terminated(c, exit, reason, (last + 20, last)),
+                )
+            } else {
+                c_running(c, (n, i), start - 4, true, 0, json!({}))
+            }
+        })
+        .collect();
+    report(
+        c,
+        pod,
+        node,
+        pod_status(c, "Running", start, ip, containers),
+    )
+    .await
+}
+
+/// The BackOff event of a crash-looping container, as the kubelet repeats it.
+pub async fn backoff_event(c: &Ctx, pod: &Value, count: i64, first: i64) {
+    kubelet_event(
+        c,
+        pod,
+        "Warning",
+        "BackOff",
+        "Back-off restarting failed container",
+        count,
+        (first, 25),
+    )
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workloads.
+
+/// A container with requests, a memory limit and (if `port`) one named TCP port.
+pub fn container(name: &str, image: &str, port: Option<i64>) -> Value {
+    let mut ct = json!({"name": name, "image": image, "imagePullPolicy": "IfNotPresent",
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"});
+    if let Some(p) = port {
+        ct["ports"] = json!([{"name": "http", "containerPort": p, "protocol": "TCP"}]);
+    }
+    ct
+}
+
+/// A Deployment/StatefulSet/DaemonSet `name` (label `app: name`) running `containers`; `pod`
+/// is merged into the pod spec.
+pub fn workload(kind: &str, name: &str, replicas: i64, containers: Value, pod: Value) -> Value {
+    let mut pod_spec = json!({"containers": containers});
+    if let (Value::Object(p), Value::Object(extra)) = (&mut pod_spec, pod) {
+        p.extend(extra);
+    }
+    let mut spec = json!({"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}});
+    if kind == "StatefulSet" {
+        spec["serviceName"] = json!(name);
+    }
+    json!({"apiVersion": "apps/v1", "kind": kind,
+        "metadata": {"name": name, "labels": {"app": name},
+            "annotations": {"meta.helm.sh/release-name": name, "meta.helm.sh/release-namespace": ""}},
+        "spec": spec})
+}
+
+/// A ClusterIP Service for `app` on `port` → `target`.
+pub fn service(name: &str, app: &str, port: i64, target: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": {"app": app}},
+        "spec": {"type": "ClusterIP", "selector": {"app": app},
+                 "ports": [{"name": "http", "port": port, "targetPort": target, "protocol": "TCP"}]}})
+}
+
+/// The ReplicaSet of `deploy` at `revision`, once the controller made it.
+pub async fn replicaset(k: &Kube, deploy: &str, revision: &str) -> Value {
+    k.wait(&format!("revision {revision} of {deploy}"), 60, || async {
+        let list = k
+            .api("apps/v1", "ReplicaSet")
+            .list(&kube::api::ListParams::default().labels(&format!("app={deploy}")))
+            .await
+            .ok()?;
+        list.items
+            .into_iter()
+            .map(|r| serde_json::to_value(r).unwrap())
+            .find(|r| r["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == revision)
+    })
+    .await
+}
+
+/// The pods of `deploy`'s revision `revision`, once there are `n`.
+pub async fn revision_pods(k: &Kube, deploy: &str, revision: &str, n: usize) -> Vec<Value> {
+    let rs = replicaset(k, deploy, revision).await;
+    let hash = rs["metadata"]["labels"]["pod-template-hash"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    k.pods(&format!("app={deploy},pod-template-hash={hash}"), n)
+        .await
+}
+
+/// Wait until `deploy` reports `n` available replicas.
+pub async fn available(k: &Kube, deploy: &str, n: i64) {
+    k.wait(&format!("{deploy} available"), 60, || async {
+        let d = k.get("apps/v1", "Deployment", deploy).await;
+        (d["status"]["availableReplicas"].as_i64() == Some(n)).then_some(())
+    })
+    .await;
+}
+
+/// The StatefulSet pod `name` once the controller has created it.
+pub async fn sts_pod(k: &Kube, pod: &str) -> Value {
+    k.wait(&format!("pod {pod}"), 60, || async {
+        let p = k.api("v1", "Pod").get(pod).await.ok()?;
+        Some(serde_json::to_value(p).unwrap())
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Alerts as Alertmanager sends them.
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// kube-state-metrics' scrape labels as kube-prometheus-stack's ServiceMonitor sets them.
+pub fn ksm() -> Vec<(&'static str, String)> {
+    vec![
+        ("job", "kube-state-metrics".into()),
+        ("instance", "10.244.0.17:8080".into()),
+        ("service", "kube-prometheus-stack-kube-state-metrics".into()),
+        ("endpoint", "http".into()),
+    ]
+}
+
+/// One firing alert in an Alertmanager webhook body. `starts` seconds before capture.
+pub fn am(
+    c: &Ctx,
+    alertname: &str,
+    severity: &str,
+    labels: Vec<(&str, String)>,
+    annotations: &[(&str, String)],
+    expr: &str,
+    starts: i64,
+) -> Value {
+    let mut l = serde_json::Map::new();
+    l.insert("alertname".into(), json!(alertname));
+    for (k, v) in labels {
+        l.insert(k.into(), json!(v));
+    }
+    l.insert("severity".into(), json!(severity));
+    let mut a = serde_json::Map::new();
+    for (k, v) in annotations {
+        a.insert((*k).into(), json!(v));
+    }
+    if !a.contains_key("runbook_url")
+        && (alertname.starts_with("Kube") || alertname == "CPUThrottlingHigh")
+    {
+        a.insert(
+            "runbook_url".into(),
+            json!(format!(
+                "https://runbooks.prometheus-operator.dev/runbooks/kubernetes/{}",
+                alertname.to_lowercase()
+            )),
+        );
+    }
+    let group_labels = json!({"alertname": alertname, "namespace": l.get("namespace").cloned().unwrap_or(json!(""))});
+    json!({
+        "receiver": "kubemedic", "status": "firing",
+        "alerts": [{
+            "status": "firing", "labels": l, "annotations": a,
+            "startsAt": c.at(starts).to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "endsAt": "0001-01-01T00:00:00Z",
+            "generatorURL": format!("http://prometheus-kube-prometheus-prometheus.monitoring:9090/graph?g0.expr={}&g0.tab=1", encode(expr)),
+            "fingerprint": hex(16),
+        }],
+        "groupLabels": group_labels, "commonLabels": l, "commonAnnotations": a,
+        "externalURL": "http://alertmanager-kube-prometheus-alertmanager.monitoring:9093",
+        "version": "4", "groupKey": format!("{{}}/{{severity=~\"critical|warning|info\"}}:{{alertname=\"{alertname}\"}}"),
+        "truncatedAlerts": 0
+    })
+}
+
+/// KubePodCrashLooping as kube-prometheus-stack sends it (the rule keeps every label).
+pub fn crashloop_alert(c: &Ctx, pod: &Value, container: &str, starts: i64) -> Value {
+    let ns = pod["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let mut labels = vec![
+        ("container", container.to_owned()),
+        ("namespace", ns.clone()),
+        ("pod", name(pod)),
+        ("reason", "CrashLoopBackOff".to_owned()),
+        (
+            "uid",
+            pod["metadata"]["uid"].as_str().unwrap_or("").to_owned(),
+        ),
+    ];
+    labels.extend(ksm());
+    am(
+        c,
+        "KubePodCrashLooping",
+        "warning",
+        labels,
+        &[
+            (
+                "description",
+                format!(
+                    "Pod {ns}/{} ({container}) is in waiting state (reason: \"CrashLoopBackOff\").",
+                    name(pod)
+                ),
+            ),
+            ("summary", "Pod is crash looping.".into()),
+        ],
+        "max_over_time(kube_pod_container_status_waiting_reason{job=\"kube-state-metrics\",namespace=~\".*\",reason=\"CrashLoopBackOff\"}[5m]) >= 1",
+        starts,
+    )
+}
+
+/// KubePodNotReady (the rule aggregates by namespace and pod).
+pub fn not_ready_alert(c: &Ctx, pod: &Value, starts: i64) -> Value {
+    let ns = pod["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    am(
+        c,
+        "KubePodNotReady",
+        "warning",
+        vec![("namespace", ns.clone()), ("pod", name(pod))],
+        &[
+            (
+                "description",
+                format!(
+                    "Pod {ns}/{} has been in a non-ready state for longer than 15 minutes.",
+                    name(pod)
+                ),
+            ),
+            (
+                "summary",
+                "Pod has been in a non-ready state for more than 15 minutes.".into(),
+            ),
+        ],
+        "sum by (namespace, pod, cluster) (max by (namespace, pod, cluster) (kube_pod_status_phase{job=\"kube-state-metrics\",namespace=~\".*\",phase=~\"Pending|Unknown|Failed\"}) * on (namespace, pod, cluster) group_left (owner_kind) topk by (namespace, pod, cluster) (1, max by (namespace, pod, owner_kind, cluster) (kube_pod_owner{owner_kind!=\"Job\"}))) > 0",
+        starts,
+    )
+}
+
+/// KubeDeploymentReplicasMismatch / KubeStatefulSetReplicasMismatch.
+pub fn replicas_mismatch_alert(c: &Ctx, kind: &str, workload: &str, starts: i64) -> Value {
+    let ns = c.k.ns.clone();
+    let (alertname, label, expr) = if kind == "StatefulSet" {
+        (
+            "KubeStatefulSetReplicasMismatch",
+            "statefulset",
+            "(kube_statefulset_status_replicas_ready{job=\"kube-state-metrics\",namespace=~\".*\"} != kube_statefulset_status_replicas{job=\"kube-state-metrics\",namespace=~\".*\"}) and (changes(kube_statefulset_status_replicas_updated{job=\"kube-state-metrics\",namespace=~\".*\"}[10m]) == 0)",
+        )
+    } else {
+        (
+            "KubeDeploymentReplicasMismatch",
+            "deployment",
+            "(kube_deployment_spec_replicas{job=\"kube-state-metrics\",namespace=~\".*\"} > kube_deployment_status_replicas_available{job=\"kube-state-metrics\",namespace=~\".*\"}) and (changes(kube_deployment_status_replicas_updated{job=\"kube-state-metrics\",namespace=~\".*\"}[10m]) == 0)",
+        )
+    };
+    let mut labels = vec![(label, workload.to_owned()), ("namespace", ns.clone())];
+    labels.extend(ksm());
+    am(
+        c,
+        alertname,
+        "warning",
+        labels,
+        &[
+            (
+                "description",
+                format!(
+                    "{kind} {ns}/{workload} has not matched the expected number of replicas for longer than 15 minutes."
+                ),
+            ),
+            (
+                "summary",
+                format!("{kind} has not matched the expected number of replicas."),
+            ),
+        ],
+        expr,
+        starts,
+    )
+}
+
+/// KubeNodePressure (kubernetes-mixin) for `condition` on `node`.
+pub fn node_pressure_alert(c: &Ctx, node: &str, condition: &str, starts: i64) -> Value {
+    let mut labels = vec![
+        ("node", node.to_owned()),
+        ("condition", condition.to_owned()),
+        ("status", "true".to_owned()),
+        ("namespace", "monitoring".to_owned()),
+    ];
+    labels.extend(ksm());
+    am(
+        c,
+        "KubeNodePressure",
+        "info",
+        labels,
+        &[
+            (
+                "description",
+                format!(
+                    "{node} has active Condition {condition}. This is caused by resource usage exceeding eviction thresholds."
+                ),
+            ),
+            ("summary", "Node has as active Condition.".into()),
+        ],
+        "kube_node_status_condition{condition=~\"(MemoryPressure|DiskPressure|PIDPressure)\",job=\"kube-state-metrics\",status=\"true\"} == 1 and on (cluster, node) kube_node_spec_unschedulable{job=\"kube-state-metrics\"} == 0",
+        starts,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The incidents. Each expected outcome is in tests/unseen/<name>/expected.json, written first.
+
+type Fut<'a> = Pin<Box<dyn Future<Output = Staged> + Send + 'a>>;
+
+fn staged(c: &Ctx, alert: Value) -> Staged {
+    Staged {
+        alert,
+        clock_offset: c.offset,
+    }
+}
+
+const COREFILE: &str = ".:53 {\n    errors\n    health {\n       lameduck 5s\n    }\n    ready\n    kubernetes cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n       fallthrough in-addr.arpa ip6.arpa\n       ttl 30\n    }\n    prometheus :9153\n    forward . /etc/resolv.conf {\n       max_concurrent 1000\n    }\n    cache 30\n    loop\n    reload\n    loadbalance\n}\n";
+
+/// CoreDNS crash-loops on its loop plugin (the nodes' resolv.conf now points at a local stub
+/// resolver); an app crashes because every lookup to the cluster DNS Service is refused.
+fn coredns_loop_crash(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let sys = c.ns("kube-system");
+        sys.apply(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "coredns"},
+            "data": {"Corefile": COREFILE}}),
+        )
+        .await;
+        let dns_svc = sys
+            .apply(json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "kube-dns", "labels": {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"},
+                    "annotations": {"prometheus.io/port": "9153", "prometheus.io/scrape": "true"}},
+                "spec": {"clusterIP": "10.0.0.10", "selector": {"k8s-app": "kube-dns"},
+                    "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}, {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+                              {"name": "metrics", "port": 9153, "protocol": "TCP"}]}}))
+            .await;
+        let dns_ip = dns_svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
+        let coredns_image = "k8s.gcr.io/coredns:1.7.0";
+        sys.apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "coredns", "labels": {"k8s-app": "kube-dns"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+                "template": {"metadata": {"labels": {"k8s-app": "kube-dns"}},
+                    "spec": {"priorityClassName": "system-cluster-critical", "dnsPolicy": "Default",
+                        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, {"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}],
+                        "nodeSelector": {"kubernetes.io/os": "linux"},
+                        "volumes": [{"name": "config-volume", "configMap": {"name": "coredns", "items": [{"key": "Corefile", "path": "Corefile"}]}}],
+                        "containers": [{"name": "coredns", "image": coredns_image, "imagePullPolicy": "IfNotPresent",
+                            "args": ["-conf", "/etc/coredns/Corefile"],
+                            "resources": {"limits": {"memory": "170Mi"}, "requests": {"cpu": "100m", "memory": "70Mi"}},
+                            "volumeMounts": [{"name": "config-volume", "mountPath": "/etc/coredns", "readOnly": true}],
+                            "ports": [{"containerPort": 53, "name": "dns", "protocol": "UDP"}, {"containerPort": 53, "name": "dns-tcp", "protocol": "TCP"},
+                                      {"containerPort": 9153, "name": "metrics", "protocol": "TCP"}],
+                            "livenessProbe": {"httpGet": {"path": "/health", "port": 8080, "scheme": "HTTP"}, "initialDelaySeconds": 60, "timeoutSeconds": 5, "failureThreshold": 5},
+                            "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181, "scheme": "HTTP"}}}]}}}}))
+            .await;
+        let dns_pods = sys.pods("k8s-app=kube-dns", 2).await;
+        for (i, p) in dns_pods.iter().enumerate() {
+            let p = crash_loop(
+                c,
+                p,
+                &nodes[i],
+                &c.ip(2 + i as u8),
+                2400,
+                "coredns",
+                (1, "Error", 11),
+                95,
+            )
+            .await;
+            backoff_event(c, &p, 52, 1750).await;
+            kubelet_event(
+                c,
+                &p,
+                "Normal",
+                "Pulled",
+                &format!("Container image \"{coredns_image}\" already present on machine"),
+                12,
+                (2390, 115),
+            )
+            .await;
+            let text = format!(
+                ".:53\n[INFO] plugin/reload: Running configuration MD5 = db32ca3650231d74073ff4cf814959a7\nCoreDNS-1.7.0\nlinux/amd64, go1.14.4, f59c03d\n[FATAL] plugin/loop: Loop (127.0.0.1:{} -> :53) detected for zone \".\", see https://coredns.io/plugins/loop#troubleshooting. Query: \"HINFO {} {}.\"\n",
+                49_000 + i * 1237,
+                4_547_991_504_243_258_144u64 + i as u64,
+                3_688_648_895_315_093_531u64
+            );
+            c.raw_logs(&p, "coredns", true, text);
+        }
+        // The app.
+        let app = "notification-worker";
+        let image = "shop/notification-worker:2.7.1";
+        c.k.apply(workload(
+            "Deployment",
+            app,
+            2,
+            json!([container(app, image, Some(8080))]),
+            json!({}),
+        ))
+        .await;
+        let pods = c.k.pods(&format!("app={app}"), 2).await;
+        let mut crashed = Vec::new();
+        for (i, p) in pods.iter().enumerate() {
+            let ip = c.ip(17 + i as u8);
+            let p = crash_loop(c, p, &nodes[i + 1], &ip, 2300, app, (1, "Error", 9), 70).await;
+            backoff_event(c, &p, 41, 1700).await;
+            let line = format!(
+                "{{\"level\":\"fatal\",\"ts\":\"{}\",\"caller\":\"smtp/relay.go:88\",\"msg\":\"cannot connect to SMTP relay\",\"error\":\"dial tcp: lookup smtp-relay.mail.svc.cluster.local on {dns_ip}:53: read udp {ip}:{}->{dns_ip}:53: read: connection refused\"}}",
+                c.lt(90),
+                41_862 + i * 311
+            );
+            c.raw_logs(
+                &p,
+                app,
+                true,
+                format!(
+                    "{{\"level\":\"info\",\"ts\":\"{}\",\"msg\":\"starting notification-worker\",\"version\":\"2.7.1\"}}\n{line}\n",
+                    c.lt(91)
+                ),
+            );
+            crashed.push(p);
+        }
+        staged(c, crashloop_alert(c, &crashed[0], app, 1500))
+    })
+}
+
+/// An init container waits for RabbitMQ, which crash-loops on its own.
+fn init_container_dependency_down(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let rmq_image = "rabbitmq:3.11.9-management";
+        k.apply(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "rabbitmq-erlang-cookie"},
+            "type": "Opaque", "stringData": {"cookie": "not-a-real-cookie"}}))
+            .await;
+        k.apply(service("rabbitmq", "rabbitmq", 5672, json!(5672)))
+            .await;
+        let mut sts = workload(
+            "StatefulSet",
+            "rabbitmq",
+            1,
+            json!([container("rabbitmq", rmq_image, Some(5672))]),
+            json!({"volumes": [{"name": "erlang-cookie", "secret": {"secretName": "rabbitmq-erlang-cookie", "defaultMode": 420,
+                "items": [{"key": "cookie", "path": ".erlang.cookie"}]}}]}),
+        );
+        sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "erlang-cookie", "mountPath": "/var/lib/rabbitmq/.erlang.cookie", "subPath": ".erlang.cookie"}]);
+        k.apply(sts).await;
+        let rmq = sts_pod(k, "rabbitmq-0").await;
+        let rmq = crash_loop(
+            c,
+            &rmq,
+            &nodes[0],
+            &c.ip(20),
+            2500,
+            "rabbitmq",
+            (1, "Error", 10),
+            110,
+        )
+        .await;
+        backoff_event(c, &rmq, 44, 2100).await;
+        c.raw_logs(
+            &rmq,
+            "rabbitmq",
+            true,
+            format!(
+                "{} [notice] <0.44.0> Application syslog exited with reason: stopped\nCookie file /var/lib/rabbitmq/.erlang.cookie must be accessible by owner only\n",
+                c.at(130).format("%Y-%m-%d %H:%M:%S%.6f+00:00")
+            ),
+        );
+        // The worker and its init container.
+        let app = "invoice-worker";
+        let image = "shop/invoice-worker:4.2.0";
+        let wait_image = "shop/wait-for:1.3";
+        k.apply(workload(
+            "Deployment",
+            app,
+            2,
+            json!([container(app, image, Some(8080))]),
+            json!({"initContainers": [{"name": "wait-for-rabbitmq", "image": wait_image,
+                "args": ["rabbitmq:5672", "--timeout=60s"],
+                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}}]}),
+        ))
+        .await;
+        let pods = k.pods(&format!("app={app}"), 2).await;
+        let mut out = Vec::new();
+        for (i, p) in pods.iter().enumerate() {
+            let uid = p["metadata"]["uid"].as_str().unwrap_or("").to_owned();
+            let status = json!({"phase": "Pending", "hostIP": "127.0.0.1", "podIP": c.ip(30 + i as u8),
+                "podIPs": [{"ip": c.ip(30 + i as u8)}], "startTime": c.t(2000), "qosClass": "Burstable",
+                "conditions": [
+                    {"type": "Initialized", "status": "False", "reason": "ContainersNotInitialized", "message": "containers with incomplete status: [wait-for-rabbitmq]", "lastProbeTime": null, "lastTransitionTime": c.t(2000)},
+                    {"type": "Ready", "status": "False", "reason": "ContainersNotReady", "message": format!("containers with unready status: [{app}]"), "lastProbeTime": null, "lastTransitionTime": c.t(2000)},
+                    {"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady", "message": format!("containers with unready status: [{app}]"), "lastProbeTime": null, "lastTransitionTime": c.t(2000)},
+                    {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(2001)}],
+                "initContainerStatuses": [c_waiting(("wait-for-rabbitmq", wait_image),
+                    ("CrashLoopBackOff", &format!("back-off 5m0s restarting failed container=wait-for-rabbitmq pod={}_{}({uid})", name(p), k.ns)),
+                    8, terminated(c, 1, "Error", (170, 108)))],
+                "containerStatuses": [c_waiting((app, image), ("PodInitializing", ""), 0, json!({}))]});
+            let p = report(c, p, &nodes[1 + i], status).await;
+            backoff_event(c, &p, 31, 1900).await;
+            c.logs_of(
+                &p,
+                "wait-for-rabbitmq",
+                true,
+                &[
+                    (170, "waiting for rabbitmq:5672 (timeout 60s)"),
+                    (
+                        108,
+                        "timeout: rabbitmq:5672 not reachable after 60s: dial tcp rabbitmq:5672: connect: connection refused",
+                    ),
+                ],
+            );
+            out.push(p);
+        }
+        staged(c, not_ready_alert(c, &out[0], 900))
+    })
+}
+
+/// An egress NetworkPolicy applied to orders-api leaves out its inventory backend.
+fn networkpolicy_egress_blocks_backend(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let inv_svc = k
+            .apply(service("inventory", "inventory", 8080, json!("http")))
+            .await;
+        let inv_ip = inv_svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
+        k.apply(workload(
+            "Deployment",
+            "inventory",
+            2,
+            json!([container("inventory", "shop/inventory:3.9.4", Some(8080))]),
+            json!({}),
+        ))
+        .await;
+        for (i, p) in k.pods("app=inventory", 2).await.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 1800).await;
+        }
+        let app = "orders-api";
+        let mut ct = container(app, "shop/orders-api:5.12.0", Some(8080));
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3});
+        ct["env"] = json!([{"name": "INVENTORY_URL", "value": "http://inventory.orders.svc.cluster.local:8080"},
+                           {"name": "DATABASE_HOST", "value": "orders-db.orders.svc.cluster.local"}]);
+        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
+            .await;
+        let pods = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in pods.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(20 + i as u8), 1790).await;
+        }
+        available(k, app, 3).await;
+        // Twenty seconds later someone tightens orders-api's egress.
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        k.apply(json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "orders-api-egress", "labels": {"app": app},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"NetworkPolicy\",\"metadata\":{\"name\":\"orders-api-egress\",\"namespace\":\"orders\"}}"}},
+            "spec": {"podSelector": {"matchLabels": {"app": app}}, "policyTypes": ["Egress"],
+                "egress": [
+                    {"to": [{"namespaceSelector": {"matchLabels": {"name": "kube-system"}}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                     "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+                    {"to": [{"podSelector": {"matchLabels": {"app": "orders-db"}}}], "ports": [{"protocol": "TCP", "port": 5432}]}]}}))
+            .await;
+        let mut out = Vec::new();
+        for (i, p) in pods.iter().enumerate() {
+            let ip = c.ip(20 + i as u8);
+            let mut st = pod_status(
+                c,
+                "Running",
+                1790,
+                &ip,
+                vec![c_running(
+                    c,
+                    (app, "shop/orders-api:5.12.0"),
+                    1786,
+                    false,
+                    0,
+                    json!({}),
+                )],
+            );
+            st["conditions"][1]["lastTransitionTime"] = json!(c.t(1740));
+            st["conditions"][2]["lastTransitionTime"] = json!(c.t(1740));
+            let p = k.patch_status("v1", "Pod", &name(p), st).await;
+            kubelet_event(
+                c,
+                &p,
+                "Warning",
+                "Unhealthy",
+                "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                172,
+                (1755, 8),
+            )
+            .await;
+            let err = format!(
+                "inventory check failed: Get \"http://inventory.orders.svc.cluster.local:8080/v1/stock?sku=A-1042\": dial tcp {inv_ip}:8080: i/o timeout"
+            );
+            c.logs_of(
+                &p,
+                app,
+                false,
+                &[
+                    (1785, "INFO  listening on :8080"),
+                    (1760, "INFO  GET /ready 200 (3ms)"),
+                    (1752, &format!("ERROR {err}")),
+                    (1750, "WARN  GET /ready 503 (inventory unreachable)"),
+                    (40, &format!("ERROR {err}")),
+                    (30, "WARN  GET /ready 503 (inventory unreachable)"),
+                    (12, &format!("ERROR {err}")),
+                ],
+            );
+            out.push(p);
+        }
+        staged(c, replicas_mismatch_alert(c, "Deployment", app, 840))
+    })
+}
+
+/// A liveness probe tuned for a small index kills search-api while it loads a grown one.
+fn liveness_probe_kills_slow_app(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let app = "search-api";
+        let image = "shop/search-api:7.4.2";
+        let mut ct = container(app, image, Some(8080));
+        ct["resources"] =
+            json!({"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}});
+        ct["livenessProbe"] = json!({"httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
+            "initialDelaySeconds": 20, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3});
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": 8080, "scheme": "HTTP"},
+            "initialDelaySeconds": 10, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3});
+        ct["env"] = json!([{"name": "JAVA_TOOL_OPTIONS", "value": "-XX:MaxRAMPercentage=75"}]);
+        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
+            .await;
+        let pods = k.pods(&format!("app={app}"), 3).await;
+        let mut out = Vec::new();
+        for (i, p) in pods.iter().enumerate() {
+            let ip = c.ip(11 + i as u8);
+            let restarts = 7 - (i as i64 % 2);
+            let last = terminated(c, 137, "Error", (250, 190));
+            let p = if i == 1 {
+                // Between two kills: running again, not ready yet, loading its shards.
+                let st = pod_status(
+                    c,
+                    "Running",
+                    2600,
+                    &ip,
+                    vec![c_running(c, (app, image), 25, false, restarts, last)],
+                );
+                report(c, p, &nodes[i], st).await
+            } else {
+                crash_loop(
+                    c,
+                    p,
+                    &nodes[i],
+                    &ip,
+                    2600,
+                    app,
+                    (137, "Error", restarts),
+                    60,
+                )
+                .await
+            };
+            kubelet_event(c, &p, "Warning", "Unhealthy",
+                &format!("Liveness probe failed: Get \"http://{ip}:8080/healthz\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"),
+                3 * restarts, (2540, 70)).await;
+            kubelet_event(
+                c,
+                &p,
+                "Normal",
+                "Killing",
+                &format!("Container {app} failed liveness probe, will be restarted"),
+                restarts,
+                (2520, 65),
+            )
+            .await;
+            kubelet_event(
+                c,
+                &p,
+                "Warning",
+                "Unhealthy",
+                "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                5 * restarts,
+                (2580, 12),
+            )
+            .await;
+            if i != 1 {
+                backoff_event(c, &p, 9, 1500).await;
+            }
+            let boot: Vec<(i64, String)> = vec![
+                (260, "INFO  [main] c.s.SearchApplication : Starting SearchApplication v7.4.2 using Java 17.0.9 with PID 1".into()),
+                (252, "INFO  [main] c.s.index.IndexManager : Opening index /data/index (32 shards, 68.4 GB)".into()),
+                (247, "INFO  [main] c.s.index.IndexManager : Loading shard 1/32 (2.1 GB)".into()),
+                (238, "INFO  [main] o.s.b.w.e.tomcat.TomcatWebServer : Tomcat started on port(s): 8080 (http)".into()),
+                (225, "INFO  [main] c.s.index.IndexManager : Loading shard 4/32 (2.2 GB)".into()),
+                (205, "INFO  [main] c.s.index.IndexManager : Loading shard 7/32 (2.1 GB)".into()),
+                (192, "INFO  [main] c.s.index.IndexManager : Loading shard 9/32 (2.0 GB)".into()),
+            ];
+            let lines: Vec<(i64, &str)> = boot.iter().map(|(t, l)| (*t, l.as_str())).collect();
+            c.logs_of(&p, app, true, &lines);
+            if i == 1 {
+                c.logs_of(&p, app, false, &[
+                    (24, "INFO  [main] c.s.SearchApplication : Starting SearchApplication v7.4.2 using Java 17.0.9 with PID 1"),
+                    (16, "INFO  [main] c.s.index.IndexManager : Opening index /data/index (32 shards, 68.4 GB)"),
+                    (11, "INFO  [main] c.s.index.IndexManager : Loading shard 1/32 (2.1 GB)"),
+                ]);
+            }
+            out.push(p);
+        }
+        staged(c, crashloop_alert(c, &out[0], app, 1200))
+    })
+}
+
+/// The catalog Service forwards to 8080; catalog listens on 8000. web cannot warm up.
+fn service_targetport_mismatch(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let svc = k
+            .apply(service("catalog", "catalog", 80, json!(8080)))
+            .await;
+        let svc_ip = svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
+        let mut ct = container("catalog", "shop/catalog:6.1.0", Some(8000));
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10});
+        k.apply(workload("Deployment", "catalog", 2, json!([ct]), json!({})))
+            .await;
+        for (i, p) in k.pods("app=catalog", 2).await.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 2400).await;
+        }
+        k.wait("catalog endpoints", 30, || async {
+            let e = k.get("v1", "Endpoints", "catalog").await;
+            (e["subsets"][0]["addresses"].as_array().map(Vec::len) == Some(2)).then_some(())
+        })
+        .await;
+        let app = "web";
+        let image = "shop/web:12.3.1";
+        let mut ct = container(app, image, Some(3000));
+        ct["env"] = json!([{"name": "CATALOG_URL", "value": "http://catalog"}]);
+        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
+            .await;
+        let mut out = Vec::new();
+        for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
+            let ip = c.ip(20 + i as u8);
+            let p = crash_loop(c, p, &nodes[i], &ip, 1500, app, (1, "Error", 6), 80).await;
+            backoff_event(c, &p, 27, 1380).await;
+            c.logs_of(
+                &p,
+                app,
+                true,
+                &[
+                    (103, "info: web 12.3.1 starting (node v20.9.0)"),
+                    (102, "info: warming product cache from http://catalog"),
+                    (
+                        101,
+                        &format!(
+                            "error: GET http://catalog/v1/products?page=1 failed: connect ECONNREFUSED {svc_ip}:80"
+                        ),
+                    ),
+                    (
+                        100,
+                        &format!(
+                            "fatal: product cache warmup failed after 3 attempts: connect ECONNREFUSED {svc_ip}:80"
+                        ),
+                    ),
+                ],
+            );
+            out.push(p);
+        }
+        staged(c, crashloop_alert(c, &out[0], app, 600))
+    })
+}
+
+/// A standard default StorageClass and gp3, as an EKS cluster with the EBS CSI driver has.
+async fn storage_classes(k: &Kube) {
+    replace_cluster_object(k, json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Delete",
+        "allowVolumeExpansion": true, "parameters": {"type": "gp2"}}))
+        .await;
+    replace_cluster_object(k, json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "gp3"},
+        "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Delete",
+        "allowVolumeExpansion": true, "parameters": {"type": "gp3", "fsType": "ext4"}}))
+        .await;
+}
+
+/// A claim asks for a StorageClass that does not exist.
+fn pvc_storageclass_missing(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        c.nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        storage_classes(k).await;
+        let claim = k
+            .apply(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "uploads-data", "labels": {"app": "uploader"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast-ssd",
+                     "resources": {"requests": {"storage": "50Gi"}}}}))
+            .await;
+        let mut ct = container("uploader", "shop/uploader:1.6.3", Some(8080));
+        ct["volumeMounts"] = json!([{"name": "data", "mountPath": "/var/lib/uploads"}]);
+        k.apply(workload(
+            "Deployment",
+            "uploader",
+            1,
+            json!([ct]),
+            json!({"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "uploads-data"}}]}),
+        ))
+        .await;
+        let pod = k.pods("app=uploader", 1).await.remove(0);
+        let msg = "0/3 nodes are available: 3 pod has unbound immediate PersistentVolumeClaims.";
+        let mut st = json!({"phase": "Pending", "qosClass": "Burstable", "conditions": [{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable", "message": msg, "lastProbeTime": null, "lastTransitionTime": c.t(1500)}]});
+        st["conditions"][0]["lastTransitionTime"] = json!(c.t(1500));
+        let pod = k.patch_status("v1", "Pod", &name(&pod), st).await;
+        event(
+            c,
+            &pod,
+            ("default-scheduler", None),
+            "Warning",
+            "FailedScheduling",
+            msg,
+            26,
+            (1500, 40),
+        )
+        .await;
+        // The persistentvolume-controller reports the missing class itself.
+        let _ = claim;
+        k.wait("the ProvisioningFailed event", 60, || async {
+            let list = k.api("v1", "Event").list(&Default::default()).await.ok()?;
+            list.items
+                .iter()
+                .any(|e| serde_json::to_value(e).unwrap()["reason"] == "ProvisioningFailed")
+                .then_some(())
+        })
+        .await;
+        staged(c, not_ready_alert(c, &pod, 600))
+    })
+}
+
+/// kafka-0's claim cannot be provisioned: the StorageClass's KMS key is pending deletion.
+fn statefulset_volume_provisioning_failed(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        storage_classes(k).await;
+        let key = "arn:aws:kms:eu-west-1:111122223333:key/8f1e2d3c-4b5a-4c6d-9e8f-0a1b2c3d4e5f";
+        replace_cluster_object(k, json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": "gp3-encrypted"},
+            "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Retain",
+            "allowVolumeExpansion": true, "parameters": {"type": "gp3", "encrypted": "true", "kmsKeyId": key}}))
+            .await;
+        let mut headless = service("kafka-headless", "kafka", 9092, json!("http"));
+        headless["spec"]["clusterIP"] = json!("None");
+        headless["spec"]["publishNotReadyAddresses"] = json!(true);
+        k.apply(headless).await;
+        k.apply(service("kafka", "kafka", 9092, json!("http")))
+            .await;
+        let mut ct = container("kafka", "bitnami/kafka:3.5.1-debian-11-r44", Some(9092));
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}});
+        ct["volumeMounts"] = json!([{"name": "data", "mountPath": "/bitnami/kafka"}]);
+        let mut sts = workload("StatefulSet", "kafka", 3, json!([ct]), json!({}));
+        sts["spec"]["serviceName"] = json!("kafka-headless");
+        sts["spec"]["podManagementPolicy"] = json!("OrderedReady");
+        sts["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3-encrypted", "resources": {"requests": {"storage": "100Gi"}}}}]);
+        k.apply(sts).await;
+        let pod = sts_pod(k, "kafka-0").await;
+        // The scheduler picked a node for the WaitForFirstConsumer claim...
+        k.wait("claim data-kafka-0", 30, || async {
+            k.api("v1", "PersistentVolumeClaim")
+                .get("data-kafka-0")
+                .await
+                .ok()
+        })
+        .await;
+        let claim = k
+            .patch(
+                "v1",
+                "PersistentVolumeClaim",
+                "data-kafka-0",
+                json!({"metadata": {"annotations": {"volume.kubernetes.io/selected-node": nodes[0]}}}),
+            )
+            .await;
+        // ... and the external provisioner cannot create the volume.
+        let provisioner = (
+            "ebs.csi.aws.com_ebs-csi-controller-6d8f9c7b5-xk2lp_3f0c9a1e-6b2d-4f7a-8c1e-5d9b0a2f4e61",
+            None,
+        );
+        let claim_uid = claim["metadata"]["uid"].as_str().unwrap_or("").to_owned();
+        event(
+            c,
+            &claim,
+            provisioner,
+            "Normal",
+            "Provisioning",
+            "External provisioner is provisioning volume for claim \"streaming/data-kafka-0\"",
+            14,
+            (1620, 45),
+        )
+        .await;
+        event(c, &claim, provisioner, "Warning", "ProvisioningFailed",
+            &format!("failed to provision volume with StorageClass \"gp3-encrypted\": rpc error: code = Internal desc = Could not create volume \"pvc-{claim_uid}\": could not create volume in EC2: operation error EC2: CreateVolume, https response error StatusCode: 400, RequestID: 6f3c2a91-0d4e-4b7a-9c51-2e8f7d6a3b10, api error InvalidKMSKey.InvalidState: {key} is pending deletion."),
+            14, (1610, 40)).await;
+        let msg = "running PreBind plugin \"VolumeBinding\": binding volumes: timed out waiting for the condition";
+        let pod = k
+            .patch_status("v1", "Pod", &name(&pod), json!({"phase": "Pending", "qosClass": "Burstable",
+                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": msg,
+                    "lastProbeTime": null, "lastTransitionTime": c.t(1020)}]}))
+            .await;
+        event(
+            c,
+            &pod,
+            ("default-scheduler", None),
+            "Warning",
+            "FailedScheduling",
+            msg,
+            3,
+            (1020, 30),
+        )
+        .await;
+        staged(c, replicas_mismatch_alert(c, "StatefulSet", "kafka", 600))
+    })
+}
+
+/// A PV bound to `claim` (ebs.csi.aws.com) in `zone`, and the claim.
+async fn bound_volume(c: &Ctx, claim: &str, app: &str, size: &str, zone: &str) -> String {
+    let k = &c.k;
+    let pv = format!("pvc-{}", uuid::Uuid::new_v4());
+    replace_cluster_object(k, json!({"apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": pv, "annotations": {"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"},
+            "finalizers": ["kubernetes.io/pv-protection", "external-attacher/ebs-csi-aws-com"]},
+        "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": "gp3", "volumeMode": "Filesystem",
+            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": k.ns, "name": claim},
+            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": format!("vol-0{}", hex(16)), "fsType": "ext4",
+                "volumeAttributes": {"storage.kubernetes.io/csiProvisionerIdentity": "1731912345678-8081-ebs.csi.aws.com"}},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "topology.ebs.csi.aws.com/zone", "operator": "In", "values": [zone]}]}]}}}}))
+        .await;
+    k.apply(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": claim, "labels": {"app": app},
+            "annotations": {"volume.beta.kubernetes.io/storage-provisioner": "ebs.csi.aws.com", "volume.kubernetes.io/selected-node": c.node_name(1)}},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3", "volumeName": pv,
+                 "resources": {"requests": {"storage": size}}}}))
+        .await;
+    k.wait(&format!("claim {claim} bound"), 60, || async {
+        let p = k.get("v1", "PersistentVolumeClaim", claim).await;
+        (p["status"]["phase"] == "Bound").then_some(())
+    })
+    .await;
+    pv
+}
+
+/// grafana rolls with maxUnavailable 0 while its ReadWriteOnce volume is attached to the old
+/// pod's node: the new pod cannot attach it.
+fn multi_attach_rwo_rollout(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, &["eu-west-1a"]).await;
+        let k = &c.k;
+        storage_classes(k).await;
+        let pv = bound_volume(c, "grafana-storage", "grafana", "10Gi", "eu-west-1a").await;
+        let mut ct = container("grafana", "grafana/grafana:9.5.2", Some(3000));
+        ct["volumeMounts"] = json!([{"name": "storage", "mountPath": "/var/lib/grafana"}]);
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/api/health", "port": 3000}});
+        let mut d = workload(
+            "Deployment",
+            "grafana",
+            1,
+            json!([ct]),
+            json!({"securityContext": {"fsGroup": 472}, "volumes": [{"name": "storage", "persistentVolumeClaim": {"claimName": "grafana-storage"}}]}),
+        );
+        d["spec"]["strategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}});
+        k.apply(d).await;
+        let old = k.pods("app=grafana", 1).await.remove(0);
+        let old = run(c, &old, &nodes[0], &c.ip(10), 1370).await;
+        available(k, "grafana", 1).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        k.patch("apps/v1", "Deployment", "grafana", json!({"spec": {"template": {"spec": {"containers": [{"name": "grafana", "image": "grafana/grafana:9.5.3"}]}}}}))
+            .await;
+        let new = revision_pods(k, "grafana", "2", 1).await.remove(0);
+        let mut st = pod_status(
+            c,
+            "Pending",
+            1320,
+            "",
+            vec![c_waiting(
+                ("grafana", "grafana/grafana:9.5.3"),
+                ("ContainerCreating", ""),
+                0,
+                json!({}),
+            )],
+        );
+        st["conditions"][0]["status"] = json!("True");
+        let new = report(c, &new, &nodes[1], st).await;
+        event(
+            c,
+            &new,
+            ("default-scheduler", None),
+            "Normal",
+            "Scheduled",
+            &format!(
+                "Successfully assigned {}/{} to {}",
+                k.ns,
+                name(&new),
+                nodes[1]
+            ),
+            1,
+            (1321, 1321),
+        )
+        .await;
+        event(
+            c,
+            &new,
+            ("attachdetach-controller", None),
+            "Warning",
+            "FailedAttachVolume",
+            &format!(
+                "Multi-Attach error for volume \"{pv}\" Volume is already used by pod(s) {}",
+                name(&old)
+            ),
+            1,
+            (1318, 1318),
+        )
+        .await;
+        let token = k.get("v1", "ServiceAccount", "default").await["secrets"][0]["name"]
+            .as_str()
+            .unwrap_or("default-token")
+            .to_owned();
+        kubelet_event(c, &new, "Warning", "FailedMount",
+            &format!("Unable to attach or mount volumes: unmounted volumes=[storage], unattached volumes=[storage {token}]: timed out waiting for the condition"),
+            10, (1200, 60)).await;
+        staged(c, not_ready_alert(c, &new, 420))
+    })
+}
+
+/// One node's root filesystem went read-only (an EXT4 error); it is still Ready, so pods keep
+/// landing there and none of them can start.
+fn node_readonly_rootfs(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let bad = nodes[2].clone();
+        c.node_conditions(
+            &bad,
+            &[
+                (
+                    "ReadonlyFilesystem",
+                    "True",
+                    "FilesystemIsReadOnly",
+                    "Kernel: EXT4-fs (nvme0n1p1): Remounting filesystem read-only",
+                    1000,
+                ),
+                (
+                    "KernelDeadlock",
+                    "False",
+                    "KernelHasNoDeadlock",
+                    "kernel has no deadlock",
+                    3 * 86400,
+                ),
+            ],
+        )
+        .await;
+        for n in &nodes[..2] {
+            c.node_conditions(
+                n,
+                &[
+                    (
+                        "ReadonlyFilesystem",
+                        "False",
+                        "FilesystemIsNotReadOnly",
+                        "Filesystem is not read-only",
+                        3 * 86400,
+                    ),
+                    (
+                        "KernelDeadlock",
+                        "False",
+                        "KernelHasNoDeadlock",
+                        "kernel has no deadlock",
+                        3 * 86400,
+                    ),
+                ],
+            )
+            .await;
+        }
+        let node = node_obj(k, &bad).await;
+        event(
+            c,
+            &node,
+            ("kernel-monitor", Some(bad.as_str())),
+            "Warning",
+            "FilesystemIsReadOnly",
+            "Node condition ReadonlyFilesystem is now: True, reason: FilesystemIsReadOnly",
+            1,
+            (1000, 1000),
+        )
+        .await;
+        event(c, &node, ("kernel-monitor", Some(bad.as_str())), "Warning", "Ext4Error",
+            "EXT4-fs error (device nvme0n1p1): ext4_journal_check_start:83: comm kubelet: Detected aborted journal", 1, (1002, 1002)).await;
+        k.apply(workload(
+            "Deployment",
+            "cart",
+            4,
+            json!([container("cart", "shop/cart:8.2.0", Some(8080))]),
+            json!({}),
+        ))
+        .await;
+        let carts = k.pods("app=cart", 4).await;
+        for (i, p) in carts[..3].iter().enumerate() {
+            run(c, p, &nodes[i % 2], &c.ip(10 + i as u8), 1010).await;
+        }
+        // The fourth replica was rescheduled onto the bad node and cannot get a sandbox.
+        let mut st = pod_status(
+            c,
+            "Pending",
+            960,
+            "",
+            vec![c_waiting(
+                ("cart", "shop/cart:8.2.0"),
+                ("ContainerCreating", ""),
+                0,
+                json!({}),
+            )],
+        );
+        st["conditions"][0]["status"] = json!("True");
+        let stuck = report(c, &carts[3], &bad, st).await;
+        let sandbox = hex(64);
+        kubelet_event(c, &stuck, "Warning", "FailedCreatePodSandBox",
+            &format!("Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create sandbox root directory \"/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/{sandbox}\": mkdir /var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/{sandbox}: read-only file system"),
+            61, (950, 20)).await;
+        k.apply(workload(
+            "Deployment",
+            "price-feed",
+            2,
+            json!([container("price-feed", "shop/price-feed:2.0.7", Some(9000))]),
+            json!({}),
+        ))
+        .await;
+        let feeds = k.pods("app=price-feed", 2).await;
+        run(c, &feeds[0], &nodes[0], &c.ip(20), 1010).await;
+        let st = pod_status(
+            c,
+            "Running",
+            1010,
+            &c.ip(21),
+            vec![c_waiting(
+                ("price-feed", "shop/price-feed:2.0.7"),
+                (
+                    "CreateContainerError",
+                    "failed to create containerd container: mkdir /var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/5123: read-only file system",
+                ),
+                1,
+                terminated(c, 137, "Error", (1005, 985)),
+            )],
+        );
+        let feed = report(c, &feeds[1], &bad, st).await;
+        kubelet_event(c, &feed, "Warning", "Failed",
+            "Error: failed to create containerd container: mkdir /var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/5123: read-only file system",
+            58, (975, 15)).await;
+        staged(c, not_ready_alert(c, &stuck, 60))
+    })
+}
+
+/// pdf-renderer leaks zombie chromium processes until its node is under PID pressure; a Go
+/// service on the same node can no longer create threads.
+fn node_pid_pressure(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let bad = nodes[1].clone();
+        c.node_conditions(
+            &bad,
+            &[(
+                "PIDPressure",
+                "True",
+                "KubeletHasInsufficientPID",
+                "kubelet has insufficient PID available",
+                720,
+            )],
+        )
+        .await;
+        k.patch(
+            "v1",
+            "Node",
+            &bad,
+            json!({"spec": {"taints": [{"key": "node.kubernetes.io/pid-pressure", "effect": "NoSchedule", "timeAdded": c.t(720)}]}}),
+        )
+        .await;
+        let node = node_obj(k, &bad).await;
+        event(
+            c,
+            &node,
+            ("kubelet", Some(bad.as_str())),
+            "Normal",
+            "NodeHasInsufficientPID",
+            &format!("Node {bad} status is now: NodeHasInsufficientPID"),
+            1,
+            (720, 720),
+        )
+        .await;
+        event(
+            c,
+            &node,
+            ("kubelet", Some(bad.as_str())),
+            "Warning",
+            "EvictionThresholdMet",
+            "Attempting to reclaim pids",
+            4,
+            (715, 90),
+        )
+        .await;
+        k.apply(workload(
+            "Deployment",
+            "pdf-renderer",
+            1,
+            json!([container(
+                "pdf-renderer",
+                "shop/pdf-renderer:3.3.0",
+                Some(8080)
+            )]),
+            json!({}),
+        ))
+        .await;
+        let renderer = k.pods("app=pdf-renderer", 1).await.remove(0);
+        let renderer = run(c, &renderer, &bad, &c.ip(10), 7000).await;
+        c.logs_of(
+            &renderer,
+            "pdf-renderer",
+            false,
+            &[
+                (6990, "INFO  pdf-renderer 3.3.0 listening on :8080 (pid 1: node /app/server.js)"),
+                (3600, "INFO  rendered invoice-88121.pdf in 1.8s (chromium pid 48211)"),
+                (1800, "WARN  18211 defunct chromium processes not reaped"),
+                (900, "WARN  31822 defunct chromium processes not reaped"),
+                (700, "ERROR spawn chromium failed: fork/exec /usr/bin/chromium: resource temporarily unavailable"),
+                (300, "ERROR spawn chromium failed: fork/exec /usr/bin/chromium: resource temporarily unavailable"),
+                (30, "WARN  32741 defunct chromium processes not reaped"),
+            ],
+        );
+        let app = "invoice-api";
+        k.apply(workload(
+            "Deployment",
+            app,
+            2,
+            json!([container(app, "shop/invoice-api:1.19.4", Some(8080))]),
+            json!({}),
+        ))
+        .await;
+        let pods = k.pods(&format!("app={app}"), 2).await;
+        run(c, &pods[1], &nodes[0], &c.ip(21), 7000).await;
+        let p = crash_loop(c, &pods[0], &bad, &c.ip(20), 7000, app, (2, "Error", 6), 50).await;
+        backoff_event(c, &p, 24, 650).await;
+        c.raw_logs(
+            &p,
+            app,
+            true,
+            "runtime: failed to create new OS thread (have 12 already; errno=11)\nruntime: may need to increase max user processes (ulimit -u)\nfatal error: newosproc\n\ngoroutine 0 [idle]:\nruntime.throw({0x9c1f4e?, 0x0?})\n\t/usr/local/go/src/runtime/panic.go:1047 +0x5d fp=0xc000097e28 sp=0xc000097df8 pc=0x4380dd\nruntime.newosproc(0xc00005c000)\n\t/usr/local/go/src/runtime/os_linux.go:186 +0x1b6\n".into(),
+        );
+        staged(c, crashloop_alert(c, &p, app, 420))
+    })
+}
+
+/// transcoder's pods write more than their ephemeral-storage limit to a scratch emptyDir and
+/// are evicted, again and again.
+fn ephemeral_storage_eviction(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let app = "transcoder";
+        let image = "shop/transcoder:2.14.0";
+        let mut ct = container(app, image, None);
+        ct["resources"] = json!({"requests": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"},
+            "limits": {"memory": "2Gi", "ephemeral-storage": "2Gi"}});
+        ct["volumeMounts"] = json!([{"name": "scratch", "mountPath": "/scratch"}]);
+        k.apply(workload(
+            "Deployment",
+            app,
+            2,
+            json!([ct]),
+            json!({"volumes": [{"name": "scratch", "emptyDir": {}}]}),
+        ))
+        .await;
+        let msg = "Container transcoder exceeded its local ephemeral storage limit \"2Gi\". ";
+        let mut evicted = Vec::new();
+        let mut seen: Vec<String> = Vec::new();
+        for (n, when) in [(0u8, 5700i64), (1, 3000), (2, 720)] {
+            let pods = k.pods(&format!("app={app}"), 2 + usize::from(n)).await;
+            let victim = pods
+                .iter()
+                .find(|p| !seen.contains(&name(p)))
+                .unwrap()
+                .clone();
+            seen.push(name(&victim));
+            let start = 8100 - i64::from(n) * 5;
+            let st = json!({"phase": "Failed", "reason": "Evicted", "message": msg, "hostIP": "127.0.0.1",
+                "startTime": c.t(start), "qosClass": "Burstable",
+                "conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(start + 1)}],
+                "containerStatuses": [{"name": app, "image": image, "imageID": image_id(image), "containerID": container_id(), "ready": false,
+                    "restartCount": 0, "started": false, "state": {"terminated": {"exitCode": 137, "reason": "Error",
+                        "startedAt": c.t(start - 4), "finishedAt": c.t(when - 30), "containerID": container_id()}}, "lastState": {}}]});
+            let p = report(c, &victim, &nodes[usize::from(n)], st).await;
+            kubelet_event(c, &p, "Warning", "Evicted", msg, 1, (when, when)).await;
+            kubelet_event(
+                c,
+                &p,
+                "Normal",
+                "Killing",
+                &format!("Stopping container {app}"),
+                1,
+                (when - 1, when - 1),
+            )
+            .await;
+            evicted.push(p);
+        }
+        let pods = k.pods(&format!("app={app}"), 5).await;
+        let mut i = 0u8;
+        for p in pods.iter().filter(|p| !seen.contains(&name(p))) {
+            let start = 8000 - i64::from(i) * 5;
+            let p = run(c, p, &nodes[usize::from(i) + 1], &c.ip(30 + i), start).await;
+            c.logs_of(
+                &p,
+                app,
+                false,
+                &[
+                    (start - 5, "transcoder 2.14.0: worker ready, scratch=/scratch"),
+                    (start - 60, "job 8812: ffmpeg -i s3://media-in/8812.mov -> /scratch/job-8812/seg-%05d.ts"),
+                    (40, "job 8812: writing /scratch/job-8812/seg-00412.ts (1.6 GiB so far)"),
+                ],
+            );
+            i += 1;
+        }
+        staged(c, not_ready_alert(c, &evicted[1], 2100))
+    })
+}
+
+/// A run-to-completion consumer deployed as a Deployment exits 0 and is restarted forever.
+fn container_exits_zero_loop(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let app = "queue-consumer";
+        let image = "shop/queue-consumer:0.9.0";
+        let mut ct = container(app, image, None);
+        ct["args"] = json!(["--queue", "orders", "--drain"]);
+        k.apply(workload("Deployment", app, 2, json!([ct]), json!({})))
+            .await;
+        let mut out = Vec::new();
+        for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
+            let p = crash_loop(
+                c,
+                p,
+                &nodes[i],
+                &c.ip(10 + i as u8),
+                2700,
+                app,
+                (0, "Completed", 12),
+                65,
+            )
+            .await;
+            backoff_event(c, &p, 51, 2500).await;
+            for (reason, msg) in [
+                ("Created", format!("Created container {app}")),
+                ("Started", format!("Started container {app}")),
+                (
+                    "Pulled",
+                    format!("Container image \"{image}\" already present on machine"),
+                ),
+            ] {
+                kubelet_event(c, &p, "Normal", reason, &msg, 13, (2695, 85)).await;
+            }
+            c.logs_of(
+                &p,
+                app,
+                true,
+                &[
+                    (
+                        84,
+                        "consumer 0.9.0 started (queue=orders, mode=drain, prefetch=50)",
+                    ),
+                    (54, "queue orders empty after 30s"),
+                    (54, "processed 0 messages; drain complete, exiting"),
+                ],
+            );
+            out.push(p);
+        }
+        staged(c, crashloop_alert(c, &out[1], app, 1800))
+    })
+}
+
+/// invoice-sync's job has waited 13 h for a database lock; with concurrencyPolicy Forbid the
+/// CronJob starts nothing new.
+fn cronjob_forbid_hung_job(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let started = 13 * 3600 + 95;
+        let image = "shop/billing-jobs:2024.11.3";
+        let template = json!({"metadata": {"labels": {"app": "invoice-sync"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "invoice-sync", "image": image,
+                "args": ["sync-invoices", "--window=30m"],
+                "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}}]}});
+        let cj = k.apply(json!({"apiVersion": "batch/v1beta1", "kind": "CronJob",
+            "metadata": {"name": "invoice-sync", "labels": {"app": "invoice-sync"}},
+            "spec": {"schedule": "*/30 * * * *", "concurrencyPolicy": "Forbid", "suspend": false,
+                "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
+                "jobTemplate": {"metadata": {"labels": {"app": "invoice-sync"}}, "spec": {"backoffLimit": 2, "template": template}}}}))
+            .await;
+        // The run scheduled 13 h before capture, as the controller names it (minutes since the
+        // epoch of its scheduled time).
+        let scheduled = c.at(started) - chrono::Duration::seconds(c.at(started).timestamp() % 1800);
+        let job_name = format!("invoice-sync-{}", scheduled.timestamp() / 60);
+        let job = k.apply(json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": job_name, "labels": {"app": "invoice-sync"},
+                "ownerReferences": [{"apiVersion": "batch/v1beta1", "kind": "CronJob", "name": "invoice-sync",
+                    "uid": cj["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}]},
+            "spec": {"backoffLimit": 2, "template": template}}))
+            .await;
+        k.patch_status("batch/v1beta1", "CronJob", "invoice-sync", json!({
+            "active": [{"kind": "Job", "namespace": k.ns, "name": job_name, "uid": job["metadata"]["uid"],
+                "apiVersion": "batch/v1", "resourceVersion": job["metadata"]["resourceVersion"]}],
+            "lastScheduleTime": scheduled.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)}))
+            .await;
+        let pod = k.pods("app=invoice-sync", 1).await.remove(0);
+        let pod = run(c, &pod, &nodes[1], &c.ip(10), started - 5).await;
+        event(
+            c,
+            &cj,
+            ("cronjob-controller", None),
+            "Normal",
+            "SuccessfulCreate",
+            &format!("Created job {job_name}"),
+            1,
+            (started, started),
+        )
+        .await;
+        let mut lines: Vec<(i64, String)> = vec![
+            (
+                started - 10,
+                format!(
+                    "INFO starting invoice sync window={}",
+                    scheduled.format("%Y-%m-%dT%H:%MZ")
+                ),
+            ),
+            (
+                started - 11,
+                "INFO acquiring advisory lock invoices_sync (pg_advisory_lock(42))".into(),
+            ),
+        ];
+        for h in 1..=13i64 {
+            lines.push((
+                started - 11 - h * 3600,
+                format!("WARN still waiting for advisory lock invoices_sync (held by pid 48121, application_name=invoice-sync, backend_start 2026-11-24) after {}s", h * 3600),
+            ));
+        }
+        let refs: Vec<(i64, &str)> = lines.iter().map(|(t, l)| (*t, l.as_str())).collect();
+        c.logs_of(&pod, "invoice-sync", false, &refs);
+        staged(
+            c,
+            am(
+                c,
+                "KubeJobNotCompleted",
+                "warning",
+                vec![("job_name", job_name.clone()), ("namespace", k.ns.clone())],
+                &[
+                    (
+                        "description",
+                        format!(
+                            "Job {}/{job_name} is taking more than 12h 0m 0s to complete.",
+                            k.ns
+                        ),
+                    ),
+                    ("summary", "Job did not complete in time".into()),
+                ],
+                "time() - max by (namespace, job_name, cluster) (kube_job_status_start_time{job=\"kube-state-metrics\",namespace=~\".*\"} and kube_job_status_active{job=\"kube-state-metrics\",namespace=~\".*\"} > 0) > 43200",
+                3600,
+            ),
+        )
+    })
+}
+
+/// frontend's revision 2 mounts a ConfigMap nobody created; revision 1 still serves.
+fn rollout_missing_configmap(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        k.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frontend-config-7d9k2m", "labels": {"app": "frontend"}},
+            "data": {"config.json": "{\"apiBase\": \"/api\", \"featureFlags\": {\"newCheckout\": false}}"}}))
+            .await;
+        let mut ct = container("frontend", "shop/frontend:2.8.0", Some(8080));
+        ct["volumeMounts"] = json!([{"name": "config", "mountPath": "/etc/frontend"}]);
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/healthz", "port": 8080}});
+        let mut d = workload(
+            "Deployment",
+            "frontend",
+            3,
+            json!([ct]),
+            json!({"volumes": [{"name": "config", "configMap": {"name": "frontend-config-7d9k2m"}}]}),
+        );
+        d["spec"]["strategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+        k.apply(d).await;
+        for (i, p) in k.pods("app=frontend", 3).await.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 1320).await;
+        }
+        available(k, "frontend", 3).await;
+        // The old revision serves for a while before the rollout.
+        tokio::time::sleep(Duration::from_secs(62)).await;
+        k.patch(
+            "apps/v1",
+            "Deployment",
+            "frontend",
+            json!({"spec": {"template": {"spec": {
+            "containers": [{"name": "frontend", "image": "shop/frontend:2.8.1"}],
+            "volumes": [{"name": "config", "configMap": {"name": "frontend-config-h4b6t8"}}]}}}}),
+        )
+        .await;
+        let new = revision_pods(k, "frontend", "2", 1).await.remove(0);
+        let mut st = pod_status(
+            c,
+            "Pending",
+            1260,
+            "",
+            vec![c_waiting(
+                ("frontend", "shop/frontend:2.8.1"),
+                ("ContainerCreating", ""),
+                0,
+                json!({}),
+            )],
+        );
+        st["conditions"][0]["status"] = json!("True");
+        let new = report(c, &new, &nodes[0], st).await;
+        let token = k.get("v1", "ServiceAccount", "default").await["secrets"][0]["name"]
+            .as_str()
+            .unwrap_or("default-token")
+            .to_owned();
+        kubelet_event(
+            c,
+            &new,
+            "Warning",
+            "FailedMount",
+            "MountVolume.SetUp failed for volume \"config\" : configmap \"frontend-config-h4b6t8\" not found",
+            19,
+            (1258, 40),
+        )
+        .await;
+        kubelet_event(c, &new, "Warning", "FailedMount",
+            &format!("Unable to attach or mount volumes: unmounted volumes=[config], unattached volumes=[config {token}]: timed out waiting for the condition"),
+            9, (1140, 60)).await;
+        staged(c, not_ready_alert(c, &new, 360))
+    })
+}
+
+/// A zookeeper node's machine stopped answering: its pod is Terminating forever and the
+/// StatefulSet will not replace it.
+fn statefulset_pod_on_lost_node(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let mut headless = service("zookeeper-headless", "zookeeper", 2181, json!(2181));
+        headless["spec"]["clusterIP"] = json!("None");
+        headless["spec"]["publishNotReadyAddresses"] = json!(true);
+        headless["spec"]["ports"] = json!([{"name": "tcp-client", "port": 2181, "targetPort": "client"},
+            {"name": "tcp-follower", "port": 2888, "targetPort": "follower"}, {"name": "tcp-election", "port": 3888, "targetPort": "election"}]);
+        k.apply(headless).await;
+        k.apply(service("zookeeper", "zookeeper", 2181, json!("client")))
+            .await;
+        let mut ct = container("zookeeper", "bitnami/zookeeper:3.8.3-debian-11-r0", None);
+        ct["ports"] = json!([{"name": "client", "containerPort": 2181}, {"name": "follower", "containerPort": 2888}, {"name": "election", "containerPort": 3888}]);
+        ct["readinessProbe"] = json!({"exec": {"command": ["/bin/bash", "-c", "echo \"ruok\" | timeout 2 nc -w 2 localhost 2181 | grep imok"]}, "periodSeconds": 10});
+        let mut sts = workload(
+            "StatefulSet",
+            "zookeeper",
+            3,
+            json!([ct]),
+            json!({"terminationGracePeriodSeconds": 30}),
+        );
+        sts["spec"]["serviceName"] = json!("zookeeper-headless");
+        sts["spec"]["podManagementPolicy"] = json!("Parallel");
+        k.apply(sts).await;
+        let mut zk = Vec::new();
+        for i in 0..3u8 {
+            let p = sts_pod(k, &format!("zookeeper-{i}")).await;
+            zk.push(run(c, &p, &nodes[usize::from(i)], &c.ip(10 + i), 3 * 3600).await);
+        }
+        k.wait("zookeeper ready", 60, || async {
+            let s = k.get("apps/v1", "StatefulSet", "zookeeper").await;
+            (s["status"]["readyReplicas"].as_i64() == Some(3)).then_some(())
+        })
+        .await;
+        // The node stops posting status; the node lifecycle controller (played) marks it
+        // unreachable and its pods not ready; after 300 s the taint manager evicts them.
+        let lost = nodes[1].clone();
+        let since = 1320;
+        let gone = "Kubelet stopped posting node status.";
+        c.node_conditions(
+            &lost,
+            &[
+                (
+                    "MemoryPressure",
+                    "Unknown",
+                    "NodeStatusUnknown",
+                    gone,
+                    since,
+                ),
+                ("DiskPressure", "Unknown", "NodeStatusUnknown", gone, since),
+                ("PIDPressure", "Unknown", "NodeStatusUnknown", gone, since),
+                ("Ready", "Unknown", "NodeStatusUnknown", gone, since),
+            ],
+        )
+        .await;
+        k.patch("v1", "Node", &lost, json!({"spec": {"taints": [
+            {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": c.t(since)},
+            {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": c.t(since - 5)}]}}))
+            .await;
+        let node = node_obj(k, &lost).await;
+        event(
+            c,
+            &node,
+            ("node-controller", None),
+            "Normal",
+            "NodeNotReady",
+            &format!("Node {lost} status is now: NodeNotReady"),
+            1,
+            (since, since),
+        )
+        .await;
+        let victim = zk[1].clone();
+        let mut st = victim["status"].clone();
+        st["conditions"] = json!([
+            {"type": "Initialized", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(3 * 3600)},
+            {"type": "Ready", "status": "False", "lastProbeTime": null, "lastTransitionTime": c.t(since - 2)},
+            {"type": "ContainersReady", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(3 * 3600 - 20)},
+            {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(3 * 3600 + 1)}]);
+        let victim = k.patch_status("v1", "Pod", &name(&victim), st).await;
+        event(
+            c,
+            &victim,
+            ("node-controller", None),
+            "Warning",
+            "NodeNotReady",
+            "Node is not ready",
+            1,
+            (since - 2, since - 2),
+        )
+        .await;
+        let evicted = since - 300;
+        event(
+            c,
+            &victim,
+            ("taint-controller", None),
+            "Normal",
+            "TaintManagerEviction",
+            &format!("Marking for deletion Pod {}/zookeeper-1", k.ns),
+            1,
+            (evicted, evicted),
+        )
+        .await;
+        // The eviction is a graceful delete no kubelet confirms. (Its deletionTimestamp is the
+        // eviction time plus the grace period; staging reaches that moment with a longer grace.)
+        let grace = c.offset.num_seconds() - evicted + 30;
+        k.api("v1", "Pod")
+            .delete(
+                &name(&victim),
+                &kube::api::DeleteParams {
+                    grace_period_seconds: Some(grace as u32),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("delete zookeeper-1");
+        c.logs_of(&zk[0], "zookeeper", false, &[
+            (3 * 3600 - 10, "INFO  [main:QuorumPeerMain@149] - Starting quorum peer"),
+            (since - 20, "WARN  [NIOWorkerThread-2:NIOServerCnxn@371] - Unexpected exception EndOfStreamException: Unable to read additional data from client, it probably closed the socket"),
+            (since - 15, &format!("WARN  [QuorumConnectionThread-[myid=1]-3:QuorumCnxManager@400] - Cannot open channel to 2 at election address zookeeper-1.zookeeper-headless.{}.svc.cluster.local/{}:3888", k.ns, c.ip(11))),
+            (60, "java.net.SocketTimeoutException: connect timed out"),
+        ]);
+        staged(
+            c,
+            replicas_mismatch_alert(c, "StatefulSet", "zookeeper", 300),
+        )
+    })
+}
+
+/// payment-gateway was paused mid-rollout to investigate its crashing revision 2; the fixed
+/// image was applied while paused and never rolls out.
+fn paused_deployment_fix_not_rolled_out(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let app = "payment-gateway";
+        let mut d = workload(
+            "Deployment",
+            app,
+            2,
+            json!([container(app, "shop/payment-gateway:3.2.0", Some(8443))]),
+            json!({}),
+        );
+        d["spec"]["strategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+        k.apply(d).await;
+        for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 2820).await;
+        }
+        available(k, app, 2).await;
+        tokio::time::sleep(Duration::from_secs(62)).await;
+        k.patch("apps/v1", "Deployment", app, json!({"spec": {"template": {"spec": {"containers": [{"name": app, "image": "shop/payment-gateway:3.3.0"}]}}}}))
+            .await;
+        let new = revision_pods(k, app, "2", 1).await.remove(0);
+        let new = crash_loop(
+            c,
+            &new,
+            &nodes[2],
+            &c.ip(20),
+            2700,
+            app,
+            (1, "Error", 10),
+            40,
+        )
+        .await;
+        backoff_event(c, &new, 46, 2600).await;
+        c.logs_of(&new, app, true, &[
+            (62, "INFO  payment-gateway 3.3.0 starting"),
+            (61, "INFO  loading /etc/gateway/config.yaml"),
+            (60, "FATAL config: unknown field \"acquirer.retry_budget\" in /etc/gateway/config.yaml (line 41)"),
+        ]);
+        // Someone paused the rollout, then applied the fix, which waits for a resume.
+        k.patch(
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"paused": true}}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let d = k
+            .patch("apps/v1", "Deployment", app, json!({"spec": {"template": {"spec": {"containers": [{"name": app, "image": "shop/payment-gateway:3.3.1"}]}}}}))
+            .await;
+        let generation = d["metadata"]["generation"].as_i64().unwrap_or(0);
+        k.wait("the controller sees the paused template", 60, || async {
+            let d = k.get("apps/v1", "Deployment", app).await;
+            (d["status"]["observedGeneration"].as_i64() == Some(generation)).then_some(())
+        })
+        .await;
+        staged(c, crashloop_alert(c, &new, app, 1500))
+    })
+}
+
+/// cart-redis is at its configured maxmemory with noeviction; cart-api's writes fail.
+fn redis_maxmemory_noeviction(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        k.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cart-redis-config", "labels": {"app": "cart-redis"}},
+            "data": {"redis.conf": "bind 0.0.0.0\nport 6379\nmaxmemory 256mb\nmaxmemory-policy noeviction\nappendonly no\nsave \"\"\n"}}))
+            .await;
+        k.apply(service("cart-redis", "cart-redis", 6379, json!(6379)))
+            .await;
+        let mut metrics = service("cart-redis-metrics", "cart-redis", 9121, json!("metrics"));
+        metrics["spec"]["ports"][0]["name"] = json!("metrics");
+        k.apply(metrics).await;
+        let mut redis = container("redis", "redis:6.2.13", None);
+        redis["args"] = json!(["redis-server", "/etc/redis/redis.conf"]);
+        redis["ports"] = json!([{"name": "redis", "containerPort": 6379}]);
+        redis["resources"] =
+            json!({"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}});
+        redis["volumeMounts"] = json!([{"name": "config", "mountPath": "/etc/redis"}]);
+        let mut exporter = container("redis-exporter", "oliver006/redis_exporter:v1.55.0", None);
+        exporter["ports"] = json!([{"name": "metrics", "containerPort": 9121}]);
+        exporter["resources"] =
+            json!({"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}});
+        let mut sts = workload(
+            "StatefulSet",
+            "cart-redis",
+            1,
+            json!([redis, exporter]),
+            json!({"volumes": [{"name": "config", "configMap": {"name": "cart-redis-config"}}]}),
+        );
+        sts["spec"]["serviceName"] = json!("cart-redis");
+        k.apply(sts).await;
+        let r = sts_pod(k, "cart-redis-0").await;
+        let r = run(c, &r, &nodes[0], &c.ip(9), 9 * 86400 / 10).await;
+        c.logs_of(
+            &r,
+            "redis",
+            false,
+            &[
+                (77700, "1:C * oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo"),
+                (77700, "1:M * Server initialized"),
+                (77699, "1:M * Ready to accept connections"),
+            ],
+        );
+        let app = "cart-api";
+        let mut ct = container(app, "shop/cart-api:4.4.0", Some(8080));
+        ct["env"] = json!([{"name": "REDIS_ADDR", "value": "cart-redis:6379"}]);
+        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
+            .await;
+        for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
+            let p = run(c, p, &nodes[i], &c.ip(20 + i as u8), 77000).await;
+            c.logs_of(&p, app, false, &[
+                (2400, "level=info msg=\"POST /v1/carts/7f3a19/items 201\" duration=4ms"),
+                (1900, "level=error msg=\"save cart failed\" cart=51be02 err=\"OOM command not allowed when used memory > 'maxmemory'.\""),
+                (1200, "level=error msg=\"POST /v1/carts/51be02/items 500\" duration=2ms"),
+                (30, "level=error msg=\"save cart failed\" cart=a9d311 err=\"OOM command not allowed when used memory > 'maxmemory'.\""),
+                (29, "level=error msg=\"POST /v1/carts/a9d311/items 500\" duration=1ms"),
+            ]);
+        }
+        let instance = format!("{}:9121", c.ip(9));
+        staged(
+            c,
+            am(
+                c,
+                "RedisOutOfConfiguredMaxmemory",
+                "warning",
+                vec![
+                    ("container", "redis-exporter".into()),
+                    ("endpoint", "metrics".into()),
+                    ("instance", instance.clone()),
+                    ("job", "cart-redis-metrics".into()),
+                    ("namespace", k.ns.clone()),
+                    ("pod", "cart-redis-0".into()),
+                    ("service", "cart-redis-metrics".into()),
+                ],
+                &[
+                    (
+                        "summary",
+                        format!("Redis out of configured maxmemory (instance {instance})"),
+                    ),
+                    (
+                        "description",
+                        format!(
+                            "Redis is running out of configured maxmemory (> 90%)\n  VALUE = 99.97\n  LABELS = map[container:redis-exporter endpoint:metrics instance:{instance} job:cart-redis-metrics namespace:{} pod:cart-redis-0 service:cart-redis-metrics]",
+                            k.ns
+                        ),
+                    ),
+                ],
+                "redis_memory_used_bytes / redis_memory_max_bytes * 100 > 90 and on (instance) redis_memory_max_bytes > 0",
+                1800,
+            ),
+        )
+    })
+}
+
+/// cassandra's serviceName names a headless Service that no longer exists.
+fn headless_service_missing(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let mut svc = service("cassandra", "cassandra", 9042, json!("cql"));
+        svc["spec"]["ports"][0]["name"] = json!("cql");
+        k.apply(svc).await;
+        let mut ct = container("cassandra", "bitnami/cassandra:4.1.3-debian-11-r0", None);
+        ct["ports"] = json!([{"name": "intra", "containerPort": 7000}, {"name": "cql", "containerPort": 9042}]);
+        ct["resources"] =
+            json!({"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "4Gi"}});
+        ct["env"] = json!([
+            {"name": "CASSANDRA_SEEDS", "value": format!("cassandra-0.cassandra-headless.{}.svc.cluster.local", k.ns)},
+            {"name": "CASSANDRA_CLUSTER_NAME", "value": "orders"},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]);
+        ct["readinessProbe"] = json!({"exec": {"command": ["/bin/bash", "-ec", "nodetool status | grep -E \"^UN\\s+${POD_IP}\""]}, "initialDelaySeconds": 30});
+        let mut sts = workload("StatefulSet", "cassandra", 3, json!([ct]), json!({}));
+        sts["spec"]["serviceName"] = json!("cassandra-headless");
+        sts["spec"]["podManagementPolicy"] = json!("OrderedReady");
+        k.apply(sts).await;
+        let p = sts_pod(k, "cassandra-0").await;
+        let p = crash_loop(
+            c,
+            &p,
+            &nodes[0],
+            &c.ip(10),
+            2100,
+            "cassandra",
+            (3, "Error", 8),
+            90,
+        )
+        .await;
+        backoff_event(c, &p, 33, 1900).await;
+        let host = format!("cassandra-0.cassandra-headless.{}.svc.cluster.local", k.ns);
+        let stamp = |b: i64| c.at(b).format("%Y-%m-%d %H:%M:%S,%3f").to_string();
+        c.raw_logs(&p, "cassandra", true, format!(
+            "INFO  [main] {} CassandraDaemon.java:627 - JVM vendor/version: OpenJDK 64-Bit Server VM/11.0.20\nINFO  [main] {} DatabaseDescriptor.java:416 - DiskAccessMode 'auto' determined to be mmap, indexAccessMode is mmap\nWARN  [main] {} SimpleSeedProvider.java:60 - Seed provider couldn't lookup host {host}\nERROR [main] {} CassandraDaemon.java:909 - Exception encountered during startup: The seed provider lists no seeds.\nException (org.apache.cassandra.exceptions.ConfigurationException) encountered during startup: The seed provider lists no seeds.\nThe seed provider lists no seeds.\n",
+            stamp(118), stamp(117), stamp(112), stamp(112)));
+        staged(c, crashloop_alert(c, &p, "cassandra", 900))
+    })
+}
+
+/// api-gateway's HPA cannot compute CPU utilisation since an envoy sidecar without a CPU
+/// request was added; the gateway container throttles at minReplicas.
+fn hpa_missing_cpu_request(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let app = "api-gateway";
+        let mut gw = container("gateway", "shop/api-gateway:6.0.2", Some(8080));
+        gw["resources"] = json!({"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}});
+        let mut envoy = json!({"name": "envoy", "image": "envoyproxy/envoy:v1.27.2",
+            "args": ["-c", "/etc/envoy/envoy.yaml", "--log-level", "warn"],
+            "ports": [{"name": "https", "containerPort": 8443}, {"name": "admin", "containerPort": 9901}]});
+        envoy["volumeMounts"] = json!([{"name": "envoy-config", "mountPath": "/etc/envoy"}]);
+        k.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "api-gateway-envoy"},
+            "data": {"envoy.yaml": "static_resources:\n  listeners: []\n  clusters: []\n"}}))
+            .await;
+        k.apply(workload("Deployment", app, 2, json!([gw, envoy]),
+            json!({"volumes": [{"name": "envoy-config", "configMap": {"name": "api-gateway-envoy"}}]})))
+            .await;
+        let mut pods = Vec::new();
+        for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
+            pods.push(run(c, p, &nodes[i], &c.ip(10 + i as u8), 10_700).await);
+        }
+        let hpa = k.apply(json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": app},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
+                     "minReplicas": 2, "maxReplicas": 10,
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}}))
+            .await;
+        let failed = "the HPA was unable to compute the replica count: failed to get cpu utilization: missing request for cpu";
+        k.patch_status("autoscaling/v2beta2", "HorizontalPodAutoscaler", app, json!({
+            "currentReplicas": 2, "desiredReplicas": 2,
+            "conditions": [
+                {"type": "AbleToScale", "status": "True", "reason": "SucceededGetScale", "message": "the HPA controller was able to get the target's current scale", "lastTransitionTime": c.t(10_600)},
+                {"type": "ScalingActive", "status": "False", "reason": "FailedGetResourceMetric", "message": failed, "lastTransitionTime": c.t(10_500)}]}))
+            .await;
+        let hpa_source = ("horizontal-pod-autoscaler", None);
+        event(
+            c,
+            &hpa,
+            hpa_source,
+            "Warning",
+            "FailedGetResourceMetric",
+            "failed to get cpu utilization: missing request for cpu",
+            698,
+            (10_500, 15),
+        )
+        .await;
+        event(c, &hpa, hpa_source, "Warning", "FailedComputeMetricsReplicas",
+            "invalid metrics (1 invalid out of 1), first error is: failed to get cpu utilization: missing request for cpu", 698, (10_500, 15)).await;
+        let pod = &pods[0];
+        staged(
+            c,
+            am(
+                c,
+                "CPUThrottlingHigh",
+                "info",
+                vec![
+                    ("container", "gateway".into()),
+                    ("instance", format!("{}:10250", "10.20.19.11")),
+                    ("namespace", k.ns.clone()),
+                    ("pod", name(pod)),
+                    ("service", "kube-prometheus-stack-kubelet".into()),
+                ],
+                &[
+                    (
+                        "description",
+                        format!(
+                            "85.3% throttling of CPU in namespace {} for container gateway in pod {}.",
+                            k.ns,
+                            name(pod)
+                        ),
+                    ),
+                    (
+                        "summary",
+                        "Processes experience elevated CPU throttling.".into(),
+                    ),
+                ],
+                "sum without (id, metrics_path, name, image, endpoint, job, node) (increase(container_cpu_cfs_throttled_periods_total{container!=\"\",job=\"kubelet\",metrics_path=\"/metrics/cadvisor\",namespace=~\".*\"}[5m])) / on (cluster, namespace, pod, container, instance) group_left () sum without (id, metrics_path, name, image, endpoint, job, node) (increase(container_cpu_cfs_periods_total{job=\"kubelet\",metrics_path=\"/metrics/cadvisor\",namespace=~\".*\"}[5m])) > (25 / 100)",
+                1800,
+            ),
+        )
+    })
+}
+
+/// Ingress shop routes /api to a Service that was renamed.
+fn ingress_backend_missing(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        for (app, image, port) in [
+            ("storefront", "shop/storefront:9.2.0", 8080),
+            ("api", "shop/api:14.1.0", 8080),
+        ] {
+            k.apply(service(
+                app,
+                app,
+                if app == "api" { 8080 } else { 80 },
+                json!("http"),
+            ))
+            .await;
+            k.apply(workload(
+                "Deployment",
+                app,
+                2,
+                json!([container(app, image, Some(port))]),
+                json!({}),
+            ))
+            .await;
+            for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
+                let n = if app == "api" { 20 } else { 10 };
+                run(c, p, &nodes[i], &c.ip(n + i as u8), 5000).await;
+            }
+        }
+        k.apply(json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "shop", "annotations": {"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}},
+            "spec": {"ingressClassName": "nginx",
+                "tls": [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}],
+                "rules": [{"host": "shop.example.com", "http": {"paths": [
+                    {"path": "/api", "pathType": "Prefix", "backend": {"service": {"name": "shop-api", "port": {"number": 8080}}}},
+                    {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "storefront", "port": {"number": 80}}}}]}}]}}))
+            .await;
+        let ing = k
+            .patch_status("networking.k8s.io/v1", "Ingress", "shop", json!({"loadBalancer": {"ingress": [{"hostname": "k8s-ingressn-ingressn-4f2a9c1b7e-1234567890.elb.eu-west-1.amazonaws.com"}]}}))
+            .await;
+        event(
+            c,
+            &ing,
+            ("nginx-ingress-controller", None),
+            "Normal",
+            "Sync",
+            "Scheduled for sync",
+            4,
+            (1500, 1480),
+        )
+        .await;
+        staged(
+            c,
+            am(
+                c,
+                "NginxIngressHigh5xxRate",
+                "critical",
+                vec![
+                    ("ingress", "shop".into()),
+                    ("namespace", k.ns.clone()),
+                    ("service", "shop-api".into()),
+                ],
+                &[
+                    (
+                        "summary",
+                        "More than 5% of requests through an ingress fail with 5xx".into(),
+                    ),
+                    (
+                        "description",
+                        format!(
+                            "100.0% of requests to ingress {}/shop (backend service shop-api) returned 5xx in the last 5 minutes.",
+                            k.ns
+                        ),
+                    ),
+                ],
+                "sum by (namespace, ingress, service) (rate(nginx_ingress_controller_requests{status=~\"5..\"}[5m])) / sum by (namespace, ingress, service) (rate(nginx_ingress_controller_requests[5m])) > 0.05",
+                1380,
+            ),
+        )
+    })
+}
+
+/// payouts' startup check against settlement-api fails: settlement-api's certificate expired.
+fn x509_expired_upstream(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        k.apply(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "settlement-api-tls",
+                "annotations": {"cert-manager.io/certificate-name": "settlement-api", "cert-manager.io/issuer-name": "internal-ca"}},
+            "type": "kubernetes.io/tls", "stringData": {"tls.crt": "", "tls.key": ""}}))
+            .await;
+        let mut svc = service("settlement-api", "settlement-api", 8443, json!("https"));
+        svc["spec"]["ports"][0]["name"] = json!("https");
+        k.apply(svc).await;
+        let mut ct = container("settlement-api", "shop/settlement-api:2.2.6", None);
+        ct["ports"] = json!([{"name": "https", "containerPort": 8443}]);
+        ct["volumeMounts"] = json!([{"name": "tls", "mountPath": "/etc/tls", "readOnly": true}]);
+        k.apply(workload(
+            "Deployment",
+            "settlement-api",
+            2,
+            json!([ct]),
+            json!({"volumes": [{"name": "tls", "secret": {"secretName": "settlement-api-tls"}}]}),
+        ))
+        .await;
+        for (i, p) in k.pods("app=settlement-api", 2).await.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 3500).await;
+        }
+        let app = "payouts";
+        let mut ct = container(app, "shop/payouts:5.4.2", Some(8080));
+        ct["env"] = json!([{"name": "SETTLEMENT_URL", "value": format!("https://settlement-api.{}.svc:8443", k.ns)}]);
+        k.apply(workload("Deployment", app, 2, json!([ct]), json!({})))
+            .await;
+        let expiry = c.at(2520).format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let mut out = Vec::new();
+        for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
+            let p = crash_loop(
+                c,
+                p,
+                &nodes[i + 1],
+                &c.ip(20 + i as u8),
+                3500,
+                app,
+                (1, "Error", 9),
+                75,
+            )
+            .await;
+            backoff_event(c, &p, 38, 2300).await;
+            let now = c.at(96).format("%Y-%m-%dT%H:%M:%SZ").to_string();
+            c.raw_logs(&p, app, true, format!(
+                "{{\"level\":\"info\",\"ts\":\"{}\",\"msg\":\"starting payouts\",\"version\":\"5.4.2\"}}\n{{\"level\":\"fatal\",\"ts\":\"{}\",\"msg\":\"startup check failed\",\"dependency\":\"settlement-api\",\"error\":\"Post \\\"https://settlement-api.{}.svc:8443/v1/health\\\": x509: certificate has expired or is not yet valid: current time {now} is after {expiry}\"}}\n",
+                c.lt(97), c.lt(96), k.ns));
+            out.push(p);
+        }
+        staged(c, crashloop_alert(c, &out[0], app, 1500))
+    })
+}
+
+/// Create a PriorityClass unless it exists.
+async fn priority_class(k: &Kube, name: &str, value: i64, description: &str) {
+    let api: Api<DynamicObject> = Api::all_with(
+        k.client.clone(),
+        &ar("scheduling.k8s.io/v1", "PriorityClass"),
+    );
+    if api.get(name).await.is_ok() {
+        return;
+    }
+    let o = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+        "value": value, "globalDefault": false, "preemptionPolicy": "PreemptLowerPriority", "description": description});
+    api.create(&PostParams::default(), &serde_json::from_value(o).unwrap())
+        .await
+        .unwrap_or_else(|e| panic!("priority class {name}: {e}"));
+}
+
+/// model-training (high priority) scaled up and preempted batch-etl (low priority), whose
+/// replacements cannot fit anywhere.
+fn priority_preemption_churn(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        priority_class(
+            k,
+            "high-priority",
+            100_000,
+            "Training and serving jobs of the ML platform.",
+        )
+        .await;
+        priority_class(
+            k,
+            "batch-low",
+            -10,
+            "Best-effort batch work; may be preempted.",
+        )
+        .await;
+        let ml = c.ns("ml");
+        let mut trainer = container("trainer", "ml/model-training:2026.11.2", None);
+        trainer["resources"] =
+            json!({"requests": {"cpu": "3", "memory": "8Gi"}, "limits": {"memory": "12Gi"}});
+        ml.apply(workload(
+            "Deployment",
+            "model-training",
+            3,
+            json!([trainer]),
+            json!({"priorityClassName": "high-priority"}),
+        ))
+        .await;
+        let trainers = ml.pods("app=model-training", 3).await;
+        for (i, p) in trainers.iter().enumerate() {
+            // The first trainer ran for hours; two more started when it was scaled to 3.
+            let start = if i == 0 { 6000 } else { 1500 };
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), start).await;
+        }
+        let app = "batch-etl";
+        let mut ct = container(app, "analytics/batch-etl:7.3.0", None);
+        ct["resources"] =
+            json!({"requests": {"cpu": "1500m", "memory": "2Gi"}, "limits": {"memory": "3Gi"}});
+        k.apply(workload(
+            "Deployment",
+            app,
+            4,
+            json!([ct]),
+            json!({"priorityClassName": "batch-low"}),
+        ))
+        .await;
+        let msg = "0/3 nodes are available: 3 Insufficient cpu.";
+        for p in k.pods(&format!("app={app}"), 4).await {
+            let p = k
+                .patch_status("v1", "Pod", &name(&p), json!({"phase": "Pending", "qosClass": "Burstable",
+                    "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg,
+                        "lastProbeTime": null, "lastTransitionTime": c.t(1490)}]}))
+                .await;
+            event(
+                c,
+                &p,
+                ("default-scheduler", None),
+                "Warning",
+                "FailedScheduling",
+                msg,
+                31,
+                (1490, 20),
+            )
+            .await;
+        }
+        // The pods they replace were preempted (and are gone); the scheduler's events stay.
+        let rs = k
+            .api("apps/v1", "ReplicaSet")
+            .list(&kube::api::ListParams::default().labels(&format!("app={app}")))
+            .await
+            .unwrap()
+            .items
+            .remove(0);
+        let hash = rs
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("pod-template-hash"))
+            .cloned()
+            .unwrap_or_default();
+        for (i, trainer) in [1usize, 1, 2, 2].iter().enumerate() {
+            let victim = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("{app}-{hash}-{}", hex(5)), "namespace": k.ns, "uid": uuid::Uuid::new_v4().to_string()}});
+            event(
+                c,
+                &victim,
+                ("default-scheduler", None),
+                "Normal",
+                "Preempted",
+                &format!(
+                    "Preempted by ml/{} on node {}",
+                    name(&trainers[*trainer]),
+                    nodes[*trainer]
+                ),
+                1,
+                (1502 - i as i64, 1502 - i as i64),
+            )
+            .await;
+            event(
+                c,
+                &victim,
+                ("kubelet", Some(nodes[*trainer].as_str())),
+                "Normal",
+                "Killing",
+                "Stopping container batch-etl",
+                1,
+                (1501 - i as i64, 1501 - i as i64),
+            )
+            .await;
+        }
+        staged(c, replicas_mismatch_alert(c, "Deployment", app, 480))
+    })
+}
+
+/// postgres-0's volume lives in eu-west-1a; after a node group replacement no node is there.
+fn volume_node_affinity_conflict(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        c.nodes(3, &["eu-west-1b", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        storage_classes(k).await;
+        bound_volume(c, "data-postgres-0", "postgres", "200Gi", "eu-west-1a").await;
+        let mut headless = service("postgres-hl", "postgres", 5432, json!(5432));
+        headless["spec"]["clusterIP"] = json!("None");
+        k.apply(headless).await;
+        k.apply(service("postgres", "postgres", 5432, json!(5432)))
+            .await;
+        let mut ct = container("postgres", "bitnami/postgresql:15.4.0-debian-11-r45", None);
+        ct["ports"] = json!([{"name": "tcp-postgresql", "containerPort": 5432}]);
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}});
+        ct["volumeMounts"] = json!([{"name": "data", "mountPath": "/bitnami/postgresql"}]);
+        let mut sts = workload("StatefulSet", "postgres", 1, json!([ct]), json!({}));
+        sts["spec"]["serviceName"] = json!("postgres-hl");
+        sts["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3", "resources": {"requests": {"storage": "200Gi"}}}}]);
+        k.apply(sts).await;
+        let pod = sts_pod(k, "postgres-0").await;
+        let msg = "0/3 nodes are available: 3 node(s) had volume node affinity conflict.";
+        let pod = k
+            .patch_status("v1", "Pod", &name(&pod), json!({"phase": "Pending", "qosClass": "Burstable",
+                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg,
+                    "lastProbeTime": null, "lastTransitionTime": c.t(2100)}]}))
+            .await;
+        event(
+            c,
+            &pod,
+            ("default-scheduler", None),
+            "Warning",
+            "FailedScheduling",
+            msg,
+            44,
+            (2100, 30),
+        )
+        .await;
+        staged(c, not_ready_alert(c, &pod, 1200))
+    })
+}
+
+/// DiskPressure on one node came and went: the kubelet's image GC reclaimed the space.
+fn disk_pressure_cleared(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let node = nodes[1].clone();
+        c.node_conditions(
+            &node,
+            &[(
+                "DiskPressure",
+                "False",
+                "KubeletHasNoDiskPressure",
+                "kubelet has no disk pressure",
+                360,
+            )],
+        )
+        .await;
+        let n = node_obj(k, &node).await;
+        let kubelet = ("kubelet", Some(node.as_str()));
+        event(
+            c,
+            &n,
+            kubelet,
+            "Normal",
+            "NodeHasDiskPressure",
+            &format!("Node {node} status is now: NodeHasDiskPressure"),
+            1,
+            (1740, 1740),
+        )
+        .await;
+        event(
+            c,
+            &n,
+            kubelet,
+            "Warning",
+            "EvictionThresholdMet",
+            "Attempting to reclaim ephemeral-storage",
+            1,
+            (1735, 1735),
+        )
+        .await;
+        event(
+            c,
+            &n,
+            kubelet,
+            "Normal",
+            "NodeHasNoDiskPressure",
+            &format!("Node {node} status is now: NodeHasNoDiskPressure"),
+            1,
+            (360, 360),
+        )
+        .await;
+        k.apply(workload(
+            "Deployment",
+            "route-planner",
+            3,
+            json!([container(
+                "route-planner",
+                "logistics/route-planner:3.8.1",
+                Some(8080)
+            )]),
+            json!({}),
+        ))
+        .await;
+        for (i, p) in k.pods("app=route-planner", 3).await.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 9000).await;
+        }
+        staged(c, node_pressure_alert(c, &node, "DiskPressure", 1080))
+    })
+}
+
+/// The HPA scaled recommender from 3 to 8; slow image pulls kept the new pods from being
+/// available for 16 minutes; they all run now.
+fn hpa_scaleup_completed(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        k.patch(
+            "v1",
+            "Namespace",
+            &k.ns,
+            json!({"metadata": {"labels": {"kubemedic.io/environment": "staging"}}}),
+        )
+        .await;
+        let app = "recommender";
+        let image = "registry.example.com/ml/recommender:4.1.0";
+        let mut ct = container(app, image, Some(8080));
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}});
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": 8080}});
+        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
+            .await;
+        let first = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in first.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 1500).await;
+        }
+        available(k, app, 3).await;
+        // The HPA (played) scales to 8.
+        k.patch(
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"replicas": 8}}),
+        )
+        .await;
+        let all = k.pods(&format!("app={app}"), 8).await;
+        let first_names: Vec<String> = first.iter().map(name).collect();
+        let mut i = 0u8;
+        for p in all.iter().filter(|p| !first_names.contains(&name(p))) {
+            let node = &nodes[usize::from(i) % 3];
+            let p = run(c, p, node, &c.ip(20 + i), 1140).await;
+            let mut st = p["status"].clone();
+            st["containerStatuses"][0]["state"]["running"]["startedAt"] =
+                json!(c.t(178 - i64::from(i)));
+            for cond in st["conditions"].as_array_mut().unwrap() {
+                if cond["type"] == "Ready" || cond["type"] == "ContainersReady" {
+                    cond["lastTransitionTime"] = json!(c.t(170 - i64::from(i)));
+                }
+            }
+            let p = k.patch_status("v1", "Pod", &name(&p), st).await;
+            event(
+                c,
+                &p,
+                ("default-scheduler", None),
+                "Normal",
+                "Scheduled",
+                &format!("Successfully assigned {}/{} to {node}", k.ns, name(&p)),
+                1,
+                (1141, 1141),
+            )
+            .await;
+            kubelet_event(
+                c,
+                &p,
+                "Normal",
+                "Pulling",
+                &format!("Pulling image \"{image}\""),
+                1,
+                (1139, 1139),
+            )
+            .await;
+            let took = 1139 - 180 + i64::from(i);
+            kubelet_event(
+                c,
+                &p,
+                "Normal",
+                "Pulled",
+                &format!(
+                    "Successfully pulled image \"{image}\" in {}m{}.{:03}s",
+                    took / 60,
+                    took % 60,
+                    118 + u16::from(i) * 37
+                ),
+                1,
+                (180 - i64::from(i), 180 - i64::from(i)),
+            )
+            .await;
+            kubelet_event(
+                c,
+                &p,
+                "Normal",
+                "Created",
+                &format!("Created container {app}"),
+                1,
+                (179 - i64::from(i), 179 - i64::from(i)),
+            )
+            .await;
+            kubelet_event(
+                c,
+                &p,
+                "Normal",
+                "Started",
+                &format!("Started container {app}"),
+                1,
+                (178 - i64::from(i), 178 - i64::from(i)),
+            )
+            .await;
+            i += 1;
+        }
+        available(k, app, 8).await;
+        let hpa = k.apply(json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": app},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
+                     "minReplicas": 3, "maxReplicas": 12,
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}]}}))
+            .await;
+        k.patch_status("autoscaling/v2beta2", "HorizontalPodAutoscaler", app, json!({
+            "currentReplicas": 8, "desiredReplicas": 8, "lastScaleTime": c.t(1142),
+            "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 52, "averageValue": "261m"}}}],
+            "conditions": [
+                {"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale", "message": "recommended size matches current size", "lastTransitionTime": c.t(840)},
+                {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound", "message": "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)", "lastTransitionTime": c.t(1500)},
+                {"type": "ScalingLimited", "status": "False", "reason": "DesiredWithinRange", "message": "the desired count is within the acceptable range", "lastTransitionTime": c.t(1142)}]}))
+            .await;
+        event(
+            c,
+            &hpa,
+            ("horizontal-pod-autoscaler", None),
+            "Normal",
+            "SuccessfulRescale",
+            "New size: 8; reason: cpu resource utilization (percentage of request) above target",
+            1,
+            (1142, 1142),
+        )
+        .await;
+        staged(c, replicas_mismatch_alert(c, "Deployment", app, 200))
+    })
+}
+
+/// Patroni failed orders-db over to orders-db-1; fulfillment-api's pooled connections still
+/// point at orders-db-0, now a read-only replica.
+fn db_failover_stale_connections(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
+            .await;
+        let k = &c.k;
+        let mut primary = service("orders-db", "orders-db", 5432, json!(5432));
+        primary["spec"]["selector"] = json!({"app": "orders-db", "role": "master"});
+        k.apply(primary).await;
+        let mut replica = service("orders-db-replica", "orders-db", 5432, json!(5432));
+        replica["spec"]["selector"] = json!({"app": "orders-db", "role": "replica"});
+        k.apply(replica).await;
+        let mut db = container(
+            "postgres",
+            "registry.opensource.zalan.do/acid/spilo-15:3.0-p1",
+            None,
+        );
+        db["ports"] = json!([{"name": "postgresql", "containerPort": 5432}, {"name": "patroni", "containerPort": 8008}]);
+        db["resources"] =
+            json!({"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "4Gi"}});
+        let mut sts = workload("StatefulSet", "orders-db", 2, json!([db]), json!({}));
+        sts["spec"]["podManagementPolicy"] = json!("Parallel");
+        k.apply(sts).await;
+        let mut dbs = Vec::new();
+        for i in 0..2u8 {
+            let p = sts_pod(k, &format!("orders-db-{i}")).await;
+            dbs.push(run(c, &p, &nodes[usize::from(i)], &c.ip(12 + i), 2700).await);
+        }
+        // Patroni labels the pods with their current role.
+        k.patch(
+            "v1",
+            "Pod",
+            "orders-db-0",
+            json!({"metadata": {"labels": {"role": "replica"}}}),
+        )
+        .await;
+        k.patch(
+            "v1",
+            "Pod",
+            "orders-db-1",
+            json!({"metadata": {"labels": {"role": "master"}}}),
+        )
+        .await;
+        let old_primary = c.ip(12);
+        c.logs_of(&dbs[1], "postgres", false, &[
+            (2600, "INFO: no action. I am (orders-db-1), a secondary, and following a leader (orders-db-0)"),
+            (1872, &format!("WARNING: Request failed to orders-db-0: GET http://{old_primary}:8008/patroni (HTTPConnectionPool(host='{old_primary}', port=8008): Read timed out. (read timeout=2))")),
+            (1862, "INFO: promoted self to leader by acquiring session lock"),
+            (1860, "INFO: cleared rewind state after becoming the leader"),
+            (30, "INFO: no action. I am (orders-db-1), the leader with the lock"),
+        ]);
+        c.logs_of(&dbs[0], "postgres", false, &[
+            (2600, "INFO: no action. I am (orders-db-0), the leader with the lock"),
+            (1875, "ERROR: failed to update leader lock"),
+            (1870, "INFO: demoted self because failed to update leader lock in DCS"),
+            (1850, "INFO: Lock owner: orders-db-1; I am orders-db-0"),
+            (30, "INFO: no action. I am (orders-db-0), a secondary, and following a leader (orders-db-1)"),
+        ]);
+        let app = "fulfillment-api";
+        let image = "shop/fulfillment-api:3.17.0";
+        let mut ct = container(app, image, Some(8080));
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10, "failureThreshold": 3});
+        ct["env"] = json!([{"name": "DATABASE_URL", "value": "postgres://fulfillment@orders-db:5432/orders?pool_max_conns=20"}]);
+        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
+            .await;
+        let mut out = Vec::new();
+        for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
+            let st = pod_status(
+                c,
+                "Running",
+                2650,
+                &c.ip(20 + i as u8),
+                vec![c_running(c, (app, image), 2645, false, 0, json!({}))],
+            );
+            let p = report(c, p, &nodes[i], st).await;
+            kubelet_event(
+                c,
+                &p,
+                "Warning",
+                "Unhealthy",
+                "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                183,
+                (1840, 6),
+            )
+            .await;
+            c.logs_of(&p, app, false, &[
+                (2640, "INFO  fulfillment-api 3.17.0 listening on :8080 (db pool: 20 connections to orders-db:5432)"),
+                (1858, &format!("ERROR update order 88213 status=shipped: ERROR: cannot execute UPDATE in a read-only transaction (SQLSTATE 25006) [conn {old_primary}:5432]")),
+                (1850, "WARN  GET /ready 503 (db write check failed: cannot execute INSERT in a read-only transaction)"),
+                (20, &format!("ERROR update order 91877 status=packed: ERROR: cannot execute UPDATE in a read-only transaction (SQLSTATE 25006) [conn {old_primary}:5432]")),
+                (10, "WARN  GET /ready 503 (db write check failed: cannot execute INSERT in a read-only transaction)"),
+            ]);
+            out.push(p);
+        }
+        staged(c, not_ready_alert(c, &out[0], 900))
+    })
+}
+
+/// Every unseen incident with its namespaces, index and capture offset.
+pub fn all() -> Vec<Incident> {
+    macro_rules! inc {
+        ($name:literal, $ns:expr, $index:literal, $offset:literal, $stage:ident) => {
+            Incident {
+                name: $name,
+                namespaces: $ns,
+                index: $index,
+                offset_minutes: $offset,
+                stage: $stage,
+            }
+        };
+    }
+    vec![
+        inc!(
+            "coredns-loop-crash",
+            &["notifications", "kube-system"],
+            2,
+            42,
+            coredns_loop_crash
+        ),
+        inc!(
+            "init-container-dependency-down",
+            &["invoicing"],
+            1,
+            43,
+            init_container_dependency_down
+        ),
+        inc!(
+            "networkpolicy-egress-blocks-backend",
+            &["orders"],
+            3,
+            31,
+            networkpolicy_egress_blocks_backend
+        ),
+        inc!(
+            "liveness-probe-kills-slow-app",
+            &["search"],
+            4,
+            45,
+            liveness_probe_kills_slow_app
+        ),
+        inc!(
+            "service-targetport-mismatch",
+            &["storefront"],
+            5,
+            41,
+            service_targetport_mismatch
+        ),
+        inc!(
+            "pvc-storageclass-missing",
+            &["uploads"],
+            6,
+            26,
+            pvc_storageclass_missing
+        ),
+        inc!(
+            "statefulset-volume-provisioning-failed",
+            &["streaming"],
+            7,
+            28,
+            statefulset_volume_provisioning_failed
+        ),
+        inc!(
+            "multi-attach-rwo-rollout",
+            &["observability"],
+            8,
+            23,
+            multi_attach_rwo_rollout
+        ),
+        inc!(
+            "node-readonly-rootfs",
+            &["checkout", "default"],
+            9,
+            17,
+            node_readonly_rootfs
+        ),
+        inc!(
+            "node-pid-pressure",
+            &["reports", "default"],
+            10,
+            120,
+            node_pid_pressure
+        ),
+        inc!(
+            "ephemeral-storage-eviction",
+            &["media"],
+            11,
+            137,
+            ephemeral_storage_eviction
+        ),
+        inc!(
+            "container-exits-zero-loop",
+            &["messaging"],
+            12,
+            46,
+            container_exits_zero_loop
+        ),
+        inc!(
+            "cronjob-forbid-hung-job",
+            &["billing"],
+            13,
+            782,
+            cronjob_forbid_hung_job
+        ),
+        inc!(
+            "rollout-missing-configmap",
+            &["web"],
+            14,
+            22,
+            rollout_missing_configmap
+        ),
+        inc!(
+            "statefulset-pod-on-lost-node",
+            &["coordination", "default"],
+            15,
+            182,
+            statefulset_pod_on_lost_node
+        ),
+        inc!(
+            "paused-deployment-fix-not-rolled-out",
+            &["payments"],
+            16,
+            47,
+            paused_deployment_fix_not_rolled_out
+        ),
+        inc!(
+            "redis-maxmemory-noeviction",
+            &["cart"],
+            17,
+            1300,
+            redis_maxmemory_noeviction
+        ),
+        inc!(
+            "headless-service-missing",
+            &["db"],
+            18,
+            36,
+            headless_service_missing
+        ),
+        inc!(
+            "hpa-missing-cpu-request",
+            &["edge"],
+            19,
+            180,
+            hpa_missing_cpu_request
+        ),
+        inc!(
+            "ingress-backend-missing",
+            &["shop"],
+            20,
+            84,
+            ingress_backend_missing
+        ),
+        inc!(
+            "x509-expired-upstream",
+            &["finance"],
+            21,
+            59,
+            x509_expired_upstream
+        ),
+        inc!(
+            "priority-preemption-churn",
+            &["analytics", "ml"],
+            22,
+            101,
+            priority_preemption_churn
+        ),
+        inc!(
+            "volume-node-affinity-conflict",
+            &["inventory"],
+            23,
+            36,
+            volume_node_affinity_conflict
+        ),
+        inc!(
+            "disk-pressure-cleared",
+            &["logistics", "default"],
+            24,
+            151,
+            disk_pressure_cleared
+        ),
+        inc!(
+            "hpa-scaleup-completed",
+            &["recommendations"],
+            25,
+            26,
+            hpa_scaleup_completed
+        ),
+        inc!(
+            "db-failover-stale-connections",
+            &["fulfillment"],
+            26,
+            46,
+            db_failover_stale_connections
+        ),
+    ]
+}
+
+/// The folder of an unseen incident.
+pub fn dir(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/unseen")
+        .join(name)
+}
