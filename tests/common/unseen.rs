@@ -283,6 +283,7 @@ pub async fn replace_cluster_object(k: &Kube, o: Value) -> Value {
     );
     let n = name(&o);
     if api.get(&n).await.is_ok() {
+        let _ = api.delete(&n, &Default::default()).await;
         let _ = api
             .patch(
                 &n,
@@ -290,7 +291,6 @@ pub async fn replace_cluster_object(k: &Kube, o: Value) -> Value {
                 &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
             )
             .await;
-        let _ = api.delete(&n, &Default::default()).await;
         for _ in 0..100 {
             if api.get(&n).await.is_err() {
                 break;
@@ -321,6 +321,9 @@ pub async fn clean_cluster_scope(k: &Kube) {
         };
         for o in list.items {
             let n = o.metadata.name.clone().unwrap_or_default();
+            // Delete first: the pv-protection controller puts its finalizer back on a live
+            // volume, not on one being deleted.
+            let _ = api.delete(&n, &Default::default()).await;
             let _ = api
                 .patch(
                     &n,
@@ -328,7 +331,6 @@ pub async fn clean_cluster_scope(k: &Kube) {
                     &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
                 )
                 .await;
-            let _ = api.delete(&n, &Default::default()).await;
         }
     }
     let events: Api<DynamicObject> =
@@ -982,7 +984,7 @@ fn coredns_loop_crash(c: &Ctx) -> Fut<'_> {
             )
             .await;
             let text = format!(
-                ".:53\n[INFO] plugin/reload: Running configuration MD5 = db32ca3650231d74073ff4cf814959a7\nCoreDNS-1.7.0\nlinux/amd64, go1.14.4, f59c03d\n[FATAL] plugin/loop: Loop (127.0.0.1:{} -> :53) detected for zone \".\", see https://coredns.io/plugins/loop#troubleshooting. Query: \"HINFO {} {}.\"\n",
+                ".:53\n[INFO] plugin/reload: Running configuration MD5 = db32ca3650231d74073ff4cf814959a7\nCoreDNS-1.7.0\nlinux/amd64, go1.14.4, f59c03d\n[FATAL] plugin/loop: Loop (127.0.0.1:{} -> :53) detected for zone \".\", see https://coredns.io/plugins/loop#troubleshooting. Query: \"HINFO {}.{}.\"\n",
                 49_000 + i * 1237,
                 4_547_991_504_243_258_144u64 + i as u64,
                 3_688_648_895_315_093_531u64
@@ -1930,8 +1932,8 @@ fn ephemeral_storage_eviction(c: &Ctx) -> Fut<'_> {
             evicted.push(p);
         }
         let pods = k.pods(&format!("app={app}"), 5).await;
-        let mut i = 0u8;
-        for p in pods.iter().filter(|p| !seen.contains(&name(p))) {
+        for (i, p) in pods.iter().filter(|p| !seen.contains(&name(p))).enumerate() {
+            let i = i as u8;
             let start = 8000 - i64::from(i) * 5;
             let p = run(c, p, &nodes[usize::from(i) + 1], &c.ip(30 + i), start).await;
             c.logs_of(
@@ -1944,7 +1946,6 @@ fn ephemeral_storage_eviction(c: &Ctx) -> Fut<'_> {
                     (40, "job 8812: writing /scratch/job-8812/seg-00412.ts (1.6 GiB so far)"),
                 ],
             );
-            i += 1;
         }
         staged(c, not_ready_alert(c, &evicted[1], 2100))
     })
@@ -2020,15 +2021,18 @@ fn cronjob_forbid_hung_job(c: &Ctx) -> Fut<'_> {
             "spec": {"restartPolicy": "Never", "containers": [{"name": "invoice-sync", "image": image,
                 "args": ["sync-invoices", "--window=30m"],
                 "resources": {"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}}}]}});
+        // A half-hourly schedule whose last run is the one staged now, named as the controller
+        // names it (minutes since the epoch of its scheduled time).
+        let now = Utc::now() - chrono::Duration::seconds(2);
+        let scheduled = now - chrono::Duration::seconds(now.timestamp() % 60);
+        let minute = (scheduled.timestamp() / 60) % 30;
+        let schedule = format!("{minute},{} * * * *", minute + 30);
         let cj = k.apply(json!({"apiVersion": "batch/v1beta1", "kind": "CronJob",
             "metadata": {"name": "invoice-sync", "labels": {"app": "invoice-sync"}},
-            "spec": {"schedule": "*/30 * * * *", "concurrencyPolicy": "Forbid", "suspend": false,
+            "spec": {"schedule": schedule, "concurrencyPolicy": "Forbid", "suspend": false,
                 "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
                 "jobTemplate": {"metadata": {"labels": {"app": "invoice-sync"}}, "spec": {"backoffLimit": 2, "template": template}}}}))
             .await;
-        // The run scheduled 13 h before capture, as the controller names it (minutes since the
-        // epoch of its scheduled time).
-        let scheduled = c.at(started) - chrono::Duration::seconds(c.at(started).timestamp() % 1800);
         let job_name = format!("invoice-sync-{}", scheduled.timestamp() / 60);
         let job = k.apply(json!({"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": job_name, "labels": {"app": "invoice-sync"},
@@ -3035,8 +3039,12 @@ fn hpa_scaleup_completed(c: &Ctx) -> Fut<'_> {
         .await;
         let all = k.pods(&format!("app={app}"), 8).await;
         let first_names: Vec<String> = first.iter().map(name).collect();
-        let mut i = 0u8;
-        for p in all.iter().filter(|p| !first_names.contains(&name(p))) {
+        for (i, p) in all
+            .iter()
+            .filter(|p| !first_names.contains(&name(p)))
+            .enumerate()
+        {
+            let i = i as u8;
             let node = &nodes[usize::from(i) % 3];
             let p = run(c, p, node, &c.ip(20 + i), 1140).await;
             let mut st = p["status"].clone();
@@ -3105,7 +3113,6 @@ fn hpa_scaleup_completed(c: &Ctx) -> Fut<'_> {
                 (178 - i64::from(i), 178 - i64::from(i)),
             )
             .await;
-            i += 1;
         }
         available(k, app, 8).await;
         let hpa = k.apply(json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
