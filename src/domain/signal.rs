@@ -137,6 +137,23 @@ pub struct SignalContext {
 }
 
 impl SignalContext {
+    /// The container of the alert's subject, when its labels name one (never the exporter's).
+    pub fn subject_container(&self) -> Option<String> {
+        super::target::subject_from_labels(&self.labels).container
+    }
+
+    /// The alert is about the alerting pipeline itself (`Watchdog`, `InfoInhibitor`), not about
+    /// a Kubernetes object.
+    pub fn about_alerting_pipeline(&self) -> bool {
+        super::target::ALERTING_PIPELINE_ALERTS.contains(&self.name.as_str())
+    }
+
+    /// `alertname=…, namespace=…, service=…, job=…, instance=…, …`: what identifies an alert
+    /// that names no object.
+    pub fn identifying_labels(&self) -> String {
+        super::target::identifying_labels(&self.labels)
+    }
+
     pub fn from_signal(s: &NewSignal, received_at: DateTime<Utc>) -> Self {
         Self {
             fingerprint: s.fingerprint.clone(),

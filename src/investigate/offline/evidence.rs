@@ -77,7 +77,7 @@ pub(super) struct Alert {
     /// When the alert started firing (a timestamp, not text).
     pub starts_at: Option<DateTime<Utc>>,
     pub proactive: bool,
-    /// The `container` label.
+    /// The subject's container as the alert names it (never the exporter's).
     pub container: Option<String>,
 }
 
@@ -508,7 +508,7 @@ pub(super) async fn gather(
         alert: Alert {
             name: req.signal.name.clone(),
             proactive: req.signal.mode == SignalMode::Proactive,
-            container: req.signal.labels.get("container").cloned(),
+            container: req.signal.subject_container(),
             starts_at: Some(req.signal.starts_at),
         },
         subject,
