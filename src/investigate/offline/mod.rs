@@ -43,8 +43,8 @@ use crate::cluster::ClusterReader;
 use crate::cluster::tools::{ClusterTools, ToolLimits};
 use crate::domain::{
     Analysis, HashMatch, InvestigationOutcome, InvestigationPlan, PlanSource, PlanStep, RcaResult,
-    RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, TargetRef, ToolCallRecord,
-    ValidationAttempt,
+    RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, SignalContext, TargetRef,
+    ToolCallRecord, ValidationAttempt,
 };
 use crate::history::RemediationHistory;
 
@@ -83,6 +83,35 @@ impl OfflineInvestigator {
             human_review_reason: d.human.clone(),
         }
     }
+}
+
+/// A signal that names no Kubernetes object: nothing in the cluster to investigate. An alert
+/// about the alerting pipeline itself (Watchdog, InfoInhibitor) needs no action; any other goes
+/// to a person with the labels that identify it — never "healthy again".
+fn no_object(signal: &SignalContext) -> Diagnosis {
+    let labels = signal.identifying_labels();
+    if signal.about_alerting_pipeline() {
+        let mut d = Diagnosis::new(
+            "AlertingPipeline",
+            format!(
+                "{} is about the alerting pipeline itself, not about a Kubernetes object: nothing to investigate or remediate ({labels})",
+                signal.name
+            ),
+        );
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.confidence = 1.0;
+        d.severity = "low";
+        return d;
+    }
+    let mut d = Diagnosis::new(
+        "NoObject",
+        format!(
+            "The alert names no Kubernetes object ({labels}): nothing in the cluster to investigate or remediate; a person must look at it"
+        ),
+    );
+    d.outcome = InvestigationOutcome::InsufficientData;
+    d.confidence = 0.2;
+    d
 }
 
 #[async_trait]
@@ -137,15 +166,7 @@ impl Investigator for OfflineInvestigator {
         .await?;
         let mut diagnosis = match &evidence {
             Some(ev) => rules::diagnose(&Facts::derive(ev)),
-            None => {
-                let mut d = Diagnosis::new(
-                    "Unknown",
-                    "The signal names no Kubernetes resource to investigate",
-                );
-                d.outcome = InvestigationOutcome::InsufficientData;
-                d.confidence = 0.2;
-                d
-            }
+            None => no_object(&req.signal),
         };
         // A proposal on a target kubemedic resolved: verify the (possibly different) target.
         let mut rca = self.rca_from(&diagnosis);
