@@ -436,7 +436,7 @@ async fn measure(c: &Case, with_view: bool) -> Cost {
     let mut req = c.request.clone();
     for stage in [
         Arc::new(InvestigationStage(inv.clone())) as Arc<dyn Stage>,
-        Arc::new(SelectionStage(inv.clone())),
+        Arc::new(SelectionStage::new(inv.clone(), prover_for(&inv))),
     ] {
         let out = stage.run(&req).await.expect("stage");
         req.phase = out.next;
@@ -558,4 +558,15 @@ async fn main() {
             v.tool_calls as i64 - w.tool_calls as i64
         );
     }
+}
+
+/// The prover the selection stage checks the model's proposal with: the investigator's own
+/// reader, catalog and clock; dry runs against the reader when it can take them.
+fn prover_for(inv: &Arc<LlmInvestigator>) -> Arc<kubemedic::prove::Prover> {
+    Arc::new(kubemedic::prove::Prover::new(
+        inv.reader.clone(),
+        None,
+        inv.catalog.clone(),
+        inv.clock.clone(),
+    ))
 }

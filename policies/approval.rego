@@ -16,6 +16,9 @@
 #   warnings                 investigation warnings (regressions, declining effectiveness, ...)
 #   business_classification  {business_unit, priority, risk_tolerance}
 #   signal_mode              "reactive" or "proactive"
+#   proof                    {verdict, holds, failed}: the action's obligations checked against
+#                            the cluster ("proven"; "unverified" for an action type kubemedic
+#                            knows no obligations for; "refuted" never reaches the gate)
 #
 # output: decision = {require_approval, risk_factors, reason}
 #   Every risk factor is a reason to ask a human, scored 0-100; the highest-scoring one is the
@@ -84,6 +87,29 @@ environment_name := input.environment if {
 default environment_name := "unknown"
 
 target_text := sprintf("%s %s", [input.remediation_target.kind, input.remediation_target.name]) if has_target
+
+# The action's obligations all hold against the cluster.
+default is_proven := false
+
+is_proven if input.proof.verdict == "proven"
+
+proof_verdict := input.proof.verdict if is_string(input.proof.verdict)
+
+default proof_verdict := "absent"
+
+# 85: the action is not proven right and safe (a custom action type has no known obligations;
+# no proof at all is the same). Always needs a human, in any environment.
+risk_factors contains {
+	"score": 85,
+	"reason": sprintf("%s is not proven against the cluster (proof %s): a human must judge it", [action_text, proof_verdict]),
+} if {
+	has_target
+	not is_proven
+}
+
+action_text := input.action_type if is_string(input.action_type)
+
+default action_text := "the action"
 
 # 90: nothing verified to act on. Always needs a human, in any environment.
 risk_factors contains {

@@ -32,6 +32,7 @@ use crate::notify::slack::SlackNotifier;
 use crate::pipeline::Pipeline;
 use crate::pipeline::worker::WorkerPool;
 use crate::policy::{PolicyDependency, RELOAD_INTERVAL, RegoGate};
+use crate::prove::Prover;
 use crate::readiness::{Dependency, DependencyStatus};
 use crate::store::{self, Store, StoreError};
 use crate::telemetry::Metrics;
@@ -412,6 +413,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
             let (stages, investigator) = investigation_stages(
                 settings,
                 cluster.clone(),
+                cluster.clone(),
                 clock.clone(),
                 history,
                 Some(metrics.clone()),
@@ -483,14 +485,15 @@ impl Stage for NoCluster {
 pub fn investigation_stages(
     settings: &Settings,
     reader: Arc<dyn ClusterReader>,
+    writer: Arc<dyn crate::cluster::ClusterWriter>,
     clock: Arc<dyn Clock>,
     history: Arc<dyn RemediationHistory>,
     metrics: Option<Arc<Metrics>>,
 ) -> (Vec<Arc<dyn Stage>>, Arc<dyn Dependency>) {
     match crate::investigate::build(
         &settings.investigate,
-        reader,
-        clock,
+        reader.clone(),
+        clock.clone(),
         settings.cluster.tool_limits.clone(),
         history,
         metrics,
@@ -498,10 +501,11 @@ pub fn investigation_stages(
         Ok(built) => {
             let investigator = built.investigator;
             info!(investigator = %investigator.name(), "investigator ready");
+            let prover = Arc::new(Prover::new(reader, Some(writer), built.catalog, clock));
             (
                 vec![
                     Arc::new(InvestigationStage(investigator.clone())),
-                    Arc::new(SelectionStage(investigator)),
+                    Arc::new(SelectionStage::new(investigator, prover)),
                 ],
                 Arc::new(InvestigatorDependency(Ok(built.llm))),
             )

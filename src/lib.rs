@@ -12,6 +12,8 @@
 //! web, pipeline        HTTP (the only axum/hyper code); the durable worker driving the Stage trait
 //! stages               ingest, enrich, investigate, gate, approval, execute, verify — never
 //!                      importing each other
+//! prove               the proof obligations of every action type, checked against the
+//!                      cluster for every proposer (below both investigators)
 //! store, cluster, llm, catalog, history, policy, monitoring, notify
 //!                      the outside world behind traits, the Rego engine, the
 //!                      Alertmanager / Prometheus APIs verification reads, and the
@@ -44,6 +46,9 @@ pub mod gate;
 pub mod ingest;
 pub mod investigate;
 pub mod verify;
+
+// Proof obligations: below the stages, above what they stand on.
+pub mod prove;
 
 // What the stages stand on.
 pub mod catalog;

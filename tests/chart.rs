@@ -306,7 +306,7 @@ fn the_writer_role_grants_exactly_what_the_actions_call() {
     for action in kubemedic::catalog::BUILTIN_ACTIONS {
         assert!(
             CALLS.iter().any(|c| c.0 == *action)
-                || kubemedic::execute::builtin::is_read_only(action),
+                || kubemedic::cluster::actions::is_read_only(action),
             "{action} is missing from CALLS"
         );
     }
@@ -320,7 +320,7 @@ fn the_writer_role_grants_exactly_what_the_actions_call() {
     );
 }
 
-fn args(pairs: &[(&str, Value)]) -> kubemedic::execute::builtin::Args {
+fn args(pairs: &[(&str, Value)]) -> kubemedic::cluster::actions::Args {
     pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.clone()))
@@ -333,7 +333,7 @@ async fn act(
     a: &[(&str, Value)],
     target: &Target,
 ) -> Result<kubemedic::cluster::writes::WriteOutcome, ClusterError> {
-    kubemedic::execute::builtin::run(c, c, action, &args(a), target, Utc::now(), false).await
+    kubemedic::cluster::actions::run(c, c, action, &args(a), target, Utc::now(), false).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

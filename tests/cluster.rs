@@ -587,7 +587,7 @@ async fn spec_hash_is_stable_changes_on_a_rollout_and_returns_on_undo() {
 
     // Undo puts the old template back: the hash is the old one again (what regression
     // detection relies on).
-    let undone = writes::rollout_undo(c.as_ref(), c.as_ref(), &k.ns, "api", false)
+    let undone = writes::rollout_undo(c.as_ref(), c.as_ref(), &k.ns, "api", None, false)
         .await
         .unwrap();
     assert_eq!(undone.detail["toRevision"], 1);

@@ -338,7 +338,7 @@ async fn three_ineffective_remediations_block_the_fourth_and_an_opt_out_blocks_a
     let _: Value = k.get("apps/v1", "Deployment", "web").await;
 }
 
-fn args(pairs: &[(&str, Value)]) -> kubemedic::execute::builtin::Args {
+fn args(pairs: &[(&str, Value)]) -> kubemedic::cluster::actions::Args {
     pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.clone()))
@@ -352,7 +352,7 @@ async fn act(
     a: &[(&str, Value)],
     target: &Target,
 ) -> Result<kubemedic::cluster::writes::WriteOutcome, kubemedic::cluster::ClusterError> {
-    kubemedic::execute::builtin::run(c, c, action, &args(a), target, Utc::now(), false).await
+    kubemedic::cluster::actions::run(c, c, action, &args(a), target, Utc::now(), false).await
 }
 
 /// The builtin actions the other tiers do not cover, each against a staged object.

@@ -37,7 +37,8 @@ fn limit() -> Duration {
 
 fn input(environment: &str, target: Option<(&str, &str, Option<&str>)>) -> GateInput {
     let mut v = json!({"environment": environment, "confidence": 0.9,
-        "action_type": "RestartDeployment", "workflow_id": "restart-deployment-v1"});
+        "action_type": "RestartDeployment", "workflow_id": "restart-deployment-v1",
+        "proof": {"verdict": "proven"}});
     if let Some((kind, name, ns)) = target {
         v["remediation_target"] = json!({"kind": kind, "name": name, "namespace": ns});
     }
@@ -411,6 +412,7 @@ fn policy_test_passes_the_shipped_cases_and_explains_a_failure() {
         "missing_target.yaml",
         "helpers.yaml",
         "degraded.yaml",
+        "proof.yaml",
     ] {
         assert!(
             text.contains(&format!("PASS  policies/tests/{file}")),
@@ -427,6 +429,7 @@ fn policy_test_passes_the_shipped_cases_and_explains_a_failure() {
   input:
     environment: production
     remediation_target: {kind: StatefulSet, name: db, namespace: shop}
+    proof: {verdict: proven}
   want:
     require_approval: false
     risk_scores: [70]

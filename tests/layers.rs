@@ -44,6 +44,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "notify",
         ],
     ),
+    // Proof obligations sit below every stage that proposes, approves or runs an action.
+    ("proof", &["prove"]),
     (
         "stages",
         &[

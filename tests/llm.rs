@@ -29,6 +29,27 @@ fn snapshot() -> SnapshotCluster {
     SnapshotCluster::from_yaml(&common::fixture("clusters/shop-rollout.yaml")).unwrap()
 }
 
+/// The same cluster after checkout healed: the crash-looping pod of revision 2 and everything
+/// about it gone, both replicas of the Deployment available.
+fn healed() -> Setup {
+    let text = common::fixture("clusters/shop-rollout.yaml");
+    let docs: Vec<&str> = text
+        .split("\n---\n")
+        .filter(|d| d.contains("kind: Deployment\n") || !d.contains("checkout-7d9c8b6f5"))
+        .collect();
+    let text = docs
+        .join("\n---\n")
+        .replace(
+            "  replicas: 3\n  updatedReplicas: 1\n",
+            "  replicas: 2\n  updatedReplicas: 2\n",
+        )
+        .replace("  unavailableReplicas: 1\n", "");
+    Setup {
+        reader: Some(Arc::new(SnapshotCluster::from_yaml(&text).unwrap())),
+        ..Default::default()
+    }
+}
+
 fn request(alertname: &str, extra: &[(&str, &str)]) -> RemediationRequest {
     let mut labels = vec![
         ("namespace", "shop"),
@@ -126,7 +147,7 @@ fn investigator(server: &ScriptedLlm, setup: Setup) -> Arc<LlmInvestigator> {
 async fn run(inv: Arc<LlmInvestigator>, mut req: RemediationRequest) -> RemediationRequest {
     for stage in [
         Arc::new(InvestigationStage(inv.clone())) as Arc<dyn Stage>,
-        Arc::new(SelectionStage(inv.clone())),
+        Arc::new(SelectionStage::new(inv.clone(), prover_for(&inv))),
     ] {
         if req.phase != stage.phase() {
             break;
@@ -157,7 +178,7 @@ fn rca(outcome: &str, confidence: Value) -> Value {
 fn rollback(confidence: f64) -> Reply {
     calls(&[(
         "submit_result_with_workflow",
-        json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision", "confidence": confidence, "rationale": "undo the bad rollout", "parameters": {}},
+        json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision", "confidence": confidence, "rationale": "undo the bad rollout", "parameters": {"TO_REVISION": 1}},
                "alternative_workflows": [{"workflow_id": "restart-rolling", "rationale": "would not fix a crash on start"}]}),
     )])
 }
@@ -469,13 +490,23 @@ async fn bad_parameters_are_corrected_after_feedback() {
         request("KubePodCrashLooping", &[]),
     )
     .await;
-    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
     let sel = done.state.selection.unwrap();
     assert_eq!(
         sel.validation_attempts[0].code,
         "parameter_validation_failed"
     );
-    assert_eq!(sel.selected.unwrap().parameters["MEMORY_LIMIT"], "512Mi");
+    // The corrected selection is valid, and wrong all the same: nothing in this cluster was
+    // killed for memory (checkout crashes on a missing setting), so its proof fails and a
+    // human decides instead of the gate.
+    let proof = done.state.proof.unwrap();
+    assert_eq!(proof.parameters["MEMORY_LIMIT"], "512Mi");
+    assert_eq!(done.phase, Phase::ManualReviewRequired, "{:?}", done.reason);
+    assert!(
+        proof
+            .failed()
+            .any(|o| o.id == "memory.container-was-killed"),
+        "{proof:?}"
+    );
 }
 
 #[tokio::test]
@@ -504,12 +535,54 @@ async fn problem_resolved_wins_over_a_contradictory_review_request() {
     ])
     .await;
     let done = run(
-        investigator(&server, Setup::default()),
+        investigator(&server, healed()),
         request("KubePodCrashLooping", &[]),
     )
     .await;
     assert_eq!(done.phase, Phase::NoActionRequired, "{:?}", done.reason);
-    assert!(done.reason.unwrap().starts_with("problem self-resolved"));
+    assert!(
+        done.reason
+            .clone()
+            .unwrap()
+            .starts_with("problem self-resolved")
+    );
+    assert_eq!(
+        done.state.proof.as_ref().map(|p| p.verdict),
+        Some(kubemedic::domain::ProofVerdict::Proven),
+        "{:?}",
+        done.state.proof
+    );
+}
+
+/// "Resolved" is a claim the cluster must bear out: while a pod of the workload still
+/// crash-loops, the model's "problem resolved" goes to a human, naming that pod.
+#[tokio::test]
+async fn a_problem_resolved_claim_the_cluster_contradicts_goes_to_review() {
+    let mut resolved = rca("problem_resolved", json!(0.9));
+    resolved["root_cause_analysis"]["contributing_factors"] = json!([]);
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", resolved)]),
+        calls(&[(
+            "submit_result_no_workflow",
+            json!({"reasoning": "resolved"}),
+        )]),
+    ])
+    .await;
+    let done = run(
+        investigator(&server, Setup::default()),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::ManualReviewRequired, "{:?}", done.reason);
+    let reason = done.reason.unwrap();
+    assert!(
+        reason.starts_with("proof_failed")
+            && reason.contains("checkout-7d9c8b6f5-x2k4q")
+            && reason.contains("CrashLoopBackOff"),
+        "{reason}"
+    );
+    let sel = done.state.selection.unwrap();
+    assert_eq!(sel.outcome.kind, OutcomeKind::ProofFailed);
 }
 
 /// Invocation 1's replies, then a confident selection of a valid workflow, on the staging
@@ -673,7 +746,7 @@ async fn problem_resolved_with_contributing_factors_goes_to_review() {
     ])
     .await;
     let done = run(
-        investigator(&server, Setup::default()),
+        investigator(&server, healed()),
         request("KubePodCrashLooping", &[]),
     )
     .await;
@@ -976,11 +1049,12 @@ async fn readyz_reports_the_models_last_call_and_the_daily_budget() {
         ..Default::default()
     })
     .unwrap();
-    let snap = snapshot();
+    let snap = Arc::new(snapshot());
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
     let (stages, investigator) = kubemedic::daemon::investigation_stages(
         &settings,
-        Arc::new(snap),
+        snap.clone(),
+        snap,
         clock,
         Arc::new(InMemoryHistory::default()),
         None,
@@ -1619,7 +1693,7 @@ async fn the_api_shows_the_plan_in_the_request_state_and_its_timeline() {
     let gate = kubemedic::config::gate_settings(&kubemedic::config::GateArgs::default()).unwrap();
     let mut stages = kubemedic::daemon::command_stages(&gate, Arc::new(snapshot()));
     stages.push(Arc::new(InvestigationStage(inv.clone())));
-    stages.push(Arc::new(SelectionStage(inv)));
+    stages.push(Arc::new(SelectionStage::new(inv.clone(), prover_for(&inv))));
     let d = common::TestDaemon::start_with(
         |_| {},
         kubemedic::daemon::Components {
@@ -1701,4 +1775,15 @@ async fn a_node_alert_gets_a_view_of_the_node_not_of_the_exporters_namespace() {
         "{view}"
     );
     assert!(!view.contains("namespace monitoring"), "{view}");
+}
+
+/// The prover the selection stage checks the model's proposal with: the investigator's own
+/// reader, catalog and clock; dry runs against the reader when it can take them.
+fn prover_for(inv: &Arc<LlmInvestigator>) -> Arc<kubemedic::prove::Prover> {
+    Arc::new(kubemedic::prove::Prover::new(
+        inv.reader.clone(),
+        None,
+        inv.catalog.clone(),
+        inv.clock.clone(),
+    ))
 }

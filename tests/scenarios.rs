@@ -14,11 +14,11 @@ use serde_json::Value;
 async fn replay(name: &str) {
     common::init();
     let dir = common::scenarios::dir(name);
-    let snap = SnapshotCluster::load(&dir.join("snapshot.yaml")).unwrap();
+    let snap = Arc::new(SnapshotCluster::load(&dir.join("snapshot.yaml")).unwrap());
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
     let alert: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("alert.json")).unwrap()).unwrap();
-    let bad = common::scenarios::investigate_and_check(name, Arc::new(snap), clock, &alert).await;
+    let bad = common::scenarios::investigate_and_check(name, snap, clock, &alert).await;
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
@@ -183,7 +183,7 @@ async fn the_snapshot_records_the_writes_it_would_have_made() {
     let snap = SnapshotCluster::from_yaml(&common::fixture("clusters/shop-rollout.yaml")).unwrap();
     let now = snap.captured_at().unwrap();
 
-    let undo = writes::rollout_undo(&snap, &snap, "shop", "checkout", false)
+    let undo = writes::rollout_undo(&snap, &snap, "shop", "checkout", None, false)
         .await
         .unwrap();
     assert_eq!(

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 pub use schema::{ParamSchema, ParamType, Property};
 
@@ -773,6 +773,49 @@ pub fn references(text: &str) -> Vec<String> {
         rest = &after[end + 1..];
     }
     out
+}
+
+/// The workflow's parameters with `TARGET_RESOURCE_*` taken from the verified root owner
+/// (whatever the selection said).
+pub fn parameters(selected: &Map<String, Value>, target: &Target) -> Map<String, Value> {
+    let mut p = selected.clone();
+    p.insert("TARGET_RESOURCE_KIND".into(), json!(target.kind));
+    p.insert("TARGET_RESOURCE_NAME".into(), json!(target.name));
+    p.insert(
+        "TARGET_RESOURCE_NAMESPACE".into(),
+        json!(target.namespace.clone().unwrap_or_default()),
+    );
+    p
+}
+
+/// `${NAME}` in step arguments: a whole-string reference takes the parameter's JSON value (a
+/// number stays a number); references inside text are replaced by the value's text.
+pub fn substitute(v: &Value, params: &Map<String, Value>) -> Value {
+    match v {
+        Value::String(s) => {
+            if let Some(name) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}'))
+                && !name.contains(['$', '{', '}'])
+            {
+                return params.get(name).cloned().unwrap_or(Value::Null);
+            }
+            let mut out = s.clone();
+            for (k, val) in params {
+                let text = match val {
+                    Value::String(t) => t.clone(),
+                    other => other.to_string(),
+                };
+                out = out.replace(&format!("${{{k}}}"), &text);
+            }
+            Value::String(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, params)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), substitute(x, params)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]

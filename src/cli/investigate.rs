@@ -83,7 +83,13 @@ pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
     let settings =
         investigate_settings(&cmd.investigate).map_err(|e| CommandError::Usage(e.to_string()))?;
     let gate = gate_settings(&cmd.gate).map_err(|e| CommandError::Usage(e.to_string()))?;
-    let (reader, clock): (Arc<dyn ClusterReader>, Arc<dyn Clock>) = match &cmd.snapshot {
+    // The writer only ever dry-runs here (the proof's change): a snapshot records it, a
+    // cluster answers `dryRun=All`.
+    let (reader, writer, clock): (
+        Arc<dyn ClusterReader>,
+        Arc<dyn crate::cluster::ClusterWriter>,
+        Arc<dyn Clock>,
+    ) = match &cmd.snapshot {
         Some(path) => {
             let snap = SnapshotCluster::load(path)
                 .map_err(|e| CommandError::Usage(format!("{}: {e}", path.display())))?;
@@ -91,19 +97,22 @@ pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
                 Some(t) => Arc::new(ManualClock::new(t)),
                 None => Arc::new(SystemClock),
             };
-            (Arc::new(snap.with_policy(cluster.policy.clone())), clock)
+            let snap = Arc::new(snap.with_policy(cluster.policy.clone()));
+            (snap.clone(), snap, clock)
         }
         None => {
-            let kube = KubeCluster::connect(&cluster.kube_options())
-                .await
-                .map_err(|e| CommandError::Failed(e.to_string()))?;
-            (Arc::new(kube), Arc::new(SystemClock))
+            let kube = Arc::new(
+                KubeCluster::connect(&cluster.kube_options())
+                    .await
+                    .map_err(|e| CommandError::Failed(e.to_string()))?,
+            );
+            (kube.clone(), kube, Arc::new(SystemClock))
         }
     };
     let signals = signals(&body, clock.now())
         .map_err(|e| CommandError::Usage(format!("{}: {e}", cmd.alert.display())))?;
     let history = Arc::new(InMemoryHistory::default());
-    let investigator = crate::investigate::build(
+    let built = crate::investigate::build(
         &settings,
         reader.clone(),
         clock.clone(),
@@ -111,8 +120,14 @@ pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
         history,
         None,
     )
-    .map_err(|e| CommandError::Failed(e.to_string()))?
-    .investigator;
+    .map_err(|e| CommandError::Failed(e.to_string()))?;
+    let investigator = built.investigator;
+    let prover = Arc::new(crate::prove::Prover::new(
+        reader.clone(),
+        Some(writer),
+        built.catalog,
+        clock.clone(),
+    ));
     let mut pipeline = Pipeline::new(clock.clone(), std::time::Duration::from_secs(0))
         .with_actor("kubemedic-investigate");
     for stage in daemon::command_stages(&gate, reader.clone()) {
@@ -120,7 +135,7 @@ pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
     }
     pipeline = pipeline
         .with_stage(Arc::new(InvestigationStage(investigator.clone())))
-        .with_stage(Arc::new(SelectionStage(investigator)));
+        .with_stage(Arc::new(SelectionStage::new(investigator, prover)));
     let mut out = String::new();
     for signal in &signals {
         let mut req = RemediationRequest::for_signal(signal, Phase::Received, clock.now());

@@ -11,9 +11,13 @@
 //! default) and blocked namespaces — there is no way to read a Secret through these types — and
 //! every tool output passes the [`crate::redact`] sanitiser before anyone sees it.
 
+pub mod actions;
 pub mod context;
+mod dryrun;
 pub mod kinds;
 mod kube;
+mod memo;
+pub mod quantity;
 pub mod render;
 pub mod selector;
 pub mod simulate;
@@ -29,6 +33,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use self::kube::{KubeCluster, KubeOptions, RequestCounter};
+pub use dryrun::{DryRunOp, DryRunWrite, DryRunWriter};
+pub use memo::MemoReader;
 pub use snapshot::SnapshotCluster;
 
 /// What the API server serves for a kind.

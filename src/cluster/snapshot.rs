@@ -690,12 +690,34 @@ impl ClusterWriter for SnapshotCluster {
     }
 }
 
-/// Namespaced kinds a snapshot captures (Secrets never).
-/// An object as `kubectl get -o yaml` shows it, less its managed fields. A workload keeps its
+/// An object as `kubectl get -o yaml` shows it, with its managed fields cut to who wrote it and
+/// when (a Node keeps which fields, so who set its taints stays visible). A workload keeps its
 /// last-applied configuration (the replicas and template it was declared with are evidence,
 /// e.g. of a workload scaled to zero by hand); everything is sanitised afterwards.
 fn captured(d: &Value) -> Value {
-    if matches!(obj::kind(d), "Deployment" | "StatefulSet" | "DaemonSet") {
+    let kind = obj::kind(d);
+    let managed: Vec<Value> = obj::array(d, &["metadata", "managedFields"])
+        .iter()
+        .map(|m| {
+            let mut kept = serde_json::Map::new();
+            for key in ["manager", "operation", "time", "subresource"] {
+                if let Some(v) = m.get(key) {
+                    kept.insert(key.into(), v.clone());
+                }
+            }
+            if kind == "Node" {
+                kept.insert(
+                    "fieldsV1".into(),
+                    match obj::at(m, &["fieldsV1", "f:spec"]) {
+                        Some(f) => json!({"f:spec": f}),
+                        None => json!({}),
+                    },
+                );
+            }
+            Value::Object(kept)
+        })
+        .collect();
+    let mut v = if matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet") {
         let mut v = d.clone();
         if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("managedFields");
@@ -703,9 +725,16 @@ fn captured(d: &Value) -> Value {
         v
     } else {
         strip_noise(d)
+    };
+    if !managed.is_empty()
+        && let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.insert("managedFields".into(), Value::Array(managed));
     }
+    v
 }
 
+/// Namespaced kinds a snapshot captures (Secrets never).
 pub const CAPTURED_KINDS: &[&str] = &[
     "Pod",
     "Deployment",

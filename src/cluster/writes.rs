@@ -73,8 +73,8 @@ pub async fn rollout_restart(
     ))
 }
 
-/// `kubectl rollout undo` for a Deployment: put back the pod template of the ReplicaSet with the
-/// highest revision below the current one. Replaces the Deployment at the resourceVersion it
+/// `kubectl rollout undo --to-revision` for a Deployment: put back the pod template of the
+/// ReplicaSet of the revision named (`None`: the highest revision below the current one). Replaces the Deployment at the resourceVersion it
 /// was read at; when the Deployment changed in between (its controller writes status all the
 /// time), it is read again and the decision made afresh, a few times.
 pub async fn rollout_undo(
@@ -82,12 +82,13 @@ pub async fn rollout_undo(
     w: &dyn ClusterWriter,
     namespace: &str,
     name: &str,
+    to_revision: Option<i64>,
     dry_run: bool,
 ) -> Result<WriteOutcome> {
     let mut seen = None;
     let mut attempt = 0;
     loop {
-        match rollout_undo_once(r, w, namespace, name, dry_run, &mut seen).await {
+        match rollout_undo_once(r, w, namespace, name, to_revision, dry_run, &mut seen).await {
             Err(e) if e.kind == ErrorKind::Conflict && attempt < 4 => attempt += 1,
             other => return other,
         }
@@ -101,6 +102,7 @@ async fn rollout_undo_once(
     w: &dyn ClusterWriter,
     namespace: &str,
     name: &str,
+    to_revision: Option<i64>,
     dry_run: bool,
     seen: &mut Option<i64>,
 ) -> Result<WriteOutcome> {
@@ -126,15 +128,27 @@ async fn rollout_undo_once(
             .and_then(|r| r.parse::<i64>().ok())
             .unwrap_or(0)
     };
-    let previous = owned
-        .iter()
-        .filter(|rs| revision(rs) < current)
-        .max_by_key(|rs| revision(rs))
-        .ok_or_else(|| {
+    let previous = match to_revision {
+        Some(n) if n >= current => {
+            return Err(invalid(format!(
+                "Deployment {namespace}/{name} is at revision {current}: revision {n} is not an earlier one"
+            )));
+        }
+        Some(n) => owned.iter().find(|rs| revision(rs) == n).ok_or_else(|| {
             invalid(format!(
-                "Deployment {namespace}/{name} has no revision before {current} to roll back to"
+                "Deployment {namespace}/{name} keeps no revision {n} to roll back to"
             ))
-        })?;
+        })?,
+        None => owned
+            .iter()
+            .filter(|rs| revision(rs) < current)
+            .max_by_key(|rs| revision(rs))
+            .ok_or_else(|| {
+                invalid(format!(
+                    "Deployment {namespace}/{name} has no revision before {current} to roll back to"
+                ))
+            })?,
+    };
     let to_revision = revision(previous);
     let mut template = at(previous, &["spec", "template"])
         .cloned()

@@ -105,6 +105,7 @@ fn demo_components(
     let (investigation, investigator) = daemon::investigation_stages(
         settings,
         reader.clone(),
+        cluster.clone(),
         clock,
         Arc::new(daemon::StoreHistory(store.clone())),
         Some(metrics.clone()),

@@ -235,6 +235,9 @@ pub enum OutcomeKind {
     NotActionable,
     /// The investigation lacked data to decide (a variant of 3).
     InsufficientData,
+    /// The selected action (or the claim that no action is needed) failed its proof
+    /// obligations against the cluster: a human decides.
+    ProofFailed,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -20,6 +20,7 @@ mod history;
 mod investigation;
 mod labels;
 mod phase;
+mod proof;
 mod request;
 mod signal;
 mod stage;
@@ -46,6 +47,10 @@ pub use investigation::{
 };
 pub use labels::{DetectedLabels, QuotaUsage};
 pub use phase::{Phase, stage_name};
+pub use proof::{
+    DryRunChange, NO_ACTION, ObjectChange, Obligation, ObligationStatus, Proof, ProofPoint,
+    ProofVerdict, Proposer,
+};
 pub use request::{RemediationRequest, StageState, Waiting};
 pub use signal::{NewSignal, SignalContext, SignalMode, SignalSource, SignalStatus};
 pub use stage::{Stage, StageError, StageOutcome};

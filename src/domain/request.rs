@@ -14,6 +14,7 @@ use super::execution::{Assessment, Execution};
 use super::gate::GateDecision;
 use super::investigation::{Analysis, Selection};
 use super::phase::Phase;
+use super::proof::Proof;
 use super::signal::{NewSignal, SignalContext};
 use super::target::Target;
 
@@ -43,11 +44,18 @@ pub struct StageState {
     /// Invocation 2, merged and routed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<Selection>,
+    /// What was proven about the selected action (or an approver's alternative) at selection:
+    /// the approval is bound to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateDecision>,
     /// The human decision, when the gate required one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalDecision>,
+    /// The obligations checked again right before the first write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof_before_write: Option<Proof>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<Execution>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

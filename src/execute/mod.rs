@@ -24,7 +24,6 @@
 //! Dry run sends every builtin write with `dryRun=All` and creates no Job: the request records
 //! exactly what would have run, and nothing changes.
 
-pub mod builtin;
 pub mod guardrails;
 pub mod stamp;
 
@@ -41,6 +40,7 @@ pub use guardrails::{Block, BlockKind, Guardrails};
 
 use crate::catalog::{Catalog, Engine, Workflow};
 use crate::clock::Clock;
+use crate::cluster::actions;
 use crate::cluster::context::{drift_hash, spec_hash};
 use crate::cluster::writes::{self, JobResult};
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery};
@@ -123,48 +123,7 @@ impl ExecutionStage {
     }
 }
 
-/// The workflow's parameters with `TARGET_RESOURCE_*` taken from the verified root owner
-/// (whatever the selection said).
-pub fn parameters(selected: &Map<String, Value>, target: &Target) -> Map<String, Value> {
-    let mut p = selected.clone();
-    p.insert("TARGET_RESOURCE_KIND".into(), json!(target.kind));
-    p.insert("TARGET_RESOURCE_NAME".into(), json!(target.name));
-    p.insert(
-        "TARGET_RESOURCE_NAMESPACE".into(),
-        json!(target.namespace.clone().unwrap_or_default()),
-    );
-    p
-}
-
-/// `${NAME}` in step arguments: a whole-string reference takes the parameter's JSON value (a
-/// number stays a number); references inside text are replaced by the value's text.
-pub fn substitute(v: &Value, params: &Map<String, Value>) -> Value {
-    match v {
-        Value::String(s) => {
-            if let Some(name) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}'))
-                && !name.contains(['$', '{', '}'])
-            {
-                return params.get(name).cloned().unwrap_or(Value::Null);
-            }
-            let mut out = s.clone();
-            for (k, val) in params {
-                let text = match val {
-                    Value::String(t) => t.clone(),
-                    other => other.to_string(),
-                };
-                out = out.replace(&format!("${{{k}}}"), &text);
-            }
-            Value::String(out)
-        }
-        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, params)).collect()),
-        Value::Object(o) => Value::Object(
-            o.iter()
-                .map(|(k, x)| (k.clone(), substitute(x, params)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
+pub use crate::catalog::{parameters, substitute};
 
 fn unavailable(e: &ClusterError) -> StageError {
     StageError::Unavailable {
@@ -261,7 +220,7 @@ impl Run<'_> {
         args: &BTreeMap<String, Value>,
     ) -> Result<bool, StageError> {
         let dry_run = self.stage.settings.dry_run;
-        let object = builtin::object_of(action, args, &self.target);
+        let object = actions::object_of(action, args, &self.target);
         let (intent, fresh) = self
             .stage
             .store
@@ -284,7 +243,7 @@ impl Run<'_> {
             }
             // Left `started` by an attempt that crashed around the write: look before writing
             // again. A step that only reads is simply run again.
-            IntentStatus::Started if !fresh && !dry_run && !builtin::is_read_only(action) => {
+            IntentStatus::Started if !fresh && !dry_run && !actions::is_read_only(action) => {
                 match self.reconcile(index, object.as_ref()).await {
                     Ok(true) => {
                         let detail = json!({"reconciled": "the object carries this step's stamp"});
@@ -300,7 +259,7 @@ impl Run<'_> {
             IntentStatus::Started => {}
         }
         let w = self.writer(index, action);
-        let result = builtin::run(
+        let result = actions::run(
             self.stage.reader.as_ref(),
             &w,
             action,

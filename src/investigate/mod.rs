@@ -32,10 +32,12 @@ use crate::clock::Clock;
 use crate::cluster::ClusterReader;
 use crate::cluster::tools::ToolLimits;
 use crate::domain::{
-    Analysis, AuditDraft, Phase, RemediationRequest, Selection, Stage, StageError, StageOutcome,
+    Analysis, AuditDraft, NO_ACTION, OutcomeKind, Phase, Proof, ProofPoint, ProofVerdict, Proposer,
+    RemediationRequest, RoutedOutcome, Selection, Stage, StageError, StageOutcome,
 };
 use crate::history::RemediationHistory;
 use crate::llm::{LlmError, LlmStatus, ObservedLlm, OpenAiLlm, OpenAiSettings, TokenBudget};
+use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::telemetry::Metrics;
 
 /// The validated investigation settings.
@@ -112,6 +114,8 @@ pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CatalogErr
 pub struct Built {
     pub investigator: Arc<dyn Investigator>,
     pub llm: Option<Arc<LlmStatus>>,
+    /// The catalog it selects from (the prover checks the same one).
+    pub catalog: Arc<Catalog>,
 }
 
 /// Build the configured investigator (offline, or a model through OpenAiLlm).
@@ -137,11 +141,12 @@ pub fn build(
                 reader,
                 clock,
                 tool_limits,
-                catalog,
+                catalog: catalog.clone(),
                 playbooks,
                 history,
             }),
             llm: None,
+            catalog,
         },
         Some(o) => {
             let llm = Arc::new(ObservedLlm::new(Box::new(OpenAiLlm::new(o)?)));
@@ -156,13 +161,14 @@ pub fn build(
                     reader,
                     clock,
                     tool_limits,
-                    catalog,
+                    catalog: catalog.clone(),
                     playbooks,
                     history,
                     settings: settings.llm.clone(),
                     metrics,
                 }),
                 llm: Some(Arc::new(LlmStatus { llm, budget })),
+                catalog,
             }
         }
     })
@@ -260,8 +266,82 @@ impl Stage for InvestigationStage {
     }
 }
 
-/// Phase `Selecting`: invocation 2, merge, routing.
-pub struct SelectionStage(pub Arc<dyn Investigator>);
+/// Phase `Selecting`: invocation 2, merge, routing — then the proof: the selected action's
+/// obligations (or, for "the problem is resolved", the desired state) checked against the
+/// cluster, with the dry run's change. A proof that does not hold ends the request in review,
+/// naming what failed; it never reaches the gate.
+pub struct SelectionStage {
+    investigator: Arc<dyn Investigator>,
+    prover: Arc<Prover>,
+}
+
+impl SelectionStage {
+    pub fn new(investigator: Arc<dyn Investigator>, prover: Arc<Prover>) -> Self {
+        Self {
+            investigator,
+            prover,
+        }
+    }
+
+    fn proposer(&self) -> Proposer {
+        if self.investigator.name() == "offline" {
+            Proposer::Offline
+        } else {
+            Proposer::Model
+        }
+    }
+
+    /// Prove what the selection concluded; `Some((proof, reason))` when it does not hold.
+    async fn prove(
+        &self,
+        request: &RemediationRequest,
+        analysis: &Analysis,
+        selection: &Selection,
+    ) -> Result<Option<Proof>, StageError> {
+        let Some(target) = analysis.root_owner.as_ref() else {
+            // "Resolved" about something nobody could find is not shown resolved.
+            if selection.outcome.kind == OutcomeKind::ProblemResolved {
+                return Ok(Some(self.prover.unproven_resolved(
+                    request.target.clone(),
+                    &request.signal,
+                    self.proposer(),
+                )));
+            }
+            return Ok(None);
+        };
+        let proved = match (&selection.outcome.kind, &selection.selected) {
+            (OutcomeKind::WorkflowSelected, Some(w)) => {
+                let claim = Claim {
+                    action_type: &w.action_type,
+                    workflow_id: &w.workflow_id,
+                    parameters: &w.parameters,
+                    target,
+                    proposer: self.proposer(),
+                    signal: &request.signal,
+                    bound_to: analysis.spec_hash.clone().map(|h| Binding {
+                        spec_hash: h,
+                        drift_hash: None,
+                        when: "at investigation",
+                    }),
+                };
+                self.prover.prove(&claim, ProofPoint::Selection).await
+            }
+            (OutcomeKind::ProblemResolved, _) => {
+                self.prover
+                    .prove_resolved(target, &request.signal, self.proposer())
+                    .await
+            }
+            _ => return Ok(None),
+        };
+        match proved {
+            Ok(p) => Ok(Some(p)),
+            Err(ProveError::Unavailable(message)) => Err(StageError::Unavailable {
+                dependency: "cluster".into(),
+                message,
+            }),
+        }
+    }
+}
 
 #[async_trait]
 impl Stage for SelectionStage {
@@ -275,7 +355,7 @@ impl Stage for SelectionStage {
                 "no root cause analysis to select a workflow for".into(),
             ));
         };
-        let selection = match self.0.select(request, &analysis).await {
+        let mut selection = match self.investigator.select(request, &analysis).await {
             Ok(s) => s,
             Err(InvestigateError::Budget(m)) => return Ok(budget_outcome(request, &m)),
             Err(e) => return stage_error(e),
@@ -287,25 +367,64 @@ impl Stage for SelectionStage {
             ),
             None => format!("no workflow: {:?}", selection.outcome.kind),
         };
-        let event = AuditDraft::new("selection", &self.0.name(), message).with_payload(json!({
-            "selected": selection.selected,
-            "alternatives": selection.alternatives,
-            "no_workflow_reasoning": selection.no_workflow_reasoning,
-            "validation_attempts": selection.validation_attempts,
-            "merged": selection.merged,
-            "outcome": selection.outcome,
-            "llm_usage": selection.usage,
-            "llm_calls": selection.llm_calls,
-        }));
+        let mut events = vec![
+            AuditDraft::new("selection", &self.investigator.name(), message).with_payload(json!({
+                "selected": selection.selected,
+                "alternatives": selection.alternatives,
+                "no_workflow_reasoning": selection.no_workflow_reasoning,
+                "validation_attempts": selection.validation_attempts,
+                "merged": selection.merged,
+                "outcome": selection.outcome,
+                "llm_usage": selection.usage,
+                "llm_calls": selection.llm_calls,
+            })),
+        ];
+        let proof = self.prove(request, &analysis, &selection).await?;
+        if let Some(p) = &proof {
+            let what = if p.action_type == NO_ACTION {
+                "no action needed (the problem resolved)".to_owned()
+            } else {
+                format!("{} on {}", p.action_type, p.target)
+            };
+            events.push(
+                AuditDraft::new("proof", "prover", format!("{what}: {}", p.verdict.as_str()))
+                    .with_payload(json!({"proof": p})),
+            );
+            if p.verdict == ProofVerdict::Refuted {
+                let reason = if p.action_type == NO_ACTION {
+                    format!(
+                        "proof_failed: {} is not shown resolved — {}",
+                        p.target,
+                        p.refutation()
+                    )
+                } else {
+                    format!(
+                        "proof_failed: {} ({}) on {} is not proven right and safe — {}",
+                        p.workflow_id,
+                        p.action_type,
+                        p.target,
+                        p.refutation()
+                    )
+                };
+                selection.selected = None;
+                selection.no_workflow_reasoning = Some(reason.clone());
+                selection.outcome = RoutedOutcome {
+                    kind: OutcomeKind::ProofFailed,
+                    next_phase: Phase::ManualReviewRequired,
+                    reason,
+                };
+            }
+        }
         let next = selection.outcome.next_phase;
         let reason = (next != Phase::Gating).then(|| selection.outcome.reason.clone());
         let mut state = request.state.clone();
         state.selection = Some(selection);
+        state.proof = proof;
         Ok(StageOutcome {
             next,
             reason,
             state,
-            events: vec![event],
+            events,
             not_before: None,
         })
     }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use regorus::Value;
 
-use super::{BusinessClassification, GateInput};
+use super::{BusinessClassification, GateInput, ProofInput};
 use crate::domain::{DetectedLabels, Target};
 
 fn obj(entries: Vec<(&str, Value)>) -> Value {
@@ -85,6 +85,14 @@ fn business(b: &BusinessClassification) -> Value {
     obj(e)
 }
 
+fn proof(p: &ProofInput) -> Value {
+    obj(vec![
+        ("verdict", s(&p.verdict)),
+        ("holds", strings(&p.holds)),
+        ("failed", strings(&p.failed)),
+    ])
+}
+
 /// The policy's `input` for `i`.
 pub fn to_value(i: &GateInput) -> Value {
     let mut e = vec![
@@ -111,6 +119,9 @@ pub fn to_value(i: &GateInput) -> Value {
     }
     if let Some(t) = &i.remediation_target {
         e.push(("remediation_target", target(t)));
+    }
+    if let Some(p) = &i.proof {
+        e.push(("proof", proof(p)));
     }
     obj(e)
 }
@@ -166,6 +177,11 @@ mod tests {
                 risk_tolerance: Some("low".into()),
             },
             signal_mode: SignalMode::Proactive,
+            proof: Some(ProofInput {
+                verdict: "proven".into(),
+                holds: vec!["restart.keeps-ready-pods".into()],
+                failed: vec![],
+            }),
         };
         assert_eq!(to_value(&i), via_serde(&i));
     }

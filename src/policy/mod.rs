@@ -114,6 +114,37 @@ pub struct GateInput {
     pub business_classification: BusinessClassification,
     #[serde(default = "reactive")]
     pub signal_mode: SignalMode,
+    /// What was proven about the action against the cluster; absent: nothing was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<ProofInput>,
+}
+
+/// The policy's view of a proof (`input.proof`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProofInput {
+    /// `proven`, `refuted` or `unverified` (an action type with no known obligations).
+    pub verdict: String,
+    /// The ids of the obligations that hold…
+    #[serde(default)]
+    pub holds: Vec<String>,
+    /// …and of those that do not.
+    #[serde(default)]
+    pub failed: Vec<String>,
+}
+
+impl ProofInput {
+    pub fn of(p: &crate::domain::Proof) -> Self {
+        Self {
+            verdict: p.verdict.as_str().to_owned(),
+            holds: p
+                .obligations
+                .iter()
+                .filter(|o| o.holds())
+                .map(|o| o.id.clone())
+                .collect(),
+            failed: p.failed().map(|o| o.id.clone()).collect(),
+        }
+    }
 }
 
 fn default_threshold() -> f64 {
@@ -151,6 +182,7 @@ impl GateInput {
                 risk_tolerance: enrichment.and_then(|e| e.risk_tolerance.clone()),
             },
             signal_mode: request.signal.mode,
+            proof: request.state.proof.as_ref().map(ProofInput::of),
         }
     }
 

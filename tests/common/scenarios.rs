@@ -2035,9 +2035,10 @@ fn cpu_throttling<'a>(
 fn scaled_to_zero<'a>(
     k: &'a Kube,
     _logs: &'a LogStore,
-    _port: u16,
+    port: u16,
 ) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
     Box::pin(async move {
+        node(k, port, "worker-1").await;
         let mut d = deployment(
             "checkout",
             "shop/checkout:1.4.1",
@@ -2509,29 +2510,61 @@ pub fn request(alert: &Value, now: chrono::DateTime<Utc>) -> kubemedic::domain::
     )
 }
 
-/// Run the offline investigator (both invocations) and compare with expected.json; returns
-/// every mismatch.
-pub async fn investigate_and_check(
+/// Run the offline investigator (both invocations, as the worker's stages run them: the
+/// selection stage proves what was selected against the cluster) and compare with
+/// expected.json; returns every mismatch.
+pub async fn investigate_and_check<C>(
     name: &str,
-    reader: std::sync::Arc<dyn kubemedic::cluster::ClusterReader>,
+    cluster: std::sync::Arc<C>,
     clock: std::sync::Arc<dyn kubemedic::clock::Clock>,
     alert: &Value,
-) -> Vec<String> {
+) -> Vec<String>
+where
+    C: kubemedic::cluster::ClusterReader + kubemedic::cluster::ClusterWriter + 'static,
+{
+    use kubemedic::domain::Stage;
     use kubemedic::investigate::Investigator;
-    let inv = kubemedic::investigate::offline::OfflineInvestigator {
-        reader,
+    let catalog = std::sync::Arc::new(kubemedic::catalog::Catalog::builtin().unwrap());
+    let inv = std::sync::Arc::new(kubemedic::investigate::offline::OfflineInvestigator {
+        reader: cluster.clone(),
         clock: clock.clone(),
         tool_limits: Default::default(),
-        catalog: std::sync::Arc::new(kubemedic::catalog::Catalog::builtin().unwrap()),
+        catalog: catalog.clone(),
         playbooks: std::sync::Arc::new(
             kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
         ),
         history: std::sync::Arc::new(kubemedic::history::InMemoryHistory::default()),
-    };
-    let req = request(alert, clock.now());
+    });
+    let prover = std::sync::Arc::new(kubemedic::prove::Prover::new(
+        cluster.clone(),
+        Some(cluster),
+        catalog,
+        clock.clone(),
+    ));
+    let mut req = request(alert, clock.now());
     let analysis = inv.analyse(&req).await.expect("analyse");
-    let selection = inv.select(&req, &analysis).await.expect("select");
-    check(name, &expected(name), &analysis, &selection)
+    req.state.analysis = Some(analysis.clone());
+    req.phase = kubemedic::domain::Phase::Selecting;
+    let out = kubemedic::investigate::SelectionStage::new(inv, prover)
+        .run(&req)
+        .await
+        .expect("select");
+    let selection = out.state.selection.clone().expect("a selection");
+    let mut bad = check(name, &expected(name), &analysis, &selection);
+    // What the selection stage concluded must come with its proof: a selected workflow is
+    // proven, and "the problem is resolved" has its desired state shown.
+    if selection.outcome.kind == kubemedic::domain::OutcomeKind::WorkflowSelected
+        && out
+            .state
+            .proof
+            .as_ref()
+            .is_none_or(|p| p.verdict != kubemedic::domain::ProofVerdict::Proven)
+    {
+        bad.push(format!(
+            "{name}: a workflow was selected without a proof that holds"
+        ));
+    }
+    bad
 }
 
 pub fn check(

@@ -23,7 +23,7 @@ mod evidence;
 mod facts;
 #[cfg(test)]
 mod fixtures;
-pub mod quantity;
+pub use crate::cluster::quantity;
 mod rules;
 
 use std::sync::Arc;

@@ -630,7 +630,7 @@ fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
     };
     d.proposal = proposal(
         action,
-        json!({}),
+        json!({"TO_REVISION": previous.number}),
         format!(
             "revert the change that produced revision {} ({} → {})",
             current.number, previous.images, current.images

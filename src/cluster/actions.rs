@@ -1,5 +1,7 @@
-//! The builtin engine: each step action of the catalog (`catalog::BUILTIN_ACTIONS`) as calls
-//! through [`ClusterReader`] + [`ClusterWriter`], most of them in `cluster::writes`.
+//! The builtin actions: each step action of the catalog (`catalog::BUILTIN_ACTIONS`) as calls
+//! through [`ClusterReader`] + [`ClusterWriter`], most of them in [`super::writes`]. Execution
+//! runs them for real; proving runs them through a [`super::DryRunWriter`] to show the change
+//! an approver is asked to approve.
 //!
 //! Input: the action, its arguments with `${PARAM}` already substituted, the verified root
 //! owner, and a writer that stamps every change. Output: what the step did, or a
@@ -12,9 +14,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
-use crate::cluster::writes::{self, WriteOutcome};
-use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, PatchType};
+use super::obj::{self, array, at, i64_at, str_at};
+use super::writes::{self, WriteOutcome};
+use super::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, PatchType};
 use crate::domain::Target;
 
 pub type Args = BTreeMap<String, Value>;
@@ -94,7 +96,16 @@ pub async fn run(
                     "rollout_undo works on a Deployment, not {target}"
                 )));
             }
-            writes::rollout_undo(r, w, namespace(target, action)?, &target.name, dry_run).await
+            let to = number(args, "toRevision", action)?;
+            writes::rollout_undo(
+                r,
+                w,
+                namespace(target, action)?,
+                &target.name,
+                Some(to),
+                dry_run,
+            )
+            .await
         }
         "rollout_restart" => {
             writes::rollout_restart(
@@ -196,7 +207,10 @@ pub async fn run(
             check_expandable(r, ns, pvc).await?;
             writes::expand_pvc(r, w, ns, pvc, size, dry_run).await
         }
-        "rollback_statefulset" => rollback_statefulset(r, w, target, dry_run).await,
+        "rollback_statefulset" => {
+            let to = number(args, "toRevision", action)?;
+            rollback_statefulset(r, w, target, to, dry_run).await
+        }
         "wait_rollout" => {
             let timeout = args
                 .get("timeoutSeconds")
@@ -234,13 +248,13 @@ async fn check_expandable(r: &dyn ClusterReader, ns: &str, pvc: &str) -> Result<
     Ok(())
 }
 
-/// `kubectl rollout undo` for a StatefulSet: apply the pod template of the previous
-/// ControllerRevision (the one its older pods still run while an update is in progress, else
-/// the highest revision below the update revision).
+/// `kubectl rollout undo --to-revision` for a StatefulSet: apply the pod template of the
+/// ControllerRevision with the revision number named, an earlier one than the update revision.
 async fn rollback_statefulset(
     r: &dyn ClusterReader,
     w: &dyn ClusterWriter,
     target: &Target,
+    to_revision: i64,
     dry_run: bool,
 ) -> Result<WriteOutcome, ClusterError> {
     if target.kind != "StatefulSet" {
@@ -252,7 +266,6 @@ async fn rollback_statefulset(
     let sets = r.resource("StatefulSet").await?;
     let sts = r.get(&sets, Some(ns), &target.name).await?;
     let update = str_at(&sts, &["status", "updateRevision"]).unwrap_or("");
-    let current = str_at(&sts, &["status", "currentRevision"]).unwrap_or("");
     let owned = writes::owned_by(r, "ControllerRevision", ns, &sts).await?;
     let number_of = |rev: &Value| i64_at(rev, &["revision"]).unwrap_or(0);
     let update_number = owned
@@ -260,20 +273,21 @@ async fn rollback_statefulset(
         .find(|rev| obj::name(rev) == update)
         .map(number_of)
         .unwrap_or(i64::MAX);
-    let previous = if !current.is_empty() && current != update {
-        owned.iter().find(|rev| obj::name(rev) == current)
-    } else {
-        owned
-            .iter()
-            .filter(|rev| number_of(rev) < update_number)
-            .max_by_key(|rev| number_of(rev))
-    }
-    .ok_or_else(|| {
-        invalid(format!(
-            "StatefulSet {ns}/{} has no revision before {update} to roll back to",
+    if to_revision >= update_number {
+        return Err(invalid(format!(
+            "StatefulSet {ns}/{} is updating to revision {update_number}: revision {to_revision} is not an earlier one",
             target.name
-        ))
-    })?;
+        )));
+    }
+    let previous = owned
+        .iter()
+        .find(|rev| number_of(rev) == to_revision)
+        .ok_or_else(|| {
+            invalid(format!(
+                "StatefulSet {ns}/{} keeps no revision {to_revision} to roll back to",
+                target.name
+            ))
+        })?;
     let data = at(previous, &["data"])
         .cloned()
         .filter(|d| at(d, &["spec", "template"]).is_some())

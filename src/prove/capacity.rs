@@ -1,0 +1,427 @@
+//! Obligations of the actions on capacity and disruption: an autoscaler's maximum, a volume's
+//! size, a disruption budget.
+
+use serde_json::{Map, Value};
+
+use super::scene::{PodView, Read, Scene};
+use super::workload::{number, quota_allows, text};
+use super::{check, fails, holds};
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::quantity;
+use crate::cluster::selector::Selector;
+use crate::domain::Obligation;
+
+// --- HorizontalPodAutoscaler maximum -------------------------------------------------------
+
+/// Utilisation above target, per metric: `(metric, current %, target %)`.
+fn utilisation(h: &Value) -> Vec<(String, i64, i64)> {
+    let mut out = Vec::new();
+    // autoscaling/v1.
+    if let (Some(cur), Some(target)) = (
+        i64_at(h, &["status", "currentCPUUtilizationPercentage"]),
+        i64_at(h, &["spec", "targetCPUUtilizationPercentage"]),
+    ) {
+        out.push(("cpu".to_owned(), cur, target));
+    }
+    // v2beta2 / v2: resource metrics with average utilisation.
+    for m in array(h, &["spec", "metrics"]) {
+        let Some(name) = str_at(m, &["resource", "name"]) else {
+            continue;
+        };
+        let Some(target) = i64_at(m, &["resource", "target", "averageUtilization"]) else {
+            continue;
+        };
+        let cur = array(h, &["status", "currentMetrics"])
+            .iter()
+            .find_map(|c| {
+                (str_at(c, &["resource", "name"]) == Some(name))
+                    .then(|| i64_at(c, &["resource", "current", "averageUtilization"]))
+                    .flatten()
+            });
+        if let Some(cur) = cur
+            && !out.iter().any(|(n, _, _)| n == name)
+        {
+            out.push((name.to_owned(), cur, target));
+        }
+    }
+    out
+}
+
+pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<Vec<Obligation>> {
+    let mut out = Vec::new();
+    let id = "hpa.scales-target";
+    let statement = "The HorizontalPodAutoscaler named scales the target";
+    let Some(name) = text(params, "HPA_NAME") else {
+        out.push(fails(id, statement, vec!["HPA_NAME is missing".into()]));
+        return Ok(out);
+    };
+    let h = match scene.get("HorizontalPodAutoscaler", scene.ns(), name).await {
+        Ok(h) => h,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(e) => {
+            out.push(fails(
+                id,
+                statement,
+                vec![format!("HorizontalPodAutoscaler {name}: {}", e.message)],
+            ));
+            return Ok(out);
+        }
+    };
+    let scales = (
+        str_at(&h, &["spec", "scaleTargetRef", "kind"]).unwrap_or_default(),
+        str_at(&h, &["spec", "scaleTargetRef", "name"]).unwrap_or_default(),
+    );
+    out.push(check(
+        id,
+        statement,
+        scales.0 == scene.target.kind && scales.1 == scene.target.name,
+        vec![format!(
+            "HorizontalPodAutoscaler {name} scales {}/{}",
+            scales.0, scales.1
+        )],
+    ));
+    let max = i64_at(&h, &["spec", "maxReplicas"]).unwrap_or(0);
+    let current = i64_at(&h, &["status", "currentReplicas"]).unwrap_or(0);
+    let desired = i64_at(&h, &["status", "desiredReplicas"]).unwrap_or(current);
+    out.push(check(
+        "hpa.at-maximum",
+        "It runs at its maximum",
+        current >= max && max > 0,
+        vec![format!(
+            "{current} replicas (desired {desired}) of at most {max}"
+        )],
+    ));
+    let u = utilisation(&h);
+    let over: Vec<String> = u
+        .iter()
+        .filter(|(_, c, t)| c > t)
+        .map(|(m, c, t)| format!("{m} at {c}% against a {t}% target"))
+        .collect();
+    out.push(check(
+        "hpa.above-target",
+        "Its metric stays above target",
+        !over.is_empty(),
+        if u.is_empty() {
+            vec!["the autoscaler reports no current utilisation".into()]
+        } else if over.is_empty() {
+            u.iter()
+                .map(|(m, c, t)| format!("{m} at {c}% within its {t}% target"))
+                .collect()
+        } else {
+            over
+        },
+    ));
+    let w = scene.target_obj().await?;
+    let pods = scene.pods_of(&w).await?;
+    let pending: Vec<&PodView> = pods.iter().filter(|p| p.unschedulable.is_some()).collect();
+    out.push(check(
+        "hpa.room-to-schedule",
+        "More replicas could be scheduled: none of its pods waits for a node",
+        pending.is_empty(),
+        vec![match pending.first() {
+            Some(p) => format!(
+                "pod {} is Pending: {}",
+                p.name,
+                p.unschedulable.clone().unwrap_or_default()
+            ),
+            None => format!("none of its {} pods is Pending", pods.len()),
+        }],
+    ));
+    let wanted = number(params, "MAX_REPLICAS").unwrap_or(0);
+    out.push(check(
+        "hpa.raises-bounded",
+        "The new maximum is higher, by at most double (or 10 more)",
+        wanted > max && wanted <= (max * 2).max(max + 10),
+        vec![format!("maxReplicas {max} → {wanted}")],
+    ));
+    let mut quota = quota_allows(scene, &w, wanted - current).await?;
+    quota.id = "hpa.quota-allows".into();
+    out.push(quota);
+    Ok(out)
+}
+
+// --- Expand a PersistentVolumeClaim --------------------------------------------------------
+
+pub(super) async fn expand_pvc(
+    scene: &Scene,
+    params: &Map<String, Value>,
+) -> Read<Vec<Obligation>> {
+    let mut out = Vec::new();
+    let id = "pvc.belongs-to-target";
+    let statement = "The claim named is the target's";
+    let Some(name) = text(params, "PVC_NAME") else {
+        out.push(fails(id, statement, vec!["PVC_NAME is missing".into()]));
+        return Ok(out);
+    };
+    let pvc = match scene.get("PersistentVolumeClaim", scene.ns(), name).await {
+        Ok(p) => p,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(e) => {
+            out.push(fails(
+                id,
+                statement,
+                vec![format!("PersistentVolumeClaim {name}: {}", e.message)],
+            ));
+            return Ok(out);
+        }
+    };
+    let belongs = match scene.target.kind.as_str() {
+        "PersistentVolumeClaim" => scene.target.name == name,
+        "StatefulSet" => {
+            let sts = scene.target_obj().await?;
+            array(&sts, &["spec", "volumeClaimTemplates"])
+                .iter()
+                .any(|t| name.starts_with(&format!("{}-{}-", obj::name(t), obj::name(&sts))))
+        }
+        _ => {
+            let w = scene.target_obj().await?;
+            array(&w, &["spec", "template", "spec", "volumes"])
+                .iter()
+                .any(|v| str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(name))
+        }
+    };
+    out.push(check(
+        id,
+        statement,
+        belongs,
+        vec![format!(
+            "PersistentVolumeClaim {name} {} {}",
+            if belongs {
+                "belongs to"
+            } else {
+                "is not used by"
+            },
+            scene.target
+        )],
+    ));
+    let phase = str_at(&pvc, &["status", "phase"]).unwrap_or("Unknown");
+    out.push(check(
+        "pvc.bound",
+        "The claim is Bound",
+        phase == "Bound",
+        vec![format!("PersistentVolumeClaim {name} is {phase}")],
+    ));
+    let class = str_at(&pvc, &["spec", "storageClassName"]).map(str::to_owned);
+    let expandable = match &class {
+        Some(c) => match scene.get("StorageClass", None, c).await {
+            Ok(sc) => Ok((
+                at(&sc, &["allowVolumeExpansion"]).and_then(Value::as_bool) == Some(true),
+                format!(
+                    "StorageClass {c} {} volume expansion",
+                    if at(&sc, &["allowVolumeExpansion"]).and_then(Value::as_bool) == Some(true) {
+                        "allows"
+                    } else {
+                        "does not allow"
+                    }
+                ),
+            )),
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(e) => Err(format!("StorageClass {c}: {}", e.message)),
+        },
+        None => Err("the claim names no StorageClass".to_owned()),
+    };
+    match expandable {
+        Ok((ok, ev)) => out.push(check(
+            "pvc.class-expandable",
+            "Its StorageClass allows volume expansion",
+            ok,
+            vec![ev],
+        )),
+        Err(ev) => out.push(fails(
+            "pvc.class-expandable",
+            "Its StorageClass allows volume expansion",
+            vec![ev],
+        )),
+    }
+    let requested = str_at(&pvc, &["spec", "resources", "requests", "storage"]).unwrap_or_default();
+    let capacity = str_at(&pvc, &["status", "capacity", "storage"]).unwrap_or(requested);
+    let resizing: Vec<String> = array(&pvc, &["status", "conditions"])
+        .iter()
+        .filter(|c| str_at(c, &["status"]) == Some("True"))
+        .filter_map(|c| str_at(c, &["type"]).map(str::to_owned))
+        .collect();
+    let growing = match (
+        quantity::memory_bytes(requested),
+        quantity::memory_bytes(capacity),
+    ) {
+        (Some(r), Some(c)) => r > c,
+        _ => false,
+    };
+    out.push(check(
+        "pvc.no-resize-under-way",
+        "No resize of the claim is under way",
+        !growing && resizing.is_empty(),
+        vec![format!(
+            "requested {requested}, capacity {capacity}{}",
+            if resizing.is_empty() {
+                String::new()
+            } else {
+                format!(", conditions {}", resizing.join(", "))
+            }
+        )],
+    ));
+    let new = text(params, "NEW_SIZE").and_then(quantity::memory_bytes);
+    let old = quantity::memory_bytes(requested);
+    out.push(check(
+        "pvc.grows-bounded",
+        "The new size is larger, by at most 4x",
+        matches!((old, new), (Some(o), Some(n)) if n > o && n <= o * 4),
+        vec![format!(
+            "storage {requested} → {}",
+            text(params, "NEW_SIZE").unwrap_or("(missing)")
+        )],
+    ));
+    Ok(out)
+}
+
+// --- Relax a PodDisruptionBudget -----------------------------------------------------------
+
+pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Read<Vec<Obligation>> {
+    let mut out = Vec::new();
+    let id = "pdb.guards-target";
+    let statement = "The PodDisruptionBudget named guards the target's pods";
+    let Some(name) = text(params, "PDB_NAME") else {
+        out.push(fails(id, statement, vec!["PDB_NAME is missing".into()]));
+        return Ok(out);
+    };
+    let pdb = match scene.get("PodDisruptionBudget", scene.ns(), name).await {
+        Ok(p) => p,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(e) => {
+            out.push(fails(
+                id,
+                statement,
+                vec![format!("PodDisruptionBudget {name}: {}", e.message)],
+            ));
+            return Ok(out);
+        }
+    };
+    let w = scene.target_obj().await?;
+    let pods = scene.pods_of(&w).await?;
+    let selector = at(&pdb, &["spec", "selector"]).and_then(Selector::from_object);
+    let guarded: Vec<&PodView> = pods
+        .iter()
+        .filter(|p| {
+            selector
+                .as_ref()
+                .is_some_and(|s| s.matches_value(Some(&p.labels)))
+        })
+        .collect();
+    out.push(check(
+        id,
+        statement,
+        !guarded.is_empty(),
+        vec![format!(
+            "it selects {} of the {} pods of {}",
+            guarded.len(),
+            pods.len(),
+            scene.target
+        )],
+    ));
+    let allowed = i64_at(&pdb, &["status", "disruptionsAllowed"])
+        .or_else(|| i64_at(&pdb, &["status", "podDisruptionsAllowed"]))
+        .unwrap_or(0);
+    let healthy = i64_at(&pdb, &["status", "currentHealthy"]).unwrap_or(0);
+    let desired = i64_at(&pdb, &["status", "desiredHealthy"]).unwrap_or(0);
+    let expected = i64_at(&pdb, &["status", "expectedPods"]).unwrap_or(guarded.len() as i64);
+    let nodes = scene.nodes().await?;
+    let draining: Vec<String> = nodes
+        .iter()
+        .filter(|n| n.unschedulable)
+        .filter(|n| {
+            guarded
+                .iter()
+                .any(|p| p.node.as_deref() == Some(n.name.as_str()))
+        })
+        .map(|n| n.name.clone())
+        .collect();
+    out.push(check(
+        "pdb.blocks-a-waiting-drain",
+        "It allows no eviction while a drain waits on it",
+        allowed == 0 && !draining.is_empty(),
+        vec![
+            format!("{allowed} disruption(s) allowed"),
+            if draining.is_empty() {
+                "no cordoned node holds a pod it guards: no drain waits".into()
+            } else {
+                format!(
+                    "cordoned node(s) {} still hold pods it guards",
+                    draining.join(", ")
+                )
+            },
+        ],
+    ));
+    out.push(check(
+        "pdb.pods-healthy",
+        "All the pods it guards are healthy (it is misconfigured, not doing its job)",
+        healthy >= expected && expected > 0,
+        vec![format!(
+            "{healthy} of {expected} healthy, {desired} required"
+        )],
+    ));
+    let stateful = obj::kind(&w) == "StatefulSet";
+    let quorum = stateful || (expected >= 3 && desired * 2 > expected);
+    out.push(check(
+        "pdb.guards-no-quorum",
+        "It guards no quorum (not a StatefulSet, not a majority of three or more)",
+        !quorum,
+        vec![format!(
+            "{} {} with {expected} pods, {desired} required",
+            obj::kind(&w),
+            obj::name(&w)
+        )],
+    ));
+    let wanted = number(params, "MAX_UNAVAILABLE").unwrap_or(0);
+    out.push(check(
+        "pdb.relaxed-minimally",
+        "The new budget lets one pod go at a time (at most half of them)",
+        wanted >= 1 && wanted <= (expected / 2).max(1),
+        vec![format!("maxUnavailable → {wanted} of {expected} pods")],
+    ));
+    Ok(out)
+}
+
+/// Obligations of a Git revert: the target is GitOps-managed and the change is identified.
+pub(super) async fn git_revert(
+    scene: &Scene,
+    params: &Map<String, Value>,
+) -> Read<Vec<Obligation>> {
+    let w = scene.target_obj().await?;
+    let marker = [
+        ("annotation", "argocd.argoproj.io/tracking-id"),
+        ("label", "argocd.argoproj.io/instance"),
+        ("annotation", "argocd.argoproj.io/managed-by"),
+        ("label", "kustomize.toolkit.fluxcd.io/name"),
+        ("label", "helm.toolkit.fluxcd.io/name"),
+    ]
+    .iter()
+    .find(|(where_, key)| match *where_ {
+        "label" => obj::label(&w, key).is_some(),
+        _ => obj::annotation(&w, key).is_some(),
+    })
+    .map(|(where_, key)| format!("{where_} {key}"));
+    let mut out = vec![check(
+        "gitrevert.gitops-managed",
+        "The target is managed by a GitOps controller",
+        marker.is_some(),
+        vec![match &marker {
+            Some(m) => format!("{} carries the {m}", scene.target),
+            None => format!("{} carries no Argo CD or Flux marker", scene.target),
+        }],
+    )];
+    let change = text(params, "PROPOSED_CHANGE").unwrap_or_default();
+    out.push(if change.chars().count() >= 10 {
+        holds(
+            "gitrevert.change-identified",
+            "The change to make in Git is identified",
+            vec![change.chars().take(200).collect()],
+        )
+    } else {
+        fails(
+            "gitrevert.change-identified",
+            "The change to make in Git is identified",
+            vec!["PROPOSED_CHANGE does not say what to change".into()],
+        )
+    });
+    Ok(out)
+}

@@ -1,0 +1,525 @@
+//! Proof obligations (DESIGN §3.7a): before anyone may approve or run a remediation, the facts
+//! that make it the right action and a safe one are checked against the cluster — whoever
+//! proposed it (the offline rules, a model, an approver's alternative).
+//!
+//! Input: a [`Claim`] — an action type with its workflow, parameters and verified target, and
+//! the signal it answers. Output: a [`Proof`] — every obligation of that action type with the
+//! evidence it was judged on, the verdict, the target's spec hash the proof is bound to, and
+//! (at selection) the change a server-side dry run says the action would make.
+//!
+//! Invariants:
+//! - Each of the catalog's action types has its obligations here; an action type kubemedic
+//!   does not know is `Unverified`, never `Proven`.
+//! - An obligation the cluster could not be read for does not hold (fail closed); only an
+//!   unreachable API server stops the proof (the request waits and tries again).
+//! - Proving reads the cluster and dry-runs through a writer that can only dry-run: it never
+//!   changes anything.
+//! - The proof is bound to the target's spec: at selection it must be the spec that was
+//!   investigated, before the write the spec that was proven (and approved).
+
+mod capacity;
+mod change;
+mod node;
+mod resolved;
+mod resources;
+mod scene;
+mod workload;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::catalog::{Catalog, Engine, parameters, substitute};
+use crate::clock::Clock;
+use crate::cluster::context::{drift_hash, spec_hash};
+use crate::cluster::obj::at;
+use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, DryRunWriter, actions};
+use crate::domain::{
+    DryRunChange, NO_ACTION, Obligation, ObligationStatus, Proof, ProofPoint, ProofVerdict,
+    Proposer, SignalContext, Target,
+};
+
+use scene::Scene;
+
+/// The catalog's built-in action types, each with its obligations below.
+pub const KNOWN_ACTION_TYPES: &[&str] = &[
+    "RollbackDeployment",
+    "RollbackStatefulSet",
+    "RestartDeployment",
+    "ScaleReplicas",
+    "IncreaseMemoryLimits",
+    "IncreaseCPULimits",
+    "ExpandPVC",
+    "CordonDrainNode",
+    "DeletePod",
+    "RelaxPDB",
+    "PatchHPAMaxReplicas",
+    "RemoveNodeTaint",
+    "GitRevert",
+];
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProveError {
+    /// The API server cannot be reached: nothing can be proven now; try again later.
+    #[error("cluster unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl From<ClusterError> for ProveError {
+    fn from(e: ClusterError) -> Self {
+        ProveError::Unavailable(e.message)
+    }
+}
+
+/// What is to be proven.
+#[derive(Debug, Clone)]
+pub struct Claim<'a> {
+    pub action_type: &'a str,
+    pub workflow_id: &'a str,
+    pub parameters: &'a Map<String, Value>,
+    /// The verified root owner.
+    pub target: &'a Target,
+    pub proposer: Proposer,
+    pub signal: &'a SignalContext,
+    /// The spec hash the proof must find: the one investigated (at selection) or the one
+    /// proven and approved (before the write). `None`: not bound.
+    pub bound_to: Option<Binding>,
+}
+
+/// The spec a proof is bound to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    pub spec_hash: String,
+    /// Compared instead when an autoscaler owns the replicas.
+    pub drift_hash: Option<String>,
+    /// What was shown when the binding was made (for the evidence).
+    pub when: &'static str,
+}
+
+impl Binding {
+    /// The binding of an earlier proof.
+    pub fn of(proof: &Proof, when: &'static str) -> Option<Self> {
+        Some(Self {
+            spec_hash: proof.spec_hash.clone()?,
+            drift_hash: proof.drift_hash.clone(),
+            when,
+        })
+    }
+}
+
+pub(crate) fn obligation(
+    id: &str,
+    statement: &str,
+    status: ObligationStatus,
+    evidence: Vec<String>,
+) -> Obligation {
+    Obligation {
+        id: id.to_owned(),
+        statement: statement.to_owned(),
+        status,
+        evidence,
+    }
+}
+
+pub(crate) fn holds(id: &str, statement: &str, evidence: Vec<String>) -> Obligation {
+    obligation(id, statement, ObligationStatus::Holds, evidence)
+}
+
+pub(crate) fn fails(id: &str, statement: &str, evidence: Vec<String>) -> Obligation {
+    obligation(id, statement, ObligationStatus::Fails, evidence)
+}
+
+pub(crate) fn check(id: &str, statement: &str, ok: bool, evidence: Vec<String>) -> Obligation {
+    if ok {
+        holds(id, statement, evidence)
+    } else {
+        fails(id, statement, evidence)
+    }
+}
+
+/// Checks claims against the cluster.
+pub struct Prover {
+    reader: Arc<dyn ClusterReader>,
+    /// For the dry run; `None` shows no change (nothing to dry-run against).
+    writer: Option<Arc<dyn ClusterWriter>>,
+    catalog: Arc<Catalog>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Prover {
+    pub fn new(
+        reader: Arc<dyn ClusterReader>,
+        writer: Option<Arc<dyn ClusterWriter>>,
+        catalog: Arc<Catalog>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            reader,
+            writer,
+            catalog,
+            clock,
+        }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// Prove a claim: its action type's obligations, the binding to the target's spec, and —
+    /// at selection — the dry run.
+    pub async fn prove(&self, claim: &Claim<'_>, point: ProofPoint) -> Result<Proof, ProveError> {
+        let now = self.clock.now();
+        let scene = Scene::new(
+            self.reader.clone(),
+            claim.target.clone(),
+            now,
+            claim.signal.clone(),
+        );
+        let params = parameters(claim.parameters, claim.target);
+        let known = KNOWN_ACTION_TYPES.contains(&claim.action_type);
+        let mut obligations = match claim.action_type {
+            "RollbackDeployment" | "RollbackStatefulSet" => guard(
+                workload::rollback(&scene, &params).await,
+                "rollback.readable",
+            )?,
+            "RestartDeployment" => guard(workload::restart(&scene).await, "restart.readable")?,
+            "ScaleReplicas" => guard(workload::scale(&scene, &params).await, "scale.readable")?,
+            "DeletePod" => guard(
+                workload::delete_pod(&scene, &params).await,
+                "delete.readable",
+            )?,
+            "IncreaseMemoryLimits" => guard(
+                resources::raise_limit(&scene, &params, resources::Resource::Memory).await,
+                "memory.readable",
+            )?,
+            "IncreaseCPULimits" => guard(
+                resources::raise_limit(&scene, &params, resources::Resource::Cpu).await,
+                "cpu.readable",
+            )?,
+            "PatchHPAMaxReplicas" => {
+                guard(capacity::hpa_max(&scene, &params).await, "hpa.readable")?
+            }
+            "ExpandPVC" => guard(capacity::expand_pvc(&scene, &params).await, "pvc.readable")?,
+            "RelaxPDB" => guard(capacity::relax_pdb(&scene, &params).await, "pdb.readable")?,
+            "CordonDrainNode" => guard(node::drain(&scene).await, "drain.readable")?,
+            "RemoveNodeTaint" => {
+                guard(node::remove_taint(&scene, &params).await, "taint.readable")?
+            }
+            "GitRevert" => guard(
+                capacity::git_revert(&scene, &params).await,
+                "gitrevert.readable",
+            )?,
+            _ => vec![],
+        };
+        let (spec, drift, binding) = self.binding(&scene, claim.bound_to.as_ref()).await?;
+        obligations.extend(binding);
+        let change = match point {
+            ProofPoint::Selection => Some(self.dry_run(claim, &params).await?),
+            ProofPoint::BeforeWrite => None,
+        };
+        if let Some(refused) = change.as_ref().and_then(|c| c.refused.clone()) {
+            obligations.push(fails(
+                "dry-run.accepted",
+                "The API server accepts the change in a dry run",
+                vec![refused],
+            ));
+        }
+        let verdict = if obligations.iter().any(|o| !o.holds()) {
+            ProofVerdict::Refuted
+        } else if known {
+            ProofVerdict::Proven
+        } else {
+            ProofVerdict::Unverified
+        };
+        Ok(Proof {
+            action_type: claim.action_type.to_owned(),
+            workflow_id: claim.workflow_id.to_owned(),
+            parameters: params,
+            proposer: claim.proposer,
+            point,
+            verdict,
+            obligations,
+            target: claim.target.clone(),
+            spec_hash: spec,
+            drift_hash: drift,
+            change,
+            checked_at: now,
+        })
+    }
+
+    /// Prove "no action needed, the problem is resolved": the desired state is met.
+    pub async fn prove_resolved(
+        &self,
+        target: &Target,
+        signal: &SignalContext,
+        proposer: Proposer,
+    ) -> Result<Proof, ProveError> {
+        let now = self.clock.now();
+        let scene = Scene::new(self.reader.clone(), target.clone(), now, signal.clone());
+        let obligations = guard(resolved::resolved(&scene).await, "resolved.readable")?;
+        let (spec, drift, _) = self.binding(&scene, None).await?;
+        let verdict = if obligations.iter().all(Obligation::holds) {
+            ProofVerdict::Proven
+        } else {
+            ProofVerdict::Refuted
+        };
+        Ok(Proof {
+            action_type: NO_ACTION.into(),
+            workflow_id: String::new(),
+            parameters: Map::new(),
+            proposer,
+            point: ProofPoint::Selection,
+            verdict,
+            obligations,
+            target: target.clone(),
+            spec_hash: spec,
+            drift_hash: drift,
+            change: None,
+            checked_at: now,
+        })
+    }
+
+    /// "Resolved" when the investigation verified no object to look at: nothing shows it.
+    pub fn unproven_resolved(
+        &self,
+        target: Option<Target>,
+        signal: &SignalContext,
+        proposer: Proposer,
+    ) -> Proof {
+        let named = target
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| format!("alert {}", signal.name));
+        Proof {
+            action_type: NO_ACTION.into(),
+            workflow_id: String::new(),
+            parameters: Map::new(),
+            proposer,
+            point: ProofPoint::Selection,
+            verdict: ProofVerdict::Refuted,
+            obligations: vec![fails(
+                "resolved.target-verified",
+                "The object the alert is about was found, so its state can be checked",
+                vec![format!(
+                    "{named} could not be verified in the cluster: nothing shows the problem resolved"
+                )],
+            )],
+            target: target.unwrap_or_else(|| Target::new("Alert", signal.name.clone(), None)),
+            spec_hash: None,
+            drift_hash: None,
+            change: None,
+            checked_at: self.clock.now(),
+        }
+    }
+
+    /// The target's spec hashes now, and whether they are the ones the claim is bound to.
+    async fn binding(
+        &self,
+        scene: &Scene,
+        bound: Option<&Binding>,
+    ) -> Result<(Option<String>, Option<String>, Option<Obligation>), ProveError> {
+        let id = "binding.target-unchanged";
+        let statement = "The target is the one that was investigated and approved: its spec has not changed since";
+        let obj = match scene.target_obj().await {
+            Ok(o) => o,
+            Err(e) if e.is_unreachable() => return Err(e.into()),
+            Err(e) => {
+                return Ok((
+                    None,
+                    None,
+                    Some(fails(
+                        id,
+                        statement,
+                        vec![format!("{}: {}", scene.target, e.message)],
+                    )),
+                ));
+            }
+        };
+        let spec = at(&obj, &["spec"]).cloned().unwrap_or(Value::Null);
+        let (hash, drift) = (spec_hash(&spec), drift_hash(&spec));
+        let summary = summary(&obj);
+        let Some(b) = bound else {
+            return Ok((Some(hash), Some(drift), None));
+        };
+        let autoscaled = scene
+            .autoscalers_of(&scene.target.kind, &scene.target.name)
+            .await
+            .map(|h| !h.is_empty())
+            .unwrap_or(false);
+        let same = if autoscaled {
+            b.drift_hash.as_deref() == Some(drift.as_str()) || b.spec_hash == hash
+        } else {
+            b.spec_hash == hash
+        };
+        let mut ev = vec![format!(
+            "spec {} {}, {} now{}",
+            short(&b.spec_hash),
+            b.when,
+            short(&hash),
+            if autoscaled {
+                " (replicas left out: an autoscaler owns them)"
+            } else {
+                ""
+            }
+        )];
+        if !summary.is_empty() {
+            ev.push(format!("{} now: {summary}", scene.target));
+        }
+        if let Some(who) = last_writer(&obj) {
+            ev.push(format!("last written by {who}"));
+        }
+        Ok((
+            Some(hash),
+            Some(drift),
+            Some(check(id, statement, same, ev)),
+        ))
+    }
+
+    /// Run the workflow's steps through a writer that can only dry-run, and describe what the
+    /// API server says they would change.
+    async fn dry_run(
+        &self,
+        claim: &Claim<'_>,
+        params: &Map<String, Value>,
+    ) -> Result<DryRunChange, ProveError> {
+        let Some(workflow) = self.catalog.workflow(claim.workflow_id) else {
+            return Ok(DryRunChange {
+                note: Some(format!(
+                    "workflow {} is not in the catalog",
+                    claim.workflow_id
+                )),
+                ..Default::default()
+            });
+        };
+        let steps = match &workflow.engine {
+            Engine::Builtin { steps } => steps,
+            Engine::Job { image, .. } => {
+                return Ok(DryRunChange {
+                    note: Some(format!(
+                        "runs a Job from image {image} with the workflow's parameters as its environment (its own changes cannot be dry-run)"
+                    )),
+                    ..Default::default()
+                });
+            }
+            Engine::Proposal { template } => {
+                let text = match substitute(&Value::String(template.clone()), params) {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                return Ok(DryRunChange {
+                    note: Some(format!(
+                        "nothing is applied: the change is written up for a human ({text})"
+                    )),
+                    ..Default::default()
+                });
+            }
+        };
+        let Some(writer) = &self.writer else {
+            return Ok(DryRunChange {
+                note: Some("no dry run: kubemedic has no write access to this cluster".into()),
+                ..Default::default()
+            });
+        };
+        let dry = DryRunWriter::new(self.reader.clone(), writer.clone());
+        let mut refused = None;
+        for step in steps {
+            if actions::is_read_only(&step.action) {
+                continue;
+            }
+            let args: BTreeMap<String, Value> = step
+                .with
+                .iter()
+                .map(|(k, v)| (k.clone(), substitute(v, params)))
+                .collect();
+            match actions::run(
+                self.reader.as_ref(),
+                &dry,
+                &step.action,
+                &args,
+                claim.target,
+                self.clock.now(),
+                true,
+            )
+            .await
+            {
+                Ok(_) => {}
+                Err(e) if e.is_unreachable() => return Err(e.into()),
+                Err(e) => {
+                    refused = Some(format!("{}: {}", step.action, e.message));
+                    break;
+                }
+            }
+        }
+        let mut change = change::describe(&dry.writes());
+        change.refused = refused;
+        Ok(change)
+    }
+}
+
+/// Obligations, or one failing obligation saying what could not be read; an unreachable
+/// server stops the proof.
+fn guard(
+    r: Result<Vec<Obligation>, ClusterError>,
+    id: &str,
+) -> Result<Vec<Obligation>, ProveError> {
+    match r {
+        Ok(o) => Ok(o),
+        Err(e) if e.is_unreachable() => Err(e.into()),
+        Err(e) => Ok(vec![obligation(
+            id,
+            "What the obligations are judged on can be read",
+            ObligationStatus::Unknown,
+            vec![e.message],
+        )]),
+    }
+}
+
+fn short(hash: &str) -> String {
+    hash.get(..19).unwrap_or(hash).to_owned()
+}
+
+/// A workload's images and replicas, for the binding's evidence.
+fn summary(o: &Value) -> String {
+    let mut parts = Vec::new();
+    let images = workload::images(at(o, &["spec", "template"]).unwrap_or(&Value::Null));
+    if !images.is_empty() {
+        parts.push(format!("images {images}"));
+    }
+    if let Some(r) = at(o, &["spec", "replicas"]) {
+        parts.push(format!("replicas {r}"));
+    }
+    parts.join(", ")
+}
+
+/// Who last changed an object, from its managed fields (`kubectl-edit at 10:04:12`).
+fn last_writer(o: &Value) -> Option<String> {
+    crate::cluster::obj::array(o, &["metadata", "managedFields"])
+        .iter()
+        .filter(|m| crate::cluster::obj::str_at(m, &["subresource"]).is_none())
+        .filter_map(|m| {
+            Some((
+                crate::cluster::obj::str_at(m, &["time"])?,
+                crate::cluster::obj::str_at(m, &["manager"])?,
+            ))
+        })
+        .max_by_key(|(t, _)| *t)
+        .map(|(t, m)| format!("{m} at {t}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalog_action_type_has_obligations() {
+        let catalog = Catalog::builtin().unwrap_or_else(|e| panic!("{e}"));
+        for at in catalog.action_types() {
+            assert!(
+                KNOWN_ACTION_TYPES.contains(&at.name.as_str()),
+                "{} has no proof obligations",
+                at.name
+            );
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! Obligations of the actions on a node: cordon and drain it, remove one of its taints.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::scene::{NodeView, PodView, Read, Scene, pod_resource};
+use super::workload::text;
+use super::{check, fails, holds};
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::selector::Selector;
+use crate::domain::Obligation;
+
+fn is_daemon_or_mirror(p: &PodView) -> bool {
+    matches!(&p.controller, Some((k, _)) if k == "DaemonSet" || k == "Node")
+        || obj::annotation(&p.raw, "kubernetes.io/config.mirror").is_some()
+}
+
+/// The owner a pod shares with its siblings: its controller, with a ReplicaSet's hash cut.
+fn owner(p: &PodView) -> Option<String> {
+    let (k, n) = p.controller.as_ref()?;
+    let n = match (&p.template_hash, k.as_str()) {
+        (Some(h), "ReplicaSet") => n.trim_end_matches(&format!("-{h}")).to_owned(),
+        _ => n.clone(),
+    };
+    Some(format!(
+        "{}/{n}",
+        obj::namespace(&p.raw).unwrap_or_default()
+    ))
+}
+
+pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
+    let name = scene.target.name.clone();
+    let nodes = scene.nodes().await?;
+    let Some(node) = nodes.iter().find(|n| n.name == name) else {
+        return Ok(vec![fails(
+            "drain.node-is-the-common-factor",
+            "The node is the common factor of the failures",
+            vec![format!("node {name} does not exist")],
+        )]);
+    };
+    let mut out = Vec::new();
+    let on_node = scene.pods_on(&name).await?;
+    let all = scene.list("Pod", None, &Default::default()).await?;
+    let all: Vec<PodView> = all.iter().map(PodView::parse).collect();
+
+    // 1. The node is the common factor: it is unhealthy, or its pods fail where the same
+    // workloads' pods elsewhere are healthy.
+    let id = "drain.node-is-the-common-factor";
+    let statement = "The node is the common factor: it is unhealthy, or its pods fail while the same workloads run healthy elsewhere";
+    if !node.ready || !node.pressure.is_empty() {
+        out.push(holds(
+            id,
+            statement,
+            vec![format!("node {name} is {}", node.state())],
+        ));
+    } else {
+        let failing: Vec<&PodView> = on_node
+            .iter()
+            .filter(|p| p.failure().is_some() || p.running_not_ready())
+            .collect();
+        let mut local = Vec::new();
+        let mut shared = Vec::new();
+        for p in &failing {
+            let Some(o) = owner(p) else { continue };
+            let elsewhere: Vec<&PodView> = all
+                .iter()
+                .filter(|q| {
+                    q.node.as_deref() != Some(name.as_str())
+                        && owner(q).as_deref() == Some(o.as_str())
+                })
+                .collect();
+            if !elsewhere.is_empty() && elsewhere.iter().all(|q| q.ready) {
+                local.push(format!(
+                    "pod {} of {o} fails here while its {} sibling(s) elsewhere are ready",
+                    p.name,
+                    elsewhere.len()
+                ));
+            } else if !elsewhere.is_empty() {
+                shared.push(format!("{o} fails on other nodes too"));
+            }
+        }
+        if failing.is_empty() {
+            out.push(fails(
+                id,
+                statement,
+                vec![format!(
+                    "node {name} is {} and none of its {} pods fails",
+                    node.state(),
+                    on_node.len()
+                )],
+            ));
+        } else {
+            let ok = !local.is_empty() && shared.is_empty();
+            let mut ev = vec![format!("node {name} is {}", node.state())];
+            ev.extend(local);
+            ev.extend(shared);
+            out.push(check(id, statement, ok, ev));
+        }
+    }
+
+    // 2. It is not the last schedulable node; 3. the problem is not cluster-wide.
+    let others: Vec<&NodeView> = nodes
+        .iter()
+        .filter(|n| n.name != name && n.takes_pods())
+        .collect();
+    out.push(check(
+        "drain.not-last-schedulable-node",
+        "Other ready, schedulable nodes can take its pods",
+        !others.is_empty(),
+        vec![if others.is_empty() {
+            format!("no other node of {} is ready and schedulable", nodes.len())
+        } else {
+            format!(
+                "{} other node(s) ready and schedulable: {}",
+                others.len(),
+                others
+                    .iter()
+                    .map(|n| n.name.as_str())
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }],
+    ));
+    let not_ready = nodes.iter().filter(|n| !n.ready).count();
+    out.push(check(
+        "drain.not-cluster-wide",
+        "Fewer than a third of the nodes are not ready (not a cluster-wide problem)",
+        not_ready * 3 <= nodes.len(),
+        vec![format!("{not_ready} of {} nodes not ready", nodes.len())],
+    ));
+
+    // 4. Disruption budgets allow the evictions.
+    let evicted: Vec<&PodView> = on_node
+        .iter()
+        .filter(|p| !is_daemon_or_mirror(p) && p.phase != "Succeeded" && p.phase != "Failed")
+        .collect();
+    let pdbs = scene.list_optional("PodDisruptionBudget", None).await?;
+    let mut blocking = Vec::new();
+    for pdb in &pdbs {
+        let Some(sel) = at(pdb, &["spec", "selector"]).and_then(Selector::from_object) else {
+            continue;
+        };
+        let ns = obj::namespace(pdb);
+        let here = evicted
+            .iter()
+            .filter(|p| obj::namespace(&p.raw) == ns && sel.matches_value(Some(&p.labels)))
+            .count() as i64;
+        if here == 0 {
+            continue;
+        }
+        let allowed = i64_at(pdb, &["status", "disruptionsAllowed"])
+            .or_else(|| i64_at(pdb, &["status", "podDisruptionsAllowed"]))
+            .unwrap_or(0);
+        if allowed < 1 {
+            blocking.push(format!(
+                "PodDisruptionBudget {}/{} allows {allowed} disruption(s) and guards {here} pod(s) on {name}",
+                ns.unwrap_or_default(),
+                obj::name(pdb)
+            ));
+        }
+    }
+    out.push(check(
+        "drain.pdbs-allow",
+        "The PodDisruptionBudgets of its pods allow their eviction",
+        blocking.is_empty(),
+        if blocking.is_empty() {
+            vec![format!(
+                "{} pod(s) to evict; no budget blocks them",
+                evicted.len()
+            )]
+        } else {
+            blocking
+        },
+    ));
+
+    // 5. The other nodes have room for what is evicted.
+    let mut free: BTreeMap<&str, (u128, u128)> = BTreeMap::new();
+    for n in &others {
+        free.insert(
+            n.name.as_str(),
+            (
+                n.allocatable("cpu").unwrap_or(0),
+                n.allocatable("memory").unwrap_or(0),
+            ),
+        );
+    }
+    for p in &all {
+        if let Some(n) = p.node.as_deref()
+            && let Some(f) = free.get_mut(n)
+            && p.phase != "Succeeded"
+            && p.phase != "Failed"
+        {
+            let spec = at(&p.raw, &["spec"]).cloned().unwrap_or(Value::Null);
+            f.0 = f.0.saturating_sub(pod_resource(&spec, "requests", "cpu"));
+            f.1 =
+                f.1.saturating_sub(pod_resource(&spec, "requests", "memory"));
+        }
+    }
+    let need = evicted.iter().fold((0u128, 0u128), |acc, p| {
+        let spec = at(&p.raw, &["spec"]).cloned().unwrap_or(Value::Null);
+        (
+            acc.0 + pod_resource(&spec, "requests", "cpu"),
+            acc.1 + pod_resource(&spec, "requests", "memory"),
+        )
+    });
+    let have = free
+        .values()
+        .fold((0u128, 0u128), |acc, f| (acc.0 + f.0, acc.1 + f.1));
+    out.push(check(
+        "drain.capacity-elsewhere",
+        "The other schedulable nodes have room for the evicted pods' requests",
+        need.0 <= have.0 && need.1 <= have.1,
+        vec![format!(
+            "evicted pods request {}m CPU and {} MiB; the other nodes have {}m and {} MiB free",
+            need.0,
+            need.1 / (1024 * 1024),
+            have.0,
+            have.1 / (1024 * 1024)
+        )],
+    ));
+    Ok(out)
+}
+
+/// Who last wrote a node's taints, from its managed fields (an entry without its field list,
+/// as a snapshot may keep it, counts as possibly having written them).
+fn taint_writer(node: &Value) -> Option<String> {
+    array(node, &["metadata", "managedFields"])
+        .iter()
+        .filter(|m| str_at(m, &["subresource"]).is_none())
+        .filter(|m| {
+            at(m, &["fieldsV1", "f:spec", "f:taints"]).is_some() || at(m, &["fieldsV1"]).is_none()
+        })
+        .filter_map(|m| Some((str_at(m, &["time"]).unwrap_or(""), str_at(m, &["manager"])?)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, m)| m.to_owned())
+}
+
+/// Taint keys Kubernetes sets for a node's conditions or roles.
+fn set_by_kubernetes(key: &str) -> bool {
+    key.starts_with("node.kubernetes.io/")
+        || key.starts_with("node.cloudprovider.kubernetes.io/")
+        || key.starts_with("node-role.kubernetes.io/")
+}
+
+fn tolerates(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
+    array(pod, &["spec", "tolerations"]).iter().any(|t| {
+        let op = str_at(t, &["operator"]).unwrap_or("Equal");
+        let k = str_at(t, &["key"]).unwrap_or("");
+        let e = str_at(t, &["effect"]).unwrap_or("");
+        (k.is_empty() && op == "Exists" || k == key)
+            && (e.is_empty() || e == effect)
+            && (op == "Exists" || str_at(t, &["value"]).unwrap_or("") == value)
+    })
+}
+
+pub(super) async fn remove_taint(
+    scene: &Scene,
+    params: &Map<String, Value>,
+) -> Read<Vec<Obligation>> {
+    let mut out = Vec::new();
+    let name = scene.target.name.clone();
+    let key = text(params, "TAINT_KEY").unwrap_or_default().to_owned();
+    let effect = text(params, "TAINT_EFFECT").map(str::to_owned);
+    let raw = scene.get("Node", None, &name).await?;
+    let node = NodeView::parse(&raw);
+    let taint = node
+        .taints
+        .iter()
+        .find(|(k, _, e)| *k == key && effect.as_ref().is_none_or(|want| want == e))
+        .cloned();
+    out.push(check(
+        "taint.present",
+        "The node carries the taint",
+        taint.is_some(),
+        vec![format!(
+            "node {name} taints: {}",
+            if node.taints.is_empty() {
+                "none".into()
+            } else {
+                node.taints
+                    .iter()
+                    .map(|(k, v, e)| {
+                        if v.is_empty() {
+                            format!("{k}:{e}")
+                        } else {
+                            format!("{k}={v}:{e}")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        )],
+    ));
+    let Some((_, value, effect)) = taint else {
+        return Ok(out);
+    };
+    let writer = taint_writer(&raw);
+    let by_kubernetes = set_by_kubernetes(&key)
+        || writer
+            .as_deref()
+            .is_some_and(|w| w == "kubelet" || w.contains("controller"));
+    out.push(check(
+        "taint.not-set-by-kubernetes",
+        "The taint was not put there by Kubernetes for a node condition or role",
+        !by_kubernetes,
+        vec![match &writer {
+            Some(w) => {
+                format!("taint {key} on node {name}; the node's taints were last written by {w}")
+            }
+            None => format!("taint {key} on node {name}"),
+        }],
+    ));
+    // 3. It is the only thing that keeps some waiting pod off this node.
+    let ns = scene
+        .signal
+        .labels
+        .get("namespace")
+        .cloned()
+        .or_else(|| scene.target.namespace.clone());
+    let pods = scene
+        .list("Pod", ns.as_deref(), &Default::default())
+        .await?;
+    let waiting: Vec<PodView> = pods
+        .iter()
+        .map(PodView::parse)
+        .filter(|p| p.unschedulable.is_some() && p.node.is_none())
+        .collect();
+    let mut fits = Vec::new();
+    let mut blocked = Vec::new();
+    for p in &waiting {
+        if tolerates(&p.raw, &key, &value, &effect) {
+            continue;
+        }
+        let mut others = Vec::new();
+        if !node.ready {
+            others.push("the node is not ready".to_owned());
+        }
+        if node.unschedulable {
+            others.push("the node is cordoned".to_owned());
+        }
+        for (k, v, e) in &node.taints {
+            if (*k != key) && (e == "NoSchedule" || e == "NoExecute") && !tolerates(&p.raw, k, v, e)
+            {
+                others.push(format!("taint {k}:{e}"));
+            }
+        }
+        for (k, v) in crate::cluster::obj::map_pairs(at(&p.raw, &["spec", "nodeSelector"])) {
+            if crate::cluster::obj::label(&node.raw, k) != Some(v) {
+                others.push(format!("nodeSelector {k}={v}"));
+            }
+        }
+        if others.is_empty() {
+            fits.push(p.name.clone());
+        } else {
+            blocked.push(format!("pod {}: also {}", p.name, others.join(", ")));
+        }
+    }
+    out.push(check(
+        "taint.only-blocker",
+        "It is the only thing keeping a waiting pod off this node",
+        !fits.is_empty(),
+        if !fits.is_empty() {
+            vec![format!(
+                "pending pod(s) {} fit node {name} but for the taint",
+                fits.join(", ")
+            )]
+        } else if !blocked.is_empty() {
+            blocked.into_iter().take(3).collect()
+        } else {
+            vec![format!("no pending pod waits for node {name}")]
+        },
+    ));
+    Ok(out)
+}

@@ -1,0 +1,406 @@
+//! Obligations of raising a container's memory or CPU limit: the container named is the one
+//! killed or throttled, by its own limit, nothing on its node explains it instead, and the new
+//! value is a bounded step that fits the namespace's quota and the nodes.
+
+use chrono::Duration;
+use serde_json::{Map, Value};
+
+use super::scene::{NodeView, PodView, Read, Scene, hhmm};
+use super::workload::text;
+use super::{check, fails, holds};
+use crate::cluster::obj::{array, at, str_at};
+use crate::cluster::quantity;
+use crate::cluster::{ErrorKind, ListQuery};
+use crate::domain::Obligation;
+
+/// How far a limit may be raised in one step.
+const MAX_FACTOR: u128 = 4;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Resource {
+    Memory,
+    Cpu,
+}
+
+impl Resource {
+    fn name(self) -> &'static str {
+        match self {
+            Resource::Memory => "memory",
+            Resource::Cpu => "cpu",
+        }
+    }
+    fn param(self) -> &'static str {
+        match self {
+            Resource::Memory => "MEMORY_LIMIT",
+            Resource::Cpu => "CPU_LIMIT",
+        }
+    }
+    fn area(self) -> &'static str {
+        match self {
+            Resource::Memory => "memory",
+            Resource::Cpu => "cpu",
+        }
+    }
+}
+
+/// The container's current limit of `resource` in the pods (what runs, LimitRange defaults
+/// included), else in the template.
+fn current_limit(
+    template: &Value,
+    pods: &[PodView],
+    container: &str,
+    resource: &str,
+) -> Option<String> {
+    let in_spec = |spec: &Value| {
+        ["containers", "initContainers"].iter().find_map(|k| {
+            array(spec, &[k])
+                .iter()
+                .find(|c| str_at(c, &["name"]) == Some(container))
+                .and_then(|c| str_at(c, &["resources", "limits", resource]))
+                .map(str::to_owned)
+        })
+    };
+    pods.iter()
+        .find_map(|p| at(&p.raw, &["spec"]).and_then(in_spec))
+        .or_else(|| at(template, &["spec"]).and_then(in_spec))
+}
+
+fn container_names(template: &Value) -> Vec<String> {
+    ["containers", "initContainers"]
+        .iter()
+        .flat_map(|k| array(template, &["spec", k]))
+        .filter_map(|c| str_at(c, &["name"]).map(str::to_owned))
+        .collect()
+}
+
+/// The metrics API's current use of `resource` by the container, the highest over the pods.
+async fn usage(
+    scene: &Scene,
+    pods: &[PodView],
+    container: &str,
+    resource: &str,
+) -> Read<Option<u128>> {
+    let metrics = match scene
+        .list("PodMetrics", scene.ns(), &ListQuery::default())
+        .await
+    {
+        Ok(m) => m,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    Ok(metrics
+        .iter()
+        .filter(|m| {
+            pods.iter()
+                .any(|p| Some(p.name.as_str()) == str_at(m, &["metadata", "name"]))
+        })
+        .flat_map(|m| array(m, &["containers"]).iter())
+        .filter(|c| str_at(c, &["name"]) == Some(container))
+        .filter_map(|c| str_at(c, &["usage", resource]))
+        .filter_map(|q| quantity::amount(resource, q))
+        .max())
+}
+
+fn show(resource: Resource, v: u128) -> String {
+    quantity::format_amount(resource.name(), v)
+}
+
+pub(super) async fn raise_limit(
+    scene: &Scene,
+    params: &Map<String, Value>,
+    resource: Resource,
+) -> Read<Vec<Obligation>> {
+    let area = resource.area();
+    let mut out = Vec::new();
+    let w = scene.target_obj().await?;
+    let template = at(&w, &["spec", "template"])
+        .cloned()
+        .unwrap_or(Value::Null);
+    let pods = scene.pods_of(&w).await?;
+    let names = container_names(&template);
+    let container = text(params, "CONTAINER").unwrap_or_default().to_owned();
+
+    // 1. The container named exists.
+    let in_template = names.contains(&container);
+    out.push(check(
+        &format!("{area}.container-in-template"),
+        "The container named is in the workload's pod template",
+        in_template,
+        vec![format!(
+            "container {:?}; the template has {}",
+            container,
+            names.join(", ")
+        )],
+    ));
+    if !in_template {
+        return Ok(out);
+    }
+
+    let limit = current_limit(&template, &pods, &container, resource.name());
+    let limit_value = limit
+        .as_deref()
+        .and_then(|l| quantity::amount(resource.name(), l));
+    let used = usage(scene, &pods, &container, resource.name()).await?;
+
+    // 2. It is the one killed (memory) or throttled (CPU), by its own limit.
+    match resource {
+        Resource::Memory => {
+            let recent = scene.now - Duration::hours(6);
+            let killed: Vec<(&PodView, String, Option<chrono::DateTime<chrono::Utc>>)> = pods
+                .iter()
+                .flat_map(|p| p.oom_killed().map(move |(c, t)| (p, c.name.clone(), t)))
+                .filter(|(_, _, t)| t.is_none_or(|t| t >= recent))
+                .collect();
+            let this: Vec<&(&PodView, String, Option<chrono::DateTime<chrono::Utc>>)> =
+                killed.iter().filter(|(_, c, _)| *c == container).collect();
+            let id = "memory.container-was-killed";
+            let statement = "The container named is the one killed for memory (or, for a prediction, its use nears its limit)";
+            if let Some((p, _, t)) = this.first() {
+                out.push(holds(
+                    id,
+                    statement,
+                    vec![format!(
+                        "container {container} of pod {} was OOMKilled{}",
+                        p.name,
+                        t.map(|t| format!(" at {}", hhmm(t))).unwrap_or_default()
+                    )],
+                ));
+            } else if !killed.is_empty() {
+                let others: Vec<String> = killed
+                    .iter()
+                    .map(|(p, c, _)| format!("container {c} of pod {}", p.name))
+                    .take(3)
+                    .collect();
+                out.push(fails(
+                    id,
+                    statement,
+                    vec![format!(
+                        "{} was OOMKilled, not {container}",
+                        others.join(", ")
+                    )],
+                ));
+            } else if scene.proactive() {
+                let ok = matches!((used, limit_value), (Some(u), Some(l)) if u * 10 >= l * 8);
+                out.push(check(
+                    id,
+                    statement,
+                    ok,
+                    vec![match (used, limit_value) {
+                        (Some(u), Some(l)) => format!(
+                            "container {container} uses {} of its {} limit ({}%)",
+                            show(resource, u),
+                            show(resource, l),
+                            u * 100 / l.max(1)
+                        ),
+                        (None, _) => {
+                            "no metrics API answer: its use cannot be compared with its limit"
+                                .into()
+                        }
+                        (Some(_), None) => format!("container {container} has no memory limit"),
+                    }],
+                ));
+            } else {
+                out.push(fails(
+                    id,
+                    statement,
+                    vec![format!(
+                        "no container of the workload's {} pod(s) was OOMKilled in the last 6 hours",
+                        pods.len()
+                    )],
+                ));
+            }
+
+            // Its own limit, not the node.
+            let id = "memory.killed-by-own-limit";
+            let statement = "It was killed by its own limit: it has one, and its node shows nothing that explains the kill instead";
+            let mut ev = Vec::new();
+            let mut ok = limit.is_some();
+            match &limit {
+                Some(l) => ev.push(format!("container {container} has a memory limit of {l}")),
+                None => ev.push(format!(
+                    "container {container} has no memory limit: the node's own OOM killer took it"
+                )),
+            }
+            let nodes: Vec<String> = {
+                let mut n: Vec<String> =
+                    this.iter().filter_map(|(p, _, _)| p.node.clone()).collect();
+                if n.is_empty() {
+                    n = pods.iter().filter_map(|p| p.node.clone()).collect();
+                }
+                n.sort();
+                n.dedup();
+                n
+            };
+            let all_nodes = match scene.nodes().await {
+                Ok(n) => n,
+                Err(e) if e.is_unreachable() => return Err(e),
+                Err(e) => {
+                    ev.push(format!("nodes cannot be read: {}", e.message));
+                    vec![]
+                }
+            };
+            for name in nodes.iter().take(3) {
+                let node: Option<&NodeView> = all_nodes.iter().find(|n| n.name == *name);
+                if let Some(n) = node
+                    && n.pressure.iter().any(|p| p == "MemoryPressure")
+                {
+                    ok = false;
+                    ev.push(format!("node {name} is under MemoryPressure"));
+                }
+                let events = match scene.node_events(name).await {
+                    Ok(e) => e,
+                    Err(e) if e.is_unreachable() => return Err(e),
+                    Err(_) => vec![],
+                };
+                let window = scene.now - Duration::hours(6);
+                let system: Vec<_> = events
+                    .iter()
+                    .filter(|e| {
+                        matches!(
+                            e.reason.as_str(),
+                            "SystemOOM" | "EvictionThresholdMet" | "NodeHasInsufficientMemory"
+                        )
+                    })
+                    .filter(|e| e.last.is_none_or(|t| t >= window))
+                    .collect();
+                if let Some(e) = system.first() {
+                    ok = false;
+                    ev.push(format!(
+                        "node {name} ran out of memory itself: {}",
+                        e.line()
+                    ));
+                } else if node.is_some() {
+                    ev.push(format!(
+                        "node {name}: {}, no system OOM recorded",
+                        node.map(NodeView::state).unwrap_or_default()
+                    ));
+                }
+            }
+            if let (Some(u), Some(l)) = (used, limit_value) {
+                ev.push(format!(
+                    "it uses {} of its {} limit now",
+                    show(resource, u),
+                    show(resource, l)
+                ));
+            }
+            out.push(check(id, statement, ok, ev));
+        }
+        Resource::Cpu => {
+            let id = "cpu.container-throttled";
+            let statement = "The container named is the one throttled at its CPU limit";
+            let alert_names_it = scene.signal.name.to_ascii_lowercase().contains("throttl")
+                && scene.signal_container().as_deref() == Some(container.as_str());
+            let near = matches!((used, limit_value), (Some(u), Some(l)) if u * 10 >= l * 9);
+            let mut ev = Vec::new();
+            if alert_names_it {
+                ev.push(format!(
+                    "alert {} measures container {container} throttled",
+                    scene.signal.name
+                ));
+            } else if let Some(c) = scene.signal_container() {
+                ev.push(format!(
+                    "alert {} is about container {c}",
+                    scene.signal.name
+                ));
+            }
+            match (used, limit_value) {
+                (Some(u), Some(l)) => ev.push(format!(
+                    "it uses {} of its {} limit",
+                    show(resource, u),
+                    show(resource, l)
+                )),
+                (_, None) => ev.push(format!(
+                    "container {container} has no CPU limit to be throttled at"
+                )),
+                (None, _) => ev.push("no metrics API answer".into()),
+            }
+            out.push(check(
+                id,
+                statement,
+                limit.is_some() && (alert_names_it || near),
+                ev,
+            ));
+        }
+    }
+
+    // 3. A bounded step up.
+    let wanted = text(params, resource.param()).and_then(|v| quantity::amount(resource.name(), v));
+    let step_id = format!("{area}.raises-bounded");
+    let step_statement = "The new limit is higher than the current one, by at most 4x";
+    match (limit_value, wanted) {
+        (Some(old), Some(new)) => out.push(check(
+            &step_id,
+            step_statement,
+            new > old && new <= old * MAX_FACTOR,
+            vec![format!(
+                "{} limit of container {container} {} → {}",
+                resource.name(),
+                show(resource, old),
+                show(resource, new)
+            )],
+        )),
+        (None, _) => out.push(fails(
+            &step_id,
+            step_statement,
+            vec![format!(
+                "container {container} has no {} limit to raise",
+                resource.name()
+            )],
+        )),
+        (_, None) => out.push(fails(
+            &step_id,
+            step_statement,
+            vec![format!("{} is missing or not a quantity", resource.param())],
+        )),
+    }
+
+    // 4. The quota has room, 5. a node can hold it.
+    if let (Some(old), Some(new)) = (limit_value, wanted) {
+        let replicas = crate::cluster::obj::i64_at(&w, &["spec", "replicas"])
+            .unwrap_or(pods.len() as i64)
+            .max(1) as u128;
+        let key = format!("limits.{}", resource.name());
+        let mut ev = Vec::new();
+        let mut ok = true;
+        match scene.quota(&key).await? {
+            Some((hard, used_q, name)) => {
+                let need = new.saturating_sub(old) * replicas;
+                ok = used_q + need <= hard;
+                ev.push(format!(
+                    "ResourceQuota {name}: {key} {} used of {}, {} more needed",
+                    show(resource, used_q),
+                    show(resource, hard),
+                    show(resource, need)
+                ));
+            }
+            None => ev.push(format!("no ResourceQuota limits {key}")),
+        }
+        out.push(check(
+            &format!("{area}.fits-quota"),
+            "The namespace's quota has room for the new limit on every replica",
+            ok,
+            ev,
+        ));
+        let nodes = match scene.nodes().await {
+            Ok(n) => n,
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(e) if e.kind == ErrorKind::Forbidden => vec![],
+            Err(e) => return Err(e),
+        };
+        let biggest = nodes
+            .iter()
+            .filter(|n| n.ready)
+            .filter_map(|n| n.allocatable(resource.name()))
+            .max();
+        out.push(check(
+            &format!("{area}.fits-nodes"),
+            "A node can hold the new limit",
+            biggest.is_none_or(|b| new <= b),
+            vec![match biggest {
+                Some(b) => format!("the largest ready node allocates {}", show(resource, b)),
+                None => "no node's allocatable capacity is known".into(),
+            }],
+        ));
+    }
+    Ok(out)
+}

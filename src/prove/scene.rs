@@ -1,0 +1,578 @@
+//! What the obligations read: the target, its pods and revisions, events, nodes, quotas,
+//! budgets and autoscalers — each asked of the cluster once (through a [`MemoReader`]) and
+//! parsed into the few facts the obligations judge on.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::quantity;
+use crate::cluster::selector::Selector;
+use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, MemoReader};
+use crate::domain::{SignalContext, Target};
+
+pub(super) type Read<T> = Result<T, ClusterError>;
+
+/// The part of the cluster one proof looks at.
+pub(super) struct Scene {
+    pub r: Arc<dyn ClusterReader>,
+    pub target: Target,
+    pub now: DateTime<Utc>,
+    pub signal: SignalContext,
+}
+
+pub(super) fn time(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {
+    str_at(v, path)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+pub(super) fn created(v: &Value) -> Option<DateTime<Utc>> {
+    time(v, &["metadata", "creationTimestamp"])
+}
+
+/// When an object was last written: its creation or the newest managed-fields entry.
+pub(super) fn last_written(v: &Value) -> Option<DateTime<Utc>> {
+    let managed = array(v, &["metadata", "managedFields"])
+        .iter()
+        .filter_map(|m| time(m, &["time"]));
+    created(v).into_iter().chain(managed).max()
+}
+
+/// `3h 20m`, `12m`, `45s`.
+pub(super) fn ago(d: Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    match secs {
+        s if s >= 86_400 => format!("{}d {}h", s / 86_400, (s % 86_400) / 3600),
+        s if s >= 3600 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+        s if s >= 60 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+pub(super) fn hhmm(t: DateTime<Utc>) -> String {
+    t.format("%H:%M:%S").to_string()
+}
+
+/// One container of a pod, as its status shows it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ContainerView {
+    pub name: String,
+    pub running: bool,
+    pub restarts: i64,
+    /// `CrashLoopBackOff`, `ImagePullBackOff`, `ContainerCreating`, …
+    pub waiting: Option<String>,
+    /// The last (or current) termination: reason, exit code, when it finished.
+    pub terminated: Option<(String, i64, Option<DateTime<Utc>>)>,
+}
+
+/// One pod, as far as proofs care.
+#[derive(Debug, Clone, Default)]
+pub(super) struct PodView {
+    pub name: String,
+    pub node: Option<String>,
+    pub phase: String,
+    pub ready: bool,
+    /// Since when the Ready condition has had its current value.
+    pub ready_since: Option<DateTime<Utc>>,
+    pub created: Option<DateTime<Utc>>,
+    pub deleting: bool,
+    pub finalizers: Vec<String>,
+    pub template_hash: Option<String>,
+    pub revision_hash: Option<String>,
+    pub controller: Option<(String, String)>,
+    pub unschedulable: Option<String>,
+    pub containers: Vec<ContainerView>,
+    pub labels: Value,
+    pub raw: Value,
+}
+
+/// Waiting reasons that mean a container cannot run.
+pub(super) const FAILING_WAITS: &[&str] = &[
+    "CrashLoopBackOff",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+];
+
+impl PodView {
+    pub fn parse(p: &Value) -> Self {
+        let mut containers = Vec::new();
+        for key in ["initContainerStatuses", "containerStatuses"] {
+            for c in array(p, &["status", key]) {
+                let term =
+                    at(c, &["state", "terminated"]).or_else(|| at(c, &["lastState", "terminated"]));
+                containers.push(ContainerView {
+                    name: str_at(c, &["name"]).unwrap_or_default().to_owned(),
+                    running: at(c, &["state", "running"]).is_some(),
+                    restarts: i64_at(c, &["restartCount"]).unwrap_or(0),
+                    waiting: str_at(c, &["state", "waiting", "reason"]).map(str::to_owned),
+                    terminated: term.map(|t| {
+                        (
+                            str_at(t, &["reason"]).unwrap_or("Terminated").to_owned(),
+                            i64_at(t, &["exitCode"]).unwrap_or(0),
+                            time(t, &["finishedAt"]),
+                        )
+                    }),
+                });
+            }
+        }
+        let cond = |ty: &str| {
+            array(p, &["status", "conditions"])
+                .iter()
+                .find(|c| str_at(c, &["type"]) == Some(ty))
+                .cloned()
+        };
+        let ready_cond = cond("Ready");
+        let unschedulable = cond("PodScheduled")
+            .filter(|c| str_at(c, &["status"]) == Some("False"))
+            .map(|c| {
+                str_at(&c, &["message"])
+                    .unwrap_or("unschedulable")
+                    .to_owned()
+            });
+        let controller = array(p, &["metadata", "ownerReferences"])
+            .iter()
+            .find(|o| at(o, &["controller"]).and_then(Value::as_bool) == Some(true))
+            .map(|o| {
+                (
+                    str_at(o, &["kind"]).unwrap_or_default().to_owned(),
+                    str_at(o, &["name"]).unwrap_or_default().to_owned(),
+                )
+            });
+        Self {
+            name: obj::name(p).to_owned(),
+            node: str_at(p, &["spec", "nodeName"]).map(str::to_owned),
+            phase: str_at(p, &["status", "phase"])
+                .unwrap_or("Unknown")
+                .to_owned(),
+            ready: ready_cond
+                .as_ref()
+                .and_then(|c| str_at(c, &["status"]))
+                .is_some_and(|s| s == "True"),
+            ready_since: ready_cond
+                .as_ref()
+                .and_then(|c| time(c, &["lastTransitionTime"]))
+                .or_else(|| time(p, &["status", "startTime"])),
+            created: created(p),
+            deleting: at(p, &["metadata", "deletionTimestamp"]).is_some(),
+            finalizers: array(p, &["metadata", "finalizers"])
+                .iter()
+                .filter_map(|f| f.as_str().map(str::to_owned))
+                .collect(),
+            template_hash: obj::label(p, "pod-template-hash").map(str::to_owned),
+            revision_hash: obj::label(p, "controller-revision-hash").map(str::to_owned),
+            controller,
+            unschedulable,
+            containers,
+            labels: at(p, &["metadata", "labels"])
+                .cloned()
+                .unwrap_or(Value::Null),
+            raw: p.clone(),
+        }
+    }
+
+    /// Why the pod fails, if it does: a container that cannot run, an error exit, not
+    /// scheduled. `None` for a pod that runs (ready or not).
+    pub fn failure(&self) -> Option<String> {
+        if let Some(u) = &self.unschedulable {
+            return Some(format!("Pending, unschedulable: {u}"));
+        }
+        for c in &self.containers {
+            if let Some(w) = &c.waiting
+                && FAILING_WAITS.contains(&w.as_str())
+            {
+                let last = c
+                    .terminated
+                    .as_ref()
+                    .map(|(r, code, _)| format!(", last exit {r} ({code})"))
+                    .unwrap_or_default();
+                return Some(format!(
+                    "container {} {w}, {} restarts{last}",
+                    c.name, c.restarts
+                ));
+            }
+        }
+        if self.phase == "Failed" {
+            return Some("phase Failed".into());
+        }
+        None
+    }
+
+    /// Running (not failing) but not ready.
+    pub fn running_not_ready(&self) -> bool {
+        self.phase == "Running" && !self.ready && self.failure().is_none()
+    }
+
+    /// A container whose latest termination was an OOM kill, with when it finished.
+    pub fn oom_killed(&self) -> impl Iterator<Item = (&ContainerView, Option<DateTime<Utc>>)> {
+        self.containers.iter().filter_map(|c| match &c.terminated {
+            Some((r, _, t)) if r == "OOMKilled" => Some((c, *t)),
+            _ => None,
+        })
+    }
+}
+
+/// An event, as far as proofs care.
+#[derive(Debug, Clone)]
+pub(super) struct EventView {
+    pub kind: String,
+    pub name: String,
+    pub reason: String,
+    pub message: String,
+    pub warning: bool,
+    pub count: i64,
+    pub first: Option<DateTime<Utc>>,
+    pub last: Option<DateTime<Utc>>,
+}
+
+impl EventView {
+    pub fn parse(e: &Value) -> Self {
+        let first = time(e, &["firstTimestamp"]).or_else(|| time(e, &["eventTime"]));
+        let last = time(e, &["lastTimestamp"])
+            .or_else(|| time(e, &["series", "lastObservedTime"]))
+            .or(first);
+        Self {
+            kind: str_at(e, &["involvedObject", "kind"])
+                .unwrap_or_default()
+                .to_owned(),
+            name: str_at(e, &["involvedObject", "name"])
+                .unwrap_or_default()
+                .to_owned(),
+            reason: str_at(e, &["reason"]).unwrap_or_default().to_owned(),
+            message: str_at(e, &["message"]).unwrap_or_default().to_owned(),
+            warning: str_at(e, &["type"]) == Some("Warning"),
+            count: i64_at(e, &["count"]).unwrap_or(1),
+            first,
+            last,
+        }
+    }
+
+    pub fn line(&self) -> String {
+        let msg: String = self.message.chars().take(160).collect();
+        format!(
+            "{} {} {}: {msg}{}",
+            self.kind,
+            self.name,
+            self.reason,
+            if self.count > 1 {
+                format!(" (x{})", self.count)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// A node, as far as proofs care.
+#[derive(Debug, Clone)]
+pub(super) struct NodeView {
+    pub name: String,
+    pub ready: bool,
+    pub pressure: Vec<String>,
+    pub unschedulable: bool,
+    pub taints: Vec<(String, String, String)>,
+    pub allocatable: Value,
+    pub raw: Value,
+}
+
+impl NodeView {
+    pub fn parse(n: &Value) -> Self {
+        let conds = array(n, &["status", "conditions"]);
+        let status = |ty: &str| {
+            conds
+                .iter()
+                .find(|c| str_at(c, &["type"]) == Some(ty))
+                .and_then(|c| str_at(c, &["status"]))
+        };
+        Self {
+            name: obj::name(n).to_owned(),
+            ready: status("Ready") == Some("True"),
+            pressure: [
+                "MemoryPressure",
+                "DiskPressure",
+                "PIDPressure",
+                "NetworkUnavailable",
+            ]
+            .iter()
+            .filter(|t| status(t) == Some("True"))
+            .map(|t| (*t).to_owned())
+            .collect(),
+            unschedulable: at(n, &["spec", "unschedulable"])
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            taints: array(n, &["spec", "taints"])
+                .iter()
+                .map(|t| {
+                    (
+                        str_at(t, &["key"]).unwrap_or_default().to_owned(),
+                        str_at(t, &["value"]).unwrap_or_default().to_owned(),
+                        str_at(t, &["effect"]).unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect(),
+            allocatable: at(n, &["status", "allocatable"])
+                .cloned()
+                .unwrap_or(Value::Null),
+            raw: n.clone(),
+        }
+    }
+
+    /// Ready, schedulable and without a taint that keeps ordinary pods off.
+    pub fn takes_pods(&self) -> bool {
+        self.ready
+            && !self.unschedulable
+            && !self
+                .taints
+                .iter()
+                .any(|(_, _, e)| e == "NoSchedule" || e == "NoExecute")
+    }
+
+    pub fn allocatable(&self, resource: &str) -> Option<u128> {
+        str_at(&self.allocatable, &[resource]).and_then(|q| quantity::amount(resource, q))
+    }
+
+    pub fn state(&self) -> String {
+        let mut s = if self.ready { "Ready" } else { "NotReady" }.to_owned();
+        if !self.pressure.is_empty() {
+            s.push_str(&format!(" with {}", self.pressure.join(", ")));
+        }
+        if self.unschedulable {
+            s.push_str(", cordoned");
+        }
+        s
+    }
+}
+
+/// Sum of a resource's requests (or limits) over a pod spec's containers.
+pub(super) fn pod_resource(spec: &Value, section: &str, resource: &str) -> u128 {
+    array(spec, &["containers"])
+        .iter()
+        .filter_map(|c| str_at(c, &["resources", section, resource]))
+        .filter_map(|q| quantity::amount(resource, q))
+        .sum()
+}
+
+impl Scene {
+    pub fn new(
+        reader: Arc<dyn ClusterReader>,
+        target: Target,
+        now: DateTime<Utc>,
+        signal: SignalContext,
+    ) -> Self {
+        Self {
+            r: Arc::new(MemoReader::new(reader)),
+            target,
+            now,
+            signal,
+        }
+    }
+
+    pub fn ns(&self) -> Option<&str> {
+        self.target.namespace.as_deref()
+    }
+
+    pub async fn get(&self, kind: &str, ns: Option<&str>, name: &str) -> Read<Value> {
+        let res = self.r.resource(kind).await?;
+        self.r.get(&res, ns, name).await
+    }
+
+    pub async fn list(&self, kind: &str, ns: Option<&str>, q: &ListQuery) -> Read<Vec<Value>> {
+        let res = self.r.resource(kind).await?;
+        self.r.list(&res, ns, q).await
+    }
+
+    /// A list of a kind the server may not serve or kubemedic may not read: empty then.
+    pub async fn list_optional(&self, kind: &str, ns: Option<&str>) -> Read<Vec<Value>> {
+        match self.list(kind, ns, &ListQuery::default()).await {
+            Err(e) if matches!(e.kind, ErrorKind::NotServed | ErrorKind::NotFound) => Ok(vec![]),
+            other => other,
+        }
+    }
+
+    pub async fn target_obj(&self) -> Read<Value> {
+        self.get(&self.target.kind, self.ns(), &self.target.name)
+            .await
+    }
+
+    /// The pods a workload's selector matches.
+    pub async fn pods_of(&self, workload: &Value) -> Read<Vec<PodView>> {
+        let Some(sel) = at(workload, &["spec", "selector"]).and_then(Selector::from_object) else {
+            return Ok(vec![]);
+        };
+        if sel.is_empty() {
+            return Ok(vec![]);
+        }
+        let pods = self
+            .list(
+                "Pod",
+                obj::namespace(workload).or(self.ns()),
+                &ListQuery::labels(sel.to_query()),
+            )
+            .await?;
+        Ok(pods.iter().map(PodView::parse).collect())
+    }
+
+    /// The target's pods (a workload's, a Pod itself, a Node's).
+    pub async fn target_pods(&self) -> Read<Vec<PodView>> {
+        match self.target.kind.as_str() {
+            "Pod" => Ok(vec![PodView::parse(&self.target_obj().await?)]),
+            "Node" => self.pods_on(&self.target.name).await,
+            _ => self.pods_of(&self.target_obj().await?).await,
+        }
+    }
+
+    pub async fn pods_on(&self, node: &str) -> Read<Vec<PodView>> {
+        let pods = self
+            .list(
+                "Pod",
+                None,
+                &ListQuery::fields(format!("spec.nodeName={node}")),
+            )
+            .await?;
+        Ok(pods.iter().map(PodView::parse).collect())
+    }
+
+    /// Events of a namespace (the target's unless named).
+    pub async fn events(&self, ns: Option<&str>) -> Read<Vec<EventView>> {
+        let ns = ns.or(self.ns());
+        let events = self.list("Event", ns, &ListQuery::default()).await?;
+        Ok(events.iter().map(EventView::parse).collect())
+    }
+
+    pub async fn node_events(&self, node: &str) -> Read<Vec<EventView>> {
+        let events = self
+            .list(
+                "Event",
+                None,
+                &ListQuery::fields(format!(
+                    "involvedObject.kind=Node,involvedObject.name={node}"
+                )),
+            )
+            .await;
+        match events {
+            Ok(e) => Ok(e.iter().map(EventView::parse).collect()),
+            // A server without field selectors on events: the default namespace holds them.
+            Err(e) if e.kind == ErrorKind::Invalid => Ok(self
+                .events(Some("default"))
+                .await?
+                .into_iter()
+                .filter(|e| e.kind == "Node" && e.name == node)
+                .collect()),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub async fn nodes(&self) -> Read<Vec<NodeView>> {
+        let nodes = self.list("Node", None, &ListQuery::default()).await?;
+        Ok(nodes.iter().map(NodeView::parse).collect())
+    }
+
+    /// The target's ReplicaSets (a Deployment's), with their revision numbers.
+    pub async fn replicasets(&self, deployment: &Value) -> Read<Vec<(i64, Value)>> {
+        let uid = str_at(deployment, &["metadata", "uid"]).unwrap_or_default();
+        let all = self
+            .list(
+                "ReplicaSet",
+                obj::namespace(deployment),
+                &ListQuery::default(),
+            )
+            .await?;
+        let mut out: Vec<(i64, Value)> = all
+            .into_iter()
+            .filter(|rs| {
+                array(rs, &["metadata", "ownerReferences"]).iter().any(|o| {
+                    str_at(o, &["uid"]) == Some(uid)
+                        || (uid.is_empty() && str_at(o, &["name"]) == Some(obj::name(deployment)))
+                })
+            })
+            .filter_map(|rs| {
+                let rev = obj::annotation(&rs, "deployment.kubernetes.io/revision")?
+                    .parse()
+                    .ok()?;
+                Some((rev, rs))
+            })
+            .collect();
+        out.sort_by_key(|(r, _)| *r);
+        Ok(out)
+    }
+
+    /// A StatefulSet's ControllerRevisions, by revision number.
+    pub async fn controller_revisions(&self, sts: &Value) -> Read<Vec<(i64, Value)>> {
+        let uid = str_at(sts, &["metadata", "uid"]).unwrap_or_default();
+        let all = self
+            .list(
+                "ControllerRevision",
+                obj::namespace(sts),
+                &ListQuery::default(),
+            )
+            .await?;
+        let mut out: Vec<(i64, Value)> = all
+            .into_iter()
+            .filter(|cr| {
+                array(cr, &["metadata", "ownerReferences"]).iter().any(|o| {
+                    str_at(o, &["uid"]) == Some(uid)
+                        || (uid.is_empty() && str_at(o, &["name"]) == Some(obj::name(sts)))
+                })
+            })
+            .filter_map(|cr| Some((i64_at(&cr, &["revision"])?, cr)))
+            .collect();
+        out.sort_by_key(|(r, _)| *r);
+        Ok(out)
+    }
+
+    /// The HorizontalPodAutoscalers of the target's namespace that scale `kind/name`.
+    pub async fn autoscalers_of(&self, kind: &str, name: &str) -> Read<Vec<Value>> {
+        Ok(self
+            .list_optional("HorizontalPodAutoscaler", self.ns())
+            .await?
+            .into_iter()
+            .filter(|h| {
+                str_at(h, &["spec", "scaleTargetRef", "kind"]) == Some(kind)
+                    && str_at(h, &["spec", "scaleTargetRef", "name"]) == Some(name)
+            })
+            .collect())
+    }
+
+    /// `(hard, used)` of a quota resource in the namespace, the tightest quota first.
+    pub async fn quota(&self, resource: &str) -> Read<Option<(u128, u128, String)>> {
+        let quotas = self.list_optional("ResourceQuota", self.ns()).await?;
+        let mut best: Option<(u128, u128, String)> = None;
+        for q in &quotas {
+            let base = resource
+                .trim_start_matches("limits.")
+                .trim_start_matches("requests.");
+            let (Some(hard), used) = (
+                str_at(q, &["status", "hard", resource])
+                    .or_else(|| str_at(q, &["spec", "hard", resource]))
+                    .and_then(|v| quantity::amount(base, v)),
+                str_at(q, &["status", "used", resource])
+                    .and_then(|v| quantity::amount(base, v))
+                    .unwrap_or(0),
+            ) else {
+                continue;
+            };
+            if best
+                .as_ref()
+                .is_none_or(|(h, u, _)| hard.saturating_sub(used) < h.saturating_sub(*u))
+            {
+                best = Some((hard, used, obj::name(q).to_owned()));
+            }
+        }
+        Ok(best)
+    }
+
+    /// The signal's own container label, when it names one.
+    pub fn signal_container(&self) -> Option<String> {
+        self.signal.subject_container()
+    }
+
+    pub fn proactive(&self) -> bool {
+        self.signal.mode == crate::domain::SignalMode::Proactive
+    }
+}

@@ -1,0 +1,973 @@
+//! Obligations of the actions on a workload's pods: roll back (Deployment, StatefulSet),
+//! restart, scale, delete one pod.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Map, Value};
+
+use super::scene::{
+    EventView, PodView, Read, Scene, ago, created, hhmm, last_written, pod_resource,
+};
+use super::{check, fails, holds};
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::domain::Obligation;
+
+/// How long a revision must have served, with nothing recorded against it, to count as
+/// proven healthy when none of its pods are left.
+pub(super) const SERVED_MIN: i64 = 60;
+
+/// A number parameter given as a number or a numeric string.
+pub(super) fn number(params: &Map<String, Value>, key: &str) -> Option<i64> {
+    match params.get(key)? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+pub(super) fn text<'a>(params: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// The images of a pod template, `a=img, b=img`.
+pub(super) fn images(template: &Value) -> String {
+    array(template, &["spec", "containers"])
+        .iter()
+        .map(|c| str_at(c, &["image"]).unwrap_or("?").to_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The pod template without what changes on every rollout but means nothing (the template
+/// hash, restart stamps), for comparing two revisions.
+fn material(template: &Value) -> Value {
+    let mut t = template.clone();
+    if let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut) {
+        if let Some(l) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+            l.remove("pod-template-hash");
+            l.remove("controller-revision-hash");
+        }
+        meta.remove("creationTimestamp");
+    }
+    t
+}
+
+/// Whether two templates differ in what the containers run (not only in annotations).
+fn differs_in_containers(a: &Value, b: &Value) -> bool {
+    at(&material(a), &["spec"]) != at(&material(b), &["spec"])
+}
+
+/// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
+pub(super) fn configmaps(template: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
+    for key in ["containers", "initContainers"] {
+        for c in array(&spec, &[key]) {
+            for e in array(c, &["envFrom"]) {
+                if let Some(n) = str_at(e, &["configMapRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+            for e in array(c, &["env"]) {
+                if let Some(n) = str_at(e, &["valueFrom", "configMapKeyRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+        }
+    }
+    for v in array(&spec, &["volumes"]) {
+        if let Some(n) = str_at(v, &["configMap", "name"]) {
+            out.insert(n.to_owned());
+        }
+        for s in array(v, &["projected", "sources"]) {
+            if let Some(n) = str_at(s, &["configMap", "name"]) {
+                out.insert(n.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The Secrets a pod template refers to (names only: kubemedic never reads them).
+pub(super) fn secrets(template: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
+    for key in ["containers", "initContainers"] {
+        for c in array(&spec, &[key]) {
+            for e in array(c, &["envFrom"]) {
+                if let Some(n) = str_at(e, &["secretRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+            for e in array(c, &["env"]) {
+                if let Some(n) = str_at(e, &["valueFrom", "secretKeyRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+        }
+    }
+    for v in array(&spec, &["volumes"]) {
+        if let Some(n) = str_at(v, &["secret", "secretName"]) {
+            out.insert(n.to_owned());
+        }
+    }
+    out
+}
+
+/// The first warning recorded about a pod, if any.
+fn first_warning<'a>(events: &'a [EventView], pod: &str) -> Option<&'a EventView> {
+    events
+        .iter()
+        .filter(|e| e.warning && e.kind == "Pod" && e.name == pod)
+        .min_by_key(|e| e.first)
+}
+
+/// When a failing pod began to fail: its first warning (never before the pod existed), else
+/// its creation.
+fn onset(pod: &PodView, events: &[EventView]) -> Option<DateTime<Utc>> {
+    let warned = first_warning(events, &pod.name).and_then(|e| e.first);
+    match (warned, pod.created) {
+        (Some(w), Some(c)) => Some(w.max(c)),
+        (w, c) => w.or(c),
+    }
+}
+
+/// Why a workload's rollout is not finished, if it is not.
+pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
+    let kind = obj::kind(w);
+    let generation = i64_at(w, &["metadata", "generation"]).unwrap_or(0);
+    let observed = i64_at(w, &["status", "observedGeneration"]).unwrap_or(generation);
+    if observed < generation {
+        return Some(format!(
+            "generation {generation} not yet observed by the controller (observed {observed})"
+        ));
+    }
+    if at(w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true) {
+        return Some("the rollout is paused".into());
+    }
+    match kind {
+        "StatefulSet" => {
+            let cur = str_at(w, &["status", "currentRevision"]);
+            let upd = str_at(w, &["status", "updateRevision"]);
+            (cur.is_some() && upd.is_some() && cur != upd).then(|| {
+                format!(
+                    "update from revision {} to {} under way ({} of {} pods updated)",
+                    cur.unwrap_or_default(),
+                    upd.unwrap_or_default(),
+                    i64_at(w, &["status", "updatedReplicas"]).unwrap_or(0),
+                    i64_at(w, &["spec", "replicas"]).unwrap_or(1)
+                )
+            })
+        }
+        "DaemonSet" => {
+            let want = i64_at(w, &["status", "desiredNumberScheduled"]).unwrap_or(0);
+            let updated = i64_at(w, &["status", "updatedNumberScheduled"]).unwrap_or(want);
+            (updated < want).then(|| format!("{updated} of {want} pods updated"))
+        }
+        _ => {
+            let want = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
+            let updated = i64_at(w, &["status", "updatedReplicas"]).unwrap_or(want);
+            let total = i64_at(w, &["status", "replicas"]).unwrap_or(want);
+            (updated < want || total > want)
+                .then(|| format!("{updated} of {want} pods updated, {total} pods in all"))
+        }
+    }
+}
+
+/// How many of `replicas` a rolling replacement may take down at once (`maxUnavailable`,
+/// rounded down like the controller), and the strategy's name.
+fn max_unavailable(w: &Value) -> (i64, String) {
+    let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
+    let resolve = |v: Option<&Value>, default: i64| match v {
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(default),
+        Some(Value::String(s)) if s.ends_with('%') => s
+            .trim_end_matches('%')
+            .parse::<i64>()
+            .map(|p| replicas * p / 100)
+            .unwrap_or(default),
+        _ => default,
+    };
+    match obj::kind(w) {
+        "StatefulSet" => {
+            let ty = str_at(w, &["spec", "updateStrategy", "type"]).unwrap_or("RollingUpdate");
+            (
+                resolve(
+                    at(
+                        w,
+                        &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"],
+                    ),
+                    1,
+                ),
+                ty.to_owned(),
+            )
+        }
+        "DaemonSet" => (
+            resolve(
+                at(
+                    w,
+                    &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"],
+                ),
+                1,
+            ),
+            str_at(w, &["spec", "updateStrategy", "type"])
+                .unwrap_or("RollingUpdate")
+                .to_owned(),
+        ),
+        _ => {
+            let ty = str_at(w, &["spec", "strategy", "type"]).unwrap_or("RollingUpdate");
+            if ty == "Recreate" {
+                return (replicas, ty.to_owned());
+            }
+            let default = replicas * 25 / 100;
+            (
+                resolve(
+                    at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]),
+                    default,
+                ),
+                ty.to_owned(),
+            )
+        }
+    }
+}
+
+// --- Roll back -----------------------------------------------------------------------------
+
+/// One revision of a workload, whichever controller keeps it.
+struct Revision {
+    number: i64,
+    /// ReplicaSet or ControllerRevision name.
+    name: String,
+    /// What its pods carry (`pod-template-hash` or `controller-revision-hash`).
+    hash: String,
+    template: Value,
+    created: Option<DateTime<Utc>>,
+}
+
+fn revisions_of_deployment(rss: &[(i64, Value)]) -> Vec<Revision> {
+    rss.iter()
+        .map(|(n, rs)| Revision {
+            number: *n,
+            name: obj::name(rs).to_owned(),
+            hash: obj::label(rs, "pod-template-hash")
+                .unwrap_or_default()
+                .to_owned(),
+            template: at(rs, &["spec", "template"])
+                .cloned()
+                .unwrap_or(Value::Null),
+            created: created(rs),
+        })
+        .collect()
+}
+
+fn revisions_of_statefulset(crs: &[(i64, Value)]) -> Vec<Revision> {
+    crs.iter()
+        .map(|(n, cr)| Revision {
+            number: *n,
+            name: obj::name(cr).to_owned(),
+            hash: obj::name(cr).to_owned(),
+            template: at(cr, &["data", "spec", "template"])
+                .cloned()
+                .unwrap_or(Value::Null),
+            created: created(cr),
+        })
+        .collect()
+}
+
+pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read<Vec<Obligation>> {
+    let w = scene.target_obj().await?;
+    let stateful = obj::kind(&w) == "StatefulSet";
+    let (revisions, current_number) = if stateful {
+        let crs = scene.controller_revisions(&w).await?;
+        let upd = str_at(&w, &["status", "updateRevision"]).unwrap_or_default();
+        let cur = crs
+            .iter()
+            .find(|(_, cr)| obj::name(cr) == upd)
+            .map(|(n, _)| *n)
+            .or_else(|| crs.last().map(|(n, _)| *n))
+            .unwrap_or(0);
+        (revisions_of_statefulset(&crs), cur)
+    } else {
+        let rss = scene.replicasets(&w).await?;
+        let cur = obj::annotation(&w, "deployment.kubernetes.io/revision")
+            .and_then(|r| r.parse().ok())
+            .or_else(|| rss.last().map(|(n, _)| *n))
+            .unwrap_or(0);
+        (revisions_of_deployment(&rss), cur)
+    };
+    let pods = scene.pods_of(&w).await?;
+    let events = scene.events(None).await?;
+    let pod_hash = |p: &PodView| {
+        if stateful {
+            p.revision_hash.clone()
+        } else {
+            p.template_hash.clone()
+        }
+    };
+    let describe = |r: &Revision| format!("revision {} ({})", r.number, images(&r.template));
+    let mut out = Vec::new();
+
+    // 1. The revision to return to is named, and exists.
+    let wanted = number(params, "TO_REVISION");
+    let current = revisions.iter().find(|r| r.number == current_number);
+    let target = wanted.and_then(|n| revisions.iter().find(|r| r.number == n));
+    let named_id = "rollback.revision-named";
+    let named_statement = "The revision to return to is named in the parameters (TO_REVISION), exists, and is not the current one";
+    let Some(target) = target.filter(|t| t.number != current_number) else {
+        let known: Vec<String> = revisions.iter().map(&describe).collect();
+        out.push(fails(
+            named_id,
+            named_statement,
+            vec![match wanted {
+                None => "TO_REVISION is not given: a rollback never goes to \"the previous revision\" blindly".into(),
+                Some(n) if n == current_number => format!("revision {n} is the current revision"),
+                Some(n) => format!("revision {n} does not exist"),
+            },
+            format!("revisions kept: {}", if known.is_empty() { "none".into() } else { known.join("; ") })],
+        ));
+        return Ok(out);
+    };
+    out.push(holds(
+        named_id,
+        named_statement,
+        vec![format!(
+            "{} is kept as {} {}; the current one is {}",
+            describe(target),
+            if stateful {
+                "ControllerRevision"
+            } else {
+                "ReplicaSet"
+            },
+            target.name,
+            current
+                .map(&describe)
+                .unwrap_or_else(|| format!("revision {current_number}"))
+        )],
+    ));
+
+    // 2. The revision returned to served healthy and is not failing itself.
+    let its_pods: Vec<&PodView> = pods
+        .iter()
+        .filter(|p| pod_hash(p).as_deref() == Some(target.hash.as_str()))
+        .collect();
+    let failing: Vec<&&PodView> = its_pods.iter().filter(|p| p.failure().is_some()).collect();
+    let ready = its_pods.iter().filter(|p| p.ready).count();
+    let recorded_failures: Vec<&EventView> = events
+        .iter()
+        .filter(|e| {
+            e.warning
+                && e.kind == "Pod"
+                && (e.name.starts_with(&format!("{}-", target.name))
+                    || (!target.hash.is_empty() && e.name.contains(&target.hash)))
+                && matches!(
+                    e.reason.as_str(),
+                    "BackOff" | "Failed" | "Unhealthy" | "OOMKilling"
+                )
+        })
+        .collect();
+    let next_created = revisions
+        .iter()
+        .filter(|r| r.number > target.number)
+        .filter_map(|r| r.created)
+        .min();
+    let healthy_id = "rollback.target-revision-healthy";
+    let healthy_statement = "The revision returned to served healthy and is not failing itself";
+    if let Some(p) = failing.first() {
+        out.push(fails(
+            healthy_id,
+            healthy_statement,
+            vec![format!(
+                "{} fails too: pod {} {}",
+                describe(target),
+                p.name,
+                p.failure().unwrap_or_default()
+            )],
+        ));
+    } else if ready > 0 {
+        out.push(holds(
+            healthy_id,
+            healthy_statement,
+            vec![format!("{} has {ready} ready pod(s) now", describe(target))],
+        ));
+    } else if let Some(e) = recorded_failures.first() {
+        out.push(fails(
+            healthy_id,
+            healthy_statement,
+            vec![format!(
+                "{} has no pods left, and its pods failed: {}",
+                describe(target),
+                e.line()
+            )],
+        ));
+    } else {
+        let served = match (target.created, next_created) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        let ok = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN));
+        out.push(check(
+            healthy_id,
+            healthy_statement,
+            ok,
+            vec![format!(
+                "{} has no pods left; it served {} before the next revision appeared, and nothing records a failure of it{}",
+                describe(target),
+                served.map_or("for an unknown time".into(), |s| format!("for {}", ago(s))),
+                if ok { String::new() } else { format!(" (at least {} needed to count as proven)", ago(Duration::seconds(SERVED_MIN))) }
+            )],
+        ));
+    }
+
+    // 3. The failures began after the current revision appeared.
+    let cur_hash = current.map(|c| c.hash.clone()).unwrap_or_default();
+    let failing_now: Vec<&PodView> = pods.iter().filter(|p| p.failure().is_some()).collect();
+    let after_id = "rollback.failures-began-after-revision";
+    let after_statement = "The failures began after the current revision appeared";
+    match (failing_now.is_empty(), current) {
+        (true, _) => out.push(fails(
+            after_id,
+            after_statement,
+            vec!["no pod of the workload fails now: nothing for a rollback to fix".into()],
+        )),
+        (false, Some(cur)) => {
+            let first = failing_now
+                .iter()
+                .filter_map(|p| onset(p, &events).map(|t| (t, *p)))
+                .min_by_key(|(t, _)| *t);
+            let older_failing: Vec<&&PodView> = failing_now
+                .iter()
+                .filter(|p| pod_hash(p).as_deref() != Some(cur_hash.as_str()))
+                .collect();
+            let ok = older_failing.is_empty()
+                && match (first, cur.created) {
+                    (Some((t, _)), Some(c)) => t >= c - Duration::seconds(5),
+                    _ => false,
+                };
+            let mut ev = vec![format!(
+                "{} appeared at {}",
+                describe(cur),
+                cur.created
+                    .map(hhmm)
+                    .unwrap_or_else(|| "an unknown time".into())
+            )];
+            if let Some((t, p)) = first {
+                ev.push(format!(
+                    "the first failure, of pod {}, at {}",
+                    p.name,
+                    hhmm(t)
+                ));
+            }
+            for p in older_failing.iter().take(2) {
+                ev.push(format!(
+                    "pod {} of an older revision fails too: {}",
+                    p.name,
+                    p.failure().unwrap_or_default()
+                ));
+            }
+            out.push(check(after_id, after_statement, ok, ev));
+        }
+        (false, None) => out.push(fails(
+            after_id,
+            after_statement,
+            vec![format!("the current revision {current_number} is not kept")],
+        )),
+    }
+
+    // 4. What changed is inside the pod template (a ConfigMap rewritten in place is not
+    // undone by a rollout undo).
+    let change_id = "rollback.change-in-pod-template";
+    let change_statement = "What changed is inside the pod template, which a rollback restores";
+    if let Some(cur) = current {
+        let mut ev = Vec::new();
+        let material_change = differs_in_containers(&cur.template, &target.template);
+        if material_change {
+            ev.push(format!(
+                "the pod specs differ: {} → {}",
+                images(&cur.template),
+                images(&target.template)
+            ));
+        } else {
+            ev.push(format!(
+                "revisions {} and {} run the same pod spec (only metadata differs)",
+                cur.number, target.number
+            ));
+        }
+        let replaced_at = next_created;
+        let mut rewritten = Vec::new();
+        for name in configmaps(&cur.template) {
+            match scene.get("ConfigMap", scene.ns(), &name).await {
+                Ok(cm) => {
+                    if let (Some(w), Some(r)) = (last_written(&cm), replaced_at)
+                        && w >= r - Duration::minutes(5)
+                    {
+                        rewritten.push(format!(
+                            "ConfigMap {name} was written at {}, after revision {} last ran on it: a rollout undo keeps its new content",
+                            hhmm(w),
+                            target.number
+                        ));
+                    }
+                }
+                Err(e) if e.is_unreachable() => return Err(e),
+                Err(e) => ev.push(format!("ConfigMap {name}: {}", e.message)),
+            }
+        }
+        let secrets = secrets(&cur.template);
+        if !secrets.is_empty() {
+            ev.push(format!(
+                "Secrets referenced: {} (kubemedic does not read Secrets: an in-place change to them is not ruled out)",
+                secrets.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let ok = material_change && rewritten.is_empty();
+        ev.extend(rewritten);
+        out.push(check(change_id, change_statement, ok, ev));
+    }
+
+    // 5. Nobody else's rollout or rollback is in progress.
+    let others_id = "rollback.no-rollout-by-others";
+    let others_statement = "No rollout or rollback started by someone else is in progress";
+    let starting: Vec<&PodView> = pods
+        .iter()
+        .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()))
+        .filter(|p| !p.ready && p.failure().is_none())
+        .collect();
+    let current_fails = pods
+        .iter()
+        .any(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()) && p.failure().is_some());
+    let paused = at(&w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
+    if paused {
+        out.push(fails(
+            others_id,
+            others_statement,
+            vec!["the rollout is paused".into()],
+        ));
+    } else if !current_fails && !starting.is_empty() {
+        out.push(fails(
+            others_id,
+            others_statement,
+            vec![format!(
+                "revision {current_number} is rolling out now and its pods are starting ({}), not failing",
+                starting.iter().map(|p| p.name.as_str()).take(3).collect::<Vec<_>>().join(", ")
+            )],
+        ));
+    } else if !current_fails && !failing_now.is_empty() {
+        out.push(fails(
+            others_id,
+            others_statement,
+            vec![format!(
+                "the failing pods are not of the current revision {current_number}: the workload has moved on since"
+            )],
+        ));
+    } else {
+        out.push(holds(
+            others_id,
+            others_statement,
+            vec![format!(
+                "the current revision {current_number} is the one failing"
+            )],
+        ));
+    }
+    Ok(out)
+}
+
+// --- Restart -------------------------------------------------------------------------------
+
+pub(super) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
+    let w = scene.target_obj().await?;
+    let pods = scene.pods_of(&w).await?;
+    let events = scene.events(None).await?;
+    let mut out = Vec::new();
+
+    let wedged_id = "restart.pods-run-but-wedged";
+    let wedged_statement =
+        "The pods run but are wedged (not crashing on start, not waiting to be scheduled)";
+    let crashing: Vec<&PodView> = pods.iter().filter(|p| p.failure().is_some()).collect();
+    let stuck: Vec<&PodView> = pods.iter().filter(|p| p.running_not_ready()).collect();
+    let window = scene.now - Duration::minutes(15);
+    let probe_failures: Vec<&EventView> = events
+        .iter()
+        .filter(|e| e.warning && e.reason == "Unhealthy" && e.last.is_some_and(|t| t >= window))
+        .filter(|e| pods.iter().any(|p| p.name == e.name))
+        .collect();
+    if let Some(p) = crashing.first() {
+        out.push(fails(
+            wedged_id,
+            wedged_statement,
+            vec![format!(
+                "pod {} {}: a restart does not help pods that cannot run",
+                p.name,
+                p.failure().unwrap_or_default()
+            )],
+        ));
+    } else if stuck.is_empty() && probe_failures.is_empty() {
+        out.push(fails(
+            wedged_id,
+            wedged_statement,
+            vec![format!(
+                "all {} pods run and are ready, with no probe failure in the last 15 minutes: nothing shows them wedged",
+                pods.len()
+            )],
+        ));
+    } else {
+        let mut ev: Vec<String> = stuck
+            .iter()
+            .take(3)
+            .map(|p| format!("pod {} runs but is not ready", p.name))
+            .collect();
+        ev.extend(probe_failures.iter().take(2).map(|e| e.line()));
+        out.push(holds(wedged_id, wedged_statement, ev));
+    }
+
+    out.push(keeps_ready_pods(&w, &pods));
+    out.push(no_rollout(&w, "restart.no-rollout-in-progress"));
+    Ok(out)
+}
+
+fn keeps_ready_pods(w: &Value, pods: &[PodView]) -> Obligation {
+    let id = "restart.keeps-ready-pods";
+    let statement = "Replacing the pods never takes away the last ready ones";
+    let ready = pods.iter().filter(|p| p.ready).count() as i64;
+    let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(pods.len() as i64);
+    let (unavailable, strategy) = max_unavailable(w);
+    let kind = obj::kind(w);
+    if strategy == "OnDelete" {
+        return fails(
+            id,
+            statement,
+            vec!["updateStrategy OnDelete: changing the template replaces no pod".into()],
+        );
+    }
+    let (ok, why) = match kind {
+        "DaemonSet" => (
+            true,
+            format!("a DaemonSet replaces its pods node by node (maxUnavailable {unavailable})"),
+        ),
+        "StatefulSet" => (
+            ready == 0 || replicas >= 2,
+            format!(
+                "{strategy} replaces one pod at a time and waits for it to be ready; {ready} of {replicas} ready now"
+            ),
+        ),
+        _ => (
+            ready == 0 || (strategy != "Recreate" && replicas - unavailable >= 1),
+            if strategy == "Recreate" {
+                format!("strategy Recreate stops all {replicas} pods first; {ready} ready now")
+            } else {
+                format!(
+                    "{strategy} keeps at least {} of {replicas} available (maxUnavailable {unavailable}); {ready} ready now",
+                    (replicas - unavailable).max(0)
+                )
+            },
+        ),
+    };
+    check(id, statement, ok, vec![why])
+}
+
+fn no_rollout(w: &Value, id: &str) -> Obligation {
+    let statement = "No rollout of the workload is in progress";
+    match rollout_in_progress(w) {
+        Some(why) => fails(
+            id,
+            statement,
+            vec![format!("{} {}: {why}", obj::kind(w), obj::name(w))],
+        ),
+        None => holds(
+            id,
+            statement,
+            vec![format!(
+                "{} {} is at its current revision",
+                obj::kind(w),
+                obj::name(w)
+            )],
+        ),
+    }
+}
+
+// --- Scale ---------------------------------------------------------------------------------
+
+pub(super) async fn scale(scene: &Scene, params: &Map<String, Value>) -> Read<Vec<Obligation>> {
+    let w = scene.target_obj().await?;
+    let pods = scene.pods_of(&w).await?;
+    let mut out = Vec::new();
+    let current = i64_at(&w, &["spec", "replicas"]).unwrap_or(1);
+    let Some(wanted) = number(params, "REPLICAS") else {
+        out.push(fails(
+            "scale.replicas-named",
+            "The new replica count is named (REPLICAS)",
+            vec!["REPLICAS is missing".into()],
+        ));
+        return Ok(out);
+    };
+    let hpas = scene.autoscalers_of(obj::kind(&w), obj::name(&w)).await?;
+    out.push(check(
+        "scale.no-autoscaler",
+        "No HorizontalPodAutoscaler owns the replica count",
+        hpas.is_empty(),
+        hpas.iter()
+            .map(|h| {
+                format!(
+                    "HorizontalPodAutoscaler {} scales it: patch its bounds instead",
+                    obj::name(h)
+                )
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .chain(
+                hpas.is_empty()
+                    .then(|| "no HorizontalPodAutoscaler targets it".to_owned()),
+            )
+            .collect(),
+    ));
+    let declared = obj::annotation(&w, "kubectl.kubernetes.io/last-applied-configuration")
+        .and_then(|a| serde_json::from_str::<Value>(a).ok())
+        .and_then(|a| i64_at(&a, &["spec", "replicas"]));
+    let bound = (current * 2).max(current + 5).max(declared.unwrap_or(0));
+    out.push(check(
+        "scale.bounded",
+        "The new count is a bounded step (at most double, or back to the declared count), and never zero",
+        wanted >= 1 && wanted <= bound,
+        vec![format!(
+            "replicas {current} → {wanted}{}",
+            declared.map(|d| format!("; declared {d} in the applied configuration")).unwrap_or_default()
+        )],
+    ));
+    if wanted > current {
+        let failing: Vec<&PodView> = pods.iter().filter(|p| p.failure().is_some()).collect();
+        let unscheduled: Vec<&&PodView> = failing
+            .iter()
+            .filter(|p| p.unschedulable.is_some())
+            .collect();
+        out.push(check(
+            "scale.pods-not-failing",
+            "The workload's pods do not fail (more failing pods help nobody)",
+            failing.iter().all(|p| p.unschedulable.is_some()) || current == 0 && pods.is_empty(),
+            if failing.is_empty() {
+                vec![format!("{} pod(s), none failing", pods.len())]
+            } else {
+                failing
+                    .iter()
+                    .take(3)
+                    .map(|p| format!("pod {} {}", p.name, p.failure().unwrap_or_default()))
+                    .collect()
+            },
+        ));
+        let nodes = scene.nodes().await?;
+        let taking = nodes.iter().filter(|n| n.takes_pods()).count();
+        out.push(check(
+            "scale.schedulable",
+            "New pods can be scheduled: none of its pods waits for a node, and nodes take pods",
+            unscheduled.is_empty() && taking > 0,
+            vec![match unscheduled.first() {
+                Some(p) => format!(
+                    "pod {} is already Pending: {}",
+                    p.name,
+                    p.unschedulable.clone().unwrap_or_default()
+                ),
+                None => format!(
+                    "{taking} of {} nodes are ready and schedulable",
+                    nodes.len()
+                ),
+            }],
+        ));
+        out.push(quota_allows(scene, &w, wanted - current).await?);
+    }
+    Ok(out)
+}
+
+/// Whether the namespace's quota has room for `extra` more pods of the workload.
+pub(super) async fn quota_allows(scene: &Scene, w: &Value, extra: i64) -> Read<Obligation> {
+    let id = "scale.quota-allows";
+    let statement = "The namespace's ResourceQuota has room for the new pods";
+    let spec = at(w, &["spec", "template", "spec"])
+        .cloned()
+        .unwrap_or(Value::Null);
+    let extra = extra.max(0) as u128;
+    let mut ev = Vec::new();
+    let mut ok = true;
+    for (resource, per_pod) in [
+        ("pods", 1u128),
+        ("requests.cpu", pod_resource(&spec, "requests", "cpu")),
+        ("requests.memory", pod_resource(&spec, "requests", "memory")),
+        ("limits.cpu", pod_resource(&spec, "limits", "cpu")),
+        ("limits.memory", pod_resource(&spec, "limits", "memory")),
+    ] {
+        if let Some((hard, used, name)) = scene.quota(resource).await? {
+            let need = per_pod * extra;
+            let fits = used + need <= hard;
+            ok &= fits;
+            ev.push(format!(
+                "ResourceQuota {name}: {resource} {used} used of {hard}, {need} more needed{}",
+                if fits { "" } else { " — no room" }
+            ));
+        }
+    }
+    if ev.is_empty() {
+        ev.push("no ResourceQuota limits the namespace".into());
+    }
+    Ok(check(id, statement, ok, ev))
+}
+
+// --- Delete one pod ------------------------------------------------------------------------
+
+pub(super) async fn delete_pod(
+    scene: &Scene,
+    params: &Map<String, Value>,
+) -> Read<Vec<Obligation>> {
+    let mut out = Vec::new();
+    let Some(pod_name) = text(params, "POD_NAME") else {
+        out.push(fails(
+            "delete.pod-owned-by-target",
+            "The pod named belongs to the target and has a controller to replace it",
+            vec!["POD_NAME is missing".into()],
+        ));
+        return Ok(out);
+    };
+    let w = scene.target_obj().await?;
+    let pods = scene.pods_of(&w).await?;
+    let events = scene.events(None).await?;
+    let Some(pod) = pods.iter().find(|p| p.name == pod_name) else {
+        out.push(fails(
+            "delete.pod-owned-by-target",
+            "The pod named belongs to the target and has a controller to replace it",
+            vec![format!(
+                "pod {pod_name} is not among the {} pods of {} {}",
+                pods.len(),
+                obj::kind(&w),
+                obj::name(&w)
+            )],
+        ));
+        return Ok(out);
+    };
+    out.push(check(
+        "delete.pod-owned-by-target",
+        "The pod named belongs to the target and has a controller to replace it",
+        pod.controller.is_some(),
+        vec![match &pod.controller {
+            Some((k, n)) => format!("pod {pod_name} is controlled by {k} {n}"),
+            None => format!("pod {pod_name} has no controller: deleting it loses it"),
+        }],
+    ));
+    let siblings: Vec<&PodView> = pods
+        .iter()
+        .filter(|p| p.name != pod_name && !p.deleting)
+        .collect();
+    let ready = siblings.iter().filter(|p| p.ready).count();
+    out.push(check(
+        "delete.siblings-ready",
+        "Its siblings are ready",
+        ready >= 1,
+        vec![format!(
+            "{ready} of {} sibling pod(s) ready",
+            siblings.len()
+        )],
+    ));
+    out.push(no_rollout(&w, "delete.no-rollout-in-progress"));
+    // Failed for longer than its start-up allows.
+    let allowance = startup_allowance(&pod.raw);
+    let since = if pod.ready {
+        None
+    } else {
+        pod.ready_since.or(pod.created)
+    };
+    let failing_for = since.map(|s| scene.now - s);
+    // A container that has already restarted again and again is past its start-up, however
+    // recently its Ready condition moved.
+    let restarts = pod.containers.iter().map(|c| c.restarts).max().unwrap_or(0);
+    let failing_id = "delete.failed-past-startup";
+    let failing_statement = "The pod has failed for longer than its start-up allows";
+    if pod.deleting {
+        out.push(fails(
+            failing_id,
+            failing_statement,
+            vec![format!(
+                "pod {pod_name} is already terminating{}",
+                if pod.finalizers.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (finalizers: {})", pod.finalizers.join(", "))
+                }
+            )],
+        ));
+    } else {
+        let ok = failing_for.is_some_and(|d| d > allowance || restarts >= 3);
+        out.push(check(
+            failing_id,
+            failing_statement,
+            ok,
+            vec![match failing_for {
+                None => format!("pod {pod_name} is ready"),
+                Some(d) => format!(
+                    "pod {pod_name} not ready for {} (its start-up allows {}){}{}",
+                    ago(d),
+                    ago(allowance),
+                    if restarts > 0 {
+                        format!(", {restarts} restarts")
+                    } else {
+                        String::new()
+                    },
+                    pod.failure().map(|f| format!("; {f}")).unwrap_or_default()
+                ),
+            }],
+        ));
+    }
+    // Its failure is its own.
+    let reason = |p: &PodView| {
+        p.containers.iter().find_map(|c| {
+            c.waiting
+                .clone()
+                .or_else(|| c.terminated.as_ref().map(|t| t.0.clone()))
+        })
+    };
+    let mine = reason(pod);
+    let sharing: Vec<&&PodView> = siblings
+        .iter()
+        .filter(|p| !p.ready && (mine.is_none() || reason(p) == mine))
+        .collect();
+    let warned: Vec<&EventView> = events
+        .iter()
+        .filter(|e| e.warning && e.kind == "Pod" && e.name == pod_name)
+        .take(1)
+        .collect();
+    let mut ev: Vec<String> = sharing
+        .iter()
+        .take(3)
+        .map(|p| {
+            format!(
+                "sibling {} is not ready either{}",
+                p.name,
+                reason(p).map(|r| format!(" ({r})")).unwrap_or_default()
+            )
+        })
+        .collect();
+    if sharing.is_empty() {
+        ev.push(format!("no sibling shows the failure of {pod_name}"));
+    }
+    ev.extend(warned.iter().map(|e| e.line()));
+    out.push(check(
+        "delete.failure-not-shared",
+        "Its failure is not shared by its siblings",
+        sharing.is_empty(),
+        ev,
+    ));
+    Ok(out)
+}
+
+/// How long a pod may take to start: its startup probe's budget, else its readiness probe's
+/// first delay and failures, at least two minutes.
+fn startup_allowance(pod: &Value) -> Duration {
+    let mut secs = 120;
+    for c in array(pod, &["spec", "containers"]) {
+        for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
+            let Some(p) = at(c, &[probe]) else { continue };
+            let delay = i64_at(p, &["initialDelaySeconds"]).unwrap_or(0);
+            let period = i64_at(p, &["periodSeconds"]).unwrap_or(10);
+            let failures = i64_at(p, &["failureThreshold"]).unwrap_or(3);
+            secs = secs.max(delay + period * failures);
+        }
+    }
+    Duration::seconds(secs)
+}
