@@ -178,23 +178,46 @@ impl Ctx {
         let mut out = Vec::new();
         for i in 0..n {
             let name = self.node_name(i + 1);
-            self.k.node(&name, self.port, json!([])).await;
             let zone = zones[usize::from(i) % zones.len()];
-            self.k
-                .patch(
-                    "v1",
-                    "Node",
-                    &name,
-                    json!({"metadata": {"labels": {
-                        "topology.kubernetes.io/zone": zone,
-                        "topology.kubernetes.io/region": "eu-west-1",
-                        "topology.ebs.csi.aws.com/zone": zone,
-                        "node.kubernetes.io/instance-type": "m5.xlarge",
-                        "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                        "eks.amazonaws.com/nodegroup": "general-2026-11"}}}),
-                )
+            let nodes = self.k.api("v1", "Node");
+            if nodes.get(&name).await.is_ok() {
+                let _ = nodes.delete(&name, &Default::default()).await;
+                self.k
+                    .wait("the old node gone", 30, || async {
+                        nodes.get(&name).await.is_err().then_some(())
+                    })
+                    .await;
+            }
+            create_as(&self.k, "kubelet", json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {
+                    "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                    "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
+                    "topology.kubernetes.io/zone": zone, "topology.kubernetes.io/region": "eu-west-1",
+                    "failure-domain.beta.kubernetes.io/zone": zone, "failure-domain.beta.kubernetes.io/region": "eu-west-1",
+                    "topology.ebs.csi.aws.com/zone": zone, "node.kubernetes.io/instance-type": "m5.xlarge",
+                    "eks.amazonaws.com/nodegroup": "general-2026-11"}},
+                "spec": {"providerID": format!("aws:///{zone}/i-0{}", hex(16))}}))
+                .await;
+            status_as(&self.k, "kubelet", "v1", "Node", &name, json!({
+                // Only the InternalIP: the API server reaches a kubelet by the first address of its
+                // preferred types (Hostname first), and the fake kubelet is on 127.0.0.1.
+                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
+                "nodeInfo": {"kubeletVersion": "v1.20.2-eks-8be107", "kubeProxyVersion": "v1.20.2-eks-8be107",
+                    "machineID": hex(32), "systemUUID": format!("ec2{}", hex(29)), "bootID": uuid::Uuid::new_v4().to_string(),
+                    "kernelVersion": "5.4.214-120.368.amzn2.x86_64", "osImage": "Amazon Linux 2",
+                    "containerRuntimeVersion": "containerd://1.6.6", "operatingSystem": "linux", "architecture": "amd64"}}))
                 .await;
             self.node_conditions(&name, &[]).await;
+            patch_as(
+                &self.k,
+                "kube-controller-manager",
+                "v1",
+                "Node",
+                &name,
+                json!({"spec": {"taints": null}}),
+            )
+            .await;
             out.push(name);
         }
         out
@@ -247,8 +270,7 @@ impl Ctx {
             conditions.push(json!({"type": t, "status": s, "reason": r, "message": m,
                 "lastHeartbeatTime": heartbeat, "lastTransitionTime": self.t(*since)}));
         }
-        self.k
-            .patch_status("v1", "Node", node, json!({"conditions": conditions,
+        status_as(&self.k, "kubelet", "v1", "Node", node, json!({"conditions": conditions,
                 "capacity": {"cpu": "4", "memory": "16085324Ki", "pods": "58", "ephemeral-storage": "83873772Ki"},
                 "allocatable": {"cpu": "3920m", "memory": "15069516Ki", "pods": "58", "ephemeral-storage": "76224326324"}}))
             .await;
@@ -272,8 +294,92 @@ fn ar(api_version: &str, kind: &str) -> ApiResource {
     ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
 }
 
+/// Create an object (in `k`'s namespace unless cluster-scoped) as `manager`: the field manager
+/// the API server records in its managedFields, as the component that would have made it
+/// (kubelet, kube-scheduler, helm, kubectl-…).
+pub async fn create_as(k: &Kube, manager: &str, mut o: Value) -> Value {
+    let api_version = o["apiVersion"].as_str().unwrap().to_owned();
+    let kind = o["kind"].as_str().unwrap().to_owned();
+    if !matches!(
+        kind.as_str(),
+        "StorageClass" | "Node" | "Namespace" | "PersistentVolume"
+    ) {
+        o["metadata"]["namespace"] = json!(k.ns);
+    }
+    let pp = PostParams {
+        field_manager: Some(manager.to_owned()),
+        ..Default::default()
+    };
+    let created = k
+        .api(&api_version, &kind)
+        .create(&pp, &serde_json::from_value(o).unwrap())
+        .await
+        .unwrap_or_else(|e| panic!("create {kind}: {e}"));
+    serde_json::to_value(created).unwrap()
+}
+
+fn as_manager(manager: &str) -> PatchParams {
+    PatchParams {
+        field_manager: Some(manager.to_owned()),
+        ..Default::default()
+    }
+}
+
+/// A merge patch as `manager`.
+pub async fn patch_as(
+    k: &Kube,
+    manager: &str,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    patch: Value,
+) -> Value {
+    let o = k
+        .api(api_version, kind)
+        .patch(name, &as_manager(manager), &Patch::Merge(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("patch {kind}/{name}: {e}"));
+    serde_json::to_value(o).unwrap()
+}
+
+/// A status merge patch as `manager`.
+pub async fn status_as(
+    k: &Kube,
+    manager: &str,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    status: Value,
+) -> Value {
+    let o = k
+        .api(api_version, kind)
+        .patch_status(
+            name,
+            &as_manager(manager),
+            &Patch::Merge(&json!({"status": status})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("patch status {kind}/{name}: {e}"));
+    serde_json::to_value(o).unwrap()
+}
+
+/// Bind a pod to a node, as the scheduler does.
+pub async fn bind_as_scheduler(k: &Kube, pod: &str, node: &str) {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(k.client.clone(), &k.ns);
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": pod},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
+    let pp = PostParams {
+        field_manager: Some("kube-scheduler".into()),
+        ..Default::default()
+    };
+    let _: Value = pods
+        .create_subresource("binding", pod, &pp, &binding)
+        .await
+        .unwrap_or_else(|e| panic!("bind {pod}: {e}"));
+}
+
 /// Create a cluster-scoped object, replacing one of the same name left by an earlier run.
-pub async fn replace_cluster_object(k: &Kube, o: Value) -> Value {
+pub async fn replace_cluster_object(k: &Kube, manager: &str, o: Value) -> Value {
     let api: Api<DynamicObject> = Api::all_with(
         k.client.clone(),
         &ar(
@@ -299,8 +405,12 @@ pub async fn replace_cluster_object(k: &Kube, o: Value) -> Value {
         }
     }
     let obj: DynamicObject = serde_json::from_value(o).unwrap();
+    let pp = PostParams {
+        field_manager: Some(manager.to_owned()),
+        ..Default::default()
+    };
     serde_json::to_value(
-        api.create(&PostParams::default(), &obj)
+        api.create(&pp, &obj)
             .await
             .unwrap_or_else(|e| panic!("create {n}: {e}")),
     )
@@ -380,9 +490,29 @@ pub async fn event(
         "source": source, "reportingComponent": "", "reportingInstance": ""
     });
     let api: Api<DynamicObject> = Api::namespaced_with(c.k.client.clone(), &ns, &ar("v1", "Event"));
-    api.create(&PostParams::default(), &serde_json::from_value(e).unwrap())
+    let pp = PostParams {
+        field_manager: Some(event_writer(component).to_owned()),
+        ..Default::default()
+    };
+    api.create(&pp, &serde_json::from_value(e).unwrap())
         .await
         .unwrap_or_else(|err| panic!("event {reason}: {err}"));
+}
+
+/// The program that writes a component's events (its field manager).
+fn event_writer(component: &str) -> &str {
+    match component {
+        "default-scheduler" => "kube-scheduler",
+        "node-controller"
+        | "taint-controller"
+        | "attachdetach-controller"
+        | "cronjob-controller"
+        | "horizontal-pod-autoscaler"
+        | "persistentvolume-controller" => "kube-controller-manager",
+        "kernel-monitor" => "node-problem-detector",
+        c if c.starts_with("ebs.csi.aws.com") => "csi-provisioner",
+        c => c,
+    }
 }
 
 /// A kubelet's event about a pod on its node.
@@ -533,9 +663,9 @@ fn k_for(c: &Ctx, pod: &Value) -> Kube {
 pub async fn report(c: &Ctx, pod: &Value, node: &str, status: Value) -> Value {
     let k = k_for(c, pod);
     if !pod["spec"]["nodeName"].is_string() {
-        k.bind(&name(pod), node).await;
+        bind_as_scheduler(&k, &name(pod), node).await;
     }
-    k.patch_status("v1", "Pod", &name(pod), status).await
+    status_as(&k, "kubelet", "v1", "Pod", &name(pod), status).await
 }
 
 /// Play the kubelet of a healthy pod: every container running and ready since `start`.
@@ -926,13 +1056,14 @@ fn coredns_loop_crash(c: &Ctx) -> Fut<'_> {
             .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
             .await;
         let sys = c.ns("kube-system");
-        sys.apply(
+        create_as(
+            &sys,
+            "kubeadm",
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "coredns"},
             "data": {"Corefile": COREFILE}}),
         )
         .await;
-        let dns_svc = sys
-            .apply(json!({"apiVersion": "v1", "kind": "Service",
+        let dns_svc = create_as(&sys, "kubeadm", json!({"apiVersion": "v1", "kind": "Service",
                 "metadata": {"name": "kube-dns", "labels": {"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "CoreDNS"},
                     "annotations": {"prometheus.io/port": "9153", "prometheus.io/scrape": "true"}},
                 "spec": {"clusterIP": "10.0.0.10", "selector": {"k8s-app": "kube-dns"},
@@ -941,7 +1072,7 @@ fn coredns_loop_crash(c: &Ctx) -> Fut<'_> {
             .await;
         let dns_ip = dns_svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
         let coredns_image = "k8s.gcr.io/coredns:1.7.0";
-        sys.apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        create_as(&sys, "kubeadm", json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "coredns", "labels": {"k8s-app": "kube-dns"}},
             "spec": {"replicas": 2, "selector": {"matchLabels": {"k8s-app": "kube-dns"}},
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
@@ -994,13 +1125,17 @@ fn coredns_loop_crash(c: &Ctx) -> Fut<'_> {
         // The app.
         let app = "notification-worker";
         let image = "shop/notification-worker:2.7.1";
-        c.k.apply(workload(
-            "Deployment",
-            app,
-            2,
-            json!([container(app, image, Some(8080))]),
-            json!({}),
-        ))
+        create_as(
+            &c.k,
+            "helm",
+            workload(
+                "Deployment",
+                app,
+                2,
+                json!([container(app, image, Some(8080))]),
+                json!({}),
+            ),
+        )
         .await;
         let pods = c.k.pods(&format!("app={app}"), 2).await;
         let mut crashed = Vec::new();
@@ -1036,11 +1171,15 @@ fn init_container_dependency_down(c: &Ctx) -> Fut<'_> {
             .await;
         let k = &c.k;
         let rmq_image = "rabbitmq:3.11.9-management";
-        k.apply(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "rabbitmq-erlang-cookie"},
+        create_as(k, "helm", json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "rabbitmq-erlang-cookie"},
             "type": "Opaque", "stringData": {"cookie": "not-a-real-cookie"}}))
             .await;
-        k.apply(service("rabbitmq", "rabbitmq", 5672, json!(5672)))
-            .await;
+        create_as(
+            k,
+            "helm",
+            service("rabbitmq", "rabbitmq", 5672, json!(5672)),
+        )
+        .await;
         let mut sts = workload(
             "StatefulSet",
             "rabbitmq",
@@ -1050,7 +1189,7 @@ fn init_container_dependency_down(c: &Ctx) -> Fut<'_> {
                 "items": [{"key": "cookie", "path": ".erlang.cookie"}]}}]}),
         );
         sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "erlang-cookie", "mountPath": "/var/lib/rabbitmq/.erlang.cookie", "subPath": ".erlang.cookie"}]);
-        k.apply(sts).await;
+        create_as(k, "helm", sts).await;
         let rmq = sts_pod(k, "rabbitmq-0").await;
         let rmq = crash_loop(
             c,
@@ -1077,7 +1216,7 @@ fn init_container_dependency_down(c: &Ctx) -> Fut<'_> {
         let app = "invoice-worker";
         let image = "shop/invoice-worker:4.2.0";
         let wait_image = "shop/wait-for:1.3";
-        k.apply(workload(
+        create_as(k, "helm", workload(
             "Deployment",
             app,
             2,
@@ -1129,17 +1268,24 @@ fn networkpolicy_egress_blocks_backend(c: &Ctx) -> Fut<'_> {
             .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
             .await;
         let k = &c.k;
-        let inv_svc = k
-            .apply(service("inventory", "inventory", 8080, json!("http")))
-            .await;
+        let inv_svc = create_as(
+            k,
+            "helm",
+            service("inventory", "inventory", 8080, json!("http")),
+        )
+        .await;
         let inv_ip = inv_svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
-        k.apply(workload(
-            "Deployment",
-            "inventory",
-            2,
-            json!([container("inventory", "shop/inventory:3.9.4", Some(8080))]),
-            json!({}),
-        ))
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                "inventory",
+                2,
+                json!([container("inventory", "shop/inventory:3.9.4", Some(8080))]),
+                json!({}),
+            ),
+        )
         .await;
         for (i, p) in k.pods("app=inventory", 2).await.iter().enumerate() {
             run(c, p, &nodes[i], &c.ip(10 + i as u8), 1800).await;
@@ -1149,8 +1295,12 @@ fn networkpolicy_egress_blocks_backend(c: &Ctx) -> Fut<'_> {
         ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3});
         ct["env"] = json!([{"name": "INVENTORY_URL", "value": "http://inventory.orders.svc.cluster.local:8080"},
                            {"name": "DATABASE_HOST", "value": "orders-db.orders.svc.cluster.local"}]);
-        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
-            .await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
         let pods = k.pods(&format!("app={app}"), 3).await;
         for (i, p) in pods.iter().enumerate() {
             run(c, p, &nodes[i], &c.ip(20 + i as u8), 1790).await;
@@ -1158,7 +1308,7 @@ fn networkpolicy_egress_blocks_backend(c: &Ctx) -> Fut<'_> {
         available(k, app, 3).await;
         // Twenty seconds later someone tightens orders-api's egress.
         tokio::time::sleep(Duration::from_secs(20)).await;
-        k.apply(json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        create_as(k, "kubectl-client-side-apply", json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": {"name": "orders-api-egress", "labels": {"app": app},
                 "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"NetworkPolicy\",\"metadata\":{\"name\":\"orders-api-egress\",\"namespace\":\"orders\"}}"}},
             "spec": {"podSelector": {"matchLabels": {"app": app}}, "policyTypes": ["Egress"],
@@ -1186,7 +1336,7 @@ fn networkpolicy_egress_blocks_backend(c: &Ctx) -> Fut<'_> {
             );
             st["conditions"][1]["lastTransitionTime"] = json!(c.t(1740));
             st["conditions"][2]["lastTransitionTime"] = json!(c.t(1740));
-            let p = k.patch_status("v1", "Pod", &name(p), st).await;
+            let p = status_as(k, "kubelet", "v1", "Pod", &name(p), st).await;
             kubelet_event(
                 c,
                 &p,
@@ -1237,8 +1387,12 @@ fn liveness_probe_kills_slow_app(c: &Ctx) -> Fut<'_> {
         ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": 8080, "scheme": "HTTP"},
             "initialDelaySeconds": 10, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3});
         ct["env"] = json!([{"name": "JAVA_TOOL_OPTIONS", "value": "-XX:MaxRAMPercentage=75"}]);
-        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
-            .await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
         let pods = k.pods(&format!("app={app}"), 3).await;
         let mut out = Vec::new();
         for (i, p) in pods.iter().enumerate() {
@@ -1325,15 +1479,17 @@ fn service_targetport_mismatch(c: &Ctx) -> Fut<'_> {
             .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
             .await;
         let k = &c.k;
-        let svc = k
-            .apply(service("catalog", "catalog", 80, json!(8080)))
-            .await;
+        let svc = create_as(k, "helm", service("catalog", "catalog", 80, json!(8080))).await;
         let svc_ip = svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
         let mut ct = container("catalog", "shop/catalog:6.1.0", Some(8000));
         ct["readinessProbe"] =
             json!({"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10});
-        k.apply(workload("Deployment", "catalog", 2, json!([ct]), json!({})))
-            .await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", "catalog", 2, json!([ct]), json!({})),
+        )
+        .await;
         for (i, p) in k.pods("app=catalog", 2).await.iter().enumerate() {
             run(c, p, &nodes[i], &c.ip(10 + i as u8), 2400).await;
         }
@@ -1346,8 +1502,12 @@ fn service_targetport_mismatch(c: &Ctx) -> Fut<'_> {
         let image = "shop/web:12.3.1";
         let mut ct = container(app, image, Some(3000));
         ct["env"] = json!([{"name": "CATALOG_URL", "value": "http://catalog"}]);
-        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
-            .await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
         let mut out = Vec::new();
         for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
             let ip = c.ip(20 + i as u8);
@@ -1382,12 +1542,12 @@ fn service_targetport_mismatch(c: &Ctx) -> Fut<'_> {
 
 /// A standard default StorageClass and gp3, as an EKS cluster with the EBS CSI driver has.
 async fn storage_classes(k: &Kube) {
-    replace_cluster_object(k, json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+    replace_cluster_object(k, "kubectl-client-side-apply", json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
         "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
         "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Delete",
         "allowVolumeExpansion": true, "parameters": {"type": "gp2"}}))
         .await;
-    replace_cluster_object(k, json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+    replace_cluster_object(k, "kubectl-client-side-apply", json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
         "metadata": {"name": "gp3"},
         "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Delete",
         "allowVolumeExpansion": true, "parameters": {"type": "gp3", "fsType": "ext4"}}))
@@ -1401,15 +1561,18 @@ fn pvc_storageclass_missing(c: &Ctx) -> Fut<'_> {
             .await;
         let k = &c.k;
         storage_classes(k).await;
-        let claim = k
-            .apply(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        let claim = create_as(
+            k,
+            "helm",
+            json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": "uploads-data", "labels": {"app": "uploader"}},
             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "fast-ssd",
-                     "resources": {"requests": {"storage": "50Gi"}}}}))
-            .await;
+                     "resources": {"requests": {"storage": "50Gi"}}}}),
+        )
+        .await;
         let mut ct = container("uploader", "shop/uploader:1.6.3", Some(8080));
         ct["volumeMounts"] = json!([{"name": "data", "mountPath": "/var/lib/uploads"}]);
-        k.apply(workload(
+        create_as(k, "helm", workload(
             "Deployment",
             "uploader",
             1,
@@ -1422,7 +1585,7 @@ fn pvc_storageclass_missing(c: &Ctx) -> Fut<'_> {
         let mut st = json!({"phase": "Pending", "qosClass": "Burstable", "conditions": [{"type": "PodScheduled", "status": "False",
             "reason": "Unschedulable", "message": msg, "lastProbeTime": null, "lastTransitionTime": c.t(1500)}]});
         st["conditions"][0]["lastTransitionTime"] = json!(c.t(1500));
-        let pod = k.patch_status("v1", "Pod", &name(&pod), st).await;
+        let pod = status_as(k, "kube-scheduler", "v1", "Pod", &name(&pod), st).await;
         event(
             c,
             &pod,
@@ -1457,7 +1620,7 @@ fn statefulset_volume_provisioning_failed(c: &Ctx) -> Fut<'_> {
         let k = &c.k;
         storage_classes(k).await;
         let key = "arn:aws:kms:eu-west-1:111122223333:key/8f1e2d3c-4b5a-4c6d-9e8f-0a1b2c3d4e5f";
-        replace_cluster_object(k, json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        replace_cluster_object(k, "kubectl-client-side-apply", json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
             "metadata": {"name": "gp3-encrypted"},
             "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Retain",
             "allowVolumeExpansion": true, "parameters": {"type": "gp3", "encrypted": "true", "kmsKeyId": key}}))
@@ -1465,9 +1628,8 @@ fn statefulset_volume_provisioning_failed(c: &Ctx) -> Fut<'_> {
         let mut headless = service("kafka-headless", "kafka", 9092, json!("http"));
         headless["spec"]["clusterIP"] = json!("None");
         headless["spec"]["publishNotReadyAddresses"] = json!(true);
-        k.apply(headless).await;
-        k.apply(service("kafka", "kafka", 9092, json!("http")))
-            .await;
+        create_as(k, "helm", headless).await;
+        create_as(k, "helm", service("kafka", "kafka", 9092, json!("http"))).await;
         let mut ct = container("kafka", "bitnami/kafka:3.5.1-debian-11-r44", Some(9092));
         ct["resources"] =
             json!({"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}});
@@ -1477,7 +1639,7 @@ fn statefulset_volume_provisioning_failed(c: &Ctx) -> Fut<'_> {
         sts["spec"]["podManagementPolicy"] = json!("OrderedReady");
         sts["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"},
             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3-encrypted", "resources": {"requests": {"storage": "100Gi"}}}}]);
-        k.apply(sts).await;
+        create_as(k, "helm", sts).await;
         let pod = sts_pod(k, "kafka-0").await;
         // The scheduler picked a node for the WaitForFirstConsumer claim...
         k.wait("claim data-kafka-0", 30, || async {
@@ -1487,14 +1649,15 @@ fn statefulset_volume_provisioning_failed(c: &Ctx) -> Fut<'_> {
                 .ok()
         })
         .await;
-        let claim = k
-            .patch(
-                "v1",
-                "PersistentVolumeClaim",
-                "data-kafka-0",
-                json!({"metadata": {"annotations": {"volume.kubernetes.io/selected-node": nodes[0]}}}),
-            )
-            .await;
+        let claim = patch_as(
+            k,
+            "kube-scheduler",
+            "v1",
+            "PersistentVolumeClaim",
+            "data-kafka-0",
+            json!({"metadata": {"annotations": {"volume.kubernetes.io/selected-node": nodes[0]}}}),
+        )
+        .await;
         // ... and the external provisioner cannot create the volume.
         let provisioner = (
             "ebs.csi.aws.com_ebs-csi-controller-6d8f9c7b5-xk2lp_3f0c9a1e-6b2d-4f7a-8c1e-5d9b0a2f4e61",
@@ -1516,8 +1679,7 @@ fn statefulset_volume_provisioning_failed(c: &Ctx) -> Fut<'_> {
             &format!("failed to provision volume with StorageClass \"gp3-encrypted\": rpc error: code = Internal desc = Could not create volume \"pvc-{claim_uid}\": could not create volume in EC2: operation error EC2: CreateVolume, https response error StatusCode: 400, RequestID: 6f3c2a91-0d4e-4b7a-9c51-2e8f7d6a3b10, api error InvalidKMSKey.InvalidState: {key} is pending deletion."),
             14, (1610, 40)).await;
         let msg = "running PreBind plugin \"VolumeBinding\": binding volumes: timed out waiting for the condition";
-        let pod = k
-            .patch_status("v1", "Pod", &name(&pod), json!({"phase": "Pending", "qosClass": "Burstable",
+        let pod = status_as(k, "kube-scheduler", "v1", "Pod", &name(&pod), json!({"phase": "Pending", "qosClass": "Burstable",
                 "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulerError", "message": msg,
                     "lastProbeTime": null, "lastTransitionTime": c.t(1020)}]}))
             .await;
@@ -1540,7 +1702,7 @@ fn statefulset_volume_provisioning_failed(c: &Ctx) -> Fut<'_> {
 async fn bound_volume(c: &Ctx, claim: &str, app: &str, size: &str, zone: &str) -> String {
     let k = &c.k;
     let pv = format!("pvc-{}", uuid::Uuid::new_v4());
-    replace_cluster_object(k, json!({"apiVersion": "v1", "kind": "PersistentVolume",
+    replace_cluster_object(k, "csi-provisioner", json!({"apiVersion": "v1", "kind": "PersistentVolume",
         "metadata": {"name": pv, "annotations": {"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"},
             "finalizers": ["kubernetes.io/pv-protection", "external-attacher/ebs-csi-aws-com"]},
         "spec": {"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "persistentVolumeReclaimPolicy": "Delete",
@@ -1551,7 +1713,12 @@ async fn bound_volume(c: &Ctx, claim: &str, app: &str, size: &str, zone: &str) -
             "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "topology.ebs.csi.aws.com/zone", "operator": "In", "values": [zone]}]}]}}}}))
         .await;
-    k.apply(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+    let manager = if claim.starts_with("data-") {
+        "kube-controller-manager"
+    } else {
+        "helm"
+    };
+    create_as(k, manager, json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
         "metadata": {"name": claim, "labels": {"app": app},
             "annotations": {"volume.beta.kubernetes.io/storage-provisioner": "ebs.csi.aws.com", "volume.kubernetes.io/selected-node": c.node_name(1)}},
         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3", "volumeName": pv,
@@ -1584,12 +1751,12 @@ fn multi_attach_rwo_rollout(c: &Ctx) -> Fut<'_> {
             json!({"securityContext": {"fsGroup": 472}, "volumes": [{"name": "storage", "persistentVolumeClaim": {"claimName": "grafana-storage"}}]}),
         );
         d["spec"]["strategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}});
-        k.apply(d).await;
+        create_as(k, "helm", d).await;
         let old = k.pods("app=grafana", 1).await.remove(0);
         let old = run(c, &old, &nodes[0], &c.ip(10), 1370).await;
         available(k, "grafana", 1).await;
         tokio::time::sleep(Duration::from_secs(5)).await;
-        k.patch("apps/v1", "Deployment", "grafana", json!({"spec": {"template": {"spec": {"containers": [{"name": "grafana", "image": "grafana/grafana:9.5.3"}]}}}}))
+        patch_as(k, "helm", "apps/v1", "Deployment", "grafana", json!({"spec": {"template": {"spec": {"containers": [{"name": "grafana", "image": "grafana/grafana:9.5.3"}]}}}}))
             .await;
         let new = revision_pods(k, "grafana", "2", 1).await.remove(0);
         let mut st = pod_status(
@@ -1712,13 +1879,17 @@ fn node_readonly_rootfs(c: &Ctx) -> Fut<'_> {
         .await;
         event(c, &node, ("kernel-monitor", Some(bad.as_str())), "Warning", "Ext4Error",
             "EXT4-fs error (device nvme0n1p1): ext4_journal_check_start:83: comm kubelet: Detected aborted journal", 1, (1002, 1002)).await;
-        k.apply(workload(
-            "Deployment",
-            "cart",
-            4,
-            json!([container("cart", "shop/cart:8.2.0", Some(8080))]),
-            json!({}),
-        ))
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                "cart",
+                4,
+                json!([container("cart", "shop/cart:8.2.0", Some(8080))]),
+                json!({}),
+            ),
+        )
         .await;
         let carts = k.pods("app=cart", 4).await;
         for (i, p) in carts[..3].iter().enumerate() {
@@ -1743,13 +1914,17 @@ fn node_readonly_rootfs(c: &Ctx) -> Fut<'_> {
         kubelet_event(c, &stuck, "Warning", "FailedCreatePodSandBox",
             &format!("Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create sandbox root directory \"/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/{sandbox}\": mkdir /var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/{sandbox}: read-only file system"),
             61, (950, 20)).await;
-        k.apply(workload(
-            "Deployment",
-            "price-feed",
-            2,
-            json!([container("price-feed", "shop/price-feed:2.0.7", Some(9000))]),
-            json!({}),
-        ))
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                "price-feed",
+                2,
+                json!([container("price-feed", "shop/price-feed:2.0.7", Some(9000))]),
+                json!({}),
+            ),
+        )
         .await;
         let feeds = k.pods("app=price-feed", 2).await;
         run(c, &feeds[0], &nodes[0], &c.ip(20), 1010).await;
@@ -1796,7 +1971,7 @@ fn node_pid_pressure(c: &Ctx) -> Fut<'_> {
             )],
         )
         .await;
-        k.patch(
+        patch_as(k, "kube-controller-manager", 
             "v1",
             "Node",
             &bad,
@@ -1826,17 +2001,21 @@ fn node_pid_pressure(c: &Ctx) -> Fut<'_> {
             (715, 90),
         )
         .await;
-        k.apply(workload(
-            "Deployment",
-            "pdf-renderer",
-            1,
-            json!([container(
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
                 "pdf-renderer",
-                "shop/pdf-renderer:3.3.0",
-                Some(8080)
-            )]),
-            json!({}),
-        ))
+                1,
+                json!([container(
+                    "pdf-renderer",
+                    "shop/pdf-renderer:3.3.0",
+                    Some(8080)
+                )]),
+                json!({}),
+            ),
+        )
         .await;
         let renderer = k.pods("app=pdf-renderer", 1).await.remove(0);
         let renderer = run(c, &renderer, &bad, &c.ip(10), 7000).await;
@@ -1855,13 +2034,17 @@ fn node_pid_pressure(c: &Ctx) -> Fut<'_> {
             ],
         );
         let app = "invoice-api";
-        k.apply(workload(
-            "Deployment",
-            app,
-            2,
-            json!([container(app, "shop/invoice-api:1.19.4", Some(8080))]),
-            json!({}),
-        ))
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                app,
+                2,
+                json!([container(app, "shop/invoice-api:1.19.4", Some(8080))]),
+                json!({}),
+            ),
+        )
         .await;
         let pods = k.pods(&format!("app={app}"), 2).await;
         run(c, &pods[1], &nodes[0], &c.ip(21), 7000).await;
@@ -1891,13 +2074,17 @@ fn ephemeral_storage_eviction(c: &Ctx) -> Fut<'_> {
         ct["resources"] = json!({"requests": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "1Gi"},
             "limits": {"memory": "2Gi", "ephemeral-storage": "2Gi"}});
         ct["volumeMounts"] = json!([{"name": "scratch", "mountPath": "/scratch"}]);
-        k.apply(workload(
-            "Deployment",
-            app,
-            2,
-            json!([ct]),
-            json!({"volumes": [{"name": "scratch", "emptyDir": {}}]}),
-        ))
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                app,
+                2,
+                json!([ct]),
+                json!({"volumes": [{"name": "scratch", "emptyDir": {}}]}),
+            ),
+        )
         .await;
         let msg = "Container transcoder exceeded its local ephemeral storage limit \"2Gi\". ";
         let mut evicted = Vec::new();
@@ -1962,8 +2149,12 @@ fn container_exits_zero_loop(c: &Ctx) -> Fut<'_> {
         let image = "shop/queue-consumer:0.9.0";
         let mut ct = container(app, image, None);
         ct["args"] = json!(["--queue", "orders", "--drain"]);
-        k.apply(workload("Deployment", app, 2, json!([ct]), json!({})))
-            .await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 2, json!([ct]), json!({})),
+        )
+        .await;
         let mut out = Vec::new();
         for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
             let p = crash_loop(
@@ -2027,20 +2218,20 @@ fn cronjob_forbid_hung_job(c: &Ctx) -> Fut<'_> {
         let scheduled = now - chrono::Duration::seconds(now.timestamp() % 60);
         let minute = (scheduled.timestamp() / 60) % 30;
         let schedule = format!("{minute},{} * * * *", minute + 30);
-        let cj = k.apply(json!({"apiVersion": "batch/v1beta1", "kind": "CronJob",
+        let cj = create_as(k, "helm", json!({"apiVersion": "batch/v1beta1", "kind": "CronJob",
             "metadata": {"name": "invoice-sync", "labels": {"app": "invoice-sync"}},
             "spec": {"schedule": schedule, "concurrencyPolicy": "Forbid", "suspend": false,
                 "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
                 "jobTemplate": {"metadata": {"labels": {"app": "invoice-sync"}}, "spec": {"backoffLimit": 2, "template": template}}}}))
             .await;
         let job_name = format!("invoice-sync-{}", scheduled.timestamp() / 60);
-        let job = k.apply(json!({"apiVersion": "batch/v1", "kind": "Job",
+        let job = create_as(k, "kube-controller-manager", json!({"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": job_name, "labels": {"app": "invoice-sync"},
                 "ownerReferences": [{"apiVersion": "batch/v1beta1", "kind": "CronJob", "name": "invoice-sync",
                     "uid": cj["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}]},
             "spec": {"backoffLimit": 2, "template": template}}))
             .await;
-        k.patch_status("batch/v1beta1", "CronJob", "invoice-sync", json!({
+        status_as(k, "kube-controller-manager", "batch/v1beta1", "CronJob", "invoice-sync", json!({
             "active": [{"kind": "Job", "namespace": k.ns, "name": job_name, "uid": job["metadata"]["uid"],
                 "apiVersion": "batch/v1", "resourceVersion": job["metadata"]["resourceVersion"]}],
             "lastScheduleTime": scheduled.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)}))
@@ -2110,7 +2301,7 @@ fn rollout_missing_configmap(c: &Ctx) -> Fut<'_> {
             .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
             .await;
         let k = &c.k;
-        k.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frontend-config-7d9k2m", "labels": {"app": "frontend"}},
+        create_as(k, "helm", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frontend-config-7d9k2m", "labels": {"app": "frontend"}},
             "data": {"config.json": "{\"apiBase\": \"/api\", \"featureFlags\": {\"newCheckout\": false}}"}}))
             .await;
         let mut ct = container("frontend", "shop/frontend:2.8.0", Some(8080));
@@ -2125,14 +2316,16 @@ fn rollout_missing_configmap(c: &Ctx) -> Fut<'_> {
         );
         d["spec"]["strategy"] =
             json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
-        k.apply(d).await;
+        create_as(k, "helm", d).await;
         for (i, p) in k.pods("app=frontend", 3).await.iter().enumerate() {
             run(c, p, &nodes[i], &c.ip(10 + i as u8), 1320).await;
         }
         available(k, "frontend", 3).await;
         // The old revision serves for a while before the rollout.
         tokio::time::sleep(Duration::from_secs(62)).await;
-        k.patch(
+        patch_as(
+            k,
+            "helm",
             "apps/v1",
             "Deployment",
             "frontend",
@@ -2190,9 +2383,13 @@ fn statefulset_pod_on_lost_node(c: &Ctx) -> Fut<'_> {
         headless["spec"]["publishNotReadyAddresses"] = json!(true);
         headless["spec"]["ports"] = json!([{"name": "tcp-client", "port": 2181, "targetPort": "client"},
             {"name": "tcp-follower", "port": 2888, "targetPort": "follower"}, {"name": "tcp-election", "port": 3888, "targetPort": "election"}]);
-        k.apply(headless).await;
-        k.apply(service("zookeeper", "zookeeper", 2181, json!("client")))
-            .await;
+        create_as(k, "helm", headless).await;
+        create_as(
+            k,
+            "helm",
+            service("zookeeper", "zookeeper", 2181, json!("client")),
+        )
+        .await;
         let mut ct = container("zookeeper", "bitnami/zookeeper:3.8.3-debian-11-r0", None);
         ct["ports"] = json!([{"name": "client", "containerPort": 2181}, {"name": "follower", "containerPort": 2888}, {"name": "election", "containerPort": 3888}]);
         ct["readinessProbe"] = json!({"exec": {"command": ["/bin/bash", "-c", "echo \"ruok\" | timeout 2 nc -w 2 localhost 2181 | grep imok"]}, "periodSeconds": 10});
@@ -2205,7 +2402,7 @@ fn statefulset_pod_on_lost_node(c: &Ctx) -> Fut<'_> {
         );
         sts["spec"]["serviceName"] = json!("zookeeper-headless");
         sts["spec"]["podManagementPolicy"] = json!("Parallel");
-        k.apply(sts).await;
+        create_as(k, "helm", sts).await;
         let mut zk = Vec::new();
         for i in 0..3u8 {
             let p = sts_pod(k, &format!("zookeeper-{i}")).await;
@@ -2237,7 +2434,7 @@ fn statefulset_pod_on_lost_node(c: &Ctx) -> Fut<'_> {
             ],
         )
         .await;
-        k.patch("v1", "Node", &lost, json!({"spec": {"taints": [
+        patch_as(k, "kube-controller-manager", "v1", "Node", &lost, json!({"spec": {"taints": [
             {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule", "timeAdded": c.t(since)},
             {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": c.t(since - 5)}]}}))
             .await;
@@ -2260,7 +2457,15 @@ fn statefulset_pod_on_lost_node(c: &Ctx) -> Fut<'_> {
             {"type": "Ready", "status": "False", "lastProbeTime": null, "lastTransitionTime": c.t(since - 2)},
             {"type": "ContainersReady", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(3 * 3600 - 20)},
             {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(3 * 3600 + 1)}]);
-        let victim = k.patch_status("v1", "Pod", &name(&victim), st).await;
+        let victim = status_as(
+            k,
+            "kube-controller-manager",
+            "v1",
+            "Pod",
+            &name(&victim),
+            st,
+        )
+        .await;
         event(
             c,
             &victim,
@@ -2328,13 +2533,13 @@ fn paused_deployment_fix_not_rolled_out(c: &Ctx) -> Fut<'_> {
         );
         d["spec"]["strategy"] =
             json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
-        k.apply(d).await;
+        create_as(k, "helm", d).await;
         for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
             run(c, p, &nodes[i], &c.ip(10 + i as u8), 2820).await;
         }
         available(k, app, 2).await;
         tokio::time::sleep(Duration::from_secs(62)).await;
-        k.patch("apps/v1", "Deployment", app, json!({"spec": {"template": {"spec": {"containers": [{"name": app, "image": "shop/payment-gateway:3.3.0"}]}}}}))
+        patch_as(k, "helm", "apps/v1", "Deployment", app, json!({"spec": {"template": {"spec": {"containers": [{"name": app, "image": "shop/payment-gateway:3.3.0"}]}}}}))
             .await;
         let new = revision_pods(k, app, "2", 1).await.remove(0);
         let new = crash_loop(
@@ -2355,7 +2560,9 @@ fn paused_deployment_fix_not_rolled_out(c: &Ctx) -> Fut<'_> {
             (60, "FATAL config: unknown field \"acquirer.retry_budget\" in /etc/gateway/config.yaml (line 41)"),
         ]);
         // Someone paused the rollout, then applied the fix, which waits for a resume.
-        k.patch(
+        patch_as(
+            k,
+            "kubectl-rollout",
             "apps/v1",
             "Deployment",
             app,
@@ -2363,8 +2570,7 @@ fn paused_deployment_fix_not_rolled_out(c: &Ctx) -> Fut<'_> {
         )
         .await;
         tokio::time::sleep(Duration::from_secs(3)).await;
-        let d = k
-            .patch("apps/v1", "Deployment", app, json!({"spec": {"template": {"spec": {"containers": [{"name": app, "image": "shop/payment-gateway:3.3.1"}]}}}}))
+        let d = patch_as(k, "kubectl-set", "apps/v1", "Deployment", app, json!({"spec": {"template": {"spec": {"containers": [{"name": app, "image": "shop/payment-gateway:3.3.1"}]}}}}))
             .await;
         let generation = d["metadata"]["generation"].as_i64().unwrap_or(0);
         k.wait("the controller sees the paused template", 60, || async {
@@ -2383,14 +2589,18 @@ fn redis_maxmemory_noeviction(c: &Ctx) -> Fut<'_> {
             .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
             .await;
         let k = &c.k;
-        k.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cart-redis-config", "labels": {"app": "cart-redis"}},
+        create_as(k, "helm", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cart-redis-config", "labels": {"app": "cart-redis"}},
             "data": {"redis.conf": "bind 0.0.0.0\nport 6379\nmaxmemory 256mb\nmaxmemory-policy noeviction\nappendonly no\nsave \"\"\n"}}))
             .await;
-        k.apply(service("cart-redis", "cart-redis", 6379, json!(6379)))
-            .await;
+        create_as(
+            k,
+            "helm",
+            service("cart-redis", "cart-redis", 6379, json!(6379)),
+        )
+        .await;
         let mut metrics = service("cart-redis-metrics", "cart-redis", 9121, json!("metrics"));
         metrics["spec"]["ports"][0]["name"] = json!("metrics");
-        k.apply(metrics).await;
+        create_as(k, "helm", metrics).await;
         let mut redis = container("redis", "redis:6.2.13", None);
         redis["args"] = json!(["redis-server", "/etc/redis/redis.conf"]);
         redis["ports"] = json!([{"name": "redis", "containerPort": 6379}]);
@@ -2409,7 +2619,7 @@ fn redis_maxmemory_noeviction(c: &Ctx) -> Fut<'_> {
             json!({"volumes": [{"name": "config", "configMap": {"name": "cart-redis-config"}}]}),
         );
         sts["spec"]["serviceName"] = json!("cart-redis");
-        k.apply(sts).await;
+        create_as(k, "helm", sts).await;
         let r = sts_pod(k, "cart-redis-0").await;
         let r = run(c, &r, &nodes[0], &c.ip(9), 9 * 86400 / 10).await;
         c.logs_of(
@@ -2425,8 +2635,12 @@ fn redis_maxmemory_noeviction(c: &Ctx) -> Fut<'_> {
         let app = "cart-api";
         let mut ct = container(app, "shop/cart-api:4.4.0", Some(8080));
         ct["env"] = json!([{"name": "REDIS_ADDR", "value": "cart-redis:6379"}]);
-        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
-            .await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
         for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
             let p = run(c, p, &nodes[i], &c.ip(20 + i as u8), 77000).await;
             c.logs_of(&p, app, false, &[
@@ -2482,7 +2696,7 @@ fn headless_service_missing(c: &Ctx) -> Fut<'_> {
         let k = &c.k;
         let mut svc = service("cassandra", "cassandra", 9042, json!("cql"));
         svc["spec"]["ports"][0]["name"] = json!("cql");
-        k.apply(svc).await;
+        create_as(k, "helm", svc).await;
         let mut ct = container("cassandra", "bitnami/cassandra:4.1.3-debian-11-r0", None);
         ct["ports"] = json!([{"name": "intra", "containerPort": 7000}, {"name": "cql", "containerPort": 9042}]);
         ct["resources"] =
@@ -2495,7 +2709,7 @@ fn headless_service_missing(c: &Ctx) -> Fut<'_> {
         let mut sts = workload("StatefulSet", "cassandra", 3, json!([ct]), json!({}));
         sts["spec"]["serviceName"] = json!("cassandra-headless");
         sts["spec"]["podManagementPolicy"] = json!("OrderedReady");
-        k.apply(sts).await;
+        create_as(k, "helm", sts).await;
         let p = sts_pod(k, "cassandra-0").await;
         let p = crash_loop(
             c,
@@ -2533,24 +2747,24 @@ fn hpa_missing_cpu_request(c: &Ctx) -> Fut<'_> {
             "args": ["-c", "/etc/envoy/envoy.yaml", "--log-level", "warn"],
             "ports": [{"name": "https", "containerPort": 8443}, {"name": "admin", "containerPort": 9901}]});
         envoy["volumeMounts"] = json!([{"name": "envoy-config", "mountPath": "/etc/envoy"}]);
-        k.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "api-gateway-envoy"},
+        create_as(k, "helm", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "api-gateway-envoy"},
             "data": {"envoy.yaml": "static_resources:\n  listeners: []\n  clusters: []\n"}}))
             .await;
-        k.apply(workload("Deployment", app, 2, json!([gw, envoy]),
+        create_as(k, "helm", workload("Deployment", app, 2, json!([gw, envoy]),
             json!({"volumes": [{"name": "envoy-config", "configMap": {"name": "api-gateway-envoy"}}]})))
             .await;
         let mut pods = Vec::new();
         for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
             pods.push(run(c, p, &nodes[i], &c.ip(10 + i as u8), 10_700).await);
         }
-        let hpa = k.apply(json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
+        let hpa = create_as(k, "helm", json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
             "metadata": {"name": app},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
                      "minReplicas": 2, "maxReplicas": 10,
                      "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}}))
             .await;
         let failed = "the HPA was unable to compute the replica count: failed to get cpu utilization: missing request for cpu";
-        k.patch_status("autoscaling/v2beta2", "HorizontalPodAutoscaler", app, json!({
+        status_as(k, "kube-controller-manager", "autoscaling/v2beta2", "HorizontalPodAutoscaler", app, json!({
             "currentReplicas": 2, "desiredReplicas": 2,
             "conditions": [
                 {"type": "AbleToScale", "status": "True", "reason": "SucceededGetScale", "message": "the HPA controller was able to get the target's current scale", "lastTransitionTime": c.t(10_600)},
@@ -2616,27 +2830,35 @@ fn ingress_backend_missing(c: &Ctx) -> Fut<'_> {
             ("storefront", "shop/storefront:9.2.0", 8080),
             ("api", "shop/api:14.1.0", 8080),
         ] {
-            k.apply(service(
-                app,
-                app,
-                if app == "api" { 8080 } else { 80 },
-                json!("http"),
-            ))
+            create_as(
+                k,
+                "helm",
+                service(
+                    app,
+                    app,
+                    if app == "api" { 8080 } else { 80 },
+                    json!("http"),
+                ),
+            )
             .await;
-            k.apply(workload(
-                "Deployment",
-                app,
-                2,
-                json!([container(app, image, Some(port))]),
-                json!({}),
-            ))
+            create_as(
+                k,
+                "helm",
+                workload(
+                    "Deployment",
+                    app,
+                    2,
+                    json!([container(app, image, Some(port))]),
+                    json!({}),
+                ),
+            )
             .await;
             for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
                 let n = if app == "api" { 20 } else { 10 };
                 run(c, p, &nodes[i], &c.ip(n + i as u8), 5000).await;
             }
         }
-        k.apply(json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        create_as(k, "helm", json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
             "metadata": {"name": "shop", "annotations": {"nginx.ingress.kubernetes.io/proxy-body-size": "8m"}},
             "spec": {"ingressClassName": "nginx",
                 "tls": [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}],
@@ -2644,8 +2866,7 @@ fn ingress_backend_missing(c: &Ctx) -> Fut<'_> {
                     {"path": "/api", "pathType": "Prefix", "backend": {"service": {"name": "shop-api", "port": {"number": 8080}}}},
                     {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "storefront", "port": {"number": 80}}}}]}}]}}))
             .await;
-        let ing = k
-            .patch_status("networking.k8s.io/v1", "Ingress", "shop", json!({"loadBalancer": {"ingress": [{"hostname": "k8s-ingressn-ingressn-4f2a9c1b7e-1234567890.elb.eu-west-1.amazonaws.com"}]}}))
+        let ing = status_as(k, "nginx-ingress-controller", "networking.k8s.io/v1", "Ingress", "shop", json!({"loadBalancer": {"ingress": [{"hostname": "k8s-ingressn-ingressn-4f2a9c1b7e-1234567890.elb.eu-west-1.amazonaws.com"}]}}))
             .await;
         event(
             c,
@@ -2696,17 +2917,17 @@ fn x509_expired_upstream(c: &Ctx) -> Fut<'_> {
             .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
             .await;
         let k = &c.k;
-        k.apply(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "settlement-api-tls",
+        create_as(k, "helm", json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "settlement-api-tls",
                 "annotations": {"cert-manager.io/certificate-name": "settlement-api", "cert-manager.io/issuer-name": "internal-ca"}},
             "type": "kubernetes.io/tls", "stringData": {"tls.crt": "", "tls.key": ""}}))
             .await;
         let mut svc = service("settlement-api", "settlement-api", 8443, json!("https"));
         svc["spec"]["ports"][0]["name"] = json!("https");
-        k.apply(svc).await;
+        create_as(k, "helm", svc).await;
         let mut ct = container("settlement-api", "shop/settlement-api:2.2.6", None);
         ct["ports"] = json!([{"name": "https", "containerPort": 8443}]);
         ct["volumeMounts"] = json!([{"name": "tls", "mountPath": "/etc/tls", "readOnly": true}]);
-        k.apply(workload(
+        create_as(k, "helm", workload(
             "Deployment",
             "settlement-api",
             2,
@@ -2720,8 +2941,12 @@ fn x509_expired_upstream(c: &Ctx) -> Fut<'_> {
         let app = "payouts";
         let mut ct = container(app, "shop/payouts:5.4.2", Some(8080));
         ct["env"] = json!([{"name": "SETTLEMENT_URL", "value": format!("https://settlement-api.{}.svc:8443", k.ns)}]);
-        k.apply(workload("Deployment", app, 2, json!([ct]), json!({})))
-            .await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 2, json!([ct]), json!({})),
+        )
+        .await;
         let expiry = c.at(2520).format("%Y-%m-%dT%H:%M:%SZ").to_string();
         let mut out = Vec::new();
         for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
@@ -2789,13 +3014,17 @@ fn priority_preemption_churn(c: &Ctx) -> Fut<'_> {
         let mut trainer = container("trainer", "ml/model-training:2026.11.2", None);
         trainer["resources"] =
             json!({"requests": {"cpu": "3", "memory": "8Gi"}, "limits": {"memory": "12Gi"}});
-        ml.apply(workload(
-            "Deployment",
-            "model-training",
-            3,
-            json!([trainer]),
-            json!({"priorityClassName": "high-priority"}),
-        ))
+        create_as(
+            &ml,
+            "helm",
+            workload(
+                "Deployment",
+                "model-training",
+                3,
+                json!([trainer]),
+                json!({"priorityClassName": "high-priority"}),
+            ),
+        )
         .await;
         let trainers = ml.pods("app=model-training", 3).await;
         for (i, p) in trainers.iter().enumerate() {
@@ -2807,18 +3036,21 @@ fn priority_preemption_churn(c: &Ctx) -> Fut<'_> {
         let mut ct = container(app, "analytics/batch-etl:7.3.0", None);
         ct["resources"] =
             json!({"requests": {"cpu": "1500m", "memory": "2Gi"}, "limits": {"memory": "3Gi"}});
-        k.apply(workload(
-            "Deployment",
-            app,
-            4,
-            json!([ct]),
-            json!({"priorityClassName": "batch-low"}),
-        ))
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                app,
+                4,
+                json!([ct]),
+                json!({"priorityClassName": "batch-low"}),
+            ),
+        )
         .await;
         let msg = "0/3 nodes are available: 3 Insufficient cpu.";
         for p in k.pods(&format!("app={app}"), 4).await {
-            let p = k
-                .patch_status("v1", "Pod", &name(&p), json!({"phase": "Pending", "qosClass": "Burstable",
+            let p = status_as(k, "kube-scheduler", "v1", "Pod", &name(&p), json!({"phase": "Pending", "qosClass": "Burstable",
                     "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg,
                         "lastProbeTime": null, "lastTransitionTime": c.t(1490)}]}))
                 .await;
@@ -2893,9 +3125,13 @@ fn volume_node_affinity_conflict(c: &Ctx) -> Fut<'_> {
         bound_volume(c, "data-postgres-0", "postgres", "200Gi", "eu-west-1a").await;
         let mut headless = service("postgres-hl", "postgres", 5432, json!(5432));
         headless["spec"]["clusterIP"] = json!("None");
-        k.apply(headless).await;
-        k.apply(service("postgres", "postgres", 5432, json!(5432)))
-            .await;
+        create_as(k, "helm", headless).await;
+        create_as(
+            k,
+            "helm",
+            service("postgres", "postgres", 5432, json!(5432)),
+        )
+        .await;
         let mut ct = container("postgres", "bitnami/postgresql:15.4.0-debian-11-r45", None);
         ct["ports"] = json!([{"name": "tcp-postgresql", "containerPort": 5432}]);
         ct["resources"] =
@@ -2905,11 +3141,10 @@ fn volume_node_affinity_conflict(c: &Ctx) -> Fut<'_> {
         sts["spec"]["serviceName"] = json!("postgres-hl");
         sts["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"},
             "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3", "resources": {"requests": {"storage": "200Gi"}}}}]);
-        k.apply(sts).await;
+        create_as(k, "helm", sts).await;
         let pod = sts_pod(k, "postgres-0").await;
         let msg = "0/3 nodes are available: 3 node(s) had volume node affinity conflict.";
-        let pod = k
-            .patch_status("v1", "Pod", &name(&pod), json!({"phase": "Pending", "qosClass": "Burstable",
+        let pod = status_as(k, "kube-scheduler", "v1", "Pod", &name(&pod), json!({"phase": "Pending", "qosClass": "Burstable",
                 "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg,
                     "lastProbeTime": null, "lastTransitionTime": c.t(2100)}]}))
             .await;
@@ -2982,17 +3217,21 @@ fn disk_pressure_cleared(c: &Ctx) -> Fut<'_> {
             (360, 360),
         )
         .await;
-        k.apply(workload(
-            "Deployment",
-            "route-planner",
-            3,
-            json!([container(
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
                 "route-planner",
-                "logistics/route-planner:3.8.1",
-                Some(8080)
-            )]),
-            json!({}),
-        ))
+                3,
+                json!([container(
+                    "route-planner",
+                    "logistics/route-planner:3.8.1",
+                    Some(8080)
+                )]),
+                json!({}),
+            ),
+        )
         .await;
         for (i, p) in k.pods("app=route-planner", 3).await.iter().enumerate() {
             run(c, p, &nodes[i], &c.ip(10 + i as u8), 9000).await;
@@ -3009,7 +3248,9 @@ fn hpa_scaleup_completed(c: &Ctx) -> Fut<'_> {
             .nodes(3, &["eu-west-1a", "eu-west-1b", "eu-west-1c"])
             .await;
         let k = &c.k;
-        k.patch(
+        patch_as(
+            k,
+            "kubectl-label",
             "v1",
             "Namespace",
             &k.ns,
@@ -3022,15 +3263,21 @@ fn hpa_scaleup_completed(c: &Ctx) -> Fut<'_> {
         ct["resources"] =
             json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}});
         ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": 8080}});
-        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
-            .await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
         let first = k.pods(&format!("app={app}"), 3).await;
         for (i, p) in first.iter().enumerate() {
             run(c, p, &nodes[i], &c.ip(10 + i as u8), 1500).await;
         }
         available(k, app, 3).await;
         // The HPA (played) scales to 8.
-        k.patch(
+        patch_as(
+            k,
+            "kube-controller-manager",
             "apps/v1",
             "Deployment",
             app,
@@ -3055,7 +3302,7 @@ fn hpa_scaleup_completed(c: &Ctx) -> Fut<'_> {
                     cond["lastTransitionTime"] = json!(c.t(170 - i64::from(i)));
                 }
             }
-            let p = k.patch_status("v1", "Pod", &name(&p), st).await;
+            let p = status_as(k, "kubelet", "v1", "Pod", &name(&p), st).await;
             event(
                 c,
                 &p,
@@ -3115,13 +3362,13 @@ fn hpa_scaleup_completed(c: &Ctx) -> Fut<'_> {
             .await;
         }
         available(k, app, 8).await;
-        let hpa = k.apply(json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
+        let hpa = create_as(k, "helm", json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
             "metadata": {"name": app},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
                      "minReplicas": 3, "maxReplicas": 12,
                      "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}]}}))
             .await;
-        k.patch_status("autoscaling/v2beta2", "HorizontalPodAutoscaler", app, json!({
+        status_as(k, "kube-controller-manager", "autoscaling/v2beta2", "HorizontalPodAutoscaler", app, json!({
             "currentReplicas": 8, "desiredReplicas": 8, "lastScaleTime": c.t(1142),
             "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 52, "averageValue": "261m"}}}],
             "conditions": [
@@ -3154,10 +3401,10 @@ fn db_failover_stale_connections(c: &Ctx) -> Fut<'_> {
         let k = &c.k;
         let mut primary = service("orders-db", "orders-db", 5432, json!(5432));
         primary["spec"]["selector"] = json!({"app": "orders-db", "role": "master"});
-        k.apply(primary).await;
+        create_as(k, "helm", primary).await;
         let mut replica = service("orders-db-replica", "orders-db", 5432, json!(5432));
         replica["spec"]["selector"] = json!({"app": "orders-db", "role": "replica"});
-        k.apply(replica).await;
+        create_as(k, "helm", replica).await;
         let mut db = container(
             "postgres",
             "registry.opensource.zalan.do/acid/spilo-15:3.0-p1",
@@ -3168,21 +3415,25 @@ fn db_failover_stale_connections(c: &Ctx) -> Fut<'_> {
             json!({"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "4Gi"}});
         let mut sts = workload("StatefulSet", "orders-db", 2, json!([db]), json!({}));
         sts["spec"]["podManagementPolicy"] = json!("Parallel");
-        k.apply(sts).await;
+        create_as(k, "helm", sts).await;
         let mut dbs = Vec::new();
         for i in 0..2u8 {
             let p = sts_pod(k, &format!("orders-db-{i}")).await;
             dbs.push(run(c, &p, &nodes[usize::from(i)], &c.ip(12 + i), 2700).await);
         }
         // Patroni labels the pods with their current role.
-        k.patch(
+        patch_as(
+            k,
+            "Patroni",
             "v1",
             "Pod",
             "orders-db-0",
             json!({"metadata": {"labels": {"role": "replica"}}}),
         )
         .await;
-        k.patch(
+        patch_as(
+            k,
+            "Patroni",
             "v1",
             "Pod",
             "orders-db-1",
@@ -3209,8 +3460,12 @@ fn db_failover_stale_connections(c: &Ctx) -> Fut<'_> {
         let mut ct = container(app, image, Some(8080));
         ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 10, "failureThreshold": 3});
         ct["env"] = json!([{"name": "DATABASE_URL", "value": "postgres://fulfillment@orders-db:5432/orders?pool_max_conns=20"}]);
-        k.apply(workload("Deployment", app, 3, json!([ct]), json!({})))
-            .await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
         let mut out = Vec::new();
         for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
             let st = pod_status(
