@@ -1213,7 +1213,9 @@ fn write_story(
                 policy_revision: gate.policy_revision.clone(),
                 approvers: APPROVERS[..2].iter().map(|s| (*s).to_owned()).collect(),
                 slack_approvers: vec![],
+                proof: None,
                 decision: None,
+                note: None,
             };
             if stops_at(Phase::AwaitingApproval) {
                 // Created through the store (with its own audit event) once this is written.

@@ -429,6 +429,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 clock.clone(),
                 Some(metrics.clone()),
                 gate.clone(),
+                Some((cluster.clone(), cluster.clone(), clock.clone())),
             )
             .await
             {
@@ -442,6 +443,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 cluster.clone(),
                 cluster,
                 store,
+                clock.clone(),
                 clock,
                 Some(metrics),
             ));
@@ -540,13 +542,16 @@ impl Dependency for InvestigatorDependency {
 }
 
 /// The Executing and Verifying stages on a cluster. A catalog that does not load leaves them
-/// out (requests then end in review, "execution not available"), logged.
+/// out (requests then end in review, "execution not available"), logged. `cluster_clock` is
+/// the time the cluster's state is judged by before the first write (the system's, but for a
+/// snapshot frozen at its capture).
 pub fn execution_stages(
     settings: &Settings,
     reader: Arc<dyn ClusterReader>,
     writer: Arc<dyn crate::cluster::ClusterWriter>,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    cluster_clock: Arc<dyn Clock>,
     metrics: Option<Arc<Metrics>>,
 ) -> Vec<Arc<dyn Stage>> {
     let catalog =
@@ -560,6 +565,12 @@ pub fn execution_stages(
     if settings.execute.dry_run {
         warn!("dry run: changes go to the API server with dryRun=All; nothing is changed");
     }
+    let prover = Arc::new(Prover::new(
+        reader.clone(),
+        None,
+        catalog.clone(),
+        cluster_clock,
+    ));
     let mut execute = ExecutionStage::new(
         reader.clone(),
         writer,
@@ -567,7 +578,8 @@ pub fn execution_stages(
         catalog,
         clock.clone(),
         settings.execute.clone(),
-    );
+    )
+    .with_prover(prover);
     let mut verify = VerificationStage::new(reader, store, clock, settings.verify.clone());
     if let Some(m) = metrics {
         execute = execute.with_metrics(m.clone());
@@ -575,6 +587,14 @@ pub fn execution_stages(
     }
     vec![Arc::new(execute), Arc::new(verify)]
 }
+
+/// The cluster an approver's alternative is proven against: its reader, the writer its dry run
+/// goes through, and the time its state is judged by.
+pub type ProvingCluster = (
+    Arc<dyn ClusterReader>,
+    Arc<dyn crate::cluster::ClusterWriter>,
+    Arc<dyn Clock>,
+);
 
 /// Human approvals, when somebody may approve (`--approvers`, `--slack-approvers`): the link
 /// key (configured, or generated once and kept in the store), the catalog (an approver's
@@ -587,6 +607,7 @@ pub async fn approval_service(
     clock: Arc<dyn Clock>,
     metrics: Option<Arc<Metrics>>,
     policy: Arc<RegoGate>,
+    cluster: Option<ProvingCluster>,
 ) -> Option<Arc<Approvals>> {
     let config = &settings.approvals;
     if !config.enabled() {
@@ -626,6 +647,14 @@ pub async fn approval_service(
         channels = notifiers.len(),
         "approvals ready"
     );
+    let prover = cluster.map(|(reader, writer, cluster_clock)| {
+        Arc::new(Prover::new(
+            reader,
+            Some(writer),
+            catalog.clone(),
+            cluster_clock,
+        ))
+    });
     Some(Arc::new(Approvals {
         store,
         settings: config.settings.clone(),
@@ -640,6 +669,7 @@ pub async fn approval_service(
             gate: policy,
             confidence_threshold: settings.gate.confidence_threshold,
         }),
+        prover,
     }))
 }
 

@@ -511,6 +511,115 @@ async fn the_approval_mail_arrives_and_its_confirmed_link_runs_the_rollback() {
     d.stop().await;
 }
 
+/// An approval is bound to what was shown (issue 26): a production rollback waits for approval,
+/// someone fixes the Deployment by hand meanwhile, then the approver confirms the mail's link.
+/// kubemedic writes nothing — not the "previous revision", not a stamp — ends the request saying
+/// the target changed, and tells both approvers by mail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_approval_writes_nothing_and_the_approvers_are_told() {
+    let (Some(smtp), Some(user), Some(pass), Some(api)) = (
+        common::component("KUBEMEDIC_TEST_SMTP_URL", "maildev (SMTP)"),
+        common::component("KUBEMEDIC_TEST_SMTP_USERNAME", "maildev (SMTP)"),
+        common::component("KUBEMEDIC_TEST_SMTP_PASSWORD", "maildev (SMTP)"),
+        common::component("KUBEMEDIC_TEST_MAILDEV_API", "maildev (HTTP API)"),
+    ) else {
+        return;
+    };
+    let Some(k) = Kube::new("apprs").await else {
+        return;
+    };
+    let (d, alert) = production_incident(&k, |a| {
+        a.approvals.smtp_url = Some(smtp);
+        a.approvals.smtp_username = Some(user);
+        a.approvals.smtp_password = Some(Secret::new(pass));
+        a.approvals.email_from = Some("kubemedic <kubemedic@example.test>".into());
+        a.approvals.public_url = Some(PUBLIC.into());
+    })
+    .await;
+    let (req, approval) = awaiting(&d, &alert).await;
+    let rid = req["id"].as_str().unwrap().to_owned();
+    let aid = approval["id"].as_str().unwrap().to_owned();
+
+    // The approver is shown what was proven and the change the API server's dry run describes,
+    // with the revision named.
+    let proof = &approval["proof"];
+    assert_eq!(proof["verdict"], "proven", "{approval:#}");
+    assert_eq!(proof["parameters"]["TO_REVISION"], 1, "{proof:#}");
+    let change = proof["change"]["objects"].to_string();
+    assert!(
+        change.contains("shop/checkout:1.4.2 → shop/checkout:1.4.1"),
+        "{proof:#}"
+    );
+    let mails = mails_for(&api, &aid, 2).await;
+    let to_alice = mails
+        .iter()
+        .find(|m| m["to"].to_string().contains(ALICE))
+        .unwrap();
+    let approve = link_in(to_alice["text"].as_str().unwrap(), "approve");
+
+    // Someone fixes it by hand while the approval waits.
+    k.patch(
+        "apps/v1",
+        "Deployment",
+        "checkout",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "checkout", "image": "shop/checkout:1.4.3"}]}}}}),
+    )
+    .await;
+    let fixed = k.get("apps/v1", "Deployment", "checkout").await;
+
+    let (status, html) = post_form(&d, &approve, &[("message", "go")]).await;
+    assert_eq!(status, 200, "{html}");
+    let done = d
+        .eventually(&format!("/api/v1/requests/{rid}"), 60, |r| {
+            r["phase"]
+                .as_str()
+                .and_then(kubemedic::domain::Phase::parse)
+                .is_some_and(kubemedic::domain::Phase::is_terminal)
+        })
+        .await;
+    assert_eq!(done["phase"], "ManualReviewRequired", "{done:#}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("target_changed") && reason.contains("nothing was written"),
+        "{reason}"
+    );
+    assert!(reason.contains("shop/checkout:1.4.3"), "{reason}");
+    assert!(done["state"]["execution"].is_null(), "{done:#}");
+
+    // Nothing was written: the Deployment is as the person left it.
+    let now = k.get("apps/v1", "Deployment", "checkout").await;
+    assert_eq!(
+        now["spec"]["template"]["spec"]["containers"][0]["image"],
+        "shop/checkout:1.4.3"
+    );
+    assert_eq!(
+        now["metadata"]["generation"],
+        fixed["metadata"]["generation"]
+    );
+    assert!(
+        now["metadata"]["annotations"]
+            .get("kubemedic.io/remediation")
+            .is_none(),
+        "{now:#}"
+    );
+
+    // Both approvers are told, and the trail says why.
+    let told = mails_for(&api, &aid, 6).await;
+    let not_executed: Vec<&Value> = told
+        .iter()
+        .filter(|m| m["text"].as_str().unwrap_or("").contains("Not executed"))
+        .collect();
+    assert_eq!(not_executed.len(), 2, "{told:#?}");
+    let stored = d.api(&format!("/api/v1/approvals/{aid}")).await;
+    assert!(
+        stored["note"].as_str().unwrap().contains("target_changed"),
+        "{stored:#}"
+    );
+    let events = audit_messages(&d, &rid, "approval_not_executed").await;
+    assert_eq!(events.len(), 1, "{events:#?}");
+    d.stop().await;
+}
+
 /// A mail server that refuses every connection: the approval exists all the same, the failed
 /// attempt and the next one are visible, and it is decided through the API.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -797,18 +906,20 @@ async fn a_slack_button_approves_and_forged_stale_or_replayed_clicks_do_not() {
 }
 
 /// An approver may pick one of the selection's alternatives instead of the selected workflow;
-/// what runs is gated like anything else. The approval policy here (the shipped one, plus a
-/// rule about restarts) first cannot decide on the alternative, which is refused; reloaded with
-/// a rule that makes restarting a production Deployment a high risk (95), it decides, the
-/// dashboard asks for the target's name although the selected rollback is only 70, and once
-/// approved the request runs the restart with the policy's decision on it in its state and
-/// trail.
+/// what runs is proven and gated like anything else. A pod of checkout is wedged: the model
+/// selects deleting it, with a rolling restart as the alternative, and both are provable here.
+/// The approval policy (the shipped one, plus a rule about restarts) first cannot decide on the
+/// alternative, which is refused; reloaded with a rule that makes restarting a production
+/// Deployment a high risk (95), it decides, the dashboard asks for the target's name although
+/// the selected deletion is only 70, and once approved the request runs the restart with its
+/// proof and the policy's decision on it in its state and trail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alternative_an_approver_picks_goes_through_the_approval_policy() {
     use common::llm::{ScriptedLlm, calls};
     let Some(k) = Kube::new("apalt").await else {
         return;
     };
+    let (wedged, alert) = common::incident::wedged_pod(&k).await;
     let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
     let model = ScriptedLlm::start(vec![
         calls(&[("get_namespaced_resource_context", target.clone())]),
@@ -816,21 +927,21 @@ async fn an_alternative_an_approver_picks_goes_through_the_approval_policy() {
             "submit_result",
             json!({
                 "root_cause_analysis": {
-                    "summary": "The latest rollout of checkout crashes on start",
+                    "summary": "One pod of checkout is wedged: its readiness probe fails",
                     "severity": "high",
-                    "contributing_factors": ["the new ReplicaSet's pods are in CrashLoopBackOff"],
+                    "contributing_factors": [format!("pod {wedged} is not ready for 10 minutes; its siblings serve")],
                     "remediation_target": target,
-                    "investigation_analysis": "A bad rollout."
+                    "investigation_analysis": "A wedged process in one pod."
                 },
                 "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true
             }),
         )]),
         calls(&[(
             "submit_result_with_workflow",
-            json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision",
-                    "confidence": 0.9, "rationale": "the previous revision ran", "parameters": {}},
+            json!({"selected_workflow": {"workflow_id": "delete-pod",
+                    "confidence": 0.9, "rationale": "replace the wedged pod", "parameters": {"POD_NAME": wedged}},
                 "alternative_workflows": [{"workflow_id": "restart-rolling",
-                    "rationale": "if the crash is a transient dependency"}]}),
+                    "rationale": "if the others are about to wedge too"}]}),
         )]),
     ])
     .await;
@@ -848,7 +959,7 @@ async fn an_alternative_an_approver_picks_goes_through_the_approval_policy() {
     .unwrap();
     let base_url = format!("{}/v1", model.base_url);
     let policy_dir = policies.path().to_owned();
-    let (d, alert) = production_incident(&k, move |a| {
+    let d = common::incident::serving(&k, move |a| {
         a.gate.policy_dir = Some(policy_dir);
         a.investigate.llm = Some(kubemedic::config::LlmMode::Openai);
         a.investigate.llm_base_url = Some(base_url);
@@ -859,10 +970,8 @@ async fn an_alternative_an_approver_picks_goes_through_the_approval_policy() {
     let (req, approval) = awaiting(&d, &alert).await;
     let rid = req["id"].as_str().unwrap().to_owned();
     let aid = approval["id"].as_str().unwrap().to_owned();
-    assert_eq!(
-        approval["workflow_id"],
-        "rollback-deployment-previous-revision"
-    );
+    assert_eq!(approval["workflow_id"], "delete-pod");
+    assert_eq!(approval["proof"]["verdict"], "proven", "{approval:#}");
     assert_eq!(approval["risk_score"], 70, "{approval:#}");
     let decide = |body: Value| {
         d.client
@@ -961,6 +1070,91 @@ async fn an_alternative_an_approver_picks_goes_through_the_approval_policy() {
     assert_eq!(
         gates[1]["payload"]["input"]["action_type"],
         "RestartDeployment"
+    );
+    assert_eq!(
+        gates[1]["payload"]["input"]["proof"]["verdict"], "proven",
+        "{:#}",
+        gates[1]
+    );
+    // What runs is bound to what was proven for it: the approver's restart.
+    assert_eq!(done["state"]["proof"]["action_type"], "RestartDeployment");
+    assert_eq!(done["state"]["proof"]["proposer"], "approver");
+    d.stop().await;
+}
+
+/// An approver's alternative is proven like anyone's proposal: on a crash-looping rollout a
+/// rolling restart helps nobody (the pods crash on start), so picking it is refused with the
+/// obligation that fails, audited, and nothing is decided.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alternative_whose_obligations_fail_is_refused() {
+    use common::llm::{ScriptedLlm, calls};
+    let Some(k) = Kube::new("apaltr").await else {
+        return;
+    };
+    let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
+    let model = ScriptedLlm::start(vec![
+        calls(&[("get_namespaced_resource_context", target.clone())]),
+        calls(&[(
+            "submit_result",
+            json!({
+                "root_cause_analysis": {
+                    "summary": "The latest rollout of checkout crashes on start",
+                    "severity": "high",
+                    "contributing_factors": ["the new ReplicaSet's pods are in CrashLoopBackOff"],
+                    "remediation_target": target,
+                    "investigation_analysis": "A bad rollout."
+                },
+                "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true
+            }),
+        )]),
+        calls(&[(
+            "submit_result_with_workflow",
+            json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision",
+                    "confidence": 0.9, "rationale": "the previous revision ran", "parameters": {"TO_REVISION": 1}},
+                "alternative_workflows": [{"workflow_id": "restart-rolling",
+                    "rationale": "if the crash is a transient dependency"}]}),
+        )]),
+    ])
+    .await;
+    let base_url = format!("{}/v1", model.base_url);
+    let (d, alert) = production_incident(&k, move |a| {
+        a.investigate.llm = Some(kubemedic::config::LlmMode::Openai);
+        a.investigate.llm_base_url = Some(base_url);
+        a.investigate.llm_api_key = Some(Secret::new("sk-alternatives"));
+        a.investigate.llm_model = Some("gpt-4o".into());
+    })
+    .await;
+    let (req, approval) = awaiting(&d, &alert).await;
+    let rid = req["id"].as_str().unwrap().to_owned();
+    let aid = approval["id"].as_str().unwrap().to_owned();
+    // The model's rollback is proven (the revision named, the old one serving).
+    assert_eq!(approval["proof"]["verdict"], "proven", "{approval:#}");
+    let r = d
+        .client
+        .post(d.url(&format!("/api/v1/approvals/{aid}/decision")))
+        .bearer_auth(common::API_TOKEN)
+        .json(&json!({"decision": "approve", "alternative": "restart-rolling"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    let why = r.text().await.unwrap();
+    assert!(
+        why.contains("not proven right and safe") && why.contains("restart.pods-run-but-wedged"),
+        "{why}"
+    );
+    let refused = audit_messages(&d, &rid, "approval_refused").await;
+    assert!(
+        refused
+            .iter()
+            .any(|m| m.contains("restart.pods-run-but-wedged")),
+        "{refused:#?}"
+    );
+    let now = d.api(&format!("/api/v1/requests/{rid}")).await;
+    assert_eq!(now["phase"], "AwaitingApproval");
+    assert_eq!(
+        d.api(&format!("/api/v1/approvals/{aid}")).await["status"],
+        "pending"
     );
     d.stop().await;
 }

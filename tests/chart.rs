@@ -419,7 +419,9 @@ async fn every_builtin_action_runs_with_exactly_the_charts_permissions() {
         (d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2").then_some(())
     })
     .await;
-    act(&c, "rollout_undo", &[], &web).await.unwrap();
+    act(&c, "rollout_undo", &[("toRevision", json!(1))], &web)
+        .await
+        .unwrap();
     let d = k.get("apps/v1", "Deployment", "web").await;
     assert_eq!(
         d["spec"]["template"]["spec"]["containers"][0]["image"],
@@ -526,7 +528,9 @@ async fn every_builtin_action_runs_with_exactly_the_charts_permissions() {
     })
     .await;
     let db = Target::new("StatefulSet", "db", Some(k.ns.clone()));
-    act(&c, "rollback_statefulset", &[], &db).await.unwrap();
+    act(&c, "rollback_statefulset", &[("toRevision", json!(1))], &db)
+        .await
+        .unwrap();
     act(&c, "scale", &[("replicas", json!(2))], &db)
         .await
         .unwrap();

@@ -14,14 +14,20 @@ use common::kube::Kube;
 use kubemedic::catalog::Catalog;
 use kubemedic::clock::SystemClock;
 use kubemedic::cluster::ClusterWriter;
-use kubemedic::domain::{HistoryRecord, Phase, RemediationRequest, Stage, StageOutcome, Target};
+use kubemedic::domain::{
+    HistoryRecord, Phase, ProofPoint, ProofVerdict, Proposer, RemediationRequest, Stage,
+    StageOutcome, Target,
+};
 use kubemedic::execute::stamp::StampingWriter;
 use kubemedic::execute::{ExecuteSettings, ExecutionStage};
+use kubemedic::prove::{Claim, Prover};
 use kubemedic::store::Store;
 use kubemedic::verify::{VerificationStage, VerifySettings};
 use serde_json::{Value, json};
 
-/// A running two-replica Deployment `web` in the test namespace, on a node the test plays.
+/// A running two-replica Deployment `web` in the test namespace, on a node the test plays;
+/// one of its pods runs but is wedged (not ready), so a rolling restart is the right action and
+/// its obligations hold.
 async fn web(k: &Kube) -> String {
     let node = format!("{}-node", k.ns);
     k.node(&node, 1, json!([])).await;
@@ -33,13 +39,59 @@ async fn web(k: &Kube) -> String {
                 "spec": {"containers": [{"name": "web", "image": "shop/web:1"}]}}}
     }))
     .await;
-    k.pods("app=web", 2).await;
+    let pods = k.pods("app=web", 2).await;
     common::scenarios::run_unscheduled(k, "app=web", &node).await;
+    let wedged = pods[0]["metadata"]["name"].as_str().unwrap().to_owned();
+    let mut status = common::kube::status::running("web", "shop/web:1");
+    status["conditions"][0]["status"] = json!("False");
+    status["conditions"][1]["status"] = json!("False");
+    status["containerStatuses"][0]["ready"] = json!(false);
+    k.patch_status("v1", "Pod", &wedged, status).await;
     node
 }
 
-/// A request in `Executing` whose selection is `workflow` on Deployment `web`.
-fn request(k: &Kube, workflow: &str, action_type: &str) -> RemediationRequest {
+/// A request in `Executing` whose selection is `workflow` on Deployment `web`, proven against
+/// the cluster as the selection stage proves it (the builtin catalog's obligations; a custom
+/// action type is unverified).
+async fn request(k: &Kube, workflow: &str, action_type: &str) -> RemediationRequest {
+    let mut req = unproven(k, workflow, action_type);
+    let c = k.cluster().await;
+    let prover = Prover::new(
+        c.clone(),
+        Some(c),
+        Arc::new(Catalog::builtin().unwrap()),
+        Arc::new(SystemClock),
+    );
+    let selected = req
+        .state
+        .selection
+        .as_ref()
+        .unwrap()
+        .selected
+        .clone()
+        .unwrap();
+    let target = Target::new("Deployment", "web", Some(k.ns.clone()));
+    let proof = prover
+        .prove(
+            &Claim {
+                action_type: &selected.action_type,
+                workflow_id: &selected.workflow_id,
+                parameters: &selected.parameters,
+                target: &target,
+                proposer: Proposer::Offline,
+                signal: &req.signal,
+                bound_to: None,
+            },
+            ProofPoint::Selection,
+        )
+        .await
+        .unwrap();
+    assert_ne!(proof.verdict, ProofVerdict::Refuted, "{proof:#?}");
+    req.state.proof = Some(proof);
+    req
+}
+
+fn unproven(k: &Kube, workflow: &str, action_type: &str) -> RemediationRequest {
     let body = common::alert_body(
         "firing",
         "KubePodCrashLooping",
@@ -123,7 +175,7 @@ async fn a_dry_run_records_what_would_run_and_changes_nothing() {
     web(&k).await;
     let before = k.get("apps/v1", "Deployment", "web").await;
     let e = env().await;
-    let req = request(&k, "restart-rolling", "RestartDeployment");
+    let req = request(&k, "restart-rolling", "RestartDeployment").await;
     let out = stage(k.cluster().await, e.store.clone(), true)
         .run(&req)
         .await
@@ -184,7 +236,7 @@ async fn a_write_that_reached_the_cluster_before_a_crash_is_not_repeated() {
     };
     let node = web(&k).await;
     let e = env().await;
-    let req = request(&k, "restart-rolling", "RestartDeployment");
+    let req = request(&k, "restart-rolling", "RestartDeployment").await;
     let cluster = k.cluster().await;
 
     // The first attempt: intents committed, the stamped restart written, then the process
@@ -263,8 +315,8 @@ async fn a_second_request_on_the_same_root_owner_is_resource_busy() {
     };
     web(&k).await;
     let e = env().await;
-    let first = request(&k, "restart-rolling", "RestartDeployment");
-    let second = request(&k, "restart-rolling", "RestartDeployment");
+    let first = request(&k, "restart-rolling", "RestartDeployment").await;
+    let second = request(&k, "restart-rolling", "RestartDeployment").await;
     let target = Target::new("Deployment", "web", Some(k.ns.clone()));
     e.store
         .acquire_execution_lock(&target.fingerprint(), Some(&k.ns), first.id)
@@ -311,7 +363,7 @@ async fn three_ineffective_remediations_block_the_fourth_and_an_opt_out_blocks_a
         e.store.record_history(&record).await.unwrap();
     }
     let out = stage(k.cluster().await, e.store.clone(), false)
-        .run(&request(&k, "restart-rolling", "RestartDeployment"))
+        .run(&request(&k, "restart-rolling", "RestartDeployment").await)
         .await
         .unwrap();
     let (phase, reason) = moved(&out);
@@ -329,7 +381,7 @@ async fn three_ineffective_remediations_block_the_fourth_and_an_opt_out_blocks_a
     )
     .await;
     let out = stage(k.cluster().await, e.store.clone(), false)
-        .run(&request(&k, "restart-rolling", "RestartDeployment"))
+        .run(&request(&k, "restart-rolling", "RestartDeployment").await)
         .await
         .unwrap();
     let (phase, reason) = moved(&out);
@@ -512,9 +564,14 @@ async fn builtin_actions_change_exactly_what_they_name() {
     })
     .await;
     let sts_target = Target::new("StatefulSet", "db", Some(k.ns.clone()));
-    let done = act(&c, "rollback_statefulset", &[], &sts_target)
-        .await
-        .unwrap();
+    let done = act(
+        &c,
+        "rollback_statefulset",
+        &[("toRevision", json!(1))],
+        &sts_target,
+    )
+    .await
+    .unwrap();
     let s = k.get("apps/v1", "StatefulSet", "db").await;
     assert_eq!(
         s["spec"]["template"]["spec"]["containers"][0]["image"], "shop/db:1",
@@ -545,7 +602,7 @@ async fn over_the_concurrency_cap_a_request_waits_with_one_audit_event() {
             ..Default::default()
         },
     );
-    let mut req = request(&k, "restart-rolling", "RestartDeployment");
+    let mut req = request(&k, "restart-rolling", "RestartDeployment").await;
     let first = stage.run(&req).await.unwrap();
     assert_eq!(first.next, Phase::Executing);
     assert!(first.not_before.is_some());
@@ -673,7 +730,7 @@ workflows:
         Arc::new(SystemClock),
         ExecuteSettings::default(),
     );
-    let mut req = request(&k, "cleanup-cache", "CleanupCache");
+    let mut req = request(&k, "cleanup-cache", "CleanupCache").await;
     let selected = req
         .state
         .selection

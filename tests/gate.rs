@@ -793,6 +793,17 @@ impl Stage for SelectsRestart {
             }))
             .unwrap(),
         );
+        // As the selection stage leaves it: the action proven against the cluster.
+        state.proof = Some(
+            serde_json::from_value(json!({
+                "action_type": "RestartDeployment", "workflow_id": "restart-deployment-v1",
+                "proposer": "offline", "point": "selection", "verdict": "proven",
+                "obligations": [{"id": "restart.pods-run-but-wedged", "statement": "s",
+                    "status": "holds", "evidence": []}],
+                "target": request.target, "checked_at": "2026-01-01T00:00:00Z",
+            }))
+            .unwrap(),
+        );
         Ok(StageOutcome {
             next: Phase::Gating,
             reason: None,

@@ -811,6 +811,9 @@ impl Store for UnreachableStore {
     ) -> Result<kubemedic::domain::DecideOutcome, StoreError> {
         Err(gone())
     }
+    async fn approval_not_executed(&self, _: uuid::Uuid, _: &str) -> Result<(), StoreError> {
+        Err(gone())
+    }
     async fn consume_nonce(&self, _: &str, _: Option<uuid::Uuid>) -> Result<bool, StoreError> {
         Err(gone())
     }

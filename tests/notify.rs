@@ -77,7 +77,9 @@ fn approval() -> ApprovalRequest {
         policy_revision: Some("sha256:0123456789abcdef".into()),
         approvers: vec!["alice@example.com".into(), "bob@example.com".into()],
         slack_approvers: vec![],
+        proof: None,
         decision: None,
+        note: None,
     }
 }
 

@@ -1170,7 +1170,9 @@ fn approval_for(request_id: uuid::Uuid, now: chrono::DateTime<Utc>) -> ApprovalR
         policy_revision: Some("sha256:abc".into()),
         approvers: vec!["alice@example.com".into()],
         slack_approvers: vec![],
+        proof: None,
         decision: None,
+        note: None,
     }
 }
 

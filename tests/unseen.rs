@@ -10,10 +10,10 @@ mod common;
 use serde_json::Value;
 
 /// Incidents the current investigator gets right (see docs/unseen-incidents.md).
-const MIN_RIGHT: usize = 6;
+const MIN_RIGHT: usize = 7;
 /// Incidents where it currently does harm (a forbidden action, a live problem closed, or an
 /// auto-approved action where none is right).
-const MAX_HARMFUL: usize = 2;
+const MAX_HARMFUL: usize = 0;
 
 macro_rules! names {
     ($($test:ident => $name:literal),* $(,)?) => {

@@ -155,7 +155,7 @@ impl Dispatcher {
         let message = a.message(&approval, &n.recipient, n.channel);
         let sent = match n.kind {
             NotificationKind::Offer => notifier.offer(&message).await,
-            NotificationKind::Outcome => notifier
+            NotificationKind::Outcome | NotificationKind::NotExecuted => notifier
                 .outcome(&message, n.external_ref.as_ref())
                 .await
                 .map(|()| None),

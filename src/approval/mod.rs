@@ -38,11 +38,13 @@ use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
 use crate::domain::{
     ApprovalDecision, ApprovalMessage, ApprovalRequest, AuditDraft, Channel, DecideOutcome,
-    Decision, DeliveryStatus, GateDecision, Notification, NotificationKind, Phase,
-    RemediationRequest, SelectedWorkflow, Stage, StageError, StageOutcome,
+    Decision, DeliveryStatus, GateDecision, Notification, NotificationKind, Phase, Proof,
+    ProofPoint, ProofVerdict, Proposer, RemediationRequest, SelectedWorkflow, Stage, StageError,
+    StageOutcome,
 };
 use crate::notify::Notifier;
 use crate::notify::slack::SlackNotifier;
+use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::store::Store;
 use crate::telemetry::Metrics;
 
@@ -147,6 +149,9 @@ pub struct Approvals {
     pub slack: Option<Arc<SlackNotifier>>,
     /// The approval policy, for an alternative an approver picks.
     pub policy: Arc<dyn AlternativeGate>,
+    /// Proves an alternative an approver picks against the cluster, like a selection; `None`
+    /// (no cluster): alternatives are refused.
+    pub prover: Option<Arc<Prover>>,
 }
 
 impl Approvals {
@@ -214,7 +219,9 @@ impl Approvals {
             policy_revision: gate.and_then(|g| g.policy_revision.clone()),
             approvers: self.settings.approvers.clone(),
             slack_approvers: self.settings.slack_approvers.clone(),
+            proof: st.proof.clone(),
             decision: None,
+            note: None,
         })
     }
 
@@ -616,7 +623,7 @@ impl Approvals {
                     Err(why) => Err(Refusal::new(400, "Alternative refused", why)),
                 };
                 match gated {
-                    Ok((_, decision)) => risk = risk.max(decision.top_score().unwrap_or(0)),
+                    Ok((_, decision, _)) => risk = risk.max(decision.top_score().unwrap_or(0)),
                     Err(refusal) => {
                         return Err(self
                             .refuse(Some(approval.request_id), caller, via, refusal)
@@ -718,9 +725,12 @@ impl Approvals {
         &self,
         req: &RemediationRequest,
         chosen: &SelectedWorkflow,
-    ) -> Result<(crate::policy::GateInput, GateDecision), Refusal> {
-        match self.policy.decide(req, chosen).await {
-            Some((input, decision)) if !decision.degraded => Ok((input, decision)),
+    ) -> Result<(crate::policy::GateInput, GateDecision, Proof), Refusal> {
+        let proof = self.prove_alternative(req, chosen).await?;
+        let mut proven = req.clone();
+        proven.state.proof = Some(proof.clone());
+        match self.policy.decide(&proven, chosen).await {
+            Some((input, decision)) if !decision.degraded => Ok((input, decision, proof)),
             Some((_, decision)) => Err(Refusal::new(
                 409,
                 "Alternative refused",
@@ -739,6 +749,83 @@ impl Approvals {
                 ),
             )),
         }
+    }
+
+    /// The alternative's obligations against the cluster, bound to the spec that was
+    /// investigated: an approver's choice is proven like anyone's. Refused when it does not
+    /// hold, or when nothing can prove it (fail closed).
+    async fn prove_alternative(
+        &self,
+        req: &RemediationRequest,
+        chosen: &SelectedWorkflow,
+    ) -> Result<Proof, Refusal> {
+        let Some(prover) = &self.prover else {
+            return Err(Refusal::new(
+                409,
+                "Alternative refused",
+                "no cluster to prove an alternative against: approve the selected workflow, or deny",
+            ));
+        };
+        let target = req
+            .state
+            .analysis
+            .as_ref()
+            .and_then(|a| a.root_owner.clone())
+            .ok_or_else(|| {
+                Refusal::new(
+                    409,
+                    "Alternative refused",
+                    "the request has no verified target",
+                )
+            })?;
+        let bound = req
+            .state
+            .proof
+            .as_ref()
+            .and_then(|p| Binding::of(p, "at investigation"))
+            .or_else(|| {
+                req.state
+                    .analysis
+                    .as_ref()
+                    .and_then(|a| a.spec_hash.clone())
+                    .map(|h| Binding {
+                        spec_hash: h,
+                        drift_hash: None,
+                        when: "at investigation",
+                    })
+            });
+        let claim = Claim {
+            action_type: &chosen.action_type,
+            workflow_id: &chosen.workflow_id,
+            parameters: &chosen.parameters,
+            target: &target,
+            proposer: Proposer::Approver,
+            signal: &req.signal,
+            bound_to: bound,
+        };
+        let proof = match prover.prove(&claim, ProofPoint::Selection).await {
+            Ok(p) => p,
+            Err(ProveError::Unavailable(m)) => {
+                return Err(Refusal::new(
+                    503,
+                    "Try again",
+                    format!("the cluster cannot be read to prove the alternative: {m}"),
+                ));
+            }
+        };
+        if proof.verdict == ProofVerdict::Refuted {
+            return Err(Refusal::new(
+                409,
+                "Alternative refused",
+                format!(
+                    "{} ({}) on {target} is not proven right and safe: {}",
+                    chosen.workflow_id,
+                    chosen.action_type,
+                    proof.refutation()
+                ),
+            ));
+        }
+        Ok(proof)
     }
 
     pub fn alternative(
@@ -772,18 +859,21 @@ impl Approvals {
                 .and_then(|a| a.detected_labels.clone())
                 .unwrap_or_default(),
         };
-        let params = self
-            .catalog
-            .validate_selection(
-                workflow_id,
-                &approval.parameters,
-                Some(&approval.target),
-                &ctx,
-            )
-            .map_err(|e| format!("{}: {}", e.code, e.errors.join("; ")))?;
         let Some(w) = self.catalog.workflow(workflow_id) else {
             return Err(format!("workflow `{workflow_id}` is not in the catalog"));
         };
+        // The selection's parameters that the alternative takes (a rollback's revision means
+        // nothing to a restart).
+        let offered: serde_json::Map<String, serde_json::Value> = approval
+            .parameters
+            .iter()
+            .filter(|(k, _)| w.parameters.properties.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let params = self
+            .catalog
+            .validate_selection(workflow_id, &offered, Some(&approval.target), &ctx)
+            .map_err(|e| format!("{}: {}", e.code, e.errors.join("; ")))?;
         Ok(SelectedWorkflow {
             workflow_id: w.id.clone(),
             action_type: w.action_type.clone(),
@@ -839,7 +929,7 @@ impl ApprovalStage {
                     })?;
                     // Asked again now (the policy may have been reloaded since the decision):
                     // what runs is what the policy last saw, and the trail says so.
-                    let (input, gated) = match self.0.gate_alternative(req, &chosen).await {
+                    let (input, gated, proof) = match self.0.gate_alternative(req, &chosen).await {
                         Ok(g) => g,
                         Err(refusal) => {
                             return Ok(StageOutcome::to(
@@ -869,6 +959,21 @@ impl ApprovalStage {
                             "alternative": alt,
                         })),
                     );
+                    events.push(
+                        AuditDraft::new(
+                            "proof",
+                            "prover",
+                            format!(
+                                "{} on {} (the approver's alternative): {}",
+                                proof.action_type,
+                                proof.target,
+                                proof.verdict.as_str()
+                            ),
+                        )
+                        .with_payload(serde_json::json!({"proof": proof})),
+                    );
+                    // What runs is bound to what was proven for it.
+                    state.proof = Some(proof);
                     // `state.gate` stays the gate's own decision (a human was asked): what the
                     // summary counts as auto-approved or not.
                     if let Some(sel) = state.selection.as_mut() {

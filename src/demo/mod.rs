@@ -65,11 +65,14 @@ pub enum DemoError {
 }
 
 /// Every stage on the simulated cluster, as `serve` builds them on a real one.
+/// The simulated cluster, and the time its state is judged by (its capture).
+type DemoCluster = daemon::ProvingCluster;
+
 fn demo_components(
     settings: &Settings,
     data_dir: &std::path::Path,
     store: std::sync::Arc<dyn crate::store::Store>,
-) -> Result<Components, DemoError> {
+) -> Result<(Components, DemoCluster), DemoError> {
     use std::sync::Arc;
     let system: Arc<dyn crate::clock::Clock> = Arc::new(crate::clock::SystemClock);
     let snapshot = crate::cluster::SnapshotCluster::from_yaml(CLUSTER)
@@ -106,21 +109,23 @@ fn demo_components(
         settings,
         reader.clone(),
         cluster.clone(),
-        clock,
+        clock.clone(),
         Arc::new(daemon::StoreHistory(store.clone())),
         Some(metrics.clone()),
     );
     stages.extend(investigation);
     stages.push(daemon::gate_stage(gate.clone(), &settings.gate));
+    let demo_cluster: DemoCluster = (reader.clone(), cluster.clone(), clock.clone());
     stages.extend(daemon::execution_stages(
         settings,
         reader,
         cluster,
         store,
         system,
+        clock,
         Some(metrics.clone()),
     ));
-    Ok(Components {
+    let components = Components {
         stages,
         dashboard: daemon::DashboardParts::load(settings, Some(gate.clone())),
         dependencies: vec![
@@ -129,7 +134,8 @@ fn demo_components(
         ],
         metrics: Some(metrics),
         approvals: None,
-    })
+    };
+    Ok((components, demo_cluster))
 }
 
 /// How long the demo lets a remediated target settle before verifying it (a real deployment
@@ -248,7 +254,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     let store = daemon::open_store(&settings, clock.clone()).await?;
     let shutdown = CancellationToken::new();
     daemon::cancel_on_signals(shutdown.clone());
-    let mut components = demo_components(&settings, &data_dir, store.clone())?;
+    let (mut components, demo_cluster) = demo_components(&settings, &data_dir, store.clone())?;
     let policy = match components.dashboard.policy.clone() {
         Some(p) => p,
         None => std::sync::Arc::new(crate::policy::RegoGate::builtin(
@@ -262,6 +268,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         clock.clone(),
         components.metrics.clone(),
         policy,
+        Some(demo_cluster),
     )
     .await
     {

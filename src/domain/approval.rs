@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::{AlternativeWorkflow, Target};
+use super::{AlternativeWorkflow, Proof, Target};
 
 /// What a human is asked to approve, as the approval request shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,8 +52,17 @@ pub struct ApprovalRequest {
     pub approvers: Vec<String>,
     #[serde(default)]
     pub slack_approvers: Vec<String>,
+    /// What was checked against the cluster before asking (the obligations with their
+    /// evidence), the change the API server's dry run described, and the spec the approval is
+    /// bound to: executed only while the target is still that spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<ApprovalDecision>,
+    /// What happened after the decision that the approvers are told, e.g. why an approved
+    /// change was not executed (the target changed since it was approved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -222,6 +231,10 @@ pub struct Notification {
 pub enum NotificationKind {
     Offer,
     Outcome,
+    /// After an approval: the change was not executed (the target changed, its obligations
+    /// no longer hold); sent to every recipient the offer reached.
+    #[serde(rename = "not_executed")]
+    NotExecuted,
 }
 
 impl NotificationKind {
@@ -229,12 +242,14 @@ impl NotificationKind {
         match self {
             NotificationKind::Offer => "offer",
             NotificationKind::Outcome => "outcome",
+            NotificationKind::NotExecuted => "not_executed",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "offer" => Some(NotificationKind::Offer),
             "outcome" => Some(NotificationKind::Outcome),
+            "not_executed" => Some(NotificationKind::NotExecuted),
             _ => None,
         }
     }

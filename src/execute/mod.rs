@@ -46,9 +46,10 @@ use crate::cluster::writes::{self, JobResult};
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery};
 use crate::domain::{
     AuditDraft, EngineKind, Execution, ExecutionOutcome, ExecutionStep, HistoryRecord,
-    OPT_OUT_ANNOTATION, Phase, RemediationRequest, Stage, StageError, StageOutcome, StepStatus,
-    Target, Waiting,
+    OPT_OUT_ANNOTATION, Phase, Proof, ProofPoint, ProofVerdict, RemediationRequest,
+    SelectedWorkflow, Stage, StageError, StageOutcome, StepStatus, Target, Waiting,
 };
+use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::redact::sanitize_text;
 use crate::store::{IntentStatus, Store};
 use crate::telemetry::Metrics;
@@ -85,6 +86,8 @@ pub struct ExecutionStage {
     writer: Arc<dyn ClusterWriter>,
     store: Arc<dyn Store>,
     catalog: Arc<Catalog>,
+    /// Checks the action's obligations and the approved spec right before the first write.
+    prover: Arc<Prover>,
     clock: Arc<dyn Clock>,
     settings: ExecuteSettings,
     metrics: Option<Arc<Metrics>>,
@@ -105,15 +108,29 @@ impl ExecutionStage {
         clock: Arc<dyn Clock>,
         settings: ExecuteSettings,
     ) -> Self {
+        let prover = Arc::new(Prover::new(
+            reader.clone(),
+            None,
+            catalog.clone(),
+            clock.clone(),
+        ));
         Self {
             reader,
             writer,
             store,
             catalog,
+            prover,
             clock,
             settings,
             metrics: None,
         }
+    }
+
+    /// Prove with this prover before the first write (the demo's reads the cluster as of its
+    /// capture).
+    pub fn with_prover(mut self, prover: Arc<Prover>) -> Self {
+        self.prover = prover;
+        self
     }
 
     /// Count executions and guardrail blocks in `metrics`.
@@ -502,6 +519,95 @@ impl ExecutionStage {
         Ok(None)
     }
 
+    /// Right before the first write: the action's obligations checked again, and the target
+    /// still the spec that was proven (and approved). `Err(outcome)` ends the request with
+    /// nothing written, and tells the approvers.
+    async fn prove_before_write(
+        &self,
+        request: &RemediationRequest,
+        selected: &SelectedWorkflow,
+        target: &Target,
+    ) -> Result<Result<Proof, StageOutcome>, StageError> {
+        let at_selection = request
+            .state
+            .proof
+            .as_ref()
+            .filter(|p| p.workflow_id == selected.workflow_id);
+        let binding = at_selection.and_then(|p| Binding::of(p, "when it was proven and approved"));
+        let (Some(at_selection), Some(binding)) = (at_selection, binding) else {
+            let reason = format!(
+                "not_proven: {} on {target} was not proven against the cluster before it was approved; nothing was written",
+                selected.workflow_id
+            );
+            return Ok(Err(self.not_executed(request, None, reason).await));
+        };
+        let claim = Claim {
+            action_type: &selected.action_type,
+            workflow_id: &selected.workflow_id,
+            parameters: &selected.parameters,
+            target,
+            proposer: at_selection.proposer,
+            signal: &request.signal,
+            bound_to: Some(binding),
+        };
+        let proof = match self.prover.prove(&claim, ProofPoint::BeforeWrite).await {
+            Ok(p) => p,
+            Err(ProveError::Unavailable(message)) => {
+                return Err(StageError::Unavailable {
+                    dependency: "cluster".into(),
+                    message,
+                });
+            }
+        };
+        if proof.verdict != ProofVerdict::Refuted {
+            return Ok(Ok(proof));
+        }
+        let changed = proof.failed().find(|o| o.id == "binding.target-unchanged");
+        let reason = match changed {
+            Some(o) => format!(
+                "target_changed: {target} changed after it was approved ({}); nothing was written — investigate again if the alert still fires",
+                o.evidence.join("; ")
+            ),
+            None => format!(
+                "proof_failed_before_write: {} on {target} no longer holds — {}; nothing was written",
+                selected.workflow_id,
+                proof.refutation()
+            ),
+        };
+        Ok(Err(self.not_executed(request, Some(proof), reason).await))
+    }
+
+    /// End the request without writing anything, the approvers told why.
+    async fn not_executed(
+        &self,
+        request: &RemediationRequest,
+        proof: Option<Proof>,
+        reason: String,
+    ) -> StageOutcome {
+        warn!(%reason, "not executed");
+        if let Err(e) = self
+            .store
+            .approval_not_executed(request.id, &format!("Not executed: {reason}"))
+            .await
+        {
+            warn!(error = %e, "could not tell the approvers why the change was not executed");
+        }
+        let mut events = Vec::new();
+        if let Some(p) = &proof {
+            events.push(
+                AuditDraft::new(
+                    "proof",
+                    "prover",
+                    format!("before the first write: {}", p.verdict.as_str()),
+                )
+                .with_payload(json!({"proof": p})),
+            );
+        }
+        let mut state = request.state.clone();
+        state.proof_before_write = proof;
+        StageOutcome::to(Phase::ManualReviewRequired, Some(reason), state, events)
+    }
+
     fn blocked(&self, request: &RemediationRequest, block: &Block) -> StageOutcome {
         info!(guardrail = block.kind.as_str(), reason = %block.message, "execution blocked");
         if let Some(m) = &self.metrics {
@@ -726,6 +832,16 @@ impl Stage for ExecutionStage {
             return Ok(self.blocked(request, &block));
         }
 
+        // Right before the first write (not again when resuming after a crash: our own
+        // writes may have moved the spec since).
+        let mut proven = None;
+        if !resumed {
+            match self.prove_before_write(request, selected, &target).await? {
+                Ok(p) => proven = Some(p),
+                Err(outcome) => return Ok(outcome),
+            }
+        }
+
         // Intent 0: the spec before the first write, captured once.
         let pre = self.current_hash(&target).await?;
         let (intent, _) = self
@@ -837,6 +953,18 @@ impl Stage for ExecutionStage {
             ),
         );
         let mut state = state.clone();
+        if let Some(p) = proven {
+            events.insert(
+                0,
+                AuditDraft::new(
+                    "proof",
+                    "prover",
+                    format!("before the first write: {}", p.verdict.as_str()),
+                )
+                .with_payload(json!({"proof": p})),
+            );
+            state.proof_before_write = Some(p);
+        }
         let (next, reason) = if execution.outcome == ExecutionOutcome::Failed {
             self.remember_failure(request, &execution).await;
             (Phase::Failed, Some(execution.message.clone()))

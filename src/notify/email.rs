@@ -462,6 +462,22 @@ pub(crate) fn offer_text(m: &ApprovalMessage, now: DateTime<Utc>) -> String {
         "Parameters",
         list_or_none(&render::parameters(&a.parameters)),
     );
+    section(
+        &mut s,
+        "What would change (the API server's dry run)",
+        render::change(a),
+    );
+    section(
+        &mut s,
+        "What was checked against the cluster",
+        render::checked(a),
+    );
+    if let Some(h) = render::bound_to(a) {
+        let _ = writeln!(
+            s,
+            "  Bound to spec {h}: if the target changes before it runs, nothing is written."
+        );
+    }
     let _ = writeln!(s, "\nWhy this workflow\n  {}", a.rationale);
     section(
         &mut s,
@@ -558,6 +574,23 @@ pub(crate) fn offer_html(m: &ApprovalMessage, now: DateTime<Utc>) -> String {
         "<h3>Parameters</h3>{}",
         html_list(&render::parameters(&a.parameters))
     );
+    let _ = write!(
+        s,
+        "<h3>What would change (the API server's dry run)</h3>{}",
+        html_list(&render::change(a))
+    );
+    let _ = write!(
+        s,
+        "<h3>What was checked against the cluster</h3>{}",
+        html_list(&render::checked(a))
+    );
+    if let Some(h) = render::bound_to(a) {
+        let _ = write!(
+            s,
+            "<p>Bound to spec <code>{}</code>: if the target changes before it runs, nothing is written.</p>",
+            escape_html(&h)
+        );
+    }
     let _ = write!(
         s,
         "<h3>Why this workflow</h3><p>{}</p>",

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::domain::{ApprovalRequest, Decision};
+use crate::domain::{ApprovalRequest, Decision, ObligationStatus};
 
 /// `Approve RollbackDeployment on prod/Deployment/checkout?`
 pub fn question(a: &ApprovalRequest) -> String {
@@ -118,7 +118,54 @@ pub fn outcome(a: &ApprovalRequest) -> String {
     if let Some(m) = d.message.as_deref().filter(|m| !m.trim().is_empty()) {
         s.push_str(&format!(" Message: {m}"));
     }
+    if let Some(n) = a.note.as_deref().filter(|n| !n.trim().is_empty()) {
+        s.push_str(&format!(" {n}"));
+    }
     s
+}
+
+/// The change the API server's dry run says the action makes, a line per change
+/// (`Deployment shop/checkout: image of container checkout shop/checkout:1.4.2 → …`).
+pub fn change(a: &ApprovalRequest) -> Vec<String> {
+    match a.proof.as_ref().and_then(|p| p.change.as_ref()) {
+        Some(c) => c.lines(),
+        None => vec!["no dry run was recorded".into()],
+    }
+}
+
+/// What was checked against the cluster before asking: one line per obligation, its status
+/// and the first piece of its evidence.
+pub fn checked(a: &ApprovalRequest) -> Vec<String> {
+    let Some(p) = &a.proof else {
+        return vec!["nothing was checked against the cluster".into()];
+    };
+    let mut out: Vec<String> = p
+        .obligations
+        .iter()
+        .map(|o| {
+            let mark = match o.status {
+                ObligationStatus::Holds => "holds",
+                ObligationStatus::Fails => "FAILS",
+                ObligationStatus::Unknown => "UNKNOWN",
+            };
+            match o.evidence.first() {
+                Some(e) => format!("[{mark}] {} — {e}", o.statement),
+                None => format!("[{mark}] {}", o.statement),
+            }
+        })
+        .collect();
+    if out.is_empty() {
+        out.push(format!(
+            "{}: kubemedic knows no obligations for this action type (unverified)",
+            p.action_type
+        ));
+    }
+    out
+}
+
+/// The spec the approval is bound to (`sha256:3f2a…`), when known.
+pub fn bound_to(a: &ApprovalRequest) -> Option<String> {
+    a.proof.as_ref()?.spec_hash.clone()
 }
 
 /// `Approved`, `Denied`, `Expired`, `Closed`: the outcome in a word.

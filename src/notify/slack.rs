@@ -681,6 +681,8 @@ fn detail_blocks(a: &ApprovalRequest, expires: String) -> Vec<Value> {
         section("Summary", &a.summary),
         section("Evidence", &bullets(&a.evidence)),
         section("Parameters", &bullets(&render::parameters(&a.parameters))),
+        section("What would change (dry run)", &bullets(&render::change(a))),
+        section("What was checked", &bullets(&render::checked(a))),
         section("Why this workflow", &a.rationale),
         section("Alternatives", &bullets(&render::alternatives(a))),
         section("Approval is required because", &required),
@@ -1201,7 +1203,9 @@ mod tests {
             policy_revision: None,
             approvers: vec![],
             slack_approvers: vec![],
+            proof: None,
             decision: None,
+            note: None,
         };
         ApprovalMessage {
             approval,

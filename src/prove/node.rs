@@ -42,7 +42,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
     let on_node = scene.pods_on(&name).await?;
     let all = scene.list("Pod", None, &Default::default()).await?;
-    let all: Vec<PodView> = all.iter().map(PodView::parse).collect();
+    let all: Vec<PodView> = all.iter().map(|p| PodView::at(p, scene.now)).collect();
 
     // 1. The node is the common factor: it is unhealthy, or its pods fail where the same
     // workloads' pods elsewhere are healthy.
@@ -324,7 +324,7 @@ pub(super) async fn remove_taint(
         .await?;
     let waiting: Vec<PodView> = pods
         .iter()
-        .map(PodView::parse)
+        .map(|p| PodView::at(p, scene.now))
         .filter(|p| p.unschedulable.is_some() && p.node.is_none())
         .collect();
     let mut fits = Vec::new();

@@ -123,8 +123,213 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
     })
 }
 
+/// PromQL words that are not metric names (operators, modifiers, aggregations, which may be
+/// followed by a grouping clause instead of their parenthesis).
+const PROMQL_WORDS: &[&str] = &[
+    "and",
+    "or",
+    "unless",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "offset",
+    "inf",
+    "nan",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "group",
+    "stddev",
+    "stdvar",
+    "count",
+    "count_values",
+    "bottomk",
+    "topk",
+    "quantile",
+    "limitk",
+    "limit_ratio",
+];
+
+/// The metric names a PromQL expression reads: identifiers outside label matchers, strings,
+/// ranges and grouping clauses that are not followed by `(` (functions, aggregations).
+pub(super) fn metrics_of(expr: &str) -> Vec<String> {
+    // Blank out what holds no metric names: "strings", {matchers}, [ranges].
+    let mut text = String::with_capacity(expr.len());
+    let mut depth_brace = 0;
+    let mut depth_bracket = 0;
+    let mut quote: Option<char> = None;
+    for c in expr.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => {
+                quote = None;
+                text.push(' ');
+            }
+            (Some(_), _) => text.push(' '),
+            (None, '"' | '\'' | '`') => {
+                quote = Some(c);
+                text.push(' ');
+            }
+            (None, '{') => {
+                depth_brace += 1;
+                text.push(' ');
+            }
+            (None, '}') => {
+                depth_brace -= 1;
+                text.push(' ');
+            }
+            (None, '[') => {
+                depth_bracket += 1;
+                text.push(' ');
+            }
+            (None, ']') => {
+                depth_bracket -= 1;
+                text.push(' ');
+            }
+            (None, _) if depth_brace > 0 || depth_bracket > 0 => text.push(' '),
+            (None, c) => text.push(c),
+        }
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut skip_group = false;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_ascii_alphabetic() || c == '_' || c == ':' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':')
+            {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let mut j = i;
+            while j < chars.len() && chars[j].is_whitespace() {
+                j += 1;
+            }
+            let call = chars.get(j) == Some(&'(');
+            let lower = word.to_ascii_lowercase();
+            if matches!(
+                lower.as_str(),
+                "by" | "without" | "on" | "ignoring" | "group_left" | "group_right"
+            ) {
+                // Its parenthesised label list follows.
+                skip_group = call;
+                continue;
+            }
+            if skip_group || call || PROMQL_WORDS.contains(&lower.as_str()) {
+                continue;
+            }
+            if !out.contains(&word) {
+                out.push(word);
+            }
+            continue;
+        }
+        if c == ')' {
+            skip_group = false;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Alert names whose condition is an object's state (kube-prometheus-stack's kubernetes-apps
+/// and node readiness rules, and the usual custom spellings of the same).
+fn about_object_state(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "CrashLoop",
+        "NotReady",
+        "PodNotReady",
+        "OOMKilled",
+        "ImagePull",
+        "ContainerWaiting",
+        "Pending",
+        "Unschedulable",
+        "Restart",
+        "ReplicasMismatch",
+        "GenerationMismatch",
+        "RolloutStuck",
+        "Unavailable",
+        "NotScheduled",
+        "MisScheduled",
+        "JobFailed",
+        "JobNotCompleted",
+        "HpaMaxedOut",
+        "HpaReplicasMismatch",
+        "NodeUnreachable",
+        "CurrentReplicas",
+        "UpdateNotRolledOut",
+        "PodDisruptionBudget",
+        "NodePressure",
+        "NodeReadinessFlapping",
+    ];
+    WORDS.iter().any(|w| name.contains(w))
+}
+
+/// Whether the alert's condition is something the cluster's objects show, so that their state
+/// can prove it gone: its expression reads only kube-state-metrics' object series (`kube_…`),
+/// or — without an expression — its name is about an object's state.
+fn condition_observable(signal: &crate::domain::SignalContext) -> (bool, String) {
+    let expr = signal
+        .generator_url
+        .as_deref()
+        .and_then(crate::monitoring::prometheus::expression);
+    match expr {
+        Some(e) => {
+            let metrics = metrics_of(&e);
+            let foreign: Vec<&String> =
+                metrics.iter().filter(|m| !m.starts_with("kube_")).collect();
+            if metrics.is_empty() {
+                (false, format!("its expression `{e}` names no series"))
+            } else if foreign.is_empty() {
+                (
+                    true,
+                    format!(
+                        "its expression reads object state only ({})",
+                        metrics.join(", ")
+                    ),
+                )
+            } else {
+                (
+                    false,
+                    format!(
+                        "its expression reads {} — measurements the cluster's objects do not show: only Prometheus can say the condition is gone",
+                        foreign
+                            .iter()
+                            .map(|m| m.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            }
+        }
+        None if about_object_state(&signal.name) => {
+            (true, format!("{} is about an object's state", signal.name))
+        }
+        None => (
+            false,
+            format!(
+                "{} carries no expression and is not about an object's state: the cluster cannot show its condition gone",
+                signal.name
+            ),
+        ),
+    }
+}
+
 pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
+    let (observable, how) = condition_observable(&scene.signal);
+    out.push(check(
+        "resolved.condition-observable",
+        "The alert's condition is something the cluster's objects show, so their state can prove it gone",
+        observable,
+        vec![how],
+    ));
     let o = scene.target_obj().await?;
     match desired_state(&o) {
         Some((ok, how)) => out.push(check(
@@ -208,4 +413,31 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         },
     ));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_names_are_read_from_promql_without_labels_functions_or_groupings() {
+        assert_eq!(
+            metrics_of(
+                "max_over_time(kube_pod_container_status_waiting_reason{reason=\"CrashLoopBackOff\", job=\"kube-state-metrics\"}[5m]) >= 1"
+            ),
+            vec!["kube_pod_container_status_waiting_reason"]
+        );
+        assert_eq!(
+            metrics_of(
+                "redis_memory_used_bytes / redis_memory_max_bytes * 100 > 90 and on (instance) redis_memory_max_bytes > 0"
+            ),
+            vec!["redis_memory_used_bytes", "redis_memory_max_bytes"]
+        );
+        assert_eq!(
+            metrics_of(
+                "sum by (namespace, pod) (kube_pod_status_phase{phase=~\"Pending|Unknown\"} * on (namespace, pod) group_left(owner_kind) topk by (namespace, pod) (1, max by (namespace, pod, owner_kind) (kube_pod_owner{owner_kind!=\"Job\"}))) > 0"
+            ),
+            vec!["kube_pod_status_phase", "kube_pod_owner"]
+        );
+    }
 }

@@ -84,6 +84,9 @@ pub(super) struct PodView {
     pub revision_hash: Option<String>,
     pub controller: Option<(String, String)>,
     pub unschedulable: Option<String>,
+    /// Still creating its containers (ContainerCreating, PodInitializing) this long after it
+    /// was placed: something (a volume, a sandbox) keeps it from starting.
+    pub stuck_creating: Option<Duration>,
     pub containers: Vec<ContainerView>,
     pub labels: Value,
     pub raw: Value,
@@ -100,7 +103,29 @@ pub(super) const FAILING_WAITS: &[&str] = &[
     "RunContainerError",
 ];
 
+/// How long a pod may take to get its containers created before it counts as stuck.
+const CREATING_ALLOWANCE: i64 = 120;
+
 impl PodView {
+    /// The pod as of `now`.
+    pub fn at(p: &Value, now: DateTime<Utc>) -> Self {
+        let mut v = Self::parse(p);
+        let placed = time(p, &["status", "startTime"]).or(v.created);
+        let creating = v.containers.iter().any(|c| {
+            matches!(
+                c.waiting.as_deref(),
+                Some("ContainerCreating" | "PodInitializing")
+            )
+        });
+        if creating
+            && let Some(t) = placed
+            && now - t > Duration::seconds(CREATING_ALLOWANCE)
+        {
+            v.stuck_creating = Some(now - t);
+        }
+        v
+    }
+
     pub fn parse(p: &Value) -> Self {
         let mut containers = Vec::new();
         for key in ["initContainerStatuses", "containerStatuses"] {
@@ -169,6 +194,7 @@ impl PodView {
             revision_hash: obj::label(p, "controller-revision-hash").map(str::to_owned),
             controller,
             unschedulable,
+            stuck_creating: None,
             containers,
             labels: at(p, &["metadata", "labels"])
                 .cloned()
@@ -197,6 +223,9 @@ impl PodView {
                     c.name, c.restarts
                 ));
             }
+        }
+        if let Some(d) = self.stuck_creating {
+            return Some(format!("stuck creating its containers for {}", ago(d)));
         }
         if self.phase == "Failed" {
             return Some("phase Failed".into());
@@ -415,13 +444,13 @@ impl Scene {
                 &ListQuery::labels(sel.to_query()),
             )
             .await?;
-        Ok(pods.iter().map(PodView::parse).collect())
+        Ok(pods.iter().map(|p| PodView::at(p, self.now)).collect())
     }
 
     /// The target's pods (a workload's, a Pod itself, a Node's).
     pub async fn target_pods(&self) -> Read<Vec<PodView>> {
         match self.target.kind.as_str() {
-            "Pod" => Ok(vec![PodView::parse(&self.target_obj().await?)]),
+            "Pod" => Ok(vec![PodView::at(&self.target_obj().await?, self.now)]),
             "Node" => self.pods_on(&self.target.name).await,
             _ => self.pods_of(&self.target_obj().await?).await,
         }
@@ -435,7 +464,7 @@ impl Scene {
                 &ListQuery::fields(format!("spec.nodeName={node}")),
             )
             .await?;
-        Ok(pods.iter().map(PodView::parse).collect())
+        Ok(pods.iter().map(|p| PodView::at(p, self.now)).collect())
     }
 
     /// Events of a namespace (the target's unless named).

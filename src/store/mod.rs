@@ -550,6 +550,10 @@ pub trait Store: Send + Sync {
     /// message for every offer delivered; a later decision is refused and audited too.
     async fn decide_approval(&self, id: Uuid, decision: &ApprovalDecision)
     -> Result<DecideOutcome>;
+    /// An approved request was not executed: keep `note` (why) on its approval and queue a
+    /// `not_executed` message to every recipient its offer reached, audited, in one
+    /// transaction. A request without an approval (auto-approved) changes nothing here.
+    async fn approval_not_executed(&self, request_id: Uuid, note: &str) -> Result<()>;
     /// Use a single-use token. `false`: it was used before.
     async fn consume_nonce(&self, nonce: &str, approval_id: Option<Uuid>) -> Result<bool>;
     /// Hand the audit trail over to this store's signing key: when the database's key

@@ -1755,6 +1755,78 @@ macro_rules! sql_store {
                 Ok(DecideOutcome::Decided(current))
             }
 
+            async fn approval_not_executed(
+                &self,
+                request: uuid::Uuid,
+                note: &str,
+            ) -> Result<()> {
+                use $crate::domain::{DeliveryStatus, NotificationKind};
+                let now = self.clock.now();
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.begin_audited().await?;
+                let Some(row) = sqlx::query(concat!(
+                    "SELECT ",
+                    approval_columns!(),
+                    " FROM approvals WHERE request_id = $1"
+                ))
+                .bind(id(request))
+                .fetch_optional(&mut *tx)
+                .await?
+                else {
+                    tx.rollback().await?;
+                    return Ok(());
+                };
+                let mut current = approval_from_row(&row)?;
+                if current.note.as_deref() == Some(note) {
+                    tx.rollback().await?;
+                    return Ok(());
+                }
+                current.note = Some(note.to_owned());
+                sqlx::query("UPDATE approvals SET record = $1 WHERE id = $2")
+                    .bind($crate::store::storable_json(&current)?)
+                    .bind(id(current.id))
+                    .execute(&mut *tx)
+                    .await?;
+                let offers = sqlx::query(concat!(
+                    "SELECT ",
+                    notification_columns!(),
+                    " FROM notifications \
+                     WHERE approval_id = $1 AND kind = 'offer'"
+                ))
+                .bind(id(current.id))
+                .fetch_all(&mut *tx)
+                .await?;
+                let mut told = 0;
+                for offer in offers.iter().map(notification_from_row) {
+                    let offer = offer?;
+                    if offer.status != DeliveryStatus::Delivered {
+                        continue;
+                    }
+                    let message = $crate::domain::Notification {
+                        id: uuid::Uuid::new_v4(),
+                        kind: NotificationKind::NotExecuted,
+                        status: DeliveryStatus::Pending,
+                        attempts: 0,
+                        next_attempt_at: Some(now),
+                        last_error: None,
+                        created_at: now,
+                        updated_at: now,
+                        ..offer.clone()
+                    };
+                    insert_notification(&mut tx, &message).await?;
+                    told += 1;
+                }
+                let draft = AuditDraft::new(
+                    "approval_not_executed",
+                    "executor",
+                    format!("{note} ({told} approver message(s) queued)"),
+                )
+                .with_payload(serde_json::json!({"approval_id": current.id, "note": note}));
+                insert_audit(&mut tx, &self.audit_key, Some(request), None, now, &draft).await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
             async fn consume_nonce(
                 &self,
                 nonce: &str,

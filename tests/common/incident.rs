@@ -29,9 +29,17 @@ pub async fn production_incident(
         json!({"metadata": {"labels": {"kubemedic.io/environment": "production"}}}),
     )
     .await;
+    (serving(k, tweak).await, staged.alert)
+}
+
+/// The daemon on `k`'s cluster with the shipped policy, approvers and `tweak`.
+pub async fn serving(
+    k: &Kube,
+    tweak: impl FnOnce(&mut kubemedic::config::DaemonArgs),
+) -> super::TestDaemon {
     let kubeconfig = k.kubeconfig.clone();
     let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-    let d = super::TestDaemon::serving(|a| {
+    super::TestDaemon::serving(|a| {
         a.cluster.kubeconfig = Some(kubeconfig);
         a.gate.policy_dir = Some(policies);
         a.execute.verification_window_seconds = Some(3);
@@ -40,8 +48,59 @@ pub async fn production_incident(
         a.approvals.link_signing_key = Some(Secret::new(KEY));
         tweak(a);
     })
+    .await
+}
+
+/// A wedged pod in production: Deployment `checkout` runs three replicas of one revision, one of
+/// them has been running but not ready for ten minutes (its readiness probe fails), the other
+/// two serve. Deleting that pod and a rolling restart both have obligations that hold here.
+/// Returns the wedged pod's name and the KubePodNotReady alert about it.
+pub async fn wedged_pod(k: &Kube) -> (String, Value) {
+    let node = format!("{}-worker-1", k.ns);
+    k.node(&node, 1, json!([])).await;
+    k.patch(
+        "v1",
+        "Namespace",
+        &k.ns,
+        json!({"metadata": {"labels": {"kubemedic.io/environment": "production"}}}),
+    )
     .await;
-    (d, staged.alert)
+    k.apply(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "checkout", "labels": {"app": "checkout"}},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "checkout"}},
+            "template": {"metadata": {"labels": {"app": "checkout"}},
+                "spec": {"containers": [{"name": "checkout", "image": "shop/checkout:1.4.1",
+                    "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}}}]}}}
+    }))
+    .await;
+    let pods = k.pods("app=checkout", 3).await;
+    super::scenarios::run_unscheduled(k, "app=checkout", &node).await;
+    let wedged = pods[0]["metadata"]["name"].as_str().unwrap().to_owned();
+    let since = (Utc::now() - chrono::Duration::minutes(10)).to_rfc3339();
+    let mut status = super::kube::status::not_ready("checkout", "shop/checkout:1.4.1");
+    status["conditions"][0]["lastTransitionTime"] = json!(since);
+    let pod = k.patch_status("v1", "Pod", &wedged, status).await;
+    k.event(
+        &pod,
+        "Warning",
+        "Unhealthy",
+        "Readiness probe failed: HTTP probe failed with statuscode: 503",
+        60,
+        600,
+    )
+    .await;
+    let alert = super::scenarios::alert(
+        "KubePodNotReady",
+        "warning",
+        &[("namespace", &k.ns), ("pod", &wedged)],
+        &[(
+            "summary",
+            "Pod has been in a non-ready state for more than 15 minutes.",
+        )],
+        "",
+    );
+    (wedged, alert)
 }
 
 /// Send the alert; wait until its request awaits approval. Returns (request, approval).
