@@ -25,10 +25,18 @@ use kubemedic::store::Store;
 use kubemedic::verify::{VerificationStage, VerifySettings};
 use serde_json::{Value, json};
 
-/// A running two-replica Deployment `web` in the test namespace, on a node the test plays;
-/// one of its pods runs but is wedged (not ready), so a rolling restart is the right action and
-/// its obligations hold.
+/// A running two-replica Deployment `web` in the test namespace, on a node the test plays.
 async fn web(k: &Kube) -> String {
+    web_as(k, false).await
+}
+
+/// `web` with one of its pods running but wedged (not ready): a rolling restart is the right
+/// action and its obligations hold.
+async fn wedged_web(k: &Kube) -> String {
+    web_as(k, true).await
+}
+
+async fn web_as(k: &Kube, wedge: bool) -> String {
     let node = format!("{}-node", k.ns);
     k.node(&node, 1, json!([])).await;
     k.apply(json!({
@@ -41,6 +49,9 @@ async fn web(k: &Kube) -> String {
     .await;
     let pods = k.pods("app=web", 2).await;
     common::scenarios::run_unscheduled(k, "app=web", &node).await;
+    if !wedge {
+        return node;
+    }
     let wedged = pods[0]["metadata"]["name"].as_str().unwrap().to_owned();
     let mut status = common::kube::status::running("web", "shop/web:1");
     status["conditions"][0]["status"] = json!("False");
@@ -172,7 +183,7 @@ async fn a_dry_run_records_what_would_run_and_changes_nothing() {
     let Some(k) = Kube::new("dry").await else {
         return;
     };
-    web(&k).await;
+    wedged_web(&k).await;
     let before = k.get("apps/v1", "Deployment", "web").await;
     let e = env().await;
     let req = request(&k, "restart-rolling", "RestartDeployment").await;
@@ -234,7 +245,7 @@ async fn a_write_that_reached_the_cluster_before_a_crash_is_not_repeated() {
     let Some(k) = Kube::new("crash").await else {
         return;
     };
-    let node = web(&k).await;
+    let node = wedged_web(&k).await;
     let e = env().await;
     let req = request(&k, "restart-rolling", "RestartDeployment").await;
     let cluster = k.cluster().await;
@@ -313,7 +324,7 @@ async fn a_second_request_on_the_same_root_owner_is_resource_busy() {
     let Some(k) = Kube::new("busy").await else {
         return;
     };
-    web(&k).await;
+    wedged_web(&k).await;
     let e = env().await;
     let first = request(&k, "restart-rolling", "RestartDeployment").await;
     let second = request(&k, "restart-rolling", "RestartDeployment").await;
@@ -343,7 +354,7 @@ async fn three_ineffective_remediations_block_the_fourth_and_an_opt_out_blocks_a
     let Some(k) = Kube::new("chain").await else {
         return;
     };
-    web(&k).await;
+    wedged_web(&k).await;
     let e = env().await;
     let target = Target::new("Deployment", "web", Some(k.ns.clone()));
     for minutes in [90, 60, 30] {
@@ -584,7 +595,7 @@ async fn over_the_concurrency_cap_a_request_waits_with_one_audit_event() {
     let Some(k) = Kube::new("cap").await else {
         return;
     };
-    web(&k).await;
+    wedged_web(&k).await;
     let e = env().await;
     let other = Target::new("Deployment", "elsewhere", Some(k.ns.clone()));
     e.store
@@ -631,7 +642,7 @@ async fn a_job_workflow_runs_one_job_and_keeps_its_sanitised_log() {
     let Some(k) = Kube::new("job").await else {
         return;
     };
-    web(&k).await;
+    wedged_web(&k).await;
     let logs: common::kube::LogStore = Default::default();
     let port = common::kube::fake_kubelet(logs.clone()).await;
     let node = format!("{}-jobs", k.ns);
