@@ -10,11 +10,11 @@
 //! [`email::EmailNotifier`] speaks SMTP (lettre, rustls with ring); [`slack::SlackNotifier`]
 //! speaks the Slack Web API or an incoming webhook (reqwest), and [`slack`] also holds the pure
 //! functions the interaction endpoint needs (signature check, payload parsing). Both render the
-//! same facts (`render`), and treat every value of the approval as untrusted text: alert text
+//! same facts (`render`, which the dashboard's approval card uses too), and treat every value of the approval as untrusted text: alert text
 //! and model output are escaped for the medium (HTML, Slack mrkdwn) and never interpreted.
 
 pub mod email;
-mod render;
+pub mod render;
 pub mod slack;
 
 use async_trait::async_trait;

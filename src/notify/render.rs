@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::domain::{ApprovalRequest, Decision, ObligationStatus};
+use crate::domain::{ApprovalRequest, Decision, ObligationStatus, Proof, ProofVerdict};
 
 /// `Approve RollbackDeployment on prod/Deployment/checkout?`
 pub fn question(a: &ApprovalRequest) -> String {
@@ -127,40 +127,101 @@ pub fn outcome(a: &ApprovalRequest) -> String {
 /// The change the API server's dry run says the action makes, a line per change
 /// (`Deployment shop/checkout: image of container checkout shop/checkout:1.4.2 → …`).
 pub fn change(a: &ApprovalRequest) -> Vec<String> {
-    match a.proof.as_ref().and_then(|p| p.change.as_ref()) {
-        Some(c) => c.lines(),
-        None => vec!["no dry run was recorded".into()],
+    change_of(a.proof.as_ref())
+}
+
+/// [`change`] of a proof: every changed object's changes, then what would happen where no dry
+/// run was possible, then a step the API server refused.
+pub fn change_of(proof: Option<&Proof>) -> Vec<String> {
+    let Some(p) = proof else {
+        return vec!["no dry run was recorded".into()];
+    };
+    let Some(c) = &p.change else {
+        return vec!["no dry run was made for this proposal".into()];
+    };
+    let mut out: Vec<String> = c
+        .objects
+        .iter()
+        .flat_map(|o| {
+            o.changes
+                .iter()
+                .map(move |ch| format!("{}: {ch}", o.object))
+        })
+        .collect();
+    if let Some(n) = c.note.as_deref().filter(|n| !n.trim().is_empty()) {
+        out.push(n.to_owned());
+    }
+    if let Some(r) = &c.refused {
+        out.push(format!("the API server refused the dry run: {r}"));
+    }
+    if out.is_empty() {
+        out.push("the dry run changes nothing".into());
+    }
+    out
+}
+
+/// An obligation's status as a word that stands out where it matters: `holds`, `FAILS`,
+/// `UNKNOWN` (not checked: counts as failing).
+pub fn mark(status: ObligationStatus) -> &'static str {
+    match status {
+        ObligationStatus::Holds => "holds",
+        ObligationStatus::Fails => "FAILS",
+        ObligationStatus::Unknown => "UNKNOWN",
     }
 }
 
 /// What was checked against the cluster before asking: one line per obligation, its status
 /// and the first piece of its evidence.
 pub fn checked(a: &ApprovalRequest) -> Vec<String> {
-    let Some(p) = &a.proof else {
+    checked_of(a.proof.as_ref())
+}
+
+/// [`checked`] of a proof.
+pub fn checked_of(proof: Option<&Proof>) -> Vec<String> {
+    let Some(p) = proof else {
         return vec!["nothing was checked against the cluster".into()];
     };
     let mut out: Vec<String> = p
         .obligations
         .iter()
-        .map(|o| {
-            let mark = match o.status {
-                ObligationStatus::Holds => "holds",
-                ObligationStatus::Fails => "FAILS",
-                ObligationStatus::Unknown => "UNKNOWN",
-            };
-            match o.evidence.first() {
-                Some(e) => format!("[{mark}] {} — {e}", o.statement),
-                None => format!("[{mark}] {}", o.statement),
-            }
+        .map(|o| match o.evidence.first() {
+            Some(e) => format!("[{}] {} — {e}", mark(o.status), o.statement),
+            None => format!("[{}] {}", mark(o.status), o.statement),
         })
         .collect();
     if out.is_empty() {
-        out.push(format!(
-            "{}: kubemedic knows no obligations for this action type (unverified)",
-            p.action_type
-        ));
+        out.push(unverified(p));
     }
     out
+}
+
+/// Why a proof has no obligations.
+pub fn unverified(p: &Proof) -> String {
+    format!(
+        "{}: kubemedic knows no obligations for this action type (unverified)",
+        p.action_type
+    )
+}
+
+/// `proven: 5 of 5 obligations hold`, `refuted: 1 of 5 obligations fails`, `unverified: …`.
+pub fn verdict(p: &Proof) -> String {
+    let total = p.obligations.len();
+    let failed = p.failed().count();
+    match p.verdict {
+        ProofVerdict::Unverified => {
+            "unverified: no obligations are known for this action type".into()
+        }
+        ProofVerdict::Proven => format!("proven: {total} of {total} obligations hold"),
+        ProofVerdict::Refuted => format!(
+            "refuted: {failed} of {total} obligation{} {}",
+            if total == 1 { "" } else { "s" },
+            if failed == 1 {
+                "does not hold"
+            } else {
+                "do not hold"
+            }
+        ),
+    }
 }
 
 /// The spec the approval is bound to (`sha256:3f2a…`), when known.
@@ -168,9 +229,18 @@ pub fn bound_to(a: &ApprovalRequest) -> Option<String> {
     a.proof.as_ref()?.spec_hash.clone()
 }
 
-/// `Approved`, `Denied`, `Expired`, `Closed`: the outcome in a word.
+/// Whether the approvers were told the approved change was not executed.
+pub fn not_executed(a: &ApprovalRequest) -> bool {
+    a.note
+        .as_deref()
+        .is_some_and(|n| n.trim_start().starts_with("Not executed"))
+}
+
+/// `Approved`, `Denied`, `Expired`, `Closed`: the outcome in a word (`Approved, not executed`
+/// when the target changed or the proof failed after the approval).
 pub fn outcome_word(a: &ApprovalRequest) -> &'static str {
     match a.decision.as_ref().map(|d| d.decision) {
+        Some(Decision::Approved) if not_executed(a) => "Approved, not executed",
         Some(Decision::Approved) => "Approved",
         Some(Decision::Rejected) => "Denied",
         Some(Decision::Expired) => "Expired",
@@ -199,6 +269,7 @@ pub fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{DryRunChange, ObjectChange, Obligation, ProofPoint, Proposer, Target};
     use chrono::TimeZone;
 
     #[test]
@@ -216,6 +287,235 @@ mod tests {
     fn clip_counts_characters_not_bytes() {
         assert_eq!(clip("abc", 3), "abc");
         assert_eq!(clip("äöüß", 3), "äö…");
+    }
+
+    fn approval(proof: Option<Proof>) -> ApprovalRequest {
+        let at = Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).unwrap();
+        ApprovalRequest {
+            id: uuid::Uuid::nil(),
+            request_id: uuid::Uuid::nil(),
+            created_at: at,
+            expires_at: at + chrono::Duration::minutes(15),
+            signal_name: "KubePodCrashLooping".into(),
+            target: Target::new("Deployment", "checkout", Some("shop".into())),
+            environment: Some("production".into()),
+            summary: "the 1.4.2 rollout crashes".into(),
+            evidence: vec![],
+            workflow_id: "rollback-deployment".into(),
+            workflow_version: "1.2.0".into(),
+            action_type: "RollbackDeployment".into(),
+            parameters: Map::new(),
+            rationale: String::new(),
+            alternatives: vec![],
+            confidence: 0.8,
+            risk_score: 85,
+            risk_reason: "production namespace".into(),
+            required_because: vec![],
+            policy_revision: None,
+            approvers: vec![],
+            slack_approvers: vec![],
+            proof,
+            decision: None,
+            note: None,
+        }
+    }
+
+    fn obligation(id: &str, status: ObligationStatus, evidence: &[&str]) -> Obligation {
+        Obligation {
+            id: id.into(),
+            statement: format!("statement of {id}"),
+            status,
+            evidence: evidence.iter().map(|e| (*e).to_owned()).collect(),
+        }
+    }
+
+    fn proof(
+        action_type: &str,
+        verdict: ProofVerdict,
+        obligations: Vec<Obligation>,
+        change: Option<DryRunChange>,
+    ) -> Proof {
+        Proof {
+            action_type: action_type.into(),
+            workflow_id: "rollback-deployment".into(),
+            parameters: Map::new(),
+            proposer: Proposer::Offline,
+            point: ProofPoint::Selection,
+            verdict,
+            obligations,
+            target: Target::new("Deployment", "checkout", Some("shop".into())),
+            spec_hash: Some("sha256:3f2a".into()),
+            drift_hash: None,
+            change,
+            checked_at: Utc.with_ymd_and_hms(2025, 6, 1, 12, 0, 0).unwrap(),
+        }
+    }
+
+    fn rollback_change() -> DryRunChange {
+        DryRunChange {
+            objects: vec![ObjectChange {
+                object: "Deployment shop/checkout".into(),
+                changes: vec![
+                    "image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1".into(),
+                    "3 pod(s) replaced, at most 1 unavailable".into(),
+                ],
+            }],
+            refused: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn without_a_proof_nothing_claims_to_be_checked() {
+        let a = approval(None);
+        assert_eq!(change(&a), ["no dry run was recorded"]);
+        assert_eq!(checked(&a), ["nothing was checked against the cluster"]);
+        assert_eq!(bound_to(&a), None);
+    }
+
+    #[test]
+    fn a_proven_rollback_shows_each_change_and_each_obligation_with_its_mark() {
+        let a = approval(Some(proof(
+            "RollbackDeployment",
+            ProofVerdict::Proven,
+            vec![
+                obligation(
+                    "rollback.revision-named",
+                    ObligationStatus::Holds,
+                    &["revision 1 (shop/checkout:1.4.1) is kept", "second"],
+                ),
+                obligation(
+                    "rollback.no-rollout-by-others",
+                    ObligationStatus::Holds,
+                    &[],
+                ),
+            ],
+            Some(rollback_change()),
+        )));
+        assert_eq!(
+            change(&a),
+            [
+                "Deployment shop/checkout: image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1",
+                "Deployment shop/checkout: 3 pod(s) replaced, at most 1 unavailable",
+            ]
+        );
+        assert_eq!(
+            checked(&a),
+            [
+                "[holds] statement of rollback.revision-named — revision 1 (shop/checkout:1.4.1) is kept",
+                "[holds] statement of rollback.no-rollout-by-others",
+            ]
+        );
+        assert_eq!(bound_to(&a).as_deref(), Some("sha256:3f2a"));
+        assert_eq!(
+            verdict(a.proof.as_ref().unwrap()),
+            "proven: 2 of 2 obligations hold"
+        );
+    }
+
+    #[test]
+    fn failing_and_unknown_obligations_stand_out() {
+        let p = proof(
+            "RollbackDeployment",
+            ProofVerdict::Refuted,
+            vec![
+                obligation("a", ObligationStatus::Fails, &["revision 1 fails too"]),
+                obligation(
+                    "b",
+                    ObligationStatus::Unknown,
+                    &["the API server did not answer"],
+                ),
+                obligation("c", ObligationStatus::Holds, &[]),
+            ],
+            Some(rollback_change()),
+        );
+        let lines = checked_of(Some(&p));
+        assert_eq!(lines[0], "[FAILS] statement of a — revision 1 fails too");
+        assert_eq!(
+            lines[1],
+            "[UNKNOWN] statement of b — the API server did not answer"
+        );
+        assert_eq!(verdict(&p), "refuted: 2 of 3 obligations do not hold");
+    }
+
+    #[test]
+    fn an_unverified_action_type_says_nothing_is_known_and_what_would_happen() {
+        let a = approval(Some(proof(
+            "RunMigrationJob",
+            ProofVerdict::Unverified,
+            vec![],
+            Some(DryRunChange {
+                objects: vec![],
+                refused: None,
+                note: Some("a Job would run migrate.sh once in shop".into()),
+            }),
+        )));
+        assert_eq!(
+            checked(&a),
+            ["RunMigrationJob: kubemedic knows no obligations for this action type (unverified)"]
+        );
+        assert_eq!(change(&a), ["a Job would run migrate.sh once in shop"]);
+        let no_dry_run = approval(Some(proof(
+            "RunMigrationJob",
+            ProofVerdict::Unverified,
+            vec![],
+            None,
+        )));
+        assert_eq!(
+            change(&no_dry_run),
+            ["no dry run was made for this proposal"]
+        );
+    }
+
+    #[test]
+    fn a_refused_dry_run_says_the_api_server_refused_it() {
+        let a = approval(Some(proof(
+            "ScaleDeployment",
+            ProofVerdict::Proven,
+            vec![obligation("scale.room", ObligationStatus::Holds, &[])],
+            Some(DryRunChange {
+                objects: vec![],
+                refused: Some(
+                    "admission webhook \"quota.shop\" denied the request: replicas exceed 10"
+                        .into(),
+                ),
+                note: None,
+            }),
+        )));
+        assert_eq!(
+            change(&a),
+            [
+                "the API server refused the dry run: admission webhook \"quota.shop\" denied the request: replicas exceed 10"
+            ]
+        );
+        let nothing = approval(Some(proof(
+            "ScaleDeployment",
+            ProofVerdict::Proven,
+            vec![],
+            Some(DryRunChange::default()),
+        )));
+        assert_eq!(change(&nothing), ["the dry run changes nothing"]);
+    }
+
+    #[test]
+    fn an_approved_change_not_executed_says_so() {
+        let mut a = approval(None);
+        a.decision = Some(crate::domain::ApprovalDecision {
+            decision: Decision::Approved,
+            decided_by: "alice@example.com".into(),
+            decided_via: crate::domain::Channel::Email,
+            decided_at: a.created_at + chrono::Duration::minutes(3),
+            message: None,
+            alternative: None,
+        });
+        assert_eq!(outcome_word(&a), "Approved");
+        a.note = Some("Not executed: target_changed: the image is shop/checkout:1.4.3 now".into());
+        assert_eq!(outcome_word(&a), "Approved, not executed");
+        assert_eq!(
+            outcome(&a),
+            "Approved by alice@example.com via email at 2025-06-01 12:03:00 UTC. \
+             Not executed: target_changed: the image is shop/checkout:1.4.3 now"
+        );
     }
 
     #[test]

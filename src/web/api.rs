@@ -192,7 +192,7 @@ pub async fn list_requests(
 #[utoipa::path(get, path = "/api/v1/requests/{id}", tag = "requests",
     params(("id" = String, Path, description = "The request's id (a UUID)")),
     responses(
-        (status = 200, description = "The request with its stage results (`state`), its signals and its audit timeline", body = Object),
+        (status = 200, description = "The request with its stage results (`state`, including what was proven at selection and before the first write), its signals and its audit timeline", body = super::openapi::RequestDetail),
         (status = 404, description = "No such request", body = super::openapi::ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]

@@ -378,7 +378,7 @@ fn refusal_error(r: Refusal) -> ApiError {
 #[utoipa::path(get, path = "/api/v1/approvals", tag = "approvals",
     params(("status" = Option<String>, Query, description = "pending, approved, rejected or expired"),
            ("limit" = Option<i64>, Query), ("offset" = Option<i64>, Query)),
-    responses((status = 200, description = "Approvals, newest first", body = Object)),
+    responses((status = 200, description = "Approvals, newest first", body = super::openapi::ApprovalList)),
     security(("bearer" = []), ("session" = [])))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
@@ -413,7 +413,7 @@ fn approval_json(a: &ApprovalRequest) -> Value {
 /// `GET /api/v1/approvals/{id}`: the approval with its notifications.
 #[utoipa::path(get, path = "/api/v1/approvals/{id}", tag = "approvals",
     params(("id" = String, Path)),
-    responses((status = 200, description = "The approval with its notifications", body = Object),
+    responses((status = 200, description = "The approval with its proof (what was checked, the dry run's change, the spec it is bound to), its note and its notifications", body = super::openapi::Approval),
               (status = 404, description = "Not found", body = super::openapi::ErrorBody)),
     security(("bearer" = []), ("session" = [])))]
 pub async fn get(

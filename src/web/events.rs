@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{ApiError, AppState, Caller};
-use crate::domain::{AuditEvent, Role};
+use crate::domain::{AuditEvent, NO_ACTION, Proof, ProofPoint, ProofVerdict, Proposer, Role};
 use crate::redact::{sanitize_text, sanitize_value};
 
 /// How often a running request's trail is read for new events.
@@ -209,6 +209,15 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             ));
             out
         }
+        "proof" => vec![proof_event(p, &said, &base)],
+        "approval_not_executed" => vec![base(
+            "approval_not_executed",
+            json!({
+                "approval_id": p.get("approval_id"),
+                "note": p.get("note").and_then(Value::as_str).map(|n| clip(&sanitize_text(n))),
+                "bad": true,
+            }),
+        )],
         "gate" => vec![base("gate_decision", json!({"decision": p}))],
         "approval_requested" => vec![base("approval_requested", json!({"approval": p}))],
         "approval_decided" => vec![base(
@@ -226,6 +235,58 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
         "timeout" | "llm_budget" | "error" => vec![base("error", json!({"detail": p}))],
         _ => vec![base("audit", json!({"kind": e.kind}))],
     }
+}
+
+/// A proof's audit event as one line a person reads: what was proven, at which point, the
+/// verdict with its count, why it is refuted, and (at selection) the dry run's change. `bad`
+/// marks a refuted proof.
+fn proof_event(
+    p: &Value,
+    said: &dyn Fn(&'static str, String, Value) -> Typed,
+    base: &dyn Fn(&'static str, Value) -> Typed,
+) -> Typed {
+    let Some(proof) = p
+        .get("proof")
+        .and_then(|v| serde_json::from_value::<Proof>(v.clone()).ok())
+    else {
+        return base(
+            "proof",
+            json!({"proof": sanitize_value(p.get("proof").unwrap_or(&Value::Null))}),
+        );
+    };
+    let what = if proof.action_type == NO_ACTION {
+        format!("no action needed on {}", proof.target)
+    } else {
+        format!("{} on {}", proof.action_type, proof.target)
+    };
+    let when = match (proof.point, proof.proposer) {
+        (ProofPoint::BeforeWrite, _) => "checked again before the first write",
+        (ProofPoint::Selection, Proposer::Approver) => "the approver's alternative",
+        (ProofPoint::Selection, Proposer::Model) => "proposed by the model",
+        (ProofPoint::Selection, Proposer::Offline) => "proposed by the offline rules",
+    };
+    let mut line = format!(
+        "{what} ({when}): {}",
+        crate::notify::render::verdict(&proof)
+    );
+    let refuted = proof.verdict == ProofVerdict::Refuted;
+    if refuted {
+        line.push_str(&format!(" — {}", proof.refutation()));
+    }
+    if let (ProofPoint::Selection, Some(c)) = (proof.point, &proof.change) {
+        line.push_str(&format!("; would change: {}", c.summary()));
+    }
+    said(
+        "proof",
+        line,
+        json!({
+            "verdict": proof.verdict,
+            "point": proof.point,
+            "proposer": proof.proposer,
+            "bad": refuted,
+            "proof": sanitize_value(p.get("proof").unwrap_or(&Value::Null)),
+        }),
+    )
 }
 
 /// `GET /api/v1/requests/{id}/events[?after=<audit id>]`, resumable with `Last-Event-ID`.
@@ -420,5 +481,87 @@ mod tests {
             !call["arguments"].as_str().unwrap().contains("hunter2"),
             "{call}"
         );
+    }
+
+    fn event(kind: &str, message: &str, payload: Value) -> AuditEvent {
+        AuditEvent {
+            id: 9,
+            request_id: None,
+            at: chrono::Utc::now(),
+            phase: None,
+            kind: kind.into(),
+            actor: "prover".into(),
+            message: message.into(),
+            payload,
+        }
+    }
+
+    #[test]
+    fn a_proof_reads_as_its_verdict_its_refutation_and_its_change() {
+        let proof = json!({
+            "action_type": "RollbackDeployment", "workflow_id": "rollback-deployment",
+            "proposer": "offline", "point": "selection", "verdict": "proven",
+            "obligations": [
+                {"id": "rollback.revision-named", "statement": "The revision is named", "status": "holds", "evidence": ["revision 1"]},
+                {"id": "rollback.no-rollout-by-others", "statement": "Nobody else rolls out", "status": "holds"},
+            ],
+            "target": {"kind": "Deployment", "name": "checkout", "namespace": "shop"},
+            "change": {"objects": [{"object": "Deployment shop/checkout", "changes": ["image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1"]}]},
+            "checked_at": "2030-06-01T12:00:00Z",
+        });
+        let t = typed(&event(
+            "proof",
+            "RollbackDeployment on shop/Deployment/checkout: proven",
+            json!({"proof": proof}),
+        ));
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].kind, "proof");
+        assert_eq!(
+            t[0].data["message"],
+            "RollbackDeployment on shop/Deployment/checkout (proposed by the offline rules): proven: 2 of 2 obligations hold; \
+             would change: Deployment shop/checkout: image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1"
+        );
+        assert_eq!(t[0].data["bad"], false);
+
+        let mut refuted = proof.clone();
+        refuted["point"] = json!("before_write");
+        refuted["verdict"] = json!("refuted");
+        refuted["obligations"][1]["status"] = json!("fails");
+        refuted["obligations"][1]["evidence"] = json!(["revision 3 is rolling out now"]);
+        let t = typed(&event(
+            "proof",
+            "before the first write: refuted",
+            json!({"proof": refuted}),
+        ));
+        assert_eq!(
+            t[0].data["message"],
+            "RollbackDeployment on shop/Deployment/checkout (checked again before the first write): \
+             refuted: 1 of 2 obligations does not hold — Nobody else rolls out (rollback.no-rollout-by-others): revision 3 is rolling out now"
+        );
+        assert_eq!(t[0].data["bad"], true);
+        assert_eq!(t[0].data["verdict"], "refuted");
+
+        // A payload this version cannot read still shows, with the audit event's own message.
+        let t = typed(&event(
+            "proof",
+            "something: proven",
+            json!({"proof": {"verdict": 1}}),
+        ));
+        assert_eq!(
+            (t[0].kind, t[0].data["message"].as_str()),
+            ("proof", Some("something: proven"))
+        );
+    }
+
+    #[test]
+    fn a_change_not_executed_is_its_own_event() {
+        let t = typed(&event(
+            "approval_not_executed",
+            "Not executed: target_changed: … (2 approver message(s) queued)",
+            json!({"approval_id": "a", "note": "Not executed: target_changed: …"}),
+        ));
+        assert_eq!(t[0].kind, "approval_not_executed");
+        assert_eq!(t[0].data["note"], "Not executed: target_changed: …");
+        assert_eq!(t[0].data["bad"], true);
     }
 }

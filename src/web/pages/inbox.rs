@@ -1,5 +1,7 @@
 //! The approval inbox: pending approvals with Approve / Deny / an alternative for approvers,
-//! read-only for viewers, each with its expiry counting down.
+//! read-only for viewers, each with its expiry counting down, and with what the mail and Slack
+//! show too: the change the API server's dry run describes, what was checked against the
+//! cluster, and the spec the approval is bound to.
 
 use std::sync::Arc;
 
@@ -49,6 +51,7 @@ pub async fn inbox(State(state): State<Arc<AppState>>, caller: Caller, uri: Uri)
                     dt { "Expires" } dd { (when(a.expires_at)) " · "
                         span.countdown data-expires=(a.expires_at.to_rfc3339()) { (remaining(a.expires_at - now)) } }
                 }
+                (super::proof::card(a.proof.as_ref()))
                 @if can_decide {
                     form.decide method="post" action={ "/inbox/" (a.id) } {
                         (super::csrf_field(&who))

@@ -20,9 +20,9 @@
     var url = list.dataset.events + "?after=" + encodeURIComponent(list.dataset.after || "0");
     var source = new EventSource(url);
     var kinds = ["phase", "signal", "enrichment", "plan", "tool_call", "tool_result", "llm_usage",
-      "rca", "selection", "gate_decision", "approval_requested", "approval_decided",
-      "approval_refused", "notification", "execution_step", "execution", "guardrail",
-      "verification", "error", "audit"];
+      "rca", "selection", "proof", "gate_decision", "approval_requested", "approval_decided",
+      "approval_refused", "approval_not_executed", "notification", "execution_step", "execution",
+      "guardrail", "verification", "error", "audit"];
     source.onopen = function () { if (live) { live.hidden = false; } };
     kinds.forEach(function (kind) {
       source.addEventListener(kind, function (ev) {
@@ -32,7 +32,7 @@
         var li = document.createElement("li");
         li.id = "ev-" + ev.lastEventId;
         li.dataset.kind = kind;
-        li.className = "new";
+        li.className = data.bad === true ? "new bad" : "new";
         var k = document.createElement("span"); k.className = "kind"; k.textContent = kind;
         var t = document.createElement("time"); t.textContent = String(data.at || "").slice(0, 19).replace("T", " ");
         var a = document.createElement("span"); a.className = "actor"; a.textContent = data.actor || "";

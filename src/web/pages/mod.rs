@@ -9,6 +9,7 @@
 
 mod catalog;
 mod inbox;
+mod proof;
 mod requests;
 mod summary;
 

@@ -327,6 +327,23 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
                 }
             }
         }
+        section #proof {
+            h2 { "Proof" }
+            @if let Some(why) = r.reason.as_deref().filter(|why| ended_unproven(why)) {
+                p.error #proof-outcome { strong { "Not executed: " } (said(why)) }
+            }
+            @match &s.proof {
+                None => p.empty { "Nothing was proven: no action was proposed, or the request is older than proofs." },
+                Some(p) => {
+                    h3 { "At selection" }
+                    (super::proof::detail(p, "proof-selection"))
+                }
+            }
+            @if let Some(p) = &s.proof_before_write {
+                h3 { "Before the first write" }
+                (super::proof::detail(p, "proof-before-write"))
+            }
+        }
         section #policy {
             h2 { "Policy" }
             @match &s.gate {
@@ -359,6 +376,9 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
                             dt { "Decided" } dd #decided-by { (d.decision.as_str()) " by " (d.decided_by) " via " (d.decided_via.as_str()) " at " (when(d.decided_at))
                                 @if let Some(alt) = &d.alternative { " · alternative " code { (alt) } }
                                 @if let Some(m) = &d.message { " · “" (said(m)) "”" } }
+                        }
+                        @if let Some(n) = &a.note {
+                            dt { "Note" } dd #approval-note { (said(n)) }
                         }
                     }
                     @if a.status() == crate::domain::ApprovalStatus::Pending {
@@ -432,7 +452,14 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
     Ok((title, body))
 }
 
-/// One timeline entry; the live script builds the same shape from a streamed event.
+/// Whether a request's reason says it ended because what was approved no longer held: the
+/// target changed after the approval, or the proof failed (at selection or before the write).
+fn ended_unproven(reason: &str) -> bool {
+    reason.starts_with("target_changed") || reason.starts_with("proof_failed")
+}
+
+/// One timeline entry; the live script builds the same shape from a streamed event (an entry
+/// whose `data.bad` is true — a refuted proof, a change not executed — is marked).
 fn timeline_item(id: &str, kind: &str, data: &serde_json::Value) -> Markup {
     let text = |k: &str| {
         data.get(k)
@@ -440,8 +467,9 @@ fn timeline_item(id: &str, kind: &str, data: &serde_json::Value) -> Markup {
             .unwrap_or("")
             .to_owned()
     };
+    let bad = data.get("bad").and_then(serde_json::Value::as_bool) == Some(true);
     html! {
-        li id={ "ev-" (id) } data-kind=(kind) {
+        li.bad[bad] id={ "ev-" (id) } data-kind=(kind) {
             span.kind { (kind) }
             " "
             time { (text("at").get(..19).unwrap_or("").replace('T', " ")) }
