@@ -11,6 +11,10 @@ use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 
+/// How many pods must fail on a Ready node, while their workloads run healthy elsewhere, for the
+/// node to be their common factor.
+const LOCAL_FAILURES_MIN: usize = 2;
+
 fn is_daemon_or_mirror(p: &PodView) -> bool {
     matches!(&p.controller, Some((k, _)) if k == "DaemonSet" || k == "Node")
         || obj::annotation(&p.raw, "kubernetes.io/config.mirror").is_some()
@@ -45,9 +49,11 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     let all: Vec<PodView> = all.iter().map(|p| PodView::at(p, scene.now)).collect();
 
     // 1. The node is the common factor: it is unhealthy, or its pods fail where the same
-    // workloads' pods elsewhere are healthy.
+    // workloads' pods elsewhere are healthy — at least two of them: one failing pod may carry
+    // its own fault (deleting it is the proportionate fix), so it does not show the node at
+    // fault.
     let id = "drain.node-is-the-common-factor";
-    let statement = "The node is the common factor: it is unhealthy, or its pods fail while the same workloads run healthy elsewhere";
+    let statement = "The node is the common factor: it is unhealthy, or two or more of its pods fail while the same workloads run healthy elsewhere";
     if !node.ready || !node.pressure.is_empty() {
         out.push(holds(
             id,
@@ -91,10 +97,16 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
                 )],
             ));
         } else {
-            let ok = !local.is_empty() && shared.is_empty();
+            let ok = local.len() >= LOCAL_FAILURES_MIN && shared.is_empty();
             let mut ev = vec![format!("node {name} is {}", node.state())];
+            let lone = local.len() == 1 && shared.is_empty();
             ev.extend(local);
             ev.extend(shared);
+            if lone {
+                ev.push(
+                    "only one pod fails here while its workload runs healthy elsewhere: one pod's failure does not show the node at fault".into(),
+                );
+            }
             out.push(check(id, statement, ok, ev));
         }
     }
@@ -373,4 +385,106 @@ pub(super) async fn remove_taint(
         },
     ));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::{DateTime, Utc};
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::cluster::SnapshotCluster;
+    use crate::domain::{SignalContext, SignalMode, SignalSource, Target};
+
+    fn node(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                       "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
+    }
+
+    /// A pod of Deployment `app` on `node`, running ready or crash-looping.
+    fn pod(app: &str, i: usize, node: &str, ready: bool) -> Value {
+        let container = if ready {
+            json!({"name": app, "ready": true, "restartCount": 0, "state": {"running": {}}})
+        } else {
+            json!({"name": app, "ready": false, "restartCount": 7,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}})
+        };
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{app}-5d8f-{i}"), "namespace": "shop",
+                "labels": {"app": app, "pod-template-hash": "5d8f"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": format!("{app}-5d8f"), "uid": app, "controller": true}]},
+            "spec": {"nodeName": node, "containers": [{"name": app, "image": format!("shop/{app}:1")}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+                "containerStatuses": [container]}})
+    }
+
+    async fn common_factor(pods: Vec<Value>) -> Obligation {
+        let mut items = vec![node("worker-1"), node("worker-2")];
+        items.extend(pods);
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let signal = SignalContext {
+            fingerprint: "fp".into(),
+            name: "KubePodCrashLooping".into(),
+            severity: Some("warning".into()),
+            mode: SignalMode::Reactive,
+            source: SignalSource::Alertmanager,
+            starts_at: now,
+            received_at: now,
+            labels: Default::default(),
+            annotations: Default::default(),
+            generator_url: None,
+            external_url: None,
+        };
+        let scene = Scene::new(
+            Arc::new(snap),
+            Target::new("Node", "worker-2", None),
+            now,
+            signal,
+        );
+        let obligations = drain(&scene).await.unwrap_or_else(|e| panic!("{e:?}"));
+        obligations
+            .into_iter()
+            .find(|o| o.id == "drain.node-is-the-common-factor")
+            .unwrap_or_else(|| panic!("no common-factor obligation"))
+    }
+
+    /// One crash-looping pod on a Ready node, its siblings ready elsewhere: the pod may carry its
+    /// own fault (a corrupt cache); deleting it is the fix, not draining the node.
+    #[tokio::test]
+    async fn one_failing_pod_does_not_make_a_ready_node_the_common_factor() {
+        let o = common_factor(vec![
+            pod("render", 0, "worker-1", true),
+            pod("render", 1, "worker-1", true),
+            pod("render", 2, "worker-2", false),
+        ])
+        .await;
+        assert!(!o.holds(), "{o:?}");
+        assert!(
+            o.evidence
+                .iter()
+                .any(|e| e.contains("only one pod fails here")),
+            "{o:?}"
+        );
+    }
+
+    /// Pods of two workloads fail on the node while each runs healthy elsewhere: the node is
+    /// what they share.
+    #[tokio::test]
+    async fn pods_of_two_workloads_failing_only_on_a_ready_node_make_it_the_common_factor() {
+        let o = common_factor(vec![
+            pod("render", 0, "worker-1", true),
+            pod("render", 1, "worker-2", false),
+            pod("cart", 0, "worker-1", true),
+            pod("cart", 1, "worker-2", false),
+        ])
+        .await;
+        assert!(o.holds(), "{o:?}");
+    }
 }
