@@ -321,6 +321,68 @@ async fn an_operator_follows_a_request_live_and_an_approver_decides_it_in_the_br
         "pending"
     );
 
+    // The card shows what the mail and Slack show, from the proof the pipeline made against
+    // the API server: the dry run's change first, the spec the approval is bound to, and what
+    // was checked — folded while every obligation holds, each with its mark and evidence once
+    // opened.
+    let ns = req["target"]["namespace"].as_str().unwrap().to_owned();
+    let card = format!("#approval-{aid}");
+    approver.goto(&d.url("/inbox")).await;
+    approver.wait_for(&format!("{card} ul.change")).await;
+    let change = approver.text(&format!("{card} ul.change")).await;
+    assert!(
+        change.contains(&format!(
+            "Deployment {ns}/checkout: image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1"
+        )),
+        "{change}"
+    );
+    let bound = approver.text(&format!("{card} .bound")).await;
+    assert!(bound.starts_with("Bound to spec sha256:"), "{bound}");
+    let proof = &approval["proof"];
+    let obligations = proof["obligations"].as_array().unwrap();
+    assert!(obligations.len() > 3, "{proof:#}");
+    let summary = approver
+        .text(&format!("{card} details.checked summary"))
+        .await;
+    assert_eq!(
+        summary,
+        format!(
+            "What was checked proven {n} of {n} obligations hold",
+            n = obligations.len()
+        )
+    );
+    assert_eq!(
+        approver.text(&format!("{card} ul.obligations")).await,
+        "",
+        "folded while everything holds"
+    );
+    approver
+        .click(&format!("{card} details.checked summary"))
+        .await;
+    let checked = approver.text(&format!("{card} ul.obligations")).await;
+    for o in obligations {
+        let statement = o["statement"].as_str().unwrap();
+        assert!(
+            checked.contains(&format!("✓ holds {statement}")),
+            "{statement} in {checked}"
+        );
+        let first = o["evidence"][0].as_str().unwrap();
+        assert!(checked.contains(first), "{first} in {checked}");
+    }
+    assert!(checked.contains("shop/checkout:1.4.1"), "{checked}");
+    assert!(!checked.contains("FAILS"), "{checked}");
+    let shown = approver
+        .find_all(&format!("{card} ul.obligations > li[data-status=holds]"))
+        .await;
+    assert_eq!(shown.len(), obligations.len());
+    approver
+        .execute(
+            "document.querySelector(arguments[0]).scrollIntoView();",
+            vec![card.clone().into()],
+        )
+        .await;
+    approver.screenshot("dashboard-inbox-proof.png").await;
+
     // The approver approves from the inbox; the request executes.
     let _kubelet = kubelet(&k);
     approver.goto(&d.url("/inbox")).await;
@@ -370,6 +432,28 @@ async fn an_operator_follows_a_request_live_and_an_approver_decides_it_in_the_br
             .contains("key:alice via dashboard")
     );
     assert!(viewer.exists("#execution-steps").await);
+    // The proof section: the one at selection with its change, and the one made again right
+    // before the first write; both proven, both in the timeline.
+    let at_selection = viewer.text("#proof-selection").await;
+    assert!(at_selection.contains("proven"), "{at_selection}");
+    assert!(
+        at_selection.contains("shop/checkout:1.4.2 → shop/checkout:1.4.1"),
+        "{at_selection}"
+    );
+    assert!(
+        viewer
+            .exists("#proof-before-write[data-verdict=proven]")
+            .await
+    );
+    assert!(!viewer.exists("#proof-outcome").await);
+    let proofs = viewer.find_all("#timeline li[data-kind=proof]").await;
+    assert_eq!(proofs.len(), 2, "at selection and before the first write");
+    let line = viewer.text("#timeline li[data-kind=proof] .msg").await;
+    assert!(
+        line.contains("(proposed by the offline rules): proven:")
+            && line.contains("would change: Deployment"),
+        "{line}"
+    );
     assert!(
         viewer
             .text("#verification-score")
@@ -386,5 +470,91 @@ async fn an_operator_follows_a_request_live_and_an_approver_decides_it_in_the_br
 
     viewer.close().await;
     approver.close().await;
+    d.stop().await;
+}
+
+/// An approval whose target changed by hand before it was confirmed: nothing is written, and
+/// the request page says why — the reason, the approval's note, the proof made before the
+/// first write marked refuted with the obligation that fails, and both in the timeline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_not_executed_shows_why_on_the_request_page() {
+    let Some(k) = Kube::new("brwsn").await else {
+        return;
+    };
+    let Some(b) = Browser::start().await else {
+        return;
+    };
+    let (d, alert) = production_incident(&k, |_| {}).await;
+    let approver_key = key(&d, Role::Approver, "alice").await;
+    let (req, approval) = awaiting(&d, &alert).await;
+    let rid = req["id"].as_str().unwrap().to_owned();
+    let aid = approval["id"].as_str().unwrap().to_owned();
+
+    // Someone fixes it by hand while the approval waits; then the approver approves.
+    k.patch(
+        "apps/v1",
+        "Deployment",
+        "checkout",
+        serde_json::json!({"spec": {"template": {"spec": {"containers": [{"name": "checkout", "image": "shop/checkout:1.4.3"}]}}}}),
+    )
+    .await;
+    sign_in(&b, &d, &approver_key).await;
+    b.wait_for_text("#role", "approver").await;
+    b.goto(&d.url("/inbox")).await;
+
+    b.click(&format!("#approval-{aid} button.approve")).await;
+    b.wait_until(
+        "the request page after deciding",
+        Duration::from_secs(15),
+        async |b| b.current_url().await.ends_with(&format!("/requests/{rid}")),
+    )
+    .await;
+    let done = d
+        .eventually(
+            &format!("/api/v1/requests/{rid}"),
+            60,
+            common::incident::is_terminal,
+        )
+        .await;
+    assert_eq!(done["phase"], "ManualReviewRequired", "{done:#}");
+
+    b.goto(&d.url(&format!("/requests/{rid}"))).await;
+    let why = b.text("#proof-outcome").await;
+    assert!(
+        why.starts_with("Not executed: target_changed:") && why.contains("shop/checkout:1.4.3"),
+        "{why}"
+    );
+    let note = b.text("#approval-note").await;
+    assert!(note.starts_with("Not executed: target_changed"), "{note}");
+    assert!(b.exists("#proof-selection[data-verdict=proven]").await);
+    let before = b.text("#proof-before-write").await;
+    assert!(before.contains("refuted"), "{before}");
+    assert!(before.contains("Refuted: "), "{before}");
+    let failing = b
+        .text("#proof-before-write li[data-obligation='binding.target-unchanged']")
+        .await;
+    assert!(failing.starts_with("✗ FAILS"), "{failing}");
+    assert!(failing.contains("shop/checkout:1.4.3"), "{failing}");
+    assert!(
+        b.exists("#timeline li.bad[data-kind=approval_not_executed]")
+            .await
+    );
+    let refuted = b.text("#timeline li.bad[data-kind=proof] .msg").await;
+    assert!(
+        refuted.contains("(checked again before the first write): refuted:"),
+        "{refuted}"
+    );
+    same_origin_only(&b, &d).await;
+    b.execute("document.getElementById('proof').scrollIntoView();", vec![])
+        .await;
+    b.screenshot("dashboard-request-not-executed.png").await;
+    b.execute(
+        "document.getElementById('proof-before-write').scrollIntoView();",
+        vec![],
+    )
+    .await;
+    b.screenshot("dashboard-request-refuted-before-write.png")
+        .await;
+    b.close().await;
     d.stop().await;
 }

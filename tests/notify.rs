@@ -16,7 +16,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use kubemedic::clock::{Clock, ManualClock};
 use kubemedic::domain::{
     AlternativeWorkflow, ApprovalDecision, ApprovalMessage, ApprovalRequest, Channel, Decision,
-    Target,
+    DryRunChange, ObjectChange, Obligation, ObligationStatus, Proof, ProofPoint, ProofVerdict,
+    Proposer, Target,
 };
 use kubemedic::notify::Notifier;
 use kubemedic::notify::email::{EmailNotifier, EmailSettings};
@@ -77,11 +78,101 @@ fn approval() -> ApprovalRequest {
         policy_revision: Some("sha256:0123456789abcdef".into()),
         approvers: vec!["alice@example.com".into(), "bob@example.com".into()],
         slack_approvers: vec![],
-        proof: None,
+        proof: Some(rollback_proof()),
         decision: None,
         note: None,
     }
 }
+
+/// What the prover says about the rollback above, as the pipeline records it against the API
+/// server (the obligations' wording is `prove::workload`'s): every obligation holds, with
+/// evidence from the cluster, and the change the server-side dry run describes.
+fn rollback_proof() -> Proof {
+    let holds = |id: &str, statement: &str, evidence: &[&str]| Obligation {
+        id: id.into(),
+        statement: statement.into(),
+        status: ObligationStatus::Holds,
+        evidence: evidence.iter().map(|e| (*e).to_owned()).collect(),
+    };
+    let mut parameters = serde_json::Map::new();
+    parameters.insert("TO_REVISION".into(), json!(1));
+    Proof {
+        action_type: "RollbackDeployment".into(),
+        workflow_id: "rollback-deployment".into(),
+        parameters,
+        proposer: Proposer::Model,
+        point: ProofPoint::Selection,
+        verdict: ProofVerdict::Proven,
+        obligations: vec![
+            holds(
+                "rollback.revision-named",
+                "The revision to return to is named in the parameters (TO_REVISION), exists, and is not the current one",
+                &[
+                    "revision 1 (shop/checkout:1.4.1) is kept as ReplicaSet checkout-7d9f; the current one is revision 2 (shop/checkout:1.4.2)",
+                ],
+            ),
+            holds(
+                "rollback.target-revision-healthy",
+                "The revision returned to served healthy and is not failing itself",
+                &[
+                    "revision 1 (shop/checkout:1.4.1) has no pods left; it served for 9 days before the next revision appeared, and nothing records a failure of it",
+                ],
+            ),
+            holds(
+                "rollback.failures-began-after-revision",
+                "The failures began after the current revision appeared",
+                &[
+                    "revision 2 (shop/checkout:1.4.2) appeared at 11:52",
+                    "the first failure, of pod checkout-5c8b-x2x9q, at 11:53: Back-off restarting failed container checkout",
+                ],
+            ),
+            holds(
+                "rollback.change-in-pod-template",
+                "What changed is inside the pod template, which a rollback restores",
+                &["the pod specs differ: shop/checkout:1.4.2 → shop/checkout:1.4.1"],
+            ),
+            holds(
+                "rollback.no-rollout-by-others",
+                "No rollout or rollback started by someone else is in progress",
+                &["the current revision 2 is the one failing"],
+            ),
+        ],
+        target: Target::new("Deployment", "checkout", Some("prod".into())),
+        spec_hash: Some(SPEC.into()),
+        drift_hash: Some("sha256:d41f00aa".into()),
+        change: Some(DryRunChange {
+            objects: vec![ObjectChange {
+                object: "Deployment prod/checkout".into(),
+                changes: vec![
+                    "image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1".into(),
+                    "3 pod(s) replaced, at most 1 unavailable and 1 extra at a time".into(),
+                ],
+            }],
+            refused: None,
+            note: None,
+        }),
+        checked_at: created() - chrono::Duration::seconds(3),
+    }
+}
+
+/// The spec the rollback is bound to.
+const SPEC: &str = "sha256:3f2a9c0e5b7d41aa";
+
+/// The change and what was checked, as every channel words them.
+const CHANGE: &[&str] = &[
+    "Deployment prod/checkout: image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1",
+    "Deployment prod/checkout: 3 pod(s) replaced, at most 1 unavailable and 1 extra at a time",
+];
+const CHECKED: &[&str] = &[
+    "[holds] The revision to return to is named in the parameters (TO_REVISION), exists, and is not the current one — revision 1 (shop/checkout:1.4.1) is kept as ReplicaSet checkout-7d9f",
+    "[holds] The revision returned to served healthy and is not failing itself — revision 1 (shop/checkout:1.4.1) has no pods left",
+    "[holds] The failures began after the current revision appeared — revision 2 (shop/checkout:1.4.2) appeared at 11:52",
+    "[holds] What changed is inside the pod template, which a rollback restores — the pod specs differ: shop/checkout:1.4.2 → shop/checkout:1.4.1",
+    "[holds] No rollout or rollback started by someone else is in progress — the current revision 2 is the one failing",
+];
+
+/// The note the executor leaves when the target changed after the approval.
+const NOT_EXECUTED: &str = "Not executed: target_changed: prod/Deployment/checkout changed after it was approved (spec sha256:3f2a9c0e approved, sha256:77b1e0c2 now; prod/Deployment/checkout now: image shop/checkout:1.4.3, set by kubectl-edit at 12:06); nothing was written — investigate again if the alert still fires";
 
 fn links(a: &ApprovalRequest, recipient: &str) -> (String, String) {
     let base = format!("https://kubemedic.example.com/approvals/{}", a.id);
@@ -288,6 +379,38 @@ async fn the_offer_reaches_each_approver_with_every_fact_in_text_and_html() {
             assert!(text.contains(fact), "text part lacks {fact:?}:\n{text}");
             assert!(html.contains(fact), "HTML part lacks {fact:?}:\n{html}");
         }
+        // What would change and what was checked, each a line of its section, change first.
+        let change_at = text
+            .find("What would change (the API server's dry run)\n")
+            .expect("the change section");
+        let checked_at = text
+            .find("What was checked against the cluster\n")
+            .expect("the checked section");
+        assert!(change_at < checked_at, "{text}");
+        for line in CHANGE {
+            assert!(
+                text.contains(&format!("  - {line}\n")),
+                "{line:?} in\n{text}"
+            );
+            assert!(
+                html.contains(&format!("<li>{line}</li>")),
+                "{line:?} in\n{html}"
+            );
+        }
+        for line in CHECKED {
+            assert!(text.contains(&format!("  - {line}")), "{line:?} in\n{text}");
+            assert!(html.contains(&format!("<li>{line}")), "{line:?} in\n{html}");
+        }
+        assert!(
+            text.contains(&format!(
+                "Bound to spec {SPEC}: if the target changes before it runs, nothing is written."
+            )),
+            "{text}"
+        );
+        assert!(
+            html.contains(&format!("Bound to spec <code>{SPEC}</code>")),
+            "{html}"
+        );
         assert!(text.contains(&a.id.to_string()) && html.contains(&a.id.to_string()));
         // The links exactly as given: verbatim in the text, attribute-escaped in the HTML.
         assert!(text.contains(&format!("Approve: {approve}\n")), "{text}");
@@ -372,6 +495,52 @@ async fn the_outcome_mail_is_threaded_to_the_offer() {
             .unwrap()
             .contains("Expired at 2030-06-01 12:04:00 UTC without a decision.")
     }));
+}
+
+/// An approved change the executor did not make (the target changed after the approval): the
+/// approvers get a mail in the offer's thread saying so, with the note, in both parts.
+#[tokio::test]
+async fn a_change_not_executed_is_told_in_the_offers_thread() {
+    let Some(md) = maildev() else { return };
+    let notifier = EmailNotifier::new(&email_settings(&md), clock()).unwrap();
+    let a = approval();
+    let offer = notifier
+        .offer(&message(&a, "alice@example.com"))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut told = decided(
+        a.clone(),
+        Decision::Approved,
+        "alice@example.com",
+        Channel::Email,
+    );
+    told.note = Some(NOT_EXECUTED.into());
+    notifier
+        .outcome(&message(&told, "alice@example.com"), Some(&offer))
+        .await
+        .unwrap();
+
+    let mails = mails_for(&md.api, a.id, 2).await;
+    let follow = mails
+        .iter()
+        .find(|m| m["headers"]["in-reply-to"] == offer["message_id"])
+        .expect("a mail in the offer's thread");
+    let text = follow["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "Approved by alice@example.com via email at 2030-06-01 12:04:00 UTC. {NOT_EXECUTED}\n"
+        )),
+        "{text}"
+    );
+    let html = raw_html(&md.api, follow).await;
+    assert!(
+        html.contains(
+            "Not executed: target_changed: prod/Deployment/checkout changed after it was approved"
+        ),
+        "{html}"
+    );
+    assert!(html.contains("nothing was written"), "{html}");
 }
 
 #[tokio::test]
@@ -621,6 +790,29 @@ async fn chat_post_message_offers_buttons_and_chat_update_replaces_them() {
     ] {
         assert!(text.contains(fact), "message lacks {fact:?}:\n{text}");
     }
+    // What would change and what was checked: their own sections, a bullet a line.
+    let section = |title: &str| {
+        blocks_of_type(posted, "section")
+            .into_iter()
+            .filter_map(|b| b["text"]["text"].as_str())
+            .find(|t| t.starts_with(&format!("*{title}*\n")))
+            .unwrap_or_else(|| panic!("no {title} section in {posted}"))
+            .to_owned()
+    };
+    let change = section("What would change (dry run)");
+    for line in CHANGE {
+        assert!(
+            change.contains(&format!("• {line}")),
+            "{line:?} in {change}"
+        );
+    }
+    let checked = section("What was checked");
+    for line in CHECKED {
+        assert!(
+            checked.contains(&format!("• {line}")),
+            "{line:?} in {checked}"
+        );
+    }
     // Untrusted text cannot format, mention or link.
     assert!(
         text.contains("&lt;script&gt;alert('pwned')&lt;/script&gt; &amp; &lt;b&gt;more&lt;/b&gt;"),
@@ -647,6 +839,60 @@ async fn chat_post_message_offers_buttons_and_chat_update_replaces_them() {
     );
     // What the interaction endpoint would send through response_url is the same.
     assert_eq!(updated["blocks"], json!(outcome_message(&done).blocks));
+}
+
+/// An approved change the executor did not make: `chat.update` rewrites the offer (already
+/// showing the approval) to say it was not executed and why, the facts kept.
+#[tokio::test]
+async fn chat_update_says_an_approved_change_was_not_executed() {
+    let Some(em) = emulator() else { return };
+    let notifier = SlackNotifier::new(&bot_settings(&em), clock()).unwrap();
+    let a = approval();
+    let reference = notifier
+        .offer(&message(&a, &em.channel))
+        .await
+        .unwrap()
+        .expect("channel and ts");
+    let channel = reference["channel"].as_str().unwrap().to_owned();
+    let ts = reference["ts"].as_str().unwrap().to_owned();
+    let approved = decided(a.clone(), Decision::Approved, "U0APPROVE1", Channel::Slack);
+    notifier
+        .outcome(&message(&approved, &em.channel), Some(&reference))
+        .await
+        .unwrap();
+    let mut told = approved.clone();
+    told.note = Some(NOT_EXECUTED.into());
+    notifier
+        .outcome(&message(&told, &em.channel), Some(&reference))
+        .await
+        .unwrap();
+
+    let messages = history(&em, &channel).await;
+    let ours: Vec<&Value> = messages
+        .iter()
+        .filter(|m| all_text(m).contains(&a.id.to_string()))
+        .collect();
+    assert_eq!(
+        ours.len(),
+        1,
+        "the offer is updated, not followed up: {ours:#?}"
+    );
+    let updated = ours[0];
+    assert_eq!(updated["ts"], ts.as_str());
+    assert!(blocks_of_type(updated, "actions").is_empty(), "{updated}");
+    let context = blocks_of_type(updated, "context");
+    let last = context.last().unwrap()["elements"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        last,
+        format!(
+            ":warning: *Approved, not executed* · Approved by U0APPROVE1 via slack at 2030-06-01 12:04:00 UTC. {NOT_EXECUTED}"
+        )
+    );
+    let text = all_text(updated);
+    assert!(text.contains(CHANGE[0]), "the facts stay: {text}");
+    assert_eq!(updated["blocks"], json!(outcome_message(&told).blocks));
 }
 
 #[tokio::test]

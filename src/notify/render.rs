@@ -203,18 +203,22 @@ pub fn unverified(p: &Proof) -> String {
     )
 }
 
-/// `proven: 5 of 5 obligations hold`, `refuted: 1 of 5 obligations fails`, `unverified: …`.
+/// `proven: 5 of 5 obligations hold`, `refuted: 2 of 5 obligations do not hold`,
+/// `unverified: no obligations are known for this action type`.
 pub fn verdict(p: &Proof) -> String {
+    format!("{}: {}", p.verdict.as_str(), tally(p))
+}
+
+/// [`verdict`] without the verdict: `5 of 5 obligations hold`, for beside a verdict badge.
+pub fn tally(p: &Proof) -> String {
     let total = p.obligations.len();
     let failed = p.failed().count();
+    let plural = if total == 1 { "" } else { "s" };
     match p.verdict {
-        ProofVerdict::Unverified => {
-            "unverified: no obligations are known for this action type".into()
-        }
-        ProofVerdict::Proven => format!("proven: {total} of {total} obligations hold"),
+        ProofVerdict::Unverified => "no obligations are known for this action type".into(),
+        ProofVerdict::Proven => format!("{total} of {total} obligation{plural} hold"),
         ProofVerdict::Refuted => format!(
-            "refuted: {failed} of {total} obligation{} {}",
-            if total == 1 { "" } else { "s" },
+            "{failed} of {total} obligation{plural} {}",
             if failed == 1 {
                 "does not hold"
             } else {

@@ -782,6 +782,7 @@ pub fn offer_message(
 
 fn outcome_emoji(a: &ApprovalRequest) -> &'static str {
     match a.decision.as_ref().map(|d| d.decision) {
+        Some(Decision::Approved) if render::not_executed(a) => ":warning:",
         Some(Decision::Approved) => ":white_check_mark:",
         Some(Decision::Rejected) => ":no_entry:",
         Some(Decision::Expired) => ":hourglass:",

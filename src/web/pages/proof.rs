@@ -9,7 +9,7 @@
 use maud::{Markup, html};
 
 use super::{said, when};
-use crate::domain::{ObligationStatus, Proof, ProofPoint, ProofVerdict};
+use crate::domain::{ObligationStatus, Proof, ProofPoint, ProofVerdict, Proposer};
 use crate::notify::render;
 
 /// More obligations than this fold away on the inbox card.
@@ -66,6 +66,14 @@ pub fn obligations(p: &Proof) -> Markup {
     }
 }
 
+fn proposer(p: Proposer) -> &'static str {
+    match p {
+        Proposer::Offline => "the offline investigator's rules",
+        Proposer::Model => "the model",
+        Proposer::Approver => "an approver (an alternative they picked)",
+    }
+}
+
 /// `Bound to spec sha256:…: …`, when the proof knows the target's spec.
 fn bound(p: &Proof) -> Markup {
     html! {
@@ -86,7 +94,7 @@ pub fn card(proof: Option<&Proof>) -> Markup {
                 None => p.empty { "Nothing was checked against the cluster." },
                 Some(p) => {
                     details.checked open[p.obligations.len() <= OPEN_UP_TO || p.verdict != ProofVerdict::Proven] {
-                        summary { "What was checked " (verdict_badge(p.verdict)) " " span.verdict { (render::verdict(p)) } }
+                        summary { "What was checked " (verdict_badge(p.verdict)) " " span.verdict { (render::tally(p)) } }
                         (obligations(p))
                     }
                     (bound(p))
@@ -97,19 +105,19 @@ pub fn card(proof: Option<&Proof>) -> Markup {
 }
 
 /// The request page's account of one proof: who proposed what, the verdict (a refuted proof
-/// says which obligations fail), the change (at selection) and every obligation.
+/// is framed in red and says so), the change (at selection) and every obligation.
 pub fn detail(p: &Proof, id: &str) -> Markup {
     html! {
         div.proof id=(id) data-verdict=(p.verdict.as_str()) {
             dl.facts {
-                dt { "Verdict" } dd.verdict { (verdict_badge(p.verdict)) " " (render::verdict(p)) }
+                dt { "Verdict" } dd.verdict { (verdict_badge(p.verdict)) " " (render::tally(p)) }
                 dt { "Proposal" } dd { code { (p.workflow_id) } " (" (p.action_type) ") on " (p.target.to_string()) }
-                dt { "Proposed by" } dd { (p.proposer.as_str()) }
+                dt { "Proposed by" } dd { (proposer(p.proposer)) }
                 dt { "Checked" } dd { (when(p.checked_at)) }
                 @if let Some(h) = &p.spec_hash { dt { "Bound to spec" } dd { code { (h) } } }
             }
             @if p.verdict == ProofVerdict::Refuted {
-                p.error.refutation { strong { "Refuted: " } (said(&p.refutation())) }
+                p.error.refutation { strong { "Refuted: " } (render::tally(p)) " (marked below); nothing may run on this proof." }
             }
             @if p.point == ProofPoint::Selection {
                 h4 { "What would change" }

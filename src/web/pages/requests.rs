@@ -452,10 +452,13 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
     Ok((title, body))
 }
 
-/// Whether a request's reason says it ended because what was approved no longer held: the
-/// target changed after the approval, or the proof failed (at selection or before the write).
+/// Whether a request's reason says it ended because what was proposed or approved did not
+/// hold: the target changed after the approval, the proof failed (at selection or before the
+/// write), or there was no proof to bind the approval to.
 fn ended_unproven(reason: &str) -> bool {
-    reason.starts_with("target_changed") || reason.starts_with("proof_failed")
+    ["target_changed", "proof_failed", "not_proven"]
+        .iter()
+        .any(|p| reason.starts_with(p))
 }
 
 /// One timeline entry; the live script builds the same shape from a streamed event (an entry
