@@ -141,6 +141,20 @@ async fn a_production_rollback_is_approved_through_its_link_and_runs_once() {
         assert!(html.contains("<form method=\"post\""), "{html}");
         assert!(html.contains("checkout"), "{html}");
         assert!(html.contains(ALICE), "{html}");
+        // What the mail shows: the dry run's change, what was checked, the binding.
+        assert!(
+            html.contains("What would change (the API server&#39;s dry run)")
+                && html.contains(
+                    "image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1"
+                ),
+            "{html}"
+        );
+        assert!(
+            html.contains("What was checked against the cluster")
+                && html.contains("<li>[holds] The revision to return to is named"),
+            "{html}"
+        );
+        assert!(html.contains("Bound to spec"), "{html}");
     }
     assert_eq!(
         d.api(&format!("/api/v1/requests/{rid}")).await["phase"],

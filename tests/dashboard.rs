@@ -535,6 +535,28 @@ async fn the_openapi_document_describes_every_api_route_and_only_real_ones() {
         );
     }
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+    // An approval and a request say what was proven (the schemas' fields are held to the
+    // domain types by web::openapi's unit tests).
+    let op = |path: &str| {
+        doc["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+            ["$ref"]
+            .clone()
+    };
+    assert_eq!(
+        op("/api/v1/approvals/{id}"),
+        "#/components/schemas/Approval"
+    );
+    assert_eq!(
+        op("/api/v1/requests/{id}"),
+        "#/components/schemas/RequestDetail"
+    );
+    let schemas = &doc["components"]["schemas"];
+    assert!(schemas["Approval"]["properties"]["proof"].is_object());
+    assert!(schemas["Approval"]["properties"]["note"].is_object());
+    assert!(schemas["RequestState"]["properties"]["proof_before_write"].is_object());
+    for name in ["Proof", "Obligation", "DryRunChange"] {
+        assert!(schemas[name].is_object(), "{name}");
+    }
     d.stop().await;
 }
 

@@ -28,6 +28,7 @@ use crate::approval::{Approvals, LinkView, Refusal};
 use crate::domain::{ApprovalRequest, ApprovalStatus};
 use crate::domain::{Channel, Role};
 use crate::notify::email::escape_html;
+use crate::notify::render;
 
 fn not_configured() -> Response {
     page(
@@ -149,6 +150,33 @@ fn summary(a: &ApprovalRequest) -> String {
                         esc(&x.rationale)
                     ))
                     .collect::<String>()
+            ),
+        );
+    }
+    // What the mail shows under the same titles: the approver decides on this page.
+    let list = |items: Vec<String>| {
+        format!(
+            "<ul>{}</ul>",
+            items
+                .iter()
+                .map(|x| format!("<li>{}</li>", esc(x)))
+                .collect::<String>()
+        )
+    };
+    row(
+        "What would change (the API server's dry run)",
+        list(render::change(a)),
+    );
+    row(
+        "What was checked against the cluster",
+        list(render::checked(a)),
+    );
+    if let Some(h) = render::bound_to(a) {
+        row(
+            "Bound to spec",
+            format!(
+                "<code>{}</code>: if the target changes before it runs, nothing is written.",
+                esc(&h)
             ),
         );
     }
