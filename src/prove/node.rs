@@ -135,11 +135,13 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
             )
         }],
     ));
+    // One node not ready is that node's problem, however small the cluster (one of two): only
+    // several at once, a third of the nodes or more, make it cluster-wide.
     let not_ready = nodes.iter().filter(|n| !n.ready).count();
     out.push(check(
         "drain.not-cluster-wide",
-        "Fewer than a third of the nodes are not ready (not a cluster-wide problem)",
-        not_ready * 3 <= nodes.len(),
+        "At most one node, or fewer than a third of the nodes, is not ready (not a cluster-wide problem)",
+        not_ready <= 1 || not_ready * 3 <= nodes.len(),
         vec![format!("{not_ready} of {} nodes not ready", nodes.len())],
     ));
 
@@ -398,9 +400,9 @@ mod tests {
     use crate::cluster::SnapshotCluster;
     use crate::domain::{SignalContext, SignalMode, SignalSource, Target};
 
-    fn node(name: &str) -> Value {
+    fn node(name: &str, ready: bool) -> Value {
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+            "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
                        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}})
     }
 
@@ -423,15 +425,14 @@ mod tests {
                 "containerStatuses": [container]}})
     }
 
-    async fn common_factor(pods: Vec<Value>) -> Obligation {
-        let mut items = vec![node("worker-1"), node("worker-2")];
-        items.extend(pods);
-        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    /// The drain obligation `id` for node `target` of a cluster of `objects`.
+    async fn drain_obligation(objects: Vec<Value>, target: &str, id: &str) -> Obligation {
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
         let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
         let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
         let signal = SignalContext {
             fingerprint: "fp".into(),
-            name: "KubePodCrashLooping".into(),
+            name: "KubeNodeNotReady".into(),
             severity: Some("warning".into()),
             mode: SignalMode::Reactive,
             source: SignalSource::Alertmanager,
@@ -444,26 +445,32 @@ mod tests {
         };
         let scene = Scene::new(
             Arc::new(snap),
-            Target::new("Node", "worker-2", None),
+            Target::new("Node", target, None),
             now,
             signal,
         );
         let obligations = drain(&scene).await.unwrap_or_else(|e| panic!("{e:?}"));
         obligations
             .into_iter()
-            .find(|o| o.id == "drain.node-is-the-common-factor")
-            .unwrap_or_else(|| panic!("no common-factor obligation"))
+            .find(|o| o.id == id)
+            .unwrap_or_else(|| panic!("no obligation {id}"))
     }
 
     /// One crash-looping pod on a Ready node, its siblings ready elsewhere: the pod may carry its
     /// own fault (a corrupt cache); deleting it is the fix, not draining the node.
     #[tokio::test]
     async fn one_failing_pod_does_not_make_a_ready_node_the_common_factor() {
-        let o = common_factor(vec![
-            pod("render", 0, "worker-1", true),
-            pod("render", 1, "worker-1", true),
-            pod("render", 2, "worker-2", false),
-        ])
+        let o = drain_obligation(
+            vec![
+                node("worker-1", true),
+                node("worker-2", true),
+                pod("render", 0, "worker-1", true),
+                pod("render", 1, "worker-1", true),
+                pod("render", 2, "worker-2", false),
+            ],
+            "worker-2",
+            "drain.node-is-the-common-factor",
+        )
         .await;
         assert!(!o.holds(), "{o:?}");
         assert!(
@@ -478,13 +485,44 @@ mod tests {
     /// what they share.
     #[tokio::test]
     async fn pods_of_two_workloads_failing_only_on_a_ready_node_make_it_the_common_factor() {
-        let o = common_factor(vec![
-            pod("render", 0, "worker-1", true),
-            pod("render", 1, "worker-2", false),
-            pod("cart", 0, "worker-1", true),
-            pod("cart", 1, "worker-2", false),
-        ])
+        let o = drain_obligation(
+            vec![
+                node("worker-1", true),
+                node("worker-2", true),
+                pod("render", 0, "worker-1", true),
+                pod("render", 1, "worker-2", false),
+                pod("cart", 0, "worker-1", true),
+                pod("cart", 1, "worker-2", false),
+            ],
+            "worker-2",
+            "drain.node-is-the-common-factor",
+        )
         .await;
         assert!(o.holds(), "{o:?}");
+    }
+
+    /// One node not ready is not a cluster-wide problem, even when it is one of two; two of
+    /// three are.
+    #[tokio::test]
+    async fn one_node_not_ready_of_two_is_not_cluster_wide_but_two_of_three_are() {
+        let id = "drain.not-cluster-wide";
+        let one_of_two = drain_obligation(
+            vec![node("worker-1", false), node("worker-2", true)],
+            "worker-1",
+            id,
+        )
+        .await;
+        assert!(one_of_two.holds(), "{one_of_two:?}");
+        let two_of_three = drain_obligation(
+            vec![
+                node("worker-1", false),
+                node("worker-2", false),
+                node("worker-3", true),
+            ],
+            "worker-1",
+            id,
+        )
+        .await;
+        assert!(!two_of_three.holds(), "{two_of_three:?}");
     }
 }
