@@ -555,6 +555,12 @@ async fn a_change_not_executed_shows_why_on_the_request_page() {
     .await;
     b.screenshot("dashboard-request-refuted-before-write.png")
         .await;
+    b.execute(
+        "document.querySelector('#timeline li[data-kind=proof]').scrollIntoView();",
+        vec![],
+    )
+    .await;
+    b.screenshot("dashboard-timeline-not-executed.png").await;
     b.close().await;
     d.stop().await;
 }

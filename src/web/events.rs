@@ -270,11 +270,20 @@ fn proof_event(
         crate::notify::render::verdict(&proof)
     );
     let refuted = proof.verdict == ProofVerdict::Refuted;
+    // One line: the failing obligations by their statements (their evidence is on the
+    // request page and in `data.proof`), the change by its first line.
     if refuted {
-        line.push_str(&format!(" — {}", proof.refutation()));
+        let failed: Vec<&str> = proof.failed().map(|o| o.statement.as_str()).collect();
+        line.push_str(&format!(" — {}", failed.join("; ")));
     }
-    if let (ProofPoint::Selection, Some(c)) = (proof.point, &proof.change) {
-        line.push_str(&format!("; would change: {}", c.summary()));
+    if proof.point == ProofPoint::Selection && proof.change.is_some() {
+        let change = crate::notify::render::change_of(Some(&proof));
+        if let Some(first) = change.first() {
+            line.push_str(&format!("; would change: {first}"));
+            if change.len() > 1 {
+                line.push_str(&format!(" (and {} more)", change.len() - 1));
+            }
+        }
     }
     said(
         "proof",
@@ -506,7 +515,7 @@ mod tests {
                 {"id": "rollback.no-rollout-by-others", "statement": "Nobody else rolls out", "status": "holds"},
             ],
             "target": {"kind": "Deployment", "name": "checkout", "namespace": "shop"},
-            "change": {"objects": [{"object": "Deployment shop/checkout", "changes": ["image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1"]}]},
+            "change": {"objects": [{"object": "Deployment shop/checkout", "changes": ["image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1", "3 pod(s) replaced, at most 1 unavailable and 1 extra at a time"]}]},
             "checked_at": "2030-06-01T12:00:00Z",
         });
         let t = typed(&event(
@@ -519,7 +528,7 @@ mod tests {
         assert_eq!(
             t[0].data["message"],
             "RollbackDeployment on shop/Deployment/checkout (proposed by the offline rules): proven: 2 of 2 obligations hold; \
-             would change: Deployment shop/checkout: image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1"
+             would change: Deployment shop/checkout: image of container checkout shop/checkout:1.4.2 → shop/checkout:1.4.1 (and 1 more)"
         );
         assert_eq!(t[0].data["bad"], false);
 
@@ -536,7 +545,7 @@ mod tests {
         assert_eq!(
             t[0].data["message"],
             "RollbackDeployment on shop/Deployment/checkout (checked again before the first write): \
-             refuted: 1 of 2 obligations does not hold — Nobody else rolls out (rollback.no-rollout-by-others): revision 3 is rolling out now"
+             refuted: 1 of 2 obligations does not hold — Nobody else rolls out"
         );
         assert_eq!(t[0].data["bad"], true);
         assert_eq!(t[0].data["verdict"], "refuted");
