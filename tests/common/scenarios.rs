@@ -94,11 +94,11 @@ pub struct Scenario {
     pub stage: StageFn,
 }
 
-fn name(o: &Value) -> String {
+pub fn name(o: &Value) -> String {
     o["metadata"]["name"].as_str().unwrap_or("").to_owned()
 }
 
-fn ago(secs: i64) -> String {
+pub fn ago(secs: i64) -> String {
     (Utc::now() - chrono::Duration::seconds(secs))
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
@@ -138,7 +138,7 @@ fn rand_fp() -> u64 {
     u64::from_str_radix(&uuid::Uuid::new_v4().simple().to_string()[..16], 16).unwrap_or(1)
 }
 
-fn deployment(
+pub fn deployment(
     name: &str,
     image: &str,
     replicas: i64,
@@ -160,7 +160,7 @@ fn deployment(
     })
 }
 
-async fn node(k: &Kube, port: u16, suffix: &str) -> String {
+pub async fn node(k: &Kube, port: u16, suffix: &str) -> String {
     let n = format!("{}-{suffix}", k.ns);
     k.node(&n, port, json!([])).await;
     n
@@ -249,7 +249,7 @@ pub async fn run_unscheduled(k: &Kube, selector: &str, node: &str) {
     }
 }
 
-async fn run_all(k: &Kube, pods: &[Value], node: &str, container: &str, image: &str) {
+pub async fn run_all(k: &Kube, pods: &[Value], node: &str, container: &str, image: &str) {
     for p in pods {
         k.bind(&name(p), node).await;
         k.patch_status("v1", "Pod", &name(p), status::running(container, image))
@@ -1208,7 +1208,7 @@ fn starting_now(alert: Value) -> Value {
 }
 
 /// Delete, as the kubelet confirms it, every pod of `selector` that is terminating.
-async fn reap_terminating(k: &Kube, selector: &str) {
+pub async fn reap_terminating(k: &Kube, selector: &str) {
     let api = k.api("v1", "Pod");
     let Ok(list) = api
         .list(&kube::api::ListParams::default().labels(selector))
@@ -1296,7 +1296,7 @@ async fn roll(
 
 /// Report every pod in `pods` crash-looping with `reason`/`code`, with BackOff events and the
 /// crash log `log`.
-async fn crash_all(
+pub async fn crash_all(
     k: &Kube,
     logs: &LogStore,
     pods: &[Value],
@@ -1331,7 +1331,7 @@ async fn crash_all(
     out
 }
 
-fn crashloop_alert(k: &Kube, pod: &str, container: &str) -> Value {
+pub fn crashloop_alert(k: &Kube, pod: &str, container: &str) -> Value {
     alert(
         "KubePodCrashLooping",
         "critical",
@@ -1525,7 +1525,7 @@ fn rapid_rollouts<'a>(
     })
 }
 
-fn statefulset(name: &str, image: &str, replicas: i64, annotations: Value) -> Value {
+pub fn statefulset(name: &str, image: &str, replicas: i64, annotations: Value) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "StatefulSet",
         "metadata": {"name": name, "labels": {"app": name}, "annotations": annotations},

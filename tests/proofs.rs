@@ -1,0 +1,542 @@
+//! Proof obligations against a model that proposes each action type: the real LLM investigator
+//! talks to a scripted OpenAI-compatible server over a real socket, on incidents staged on the
+//! real API server and captured with kubemedic's own capture. For each of the catalog's action
+//! types, once on a cluster where the action is right (its obligations hold and the request
+//! reaches the gate) and once where a model proposing it would be wrong (the proof is refuted
+//! on a named obligation and the request ends in review, never at the gate).
+//!
+//! The clusters are the scenarios of tests/scenarios/ and, where none gives a clean case, the
+//! incidents of tests/proofs/ (staged by tests/common/proofs.rs, captured with
+//! scripts/capture-proofs).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::llm::{ScriptedLlm, calls};
+use kubemedic::catalog::Catalog;
+use kubemedic::clock::{Clock, ManualClock};
+use kubemedic::cluster::SnapshotCluster;
+use kubemedic::cluster::tools::ToolLimits;
+use kubemedic::domain::{OutcomeKind, Phase, ProofVerdict, RemediationRequest, Stage};
+use kubemedic::history::InMemoryHistory;
+use kubemedic::investigate::playbooks::Playbooks;
+use kubemedic::investigate::{
+    InvestigationStage, LlmInvestigator, LlmInvestigatorSettings, SelectionStage,
+};
+use kubemedic::llm::{OpenAiLlm, OpenAiSettings, Provider, TokenBudget};
+use kubemedic::prove::Prover;
+use serde_json::{Value, json};
+
+/// What the proof must say.
+#[derive(Debug, Clone, Copy)]
+enum Want {
+    /// Every obligation holds: the request reaches the gate.
+    Proven,
+    /// Refuted, this obligation among the failed ones: the request ends in review.
+    Refuted(&'static str),
+}
+
+/// One proposal of one action type on one cluster.
+struct Case {
+    action_type: &'static str,
+    /// `scenarios/<name>` or `proofs/<name>` under tests/.
+    cluster: &'static str,
+    /// The remediation target the model names: kind and name (the namespace is the alert's).
+    target: (&'static str, &'static str),
+    /// The workflow's own parameters, as the model submits them.
+    parameters: &'static str,
+    /// Why the action is right or wrong there, for the failure message.
+    why: &'static str,
+    want: Want,
+}
+
+fn dir(cluster: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(cluster)
+}
+
+fn investigator(
+    server: &ScriptedLlm,
+    cluster: Arc<SnapshotCluster>,
+    clock: Arc<dyn Clock>,
+    catalog: Arc<Catalog>,
+) -> Arc<LlmInvestigator> {
+    let llm = OpenAiLlm::new(&OpenAiSettings {
+        provider: Provider::OpenAi,
+        base_url: Some(format!("{}/v1", server.base_url)),
+        api_key: Some(kubemedic::secret::Secret::new("sk-test-key")),
+        azure_deployment: None,
+        azure_api_version: "2024-10-21".into(),
+        timeout: Duration::from_secs(10),
+        max_retries: 1,
+        backoff: Duration::from_millis(20),
+    })
+    .unwrap();
+    Arc::new(LlmInvestigator {
+        llm: Arc::new(llm),
+        budget: Arc::new(TokenBudget::new(1_000_000, 10_000_000)),
+        reader: cluster,
+        clock,
+        tool_limits: ToolLimits::default(),
+        catalog,
+        playbooks: Arc::new(Playbooks::builtin().unwrap()),
+        history: Arc::new(InMemoryHistory::default()),
+        settings: LlmInvestigatorSettings {
+            rca_model: "gpt-4o".into(),
+            selection_model: "gpt-4o-mini".into(),
+            ..Default::default()
+        },
+        metrics: None,
+    })
+}
+
+/// Invocation 1: the root cause, naming the target.
+fn rca(case: &Case, namespace: Option<&str>) -> Value {
+    let (kind, name) = case.target;
+    let mut target = json!({"kind": kind, "name": name});
+    if let Some(ns) = namespace {
+        target["namespace"] = json!(ns);
+    }
+    json!({
+        "root_cause_analysis": {
+            "summary": format!("{kind} {name} needs {}", case.action_type),
+            "severity": "high",
+            "contributing_factors": [case.why],
+            "remediation_target": target,
+            "investigation_analysis": case.why
+        },
+        "confidence": 0.9,
+        "investigation_outcome": "actionable",
+        "actionable": true
+    })
+}
+
+/// The model proposes the case's action: invocation 1 names the target, invocation 2 selects
+/// the action type's workflow with the case's parameters; the selection stage proves it against
+/// the cluster. Returns the request after selection and how the model was used.
+async fn propose(case: &Case) -> (RemediationRequest, ScriptedLlm) {
+    common::init();
+    let root = dir(case.cluster);
+    let cluster = Arc::new(SnapshotCluster::load(&root.join("snapshot.yaml")).unwrap());
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(cluster.captured_at().unwrap()));
+    let alert: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("alert.json")).unwrap()).unwrap();
+    let catalog = Arc::new(Catalog::builtin().unwrap());
+    let workflow = catalog
+        .workflows()
+        .iter()
+        .find(|w| w.action_type == case.action_type)
+        .unwrap_or_else(|| panic!("no workflow of {}", case.action_type))
+        .id
+        .clone();
+    let mut req: RemediationRequest = common::scenarios::request(&alert, clock.now());
+    let namespace = match case.target.0 {
+        "Node" => None,
+        _ => req.target.as_ref().and_then(|t| t.namespace.clone()),
+    };
+    let parameters: Value = serde_json::from_str(case.parameters).unwrap();
+    let server = ScriptedLlm::start(vec![
+        calls(&[("submit_result", rca(case, namespace.as_deref()))]),
+        calls(&[(
+            "submit_result_with_workflow",
+            json!({"selected_workflow": {"workflow_id": workflow, "confidence": 0.9,
+                       "rationale": case.why, "parameters": parameters}}),
+        )]),
+    ])
+    .await;
+    let inv = investigator(&server, cluster.clone(), clock.clone(), catalog.clone());
+    let prover = Arc::new(Prover::new(
+        cluster.clone(),
+        Some(cluster.clone()),
+        catalog,
+        clock.clone(),
+    ));
+    for stage in [
+        Arc::new(InvestigationStage(inv.clone())) as Arc<dyn Stage>,
+        Arc::new(SelectionStage::new(inv, prover)),
+    ] {
+        if req.phase != stage.phase() {
+            break;
+        }
+        let out = stage.run(&req).await.expect("stage");
+        req.phase = out.next;
+        req.reason = out.reason;
+        req.state = out.state;
+    }
+    (req, server)
+}
+
+/// Run the case and compare with what it wants; every mismatch, at once.
+async fn check(case: Case) {
+    let (req, server) = propose(&case).await;
+    let name = format!("{} on {}", case.action_type, case.cluster);
+    let mut bad = Vec::new();
+    if server.remaining() != 0 || server.requests().len() != 2 {
+        bad.push(format!(
+            "the model was asked {} times, {} replies left",
+            server.requests().len(),
+            server.remaining()
+        ));
+    }
+    let owner = req
+        .state
+        .analysis
+        .as_ref()
+        .and_then(|a| a.root_owner.as_ref());
+    if owner.map(|t| (t.kind.as_str(), t.name.as_str())) != Some(case.target) {
+        bad.push(format!("root owner {owner:?}, not {:?}", case.target));
+    }
+    let proof = req.state.proof.as_ref();
+    match proof {
+        Some(p) if p.action_type == case.action_type => {}
+        other => bad.push(format!(
+            "no proof of {}: {:?}",
+            case.action_type,
+            other.map(|p| &p.action_type)
+        )),
+    }
+    let reason = req.reason.clone().unwrap_or_default();
+    let kind = req.state.selection.as_ref().map(|s| s.outcome.kind);
+    match case.want {
+        Want::Proven => {
+            if req.phase != Phase::Gating {
+                bad.push(format!("phase {:?}, not Gating: {reason}", req.phase));
+            }
+            if proof.map(|p| p.verdict) != Some(ProofVerdict::Proven) {
+                bad.push(format!(
+                    "verdict {:?}, not proven",
+                    proof.map(|p| p.verdict.as_str())
+                ));
+            }
+            // What the approver reads: the dry run's change (or, for a proposal, its text).
+            let change = proof.and_then(|p| p.change.as_ref()).map(|c| c.summary());
+            if change.as_deref().is_none_or(|c| c == "no change") {
+                bad.push(format!("the dry run shows no change: {change:?}"));
+            }
+        }
+        Want::Refuted(id) => {
+            if req.phase != Phase::ManualReviewRequired {
+                bad.push(format!(
+                    "phase {:?}, not ManualReviewRequired: {reason}",
+                    req.phase
+                ));
+            }
+            if kind != Some(OutcomeKind::ProofFailed) {
+                bad.push(format!("outcome {kind:?}, not proof_failed"));
+            }
+            if proof.map(|p| p.verdict) != Some(ProofVerdict::Refuted) {
+                bad.push(format!(
+                    "verdict {:?}, not refuted",
+                    proof.map(|p| p.verdict.as_str())
+                ));
+            }
+            if !proof.is_some_and(|p| p.failed().any(|o| o.id == id)) {
+                bad.push(format!("{id} is not among the failed obligations"));
+            }
+            if !(reason.starts_with("proof_failed") && reason.contains(id)) {
+                bad.push(format!("the reason does not name {id}: {reason}"));
+            }
+        }
+    }
+    if !bad.is_empty() {
+        let obligations: Vec<String> = proof
+            .map(|p| {
+                p.obligations
+                    .iter()
+                    .map(|o| format!("  {:?} {}: {}", o.status, o.id, o.evidence.join("; ")))
+                    .collect()
+            })
+            .unwrap_or_default();
+        panic!(
+            "{name} ({}):\n{}\nobligations:\n{}\nreason: {reason}",
+            case.why,
+            bad.join("\n"),
+            obligations.join("\n")
+        );
+    }
+}
+
+macro_rules! cases {
+    ($($test:ident => $case:expr),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $test() {
+                check($case).await;
+            }
+        )*
+
+        /// Every action type of the catalog is proposed once where it is proven and once where
+        /// it is refuted.
+        #[test]
+        fn every_catalog_action_type_is_proposed_both_ways() {
+            let cases = [$($case),*];
+            let catalog = Catalog::builtin().unwrap();
+            let mut missing = Vec::new();
+            for at in catalog.action_types() {
+                let of: Vec<&Case> = cases.iter().filter(|c| c.action_type == at.name).collect();
+                if !of.iter().any(|c| matches!(c.want, Want::Proven)) {
+                    missing.push(format!("{}: no case where it is proven", at.name));
+                }
+                if !of.iter().any(|c| matches!(c.want, Want::Refuted(_))) {
+                    missing.push(format!("{}: no case where it is refuted", at.name));
+                }
+            }
+            // Every incident staged for these cases has its folder and is used.
+            let staged: Vec<&str> = common::proofs::all().iter().map(|s| s.name).collect();
+            for entry in std::fs::read_dir(dir("proofs")).unwrap() {
+                let n = entry.unwrap().file_name().into_string().unwrap();
+                if !staged.contains(&n.as_str()) {
+                    missing.push(format!("tests/proofs/{n} is not staged by common::proofs::all()"));
+                }
+            }
+            for n in staged {
+                let cluster = format!("proofs/{n}");
+                if !cases.iter().any(|c| c.cluster == cluster) {
+                    missing.push(format!("tests/proofs/{n}: no case uses it"));
+                }
+            }
+            assert!(missing.is_empty(), "{}", missing.join("\n"));
+        }
+    };
+}
+
+use Want::{Proven, Refuted};
+
+cases! {
+    rollback_deployment_after_a_bad_rollout => Case {
+        action_type: "RollbackDeployment",
+        cluster: "scenarios/crashloop-rollout",
+        target: ("Deployment", "checkout"),
+        parameters: r#"{"TO_REVISION": 1}"#,
+        why: "revision 2 (1.4.2) crash-loops; revision 1 (1.4.1) serves ready",
+        want: Proven,
+    },
+    rollback_deployment_when_the_failure_predates_the_rollout => Case {
+        action_type: "RollbackDeployment",
+        cluster: "scenarios/failure-predates-rollout",
+        target: ("Deployment", "quotes"),
+        parameters: r#"{"TO_REVISION": 1}"#,
+        why: "revision 1 crash-looped too: the database is unreachable",
+        want: Refuted("rollback.target-revision-healthy"),
+    },
+    rollback_statefulset_after_a_bad_update => Case {
+        action_type: "RollbackStatefulSet",
+        cluster: "scenarios/statefulset-update",
+        target: ("StatefulSet", "ledger"),
+        parameters: r#"{"TO_REVISION": 1}"#,
+        why: "ledger-2 on the update crash-loops; ledger-0 and ledger-1 serve the old revision",
+        want: Proven,
+    },
+    rollback_statefulset_to_a_revision_that_crashes_too => Case {
+        action_type: "RollbackStatefulSet",
+        cluster: "proofs/statefulset-failure-predates-update",
+        target: ("StatefulSet", "ledger"),
+        parameters: r#"{"TO_REVISION": 1}"#,
+        why: "ledger-0 and ledger-1 crash-loop on revision 1 as ledger-2 does on the update",
+        want: Refuted("rollback.target-revision-healthy"),
+    },
+    restart_wedged_pods => Case {
+        action_type: "RestartDeployment",
+        cluster: "scenarios/wedged-connection-pool",
+        target: ("Deployment", "orders-api"),
+        parameters: "{}",
+        why: "the pods run but their connection pool is exhausted",
+        want: Proven,
+    },
+    restart_pods_that_crash_on_start => Case {
+        action_type: "RestartDeployment",
+        cluster: "scenarios/crashloop-rollout",
+        target: ("Deployment", "checkout"),
+        parameters: "{}",
+        why: "the new revision crashes on start: a restart changes nothing",
+        want: Refuted("restart.pods-run-but-wedged"),
+    },
+    scale_up_a_deployment_scaled_to_zero => Case {
+        action_type: "ScaleReplicas",
+        cluster: "scenarios/scaled-to-zero",
+        target: ("Deployment", "checkout"),
+        parameters: r#"{"REPLICAS": 3}"#,
+        why: "checkout was scaled to zero",
+        want: Proven,
+    },
+    scale_up_pods_that_cannot_be_scheduled => Case {
+        action_type: "ScaleReplicas",
+        cluster: "scenarios/pending-insufficient-resources",
+        target: ("Deployment", "batch-worker"),
+        parameters: r#"{"REPLICAS": 3}"#,
+        why: "its pods are already Pending for memory: more will not schedule",
+        want: Refuted("scale.schedulable"),
+    },
+    raise_the_memory_limit_of_the_container_oom_killed => Case {
+        action_type: "IncreaseMemoryLimits",
+        cluster: "scenarios/oomkilled",
+        target: ("Deployment", "api"),
+        parameters: r#"{"CONTAINER": "api", "MEMORY_LIMIT": "384Mi"}"#,
+        why: "container api is OOMKilled at its 256Mi limit",
+        want: Proven,
+    },
+    raise_the_memory_limit_on_an_alert_that_says_oom_when_it_is_not => Case {
+        action_type: "IncreaseMemoryLimits",
+        cluster: "scenarios/misleading-alert",
+        target: ("Deployment", "checkout"),
+        parameters: r#"{"CONTAINER": "checkout", "MEMORY_LIMIT": "384Mi"}"#,
+        why: "the alert says OOMKilled, but the container exits 1 on a missing setting",
+        want: Refuted("memory.container-was-killed"),
+    },
+    raise_the_cpu_limit_of_a_throttled_container => Case {
+        action_type: "IncreaseCPULimits",
+        cluster: "scenarios/cpu-throttling",
+        target: ("Deployment", "thumbnailer"),
+        parameters: r#"{"CONTAINER": "thumbnailer", "CPU_LIMIT": "750m"}"#,
+        why: "thumbnailer is throttled at its CPU limit",
+        want: Proven,
+    },
+    raise_the_cpu_limit_of_pods_waiting_for_a_node => Case {
+        action_type: "IncreaseCPULimits",
+        cluster: "scenarios/pending-no-scheduler-event",
+        target: ("Deployment", "trainer"),
+        parameters: r#"{"CONTAINER": "trainer", "CPU_LIMIT": "20"}"#,
+        why: "its pods wait for a node with 16 CPUs: nothing is throttled",
+        want: Refuted("cpu.container-throttled"),
+    },
+    expand_a_filling_volume => Case {
+        action_type: "ExpandPVC",
+        cluster: "scenarios/pvc-fill-predicted",
+        target: ("PersistentVolumeClaim", "data-postgres-0"),
+        parameters: r#"{"PVC_NAME": "data-postgres-0", "NEW_SIZE": "15Gi"}"#,
+        why: "the volume fills up and its StorageClass expands",
+        want: Proven,
+    },
+    expand_a_volume_whose_class_cannot_expand => Case {
+        action_type: "ExpandPVC",
+        cluster: "scenarios/pvc-fill-predicted-not-expandable",
+        target: ("PersistentVolumeClaim", "data-mysql-0"),
+        parameters: r#"{"PVC_NAME": "data-mysql-0", "NEW_SIZE": "15Gi"}"#,
+        why: "its StorageClass does not allow expansion",
+        want: Refuted("pvc.class-expandable"),
+    },
+    drain_a_node_that_is_not_ready => Case {
+        action_type: "CordonDrainNode",
+        cluster: "scenarios/node-not-ready",
+        target: ("Node", "scn-node-not-ready-worker-7"),
+        parameters: "{}",
+        why: "the node is NotReady and its pods suffer",
+        want: Proven,
+    },
+    // A finding: one node not ready of two used to count as a cluster-wide problem (a third or
+    // more of the nodes), refuting the right drain of a small cluster (fixed in
+    // src/prove/node.rs).
+    drain_the_not_ready_one_of_two_nodes => Case {
+        action_type: "CordonDrainNode",
+        cluster: "proofs/one-of-two-nodes-not-ready",
+        target: ("Node", "prf-one-of-two-nodes-not-ready-worker-1"),
+        parameters: "{}",
+        why: "worker-1 is NotReady; worker-2 is healthy with room for tiles' pod",
+        want: Proven,
+    },
+    drain_the_only_healthy_node => Case {
+        action_type: "CordonDrainNode",
+        cluster: "proofs/one-of-two-nodes-not-ready",
+        target: ("Node", "prf-one-of-two-nodes-not-ready-worker-2"),
+        parameters: "{}",
+        why: "worker-1 is NotReady; the model names worker-2, the only node left to run tiles",
+        want: Refuted("drain.not-last-schedulable-node"),
+    },
+    // A finding: one failing pod used to make a Ready node "the common factor" (fixed in
+    // src/prove/node.rs); deleting the pod is the fix here (the scenario's expected action).
+    drain_a_ready_node_for_one_pods_fault => Case {
+        action_type: "CordonDrainNode",
+        cluster: "scenarios/lone-pod-crashloop",
+        target: ("Node", "scn-lone-pod-crashloop-worker-2"),
+        parameters: "{}",
+        why: "one render pod crash-loops on a corrupt cache while its siblings run; nothing else fails on its Ready node",
+        want: Refuted("drain.node-is-the-common-factor"),
+    },
+    delete_the_one_pod_stuck_creating => Case {
+        action_type: "DeletePod",
+        cluster: "scenarios/container-creating-stuck",
+        target: ("Deployment", "cache"),
+        parameters: r#"{"POD_NAME": "cache-7478db49f8-v95dg"}"#,
+        why: "one pod is stuck creating its containers while its siblings run",
+        want: Proven,
+    },
+    delete_one_of_the_pods_that_all_crash => Case {
+        action_type: "DeletePod",
+        cluster: "scenarios/all-replicas-crash",
+        target: ("Deployment", "mailer"),
+        parameters: r#"{"POD_NAME": "mailer-54744c9c47-h6txj"}"#,
+        why: "every pod of mailer crash-loops the same way: the SMTP relay refuses them",
+        want: Refuted("delete.failure-not-shared"),
+    },
+    relax_a_budget_that_blocks_a_drain => Case {
+        action_type: "RelaxPDB",
+        cluster: "scenarios/pdb-blocks-drain",
+        target: ("Deployment", "reports"),
+        parameters: r#"{"PDB_NAME": "reports", "MAX_UNAVAILABLE": 1}"#,
+        why: "a single-replica budget with minAvailable 1 blocks the drain",
+        want: Proven,
+    },
+    relax_a_budget_that_guards_a_quorum => Case {
+        action_type: "RelaxPDB",
+        cluster: "scenarios/pdb-quorum",
+        target: ("Deployment", "consensus"),
+        parameters: r#"{"PDB_NAME": "consensus-quorum", "MAX_UNAVAILABLE": 1}"#,
+        why: "the budget keeps a majority of a consensus group",
+        want: Refuted("pdb.guards-no-quorum"),
+    },
+    raise_the_maximum_of_a_maxed_out_autoscaler => Case {
+        action_type: "PatchHPAMaxReplicas",
+        cluster: "scenarios/hpa-maxed-out",
+        target: ("Deployment", "storefront"),
+        parameters: r#"{"HPA_NAME": "storefront", "MAX_REPLICAS": 6}"#,
+        why: "the autoscaler sits at its maximum with CPU above target",
+        want: Proven,
+    },
+    raise_the_maximum_when_pods_already_wait_for_a_node => Case {
+        action_type: "PatchHPAMaxReplicas",
+        cluster: "scenarios/hpa-maxed-out-no-capacity",
+        target: ("Deployment", "storefront"),
+        parameters: r#"{"HPA_NAME": "storefront", "MAX_REPLICAS": 6}"#,
+        why: "its pods are already Pending: more replicas will not schedule",
+        want: Refuted("hpa.room-to-schedule"),
+    },
+    remove_a_taint_left_by_maintenance => Case {
+        action_type: "RemoveNodeTaint",
+        cluster: "scenarios/pending-untolerated-taint",
+        target: ("Node", "scn-pending-untolerated-taint-pool-a"),
+        parameters: r#"{"TAINT_KEY": "maintenance", "TAINT_EFFECT": "NoSchedule"}"#,
+        why: "the maintenance taint is all that keeps the pending pods off the node",
+        want: Proven,
+    },
+    remove_a_role_taint => Case {
+        action_type: "RemoveNodeTaint",
+        cluster: "scenarios/pending-role-taint",
+        target: ("Node", "scn-pending-role-taint-infra-1"),
+        parameters: r#"{"TAINT_KEY": "node-role.kubernetes.io/infra", "TAINT_EFFECT": "NoSchedule"}"#,
+        why: "the infra role taint reserves the node on purpose",
+        want: Refuted("taint.not-set-by-kubernetes"),
+    },
+    propose_a_git_revert_of_a_gitops_managed_rollout => Case {
+        action_type: "GitRevert",
+        cluster: "scenarios/gitops-managed",
+        target: ("Deployment", "checkout"),
+        parameters: r#"{"PROPOSED_CHANGE": "revert the image bump of checkout from shop/checkout:1.4.2 to shop/checkout:1.4.1"}"#,
+        why: "Argo CD manages checkout: a direct rollback would be reverted",
+        want: Proven,
+    },
+    // The catalog offers git-revert-proposal only for targets detected as GitOps-managed, so a
+    // model cannot reach gitrevert.gitops-managed through it: what a model can get wrong is the
+    // change itself.
+    propose_a_git_revert_that_names_no_change => Case {
+        action_type: "GitRevert",
+        cluster: "scenarios/gitops-managed",
+        target: ("Deployment", "checkout"),
+        parameters: r#"{"PROPOSED_CHANGE": "revert"}"#,
+        why: "Argo CD manages checkout, but \"revert\" tells a human nothing to change",
+        want: Refuted("gitrevert.change-identified"),
+    },
+}
