@@ -289,6 +289,50 @@ fn text(req: &RemediationRequest, record: &Value) -> String {
         if let Some(p) = &a.plan {
             s.push_str(&plan_text(p));
         }
+        if let Some(n) = a
+            .neighbourhood
+            .as_ref()
+            .filter(|n| !n.dependencies.is_empty())
+        {
+            s.push_str(&format!(
+                "  Dependencies of {} (ranked{}):\n",
+                n.target,
+                n.onset
+                    .map(|o| format!("; failing since {}", o.format("%H:%M:%S")))
+                    .unwrap_or_default()
+            ));
+            for line in n.compact(8).lines() {
+                s.push_str(&format!("    {}\n", line.trim_start_matches("- ")));
+            }
+        }
+        if let Some(p) = &req.state.proof {
+            s.push_str(&format!(
+                "  Proof of {} ({}): {}\n",
+                if p.action_type == crate::domain::NO_ACTION {
+                    "no action needed"
+                } else {
+                    p.action_type.as_str()
+                },
+                p.proposer.as_str(),
+                p.verdict.as_str()
+            ));
+            for o in &p.obligations {
+                s.push_str(&format!(
+                    "    [{}] {}{}\n",
+                    if o.holds() { "x" } else { " " },
+                    o.statement,
+                    o.evidence
+                        .first()
+                        .map(|e| format!(" — {e}"))
+                        .unwrap_or_default()
+                ));
+            }
+            if let Some(c) = &p.change {
+                for line in c.lines() {
+                    s.push_str(&format!("    change: {line}\n"));
+                }
+            }
+        }
         let calls: Vec<&str> = a.tool_calls.iter().map(|c| c.tool.as_str()).collect();
         s.push_str(&format!("  tool calls: {}", calls.len()));
         if !calls.is_empty() {
@@ -360,6 +404,7 @@ mod tests {
             llm_calls: vec![],
             proposal: None,
             plan,
+            neighbourhood: None,
         });
         req
     }

@@ -20,6 +20,9 @@ pub struct MemoReader {
     resources: Mutex<HashMap<String, Result<ResourceInfo>>>,
     gets: Mutex<HashMap<Key, Result<Value>>>,
     lists: Mutex<HashMap<Key, Result<Vec<Value>>>>,
+    logs: Mutex<HashMap<Key, Result<String>>>,
+    /// How many calls reached the API server (not answered from memory).
+    calls: std::sync::atomic::AtomicUsize,
 }
 
 impl MemoReader {
@@ -29,7 +32,19 @@ impl MemoReader {
             resources: Mutex::default(),
             gets: Mutex::default(),
             lists: Mutex::default(),
+            logs: Mutex::default(),
+            calls: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// The API calls made through this reader so far (each question once).
+    pub fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn count(&self) {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -79,6 +94,7 @@ impl ClusterReader for MemoReader {
         if let Some(v) = cached(&self.gets, &k) {
             return v;
         }
+        self.count();
         let v = self.inner.get(res, namespace, name).await;
         keep(&self.gets, k, &v);
         v
@@ -99,13 +115,26 @@ impl ClusterReader for MemoReader {
         if let Some(v) = cached(&self.lists, &k) {
             return v;
         }
+        self.count();
         let v = self.inner.list(res, namespace, query).await;
         keep(&self.lists, k, &v);
         v
     }
 
     async fn logs(&self, namespace: &str, pod: &str, query: &LogQuery) -> Result<String> {
-        self.inner.logs(namespace, pod, query).await
+        let k = (
+            format!("{namespace}/{pod}"),
+            query.container.clone().unwrap_or_default(),
+            format!("{}", query.previous),
+            format!("{:?}/{:?}", query.tail_lines, query.since_seconds),
+        );
+        if let Some(v) = cached(&self.logs, &k) {
+            return v;
+        }
+        self.count();
+        let v = self.inner.logs(namespace, pod, query).await;
+        keep(&self.logs, k, &v);
+        v
     }
 
     async fn server_version(&self) -> Result<String> {

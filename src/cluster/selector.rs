@@ -102,6 +102,18 @@ impl Selector {
         Some(Self(reqs))
     }
 
+    /// The plain map form a Service (or a ReplicationController) selects with:
+    /// `{app: web, tier: front}`. `None` for no selector (or an empty one), which selects
+    /// nothing there.
+    pub fn from_map(v: &Value) -> Option<Self> {
+        let m = v.as_object().filter(|m| !m.is_empty())?;
+        Some(Self(
+            m.iter()
+                .map(|(k, v)| Requirement::Eq(k.clone(), v.as_str().unwrap_or("").to_owned()))
+                .collect(),
+        ))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -378,8 +378,20 @@ impl ClusterReader for SnapshotCluster {
             .iter()
             .filter_map(|c| str_at(c, &["name"]))
             .collect();
+        // Init containers have logs too, as on a real API server (a default is only ever
+        // among the regular containers).
+        let init: Vec<&str> = obj::array(&pod_obj, &["spec", "initContainers"])
+            .iter()
+            .filter_map(|c| str_at(c, &["name"]))
+            .collect();
         let container = match &query.container {
-            Some(c) if containers.contains(&c.as_str()) || containers.is_empty() => c.clone(),
+            Some(c)
+                if containers.contains(&c.as_str())
+                    || init.contains(&c.as_str())
+                    || containers.is_empty() =>
+            {
+                c.clone()
+            }
             Some(c) => {
                 return Err(ClusterError::new(
                     ErrorKind::Invalid,

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::history::HistoryContext;
 use super::labels::DetectedLabels;
+use super::neighbourhood::Neighbourhood;
 use super::phase::Phase;
 use super::target::Target;
 
@@ -164,6 +165,10 @@ pub struct Analysis {
     /// the offline investigator's always).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<InvestigationPlan>,
+    /// What the target depends on and what changed before it failed, ranked (when it was
+    /// looked at).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neighbourhood: Option<Neighbourhood>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -19,6 +19,7 @@ mod gate;
 mod history;
 mod investigation;
 mod labels;
+mod neighbourhood;
 mod phase;
 mod proof;
 mod request;
@@ -46,6 +47,7 @@ pub use investigation::{
     Usage, ValidationAttempt, excerpt,
 };
 pub use labels::{DetectedLabels, QuotaUsage};
+pub use neighbourhood::{Change, DepKind, Dependency, Neighbourhood};
 pub use phase::{Phase, stage_name};
 pub use proof::{
     DryRunChange, NO_ACTION, ObjectChange, Obligation, ObligationStatus, Proof, ProofPoint,

@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 use tracing::{debug, info, warn};
 
 use super::gather;
+use super::graph;
 use super::plan;
 use super::playbooks::Playbooks;
 use super::prompt;
@@ -30,8 +31,8 @@ use super::view::{self, ViewLimits};
 use super::{InvestigateError, Investigator};
 use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
-use crate::cluster::ClusterReader;
 use crate::cluster::tools::{self, ClusterTools, ToolLimits};
+use crate::cluster::{ClusterReader, MemoReader};
 use crate::domain::{
     AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LlmCallRecord, RcaResult,
     RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, ToolCallRecord, Usage,
@@ -43,6 +44,9 @@ use crate::llm::{
 };
 use crate::redact::Redacted;
 use crate::telemetry::Metrics;
+
+/// Dependencies with a finding the first prompt names at most.
+const NEIGHBOURHOOD_LINES: usize = 4;
 
 #[derive(Debug, Clone)]
 pub struct LlmInvestigatorSettings {
@@ -337,19 +341,38 @@ impl Investigator for LlmInvestigator {
 
     async fn analyse(&self, req: &RemediationRequest) -> Result<Analysis, InvestigateError> {
         let now = self.clock.now();
-        let tools = ClusterTools::new(
-            self.reader.clone(),
-            self.clock.clone(),
-            self.tool_limits.clone(),
-        );
+        // One reader for the analysis: the prompt's view, the neighbourhood and the model's
+        // tool calls ask the API server each question once.
+        let reader: Arc<dyn ClusterReader> = Arc::new(MemoReader::new(self.reader.clone()));
+        let tools = ClusterTools::new(reader.clone(), self.clock.clone(), self.tool_limits.clone());
         let (snapshot, namespace_view, _, _) = gather::prefetch(&tools, req).await?;
         let matched = self.playbooks.matching(&snapshot);
+        let mut neighbourhood = None;
         let cluster_view = if !self.settings.cluster_view {
             String::new()
         } else if let Some(node) = view::node_target(req) {
             view::node(&tools, node, now, ViewLimits::default()).await?
         } else {
-            namespace_view
+            // What the alerted object depends on that shows a problem, so the model starts
+            // from the culprit's neighbourhood rather than the symptom alone.
+            let mut v = namespace_view;
+            if let Some(t) = &req.target
+                && let Ok(ctx) = tools
+                    .contexts()
+                    .resolve(&t.kind, &t.name, t.namespace.as_deref())
+                    .await
+            {
+                let n = graph::build(reader.clone(), &ctx.root_owner, now).await?;
+                let findings = n.findings(NEIGHBOURHOOD_LINES);
+                if !findings.is_empty() {
+                    v.push_str(&format!(
+                        "\nWhat {} depends on that shows a problem (ranked; unhealthy now or changed before the failures began):\n{findings}",
+                        n.target
+                    ));
+                }
+                neighbourhood = Some(n);
+            }
+            v
         };
         let mut messages = vec![
             Message::System {
@@ -511,6 +534,7 @@ impl Investigator for LlmInvestigator {
             llm_calls: session.calls,
             proposal: None,
             plan,
+            neighbourhood,
         })
     }
 

@@ -10,6 +10,7 @@
 //! after invocation 1 without repeating it.
 
 mod gather;
+pub mod graph;
 pub mod llm;
 pub mod offline;
 pub mod plan;

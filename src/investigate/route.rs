@@ -343,6 +343,7 @@ mod tests {
             llm_calls: vec![],
             proposal: None,
             plan: None,
+            neighbourhood: None,
         }
     }
 

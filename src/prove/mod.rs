@@ -42,6 +42,8 @@ use crate::domain::{
 
 use scene::Scene;
 
+pub use workload::{configmaps, secrets};
+
 /// The catalog's built-in action types, each with its obligations below.
 pub const KNOWN_ACTION_TYPES: &[&str] = &[
     "RollbackDeployment",

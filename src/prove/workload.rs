@@ -63,7 +63,7 @@ fn differs_in_containers(a: &Value, b: &Value) -> bool {
 }
 
 /// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
-pub(super) fn configmaps(template: &Value) -> BTreeSet<String> {
+pub fn configmaps(template: &Value) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
     for key in ["containers", "initContainers"] {
@@ -94,7 +94,7 @@ pub(super) fn configmaps(template: &Value) -> BTreeSet<String> {
 }
 
 /// The Secrets a pod template refers to (names only: kubemedic never reads them).
-pub(super) fn secrets(template: &Value) -> BTreeSet<String> {
+pub fn secrets(template: &Value) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
     for key in ["containers", "initContainers"] {

@@ -19,6 +19,7 @@
 //! a [`Selection`] from the catalog. The alert's text never decides anything, and text found in
 //! logs or objects is only ever quoted as evidence, never followed.
 
+mod depends;
 mod evidence;
 mod facts;
 #[cfg(test)]
@@ -34,13 +35,14 @@ use serde_json::{Map, Value, json};
 use self::facts::Facts;
 use self::rules::Diagnosis;
 use super::gather;
+use super::graph;
 use super::playbooks::Playbooks;
 use super::route::{Invocation2, merge, route};
 use super::{InvestigateError, Investigator};
 use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
-use crate::cluster::ClusterReader;
 use crate::cluster::tools::{ClusterTools, ToolLimits};
+use crate::cluster::{ClusterReader, MemoReader};
 use crate::domain::{
     Analysis, HashMatch, InvestigationOutcome, InvestigationPlan, PlanSource, PlanStep, RcaResult,
     RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, SignalContext, TargetRef,
@@ -122,11 +124,10 @@ impl Investigator for OfflineInvestigator {
 
     async fn analyse(&self, req: &RemediationRequest) -> Result<Analysis, InvestigateError> {
         let now = self.clock.now();
-        let tools = ClusterTools::new(
-            self.reader.clone(),
-            self.clock.clone(),
-            self.tool_limits.clone(),
-        );
+        // One reader for the whole analysis: each object is asked of the API server once,
+        // whichever step wants it.
+        let reader: Arc<dyn ClusterReader> = Arc::new(MemoReader::new(self.reader.clone()));
+        let tools = ClusterTools::new(reader.clone(), self.clock.clone(), self.tool_limits.clone());
         let (snapshot, _, pods, events) = gather::prefetch(&tools, req).await?;
         let matched: Vec<String> = self
             .playbooks
@@ -155,7 +156,7 @@ impl Investigator for OfflineInvestigator {
             },
         ];
         let evidence = evidence::gather(
-            self.reader.as_ref(),
+            reader.as_ref(),
             &tools,
             self.clock.now(),
             req,
@@ -171,7 +172,39 @@ impl Investigator for OfflineInvestigator {
         // A proposal on a target kubemedic resolved: verify the (possibly different) target.
         let mut rca = self.rca_from(&diagnosis);
         let fallback = diagnosis.target.clone();
-        let verified = gather::verify_target(&tools, &rca, fallback.as_ref()).await?;
+        let mut verified = gather::verify_target(&tools, &rca, fallback.as_ref()).await?;
+        // Where the rules saw only the symptom: follow what the target depends on and what
+        // changed before it failed.
+        let mut neighbourhood = None;
+        if let Some(ctx) = verified.clone()
+            && depends::standing(diagnosis.rule) != depends::Standing::Determined
+        {
+            let n = graph::build(reader.clone(), &ctx.root_owner, now).await?;
+            records.push(ToolCallRecord {
+                tool: "follow_dependencies".into(),
+                arguments: json!({"kind": ctx.root_owner.kind, "name": ctx.root_owner.name,
+                    "namespace": ctx.root_owner.namespace}),
+                ok: true,
+                output_chars: 0,
+                truncated: false,
+                excerpt: Some(crate::domain::excerpt(&n.compact(8))),
+                duration_ms: None,
+            });
+            if let Some(mut better) = depends::decide(&n, &diagnosis, &ctx.root_owner) {
+                better.rule = "dependency-culprit";
+                better.rule_playbooks = &[];
+                diagnosis = better;
+                rca = self.rca_from(&diagnosis);
+                if diagnosis.target.as_ref() != Some(&ctx.root_owner) {
+                    let fallback = diagnosis.target.clone();
+                    verified = gather::verify_target(&tools, &rca, fallback.as_ref()).await?;
+                }
+            } else if diagnosis.outcome == InvestigationOutcome::Inconclusive {
+                diagnosis.factors.extend(depends::context(&n));
+                rca = self.rca_from(&diagnosis);
+            }
+            neighbourhood = Some(n);
+        }
         if verified.is_none() && diagnosis.proposal.is_some() {
             diagnosis.proposal = None;
         }
@@ -211,6 +244,7 @@ impl Investigator for OfflineInvestigator {
             llm_calls: vec![],
             plan: Some(plan),
             proposal: diagnosis.proposal,
+            neighbourhood,
         })
     }
 

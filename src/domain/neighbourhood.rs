@@ -1,0 +1,227 @@
+//! The neighbourhood of an investigation's target (DESIGN §3.5, issue 26 item 3): what the
+//! failing thing depends on — its nodes, volumes, configuration, the Services and hosts its
+//! failures name, the policies and webhooks in its way — each with what is wrong with it now and
+//! what changed just before the failures began, ranked. Both investigators read it; the
+//! analysis keeps it (the API, the audit trail and `investigate --format text` show it).
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The kinds of dependency an adapter follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DepKind {
+    /// A host or Service named by the failing containers' logs or events, and what serves it.
+    Host,
+    /// Cluster DNS.
+    Dns,
+    /// The node a pod runs on, or a neighbour on it.
+    Node,
+    /// A volume: claim, volume, storage class, attachment.
+    Storage,
+    /// A ConfigMap or Secret the pods refer to.
+    Config,
+    /// A NetworkPolicy selecting the pods.
+    Network,
+    /// An admission webhook that applies to the namespace.
+    Admission,
+    /// ResourceQuota or LimitRange.
+    Quota,
+    /// A HorizontalPodAutoscaler or PodDisruptionBudget.
+    Scaling,
+    /// A Service selecting the pods.
+    Service,
+    /// The workload's own rollout state (paused, another revision).
+    Rollout,
+}
+
+/// Something that changed on a dependency, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub at: DateTime<Utc>,
+    pub what: String,
+}
+
+/// One dependency of the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dependency {
+    pub kind: DepKind,
+    /// `Service ledger/ledger-db`.
+    pub object: String,
+    /// How the target depends on it: `named in the logs of ledger (ledger-db:5432)`.
+    pub relation: String,
+    /// 1: the target's pods use it directly; 2: behind a direct dependency.
+    pub distance: u8,
+    /// What is wrong with it now, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unhealthy: Option<String>,
+    /// Since when, when the cluster says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+    /// The latest change to it the API shows (creation, a scale, an edit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<Change>,
+    #[serde(default)]
+    pub evidence: Vec<String>,
+    /// Set by the ranking.
+    #[serde(default)]
+    pub score: u32,
+}
+
+impl Dependency {
+    pub fn new(kind: DepKind, object: impl Into<String>, relation: impl Into<String>) -> Self {
+        Self {
+            kind,
+            object: object.into(),
+            relation: relation.into(),
+            distance: 1,
+            unhealthy: None,
+            since: None,
+            changed: None,
+            evidence: vec![],
+            score: 0,
+        }
+    }
+
+    pub fn unhealthy(mut self, what: impl Into<String>, since: Option<DateTime<Utc>>) -> Self {
+        self.unhealthy = Some(what.into());
+        self.since = since;
+        self
+    }
+
+    pub fn changed(mut self, change: Option<Change>) -> Self {
+        self.changed = change;
+        self
+    }
+
+    pub fn at(mut self, distance: u8) -> Self {
+        self.distance = distance;
+        self
+    }
+
+    pub fn evidence(mut self, line: impl Into<String>) -> Self {
+        self.evidence.push(line.into());
+        self
+    }
+}
+
+/// The target's dependencies, ranked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Neighbourhood {
+    /// `Deployment ledger/ledger`.
+    pub target: String,
+    /// When the target's failures began, as far as the cluster shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub onset: Option<DateTime<Utc>>,
+    /// What the target's pods show (a line each, the first few).
+    #[serde(default)]
+    pub symptoms: Vec<String>,
+    /// Best-supported first.
+    pub dependencies: Vec<Dependency>,
+}
+
+/// How much a finding weighs.
+const UNHEALTHY: u32 = 6;
+const CHANGED_BEFORE_ONSET: u32 = 4;
+const CHANGED_RECENTLY: u32 = 1;
+/// A change this long before the onset still counts as "just before".
+const BEFORE_ONSET: i64 = 60 * 60;
+
+fn hhmm(t: DateTime<Utc>) -> String {
+    t.format("%H:%M").to_string()
+}
+
+impl Neighbourhood {
+    /// Order the dependencies, best-supported culprit first: unhealthy now, changed just
+    /// before the onset, close to the target.
+    pub fn rank(&mut self, now: DateTime<Utc>) {
+        let onset = self.onset;
+        for d in &mut self.dependencies {
+            let mut score = 0;
+            if d.unhealthy.is_some() {
+                score += UNHEALTHY;
+            }
+            if let Some(c) = &d.changed {
+                let before_onset = onset.is_some_and(|o| {
+                    c.at <= o + Duration::minutes(5) && c.at >= o - Duration::seconds(BEFORE_ONSET)
+                });
+                if before_onset {
+                    score += CHANGED_BEFORE_ONSET;
+                } else if now - c.at < Duration::hours(6) {
+                    score += CHANGED_RECENTLY;
+                }
+            }
+            if score > 0 {
+                score += u32::from(3u8.saturating_sub(d.distance));
+            }
+            d.score = score;
+        }
+        self.dependencies
+            .sort_by(|a, b| b.score.cmp(&a.score).then(a.distance.cmp(&b.distance)));
+    }
+
+    /// The best-supported culprit: unhealthy now, or changed just before the onset.
+    pub fn culprit(&self) -> Option<&Dependency> {
+        self.dependencies
+            .first()
+            .filter(|d| d.score >= CHANGED_BEFORE_ONSET)
+    }
+
+    /// The reason a human reads: the culprit, what is wrong with it, and the timeline, then
+    /// how the target depends on it.
+    pub fn explain(&self) -> Option<String> {
+        let d = self.culprit()?;
+        let mut s = d.object.clone();
+        if let Some(u) = &d.unhealthy {
+            let _ = write!(s, " {u}");
+            if let Some(t) = d.since {
+                let _ = write!(s, " since {}", hhmm(t));
+            }
+        }
+        if let Some(c) = &d.changed {
+            let _ = write!(s, "; {} at {}", c.what, hhmm(c.at));
+        }
+        if let Some(o) = self.onset {
+            let _ = write!(s, "; {}'s pods fail since {}", self.target, hhmm(o));
+        }
+        let mut relation: String = d.relation.chars().take(160).collect();
+        if relation.len() < d.relation.len() {
+            relation.push('…');
+        }
+        let _ = write!(s, " ({relation})");
+        for e in d.evidence.iter().take(2) {
+            let _ = write!(s, "; {}", e.chars().take(160).collect::<String>());
+        }
+        Some(s)
+    }
+
+    /// The ranked dependencies, a line each, short.
+    pub fn compact(&self, max: usize) -> String {
+        self.lines(self.dependencies.iter().take(max))
+    }
+
+    /// For the model's first prompt: only the dependencies something was found about (unhealthy,
+    /// or changed), ranked, a line each.
+    pub fn findings(&self, max: usize) -> String {
+        self.lines(self.dependencies.iter().filter(|d| d.score > 0).take(max))
+    }
+
+    fn lines<'a>(&self, deps: impl Iterator<Item = &'a Dependency>) -> String {
+        let mut s = String::new();
+        for d in deps {
+            let mut line = format!("- {} [{}]", d.object, d.relation);
+            if let Some(u) = &d.unhealthy {
+                let _ = write!(line, ": {u}");
+            }
+            if let Some(c) = &d.changed {
+                let _ = write!(line, "; {} at {}", c.what, c.at.format("%H:%M:%S"));
+            }
+            let line: String = line.chars().take(240).collect();
+            s.push_str(&line);
+            s.push('\n');
+        }
+        s
+    }
+}

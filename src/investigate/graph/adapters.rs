@@ -1,0 +1,859 @@
+//! One adapter per kind of dependency besides named hosts: the pods' nodes (and neighbours on
+//! a node under pressure), their volumes, the ConfigMaps and Secrets they refer to, the
+//! NetworkPolicies selecting them, admission webhooks, quota and limits, the autoscaler, the
+//! Services a StatefulSet or an Ingress names, and the workload's own rollout state. Each reads
+//! only when the target or its failures point its way.
+
+use std::collections::BTreeSet;
+
+use chrono::Duration;
+use serde_json::Value;
+
+use super::{Ctx, DepKind, Dependency, Read, event_time, last_change, time};
+use crate::cluster::ListQuery;
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::selector::Selector;
+
+/// Node conditions whose `True` is the healthy state; every other condition is a problem when
+/// `True` (the kubelet's pressures, node-problem-detector's own: ReadonlyFilesystem,
+/// KernelDeadlock, …).
+const HEALTHY_TRUE: &[&str] = &["Ready"];
+
+/// Node events that say the node itself is in trouble.
+const NODE_TROUBLE: &[&str] = &[
+    "SystemOOM",
+    "EvictionThresholdMet",
+    "NodeHasInsufficientMemory",
+    "NodeHasDiskPressure",
+    "NodeHasInsufficientPID",
+    "NodeNotReady",
+    "Rebooted",
+    "KernelOops",
+    "ReadonlyFilesystem",
+    "FilesystemIsReadOnly",
+    "ContainerdUnhealthy",
+    "DockerHung",
+    "TaskHung",
+];
+
+/// What a neighbour's log says when it is eating a node's shared resources.
+const HOG_SIGNS: &[&str] = &[
+    "defunct",
+    "zombie",
+    "not reaped",
+    "too many open files",
+    "fork: resource temporarily unavailable",
+    "cannot allocate memory",
+    "no space left on device",
+    "out of memory",
+];
+
+fn node_problem(n: &Value) -> Option<(String, Option<chrono::DateTime<chrono::Utc>>)> {
+    let mut problems = Vec::new();
+    let mut since = None;
+    for c in array(n, &["status", "conditions"]) {
+        let ty = str_at(c, &["type"]).unwrap_or_default();
+        let st = str_at(c, &["status"]).unwrap_or_default();
+        let bad = if HEALTHY_TRUE.contains(&ty) {
+            st != "True"
+        } else {
+            st == "True"
+        };
+        if bad {
+            let msg = str_at(c, &["message"]).unwrap_or("");
+            problems.push(if ty == "Ready" {
+                format!("NotReady ({msg})")
+            } else {
+                format!("{ty} ({msg})")
+            });
+            since = time(c, &["lastTransitionTime"]).or(since);
+        }
+    }
+    (!problems.is_empty()).then(|| (problems.join(", "), since))
+}
+
+/// The pods' nodes: their conditions and trouble events; for a node under pressure, the
+/// neighbour whose log says it eats what the node lacks; evictions and preemptions of the
+/// pods.
+pub(super) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let mut out = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for p in ctx
+        .pods
+        .iter()
+        .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
+        .chain(ctx.pods.iter())
+    {
+        if let Some(n) = str_at(p, &["spec", "nodeName"])
+            && !names.iter().any(|x| x == n)
+        {
+            names.push(n.to_owned());
+        }
+    }
+    let window = ctx.now - Duration::hours(6);
+    for name in names.iter().take(3) {
+        let Some(node) = ctx.get("Node", None, name).await? else {
+            continue;
+        };
+        let here: Vec<&Value> = ctx
+            .pods
+            .iter()
+            .filter(|p| str_at(p, &["spec", "nodeName"]) == Some(name.as_str()))
+            .collect();
+        let failing_here = here
+            .iter()
+            .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
+            .count();
+        let elsewhere_ok = ctx
+            .pods
+            .iter()
+            .filter(|p| str_at(p, &["spec", "nodeName"]).is_some_and(|n| n != name))
+            .filter(|p| !ctx.failing.iter().any(|f| f == obj::name(p)))
+            .count();
+        let relation = format!(
+            "runs {} of the pods ({failing_here} failing){}",
+            here.len(),
+            if elsewhere_ok > 0 {
+                format!("; {elsewhere_ok} elsewhere run fine")
+            } else {
+                String::new()
+            }
+        );
+        let mut d = Dependency::new(DepKind::Node, format!("Node {name}"), relation);
+        let mut pressure = None;
+        if let Some((problem, since)) = node_problem(&node) {
+            pressure = Some(problem.clone());
+            d = d.unhealthy(format!("is {problem}"), since);
+        }
+        // The node's own events (a kubelet or node-problem-detector complaint).
+        let events = match ctx
+            .list(
+                "Event",
+                None,
+                &ListQuery::fields(format!(
+                    "involvedObject.kind=Node,involvedObject.name={name}"
+                )),
+            )
+            .await
+        {
+            Ok(e) => e,
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => vec![],
+        };
+        let trouble: Vec<&Value> = events
+            .iter()
+            .filter(|e| {
+                str_at(e, &["reason"]).is_some_and(|r| NODE_TROUBLE.contains(&r))
+                    || str_at(e, &["type"]) == Some("Warning")
+            })
+            .filter(|e| event_time(e).is_none_or(|t| t >= window))
+            .collect();
+        if let Some(e) = trouble.iter().max_by_key(|e| event_time(e)) {
+            let line = format!(
+                "{}: {}",
+                str_at(e, &["reason"]).unwrap_or(""),
+                str_at(e, &["message"]).unwrap_or("")
+            );
+            d = d.evidence(line.clone());
+            if d.unhealthy.is_none() && failing_here > 0 {
+                d = d.unhealthy(format!("reported {line}"), event_time(e));
+            }
+            pressure = pressure.or(Some(line));
+        }
+        let troubled = d.unhealthy.is_some();
+        out.push(d);
+        // A node short of something: who on it eats it.
+        if troubled
+            && pressure.is_some()
+            && let Some(hog) = neighbour_hog(ctx, name).await?
+        {
+            out.push(hog);
+        }
+    }
+    // Evictions and preemptions of the target's pods.
+    for e in &ctx.events {
+        let reason = str_at(e, &["reason"]).unwrap_or("");
+        let msg = str_at(e, &["message"]).unwrap_or("");
+        if matches!(reason, "Evicted" | "Preempted" | "Preempting")
+            || msg.contains("exceeded its local ephemeral storage")
+        {
+            let by = msg
+                .split_once("Preempted by ")
+                .map(|(_, rest)| rest.split_whitespace().next().unwrap_or("").to_owned());
+            let object = match &by {
+                Some(p) if !p.is_empty() => {
+                    format!("pod {}", p.trim_end_matches(|c: char| !c.is_alphanumeric()))
+                }
+                _ => format!(
+                    "the pods' {}",
+                    if msg.contains("ephemeral") {
+                        "ephemeral storage"
+                    } else {
+                        "node resources"
+                    }
+                ),
+            };
+            if out.iter().any(|d: &Dependency| d.object == object) {
+                continue;
+            }
+            out.push(
+                Dependency::new(DepKind::Node, object, format!("{reason} the pods")).unhealthy(
+                    format!("{reason}: {}", msg.chars().take(200).collect::<String>()),
+                    super::event_first(e),
+                ),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Among the other pods on `node`, one whose log says it eats the node's shared resources.
+async fn neighbour_hog(ctx: &Ctx, node: &str) -> Read<Option<Dependency>> {
+    let pods = match ctx
+        .list(
+            "Pod",
+            None,
+            &ListQuery::fields(format!("spec.nodeName={node}")),
+        )
+        .await
+    {
+        Ok(p) => p,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    let own: BTreeSet<&str> = ctx.pods.iter().map(obj::name).collect();
+    for p in pods.iter().filter(|p| !own.contains(obj::name(p))).take(4) {
+        let ns = obj::namespace(p).unwrap_or_default();
+        let q = crate::cluster::LogQuery {
+            container: None,
+            previous: false,
+            tail_lines: Some(50),
+            since_seconds: None,
+        };
+        let log = match ctx.r.logs(ns, obj::name(p), &q).await {
+            Ok(l) => l,
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => continue,
+        };
+        let lower = log.to_ascii_lowercase();
+        if let Some(line) = log
+            .lines()
+            .zip(lower.lines())
+            .find(|(_, l)| HOG_SIGNS.iter().any(|s| l.contains(s)))
+            .map(|(l, _)| l.trim().chars().take(200).collect::<String>())
+        {
+            let owner = array(p, &["metadata", "ownerReferences"])
+                .first()
+                .and_then(|o| str_at(o, &["name"]))
+                .unwrap_or(obj::name(p));
+            return Ok(Some(
+                Dependency::new(
+                    DepKind::Node,
+                    format!("pod {ns}/{} ({owner})", obj::name(p)),
+                    format!("shares node {node}"),
+                )
+                .at(2)
+                .unhealthy(
+                    format!("its log says \"{}\"", crate::redact::sanitize_text(&line)),
+                    None,
+                ),
+            ));
+        }
+    }
+    Ok(None)
+}
+
+/// The pod template (a workload's) or the pod spec (a bare Pod's) of the target.
+fn template(ctx: &Ctx) -> Value {
+    let Some(o) = &ctx.object else {
+        return Value::Null;
+    };
+    match obj::kind(o) {
+        "Pod" => serde_json::json!({"spec": at(o, &["spec"]).cloned().unwrap_or(Value::Null)}),
+        "CronJob" => at(o, &["spec", "jobTemplate", "spec", "template"])
+            .cloned()
+            .unwrap_or(Value::Null),
+        _ => at(o, &["spec", "template"]).cloned().unwrap_or(Value::Null),
+    }
+}
+
+/// The pods' claims, volumes and storage classes, and attachments held elsewhere.
+pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let ns = ctx.ns.as_deref().unwrap_or_default();
+    let mut claims: Vec<String> = ctx
+        .pods
+        .iter()
+        .flat_map(|p| array(p, &["spec", "volumes"]).iter())
+        .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]).map(str::to_owned))
+        .collect();
+    claims.extend(
+        array(&template(ctx), &["spec", "volumes"])
+            .iter()
+            .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]).map(str::to_owned)),
+    );
+    claims.sort();
+    claims.dedup();
+    let mut out = Vec::new();
+    for claim in claims.iter().take(3) {
+        let relation = "a volume of the pods".to_owned();
+        let Some(pvc) = ctx.get("PersistentVolumeClaim", Some(ns), claim).await? else {
+            out.push(
+                Dependency::new(
+                    DepKind::Storage,
+                    format!("PersistentVolumeClaim {ns}/{claim}"),
+                    relation,
+                )
+                .unhealthy("does not exist", None),
+            );
+            continue;
+        };
+        let mut d = Dependency::new(
+            DepKind::Storage,
+            format!("PersistentVolumeClaim {ns}/{claim}"),
+            relation,
+        )
+        .changed(last_change(&pvc).filter(|c| c.what != "created"));
+        let phase = str_at(&pvc, &["status", "phase"]).unwrap_or("Unknown");
+        let class = str_at(&pvc, &["spec", "storageClassName"]).map(str::to_owned);
+        let warnings: Vec<String> = ctx
+            .events_of("PersistentVolumeClaim", claim)
+            .filter(|e| str_at(e, &["type"]) == Some("Warning"))
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    str_at(e, &["reason"]).unwrap_or(""),
+                    str_at(e, &["message"])
+                        .unwrap_or("")
+                        .chars()
+                        .take(200)
+                        .collect::<String>()
+                )
+            })
+            .collect();
+        if phase != "Bound" {
+            let mut why = format!("is {phase}");
+            if let Some(c) = &class {
+                match ctx.get("StorageClass", None, c).await? {
+                    None => {
+                        why.push_str(&format!(": its StorageClass {c} does not exist"));
+                        d.object = format!("StorageClass {c}");
+                        d.relation = format!(
+                            "provisions PersistentVolumeClaim {ns}/{claim}, a volume of the pods"
+                        );
+                    }
+                    Some(sc) => {
+                        d = d.evidence(format!(
+                            "StorageClass {c} (provisioner {})",
+                            str_at(&sc, &["provisioner"]).unwrap_or("?")
+                        ));
+                        if let Some(w) = warnings.first() {
+                            why.push_str(&format!(": {w}"));
+                            d.object = format!("StorageClass {c}");
+                            d.relation = format!(
+                                "provisions PersistentVolumeClaim {ns}/{claim}, a volume of the pods"
+                            );
+                        }
+                    }
+                }
+            }
+            d = d.unhealthy(why, time(&pvc, &["metadata", "creationTimestamp"]));
+            out.push(d);
+            continue;
+        }
+        // Bound: where its volume lives, and whether a node there can take the pod.
+        if let Some(pv_name) = str_at(&pvc, &["spec", "volumeName"])
+            && let Some(pv) = ctx.get("PersistentVolume", None, pv_name).await?
+        {
+            let zones: Vec<String> = array(
+                &pv,
+                &["spec", "nodeAffinity", "required", "nodeSelectorTerms"],
+            )
+            .iter()
+            .flat_map(|t| array(t, &["matchExpressions"]).iter())
+            .filter(|e| str_at(e, &["key"]).is_some_and(|k| k.contains("zone")))
+            .flat_map(|e| array(e, &["values"]).iter())
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+            if !zones.is_empty() {
+                let nodes = ctx.list_or_empty("Node", None).await?;
+                let ready_in_zone = nodes.iter().any(|n| {
+                    let zone = crate::cluster::obj::label(n, "topology.kubernetes.io/zone")
+                        .or_else(|| {
+                            crate::cluster::obj::label(n, "failure-domain.beta.kubernetes.io/zone")
+                        });
+                    zone.is_some_and(|z| zones.iter().any(|x| x == z))
+                        && array(n, &["status", "conditions"]).iter().any(|c| {
+                            str_at(c, &["type"]) == Some("Ready")
+                                && str_at(c, &["status"]) == Some("True")
+                        })
+                        && at(n, &["spec", "unschedulable"]).and_then(Value::as_bool) != Some(true)
+                });
+                if !ready_in_zone {
+                    d.object = format!("PersistentVolume {pv_name}");
+                    d = d.unhealthy(
+                        format!(
+                            "lives in zone {} where no ready, schedulable node is left",
+                            zones.join(", ")
+                        ),
+                        None,
+                    );
+                }
+            }
+        }
+        // Held by a pod on another node (ReadWriteOnce): the attach of ours waits.
+        let attach_blocked = ctx.says(&[
+            "multi-attach",
+            "already exclusively attached",
+            "already used by pod",
+        ]);
+        if attach_blocked {
+            let others = ctx.list_or_empty("Pod", Some(ns)).await?;
+            let own: BTreeSet<&str> = ctx.failing.iter().map(String::as_str).collect();
+            if let Some(holder) = others.iter().find(|p| {
+                !own.contains(obj::name(p))
+                    && array(p, &["spec", "volumes"]).iter().any(|v| {
+                        str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(claim.as_str())
+                    })
+                    && str_at(p, &["spec", "nodeName"]).is_some()
+            }) {
+                d = d.unhealthy(
+                    format!(
+                        "is {} and attached to node {} for pod {}: the new pod cannot attach it (Multi-Attach)",
+                        array(&pvc, &["spec", "accessModes"])
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        str_at(holder, &["spec", "nodeName"]).unwrap_or("?"),
+                        obj::name(holder)
+                    ),
+                    None,
+                );
+            }
+        }
+        if let Some(w) = warnings.first()
+            && d.unhealthy.is_none()
+        {
+            d = d.unhealthy(w.clone(), None);
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// The ConfigMaps and Secrets the pods refer to: missing ones (Secrets only from the
+/// kubelet's words — their data is never read), missing keys, recent rewrites.
+pub(super) async fn config(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let t = template(ctx);
+    if t.is_null() {
+        return Ok(vec![]);
+    }
+    let ns = ctx.ns.as_deref().unwrap_or_default();
+    let mut out = Vec::new();
+    let wanted_keys = |cm: &str| -> Vec<String> {
+        ["containers", "initContainers"]
+            .iter()
+            .flat_map(|k| array(&t, &["spec", k]).iter())
+            .flat_map(|c| array(c, &["env"]).iter())
+            .filter(|e| str_at(e, &["valueFrom", "configMapKeyRef", "name"]) == Some(cm))
+            .filter(|e| {
+                at(e, &["valueFrom", "configMapKeyRef", "optional"]).and_then(Value::as_bool)
+                    != Some(true)
+            })
+            .filter_map(|e| str_at(e, &["valueFrom", "configMapKeyRef", "key"]).map(str::to_owned))
+            .collect()
+    };
+    for name in crate::prove::configmaps(&t).into_iter().take(5) {
+        let relation = "configuration the pods read".to_owned();
+        match ctx.get("ConfigMap", Some(ns), &name).await? {
+            None => {
+                let line = ctx
+                    .line_with(&format!("\"{name}\""))
+                    .or_else(|| ctx.line_with(&name));
+                let mut d =
+                    Dependency::new(DepKind::Config, format!("ConfigMap {ns}/{name}"), relation)
+                        .unhealthy("does not exist", None);
+                if let Some(l) = line {
+                    d = d.evidence(l);
+                }
+                out.push(d);
+            }
+            Some(cm) => {
+                let keys: BTreeSet<&str> = ["data", "binaryData"]
+                    .iter()
+                    .filter_map(|k| at(&cm, &[k]).and_then(Value::as_object))
+                    .flat_map(|m| m.keys().map(String::as_str))
+                    .collect();
+                let missing: Vec<String> = wanted_keys(&name)
+                    .into_iter()
+                    .filter(|k| !keys.contains(k.as_str()))
+                    .collect();
+                let mut d =
+                    Dependency::new(DepKind::Config, format!("ConfigMap {ns}/{name}"), relation)
+                        .changed(last_change(&cm).filter(|c| c.what != "created"));
+                if !missing.is_empty() {
+                    d = d.unhealthy(format!("lacks the key(s) {}", missing.join(", ")), None);
+                }
+                out.push(d);
+            }
+        }
+    }
+    for name in crate::prove::secrets(&t).into_iter().take(5) {
+        let quoted = format!("secret \"{name}\" not found");
+        if ctx.says(&[quoted.as_str()]) {
+            out.push(
+                Dependency::new(
+                    DepKind::Config,
+                    format!("Secret {ns}/{name}"),
+                    "credentials the pods read",
+                )
+                .unhealthy(
+                    "is not found (the kubelet says so; kubemedic never reads Secrets)",
+                    None,
+                )
+                .evidence(ctx.line_with(&quoted).unwrap_or_default()),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The NetworkPolicies selecting the pods, when the failures are connections that time out or
+/// are refused.
+pub(super) async fn network(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let connecting = ctx.says(&[
+        "i/o timeout",
+        "timed out",
+        "timeout",
+        "deadline exceeded",
+        "no route to host",
+        "connection refused",
+        "econnrefused",
+        "unreachable",
+    ]);
+    let Some(ns) = ctx.ns.as_deref() else {
+        return Ok(vec![]);
+    };
+    if !connecting || ctx.pods.is_empty() {
+        return Ok(vec![]);
+    }
+    let labels = at(&ctx.pods[0], &["metadata", "labels"]);
+    let mut out = Vec::new();
+    for np in ctx.list_or_empty("NetworkPolicy", Some(ns)).await? {
+        let sel = at(&np, &["spec", "podSelector"]).and_then(Selector::from_object);
+        let selects = match &sel {
+            Some(s) => s.is_empty() || s.matches_value(labels),
+            None => true,
+        };
+        if !selects {
+            continue;
+        }
+        let types: Vec<&str> = array(&np, &["spec", "policyTypes"])
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let types = if types.is_empty() {
+            vec!["Ingress"]
+        } else {
+            types
+        };
+        let egress = types.contains(&"Egress");
+        let mut d = Dependency::new(
+            DepKind::Network,
+            format!("NetworkPolicy {ns}/{}", obj::name(&np)),
+            format!("selects the pods ({})", types.join(", ")),
+        )
+        .changed(last_change(&np));
+        if egress
+            && ctx.says(&[
+                "i/o timeout",
+                "timed out",
+                "timeout",
+                "deadline exceeded",
+                "unreachable",
+            ])
+        {
+            let allowed = array(&np, &["spec", "egress"]).len();
+            d = d.unhealthy(
+                format!(
+                    "restricts the pods' outgoing connections ({allowed} egress rule(s)) while their connections time out"
+                ),
+                None,
+            );
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// Admission webhooks, when the pods' creation failed calling one.
+pub(super) async fn admission(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    if !ctx.says(&["failed calling webhook"]) {
+        return Ok(vec![]);
+    }
+    let mut out = Vec::new();
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
+        for cfg in ctx.list_or_empty(kind, None).await? {
+            for w in array(&cfg, &["webhooks"]) {
+                let name = str_at(w, &["name"]).unwrap_or("");
+                if name.is_empty() || !ctx.says(&[name]) {
+                    continue;
+                }
+                let mut d = Dependency::new(
+                    DepKind::Admission,
+                    format!("{kind} {} (webhook {name})", obj::name(&cfg)),
+                    "admits the pods".to_owned(),
+                )
+                .changed(last_change(&cfg));
+                if let (Some(sns), Some(sname)) = (
+                    str_at(w, &["clientConfig", "service", "namespace"]),
+                    str_at(w, &["clientConfig", "service", "name"]),
+                ) {
+                    let ready: usize =
+                        ctx.get("Endpoints", Some(sns), sname)
+                            .await?
+                            .map_or(0, |e| {
+                                array(&e, &["subsets"])
+                                    .iter()
+                                    .map(|s| array(s, &["addresses"]).len())
+                                    .sum()
+                            });
+                    d = d.evidence(format!(
+                        "its backend is Service {sns}/{sname} ({ready} ready endpoint(s))"
+                    ));
+                    if ready == 0 {
+                        d = d.unhealthy(
+                            format!("its backend Service {sns}/{sname} has no ready endpoints"),
+                            None,
+                        );
+                    }
+                }
+                if d.unhealthy.is_none() {
+                    d = d.unhealthy(
+                        ctx.line_with("failed calling webhook")
+                            .unwrap_or_else(|| "refuses the pods".into()),
+                        None,
+                    );
+                }
+                out.push(d);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// ResourceQuota and LimitRange, when the pods' creation was refused by them.
+pub(super) async fn quota(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let Some(ns) = ctx.ns.as_deref() else {
+        return Ok(vec![]);
+    };
+    let mut out = Vec::new();
+    if ctx.says(&["exceeded quota"]) {
+        for q in ctx.list_or_empty("ResourceQuota", Some(ns)).await? {
+            let name = obj::name(&q);
+            if !ctx.says(&[name]) {
+                continue;
+            }
+            let full: Vec<String> = at(&q, &["status", "hard"])
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, hard)| {
+                    let used = str_at(&q, &["status", "used", k])?;
+                    (Some(used) == hard.as_str())
+                        .then(|| format!("{k} {used} of {}", hard.as_str().unwrap_or("?")))
+                })
+                .collect();
+            out.push(
+                Dependency::new(
+                    DepKind::Quota,
+                    format!("ResourceQuota {ns}/{name}"),
+                    "caps what the namespace may run",
+                )
+                .unhealthy(
+                    if full.is_empty() {
+                        "refuses the pods (exceeded quota)".to_owned()
+                    } else {
+                        format!("is used up: {}", full.join(", "))
+                    },
+                    None,
+                )
+                .changed(last_change(&q)),
+            );
+        }
+    }
+    if ctx.says(&[
+        "limitrange",
+        "maximum memory",
+        "maximum cpu",
+        "minimum memory",
+        "minimum cpu",
+    ]) {
+        for l in ctx.list_or_empty("LimitRange", Some(ns)).await? {
+            out.push(
+                Dependency::new(
+                    DepKind::Quota,
+                    format!("LimitRange {ns}/{}", obj::name(&l)),
+                    "bounds the pods' resources",
+                )
+                .unhealthy(
+                    ctx.line_with("forbidden")
+                        .unwrap_or_else(|| "refuses the pods' resources".into()),
+                    None,
+                )
+                .changed(last_change(&l)),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The autoscaler of the target, when it cannot do its job.
+pub(super) async fn scaling(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let Some(ns) = ctx.ns.as_deref() else {
+        return Ok(vec![]);
+    };
+    if !matches!(
+        ctx.target.kind.as_str(),
+        "Deployment" | "StatefulSet" | "ReplicaSet"
+    ) {
+        return Ok(vec![]);
+    }
+    let mut out = Vec::new();
+    for h in ctx
+        .list_or_empty("HorizontalPodAutoscaler", Some(ns))
+        .await?
+    {
+        if str_at(&h, &["spec", "scaleTargetRef", "name"]) != Some(ctx.target.name.as_str()) {
+            continue;
+        }
+        let mut d = Dependency::new(
+            DepKind::Scaling,
+            format!("HorizontalPodAutoscaler {ns}/{}", obj::name(&h)),
+            "scales the workload",
+        );
+        // autoscaling/v2beta2 conditions, or v1's annotation holding them.
+        let mut conds: Vec<Value> = array(&h, &["status", "conditions"]).to_vec();
+        if conds.is_empty()
+            && let Some(a) = obj::annotation(&h, "autoscaling.alpha.kubernetes.io/conditions")
+            && let Ok(Value::Array(v)) = serde_json::from_str::<Value>(a)
+        {
+            conds = v;
+        }
+        if let Some(c) = conds.iter().find(|c| {
+            matches!(str_at(c, &["type"]), Some("AbleToScale" | "ScalingActive"))
+                && str_at(c, &["status"]) == Some("False")
+        }) {
+            d = d.unhealthy(
+                format!(
+                    "{} False ({}): {}",
+                    str_at(c, &["type"]).unwrap_or(""),
+                    str_at(c, &["reason"]).unwrap_or(""),
+                    str_at(c, &["message"]).unwrap_or("")
+                ),
+                time(c, &["lastTransitionTime"]),
+            );
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// The Services the target names or needs: a StatefulSet's governing Service, an Ingress's
+/// backends.
+pub(super) async fn services(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let (Some(o), Some(ns)) = (&ctx.object, ctx.ns.as_deref()) else {
+        return Ok(vec![]);
+    };
+    let mut wanted: Vec<(String, String)> = Vec::new();
+    match obj::kind(o) {
+        "StatefulSet" => {
+            if let Some(s) = str_at(o, &["spec", "serviceName"]).filter(|s| !s.is_empty()) {
+                wanted.push((
+                    s.to_owned(),
+                    "governs the StatefulSet's pod names (serviceName)".into(),
+                ));
+            }
+        }
+        "Ingress" => {
+            let mut names = BTreeSet::new();
+            if let Some(s) = str_at(o, &["spec", "defaultBackend", "service", "name"]) {
+                names.insert(s.to_owned());
+            }
+            for rule in array(o, &["spec", "rules"]) {
+                for p in array(rule, &["http", "paths"]) {
+                    if let Some(s) = str_at(p, &["backend", "service", "name"])
+                        .or_else(|| str_at(p, &["backend", "serviceName"]))
+                    {
+                        names.insert(s.to_owned());
+                    }
+                }
+            }
+            for n in names {
+                wanted.push((n, "a backend the Ingress routes to".into()));
+            }
+        }
+        _ => {}
+    }
+    let mut out = Vec::new();
+    for (name, relation) in wanted.into_iter().take(5) {
+        let d = match ctx.get("Service", Some(ns), &name).await? {
+            None => Dependency::new(DepKind::Service, format!("Service {ns}/{name}"), relation)
+                .unhealthy("does not exist", None),
+            Some(s) => {
+                let ready: usize = ctx.get("Endpoints", Some(ns), &name).await?.map_or(0, |e| {
+                    array(&e, &["subsets"])
+                        .iter()
+                        .map(|s| array(s, &["addresses"]).len())
+                        .sum()
+                });
+                let mut d =
+                    Dependency::new(DepKind::Service, format!("Service {ns}/{name}"), relation)
+                        .changed(last_change(&s).filter(|c| c.what != "created"));
+                if ready == 0 && obj::kind(o) == "Ingress" {
+                    d = d.unhealthy("has no ready endpoints", None);
+                }
+                d
+            }
+        };
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// The workload's own rollout: paused with a template it never rolled out.
+pub(super) async fn rollout(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let Some(o) = &ctx.object else {
+        return Ok(vec![]);
+    };
+    if obj::kind(o) != "Deployment"
+        || at(o, &["spec", "paused"]).and_then(Value::as_bool) != Some(true)
+    {
+        return Ok(vec![]);
+    }
+    let generation = i64_at(o, &["metadata", "generation"]).unwrap_or(0);
+    let observed = i64_at(o, &["status", "observedGeneration"]).unwrap_or(generation);
+    let updated = i64_at(o, &["status", "updatedReplicas"]).unwrap_or(0);
+    let want = i64_at(o, &["spec", "replicas"]).unwrap_or(1);
+    let paused_at = array(o, &["status", "conditions"])
+        .iter()
+        .find(|c| str_at(c, &["reason"]) == Some("DeploymentPaused"))
+        .and_then(|c| time(c, &["lastTransitionTime"]));
+    Ok(vec![
+        Dependency::new(
+            DepKind::Rollout,
+            format!("Deployment {}/{} rollout", obj::namespace(o).unwrap_or_default(), obj::name(o)),
+            "rolls out the pod template",
+        )
+        .unhealthy(
+            format!(
+                "is paused: {updated} of {want} pods run the current template (generation {generation}, observed {observed}) — its pods keep the old revision until someone resumes it"
+            ),
+            paused_at,
+        )
+        .changed(last_change(o)),
+    ])
+}

@@ -1,0 +1,401 @@
+//! Investigating by dependencies and changes (issue 26, item 3): when no specific rule decides,
+//! follow what the failing thing depends on and what changed just before it failed.
+//!
+//! Input: the verified target, the signal, and a reader (shared with the rest of the
+//! investigation, so each object is read once). Output: a [`Neighbourhood`] — the target's
+//! dependencies as a typed list of [`Dependency`] nodes, each saying how it relates to the
+//! target, whether it is unhealthy now (and since when), and whether it changed shortly before
+//! the failures began — ranked, best-supported culprit first; and [`Neighbourhood::explain`],
+//! the reason a human reads ("Service ledger-db has no ready endpoints since 10:02; its
+//! Deployment was scaled to 0 at 10:01; ledger's pods fail since 10:02").
+//!
+//! One adapter per kind of dependency (`hosts`, `nodes`, `storage`, `config`, `network`,
+//! `admission`, `quota`, `scaling`, `services`), each reading only what its kind needs and only
+//! when the failure points its way; no adapter knows an incident class. Text found in logs or
+//! objects is only matched against object names in the cluster, never followed as an
+//! instruction.
+//!
+//! Invariants: read-only; an adapter that cannot read something leaves its node out (a gap is
+//! never a finding); the ranking prefers what is unhealthy now, then what changed just before
+//! the onset, then what is closest to the target.
+
+mod adapters;
+mod hosts;
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+
+pub use crate::domain::{Change, DepKind, Dependency, Neighbourhood};
+
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::selector::Selector;
+use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery};
+use crate::domain::Target;
+
+/// What the adapters share: the reader, the target and its pods, the failures' text.
+pub(crate) struct Ctx {
+    pub r: Arc<dyn ClusterReader>,
+    pub target: Target,
+    pub ns: Option<String>,
+    pub now: DateTime<Utc>,
+    /// The target object (None for a gone one).
+    pub object: Option<Value>,
+    /// The target's pods.
+    pub pods: Vec<Value>,
+    /// Warning events about the target, its ReplicaSets and pods.
+    pub events: Vec<Value>,
+    /// All events of the namespace.
+    pub all_events: Vec<Value>,
+    /// Text of the failing containers' logs (last lines) and their warnings.
+    pub failure_text: String,
+    /// Pods of the target that fail (names).
+    pub failing: Vec<String>,
+}
+
+pub(crate) type Read<T> = Result<T, ClusterError>;
+
+impl Ctx {
+    pub async fn list(&self, kind: &str, ns: Option<&str>, q: &ListQuery) -> Read<Vec<Value>> {
+        let res = self.r.resource(kind).await?;
+        self.r.list(&res, ns, q).await
+    }
+
+    /// A list that may be refused or not served: empty then (a gap is not a finding).
+    pub async fn list_or_empty(&self, kind: &str, ns: Option<&str>) -> Read<Vec<Value>> {
+        match self.list(kind, ns, &ListQuery::default()).await {
+            Ok(v) => Ok(v),
+            Err(e) if e.is_unreachable() => Err(e),
+            Err(_) => Ok(vec![]),
+        }
+    }
+
+    pub async fn get(&self, kind: &str, ns: Option<&str>, name: &str) -> Read<Option<Value>> {
+        let res = match self.r.resource(kind).await {
+            Ok(r) => r,
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => return Ok(None),
+        };
+        match self.r.get(&res, ns, name).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_unreachable() => Err(e),
+            Err(e) if e.kind == ErrorKind::NotFound => Ok(None),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Whether the failures' text mentions any of `words` (lower-case).
+    pub fn says(&self, words: &[&str]) -> bool {
+        let t = self.failure_text.to_ascii_lowercase();
+        words.iter().any(|w| t.contains(w))
+    }
+
+    /// The first line of the failures' text that mentions `word` (quoted as evidence).
+    pub fn line_with(&self, word: &str) -> Option<String> {
+        let w = word.to_ascii_lowercase();
+        self.failure_text
+            .lines()
+            .find(|l| l.to_ascii_lowercase().contains(&w))
+            .map(|l| l.trim().chars().take(200).collect())
+    }
+
+    /// Events (any type) whose involved object is `kind/name`.
+    pub fn events_of<'a>(
+        &'a self,
+        kind: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a Value> + 'a {
+        self.all_events.iter().filter(move |e| {
+            str_at(e, &["involvedObject", "kind"]) == Some(kind)
+                && str_at(e, &["involvedObject", "name"]) == Some(name)
+        })
+    }
+}
+
+pub(crate) fn time(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {
+    str_at(v, path)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+pub(crate) fn event_time(e: &Value) -> Option<DateTime<Utc>> {
+    time(e, &["lastTimestamp"])
+        .or_else(|| time(e, &["eventTime"]))
+        .or_else(|| time(e, &["firstTimestamp"]))
+}
+
+pub(crate) fn event_first(e: &Value) -> Option<DateTime<Utc>> {
+    time(e, &["firstTimestamp"])
+        .or_else(|| time(e, &["eventTime"]))
+        .or_else(|| time(e, &["lastTimestamp"]))
+}
+
+/// The latest write to an object the API shows: its creation, or a managed-fields entry that
+/// is not a status update.
+pub(crate) fn last_change(o: &Value) -> Option<Change> {
+    let created = time(o, &["metadata", "creationTimestamp"]);
+    let edited = array(o, &["metadata", "managedFields"])
+        .iter()
+        .filter(|m| str_at(m, &["subresource"]).is_none())
+        .filter_map(|m| {
+            Some((
+                time(m, &["time"])?,
+                str_at(m, &["manager"]).unwrap_or("someone"),
+            ))
+        })
+        .max_by_key(|(t, _)| *t);
+    match (created, edited) {
+        (Some(c), Some((t, who))) if t > c + Duration::seconds(2) => Some(Change {
+            at: t,
+            what: format!("changed by {who}"),
+        }),
+        (Some(c), _) => Some(Change {
+            at: c,
+            what: "created".into(),
+        }),
+        (None, Some((t, who))) => Some(Change {
+            at: t,
+            what: format!("changed by {who}"),
+        }),
+        (None, None) => None,
+    }
+}
+
+/// A pod's failure in a few words, if it fails (waiting on an error, terminated with an error,
+/// not scheduled, not ready while running).
+pub(crate) fn pod_failure(p: &Value) -> Option<String> {
+    for key in ["initContainerStatuses", "containerStatuses"] {
+        for c in array(p, &["status", key]) {
+            let name = str_at(c, &["name"]).unwrap_or("?");
+            if let Some(w) = str_at(c, &["state", "waiting", "reason"])
+                && w != "PodInitializing"
+            {
+                let last = at(c, &["lastState", "terminated"])
+                    .map(|t| {
+                        format!(
+                            ", last exit {} ({})",
+                            str_at(t, &["reason"]).unwrap_or("?"),
+                            i64_at(t, &["exitCode"]).unwrap_or(0)
+                        )
+                    })
+                    .unwrap_or_default();
+                let init = if key == "initContainerStatuses" {
+                    "init container"
+                } else {
+                    "container"
+                };
+                return Some(format!("{init} {name} {w}{last}"));
+            }
+            if let Some(t) = at(c, &["state", "terminated"])
+                && i64_at(t, &["exitCode"]).unwrap_or(0) != 0
+            {
+                return Some(format!(
+                    "container {name} terminated {}",
+                    str_at(t, &["reason"]).unwrap_or("Error")
+                ));
+            }
+        }
+    }
+    let conds = array(p, &["status", "conditions"]);
+    let cond = |ty: &str| {
+        conds
+            .iter()
+            .find(|c| str_at(c, &["type"]) == Some(ty))
+            .and_then(|c| str_at(c, &["status"]))
+    };
+    if cond("PodScheduled") == Some("False") {
+        return Some("Pending, not scheduled".into());
+    }
+    match (str_at(p, &["status", "phase"]), cond("Ready")) {
+        (Some("Running"), Some("False")) => Some("running, not ready".into()),
+        (Some("Failed"), _) => Some(format!(
+            "Failed{}",
+            str_at(p, &["status", "reason"])
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        )),
+        (Some("Pending"), _) if str_at(p, &["spec", "nodeName"]).is_some() => {
+            Some("Pending on its node".into())
+        }
+        _ => None,
+    }
+}
+
+/// Read the target's neighbourhood. `pods`/`events` may be what the caller already read (the
+/// same objects the reader would return); `logs` the failing containers' last lines.
+pub async fn build(
+    r: Arc<dyn ClusterReader>,
+    target: &Target,
+    now: DateTime<Utc>,
+) -> Result<Neighbourhood, ClusterError> {
+    let ns = target.namespace.clone();
+    let object = match r.resource(&target.kind).await {
+        Ok(res) => match r.get(&res, ns.as_deref(), &target.name).await {
+            Ok(o) => Some(o),
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => None,
+        },
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => None,
+    };
+    let pods = match (&object, target.kind.as_str()) {
+        (Some(o), "Pod") => vec![o.clone()],
+        (Some(o), kind) => match at(o, &["spec", "selector"]).and_then(if kind == "Service" {
+            Selector::from_map
+        } else {
+            Selector::from_object
+        }) {
+            Some(sel) if !sel.is_empty() => {
+                let res = r.resource("Pod").await?;
+                match r
+                    .list(&res, ns.as_deref(), &ListQuery::labels(sel.to_query()))
+                    .await
+                {
+                    Ok(p) => p,
+                    Err(e) if e.is_unreachable() => return Err(e),
+                    Err(_) => vec![],
+                }
+            }
+            _ => vec![],
+        },
+        _ => vec![],
+    };
+    let all_events = match &ns {
+        Some(n) => {
+            let res = r.resource("Event").await?;
+            match r.list(&res, Some(n), &ListQuery::default()).await {
+                Ok(e) => e,
+                Err(e) if e.is_unreachable() => return Err(e),
+                Err(_) => vec![],
+            }
+        }
+        None => vec![],
+    };
+    let pod_names: Vec<&str> = pods.iter().map(obj::name).collect();
+    let own = |e: &Value| {
+        let name = str_at(e, &["involvedObject", "name"]).unwrap_or("");
+        name == target.name
+            || pod_names.contains(&name)
+            || name.starts_with(&format!("{}-", target.name))
+    };
+    let events: Vec<Value> = all_events
+        .iter()
+        .filter(|e| own(e) && str_at(e, &["type"]) == Some("Warning"))
+        .cloned()
+        .collect();
+    let failing: Vec<String> = pods
+        .iter()
+        .filter(|p| pod_failure(p).is_some())
+        .map(|p| obj::name(p).to_owned())
+        .collect();
+    // The failures' own words: the failing containers' last log lines, and the warnings.
+    let mut text = String::new();
+    for p in pods.iter().filter(|p| pod_failure(p).is_some()).take(2) {
+        let name = obj::name(p);
+        for key in ["initContainerStatuses", "containerStatuses"] {
+            for c in array(p, &["status", key]) {
+                let restarted = i64_at(c, &["restartCount"]).unwrap_or(0) > 0;
+                let failing_c = at(c, &["state", "waiting"]).is_some()
+                    || at(c, &["state", "running"]).is_some()
+                        && at(c, &["ready"]).and_then(Value::as_bool) == Some(false);
+                if !failing_c {
+                    continue;
+                }
+                let q = LogQuery {
+                    container: str_at(c, &["name"]).map(str::to_owned),
+                    previous: restarted,
+                    tail_lines: Some(40),
+                    since_seconds: None,
+                };
+                match r.logs(ns.as_deref().unwrap_or(""), name, &q).await {
+                    Ok(l) => {
+                        text.push_str(&l);
+                        text.push('\n');
+                    }
+                    Err(e) if e.is_unreachable() => return Err(e),
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+    for e in &events {
+        let _ = writeln!(
+            text,
+            "{}: {}",
+            str_at(e, &["reason"]).unwrap_or(""),
+            str_at(e, &["message"]).unwrap_or("")
+        );
+    }
+    let onset = onset(&pods, &events, &failing);
+    let symptoms: Vec<String> = pods
+        .iter()
+        .filter_map(|p| pod_failure(p).map(|f| format!("pod {}: {f}", obj::name(p))))
+        .take(3)
+        .collect();
+    let ctx = Ctx {
+        r,
+        target: target.clone(),
+        ns,
+        now,
+        object,
+        pods,
+        events,
+        all_events,
+        failure_text: crate::redact::sanitize_text(&text),
+        failing,
+    };
+    let mut deps = Vec::new();
+    deps.extend(hosts::follow(&ctx).await?);
+    deps.extend(adapters::nodes(&ctx).await?);
+    deps.extend(adapters::storage(&ctx).await?);
+    deps.extend(adapters::config(&ctx).await?);
+    deps.extend(adapters::network(&ctx).await?);
+    deps.extend(adapters::admission(&ctx).await?);
+    deps.extend(adapters::quota(&ctx).await?);
+    deps.extend(adapters::scaling(&ctx).await?);
+    deps.extend(adapters::services(&ctx).await?);
+    deps.extend(adapters::rollout(&ctx).await?);
+    let mut n = Neighbourhood {
+        target: format!(
+            "{} {}",
+            target.kind,
+            match &target.namespace {
+                Some(ns) => format!("{ns}/{}", target.name),
+                None => target.name.clone(),
+            }
+        ),
+        onset,
+        symptoms,
+        dependencies: deps,
+    };
+    n.rank(now);
+    Ok(n)
+}
+
+/// When the target's failures began: the first warning about a failing pod (never before the
+/// pod existed), else the failing pods' creation.
+fn onset(pods: &[Value], events: &[Value], failing: &[String]) -> Option<DateTime<Utc>> {
+    let mut first: Option<DateTime<Utc>> = None;
+    for p in pods {
+        let name = obj::name(p);
+        if !failing.iter().any(|f| f == name) {
+            continue;
+        }
+        let created = time(p, &["metadata", "creationTimestamp"]);
+        let warned = events
+            .iter()
+            .filter(|e| str_at(e, &["involvedObject", "name"]) == Some(name))
+            .filter_map(event_first)
+            .min();
+        let t = match (warned, created) {
+            (Some(w), Some(c)) => Some(w.max(c)),
+            (w, c) => w.or(c),
+        };
+        if let Some(t) = t {
+            first = Some(first.map_or(t, |f| f.min(t)));
+        }
+    }
+    first
+}

@@ -1,0 +1,145 @@
+//! When the rules see only the symptom, the neighbourhood may see the cause: what the target
+//! depends on that is unhealthy now or changed just before the failures began.
+//!
+//! Input: the rules' [`Diagnosis`] and the target's ranked [`Neighbourhood`]. Output: the
+//! diagnosis to keep — the rules' when it determines the cause on its own, else one naming the
+//! culprit, what is wrong with it and the timeline. An action only where a catalog workflow
+//! fits the culprit (a node everything fails on: cordon and drain it — its proof decides);
+//! otherwise a human decides, told what to look at.
+
+use serde_json::json;
+
+use super::rules::Diagnosis;
+use crate::domain::{DepKind, InvestigationOutcome, Neighbourhood, Proposal, Target};
+
+/// How far a rule's conclusion stands against the neighbourhood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Standing {
+    /// The rule's evidence determines the cause (a rollout, a prediction, the object's own
+    /// status): the neighbourhood only adds context.
+    Determined,
+    /// The rule names a cause that a dependency unhealthy now would override.
+    UnlessUnhealthy,
+    /// The rule saw the symptom only: any culprit the neighbourhood supports decides.
+    Symptom,
+}
+
+pub(super) fn standing(rule: &str) -> Standing {
+    match rule {
+        "subject-unverified"
+        | "pvc-fill-predicted"
+        | "memory-exhaustion-predicted"
+        | "node-ready"
+        | "node-not-ready"
+        | "hpa-maxed-out"
+        | "pdb-blocks-eviction"
+        | "service-unreachable"
+        | "scaled-to-zero"
+        | "cpu-throttling"
+        | "rollout-regression"
+        | "create-container-config-error"
+        | "problem-resolved" => Standing::Determined,
+        "wedged-runtime" | "oomkilled" | "imagepullbackoff" => Standing::UnlessUnhealthy,
+        _ => Standing::Symptom,
+    }
+}
+
+/// The diagnosis the neighbourhood supports instead of `d`, if any.
+pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Option<Diagnosis> {
+    let standing = standing(d.rule);
+    if standing == Standing::Determined {
+        return None;
+    }
+    let c = n.culprit()?;
+    if standing == Standing::UnlessUnhealthy && c.unhealthy.is_none() {
+        return None;
+    }
+    let explain = n.explain()?;
+    // A node every failing pod runs on, unhealthy: drain it (its proof checks that it is the
+    // common factor, that it is not the last node, and the budgets).
+    if c.kind == DepKind::Node
+        && c.unhealthy.is_some()
+        && let Some(node) = c.object.strip_prefix("Node ")
+        && c.relation.contains("failing")
+        && !c.relation.contains("(0 failing)")
+    {
+        let mut out = Diagnosis::new(
+            "NodeFailure",
+            format!(
+                "Pods of {target} fail on node {node}, which {}",
+                c.unhealthy.as_deref().unwrap_or("is unhealthy")
+            ),
+        );
+        out.factors = n.symptoms.clone();
+        out.factors.extend(c.evidence.iter().cloned());
+        out.factors.push(explain);
+        out.confidence = 0.8;
+        out.severity = "high";
+        out.target = Some(Target::new("Node", node, None));
+        out.proposal = Some(Proposal {
+            action_type: "CordonDrainNode".into(),
+            parameters: json!({}).as_object().cloned().unwrap_or_default(),
+            git_change: String::new(),
+        });
+        out.analysis = format!(
+            "Followed what {target} depends on: its failing pods run on node {node}, which is unhealthy; moving them to healthy nodes addresses it."
+        );
+        return Some(out);
+    }
+    let mut out = Diagnosis::new(
+        "DependencyFailure",
+        format!("{target} fails because of {}: {explain}", c.object),
+    );
+    out.factors = n.symptoms.clone();
+    out.factors.extend(c.evidence.iter().cloned());
+    for other in n
+        .dependencies
+        .iter()
+        .skip(1)
+        .filter(|x| x.score > 0)
+        .take(2)
+    {
+        out.factors.push(format!(
+            "also: {} ({}){}",
+            other.object,
+            other.relation,
+            other
+                .unhealthy
+                .as_deref()
+                .map(|u| format!(" {u}"))
+                .unwrap_or_default()
+        ));
+    }
+    out.outcome = InvestigationOutcome::Actionable;
+    out.confidence = if c.unhealthy.is_some() { 0.8 } else { 0.7 };
+    out.severity = "high";
+    out.target = d.target.clone().or_else(|| Some(target.clone()));
+    out.human = Some(format!(
+        "{explain}. kubemedic does not change what {target} depends on: a human must decide about {}",
+        c.object
+    ));
+    out.analysis = format!(
+        "Followed what {target} depends on and what changed before it failed; {} explains the failures better than anything about {target} itself.",
+        c.object
+    );
+    Some(out)
+}
+
+/// For a diagnosis that stays inconclusive: what was checked of the neighbourhood, so the
+/// human starts from there.
+pub(super) fn context(n: &Neighbourhood) -> Vec<String> {
+    n.dependencies
+        .iter()
+        .take(3)
+        .map(|d| {
+            let mut s = format!("checked {} ({})", d.object, d.relation);
+            if let Some(u) = &d.unhealthy {
+                s.push_str(&format!(": {u}"));
+            }
+            for e in d.evidence.iter().take(1) {
+                s.push_str(&format!("; {e}"));
+            }
+            s
+        })
+        .collect()
+}
