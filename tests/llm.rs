@@ -1201,6 +1201,9 @@ async fn with_rendezvous(
         ..Default::default()
     };
     setup.settings.tool_timeout = tool_timeout;
+    // Only the model's own calls meet at the rendezvous: no pre-fetched view or
+    // neighbourhood reads logs before it starts.
+    setup.settings.cluster_view = false;
     let done = run(
         investigator(&server, setup),
         request("KubePodCrashLooping", &[]),

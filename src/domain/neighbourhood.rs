@@ -35,6 +35,8 @@ pub enum DepKind {
     Service,
     /// The workload's own rollout state (paused, another revision).
     Rollout,
+    /// The pods' own probe, when it kills them.
+    Probe,
 }
 
 /// Something that changed on a dependency, and when.
@@ -65,6 +67,14 @@ pub struct Dependency {
     pub changed: Option<Change>,
     #[serde(default)]
     pub evidence: Vec<String>,
+    /// Why the remedy the culprit suggests cannot work on its own (a node whose pods cannot
+    /// finish terminating): a human must act first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<String>,
+    /// The dependency whose trouble this one causes (a neighbour eating its node's PIDs):
+    /// it outranks that one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causes: Option<String>,
     /// Set by the ranking.
     #[serde(default)]
     pub score: u32,
@@ -81,8 +91,16 @@ impl Dependency {
             since: None,
             changed: None,
             evidence: vec![],
+            blocks: None,
+            causes: None,
             score: 0,
         }
+    }
+
+    /// It causes the trouble of `other` (an object as [`Dependency::object`] names it).
+    pub fn culprit_of(mut self, other: impl Into<String>) -> Self {
+        self.causes = Some(other.into());
+        self
     }
 
     pub fn unhealthy(mut self, what: impl Into<String>, since: Option<DateTime<Utc>>) -> Self {
@@ -157,6 +175,19 @@ impl Neighbourhood {
                 score += u32::from(3u8.saturating_sub(d.distance));
             }
             d.score = score;
+        }
+        // What causes another's trouble outranks it.
+        let scores: Vec<(String, u32)> = self
+            .dependencies
+            .iter()
+            .map(|d| (d.object.clone(), d.score))
+            .collect();
+        for d in &mut self.dependencies {
+            if let Some(other) = &d.causes
+                && let Some((_, s)) = scores.iter().find(|(o, _)| o == other)
+            {
+                d.score = d.score.max(s + 1);
+            }
         }
         self.dependencies
             .sort_by(|a, b| b.score.cmp(&a.score).then(a.distance.cmp(&b.distance)));

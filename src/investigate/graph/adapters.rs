@@ -160,6 +160,21 @@ pub(super) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
             }
             pressure = pressure.or(Some(line));
         }
+        // Pods that were deleted but cannot finish terminating: the kubelet that would stop
+        // them is gone, so moving them needs a human to confirm the node is down.
+        let stuck = here
+            .iter()
+            .filter(|p| at(p, &["metadata", "deletionTimestamp"]).is_some())
+            .count();
+        if stuck > 0
+            && d.unhealthy
+                .as_deref()
+                .is_some_and(|u| u.contains("NotReady"))
+        {
+            d.blocks = Some(format!(
+                "{stuck} pod(s) on it were deleted and cannot finish terminating while its kubelet is unreachable: a human must confirm the node is gone before force-deleting them (a StatefulSet's replacement cannot start until then)"
+            ));
+        }
         let troubled = d.unhealthy.is_some();
         out.push(d);
         // A node short of something: who on it eats it.
@@ -170,8 +185,13 @@ pub(super) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
             out.push(hog);
         }
     }
-    // Evictions and preemptions of the target's pods.
-    for e in &ctx.events {
+    // Evictions and preemptions of the target's pods (a preemption is a Normal event).
+    let own: BTreeSet<&str> = ctx.pods.iter().map(obj::name).collect();
+    let prefix = format!("{}-", ctx.target.name);
+    for e in ctx.all_events.iter().filter(|e| {
+        str_at(e, &["involvedObject", "name"])
+            .is_some_and(|n| own.contains(n) || n.starts_with(&prefix))
+    }) {
         let reason = str_at(e, &["reason"]).unwrap_or("");
         let msg = str_at(e, &["message"]).unwrap_or("");
         if matches!(reason, "Evicted" | "Preempted" | "Preempting")
@@ -230,10 +250,12 @@ async fn neighbour_hog(ctx: &Ctx, node: &str) -> Read<Option<Dependency>> {
             tail_lines: Some(50),
             since_seconds: None,
         };
-        let log = match ctx.r.logs(ns, obj::name(p), &q).await {
-            Ok(l) => l,
-            Err(e) if e.is_unreachable() => return Err(e),
-            Err(_) => continue,
+        let log = match tokio::time::timeout(super::LOG_TIMEOUT, ctx.r.logs(ns, obj::name(p), &q))
+            .await
+        {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) if e.is_unreachable() => return Err(e),
+            Ok(Err(_)) | Err(_) => continue,
         };
         let lower = log.to_ascii_lowercase();
         if let Some(line) = log
@@ -246,17 +268,19 @@ async fn neighbour_hog(ctx: &Ctx, node: &str) -> Read<Option<Dependency>> {
                 .first()
                 .and_then(|o| str_at(o, &["name"]))
                 .unwrap_or(obj::name(p));
+            // It explains the node's trouble better than the node does: draining the node
+            // would move the victims and leave it behind.
             return Ok(Some(
                 Dependency::new(
                     DepKind::Node,
                     format!("pod {ns}/{} ({owner})", obj::name(p)),
-                    format!("shares node {node}"),
+                    format!("shares node {node}, whose shortage breaks the pods"),
                 )
-                .at(2)
                 .unhealthy(
                     format!("its log says \"{}\"", crate::redact::sanitize_text(&line)),
                     None,
-                ),
+                )
+                .culprit_of(format!("Node {node}")),
             ));
         }
     }
@@ -747,6 +771,23 @@ pub(super) async fn scaling(ctx: &Ctx) -> Read<Vec<Dependency>> {
             matches!(str_at(c, &["type"]), Some("AbleToScale" | "ScalingActive"))
                 && str_at(c, &["status"]) == Some("False")
         }) {
+            // "missing request for cpu": which container of the template has none.
+            let message = str_at(c, &["message"]).unwrap_or("");
+            if let Some(resource) = message
+                .split("missing request for ")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+            {
+                let t = template(ctx);
+                for container in array(&t, &["spec", "containers"]) {
+                    if str_at(container, &["resources", "requests", resource]).is_none() {
+                        d = d.evidence(format!(
+                            "container {} of the pod template has no {resource} request, so the autoscaler cannot compute the pods' utilisation",
+                            str_at(container, &["name"]).unwrap_or("?")
+                        ));
+                    }
+                }
+            }
             d = d.unhealthy(
                 format!(
                     "{} False ({}): {}",
@@ -856,4 +897,52 @@ pub(super) async fn rollout(ctx: &Ctx) -> Read<Vec<Dependency>> {
         )
         .changed(last_change(o)),
     ])
+}
+
+/// The pods' own liveness probe, when it is what kills their containers.
+pub(super) async fn probes(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let killed = ctx.all_events.iter().find(|e| {
+        str_at(e, &["reason"]) == Some("Killing")
+            && str_at(e, &["message"]).is_some_and(|m| m.contains("failed liveness probe"))
+            && str_at(e, &["involvedObject", "name"])
+                .is_some_and(|n| ctx.pods.iter().any(|p| obj::name(p) == n))
+    });
+    let Some(killed) = killed else {
+        return Ok(vec![]);
+    };
+    let t = template(ctx);
+    let mut out = Vec::new();
+    for c in array(&t, &["spec", "containers"]) {
+        let Some(probe) = at(c, &["livenessProbe"]) else {
+            continue;
+        };
+        let name = str_at(c, &["name"]).unwrap_or("?");
+        let delay = i64_at(probe, &["initialDelaySeconds"]).unwrap_or(0);
+        let period = i64_at(probe, &["periodSeconds"]).unwrap_or(10);
+        let failures = i64_at(probe, &["failureThreshold"]).unwrap_or(3);
+        let timeout = i64_at(probe, &["timeoutSeconds"]).unwrap_or(1);
+        let grace = delay + period * failures;
+        let mut d = Dependency::new(
+            DepKind::Probe,
+            format!("liveness probe of container {name}"),
+            "restarts the container when it fails",
+        )
+        .unhealthy(
+            format!(
+                "kills the container ({}); it allows {grace}s to start: initialDelaySeconds {delay}, periodSeconds {period}, failureThreshold {failures}, timeoutSeconds {timeout}{}",
+                str_at(killed, &["message"]).unwrap_or(""),
+                if at(c, &["startupProbe"]).is_some() {
+                    ", with a startupProbe"
+                } else {
+                    ", no startupProbe"
+                }
+            ),
+            super::event_first(killed),
+        );
+        if let Some(line) = ctx.line_with("liveness probe failed") {
+            d = d.evidence(line);
+        }
+        out.push(d);
+    }
+    Ok(out)
 }

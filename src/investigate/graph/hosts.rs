@@ -319,6 +319,16 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
         if d.changed.is_none() {
             d.changed = last_change(&s).filter(|c| c.what != "created");
         }
+        // Healthy, but its endpoints moved (a failover, a rollout of the backend): when.
+        if d.changed.is_none()
+            && d.unhealthy.is_none()
+            && let Some(t) = ep_since
+        {
+            d.changed = Some(Change {
+                at: t,
+                what: format!("its endpoints changed ({ready} ready now)"),
+            });
+        }
         out.push(d);
     }
     if lookup_failed(&ctx.failure_text) {

@@ -45,8 +45,6 @@ pub(crate) struct Ctx {
     pub object: Option<Value>,
     /// The target's pods.
     pub pods: Vec<Value>,
-    /// Warning events about the target, its ReplicaSets and pods.
-    pub events: Vec<Value>,
     /// All events of the namespace.
     pub all_events: Vec<Value>,
     /// Text of the failing containers' logs (last lines) and their warnings.
@@ -56,6 +54,9 @@ pub(crate) struct Ctx {
 }
 
 pub(crate) type Read<T> = Result<T, ClusterError>;
+
+/// How long one log read may take.
+pub(crate) const LOG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Ctx {
     pub async fn list(&self, kind: &str, ns: Option<&str>, q: &ListQuery) -> Read<Vec<Value>> {
@@ -309,13 +310,20 @@ pub async fn build(
                     tail_lines: Some(40),
                     since_seconds: None,
                 };
-                match r.logs(ns.as_deref().unwrap_or(""), name, &q).await {
-                    Ok(l) => {
+                // A log that does not come (a kubelet that does not answer) is a gap, not a
+                // reason to stall the investigation.
+                match tokio::time::timeout(
+                    LOG_TIMEOUT,
+                    r.logs(ns.as_deref().unwrap_or(""), name, &q),
+                )
+                .await
+                {
+                    Ok(Ok(l)) => {
                         text.push_str(&l);
                         text.push('\n');
                     }
-                    Err(e) if e.is_unreachable() => return Err(e),
-                    Err(_) => {}
+                    Ok(Err(e)) if e.is_unreachable() => return Err(e),
+                    Ok(Err(_)) | Err(_) => {}
                 }
             }
         }
@@ -341,7 +349,6 @@ pub async fn build(
         now,
         object,
         pods,
-        events,
         all_events,
         failure_text: crate::redact::sanitize_text(&text),
         failing,
@@ -357,6 +364,7 @@ pub async fn build(
     deps.extend(adapters::scaling(&ctx).await?);
     deps.extend(adapters::services(&ctx).await?);
     deps.extend(adapters::rollout(&ctx).await?);
+    deps.extend(adapters::probes(&ctx).await?);
     let mut n = Neighbourhood {
         target: format!(
             "{} {}",

@@ -35,11 +35,14 @@ pub(super) fn standing(rule: &str) -> Standing {
         | "pdb-blocks-eviction"
         | "service-unreachable"
         | "scaled-to-zero"
-        | "cpu-throttling"
         | "rollout-regression"
         | "create-container-config-error"
         | "problem-resolved" => Standing::Determined,
-        "wedged-runtime" | "oomkilled" | "imagepullbackoff" => Standing::UnlessUnhealthy,
+        // Raising a CPU limit while the autoscaler that should add pods is broken treats the
+        // symptom.
+        "wedged-runtime" | "oomkilled" | "imagepullbackoff" | "cpu-throttling" => {
+            Standing::UnlessUnhealthy
+        }
         _ => Standing::Symptom,
     }
 }
@@ -59,6 +62,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
     // common factor, that it is not the last node, and the budgets).
     if c.kind == DepKind::Node
         && c.unhealthy.is_some()
+        && c.blocks.is_none()
         && let Some(node) = c.object.strip_prefix("Node ")
         && c.relation.contains("failing")
         && !c.relation.contains("(0 failing)")
@@ -83,6 +87,44 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         });
         out.analysis = format!(
             "Followed what {target} depends on: its failing pods run on node {node}, which is unhealthy; moving them to healthy nodes addresses it."
+        );
+        return Some(out);
+    }
+    // A dependency that is healthy again but moved (its endpoints changed) just before the
+    // pods stopped being ready, while they run: they hold what was there before (pooled
+    // connections, a cached address). A rolling restart reconnects them (its proof checks
+    // that they run but are wedged, and that ready pods stay).
+    let running_not_ready =
+        !n.symptoms.is_empty() && n.symptoms.iter().all(|s| s.ends_with("running, not ready"));
+    if c.kind == DepKind::Host
+        && c.unhealthy.is_none()
+        && c.changed.is_some()
+        && running_not_ready
+        && matches!(
+            target.kind.as_str(),
+            "Deployment" | "StatefulSet" | "DaemonSet"
+        )
+    {
+        let mut out = Diagnosis::new(
+            "StaleDependency",
+            format!(
+                "The pods of {target} run but are not ready since {} changed under them: {explain}",
+                c.object
+            ),
+        );
+        out.factors = n.symptoms.clone();
+        out.factors.extend(c.evidence.iter().cloned());
+        out.confidence = 0.75;
+        out.severity = "high";
+        out.target = Some(target.clone());
+        out.proposal = Some(Proposal {
+            action_type: "RestartDeployment".into(),
+            parameters: serde_json::Map::new(),
+            git_change: String::new(),
+        });
+        out.analysis = format!(
+            "{} is healthy now, but it changed just before {target}'s pods stopped being ready while they kept running: they hold connections or addresses from before; fresh processes pick up the new ones.",
+            c.object
         );
         return Some(out);
     }
@@ -114,10 +156,13 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
     out.confidence = if c.unhealthy.is_some() { 0.8 } else { 0.7 };
     out.severity = "high";
     out.target = d.target.clone().or_else(|| Some(target.clone()));
-    out.human = Some(format!(
-        "{explain}. kubemedic does not change what {target} depends on: a human must decide about {}",
-        c.object
-    ));
+    out.human = Some(match &c.blocks {
+        Some(why) => format!("{explain}. {why}"),
+        None => format!(
+            "{explain}. kubemedic does not change what {target} depends on: a human must decide about {}",
+            c.object
+        ),
+    });
     out.analysis = format!(
         "Followed what {target} depends on and what changed before it failed; {} explains the failures better than anything about {target} itself.",
         c.object
