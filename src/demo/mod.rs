@@ -165,8 +165,8 @@ const SAMPLES: &[(&str, &str)] = &[
         include_str!("alerts/04-problem-resolved.json"),
     ),
     (
-        "05-crashloop-no-recent-change.json",
-        include_str!("alerts/05-crashloop-no-recent-change.json"),
+        "05-dependency-scaled-to-zero.json",
+        include_str!("alerts/05-dependency-scaled-to-zero.json"),
     ),
     (
         "06-create-container-config-error.json",

@@ -62,6 +62,7 @@ macro_rules! for_each_scenario {
     memory_predicted_no_evidence => "memory-predicted-no-evidence",
     job_failed => "job-failed",
     daemonset_native_signal => "daemonset-native-signal",
+    dependency_scaled_to_zero => "dependency-scaled-to-zero",
         );
     };
 }
@@ -912,6 +913,105 @@ fn service_unreachable<'a>(
             &[("namespace", &k.ns), ("service", "payments")],
             &[("summary", "Service has no ready endpoints")],
             "",
+        ))
+    })
+}
+
+/// `ledger` crash-loops because the database it connects to is gone: its Deployment
+/// `ledger-db` was scaled to zero (the real controllers scale the ReplicaSet down and empty the
+/// Service's endpoints), and ledger's logs say "connection refused" to ledger-db:5432.
+fn dependency_scaled_to_zero<'a>(
+    k: &'a Kube,
+    logs: &'a LogStore,
+    port: u16,
+) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
+    Box::pin(async move {
+        let n = node(k, port, "worker-1").await;
+        let mut db = deployment(
+            "ledger-db",
+            "postgres:15.4",
+            1,
+            "1Gi",
+            json!({"ports": [{"containerPort": 5432, "name": "postgres"}]}),
+            json!({}),
+        );
+        db["spec"]["strategy"] = json!({"type": "Recreate"});
+        k.apply(db).await;
+        k.apply(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ledger-db"},
+            "spec": {"selector": {"app": "ledger-db"}, "ports": [{"name": "postgres", "port": 5432, "targetPort": "postgres"}]}})).await;
+        let db_pods = k.pods("app=ledger-db", 1).await;
+        run_all(k, &db_pods, &n, "ledger-db", "postgres:15.4").await;
+        wait_ready(k, "ledger-db", 1).await;
+        k.apply(deployment(
+            "ledger",
+            "shop/ledger:9.1",
+            1,
+            "512Mi",
+            json!({"env": [{"name": "DATABASE_URL", "value": "postgres://ledger-db:5432/ledger"}]}),
+            json!({}),
+        ))
+        .await;
+        let pod = k.pods("app=ledger", 1).await.remove(0);
+        // Somebody scales the database to zero; its pod goes away.
+        k.patch(
+            "apps/v1",
+            "Deployment",
+            "ledger-db",
+            json!({"spec": {"replicas": 0}}),
+        )
+        .await;
+        k.wait("ledger-db scaled down", 30, || async {
+            let d = k.get("apps/v1", "Deployment", "ledger-db").await;
+            (d["status"]["replicas"].as_i64().unwrap_or(0) == 0
+                || d["status"]["replicas"].is_null())
+            .then_some(())
+        })
+        .await;
+        reap_terminating(k, "app=ledger-db").await;
+        k.wait("ledger-db's endpoints empty", 30, || async {
+            let e = k.get("v1", "Endpoints", "ledger-db").await;
+            let ready = e["subsets"]
+                .as_array()
+                .map(|s| s.iter().any(|x| x["addresses"].is_array()))
+                .unwrap_or(false);
+            (!ready).then_some(())
+        })
+        .await;
+        let p = crash(
+            k,
+            &pod,
+            &n,
+            ("ledger", "shop/ledger:9.1"),
+            Exit {
+                restarts: 7,
+                code: 2,
+                reason: "Error",
+            },
+        )
+        .await;
+        k.event(
+            &p,
+            "Warning",
+            "BackOff",
+            "Back-off restarting failed container",
+            12,
+            20,
+        )
+        .await;
+        logs.lock().unwrap().insert(
+            (k.ns.clone(), name(&p), "ledger".into(), true),
+            "ledger 9.1 starting\nfatal: cannot connect to database ledger-db:5432: connection refused\n".into(),
+        );
+        Staged::now(alert(
+            "KubePodCrashLooping",
+            "critical",
+            &[
+                ("namespace", &k.ns),
+                ("pod", &name(&p)),
+                ("container", "ledger"),
+            ],
+            &[("summary", "Pod is crash looping")],
+            "http://prometheus/graph?g0.expr=kube_pod_container_status_waiting_reason",
         ))
     })
 }
@@ -2476,6 +2576,10 @@ pub fn all() -> Vec<Scenario> {
         Scenario {
             name: "daemonset-native-signal",
             stage: daemonset_native_signal,
+        },
+        Scenario {
+            name: "dependency-scaled-to-zero",
+            stage: dependency_scaled_to_zero,
         },
     ]
 }

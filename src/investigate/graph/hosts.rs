@@ -122,7 +122,7 @@ async fn workload_state(
     let ns = obj::namespace(w).unwrap_or_default();
     let want = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
     let ready = i64_at(w, &["status", "readyReplicas"]).unwrap_or(0);
-    let mut evidence = Vec::new();
+    let evidence = Vec::new();
     let unhealthy = if want == 0 {
         Some(format!("{kind} {name} is scaled to 0 replicas"))
     } else if ready < want {
@@ -160,15 +160,13 @@ async fn workload_state(
                 )
         })
         .filter_map(|e| Some((event_time(e)?, str_at(e, &["message"]).unwrap_or(""))))
-        .max_by_key(|(t, _)| *t);
+        // The latest; within the same second, the one that left it as it is now.
+        .max_by_key(|(t, m)| (*t, m.ends_with(&format!(" to {want}"))));
     let change = match scaled {
-        Some((t, m)) => {
-            evidence.push(format!("{kind} {name}: {m}"));
-            Some(Change {
-                at: t,
-                what: format!("{kind} {name}: {}", m.chars().take(120).collect::<String>()),
-            })
-        }
+        Some((t, m)) => Some(Change {
+            at: t,
+            what: format!("{kind} {name}: {}", m.chars().take(120).collect::<String>()),
+        }),
         // An edit, not its creation: a workload created recently is no change to what its
         // clients had.
         None => last_change(w)
