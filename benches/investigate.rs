@@ -25,6 +25,12 @@
 //! The counts are deterministic (a script, a snapshot, a tokenizer), so the profile does not
 //! matter: the script runs a debug build. A run fails if an investigation does not end as its
 //! scenario's expected.json says, so the figures are of investigations that worked.
+//!
+//! A second part counts the API calls one investigation makes (issue 26, item 5: at most 30):
+//! every `get`, `list`, `logs` and dry-run write that reaches the cluster, through both
+//! invocations and the proof, for the offline investigator on the demo's six incidents and on
+//! one of them in a namespace of 500 objects, and for the scripted model on the scenarios
+//! above. It fails if one makes more than 30.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // bench code: a failed assumption fails the run
 
 #[path = "../tests/common/llm.rs"]
@@ -388,6 +394,8 @@ struct Cost {
     view_chars: usize,
     /// Tokens of invocation 1's system prompt (paid on each of its requests).
     system_tokens: usize,
+    /// Calls that reached the cluster (gets, lists, logs, dry runs).
+    api_calls: usize,
 }
 
 impl std::ops::AddAssign for Cost {
@@ -398,12 +406,14 @@ impl std::ops::AddAssign for Cost {
         self.completion += o.completion;
         self.tool_calls += o.tool_calls;
         self.view_chars += o.view_chars;
+        self.api_calls += o.api_calls;
         self.system_tokens = o.system_tokens;
     }
 }
 
 async fn measure(c: &Case, with_view: bool) -> Cost {
     let server = ScriptedLlm::start(script(c, with_view)).await;
+    let counting = Counting::new(c.snapshot.clone());
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(c.snapshot.captured_at().unwrap()));
     let llm = OpenAiLlm::new(&OpenAiSettings {
         provider: Provider::OpenAi,
@@ -419,7 +429,7 @@ async fn measure(c: &Case, with_view: bool) -> Cost {
     let inv = Arc::new(LlmInvestigator {
         llm: Arc::new(llm),
         budget: Arc::new(TokenBudget::new(1_000_000, 10_000_000)),
-        reader: c.snapshot.clone(),
+        reader: counting.clone(),
         clock,
         tool_limits: ToolLimits::default(),
         catalog: Arc::new(Catalog::builtin().unwrap()),
@@ -498,6 +508,7 @@ async fn measure(c: &Case, with_view: bool) -> Cost {
             .split_once("## Cluster view")
             .map_or(0, |(_, v)| v.len()),
         system_tokens: llm::prompt_tokens(&json!({"messages": [requests[0].body["messages"][0]]})),
+        api_calls: counting.calls(),
     }
 }
 
@@ -520,9 +531,267 @@ fn change(before: u64, after: u64) -> String {
     format!("{:+.0} ({:+.1} %)", d, 100.0 * d / before as f64)
 }
 
+/// A cluster that counts every call reaching it (discovery aside: a real client caches it).
+struct Counting {
+    inner: Arc<SnapshotCluster>,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Counting {
+    fn new(inner: Arc<SnapshotCluster>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+    fn count(&self) {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[async_trait::async_trait]
+impl ClusterReader for Counting {
+    async fn resource(
+        &self,
+        kind: &str,
+    ) -> kubemedic::cluster::Result<kubemedic::cluster::ResourceInfo> {
+        self.inner.resource(kind).await
+    }
+    async fn get(
+        &self,
+        res: &kubemedic::cluster::ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> kubemedic::cluster::Result<Value> {
+        self.count();
+        self.inner.get(res, namespace, name).await
+    }
+    async fn list(
+        &self,
+        res: &kubemedic::cluster::ResourceInfo,
+        namespace: Option<&str>,
+        query: &ListQuery,
+    ) -> kubemedic::cluster::Result<Vec<Value>> {
+        self.count();
+        self.inner.list(res, namespace, query).await
+    }
+    async fn logs(
+        &self,
+        namespace: &str,
+        pod: &str,
+        query: &kubemedic::cluster::LogQuery,
+    ) -> kubemedic::cluster::Result<String> {
+        self.count();
+        self.inner.logs(namespace, pod, query).await
+    }
+    async fn server_version(&self) -> kubemedic::cluster::Result<String> {
+        self.inner.server_version().await
+    }
+}
+
+#[async_trait::async_trait]
+impl kubemedic::cluster::ClusterWriter for Counting {
+    async fn patch(
+        &self,
+        res: &kubemedic::cluster::ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: kubemedic::cluster::PatchType,
+        patch: &Value,
+        dry_run: bool,
+    ) -> kubemedic::cluster::Result<Value> {
+        self.count();
+        self.inner
+            .patch(res, namespace, name, patch_type, patch, dry_run)
+            .await
+    }
+    async fn replace(
+        &self,
+        res: &kubemedic::cluster::ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        obj: &Value,
+        dry_run: bool,
+    ) -> kubemedic::cluster::Result<Value> {
+        self.count();
+        self.inner.replace(res, namespace, name, obj, dry_run).await
+    }
+    async fn create(
+        &self,
+        res: &kubemedic::cluster::ResourceInfo,
+        namespace: Option<&str>,
+        obj: &Value,
+        dry_run: bool,
+    ) -> kubemedic::cluster::Result<Value> {
+        self.count();
+        self.inner.create(res, namespace, obj, dry_run).await
+    }
+    async fn delete(
+        &self,
+        res: &kubemedic::cluster::ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        dry_run: bool,
+    ) -> kubemedic::cluster::Result<()> {
+        self.count();
+        self.inner.delete(res, namespace, name, dry_run).await
+    }
+    async fn evict(
+        &self,
+        namespace: &str,
+        pod: &str,
+        dry_run: bool,
+    ) -> kubemedic::cluster::Result<()> {
+        self.count();
+        self.inner.evict(namespace, pod, dry_run).await
+    }
+}
+
+/// The demo's incidents (src/demo: the scenarios it is made of).
+const DEMO: &[&str] = &[
+    "crashloop-rollout",
+    "oomkilled",
+    "pvc-fill-predicted",
+    "problem-resolved",
+    "dependency-scaled-to-zero",
+    "create-container-config-error",
+];
+
+/// Most API calls one investigation may make.
+const MAX_API_CALLS: usize = 30;
+
+/// `snapshot` with `n` more objects in namespace `ns`: healthy Deployments with their
+/// ReplicaSets and pods, Services, ConfigMaps and Normal events, as a busy namespace has.
+fn crowded(snapshot: &str, ns: &str, n: usize) -> String {
+    let mut out = snapshot.to_owned();
+    let mut i = 0;
+    while i < n {
+        let k = i / 10;
+        let docs = [
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: filler-{k}, namespace: {ns}, uid: f-d-{k}, creationTimestamp: \"2026-11-01T00:00:00Z\", labels: {{app: filler-{k}}}, annotations: {{deployment.kubernetes.io/revision: \"1\"}}}}\nspec: {{replicas: 3, selector: {{matchLabels: {{app: filler-{k}}}}}, template: {{metadata: {{labels: {{app: filler-{k}}}}}, spec: {{containers: [{{name: app, image: \"shop/filler:1\"}}]}}}}}}\nstatus: {{replicas: 3, readyReplicas: 3, availableReplicas: 3, updatedReplicas: 3}}\n"
+            ),
+            format!(
+                "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {{name: filler-{k}-abc, namespace: {ns}, uid: f-rs-{k}, creationTimestamp: \"2026-11-01T00:00:00Z\", labels: {{app: filler-{k}, pod-template-hash: abc}}, annotations: {{deployment.kubernetes.io/revision: \"1\"}}, ownerReferences: [{{apiVersion: apps/v1, kind: Deployment, name: filler-{k}, uid: f-d-{k}, controller: true}}]}}\nspec: {{replicas: 3, selector: {{matchLabels: {{app: filler-{k}, pod-template-hash: abc}}}}, template: {{metadata: {{labels: {{app: filler-{k}, pod-template-hash: abc}}}}, spec: {{containers: [{{name: app, image: \"shop/filler:1\"}}]}}}}}}\nstatus: {{replicas: 3, readyReplicas: 3, availableReplicas: 3}}\n"
+            ),
+            format!(
+                "apiVersion: v1\nkind: Service\nmetadata: {{name: filler-{k}, namespace: {ns}, creationTimestamp: \"2026-11-01T00:00:00Z\"}}\nspec: {{selector: {{app: filler-{k}}}, ports: [{{port: 80, targetPort: 8080}}]}}\n"
+            ),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: filler-{k}, namespace: {ns}, creationTimestamp: \"2026-11-01T00:00:00Z\"}}\ndata: {{a: b}}\n"
+            ),
+        ];
+        for d in docs {
+            out.push_str("---\n");
+            out.push_str(&d);
+            i += 1;
+        }
+        for p in 0..3 {
+            out.push_str(&format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: filler-{k}-abc-{p}, namespace: {ns}, creationTimestamp: \"2026-11-01T00:00:00Z\", labels: {{app: filler-{k}, pod-template-hash: abc}}, ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: filler-{k}-abc, uid: f-rs-{k}, controller: true}}]}}\nspec: {{nodeName: worker-1, containers: [{{name: app, image: \"shop/filler:1\"}}]}}\nstatus: {{phase: Running, conditions: [{{type: Ready, status: \"True\"}}], containerStatuses: [{{name: app, ready: true, restartCount: 0, image: \"shop/filler:1\", state: {{running: {{startedAt: \"2026-11-01T00:00:10Z\"}}}}}}]}}\n"));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The API calls of one offline investigation (both invocations and the proof).
+async fn offline_calls(snapshot: Arc<SnapshotCluster>, alert: &Value) -> (usize, Value) {
+    use kubemedic::investigate::Investigator;
+    let counting = Counting::new(snapshot.clone());
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snapshot.captured_at().unwrap()));
+    let catalog = Arc::new(Catalog::builtin().unwrap());
+    let inv = Arc::new(kubemedic::investigate::offline::OfflineInvestigator {
+        reader: counting.clone(),
+        clock: clock.clone(),
+        tool_limits: ToolLimits::default(),
+        catalog: catalog.clone(),
+        playbooks: Arc::new(Playbooks::builtin().unwrap()),
+        history: Arc::new(InMemoryHistory::default()),
+    });
+    let prover = Arc::new(kubemedic::prove::Prover::new(
+        counting.clone(),
+        Some(counting.clone()),
+        catalog,
+        clock.clone(),
+    ));
+    let signal = kubemedic::ingest::alertmanager::parse(alert.to_string().as_bytes())
+        .unwrap()
+        .remove(0);
+    let mut req = RemediationRequest::for_signal(&signal, Phase::Investigating, clock.now());
+    let analysis = inv.analyse(&req).await.unwrap();
+    req.state.analysis = Some(analysis);
+    req.phase = Phase::Selecting;
+    let out = SelectionStage::new(inv, prover).run(&req).await.unwrap();
+    (counting.calls(), json!(out.next))
+}
+
+async fn api_calls() {
+    println!("\n| incident | investigator | API calls (both invocations and the proof) | ended |");
+    println!("|---|---|---:|---|");
+    let mut worst = 0;
+    for name in DEMO {
+        let text = std::fs::read_to_string(dir(name).join("snapshot.yaml")).unwrap();
+        let alert: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir(name).join("alert.json")).unwrap())
+                .unwrap();
+        let snapshot = Arc::new(SnapshotCluster::from_yaml(&text).unwrap());
+        let (calls, phase) = offline_calls(snapshot, &alert).await;
+        println!(
+            "| {name} | offline | {calls} | {} |",
+            phase.as_str().unwrap_or("")
+        );
+        worst = worst.max(calls);
+        if *name == "crashloop-rollout" {
+            let ns = alert["alerts"][0]["labels"]["namespace"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let big = crowded(&text, &ns, 500);
+            let snapshot = Arc::new(SnapshotCluster::from_yaml(&big).unwrap());
+            let objects = snapshot
+                .list(
+                    &snapshot.resource("Pod").await.unwrap(),
+                    Some(&ns),
+                    &Default::default(),
+                )
+                .await
+                .unwrap()
+                .len();
+            let (calls, phase) = offline_calls(snapshot, &alert).await;
+            println!(
+                "| {name} in a namespace of 500 more objects ({objects} pods) | offline | {calls} | {} |",
+                phase.as_str().unwrap_or("")
+            );
+            worst = worst.max(calls);
+        }
+    }
+    for name in SCENARIOS {
+        let c = case(name).await;
+        let calls = measure(&c, true).await.api_calls;
+        println!(
+            "| {name} | scripted model (with view) | {calls} | {} |",
+            c.expected["phase"].as_str().unwrap_or("")
+        );
+        worst = worst.max(calls);
+    }
+    println!("\nmost API calls of one investigation: {worst} (at most {MAX_API_CALLS})");
+    assert!(
+        worst <= MAX_API_CALLS,
+        "an investigation made {worst} API calls"
+    );
+}
+
 #[tokio::main]
 async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    if std::env::args().any(|a| a == "--api-calls") {
+        api_calls().await;
+        return;
+    }
     println!(
         "| scenario | prompt | model requests (invocation 1 + 2) | prompt tokens | completion tokens | total tokens | cluster tool calls | view chars |"
     );

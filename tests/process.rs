@@ -743,7 +743,9 @@ fn the_demo_runs_the_whole_loop_offline() {
         "increase-memory-limits (IncreaseMemoryLimits) CONTAINER=api MEMORY_LIMIT=384Mi",
         "expand-pvc (ExpandPVC) NEW_SIZE=15Gi",
         "NoActionRequired — problem self-resolved",
-        "investigation_inconclusive",
+        // The crash loop follows what it depends on: the database scaled to zero.
+        "Service ledger/ledger-db has no ready endpoints: Deployment ledger-db is scaled to 0 replicas",
+        "Scaled down replica set",
         "secret \"payment-keys\" not found",
         "400  rejected: alerts[0].labels",
         "redelivery",

@@ -261,3 +261,68 @@ async fn the_snapshot_records_the_writes_it_would_have_made() {
         "shop/checkout:1.4.2"
     );
 }
+
+/// The offline investigator's proposal is proven like anyone's, and fails when the cluster
+/// moves between the investigation and the selection: someone sets a new image on the
+/// Deployment the rollback was investigated on; the selection stage's proof finds the spec
+/// changed and the request goes to a human, naming the binding and what the target is now.
+#[tokio::test]
+async fn an_offline_proposal_whose_target_changed_after_the_investigation_is_refuted() {
+    use kubemedic::cluster::{ClusterReader, ClusterWriter, PatchType};
+    use kubemedic::domain::Stage;
+    use kubemedic::investigate::Investigator;
+    common::init();
+    let dir = common::scenarios::dir("crashloop-rollout");
+    let snap = SnapshotCluster::load(&dir.join("snapshot.yaml")).unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
+    let cluster = Arc::new(snap.simulating(clock.clone()));
+    let catalog = Arc::new(kubemedic::catalog::Catalog::builtin().unwrap());
+    let inv = Arc::new(kubemedic::investigate::offline::OfflineInvestigator {
+        reader: cluster.clone(),
+        clock: clock.clone(),
+        tool_limits: Default::default(),
+        catalog: catalog.clone(),
+        playbooks: Arc::new(kubemedic::investigate::playbooks::Playbooks::builtin().unwrap()),
+        history: Arc::new(kubemedic::history::InMemoryHistory::default()),
+    });
+    let alert: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("alert.json")).unwrap()).unwrap();
+    let mut req = common::scenarios::request(&alert, clock.now());
+    let analysis = inv.analyse(&req).await.unwrap();
+    let target = analysis.root_owner.clone().unwrap();
+    // Somebody fixes it by hand meanwhile.
+    let deployments = cluster.resource("Deployment").await.unwrap();
+    cluster
+        .patch(
+            &deployments,
+            target.namespace.as_deref(),
+            &target.name,
+            PatchType::Strategic,
+            &serde_json::json!({"spec": {"template": {"spec": {"containers": [{"name": "checkout", "image": "shop/checkout:1.4.3"}]}}}}),
+            false,
+        )
+        .await
+        .unwrap();
+    req.state.analysis = Some(analysis);
+    req.phase = kubemedic::domain::Phase::Selecting;
+    let prover = Arc::new(kubemedic::prove::Prover::new(
+        cluster.clone(),
+        Some(cluster.clone()),
+        catalog,
+        clock,
+    ));
+    let out = kubemedic::investigate::SelectionStage::new(inv, prover)
+        .run(&req)
+        .await
+        .unwrap();
+    assert_eq!(out.next, kubemedic::domain::Phase::ManualReviewRequired);
+    let reason = out.reason.unwrap();
+    assert!(
+        reason.starts_with("proof_failed") && reason.contains("binding.target-unchanged"),
+        "{reason}"
+    );
+    assert!(reason.contains("shop/checkout:1.4.3"), "{reason}");
+    let proof = out.state.proof.unwrap();
+    assert_eq!(proof.proposer, kubemedic::domain::Proposer::Offline);
+    assert_eq!(proof.verdict, kubemedic::domain::ProofVerdict::Refuted);
+}

@@ -355,11 +355,13 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
             })
             .collect();
         if phase != "Bound" {
-            let mut why = format!("is {phase}");
+            let mut why = format!("leaves PersistentVolumeClaim {ns}/{claim} {phase}");
             if let Some(c) = &class {
                 match ctx.get("StorageClass", None, c).await? {
                     None => {
-                        why.push_str(&format!(": its StorageClass {c} does not exist"));
+                        why = format!(
+                            "does not exist, so PersistentVolumeClaim {ns}/{claim} stays {phase}"
+                        );
                         d.object = format!("StorageClass {c}");
                         d.relation = format!(
                             "provisions PersistentVolumeClaim {ns}/{claim}, a volume of the pods"
@@ -379,6 +381,13 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                         }
                     }
                 }
+            }
+            if d.object.starts_with("PersistentVolumeClaim") {
+                why = why.replacen(
+                    &format!("leaves PersistentVolumeClaim {ns}/{claim} "),
+                    "is ",
+                    1,
+                );
             }
             d = d.unhealthy(why, time(&pvc, &["metadata", "creationTimestamp"]));
             out.push(d);

@@ -122,6 +122,7 @@ async fn workload_state(
     let ns = obj::namespace(w).unwrap_or_default();
     let want = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
     let ready = i64_at(w, &["status", "readyReplicas"]).unwrap_or(0);
+    let created = time(w, &["metadata", "creationTimestamp"]);
     let evidence = Vec::new();
     let unhealthy = if want == 0 {
         Some(format!("{kind} {name} is scaled to 0 replicas"))
@@ -158,6 +159,12 @@ async fn workload_state(
                     ("Deployment", Some("ScalingReplicaSet"))
                         | ("StatefulSet", Some("SuccessfulDelete"))
                 )
+        })
+        // Its first scale-up, right after it was created, is no change to anything.
+        .filter(|e| {
+            let first_scale_up = str_at(e, &["message"]).is_some_and(|m| m.starts_with("Scaled up"))
+                && matches!((event_time(e), created), (Some(t), Some(c)) if t <= c + chrono::Duration::minutes(2));
+            !first_scale_up
         })
         .filter_map(|e| Some((event_time(e)?, str_at(e, &["message"]).unwrap_or(""))))
         // The latest; within the same second, the one that left it as it is now.
