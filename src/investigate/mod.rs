@@ -393,8 +393,26 @@ impl Stage for SelectionStage {
             );
             if p.verdict == ProofVerdict::Refuted {
                 let reason = if p.action_type == NO_ACTION {
+                    // What the alert measured, quoted (the human must look there when the
+                    // cluster cannot show it).
+                    let said = request
+                        .signal
+                        .annotations
+                        .get("summary")
+                        .or_else(|| request.signal.annotations.get("description"))
+                        .map(|s| {
+                            let s: String = crate::redact::sanitize_text(s)
+                                .split_whitespace()
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                                .chars()
+                                .take(160)
+                                .collect();
+                            format!(" — the alert says: \"{s}\"")
+                        })
+                        .unwrap_or_default();
                     format!(
-                        "proof_failed: {} is not shown resolved — {}",
+                        "proof_failed: {} is not shown resolved — {}{said}",
                         p.target,
                         p.refutation()
                     )

@@ -13,6 +13,32 @@ use crate::domain::Obligation;
 
 // --- HorizontalPodAutoscaler maximum -------------------------------------------------------
 
+/// The object a parameter names (`HPA_NAME`, `PVC_NAME`, …) in the target's namespace, or the
+/// first obligation failing because it is not named or cannot be read.
+async fn named(
+    scene: &Scene,
+    params: &Map<String, Value>,
+    (param, kind): (&str, &str),
+    (id, statement): (&str, &str),
+) -> Read<Result<(String, Value), Obligation>> {
+    let Some(name) = text(params, param) else {
+        return Ok(Err(fails(
+            id,
+            statement,
+            vec![format!("{param} is missing")],
+        )));
+    };
+    match scene.get(kind, scene.ns(), name).await {
+        Ok(o) => Ok(Ok((name.to_owned(), o))),
+        Err(e) if e.is_unreachable() => Err(e),
+        Err(e) => Ok(Err(fails(
+            id,
+            statement,
+            vec![format!("{kind} {name}: {}", e.message)],
+        ))),
+    }
+}
+
 /// Utilisation above target, per metric: `(metric, current %, target %)`.
 fn utilisation(h: &Value) -> Vec<(String, i64, i64)> {
     let mut out = Vec::new();
@@ -51,22 +77,21 @@ pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<
     let mut out = Vec::new();
     let id = "hpa.scales-target";
     let statement = "The HorizontalPodAutoscaler named scales the target";
-    let Some(name) = text(params, "HPA_NAME") else {
-        out.push(fails(id, statement, vec!["HPA_NAME is missing".into()]));
-        return Ok(out);
-    };
-    let h = match scene.get("HorizontalPodAutoscaler", scene.ns(), name).await {
-        Ok(h) => h,
-        Err(e) if e.is_unreachable() => return Err(e),
-        Err(e) => {
-            out.push(fails(
-                id,
-                statement,
-                vec![format!("HorizontalPodAutoscaler {name}: {}", e.message)],
-            ));
+    let (name, h) = match named(
+        scene,
+        params,
+        ("HPA_NAME", "HorizontalPodAutoscaler"),
+        (id, statement),
+    )
+    .await?
+    {
+        Ok(found) => found,
+        Err(failed) => {
+            out.push(failed);
             return Ok(out);
         }
     };
+    let name = name.as_str();
     let scales = (
         str_at(&h, &["spec", "scaleTargetRef", "kind"]).unwrap_or_default(),
         str_at(&h, &["spec", "scaleTargetRef", "name"]).unwrap_or_default(),
@@ -149,22 +174,21 @@ pub(super) async fn expand_pvc(
     let mut out = Vec::new();
     let id = "pvc.belongs-to-target";
     let statement = "The claim named is the target's";
-    let Some(name) = text(params, "PVC_NAME") else {
-        out.push(fails(id, statement, vec!["PVC_NAME is missing".into()]));
-        return Ok(out);
-    };
-    let pvc = match scene.get("PersistentVolumeClaim", scene.ns(), name).await {
-        Ok(p) => p,
-        Err(e) if e.is_unreachable() => return Err(e),
-        Err(e) => {
-            out.push(fails(
-                id,
-                statement,
-                vec![format!("PersistentVolumeClaim {name}: {}", e.message)],
-            ));
+    let (name, pvc) = match named(
+        scene,
+        params,
+        ("PVC_NAME", "PersistentVolumeClaim"),
+        (id, statement),
+    )
+    .await?
+    {
+        Ok(found) => found,
+        Err(failed) => {
+            out.push(failed);
             return Ok(out);
         }
     };
+    let name = name.as_str();
     let belongs = match scene.target.kind.as_str() {
         "PersistentVolumeClaim" => scene.target.name == name,
         "StatefulSet" => {
@@ -280,19 +304,17 @@ pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Rea
     let mut out = Vec::new();
     let id = "pdb.guards-target";
     let statement = "The PodDisruptionBudget named guards the target's pods";
-    let Some(name) = text(params, "PDB_NAME") else {
-        out.push(fails(id, statement, vec!["PDB_NAME is missing".into()]));
-        return Ok(out);
-    };
-    let pdb = match scene.get("PodDisruptionBudget", scene.ns(), name).await {
-        Ok(p) => p,
-        Err(e) if e.is_unreachable() => return Err(e),
-        Err(e) => {
-            out.push(fails(
-                id,
-                statement,
-                vec![format!("PodDisruptionBudget {name}: {}", e.message)],
-            ));
+    let (_, pdb) = match named(
+        scene,
+        params,
+        ("PDB_NAME", "PodDisruptionBudget"),
+        (id, statement),
+    )
+    .await?
+    {
+        Ok(found) => found,
+        Err(failed) => {
+            out.push(failed);
             return Ok(out);
         }
     };
