@@ -1790,3 +1790,47 @@ fn prover_for(inv: &Arc<LlmInvestigator>) -> Arc<kubemedic::prove::Prover> {
         inv.clock.clone(),
     ))
 }
+
+/// The model's first prompt names what the alerted workload depends on that shows a problem
+/// (the neighbourhood's findings), so it starts from the culprit rather than the symptom: the
+/// ledger incident's database Service has no endpoints because its Deployment is scaled to 0.
+#[tokio::test]
+async fn the_first_prompt_names_a_dependency_that_shows_a_problem() {
+    let dir = common::scenarios::dir("dependency-scaled-to-zero");
+    let snap = SnapshotCluster::load(&dir.join("snapshot.yaml")).unwrap();
+    let now = snap.captured_at().unwrap();
+    let alert: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("alert.json")).unwrap()).unwrap();
+    let server = ScriptedLlm::start(vec![calls(&[(
+        "submit_result",
+        rca("inconclusive", json!(0.5)),
+    )])])
+    .await;
+    let inv = investigator(
+        &server,
+        Setup {
+            reader: Some(Arc::new(snap)),
+            ..Default::default()
+        },
+    );
+    let req = common::scenarios::request(&alert, now);
+    let out = InvestigationStage(inv).run(&req).await.expect("stage");
+    let user = server.requests()[0].body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ns = "scn-dependency-scaled-to-zero";
+    for needle in [
+        format!("What Deployment {ns}/ledger depends on that shows a problem"),
+        format!("Service {ns}/ledger-db"),
+        "no ready endpoints".to_owned(),
+        "Deployment ledger-db is scaled to 0 replicas".to_owned(),
+    ] {
+        assert!(user.contains(&needle), "{needle:?} missing from {user}");
+    }
+    let n = out.state.analysis.unwrap().neighbourhood.unwrap();
+    assert_eq!(
+        n.culprit().map(|d| d.object.as_str()),
+        Some(format!("Service {ns}/ledger-db").as_str())
+    );
+}
