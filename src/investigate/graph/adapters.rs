@@ -658,10 +658,15 @@ pub(super) async fn admission(ctx: &Ctx) -> Read<Vec<Dependency>> {
                         "its backend is Service {sns}/{sname} ({ready} ready endpoint(s))"
                     ));
                     if ready == 0 {
-                        d = d.unhealthy(
-                            format!("its backend Service {sns}/{sname} has no ready endpoints"),
-                            None,
-                        );
+                        // Its failure policy turns its backend's outage into refused pods: it
+                        // outranks the bare Service the API server's error names by URL (which
+                        // the hosts adapter follows), however old the webhook is.
+                        d = d
+                            .unhealthy(
+                                format!("its backend Service {sns}/{sname} has no ready endpoints"),
+                                None,
+                            )
+                            .culprit_of(format!("Service {sns}/{sname}"));
                     }
                 }
                 if d.unhealthy.is_none() {
@@ -700,22 +705,26 @@ pub(super) async fn quota(ctx: &Ctx) -> Read<Vec<Dependency>> {
                         .then(|| format!("{k} {used} of {}", hard.as_str().unwrap_or("?")))
                 })
                 .collect();
-            out.push(
-                Dependency::new(
-                    DepKind::Quota,
-                    format!("ResourceQuota {ns}/{name}"),
-                    "caps what the namespace may run",
-                )
-                .unhealthy(
-                    if full.is_empty() {
-                        "refuses the pods (exceeded quota)".to_owned()
-                    } else {
-                        format!("is used up: {}", full.join(", "))
-                    },
-                    None,
-                )
-                .changed(last_change(&q)),
-            );
+            let mut d = Dependency::new(
+                DepKind::Quota,
+                format!("ResourceQuota {ns}/{name}"),
+                "caps what the namespace may run",
+            )
+            .unhealthy(
+                if full.is_empty() {
+                    "refuses the pods (exceeded quota)".to_owned()
+                } else {
+                    format!("is used up: {}", full.join(", "))
+                },
+                None,
+            )
+            .changed(last_change(&q));
+            // The refusal itself, from the target's own warnings: the pods it would not let be
+            // created (none of them shows up as a failing pod).
+            if let Some(line) = ctx.line_with(&format!("exceeded quota: {name}")) {
+                d = d.evidence(line);
+            }
+            out.push(d);
         }
     }
     if ctx.says(&[
@@ -954,4 +963,126 @@ pub(super) async fn probes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         out.push(d);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::{DateTime, Utc};
+
+    use crate::cluster::SnapshotCluster;
+    use crate::domain::{DepKind, Target};
+
+    /// A webhook installed long ago whose backend went away: every pod is refused, and the API
+    /// server's error names the backend by URL.
+    const REFUSED_BY_WEBHOOK: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop, creationTimestamp: "2026-11-01T00:00:00Z"}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: "shop/api:2.3"}]}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: api-6dcdd575bd.1, namespace: shop}
+involvedObject: {kind: ReplicaSet, name: api-6dcdd575bd, namespace: shop}
+type: Warning
+reason: FailedCreate
+message: 'Error creating: Internal error occurred: failed calling webhook "pods.policy.example.com": Post "https://pod-policy.shop.svc:443/validate?timeout=5s": dial tcp 10.96.3.4:443: connect: connection refused'
+firstTimestamp: "2026-11-21T11:50:00Z"
+lastTimestamp: "2026-11-21T11:59:00Z"
+---
+apiVersion: v1
+kind: Service
+metadata: {name: pod-policy, namespace: shop, creationTimestamp: "2026-11-01T00:00:00Z"}
+spec: {selector: {app: pod-policy}, ports: [{port: 443, targetPort: 8443}]}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: pod-policy, namespace: shop}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: pod-policy, creationTimestamp: "2026-11-01T00:00:00Z"}
+webhooks:
+- name: pods.policy.example.com
+  failurePolicy: Fail
+  clientConfig: {service: {namespace: shop, name: pod-policy, path: /validate}}
+"#;
+
+    /// Half of web's replicas are refused by a used-up quota; the two that exist run.
+    const REFUSED_BY_QUOTA: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "shop/web:5.0"}]}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: web-5f6f4b9758.1, namespace: shop}
+involvedObject: {kind: ReplicaSet, name: web-5f6f4b9758, namespace: shop}
+type: Warning
+reason: FailedCreate
+message: 'Error creating: pods "web-5f6f4b9758-d7mb4" is forbidden: exceeded quota: pods-cap, requested: pods=1, used: pods=2, limited: pods=2'
+lastTimestamp: "2026-11-21T11:59:00Z"
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: pods-cap, namespace: shop}
+spec: {hard: {pods: "2"}}
+status: {hard: {pods: "2"}, used: {pods: "2"}}
+"#;
+
+    #[tokio::test]
+    async fn a_used_up_quota_says_which_pods_it_refused() {
+        let snap = SnapshotCluster::from_yaml(REFUSED_BY_QUOTA).unwrap_or_else(|e| panic!("{e}"));
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let target = Target::new("Deployment", "web", Some("shop".into()));
+        let n = super::super::build(Arc::new(snap), &target, now)
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let c = n.culprit().unwrap_or_else(|| panic!("{}", n.compact(8)));
+        assert_eq!(c.object, "ResourceQuota shop/pods-cap");
+        assert_eq!(c.unhealthy.as_deref(), Some("is used up: pods 2 of 2"));
+        let explain = n.explain().unwrap_or_default();
+        assert!(
+            explain
+                .contains("pods \"web-5f6f4b9758-d7mb4\" is forbidden: exceeded quota: pods-cap"),
+            "{explain}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refusing_webhook_outranks_the_backend_its_error_names() {
+        let snap = SnapshotCluster::from_yaml(REFUSED_BY_WEBHOOK).unwrap_or_else(|e| panic!("{e}"));
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let target = Target::new("Deployment", "api", Some("shop".into()));
+        let n = super::super::build(Arc::new(snap), &target, now)
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        // Both are found, unhealthy alike; the webhook is what refuses the pods.
+        assert!(
+            n.dependencies
+                .iter()
+                .any(|d| d.object == "Service shop/pod-policy" && d.unhealthy.is_some()),
+            "{}",
+            n.compact(8)
+        );
+        let c = n.culprit().unwrap_or_else(|| panic!("{}", n.compact(8)));
+        assert_eq!(c.kind, DepKind::Admission, "{}", n.compact(8));
+        assert_eq!(
+            c.object,
+            "ValidatingWebhookConfiguration pod-policy (webhook pods.policy.example.com)"
+        );
+    }
 }

@@ -231,6 +231,14 @@ impl Incident {
         self
     }
 
+    /// The Deployment's `spec.replicas`.
+    pub fn replicas(mut self, n: i64) -> Self {
+        self.deployment["spec"]["replicas"] = json!(n);
+        self.ev.root = Some(Root::read(&self.deployment));
+        self.ev.workload = Some(WorkloadState::read(&self.deployment));
+        self
+    }
+
     pub fn with(self, pod: PodFixture) -> Self {
         self.with_raw_pod(pod.0)
     }

@@ -669,7 +669,15 @@ fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
         .pods
         .iter()
         .any(|p| p.warnings.iter().any(|w| recent(w.age)));
+    // Fewer pods than the workload wants is not healthy, however well the ones there run: pods
+    // a quota or an admission webhook refused never show up as failing pods.
+    let short = f
+        .workload
+        .as_ref()
+        .and_then(|w| w.replicas)
+        .is_some_and(|want| (f.pods.len() as i64) < want);
     if f.pods.is_empty()
+        || short
         || f.first_failing().is_some()
         || !f.pods.iter().all(|p| p.healthy)
         || recently_failed
@@ -1838,6 +1846,29 @@ mod tests {
             (d.mode, d.outcome),
             ("Resolved", InvestigationOutcome::ProblemResolved)
         );
+    }
+
+    #[test]
+    fn fewer_pods_than_the_workload_wants_is_not_healthy_again() {
+        // Half the replicas refused at creation (a full quota, a webhook): the two that exist
+        // run fine, and no pod fails.
+        let d = Incident::deployment("api")
+            .replicas(4)
+            .with(pod("api-1"))
+            .with(pod("api-2"))
+            .diagnosis();
+        assert_ne!(
+            d.outcome,
+            InvestigationOutcome::ProblemResolved,
+            "{}",
+            d.summary
+        );
+        let d = Incident::deployment("api")
+            .replicas(2)
+            .with(pod("api-1"))
+            .with(pod("api-2"))
+            .diagnosis();
+        assert_eq!(d.outcome, InvestigationOutcome::ProblemResolved);
     }
 
     #[test]
