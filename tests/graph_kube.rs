@@ -254,9 +254,12 @@ fn ar(api_version: &str, kind: &str) -> ApiResource {
 type ObjectRef = (String, String, Option<String>, String);
 
 /// Objects outside the test namespace (cluster-scoped, or in kube-system) to delete when the
-/// test ends — also when it fails: other tests share the tier.
+/// test ends — also when it fails: other tests share the tier. The test namespace's workloads
+/// and pods go first: on the tier's fake nodes nothing would ever finish those pods, and the
+/// attach/detach controller would keep attaching their volumes.
 struct Outside {
     kubeconfig: PathBuf,
+    namespace: String,
     objects: Mutex<Vec<ObjectRef>>,
 }
 
@@ -264,6 +267,7 @@ impl Outside {
     fn new(k: &Kube) -> Self {
         Self {
             kubeconfig: k.kubeconfig.clone(),
+            namespace: k.ns.clone(),
             objects: Mutex::default(),
         }
     }
@@ -285,46 +289,103 @@ impl Drop for Outside {
             return;
         }
         let kubeconfig = self.kubeconfig.clone();
+        let namespace = self.namespace.clone();
         // A runtime of its own: Drop may run while the test's runtime unwinds a panic.
-        let _ = std::thread::spawn(move || {
+        let cleaned = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .unwrap();
-            rt.block_on(async move {
-                let Ok(kc) = kube::config::Kubeconfig::read_from(&kubeconfig) else {
-                    return;
-                };
-                let Ok(config) =
-                    kube::Config::from_custom_kubeconfig(kc, &Default::default()).await
-                else {
-                    return;
-                };
-                let Ok(client) = kube::Client::try_from(config) else {
-                    return;
-                };
-                for (api_version, kind, ns, name) in objects.iter().rev() {
-                    let res = ar(api_version, kind);
-                    let api: Api<DynamicObject> = match ns {
-                        Some(ns) => Api::namespaced_with(client.clone(), ns, &res),
-                        None => Api::all_with(client.clone(), &res),
-                    };
-                    if let Err(e) = api.delete(name, &DeleteParams::background()).await {
-                        eprintln!("cleanup: delete {kind} {name}: {e}");
-                    }
-                    // A volume still bound to the test's claim keeps its protection finalizer;
-                    // nothing uses it once deleted.
-                    let _ = api
-                        .patch(
-                            name,
-                            &PatchParams::default(),
-                            &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
-                        )
-                        .await;
-                }
-            });
+                .map_err(|e| e.to_string())?;
+            rt.block_on(clean_up(&kubeconfig, &namespace, &objects))
         })
         .join();
+        match cleaned {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("*** cleanup left objects behind: {e}"),
+            Err(_) => eprintln!("*** cleanup panicked"),
+        }
+    }
+}
+
+async fn clean_up(
+    kubeconfig: &std::path::Path,
+    namespace: &str,
+    objects: &[ObjectRef],
+) -> Result<(), String> {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).map_err(|e| e.to_string())?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+    for (api_version, kind) in [("apps/v1", "Deployment"), ("apps/v1", "StatefulSet")] {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), namespace, &ar(api_version, kind));
+        let _ = api
+            .delete_collection(&DeleteParams::background(), &Default::default())
+            .await;
+    }
+    let pods: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &ar("v1", "Pod"));
+    for _ in 0..50 {
+        let Ok(list) = pods.list(&Default::default()).await else {
+            break;
+        };
+        if list.items.is_empty() {
+            break;
+        }
+        for p in list.items {
+            if let Some(n) = p.metadata.name {
+                let _ = pods
+                    .delete(
+                        &n,
+                        &DeleteParams {
+                            grace_period_seconds: Some(0),
+                            ..Default::default()
+                        },
+                    )
+                    .await;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let mut left = Vec::new();
+    for (api_version, kind, ns, name) in objects.iter().rev() {
+        let res = ar(api_version, kind);
+        let api: Api<DynamicObject> = match ns {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &res),
+            None => Api::all_with(client.clone(), &res),
+        };
+        let mut gone = false;
+        for _ in 0..3 {
+            match api.delete(name, &DeleteParams::background()).await {
+                Ok(_) => {
+                    gone = true;
+                    break;
+                }
+                Err(kube::Error::Api(e)) if e.code == 404 => {
+                    gone = true;
+                    break;
+                }
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(300)).await,
+            }
+        }
+        if !gone {
+            left.push(format!("{kind} {name}"));
+        }
+        // A volume keeps its protection finalizer while its claim lives; nothing uses it once
+        // deleted.
+        let _ = api
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"metadata": {"finalizers": null}})),
+            )
+            .await;
+    }
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(left.join(", "))
     }
 }
 
@@ -1018,6 +1079,67 @@ async fn nodes_a_neighbour_that_eats_what_the_node_lacks() {
     );
 }
 
+/// transcoder's pods write more than their ephemeral-storage limit to a scratch volume: the
+/// kubelet evicts them (the real ReplicaSet controller replaces each).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_evictions_of_the_pods() {
+    let Some(k) = Kube::new("graph-evict").await else {
+        return;
+    };
+    let outside = Outside::new(&k);
+    let (_logs, port) = kubelet().await;
+    let n = node(&k, &outside, port, "worker-1", json!({}), json!([])).await;
+    let image = "media/transcoder:2.4";
+    let mut d = deployment(
+        "transcoder",
+        image,
+        1,
+        "1Gi",
+        json!({"volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}),
+        json!({}),
+    );
+    d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["ephemeral-storage"] =
+        json!("1Gi");
+    d["spec"]["template"]["spec"]["volumes"] = json!([{"name": "scratch", "emptyDir": {}}]);
+    k.apply(d).await;
+    let first = k.pods("app=transcoder", 1).await.remove(0);
+    run(&k, &first, &n, "transcoder", image, "10.244.1.110").await;
+    let why = "Container transcoder exceeded its local ephemeral storage limit \"1Gi\". ";
+    let evicted = k
+        .patch_status(
+            "v1",
+            "Pod",
+            &name(&first),
+            json!({"phase": "Failed", "reason": "Evicted", "message": why,
+                "conditions": null, "containerStatuses": null}),
+        )
+        .await;
+    k.event(&evicted, "Warning", "Evicted", why, 1, 30).await;
+    // The ReplicaSet controller replaces it; the replacement runs, for now.
+    let pods = k.pods("app=transcoder", 2).await;
+    let next = pods.iter().find(|p| name(p) != name(&first)).unwrap();
+    run(&k, next, &n, "transcoder", image, "10.244.1.111").await;
+
+    let seen = neighbourhood(&k, "Deployment", "transcoder", Utc::now()).await;
+    seen.blames(
+        DepKind::Node,
+        "the pods' ephemeral storage",
+        &["Evicted: Container transcoder exceeded its local ephemeral storage limit"],
+        &["Evicted the pods"],
+    );
+    seen.read_only(
+        &[
+            "Deployment",
+            "Pod",
+            "Event",
+            "Service",
+            "Node",
+            "HorizontalPodAutoscaler",
+        ],
+        &[&k.ns],
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // storage: claims, classes, volumes.
 
@@ -1078,6 +1200,45 @@ async fn storage_a_claim_whose_storage_class_does_not_exist() {
     assert!(!seen.read_logs(), "{}", seen.describe());
 }
 
+/// A CSI volume `<ns>-<claim>` (ReadWriteOnce, with `node_affinity` unless null) bound by the
+/// real PersistentVolume controller to the claim `claim`; returns the volume's name.
+async fn bound_claim(
+    k: &Kube,
+    outside: &Outside,
+    claim: &str,
+    size: &str,
+    node_affinity: Value,
+) -> String {
+    let pv = format!("{}-{claim}", k.ns);
+    outside.add("v1", "PersistentVolume", None, &pv);
+    let mut spec = json!({"capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+        "persistentVolumeReclaimPolicy": "Retain",
+        "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": format!("vol-{}", &uuid::Uuid::new_v4().simple().to_string()[..17]), "fsType": "ext4"}});
+    if !node_affinity.is_null() {
+        spec["nodeAffinity"] = node_affinity;
+    }
+    k.apply(json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv}, "spec": spec}))
+        .await;
+    // A claim the controller sees before the volume waits for its next resync (15 s).
+    k.wait(&format!("{pv} available"), 30, || async {
+        let v = k.get("v1", "PersistentVolume", &pv).await;
+        (v["status"]["phase"] == "Available").then_some(())
+    })
+    .await;
+    k.apply(
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim},
+        "spec": {"storageClassName": "", "volumeName": pv, "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}}}}),
+    )
+    .await;
+    k.wait(&format!("{claim} bound"), 30, || async {
+        let c = k.get("v1", "PersistentVolumeClaim", claim).await;
+        (c["status"]["phase"] == "Bound").then_some(())
+    })
+    .await;
+    pv
+}
+
 /// postgres's volume lives in one zone; after a node group replacement no node is left there.
 /// The real PersistentVolume controller binds the claim.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1097,26 +1258,9 @@ async fn storage_a_volume_in_a_zone_with_no_ready_node() {
         json!([]),
     )
     .await;
-    let pv = format!("{}-pg-data", k.ns);
-    outside.add("v1", "PersistentVolume", None, &pv);
-    k.apply(json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
-        "spec": {"capacity": {"storage": "50Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
-            "persistentVolumeReclaimPolicy": "Retain",
-            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0c1f2e3d4a5b6c7d8", "fsType": "ext4"},
-            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone_a]}]}]}}}}))
-        .await;
-    k.apply(
-        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "pg-data"},
-        "spec": {"storageClassName": "", "volumeName": pv, "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": "50Gi"}}}}),
-    )
-    .await;
-    k.wait("pg-data bound", 30, || async {
-        let c = k.get("v1", "PersistentVolumeClaim", "pg-data").await;
-        (c["status"]["phase"] == "Bound").then_some(())
-    })
-    .await;
+    let affinity = json!({"required": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone_a]}]}]}});
+    let pv = bound_claim(&k, &outside, "pg-data", "50Gi", affinity).await;
     let mut d = deployment(
         "postgres",
         "postgres:15.4",
@@ -1141,6 +1285,130 @@ async fn storage_a_volume_in_a_zone_with_no_ready_node() {
         DepKind::Storage,
         &format!("PersistentVolume {pv}"),
         &[format!("lives in zone {zone_a} where no ready, schedulable node is left").as_str()],
+        &["a volume of the pods"],
+    );
+    seen.read_only(
+        &[
+            "Deployment",
+            "Pod",
+            "Event",
+            "Service",
+            "PersistentVolumeClaim",
+            "PersistentVolume",
+            "Node",
+            "HorizontalPodAutoscaler",
+        ],
+        &[&k.ns],
+    );
+}
+
+/// grafana rolls with maxUnavailable 0 while its ReadWriteOnce volume is attached to the old
+/// pod's node: the real attach/detach controller attaches it there (the test plays the CSI
+/// external-attacher) and refuses the new pod on another node with a Multi-Attach error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_a_read_write_once_claim_held_by_a_pod_on_another_node() {
+    let Some(k) = Kube::new("graph-rwo").await else {
+        return;
+    };
+    let outside = Outside::new(&k);
+    let (_logs, port) = kubelet().await;
+    let mut nodes = Vec::new();
+    for suffix in ["worker-1", "worker-2"] {
+        let n = node(&k, &outside, port, suffix, json!({}), json!([])).await;
+        // As a kubelet does: the controller manages this node's attachments.
+        k.patch(
+            "v1",
+            "Node",
+            &n,
+            json!({"metadata": {"annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"}}}),
+        )
+        .await;
+        nodes.push(n);
+    }
+    let pv = bound_claim(&k, &outside, "grafana-data", "10Gi", Value::Null).await;
+    let mut d = deployment(
+        "grafana",
+        "grafana/grafana:10.1.0",
+        1,
+        "512Mi",
+        json!({"volumeMounts": [{"name": "data", "mountPath": "/var/lib/grafana"}]}),
+        json!({}),
+    );
+    d["spec"]["template"]["spec"]["volumes"] =
+        json!([{"name": "data", "persistentVolumeClaim": {"claimName": "grafana-data"}}]);
+    k.apply(d).await;
+    let old = k.pods("app=grafana", 1).await.remove(0);
+    run(
+        &k,
+        &old,
+        &nodes[0],
+        "grafana",
+        "grafana/grafana:10.1.0",
+        "10.244.1.100",
+    )
+    .await;
+    // The external-attacher's part: the VolumeAttachment the controller made is attached.
+    let va = k
+        .wait("a VolumeAttachment of the volume", 60, || async {
+            let api: Api<DynamicObject> = Api::all_with(
+                k.client.clone(),
+                &ar("storage.k8s.io/v1", "VolumeAttachment"),
+            );
+            let list = api.list(&Default::default()).await.ok()?;
+            list.items
+                .into_iter()
+                .map(|v| serde_json::to_value(v).unwrap())
+                .find(|v| v["spec"]["source"]["persistentVolumeName"] == pv.as_str())
+        })
+        .await;
+    outside.add("storage.k8s.io/v1", "VolumeAttachment", None, &name(&va));
+    let vas: Api<DynamicObject> = Api::all_with(
+        k.client.clone(),
+        &ar("storage.k8s.io/v1", "VolumeAttachment"),
+    );
+    vas.patch_status(
+        &name(&va),
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"status": {"attached": true}})),
+    )
+    .await
+    .unwrap();
+    wait_event(&k, "SuccessfulAttachVolume", &pv).await;
+    k.patch(
+        "apps/v1",
+        "Deployment",
+        "grafana",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "grafana", "image": "grafana/grafana:10.2.0"}]}}}}),
+    )
+    .await;
+    let new = k
+        .pods("app=grafana", 2)
+        .await
+        .into_iter()
+        .find(|p| p["spec"]["nodeName"].is_null())
+        .unwrap();
+    k.bind(&name(&new), &nodes[1]).await;
+    k.patch_status(
+        "v1",
+        "Pod",
+        &name(&new),
+        status::waiting("grafana", "grafana/grafana:10.2.0", "ContainerCreating", ""),
+    )
+    .await;
+    wait_event(&k, "FailedAttachVolume", "Multi-Attach error").await;
+
+    let seen = neighbourhood(&k, "Deployment", "grafana", Utc::now()).await;
+    seen.blames(
+        DepKind::Storage,
+        &format!("PersistentVolumeClaim {}", ns_of(&k, "grafana-data")),
+        &[
+            &format!(
+                "is ReadWriteOnce and attached to node {} for pod {}",
+                nodes[0],
+                name(&old)
+            ),
+            "the new pod cannot attach it (Multi-Attach)",
+        ],
         &["a volume of the pods"],
     );
     seen.read_only(
@@ -1509,6 +1777,21 @@ async fn admission_a_webhook_whose_backend_has_no_endpoints() {
 // ---------------------------------------------------------------------------------------------
 // quota: ResourceQuota and LimitRange refusing pods.
 
+/// A ResourceQuota of `pods` pods, in force: the quota controller has counted the namespace
+/// (until it has, admission may let more pods through).
+async fn pods_quota(k: &Kube, name: &str, pods: i64) {
+    k.apply(
+        json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name},
+        "spec": {"hard": {"pods": pods.to_string()}}}),
+    )
+    .await;
+    k.wait(&format!("{name} counted"), 30, || async {
+        let q = k.get("v1", "ResourceQuota", name).await;
+        q["status"]["used"]["pods"].is_string().then_some(())
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quota_a_resource_quota_that_is_used_up() {
     let Some(k) = Kube::new("graph-quota").await else {
@@ -1517,11 +1800,7 @@ async fn quota_a_resource_quota_that_is_used_up() {
     let outside = Outside::new(&k);
     let (_logs, port) = kubelet().await;
     let n = node(&k, &outside, port, "worker-1", json!({}), json!([])).await;
-    k.apply(
-        json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods-cap"},
-        "spec": {"hard": {"pods": "2"}}}),
-    )
-    .await;
+    pods_quota(&k, "pods-cap", 2).await;
     k.apply(deployment(
         "web",
         "shop/web:5.0",
@@ -2138,11 +2417,7 @@ async fn half_the_replicas_refused_by_a_full_quota_is_not_healthy_again() {
     let outside = Outside::new(&k);
     let (_logs, port) = kubelet().await;
     let n = node(&k, &outside, port, "worker-1", json!({}), json!([])).await;
-    k.apply(
-        json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods-cap"},
-        "spec": {"hard": {"pods": "2"}}}),
-    )
-    .await;
+    pods_quota(&k, "pods-cap", 2).await;
     k.apply(deployment(
         "web",
         "shop/web:5.0",
