@@ -36,7 +36,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams
 use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
 use kubemedic::cluster::{
-    ClusterReader, KubeCluster, ListQuery, LogQuery, MemoReader, ResourceInfo,
+    ClusterReader, KubeCluster, ListQuery, LogQuery, MemoReader, ResourceInfo, SnapshotCluster,
 };
 use kubemedic::domain::{DepKind, Dependency, Neighbourhood, Target};
 use kubemedic::investigate::graph;
@@ -2502,5 +2502,119 @@ async fn half_the_replicas_refused_by_a_webhook_is_not_healthy_again() {
         &analysis,
         &outcome,
         &format!("ValidatingWebhookConfiguration {cfg}"),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// From a snapshot: the same two admission failures as recorded objects, no API server needed.
+
+/// A webhook installed long ago whose backend went away: every pod is refused, and the API
+/// server's error names the backend by URL.
+const REFUSED_BY_WEBHOOK: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop, creationTimestamp: "2026-11-01T00:00:00Z"}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: "shop/api:2.3"}]}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: api-6dcdd575bd.1, namespace: shop}
+involvedObject: {kind: ReplicaSet, name: api-6dcdd575bd, namespace: shop}
+type: Warning
+reason: FailedCreate
+message: 'Error creating: Internal error occurred: failed calling webhook "pods.policy.example.com": Post "https://pod-policy.shop.svc:443/validate?timeout=5s": dial tcp 10.96.3.4:443: connect: connection refused'
+firstTimestamp: "2026-11-21T11:50:00Z"
+lastTimestamp: "2026-11-21T11:59:00Z"
+---
+apiVersion: v1
+kind: Service
+metadata: {name: pod-policy, namespace: shop, creationTimestamp: "2026-11-01T00:00:00Z"}
+spec: {selector: {app: pod-policy}, ports: [{port: 443, targetPort: 8443}]}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: pod-policy, namespace: shop}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: pod-policy, creationTimestamp: "2026-11-01T00:00:00Z"}
+webhooks:
+- name: pods.policy.example.com
+  failurePolicy: Fail
+  clientConfig: {service: {namespace: shop, name: pod-policy, path: /validate}}
+"#;
+
+/// Half of web's replicas are refused by a used-up quota; the two that exist run.
+const REFUSED_BY_QUOTA: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "shop/web:5.0"}]}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: web-5f6f4b9758.1, namespace: shop}
+involvedObject: {kind: ReplicaSet, name: web-5f6f4b9758, namespace: shop}
+type: Warning
+reason: FailedCreate
+message: 'Error creating: pods "web-5f6f4b9758-d7mb4" is forbidden: exceeded quota: pods-cap, requested: pods=1, used: pods=2, limited: pods=2'
+lastTimestamp: "2026-11-21T11:59:00Z"
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: pods-cap, namespace: shop}
+spec: {hard: {pods: "2"}}
+status: {hard: {pods: "2"}, used: {pods: "2"}}
+"#;
+
+#[tokio::test]
+async fn snapshot_a_used_up_quota_says_which_pods_it_refused() {
+    let snap = SnapshotCluster::from_yaml(REFUSED_BY_QUOTA).unwrap_or_else(|e| panic!("{e}"));
+    let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+    let target = Target::new("Deployment", "web", Some("shop".into()));
+    let n = graph::build(Arc::new(snap), &target, now)
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let c = n.culprit().unwrap_or_else(|| panic!("{}", n.compact(8)));
+    assert_eq!(c.object, "ResourceQuota shop/pods-cap");
+    assert_eq!(c.unhealthy.as_deref(), Some("is used up: pods 2 of 2"));
+    let explain = n.explain().unwrap_or_default();
+    assert!(
+        explain.contains("pods \"web-5f6f4b9758-d7mb4\" is forbidden: exceeded quota: pods-cap"),
+        "{explain}"
+    );
+}
+
+#[tokio::test]
+async fn snapshot_a_refusing_webhook_outranks_the_backend_its_error_names() {
+    let snap = SnapshotCluster::from_yaml(REFUSED_BY_WEBHOOK).unwrap_or_else(|e| panic!("{e}"));
+    let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+    let target = Target::new("Deployment", "api", Some("shop".into()));
+    let n = graph::build(Arc::new(snap), &target, now)
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    // Both are found, unhealthy alike; the webhook is what refuses the pods.
+    assert!(
+        n.dependencies
+            .iter()
+            .any(|d| d.object == "Service shop/pod-policy" && d.unhealthy.is_some()),
+        "{}",
+        n.compact(8)
+    );
+    let c = n.culprit().unwrap_or_else(|| panic!("{}", n.compact(8)));
+    assert_eq!(c.kind, DepKind::Admission, "{}", n.compact(8));
+    assert_eq!(
+        c.object,
+        "ValidatingWebhookConfiguration pod-policy (webhook pods.policy.example.com)"
     );
 }
