@@ -14,10 +14,11 @@
 //!                      importing each other
 //! prove               the proof obligations of every action type, checked against the
 //!                      cluster for every proposer (below both investigators)
-//! store, cluster, llm, catalog, history, policy, monitoring, notify
+//! store, cluster, llm, catalog, history, policy, monitoring, notify, actions
 //!                      the outside world behind traits, the Rego engine, the
-//!                      Alertmanager / Prometheus APIs verification reads, and the
-//!                      e-mail and Slack notifiers
+//!                      Alertmanager / Prometheus APIs verification reads, the
+//!                      e-mail and Slack notifiers, and the built-in actions (one type:
+//!                      arguments, write, dry run) the catalog validates against
 //! telemetry, readiness, secret, redact, clock, canonical
 //!                      leaves every layer may use
 //! domain               the values that flow between stages; imports nothing of the crate
@@ -51,6 +52,7 @@ pub mod verify;
 pub mod prove;
 
 // What the stages stand on.
+pub mod actions;
 pub mod catalog;
 pub mod cluster;
 pub mod history;

@@ -474,6 +474,27 @@ async fn the_approval_mail_arrives_and_its_confirmed_link_runs_the_rollback() {
         "{text}"
     );
     let approve = link_in(text, "approve");
+    // Beside the decision links, one to the request's page on the dashboard, which decides
+    // nothing and shows nothing before a login.
+    let review = format!("{PUBLIC}/requests/{rid}");
+    assert!(text.contains(&format!("Review:  {review}")), "{text}");
+    assert!(
+        to_alice["html"].as_str().unwrap().contains(&review),
+        "{to_alice:#}"
+    );
+    let page = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(d.url(&format!("/requests/{rid}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 303);
+    assert_eq!(
+        page.headers()["location"],
+        format!("/login?next=%2Frequests%2F{rid}").as_str()
+    );
     let to_bob = mails
         .iter()
         .find(|m| m["to"].to_string().contains("bob@"))
@@ -789,12 +810,12 @@ async fn post_interaction(
     at: chrono::DateTime<Utc>,
 ) -> u16 {
     let ts = at.timestamp();
-    let signature = kubemedic::notify::slack::sign(&Secret::new(secret), ts, body.as_bytes());
+    let signature = kubemedic::approval::slack::sign(&Secret::new(secret), ts, body.as_bytes());
     d.client
         .post(d.url("/api/v1/slack/interactions"))
         .header("content-type", "application/x-www-form-urlencoded")
-        .header(kubemedic::notify::slack::TIMESTAMP_HEADER, ts.to_string())
-        .header(kubemedic::notify::slack::SIGNATURE_HEADER, signature)
+        .header(kubemedic::approval::slack::TIMESTAMP_HEADER, ts.to_string())
+        .header(kubemedic::approval::slack::SIGNATURE_HEADER, signature)
         .body(body.to_owned())
         .send()
         .await

@@ -303,10 +303,9 @@ fn the_writer_role_grants_exactly_what_the_actions_call() {
         .collect();
     assert_eq!(granted, called, "writer rules vs the actions' calls");
     // Every builtin action is accounted for: it writes (listed) or only reads.
-    for action in kubemedic::catalog::BUILTIN_ACTIONS {
+    for action in kubemedic::actions::BuiltinAction::ALL {
         assert!(
-            CALLS.iter().any(|c| c.0 == *action)
-                || kubemedic::cluster::actions::is_read_only(action),
+            CALLS.iter().any(|c| c.0 == action.name()) || action.is_read_only(),
             "{action} is missing from CALLS"
         );
     }
@@ -320,7 +319,7 @@ fn the_writer_role_grants_exactly_what_the_actions_call() {
     );
 }
 
-fn args(pairs: &[(&str, Value)]) -> kubemedic::cluster::actions::Args {
+fn args(pairs: &[(&str, Value)]) -> kubemedic::actions::Args {
     pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.clone()))
@@ -332,8 +331,8 @@ async fn act(
     action: &str,
     a: &[(&str, Value)],
     target: &Target,
-) -> Result<kubemedic::cluster::writes::WriteOutcome, ClusterError> {
-    kubemedic::cluster::actions::run(c, c, action, &args(a), target, Utc::now(), false).await
+) -> Result<kubemedic::cluster::WriteOutcome, ClusterError> {
+    kubemedic::actions::run(c, c, action, &args(a), target, Utc::now(), false).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -588,7 +587,7 @@ async fn every_builtin_action_runs_with_exactly_the_charts_permissions() {
         .unwrap();
 
     // A `job` workflow step creates a Job.
-    kubemedic::cluster::writes::create_job(
+    kubemedic::cluster::jobs::create_job(
         c.as_ref(),
         c.as_ref(),
         &k.ns,

@@ -10,11 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::kube::{Kube, LogStore, fake_kubelet, status};
+use kubemedic::actions::writes;
 use kubemedic::clock::{Clock, ManualClock, SystemClock};
 use kubemedic::cluster::tools::{ClusterTools, ToolLimits, ToolResult};
 use kubemedic::cluster::{
     ClusterReader, ClusterWriter, ErrorKind, ListQuery, PatchType, ReadPolicy, SnapshotCluster,
-    context::ContextResolver, snapshot, writes,
+    context::ContextResolver, jobs, snapshot,
 };
 use serde_json::{Value, json};
 
@@ -1090,7 +1091,7 @@ async fn writes_on_the_real_api_server() {
     let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "fix-it"},
         "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": {"app": "fix-it"}}, "spec": {"restartPolicy": "Never",
             "containers": [{"name": "fix", "image": "busybox", "env": [{"name": "TARGET_RESOURCE_NAME", "value": "web"}]}]}}}});
-    let created = writes::create_job(c.as_ref(), c.as_ref(), &k.ns, &job, false)
+    let created = jobs::create_job(c.as_ref(), c.as_ref(), &k.ns, &job, false)
         .await
         .unwrap();
     assert_eq!(created.detail["name"], "fix-it");
@@ -1098,7 +1099,7 @@ async fn writes_on_the_real_api_server() {
     k.bind(name(&pod), &node).await;
     k.patch_status("v1", "Pod", name(&pod), status::succeeded("fix"))
         .await;
-    let (result, _) = writes::wait_job(
+    let (result, _) = jobs::wait_job(
         c.as_ref(),
         &k.ns,
         "fix-it",
@@ -1107,7 +1108,7 @@ async fn writes_on_the_real_api_server() {
     )
     .await
     .unwrap();
-    assert_eq!(result, writes::JobResult::Succeeded);
+    assert_eq!(result, jobs::JobResult::Succeeded);
 }
 
 /// Secrets planted across pod specs, env, annotations, ConfigMaps, logs and events.

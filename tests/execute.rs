@@ -270,7 +270,7 @@ async fn a_write_that_reached_the_cluster_before_a_crash_is_not_repeated() {
         format!("{}/1", req.id),
         "crashed attempt".into(),
     );
-    kubemedic::cluster::writes::rollout_restart(
+    kubemedic::actions::writes::rollout_restart(
         cluster.as_ref(),
         &stamped,
         "Deployment",
@@ -401,7 +401,7 @@ async fn three_ineffective_remediations_block_the_fourth_and_an_opt_out_blocks_a
     let _: Value = k.get("apps/v1", "Deployment", "web").await;
 }
 
-fn args(pairs: &[(&str, Value)]) -> kubemedic::cluster::actions::Args {
+fn args(pairs: &[(&str, Value)]) -> kubemedic::actions::Args {
     pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.clone()))
@@ -414,8 +414,8 @@ async fn act(
     action: &str,
     a: &[(&str, Value)],
     target: &Target,
-) -> Result<kubemedic::cluster::writes::WriteOutcome, kubemedic::cluster::ClusterError> {
-    kubemedic::cluster::actions::run(c, c, action, &args(a), target, Utc::now(), false).await
+) -> Result<kubemedic::cluster::WriteOutcome, kubemedic::cluster::ClusterError> {
+    kubemedic::actions::run(c, c, action, &args(a), target, Utc::now(), false).await
 }
 
 /// The builtin actions the other tiers do not cover, each against a staged object.

@@ -4,6 +4,10 @@
 //! API-description crates, maud and utoipa), and the investigator cannot name anything that
 //! writes to the cluster.
 //!
+//! Inside a folder the same holds between files: no two files (or sub-folders) of one folder
+//! import each other, directly or round a longer circle. A folder's `mod.rs` is its face — its
+//! files may use what it declares and it re-exports theirs — so it takes part in no circle.
+//!
 //! It reads every `.rs` file under `src/` as text (like ArchUnit), finds each reference to a
 //! top-level module (`crate::x`, `$crate::x`, `crate::{x, y}`, and `super::` paths that climb
 //! out of a module), and fails with the offending file and line. Comments are skipped. The
@@ -42,6 +46,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "policy",
             "monitoring",
             "notify",
+            "actions",
         ],
     ),
     // Proof obligations sit below every stage that proposes, approves or runs an action.
@@ -69,6 +74,10 @@ const LAYERS: &[(&str, &[&str])] = &[
 const SAME_LAYER: &[(&str, &str)] = &[
     // The demo is a command the CLI runs.
     ("cli", "demo"),
+    // The built-in actions are writes through the cluster's traits, and the catalog checks
+    // every step against their type.
+    ("actions", "cluster"),
+    ("catalog", "actions"),
 ];
 
 const STAGES: &[&str] = &[
@@ -87,6 +96,8 @@ const INVESTIGATE_FORBIDDEN: &[&str] = &[
     "cluster::writes",
     "KubeCluster",
     "SnapshotCluster",
+    "crate::actions",
+    "BuiltinAction",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -328,7 +339,122 @@ fn violations(tree: &[Source]) -> Vec<String> {
     for cycle in cycles(&graph) {
         bad.push(format!("import circle: {}", cycle.join(" → ")));
     }
+    // Nor between the files of one folder.
+    for (folder, graph) in file_graphs(tree) {
+        for cycle in cycles(&graph) {
+            bad.push(format!(
+                "import circle in src/{}/: {}",
+                folder.join("/"),
+                cycle.join(" → ")
+            ));
+        }
+    }
     bad
+}
+
+/// `src/investigate/graph/adapters.rs` → `["investigate", "graph", "adapters"]`; a `mod.rs`
+/// names its folder.
+fn segments_of(path: &str) -> Vec<String> {
+    let rel = path.strip_prefix("src/").unwrap_or(path);
+    let mut parts: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(str::to_owned)
+        .collect();
+    if parts.last().is_some_and(|l| l == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The module paths a file refers to: `crate::a::b`, `super::x` resolved from the file's own
+/// path, `self::x`, and each item of a `{…}` group that follows one of them (one level).
+fn references(src: &Source) -> Vec<Vec<String>> {
+    let own = segments_of(&src.path);
+    let text = strip_comments(&src.text);
+    let start = Regex::new(r"\b(?:\$)?(crate|self|(?:super::)*super)::").unwrap();
+    let chain = Regex::new(r"^((?:[a-z_][a-z0-9_]*::)*)(\{|[a-z_][a-z0-9_]*)?").unwrap();
+    let item = Regex::new(r"^\s*((?:[a-z_][a-z0-9_]*)(?:::[a-z_][a-z0-9_]*)*)").unwrap();
+    let mut out = Vec::new();
+    for m in start.captures_iter(&text) {
+        let head = m.get(1).unwrap().as_str();
+        let base: Vec<String> = match head {
+            "crate" => vec![],
+            "self" => own.clone(),
+            supers => {
+                let n = supers.matches("super").count();
+                own[..own.len().saturating_sub(n)].to_vec()
+            }
+        };
+        let rest = &text[m.get(0).unwrap().end()..];
+        let Some(c) = chain.captures(rest) else {
+            continue;
+        };
+        let mut path = base.clone();
+        path.extend(
+            c.get(1)
+                .map_or("", |g| g.as_str())
+                .split("::")
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned),
+        );
+        match c.get(2).map(|g| g.as_str()) {
+            Some("{") => {
+                let group = &rest[c.get(0).unwrap().end()..];
+                let end = group.find('}').unwrap_or(group.len());
+                for it in group[..end].split(',') {
+                    if let Some(i) = item.captures(it) {
+                        let mut p = path.clone();
+                        p.extend(i[1].split("::").map(str::to_owned));
+                        out.push(p);
+                    }
+                }
+            }
+            Some(last) => {
+                path.push(last.to_owned());
+                out.push(path);
+            }
+            None => out.push(path),
+        }
+    }
+    out
+}
+
+/// For each folder under `src/`, the imports between its files and sub-folders (each a node,
+/// named by its file or folder name); `mod.rs` is no node.
+fn file_graphs(tree: &[Source]) -> BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> {
+    let files: BTreeSet<Vec<String>> = tree.iter().map(|s| segments_of(&s.path)).collect();
+    let is_child = |folder: &[String], name: &str| {
+        files
+            .iter()
+            .any(|f| f.len() > folder.len() && f.starts_with(folder) && f[folder.len()] == name)
+    };
+    let mut out: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for src in tree {
+        let own = segments_of(&src.path);
+        if own.len() < 2 {
+            continue;
+        }
+        for to in references(src) {
+            // Every folder the file sits in, below the crate root.
+            for k in 1..own.len() {
+                let folder = &own[..k];
+                let node = &own[k];
+                if to.len() > k
+                    && to.starts_with(folder)
+                    && &to[k] != node
+                    && is_child(folder, &to[k])
+                {
+                    out.entry(folder.to_vec())
+                        .or_default()
+                        .entry(node.clone())
+                        .or_default()
+                        .insert(to[k].clone());
+                }
+            }
+        }
+    }
+    out
 }
 
 /// One circle per strongly connected group of modules (Tarjan's algorithm would do; the graph
@@ -498,6 +624,30 @@ fn the_checker_names_file_and_line_of_each_broken_rule() {
         "import circle: catalog → history → catalog",
     );
     one_violation(
+        &[
+            ("src/web/mod.rs", "mod api;\nmod openapi;\n"),
+            ("src/web/api.rs", "fn f() -> super::openapi::ErrorBody {}\n"),
+            ("src/web/openapi.rs", "use super::{api::list, auth};\n"),
+            ("src/web/auth.rs", ""),
+        ],
+        "import circle in src/web/: api → openapi → api",
+    );
+    one_violation(
+        &[
+            ("src/investigate/mod.rs", ""),
+            ("src/investigate/graph/mod.rs", "use super::view::V;\n"),
+            (
+                "src/investigate/view.rs",
+                "use crate::investigate::gather::unreachable;\n",
+            ),
+            (
+                "src/investigate/gather.rs",
+                "fn g() { self::x(); crate::investigate::graph::build(); }\n",
+            ),
+        ],
+        "import circle in src/investigate/: gather → graph → view → gather",
+    );
+    one_violation(
         &[("src/gadget/mod.rs", "")],
         "src/gadget/mod.rs: module `gadget` is in no layer",
     );
@@ -509,6 +659,12 @@ fn the_checker_names_file_and_line_of_each_broken_rule() {
         ),
         ("src/policy/mod.rs", "use crate::domain::GateDecision;\n"),
         ("src/domain/mod.rs", "use serde::Serialize;\n"),
+        // A folder's face and its files may use each other; files one way only.
+        (
+            "src/policy/engine.rs",
+            "use super::enrichment::Derived;\nuse super::Error;\n",
+        ),
+        ("src/policy/enrichment.rs", "use super::Error;\n"),
     ]);
     assert_eq!(violations(&good), Vec::<String>::new());
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeZone, Utc};
+use kubemedic::approval::slack::{self as interaction, SlackAuthError};
 use kubemedic::clock::{Clock, ManualClock};
 use kubemedic::domain::{
     AlternativeWorkflow, ApprovalDecision, ApprovalMessage, ApprovalRequest, Channel, Decision,
@@ -21,9 +22,7 @@ use kubemedic::domain::{
 };
 use kubemedic::notify::Notifier;
 use kubemedic::notify::email::{EmailNotifier, EmailSettings};
-use kubemedic::notify::slack::{
-    self, SlackAuthError, SlackNotifier, SlackSettings, outcome_message,
-};
+use kubemedic::notify::slack::{SlackNotifier, SlackSettings, outcome_message};
 use kubemedic::secret::Secret;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -193,7 +192,10 @@ fn message(a: &ApprovalRequest, recipient: &str) -> ApprovalMessage {
         recipient: recipient.into(),
         approve_url: Some(approve),
         deny_url: Some(deny),
-        view_url: Some(format!("https://kubemedic.example.com/approvals/{}", a.id)),
+        view_url: Some(format!(
+            "https://kubemedic.example.com/requests/{}",
+            a.request_id
+        )),
     }
 }
 
@@ -766,7 +768,7 @@ async fn chat_post_message_offers_buttons_and_chat_update_replaces_them() {
     let review = buttons.iter().find(|b| b["action_id"] == "review").unwrap();
     assert_eq!(
         review["url"],
-        format!("https://kubemedic.example.com/approvals/{}", a.id)
+        format!("https://kubemedic.example.com/requests/{}", a.request_id)
     );
     let header = blocks_of_type(posted, "header");
     assert_eq!(
@@ -1159,16 +1161,16 @@ fn a_correctly_signed_body_passes_and_every_doubt_is_refused() {
     let secret = Secret::new("8f742231b10e8888abcd99yyyzzz85a5");
     let body = interaction_body(Uuid::new_v4(), "approve");
     let ts = now().timestamp();
-    let sig = slack::sign(&secret, ts, body.as_bytes());
+    let sig = interaction::sign(&secret, ts, body.as_bytes());
     let ts_text = ts.to_string();
     let verify = |secret: &Secret, ts: Option<&str>, sig: Option<&str>, body: &str| {
-        slack::verify_signature(secret, ts, sig, body.as_bytes(), now())
+        interaction::verify_signature(secret, ts, sig, body.as_bytes(), now())
     };
 
     verify(&secret, Some(&ts_text), Some(&sig), &body).unwrap();
     // Four minutes either way is still fine.
     let early = (ts - 240).to_string();
-    let early_sig = slack::sign(&secret, ts - 240, body.as_bytes());
+    let early_sig = interaction::sign(&secret, ts - 240, body.as_bytes());
     verify(&secret, Some(&early), Some(&early_sig), &body).unwrap();
 
     assert_eq!(
@@ -1186,13 +1188,13 @@ fn a_correctly_signed_body_passes_and_every_doubt_is_refused() {
         Err(SlackAuthError::Mismatch)
     );
     let old = ts - 6 * 60;
-    let old_sig = slack::sign(&secret, old, body.as_bytes());
+    let old_sig = interaction::sign(&secret, old, body.as_bytes());
     assert_eq!(
         verify(&secret, Some(&old.to_string()), Some(&old_sig), &body),
         Err(SlackAuthError::Stale(360))
     );
     let future = ts + 6 * 60;
-    let future_sig = slack::sign(&secret, future, body.as_bytes());
+    let future_sig = interaction::sign(&secret, future, body.as_bytes());
     assert_eq!(
         verify(&secret, Some(&future.to_string()), Some(&future_sig), &body),
         Err(SlackAuthError::Stale(-360))
@@ -1298,10 +1300,10 @@ fn form_encode(pairs: &[(&str, &str)]) -> String {
 #[test]
 fn a_block_actions_payload_parses_into_the_click() {
     let id = Uuid::new_v4();
-    let click = slack::parse_interaction(interaction_body(id, "approve").as_bytes()).unwrap();
+    let click = interaction::parse_interaction(interaction_body(id, "approve").as_bytes()).unwrap();
     assert_eq!(
         click,
-        slack::Interaction {
+        interaction::Interaction {
             user_id: "U0APPROVE1".into(),
             user_name: "alice".into(),
             team_id: "T9TK3CUKW".into(),
@@ -1315,9 +1317,9 @@ fn a_block_actions_payload_parses_into_the_click() {
     assert_eq!(click.decision(), Some(Decision::Approved));
     assert_eq!(click.approval_id(), Some(id));
 
-    let deny = slack::parse_interaction(interaction_body(id, "deny").as_bytes()).unwrap();
+    let deny = interaction::parse_interaction(interaction_body(id, "deny").as_bytes()).unwrap();
     assert_eq!(deny.decision(), Some(Decision::Rejected));
-    let review = slack::parse_interaction(interaction_body(id, "review").as_bytes()).unwrap();
+    let review = interaction::parse_interaction(interaction_body(id, "review").as_bytes()).unwrap();
     assert_eq!(review.decision(), None, "only approve and deny decide");
 
     for (body, why) in [
@@ -1341,7 +1343,7 @@ fn a_block_actions_payload_parses_into_the_click() {
             "no action",
         ),
     ] {
-        let e = slack::parse_interaction(body.as_bytes()).unwrap_err();
+        let e = interaction::parse_interaction(body.as_bytes()).unwrap_err();
         assert!(e.contains(why), "{why}: {e}");
     }
 }

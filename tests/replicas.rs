@@ -909,7 +909,7 @@ async fn a_stalled_replica_does_not_undo_a_rollback_its_step_already_made() {
     assert_eq!(image(&bad), "shop/checkout:1.4.2");
 
     // The replica that took the request over rolls back; the controller records revision 3.
-    kubemedic::cluster::writes::rollout_undo(
+    kubemedic::actions::writes::rollout_undo(
         cluster.as_ref(),
         &step,
         &k.ns,
@@ -928,7 +928,7 @@ async fn a_stalled_replica_does_not_undo_a_rollback_its_step_already_made() {
     assert_eq!(image(&undone), "shop/checkout:1.4.1");
 
     // The stalled replica wakes and runs the same step.
-    kubemedic::cluster::writes::rollout_undo(
+    kubemedic::actions::writes::rollout_undo(
         cluster.as_ref(),
         &step,
         &k.ns,

@@ -178,7 +178,8 @@ fn every_catalog_action_type_is_covered_both_ways_by_the_scenarios() {
 /// write to an object the snapshot does not hold fails as it would on a cluster.
 #[tokio::test]
 async fn the_snapshot_records_the_writes_it_would_have_made() {
-    use kubemedic::cluster::{ClusterReader, ErrorKind, writes};
+    use kubemedic::actions::writes;
+    use kubemedic::cluster::{ClusterReader, ErrorKind};
     common::init();
     let snap = SnapshotCluster::from_yaml(&common::fixture("clusters/shop-rollout.yaml")).unwrap();
     let now = snap.captured_at().unwrap();

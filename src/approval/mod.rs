@@ -24,6 +24,7 @@
 
 pub mod dispatch;
 pub mod links;
+pub mod slack;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -287,8 +288,9 @@ impl Approvals {
             recipient: recipient.to_owned(),
             approve_url,
             deny_url,
-            // The read API needs the admin token; the dashboard (issue 14) will be the page.
-            view_url: None,
+            // The request's page on the dashboard: its analysis, proof, policy decision and
+            // timeline, behind the dashboard's login. Links to it decide nothing.
+            view_url: self.url(&format!("/requests/{}", approval.request_id)),
         }
     }
 

@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 
 pub use schema::{ParamSchema, ParamType, Property};
 
+use crate::actions::{BuiltinAction, check_args};
 use crate::domain::{DetectedLabels, Target};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,7 +65,7 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Engine {
-    /// Steps through the Kubernetes API (see [`BUILTIN_ACTIONS`]).
+    /// Steps through the Kubernetes API, each a [`BuiltinAction`] with its arguments.
     Builtin { steps: Vec<Step> },
     /// A Kubernetes Job from an image, parameters as env, its own service account.
     #[serde(rename_all = "camelCase")]
@@ -84,23 +85,6 @@ pub enum Engine {
 fn default_job_timeout() -> u64 {
     600
 }
-
-/// The step actions the builtin engine knows.
-pub const BUILTIN_ACTIONS: &[&str] = &[
-    "rollout_undo",
-    "rollout_restart",
-    "scale",
-    "set_resources",
-    "patch_hpa_max",
-    "relax_pdb",
-    "delete_pod",
-    "cordon",
-    "drain",
-    "remove_taint",
-    "expand_pvc",
-    "rollback_statefulset",
-    "wait_rollout",
-];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -714,15 +698,20 @@ fn check_workflow(w: &Workflow) -> Vec<(String, String)> {
                 ));
             }
             for (i, s) in steps.iter().enumerate() {
-                if !BUILTIN_ACTIONS.contains(&s.action.as_str()) {
-                    out.push((
+                match BuiltinAction::parse(&s.action) {
+                    None => out.push((
                         format!("engine.steps[{i}].action"),
                         format!(
                             "unknown action `{}`; known: {}",
                             s.action,
-                            BUILTIN_ACTIONS.join(", ")
+                            BuiltinAction::names()
                         ),
-                    ));
+                    )),
+                    Some(action) => {
+                        for (arg, problem) in check_args(action, &s.with) {
+                            out.push((format!("engine.steps[{i}].with.{arg}"), problem));
+                        }
+                    }
                 }
                 for (k, v) in &s.with {
                     if let Some(text) = v.as_str() {

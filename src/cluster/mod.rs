@@ -11,9 +11,9 @@
 //! default) and blocked namespaces — there is no way to read a Secret through these types — and
 //! every tool output passes the [`crate::redact`] sanitiser before anyone sees it.
 
-pub mod actions;
 pub mod context;
 mod dryrun;
+pub mod jobs;
 pub mod kinds;
 mod kube;
 mod memo;
@@ -23,7 +23,6 @@ pub mod selector;
 pub mod simulate;
 pub mod snapshot;
 pub mod tools;
-pub mod writes;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,6 +35,15 @@ pub use self::kube::{KubeCluster, KubeOptions, RequestCounter};
 pub use dryrun::{DryRunOp, DryRunWrite, DryRunWriter};
 pub use memo::MemoReader;
 pub use snapshot::SnapshotCluster;
+
+/// What a write did, for the audit trail.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WriteOutcome {
+    pub action: String,
+    pub target: String,
+    pub dry_run: bool,
+    pub detail: Value,
+}
 
 /// What the API server serves for a kind.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -38,11 +38,11 @@ use tracing::{info, instrument, warn};
 
 pub use guardrails::{Block, BlockKind, Guardrails};
 
+use crate::actions::BuiltinAction;
 use crate::catalog::{Catalog, Engine, Workflow};
 use crate::clock::Clock;
-use crate::cluster::actions;
 use crate::cluster::context::{drift_hash, spec_hash};
-use crate::cluster::writes::{self, JobResult};
+use crate::cluster::jobs::{self, JobResult};
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery};
 use crate::domain::{
     AuditDraft, EngineKind, Execution, ExecutionOutcome, ExecutionStep, HistoryRecord,
@@ -233,11 +233,12 @@ impl Run<'_> {
     async fn builtin_step(
         &mut self,
         index: u32,
-        action: &str,
+        builtin: BuiltinAction,
         args: &BTreeMap<String, Value>,
     ) -> Result<bool, StageError> {
         let dry_run = self.stage.settings.dry_run;
-        let object = actions::object_of(action, args, &self.target);
+        let action = builtin.name();
+        let object = builtin.object_of(args, &self.target);
         let (intent, fresh) = self
             .stage
             .store
@@ -260,7 +261,7 @@ impl Run<'_> {
             }
             // Left `started` by an attempt that crashed around the write: look before writing
             // again. A step that only reads is simply run again.
-            IntentStatus::Started if !fresh && !dry_run && !actions::is_read_only(action) => {
+            IntentStatus::Started if !fresh && !dry_run && !builtin.is_read_only() => {
                 match self.reconcile(index, object.as_ref()).await {
                     Ok(true) => {
                         let detail = json!({"reconciled": "the object carries this step's stamp"});
@@ -276,16 +277,16 @@ impl Run<'_> {
             IntentStatus::Started => {}
         }
         let w = self.writer(index, action);
-        let result = actions::run(
-            self.stage.reader.as_ref(),
-            &w,
-            action,
-            args,
-            &self.target,
-            self.now(),
-            dry_run,
-        )
-        .await;
+        let result = builtin
+            .run(
+                self.stage.reader.as_ref(),
+                &w,
+                args,
+                &self.target,
+                self.now(),
+                dry_run,
+            )
+            .await;
         match result {
             Ok(outcome) => {
                 let detail = serde_json::to_value(&outcome).unwrap_or(Value::Null);
@@ -393,7 +394,7 @@ impl Run<'_> {
         }
         let w = self.writer(index, "job");
         let mut status = StepStatus::Applied;
-        match writes::create_job(self.stage.reader.as_ref(), &w, &ns, &job, false).await {
+        match jobs::create_job(self.stage.reader.as_ref(), &w, &ns, &job, false).await {
             Ok(_) => {}
             // The Job of this request and step exists: a previous attempt created it.
             Err(e) if e.kind == ErrorKind::Conflict => status = StepStatus::AlreadyApplied,
@@ -405,7 +406,7 @@ impl Run<'_> {
                 return Ok(false);
             }
         }
-        let waited = writes::wait_job(
+        let waited = jobs::wait_job(
             self.stage.reader.as_ref(),
             &ns,
             &name,
@@ -648,14 +649,44 @@ impl ExecutionStage {
     }
 }
 
-#[async_trait]
-impl Stage for ExecutionStage {
-    fn phase(&self) -> Phase {
-        Phase::Executing
-    }
+/// What admission lets through: the approved workflow, its parameters, the target, and the
+/// execution record as it starts.
+struct Admitted<'a> {
+    workflow: &'a Workflow,
+    params: serde_json::Map<String, Value>,
+    target: Target,
+    execution: Execution,
+    /// The proof checked right before the first write (none when resuming after a crash).
+    proven: Option<Proof>,
+}
 
-    #[instrument(skip_all, fields(request_id = %request.id, phase = "Executing"))]
-    async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
+/// What running the steps left: whether all succeeded, their records and audit events, when
+/// the last one ended, and the target's spec after them.
+struct Ran {
+    ok: bool,
+    steps: Vec<ExecutionStep>,
+    events: Vec<AuditDraft>,
+    finished_at: DateTime<Utc>,
+    post: Option<Value>,
+}
+
+/// Admission either lets the request through or ends this pass with an outcome (blocked,
+/// waiting for a slot, refused by the proof, or a proposal handed to a human).
+enum Admission<'a> {
+    Admitted(Box<Admitted<'a>>),
+    Ended(StageOutcome),
+}
+
+impl ExecutionStage {
+    /// Everything that must hold before the first write, in order: the approved workflow at the
+    /// approved version, a verified target, not a proposal, not opted out, the guardrails and the
+    /// concurrency caps (only on the first pass), the target's lock, the proof (only on the
+    /// first pass: after a crash our own writes may have moved the spec), and intent 0 with the
+    /// spec before any write.
+    async fn admit<'a>(
+        &'a self,
+        request: &RemediationRequest,
+    ) -> Result<Admission<'a>, StageError> {
         let state = &request.state;
         let selected = state
             .selection
@@ -719,7 +750,7 @@ impl Stage for ExecutionStage {
             execution.proposal = Some(text.clone());
             let mut state = state.clone();
             state.execution = Some(execution);
-            return Ok(StageOutcome::to(
+            return Ok(Admission::Ended(StageOutcome::to(
                 Phase::ManualReviewRequired,
                 Some(format!(
                     "proposed change for a human (nothing was applied): {text}"
@@ -729,7 +760,7 @@ impl Stage for ExecutionStage {
                     AuditDraft::new("execution", "executor", format!("proposal: {text}"))
                         .with_payload(json!({"workflow_id": workflow.id, "proposal": text})),
                 ],
-            ));
+            )));
         }
 
         if let Some(why) = self.opted_out(&target).await? {
@@ -737,7 +768,7 @@ impl Stage for ExecutionStage {
                 kind: BlockKind::UnmanagedResource,
                 message: why,
             };
-            return Ok(self.blocked(request, &block));
+            return Ok(Admission::Ended(self.blocked(request, &block)));
         }
         let fingerprint = target.fingerprint();
         let resumed = !self
@@ -765,7 +796,7 @@ impl Stage for ExecutionStage {
                 &workflow.id,
                 started_at,
             ) {
-                return Ok(self.blocked(request, &block));
+                return Ok(Admission::Ended(self.blocked(request, &block)));
             }
             // Concurrency caps: wait for a free slot rather than fail.
             let ns = target.namespace.as_deref();
@@ -808,12 +839,12 @@ impl Stage for ExecutionStage {
                     message,
                     since: already.unwrap_or(started_at),
                 });
-                return Ok(StageOutcome::later(
+                return Ok(Admission::Ended(StageOutcome::later(
                     Phase::Executing,
                     state,
                     started_at + CAP_RETRY,
                     events,
-                ));
+                )));
             }
         }
         let lock = self
@@ -829,7 +860,7 @@ impl Stage for ExecutionStage {
                     lock.request_id, lock.acquired_at
                 ),
             };
-            return Ok(self.blocked(request, &block));
+            return Ok(Admission::Ended(self.blocked(request, &block)));
         }
 
         // Right before the first write (not again when resuming after a crash: our own
@@ -838,7 +869,7 @@ impl Stage for ExecutionStage {
         if !resumed {
             match self.prove_before_write(request, selected, &target).await? {
                 Ok(p) => proven = Some(p),
-                Err(outcome) => return Ok(outcome),
+                Err(outcome) => return Ok(Admission::Ended(outcome)),
             }
         }
 
@@ -855,10 +886,27 @@ impl Stage for ExecutionStage {
             .and_then(Value::as_str)
             .map(str::to_owned);
 
+        Ok(Admission::Admitted(Box::new(Admitted {
+            workflow,
+            params,
+            target,
+            execution,
+            proven,
+        })))
+    }
+
+    /// The workflow's steps, each recorded with its intent; `false` when one failed (the rest
+    /// are not run).
+    async fn run_steps(
+        &self,
+        request: &RemediationRequest,
+        admitted: &Admitted<'_>,
+    ) -> Result<Ran, StageError> {
+        let (workflow, params) = (admitted.workflow, &admitted.params);
         let mut run = Run {
             stage: self,
             request,
-            target: target.clone(),
+            target: admitted.target.clone(),
             steps: vec![],
             events: vec![],
         };
@@ -869,24 +917,59 @@ impl Stage for ExecutionStage {
                     let args: BTreeMap<String, Value> = step
                         .with
                         .iter()
-                        .map(|(k, v)| (k.clone(), substitute(v, &params)))
+                        .map(|(k, v)| (k.clone(), substitute(v, params)))
                         .collect();
-                    if !run.builtin_step(i as u32 + 1, &step.action, &args).await? {
+                    // The catalog refused unknown actions when it loaded.
+                    let builtin = BuiltinAction::parse(&step.action).ok_or_else(|| {
+                        StageError::Failed(format!(
+                            "unknown builtin action `{}` in workflow {}",
+                            step.action, workflow.id
+                        ))
+                    })?;
+                    if !run.builtin_step(i as u32 + 1, builtin, &args).await? {
                         ok = false;
                         break;
                     }
                 }
                 ok
             }
-            Engine::Job { .. } => run.job_step(workflow, &params).await?,
+            Engine::Job { .. } => run.job_step(workflow, params).await?,
             Engine::Proposal { .. } => true,
         };
-        let Run {
-            steps, mut events, ..
-        } = run;
+        let finished_at = self.clock.now();
+        Ok(Ran {
+            ok,
+            steps: run.steps,
+            events: run.events,
+            finished_at,
+            post: self.current_spec(&admitted.target).await?,
+        })
+    }
+
+    /// The execution's record: the spec after, the outcome and its message, metrics, the audit
+    /// events (the proof first), and the next phase — verifying, or failed.
+    fn conclude(
+        &self,
+        request: &RemediationRequest,
+        admitted: Admitted<'_>,
+        ran: Ran,
+    ) -> (StageOutcome, Option<Execution>) {
+        let Ran {
+            ok,
+            steps,
+            mut events,
+            finished_at,
+            post,
+        } = ran;
+        let Admitted {
+            workflow,
+            target,
+            mut execution,
+            proven,
+            ..
+        } = admitted;
         execution.steps = steps;
-        execution.finished_at = self.clock.now();
-        let post = self.current_spec(&target).await?;
+        execution.finished_at = finished_at;
         execution.post_spec_hash = post.as_ref().map(spec_hash);
         execution.post_drift_hash = post.as_ref().map(drift_hash);
         let changed = execution
@@ -952,7 +1035,7 @@ impl Stage for ExecutionStage {
                 }),
             ),
         );
-        let mut state = state.clone();
+        let mut state = request.state.clone();
         if let Some(p) = proven {
             events.insert(
                 0,
@@ -965,14 +1048,35 @@ impl Stage for ExecutionStage {
             );
             state.proof_before_write = Some(p);
         }
-        let (next, reason) = if execution.outcome == ExecutionOutcome::Failed {
-            self.remember_failure(request, &execution).await;
-            (Phase::Failed, Some(execution.message.clone()))
-        } else {
-            (Phase::Verifying, None)
+        let failed = (execution.outcome == ExecutionOutcome::Failed).then(|| execution.clone());
+        let (next, reason) = match &failed {
+            Some(e) => (Phase::Failed, Some(e.message.clone())),
+            None => (Phase::Verifying, None),
         };
         state.execution = Some(execution);
-        Ok(StageOutcome::to(next, reason, state, events))
+        (StageOutcome::to(next, reason, state, events), failed)
+    }
+}
+
+#[async_trait]
+impl Stage for ExecutionStage {
+    fn phase(&self) -> Phase {
+        Phase::Executing
+    }
+
+    /// Admit, run the steps, conclude.
+    #[instrument(skip_all, fields(request_id = %request.id, phase = "Executing"))]
+    async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
+        let admitted = match self.admit(request).await? {
+            Admission::Admitted(a) => *a,
+            Admission::Ended(outcome) => return Ok(outcome),
+        };
+        let ran = self.run_steps(request, &admitted).await?;
+        let (outcome, failed) = self.conclude(request, admitted, ran);
+        if let Some(execution) = failed {
+            self.remember_failure(request, &execution).await;
+        }
+        Ok(outcome)
     }
 }
 

@@ -2,7 +2,9 @@
 //! for the next investigation (the "learning" of DESIGN §3.7 — contextual memory, not training).
 //!
 //! Input: the records of past remediations of a target (from a [`RemediationHistory`]
-//! implementation; durable storage arrives with execution) and the target's current spec hash.
+//! implementation: the daemon's reads the store's history table, written when a verified
+//! remediation concludes; [`InMemoryHistory`] serves tests and the offline commands) and the
+//! target's current spec hash.
 //! Output: a [`HistoryContext`] with two tiers (24 h full detail; 24 h–90 d summary of entries
 //! that match the current spec), each entry's `hashMatch`, `regressionDetected`, and the
 //! warnings the prompt carries ([`warnings`]).

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::InvestigateError;
 use super::playbooks::Snapshot;
-use super::view::{self, ViewLimits};
+use super::view::{self, ViewLimits, unreachable};
 use crate::cluster::context::ResourceContext;
 use crate::cluster::obj;
 use crate::cluster::render::pod_status;
@@ -25,19 +25,6 @@ pub fn signal_namespace(req: &RemediationRequest) -> Option<String> {
         .and_then(|t| t.namespace.clone())
         .or_else(|| req.signal.labels.get("namespace").cloned())
         .filter(|n| !n.is_empty())
-}
-
-pub(super) fn unreachable(r: &crate::cluster::tools::ToolResult) -> Option<InvestigateError> {
-    let kind = r.data.pointer("/error/kind").and_then(Value::as_str)?;
-    (kind == "unreachable" || kind == "timeout").then(|| InvestigateError::Unavailable {
-        dependency: "cluster".into(),
-        message: r
-            .data
-            .pointer("/error/message")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-    })
 }
 
 /// Pods read by the pre-fetch at most: enough for the view to find the unhealthy pods of a

@@ -17,7 +17,6 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::InvestigateError;
-use super::gather::unreachable;
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, i64_at, str_at};
 use crate::cluster::render::{age, event_time, pod_status};
@@ -345,6 +344,20 @@ pub async fn node(
         },
     ));
     Ok(head)
+}
+
+/// A tool result that says the cluster did not answer, as the error that makes the request wait.
+pub(super) fn unreachable(r: &crate::cluster::tools::ToolResult) -> Option<InvestigateError> {
+    let kind = r.data.pointer("/error/kind").and_then(Value::as_str)?;
+    (kind == "unreachable" || kind == "timeout").then(|| InvestigateError::Unavailable {
+        dependency: "cluster".into(),
+        message: r
+            .data
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    })
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use regorus::utils::limits::ExecutionTimerConfig;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::enrichment::{Derived, EnrichmentPolicyInput};
+use super::enrichment::{Derived, ENRICHMENT_PACKAGE, EnrichmentPolicyInput};
 use super::{GateError, GateInput};
 use crate::domain::{GateDecision, RiskFactor};
 
@@ -34,8 +34,6 @@ use crate::domain::{GateDecision, RiskFactor};
 pub const APPROVAL_PACKAGE: &str = "data.kubemedic.approval";
 /// The document kubemedic evaluates per decision.
 pub const DECISION_DOCUMENT: &str = "data.kubemedic.approval.decision";
-/// The optional enrichment package.
-pub const ENRICHMENT_PACKAGE: &str = "data.kubemedic.enrichment";
 
 /// Work units between two clock reads of regorus's execution timer: frequent enough to stop a
 /// runaway loop within microseconds of the limit, rare enough not to show in a 10 µs decision.

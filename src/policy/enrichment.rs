@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::GateError;
 use crate::domain::Target;
 
+/// The optional enrichment package.
+pub const ENRICHMENT_PACKAGE: &str = "data.kubemedic.enrichment";
+
 /// Enrichment values, each possibly unknown. Also the enrichment policy's output shape: the
 /// package document's keys `environment`, `priority`, `business_unit`, `risk_tolerance`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,7 +35,7 @@ impl Derived {
                 None | Some(serde_json::Value::Null) => Ok(None),
                 Some(serde_json::Value::String(s)) => Ok(non_empty(s)),
                 Some(other) => Err(GateError::Shape {
-                    document: format!("{}.{key}", super::engine::ENRICHMENT_PACKAGE),
+                    document: format!("{}.{key}", ENRICHMENT_PACKAGE),
                     message: format!("expected a string, got {other}"),
                 }),
             }

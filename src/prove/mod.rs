@@ -30,11 +30,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::actions::BuiltinAction;
 use crate::catalog::{Catalog, Engine, parameters, substitute};
 use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
 use crate::cluster::obj::at;
-use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, DryRunWriter, actions};
+use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, DryRunWriter};
 use crate::domain::{
     DryRunChange, NO_ACTION, Obligation, ObligationStatus, Proof, ProofPoint, ProofVerdict,
     Proposer, SignalContext, Target,
@@ -426,7 +427,11 @@ impl Prover {
         let dry = DryRunWriter::new(self.reader.clone(), writer.clone());
         let mut refused = None;
         for step in steps {
-            if actions::is_read_only(&step.action) {
+            let Some(action) = BuiltinAction::parse(&step.action) else {
+                refused = Some(format!("{}: not a builtin action", step.action));
+                break;
+            };
+            if action.is_read_only() {
                 continue;
             }
             let args: BTreeMap<String, Value> = step
@@ -434,16 +439,16 @@ impl Prover {
                 .iter()
                 .map(|(k, v)| (k.clone(), substitute(v, params)))
                 .collect();
-            match actions::run(
-                self.reader.as_ref(),
-                &dry,
-                &step.action,
-                &args,
-                claim.target,
-                self.clock.now(),
-                true,
-            )
-            .await
+            match action
+                .run(
+                    self.reader.as_ref(),
+                    &dry,
+                    &args,
+                    claim.target,
+                    self.clock.now(),
+                    true,
+                )
+                .await
             {
                 Ok(_) => {}
                 Err(e) if e.is_unreachable() => return Err(e.into()),

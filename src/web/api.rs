@@ -9,42 +9,11 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::query::{MAX_LIMIT, paging, reject_unknown, request_filter};
 use super::{ApiError, AppState, Caller};
 use crate::domain::Role;
 use crate::domain::{Phase, RemediationRequest, SignalStatus};
-use crate::store::{Cursor, RequestFilter, SignalFilter};
-
-const DEFAULT_LIMIT: i64 = 50;
-const MAX_LIMIT: i64 = 500;
-
-pub(super) fn paging(q: &HashMap<String, String>) -> Result<(i64, i64), ApiError> {
-    let number = |key: &str, default: i64, max: i64| -> Result<i64, ApiError> {
-        match q.get(key) {
-            None => Ok(default),
-            Some(raw) => match raw.parse::<i64>() {
-                Ok(n) if (0..=max).contains(&n) => Ok(n),
-                _ => Err(ApiError::bad(
-                    key,
-                    format!("`{raw}` is not an integer in 0..={max}"),
-                )),
-            },
-        }
-    };
-    Ok((
-        number("limit", DEFAULT_LIMIT, MAX_LIMIT)?,
-        number("offset", 0, i64::MAX)?,
-    ))
-}
-
-pub(super) fn reject_unknown(q: &HashMap<String, String>, known: &[&str]) -> Result<(), ApiError> {
-    match q.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(ApiError::bad(
-            k,
-            format!("unknown query parameter; known: {}", known.join(", ")),
-        )),
-        None => Ok(()),
-    }
-}
+use crate::store::SignalFilter;
 
 /// A request as the list shows it.
 #[derive(Serialize)]
@@ -86,75 +55,6 @@ impl<'a> From<&'a RemediationRequest> for RequestSummary<'a> {
     }
 }
 
-/// The request filters of the list page and `GET /api/v1/requests`, parsed from a query.
-pub(super) fn request_filter(q: &HashMap<String, String>) -> Result<RequestFilter, ApiError> {
-    reject_unknown(
-        q,
-        &[
-            "phase",
-            "namespace",
-            "target",
-            "alert",
-            "since",
-            "until",
-            "before",
-            "limit",
-        ],
-    )?;
-    let given = |key: &str| q.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
-    let phase = match given("phase") {
-        None => None,
-        Some(p) => Some(Phase::parse(p).ok_or_else(|| {
-            ApiError::bad(
-                "phase",
-                format!("`{p}` is not a phase (e.g. Received, Completed)"),
-            )
-        })?),
-    };
-    let time = |key: &str| -> Result<Option<chrono::DateTime<chrono::Utc>>, ApiError> {
-        given(key)
-            .map(|raw| parse_time(raw).ok_or_else(|| {
-                ApiError::bad(
-                    key,
-                    format!("`{raw}` is not a time (RFC 3339, e.g. 2026-11-23T08:00:00Z, or a date like 2026-11-23)"),
-                )
-            }))
-            .transpose()
-    };
-    let before = given("before")
-        .map(|c| {
-            Cursor::decode(c).ok_or_else(|| {
-                ApiError::bad("before", "not a cursor from a previous page's `next`")
-            })
-        })
-        .transpose()?;
-    let (limit, _) = paging(q)?;
-    Ok(RequestFilter {
-        phase,
-        namespace: given("namespace").map(str::to_owned),
-        target: given("target").map(str::to_owned),
-        signal_name: given("alert").map(str::to_owned),
-        since: time("since")?,
-        until: time("until")?,
-        before,
-        limit,
-    })
-}
-
-/// RFC 3339, or a bare date (its midnight UTC).
-pub(super) fn parse_time(raw: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(raw) {
-        return Some(t.with_timezone(&chrono::Utc));
-    }
-    if let Ok(t) = chrono::NaiveDateTime::parse_from_str(raw, "%Y-%m-%dT%H:%M") {
-        return Some(t.and_utc());
-    }
-    chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|t| t.and_utc())
-}
-
 /// `GET /api/v1/requests?phase=&namespace=&target=&alert=&since=&until=&before=&limit=`: newest
 /// first; `next` continues the list (pass it as `before`).
 #[utoipa::path(get, path = "/api/v1/requests", tag = "requests",
@@ -169,9 +69,9 @@ pub(super) fn parse_time(raw: &str) -> Option<chrono::DateTime<chrono::Utc>> {
         ("limit" = Option<i64>, Query, description = "Items per page, 0..=500 (default 50)"),
     ),
     responses(
-        (status = 200, description = "Newest first; `next` continues the list", body = super::openapi::RequestList),
-        (status = 400, description = "A filter is malformed", body = super::openapi::ErrorBody),
-        (status = 401, description = "No valid credentials", body = super::openapi::ErrorBody),
+        (status = 200, description = "Newest first; `next` continues the list", body = super::schema::RequestList),
+        (status = 400, description = "A filter is malformed", body = super::schema::ErrorBody),
+        (status = 401, description = "No valid credentials", body = super::schema::ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn list_requests(
@@ -192,8 +92,8 @@ pub async fn list_requests(
 #[utoipa::path(get, path = "/api/v1/requests/{id}", tag = "requests",
     params(("id" = String, Path, description = "The request's id (a UUID)")),
     responses(
-        (status = 200, description = "The request with its stage results (`state`, including what was proven at selection and before the first write), its signals and its audit timeline", body = super::openapi::RequestDetail),
-        (status = 404, description = "No such request", body = super::openapi::ErrorBody),
+        (status = 200, description = "The request with its stage results (`state`, including what was proven at selection and before the first write), its signals and its audit timeline", body = super::schema::RequestDetail),
+        (status = 404, description = "No such request", body = super::schema::ErrorBody),
     ),
     security(("bearer" = []), ("session" = [])))]
 pub async fn get_request(
@@ -327,7 +227,7 @@ pub async fn summary(
     caller.need(Role::Viewer)?;
     reject_unknown(&q, &["period"])?;
     let (period, since) =
-        super::pages::period_since(q.get("period").map(String::as_str), state.clock.now())?;
+        super::query::period_since(q.get("period").map(String::as_str), state.clock.now())?;
     let s = state.store.summary(since).await?;
     let mut body = serde_json::to_value(&s).map_err(|e| ApiError::Internal(e.to_string()))?;
     body["period"] = json!(period);
@@ -337,7 +237,7 @@ pub async fn summary(
 /// `GET /api/v1/catalog`: action types, workflows with their parameters, and playbooks.
 #[utoipa::path(get, path = "/api/v1/catalog", tag = "configuration",
     responses((status = 200, description = "Action types, workflows with their parameter schemas, playbooks", body = Object),
-              (status = 503, description = "The catalog did not load", body = super::openapi::ErrorBody)),
+              (status = 503, description = "The catalog did not load", body = super::schema::ErrorBody)),
     security(("bearer" = []), ("session" = [])))]
 pub async fn catalog(
     State(state): State<Arc<AppState>>,
@@ -370,7 +270,7 @@ pub async fn policy(
     caller: Caller,
 ) -> Result<Json<Value>, ApiError> {
     caller.need(Role::Viewer)?;
-    match super::pages::policy_view(&state) {
+    match super::query::policy_view(&state) {
         Some(v) => Ok(Json(json!(v))),
         None => Err(ApiError::NotFound("no approval policy is loaded".into())),
     }
@@ -380,8 +280,8 @@ pub async fn policy(
 /// reads every event) or one request's (any role).
 #[utoipa::path(get, path = "/api/v1/audit/verify", tag = "audit",
     params(("request_id" = Option<String>, Query, description = "Check one request's events (any role); without it the whole chain (admin)")),
-    responses((status = 200, description = "Whether the hash chain holds, and the first broken link", body = super::openapi::ChainCheck),
-              (status = 403, description = "The whole chain needs an admin", body = super::openapi::ErrorBody)),
+    responses((status = 200, description = "Whether the hash chain holds, and the first broken link", body = super::schema::ChainCheck),
+              (status = 403, description = "The whole chain needs an admin", body = super::schema::ErrorBody)),
     security(("bearer" = []), ("session" = [])))]
 pub async fn verify_audit(
     State(state): State<Arc<AppState>>,

@@ -406,7 +406,7 @@ fn refusal_error(r: Refusal) -> ApiError {
 #[utoipa::path(get, path = "/api/v1/approvals", tag = "approvals",
     params(("status" = Option<String>, Query, description = "pending, approved, rejected or expired"),
            ("limit" = Option<i64>, Query), ("offset" = Option<i64>, Query)),
-    responses((status = 200, description = "Approvals, newest first", body = super::openapi::ApprovalList)),
+    responses((status = 200, description = "Approvals, newest first", body = super::schema::ApprovalList)),
     security(("bearer" = []), ("session" = [])))]
 pub async fn list(
     State(state): State<Arc<AppState>>,
@@ -414,8 +414,8 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
     caller.need(Role::Viewer)?;
-    super::api::reject_unknown(&q, &["status", "limit", "offset"])?;
-    let (limit, offset) = super::api::paging(&q)?;
+    super::query::reject_unknown(&q, &["status", "limit", "offset"])?;
+    let (limit, offset) = super::query::paging(&q)?;
     let status = match q.get("status") {
         None => None,
         Some(s) => Some(ApprovalStatus::parse(s).ok_or_else(|| {
@@ -441,8 +441,8 @@ fn approval_json(a: &ApprovalRequest) -> Value {
 /// `GET /api/v1/approvals/{id}`: the approval with its notifications.
 #[utoipa::path(get, path = "/api/v1/approvals/{id}", tag = "approvals",
     params(("id" = String, Path)),
-    responses((status = 200, description = "The approval with its proof (what was checked, the dry run's change, the spec it is bound to), its note and its notifications", body = super::openapi::Approval),
-              (status = 404, description = "Not found", body = super::openapi::ErrorBody)),
+    responses((status = 200, description = "The approval with its proof (what was checked, the dry run's change, the spec it is bound to), its note and its notifications", body = super::schema::Approval),
+              (status = 404, description = "Not found", body = super::schema::ErrorBody)),
     security(("bearer" = []), ("session" = [])))]
 pub async fn get(
     State(state): State<Arc<AppState>>,
@@ -474,10 +474,10 @@ pub struct DecisionBody {
 #[utoipa::path(post, path = "/api/v1/approvals/{id}/decision", tag = "approvals",
     params(("id" = String, Path),
            ("x-csrf-token" = Option<String>, Header, description = "Required with a browser session")),
-    request_body(content = super::openapi::DecisionRequest, content_type = "application/json"),
+    request_body(content = super::schema::DecisionRequest, content_type = "application/json"),
     responses((status = 200, description = "Decided; the first decision wins", body = Object),
-              (status = 403, description = "Not an approver, or a session without its CSRF token", body = super::openapi::ErrorBody),
-              (status = 409, description = "Already decided or expired", body = super::openapi::ErrorBody)),
+              (status = 403, description = "Not an approver, or a session without its CSRF token", body = super::schema::ErrorBody),
+              (status = 409, description = "Already decided or expired", body = super::schema::ErrorBody)),
     security(("bearer" = []), ("session" = [])))]
 pub async fn decide(
     State(state): State<Arc<AppState>>,
@@ -532,9 +532,10 @@ pub async fn slack_interaction(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Result<Response, ApiError> {
-    use crate::notify::slack::{
-        SIGNATURE_HEADER, TIMESTAMP_HEADER, outcome_message, parse_interaction, verify_signature,
+    use crate::approval::slack::{
+        SIGNATURE_HEADER, TIMESTAMP_HEADER, parse_interaction, verify_signature,
     };
+    use crate::notify::slack::outcome_message;
     let (Some(a), Some(secret)) = (state.approvals.clone(), state.slack_signing_secret.as_ref())
     else {
         return Err(ApiError::NotFound(

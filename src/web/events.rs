@@ -313,7 +313,7 @@ pub async fn stream(
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     caller.need(Role::Viewer)?;
-    super::api::reject_unknown(&q, &["after"])?;
+    super::query::reject_unknown(&q, &["after"])?;
     let id = Uuid::parse_str(&id).map_err(|_| ApiError::bad("id", "not a UUID"))?;
     if state.store.get_request(id).await?.is_none() {
         return Err(ApiError::NotFound(format!("no remediation request {id}")));

@@ -146,8 +146,8 @@ async fn commit(
 #[utoipa::path(post, path = "/api/v1/alerts/alertmanager", tag = "ingest",
     request_body(content = Object, description = "An Alertmanager webhook body (version 4)", content_type = "application/json"),
     responses((status = 200, description = "What happened to each alert (opened, occurrence, redelivery, resolved)", body = Object),
-              (status = 400, description = "The body names what is wrong", body = super::openapi::ErrorBody),
-              (status = 401, description = "No valid credentials", body = super::openapi::ErrorBody)),
+              (status = 400, description = "The body names what is wrong", body = super::schema::ErrorBody),
+              (status = 401, description = "No valid credentials", body = super::schema::ErrorBody)),
     security(("webhook" = [])))]
 pub async fn alertmanager(
     State(state): State<Arc<AppState>>,
@@ -167,7 +167,7 @@ pub async fn alertmanager(
 /// `POST /api/v1/signals`: one native signal. Accepts the webhook credentials or an admin key.
 #[utoipa::path(post, path = "/api/v1/signals", tag = "ingest",
     request_body(content = Object, description = "A native (e.g. proactive) signal", content_type = "application/json"),
-    responses((status = 200, description = "Accepted", body = Object), (status = 400, description = "The body names what is wrong", body = super::openapi::ErrorBody)),
+    responses((status = 200, description = "Accepted", body = Object), (status = 400, description = "The body names what is wrong", body = super::schema::ErrorBody)),
     security(("webhook" = []), ("bearer" = [])))]
 pub async fn native(
     State(state): State<Arc<AppState>>,

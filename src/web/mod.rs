@@ -1,6 +1,7 @@
-//! The HTTP face of the daemon: the ingest endpoints, the JSON API, health and metrics. The only
-//! module that knows axum: handlers parse and authenticate here and hand typed values to the
-//! stages (`ingest`) and the store.
+//! The HTTP face of the daemon: the ingest endpoints, the JSON API and its description, the
+//! approval pages behind signed links, the dashboard (server-rendered pages with a live event
+//! stream), health and metrics. The only module that knows axum: handlers parse and
+//! authenticate here and hand typed values to the stages (`ingest`, approvals) and the store.
 //!
 //! One [`AppState`] holds every dependency as `Arc<dyn Trait>`; handlers never reach around it.
 //! Every response carries an `x-request-id` and every log line of a request carries it too.
@@ -15,6 +16,8 @@ pub mod health;
 mod ingest;
 pub mod openapi;
 mod pages;
+mod query;
+pub mod schema;
 mod server;
 
 pub use server::serve;

@@ -10,6 +10,7 @@ use maud::html;
 
 use super::{layout, page_caller, respond};
 use crate::domain::Role;
+use crate::web::query::policy_view;
 use crate::web::{AppState, Caller};
 
 /// `GET /catalog`
@@ -99,30 +100,4 @@ pub async fn policy(State(state): State<Arc<AppState>>, caller: Caller, uri: Uri
         }
     };
     respond(StatusCode::OK, layout("Approval policy", Some(&who), body))
-}
-
-/// The loaded policy as the page and the API show it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct PolicyInfo {
-    pub revision: Option<String>,
-    pub dir: String,
-    pub problem: Option<String>,
-    pub files: Vec<String>,
-    /// The files as they are on disk now (the loaded revision unless they changed since).
-    pub sources: Vec<(String, String)>,
-    pub on_disk_revision: Option<String>,
-}
-
-pub fn policy_view(state: &AppState) -> Option<PolicyInfo> {
-    let gate = state.policy.as_ref()?;
-    let snapshot = gate.snapshot();
-    let on_disk = crate::policy::PolicySources::read(snapshot.dir()).ok();
-    Some(PolicyInfo {
-        revision: snapshot.revision().map(str::to_owned),
-        dir: snapshot.dir().display().to_string(),
-        problem: gate.problem(),
-        files: snapshot.files().to_vec(),
-        on_disk_revision: on_disk.as_ref().map(|s| s.revision.clone()),
-        sources: on_disk.map(|s| s.files).unwrap_or_default(),
-    })
 }

@@ -23,10 +23,10 @@ use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Deserialize;
 
-pub use catalog::{catalog, policy, policy_view};
+pub use catalog::{catalog, policy};
 pub use inbox::{decide, inbox};
 pub use requests::{history, request, requests};
-pub use summary::{period_since, summary};
+pub use summary::summary;
 
 use super::auth::{Principal, SESSION_COOKIE, Via, digest, random_token};
 use super::{ApiError, AppState, Caller, Peer};

@@ -14,8 +14,8 @@ use super::{
 };
 use crate::domain::{AuditEvent, Phase, RemediationRequest, Role, Target};
 use crate::store::{ChainReport, SignalFilter};
-use crate::web::api::{parse_time, request_filter};
 use crate::web::events::typed;
+use crate::web::query::{parse_time, request_filter};
 use crate::web::{ApiError, AppState, Caller};
 
 /// The list's query string without `before`, to carry the filters to the next page.

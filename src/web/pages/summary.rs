@@ -13,28 +13,8 @@ use maud::{Markup, html};
 
 use super::{count, failed, layout, page_caller, respond, trusted};
 use crate::domain::Role;
+use crate::web::query::{PERIODS, period_since};
 use crate::web::{ApiError, AppState, Caller};
-
-/// The periods offered, as (query value, label, days).
-const PERIODS: [(&str, &str, Option<i64>); 4] = [
-    ("1d", "24 hours", Some(1)),
-    ("7d", "7 days", Some(7)),
-    ("30d", "30 days", Some(30)),
-    ("all", "all time", None),
-];
-
-/// The `since` of a period value (`7d` when absent); an unknown value is an error.
-pub fn period_since(
-    raw: Option<&str>,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<(&'static str, Option<chrono::DateTime<chrono::Utc>>), ApiError> {
-    let raw = raw.unwrap_or("7d");
-    PERIODS
-        .iter()
-        .find(|(v, _, _)| *v == raw)
-        .map(|(v, _, days)| (*v, days.map(|d| now - chrono::Duration::days(d))))
-        .ok_or_else(|| ApiError::bad("period", format!("`{raw}` is not one of 1d, 7d, 30d, all")))
-}
 
 /// Horizontal bars, one per (label, value), with the value at the end of each.
 fn bars(id: &str, items: &[(String, i64)], colour: &str) -> Markup {

@@ -1,28 +1,18 @@
-//! The cluster changes kubemedic knows how to make, built on [`ClusterReader`] +
-//! [`ClusterWriter`]: rollout restart, rollout undo, scale, set resources, cordon / uncordon,
-//! drain, remove a taint, patch an HPA's maximum, relax a PDB, expand a PVC, create a Job and
-//! wait for it. Every change names its field manager (`kubemedic`) and supports server-side dry
+//! The writes behind the built-in actions, on [`ClusterReader`] + [`ClusterWriter`]: rollout
+//! restart, rollout undo, scale, set resources, cordon / uncordon, drain, remove a taint, patch
+//! an HPA's maximum, relax a PDB, expand a PVC, delete a pod. Every change names its field manager (`kubemedic`) and supports server-side dry
 //! run; a change that depends on what it read (undo, taints) sends the resourceVersion it read,
 //! so a concurrent edit makes it fail instead of being overwritten.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::obj::{self, array, at, i64_at, str_at};
-use super::selector::Selector;
-use super::{ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, PatchType, Result};
-
-/// What a write did, for the audit trail.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WriteOutcome {
-    pub action: String,
-    pub target: String,
-    pub dry_run: bool,
-    pub detail: Value,
-}
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::selector::Selector;
+use crate::cluster::{
+    ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, PatchType, Result,
+    WriteOutcome,
+};
 
 fn outcome(action: &str, target: String, dry_run: bool, detail: Value) -> WriteOutcome {
     WriteOutcome {
@@ -457,57 +447,4 @@ pub async fn delete_pod(
         dry_run,
         json!({}),
     ))
-}
-
-/// Create a Job.
-pub async fn create_job(
-    r: &dyn ClusterReader,
-    w: &dyn ClusterWriter,
-    namespace: &str,
-    job: &Value,
-    dry_run: bool,
-) -> Result<WriteOutcome> {
-    let res = r.resource("Job").await?;
-    let created = w.create(&res, Some(namespace), job, dry_run).await?;
-    Ok(outcome(
-        "create_job",
-        format!("{namespace}/Job/{}", obj::name(&created)),
-        dry_run,
-        json!({"name": obj::name(&created)}),
-    ))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum JobResult {
-    Succeeded,
-    Failed,
-    TimedOut,
-}
-
-/// Wait for a Job to finish (Complete or Failed condition), polling every `every`.
-pub async fn wait_job(
-    r: &dyn ClusterReader,
-    namespace: &str,
-    name: &str,
-    timeout: Duration,
-    every: Duration,
-) -> Result<(JobResult, Value)> {
-    let res = r.resource("Job").await?;
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let job = r.get(&res, Some(namespace), name).await?;
-        for c in array(&job, &["status", "conditions"]) {
-            if str_at(c, &["status"]) == Some("True") {
-                match str_at(c, &["type"]) {
-                    Some("Complete") => return Ok((JobResult::Succeeded, job)),
-                    Some("Failed") => return Ok((JobResult::Failed, job)),
-                    _ => {}
-                }
-            }
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Ok((JobResult::TimedOut, job));
-        }
-        tokio::time::sleep(every).await;
-    }
 }
