@@ -65,6 +65,7 @@ pub mod verify;
 pub mod prove;
 
 // What the stages stand on.
+#[deny(clippy::indexing_slicing)]
 pub mod actions;
 pub mod catalog;
 pub mod cluster;

@@ -93,7 +93,6 @@ const STAGES: &[&str] = &[
 /// Names the investigator must never use: it reads the cluster, and only through the reader.
 const INVESTIGATE_FORBIDDEN: &[&str] = &[
     "ClusterWriter",
-    "cluster::writes",
     "KubeCluster",
     "SnapshotCluster",
     "crate::actions",

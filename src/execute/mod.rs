@@ -674,7 +674,7 @@ struct Ran {
 /// waiting for a slot, refused by the proof, or a proposal handed to a human).
 enum Admission<'a> {
     Admitted(Box<Admitted<'a>>),
-    Ended(StageOutcome),
+    Ended(Box<StageOutcome>),
 }
 
 impl ExecutionStage {
@@ -750,7 +750,7 @@ impl ExecutionStage {
             execution.proposal = Some(text.clone());
             let mut state = state.clone();
             state.execution = Some(execution);
-            return Ok(Admission::Ended(StageOutcome::to(
+            return Ok(Admission::Ended(Box::new(StageOutcome::to(
                 Phase::ManualReviewRequired,
                 Some(format!(
                     "proposed change for a human (nothing was applied): {text}"
@@ -760,7 +760,7 @@ impl ExecutionStage {
                     AuditDraft::new("execution", "executor", format!("proposal: {text}"))
                         .with_payload(json!({"workflow_id": workflow.id, "proposal": text})),
                 ],
-            )));
+            ))));
         }
 
         if let Some(why) = self.opted_out(&target).await? {
@@ -768,7 +768,7 @@ impl ExecutionStage {
                 kind: BlockKind::UnmanagedResource,
                 message: why,
             };
-            return Ok(Admission::Ended(self.blocked(request, &block)));
+            return Ok(Admission::Ended(Box::new(self.blocked(request, &block))));
         }
         let fingerprint = target.fingerprint();
         let resumed = !self
@@ -796,7 +796,7 @@ impl ExecutionStage {
                 &workflow.id,
                 started_at,
             ) {
-                return Ok(Admission::Ended(self.blocked(request, &block)));
+                return Ok(Admission::Ended(Box::new(self.blocked(request, &block))));
             }
             // Concurrency caps: wait for a free slot rather than fail.
             let ns = target.namespace.as_deref();
@@ -839,12 +839,12 @@ impl ExecutionStage {
                     message,
                     since: already.unwrap_or(started_at),
                 });
-                return Ok(Admission::Ended(StageOutcome::later(
+                return Ok(Admission::Ended(Box::new(StageOutcome::later(
                     Phase::Executing,
                     state,
                     started_at + CAP_RETRY,
                     events,
-                )));
+                ))));
             }
         }
         let lock = self
@@ -860,7 +860,7 @@ impl ExecutionStage {
                     lock.request_id, lock.acquired_at
                 ),
             };
-            return Ok(Admission::Ended(self.blocked(request, &block)));
+            return Ok(Admission::Ended(Box::new(self.blocked(request, &block))));
         }
 
         // Right before the first write (not again when resuming after a crash: our own
@@ -869,7 +869,7 @@ impl ExecutionStage {
         if !resumed {
             match self.prove_before_write(request, selected, &target).await? {
                 Ok(p) => proven = Some(p),
-                Err(outcome) => return Ok(Admission::Ended(outcome)),
+                Err(outcome) => return Ok(Admission::Ended(Box::new(outcome))),
             }
         }
 
@@ -1069,7 +1069,7 @@ impl Stage for ExecutionStage {
     async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
         let admitted = match self.admit(request).await? {
             Admission::Admitted(a) => *a,
-            Admission::Ended(outcome) => return Ok(outcome),
+            Admission::Ended(outcome) => return Ok(*outcome),
         };
         let ran = self.run_steps(request, &admitted).await?;
         let (outcome, failed) = self.conclude(request, admitted, ran);
