@@ -4,23 +4,29 @@
 //! A file holds one `actionType` (`name, what, whenToUse, whenNotToUse`) and its `workflows`
 //! (`id, version, description, labels` for scoring, `parameters` as a JSON-Schema subset,
 //! `engine`). [`Catalog::load`] reports every error with its file and field path — that is
-//! also `kubemedic catalog validate`. The three discovery tools of invocation 2
+//! also `kubemedic catalog validate` (the checks are in `check.rs`, each builtin step against
+//! its action's arguments). The three discovery tools of invocation 2
 //! (`list_available_actions`, `list_workflows`, `get_workflow`) filter and rank by the signal
 //! context and the target's detected labels; [`Catalog::validate_selection`] checks a chosen
-//! workflow and its parameters before anything may run.
+//! workflow and its parameters before anything may run (`select.rs`). Parameters and their
+//! `${NAME}` substitution are in `params.rs`, the parameter schema in `schema.rs`.
 
+mod check;
+mod params;
 mod schema;
+mod select;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
+pub use params::{TARGET_PARAMS, parameters, references, substitute};
 pub use schema::{ParamSchema, ParamType, Property};
+pub use select::{LABEL_NAMES, SelectionContext, SelectionError, cluster_context, detected};
 
-use crate::actions::{BuiltinAction, check_args};
-use crate::domain::{DetectedLabels, Target};
+use check::check_workflow;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -180,13 +186,6 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-/// Parameters kubemedic fills from the verified root owner; a selection never sets them.
-pub const TARGET_PARAMS: [&str; 3] = [
-    "TARGET_RESOURCE_KIND",
-    "TARGET_RESOURCE_NAME",
-    "TARGET_RESOURCE_NAMESPACE",
-];
-
 /// One problem in a catalog directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CatalogProblem {
@@ -211,28 +210,10 @@ impl std::fmt::Display for CatalogProblem {
 #[error("invalid catalog ({} problem(s)):\n{}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
 pub struct CatalogError(pub Vec<CatalogProblem>);
 
-/// The context a workflow is chosen for.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SelectionContext {
-    pub severity: Option<String>,
-    pub environment: Option<String>,
-    pub signal_mode: Option<String>,
-    pub target_kind: Option<String>,
-    pub detected: DetectedLabels,
-}
-
 #[derive(Debug, Clone)]
 pub struct Catalog {
     action_types: Vec<ActionType>,
     workflows: Vec<Workflow>,
-}
-
-/// A validation failure of a selected workflow, with the reason code of outcome 6.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SelectionError {
-    /// `workflow_not_found`, `workflow_not_applicable` or `parameter_validation_failed`.
-    pub code: &'static str,
-    pub errors: Vec<String>,
 }
 
 impl Catalog {
@@ -402,414 +383,14 @@ impl Catalog {
     pub fn action_type(&self, name: &str) -> Option<&ActionType> {
         self.action_types.iter().find(|a| a.name == name)
     }
-
-    /// Why a workflow does not fit the context (`None`: it fits), and its score when it does.
-    pub fn fit(&self, w: &Workflow, ctx: &SelectionContext) -> Result<u32, String> {
-        let l = &w.labels;
-        let matches = |list: &[String], value: Option<&str>| {
-            list.is_empty()
-                || list.iter().any(|x| x == "*")
-                || value.is_some_and(|v| list.iter().any(|x| x.eq_ignore_ascii_case(v)))
-        };
-        if !matches(&l.target_kinds, ctx.target_kind.as_deref()) {
-            return Err(format!(
-                "acts on {}, not on {}",
-                l.target_kinds.join("/"),
-                ctx.target_kind.as_deref().unwrap_or("an unknown kind")
-            ));
-        }
-        if !matches(&l.signal_modes, ctx.signal_mode.as_deref()) {
-            return Err(format!("meant for {} signals", l.signal_modes.join("/")));
-        }
-        for req in &l.requires {
-            if !detected(&ctx.detected, req) {
-                return Err(format!("requires the target to be {req}"));
-            }
-        }
-        for ex in &l.excludes {
-            if detected(&ctx.detected, ex) {
-                return Err(format!("not for targets that are {ex}"));
-            }
-        }
-        let mut score = 0;
-        if !l.severity.is_empty() && !l.severity.iter().any(|s| s == "*") {
-            if !matches(&l.severity, ctx.severity.as_deref()) {
-                return Err(format!("meant for severity {}", l.severity.join("/")));
-            }
-            score += 2;
-        }
-        if !l.environment.is_empty() && !l.environment.iter().any(|s| s == "*") {
-            if !matches(&l.environment, ctx.environment.as_deref()) {
-                return Err(format!("meant for environment {}", l.environment.join("/")));
-            }
-            score += 2;
-        }
-        score += 3 * l.requires.len() as u32 + l.target_kinds.len().min(1) as u32;
-        Ok(score)
-    }
-
-    /// `list_available_actions`: action types with at least one fitting workflow, best first.
-    pub fn list_available_actions(
-        &self,
-        ctx: &SelectionContext,
-        offset: usize,
-        limit: usize,
-    ) -> Value {
-        let mut ranked: Vec<(u32, &ActionType, usize)> = self
-            .action_types
-            .iter()
-            .filter_map(|at| {
-                let scores: Vec<u32> = self
-                    .workflows
-                    .iter()
-                    .filter(|w| w.action_type == at.name)
-                    .filter_map(|w| self.fit(w, ctx).ok())
-                    .collect();
-                scores.iter().max().map(|best| (*best, at, scores.len()))
-            })
-            .collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
-        let total = ranked.len();
-        let items: Vec<Value> = ranked
-            .iter()
-            .skip(offset)
-            .take(limit)
-            .map(|(_, at, n)| {
-                json!({"name": at.name, "what": at.what, "whenToUse": at.when_to_use,
-                       "whenNotToUse": at.when_not_to_use, "workflow_count": n})
-            })
-            .collect();
-        json!({
-            "actionTypes": items,
-            "total": total,
-            "hasMore": offset + items.len() < total,
-            "cluster_context": cluster_context(&ctx.detected),
-        })
-    }
-
-    /// `list_workflows`: the fitting workflows of one action type, best first.
-    pub fn list_workflows(
-        &self,
-        action_type: &str,
-        ctx: &SelectionContext,
-        offset: usize,
-        limit: usize,
-    ) -> Value {
-        let mut ranked: Vec<(u32, &Workflow)> = self
-            .workflows
-            .iter()
-            .filter(|w| w.action_type == action_type)
-            .filter_map(|w| self.fit(w, ctx).ok().map(|s| (s, w)))
-            .collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
-        let total = ranked.len();
-        let items: Vec<Value> = ranked
-            .iter()
-            .skip(offset)
-            .take(limit)
-            .map(|(_, w)| {
-                json!({"workflow_id": w.id, "version": w.version, "description": w.description,
-                       "parameters": w.parameters.summary()})
-            })
-            .collect();
-        let mut out = json!({"action_type": action_type, "workflows": items, "total": total,
-                             "hasMore": offset + items.len() < total});
-        if self.action_type(action_type).is_none() {
-            out["error"] = json!(format!(
-                "unknown action type `{action_type}`; call list_available_actions"
-            ));
-        }
-        out
-    }
-
-    /// `get_workflow`: full details and the parameter schema (without the injected target
-    /// parameters, which the model must not set).
-    pub fn get_workflow(&self, id: &str) -> Value {
-        match self.workflow(id) {
-            None => json!({"error": format!("workflow `{id}` not found; call list_workflows")}),
-            Some(w) => json!({
-                "workflow_id": w.id, "version": w.version, "action_type": w.action_type,
-                "description": w.description, "parameters": w.parameters.for_model(),
-                "engine": match &w.engine {
-                    Engine::Builtin { steps } => json!({"type": "builtin", "steps": steps.iter().map(|s| s.action.clone()).collect::<Vec<_>>()}),
-                    Engine::Job { image, .. } => json!({"type": "job", "image": image}),
-                    Engine::Proposal { .. } => json!({"type": "proposal", "note": "proposes a change to a human; applies nothing"}),
-                },
-                "note": "TARGET_RESOURCE_KIND/NAME/NAMESPACE are filled by kubemedic from the verified root owner; do not set them.",
-            }),
-        }
-    }
-
-    /// Check a selection: the workflow exists and fits the context, and its parameters (with
-    /// the target parameters injected from the verified root owner) satisfy the schema.
-    /// Returns the full parameter set to execute with.
-    pub fn validate_selection(
-        &self,
-        workflow_id: &str,
-        parameters: &serde_json::Map<String, Value>,
-        root_owner: Option<&Target>,
-        ctx: &SelectionContext,
-    ) -> Result<serde_json::Map<String, Value>, SelectionError> {
-        let Some(w) = self.workflow(workflow_id) else {
-            return Err(SelectionError {
-                code: "workflow_not_found",
-                errors: vec![format!("workflow `{workflow_id}` is not in the catalog")],
-            });
-        };
-        if let Err(why) = self.fit(w, ctx) {
-            return Err(SelectionError {
-                code: "workflow_not_applicable",
-                errors: vec![format!(
-                    "workflow `{workflow_id}` does not fit this target: it {why}"
-                )],
-            });
-        }
-        let mut params = parameters.clone();
-        for p in TARGET_PARAMS {
-            params.remove(p);
-        }
-        if let Some(t) = root_owner {
-            params.insert("TARGET_RESOURCE_KIND".into(), json!(t.kind));
-            params.insert("TARGET_RESOURCE_NAME".into(), json!(t.name));
-            params.insert(
-                "TARGET_RESOURCE_NAMESPACE".into(),
-                json!(t.namespace.clone().unwrap_or_default()),
-            );
-        }
-        w.parameters
-            .validate(&mut params)
-            .map_err(|errors| SelectionError {
-                code: "parameter_validation_failed",
-                errors,
-            })?;
-        Ok(params)
-    }
-}
-
-/// Whether a detected label (by its contract name) is true.
-pub fn detected(d: &DetectedLabels, name: &str) -> bool {
-    match name {
-        "gitOpsManaged" => d.git_ops_managed,
-        "helmManaged" => d.helm_managed,
-        "pdbProtected" => d.pdb_protected,
-        "hpaEnabled" => d.hpa_enabled,
-        "stateful" => d.stateful,
-        "networkIsolated" => d.network_isolated,
-        "serviceMesh" => d.service_mesh,
-        "resourceQuotaConstrained" => d.resource_quota_constrained,
-        _ => false,
-    }
-}
-
-pub const LABEL_NAMES: &[&str] = &[
-    "gitOpsManaged",
-    "helmManaged",
-    "pdbProtected",
-    "hpaEnabled",
-    "stateful",
-    "networkIsolated",
-    "serviceMesh",
-    "resourceQuotaConstrained",
-];
-
-/// The `cluster_context` text of `list_available_actions`.
-pub fn cluster_context(d: &DetectedLabels) -> String {
-    let mut text = format!("Target: {}.", d.describe());
-    if d.git_ops_managed {
-        text.push_str(&format!(
-            " The target is managed by GitOps ({}): prefer git-based action types (GitRevert) — a direct patch would be reverted by the GitOps controller or fight it.",
-            d.git_ops_tool.as_deref().unwrap_or("unknown tool")
-        ));
-    }
-    if d.resource_quota_constrained && !d.quota_details.is_empty() {
-        let q: Vec<String> = d
-            .quota_details
-            .iter()
-            .map(|(r, u)| format!("{r} {}/{}", u.used, u.hard))
-            .collect();
-        text.push_str(&format!(" Namespace quota (used/hard): {}.", q.join(", ")));
-    }
-    if !d.failed_detections.is_empty() {
-        text.push_str(&format!(
-            " Unknown (detection failed): {}.",
-            d.failed_detections.join(", ")
-        ));
-    }
-    text
-}
-
-/// Structural checks of one workflow: (field, message) pairs.
-fn check_workflow(w: &Workflow) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    if w.id.trim().is_empty()
-        || !w
-            .id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
-    {
-        out.push((
-            "id".into(),
-            format!("`{}` must be non-empty, letters, digits, `-` and `.`", w.id),
-        ));
-    }
-    let parts: Vec<&str> = w.version.split('.').collect();
-    if parts.len() != 3 || parts.iter().any(|p| p.parse::<u32>().is_err()) {
-        out.push((
-            "version".into(),
-            format!("`{}` is not MAJOR.MINOR.PATCH", w.version),
-        ));
-    }
-    if w.description.trim().is_empty() {
-        out.push(("description".into(), "must not be empty".into()));
-    }
-    for (field, list) in [
-        ("labels.requires", &w.labels.requires),
-        ("labels.excludes", &w.labels.excludes),
-    ] {
-        for l in list {
-            if !LABEL_NAMES.contains(&l.as_str()) {
-                out.push((
-                    field.into(),
-                    format!(
-                        "unknown detected label `{l}`; known: {}",
-                        LABEL_NAMES.join(", ")
-                    ),
-                ));
-            }
-        }
-    }
-    for m in &w.labels.signal_modes {
-        if m != "reactive" && m != "proactive" {
-            out.push((
-                "labels.signalModes".into(),
-                format!("`{m}` is neither reactive nor proactive"),
-            ));
-        }
-    }
-    for (field, message) in w.parameters.check() {
-        out.push((format!("parameters.{field}"), message));
-    }
-    match &w.engine {
-        Engine::Builtin { steps } => {
-            if steps.is_empty() {
-                out.push((
-                    "engine.steps".into(),
-                    "a builtin engine needs at least one step".into(),
-                ));
-            }
-            for (i, s) in steps.iter().enumerate() {
-                match BuiltinAction::parse(&s.action) {
-                    None => out.push((
-                        format!("engine.steps[{i}].action"),
-                        format!(
-                            "unknown action `{}`; known: {}",
-                            s.action,
-                            BuiltinAction::names()
-                        ),
-                    )),
-                    Some(action) => {
-                        for (arg, problem) in check_args(action, &s.with) {
-                            out.push((format!("engine.steps[{i}].with.{arg}"), problem));
-                        }
-                    }
-                }
-                for (k, v) in &s.with {
-                    if let Some(text) = v.as_str() {
-                        for name in references(text) {
-                            if !w.parameters.properties.contains_key(&name) {
-                                out.push((
-                                    format!("engine.steps[{i}].with.{k}"),
-                                    format!("references `${{{name}}}`, which is not a parameter"),
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        Engine::Job {
-            image,
-            service_account,
-            ..
-        } => {
-            if image.trim().is_empty() {
-                out.push(("engine.image".into(), "must not be empty".into()));
-            }
-            if service_account.trim().is_empty() {
-                out.push((
-                    "engine.serviceAccount".into(),
-                    "a job runs with its own service account".into(),
-                ));
-            }
-        }
-        Engine::Proposal { template } => {
-            if template.trim().is_empty() {
-                out.push(("engine.template".into(), "must not be empty".into()));
-            }
-        }
-    }
-    out
-}
-
-/// `${NAME}` references in a string.
-pub fn references(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else { break };
-        out.push(after[..end].to_owned());
-        rest = &after[end + 1..];
-    }
-    out
-}
-
-/// The workflow's parameters with `TARGET_RESOURCE_*` taken from the verified root owner
-/// (whatever the selection said).
-pub fn parameters(selected: &Map<String, Value>, target: &Target) -> Map<String, Value> {
-    let mut p = selected.clone();
-    p.insert("TARGET_RESOURCE_KIND".into(), json!(target.kind));
-    p.insert("TARGET_RESOURCE_NAME".into(), json!(target.name));
-    p.insert(
-        "TARGET_RESOURCE_NAMESPACE".into(),
-        json!(target.namespace.clone().unwrap_or_default()),
-    );
-    p
-}
-
-/// `${NAME}` in step arguments: a whole-string reference takes the parameter's JSON value (a
-/// number stays a number); references inside text are replaced by the value's text.
-pub fn substitute(v: &Value, params: &Map<String, Value>) -> Value {
-    match v {
-        Value::String(s) => {
-            if let Some(name) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}'))
-                && !name.contains(['$', '{', '}'])
-            {
-                return params.get(name).cloned().unwrap_or(Value::Null);
-            }
-            let mut out = s.clone();
-            for (k, val) in params {
-                let text = match val {
-                    Value::String(t) => t.clone(),
-                    other => other.to_string(),
-                };
-                out = out.replace(&format!("${{{k}}}"), &text);
-            }
-            Value::String(out)
-        }
-        Value::Array(a) => Value::Array(a.iter().map(|x| substitute(x, params)).collect()),
-        Value::Object(o) => Value::Object(
-            o.iter()
-                .map(|(k, x)| (k.clone(), substitute(x, params)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::domain::Target;
 
     fn catalog() -> Catalog {
         Catalog::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows")).unwrap()

@@ -5,7 +5,7 @@
 //! It implements [`ClusterReader`] (same tools, same resource context as a live cluster) and
 //! [`ClusterWriter`], whose writes are recorded — and, on a snapshot made with
 //! [`SnapshotCluster::simulating`], applied, with the controllers and kubelets stood in for by
-//! [`super::simulate`]. [`capture`] makes one from a live cluster
+//! [`crate::cluster::simulate`]. [`capture`] makes one from a live cluster
 //! (objects, events, current and previous logs; never Secrets; values sanitised), so an incident
 //! can be replayed later by `kubemedic investigate --snapshot` and by the demo.
 
@@ -16,15 +16,17 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::obj::{self, str_at};
-use super::render::strip_noise;
-use super::selector::{Selector, field_matches};
-use super::simulate;
-use super::{
+use crate::cluster::obj::{self, str_at};
+use crate::cluster::selector::{Selector, field_matches};
+use crate::cluster::simulate;
+use crate::cluster::{
     ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, LogQuery, PatchType,
     ReadPolicy, ResourceInfo, Result, kinds,
 };
-use crate::redact::{sanitize_text, sanitize_value};
+
+mod capture;
+
+pub use capture::{CAPTURED_CLUSTER_KINDS, CAPTURED_KINDS, capture};
 
 pub const SNAPSHOT_API_VERSION: &str = "kubemedic.io/v1alpha1";
 
@@ -194,7 +196,7 @@ impl SnapshotCluster {
     }
 
     /// Apply the writes it is asked for and play the controllers and kubelets a real cluster
-    /// would run ([`super::simulate`]), at `clock`'s time. What `kubemedic demo` executes
+    /// would run ([`crate::cluster::simulate`]), at `clock`'s time. What `kubemedic demo` executes
     /// against; nothing of what the simulation produces is a real cluster's answer.
     pub fn simulating(mut self, clock: Arc<dyn crate::clock::Clock>) -> Self {
         self.simulation = Some(clock);
@@ -700,198 +702,6 @@ impl ClusterWriter for SnapshotCluster {
         });
         Ok(())
     }
-}
-
-/// An object as `kubectl get -o yaml` shows it, with its managed fields cut to who wrote it and
-/// when (a Node keeps which fields, so who set its taints stays visible). A workload keeps its
-/// last-applied configuration (the replicas and template it was declared with are evidence,
-/// e.g. of a workload scaled to zero by hand); everything is sanitised afterwards.
-fn captured(d: &Value) -> Value {
-    let kind = obj::kind(d);
-    let managed: Vec<Value> = obj::array(d, &["metadata", "managedFields"])
-        .iter()
-        .map(|m| {
-            let mut kept = serde_json::Map::new();
-            for key in ["manager", "operation", "time", "subresource"] {
-                if let Some(v) = m.get(key) {
-                    kept.insert(key.into(), v.clone());
-                }
-            }
-            if kind == "Node" {
-                kept.insert(
-                    "fieldsV1".into(),
-                    match obj::at(m, &["fieldsV1", "f:spec"]) {
-                        Some(f) => json!({"f:spec": f}),
-                        None => json!({}),
-                    },
-                );
-            }
-            Value::Object(kept)
-        })
-        .collect();
-    let mut v = if matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet") {
-        let mut v = d.clone();
-        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("managedFields");
-        }
-        v
-    } else {
-        strip_noise(d)
-    };
-    if !managed.is_empty()
-        && let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        meta.insert("managedFields".into(), Value::Array(managed));
-    }
-    v
-}
-
-/// Namespaced kinds a snapshot captures (Secrets never).
-pub const CAPTURED_KINDS: &[&str] = &[
-    "Pod",
-    "Deployment",
-    "ReplicaSet",
-    "StatefulSet",
-    "DaemonSet",
-    "ControllerRevision",
-    "Job",
-    "CronJob",
-    "Service",
-    "Endpoints",
-    "ConfigMap",
-    "PersistentVolumeClaim",
-    "PodDisruptionBudget",
-    "HorizontalPodAutoscaler",
-    "NetworkPolicy",
-    "ResourceQuota",
-    "LimitRange",
-    "Event",
-    "PodMetrics",
-];
-
-/// Cluster-scoped kinds a snapshot captures.
-pub const CAPTURED_CLUSTER_KINDS: &[&str] = &["Node", "PersistentVolume", "StorageClass"];
-
-/// Capture the given namespaces of a live cluster as snapshot YAML; none given: every
-/// namespace the reader may list (blocked ones are left out by its read policy). Kinds that
-/// cannot be read (forbidden, not served) are listed in the header and skipped.
-pub async fn capture(
-    reader: &dyn ClusterReader,
-    namespaces: &[String],
-    now: DateTime<Utc>,
-) -> Result<String> {
-    let mut docs: Vec<Value> = Vec::new();
-    let mut skipped: Vec<String> = Vec::new();
-    let version = reader.server_version().await?;
-    let ns_res = reader.resource("Namespace").await?;
-    let namespaces: Vec<String> = if namespaces.is_empty() {
-        reader
-            .list(&ns_res, None, &ListQuery::default())
-            .await
-            .map_err(|e| {
-                ClusterError::new(
-                    e.kind,
-                    format!("cannot list namespaces ({e}); name them with --namespace"),
-                )
-            })?
-            .iter()
-            .map(|n| obj::name(n).to_owned())
-            .collect()
-    } else {
-        namespaces.to_vec()
-    };
-    for ns in &namespaces {
-        match reader.get(&ns_res, None, ns).await {
-            Ok(o) => docs.push(o),
-            Err(e) if e.is_unreachable() => return Err(e),
-            Err(e) => skipped.push(format!("Namespace/{ns}: {e}")),
-        }
-        for kind in CAPTURED_KINDS {
-            let res = match reader.resource(kind).await {
-                Ok(r) => r,
-                Err(e) => {
-                    skipped.push(format!("{kind}: {e}"));
-                    continue;
-                }
-            };
-            match reader.list(&res, Some(ns), &ListQuery::default()).await {
-                Ok(items) => docs.extend(items),
-                Err(e) if e.is_unreachable() => return Err(e),
-                Err(e) => skipped.push(format!("{kind} in {ns}: {e}")),
-            }
-        }
-    }
-    for kind in CAPTURED_CLUSTER_KINDS {
-        match reader.resource(kind).await {
-            Ok(res) => match reader.list(&res, None, &ListQuery::default()).await {
-                Ok(items) => docs.extend(items),
-                Err(e) if e.is_unreachable() => return Err(e),
-                Err(e) => skipped.push(format!("{kind}: {e}")),
-            },
-            Err(e) => skipped.push(format!("{kind}: {e}")),
-        }
-    }
-    let mut logs: Vec<Value> = Vec::new();
-    for pod in docs.iter().filter(|d| obj::kind(d) == "Pod") {
-        let ns = obj::namespace(pod).unwrap_or("");
-        let name = obj::name(pod);
-        for status in obj::array(pod, &["status", "containerStatuses"]) {
-            let Some(container) = str_at(status, &["name"]) else {
-                continue;
-            };
-            let restarted = obj::i64_at(status, &["restartCount"]).unwrap_or(0) > 0
-                || obj::at(status, &["lastState", "terminated"]).is_some();
-            for previous in [false, true] {
-                if previous && !restarted {
-                    continue;
-                }
-                let q = LogQuery {
-                    container: Some(container.to_owned()),
-                    previous,
-                    tail_lines: Some(500),
-                    since_seconds: None,
-                };
-                match reader.logs(ns, name, &q).await {
-                    Ok(text) => logs.push(json!({
-                        "apiVersion": SNAPSHOT_API_VERSION,
-                        "kind": "PodLogs",
-                        "metadata": {"namespace": ns, "name": name},
-                        "container": container,
-                        "previous": previous,
-                        "text": sanitize_text(&text),
-                    })),
-                    Err(e) if e.is_unreachable() => return Err(e),
-                    Err(_) => {}
-                }
-            }
-        }
-    }
-    let header = json!({
-        "apiVersion": SNAPSHOT_API_VERSION,
-        "kind": "SnapshotInfo",
-        "serverVersion": version,
-        "capturedAt": now.to_rfc3339(),
-        "namespaces": namespaces,
-        "skipped": skipped,
-    });
-    let mut out =
-        String::from("# kubemedic cluster snapshot (Secrets never captured; values sanitised)\n");
-    for doc in std::iter::once(header)
-        .chain(
-            docs.iter()
-                .filter(|d| obj::kind(d) != "Secret")
-                .map(|d| sanitize_value(&captured(d))),
-        )
-        .chain(logs)
-    {
-        out.push_str("---\n");
-        out.push_str(
-            &serde_saphyr::to_string(&doc).map_err(|e| {
-                ClusterError::new(ErrorKind::Other, format!("cannot write YAML: {e}"))
-            })?,
-        );
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
