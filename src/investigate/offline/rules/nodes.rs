@@ -1,0 +1,124 @@
+//! Rules about nodes: a node that is Ready again, one that is not, and pods wedged in an
+//! exhausted runtime state.
+
+use super::*;
+
+/// Log lines that say a process's runtime state is exhausted or wedged (quoted as evidence).
+const WEDGED: &[&str] = &[
+    "too many open files",
+    "connection pool exhausted",
+    "pool exhausted",
+    "deadlock detected",
+    "no more connections",
+    "out of file descriptors",
+    "timed out waiting for a connection from the pool",
+];
+
+pub(super) fn node_ready(f: &Facts) -> Option<Diagnosis> {
+    let node = &f.node;
+    if f.kind() != "Node" || node.ready != "True" || !node.pressure.is_empty() {
+        return None;
+    }
+    let mut d = Diagnosis::new(
+        "NodeHealthy",
+        format!("Node {} is Ready with no pressure conditions", node.name),
+    );
+    d.outcome = InvestigationOutcome::ProblemResolved;
+    d.confidence = 0.8;
+    d.target = f.target.clone();
+    Some(d)
+}
+
+pub(super) fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
+    if f.kind() != "Node" {
+        return None;
+    }
+    let node = &f.node;
+    let total = f.nodes.len();
+    let not_ready: Vec<&str> = f
+        .nodes
+        .iter()
+        .filter(|n| n.not_ready)
+        .map(|n| n.name.as_str())
+        .collect();
+    let count = if total > 0 {
+        format!(" ({} of {total} nodes not ready)", not_ready.len())
+    } else {
+        String::new()
+    };
+    let state = if node.ready == "True" {
+        format!("Ready but under {}", node.pressure.join(", "))
+    } else if node.pressure.is_empty() {
+        "NotReady".to_owned()
+    } else {
+        format!("NotReady with {}", node.pressure.join(", "))
+    };
+    let mut d = Diagnosis::new(
+        "NodeNotReady",
+        format!("Node {} is {state}{count}", node.name),
+    );
+    d.factors.push(format!("Ready={}", node.ready));
+    if !node.ready_message.is_empty() {
+        d.factors.push(format!("kubelet: {}", node.ready_message));
+    }
+    if !not_ready.is_empty() {
+        d.factors.push(format!("not ready: {}", listed(&not_ready)));
+    }
+    d.target = f.target.clone();
+    d.severity = "critical";
+    // With a third of the nodes down the problem is the cluster's, not this node's.
+    if total >= 2 && not_ready.len() * 3 > total {
+        d.human = Some(format!(
+            "{} of {total} nodes are not ready ({}): a cluster-wide problem (network, control plane, a bad node image); draining {} would not help",
+            not_ready.len(),
+            listed(&not_ready),
+            node.name
+        ));
+        d.confidence = 0.75;
+    } else {
+        d.confidence = 0.8;
+        d.proposal = proposal("CordonDrainNode", json!({}), "");
+    }
+    Some(d)
+}
+
+/// Running pods, not crashing, whose readiness fails with a wedged-state error in their logs,
+/// the spec unchanged: a rolling restart clears it.
+pub(super) fn wedged_runtime(f: &Facts) -> Option<Diagnosis> {
+    let failing: Vec<_> = f.failing_pods().collect();
+    if failing.is_empty() || f.rollout.is_some() {
+        return None;
+    }
+    let running_not_crashing = failing
+        .iter()
+        .all(|p| p.status == "Running" && p.termination.is_none());
+    let line = f.first_error_line.as_deref()?;
+    let lower = line.to_ascii_lowercase();
+    let signature = WEDGED.iter().find(|w| lower.contains(*w))?;
+    if !running_not_crashing || !matches!(f.kind(), "Deployment" | "StatefulSet" | "DaemonSet") {
+        return None;
+    }
+    let mut d = Diagnosis::new(
+        "WedgedRuntime",
+        format!(
+            "{} of {} pods of {} run but are not ready, wedged ({signature}); the spec is unchanged",
+            failing.len(),
+            f.pods.len(),
+            f.target_text()
+        ),
+    );
+    d.factors = f.failure_descriptions();
+    d.factors.push(format!("last error in the logs: {line}"));
+    d.factors.extend(
+        f.failing_warnings()
+            .filter(|w| w.reason == "Unhealthy")
+            .map(|w| w.message.clone())
+            .take(2),
+    );
+    d.confidence = 0.72;
+    d.severity = "medium";
+    d.target = f.target.clone();
+    d.proposal = proposal("RestartDeployment", json!({}), "");
+    d.analysis = "The processes run but their runtime state is exhausted; the spec and image are unchanged, so a fresh process clears it. If it recurs, the leak needs a fix.".into();
+    Some(d)
+}

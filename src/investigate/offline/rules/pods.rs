@@ -1,0 +1,323 @@
+//! Rules about a workload's pods and containers: OOM kills, configuration and image errors,
+//! pods stuck terminating or creating, crash loops, failing readiness, one pod failing where
+//! its siblings run, CPU throttling.
+
+use super::*;
+
+/// Out of memory: raise the limit by a bounded factor.
+pub(super) fn oomkilled(f: &Facts) -> Option<Diagnosis> {
+    let t = f.first_failing()?.termination.as_ref()?;
+    let killed_by_kernel =
+        t.exit_code == 137 && f.failing_warnings().any(|w| w.reason == "OOMKilling");
+    if t.reason != "OOMKilled" && !killed_by_kernel {
+        return None;
+    }
+    let container = &t.container;
+    let mut d = Diagnosis::new(
+        "OOMKilled",
+        format!(
+            "Container {container} of {} is killed for exceeding its memory limit (OOMKilled, exit code {})",
+            f.target_text(),
+            t.exit_code
+        ),
+    );
+    d.factors = f.failure_descriptions();
+    d.target = f.target.clone();
+    d.severity = "high";
+    let limit = f.limit(container, "memory");
+    match limit
+        .as_deref()
+        .and_then(|l| quantity::raised_memory(l, 1.5))
+    {
+        Some(new_limit) => {
+            let old = limit.as_deref().unwrap_or("");
+            d.factors.push(format!(
+                "memory limit {old} → proposed {new_limit} (x1.5, bounded)"
+            ));
+            if let Some(problem) = quota_problem(f, limit.as_deref().unwrap_or("0"), &new_limit) {
+                d.human = Some(format!(
+                    "container {container} of {}: {problem}",
+                    f.target_text()
+                ));
+                d.factors.push(problem);
+                d.confidence = 0.8;
+            } else {
+                d.confidence = 0.85;
+                d.proposal = proposal(
+                    "IncreaseMemoryLimits",
+                    json!({"CONTAINER": container, "MEMORY_LIMIT": new_limit}),
+                    format!("raise the memory limit of container {container} to {new_limit}"),
+                );
+            }
+        }
+        None => {
+            d.human = Some(format!(
+                "container {container} of {} has no memory limit to raise, so the node or its neighbours are short of memory: look at node {}",
+                f.target_text(),
+                f.first_failing()
+                    .and_then(|p| p.node.as_deref())
+                    .unwrap_or("(unknown)")
+            ));
+            d.confidence = 0.7;
+        }
+    }
+    Some(d)
+}
+
+/// Missing configuration: a human must create it (Secrets are never read).
+pub(super) fn create_container_config_error(f: &Facts) -> Option<Diagnosis> {
+    let w = f.first_failing()?.waiting.as_ref()?;
+    if w.reason != "CreateContainerConfigError" {
+        return None;
+    }
+    let detail = f
+        .failing_warnings()
+        .map(|w| w.message.clone())
+        .find(|m| m.contains("not found") || m.contains("couldn't find"))
+        .unwrap_or_else(|| w.message.clone());
+    let mut d = Diagnosis::new(
+        "CreateContainerConfigError",
+        format!("Pods of {} cannot start: {detail}", f.target_text()),
+    );
+    d.factors = f.failure_descriptions();
+    d.factors.push(
+        "kubemedic may not read Secrets, so it cannot tell whether the configuration was deleted, renamed, never created or lacks a key".into(),
+    );
+    // The failure is plain; its cause is not: what happened to the configuration is beyond
+    // what kubemedic may see. Inconclusive, and a human decides.
+    d.outcome = InvestigationOutcome::Inconclusive;
+    d.confidence = 0.6;
+    d.target = f.target.clone();
+    d.human = Some(format!(
+        "pod {} of {} cannot start: missing configuration ({detail}); kubemedic neither reads nor creates Secrets or configuration — a human must provide it",
+        f.first_failing().map_or("", |p| p.name.as_str()),
+        f.target_text()
+    ));
+    Some(d)
+}
+
+/// The image cannot be pulled, and no rollout to undo.
+pub(super) fn imagepullbackoff(f: &Facts) -> Option<Diagnosis> {
+    let w = f.first_failing()?.waiting.as_ref()?;
+    if !matches!(
+        w.reason.as_str(),
+        "ImagePullBackOff" | "ErrImagePull" | "InvalidImageName"
+    ) {
+        return None;
+    }
+    let detail = f
+        .failing_warnings()
+        .map(|w| w.message.clone())
+        .find(|m| m.to_ascii_lowercase().contains("pull"))
+        .unwrap_or_else(|| w.message.clone());
+    let mut d = Diagnosis::new(
+        "ImagePullBackOff",
+        format!(
+            "The image of {} cannot be pulled: {}",
+            f.target_text(),
+            detail.chars().take(200).collect::<String>()
+        ),
+    );
+    d.factors = f.failure_descriptions();
+    d.confidence = 0.8;
+    d.target = f.target.clone();
+    d.human = Some(format!(
+        "the image of {} ({}) cannot be pulled and no recent rollout can be undone: a human must fix the image reference, the registry or the pull credentials",
+        f.target_text(),
+        f.failing_pods()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Some(d)
+}
+
+/// Stuck terminating on finalizers.
+pub(super) fn terminating_stuck(f: &Facts) -> Option<Diagnosis> {
+    let p = f
+        .pods
+        .iter()
+        .find(|p| p.deleting_for.is_some_and(|a| a > Duration::minutes(10)))?;
+    let finalizers = p.finalizers.join(", ");
+    let mut d = Diagnosis::new(
+        "TerminatingStuck",
+        format!(
+            "Pod {} has been terminating for over 10 minutes (finalizers: {finalizers})",
+            p.name
+        ),
+    );
+    d.confidence = 0.85;
+    d.target = f.target.clone();
+    d.human = Some(format!(
+        "pod {} waits on the finalizer(s) {finalizers}: check the controller that owns them; removing them by force can leak external resources",
+        p.name
+    ));
+    Some(d)
+}
+
+/// One pod stuck creating while its siblings run: replace it.
+pub(super) fn containercreating_stuck(f: &Facts) -> Option<Diagnosis> {
+    let p = f.pods.iter().find(|p| {
+        p.status == "ContainerCreating" && p.starting_for.is_some_and(|a| a > Duration::minutes(5))
+    })?;
+    let mount_problem = p
+        .warnings
+        .first()
+        .map(|w| format!("{}: {}", w.reason, w.message))
+        .unwrap_or_default();
+    let others_ok = f.pods.iter().any(|o| o.name != p.name && o.healthy);
+    let mut d = Diagnosis::new(
+        "ContainerCreatingStuck",
+        format!(
+            "Pod {} is stuck in ContainerCreating ({mount_problem})",
+            p.name
+        ),
+    );
+    d.target = f.target.clone();
+    // A bare pod has no controller to recreate it.
+    if others_ok && f.kind() != "Pod" {
+        d.confidence = 0.75;
+        d.proposal = proposal("DeletePod", json!({"POD_NAME": p.name}), "");
+    } else {
+        d.confidence = 0.6;
+        d.human = Some(format!(
+            "pod {} of {} is stuck in ContainerCreating with no healthy sibling to fall back on ({mount_problem}); the storage or node needs a human",
+            p.name,
+            f.target_text()
+        ));
+    }
+    Some(d)
+}
+
+/// A crash loop with no recent change: the evidence does not say why. Do not guess.
+pub(super) fn crashloopbackoff(f: &Facts) -> Option<Diagnosis> {
+    let p = f.first_failing()?;
+    let t = p.termination.as_ref()?;
+    let mut d = Diagnosis::new(
+        "CrashLoopBackOff",
+        format!(
+            "Container {} of {} exits ({}, exit code {}) and restarts; no recent change explains it — look at the previous log of pod {}{}",
+            t.container,
+            f.target_text(),
+            t.reason,
+            t.exit_code,
+            p.name,
+            f.first_error_line
+                .as_deref()
+                .map(|l| format!(" (last error: {l})"))
+                .unwrap_or_default()
+        ),
+    );
+    d.factors = f.failure_descriptions();
+    if let Some(line) = &f.first_error_line {
+        d.factors.push(format!("last error in the logs: {line}"));
+    }
+    if let Some(why) = &f.rollout_rejected {
+        d.factors.push(format!("not the last rollout: {why}"));
+    }
+    d.outcome = InvestigationOutcome::Inconclusive;
+    d.confidence = 0.4;
+    d.target = f.target.clone();
+    d.analysis = "The spec has not changed recently and the container is not killed for memory: a restart or a rollback would not address an application failure whose cause the evidence does not determine.".into();
+    Some(d)
+}
+
+/// Probes failing on running containers.
+pub(super) fn readiness_probe_failing(f: &Facts) -> Option<Diagnosis> {
+    let unhealthy = |reason: &str| reason == "Unhealthy";
+    if !f
+        .failing_warnings()
+        .any(|w| unhealthy(&w.reason) && w.message.to_ascii_lowercase().contains("probe"))
+    {
+        return None;
+    }
+    let mut d = Diagnosis::new(
+        "ReadinessProbeFailing",
+        format!("Pods of {} run but fail their probes", f.target_text()),
+    );
+    d.factors = f
+        .failing_warnings()
+        .filter(|w| unhealthy(&w.reason))
+        .map(|w| w.message.clone())
+        .take(3)
+        .collect();
+    d.outcome = InvestigationOutcome::Inconclusive;
+    d.confidence = 0.5;
+    d.target = f.target.clone();
+    Some(d)
+}
+
+/// CPU throttling at the limit, when the alert is about it.
+pub(super) fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
+    if !f.alert.name.contains("throttl") {
+        return None;
+    }
+    let container = f
+        .alert
+        .container
+        .clone()
+        .or_else(|| f.template_container.clone())
+        .unwrap_or_default();
+    let limit = f.limit(&container, "cpu");
+    let mut d = Diagnosis::new(
+        "CPUThrottling",
+        format!(
+            "Container {container} of {} is CPU-throttled at its limit {}",
+            f.target_text(),
+            limit.as_deref().unwrap_or("(none)")
+        ),
+    );
+    d.target = f.target.clone();
+    match limit.as_deref().and_then(|l| quantity::raised_cpu(l, 1.5)) {
+        Some(new_limit) => {
+            d.confidence = 0.72;
+            d.severity = "medium";
+            d.proposal = proposal(
+                "IncreaseCPULimits",
+                json!({"CONTAINER": container, "CPU_LIMIT": new_limit}),
+                format!("raise the CPU limit of {container} to {new_limit}"),
+            );
+        }
+        None => {
+            d.outcome = InvestigationOutcome::NotActionable;
+            d.confidence = 0.7;
+        }
+    }
+    Some(d)
+}
+
+/// One pod fails while its siblings of the same revision run: node-local or ephemeral state.
+/// Replacing that pod is proportionate; nothing in the spec is wrong.
+pub(super) fn lone_pod_failure(f: &Facts) -> Option<Diagnosis> {
+    let l = f.lone_failure.as_ref()?;
+    if f.kind() == "Pod" {
+        return None;
+    }
+    let mut d = Diagnosis::new(
+        "LonePodFailure",
+        format!(
+            "Pod {} of {} fails while its {} sibling(s) of the same revision run healthy",
+            l.pod,
+            f.target_text(),
+            l.siblings
+        ),
+    );
+    d.factors.push(l.description.clone());
+    if let Some(node) = &l.node {
+        let elsewhere = !l.sibling_nodes.iter().any(|n| n == node);
+        d.factors.push(format!(
+            "it runs on node {node}; its healthy siblings on {}{}",
+            listed(&l.sibling_nodes),
+            if elsewhere { " (other nodes)" } else { "" }
+        ));
+    }
+    if let Some(line) = &f.first_error_line {
+        d.factors.push(format!("last error in the logs: {line}"));
+    }
+    d.confidence = if l.siblings >= 2 { 0.75 } else { 0.7 };
+    d.severity = "medium";
+    d.target = f.target.clone();
+    d.proposal = proposal("DeletePod", json!({"POD_NAME": l.pod}), "");
+    d.analysis = "The same spec runs healthy in its siblings, so the spec is not the cause; the failure is local to this pod (its node or its ephemeral state), and a replacement pod starts clean.".into();
+    Some(d)
+}

@@ -1,0 +1,172 @@
+//! Proactive rules: a volume predicted to fill, memory predicted to run out.
+
+use super::*;
+
+pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
+    let name = &f.alert.name;
+    let about_storage = f.kind() == "PersistentVolumeClaim"
+        || name.contains("disk")
+        || name.contains("volume")
+        || name.contains("pvc");
+    if !(f.alert.proactive && about_storage) {
+        return None;
+    }
+    let claim = &f.claim;
+    let class = &claim.class;
+    let mut d = Diagnosis::new(
+        "PVCFillPredicted",
+        format!(
+            "PersistentVolumeClaim {} ({}) is predicted to fill up",
+            claim.name, claim.capacity
+        ),
+    );
+    d.target = f.target.clone();
+    d.severity = "medium";
+    // The cluster contradicts the forecast when the claim is already being grown: its
+    // request is above its capacity, so the volume the prediction was made on is going away.
+    let growing = match (
+        quantity::memory_bytes(&claim.capacity),
+        quantity::memory_bytes(&claim.requested),
+    ) {
+        (Some(capacity), Some(requested)) => requested > capacity,
+        _ => false,
+    };
+    if growing {
+        d.summary = format!(
+            "PersistentVolumeClaim {} is already being expanded from {} to {}: the fill was predicted on the smaller volume",
+            claim.name, claim.capacity, claim.requested
+        );
+        d.factors.push(format!(
+            "requested {} above capacity {} (expansion under way)",
+            claim.requested, claim.capacity
+        ));
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.confidence = 0.8;
+        d.severity = "low";
+        return Some(d);
+    }
+    match quantity::memory_bytes(&claim.capacity) {
+        Some(_) if claim.expandable != Some(true) => {
+            d.confidence = 0.8;
+            d.factors.push(format!(
+                "storage class {class} does not allow volume expansion"
+            ));
+            d.human = Some(format!(
+                "PersistentVolumeClaim {} is on the storage class {class}, which cannot expand volumes; its data must be cleaned up or migrated by a human",
+                claim.name
+            ));
+        }
+        Some(bytes) if !class.is_empty() => {
+            let new_size = quantity::format_gi((bytes as f64 * 1.5).ceil() as u128);
+            d.factors.push(format!(
+                "storage class {class}; proposed size {new_size} (x1.5)"
+            ));
+            d.confidence = 0.8;
+            d.proposal = proposal(
+                "ExpandPVC",
+                json!({"PVC_NAME": claim.name, "NEW_SIZE": new_size}),
+                format!("grow the claim {} to {new_size}", claim.name),
+            );
+        }
+        _ => {
+            d.confidence = 0.6;
+            d.human = Some(format!(
+                "the size or storage class of PersistentVolumeClaim {} is unknown; a human must decide how to grow or clean it",
+                claim.name
+            ));
+        }
+    }
+    Some(d)
+}
+
+/// Memory exhaustion predicted: compare usage with the limit.
+pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
+    if !f.alert.proactive {
+        return None;
+    }
+    let target = f.target.clone();
+    let subject = f.target_text();
+    let Some(container) = f.template_container.clone() else {
+        let mut d = Diagnosis::new(
+            "MemoryExhaustionPredicted",
+            "The predicted workload has no containers to assess",
+        );
+        d.outcome = InvestigationOutcome::InsufficientData;
+        d.confidence = 0.3;
+        d.target = target;
+        return Some(d);
+    };
+    let limit = f.limit(&container, "memory");
+    let usage = f.memory_peaks.get(&container).copied();
+    let oom_restarts = f.pods.iter().any(|p| {
+        p.termination
+            .as_ref()
+            .is_some_and(|t| t.reason == "OOMKilled")
+    });
+    let mut d = Diagnosis::new("MemoryExhaustionPredicted", String::new());
+    d.target = target;
+    let (Some(limit), Some(used)) = (limit.clone(), usage) else {
+        if oom_restarts {
+            d.summary = format!(
+                "Memory exhaustion of {subject} is predicted and containers are already OOMKilled"
+            );
+            d.confidence = 0.75;
+            if let Some(new_limit) = limit
+                .as_deref()
+                .and_then(|l| quantity::raised_memory(l, 1.5))
+            {
+                d.proposal = proposal(
+                    "IncreaseMemoryLimits",
+                    json!({"CONTAINER": container, "MEMORY_LIMIT": new_limit}),
+                    format!("raise the memory limit of {container} to {new_limit}"),
+                );
+            }
+            return Some(d);
+        }
+        d.summary = format!(
+            "The memory use of container {container} of {subject} cannot be compared with its limit ({}): check its memory graph against the limit before acting on the prediction",
+            match (&limit, usage) {
+                (None, _) => "it has no memory limit".to_owned(),
+                (Some(l), None) => format!("no metrics API to read its use against the {l} limit"),
+                (Some(_), Some(_)) => "unknown".to_owned(),
+            }
+        );
+        d.outcome = InvestigationOutcome::InsufficientData;
+        d.confidence = 0.4;
+        return Some(d);
+    };
+    let limit_bytes = quantity::memory_bytes(&limit).unwrap_or(u128::MAX);
+    let ratio = used as f64 / limit_bytes as f64;
+    d.factors.push(format!(
+        "container {container} uses {} of its {limit} limit ({:.0}%)",
+        quantity::format_mi(used),
+        ratio * 100.0
+    ));
+    if ratio >= 0.8 || oom_restarts {
+        let new_limit = quantity::raised_memory(&limit, 1.5).unwrap_or(limit.clone());
+        d.summary = format!(
+            "{subject} will reach its memory limit: container {container} already uses {:.0}% of {limit}",
+            ratio * 100.0
+        );
+        d.confidence = 0.8;
+        d.severity = "medium";
+        if let Some(problem) = quota_problem(f, &limit, &new_limit) {
+            d.human = Some(format!("container {container} of {subject}: {problem}"));
+        } else {
+            d.proposal = proposal(
+                "IncreaseMemoryLimits",
+                json!({"CONTAINER": container, "MEMORY_LIMIT": new_limit}),
+                format!("raise the memory limit of {container} to {new_limit}"),
+            );
+        }
+    } else {
+        d.summary = format!(
+            "The prediction is unlikely to materialise soon: {subject} uses {:.0}% of its memory limit",
+            ratio * 100.0
+        );
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.confidence = 0.8;
+        d.severity = "low";
+    }
+    Some(d)
+}

@@ -1,0 +1,207 @@
+//! Pods that cannot be scheduled: short of resources, an untolerated taint, other constraints.
+
+use super::*;
+
+/// The cluster lacks capacity for what the pod requests.
+pub(super) fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
+    let u = f.unschedulable.as_ref()?;
+    let lower = u.message.to_ascii_lowercase();
+    let too_big = u
+        .blockers
+        .iter()
+        .find(|(b, _)| matches!(b, Blocker::TooBig { .. }));
+    let insufficient = lower.contains("insufficient") || lower.contains("too many pods");
+    if !insufficient && too_big.is_none() {
+        return None;
+    }
+    let requests: Vec<String> = u.requests.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let why = match too_big {
+        Some((
+            Blocker::TooBig {
+                resource,
+                requested,
+                ..
+            },
+            nodes,
+        )) => format!(
+            "it requests {requested} {resource}, more than {} of {} nodes can allocate at all ({})",
+            nodes.len(),
+            u.nodes_total,
+            listed(
+                &f.nodes
+                    .iter()
+                    .filter_map(|n| n
+                        .allocatable
+                        .get(resource)
+                        .map(|a| format!("{}: {a}", n.name)))
+                    .collect::<Vec<_>>()
+            )
+        ),
+        _ => format!(
+            "the scheduler reports {} (it requests {})",
+            u.message.trim_end_matches('.'),
+            if requests.is_empty() {
+                "nothing".into()
+            } else {
+                requests.join(", ")
+            }
+        ),
+    };
+    let mut d = Diagnosis::new(
+        "PendingInsufficientResources",
+        format!("Pod {} cannot be scheduled: {why}", u.pod),
+    );
+    if !u.message.is_empty() {
+        d.factors.push(format!("scheduler: {}", u.message));
+    }
+    d.confidence = 0.85;
+    d.target = f.target.clone();
+    d.human = Some(format!(
+        "pod {} of {} does not fit: {why}; add nodes with that capacity or lower the requests",
+        u.pod,
+        f.target_text()
+    ));
+    Some(d)
+}
+
+/// The nodes carry a taint the pod does not tolerate: remove it, unless Kubernetes set it or
+/// it reserves nodes on purpose.
+pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
+    let u = f.unschedulable.as_ref()?;
+    // From the nodes and the pod's tolerations; else from the scheduler's message.
+    let computed = u.blockers.iter().find_map(|(b, nodes)| match b {
+        Blocker::Taint { key, value, effect } => Some((
+            key.clone(),
+            value.clone(),
+            Some(effect.clone()),
+            nodes.clone(),
+        )),
+        _ => None,
+    });
+    let (key, value, effect, nodes) = match computed {
+        Some(c) => c,
+        None => {
+            let (k, v) = u.taint.clone()?;
+            let nodes: Vec<String> = f
+                .nodes
+                .iter()
+                .filter(|n| n.taints.iter().any(|t| t.key == k))
+                .map(|n| n.name.clone())
+                .collect();
+            (k, v, None, nodes)
+        }
+    };
+    let effect = effect
+        .or_else(|| {
+            f.nodes
+                .iter()
+                .flat_map(|n| &n.taints)
+                .find(|t| t.key == key)
+                .map(|t| t.effect.clone())
+        })
+        .unwrap_or_else(|| "NoSchedule".into());
+    let taint = if value.is_empty() {
+        format!("{key}:{effect}")
+    } else {
+        format!("{key}={value}:{effect}")
+    };
+    // Nodes the taint keeps the pod off for no other reason.
+    let only_taint: Vec<&String> = nodes
+        .iter()
+        .filter(|n| {
+            u.blockers
+                .iter()
+                .filter(|(_, ns)| ns.contains(n))
+                .all(|(b, _)| matches!(b, Blocker::Taint { key: k, .. } if *k == key))
+        })
+        .collect();
+    // The taint decides only where it is all that keeps the pod off a node; otherwise the
+    // other constraints say more (below).
+    if only_taint.is_empty() && !u.blockers.is_empty() {
+        return None;
+    }
+    let mut d = Diagnosis::new(
+        "PendingSchedulingConstraints",
+        format!(
+            "Pod {} cannot be scheduled: {} of {} nodes carry the taint {taint}, which it does not tolerate ({})",
+            u.pod,
+            nodes.len(),
+            u.nodes_total.max(nodes.len()),
+            listed(&nodes)
+        ),
+    );
+    if !u.message.is_empty() {
+        d.factors.push(format!("scheduler: {}", u.message));
+    }
+    for (b, ns) in &u.blockers {
+        d.factors.push(format!("{}: {b}", listed(ns)));
+    }
+    let deliberate =
+        key.starts_with("node.kubernetes.io/") || key.starts_with("node-role.kubernetes.io/");
+    match only_taint.first() {
+        Some(node) if !deliberate => {
+            d.confidence = 0.75;
+            d.target = Some(Target::new("Node", (*node).clone(), None));
+            d.proposal = proposal(
+                "RemoveNodeTaint",
+                json!({"TAINT_KEY": key, "TAINT_EFFECT": effect}),
+                "",
+            );
+        }
+        _ => {
+            d.confidence = 0.7;
+            d.target = f.target.clone();
+            d.human = Some(if deliberate {
+                format!(
+                    "the taint {taint} on {} is set by Kubernetes or marks a node role; a human must decide whether pod {} should tolerate it",
+                    listed(&nodes),
+                    u.pod
+                )
+            } else {
+                format!(
+                    "the taint {taint} on {} is not the only thing keeping pod {} off those nodes; a human must decide",
+                    listed(&nodes),
+                    u.pod
+                )
+            });
+        }
+    }
+    Some(d)
+}
+
+/// Selectors, affinity or cordoned nodes keep the pod off every node: say exactly which.
+pub(super) fn pending_scheduling_constraints(f: &Facts) -> Option<Diagnosis> {
+    let u = f.unschedulable.as_ref()?;
+    let causes: Vec<String> = u
+        .blockers
+        .iter()
+        .map(|(b, nodes)| {
+            if nodes.len() == u.nodes_total && u.nodes_total > 1 {
+                format!("all {} nodes: {b}", u.nodes_total)
+            } else {
+                format!("{}: {b}", listed(nodes))
+            }
+        })
+        .collect();
+    let why = if causes.is_empty() {
+        u.message.clone()
+    } else {
+        causes.join("; ")
+    };
+    let mut d = Diagnosis::new(
+        "PendingSchedulingConstraints",
+        format!("Pod {} cannot be scheduled: {why}", u.pod),
+    );
+    if !u.message.is_empty() {
+        d.factors.push(format!("scheduler: {}", u.message));
+    }
+    d.factors.extend(causes);
+    d.confidence = 0.7;
+    d.target = f.target.clone();
+    d.human = Some(format!(
+        "pod {} of {} fits no node ({why}); a human must change its nodeSelector, affinity or tolerations, or label or uncordon a node",
+        u.pod,
+        f.target_text()
+    ));
+    Some(d)
+}

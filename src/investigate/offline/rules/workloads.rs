@@ -1,0 +1,441 @@
+//! Rules about the workload and what it depends on: an unreachable dependency, a rollout
+//! regression, healthy again, an HPA at its maximum, a PDB that blocks evictions, scaled to zero.
+
+use super::*;
+
+pub(super) fn service_unreachable(f: &Facts) -> Option<Diagnosis> {
+    if f.kind() != "Service" {
+        return None;
+    }
+    let svc = &f.service;
+    let mut d = Diagnosis::new("ServiceUnreachable", String::new());
+    d.target = f.target.clone();
+    d.confidence = 0.85;
+    if f.pods.is_empty() {
+        let selector_text: Vec<String> = svc
+            .selector
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        d.summary = format!(
+            "Service {} has no endpoints: its selector {} matches no pods",
+            svc.name,
+            selector_text.join(",")
+        );
+        // Pods that carry the selector's keys with other values: the likely mismatch.
+        d.factors = f
+            .namespace_pods
+            .iter()
+            .filter(|p| p.labels.keys().any(|k| svc.selector.contains_key(k)))
+            .map(|p| {
+                format!(
+                    "pod {} has {}",
+                    p.name,
+                    p.labels
+                        .iter()
+                        .filter(|(k, _)| svc.selector.contains_key(*k))
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            })
+            .take(3)
+            .collect();
+        d.human = Some(format!(
+            "the selector {} of Service {} matches no pod{}; a human must fix the Service or the pod labels",
+            selector_text.join(","),
+            svc.name,
+            if d.factors.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", d.factors.join("; "))
+            }
+        ));
+    } else {
+        let ready = f.pods.iter().filter(|p| p.healthy).count();
+        d.summary = format!(
+            "Service {}: {ready} of {} selected pods are ready",
+            svc.name,
+            f.pods.len()
+        );
+        d.factors = f
+            .pods
+            .iter()
+            .filter(|p| !p.healthy)
+            .map(|p| p.description.clone())
+            .take(3)
+            .collect();
+        d.outcome = InvestigationOutcome::Inconclusive;
+        d.confidence = 0.5;
+    }
+    Some(d)
+}
+
+/// A recent rollout broke it: roll back (whatever the alert's text says). The previous
+/// revision is judged healthy from its live pods, or — when none are left (Recreate, a
+/// completed rolling update) — from how long it served, when the new revision appeared and
+/// when the failures began.
+pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
+    let r = f.rollout.as_ref()?;
+    let (current, previous) = (&r.current, &r.previous);
+    let target = f.workload_target().or_else(|| f.target.clone());
+    let target_text = target.as_ref().map(ToString::to_string).unwrap_or_default();
+    let mut d = Diagnosis::new(
+        "RolloutRegression",
+        format!(
+            "The rollout to revision {} ({}) broke {target_text}: its pods fail while revision {} ({}) ran healthy",
+            current.number, current.images, previous.number, previous.images
+        ),
+    );
+    d.factors.push(format!(
+        "revision {} ({}) rolled out {} min before this investigation{}",
+        current.number,
+        current.images,
+        r.age_minutes,
+        r.strategy
+            .as_deref()
+            .map(|s| format!(" ({s} strategy)"))
+            .unwrap_or_default()
+    ));
+    d.factors.extend(r.new_pods.iter().cloned());
+    d.confidence = 0.9;
+    match &r.previous_health {
+        PreviousHealth::Serving(n) => d.factors.push(format!(
+            "previous revision {} ({}) has {n} ready pod(s)",
+            previous.number, previous.images
+        )),
+        PreviousHealth::Served { served, onset } => {
+            d.factors.push(format!(
+                "previous revision {} ({}) has no pods left; it served {} before revision {} appeared, and nothing records a failure of it",
+                previous.number,
+                previous.images,
+                served.map_or("for an unknown time".into(), |s| format!("for {}", human_duration(s))),
+                current.number
+            ));
+            if let Some(o) = onset {
+                d.factors.push(format!(
+                    "the failures began {} after revision {} appeared",
+                    human_duration(*o),
+                    current.number
+                ));
+            }
+            let served_long = served.is_some_and(|s| s >= Duration::hours(1));
+            let proven = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS));
+            d.confidence = if served_long { 0.85 } else { 0.75 };
+            if !proven {
+                d.confidence = 0.6;
+                d.target = target;
+                d.human = Some(format!(
+                    "revision {} ({}) of {target_text} was replaced {} after it appeared, so nothing shows it was healthy; a human must choose the revision to return to (the failing one is revision {}, {})",
+                    previous.number,
+                    previous.images,
+                    served.map_or("an unknown time".into(), human_duration),
+                    current.number,
+                    current.images
+                ));
+                return Some(d);
+            }
+        }
+    }
+    d.severity = "critical";
+    d.target = target;
+    let action = if r.kind == "StatefulSet" {
+        "RollbackStatefulSet"
+    } else {
+        "RollbackDeployment"
+    };
+    d.proposal = proposal(
+        action,
+        json!({"TO_REVISION": previous.number}),
+        format!(
+            "revert the change that produced revision {} ({} → {})",
+            current.number, previous.images, current.images
+        ),
+    );
+    d.analysis = "A new revision whose pods all fail, created shortly before the incident, after a previous revision that served healthy, determines the cause: the change in the new revision.".into();
+    Some(d)
+}
+
+/// Healthy again: nothing to do.
+pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
+    let recent = |age: Option<Duration>| age.is_some_and(|a| a < Duration::minutes(10));
+    let recently_failed = f.pods.iter().any(|p| recent(p.last_exit_age));
+    let recent_warnings = f
+        .pods
+        .iter()
+        .any(|p| p.warnings.iter().any(|w| recent(w.age)));
+    // Fewer pods than the workload wants is not healthy, however well the ones there run: pods
+    // a quota or an admission webhook refused never show up as failing pods.
+    let short = f
+        .workload
+        .as_ref()
+        .and_then(|w| w.replicas)
+        .is_some_and(|want| (f.pods.len() as i64) < want);
+    if f.pods.is_empty()
+        || short
+        || f.first_failing().is_some()
+        || !f.pods.iter().all(|p| p.healthy)
+        || recently_failed
+        || recent_warnings
+    {
+        return None;
+    }
+    let mut d = Diagnosis::new(
+        "Resolved",
+        format!(
+            "{} is healthy again: all {} pods running and ready, no failures in the last 10 minutes",
+            f.target_text(),
+            f.pods.len()
+        ),
+    );
+    d.outcome = InvestigationOutcome::ProblemResolved;
+    d.confidence = 0.85;
+    d.severity = "low";
+    d.target = f.target.clone();
+    Some(d)
+}
+
+/// An autoscaler at its maximum while its metric stays above target: raise the maximum —
+/// unless more replicas could not be scheduled or the quota has no room.
+pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
+    let h = f.hpa.as_ref()?;
+    let workload = f.workload_target();
+    let current = h.current.or(h.desired).unwrap_or(0);
+    let over: Vec<String> = h
+        .utilisation
+        .iter()
+        .filter(|(_, cur, target)| cur > target)
+        .map(|(m, cur, target)| format!("{m} at {cur}% of requests against a {target}% target"))
+        .collect();
+    let scale_target = format!("{}/{}", h.target_kind, h.target_name);
+    let mut d = Diagnosis::new(
+        "HPAMaxedOut",
+        format!(
+            "HorizontalPodAutoscaler {} runs {scale_target} at {current} of at most {} replicas{}",
+            h.name,
+            h.max,
+            if over.is_empty() {
+                String::new()
+            } else {
+                format!(", with {}", over.join(" and "))
+            }
+        ),
+    );
+    d.factors = h
+        .utilisation
+        .iter()
+        .map(|(m, cur, target)| format!("{m} utilisation {cur}% (target {target}%)"))
+        .collect();
+    d.factors.extend(
+        h.conditions
+            .iter()
+            .filter(|(_, status, reason)| status == "True" && reason == "TooManyReplicas")
+            .map(|(t, _, r)| format!("condition {t}: {r}")),
+    );
+    d.severity = "medium";
+    d.target = workload.clone().or_else(|| f.target.clone());
+    if current < h.max {
+        d.summary = format!(
+            "HorizontalPodAutoscaler {} has room: {current} of at most {} replicas",
+            h.name, h.max
+        );
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.confidence = 0.8;
+        return Some(d);
+    }
+    if over.is_empty() {
+        d.confidence = 0.6;
+        d.outcome = InvestigationOutcome::Inconclusive;
+        d.summary.push_str(
+            "; its metrics do not show load above target, so a higher maximum may not be needed",
+        );
+        return Some(d);
+    }
+    // More replicas that would not be scheduled help nobody.
+    if let Some(u) = &f.unschedulable {
+        d.confidence = 0.8;
+        d.factors
+            .push(format!("pod {} is Pending: {}", u.pod, u.message));
+        d.human = Some(format!(
+            "{scale_target} is at its maximum of {} but pod {} is already Pending ({}): more replicas would not schedule — the cluster needs capacity",
+            h.max,
+            u.pod,
+            if u.message.is_empty() {
+                "unschedulable"
+            } else {
+                u.message.as_str()
+            }
+        ));
+        return Some(d);
+    }
+    let worst = h
+        .utilisation
+        .iter()
+        .map(|(_, cur, target)| *cur as f64 / (*target).max(1) as f64)
+        .fold(1.0, f64::max);
+    let wanted = ((h.max as f64) * worst).ceil() as i64;
+    let new_max = wanted.clamp(h.max + 1, (h.max * 2).max(h.max + 1)).min(200);
+    if let Some(problem) = f.pods_quota_problem(new_max - current) {
+        d.confidence = 0.8;
+        d.human = Some(format!(
+            "{scale_target} is at its maximum of {} replicas, but {problem}",
+            h.max
+        ));
+        return Some(d);
+    }
+    d.factors.push(format!(
+        "maxReplicas {} → proposed {new_max} (by the utilisation ratio, at most doubled)",
+        h.max
+    ));
+    d.confidence = 0.8;
+    d.proposal = proposal(
+        "PatchHPAMaxReplicas",
+        json!({"HPA_NAME": h.name, "MAX_REPLICAS": new_max}),
+        format!(
+            "raise maxReplicas of the HorizontalPodAutoscaler {} to {new_max}",
+            h.name
+        ),
+    );
+    Some(d)
+}
+
+/// A disruption budget that allows no eviction. Relax it only when it can never allow one
+/// (misconfigured for the replicas there are), a drain is waiting on it, and it does not
+/// protect a quorum.
+pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
+    let b = f.pdb.as_ref()?;
+    let workload = f.workload_target();
+    let owner = workload
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "its pods".into());
+    let healthy = b.current_healthy.unwrap_or(0);
+    let desired = b.desired_healthy.unwrap_or(0);
+    let expected = b.expected_pods.unwrap_or(f.pods.len() as i64);
+    let rule_text = match (&b.min_available, &b.max_unavailable) {
+        (Some(m), _) => format!("minAvailable {m}"),
+        (None, Some(m)) => format!("maxUnavailable {m}"),
+        _ => "no limit".into(),
+    };
+    let mut d = Diagnosis::new(
+        "PDBBlocksEviction",
+        format!(
+            "PodDisruptionBudget {} ({rule_text}) allows {} disruption(s): {healthy} of {expected} pods of {owner} healthy, {desired} required",
+            b.name,
+            b.disruptions_allowed.unwrap_or(0)
+        ),
+    );
+    d.target = workload.clone().or_else(|| f.target.clone());
+    d.severity = "medium";
+    if b.disruptions_allowed.unwrap_or(0) > 0 {
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.confidence = 0.8;
+        return Some(d);
+    }
+    // Nodes being drained that hold its pods.
+    let draining: Vec<&str> = f
+        .nodes
+        .iter()
+        .filter(|n| n.cordoned)
+        .filter(|n| {
+            f.pods
+                .iter()
+                .any(|p| p.node.as_deref() == Some(n.name.as_str()))
+        })
+        .map(|n| n.name.as_str())
+        .collect();
+    for n in &draining {
+        d.factors.push(format!(
+            "node {n} is cordoned and still runs a pod {} protects",
+            b.name
+        ));
+    }
+    let unhealthy: Vec<&str> = f
+        .pods
+        .iter()
+        .filter(|p| !p.healthy)
+        .map(|p| p.name.as_str())
+        .collect();
+    let stateful = f.workload.as_ref().is_some_and(|w| w.kind == "StatefulSet");
+    let quorum = stateful || (expected >= 3 && desired * 2 > expected);
+    d.confidence = 0.8;
+    if !unhealthy.is_empty() {
+        d.human = Some(format!(
+            "PodDisruptionBudget {} is doing its job: {} of {owner} {} not healthy, so no other pod may be evicted{} — bring {} back first",
+            b.name,
+            unhealthy.join(", "),
+            if unhealthy.len() == 1 { "is" } else { "are" },
+            if quorum {
+                " without risking the quorum"
+            } else {
+                ""
+            },
+            unhealthy.join(", ")
+        ));
+        return Some(d);
+    }
+    if quorum {
+        d.human = Some(format!(
+            "PodDisruptionBudget {} protects the quorum of {owner} ({rule_text} of {expected}); relaxing it could break the quorum — a human must decide how to drain {}",
+            b.name,
+            if draining.is_empty() {
+                "its nodes".into()
+            } else {
+                listed(&draining)
+            }
+        ));
+        return Some(d);
+    }
+    // Every pod healthy and still no disruption allowed: it can never allow one.
+    d.factors.push(format!(
+        "with all {expected} pods healthy it still requires {desired}: it can never allow an eviction"
+    ));
+    if draining.is_empty() {
+        d.outcome = InvestigationOutcome::NotActionable;
+        d.summary.push_str(&format!(
+            "; it can never allow an eviction, but no drain is waiting on it (fix its {rule_text} in the manifest)"
+        ));
+        return Some(d);
+    }
+    d.summary = format!(
+        "PodDisruptionBudget {} ({rule_text}) can never allow an eviction of {owner} ({expected} pod(s)), and blocks the drain of {}",
+        b.name,
+        listed(&draining)
+    );
+    d.proposal = proposal(
+        "RelaxPDB",
+        json!({"PDB_NAME": b.name, "MAX_UNAVAILABLE": 1}),
+        format!(
+            "set maxUnavailable: 1 on the PodDisruptionBudget {}",
+            b.name
+        ),
+    );
+    Some(d)
+}
+
+/// A workload at zero replicas that its applied configuration declares with more.
+pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
+    let w = f.workload.as_ref()?;
+    if w.replicas != Some(0) || !f.pods.is_empty() {
+        return None;
+    }
+    let declared = w.declared_replicas.filter(|r| *r > 0)?;
+    let mut d = Diagnosis::new(
+        "ScaledToZero",
+        format!(
+            "{} {} is scaled to 0 replicas; its applied configuration declares {declared}",
+            w.kind, w.name
+        ),
+    );
+    d.factors.push(format!(
+        "spec.replicas 0, kubectl.kubernetes.io/last-applied-configuration replicas {declared}, no pods"
+    ));
+    d.target = f.workload_target().or_else(|| f.target.clone());
+    d.confidence = 0.75;
+    d.proposal = proposal(
+        "ScaleReplicas",
+        json!({"REPLICAS": declared}),
+        format!("set replicas of {} back to {declared}", w.name),
+    );
+    Some(d)
+}
