@@ -445,6 +445,53 @@ mod tests {
     }
 
     #[test]
+    fn the_file_fills_only_what_flags_and_environment_left_unset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.yaml");
+        std::fs::write(
+            &path,
+            "dry-run: true\napprovers: [a@example.com, b@example.com]\nlog-level: debug\n\
+             blocked-namespaces: [kube-system]\nsmtp-password: 12345678\nllm: offline\n",
+        )
+        .unwrap();
+        let mut args = DaemonArgs {
+            config: Some(path.clone()),
+            ..Default::default()
+        };
+        args.telemetry.log_level = Some("warn".into());
+        let filled = args.with_file().unwrap();
+        assert!(filled.execute.dry_run, "a switch the file turns on is on");
+        assert_eq!(
+            filled.approvals.approvers,
+            Some(vec!["a@example.com".into(), "b@example.com".into()])
+        );
+        assert_eq!(filled.telemetry.log_level.as_deref(), Some("warn"));
+        assert_eq!(
+            filled.cluster.blocked_namespaces,
+            Some(vec!["kube-system".into()])
+        );
+        assert_eq!(
+            filled
+                .mail
+                .smtp_password
+                .as_ref()
+                .map(|p| p.expose().to_owned()),
+            Some("12345678".into()),
+            "a number where a string is wanted is read as its text"
+        );
+        assert_eq!(filled.investigate.llm, Some(LlmMode::Offline));
+
+        std::fs::write(&path, "workers: many\n").unwrap();
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(err.contains("k.yaml"), "{err}");
+        std::fs::write(&path, "config: other.yaml\n").unwrap();
+        let err = Settings::load(&args).unwrap_err().to_string();
+        assert!(err.contains("unknown key `config`"), "{err}");
+        std::fs::write(&path, "\n").unwrap();
+        assert!(Settings::load(&args).is_ok(), "an empty file sets nothing");
+    }
+
+    #[test]
     fn secrets_do_not_print() {
         let mut args = DaemonArgs::default();
         args.web.webhook_token = Some(Secret::new("hunter2"));

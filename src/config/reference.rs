@@ -177,6 +177,30 @@ mod tests {
     }
 
     #[test]
+    fn every_variable_the_helm_chart_sets_is_a_declared_setting() {
+        let declared = markdown();
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/kubemedic/templates");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (at, _) in text.match_indices("KUBEMEDIC_") {
+                let name: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                seen += 1;
+                assert!(
+                    declared.contains(&format!("| `{name}` |")),
+                    "{} sets {name}, which no setting declares",
+                    path.display()
+                );
+            }
+        }
+        assert!(seen > 10, "read only {seen} variables from the chart");
+    }
+
+    #[test]
     fn the_default_is_cut_out_of_the_description() {
         assert_eq!(
             split_default("File; created when missing [default: <data-dir>/audit.key]. Keep it"),
