@@ -1,5 +1,5 @@
 //! The command line: `serve`, `demo`, `migrate`, `investigate`, `snapshot`, `catalog
-//! validate`, `policy test`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
+//! validate`, `policy test`, `apikey`, `audit`, `config reference`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
 
 mod admin;
 pub mod investigate;
