@@ -1576,15 +1576,13 @@ fn write_story(
 // Seeding.
 
 fn settings_for(backend: &Backend) -> Res<Settings> {
-    let args = DaemonArgs {
-        data_dir: Some(backend.data_dir().to_owned()),
-        database_url: Some(Secret::new(backend.url())),
-        listen: Some("127.0.0.1:0".into()),
-        webhook_token: Some(Secret::new(WEBHOOK_TOKEN)),
-        api_token: Some(Secret::new(API_TOKEN)),
-        workers: Some(1),
-        ..Default::default()
-    };
+    let mut args = DaemonArgs::default();
+    args.store.data_dir = Some(backend.data_dir().to_owned());
+    args.store.database_url = Some(Secret::new(backend.url()));
+    args.web.listen = Some("127.0.0.1:0".into());
+    args.web.webhook_token = Some(Secret::new(WEBHOOK_TOKEN));
+    args.web.api_token = Some(Secret::new(API_TOKEN));
+    args.pipeline.workers = Some(1);
     Ok(Settings::load(&args)?)
 }
 

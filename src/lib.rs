@@ -40,6 +40,7 @@ pub mod demo;
 #[deny(clippy::indexing_slicing)]
 pub mod daemon;
 
+#[deny(clippy::indexing_slicing)]
 pub mod config;
 
 // The HTTP face and the durable worker.

@@ -311,7 +311,8 @@ async fn denied_ends_rejected_and_undecided_ends_expired() {
     let Some(k) = Kube::new("apprd").await else {
         return;
     };
-    let (d, alert) = production_incident(&k, |a| a.approval_timeout_seconds = Some(4)).await;
+    let (d, alert) =
+        production_incident(&k, |a| a.pipeline.approval_timeout_seconds = Some(4)).await;
     let (req, approval) = awaiting(&d, &alert).await;
     let rid = req["id"].as_str().unwrap().to_owned();
     let aid = approval["id"].as_str().unwrap().to_owned();
@@ -451,10 +452,10 @@ async fn the_approval_mail_arrives_and_its_confirmed_link_runs_the_rollback() {
         return;
     };
     let (d, alert) = production_incident(&k, |a| {
-        a.approvals.smtp_url = Some(smtp);
-        a.approvals.smtp_username = Some(user);
-        a.approvals.smtp_password = Some(Secret::new(pass));
-        a.approvals.email_from = Some("kubemedic <kubemedic@example.test>".into());
+        a.mail.smtp_url = Some(smtp);
+        a.mail.smtp_username = Some(user);
+        a.mail.smtp_password = Some(Secret::new(pass));
+        a.mail.email_from = Some("kubemedic <kubemedic@example.test>".into());
         a.approvals.public_url = Some(PUBLIC.into());
     })
     .await;
@@ -564,10 +565,10 @@ async fn a_stale_approval_writes_nothing_and_the_approvers_are_told() {
         return;
     };
     let (d, alert) = production_incident(&k, |a| {
-        a.approvals.smtp_url = Some(smtp);
-        a.approvals.smtp_username = Some(user);
-        a.approvals.smtp_password = Some(Secret::new(pass));
-        a.approvals.email_from = Some("kubemedic <kubemedic@example.test>".into());
+        a.mail.smtp_url = Some(smtp);
+        a.mail.smtp_username = Some(user);
+        a.mail.smtp_password = Some(Secret::new(pass));
+        a.mail.email_from = Some("kubemedic <kubemedic@example.test>".into());
         a.approvals.public_url = Some(PUBLIC.into());
     })
     .await;
@@ -667,8 +668,8 @@ async fn a_failing_smtp_server_loses_nothing_and_the_retries_are_visible() {
         l.local_addr().unwrap().port()
     };
     let (d, alert) = production_incident(&k, |a| {
-        a.approvals.smtp_url = Some(format!("smtp://127.0.0.1:{closed}"));
-        a.approvals.email_from = Some("kubemedic@example.test".into());
+        a.mail.smtp_url = Some(format!("smtp://127.0.0.1:{closed}"));
+        a.mail.email_from = Some("kubemedic@example.test".into());
         a.approvals.public_url = Some(PUBLIC.into());
     })
     .await;
@@ -839,11 +840,11 @@ async fn a_slack_button_approves_and_forged_stale_or_replayed_clicks_do_not() {
     let (api, token, channel) = (s.api.clone(), s.token.clone(), s.channel.clone());
     let (d, alert) = production_incident(&k, |a| {
         a.approvals.approvers = None;
-        a.approvals.slack_bot_token = Some(Secret::new(token));
-        a.approvals.slack_channel = Some(channel);
-        a.approvals.slack_api_url = Some(api);
-        a.approvals.slack_signing_secret = Some(Secret::new(SIGNING));
-        a.approvals.slack_approvers = Some(vec![SLACK_APPROVER.into()]);
+        a.slack.slack_bot_token = Some(Secret::new(token));
+        a.slack.slack_channel = Some(channel);
+        a.slack.slack_api_url = Some(api);
+        a.slack.slack_signing_secret = Some(Secret::new(SIGNING));
+        a.slack.slack_approvers = Some(vec![SLACK_APPROVER.into()]);
         a.approvals.public_url = Some(PUBLIC.into());
     })
     .await;

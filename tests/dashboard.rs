@@ -327,9 +327,9 @@ async fn failed_sign_ins_are_limited_per_client() {
 async fn the_auth_proxy_is_believed_only_from_its_own_address() {
     let proxied = |trusted: &'static str| {
         move |a: &mut kubemedic::config::DaemonArgs| {
-            a.auth_proxy_user_header = Some("X-Forwarded-User".into());
-            a.auth_proxy_roles = Some("sre=approver, eng=viewer".into());
-            a.auth_proxy_trusted_peers = Some(trusted.into());
+            a.web.auth_proxy_user_header = Some("X-Forwarded-User".into());
+            a.web.auth_proxy_roles = Some("sre=approver, eng=viewer".into());
+            a.web.auth_proxy_trusted_peers = Some(trusted.into());
         }
     };
     let d = TestDaemon::start(proxied("127.0.0.1")).await;
@@ -366,9 +366,12 @@ async fn the_auth_proxy_is_believed_only_from_its_own_address() {
     d.stop().await;
 
     let bad = kubemedic::config::Settings::load(&kubemedic::config::DaemonArgs {
-        auth_proxy_user_header: Some("X-Forwarded-User".into()),
-        auth_proxy_roles: Some("sre=root".into()),
-        auth_proxy_trusted_peers: Some("127.0.0.1".into()),
+        web: kubemedic::config::WebArgs {
+            auth_proxy_user_header: Some("X-Forwarded-User".into()),
+            auth_proxy_roles: Some("sre=root".into()),
+            auth_proxy_trusted_peers: Some("127.0.0.1".into()),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .unwrap_err()

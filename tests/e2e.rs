@@ -315,7 +315,7 @@ async fn alertmanager_delivers_a_staging_crashloop_and_the_daemon_remediates_it_
     let d = common::TestDaemon::serving(|a| {
         a.cluster.kubeconfig = Some(kubeconfig);
         a.gate.policy_dir = Some(policies);
-        a.execute.verification_window_seconds = Some(10);
+        a.verify.verification_window_seconds = Some(10);
         a.execute.cooldown_seconds = Some(0);
     })
     .await;
@@ -383,12 +383,12 @@ async fn alertmanager_delivers_a_production_crashloop_approved_from_the_mailed_l
         return;
     };
     let (d, staged) = production_incident(&k, |a| {
-        a.approvals.smtp_url = Some(smtp);
-        a.approvals.smtp_username = Some(user);
-        a.approvals.smtp_password = Some(Secret::new(pass));
-        a.approvals.email_from = Some("kubemedic <kubemedic@example.test>".into());
+        a.mail.smtp_url = Some(smtp);
+        a.mail.smtp_username = Some(user);
+        a.mail.smtp_password = Some(Secret::new(pass));
+        a.mail.email_from = Some("kubemedic <kubemedic@example.test>".into());
         a.approvals.public_url = Some(PUBLIC.into());
-        a.execute.verification_window_seconds = Some(10);
+        a.verify.verification_window_seconds = Some(10);
     })
     .await;
     let am = alertmanager(&d.base).await.unwrap();
@@ -580,7 +580,7 @@ async fn a_prometheus_rule_fires_through_alertmanager_into_the_daemon() {
     let d = common::TestDaemon::serving(|a| {
         a.cluster.kubeconfig = Some(kubeconfig);
         a.gate.policy_dir = Some(policies);
-        a.execute.verification_window_seconds = Some(15);
+        a.verify.verification_window_seconds = Some(15);
         a.execute.cooldown_seconds = Some(0);
     })
     .await;
@@ -820,7 +820,7 @@ async fn predicting(k: &Kube, port: u16, rules: &str) -> (common::TestDaemon, Se
     let d = common::TestDaemon::serving(|a| {
         a.cluster.kubeconfig = Some(kubeconfig);
         a.gate.policy_dir = Some(policies);
-        a.execute.verification_window_seconds = Some(15);
+        a.verify.verification_window_seconds = Some(15);
         a.execute.cooldown_seconds = Some(0);
     })
     .await;

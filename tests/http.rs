@@ -25,7 +25,7 @@ fn items(v: &Value) -> &Vec<Value> {
 #[tokio::test]
 async fn webhook_requires_the_configured_credentials() {
     let d = TestDaemon::start(|a| {
-        a.webhook_basic_auth = Some(kubemedic::secret::Secret::new("am:s3cret"));
+        a.web.webhook_basic_auth = Some(kubemedic::secret::Secret::new("am:s3cret"));
     })
     .await;
     let body = fixture("alertmanager/captured-from-alertmanager-0.25.json");
@@ -85,7 +85,7 @@ async fn webhook_requires_the_configured_credentials() {
 
 #[tokio::test]
 async fn oversized_body_gets_413_and_nothing_is_stored() {
-    let d = TestDaemon::start(|a| a.max_body_bytes = Some(2048)).await;
+    let d = TestDaemon::start(|a| a.web.max_body_bytes = Some(2048)).await;
     let big = alert_body(
         "firing",
         "Big",
@@ -429,7 +429,7 @@ async fn api_needs_the_admin_token_and_refuses_all_without_one() {
     }
     d.stop().await;
 
-    let open = TestDaemon::start(|a| a.api_token = None).await;
+    let open = TestDaemon::start(|a| a.web.api_token = None).await;
     for token in ["", "anything", API_TOKEN] {
         let r = open
             .client
@@ -988,7 +988,8 @@ async fn on_each_backend() -> Vec<(&'static str, TestDaemon)> {
     let mut out = vec![("sqlite", TestDaemon::start(|_| {}).await)];
     if let Some(url) = common::fresh_postgres().await {
         let d =
-            TestDaemon::start(|a| a.database_url = Some(kubemedic::secret::Secret::new(url))).await;
+            TestDaemon::start(|a| a.store.database_url = Some(kubemedic::secret::Secret::new(url)))
+                .await;
         out.push(("postgres", d));
     }
     out
@@ -1150,7 +1151,7 @@ async fn credentials_in_an_alerts_text_are_never_stored_or_shown() {
 async fn without_a_cluster_requests_wait_then_end_naming_the_missing_cluster() {
     let d = TestDaemon::serving(|a| {
         a.cluster.kubeconfig = Some("/nonexistent/kubemedic-test/kubeconfig".into());
-        a.max_wait_seconds = Some(3);
+        a.pipeline.max_wait_seconds = Some(3);
     })
     .await;
     // Still accepting alerts (Alertmanager keeps delivering), but not ready to remediate.
@@ -1288,7 +1289,7 @@ async fn metric(d: &TestDaemon, line: &str) -> bool {
 /// timeout (1 s here).
 #[tokio::test]
 async fn a_client_stalling_in_its_request_head_or_idling_is_disconnected() {
-    let d = TestDaemon::start(|a| a.http_header_timeout_seconds = Some(1)).await;
+    let d = TestDaemon::start(|a| a.web.http_header_timeout_seconds = Some(1)).await;
     let mut partial = connect(&d).await;
     partial
         .write_all(b"POST /api/v1/alerts/alertmanager HTTP/1.1\r\nHost: kubemedic\r\nAuthoriz")
@@ -1319,7 +1320,7 @@ async fn a_client_stalling_in_its_request_head_or_idling_is_disconnected() {
 /// timeout and is disconnected; nothing is stored.
 #[tokio::test]
 async fn a_body_shorter_than_declared_gets_408_after_the_body_timeout() {
-    let d = TestDaemon::start(|a| a.http_body_timeout_seconds = Some(1)).await;
+    let d = TestDaemon::start(|a| a.web.http_body_timeout_seconds = Some(1)).await;
     let body = fixture("alertmanager/captured-from-alertmanager-0.25.json");
     let mut s = connect(&d).await;
     s.write_all(webhook_head(body.len()).as_bytes())
@@ -1346,8 +1347,8 @@ async fn a_body_shorter_than_declared_gets_408_after_the_body_timeout() {
 #[tokio::test]
 async fn connections_over_the_cap_are_closed_until_slots_free_up() {
     let d = TestDaemon::start(|a| {
-        a.http_max_connections = Some(3);
-        a.http_header_timeout_seconds = Some(2);
+        a.web.http_max_connections = Some(3);
+        a.web.http_header_timeout_seconds = Some(2);
     })
     .await;
     let mut stalled = Vec::new();
@@ -1388,8 +1389,8 @@ async fn connections_over_the_cap_are_closed_until_slots_free_up() {
 #[tokio::test]
 async fn a_client_that_stops_reading_its_answers_is_disconnected() {
     let d = TestDaemon::start(|a| {
-        a.http_write_timeout_seconds = Some(1);
-        a.http_header_timeout_seconds = Some(30);
+        a.web.http_write_timeout_seconds = Some(1);
+        a.web.http_header_timeout_seconds = Some(30);
     })
     .await;
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
@@ -1450,8 +1451,8 @@ async fn a_client_that_stops_reading_its_answers_is_disconnected() {
 #[tokio::test]
 async fn alertmanager_traffic_on_a_kept_alive_connection_is_served() {
     let d = TestDaemon::start(|a| {
-        a.http_header_timeout_seconds = Some(1);
-        a.http_body_timeout_seconds = Some(10);
+        a.web.http_header_timeout_seconds = Some(1);
+        a.web.http_body_timeout_seconds = Some(10);
     })
     .await;
     let mut s = connect(&d).await;

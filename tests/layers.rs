@@ -568,6 +568,18 @@ fn the_checker_names_file_and_line_of_each_broken_rule() {
         ],
         "src/store/mod.rs:1: store → config: only cli, demo and daemon import config",
     );
+    // config is a folder of owners' settings: reaching one of its files is reaching config.
+    one_violation(
+        &[
+            (
+                "src/web/auth.rs",
+                "use crate::config::web::{DEFAULT_LISTEN, WebArgs};\n",
+            ),
+            ("src/config/mod.rs", "pub mod web;\n"),
+            ("src/config/web.rs", "use super::declare::settings;\n"),
+        ],
+        "src/web/auth.rs:1: web → config: only cli, demo and daemon import config",
+    );
     one_violation(
         &[
             (

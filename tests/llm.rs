@@ -1693,7 +1693,7 @@ async fn the_api_shows_the_plan_in_the_request_state_and_its_timeline() {
     ])
     .await;
     let inv = investigator(&server, Setup::default());
-    let gate = kubemedic::config::gate_settings(&kubemedic::config::GateArgs::default()).unwrap();
+    let gate = kubemedic::config::GateArgs::default().settings().unwrap();
     let mut stages = kubemedic::daemon::command_stages(&gate, Arc::new(snapshot()));
     stages.push(Arc::new(InvestigationStage(inv.clone())));
     stages.push(Arc::new(SelectionStage::new(inv.clone(), prover_for(&inv))));

@@ -94,7 +94,7 @@ async fn an_unreachable_dependency_makes_the_request_wait_then_end_in_review() {
         down_for: usize::MAX,
     });
     let d = TestDaemon::start_with(
-        |a| a.max_wait_seconds = Some(1),
+        |a| a.pipeline.max_wait_seconds = Some(1),
         Components {
             stages: vec![stage.clone()],
             ..Default::default()
@@ -230,8 +230,8 @@ async fn held_daemon(held: &Arc<Held>, workers: usize, lease: u64) -> TestDaemon
     };
     TestDaemon::start_with(
         |a| {
-            a.workers = Some(workers);
-            a.lease_seconds = Some(lease);
+            a.pipeline.workers = Some(workers);
+            a.pipeline.lease_seconds = Some(lease);
         },
         components,
         None,

@@ -610,6 +610,73 @@ fn bad_configuration_is_refused_before_serving_and_names_the_setting() {
 }
 
 #[test]
+fn a_flag_wins_over_the_environment_which_wins_over_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kubemedic.yaml");
+    std::fs::write(&file, "listen: from-the-file\nwebhook-token: t\n").unwrap();
+    let refused = |cmd: &mut Command| {
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let serve = || {
+        let mut c = Command::new(BIN);
+        c.args(["serve", "--config"])
+            .arg(&file)
+            .env_remove("KUBEMEDIC_LISTEN")
+            .env_remove("KUBEMEDIC_WEBHOOK_TOKEN");
+        c
+    };
+    let err = refused(&mut serve());
+    assert!(err.contains("`from-the-file`"), "{err}");
+    let err = refused(serve().env("KUBEMEDIC_LISTEN", "from-the-env"));
+    assert!(err.contains("`from-the-env`"), "{err}");
+    let err = refused(
+        serve()
+            .env("KUBEMEDIC_LISTEN", "from-the-env")
+            .args(["--listen", "from-the-flag"]),
+    );
+    assert!(
+        err.contains("`from-the-flag`") && err.contains("--listen"),
+        "{err}"
+    );
+
+    std::fs::write(&file, "listne: 127.0.0.1:0\n").unwrap();
+    let err = refused(&mut serve());
+    assert!(err.contains("unknown key `listne`"), "{err}");
+}
+
+#[test]
+fn config_reference_lists_every_flag_of_serve() {
+    let out = Command::new(BIN)
+        .args(["config", "reference"])
+        .env("KUBEMEDIC_WEBHOOK_TOKEN", "leaky-token-value")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(!table.contains("leaky"), "{table}");
+    let help = Command::new(BIN)
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let flags: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("--"))
+        .map(|l| l.split([' ', '<']).next().unwrap_or(""))
+        .filter(|f| *f != "help")
+        .collect();
+    assert!(flags.len() > 80, "{help}");
+    for flag in flags {
+        assert!(
+            table.contains(&format!("| `--{flag}")),
+            "--{flag} is missing from `kubemedic config reference`"
+        );
+    }
+}
+
+#[test]
 fn migrate_prepares_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)

@@ -66,7 +66,7 @@ async fn a_staged_bad_rollout_is_rolled_back_verified_and_remembered_exactly_onc
     let d = common::TestDaemon::serving(|a| {
         a.cluster.kubeconfig = Some(kubeconfig.clone());
         a.gate.policy_dir = Some(policies.clone());
-        a.execute.verification_window_seconds = Some(5);
+        a.verify.verification_window_seconds = Some(5);
     })
     .await;
 
@@ -325,7 +325,7 @@ async fn daemon_on(
     common::TestDaemon::serving(|a| {
         a.cluster.kubeconfig = Some(kubeconfig);
         a.gate.policy_dir = Some(policies);
-        a.execute.verification_window_seconds = Some(3);
+        a.verify.verification_window_seconds = Some(3);
         a.execute.cooldown_seconds = Some(0);
         tweak(a);
     })

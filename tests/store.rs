@@ -1996,8 +1996,11 @@ async fn a_session_stopped_inside_a_transaction_does_not_hold_the_other_replicas
 /// The store on `f`'s database with the audit keyring `keys` (hex, the first one signing).
 async fn with_keys(f: &Fixture, keys: &str) -> Arc<dyn Store> {
     let settings = kubemedic::config::Settings::load(&kubemedic::config::DaemonArgs {
-        database_url: Some(kubemedic::secret::Secret::new(&f.url)),
-        audit_key: Some(kubemedic::secret::Secret::new(keys)),
+        store: kubemedic::config::StoreArgs {
+            database_url: Some(kubemedic::secret::Secret::new(&f.url)),
+            audit_key: Some(kubemedic::secret::Secret::new(keys)),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .unwrap();

@@ -43,9 +43,10 @@ use uuid::Uuid;
 use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
 use crate::domain::{
-    ApprovalDecision, ApprovalMessage, ApprovalRequest, AuditDraft, Channel, DecideOutcome,
-    Decision, DeliveryStatus, GateDecision, Notification, NotificationKind, Proof, ProofPoint,
-    ProofVerdict, Proposer, RemediationRequest, SelectedWorkflow,
+    ApprovalDecision, ApprovalMessage, ApprovalRequest, AuditDraft, Channel,
+    DEFAULT_APPROVAL_TIMEOUT_SECONDS, DecideOutcome, Decision, DeliveryStatus, GateDecision,
+    Notification, NotificationKind, Proof, ProofPoint, ProofVerdict, Proposer, RemediationRequest,
+    SelectedWorkflow,
 };
 use crate::notify::Notifier;
 use crate::notify::slack::SlackNotifier;
@@ -99,13 +100,18 @@ pub struct ApprovalSettings {
     pub public_url: Option<String>,
 }
 
+impl ApprovalSettings {
+    /// From this risk score on, unless configured, the confirmation page asks for the name.
+    pub const DEFAULT_HIGH_RISK_SCORE: i64 = 80;
+}
+
 impl Default for ApprovalSettings {
     fn default() -> Self {
         Self {
-            timeout: Some(Duration::from_secs(900)),
+            timeout: Some(Duration::from_secs(DEFAULT_APPROVAL_TIMEOUT_SECONDS)),
             approvers: vec![],
             slack_approvers: vec![],
-            high_risk_score: 80,
+            high_risk_score: Self::DEFAULT_HIGH_RISK_SCORE,
             public_url: None,
         }
     }

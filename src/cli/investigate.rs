@@ -14,9 +14,7 @@ use serde_json::{Value, json};
 
 use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::cluster::{ClusterReader, KubeCluster, SnapshotCluster};
-use crate::config::{
-    ClusterArgs, GateArgs, InvestigateArgs, cluster_settings, gate_settings, investigate_settings,
-};
+use crate::config::{ClusterArgs, GateArgs, InvestigateArgs};
 use crate::daemon;
 use crate::domain::{InvestigationPlan, Phase, PlanSource, RemediationRequest};
 use crate::history::InMemoryHistory;
@@ -79,10 +77,18 @@ fn signals(
 pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
     let body = std::fs::read(&cmd.alert)
         .map_err(|e| CommandError::Usage(format!("cannot read {}: {e}", cmd.alert.display())))?;
-    let cluster = cluster_settings(&cmd.cluster).map_err(|e| CommandError::Usage(e.to_string()))?;
-    let settings =
-        investigate_settings(&cmd.investigate).map_err(|e| CommandError::Usage(e.to_string()))?;
-    let gate = gate_settings(&cmd.gate).map_err(|e| CommandError::Usage(e.to_string()))?;
+    let cluster = cmd
+        .cluster
+        .settings()
+        .map_err(|e| CommandError::Usage(e.to_string()))?;
+    let settings = cmd
+        .investigate
+        .settings()
+        .map_err(|e| CommandError::Usage(e.to_string()))?;
+    let gate = cmd
+        .gate
+        .settings()
+        .map_err(|e| CommandError::Usage(e.to_string()))?;
     // The writer only ever dry-runs here (the proof's change): a snapshot records it, a
     // cluster answers `dryRun=All`.
     let (reader, writer, clock): (

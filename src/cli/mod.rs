@@ -1,5 +1,5 @@
 //! The command line: `serve`, `demo`, `migrate`, `investigate`, `snapshot`, `catalog
-//! validate`, `policy test`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
+//! validate`, `policy test`, `apikey`, `audit`, `config reference`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
 
 mod admin;
 pub mod investigate;
@@ -11,10 +11,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, CatalogError};
 use crate::cluster::{KubeCluster, SnapshotCluster};
-use crate::config::{ClusterArgs, ConfigError, DaemonArgs, GateArgs, Settings};
+use crate::config::HelpDefault;
+use crate::config::{ClusterArgs, ConfigError, DaemonArgs, GateArgs, Settings, reference};
 use crate::daemon;
 use crate::demo::{self, DemoArgs};
-use crate::policy::cases;
+use crate::policy::{PolicySettings, cases};
 use crate::telemetry::{self, LogFormat};
 
 #[derive(Debug, Parser)]
@@ -85,9 +86,32 @@ pub struct PolicyTestArgs {
     /// such as scripts/opa-crosscheck).
     #[arg(long, value_enum, default_value = "text")]
     pub format: ReportFormat,
-    /// Milliseconds one evaluation may run [default: 100].
-    #[arg(long, env = "KUBEMEDIC_POLICY_EVAL_TIMEOUT_MS", value_name = "MS")]
+    /// Milliseconds one evaluation may run.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_POLICY_EVAL_TIMEOUT_MS",
+        value_name = "MS",
+        help_default = PolicySettings::DEFAULT_EVAL_TIMEOUT_MS
+    )]
     pub policy_eval_timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub command: ConfigCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the reference table of every setting (flag, environment variable, file key,
+    /// default, description) as Markdown, generated from the settings' declaration.
+    Reference {
+        /// Instead, rewrite the generated part of this Markdown file (between its markers),
+        /// e.g. docs/configuration.md.
+        #[arg(long, value_name = "FILE")]
+        update: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -110,6 +134,8 @@ pub enum Command {
     Apikey(admin::ApikeyArgs),
     /// Check the audit trail.
     Audit(admin::AuditArgs),
+    /// Describe the configuration.
+    Config(ConfigArgs),
     /// Print the version.
     Version,
 }
@@ -134,6 +160,9 @@ pub fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> ExitCode {
     match cli.command {
+        Command::Config(ConfigArgs {
+            command: ConfigCommand::Reference { update },
+        }) => config_reference(update.as_deref()),
         Command::Version => {
             println!("kubemedic {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -233,7 +262,7 @@ async fn run(cli: Cli) -> ExitCode {
 
 async fn snapshot(args: SnapshotArgs) -> ExitCode {
     telemetry::init_logging(LogFormat::Text, "warn");
-    let settings = match crate::config::cluster_settings(&args.cluster) {
+    let settings = match args.cluster.settings() {
         Ok(s) => s,
         Err(e) => return config_error(e),
     };
@@ -273,11 +302,12 @@ async fn snapshot(args: SnapshotArgs) -> ExitCode {
 /// `kubemedic policy test`: exit 0 when every case passes, 1 when one fails, 2 when the cases
 /// or settings cannot be read.
 fn policy_test(args: PolicyTestArgs) -> ExitCode {
-    let parts = match crate::config::gate_settings(&GateArgs {
+    let gate = GateArgs {
         policy_dir: args.policy.clone(),
         policy_eval_timeout_ms: args.policy_eval_timeout_ms,
         ..Default::default()
-    }) {
+    };
+    let parts = match gate.settings() {
         Ok(s) => s,
         Err(e) => return config_error(e),
     };
@@ -302,6 +332,32 @@ fn policy_test(args: PolicyTestArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// `kubemedic config reference [--update FILE]`.
+fn config_reference(update: Option<&std::path::Path>) -> ExitCode {
+    let table = reference::markdown();
+    let Some(path) = update else {
+        print!("{table}");
+        return ExitCode::SUCCESS;
+    };
+    let doc = match std::fs::read_to_string(path) {
+        Ok(d) => d,
+        Err(e) => return fail(format!("cannot read {}: {e}", path.display())),
+    };
+    let Some(new) = reference::splice(&doc, &table) else {
+        eprintln!(
+            "error: {} lacks the markers of the generated part:\n{}\n{}",
+            path.display(),
+            reference::BEGIN,
+            reference::END
+        );
+        return ExitCode::from(2);
+    };
+    match std::fs::write(path, new) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(format!("cannot write {}: {e}", path.display())),
     }
 }
 

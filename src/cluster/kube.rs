@@ -47,7 +47,7 @@ impl Default for KubeOptions {
         Self {
             kubeconfig: None,
             context: None,
-            timeout: Duration::from_secs(15),
+            timeout: Duration::from_secs(super::ClusterSettings::DEFAULT_TIMEOUT_SECONDS),
             policy: ReadPolicy::default(),
         }
     }

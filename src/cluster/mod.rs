@@ -272,6 +272,9 @@ pub struct ClusterSettings {
 }
 
 impl ClusterSettings {
+    /// Seconds one Kubernetes API call may take, unless configured.
+    pub const DEFAULT_TIMEOUT_SECONDS: u64 = 15;
+
     pub fn kube_options(&self) -> KubeOptions {
         KubeOptions {
             kubeconfig: self.kubeconfig.clone(),

@@ -33,10 +33,15 @@ pub struct ToolLimits {
     pub max_tail_lines: i64,
 }
 
+impl ToolLimits {
+    /// Characters of one tool result before it is cut, unless configured.
+    pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 12_000;
+}
+
 impl Default for ToolLimits {
     fn default() -> Self {
         Self {
-            max_output_chars: 12_000,
+            max_output_chars: Self::DEFAULT_MAX_OUTPUT_CHARS,
             max_list_items: 50,
             max_events: 30,
             default_tail_lines: 80,

@@ -23,7 +23,8 @@ use clap::Args;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{DaemonArgs, Settings};
+use crate::config::web::DEFAULT_LISTEN;
+use crate::config::{DaemonArgs, HelpDefault, Settings};
 use crate::daemon::{self, Components};
 use crate::secret::Secret;
 use crate::store::RequestFilter;
@@ -31,8 +32,8 @@ use crate::telemetry::LogFormat;
 
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Address to listen on; if it is taken, a free port is used [default: 127.0.0.1:8080].
-    #[arg(long, value_name = "ADDR")]
+    /// Address to listen on; if it is taken, a free port is used.
+    #[arg(long, value_name = "ADDR", help_default = DEFAULT_LISTEN)]
     pub listen: Option<String>,
     /// Keep the demo database here instead of a fresh temporary directory.
     #[arg(long, value_name = "DIR")]
@@ -203,40 +204,33 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     })?;
     let webhook_token = random_token();
     let api_token = random_token();
-    let settings = Settings::load(&DaemonArgs {
-        data_dir: Some(data_dir.clone()),
-        webhook_token: Some(Secret::new(webhook_token.clone())),
-        api_token: Some(Secret::new(api_token.clone())),
-        lease_seconds: Some(10),
-        log_format: Some(LogFormat::Text),
-        log_level: Some(args.log_level.clone().unwrap_or_else(|| "error".into())),
-        execute: crate::config::ExecuteArgs {
-            verification_window_seconds: Some(VERIFICATION_WINDOW_SECONDS),
-            ..Default::default()
-        },
-        // A production change waits for a human; without mail or Slack, the dashboard (and the
-        // API) is where the demo's approver decides.
-        approvals: crate::config::ApprovalArgs {
-            approvers: Some(vec![DEMO_APPROVER.into()]),
-            ..Default::default()
-        },
-        ..Default::default()
-    })?;
+    let mut daemon = DaemonArgs::default();
+    daemon.store.data_dir = Some(data_dir.clone());
+    daemon.web.webhook_token = Some(Secret::new(webhook_token.clone()));
+    daemon.web.api_token = Some(Secret::new(api_token.clone()));
+    daemon.pipeline.lease_seconds = Some(10);
+    daemon.telemetry.log_format = Some(LogFormat::Text);
+    daemon.telemetry.log_level = Some(args.log_level.clone().unwrap_or_else(|| "error".into()));
+    daemon.verify.verification_window_seconds = Some(VERIFICATION_WINDOW_SECONDS);
+    // A production change waits for a human; without mail or Slack, the dashboard (and the
+    // API) is where the demo's approver decides.
+    daemon.approvals.approvers = Some(vec![DEMO_APPROVER.into()]);
+    let settings = Settings::load(&daemon)?;
     crate::telemetry::init_logging(settings.log_format, &settings.log_level);
 
     let wanted: std::net::SocketAddr = args
         .listen
         .as_deref()
-        .unwrap_or("127.0.0.1:8080")
+        .unwrap_or(DEFAULT_LISTEN)
         .parse()
         .map_err(|e| {
-        DemoError::Config(crate::config::ConfigError::Invalid {
-            flag: "--listen",
-            env: "-",
-            key: "listen",
-            message: format!("{e}"),
-        })
-    })?;
+            DemoError::Config(crate::config::ConfigError::Invalid {
+                flag: "--listen".into(),
+                env: "-".into(),
+                key: "listen".into(),
+                message: format!("{e}"),
+            })
+        })?;
     let listener = match tokio::net::TcpListener::bind(wanted).await {
         Ok(l) => l,
         Err(_) => {

@@ -8,6 +8,10 @@
 
 use std::fmt;
 
+/// Seconds a request waits for a human's decision before it expires, unless configured: the
+/// approval stage's expiry and the pipeline's AwaitingApproval limit both start from it.
+pub const DEFAULT_APPROVAL_TIMEOUT_SECONDS: u64 = 900;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -130,6 +130,10 @@ impl AssessmentReason {
     }
 }
 
+/// The effectiveness score (0..1) at or above which a remediation helped, unless configured:
+/// verification judges by it and the guardrails count the ineffective ones by it.
+pub const DEFAULT_EFFECTIVENESS_THRESHOLD: f64 = 0.7;
+
 /// The result of the Verifying phase: the effectiveness score and its parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Assessment {

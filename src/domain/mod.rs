@@ -29,14 +29,15 @@ mod target;
 
 pub use access::{ApiKey, Role, Session};
 pub use approval::{
-    ApprovalDecision, ApprovalMessage, ApprovalRequest, ApprovalStatus, Channel, DecideOutcome,
-    Decision, DeliveryStatus, Notification, NotificationKind,
+    ApprovalDecision, ApprovalMessage, ApprovalRequest, ApprovalStatus, Channel,
+    DEFAULT_APPROVAL_TIMEOUT_SECONDS, DecideOutcome, Decision, DeliveryStatus, Notification,
+    NotificationKind,
 };
 pub use audit::{AuditDraft, AuditEvent, transition_event};
 pub use enrichment::Enrichment;
 pub use execution::{
-    Assessment, AssessmentReason, EngineKind, Execution, ExecutionOutcome, ExecutionStep,
-    OPT_OUT_ANNOTATION, REMEDIATION_ANNOTATION, StepStatus,
+    Assessment, AssessmentReason, DEFAULT_EFFECTIVENESS_THRESHOLD, EngineKind, Execution,
+    ExecutionOutcome, ExecutionStep, OPT_OUT_ANNOTATION, REMEDIATION_ANNOTATION, StepStatus,
 };
 pub use gate::{GateDecision, RiskFactor};
 pub use history::{HashMatch, HistoryContext, HistoryEntry, HistoryRecord, HistoryWarning, Tier};

@@ -9,7 +9,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use crate::domain::HistoryRecord;
+use crate::domain::{DEFAULT_EFFECTIVENESS_THRESHOLD, HistoryRecord};
 
 /// The guardrail settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,16 +29,27 @@ pub struct Guardrails {
     pub effectiveness_threshold: f64,
 }
 
+impl Guardrails {
+    /// Consecutive ineffective remediations that block the next one, unless configured.
+    pub const DEFAULT_INEFFECTIVE_CHAIN: usize = 3;
+    /// Remediations within the lookback that block the next one, unless configured.
+    pub const DEFAULT_RECURRENCE: usize = 5;
+    /// The lookback window, unless configured: 4 h.
+    pub const DEFAULT_LOOKBACK_SECONDS: u64 = 4 * 3600;
+    /// The cooldown of a workflow on a target, unless configured: 5 min.
+    pub const DEFAULT_COOLDOWN_SECONDS: u64 = 300;
+}
+
 impl Default for Guardrails {
     fn default() -> Self {
         Self {
-            ineffective_chain: 3,
-            recurrence: 5,
-            lookback: Duration::hours(4),
-            cooldown: Duration::minutes(5),
+            ineffective_chain: Self::DEFAULT_INEFFECTIVE_CHAIN,
+            recurrence: Self::DEFAULT_RECURRENCE,
+            lookback: Duration::seconds(Self::DEFAULT_LOOKBACK_SECONDS as i64),
+            cooldown: Duration::seconds(Self::DEFAULT_COOLDOWN_SECONDS as i64),
             consecutive_failures: 3,
             failure_backoff: Duration::hours(1),
-            effectiveness_threshold: 0.7,
+            effectiveness_threshold: DEFAULT_EFFECTIVENESS_THRESHOLD,
         }
     }
 }

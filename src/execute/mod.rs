@@ -69,12 +69,19 @@ pub struct ExecuteSettings {
     pub job_namespace: String,
 }
 
+impl ExecuteSettings {
+    /// Executions at once in the cluster, unless configured.
+    pub const DEFAULT_MAX_CONCURRENT: usize = 10;
+    /// Executions at once in one namespace, unless configured.
+    pub const DEFAULT_MAX_CONCURRENT_PER_NAMESPACE: usize = 3;
+}
+
 impl Default for ExecuteSettings {
     fn default() -> Self {
         Self {
             dry_run: false,
-            max_concurrent: 10,
-            max_concurrent_per_namespace: 3,
+            max_concurrent: Self::DEFAULT_MAX_CONCURRENT,
+            max_concurrent_per_namespace: Self::DEFAULT_MAX_CONCURRENT_PER_NAMESPACE,
             guardrails: Guardrails::default(),
             job_namespace: "default".into(),
         }

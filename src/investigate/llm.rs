@@ -65,15 +65,26 @@ pub struct LlmInvestigatorSettings {
     pub cluster_view: bool,
 }
 
+impl LlmInvestigatorSettings {
+    /// Model turns of invocation 1, unless configured.
+    pub const DEFAULT_MAX_TURNS: usize = 12;
+    /// Tool calls per investigation, unless configured.
+    pub const DEFAULT_MAX_TOOL_CALLS: usize = 30;
+    /// Calls of one tool per investigation, unless configured.
+    pub const DEFAULT_MAX_CALLS_PER_TOOL: usize = 8;
+    /// Seconds one tool call may take, unless configured.
+    pub const DEFAULT_TOOL_TIMEOUT_SECONDS: u64 = 20;
+}
+
 impl Default for LlmInvestigatorSettings {
     fn default() -> Self {
         Self {
             rca_model: "gpt-4o".into(),
             selection_model: "gpt-4o".into(),
-            max_turns: 12,
-            max_tool_calls: 30,
-            max_calls_per_tool: 8,
-            tool_timeout: Duration::from_secs(20),
+            max_turns: Self::DEFAULT_MAX_TURNS,
+            max_tool_calls: Self::DEFAULT_MAX_TOOL_CALLS,
+            max_calls_per_tool: Self::DEFAULT_MAX_CALLS_PER_TOOL,
+            tool_timeout: Duration::from_secs(Self::DEFAULT_TOOL_TIMEOUT_SECONDS),
             max_tokens: 8192,
             selection_turns: 10,
             validation_retries: 3,

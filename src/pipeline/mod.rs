@@ -16,7 +16,8 @@ use chrono::{DateTime, Utc};
 
 use crate::clock::Clock;
 use crate::domain::{
-    AuditDraft, Phase, RemediationRequest, Stage, StageError, StageState, Waiting, stage_name,
+    AuditDraft, DEFAULT_APPROVAL_TIMEOUT_SECONDS, Phase, RemediationRequest, Stage, StageError,
+    StageState, Waiting, stage_name,
 };
 
 /// The next committed state of a request.
@@ -50,15 +51,24 @@ pub struct PhaseTimeouts {
 }
 
 impl PhaseTimeouts {
+    /// Investigating (and Selecting), unless configured: 10 min.
+    pub const DEFAULT_INVESTIGATING_SECONDS: u64 = 600;
+    /// Executing, unless configured: 30 min.
+    pub const DEFAULT_EXECUTING_SECONDS: u64 = 1800;
+    /// Verifying (its window included), unless configured: 30 min.
+    pub const DEFAULT_VERIFYING_SECONDS: u64 = 1800;
+    /// The whole request, unless configured: 1 h.
+    pub const DEFAULT_OVERALL_SECONDS: u64 = 3600;
+
     /// The daemon's defaults: investigating 10 min, awaiting approval 15 min, executing and
     /// verifying 30 min each, the whole request 1 h.
     pub fn defaults() -> Self {
         Self {
-            investigating: Some(Duration::from_secs(600)),
-            awaiting_approval: Some(Duration::from_secs(900)),
-            executing: Some(Duration::from_secs(1800)),
-            verifying: Some(Duration::from_secs(1800)),
-            overall: Some(Duration::from_secs(3600)),
+            investigating: Some(Duration::from_secs(Self::DEFAULT_INVESTIGATING_SECONDS)),
+            awaiting_approval: Some(Duration::from_secs(DEFAULT_APPROVAL_TIMEOUT_SECONDS)),
+            executing: Some(Duration::from_secs(Self::DEFAULT_EXECUTING_SECONDS)),
+            verifying: Some(Duration::from_secs(Self::DEFAULT_VERIFYING_SECONDS)),
+            overall: Some(Duration::from_secs(Self::DEFAULT_OVERALL_SECONDS)),
         }
     }
 

@@ -61,6 +61,11 @@ pub struct PolicySettings {
     pub eval_timeout: Duration,
 }
 
+impl PolicySettings {
+    /// Milliseconds one evaluation may run, unless configured.
+    pub const DEFAULT_EVAL_TIMEOUT_MS: u64 = 100;
+}
+
 /// The confidence threshold when nothing else is configured (the seed's default). It is the
 /// default of `GateInput.confidence_threshold` too, so a policy test case may leave it out.
 pub const DEFAULT_CONFIDENCE_THRESHOLD: f64 = 0.8;

@@ -35,8 +35,9 @@ use crate::cluster::obj::{array, at, str_at};
 use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery};
 use crate::domain::{
-    Assessment, AssessmentReason, AuditDraft, Execution, ExecutionOutcome, HistoryRecord, Phase,
-    RemediationRequest, SignalSource, Stage, StageError, StageOutcome, Target,
+    Assessment, AssessmentReason, AuditDraft, DEFAULT_EFFECTIVENESS_THRESHOLD, Execution,
+    ExecutionOutcome, HistoryRecord, Phase, RemediationRequest, SignalSource, Stage, StageError,
+    StageOutcome, Target,
 };
 use crate::monitoring::{AlertmanagerClient, Endpoint, PrometheusClient, corresponds, expression};
 use crate::store::Store;
@@ -59,11 +60,16 @@ pub struct VerifySettings {
     pub prometheus: Option<Endpoint>,
 }
 
+impl VerifySettings {
+    /// Seconds a remediated target settles before it is assessed, unless configured.
+    pub const DEFAULT_WINDOW_SECONDS: u64 = 300;
+}
+
 impl Default for VerifySettings {
     fn default() -> Self {
         Self {
-            window: Duration::seconds(300),
-            effectiveness_threshold: 0.7,
+            window: Duration::seconds(Self::DEFAULT_WINDOW_SECONDS as i64),
+            effectiveness_threshold: DEFAULT_EFFECTIVENESS_THRESHOLD,
             alertmanager: None,
             prometheus: None,
         }

@@ -71,11 +71,21 @@ pub struct AuthSettings {
     pub proxy: Option<ProxyAuth>,
 }
 
+impl AuthSettings {
+    /// How long a dashboard login lasts, unless configured: 12 h.
+    pub const DEFAULT_SESSION_TTL_SECONDS: u64 = 12 * 3600;
+}
+
+impl ProxyAuth {
+    /// The auth proxy's groups header, unless configured.
+    pub const DEFAULT_GROUPS_HEADER: &str = "X-Forwarded-Groups";
+}
+
 impl Default for AuthSettings {
     fn default() -> Self {
         Self {
             bootstrap: Vec::new(),
-            session_ttl: Duration::from_secs(12 * 3600),
+            session_ttl: Duration::from_secs(Self::DEFAULT_SESSION_TTL_SECONDS),
             secure_cookies: false,
             proxy: None,
         }

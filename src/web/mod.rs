@@ -70,13 +70,20 @@ pub struct HttpLimits {
     pub max_connections: usize,
 }
 
+impl HttpLimits {
+    pub const DEFAULT_HEADER_TIMEOUT_SECONDS: u64 = 10;
+    pub const DEFAULT_BODY_TIMEOUT_SECONDS: u64 = 30;
+    pub const DEFAULT_WRITE_TIMEOUT_SECONDS: u64 = 30;
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+}
+
 impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
-            header_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(30),
-            write_timeout: Duration::from_secs(30),
-            max_connections: 512,
+            header_timeout: Duration::from_secs(Self::DEFAULT_HEADER_TIMEOUT_SECONDS),
+            body_timeout: Duration::from_secs(Self::DEFAULT_BODY_TIMEOUT_SECONDS),
+            write_timeout: Duration::from_secs(Self::DEFAULT_WRITE_TIMEOUT_SECONDS),
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
         }
     }
 }

@@ -42,7 +42,7 @@ pub async fn serving(
     super::TestDaemon::serving(|a| {
         a.cluster.kubeconfig = Some(kubeconfig);
         a.gate.policy_dir = Some(policies);
-        a.execute.verification_window_seconds = Some(3);
+        a.verify.verification_window_seconds = Some(3);
         a.execute.cooldown_seconds = Some(0);
         a.approvals.approvers = Some(vec![ALICE.into(), "bob@example.com".into()]);
         a.approvals.link_signing_key = Some(Secret::new(KEY));

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kubemedic::clock::{Clock, SystemClock};
-use kubemedic::config::{DaemonArgs, Settings};
+use kubemedic::config::{DaemonArgs, Settings, StoreArgs};
 use kubemedic::daemon::{self, Components, Running};
 use kubemedic::secret::Secret;
 use kubemedic::store::Store;
@@ -88,7 +88,10 @@ pub fn sqlite_url() -> (tempfile::TempDir, String) {
 
 pub async fn open_store(url: &str, clock: Arc<dyn Clock>) -> Arc<dyn Store> {
     let settings = Settings::load(&DaemonArgs {
-        database_url: Some(Secret::new(url)),
+        store: StoreArgs {
+            database_url: Some(Secret::new(url)),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .expect("settings");
@@ -132,14 +135,12 @@ impl TestDaemon {
     ) -> Self {
         init();
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut args = DaemonArgs {
-            data_dir: Some(dir.path().to_owned()),
-            listen: Some("127.0.0.1:0".into()),
-            webhook_token: Some(Secret::new(WEBHOOK_TOKEN)),
-            api_token: Some(Secret::new(API_TOKEN)),
-            lease_seconds: Some(2),
-            ..Default::default()
-        };
+        let mut args = DaemonArgs::default();
+        args.store.data_dir = Some(dir.path().to_owned());
+        args.web.listen = Some("127.0.0.1:0".into());
+        args.web.webhook_token = Some(Secret::new(WEBHOOK_TOKEN));
+        args.web.api_token = Some(Secret::new(API_TOKEN));
+        args.pipeline.lease_seconds = Some(2);
         tweak(&mut args);
         let settings = Settings::load(&args).expect("settings");
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
