@@ -597,19 +597,65 @@ fn gone() -> StoreError {
 }
 
 #[async_trait]
-impl Store for UnreachableStore {
+impl kubemedic::store::Housekeeping for UnreachableStore {
     fn backend(&self) -> &'static str {
         "sqlite"
     }
     fn serial_writes(&self) -> bool {
         true
     }
+    async fn health(&self) -> Result<StoreHealth, StoreError> {
+        Err(gone())
+    }
+    async fn setting_or_init(
+        &self,
+        _: &str,
+        _: &(dyn Fn() -> String + Sync),
+    ) -> Result<String, StoreError> {
+        Err(gone())
+    }
+}
+
+#[async_trait]
+impl kubemedic::store::Requests for UnreachableStore {
     async fn ingest(
         &self,
         _: &[kubemedic::domain::NewSignal],
     ) -> Result<Vec<IngestOutcome>, StoreError> {
         Err(gone())
     }
+    async fn get_request(&self, _: uuid::Uuid) -> Result<Option<RemediationRequest>, StoreError> {
+        Err(gone())
+    }
+    async fn list_requests(
+        &self,
+        f: &RequestFilter,
+    ) -> Result<kubemedic::store::RequestPage, StoreError> {
+        self.0.list_requests(f).await
+    }
+    async fn list_signals(&self, f: &SignalFilter) -> Result<Page<SignalRecord>, StoreError> {
+        self.0.list_signals(f).await
+    }
+    async fn count_by_phase(&self) -> Result<Vec<(Phase, i64)>, StoreError> {
+        Err(gone())
+    }
+    async fn summary(
+        &self,
+        _: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Result<kubemedic::store::Summary, StoreError> {
+        Err(gone())
+    }
+    async fn signal_resolved_since(
+        &self,
+        _: &str,
+        _: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool, StoreError> {
+        Err(gone())
+    }
+}
+
+#[async_trait]
+impl kubemedic::store::Claims for UnreachableStore {
     async fn claim_batch(
         &self,
         _: &str,
@@ -636,14 +682,12 @@ impl Store for UnreachableStore {
     async fn release(&self, _: uuid::Uuid, _: &str) -> Result<(), StoreError> {
         Err(gone())
     }
-    async fn get_request(&self, _: uuid::Uuid) -> Result<Option<RemediationRequest>, StoreError> {
+}
+
+#[async_trait]
+impl kubemedic::store::Audit for UnreachableStore {
+    async fn audit_trail(&self, _: uuid::Uuid) -> Result<Vec<AuditEvent>, StoreError> {
         Err(gone())
-    }
-    async fn list_requests(
-        &self,
-        f: &RequestFilter,
-    ) -> Result<kubemedic::store::RequestPage, StoreError> {
-        self.0.list_requests(f).await
     }
     async fn audit_after(
         &self,
@@ -662,12 +706,21 @@ impl Store for UnreachableStore {
     async fn verify_chain(&self) -> Result<kubemedic::store::ChainReport, StoreError> {
         Err(gone())
     }
-    async fn summary(
+    async fn append_audit(
         &self,
-        _: Option<chrono::DateTime<chrono::Utc>>,
-    ) -> Result<kubemedic::store::Summary, StoreError> {
+        _: Option<uuid::Uuid>,
+        _: Option<Phase>,
+        _: &AuditDraft,
+    ) -> Result<(), StoreError> {
         Err(gone())
     }
+    async fn rotate_audit_key(&self, _: &str) -> Result<Option<(String, String)>, StoreError> {
+        Err(gone())
+    }
+}
+
+#[async_trait]
+impl kubemedic::store::Auth for UnreachableStore {
     // Keys still resolve: the tests reach the unreachable parts as an authenticated caller.
     async fn create_api_key(
         &self,
@@ -705,78 +758,10 @@ impl Store for UnreachableStore {
     async fn delete_session(&self, h: &str) -> Result<(), StoreError> {
         self.0.delete_session(h).await
     }
-    async fn list_signals(&self, f: &SignalFilter) -> Result<Page<SignalRecord>, StoreError> {
-        self.0.list_signals(f).await
-    }
-    async fn audit_trail(&self, _: uuid::Uuid) -> Result<Vec<AuditEvent>, StoreError> {
-        Err(gone())
-    }
-    async fn append_audit(
-        &self,
-        _: Option<uuid::Uuid>,
-        _: Option<Phase>,
-        _: &AuditDraft,
-    ) -> Result<(), StoreError> {
-        Err(gone())
-    }
-    async fn count_by_phase(&self) -> Result<Vec<(Phase, i64)>, StoreError> {
-        Err(gone())
-    }
-    async fn health(&self) -> Result<StoreHealth, StoreError> {
-        Err(gone())
-    }
-    async fn acquire_execution_lock(
-        &self,
-        _: &str,
-        _: Option<&str>,
-        _: uuid::Uuid,
-    ) -> Result<kubemedic::store::ExecutionLock, StoreError> {
-        Err(gone())
-    }
-    async fn execution_locks(
-        &self,
-        _: Option<&str>,
-    ) -> Result<Vec<kubemedic::store::ExecutionLock>, StoreError> {
-        Err(gone())
-    }
-    async fn begin_intent(
-        &self,
-        _: uuid::Uuid,
-        _: i32,
-        _: &str,
-        _: &serde_json::Value,
-    ) -> Result<(kubemedic::store::Intent, bool), StoreError> {
-        Err(gone())
-    }
-    async fn finish_intent(
-        &self,
-        _: uuid::Uuid,
-        _: i32,
-        _: kubemedic::store::IntentStatus,
-        _: &serde_json::Value,
-    ) -> Result<(), StoreError> {
-        Err(gone())
-    }
-    async fn intents(&self, _: uuid::Uuid) -> Result<Vec<kubemedic::store::Intent>, StoreError> {
-        Err(gone())
-    }
-    async fn record_history(&self, _: &kubemedic::domain::HistoryRecord) -> Result<(), StoreError> {
-        Err(gone())
-    }
-    async fn history(
-        &self,
-        _: &str,
-        _: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<kubemedic::domain::HistoryRecord>, StoreError> {
-        Err(gone())
-    }
-    async fn signal_resolved_since(
-        &self,
-        _: &str,
-        _: chrono::DateTime<chrono::Utc>,
-    ) -> Result<bool, StoreError> {
-        Err(gone())
-    }
+}
+
+#[async_trait]
+impl kubemedic::store::Approvals for UnreachableStore {
     async fn create_approval(
         &self,
         _: &kubemedic::domain::ApprovalRequest,
@@ -817,16 +802,6 @@ impl Store for UnreachableStore {
     async fn consume_nonce(&self, _: &str, _: Option<uuid::Uuid>) -> Result<bool, StoreError> {
         Err(gone())
     }
-    async fn rotate_audit_key(&self, _: &str) -> Result<Option<(String, String)>, StoreError> {
-        Err(gone())
-    }
-    async fn setting_or_init(
-        &self,
-        _: &str,
-        _: &(dyn Fn() -> String + Sync),
-    ) -> Result<String, StoreError> {
-        Err(gone())
-    }
     async fn claim_notification(
         &self,
         _: Duration,
@@ -845,6 +820,59 @@ impl Store for UnreachableStore {
         &self,
         _: uuid::Uuid,
     ) -> Result<Vec<kubemedic::domain::Notification>, StoreError> {
+        Err(gone())
+    }
+}
+
+#[async_trait]
+impl kubemedic::store::Execution for UnreachableStore {
+    async fn acquire_execution_lock(
+        &self,
+        _: &str,
+        _: Option<&str>,
+        _: uuid::Uuid,
+    ) -> Result<kubemedic::store::ExecutionLock, StoreError> {
+        Err(gone())
+    }
+    async fn execution_locks(
+        &self,
+        _: Option<&str>,
+    ) -> Result<Vec<kubemedic::store::ExecutionLock>, StoreError> {
+        Err(gone())
+    }
+    async fn begin_intent(
+        &self,
+        _: uuid::Uuid,
+        _: i32,
+        _: &str,
+        _: &serde_json::Value,
+    ) -> Result<(kubemedic::store::Intent, bool), StoreError> {
+        Err(gone())
+    }
+    async fn finish_intent(
+        &self,
+        _: uuid::Uuid,
+        _: i32,
+        _: kubemedic::store::IntentStatus,
+        _: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn intents(&self, _: uuid::Uuid) -> Result<Vec<kubemedic::store::Intent>, StoreError> {
+        Err(gone())
+    }
+}
+
+#[async_trait]
+impl kubemedic::store::History for UnreachableStore {
+    async fn record_history(&self, _: &kubemedic::domain::HistoryRecord) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn history(
+        &self,
+        _: &str,
+        _: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<kubemedic::domain::HistoryRecord>, StoreError> {
         Err(gone())
     }
 }

@@ -653,7 +653,7 @@ macro_rules! sql_store {
         }
 
         #[async_trait::async_trait]
-        impl $crate::store::Store for $store {
+        impl $crate::store::Housekeeping for $store {
             fn backend(&self) -> &'static str {
                 $backend
             }
@@ -662,6 +662,49 @@ macro_rules! sql_store {
                 SERIAL_WRITES
             }
 
+            async fn health(&self) -> Result<StoreHealth> {
+                let (applied,): (i64,) =
+                    sqlx::query_as("SELECT count(*) FROM _sqlx_migrations WHERE success")
+                        .fetch_one(&self.pool)
+                        .await?;
+                let audit_key: Option<(String,)> =
+                    sqlx::query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
+                        .fetch_optional(&self.pool)
+                        .await?;
+                Ok(StoreHealth {
+                    backend: $backend,
+                    migrations_applied: applied,
+                    migrations_expected: MIGRATOR.iter().count() as i64,
+                    audit_key: audit_key.map(|(k,)| k),
+                    our_audit_key: self.audit_key.id().to_owned(),
+                })
+            }
+
+            async fn setting_or_init(
+                &self,
+                key: &str,
+                generate: &(dyn Fn() -> String + Sync),
+            ) -> Result<String> {
+                let _write = self.write_guard().await;
+                sqlx::query(
+                    "INSERT INTO settings (key, value) VALUES ($1, $2) \
+                     ON CONFLICT (key) DO NOTHING",
+                )
+                .bind(key)
+                .bind(generate())
+                .execute(&self.writer)
+                .await?;
+                let (value,): (String,) =
+                    sqlx::query_as("SELECT value FROM settings WHERE key = $1")
+                        .bind(key)
+                        .fetch_one(&self.writer)
+                        .await?;
+                Ok(value)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::Requests for $store {
             async fn ingest(&self, signals: &[NewSignal]) -> Result<Vec<IngestOutcome>> {
                 let mut attempt = 0;
                 loop {
@@ -672,6 +715,253 @@ macro_rules! sql_store {
                 }
             }
 
+            async fn get_request(&self, rid: uuid::Uuid) -> Result<Option<RemediationRequest>> {
+                let row = sqlx::query(concat!(
+                    "SELECT ",
+                    request_columns!(),
+                    " FROM remediation_requests WHERE id = $1"
+                ))
+                .bind(id(rid))
+                .fetch_optional(&self.pool)
+                .await?;
+                row.as_ref().map(request_from_row).transpose()
+            }
+
+            async fn list_requests(&self, f: &RequestFilter) -> Result<RequestPage> {
+                // Only the filters given become predicates, so each query can use the index
+                // that leads with its filter; the cursor continues the (created_at, id) order.
+                let mut sql = String::from(concat!(
+                    "SELECT ",
+                    request_columns!(),
+                    " FROM remediation_requests WHERE TRUE"
+                ));
+                let mut n = 0;
+                let mut next = || {
+                    n += 1;
+                    param(n)
+                };
+                if f.phase.is_some() {
+                    sql.push_str(&format!(" AND phase = {}", next()));
+                }
+                if f.namespace.is_some() {
+                    sql.push_str(&format!(" AND target_namespace = {}", next()));
+                }
+                if f.target.is_some() {
+                    sql.push_str(&format!(" AND target_name = {}", next()));
+                }
+                if f.signal_name.is_some() {
+                    sql.push_str(&format!(" AND signal_name = {}", next()));
+                }
+                if f.since.is_some() {
+                    sql.push_str(&format!(" AND created_at >= {}", next()));
+                }
+                if f.until.is_some() {
+                    sql.push_str(&format!(" AND created_at < {}", next()));
+                }
+                if f.before.is_some() {
+                    // A row value, which both databases turn into one index range; the
+                    // equivalent `created_at < a OR (created_at = a AND id < b)` made Postgres
+                    // filter every newer request first (70 ms at 90,000 requests in).
+                    let (a, b) = (next(), next());
+                    sql.push_str(&format!(" AND (created_at, id) < ({a}, {b})"));
+                }
+                sql.push_str(&format!(" ORDER BY created_at DESC, id DESC LIMIT {}", next()));
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                if let Some(p) = f.phase {
+                    q = q.bind(p.as_str());
+                }
+                if let Some(ns) = &f.namespace {
+                    q = q.bind(ns.clone());
+                }
+                if let Some(t) = &f.target {
+                    q = q.bind(t.clone());
+                }
+                if let Some(a) = &f.signal_name {
+                    q = q.bind(a.clone());
+                }
+                if let Some(t) = f.since {
+                    q = q.bind(ts(t));
+                }
+                if let Some(t) = f.until {
+                    q = q.bind(ts(t));
+                }
+                if let Some(c) = f.before {
+                    q = q.bind(ts(c.created_at)).bind(id(c.id));
+                }
+                let limit = f.limit.max(0);
+                q = q.bind(limit + 1);
+                let rows = q.fetch_all(&self.pool).await?;
+                let mut items = rows.iter().map(request_from_row).collect::<Result<Vec<_>>>()?;
+                let more = items.len() as i64 > limit;
+                items.truncate(limit as usize);
+                let next = if more { items.last().map($crate::store::Cursor::of) } else { None };
+                Ok(RequestPage { items, next })
+            }
+
+            async fn list_signals(&self, f: &SignalFilter) -> Result<Page<SignalRecord>> {
+                // Only the filters given become predicates (as in `list_requests`): an
+                // `($1 IS NULL OR request_id = $1)` term can use no index, so a request's page
+                // counted and sorted every signal ever received.
+                let mut filter = String::from(" WHERE TRUE");
+                let mut n = 0;
+                let mut next = || {
+                    n += 1;
+                    param(n)
+                };
+                if f.status.is_some() {
+                    filter.push_str(&format!(" AND status = {}", next()));
+                }
+                if f.namespace.is_some() {
+                    filter.push_str(&format!(" AND target_namespace = {}", next()));
+                }
+                if f.request_id.is_some() {
+                    filter.push_str(&format!(" AND request_id = {}", next()));
+                }
+                let (limit, offset) = (next(), next());
+                let mut count =
+                    sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM signals{filter}")));
+                let mut rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "SELECT id, fingerprint, status, name, severity, mode, source, labels, \
+                     annotations, starts_at, ends_at, target_kind, target_name, \
+                     target_namespace, request_id, received_at, resolved_at FROM signals{filter} \
+                     ORDER BY received_at DESC, id LIMIT {limit} OFFSET {offset}"
+                )));
+                if let Some(s) = f.status {
+                    count = count.bind(s.as_str());
+                    rows = rows.bind(s.as_str());
+                }
+                if let Some(ns) = &f.namespace {
+                    count = count.bind(ns.clone());
+                    rows = rows.bind(ns.clone());
+                }
+                if let Some(r) = f.request_id {
+                    count = count.bind(id(r));
+                    rows = rows.bind(id(r));
+                }
+                let (total,) = count.fetch_one(&self.pool).await?;
+                let rows = rows.bind(f.limit).bind(f.offset).fetch_all(&self.pool).await?;
+                let items = rows.iter().map(signal_from_row).collect::<Result<Vec<_>>>()?;
+                Ok(Page { total, items })
+            }
+
+            async fn count_by_phase(&self) -> Result<Vec<(Phase, i64)>> {
+                let rows: Vec<(String, i64)> = sqlx::query_as(
+                    "SELECT phase, count(*) FROM remediation_requests GROUP BY phase",
+                )
+                .fetch_all(&self.pool)
+                .await?;
+                rows.into_iter()
+                    .map(|(p, n)| Ok((parse_phase(&p)?, n)))
+                    .collect()
+            }
+
+            async fn summary(
+                &self,
+                since: Option<chrono::DateTime<chrono::Utc>>,
+            ) -> Result<$crate::store::Summary> {
+                let since_ts = ts(since.unwrap_or(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
+                // Three queries, each answered from an index alone (0005_dashboard.sql): the
+                // figures of every request in the period in one pass, grouped by what the page
+                // counts; the tokens per day; the median time to resolution. Reading the rows
+                // instead cost seconds at 100,000 requests (docs/benchmarks.md, "Dashboard at
+                // scale"). The effectiveness bins have explicit bounds: CAST(x * 5 AS INTEGER)
+                // truncates on SQLite and rounds on Postgres.
+                let groups: Vec<(String, Option<bool>, Option<String>, Option<i64>, i64, i64)> =
+                    sqlx::query_as(
+                        "SELECT phase, auto_approved, guardrail, \
+                         CAST(CASE WHEN effectiveness IS NULL THEN NULL \
+                         WHEN effectiveness >= 0.8 THEN 4 WHEN effectiveness >= 0.6 THEN 3 \
+                         WHEN effectiveness >= 0.4 THEN 2 WHEN effectiveness >= 0.2 THEN 1 \
+                         ELSE 0 END AS BIGINT), count(*), count(ttr_ms) \
+                         FROM remediation_requests WHERE created_at >= $1 GROUP BY 1, 2, 3, 4",
+                    )
+                    .bind(since_ts.clone())
+                    .fetch_all(&self.pool)
+                    .await?;
+                let mut phases: std::collections::BTreeMap<String, i64> = Default::default();
+                let mut blocks: std::collections::BTreeMap<String, i64> = Default::default();
+                let (mut gated, mut auto_approved, mut completed) = (0i64, 0i64, 0i64);
+                let mut effectiveness = [0i64; 5];
+                for (phase, auto, guardrail, bin, n, with_ttr) in groups {
+                    if phase == Phase::Completed.as_str() {
+                        completed += with_ttr;
+                    }
+                    *phases.entry(phase).or_default() += n;
+                    if let Some(auto) = auto {
+                        gated += n;
+                        if auto {
+                            auto_approved += n;
+                        }
+                    }
+                    if let Some(bin) = bin {
+                        effectiveness[bin.clamp(0, 4) as usize] += n;
+                    }
+                    if let Some(g) = guardrail {
+                        *blocks.entry(g).or_default() += n;
+                    }
+                }
+                let by_phase = phases
+                    .into_iter()
+                    .map(|(p, n)| Ok((parse_phase(&p)?, n)))
+                    .collect::<Result<Vec<_>>>()?;
+                let total = by_phase.iter().map(|(_, n)| n).sum();
+                let mut guardrail_blocks: Vec<(String, i64)> = blocks.into_iter().collect();
+                guardrail_blocks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+                let median_ttr_seconds = if completed == 0 {
+                    None
+                } else {
+                    let (ms,): (i64,) = sqlx::query_as(
+                        "SELECT ttr_ms FROM remediation_requests \
+                         WHERE created_at >= $1 AND phase = 'Completed' AND ttr_ms IS NOT NULL \
+                         ORDER BY ttr_ms LIMIT 1 OFFSET $2",
+                    )
+                    .bind(since_ts.clone())
+                    .bind(completed / 2)
+                    .fetch_one(&self.pool)
+                    .await?;
+                    Some(ms as f64 / 1000.0)
+                };
+                let tokens_per_day: Vec<(String, i64)> = sqlx::query_as(concat!(
+                    "SELECT ",
+                    day_of!("created_at"),
+                    " AS day, CAST(sum(tokens) AS BIGINT) FROM remediation_requests \
+                     WHERE created_at >= $1 AND tokens > 0 GROUP BY 1 ORDER BY 1"
+                ))
+                .bind(since_ts)
+                .fetch_all(&self.pool)
+                .await?;
+                Ok($crate::store::Summary {
+                    since,
+                    total,
+                    by_phase,
+                    gated,
+                    auto_approved,
+                    median_ttr_seconds,
+                    effectiveness,
+                    tokens_per_day,
+                    guardrail_blocks,
+                })
+            }
+
+            async fn signal_resolved_since(
+                &self,
+                fingerprint: &str,
+                since: chrono::DateTime<chrono::Utc>,
+            ) -> Result<bool> {
+                let (n,): (i64,) = sqlx::query_as(
+                    "SELECT count(*) FROM signals WHERE fingerprint = $1 \
+                     AND status = 'resolved' AND (resolved_at >= $2 OR ends_at >= $2)",
+                )
+                .bind(fingerprint)
+                .bind(ts(since))
+                .fetch_one(&self.pool)
+                .await?;
+                Ok(n > 0)
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::Claims for $store {
             async fn claim_batch(
                 &self,
                 worker: &str,
@@ -810,136 +1100,10 @@ macro_rules! sql_store {
                 .await?;
                 Ok(())
             }
+        }
 
-            async fn get_request(&self, rid: uuid::Uuid) -> Result<Option<RemediationRequest>> {
-                let row = sqlx::query(concat!(
-                    "SELECT ",
-                    request_columns!(),
-                    " FROM remediation_requests WHERE id = $1"
-                ))
-                .bind(id(rid))
-                .fetch_optional(&self.pool)
-                .await?;
-                row.as_ref().map(request_from_row).transpose()
-            }
-
-            async fn list_requests(&self, f: &RequestFilter) -> Result<RequestPage> {
-                // Only the filters given become predicates, so each query can use the index
-                // that leads with its filter; the cursor continues the (created_at, id) order.
-                let mut sql = String::from(concat!(
-                    "SELECT ",
-                    request_columns!(),
-                    " FROM remediation_requests WHERE TRUE"
-                ));
-                let mut n = 0;
-                let mut next = || {
-                    n += 1;
-                    param(n)
-                };
-                if f.phase.is_some() {
-                    sql.push_str(&format!(" AND phase = {}", next()));
-                }
-                if f.namespace.is_some() {
-                    sql.push_str(&format!(" AND target_namespace = {}", next()));
-                }
-                if f.target.is_some() {
-                    sql.push_str(&format!(" AND target_name = {}", next()));
-                }
-                if f.signal_name.is_some() {
-                    sql.push_str(&format!(" AND signal_name = {}", next()));
-                }
-                if f.since.is_some() {
-                    sql.push_str(&format!(" AND created_at >= {}", next()));
-                }
-                if f.until.is_some() {
-                    sql.push_str(&format!(" AND created_at < {}", next()));
-                }
-                if f.before.is_some() {
-                    // A row value, which both databases turn into one index range; the
-                    // equivalent `created_at < a OR (created_at = a AND id < b)` made Postgres
-                    // filter every newer request first (70 ms at 90,000 requests in).
-                    let (a, b) = (next(), next());
-                    sql.push_str(&format!(" AND (created_at, id) < ({a}, {b})"));
-                }
-                sql.push_str(&format!(" ORDER BY created_at DESC, id DESC LIMIT {}", next()));
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-                if let Some(p) = f.phase {
-                    q = q.bind(p.as_str());
-                }
-                if let Some(ns) = &f.namespace {
-                    q = q.bind(ns.clone());
-                }
-                if let Some(t) = &f.target {
-                    q = q.bind(t.clone());
-                }
-                if let Some(a) = &f.signal_name {
-                    q = q.bind(a.clone());
-                }
-                if let Some(t) = f.since {
-                    q = q.bind(ts(t));
-                }
-                if let Some(t) = f.until {
-                    q = q.bind(ts(t));
-                }
-                if let Some(c) = f.before {
-                    q = q.bind(ts(c.created_at)).bind(id(c.id));
-                }
-                let limit = f.limit.max(0);
-                q = q.bind(limit + 1);
-                let rows = q.fetch_all(&self.pool).await?;
-                let mut items = rows.iter().map(request_from_row).collect::<Result<Vec<_>>>()?;
-                let more = items.len() as i64 > limit;
-                items.truncate(limit as usize);
-                let next = if more { items.last().map($crate::store::Cursor::of) } else { None };
-                Ok(RequestPage { items, next })
-            }
-
-            async fn list_signals(&self, f: &SignalFilter) -> Result<Page<SignalRecord>> {
-                // Only the filters given become predicates (as in `list_requests`): an
-                // `($1 IS NULL OR request_id = $1)` term can use no index, so a request's page
-                // counted and sorted every signal ever received.
-                let mut filter = String::from(" WHERE TRUE");
-                let mut n = 0;
-                let mut next = || {
-                    n += 1;
-                    param(n)
-                };
-                if f.status.is_some() {
-                    filter.push_str(&format!(" AND status = {}", next()));
-                }
-                if f.namespace.is_some() {
-                    filter.push_str(&format!(" AND target_namespace = {}", next()));
-                }
-                if f.request_id.is_some() {
-                    filter.push_str(&format!(" AND request_id = {}", next()));
-                }
-                let (limit, offset) = (next(), next());
-                let mut count =
-                    sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM signals{filter}")));
-                let mut rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT id, fingerprint, status, name, severity, mode, source, labels, \
-                     annotations, starts_at, ends_at, target_kind, target_name, \
-                     target_namespace, request_id, received_at, resolved_at FROM signals{filter} \
-                     ORDER BY received_at DESC, id LIMIT {limit} OFFSET {offset}"
-                )));
-                if let Some(s) = f.status {
-                    count = count.bind(s.as_str());
-                    rows = rows.bind(s.as_str());
-                }
-                if let Some(ns) = &f.namespace {
-                    count = count.bind(ns.clone());
-                    rows = rows.bind(ns.clone());
-                }
-                if let Some(r) = f.request_id {
-                    count = count.bind(id(r));
-                    rows = rows.bind(id(r));
-                }
-                let (total,) = count.fetch_one(&self.pool).await?;
-                let rows = rows.bind(f.limit).bind(f.offset).fetch_all(&self.pool).await?;
-                let items = rows.iter().map(signal_from_row).collect::<Result<Vec<_>>>()?;
-                Ok(Page { total, items })
-            }
-
+        #[async_trait::async_trait]
+        impl $crate::store::Audit for $store {
             async fn audit_trail(&self, rid: uuid::Uuid) -> Result<Vec<AuditEvent>> {
                 let rows = sqlx::query(
                     "SELECT id, request_id, at, phase, kind, actor, message, payload \
@@ -1013,94 +1177,71 @@ macro_rules! sql_store {
                 Ok(verifier.report)
             }
 
-            async fn summary(
+            async fn append_audit(
                 &self,
-                since: Option<chrono::DateTime<chrono::Utc>>,
-            ) -> Result<$crate::store::Summary> {
-                let since_ts = ts(since.unwrap_or(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
-                // Three queries, each answered from an index alone (0005_dashboard.sql): the
-                // figures of every request in the period in one pass, grouped by what the page
-                // counts; the tokens per day; the median time to resolution. Reading the rows
-                // instead cost seconds at 100,000 requests (docs/benchmarks.md, "Dashboard at
-                // scale"). The effectiveness bins have explicit bounds: CAST(x * 5 AS INTEGER)
-                // truncates on SQLite and rounds on Postgres.
-                let groups: Vec<(String, Option<bool>, Option<String>, Option<i64>, i64, i64)> =
-                    sqlx::query_as(
-                        "SELECT phase, auto_approved, guardrail, \
-                         CAST(CASE WHEN effectiveness IS NULL THEN NULL \
-                         WHEN effectiveness >= 0.8 THEN 4 WHEN effectiveness >= 0.6 THEN 3 \
-                         WHEN effectiveness >= 0.4 THEN 2 WHEN effectiveness >= 0.2 THEN 1 \
-                         ELSE 0 END AS BIGINT), count(*), count(ttr_ms) \
-                         FROM remediation_requests WHERE created_at >= $1 GROUP BY 1, 2, 3, 4",
-                    )
-                    .bind(since_ts.clone())
-                    .fetch_all(&self.pool)
-                    .await?;
-                let mut phases: std::collections::BTreeMap<String, i64> = Default::default();
-                let mut blocks: std::collections::BTreeMap<String, i64> = Default::default();
-                let (mut gated, mut auto_approved, mut completed) = (0i64, 0i64, 0i64);
-                let mut effectiveness = [0i64; 5];
-                for (phase, auto, guardrail, bin, n, with_ttr) in groups {
-                    if phase == Phase::Completed.as_str() {
-                        completed += with_ttr;
-                    }
-                    *phases.entry(phase).or_default() += n;
-                    if let Some(auto) = auto {
-                        gated += n;
-                        if auto {
-                            auto_approved += n;
-                        }
-                    }
-                    if let Some(bin) = bin {
-                        effectiveness[bin.clamp(0, 4) as usize] += n;
-                    }
-                    if let Some(g) = guardrail {
-                        *blocks.entry(g).or_default() += n;
-                    }
-                }
-                let by_phase = phases
-                    .into_iter()
-                    .map(|(p, n)| Ok((parse_phase(&p)?, n)))
-                    .collect::<Result<Vec<_>>>()?;
-                let total = by_phase.iter().map(|(_, n)| n).sum();
-                let mut guardrail_blocks: Vec<(String, i64)> = blocks.into_iter().collect();
-                guardrail_blocks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-                let median_ttr_seconds = if completed == 0 {
-                    None
-                } else {
-                    let (ms,): (i64,) = sqlx::query_as(
-                        "SELECT ttr_ms FROM remediation_requests \
-                         WHERE created_at >= $1 AND phase = 'Completed' AND ttr_ms IS NOT NULL \
-                         ORDER BY ttr_ms LIMIT 1 OFFSET $2",
-                    )
-                    .bind(since_ts.clone())
-                    .bind(completed / 2)
-                    .fetch_one(&self.pool)
-                    .await?;
-                    Some(ms as f64 / 1000.0)
-                };
-                let tokens_per_day: Vec<(String, i64)> = sqlx::query_as(concat!(
-                    "SELECT ",
-                    day_of!("created_at"),
-                    " AS day, CAST(sum(tokens) AS BIGINT) FROM remediation_requests \
-                     WHERE created_at >= $1 AND tokens > 0 GROUP BY 1 ORDER BY 1"
-                ))
-                .bind(since_ts)
-                .fetch_all(&self.pool)
-                .await?;
-                Ok($crate::store::Summary {
-                    since,
-                    total,
-                    by_phase,
-                    gated,
-                    auto_approved,
-                    median_ttr_seconds,
-                    effectiveness,
-                    tokens_per_day,
-                    guardrail_blocks,
-                })
+                request_id: Option<uuid::Uuid>,
+                phase: Option<Phase>,
+                draft: &AuditDraft,
+            ) -> Result<()> {
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.begin_audited().await?;
+                insert_audit(&mut tx, &self.audit_key, request_id, phase, self.clock.now(), draft).await?;
+                tx.commit().await?;
+                Ok(())
             }
 
+            async fn rotate_audit_key(&self, actor: &str) -> Result<Option<(String, String)>> {
+                use $crate::store::chain::KEY_ROTATED;
+                let new = self.audit_key.id().to_owned();
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.begin_audited().await?;
+                // Under the chain's lock: two replicas started with the new keyring rotate once.
+                if let Some(lock) = CHAIN_LOCK {
+                    sqlx::query(lock).execute(&mut *tx).await?;
+                }
+                let recorded: Option<(String,)> =
+                    sqlx::query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let Some((old_id,)) = recorded else {
+                    return Ok(None);
+                };
+                if old_id == new {
+                    return Ok(None);
+                }
+                if rotations(&mut *tx).await?.iter().any(|r| r.old_key_id == new) {
+                    return Err(StoreError::AuditKey(format!(
+                        "key {new} was retired by an earlier rotation, and a retired key never \
+                         signs again: give a new key first (the keys given are {})",
+                        self.audit_key.describe()
+                    )));
+                }
+                let Some(old) = self.audit_key.find(&old_id) else {
+                    return Err(StoreError::AuditKey(format!(
+                        "this database's audit trail is signed with key {old_id}, which is not \
+                         among the keys given ({}): give the current key too, after the new one",
+                        self.audit_key.describe()
+                    )));
+                };
+                let draft = AuditDraft::new(
+                    KEY_ROTATED,
+                    actor,
+                    format!("audit key {old_id} retired; key {new} signs the trail from here on"),
+                )
+                .with_payload(serde_json::json!({"old_key_id": old_id, "new_key_id": new}));
+                // Signed with the key it retires: only its holder can hand the chain over.
+                insert_audit(&mut tx, old, None, None, self.clock.now(), &draft).await?;
+                sqlx::query("UPDATE settings SET value = $1 WHERE key = 'audit_key_id'")
+                    .bind(&new)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(Some((old_id, new)))
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::Auth for $store {
             async fn create_api_key(
                 &self,
                 key: &$crate::domain::ApiKey,
@@ -1253,175 +1394,10 @@ macro_rules! sql_store {
                     .await?;
                 Ok(())
             }
+        }
 
-            async fn append_audit(
-                &self,
-                request_id: Option<uuid::Uuid>,
-                phase: Option<Phase>,
-                draft: &AuditDraft,
-            ) -> Result<()> {
-                let _write = self.write_guard().await;
-                let mut tx: Tx = self.begin_audited().await?;
-                insert_audit(&mut tx, &self.audit_key, request_id, phase, self.clock.now(), draft).await?;
-                tx.commit().await?;
-                Ok(())
-            }
-
-            async fn count_by_phase(&self) -> Result<Vec<(Phase, i64)>> {
-                let rows: Vec<(String, i64)> = sqlx::query_as(
-                    "SELECT phase, count(*) FROM remediation_requests GROUP BY phase",
-                )
-                .fetch_all(&self.pool)
-                .await?;
-                rows.into_iter()
-                    .map(|(p, n)| Ok((parse_phase(&p)?, n)))
-                    .collect()
-            }
-
-            async fn health(&self) -> Result<StoreHealth> {
-                let (applied,): (i64,) =
-                    sqlx::query_as("SELECT count(*) FROM _sqlx_migrations WHERE success")
-                        .fetch_one(&self.pool)
-                        .await?;
-                let audit_key: Option<(String,)> =
-                    sqlx::query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
-                        .fetch_optional(&self.pool)
-                        .await?;
-                Ok(StoreHealth {
-                    backend: $backend,
-                    migrations_applied: applied,
-                    migrations_expected: MIGRATOR.iter().count() as i64,
-                    audit_key: audit_key.map(|(k,)| k),
-                    our_audit_key: self.audit_key.id().to_owned(),
-                })
-            }
-
-            async fn acquire_execution_lock(
-                &self,
-                target_fingerprint: &str,
-                namespace: Option<&str>,
-                request: uuid::Uuid,
-            ) -> Result<ExecutionLock> {
-                let _write = self.write_guard().await;
-                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
-                sqlx::query(
-                    "INSERT INTO execution_locks (target_fingerprint, request_id, namespace, \
-                     acquired_at) VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT (target_fingerprint) DO NOTHING",
-                )
-                .bind(target_fingerprint)
-                .bind(id(request))
-                .bind(namespace)
-                .bind(ts(self.clock.now()))
-                .execute(&mut *tx)
-                .await?;
-                let row = sqlx::query(
-                    "SELECT target_fingerprint, request_id, namespace, acquired_at \
-                     FROM execution_locks WHERE target_fingerprint = $1",
-                )
-                .bind(target_fingerprint)
-                .fetch_one(&mut *tx)
-                .await?;
-                tx.commit().await?;
-                lock_from_row(&row)
-            }
-
-            async fn execution_locks(&self, namespace: Option<&str>) -> Result<Vec<ExecutionLock>> {
-                let rows = sqlx::query(
-                    "SELECT target_fingerprint, request_id, namespace, acquired_at \
-                     FROM execution_locks WHERE ($1 IS NULL OR namespace = $1) \
-                     ORDER BY acquired_at",
-                )
-                .bind(namespace)
-                .fetch_all(&self.pool)
-                .await?;
-                rows.iter().map(lock_from_row).collect()
-            }
-
-            async fn begin_intent(
-                &self,
-                request: uuid::Uuid,
-                step: i32,
-                action: &str,
-                detail: &serde_json::Value,
-            ) -> Result<(Intent, bool)> {
-                let now = self.clock.now();
-                let _write = self.write_guard().await;
-                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
-                // Every write to the cluster is preceded by its intent: a replica whose audit
-                // key was rotated out while a stage ran makes no further write.
-                let recorded: Option<(String,)> =
-                    sqlx::query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                if let Some((key,)) = recorded
-                    && key != self.audit_key.id()
-                {
-                    return Err(StoreError::AuditKey(format!(
-                        "the audit trail is now signed with key {key}, not with this daemon's \
-                         key {}: no step is started; restart this daemon with the current keyring",
-                        self.audit_key.id()
-                    )));
-                }
-                let inserted = sqlx::query(
-                    "INSERT INTO execution_intents (request_id, step, action, status, detail, \
-                     created_at, updated_at) VALUES ($1, $2, $3, 'started', $4, $5, $5) \
-                     ON CONFLICT (request_id, step) DO NOTHING",
-                )
-                .bind(id(request))
-                .bind(step)
-                .bind(action)
-                .bind($crate::store::storable_value(detail))
-                .bind(ts(now))
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                    == 1;
-                let row = sqlx::query(
-                    "SELECT request_id, step, action, status, detail, created_at, updated_at \
-                     FROM execution_intents WHERE request_id = $1 AND step = $2",
-                )
-                .bind(id(request))
-                .bind(step)
-                .fetch_one(&mut *tx)
-                .await?;
-                tx.commit().await?;
-                Ok((intent_from_row(&row)?, inserted))
-            }
-
-            async fn finish_intent(
-                &self,
-                request: uuid::Uuid,
-                step: i32,
-                status: IntentStatus,
-                detail: &serde_json::Value,
-            ) -> Result<()> {
-                let _write = self.write_guard().await;
-                sqlx::query(
-                    "UPDATE execution_intents SET status = $1, detail = $2, updated_at = $3 \
-                     WHERE request_id = $4 AND step = $5",
-                )
-                .bind(status.as_str())
-                .bind($crate::store::storable_value(detail))
-                .bind(ts(self.clock.now()))
-                .bind(id(request))
-                .bind(step)
-                .execute(&self.writer)
-                .await?;
-                Ok(())
-            }
-
-            async fn intents(&self, request: uuid::Uuid) -> Result<Vec<Intent>> {
-                let rows = sqlx::query(
-                    "SELECT request_id, step, action, status, detail, created_at, updated_at \
-                     FROM execution_intents WHERE request_id = $1 ORDER BY step",
-                )
-                .bind(id(request))
-                .fetch_all(&self.pool)
-                .await?;
-                rows.iter().map(intent_from_row).collect()
-            }
-
+        #[async_trait::async_trait]
+        impl $crate::store::Approvals for $store {
             async fn create_approval(
                 &self,
                 approval: &$crate::domain::ApprovalRequest,
@@ -1860,77 +1836,6 @@ macro_rules! sql_store {
                 Ok(inserted == 1)
             }
 
-            async fn rotate_audit_key(&self, actor: &str) -> Result<Option<(String, String)>> {
-                use $crate::store::chain::KEY_ROTATED;
-                let new = self.audit_key.id().to_owned();
-                let _write = self.write_guard().await;
-                let mut tx: Tx = self.begin_audited().await?;
-                // Under the chain's lock: two replicas started with the new keyring rotate once.
-                if let Some(lock) = CHAIN_LOCK {
-                    sqlx::query(lock).execute(&mut *tx).await?;
-                }
-                let recorded: Option<(String,)> =
-                    sqlx::query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                let Some((old_id,)) = recorded else {
-                    return Ok(None);
-                };
-                if old_id == new {
-                    return Ok(None);
-                }
-                if rotations(&mut *tx).await?.iter().any(|r| r.old_key_id == new) {
-                    return Err(StoreError::AuditKey(format!(
-                        "key {new} was retired by an earlier rotation, and a retired key never \
-                         signs again: give a new key first (the keys given are {})",
-                        self.audit_key.describe()
-                    )));
-                }
-                let Some(old) = self.audit_key.find(&old_id) else {
-                    return Err(StoreError::AuditKey(format!(
-                        "this database's audit trail is signed with key {old_id}, which is not \
-                         among the keys given ({}): give the current key too, after the new one",
-                        self.audit_key.describe()
-                    )));
-                };
-                let draft = AuditDraft::new(
-                    KEY_ROTATED,
-                    actor,
-                    format!("audit key {old_id} retired; key {new} signs the trail from here on"),
-                )
-                .with_payload(serde_json::json!({"old_key_id": old_id, "new_key_id": new}));
-                // Signed with the key it retires: only its holder can hand the chain over.
-                insert_audit(&mut tx, old, None, None, self.clock.now(), &draft).await?;
-                sqlx::query("UPDATE settings SET value = $1 WHERE key = 'audit_key_id'")
-                    .bind(&new)
-                    .execute(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                Ok(Some((old_id, new)))
-            }
-
-            async fn setting_or_init(
-                &self,
-                key: &str,
-                generate: &(dyn Fn() -> String + Sync),
-            ) -> Result<String> {
-                let _write = self.write_guard().await;
-                sqlx::query(
-                    "INSERT INTO settings (key, value) VALUES ($1, $2) \
-                     ON CONFLICT (key) DO NOTHING",
-                )
-                .bind(key)
-                .bind(generate())
-                .execute(&self.writer)
-                .await?;
-                let (value,): (String,) =
-                    sqlx::query_as("SELECT value FROM settings WHERE key = $1")
-                        .bind(key)
-                        .fetch_one(&self.writer)
-                        .await?;
-                Ok(value)
-            }
-
             async fn claim_notification(
                 &self,
                 lease: std::time::Duration,
@@ -2015,7 +1920,139 @@ macro_rules! sql_store {
                 .await?;
                 rows.iter().map(notification_from_row).collect()
             }
+        }
 
+        #[async_trait::async_trait]
+        impl $crate::store::Execution for $store {
+            async fn acquire_execution_lock(
+                &self,
+                target_fingerprint: &str,
+                namespace: Option<&str>,
+                request: uuid::Uuid,
+            ) -> Result<ExecutionLock> {
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                sqlx::query(
+                    "INSERT INTO execution_locks (target_fingerprint, request_id, namespace, \
+                     acquired_at) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (target_fingerprint) DO NOTHING",
+                )
+                .bind(target_fingerprint)
+                .bind(id(request))
+                .bind(namespace)
+                .bind(ts(self.clock.now()))
+                .execute(&mut *tx)
+                .await?;
+                let row = sqlx::query(
+                    "SELECT target_fingerprint, request_id, namespace, acquired_at \
+                     FROM execution_locks WHERE target_fingerprint = $1",
+                )
+                .bind(target_fingerprint)
+                .fetch_one(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                lock_from_row(&row)
+            }
+
+            async fn execution_locks(&self, namespace: Option<&str>) -> Result<Vec<ExecutionLock>> {
+                let rows = sqlx::query(
+                    "SELECT target_fingerprint, request_id, namespace, acquired_at \
+                     FROM execution_locks WHERE ($1 IS NULL OR namespace = $1) \
+                     ORDER BY acquired_at",
+                )
+                .bind(namespace)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(lock_from_row).collect()
+            }
+
+            async fn begin_intent(
+                &self,
+                request: uuid::Uuid,
+                step: i32,
+                action: &str,
+                detail: &serde_json::Value,
+            ) -> Result<(Intent, bool)> {
+                let now = self.clock.now();
+                let _write = self.write_guard().await;
+                let mut tx: Tx = self.writer.begin_with(BEGIN).await?;
+                // Every write to the cluster is preceded by its intent: a replica whose audit
+                // key was rotated out while a stage ran makes no further write.
+                let recorded: Option<(String,)> =
+                    sqlx::query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                if let Some((key,)) = recorded
+                    && key != self.audit_key.id()
+                {
+                    return Err(StoreError::AuditKey(format!(
+                        "the audit trail is now signed with key {key}, not with this daemon's \
+                         key {}: no step is started; restart this daemon with the current keyring",
+                        self.audit_key.id()
+                    )));
+                }
+                let inserted = sqlx::query(
+                    "INSERT INTO execution_intents (request_id, step, action, status, detail, \
+                     created_at, updated_at) VALUES ($1, $2, $3, 'started', $4, $5, $5) \
+                     ON CONFLICT (request_id, step) DO NOTHING",
+                )
+                .bind(id(request))
+                .bind(step)
+                .bind(action)
+                .bind($crate::store::storable_value(detail))
+                .bind(ts(now))
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                    == 1;
+                let row = sqlx::query(
+                    "SELECT request_id, step, action, status, detail, created_at, updated_at \
+                     FROM execution_intents WHERE request_id = $1 AND step = $2",
+                )
+                .bind(id(request))
+                .bind(step)
+                .fetch_one(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok((intent_from_row(&row)?, inserted))
+            }
+
+            async fn finish_intent(
+                &self,
+                request: uuid::Uuid,
+                step: i32,
+                status: IntentStatus,
+                detail: &serde_json::Value,
+            ) -> Result<()> {
+                let _write = self.write_guard().await;
+                sqlx::query(
+                    "UPDATE execution_intents SET status = $1, detail = $2, updated_at = $3 \
+                     WHERE request_id = $4 AND step = $5",
+                )
+                .bind(status.as_str())
+                .bind($crate::store::storable_value(detail))
+                .bind(ts(self.clock.now()))
+                .bind(id(request))
+                .bind(step)
+                .execute(&self.writer)
+                .await?;
+                Ok(())
+            }
+
+            async fn intents(&self, request: uuid::Uuid) -> Result<Vec<Intent>> {
+                let rows = sqlx::query(
+                    "SELECT request_id, step, action, status, detail, created_at, updated_at \
+                     FROM execution_intents WHERE request_id = $1 ORDER BY step",
+                )
+                .bind(id(request))
+                .fetch_all(&self.pool)
+                .await?;
+                rows.iter().map(intent_from_row).collect()
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::History for $store {
             async fn record_history(
                 &self,
                 record: &$crate::domain::HistoryRecord,
@@ -2053,22 +2090,6 @@ macro_rules! sql_store {
                 .fetch_all(&self.pool)
                 .await?;
                 Ok(rows.into_iter().map(|(r,)| r.0).collect())
-            }
-
-            async fn signal_resolved_since(
-                &self,
-                fingerprint: &str,
-                since: chrono::DateTime<chrono::Utc>,
-            ) -> Result<bool> {
-                let (n,): (i64,) = sqlx::query_as(
-                    "SELECT count(*) FROM signals WHERE fingerprint = $1 \
-                     AND status = 'resolved' AND (resolved_at >= $2 OR ends_at >= $2)",
-                )
-                .bind(fingerprint)
-                .bind(ts(since))
-                .fetch_one(&self.pool)
-                .await?;
-                Ok(n > 0)
             }
         }
     };
