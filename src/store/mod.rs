@@ -25,8 +25,9 @@ pub use capability::{
     Approvals, Audit, Auth, Claims, Execution, History, Housekeeping, Requests, Store,
 };
 pub use chain::{AuditKey, BrokenLink, ChainReport};
-pub use postgres::{IDLE_IN_TRANSACTION, PgStore};
-pub use sqlite::SqliteStore;
+pub use postgres::{IDLE_IN_TRANSACTION, PgStore, Postgres};
+pub use sql::{Binds, Dialect, Reads, Runs, SqlDb, SqlStore};
+pub use sqlite::{Sqlite, SqliteStore};
 
 use crate::clock::Clock;
 use crate::domain::{

@@ -5,72 +5,36 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgBindIterExt as _, PgConnectOptions, PgPoolOptions};
+use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::sql::{
-    approval_columns, notification_columns, request_columns, runnable_phases, sql_store,
-};
+use super::Result;
+use super::sql::{AuditRow, Dialect, SqlStore, StepRow, request_columns, runnable_phases};
 use crate::clock::Clock;
+use crate::domain::{NewSignal, Phase, SignalContext};
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
 
-pub struct PgStore {
-    pool: PgPool,
-    /// The same pool: Postgres has no single writer.
-    writer: PgPool,
-    clock: Arc<dyn Clock>,
-    /// Signs the audit chain.
-    audit_key: super::AuditKey,
-}
+/// The PostgreSQL dialect (see [`Dialect`]).
+pub struct Postgres;
+
+/// The store on PostgreSQL.
+pub type PgStore = SqlStore<Postgres>;
+
+type Tx = super::sql::Tx<Postgres>;
+type DbRow = sqlx::postgres::PgRow;
 
 type Id = Uuid;
 type Ts = DateTime<Utc>;
-
-fn id(u: Uuid) -> Id {
-    u
-}
-
-fn uuid_of(u: Id) -> Uuid {
-    u
-}
-
-fn ts(t: DateTime<Utc>) -> Ts {
-    t
-}
-
-fn time_of(t: Ts) -> super::Result<DateTime<Utc>> {
-    Ok(t)
-}
-
-fn param(i: usize) -> String {
-    format!("${i}")
-}
-
-const BEGIN: &str = "BEGIN";
 
 /// How long a session of the store may sit idle inside a transaction before Postgres ends it
 /// (see [`PgStore::prepare_session`]). Far longer than any gap between the statements of one
 /// of the store's transactions on a loaded machine, far shorter than the default lease.
 pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(10);
-
-/// Row locks let writers work side by side.
-const SERIAL_WRITES: bool = false;
-
-/// Writers of audit events take this transaction-scoped lock before they read the chain's head
-/// (after their other writes), so the chain grows one transaction at a time, in id order,
-/// across every replica.
-const CHAIN_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7239418825061)");
-
-/// A stored time's UTC day, `YYYY-MM-DD`.
-macro_rules! day_of {
-    ($col:literal) => {
-        concat!("to_char(", $col, " AT TIME ZONE 'UTC', 'YYYY-MM-DD')")
-    };
-}
 
 /// Milliseconds from the row's `created_at` to the time bound as parameter `$p`.
 macro_rules! ms_since_created {
@@ -96,7 +60,7 @@ const CLAIM_SQL: &str = concat!(
     request_columns!()
 );
 
-impl PgStore {
+impl SqlStore<Postgres> {
     pub async fn open(
         url: &str,
         clock: Arc<dyn Clock>,
@@ -110,12 +74,8 @@ impl PgStore {
             .await
             .map_err(super::StoreError::Unavailable)?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self {
-            writer: pool.clone(),
-            pool,
-            clock,
-            audit_key,
-        })
+        // Postgres has no single writer: writes use the same pool.
+        Ok(SqlStore::new(pool.clone(), pool, clock, audit_key))
     }
 
     /// How the store's pool is made: its size, and [`PgStore::prepare_session`] run on every
@@ -147,16 +107,9 @@ impl PgStore {
             .await?;
         Ok(())
     }
-
-    /// Postgres takes row locks itself; writers need no queue in the process.
-    async fn write_guard(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        None
-    }
 }
 
-sql_store!(PgStore, sqlx::Postgres, "postgres");
-
-// The bulk reads and writes `sql_store!` calls. Each is one statement whatever the batch size,
+// The bulk reads and writes the shared SQL calls. Each is one statement whatever the batch size,
 // its rows bound as arrays and unpacked with `UNNEST` (or matched with `= ANY`): the text never
 // changes, so the inserts are prepared once per connection and cost one round trip per batch.
 // Multi-row VALUES lists, as on SQLite, were a new statement for every batch size, parsed,
@@ -165,66 +118,107 @@ sql_store!(PgStore, sqlx::Postgres, "postgres");
 // and a plan chosen while a table was nearly empty (a fresh install in a storm) scans all of it
 // once it holds thousands of rows.
 
-/// Signals already stored under any of `fingerprints`: (id, fingerprint, starts_at, status,
-/// request). Not kept prepared (see above): in the benchmark a kept plan from the first
-/// seconds scanned the whole table for every batch.
-async fn lookup_signals(
-    tx: &mut Tx,
-    fingerprints: &[&str],
-) -> Result<Vec<(Id, String, Ts, String, Option<Id>)>> {
-    Ok(sqlx::query_as(
-        "SELECT id, fingerprint, starts_at, status, request_id FROM signals \
-         WHERE fingerprint = ANY($1)",
-    )
-    .persistent(false)
-    .bind(fingerprints)
-    .fetch_all(&mut **tx)
-    .await?)
-}
+#[async_trait]
+impl Dialect for Postgres {
+    type Db = sqlx::Postgres;
+    type Id = Id;
+    type Ts = Ts;
 
-/// Active targets among `aliases`: (fingerprint, request).
-async fn lookup_targets(tx: &mut Tx, aliases: &[&str]) -> Result<Vec<(String, Id)>> {
-    Ok(sqlx::query_as(
-        "SELECT fingerprint, request_id FROM request_targets \
-         WHERE active AND fingerprint = ANY($1)",
-    )
-    .persistent(false)
-    .bind(aliases)
-    .fetch_all(&mut **tx)
-    .await?)
-}
+    const BACKEND: &'static str = "postgres";
+    const BEGIN: &'static str = "BEGIN";
+    /// Row locks let writers work side by side.
+    const SERIAL_WRITES: bool = false;
+    /// Writers of audit events take this transaction-scoped lock before they read the chain's head
+    /// (after their other writes), so the chain grows one transaction at a time, in id order,
+    /// across every replica.
+    const CHAIN_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7239418825061)");
+    const CLAIM_SQL: &'static str = CLAIM_SQL;
+    const DAY_OF_CREATED_AT: &'static str = "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
 
-/// Insert active targets (alias, request, primary); the aliases that were free and are now taken.
-async fn insert_targets(
-    tx: &mut Tx,
-    rows: &[(String, Uuid, bool)],
-) -> Result<std::collections::HashSet<String>> {
-    if rows.is_empty() {
-        return Ok(std::collections::HashSet::new());
+    fn migrator() -> &'static Migrator {
+        &MIGRATOR
     }
-    let taken: Vec<(String,)> = sqlx::query_as(
-        "INSERT INTO request_targets (fingerprint, request_id, active) \
+
+    fn id(u: Uuid) -> Id {
+        u
+    }
+
+    fn uuid_of(u: Id) -> Uuid {
+        u
+    }
+
+    fn ts(t: DateTime<Utc>) -> Ts {
+        t
+    }
+
+    fn time_of(t: Ts) -> Result<DateTime<Utc>> {
+        Ok(t)
+    }
+
+    fn param(i: usize) -> String {
+        format!("${i}")
+    }
+
+    /// Signals already stored under any of `fingerprints`: (id, fingerprint, starts_at, status,
+    /// request). Not kept prepared (see above): in the benchmark a kept plan from the first
+    /// seconds scanned the whole table for every batch.
+    async fn lookup_signals(
+        tx: &mut Tx,
+        fingerprints: &[&str],
+    ) -> Result<Vec<(Id, String, Ts, String, Option<Id>)>> {
+        Ok(sqlx::query_as(
+            "SELECT id, fingerprint, starts_at, status, request_id FROM signals \
+         WHERE fingerprint = ANY($1)",
+        )
+        .persistent(false)
+        .bind(fingerprints)
+        .fetch_all(&mut **tx)
+        .await?)
+    }
+
+    /// Active targets among `aliases`: (fingerprint, request).
+    async fn lookup_targets(tx: &mut Tx, aliases: &[&str]) -> Result<Vec<(String, Id)>> {
+        Ok(sqlx::query_as(
+            "SELECT fingerprint, request_id FROM request_targets \
+         WHERE active AND fingerprint = ANY($1)",
+        )
+        .persistent(false)
+        .bind(aliases)
+        .fetch_all(&mut **tx)
+        .await?)
+    }
+
+    /// Insert active targets (alias, request, primary); the aliases that were free and are now taken.
+    async fn insert_targets(
+        tx: &mut Tx,
+        rows: &[(String, Uuid, bool)],
+    ) -> Result<std::collections::HashSet<String>> {
+        if rows.is_empty() {
+            return Ok(std::collections::HashSet::new());
+        }
+        let taken: Vec<(String,)> = sqlx::query_as(
+            "INSERT INTO request_targets (fingerprint, request_id, active) \
          SELECT f, r, TRUE FROM UNNEST($1::text[], $2::uuid[]) AS t(f, r) \
          ON CONFLICT DO NOTHING RETURNING fingerprint",
-    )
-    .bind(rows.iter().map(|r| &r.0).bind_iter())
-    .bind(rows.iter().map(|r| r.1).bind_iter())
-    .fetch_all(&mut **tx)
-    .await?;
-    Ok(taken.into_iter().map(|(f,)| f).collect())
-}
-
-/// Open a request in `Received` for each (request, signal).
-async fn insert_requests(
-    tx: &mut Tx,
-    now: DateTime<Utc>,
-    rows: &[(Uuid, &NewSignal)],
-) -> Result<()> {
-    if rows.is_empty() {
-        return Ok(());
+        )
+        .bind(rows.iter().map(|r| &r.0).bind_iter())
+        .bind(rows.iter().map(|r| r.1).bind_iter())
+        .fetch_all(&mut **tx)
+        .await?;
+        Ok(taken.into_iter().map(|(f,)| f).collect())
     }
-    sqlx::query(
-        "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
+
+    /// Open a request in `Received` for each (request, signal).
+    async fn insert_requests(
+        tx: &mut Tx,
+        now: DateTime<Utc>,
+        rows: &[(Uuid, &NewSignal)],
+    ) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
          target_name, target_namespace, target_fingerprint, signal_name, severity, \
          signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
          updated_at, attempts, state) \
@@ -233,50 +227,50 @@ async fn insert_requests(
          FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], \
          $9::text[], $10::text[], $11::jsonb[]) \
          AS t(id, kind, name, namespace, fingerprint, signal_name, severity, mode, signal)",
-    )
-    .bind(now)
-    .bind(Json(crate::domain::StageState::default()))
-    .bind(rows.iter().map(|r| r.0).bind_iter())
-    .bind(
-        rows.iter()
-            .map(|r| r.1.target.as_ref().map(|t| &t.kind))
-            .bind_iter(),
-    )
-    .bind(
-        rows.iter()
-            .map(|r| r.1.target.as_ref().map(|t| &t.name))
-            .bind_iter(),
-    )
-    .bind(
-        rows.iter()
-            .map(|r| r.1.target.as_ref().and_then(|t| t.namespace.as_ref()))
-            .bind_iter(),
-    )
-    .bind(rows.iter().map(|r| &r.1.target_fingerprint).bind_iter())
-    .bind(rows.iter().map(|r| &r.1.name).bind_iter())
-    .bind(rows.iter().map(|r| r.1.severity.as_ref()).bind_iter())
-    .bind(rows.iter().map(|r| r.1.mode.as_str()).bind_iter())
-    .bind(
-        rows.iter()
-            .map(|r| Json(SignalContext::from_signal(r.1, now)))
-            .bind_iter(),
-    )
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
-/// Store signals (signal, request, resolved) unless already stored; how many were new.
-async fn insert_signals(
-    tx: &mut Tx,
-    now: DateTime<Utc>,
-    rows: &[(&NewSignal, Option<Uuid>, bool)],
-) -> Result<usize> {
-    if rows.is_empty() {
-        return Ok(0);
+        )
+        .bind(now)
+        .bind(Json(crate::domain::StageState::default()))
+        .bind(rows.iter().map(|r| r.0).bind_iter())
+        .bind(
+            rows.iter()
+                .map(|r| r.1.target.as_ref().map(|t| &t.kind))
+                .bind_iter(),
+        )
+        .bind(
+            rows.iter()
+                .map(|r| r.1.target.as_ref().map(|t| &t.name))
+                .bind_iter(),
+        )
+        .bind(
+            rows.iter()
+                .map(|r| r.1.target.as_ref().and_then(|t| t.namespace.as_ref()))
+                .bind_iter(),
+        )
+        .bind(rows.iter().map(|r| &r.1.target_fingerprint).bind_iter())
+        .bind(rows.iter().map(|r| &r.1.name).bind_iter())
+        .bind(rows.iter().map(|r| r.1.severity.as_ref()).bind_iter())
+        .bind(rows.iter().map(|r| r.1.mode.as_str()).bind_iter())
+        .bind(
+            rows.iter()
+                .map(|r| Json(SignalContext::from_signal(r.1, now)))
+                .bind_iter(),
+        )
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
     }
-    let stored: Vec<(String,)> = sqlx::query_as(
-        "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, severity, \
+
+    /// Store signals (signal, request, resolved) unless already stored; how many were new.
+    async fn insert_signals(
+        tx: &mut Tx,
+        now: DateTime<Utc>,
+        rows: &[(&NewSignal, Option<Uuid>, bool)],
+    ) -> Result<usize> {
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let stored: Vec<(String,)> = sqlx::query_as(
+            "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, severity, \
          mode, source, labels, annotations, generator_url, receiver, group_key, target_kind, \
          target_name, target_namespace, target_fingerprint, request_id, received_at, \
          resolved_at) \
@@ -292,119 +286,119 @@ async fn insert_signals(
          annotations, generator_url, receiver, group_key, kind, tname, namespace, tfp, \
          request_id) \
          ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
-    )
-    .bind(now)
-    .bind(rows.iter().map(|r| &r.0.fingerprint).bind_iter())
-    .bind(rows.iter().map(|r| r.0.starts_at).bind_iter())
-    .bind(rows.iter().map(|r| r.2).bind_iter())
-    .bind(rows.iter().map(|r| r.0.ends_at).bind_iter())
-    .bind(rows.iter().map(|r| &r.0.name).bind_iter())
-    .bind(rows.iter().map(|r| r.0.severity.as_ref()).bind_iter())
-    .bind(rows.iter().map(|r| r.0.mode.as_str()).bind_iter())
-    .bind(rows.iter().map(|r| r.0.source.as_str()).bind_iter())
-    .bind(rows.iter().map(|r| Json(&r.0.labels)).bind_iter())
-    .bind(rows.iter().map(|r| Json(&r.0.annotations)).bind_iter())
-    .bind(rows.iter().map(|r| r.0.generator_url.as_ref()).bind_iter())
-    .bind(rows.iter().map(|r| r.0.receiver.as_ref()).bind_iter())
-    .bind(rows.iter().map(|r| r.0.group_key.as_ref()).bind_iter())
-    .bind(
-        rows.iter()
-            .map(|r| r.0.target.as_ref().map(|t| &t.kind))
-            .bind_iter(),
-    )
-    .bind(
-        rows.iter()
-            .map(|r| r.0.target.as_ref().map(|t| &t.name))
-            .bind_iter(),
-    )
-    .bind(
-        rows.iter()
-            .map(|r| r.0.target.as_ref().and_then(|t| t.namespace.as_ref()))
-            .bind_iter(),
-    )
-    .bind(rows.iter().map(|r| &r.0.target_fingerprint).bind_iter())
-    .bind(rows.iter().map(|r| r.1).bind_iter())
-    .fetch_all(&mut **tx)
-    .await?;
-    Ok(stored.len())
-}
+        )
+        .bind(now)
+        .bind(rows.iter().map(|r| &r.0.fingerprint).bind_iter())
+        .bind(rows.iter().map(|r| r.0.starts_at).bind_iter())
+        .bind(rows.iter().map(|r| r.2).bind_iter())
+        .bind(rows.iter().map(|r| r.0.ends_at).bind_iter())
+        .bind(rows.iter().map(|r| &r.0.name).bind_iter())
+        .bind(rows.iter().map(|r| r.0.severity.as_ref()).bind_iter())
+        .bind(rows.iter().map(|r| r.0.mode.as_str()).bind_iter())
+        .bind(rows.iter().map(|r| r.0.source.as_str()).bind_iter())
+        .bind(rows.iter().map(|r| Json(&r.0.labels)).bind_iter())
+        .bind(rows.iter().map(|r| Json(&r.0.annotations)).bind_iter())
+        .bind(rows.iter().map(|r| r.0.generator_url.as_ref()).bind_iter())
+        .bind(rows.iter().map(|r| r.0.receiver.as_ref()).bind_iter())
+        .bind(rows.iter().map(|r| r.0.group_key.as_ref()).bind_iter())
+        .bind(
+            rows.iter()
+                .map(|r| r.0.target.as_ref().map(|t| &t.kind))
+                .bind_iter(),
+        )
+        .bind(
+            rows.iter()
+                .map(|r| r.0.target.as_ref().map(|t| &t.name))
+                .bind_iter(),
+        )
+        .bind(
+            rows.iter()
+                .map(|r| r.0.target.as_ref().and_then(|t| t.namespace.as_ref()))
+                .bind_iter(),
+        )
+        .bind(rows.iter().map(|r| &r.0.target_fingerprint).bind_iter())
+        .bind(rows.iter().map(|r| r.1).bind_iter())
+        .fetch_all(&mut **tx)
+        .await?;
+        Ok(stored.len())
+    }
 
-/// Write audit rows whose links are computed, in order: the rows are numbered in the order
-/// given, so ids follow the chain.
-async fn write_audits(
-    tx: &mut Tx,
-    key_id: &str,
-    at: DateTime<Utc>,
-    rows: &[AuditRow<'_>],
-) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
+    /// Write audit rows whose links are computed, in order: the rows are numbered in the order
+    /// given, so ids follow the chain.
+    async fn write_audits(
+        tx: &mut Tx,
+        key_id: &str,
+        at: DateTime<Utc>,
+        rows: &[AuditRow<'_>],
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
          prev_hash, hash, key_id) \
          SELECT request_id, $1, phase, kind, actor, message, payload, prev_hash, hash, $2 \
          FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[], \
          $9::text[], $10::text[]) WITH ORDINALITY \
          AS t(request_id, phase, kind, actor, message, payload, prev_hash, hash, n) \
          ORDER BY n",
-    )
-    .bind(at)
-    .bind(key_id)
-    .bind(rows.iter().map(|r| r.request_id).bind_iter())
-    .bind(rows.iter().map(|r| r.phase.map(Phase::as_str)).bind_iter())
-    .bind(rows.iter().map(|r| &r.draft.kind).bind_iter())
-    .bind(rows.iter().map(|r| &r.draft.actor).bind_iter())
-    .bind(
-        rows.iter()
-            .map(|r| super::storable_text(&r.draft.message))
-            .bind_iter(),
-    )
-    .bind(
-        rows.iter()
-            .map(|r| super::storable_value(&r.draft.payload))
-            .bind_iter(),
-    )
-    .bind(rows.iter().map(|r| r.prev.as_ref()).bind_iter())
-    .bind(rows.iter().map(|r| &r.hash).bind_iter())
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
+        )
+        .bind(at)
+        .bind(key_id)
+        .bind(rows.iter().map(|r| r.request_id).bind_iter())
+        .bind(rows.iter().map(|r| r.phase.map(Phase::as_str)).bind_iter())
+        .bind(rows.iter().map(|r| &r.draft.kind).bind_iter())
+        .bind(rows.iter().map(|r| &r.draft.actor).bind_iter())
+        .bind(
+            rows.iter()
+                .map(|r| super::storable_text(&r.draft.message))
+                .bind_iter(),
+        )
+        .bind(
+            rows.iter()
+                .map(|r| super::storable_value(&r.draft.payload))
+                .bind_iter(),
+        )
+        .bind(rows.iter().map(|r| r.prev.as_ref()).bind_iter())
+        .bind(rows.iter().map(|r| &r.hash).bind_iter())
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
 
-/// Free the targets and execution locks of requests that reached a terminal phase. Planned
-/// afresh each time, as the lookups are.
-async fn finish_requests(tx: &mut Tx, ids: &[Uuid]) -> Result<()> {
-    if ids.is_empty() {
-        return Ok(());
+    /// Free the targets and execution locks of requests that reached a terminal phase. Planned
+    /// afresh each time, as the lookups are.
+    async fn finish_requests(tx: &mut Tx, ids: &[Uuid]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        for sql in [
+            "UPDATE request_targets SET active = FALSE WHERE request_id = ANY($1)",
+            "DELETE FROM execution_locks WHERE request_id = ANY($1)",
+        ] {
+            sqlx::query(sql)
+                .persistent(false)
+                .bind(ids)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
     }
-    for sql in [
-        "UPDATE request_targets SET active = FALSE WHERE request_id = ANY($1)",
-        "DELETE FROM execution_locks WHERE request_id = ANY($1)",
-    ] {
-        sqlx::query(sql)
-            .persistent(false)
-            .bind(ids)
-            .execute(&mut **tx)
-            .await?;
-    }
-    Ok(())
-}
 
-/// Write each step to its request, if `worker` still holds it in the phase the step started
-/// from; the rows written. One statement for the batch, planned afresh each time as the lookups
-/// are (a join with the requests table); `rows` come in id order, and the statement visits them
-/// in that order, locking as ingest does (were it ever to lock in another order, Postgres
-/// reports the deadlock and the worker retries the steps one by one).
-async fn update_steps(
-    tx: &mut Tx,
-    worker: &str,
-    now: DateTime<Utc>,
-    rows: &[StepRow<'_>],
-) -> Result<Vec<DbRow>> {
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(sqlx::query(concat!(
-        // A finished request also records when, and its time to resolution.
-        "UPDATE remediation_requests SET phase = v_to, reason = v_reason, active = v_active, \
+    /// Write each step to its request, if `worker` still holds it in the phase the step started
+    /// from; the rows written. One statement for the batch, planned afresh each time as the lookups
+    /// are (a join with the requests table); `rows` come in id order, and the statement visits them
+    /// in that order, locking as ingest does (were it ever to lock in another order, Postgres
+    /// reports the deadlock and the worker retries the steps one by one).
+    async fn update_steps(
+        tx: &mut Tx,
+        worker: &str,
+        now: DateTime<Utc>,
+        rows: &[StepRow<'_>],
+    ) -> Result<Vec<DbRow>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(sqlx::query(concat!(
+            // A finished request also records when, and its time to resolution.
+            "UPDATE remediation_requests SET phase = v_to, reason = v_reason, active = v_active, \
          state = v_state, attempts = v_attempts, not_before = v_not_before, updated_at = $1, \
          claimed_by = CASE WHEN v_release THEN NULL ELSE claimed_by END, \
          lease_until = CASE WHEN v_release THEN NULL ELSE lease_until END, \
@@ -412,36 +406,37 @@ async fn update_steps(
          guardrail = COALESCE(v_guardrail, guardrail), \
          finished_at = CASE WHEN v_active THEN finished_at ELSE $1 END, \
          ttr_ms = CASE WHEN v_active THEN ttr_ms ELSE ",
-        ms_since_created!("$1"),
-        " END \
+            ms_since_created!("$1"),
+            " END \
          FROM (SELECT * FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], \
          $7::bool[], $8::jsonb[], $9::int4[], $10::timestamptz[], $11::bool[], $12::int8[], \
          $13::bool[], $14::float8[], $15::text[]) \
          AS u(v_id, v_from, v_to, v_reason, v_active, v_state, v_attempts, v_not_before, \
          v_release, v_tokens, v_auto_approved, v_effectiveness, v_guardrail) ORDER BY v_id) v \
          WHERE id = v_id AND phase = v_from AND claimed_by = $2 RETURNING ",
-        request_columns!()
-    ))
-    .persistent(false)
-    .bind(now)
-    .bind(worker)
-    .bind(rows.iter().map(|r| r.id).bind_iter())
-    .bind(rows.iter().map(|r| r.from.as_str()).bind_iter())
-    .bind(rows.iter().map(|r| r.to.as_str()).bind_iter())
-    .bind(rows.iter().map(|r| r.reason.as_deref()).bind_iter())
-    .bind(rows.iter().map(|r| r.active).bind_iter())
-    .bind(rows.iter().map(|r| &r.state).bind_iter())
-    .bind(rows.iter().map(|r| r.attempts).bind_iter())
-    .bind(rows.iter().map(|r| r.not_before).bind_iter())
-    .bind(rows.iter().map(|r| r.release).bind_iter())
-    .bind(rows.iter().map(|r| r.figures.tokens).bind_iter())
-    .bind(rows.iter().map(|r| r.figures.auto_approved).bind_iter())
-    .bind(rows.iter().map(|r| r.figures.effectiveness).bind_iter())
-    .bind(
-        rows.iter()
-            .map(|r| r.figures.guardrail.as_deref())
-            .bind_iter(),
-    )
-    .fetch_all(&mut **tx)
-    .await?)
+            request_columns!()
+        ))
+        .persistent(false)
+        .bind(now)
+        .bind(worker)
+        .bind(rows.iter().map(|r| r.id).bind_iter())
+        .bind(rows.iter().map(|r| r.from.as_str()).bind_iter())
+        .bind(rows.iter().map(|r| r.to.as_str()).bind_iter())
+        .bind(rows.iter().map(|r| r.reason.as_deref()).bind_iter())
+        .bind(rows.iter().map(|r| r.active).bind_iter())
+        .bind(rows.iter().map(|r| &r.state).bind_iter())
+        .bind(rows.iter().map(|r| r.attempts).bind_iter())
+        .bind(rows.iter().map(|r| r.not_before).bind_iter())
+        .bind(rows.iter().map(|r| r.release).bind_iter())
+        .bind(rows.iter().map(|r| r.figures.tokens).bind_iter())
+        .bind(rows.iter().map(|r| r.figures.auto_approved).bind_iter())
+        .bind(rows.iter().map(|r| r.figures.effectiveness).bind_iter())
+        .bind(
+            rows.iter()
+                .map(|r| r.figures.guardrail.as_deref())
+                .bind_iter(),
+        )
+        .fetch_all(&mut **tx)
+        .await?)
+    }
 }

@@ -12,32 +12,29 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use sqlx::SqlitePool;
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::types::Json;
 use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
-use super::sql::{
-    approval_columns, notification_columns, request_columns, runnable_phases, sql_store,
-};
+use super::Result;
+use super::sql::{AuditRow, Dialect, SqlStore, StepRow, request_columns, runnable_phases};
 use crate::clock::Clock;
+use crate::domain::{NewSignal, Phase, SignalContext};
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
 
-pub struct SqliteStore {
-    /// Reads.
-    pool: SqlitePool,
-    /// Writes: one connection, used only under `write_lock`.
-    writer: SqlitePool,
-    clock: Arc<dyn Clock>,
-    /// Signs the audit chain.
-    audit_key: super::AuditKey,
-    /// SQLite has one writer at a time. Queueing writers here, in order, is cheaper than
-    /// letting them collide on the file lock and back off in the busy handler.
-    write_lock: tokio::sync::Mutex<()>,
-}
+/// The SQLite dialect (see [`Dialect`]).
+pub struct Sqlite;
+
+/// The store on SQLite.
+pub type SqliteStore = SqlStore<Sqlite>;
+
+type Tx = super::sql::Tx<Sqlite>;
+type DbRow = sqlx::sqlite::SqliteRow;
 
 type Id = Hyphenated;
 type Ts = String;
@@ -57,7 +54,7 @@ fn ts(t: DateTime<Utc>) -> Ts {
     t.format(TS_FORMAT).to_string()
 }
 
-fn time_of(s: Ts) -> super::Result<DateTime<Utc>> {
+fn time_of(s: Ts) -> Result<DateTime<Utc>> {
     NaiveDateTime::parse_from_str(&s, TS_FORMAT)
         .map(|t| t.and_utc())
         .map_err(|e| super::corrupt("timestamp", format!("`{s}`: {e}")))
@@ -69,22 +66,6 @@ fn time_of(s: Ts) -> super::Result<DateTime<Utc>> {
 /// statements, whose parameters are bound in order from 1.
 fn param(_: usize) -> String {
     "?".to_owned()
-}
-
-const BEGIN: &str = "BEGIN IMMEDIATE";
-
-/// One writer connection: every write queues behind the one before.
-const SERIAL_WRITES: bool = true;
-
-/// The audit chain needs no lock of its own: `BEGIN IMMEDIATE` and the one writer serialise
-/// every write.
-const CHAIN_LOCK: Option<&'static str> = None;
-
-/// A stored time's UTC day, `YYYY-MM-DD`.
-macro_rules! day_of {
-    ($col:literal) => {
-        concat!("substr(", $col, ", 1, 10)")
-    };
 }
 
 /// Milliseconds from the row's `created_at` to the time bound as parameter `$p` (both stored as
@@ -150,7 +131,7 @@ fn private_file(_path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-impl SqliteStore {
+impl SqlStore<Sqlite> {
     pub async fn open(
         path: &Path,
         clock: Arc<dyn Clock>,
@@ -201,23 +182,11 @@ impl SqliteStore {
             .connect_with(options.pragma("cache_size", "-1024"))
             .await
             .map_err(super::StoreError::Unavailable)?;
-        Ok(Self {
-            pool,
-            writer,
-            clock,
-            audit_key,
-            write_lock: tokio::sync::Mutex::new(()),
-        })
-    }
-
-    async fn write_guard(&self) -> Option<tokio::sync::MutexGuard<'_, ()>> {
-        Some(self.write_lock.lock().await)
+        Ok(SqlStore::new(pool, writer, clock, audit_key))
     }
 }
 
-sql_store!(SqliteStore, sqlx::Sqlite, "sqlite");
-
-// The bulk writes `sql_store!` calls, as multi-row statements with generated parameter lists
+// The bulk writes the shared SQL calls, as multi-row statements with generated parameter lists
 // (`?` each, see `param`). Their text varies with the batch size, so they are not kept prepared.
 
 /// `?, ?, …` for an IN list or a VALUES row.
@@ -239,218 +208,261 @@ const CHUNK: usize = 100;
 /// large programs that are rarely reused.
 const PERSISTENT: bool = false;
 
-/// Signals already stored under any of `fingerprints`: (id, fingerprint, starts_at, status,
-/// request).
-async fn lookup_signals(
-    tx: &mut Tx,
-    fingerprints: &[&str],
-) -> Result<Vec<(Id, String, Ts, String, Option<Id>)>> {
-    let mut found = Vec::new();
-    for chunk in fingerprints.chunks(CHUNK * 5) {
-        let sql = format!(
-            "SELECT id, fingerprint, starts_at, status, request_id FROM signals WHERE fingerprint IN ({})",
-            placeholders(chunk.len())
-        );
-        let mut q = sqlx::query_as(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
-        for f in chunk {
-            q = q.bind(*f);
-        }
-        found.extend(q.fetch_all(&mut **tx).await?);
-    }
-    Ok(found)
-}
+#[async_trait]
+impl Dialect for Sqlite {
+    type Db = sqlx::Sqlite;
+    type Id = Id;
+    type Ts = Ts;
 
-/// Active targets among `aliases`: (fingerprint, request).
-async fn lookup_targets(tx: &mut Tx, aliases: &[&str]) -> Result<Vec<(String, Id)>> {
-    let mut found = Vec::new();
-    for chunk in aliases.chunks(CHUNK * 5) {
-        let sql = format!(
-            "SELECT fingerprint, request_id FROM request_targets WHERE active AND fingerprint IN ({})",
-            placeholders(chunk.len())
-        );
-        let mut q = sqlx::query_as(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
-        for a in chunk {
-            q = q.bind(*a);
-        }
-        found.extend(q.fetch_all(&mut **tx).await?);
-    }
-    Ok(found)
-}
+    const BACKEND: &'static str = "sqlite";
+    const BEGIN: &'static str = "BEGIN IMMEDIATE";
+    /// One writer connection: every write queues behind the one before.
+    const SERIAL_WRITES: bool = true;
+    /// The audit chain needs no lock of its own: `BEGIN IMMEDIATE` and the one writer serialise
+    /// every write.
+    const CHAIN_LOCK: Option<&'static str> = None;
+    const CLAIM_SQL: &'static str = CLAIM_SQL;
+    /// The stored text's first ten characters.
+    const DAY_OF_CREATED_AT: &'static str = "substr(created_at, 1, 10)";
 
-/// Insert active targets (alias, request, primary); the aliases that were free and are now taken.
-async fn insert_targets(
-    tx: &mut Tx,
-    rows: &[(String, Uuid, bool)],
-) -> Result<std::collections::HashSet<String>> {
-    let mut taken = std::collections::HashSet::new();
-    for chunk in rows.chunks(CHUNK * 5) {
-        let sql = format!(
-            "INSERT INTO request_targets (fingerprint, request_id, active) VALUES {} \
+    fn migrator() -> &'static Migrator {
+        &MIGRATOR
+    }
+
+    fn id(u: Uuid) -> Id {
+        id(u)
+    }
+
+    fn uuid_of(h: Id) -> Uuid {
+        uuid_of(h)
+    }
+
+    fn ts(t: DateTime<Utc>) -> Ts {
+        ts(t)
+    }
+
+    fn time_of(s: Ts) -> Result<DateTime<Utc>> {
+        time_of(s)
+    }
+
+    fn param(n: usize) -> String {
+        param(n)
+    }
+
+    /// Signals already stored under any of `fingerprints`: (id, fingerprint, starts_at, status,
+    /// request).
+    async fn lookup_signals(
+        tx: &mut Tx,
+        fingerprints: &[&str],
+    ) -> Result<Vec<(Id, String, Ts, String, Option<Id>)>> {
+        let mut found = Vec::new();
+        for chunk in fingerprints.chunks(CHUNK * 5) {
+            let sql = format!(
+                "SELECT id, fingerprint, starts_at, status, request_id FROM signals WHERE fingerprint IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut q = sqlx::query_as(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+            for f in chunk {
+                q = q.bind(*f);
+            }
+            found.extend(q.fetch_all(&mut **tx).await?);
+        }
+        Ok(found)
+    }
+
+    /// Active targets among `aliases`: (fingerprint, request).
+    async fn lookup_targets(tx: &mut Tx, aliases: &[&str]) -> Result<Vec<(String, Id)>> {
+        let mut found = Vec::new();
+        for chunk in aliases.chunks(CHUNK * 5) {
+            let sql = format!(
+                "SELECT fingerprint, request_id FROM request_targets WHERE active AND fingerprint IN ({})",
+                placeholders(chunk.len())
+            );
+            let mut q = sqlx::query_as(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+            for a in chunk {
+                q = q.bind(*a);
+            }
+            found.extend(q.fetch_all(&mut **tx).await?);
+        }
+        Ok(found)
+    }
+
+    /// Insert active targets (alias, request, primary); the aliases that were free and are now taken.
+    async fn insert_targets(
+        tx: &mut Tx,
+        rows: &[(String, Uuid, bool)],
+    ) -> Result<std::collections::HashSet<String>> {
+        let mut taken = std::collections::HashSet::new();
+        for chunk in rows.chunks(CHUNK * 5) {
+            let sql = format!(
+                "INSERT INTO request_targets (fingerprint, request_id, active) VALUES {} \
              ON CONFLICT DO NOTHING RETURNING fingerprint",
-            value_rows(chunk.len(), 3)
-        );
-        let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
-        for (fp, rid, _) in chunk {
-            q = q.bind(fp).bind(id(*rid)).bind(true);
+                value_rows(chunk.len(), 3)
+            );
+            let mut q =
+                sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+            for (fp, rid, _) in chunk {
+                q = q.bind(fp).bind(id(*rid)).bind(true);
+            }
+            taken.extend(q.fetch_all(&mut **tx).await?.into_iter().map(|(f,)| f));
         }
-        taken.extend(q.fetch_all(&mut **tx).await?.into_iter().map(|(f,)| f));
+        Ok(taken)
     }
-    Ok(taken)
-}
 
-/// Open a request in `Received` for each (request, signal).
-async fn insert_requests(
-    tx: &mut Tx,
-    now: DateTime<Utc>,
-    rows: &[(Uuid, &NewSignal)],
-) -> Result<()> {
-    let empty_state = Json(crate::domain::StageState::default());
-    for chunk in rows.chunks(CHUNK) {
-        let sql = format!(
-            "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
+    /// Open a request in `Received` for each (request, signal).
+    async fn insert_requests(
+        tx: &mut Tx,
+        now: DateTime<Utc>,
+        rows: &[(Uuid, &NewSignal)],
+    ) -> Result<()> {
+        let empty_state = Json(crate::domain::StageState::default());
+        for chunk in rows.chunks(CHUNK) {
+            let sql = format!(
+                "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
              target_name, target_namespace, target_fingerprint, signal_name, severity, \
              signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
              updated_at, attempts, state) VALUES {}",
-            value_rows(chunk.len(), 19)
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
-        for (rid, s) in chunk {
-            q = q
-                .bind(id(*rid))
-                .bind("Received")
-                .bind(None::<String>)
-                .bind(true)
-                .bind(s.target.as_ref().map(|t| t.kind.clone()))
-                .bind(s.target.as_ref().map(|t| t.name.clone()))
-                .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
-                .bind(&s.target_fingerprint)
-                .bind(&s.name)
-                .bind(&s.severity)
-                .bind(s.mode.as_str())
-                .bind(Json(SignalContext::from_signal(s, now)))
-                .bind(1i64)
-                .bind(ts(now))
-                .bind(ts(now))
-                .bind(ts(now))
-                .bind(ts(now))
-                .bind(0i32)
-                .bind(&empty_state);
+                value_rows(chunk.len(), 19)
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+            for (rid, s) in chunk {
+                q = q
+                    .bind(id(*rid))
+                    .bind("Received")
+                    .bind(None::<String>)
+                    .bind(true)
+                    .bind(s.target.as_ref().map(|t| t.kind.clone()))
+                    .bind(s.target.as_ref().map(|t| t.name.clone()))
+                    .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
+                    .bind(&s.target_fingerprint)
+                    .bind(&s.name)
+                    .bind(&s.severity)
+                    .bind(s.mode.as_str())
+                    .bind(Json(SignalContext::from_signal(s, now)))
+                    .bind(1i64)
+                    .bind(ts(now))
+                    .bind(ts(now))
+                    .bind(ts(now))
+                    .bind(ts(now))
+                    .bind(0i32)
+                    .bind(&empty_state);
+            }
+            q.execute(&mut **tx).await?;
         }
-        q.execute(&mut **tx).await?;
+        Ok(())
     }
-    Ok(())
-}
 
-/// Store signals (signal, request, resolved) unless already stored; how many were new.
-async fn insert_signals(
-    tx: &mut Tx,
-    now: DateTime<Utc>,
-    rows: &[(&NewSignal, Option<Uuid>, bool)],
-) -> Result<usize> {
-    let mut stored = 0;
-    for chunk in rows.chunks(CHUNK) {
-        let sql = format!(
-            "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, \
+    /// Store signals (signal, request, resolved) unless already stored; how many were new.
+    async fn insert_signals(
+        tx: &mut Tx,
+        now: DateTime<Utc>,
+        rows: &[(&NewSignal, Option<Uuid>, bool)],
+    ) -> Result<usize> {
+        let mut stored = 0;
+        for chunk in rows.chunks(CHUNK) {
+            let sql = format!(
+                "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, \
              severity, mode, source, labels, annotations, generator_url, receiver, \
              group_key, target_kind, target_name, target_namespace, \
              target_fingerprint, request_id, received_at, resolved_at) VALUES {} \
              ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
-            value_rows(chunk.len(), 21)
-        );
-        let mut q = sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
-        for (s, rid, resolved) in chunk {
-            q = q
-                .bind(id(Uuid::new_v4()))
-                .bind(&s.fingerprint)
-                .bind(ts(s.starts_at))
-                .bind(if *resolved { "resolved" } else { "firing" })
-                .bind(s.ends_at.map(ts))
-                .bind(&s.name)
-                .bind(&s.severity)
-                .bind(s.mode.as_str())
-                .bind(s.source.as_str())
-                .bind(Json(&s.labels))
-                .bind(Json(&s.annotations))
-                .bind(&s.generator_url)
-                .bind(&s.receiver)
-                .bind(&s.group_key)
-                .bind(s.target.as_ref().map(|t| t.kind.clone()))
-                .bind(s.target.as_ref().map(|t| t.name.clone()))
-                .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
-                .bind(&s.target_fingerprint)
-                .bind(rid.map(id))
-                .bind(ts(now))
-                .bind(resolved.then(|| ts(now)));
+                value_rows(chunk.len(), 21)
+            );
+            let mut q =
+                sqlx::query_as::<_, (String,)>(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+            for (s, rid, resolved) in chunk {
+                q = q
+                    .bind(id(Uuid::new_v4()))
+                    .bind(&s.fingerprint)
+                    .bind(ts(s.starts_at))
+                    .bind(if *resolved { "resolved" } else { "firing" })
+                    .bind(s.ends_at.map(ts))
+                    .bind(&s.name)
+                    .bind(&s.severity)
+                    .bind(s.mode.as_str())
+                    .bind(s.source.as_str())
+                    .bind(Json(&s.labels))
+                    .bind(Json(&s.annotations))
+                    .bind(&s.generator_url)
+                    .bind(&s.receiver)
+                    .bind(&s.group_key)
+                    .bind(s.target.as_ref().map(|t| t.kind.clone()))
+                    .bind(s.target.as_ref().map(|t| t.name.clone()))
+                    .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
+                    .bind(&s.target_fingerprint)
+                    .bind(rid.map(id))
+                    .bind(ts(now))
+                    .bind(resolved.then(|| ts(now)));
+            }
+            stored += q.fetch_all(&mut **tx).await?.len();
         }
-        stored += q.fetch_all(&mut **tx).await?.len();
+        Ok(stored)
     }
-    Ok(stored)
-}
 
-/// Write audit rows whose links are computed, in order (ids follow the chain).
-async fn write_audits(
-    tx: &mut Tx,
-    key_id: &str,
-    at: DateTime<Utc>,
-    rows: &[AuditRow<'_>],
-) -> Result<()> {
-    for chunk in rows.chunks(CHUNK) {
-        let sql = format!(
-            "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
+    /// Write audit rows whose links are computed, in order (ids follow the chain).
+    async fn write_audits(
+        tx: &mut Tx,
+        key_id: &str,
+        at: DateTime<Utc>,
+        rows: &[AuditRow<'_>],
+    ) -> Result<()> {
+        for chunk in rows.chunks(CHUNK) {
+            let sql = format!(
+                "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
              prev_hash, hash, key_id) VALUES {}",
-            value_rows(chunk.len(), 10)
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
-        for r in chunk {
-            q = q
-                .bind(r.request_id.map(id))
-                .bind(ts(at))
-                .bind(r.phase.map(Phase::as_str))
-                .bind(&r.draft.kind)
-                .bind(&r.draft.actor)
-                .bind(super::storable_text(&r.draft.message))
-                .bind(super::storable_value(&r.draft.payload))
-                .bind(&r.prev)
-                .bind(&r.hash)
-                .bind(key_id);
-        }
-        q.execute(&mut **tx).await?;
-    }
-    Ok(())
-}
-
-/// Free the targets and execution locks of requests that reached a terminal phase.
-async fn finish_requests(tx: &mut Tx, ids: &[Uuid]) -> Result<()> {
-    for chunk in ids.chunks(CHUNK) {
-        let list = placeholders(chunk.len());
-        for sql in [
-            format!("UPDATE request_targets SET active = FALSE WHERE request_id IN ({list})"),
-            format!("DELETE FROM execution_locks WHERE request_id IN ({list})"),
-        ] {
+                value_rows(chunk.len(), 10)
+            );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
-            for rid in chunk {
-                q = q.bind(id(*rid));
+            for r in chunk {
+                q = q
+                    .bind(r.request_id.map(id))
+                    .bind(ts(at))
+                    .bind(r.phase.map(Phase::as_str))
+                    .bind(&r.draft.kind)
+                    .bind(&r.draft.actor)
+                    .bind(super::storable_text(&r.draft.message))
+                    .bind(super::storable_value(&r.draft.payload))
+                    .bind(&r.prev)
+                    .bind(&r.hash)
+                    .bind(key_id);
             }
             q.execute(&mut **tx).await?;
         }
+        Ok(())
     }
-    Ok(())
-}
 
-/// Write each step to its request, if `worker` still holds it in the phase the step started
-/// from; the rows written. One statement per request: SQLite runs in the process, so a
-/// statement costs no round trip.
-async fn update_steps(
-    tx: &mut Tx,
-    worker: &str,
-    now: DateTime<Utc>,
-    rows: &[StepRow<'_>],
-) -> Result<Vec<DbRow>> {
-    let mut written = Vec::with_capacity(rows.len());
-    for r in rows {
-        // A finished request also records when, and its time to resolution.
-        let row = sqlx::query(concat!(
-            "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
+    /// Free the targets and execution locks of requests that reached a terminal phase.
+    async fn finish_requests(tx: &mut Tx, ids: &[Uuid]) -> Result<()> {
+        for chunk in ids.chunks(CHUNK) {
+            let list = placeholders(chunk.len());
+            for sql in [
+                format!("UPDATE request_targets SET active = FALSE WHERE request_id IN ({list})"),
+                format!("DELETE FROM execution_locks WHERE request_id IN ({list})"),
+            ] {
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
+                for rid in chunk {
+                    q = q.bind(id(*rid));
+                }
+                q.execute(&mut **tx).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write each step to its request, if `worker` still holds it in the phase the step started
+    /// from; the rows written. One statement per request: SQLite runs in the process, so a
+    /// statement costs no round trip.
+    async fn update_steps(
+        tx: &mut Tx,
+        worker: &str,
+        now: DateTime<Utc>,
+        rows: &[StepRow<'_>],
+    ) -> Result<Vec<DbRow>> {
+        let mut written = Vec::with_capacity(rows.len());
+        for r in rows {
+            // A finished request also records when, and its time to resolution.
+            let row = sqlx::query(concat!(
+                "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
              state = $4, attempts = $5, not_before = $6, updated_at = $7, \
              claimed_by = CASE WHEN $8 THEN NULL ELSE claimed_by END, \
              lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END, \
@@ -458,29 +470,30 @@ async fn update_steps(
              guardrail = COALESCE($15, guardrail), \
              finished_at = CASE WHEN $3 THEN finished_at ELSE $7 END, \
              ttr_ms = CASE WHEN $3 THEN ttr_ms ELSE ",
-            ms_since_created!("$7"),
-            " END \
+                ms_since_created!("$7"),
+                " END \
              WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
-            request_columns!()
-        ))
-        .bind(r.to.as_str())
-        .bind(r.reason.as_deref())
-        .bind(r.active)
-        .bind(&r.state)
-        .bind(r.attempts)
-        .bind(r.not_before.map(ts))
-        .bind(ts(now))
-        .bind(r.release)
-        .bind(id(r.id))
-        .bind(r.from.as_str())
-        .bind(worker)
-        .bind(r.figures.tokens)
-        .bind(r.figures.auto_approved)
-        .bind(r.figures.effectiveness)
-        .bind(r.figures.guardrail.as_deref())
-        .fetch_optional(&mut **tx)
-        .await?;
-        written.extend(row);
+                request_columns!()
+            ))
+            .bind(r.to.as_str())
+            .bind(r.reason.as_deref())
+            .bind(r.active)
+            .bind(&r.state)
+            .bind(r.attempts)
+            .bind(r.not_before.map(ts))
+            .bind(ts(now))
+            .bind(r.release)
+            .bind(id(r.id))
+            .bind(r.from.as_str())
+            .bind(worker)
+            .bind(r.figures.tokens)
+            .bind(r.figures.auto_approved)
+            .bind(r.figures.effectiveness)
+            .bind(r.figures.guardrail.as_deref())
+            .fetch_optional(&mut **tx)
+            .await?;
+            written.extend(row);
+        }
+        Ok(written)
     }
-    Ok(written)
 }
