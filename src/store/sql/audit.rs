@@ -10,6 +10,10 @@ use crate::domain::{AuditDraft, AuditEvent, Phase};
 use crate::store::chain::{AuditKey, ChainReport, ChainRow, Rotation, StoredLink, Verifier};
 use crate::store::{Result, StoreError, corrupt};
 
+/// The last audit event as the next one needs it: its hash, the key that signed it, its kind,
+/// and the key a rotation handed the chain to.
+type ChainHead = (Option<String>, Option<String>, String, Option<String>);
+
 impl<D: Dialect> SqlStore<D> {
     /// The hash of the last audit event: the link the next one chains to. Takes the
     /// chain's lock first (Postgres; SQLite's single writer needs none), held until the
@@ -29,7 +33,7 @@ impl<D: Dialect> SqlStore<D> {
             sqlx::query(lock).execute(D::Db::on(&mut **tx)).await?;
         }
         // (`payload ->> 'x'` reads a JSON field on both databases.)
-        let row: Option<(Option<String>, Option<String>, String, Option<String>)> = query_as(
+        let row: Option<ChainHead> = query_as(
             "SELECT hash, key_id, kind, CASE WHEN kind = 'key_rotated' \
          THEN payload ->> 'new_key_id' END FROM audit_events ORDER BY id DESC LIMIT 1",
         )

@@ -12,6 +12,10 @@ use crate::store::{
     StoreError, parse_phase,
 };
 
+/// What ingest knows of a `(fingerprint, startsAt)`: the stored signal's id (`None` when it
+/// came earlier in the same batch), its status, its request.
+type Known<D> = (Option<<D as Dialect>::Id>, String, Option<uuid::Uuid>);
+
 impl<D: Dialect> SqlStore<D> {
     /// Record a batch in one transaction with a handful of statements whatever its
     /// size: look up what is known (signals by fingerprint, active targets by alias),
@@ -28,9 +32,7 @@ impl<D: Dialect> SqlStore<D> {
         let mut fingerprints: Vec<&str> = signals.iter().map(|s| s.fingerprint.as_str()).collect();
         fingerprints.sort_unstable();
         fingerprints.dedup();
-        // (fingerprint, startsAt) -> (signal id, status, request)
-        let mut known: HashMap<(String, i64), (Option<D::Id>, String, Option<uuid::Uuid>)> =
-            HashMap::new();
+        let mut known: HashMap<(String, i64), Known<D>> = HashMap::new();
         for (sid, fp, at, status, rid) in D::lookup_signals(&mut tx, &fingerprints).await? {
             known.insert(
                 (fp, Self::micros(D::time_of(at)?)),
