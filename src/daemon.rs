@@ -220,7 +220,8 @@ async fn one_audit_key(settings: &Settings, store: &dyn Store) -> Result<(), Dae
 }
 
 /// Remediation history from the store: what verification recorded, for the investigation.
-pub struct StoreHistory(pub Arc<dyn Store>);
+/// It reads the store's history and nothing else.
+pub struct StoreHistory(pub Arc<dyn crate::store::History>);
 
 #[async_trait::async_trait]
 impl RemediationHistory for StoreHistory {

@@ -1,8 +1,9 @@
 //! The architecture as a test (docs/adr/0007-one-way-layers.md): every import between the
 //! crate's top-level modules points down the layers of `src/lib.rs`, stages never import each
 //! other, only the commands read `config`, only `web` knows axum and hyper (and the page and
-//! API-description crates, maud and utoipa), and the investigator cannot name anything that
-//! writes to the cluster.
+//! API-description crates, maud and utoipa), the investigator cannot name anything that
+//! writes to the cluster, and the store's shared SQL (`src/store/sql/`) names no database
+//! driver (what differs between SQLite and Postgres is their `Dialect`).
 //!
 //! Inside a folder the same holds between files: no two files (or sub-folders) of one folder
 //! import each other, directly or round a longer circle. A folder's `mod.rs` is its face — its
@@ -89,6 +90,11 @@ const STAGES: &[&str] = &[
     "execute",
     "verify",
 ];
+
+/// Names of a database driver. The store's shared SQL (`src/store/sql/`) is generic over its
+/// `Dialect`: what differs between SQLite and Postgres lives in `src/store/sqlite.rs` and
+/// `src/store/postgres.rs`, never in a capability's SQL.
+const DRIVER: &str = r"\bsqlx::(sqlite|postgres|Sqlite|Postgres)\b|\b(Sqlite|Pg)(Pool|Connection|Row|QueryResult|BindIterExt|Arguments)\b|\b(super::)+(sqlite|postgres)\b";
 
 /// Names the investigator must never use: it reads the cluster, and only through the reader.
 const INVESTIGATE_FORBIDDEN: &[&str] = &[
@@ -244,6 +250,7 @@ fn layer_of(module: &str) -> Option<(usize, &'static str)> {
 fn violations(tree: &[Source]) -> Vec<String> {
     let http_server = Regex::new(r"\b(axum|hyper|hyper_util)\b").unwrap();
     let web_only = Regex::new(r"\b(maud|utoipa)::").unwrap();
+    let driver = Regex::new(DRIVER).unwrap();
     let mut bad = Vec::new();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for src in tree {
@@ -316,6 +323,15 @@ fn violations(tree: &[Source]) -> Vec<String> {
             if module != "web" && web_only.is_match(line) {
                 bad.push(format!(
                     "{}:{}: maud and utoipa (pages, the API's description) appear only under src/web/",
+                    src.path,
+                    n + 1
+                ));
+            }
+            if src.path.starts_with("src/store/sql/") && driver.is_match(line) {
+                bad.push(format!(
+                    "{}:{}: the store's shared SQL names no database driver: what differs \
+                     between SQLite and Postgres goes in their Dialect (src/store/sqlite.rs, \
+                     src/store/postgres.rs)",
                     src.path,
                     n + 1
                 ));
@@ -657,6 +673,20 @@ fn the_checker_names_file_and_line_of_each_broken_rule() {
             ),
         ],
         "import circle in src/investigate/: gather → graph → view → gather",
+    );
+    one_violation(
+        &[(
+            "src/store/sql/claims.rs",
+            "// sqlx::Postgres in a comment is fine\nuse sqlx::postgres::PgBindIterExt as _;\n",
+        )],
+        "src/store/sql/claims.rs:2: the store's shared SQL names no database driver",
+    );
+    one_violation(
+        &[(
+            "src/store/sql/requests.rs",
+            "fn f(p: &sqlx::SqlitePool) {}\n",
+        )],
+        "src/store/sql/requests.rs:1: the store's shared SQL names no database driver",
     );
     one_violation(
         &[("src/gadget/mod.rs", "")],

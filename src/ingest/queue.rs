@@ -12,7 +12,7 @@ use tokio::sync::{Mutex, Notify, mpsc, oneshot};
 use tracing::warn;
 
 use crate::domain::NewSignal;
-use crate::store::{IngestOutcome, Store, StoreError};
+use crate::store::{IngestOutcome, Requests, StoreError};
 
 /// Largest number of signals committed in one transaction.
 const MAX_BATCH_SIGNALS: usize = 512;
@@ -29,7 +29,8 @@ pub struct IngestQueue {
 }
 
 impl IngestQueue {
-    pub fn start(store: Arc<dyn Store>, writers: usize, wake: Arc<Notify>) -> Arc<Self> {
+    /// Needs of the store only what ingest does: [`Requests`].
+    pub fn start(store: Arc<dyn Requests>, writers: usize, wake: Arc<Notify>) -> Arc<Self> {
         let (tx, rx) = mpsc::channel::<Job>(4096);
         let rx = Arc::new(Mutex::new(rx));
         for _ in 0..writers.max(1) {
@@ -54,7 +55,7 @@ impl IngestQueue {
     }
 }
 
-async fn writer(rx: Arc<Mutex<mpsc::Receiver<Job>>>, store: Arc<dyn Store>, wake: Arc<Notify>) {
+async fn writer(rx: Arc<Mutex<mpsc::Receiver<Job>>>, store: Arc<dyn Requests>, wake: Arc<Notify>) {
     loop {
         let mut jobs = Vec::new();
         {

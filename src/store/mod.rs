@@ -26,7 +26,7 @@ pub use capability::{
 };
 pub use chain::{AuditKey, BrokenLink, ChainReport};
 pub use postgres::{IDLE_IN_TRANSACTION, PgStore, Postgres};
-pub use sql::{Binds, Dialect, Reads, Runs, SqlDb, SqlStore};
+pub use sql::{Dialect, SqlStore};
 pub use sqlite::{Sqlite, SqliteStore};
 
 use crate::clock::Clock;

@@ -13,7 +13,9 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::Result;
-use super::sql::{AuditRow, Dialect, SqlStore, StepRow, request_columns, runnable_phases};
+use super::sql::{
+    AuditRow, Dialect, RowsAffected, SqlStore, StepRow, request_columns, runnable_phases,
+};
 use crate::clock::Clock;
 use crate::domain::{NewSignal, Phase, SignalContext};
 
@@ -117,6 +119,12 @@ impl SqlStore<Postgres> {
 // a table through an index are not kept prepared: Postgres would keep one generic plan for them,
 // and a plan chosen while a table was nearly empty (a fresh install in a storm) scans all of it
 // once it holds thousands of rows.
+
+impl RowsAffected for sqlx::postgres::PgQueryResult {
+    fn rows_affected(&self) -> u64 {
+        self.rows_affected()
+    }
+}
 
 #[async_trait]
 impl Dialect for Postgres {

@@ -21,7 +21,9 @@ use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
 use super::Result;
-use super::sql::{AuditRow, Dialect, SqlStore, StepRow, request_columns, runnable_phases};
+use super::sql::{
+    AuditRow, Dialect, RowsAffected, SqlStore, StepRow, request_columns, runnable_phases,
+};
 use crate::clock::Clock;
 use crate::domain::{NewSignal, Phase, SignalContext};
 
@@ -207,6 +209,12 @@ const CHUNK: usize = 100;
 /// text varies with the batch size, so a burst would fill the cache (100 per connection) with
 /// large programs that are rarely reused.
 const PERSISTENT: bool = false;
+
+impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
+    fn rows_affected(&self) -> u64 {
+        self.rows_affected()
+    }
+}
 
 #[async_trait]
 impl Dialect for Sqlite {

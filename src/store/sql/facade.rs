@@ -62,21 +62,10 @@ where
     }
 }
 
-/// How many rows a statement changed (`rows_affected` of each driver's result).
+/// How many rows a statement changed: each driver's `rows_affected`, implemented beside its
+/// dialect (sqlx has no trait for it).
 pub trait RowsAffected {
     fn rows_affected(&self) -> u64;
-}
-
-impl RowsAffected for sqlx::sqlite::SqliteQueryResult {
-    fn rows_affected(&self) -> u64 {
-        self.rows_affected()
-    }
-}
-
-impl RowsAffected for sqlx::postgres::PgQueryResult {
-    fn rows_affected(&self) -> u64 {
-        self.rows_affected()
-    }
 }
 
 /// The database runs statements on a connection (a transaction's) or a pool.

@@ -37,9 +37,9 @@ use sqlx::{Database, Pool};
 use uuid::Uuid;
 
 pub use dialect::Dialect;
-pub use facade::{Binds, Reads, Runs, SqlDb};
+pub use facade::RowsAffected;
 
-use self::facade::query_as;
+use self::facade::{Runs as _, query_as};
 use super::{AuditKey, Figures, Result, parse_phase};
 use crate::clock::Clock;
 use crate::domain::{AuditDraft, Phase};
