@@ -1,11 +1,20 @@
-//! The store: signals, remediation requests and the append-only audit trail.
+//! The store: signals, remediation requests, approvals, execution intents and the
+//! append-only audit trail.
 //!
-//! One [`Store`] trait, two implementations with the same SQL: [`SqliteStore`] (embedded, the
-//! default) and [`PgStore`]. Their bodies come from one macro ([`sql`]) so the two cannot drift;
-//! only id/time encoding, the transaction start and the claim query differ. Invariants: every
-//! phase change commits together with its audit events; no code path updates or deletes an
-//! audit row (database triggers refuse it too); a signal is keyed on `(fingerprint, starts_at)`
-//! and a redelivery changes nothing; at most one active request holds a target fingerprint.
+//! What it can do is split by capability (`capability.rs`): [`Requests`], [`Claims`],
+//! [`Audit`], [`Auth`], [`Approvals`], [`Execution`], [`History`] and [`Housekeeping`];
+//! [`Store`] is their sum, what the daemon opens. One implementation, [`SqlStore<D>`], runs the
+//! same SQL on two databases: [`SqliteStore`] (embedded, the default) and [`PgStore`]. The SQL
+//! is written once, per capability, in `sql/`; what differs between the databases is the
+//! [`Dialect`] (`sql/dialect.rs` lists it: id and time encoding, generated parameters, the
+//! statement that opens a write transaction, serial writes and the audit chain's lock, the
+//! claim query, a time's day, migrations, and the batch reads and writes of ingest and step
+//! commits), implemented in `sqlite.rs` and `postgres.rs`.
+//!
+//! Invariants: every phase change commits together with its audit events; no code path
+//! updates or deletes an audit row (database triggers refuse it too); a signal is keyed on
+//! `(fingerprint, starts_at)` and a redelivery changes nothing; at most one active request
+//! holds a target fingerprint.
 
 mod capability;
 pub mod chain;
@@ -245,7 +254,7 @@ pub struct StepCommit {
     pub events: Vec<AuditDraft>,
 }
 
-/// A step for a request the worker holds in phase `from`, for [`Store::commit_steps`].
+/// A step for a request the worker holds in phase `from`, for [`Claims::commit_steps`].
 #[derive(Debug, Clone)]
 pub struct PendingStep {
     pub id: Uuid,

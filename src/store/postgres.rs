@@ -1,5 +1,8 @@
 //! PostgreSQL: native UUID, TIMESTAMPTZ and JSONB columns; workers claim requests with
 //! `FOR UPDATE SKIP LOCKED`, so several kubemedic replicas can share one database.
+//!
+//! [`Postgres`] is its [`Dialect`]: native ids and times, an advisory lock for the audit
+//! chain, and the batch reads and writes bound as arrays (ADR 0019).
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -176,7 +179,7 @@ impl Dialect for Postgres {
     ) -> Result<Vec<(Id, String, Ts, String, Option<Id>)>> {
         Ok(sqlx::query_as(
             "SELECT id, fingerprint, starts_at, status, request_id FROM signals \
-         WHERE fingerprint = ANY($1)",
+             WHERE fingerprint = ANY($1)",
         )
         .persistent(false)
         .bind(fingerprints)
@@ -188,7 +191,7 @@ impl Dialect for Postgres {
     async fn lookup_targets(tx: &mut Tx, aliases: &[&str]) -> Result<Vec<(String, Id)>> {
         Ok(sqlx::query_as(
             "SELECT fingerprint, request_id FROM request_targets \
-         WHERE active AND fingerprint = ANY($1)",
+             WHERE active AND fingerprint = ANY($1)",
         )
         .persistent(false)
         .bind(aliases)
@@ -206,8 +209,8 @@ impl Dialect for Postgres {
         }
         let taken: Vec<(String,)> = sqlx::query_as(
             "INSERT INTO request_targets (fingerprint, request_id, active) \
-         SELECT f, r, TRUE FROM UNNEST($1::text[], $2::uuid[]) AS t(f, r) \
-         ON CONFLICT DO NOTHING RETURNING fingerprint",
+             SELECT f, r, TRUE FROM UNNEST($1::text[], $2::uuid[]) AS t(f, r) \
+             ON CONFLICT DO NOTHING RETURNING fingerprint",
         )
         .bind(rows.iter().map(|r| &r.0).bind_iter())
         .bind(rows.iter().map(|r| r.1).bind_iter())
@@ -227,14 +230,14 @@ impl Dialect for Postgres {
         }
         sqlx::query(
             "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
-         target_name, target_namespace, target_fingerprint, signal_name, severity, \
-         signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
-         updated_at, attempts, state) \
-         SELECT id, 'Received', NULL, TRUE, kind, name, namespace, fingerprint, signal_name, \
-         severity, mode, signal, 1, $1, $1, $1, $1, 0, $2 \
-         FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], \
-         $9::text[], $10::text[], $11::jsonb[]) \
-         AS t(id, kind, name, namespace, fingerprint, signal_name, severity, mode, signal)",
+             target_name, target_namespace, target_fingerprint, signal_name, severity, \
+             signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
+             updated_at, attempts, state) \
+             SELECT id, 'Received', NULL, TRUE, kind, name, namespace, fingerprint, signal_name, \
+             severity, mode, signal, 1, $1, $1, $1, $1, 0, $2 \
+             FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], \
+             $9::text[], $10::text[], $11::jsonb[]) \
+             AS t(id, kind, name, namespace, fingerprint, signal_name, severity, mode, signal)",
         )
         .bind(now)
         .bind(Json(crate::domain::StageState::default()))
@@ -279,21 +282,21 @@ impl Dialect for Postgres {
         }
         let stored: Vec<(String,)> = sqlx::query_as(
             "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, severity, \
-         mode, source, labels, annotations, generator_url, receiver, group_key, target_kind, \
-         target_name, target_namespace, target_fingerprint, request_id, received_at, \
-         resolved_at) \
-         SELECT gen_random_uuid(), fingerprint, starts_at, CASE WHEN resolved THEN 'resolved' \
-         ELSE 'firing' END, ends_at, name, severity, mode, source, labels, annotations, \
-         generator_url, receiver, group_key, kind, tname, namespace, tfp, request_id, $1, \
-         CASE WHEN resolved THEN $1 END \
-         FROM UNNEST($2::text[], $3::timestamptz[], $4::bool[], $5::timestamptz[], \
-         $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::jsonb[], \
-         $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], \
-         $18::text[], $19::uuid[]) \
-         AS t(fingerprint, starts_at, resolved, ends_at, name, severity, mode, source, labels, \
-         annotations, generator_url, receiver, group_key, kind, tname, namespace, tfp, \
-         request_id) \
-         ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
+             mode, source, labels, annotations, generator_url, receiver, group_key, target_kind, \
+             target_name, target_namespace, target_fingerprint, request_id, received_at, \
+             resolved_at) \
+             SELECT gen_random_uuid(), fingerprint, starts_at, CASE WHEN resolved THEN 'resolved' \
+             ELSE 'firing' END, ends_at, name, severity, mode, source, labels, annotations, \
+             generator_url, receiver, group_key, kind, tname, namespace, tfp, request_id, $1, \
+             CASE WHEN resolved THEN $1 END \
+             FROM UNNEST($2::text[], $3::timestamptz[], $4::bool[], $5::timestamptz[], \
+             $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::jsonb[], \
+             $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], \
+             $18::text[], $19::uuid[]) \
+             AS t(fingerprint, starts_at, resolved, ends_at, name, severity, mode, source, labels, \
+             annotations, generator_url, receiver, group_key, kind, tname, namespace, tfp, \
+             request_id) \
+             ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
         )
         .bind(now)
         .bind(rows.iter().map(|r| &r.0.fingerprint).bind_iter())
@@ -341,12 +344,12 @@ impl Dialect for Postgres {
     ) -> Result<()> {
         sqlx::query(
             "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
-         prev_hash, hash, key_id) \
-         SELECT request_id, $1, phase, kind, actor, message, payload, prev_hash, hash, $2 \
-         FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[], \
-         $9::text[], $10::text[]) WITH ORDINALITY \
-         AS t(request_id, phase, kind, actor, message, payload, prev_hash, hash, n) \
-         ORDER BY n",
+             prev_hash, hash, key_id) \
+             SELECT request_id, $1, phase, kind, actor, message, payload, prev_hash, hash, $2 \
+             FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[], \
+             $9::text[], $10::text[]) WITH ORDINALITY \
+             AS t(request_id, phase, kind, actor, message, payload, prev_hash, hash, n) \
+             ORDER BY n",
         )
         .bind(at)
         .bind(key_id)
@@ -407,21 +410,21 @@ impl Dialect for Postgres {
         Ok(sqlx::query(concat!(
             // A finished request also records when, and its time to resolution.
             "UPDATE remediation_requests SET phase = v_to, reason = v_reason, active = v_active, \
-         state = v_state, attempts = v_attempts, not_before = v_not_before, updated_at = $1, \
-         claimed_by = CASE WHEN v_release THEN NULL ELSE claimed_by END, \
-         lease_until = CASE WHEN v_release THEN NULL ELSE lease_until END, \
-         tokens = v_tokens, auto_approved = v_auto_approved, effectiveness = v_effectiveness, \
-         guardrail = COALESCE(v_guardrail, guardrail), \
-         finished_at = CASE WHEN v_active THEN finished_at ELSE $1 END, \
-         ttr_ms = CASE WHEN v_active THEN ttr_ms ELSE ",
+             state = v_state, attempts = v_attempts, not_before = v_not_before, updated_at = $1, \
+             claimed_by = CASE WHEN v_release THEN NULL ELSE claimed_by END, \
+             lease_until = CASE WHEN v_release THEN NULL ELSE lease_until END, \
+             tokens = v_tokens, auto_approved = v_auto_approved, effectiveness = v_effectiveness, \
+             guardrail = COALESCE(v_guardrail, guardrail), \
+             finished_at = CASE WHEN v_active THEN finished_at ELSE $1 END, \
+             ttr_ms = CASE WHEN v_active THEN ttr_ms ELSE ",
             ms_since_created!("$1"),
             " END \
-         FROM (SELECT * FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], \
-         $7::bool[], $8::jsonb[], $9::int4[], $10::timestamptz[], $11::bool[], $12::int8[], \
-         $13::bool[], $14::float8[], $15::text[]) \
-         AS u(v_id, v_from, v_to, v_reason, v_active, v_state, v_attempts, v_not_before, \
-         v_release, v_tokens, v_auto_approved, v_effectiveness, v_guardrail) ORDER BY v_id) v \
-         WHERE id = v_id AND phase = v_from AND claimed_by = $2 RETURNING ",
+             FROM (SELECT * FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], \
+             $7::bool[], $8::jsonb[], $9::int4[], $10::timestamptz[], $11::bool[], $12::int8[], \
+             $13::bool[], $14::float8[], $15::text[]) \
+             AS u(v_id, v_from, v_to, v_reason, v_active, v_state, v_attempts, v_not_before, \
+             v_release, v_tokens, v_auto_approved, v_effectiveness, v_guardrail) ORDER BY v_id) v \
+             WHERE id = v_id AND phase = v_from AND claimed_by = $2 RETURNING ",
             request_columns!()
         ))
         .persistent(false)

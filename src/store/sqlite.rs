@@ -6,6 +6,10 @@
 //! use a small pool beside it (WAL lets them run while the writer commits). One writer
 //! connection keeps its page cache across transactions: no other connection writes, so SQLite
 //! never has to throw it away and re-read the B-tree pages from the file.
+//!
+//! [`Sqlite`] is its [`Dialect`]: ids as hyphenated UUID text, times as fixed-width UTC text (so
+//! text order is time order), bare `?` parameters in generated statements, and the batch
+//! writes as multi-row `VALUES` statements.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -304,7 +308,7 @@ impl Dialect for Sqlite {
         for chunk in rows.chunks(CHUNK * 5) {
             let sql = format!(
                 "INSERT INTO request_targets (fingerprint, request_id, active) VALUES {} \
-             ON CONFLICT DO NOTHING RETURNING fingerprint",
+                 ON CONFLICT DO NOTHING RETURNING fingerprint",
                 value_rows(chunk.len(), 3)
             );
             let mut q =
@@ -327,9 +331,9 @@ impl Dialect for Sqlite {
         for chunk in rows.chunks(CHUNK) {
             let sql = format!(
                 "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
-             target_name, target_namespace, target_fingerprint, signal_name, severity, \
-             signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
-             updated_at, attempts, state) VALUES {}",
+                 target_name, target_namespace, target_fingerprint, signal_name, severity, \
+                 signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
+                 updated_at, attempts, state) VALUES {}",
                 value_rows(chunk.len(), 19)
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
@@ -370,10 +374,10 @@ impl Dialect for Sqlite {
         for chunk in rows.chunks(CHUNK) {
             let sql = format!(
                 "INSERT INTO signals (id, fingerprint, starts_at, status, ends_at, name, \
-             severity, mode, source, labels, annotations, generator_url, receiver, \
-             group_key, target_kind, target_name, target_namespace, \
-             target_fingerprint, request_id, received_at, resolved_at) VALUES {} \
-             ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
+                 severity, mode, source, labels, annotations, generator_url, receiver, \
+                 group_key, target_kind, target_name, target_namespace, \
+                 target_fingerprint, request_id, received_at, resolved_at) VALUES {} \
+                 ON CONFLICT (fingerprint, starts_at) DO NOTHING RETURNING fingerprint",
                 value_rows(chunk.len(), 21)
             );
             let mut q =
@@ -417,7 +421,7 @@ impl Dialect for Sqlite {
         for chunk in rows.chunks(CHUNK) {
             let sql = format!(
                 "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
-             prev_hash, hash, key_id) VALUES {}",
+                 prev_hash, hash, key_id) VALUES {}",
                 value_rows(chunk.len(), 10)
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
@@ -471,16 +475,16 @@ impl Dialect for Sqlite {
             // A finished request also records when, and its time to resolution.
             let row = sqlx::query(concat!(
                 "UPDATE remediation_requests SET phase = $1, reason = $2, active = $3, \
-             state = $4, attempts = $5, not_before = $6, updated_at = $7, \
-             claimed_by = CASE WHEN $8 THEN NULL ELSE claimed_by END, \
-             lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END, \
-             tokens = $12, auto_approved = $13, effectiveness = $14, \
-             guardrail = COALESCE($15, guardrail), \
-             finished_at = CASE WHEN $3 THEN finished_at ELSE $7 END, \
-             ttr_ms = CASE WHEN $3 THEN ttr_ms ELSE ",
+                 state = $4, attempts = $5, not_before = $6, updated_at = $7, \
+                 claimed_by = CASE WHEN $8 THEN NULL ELSE claimed_by END, \
+                 lease_until = CASE WHEN $8 THEN NULL ELSE lease_until END, \
+                 tokens = $12, auto_approved = $13, effectiveness = $14, \
+                 guardrail = COALESCE($15, guardrail), \
+                 finished_at = CASE WHEN $3 THEN finished_at ELSE $7 END, \
+                 ttr_ms = CASE WHEN $3 THEN ttr_ms ELSE ",
                 ms_since_created!("$7"),
                 " END \
-             WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
+                 WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
                 request_columns!()
             ))
             .bind(r.to.as_str())

@@ -1,35 +1,40 @@
 //! [`Approvals`](crate::store::Approvals): approvals, single-use tokens and the notifications
 //! that offer them.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
+use uuid::Uuid;
 
 use super::dialect::Dialect;
 use super::facade::{Arg as _, RowsAffected as _, Runs as _, query_as};
 use super::{SqlStore, Tx, approval_columns, notification_columns};
-use crate::domain::{AuditDraft, Phase};
-use crate::store::{Page, Result};
+use crate::domain::{
+    ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, Channel, DecideOutcome,
+    Decision, Notification, Phase,
+};
+use crate::store::{
+    Approvals, DeliveryResult, Page, Result, storable_json, storable_text, storable_value,
+};
 
 impl<D: Dialect> SqlStore<D> {
-    pub(super) async fn insert_notification(
-        tx: &mut Tx<D>,
-        n: &crate::domain::Notification,
-    ) -> Result<()> {
+    pub(super) async fn insert_notification(tx: &mut Tx<D>, n: &Notification) -> Result<()> {
         sqlx::query(
             "INSERT INTO notifications (id, approval_id, channel, recipient, kind, status, \
-         attempts, next_attempt_at, last_error, external_ref, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-         ON CONFLICT (approval_id, channel, recipient, kind) DO NOTHING",
+             attempts, next_attempt_at, last_error, external_ref, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+             ON CONFLICT (approval_id, channel, recipient, kind) DO NOTHING",
         )
         .arg(D::id(n.id))
         .arg(D::id(n.approval_id))
         .arg(n.channel.as_str())
-        .arg(crate::store::storable_text(&n.recipient))
+        .arg(storable_text(&n.recipient))
         .arg(n.kind.as_str())
         .arg(n.status.as_str())
         .arg(n.attempts)
         .arg(n.next_attempt_at.map(D::ts))
-        .arg(n.last_error.as_deref().map(crate::store::storable_text))
-        .arg(n.external_ref.as_ref().map(crate::store::storable_value))
+        .arg(n.last_error.as_deref().map(storable_text))
+        .arg(n.external_ref.as_ref().map(storable_value))
         .arg(D::ts(n.created_at))
         .arg(D::ts(n.updated_at))
         .execute(D::Db::on(&mut **tx))
@@ -39,12 +44,12 @@ impl<D: Dialect> SqlStore<D> {
 }
 
 #[async_trait]
-impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
+impl<D: Dialect> Approvals for SqlStore<D> {
     async fn create_approval(
         &self,
-        approval: &crate::domain::ApprovalRequest,
-        notifications: &[crate::domain::Notification],
-    ) -> Result<crate::domain::ApprovalRequest> {
+        approval: &ApprovalRequest,
+        notifications: &[Notification],
+    ) -> Result<ApprovalRequest> {
         let _write = self.write_guard().await;
         let mut tx: Tx<D> = self.begin_audited().await?;
         let inserted = sqlx::query(
@@ -57,7 +62,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         .arg(approval.status().as_str())
         .arg(D::ts(approval.created_at))
         .arg(D::ts(approval.expires_at))
-        .arg(crate::store::storable_json(approval)?)
+        .arg(storable_json(approval)?)
         .execute(D::Db::on(&mut *tx))
         .await?
         .rows_affected()
@@ -114,10 +119,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         Self::approval_from_row(&row)
     }
 
-    async fn get_approval(
-        &self,
-        approval: uuid::Uuid,
-    ) -> Result<Option<crate::domain::ApprovalRequest>> {
+    async fn get_approval(&self, approval: Uuid) -> Result<Option<ApprovalRequest>> {
         let row = sqlx::query(concat!(
             "SELECT ",
             approval_columns!(),
@@ -129,10 +131,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         row.as_ref().map(Self::approval_from_row).transpose()
     }
 
-    async fn approval_of_request(
-        &self,
-        request: uuid::Uuid,
-    ) -> Result<Option<crate::domain::ApprovalRequest>> {
+    async fn approval_of_request(&self, request: Uuid) -> Result<Option<ApprovalRequest>> {
         let row = sqlx::query(concat!(
             "SELECT ",
             approval_columns!(),
@@ -146,10 +145,10 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
 
     async fn list_approvals(
         &self,
-        status: Option<crate::domain::ApprovalStatus>,
+        status: Option<ApprovalStatus>,
         limit: i64,
         offset: i64,
-    ) -> Result<Page<crate::domain::ApprovalRequest>> {
+    ) -> Result<Page<ApprovalRequest>> {
         // A status filter is a predicate only when given, so the inbox reads the
         // pending ones through `approvals_status` instead of scanning every approval.
         let (total, rows) = match status {
@@ -198,9 +197,9 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
 
     async fn decide_approval(
         &self,
-        approval: uuid::Uuid,
-        decision: &crate::domain::ApprovalDecision,
-    ) -> Result<crate::domain::DecideOutcome> {
+        approval: Uuid,
+        decision: &ApprovalDecision,
+    ) -> Result<DecideOutcome> {
         use crate::domain::{DecideOutcome, DeliveryStatus, NotificationKind};
         let now = self.clock.now();
         let _write = self.write_guard().await;
@@ -224,27 +223,25 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
             .is_some_and(Phase::is_terminal);
         let late = now >= current.expires_at || request_ended;
         let mut decision = decision.clone();
-        let refused_late = if current.decision.is_none()
-            && late
-            && decision.decision != crate::domain::Decision::Expired
-        {
-            let refused = decision.clone();
-            decision = crate::domain::ApprovalDecision {
-                decision: crate::domain::Decision::Expired,
-                decided_by: "system".into(),
-                decided_via: crate::domain::Channel::System,
-                decided_at: now,
-                message: Some(if request_ended {
-                    "the request ended before anyone decided".into()
-                } else {
-                    "no decision before the deadline".into()
-                }),
-                alternative: None,
+        let refused_late =
+            if current.decision.is_none() && late && decision.decision != Decision::Expired {
+                let refused = decision.clone();
+                decision = ApprovalDecision {
+                    decision: Decision::Expired,
+                    decided_by: "system".into(),
+                    decided_via: Channel::System,
+                    decided_at: now,
+                    message: Some(if request_ended {
+                        "the request ended before anyone decided".into()
+                    } else {
+                        "no decision before the deadline".into()
+                    }),
+                    alternative: None,
+                };
+                Some(refused)
+            } else {
+                None
             };
-            Some(refused)
-        } else {
-            None
-        };
         let decision = &decision;
         if let Some(first) = &current.decision {
             let draft = AuditDraft::new(
@@ -278,7 +275,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         )
         .arg(current.status().as_str())
         .arg(D::ts(decision.decided_at))
-        .arg(crate::store::storable_json(&current)?)
+        .arg(storable_json(&current)?)
         .arg(D::id(approval))
         .execute(D::Db::on(&mut *tx))
         .await?
@@ -316,8 +313,8 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
             let offer = offer?;
             match offer.status {
                 DeliveryStatus::Delivered => {
-                    let outcome = crate::domain::Notification {
-                        id: uuid::Uuid::new_v4(),
+                    let outcome = Notification {
+                        id: Uuid::new_v4(),
                         kind: NotificationKind::Outcome,
                         status: DeliveryStatus::Pending,
                         attempts: 0,
@@ -391,7 +388,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         Ok(DecideOutcome::Decided(current))
     }
 
-    async fn approval_not_executed(&self, request: uuid::Uuid, note: &str) -> Result<()> {
+    async fn approval_not_executed(&self, request: Uuid, note: &str) -> Result<()> {
         use crate::domain::{DeliveryStatus, NotificationKind};
         let now = self.clock.now();
         let _write = self.write_guard().await;
@@ -415,7 +412,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         }
         current.note = Some(note.to_owned());
         sqlx::query("UPDATE approvals SET record = $1 WHERE id = $2")
-            .arg(crate::store::storable_json(&current)?)
+            .arg(storable_json(&current)?)
             .arg(D::id(current.id))
             .execute(D::Db::on(&mut *tx))
             .await?;
@@ -434,8 +431,8 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
             if offer.status != DeliveryStatus::Delivered {
                 continue;
             }
-            let message = crate::domain::Notification {
-                id: uuid::Uuid::new_v4(),
+            let message = Notification {
+                id: Uuid::new_v4(),
                 kind: NotificationKind::NotExecuted,
                 status: DeliveryStatus::Pending,
                 attempts: 0,
@@ -459,7 +456,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         Ok(())
     }
 
-    async fn consume_nonce(&self, nonce: &str, approval: Option<uuid::Uuid>) -> Result<bool> {
+    async fn consume_nonce(&self, nonce: &str, approval: Option<Uuid>) -> Result<bool> {
         let now = self.clock.now();
         let _write = self.write_guard().await;
         let mut tx: Tx<D> = self.writer.begin_with(D::BEGIN).await?;
@@ -478,7 +475,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
             "INSERT INTO used_nonces (nonce, approval_id, used_at) VALUES ($1, $2, $3) \
              ON CONFLICT (nonce) DO NOTHING",
         )
-        .arg(crate::store::storable_text(nonce))
+        .arg(storable_text(nonce))
         .arg(approval.map(D::id))
         .arg(D::ts(now))
         .execute(D::Db::on(&mut *tx))
@@ -488,10 +485,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         Ok(inserted == 1)
     }
 
-    async fn claim_notification(
-        &self,
-        lease: std::time::Duration,
-    ) -> Result<Option<crate::domain::Notification>> {
+    async fn claim_notification(&self, lease: Duration) -> Result<Option<Notification>> {
         let now = self.clock.now();
         let until =
             now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
@@ -514,11 +508,11 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
 
     async fn finish_notification(
         &self,
-        notification: uuid::Uuid,
-        result: &crate::store::DeliveryResult,
+        notification: Uuid,
+        result: &DeliveryResult,
         audit: &AuditDraft,
     ) -> Result<()> {
-        use crate::store::DeliveryResult;
+        use DeliveryResult;
         let now = self.clock.now();
         let (status, next, error, external) = match result {
             DeliveryResult::Delivered { external_ref } => {
@@ -547,8 +541,8 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         )
         .arg(status)
         .arg(next)
-        .arg(error.map(|e| crate::store::storable_text(e)))
-        .arg(external.map(crate::store::storable_value))
+        .arg(error.map(|e| storable_text(e)))
+        .arg(external.map(storable_value))
         .arg(D::ts(now))
         .arg(D::id(notification))
         .execute(D::Db::on(&mut *tx))
@@ -566,10 +560,7 @@ impl<D: Dialect> crate::store::Approvals for SqlStore<D> {
         Ok(())
     }
 
-    async fn notifications(
-        &self,
-        approval: uuid::Uuid,
-    ) -> Result<Vec<crate::domain::Notification>> {
+    async fn notifications(&self, approval: Uuid) -> Result<Vec<Notification>> {
         let rows = sqlx::query(concat!(
             "SELECT ",
             notification_columns!(),

@@ -1,14 +1,20 @@
 //! [`Audit`](crate::store::Audit): the hash-chained trail, how events are appended to it and
 //! how it is checked.
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
 
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Col as _, Runs as _, query_as};
 use super::{AuditRow, DbRow, SqlStore, Tx};
 use crate::domain::{AuditDraft, AuditEvent, Phase};
-use crate::store::chain::{AuditKey, ChainReport, ChainRow, Rotation, StoredLink, Verifier};
-use crate::store::{Result, StoreError, corrupt};
+use crate::store::chain::{
+    AuditKey, ChainReport, ChainRow, KEY_ROTATED, Rotation, StoredLink, Verifier,
+};
+use crate::store::{Audit, Result, StoreError, corrupt, storable_text, storable_value};
 
 /// The last audit event as the next one needs it: its hash, the key that signed it, its kind,
 /// and the key a rotation handed the chain to.
@@ -35,7 +41,7 @@ impl<D: Dialect> SqlStore<D> {
         // (`payload ->> 'x'` reads a JSON field on both databases.)
         let row: Option<ChainHead> = query_as(
             "SELECT hash, key_id, kind, CASE WHEN kind = 'key_rotated' \
-         THEN payload ->> 'new_key_id' END FROM audit_events ORDER BY id DESC LIMIT 1",
+             THEN payload ->> 'new_key_id' END FROM audit_events ORDER BY id DESC LIMIT 1",
         )
         .fetch_optional(D::Db::on(&mut **tx))
         .await?;
@@ -46,15 +52,15 @@ impl<D: Dialect> SqlStore<D> {
         let allowed = match (signer.as_deref(), kind.as_str()) {
             // Written before the chain existed, or before events carried their key's id.
             (None, _) => true,
-            (Some(_), crate::store::chain::KEY_ROTATED) => handed_to.as_deref() == Some(ours),
+            (Some(_), KEY_ROTATED) => handed_to.as_deref() == Some(ours),
             (Some(signer), _) => signer == ours,
         };
         if !allowed {
             let now_at = handed_to.or(signer).unwrap_or_default();
             return Err(StoreError::AuditKey(format!(
                 "the audit trail is now signed with key {now_at}, not with this daemon's key \
-             {ours} (it was rotated, or another key signs this database): restart this \
-             daemon with the current keyring (--audit-key / --audit-key-file)"
+                 {ours} (it was rotated, or another key signs this database): restart this \
+                 daemon with the current keyring (--audit-key / --audit-key-file)"
             )));
         }
         Ok(hash)
@@ -67,7 +73,7 @@ impl<D: Dialect> SqlStore<D> {
     {
         let rows: Vec<(i64, Option<String>, Option<String>)> = query_as(
             "SELECT id, payload ->> 'old_key_id', payload ->> 'new_key_id' FROM audit_events \
-         WHERE kind = 'key_rotated' ORDER BY id",
+             WHERE kind = 'key_rotated' ORDER BY id",
         )
         .fetch_all(db)
         .await?;
@@ -90,14 +96,14 @@ impl<D: Dialect> SqlStore<D> {
     pub(super) fn chain_link(
         key: &AuditKey,
         prev: Option<&str>,
-        request_id: Option<uuid::Uuid>,
+        request_id: Option<Uuid>,
         phase: Option<Phase>,
-        at: chrono::DateTime<chrono::Utc>,
+        at: DateTime<Utc>,
         draft: &AuditDraft,
     ) -> String {
         let rid = request_id.map(|r| r.hyphenated().to_string());
-        let message = crate::store::storable_text(&draft.message);
-        let payload = crate::store::storable_value(&draft.payload);
+        let message = storable_text(&draft.message);
+        let payload = storable_value(&draft.payload);
         key.link(
             prev,
             &ChainRow {
@@ -113,16 +119,16 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// Times as both databases keep them (microseconds), so the hash covers what is read back.
-    pub(super) fn to_micros(t: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
-        chrono::DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
+    pub(super) fn to_micros(t: DateTime<Utc>) -> DateTime<Utc> {
+        DateTime::from_timestamp_micros(t.timestamp_micros()).unwrap_or(t)
     }
 
     pub(super) async fn insert_audit(
         tx: &mut Tx<D>,
         key: &AuditKey,
-        request_id: Option<uuid::Uuid>,
+        request_id: Option<Uuid>,
         phase: Option<Phase>,
-        at: chrono::DateTime<chrono::Utc>,
+        at: DateTime<Utc>,
         draft: &AuditDraft,
     ) -> Result<()> {
         let at = Self::to_micros(at);
@@ -130,15 +136,15 @@ impl<D: Dialect> SqlStore<D> {
         let hash = Self::chain_link(key, prev.as_deref(), request_id, phase, at, draft);
         sqlx::query(
             "INSERT INTO audit_events (request_id, at, phase, kind, actor, message, payload, \
-         prev_hash, hash, key_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             prev_hash, hash, key_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .arg(request_id.map(D::id))
         .arg(D::ts(at))
         .arg(phase.map(Phase::as_str))
         .arg(&draft.kind)
         .arg(&draft.actor)
-        .arg(crate::store::storable_text(&draft.message))
-        .arg(crate::store::storable_value(&draft.payload))
+        .arg(storable_text(&draft.message))
+        .arg(storable_value(&draft.payload))
         .arg(prev)
         .arg(hash)
         .arg(key.id())
@@ -154,12 +160,8 @@ impl<D: Dialect> SqlStore<D> {
     pub(super) async fn insert_audits(
         tx: &mut Tx<D>,
         key: &AuditKey,
-        at: chrono::DateTime<chrono::Utc>,
-        events: &[(
-            Option<uuid::Uuid>,
-            Option<Phase>,
-            std::borrow::Cow<'_, AuditDraft>,
-        )],
+        at: DateTime<Utc>,
+        events: &[(Option<Uuid>, Option<Phase>, Cow<'_, AuditDraft>)],
     ) -> Result<()> {
         if events.is_empty() {
             return Ok(());
@@ -225,8 +227,8 @@ impl<D: Dialect> SqlStore<D> {
 }
 
 #[async_trait]
-impl<D: Dialect> crate::store::Audit for SqlStore<D> {
-    async fn audit_trail(&self, rid: uuid::Uuid) -> Result<Vec<AuditEvent>> {
+impl<D: Dialect> Audit for SqlStore<D> {
+    async fn audit_trail(&self, rid: Uuid) -> Result<Vec<AuditEvent>> {
         let rows = sqlx::query(
             "SELECT id, request_id, at, phase, kind, actor, message, payload \
              FROM audit_events WHERE request_id = $1 ORDER BY id",
@@ -237,12 +239,7 @@ impl<D: Dialect> crate::store::Audit for SqlStore<D> {
         rows.iter().map(Self::audit_from_row).collect()
     }
 
-    async fn audit_after(
-        &self,
-        rid: uuid::Uuid,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<AuditEvent>> {
+    async fn audit_after(&self, rid: Uuid, after: i64, limit: i64) -> Result<Vec<AuditEvent>> {
         let rows = sqlx::query(
             "SELECT id, request_id, at, phase, kind, actor, message, payload \
              FROM audit_events WHERE request_id = $1 AND id > $2 ORDER BY id LIMIT $3",
@@ -255,12 +252,12 @@ impl<D: Dialect> crate::store::Audit for SqlStore<D> {
         rows.iter().map(Self::audit_from_row).collect()
     }
 
-    async fn verify_request_chain(&self, rid: uuid::Uuid) -> Result<ChainReport> {
+    async fn verify_request_chain(&self, rid: Uuid) -> Result<ChainReport> {
         let rows = sqlx::query(
             "SELECT e.id, e.request_id, e.at, e.phase, e.kind, e.actor, e.message, \
              e.payload, e.prev_hash, e.hash, e.key_id, \
              (SELECT p.hash FROM audit_events p WHERE p.id < e.id \
-              ORDER BY p.id DESC LIMIT 1) AS actual_prev \
+             ORDER BY p.id DESC LIMIT 1) AS actual_prev \
              FROM audit_events e WHERE e.request_id = $1 ORDER BY e.id",
         )
         .arg(D::id(rid))
@@ -301,7 +298,7 @@ impl<D: Dialect> crate::store::Audit for SqlStore<D> {
 
     async fn append_audit(
         &self,
-        request_id: Option<uuid::Uuid>,
+        request_id: Option<Uuid>,
         phase: Option<Phase>,
         draft: &AuditDraft,
     ) -> Result<()> {
@@ -321,7 +318,6 @@ impl<D: Dialect> crate::store::Audit for SqlStore<D> {
     }
 
     async fn rotate_audit_key(&self, actor: &str) -> Result<Option<(String, String)>> {
-        use crate::store::chain::KEY_ROTATED;
         let new = self.audit_key.id().to_owned();
         let _write = self.write_guard().await;
         let mut tx: Tx<D> = self.begin_audited().await?;

@@ -5,12 +5,12 @@ use async_trait::async_trait;
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Col as _, Runs as _};
 use super::{SqlStore, Tx};
-use crate::domain::AuditDraft;
-use crate::store::{Result, corrupt};
+use crate::domain::{ApiKey, AuditDraft, Role, Session};
+use crate::store::{Auth, Result, corrupt, storable_text};
 
 #[async_trait]
-impl<D: Dialect> crate::store::Auth for SqlStore<D> {
-    async fn create_api_key(&self, key: &crate::domain::ApiKey, key_hash: &str) -> Result<()> {
+impl<D: Dialect> Auth for SqlStore<D> {
+    async fn create_api_key(&self, key: &ApiKey, key_hash: &str) -> Result<()> {
         let _write = self.write_guard().await;
         let mut tx: Tx<D> = self.begin_audited().await?;
         sqlx::query(
@@ -18,12 +18,12 @@ impl<D: Dialect> crate::store::Auth for SqlStore<D> {
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .arg(D::id(key.id))
-        .arg(crate::store::storable_text(&key.name))
+        .arg(storable_text(&key.name))
         .arg(key.role.as_str())
         .arg(key_hash)
         .arg(&key.prefix)
         .arg(D::ts(key.created_at))
-        .arg(crate::store::storable_text(&key.created_by))
+        .arg(storable_text(&key.created_by))
         .execute(D::Db::on(&mut *tx))
         .await?;
         let draft = AuditDraft::new(
@@ -47,7 +47,7 @@ impl<D: Dialect> crate::store::Auth for SqlStore<D> {
         Ok(())
     }
 
-    async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<crate::domain::ApiKey>> {
+    async fn api_key_by_hash(&self, key_hash: &str) -> Result<Option<ApiKey>> {
         let row = sqlx::query(
             "SELECT id, name, role, prefix, created_at, created_by, revoked_at \
              FROM api_keys WHERE key_hash = $1",
@@ -58,7 +58,7 @@ impl<D: Dialect> crate::store::Auth for SqlStore<D> {
         row.as_ref().map(Self::api_key_from_row).transpose()
     }
 
-    async fn list_api_keys(&self) -> Result<Vec<crate::domain::ApiKey>> {
+    async fn list_api_keys(&self) -> Result<Vec<ApiKey>> {
         let rows = sqlx::query(
             "SELECT id, name, role, prefix, created_at, created_by, revoked_at \
              FROM api_keys ORDER BY created_at, name",
@@ -68,11 +68,7 @@ impl<D: Dialect> crate::store::Auth for SqlStore<D> {
         rows.iter().map(Self::api_key_from_row).collect()
     }
 
-    async fn revoke_api_key(
-        &self,
-        name: &str,
-        actor: &str,
-    ) -> Result<Option<crate::domain::ApiKey>> {
+    async fn revoke_api_key(&self, name: &str, actor: &str) -> Result<Option<ApiKey>> {
         let now = self.clock.now();
         let _write = self.write_guard().await;
         let mut tx: Tx<D> = self.begin_audited().await?;
@@ -107,11 +103,7 @@ impl<D: Dialect> crate::store::Auth for SqlStore<D> {
         Ok(Some(key))
     }
 
-    async fn create_session(
-        &self,
-        token_hash: &str,
-        session: &crate::domain::Session,
-    ) -> Result<()> {
+    async fn create_session(&self, token_hash: &str, session: &Session) -> Result<()> {
         let _write = self.write_guard().await;
         let mut tx: Tx<D> = self.writer.begin_with(D::BEGIN).await?;
         sqlx::query("DELETE FROM sessions WHERE expires_at < $1")
@@ -123,7 +115,7 @@ impl<D: Dialect> crate::store::Auth for SqlStore<D> {
              expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .arg(token_hash)
-        .arg(crate::store::storable_text(&session.subject))
+        .arg(storable_text(&session.subject))
         .arg(session.key_id.map(D::id))
         .arg(session.role.as_str())
         .arg(&session.csrf)
@@ -135,12 +127,12 @@ impl<D: Dialect> crate::store::Auth for SqlStore<D> {
         Ok(())
     }
 
-    async fn session(&self, token_hash: &str) -> Result<Option<crate::domain::Session>> {
+    async fn session(&self, token_hash: &str) -> Result<Option<Session>> {
         let row = sqlx::query(
             "SELECT s.subject, s.key_id, s.role, s.csrf, s.created_at, s.expires_at \
              FROM sessions s WHERE s.token_hash = $1 AND s.expires_at > $2 \
              AND (s.key_id IS NULL OR EXISTS (SELECT 1 FROM api_keys k \
-                  WHERE k.id = s.key_id AND k.revoked_at IS NULL))",
+             WHERE k.id = s.key_id AND k.revoked_at IS NULL))",
         )
         .arg(token_hash)
         .arg(D::ts(self.clock.now()))
@@ -150,10 +142,10 @@ impl<D: Dialect> crate::store::Auth for SqlStore<D> {
         let get = |e: sqlx::Error| corrupt("sessions", e.to_string());
         let role: String = row.col("role").map_err(get)?;
         let key_id: Option<D::Id> = row.col("key_id").map_err(get)?;
-        Ok(Some(crate::domain::Session {
+        Ok(Some(Session {
             subject: row.col("subject").map_err(get)?,
             key_id: key_id.map(D::uuid_of),
-            role: crate::domain::Role::parse(&role)
+            role: Role::parse(&role)
                 .ok_or_else(|| corrupt("sessions", format!("role `{role}`")))?,
             csrf: row.col("csrf").map_err(get)?,
             created_at: D::time_of(row.col("created_at").map_err(get)?)?,

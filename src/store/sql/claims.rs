@@ -1,19 +1,24 @@
 //! [`Claims`](crate::store::Claims): the worker claims requests and commits their steps.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::time::Duration;
+
 use async_trait::async_trait;
+use uuid::Uuid;
 
 use super::dialect::Dialect;
 use super::facade::{Arg as _, RowsAffected as _, Runs as _};
 use super::{SqlStore, StepRow, Tx};
-use crate::domain::{AuditDraft, Phase, RemediationRequest};
-use crate::store::{Result, corrupt};
+use crate::domain::{AuditDraft, Phase, RemediationRequest, transition_event};
+use crate::store::{Claims, Figures, PendingStep, Result, corrupt, storable_json, storable_text};
 
 #[async_trait]
-impl<D: Dialect> crate::store::Claims for SqlStore<D> {
+impl<D: Dialect> Claims for SqlStore<D> {
     async fn claim_batch(
         &self,
         worker: &str,
-        lease: std::time::Duration,
+        lease: Duration,
         limit: usize,
     ) -> Result<Vec<RemediationRequest>> {
         let now = self.clock.now();
@@ -39,12 +44,7 @@ impl<D: Dialect> crate::store::Claims for SqlStore<D> {
         Ok(claimed)
     }
 
-    async fn renew(
-        &self,
-        rid: uuid::Uuid,
-        worker: &str,
-        lease: std::time::Duration,
-    ) -> Result<bool> {
+    async fn renew(&self, rid: Uuid, worker: &str, lease: Duration) -> Result<bool> {
         let until = self.clock.now() + chrono::Duration::from_std(lease).unwrap_or_default();
         let _write = self.write_guard().await;
         let done = sqlx::query(
@@ -62,12 +62,12 @@ impl<D: Dialect> crate::store::Claims for SqlStore<D> {
     async fn commit_steps(
         &self,
         worker: &str,
-        steps: &[crate::store::PendingStep],
+        steps: &[PendingStep],
     ) -> Result<Vec<Option<RemediationRequest>>> {
         // Everything that can be refused is refused before the transaction opens.
         let mut prepared = Vec::with_capacity(steps.len());
         for (i, pending) in steps.iter().enumerate() {
-            let crate::store::PendingStep {
+            let PendingStep {
                 id: rid,
                 from,
                 ref via,
@@ -86,13 +86,13 @@ impl<D: Dialect> crate::store::Claims for SqlStore<D> {
                 id: rid,
                 from,
                 to: step.to,
-                reason: step.reason.as_deref().map(crate::store::storable_text),
+                reason: step.reason.as_deref().map(storable_text),
                 active: !step.to.is_terminal(),
-                state: crate::store::storable_json(&step.state)?,
+                state: storable_json(&step.state)?,
                 attempts: step.attempts,
                 not_before: step.not_before,
                 release: step.release || step.to.is_terminal(),
-                figures: crate::store::Figures::of(step),
+                figures: Figures::of(step),
             };
             prepared.push((i, row, via, step));
         }
@@ -109,19 +109,15 @@ impl<D: Dialect> crate::store::Claims for SqlStore<D> {
         let mut tx: Tx<D> = self.begin_audited().await?;
         // No row back for a request: another worker holds it now; nothing of its step
         // is written.
-        let mut updated: std::collections::HashMap<uuid::Uuid, RemediationRequest> =
+        let mut updated: HashMap<Uuid, RemediationRequest> =
             D::update_steps(&mut tx, worker, now, &rows)
                 .await?
                 .iter()
                 .map(|row| Self::request_from_row(row).map(|r| (r.id, r)))
                 .collect::<Result<_>>()?;
         let mut out: Vec<Option<RemediationRequest>> = vec![None; rows.len()];
-        let mut audits: Vec<(
-            Option<uuid::Uuid>,
-            Option<Phase>,
-            std::borrow::Cow<'_, AuditDraft>,
-        )> = Vec::new();
-        let mut finished: Vec<uuid::Uuid> = Vec::new();
+        let mut audits: Vec<(Option<Uuid>, Option<Phase>, Cow<'_, AuditDraft>)> = Vec::new();
+        let mut finished: Vec<Uuid> = Vec::new();
         for ((i, via, step), row) in order.into_iter().zip(&rows) {
             let (rid, from) = (row.id, row.from);
             let Some(request) = updated.remove(&rid) else {
@@ -137,26 +133,20 @@ impl<D: Dialect> crate::store::Claims for SqlStore<D> {
                 audits.extend(
                     via.events
                         .iter()
-                        .map(|d| (Some(rid), Some(from), std::borrow::Cow::Borrowed(d))),
+                        .map(|d| (Some(rid), Some(from), Cow::Borrowed(d))),
                 );
-                let draft =
-                    crate::domain::transition_event(from, via.phase, via.reason.as_deref(), worker);
-                audits.push((Some(rid), Some(via.phase), std::borrow::Cow::Owned(draft)));
+                let draft = transition_event(from, via.phase, via.reason.as_deref(), worker);
+                audits.push((Some(rid), Some(via.phase), Cow::Owned(draft)));
                 stage_from = via.phase;
             }
             audits.extend(
                 step.events
                     .iter()
-                    .map(|d| (Some(rid), Some(stage_from), std::borrow::Cow::Borrowed(d))),
+                    .map(|d| (Some(rid), Some(stage_from), Cow::Borrowed(d))),
             );
             if step.to != stage_from {
-                let draft = crate::domain::transition_event(
-                    stage_from,
-                    step.to,
-                    step.reason.as_deref(),
-                    worker,
-                );
-                audits.push((Some(rid), Some(step.to), std::borrow::Cow::Owned(draft)));
+                let draft = transition_event(stage_from, step.to, step.reason.as_deref(), worker);
+                audits.push((Some(rid), Some(step.to), Cow::Owned(draft)));
             }
             out[i] = Some(request);
         }
@@ -167,7 +157,7 @@ impl<D: Dialect> crate::store::Claims for SqlStore<D> {
         Ok(out)
     }
 
-    async fn release(&self, rid: uuid::Uuid, worker: &str) -> Result<()> {
+    async fn release(&self, rid: Uuid, worker: &str) -> Result<()> {
         let _write = self.write_guard().await;
         sqlx::query(
             "UPDATE remediation_requests SET claimed_by = NULL, lease_until = NULL \

@@ -1,19 +1,22 @@
 //! [`Execution`](crate::store::Execution): execution locks and step intents.
 
 use async_trait::async_trait;
+use uuid::Uuid;
 
 use super::dialect::Dialect;
 use super::facade::{Arg as _, RowsAffected as _, Runs as _, query_as};
 use super::{SqlStore, Tx};
-use crate::store::{ExecutionLock, Intent, IntentStatus, Result, StoreError};
+use crate::store::{
+    Execution, ExecutionLock, Intent, IntentStatus, Result, StoreError, storable_value,
+};
 
 #[async_trait]
-impl<D: Dialect> crate::store::Execution for SqlStore<D> {
+impl<D: Dialect> Execution for SqlStore<D> {
     async fn acquire_execution_lock(
         &self,
         target_fingerprint: &str,
         namespace: Option<&str>,
-        request: uuid::Uuid,
+        request: Uuid,
     ) -> Result<ExecutionLock> {
         let _write = self.write_guard().await;
         let mut tx: Tx<D> = self.writer.begin_with(D::BEGIN).await?;
@@ -53,7 +56,7 @@ impl<D: Dialect> crate::store::Execution for SqlStore<D> {
 
     async fn begin_intent(
         &self,
-        request: uuid::Uuid,
+        request: Uuid,
         step: i32,
         action: &str,
         detail: &serde_json::Value,
@@ -84,7 +87,7 @@ impl<D: Dialect> crate::store::Execution for SqlStore<D> {
         .arg(D::id(request))
         .arg(step)
         .arg(action)
-        .arg(crate::store::storable_value(detail))
+        .arg(storable_value(detail))
         .arg(D::ts(now))
         .execute(D::Db::on(&mut *tx))
         .await?
@@ -104,7 +107,7 @@ impl<D: Dialect> crate::store::Execution for SqlStore<D> {
 
     async fn finish_intent(
         &self,
-        request: uuid::Uuid,
+        request: Uuid,
         step: i32,
         status: IntentStatus,
         detail: &serde_json::Value,
@@ -115,7 +118,7 @@ impl<D: Dialect> crate::store::Execution for SqlStore<D> {
              WHERE request_id = $4 AND step = $5",
         )
         .arg(status.as_str())
-        .arg(crate::store::storable_value(detail))
+        .arg(storable_value(detail))
         .arg(D::ts(self.clock.now()))
         .arg(D::id(request))
         .arg(step)
@@ -124,7 +127,7 @@ impl<D: Dialect> crate::store::Execution for SqlStore<D> {
         Ok(())
     }
 
-    async fn intents(&self, request: uuid::Uuid) -> Result<Vec<Intent>> {
+    async fn intents(&self, request: Uuid) -> Result<Vec<Intent>> {
         let rows = sqlx::query(
             "SELECT request_id, step, action, status, detail, created_at, updated_at \
              FROM execution_intents WHERE request_id = $1 ORDER BY step",

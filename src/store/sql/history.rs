@@ -1,17 +1,20 @@
 //! [`History`](crate::store::History): finished remediations per target.
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sqlx::types::Json;
+use uuid::Uuid;
 
 use super::SqlStore;
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Runs as _, query_as};
-use crate::store::{Result, corrupt};
+use crate::domain::HistoryRecord;
+use crate::store::{History, Result, corrupt, storable_json};
 
 #[async_trait]
-impl<D: Dialect> crate::store::History for SqlStore<D> {
-    async fn record_history(&self, record: &crate::domain::HistoryRecord) -> Result<()> {
-        let rid = uuid::Uuid::parse_str(&record.remediation_uid)
+impl<D: Dialect> History for SqlStore<D> {
+    async fn record_history(&self, record: &HistoryRecord) -> Result<()> {
+        let rid = Uuid::parse_str(&record.remediation_uid)
             .map_err(|e| corrupt("remediation_history", format!("remediation uid: {e}")))?;
         let _write = self.write_guard().await;
         sqlx::query(
@@ -22,7 +25,7 @@ impl<D: Dialect> crate::store::History for SqlStore<D> {
         .arg(D::id(rid))
         .arg(record.target.fingerprint())
         .arg(D::ts(record.completed_at))
-        .arg(crate::store::storable_json(record)?)
+        .arg(storable_json(record)?)
         .execute(D::Db::on_pool(&self.writer))
         .await?;
         Ok(())
@@ -31,9 +34,9 @@ impl<D: Dialect> crate::store::History for SqlStore<D> {
     async fn history(
         &self,
         target_fingerprint: &str,
-        since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<crate::domain::HistoryRecord>> {
-        let rows: Vec<(Json<crate::domain::HistoryRecord>,)> = query_as(
+        since: DateTime<Utc>,
+    ) -> Result<Vec<HistoryRecord>> {
+        let rows: Vec<(Json<HistoryRecord>,)> = query_as(
             "SELECT record FROM remediation_history \
              WHERE target_fingerprint = $1 AND completed_at >= $2 \
              ORDER BY completed_at, request_id",

@@ -5,10 +5,10 @@ use async_trait::async_trait;
 use super::SqlStore;
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Runs as _, query_as};
-use crate::store::{Result, StoreHealth};
+use crate::store::{Housekeeping, Result, StoreHealth};
 
 #[async_trait]
-impl<D: Dialect> crate::store::Housekeeping for SqlStore<D> {
+impl<D: Dialect> Housekeeping for SqlStore<D> {
     fn backend(&self) -> &'static str {
         D::BACKEND
     }

@@ -1,20 +1,24 @@
 //! [`Requests`](crate::store::Requests): ingest of signals, and every read of requests and signals.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
 
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Runs as _, query_as};
 use super::{SqlStore, Tx, request_columns};
-use crate::domain::SignalStatus;
-use crate::domain::{AuditDraft, NewSignal, Phase, RemediationRequest};
+use crate::domain::{AuditDraft, NewSignal, Phase, RemediationRequest, SignalStatus};
 use crate::store::{
-    IngestOutcome, Page, RequestFilter, RequestPage, Result, SignalFilter, SignalRecord,
-    StoreError, parse_phase,
+    Cursor, IngestOutcome, Page, RequestFilter, RequestPage, Requests, Result, SignalFilter,
+    SignalRecord, StoreError, Summary, parse_phase,
 };
 
 /// What ingest knows of a `(fingerprint, startsAt)`: the stored signal's id (`None` when it
 /// came earlier in the same batch), its status, its request.
-type Known<D> = (Option<<D as Dialect>::Id>, String, Option<uuid::Uuid>);
+type Known<D> = (Option<<D as Dialect>::Id>, String, Option<Uuid>);
 
 impl<D: Dialect> SqlStore<D> {
     /// Record a batch in one transaction with a handful of statements whatever its
@@ -23,7 +27,7 @@ impl<D: Dialect> SqlStore<D> {
     /// statements. A concurrent writer that won a race (same alert, same target) makes
     /// an insert come back short: the batch is retried from the start.
     pub(super) async fn ingest_once(&self, signals: &[NewSignal]) -> Result<Vec<IngestOutcome>> {
-        use std::collections::HashMap;
+        use HashMap;
         let now = self.clock.now();
         let _write = self.write_guard().await;
         let mut tx: Tx<D> = self.begin_audited().await?;
@@ -45,18 +49,18 @@ impl<D: Dialect> SqlStore<D> {
             .collect();
         aliases.sort_unstable();
         aliases.dedup();
-        let mut active: HashMap<String, uuid::Uuid> = HashMap::new();
+        let mut active: HashMap<String, Uuid> = HashMap::new();
         for (fp, rid) in D::lookup_targets(&mut tx, &aliases).await? {
             active.insert(fp, D::uuid_of(rid));
         }
 
         // 2. Decide, in order: later signals of the batch see earlier ones.
         let mut out = Vec::with_capacity(signals.len());
-        let mut inserts: Vec<(&NewSignal, Option<uuid::Uuid>, bool)> = Vec::new(); // signal, request, resolved
-        let mut opened: Vec<(uuid::Uuid, &NewSignal)> = Vec::new();
-        let mut targets: Vec<(String, uuid::Uuid, bool)> = Vec::new(); // alias, request, primary
-        let mut occurrences: Vec<(usize, uuid::Uuid, &NewSignal)> = Vec::new();
-        let mut resolutions: Vec<(D::Id, &NewSignal, Option<uuid::Uuid>)> = Vec::new();
+        let mut inserts: Vec<(&NewSignal, Option<Uuid>, bool)> = Vec::new(); // signal, request, resolved
+        let mut opened: Vec<(Uuid, &NewSignal)> = Vec::new();
+        let mut targets: Vec<(String, Uuid, bool)> = Vec::new(); // alias, request, primary
+        let mut occurrences: Vec<(usize, Uuid, &NewSignal)> = Vec::new();
+        let mut resolutions: Vec<(D::Id, &NewSignal, Option<Uuid>)> = Vec::new();
         for s in signals {
             let key = (s.fingerprint.clone(), Self::micros(s.starts_at));
             if let Some((sid, status, rid)) = known.get_mut(&key) {
@@ -91,7 +95,7 @@ impl<D: Dialect> SqlStore<D> {
                     }
                 }
                 (SignalStatus::Firing, None) => {
-                    let rid = uuid::Uuid::new_v4();
+                    let rid = Uuid::new_v4();
                     opened.push((rid, s));
                     targets.push((s.target_fingerprint.clone(), rid, true));
                     active.insert(s.target_fingerprint.clone(), rid);
@@ -129,8 +133,8 @@ impl<D: Dialect> SqlStore<D> {
         }
         D::insert_requests(&mut tx, now, &opened).await?;
         // Occurrence counts: one UPDATE per request that had repeats.
-        let mut audits: Vec<(Option<uuid::Uuid>, Option<Phase>, AuditDraft)> = Vec::new();
-        let mut per_request: Vec<(uuid::Uuid, Vec<(usize, &NewSignal)>)> = Vec::new();
+        let mut audits: Vec<(Option<Uuid>, Option<Phase>, AuditDraft)> = Vec::new();
+        let mut per_request: Vec<(Uuid, Vec<(usize, &NewSignal)>)> = Vec::new();
         for (i, rid, s) in &occurrences {
             match per_request.iter_mut().find(|(r, _)| r == rid) {
                 Some((_, list)) => list.push((*i, *s)),
@@ -217,7 +221,7 @@ impl<D: Dialect> SqlStore<D> {
         audits.sort_by_key(|(_, _, d)| if d.kind == "received" { 0 } else { 1 });
         let audits: Vec<_> = audits
             .into_iter()
-            .map(|(r, p, d)| (r, p, std::borrow::Cow::Owned(d)))
+            .map(|(r, p, d)| (r, p, Cow::Owned(d)))
             .collect();
         Self::insert_audits(&mut tx, &self.audit_key, now, &audits).await?;
         tx.commit().await?;
@@ -226,7 +230,7 @@ impl<D: Dialect> SqlStore<D> {
 }
 
 #[async_trait]
-impl<D: Dialect> crate::store::Requests for SqlStore<D> {
+impl<D: Dialect> Requests for SqlStore<D> {
     async fn ingest(&self, signals: &[NewSignal]) -> Result<Vec<IngestOutcome>> {
         let mut attempt = 0;
         loop {
@@ -237,7 +241,7 @@ impl<D: Dialect> crate::store::Requests for SqlStore<D> {
         }
     }
 
-    async fn get_request(&self, rid: uuid::Uuid) -> Result<Option<RemediationRequest>> {
+    async fn get_request(&self, rid: Uuid) -> Result<Option<RemediationRequest>> {
         let row = sqlx::query(concat!(
             "SELECT ",
             request_columns!(),
@@ -323,7 +327,7 @@ impl<D: Dialect> crate::store::Requests for SqlStore<D> {
         let more = items.len() as i64 > limit;
         items.truncate(limit as usize);
         let next = if more {
-            items.last().map(crate::store::Cursor::of)
+            items.last().map(Cursor::of)
         } else {
             None
         };
@@ -394,11 +398,8 @@ impl<D: Dialect> crate::store::Requests for SqlStore<D> {
             .collect()
     }
 
-    async fn summary(
-        &self,
-        since: Option<chrono::DateTime<chrono::Utc>>,
-    ) -> Result<crate::store::Summary> {
-        let since_ts = D::ts(since.unwrap_or(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH));
+    async fn summary(&self, since: Option<DateTime<Utc>>) -> Result<Summary> {
+        let since_ts = D::ts(since.unwrap_or(DateTime::<Utc>::UNIX_EPOCH));
         // Three queries, each answered from an index alone (0005_dashboard.sql): the
         // figures of every request in the period in one pass, grouped by what the page
         // counts; the tokens per day; the median time to resolution. Reading the rows
@@ -407,11 +408,11 @@ impl<D: Dialect> crate::store::Requests for SqlStore<D> {
         // truncates on SQLite and rounds on Postgres.
         let groups: Vec<(String, Option<bool>, Option<String>, Option<i64>, i64, i64)> = query_as(
             "SELECT phase, auto_approved, guardrail, \
-                 CAST(CASE WHEN effectiveness IS NULL THEN NULL \
-                 WHEN effectiveness >= 0.8 THEN 4 WHEN effectiveness >= 0.6 THEN 3 \
-                 WHEN effectiveness >= 0.4 THEN 2 WHEN effectiveness >= 0.2 THEN 1 \
-                 ELSE 0 END AS BIGINT), count(*), count(ttr_ms) \
-                 FROM remediation_requests WHERE created_at >= $1 GROUP BY 1, 2, 3, 4",
+             CAST(CASE WHEN effectiveness IS NULL THEN NULL \
+             WHEN effectiveness >= 0.8 THEN 4 WHEN effectiveness >= 0.6 THEN 3 \
+             WHEN effectiveness >= 0.4 THEN 2 WHEN effectiveness >= 0.2 THEN 1 \
+             ELSE 0 END AS BIGINT), count(*), count(ttr_ms) \
+             FROM remediation_requests WHERE created_at >= $1 GROUP BY 1, 2, 3, 4",
         )
         .arg(since_ts.clone())
         .fetch_all(D::Db::on_pool(&self.pool))
@@ -467,7 +468,7 @@ impl<D: Dialect> crate::store::Requests for SqlStore<D> {
         .arg(since_ts)
         .fetch_all(D::Db::on_pool(&self.pool))
         .await?;
-        Ok(crate::store::Summary {
+        Ok(Summary {
             since,
             total,
             by_phase,
@@ -480,11 +481,7 @@ impl<D: Dialect> crate::store::Requests for SqlStore<D> {
         })
     }
 
-    async fn signal_resolved_since(
-        &self,
-        fingerprint: &str,
-        since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<bool> {
+    async fn signal_resolved_since(&self, fingerprint: &str, since: DateTime<Utc>) -> Result<bool> {
         let (n,): (i64,) = query_as(
             "SELECT count(*) FROM signals WHERE fingerprint = $1 \
              AND status = 'resolved' AND (resolved_at >= $2 OR ends_at >= $2)",

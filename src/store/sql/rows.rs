@@ -5,8 +5,10 @@ use sqlx::types::Json;
 use super::dialect::Dialect;
 use super::facade::Col as _;
 use super::{DbRow, SqlStore};
-use crate::domain::{AuditEvent, RemediationRequest, SignalContext};
-use crate::domain::{SignalMode, SignalSource, SignalStatus};
+use crate::domain::{
+    ApiKey, ApprovalRequest, AuditEvent, Notification, RemediationRequest, Role, SignalContext,
+    SignalMode, SignalSource, SignalStatus, StageState,
+};
 use crate::store::{
     ExecutionLock, Intent, IntentStatus, Result, SignalRecord, corrupt, make_target, parse_phase,
 };
@@ -34,10 +36,7 @@ impl<D: Dialect> SqlStore<D> {
             updated_at: D::time_of(row.col("updated_at").map_err(get)?)?,
             attempts: row.col("attempts").map_err(get)?,
             not_before: not_before.map(D::time_of).transpose()?,
-            state: row
-                .col::<Json<crate::domain::StageState>>("state")
-                .map_err(get)?
-                .0,
+            state: row.col::<Json<StageState>>("state").map_err(get)?.0,
         })
     }
 
@@ -100,15 +99,12 @@ impl<D: Dialect> SqlStore<D> {
         })
     }
 
-    pub(super) fn approval_from_row(row: &DbRow<D>) -> Result<crate::domain::ApprovalRequest> {
+    pub(super) fn approval_from_row(row: &DbRow<D>) -> Result<ApprovalRequest> {
         let get = |e: sqlx::Error| corrupt("approvals", e.to_string());
-        Ok(row
-            .col::<Json<crate::domain::ApprovalRequest>>("record")
-            .map_err(get)?
-            .0)
+        Ok(row.col::<Json<ApprovalRequest>>("record").map_err(get)?.0)
     }
 
-    pub(super) fn notification_from_row(row: &DbRow<D>) -> Result<crate::domain::Notification> {
+    pub(super) fn notification_from_row(row: &DbRow<D>) -> Result<Notification> {
         use crate::domain::{Channel, DeliveryStatus, NotificationKind};
         let get = |e: sqlx::Error| corrupt("notifications", e.to_string());
         let channel: String = row.col("channel").map_err(get)?;
@@ -116,7 +112,7 @@ impl<D: Dialect> SqlStore<D> {
         let status: String = row.col("status").map_err(get)?;
         let next: Option<D::Ts> = row.col("next_attempt_at").map_err(get)?;
         let external: Option<Json<serde_json::Value>> = row.col("external_ref").map_err(get)?;
-        Ok(crate::domain::Notification {
+        Ok(Notification {
             id: D::uuid_of(row.col("id").map_err(get)?),
             approval_id: D::uuid_of(row.col("approval_id").map_err(get)?),
             channel: Channel::parse(&channel)
@@ -154,14 +150,14 @@ impl<D: Dialect> SqlStore<D> {
         })
     }
 
-    pub(super) fn api_key_from_row(row: &DbRow<D>) -> Result<crate::domain::ApiKey> {
+    pub(super) fn api_key_from_row(row: &DbRow<D>) -> Result<ApiKey> {
         let get = |e: sqlx::Error| corrupt("api_keys", e.to_string());
         let role: String = row.col("role").map_err(get)?;
         let revoked: Option<D::Ts> = row.col("revoked_at").map_err(get)?;
-        Ok(crate::domain::ApiKey {
+        Ok(ApiKey {
             id: D::uuid_of(row.col("id").map_err(get)?),
             name: row.col("name").map_err(get)?,
-            role: crate::domain::Role::parse(&role)
+            role: Role::parse(&role)
                 .ok_or_else(|| corrupt("api_keys", format!("role `{role}`")))?,
             prefix: row.col("prefix").map_err(get)?,
             created_at: D::time_of(row.col("created_at").map_err(get)?)?,
