@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::dialect::Dialect;
-use super::facade::{Arg as _, RowsAffected as _, Runs as _, query_as};
+use super::facade::{Arg as _, Conn as _, RowsAffected as _, query_as};
 use super::{SqlStore, Tx, approval_columns, notification_columns};
 use crate::domain::{
     ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, Channel, DecideOutcome,
@@ -37,7 +37,7 @@ impl<D: Dialect> SqlStore<D> {
         .arg(n.external_ref.as_ref().map(storable_value))
         .arg(D::ts(n.created_at))
         .arg(D::ts(n.updated_at))
-        .execute(D::Db::on(&mut **tx))
+        .execute(tx.conn())
         .await?;
         Ok(())
     }
@@ -63,7 +63,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         .arg(D::ts(approval.created_at))
         .arg(D::ts(approval.expires_at))
         .arg(storable_json(approval)?)
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?
         .rows_affected()
             == 1;
@@ -113,7 +113,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
             " FROM approvals WHERE request_id = $1"
         ))
         .arg(D::id(approval.request_id))
-        .fetch_one(D::Db::on(&mut *tx))
+        .fetch_one(tx.conn())
         .await?;
         tx.commit().await?;
         Self::approval_from_row(&row)
@@ -126,7 +126,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
             " FROM approvals WHERE id = $1"
         ))
         .arg(D::id(approval))
-        .fetch_optional(D::Db::on_pool(&self.pool))
+        .fetch_optional(self.reads())
         .await?;
         row.as_ref().map(Self::approval_from_row).transpose()
     }
@@ -138,7 +138,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
             " FROM approvals WHERE request_id = $1"
         ))
         .arg(D::id(request))
-        .fetch_optional(D::Db::on_pool(&self.pool))
+        .fetch_optional(self.reads())
         .await?;
         row.as_ref().map(Self::approval_from_row).transpose()
     }
@@ -155,7 +155,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
             Some(status) => {
                 let (total,): (i64,) = query_as("SELECT count(*) FROM approvals WHERE status = $1")
                     .arg(status.as_str())
-                    .fetch_one(D::Db::on_pool(&self.pool))
+                    .fetch_one(self.reads())
                     .await?;
                 let rows = sqlx::query(concat!(
                     "SELECT ",
@@ -166,13 +166,13 @@ impl<D: Dialect> Approvals for SqlStore<D> {
                 .arg(status.as_str())
                 .arg(limit)
                 .arg(offset)
-                .fetch_all(D::Db::on_pool(&self.pool))
+                .fetch_all(self.reads())
                 .await?;
                 (total, rows)
             }
             None => {
                 let (total,): (i64,) = query_as("SELECT count(*) FROM approvals")
-                    .fetch_one(D::Db::on_pool(&self.pool))
+                    .fetch_one(self.reads())
                     .await?;
                 let rows = sqlx::query(concat!(
                     "SELECT ",
@@ -181,7 +181,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
                 ))
                 .arg(limit)
                 .arg(offset)
-                .fetch_all(D::Db::on_pool(&self.pool))
+                .fetch_all(self.reads())
                 .await?;
                 (total, rows)
             }
@@ -210,7 +210,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
             " FROM approvals WHERE id = $1"
         ))
         .arg(D::id(approval))
-        .fetch_optional(D::Db::on(&mut *tx))
+        .fetch_optional(tx.conn())
         .await?
         else {
             return Ok(DecideOutcome::NotFound);
@@ -277,7 +277,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         .arg(D::ts(decision.decided_at))
         .arg(storable_json(&current)?)
         .arg(D::id(approval))
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?
         .rows_affected();
         if updated != 1 {
@@ -296,7 +296,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         )
         .arg(D::ts(now))
         .arg(D::id(current.request_id))
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?;
         // No stale buttons: offers not yet out are cancelled, every delivered (or still
         // retrying) offer gets its outcome message.
@@ -307,7 +307,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
              WHERE approval_id = $1 AND kind = 'offer'"
         ))
         .arg(D::id(approval))
-        .fetch_all(D::Db::on(&mut *tx))
+        .fetch_all(tx.conn())
         .await?;
         for offer in offers.iter().map(Self::notification_from_row) {
             let offer = offer?;
@@ -333,7 +333,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
                     )
                     .arg(D::ts(now))
                     .arg(D::id(offer.id))
-                    .execute(D::Db::on(&mut *tx))
+                    .execute(tx.conn())
                     .await?;
                 }
                 DeliveryStatus::Failed | DeliveryStatus::Cancelled => {}
@@ -399,7 +399,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
             " FROM approvals WHERE request_id = $1"
         ))
         .arg(D::id(request))
-        .fetch_optional(D::Db::on(&mut *tx))
+        .fetch_optional(tx.conn())
         .await?
         else {
             tx.rollback().await?;
@@ -414,7 +414,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         sqlx::query("UPDATE approvals SET record = $1 WHERE id = $2")
             .arg(storable_json(&current)?)
             .arg(D::id(current.id))
-            .execute(D::Db::on(&mut *tx))
+            .execute(tx.conn())
             .await?;
         let offers = sqlx::query(concat!(
             "SELECT ",
@@ -423,7 +423,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
              WHERE approval_id = $1 AND kind = 'offer'"
         ))
         .arg(D::id(current.id))
-        .fetch_all(D::Db::on(&mut *tx))
+        .fetch_all(tx.conn())
         .await?;
         let mut told = 0;
         for offer in offers.iter().map(Self::notification_from_row) {
@@ -469,7 +469,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
              OR approval_id IN (SELECT id FROM approvals WHERE status <> 'pending'))",
         )
         .arg(D::ts(now - chrono::Duration::days(1)))
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?;
         let inserted = sqlx::query(
             "INSERT INTO used_nonces (nonce, approval_id, used_at) VALUES ($1, $2, $3) \
@@ -478,7 +478,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         .arg(storable_text(nonce))
         .arg(approval.map(D::id))
         .arg(D::ts(now))
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?
         .rows_affected();
         tx.commit().await?;
@@ -501,7 +501,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         ))
         .arg(D::ts(until))
         .arg(D::ts(now))
-        .fetch_optional(D::Db::on_pool(&self.writer))
+        .fetch_optional(self.writes())
         .await?;
         row.as_ref().map(Self::notification_from_row).transpose()
     }
@@ -529,7 +529,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
              ON a.id = n.approval_id WHERE n.id = $1",
         )
         .arg(D::id(notification))
-        .fetch_optional(D::Db::on(&mut *tx))
+        .fetch_optional(tx.conn())
         .await?;
         sqlx::query(
             "UPDATE notifications SET \
@@ -545,7 +545,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         .arg(external.map(storable_value))
         .arg(D::ts(now))
         .arg(D::id(notification))
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?;
         Self::insert_audit(
             &mut tx,
@@ -568,7 +568,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
              ORDER BY created_at, kind, channel, recipient"
         ))
         .arg(D::id(approval))
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
         rows.iter().map(Self::notification_from_row).collect()
     }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::dialect::Dialect;
-use super::facade::{Arg as _, Col as _, Runs as _, query_as};
+use super::facade::{Arg as _, Col as _, Conn as _, query_as};
 use super::{AuditRow, DbRow, SqlStore, Tx};
 use crate::domain::{AuditDraft, AuditEvent, Phase};
 use crate::store::chain::{
@@ -36,14 +36,14 @@ impl<D: Dialect> SqlStore<D> {
     /// while it ran (another replica started with the new keyring) writes nothing more.
     pub(super) async fn chain_head(tx: &mut Tx<D>, key: &AuditKey) -> Result<Option<String>> {
         if let Some(lock) = D::CHAIN_LOCK {
-            sqlx::query(lock).execute(D::Db::on(&mut **tx)).await?;
+            sqlx::query(lock).execute(tx.conn()).await?;
         }
         // (`payload ->> 'x'` reads a JSON field on both databases.)
         let row: Option<ChainHead> = query_as(
             "SELECT hash, key_id, kind, CASE WHEN kind = 'key_rotated' \
              THEN payload ->> 'new_key_id' END FROM audit_events ORDER BY id DESC LIMIT 1",
         )
-        .fetch_optional(D::Db::on(&mut **tx))
+        .fetch_optional(tx.conn())
         .await?;
         let Some((hash, signer, kind, handed_to)) = row else {
             return Ok(None);
@@ -148,7 +148,7 @@ impl<D: Dialect> SqlStore<D> {
         .arg(prev)
         .arg(hash)
         .arg(key.id())
-        .execute(D::Db::on(&mut **tx))
+        .execute(tx.conn())
         .await?;
         Ok(())
     }
@@ -234,7 +234,7 @@ impl<D: Dialect> Audit for SqlStore<D> {
              FROM audit_events WHERE request_id = $1 ORDER BY id",
         )
         .arg(D::id(rid))
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
         rows.iter().map(Self::audit_from_row).collect()
     }
@@ -247,7 +247,7 @@ impl<D: Dialect> Audit for SqlStore<D> {
         .arg(D::id(rid))
         .arg(after)
         .arg(limit)
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
         rows.iter().map(Self::audit_from_row).collect()
     }
@@ -261,9 +261,9 @@ impl<D: Dialect> Audit for SqlStore<D> {
              FROM audit_events e WHERE e.request_id = $1 ORDER BY e.id",
         )
         .arg(D::id(rid))
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
-        let rotations = Self::rotations(D::Db::on_pool(&self.pool)).await?;
+        let rotations = Self::rotations(self.reads()).await?;
         let mut verifier = Verifier::new(&self.audit_key, rotations);
         Self::verify_rows(&mut verifier, &rows, None)?;
         Ok(verifier.report)
@@ -282,7 +282,7 @@ impl<D: Dialect> Audit for SqlStore<D> {
             )
             .arg(after)
             .arg(BATCH)
-            .fetch_all(D::Db::on_pool(&self.pool))
+            .fetch_all(self.reads())
             .await?;
             let Some(last) = rows.last() else { break };
             after = last
@@ -323,11 +323,11 @@ impl<D: Dialect> Audit for SqlStore<D> {
         let mut tx: Tx<D> = self.begin_audited().await?;
         // Under the chain's lock: two replicas started with the new keyring rotate once.
         if let Some(lock) = D::CHAIN_LOCK {
-            sqlx::query(lock).execute(D::Db::on(&mut *tx)).await?;
+            sqlx::query(lock).execute(tx.conn()).await?;
         }
         let recorded: Option<(String,)> =
             query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
-                .fetch_optional(D::Db::on(&mut *tx))
+                .fetch_optional(tx.conn())
                 .await?;
         let Some((old_id,)) = recorded else {
             return Ok(None);
@@ -335,7 +335,7 @@ impl<D: Dialect> Audit for SqlStore<D> {
         if old_id == new {
             return Ok(None);
         }
-        if Self::rotations(D::Db::on(&mut *tx))
+        if Self::rotations(tx.conn())
             .await?
             .iter()
             .any(|r| r.old_key_id == new)
@@ -363,7 +363,7 @@ impl<D: Dialect> Audit for SqlStore<D> {
         Self::insert_audit(&mut tx, old, None, None, self.clock.now(), &draft).await?;
         sqlx::query("UPDATE settings SET value = $1 WHERE key = 'audit_key_id'")
             .arg(&new)
-            .execute(D::Db::on(&mut *tx))
+            .execute(tx.conn())
             .await?;
         tx.commit().await?;
         Ok(Some((old_id, new)))

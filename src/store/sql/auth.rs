@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::dialect::Dialect;
-use super::facade::{Arg as _, Col as _, Runs as _};
+use super::facade::{Arg as _, Col as _, Conn as _};
 use super::{SqlStore, Tx};
 use crate::domain::{ApiKey, AuditDraft, Role, Session};
 use crate::store::{Auth, Result, corrupt, storable_text};
@@ -24,7 +24,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
         .arg(&key.prefix)
         .arg(D::ts(key.created_at))
         .arg(storable_text(&key.created_by))
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?;
         let draft = AuditDraft::new(
             "apikey_created",
@@ -53,7 +53,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
              FROM api_keys WHERE key_hash = $1",
         )
         .arg(key_hash)
-        .fetch_optional(D::Db::on_pool(&self.pool))
+        .fetch_optional(self.reads())
         .await?;
         row.as_ref().map(Self::api_key_from_row).transpose()
     }
@@ -63,7 +63,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
             "SELECT id, name, role, prefix, created_at, created_by, revoked_at \
              FROM api_keys ORDER BY created_at, name",
         )
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
         rows.iter().map(Self::api_key_from_row).collect()
     }
@@ -78,7 +78,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
         )
         .arg(D::ts(now))
         .arg(name)
-        .fetch_optional(D::Db::on(&mut *tx))
+        .fetch_optional(tx.conn())
         .await?;
         let Some(row) = row else {
             tx.rollback().await?;
@@ -87,7 +87,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
         let key = Self::api_key_from_row(&row)?;
         sqlx::query("DELETE FROM sessions WHERE key_id = $1")
             .arg(D::id(key.id))
-            .execute(D::Db::on(&mut *tx))
+            .execute(tx.conn())
             .await?;
         let draft = AuditDraft::new(
             "apikey_revoked",
@@ -108,7 +108,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
         let mut tx: Tx<D> = self.writer.begin_with(D::BEGIN).await?;
         sqlx::query("DELETE FROM sessions WHERE expires_at < $1")
             .arg(D::ts(self.clock.now()))
-            .execute(D::Db::on(&mut *tx))
+            .execute(tx.conn())
             .await?;
         sqlx::query(
             "INSERT INTO sessions (token_hash, subject, key_id, role, csrf, created_at, \
@@ -121,7 +121,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
         .arg(&session.csrf)
         .arg(D::ts(session.created_at))
         .arg(D::ts(session.expires_at))
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?;
         tx.commit().await?;
         Ok(())
@@ -136,7 +136,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
         )
         .arg(token_hash)
         .arg(D::ts(self.clock.now()))
-        .fetch_optional(D::Db::on_pool(&self.pool))
+        .fetch_optional(self.reads())
         .await?;
         let Some(row) = row else { return Ok(None) };
         let get = |e: sqlx::Error| corrupt("sessions", e.to_string());
@@ -157,7 +157,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
         let _write = self.write_guard().await;
         sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
             .arg(token_hash)
-            .execute(D::Db::on_pool(&self.writer))
+            .execute(self.writes())
             .await?;
         Ok(())
     }

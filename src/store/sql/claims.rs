@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::dialect::Dialect;
-use super::facade::{Arg as _, RowsAffected as _, Runs as _};
+use super::facade::{Arg as _, RowsAffected as _};
 use super::{SqlStore, StepRow, Tx};
 use crate::domain::{AuditDraft, Phase, RemediationRequest, transition_event};
 use crate::store::{Claims, Figures, PendingStep, Result, corrupt, storable_json, storable_text};
@@ -33,7 +33,7 @@ impl<D: Dialect> Claims for SqlStore<D> {
             .arg(D::ts(now))
             .arg(i64::try_from(limit.max(1)).unwrap_or(i64::MAX))
             .arg(self.audit_key.id())
-            .fetch_all(D::Db::on_pool(&self.writer))
+            .fetch_all(self.writes())
             .await?;
         let mut claimed = rows
             .iter()
@@ -54,7 +54,7 @@ impl<D: Dialect> Claims for SqlStore<D> {
         .arg(D::ts(until))
         .arg(D::id(rid))
         .arg(worker)
-        .execute(D::Db::on_pool(&self.writer))
+        .execute(self.writes())
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -165,7 +165,7 @@ impl<D: Dialect> Claims for SqlStore<D> {
         )
         .arg(D::id(rid))
         .arg(worker)
-        .execute(D::Db::on_pool(&self.writer))
+        .execute(self.writes())
         .await?;
         Ok(())
     }

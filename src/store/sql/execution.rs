@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::dialect::Dialect;
-use super::facade::{Arg as _, RowsAffected as _, Runs as _, query_as};
+use super::facade::{Arg as _, Conn as _, RowsAffected as _, query_as};
 use super::{SqlStore, Tx};
 use crate::store::{
     Execution, ExecutionLock, Intent, IntentStatus, Result, StoreError, storable_value,
@@ -29,14 +29,14 @@ impl<D: Dialect> Execution for SqlStore<D> {
         .arg(D::id(request))
         .arg(namespace)
         .arg(D::ts(self.clock.now()))
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?;
         let row = sqlx::query(
             "SELECT target_fingerprint, request_id, namespace, acquired_at \
              FROM execution_locks WHERE target_fingerprint = $1",
         )
         .arg(target_fingerprint)
-        .fetch_one(D::Db::on(&mut *tx))
+        .fetch_one(tx.conn())
         .await?;
         tx.commit().await?;
         Self::lock_from_row(&row)
@@ -49,7 +49,7 @@ impl<D: Dialect> Execution for SqlStore<D> {
              ORDER BY acquired_at",
         )
         .arg(namespace)
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
         rows.iter().map(Self::lock_from_row).collect()
     }
@@ -68,7 +68,7 @@ impl<D: Dialect> Execution for SqlStore<D> {
         // key was rotated out while a stage ran makes no further write.
         let recorded: Option<(String,)> =
             query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
-                .fetch_optional(D::Db::on(&mut *tx))
+                .fetch_optional(tx.conn())
                 .await?;
         if let Some((key,)) = recorded
             && key != self.audit_key.id()
@@ -89,7 +89,7 @@ impl<D: Dialect> Execution for SqlStore<D> {
         .arg(action)
         .arg(storable_value(detail))
         .arg(D::ts(now))
-        .execute(D::Db::on(&mut *tx))
+        .execute(tx.conn())
         .await?
         .rows_affected()
             == 1;
@@ -99,7 +99,7 @@ impl<D: Dialect> Execution for SqlStore<D> {
         )
         .arg(D::id(request))
         .arg(step)
-        .fetch_one(D::Db::on(&mut *tx))
+        .fetch_one(tx.conn())
         .await?;
         tx.commit().await?;
         Ok((Self::intent_from_row(&row)?, inserted))
@@ -122,7 +122,7 @@ impl<D: Dialect> Execution for SqlStore<D> {
         .arg(D::ts(self.clock.now()))
         .arg(D::id(request))
         .arg(step)
-        .execute(D::Db::on_pool(&self.writer))
+        .execute(self.writes())
         .await?;
         Ok(())
     }
@@ -133,7 +133,7 @@ impl<D: Dialect> Execution for SqlStore<D> {
              FROM execution_intents WHERE request_id = $1 ORDER BY step",
         )
         .arg(D::id(request))
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
         rows.iter().map(Self::intent_from_row).collect()
     }

@@ -7,7 +7,8 @@
 //! blanket impl wherever sqlx provides the capability, so that [`SqlDb`] can list them as
 //! supertraits, which Rust does carry. The shared SQL then writes `.arg(v)` for `.bind(v)`,
 //! `row.col(name)` for `row.try_get(name)`, [`query_as`] for `sqlx::query_as`, and runs a
-//! statement on `D::Db::on(&mut tx)` or `D::Db::on_pool(&pool)`. Each is the sqlx call it
+//! statement on `tx.conn()` (a transaction's connection) or on the store's `reads()` or
+//! `writes()` pool. Each is the sqlx call it
 //! replaces, unchanged: the same value encoded, the same column decoded, the same error.
 //!
 //! A type the shared SQL starts binding or reading is added to [`SqlDb`]'s list; the compiler
@@ -83,6 +84,17 @@ where
     }
     fn on_pool<'p>(pool: &'p Pool<Self>) -> impl Executor<'p, Database = Self> {
         pool
+    }
+}
+
+/// `tx.conn()`: a transaction's connection, to run a statement on.
+pub trait Conn<DB: Runs> {
+    fn conn(&mut self) -> impl Executor<'_, Database = DB>;
+}
+
+impl<DB: Runs> Conn<DB> for sqlx::Transaction<'static, DB> {
+    fn conn(&mut self) -> impl Executor<'_, Database = DB> {
+        DB::on(&mut **self)
     }
 }
 

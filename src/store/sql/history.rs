@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::SqlStore;
 use super::dialect::Dialect;
-use super::facade::{Arg as _, Runs as _, query_as};
+use super::facade::{Arg as _, query_as};
 use crate::domain::HistoryRecord;
 use crate::store::{History, Result, corrupt, storable_json};
 
@@ -26,7 +26,7 @@ impl<D: Dialect> History for SqlStore<D> {
         .arg(record.target.fingerprint())
         .arg(D::ts(record.completed_at))
         .arg(storable_json(record)?)
-        .execute(D::Db::on_pool(&self.writer))
+        .execute(self.writes())
         .await?;
         Ok(())
     }
@@ -43,7 +43,7 @@ impl<D: Dialect> History for SqlStore<D> {
         )
         .arg(target_fingerprint)
         .arg(D::ts(since))
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
         Ok(rows.into_iter().map(|(r,)| r.0).collect())
     }

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::SqlStore;
 use super::dialect::Dialect;
-use super::facade::{Arg as _, Runs as _, query_as};
+use super::facade::{Arg as _, query_as};
 use crate::store::{Housekeeping, Result, StoreHealth};
 
 #[async_trait]
@@ -19,11 +19,11 @@ impl<D: Dialect> Housekeeping for SqlStore<D> {
 
     async fn health(&self) -> Result<StoreHealth> {
         let (applied,): (i64,) = query_as("SELECT count(*) FROM _sqlx_migrations WHERE success")
-            .fetch_one(D::Db::on_pool(&self.pool))
+            .fetch_one(self.reads())
             .await?;
         let audit_key: Option<(String,)> =
             query_as("SELECT value FROM settings WHERE key = 'audit_key_id'")
-                .fetch_optional(D::Db::on_pool(&self.pool))
+                .fetch_optional(self.reads())
                 .await?;
         Ok(StoreHealth {
             backend: D::BACKEND,
@@ -46,11 +46,11 @@ impl<D: Dialect> Housekeeping for SqlStore<D> {
         )
         .arg(key)
         .arg(generate())
-        .execute(D::Db::on_pool(&self.writer))
+        .execute(self.writes())
         .await?;
         let (value,): (String,) = query_as("SELECT value FROM settings WHERE key = $1")
             .arg(key)
-            .fetch_one(D::Db::on_pool(&self.writer))
+            .fetch_one(self.writes())
             .await?;
         Ok(value)
     }

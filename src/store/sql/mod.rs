@@ -33,13 +33,13 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
-use sqlx::{Database, Pool};
+use sqlx::{Database, Executor, Pool};
 use uuid::Uuid;
 
 pub use dialect::Dialect;
 pub use facade::RowsAffected;
 
-use self::facade::{Runs as _, query_as};
+use self::facade::{Conn as _, Runs as _, query_as};
 use super::{AuditKey, Figures, Result, parse_phase};
 use crate::clock::Clock;
 use crate::domain::{AuditDraft, Phase};
@@ -132,6 +132,16 @@ impl<D: Dialect> SqlStore<D> {
         }
     }
 
+    /// The pool that reads.
+    fn reads(&self) -> impl Executor<'_, Database = D::Db> {
+        D::Db::on_pool(&self.pool)
+    }
+
+    /// The pool that writes (outside a transaction); take [`Self::write_guard`] first.
+    fn writes(&self) -> impl Executor<'_, Database = D::Db> {
+        D::Db::on_pool(&self.writer)
+    }
+
     /// A write transaction that may append audit events. It must append them after its
     /// other writes: appending takes the chain's lock (see `chain_head`).
     async fn begin_audited(&self) -> Result<Tx<D>> {
@@ -142,7 +152,7 @@ impl<D: Dialect> SqlStore<D> {
         let row: Option<(String,)> =
             query_as("SELECT phase FROM remediation_requests WHERE id = $1")
                 .arg(D::id(request_id))
-                .fetch_optional(D::Db::on(&mut **tx))
+                .fetch_optional(tx.conn())
                 .await?;
         row.map(|(p,)| parse_phase(&p)).transpose()
     }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::dialect::Dialect;
-use super::facade::{Arg as _, Runs as _, query_as};
+use super::facade::{Arg as _, Conn as _, query_as};
 use super::{SqlStore, Tx, request_columns};
 use crate::domain::{AuditDraft, NewSignal, Phase, RemediationRequest, SignalStatus};
 use crate::store::{
@@ -151,7 +151,7 @@ impl<D: Dialect> SqlStore<D> {
             .arg(list.len() as i64)
             .arg(D::ts(now))
             .arg(D::id(*rid))
-            .fetch_one(D::Db::on(&mut *tx))
+            .fetch_one(tx.conn())
             .await?;
             let phase = parse_phase(&phase)?;
             for (j, (i, s)) in list.iter().enumerate() {
@@ -175,7 +175,7 @@ impl<D: Dialect> SqlStore<D> {
                 .arg(s.ends_at.map(D::ts))
                 .arg(D::ts(now))
                 .arg(*sid)
-                .execute(D::Db::on(&mut *tx))
+                .execute(tx.conn())
                 .await?;
             if let Some(rid) = rid {
                 let phase = Self::current_phase(&mut tx, *rid).await?;
@@ -248,7 +248,7 @@ impl<D: Dialect> Requests for SqlStore<D> {
             " FROM remediation_requests WHERE id = $1"
         ))
         .arg(D::id(rid))
-        .fetch_optional(D::Db::on_pool(&self.pool))
+        .fetch_optional(self.reads())
         .await?;
         row.as_ref().map(Self::request_from_row).transpose()
     }
@@ -319,7 +319,7 @@ impl<D: Dialect> Requests for SqlStore<D> {
         }
         let limit = f.limit.max(0);
         q = q.arg(limit + 1);
-        let rows = q.fetch_all(D::Db::on_pool(&self.pool)).await?;
+        let rows = q.fetch_all(self.reads()).await?;
         let mut items = rows
             .iter()
             .map(Self::request_from_row)
@@ -375,11 +375,11 @@ impl<D: Dialect> Requests for SqlStore<D> {
             count = count.arg(D::id(r));
             rows = rows.arg(D::id(r));
         }
-        let (total,) = count.fetch_one(D::Db::on_pool(&self.pool)).await?;
+        let (total,) = count.fetch_one(self.reads()).await?;
         let rows = rows
             .arg(f.limit)
             .arg(f.offset)
-            .fetch_all(D::Db::on_pool(&self.pool))
+            .fetch_all(self.reads())
             .await?;
         let items = rows
             .iter()
@@ -391,7 +391,7 @@ impl<D: Dialect> Requests for SqlStore<D> {
     async fn count_by_phase(&self) -> Result<Vec<(Phase, i64)>> {
         let rows: Vec<(String, i64)> =
             query_as("SELECT phase, count(*) FROM remediation_requests GROUP BY phase")
-                .fetch_all(D::Db::on_pool(&self.pool))
+                .fetch_all(self.reads())
                 .await?;
         rows.into_iter()
             .map(|(p, n)| Ok((parse_phase(&p)?, n)))
@@ -415,7 +415,7 @@ impl<D: Dialect> Requests for SqlStore<D> {
              FROM remediation_requests WHERE created_at >= $1 GROUP BY 1, 2, 3, 4",
         )
         .arg(since_ts.clone())
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
         let mut phases: std::collections::BTreeMap<String, i64> = Default::default();
         let mut blocks: std::collections::BTreeMap<String, i64> = Default::default();
@@ -456,7 +456,7 @@ impl<D: Dialect> Requests for SqlStore<D> {
             )
             .arg(since_ts.clone())
             .arg(completed / 2)
-            .fetch_one(D::Db::on_pool(&self.pool))
+            .fetch_one(self.reads())
             .await?;
             Some(ms as f64 / 1000.0)
         };
@@ -466,7 +466,7 @@ impl<D: Dialect> Requests for SqlStore<D> {
             D::DAY_OF_CREATED_AT
         )))
         .arg(since_ts)
-        .fetch_all(D::Db::on_pool(&self.pool))
+        .fetch_all(self.reads())
         .await?;
         Ok(Summary {
             since,
@@ -488,7 +488,7 @@ impl<D: Dialect> Requests for SqlStore<D> {
         )
         .arg(fingerprint)
         .arg(D::ts(since))
-        .fetch_one(D::Db::on_pool(&self.pool))
+        .fetch_one(self.reads())
         .await?;
         Ok(n > 0)
     }
