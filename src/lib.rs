@@ -78,6 +78,7 @@ pub mod monitoring;
 pub mod notify;
 #[deny(clippy::indexing_slicing)]
 pub mod policy;
+#[deny(clippy::indexing_slicing)]
 pub mod store;
 
 // Leaves.

@@ -236,7 +236,7 @@ impl AuditKey {
 
 fn key_id(key: &[u8]) -> String {
     let digest = Sha256::digest([b"kubemedic-audit-key-id:".as_slice(), key].concat());
-    hex::encode(&digest[..6])
+    hex::encode(digest.get(..6).unwrap_or_default())
 }
 
 #[cfg(unix)]

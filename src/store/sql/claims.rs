@@ -76,10 +76,14 @@ impl<D: Dialect> Claims for SqlStore<D> {
             let mut moves = vec![from];
             moves.extend(via.as_ref().map(|v| v.phase));
             moves.push(step.to);
-            if let Some(bad) = moves.windows(2).find(|m| !m[0].can_move_to(m[1])) {
+            if let Some((a, b)) = moves
+                .iter()
+                .zip(moves.iter().skip(1))
+                .find(|(a, b)| !a.can_move_to(**b))
+            {
                 return Err(corrupt(
                     "remediation_requests",
-                    format!("illegal transition {} -> {}", bad[0], bad[1]),
+                    format!("illegal transition {a} -> {b}"),
                 ));
             }
             let row = StepRow {
@@ -148,7 +152,9 @@ impl<D: Dialect> Claims for SqlStore<D> {
                 let draft = transition_event(stage_from, step.to, step.reason.as_deref(), worker);
                 audits.push((Some(rid), Some(step.to), Cow::Owned(draft)));
             }
-            out[i] = Some(request);
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(request);
+            }
         }
         // Their targets are free again, and a finished request executes nothing more.
         D::finish_requests(&mut tx, &finished).await?;

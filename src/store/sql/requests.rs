@@ -432,8 +432,8 @@ impl<D: Dialect> Requests for SqlStore<D> {
                     auto_approved += n;
                 }
             }
-            if let Some(bin) = bin {
-                effectiveness[bin.clamp(0, 4) as usize] += n;
+            if let Some(slot) = bin.and_then(|b| effectiveness.get_mut(b.clamp(0, 4) as usize)) {
+                *slot += n;
             }
             if let Some(g) = guardrail {
                 *blocks.entry(g).or_default() += n;
