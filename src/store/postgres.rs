@@ -41,17 +41,6 @@ type Ts = DateTime<Utc>;
 /// of the store's transactions on a loaded machine, far shorter than the default lease.
 pub const IDLE_IN_TRANSACTION: Duration = Duration::from_secs(10);
 
-/// Milliseconds from the row's `created_at` to the time bound as parameter `$p`.
-macro_rules! ms_since_created {
-    ($p:literal) => {
-        concat!(
-            "CAST(ROUND(EXTRACT(EPOCH FROM (",
-            $p,
-            " - created_at)) * 1000) AS BIGINT)"
-        )
-    };
-}
-
 const CLAIM_SQL: &str = concat!(
     "UPDATE remediation_requests SET claimed_by = $1, lease_until = $2 \
      WHERE id IN (SELECT id FROM remediation_requests \
@@ -417,7 +406,8 @@ impl Dialect for Postgres {
              guardrail = COALESCE(v_guardrail, guardrail), \
              finished_at = CASE WHEN v_active THEN finished_at ELSE $1 END, \
              ttr_ms = CASE WHEN v_active THEN ttr_ms ELSE ",
-            ms_since_created!("$1"),
+            // ttr_ms: milliseconds from `created_at` to now (`$1`).
+            "CAST(ROUND(EXTRACT(EPOCH FROM ($1 - created_at)) * 1000) AS BIGINT)",
             " END \
              FROM (SELECT * FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], \
              $7::bool[], $8::jsonb[], $9::int4[], $10::timestamptz[], $11::bool[], $12::int8[], \

@@ -74,18 +74,6 @@ fn param(_: usize) -> String {
     "?".to_owned()
 }
 
-/// Milliseconds from the row's `created_at` to the time bound as parameter `$p` (both stored as
-/// ISO 8601 text), rounded to the millisecond.
-macro_rules! ms_since_created {
-    ($p:literal) => {
-        concat!(
-            "CAST(ROUND((julianday(",
-            $p,
-            ") - julianday(created_at)) * 86400000.0) AS INTEGER)"
-        )
-    };
-}
-
 /// WAL pages (4 KiB each) after which the writer copies the log into the database file.
 const WAL_AUTOCHECKPOINT_PAGES: &str = "2000";
 
@@ -482,7 +470,8 @@ impl Dialect for Sqlite {
                  guardrail = COALESCE($15, guardrail), \
                  finished_at = CASE WHEN $3 THEN finished_at ELSE $7 END, \
                  ttr_ms = CASE WHEN $3 THEN ttr_ms ELSE ",
-                ms_since_created!("$7"),
+                // ttr_ms: milliseconds from `created_at` to now (`$7`; both ISO 8601 text), rounded.
+                "CAST(ROUND((julianday($7) - julianday(created_at)) * 86400000.0) AS INTEGER)",
                 " END \
                  WHERE id = $9 AND phase = $10 AND claimed_by = $11 RETURNING ",
                 request_columns!()
