@@ -1,5 +1,5 @@
 //! What differs between SQLite and Postgres, stated once: the [`Dialect`] trait, implemented
-//! by [`super::super::sqlite::Sqlite`] and [`super::super::postgres::Postgres`].
+//! by [`Sqlite`](crate::store::Sqlite) and [`Postgres`](crate::store::Postgres).
 //!
 //! Everything else (every statement of `sql/<capability>.rs`) is the same text on both.
 //!
