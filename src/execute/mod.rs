@@ -49,7 +49,7 @@ use crate::domain::{
     SelectedWorkflow, Stage, StageError, StageOutcome, StepStatus, Target, Waiting,
 };
 use crate::prove::{Binding, Claim, ProveError, Prover};
-use crate::store::Store;
+use crate::store::{Approvals, Execution as Executions, History, Store};
 use crate::telemetry::Metrics;
 use steps::Run;
 pub use steps::job_name;
@@ -87,10 +87,40 @@ impl Default for ExecuteSettings {
     }
 }
 
+/// What execution uses of the store: its intents and the targets' locks, the history the
+/// guardrails read and a failure is written to, and the note on an approval that was not
+/// executed.
+#[derive(Clone)]
+pub struct ExecuteStore {
+    pub executions: Arc<dyn Executions>,
+    pub history: Arc<dyn History>,
+    pub approvals: Arc<dyn Approvals>,
+}
+
+impl From<Arc<dyn Store>> for ExecuteStore {
+    fn from(s: Arc<dyn Store>) -> Self {
+        Self {
+            executions: s.clone(),
+            history: s.clone(),
+            approvals: s,
+        }
+    }
+}
+
+impl<S: Store + 'static> From<Arc<S>> for ExecuteStore {
+    fn from(s: Arc<S>) -> Self {
+        Self {
+            executions: s.clone(),
+            history: s.clone(),
+            approvals: s,
+        }
+    }
+}
+
 pub struct ExecutionStage {
     reader: Arc<dyn ClusterReader>,
     writer: Arc<dyn ClusterWriter>,
-    store: Arc<dyn Store>,
+    store: ExecuteStore,
     catalog: Arc<Catalog>,
     /// Checks the action's obligations and the approved spec right before the first write.
     prover: Arc<Prover>,
@@ -109,11 +139,12 @@ impl ExecutionStage {
     pub fn new(
         reader: Arc<dyn ClusterReader>,
         writer: Arc<dyn ClusterWriter>,
-        store: Arc<dyn Store>,
+        store: impl Into<ExecuteStore>,
         catalog: Arc<Catalog>,
         clock: Arc<dyn Clock>,
         settings: ExecuteSettings,
     ) -> Self {
+        let store = store.into();
         let prover = Arc::new(Prover::new(
             reader.clone(),
             None,
@@ -283,6 +314,7 @@ impl ExecutionStage {
         warn!(%reason, "not executed");
         if let Err(e) = self
             .store
+            .approvals
             .approval_not_executed(request.id, &format!("Not executed: {reason}"))
             .await
         {
@@ -338,7 +370,7 @@ impl ExecutionStage {
             assessment_reason: None,
             health_checks: None,
         };
-        if let Err(e) = self.store.record_history(&record).await {
+        if let Err(e) = self.store.history.record_history(&record).await {
             warn!(error = %e, "cannot record the failed execution in the history");
         }
     }
@@ -468,6 +500,7 @@ impl ExecutionStage {
         let fingerprint = target.fingerprint();
         let resumed = !self
             .store
+            .executions
             .intents(request.id)
             .await
             .map_err(store_unavailable)?
@@ -482,6 +515,7 @@ impl ExecutionStage {
                     .max(self.settings.guardrails.failure_backoff);
             let history = self
                 .store
+                .history
                 .history(&fingerprint, since)
                 .await
                 .map_err(store_unavailable)?;
@@ -497,6 +531,7 @@ impl ExecutionStage {
             let ns = target.namespace.as_deref();
             let all = self
                 .store
+                .executions
                 .execution_locks(None)
                 .await
                 .map_err(store_unavailable)?;
@@ -544,6 +579,7 @@ impl ExecutionStage {
         }
         let lock = self
             .store
+            .executions
             .acquire_execution_lock(&fingerprint, target.namespace.as_deref(), request.id)
             .await
             .map_err(store_unavailable)?;
@@ -572,6 +608,7 @@ impl ExecutionStage {
         let pre = self.current_hash(&target).await?;
         let (intent, _) = self
             .store
+            .executions
             .begin_intent(request.id, 0, "prepare", &json!({"pre_spec_hash": pre}))
             .await
             .map_err(store_unavailable)?;

@@ -108,6 +108,7 @@ impl Run<'_> {
         let (intent, fresh) = self
             .stage
             .store
+            .executions
             .begin_intent(
                 self.request.id,
                 index as i32,
@@ -183,6 +184,7 @@ impl Run<'_> {
     ) -> Result<(), StageError> {
         self.stage
             .store
+            .executions
             .finish_intent(self.request.id, index as i32, status, detail)
             .await
             .map_err(store_unavailable)
@@ -244,6 +246,7 @@ impl Run<'_> {
         });
         self.stage
             .store
+            .executions
             .begin_intent(
                 self.request.id,
                 index as i32,

@@ -40,7 +40,7 @@ use crate::domain::{
     StageOutcome, Target,
 };
 use crate::monitoring::{AlertmanagerClient, Endpoint, PrometheusClient, corresponds, expression};
-use crate::store::Store;
+use crate::store::{History, Requests, Store};
 use crate::telemetry::Metrics;
 
 const HEALTH_WEIGHT: f64 = 0.40;
@@ -79,9 +79,35 @@ impl Default for VerifySettings {
 /// A configured monitoring client, or why it could not be built (then reported as not asked).
 type Client<C> = Option<Result<C, String>>;
 
+/// What verification uses of the store: whether the alert's resolved notification arrived
+/// (requests), and the history entry it writes.
+#[derive(Clone)]
+pub struct VerifyStore {
+    pub requests: Arc<dyn Requests>,
+    pub history: Arc<dyn History>,
+}
+
+impl From<Arc<dyn Store>> for VerifyStore {
+    fn from(s: Arc<dyn Store>) -> Self {
+        Self {
+            requests: s.clone(),
+            history: s,
+        }
+    }
+}
+
+impl<S: Store + 'static> From<Arc<S>> for VerifyStore {
+    fn from(s: Arc<S>) -> Self {
+        Self {
+            requests: s.clone(),
+            history: s,
+        }
+    }
+}
+
 pub struct VerificationStage {
     reader: Arc<dyn ClusterReader>,
-    store: Arc<dyn Store>,
+    store: VerifyStore,
     clock: Arc<dyn Clock>,
     settings: VerifySettings,
     alertmanager: Client<AlertmanagerClient>,
@@ -92,10 +118,11 @@ pub struct VerificationStage {
 impl VerificationStage {
     pub fn new(
         reader: Arc<dyn ClusterReader>,
-        store: Arc<dyn Store>,
+        store: impl Into<VerifyStore>,
         clock: Arc<dyn Clock>,
         settings: VerifySettings,
     ) -> Self {
+        let store = store.into();
         // A client that cannot be built is reported in every assessment (and here, once); it
         // never stops verification.
         let alertmanager = settings.alertmanager.clone().map(|e| {
@@ -464,6 +491,7 @@ impl VerificationStage {
         }
         let notified = self
             .store
+            .requests
             .signal_resolved_since(&request.signal.fingerprint, execution.started_at)
             .await
             .map_err(|e| unavailable("store", e.to_string()))?;
@@ -596,7 +624,7 @@ impl Stage for VerificationStage {
                 "details": assessment.details,
             })),
         };
-        if let Err(e) = self.store.record_history(&record).await {
+        if let Err(e) = self.store.history.record_history(&record).await {
             warn!(error = %e, "cannot record the remediation in the history; retrying");
             return Err(unavailable("store", e.to_string()));
         }
