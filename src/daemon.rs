@@ -85,6 +85,8 @@ pub struct Components {
     pub approvals: Option<Arc<Approvals>>,
     /// What the dashboard shows of the configuration: the catalog, the playbooks, the policy.
     pub dashboard: DashboardParts,
+    /// The cluster a chat question is read against (which objects it names).
+    pub reader: Option<Arc<dyn ClusterReader>>,
 }
 
 /// The configuration the dashboard's catalog and policy pages show.
@@ -275,10 +277,10 @@ pub async fn start_on(
     info!(worker = %pipeline_actor, "pipeline ready");
 
     let state = Arc::new(AppState {
-        store,
+        store: store.clone(),
         metrics,
-        clock,
-        ingest,
+        clock: clock.clone(),
+        ingest: ingest.clone(),
         webhook_auth: settings.webhook_auth.clone(),
         auth: auth_settings(settings),
         logins: Default::default(),
@@ -290,6 +292,13 @@ pub async fn start_on(
         dependencies: components.dependencies,
         approvals: components.approvals.clone(),
         slack_signing_secret: settings.approvals.slack_signing_secret.clone(),
+        chat: Some(Arc::new(crate::chat::ChatService::new(
+            store,
+            ingest,
+            components.reader,
+            components.approvals.clone(),
+            clock,
+        ))),
         shutdown: shutdown.clone(),
     });
     if let Some(approvals) = components.approvals {
@@ -401,6 +410,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
         Ok(cluster) => {
             let cluster = Arc::new(cluster);
             info!("Kubernetes client configured");
+            components.reader = Some(cluster.clone());
             components.stages.push(enrichment_stage(
                 cluster.clone(),
                 gate.clone(),

@@ -45,6 +45,8 @@ pub mod config;
 
 // The HTTP face and the durable worker.
 #[deny(clippy::indexing_slicing)]
+pub mod chat;
+#[deny(clippy::indexing_slicing)]
 pub mod pipeline;
 pub mod web;
 

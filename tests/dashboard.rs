@@ -513,6 +513,11 @@ async fn the_openapi_document_describes_every_api_route_and_only_real_ones() {
         "GET /api/v1/approvals/{id}",
         "POST /api/v1/approvals/{id}/decision",
         "POST /api/v1/alerts/alertmanager",
+        "POST /v1/chat/completions",
+        "GET /v1/chat/stream/{session_id}",
+        "GET /v1/models",
+        "POST /api/v1/chat/hitl/resume",
+        "GET /api/v1/chat/conversations",
     ];
     routed.sort();
     assert_eq!(documented, routed);

@@ -1622,6 +1622,7 @@ async fn fuzz_http_ingest() {
         dependencies: Vec::new(),
         approvals: None,
         slack_signing_secret: None,
+        chat: None,
         shutdown: Default::default(),
     });
     let app = kubemedic::web::router(state);

@@ -876,6 +876,7 @@ async fn a_staging_incident_is_auto_approved_and_a_production_one_needs_a_human(
             metrics: Some(metrics),
             approvals: None,
             dashboard: Default::default(),
+            reader: None,
         },
         None,
     )

@@ -877,6 +877,55 @@ impl kubemedic::store::History for UnreachableStore {
     }
 }
 
+#[async_trait]
+impl kubemedic::store::Chat for UnreachableStore {
+    async fn open_conversation(
+        &self,
+        _: &kubemedic::domain::Conversation,
+    ) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn conversation(
+        &self,
+        _: uuid::Uuid,
+    ) -> Result<Option<kubemedic::domain::Conversation>, StoreError> {
+        Err(gone())
+    }
+    async fn conversations(
+        &self,
+        _: &str,
+        _: i64,
+    ) -> Result<Vec<kubemedic::domain::Conversation>, StoreError> {
+        Err(gone())
+    }
+    async fn add_turn(
+        &self,
+        _: &kubemedic::domain::NewTurn,
+    ) -> Result<kubemedic::domain::ChatTurn, StoreError> {
+        Err(gone())
+    }
+    async fn turns(
+        &self,
+        _: uuid::Uuid,
+        _: i64,
+        _: i64,
+    ) -> Result<Vec<kubemedic::domain::ChatTurn>, StoreError> {
+        Err(gone())
+    }
+    async fn finish_turn(&self, _: i64, _: &str) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn memory(&self, _: &str) -> Result<Option<kubemedic::domain::MemoryNote>, StoreError> {
+        Err(gone())
+    }
+    async fn memories(&self) -> Result<Vec<kubemedic::domain::MemoryNote>, StoreError> {
+        Err(gone())
+    }
+    async fn set_memory(&self, _: &str, _: Option<&str>, _: &str) -> Result<(), StoreError> {
+        Err(gone())
+    }
+}
+
 #[tokio::test]
 async fn store_failure_answers_503_so_alertmanager_retries() {
     let (_dir, url) = common::sqlite_url();

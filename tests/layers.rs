@@ -64,7 +64,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "verify",
         ],
     ),
-    ("web / pipeline", &["web", "pipeline"]),
+    ("web / pipeline", &["web", "pipeline", "chat"]),
     ("config", &["config"]),
     ("daemon", &["daemon"]),
     ("commands", &["demo", "cli"]),
@@ -79,6 +79,9 @@ const SAME_LAYER: &[(&str, &str)] = &[
     // every step against their type.
     ("actions", "cluster"),
     ("catalog", "actions"),
+    // The chat endpoints hand questions and decisions to the chat service, which opens
+    // requests through ingest and decides through approvals like the other handlers.
+    ("web", "chat"),
 ];
 
 const STAGES: &[&str] = &[

@@ -115,6 +115,8 @@ contract!(
     a_notification_is_sent_by_one_sender_and_retried_when_due,
     a_decision_after_the_deadline_or_the_requests_end_is_an_expiry,
     the_audit_key_is_handed_over_once_and_a_retired_key_writes_nothing_more,
+    conversations_keep_their_turns_in_order_per_owner,
+    pinned_context_is_replaced_deleted_and_audited,
 );
 
 fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) -> NewSignal {
@@ -2098,4 +2100,123 @@ async fn the_audit_key_is_handed_over_once_and_a_retired_key_writes_nothing_more
         assert_eq!(broken.request_id, Some(stops_at.to_string()));
         assert!(broken.reason.contains(unknown.id()), "{}", broken.reason);
     }
+}
+
+async fn conversations_keep_their_turns_in_order_per_owner(f: Fixture) {
+    use kubemedic::domain::{ChatLine, Conversation, NewTurn, TurnKind};
+    let s = &f.store;
+    let now = f.clock.now();
+    let mine = Conversation {
+        id: uuid::Uuid::new_v4(),
+        owner: "key:alice".into(),
+        title: "why is checkout crashing?".into(),
+        created_at: now,
+        updated_at: now,
+    };
+    s.open_conversation(&mine).await.unwrap();
+    // Opening it again changes nothing.
+    s.open_conversation(&Conversation {
+        title: "another title".into(),
+        ..mine.clone()
+    })
+    .await
+    .unwrap();
+    let theirs = Conversation {
+        id: uuid::Uuid::new_v4(),
+        owner: "key:bob".into(),
+        ..mine.clone()
+    };
+    s.open_conversation(&theirs).await.unwrap();
+    assert_eq!(
+        s.conversation(mine.id).await.unwrap().unwrap().title,
+        mine.title
+    );
+
+    let request = uuid::Uuid::new_v4();
+    let turn = |q: &str, kind: TurnKind| NewTurn {
+        conversation_id: mine.id,
+        at: now,
+        asked_by: "key:alice".into(),
+        kind,
+        question: q.into(),
+        target: Some(Target::new("Deployment", "checkout", Some("shop".into()))),
+        request_id: Some(request),
+        after_audit: 7,
+        action_id: None,
+        preamble: vec![
+            ChatLine::new("plan", "investigate shop/Deployment/checkout")
+                .with_data(serde_json::json!({"steps": ["a", "b"]})),
+        ],
+        answer: None,
+    };
+    let first = s
+        .add_turn(&turn("why is checkout crashing?", TurnKind::Question))
+        .await
+        .unwrap();
+    f.clock.advance(chrono::Duration::seconds(5));
+    let mut decision = turn("approve", TurnKind::Decision);
+    decision.at = f.clock.now();
+    let second = s.add_turn(&decision).await.unwrap();
+    assert!(second.id > first.id);
+    let all = s.turns(mine.id, 0, 10).await.unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0], first, "a turn reads back as it was written");
+    assert_eq!(
+        s.turns(mine.id, first.id, 10).await.unwrap(),
+        vec![second.clone()]
+    );
+    assert!(s.turns(theirs.id, 0, 10).await.unwrap().is_empty());
+
+    // The first answer stays.
+    s.finish_turn(first.id, "the root cause is …")
+        .await
+        .unwrap();
+    s.finish_turn(first.id, "a later answer").await.unwrap();
+    let read = s.turns(mine.id, 0, 1).await.unwrap();
+    assert_eq!(read[0].turn.answer.as_deref(), Some("the root cause is …"));
+
+    // Each owner sees theirs, the most recently continued first.
+    let alices = s.conversations("key:alice", 10).await.unwrap();
+    assert_eq!(alices.len(), 1);
+    assert_eq!(alices[0].id, mine.id);
+    assert_eq!(alices[0].updated_at, f.clock.now());
+    assert_eq!(
+        s.conversations("key:bob", 10).await.unwrap()[0].id,
+        theirs.id
+    );
+    assert!(s.conversations("key:carol", 10).await.unwrap().is_empty());
+}
+
+async fn pinned_context_is_replaced_deleted_and_audited(f: Fixture) {
+    let s = &f.store;
+    assert!(s.memory("cluster").await.unwrap().is_none());
+    s.set_memory("cluster", Some("payments is PCI-scoped"), "key:admin")
+        .await
+        .unwrap();
+    s.set_memory(
+        "cluster",
+        Some("payments is PCI-scoped: never restart it in business hours"),
+        "key:admin",
+    )
+    .await
+    .unwrap();
+    s.set_memory(
+        "user:key:alice",
+        Some("default namespace is shop"),
+        "key:admin",
+    )
+    .await
+    .unwrap();
+    let note = s.memory("cluster").await.unwrap().unwrap();
+    assert!(note.content.ends_with("business hours"));
+    assert_eq!(note.updated_by, "key:admin");
+    assert_eq!(s.memories().await.unwrap().len(), 2);
+    s.set_memory("user:key:alice", None, "key:admin")
+        .await
+        .unwrap();
+    assert!(s.memory("user:key:alice").await.unwrap().is_none());
+    // Every change is in the audit chain, which still verifies.
+    let chain = s.verify_chain().await.unwrap();
+    assert!(chain.intact(), "{chain:?}");
+    assert_eq!(chain.events, 4, "{chain:?}");
 }

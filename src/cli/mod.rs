@@ -1,7 +1,8 @@
 //! The command line: `serve`, `demo`, `migrate`, `investigate`, `snapshot`, `catalog
-//! validate`, `policy test`, `apikey`, `audit`, `config reference`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
+//! validate`, `policy test`, `ask`, `apikey`, `audit`, `config reference`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
 
 mod admin;
+pub mod ask;
 pub mod investigate;
 
 use std::process::ExitCode;
@@ -130,6 +131,8 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Work with the approval policy.
     Policy(PolicyArgs),
+    /// Ask a running daemon about the cluster; watch the investigation and decide its fix.
+    Ask(ask::AskArgs),
     /// Manage the API keys of the dashboard and the API.
     Apikey(admin::ApikeyArgs),
     /// Check the audit trail.
@@ -211,6 +214,7 @@ async fn run(cli: Cli) -> ExitCode {
             }
         }
         Command::Snapshot(args) => snapshot(args).await,
+        Command::Ask(args) => ask::run(args).await,
         Command::Apikey(args) => admin::apikey(args).await,
         Command::Audit(args) => admin::audit(args).await,
         Command::Investigate(cmd) => {

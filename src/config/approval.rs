@@ -50,6 +50,13 @@ settings! {
             hide_env_values = true
         )]
         pub link_signing_key: Option<Secret>,
+
+        /// Let API keys with the approver role decide approvals (on the dashboard, through the
+        /// API and in a chat) even when no e-mail or Slack approver is configured; nobody is
+        /// notified then. Off by default: without approvers, a change that needs a human ends
+        /// in manual review at once.
+        #[arg(long, env = "KUBEMEDIC_APPROVE_WITH_KEYS")]
+        pub approve_with_keys: bool,
     }
 }
 
@@ -62,12 +69,16 @@ pub struct ApprovalConfig {
     pub slack: Option<SlackSettings>,
     /// Verifies `POST /api/v1/slack/interactions`.
     pub slack_signing_secret: Option<Secret>,
+    /// Approver keys decide, with or without notified approvers.
+    pub approve_with_keys: bool,
 }
 
 impl ApprovalConfig {
     /// Somebody can decide: approvals are on.
     pub fn enabled(&self) -> bool {
-        !self.settings.approvers.is_empty() || !self.settings.slack_approvers.is_empty()
+        self.approve_with_keys
+            || !self.settings.approvers.is_empty()
+            || !self.settings.slack_approvers.is_empty()
     }
 }
 
@@ -143,6 +154,7 @@ impl ApprovalArgs {
             email,
             slack,
             slack_signing_secret,
+            approve_with_keys: self.approve_with_keys,
         };
         config.check_reachable()?;
         Ok(config)

@@ -117,6 +117,7 @@ fn demo_components(
     stages.extend(investigation);
     stages.push(daemon::gate_stage(gate.clone(), &settings.gate));
     let demo_cluster: DemoCluster = (reader.clone(), cluster.clone(), clock.clone());
+    let chat_reader: Arc<dyn crate::cluster::ClusterReader> = reader.clone();
     stages.extend(daemon::execution_stages(
         settings,
         reader,
@@ -135,6 +136,7 @@ fn demo_components(
         ],
         metrics: Some(metrics),
         approvals: None,
+        reader: Some(chat_reader),
     };
     Ok((components, demo_cluster))
 }

@@ -166,6 +166,8 @@ pub enum Channel {
     Slack,
     Dashboard,
     Api,
+    /// An answer in a conversation (`POST /v1/chat/completions`, `kubemedic ask`).
+    Chat,
     /// kubemedic itself (expiry).
     System,
 }
@@ -177,6 +179,7 @@ impl Channel {
             Channel::Slack => "slack",
             Channel::Dashboard => "dashboard",
             Channel::Api => "api",
+            Channel::Chat => "chat",
             Channel::System => "system",
         }
     }
@@ -186,6 +189,7 @@ impl Channel {
             "slack" => Some(Channel::Slack),
             "dashboard" => Some(Channel::Dashboard),
             "api" => Some(Channel::Api),
+            "chat" => Some(Channel::Chat),
             "system" => Some(Channel::System),
             _ => None,
         }

@@ -13,6 +13,7 @@
 mod access;
 mod approval;
 mod audit;
+mod chat;
 mod enrichment;
 mod execution;
 mod gate;
@@ -34,6 +35,7 @@ pub use approval::{
     NotificationKind,
 };
 pub use audit::{AuditDraft, AuditEvent, transition_event};
+pub use chat::{ChatLine, ChatTurn, Conversation, MAX_MEMORY_CHARS, MemoryNote, NewTurn, TurnKind};
 pub use enrichment::Enrichment;
 pub use execution::{
     Assessment, AssessmentReason, DEFAULT_EFFECTIVENESS_THRESHOLD, EngineKind, Execution,

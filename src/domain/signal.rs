@@ -61,6 +61,8 @@ impl SignalMode {
 pub enum SignalSource {
     Alertmanager,
     Native,
+    /// A question asked in a conversation (`POST /v1/chat/completions`).
+    Chat,
 }
 
 impl SignalSource {
@@ -68,12 +70,14 @@ impl SignalSource {
         match self {
             SignalSource::Alertmanager => "alertmanager",
             SignalSource::Native => "native",
+            SignalSource::Chat => "chat",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "alertmanager" => Some(SignalSource::Alertmanager),
             "native" => Some(SignalSource::Native),
+            "chat" => Some(SignalSource::Chat),
             _ => None,
         }
     }

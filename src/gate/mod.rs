@@ -6,7 +6,7 @@
 //! (approval required, with the policy's reason) or `Executing` (auto-approved). No input
 //! (nothing was selected) ends the request in `ManualReviewRequired`. Invariant: the stage never
 //! auto-approves on an error — [`RegoGate`] turns every failure into a degraded decision that
-//! requires approval.
+//! requires approval — nor a request asked in a conversation (source `chat`): the asker decides.
 
 use std::sync::Arc;
 
@@ -16,7 +16,8 @@ use tracing::{info, instrument};
 pub use crate::policy::DEFAULT_CONFIDENCE_THRESHOLD;
 
 use crate::domain::{
-    AuditDraft, GateDecision, Phase, RemediationRequest, Stage, StageError, StageOutcome,
+    AuditDraft, GateDecision, Phase, RemediationRequest, SignalSource, Stage, StageError,
+    StageOutcome,
 };
 use crate::policy::{GateInput, RegoGate, short_revision};
 
@@ -78,7 +79,16 @@ impl Stage for GateStage {
                 not_before: None,
             });
         };
-        let decision: GateDecision = self.gate.decide(&input).await;
+        let mut decision: GateDecision = self.gate.decide(&input).await;
+        if request.signal.source == SignalSource::Chat && !decision.require_approval {
+            // A question is not an instruction to change the cluster: the asker decides.
+            decision.require_approval = true;
+            decision.reason = format!(
+                "asked in a conversation, so the asker decides (the policy alone would \
+                 auto-approve: {})",
+                decision.reason
+            );
+        }
         let revision = short_revision(decision.policy_revision.as_deref());
         let message = if decision.degraded {
             format!(

@@ -17,18 +17,28 @@ use super::{
     StoreHealth, Summary,
 };
 use crate::domain::{
-    ApiKey, ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, AuditEvent,
-    DecideOutcome, HistoryRecord, NewSignal, Notification, Phase, RemediationRequest, Session,
+    ApiKey, ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, AuditEvent, ChatTurn,
+    Conversation, DecideOutcome, HistoryRecord, MemoryNote, NewSignal, NewTurn, Notification,
+    Phase, RemediationRequest, Session,
 };
 
 /// Every capability of the store: what the daemon opens and what most callers hold.
 pub trait Store:
-    Housekeeping + Requests + Claims + Audit + Auth + Approvals + Execution + History
+    Housekeeping + Requests + Claims + Audit + Auth + Approvals + Execution + History + Chat
 {
 }
 
 impl<T> Store for T where
-    T: Housekeeping + Requests + Claims + Audit + Auth + Approvals + Execution + History + ?Sized
+    T: Housekeeping
+        + Requests
+        + Claims
+        + Audit
+        + Auth
+        + Approvals
+        + Execution
+        + History
+        + Chat
+        + ?Sized
 {
 }
 
@@ -279,4 +289,26 @@ pub trait History: Send + Sync {
         target_fingerprint: &str,
         since: DateTime<Utc>,
     ) -> Result<Vec<HistoryRecord>>;
+}
+
+/// Conversations (`POST /v1/chat/completions`) and the pinned context investigations read.
+#[async_trait]
+pub trait Chat: Send + Sync {
+    /// Store a new conversation; an existing one with the id is left as it is.
+    async fn open_conversation(&self, conversation: &Conversation) -> Result<()>;
+    async fn conversation(&self, id: Uuid) -> Result<Option<Conversation>>;
+    /// The owner's conversations, most recent first.
+    async fn conversations(&self, owner: &str, limit: i64) -> Result<Vec<Conversation>>;
+    /// Append a turn (numbered by the store) and touch its conversation.
+    async fn add_turn(&self, turn: &NewTurn) -> Result<ChatTurn>;
+    /// The conversation's turns after turn `after` (exclusive), at most `limit`, in order.
+    async fn turns(&self, conversation: Uuid, after: i64, limit: i64) -> Result<Vec<ChatTurn>>;
+    /// Keep a turn's answer once it is done; the first answer stays.
+    async fn finish_turn(&self, id: i64, answer: &str) -> Result<()>;
+
+    /// The pinned context of a scope (`cluster`, `user:<name>`).
+    async fn memory(&self, scope: &str) -> Result<Option<MemoryNote>>;
+    async fn memories(&self) -> Result<Vec<MemoryNote>>;
+    /// Replace (or with `None`, delete) a scope's pinned context, audited with `actor`.
+    async fn set_memory(&self, scope: &str, content: Option<&str>, actor: &str) -> Result<()>;
 }

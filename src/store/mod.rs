@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use capability::{
-    Approvals, Audit, Auth, Claims, Execution, History, Housekeeping, Requests, Store,
+    Approvals, Audit, Auth, Chat, Claims, Execution, History, Housekeeping, Requests, Store,
 };
 pub use chain::{AuditKey, BrokenLink, ChainReport};
 pub use postgres::{IDLE_IN_TRANSACTION, PgStore, Postgres};

@@ -489,15 +489,28 @@ impl VerificationStage {
             Some((_, why)) => details.push(format!("health: {why}")),
             None => details.push(format!("health: {target} could not be assessed")),
         }
-        let notified = self
-            .store
-            .requests
-            .signal_resolved_since(&request.signal.fingerprint, execution.started_at)
-            .await
-            .map_err(|e| unavailable("store", e.to_string()))?;
-        let view = self.alertmanager_view(request).await;
-        let (alert, why) = alert_part(notified, &view);
-        details.push(why);
+        // A question asked in a conversation has no alert that could resolve: the cluster's
+        // health (and the metrics) are the judges.
+        let asked = request.signal.source == SignalSource::Chat;
+        let view = if asked {
+            AlertmanagerView::NotItsSignal
+        } else {
+            self.alertmanager_view(request).await
+        };
+        let alert = if asked {
+            details.push("alert: none (asked in a conversation, not alerted)".to_owned());
+            None
+        } else {
+            let notified = self
+                .store
+                .requests
+                .signal_resolved_since(&request.signal.fingerprint, execution.started_at)
+                .await
+                .map_err(|e| unavailable("store", e.to_string()))?;
+            let (alert, why) = alert_part(notified, &view);
+            details.push(why);
+            Some(alert)
+        };
         let metrics = self.metrics_part(request).await;
         let metrics_score = metrics.as_ref().and_then(|(m, _)| *m);
         if let Some((_, why)) = metrics {
@@ -520,7 +533,7 @@ impl VerificationStage {
             details.push("spec: changed by somebody else during the window".to_owned());
         }
         let health_score = health.as_ref().map(|(h, _)| *h);
-        let score = score(health_score, Some(alert), metrics_score);
+        let score = score(health_score, alert, metrics_score);
         let reason = if drift {
             AssessmentReason::SpecDrift
         } else if health.is_none() || unanswered {
@@ -531,10 +544,10 @@ impl VerificationStage {
         Ok(Assessment {
             score,
             health_score,
-            alert_score: Some(alert),
+            alert_score: alert,
             metrics_score,
             post_spec_hash: post,
-            signal_resolved: alert >= 1.0,
+            signal_resolved: alert.is_some_and(|a| a >= 1.0),
             reason,
             effective: !drift && score.is_some_and(|s| s >= self.settings.effectiveness_threshold),
             details,

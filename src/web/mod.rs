@@ -11,6 +11,7 @@
 pub mod api;
 mod approvals;
 pub mod auth;
+mod chat;
 mod events;
 pub mod health;
 mod ingest;
@@ -113,6 +114,8 @@ pub struct AppState {
     pub approvals: Option<Arc<Approvals>>,
     /// Slack's signing secret, for `POST /api/v1/slack/interactions`.
     pub slack_signing_secret: Option<Secret>,
+    /// Asking kubemedic (`/v1/chat/…`), when the daemon offers it.
+    pub chat: Option<Arc<crate::chat::ChatService>>,
     /// Fires when the daemon stops: open event streams end, so the server can drain (their
     /// clients reconnect, to another replica or after the restart, where they left off).
     pub shutdown: tokio_util::sync::CancellationToken,
@@ -209,6 +212,11 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/approvals/{id}/{decision}",
             get(approvals::link_page).post(approvals::link_submit),
         )
+        .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/chat/stream/{session_id}", get(chat::stream))
+        .route("/v1/models", get(chat::models))
+        .route("/api/v1/chat/hitl/resume", post(chat::hitl_resume))
+        .route("/api/v1/chat/conversations", get(chat::conversations))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

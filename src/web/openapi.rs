@@ -67,6 +67,11 @@ impl Modify for Security {
         super::approvals::decide,
         super::ingest::alertmanager,
         super::ingest::native,
+        super::chat::completions,
+        super::chat::stream,
+        super::chat::models,
+        super::chat::hitl_resume,
+        super::chat::conversations,
     ),
     components(schemas(
         ErrorBody,

@@ -222,6 +222,15 @@ impl TestDaemon {
         }
     }
 
+    /// Stop, keeping the data directory (the store, the keys) for a daemon started after.
+    pub async fn stop_keeping_data(mut self) -> tempfile::TempDir {
+        if let Some(r) = self.running.take() {
+            r.shutdown();
+            r.wait().await.expect("clean stop");
+        }
+        self._dir.take().expect("a data directory")
+    }
+
     pub async fn stop(mut self) {
         if let Some(r) = self.running.take() {
             r.shutdown();

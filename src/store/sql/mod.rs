@@ -19,6 +19,7 @@
 mod approvals;
 mod audit;
 mod auth;
+mod chat;
 mod claims;
 mod dialect;
 mod execution;

@@ -1,0 +1,942 @@
+//! The chat endpoints: `POST /v1/chat/completions` (OpenAI-compatible, streaming or not),
+//! `GET /v1/chat/stream/{session_id}` (the conversation's typed events), `POST
+//! /api/v1/chat/hitl/resume` (decide the pending approval), `GET /v1/models`, and the list of
+//! one's conversations. They authenticate with the dashboard's keys and sessions (a viewer may
+//! ask; deciding needs an approver) and hand everything to [`crate::chat::ChatService`].
+//!
+//! A conversation's events are read, never kept in memory: each turn's preamble from the
+//! store, then the audit trail of the request it follows (the same typed events as the
+//! request's own stream, named for the chat contract), then its answer. An event's id is
+//! `<turn>.<audit id>.<n>` (`0` for the preamble, `9223372036854775807` for the answer), so a
+//! client that reconnects with `Last-Event-ID` resumes where it stopped — across restarts and
+//! replicas. Errors use OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, which
+//! the OpenAI clients read.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{AppState, Caller};
+use crate::chat::{Asker, ChatError, ChatService, Progress};
+use crate::domain::{ChatTurn, Role, TurnKind};
+
+/// The one model this endpoint serves.
+pub const MODEL: &str = "kubemedic";
+/// How often a running turn is looked at again.
+const POLL: Duration = Duration::from_millis(500);
+/// How long a non-streaming answer waits for the turn to reach its answer.
+const ANSWER_WAIT: Duration = Duration::from_secs(300);
+/// The position of a turn's answer within it.
+const TAIL: i64 = i64::MAX;
+/// Audit events read per poll.
+const BATCH: i64 = 200;
+
+/// An error in OpenAI's shape.
+#[derive(Debug)]
+pub struct ChatApiError {
+    status: StatusCode,
+    message: String,
+    kind: &'static str,
+    param: Option<String>,
+}
+
+impl ChatApiError {
+    fn new(status: StatusCode, kind: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            kind,
+            param: None,
+        }
+    }
+    fn bad(param: &str, message: impl Into<String>) -> Self {
+        Self {
+            param: Some(param.to_owned()),
+            ..Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)
+        }
+    }
+}
+
+impl IntoResponse for ChatApiError {
+    fn into_response(self) -> Response {
+        let code = match self.status {
+            StatusCode::UNAUTHORIZED => "invalid_api_key",
+            StatusCode::FORBIDDEN => "insufficient_role",
+            StatusCode::NOT_FOUND => "not_found",
+            StatusCode::CONFLICT => "conflict",
+            StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+            _ => "invalid_request",
+        };
+        let mut r = (
+            self.status,
+            Json(json!({"error": {
+                "message": self.message,
+                "type": self.kind,
+                "param": self.param,
+                "code": code,
+            }})),
+        )
+            .into_response();
+        if self.status == StatusCode::UNAUTHORIZED
+            && let Ok(v) = "Bearer realm=\"kubemedic\"".parse()
+        {
+            r.headers_mut()
+                .insert(axum::http::header::WWW_AUTHENTICATE, v);
+        }
+        r
+    }
+}
+
+impl From<super::ApiError> for ChatApiError {
+    fn from(e: super::ApiError) -> Self {
+        use super::ApiError as A;
+        match e {
+            A::Unauthorized => Self::new(
+                StatusCode::UNAUTHORIZED,
+                "authentication_error",
+                "missing or invalid credentials: send an API key as a bearer token",
+            ),
+            A::Forbidden(m) => Self::new(StatusCode::FORBIDDEN, "permission_error", m),
+            A::NotFound(m) => Self::new(StatusCode::NOT_FOUND, "not_found_error", m),
+            A::Conflict(m) => Self::new(StatusCode::CONFLICT, "conflict_error", m),
+            A::BadRequest { field, message } => Self {
+                param: field,
+                ..Self::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)
+            },
+            A::TooManyRequests(s) => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                format!("too many failed attempts; retry in {s} s"),
+            ),
+            other => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "server_error",
+                format!("{other:?}"),
+            ),
+        }
+    }
+}
+
+impl From<ChatError> for ChatApiError {
+    fn from(e: ChatError) -> Self {
+        match e {
+            ChatError::Bad { field, message } => Self::bad(field, message),
+            ChatError::Forbidden(m) => Self::new(StatusCode::FORBIDDEN, "permission_error", m),
+            ChatError::NotFound(m) => Self::new(StatusCode::NOT_FOUND, "not_found_error", m),
+            ChatError::Conflict(m) => Self::new(StatusCode::CONFLICT, "conflict_error", m),
+            ChatError::Unavailable(m) => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", m)
+            }
+        }
+    }
+}
+
+fn service(state: &AppState) -> Result<Arc<ChatService>, ChatApiError> {
+    state.chat.clone().ok_or_else(|| {
+        ChatApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "the chat is not available on this daemon",
+        )
+    })
+}
+
+/// The caller, authenticated, with the role `needed`; a browser session must send its CSRF
+/// token on a state-changing request.
+fn asker(
+    caller: Caller,
+    headers: &HeaderMap,
+    needed: Role,
+    changes: bool,
+) -> Result<Asker, ChatApiError> {
+    let who = caller.need(needed)?;
+    if changes && !who.csrf_ok(super::auth::csrf_header(headers)) {
+        return Err(ChatApiError::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            "a browser session must send its CSRF token (x-csrf-token)",
+        ));
+    }
+    Ok(Asker {
+        can_decide: who.role.allows(Role::Approver),
+        subject: who.subject,
+    })
+}
+
+// --- The request body.
+
+#[derive(Debug, Deserialize)]
+struct ChatRequest {
+    #[serde(default)]
+    model: Option<String>,
+    messages: Vec<InMessage>,
+    #[serde(default)]
+    stream: bool,
+    /// OpenAI's end-user id: informative only; the owner is the authenticated caller.
+    #[serde(default)]
+    #[allow(dead_code)]
+    user: Option<String>,
+    #[serde(default)]
+    conversation_id: Option<String>,
+    #[serde(default)]
+    action_id: Option<String>,
+    // Everything else an OpenAI client may send (temperature, max_tokens, tools, user_id…)
+    // is accepted and has no effect: the answer is an investigation, not sampled text.
+}
+
+#[derive(Debug, Deserialize)]
+struct InMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<Content>,
+}
+
+/// A message's content: a string, or OpenAI's list of parts (only text parts are read).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Parts(Vec<Value>),
+}
+
+impl Content {
+    fn text(&self) -> String {
+        match self {
+            Content::Text(s) => s.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+fn parse_uuid(field: &str, raw: Option<&str>) -> Result<Option<Uuid>, ChatApiError> {
+    raw.map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            Uuid::parse_str(s).map_err(|_| ChatApiError::bad(field, format!("`{s}` is not a UUID")))
+        })
+        .transpose()
+}
+
+/// `POST /v1/chat/completions`
+#[utoipa::path(post, path = "/v1/chat/completions", tag = "chat",
+    request_body(content = Object, description = "An OpenAI chat completion request: `model` (`kubemedic`), `messages` (the last `user` message is the question or the decision), `stream`, `user`, and kubemedic's `conversation_id` and `action_id`", content_type = "application/json"),
+    responses((status = 200, description = "`chat.completion` (with `conversation_id`, `request_id`, and `hitl_required`/`action_id` on the choice), or with `stream: true` `chat.completion.chunk` server-sent events ending with `data: [DONE]`", body = Object),
+              (status = 400, description = "OpenAI-shaped error naming the field", body = Object),
+              (status = 401, description = "No valid key", body = Object),
+              (status = 403, description = "Deciding needs the approver role", body = Object),
+              (status = 404, description = "Not the caller's conversation, or an unknown model", body = Object),
+              (status = 409, description = "The approval is no longer pending", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn completions(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ChatApiError> {
+    let who = asker(caller, &headers, Role::Viewer, true)?;
+    let chat = service(&state)?;
+    let req: ChatRequest = serde_json::from_slice(&body)
+        .map_err(|e| ChatApiError::bad("body", format!("not a chat completion request: {e}")))?;
+    if let Some(m) = req.model.as_deref()
+        && m != MODEL
+    {
+        return Err(ChatApiError {
+            param: Some("model".into()),
+            ..ChatApiError::new(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                format!("the model `{m}` does not exist; this server serves `{MODEL}`"),
+            )
+        });
+    }
+    let Some(last) = req.messages.iter().rev().find(|m| m.role == "user") else {
+        return Err(ChatApiError::bad(
+            "messages",
+            "no message with role `user`: send the question as the last user message",
+        ));
+    };
+    let text = last.content.as_ref().map(Content::text).unwrap_or_default();
+    let conversation = parse_uuid("conversation_id", req.conversation_id.as_deref())?;
+    let action = parse_uuid("action_id", req.action_id.as_deref())?;
+    let asked = chat.ask(&who, conversation, &text, action).await?;
+    let id = format!("chatcmpl-{}", Uuid::new_v4().simple());
+    let created = state.clock.now().timestamp();
+    let conversation_id = asked.conversation.id;
+    if req.stream {
+        let feed = TurnStream {
+            inner: Feed::new(state.clone(), chat, conversation_id, Some(asked.turn.id)),
+            turn: asked.turn.id,
+            id,
+            created,
+            conversation_id,
+            state: StreamState::Start,
+            queue: VecDeque::new(),
+        };
+        let events = futures::stream::unfold(feed, |mut f| async move {
+            f.next().await.map(|e| (Ok::<_, Infallible>(e), f))
+        });
+        return Ok(Sse::new(events)
+            .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+            .into_response());
+    }
+    let progress = wait_answer(&state, &chat, &asked.turn).await?;
+    let mut content = progress.answer.text.clone();
+    if !progress.answer.done {
+        content.push_str(&format!(
+            "\n\n_Still working; follow GET /v1/chat/stream/{conversation_id} or ask again._"
+        ));
+    }
+    Ok(Json(json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": MODEL,
+        "conversation_id": conversation_id,
+        "turn": asked.turn.id,
+        "request_id": progress.request.as_ref().map(|r| r.id),
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": content},
+            "finish_reason": "stop",
+            "hitl_required": progress.answer.hitl.is_some(),
+            "action_id": progress.answer.hitl,
+        }],
+        "usage": usage(progress.request.as_ref()),
+    }))
+    .into_response())
+}
+
+/// The model tokens the turn's request spent (zero with the offline investigator).
+fn usage(req: Option<&crate::domain::RemediationRequest>) -> Value {
+    let (mut p, mut c) = (0u64, 0u64);
+    if let Some(r) = req {
+        if let Some(a) = &r.state.analysis {
+            p += a.usage.prompt_tokens;
+            c += a.usage.completion_tokens;
+        }
+        if let Some(s) = &r.state.selection {
+            p += s.usage.prompt_tokens;
+            c += s.usage.completion_tokens;
+        }
+    }
+    json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c})
+}
+
+async fn wait_answer(
+    state: &AppState,
+    chat: &ChatService,
+    turn: &ChatTurn,
+) -> Result<Progress, ChatApiError> {
+    let started = tokio::time::Instant::now();
+    loop {
+        let p = chat.progress(turn).await?;
+        if p.answer.done || started.elapsed() >= ANSWER_WAIT {
+            return Ok(p);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(POLL) => {}
+            () = state.shutdown.cancelled() => return Ok(p),
+        }
+    }
+}
+
+/// `POST /api/v1/chat/hitl/resume`: `{"conversation_id", "approved", "action_id"?}` — decide
+/// the pending approval as a chat message "approve"/"deny" would, and answer like a
+/// non-streaming completion.
+#[utoipa::path(post, path = "/api/v1/chat/hitl/resume", tag = "chat",
+    request_body(content = Object, description = "`{\"conversation_id\", \"approved\": bool, \"action_id\"?}`", content_type = "application/json"),
+    responses((status = 200, description = "The decision taken, and the answer so far", body = Object),
+              (status = 403, description = "Deciding needs the approver role", body = Object),
+              (status = 409, description = "Nothing pending to decide", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn hitl_resume(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ChatApiError> {
+    #[derive(Deserialize)]
+    struct Resume {
+        conversation_id: String,
+        approved: bool,
+        #[serde(default)]
+        action_id: Option<String>,
+    }
+    let who = asker(caller, &headers, Role::Viewer, true)?;
+    let chat = service(&state)?;
+    let r: Resume = serde_json::from_slice(&body).map_err(|e| {
+        ChatApiError::bad(
+            "body",
+            format!("expected {{\"conversation_id\", \"approved\", \"action_id\"?}}: {e}"),
+        )
+    })?;
+    let conversation = parse_uuid("conversation_id", Some(&r.conversation_id))?;
+    let action = parse_uuid("action_id", r.action_id.as_deref())?;
+    let word = if r.approved { "approve" } else { "deny" };
+    let asked = chat.ask(&who, conversation, word, action).await?;
+    if asked.turn.turn.kind != TurnKind::Decision {
+        return Err(ChatApiError::new(
+            StatusCode::CONFLICT,
+            "conflict_error",
+            asked
+                .turn
+                .turn
+                .answer
+                .unwrap_or_else(|| "nothing to decide".into()),
+        ));
+    }
+    let progress = chat.progress(&asked.turn).await?;
+    Ok(Json(json!({
+        "conversation_id": asked.conversation.id,
+        "action_id": asked.turn.turn.action_id,
+        "request_id": asked.turn.turn.request_id,
+        "decision": word,
+        "message": progress.answer.text,
+    }))
+    .into_response())
+}
+
+/// `GET /v1/models`: the one model, for OpenAI-compatible front ends that list them.
+#[utoipa::path(get, path = "/v1/models", tag = "chat",
+    responses((status = 200, description = "The one model, `kubemedic`", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn models(caller: Caller) -> Result<Response, ChatApiError> {
+    caller.need(Role::Viewer)?;
+    Ok(Json(json!({"object": "list", "data": [
+        {"id": MODEL, "object": "model", "created": 0, "owned_by": "kubemedic"}
+    ]}))
+    .into_response())
+}
+
+/// `GET /api/v1/chat/conversations`: the caller's conversations, most recent first.
+#[utoipa::path(get, path = "/api/v1/chat/conversations", tag = "chat",
+    responses((status = 200, description = "The caller's conversations, most recent first", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn conversations(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> Result<Response, ChatApiError> {
+    let who = caller.need(Role::Viewer)?;
+    let list = state
+        .store
+        .conversations(&who.subject, 100)
+        .await
+        .map_err(|e| ChatApiError::from(ChatError::from(e)))?;
+    Ok(Json(json!({"conversations": list})).into_response())
+}
+
+/// `GET /v1/chat/stream/{session_id}`: the conversation's typed events, resumable with
+/// `Last-Event-ID`; ends after the `done` of its latest turn.
+#[utoipa::path(get, path = "/v1/chat/stream/{session_id}", tag = "chat",
+    params(("session_id" = String, Path, description = "The conversation id"),
+           ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event (`<turn>.<audit id>.<n>`)")),
+    responses((status = 200, description = "text/event-stream of typed events: status, plan, tool_call, tool_result, token, hitl_request, error, done (docs/chat.md)", content_type = "text/event-stream", body = String),
+              (status = 404, description = "Not the caller's conversation", body = Object)),
+    security(("bearer" = []), ("session" = [])))]
+pub async fn stream(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path(session): Path<String>,
+) -> Result<Response, ChatApiError> {
+    let who = caller.need(Role::Viewer)?;
+    let chat = service(&state)?;
+    let id = Uuid::parse_str(&session)
+        .map_err(|_| ChatApiError::bad("session_id", format!("`{session}` is not a UUID")))?;
+    chat.conversation(id, &who.subject).await?;
+    let mut feed = Feed::new(state.clone(), chat, id, None);
+    if let Some(raw) = headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
+        feed.at = Pos::parse(raw)
+            .ok_or_else(|| ChatApiError::bad("Last-Event-ID", "expected <turn>.<audit id>.<n>"))?;
+    }
+    let events = futures::stream::unfold(feed, |mut f| async move {
+        f.next().await.map(|e| {
+            let event = Event::default()
+                .id(e.id.to_string())
+                .event(e.kind)
+                .data(e.data.to_string());
+            (Ok::<_, Infallible>(event), f)
+        })
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response())
+}
+
+// --- The typed events of a conversation.
+
+/// A position: after event `n` of part `part` (0 the preamble, an audit id, or [`TAIL`]) of
+/// turn `turn`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Pos {
+    pub turn: i64,
+    pub part: i64,
+    pub n: i64,
+}
+
+impl Pos {
+    fn parse(raw: &str) -> Option<Self> {
+        let mut it = raw.trim().split('.');
+        let p = Pos {
+            turn: it.next()?.parse().ok()?,
+            part: it.next()?.parse().ok()?,
+            n: it.next()?.parse().ok()?,
+        };
+        it.next().is_none().then_some(p)
+    }
+}
+
+impl std::fmt::Display for Pos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.turn, self.part, self.n)
+    }
+}
+
+/// One typed chat event.
+#[derive(Debug, Clone)]
+pub struct ChatEvent {
+    pub id: Pos,
+    pub kind: &'static str,
+    pub data: Value,
+}
+
+/// The chat contract's name for a request's typed event.
+fn chat_kind(kind: &str) -> &'static str {
+    match kind {
+        "plan" => "plan",
+        "tool_call" => "tool_call",
+        "tool_result" => "tool_result",
+        "error" => "error",
+        _ => "status",
+    }
+}
+
+fn line_kind(kind: &str) -> &'static str {
+    match kind {
+        "plan" => "plan",
+        "error" => "error",
+        "token" => "token",
+        _ => "status",
+    }
+}
+
+/// Whether an audit event is where a turn of `kind` stops following its request: the
+/// approval asked for (a question), or the request's end.
+fn ends_turn(kind: TurnKind, e: &crate::domain::AuditEvent) -> bool {
+    let terminal = e.kind == "transition"
+        && e.payload
+            .get("to")
+            .and_then(Value::as_str)
+            .and_then(crate::domain::Phase::parse)
+            .is_some_and(|p| p.is_terminal());
+    terminal || (kind != TurnKind::Decision && e.kind == "approval_requested")
+}
+
+/// Reads a conversation's events from a position, turn by turn, waiting while a turn runs.
+struct Feed {
+    state: Arc<AppState>,
+    chat: Arc<ChatService>,
+    conversation: Uuid,
+    /// Only this turn (a streaming completion), or every turn from `at` on.
+    only: Option<i64>,
+    at: Pos,
+    queue: VecDeque<ChatEvent>,
+    finished: bool,
+}
+
+impl Feed {
+    fn new(
+        state: Arc<AppState>,
+        chat: Arc<ChatService>,
+        conversation: Uuid,
+        only: Option<i64>,
+    ) -> Self {
+        Self {
+            state,
+            chat,
+            conversation,
+            only,
+            at: Pos {
+                turn: only.map_or(0, |t| t - 1),
+                part: TAIL,
+                n: i64::MAX,
+            },
+            queue: VecDeque::new(),
+            finished: false,
+        }
+    }
+
+    async fn next(&mut self) -> Option<ChatEvent> {
+        let mut first = true;
+        loop {
+            if let Some(e) = self.queue.pop_front() {
+                self.at = e.id;
+                return Some(e);
+            }
+            if self.finished {
+                return None;
+            }
+            if !first {
+                tokio::select! {
+                    () = tokio::time::sleep(POLL) => {}
+                    () = self.state.shutdown.cancelled() => return None,
+                }
+            }
+            first = false;
+            match self.read().await {
+                Ok(()) => {}
+                Err(message) => {
+                    self.finished = true;
+                    return Some(ChatEvent {
+                        id: self.at,
+                        kind: "error",
+                        data: json!({"message": message}),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Queue what is new after `at`; mark the feed finished after the last turn's `done`.
+    async fn read(&mut self) -> Result<(), String> {
+        let from = if self.at.part == TAIL && self.at.n == i64::MAX {
+            self.at.turn
+        } else {
+            self.at.turn - 1
+        };
+        let turns = self
+            .state
+            .store
+            .turns(self.conversation, from, 20)
+            .await
+            .map_err(|e| format!("the store is unavailable ({e}); reconnect to resume"))?;
+        let turns: Vec<ChatTurn> = turns
+            .into_iter()
+            .filter(|t| self.only.is_none_or(|only| t.id == only))
+            .collect();
+        if turns.is_empty() {
+            self.finished = true;
+            return Ok(());
+        }
+        let count = turns.len();
+        for (i, turn) in turns.iter().enumerate() {
+            let done = self.turn_events(turn).await?;
+            if !done {
+                return Ok(());
+            }
+            if i + 1 == count && (self.only.is_some() || count < 20) {
+                self.finished = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, id: Pos, kind: &'static str, data: Value) {
+        if id > self.at {
+            self.queue.push_back(ChatEvent { id, kind, data });
+        }
+    }
+
+    /// Queue a turn's events after `at`; whether the turn is done.
+    async fn turn_events(&mut self, turn: &ChatTurn) -> Result<bool, String> {
+        let t = turn.id;
+        let base = |extra: Value| {
+            let mut d = json!({"turn": t, "conversation_id": turn.turn.conversation_id});
+            if let (Value::Object(d), Value::Object(x)) = (&mut d, extra) {
+                d.extend(x);
+            }
+            d
+        };
+        self.push(
+            Pos {
+                turn: t,
+                part: 0,
+                n: 0,
+            },
+            "status",
+            base(json!({
+                "message": format!("{} asked: {}", turn.turn.asked_by, turn.turn.question),
+                "kind": turn.turn.kind,
+            })),
+        );
+        for (i, line) in turn.turn.preamble.iter().enumerate() {
+            let mut extra = json!({"message": line.text});
+            if !line.data.is_null() {
+                extra["data"] = line.data.clone();
+            }
+            self.push(
+                Pos {
+                    turn: t,
+                    part: 0,
+                    n: i as i64 + 1,
+                },
+                line_kind(&line.kind),
+                base(extra),
+            );
+        }
+        // Where the turn stands, read before its trail: a turn found done has all of its trail
+        // in the read that follows.
+        let progress = self
+            .chat
+            .progress(turn)
+            .await
+            .map_err(|e| format!("{e:?}"))?;
+        if let Some(request) = turn.turn.request_id {
+            let after = if self.at.turn == t && self.at.part > 0 && self.at.part < TAIL {
+                // Within the trail: re-read the audit event we stopped inside.
+                (self.at.part - 1).max(turn.turn.after_audit)
+            } else {
+                turn.turn.after_audit
+            };
+            if self.at
+                < (Pos {
+                    turn: t,
+                    part: TAIL,
+                    n: -1,
+                })
+            {
+                let rows = self
+                    .state
+                    .store
+                    .audit_after(request, after, BATCH)
+                    .await
+                    .map_err(|e| format!("the store is unavailable ({e}); reconnect to resume"))?;
+                let full = rows.len() as i64 == BATCH;
+                let mut ended = false;
+                for row in &rows {
+                    for (n, typed) in super::events::typed(row).into_iter().enumerate() {
+                        let mut data = typed.data;
+                        data["turn"] = json!(t);
+                        data["request_id"] = json!(request);
+                        data["detail_kind"] = json!(typed.kind);
+                        self.push(
+                            Pos {
+                                turn: t,
+                                part: row.id,
+                                n: n as i64,
+                            },
+                            chat_kind(typed.kind),
+                            data,
+                        );
+                    }
+                    if ends_turn(turn.turn.kind, row) {
+                        ended = true;
+                        break;
+                    }
+                }
+                if full && !ended {
+                    return Ok(false);
+                }
+            }
+        }
+        if !progress.answer.done {
+            return Ok(false);
+        }
+        let mut n = 0;
+        for line in progress.answer.text.split_inclusive('\n') {
+            self.push(
+                Pos {
+                    turn: t,
+                    part: TAIL,
+                    n,
+                },
+                "token",
+                base(json!({"content": line})),
+            );
+            n += 1;
+        }
+        if let Some(action) = progress.answer.hitl {
+            let a = progress.approval.as_ref();
+            self.push(
+                Pos {
+                    turn: t,
+                    part: TAIL,
+                    n,
+                },
+                "hitl_request",
+                base(json!({
+                    "hitl_required": true,
+                    "action_id": action,
+                    "request_id": turn.turn.request_id,
+                    "action_type": a.map(|a| a.action_type.clone()),
+                    "workflow_id": a.map(|a| a.workflow_id.clone()),
+                    "target": a.map(|a| a.target.to_string()),
+                    "risk_score": a.map(|a| a.risk_score),
+                    "risk_level": a.map(|a| a.risk_reason.clone()),
+                    "summary": a.map(|a| a.summary.clone()),
+                    "expires_at": a.map(|a| a.expires_at),
+                })),
+            );
+            n += 1;
+        }
+        self.push(
+            Pos {
+                turn: t,
+                part: TAIL,
+                n,
+            },
+            "done",
+            base(json!({
+                "request_id": turn.turn.request_id,
+                "phase": progress.request.as_ref().map(|r| r.phase),
+                "hitl_required": progress.answer.hitl.is_some(),
+                "action_id": progress.answer.hitl,
+            })),
+        );
+        Ok(true)
+    }
+}
+
+/// A streaming completion: one turn's events as `chat.completion.chunk`s.
+struct TurnStream {
+    inner: Feed,
+    turn: i64,
+    id: String,
+    created: i64,
+    conversation_id: Uuid,
+    state: StreamState,
+    queue: VecDeque<Event>,
+}
+
+#[derive(PartialEq)]
+enum StreamState {
+    Start,
+    Running,
+    Done,
+}
+
+impl TurnStream {
+    fn chunk(&self, delta: Value, finish: Option<&str>, hitl: Option<Value>) -> Event {
+        let mut choice = json!({"index": 0, "delta": delta, "finish_reason": finish});
+        if let Some(action) = hitl {
+            choice["hitl_required"] = json!(!action.is_null());
+            choice["action_id"] = action;
+        }
+        Event::default().data(
+            json!({
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": MODEL,
+                "conversation_id": self.conversation_id,
+                "turn": self.turn,
+                "choices": [choice],
+            })
+            .to_string(),
+        )
+    }
+
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(e) = self.queue.pop_front() {
+                return Some(e);
+            }
+            match self.state {
+                StreamState::Done => return None,
+                StreamState::Start => {
+                    self.state = StreamState::Running;
+                    return Some(self.chunk(
+                        json!({"role": "assistant", "content": ""}),
+                        None,
+                        None,
+                    ));
+                }
+                StreamState::Running => {}
+            }
+            let Some(e) = self.inner.next().await else {
+                self.state = StreamState::Done;
+                self.queue.push_back(Event::default().data("[DONE]"));
+                continue;
+            };
+            let text = |k: &str| {
+                e.data
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            match e.kind {
+                "token" => {
+                    let c = text("content");
+                    self.queue
+                        .push_back(self.chunk(json!({"content": c}), None, None));
+                }
+                "hitl_request" => {
+                    // The contract's signal: no content, the structured fields.
+                    self.queue.push_back(self.chunk(
+                        json!({}),
+                        Some("stop"),
+                        Some(e.data.get("action_id").cloned().unwrap_or(Value::Null)),
+                    ));
+                }
+                "done" => {
+                    if e.data.get("hitl_required") != Some(&json!(true)) {
+                        self.queue
+                            .push_back(self.chunk(json!({}), Some("stop"), None));
+                    }
+                }
+                kind => {
+                    let m = text("message");
+                    if !m.is_empty() {
+                        let line = format!("> _{kind}: {}_\n\n", m.replace('\n', " "));
+                        self.queue
+                            .push_back(self.chunk(json!({"content": line}), None, None));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_round_trip_and_order_by_turn_part_and_event() {
+        let p = Pos {
+            turn: 3,
+            part: 41,
+            n: 2,
+        };
+        assert_eq!(Pos::parse(&p.to_string()), Some(p));
+        assert_eq!(Pos::parse("3.41"), None);
+        assert_eq!(Pos::parse("x.1.2"), None);
+        assert!(
+            Pos {
+                turn: 3,
+                part: 0,
+                n: 9
+            } < Pos {
+                turn: 3,
+                part: 1,
+                n: 0
+            }
+        );
+        assert!(
+            Pos {
+                turn: 3,
+                part: TAIL,
+                n: 0
+            } < Pos {
+                turn: 4,
+                part: 0,
+                n: 0
+            }
+        );
+    }
+}

@@ -1,0 +1,369 @@
+//! Asking kubemedic, with the clients its users have: the official OpenAI Python client (from
+//! PyPI) against `POST /v1/chat/completions`, streaming and not; `kubemedic ask` in a terminal;
+//! the typed event stream, resumed after a restart. On the real API server, with the offline
+//! investigator: a bad rollout is asked about, investigated as a request of source `chat`,
+//! proposed with the HITL signal, refused to a viewer, approved by an approver in the same
+//! conversation, executed once and verified.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
+
+mod common;
+
+use std::process::Command;
+
+use kubemedic::domain::Role;
+use serde_json::{Value, json};
+
+use common::incident::{is_terminal, kubelet, serving};
+use common::kube::Kube;
+
+/// The OpenAI client's Python, installed by scripts/test (scripts/lib/python-tools.sh).
+fn openai_python() -> Option<String> {
+    common::component("KUBEMEDIC_OPENAI_PYTHON", "the OpenAI Python client")
+}
+
+/// Run `code` with the OpenAI client; it prints one JSON document, returned here.
+fn py(python: &str, code: &str, env: &[(&str, &str)]) -> Value {
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(code)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+/// Ask, not streaming: the answer as the client parsed it.
+const ASK: &str = r#"
+import json, os, openai
+c = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key=os.environ["KEY"])
+r = c.chat.completions.create(model="kubemedic",
+    messages=[{"role": "user", "content": os.environ["QUESTION"]}])
+print(json.dumps(r.model_dump()))
+"#;
+
+/// Decide in the conversation with the given key, streaming; the chunks as parsed, or the
+/// error the client raised.
+const DECIDE: &str = r#"
+import json, os, openai
+c = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key=os.environ["KEY"])
+try:
+    s = c.chat.completions.create(model="kubemedic", stream=True,
+        messages=[{"role": "user", "content": os.environ["WORD"]}],
+        extra_body={"conversation_id": os.environ["CONVERSATION"],
+                    "action_id": os.environ["ACTION"]})
+    chunks = [ch.model_dump() for ch in s]
+    print(json.dumps({"chunks": chunks}))
+except openai.APIStatusError as e:
+    print(json.dumps({"status": e.status_code, "error": str(e)}))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_becomes_a_gated_request_approved_in_the_conversation_and_verified() {
+    let Some(python) = openai_python() else {
+        return;
+    };
+    let Some(k) = Kube::new("chat").await else {
+        return;
+    };
+    common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
+    let d = serving(&k, |_| {}).await;
+    let viewer = common::create_key(d.store.as_ref(), Role::Viewer, "vera").await;
+    let approver = common::create_key(d.store.as_ref(), Role::Approver, "alice").await;
+    let base = d.base.clone();
+
+    // A viewer asks; the answer is the investigation, and the fix waits for a human although
+    // the shipped policy auto-approves in staging: a question is not an instruction.
+    let question = format!("Why is checkout crashing in {}?", k.ns);
+    let asked = py(
+        &python,
+        ASK,
+        &[("BASE", &base), ("KEY", &viewer), ("QUESTION", &question)],
+    );
+    assert_eq!(asked["object"], "chat.completion", "{asked:#}");
+    assert_eq!(asked["model"], "kubemedic");
+    let choice = &asked["choices"][0];
+    let content = choice["message"]["content"].as_str().unwrap();
+    assert!(content.contains("**Root cause**"), "{content}");
+    assert!(content.contains("rollback"), "{content}");
+    assert!(content.contains("APPROVAL REQUIRED"), "{content}");
+    assert_eq!(choice["hitl_required"], true, "{asked:#}");
+    let action = choice["action_id"].as_str().unwrap().to_owned();
+    let conversation = asked["conversation_id"].as_str().unwrap().to_owned();
+    let request = asked["request_id"].as_str().unwrap().to_owned();
+
+    // The request is an ordinary one of source chat, requested by the viewer's key.
+    let req = d.api(&format!("/api/v1/requests/{request}")).await;
+    assert_eq!(req["phase"], "AwaitingApproval", "{req:#}");
+    assert_eq!(req["signal"]["source"], "chat", "{req:#}");
+    assert_eq!(req["target"]["name"], "checkout");
+    assert!(
+        req["state"]["gate"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("asked in a conversation"),
+        "{req:#}"
+    );
+
+    // The viewer cannot decide; the refusal is the OpenAI client's PermissionDeniedError.
+    let refused = py(
+        &python,
+        DECIDE,
+        &[
+            ("BASE", &base),
+            ("KEY", &viewer),
+            ("WORD", "approve"),
+            ("CONVERSATION", &conversation),
+            ("ACTION", &action),
+        ],
+    );
+    assert_eq!(refused["status"], 403, "{refused:#}");
+    // A conversation that does not exist is not found.
+    let other = py(
+        &python,
+        DECIDE,
+        &[
+            ("BASE", &base),
+            ("KEY", &approver),
+            ("WORD", "approve"),
+            ("CONVERSATION", &uuid::Uuid::new_v4().to_string()),
+            ("ACTION", &action),
+        ],
+    );
+    assert_eq!(other["status"], 404, "{other:#}");
+
+    // The approver continues their own conversation: a new one of theirs, deciding by the
+    // action_id the viewer was shown is refused (not their conversation)…
+    let alices = py(
+        &python,
+        DECIDE,
+        &[
+            ("BASE", &base),
+            ("KEY", &approver),
+            ("WORD", "approve"),
+            ("CONVERSATION", &conversation),
+            ("ACTION", &action),
+        ],
+    );
+    assert_eq!(alices["status"], 404, "{alices:#}");
+
+    // …so the approver asks the same question (joining the same request) and approves in
+    // their conversation, streaming: execution and verification are reported as they happen.
+    let theirs = py(
+        &python,
+        ASK,
+        &[("BASE", &base), ("KEY", &approver), ("QUESTION", &question)],
+    );
+    assert_eq!(theirs["request_id"], request.as_str(), "{theirs:#}");
+    assert_eq!(theirs["choices"][0]["action_id"], action.as_str());
+    let conversation = theirs["conversation_id"].as_str().unwrap().to_owned();
+    let runner = kubelet(&k);
+    let decided = py(
+        &python,
+        DECIDE,
+        &[
+            ("BASE", &base),
+            ("KEY", &approver),
+            ("WORD", "yes"),
+            ("CONVERSATION", &conversation),
+            ("ACTION", &action),
+        ],
+    );
+    let chunks = decided["chunks"].as_array().expect("chunks");
+    assert_eq!(chunks[0]["object"], "chat.completion.chunk");
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["conversation_id"] == conversation.as_str())
+    );
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert!(text.contains("approved by key:alice"), "{text}");
+    assert!(text.contains("Done"), "{text}");
+    assert!(text.contains("verified effective"), "{text}");
+    let last = chunks.last().unwrap();
+    assert_eq!(last["choices"][0]["finish_reason"], "stop", "{last:#}");
+    runner.abort();
+
+    let done = d
+        .eventually(&format!("/api/v1/requests/{request}"), 30, is_terminal)
+        .await;
+    assert_eq!(done["phase"], "Completed", "{done:#}");
+    // The decision is the approval's, audited with the decider and the channel.
+    let approval = d.api(&format!("/api/v1/approvals/{action}")).await;
+    assert_eq!(
+        approval["decision"]["decided_by"], "key:alice",
+        "{approval:#}"
+    );
+    assert_eq!(approval["decision"]["decided_via"], "chat");
+    // Executed once: one rollback.
+    let trail = d.api(&format!("/api/v1/requests/{request}")).await;
+    let steps = trail["state"]["execution"]["steps"].as_array().unwrap();
+    let undos = steps
+        .iter()
+        .filter(|s| s.to_string().contains("rollout_undo"))
+        .count();
+    assert_eq!(undos, 1, "{trail:#}");
+    assert!(trail["reason"].as_str().unwrap().starts_with("effective"));
+    // A second "approve" in the conversation has nothing pending left.
+    let again = py(
+        &python,
+        DECIDE,
+        &[
+            ("BASE", &base),
+            ("KEY", &approver),
+            ("WORD", "approve"),
+            ("CONVERSATION", &conversation),
+            ("ACTION", &action),
+        ],
+    );
+    assert_eq!(again["status"], 409, "{again:#}");
+    d.stop().await;
+}
+
+/// Read a chat stream to the first `done` (or `hitl_request` + `done`): (id, event, data).
+async fn typed_events(
+    d: &common::TestDaemon,
+    key: &str,
+    conversation: &str,
+    last_event_id: Option<&str>,
+) -> Vec<(String, String, Value)> {
+    let mut rb = d
+        .client
+        .get(d.url(&format!("/v1/chat/stream/{conversation}")))
+        .bearer_auth(key);
+    if let Some(id) = last_event_id {
+        rb = rb.header("last-event-id", id);
+    }
+    let mut r = rb.send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let (mut id, mut ev, mut data) = (String::new(), String::new(), String::new());
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = v.trim().into();
+                } else if let Some(v) = line.strip_prefix("event:") {
+                    ev = v.trim().into();
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            if ev.is_empty() {
+                continue;
+            }
+            let done = ev == "done";
+            out.push((id, ev, serde_json::from_str(&data).unwrap_or(Value::Null)));
+            if done {
+                return out;
+            }
+        }
+        let chunk = tokio::time::timeout_at(deadline, r.chunk())
+            .await
+            .expect("stream timed out")
+            .unwrap();
+        match chunk {
+            Some(b) => buf.push_str(&String::from_utf8_lossy(&b)),
+            None => return out,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_approval_survives_a_restart_and_kubemedic_ask_decides_it() {
+    let Some(k) = Kube::new("chatr").await else {
+        return;
+    };
+    common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
+    let d = serving(&k, |_| {}).await;
+    let key = common::create_key(d.store.as_ref(), Role::Approver, "alice").await;
+
+    // A question through the API, not streaming.
+    let r: Value = d
+        .client
+        .post(d.url("/v1/chat/completions"))
+        .bearer_auth(&key)
+        .json(&json!({"model": "kubemedic", "user": "alice",
+            "messages": [{"role": "user", "content": format!("is anything wrong in namespace {}?", k.ns)}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["choices"][0]["hitl_required"], true, "{r:#}");
+    let conversation = r["conversation_id"].as_str().unwrap().to_owned();
+    let request = r["request_id"].as_str().unwrap().to_owned();
+
+    // The typed events: the question, its plan, the investigation's tool calls, the answer
+    // and the approval request, in order.
+    let events = typed_events(&d, &key, &conversation, None).await;
+    let kinds: Vec<&str> = events.iter().map(|(_, e, _)| e.as_str()).collect();
+    for want in [
+        "status",
+        "plan",
+        "tool_call",
+        "tool_result",
+        "token",
+        "hitl_request",
+        "done",
+    ] {
+        assert!(kinds.contains(&want), "no {want} in {kinds:?}");
+    }
+    let hitl = events.iter().find(|(_, e, _)| e == "hitl_request").unwrap();
+    assert_eq!(hitl.2["hitl_required"], true);
+    let middle = events[events.len() / 2].0.clone();
+
+    // The daemon restarts (same data directory); the stream resumes where it stopped, the
+    // approval is still pending.
+    let dir = d.stop_keeping_data().await;
+    let path = dir.path().to_owned();
+    let d = serving(&k, |a| a.store.data_dir = Some(path)).await;
+    let resumed = typed_events(&d, &key, &conversation, Some(&middle)).await;
+    let ids: Vec<&str> = events.iter().map(|(i, _, _)| i.as_str()).collect();
+    let at = ids.iter().position(|i| *i == middle).unwrap();
+    let rest: Vec<&str> = resumed.iter().map(|(i, _, _)| i.as_str()).collect();
+    assert_eq!(rest, ids[at + 1..].to_vec(), "resumed after {middle}");
+
+    // `kubemedic ask` continues the conversation and approves: it prints the decision,
+    // execution and verification as they happen.
+    let runner = kubelet(&k);
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_kubemedic"))
+        .args([
+            "ask",
+            "--url",
+            &d.base,
+            "--conversation",
+            &conversation,
+            "approve",
+        ])
+        .env("KUBEMEDIC_API_KEY", &key)
+        .output()
+        .await
+        .unwrap();
+    runner.abort();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{printed}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(printed.contains("approved by key:alice"), "{printed}");
+    assert!(printed.contains("Done"), "{printed}");
+    let done = d
+        .eventually(&format!("/api/v1/requests/{request}"), 30, is_terminal)
+        .await;
+    assert_eq!(done["phase"], "Completed", "{done:#}");
+    d.stop().await;
+}
