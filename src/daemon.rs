@@ -411,10 +411,13 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
             let cluster = Arc::new(cluster);
             info!("Kubernetes client configured");
             components.reader = Some(cluster.clone());
-            components.stages.push(enrichment_stage(
-                cluster.clone(),
-                gate.clone(),
-                &settings.enrich,
+            components.stages.push(Arc::new(
+                EnrichmentStage::new(
+                    cluster.clone(),
+                    gate.clone(),
+                    settings.enrich.default_environment.clone(),
+                )
+                .with_memory(store.clone()),
             ));
             components
                 .dependencies

@@ -367,3 +367,210 @@ async fn a_pending_approval_survives_a_restart_and_kubemedic_ask_decides_it() {
     assert_eq!(done["phase"], "Completed", "{done:#}");
     d.stop().await;
 }
+
+/// In the browser: an admin pins context on the Memory page; an approver asks on the Ask page,
+/// watches the investigation arrive (plan, tool calls, the answer with the pinned context in
+/// its evidence), approves with the button, and sees the fix executed and verified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ask_page_streams_the_investigation_and_approves_in_the_browser() {
+    use common::browser::Browser;
+    use std::time::Duration;
+    let Some(k) = Kube::new("chatb").await else {
+        return;
+    };
+    let Some(b) = Browser::start().await else {
+        return;
+    };
+    common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
+    let d = serving(&k, |_| {}).await;
+    let admin = common::create_key(d.store.as_ref(), Role::Admin, "root").await;
+    let approver = common::create_key(d.store.as_ref(), Role::Approver, "alice").await;
+
+    let sign_in = |key: String| {
+        let b = &b;
+        let d = &d;
+        async move {
+            b.goto(&d.url("/login")).await;
+            b.fill("#key", &key).await;
+            b.click("form.login button[type=submit]").await;
+        }
+    };
+    sign_in(admin).await;
+    b.goto(&d.url("/memory")).await;
+    b.fill(
+        "#memory-content",
+        "checkout is the shop's revenue path: prefer a rollback to a restart",
+    )
+    .await;
+    b.click("#memory-form button[type=submit]").await;
+    b.wait_for_text("#memory-cluster", "revenue path").await;
+
+    sign_in(approver).await;
+    b.goto(&d.url("/ask")).await;
+    b.fill(
+        "#question",
+        &format!("why is checkout crashing in {}?", k.ns),
+    )
+    .await;
+    b.click("#send").await;
+    b.wait_until("the approval request", Duration::from_secs(60), async |b| {
+        b.exists("#hitl:not([hidden])").await
+    })
+    .await;
+    let log = b.text("#log").await;
+    for want in [
+        "plan",
+        "tool_call",
+        "tool_result",
+        "Root cause",
+        "Pinned context",
+        "revenue path",
+    ] {
+        assert!(log.contains(want), "no {want} in the log:\n{log}");
+    }
+    assert!(b.text("#hitl-what").await.contains("RollbackDeployment"));
+    let runner = kubelet(&k);
+    b.click("#approve").await;
+    b.wait_until("the fix verified", Duration::from_secs(90), async |b| {
+        b.try_text("#log")
+            .await
+            .is_some_and(|t| t.contains("verified effective"))
+    })
+    .await;
+    runner.abort();
+    b.screenshot("ask-approved.png").await;
+    let foreign = b.foreign_requests(&d.base).await;
+    assert!(foreign.is_empty(), "{foreign:?}");
+    b.close().await;
+    d.stop().await;
+}
+
+/// With a model configured, the question runs the LLM path with the same read-only tools: the
+/// model reads the question (sanitised), the pinned context and the earlier turn in its
+/// prompt, calls a tool, and its proposal comes back to the asker with the HITL signal; a
+/// "deny" ends the request rejected, nothing changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_model_the_question_runs_the_llm_path_and_a_denial_changes_nothing() {
+    use common::llm::{ScriptedLlm, calls};
+    use kubemedic::secret::Secret;
+    let Some(k) = Kube::new("chatm").await else {
+        return;
+    };
+    common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
+    let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
+    let model = ScriptedLlm::start(vec![
+        calls(&[("get_namespaced_resource_context", target.clone())]),
+        calls(&[(
+            "submit_result",
+            json!({
+                "root_cause_analysis": {
+                    "summary": "The latest rollout of checkout crashes on start",
+                    "severity": "high",
+                    "contributing_factors": ["the new ReplicaSet's pods are in CrashLoopBackOff"],
+                    "remediation_target": target,
+                    "investigation_analysis": "A bad rollout."
+                },
+                "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true
+            }),
+        )]),
+        calls(&[(
+            "submit_result_with_workflow",
+            json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision",
+                    "confidence": 0.9, "rationale": "the previous revision ran", "parameters": {"TO_REVISION": 1}}}),
+        )]),
+    ])
+    .await;
+    let base_url = format!("{}/v1", model.base_url);
+    let d = serving(&k, move |a| {
+        a.investigate.llm = Some(kubemedic::config::LlmMode::Openai);
+        a.investigate.llm_base_url = Some(base_url);
+        a.investigate.llm_api_key = Some(Secret::new("sk-chat-test"));
+        a.investigate.llm_model = Some("gpt-4o".into());
+    })
+    .await;
+    let key = common::create_key(d.store.as_ref(), Role::Admin, "root").await;
+    d.store
+        .set_memory(
+            "cluster",
+            Some("checkout is PCI-scoped: never restart it in business hours"),
+            "key:root",
+        )
+        .await
+        .unwrap();
+    let ask = |content: String, conversation: Option<String>, action: Option<String>| {
+        let d = &d;
+        let key = key.clone();
+        async move {
+            let mut body =
+                json!({"model": "kubemedic", "messages": [{"role": "user", "content": content}]});
+            if let Some(c) = conversation {
+                body["conversation_id"] = json!(c);
+            }
+            if let Some(a) = action {
+                body["action_id"] = json!(a);
+            }
+            let r = d
+                .client
+                .post(d.url("/v1/chat/completions"))
+                .bearer_auth(&key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    // A first turn that names nothing: asked back, no request.
+    let first = ask(
+        "hello, what can you do? my password=Hunter2-Secret-42".into(),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(first["request_id"], Value::Null, "{first:#}");
+    assert!(
+        first["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Which workload")
+    );
+    let conversation = first["conversation_id"].as_str().unwrap().to_owned();
+    let asked = ask(
+        format!("why is checkout crashing in {}?", k.ns),
+        Some(conversation.clone()),
+        None,
+    )
+    .await;
+    let choice = &asked["choices"][0];
+    assert_eq!(choice["hitl_required"], true, "{asked:#}");
+    assert!(
+        choice["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("crashes on start")
+    );
+    // What the model read: the question, the earlier turn (sanitised), the pinned context.
+    let prompts: String = model
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(prompts.contains("why is checkout crashing in"), "{prompts}");
+    assert!(prompts.contains("Pinned context"), "{prompts}");
+    assert!(prompts.contains("PCI-scoped"), "{prompts}");
+    assert!(prompts.contains("hello, what can you do?"), "{prompts}");
+    assert!(
+        !prompts.contains("Hunter2-Secret-42"),
+        "a secret reached the model"
+    );
+    let request = asked["request_id"].as_str().unwrap().to_owned();
+    let action = choice["action_id"].as_str().unwrap().to_owned();
+    let denied = ask("no".into(), Some(conversation), Some(action)).await;
+    let text = denied["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(text.contains("Denied"), "{text}");
+    let req = d.api(&format!("/api/v1/requests/{request}")).await;
+    assert_eq!(req["phase"], "Rejected", "{req:#}");
+    assert!(req["state"]["execution"].is_null());
+    d.stop().await;
+}

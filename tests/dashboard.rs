@@ -518,6 +518,9 @@ async fn the_openapi_document_describes_every_api_route_and_only_real_ones() {
         "GET /v1/models",
         "POST /api/v1/chat/hitl/resume",
         "GET /api/v1/chat/conversations",
+        "GET /api/v1/memory",
+        "PUT /api/v1/memory",
+        "DELETE /api/v1/memory",
     ];
     routed.sort();
     assert_eq!(documented, routed);

@@ -71,6 +71,7 @@ fn request(alertname: &str, extra: &[(&str, &str)]) -> RemediationRequest {
             priority: None,
             business_unit: None,
             risk_tolerance: None,
+            pinned: vec![],
             sources: vec![],
         }),
         ..Default::default()

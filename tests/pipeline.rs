@@ -40,6 +40,7 @@ impl Stage for Enricher {
             priority: None,
             business_unit: None,
             risk_tolerance: None,
+            pinned: vec![],
             sources: vec!["test".into()],
         });
         Ok(StageOutcome {

@@ -98,6 +98,14 @@ fn investigation(out: &mut String, req: &RemediationRequest) {
     for w in &analysis.warnings {
         let _ = writeln!(out, "\n⚠ {w}");
     }
+    if let Some(e) = &req.state.enrichment
+        && !e.pinned.is_empty()
+    {
+        let _ = writeln!(out, "\n**Pinned context** (read by this investigation):");
+        for n in &e.pinned {
+            let _ = writeln!(out, "- [{}] {}", n.scope, n.text);
+        }
+    }
     if let Some(selection) = &req.state.selection {
         match &selection.selected {
             Some(s) => {

@@ -384,7 +384,10 @@ impl ChatService {
                     who.subject
                 )
             },
-            "annotations": {"kubemedic.io/conversation": conversation.id.to_string()},
+            "annotations": {
+                "kubemedic.io/conversation": conversation.id.to_string(),
+                crate::domain::ASKED_BY_ANNOTATION: who.subject,
+            },
             // Unique per question: a repeat about the same target joins its active request
             // as an occurrence instead of being dropped as a redelivery.
             "fingerprint": format!("chat-{}-{}", conversation.id.simple(), turns.len()),

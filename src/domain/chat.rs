@@ -128,3 +128,8 @@ pub struct MemoryNote {
 
 /// The longest pinned context one scope may hold, in characters.
 pub const MAX_MEMORY_CHARS: usize = 4_000;
+/// The scope of the cluster-wide pinned context.
+pub const PINNED_CLUSTER: &str = "cluster";
+/// The annotation a question's request carries naming who asked (their pinned context
+/// applies to it too).
+pub const ASKED_BY_ANNOTATION: &str = "kubemedic.io/asked-by";

@@ -35,8 +35,11 @@ pub use approval::{
     NotificationKind,
 };
 pub use audit::{AuditDraft, AuditEvent, transition_event};
-pub use chat::{ChatLine, ChatTurn, Conversation, MAX_MEMORY_CHARS, MemoryNote, NewTurn, TurnKind};
-pub use enrichment::Enrichment;
+pub use chat::{
+    ASKED_BY_ANNOTATION, ChatLine, ChatTurn, Conversation, MAX_MEMORY_CHARS, MemoryNote, NewTurn,
+    PINNED_CLUSTER, TurnKind,
+};
+pub use enrichment::{Enrichment, PinnedNote};
 pub use execution::{
     Assessment, AssessmentReason, DEFAULT_EFFECTIVENESS_THRESHOLD, EngineKind, Execution,
     ExecutionOutcome, ExecutionStep, OPT_OUT_ANNOTATION, REMEDIATION_ANNOTATION, StepStatus,

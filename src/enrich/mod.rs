@@ -22,13 +22,14 @@ use tracing::instrument;
 
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, obj};
 use crate::domain::{
-    AuditDraft, Enrichment, Phase, RemediationRequest, Stage, StageError, StageOutcome,
-    is_cluster_scoped,
+    ASKED_BY_ANNOTATION, AuditDraft, Enrichment, MAX_MEMORY_CHARS, PINNED_CLUSTER, Phase,
+    PinnedNote, RemediationRequest, Stage, StageError, StageOutcome, is_cluster_scoped,
 };
 use crate::policy::{
     Derived, EnrichmentPolicyInput, NamespaceFacts, RegoGate, SignalFacts, non_empty,
     short_revision,
 };
+use crate::redact::sanitize_text;
 
 /// The enrichment settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +59,8 @@ pub struct EnrichmentStage {
     cluster: Arc<dyn ClusterReader>,
     gate: Arc<RegoGate>,
     default_environment: String,
+    /// Where pinned context is kept, when the daemon has a store.
+    memory: Option<Arc<dyn crate::store::Chat>>,
 }
 
 impl EnrichmentStage {
@@ -70,7 +73,51 @@ impl EnrichmentStage {
             cluster,
             gate,
             default_environment: default_environment.into(),
+            memory: None,
         }
+    }
+
+    /// Read the pinned context from `memory` for every request.
+    pub fn with_memory(mut self, memory: Arc<dyn crate::store::Chat>) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// The pinned context that applies to `request`: the cluster's, and the asker's own when
+    /// the request was asked in a conversation. Sanitised and bounded like everything a model
+    /// reads; a store that cannot answer is noted, never a reason to stop.
+    async fn pinned(
+        &self,
+        request: &RemediationRequest,
+        sources: &mut Vec<String>,
+    ) -> Vec<PinnedNote> {
+        let Some(memory) = &self.memory else {
+            return vec![];
+        };
+        let mut scopes = vec![PINNED_CLUSTER.to_owned()];
+        if let Some(asker) = request.signal.annotations.get(ASKED_BY_ANNOTATION) {
+            scopes.push(format!("user:{asker}"));
+        }
+        let mut notes = Vec::new();
+        for scope in scopes {
+            match memory.memory(&scope).await {
+                Ok(Some(n)) => {
+                    let mut text = sanitize_text(&n.content);
+                    if text.chars().count() > MAX_MEMORY_CHARS {
+                        text = text.chars().take(MAX_MEMORY_CHARS).collect();
+                    }
+                    sources.push(format!("pinned context: {scope}, set by {}", n.updated_by));
+                    notes.push(PinnedNote {
+                        scope,
+                        text,
+                        updated_by: n.updated_by,
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => sources.push(format!("pinned context of {scope} not read: {e}")),
+            }
+        }
+        notes
     }
 
     async fn namespace_labels(&self, ns: &str) -> Result<BTreeMap<String, String>, ClusterError> {
@@ -231,12 +278,14 @@ impl Stage for EnrichmentStage {
             self.default_environment.clone()
         });
 
+        let pinned = self.pinned(request, &mut sources).await;
         let enrichment = Enrichment {
             environment,
             priority,
             business_unit,
             risk_tolerance,
             sources,
+            pinned,
         };
         let mut message = format!("environment {}", enrichment.environment);
         for (name, value) in [
@@ -247,6 +296,9 @@ impl Stage for EnrichmentStage {
             if let Some(v) = value {
                 message.push_str(&format!(", {name} {v}"));
             }
+        }
+        for note in &enrichment.pinned {
+            message.push_str(&format!("; pinned context ({}): {}", note.scope, note.text));
         }
         let event =
             AuditDraft::new("enrichment", "enrichment", message).with_payload(serde_json::json!({

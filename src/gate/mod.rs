@@ -15,9 +15,13 @@ use tracing::{info, instrument};
 
 pub use crate::policy::DEFAULT_CONFIDENCE_THRESHOLD;
 
+/// The risk a change asked for in a conversation is shown with when the policy alone would
+/// have auto-approved it: low (the policy found nothing to worry about), but a human decides.
+pub const CHAT_RISK_SCORE: i64 = 20;
+
 use crate::domain::{
-    AuditDraft, GateDecision, Phase, RemediationRequest, SignalSource, Stage, StageError,
-    StageOutcome,
+    AuditDraft, GateDecision, Phase, RemediationRequest, RiskFactor, SignalSource, Stage,
+    StageError, StageOutcome,
 };
 use crate::policy::{GateInput, RegoGate, short_revision};
 
@@ -87,6 +91,13 @@ impl Stage for GateStage {
                 "asked in a conversation, so the asker decides (the policy alone would \
                  auto-approve: {})",
                 decision.reason
+            );
+            decision.risk_factors.insert(
+                0,
+                RiskFactor {
+                    score: CHAT_RISK_SCORE,
+                    reason: decision.reason.clone(),
+                },
             );
         }
         let revision = short_revision(decision.policy_revision.as_deref());

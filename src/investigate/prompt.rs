@@ -92,6 +92,7 @@ pub fn rca_user(req: &RemediationRequest, playbooks: &[&Playbook], view: &str) -
             e.business_unit.as_deref().unwrap_or("-"),
             e.risk_tolerance.as_deref().unwrap_or("-")
         ));
+        pinned(&mut out, e);
     }
     if !playbooks.is_empty() {
         out.push_str(
@@ -191,6 +192,7 @@ pub fn select_user(req: &RemediationRequest, a: &Analysis, history_section: &str
     ));
     if let Some(e) = &req.state.enrichment {
         out.push_str(&format!("environment: {}\n", e.environment));
+        pinned(&mut out, e);
     }
     if !history_section.is_empty() {
         out.push('\n');
@@ -259,6 +261,21 @@ pub fn catalog_tool_schemas() -> Vec<(&'static str, &'static str, Value)> {
             }),
         ),
     ]
+}
+
+/// The pinned context the enrichment read (already sanitised and bounded), as a section of
+/// its own: what this cluster's operators want every investigation to know.
+fn pinned(out: &mut String, e: &crate::domain::Enrichment) {
+    if e.pinned.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\n## Pinned context (written by this cluster's operators: facts and constraints to \
+         respect; it never overrides the approval policy)\n",
+    );
+    for n in &e.pinned {
+        out.push_str(&format!("- [{}] {}\n", n.scope, n.text));
+    }
 }
 
 #[cfg(test)]

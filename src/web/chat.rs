@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -443,6 +443,7 @@ pub async fn conversations(
 /// `Last-Event-ID`; ends after the `done` of its latest turn.
 #[utoipa::path(get, path = "/v1/chat/stream/{session_id}", tag = "chat",
     params(("session_id" = String, Path, description = "The conversation id"),
+           ("after" = Option<String>, Query, description = "Start after this event (`<turn>.<audit id>.<n>`)"),
            ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event (`<turn>.<audit id>.<n>`)")),
     responses((status = 200, description = "text/event-stream of typed events: status, plan, tool_call, tool_result, token, hitl_request, error, done (docs/chat.md)", content_type = "text/event-stream", body = String),
               (status = 404, description = "Not the caller's conversation", body = Object)),
@@ -452,14 +453,22 @@ pub async fn stream(
     caller: Caller,
     headers: HeaderMap,
     Path(session): Path<String>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
 ) -> Result<Response, ChatApiError> {
     let who = caller.need(Role::Viewer)?;
+    super::query::reject_unknown(&q, &["after"])?;
     let chat = service(&state)?;
     let id = Uuid::parse_str(&session)
         .map_err(|_| ChatApiError::bad("session_id", format!("`{session}` is not a UUID")))?;
     chat.conversation(id, &who.subject).await?;
     let mut feed = Feed::new(state.clone(), chat, id, None);
-    if let Some(raw) = headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
+    // `Last-Event-ID` (a reconnecting client) wins over `?after=` (where a browser's
+    // EventSource starts).
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .or(q.get("after").map(String::as_str));
+    if let Some(raw) = resume {
         feed.at = Pos::parse(raw)
             .ok_or_else(|| ChatApiError::bad("Last-Event-ID", "expected <turn>.<audit id>.<n>"))?;
     }

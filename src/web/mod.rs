@@ -15,6 +15,7 @@ mod chat;
 mod events;
 pub mod health;
 mod ingest;
+mod memory;
 pub mod openapi;
 mod pages;
 mod query;
@@ -201,6 +202,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/history", get(pages::history))
         .route("/static/dashboard.css", get(pages::stylesheet))
         .route("/static/live.js", get(pages::live_script))
+        .route("/static/ask.js", get(pages::ask_script))
+        .route("/ask", get(pages::ask))
+        .route("/memory", get(pages::memory).post(pages::memory_submit))
         .route("/api/v1/approvals", get(approvals::list))
         .route("/api/v1/approvals/{id}", get(approvals::get))
         .route("/api/v1/approvals/{id}/decision", post(approvals::decide))
@@ -217,6 +221,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/models", get(chat::models))
         .route("/api/v1/chat/hitl/resume", post(chat::hitl_resume))
         .route("/api/v1/chat/conversations", get(chat::conversations))
+        .route(
+            "/api/v1/memory",
+            get(memory::list).put(memory::put).delete(memory::delete),
+        )
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

@@ -72,6 +72,9 @@ impl Modify for Security {
         super::chat::models,
         super::chat::hitl_resume,
         super::chat::conversations,
+        super::memory::list,
+        super::memory::put,
+        super::memory::delete,
     ),
     components(schemas(
         ErrorBody,

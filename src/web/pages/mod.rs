@@ -7,6 +7,7 @@
 //! from the store and the audit trail; model output, alert text and tool arguments are escaped
 //! by the templates and passed through the secret redaction first.
 
+mod ask;
 mod catalog;
 mod inbox;
 mod proof;
@@ -23,6 +24,7 @@ use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 use serde::Deserialize;
 
+pub use ask::{ask, memory, memory_submit};
 pub use catalog::{catalog, policy};
 pub use inbox::{decide, inbox};
 pub use requests::{history, request, requests};
@@ -34,6 +36,7 @@ use crate::domain::{AuditDraft, Phase, Role, Session};
 
 const STYLESHEET: &str = include_str!("dashboard.css");
 const LIVE_SCRIPT: &str = include_str!("live.js");
+const ASK_SCRIPT: &str = include_str!("ask.js");
 
 /// What the browser may load and where forms may go: this daemon only.
 const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; \
@@ -77,10 +80,12 @@ fn layout(title: &str, who: Option<&Principal>, body: Markup) -> Markup {
                     @if let Some(p) = who {
                         nav {
                             a href="/requests" { "Requests" }
+                            a href="/ask" { "Ask" }
                             a href="/inbox" { "Approvals" }
                             a href="/summary" { "Summary" }
                             a href="/catalog" { "Catalog" }
                             a href="/policy" { "Policy" }
+                            a href="/memory" { "Memory" }
                         }
                         span.who {
                             span #who { (p.subject) } " · " span.role #role { (p.role.as_str()) }
@@ -210,6 +215,10 @@ pub async fn stylesheet() -> Response {
 
 pub async fn live_script() -> Response {
     static_text("text/javascript; charset=utf-8", LIVE_SCRIPT)
+}
+
+pub async fn ask_script() -> Response {
+    static_text("text/javascript; charset=utf-8", ASK_SCRIPT)
 }
 
 fn static_text(content_type: &'static str, text: &'static str) -> Response {
