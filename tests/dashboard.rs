@@ -69,6 +69,10 @@ async fn every_route_checks_the_callers_role() {
         "/api/v1/catalog",
         "/api/v1/policy",
         "/api/v1/audit/verify",
+        "/api/v1/memory",
+        "/api/v1/chat/conversations",
+        "/v1/models",
+        &format!("/v1/chat/stream/{id}"),
     ] {
         assert_eq!(get(&d, path, None).await.status(), 401, "{path}");
         assert_eq!(
@@ -85,6 +89,8 @@ async fn every_route_checks_the_callers_role() {
         "/catalog",
         "/policy",
         "/history?kind=Pod&name=cart-0&namespace=shop",
+        "/ask",
+        "/memory",
     ] {
         let r = get(&d, path, None).await;
         assert_eq!(r.status(), 303, "{path}");
@@ -134,6 +140,18 @@ async fn every_route_checks_the_callers_role() {
     assert!(err["error"].as_str().unwrap().contains("viewer"), "{err}");
     // An approver gets past the role check (no approvals configured here: 404).
     assert_eq!(decision(&approver).await.unwrap().status(), 404);
+    // Pinned context: read by everyone, written by an admin only.
+    let put_memory = |k: &str| {
+        no_redirects()
+            .put(d.url("/api/v1/memory"))
+            .bearer_auth(k.to_owned())
+            .header("content-type", "application/json")
+            .body(r#"{"scope":"cluster","content":"payments is PCI-scoped"}"#)
+            .send()
+    };
+    assert_eq!(put_memory(&viewer).await.unwrap().status(), 403);
+    assert_eq!(put_memory(&approver).await.unwrap().status(), 403);
+    assert_eq!(get(&d, "/api/v1/memory", Some(&viewer)).await.status(), 200);
     assert_eq!(
         get(&d, "/api/v1/audit/verify", Some(&approver))
             .await
