@@ -242,6 +242,73 @@ fn sanitising_twice_changes_nothing() {
     assert!(unstable.is_empty(), "{}", unstable.join("\n"));
 }
 
+/// The benign messages (tests/fixtures/redact/benign-messages.txt): (line number, section,
+/// message).
+fn benign_messages() -> Vec<(usize, String, String)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/redact/benign-messages.txt"
+    );
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for (i, line) in std::fs::read_to_string(path).unwrap().lines().enumerate() {
+        if let Some(name) = line.strip_prefix("## ") {
+            section = name.to_owned();
+        } else if !line.is_empty() && !line.starts_with('#') {
+            out.push((i + 1, section.clone(), line.to_owned()));
+        }
+    }
+    out
+}
+
+/// What Kubernetes, kubelets, runtimes and servers write must reach the investigator as it
+/// was written: redaction removes credentials and nothing else (issue 31). Each message is
+/// checked as a log line, as an event message in an object, and as an annotation value.
+#[test]
+fn benign_messages_pass_unchanged() {
+    let messages = benign_messages();
+    assert!(messages.len() >= 60, "{} benign messages", messages.len());
+    let mut changed = Vec::new();
+    let mut messages_changed = 0;
+    for (line, section, text) in &messages {
+        let before = changed.len();
+        let event = serde_json::json!({"kind": "Event", "reason": "Failed", "message": text});
+        let annotated =
+            serde_json::json!({"metadata": {"annotations": {"example.com/last-error": text}}});
+        let mut forms = vec![("text", text.clone(), sanitize_text(text))];
+        for (form, v) in [("event", &event), ("annotation", &annotated)] {
+            let out = sanitize_value(v);
+            if &out != v {
+                forms.push((form, v.to_string(), out.to_string()));
+            }
+        }
+        for (form, input, out) in forms {
+            if out != input {
+                let why: Vec<String> = findings(&input)
+                    .iter()
+                    .map(|f| format!("{} redacts `{}`", f.rule, &input[f.start..f.end]))
+                    .collect();
+                changed.push(format!(
+                    "line {line} [{section}] ({form}): {}\n  -> {out}",
+                    if why.is_empty() {
+                        "(a key-name rule)".to_owned()
+                    } else {
+                        why.join("; ")
+                    }
+                ));
+            }
+        }
+        messages_changed += usize::from(changed.len() > before);
+    }
+    assert!(
+        changed.is_empty(),
+        "{messages_changed} of {} benign messages changed:\n{}",
+        messages.len(),
+        changed.join("\n")
+    );
+    eprintln!("{n}/{n} benign messages pass unchanged", n = messages.len());
+}
+
 #[test]
 fn constant_prompt_text_survives() {
     for s in [
