@@ -242,6 +242,185 @@ fn sanitising_twice_changes_nothing() {
     assert!(unstable.is_empty(), "{}", unstable.join("\n"));
 }
 
+/// The benign messages (tests/fixtures/redact/benign-messages.txt): (line number, section,
+/// message).
+fn benign_messages() -> Vec<(usize, String, String)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/redact/benign-messages.txt"
+    );
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for (i, line) in std::fs::read_to_string(path).unwrap().lines().enumerate() {
+        if let Some(name) = line.strip_prefix("## ") {
+            section = name.to_owned();
+        } else if !line.is_empty() && !line.starts_with('#') {
+            out.push((i + 1, section.clone(), line.to_owned()));
+        }
+    }
+    out
+}
+
+/// What Kubernetes, kubelets, runtimes and servers write must reach the investigator as it
+/// was written: redaction removes credentials and nothing else (issue 31). Each message is
+/// checked as a log line, as an event message in an object, and as an annotation value.
+#[test]
+fn benign_messages_pass_unchanged() {
+    let messages = benign_messages();
+    assert!(messages.len() >= 60, "{} benign messages", messages.len());
+    let mut changed = Vec::new();
+    let mut messages_changed = 0;
+    for (line, section, text) in &messages {
+        let before = changed.len();
+        let event = serde_json::json!({"kind": "Event", "reason": "Failed", "message": text});
+        let annotated =
+            serde_json::json!({"metadata": {"annotations": {"example.com/last-error": text}}});
+        let mut forms = vec![("text", text.clone(), sanitize_text(text))];
+        for (form, v) in [("event", &event), ("annotation", &annotated)] {
+            let out = sanitize_value(v);
+            if &out != v {
+                forms.push((form, v.to_string(), out.to_string()));
+            }
+        }
+        for (form, input, out) in forms {
+            if out != input {
+                let why: Vec<String> = findings(&input)
+                    .iter()
+                    .map(|f| format!("{} redacts `{}`", f.rule, &input[f.start..f.end]))
+                    .collect();
+                changed.push(format!(
+                    "line {line} [{section}] ({form}): {}\n  -> {out}",
+                    if why.is_empty() {
+                        "(a key-name rule)".to_owned()
+                    } else {
+                        why.join("; ")
+                    }
+                ));
+            }
+        }
+        messages_changed += usize::from(changed.len() > before);
+    }
+    assert!(
+        changed.is_empty(),
+        "{messages_changed} of {} benign messages changed:\n{}",
+        messages.len(),
+        changed.join("\n")
+    );
+    eprintln!("{n}/{n} benign messages pass unchanged", n = messages.len());
+}
+
+#[derive(Deserialize)]
+struct Family {
+    family: String,
+    place: String,
+    #[serde(default)]
+    name: Option<String>,
+    secret: String,
+    text: String,
+    look_alike: String,
+    #[serde(default)]
+    before: Option<String>,
+}
+
+fn families() -> Vec<Family> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/redact/credential-families.yaml"
+    );
+    serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `text` where a family's `place` puts it: (log text, or the object holding it).
+fn placed(f: &Family, text: &str) -> (Option<String>, Option<Value>) {
+    let name = f.name.as_deref().unwrap_or("EXTRA_ARGS");
+    match f.place.as_str() {
+        "log" => (Some(text.to_owned()), None),
+        "env" => (
+            None,
+            Some(
+                serde_json::json!({"kind": "Pod", "metadata": {"name": "checkout"}, "spec": {
+                "containers": [{"name": "app", "env": [{"name": name, "value": text}]}]}}),
+            ),
+        ),
+        "annotation" => (
+            None,
+            Some(
+                serde_json::json!({"kind": "Deployment", "metadata": {"name": "checkout",
+                "annotations": {"example.com/note": text}}}),
+            ),
+        ),
+        "configmap" => (
+            None,
+            Some(
+                serde_json::json!({"kind": "ConfigMap", "metadata": {"name": "checkout"},
+                "data": {"app.conf": text}}),
+            ),
+        ),
+        other => panic!("{}: unknown place {other}", f.family),
+    }
+}
+
+/// Issue 31, item 1: credential families from the detector lists of trufflehog and
+/// detect-secrets, each planted in a ConfigMap, an annotation, an env value or a log line,
+/// are redacted; each family's benign look-alike passes unchanged.
+#[test]
+fn credential_families() {
+    let families = families();
+    assert!(families.len() >= 70, "{} families", families.len());
+    let (mut leaks, mut changed) = (Vec::new(), Vec::new());
+    for f in &families {
+        assert!(
+            f.text.contains(&f.secret),
+            "{}: the text holds the secret",
+            f.family
+        );
+        let (text, value) = placed(f, &f.text);
+        for (form, out) in sanitised_forms(text.as_deref(), value.as_ref()) {
+            if let Some(w) = leaked(&f.secret, &out, 6) {
+                leaks.push(format!(
+                    "[{}] {} ({form}): `{w}` survives: …{}…",
+                    f.place,
+                    f.family,
+                    excerpt(&out, w)
+                ));
+            }
+        }
+        let (text, value) = placed(f, &f.look_alike);
+        let mut inputs: Vec<String> = text.into_iter().collect();
+        if let Some(v) = &value {
+            let out = sanitize_value(v);
+            if &out != v {
+                changed.push(format!("{} look-alike (value): {out}", f.family));
+            }
+            inputs.push(serde_saphyr::to_string(v).unwrap());
+            inputs.push(v.to_string());
+        }
+        for t in inputs {
+            if sanitize_text(&t) != t {
+                let why: Vec<String> = findings(&t)
+                    .iter()
+                    .map(|x| format!("{} redacts `{}`", x.rule, &t[x.start..x.end]))
+                    .collect();
+                changed.push(format!("{} look-alike: {}", f.family, why.join("; ")));
+            }
+        }
+    }
+    let caught_before = families.iter().filter(|f| f.before.is_some()).count();
+    assert!(
+        leaks.is_empty() && changed.is_empty(),
+        "{} leaks:\n{}\n{} look-alikes changed:\n{}",
+        leaks.len(),
+        leaks.join("\n"),
+        changed.len(),
+        changed.join("\n")
+    );
+    eprintln!(
+        "{n}/{n} credential families redacted ({caught_before} caught before issue 31), \
+         {n}/{n} look-alikes unchanged",
+        n = families.len()
+    );
+}
+
 #[test]
 fn constant_prompt_text_survives() {
     for s in [

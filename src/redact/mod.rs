@@ -584,6 +584,41 @@ mod tests {
         }
     }
 
+    /// Issue 31: an admission webhook error reached the investigator as
+    /// `[REDACTED] "https://gatekeeper-webhook-service.gatekeeper-system.svc:[REDACTED]"` —
+    /// key-value read `webhook: Post` and `…webhook-service…svc:443/v1/admit` as credentials.
+    #[test]
+    fn a_webhook_error_keeps_its_verb_port_path_and_query() {
+        let text = concat!(
+            r#"failed calling webhook "validation.gatekeeper.sh": failed to call webhook: "#,
+            r#"Post "https://gatekeeper-webhook-service.gatekeeper-system.svc:443/v1/admit?timeout=3s": "#,
+            "dial tcp 10.96.112.41:443: connect: connection refused",
+        );
+        assert_eq!(sanitize_text(text), text, "{:?}", findings(text));
+        let event = json!({"reason": "FailedCreate", "message": text});
+        assert_eq!(sanitize_value(&event), event);
+        // The same shapes still lose a credential.
+        for (text, secret) in [
+            ("db_password:5432", "5432"),
+            ("redis-auth:6379/0", "6379"),
+            ("failed to get token: s3cr3t-T0ken-9", "s3cr3t-T0ken-9"),
+            ("token: unexpected", "unexpected"),
+            ("- token: Post", "Post"),
+            (
+                "SLACK_WEBHOOK: https://hooks.slack.com/services/T0/B0/XXXXXXXXXXXX",
+                "XXXXXXXXXXXX",
+            ),
+            ("login with api-key: 9f8e7d6c5b4a-token", "9f8e7d6c5b4a"),
+            (
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJlLXNpZw",
+                "c2lnbmF0dXJl",
+            ),
+        ] {
+            let out = sanitize_text(text);
+            assert!(!out.contains(secret), "{text} -> {out}");
+        }
+    }
+
     #[test]
     fn objects_are_walked() {
         let pod = json!({
