@@ -670,7 +670,7 @@ pub async fn approval_service(
         ))
     });
     Some(Arc::new(Approvals {
-        store,
+        store: store.into(),
         settings: config.settings.clone(),
         notifiers,
         signer: LinkSigner::new(key),

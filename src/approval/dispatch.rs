@@ -83,7 +83,13 @@ impl Dispatcher {
                 if shutdown.is_cancelled() {
                     return;
                 }
-                match self.approvals.store.claim_notification(LEASE).await {
+                match self
+                    .approvals
+                    .store
+                    .approvals
+                    .claim_notification(LEASE)
+                    .await
+                {
                     Ok(Some(n)) => self.deliver(n).await,
                     Ok(None) => break,
                     Err(e) => {
@@ -117,7 +123,7 @@ impl Dispatcher {
             .await;
             return;
         };
-        let approval = match a.store.get_approval(n.approval_id).await {
+        let approval = match a.store.approvals.get_approval(n.approval_id).await {
             Ok(Some(x)) => x,
             Ok(None) => {
                 self.finish(
@@ -224,7 +230,7 @@ impl Dispatcher {
         external_ref: Option<serde_json::Value>,
     ) {
         let a = &self.approvals;
-        let Ok(Some(now)) = a.store.get_approval(n.approval_id).await else {
+        let Ok(Some(now)) = a.store.approvals.get_approval(n.approval_id).await else {
             return;
         };
         if now.decision.is_none() {
@@ -243,7 +249,7 @@ impl Dispatcher {
         };
         let draft = AuditDraft::new("notification", "approval", text);
         let request = Some(now.request_id);
-        if let Err(e) = a.store.append_audit(request, None, &draft).await {
+        if let Err(e) = a.store.audit.append_audit(request, None, &draft).await {
             warn!(error = %e, "cannot audit a notification");
         }
     }
@@ -260,7 +266,12 @@ impl Dispatcher {
                 "attempt": n.attempts + 1,
                 "result": label,
             }));
-        if let Err(e) = a.store.finish_notification(n.id, &result, &draft).await {
+        if let Err(e) = a
+            .store
+            .approvals
+            .finish_notification(n.id, &result, &draft)
+            .await
+        {
             warn!(error = %e, "cannot record a notification attempt");
         }
         if let Some(m) = &a.metrics {

@@ -145,10 +145,29 @@ pub struct LinkView {
     pub confirm_target: bool,
 }
 
+/// What the approval service keeps in the store: approvals with their notifications and
+/// nonces, the audit events it appends, and the requests it reads.
+#[derive(Clone)]
+pub struct ApprovalStore {
+    pub approvals: Arc<dyn crate::store::Approvals>,
+    pub audit: Arc<dyn crate::store::Audit>,
+    pub requests: Arc<dyn crate::store::Requests>,
+}
+
+impl From<Arc<dyn Store>> for ApprovalStore {
+    fn from(s: Arc<dyn Store>) -> Self {
+        Self {
+            approvals: s.clone(),
+            audit: s.clone(),
+            requests: s,
+        }
+    }
+}
+
 /// Approvals: creating them, delivering them, deciding them. One per daemon, shared by the
 /// stage, the dispatcher and the web handlers.
 pub struct Approvals {
-    pub store: Arc<dyn Store>,
+    pub store: ApprovalStore,
     pub settings: ApprovalSettings,
     pub notifiers: Vec<Arc<dyn Notifier>>,
     pub signer: LinkSigner,
@@ -317,7 +336,12 @@ impl Approvals {
             actor,
             format!("{} via {via}: {}", refusal.title, refusal.detail),
         );
-        if let Err(e) = self.store.append_audit(request_id, None, &draft).await {
+        if let Err(e) = self
+            .store
+            .audit
+            .append_audit(request_id, None, &draft)
+            .await
+        {
             tracing::warn!(error = %e, "cannot audit a refused approval decision");
         }
         if let Some(m) = &self.metrics {
@@ -337,6 +361,7 @@ impl Approvals {
 
     async fn load(&self, id: Uuid) -> Result<Option<ApprovalRequest>, Refusal> {
         self.store
+            .approvals
             .get_approval(id)
             .await
             .map_err(|e| store_unavailable(&e))
@@ -488,6 +513,7 @@ impl Approvals {
         }
         let fresh = self
             .store
+            .approvals
             .consume_nonce(&format!("link:{}", claims.nonce), Some(approval.id))
             .await
             .map_err(|e| store_unavailable(&e))?;
@@ -523,6 +549,7 @@ impl Approvals {
     ) -> Result<ApprovalRequest, Refusal> {
         let outcome = self
             .store
+            .approvals
             .decide_approval(approval.id, &decision)
             .await
             .map_err(|e| store_unavailable(&e))?;
@@ -627,6 +654,7 @@ impl Approvals {
             Some(alt) => {
                 let req = self
                     .store
+                    .requests
                     .get_request(approval.request_id)
                     .await
                     .map_err(|e| store_unavailable(&e))?

@@ -146,6 +146,7 @@ impl Stage for ApprovalStage {
         let now = a.clock.now();
         let approval = match a
             .store
+            .approvals
             .approval_of_request(req.id)
             .await
             .map_err(store_down)?
@@ -156,6 +157,7 @@ impl Stage for ApprovalStage {
                 let offers = a.offers(&fresh);
                 let stored = a
                     .store
+                    .approvals
                     .create_approval(&fresh, &offers)
                     .await
                     .map_err(store_down)?;
@@ -177,6 +179,7 @@ impl Stage for ApprovalStage {
             };
             let decided = a
                 .store
+                .approvals
                 .decide_approval(approval.id, &expiry)
                 .await
                 .map_err(store_down)?;

@@ -26,7 +26,7 @@ use tracing::{Instrument, debug, error, info, info_span, warn};
 
 use super::{Pipeline, Step};
 use crate::domain::{Phase, RemediationRequest};
-use crate::store::{PendingStep, StepCommit, Store, Via};
+use crate::store::{Claims, PendingStep, StepCommit, Store, Via};
 use crate::telemetry::Metrics;
 
 /// Requests claimed with one statement at most.
@@ -39,7 +39,10 @@ const MIN_IN_FLIGHT: usize = 256;
 const COMMIT_BATCH: usize = 256;
 
 pub struct WorkerPool {
-    store: Arc<dyn Store>,
+    /// The pool claims, renews, commits and releases; nothing else of the store.
+    store: Arc<dyn Claims>,
+    /// Whether the database takes one write at a time (one committer then).
+    serial_writes: bool,
     pipeline: Arc<Pipeline>,
     worker_id: String,
     concurrency: usize,
@@ -72,8 +75,10 @@ impl WorkerPool {
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
         let concurrency = concurrency.max(1);
+        let serial_writes = store.serial_writes();
         Self {
             store,
+            serial_writes,
             pipeline,
             worker_id,
             concurrency,
@@ -99,8 +104,11 @@ impl WorkerPool {
     /// Run until `shutdown` is cancelled, then let in-flight steps commit (at most `grace`).
     pub async fn run(self: Arc<Self>, shutdown: CancellationToken, grace: Duration) {
         let holds = Arc::new(Semaphore::new(self.in_flight));
-        let (commits, mut committers) =
-            CommitQueue::start(self.store.clone(), self.worker_id.clone());
+        let (commits, mut committers) = CommitQueue::start(
+            self.store.clone(),
+            self.serial_writes,
+            self.worker_id.clone(),
+        );
         let mut tasks = JoinSet::new();
         info!(
             worker = %self.worker_id,
@@ -384,10 +392,10 @@ impl CommitQueue {
     /// The queue and its committer tasks, which end once every sender is gone. SQLite has
     /// one writer, so one committer; on Postgres two, so one batch's statements run while
     /// another's wait for the database (they queue only to append to the audit chain).
-    fn start(store: Arc<dyn Store>, worker: String) -> (Self, JoinSet<()>) {
+    fn start(store: Arc<dyn Claims>, serial_writes: bool, worker: String) -> (Self, JoinSet<()>) {
         let (tx, rx) = mpsc::channel(COMMIT_BATCH * 4);
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
-        let committers = if store.serial_writes() { 1 } else { 2 };
+        let committers = if serial_writes { 1 } else { 2 };
         let mut tasks = JoinSet::new();
         for _ in 0..committers {
             tasks.spawn(committer(store.clone(), worker.clone(), rx.clone()));
@@ -422,7 +430,7 @@ impl CommitQueue {
 /// next batch gathers. A batch the database refuses is committed again one step at a time, so
 /// one bad step fails alone.
 async fn committer(
-    store: Arc<dyn Store>,
+    store: Arc<dyn Claims>,
     worker: String,
     queue: Arc<tokio::sync::Mutex<mpsc::Receiver<Queued>>>,
 ) {
