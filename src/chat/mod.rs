@@ -48,6 +48,9 @@ pub const HISTORY_TURNS: usize = 10;
 pub const HISTORY_ANSWER_CHARS: usize = 2_000;
 /// The most turns a conversation holds; a longer one is refused (start a new one).
 pub const MAX_TURNS: i64 = 500;
+/// The most questions one asker may send per minute (on this replica): each can start an
+/// investigation, which costs cluster reads and model tokens.
+pub const QUESTIONS_PER_MINUTE: usize = 12;
 
 /// Who is asking.
 #[derive(Debug, Clone)]
@@ -69,6 +72,8 @@ pub enum ChatError {
     NotFound(String),
     /// The approval is no longer pending, or refused the decision.
     Conflict(String),
+    /// Too many questions from this asker: retry after the seconds given.
+    TooMany(u64),
     Unavailable(String),
 }
 
@@ -100,6 +105,39 @@ pub struct ChatService {
     reader: Option<Arc<dyn ClusterReader>>,
     approvals: Option<Arc<Approvals>>,
     clock: Arc<dyn Clock>,
+    pace: Pace,
+}
+
+/// When each asker's recent questions came (for [`QUESTIONS_PER_MINUTE`]).
+#[derive(Default)]
+struct Pace(
+    std::sync::Mutex<
+        std::collections::HashMap<String, std::collections::VecDeque<std::time::Instant>>,
+    >,
+);
+
+impl Pace {
+    /// Count a question of `who` at `now`; refused (with the seconds to wait) when they sent
+    /// [`QUESTIONS_PER_MINUTE`] in the minute before.
+    fn admit(&self, who: &str, now: std::time::Instant) -> Result<(), ChatError> {
+        let minute = std::time::Duration::from_secs(60);
+        let Ok(mut recent) = self.0.lock() else {
+            return Ok(());
+        };
+        recent.retain(|_, q| q.back().is_some_and(|t| now.duration_since(*t) < minute));
+        let q = recent.entry(who.to_owned()).or_default();
+        while q.front().is_some_and(|t| now.duration_since(*t) >= minute) {
+            q.pop_front();
+        }
+        if q.len() >= QUESTIONS_PER_MINUTE {
+            let wait = q.front().map_or(60, |t| {
+                60u64.saturating_sub(now.duration_since(*t).as_secs())
+            });
+            return Err(ChatError::TooMany(wait.max(1)));
+        }
+        q.push_back(now);
+        Ok(())
+    }
 }
 
 fn clip(s: &str, max: usize) -> String {
@@ -125,6 +163,7 @@ impl ChatService {
             reader,
             approvals,
             clock,
+            pace: Pace::default(),
         }
     }
 
@@ -189,6 +228,7 @@ impl ChatService {
             self.decide(who, &conversation, &turns, &message, approve, action_id)
                 .await?
         } else {
+            self.pace.admit(&who.subject, std::time::Instant::now())?;
             self.question(who, &conversation, &turns, &message).await?
         };
         let turn = self.store.add_turn(&new).await?;
@@ -550,5 +590,30 @@ impl ChatService {
             approval,
             answer,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_asker_gets_a_dozen_questions_a_minute_and_others_are_not_held_up() {
+        let pace = Pace::default();
+        let t0 = std::time::Instant::now();
+        for i in 0..QUESTIONS_PER_MINUTE {
+            assert!(
+                pace.admit("key:vera", t0 + std::time::Duration::from_secs(i as u64))
+                    .is_ok()
+            );
+        }
+        let at = t0 + std::time::Duration::from_secs(20);
+        assert_eq!(pace.admit("key:vera", at), Err(ChatError::TooMany(40)));
+        assert!(pace.admit("key:alice", at).is_ok());
+        // A minute after the first, one more fits.
+        assert!(
+            pace.admit("key:vera", t0 + std::time::Duration::from_secs(61))
+                .is_ok()
+        );
     }
 }

@@ -74,6 +74,7 @@ impl IntoResponse for ChatApiError {
             StatusCode::FORBIDDEN => "insufficient_role",
             StatusCode::NOT_FOUND => "not_found",
             StatusCode::CONFLICT => "conflict",
+            StatusCode::TOO_MANY_REQUESTS => "rate_limited",
             StatusCode::SERVICE_UNAVAILABLE => "unavailable",
             _ => "invalid_request",
         };
@@ -134,6 +135,14 @@ impl From<ChatError> for ChatApiError {
             ChatError::Forbidden(m) => Self::new(StatusCode::FORBIDDEN, "permission_error", m),
             ChatError::NotFound(m) => Self::new(StatusCode::NOT_FOUND, "not_found_error", m),
             ChatError::Conflict(m) => Self::new(StatusCode::CONFLICT, "conflict_error", m),
+            ChatError::TooMany(s) => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                format!(
+                    "more than {} questions in a minute; retry in {s} s",
+                    crate::chat::QUESTIONS_PER_MINUTE
+                ),
+            ),
             ChatError::Unavailable(m) => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", m)
             }
