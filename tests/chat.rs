@@ -47,6 +47,15 @@ r = c.chat.completions.create(model="kubemedic",
 print(json.dumps(r.model_dump()))
 "#;
 
+/// Ask, streaming: the chunks as the client parsed them.
+const ASK_STREAM: &str = r#"
+import json, os, openai
+c = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key=os.environ["KEY"])
+s = c.chat.completions.create(model="kubemedic", stream=True,
+    messages=[{"role": "user", "content": os.environ["QUESTION"]}])
+print(json.dumps({"chunks": [ch.model_dump() for ch in s]}))
+"#;
+
 /// Decide in the conversation with the given key, streaming; the chunks as parsed, or the
 /// error the client raised.
 const DECIDE: &str = r#"
@@ -152,16 +161,28 @@ async fn a_question_becomes_a_gated_request_approved_in_the_conversation_and_ver
     );
     assert_eq!(alices["status"], 404, "{alices:#}");
 
-    // …so the approver asks the same question (joining the same request) and approves in
-    // their conversation, streaming: execution and verification are reported as they happen.
+    // …so the approver asks the same question, streaming (it joins the same request): the
+    // answer arrives as chunks and ends with the contract's HITL signal.
     let theirs = py(
         &python,
-        ASK,
+        ASK_STREAM,
         &[("BASE", &base), ("KEY", &approver), ("QUESTION", &question)],
     );
-    assert_eq!(theirs["request_id"], request.as_str(), "{theirs:#}");
-    assert_eq!(theirs["choices"][0]["action_id"], action.as_str());
-    let conversation = theirs["conversation_id"].as_str().unwrap().to_owned();
+    let chunks = theirs["chunks"].as_array().expect("chunks");
+    let streamed: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert!(streamed.contains("APPROVAL REQUIRED"), "{streamed}");
+    assert!(streamed.contains(&request), "the same request: {streamed}");
+    let signal = chunks
+        .iter()
+        .find(|c| c["choices"][0]["hitl_required"] == true)
+        .expect("a HITL signal chunk");
+    assert_eq!(signal["choices"][0]["action_id"], action.as_str(), "{signal:#}");
+    assert_eq!(signal["choices"][0]["delta"]["content"], Value::Null);
+    assert_eq!(signal["choices"][0]["finish_reason"], "stop");
+    let conversation = signal["conversation_id"].as_str().unwrap().to_owned();
     let runner = kubelet(&k);
     let decided = py(
         &python,
