@@ -221,9 +221,22 @@ async fn one_audit_key(settings: &Settings, store: &dyn Store) -> Result<(), Dae
     Ok(())
 }
 
-/// Remediation history from the store: what verification recorded, for the investigation.
-/// It reads the store's history and nothing else.
-pub struct StoreHistory(pub Arc<dyn crate::store::History>);
+/// Remediation history from the store: what verification recorded, for the investigation —
+/// the target's history and the learned outcomes of a signature. It reads those and nothing
+/// else.
+pub struct StoreHistory {
+    history: Arc<dyn crate::store::History>,
+    patterns: Arc<dyn crate::store::Patterns>,
+}
+
+impl StoreHistory {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self {
+            history: store.clone(),
+            patterns: store,
+        }
+    }
+}
 
 #[async_trait::async_trait]
 impl RemediationHistory for StoreHistory {
@@ -232,8 +245,19 @@ impl RemediationHistory for StoreHistory {
         target: &Target,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<Vec<HistoryRecord>, HistoryError> {
-        self.0
+        self.history
             .history(&target.fingerprint(), now - chrono::Duration::days(90))
+            .await
+            .map_err(|e| HistoryError(e.to_string()))
+    }
+
+    async fn outcomes(
+        &self,
+        signature: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<crate::domain::PatternOutcome>, HistoryError> {
+        self.patterns
+            .outcomes(signature, now - crate::history::patterns::LOOKBACK)
             .await
             .map_err(|e| HistoryError(e.to_string()))
     }
@@ -423,7 +447,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 .dependencies
                 .push(Arc::new(ClusterDependency::connected(cluster.clone())));
             let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-            let history = Arc::new(StoreHistory(store.clone()));
+            let history = Arc::new(StoreHistory::new(store.clone()));
             let (stages, investigator) = investigation_stages(
                 settings,
                 cluster.clone(),

@@ -878,6 +878,23 @@ impl kubemedic::store::History for UnreachableStore {
 }
 
 #[async_trait]
+impl kubemedic::store::Patterns for UnreachableStore {
+    async fn record_outcome(
+        &self,
+        _: &kubemedic::domain::PatternOutcome,
+    ) -> Result<bool, StoreError> {
+        Err(gone())
+    }
+    async fn outcomes(
+        &self,
+        _: &str,
+        _: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<kubemedic::domain::PatternOutcome>, StoreError> {
+        Err(gone())
+    }
+}
+
+#[async_trait]
 impl kubemedic::store::Chat for UnreachableStore {
     async fn open_conversation(
         &self,

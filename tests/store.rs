@@ -106,6 +106,7 @@ contract!(
     one_execution_lock_per_target_until_the_holder_finishes,
     an_intent_is_recorded_once_and_settled,
     history_is_kept_per_target_and_in_order,
+    outcomes_are_kept_once_per_request_and_read_per_signature,
     a_resolved_signal_is_seen_since_its_time,
     a_nul_character_is_stored_the_same_on_both_backends,
     an_approval_is_created_once_and_the_first_decision_wins,
@@ -1065,6 +1066,76 @@ async fn history_is_kept_per_target_and_in_order(f: Fixture) {
         vec![early, late],
         "oldest first, the target's own, within the window"
     );
+}
+
+fn outcome(
+    signature: &kubemedic::domain::Signature,
+    workflow: &str,
+    effective: bool,
+    at: chrono::DateTime<Utc>,
+) -> kubemedic::domain::PatternOutcome {
+    kubemedic::domain::PatternOutcome {
+        request_id: uuid::Uuid::new_v4(),
+        signature: signature.clone(),
+        workflow_id: workflow.into(),
+        action_type: "RestartDeployment".into(),
+        replaced: effective.then(|| "delete-pod".to_owned()),
+        target: Target::new("Deployment", "checkout", Some("shop".into())),
+        effective,
+        score: Some(if effective { 1.0 } else { 0.53 }),
+        recorded_at: at,
+    }
+}
+
+async fn outcomes_are_kept_once_per_request_and_read_per_signature(f: Fixture) {
+    use kubemedic::domain::SignatureFacts;
+    use kubemedic::history::patterns::signature;
+    let s = &f.store;
+    let now = f.clock.now();
+    let facts = |states: &[&str]| SignatureFacts {
+        alert: "KubePodNotReady".into(),
+        kind: "Deployment".into(),
+        pod_states: states.iter().map(|s| (*s).to_owned()).collect(),
+        events: vec!["Unhealthy".into()],
+    };
+    let wedged = signature(facts(&["not-ready"]));
+    let looping = signature(facts(&["not-ready", "waiting:CrashLoopBackOff"]));
+    let old = outcome(
+        &wedged,
+        "restart-rolling",
+        true,
+        now - chrono::Duration::days(100),
+    );
+    let first = outcome(
+        &wedged,
+        "restart-rolling",
+        true,
+        now - chrono::Duration::hours(5),
+    );
+    let second = outcome(
+        &wedged,
+        "restart-rolling",
+        false,
+        now - chrono::Duration::hours(1),
+    );
+    let other = outcome(&looping, "rollback-deployment", true, now);
+    for o in [&second, &old, &first, &other] {
+        assert!(s.record_outcome(o).await.unwrap());
+    }
+    // Recording a request's outcome again (a retried verification) keeps the first.
+    let mut again = first.clone();
+    again.effective = false;
+    assert!(!s.record_outcome(&again).await.unwrap());
+    let got = s
+        .outcomes(&wedged.hash, now - chrono::Duration::days(90))
+        .await
+        .unwrap();
+    assert_eq!(
+        got,
+        vec![first, second],
+        "oldest first, the signature's own, within the window"
+    );
+    assert_eq!(got[0].signature.facts.pod_states, vec!["not-ready"]);
 }
 
 async fn a_resolved_signal_is_seen_since_its_time(f: Fixture) {

@@ -98,6 +98,7 @@ impl ApprovalStage {
                                 chosen.workflow_id, approval.workflow_id
                             ),
                         ));
+                        sel.replaced = Some(approval.workflow_id.clone());
                         sel.selected = Some(chosen);
                     }
                 }

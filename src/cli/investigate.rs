@@ -411,6 +411,8 @@ mod tests {
             proposal: None,
             plan,
             neighbourhood: None,
+            signature: None,
+            learned: vec![],
         });
         req
     }

@@ -111,7 +111,7 @@ fn demo_components(
         reader.clone(),
         cluster.clone(),
         clock.clone(),
-        Arc::new(daemon::StoreHistory(store.clone())),
+        Arc::new(daemon::StoreHistory::new(store.clone())),
         Some(metrics.clone()),
     );
     stages.extend(investigation);

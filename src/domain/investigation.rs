@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::history::HistoryContext;
 use super::labels::DetectedLabels;
+use super::learning::{LearnedPattern, LearnedUse, Signature};
 use super::neighbourhood::Neighbourhood;
 use super::phase::Phase;
 use super::target::Target;
@@ -169,6 +170,13 @@ pub struct Analysis {
     /// looked at).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub neighbourhood: Option<Neighbourhood>,
+    /// The incident's signature (docs/adr/0024-outcome-learning.md), when the target was
+    /// verified: what a verified outcome is learned under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Signature>,
+    /// Patterns learned from verified outcomes on the same signature: hints, strongest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learned: Vec<LearnedPattern>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,6 +223,13 @@ pub struct Selection {
     pub usage: Usage,
     #[serde(default)]
     pub llm_calls: Vec<LlmCallRecord>,
+    /// The learned pattern the selection proposes, when it proposes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned: Option<LearnedUse>,
+    /// The workflow kubemedic had selected, when an approver chose an alternative instead
+    /// (`selected` is then the alternative).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,6 +20,7 @@ mod gate;
 mod history;
 mod investigation;
 mod labels;
+mod learning;
 mod neighbourhood;
 mod phase;
 mod proof;
@@ -53,6 +54,7 @@ pub use investigation::{
     Usage, ValidationAttempt, excerpt,
 };
 pub use labels::{DetectedLabels, QuotaUsage};
+pub use learning::{LearnedPattern, LearnedUse, PatternOutcome, Signature, SignatureFacts};
 pub use neighbourhood::{Change, DepKind, Dependency, Neighbourhood};
 pub use phase::{Phase, stage_name};
 pub use proof::{

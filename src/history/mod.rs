@@ -8,6 +8,11 @@
 //! Output: a [`HistoryContext`] with two tiers (24 h full detail; 24 h–90 d summary of entries
 //! that match the current spec), each entry's `hashMatch`, `regressionDetected`, and the
 //! warnings the prompt carries ([`warnings`]).
+//!
+//! The same provider answers for learned patterns ([`patterns`]): the verified outcomes of
+//! workflows on incidents of one signature, cluster-wide, read by both investigators as hints.
+
+pub mod patterns;
 
 use std::sync::Mutex;
 
@@ -15,7 +20,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::domain::{
-    HashMatch, HistoryContext, HistoryEntry, HistoryRecord, HistoryWarning, Target, Tier,
+    HashMatch, HistoryContext, HistoryEntry, HistoryRecord, HistoryWarning, PatternOutcome, Target,
+    Tier,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -31,20 +37,37 @@ pub trait RemediationHistory: Send + Sync {
         target: &Target,
         now: DateTime<Utc>,
     ) -> Result<Vec<HistoryRecord>, HistoryError>;
+
+    /// Verified outcomes recorded for `signature` within [`patterns::LOOKBACK`] of `now`,
+    /// from any target in the cluster. None by default (a provider that keeps no outcomes).
+    async fn outcomes(
+        &self,
+        signature: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<PatternOutcome>, HistoryError> {
+        let _ = (signature, now);
+        Ok(vec![])
+    }
 }
 
 /// History held in memory: used until durable history storage exists, and by tests that seed
 /// history.
 #[derive(Default)]
-pub struct InMemoryHistory(Mutex<Vec<HistoryRecord>>);
+pub struct InMemoryHistory(Mutex<Vec<HistoryRecord>>, Mutex<Vec<PatternOutcome>>);
 
 impl InMemoryHistory {
     pub fn new(records: Vec<HistoryRecord>) -> Self {
-        Self(Mutex::new(records))
+        Self(Mutex::new(records), Mutex::default())
     }
     pub fn add(&self, r: HistoryRecord) {
         if let Ok(mut v) = self.0.lock() {
             v.push(r);
+        }
+    }
+    /// Remember a verified outcome (what verification writes to the store).
+    pub fn learn(&self, o: PatternOutcome) {
+        if let Ok(mut v) = self.1.lock() {
+            v.push(o);
         }
     }
 }
@@ -67,6 +90,22 @@ impl RemediationHistory for InMemoryHistory {
             .collect();
         out.sort_by_key(|r| r.completed_at);
         Ok(out)
+    }
+
+    async fn outcomes(
+        &self,
+        signature: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<PatternOutcome>, HistoryError> {
+        let all = self
+            .1
+            .lock()
+            .map_err(|_| HistoryError("lock poisoned".into()))?;
+        Ok(all
+            .iter()
+            .filter(|o| o.signature.hash == signature && now - o.recorded_at <= patterns::LOOKBACK)
+            .cloned()
+            .collect())
     }
 }
 

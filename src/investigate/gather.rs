@@ -1,7 +1,7 @@
 //! Evidence both investigators gather the same way: the pre-fetched namespace snapshot that
 //! playbooks match against (and its compact view, for the model), the verification of the
-//! remediation target (root owner through the owner chain), and the remediation history of
-//! that root owner.
+//! remediation target (root owner through the owner chain), the remediation history of
+//! that root owner, and the incident's signature with the patterns learned for it.
 
 use std::sync::Arc;
 
@@ -15,8 +15,11 @@ use crate::cluster::context::ResourceContext;
 use crate::cluster::obj;
 use crate::cluster::render::pod_status;
 use crate::cluster::tools::{ClusterTools, ToolLimits};
-use crate::domain::{HistoryContext, RcaResult, RemediationRequest, SignalMode, Target};
-use crate::history::{RemediationHistory, build_context};
+use crate::domain::{
+    HistoryContext, LearnedPattern, RcaResult, RemediationRequest, SignalMode, Signature,
+    SignatureFacts, Target,
+};
+use crate::history::{RemediationHistory, build_context, patterns};
 
 /// The namespace the signal is about (target namespace, else its `namespace` label).
 pub fn signal_namespace(req: &RemediationRequest) -> Option<String> {
@@ -158,4 +161,208 @@ pub async fn history(
         &records,
         now,
     ))
+}
+
+/// Whether `pod` belongs to `root`: it is the root, or its owner is (a StatefulSet, DaemonSet
+/// or Job pod), or its owner is one of the root's generated children (`<root>-<hash>`: a
+/// Deployment's ReplicaSet, a CronJob's Job).
+fn belongs(pod: &Value, root: &Target) -> bool {
+    if obj::str_at(pod, &["metadata", "namespace"]).is_some_and(|ns| {
+        root.namespace
+            .as_deref()
+            .is_some_and(|r| !r.is_empty() && r != ns)
+    }) {
+        return false;
+    }
+    if root.kind == "Pod" {
+        return obj::str_at(pod, &["metadata", "name"]) == Some(root.name.as_str());
+    }
+    obj::array(pod, &["metadata", "ownerReferences"])
+        .iter()
+        .filter_map(|o| obj::str_at(o, &["name"]))
+        .any(|owner| {
+            owner == root.name
+                || owner
+                    .strip_prefix(root.name.as_str())
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|hash| !hash.is_empty() && !hash.contains('-'))
+        })
+}
+
+/// How a pod is failing, as signature facts; empty for a healthy pod (running and ready, or
+/// completed).
+fn pod_states(pod: &Value) -> Vec<String> {
+    let phase = obj::str_at(pod, &["status", "phase"]).unwrap_or("Unknown");
+    let ready = obj::array(pod, &["status", "conditions"]).iter().any(|c| {
+        obj::str_at(c, &["type"]) == Some("Ready") && obj::str_at(c, &["status"]) == Some("True")
+    });
+    let containers: Vec<&Value> = obj::array(pod, &["status", "containerStatuses"])
+        .iter()
+        .chain(obj::array(pod, &["status", "initContainerStatuses"]).iter())
+        .collect();
+    let waiting = containers
+        .iter()
+        .any(|c| obj::str_at(c, &["state", "waiting", "reason"]).is_some());
+    let healthy = phase == "Succeeded" || (phase == "Running" && ready && !waiting);
+    if healthy {
+        return vec![];
+    }
+    let mut out = Vec::new();
+    if phase == "Running" {
+        out.push("not-ready".to_owned());
+    } else {
+        out.push(format!("phase:{phase}"));
+    }
+    for c in containers {
+        if let Some(r) = obj::str_at(c, &["state", "waiting", "reason"]) {
+            out.push(format!("waiting:{r}"));
+        }
+        for path in [
+            ["state", "terminated", "reason"],
+            ["lastState", "terminated", "reason"],
+        ] {
+            if let Some(r) = obj::str_at(c, &path) {
+                out.push(format!("terminated:{r}"));
+            }
+        }
+    }
+    out
+}
+
+/// The facts of the incident's signature (docs/adr/0024-outcome-learning.md): the signal's
+/// name, the verified root owner's kind, how the root owner's unhealthy pods fail, and the
+/// reasons of the Warning events about the root owner, its children or its pods — from the
+/// pods and events both investigators pre-fetch. Never a name, a namespace or a count, so the
+/// same failure elsewhere has the same signature.
+pub fn signature(alert: &str, root: &Target, pods: &[Value], events: &[Value]) -> Signature {
+    let owned: Vec<&Value> = pods.iter().filter(|p| belongs(p, root)).collect();
+    let names: Vec<&str> = owned
+        .iter()
+        .filter_map(|p| obj::str_at(p, &["metadata", "name"]))
+        .collect();
+    let about_root = |name: &str| {
+        name == root.name
+            || names.contains(&name)
+            || name
+                .strip_prefix(root.name.as_str())
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|hash| !hash.is_empty() && !hash.contains('-'))
+    };
+    let events = events
+        .iter()
+        .filter(|e| obj::str_at(e, &["type"]) == Some("Warning"))
+        .filter(|e| {
+            obj::str_at(e, &["involvedObject", "name"])
+                .or_else(|| obj::str_at(e, &["regarding", "name"]))
+                .is_some_and(about_root)
+        })
+        .filter_map(|e| obj::str_at(e, &["reason"]).map(str::to_owned))
+        .collect();
+    patterns::signature(SignatureFacts {
+        alert: alert.to_owned(),
+        kind: root.kind.clone(),
+        pod_states: owned.iter().flat_map(|p| pod_states(p)).collect(),
+        events,
+    })
+}
+
+/// The patterns learned for `signature`, strongest first; none when the provider cannot
+/// answer (learning is a hint: its absence never stops an investigation).
+pub async fn learned(
+    provider: &dyn RemediationHistory,
+    signature: &Signature,
+    now: DateTime<Utc>,
+) -> Vec<LearnedPattern> {
+    match provider.outcomes(&signature.hash, now).await {
+        Ok(outcomes) => patterns::aggregate(&outcomes, now),
+        Err(e) => {
+            tracing::warn!(error = %e, "learned patterns unavailable; investigating without them");
+            vec![]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, owner: &str, status: Value) -> Value {
+        json!({"metadata": {"name": name, "namespace": "shop",
+            "ownerReferences": [{"kind": "ReplicaSet", "name": owner}]}, "status": status})
+    }
+
+    fn ready() -> Value {
+        json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "app", "state": {"running": {}}}]})
+    }
+
+    fn not_ready() -> Value {
+        json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{"name": "app", "state": {"running": {}}}]})
+    }
+
+    fn warning(name: &str, reason: &str) -> Value {
+        json!({"type": "Warning", "reason": reason, "involvedObject": {"kind": "Pod", "name": name}})
+    }
+
+    #[test]
+    fn the_same_failure_on_another_object_has_the_same_signature() {
+        let checkout = Target::new("Deployment", "checkout", Some("shop".into()));
+        let a = signature(
+            "KubePodNotReady",
+            &checkout,
+            &[
+                pod("checkout-7d9-a", "checkout-7d9", not_ready()),
+                pod("checkout-7d9-b", "checkout-7d9", ready()),
+                // Another workload's pods and events are not this incident's.
+                pod(
+                    "checkout-api-5c-a",
+                    "checkout-api-5c",
+                    json!({"phase": "Pending"}),
+                ),
+            ],
+            &[
+                warning("checkout-7d9-a", "Unhealthy"),
+                warning("checkout-api-5c-a", "FailedScheduling"),
+                json!({"type": "Normal", "reason": "Pulled",
+                    "involvedObject": {"name": "checkout-7d9-a"}}),
+            ],
+        );
+        assert_eq!(a.facts.pod_states, vec!["not-ready"]);
+        assert_eq!(a.facts.events, vec!["Unhealthy"]);
+        let cart = Target::new("Deployment", "cart", Some("shop".into()));
+        let b = signature(
+            "KubePodNotReady",
+            &cart,
+            &[
+                pod("cart-1f-x", "cart-1f", not_ready()),
+                pod("cart-1f-y", "cart-1f", not_ready()),
+            ],
+            &[
+                warning("cart-1f-x", "Unhealthy"),
+                warning("cart-1f-y", "Unhealthy"),
+            ],
+        );
+        assert_eq!(a.hash, b.hash);
+        // A crash loop is another class.
+        let c = signature(
+            "KubePodNotReady",
+            &cart,
+            &[pod(
+                "cart-1f-x",
+                "cart-1f",
+                json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+                    "containerStatuses": [{"name": "app",
+                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                        "lastState": {"terminated": {"reason": "Error"}}}]}),
+            )],
+            &[warning("cart-1f-x", "BackOff")],
+        );
+        assert_eq!(
+            c.facts.pod_states,
+            vec!["not-ready", "terminated:Error", "waiting:CrashLoopBackOff"]
+        );
+        assert_ne!(c.hash, a.hash);
+    }
 }

@@ -34,11 +34,11 @@ use crate::clock::Clock;
 use crate::cluster::tools::{self, ClusterTools, ToolLimits};
 use crate::cluster::{ClusterReader, MemoReader};
 use crate::domain::{
-    AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LlmCallRecord, RcaResult,
-    RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, ToolCallRecord, Usage,
-    ValidationAttempt,
+    AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LearnedUse, LlmCallRecord,
+    RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, ToolCallRecord,
+    Usage, ValidationAttempt,
 };
-use crate::history::{RemediationHistory, prompt_section};
+use crate::history::{RemediationHistory, patterns, prompt_section};
 use crate::llm::{
     ChatRequest, ChatResponse, Llm, LlmError, Message, TokenBudget, ToolCall, ToolChoice, ToolDef,
 };
@@ -356,7 +356,8 @@ impl Investigator for LlmInvestigator {
         // tool calls ask the API server each question once.
         let reader: Arc<dyn ClusterReader> = Arc::new(MemoReader::new(self.reader.clone()));
         let tools = ClusterTools::new(reader.clone(), self.clock.clone(), self.tool_limits.clone());
-        let (snapshot, namespace_view, _, _) = gather::prefetch(&tools, req).await?;
+        let (snapshot, namespace_view, seen_pods, seen_events) =
+            gather::prefetch(&tools, req).await?;
         let matched = self.playbooks.matching(&snapshot);
         let mut neighbourhood = None;
         let cluster_view = if !self.settings.cluster_view {
@@ -524,6 +525,13 @@ impl Investigator for LlmInvestigator {
             Some(ctx) => gather::history(self.history.as_ref(), ctx, now).await,
             None => None,
         };
+        let signature = verified
+            .as_ref()
+            .map(|c| gather::signature(&req.signal.name, &c.root_owner, &seen_pods, &seen_events));
+        let learned = match &signature {
+            Some(s) => gather::learned(self.history.as_ref(), s, now).await,
+            None => vec![],
+        };
         info!(
             tool_calls = records.len(),
             plan_steps = plan.as_ref().map_or(0, |p| p.steps.len()),
@@ -546,6 +554,8 @@ impl Investigator for LlmInvestigator {
             proposal: None,
             plan,
             neighbourhood,
+            signature,
+            learned,
         })
     }
 
@@ -565,11 +575,15 @@ impl Investigator for LlmInvestigator {
             target_kind: analysis.root_owner.as_ref().map(|t| t.kind.clone()),
             detected: analysis.detected_labels.clone().unwrap_or_default(),
         };
-        let history_section = analysis
+        let mut history_section = analysis
             .history
             .as_ref()
             .map(prompt_section)
             .unwrap_or_default();
+        history_section.push_str(&patterns::prompt_section(
+            analysis.signature.as_ref(),
+            &analysis.learned,
+        ));
         let mut messages = vec![
             Message::System {
                 content: prompt::select_system(),
@@ -740,6 +754,23 @@ impl Investigator for LlmInvestigator {
         }
         let mut merged = merge(&analysis.rca, &inv2);
         let outcome = route(analysis, &inv2, &mut merged);
+        // The model was shown the patterns as hints; when it chose a learned workflow, the
+        // selection says so.
+        let learned = inv2.selected.as_ref().and_then(|w| {
+            analysis
+                .learned
+                .iter()
+                .find(|p| patterns::suggestible(p) && p.workflow_id == w.workflow_id)
+                .map(|p| LearnedUse {
+                    pattern: p.clone(),
+                    instead_of: None,
+                    reason: format!(
+                        "the model selected a workflow learned from verified outcomes on this signature ({}): {}",
+                        p.signature,
+                        patterns::describe(p)
+                    ),
+                })
+        });
         Ok(Selection {
             selected: inv2.selected.clone(),
             alternatives: inv2.alternatives.clone(),
@@ -749,6 +780,8 @@ impl Investigator for LlmInvestigator {
             outcome,
             usage: session.usage,
             llm_calls: session.calls,
+            learned,
+            replaced: None,
         })
     }
 }

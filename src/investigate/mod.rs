@@ -254,6 +254,8 @@ impl Stage for InvestigationStage {
             "llm_calls": analysis.llm_calls,
             "history": analysis.history,
             "plan": analysis.plan,
+            "signature": analysis.signature,
+            "learned": analysis.learned,
         }));
         let mut state = request.state.clone();
         state.analysis = Some(analysis);
@@ -378,8 +380,22 @@ impl Stage for SelectionStage {
                 "outcome": selection.outcome,
                 "llm_usage": selection.usage,
                 "llm_calls": selection.llm_calls,
+                "learned": selection.learned,
             })),
         ];
+        if let Some(l) = &selection.learned {
+            events.push(
+                AuditDraft::new(
+                    "learned_hint",
+                    &self.investigator.name(),
+                    format!(
+                        "{} proposed from a learned pattern (a hint; still proven, gated and approved): {}",
+                        l.pattern.workflow_id, l.reason
+                    ),
+                )
+                .with_payload(json!({"learned": l})),
+            );
+        }
         let proof = self.prove(request, &analysis, &selection).await?;
         if let Some(p) = &proof {
             let what = if p.action_type == NO_ACTION {

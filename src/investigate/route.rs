@@ -344,6 +344,8 @@ mod tests {
             proposal: None,
             plan: None,
             neighbourhood: None,
+            signature: None,
+            learned: vec![],
         }
     }
 

@@ -19,12 +19,12 @@ use super::{
 use crate::domain::{
     ApiKey, ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, AuditEvent, ChatTurn,
     Conversation, DecideOutcome, HistoryRecord, MemoryNote, NewSignal, NewTurn, Notification,
-    Phase, RemediationRequest, Session,
+    PatternOutcome, Phase, RemediationRequest, Session,
 };
 
 /// Every capability of the store: what the daemon opens and what most callers hold.
 pub trait Store:
-    Housekeeping + Requests + Claims + Audit + Auth + Approvals + Execution + History + Chat
+    Housekeeping + Requests + Claims + Audit + Auth + Approvals + Execution + History + Patterns + Chat
 {
 }
 
@@ -37,6 +37,7 @@ impl<T> Store for T where
         + Approvals
         + Execution
         + History
+        + Patterns
         + Chat
         + ?Sized
 {
@@ -289,6 +290,18 @@ pub trait History: Send + Sync {
         target_fingerprint: &str,
         since: DateTime<Utc>,
     ) -> Result<Vec<HistoryRecord>>;
+}
+
+/// Verified outcomes per incident signature, cluster-wide: what outcome learning writes after
+/// verification and both investigators read as hints (docs/adr/0024-outcome-learning.md).
+#[async_trait]
+pub trait Patterns: Send + Sync {
+    /// Add a verified outcome (idempotent per request: the first one stays). `true` when it
+    /// was added now.
+    async fn record_outcome(&self, outcome: &PatternOutcome) -> Result<bool>;
+
+    /// The outcomes recorded for `signature` at or after `since`, oldest first.
+    async fn outcomes(&self, signature: &str, since: DateTime<Utc>) -> Result<Vec<PatternOutcome>>;
 }
 
 /// Conversations (`POST /v1/chat/completions`) and the pinned context investigations read.

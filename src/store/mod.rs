@@ -31,7 +31,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use capability::{
-    Approvals, Audit, Auth, Chat, Claims, Execution, History, Housekeeping, Requests, Store,
+    Approvals, Audit, Auth, Chat, Claims, Execution, History, Housekeeping, Patterns, Requests,
+    Store,
 };
 pub use chain::{AuditKey, BrokenLink, ChainReport};
 pub use postgres::{IDLE_IN_TRANSACTION, PgStore, Postgres};

@@ -21,6 +21,12 @@
 //! alert 0.35, metrics 0.25), a history entry in the store (what the next investigation of the
 //! target and the guardrails read), an `assessment` audit event, and `Completed` with the
 //! verdict as its reason. A dry run is completed with a `NoExecution` assessment and no history.
+//!
+//! Outcome learning (docs/adr/0024-outcome-learning.md): an assessment of a real execution —
+//! effective or not, spec drift excepted (it measured somebody else's change) — is also
+//! written as a [`PatternOutcome`] under the signature the investigation recorded, with the
+//! workflow that ran (an approver's alternative, and what it replaced), and audited as
+//! `pattern_learned`. Nothing else writes a pattern.
 
 use std::sync::Arc;
 
@@ -36,11 +42,11 @@ use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery};
 use crate::domain::{
     Assessment, AssessmentReason, AuditDraft, DEFAULT_EFFECTIVENESS_THRESHOLD, Execution,
-    ExecutionOutcome, HistoryRecord, Phase, RemediationRequest, SignalSource, Stage, StageError,
-    StageOutcome, Target,
+    ExecutionOutcome, HistoryRecord, PatternOutcome, Phase, RemediationRequest, SignalSource,
+    Stage, StageError, StageOutcome, Target,
 };
 use crate::monitoring::{AlertmanagerClient, Endpoint, PrometheusClient, corresponds, expression};
-use crate::store::{History, Requests, Store};
+use crate::store::{History, Patterns, Requests, Store};
 use crate::telemetry::Metrics;
 
 const HEALTH_WEIGHT: f64 = 0.40;
@@ -80,18 +86,20 @@ impl Default for VerifySettings {
 type Client<C> = Option<Result<C, String>>;
 
 /// What verification uses of the store: whether the alert's resolved notification arrived
-/// (requests), and the history entry it writes.
+/// (requests), the history entry and the learned outcome it writes.
 #[derive(Clone)]
 pub struct VerifyStore {
     pub requests: Arc<dyn Requests>,
     pub history: Arc<dyn History>,
+    pub patterns: Arc<dyn Patterns>,
 }
 
 impl From<Arc<dyn Store>> for VerifyStore {
     fn from(s: Arc<dyn Store>) -> Self {
         Self {
             requests: s.clone(),
-            history: s,
+            history: s.clone(),
+            patterns: s,
         }
     }
 }
@@ -100,9 +108,43 @@ impl<S: Store + 'static> From<Arc<S>> for VerifyStore {
     fn from(s: Arc<S>) -> Self {
         Self {
             requests: s.clone(),
-            history: s,
+            history: s.clone(),
+            patterns: s,
         }
     }
+}
+
+/// The outcome to learn from a verified execution: `None` without a signature (the target was
+/// never verified, or the request predates learning) or when the assessment measured nothing
+/// kubemedic did (spec drift, a dry run).
+pub fn outcome_to_learn(
+    request: &RemediationRequest,
+    execution: &Execution,
+    assessment: &Assessment,
+) -> Option<PatternOutcome> {
+    if matches!(
+        assessment.reason,
+        AssessmentReason::SpecDrift | AssessmentReason::NoExecution
+    ) || execution.outcome == ExecutionOutcome::DryRun
+    {
+        return None;
+    }
+    let signature = request.state.analysis.as_ref()?.signature.clone()?;
+    Some(PatternOutcome {
+        request_id: request.id,
+        signature,
+        workflow_id: execution.workflow_id.clone(),
+        action_type: execution.action_type.clone(),
+        replaced: request
+            .state
+            .selection
+            .as_ref()
+            .and_then(|s| s.replaced.clone()),
+        target: execution.target.clone(),
+        effective: assessment.effective,
+        score: assessment.score,
+        recorded_at: assessment.assessed_at,
+    })
 }
 
 pub struct VerificationStage {
@@ -641,16 +683,58 @@ impl Stage for VerificationStage {
             warn!(error = %e, "cannot record the remediation in the history; retrying");
             return Err(unavailable("store", e.to_string()));
         }
-        let event = AuditDraft::new("assessment", "verifier", verdict.clone())
-            .with_payload(serde_json::to_value(&assessment).unwrap_or(Value::Null));
+        let mut events = vec![
+            AuditDraft::new("assessment", "verifier", verdict.clone())
+                .with_payload(serde_json::to_value(&assessment).unwrap_or(Value::Null)),
+        ];
+        if let Some(learned) = outcome_to_learn(request, execution, &assessment) {
+            match self.store.patterns.record_outcome(&learned).await {
+                Ok(added) => {
+                    if added {
+                        events.push(learned_event(&learned));
+                    }
+                }
+                Err(e) => {
+                    warn!(error = %e, "cannot record the learned outcome; retrying");
+                    return Err(unavailable("store", e.to_string()));
+                }
+            }
+        }
         state.assessment = Some(assessment);
         Ok(StageOutcome::to(
             Phase::Completed,
             Some(verdict),
             state,
-            vec![event],
+            events,
         ))
     }
+}
+
+/// The `pattern_learned` audit event: what was learned, under which signature.
+fn learned_event(o: &PatternOutcome) -> AuditDraft {
+    let effect = if o.effective {
+        "effective"
+    } else {
+        "ineffective: not suggested for this signature during the cooldown"
+    };
+    let instead = o
+        .replaced
+        .as_deref()
+        .map(|r| format!(", chosen by an approver instead of {r}"))
+        .unwrap_or_default();
+    AuditDraft::new(
+        "pattern_learned",
+        "verifier",
+        format!(
+            "learned: {} ({}) on {} was {effect} (score {}){instead}",
+            o.workflow_id,
+            o.signature.hash,
+            o.target,
+            o.score
+                .map_or_else(|| "none".to_owned(), |s| format!("{s:.2}")),
+        ),
+    )
+    .with_payload(json!({"outcome": o}))
 }
 
 #[cfg(test)]

@@ -186,6 +186,33 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
                 ));
             }
             usage(&mut out, "rca");
+            if let Some(learned) = p
+                .get("learned")
+                .and_then(Value::as_array)
+                .filter(|l| !l.is_empty())
+            {
+                let lines: Vec<String> = learned
+                    .iter()
+                    .map(|l| {
+                        let w = |k: &str| l.get(k).and_then(Value::as_str).unwrap_or("?");
+                        let weight = l.get("weight").and_then(Value::as_f64).unwrap_or(0.0);
+                        let off = if l.get("suppressed").and_then(Value::as_bool) == Some(true) {
+                            ", suppressed (cooldown)"
+                        } else {
+                            ""
+                        };
+                        format!("{} weight {weight:.2}{off}", w("workflow_id"))
+                    })
+                    .collect();
+                out.push(said(
+                    "learned",
+                    format!(
+                        "learned from verified outcomes (hints, not instructions): {}",
+                        lines.join("; ")
+                    ),
+                    json!({"signature": p.get("signature"), "learned": learned}),
+                ));
+            }
             out.push(base(
                 "rca",
                 json!({
@@ -205,6 +232,7 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
                     "selected": sanitize_value(p.get("selected").unwrap_or(&Value::Null)),
                     "alternatives": sanitize_value(p.get("alternatives").unwrap_or(&Value::Null)),
                     "outcome": p.get("outcome"),
+                    "learned": p.get("learned"),
                 }),
             ));
             out
@@ -232,6 +260,11 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
         "execution" => vec![base("execution", json!({"detail": sanitize_value(p)}))],
         "guardrail" => vec![base("guardrail", json!({"detail": p}))],
         "assessment" => vec![base("verification", json!({"assessment": p}))],
+        "learned_hint" => vec![base("learned", json!({"used": p.get("learned")}))],
+        "pattern_learned" => vec![base(
+            "pattern_learned",
+            json!({"outcome": p.get("outcome")}),
+        )],
         "timeout" | "llm_budget" | "error" => vec![base("error", json!({"detail": p}))],
         _ => vec![base("audit", json!({"kind": e.kind}))],
     }

@@ -16,7 +16,13 @@
 //!    a guess.
 //!
 //! Input: a remediation request. Output: an [`Analysis`] with the RCA and a [`Proposal`], then
-//! a [`Selection`] from the catalog. The alert's text never decides anything, and text found in
+//! a [`Selection`] from the catalog, with the alternatives the matched playbooks recommend.
+//!
+//! Learned patterns (docs/adr/0024-outcome-learning.md) are hints here too: recorded in the
+//! analysis, offered as alternatives, and proposed instead of the rules' workflow only where
+//! approvers replaced exactly that workflow with the learned one and it verified effective
+//! (and no ineffective outcome put it in cooldown since). What is proposed is validated,
+//! proven, gated and approved like any proposal. The alert's text never decides anything, and text found in
 //! logs or objects is only ever quoted as evidence, never followed.
 
 mod depends;
@@ -44,11 +50,12 @@ use crate::clock::Clock;
 use crate::cluster::tools::{ClusterTools, ToolLimits};
 use crate::cluster::{ClusterReader, MemoReader};
 use crate::domain::{
-    Analysis, HashMatch, InvestigationOutcome, InvestigationPlan, PlanSource, PlanStep, RcaResult,
-    RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, SignalContext, TargetRef,
-    ToolCallRecord, ValidationAttempt,
+    AlternativeWorkflow, Analysis, HashMatch, InvestigationOutcome, InvestigationPlan, LearnedUse,
+    PlanSource, PlanStep, RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow,
+    Selection, SignalContext, TargetRef, ToolCallRecord, ValidationAttempt,
 };
 use crate::history::RemediationHistory;
+use crate::history::patterns::{describe, suggestible};
 
 pub struct OfflineInvestigator {
     pub reader: Arc<dyn ClusterReader>,
@@ -129,6 +136,7 @@ impl Investigator for OfflineInvestigator {
         let reader: Arc<dyn ClusterReader> = Arc::new(MemoReader::new(self.reader.clone()));
         let tools = ClusterTools::new(reader.clone(), self.clock.clone(), self.tool_limits.clone());
         let (snapshot, _, pods, events) = gather::prefetch(&tools, req).await?;
+        let (seen_pods, seen_events) = (pods.clone(), events.clone());
         let matched: Vec<String> = self
             .playbooks
             .matching(&snapshot)
@@ -230,6 +238,13 @@ impl Investigator for OfflineInvestigator {
             warnings.push("inconclusive: the evidence does not determine the cause".into());
         }
         let plan = plan(&diagnosis, &self.playbooks, &records);
+        let signature = verified
+            .as_ref()
+            .map(|c| gather::signature(&req.signal.name, &c.root_owner, &seen_pods, &seen_events));
+        let learned = match &signature {
+            Some(s) => gather::learned(self.history.as_ref(), s, now).await,
+            None => vec![],
+        };
         Ok(Analysis {
             root_owner: verified.as_ref().map(|c| c.root_owner.clone()),
             spec_hash: verified.as_ref().and_then(|c| c.spec_hash.clone()),
@@ -245,6 +260,8 @@ impl Investigator for OfflineInvestigator {
             plan: Some(plan),
             proposal: diagnosis.proposal,
             neighbourhood,
+            signature,
+            learned,
         })
     }
 
@@ -341,18 +358,160 @@ impl Investigator for OfflineInvestigator {
                 );
             }
         }
+        let learned = self.learned_instead(analysis, &ctx, &mut inv2);
+        self.offer_alternatives(analysis, &ctx, &mut inv2);
         let mut merged = merge(&analysis.rca, &inv2);
         let outcome = route(analysis, &inv2, &mut merged);
         Ok(Selection {
             selected: inv2.selected.clone(),
-            alternatives: vec![],
+            alternatives: inv2.alternatives.clone(),
             no_workflow_reasoning: inv2.no_workflow.clone(),
             validation_attempts: inv2.validation_attempts.clone(),
             merged,
             outcome,
             usage: Default::default(),
             llm_calls: vec![],
+            learned,
+            replaced: None,
         })
+    }
+}
+
+impl OfflineInvestigator {
+    /// `workflow_id` on the analysed target, with the parameters of `carried` it takes (the
+    /// target's are bound again from the verified root owner); `None` when it does not fit or
+    /// its parameters cannot be bound.
+    fn bind(
+        &self,
+        workflow_id: &str,
+        carried: &Map<String, Value>,
+        analysis: &Analysis,
+        ctx: &SelectionContext,
+    ) -> Option<SelectedWorkflow> {
+        let w = self.catalog.workflow(workflow_id)?;
+        let params: Map<String, Value> = carried
+            .iter()
+            .filter(|(k, _)| !k.starts_with("TARGET_RESOURCE_"))
+            .filter(|(k, _)| w.parameters.properties.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let full = self
+            .catalog
+            .validate_selection(workflow_id, &params, analysis.root_owner.as_ref(), ctx)
+            .ok()?;
+        Some(SelectedWorkflow {
+            workflow_id: w.id.clone(),
+            action_type: w.action_type.clone(),
+            version: w.version.clone(),
+            confidence: analysis.rca.confidence,
+            rationale: String::new(),
+            parameters: full,
+        })
+    }
+
+    /// The learned workflow instead of the rules' one, where approvers replaced exactly that
+    /// workflow with it in runs that verified effective, and it is not in cooldown. The rules'
+    /// workflow becomes the first alternative.
+    fn learned_instead(
+        &self,
+        analysis: &Analysis,
+        ctx: &SelectionContext,
+        inv2: &mut Invocation2,
+    ) -> Option<LearnedUse> {
+        let rule = inv2.selected.clone()?;
+        let (pattern, mut chosen) = analysis
+            .learned
+            .iter()
+            .filter(|p| {
+                suggestible(p)
+                    && p.workflow_id != rule.workflow_id
+                    && p.replaced.contains(&rule.workflow_id)
+            })
+            .find_map(|p| {
+                self.bind(&p.workflow_id, &rule.parameters, analysis, ctx)
+                    .map(|w| (p, w))
+            })?;
+        let reason = format!(
+            "learned from verified outcomes on this signature ({}): {}",
+            pattern.signature,
+            describe(pattern)
+        );
+        chosen.confidence = rule.confidence;
+        chosen.rationale = format!(
+            "{} for: {} — {reason}; the rules proposed {}",
+            chosen.action_type, analysis.rca.root_cause_analysis.summary, rule.workflow_id
+        );
+        inv2.alternatives.push(AlternativeWorkflow {
+            workflow_id: rule.workflow_id.clone(),
+            rationale: format!("the rules' proposal: {}", rule.rationale),
+        });
+        inv2.selected = Some(chosen);
+        Some(LearnedUse {
+            pattern: pattern.clone(),
+            instead_of: Some(rule.workflow_id),
+            reason,
+        })
+    }
+
+    /// What an approver may choose instead of the selected workflow: the first fitting
+    /// workflow of each action type the matched playbooks recommend, then the learned
+    /// workflows that may be suggested — each only when it fits the target with the selection's
+    /// parameters.
+    fn offer_alternatives(
+        &self,
+        analysis: &Analysis,
+        ctx: &SelectionContext,
+        inv2: &mut Invocation2,
+    ) {
+        let Some(selected) = inv2.selected.clone() else {
+            return;
+        };
+        let mut offered: Vec<String> = inv2
+            .alternatives
+            .iter()
+            .map(|a| a.workflow_id.clone())
+            .collect();
+        offered.push(selected.workflow_id.clone());
+        let mut candidates: Vec<(String, String)> = Vec::new();
+        for book in self
+            .playbooks
+            .all()
+            .iter()
+            .filter(|p| analysis.playbooks.contains(&p.spec.name))
+        {
+            for action in &book.spec.recommended_action_types {
+                let listed = self.catalog.list_workflows(action, ctx, 0, 1);
+                if let Some(id) = listed
+                    .pointer("/workflows/0/workflow_id")
+                    .and_then(Value::as_str)
+                {
+                    candidates.push((
+                        id.to_owned(),
+                        format!("the {} playbook also recommends {action}", book.spec.name),
+                    ));
+                }
+            }
+        }
+        for p in analysis.learned.iter().filter(|p| suggestible(p)) {
+            candidates.push((
+                p.workflow_id.clone(),
+                format!("learned from verified outcomes (a hint): {}", describe(p)),
+            ));
+        }
+        for (id, rationale) in candidates {
+            if offered.contains(&id)
+                || self
+                    .bind(&id, &selected.parameters, analysis, ctx)
+                    .is_none()
+            {
+                continue;
+            }
+            offered.push(id.clone());
+            inv2.alternatives.push(AlternativeWorkflow {
+                workflow_id: id,
+                rationale,
+            });
+        }
     }
 }
 

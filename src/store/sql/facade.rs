@@ -24,7 +24,7 @@ use sqlx::{
     ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, SqlSafeStr, Type,
 };
 
-use crate::domain::{ApprovalRequest, HistoryRecord, SignalContext, StageState};
+use crate::domain::{ApprovalRequest, HistoryRecord, PatternOutcome, SignalContext, StageState};
 
 /// The database binds a `T` as a statement parameter.
 pub trait Binds<T>: Database {
@@ -128,6 +128,7 @@ pub trait SqlDb:
     + Reads<Json<StageState>>
     + Reads<Json<ApprovalRequest>>
     + Reads<Json<HistoryRecord>>
+    + Reads<Json<PatternOutcome>>
 {
 }
 
@@ -160,6 +161,7 @@ impl<DB> SqlDb for DB where
         + Reads<Json<StageState>>
         + Reads<Json<ApprovalRequest>>
         + Reads<Json<HistoryRecord>>
+        + Reads<Json<PatternOutcome>>
 {
 }
 

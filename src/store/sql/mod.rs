@@ -26,6 +26,7 @@ mod execution;
 mod facade;
 mod history;
 mod housekeeping;
+mod patterns;
 mod requests;
 mod rows;
 

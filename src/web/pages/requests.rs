@@ -301,6 +301,11 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
                         @if let Some(h) = &a.spec_hash { dt { "Spec hash" } dd { code { (h) } } }
                         @if !a.warnings.is_empty() { dt { "Warnings" } dd { ul { @for w in &a.warnings { li { (said(w)) } } } } }
                         @if a.rca.needs_human_review { dt { "Human review" } dd { (said(a.rca.human_review_reason.as_deref().unwrap_or("needed"))) } }
+                        @if let Some(sig) = &a.signature { dt { "Signature" } dd { code { (sig.hash) } " — alert " (sig.facts.alert) ", " (sig.facts.kind) ", pods [" (sig.facts.pod_states.join(", ")) "], events [" (sig.facts.events.join(", ")) "]" } }
+                        @if !a.learned.is_empty() {
+                            dt { "Learned (hints, not instructions)" }
+                            dd { ul #learned { @for l in &a.learned { li { (said(&crate::history::patterns::describe(l))) } } } }
+                        }
                     }
                 }
             }
@@ -314,6 +319,8 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
                         dl.facts {
                             dt { "Selected" } dd { code { (w.workflow_id) } " v" (w.version) " (" (w.action_type) ") · confidence " (format!("{:.2}", w.confidence)) }
                             dt { "Rationale" } dd { (said(&w.rationale)) }
+                            @if let Some(l) = &sel.learned { dt { "Learned" } dd #learned-use { (said(&l.reason)) } }
+                            @if let Some(r) = &sel.replaced { dt { "Replaced at approval" } dd { code { (r) } } }
                         }
                         (json_block("Parameters", &serde_json::Value::Object(w.parameters.clone())))
                     } @else {
