@@ -179,7 +179,11 @@ async fn a_question_becomes_a_gated_request_approved_in_the_conversation_and_ver
         .iter()
         .find(|c| c["choices"][0]["hitl_required"] == true)
         .expect("a HITL signal chunk");
-    assert_eq!(signal["choices"][0]["action_id"], action.as_str(), "{signal:#}");
+    assert_eq!(
+        signal["choices"][0]["action_id"],
+        action.as_str(),
+        "{signal:#}"
+    );
     assert_eq!(signal["choices"][0]["delta"]["content"], Value::Null);
     assert_eq!(signal["choices"][0]["finish_reason"], "stop");
     let conversation = signal["conversation_id"].as_str().unwrap().to_owned();

@@ -381,7 +381,7 @@ pub fn find(text: &str, out: &mut Vec<Span>) {
             }
             // kubemedic's one check on top of the vendored rules: a JWT's header names its
             // algorithm (rules::not_a_jwt).
-            if rule.id == "jwt" && super::rules::not_a_jwt(secret) {
+            if rule.id == "jwt" && super::context::not_a_jwt(secret) {
                 continue;
             }
             out.push(Span {

@@ -19,7 +19,10 @@
 //! False positives (a redacted harmless value) cost the investigation and are kept rare by the
 //! look-alike corpus (tests/redact_corpus.rs); false negatives are bugs.
 
+mod context;
+mod encoded;
 mod gitleaks;
+mod pattern;
 mod rules;
 mod text;
 
