@@ -67,8 +67,23 @@ pub async fn open_store(
     settings: &Settings,
     clock: Arc<dyn Clock>,
 ) -> Result<Arc<dyn Store>, DaemonError> {
+    check_state_files(settings)?;
     let key = settings.audit_key.load()?;
     Ok(store::open(&settings.database, clock, key).await?)
+}
+
+/// Refuse a data directory, database directory or audit key file that others can write
+/// (`serve`, `migrate`, the admin commands and the demo all pass here before opening anything).
+pub fn check_state_files(settings: &Settings) -> Result<(), DaemonError> {
+    let key_file = match &settings.audit_key {
+        crate::config::AuditKeySource::File(path) => Some(path.as_path()),
+        crate::config::AuditKeySource::Given(_) => None,
+    };
+    Ok(store::check_state_files(
+        &settings.data_dir,
+        &settings.database,
+        key_file,
+    )?)
 }
 
 /// What the daemon runs with besides its settings: the stages available in this build and

@@ -166,6 +166,7 @@ pub struct Metrics {
     transitions: Family<Labels, Counter>,
     stage_duration: Family<Labels, Histogram>,
     llm_tokens: Family<Labels, Counter>,
+    llm_errors: Family<Labels, Counter>,
     gate_decisions: Family<Labels, Counter>,
     gate_degraded: Gauge,
     gate_duration: Histogram,
@@ -239,6 +240,13 @@ impl Metrics {
             "kubemedic_llm_tokens",
             "Tokens sent to (prompt) and received from (completion) the LLM, by model",
             llm_tokens.clone(),
+        );
+        let llm_errors = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_llm_errors",
+            "LLM calls that failed after their retries, by kind (timeout, connect, tls, http, \
+             other, rejected)",
+            llm_errors.clone(),
         );
         let gate_decisions = Family::<Labels, Counter>::default();
         registry.register(
@@ -328,6 +336,7 @@ impl Metrics {
             approval_decisions,
             assessments,
             llm_tokens,
+            llm_errors,
             signals_received,
             signals_deduplicated,
             signals_rejected,
@@ -378,6 +387,13 @@ impl Metrics {
         self.stage_duration
             .get_or_create(&vec![("stage".into(), stage_name(phase).into())])
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// One LLM call that failed after its retries.
+    pub fn llm_error(&self, kind: &str) {
+        self.llm_errors
+            .get_or_create(&vec![("kind".into(), kind.into())])
+            .inc();
     }
 
     pub fn llm_tokens(&self, model: &str, usage: Usage) {

@@ -4,7 +4,8 @@
 //! bound to exactly the chart's reader + writer ClusterRoles runs every built-in action against
 //! real objects; without `patch` on deployments the action that needs it gets 403; the writer
 //! role grants exactly the verbs the actions call ([`CALLS`]); SQLite with two replicas does not
-//! render.
+//! render; a fresh install with no values generates its webhook and API tokens, an upgrade
+//! keeps them, a Secret of one's own wins, and the NOTES say how to read them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
@@ -268,6 +269,174 @@ async fn every_manifest_passes_a_server_side_dry_run_with_default_and_full_value
     assert!(cm("policies")["data"]["extra.rego"].is_string());
     assert!(cm("workflows")["data"]["restart-deployment.yaml"].is_string());
     assert!(cm("playbooks")["data"]["crashloopbackoff.yaml"].is_string());
+}
+
+/// `helm install --dry-run=server -o json` of the chart as RELEASE in the test namespace, with
+/// VALUES (a file) if given: the release as helm reports it (its `manifest` and `info.notes`).
+/// A server-side dry run runs `lookup` against the real API server, as an install does.
+fn helm_dry_run(k: &Kube, release: &str, values: Option<&std::path::Path>) -> Value {
+    let helm = Command::new("bash")
+        .arg("-c")
+        .arg("source scripts/lib/helm.sh && ensure_helm")
+        .current_dir(root())
+        .output()
+        .expect("bash");
+    assert!(
+        helm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&helm.stderr)
+    );
+    let helm = String::from_utf8(helm.stdout).unwrap().trim().to_owned();
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(helm);
+    cmd.args(["install", release])
+        .arg(root().join("charts/kubemedic"))
+        .args(["--namespace", &k.ns, "--dry-run=server", "-o", "json"])
+        .env("KUBECONFIG", &k.kubeconfig)
+        .env("HELM_CONFIG_HOME", home.path().join("config"))
+        .env("HELM_CACHE_HOME", home.path().join("cache"))
+        .env("HELM_DATA_HOME", home.path().join("data"));
+    if let Some(v) = values {
+        cmd.arg("--values").arg(v);
+    }
+    let out = cmd.output().expect("run helm");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("helm's JSON")
+}
+
+/// The manifests of a release as helm reports them.
+fn manifests(release: &Value) -> Vec<Value> {
+    let text = release["manifest"].as_str().unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).expect("rendered YAML");
+    docs.into_iter().filter(|d| d.is_object()).collect()
+}
+
+/// The chart's own Secret's `stringData`, if the manifests hold one.
+fn own_secret(docs: &[Value]) -> Option<Value> {
+    docs.iter()
+        .find(|d| kind(d) == "Secret")
+        .map(|d| d["stringData"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_install_with_no_values_generates_the_tokens_keeps_them_and_says_how_to_read_them()
+{
+    let Some(k) = Kube::new("chart-fresh").await else {
+        return;
+    };
+    let release = format!("km-{}", &k.ns[k.ns.len() - 6..]);
+    let dir = tempfile::tempdir().unwrap();
+    let nothing = dir.path().join("nothing.yaml");
+    std::fs::write(&nothing, "{}\n").unwrap();
+
+    // `helm template` with no values at all renders, with two random tokens, and the API
+    // server accepts every manifest.
+    let docs = render("1.20", nothing.to_str().unwrap(), &release, &k.ns).unwrap();
+    let data = own_secret(&docs).expect("the chart's Secret");
+    let token = |key: &str| {
+        data[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {key}: {data}"))
+            .to_owned()
+    };
+    for key in ["webhook-token", "api-token"] {
+        let t = token(key);
+        assert!(
+            t.len() == 40 && t.chars().all(|c| c.is_ascii_alphanumeric()),
+            "{key}: {t}"
+        );
+    }
+    assert_ne!(token("webhook-token"), token("api-token"));
+    let env: Vec<String> = docs
+        .iter()
+        .find(|d| kind(d) == "Deployment")
+        .unwrap()["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        env.contains(&"KUBEMEDIC_WEBHOOK_TOKEN".to_owned())
+            && env.contains(&"KUBEMEDIC_API_TOKEN".to_owned()),
+        "{env:?}"
+    );
+    dry_run_all(&k, &docs).await;
+
+    // `helm install` (server-side dry run): the NOTES say how to read both tokens and give the
+    // receiver with the in-cluster URL.
+    let first = helm_dry_run(&k, &release, None);
+    let notes = first["info"]["notes"].as_str().unwrap();
+    for key in ["webhook-token", "api-token"] {
+        let read = format!(
+            "kubectl -n {ns} get secret {release} -o jsonpath='{{.data.{key}}}' | base64 -d",
+            ns = k.ns
+        );
+        assert!(notes.contains(&read), "no `{read}` in the NOTES:\n{notes}");
+    }
+    assert!(
+        notes.contains(&format!(
+            "- url: http://{release}.{}.svc:8080/api/v1/alerts/alertmanager",
+            k.ns
+        )) && notes.contains("credentials_file: /etc/alertmanager/secrets/kubemedic/webhook-token"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("generated on the first install, kept on upgrade"),
+        "{notes}"
+    );
+
+    // An upgrade keeps the tokens the Secret holds (`lookup` on the real API server; the
+    // Secret as the first install left it, the render of the upgrade).
+    let secret = docs.iter().find(|d| kind(d) == "Secret").unwrap().clone();
+    k.apply(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        // Owned by the release, as the first install leaves it (helm adopts it then).
+        "metadata": {
+            "name": secret["metadata"]["name"],
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+            "annotations": {
+                "meta.helm.sh/release-name": release,
+                "meta.helm.sh/release-namespace": k.ns,
+            },
+        },
+        "stringData": {"webhook-token": "kept-webhook-token", "api-token": "kept-api-token"},
+    }))
+    .await;
+    let again = own_secret(&manifests(&helm_dry_run(&k, &release, None))).unwrap();
+    assert_eq!(again["webhook-token"], "kept-webhook-token", "{again}");
+    assert_eq!(again["api-token"], "kept-api-token", "{again}");
+
+    // A Secret of one's own still wins: no Secret is generated, the pod reads the named one.
+    let own = dir.path().join("own.yaml");
+    std::fs::write(&own, "secrets: {existingSecret: my-secrets}\n").unwrap();
+    let release_own = helm_dry_run(&k, &release, Some(&own));
+    let docs = manifests(&release_own);
+    assert!(
+        own_secret(&docs).is_none(),
+        "a Secret was generated beside my-secrets"
+    );
+    let refs: BTreeSet<&str> = docs
+        .iter()
+        .find(|d| kind(d) == "Deployment")
+        .unwrap()["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["valueFrom"]["secretKeyRef"]["name"].as_str())
+        .collect();
+    assert_eq!(refs, BTreeSet::from(["my-secrets"]));
+    let notes = release_own["info"]["notes"].as_str().unwrap();
+    assert!(
+        notes.contains("get secret my-secrets -o jsonpath='{.data.webhook-token}'")
+            && !notes.contains("generated on the first install"),
+        "{notes}"
+    );
 }
 
 #[test]

@@ -21,6 +21,8 @@ use kubemedic::investigate::{
     InvestigationStage, LlmInvestigator, LlmInvestigatorSettings, SelectionStage,
 };
 use kubemedic::llm::{OpenAiLlm, OpenAiSettings, Provider, TokenBudget};
+use kubemedic::pipeline::{Pipeline, Step};
+use kubemedic::telemetry::Metrics;
 use serde_json::{Value, json};
 
 const POD: &str = "checkout-7d9c8b6f5-x2k4q";
@@ -92,6 +94,8 @@ struct Setup {
     timeout: Duration,
     /// The cluster the tools read (default: the snapshot).
     reader: Option<Arc<dyn ClusterReader>>,
+    /// Where the investigator reports its metrics (default: nowhere).
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Default for Setup {
@@ -107,17 +111,23 @@ impl Default for Setup {
             },
             timeout: Duration::from_secs(10),
             reader: None,
+            metrics: None,
         }
     }
 }
 
 fn investigator(server: &ScriptedLlm, setup: Setup) -> Arc<LlmInvestigator> {
+    investigator_at(&server.base_url, setup)
+}
+
+/// The investigator against the model server at `base_url` (`http://HOST:PORT`).
+fn investigator_at(base_url: &str, setup: Setup) -> Arc<LlmInvestigator> {
     common::init();
     let snap = snapshot();
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
     let base = match setup.provider {
-        Provider::OpenAi => format!("{}/v1", server.base_url),
-        Provider::Azure => server.base_url.clone(),
+        Provider::OpenAi => format!("{base_url}/v1"),
+        Provider::Azure => base_url.to_owned(),
     };
     let llm = OpenAiLlm::new(&OpenAiSettings {
         provider: setup.provider,
@@ -140,7 +150,7 @@ fn investigator(server: &ScriptedLlm, setup: Setup) -> Arc<LlmInvestigator> {
         playbooks: Arc::new(Playbooks::builtin().unwrap()),
         history: Arc::new(InMemoryHistory::new(setup.history)),
         settings: setup.settings,
-        metrics: None,
+        metrics: setup.metrics,
     })
 }
 
@@ -842,6 +852,122 @@ async fn rate_limits_and_server_errors_are_retried() {
     .await;
     assert_eq!(done.phase, Phase::Gating);
     assert_eq!(server.requests().len(), 4);
+}
+
+/// Run the investigation stage through the pipeline with no patience for a missing model (as
+/// after `--max-wait` for it): the reason the request ends with, and the metrics.
+async fn reason_without_a_model(base_url: &str, timeout: Duration) -> (String, String) {
+    let metrics = Arc::new(Metrics::new());
+    let inv = investigator_at(
+        base_url,
+        Setup {
+            timeout,
+            metrics: Some(metrics.clone()),
+            ..Default::default()
+        },
+    );
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snapshot().captured_at().unwrap()));
+    let pipeline =
+        Pipeline::new(clock, Duration::ZERO).with_stage(Arc::new(InvestigationStage(inv)));
+    match pipeline.step(&request("KubePodCrashLooping", &[])).await {
+        Step::Move {
+            to: Phase::ManualReviewRequired,
+            reason: Some(reason),
+            ..
+        } => (reason, metrics.render()),
+        other => panic!("expected manual review, got {other:?}"),
+    }
+}
+
+/// A model server that accepts connections, reads the request and never answers.
+async fn silent_model() -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = vec![0u8; 1 << 16];
+            let _ = socket.read(&mut buf).await;
+            held.push(socket);
+        }
+    });
+    (base, task)
+}
+
+#[tokio::test]
+async fn a_model_that_never_answers_is_named_a_timeout_with_the_setting_and_attempts() {
+    let (base, server) = silent_model().await;
+    let started = std::time::Instant::now();
+    let (reason, metrics) = reason_without_a_model(&base, Duration::from_secs(1)).await;
+    server.abort();
+    assert!(
+        reason.contains(&format!(
+            "the model at {base}/v1/chat/completions did not answer within 1 s \
+             (--llm-timeout-seconds), 4 attempts"
+        )),
+        "{reason}"
+    );
+    assert!(reason.starts_with("llm not available"), "{reason}");
+    assert!(!reason.contains("error sending request"), "{reason}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(4),
+        "four attempts of 1 s"
+    );
+    assert!(
+        metrics.contains("kubemedic_llm_errors_total{kind=\"timeout\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_named_apart_from_a_timeout() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (reason, metrics) = reason_without_a_model(&base, Duration::from_secs(5)).await;
+    assert!(
+        reason.contains(&format!(
+            "connection refused by {base}/v1/chat/completions, 4 attempts"
+        )),
+        "{reason}"
+    );
+    assert!(!reason.contains("did not answer"), "{reason}");
+    assert!(
+        metrics.contains("kubemedic_llm_errors_total{kind=\"connect\"} 1")
+            && !metrics.contains("kind=\"timeout\""),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn a_tls_failure_and_an_http_error_are_named_as_such() {
+    // TLS against a plain-HTTP server: the handshake fails.
+    let server = ScriptedLlm::start(vec![]).await;
+    let https = server.base_url.replace("http://", "https://");
+    let (reason, metrics) = reason_without_a_model(&https, Duration::from_secs(5)).await;
+    assert!(
+        reason.contains(&format!(
+            "the TLS handshake with {https}/v1/chat/completions failed"
+        )),
+        "{reason}"
+    );
+    assert!(
+        metrics.contains("kubemedic_llm_errors_total{kind=\"tls\"} 1"),
+        "{metrics}"
+    );
+    // Four 503s: the status, not a transport error.
+    let server =
+        ScriptedLlm::start((0..4).map(|_| Reply::Status(503, "overloaded")).collect()).await;
+    let (reason, metrics) = reason_without_a_model(&server.base_url, Duration::from_secs(5)).await;
+    assert!(
+        reason.contains("answered HTTP 503") && reason.contains("4 attempts"),
+        "{reason}"
+    );
+    assert!(
+        metrics.contains("kubemedic_llm_errors_total{kind=\"http\"} 1"),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

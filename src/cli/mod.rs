@@ -176,6 +176,9 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(e) => return config_error(e),
             };
             telemetry::init_logging(settings.log_format, &settings.log_level);
+            if let Err(e) = daemon::check_state_files(&settings) {
+                return fail(e);
+            }
             match crate::store::migrate(&settings.database).await {
                 Ok(h) => {
                     println!(

@@ -200,7 +200,7 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("kubemedic-demo-{}", &random_token()[..8])),
     };
-    std::fs::create_dir_all(&data_dir).map_err(|source| DemoError::Io {
+    crate::store::files::private_dir(&data_dir).map_err(|source| DemoError::Io {
         path: data_dir.clone(),
         source,
     })?;

@@ -140,7 +140,15 @@ impl Session<'_> {
                 max_tokens,
             };
             let started = std::time::Instant::now();
-            let response = self.inv.llm.chat(&request).await?;
+            let response = match self.inv.llm.chat(&request).await {
+                Ok(r) => r,
+                Err(e) => {
+                    if let (Some(m), Some(kind)) = (&self.inv.metrics, e.failure()) {
+                        m.llm_error(kind.label());
+                    }
+                    return Err(e);
+                }
+            };
             let duration_ms = u64::try_from(started.elapsed().as_millis()).ok();
             self.usage.add(response.usage);
             self.inv.budget.spend(response.usage, now);

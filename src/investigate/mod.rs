@@ -68,9 +68,9 @@ pub enum InvestigateError {
 impl From<LlmError> for InvestigateError {
     fn from(e: LlmError) -> Self {
         match e {
-            LlmError::Unavailable(m) => InvestigateError::Unavailable {
+            LlmError::Unavailable { message, .. } => InvestigateError::Unavailable {
                 dependency: "llm".into(),
-                message: m,
+                message,
             },
             LlmError::BudgetExceeded(m) => InvestigateError::Budget(m),
             LlmError::Rejected(m) => {

@@ -89,8 +89,10 @@ pub struct ChatResponse {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlmError {
     /// The provider cannot be reached or keeps failing (after retries): the request waits.
-    #[error("LLM unavailable: {0}")]
-    Unavailable(String),
+    /// `message` says what happened in words an operator can act on (which setting, which URL,
+    /// how many attempts); `kind` is what the metrics count.
+    #[error("LLM unavailable: {message}")]
+    Unavailable { kind: LlmFailure, message: String },
     /// The provider refused the request itself (bad model, bad key, bad schema): retrying will
     /// not help.
     #[error("LLM rejected the request: {0}")]
@@ -98,6 +100,49 @@ pub enum LlmError {
     /// The token budget is spent.
     #[error("llm_budget_exceeded: {0}")]
     BudgetExceeded(String),
+}
+
+/// Why a model could not be used, as `kubemedic_llm_errors_total{kind}` counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmFailure {
+    /// Connected (or tried to), and no answer came within `--llm-timeout-seconds`.
+    Timeout,
+    /// The connection was refused, or the host cannot be resolved or reached.
+    Connect,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls,
+    /// The server answered with an HTTP error (429, 5xx) on every attempt.
+    Http,
+    /// Anything else on the way (a broken response body…).
+    Other,
+    /// The provider refused the request itself (4xx other than 429, a body it cannot read).
+    Rejected,
+}
+
+impl LlmFailure {
+    /// The metric label (the serde name).
+    pub fn label(self) -> &'static str {
+        match self {
+            LlmFailure::Timeout => "timeout",
+            LlmFailure::Connect => "connect",
+            LlmFailure::Tls => "tls",
+            LlmFailure::Http => "http",
+            LlmFailure::Other => "other",
+            LlmFailure::Rejected => "rejected",
+        }
+    }
+}
+
+impl LlmError {
+    /// The failure kind for the metrics (`None` for a spent token budget: no call was made).
+    pub fn failure(&self) -> Option<LlmFailure> {
+        match self {
+            LlmError::Unavailable { kind, .. } => Some(*kind),
+            LlmError::Rejected(_) => Some(LlmFailure::Rejected),
+            LlmError::BudgetExceeded(_) => None,
+        }
+    }
 }
 
 #[async_trait]

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
-use super::{ChatRequest, ChatResponse, Llm, LlmError, Message, ToolCall, ToolChoice};
+use super::{ChatRequest, ChatResponse, Llm, LlmError, LlmFailure, Message, ToolCall, ToolChoice};
 use crate::domain::{FinishReason, Usage};
 use crate::secret::{Secret, redact_url};
 
@@ -40,9 +40,15 @@ pub struct OpenAiSettings {
     pub backoff: Duration,
 }
 
+/// The longest a connection may take to open (shorter when the whole call's timeout is).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub struct OpenAiLlm {
     client: Client<Box<dyn Config>>,
     describe: String,
+    /// The server, without credentials, for messages.
+    endpoint: String,
+    timeout: Duration,
     max_retries: u32,
     backoff: Duration,
 }
@@ -51,7 +57,7 @@ impl OpenAiLlm {
     pub fn new(s: &OpenAiSettings) -> Result<Self, LlmError> {
         let http = reqwest::Client::builder()
             .timeout(s.timeout)
-            .connect_timeout(s.timeout.min(Duration::from_secs(10)))
+            .connect_timeout(s.timeout.min(CONNECT_TIMEOUT))
             .build()
             .map_err(|e| LlmError::Rejected(format!("cannot build HTTP client: {e}")))?;
         let key = s
@@ -59,6 +65,12 @@ impl OpenAiLlm {
             .as_ref()
             .map(|k| k.expose().to_owned())
             .unwrap_or_default();
+        let endpoint = redact_url(
+            s.base_url
+                .as_deref()
+                .unwrap_or("https://api.openai.com/v1")
+                .trim_end_matches('/'),
+        );
         let (config, describe): (Box<dyn Config>, String) = match s.provider {
             Provider::OpenAi => {
                 let mut c = OpenAIConfig::new().with_api_key(key);
@@ -98,6 +110,8 @@ impl OpenAiLlm {
         Ok(Self {
             client,
             describe,
+            endpoint,
+            timeout: s.timeout,
             max_retries: s.max_retries,
             backoff: s.backoff,
         })
@@ -243,6 +257,103 @@ fn retryable(e: &OpenAIError) -> bool {
     }
 }
 
+/// What went wrong with one attempt, told apart the way an operator fixes it: no answer in
+/// time (raise `--llm-timeout-seconds` or fix the model server), nobody listening (the URL, the
+/// network policy), a TLS failure (the certificate) or an HTTP error (the provider's status).
+/// The words name the server (without credentials) but not the attempts; the caller adds them.
+fn classify(e: &OpenAIError, endpoint: &str, timeout: Duration) -> (LlmFailure, String) {
+    match e {
+        OpenAIError::ApiError(a) => (LlmFailure::Http, format!("{endpoint} answered HTTP {}", a)),
+        OpenAIError::Reqwest(r) => classify_transport(r, endpoint, timeout),
+        other => (LlmFailure::Other, other.to_string()),
+    }
+}
+
+fn classify_transport(
+    r: &reqwest::Error,
+    endpoint: &str,
+    timeout: Duration,
+) -> (LlmFailure, String) {
+    let url = r
+        .url()
+        .map_or_else(|| endpoint.to_owned(), |u| redact_url(u.as_str()));
+    // The causes, outermost first. An io::Error's `source()` skips the error it wraps, so its
+    // inner error is taken with `get_ref` (hyper wraps rustls' error in two of them).
+    let chain: Vec<&(dyn std::error::Error + 'static)> =
+        std::iter::successors(Some(r as &(dyn std::error::Error + 'static)), |e| {
+            match e.downcast_ref::<std::io::Error>() {
+                Some(io) => io
+                    .get_ref()
+                    .map(|inner| inner as &(dyn std::error::Error + 'static)),
+                None => e.source(),
+            }
+        })
+        .take(16)
+        .collect();
+    // The innermost cause says the most ("connection refused", "invalid peer certificate").
+    let cause = chain.last().map(ToString::to_string).unwrap_or_default();
+    let io = chain
+        .iter()
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+        .collect::<Vec<_>>();
+    let tls = chain
+        .iter()
+        .any(|e| e.downcast_ref::<rustls::Error>().is_some());
+    if r.is_timeout() {
+        let what = if r.is_connect() {
+            format!(
+                "could not connect to {url} within {}",
+                seconds(timeout.min(CONNECT_TIMEOUT))
+            )
+        } else {
+            format!(
+                "the model at {url} did not answer within {} (--llm-timeout-seconds)",
+                seconds(timeout)
+            )
+        };
+        return (LlmFailure::Timeout, what);
+    }
+    if tls {
+        return (
+            LlmFailure::Tls,
+            format!("the TLS handshake with {url} failed: {cause}"),
+        );
+    }
+    if r.is_connect() {
+        if io
+            .iter()
+            .any(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return (LlmFailure::Connect, format!("connection refused by {url}"));
+        }
+        return (
+            LlmFailure::Connect,
+            format!("cannot connect to {url}: {cause}"),
+        );
+    }
+    if let Some(status) = r.status() {
+        return (LlmFailure::Http, format!("{url} answered HTTP {status}"));
+    }
+    (LlmFailure::Other, format!("{url}: {cause}"))
+}
+
+/// `30 s`, `1.5 s`.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn attempts(n: u32) -> String {
+    if n == 1 {
+        "1 attempt".into()
+    } else {
+        format!("{n} attempts")
+    }
+}
+
 #[async_trait]
 impl Llm for OpenAiLlm {
     fn describe(&self) -> String {
@@ -258,17 +369,24 @@ impl Llm for OpenAiLlm {
                 self.client.chat().create_byot(body.clone()).await;
             match result {
                 Ok(v) => return parse_response(&v),
-                Err(e) if retryable(&e) && attempt < self.max_retries => {
-                    attempt += 1;
-                    warn!(attempt, error = %e, "LLM call failed; retrying after {:?}", delay);
-                    tokio::time::sleep(delay).await;
-                    delay = (delay * 2).min(Duration::from_secs(30));
-                }
                 Err(e) if retryable(&e) => {
-                    return Err(LlmError::Unavailable(format!(
-                        "after {} attempts: {e}",
-                        attempt + 1
-                    )));
+                    let (kind, what) = classify(&e, &self.endpoint, self.timeout);
+                    if attempt < self.max_retries {
+                        attempt += 1;
+                        warn!(
+                            attempt,
+                            kind = kind.label(),
+                            error = %what,
+                            "LLM call failed; retrying after {:?}",
+                            delay
+                        );
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(Duration::from_secs(30));
+                        continue;
+                    }
+                    let message = format!("{what}, {}", attempts(attempt + 1));
+                    warn!(kind = kind.label(), error = %message, "LLM call failed; giving up");
+                    return Err(LlmError::Unavailable { kind, message });
                 }
                 Err(e) => {
                     debug!(error = %e, "LLM rejected the request");

@@ -119,7 +119,7 @@ impl AuditKey {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key = Self::generate();
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(file_error)?;
+                    super::files::private_dir(dir).map_err(file_error)?;
                 }
                 write_new_private(path, &hex::encode(&key.key)).map_err(file_error)?;
                 // Another process may have created it first: the file wins.

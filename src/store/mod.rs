@@ -18,6 +18,7 @@
 
 mod capability;
 pub mod chain;
+pub mod files;
 mod postgres;
 mod sql;
 mod sqlite;
@@ -89,6 +90,9 @@ pub enum StoreError {
     /// signs it. Nothing is written; the daemon must be restarted with the current keyring.
     #[error("{0}")]
     AuditKey(String),
+    /// The data directory, the database's directory or the key file is writable by others.
+    #[error(transparent)]
+    SharedWrite(#[from] files::SharedWrite),
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -399,6 +403,27 @@ pub async fn open(
         DatabaseUrl::Sqlite(path) => Arc::new(SqliteStore::open(path, clock, key).await?),
         DatabaseUrl::Postgres(url) => Arc::new(PgStore::open(url.expose(), clock, key).await?),
     })
+}
+
+/// Refuse state that others can write, before anything is created in it or read from it: the
+/// data directory, the SQLite database's directory, and `key_file` (the audit key file, when
+/// the key is read from one). What is missing is created private later.
+pub fn check_state_files(
+    data_dir: &std::path::Path,
+    url: &DatabaseUrl,
+    key_file: Option<&std::path::Path>,
+) -> Result<()> {
+    files::refuse_shared_write("data directory", data_dir)?;
+    if let DatabaseUrl::Sqlite(path) = url
+        && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+    {
+        files::refuse_shared_write("database directory", dir)?;
+        files::refuse_shared_write("database file", path)?;
+    }
+    if let Some(key) = key_file {
+        files::refuse_shared_write("audit key file", key)?;
+    }
+    Ok(())
 }
 
 /// Apply migrations only (the `migrate` command). Writes no audit event, so any key does.

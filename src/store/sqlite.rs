@@ -90,20 +90,6 @@ const CLAIM_SQL: &str = concat!(
     request_columns!()
 );
 
-#[cfg(unix)]
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-#[cfg(not(unix))]
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
-}
-
 /// Create the database file readable by its owner only, unless it exists.
 #[cfg(unix)]
 fn private_file(path: &Path) -> std::io::Result<()> {
@@ -134,7 +120,7 @@ impl SqlStore<Sqlite> {
         // The audit trail is nobody else's to read: a directory kubemedic creates is 0700, a
         // database file it creates 0600 (SQLite gives its -wal and -shm files the same mode).
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            private_dir(dir).map_err(|e| {
+            super::files::private_dir(dir).map_err(|e| {
                 super::StoreError::Setup(format!("cannot create {}: {e}", dir.display()))
             })?;
         }

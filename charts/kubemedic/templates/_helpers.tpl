@@ -18,6 +18,21 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- .Values.secrets.existingSecret | default (include "kubemedic.fullname" .) -}}
 {{- end -}}
 
+{{/* The webhook and API tokens of the chart's own Secret: the value given, else the one the
+Secret already holds (an upgrade keeps them: Alertmanager and people hold copies), else a fresh
+random one (the first install). `lookup` reads the cluster only in `helm install`/`upgrade`
+(and `--dry-run=server`); `helm template` and a client dry run see no Secret and print fresh
+tokens each time. Rendered as YAML, read back with fromYaml. */}}
+{{- define "kubemedic.tokens" -}}
+{{- $v := .Values.secrets.values -}}
+{{- $old := dict -}}
+{{- with lookup "v1" "Secret" .Release.Namespace (include "kubemedic.fullname" .) -}}
+{{- $old = .data | default dict -}}
+{{- end -}}
+webhook: {{ $v.webhookToken | default (get $old "webhook-token" | b64dec) | default (randAlphaNum 40) | quote }}
+api: {{ $v.apiToken | default (get $old "api-token" | b64dec) | default (randAlphaNum 40) | quote }}
+{{- end -}}
+
 {{/* Rendering-time checks: settings that cannot work are refused before anything is applied. */}}
 {{- define "kubemedic.validate" -}}
 {{- if and (eq .Values.database.type "sqlite") (gt (int .Values.replicaCount) 1) -}}
@@ -25,9 +40,6 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end -}}
 {{- if not .Values.secrets.existingSecret -}}
 {{- $v := .Values.secrets.values -}}
-{{- if not $v.webhookToken -}}
-{{- fail "secrets.values.webhookToken (or secrets.existingSecret with key webhook-token) is required: Alertmanager authenticates with it" -}}
-{{- end -}}
 {{- if and (eq .Values.database.type "postgres") (not $v.databaseUrl) -}}
 {{- fail "database.type is postgres: set secrets.values.databaseUrl (or secrets.existingSecret with key database-url)" -}}
 {{- end -}}
