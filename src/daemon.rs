@@ -75,6 +75,23 @@ pub async fn open_store(
 /// Refuse a data directory, database directory or audit key file that others can write
 /// (`serve`, `migrate`, the admin commands and the demo all pass here before opening anything).
 pub fn check_state_files(settings: &Settings) -> Result<(), DaemonError> {
+    if let Some(from) = &settings.adopt_state_from {
+        let moved = store::files::adopt(from, &settings.data_dir).map_err(|e| {
+            DaemonError::Store(store::StoreError::Setup(format!(
+                "moving the state from {} into {}: {e}",
+                from.display(),
+                settings.data_dir.display()
+            )))
+        })?;
+        if !moved.is_empty() {
+            info!(
+                from = %from.display(),
+                to = %settings.data_dir.display(),
+                files = ?moved,
+                "moved the state an earlier layout kept into the data directory"
+            );
+        }
+    }
     let key_file = match &settings.audit_key {
         crate::config::AuditKeySource::File(path) => Some(path.as_path()),
         crate::config::AuditKeySource::Given(_) => None,

@@ -280,6 +280,8 @@ fn read_file(path: &Path) -> Result<DaemonArgs> {
 pub struct Settings {
     pub listen: SocketAddr,
     pub data_dir: PathBuf,
+    /// Where an earlier layout kept the state, to move into `data_dir` at start-up.
+    pub adopt_state_from: Option<PathBuf>,
     pub database: DatabaseUrl,
     pub webhook_auth: WebhookAuth,
     pub api_token: Option<Secret>,
@@ -356,6 +358,7 @@ impl Settings {
         Ok(Settings {
             listen: web.listen,
             data_dir: store.data_dir,
+            adopt_state_from: store.adopt_state_from,
             database: store.database,
             webhook_auth: web.webhook_auth,
             api_token: web.api_token,

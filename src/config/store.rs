@@ -47,6 +47,13 @@ settings! {
         /// re-sign an edited trail.
         #[arg(long, env = "KUBEMEDIC_AUDIT_KEY_FILE", value_name = "FILE")]
         pub audit_key_file: Option<PathBuf>,
+
+        /// Move the SQLite database and the audit key file an earlier layout kept in DIR into
+        /// --data-dir at start-up, when --data-dir has no database yet (the Helm chart sets it:
+        /// its state moved from the volume's root into `data/`). Renames only; never over
+        /// newer state.
+        #[arg(long, env = "KUBEMEDIC_ADOPT_STATE_FROM", value_name = "DIR")]
+        pub adopt_state_from: Option<PathBuf>,
     }
 }
 
@@ -72,6 +79,8 @@ impl AuditKeySource {
 #[derive(Debug, Clone)]
 pub struct StoreParts {
     pub data_dir: PathBuf,
+    /// Where an earlier layout kept the state (`--adopt-state-from`).
+    pub adopt_state_from: Option<PathBuf>,
     pub database: DatabaseUrl,
     pub audit_key: AuditKeySource,
 }
@@ -90,6 +99,7 @@ impl StoreArgs {
             ),
         };
         Ok(StoreParts {
+            adopt_state_from: self.adopt_state_from,
             data_dir,
             database,
             audit_key,

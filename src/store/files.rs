@@ -70,6 +70,45 @@ pub fn refuse_shared_write(_what: &'static str, _path: &Path) -> Result<(), Shar
     Ok(())
 }
 
+/// The state files an older layout kept directly in a directory the data directory now sits in.
+const ADOPTABLE: &[&str] = &[
+    "kubemedic.db",
+    "kubemedic.db-wal",
+    "kubemedic.db-shm",
+    "audit.key",
+];
+
+/// Move the state an earlier layout kept in `from` (the SQLite database with its journal, the
+/// audit key file) into `data_dir`, when `data_dir` has no database yet and `from` has one.
+/// Renames within one file system, so nothing is copied or half-moved; each moved file is made
+/// 0600 and `data_dir` is created 0700. Answers the names moved (none: nothing to adopt).
+#[cfg(unix)]
+pub fn adopt(from: &Path, data_dir: &Path) -> std::io::Result<Vec<&'static str>> {
+    use std::os::unix::fs::PermissionsExt;
+    if from == data_dir
+        || data_dir.join("kubemedic.db").exists()
+        || !from.join("kubemedic.db").is_file()
+    {
+        return Ok(vec![]);
+    }
+    private_dir(data_dir)?;
+    let mut moved = Vec::new();
+    for name in ADOPTABLE {
+        let (old, new) = (from.join(name), data_dir.join(name));
+        if old.is_file() && !new.exists() {
+            std::fs::rename(&old, &new)?;
+            std::fs::set_permissions(&new, std::fs::Permissions::from_mode(0o600))?;
+            moved.push(*name);
+        }
+    }
+    Ok(moved)
+}
+
+#[cfg(not(unix))]
+pub fn adopt(_from: &Path, _data_dir: &Path) -> std::io::Result<Vec<&'static str>> {
+    Ok(vec![])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +154,41 @@ mod tests {
         assert!(err.to_string().contains("chmod 600"), "{err}");
         chmod(&key, 0o644);
         refuse_shared_write("audit key file", &key).unwrap();
+    }
+
+    #[test]
+    fn state_in_the_old_place_is_moved_once_and_never_over_newer_state() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data");
+        for (name, body) in [
+            ("kubemedic.db", "db"),
+            ("kubemedic.db-wal", "wal"),
+            ("audit.key", "key"),
+        ] {
+            std::fs::write(root.path().join(name), body).unwrap();
+            chmod(&root.path().join(name), 0o660);
+        }
+        let moved = adopt(root.path(), &data).unwrap();
+        assert_eq!(moved, ["kubemedic.db", "kubemedic.db-wal", "audit.key"]);
+        assert_eq!(
+            std::fs::read_to_string(data.join("audit.key")).unwrap(),
+            "key"
+        );
+        assert!(!root.path().join("kubemedic.db").exists());
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(std::fs::metadata(&data).unwrap().mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::metadata(data.join("kubemedic.db")).unwrap().mode() & 0o777,
+            0o600
+        );
+        // Again: nothing left to move.
+        assert!(adopt(root.path(), &data).unwrap().is_empty());
+        // A database in the data directory is never replaced by an old one.
+        std::fs::write(root.path().join("kubemedic.db"), "older").unwrap();
+        assert!(adopt(root.path(), &data).unwrap().is_empty());
+        assert_eq!(
+            std::fs::read_to_string(data.join("kubemedic.db")).unwrap(),
+            "db"
+        );
     }
 }
