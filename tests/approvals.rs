@@ -1123,26 +1123,13 @@ async fn an_alternative_an_approver_picks_goes_through_the_approval_policy() {
 /// obligation that fails, audited, and nothing is decided.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alternative_whose_obligations_fail_is_refused() {
-    use common::llm::{ScriptedLlm, calls};
+    use common::llm::{ScriptedLlm, bad_rollout_investigation, calls};
     let Some(k) = Kube::new("apaltr").await else {
         return;
     };
     let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
-    let model = ScriptedLlm::start(vec![
-        calls(&[("get_namespaced_resource_context", target.clone())]),
-        calls(&[(
-            "submit_result",
-            json!({
-                "root_cause_analysis": {
-                    "summary": "The latest rollout of checkout crashes on start",
-                    "severity": "high",
-                    "contributing_factors": ["the new ReplicaSet's pods are in CrashLoopBackOff"],
-                    "remediation_target": target,
-                    "investigation_analysis": "A bad rollout."
-                },
-                "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true
-            }),
-        )]),
+    let mut script = bad_rollout_investigation(&target);
+    script.extend([
         calls(&[(
             "submit_result_with_workflow",
             json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision",
@@ -1150,8 +1137,8 @@ async fn an_alternative_whose_obligations_fail_is_refused() {
                 "alternative_workflows": [{"workflow_id": "restart-rolling",
                     "rationale": "if the crash is a transient dependency"}]}),
         )]),
-    ])
-    .await;
+    ]);
+    let model = ScriptedLlm::start(script).await;
     let base_url = format!("{}/v1", model.base_url);
     let (d, alert) = production_incident(&k, move |a| {
         a.investigate.llm = Some(kubemedic::config::LlmMode::Openai);

@@ -119,46 +119,30 @@ async fn a_question_becomes_a_gated_request_approved_in_the_conversation_and_ver
         "{req:#}"
     );
 
+    // Decide in a conversation with the OpenAI client, streaming.
+    let decide = |key: &str, word: &str, conversation: &str| {
+        py(
+            &python,
+            DECIDE,
+            &[
+                ("BASE", &base),
+                ("KEY", key),
+                ("WORD", word),
+                ("CONVERSATION", conversation),
+                ("ACTION", &action),
+            ],
+        )
+    };
     // The viewer cannot decide; the refusal is the OpenAI client's PermissionDeniedError.
-    let refused = py(
-        &python,
-        DECIDE,
-        &[
-            ("BASE", &base),
-            ("KEY", &viewer),
-            ("WORD", "approve"),
-            ("CONVERSATION", &conversation),
-            ("ACTION", &action),
-        ],
-    );
+    let refused = decide(&viewer, "approve", &conversation);
     assert_eq!(refused["status"], 403, "{refused:#}");
     // A conversation that does not exist is not found.
-    let other = py(
-        &python,
-        DECIDE,
-        &[
-            ("BASE", &base),
-            ("KEY", &approver),
-            ("WORD", "approve"),
-            ("CONVERSATION", &uuid::Uuid::new_v4().to_string()),
-            ("ACTION", &action),
-        ],
-    );
+    let other = decide(&approver, "approve", &uuid::Uuid::new_v4().to_string());
     assert_eq!(other["status"], 404, "{other:#}");
 
     // The approver continues their own conversation: a new one of theirs, deciding by the
     // action_id the viewer was shown is refused (not their conversation)…
-    let alices = py(
-        &python,
-        DECIDE,
-        &[
-            ("BASE", &base),
-            ("KEY", &approver),
-            ("WORD", "approve"),
-            ("CONVERSATION", &conversation),
-            ("ACTION", &action),
-        ],
-    );
+    let alices = decide(&approver, "approve", &conversation);
     assert_eq!(alices["status"], 404, "{alices:#}");
 
     // …so the approver asks the same question, streaming (it joins the same request): the
@@ -188,17 +172,7 @@ async fn a_question_becomes_a_gated_request_approved_in_the_conversation_and_ver
     assert_eq!(signal["choices"][0]["finish_reason"], "stop");
     let conversation = signal["conversation_id"].as_str().unwrap().to_owned();
     let runner = kubelet(&k);
-    let decided = py(
-        &python,
-        DECIDE,
-        &[
-            ("BASE", &base),
-            ("KEY", &approver),
-            ("WORD", "yes"),
-            ("CONVERSATION", &conversation),
-            ("ACTION", &action),
-        ],
-    );
+    let decided = decide(&approver, "yes", &conversation);
     let chunks = decided["chunks"].as_array().expect("chunks");
     assert_eq!(chunks[0]["object"], "chat.completion.chunk");
     assert!(
@@ -238,17 +212,7 @@ async fn a_question_becomes_a_gated_request_approved_in_the_conversation_and_ver
     assert_eq!(undos, 1, "{trail:#}");
     assert!(trail["reason"].as_str().unwrap().starts_with("effective"));
     // A second "approve" in the conversation has nothing pending left.
-    let again = py(
-        &python,
-        DECIDE,
-        &[
-            ("BASE", &base),
-            ("KEY", &approver),
-            ("WORD", "approve"),
-            ("CONVERSATION", &conversation),
-            ("ACTION", &action),
-        ],
-    );
+    let again = decide(&approver, "approve", &conversation);
     assert_eq!(again["status"], 409, "{again:#}");
     d.stop().await;
 }
@@ -476,35 +440,22 @@ async fn the_ask_page_streams_the_investigation_and_approves_in_the_browser() {
 /// "deny" ends the request rejected, nothing changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_model_the_question_runs_the_llm_path_and_a_denial_changes_nothing() {
-    use common::llm::{ScriptedLlm, calls};
+    use common::llm::{ScriptedLlm, bad_rollout_investigation, calls};
     use kubemedic::secret::Secret;
     let Some(k) = Kube::new("chatm").await else {
         return;
     };
     common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
     let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
-    let model = ScriptedLlm::start(vec![
-        calls(&[("get_namespaced_resource_context", target.clone())]),
-        calls(&[(
-            "submit_result",
-            json!({
-                "root_cause_analysis": {
-                    "summary": "The latest rollout of checkout crashes on start",
-                    "severity": "high",
-                    "contributing_factors": ["the new ReplicaSet's pods are in CrashLoopBackOff"],
-                    "remediation_target": target,
-                    "investigation_analysis": "A bad rollout."
-                },
-                "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true
-            }),
-        )]),
+    let mut script = bad_rollout_investigation(&target);
+    script.extend([
         calls(&[(
             "submit_result_with_workflow",
             json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision",
                     "confidence": 0.9, "rationale": "the previous revision ran", "parameters": {"TO_REVISION": 1}}}),
         )]),
-    ])
-    .await;
+    ]);
+    let model = ScriptedLlm::start(script).await;
     let base_url = format!("{}/v1", model.base_url);
     let d = serving(&k, move |a| {
         a.investigate.llm = Some(kubemedic::config::LlmMode::Openai);

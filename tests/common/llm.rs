@@ -39,6 +39,27 @@ pub fn calls(list: &[(&str, Value)]) -> Reply {
 }
 
 /// Text (a plan, a thought) and tool calls in one assistant turn.
+/// Invocation 1 on a bad rollout of `target`: the model reads the target's context, then
+/// submits "the latest rollout crashes on start".
+pub fn bad_rollout_investigation(target: &Value) -> Vec<Reply> {
+    vec![
+        calls(&[("get_namespaced_resource_context", target.clone())]),
+        calls(&[(
+            "submit_result",
+            serde_json::json!({
+                "root_cause_analysis": {
+                    "summary": "The latest rollout of checkout crashes on start",
+                    "severity": "high",
+                    "contributing_factors": ["the new ReplicaSet's pods are in CrashLoopBackOff"],
+                    "remediation_target": target,
+                    "investigation_analysis": "A bad rollout."
+                },
+                "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true
+            }),
+        )]),
+    ]
+}
+
 pub fn say_and_call(content: &str, list: &[(&str, Value)]) -> Reply {
     Reply::Message {
         content: Some(content.to_owned()),
