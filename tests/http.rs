@@ -758,6 +758,24 @@ impl kubemedic::store::Auth for UnreachableStore {
     async fn delete_session(&self, h: &str) -> Result<(), StoreError> {
         self.0.delete_session(h).await
     }
+    async fn record_failed_login(
+        &self,
+        _: &str,
+        _: chrono::DateTime<chrono::Utc>,
+        _: Duration,
+    ) -> Result<(), StoreError> {
+        Err(gone())
+    }
+    async fn failed_logins(
+        &self,
+        _: &str,
+        _: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<chrono::DateTime<chrono::Utc>>, StoreError> {
+        Err(gone())
+    }
+    async fn clear_failed_logins(&self, _: &str) -> Result<(), StoreError> {
+        Err(gone())
+    }
 }
 
 #[async_trait]
@@ -1576,5 +1594,87 @@ async fn alertmanager_traffic_on_a_kept_alive_connection_is_served() {
     let (status, answer) = read_response(&mut s).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(d.api("/api/v1/signals").await["total"], 6);
+    d.stop().await;
+}
+
+fn sign_in_form(key: &str) -> String {
+    format!("key={key}&next=%2Finbox")
+}
+
+async fn sign_in(d: &TestDaemon, key: &str) -> reqwest::Response {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(d.url("/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(sign_in_form(key))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Two replicas on one Postgres database count a client's failed sign-ins together: guesses
+/// spread over both lock the client out of both, and a sign-in on one clears the count.
+#[tokio::test]
+async fn failed_sign_ins_on_one_replica_lock_the_client_out_of_the_other() {
+    let Some(url) = common::fresh_postgres().await else {
+        return;
+    };
+    let on = |url: String| {
+        move |a: &mut kubemedic::config::DaemonArgs| {
+            a.store.database_url = Some(kubemedic::secret::Secret::new(url))
+        }
+    };
+    let a = TestDaemon::start(on(url.clone())).await;
+    let b = TestDaemon::start(on(url)).await;
+    let viewer =
+        common::create_key(a.store.as_ref(), kubemedic::domain::Role::Viewer, "vera").await;
+
+    // A sign-in that succeeds clears the count, on either replica.
+    for i in 0..4 {
+        assert_eq!(sign_in(&a, &format!("km_guess-{i}")).await.status(), 401);
+    }
+    assert_eq!(sign_in(&b, &viewer).await.status(), 303);
+    for i in 0..4 {
+        assert_eq!(sign_in(&b, &format!("km_guess-{i}")).await.status(), 401);
+    }
+    assert_eq!(
+        sign_in(&a, &viewer).await.status(),
+        303,
+        "four failures since the last sign-in: still allowed"
+    );
+
+    // Three guesses on one replica and two on the other make five.
+    for (d, i) in [(&a, 0), (&b, 1), (&a, 2), (&b, 3), (&a, 4)] {
+        assert_eq!(sign_in(d, &format!("km_guess-{i}")).await.status(), 401);
+    }
+    for d in [&a, &b] {
+        let r = sign_in(d, &viewer).await;
+        assert_eq!(
+            r.status(),
+            reqwest::StatusCode::TOO_MANY_REQUESTS,
+            "both replicas refuse the client, even with the right key"
+        );
+        let wait: u64 = r.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&wait), "{wait}");
+    }
+    a.stop().await;
+    b.stop().await;
+}
+
+/// The limiter cannot count failures without the store: a sign-in is refused, not let through.
+#[tokio::test]
+async fn a_sign_in_is_refused_when_the_store_cannot_count_failures() {
+    let (_dir, url) = common::sqlite_url();
+    let real = common::open_store(&url, Arc::new(kubemedic::clock::SystemClock)).await;
+    let viewer = common::create_key(real.as_ref(), kubemedic::domain::Role::Viewer, "vera").await;
+    let broken: Arc<dyn Store> = Arc::new(UnreachableStore(real.clone()));
+    let d = TestDaemon::start_with(|_| {}, Components::default(), Some(broken)).await;
+    assert_eq!(sign_in(&d, &viewer).await.status(), 503);
     d.stop().await;
 }

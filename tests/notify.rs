@@ -1,5 +1,6 @@
 //! The approval notifiers against real servers: mail through maildev's SMTP servers, read back
-//! through its HTTP API (plain SMTP with AUTH, and SMTPS with a throwaway CA), and Slack through
+//! through its HTTP API (plain SMTP with AUTH, and SMTPS with a throwaway CA), STARTTLS through
+//! aiosmtpd with a CA the test makes (`tests/smtp/starttls_server.py`), and Slack through
 //! the `emulate` Slack Web API, read back with `conversations.history`. The test script starts
 //! both (`scripts/maildev.sh`, `scripts/slack-emulator.sh`). A few failures need no server: a
 //! closed port, and a small HTTP stub for the Slack answers the emulator never gives (429 with
@@ -651,6 +652,217 @@ async fn smtps_with_the_servers_ca_delivers_and_without_it_is_refused() {
         .unwrap_err();
     assert!(!e.retryable, "{e}");
     assert!(e.message.contains("certificate"), "{e}");
+}
+
+/// A real SMTP server that requires STARTTLS (PyPI aiosmtpd, `tests/smtp/starttls_server.py`),
+/// with a certificate for 127.0.0.1 signed by a CA this test made. It reports each mail and
+/// each command it refused for coming before the TLS handshake, one JSON line each.
+struct StartTlsServer {
+    child: std::process::Child,
+    port: u16,
+    lines: Arc<std::sync::Mutex<Vec<Value>>>,
+    _dir: tempfile::TempDir,
+    ca: std::path::PathBuf,
+    other_ca: std::path::PathBuf,
+}
+
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A self-signed CA named `name` in `dir` (`name.pem`, `name.key`).
+fn make_ca(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let (pem, key) = (format!("{name}.pem"), format!("{name}.key"));
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            &format!("/CN={name}"),
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+        ],
+    );
+    dir.join(pem)
+}
+
+impl StartTlsServer {
+    fn start() -> Option<Self> {
+        common::init();
+        let python = common::component("KUBEMEDIC_SMTP_PYTHON", "aiosmtpd (SMTP with STARTTLS)")?;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let ca = make_ca(d, "test-ca");
+        let other_ca = make_ca(d, "other-ca");
+        openssl(
+            d,
+            &[
+                "req",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+            ],
+        );
+        std::fs::write(d.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        openssl(
+            d,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-CA",
+                "test-ca.pem",
+                "-CAkey",
+                "test-ca.key",
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-extfile",
+                "san.ext",
+                "-out",
+                "server.pem",
+            ],
+        );
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/smtp/starttls_server.py");
+        let mut child = std::process::Command::new(python)
+            .arg(script)
+            .arg(d.join("server.pem"))
+            .arg(d.join("server.key"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the STARTTLS server");
+        let stdout = child.stdout.take().unwrap();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Some(port) = line.strip_prefix("READY ") {
+                    let _ = ready_tx.send(port.trim().parse::<u16>().unwrap());
+                } else if let Ok(v) = serde_json::from_str(&line) {
+                    sink.lock().unwrap().push(v);
+                }
+            }
+        });
+        let port = ready_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the STARTTLS server said READY");
+        Some(Self {
+            child,
+            port,
+            lines,
+            _dir: dir,
+            ca,
+            other_ca,
+        })
+    }
+
+    fn settings(&self, ca_file: Option<&std::path::Path>) -> EmailSettings {
+        EmailSettings {
+            smtp_url: format!("smtp+starttls://127.0.0.1:{}", self.port),
+            username: None,
+            password: None,
+            from: "kubemedic@kubemedic.example.com".into(),
+            approvers: vec!["alice@example.com".into()],
+            timeout: Duration::from_secs(10),
+            ca_file: ca_file.map(Into::into),
+        }
+    }
+
+    fn seen(&self) -> Vec<Value> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Drop for StartTlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// STARTTLS against a real server: with the test's CA trusted the mail goes over TLS; with a
+/// certificate that does not verify (only the public roots, or another CA) the notifier refuses
+/// for good, naming the certificate, and the server received no mail and no command in clear.
+#[tokio::test]
+async fn starttls_delivers_over_tls_and_refuses_a_certificate_that_does_not_verify() {
+    let Some(server) = StartTlsServer::start() else {
+        return;
+    };
+    let a = approval();
+    EmailNotifier::new(&server.settings(Some(&server.ca)), clock())
+        .unwrap()
+        .offer(&message(&a, "alice@example.com"))
+        .await
+        .unwrap();
+    let seen = server.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["tls"], true, "the mail went over TLS: {seen:?}");
+    assert_eq!(seen[0]["to"], json!(["alice@example.com"]));
+    assert!(
+        seen[0]["data"]
+            .as_str()
+            .unwrap()
+            .contains(&a.id.to_string()),
+        "the offer itself was delivered"
+    );
+
+    for ca in [None, Some(server.other_ca.as_path())] {
+        let e = EmailNotifier::new(&server.settings(ca), clock())
+            .unwrap()
+            .offer(&message(&approval(), "alice@example.com"))
+            .await
+            .unwrap_err();
+        assert!(
+            !e.retryable,
+            "a certificate that does not verify is not retried: {e}"
+        );
+        assert!(e.message.contains("certificate"), "{e}");
+        assert!(
+            e.message.contains("--smtp-ca-file"),
+            "says what to fix: {e}"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = server.seen();
+    assert_eq!(
+        seen.len(),
+        1,
+        "nothing more was received, and nothing was tried in clear: {seen:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

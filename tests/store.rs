@@ -118,6 +118,7 @@ contract!(
     the_audit_key_is_handed_over_once_and_a_retired_key_writes_nothing_more,
     conversations_keep_their_turns_in_order_per_owner,
     pinned_context_is_replaced_deleted_and_audited,
+    failed_logins_are_counted_per_client_in_the_window_and_pruned,
 );
 
 fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) -> NewSignal {
@@ -2290,4 +2291,64 @@ async fn pinned_context_is_replaced_deleted_and_audited(f: Fixture) {
     let chain = s.verify_chain().await.unwrap();
     assert!(chain.intact(), "{chain:?}");
     assert_eq!(chain.events, 4, "{chain:?}");
+}
+
+async fn failed_logins_are_counted_per_client_in_the_window_and_pruned(f: Fixture) {
+    let s = &f.store;
+    let t0 = f.clock.now();
+    let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
+    let window = Duration::from_secs(60);
+    for i in 0..3 {
+        s.record_failed_login("10.0.0.1", at(i), window)
+            .await
+            .unwrap();
+    }
+    s.record_failed_login("10.0.0.2", at(1), window)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.failed_logins("10.0.0.1", at(-60)).await.unwrap(),
+        vec![at(0), at(1), at(2)],
+        "oldest first, and only this client's"
+    );
+    assert_eq!(
+        s.failed_logins("10.0.0.1", at(1)).await.unwrap(),
+        vec![at(1), at(2)],
+        "only those since the time asked"
+    );
+    assert!(
+        s.failed_logins("10.0.0.3", at(-60))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A failure recorded at 62 s forgets every client's failures from before 2 s.
+    s.record_failed_login("10.0.0.3", at(62), window)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.failed_logins("10.0.0.1", at(-60)).await.unwrap(),
+        vec![at(2)],
+        "the two failures older than the window were deleted"
+    );
+    assert!(
+        s.failed_logins("10.0.0.2", at(-60))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A sign-in clears its client's failures, and no one else's.
+    s.clear_failed_logins("10.0.0.1").await.unwrap();
+    assert!(
+        s.failed_logins("10.0.0.1", at(-60))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        s.failed_logins("10.0.0.3", at(-60)).await.unwrap(),
+        vec![at(62)]
+    );
 }

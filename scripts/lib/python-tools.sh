@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Python packages the test tier runs (the official OpenAI client, later the MCP SDK), each set
+# Python packages the test tier runs (the official OpenAI client, aiosmtpd, later the MCP SDK), each set
 # installed once from PyPI into its own virtual environment in the cache, keyed by the pinned
 # versions. Source it; it defines functions only.
 #
@@ -10,6 +10,10 @@ PY_TOOLS_ROOT="${KUBEMEDIC_CACHE_DIR:-$HOME/.cache/kubemedic}/venv"
 
 # The OpenAI Python client the chat endpoint is tested with (tests/chat.rs).
 OPENAI_PACKAGES=(openai==3.57.0)
+
+# A real SMTP server that offers (and requires) STARTTLS, for tests/notify.rs
+# (tests/smtp/starttls_server.py); maildev only speaks plain SMTP and implicit TLS.
+SMTP_PACKAGES=(aiosmtpd==1.4.6)
 
 py_tool() {
   local name=$1

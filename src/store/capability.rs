@@ -193,6 +193,21 @@ pub trait Auth: Send + Sync {
     /// The live session with this digest: not expired, and its key not revoked.
     async fn session(&self, token_hash: &str) -> Result<Option<Session>>;
     async fn delete_session(&self, token_hash: &str) -> Result<()>;
+    /// Remember a failed sign-in from `client` at `at`, and forget every client's failures
+    /// from before `at - window` (the table holds one window's worth). Shared by all replicas,
+    /// so a client cannot spread its guesses over them.
+    async fn record_failed_login(
+        &self,
+        client: &str,
+        at: DateTime<Utc>,
+        window: Duration,
+    ) -> Result<()>;
+    /// The times of `client`'s failed sign-ins since `since`, oldest first (at most
+    /// [`super::MAX_LOGIN_FAILURES_READ`]).
+    async fn failed_logins(&self, client: &str, since: DateTime<Utc>)
+    -> Result<Vec<DateTime<Utc>>>;
+    /// Forget `client`'s failed sign-ins (it signed in).
+    async fn clear_failed_logins(&self, client: &str) -> Result<()>;
 }
 
 /// Approvals, their single-use tokens and the notifications that offer them (DESIGN §3.9).

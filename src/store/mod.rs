@@ -47,6 +47,10 @@ use crate::domain::{
 };
 use crate::secret::{Secret, redact_url};
 
+/// The most failed sign-ins of one client [`Auth::failed_logins`] returns: far above any limit
+/// the login limiter sets, so a client a few racing replicas let through is still refused.
+pub const MAX_LOGIN_FAILURES_READ: i64 = 100;
+
 /// Where the database lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DatabaseUrl {

@@ -8,19 +8,20 @@
 //!
 //! Every state-changing request made with a session cookie carries the session's CSRF token
 //! (a form field, or the `x-csrf-token` header); a bearer key needs none (nothing ambient).
-//! Failed logins are counted per client address and refused for a while after too many.
+//! Failed logins are counted per client address, in the store (shared by the replicas), and
+//! refused for a while after too many.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::{HeaderMap, header};
 use base64::Engine as _;
+use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 use super::{ApiError, AppState, ct_eq};
 use crate::domain::{ApiKey, Role};
+use crate::store::{Auth, StoreError};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "km_session";
@@ -287,48 +288,68 @@ fn proxy_principal(proxy: &ProxyAuth, headers: &HeaderMap) -> Option<Principal> 
 }
 
 /// Failed logins per client address: after `MAX_FAILURES` within `WINDOW`, logins from the
-/// address are refused until the window has passed.
+/// address are refused until the oldest of those failures is `WINDOW` old. The failures are
+/// kept in the store, so every replica behind the load balancer counts the same ones.
+#[derive(Debug, Clone, Copy)]
 pub struct LoginLimiter {
-    failures: Mutex<HashMap<IpAddr, (u32, Instant)>>,
+    max_failures: usize,
+    window: Duration,
 }
 
-const MAX_FAILURES: u32 = 5;
+const MAX_FAILURES: usize = 5;
 const WINDOW: Duration = Duration::from_secs(60);
-/// Addresses remembered at most; beyond, stale entries are dropped first.
-const MAX_TRACKED: usize = 10_000;
 
 impl Default for LoginLimiter {
     fn default() -> Self {
         Self {
-            failures: Mutex::new(HashMap::new()),
+            max_failures: MAX_FAILURES,
+            window: WINDOW,
         }
     }
 }
 
 impl LoginLimiter {
-    /// `Some(wait)` when `ip` must wait before trying again.
-    pub fn blocked(&self, ip: IpAddr) -> Option<Duration> {
-        let map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        let (n, since) = map.get(&ip)?;
-        let elapsed = since.elapsed();
-        (*n >= MAX_FAILURES && elapsed < WINDOW).then(|| WINDOW - elapsed)
+    fn since(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        now - chrono::Duration::from_std(self.window).unwrap_or(chrono::Duration::MAX)
     }
 
-    pub fn failed(&self, ip: IpAddr) {
-        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_TRACKED {
-            map.retain(|_, (_, since)| since.elapsed() < WINDOW);
-        }
-        let entry = map.entry(ip).or_insert((0, Instant::now()));
-        if entry.1.elapsed() >= WINDOW {
-            *entry = (0, Instant::now());
-        }
-        entry.0 += 1;
+    /// `Some(wait)` when `ip` must wait before trying again. A store that cannot answer is
+    /// an error: the caller refuses the sign-in (fail closed).
+    pub async fn blocked(
+        &self,
+        store: &dyn Auth,
+        ip: IpAddr,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Duration>, StoreError> {
+        let failures = store
+            .failed_logins(&ip.to_string(), self.since(now))
+            .await?;
+        Ok(self.wait(&failures, now))
     }
 
-    pub fn succeeded(&self, ip: IpAddr) {
-        let mut map = self.failures.lock().unwrap_or_else(|e| e.into_inner());
-        map.remove(&ip);
+    /// How long until fewer than `max_failures` of `failures` (oldest first) are in the
+    /// window; `None` when they already are.
+    fn wait(&self, failures: &[DateTime<Utc>], now: DateTime<Utc>) -> Option<Duration> {
+        let excess = failures.len().checked_sub(self.max_failures)?;
+        let oldest_that_counts = failures.get(excess)?;
+        let window = chrono::Duration::from_std(self.window).ok()?;
+        let left = (*oldest_that_counts + window - now).to_std().ok()?;
+        Some(left.max(Duration::from_secs(1)))
+    }
+
+    pub async fn failed(
+        &self,
+        store: &dyn Auth,
+        ip: IpAddr,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        store
+            .record_failed_login(&ip.to_string(), now, self.window)
+            .await
+    }
+
+    pub async fn succeeded(&self, store: &dyn Auth, ip: IpAddr) -> Result<(), StoreError> {
+        store.clear_failed_logins(&ip.to_string()).await
     }
 }
 
@@ -390,15 +411,24 @@ mod tests {
     }
 
     #[test]
-    fn logins_are_refused_after_repeated_failures() {
+    fn logins_wait_until_the_oldest_counted_failure_leaves_the_window() {
         let limiter = LoginLimiter::default();
-        let ip: IpAddr = "10.0.0.1".parse().unwrap();
-        for _ in 0..MAX_FAILURES {
-            assert!(limiter.blocked(ip).is_none());
-            limiter.failed(ip);
-        }
-        assert!(limiter.blocked(ip).is_some());
-        let other: IpAddr = "10.0.0.2".parse().unwrap();
-        assert!(limiter.blocked(other).is_none());
+        let t0 = Utc::now();
+        let at = |s: i64| t0 + chrono::Duration::seconds(s);
+        let four: Vec<_> = (0..4).map(at).collect();
+        assert_eq!(
+            limiter.wait(&four, at(5)),
+            None,
+            "four failures are allowed"
+        );
+        let five: Vec<_> = (0..5).map(at).collect();
+        assert_eq!(limiter.wait(&five, at(5)), Some(Duration::from_secs(55)));
+        let seven: Vec<_> = (0..7).map(at).collect();
+        assert_eq!(
+            limiter.wait(&seven, at(10)),
+            Some(Duration::from_secs(52)),
+            "the two oldest do not matter: five remain in the window until the third is old"
+        );
+        assert_eq!(limiter.wait(&five, at(60)), Some(Duration::from_secs(1)));
     }
 }

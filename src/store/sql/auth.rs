@@ -1,12 +1,15 @@
-//! [`Auth`](crate::store::Auth): API keys and sessions.
+//! [`Auth`](crate::store::Auth): API keys, sessions and failed sign-ins.
+
+use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 use super::dialect::Dialect;
-use super::facade::{Arg as _, Col as _, Conn as _};
+use super::facade::{Arg as _, Col as _, Conn as _, query_as};
 use super::{SqlStore, Tx};
 use crate::domain::{ApiKey, AuditDraft, Role, Session};
-use crate::store::{Auth, Result, corrupt, storable_text};
+use crate::store::{Auth, MAX_LOGIN_FAILURES_READ, Result, corrupt, storable_text};
 
 #[async_trait]
 impl<D: Dialect> Auth for SqlStore<D> {
@@ -157,6 +160,53 @@ impl<D: Dialect> Auth for SqlStore<D> {
         let _write = self.write_guard().await;
         sqlx::query("DELETE FROM sessions WHERE token_hash = $1")
             .arg(token_hash)
+            .execute(self.writes())
+            .await?;
+        Ok(())
+    }
+
+    async fn record_failed_login(
+        &self,
+        client: &str,
+        at: DateTime<Utc>,
+        window: Duration,
+    ) -> Result<()> {
+        let horizon = at - chrono::Duration::from_std(window).unwrap_or(chrono::Duration::MAX);
+        let _write = self.write_guard().await;
+        let mut tx: Tx<D> = self.writer.begin_with(D::BEGIN).await?;
+        sqlx::query("DELETE FROM login_failures WHERE at < $1")
+            .arg(D::ts(horizon))
+            .execute(tx.conn())
+            .await?;
+        sqlx::query("INSERT INTO login_failures (client, at) VALUES ($1, $2)")
+            .arg(storable_text(client))
+            .arg(D::ts(at))
+            .execute(tx.conn())
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn failed_logins(
+        &self,
+        client: &str,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<DateTime<Utc>>> {
+        let rows: Vec<(D::Ts,)> = query_as(
+            "SELECT at FROM login_failures WHERE client = $1 AND at >= $2 ORDER BY at LIMIT $3",
+        )
+        .arg(storable_text(client))
+        .arg(D::ts(since))
+        .arg(MAX_LOGIN_FAILURES_READ)
+        .fetch_all(self.reads())
+        .await?;
+        rows.into_iter().map(|(at,)| D::time_of(at)).collect()
+    }
+
+    async fn clear_failed_logins(&self, client: &str) -> Result<()> {
+        let _write = self.write_guard().await;
+        sqlx::query("DELETE FROM login_failures WHERE client = $1")
+            .arg(storable_text(client))
             .execute(self.writes())
             .await?;
         Ok(())

@@ -298,7 +298,15 @@ pub async fn login(
         );
     }
     let ip = peer.unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
-    if let Some(wait) = state.logins.blocked(ip) {
+    let blocked = state
+        .logins
+        .blocked(state.store.as_ref(), ip, state.clock.now())
+        .await;
+    let blocked = match blocked {
+        Ok(b) => b,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    if let Some(wait) = blocked {
         let secs = wait.as_secs().max(1);
         let mut r = respond(
             StatusCode::TOO_MANY_REQUESTS,
@@ -317,14 +325,23 @@ pub async fn login(
         Err(e) => return e.into_response(),
     };
     let Some((name, role, stored)) = key else {
-        state.logins.failed(ip);
+        if let Err(e) = state
+            .logins
+            .failed(state.store.as_ref(), ip, state.clock.now())
+            .await
+        {
+            tracing::error!(peer = %ip, error = %e, "a failed sign-in could not be counted");
+            return ApiError::from(e).into_response();
+        }
         tracing::warn!(peer = %ip, "dashboard sign-in with an unknown or revoked key");
         return respond(
             StatusCode::UNAUTHORIZED,
             login_form(&next, Some("That key is not valid (unknown or revoked).")),
         );
     };
-    state.logins.succeeded(ip);
+    if let Err(e) = state.logins.succeeded(state.store.as_ref(), ip).await {
+        return ApiError::from(e).into_response();
+    }
     let token = random_token();
     let now = state.clock.now();
     let ttl = chrono::Duration::from_std(state.auth.session_ttl)
