@@ -31,6 +31,7 @@ use crate::domain::{
     Target, TurnKind,
 };
 use crate::ingest::IngestQueue;
+use crate::notify::render::clip;
 use crate::redact::sanitize_text;
 use crate::store::{IngestOutcome, Store};
 
@@ -138,15 +139,6 @@ impl Pace {
         q.push_back(now);
         Ok(())
     }
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(max).collect();
-    out.push_str("… [shortened]");
-    out
 }
 
 impl ChatService {

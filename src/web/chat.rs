@@ -119,10 +119,20 @@ impl From<super::ApiError> for ChatApiError {
                 "rate_limit_error",
                 format!("too many failed attempts; retry in {s} s"),
             ),
+            A::Unavailable(m) => Self::new(StatusCode::SERVICE_UNAVAILABLE, "server_error", m),
+            A::Internal(m) => Self::new(StatusCode::INTERNAL_SERVER_ERROR, "server_error", m),
+            // Body limits and encodings: the chat reads its body whole, as axum's extractor does.
             other => Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "server_error",
-                format!("{other:?}"),
+                StatusCode::BAD_REQUEST,
+                "invalid_request_error",
+                match other {
+                    A::TooLarge(limit) => format!("body larger than {limit} bytes"),
+                    A::BodyTimeout(t) => {
+                        format!("the body did not arrive within {} s", t.as_secs())
+                    }
+                    A::UnsupportedEncoding(e) => format!("Content-Encoding `{e}` is not supported"),
+                    _ => "bad request".to_owned(),
+                },
             ),
         }
     }
@@ -168,14 +178,11 @@ fn asker(
     needed: Role,
     changes: bool,
 ) -> Result<Asker, ChatApiError> {
-    let who = caller.need(needed)?;
-    if changes && !who.csrf_ok(super::auth::csrf_header(headers)) {
-        return Err(ChatApiError::new(
-            StatusCode::FORBIDDEN,
-            "permission_error",
-            "a browser session must send its CSRF token (x-csrf-token)",
-        ));
-    }
+    let who = if changes {
+        caller.need_to_change(needed, headers)?
+    } else {
+        caller.need(needed)?
+    };
     Ok(Asker {
         can_decide: who.role.allows(Role::Approver),
         subject: who.subject,

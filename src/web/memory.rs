@@ -33,6 +33,14 @@ pub fn scope(raw: &str) -> Result<String, ApiError> {
     }
 }
 
+/// Whether `who` may read the pinned context of `scope`: the cluster's and their own; an
+/// admin, all.
+pub fn readable(who: &super::auth::Principal, scope: &str) -> bool {
+    who.role.allows(Role::Admin)
+        || scope == PINNED_CLUSTER
+        || scope.strip_prefix("user:") == Some(who.subject.as_str())
+}
+
 /// Check and sanitise a note's text.
 pub fn content(raw: &str) -> Result<String, ApiError> {
     let text = sanitize_text(raw.trim());
@@ -61,13 +69,12 @@ pub async fn list(
     caller: Caller,
 ) -> Result<Json<Value>, ApiError> {
     let who = caller.need(Role::Viewer)?;
-    let mine = format!("user:{}", who.subject);
     let notes: Vec<_> = state
         .store
         .memories()
         .await?
         .into_iter()
-        .filter(|n| who.role.allows(Role::Admin) || n.scope == PINNED_CLUSTER || n.scope == mine)
+        .filter(|n| readable(&who, &n.scope))
         .collect();
     Ok(Json(json!({"notes": notes, "max_chars": MAX_MEMORY_CHARS})))
 }
@@ -92,12 +99,7 @@ pub async fn put(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let who = caller.need(Role::Admin)?;
-    if !who.csrf_ok(super::auth::csrf_header(&headers)) {
-        return Err(ApiError::Forbidden(
-            "a browser session must send its CSRF token (x-csrf-token)".into(),
-        ));
-    }
+    let who = caller.need_to_change(Role::Admin, &headers)?;
     let note: PutNote = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad("body", format!("expected {{\"scope\", \"content\"}}: {e}")))?;
     let scope = scope(&note.scope)?;
@@ -122,12 +124,7 @@ pub async fn delete(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Json<Value>, ApiError> {
-    let who = caller.need(Role::Admin)?;
-    if !who.csrf_ok(super::auth::csrf_header(&headers)) {
-        return Err(ApiError::Forbidden(
-            "a browser session must send its CSRF token (x-csrf-token)".into(),
-        ));
-    }
+    let who = caller.need_to_change(Role::Admin, &headers)?;
     super::query::reject_unknown(&q, &["scope"])?;
     let scope = scope(q.get("scope").map_or("", String::as_str))?;
     let existed = state.store.memory(&scope).await?.is_some();

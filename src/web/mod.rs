@@ -171,6 +171,21 @@ impl Caller {
             ))),
         }
     }
+    /// [`Caller::need`] for a request that changes something: a browser session must also
+    /// send its CSRF token (`x-csrf-token`); a key needs none.
+    pub fn need_to_change(
+        self,
+        needed: crate::domain::Role,
+        headers: &axum::http::HeaderMap,
+    ) -> Result<auth::Principal, ApiError> {
+        let who = self.need(needed)?;
+        if !who.csrf_ok(auth::csrf_header(headers)) {
+            return Err(ApiError::Forbidden(
+                "a browser session must send its CSRF token (x-csrf-token)".into(),
+            ));
+        }
+        Ok(who)
+    }
 }
 
 pub fn router(state: Arc<AppState>) -> Router {

@@ -73,11 +73,10 @@ pub async fn memory(State(state): State<Arc<AppState>>, caller: Caller, uri: Uri
         Err(r) => return *r,
     };
     let admin = who.role.allows(Role::Admin);
-    let mine = format!("user:{}", who.subject);
     let notes: Vec<_> = match state.store.memories().await {
         Ok(n) => n
             .into_iter()
-            .filter(|n| admin || n.scope == PINNED_CLUSTER || n.scope == mine)
+            .filter(|n| crate::web::memory::readable(&who, &n.scope))
             .collect(),
         Err(e) => return failed(ApiError::from(e), &who),
     };
