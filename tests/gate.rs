@@ -509,6 +509,7 @@ fn request(target: Option<Target>, alert_namespace: Option<&str>) -> Remediation
             annotations: Default::default(),
             generator_url: None,
             external_url: None,
+            requested: None,
         },
         occurrence_count: 1,
         first_seen: now,

@@ -206,3 +206,242 @@ async fn an_approvers_verified_choice_is_proposed_next_time_until_it_proves_inef
     assert!(r.status().is_success(), "{}", r.text().await.unwrap());
     d.stop().await;
 }
+
+/// The pending approval of request `id`.
+async fn approval_of(d: &common::TestDaemon, id: &str) -> Value {
+    let pending = d
+        .eventually("/api/v1/approvals?status=pending", 30, |p| {
+            p["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["request_id"] == id)
+        })
+        .await;
+    pending["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["request_id"] == id)
+        .unwrap()
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incident_class_no_rule_knows_is_learned_from_a_reviewers_verified_fix() {
+    let Some(first) = Kube::new("unknown1").await else {
+        return;
+    };
+    let second = Kube::new("unknown2").await.unwrap();
+    let third = Kube::new("unknown3").await.unwrap();
+    let d = serving(&first, |_| {}).await;
+    let viewer =
+        common::create_key(d.store.as_ref(), kubemedic::domain::Role::Viewer, "vera").await;
+    let post = |path: String, key: String, body: Value| {
+        d.client
+            .post(d.url(&path))
+            .bearer_auth(key)
+            .json(&body)
+            .send()
+    };
+    let approve = |aid: &str| {
+        post(
+            format!("/api/v1/approvals/{aid}/decision"),
+            common::API_TOKEN.into(),
+            json!({"decision": "approve"}),
+        )
+    };
+
+    // First occurrence: no rule determines the cause, so kubemedic proposes nothing.
+    let (_, alert) = common::incident::all_wedged(&first).await;
+    let v: Value = d
+        .send_alertmanager(&alert.to_string())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let reviewed = v["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    let req = d
+        .eventually(&format!("/api/v1/requests/{reviewed}"), 60, is_terminal)
+        .await;
+    assert_eq!(req["phase"], "ManualReviewRequired", "{req:#}");
+    assert_eq!(
+        req["state"]["selection"]["selected"],
+        Value::Null,
+        "{req:#}"
+    );
+    let signature = req["state"]["analysis"]["signature"].clone();
+    assert_eq!(signature["facts"]["pod_states"], json!(["not-ready"]));
+
+    // The request page offers an approver the workflows that fit the target.
+    let page = d
+        .client
+        .get(d.url(&format!("/requests/{reviewed}")))
+        .bearer_auth(common::API_TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("Remediate after review") && page.contains(r#"value="restart-rolling""#),
+        "the request page offers the takeover"
+    );
+
+    // A viewer may not; a workflow that does not exist is named; then the reviewer asks for
+    // the rolling restart.
+    let path = format!("/api/v1/requests/{reviewed}/remediate");
+    let r = post(
+        path.clone(),
+        viewer.clone(),
+        json!({"workflow_id": "restart-rolling"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 403, "{}", r.text().await.unwrap());
+    let r = post(
+        path.clone(),
+        common::API_TOKEN.into(),
+        json!({"workflow_id": "reboot-the-datacenter"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(
+        r.text().await.unwrap().contains("reboot-the-datacenter"),
+        "the error names the workflow"
+    );
+    let r = post(
+        path.clone(),
+        common::API_TOKEN.into(),
+        json!({"workflow_id": "restart-rolling",
+               "message": "the pods wedged after the cache failover; a restart clears it"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap());
+    let opened: Value = r.json().await.unwrap();
+    let rid = opened["request_id"].as_str().unwrap().to_owned();
+    assert_ne!(rid, reviewed);
+
+    // The new request: investigated afresh, the reviewer's workflow proven and gated, and an
+    // approver confirms it — the policy alone never runs a reviewer's request.
+    let req = d
+        .eventually(&format!("/api/v1/requests/{rid}"), 60, |r| {
+            r["phase"] == "AwaitingApproval" || is_terminal(r)
+        })
+        .await;
+    assert_eq!(req["phase"], "AwaitingApproval", "{req:#}");
+    assert_eq!(req["signal"]["source"], "review", "{req:#}");
+    assert_eq!(req["signal"]["requested"]["follows"], reviewed.as_str());
+    assert_eq!(
+        req["state"]["selection"]["selected"]["workflow_id"],
+        "restart-rolling"
+    );
+    assert_eq!(req["state"]["proof"]["verdict"], "proven", "{req:#}");
+    assert_eq!(req["state"]["proof"]["proposer"], "reviewer");
+    assert_eq!(req["state"]["gate"]["require_approval"], true);
+    assert_eq!(
+        req["state"]["analysis"]["signature"]["hash"], signature["hash"],
+        "the fresh investigation sees the same incident class"
+    );
+    // Both trails name each other.
+    let back = d
+        .eventually(&format!("/api/v1/requests/{reviewed}"), 10, |r| {
+            kinds(r).contains(&"review_takeover".to_owned())
+        })
+        .await;
+    assert!(
+        event(&back, "review_takeover")["message"]
+            .as_str()
+            .unwrap()
+            .contains(&rid)
+    );
+    // Taking over a request that is not closed is refused.
+    let r = post(
+        format!("/api/v1/requests/{rid}/remediate"),
+        common::API_TOKEN.into(),
+        json!({"workflow_id": "restart-rolling"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 409);
+
+    let approval = approval_of(&d, &rid).await;
+    assert_eq!(approval["workflow_id"], "restart-rolling");
+    let r = approve(approval["id"].as_str().unwrap()).await.unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let node = kubelet(&first);
+    let done = resolve_and_finish(&d, &alert, &rid).await;
+    node.abort();
+    assert_eq!(done["phase"], "Completed", "{done:#}");
+    assert_eq!(done["state"]["assessment"]["effective"], true, "{done:#}");
+    let learned = event(&done, "pattern_learned");
+    assert_eq!(
+        learned["payload"]["outcome"]["workflow_id"],
+        "restart-rolling"
+    );
+    assert_eq!(learned["payload"]["outcome"]["effective"], true);
+
+    // Second occurrence, another namespace: kubemedic now proposes the restart itself, from
+    // the learned pattern, and a person still decides.
+    let (_, alert) = common::incident::all_wedged(&second).await;
+    let (req, approval) = awaiting(&d, &alert).await;
+    let rid = req["id"].as_str().unwrap().to_owned();
+    assert_eq!(req["signal"]["source"], "alertmanager");
+    assert_eq!(
+        req["state"]["analysis"]["signature"]["hash"],
+        signature["hash"]
+    );
+    assert_eq!(approval["workflow_id"], "restart-rolling", "{approval:#}");
+    assert_eq!(approval["proof"]["verdict"], "proven", "{approval:#}");
+    let used = &req["state"]["selection"]["learned"];
+    assert_eq!(used["instead_of"], Value::Null, "{used:#}");
+    assert!(
+        used["reason"].as_str().unwrap().contains("no rule knows"),
+        "{used:#}"
+    );
+    assert_eq!(req["state"]["gate"]["require_approval"], true);
+    assert!(
+        req["state"]["gate"]["risk_factors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["reason"].as_str().unwrap().contains("learned pattern")),
+        "the gate records that a person decides a learned proposal: {:#}",
+        req["state"]["gate"]
+    );
+    assert!(kinds(&req).contains(&"learned_hint".to_owned()));
+    let r = approve(approval["id"].as_str().unwrap()).await.unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    // This time the alert never resolves: not effective, so the pattern cools down.
+    let node = kubelet(&second);
+    let done = d
+        .eventually(&format!("/api/v1/requests/{rid}"), 120, is_terminal)
+        .await;
+    node.abort();
+    assert_eq!(done["state"]["assessment"]["effective"], false, "{done:#}");
+
+    // Third occurrence: nothing to propose again; a human reviews it.
+    let (_, alert) = common::incident::all_wedged(&third).await;
+    let v: Value = d
+        .send_alertmanager(&alert.to_string())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = v["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    let req = d
+        .eventually(&format!("/api/v1/requests/{id}"), 60, is_terminal)
+        .await;
+    assert_eq!(req["phase"], "ManualReviewRequired", "{req:#}");
+    let hints = req["state"]["analysis"]["learned"].as_array().unwrap();
+    assert!(
+        hints
+            .iter()
+            .any(|p| p["workflow_id"] == "restart-rolling" && p["suppressed"] == true),
+        "{hints:#?}"
+    );
+    d.stop().await;
+}

@@ -148,6 +148,7 @@ fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) ->
         group_key: None,
         external_url: None,
         target_aliases: vec![target_fingerprint.clone()],
+        requested: None,
         target,
         target_fingerprint,
     }

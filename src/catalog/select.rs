@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::params::TARGET_PARAMS;
 use super::{ActionType, Catalog, Engine, Workflow};
-use crate::domain::{DetectedLabels, Target};
+use crate::domain::{Analysis, DetectedLabels, RemediationRequest, Target};
 
 /// The context a workflow is chosen for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -18,6 +18,20 @@ pub struct SelectionContext {
     pub signal_mode: Option<String>,
     pub target_kind: Option<String>,
     pub detected: DetectedLabels,
+}
+
+impl SelectionContext {
+    /// The context of `req`, investigated as `analysis`: its signal's severity and mode, its
+    /// environment, and the verified root owner's kind and detected labels.
+    pub fn of(req: &RemediationRequest, analysis: &Analysis) -> Self {
+        Self {
+            severity: req.signal.severity.clone(),
+            environment: req.state.enrichment.as_ref().map(|e| e.environment.clone()),
+            signal_mode: Some(req.signal.mode.as_str().into()),
+            target_kind: analysis.root_owner.as_ref().map(|t| t.kind.clone()),
+            detected: analysis.detected_labels.clone().unwrap_or_default(),
+        }
+    }
 }
 
 /// A validation failure of a selected workflow, with the reason code of outcome 6.

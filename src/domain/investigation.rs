@@ -274,6 +274,10 @@ pub struct Proposal {
     pub parameters: Map<String, Value>,
     /// For GitOps targets: the change a human should make in Git instead.
     pub git_change: String,
+    /// The workflow to propose, when one is named (a learned pattern's); otherwise the best
+    /// fitting workflow of the action type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
 }
 
 /// One model call, for the audit trail.

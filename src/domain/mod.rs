@@ -62,7 +62,9 @@ pub use proof::{
     ProofVerdict, Proposer,
 };
 pub use request::{RemediationRequest, StageState, Waiting};
-pub use signal::{NewSignal, SignalContext, SignalMode, SignalSource, SignalStatus};
+pub use signal::{
+    NewSignal, RequestedWorkflow, SignalContext, SignalMode, SignalSource, SignalStatus,
+};
 pub use stage::{Stage, StageError, StageOutcome};
 pub use target::{
     CLUSTER_SCOPED_KINDS, Target, fingerprint_of, is_cluster_scoped, targets_from_labels,

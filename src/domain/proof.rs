@@ -25,6 +25,8 @@ pub enum Proposer {
     Model,
     /// An approver who picked one of the alternatives.
     Approver,
+    /// A reviewer who asked for a workflow on a request kubemedic left to a human.
+    Reviewer,
 }
 
 impl Proposer {
@@ -33,6 +35,7 @@ impl Proposer {
             Proposer::Offline => "offline",
             Proposer::Model => "model",
             Proposer::Approver => "approver",
+            Proposer::Reviewer => "reviewer",
         }
     }
 }

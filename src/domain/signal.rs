@@ -63,6 +63,9 @@ pub enum SignalSource {
     Native,
     /// A question asked in a conversation (`POST /v1/chat/completions`).
     Chat,
+    /// A reviewer's request to run a workflow on a request kubemedic left to a human
+    /// (`POST /api/v1/requests/{id}/remediate`).
+    Review,
 }
 
 impl SignalSource {
@@ -71,6 +74,7 @@ impl SignalSource {
             SignalSource::Alertmanager => "alertmanager",
             SignalSource::Native => "native",
             SignalSource::Chat => "chat",
+            SignalSource::Review => "review",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
@@ -78,6 +82,7 @@ impl SignalSource {
             "alertmanager" => Some(SignalSource::Alertmanager),
             "native" => Some(SignalSource::Native),
             "chat" => Some(SignalSource::Chat),
+            "review" => Some(SignalSource::Review),
             _ => None,
         }
     }
@@ -110,6 +115,29 @@ pub struct NewSignal {
     /// Every target fingerprint the labels name (pod and its deployment, say), primary first.
     /// A new signal joins an active request that holds any of them.
     pub target_aliases: Vec<String>,
+    /// The workflow a reviewer asked for (source `review` only). Set by kubemedic for an
+    /// authenticated approver, never read from a payload: no webhook body can carry it.
+    #[serde(skip)]
+    pub requested: Option<RequestedWorkflow>,
+}
+
+/// A reviewer's request: run this workflow on the target of a request kubemedic sent to a
+/// human. The new request is investigated afresh (evidence, signature, proof), then this
+/// workflow is proposed instead of the investigator's choice — validated, proven, gated and
+/// approved like any proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestedWorkflow {
+    pub workflow_id: String,
+    /// The parameters the reviewer gave (the target's are bound from the verified root owner).
+    #[serde(default)]
+    pub parameters: serde_json::Map<String, serde_json::Value>,
+    /// The API key or user who asked.
+    pub requested_by: String,
+    /// The request that was reviewed.
+    pub follows: uuid::Uuid,
+    /// What the reviewer wrote, if anything (sanitised and clipped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 impl NewSignal {
@@ -138,6 +166,9 @@ pub struct SignalContext {
     pub generator_url: Option<String>,
     #[serde(default)]
     pub external_url: Option<String>,
+    /// The workflow a reviewer asked for (source `review`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<RequestedWorkflow>,
 }
 
 impl SignalContext {
@@ -171,6 +202,7 @@ impl SignalContext {
             annotations: s.annotations.clone(),
             generator_url: s.generator_url.clone(),
             external_url: s.external_url.clone(),
+            requested: s.requested.clone(),
         }
     }
 }

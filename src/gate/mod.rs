@@ -6,7 +6,8 @@
 //! (approval required, with the policy's reason) or `Executing` (auto-approved). No input
 //! (nothing was selected) ends the request in `ManualReviewRequired`. Invariant: the stage never
 //! auto-approves on an error — [`RegoGate`] turns every failure into a degraded decision that
-//! requires approval — nor a request asked in a conversation (source `chat`): the asker decides.
+//! requires approval — nor what [`human_decides`] names: a request asked in a conversation, a
+//! reviewer's request, a workflow proposed from a learned pattern.
 
 use std::sync::Arc;
 
@@ -15,9 +16,38 @@ use tracing::{info, instrument};
 
 pub use crate::policy::DEFAULT_CONFIDENCE_THRESHOLD;
 
-/// The risk a change asked for in a conversation is shown with when the policy alone would
-/// have auto-approved it: low (the policy found nothing to worry about), but a human decides.
-pub const CHAT_RISK_SCORE: i64 = 20;
+/// The risk a change is shown with when the policy alone would have auto-approved it but a
+/// human must decide anyway ([`human_decides`]): low (the policy found nothing to worry
+/// about), but a human decides.
+pub const HUMAN_DECIDES_RISK_SCORE: i64 = 20;
+
+/// Why a person must decide on `request` whatever the policy says, if they must: a question
+/// asked in a conversation is not an instruction to change the cluster (the asker decides); a
+/// reviewer's request is proven and gated first, then an approver confirms it; a workflow
+/// proposed from a learned pattern rests on past outcomes, not on this incident's evidence.
+pub fn human_decides(request: &RemediationRequest) -> Option<String> {
+    match request.signal.source {
+        SignalSource::Chat => {
+            return Some("asked in a conversation, so the asker decides".into());
+        }
+        SignalSource::Review => {
+            let by = request
+                .signal
+                .requested
+                .as_ref()
+                .map_or("a reviewer", |r| r.requested_by.as_str());
+            return Some(format!(
+                "asked for by {by} after review, so an approver confirms it"
+            ));
+        }
+        SignalSource::Alertmanager | SignalSource::Native => {}
+    }
+    let learned = request.state.selection.as_ref()?.learned.as_ref()?;
+    Some(format!(
+        "proposed from a learned pattern ({}), so an approver decides",
+        learned.pattern.signature
+    ))
+}
 
 use crate::domain::{
     AuditDraft, GateDecision, Phase, RemediationRequest, RiskFactor, SignalSource, Stage,
@@ -84,21 +114,27 @@ impl Stage for GateStage {
             });
         };
         let mut decision: GateDecision = self.gate.decide(&input).await;
-        if request.signal.source == SignalSource::Chat && !decision.require_approval {
-            // A question is not an instruction to change the cluster: the asker decides.
-            decision.require_approval = true;
-            decision.reason = format!(
-                "asked in a conversation, so the asker decides (the policy alone would \
-                 auto-approve: {})",
-                decision.reason
-            );
-            decision.risk_factors.insert(
-                0,
-                RiskFactor {
-                    score: CHAT_RISK_SCORE,
-                    reason: decision.reason.clone(),
-                },
-            );
+        if let Some(why) = human_decides(request) {
+            if decision.require_approval {
+                // The policy asks a person already; the trail says this would have too.
+                decision.risk_factors.push(RiskFactor {
+                    score: HUMAN_DECIDES_RISK_SCORE,
+                    reason: why,
+                });
+            } else {
+                decision.require_approval = true;
+                decision.reason = format!(
+                    "{why} (the policy alone would auto-approve: {})",
+                    decision.reason
+                );
+                decision.risk_factors.insert(
+                    0,
+                    RiskFactor {
+                        score: HUMAN_DECIDES_RISK_SCORE,
+                        reason: decision.reason.clone(),
+                    },
+                );
+            }
         }
         let revision = short_revision(decision.policy_revision.as_deref());
         let message = if decision.degraded {

@@ -191,6 +191,7 @@ fn normalise(
         target,
         target_fingerprint,
         target_aliases,
+        requested: None,
     })
 }
 

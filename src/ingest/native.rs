@@ -182,6 +182,7 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
         target,
         target_fingerprint,
         target_aliases,
+        requested: None,
     })
 }
 

@@ -17,6 +17,7 @@ pub mod plan;
 pub mod playbooks;
 pub mod prompt;
 pub mod repair;
+pub mod requested;
 pub mod route;
 pub mod view;
 
@@ -286,8 +287,10 @@ impl SelectionStage {
         }
     }
 
-    fn proposer(&self) -> Proposer {
-        if self.investigator.name() == "offline" {
+    fn proposer(&self, request: &RemediationRequest) -> Proposer {
+        if request.signal.requested.is_some() {
+            Proposer::Reviewer
+        } else if self.investigator.name() == "offline" {
             Proposer::Offline
         } else {
             Proposer::Model
@@ -307,7 +310,7 @@ impl SelectionStage {
                 return Ok(Some(self.prover.unproven_resolved(
                     request.target.clone(),
                     &request.signal,
-                    self.proposer(),
+                    self.proposer(request),
                 )));
             }
             return Ok(None);
@@ -319,7 +322,7 @@ impl SelectionStage {
                     workflow_id: &w.workflow_id,
                     parameters: &w.parameters,
                     target,
-                    proposer: self.proposer(),
+                    proposer: self.proposer(request),
                     signal: &request.signal,
                     bound_to: analysis.spec_hash.clone().map(|h| Binding {
                         spec_hash: h,
@@ -331,7 +334,7 @@ impl SelectionStage {
             }
             (OutcomeKind::ProblemResolved, _) => {
                 self.prover
-                    .prove_resolved(target, &request.signal, self.proposer())
+                    .prove_resolved(target, &request.signal, self.proposer(request))
                     .await
             }
             _ => return Ok(None),
@@ -358,10 +361,18 @@ impl Stage for SelectionStage {
                 "no root cause analysis to select a workflow for".into(),
             ));
         };
-        let mut selection = match self.investigator.select(request, &analysis).await {
-            Ok(s) => s,
-            Err(InvestigateError::Budget(m)) => return Ok(budget_outcome(request, &m)),
-            Err(e) => return stage_error(e),
+        // A reviewer's request replaces invocation 2: what they asked for is what is proposed
+        // (and proven, gated and approved like anything else).
+        let (mut selection, actor) = match &request.signal.requested {
+            Some(asked) => (
+                requested::selection(self.prover.catalog(), request, &analysis, asked),
+                asked.requested_by.clone(),
+            ),
+            None => match self.investigator.select(request, &analysis).await {
+                Ok(s) => (s, self.investigator.name()),
+                Err(InvestigateError::Budget(m)) => return Ok(budget_outcome(request, &m)),
+                Err(e) => return stage_error(e),
+            },
         };
         let message = match &selection.selected {
             Some(w) => format!(
@@ -371,7 +382,7 @@ impl Stage for SelectionStage {
             None => format!("no workflow: {:?}", selection.outcome.kind),
         };
         let mut events = vec![
-            AuditDraft::new("selection", &self.investigator.name(), message).with_payload(json!({
+            AuditDraft::new("selection", &actor, message).with_payload(json!({
                 "selected": selection.selected,
                 "alternatives": selection.alternatives,
                 "no_workflow_reasoning": selection.no_workflow_reasoning,

@@ -398,6 +398,7 @@ mod tests {
             target: None,
             target_fingerprint: "t".into(),
             target_aliases: vec![],
+            requested: None,
         };
         RemediationRequest::for_signal(&signal, phase, now)
     }

@@ -442,6 +442,7 @@ mod tests {
             annotations: Default::default(),
             generator_url: None,
             external_url: None,
+            requested: None,
         };
         let scene = Scene::new(
             Arc::new(snap),

@@ -297,6 +297,7 @@ fn proof_event(
         (ProofPoint::Selection, Proposer::Approver) => "the approver's alternative",
         (ProofPoint::Selection, Proposer::Model) => "proposed by the model",
         (ProofPoint::Selection, Proposer::Offline) => "proposed by the offline rules",
+        (ProofPoint::Selection, Proposer::Reviewer) => "asked for by a reviewer",
     };
     let mut line = format!(
         "{what} ({when}): {}",

@@ -19,6 +19,7 @@ mod memory;
 pub mod openapi;
 mod pages;
 mod query;
+mod review;
 pub mod schema;
 mod server;
 
@@ -198,6 +199,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/v1/requests", get(api::list_requests))
         .route("/api/v1/requests/{id}", get(api::get_request))
         .route("/api/v1/requests/{id}/events", get(events::stream))
+        .route("/api/v1/requests/{id}/remediate", post(review::remediate))
         .route("/api/v1/history", get(api::target_history))
         .route("/api/v1/summary", get(api::summary))
         .route("/api/v1/catalog", get(api::catalog))
@@ -209,6 +211,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/logout", post(pages::logout))
         .route("/requests", get(pages::requests))
         .route("/requests/{id}", get(pages::request))
+        .route("/requests/{id}/remediate", post(pages::remediate_form))
         .route("/inbox", get(pages::inbox))
         .route("/inbox/{id}", post(pages::decide))
         .route("/catalog", get(pages::catalog))

@@ -8,7 +8,7 @@ use utoipa::{Modify, OpenApi};
 use super::schema::{
     Approval, ApprovalDecision, ApprovalList, ChainCheck, DecisionRequest, DryRunChange, ErrorBody,
     ObjectChange, Obligation, ObligationStatus, Proof, ProofPoint, ProofVerdict, Proposer,
-    RequestDetail, RequestItem, RequestList, RequestState, Target,
+    RemediateRequest, RequestDetail, RequestItem, RequestList, RequestState, Target,
 };
 
 struct Security;
@@ -65,6 +65,7 @@ impl Modify for Security {
         super::approvals::list,
         super::approvals::get,
         super::approvals::decide,
+        super::review::remediate,
         super::ingest::alertmanager,
         super::ingest::native,
         super::chat::completions,
@@ -95,6 +96,7 @@ impl Modify for Security {
         ObjectChange,
         Target,
         DecisionRequest,
+        RemediateRequest,
         ChainCheck
     )),
     modifiers(&Security)
@@ -198,7 +200,10 @@ mod tests {
             json!(["proven", "refuted", "unverified"])
         );
         assert_eq!(values("ProofPoint"), json!(["selection", "before_write"]));
-        assert_eq!(values("Proposer"), json!(["offline", "model", "approver"]));
+        assert_eq!(
+            values("Proposer"),
+            json!(["offline", "model", "approver", "reviewer"])
+        );
         for (status, word) in [
             (ObligationStatus::Holds, "holds"),
             (ObligationStatus::Fails, "fails"),

@@ -112,6 +112,7 @@ pub enum Proposer {
     Offline,
     Model,
     Approver,
+    Reviewer,
 }
 
 /// When the proof was made.
@@ -268,6 +269,18 @@ pub struct DecisionRequest {
     pub decision: String,
     /// A workflow id among the selection's alternatives, to approve instead.
     pub alternative: Option<String>,
+    pub message: Option<String>,
+}
+
+/// A reviewer's request on a request kubemedic left to a human.
+#[derive(Deserialize, ToSchema)]
+pub struct RemediateRequest {
+    /// A workflow of the catalog that fits the request's verified target.
+    pub workflow_id: String,
+    /// Its parameters (the target's are bound by kubemedic).
+    #[schema(value_type = Object)]
+    pub parameters: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Why, for the trail and the approver (sanitised, clipped to 500 characters).
     pub message: Option<String>,
 }
 

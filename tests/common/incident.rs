@@ -103,6 +103,34 @@ pub async fn wedged_pod(k: &Kube) -> (String, Value) {
     (wedged, alert)
 }
 
+/// An incident class no rule knows the fix for: every pod of Deployment `checkout` (three
+/// replicas of one revision, in production) has been running but not ready for ten minutes,
+/// their readiness probes failing, with no recent change, no failing dependency and nothing in
+/// the cluster that says why. Returns a pod's name and the KubePodNotReady alert about it.
+pub async fn all_wedged(k: &Kube) -> (String, Value) {
+    let (first, alert) = wedged_pod(k).await;
+    let since = (Utc::now() - chrono::Duration::minutes(10)).to_rfc3339();
+    for pod in k.pods("app=checkout", 3).await {
+        let name = pod["metadata"]["name"].as_str().unwrap().to_owned();
+        if name == first {
+            continue;
+        }
+        let mut status = super::kube::status::not_ready("checkout", "shop/checkout:1.4.1");
+        status["conditions"][0]["lastTransitionTime"] = json!(since);
+        let pod = k.patch_status("v1", "Pod", &name, status).await;
+        k.event(
+            &pod,
+            "Warning",
+            "Unhealthy",
+            "Readiness probe failed: HTTP probe failed with statuscode: 503",
+            60,
+            600,
+        )
+        .await;
+    }
+    (first, alert)
+}
+
 /// Send the alert; wait until its request awaits approval. Returns (request, approval).
 pub async fn awaiting(d: &super::TestDaemon, alert: &Value) -> (Value, Value) {
     let v: Value = d

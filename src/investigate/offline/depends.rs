@@ -84,6 +84,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
             action_type: "CordonDrainNode".into(),
             parameters: json!({}).as_object().cloned().unwrap_or_default(),
             git_change: String::new(),
+            workflow_id: None,
         });
         out.analysis = format!(
             "Followed what {target} depends on: its failing pods run on node {node}, which is unhealthy; moving them to healthy nodes addresses it."
@@ -121,6 +122,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
             action_type: "RestartDeployment".into(),
             parameters: serde_json::Map::new(),
             git_change: String::new(),
+            workflow_id: None,
         });
         out.analysis = format!(
             "{} is healthy now, but it changed just before {target}'s pods stopped being ready while they kept running: they hold connections or addresses from before; fresh processes pick up the new ones.",

@@ -233,11 +233,6 @@ impl Investigator for OfflineInvestigator {
         }
         rca.needs_human_review = diagnosis.human.is_some();
         rca.human_review_reason = diagnosis.human.clone();
-        let mut warnings = Vec::new();
-        if rca.investigation_outcome == InvestigationOutcome::Inconclusive {
-            warnings.push("inconclusive: the evidence does not determine the cause".into());
-        }
-        let plan = plan(&diagnosis, &self.playbooks, &records);
         let signature = verified
             .as_ref()
             .map(|c| gather::signature(&req.signal.name, &c.root_owner, &seen_pods, &seen_events));
@@ -245,6 +240,34 @@ impl Investigator for OfflineInvestigator {
             Some(s) => gather::learned(self.history.as_ref(), s, now).await,
             None => vec![],
         };
+        // No rule determines the cause, but this incident class was resolved before.
+        if verified.is_some()
+            && let Some(p) = learned_for_unknown(&diagnosis, &learned)
+        {
+            rca.root_cause_analysis.summary = format!(
+                "{} — but this incident class ({}) was resolved before by {}",
+                rca.root_cause_analysis.summary, p.signature, p.workflow_id
+            );
+            rca.root_cause_analysis.investigation_analysis = format!(
+                "{} No rule determines the cause; the proposal rests on a learned pattern (a hint from verified outcomes, not this incident's evidence): {}.",
+                rca.root_cause_analysis.investigation_analysis,
+                describe(p)
+            );
+            rca.investigation_outcome = InvestigationOutcome::Actionable;
+            rca.actionable = true;
+            rca.confidence = LEARNED_CONFIDENCE;
+            diagnosis.proposal = Some(crate::domain::Proposal {
+                action_type: p.action_type.clone(),
+                parameters: Map::new(),
+                git_change: String::new(),
+                workflow_id: Some(p.workflow_id.clone()),
+            });
+        }
+        let mut warnings = Vec::new();
+        if rca.investigation_outcome == InvestigationOutcome::Inconclusive {
+            warnings.push("inconclusive: the evidence does not determine the cause".into());
+        }
+        let plan = plan(&diagnosis, &self.playbooks, &records);
         Ok(Analysis {
             root_owner: verified.as_ref().map(|c| c.root_owner.clone()),
             spec_hash: verified.as_ref().and_then(|c| c.spec_hash.clone()),
@@ -270,14 +293,8 @@ impl Investigator for OfflineInvestigator {
         req: &RemediationRequest,
         analysis: &Analysis,
     ) -> Result<Selection, InvestigateError> {
-        let detected = analysis.detected_labels.clone().unwrap_or_default();
-        let ctx = SelectionContext {
-            severity: req.signal.severity.clone(),
-            environment: req.state.enrichment.as_ref().map(|e| e.environment.clone()),
-            signal_mode: Some(req.signal.mode.as_str().into()),
-            target_kind: analysis.root_owner.as_ref().map(|t| t.kind.clone()),
-            detected: detected.clone(),
-        };
+        let ctx = SelectionContext::of(req, analysis);
+        let detected = &ctx.detected;
         let mut inv2 = Invocation2::default();
         match &analysis.proposal {
             Some(p)
@@ -307,11 +324,17 @@ impl Investigator for OfflineInvestigator {
                         )),
                     );
                 }
-                let listed = self.catalog.list_workflows(&action_type, &ctx, 0, 1);
-                let first = listed
-                    .pointer("/workflows/0/workflow_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                let first = match &p.workflow_id {
+                    // A named workflow (a learned pattern's), unless GitOps turned the action
+                    // into a proposal for Git.
+                    Some(id) if action_type == p.action_type => Some(id.clone()),
+                    _ => self
+                        .catalog
+                        .list_workflows(&action_type, &ctx, 0, 1)
+                        .pointer("/workflows/0/workflow_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                };
                 match first {
                     None => {
                         inv2.no_workflow =
@@ -358,7 +381,9 @@ impl Investigator for OfflineInvestigator {
                 );
             }
         }
-        let learned = self.learned_instead(analysis, &ctx, &mut inv2);
+        let learned = self
+            .learned_instead(analysis, &ctx, &mut inv2)
+            .or_else(|| learned_proposal(analysis, &inv2));
         self.offer_alternatives(analysis, &ctx, &mut inv2);
         let mut merged = merge(&analysis.rca, &inv2);
         let outcome = route(analysis, &inv2, &mut merged);
@@ -375,6 +400,47 @@ impl Investigator for OfflineInvestigator {
             replaced: None,
         })
     }
+}
+
+/// The confidence of a proposal that rests on a learned pattern alone (no rule determines the
+/// cause): enough to propose it, never enough to act without a person — the gate asks one for
+/// every learned proposal.
+const LEARNED_CONFIDENCE: f64 = 0.75;
+
+/// The learned pattern to propose when no rule determines the cause: the strongest that may be
+/// suggested, with at least one effective verified outcome. Only for an inconclusive diagnosis
+/// that did not ask for a human for a reason of its own (a remedy that already failed here).
+fn learned_for_unknown<'a>(
+    diagnosis: &Diagnosis,
+    learned: &'a [crate::domain::LearnedPattern],
+) -> Option<&'a crate::domain::LearnedPattern> {
+    if diagnosis.outcome != InvestigationOutcome::Inconclusive
+        || diagnosis.human.is_some()
+        || diagnosis.proposal.is_some()
+    {
+        return None;
+    }
+    learned.iter().find(|p| suggestible(p) && p.effective > 0)
+}
+
+/// How the selection used a learned pattern when the analysis proposed its workflow (no rule
+/// knew the incident class).
+fn learned_proposal(analysis: &Analysis, inv2: &Invocation2) -> Option<LearnedUse> {
+    let named = analysis.proposal.as_ref()?.workflow_id.as_ref()?;
+    let selected = inv2.selected.as_ref()?;
+    if &selected.workflow_id != named {
+        return None;
+    }
+    let pattern = analysis.learned.iter().find(|p| &p.workflow_id == named)?;
+    Some(LearnedUse {
+        pattern: pattern.clone(),
+        instead_of: None,
+        reason: format!(
+            "no rule knows this incident class; learned from verified outcomes on this signature ({}): {}",
+            pattern.signature,
+            describe(pattern)
+        ),
+    })
 }
 
 impl OfflineInvestigator {

@@ -13,6 +13,7 @@ mod inbox;
 mod proof;
 mod requests;
 mod summary;
+mod takeover;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ pub use catalog::{catalog, policy};
 pub use inbox::{decide, inbox};
 pub use requests::{history, request, requests};
 pub use summary::summary;
+pub use takeover::remediate_form;
 
 use super::auth::{Principal, SESSION_COOKIE, Via, digest, random_token};
 use super::{ApiError, AppState, Caller, Peer};

@@ -71,6 +71,7 @@ fn proposer(p: Proposer) -> &'static str {
         Proposer::Offline => "the offline investigator's rules",
         Proposer::Model => "the model",
         Proposer::Approver => "an approver (an alternative they picked)",
+        Proposer::Reviewer => "a reviewer (the workflow they asked for after review)",
     }
 }
 

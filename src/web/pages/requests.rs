@@ -10,7 +10,8 @@ use maud::{Markup, html};
 use uuid::Uuid;
 
 use super::{
-    age, count, failed, json_block, layout, page_caller, phase_badge, respond, said, short, when,
+    Principal, age, count, failed, json_block, layout, page_caller, phase_badge, respond, said,
+    short, when,
 };
 use crate::domain::{AuditEvent, Phase, RemediationRequest, Role, Target};
 use crate::store::{ChainReport, SignalFilter};
@@ -175,13 +176,17 @@ pub async fn request(
         Ok(p) => p,
         Err(r) => return *r,
     };
-    match render_request(&state, &id).await {
+    match render_request(&state, &id, &who).await {
         Ok((title, body)) => respond(StatusCode::OK, layout(&title, Some(&who), body)),
         Err(e) => failed(e, &who),
     }
 }
 
-async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), ApiError> {
+async fn render_request(
+    state: &AppState,
+    id: &str,
+    who: &Principal,
+) -> Result<(String, Markup), ApiError> {
     let id = Uuid::parse_str(id).map_err(|_| ApiError::bad("id", "not a request id (a UUID)"))?;
     let store = &state.store;
     let Some(r) = store.get_request(id).await? else {
@@ -227,6 +232,10 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
                 dt { "Request" } dd { code { (r.id) } }
                 dt { "Target" } dd { (target_text(&r)) }
                 dt { "Alert" } dd { (r.signal.name) " (" (r.signal.mode.as_str()) ")" @if let Some(sev) = &r.signal.severity { " · " (sev) } }
+                @if let Some(asked) = &r.signal.requested {
+                    dt { "Asked for" } dd #requested { code { (asked.workflow_id) } " by " (asked.requested_by) " after reviewing " a href={ "/requests/" (asked.follows) } { "request " (asked.follows) }
+                        @if let Some(m) = &asked.message { " — “" (said(m)) "”" } }
+                }
                 dt { "Occurrences" } dd { (r.occurrence_count) " · first " (when(r.first_seen)) " · last " (when(r.last_seen)) }
                 dt { "Opened" } dd { (when(r.created_at)) " · updated " (when(r.updated_at)) }
                 dt { "Audit" } dd { (chain_status(&chain)) }
@@ -369,6 +378,7 @@ async fn render_request(state: &AppState, id: &str) -> Result<(String, Markup), 
                 }
             }
         }
+        (super::takeover::form(state, who, &r))
         section #approval {
             h2 { "Approval" }
             @match &approval {

@@ -242,6 +242,7 @@ fn proposal(action_type: &str, params: Value, git_change: impl Into<String>) -> 
         action_type: action_type.into(),
         parameters: params.as_object().cloned().unwrap_or_default(),
         git_change: git_change.into(),
+        workflow_id: None,
     })
 }
 
