@@ -126,7 +126,7 @@ async fn run_backend(label: &str, k: &Kube, store: Arc<dyn Store>, n: usize) {
         cluster.clone(),
         cluster.clone(),
         store.clone(),
-        Arc::new(Catalog::builtin().unwrap()),
+        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
         Arc::new(SystemClock),
         // The benchmark never commits a request's terminal phase (which releases its
         // execution lock), so the concurrency caps are lifted: each sample runs alone anyway.

@@ -432,8 +432,8 @@ async fn measure(c: &Case, with_view: bool) -> Cost {
         reader: counting.clone(),
         clock,
         tool_limits: ToolLimits::default(),
-        catalog: Arc::new(Catalog::builtin().unwrap()),
-        playbooks: Arc::new(Playbooks::builtin().unwrap()),
+        catalog: kubemedic::live::Live::new(Catalog::builtin().unwrap()),
+        playbooks: kubemedic::live::Live::new(Playbooks::builtin().unwrap()),
         history: Arc::new(InMemoryHistory::default()),
         settings: LlmInvestigatorSettings {
             rca_model: "gpt-4o".into(),
@@ -703,13 +703,13 @@ async fn offline_calls(snapshot: Arc<SnapshotCluster>, alert: &Value) -> (usize,
     use kubemedic::investigate::Investigator;
     let counting = Counting::new(snapshot.clone());
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snapshot.captured_at().unwrap()));
-    let catalog = Arc::new(Catalog::builtin().unwrap());
+    let catalog = kubemedic::live::Live::new(Catalog::builtin().unwrap());
     let inv = Arc::new(kubemedic::investigate::offline::OfflineInvestigator {
         reader: counting.clone(),
         clock: clock.clone(),
         tool_limits: ToolLimits::default(),
         catalog: catalog.clone(),
-        playbooks: Arc::new(Playbooks::builtin().unwrap()),
+        playbooks: kubemedic::live::Live::new(Playbooks::builtin().unwrap()),
         history: Arc::new(InMemoryHistory::default()),
     });
     let prover = Arc::new(kubemedic::prove::Prover::new(

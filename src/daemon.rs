@@ -124,28 +124,35 @@ pub struct Components {
 /// The configuration the dashboard's catalog and policy pages show.
 #[derive(Default, Clone)]
 pub struct DashboardParts {
-    pub catalog: Option<Arc<crate::catalog::Catalog>>,
-    pub playbooks: Option<Arc<crate::investigate::playbooks::Playbooks>>,
+    pub catalog: Option<Arc<crate::live::Live<crate::catalog::Catalog>>>,
+    pub playbooks: Option<Arc<crate::live::Live<crate::investigate::playbooks::Playbooks>>>,
     pub policy: Option<Arc<RegoGate>>,
 }
 
 impl DashboardParts {
-    /// The configured catalog and playbooks (as the stages load them) and `policy`.
+    /// The configured catalog and playbooks — loaded once, shared by every stage and page,
+    /// replaceable while the daemon runs — and `policy`. What does not load is `None`, logged;
+    /// the stages that need it are then left out.
     pub fn load(settings: &Settings, policy: Option<Arc<RegoGate>>) -> Self {
         let catalog = crate::investigate::load_catalog(settings.investigate.catalog_dir.as_deref())
-            .map(Arc::new)
+            .map_err(|e| tracing::error!(error = %e, "the catalog does not load: investigation, approvals and execution are not available"))
+            .map(crate::live::Live::new)
             .ok();
-        let playbooks = match &settings.investigate.playbooks_dir {
-            Some(d) => crate::investigate::playbooks::Playbooks::load(d),
-            None => crate::investigate::playbooks::Playbooks::builtin(),
-        }
-        .map(Arc::new)
-        .ok();
+        let playbooks =
+            crate::investigate::load_playbooks(settings.investigate.playbooks_dir.as_deref())
+                .map_err(|e| tracing::error!(error = %e, "the playbooks do not load: investigation is not available"))
+                .map(crate::live::Live::new)
+                .ok();
         Self {
             catalog,
             playbooks,
             policy,
         }
+    }
+
+    /// The catalog and the playbooks, when both loaded.
+    pub fn live(&self) -> Option<crate::investigate::LiveConfig> {
+        Some((self.catalog.clone()?, self.playbooks.clone()?))
     }
 }
 
@@ -482,6 +489,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
             let history = Arc::new(StoreHistory::new(store.clone()));
             let (stages, investigator) = investigation_stages(
                 settings,
+                &components.dashboard,
                 cluster.clone(),
                 cluster.clone(),
                 clock.clone(),
@@ -495,6 +503,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 .push(gate_stage(gate.clone(), &settings.gate));
             if let Some(approvals) = approval_service(
                 settings,
+                &components.dashboard,
                 store.clone(),
                 clock.clone(),
                 Some(metrics.clone()),
@@ -508,12 +517,12 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                     .push(Arc::new(ApprovalStage(approvals.clone())));
                 components.approvals = Some(approvals);
             }
+            let parts = components.dashboard.clone();
             components.stages.extend(execution_stages(
                 settings,
-                cluster.clone(),
-                cluster,
+                &parts,
+                (cluster.clone(), cluster, clock.clone()),
                 store,
-                clock.clone(),
                 clock,
                 Some(metrics),
             ));
@@ -556,14 +565,24 @@ impl Stage for NoCluster {
 /// (requests then end in review, "investigation not available"), logged and shown on `/readyz`.
 pub fn investigation_stages(
     settings: &Settings,
+    parts: &DashboardParts,
     reader: Arc<dyn ClusterReader>,
     writer: Arc<dyn crate::cluster::ClusterWriter>,
     clock: Arc<dyn Clock>,
     history: Arc<dyn RemediationHistory>,
     metrics: Option<Arc<Metrics>>,
 ) -> (Vec<Arc<dyn Stage>>, Arc<dyn Dependency>) {
-    match crate::investigate::build(
+    let Some(live) = parts.live() else {
+        return (
+            vec![],
+            Arc::new(InvestigatorDependency(Err(
+                "the catalog or the playbooks do not load (see the log)".into(),
+            ))),
+        );
+    };
+    match crate::investigate::build_with(
         &settings.investigate,
+        live,
         reader.clone(),
         clock.clone(),
         settings.cluster.tool_limits.clone(),
@@ -612,26 +631,21 @@ impl Dependency for InvestigatorDependency {
 }
 
 /// The Executing and Verifying stages on a cluster. A catalog that does not load leaves them
-/// out (requests then end in review, "execution not available"), logged. `cluster_clock` is
-/// the time the cluster's state is judged by before the first write (the system's, but for a
+/// out (requests then end in review, "execution not available"), logged. The cluster's clock
+/// is the time its state is judged by before the first write (the system's, but for a
 /// snapshot frozen at its capture).
 pub fn execution_stages(
     settings: &Settings,
-    reader: Arc<dyn ClusterReader>,
-    writer: Arc<dyn crate::cluster::ClusterWriter>,
+    parts: &DashboardParts,
+    (reader, writer, cluster_clock): ProvingCluster,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    cluster_clock: Arc<dyn Clock>,
     metrics: Option<Arc<Metrics>>,
 ) -> Vec<Arc<dyn Stage>> {
-    let catalog =
-        match crate::investigate::load_catalog(settings.investigate.catalog_dir.as_deref()) {
-            Ok(c) => Arc::new(c),
-            Err(e) => {
-                tracing::error!(error = %e, "execution not available: the catalog does not load");
-                return vec![];
-            }
-        };
+    let Some(catalog) = parts.catalog.clone() else {
+        tracing::error!("execution not available: the catalog does not load");
+        return vec![];
+    };
     if settings.execute.dry_run {
         warn!("dry run: changes go to the API server with dryRun=All; nothing is changed");
     }
@@ -673,6 +687,7 @@ pub type ProvingCluster = (
 /// could decide.
 pub async fn approval_service(
     settings: &Settings,
+    parts: &DashboardParts,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     metrics: Option<Arc<Metrics>>,
@@ -683,14 +698,10 @@ pub async fn approval_service(
     if !config.enabled() {
         return None;
     }
-    let catalog =
-        match crate::investigate::load_catalog(settings.investigate.catalog_dir.as_deref()) {
-            Ok(c) => Arc::new(c),
-            Err(e) => {
-                tracing::error!(error = %e, "approvals not available: the catalog does not load");
-                return None;
-            }
-        };
+    let Some(catalog) = parts.catalog.clone() else {
+        tracing::error!("approvals not available: the catalog does not load");
+        return None;
+    };
     let key = match &config.link_signing_key {
         Some(k) => k.clone(),
         None => match store

@@ -88,6 +88,7 @@ pub mod store;
 pub mod canonical;
 #[deny(clippy::indexing_slicing)]
 pub mod clock;
+pub mod live;
 #[deny(clippy::indexing_slicing)]
 pub mod readiness;
 pub mod redact;

@@ -70,7 +70,7 @@ async fn request(k: &Kube, workflow: &str, action_type: &str) -> RemediationRequ
     let prover = Prover::new(
         c.clone(),
         Some(c),
-        Arc::new(Catalog::builtin().unwrap()),
+        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
         Arc::new(SystemClock),
     );
     let selected = req
@@ -153,7 +153,7 @@ fn stage(
         k_cluster.clone(),
         k_cluster,
         store,
-        Arc::new(Catalog::builtin().unwrap()),
+        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
         Arc::new(SystemClock),
         ExecuteSettings {
             dry_run,
@@ -606,7 +606,7 @@ async fn over_the_concurrency_cap_a_request_waits_with_one_audit_event() {
         k.cluster().await,
         k.cluster().await,
         e.store.clone(),
-        Arc::new(Catalog::builtin().unwrap()),
+        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
         Arc::new(SystemClock),
         ExecuteSettings {
             max_concurrent_per_namespace: 1,
@@ -690,7 +690,7 @@ workflows:
 "#
         .to_owned(),
     ));
-    let catalog = Arc::new(Catalog::from_sources(&sources).unwrap());
+    let catalog = kubemedic::live::Live::new(Catalog::from_sources(&sources).unwrap());
 
     // The kubelet: the Job's pod runs on the node whose logs the fake kubelet serves.
     let kubelet = {

@@ -2349,13 +2349,15 @@ async fn investigate(
     use kubemedic::investigate::Investigator;
     let cluster = k.cluster().await;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let catalog = Arc::new(kubemedic::catalog::Catalog::builtin().unwrap());
+    let catalog = kubemedic::live::Live::new(kubemedic::catalog::Catalog::builtin().unwrap());
     let inv = Arc::new(kubemedic::investigate::offline::OfflineInvestigator {
         reader: cluster.clone(),
         clock: clock.clone(),
         tool_limits: Default::default(),
         catalog: catalog.clone(),
-        playbooks: Arc::new(kubemedic::investigate::playbooks::Playbooks::builtin().unwrap()),
+        playbooks: kubemedic::live::Live::new(
+            kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
+        ),
         history: Arc::new(kubemedic::history::InMemoryHistory::default()),
     });
     let prover = Arc::new(kubemedic::prove::Prover::new(

@@ -215,8 +215,10 @@ fn investigator(
         reader: Arc::new(snap),
         clock: clock.clone(),
         tool_limits: Default::default(),
-        catalog: Arc::new(kubemedic::catalog::Catalog::builtin().unwrap()),
-        playbooks: Arc::new(kubemedic::investigate::playbooks::Playbooks::builtin().unwrap()),
+        catalog: kubemedic::live::Live::new(kubemedic::catalog::Catalog::builtin().unwrap()),
+        playbooks: kubemedic::live::Live::new(
+            kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
+        ),
         history: Arc::new(kubemedic::history::InMemoryHistory::default()),
     };
     (inv, clock)

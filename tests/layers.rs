@@ -30,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "canonical",
             "clock",
+            "live",
             "readiness",
             "redact",
             "secret",

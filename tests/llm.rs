@@ -146,8 +146,8 @@ fn investigator_at(base_url: &str, setup: Setup) -> Arc<LlmInvestigator> {
         reader: setup.reader.unwrap_or_else(|| Arc::new(snap)),
         clock,
         tool_limits: ToolLimits::default(),
-        catalog: Arc::new(Catalog::builtin().unwrap()),
-        playbooks: Arc::new(Playbooks::builtin().unwrap()),
+        catalog: kubemedic::live::Live::new(Catalog::builtin().unwrap()),
+        playbooks: kubemedic::live::Live::new(Playbooks::builtin().unwrap()),
         history: Arc::new(InMemoryHistory::new(setup.history)),
         settings: setup.settings,
         metrics: setup.metrics,
@@ -1180,6 +1180,7 @@ async fn readyz_reports_the_models_last_call_and_the_daily_budget() {
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
     let (stages, investigator) = kubemedic::daemon::investigation_stages(
         &settings,
+        &kubemedic::daemon::DashboardParts::load(&settings, None),
         snap.clone(),
         snap,
         clock,

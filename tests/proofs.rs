@@ -63,7 +63,7 @@ fn investigator(
     server: &ScriptedLlm,
     cluster: Arc<SnapshotCluster>,
     clock: Arc<dyn Clock>,
-    catalog: Arc<Catalog>,
+    catalog: Arc<kubemedic::live::Live<Catalog>>,
 ) -> Arc<LlmInvestigator> {
     let llm = OpenAiLlm::new(&OpenAiSettings {
         provider: Provider::OpenAi,
@@ -83,7 +83,7 @@ fn investigator(
         clock,
         tool_limits: ToolLimits::default(),
         catalog,
-        playbooks: Arc::new(Playbooks::builtin().unwrap()),
+        playbooks: kubemedic::live::Live::new(Playbooks::builtin().unwrap()),
         history: Arc::new(InMemoryHistory::default()),
         settings: LlmInvestigatorSettings {
             rca_model: "gpt-4o".into(),
@@ -125,8 +125,9 @@ async fn propose(case: &Case) -> (RemediationRequest, ScriptedLlm) {
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(cluster.captured_at().unwrap()));
     let alert: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("alert.json")).unwrap()).unwrap();
-    let catalog = Arc::new(Catalog::builtin().unwrap());
+    let catalog = kubemedic::live::Live::new(Catalog::builtin().unwrap());
     let workflow = catalog
+        .get()
         .workflows()
         .iter()
         .find(|w| w.action_type == case.action_type)

@@ -277,13 +277,15 @@ async fn an_offline_proposal_whose_target_changed_after_the_investigation_is_ref
     let snap = SnapshotCluster::load(&dir.join("snapshot.yaml")).unwrap();
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
     let cluster = Arc::new(snap.simulating(clock.clone()));
-    let catalog = Arc::new(kubemedic::catalog::Catalog::builtin().unwrap());
+    let catalog = kubemedic::live::Live::new(kubemedic::catalog::Catalog::builtin().unwrap());
     let inv = Arc::new(kubemedic::investigate::offline::OfflineInvestigator {
         reader: cluster.clone(),
         clock: clock.clone(),
         tool_limits: Default::default(),
         catalog: catalog.clone(),
-        playbooks: Arc::new(kubemedic::investigate::playbooks::Playbooks::builtin().unwrap()),
+        playbooks: kubemedic::live::Live::new(
+            kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
+        ),
         history: Arc::new(kubemedic::history::InMemoryHistory::default()),
     });
     let alert: Value =

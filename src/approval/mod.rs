@@ -48,6 +48,7 @@ use crate::domain::{
     Notification, NotificationKind, Proof, ProofPoint, ProofVerdict, Proposer, RemediationRequest,
     SelectedWorkflow,
 };
+use crate::live::Live;
 use crate::notify::Notifier;
 use crate::notify::slack::SlackNotifier;
 use crate::prove::{Binding, Claim, ProveError, Prover};
@@ -171,7 +172,7 @@ pub struct Approvals {
     pub settings: ApprovalSettings,
     pub notifiers: Vec<Arc<dyn Notifier>>,
     pub signer: LinkSigner,
-    pub catalog: Arc<Catalog>,
+    pub catalog: Arc<Live<Catalog>>,
     pub clock: Arc<dyn Clock>,
     pub metrics: Option<Arc<Metrics>>,
     /// Wakes the dispatcher when there is something to send.
@@ -900,7 +901,8 @@ impl Approvals {
                 .and_then(|a| a.detected_labels.clone())
                 .unwrap_or_default(),
         };
-        let Some(w) = self.catalog.workflow(workflow_id) else {
+        let catalog = self.catalog.get();
+        let Some(w) = catalog.workflow(workflow_id) else {
             return Err(format!("workflow `{workflow_id}` is not in the catalog"));
         };
         // The selection's parameters that the alternative takes (a rollback's revision means
@@ -913,6 +915,7 @@ impl Approvals {
             .collect();
         let params = self
             .catalog
+            .get()
             .validate_selection(workflow_id, &offered, Some(&approval.target), &ctx)
             .map_err(|e| format!("{}: {}", e.code, e.errors.join("; ")))?;
         Ok(SelectedWorkflow {

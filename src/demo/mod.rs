@@ -106,8 +106,10 @@ fn demo_components(
         gate.clone(),
         &settings.enrich,
     )];
+    let parts = daemon::DashboardParts::load(settings, Some(gate.clone()));
     let (investigation, investigator) = daemon::investigation_stages(
         settings,
+        &parts,
         reader.clone(),
         cluster.clone(),
         clock.clone(),
@@ -120,16 +122,15 @@ fn demo_components(
     let chat_reader: Arc<dyn crate::cluster::ClusterReader> = reader.clone();
     stages.extend(daemon::execution_stages(
         settings,
-        reader,
-        cluster,
+        &parts,
+        (reader, cluster, clock),
         store,
         system,
-        clock,
         Some(metrics.clone()),
     ));
     let components = Components {
         stages,
-        dashboard: daemon::DashboardParts::load(settings, Some(gate.clone())),
+        dashboard: parts,
         dependencies: vec![
             Arc::new(crate::policy::PolicyDependency::new(gate)),
             investigator,
@@ -258,8 +259,10 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
             components.metrics.clone(),
         )),
     };
+    let parts = components.dashboard.clone();
     if let Some(approvals) = daemon::approval_service(
         &settings,
+        &parts,
         store.clone(),
         clock.clone(),
         components.metrics.clone(),

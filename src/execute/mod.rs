@@ -48,6 +48,7 @@ use crate::domain::{
     OPT_OUT_ANNOTATION, Phase, Proof, ProofPoint, ProofVerdict, RemediationRequest,
     SelectedWorkflow, Stage, StageError, StageOutcome, StepStatus, Target, Waiting,
 };
+use crate::live::Live;
 use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::store::{Approvals, Execution as Executions, History, Store};
 use crate::telemetry::Metrics;
@@ -121,7 +122,7 @@ pub struct ExecutionStage {
     reader: Arc<dyn ClusterReader>,
     writer: Arc<dyn ClusterWriter>,
     store: ExecuteStore,
-    catalog: Arc<Catalog>,
+    catalog: Arc<Live<Catalog>>,
     /// Checks the action's obligations and the approved spec right before the first write.
     prover: Arc<Prover>,
     clock: Arc<dyn Clock>,
@@ -140,7 +141,7 @@ impl ExecutionStage {
         reader: Arc<dyn ClusterReader>,
         writer: Arc<dyn ClusterWriter>,
         store: impl Into<ExecuteStore>,
-        catalog: Arc<Catalog>,
+        catalog: Arc<Live<Catalog>>,
         clock: Arc<dyn Clock>,
         settings: ExecuteSettings,
     ) -> Self {
@@ -378,8 +379,10 @@ impl ExecutionStage {
 
 /// What admission lets through: the approved workflow, its parameters, the target, and the
 /// execution record as it starts.
-struct Admitted<'a> {
-    workflow: &'a Workflow,
+struct Admitted {
+    /// The workflow as the catalog held it at admission (a catalog changed meanwhile does not
+    /// change a run in progress).
+    workflow: Workflow,
     params: serde_json::Map<String, Value>,
     target: Target,
     execution: Execution,
@@ -399,8 +402,8 @@ struct Ran {
 
 /// Admission either lets the request through or ends this pass with an outcome (blocked,
 /// waiting for a slot, refused by the proof, or a proposal handed to a human).
-enum Admission<'a> {
-    Admitted(Box<Admitted<'a>>),
+enum Admission {
+    Admitted(Box<Admitted>),
     Ended(Box<StageOutcome>),
 }
 
@@ -410,10 +413,7 @@ impl ExecutionStage {
     /// concurrency caps (only on the first pass), the target's lock, the proof (only on the
     /// first pass: after a crash our own writes may have moved the spec), and intent 0 with the
     /// spec before any write.
-    async fn admit<'a>(
-        &'a self,
-        request: &RemediationRequest,
-    ) -> Result<Admission<'a>, StageError> {
+    async fn admit(&self, request: &RemediationRequest) -> Result<Admission, StageError> {
         let state = &request.state;
         let selected = state
             .selection
@@ -427,7 +427,9 @@ impl ExecutionStage {
             .ok_or_else(|| StageError::Failed("no verified root owner to act on".into()))?;
         let workflow = self
             .catalog
+            .get()
             .workflow(&selected.workflow_id)
+            .cloned()
             .ok_or_else(|| {
                 StageError::Failed(format!(
                     "workflow {} is not in the catalog any more",
@@ -632,9 +634,9 @@ impl ExecutionStage {
     async fn run_steps(
         &self,
         request: &RemediationRequest,
-        admitted: &Admitted<'_>,
+        admitted: &Admitted,
     ) -> Result<Ran, StageError> {
-        let (workflow, params) = (admitted.workflow, &admitted.params);
+        let (workflow, params) = (&admitted.workflow, &admitted.params);
         let mut run = Run {
             stage: self,
             request,
@@ -683,7 +685,7 @@ impl ExecutionStage {
     fn conclude(
         &self,
         request: &RemediationRequest,
-        admitted: Admitted<'_>,
+        admitted: Admitted,
         ran: Ran,
     ) -> (StageOutcome, Option<Execution>) {
         let Ran {

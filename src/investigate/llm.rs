@@ -39,6 +39,7 @@ use crate::domain::{
     Usage, ValidationAttempt,
 };
 use crate::history::{RemediationHistory, patterns, prompt_section};
+use crate::live::Live;
 use crate::llm::{
     ChatRequest, ChatResponse, Llm, LlmError, Message, TokenBudget, ToolCall, ToolChoice, ToolDef,
 };
@@ -99,8 +100,8 @@ pub struct LlmInvestigator {
     pub reader: Arc<dyn ClusterReader>,
     pub clock: Arc<dyn Clock>,
     pub tool_limits: ToolLimits,
-    pub catalog: Arc<Catalog>,
-    pub playbooks: Arc<Playbooks>,
+    pub catalog: Arc<Live<Catalog>>,
+    pub playbooks: Arc<Live<Playbooks>>,
     pub history: Arc<dyn RemediationHistory>,
     pub settings: LlmInvestigatorSettings,
     pub metrics: Option<Arc<Metrics>>,
@@ -366,7 +367,8 @@ impl Investigator for LlmInvestigator {
         let tools = ClusterTools::new(reader.clone(), self.clock.clone(), self.tool_limits.clone());
         let (snapshot, namespace_view, seen_pods, seen_events) =
             gather::prefetch(&tools, req).await?;
-        let matched = self.playbooks.matching(&snapshot);
+        let books = self.playbooks.get();
+        let matched = books.matching(&snapshot);
         let mut neighbourhood = None;
         let cluster_view = if !self.settings.cluster_view {
             String::new()
@@ -685,7 +687,10 @@ impl Investigator for LlmInvestigator {
                 let text = match call.name.as_str() {
                     "list_available_actions" => {
                         let (o, l) = paging(&args);
-                        self.catalog.list_available_actions(&ctx, o, l).to_string()
+                        self.catalog
+                            .get()
+                            .list_available_actions(&ctx, o, l)
+                            .to_string()
                     }
                     "list_workflows" => {
                         let (o, l) = paging(&args);
@@ -693,10 +698,14 @@ impl Investigator for LlmInvestigator {
                             .get("action_type")
                             .and_then(Value::as_str)
                             .unwrap_or("");
-                        self.catalog.list_workflows(at, &ctx, o, l).to_string()
+                        self.catalog
+                            .get()
+                            .list_workflows(at, &ctx, o, l)
+                            .to_string()
                     }
                     "get_workflow" => self
                         .catalog
+                        .get()
                         .get_workflow(
                             args.get("workflow_id")
                                 .and_then(Value::as_str)
@@ -857,14 +866,15 @@ impl LlmInvestigator {
             inv2.unverified_selection = Some(workflow_id);
             return Ok(());
         }
-        match self.catalog.validate_selection(
+        match self.catalog.get().validate_selection(
             &workflow_id,
             &parameters,
             analysis.root_owner.as_ref(),
             ctx,
         ) {
             Ok(params) => {
-                let w = self.catalog.workflow(&workflow_id);
+                let catalog = self.catalog.get();
+                let w = catalog.workflow(&workflow_id);
                 inv2.selected = Some(SelectedWorkflow {
                     action_type: w.map(|w| w.action_type.clone()).unwrap_or_default(),
                     version: w.map(|w| w.version.clone()).unwrap_or_default(),

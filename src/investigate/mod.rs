@@ -38,6 +38,7 @@ use crate::domain::{
     RemediationRequest, RoutedOutcome, Selection, Stage, StageError, StageOutcome,
 };
 use crate::history::RemediationHistory;
+use crate::live::Live;
 use crate::llm::{LlmError, LlmStatus, ObservedLlm, OpenAiLlm, OpenAiSettings, TokenBudget};
 use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::telemetry::Metrics;
@@ -104,6 +105,15 @@ pub enum BuildError {
     Llm(#[from] LlmError),
 }
 
+/// The playbooks from `dir`, or the built-in ones.
+pub fn load_playbooks(dir: Option<&std::path::Path>) -> Result<playbooks::Playbooks, BuildError> {
+    match dir {
+        Some(d) => playbooks::Playbooks::load(d),
+        None => playbooks::Playbooks::builtin(),
+    }
+    .map_err(BuildError::Playbooks)
+}
+
 /// The catalog: the configured directory, else the one built into the binary.
 pub fn load_catalog(dir: Option<&std::path::Path>) -> Result<Catalog, CatalogError> {
     match dir {
@@ -117,7 +127,7 @@ pub struct Built {
     pub investigator: Arc<dyn Investigator>,
     pub llm: Option<Arc<LlmStatus>>,
     /// The catalog it selects from (the prover checks the same one).
-    pub catalog: Arc<Catalog>,
+    pub catalog: Arc<Live<Catalog>>,
 }
 
 /// Build the configured investigator (offline, or a model through OpenAiLlm).
@@ -129,14 +139,33 @@ pub fn build(
     history: Arc<dyn RemediationHistory>,
     metrics: Option<Arc<Metrics>>,
 ) -> Result<Built, BuildError> {
-    let catalog = Arc::new(load_catalog(settings.catalog_dir.as_deref())?);
-    let playbooks = Arc::new(
-        match &settings.playbooks_dir {
-            Some(d) => playbooks::Playbooks::load(d),
-            None => playbooks::Playbooks::builtin(),
-        }
-        .map_err(BuildError::Playbooks)?,
-    );
+    let catalog = Live::new(load_catalog(settings.catalog_dir.as_deref())?);
+    let playbooks = Live::new(load_playbooks(settings.playbooks_dir.as_deref())?);
+    build_with(
+        settings,
+        (catalog, playbooks),
+        reader,
+        clock,
+        tool_limits,
+        history,
+        metrics,
+    )
+}
+
+/// The catalog and the playbooks in force, each replaceable while the daemon runs (custom
+/// resources change them).
+pub type LiveConfig = (Arc<Live<Catalog>>, Arc<Live<playbooks::Playbooks>>);
+
+/// [`build`] on a catalog and playbooks already loaded (and shared with the other stages).
+pub fn build_with(
+    settings: &InvestigateSettings,
+    (catalog, playbooks): LiveConfig,
+    reader: Arc<dyn ClusterReader>,
+    clock: Arc<dyn Clock>,
+    tool_limits: ToolLimits,
+    history: Arc<dyn RemediationHistory>,
+    metrics: Option<Arc<Metrics>>,
+) -> Result<Built, BuildError> {
     Ok(match &settings.openai {
         None => Built {
             investigator: Arc::new(offline::OfflineInvestigator {
@@ -365,7 +394,7 @@ impl Stage for SelectionStage {
         // (and proven, gated and approved like anything else).
         let (mut selection, actor) = match &request.signal.requested {
             Some(asked) => (
-                requested::selection(self.prover.catalog(), request, &analysis, asked),
+                requested::selection(&self.prover.catalog(), request, &analysis, asked),
                 asked.requested_by.clone(),
             ),
             None => match self.investigator.select(request, &analysis).await {

@@ -40,6 +40,7 @@ use crate::domain::{
     DryRunChange, NO_ACTION, Obligation, ObligationStatus, Proof, ProofPoint, ProofVerdict,
     Proposer, SignalContext, Target,
 };
+use crate::live::Live;
 
 use scene::Scene;
 
@@ -146,7 +147,7 @@ pub struct Prover {
     reader: Arc<dyn ClusterReader>,
     /// For the dry run; `None` shows no change (nothing to dry-run against).
     writer: Option<Arc<dyn ClusterWriter>>,
-    catalog: Arc<Catalog>,
+    catalog: Arc<Live<Catalog>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -154,7 +155,7 @@ impl Prover {
     pub fn new(
         reader: Arc<dyn ClusterReader>,
         writer: Option<Arc<dyn ClusterWriter>>,
-        catalog: Arc<Catalog>,
+        catalog: Arc<Live<Catalog>>,
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
@@ -165,8 +166,9 @@ impl Prover {
         }
     }
 
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
+    /// The catalog in force now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.get()
     }
 
     /// Prove a claim: its action type's obligations, the binding to the target's spec, and —
@@ -386,7 +388,8 @@ impl Prover {
         claim: &Claim<'_>,
         params: &Map<String, Value>,
     ) -> Result<DryRunChange, ProveError> {
-        let Some(workflow) = self.catalog.workflow(claim.workflow_id) else {
+        let catalog = self.catalog.get();
+        let Some(workflow) = catalog.workflow(claim.workflow_id) else {
             return Ok(DryRunChange {
                 note: Some(format!(
                     "workflow {} is not in the catalog",

@@ -244,13 +244,13 @@ pub async fn catalog(
     caller: Caller,
 ) -> Result<Json<Value>, ApiError> {
     caller.need(Role::Viewer)?;
-    let Some(c) = &state.catalog else {
+    let Some(c) = state.catalog.as_ref().map(|c| c.get()) else {
         return Err(ApiError::Unavailable(
             "the catalog did not load; see the daemon's log".into(),
         ));
     };
-    let playbooks: Vec<&crate::investigate::playbooks::PlaybookSpec> = state
-        .playbooks
+    let books = state.playbooks.as_ref().map(|p| p.get());
+    let playbooks: Vec<&crate::investigate::playbooks::PlaybookSpec> = books
         .iter()
         .flat_map(|p| p.all().iter().map(|b| &b.spec))
         .collect();

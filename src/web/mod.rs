@@ -102,9 +102,9 @@ pub struct AppState {
     /// Failed logins per client address.
     pub logins: auth::LoginLimiter,
     /// What the catalog page shows (the catalog the stages use), when it loads.
-    pub catalog: Option<Arc<crate::catalog::Catalog>>,
+    pub catalog: Option<Arc<crate::live::Live<crate::catalog::Catalog>>>,
     /// The investigation playbooks, for the catalog page.
-    pub playbooks: Option<Arc<crate::investigate::playbooks::Playbooks>>,
+    pub playbooks: Option<Arc<crate::live::Live<crate::investigate::playbooks::Playbooks>>>,
     /// The approval policy the gate decides with, for the policy page.
     pub policy: Option<Arc<crate::policy::RegoGate>>,
     pub max_body_bytes: usize,

@@ -66,7 +66,7 @@ pub async fn take_over(
                 .into(),
         ));
     }
-    let Some(catalog) = state.catalog.clone() else {
+    let Some(catalog) = state.catalog.as_ref().map(|c| c.get()) else {
         return Err(ApiError::Unavailable(
             "the workflow catalog did not load; nothing can be checked against it".into(),
         ));

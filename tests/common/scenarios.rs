@@ -2628,13 +2628,13 @@ where
 {
     use kubemedic::domain::Stage;
     use kubemedic::investigate::Investigator;
-    let catalog = std::sync::Arc::new(kubemedic::catalog::Catalog::builtin().unwrap());
+    let catalog = kubemedic::live::Live::new(kubemedic::catalog::Catalog::builtin().unwrap());
     let inv = std::sync::Arc::new(kubemedic::investigate::offline::OfflineInvestigator {
         reader: cluster.clone(),
         clock: clock.clone(),
         tool_limits: Default::default(),
         catalog: catalog.clone(),
-        playbooks: std::sync::Arc::new(
+        playbooks: kubemedic::live::Live::new(
             kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
         ),
         history: std::sync::Arc::new(kubemedic::history::InMemoryHistory::default()),

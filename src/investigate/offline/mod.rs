@@ -56,13 +56,14 @@ use crate::domain::{
 };
 use crate::history::RemediationHistory;
 use crate::history::patterns::{describe, suggestible};
+use crate::live::Live;
 
 pub struct OfflineInvestigator {
     pub reader: Arc<dyn ClusterReader>,
     pub clock: Arc<dyn Clock>,
     pub tool_limits: ToolLimits,
-    pub catalog: Arc<Catalog>,
-    pub playbooks: Arc<Playbooks>,
+    pub catalog: Arc<Live<Catalog>>,
+    pub playbooks: Arc<Live<Playbooks>>,
     pub history: Arc<dyn RemediationHistory>,
 }
 
@@ -139,6 +140,7 @@ impl Investigator for OfflineInvestigator {
         let (seen_pods, seen_events) = (pods.clone(), events.clone());
         let matched: Vec<String> = self
             .playbooks
+            .get()
             .matching(&snapshot)
             .iter()
             .map(|p| p.spec.name.clone())
@@ -267,7 +269,7 @@ impl Investigator for OfflineInvestigator {
         if rca.investigation_outcome == InvestigationOutcome::Inconclusive {
             warnings.push("inconclusive: the evidence does not determine the cause".into());
         }
-        let plan = plan(&diagnosis, &self.playbooks, &records);
+        let plan = plan(&diagnosis, &self.playbooks.get(), &records);
         Ok(Analysis {
             root_owner: verified.as_ref().map(|c| c.root_owner.clone()),
             spec_hash: verified.as_ref().and_then(|c| c.spec_hash.clone()),
@@ -330,6 +332,7 @@ impl Investigator for OfflineInvestigator {
                     Some(id) if action_type == p.action_type => Some(id.clone()),
                     _ => self
                         .catalog
+                        .get()
                         .list_workflows(&action_type, &ctx, 0, 1)
                         .pointer("/workflows/0/workflow_id")
                         .and_then(Value::as_str)
@@ -340,14 +343,15 @@ impl Investigator for OfflineInvestigator {
                         inv2.no_workflow =
                             Some(format!("no {action_type} workflow fits this target"));
                     }
-                    Some(id) => match self.catalog.validate_selection(
+                    Some(id) => match self.catalog.get().validate_selection(
                         &id,
                         &params,
                         analysis.root_owner.as_ref(),
                         &ctx,
                     ) {
                         Ok(full) => {
-                            let w = self.catalog.workflow(&id);
+                            let catalog = self.catalog.get();
+                            let w = catalog.workflow(&id);
                             inv2.selected = Some(SelectedWorkflow {
                                 workflow_id: id.clone(),
                                 action_type: action_type.clone(),
@@ -454,7 +458,8 @@ impl OfflineInvestigator {
         analysis: &Analysis,
         ctx: &SelectionContext,
     ) -> Option<SelectedWorkflow> {
-        let w = self.catalog.workflow(workflow_id)?;
+        let catalog = self.catalog.get();
+        let w = catalog.workflow(workflow_id)?;
         let params: Map<String, Value> = carried
             .iter()
             .filter(|(k, _)| !k.starts_with("TARGET_RESOURCE_"))
@@ -463,6 +468,7 @@ impl OfflineInvestigator {
             .collect();
         let full = self
             .catalog
+            .get()
             .validate_selection(workflow_id, &params, analysis.root_owner.as_ref(), ctx)
             .ok()?;
         Some(SelectedWorkflow {
@@ -541,12 +547,13 @@ impl OfflineInvestigator {
         let mut candidates: Vec<(String, String)> = Vec::new();
         for book in self
             .playbooks
+            .get()
             .all()
             .iter()
             .filter(|p| analysis.playbooks.contains(&p.spec.name))
         {
             for action in &book.spec.recommended_action_types {
-                let listed = self.catalog.list_workflows(action, ctx, 0, 1);
+                let listed = self.catalog.get().list_workflows(action, ctx, 0, 1);
                 if let Some(id) = listed
                     .pointer("/workflows/0/workflow_id")
                     .and_then(Value::as_str)

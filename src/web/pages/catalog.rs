@@ -19,8 +19,10 @@ pub async fn catalog(State(state): State<Arc<AppState>>, caller: Caller, uri: Ur
         Ok(p) => p,
         Err(r) => return *r,
     };
+    let catalog = state.catalog.as_ref().map(|c| c.get());
+    let playbooks = state.playbooks.as_ref().map(|p| p.get());
     let body = html! {
-        @match &state.catalog {
+        @match &catalog {
             None => p.error { "The catalog did not load: nothing can be executed. See the daemon's log." },
             Some(c) => {
                 section #action-types {
@@ -54,7 +56,7 @@ pub async fn catalog(State(state): State<Arc<AppState>>, caller: Caller, uri: Ur
         }
         section #playbooks {
             h2 { "Investigation playbooks" }
-            @match &state.playbooks {
+            @match &playbooks {
                 None => p.empty { "No playbooks loaded." },
                 Some(books) => {
                     @for b in books.all() {

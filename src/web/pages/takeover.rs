@@ -91,8 +91,10 @@ pub async fn remediate_form(
 /// The form on a request page, for an approver, when the request may be taken over: the
 /// catalog's workflows that fit its verified target, best fit first.
 pub(super) fn form(state: &AppState, who: &Principal, r: &RemediationRequest) -> Markup {
-    let (Some(catalog), Some(analysis)) = (state.catalog.as_ref(), r.state.analysis.as_ref())
-    else {
+    let (Some(catalog), Some(analysis)) = (
+        state.catalog.as_ref().map(|c| c.get()),
+        r.state.analysis.as_ref(),
+    ) else {
         return html! {};
     };
     if !(who.role.allows(Role::Approver)
