@@ -173,6 +173,20 @@ pub fn run(policy_dir: &Path, files: &[PathBuf], limit: Duration) -> Result<Repo
     })
 }
 
+/// Run `cases` (from an `ApprovalPolicy` object) against `snapshot`, the policy they come with.
+pub fn run_cases(dir: &Path, snapshot: &PolicySnapshot, cases: Vec<Case>) -> Report {
+    let cases: Vec<CaseReport> = cases
+        .into_iter()
+        .map(|c| run_case(Path::new("spec.tests"), dir, snapshot, c))
+        .collect();
+    let failed = cases.iter().filter(|c| !c.passed()).count();
+    Report {
+        passed: cases.len() - failed,
+        failed,
+        cases,
+    }
+}
+
 fn run_case(file: &Path, dir: &Path, snapshot: &PolicySnapshot, case: Case) -> CaseReport {
     let decision = snapshot.decide(&case.input);
     let (rules, rules_error) = if decision.degraded {

@@ -257,6 +257,18 @@ pub struct RegoGate {
     metrics: Option<Arc<Metrics>>,
     /// The built-in policy: nothing to re-read.
     builtin: bool,
+    /// Modules from `ApprovalPolicy` objects over the directory's (docs/kubernetes-resources.md).
+    overlay: RwLock<Option<Overlay>>,
+}
+
+/// Rego modules that replace the directory's files of the same name, or add to them, and
+/// where they come from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overlay {
+    /// (file name, Rego source)
+    pub files: Vec<(String, String)>,
+    /// `ApprovalPolicy kubemedic/strict (generation 3)`.
+    pub origin: String,
 }
 
 impl RegoGate {
@@ -291,6 +303,7 @@ impl RegoGate {
             last_eval_error: Mutex::new(None),
             metrics,
             builtin: true,
+            overlay: RwLock::new(None),
         };
         gate.publish_state();
         gate
@@ -309,6 +322,7 @@ impl RegoGate {
             last_eval_error: Mutex::new(None),
             metrics,
             builtin: false,
+            overlay: RwLock::new(None),
         };
         gate.publish_state();
         gate
@@ -335,10 +349,11 @@ impl RegoGate {
     /// Re-read the directory; if its sources changed, compile them and swap them in (broken or
     /// not: a broken policy fails closed). Returns true when a new revision was swapped in.
     pub fn reload_if_changed(&self) -> bool {
-        if self.builtin {
+        let overlay = self.overlay();
+        if self.builtin && overlay.is_none() {
             return false;
         }
-        let sources = engine::PolicySources::read(&self.dir);
+        let sources = self.sources(overlay.as_ref());
         let current = self.snapshot();
         let unchanged = match &sources {
             Ok(s) => current.revision() == Some(s.revision.as_str()),
@@ -358,6 +373,93 @@ impl RegoGate {
         }
         self.publish_state();
         true
+    }
+
+    /// The directory's sources (or the built-in ones) with `overlay`'s modules over them.
+    fn sources(&self, overlay: Option<&Overlay>) -> Result<PolicySources, GateError> {
+        let base = if self.builtin {
+            BUILTIN_POLICIES
+                .iter()
+                .map(|(name, text)| ((*name).to_owned(), (*text).to_owned()))
+                .collect()
+        } else {
+            engine::PolicySources::read(&self.dir)?.files
+        };
+        let Some(overlay) = overlay else {
+            return engine::PolicySources::from_files(&self.dir, base);
+        };
+        let mut files: Vec<(String, String)> = base
+            .into_iter()
+            .filter(|(name, _)| !overlay.files.iter().any(|(n, _)| n == name))
+            .collect();
+        files.extend(overlay.files.iter().cloned());
+        engine::PolicySources::from_files(&self.dir, files)
+    }
+
+    /// The modules of `ApprovalPolicy` objects in force, if any.
+    pub fn overlay(&self) -> Option<Overlay> {
+        match self.overlay.read() {
+            Ok(o) => o.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Where the policy in force comes from: the directory, and the objects over it.
+    pub fn origin(&self) -> String {
+        let base = if self.builtin {
+            "the policy built into kubemedic".to_owned()
+        } else {
+            format!("the policy directory {}", self.dir.display())
+        };
+        match self.overlay() {
+            Some(o) => format!("{} over {base}", o.origin),
+            None => base,
+        }
+    }
+
+    /// Put `overlay` in force if the policy it makes compiles and passes `cases`; else leave
+    /// the policy in force as it is and say why (the message names the module or the case).
+    /// `None` goes back to the directory alone. Answers the new revision.
+    pub fn set_overlay(
+        &self,
+        overlay: Option<Overlay>,
+        cases: Vec<cases::Case>,
+    ) -> Result<String, String> {
+        let sources = self.sources(overlay.as_ref()).map_err(|e| e.to_string())?;
+        let snapshot = Arc::new(PolicySnapshot::compile(&self.dir, Ok(sources), self.limit));
+        if let Some(e) = snapshot.error() {
+            return Err(e.to_string());
+        }
+        let report = cases::run_cases(&self.dir, &snapshot, cases);
+        if report.failed > 0 {
+            let failed: Vec<String> = report
+                .cases
+                .iter()
+                .filter(|c| !c.passed())
+                .map(|c| format!("{}: {}", c.name, c.failures.join("; ")))
+                .collect();
+            return Err(format!(
+                "{} of {} policy test(s) failed: {}",
+                report.failed,
+                report.failed + report.passed,
+                failed.join(" | ")
+            ));
+        }
+        let revision = snapshot.revision().unwrap_or_default().to_owned();
+        match self.overlay.write() {
+            Ok(mut o) => *o = overlay,
+            Err(poisoned) => *poisoned.into_inner() = overlay,
+        }
+        log_loaded(&snapshot, "loaded from custom resources");
+        match self.current.write() {
+            Ok(mut c) => *c = snapshot,
+            Err(poisoned) => *poisoned.into_inner() = snapshot,
+        }
+        if let Ok(mut last) = self.last_eval_error.lock() {
+            *last = None;
+        }
+        self.publish_state();
+        Ok(revision)
     }
 
     /// Poll the directory every `every` until the gate is dropped.
