@@ -35,8 +35,8 @@ use crate::cluster::tools::{self, ClusterTools, ToolLimits};
 use crate::cluster::{ClusterReader, MemoReader};
 use crate::domain::{
     AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LearnedUse, LlmCallRecord,
-    RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, ToolCallRecord,
-    Usage, ValidationAttempt,
+    RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection,
+    TOOL_OUTPUTS_BYTES, ToolCallRecord, Usage, ValidationAttempt, whole_output,
 };
 use crate::history::{RemediationHistory, patterns, prompt_section};
 use crate::llm::{
@@ -104,6 +104,21 @@ pub struct LlmInvestigator {
     pub history: Arc<dyn RemediationHistory>,
     pub settings: LlmInvestigatorSettings,
     pub metrics: Option<Arc<Metrics>>,
+}
+
+/// One tool call as it ran: what the model reads (`text`, cut at the tool limit) and what a
+/// person is shown (`whole`, when the text was cut).
+struct Ran {
+    id: String,
+    name: String,
+    args: Value,
+    text: String,
+    whole: Option<String>,
+    ok: bool,
+    truncated: bool,
+    /// The cluster could not be reached: the investigation waits.
+    unreachable: Option<String>,
+    duration_ms: Option<u64>,
 }
 
 /// A conversation's running totals.
@@ -283,53 +298,91 @@ impl LlmInvestigator {
         let timeout = self.settings.tool_timeout;
         let futures = plans.iter().map(|plan| async move {
             match plan {
-                Plan::Refuse(call, text) => (call.id.clone(), call.name.clone(), Value::Null, text.clone(), false, false, None, None),
+                Plan::Refuse(call, text) => Ran {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    args: Value::Null,
+                    text: text.clone(),
+                    whole: None,
+                    ok: false,
+                    truncated: false,
+                    unreachable: None,
+                    duration_ms: None,
+                },
                 Plan::Run(call, args) => {
                     let started = std::time::Instant::now();
                     let result = tokio::time::timeout(timeout, tools.call(&call.name, args)).await;
-                    let ms = u64::try_from(started.elapsed().as_millis()).ok();
+                    let duration_ms = u64::try_from(started.elapsed().as_millis()).ok();
                     match result {
                         Ok(r) => {
                             let unreachable = r.data.pointer("/error/kind").and_then(Value::as_str) == Some("unreachable");
                             let mut text = r.text.clone();
+                            let mut whole = r.whole.clone();
                             if r.ok && call.name.ends_with("_resource_context") {
-                                text.push_str(&self.history_text(&r.data, now).await);
+                                let history = self.history_text(&r.data, now).await;
+                                text.push_str(&history);
+                                if let Some(w) = &mut whole {
+                                    w.push_str(&history);
+                                }
                             }
-                            (call.id.clone(), call.name.clone(), args.clone(), text, r.ok, r.truncated, unreachable.then(|| r.text.clone()), ms)
+                            Ran {
+                                id: call.id.clone(),
+                                name: call.name.clone(),
+                                args: args.clone(),
+                                text,
+                                whole,
+                                ok: r.ok,
+                                truncated: r.truncated,
+                                unreachable: unreachable.then(|| r.text.clone()),
+                                duration_ms,
+                            }
                         }
-                        Err(_) => (
-                            call.id.clone(),
-                            call.name.clone(),
-                            args.clone(),
-                            format!("Error (Timeout): {} did not finish within {}s; try a narrower call.", call.name, timeout.as_secs()),
-                            false,
-                            false,
-                            None,
-                            ms,
-                        ),
+                        Err(_) => Ran {
+                            id: call.id.clone(),
+                            name: call.name.clone(),
+                            args: args.clone(),
+                            text: format!("Error (Timeout): {} did not finish within {}s; try a narrower call.", call.name, timeout.as_secs()),
+                            whole: None,
+                            ok: false,
+                            truncated: false,
+                            unreachable: None,
+                            duration_ms,
+                        },
                     }
                 }
             }
         });
         let results = futures::future::join_all(futures).await;
+        let mut kept: usize = records
+            .iter()
+            .filter_map(|r| r.output.as_ref())
+            .map(String::len)
+            .sum();
         let mut out = Vec::new();
-        for (id, name, args, text, ok, truncated, unreachable, duration_ms) in results {
-            if let Some(message) = unreachable {
+        for ran in results {
+            if let Some(message) = ran.unreachable {
                 return Err(InvestigateError::Unavailable {
                     dependency: "cluster".into(),
                     message,
                 });
             }
+            // The model reads `text` (cut at the tool limit); the trail keeps the whole
+            // output for the chat's `tool_result`, within the investigation's allowance.
+            let whole = ran.whole.as_deref().unwrap_or(&ran.text);
+            let output = (kept + whole.len() <= TOOL_OUTPUTS_BYTES)
+                .then(|| whole_output(&crate::redact::sanitize_text(whole)));
+            kept += output.as_ref().map_or(0, String::len);
             records.push(ToolCallRecord {
-                tool: name,
-                arguments: args,
-                ok,
-                output_chars: text.len(),
-                truncated,
-                excerpt: Some(crate::redact::sanitize_text(&crate::domain::excerpt(&text))),
-                duration_ms,
+                tool: ran.name,
+                arguments: ran.args,
+                ok: ran.ok,
+                output_chars: ran.text.len(),
+                truncated: ran.truncated,
+                excerpt: Some(crate::redact::sanitize_text(&crate::domain::excerpt(&ran.text))),
+                output,
+                duration_ms: ran.duration_ms,
             });
-            out.push((id, text));
+            out.push((ran.id, ran.text));
         }
         Ok(out)
     }

@@ -257,6 +257,12 @@ impl Stage for InvestigationStage {
             "signature": analysis.signature,
             "learned": analysis.learned,
         }));
+        // The whole tool outputs live in the trail only: the request's state, read at every
+        // claim, keeps the excerpts.
+        let mut analysis = analysis;
+        for call in &mut analysis.tool_calls {
+            call.output = None;
+        }
         let mut state = request.state.clone();
         state.analysis = Some(analysis);
         Ok(StageOutcome {
