@@ -25,7 +25,7 @@ use crate::gate::{GateSettings, GateStage};
 use crate::history::{HistoryError, RemediationHistory};
 use crate::ingest::IngestQueue;
 use crate::investigate::{InvestigationStage, SelectionStage};
-use crate::llm::LlmStatus;
+use crate::llm::{LiveTokens, LlmStatus};
 use crate::notify::Notifier;
 use crate::notify::email::EmailNotifier;
 use crate::notify::slack::SlackNotifier;
@@ -119,6 +119,9 @@ pub struct Components {
     pub dashboard: DashboardParts,
     /// The cluster a chat question is read against (which objects it names).
     pub reader: Option<Arc<dyn ClusterReader>>,
+    /// What the model writes as it works, from the investigator (give it the same hub) to the
+    /// chat's streams.
+    pub live: Arc<LiveTokens>,
 }
 
 /// The configuration the dashboard's catalog and policy pages show.
@@ -354,6 +357,7 @@ pub async fn start_on(
             components.reader,
             components.approvals.clone(),
             clock,
+            components.live,
         ))),
         shutdown: shutdown.clone(),
     });
@@ -487,6 +491,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 clock.clone(),
                 history,
                 Some(metrics.clone()),
+                Some(components.live.clone()),
             );
             components.stages.extend(stages);
             components.dependencies.push(investigator);
@@ -561,6 +566,7 @@ pub fn investigation_stages(
     clock: Arc<dyn Clock>,
     history: Arc<dyn RemediationHistory>,
     metrics: Option<Arc<Metrics>>,
+    live: Option<Arc<LiveTokens>>,
 ) -> (Vec<Arc<dyn Stage>>, Arc<dyn Dependency>) {
     match crate::investigate::build(
         &settings.investigate,
@@ -569,6 +575,7 @@ pub fn investigation_stages(
         settings.cluster.tool_limits.clone(),
         history,
         metrics,
+        live,
     ) {
         Ok(built) => {
             let investigator = built.investigator;

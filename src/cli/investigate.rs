@@ -125,6 +125,7 @@ pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
         cluster.tool_limits.clone(),
         history,
         None,
+        None,
     )
     .map_err(|e| CommandError::Failed(e.to_string()))?;
     let investigator = built.investigator;

@@ -801,7 +801,10 @@ mod tests {
         // A person is shown the whole output, sanitised too.
         let whole = r.whole.as_deref().unwrap();
         assert!(whole.contains("no timestamp here"), "{whole}");
-        assert!(!whole.contains("hunter2") && !whole.contains(TRUNCATED), "{whole}");
+        assert!(
+            !whole.contains("hunter2") && !whole.contains(TRUNCATED),
+            "{whole}"
+        );
         assert_eq!(r.whole_text(), whole);
         // Under the cap: whole, unmarked.
         let t = shop_tools(ToolLimits::default(), Default::default());
@@ -813,7 +816,10 @@ mod tests {
             .await;
         assert!(r.ok && !r.truncated && !r.text.contains(TRUNCATED), "{r:?}");
         assert!(r.text.contains("no timestamp here") && !r.text.contains("hunter2"));
-        assert_eq!((r.whole.as_deref(), r.whole_text()), (None, r.text.as_str()));
+        assert_eq!(
+            (r.whole.as_deref(), r.whole_text()),
+            (None, r.text.as_str())
+        );
     }
 
     #[tokio::test]

@@ -106,6 +106,7 @@ fn demo_components(
         gate.clone(),
         &settings.enrich,
     )];
+    let live = Arc::new(crate::llm::LiveTokens::new());
     let (investigation, investigator) = daemon::investigation_stages(
         settings,
         reader.clone(),
@@ -113,6 +114,7 @@ fn demo_components(
         clock.clone(),
         Arc::new(daemon::StoreHistory::new(store.clone())),
         Some(metrics.clone()),
+        Some(live.clone()),
     );
     stages.extend(investigation);
     stages.push(daemon::gate_stage(gate.clone(), &settings.gate));
@@ -137,6 +139,7 @@ fn demo_components(
         metrics: Some(metrics),
         approvals: None,
         reader: Some(chat_reader),
+        live,
     };
     Ok((components, demo_cluster))
 }

@@ -114,7 +114,7 @@ pub fn whole_output(text: &str) -> String {
     let cut = text.floor_char_boundary(TOOL_OUTPUT_BYTES);
     format!(
         "{}\n[… cut: the first {cut} of {} bytes are shown]",
-        &text[..cut],
+        text.get(..cut).unwrap_or_default(),
         text.len()
     )
 }

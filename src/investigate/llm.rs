@@ -40,7 +40,8 @@ use crate::domain::{
 };
 use crate::history::{RemediationHistory, patterns, prompt_section};
 use crate::llm::{
-    ChatRequest, ChatResponse, Llm, LlmError, Message, TokenBudget, ToolCall, ToolChoice, ToolDef,
+    ChatRequest, ChatResponse, LiveTokens, Llm, LlmError, Message, TokenBudget, ToolCall,
+    ToolChoice, ToolDef, Unwatched, Watch,
 };
 use crate::redact::Redacted;
 use crate::telemetry::Metrics;
@@ -104,6 +105,8 @@ pub struct LlmInvestigator {
     pub history: Arc<dyn RemediationHistory>,
     pub settings: LlmInvestigatorSettings,
     pub metrics: Option<Arc<Metrics>>,
+    /// Where the model's text goes as it arrives, for the chat (`None`: nowhere).
+    pub live: Option<Arc<LiveTokens>>,
 }
 
 /// One tool call as it ran: what the model reads (`text`, cut at the tool limit) and what a
@@ -124,6 +127,8 @@ struct Ran {
 /// A conversation's running totals.
 struct Session<'a> {
     inv: &'a LlmInvestigator,
+    /// The request investigated (its live output is published under it).
+    request: uuid::Uuid,
     invocation: u8,
     model: String,
     usage: Usage,
@@ -155,7 +160,21 @@ impl Session<'_> {
                 max_tokens,
             };
             let started = std::time::Instant::now();
-            let response = match self.inv.llm.chat(&request).await {
+            let call = u32::try_from(self.calls.len() + 1).unwrap_or(u32::MAX);
+            let live = self
+                .inv
+                .live
+                .as_ref()
+                .map(|hub| hub.call(self.request, self.invocation, call));
+            let watch: &dyn Watch = match &live {
+                Some(l) => l,
+                None => &Unwatched,
+            };
+            let result = self.inv.llm.chat_watched(&request, watch).await;
+            if let Some(l) = &live {
+                l.finish();
+            }
+            let response = match result {
                 Ok(r) => r,
                 Err(e) => {
                     if let (Some(m), Some(kind)) = (&self.inv.metrics, e.failure()) {
@@ -378,7 +397,9 @@ impl LlmInvestigator {
                 ok: ran.ok,
                 output_chars: ran.text.len(),
                 truncated: ran.truncated,
-                excerpt: Some(crate::redact::sanitize_text(&crate::domain::excerpt(&ran.text))),
+                excerpt: Some(crate::redact::sanitize_text(&crate::domain::excerpt(
+                    &ran.text,
+                ))),
                 output,
                 duration_ms: ran.duration_ms,
             });
@@ -458,6 +479,7 @@ impl Investigator for LlmInvestigator {
         let defs = tool_defs_rca();
         let mut session = Session {
             inv: self,
+            request: req.id,
             invocation: 1,
             model: self.settings.rca_model.clone(),
             usage: Usage::default(),
@@ -656,6 +678,7 @@ impl Investigator for LlmInvestigator {
         let defs = tool_defs_selection();
         let mut session = Session {
             inv: self,
+            request: req.id,
             invocation: 2,
             model: self.settings.selection_model.clone(),
             usage: Usage::default(),

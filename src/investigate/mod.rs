@@ -37,7 +37,9 @@ use crate::domain::{
     RemediationRequest, RoutedOutcome, Selection, Stage, StageError, StageOutcome,
 };
 use crate::history::RemediationHistory;
-use crate::llm::{LlmError, LlmStatus, ObservedLlm, OpenAiLlm, OpenAiSettings, TokenBudget};
+use crate::llm::{
+    LiveTokens, LlmError, LlmStatus, ObservedLlm, OpenAiLlm, OpenAiSettings, TokenBudget,
+};
 use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::telemetry::Metrics;
 
@@ -127,6 +129,7 @@ pub fn build(
     tool_limits: ToolLimits,
     history: Arc<dyn RemediationHistory>,
     metrics: Option<Arc<Metrics>>,
+    live: Option<Arc<LiveTokens>>,
 ) -> Result<Built, BuildError> {
     let catalog = Arc::new(load_catalog(settings.catalog_dir.as_deref())?);
     let playbooks = Arc::new(
@@ -167,6 +170,7 @@ pub fn build(
                     history,
                     settings: settings.llm.clone(),
                     metrics,
+                    live,
                 }),
                 llm: Some(Arc::new(LlmStatus { llm, budget })),
                 catalog,

@@ -15,6 +15,7 @@
   var conversation = null;
   var pendingAction = null;
   var answer = null;
+  var thinking = null;
 
   function line(kind, text) {
     var p = document.createElement("p");
@@ -72,6 +73,7 @@
     var after = (turn - 1) + ".9223372036854775807.9223372036854775807";
     var source = new EventSource("/v1/chat/stream/" + conversation + "?after=" + encodeURIComponent(after));
     answer = null;
+    thinking = null;
     ["status", "plan", "tool_call", "tool_result", "error"].forEach(function (kind) {
       source.addEventListener(kind, function (ev) {
         var d = JSON.parse(ev.data);
@@ -80,6 +82,16 @@
     });
     source.addEventListener("token", function (ev) {
       var d = JSON.parse(ev.data);
+      // The model's words as it writes them (not kept: a reload shows the trail, not these).
+      if (d.live) {
+        var call = d.invocation + "." + d.call;
+        if (!thinking || thinking.dataset.call !== call) {
+          thinking = document.createElement("div"); thinking.className = "live"; thinking.dataset.call = call;
+          log.appendChild(thinking);
+        }
+        thinking.textContent += d.content || "";
+        return;
+      }
       if (!answer) { answer = document.createElement("div"); answer.className = "answer"; log.appendChild(answer); }
       answer.textContent += d.content || "";
     });
