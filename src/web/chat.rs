@@ -593,12 +593,20 @@ struct Live {
     /// When the wait for the store that a live token interrupted ends: the wait goes on, so
     /// a burst of tokens does not read the store for each.
     until: Option<tokio::time::Instant>,
+    /// The invocation the last token came from, and a token of the next one held back until
+    /// the store is read: the record of the invocation before it is there by then.
+    invocation: Option<u8>,
+    held: Option<ChatEvent>,
 }
 
 impl Live {
-    /// The next token of the request followed; never, while no turn runs.
-    async fn next(&mut self) -> ChatEvent {
+    /// The next token of the request followed (never, while no turn runs); `None` when the
+    /// model began its next invocation and the store should be read before its words.
+    async fn next(&mut self) -> Option<ChatEvent> {
         use tokio::sync::broadcast::error::RecvError;
+        if let Some(e) = self.held.take() {
+            return Some(e);
+        }
         loop {
             let Some((turn, request)) = self.following else {
                 return std::future::pending().await;
@@ -633,12 +641,21 @@ impl Live {
                     "status"
                 }
             };
-            return ChatEvent {
+            let event = ChatEvent {
                 id: self.at,
                 kind,
                 data,
                 live: true,
             };
+            if self
+                .invocation
+                .replace(token.invocation)
+                .is_some_and(|i| i != token.invocation)
+            {
+                self.held = Some(event);
+                return None;
+            }
+            return Some(event);
         }
     }
 }
@@ -674,6 +691,8 @@ impl Feed {
             conversation,
             at,
             until: None,
+            invocation: None,
+            held: None,
         };
         Self {
             state,
@@ -706,7 +725,10 @@ impl Feed {
                 tokio::select! {
                     () = tokio::time::sleep_until(until) => self.live.until = None,
                     () = self.state.shutdown.cancelled() => return None,
-                    e = self.live.next() => return Some(e),
+                    e = self.live.next() => match e {
+                        Some(e) => return Some(e),
+                        None => self.live.until = None,
+                    },
                 }
             }
             first = false;

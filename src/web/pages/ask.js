@@ -77,7 +77,14 @@
     ["status", "plan", "tool_call", "tool_result", "error"].forEach(function (kind) {
       source.addEventListener(kind, function (ev) {
         var d = JSON.parse(ev.data);
-        line(kind, d.message || "");
+        var p = line(kind, d.message || "");
+        // A tool's output, whole (the model may have read it cut), folded away.
+        if (kind === "tool_result" && d.output) {
+          var det = document.createElement("details"); var sum = document.createElement("summary");
+          var pre = document.createElement("pre");
+          sum.textContent = "output"; pre.textContent = d.output;
+          det.appendChild(sum); det.appendChild(pre); p.appendChild(det);
+        }
       });
     });
     source.addEventListener("token", function (ev) {
