@@ -1,5 +1,6 @@
 //! The LLM investigator against an OpenAI-compatible server scripted by each test, over a real
-//! socket with the real async-openai client, on a snapshot of a cluster after a bad rollout.
+//! socket with kubemedic's real client (streaming, or JSON from a server that ignores
+//! `stream`), on a snapshot of a cluster after a bad rollout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;

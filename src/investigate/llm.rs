@@ -9,7 +9,10 @@
 //! sentinels; a selection is validated against the catalog with up to three corrections after
 //! the first submission (none when the target is unverified: that is `rca_incomplete`).
 //! Output repair, the truncation retry (2x tokens, capped at 16384) and the forced-sentinel
-//! parse retry apply to both. Token usage is budgeted and recorded per call.
+//! parse retry apply to both. Token usage is budgeted and recorded per call. What the model
+//! writes while a call runs goes to the [`LiveTokens`] hub under the request's id (for the
+//! chat); each tool's whole output (sanitised, bounded) goes to the trail, its cut text to the
+//! model.
 
 use std::collections::HashMap;
 use std::sync::Arc;

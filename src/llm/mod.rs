@@ -1,8 +1,9 @@
 //! Talking to a language model.
 //!
-//! [`Llm`] is the seam: one chat call with tools. [`OpenAiLlm`] implements it with async-openai
-//! for OpenAI, Azure OpenAI and any OpenAI-compatible server (Ollama, vLLM, llama.cpp), with a
-//! per-request timeout and retries with backoff on 429 and 5xx. Every call's token usage is
+//! [`Llm`] is the seam: one chat call with tools. [`OpenAiLlm`] implements it (reqwest, with
+//! async-openai's provider configurations) for OpenAI, Azure OpenAI and any OpenAI-compatible
+//! server (Ollama, vLLM, llama.cpp), streaming, with a per-request timeout and retries with
+//! backoff on 429 and 5xx. Every call's token usage is
 //! counted against a [`TokenBudget`] (per investigation and per UTC day) and reported to the
 //! caller, which writes it to the audit trail. Nothing here sees a secret of the cluster: every
 //! message's text is a [`Redacted`], which only the sanitiser makes — alert text, tool output,
