@@ -424,6 +424,7 @@ async fn measure(c: &Case, with_view: bool) -> Cost {
         timeout: Duration::from_secs(30),
         max_retries: 0,
         backoff: Duration::from_millis(10),
+        stream: true,
     })
     .unwrap();
     let inv = Arc::new(LlmInvestigator {
@@ -442,6 +443,7 @@ async fn measure(c: &Case, with_view: bool) -> Cost {
             ..Default::default()
         },
         metrics: None,
+        live: None,
     });
     let mut req = c.request.clone();
     for stage in [

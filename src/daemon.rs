@@ -25,7 +25,7 @@ use crate::gate::{GateSettings, GateStage};
 use crate::history::{HistoryError, RemediationHistory};
 use crate::ingest::IngestQueue;
 use crate::investigate::{InvestigationStage, SelectionStage};
-use crate::llm::LlmStatus;
+use crate::llm::{LiveTokens, LlmStatus};
 use crate::notify::Notifier;
 use crate::notify::email::EmailNotifier;
 use crate::notify::slack::SlackNotifier;
@@ -119,6 +119,9 @@ pub struct Components {
     pub dashboard: DashboardParts,
     /// The cluster a chat question is read against (which objects it names).
     pub reader: Option<Arc<dyn ClusterReader>>,
+    /// What the model writes as it works, from the investigator (give it the same hub) to the
+    /// chat's streams.
+    pub live: Arc<LiveTokens>,
 }
 
 /// The configuration the dashboard's catalog and policy pages show.
@@ -361,6 +364,7 @@ pub async fn start_on(
             components.reader,
             components.approvals.clone(),
             clock,
+            components.live,
         ))),
         shutdown: shutdown.clone(),
     });
@@ -494,7 +498,10 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 cluster.clone(),
                 clock.clone(),
                 history,
-                Some(metrics.clone()),
+                crate::investigate::Observers {
+                    metrics: Some(metrics.clone()),
+                    live: Some(components.live.clone()),
+                },
             );
             components.stages.extend(stages);
             components.dependencies.push(investigator);
@@ -570,9 +577,9 @@ pub fn investigation_stages(
     writer: Arc<dyn crate::cluster::ClusterWriter>,
     clock: Arc<dyn Clock>,
     history: Arc<dyn RemediationHistory>,
-    metrics: Option<Arc<Metrics>>,
+    observers: crate::investigate::Observers,
 ) -> (Vec<Arc<dyn Stage>>, Arc<dyn Dependency>) {
-    let Some(live) = parts.live() else {
+    let Some(config) = parts.live() else {
         return (
             vec![],
             Arc::new(InvestigatorDependency(Err(
@@ -582,12 +589,12 @@ pub fn investigation_stages(
     };
     match crate::investigate::build_with(
         &settings.investigate,
-        live,
+        config,
         reader.clone(),
         clock.clone(),
         settings.cluster.tool_limits.clone(),
         history,
-        metrics,
+        observers,
     ) {
         Ok(built) => {
             let investigator = built.investigator;

@@ -550,3 +550,279 @@ async fn with_a_model_the_question_runs_the_llm_path_and_a_denial_changes_nothin
     assert!(req["state"]["execution"].is_null());
     d.stop().await;
 }
+
+/// Ask, streaming, printing each chunk as the OpenAI client yields it (one JSON line each), so
+/// the test can follow the conversation while the answer is still coming.
+const ASK_STREAM_LINES: &str = r#"
+import json, os, openai
+c = openai.OpenAI(base_url=os.environ["BASE"] + "/v1", api_key=os.environ["KEY"])
+s = c.chat.completions.create(model="kubemedic", stream=True,
+    messages=[{"role": "user", "content": os.environ["QUESTION"]}])
+for ch in s:
+    print(json.dumps(ch.model_dump()), flush=True)
+"#;
+
+/// What the talkative model writes in invocation 1 (then it calls `kubectl_get_yaml`) and 2.
+const THINKING: &str = "I will read the checkout Deployment as it is stored.\nThen its context.\n";
+const CHOOSING: &str = "Rolling back restores the last revision that ran.\n";
+
+/// A model that says what it does: it takes two seconds to start (time for a client to open
+/// the typed stream), then writes a line of text at a time in pieces, 20 ms apart, before its
+/// tool calls; and the daemon asking it, whose tools give the model 500 characters at most.
+async fn talkative_model(k: &Kube) -> (common::llm::ScriptedLlm, common::TestDaemon) {
+    use common::llm::{Reply, ScriptedLlm, bad_rollout_investigation, say_and_call};
+    use kubemedic::secret::Secret;
+    use std::time::Duration;
+    let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
+    let mut script = vec![Reply::Delayed(
+        Duration::from_secs(2),
+        Box::new(say_and_call(
+            THINKING,
+            &[(
+                "kubectl_get_yaml",
+                json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns}),
+            )],
+        )),
+    )];
+    script.extend(bad_rollout_investigation(&target));
+    script.push(say_and_call(
+        CHOOSING,
+        &[(
+            "submit_result_with_workflow",
+            json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision",
+                    "confidence": 0.9, "rationale": "the previous revision ran", "parameters": {"TO_REVISION": 1}}}),
+        )],
+    ));
+    let model = ScriptedLlm::start(script).await;
+    model.set_pace(Duration::from_millis(20));
+    let base_url = format!("{}/v1", model.base_url);
+    let d = serving(k, move |a| {
+        a.investigate.llm = Some(kubemedic::config::LlmMode::Openai);
+        a.investigate.llm_base_url = Some(base_url);
+        a.investigate.llm_api_key = Some(Secret::new("sk-chat-test"));
+        a.investigate.llm_model = Some("gpt-4o".into());
+        // The model reads 500 characters of a tool's output; people see all of it.
+        a.cluster.tool_output_max_chars = Some(500);
+    })
+    .await;
+    (model, d)
+}
+
+/// Issue 28: with a model, the conversation shows the model's words as it writes them — live
+/// `token` events before the answer on the typed stream, and in the OpenAI client's streamed
+/// completion — and a tool's result whole, although the model read it cut at the tool limit.
+/// The live events carry no id (they are not in the trail): a reconnect resumes exactly from
+/// the trail, with the durable events and the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_models_words_arrive_live_and_a_tool_result_arrives_whole() {
+    use tokio::io::AsyncBufReadExt;
+    let (thinking, choosing) = (THINKING, CHOOSING);
+    let Some(python) = openai_python() else {
+        return;
+    };
+    let Some(k) = Kube::new("chatl").await else {
+        return;
+    };
+    common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
+    let (model, d) = talkative_model(&k).await;
+    let key = common::create_key(d.store.as_ref(), Role::Approver, "alice").await;
+
+    // The OpenAI client asks, streaming; its first chunk names the conversation and the turn.
+    let mut client = tokio::process::Command::new(&python)
+        .arg("-c")
+        .arg(ASK_STREAM_LINES)
+        .envs([
+            ("BASE", d.base.as_str()),
+            ("KEY", key.as_str()),
+            (
+                "QUESTION",
+                format!("why is checkout crashing in {}?", k.ns).as_str(),
+            ),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(client.stdout.take().unwrap()).lines();
+    let first: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    let conversation = first["conversation_id"].as_str().unwrap().to_owned();
+    let turn = first["turn"].as_i64().unwrap();
+    let completion = tokio::spawn(async move {
+        let mut chunks = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            chunks.push(serde_json::from_str::<Value>(&line).unwrap());
+        }
+        chunks
+    });
+
+    // The typed stream of the turn, as `kubemedic ask` and the Ask page follow it.
+    let start = format!("{}.{}.{}", turn - 1, i64::MAX, i64::MAX);
+    let events = typed_events(&d, &key, &conversation, Some(&start)).await;
+    let kinds: Vec<&str> = events.iter().map(|(_, e, _)| e.as_str()).collect();
+    let live: Vec<&(String, String, Value)> = events
+        .iter()
+        .filter(|(_, _, data)| data["live"] == true)
+        .collect();
+    assert!(!live.is_empty(), "no live events in {kinds:?}");
+    assert!(
+        live.iter().all(|(id, _, _)| id.is_empty()),
+        "live events carry no id"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|(_, _, data)| data["live"] != true)
+            .all(|(id, _, _)| !id.is_empty()),
+        "every durable event has its id"
+    );
+    let said = |invocation: i64| -> String {
+        live.iter()
+            .filter(|(_, e, data)| e == "token" && data["invocation"] == invocation)
+            .map(|(_, _, data)| data["content"].as_str().unwrap())
+            .collect()
+    };
+    assert!(said(1).starts_with(thinking), "{:?}", said(1));
+    assert_eq!(said(2), choosing);
+    assert!(
+        live.iter()
+            .any(|(_, e, data)| e == "status" && data["tool"] == "kubectl_get_yaml"),
+        "the tool the model calls, as it is assembled: {live:?}"
+    );
+    // The words come while the model works: before the answer, the approval request, the end.
+    let position =
+        |pred: &dyn Fn(&(String, String, Value)) -> bool| events.iter().position(pred).unwrap();
+    let first_live = position(&|(_, _, data)| data["live"] == true);
+    let answer = position(&|(_, e, data)| e == "token" && data["live"] != true);
+    let hitl = position(&|(_, e, _)| e == "hitl_request");
+    assert!(first_live < answer && answer < hitl, "{kinds:?}");
+    // In the order it happened: the record of invocation 1 (its tool calls) before the words
+    // of invocation 2.
+    let recorded = position(&|(_, e, _)| e == "tool_result");
+    let second = position(&|(_, _, data)| data["live"] == true && data["invocation"] == 2);
+    assert!(recorded < second, "{kinds:?}");
+    assert_eq!(events.last().unwrap().1, "done");
+
+    // The tool's result whole: longer than the old excerpt and than what the model read.
+    let (_, _, result) = events
+        .iter()
+        .find(|(_, e, data)| e == "tool_result" && data["tool"] == "kubectl_get_yaml")
+        .expect("the tool_result of kubectl_get_yaml");
+    let shown = result["output"].as_str().unwrap();
+    let read = model.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(read.ends_with("[TRUNCATED]"), "{read}");
+    assert_eq!(result["truncated"], true);
+    assert!(
+        shown.chars().count() > kubemedic::domain::TOOL_EXCERPT_CHARS && shown.len() > read.len(),
+        "{} characters shown, {} read by the model",
+        shown.len(),
+        read.len()
+    );
+    assert!(!shown.contains("[TRUNCATED]"));
+    assert!(shown.starts_with(read.trim_end_matches("[TRUNCATED]").trim_end()));
+
+    // The OpenAI client's completion streamed the words too, before the answer.
+    let chunks = completion.await.unwrap();
+    assert!(client.wait().await.unwrap().success());
+    let streamed: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    let words = streamed.find(thinking).expect(&streamed);
+    let approval = streamed.find("APPROVAL REQUIRED").expect(&streamed);
+    assert!(words < approval, "{streamed}");
+    assert!(
+        chunks
+            .iter()
+            .any(|c| c["choices"][0]["hitl_required"] == true),
+        "the HITL signal"
+    );
+
+    // A reconnect after the durable event before the first live one resumes from the trail:
+    // exactly the durable events after it (the model is done: nothing live is left).
+    let (resume_at, _, _) = events[..first_live]
+        .iter()
+        .rev()
+        .find(|(id, _, _)| !id.is_empty())
+        .unwrap();
+    let resumed = typed_events(&d, &key, &conversation, Some(resume_at)).await;
+    let durable_after: Vec<&str> = events[first_live..]
+        .iter()
+        .filter(|(id, _, _)| !id.is_empty())
+        .map(|(id, _, _)| id.as_str())
+        .collect();
+    let resumed_ids: Vec<&str> = resumed.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(resumed_ids, durable_after, "resumed after {resume_at}");
+    d.stop().await;
+}
+
+/// In the browser: the Ask page shows the model's words as it writes them, set apart from (and
+/// before) the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ask_page_shows_the_models_words_as_they_come() {
+    use common::browser::Browser;
+    use std::time::Duration;
+    let Some(k) = Kube::new("chatlb").await else {
+        return;
+    };
+    let Some(b) = Browser::start().await else {
+        return;
+    };
+    common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
+    let (_model, d) = talkative_model(&k).await;
+    let key = common::create_key(d.store.as_ref(), Role::Approver, "alice").await;
+    b.goto(&d.url("/login")).await;
+    b.fill("#key", &key).await;
+    b.click("form.login button[type=submit]").await;
+    b.goto(&d.url("/ask")).await;
+    b.fill(
+        "#question",
+        &format!("why is checkout crashing in {}?", k.ns),
+    )
+    .await;
+    b.click("#send").await;
+    b.wait_for_text("#log .live", "I will read the checkout Deployment")
+        .await;
+    b.wait_until("the approval request", Duration::from_secs(60), async |b| {
+        b.exists("#hitl:not([hidden])").await
+    })
+    .await;
+    let blocks = b.find_all("#log .live").await;
+    assert_eq!(blocks.len(), 2, "one block per model call that wrote text");
+    let answer = b.text("#log .answer").await;
+    assert!(
+        answer.contains("Root cause") && !answer.contains("I will read"),
+        "{answer}"
+    );
+    // The words came first: the live blocks precede the answer in the log.
+    let before = b
+        .execute(
+            "return !!(document.querySelector('#log .live').compareDocumentPosition(\
+             document.querySelector('#log .answer')) & Node.DOCUMENT_POSITION_FOLLOWING);",
+            vec![],
+        )
+        .await;
+    assert_eq!(before, Value::Bool(true));
+    // Each tool's output is there whole, folded away: more than the model read.
+    let output = b
+        .execute(
+            "return document.querySelector('#log .ev-tool_result details pre').textContent;",
+            vec![],
+        )
+        .await;
+    let output = output.as_str().unwrap();
+    assert!(
+        output.len() > 1_000 && !output.contains("[TRUNCATED]"),
+        "{output}"
+    );
+    b.click("#log .ev-tool_result details summary").await;
+    b.screenshot("ask-live-words.png").await;
+    b.close().await;
+    d.stop().await;
+}

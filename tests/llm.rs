@@ -1,5 +1,6 @@
 //! The LLM investigator against an OpenAI-compatible server scripted by each test, over a real
-//! socket with the real async-openai client, on a snapshot of a cluster after a bad rollout.
+//! socket with kubemedic's real client (streaming, or JSON from a server that ignores
+//! `stream`), on a snapshot of a cluster after a bad rollout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
@@ -7,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::llm::{Reply, ScriptedLlm, calls, raw_call, text, truncated};
+use common::llm::{Reply, ScriptedLlm, calls, raw_call, say_and_call, text, truncated};
 use kubemedic::catalog::Catalog;
 use kubemedic::clock::{Clock, ManualClock};
 use kubemedic::cluster::tools::ToolLimits;
@@ -20,7 +21,9 @@ use kubemedic::investigate::playbooks::Playbooks;
 use kubemedic::investigate::{
     InvestigationStage, LlmInvestigator, LlmInvestigatorSettings, SelectionStage,
 };
-use kubemedic::llm::{OpenAiLlm, OpenAiSettings, Provider, TokenBudget};
+use kubemedic::llm::{
+    LiveOutput, LiveToken, LiveTokens, OpenAiLlm, OpenAiSettings, Provider, TokenBudget,
+};
 use kubemedic::pipeline::{Pipeline, Step};
 use kubemedic::telemetry::Metrics;
 use serde_json::{Value, json};
@@ -96,6 +99,12 @@ struct Setup {
     reader: Option<Arc<dyn ClusterReader>>,
     /// Where the investigator reports its metrics (default: nowhere).
     metrics: Option<Arc<Metrics>>,
+    /// Ask the model to stream (default: yes, as the daemon does).
+    stream: bool,
+    /// Where the model's words go as they arrive (default: nowhere).
+    live: Option<Arc<LiveTokens>>,
+    /// What the tools may return (default: the shipped limits).
+    tool_limits: ToolLimits,
 }
 
 impl Default for Setup {
@@ -112,6 +121,9 @@ impl Default for Setup {
             timeout: Duration::from_secs(10),
             reader: None,
             metrics: None,
+            stream: true,
+            live: None,
+            tool_limits: ToolLimits::default(),
         }
     }
 }
@@ -138,6 +150,7 @@ fn investigator_at(base_url: &str, setup: Setup) -> Arc<LlmInvestigator> {
         timeout: setup.timeout,
         max_retries: 3,
         backoff: Duration::from_millis(20),
+        stream: setup.stream,
     })
     .unwrap();
     Arc::new(LlmInvestigator {
@@ -145,12 +158,13 @@ fn investigator_at(base_url: &str, setup: Setup) -> Arc<LlmInvestigator> {
         budget: Arc::new(TokenBudget::new(setup.budget, 10_000_000)),
         reader: setup.reader.unwrap_or_else(|| Arc::new(snap)),
         clock,
-        tool_limits: ToolLimits::default(),
+        tool_limits: setup.tool_limits,
         catalog: kubemedic::live::Live::new(Catalog::builtin().unwrap()),
         playbooks: kubemedic::live::Live::new(Playbooks::builtin().unwrap()),
         history: Arc::new(InMemoryHistory::new(setup.history)),
         settings: setup.settings,
         metrics: setup.metrics,
+        live: setup.live,
     })
 }
 
@@ -1185,7 +1199,7 @@ async fn readyz_reports_the_models_last_call_and_the_daily_budget() {
         snap,
         clock,
         Arc::new(InMemoryHistory::default()),
-        None,
+        Default::default(),
     );
     let d = common::TestDaemon::start_with(
         |_| {},
@@ -1961,4 +1975,222 @@ async fn the_first_prompt_names_a_dependency_that_shows_a_problem() {
         n.culprit().map(|d| d.object.as_str()),
         Some(format!("Service {ns}/ledger-db").as_str())
     );
+}
+
+/// Issue 28: the model streams. Its text and its tool calls arrive in pieces and are assembled
+/// into the same investigation (the arguments whole, the usage from the last chunk); the words
+/// reach whoever watches the request as they come, line by line, with the tools it calls.
+#[tokio::test]
+async fn a_streamed_answer_is_assembled_and_its_words_reach_whoever_watches_the_request() {
+    let server = ScriptedLlm::start(vec![
+        say_and_call(
+            "I will read the previous logs of the crashing pod.\nThen the Deployment.",
+            &[
+                previous_logs(),
+                (
+                    "kubectl_describe",
+                    json!({"kind": "Deployment", "name": "checkout", "namespace": "shop"}),
+                ),
+            ],
+        ),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let live = Arc::new(LiveTokens::new());
+    let mut rx = live.subscribe();
+    let req = request("KubePodCrashLooping", &[]);
+    let setup = Setup {
+        live: Some(live.clone()),
+        ..Default::default()
+    };
+    let done = run(investigator(&server, setup), req.clone()).await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+
+    let reqs = server.requests();
+    for r in &reqs {
+        assert_eq!(r.body["stream"], true);
+        assert_eq!(r.body["stream_options"]["include_usage"], true);
+    }
+    // The arguments came in fragments of 12 characters; both tools ran with them whole.
+    let results = tool_messages(&reqs[1].body);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results.iter().all(|r| !r.starts_with("Error")),
+        "{results:?}"
+    );
+    assert_eq!(
+        reqs[1].body["messages"][2]["content"],
+        "I will read the previous logs of the crashing pod.\nThen the Deployment.",
+        "the text, assembled, is what the next turn carries"
+    );
+    let a = done.state.analysis.as_ref().unwrap();
+    assert_eq!(a.tool_calls.len(), 2);
+    assert_eq!(
+        a.llm_calls[0].prompt_tokens, reqs[0].prompt_tokens as u64,
+        "the usage is the server's, from the stream's last chunk"
+    );
+    assert!(a.llm_calls[0].completion_tokens > 0);
+
+    let tokens: Vec<LiveToken> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert!(tokens.iter().all(|t| t.request == req.id), "{tokens:?}");
+    let first: Vec<&LiveOutput> = tokens
+        .iter()
+        .filter(|t| (t.invocation, t.call) == (1, 1))
+        .map(|t| &t.output)
+        .collect();
+    assert_eq!(
+        first,
+        [
+            &LiveOutput::Text("I will read the previous logs of the crashing pod.\n".into()),
+            &LiveOutput::ToolCall("kubectl_previous_logs".into()),
+            &LiveOutput::ToolCall("kubectl_describe".into()),
+            &LiveOutput::Text("Then the Deployment.".into()),
+        ],
+        "a line as soon as it ends, the tools as they come, the rest when the call ends"
+    );
+    assert!(
+        tokens.iter().any(|t| t.invocation == 2
+            && t.output == LiveOutput::ToolCall("submit_result_with_workflow".into())),
+        "{tokens:?}"
+    );
+}
+
+/// A compatible server that ignores `stream` answers one JSON document: read as before (no
+/// words to watch). `--llm-no-stream` asks for whole answers.
+#[tokio::test]
+async fn a_server_that_ignores_stream_is_read_whole_and_no_stream_asks_for_whole_answers() {
+    let script = || {
+        vec![
+            say_and_call("Reading the pod.", &[previous_logs()]),
+            calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+            rollback(0.9),
+        ]
+    };
+    let server = ScriptedLlm::json_only(script()).await;
+    let live = Arc::new(LiveTokens::new());
+    let mut rx = live.subscribe();
+    let setup = Setup {
+        live: Some(live.clone()),
+        ..Default::default()
+    };
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    let reqs = server.requests();
+    assert_eq!(reqs[0].body["stream"], true, "asked to stream");
+    let a = done.state.analysis.as_ref().unwrap();
+    assert_eq!(a.llm_calls[0].prompt_tokens, reqs[0].prompt_tokens as u64);
+    assert!(
+        rx.try_recv().is_err(),
+        "a whole answer has no words to watch"
+    );
+
+    let server = ScriptedLlm::start(script()).await;
+    let setup = Setup {
+        stream: false,
+        ..Default::default()
+    };
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    for r in server.requests() {
+        assert_eq!(r.body["stream"], false);
+        assert!(r.body.get("stream_options").is_none());
+    }
+}
+
+/// `--llm-timeout-seconds` bounds the whole call, every chunk of a stream included: a stream
+/// that stalls half-way is cut, retried, and when every attempt stalls named a timeout.
+#[tokio::test]
+async fn a_stream_that_stalls_half_way_is_cut_at_the_request_timeout() {
+    let server = ScriptedLlm::start(vec![
+        Reply::BreakOff("I will read", Duration::from_secs(30)),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+        rollback(0.9),
+    ])
+    .await;
+    let setup = Setup {
+        timeout: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let done = run(
+        investigator(&server, setup),
+        request("KubePodCrashLooping", &[]),
+    )
+    .await;
+    assert_eq!(done.phase, Phase::Gating, "{:?}", done.reason);
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "the stalled call, its retry, the selection"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    let server = ScriptedLlm::start(
+        (0..4)
+            .map(|_| Reply::BreakOff("I will read", Duration::from_secs(30)))
+            .collect(),
+    )
+    .await;
+    let (reason, metrics) = reason_without_a_model(&server.base_url, Duration::from_secs(1)).await;
+    assert!(
+        reason.contains("did not finish its answer within 1 s (--llm-timeout-seconds), 4 attempts"),
+        "{reason}"
+    );
+    assert!(
+        metrics.contains("kubemedic_llm_errors_total{kind=\"timeout\"} 1"),
+        "{metrics}"
+    );
+}
+
+/// Issue 28: the model reads a tool's output cut at the tool limit; the audit trail keeps it
+/// whole (sanitised, up to 64 KiB) for the chat's `tool_result`, and the request's state keeps
+/// the excerpt.
+#[tokio::test]
+async fn the_trail_keeps_the_whole_tool_output_the_model_reads_it_cut() {
+    let server = ScriptedLlm::start(vec![
+        calls(&[(
+            "kubectl_get_yaml",
+            json!({"kind": "Deployment", "name": "checkout", "namespace": "shop"}),
+        )]),
+        calls(&[("submit_result", rca("actionable", json!(0.9)))]),
+    ])
+    .await;
+    let setup = Setup {
+        tool_limits: ToolLimits {
+            max_output_chars: 500,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let inv = investigator(&server, setup);
+    let out = InvestigationStage(inv)
+        .run(&request("KubePodCrashLooping", &[]))
+        .await
+        .unwrap();
+    let seen = tool_messages(&server.requests()[1].body).remove(0);
+    assert!(seen.ends_with("[TRUNCATED]"), "{seen}");
+    let payload = &out.events[0].payload;
+    let whole = payload["tool_calls"][0]["output"].as_str().unwrap();
+    assert!(
+        whole.len() > 1_000,
+        "longer than the excerpt: {}",
+        whole.len()
+    );
+    assert!(!whole.contains("[TRUNCATED]"));
+    assert!(whole.starts_with(seen.trim_end_matches("[TRUNCATED]").trim_end()));
+    let state = out.state.analysis.unwrap();
+    assert_eq!(
+        state.tool_calls[0].output, None,
+        "the state keeps the excerpt"
+    );
+    assert!(state.tool_calls[0].excerpt.is_some());
 }

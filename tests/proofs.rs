@@ -74,6 +74,7 @@ fn investigator(
         timeout: Duration::from_secs(10),
         max_retries: 1,
         backoff: Duration::from_millis(20),
+        stream: true,
     })
     .unwrap();
     Arc::new(LlmInvestigator {
@@ -91,6 +92,7 @@ fn investigator(
             ..Default::default()
         },
         metrics: None,
+        live: None,
     })
 }
 

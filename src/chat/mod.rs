@@ -31,6 +31,7 @@ use crate::domain::{
     Target, TurnKind,
 };
 use crate::ingest::IngestQueue;
+use crate::llm::LiveTokens;
 use crate::notify::render::clip;
 use crate::redact::sanitize_text;
 use crate::store::{IngestOutcome, Store};
@@ -107,6 +108,7 @@ pub struct ChatService {
     approvals: Option<Arc<Approvals>>,
     clock: Arc<dyn Clock>,
     pace: Pace,
+    live: Arc<LiveTokens>,
 }
 
 /// When each asker's recent questions came (for [`QUESTIONS_PER_MINUTE`]).
@@ -148,6 +150,7 @@ impl ChatService {
         reader: Option<Arc<dyn ClusterReader>>,
         approvals: Option<Arc<Approvals>>,
         clock: Arc<dyn Clock>,
+        live: Arc<LiveTokens>,
     ) -> Self {
         Self {
             store,
@@ -156,7 +159,14 @@ impl ChatService {
             approvals,
             clock,
             pace: Pace::default(),
+            live,
         }
+    }
+
+    /// What the models write as they work (this replica's investigations), for the streams to
+    /// show while a turn's request is investigated.
+    pub fn live(&self) -> &LiveTokens {
+        &self.live
     }
 
     /// The conversation `id`, if `owner` owns it (another's is "not found": its existence is

@@ -199,6 +199,10 @@ impl Client {
                 "tool_call" => writeln!(o, "  → {}", text("message")),
                 "tool_result" => writeln!(o, "  ← {}", text("message")),
                 "error" => writeln!(o, "! {}", text("message")),
+                // The model's words as it writes them, set apart from the answer.
+                "token" if d.get("live") == Some(&Value::Bool(true)) => text("content")
+                    .lines()
+                    .try_for_each(|l| writeln!(o, "  ┆ {l}")),
                 "token" => write!(o, "{}", text("content")),
                 "hitl_request" => {
                     hitl = Some(d.clone());

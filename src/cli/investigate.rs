@@ -124,7 +124,7 @@ pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
         clock.clone(),
         cluster.tool_limits.clone(),
         history,
-        None,
+        Default::default(),
     )
     .map_err(|e| CommandError::Failed(e.to_string()))?;
     let investigator = built.investigator;

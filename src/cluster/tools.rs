@@ -55,9 +55,21 @@ pub const TRUNCATED: &str = "[TRUNCATED]";
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolResult {
     pub ok: bool,
+    /// What the model reads: sanitised, cut at `max_output_chars`.
     pub text: String,
     pub data: Value,
     pub truncated: bool,
+    /// When `text` was cut: the text before the cut, sanitised, up to
+    /// [`crate::domain::TOOL_OUTPUT_BYTES`] (what a person is shown; the model is not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub whole: Option<String>,
+}
+
+impl ToolResult {
+    /// The output as a person reads it: whole (up to 64 KiB), not cut for the model.
+    pub fn whole_text(&self) -> &str {
+        self.whole.as_deref().unwrap_or(&self.text)
+    }
 }
 
 impl ToolResult {
@@ -295,17 +307,22 @@ impl ClusterTools {
         let text = sanitize_text(text);
         let data = sanitize_value(data);
         let max = self.limits.max_output_chars;
-        let (text, truncated) = if text.len() > max {
+        let (text, truncated, whole) = if text.len() > max {
             let cut = text.floor_char_boundary(max);
-            (format!("{}\n{TRUNCATED}", &text[..cut]), true)
+            (
+                format!("{}\n{TRUNCATED}", &text[..cut]),
+                true,
+                Some(crate::domain::whole_output(&text)),
+            )
         } else {
-            (text, false)
+            (text, false, None)
         };
         ToolResult {
             ok,
             text,
             data,
             truncated,
+            whole,
         }
     }
 
@@ -781,6 +798,14 @@ mod tests {
         assert!(r.text.ends_with(TRUNCATED), "{}", r.text);
         assert!(r.text.len() <= 40 + 1 + TRUNCATED.len(), "{}", r.text);
         assert!(!r.text.contains("hunter2"), "{}", r.text);
+        // A person is shown the whole output, sanitised too.
+        let whole = r.whole.as_deref().unwrap();
+        assert!(whole.contains("no timestamp here"), "{whole}");
+        assert!(
+            !whole.contains("hunter2") && !whole.contains(TRUNCATED),
+            "{whole}"
+        );
+        assert_eq!(r.whole_text(), whole);
         // Under the cap: whole, unmarked.
         let t = shop_tools(ToolLimits::default(), Default::default());
         let r = t
@@ -791,6 +816,10 @@ mod tests {
             .await;
         assert!(r.ok && !r.truncated && !r.text.contains(TRUNCATED), "{r:?}");
         assert!(r.text.contains("no timestamp here") && !r.text.contains("hunter2"));
+        assert_eq!(
+            (r.whole.as_deref(), r.whole_text()),
+            (None, r.text.as_str())
+        );
     }
 
     #[tokio::test]

@@ -89,6 +89,11 @@ settings! {
             help_default = DEFAULT_LLM_MAX_RETRIES
         )]
         pub llm_max_retries: Option<u32>,
+        /// Ask the model for whole answers instead of streamed ones. Streaming (the default)
+        /// shows the model's text in the chat as it arrives; a server that ignores it is read
+        /// whole either way.
+        #[arg(long, env = "KUBEMEDIC_LLM_NO_STREAM")]
+        pub llm_no_stream: bool,
         /// Tokens one investigation (both invocations) may spend.
         #[arg(
             long,
@@ -245,6 +250,7 @@ impl InvestigateArgs {
                     timeout: Duration::from_secs(timeout),
                     max_retries: a.llm_max_retries.unwrap_or(DEFAULT_LLM_MAX_RETRIES),
                     backoff: LLM_BACKOFF,
+                    stream: !a.llm_no_stream,
                 })
             }
         };

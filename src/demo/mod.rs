@@ -107,6 +107,7 @@ fn demo_components(
         &settings.enrich,
     )];
     let parts = daemon::DashboardParts::load(settings, Some(gate.clone()));
+    let live = Arc::new(crate::llm::LiveTokens::new());
     let (investigation, investigator) = daemon::investigation_stages(
         settings,
         &parts,
@@ -114,7 +115,10 @@ fn demo_components(
         cluster.clone(),
         clock.clone(),
         Arc::new(daemon::StoreHistory::new(store.clone())),
-        Some(metrics.clone()),
+        crate::investigate::Observers {
+            metrics: Some(metrics.clone()),
+            live: Some(live.clone()),
+        },
     );
     stages.extend(investigation);
     stages.push(daemon::gate_stage(gate.clone(), &settings.gate));
@@ -138,6 +142,7 @@ fn demo_components(
         metrics: Some(metrics),
         approvals: None,
         reader: Some(chat_reader),
+        live,
     };
     Ok((components, demo_cluster))
 }

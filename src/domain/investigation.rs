@@ -72,8 +72,9 @@ pub struct RcaResult {
     pub human_review_reason: Option<String>,
 }
 
-/// One tool call of an investigation, for the audit trail: arguments, size, time, and the
-/// beginning of the output (redacted), not all of it.
+/// One tool call of an investigation, for the audit trail: arguments, size, time, the beginning
+/// of the output (redacted), and — in the trail, not in the request's state — the whole output
+/// (redacted, up to [`TOOL_OUTPUT_BYTES`]) for the chat's `tool_result` events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
     pub tool: String,
@@ -85,12 +86,38 @@ pub struct ToolCallRecord {
     /// The output's first [`TOOL_EXCERPT_CHARS`] characters, secrets redacted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excerpt: Option<String>,
+    /// The whole output as the tool rendered it, before the cut for the model
+    /// ([`whole_output`]), secrets redacted. `None` where the trail keeps the excerpt only
+    /// (the investigation's [`TOOL_OUTPUTS_BYTES`] were spent, or the request's state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
 
 /// How much of a tool's output the audit trail keeps.
 pub const TOOL_EXCERPT_CHARS: usize = 1_000;
+
+/// How much of one tool output the audit trail keeps whole (64 KiB), for the chat stream.
+pub const TOOL_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// How much whole output one investigation keeps in the trail, all its calls together
+/// (512 KiB); the calls after that keep their excerpt only.
+pub const TOOL_OUTPUTS_BYTES: usize = 512 * 1024;
+
+/// `text` whole up to [`TOOL_OUTPUT_BYTES`]; longer, its beginning with a note saying how much
+/// was cut.
+pub fn whole_output(text: &str) -> String {
+    if text.len() <= TOOL_OUTPUT_BYTES {
+        return text.to_owned();
+    }
+    let cut = text.floor_char_boundary(TOOL_OUTPUT_BYTES);
+    format!(
+        "{}\n[… cut: the first {cut} of {} bytes are shown]",
+        text.get(..cut).unwrap_or_default(),
+        text.len()
+    )
+}
 
 /// The first [`TOOL_EXCERPT_CHARS`] characters of `text`, marked when cut.
 pub fn excerpt(text: &str) -> String {
@@ -318,5 +345,28 @@ impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_output_is_kept_up_to_64_kib_and_says_how_much_was_cut() {
+        let short = "line\n".repeat(100);
+        assert_eq!(whole_output(&short), short);
+        // Multi-byte characters across the cut stay whole.
+        let long = "é".repeat(TOOL_OUTPUT_BYTES);
+        let kept = whole_output(&long);
+        assert!(kept.len() < TOOL_OUTPUT_BYTES + 100, "{}", kept.len());
+        assert!(
+            kept.ends_with(&format!(
+                "[… cut: the first {TOOL_OUTPUT_BYTES} of {} bytes are shown]",
+                long.len()
+            )),
+            "{}",
+            &kept[kept.len() - 80..]
+        );
     }
 }

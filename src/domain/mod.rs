@@ -50,8 +50,8 @@ pub use history::{HashMatch, HistoryContext, HistoryEntry, HistoryRecord, Histor
 pub use investigation::{
     AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, InvestigationPlan,
     LlmCallRecord, OutcomeKind, PlanSource, PlanStep, Proposal, RcaResult, RootCauseAnalysis,
-    RoutedOutcome, SelectedWorkflow, Selection, TOOL_EXCERPT_CHARS, TargetRef, ToolCallRecord,
-    Usage, ValidationAttempt, excerpt,
+    RoutedOutcome, SelectedWorkflow, Selection, TOOL_EXCERPT_CHARS, TOOL_OUTPUT_BYTES,
+    TOOL_OUTPUTS_BYTES, TargetRef, ToolCallRecord, Usage, ValidationAttempt, excerpt, whole_output,
 };
 pub use labels::{DetectedLabels, QuotaUsage};
 pub use learning::{LearnedPattern, LearnedUse, PatternOutcome, Signature, SignatureFacts};

@@ -9,7 +9,10 @@
 //! sentinels; a selection is validated against the catalog with up to three corrections after
 //! the first submission (none when the target is unverified: that is `rca_incomplete`).
 //! Output repair, the truncation retry (2x tokens, capped at 16384) and the forced-sentinel
-//! parse retry apply to both. Token usage is budgeted and recorded per call.
+//! parse retry apply to both. Token usage is budgeted and recorded per call. What the model
+//! writes while a call runs goes to the [`LiveTokens`] hub under the request's id (for the
+//! chat); each tool's whole output (sanitised, bounded) goes to the trail, its cut text to the
+//! model.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,13 +38,14 @@ use crate::cluster::tools::{self, ClusterTools, ToolLimits};
 use crate::cluster::{ClusterReader, MemoReader};
 use crate::domain::{
     AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LearnedUse, LlmCallRecord,
-    RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection, ToolCallRecord,
-    Usage, ValidationAttempt,
+    RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection,
+    TOOL_OUTPUTS_BYTES, ToolCallRecord, Usage, ValidationAttempt, whole_output,
 };
 use crate::history::{RemediationHistory, patterns, prompt_section};
 use crate::live::Live;
 use crate::llm::{
-    ChatRequest, ChatResponse, Llm, LlmError, Message, TokenBudget, ToolCall, ToolChoice, ToolDef,
+    ChatRequest, ChatResponse, LiveTokens, Llm, LlmError, Message, TokenBudget, ToolCall,
+    ToolChoice, ToolDef, Unwatched, Watch,
 };
 use crate::redact::Redacted;
 use crate::telemetry::Metrics;
@@ -105,11 +109,30 @@ pub struct LlmInvestigator {
     pub history: Arc<dyn RemediationHistory>,
     pub settings: LlmInvestigatorSettings,
     pub metrics: Option<Arc<Metrics>>,
+    /// Where the model's text goes as it arrives, for the chat (`None`: nowhere).
+    pub live: Option<Arc<LiveTokens>>,
+}
+
+/// One tool call as it ran: what the model reads (`text`, cut at the tool limit) and what a
+/// person is shown (`whole`, when the text was cut).
+struct Ran {
+    id: String,
+    name: String,
+    args: Value,
+    text: String,
+    whole: Option<String>,
+    ok: bool,
+    truncated: bool,
+    /// The cluster could not be reached: the investigation waits.
+    unreachable: Option<String>,
+    duration_ms: Option<u64>,
 }
 
 /// A conversation's running totals.
 struct Session<'a> {
     inv: &'a LlmInvestigator,
+    /// The request investigated (its live output is published under it).
+    request: uuid::Uuid,
     invocation: u8,
     model: String,
     usage: Usage,
@@ -141,7 +164,21 @@ impl Session<'_> {
                 max_tokens,
             };
             let started = std::time::Instant::now();
-            let response = match self.inv.llm.chat(&request).await {
+            let call = u32::try_from(self.calls.len() + 1).unwrap_or(u32::MAX);
+            let live = self
+                .inv
+                .live
+                .as_ref()
+                .map(|hub| hub.call(self.request, self.invocation, call));
+            let watch: &dyn Watch = match &live {
+                Some(l) => l,
+                None => &Unwatched,
+            };
+            let result = self.inv.llm.chat_watched(&request, watch).await;
+            if let Some(l) = &live {
+                l.finish();
+            }
+            let response = match result {
                 Ok(r) => r,
                 Err(e) => {
                     if let (Some(m), Some(kind)) = (&self.inv.metrics, e.failure()) {
@@ -284,53 +321,93 @@ impl LlmInvestigator {
         let timeout = self.settings.tool_timeout;
         let futures = plans.iter().map(|plan| async move {
             match plan {
-                Plan::Refuse(call, text) => (call.id.clone(), call.name.clone(), Value::Null, text.clone(), false, false, None, None),
+                Plan::Refuse(call, text) => Ran {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    args: Value::Null,
+                    text: text.clone(),
+                    whole: None,
+                    ok: false,
+                    truncated: false,
+                    unreachable: None,
+                    duration_ms: None,
+                },
                 Plan::Run(call, args) => {
                     let started = std::time::Instant::now();
                     let result = tokio::time::timeout(timeout, tools.call(&call.name, args)).await;
-                    let ms = u64::try_from(started.elapsed().as_millis()).ok();
+                    let duration_ms = u64::try_from(started.elapsed().as_millis()).ok();
                     match result {
                         Ok(r) => {
                             let unreachable = r.data.pointer("/error/kind").and_then(Value::as_str) == Some("unreachable");
                             let mut text = r.text.clone();
+                            let mut whole = r.whole.clone();
                             if r.ok && call.name.ends_with("_resource_context") {
-                                text.push_str(&self.history_text(&r.data, now).await);
+                                let history = self.history_text(&r.data, now).await;
+                                text.push_str(&history);
+                                if let Some(w) = &mut whole {
+                                    w.push_str(&history);
+                                }
                             }
-                            (call.id.clone(), call.name.clone(), args.clone(), text, r.ok, r.truncated, unreachable.then(|| r.text.clone()), ms)
+                            Ran {
+                                id: call.id.clone(),
+                                name: call.name.clone(),
+                                args: args.clone(),
+                                text,
+                                whole,
+                                ok: r.ok,
+                                truncated: r.truncated,
+                                unreachable: unreachable.then(|| r.text.clone()),
+                                duration_ms,
+                            }
                         }
-                        Err(_) => (
-                            call.id.clone(),
-                            call.name.clone(),
-                            args.clone(),
-                            format!("Error (Timeout): {} did not finish within {}s; try a narrower call.", call.name, timeout.as_secs()),
-                            false,
-                            false,
-                            None,
-                            ms,
-                        ),
+                        Err(_) => Ran {
+                            id: call.id.clone(),
+                            name: call.name.clone(),
+                            args: args.clone(),
+                            text: format!("Error (Timeout): {} did not finish within {}s; try a narrower call.", call.name, timeout.as_secs()),
+                            whole: None,
+                            ok: false,
+                            truncated: false,
+                            unreachable: None,
+                            duration_ms,
+                        },
                     }
                 }
             }
         });
         let results = futures::future::join_all(futures).await;
+        let mut kept: usize = records
+            .iter()
+            .filter_map(|r| r.output.as_ref())
+            .map(String::len)
+            .sum();
         let mut out = Vec::new();
-        for (id, name, args, text, ok, truncated, unreachable, duration_ms) in results {
-            if let Some(message) = unreachable {
+        for ran in results {
+            if let Some(message) = ran.unreachable {
                 return Err(InvestigateError::Unavailable {
                     dependency: "cluster".into(),
                     message,
                 });
             }
+            // The model reads `text` (cut at the tool limit); the trail keeps the whole
+            // output for the chat's `tool_result`, within the investigation's allowance.
+            let whole = ran.whole.as_deref().unwrap_or(&ran.text);
+            let output = (kept + whole.len() <= TOOL_OUTPUTS_BYTES)
+                .then(|| whole_output(&crate::redact::sanitize_text(whole)));
+            kept += output.as_ref().map_or(0, String::len);
             records.push(ToolCallRecord {
-                tool: name,
-                arguments: args,
-                ok,
-                output_chars: text.len(),
-                truncated,
-                excerpt: Some(crate::redact::sanitize_text(&crate::domain::excerpt(&text))),
-                duration_ms,
+                tool: ran.name,
+                arguments: ran.args,
+                ok: ran.ok,
+                output_chars: ran.text.len(),
+                truncated: ran.truncated,
+                excerpt: Some(crate::redact::sanitize_text(&crate::domain::excerpt(
+                    &ran.text,
+                ))),
+                output,
+                duration_ms: ran.duration_ms,
             });
-            out.push((id, text));
+            out.push((ran.id, ran.text));
         }
         Ok(out)
     }
@@ -407,6 +484,7 @@ impl Investigator for LlmInvestigator {
         let defs = tool_defs_rca();
         let mut session = Session {
             inv: self,
+            request: req.id,
             invocation: 1,
             model: self.settings.rca_model.clone(),
             usage: Usage::default(),
@@ -605,6 +683,7 @@ impl Investigator for LlmInvestigator {
         let defs = tool_defs_selection();
         let mut session = Session {
             inv: self,
+            request: req.id,
             invocation: 2,
             model: self.settings.selection_model.clone(),
             usage: Usage::default(),

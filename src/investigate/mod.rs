@@ -39,7 +39,9 @@ use crate::domain::{
 };
 use crate::history::RemediationHistory;
 use crate::live::Live;
-use crate::llm::{LlmError, LlmStatus, ObservedLlm, OpenAiLlm, OpenAiSettings, TokenBudget};
+use crate::llm::{
+    LiveTokens, LlmError, LlmStatus, ObservedLlm, OpenAiLlm, OpenAiSettings, TokenBudget,
+};
 use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::telemetry::Metrics;
 
@@ -137,7 +139,7 @@ pub fn build(
     clock: Arc<dyn Clock>,
     tool_limits: ToolLimits,
     history: Arc<dyn RemediationHistory>,
-    metrics: Option<Arc<Metrics>>,
+    observers: Observers,
 ) -> Result<Built, BuildError> {
     let catalog = Live::new(load_catalog(settings.catalog_dir.as_deref())?);
     let playbooks = Live::new(load_playbooks(settings.playbooks_dir.as_deref())?);
@@ -148,8 +150,15 @@ pub fn build(
         clock,
         tool_limits,
         history,
-        metrics,
+        observers,
     )
+}
+
+/// Who watches the model investigator: the metrics, and the chat's live words.
+#[derive(Default, Clone)]
+pub struct Observers {
+    pub metrics: Option<Arc<Metrics>>,
+    pub live: Option<Arc<LiveTokens>>,
 }
 
 /// The catalog and the playbooks in force, each replaceable while the daemon runs (custom
@@ -164,7 +173,7 @@ pub fn build_with(
     clock: Arc<dyn Clock>,
     tool_limits: ToolLimits,
     history: Arc<dyn RemediationHistory>,
-    metrics: Option<Arc<Metrics>>,
+    Observers { metrics, live }: Observers,
 ) -> Result<Built, BuildError> {
     Ok(match &settings.openai {
         None => Built {
@@ -197,6 +206,7 @@ pub fn build_with(
                     history,
                     settings: settings.llm.clone(),
                     metrics,
+                    live,
                 }),
                 llm: Some(Arc::new(LlmStatus { llm, budget })),
                 catalog,
@@ -287,6 +297,12 @@ impl Stage for InvestigationStage {
             "signature": analysis.signature,
             "learned": analysis.learned,
         }));
+        // The whole tool outputs live in the trail only: the request's state, read at every
+        // claim, keeps the excerpts.
+        let mut analysis = analysis;
+        for call in &mut analysis.tool_calls {
+            call.output = None;
+        }
         let mut state = request.state.clone();
         state.analysis = Some(analysis);
         Ok(StageOutcome {

@@ -1,13 +1,19 @@
 //! Talking to a language model.
 //!
-//! [`Llm`] is the seam: one chat call with tools. [`OpenAiLlm`] implements it with async-openai
-//! for OpenAI, Azure OpenAI and any OpenAI-compatible server (Ollama, vLLM, llama.cpp), with a
-//! per-request timeout and retries with backoff on 429 and 5xx. Every call's token usage is
+//! [`Llm`] is the seam: one chat call with tools. [`OpenAiLlm`] implements it (reqwest, with
+//! async-openai's provider configurations) for OpenAI, Azure OpenAI and any OpenAI-compatible
+//! server (Ollama, vLLM, llama.cpp), streaming, with a per-request timeout and retries with
+//! backoff on 429 and 5xx. Every call's token usage is
 //! counted against a [`TokenBudget`] (per investigation and per UTC day) and reported to the
 //! caller, which writes it to the audit trail. Nothing here sees a secret of the cluster: every
 //! message's text is a [`Redacted`], which only the sanitiser makes — alert text, tool output,
 //! history, playbooks and error messages alike.
+//!
+//! A call can be watched ([`Llm::chat_watched`]): a streaming client tells a [`Watch`] what the
+//! model writes as it arrives, and [`live::LiveTokens`] carries it, sanitised line by line, to
+//! whoever follows the request (the chat). The answer the caller gets is the same either way.
 
+pub mod live;
 mod openai;
 
 use std::sync::Mutex;
@@ -17,6 +23,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use live::{LiveCall, LiveOutput, LiveToken, LiveTokens};
 pub use openai::{OpenAiLlm, OpenAiSettings, Provider};
 
 use crate::domain::{FinishReason, Usage};
@@ -145,11 +152,42 @@ impl LlmError {
     }
 }
 
+/// What a model writes while it answers, as a streaming call receives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delta<'a> {
+    /// A piece of the message's text, as the model wrote it (not sanitised).
+    Content(&'a str),
+    /// A tool call's name, once, when it arrives (`index`: the call's place in the message).
+    ToolCall { index: usize, name: &'a str },
+}
+
+/// Told what a model writes while a call runs ([`Llm::chat_watched`]).
+pub trait Watch: Send + Sync {
+    fn delta(&self, delta: Delta<'_>);
+}
+
+/// Watches nothing: a plain [`Llm::chat`].
+pub struct Unwatched;
+
+impl Watch for Unwatched {
+    fn delta(&self, _: Delta<'_>) {}
+}
+
 #[async_trait]
 pub trait Llm: Send + Sync {
     /// A short name for logs and the audit trail (`openai:gpt-4o`, `azure:deploy`).
     fn describe(&self) -> String;
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+    /// [`Llm::chat`], telling `watch` what the model writes as it arrives. An implementation
+    /// that does not stream tells it nothing; the answer is the same.
+    async fn chat_watched(
+        &self,
+        request: &ChatRequest,
+        watch: &dyn Watch,
+    ) -> Result<ChatResponse, LlmError> {
+        let _ = watch;
+        self.chat(request).await
+    }
 }
 
 /// An [`Llm`] that remembers how its last call went, so `/readyz` can say whether the model
@@ -184,7 +222,14 @@ impl Llm for ObservedLlm {
         self.inner.describe()
     }
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let result = self.inner.chat(request).await;
+        self.chat_watched(request, &Unwatched).await
+    }
+    async fn chat_watched(
+        &self,
+        request: &ChatRequest,
+        watch: &dyn Watch,
+    ) -> Result<ChatResponse, LlmError> {
+        let result = self.inner.chat_watched(request, watch).await;
         if let Ok(mut last) = self.last.lock() {
             *last = Some((Utc::now(), result.as_ref().err().map(ToString::to_string)));
         }

@@ -1,19 +1,31 @@
-//! [`OpenAiLlm`]: chat completions with tools through async-openai, for OpenAI, Azure OpenAI
-//! and OpenAI-compatible servers. Requests are written as the Chat Completions wire format
-//! (async-openai's bring-your-own-types path), so any compatible server that speaks the format
-//! works, whatever fields it adds.
+//! [`OpenAiLlm`]: chat completions with tools for OpenAI, Azure OpenAI and OpenAI-compatible
+//! servers. Requests are written as the Chat Completions wire format, so any compatible server
+//! that speaks the format works, whatever fields it adds; async-openai's configurations give
+//! the URL and the credentials of each provider.
+//!
+//! The call streams (`stream: true`, with the usage in the last chunk): the `chat.completion.chunk`
+//! deltas are read as they arrive ([`SseReader`]), told to the caller's [`Watch`], and assembled
+//! ([`Assembly`]) into the same [`ChatResponse`] a whole answer gives. A server that ignores
+//! `stream` and answers `application/json` is read as before; `--llm-no-stream` asks for whole
+//! answers. The whole call — connecting, waiting, every chunk — is bounded by
+//! `--llm-timeout-seconds` (ADR 0027).
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use async_openai::Client;
 use async_openai::config::{AzureConfig, Config, OpenAIConfig};
-use async_openai::error::OpenAIError;
 use async_trait::async_trait;
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tracing::{debug, warn};
 
-use super::{ChatRequest, ChatResponse, Llm, LlmError, LlmFailure, Message, ToolCall, ToolChoice};
+use super::{
+    ChatRequest, ChatResponse, Delta, Llm, LlmError, LlmFailure, Message, ToolCall, ToolChoice,
+    Unwatched, Watch,
+};
 use crate::domain::{FinishReason, Usage};
+use crate::redact::sanitize_text;
 use crate::secret::{Secret, redact_url};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,19 +50,25 @@ pub struct OpenAiSettings {
     pub max_retries: u32,
     /// First retry delay; doubled each attempt.
     pub backoff: Duration,
+    /// Ask for the answer as a stream of chunks (its text can be watched as it arrives).
+    pub stream: bool,
 }
 
 /// The longest a connection may take to open (shorter when the whole call's timeout is).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct OpenAiLlm {
-    client: Client<Box<dyn Config>>,
+    http: reqwest::Client,
+    config: Box<dyn Config>,
     describe: String,
     /// The server, without credentials, for messages.
     endpoint: String,
     timeout: Duration,
     max_retries: u32,
     backoff: Duration,
+    stream: bool,
+    /// Whether the log already said that the server streams without usage.
+    said_no_usage: AtomicBool,
 }
 
 impl OpenAiLlm {
@@ -102,19 +120,418 @@ impl OpenAiLlm {
                 (Box::new(c), format!("azure:{deployment}"))
             }
         };
-        // async-openai retries 429/5xx three times on its own by default; under our loop that
-        // would multiply to (1+3)×(1+N) requests. The plain transport leaves one retry policy:
-        // ours, which `--llm-max-retries` sets.
-        let client = Client::build(http.clone(), config)
-            .with_http_service(async_openai::middleware::ReqwestService::new(http));
         Ok(Self {
-            client,
+            http,
+            config,
             describe,
             endpoint,
             timeout: s.timeout,
             max_retries: s.max_retries,
             backoff: s.backoff,
+            stream: s.stream,
+            said_no_usage: AtomicBool::new(false),
         })
+    }
+
+    /// `…/chat/completions` of the provider, with its query (Azure's `api-version`).
+    fn url(&self) -> Result<url::Url, LlmError> {
+        let raw = self.config.url("/chat/completions");
+        let mut url = url::Url::parse(&raw).map_err(|e| {
+            LlmError::Rejected(format!(
+                "the model URL `{}` is not a URL: {e}",
+                redact_url(&raw)
+            ))
+        })?;
+        let query = self.config.query();
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        Ok(url)
+    }
+
+    /// One attempt: the request sent, the answer read whole or as a stream.
+    async fn attempt(
+        &self,
+        url: &url::Url,
+        body: &Value,
+        watch: &dyn Watch,
+    ) -> Result<ChatResponse, Failure> {
+        let mut response = self
+            .http
+            .post(url.clone())
+            .headers(self.config.headers())
+            .json(body)
+            .send()
+            .await
+            .map_err(Failure::Transport)?;
+        let status = response.status();
+        if !status.is_success() {
+            let bytes = response.bytes().await.map_err(Failure::Body)?;
+            return Err(Failure::Status(status, provider_message(&bytes)));
+        }
+        let streamed = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("text/event-stream")
+            });
+        if !streamed {
+            // A whole answer: asked for (`--llm-no-stream`), or a server that ignores `stream`.
+            let bytes = response.bytes().await.map_err(Failure::Body)?;
+            let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                Failure::Unreadable(format!(
+                    "failed to deserialize api response: error:{e} content:{}",
+                    truncate(&String::from_utf8_lossy(&bytes), 300)
+                ))
+            })?;
+            return parse_response(&v).map_err(|e| Failure::Unreadable(e.to_string()));
+        }
+        let mut sse = SseReader::default();
+        let mut answer = Assembly::default();
+        while let Some(bytes) = response.chunk().await.map_err(Failure::Body)? {
+            for data in sse.push(&bytes) {
+                answer.take(&data, watch)?;
+            }
+            if answer.done {
+                break;
+            }
+        }
+        for data in sse.end() {
+            answer.take(&data, watch)?;
+        }
+        let estimate = body.to_string().len();
+        let (response, usage_sent) = answer.finish(estimate)?;
+        if !usage_sent && !self.said_no_usage.swap(true, Ordering::Relaxed) {
+            warn!(
+                endpoint = %self.endpoint,
+                "the model server streams without usage (stream_options.include_usage): tokens \
+                 are estimated at 4 characters each for the budgets"
+            );
+        }
+        Ok(response)
+    }
+}
+
+/// Why one attempt failed.
+#[derive(Debug)]
+enum Failure {
+    /// No answer: connecting, TLS, the time limit before the headers. Retried.
+    Transport(reqwest::Error),
+    /// The answer broke off while it was read (the time limit, a closed connection). Retried.
+    Body(reqwest::Error),
+    /// An HTTP error status and the provider's message. 429 and 5xx are retried.
+    Status(StatusCode, String),
+    /// The stream reported an error, or ended before the answer did. Retried.
+    Stream(LlmFailure, String),
+    /// An answer that is not a chat completion. Not retried.
+    Unreadable(String),
+}
+
+impl Failure {
+    fn retryable(&self) -> bool {
+        match self {
+            Failure::Transport(_) | Failure::Body(_) | Failure::Stream(..) => true,
+            Failure::Status(s, _) => *s == StatusCode::TOO_MANY_REQUESTS || s.is_server_error(),
+            Failure::Unreadable(_) => false,
+        }
+    }
+
+    /// What went wrong, told apart the way an operator fixes it: no answer in time (raise
+    /// `--llm-timeout-seconds` or fix the model server), nobody listening (the URL, the network
+    /// policy), a TLS failure (the certificate) or an HTTP error (the provider's status). The
+    /// words name the server (without credentials) but not the attempts; the caller adds them.
+    /// `url` is the request's (without credentials), for a stream that broke off.
+    fn classify(&self, endpoint: &str, url: &str, timeout: Duration) -> (LlmFailure, String) {
+        match self {
+            Failure::Transport(r) => classify_transport(r, endpoint, timeout),
+            Failure::Body(r) if r.is_timeout() => {
+                let url = r
+                    .url()
+                    .map_or_else(|| url.to_owned(), |u| redact_url(u.as_str()));
+                (
+                    LlmFailure::Timeout,
+                    format!(
+                        "the model at {url} did not finish its answer within {} \
+                         (--llm-timeout-seconds)",
+                        seconds(timeout)
+                    ),
+                )
+            }
+            Failure::Body(r) => classify_transport(r, url, timeout),
+            Failure::Status(status, message) => (
+                LlmFailure::Http,
+                format!("{endpoint} answered HTTP {status} {message}"),
+            ),
+            Failure::Stream(kind, message) => (*kind, format!("{endpoint}: {message}")),
+            Failure::Unreadable(message) => (LlmFailure::Rejected, message.clone()),
+        }
+    }
+}
+
+/// The provider's error message: OpenAI's `{"error": {"type", "message", "param", "code"}}`
+/// as `type: message (param: p) (code: c)`, else the body's text. Sanitised: it may quote the
+/// request.
+fn provider_message(bytes: &[u8]) -> String {
+    let v: Option<Value> = serde_json::from_slice(bytes).ok();
+    let text = match v.as_ref().and_then(|v| v.get("error")) {
+        Some(Value::String(s)) => s.clone(),
+        Some(e @ Value::Object(_)) => {
+            let field = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
+            let mut parts = Vec::new();
+            if let Some(t) = field("type") {
+                parts.push(format!("{t}:"));
+            }
+            parts.push(field("message").unwrap_or_default());
+            if let Some(p) = field("param") {
+                parts.push(format!("(param: {p})"));
+            }
+            if let Some(c) = e.get("code").filter(|c| !c.is_null()) {
+                parts.push(format!(
+                    "(code: {})",
+                    c.as_str().map_or_else(|| c.to_string(), str::to_owned)
+                ));
+            }
+            parts.join(" ")
+        }
+        _ => String::from_utf8_lossy(bytes).trim().to_owned(),
+    };
+    sanitize_text(&truncate(&text, 500))
+}
+
+/// Server-sent events read from a byte stream as it arrives: the `data` of each event (lines
+/// end with `\n`, `\r\n` or `\r`; comments and other fields are skipped).
+#[derive(Default)]
+struct SseReader {
+    /// Bytes of a line not yet ended (a chunk may end inside a line or a character).
+    line: Vec<u8>,
+    /// The `data` lines of the event being read.
+    data: Option<String>,
+    /// The last chunk ended with `\r`: a `\n` that starts the next one belongs to it.
+    after_cr: bool,
+}
+
+impl SseReader {
+    /// The data of the events `bytes` completes.
+    fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        for &b in bytes {
+            if std::mem::take(&mut self.after_cr) && b == b'\n' {
+                continue;
+            }
+            match b {
+                b'\n' | b'\r' => {
+                    self.after_cr = b == b'\r';
+                    let line = std::mem::take(&mut self.line);
+                    if let Some(data) = self.line_done(&line) {
+                        out.push(data);
+                    }
+                }
+                _ => self.line.push(b),
+            }
+        }
+        out
+    }
+
+    /// The stream ended: an event its server did not close with a blank line.
+    fn end(&mut self) -> Vec<String> {
+        let line = std::mem::take(&mut self.line);
+        let mut out: Vec<String> = self.line_done(&line).into_iter().collect();
+        out.extend(self.line_done(b""));
+        out
+    }
+
+    fn line_done(&mut self, line: &[u8]) -> Option<String> {
+        if line.is_empty() {
+            return self.data.take();
+        }
+        let line = String::from_utf8_lossy(line);
+        let (field, value) = match line.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line.as_ref(), ""),
+        };
+        if field == "data" {
+            let data = self.data.get_or_insert_with(String::new);
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(value);
+        }
+        None
+    }
+}
+
+/// A tool call being assembled from its fragments.
+#[derive(Default)]
+struct PartCall {
+    id: String,
+    name: String,
+    arguments: String,
+    announced: bool,
+}
+
+/// A streamed answer, assembled from its `chat.completion.chunk`s.
+#[derive(Default)]
+struct Assembly {
+    content: String,
+    calls: BTreeMap<usize, PartCall>,
+    finish: Option<String>,
+    usage: Option<Usage>,
+    model: String,
+    /// `data: [DONE]` came.
+    done: bool,
+}
+
+impl Assembly {
+    /// Take one event's data.
+    fn take(&mut self, data: &str, watch: &dyn Watch) -> Result<(), Failure> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if data.is_empty() || self.done {
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| {
+            Failure::Unreadable(format!(
+                "a streamed chunk is not JSON ({e}): {}",
+                truncate(data, 300)
+            ))
+        })?;
+        if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+            let message = provider_message(json!({"error": e}).to_string().as_bytes());
+            return Err(Failure::Stream(
+                LlmFailure::Http,
+                format!("the stream reported an error: {message}"),
+            ));
+        }
+        if let Some(m) = v.get("model").and_then(Value::as_str)
+            && !m.is_empty()
+        {
+            m.clone_into(&mut self.model);
+        }
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            self.usage = Some(Usage {
+                prompt_tokens: n("prompt_tokens"),
+                completion_tokens: n("completion_tokens"),
+            });
+        }
+        // One answer is asked for (no `n`): its choice is index 0.
+        let choice = v.get("choices").and_then(Value::as_array).and_then(|c| {
+            c.iter()
+                .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        });
+        let Some(choice) = choice else {
+            return Ok(()); // the usage chunk, or Azure's prompt filter results
+        };
+        let delta = choice.get("delta").unwrap_or(&Value::Null);
+        if let Some(text) = delta.get("content").and_then(Value::as_str)
+            && !text.is_empty()
+        {
+            self.content.push_str(text);
+            watch.delta(Delta::Content(text));
+        }
+        for (pos, c) in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let index = c
+                .get("index")
+                .and_then(Value::as_u64)
+                .map_or(pos, |i| i as usize);
+            let call = self.calls.entry(index).or_default();
+            if let Some(id) = c.get("id").and_then(Value::as_str)
+                && call.id.is_empty()
+            {
+                id.clone_into(&mut call.id);
+            }
+            if let Some(name) = c.pointer("/function/name").and_then(Value::as_str) {
+                call.name.push_str(name);
+            }
+            match c.pointer("/function/arguments") {
+                Some(Value::String(s)) => call.arguments.push_str(s),
+                Some(Value::Null) | None => {}
+                Some(other) => call.arguments.push_str(&other.to_string()),
+            }
+            if !call.announced && !call.name.is_empty() {
+                call.announced = true;
+                watch.delta(Delta::ToolCall {
+                    index,
+                    name: &call.name,
+                });
+            }
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish = Some(reason.to_owned());
+        }
+        Ok(())
+    }
+
+    /// The answer as a whole one would have been, and whether the server sent its usage (else
+    /// it is estimated from `prompt_bytes` and the answer, at 4 bytes a token, so the budgets
+    /// still count).
+    fn finish(self, prompt_bytes: usize) -> Result<(ChatResponse, bool), Failure> {
+        if self.finish.is_none() && !self.done {
+            return Err(Failure::Stream(
+                LlmFailure::Other,
+                "the stream ended before the answer was complete".into(),
+            ));
+        }
+        let tool_calls: Vec<ToolCall> = self
+            .calls
+            .into_values()
+            .enumerate()
+            .map(|(i, c)| ToolCall {
+                id: if c.id.is_empty() {
+                    format!("call_{i}")
+                } else {
+                    c.id
+                },
+                name: c.name,
+                arguments: if c.arguments.is_empty() {
+                    "{}".into()
+                } else {
+                    c.arguments
+                },
+            })
+            .collect();
+        let sent = self.usage.is_some();
+        let usage = self.usage.unwrap_or_else(|| {
+            let written =
+                self.content.len() + tool_calls.iter().map(|c| c.arguments.len()).sum::<usize>();
+            Usage {
+                prompt_tokens: prompt_bytes.div_ceil(4) as u64,
+                completion_tokens: written.div_ceil(4) as u64,
+            }
+        });
+        let content = Some(self.content).filter(|s| !s.trim().is_empty());
+        Ok((
+            ChatResponse {
+                content,
+                tool_calls,
+                finish_reason: finish_reason(self.finish.as_deref()),
+                usage,
+                model: self.model,
+            },
+            sent,
+        ))
+    }
+}
+
+fn finish_reason(raw: Option<&str>) -> FinishReason {
+    match raw {
+        Some("stop") => FinishReason::Stop,
+        Some("tool_calls") | Some("function_call") => FinishReason::ToolCalls,
+        Some("length") => FinishReason::Length,
+        Some("content_filter") => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
     }
 }
 
@@ -144,15 +561,18 @@ fn message_json(m: &Message) -> Value {
     }
 }
 
-/// The Chat Completions request body.
-pub fn request_json(r: &ChatRequest) -> Value {
+/// The Chat Completions request body; streamed, with the usage in the last chunk.
+pub fn request_json(r: &ChatRequest, stream: bool) -> Value {
     let mut body = json!({
         "model": r.model,
         "messages": r.messages.iter().map(message_json).collect::<Vec<_>>(),
         "max_tokens": r.max_tokens,
         "temperature": 0,
-        "stream": false,
+        "stream": stream,
     });
+    if stream {
+        body["stream_options"] = json!({"include_usage": true});
+    }
     if !r.tools.is_empty() {
         body["tools"] = r
             .tools
@@ -207,13 +627,7 @@ pub fn parse_response(v: &Value) -> Result<ChatResponse, LlmError> {
                 .collect()
         })
         .unwrap_or_default();
-    let finish_reason = match choice.get("finish_reason").and_then(Value::as_str) {
-        Some("stop") => FinishReason::Stop,
-        Some("tool_calls") | Some("function_call") => FinishReason::ToolCalls,
-        Some("length") => FinishReason::Length,
-        Some("content_filter") => FinishReason::ContentFilter,
-        _ => FinishReason::Other,
-    };
+    let finish_reason = finish_reason(choice.get("finish_reason").and_then(Value::as_str));
     let usage = Usage {
         prompt_tokens: v
             .pointer("/usage/prompt_tokens")
@@ -241,31 +655,7 @@ fn truncate(s: &str, n: usize) -> String {
     if s.len() <= n {
         s.to_owned()
     } else {
-        format!("{}…", &s[..s.floor_char_boundary(n)])
-    }
-}
-
-/// Whether an error is worth retrying (rate limit, server error, network).
-fn retryable(e: &OpenAIError) -> bool {
-    match e {
-        OpenAIError::ApiError(a) => {
-            a.status_code.as_u16() == 429 || a.status_code.is_server_error()
-        }
-        OpenAIError::Reqwest(_) => true,
-        OpenAIError::JSONDeserialize(..) => false,
-        _ => false,
-    }
-}
-
-/// What went wrong with one attempt, told apart the way an operator fixes it: no answer in
-/// time (raise `--llm-timeout-seconds` or fix the model server), nobody listening (the URL, the
-/// network policy), a TLS failure (the certificate) or an HTTP error (the provider's status).
-/// The words name the server (without credentials) but not the attempts; the caller adds them.
-fn classify(e: &OpenAIError, endpoint: &str, timeout: Duration) -> (LlmFailure, String) {
-    match e {
-        OpenAIError::ApiError(a) => (LlmFailure::Http, format!("{endpoint} answered HTTP {}", a)),
-        OpenAIError::Reqwest(r) => classify_transport(r, endpoint, timeout),
-        other => (LlmFailure::Other, other.to_string()),
+        format!("{}…", s.get(..s.floor_char_boundary(n)).unwrap_or_default())
     }
 }
 
@@ -361,38 +751,225 @@ impl Llm for OpenAiLlm {
     }
 
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = request_json(request);
+        self.chat_watched(request, &Unwatched).await
+    }
+
+    async fn chat_watched(
+        &self,
+        request: &ChatRequest,
+        watch: &dyn Watch,
+    ) -> Result<ChatResponse, LlmError> {
+        let body = request_json(request, self.stream);
+        let url = self.url()?;
+        let shown = redact_url(url.as_str());
         let mut delay = self.backoff;
         let mut attempt = 0;
         loop {
-            let result: Result<Value, OpenAIError> =
-                self.client.chat().create_byot(body.clone()).await;
-            match result {
-                Ok(v) => return parse_response(&v),
-                Err(e) if retryable(&e) => {
-                    let (kind, what) = classify(&e, &self.endpoint, self.timeout);
-                    if attempt < self.max_retries {
-                        attempt += 1;
-                        warn!(
-                            attempt,
-                            kind = kind.label(),
-                            error = %what,
-                            "LLM call failed; retrying after {:?}",
-                            delay
-                        );
-                        tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(30));
-                        continue;
-                    }
-                    let message = format!("{what}, {}", attempts(attempt + 1));
-                    warn!(kind = kind.label(), error = %message, "LLM call failed; giving up");
-                    return Err(LlmError::Unavailable { kind, message });
-                }
-                Err(e) => {
-                    debug!(error = %e, "LLM rejected the request");
-                    return Err(LlmError::Rejected(e.to_string()));
+            let failure = match self.attempt(&url, &body, watch).await {
+                Ok(response) => return Ok(response),
+                Err(f) => f,
+            };
+            let (kind, what) = failure.classify(&self.endpoint, &shown, self.timeout);
+            if !failure.retryable() {
+                debug!(kind = kind.label(), error = %what, "LLM rejected the request");
+                return Err(LlmError::Rejected(match failure {
+                    Failure::Status(status, message) => format!("{status} {message}"),
+                    _ => what,
+                }));
+            }
+            if attempt < self.max_retries {
+                attempt += 1;
+                warn!(
+                    attempt,
+                    kind = kind.label(),
+                    error = %what,
+                    "LLM call failed; retrying after {:?}",
+                    delay
+                );
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(30));
+                continue;
+            }
+            let message = format!("{what}, {}", attempts(attempt + 1));
+            warn!(kind = kind.label(), error = %message, "LLM call failed; giving up");
+            return Err(LlmError::Unavailable { kind, message });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Remembers what it was told.
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+
+    impl Watch for Seen {
+        fn delta(&self, delta: Delta<'_>) {
+            let said = match delta {
+                Delta::Content(t) => format!("text:{t}"),
+                Delta::ToolCall { index, name } => format!("call:{index}:{name}"),
+            };
+            self.0.lock().unwrap().push(said);
+        }
+    }
+
+    /// OpenAI's stream of an answer with text and two tool calls whose arguments come in
+    /// fragments, then the usage chunk.
+    const STREAM: &str = concat!(
+        ": keep-alive\n\n",
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o-2024\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Plan: read é\"},\"finish_reason\":null}],\"usage\":null}\r\n\r\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"vents.\\n\"},\"finish_reason\":null}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"kubectl_events\",\"arguments\":\"\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"names\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"type\":\"function\",\"function\":{\"name\":\"kubectl_get\",\"arguments\":\"{\\\"kind\\\":\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"pace\\\":\\\"shop\\\"}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"\\\"Pod\\\"}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":30,\"total_tokens\":150}}\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    fn assemble(chunks: &[&[u8]]) -> (Result<(ChatResponse, bool), Failure>, Vec<String>) {
+        let seen = Seen::default();
+        let mut sse = SseReader::default();
+        let mut answer = Assembly::default();
+        for c in chunks {
+            for data in sse.push(c) {
+                if let Err(e) = answer.take(&data, &seen) {
+                    return (Err(e), seen.0.into_inner().unwrap());
                 }
             }
         }
+        for data in sse.end() {
+            if let Err(e) = answer.take(&data, &seen) {
+                return (Err(e), seen.0.into_inner().unwrap());
+            }
+        }
+        (answer.finish(400), seen.0.into_inner().unwrap())
+    }
+
+    #[test]
+    fn a_stream_is_assembled_into_the_answer_a_whole_one_gives_however_it_is_cut() {
+        let bytes = STREAM.as_bytes();
+        // Whole, byte by byte (inside `é` and between `\r` and `\n` too), and in uneven cuts.
+        let whole = [bytes];
+        let single: Vec<&[u8]> = bytes.chunks(1).collect();
+        let uneven: Vec<&[u8]> = bytes.chunks(37).collect();
+        for cut in [&whole[..], &single[..], &uneven[..]] {
+            let (result, seen) = assemble(cut);
+            let (r, usage_sent) = result.unwrap();
+            assert!(usage_sent);
+            assert_eq!(r.content.as_deref(), Some("Plan: read évents.\n"));
+            assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+            assert_eq!(
+                r.tool_calls,
+                vec![
+                    ToolCall {
+                        id: "call_a".into(),
+                        name: "kubectl_events".into(),
+                        arguments: r#"{"namespace":"shop"}"#.into(),
+                    },
+                    ToolCall {
+                        id: "call_b".into(),
+                        name: "kubectl_get".into(),
+                        arguments: r#"{"kind":"Pod"}"#.into(),
+                    },
+                ]
+            );
+            assert_eq!(
+                r.usage,
+                Usage {
+                    prompt_tokens: 120,
+                    completion_tokens: 30
+                }
+            );
+            assert_eq!(r.model, "gpt-4o-2024");
+            assert_eq!(
+                seen,
+                [
+                    "text:Plan: read é",
+                    "text:vents.\n",
+                    "call:0:kubectl_events",
+                    "call:1:kubectl_get"
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn a_stream_without_usage_is_estimated_and_one_cut_short_is_a_failure() {
+        let no_usage = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"12345678\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]";
+        let (result, _) = assemble(&[no_usage.as_bytes()]);
+        let (r, usage_sent) = result.unwrap();
+        assert!(!usage_sent);
+        assert_eq!(
+            r.usage,
+            Usage {
+                prompt_tokens: 100,
+                completion_tokens: 2
+            },
+            "4 bytes a token"
+        );
+        assert_eq!(r.finish_reason, FinishReason::Stop);
+
+        let cut = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half an ans\"}}]}\n\n";
+        let (result, seen) = assemble(&[cut.as_bytes()]);
+        assert!(
+            matches!(result, Err(Failure::Stream(LlmFailure::Other, ref m)) if m.contains("ended before")),
+            "{:?}",
+            result.err()
+        );
+        assert_eq!(seen, ["text:half an ans"], "what came was shown");
+        let failure = Failure::Stream(LlmFailure::Other, "x".into());
+        assert!(failure.retryable());
+    }
+
+    #[test]
+    fn an_error_in_the_stream_is_an_http_failure_and_a_chunk_that_is_not_json_is_unreadable() {
+        let error = "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n";
+        let (result, _) = assemble(&[error.as_bytes()]);
+        let Err(f) = result else { panic!("an error") };
+        assert!(f.retryable());
+        let (kind, what) = f.classify("http://model", "http://model/chat", Duration::from_secs(5));
+        assert_eq!(kind, LlmFailure::Http);
+        assert!(what.contains("server_error: overloaded"), "{what}");
+
+        let (result, _) = assemble(&[b"data: {not json\n\n"]);
+        let Err(f) = result else { panic!("unreadable") };
+        assert!(!f.retryable());
+    }
+
+    #[test]
+    fn the_request_streams_with_usage_unless_told_not_to() {
+        let r = ChatRequest {
+            model: "m".into(),
+            messages: vec![],
+            tools: vec![],
+            tool_choice: ToolChoice::Auto,
+            max_tokens: 10,
+        };
+        let streamed = request_json(&r, true);
+        assert_eq!(streamed["stream"], true);
+        assert_eq!(streamed["stream_options"]["include_usage"], true);
+        let whole = request_json(&r, false);
+        assert_eq!(whole["stream"], false);
+        assert!(whole.get("stream_options").is_none());
+    }
+
+    #[test]
+    fn a_provider_error_reads_as_its_type_and_message_sanitised() {
+        assert_eq!(
+            provider_message(br#"{"error":{"message":"Invalid model","type":"invalid_request_error","param":"model","code":null}}"#),
+            "invalid_request_error: Invalid model (param: model)"
+        );
+        assert_eq!(
+            provider_message(br#"{"error":"model not found"}"#),
+            "model not found"
+        );
+        assert!(!provider_message(b"upstream said password=hunter2").contains("hunter2"));
     }
 }

@@ -9,8 +9,12 @@
 //! request's own stream, named for the chat contract), then its answer. An event's id is
 //! `<turn>.<audit id>.<n>` (`0` for the preamble, `9223372036854775807` for the answer), so a
 //! client that reconnects with `Last-Event-ID` resumes where it stopped — across restarts and
-//! replicas. Errors use OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, which
-//! the OpenAI clients read.
+//! replicas. Between them, while the request is investigated on this replica, come the model's
+//! words as it writes them ([`crate::llm::LiveTokens`]): `token` events (and `status` for the
+//! tools it calls) marked `live`, with no id — they are not in the trail, so a client's
+//! `Last-Event-ID` stays on the last durable event and a reconnect resumes from the trail.
+//! Errors use OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, which the
+//! OpenAI clients read.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -29,6 +33,7 @@ use uuid::Uuid;
 use super::{AppState, Caller};
 use crate::chat::{Asker, ChatError, ChatService, Progress};
 use crate::domain::{ChatTurn, Role, TurnKind};
+use crate::llm::{LiveOutput, LiveToken};
 
 /// The one model this endpoint serves.
 pub const MODEL: &str = "kubemedic";
@@ -301,6 +306,7 @@ pub async fn completions(
             conversation_id,
             state: StreamState::Start,
             queue: VecDeque::new(),
+            after_live: None,
         };
         let events = futures::stream::unfold(feed, |mut f| async move {
             f.next().await.map(|e| (Ok::<_, Infallible>(e), f))
@@ -490,10 +496,10 @@ pub async fn stream(
     }
     let events = futures::stream::unfold(feed, |mut f| async move {
         f.next().await.map(|e| {
-            let event = Event::default()
-                .id(e.id.to_string())
-                .event(e.kind)
-                .data(e.data.to_string());
+            let mut event = Event::default().event(e.kind).data(e.data.to_string());
+            if !e.live {
+                event = event.id(e.id.to_string());
+            }
             (Ok::<_, Infallible>(event), f)
         })
     });
@@ -537,6 +543,9 @@ pub struct ChatEvent {
     pub id: Pos,
     pub kind: &'static str,
     pub data: Value,
+    /// The model's words as they come: not in the trail, sent without an id (`id` is the
+    /// position of the last durable event).
+    pub live: bool,
 }
 
 /// The chat contract's name for a request's typed event.
@@ -571,6 +580,86 @@ fn ends_turn(kind: TurnKind, e: &crate::domain::AuditEvent) -> bool {
     terminal || (kind != TurnKind::Decision && e.kind == "approval_requested")
 }
 
+/// The live output of the model investigating the request a running turn follows.
+struct Live {
+    /// Subscribed when the feed starts, so what the model writes before the turn is first
+    /// read is not missed.
+    rx: tokio::sync::broadcast::Receiver<LiveToken>,
+    /// The running turn and its request, while there is one.
+    following: Option<(i64, Uuid)>,
+    conversation: Uuid,
+    /// Where the feed stands (the id of the last durable event sent).
+    at: Pos,
+    /// When the wait for the store that a live token interrupted ends: the wait goes on, so
+    /// a burst of tokens does not read the store for each.
+    until: Option<tokio::time::Instant>,
+    /// The invocation the last token came from, and a token of the next one held back until
+    /// the store is read: the record of the invocation before it is there by then.
+    invocation: Option<u8>,
+    held: Option<ChatEvent>,
+}
+
+impl Live {
+    /// The next token of the request followed (never, while no turn runs); `None` when the
+    /// model began its next invocation and the store should be read before its words.
+    async fn next(&mut self) -> Option<ChatEvent> {
+        use tokio::sync::broadcast::error::RecvError;
+        if let Some(e) = self.held.take() {
+            return Some(e);
+        }
+        loop {
+            let Some((turn, request)) = self.following else {
+                return std::future::pending().await;
+            };
+            let token = match self.rx.recv().await {
+                Ok(t) if t.request == request => t,
+                // Another request's, or tokens skipped by a reader too slow: live output is
+                // what is there when it is there.
+                Ok(_) | Err(RecvError::Lagged(_)) => continue,
+                Err(RecvError::Closed) => {
+                    self.following = None;
+                    continue;
+                }
+            };
+            let mut data = json!({
+                "turn": turn,
+                "conversation_id": self.conversation,
+                "request_id": request,
+                "live": true,
+                "invocation": token.invocation,
+                "call": token.call,
+            });
+            let kind = match token.output {
+                LiveOutput::Text(text) => {
+                    data["content"] = json!(text);
+                    "token"
+                }
+                LiveOutput::ToolCall(tool) => {
+                    data["message"] = json!(format!("the model calls {tool}"));
+                    data["tool"] = json!(tool);
+                    data["detail_kind"] = json!("model_tool_call");
+                    "status"
+                }
+            };
+            let event = ChatEvent {
+                id: self.at,
+                kind,
+                data,
+                live: true,
+            };
+            if self
+                .invocation
+                .replace(token.invocation)
+                .is_some_and(|i| i != token.invocation)
+            {
+                self.held = Some(event);
+                return None;
+            }
+            return Some(event);
+        }
+    }
+}
+
 /// Reads a conversation's events from a position, turn by turn, waiting while a turn runs.
 struct Feed {
     state: Arc<AppState>,
@@ -581,6 +670,7 @@ struct Feed {
     at: Pos,
     queue: VecDeque<ChatEvent>,
     finished: bool,
+    live: Live,
 }
 
 impl Feed {
@@ -590,23 +680,34 @@ impl Feed {
         conversation: Uuid,
         only: Option<i64>,
     ) -> Self {
+        let at = Pos {
+            turn: only.map_or(0, |t| t - 1),
+            part: TAIL,
+            n: i64::MAX,
+        };
+        let live = Live {
+            rx: chat.live().subscribe(),
+            following: None,
+            conversation,
+            at,
+            until: None,
+            invocation: None,
+            held: None,
+        };
         Self {
             state,
             chat,
             conversation,
             only,
-            at: Pos {
-                turn: only.map_or(0, |t| t - 1),
-                part: TAIL,
-                n: i64::MAX,
-            },
+            at,
             queue: VecDeque::new(),
             finished: false,
+            live,
         }
     }
 
     async fn next(&mut self) -> Option<ChatEvent> {
-        let mut first = true;
+        let mut first = self.live.until.is_none();
         loop {
             if let Some(e) = self.queue.pop_front() {
                 self.at = e.id;
@@ -616,9 +717,18 @@ impl Feed {
                 return None;
             }
             if !first {
+                self.live.at = self.at;
+                let until = *self
+                    .live
+                    .until
+                    .get_or_insert_with(|| tokio::time::Instant::now() + POLL);
                 tokio::select! {
-                    () = tokio::time::sleep(POLL) => {}
+                    () = tokio::time::sleep_until(until) => self.live.until = None,
                     () = self.state.shutdown.cancelled() => return None,
+                    e = self.live.next() => match e {
+                        Some(e) => return Some(e),
+                        None => self.live.until = None,
+                    },
                 }
             }
             first = false;
@@ -630,6 +740,7 @@ impl Feed {
                         id: self.at,
                         kind: "error",
                         data: json!({"message": message}),
+                        live: false,
                     });
                 }
             }
@@ -672,7 +783,12 @@ impl Feed {
 
     fn push(&mut self, id: Pos, kind: &'static str, data: Value) {
         if id > self.at {
-            self.queue.push_back(ChatEvent { id, kind, data });
+            self.queue.push_back(ChatEvent {
+                id,
+                kind,
+                data,
+                live: false,
+            });
         }
     }
 
@@ -720,6 +836,12 @@ impl Feed {
             .progress(turn)
             .await
             .map_err(|e| format!("{e:?}"))?;
+        // While the turn runs, the model's words for its request are shown as they come.
+        self.live.following = turn
+            .turn
+            .request_id
+            .filter(|_| !progress.answer.done)
+            .map(|r| (t, r));
         if let Some(request) = turn.turn.request_id {
             let after = if self.at.turn == t && self.at.part > 0 && self.at.part < TAIL {
                 // Within the trail: re-read the audit event we stopped inside.
@@ -835,6 +957,9 @@ struct TurnStream {
     conversation_id: Uuid,
     state: StreamState,
     queue: VecDeque<Event>,
+    /// The last content sent was the model's live text, and whether it ended its line: what
+    /// follows starts a paragraph of its own.
+    after_live: Option<bool>,
 }
 
 #[derive(PartialEq)]
@@ -894,11 +1019,25 @@ impl TurnStream {
                     .unwrap_or("")
                     .to_owned()
             };
+            // The model's live text is shown as it comes; what follows it starts afresh.
+            let gap = match (e.live && e.kind == "token", self.after_live) {
+                (true, _) => "",
+                (false, Some(true)) => "\n",
+                (false, Some(false)) => "\n\n",
+                (false, None) => "",
+            };
             match e.kind {
                 "token" => {
                     let c = text("content");
-                    self.queue
-                        .push_back(self.chunk(json!({"content": c}), None, None));
+                    if c.is_empty() {
+                        continue;
+                    }
+                    self.after_live = e.live.then(|| c.ends_with('\n'));
+                    self.queue.push_back(self.chunk(
+                        json!({"content": format!("{gap}{c}")}),
+                        None,
+                        None,
+                    ));
                 }
                 "hitl_request" => {
                     // The contract's signal: no content, the structured fields.
@@ -917,7 +1056,8 @@ impl TurnStream {
                 kind => {
                     let m = text("message");
                     if !m.is_empty() {
-                        let line = format!("> _{kind}: {}_\n\n", m.replace('\n', " "));
+                        self.after_live = None;
+                        let line = format!("{gap}> _{kind}: {}_\n\n", m.replace('\n', " "));
                         self.queue
                             .push_back(self.chunk(json!({"content": line}), None, None));
                     }

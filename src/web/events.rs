@@ -181,7 +181,8 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
                         "output_chars": call.get("output_chars"),
                         "truncated": call.get("truncated"),
                         "duration_ms": call.get("duration_ms"),
-                        "output": call.get("excerpt").and_then(Value::as_str).map(|x| clip(&sanitize_text(x))),
+                        // The whole output (up to 64 KiB) where the trail has it, else the excerpt.
+                        "output": call.get("output").or_else(|| call.get("excerpt")).and_then(Value::as_str).map(sanitize_text),
                     }),
                 ));
             }

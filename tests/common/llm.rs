@@ -1,16 +1,25 @@
 //! An OpenAI-compatible Chat Completions server scripted by each test: a real socket, spoken
-//! to by the real async-openai client. Each request takes the next reply from the script;
-//! every request is recorded for assertions. Usage is counted with the o200k tokenizer, so
-//! token figures are real counts of what kubemedic sent.
+//! to by kubemedic's real client. Each request takes the next reply from the script; every
+//! request is recorded for assertions. Usage is counted with the o200k tokenizer, so token
+//! figures are real counts of what kubemedic sent.
+//!
+//! A request with `stream: true` is answered as OpenAI does: `text/event-stream` of
+//! `chat.completion.chunk`s — the text in small pieces, each tool call's name first and its
+//! arguments in fragments, the finish reason, the usage in a last chunk when
+//! `stream_options.include_usage` asks for it, then `data: [DONE]` — paced by
+//! [`ScriptedLlm::set_pace`]. [`ScriptedLlm::json_only`] starts a server that ignores `stream`
+//! and answers `application/json` (as some compatible servers do).
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::IntoResponse;
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 pub enum Reply {
@@ -24,6 +33,11 @@ pub enum Reply {
     Status(u16, &'static str),
     /// No answer for this long (a stalled model server), then a 500.
     Stall(std::time::Duration),
+    /// This reply, after a wait (the model takes its time to start).
+    Delayed(std::time::Duration, Box<Reply>),
+    /// A stream that starts (this text) and then stalls for this long before breaking off;
+    /// as JSON, a stall then a 500.
+    BreakOff(&'static str, std::time::Duration),
 }
 
 /// Tool calls in one assistant turn: (name, arguments JSON).
@@ -100,6 +114,10 @@ pub fn truncated(content: &str) -> Reply {
 struct Shared {
     script: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    /// Answer `application/json` whatever the request asks.
+    json_only: bool,
+    /// The wait between two streamed chunks.
+    pace: Arc<Mutex<Duration>>,
 }
 
 #[derive(Debug, Clone)]
@@ -155,13 +173,32 @@ async fn complete(
         body: body.clone(),
         prompt_tokens: prompt,
     });
-    let reply = s.script.lock().unwrap().pop_front();
+    let mut reply = s.script.lock().unwrap().pop_front();
+    while let Some(Reply::Delayed(d, inner)) = reply {
+        tokio::time::sleep(d).await;
+        reply = Some(*inner);
+    }
+    let stream = body["stream"] == true && !s.json_only;
+    let usage = body.pointer("/stream_options/include_usage") == Some(&json!(true));
+    let pace = *s.pace.lock().unwrap();
     match reply {
         None => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "script exhausted", "type": "server_error"}}))).into_response(),
         Some(Reply::Stall(d)) => {
             tokio::time::sleep(d).await;
             (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "stalled", "type": "server_error"}}))).into_response()
         }
+        Some(Reply::BreakOff(text, d)) if stream => {
+            let start = vec![
+                chunk(&body, json!({"role": "assistant", "content": ""}), None),
+                chunk(&body, json!({"content": text}), None),
+            ];
+            sse(start, pace, Some(d))
+        }
+        Some(Reply::BreakOff(_, d)) => {
+            tokio::time::sleep(d).await;
+            (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": {"message": "broke off", "type": "server_error"}}))).into_response()
+        }
+        Some(Reply::Delayed(..)) => unreachable!("unwrapped above"),
         Some(Reply::Status(code, message)) => (
             StatusCode::from_u16(code).unwrap(),
             Json(json!({"error": {"message": message, "type": "rate_limit_error", "param": null, "code": null}})),
@@ -170,10 +207,23 @@ async fn complete(
         Some(Reply::Message { content, tool_calls, finish }) => {
             let completion: usize = content.as_deref().map(count_tokens).unwrap_or(0)
                 + tool_calls.iter().map(|(_, a)| count_tokens(a)).sum::<usize>();
-            let calls: Vec<Value> = tool_calls
+            let ids: Vec<String> = tool_calls
                 .iter()
                 .enumerate()
-                .map(|(i, (name, args))| json!({"id": format!("call_{}_{i}", uuid::Uuid::new_v4().simple()), "type": "function", "function": {"name": name, "arguments": args}}))
+                .map(|(i, _)| format!("call_{}_{i}", uuid::Uuid::new_v4().simple()))
+                .collect();
+            let usage_json = json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion});
+            if stream {
+                return sse(
+                    stream_chunks(&body, content.as_deref(), &tool_calls, &ids, finish, usage.then_some(usage_json)),
+                    pace,
+                    None,
+                );
+            }
+            let calls: Vec<Value> = tool_calls
+                .iter()
+                .zip(&ids)
+                .map(|((name, args), id)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
                 .collect();
             let mut message = json!({"role": "assistant", "content": content});
             if !calls.is_empty() {
@@ -185,18 +235,130 @@ async fn complete(
                 "created": 1_700_000_000,
                 "model": body["model"],
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+                "usage": usage_json
             }))
             .into_response()
         }
     }
 }
 
+/// One `chat.completion.chunk` with this delta (and OpenAI's `usage: null` when usage is
+/// asked for but not yet sent).
+fn chunk(body: &Value, delta: Value, finish: Option<&str>) -> Value {
+    let mut c = json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": body["model"],
+        "system_fingerprint": null,
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+    });
+    if body.pointer("/stream_options/include_usage") == Some(&json!(true)) {
+        c["usage"] = Value::Null;
+    }
+    c
+}
+
+/// `text` in pieces of at most `n` characters.
+pub fn pieces(text: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(n).map(|c| c.iter().collect()).collect()
+}
+
+/// An answer as OpenAI streams it.
+fn stream_chunks(
+    body: &Value,
+    content: Option<&str>,
+    tool_calls: &[(String, String)],
+    ids: &[String],
+    finish: &str,
+    usage: Option<Value>,
+) -> Vec<Value> {
+    let mut out = vec![chunk(
+        body,
+        json!({"role": "assistant", "content": ""}),
+        None,
+    )];
+    for piece in pieces(content.unwrap_or(""), 7) {
+        out.push(chunk(body, json!({"content": piece}), None));
+    }
+    for (i, ((name, args), id)) in tool_calls.iter().zip(ids).enumerate() {
+        out.push(chunk(
+            body,
+            json!({"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+            None,
+        ));
+        for piece in pieces(args, 12) {
+            out.push(chunk(
+                body,
+                json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
+                None,
+            ));
+        }
+    }
+    out.push(chunk(body, json!({}), Some(finish)));
+    if let Some(u) = usage {
+        let mut last = chunk(body, json!({}), None);
+        last["choices"] = json!([]);
+        last["usage"] = u;
+        out.push(last);
+    }
+    out
+}
+
+/// The chunks as server-sent events, `pace` apart, ending with `data: [DONE]` — or, with
+/// `break_off`, stalling that long and ending without it.
+fn sse(
+    chunks: Vec<Value>,
+    pace: Duration,
+    break_off: Option<Duration>,
+) -> axum::response::Response {
+    let mut frames: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    if break_off.is_none() {
+        frames.push("data: [DONE]\n\n".into());
+    }
+    let frames =
+        futures::stream::iter(frames.into_iter().enumerate()).then(move |(i, f)| async move {
+            if i > 0 && !pace.is_zero() {
+                tokio::time::sleep(pace).await;
+            }
+            Ok::<_, std::convert::Infallible>(f)
+        });
+    let stall = futures::stream::once(async move {
+        if let Some(d) = break_off {
+            tokio::time::sleep(d).await;
+        }
+        Ok::<_, std::convert::Infallible>(String::new())
+    });
+    axum::response::Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(axum::body::Body::from_stream(frames.chain(stall)))
+        .unwrap()
+}
+
 impl ScriptedLlm {
+    /// A model server that streams when asked to.
     pub async fn start(script: Vec<Reply>) -> Self {
+        Self::serve(script, false).await
+    }
+
+    /// A model server that ignores `stream` and answers every request as one JSON document.
+    pub async fn json_only(script: Vec<Reply>) -> Self {
+        Self::serve(script, true).await
+    }
+
+    /// The wait between two streamed chunks from now on.
+    pub fn set_pace(&self, pace: Duration) {
+        *self.shared.pace.lock().unwrap() = pace;
+    }
+
+    async fn serve(script: Vec<Reply>, json_only: bool) -> Self {
         let shared = Shared {
             script: Arc::new(Mutex::new(script.into())),
             requests: Arc::new(Mutex::new(Vec::new())),
+            json_only,
+            pace: Arc::new(Mutex::new(Duration::ZERO)),
         };
         let app = axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(complete))

@@ -432,6 +432,20 @@ struct Calls<'a> {
 }
 
 impl Calls<'_> {
+    /// The whole output (sanitised, up to 64 KiB) for the trail, while the investigation's
+    /// allowance lasts.
+    fn whole(&self, text: &str) -> Option<String> {
+        let kept: usize = self
+            .records
+            .iter()
+            .filter_map(|r| r.output.as_ref())
+            .map(String::len)
+            .sum();
+        (kept + text.len().min(crate::domain::TOOL_OUTPUT_BYTES)
+            <= crate::domain::TOOL_OUTPUTS_BYTES)
+            .then(|| crate::domain::whole_output(&crate::redact::sanitize_text(text)))
+    }
+
     async fn call(&mut self, name: &str, args: Value) -> Result<ToolResult, InvestigateError> {
         let started = std::time::Instant::now();
         let r = self.tools.call(name, &args).await;
@@ -451,6 +465,7 @@ impl Calls<'_> {
             excerpt: Some(crate::redact::sanitize_text(&crate::domain::excerpt(
                 &r.text,
             ))),
+            output: self.whole(r.whole_text()),
             duration_ms,
         });
         Ok(r)

@@ -153,6 +153,7 @@ impl Investigator for OfflineInvestigator {
                 output_chars: 0,
                 truncated: false,
                 excerpt: None,
+                output: None,
                 duration_ms: None,
             },
             ToolCallRecord {
@@ -162,6 +163,7 @@ impl Investigator for OfflineInvestigator {
                 output_chars: 0,
                 truncated: false,
                 excerpt: None,
+                output: None,
                 duration_ms: None,
             },
         ];
@@ -198,6 +200,7 @@ impl Investigator for OfflineInvestigator {
                 output_chars: 0,
                 truncated: false,
                 excerpt: Some(crate::domain::excerpt(&n.compact(8))),
+                output: None,
                 duration_ms: None,
             });
             if let Some(mut better) = depends::decide(&n, &diagnosis, &ctx.root_owner) {

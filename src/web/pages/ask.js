@@ -15,6 +15,7 @@
   var conversation = null;
   var pendingAction = null;
   var answer = null;
+  var thinking = null;
 
   function line(kind, text) {
     var p = document.createElement("p");
@@ -72,14 +73,32 @@
     var after = (turn - 1) + ".9223372036854775807.9223372036854775807";
     var source = new EventSource("/v1/chat/stream/" + conversation + "?after=" + encodeURIComponent(after));
     answer = null;
+    thinking = null;
     ["status", "plan", "tool_call", "tool_result", "error"].forEach(function (kind) {
       source.addEventListener(kind, function (ev) {
         var d = JSON.parse(ev.data);
-        line(kind, d.message || "");
+        var p = line(kind, d.message || "");
+        // A tool's output, whole (the model may have read it cut), folded away.
+        if (kind === "tool_result" && d.output) {
+          var det = document.createElement("details"); var sum = document.createElement("summary");
+          var pre = document.createElement("pre");
+          sum.textContent = "output"; pre.textContent = d.output;
+          det.appendChild(sum); det.appendChild(pre); p.appendChild(det);
+        }
       });
     });
     source.addEventListener("token", function (ev) {
       var d = JSON.parse(ev.data);
+      // The model's words as it writes them (not kept: a reload shows the trail, not these).
+      if (d.live) {
+        var call = d.invocation + "." + d.call;
+        if (!thinking || thinking.dataset.call !== call) {
+          thinking = document.createElement("div"); thinking.className = "live"; thinking.dataset.call = call;
+          log.appendChild(thinking);
+        }
+        thinking.textContent += d.content || "";
+        return;
+      }
       if (!answer) { answer = document.createElement("div"); answer.className = "answer"; log.appendChild(answer); }
       answer.textContent += d.content || "";
     });
