@@ -105,6 +105,10 @@ pub struct Workflow {
     pub labels: WorkflowLabels,
     pub parameters: ParamSchema,
     pub engine: Engine,
+    /// Where it comes from: a file of the catalog directory (or the built-in catalog), or a
+    /// `RemediationWorkflow` object (`RemediationWorkflow/<namespace>/<name>`).
+    #[serde(default, skip_deserializing)]
+    pub source: String,
 }
 
 /// A file, read in two steps so that one bad workflow does not hide the problems of the
@@ -220,6 +224,33 @@ impl Catalog {
     /// Load and check every `*.yaml` in `dir`. All problems are reported together.
     pub fn load(dir: &Path) -> Result<Self, CatalogError> {
         let mut problems = Vec::new();
+        let sources = Self::read_dir(dir, &mut problems)?;
+        let mut catalog = Self::from_sources(&sources).unwrap_or_else(|CatalogError(p)| {
+            problems.extend(p);
+            Catalog {
+                action_types: vec![],
+                workflows: vec![],
+            }
+        });
+        if !problems.is_empty() {
+            return Err(CatalogError(problems));
+        }
+        if catalog.workflows.is_empty() {
+            return Err(CatalogError(vec![CatalogProblem {
+                file: dir.to_owned(),
+                field: "-".into(),
+                message: "no workflows found".into(),
+            }]));
+        }
+        catalog.workflows.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(catalog)
+    }
+
+    /// The catalog files of `dir`, sorted (the problems reading them go to `problems`).
+    fn read_dir(
+        dir: &Path,
+        problems: &mut Vec<CatalogProblem>,
+    ) -> Result<Vec<(PathBuf, String)>, CatalogError> {
         let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
             Ok(rd) => rd
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -245,25 +276,27 @@ impl Catalog {
                 }),
             }
         }
-        let mut catalog = Self::from_sources(&sources).unwrap_or_else(|CatalogError(p)| {
-            problems.extend(p);
-            Catalog {
-                action_types: vec![],
-                workflows: vec![],
+        Ok(sources)
+    }
+
+    /// The sources of the catalog `dir` names, or of the built-in one: what a catalog made of
+    /// files and custom resources starts from.
+    pub fn file_sources(dir: Option<&Path>) -> Result<Vec<(PathBuf, String)>, CatalogError> {
+        match dir {
+            None => Ok(BUILTIN
+                .iter()
+                .map(|(p, t)| (PathBuf::from(p), (*t).to_owned()))
+                .collect()),
+            Some(d) => {
+                let mut problems = Vec::new();
+                let sources = Self::read_dir(d, &mut problems)?;
+                if problems.is_empty() {
+                    Ok(sources)
+                } else {
+                    Err(CatalogError(problems))
+                }
             }
-        });
-        if !problems.is_empty() {
-            return Err(CatalogError(problems));
         }
-        if catalog.workflows.is_empty() {
-            return Err(CatalogError(vec![CatalogProblem {
-                file: dir.to_owned(),
-                field: "-".into(),
-                message: "no workflows found".into(),
-            }]));
-        }
-        catalog.workflows.sort_by(|a, b| a.id.cmp(&b.id));
-        Ok(catalog)
     }
 
     /// The catalog compiled into the binary.
@@ -321,6 +354,7 @@ impl Catalog {
                         continue;
                     }
                 };
+                w.source = file.display().to_string();
                 if w.action_type.is_empty() {
                     w.action_type = at.name.clone();
                 } else if w.action_type != at.name {
