@@ -345,6 +345,7 @@ pub async fn start_on(
         policy: components.dashboard.policy.clone(),
         max_body_bytes: settings.max_body_bytes,
         limits: settings.http,
+        stream_poll: settings.stream_poll,
         dependencies: components.dependencies,
         approvals: components.approvals.clone(),
         slack_signing_secret: settings.approvals.slack_signing_secret.clone(),

@@ -29,11 +29,10 @@ use uuid::Uuid;
 use super::{AppState, Caller};
 use crate::chat::{Asker, ChatError, ChatService, Progress};
 use crate::domain::{ChatTurn, Role, TurnKind};
+use crate::store::TrailWatch;
 
 /// The one model this endpoint serves.
 pub const MODEL: &str = "kubemedic";
-/// How often a running turn is looked at again.
-const POLL: Duration = Duration::from_millis(500);
 /// How long a non-streaming answer waits for the turn to reach its answer.
 const ANSWER_WAIT: Duration = Duration::from_secs(300);
 /// The position of a turn's answer within it.
@@ -358,13 +357,14 @@ async fn wait_answer(
     turn: &ChatTurn,
 ) -> Result<Progress, ChatApiError> {
     let started = tokio::time::Instant::now();
+    let mut watch = state.store.watch_trail();
     loop {
         let p = chat.progress(turn).await?;
         if p.answer.done || started.elapsed() >= ANSWER_WAIT {
             return Ok(p);
         }
         tokio::select! {
-            () = tokio::time::sleep(POLL) => {}
+            _ = watch.wait(turn.turn.request_id, state.stream_poll) => {}
             () = state.shutdown.cancelled() => return Ok(p),
         }
     }
@@ -581,6 +581,9 @@ struct Feed {
     at: Pos,
     queue: VecDeque<ChatEvent>,
     finished: bool,
+    /// Wakes the feed when the request of the turn it waits on (`following`) moves.
+    watch: TrailWatch,
+    following: Option<Uuid>,
 }
 
 impl Feed {
@@ -591,6 +594,8 @@ impl Feed {
         only: Option<i64>,
     ) -> Self {
         Self {
+            watch: state.store.watch_trail(),
+            following: None,
             state,
             chat,
             conversation,
@@ -617,7 +622,7 @@ impl Feed {
             }
             if !first {
                 tokio::select! {
-                    () = tokio::time::sleep(POLL) => {}
+                    _ = self.watch.wait(self.following, self.state.stream_poll) => {}
                     () = self.state.shutdown.cancelled() => return None,
                 }
             }
@@ -659,6 +664,7 @@ impl Feed {
         }
         let count = turns.len();
         for (i, turn) in turns.iter().enumerate() {
+            self.following = turn.turn.request_id;
             let done = self.turn_events(turn).await?;
             if !done {
                 return Ok(());
