@@ -253,13 +253,7 @@ async fn measure(
 
     let mut daemon = None;
     let reader = match mode {
-        "poll" => tokio::spawn(poll_reader(
-            b.clone(),
-            request,
-            after,
-            record,
-            done.clone(),
-        )),
+        "poll" => tokio::spawn(poll_reader(b.clone(), request, after, record, done.clone())),
         "notify" | "sqlite" => {
             let watch = b.watch_trail();
             wait_live(b.as_ref()).await?;
@@ -288,7 +282,9 @@ async fn measure(
             let base = format!("http://{}", running.addr);
             daemon = Some(running);
             let response = reqwest::Client::new()
-                .get(format!("{base}/api/v1/requests/{request}/events?after={after}"))
+                .get(format!(
+                    "{base}/api/v1/requests/{request}/events?after={after}"
+                ))
                 .bearer_auth(API_TOKEN)
                 .send()
                 .await?;

@@ -362,6 +362,10 @@ pub async fn start_on(
         let dispatcher = Arc::new(Dispatcher::new(approvals));
         tokio::spawn(dispatcher.run(shutdown.clone()));
     }
+    // Start the store's audit listener now rather than with the first live stream (a watcher
+    // starts it): that stream's first wait is woken too, and /metrics says from the start
+    // whether notifications arrive.
+    drop(state.store.watch_trail());
     let server = tokio::spawn(web::serve(listener, state.clone(), shutdown.clone()));
     let worker_stop = shutdown.clone();
     let workers = tokio::spawn(workers.run(worker_stop, Duration::from_secs(20)));

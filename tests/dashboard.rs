@@ -672,6 +672,20 @@ async fn a_stream_is_woken_by_events_written_through(d: &TestDaemon, writer: &dy
             .unwrap();
         read_until(&mut r, &mut seen, &message).await;
     }
+    let metrics = d
+        .client
+        .get(d.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("kubemedic_audit_listener_up 1")
+            && metrics.contains("kubemedic_audit_listener_losses_total 0"),
+        "{metrics}"
+    );
 }
 
 /// SQLite: an event the daemon's own store commits wakes the stream (in the process).

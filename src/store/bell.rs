@@ -1,7 +1,7 @@
 //! Wake-ups for the live streams: "the audit trail of request R grew".
 //!
 //! Inputs: on PostgreSQL, the notifications the database sends when an audited transaction
-//! commits (the trigger of migration 0011), heard by one `LISTEN` connection per store and
+//! commits (the trigger of migration 0011), heard by one `LISTEN` connection per store,
 //! started by its first watcher (`postgres.rs`) — so an event written by any replica wakes the
 //! streams of every replica; on SQLite (one process), the store itself, after each audited
 //! commit. Output: [`TrailWatch`]es, one per stream, fed by one broadcast channel.
@@ -138,8 +138,9 @@ impl TrailBell {
         Self::new(true, Listener::None)
     }
 
-    /// Rung by `listen`, started by the first watcher (so a store nobody watches — a command,
-    /// a worker-only process — opens no connection for it) and stopped with the bell.
+    /// Rung by `listen`, started by the first watcher (so a store nobody watches — a command
+    /// — opens no connection for it; the daemon takes one as it starts serving) and stopped
+    /// with the bell.
     pub(crate) fn listening(listen: Listen) -> Self {
         Self::new(false, Listener::NotStarted(listen))
     }
@@ -213,12 +214,8 @@ impl TrailWatch {
         let woken = tokio::time::timeout(limit, self.next(request))
             .await
             .unwrap_or(Woken::Quiet);
-        loop {
-            match self.rx.try_recv() {
-                Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
-                Err(_) => break,
-            }
-        }
+        // Until the channel is empty (a lag is skipped like a ring: the read covers it).
+        while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = self.rx.try_recv() {}
         woken
     }
 
