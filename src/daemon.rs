@@ -355,6 +355,7 @@ pub async fn start_on(
         policy: components.dashboard.policy.clone(),
         max_body_bytes: settings.max_body_bytes,
         limits: settings.http,
+        stream_poll: settings.stream_poll,
         dependencies: components.dependencies,
         approvals: components.approvals.clone(),
         slack_signing_secret: settings.approvals.slack_signing_secret.clone(),
@@ -372,6 +373,10 @@ pub async fn start_on(
         let dispatcher = Arc::new(Dispatcher::new(approvals));
         tokio::spawn(dispatcher.run(shutdown.clone()));
     }
+    // Start the store's audit listener now rather than with the first live stream (a watcher
+    // starts it): that stream's first wait is woken too, and /metrics says from the start
+    // whether notifications arrive.
+    drop(state.store.watch_trail());
     let server = tokio::spawn(web::serve(listener, state.clone(), shutdown.clone()));
     let worker_stop = shutdown.clone();
     let workers = tokio::spawn(workers.run(worker_stop, Duration::from_secs(20)));

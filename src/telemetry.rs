@@ -5,7 +5,7 @@
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::text::encode;
@@ -179,6 +179,10 @@ pub struct Metrics {
     http_connections: Gauge,
     http_connections_refused: Counter,
     http_timeouts: Family<Labels, Counter>,
+    audit_listener_up: Gauge,
+    audit_listener_losses: Counter,
+    /// The listener's loss count as last scraped (the counter follows the store's own).
+    audit_listener_losses_seen: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -324,8 +328,26 @@ impl Metrics {
              (a request head, or the next one on an idle kept-alive connection) or body",
             http_timeouts.clone(),
         );
+        let audit_listener_up = Gauge::default();
+        registry.register(
+            "kubemedic_audit_listener_up",
+            "1 while new audit events wake the live event streams at once (PostgreSQL: the \
+             store's LISTEN connection is up; SQLite: always), 0 while the streams poll every \
+             0.5 s instead",
+            audit_listener_up.clone(),
+        );
+        let audit_listener_losses = Counter::default();
+        registry.register(
+            "kubemedic_audit_listener_losses",
+            "Times the audit trail's listener lost its connection to PostgreSQL (it reconnects; \
+             live events are late by up to 0.5 s meanwhile)",
+            audit_listener_losses.clone(),
+        );
         Self {
             registry,
+            audit_listener_up,
+            audit_listener_losses,
+            audit_listener_losses_seen: AtomicU64::new(0),
             http_connections,
             http_connections_refused,
             http_timeouts,
@@ -482,6 +504,18 @@ impl Metrics {
         self.http_timeouts
             .get_or_create(&vec![("phase".into(), phase.into())])
             .inc();
+    }
+
+    /// The audit trail listener's state, read from the store at scrape time: whether it is up,
+    /// and how many times it lost its connection so far.
+    pub fn set_audit_listener(&self, up: bool, losses: u64) {
+        self.audit_listener_up.set(i64::from(up));
+        let seen = self
+            .audit_listener_losses_seen
+            .fetch_max(losses, Ordering::AcqRel);
+        if losses > seen {
+            self.audit_listener_losses.inc_by(losses - seen);
+        }
     }
 
     pub fn set_gate_degraded(&self, degraded: bool) {

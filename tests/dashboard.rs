@@ -1,12 +1,16 @@
 //! The dashboard's access rules and live events over real HTTP: roles on every route, browser
 //! sessions (cookie flags, CSRF, sign-out, expiry by revocation), failed sign-ins limited, the
-//! trusted auth proxy, and the event stream resuming from the audit trail without gaps.
+//! trusted auth proxy, and the event stream resuming from the audit trail without gaps and woken
+//! by new events (on Postgres, written by another replica).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 
+use std::sync::Arc;
+
 use common::{API_TOKEN, TestDaemon, alert_body};
-use kubemedic::domain::Role;
+use kubemedic::domain::{AuditDraft, Role};
+use kubemedic::store::Store;
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::Value;
@@ -530,6 +534,7 @@ async fn the_openapi_document_describes_every_api_route_and_only_real_ones() {
         "GET /api/v1/approvals",
         "GET /api/v1/approvals/{id}",
         "POST /api/v1/approvals/{id}/decision",
+        "POST /api/v1/requests/{id}/remediate",
         "POST /api/v1/alerts/alertmanager",
         "POST /v1/chat/completions",
         "GET /v1/chat/stream/{session_id}",
@@ -616,4 +621,116 @@ async fn an_open_event_stream_ends_when_the_daemon_stops() {
         rest.push_str(&String::from_utf8_lossy(&chunk));
     }
     assert!(!rest.contains("event: end"), "{rest}");
+}
+
+/// Read `r`'s event stream until `needle` shows; fails after 10 s (a guard against hanging,
+/// not a measure: the daemon's fallback poll is an hour in these tests).
+async fn read_until(r: &mut reqwest::Response, seen: &mut String, needle: &str) {
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while !seen.contains(needle) {
+            let chunk = r.chunk().await.unwrap().expect("the stream ended");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("`{needle}` never came; the stream so far:\n{seen}"));
+}
+
+/// An open event stream sends an audit event `writer` appends as soon as it is committed: the
+/// daemon `d` polls the trail only once an hour (`--event-stream-poll-seconds 3600`), so only a
+/// wake-up can deliver it.
+async fn a_stream_is_woken_by_events_written_through(d: &TestDaemon, writer: &dyn Store) {
+    let id = open_request(d).await;
+    let mut r = no_redirects()
+        .get(d.url(&format!("/api/v1/requests/{id}/events")))
+        .bearer_auth(API_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut seen = String::new();
+    read_until(&mut r, &mut seen, "event: signal").await;
+    // On Postgres the daemon's listener, started by the stream, is listening now; a wait the
+    // stream began before that may still end with the 0.5 s poll of a deaf bell, so the second
+    // event is the one only a wake-up brings.
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while !d.store.trail_bell().live {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the daemon's listener never listened");
+    let request = uuid::Uuid::parse_str(&id).unwrap();
+    for n in 1..=2 {
+        let message = format!("written elsewhere, {n}");
+        writer
+            .append_audit(
+                Some(request),
+                None,
+                &AuditDraft::new("note", "other-replica", message.clone()),
+            )
+            .await
+            .unwrap();
+        read_until(&mut r, &mut seen, &message).await;
+    }
+    let metrics = d
+        .client
+        .get(d.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("kubemedic_audit_listener_up 1")
+            && metrics.contains("kubemedic_audit_listener_losses_total 0"),
+        "{metrics}"
+    );
+}
+
+/// SQLite: an event the daemon's own store commits wakes the stream (in the process).
+#[tokio::test]
+async fn an_open_event_stream_sends_a_new_event_at_once() {
+    let d = TestDaemon::start_with(
+        |a| a.web.event_stream_poll_seconds = Some(3600),
+        common::stalled(),
+        None,
+    )
+    .await;
+    a_stream_is_woken_by_events_written_through(&d, d.store.as_ref()).await;
+    d.stop().await;
+}
+
+/// Postgres, two replicas: an event written through another store on the same database (the
+/// other replica) wakes the stream this daemon serves — LISTEN/NOTIFY, not a poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_another_replica_writes_reaches_an_open_stream_at_once() {
+    let Some(url) = common::fresh_postgres().await else {
+        return;
+    };
+    // Replicas sign the one audit chain with one key.
+    let key = kubemedic::secret::Secret::new(
+        "5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed",
+    );
+    let mut args = kubemedic::config::DaemonArgs::default();
+    args.store.database_url = Some(kubemedic::secret::Secret::new(&url));
+    args.store.audit_key = Some(key);
+    let d = TestDaemon::start_with(
+        |a| {
+            a.store.database_url = args.store.database_url.clone();
+            a.store.audit_key = args.store.audit_key.clone();
+            a.web.event_stream_poll_seconds = Some(3600);
+        },
+        common::stalled(),
+        None,
+    )
+    .await;
+    let settings = kubemedic::config::Settings::load(&args).unwrap();
+    let other: Arc<dyn Store> =
+        kubemedic::daemon::open_store(&settings, Arc::new(kubemedic::clock::SystemClock))
+            .await
+            .unwrap();
+    a_stream_is_woken_by_events_written_through(&d, other.as_ref()).await;
+    d.stop().await;
 }

@@ -1619,6 +1619,7 @@ async fn fuzz_http_ingest() {
         policy: None,
         max_body_bytes: MAX_BODY,
         limits: Default::default(),
+        stream_poll: std::time::Duration::from_secs(2),
         dependencies: Vec::new(),
         approvals: None,
         slack_signing_secret: None,

@@ -689,6 +689,12 @@ impl kubemedic::store::Audit for UnreachableStore {
     async fn audit_trail(&self, _: uuid::Uuid) -> Result<Vec<AuditEvent>, StoreError> {
         Err(gone())
     }
+    fn watch_trail(&self) -> kubemedic::store::TrailWatch {
+        self.0.watch_trail()
+    }
+    fn trail_bell(&self) -> kubemedic::store::BellStatus {
+        self.0.trail_bell()
+    }
     async fn audit_after(
         &self,
         _: uuid::Uuid,

@@ -18,7 +18,7 @@ use kubemedic::domain::{AuditDraft, Phase, StageState};
 use kubemedic::domain::{NewSignal, SignalMode, SignalSource, SignalStatus};
 use kubemedic::store::{
     DeliveryResult, IngestOutcome, IntentStatus, PendingStep, RequestFilter, SignalFilter,
-    StepCommit, Store,
+    StepCommit, Store, TrailWatch, Woken,
 };
 
 struct Fixture {
@@ -119,6 +119,7 @@ contract!(
     conversations_keep_their_turns_in_order_per_owner,
     pinned_context_is_replaced_deleted_and_audited,
     failed_logins_are_counted_per_client_in_the_window_and_pruned,
+    an_audit_append_wakes_the_watchers_of_its_request,
 );
 
 fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) -> NewSignal {
@@ -2066,6 +2067,172 @@ async fn a_session_stopped_inside_a_transaction_does_not_hold_the_other_replicas
         sqlx::query("COMMIT").execute(&mut stopped).await.is_err(),
         "the stopped session was ended"
     );
+}
+
+/// How long a test waits for a wake-up before it calls the wake-up lost: a guard against
+/// hanging, not a measure (a wake-up takes milliseconds).
+const HANG_GUARD: Duration = Duration::from_secs(10);
+/// A fallback no test waits out: only a wake-up ends a wait this long.
+const FOREVER: Duration = Duration::from_secs(3600);
+
+/// Wait until the store's watchers are woken at all (on Postgres its listener, started by the
+/// first watcher, is listening).
+async fn listening(store: &dyn Store) {
+    tokio::time::timeout(HANG_GUARD, async {
+        while !store.trail_bell().live {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the store's listener never listened");
+}
+
+/// Wait for a wake-up that says `request`'s trail grew; a call to read again (lost wake-ups) is
+/// no such proof and is waited past, a wake-up for another request fails the test.
+async fn woken(watch: &mut TrailWatch, request: uuid::Uuid) {
+    tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            match watch.wait(Some(request), FOREVER).await {
+                Woken::Grew(r) => {
+                    assert_eq!(r, request, "woken for another request's trail");
+                    return;
+                }
+                Woken::Resync => {}
+                Woken::Quiet => panic!("a wait of an hour ended without a wake-up"),
+            }
+        }
+    })
+    .await
+    .expect("no wake-up for the request's trail");
+}
+
+/// Every audited write wakes the watchers of the request whose trail it grew (SQLite: the
+/// store, after the commit; Postgres: NOTIFY on commit, heard by the store's own listener), so
+/// the read that follows sees it, and a watcher sleeps through other requests' events.
+async fn an_audit_append_wakes_the_watchers_of_its_request(f: Fixture) {
+    let s = &f.store;
+    let mut watch = s.watch_trail();
+    listening(s.as_ref()).await;
+    let rid = s.ingest(&[signal("bell-1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    woken(&mut watch, rid).await;
+    assert_eq!(s.audit_after(rid, 0, 10).await.unwrap().len(), 1);
+
+    // Another request's events do not wake it; this request's step commit does.
+    let other = s
+        .ingest(&[signal("bell-2", 0, Some(("shop", "Deployment", "cart")))])
+        .await
+        .unwrap()[0]
+        .request_id()
+        .unwrap();
+    let claimed = s
+        .claim_batch("w1", Duration::from_secs(30), 2)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 2);
+    s.commit_step(other, "w1", Phase::Received, step(Phase::Enriching))
+        .await
+        .unwrap()
+        .unwrap();
+    s.commit_step(rid, "w1", Phase::Received, step(Phase::Enriching))
+        .await
+        .unwrap()
+        .unwrap();
+    woken(&mut watch, rid).await;
+    assert_eq!(s.audit_after(rid, 0, 10).await.unwrap().len(), 2);
+
+    // An event appended outside a step.
+    s.append_audit(
+        Some(other),
+        None,
+        &AuditDraft::new("note", "test", "not this one"),
+    )
+    .await
+    .unwrap();
+    s.append_audit(
+        Some(rid),
+        None,
+        &AuditDraft::new("note", "test", "this one"),
+    )
+    .await
+    .unwrap();
+    woken(&mut watch, rid).await;
+    assert_eq!(s.audit_after(rid, 0, 10).await.unwrap().len(), 3);
+}
+
+/// Replicas share one Postgres: an audit event one of them writes wakes, at once, the live
+/// streams another serves (NOTIFY on commit, heard by that replica's listener) — not after a
+/// poll interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_event_written_by_one_replica_wakes_the_watchers_of_another() {
+    let Some(f) = postgres().await else {
+        return;
+    };
+    let a = &f.store;
+    let b = common::open_store(&f.url, f.clock.clone() as Arc<dyn Clock>).await;
+    let mut watch = b.watch_trail();
+    listening(b.as_ref()).await;
+    let rid = a.ingest(&[signal("replica-1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    woken(&mut watch, rid).await;
+    a.append_audit(
+        Some(rid),
+        None,
+        &AuditDraft::new("note", "replica-a", "written on A"),
+    )
+    .await
+    .unwrap();
+    woken(&mut watch, rid).await;
+    let seen = b.audit_after(rid, 0, 10).await.unwrap();
+    assert_eq!(seen.last().unwrap().message, "written on A");
+}
+
+/// The listener's session ends (a failover, a connection reaper, an operator): it connects
+/// again, counts the loss, tells its watchers to read again (what was notified in between is
+/// lost), and wakes them as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_connects_again_when_its_session_is_ended() {
+    let Some(f) = postgres().await else {
+        return;
+    };
+    let a = &f.store;
+    let b = common::open_store(&f.url, f.clock.clone() as Arc<dyn Clock>).await;
+    let mut watch = b.watch_trail();
+    listening(b.as_ref()).await;
+    assert_eq!(b.trail_bell().losses, 0);
+
+    let admin = sqlx::PgPool::connect(&f.url).await.unwrap();
+    let ended: Vec<(bool,)> = sqlx::query_as(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE application_name = $1 AND datname = current_database()",
+    )
+    .bind(kubemedic::store::LISTENER_NAME)
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    assert_eq!(ended, vec![(true,)], "one listener, B's");
+    tokio::time::timeout(HANG_GUARD, async {
+        while b.trail_bell().losses == 0 || !b.trail_bell().live {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the listener did not come back");
+    assert_eq!(b.trail_bell().losses, 1);
+    assert_eq!(
+        tokio::time::timeout(HANG_GUARD, watch.wait(None, FOREVER))
+            .await
+            .unwrap(),
+        Woken::Resync,
+        "the watchers read again: notifications may have been lost meanwhile"
+    );
+
+    let rid = a.ingest(&[signal("replica-2", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    woken(&mut watch, rid).await;
 }
 
 /// The store on `f`'s database with the audit keyring `keys` (hex, the first one signing).

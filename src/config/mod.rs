@@ -293,6 +293,8 @@ pub struct Settings {
     pub auth_proxy: Option<ProxyAuth>,
     pub max_body_bytes: usize,
     pub http: HttpLimits,
+    /// How long a live event stream waits to be woken before it reads the trail anyway.
+    pub stream_poll: Duration,
     pub workers: usize,
     pub lease: Duration,
     pub max_wait: Duration,
@@ -367,6 +369,7 @@ impl Settings {
             auth_proxy: web.auth_proxy,
             max_body_bytes: web.max_body_bytes,
             http: web.http,
+            stream_poll: web.stream_poll,
             workers: pipeline.workers,
             lease: pipeline.lease,
             max_wait: pipeline.max_wait,

@@ -10,7 +10,7 @@ use super::{Result, invalid, non_empty};
 use crate::domain::Role;
 use crate::secret::Secret;
 use crate::web::auth::{AuthSettings, ProxyAuth};
-use crate::web::{HttpLimits, WebhookAuth};
+use crate::web::{DEFAULT_STREAM_POLL_SECONDS, HttpLimits, WebhookAuth};
 
 /// Where the daemon listens unless configured.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -145,6 +145,19 @@ settings! {
             help_default = HttpLimits::DEFAULT_MAX_CONNECTIONS
         )]
         pub http_max_connections: Option<usize>,
+
+        /// Seconds a live event stream (a request's events, a chat) waits to be woken before
+        /// it reads the audit trail anyway. A new audit event wakes its streams at once — on
+        /// PostgreSQL from any replica, through LISTEN/NOTIFY — so this is only the safety
+        /// net; while wake-ups cannot be delivered (the listener's connection to PostgreSQL is
+        /// down) the streams read every 0.5 s.
+        #[arg(
+            long,
+            env = "KUBEMEDIC_EVENT_STREAM_POLL_SECONDS",
+            value_name = "SECONDS",
+            help_default = DEFAULT_STREAM_POLL_SECONDS
+        )]
+        pub event_stream_poll_seconds: Option<u64>,
     }
 }
 
@@ -158,6 +171,7 @@ pub struct WebParts {
     pub auth_proxy: Option<ProxyAuth>,
     pub max_body_bytes: usize,
     pub http: HttpLimits,
+    pub stream_poll: Duration,
 }
 
 impl WebArgs {
@@ -204,6 +218,15 @@ impl WebArgs {
                 format!("{session_ttl_seconds} is outside 60..=2592000 (a minute to 30 days)"),
             ));
         }
+        let stream_poll_seconds = self
+            .event_stream_poll_seconds
+            .unwrap_or(DEFAULT_STREAM_POLL_SECONDS);
+        if !(1..=3600).contains(&stream_poll_seconds) {
+            return Err(invalid(
+                "event-stream-poll-seconds",
+                format!("{stream_poll_seconds} is outside 1..=3600"),
+            ));
+        }
         let max_body_bytes = self.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if !(1024..=64 * 1024 * 1024).contains(&max_body_bytes) {
             return Err(invalid(
@@ -219,6 +242,7 @@ impl WebArgs {
             auth_proxy,
             max_body_bytes,
             http,
+            stream_poll: Duration::from_secs(stream_poll_seconds),
         })
     }
 

@@ -12,9 +12,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{
-    ChainReport, DeliveryResult, ExecutionLock, IngestOutcome, Intent, IntentStatus, Page,
-    PendingStep, RequestFilter, RequestPage, Result, SignalFilter, SignalRecord, StepCommit,
-    StoreHealth, Summary,
+    BellStatus, ChainReport, DeliveryResult, ExecutionLock, IngestOutcome, Intent, IntentStatus,
+    Page, PendingStep, RequestFilter, RequestPage, Result, SignalFilter, SignalRecord, StepCommit,
+    StoreHealth, Summary, TrailWatch,
 };
 use crate::domain::{
     ApiKey, ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, AuditEvent, ChatTurn,
@@ -151,6 +151,14 @@ pub trait Audit: Send + Sync {
         after: i64,
         limit: i64,
     ) -> Result<Vec<AuditEvent>>;
+
+    /// A watcher that wakes when an audit trail grows (a commit of this store's, or on
+    /// PostgreSQL of any replica's): a live stream takes one before its first read and waits
+    /// on it between reads. A hint only; see [`TrailWatch::wait`].
+    fn watch_trail(&self) -> TrailWatch;
+
+    /// Whether the watchers are woken now, and how often their wake-ups were interrupted.
+    fn trail_bell(&self) -> BellStatus;
 
     /// Check the hash chain of one request's events: each event's hash, and that it follows
     /// the event stored just before it.

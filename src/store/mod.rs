@@ -16,6 +16,7 @@
 //! `(fingerprint, starts_at)` and a redelivery changes nothing; at most one active request
 //! holds a target fingerprint.
 
+mod bell;
 mod capability;
 pub mod chain;
 pub mod files;
@@ -31,12 +32,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use bell::{BellStatus, TrailWatch, Woken};
 pub use capability::{
     Approvals, Audit, Auth, Chat, Claims, Execution, History, Housekeeping, Patterns, Requests,
     Store,
 };
 pub use chain::{AuditKey, BrokenLink, ChainReport};
-pub use postgres::{IDLE_IN_TRANSACTION, PgStore, Postgres};
+pub use postgres::{AUDIT_CHANNEL, IDLE_IN_TRANSACTION, LISTENER_NAME, PgStore, Postgres};
 pub use sql::{Dialect, SqlStore};
 pub use sqlite::{Sqlite, SqliteStore};
 

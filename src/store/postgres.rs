@@ -3,7 +3,13 @@
 //!
 //! [`Postgres`] is its [`Dialect`]: native ids and times, an advisory lock for the audit
 //! chain, and the batch reads and writes bound as arrays (ADR 0019).
+//!
+//! Live streams are woken across replicas with `LISTEN`/`NOTIFY`: a trigger (migration 0011)
+//! notifies [`AUDIT_CHANNEL`] with the request's id for every audit append, delivered when the
+//! transaction commits; each store's one listener ([`listen`], started by its first watcher)
+//! rings the store's bell (`bell.rs`), reconnecting whenever it loses its connection.
 
+use std::convert::Infallible;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,11 +17,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgBindIterExt as _, PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgBindIterExt as _, PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::Result;
+use super::bell::{Ring, TrailBell};
 use super::sql::{
     AuditRow, Dialect, RowsAffected, SqlStore, StepRow, request_columns, runnable_phases,
 };
@@ -64,12 +71,13 @@ impl SqlStore<Postgres> {
             .map_err(super::StoreError::Unavailable)?
             .application_name("kubemedic");
         let pool = Self::pool_options()
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(super::StoreError::Unavailable)?;
         MIGRATOR.run(&pool).await?;
+        let bell = TrailBell::listening(Box::new(move |ring| Box::pin(listen(options, ring))));
         // Postgres has no single writer: writes use the same pool.
-        Ok(SqlStore::new(pool.clone(), pool, clock, audit_key))
+        Ok(SqlStore::new(pool.clone(), pool, clock, audit_key, bell))
     }
 
     /// How the store's pool is made: its size, and [`PgStore::prepare_session`] run on every
@@ -103,6 +111,90 @@ impl SqlStore<Postgres> {
     }
 }
 
+/// The channel the trigger of migration 0011 notifies when an audit trail grows; the payload is
+/// the request's id.
+pub const AUDIT_CHANNEL: &str = "kubemedic_audit";
+
+/// The `application_name` of the listener's session, to find it in `pg_stat_activity`.
+pub const LISTENER_NAME: &str = "kubemedic-listener";
+
+/// The first wait before the listener tries to connect again; it doubles up to
+/// [`RETRY_MAX`] while Postgres stays away.
+const RETRY_MIN: Duration = Duration::from_millis(250);
+const RETRY_MAX: Duration = Duration::from_secs(10);
+
+/// Hear [`AUDIT_CHANNEL`] on a connection of its own and ring `ring` for every notification,
+/// for as long as the store lives (its bell aborts this when dropped). A lost connection is
+/// made again, with a growing pause while Postgres refuses; meanwhile the bell is not live (the
+/// streams poll every `DEAF_POLL`), and every loss and every return rings for everyone:
+/// notifications sent while nobody listened are gone, so every stream reads again.
+async fn listen(options: PgConnectOptions, ring: Ring) {
+    // One connection, never recycled: a session that LISTENs must stay up to hear.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .min_connections(0)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_lazy_with(options.application_name(LISTENER_NAME));
+    let mut retry = RETRY_MIN;
+    loop {
+        let Err(error) = hear(&pool, &ring, &mut retry).await;
+        if ring.lost() {
+            tracing::warn!(
+                parent: None,
+                error = %error,
+                "the audit trail's listener lost PostgreSQL; live event streams read the trail \
+                 every {} ms until it is back",
+                super::bell::DEAF_POLL.as_millis()
+            );
+            ring.resync();
+        } else {
+            tracing::debug!(parent: None, error = %error, "the audit trail's listener cannot connect yet");
+        }
+        tokio::time::sleep(retry).await;
+        retry = (retry * 2).min(RETRY_MAX);
+    }
+}
+
+/// Listen until the connection fails for good (an error sqlx does not reconnect after).
+async fn hear(
+    pool: &sqlx::PgPool,
+    ring: &Ring,
+    retry: &mut Duration,
+) -> Result<Infallible, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen(AUDIT_CHANNEL).await?;
+    back(ring);
+    *retry = RETRY_MIN;
+    loop {
+        match listener.try_recv().await? {
+            Some(n) => match Uuid::parse_str(n.payload()) {
+                Ok(request) => ring.grew(request),
+                Err(_) => ring.resync(),
+            },
+            // sqlx lost the connection and listens again on a new one: what was notified in
+            // between is lost.
+            None => {
+                ring.lost();
+                tracing::warn!(
+                    parent: None,
+                    "the audit trail's listener lost its connection to PostgreSQL and made it again"
+                );
+                back(ring);
+            }
+        }
+    }
+}
+
+/// The listener listens (again): wake everyone if it is a return.
+fn back(ring: &Ring) {
+    if ring.up() {
+        tracing::info!(parent: None, "the audit trail's listener is back; live event streams are woken again");
+        ring.resync();
+    }
+}
+
 // The bulk reads and writes the shared SQL calls. Each is one statement whatever the batch size,
 // its rows bound as arrays and unpacked with `UNNEST` (or matched with `= ANY`): the text never
 // changes, so the inserts are prepared once per connection and cost one round trip per batch.
@@ -132,6 +224,8 @@ impl Dialect for Postgres {
     /// (after their other writes), so the chain grows one transaction at a time, in id order,
     /// across every replica.
     const CHAIN_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7239418825061)");
+    /// The trigger of migration 0011 notifies [`AUDIT_CHANNEL`].
+    const NOTIFIES: bool = true;
     const CLAIM_SQL: &'static str = CLAIM_SQL;
     const DAY_OF_CREATED_AT: &'static str = "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
 

@@ -25,6 +25,7 @@ use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
 use super::Result;
+use super::bell::TrailBell;
 use super::sql::{
     AuditRow, Dialect, RowsAffected, SqlStore, StepRow, request_columns, runnable_phases,
 };
@@ -162,7 +163,14 @@ impl SqlStore<Sqlite> {
             .connect_with(options.pragma("cache_size", "-1024"))
             .await
             .map_err(super::StoreError::Unavailable)?;
-        Ok(SqlStore::new(pool, writer, clock, audit_key))
+        // One process writes: the store rings its own bell after each audited commit.
+        Ok(SqlStore::new(
+            pool,
+            writer,
+            clock,
+            audit_key,
+            TrailBell::in_process(),
+        ))
     }
 }
 
@@ -207,6 +215,8 @@ impl Dialect for Sqlite {
     /// The audit chain needs no lock of its own: `BEGIN IMMEDIATE` and the one writer serialise
     /// every write.
     const CHAIN_LOCK: Option<&'static str> = None;
+    /// Every writer is in this process: the store wakes its own streams.
+    const NOTIFIES: bool = false;
     const CLAIM_SQL: &'static str = CLAIM_SQL;
     /// The stored text's first ten characters.
     const DAY_OF_CREATED_AT: &'static str = "substr(created_at, 1, 10)";

@@ -34,11 +34,10 @@ use super::{AppState, Caller};
 use crate::chat::{Asker, ChatError, ChatService, Progress};
 use crate::domain::{ChatTurn, Role, TurnKind};
 use crate::llm::{LiveOutput, LiveToken};
+use crate::store::TrailWatch;
 
 /// The one model this endpoint serves.
 pub const MODEL: &str = "kubemedic";
-/// How often a running turn is looked at again.
-const POLL: Duration = Duration::from_millis(500);
 /// How long a non-streaming answer waits for the turn to reach its answer.
 const ANSWER_WAIT: Duration = Duration::from_secs(300);
 /// The position of a turn's answer within it.
@@ -364,13 +363,14 @@ async fn wait_answer(
     turn: &ChatTurn,
 ) -> Result<Progress, ChatApiError> {
     let started = tokio::time::Instant::now();
+    let mut watch = state.store.watch_trail();
     loop {
         let p = chat.progress(turn).await?;
         if p.answer.done || started.elapsed() >= ANSWER_WAIT {
             return Ok(p);
         }
         tokio::select! {
-            () = tokio::time::sleep(POLL) => {}
+            _ = watch.wait(turn.turn.request_id, state.stream_poll) => {}
             () = state.shutdown.cancelled() => return Ok(p),
         }
     }
@@ -671,6 +671,9 @@ struct Feed {
     queue: VecDeque<ChatEvent>,
     finished: bool,
     live: Live,
+    /// Wakes the feed when the request of the turn it waits on (`following`) moves.
+    watch: TrailWatch,
+    following: Option<Uuid>,
 }
 
 impl Feed {
@@ -695,6 +698,8 @@ impl Feed {
             held: None,
         };
         Self {
+            watch: state.store.watch_trail(),
+            following: None,
             state,
             chat,
             conversation,
@@ -718,12 +723,16 @@ impl Feed {
             }
             if !first {
                 self.live.at = self.at;
+                // One deadline across the live words that arrive meanwhile: they must not keep
+                // the trail from being read.
+                let poll = self.state.stream_poll;
                 let until = *self
                     .live
                     .until
-                    .get_or_insert_with(|| tokio::time::Instant::now() + POLL);
+                    .get_or_insert_with(|| tokio::time::Instant::now() + poll);
+                let left = until.saturating_duration_since(tokio::time::Instant::now());
                 tokio::select! {
-                    () = tokio::time::sleep_until(until) => self.live.until = None,
+                    _ = self.watch.wait(self.following, left) => self.live.until = None,
                     () = self.state.shutdown.cancelled() => return None,
                     e = self.live.next() => match e {
                         Some(e) => return Some(e),
@@ -770,6 +779,7 @@ impl Feed {
         }
         let count = turns.len();
         for (i, turn) in turns.iter().enumerate() {
+            self.following = turn.turn.request_id;
             let done = self.turn_events(turn).await?;
             if !done {
                 return Ok(());

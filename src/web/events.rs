@@ -6,9 +6,11 @@
 //! its plan, every tool call and the model usage). An event's id is `<audit id>.<n>`: the audit
 //! event and the position within it. Names and shapes are documented in `docs/events.md`.
 //!
-//! The stream polls the trail (an indexed read) while the request runs, sends a comment every
-//! 15 s to keep proxies from closing it, and ends with an `end` event once the request is
-//! terminal and everything is sent.
+//! While the request runs, the stream reads the trail (an indexed read) whenever the store's
+//! bell says the request's trail grew — on PostgreSQL also when another replica wrote it — and
+//! at the latest every `stream_poll` (a wake-up is a hint; the read is what counts). It sends a
+//! comment every 15 s to keep proxies from closing it, and ends with an `end` event once the
+//! request is terminal and everything is sent.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -25,9 +27,8 @@ use uuid::Uuid;
 use super::{ApiError, AppState, Caller};
 use crate::domain::{AuditEvent, NO_ACTION, Proof, ProofPoint, ProofVerdict, Proposer, Role};
 use crate::redact::{sanitize_text, sanitize_value};
+use crate::store::TrailWatch;
 
-/// How often a running request's trail is read for new events.
-const POLL: Duration = Duration::from_millis(500);
 /// Audit events read per poll.
 const BATCH: i64 = 200;
 /// A tool call's arguments or a message longer than this is cut.
@@ -372,6 +373,8 @@ pub async fn stream(
     };
     let start = resume.or(after).unwrap_or(Position { id: 0, n: u32::MAX });
     let feed = Feed {
+        // Before the first read: nothing committed after it goes unheard.
+        watch: state.store.watch_trail(),
         state,
         request: id,
         at: start,
@@ -387,6 +390,7 @@ pub async fn stream(
 
 struct Feed {
     state: Arc<AppState>,
+    watch: TrailWatch,
     request: Uuid,
     at: Position,
     queue: VecDeque<Event>,
@@ -405,7 +409,7 @@ impl Feed {
             }
             if !self.first {
                 tokio::select! {
-                    () = tokio::time::sleep(POLL) => {}
+                    _ = self.watch.wait(Some(self.request), self.state.stream_poll) => {}
                     // The daemon stops: end the stream so the server can drain.
                     () = self.state.shutdown.cancelled() => {
                         self.done = true;

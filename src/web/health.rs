@@ -83,6 +83,8 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     if let Ok(counts) = state.store.count_by_phase().await {
         state.metrics.set_requests_by_phase(&counts);
     }
+    let bell = state.store.trail_bell();
+    state.metrics.set_audit_listener(bell.live, bell.losses);
     (
         [(
             header::CONTENT_TYPE,

@@ -54,6 +54,11 @@ pub struct WebhookAuth {
     pub insecure_no_auth: bool,
 }
 
+/// How long a live event stream (a request's events, a chat) waits to be woken before it reads
+/// the audit trail anyway, unless configured (`--event-stream-poll-seconds`). New audit events
+/// wake their streams at once; this is the safety net.
+pub const DEFAULT_STREAM_POLL_SECONDS: u64 = 2;
+
 /// What the server grants one client: time to send a request, and a share of the connections.
 /// None of these can be turned off; a client that needs more is too slow or too many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +115,9 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// How long a client may take and how many may be connected at once.
     pub limits: HttpLimits,
+    /// How long a live event stream waits to be woken before it reads the trail anyway (see
+    /// [`crate::store::TrailWatch::wait`]).
+    pub stream_poll: std::time::Duration,
     /// Outside systems whose reachability `/readyz` reports (cluster, LLM, mail…).
     pub dependencies: Vec<Arc<dyn Dependency>>,
     /// Human approvals, when approvers are configured.

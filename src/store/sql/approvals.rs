@@ -51,7 +51,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         notifications: &[Notification],
     ) -> Result<ApprovalRequest> {
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         let inserted = sqlx::query(
             "INSERT INTO approvals (id, request_id, status, created_at, expires_at, \
              decided_at, record) VALUES ($1, $2, $3, $4, $5, NULL, $6) \
@@ -203,7 +203,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         use crate::domain::{DecideOutcome, DeliveryStatus, NotificationKind};
         let now = self.clock.now();
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         let Some(row) = sqlx::query(concat!(
             "SELECT ",
             approval_columns!(),
@@ -392,7 +392,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         use crate::domain::{DeliveryStatus, NotificationKind};
         let now = self.clock.now();
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         let Some(row) = sqlx::query(concat!(
             "SELECT ",
             approval_columns!(),
@@ -523,7 +523,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
             DeliveryResult::Cancelled { reason } => ("cancelled", None, Some(reason), None),
         };
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         let row: Option<(D::Id,)> = query_as(
             "SELECT a.request_id FROM notifications n JOIN approvals a \
              ON a.id = n.approval_id WHERE n.id = $1",

@@ -9,12 +9,14 @@ use uuid::Uuid;
 
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Col as _, Conn as _, query_as};
-use super::{AuditRow, DbRow, SqlStore, Tx};
+use super::{AuditRow, Audited, DbRow, SqlStore, Tx};
 use crate::domain::{AuditDraft, AuditEvent, Phase};
 use crate::store::chain::{
     AuditKey, ChainReport, ChainRow, KEY_ROTATED, Rotation, StoredLink, Verifier,
 };
-use crate::store::{Audit, Result, StoreError, corrupt, storable_text, storable_value};
+use crate::store::{
+    Audit, BellStatus, Result, StoreError, TrailWatch, corrupt, storable_text, storable_value,
+};
 
 /// The last audit event as the next one needs it: its hash, the key that signed it, its kind,
 /// and the key a rotation handed the chain to.
@@ -124,13 +126,14 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     pub(super) async fn insert_audit(
-        tx: &mut Tx<D>,
+        tx: &mut Audited<D>,
         key: &AuditKey,
         request_id: Option<Uuid>,
         phase: Option<Phase>,
         at: DateTime<Utc>,
         draft: &AuditDraft,
     ) -> Result<()> {
+        tx.grows(request_id);
         let at = Self::to_micros(at);
         let prev = Self::chain_head(tx, key).await?;
         let hash = Self::chain_link(key, prev.as_deref(), request_id, phase, at, draft);
@@ -158,13 +161,16 @@ impl<D: Dialect> SqlStore<D> {
     /// write (`write_audits`). Call inside a transaction opened with `begin_audited`, after
     /// its other writes.
     pub(super) async fn insert_audits(
-        tx: &mut Tx<D>,
+        tx: &mut Audited<D>,
         key: &AuditKey,
         at: DateTime<Utc>,
         events: &[(Option<Uuid>, Option<Phase>, Cow<'_, AuditDraft>)],
     ) -> Result<()> {
         if events.is_empty() {
             return Ok(());
+        }
+        for (rid, _, _) in events {
+            tx.grows(*rid);
         }
         let at = Self::to_micros(at);
         let mut head = Self::chain_head(tx, key).await?;
@@ -252,6 +258,14 @@ impl<D: Dialect> Audit for SqlStore<D> {
         rows.iter().map(Self::audit_from_row).collect()
     }
 
+    fn watch_trail(&self) -> TrailWatch {
+        self.bell.watch()
+    }
+
+    fn trail_bell(&self) -> BellStatus {
+        self.bell.status()
+    }
+
     async fn verify_request_chain(&self, rid: Uuid) -> Result<ChainReport> {
         let rows = sqlx::query(
             "SELECT e.id, e.request_id, e.at, e.phase, e.kind, e.actor, e.message, \
@@ -303,7 +317,7 @@ impl<D: Dialect> Audit for SqlStore<D> {
         draft: &AuditDraft,
     ) -> Result<()> {
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         Self::insert_audit(
             &mut tx,
             &self.audit_key,
@@ -320,7 +334,7 @@ impl<D: Dialect> Audit for SqlStore<D> {
     async fn rotate_audit_key(&self, actor: &str) -> Result<Option<(String, String)>> {
         let new = self.audit_key.id().to_owned();
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         // Under the chain's lock: two replicas started with the new keyring rotate once.
         if let Some(lock) = D::CHAIN_LOCK {
             sqlx::query(lock).execute(tx.conn()).await?;

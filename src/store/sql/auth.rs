@@ -15,7 +15,7 @@ use crate::store::{Auth, MAX_LOGIN_FAILURES_READ, Result, corrupt, storable_text
 impl<D: Dialect> Auth for SqlStore<D> {
     async fn create_api_key(&self, key: &ApiKey, key_hash: &str) -> Result<()> {
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         sqlx::query(
             "INSERT INTO api_keys (id, name, role, key_hash, prefix, created_at, created_by) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -74,7 +74,7 @@ impl<D: Dialect> Auth for SqlStore<D> {
     async fn revoke_api_key(&self, name: &str, actor: &str) -> Result<Option<ApiKey>> {
         let now = self.clock.now();
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         let row = sqlx::query(
             "UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL \
              RETURNING id, name, role, prefix, created_at, created_by, revoked_at",

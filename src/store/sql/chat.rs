@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Col as _, Conn as _, query_as};
-use super::{DbRow, SqlStore, Tx};
+use super::{DbRow, SqlStore};
 use crate::domain::{AuditDraft, ChatTurn, Conversation, MemoryNote, NewTurn};
 use crate::store::{Chat, Result, corrupt, storable_json, storable_text};
 
@@ -89,7 +89,7 @@ impl<D: Dialect> Chat for SqlStore<D> {
 
     async fn add_turn(&self, turn: &NewTurn) -> Result<ChatTurn> {
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         let (id,): (i64,) = query_as(
             "INSERT INTO chat_turns (conversation_id, turn, request_id, answer) \
              VALUES ($1, $2, $3, $4) RETURNING id",
@@ -157,7 +157,7 @@ impl<D: Dialect> Chat for SqlStore<D> {
     async fn set_memory(&self, scope: &str, content: Option<&str>, actor: &str) -> Result<()> {
         let now = self.clock.now();
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         let draft = match content {
             Some(content) => {
                 sqlx::query(

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::dialect::Dialect;
 use super::facade::{Arg as _, RowsAffected as _};
-use super::{SqlStore, StepRow, Tx};
+use super::{SqlStore, StepRow};
 use crate::domain::{AuditDraft, Phase, RemediationRequest, transition_event};
 use crate::store::{Claims, Figures, PendingStep, Result, corrupt, storable_json, storable_text};
 
@@ -110,7 +110,7 @@ impl<D: Dialect> Claims for SqlStore<D> {
             .unzip();
         let now = self.clock.now();
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
         // No row back for a request: another worker holds it now; nothing of its step
         // is written.
         let mut updated: HashMap<Uuid, RemediationRequest> =

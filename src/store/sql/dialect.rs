@@ -11,6 +11,7 @@
 //! | write transaction ([`Dialect::BEGIN`]) | `BEGIN IMMEDIATE` | `BEGIN` |
 //! | writers ([`Dialect::SERIAL_WRITES`]) | one connection, queued in the process | a pool, row locks |
 //! | the audit chain's lock ([`Dialect::CHAIN_LOCK`]) | none (one writer) | an advisory lock |
+//! | waking the live streams ([`Dialect::NOTIFIES`]) | the store, after its commit | `NOTIFY` from a trigger |
 //! | claiming requests ([`Dialect::CLAIM_SQL`]) | `UPDATE … WHERE id IN (SELECT …)` | the same, `FOR UPDATE SKIP LOCKED` |
 //! | a time's UTC day ([`Dialect::DAY_OF_CREATED_AT`]) | `substr` of the text | `to_char` |
 //! | batch reads and writes | multi-row `VALUES`, `IN (?, …)` | arrays, `UNNEST`, `= ANY` (ADR 0019) |
@@ -54,6 +55,10 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// The statement that takes the audit chain's lock, when one is needed (see
     /// `SqlStore::chain_head`).
     const CHAIN_LOCK: Option<&'static str>;
+    /// Whether the database itself tells every replica's listener when an audit trail grows
+    /// (on commit); otherwise the store rings its bell after each audited commit
+    /// (`Audited::commit`).
+    const NOTIFIES: bool;
     /// Claim runnable requests: `$1` worker, `$2` lease end, `$3` now, `$4` limit, `$5` this
     /// store's audit key id; returns the request columns.
     const CLAIM_SQL: &'static str;

@@ -14,7 +14,8 @@
 //!
 //! Invariants: every write goes through `writer` (behind [`SqlStore::write_guard`]); every
 //! audited write transaction is opened with [`SqlStore::begin_audited`] and appends its audit
-//! events after its other writes (see `SqlStore::chain_head`).
+//! events after its other writes (see `SqlStore::chain_head`); its commit wakes the streams of
+//! the trails it grew ([`Audited::commit`]).
 
 mod approvals;
 mod audit;
@@ -31,6 +32,7 @@ mod requests;
 mod rows;
 
 use std::borrow::Cow;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -42,6 +44,7 @@ pub use dialect::Dialect;
 pub use facade::RowsAffected;
 
 use self::facade::{Conn as _, Runs as _, query_as};
+use super::bell::{Ring, TrailBell};
 use super::{AuditKey, Figures, Result, parse_phase};
 use crate::clock::Clock;
 use crate::domain::{AuditDraft, Phase};
@@ -106,6 +109,8 @@ pub struct SqlStore<D: Dialect> {
     /// ([`Dialect::SERIAL_WRITES`]): cheaper than letting them collide on SQLite's file lock
     /// and back off in its busy handler.
     write_lock: tokio::sync::Mutex<()>,
+    /// Wakes the live streams when an audit trail grows (`bell.rs`).
+    bell: TrailBell,
 }
 
 impl<D: Dialect> SqlStore<D> {
@@ -114,6 +119,7 @@ impl<D: Dialect> SqlStore<D> {
         writer: Pool<D::Db>,
         clock: Arc<dyn Clock>,
         audit_key: AuditKey,
+        bell: TrailBell,
     ) -> Self {
         Self {
             pool,
@@ -121,6 +127,7 @@ impl<D: Dialect> SqlStore<D> {
             clock,
             audit_key,
             write_lock: tokio::sync::Mutex::new(()),
+            bell,
         }
     }
 
@@ -146,8 +153,12 @@ impl<D: Dialect> SqlStore<D> {
 
     /// A write transaction that may append audit events. It must append them after its
     /// other writes: appending takes the chain's lock (see `chain_head`).
-    async fn begin_audited(&self) -> Result<Tx<D>> {
-        Ok(self.writer.begin_with(D::BEGIN).await?)
+    async fn begin_audited(&self) -> Result<Audited<D>> {
+        Ok(Audited {
+            tx: self.writer.begin_with(D::BEGIN).await?,
+            ring: (!D::NOTIFIES).then(|| self.bell.ring().clone()),
+            grew: Vec::new(),
+        })
     }
 
     async fn current_phase(tx: &mut Tx<D>, request_id: Uuid) -> Result<Option<Phase>> {
@@ -162,6 +173,56 @@ impl<D: Dialect> SqlStore<D> {
     /// Times are compared at the precision both databases keep.
     fn micros(t: DateTime<Utc>) -> i64 {
         t.timestamp_micros()
+    }
+}
+
+/// A write transaction that may append audit events ([`SqlStore::begin_audited`]); otherwise
+/// the transaction itself. When the database does not tell the listeners itself
+/// ([`Dialect::NOTIFIES`]), its commit rings the store's bell for every request whose trail it
+/// grew — after the commit, so a woken stream's read sees the events.
+pub struct Audited<D: Dialect> {
+    tx: Tx<D>,
+    /// The bell to ring after the commit (SQLite).
+    ring: Option<Ring>,
+    /// The requests whose trails this transaction appended to.
+    grew: Vec<Uuid>,
+}
+
+impl<D: Dialect> Audited<D> {
+    /// Remember that this transaction appends to `request`'s trail.
+    fn grows(&mut self, request: Option<Uuid>) {
+        if let (Some(_), Some(r)) = (&self.ring, request) {
+            self.grew.push(r);
+        }
+    }
+
+    pub async fn commit(mut self) -> std::result::Result<(), sqlx::Error> {
+        self.tx.commit().await?;
+        if let Some(ring) = self.ring {
+            self.grew.sort_unstable();
+            self.grew.dedup();
+            for r in self.grew {
+                ring.grew(r);
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn rollback(self) -> std::result::Result<(), sqlx::Error> {
+        self.tx.rollback().await
+    }
+}
+
+impl<D: Dialect> Deref for Audited<D> {
+    type Target = Tx<D>;
+    fn deref(&self) -> &Tx<D> {
+        &self.tx
+    }
+}
+
+impl<D: Dialect> DerefMut for Audited<D> {
+    fn deref_mut(&mut self) -> &mut Tx<D> {
+        &mut self.tx
     }
 }
 

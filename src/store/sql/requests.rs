@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Conn as _, query_as};
-use super::{SqlStore, Tx, request_columns};
+use super::{SqlStore, request_columns};
 use crate::domain::{AuditDraft, NewSignal, Phase, RemediationRequest, SignalStatus};
 use crate::store::{
     Cursor, IngestOutcome, Page, RequestFilter, RequestPage, Requests, Result, SignalFilter,
@@ -30,7 +30,7 @@ impl<D: Dialect> SqlStore<D> {
         use HashMap;
         let now = self.clock.now();
         let _write = self.write_guard().await;
-        let mut tx: Tx<D> = self.begin_audited().await?;
+        let mut tx = self.begin_audited().await?;
 
         // 1. What the database already knows.
         let mut fingerprints: Vec<&str> = signals.iter().map(|s| s.fingerprint.as_str()).collect();
