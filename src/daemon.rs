@@ -495,6 +495,24 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 .dependencies
                 .push(Arc::new(ClusterDependency::connected(cluster.clone())));
             let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+            if settings.cluster.custom_resources
+                && let Some(config) = components.dashboard.live()
+            {
+                crate::resources::Resources::new(
+                    cluster.client(),
+                    settings.cluster.own_namespace.clone(),
+                    (
+                        settings.investigate.catalog_dir.clone(),
+                        settings.investigate.playbooks_dir.clone(),
+                    ),
+                    config,
+                    gate.clone(),
+                    store.clone(),
+                    clock.clone(),
+                )
+                .spawn();
+                info!(namespace = %settings.cluster.own_namespace, "watching kubemedic's custom resources");
+            }
             let history = Arc::new(StoreHistory::new(store.clone()));
             let (stages, investigator) = investigation_stages(
                 settings,

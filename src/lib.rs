@@ -48,6 +48,7 @@ pub mod config;
 pub mod chat;
 #[deny(clippy::indexing_slicing)]
 pub mod pipeline;
+pub mod resources;
 pub mod web;
 
 // Stages.

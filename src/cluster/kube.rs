@@ -180,6 +180,11 @@ pub struct KubeCluster {
 }
 
 impl KubeCluster {
+    /// The client, for what reads or writes kubemedic's own objects (its custom resources).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
     /// Build a client. Makes no API call: an unreachable server shows up on first use.
     pub async fn connect(opts: &KubeOptions) -> Result<Self> {
         let config_error =

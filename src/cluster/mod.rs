@@ -264,6 +264,10 @@ pub trait ClusterWriter: Send + Sync {
 /// How to reach and read the cluster.
 #[derive(Debug, Clone)]
 pub struct ClusterSettings {
+    /// The namespace kubemedic runs in (its custom resources are read from there only).
+    pub own_namespace: String,
+    /// Watch kubemedic's custom resources.
+    pub custom_resources: bool,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     pub timeout: Duration,

@@ -58,8 +58,22 @@ settings! {
             help_default = ToolLimits::DEFAULT_MAX_OUTPUT_CHARS
         )]
         pub tool_output_max_chars: Option<usize>,
+
+        /// The namespace kubemedic runs in: the only one it reads its custom resources
+        /// (RemediationWorkflow, InvestigationPlaybook, ClusterContext, ApprovalPolicy) from
+        /// [default: the in-cluster service account's namespace, else kubemedic].
+        #[arg(long, env = "KUBEMEDIC_NAMESPACE", value_name = "NAME")]
+        pub own_namespace: Option<String>,
+
+        /// Do not watch kubemedic's custom resources (docs/kubernetes-resources.md): the
+        /// catalog, playbooks, pinned context and policy then come from files only.
+        #[arg(long, env = "KUBEMEDIC_NO_CUSTOM_RESOURCES")]
+        pub no_custom_resources: bool,
     }
 }
+
+/// Where a pod finds the namespace it runs in.
+const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 impl ClusterArgs {
     /// The cluster settings, checked (also for commands without a daemon config file).
@@ -102,7 +116,25 @@ impl ClusterArgs {
                 format!("{max_chars} is outside 500..=1000000"),
             ));
         }
+        let own_namespace = match self.own_namespace.as_deref().map(str::trim) {
+            Some(n) if !valid_namespace(n) => {
+                return Err(invalid(
+                    "own-namespace",
+                    format!(
+                        "`{n}` is not a namespace name (lowercase letters, digits and '-', at most 63)"
+                    ),
+                ));
+            }
+            Some(n) => n.to_owned(),
+            None => std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
+                .ok()
+                .map(|n| n.trim().to_owned())
+                .filter(|n| valid_namespace(n))
+                .unwrap_or_else(|| "kubemedic".into()),
+        };
         Ok(ClusterSettings {
+            own_namespace,
+            custom_resources: !self.no_custom_resources,
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
             timeout: Duration::from_secs(timeout),
@@ -116,4 +148,14 @@ impl ClusterArgs {
             },
         })
     }
+}
+
+/// A DNS-1123 label, as Kubernetes requires of a namespace's name.
+fn valid_namespace(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 63
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !n.starts_with('-')
+        && !n.ends_with('-')
 }

@@ -130,6 +130,9 @@ pub struct MemoryNote {
 pub const MAX_MEMORY_CHARS: usize = 4_000;
 /// The scope of the cluster-wide pinned context.
 pub const PINNED_CLUSTER: &str = "cluster";
+/// How the memory names ClusterContext objects as the writer of the cluster-wide context
+/// (`ClusterContext/<namespace>/<names>`): while they exist, they own it.
+pub const CLUSTER_CONTEXT_WRITER: &str = "ClusterContext/";
 /// The annotation a question's request carries naming who asked (their pinned context
 /// applies to it too).
 pub const ASKED_BY_ANNOTATION: &str = "kubemedic.io/asked-by";

@@ -37,8 +37,8 @@ pub use approval::{
 };
 pub use audit::{AuditDraft, AuditEvent, transition_event};
 pub use chat::{
-    ASKED_BY_ANNOTATION, ChatLine, ChatTurn, Conversation, MAX_MEMORY_CHARS, MemoryNote, NewTurn,
-    PINNED_CLUSTER, TurnKind,
+    ASKED_BY_ANNOTATION, CLUSTER_CONTEXT_WRITER, ChatLine, ChatTurn, Conversation,
+    MAX_MEMORY_CHARS, MemoryNote, NewTurn, PINNED_CLUSTER, TurnKind,
 };
 pub use enrichment::{Enrichment, PinnedNote};
 pub use execution::{

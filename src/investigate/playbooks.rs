@@ -48,6 +48,7 @@ fn any() -> String {
     "any".into()
 }
 
+#[derive(Clone)]
 struct CompiledTrigger {
     pod_status: Option<Regex>,
     event_reason: Option<Regex>,
@@ -55,6 +56,7 @@ struct CompiledTrigger {
     alertname: Option<Regex>,
 }
 
+#[derive(Clone)]
 pub struct Playbook {
     pub spec: PlaybookSpec,
     triggers: Vec<CompiledTrigger>,
@@ -293,6 +295,18 @@ impl Playbooks {
 
     pub fn all(&self) -> &[Playbook] {
         &self.0
+    }
+
+    /// These playbooks with `extra` added, each replacing the playbook of its name.
+    pub fn with(&self, extra: &[Playbook]) -> Self {
+        let mut books: Vec<Playbook> = self
+            .0
+            .iter()
+            .filter(|b| !extra.iter().any(|e| e.spec.name == b.spec.name))
+            .cloned()
+            .collect();
+        books.extend(extra.iter().cloned());
+        Self(books)
     }
 
     pub fn matching(&self, s: &Snapshot) -> Vec<&Playbook> {

@@ -103,6 +103,7 @@ pub async fn put(
     let note: PutNote = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad("body", format!("expected {{\"scope\", \"content\"}}: {e}")))?;
     let scope = scope(&note.scope)?;
+    not_managed(&state, &scope).await?;
     let text = content(&note.content)?;
     state
         .store
@@ -127,11 +128,30 @@ pub async fn delete(
     let who = caller.need_to_change(Role::Admin, &headers)?;
     super::query::reject_unknown(&q, &["scope"])?;
     let scope = scope(q.get("scope").map_or("", String::as_str))?;
+    not_managed(&state, &scope).await?;
     let existed = state.store.memory(&scope).await?.is_some();
     if existed {
         state.store.set_memory(&scope, None, &who.subject).await?;
     }
     Ok(Json(json!({"scope": scope, "deleted": existed})))
+}
+
+/// The cluster-wide context is the ClusterContext objects' while they exist (they win; one
+/// store of truth): changing it here would be overwritten, so it is refused with where to go.
+async fn not_managed(state: &AppState, scope: &str) -> Result<(), ApiError> {
+    let Some(note) = state.store.memory(scope).await? else {
+        return Ok(());
+    };
+    match note
+        .updated_by
+        .strip_prefix(crate::domain::CLUSTER_CONTEXT_WRITER)
+    {
+        Some(objects) => Err(ApiError::Conflict(format!(
+            "the {scope} context is managed by ClusterContext objects ({objects}): change them \
+             with kubectl (kubectl get clustercontexts -n <kubemedic's namespace>)"
+        ))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
