@@ -3,6 +3,7 @@
 
 mod admin;
 pub mod ask;
+pub mod catalog;
 pub mod investigate;
 
 use std::process::ExitCode;
@@ -55,6 +56,9 @@ pub enum CatalogCommand {
         /// Catalog directory [default: workflows].
         dir: Option<std::path::PathBuf>,
     },
+    /// List the catalog a running daemon has in force (files and RemediationWorkflow objects)
+    /// and where each workflow comes from.
+    List(catalog::ListArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -234,6 +238,9 @@ async fn run(cli: Cli) -> ExitCode {
                 Err(e) => fail(e),
             }
         }
+        Command::Catalog(CatalogArgs {
+            command: CatalogCommand::List(args),
+        }) => catalog::list(args).await,
         Command::Catalog(CatalogArgs {
             command: CatalogCommand::Validate { dir },
         }) => {

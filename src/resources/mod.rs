@@ -722,10 +722,7 @@ type PolicyParts = (Vec<(String, String)>, Vec<crate::policy::cases::Case>);
 
 /// An ApprovalPolicy's modules (`spec.data` as one more module, package `kubemedic.data`)
 /// and test cases.
-fn policy_parts(
-    object: &str,
-    spec: &Value,
-) -> Result<PolicyParts, String> {
+fn policy_parts(object: &str, spec: &Value) -> Result<PolicyParts, String> {
     let mut files = Vec::new();
     let modules = spec
         .get("modules")

@@ -140,6 +140,10 @@ pub struct PolicyInfo {
     /// The files as they are on disk now (the loaded revision unless they changed since).
     pub sources: Vec<(String, String)>,
     pub on_disk_revision: Option<String>,
+    /// Where the policy in force comes from: the directory, or ApprovalPolicy objects over it.
+    pub origin: String,
+    /// The modules ApprovalPolicy objects put over the directory's.
+    pub from_objects: Vec<String>,
 }
 
 pub fn policy_view(state: &AppState) -> Option<PolicyInfo> {
@@ -153,5 +157,10 @@ pub fn policy_view(state: &AppState) -> Option<PolicyInfo> {
         files: snapshot.files().to_vec(),
         on_disk_revision: on_disk.as_ref().map(|s| s.revision.clone()),
         sources: on_disk.map(|s| s.files).unwrap_or_default(),
+        origin: gate.origin(),
+        from_objects: gate
+            .overlay()
+            .map(|o| o.files.into_iter().map(|(n, _)| n).collect())
+            .unwrap_or_default(),
     })
 }

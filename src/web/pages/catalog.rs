@@ -37,6 +37,7 @@ pub async fn catalog(State(state): State<Arc<AppState>>, caller: Caller, uri: Ur
                     @for w in c.workflows() {
                         article.workflow id={ "wf-" (w.id) } {
                             h3 { code { (w.id) } " v" (w.version) " · " (w.action_type) }
+                            p.source { "From " code { (w.source) } }
                             p { (w.description) }
                             table.list.params {
                                 thead { tr { th { "Parameter" } th { "Type" } th { "Required" } th { "Description" } } }
@@ -90,9 +91,11 @@ pub async fn policy(State(state): State<Arc<AppState>>, caller: Caller, uri: Uri
                 dl.facts {
                     dt { "Revision" } dd #policy-revision { code { (v.revision.as_deref().unwrap_or("none: the policy directory could not be read")) } }
                     dt { "Directory" } dd { code { (v.dir) } }
+                    dt { "In force" } dd #policy-origin { (v.origin) }
+                    @if !v.from_objects.is_empty() { dt { "From ApprovalPolicy objects" } dd { (v.from_objects.join(", ")) } }
                     dt { "State" } dd { @match &v.problem { None => "deciding", Some(p) => span.error { "degraded — every change needs approval: " (p) } } }
                 }
-                @if v.on_disk_revision.is_some() && v.on_disk_revision != v.revision {
+                @if v.from_objects.is_empty() && v.on_disk_revision.is_some() && v.on_disk_revision != v.revision {
                     p.note { "The files on disk (" code { (v.on_disk_revision.as_deref().unwrap_or("")) } ") differ from the loaded revision; they are picked up at the next reload." }
                 }
                 @for (name, text) in &v.sources {
