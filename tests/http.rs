@@ -689,6 +689,9 @@ impl kubemedic::store::Audit for UnreachableStore {
     async fn audit_trail(&self, _: uuid::Uuid) -> Result<Vec<AuditEvent>, StoreError> {
         Err(gone())
     }
+    async fn audit_of_kind(&self, _: &str, _: i64) -> Result<Vec<AuditEvent>, StoreError> {
+        Err(gone())
+    }
     fn watch_trail(&self) -> kubemedic::store::TrailWatch {
         self.0.watch_trail()
     }

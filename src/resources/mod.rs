@@ -164,6 +164,16 @@ impl Resources {
             .iter()
             .partition(|o| o.namespace().as_deref() == Some(self.namespace.as_str()));
         for o in elsewhere {
+            // Another kubemedic, in that namespace, may own it: never contradict it.
+            let owned = o
+                .data
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+                .is_some_and(|c| c["reason"] != "Ignored");
+            if owned {
+                continue;
+            }
             let v = Verdict {
                 ready: false,
                 reason: "Ignored",

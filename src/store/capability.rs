@@ -152,6 +152,10 @@ pub trait Audit: Send + Sync {
         limit: i64,
     ) -> Result<Vec<AuditEvent>>;
 
+    /// The newest audit events of `kind` that belong to no request (configuration changes,
+    /// key rotations…), newest first, at most `limit`.
+    async fn audit_of_kind(&self, kind: &str, limit: i64) -> Result<Vec<AuditEvent>>;
+
     /// A watcher that wakes when an audit trail grows (a commit of this store's, or on
     /// PostgreSQL of any replica's): a live stream takes one before its first read and waits
     /// on it between reads. A hint only; see [`TrailWatch::wait`].

@@ -258,6 +258,18 @@ impl<D: Dialect> Audit for SqlStore<D> {
         rows.iter().map(Self::audit_from_row).collect()
     }
 
+    async fn audit_of_kind(&self, kind: &str, limit: i64) -> Result<Vec<AuditEvent>> {
+        let rows = sqlx::query(
+            "SELECT id, request_id, at, phase, kind, actor, message, payload \
+             FROM audit_events WHERE request_id IS NULL AND kind = $1 ORDER BY id DESC LIMIT $2",
+        )
+        .arg(kind)
+        .arg(limit)
+        .fetch_all(self.reads())
+        .await?;
+        rows.iter().map(Self::audit_from_row).collect()
+    }
+
     fn watch_trail(&self) -> TrailWatch {
         self.bell.watch()
     }
