@@ -806,7 +806,50 @@ async fn every_builtin_action_runs_with_exactly_the_charts_permissions() {
         .await
         .unwrap();
 
-    for name in [format!("{release}-reader"), writer] {
+    // The configuration kinds: read cluster-wide and their status written — never the objects
+    // themselves (write access to an ApprovalPolicy equals approval rights).
+    k.kubemedic_crds().await;
+    k.apply(
+        json!({"apiVersion": "kubemedic.io/v1alpha1", "kind": "ApprovalPolicy",
+        "metadata": {"name": "p"}, "spec": {"modules": {"x.rego": "package x\n"}}}),
+    )
+    .await;
+    let policies = kube::core::ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("kubemedic.io", "v1alpha1", "ApprovalPolicy"),
+        "approvalpolicies",
+    );
+    let sa = c.client();
+    let all: Api<DynamicObject> = Api::all_with(sa.clone(), &policies);
+    all.list(&Default::default()).await.unwrap();
+    let here: Api<DynamicObject> = Api::namespaced_with(sa, &k.ns, &policies);
+    here.patch_status(
+        "p",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"status": {"observedGeneration": 1}})),
+    )
+    .await
+    .unwrap();
+    let forbidden = |r: Result<DynamicObject, kube::Error>| matches!(r, Err(kube::Error::Api(e)) if e.code == 403);
+    let other: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kubemedic.io/v1alpha1", "kind": "ApprovalPolicy",
+        "metadata": {"name": "q", "namespace": k.ns},
+        "spec": {"modules": {"x.rego": "package x\n"}}}))
+    .unwrap();
+    assert!(forbidden(here.create(&PostParams::default(), &other).await));
+    assert!(forbidden(
+        here.patch(
+            "p",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"modules": {"y.rego": "package y\n"}}})),
+        )
+        .await
+    ));
+
+    for name in [
+        format!("{release}-reader"),
+        format!("{release}-config"),
+        writer,
+    ] {
         let _ = roles.delete(&name, &Default::default()).await;
         let _ = k
             .api("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")

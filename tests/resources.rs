@@ -11,40 +11,11 @@ mod common;
 
 use common::incident::{awaiting, serving, wedged_pod};
 use common::kube::Kube;
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
 const API: &str = "kubemedic.io/v1alpha1";
-
-/// The chart's CRDs on the test API server, served.
-async fn crds(k: &Kube) {
-    let api: Api<DynamicObject> = Api::all_with(
-        k.client.clone(),
-        &kube::discovery::ApiResource::from_gvk(&GroupVersionKind::gvk(
-            "apiextensions.k8s.io",
-            "v1",
-            "CustomResourceDefinition",
-        )),
-    );
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/kubemedic/crds");
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        let crd: Value = serde_saphyr::from_str(&text).unwrap();
-        let kind = crd["spec"]["names"]["kind"].as_str().unwrap().to_owned();
-        let obj: DynamicObject = serde_json::from_value(crd).unwrap();
-        match api.create(&PostParams::default(), &obj).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => panic!("create the {kind} CRD: {e}"),
-        }
-        let g = GroupVersionKind::gvk("kubemedic.io", "v1alpha1", &kind);
-        k.wait(&format!("the {kind} CRD served"), 30, || async {
-            kube::discovery::pinned_kind(&k.client, &g).await.ok()
-        })
-        .await;
-    }
-}
 
 /// The object's Ready condition once it says `status` for its current generation.
 async fn ready(k: &Kube, kind: &str, name: &str, status: &str) -> Value {
@@ -106,7 +77,7 @@ async fn configuration_objects_take_effect_without_a_restart_and_bad_ones_are_re
         return;
     };
     let elsewhere = Kube::new("crs-other").await.unwrap();
-    crds(&k).await;
+    k.kubemedic_crds().await;
     let ns = k.ns.clone();
     let d = serving(&k, |a| a.cluster.own_namespace = Some(ns.clone())).await;
     // A second replica on the same cluster and namespace (its own store: what it sees of the
@@ -140,7 +111,12 @@ async fn configuration_objects_take_effect_without_a_restart_and_bad_ones_are_re
     );
     let from = format!("RemediationWorkflow/{}/restart", k.ns);
     for replica in [&d, &replica] {
-        let catalog = get(replica, "/api/v1/catalog").await;
+        // Each replica's own watch brings the change.
+        let catalog = replica
+            .eventually("/api/v1/catalog", 30, |c| {
+                source_of(c, "restart-canary").is_some()
+            })
+            .await;
         assert_eq!(source_of(&catalog, "restart-canary"), Some(from.clone()));
         assert_eq!(source_of(&catalog, "restart-rolling"), Some(from.clone()));
         assert_eq!(
@@ -161,11 +137,22 @@ async fn configuration_objects_take_effect_without_a_restart_and_bad_ones_are_re
     assert!(page.contains(&from), "the catalog page names the object");
     // `kubemedic catalog list` says the same.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kubemedic"))
-        .args(["catalog", "list", "--url", &d.url(""), "--api-key", common::API_TOKEN])
+        .args([
+            "catalog",
+            "list",
+            "--url",
+            &d.url(""),
+            "--api-key",
+            common::API_TOKEN,
+        ])
         .output()
         .unwrap();
     let listed = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         listed
             .lines()
@@ -188,7 +175,10 @@ async fn configuration_objects_take_effect_without_a_restart_and_bad_ones_are_re
         message.contains("workflows[3].version") || message.contains("version"),
         "the message names the field: {message}"
     );
-    assert!(message.contains("last good version stays in force"), "{message}");
+    assert!(
+        message.contains("last good version stays in force"),
+        "{message}"
+    );
     let seen = k
         .wait("a Warning event on the workflow", 30, || async {
             let w = warnings(&k, &k.ns, "restart").await;
@@ -211,26 +201,32 @@ async fn configuration_objects_take_effect_without_a_restart_and_bad_ones_are_re
                  "investigation_steps": ["kubectl_get the consumers"],
                  "expected_evidence": ["consumers not ready"],
                  "recommended_action_types": ["RestartDeployment"]}}))
-    .await;
+        .await;
     ready(&k, "InvestigationPlaybook", "queue-backlog", "True").await;
-    let catalog = get(&d, "/api/v1/catalog").await;
-    assert!(
-        catalog["playbooks"]
+    d.eventually("/api/v1/catalog", 30, |c| {
+        c["playbooks"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|p| p["name"] == "queue-backlog"),
-        "{:#}",
-        catalog["playbooks"]
-    );
+            .any(|p| p["name"] == "queue-backlog")
+    })
+    .await;
 
     // A ClusterContext: the cluster-wide pinned context, which the API then refuses to change.
     k.apply(json!({"apiVersion": API, "kind": "ClusterContext",
         "metadata": {"name": "pci"},
         "spec": {"content": "payments is PCI-scoped: never restart it during business hours"}}))
-    .await;
+        .await;
     ready(&k, "ClusterContext", "pci", "True").await;
-    let memory = get(&d, "/api/v1/memory").await;
+    let memory = d
+        .eventually("/api/v1/memory", 30, |m| {
+            m["notes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["scope"] == "cluster")
+        })
+        .await;
     let note = memory["notes"]
         .as_array()
         .unwrap()
@@ -267,7 +263,10 @@ async fn configuration_objects_take_effect_without_a_restart_and_bad_ones_are_re
     assert!(c["message"].as_str().unwrap().contains(&k.ns));
     let policy = get(&d, "/api/v1/policy").await;
     assert!(
-        !policy["origin"].as_str().unwrap().contains("ApprovalPolicy"),
+        !policy["origin"]
+            .as_str()
+            .unwrap()
+            .contains("ApprovalPolicy"),
         "{policy:#}"
     );
 
@@ -283,7 +282,7 @@ async fn configuration_objects_take_effect_without_a_restart_and_bad_ones_are_re
     k.apply(json!({"apiVersion": API, "kind": "ApprovalPolicy",
         "metadata": {"name": "freeze"},
         "spec": {"modules": {"freeze.rego": freeze}, "tests": [case("holiday")]}}))
-    .await;
+        .await;
     let c = ready(&k, "ApprovalPolicy", "freeze", "False").await;
     assert!(
         c["message"]
@@ -302,14 +301,12 @@ async fn configuration_objects_take_effect_without_a_restart_and_bad_ones_are_re
     .await;
     let c = ready(&k, "ApprovalPolicy", "freeze", "True").await;
     let revision = c["message"].as_str().unwrap().to_owned();
-    let policy = get(&d, "/api/v1/policy").await;
-    assert!(
-        policy["origin"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("ApprovalPolicy {}/freeze", k.ns)),
-        "{policy:#}"
-    );
+    let origin = format!("ApprovalPolicy {}/freeze", k.ns);
+    let policy = d
+        .eventually("/api/v1/policy", 30, |p| {
+            p["origin"].as_str().unwrap().contains(&origin)
+        })
+        .await;
     assert!(revision.contains(policy["revision"].as_str().unwrap()));
     let (_, alert) = wedged_pod(&k).await;
     let (req, _) = awaiting(&d, &alert).await;
@@ -346,7 +343,10 @@ async fn configuration_objects_take_effect_without_a_restart_and_bad_ones_are_re
             .contains("policy in force is unchanged"),
         "{c:#}"
     );
-    assert_eq!(get(&d, "/api/v1/policy").await["revision"], policy["revision"]);
+    assert_eq!(
+        get(&d, "/api/v1/policy").await["revision"],
+        policy["revision"]
+    );
 
     // Every change is audited once (one replica), with the object's UID, generation and writer.
     let uid = k.get(API, "ApprovalPolicy", "freeze").await["metadata"]["uid"].clone();

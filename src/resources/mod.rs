@@ -598,15 +598,19 @@ impl Resources {
         let ns = o.namespace().unwrap_or_default();
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &ns, &kind.api_resource());
-        if let Err(e) = api
-            .patch_status(
-                &o.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(json!({"status": body})),
-            )
-            .await
-        {
-            warn!(kind = kind.name(), name = %o.name_any(), error = %e, "cannot write the object's status");
+        let patch = Patch::Merge(json!({"status": body}));
+        for attempt in 1..=3 {
+            match api
+                .patch_status(&o.name_any(), &PatchParams::default(), &patch)
+                .await
+            {
+                Ok(_) => break,
+                Err(e) if attempt == 3 => {
+                    warn!(kind = kind.name(), name = %o.name_any(), error = %e,
+                        "cannot write the object's status; it is written again on the next change");
+                }
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200 * attempt)).await,
+            }
         }
         let uid = o.metadata.uid.clone().unwrap_or_default();
         // One replica audits and records the event for each (object, generation, verdict).

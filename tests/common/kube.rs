@@ -97,6 +97,38 @@ impl Kube {
         }
     }
 
+    /// The chart's CRDs (charts/kubemedic/crds) on the test API server, served.
+    pub async fn kubemedic_crds(&self) {
+        let api: Api<DynamicObject> = Api::all_with(
+            self.client.clone(),
+            &ApiResource::from_gvk(&GroupVersionKind::gvk(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+            )),
+        );
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/kubemedic/crds");
+        for entry in std::fs::read_dir(&dir).expect("the chart's crds/") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("a CRD");
+            let crd: Value = serde_saphyr::from_str(&text).expect("CRD YAML");
+            let kind = crd["spec"]["names"]["kind"]
+                .as_str()
+                .expect("kind")
+                .to_owned();
+            let obj: DynamicObject = serde_json::from_value(crd).expect("CRD object");
+            match api.create(&PostParams::default(), &obj).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => panic!("create the {kind} CRD: {e}"),
+            }
+            let g = GroupVersionKind::gvk("kubemedic.io", "v1alpha1", &kind);
+            self.wait(&format!("the {kind} CRD served"), 30, || async {
+                kube::discovery::pinned_kind(&self.client, &g).await.ok()
+            })
+            .await;
+        }
+    }
+
     /// Create an object (in the test namespace unless cluster-scoped); returns it as created.
     pub async fn apply(&self, mut o: Value) -> Value {
         let api_version = o["apiVersion"].as_str().expect("apiVersion").to_owned();
