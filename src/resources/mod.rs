@@ -86,7 +86,8 @@ impl Verdict {
         Self {
             ready: false,
             reason: "Invalid",
-            message,
+            // One line, as `kubectl get` and `describe` show it.
+            message: message.replace("):\n", "): ").replace('\n', "; "),
             extra: json!({}),
         }
     }
