@@ -106,8 +106,9 @@ pub struct Workflow {
     pub parameters: ParamSchema,
     pub engine: Engine,
     /// Where it comes from: a file of the catalog directory (or the built-in catalog), or a
-    /// `RemediationWorkflow` object (`RemediationWorkflow/<namespace>/<name>`).
-    #[serde(default, skip_deserializing)]
+    /// `RemediationWorkflow` object (`RemediationWorkflow/<namespace>/<name>`). Set by the
+    /// loader, whatever a file says.
+    #[serde(default)]
     pub source: String,
 }
 
