@@ -101,10 +101,16 @@ pub async fn take_over(
     }
     // Checked now, so the reviewer hears at once; checked again (and proven) on the fresh
     // investigation, where the cluster may have changed.
+    // The target is kubemedic's to bind, from the verified root owner: never the caller's.
+    let parameters: Map<String, Value> = body
+        .parameters
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("TARGET_RESOURCE_"))
+        .collect();
     catalog
         .validate_selection(
             &workflow_id,
-            &body.parameters,
+            &parameters,
             Some(target),
             &SelectionContext::of(&req, analysis),
         )
@@ -124,7 +130,7 @@ pub async fn take_over(
         &req,
         RequestedWorkflow {
             workflow_id: workflow_id.clone(),
-            parameters: body.parameters,
+            parameters,
             requested_by: who.to_owned(),
             follows: id,
             message,
