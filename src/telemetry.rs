@@ -179,6 +179,7 @@ pub struct Metrics {
     http_connections: Gauge,
     http_connections_refused: Counter,
     http_timeouts: Family<Labels, Counter>,
+    mirror_writes: Family<Labels, Counter>,
 }
 
 impl Default for Metrics {
@@ -324,8 +325,16 @@ impl Metrics {
              (a request head, or the next one on an idle kept-alive connection) or body",
             http_timeouts.clone(),
         );
+        let mirror_writes = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_remediation_mirror_writes",
+            "Calls of the Remediation mirror to the Kubernetes API, by op (write, event, list, \
+             delete) and result (ok, failed); a failed one is retried and never holds a request up",
+            mirror_writes.clone(),
+        );
         Self {
             registry,
+            mirror_writes,
             http_connections,
             http_connections_refused,
             http_timeouts,
@@ -481,6 +490,17 @@ impl Metrics {
     pub fn http_timeout(&self, phase: &str) {
         self.http_timeouts
             .get_or_create(&vec![("phase".into(), phase.into())])
+            .inc();
+    }
+
+    /// One call of the Remediation mirror (`op`: write, event, list, delete; `result`: ok,
+    /// failed).
+    pub fn mirror_write(&self, op: &str, result: &str) {
+        self.mirror_writes
+            .get_or_create(&vec![
+                ("op".into(), op.into()),
+                ("result".into(), result.into()),
+            ])
             .inc();
     }
 

@@ -65,7 +65,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "verify",
         ],
     ),
-    ("web / pipeline", &["web", "pipeline", "chat"]),
+    ("web / pipeline", &["web", "pipeline", "chat", "mirror"]),
     ("config", &["config"]),
     ("daemon", &["daemon"]),
     ("commands", &["demo", "cli"]),

@@ -238,6 +238,13 @@ impl KubeCluster {
         })
     }
 
+    /// The client, for kubemedic's own objects (the Remediation mirror, the watched
+    /// configuration); reads and writes of workloads go through [`ClusterReader`] and
+    /// [`ClusterWriter`] and their checks.
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
     pub fn requests(&self) -> &RequestCounter {
         &self.counter
     }
