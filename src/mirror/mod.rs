@@ -345,6 +345,14 @@ impl Mirror {
             match self.mirror(id).await {
                 Ok(()) => {
                     progress.pending.remove(&id);
+                    if self.complaints.recovered() {
+                        // The cluster takes writes again (the CRD installed, the role
+                        // granted): what was backing off is due now.
+                        let now = Instant::now();
+                        for p in progress.pending.values_mut() {
+                            p.due = now;
+                        }
+                    }
                 }
                 Err(e) => {
                     self.count("write", "failed");
@@ -380,7 +388,6 @@ impl Mirror {
             other => other?,
         };
         self.count("write", "ok");
-        self.complaints.recovered();
         if written.before.as_deref() != Some(request.phase.as_str()) {
             for event in object::phase_events(&trail, written.before.as_deref()) {
                 match self.objects.publish(&written, &event).await {
@@ -517,12 +524,17 @@ impl Complaints {
         }
     }
 
-    fn recovered(&self) {
-        let Ok(mut run) = self.0.lock() else { return };
-        if run.failures > 0 {
-            info!(failures = run.failures, "Remediation mirror: writing again");
-            *run = Run::default();
+    /// A write succeeded: true when it ends a run of failures.
+    fn recovered(&self) -> bool {
+        let Ok(mut run) = self.0.lock() else {
+            return false;
+        };
+        if run.failures == 0 {
+            return false;
         }
+        info!(failures = run.failures, "Remediation mirror: writing again");
+        *run = Run::default();
+        true
     }
 }
 
