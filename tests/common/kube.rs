@@ -354,6 +354,12 @@ impl Kube {
         )
         .await;
         self.grant(name, &role, rules).await;
+        self.kubeconfig_of(name, dir).await
+    }
+
+    /// A kubeconfig (in `dir`) that acts as the test namespace's ServiceAccount `name`, with
+    /// its token (once the controller-manager made it).
+    pub async fn kubeconfig_of(&self, name: &str, dir: &std::path::Path) -> PathBuf {
         let secrets: Api<k8s_openapi::api::core::v1::Secret> =
             Api::namespaced(self.client.clone(), &self.ns);
         let token = self
