@@ -7,8 +7,8 @@
 //! render; a fresh install with no values generates its webhook and API tokens, an upgrade
 //! keeps them, a Secret of one's own wins, and the NOTES say how to read them. The Remediation
 //! mirror's role grants exactly the calls the mirror makes ([`MIRROR_CALLS`]): a ServiceAccount
-//! bound to the chart's roles mirrors an object through every one of them, and wider access to
-//! the objects (reading, replacing, other kinds of the group, core Events) is refused.
+//! bound to the chart's roles mirrors an object through every one of them, and wider access
+//! (replacing an object, deleting them all, other kinds of the group, core Events) is refused.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
@@ -58,11 +58,12 @@ const CALLS: &[(&str, &str, &str, &str)] = &[
 ];
 
 /// What the Remediation mirror (src/mirror/kube.rs) calls, as (API group, resource, verb): the
-/// status written as a merge patch of the status subresource, a missing object created, its
-/// labels patched, the retention sweep's list and delete, and its Events (a repeated one is a
-/// patch of the series). The chart's mirror ClusterRole must grant exactly these.
+/// object read before a write, the status written as a merge patch of the status subresource,
+/// a missing object created, its labels patched, the retention sweep's list and delete, and its
+/// Events (a repeated one is a patch of the series). The chart's mirror ClusterRole must grant exactly these.
 const MIRROR_CALLS: &[(&str, &str, &str)] = &[
     ("kubemedic.io", "remediations/status", "patch"),
+    ("kubemedic.io", "remediations", "get"),
     ("kubemedic.io", "remediations", "create"),
     ("kubemedic.io", "remediations", "patch"),
     ("kubemedic.io", "remediations", "list"),
@@ -415,6 +416,10 @@ async fn a_fresh_install_with_no_values_generates_the_tokens_keeps_them_and_says
         notes.contains("generated on the first install, kept on upgrade"),
         "{notes}"
     );
+    assert!(
+        notes.contains("kubectl get remediations -A"),
+        "the NOTES say how to follow the requests: {notes}"
+    );
 
     // An upgrade keeps the tokens the Secret holds (`lookup` on the real API server; the
     // Secret as the first install left it, the render of the upgrade).
@@ -659,6 +664,7 @@ async fn the_mirror_writes_with_exactly_the_charts_mirror_role_and_nothing_wider
             effective: None,
             dashboard: None,
             updated_at: Utc::now(),
+            audit_event_id: 1,
             timeline: vec![Entry {
                 at: Utc::now(),
                 kind: "transition".into(),
@@ -672,11 +678,17 @@ async fn the_mirror_writes_with_exactly_the_charts_mirror_role_and_nothing_wider
         })
         .await;
     assert_eq!(written.before, None, "created by this write");
+    let stale = object.clone();
     object.status.phase = Phase::Completed;
     object.status.effective = Some(true);
+    object.status.audit_event_id = 2;
     object.labels.insert(PHASE_LABEL.into(), "Completed".into());
     let again = objects.write(&object).await.unwrap();
     assert_eq!(again.before.as_deref(), Some("Executing"));
+    assert!(!again.outdated);
+    // A replica that read the request before that change leaves the later view as it is.
+    let late = objects.write(&stale).await.unwrap();
+    assert!(late.outdated, "{late:?}");
     let event = PhaseEvent {
         phase: Phase::Completed,
         note: "Verifying -> Completed".into(),
@@ -702,8 +714,8 @@ async fn the_mirror_writes_with_exactly_the_charts_mirror_role_and_nothing_wider
         .collect();
     assert_eq!(made, granted(&docs, &mirror), "the calls made vs the role");
 
-    // Nothing wider, with all the chart's roles: reading one object, replacing it, other kinds
-    // of the group, core Events.
+    // Nothing wider, with all the chart's roles: replacing an object, deleting them all, other
+    // kinds of the group, core Events.
     let client = cluster.client();
     let remediations = k.api("kubemedic.io/v1alpha1", "Remediation");
     let theirs: Api<DynamicObject> = Api::namespaced_with(
@@ -727,7 +739,15 @@ async fn the_mirror_writes_with_exactly_the_charts_mirror_role_and_nothing_wider
         Err(kube::Error::Api(e)) => e.code == 403,
         _ => false,
     };
-    assert!(forbidden(theirs.get("kept").await), "get");
+    assert!(
+        matches!(
+            theirs
+                .delete_collection(&Default::default(), &Default::default())
+                .await,
+            Err(kube::Error::Api(e)) if e.code == 403
+        ),
+        "deletecollection"
+    );
     assert!(
         forbidden(theirs.replace("kept", &PostParams::default(), &kept).await),
         "update"

@@ -3,19 +3,25 @@
 //! remediations -A -o json` from Received to Completed — phase, target, workflow, decision,
 //! approval, the verdict and the dashboard link in its status; `kubectl get` prints the
 //! printer columns, `kubectl describe` the timeline and an Event per phase; the object is gone
-//! once its retention is over, while the store keeps the request. A cluster that refuses the
+//! once its retention is over, while the store keeps the request. A second replica's mirror
+//! writes beside the daemon's: the same content, so writing again changes nothing (no new
+//! version, no Event again), and both delete. A cluster that refuses the
 //! mirror's writes (its role not granted) holds no request up; once the role is granted, the
 //! objects appear.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::incident::{kubelet, resolve_and_finish, serving};
 use common::kube::{Kube, chart_rules};
+use kubemedic::clock::SystemClock;
 use kubemedic::domain::Phase;
+use kubemedic::mirror::{Mirror, MirrorSettings};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 const PUBLIC_URL: &str = "https://kubemedic.example.com";
 
@@ -89,6 +95,22 @@ async fn a_staged_incident_is_followed_with_kubectl_until_its_retention_ends() {
         a.approvals.public_url = Some(PUBLIC_URL.into());
     })
     .await;
+    // Another replica's mirror on the same store: both write every change.
+    let replica = Mirror::on_kube(
+        k.client.clone(),
+        d.store.clone(),
+        &MirrorSettings {
+            enabled: true,
+            namespace: None,
+            retention: Duration::from_secs(10),
+            dashboard: Some(PUBLIC_URL.into()),
+        },
+        Arc::new(SystemClock),
+        None,
+    )
+    .unwrap();
+    let replica_stop = CancellationToken::new();
+    tokio::spawn(replica.clone().run(replica_stop.clone()));
     let kubelet = kubelet(&k);
     let v: Value = d
         .send_alertmanager(&staged.alert.to_string())
@@ -190,7 +212,32 @@ async fn a_staged_incident_is_followed_with_kubectl_until_its_retention_ends() {
         "{timeline:#?}"
     );
 
+    // Writing it again changes nothing: the same content, no new version, no Event again.
+    let events_of = |described: &str| {
+        described
+            .split("Events:")
+            .nth(1)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let (_, before, _) = kubectl(&k, &["describe", "remediation", &id, "-n", &k.ns]).await;
+    let version =
+        k.get("kubemedic.io/v1alpha1", "Remediation", &id).await["metadata"]["resourceVersion"]
+            .clone();
+    replica.mirror(id.parse().unwrap()).await.unwrap();
+    let again = k.get("kubemedic.io/v1alpha1", "Remediation", &id).await;
+    assert_eq!(again["metadata"]["resourceVersion"], version, "{again:#}");
+    let (_, after, _) = kubectl(&k, &["describe", "remediation", &id, "-n", &k.ns]).await;
+    assert_eq!(events_of(&after), events_of(&before), "{after}");
+
     // The printer columns.
+    let (ok, all, err) = kubectl(&k, &["get", "remediations", "-A"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        all.lines().next().unwrap().starts_with("NAMESPACE") && all.contains(&id),
+        "{all}"
+    );
     let (ok, table, err) = kubectl(&k, &["get", "remediations", "-n", &k.ns]).await;
     assert!(ok, "{err}");
     let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
@@ -277,6 +324,7 @@ async fn a_staged_incident_is_followed_with_kubectl_until_its_retention_ends() {
         d.api(&format!("/api/v1/requests/{id}")).await["phase"],
         "Completed"
     );
+    replica_stop.cancel();
     let m = metrics(&d).await;
     assert!(
         sample(

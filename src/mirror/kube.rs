@@ -1,9 +1,10 @@
 //! [`KubeRemediations`]: the `Remediation` objects through kube-rs, as dynamic objects of the
 //! CRD (no generated type). The calls, and so the chart's mirror role
-//! (charts/kubemedic/rbac/mirror-rules.yaml): a merge patch of `remediations/status`; `create`
-//! of a missing object; a merge patch of `remediations` for its labels; `list` across
-//! namespaces and `delete` for the retention sweep; `create` (and `patch`, for a repeated one)
-//! of `events.k8s.io` Events.
+//! (charts/kubemedic/rbac/mirror-rules.yaml): `get` of the object as it is; `create` of a
+//! missing one; a merge patch of `remediations/status`, conditional on the version read and
+//! only when the content differs and is not older (`auditEventId`); a merge patch of
+//! `remediations` for its labels; `list` across namespaces and `delete` for the retention
+//! sweep; `create` (and `patch`, for a repeated one) of `events.k8s.io` Events.
 
 use std::collections::BTreeMap;
 
@@ -58,6 +59,20 @@ impl KubeRemediations {
     }
 }
 
+/// The status as the API server keeps it: a merge patch's `null`s remove fields.
+fn without_nulls(status: &serde_json::Value) -> serde_json::Value {
+    match status {
+        serde_json::Value::Object(fields) => serde_json::Value::Object(
+            fields
+                .iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 fn labels_of(o: &DynamicObject) -> BTreeMap<String, String> {
     o.metadata.labels.clone().unwrap_or_default()
 }
@@ -93,50 +108,80 @@ fn classify(e: kube::Error, namespace: &str) -> MirrorError {
 impl RemediationObjects for KubeRemediations {
     async fn write(&self, o: &Remediation) -> Result<Written> {
         let api = self.api(&o.namespace);
-        let status = json!({ "status": o.status });
-        let mut created = false;
-        let written = match api
-            .patch_status(&o.name, &Self::params(), &Patch::Merge(&status))
-            .await
-        {
-            Ok(w) => w,
-            Err(e) if code_of(&e) == Some(404) => {
-                let mut fresh = DynamicObject::new(&o.name, &self.resource)
-                    .within(&o.namespace)
-                    .data(json!({ "spec": o.spec }));
-                fresh.metadata.labels = Some(o.labels.clone());
-                let post = PostParams {
-                    dry_run: false,
-                    field_manager: Some(MANAGER.to_owned()),
-                };
-                match api.create(&post, &fresh).await {
-                    Ok(_) => created = true,
-                    // Another replica made it first.
-                    Err(e) if code_of(&e) == Some(409) => {}
+        let status = serde_json::to_value(&o.status)
+            .map_err(|e| MirrorError::Api(format!("the status does not serialise: {e}")))?;
+        let stored = without_nulls(&status);
+        // A write is conditional on the version read: another replica's write in between is
+        // a conflict, and the object is read again.
+        for _ in 0..3 {
+            let (current, created) = match api.get_opt(&o.name).await {
+                Ok(Some(c)) => (c, false),
+                Ok(None) => {
+                    let mut fresh = DynamicObject::new(&o.name, &self.resource)
+                        .within(&o.namespace)
+                        .data(json!({ "spec": o.spec }));
+                    fresh.metadata.labels = Some(o.labels.clone());
+                    let post = PostParams {
+                        dry_run: false,
+                        field_manager: Some(MANAGER.to_owned()),
+                    };
+                    match api.create(&post, &fresh).await {
+                        Ok(c) => (c, true),
+                        // Another replica made it first.
+                        Err(e) if code_of(&e) == Some(409) => continue,
+                        Err(e) => return Err(classify(e, &o.namespace)),
+                    }
+                }
+                Err(e) => return Err(classify(e, &o.namespace)),
+            };
+            let labels = labels_of(&current);
+            let written = Written {
+                namespace: o.namespace.clone(),
+                name: o.name.clone(),
+                uid: current.metadata.uid.clone(),
+                before: (!created)
+                    .then(|| labels.get(PHASE_LABEL).cloned())
+                    .flatten(),
+                outdated: false,
+            };
+            let theirs = current.data.get("status");
+            let their_event = theirs
+                .and_then(|s| s.get("auditEventId"))
+                .and_then(serde_json::Value::as_i64)
+                .unwrap_or(0);
+            if their_event > o.status.audit_event_id {
+                // A later view of the request is there already.
+                return Ok(Written {
+                    outdated: true,
+                    ..written
+                });
+            }
+            if theirs != Some(&stored) {
+                let patch = json!({
+                    "metadata": { "resourceVersion": current.metadata.resource_version },
+                    "status": status,
+                });
+                match api
+                    .patch_status(&o.name, &Self::params(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(e) if code_of(&e) == Some(409) => continue,
                     Err(e) => return Err(classify(e, &o.namespace)),
                 }
-                api.patch_status(&o.name, &Self::params(), &Patch::Merge(&status))
-                    .await
-                    .map_err(|e| classify(e, &o.namespace))?
             }
-            Err(e) => return Err(classify(e, &o.namespace)),
-        };
-        let labels = labels_of(&written);
-        let before = (!created)
-            .then(|| labels.get(PHASE_LABEL).cloned())
-            .flatten();
-        if o.labels.iter().any(|(k, v)| labels.get(k) != Some(v)) {
-            let patch = json!({ "metadata": { "labels": o.labels } });
-            api.patch(&o.name, &Self::params(), &Patch::Merge(&patch))
-                .await
-                .map_err(|e| classify(e, &o.namespace))?;
+            if o.labels.iter().any(|(k, v)| labels.get(k) != Some(v)) {
+                let patch = json!({ "metadata": { "labels": o.labels } });
+                api.patch(&o.name, &Self::params(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| classify(e, &o.namespace))?;
+            }
+            return Ok(written);
         }
-        Ok(Written {
-            namespace: o.namespace.clone(),
-            name: o.name.clone(),
-            uid: written.metadata.uid.clone(),
-            before,
-        })
+        Err(MirrorError::Api(format!(
+            "{}/{} kept changing while it was written (3 tries); next round",
+            o.namespace, o.name
+        )))
     }
 
     async fn list(&self) -> Result<Vec<Mirrored>> {

@@ -14,8 +14,9 @@
 //!   backoff; it never blocks or fails a request (the mirror runs beside the pipeline and
 //!   the pipeline never waits for it).
 //! - Every replica may write: an object is a function of the stored request
-//!   ([`object::remediation`]), so two replicas write the same content, and a delete of an
-//!   object already gone is no error.
+//!   ([`object::remediation`]), so two replicas write the same content; a write is skipped when
+//!   the object shows it already, refused when it shows a later view (`auditEventId`), and
+//!   conditional on the version read; a delete of an object already gone is no error.
 //! - Bounded: a timeline of the last events; a finished request's object is deleted once it
 //!   has not changed for the retention period, and a finished request older than that is not
 //!   mirrored again. Nothing secret reaches an object (`crate::redact`).
@@ -95,6 +96,9 @@ pub struct Written {
     pub name: String,
     pub uid: Option<String>,
     pub before: Option<String>,
+    /// The object showed a later view of the request already (another replica's), and was
+    /// left as it was.
+    pub outdated: bool,
 }
 
 /// A mirrored object as listed.
@@ -111,7 +115,8 @@ pub struct Mirrored {
 #[async_trait]
 pub trait RemediationObjects: Send + Sync {
     /// Create the object when it is missing, write its status through the status subresource
-    /// and set its labels.
+    /// (unless the object shows the same or a later view of the request already) and set its
+    /// labels.
     async fn write(&self, object: &Remediation) -> Result<Written>;
     /// Every object kubemedic mirrored, in every namespace.
     async fn list(&self) -> Result<Vec<Mirrored>>;
@@ -388,7 +393,7 @@ impl Mirror {
             other => other?,
         };
         self.count("write", "ok");
-        if written.before.as_deref() != Some(request.phase.as_str()) {
+        if !written.outdated && written.before.as_deref() != Some(request.phase.as_str()) {
             for event in object::phase_events(&trail, written.before.as_deref()) {
                 match self.objects.publish(&written, &event).await {
                     Ok(()) => self.count("event", "ok"),

@@ -71,6 +71,10 @@ pub struct Status {
     pub dashboard: Option<String>,
     /// The request's last change in the store.
     pub updated_at: DateTime<Utc>,
+    /// The id of the last audit event this status shows: every change of a request is one,
+    /// and ids grow in commit order, so of two writes the one with the higher id is the newer
+    /// view (a replica that read the request earlier never overwrites a later one).
+    pub audit_event_id: i64,
     pub timeline: Vec<Entry>,
 }
 
@@ -171,6 +175,7 @@ pub fn remediation(
             effective: state.assessment.as_ref().map(|a| a.effective),
             dashboard: dashboard.map(|base| format!("{base}/requests/{name}")),
             updated_at: request.updated_at,
+            audit_event_id: trail.last().map_or(0, |e| e.id),
             timeline,
         },
         name,
@@ -360,6 +365,7 @@ mod tests {
             "absent fields are written as null"
         );
         assert!(json.get("updatedAt").is_some());
+        assert_eq!(json["auditEventId"], 0);
     }
 
     #[test]
@@ -381,6 +387,7 @@ mod tests {
             serde_json::Value::Null,
         ));
         let o = remediation(&r, &trail, "kubemedic", None);
+        assert_eq!(o.status.audit_event_id, 32);
         assert_eq!(o.status.timeline.len(), TIMELINE_LEN);
         assert_eq!(o.status.timeline[0].message, "step 13");
         let secret = &o.status.timeline[TIMELINE_LEN - 2].message;
