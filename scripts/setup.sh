@@ -13,6 +13,9 @@ source scripts/kube-tier/common.sh
 # tests of the web pages.
 ensure_apt_packages postgresql etcd-server openssl curl python3 python3-venv \
   prometheus-alertmanager prometheus chromium chromium-driver
+# kubectl, for the tests that read the Remediation objects as a user would (tests/mirror.rs):
+# Debian's kubernetes-client, unless a kubectl is installed already (its package would clash).
+command -v kubectl >/dev/null || ensure_apt_packages kubernetes-client
 
 # npm (Debian's, if missing) and the npm tools of the test tier, each once into
 # ~/.cache/kubemedic/npm: maildev (SMTP with an HTTP API) and the Slack emulator with its Node 22.

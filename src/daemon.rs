@@ -122,6 +122,9 @@ pub struct Components {
     /// What the model writes as it works, from the investigator (give it the same hub) to the
     /// chat's streams.
     pub live: Arc<LiveTokens>,
+    /// The requests mirrored as `Remediation` objects (`--mirror-remediations`), run beside
+    /// the workers.
+    pub mirror: Option<Arc<crate::mirror::Mirror>>,
 }
 
 /// The configuration the dashboard's catalog and policy pages show.
@@ -377,6 +380,9 @@ pub async fn start_on(
     // starts it): that stream's first wait is woken too, and /metrics says from the start
     // whether notifications arrive.
     drop(state.store.watch_trail());
+    if let Some(mirror) = components.mirror {
+        tokio::spawn(mirror.run(shutdown.clone()));
+    }
     let server = tokio::spawn(web::serve(listener, state.clone(), shutdown.clone()));
     let worker_stop = shutdown.clone();
     let workers = tokio::spawn(workers.run(worker_stop, Duration::from_secs(20)));
@@ -482,6 +488,13 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
         Ok(cluster) => {
             let cluster = Arc::new(cluster);
             info!("Kubernetes client configured");
+            components.mirror = crate::mirror::Mirror::on_kube(
+                cluster.client(),
+                store.clone(),
+                &settings.mirror,
+                Arc::new(SystemClock),
+                Some(metrics.clone()),
+            );
             components.reader = Some(cluster.clone());
             components.stages.push(Arc::new(
                 EnrichmentStage::new(

@@ -9,7 +9,9 @@
 //! daemon               assembles the stages and serves
 //! config               flags + env + file → each module's own Settings type; read only by
 //!                      cli, demo and daemon
-//! web, pipeline        HTTP (the only axum/hyper code); the durable worker driving the Stage trait
+//! web, pipeline, chat, mirror
+//!                      HTTP (the only axum/hyper code); the durable worker driving the Stage
+//!                      trait; the chat; the requests mirrored as Remediation objects
 //! stages               ingest, enrich, investigate, gate, approval, execute, verify — never
 //!                      importing each other
 //! prove               the proof obligations of every action type, checked against the
@@ -46,6 +48,8 @@ pub mod config;
 // The HTTP face and the durable worker.
 #[deny(clippy::indexing_slicing)]
 pub mod chat;
+#[deny(clippy::indexing_slicing)]
+pub mod mirror;
 #[deny(clippy::indexing_slicing)]
 pub mod pipeline;
 pub mod resources;

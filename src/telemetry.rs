@@ -183,6 +183,7 @@ pub struct Metrics {
     audit_listener_losses: Counter,
     /// The listener's loss count as last scraped (the counter follows the store's own).
     audit_listener_losses_seen: AtomicU64,
+    mirror_writes: Family<Labels, Counter>,
 }
 
 impl Default for Metrics {
@@ -343,11 +344,19 @@ impl Metrics {
              live events are late by up to 0.5 s meanwhile)",
             audit_listener_losses.clone(),
         );
+        let mirror_writes = Family::<Labels, Counter>::default();
+        registry.register(
+            "kubemedic_remediation_mirror_writes",
+            "Calls of the Remediation mirror to the Kubernetes API, by op (write, event, list, \
+             delete) and result (ok, failed); a failed one is retried and never holds a request up",
+            mirror_writes.clone(),
+        );
         Self {
             registry,
             audit_listener_up,
             audit_listener_losses,
             audit_listener_losses_seen: AtomicU64::new(0),
+            mirror_writes,
             http_connections,
             http_connections_refused,
             http_timeouts,
@@ -516,6 +525,17 @@ impl Metrics {
         if losses > seen {
             self.audit_listener_losses.inc_by(losses - seen);
         }
+    }
+
+    /// One call of the Remediation mirror (`op`: write, event, list, delete; `result`: ok,
+    /// failed).
+    pub fn mirror_write(&self, op: &str, result: &str) {
+        self.mirror_writes
+            .get_or_create(&vec![
+                ("op".into(), op.into()),
+                ("result".into(), result.into()),
+            ])
+            .inc();
     }
 
     pub fn set_gate_degraded(&self, degraded: bool) {

@@ -5,7 +5,10 @@
 //! real objects; without `patch` on deployments the action that needs it gets 403; the writer
 //! role grants exactly the verbs the actions call ([`CALLS`]); SQLite with two replicas does not
 //! render; a fresh install with no values generates its webhook and API tokens, an upgrade
-//! keeps them, a Secret of one's own wins, and the NOTES say how to read them.
+//! keeps them, a Secret of one's own wins, and the NOTES say how to read them. The Remediation
+//! mirror's role grants exactly the calls the mirror makes ([`MIRROR_CALLS`]): a ServiceAccount
+//! bound to the chart's roles mirrors an object through every one of them, and wider access
+//! (replacing an object, deleting them all, other kinds of the group, core Events) is refused.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
@@ -52,6 +55,21 @@ const CALLS: &[(&str, &str, &str, &str)] = &[
     ("expand_pvc", "", "persistentvolumeclaims", "patch"),
     // Not a step action: a workflow of engine `job` (src/execute/mod.rs).
     ("job", "batch", "jobs", "create"),
+];
+
+/// What the Remediation mirror (src/mirror/kube.rs) calls, as (API group, resource, verb): the
+/// object read before a write, the status written as a merge patch of the status subresource,
+/// a missing object created, its labels patched, the retention sweep's list and delete, and its
+/// Events (a repeated one is a patch of the series). The chart's mirror ClusterRole must grant exactly these.
+const MIRROR_CALLS: &[(&str, &str, &str)] = &[
+    ("kubemedic.io", "remediations/status", "patch"),
+    ("kubemedic.io", "remediations", "get"),
+    ("kubemedic.io", "remediations", "create"),
+    ("kubemedic.io", "remediations", "patch"),
+    ("kubemedic.io", "remediations", "list"),
+    ("kubemedic.io", "remediations", "delete"),
+    ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),
 ];
 
 fn root() -> PathBuf {
@@ -183,6 +201,8 @@ async fn every_manifest_passes_a_server_side_dry_run_with_default_and_full_value
         return;
     };
     monitoring_crds(&k).await;
+    // kubemedic's own CRDs, as helm installs them from crds/ before the templates.
+    k.kubemedic_crds().await;
     let release = format!("km-{}", &k.ns[k.ns.len() - 6..]);
 
     let defaults = render(
@@ -211,6 +231,13 @@ async fn every_manifest_passes_a_server_side_dry_run_with_default_and_full_value
         );
     }
     assert!(!kinds.contains("ServiceMonitor") && !kinds.contains("PrometheusRule"));
+    assert!(
+        defaults
+            .iter()
+            .any(|d| kind(d) == "ClusterRole"
+                && d["metadata"]["name"] == format!("{release}-mirror")),
+        "the mirror's role with the defaults"
+    );
     dry_run_all(&k, &defaults).await;
 
     let full = render(
@@ -389,6 +416,10 @@ async fn a_fresh_install_with_no_values_generates_the_tokens_keeps_them_and_says
         notes.contains("generated on the first install, kept on upgrade"),
         "{notes}"
     );
+    assert!(
+        notes.contains("kubectl get remediations -A"),
+        "the NOTES say how to follow the requests: {notes}"
+    );
 
     // An upgrade keeps the tokens the Secret holds (`lookup` on the real API server; the
     // Secret as the first install left it, the render of the upgrade).
@@ -486,6 +517,287 @@ fn the_writer_role_grants_exactly_what_the_actions_call() {
             .iter()
             .all(|(_, _, v)| ["get", "list", "watch"].contains(&v.as_str()))
     );
+}
+
+/// The container's environment variable `name`, as rendered.
+fn env_of<'a>(docs: &'a [Value], name: &str) -> Option<&'a Value> {
+    let deployment = docs.iter().find(|d| kind(d) == "Deployment").unwrap();
+    deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name)
+}
+
+#[test]
+fn the_mirror_role_grants_exactly_what_the_mirror_calls_and_is_gone_when_it_is_off() {
+    let docs = render(
+        "1.33",
+        "charts/kubemedic/ci/default-values.yaml",
+        "kubemedic",
+        "kubemedic",
+    )
+    .unwrap();
+    let called: BTreeSet<(String, String, String)> = MIRROR_CALLS
+        .iter()
+        .map(|(g, r, v)| ((*g).to_owned(), (*r).to_owned(), (*v).to_owned()))
+        .collect();
+    assert_eq!(
+        granted(&docs, "kubemedic-mirror"),
+        called,
+        "mirror rules vs the mirror's calls"
+    );
+    assert_eq!(
+        env_of(&docs, "KUBEMEDIC_MIRROR_REMEDIATIONS").unwrap()["value"],
+        "true"
+    );
+    assert_eq!(
+        env_of(&docs, "KUBEMEDIC_MIRROR_NAMESPACE").unwrap()["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.namespace",
+        "objects without a namespaced target go to the release's namespace"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let values = dir.path().join("off.yaml");
+    std::fs::write(
+        &values,
+        "mirror: {enabled: false}\nsecrets: {values: {webhookToken: t}}\n",
+    )
+    .unwrap();
+    let off = render("1.33", values.to_str().unwrap(), "kubemedic", "kubemedic").unwrap();
+    assert!(
+        !off.iter()
+            .any(|d| d["metadata"]["name"] == "kubemedic-mirror"),
+        "no mirror role or binding when it is off"
+    );
+    assert!(env_of(&off, "KUBEMEDIC_MIRROR_REMEDIATIONS").is_none());
+}
+
+/// (group, resource, verb) of one API request as the cluster's counter records it
+/// (`PATCH /apis/kubemedic.io/v1alpha1/namespaces/ns/remediations/x/status?…`).
+fn call_of(request: &str) -> (String, String, String) {
+    let (method, uri) = request.split_once(' ').unwrap();
+    let path = uri.split('?').next().unwrap();
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (group, rest) = match parts[0] {
+        "apis" => (parts[1], &parts[3..]),
+        _ => ("", &parts[2..]),
+    };
+    let rest = match rest {
+        ["namespaces", _, more @ ..] if !more.is_empty() => more,
+        other => other,
+    };
+    let (resource, named) = match rest {
+        [r] => ((*r).to_owned(), false),
+        [r, _] => ((*r).to_owned(), true),
+        [r, _, sub] => (format!("{r}/{sub}"), true),
+        other => panic!("unexpected path {other:?}"),
+    };
+    let verb = match (method, named) {
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", _) => "create",
+        ("PATCH", _) => "patch",
+        ("PUT", _) => "update",
+        ("DELETE", _) => "delete",
+        other => panic!("unexpected method {other:?}"),
+    };
+    (group.to_owned(), resource, verb.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mirror_writes_with_exactly_the_charts_mirror_role_and_nothing_wider() {
+    use kubemedic::domain::Phase;
+    use kubemedic::mirror::object::{Entry, PHASE_LABEL, PhaseEvent, Remediation, Spec, Status};
+    use kubemedic::mirror::{KubeRemediations, RemediationObjects};
+
+    let Some(k) = Kube::new("chart-mirror").await else {
+        return;
+    };
+    k.kubemedic_crds().await;
+    let release = format!("km-{}", &k.ns[k.ns.len() - 6..]);
+    let docs = render(
+        "1.20",
+        "charts/kubemedic/ci/default-values.yaml",
+        &release,
+        &k.ns,
+    )
+    .unwrap();
+    // The chart's ServiceAccount and RBAC as installed (reader, writer, mirror), and nothing
+    // else.
+    let mirror = format!("{release}-mirror");
+    for d in docs
+        .iter()
+        .filter(|d| ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"].contains(&kind(d)))
+    {
+        k.apply(d.clone()).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = k.kubeconfig_of(&release, dir.path()).await;
+    let cluster = k.cluster_as(&kubeconfig, Default::default()).await;
+    let objects = KubeRemediations::new(cluster.client());
+
+    let id = uuid::Uuid::new_v4().to_string();
+    let mut object = Remediation {
+        name: id.clone(),
+        namespace: k.ns.clone(),
+        labels: [
+            ("app.kubernetes.io/managed-by", "kubemedic"),
+            ("kubemedic.io/request-id", id.as_str()),
+            (PHASE_LABEL, "Executing"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .collect(),
+        spec: Spec {
+            request_id: id.clone(),
+            signal: "KubePodCrashLooping".into(),
+            target: Some(Target::new("Deployment", "web", Some(k.ns.clone()))),
+        },
+        status: Status {
+            phase: Phase::Executing,
+            reason: None,
+            target: Some("Deployment/web".into()),
+            workflow: Some("restart-deployment".into()),
+            decision: Some("AutoApproved".into()),
+            approval: Some("NotRequired".into()),
+            effective: None,
+            dashboard: None,
+            updated_at: Utc::now(),
+            audit_event_id: 1,
+            timeline: vec![Entry {
+                at: Utc::now(),
+                kind: "transition".into(),
+                message: "Gating -> Executing".into(),
+            }],
+        },
+    };
+    let written = k
+        .wait("RBAC to let the mirror write", 30, || async {
+            objects.write(&object).await.ok()
+        })
+        .await;
+    assert_eq!(written.before, None, "created by this write");
+    let stale = object.clone();
+    object.status.phase = Phase::Completed;
+    object.status.effective = Some(true);
+    object.status.audit_event_id = 2;
+    object.labels.insert(PHASE_LABEL.into(), "Completed".into());
+    let again = objects.write(&object).await.unwrap();
+    assert_eq!(again.before.as_deref(), Some("Executing"));
+    assert!(!again.outdated);
+    // A replica that read the request before that change leaves the later view as it is.
+    let late = objects.write(&stale).await.unwrap();
+    assert!(late.outdated, "{late:?}");
+    let event = PhaseEvent {
+        phase: Phase::Completed,
+        note: "Verifying -> Completed".into(),
+        warning: false,
+    };
+    objects.publish(&again, &event).await.unwrap();
+    objects.publish(&again, &event).await.unwrap();
+    let listed = objects.list().await.unwrap();
+    let mine = listed.iter().find(|o| o.name == id).unwrap();
+    assert_eq!(mine.phase, Some(Phase::Completed));
+    let stored = k.get("kubemedic.io/v1alpha1", "Remediation", &id).await;
+    assert_eq!(stored["status"]["effective"], true, "{stored:#}");
+    assert_eq!(stored["metadata"]["labels"][PHASE_LABEL], "Completed");
+    objects.delete(&k.ns, &id).await.unwrap();
+    objects.delete(&k.ns, &id).await.unwrap();
+
+    // Every verb the role grants was used, and nothing else was called.
+    let made: BTreeSet<(String, String, String)> = cluster
+        .requests()
+        .take()
+        .iter()
+        .map(|r| call_of(r))
+        .collect();
+    assert_eq!(made, granted(&docs, &mirror), "the calls made vs the role");
+
+    // Nothing wider, with all the chart's roles: replacing an object, deleting them all, other
+    // kinds of the group, core Events.
+    let client = cluster.client();
+    let remediations = k.api("kubemedic.io/v1alpha1", "Remediation");
+    let theirs: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &k.ns,
+        &kube::discovery::ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("kubemedic.io", "v1alpha1", "Remediation"),
+            "remediations",
+        ),
+    );
+    let kept = remediations
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"apiVersion": "kubemedic.io/v1alpha1",
+                "kind": "Remediation", "metadata": {"name": "kept"}, "spec": {"requestId": "kept"}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let forbidden = |r: Result<DynamicObject, kube::Error>| match r {
+        Err(kube::Error::Api(e)) => e.code == 403,
+        _ => false,
+    };
+    assert!(
+        matches!(
+            theirs
+                .delete_collection(&Default::default(), &Default::default())
+                .await,
+            Err(kube::Error::Api(e)) if e.code == 403
+        ),
+        "deletecollection"
+    );
+    assert!(
+        forbidden(theirs.replace("kept", &PostParams::default(), &kept).await),
+        "update"
+    );
+    let workflows: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &k.ns,
+        &kube::discovery::ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("kubemedic.io", "v1alpha1", "RemediationWorkflow"),
+            "remediationworkflows",
+        ),
+    );
+    let workflow: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "kubemedic.io/v1alpha1",
+        "kind": "RemediationWorkflow", "metadata": {"name": "mine"}, "spec": {}}))
+        .unwrap();
+    assert!(
+        forbidden(workflows.create(&PostParams::default(), &workflow).await),
+        "another kind of the group"
+    );
+    let core_events: Api<DynamicObject> = Api::namespaced_with(
+        client,
+        &k.ns,
+        &kube::discovery::ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Event")),
+    );
+    let core_event: DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "x", "namespace": k.ns},
+        "reason": "X", "message": "x"}))
+    .unwrap();
+    assert!(
+        forbidden(
+            core_events
+                .create(&PostParams::default(), &core_event)
+                .await
+        ),
+        "core Events"
+    );
+
+    for name in [
+        format!("{release}-reader"),
+        format!("{release}-writer"),
+        mirror,
+    ] {
+        for kind in ["ClusterRoleBinding", "ClusterRole"] {
+            let _ = k
+                .api("rbac.authorization.k8s.io/v1", kind)
+                .delete(&name, &Default::default())
+                .await;
+        }
+    }
 }
 
 fn args(pairs: &[(&str, Value)]) -> kubemedic::actions::Args {
@@ -849,6 +1161,7 @@ async fn every_builtin_action_runs_with_exactly_the_charts_permissions() {
         format!("{release}-reader"),
         format!("{release}-config"),
         writer,
+        format!("{release}-mirror"),
     ] {
         let _ = roles.delete(&name, &Default::default()).await;
         let _ = k

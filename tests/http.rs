@@ -706,6 +706,12 @@ impl kubemedic::store::Audit for UnreachableStore {
     ) -> Result<Vec<AuditEvent>, StoreError> {
         Err(gone())
     }
+    async fn changed_requests(&self, _: i64, _: i64) -> Result<Vec<(i64, uuid::Uuid)>, StoreError> {
+        Err(gone())
+    }
+    async fn audit_head(&self) -> Result<i64, StoreError> {
+        Err(gone())
+    }
     async fn verify_request_chain(
         &self,
         _: uuid::Uuid,

@@ -65,7 +65,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "verify",
         ],
     ),
-    ("web / pipeline", &["web", "pipeline", "chat", "resources"]),
+    (
+        "web / pipeline",
+        &["web", "pipeline", "chat", "resources", "mirror"],
+    ),
     ("config", &["config"]),
     ("daemon", &["daemon"]),
     ("commands", &["demo", "cli"]),

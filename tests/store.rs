@@ -95,6 +95,7 @@ contract!(
     batches_are_claimed_once_and_commit_together,
     concurrent_writers_keep_one_unbroken_chain,
     a_step_commits_with_its_audit_events,
+    changed_requests_follow_the_audit_trail_from_a_watermark,
     illegal_transitions_are_refused,
     terminal_requests_free_their_target,
     waiting_requests_are_not_claimed_early,
@@ -735,6 +736,50 @@ async fn a_step_commits_with_its_audit_events(f: Fixture) {
             .is_none(),
         "terminal is not claimable"
     );
+}
+
+/// What the Remediation mirror (src/mirror) follows: the requests changed since a watermark,
+/// each once, in the order of its last change, paged by that id.
+async fn changed_requests_follow_the_audit_trail_from_a_watermark(f: Fixture) {
+    let s = &f.store;
+    let start = s.audit_head().await.unwrap();
+    assert!(s.changed_requests(start, 10).await.unwrap().is_empty());
+    let a = s.ingest(&[signal("w1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    let b = s
+        .ingest(&[signal("w2", 0, Some(("shop", "Deployment", "cart")))])
+        .await
+        .unwrap()[0]
+        .request_id()
+        .unwrap();
+    // `a` changes again after `b` opened: it comes last, once.
+    s.claim_batch("w", Duration::from_secs(30), 10)
+        .await
+        .unwrap();
+    s.commit_step(a, "w", Phase::Received, step(Phase::Enriching))
+        .await
+        .unwrap()
+        .unwrap();
+    s.append_audit(
+        None,
+        None,
+        &AuditDraft::new("note", "test", "about no request"),
+    )
+    .await
+    .unwrap();
+    let changed = s.changed_requests(start, 10).await.unwrap();
+    let ids: Vec<uuid::Uuid> = changed.iter().map(|(_, id)| *id).collect();
+    assert_eq!(ids, vec![b, a]);
+    assert!(changed[0].0 < changed[1].0);
+    let head = s.audit_head().await.unwrap();
+    assert!(head > changed[1].0, "the last event is about no request");
+    // Paged: continue from the last id answered.
+    let first = s.changed_requests(start, 1).await.unwrap();
+    assert_eq!(first, vec![changed[0]]);
+    let rest = s.changed_requests(first[0].0, 10).await.unwrap();
+    assert_eq!(rest, vec![changed[1]]);
+    assert!(s.changed_requests(head, 10).await.unwrap().is_empty());
 }
 
 async fn illegal_transitions_are_refused(f: Fixture) {

@@ -180,11 +180,6 @@ pub struct KubeCluster {
 }
 
 impl KubeCluster {
-    /// The client, for what reads or writes kubemedic's own objects (its custom resources).
-    pub fn client(&self) -> Client {
-        self.client.clone()
-    }
-
     /// Build a client. Makes no API call: an unreachable server shows up on first use.
     pub async fn connect(opts: &KubeOptions) -> Result<Self> {
         let config_error =
@@ -241,6 +236,13 @@ impl KubeCluster {
                 refreshed: None,
             }),
         })
+    }
+
+    /// The client, for kubemedic's own objects (the Remediation mirror, the watched
+    /// configuration); reads and writes of workloads go through [`ClusterReader`] and
+    /// [`ClusterWriter`] and their checks.
+    pub fn client(&self) -> Client {
+        self.client.clone()
     }
 
     pub fn requests(&self) -> &RequestCounter {

@@ -62,7 +62,7 @@ settings! {
         /// The namespace kubemedic runs in: the only one it reads its custom resources
         /// (RemediationWorkflow, InvestigationPlaybook, ClusterContext, ApprovalPolicy) from
         /// [default: the in-cluster service account's namespace, else kubemedic].
-        #[arg(long, env = "KUBEMEDIC_NAMESPACE", value_name = "NAME")]
+        #[arg(long, env = "KUBEMEDIC_OWN_NAMESPACE", value_name = "NAME")]
         pub own_namespace: Option<String>,
 
         /// Do not watch kubemedic's custom resources (docs/kubernetes-resources.md): the

@@ -18,6 +18,7 @@ pub mod cluster;
 pub(crate) mod declare;
 pub mod execute;
 pub mod investigate;
+pub mod mirror;
 pub mod notify;
 pub mod pipeline;
 pub mod policy;
@@ -40,6 +41,7 @@ pub use self::declare::HelpDefault;
 use self::declare::{Layered, env_of, file_keys};
 pub use self::execute::ExecuteArgs;
 pub use self::investigate::{InvestigateArgs, LlmMode};
+pub use self::mirror::MirrorArgs;
 pub use self::notify::{MailArgs, SlackArgs};
 pub use self::pipeline::PipelineArgs;
 pub use self::policy::{GateArgs, GateParts};
@@ -52,6 +54,7 @@ use crate::enrich::EnrichSettings;
 use crate::execute::ExecuteSettings;
 use crate::gate::GateSettings;
 use crate::investigate::InvestigateSettings;
+use crate::mirror::MirrorSettings;
 use crate::pipeline::PhaseTimeouts;
 use crate::policy::PolicySettings;
 use crate::secret::Secret;
@@ -169,6 +172,11 @@ pub const OWNERS: &[Owner] = &[
         args: SlackArgs::augment_args,
         keys: file_keys::<SlackArgs>,
     },
+    Owner {
+        title: "Remediations in Kubernetes",
+        args: MirrorArgs::augment_args,
+        keys: file_keys::<MirrorArgs>,
+    },
 ];
 
 /// Settings shared by `serve`, `migrate` and the admin commands: the config file and every
@@ -203,6 +211,8 @@ pub struct DaemonArgs {
     pub mail: MailArgs,
     #[command(flatten)]
     pub slack: SlackArgs,
+    #[command(flatten)]
+    pub mirror: MirrorArgs,
 }
 
 impl DaemonArgs {
@@ -223,6 +233,7 @@ impl DaemonArgs {
             args.approvals.fill_from(file.approvals);
             args.mail.fill_from(file.mail);
             args.slack.fill_from(file.slack);
+            args.mirror.fill_from(file.mirror);
         }
         Ok(args)
     }
@@ -272,6 +283,7 @@ fn read_file(path: &Path) -> Result<DaemonArgs> {
         approvals: parse(path, &text)?,
         mail: parse(path, &text)?,
         slack: parse(path, &text)?,
+        mirror: parse(path, &text)?,
     })
 }
 
@@ -309,6 +321,8 @@ pub struct Settings {
     pub verify: VerifySettings,
     pub timeouts: PhaseTimeouts,
     pub approvals: ApprovalConfig,
+    /// Requests mirrored as `Remediation` objects.
+    pub mirror: MirrorSettings,
 }
 
 impl Settings {
@@ -329,6 +343,7 @@ impl Settings {
             approvals,
             mail,
             slack,
+            mirror,
         } = args.with_file()?;
         let cluster = cluster.settings()?;
         let investigate = investigate.settings()?;
@@ -341,6 +356,7 @@ impl Settings {
         let execute = execute.settings(verify.effectiveness_threshold)?;
         let pipeline = pipeline.settings()?;
         let approvals = approvals.settings(mail, slack, pipeline.timeouts.awaiting_approval)?;
+        let mirror = mirror.settings(approvals.settings.public_url.clone())?;
         // A window the verification timeout cuts off would end every remediation unassessed.
         if let (Some(limit), Ok(window)) = (pipeline.timeouts.verifying, verify.window.to_std())
             && window >= limit
@@ -384,6 +400,7 @@ impl Settings {
             verify,
             timeouts: pipeline.timeouts,
             approvals,
+            mirror,
         })
     }
 

@@ -143,6 +143,8 @@ fn demo_components(
         approvals: None,
         reader: Some(chat_reader),
         live,
+        // The demo's cluster is a snapshot: nothing to mirror to.
+        mirror: None,
     };
     Ok((components, demo_cluster))
 }

@@ -163,6 +163,16 @@ pub trait Audit: Send + Sync {
 
     /// Whether the watchers are woken now, and how often their wake-ups were interrupted.
     fn trail_bell(&self) -> BellStatus;
+    /// The requests the audit events after event `after` (exclusive) are about, each with the
+    /// id of its last such event, ordered by that id, at most `limit`: what changed since a
+    /// watermark. Continue from the last id answered. Ids grow in commit order (appends take
+    /// the chain's lock, see `SqlStore::chain_head`), so a reader that continues from the last
+    /// id it saw misses no change.
+    async fn changed_requests(&self, after: i64, limit: i64) -> Result<Vec<(i64, Uuid)>>;
+
+    /// The id of the last audit event (0 for an empty trail): a watermark for
+    /// [`Audit::changed_requests`].
+    async fn audit_head(&self) -> Result<i64>;
 
     /// Check the hash chain of one request's events: each event's hash, and that it follows
     /// the event stored just before it.

@@ -97,38 +97,6 @@ impl Kube {
         }
     }
 
-    /// The chart's CRDs (charts/kubemedic/crds) on the test API server, served.
-    pub async fn kubemedic_crds(&self) {
-        let api: Api<DynamicObject> = Api::all_with(
-            self.client.clone(),
-            &ApiResource::from_gvk(&GroupVersionKind::gvk(
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-            )),
-        );
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/kubemedic/crds");
-        for entry in std::fs::read_dir(&dir).expect("the chart's crds/") {
-            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("a CRD");
-            let crd: Value = serde_saphyr::from_str(&text).expect("CRD YAML");
-            let kind = crd["spec"]["names"]["kind"]
-                .as_str()
-                .expect("kind")
-                .to_owned();
-            let obj: DynamicObject = serde_json::from_value(crd).expect("CRD object");
-            match api.create(&PostParams::default(), &obj).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 409 => {}
-                Err(e) => panic!("create the {kind} CRD: {e}"),
-            }
-            let g = GroupVersionKind::gvk("kubemedic.io", "v1alpha1", &kind);
-            self.wait(&format!("the {kind} CRD served"), 30, || async {
-                kube::discovery::pinned_kind(&self.client, &g).await.ok()
-            })
-            .await;
-        }
-    }
-
     /// Create an object (in the test namespace unless cluster-scoped); returns it as created.
     pub async fn apply(&self, mut o: Value) -> Value {
         let api_version = o["apiVersion"].as_str().expect("apiVersion").to_owned();
@@ -329,6 +297,145 @@ impl Kube {
     pub async fn cluster(&self) -> Arc<kubemedic::cluster::KubeCluster> {
         self.cluster_as(&self.kubeconfig, Default::default()).await
     }
+
+    /// kubemedic's CRDs (charts/kubemedic/crds), applied as `kubectl apply --server-side
+    /// --force-conflicts` would (the files win; other tests apply them at the same time), and
+    /// served.
+    pub async fn kubemedic_crds(&self) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/kubemedic/crds");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("charts/kubemedic/crds")
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect();
+        files.sort();
+        let crds: Api<DynamicObject> = Api::all_with(
+            self.client.clone(),
+            &ar("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        );
+        for file in files {
+            let crd: Value = serde_saphyr::from_str(&std::fs::read_to_string(&file).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let name = crd["metadata"]["name"].as_str().unwrap().to_owned();
+            let obj: DynamicObject = serde_json::from_value(crd.clone()).unwrap();
+            crds.patch(
+                &name,
+                &PatchParams::apply("kubemedic-tests").force(),
+                &Patch::Apply(&obj),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("apply CRD {name}: {e}"));
+            let group = crd["spec"]["group"].as_str().unwrap().to_owned();
+            let kind = crd["spec"]["names"]["kind"].as_str().unwrap().to_owned();
+            let version = crd["spec"]["versions"][0]["name"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            let gvk = GroupVersionKind::gvk(&group, &version, &kind);
+            self.wait(&format!("the {kind} CRD served"), 30, || async {
+                kube::discovery::pinned_kind(&self.client, &gvk).await.ok()
+            })
+            .await;
+        }
+    }
+
+    /// A ServiceAccount `name` in the test namespace bound (cluster-wide) to a ClusterRole of
+    /// exactly `rules`, and a kubeconfig that acts as it (in `dir`). The role and its binding
+    /// are named `<name>-<namespace>`; [`Kube::drop_role`] removes them.
+    pub async fn service_account(
+        &self,
+        name: &str,
+        rules: Value,
+        dir: &std::path::Path,
+    ) -> PathBuf {
+        let role = format!("{name}-{}", self.ns);
+        self.apply(
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}),
+        )
+        .await;
+        self.grant(name, &role, rules).await;
+        self.kubeconfig_of(name, dir).await
+    }
+
+    /// A kubeconfig (in `dir`) that acts as the test namespace's ServiceAccount `name`, with
+    /// its token (once the controller-manager made it).
+    pub async fn kubeconfig_of(&self, name: &str, dir: &std::path::Path) -> PathBuf {
+        let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(self.client.clone(), &self.ns);
+        let token = self
+            .wait("the ServiceAccount's token", 30, || async {
+                let list = secrets.list(&Default::default()).await.ok()?;
+                list.items.into_iter().find_map(|s| {
+                    let ours = s.type_.as_deref() == Some("kubernetes.io/service-account-token")
+                        && s.metadata
+                            .annotations
+                            .as_ref()?
+                            .get("kubernetes.io/service-account.name")
+                            .map(String::as_str)
+                            == Some(name);
+                    ours.then(|| {
+                        s.data?
+                            .get("token")
+                            .map(|t| String::from_utf8(t.0.clone()).unwrap())
+                    })?
+                })
+            })
+            .await;
+        let server =
+            std::env::var("KUBEMEDIC_TEST_KUBE_SERVER").expect("KUBEMEDIC_TEST_KUBE_SERVER");
+        let ca = std::env::var("KUBEMEDIC_TEST_KUBE_CA_FILE").expect("KUBEMEDIC_TEST_KUBE_CA_FILE");
+        let kubeconfig = dir.join(format!("{name}.kubeconfig"));
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: '{server}', certificate-authority: '{ca}'}}}}]\n\
+                 users: [{{name: sa, user: {{token: '{token}'}}}}]\ncontexts: [{{name: c, context: {{cluster: c, user: sa, namespace: {}}}}}]\ncurrent-context: c\n",
+                self.ns
+            ),
+        )
+        .unwrap();
+        kubeconfig
+    }
+
+    /// Bind ServiceAccount `account` (of the test namespace) to a new ClusterRole `role` of
+    /// exactly `rules`.
+    pub async fn grant(&self, account: &str, role: &str, rules: Value) {
+        self.apply(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": role}, "rules": rules}),
+        )
+        .await;
+        self.apply(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": self.ns}]}))
+            .await;
+    }
+
+    /// Remove a ClusterRole and its binding made by [`Kube::grant`].
+    pub async fn drop_role(&self, role: &str) {
+        let _ = self
+            .api("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")
+            .delete(role, &Default::default())
+            .await;
+        let _ = self
+            .api("rbac.authorization.k8s.io/v1", "ClusterRole")
+            .delete(role, &Default::default())
+            .await;
+    }
+}
+
+/// The rules of the chart's role files (charts/kubemedic/rbac/<name>-rules.yaml), one list.
+pub fn chart_rules(names: &[&str]) -> Value {
+    let mut all = Vec::new();
+    for name in names {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("charts/kubemedic/rbac/{name}-rules.yaml"));
+        let rules: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        all.extend(rules.as_array().unwrap().iter().cloned());
+    }
+    Value::Array(all)
 }
 
 /// Container statuses as a kubelet reports them.

@@ -278,6 +278,34 @@ impl<D: Dialect> Audit for SqlStore<D> {
         self.bell.status()
     }
 
+    async fn changed_requests(&self, after: i64, limit: i64) -> Result<Vec<(i64, Uuid)>> {
+        // The primary key bounds the scan to the events after the watermark.
+        let rows = sqlx::query(
+            "SELECT MAX(id) AS last, request_id FROM audit_events \
+             WHERE id > $1 AND request_id IS NOT NULL \
+             GROUP BY request_id ORDER BY last LIMIT $2",
+        )
+        .arg(after)
+        .arg(limit)
+        .fetch_all(self.reads())
+        .await?;
+        let get = |e: sqlx::Error| corrupt("audit_events", e.to_string());
+        rows.iter()
+            .map(|row| {
+                let last: i64 = row.col("last").map_err(get)?;
+                let id: D::Id = row.col("request_id").map_err(get)?;
+                Ok((last, D::uuid_of(id)))
+            })
+            .collect()
+    }
+
+    async fn audit_head(&self) -> Result<i64> {
+        let (head,): (i64,) = query_as("SELECT COALESCE(MAX(id), 0) FROM audit_events")
+            .fetch_one(self.reads())
+            .await?;
+        Ok(head)
+    }
+
     async fn verify_request_chain(&self, rid: Uuid) -> Result<ChainReport> {
         let rows = sqlx::query(
             "SELECT e.id, e.request_id, e.at, e.phase, e.kind, e.actor, e.message, \
