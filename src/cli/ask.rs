@@ -20,22 +20,8 @@ pub struct AskArgs {
     /// The question (or, with --conversation, the next message).
     #[arg(value_name = "QUESTION", required = true, num_args = 1..)]
     pub question: Vec<String>,
-    /// The daemon's address.
-    #[arg(
-        long,
-        env = "KUBEMEDIC_URL",
-        value_name = "URL",
-        default_value = "http://127.0.0.1:8080"
-    )]
-    pub url: String,
-    /// An API key of the dashboard (viewer to ask; approver to decide).
-    #[arg(
-        long,
-        env = "KUBEMEDIC_API_KEY",
-        value_name = "KEY",
-        hide_env_values = true
-    )]
-    pub api_key: Option<Secret>,
+    #[command(flatten)]
+    pub daemon: super::Remote,
     /// Continue this conversation.
     #[arg(long, value_name = "ID")]
     pub conversation: Option<String>,
@@ -255,8 +241,8 @@ pub async fn run(args: AskArgs) -> ExitCode {
     };
     let client = Client {
         http,
-        url: args.url.trim_end_matches('/').to_owned(),
-        key: args.api_key.clone(),
+        url: args.daemon.url.trim_end_matches('/').to_owned(),
+        key: args.daemon.api_key.clone(),
     };
     let question = args.question.join(" ");
     match converse(&client, &args, &question).await {

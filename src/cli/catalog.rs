@@ -5,30 +5,7 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use crate::secret::Secret;
-
-/// Where to ask.
-#[derive(Debug, clap::Args)]
-pub struct ListArgs {
-    /// The daemon's address.
-    #[arg(
-        long,
-        env = "KUBEMEDIC_URL",
-        value_name = "URL",
-        default_value = "http://127.0.0.1:8080"
-    )]
-    pub url: String,
-    /// An API key of the dashboard (any role).
-    #[arg(
-        long,
-        env = "KUBEMEDIC_API_KEY",
-        value_name = "KEY",
-        hide_env_values = true
-    )]
-    pub api_key: Option<Secret>,
-}
-
-pub async fn list(args: ListArgs) -> ExitCode {
+pub async fn list(args: super::Remote) -> ExitCode {
     let url = format!("{}/api/v1/catalog", args.url.trim_end_matches('/'));
     let mut req = reqwest::Client::new().get(&url);
     if let Some(k) = &args.api_key {

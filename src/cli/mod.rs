@@ -43,6 +43,27 @@ pub struct SnapshotArgs {
     pub cluster: ClusterArgs,
 }
 
+/// A running daemon to talk to, as `kubemedic ask` and `catalog list` do.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Remote {
+    /// The daemon's address.
+    #[arg(
+        long,
+        env = "KUBEMEDIC_URL",
+        value_name = "URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub url: String,
+    /// An API key of the dashboard (viewer to read and ask; approver to decide).
+    #[arg(
+        long,
+        env = "KUBEMEDIC_API_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub api_key: Option<crate::secret::Secret>,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct CatalogArgs {
     #[command(subcommand)]
@@ -58,7 +79,7 @@ pub enum CatalogCommand {
     },
     /// List the catalog a running daemon has in force (files and RemediationWorkflow objects)
     /// and where each workflow comes from.
-    List(catalog::ListArgs),
+    List(Remote),
 }
 
 #[derive(Debug, clap::Args)]

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
 
-use super::{cross_site, error_page, failed, layout, page_caller, respond, when};
+use super::{failed, form_caller, layout, page_caller, respond, when};
 use crate::domain::{PINNED_CLUSTER, Role};
 use crate::web::{ApiError, AppState, Caller};
 
@@ -132,18 +132,17 @@ pub async fn memory_submit(
     headers: HeaderMap,
     Form(form): Form<MemoryForm>,
 ) -> Response {
-    let who = match page_caller(caller, &uri, Role::Admin) {
+    let who = match form_caller(
+        caller,
+        &uri,
+        &headers,
+        form.csrf.as_deref(),
+        Role::Admin,
+        "the page",
+    ) {
         Ok(p) => p,
         Err(r) => return *r,
     };
-    if cross_site(&headers) || !who.csrf_ok(form.csrf.as_deref()) {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "Refused",
-            "The form did not carry this session's token; reload the page and try again.",
-            Some(&who),
-        );
-    }
     let scope = match crate::web::memory::scope(&form.scope) {
         Ok(s) => s,
         Err(e) => return failed(e, &who),

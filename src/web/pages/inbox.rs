@@ -12,7 +12,7 @@ use maud::html;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::{cross_site, error_page, failed, layout, page_caller, respond, said, short, when};
+use super::{error_page, failed, form_caller, layout, page_caller, respond, said, short, when};
 use crate::domain::{ApprovalStatus, Channel, Role};
 use crate::web::{ApiError, AppState, Caller};
 
@@ -112,19 +112,17 @@ pub async fn decide(
     Path(id): Path<String>,
     Form(form): Form<DecideForm>,
 ) -> Response {
-    let who = match page_caller(caller, &uri, Role::Approver) {
+    let who = match form_caller(
+        caller,
+        &uri,
+        &headers,
+        form.csrf.as_deref(),
+        Role::Approver,
+        "the inbox",
+    ) {
         Ok(p) => p,
         Err(r) => return *r,
     };
-    if cross_site(&headers) || !who.csrf_ok(form.csrf.as_deref()) {
-        tracing::warn!(subject = %who.subject, "dashboard decision refused: no valid CSRF token");
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "Refused",
-            "The form did not carry this session's token; reload the inbox and try again.",
-            Some(&who),
-        );
-    }
     let Some(approvals) = state.approvals.clone() else {
         return failed(
             ApiError::NotFound("approvals are not configured".into()),

@@ -142,6 +142,29 @@ fn page_caller(caller: Caller, uri: &Uri, needed: Role) -> Result<Principal, Box
     }
 }
 
+/// The caller of a form that changes something: signed in with `needed`, from this site, with
+/// this session's CSRF token; otherwise the page that says why. `what` is what to reload.
+fn form_caller(
+    caller: Caller,
+    uri: &Uri,
+    headers: &HeaderMap,
+    csrf: Option<&str>,
+    needed: Role,
+    what: &str,
+) -> Result<Principal, Box<Response>> {
+    let who = page_caller(caller, uri, needed)?;
+    if cross_site(headers) || !who.csrf_ok(csrf) {
+        tracing::warn!(subject = %who.subject, "dashboard form refused: no valid CSRF token");
+        return Err(Box::new(error_page(
+            StatusCode::FORBIDDEN,
+            "Refused",
+            &format!("The form did not carry this session's token; reload {what} and try again."),
+            Some(&who),
+        )));
+    }
+    Ok(who)
+}
+
 fn error_page(status: StatusCode, title: &str, message: &str, who: Option<&Principal>) -> Response {
     respond(
         status,

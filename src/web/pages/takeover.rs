@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use maud::{Markup, html};
 
-use super::{Principal, cross_site, csrf_field, error_page, failed, page_caller};
+use super::{Principal, csrf_field, error_page, failed, form_caller};
 use crate::catalog::SelectionContext;
 use crate::domain::{RemediationRequest, Role};
 use crate::web::review::{RemediateBody, may_take_over, take_over};
@@ -40,18 +40,17 @@ pub async fn remediate_form(
     Path(id): Path<String>,
     Form(form): Form<RemediateForm>,
 ) -> Response {
-    let who = match page_caller(caller, &uri, Role::Approver) {
+    let who = match form_caller(
+        caller,
+        &uri,
+        &headers,
+        form.csrf.as_deref(),
+        Role::Approver,
+        "the request",
+    ) {
         Ok(p) => p,
         Err(r) => return *r,
     };
-    if cross_site(&headers) || !who.csrf_ok(form.csrf.as_deref()) {
-        return error_page(
-            StatusCode::FORBIDDEN,
-            "Refused",
-            "The form did not carry this session's token; reload the request and try again.",
-            Some(&who),
-        );
-    }
     let parameters = match form.parameters.as_deref().map(str::trim) {
         None | Some("") => Map::new(),
         Some(text) => match serde_json::from_str::<Map<String, Value>>(text) {
