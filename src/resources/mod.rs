@@ -61,6 +61,8 @@ pub struct Resources {
     /// The last good version of each object (by `kind/name`): what stays in force while a
     /// newer version is invalid.
     good: Mutex<HashMap<String, Value>>,
+    /// The missing CRDs or permissions were reported (once for all kinds).
+    warned: std::sync::atomic::AtomicBool,
 }
 
 /// What an object's `Ready` condition says.
@@ -115,6 +117,7 @@ impl Resources {
             store,
             clock,
             good: Mutex::new(HashMap::new()),
+            warned: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -150,9 +153,21 @@ impl Resources {
                 Ok(_) => {}
                 Err(e) => {
                     if !failing {
-                        warn!(kind = kind.name(), error = %e,
-                            "cannot watch kubemedic's custom resources (are the CRDs installed and may kubemedic list them?); files stay in force, retrying");
                         failing = true;
+                        // An unreachable API server is the cluster's to report (once, on
+                        // /readyz and in the log); missing CRDs or permissions are ours, said
+                        // once for all the kinds.
+                        let refused = matches!(
+                            &e,
+                            watcher::Error::InitialListFailed(kube::Error::Api(_))
+                                | watcher::Error::WatchStartFailed(kube::Error::Api(_))
+                        );
+                        if refused && !self.warned.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                            warn!(kind = kind.name(), error = %e,
+                                "cannot watch kubemedic's custom resources (are the CRDs installed and may kubemedic list them?); files stay in force, retrying");
+                        } else {
+                            tracing::debug!(kind = kind.name(), error = %e, "watch of custom resources interrupted; retrying");
+                        }
                     }
                 }
             }
