@@ -117,7 +117,7 @@ impl ClusterArgs {
             ));
         }
         let own_namespace = match self.own_namespace.as_deref().map(str::trim) {
-            Some(n) if !valid_namespace(n) => {
+            Some(n) if !super::is_dns_label(n) => {
                 return Err(invalid(
                     "own-namespace",
                     format!(
@@ -129,7 +129,7 @@ impl ClusterArgs {
             None => std::fs::read_to_string(SERVICE_ACCOUNT_NAMESPACE)
                 .ok()
                 .map(|n| n.trim().to_owned())
-                .filter(|n| valid_namespace(n))
+                .filter(|n| super::is_dns_label(n))
                 .unwrap_or_else(|| "kubemedic".into()),
         };
         Ok(ClusterSettings {
@@ -148,14 +148,4 @@ impl ClusterArgs {
             },
         })
     }
-}
-
-/// A DNS-1123 label, as Kubernetes requires of a namespace's name.
-fn valid_namespace(n: &str) -> bool {
-    !n.is_empty()
-        && n.len() <= 63
-        && n.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !n.starts_with('-')
-        && !n.ends_with('-')
 }

@@ -53,7 +53,7 @@ impl MirrorArgs {
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty());
         if let Some(ns) = &namespace
-            && !is_dns_label(ns)
+            && !super::is_dns_label(ns)
         {
             return Err(invalid(
                 "mirror-namespace",
@@ -69,16 +69,6 @@ impl MirrorArgs {
             dashboard,
         })
     }
-}
-
-/// A Kubernetes namespace name: an RFC 1123 label.
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 #[cfg(test)]

@@ -419,6 +419,16 @@ impl Settings {
     }
 }
 
+/// A DNS-1123 label, as Kubernetes requires of a namespace's name.
+pub(crate) fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
