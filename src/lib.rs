@@ -47,6 +47,8 @@ pub mod config;
 #[deny(clippy::indexing_slicing)]
 pub mod chat;
 #[deny(clippy::indexing_slicing)]
+pub mod mcp;
+#[deny(clippy::indexing_slicing)]
 pub mod pipeline;
 pub mod resources;
 pub mod web;

@@ -65,7 +65,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "verify",
         ],
     ),
-    ("web / pipeline", &["web", "pipeline", "chat", "resources"]),
+    (
+        "web / pipeline",
+        &["web", "pipeline", "chat", "resources", "mcp"],
+    ),
     ("config", &["config"]),
     ("daemon", &["daemon"]),
     ("commands", &["demo", "cli"]),
@@ -83,6 +86,8 @@ const SAME_LAYER: &[(&str, &str)] = &[
     // The chat endpoints hand questions and decisions to the chat service, which opens
     // requests through ingest and decides through approvals like the other handlers.
     ("web", "chat"),
+    // The MCP endpoint at `/mcp` serves the MCP tools; the tools know no HTTP server.
+    ("web", "mcp"),
 ];
 
 const STAGES: &[&str] = &[
