@@ -67,6 +67,33 @@ async def main():
 asyncio.run(main())
 "#;
 
+/// The same over stdio: `kubemedic mcp ARGS…` (JSON list) started by the SDK, with
+/// `KUBEMEDIC_API_KEY` set to `KEY` when `KEY` is not empty.
+const CALL_STDIO: &str = r#"
+import asyncio, json, os
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+async def main():
+    env = {"KUBEMEDIC_API_KEY": os.environ["KEY"]} if os.environ["KEY"] else {}
+    server = StdioServerParameters(command=os.environ["BIN"], args=json.loads(os.environ["SERVER_ARGS"]), env=env)
+    async with stdio_client(server) as (r, w):
+        async with ClientSession(r, w) as s:
+            init = await s.initialize()
+            tools = await s.list_tools()
+            out = {"server": init.server_info.name, "tools": sorted(t.name for t in tools.tools)}
+            try:
+                res = await s.call_tool(os.environ["TOOL"], json.loads(os.environ["ARGS"]))
+                out["is_error"] = bool(res.is_error)
+                out["result"] = json.loads(res.content[0].text)
+            except MCPError as e:
+                out["error"] = {"code": e.code, "message": e.message}
+            print(json.dumps(out))
+
+asyncio.run(main())
+"#;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_client_reads_the_requests_and_only_an_approver_decides() {
     let Some(python) = mcp_python() else {
@@ -75,7 +102,10 @@ async fn an_mcp_client_reads_the_requests_and_only_an_approver_decides() {
     let Some(k) = Kube::new("mcp").await else {
         return;
     };
-    let (d, alert) = production_incident(&k, |_| {}).await;
+    // The stdio server opens the daemon's store: the same data folder and approval settings.
+    let data = tempfile::tempdir().unwrap();
+    let data_dir = data.path().to_owned();
+    let (d, alert) = production_incident(&k, |a| a.store.data_dir = Some(data_dir.clone())).await;
     let (req, approval) = awaiting(&d, &alert).await;
     let request = req["id"].as_str().unwrap().to_owned();
     let approval_id = approval["id"].as_str().unwrap().to_owned();
@@ -151,6 +181,63 @@ async fn an_mcp_client_reads_the_requests_and_only_an_approver_decides() {
         "{pending:#}"
     );
 
+    // Over stdio, `kubemedic mcp` with the daemon's settings: without a key the local user
+    // reads, as a viewer, and is refused the decision.
+    let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let server_args = serde_json::to_string(&[
+        "mcp",
+        "--data-dir",
+        data_dir.to_str().unwrap(),
+        "--policy-dir",
+        policies.to_str().unwrap(),
+        "--kubeconfig",
+        k.kubeconfig.to_str().unwrap(),
+        "--approvers",
+        common::incident::ALICE,
+        "--link-signing-key",
+        common::incident::KEY,
+    ])
+    .unwrap();
+    let stdio = |key: &str, tool: &str, args: &str| {
+        py(
+            &python,
+            CALL_STDIO,
+            &[
+                ("BIN", env!("CARGO_BIN_EXE_kubemedic")),
+                ("SERVER_ARGS", &server_args),
+                ("KEY", key),
+                ("TOOL", tool),
+                ("ARGS", args),
+            ],
+        )
+    };
+    let local = stdio("", "list_pending_approvals", "{}");
+    assert_eq!(local["server"], "kubemedic", "{local:#}");
+    assert!(
+        local["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("decide_approval")),
+        "{local:#}"
+    );
+    assert!(
+        local["result"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["id"] == approval_id.as_str()),
+        "{local:#}"
+    );
+    let decide = format!(
+        r#"{{"approval_id": "{approval_id}", "decision": "approve", "message": "from the assistant"}}"#
+    );
+    let refused = stdio("", "decide_approval", &decide);
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("has role viewer; this tool needs approver"),
+        "{refused:#}"
+    );
+
     // A viewer is refused the decision, with the role named; nothing is decided.
     let decide = format!(
         r#"{{"approval_id": "{approval_id}", "decision": "approve", "message": "from the assistant"}}"#
@@ -173,6 +260,13 @@ async fn an_mcp_client_reads_the_requests_and_only_an_approver_decides() {
         "{approval:#}"
     );
     assert_eq!(approval["decision"]["decided_via"], "mcp", "{approval:#}");
+
+    // Over stdio an approver's key passes the role check and reaches the approvals, which
+    // refuse a second decision: the first one won.
+    let again = stdio(&approver, "decide_approval", &decide);
+    let why = again["error"]["message"].as_str().unwrap_or_default();
+    assert!(!why.contains("role"), "{again:#}");
+    assert!(why.to_lowercase().contains("already"), "{again:#}");
 
     // Without a key, /mcp answers 401 before any tool runs.
     let anonymous = d
