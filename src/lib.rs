@@ -49,6 +49,8 @@ pub mod config;
 #[deny(clippy::indexing_slicing)]
 pub mod chat;
 #[deny(clippy::indexing_slicing)]
+pub mod mcp;
+#[deny(clippy::indexing_slicing)]
 pub mod mirror;
 #[deny(clippy::indexing_slicing)]
 pub mod pipeline;

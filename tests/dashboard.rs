@@ -77,6 +77,7 @@ async fn every_route_checks_the_callers_role() {
         "/api/v1/chat/conversations",
         "/v1/models",
         &format!("/v1/chat/stream/{id}"),
+        "/mcp",
     ] {
         assert_eq!(get(&d, path, None).await.status(), 401, "{path}");
         assert_eq!(

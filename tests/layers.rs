@@ -67,7 +67,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "web / pipeline",
-        &["web", "pipeline", "chat", "resources", "mirror"],
+        &["web", "pipeline", "chat", "resources", "mirror", "mcp"],
     ),
     ("config", &["config"]),
     ("daemon", &["daemon"]),
@@ -86,6 +86,8 @@ const SAME_LAYER: &[(&str, &str)] = &[
     // The chat endpoints hand questions and decisions to the chat service, which opens
     // requests through ingest and decides through approvals like the other handlers.
     ("web", "chat"),
+    // The MCP endpoint at `/mcp` serves the MCP tools; the tools know no HTTP server.
+    ("web", "mcp"),
 ];
 
 const STAGES: &[&str] = &[

@@ -15,6 +15,9 @@ OPENAI_PACKAGES=(openai==3.57.0)
 # (tests/smtp/starttls_server.py); maildev only speaks plain SMTP and implicit TLS.
 SMTP_PACKAGES=(aiosmtpd==1.4.6)
 
+# The official MCP Python SDK, the client tests/mcp.rs drives the MCP server with.
+MCP_PACKAGES=(mcp==2.3.0)
+
 py_tool() {
   local name=$1
   shift

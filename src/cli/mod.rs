@@ -1,10 +1,11 @@
 //! The command line: `serve`, `demo`, `migrate`, `investigate`, `snapshot`, `catalog
-//! validate`, `policy test`, `ask`, `apikey`, `audit`, `config reference`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
+//! validate`, `policy test`, `ask`, `mcp`, `apikey`, `audit`, `config reference`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
 
 mod admin;
 pub mod ask;
 pub mod catalog;
 pub mod investigate;
+pub mod mcp;
 
 use std::process::ExitCode;
 
@@ -158,6 +159,8 @@ pub enum Command {
     Policy(PolicyArgs),
     /// Ask a running daemon about the cluster; watch the investigation and decide its fix.
     Ask(ask::AskArgs),
+    /// Serve the MCP tools over stdio, for desktop clients (docs/mcp.md).
+    Mcp(mcp::McpArgs),
     /// Manage the API keys of the dashboard and the API.
     Apikey(admin::ApikeyArgs),
     /// Check the audit trail.
@@ -243,6 +246,7 @@ async fn run(cli: Cli) -> ExitCode {
         }
         Command::Snapshot(args) => snapshot(args).await,
         Command::Ask(args) => ask::run(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
         Command::Apikey(args) => admin::apikey(args).await,
         Command::Audit(args) => admin::audit(args).await,
         Command::Investigate(cmd) => {

@@ -168,6 +168,8 @@ pub enum Channel {
     Api,
     /// An answer in a conversation (`POST /v1/chat/completions`, `kubemedic ask`).
     Chat,
+    /// A tool call of an MCP client (`/mcp`, `kubemedic mcp`).
+    Mcp,
     /// kubemedic itself (expiry).
     System,
 }
@@ -180,6 +182,7 @@ impl Channel {
             Channel::Dashboard => "dashboard",
             Channel::Api => "api",
             Channel::Chat => "chat",
+            Channel::Mcp => "mcp",
             Channel::System => "system",
         }
     }
@@ -190,6 +193,7 @@ impl Channel {
             "dashboard" => Some(Channel::Dashboard),
             "api" => Some(Channel::Api),
             "chat" => Some(Channel::Chat),
+            "mcp" => Some(Channel::Mcp),
             "system" => Some(Channel::System),
             _ => None,
         }

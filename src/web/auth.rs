@@ -175,16 +175,18 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .filter(|given| !given.is_empty())
 }
 
-impl AppState {
-    /// The key with this value: a bootstrap key, or an active stored key.
+impl AuthSettings {
+    /// The key with this value: a bootstrap key, or an active stored key — its name, its role
+    /// and, for a stored key, its record.
     pub async fn key_named_by(
         &self,
+        store: &dyn Auth,
         key: &str,
-    ) -> Result<Option<(String, Role, Option<ApiKey>)>, ApiError> {
+    ) -> Result<Option<(String, Role, Option<ApiKey>)>, StoreError> {
         let d = digest(key);
         // Every bootstrap key is compared, whichever matches.
         let mut found = None;
-        for b in &self.auth.bootstrap {
+        for b in &self.bootstrap {
             if ct_eq(d.as_bytes(), b.digest.as_bytes()) {
                 found = Some((b.name.clone(), b.role, None));
             }
@@ -192,10 +194,20 @@ impl AppState {
         if found.is_some() {
             return Ok(found);
         }
-        match self.store.api_key_by_hash(&d).await? {
+        match store.api_key_by_hash(&d).await? {
             Some(k) if k.revoked_at.is_none() => Ok(Some((k.name.clone(), k.role, Some(k)))),
             _ => Ok(None),
         }
+    }
+}
+
+impl AppState {
+    /// The key with this value: a bootstrap key, or an active stored key.
+    pub async fn key_named_by(
+        &self,
+        key: &str,
+    ) -> Result<Option<(String, Role, Option<ApiKey>)>, ApiError> {
+        Ok(self.auth.key_named_by(self.store.as_ref(), key).await?)
     }
 
     /// Who is calling, if anyone. A bearer key that does not hold is not overridden by a

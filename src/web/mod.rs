@@ -15,6 +15,7 @@ mod chat;
 mod events;
 pub mod health;
 mod ingest;
+mod mcp;
 mod memory;
 pub mod openapi;
 mod pages;
@@ -254,6 +255,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .merge(mcp::routes(state.clone()))
         .fallback(not_found)
         .layer(middleware::from_fn(request_id))
         .with_state(state)
