@@ -8,6 +8,10 @@
 //! The clusters are the scenarios of tests/scenarios/ and, where none gives a clean case, the
 //! incidents of tests/proofs/ (staged by tests/common/proofs.rs, captured with
 //! scripts/capture-proofs).
+//!
+//! A reviewer's proposal (the review takeover: `SignalContext.requested`) is held to the same
+//! obligations: the same cases, proposed by a reviewer instead of invocation 2, are proven or
+//! refuted alike (`reviewers_proposals_are_proven_and_refuted_like_the_models`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
@@ -20,7 +24,9 @@ use kubemedic::catalog::Catalog;
 use kubemedic::clock::{Clock, ManualClock};
 use kubemedic::cluster::SnapshotCluster;
 use kubemedic::cluster::tools::ToolLimits;
-use kubemedic::domain::{OutcomeKind, Phase, ProofVerdict, RemediationRequest, Stage};
+use kubemedic::domain::{
+    OutcomeKind, Phase, ProofVerdict, Proposer, RemediationRequest, RequestedWorkflow, Stage,
+};
 use kubemedic::history::InMemoryHistory;
 use kubemedic::investigate::playbooks::Playbooks;
 use kubemedic::investigate::{
@@ -119,8 +125,10 @@ fn rca(case: &Case, namespace: Option<&str>) -> Value {
 
 /// The model proposes the case's action: invocation 1 names the target, invocation 2 selects
 /// the action type's workflow with the case's parameters; the selection stage proves it against
-/// the cluster. Returns the request after selection and how the model was used.
-async fn propose(case: &Case) -> (RemediationRequest, ScriptedLlm) {
+/// the cluster. With `by` a reviewer, the reviewer asks for that workflow and parameters
+/// instead, and the model is asked only invocation 1. Returns the request after selection and
+/// how the model was used.
+async fn propose(case: &Case, by: Proposer) -> (RemediationRequest, ScriptedLlm) {
     common::init();
     let root = dir(case.cluster);
     let cluster = Arc::new(SnapshotCluster::load(&root.join("snapshot.yaml")).unwrap());
@@ -142,15 +150,24 @@ async fn propose(case: &Case) -> (RemediationRequest, ScriptedLlm) {
         _ => req.target.as_ref().and_then(|t| t.namespace.clone()),
     };
     let parameters: Value = serde_json::from_str(case.parameters).unwrap();
-    let server = ScriptedLlm::start(vec![
-        calls(&[("submit_result", rca(case, namespace.as_deref()))]),
-        calls(&[(
+    let mut script = vec![calls(&[("submit_result", rca(case, namespace.as_deref()))])];
+    match by {
+        Proposer::Reviewer => {
+            req.signal.requested = Some(RequestedWorkflow {
+                workflow_id: workflow,
+                parameters: parameters.as_object().unwrap().clone(),
+                requested_by: "key:rita".into(),
+                follows: uuid::Uuid::new_v4(),
+                message: Some(case.why.into()),
+            });
+        }
+        _ => script.push(calls(&[(
             "submit_result_with_workflow",
             json!({"selected_workflow": {"workflow_id": workflow, "confidence": 0.9,
                        "rationale": case.why, "parameters": parameters}}),
-        )]),
-    ])
-    .await;
+        )])),
+    }
+    let server = ScriptedLlm::start(script).await;
     let inv = investigator(&server, cluster.clone(), clock.clone(), catalog.clone());
     let prover = Arc::new(Prover::new(
         cluster.clone(),
@@ -173,12 +190,21 @@ async fn propose(case: &Case) -> (RemediationRequest, ScriptedLlm) {
     (req, server)
 }
 
-/// Run the case and compare with what it wants; every mismatch, at once.
+/// Run the case as the model proposes it and compare with what it wants.
 async fn check(case: Case) {
-    let (req, server) = propose(&case).await;
-    let name = format!("{} on {}", case.action_type, case.cluster);
+    check_as(case, Proposer::Model).await;
+}
+
+/// Run the case as `by` proposes it and compare with what it wants; every mismatch, at once.
+async fn check_as(case: Case, by: Proposer) {
+    let (req, server) = propose(&case, by).await;
+    let name = format!(
+        "{} on {} proposed by {by:?}",
+        case.action_type, case.cluster
+    );
     let mut bad = Vec::new();
-    if server.remaining() != 0 || server.requests().len() != 2 {
+    let asked = if by == Proposer::Reviewer { 1 } else { 2 };
+    if server.remaining() != 0 || server.requests().len() != asked {
         bad.push(format!(
             "the model was asked {} times, {} replies left",
             server.requests().len(),
@@ -195,11 +221,11 @@ async fn check(case: Case) {
     }
     let proof = req.state.proof.as_ref();
     match proof {
-        Some(p) if p.action_type == case.action_type => {}
+        Some(p) if p.action_type == case.action_type && p.proposer == by => {}
         other => bad.push(format!(
-            "no proof of {}: {:?}",
+            "no proof of {} by {by:?}: {:?}",
             case.action_type,
-            other.map(|p| &p.action_type)
+            other.map(|p| (&p.action_type, p.proposer))
         )),
     }
     let reason = req.reason.clone().unwrap_or_default();
@@ -271,6 +297,15 @@ macro_rules! cases {
                 check($case).await;
             }
         )*
+
+        /// Every case again, the workflow asked for by a reviewer after review instead of
+        /// chosen by invocation 2: a reviewer decides what to try, never what holds.
+        #[tokio::test]
+        async fn reviewers_proposals_are_proven_and_refuted_like_the_models() {
+            for case in [$($case),*] {
+                check_as(case, Proposer::Reviewer).await;
+            }
+        }
 
         /// Every action type of the catalog is proposed once where it is proven and once where
         /// it is refuted.
