@@ -571,7 +571,98 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
             )],
         ));
     }
+
+    // 6. The current revision's pods are not kept from starting by what an older revision's
+    // pods hold. A ReadWriteOnce volume still attached to an old pod on another node blocks
+    // every new pod whatever the revision changed: the rollout strategy is what fails, and a
+    // rollback only abandons the attempt (the next rollout stops the same way).
+    let held_id = "rollback.not-blocked-by-older-pods";
+    let held_statement = "The current revision's pods are not kept from starting by a volume an older revision's pod holds (a rollout blocked that way fails whatever it changes)";
+    let mut blocked = Vec::new();
+    for p in pods
+        .iter()
+        .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()) && !p.ready)
+    {
+        for e in events
+            .iter()
+            .filter(|e| e.warning && e.kind == "Pod" && e.name == p.name)
+        {
+            let Some((volume, holders)) = attach_conflict(e) else {
+                continue;
+            };
+            let older: Vec<&PodView> = holders
+                .iter()
+                .filter_map(|h| pods.iter().find(|o| &o.name == h))
+                .filter(|o| pod_hash(o).as_deref() != Some(cur_hash.as_str()))
+                .collect();
+            let Some(holder) = older.first() else {
+                continue;
+            };
+            let claim = claim_of_volume(scene, p, &volume).await?;
+            let strategy = str_at(&w, &["spec", "strategy", "type"])
+                .or_else(|| str_at(&w, &["spec", "updateStrategy", "type"]))
+                .unwrap_or("RollingUpdate");
+            blocked.push(format!(
+                "pod {} of revision {current_number} cannot attach volume {volume}{}: it is still attached to pod {} of an older revision{}, which keeps running; with the {strategy} strategy the new pod waits for it forever — the strategy (Recreate, or maxUnavailable ≥ 1) is the fix, not a rollback",
+                p.name,
+                claim
+                    .map(|c| format!(" (PersistentVolumeClaim {c})"))
+                    .unwrap_or_default(),
+                holder.name,
+                holder
+                    .node
+                    .as_deref()
+                    .map(|n| format!(" on node {n}"))
+                    .unwrap_or_default(),
+            ));
+            break;
+        }
+    }
+    if blocked.is_empty() {
+        out.push(holds(
+            held_id,
+            held_statement,
+            vec!["no pod of the current revision waits for a volume an older pod holds".into()],
+        ));
+    } else {
+        out.push(fails(held_id, held_statement, blocked));
+    }
     Ok(out)
+}
+
+/// A `FailedAttachVolume` Multi-Attach event: the volume, and the pods said to hold it.
+fn attach_conflict(e: &EventView) -> Option<(String, Vec<String>)> {
+    if e.reason != "FailedAttachVolume" || !e.message.contains("Multi-Attach") {
+        return None;
+    }
+    let volume = e.message.split('"').nth(1)?.to_owned();
+    let (_, holders) = e.message.split_once("used by pod(s)")?;
+    let holders = holders
+        .split(',')
+        .map(|h| h.trim().trim_end_matches('.').to_owned())
+        .filter(|h| !h.is_empty())
+        .collect();
+    Some((volume, holders))
+}
+
+/// The claim of `pod` bound to the PersistentVolume `volume`, if the pod mounts one.
+async fn claim_of_volume(scene: &Scene, pod: &PodView, volume: &str) -> Read<Option<String>> {
+    let claims: Vec<String> = array(&pod.raw, &["spec", "volumes"])
+        .iter()
+        .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]))
+        .map(str::to_owned)
+        .collect();
+    for claim in claims {
+        match scene.get("PersistentVolumeClaim", scene.ns(), &claim).await {
+            Ok(pvc) if str_at(&pvc, &["spec", "volumeName"]) == Some(volume) => {
+                return Ok(Some(claim));
+            }
+            Ok(_) => {}
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Ok(None)
 }
 
 // --- Restart -------------------------------------------------------------------------------
