@@ -369,9 +369,11 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
     };
     // A bad rollout of `checkout` (staging), a Secret, and a ConfigMap holding credentials.
     common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
-    k.apply(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "checkout-db"},
-                   "stringData": {"password": SECRET_VALUE}}))
-        .await;
+    k.apply(
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "checkout-db"},
+                   "stringData": {"password": SECRET_VALUE}}),
+    )
+    .await;
     k.apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "checkout-config"},
                    "data": {"DATABASE_URL": format!("postgres://app:{CONFIG_PASSWORD}@db:5432/shop"),
                             "db_password": CONFIG_PASSWORD, "LOG_LEVEL": "info"}}))
@@ -418,7 +420,10 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
         assert_eq!(t["read_only"], true, "{}: {t:#}", spec.name);
     }
     for tool in ["investigate", "explain_policy_decision", "get_request"] {
-        assert!(out["tools"][tool]["description"].is_string(), "{tool}: {out:#}");
+        assert!(
+            out["tools"][tool]["description"].is_string(),
+            "{tool}: {out:#}"
+        );
     }
     let results = out["results"].as_array().unwrap();
 
@@ -426,7 +431,10 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
     let r = &results[0];
     assert_eq!(r["is_error"], true, "{r:#}");
     let said = r["result"].as_str().unwrap();
-    assert!(said.contains("blocked by kubemedic's read policy"), "{said}");
+    assert!(
+        said.contains("blocked by kubemedic's read policy"),
+        "{said}"
+    );
     assert!(!said.contains(SECRET_VALUE), "{said}");
     assert_eq!(said, model_reads(&d, "kubectl_get_yaml", &secret).await);
     // So is a blocked namespace.
@@ -443,7 +451,10 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
     assert_eq!(r["is_error"], false, "{r:#}");
     let said = r["result"].as_str().unwrap();
     assert!(!said.contains(CONFIG_PASSWORD), "{said}");
-    assert!(said.contains("[REDACTED]") && said.contains("LOG_LEVEL"), "{said}");
+    assert!(
+        said.contains("[REDACTED]") && said.contains("LOG_LEVEL"),
+        "{said}"
+    );
     assert_eq!(said, model_reads(&d, "kubectl_get_yaml", &config).await);
     // An ordinary read answers from the real API server.
     let r = &results[3];
@@ -451,7 +462,11 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
     assert!(r["result"].as_str().unwrap().contains("checkout"), "{r:#}");
     // A tool that does not exist is an MCP error naming it.
     let why = results[4]["error"]["message"].as_str().unwrap_or_default();
-    assert!(why.contains("unknown tool `kubectl_delete`"), "{:#}", results[4]);
+    assert!(
+        why.contains("unknown tool `kubectl_delete`"),
+        "{:#}",
+        results[4]
+    );
 
     // `investigate` on the staged incident: a request of source chat, investigated by the
     // offline investigator (no model configured), which names the bad rollout and proposes
@@ -506,9 +521,16 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
         .json()
         .await
         .unwrap();
-    let ghost_id = sent["outcomes"][0]["request_id"].as_str().unwrap().to_owned();
+    let ghost_id = sent["outcomes"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let ended = d
-        .eventually(&format!("/api/v1/requests/{ghost_id}"), 60, common::incident::is_terminal)
+        .eventually(
+            &format!("/api/v1/requests/{ghost_id}"),
+            60,
+            common::incident::is_terminal,
+        )
         .await;
     assert!(ended["state"]["gate"].is_null(), "{ended:#}");
 
@@ -534,7 +556,10 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
             .contains("asked in a conversation"),
         "{why:#}"
     );
-    assert!(!why["risk_factors"].as_array().unwrap().is_empty(), "{why:#}");
+    assert!(
+        !why["risk_factors"].as_array().unwrap().is_empty(),
+        "{why:#}"
+    );
     assert!(
         why["policy_revision"]
             .as_str()
@@ -542,7 +567,10 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
             .starts_with("sha256:"),
         "{why:#}"
     );
-    assert_eq!(why["policy_now"]["decided_by_this_revision"], true, "{why:#}");
+    assert_eq!(
+        why["policy_now"]["decided_by_this_revision"], true,
+        "{why:#}"
+    );
     assert!(
         why["policy_origin"]
             .as_str()
@@ -678,7 +706,10 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
     let results = out["results"].as_array().unwrap();
     let said = results[0]["result"].as_str().unwrap();
     assert_eq!(results[0]["is_error"], true, "{:#}", results[0]);
-    assert!(said.contains("blocked by kubemedic's read policy"), "{said}");
+    assert!(
+        said.contains("blocked by kubemedic's read policy"),
+        "{said}"
+    );
     let said = results[1]["result"].as_str().unwrap();
     assert!(
         !said.contains(CONFIG_PASSWORD) && said.contains("[REDACTED]"),
@@ -695,7 +726,10 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
     );
     assert_eq!(inv["gate"]["decision"], "approval_required", "{inv:#}");
     assert!(
-        inv["next"].as_str().unwrap().contains("nothing was recorded"),
+        inv["next"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was recorded"),
         "{inv:#}"
     );
     assert_eq!(

@@ -658,19 +658,23 @@ pub fn question_signal(
         "fingerprint": fingerprint,
         "source": who,
     });
-    let mut signal = crate::ingest::native::parse(body.to_string().as_bytes(), now).map_err(
-        |e| ChatError::Bad {
-            field: "messages",
-            message: format!("{}: {}", e.field, e.message),
-        },
-    )?;
+    let mut signal =
+        crate::ingest::native::parse(body.to_string().as_bytes(), now).map_err(|e| {
+            ChatError::Bad {
+                field: "messages",
+                message: format!("{}: {}", e.field, e.message),
+            }
+        })?;
     signal.source = crate::domain::SignalSource::Chat;
     Ok(signal)
 }
 
 /// `target` as the cluster names it (the kind resolved as the API server serves it), if it
 /// exists and kubemedic may read it; else an error naming the target and why.
-pub async fn check_target(reader: &dyn ClusterReader, target: &Target) -> Result<Target, ChatError> {
+pub async fn check_target(
+    reader: &dyn ClusterReader,
+    target: &Target,
+) -> Result<Target, ChatError> {
     let bad = |message: String| ChatError::Bad {
         field: "target",
         message,

@@ -127,10 +127,8 @@ impl Investigations for InProcess {
                 }
             },
         };
-        let message = crate::notify::render::clip(
-            &sanitize_text(&message),
-            crate::chat::MAX_MESSAGE_CHARS,
-        );
+        let message =
+            crate::notify::render::clip(&sanitize_text(&message), crate::chat::MAX_MESSAGE_CHARS);
         let now = self.clock.now();
         let fingerprint = format!("mcp-{}", Uuid::new_v4().simple());
         let signal = crate::chat::question_signal(

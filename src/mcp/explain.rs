@@ -28,7 +28,10 @@ pub fn explain(
                 request.reason.as_deref().unwrap_or("no reason recorded")
             )
         } else {
-            format!("it is in {}; the gate decides after selection", request.phase)
+            format!(
+                "it is in {}; the gate decides after selection",
+                request.phase
+            )
         };
         return Err(ErrorData::invalid_params(
             format!(
@@ -42,14 +45,13 @@ pub fn explain(
     // `alternative` in its payload.
     let gated = trail
         .iter()
-        .filter(|e| e.kind == "gate" && e.payload.get("alternative").is_none())
-        .next_back();
+        .rfind(|e| e.kind == "gate" && e.payload.get("alternative").is_none());
     let alternatives: Vec<Value> = trail
         .iter()
         .filter(|e| e.kind == "gate" && e.payload.get("alternative").is_some())
         .map(|e| {
             json!({
-                "alternative": e.payload["alternative"],
+                "alternative": e.payload.get("alternative"),
                 "at": e.at,
                 "message": e.message,
                 "output": e.payload.get("output"),

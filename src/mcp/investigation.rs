@@ -39,7 +39,11 @@ impl ThroughChat {
 pub fn chat_error(e: ChatError) -> ErrorData {
     match e {
         ChatError::Bad { field, message } => {
-            let field = if field == "messages" { "question" } else { field };
+            let field = if field == "messages" {
+                "question"
+            } else {
+                field
+            };
             ErrorData::invalid_params(format!("{field}: {message}"), None)
         }
         ChatError::NotFound(m) => ErrorData::invalid_params(m, None),
@@ -91,7 +95,10 @@ impl Investigations for ThroughChat {
             return Err(ErrorData::invalid_params(
                 format!(
                     "question: {}",
-                    turn.turn.answer.as_deref().unwrap_or("nothing to investigate")
+                    turn.turn
+                        .answer
+                        .as_deref()
+                        .unwrap_or("nothing to investigate")
                 ),
                 None,
             ));
@@ -133,9 +140,7 @@ pub fn to_json(inv: &Investigated) -> Value {
     };
     let analysis = req.state.analysis.as_ref();
     let selection = req.state.selection.as_ref();
-    let rca = selection
-        .map(|s| &s.merged)
-        .or(analysis.map(|a| &a.rca));
+    let rca = selection.map(|s| &s.merged).or(analysis.map(|a| &a.rca));
     let investigator = analysis.map(|a| a.investigator.clone());
     let root_cause = rca.map(|r| {
         let target = analysis
@@ -208,8 +213,9 @@ pub fn to_json(inv: &Investigated) -> Value {
                         over its /mcp endpoint, or its chat — which records an audited request \
                         an approver can decide."
                 .to_owned(),
-            None => "investigated in this process only: nothing was recorded or executed."
-                .to_owned(),
+            None => {
+                "investigated in this process only: nothing was recorded or executed.".to_owned()
+            }
         }
     } else if let Some(a) = pending {
         format!(

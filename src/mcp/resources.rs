@@ -35,7 +35,8 @@ pub fn list(parts: &Parts) -> Vec<Resource> {
         out.push(resource(
             CATALOG.into(),
             "catalog".into(),
-            "The remediation catalog: its action types, and each workflow's id, version and source".into(),
+            "The remediation catalog: its action types, and each workflow's id, version and source"
+                .into(),
         ));
         for a in catalog.action_types() {
             out.push(resource(
@@ -53,7 +54,10 @@ pub fn list(parts: &Parts) -> Vec<Resource> {
             out.push(resource(
                 format!("{PLAYBOOKS}/{}", b.spec.name),
                 format!("playbooks/{}", b.spec.name),
-                format!("Investigation playbook {}: {}", b.spec.name, b.spec.description),
+                format!(
+                    "Investigation playbook {}: {}",
+                    b.spec.name, b.spec.description
+                ),
             ));
         }
     }
@@ -104,7 +108,10 @@ pub fn read(parts: &Parts, uri: &str) -> Result<ReadResourceResult, ErrorData> {
             ));
         };
         let Some(action) = catalog.action_type(name) else {
-            return Err(not_found(uri, &format!("no action type `{name}` in the catalog")));
+            return Err(not_found(
+                uri,
+                &format!("no action type `{name}` in the catalog"),
+            ));
         };
         let workflows: Vec<_> = catalog
             .workflows()
@@ -118,7 +125,10 @@ pub fn read(parts: &Parts, uri: &str) -> Result<ReadResourceResult, ErrorData> {
     }
     if let Some(name) = uri.strip_prefix(&format!("{PLAYBOOKS}/")) {
         let Some(books) = parts.playbooks.as_ref().map(|p| p.get()) else {
-            return Err(not_found(uri, "the playbooks did not load on this kubemedic"));
+            return Err(not_found(
+                uri,
+                "the playbooks did not load on this kubemedic",
+            ));
         };
         let Some(book) = books.all().iter().find(|b| b.spec.name == name) else {
             return Err(not_found(uri, &format!("no playbook `{name}`")));
@@ -127,7 +137,10 @@ pub fn read(parts: &Parts, uri: &str) -> Result<ReadResourceResult, ErrorData> {
     }
     if uri == POLICY {
         let Some(gate) = &parts.policy else {
-            return Err(not_found(uri, "no approval policy is loaded on this kubemedic"));
+            return Err(not_found(
+                uri,
+                "no approval policy is loaded on this kubemedic",
+            ));
         };
         let snapshot = gate.snapshot();
         let overlay: Vec<String> = gate
