@@ -362,6 +362,15 @@ pub async fn start_on(
         dependencies: components.dependencies,
         approvals: components.approvals.clone(),
         slack_signing_secret: settings.approvals.slack_signing_secret.clone(),
+        cluster: components
+            .reader
+            .clone()
+            .map(|reader| crate::mcp::ClusterAccess {
+                reader,
+                clock: clock.clone(),
+                limits: settings.cluster.tool_limits.clone(),
+                timeout: settings.investigate.llm.tool_timeout,
+            }),
         chat: Some(Arc::new(crate::chat::ChatService::new(
             store,
             ingest,

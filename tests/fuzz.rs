@@ -1623,6 +1623,7 @@ async fn fuzz_http_ingest() {
         dependencies: Vec::new(),
         approvals: None,
         slack_signing_secret: None,
+        cluster: None,
         chat: None,
         shutdown: Default::default(),
     });

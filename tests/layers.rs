@@ -88,6 +88,9 @@ const SAME_LAYER: &[(&str, &str)] = &[
     ("web", "chat"),
     // The MCP endpoint at `/mcp` serves the MCP tools; the tools know no HTTP server.
     ("web", "mcp"),
+    // MCP's `investigate` is a question asked of the chat (a question is a request), not a
+    // second way to investigate.
+    ("mcp", "chat"),
 ];
 
 const STAGES: &[&str] = &[

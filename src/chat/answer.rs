@@ -58,6 +58,15 @@ pub fn compose(
     }
 }
 
+/// What the investigation of `req` found — root cause, evidence, what kubemedic would do and
+/// its proof — without where the request stands (for an investigation that is not a stored
+/// request, such as `kubemedic mcp`'s over stdio).
+pub fn findings(req: &RemediationRequest) -> String {
+    let mut text = String::new();
+    investigation(&mut text, req);
+    text.trim_end().to_owned()
+}
+
 fn investigation(out: &mut String, req: &RemediationRequest) {
     let target = req
         .target

@@ -411,38 +411,18 @@ impl ChatService {
                 context.push_str(&format!("kubemedic: {}\n", clip(a, HISTORY_ANSWER_CHARS)));
             }
         }
-        let body = json!({
-            "name": QUESTION_SIGNAL,
-            "severity": "info",
-            "mode": "reactive",
-            "target": {"kind": target.kind, "name": target.name, "namespace": target.namespace},
-            "summary": message,
-            "description": if context.is_empty() {
-                format!("Asked by {} in a conversation with kubemedic.", who.subject)
-            } else {
-                format!(
-                    "Asked by {} in a conversation with kubemedic. Earlier in the \
-                     conversation:\n{context}",
-                    who.subject
-                )
-            },
-            "annotations": {
-                "kubemedic.io/conversation": conversation.id.to_string(),
-                crate::domain::ASKED_BY_ANNOTATION: who.subject,
-            },
-            // Unique per question: a repeat about the same target joins its active request
-            // as an occurrence instead of being dropped as a redelivery.
-            "fingerprint": format!("chat-{}-{}", conversation.id.simple(), turns.len()),
-            "source": who.subject,
-        });
-        let mut signal =
-            crate::ingest::native::parse(body.to_string().as_bytes(), self.clock.now()).map_err(
-                |e| ChatError::Bad {
-                    field: "messages",
-                    message: format!("{}: {}", e.field, e.message),
-                },
-            )?;
-        signal.source = crate::domain::SignalSource::Chat;
+        // Unique per question: a repeat about the same target joins its active request as an
+        // occurrence instead of being dropped as a redelivery.
+        let fingerprint = format!("chat-{}-{}", conversation.id.simple(), turns.len());
+        let signal = question_signal(
+            &who.subject,
+            target,
+            message,
+            &context,
+            Some(conversation.id),
+            &fingerprint,
+            self.clock.now(),
+        )?;
         let outcomes = self
             .ingest
             .submit(vec![signal])
@@ -469,6 +449,54 @@ impl ChatService {
         turn.target = Some(target.clone());
         turn.request_id = Some(request);
         Ok(())
+    }
+
+    /// Ask about `target`, named by the caller rather than found in the words of a question
+    /// (an MCP client's `investigate`): a new conversation whose one question opens the
+    /// target's request — or joins the active one — exactly as a question resolved to it would.
+    /// `message` is the question's text (empty: "investigate <target>").
+    pub async fn ask_about(
+        &self,
+        who: &Asker,
+        target: &Target,
+        message: &str,
+    ) -> Result<Asked, ChatError> {
+        let mut message = clip(&sanitize_text(message.trim()), MAX_MESSAGE_CHARS);
+        if message.is_empty() {
+            message = format!("investigate {target}");
+        }
+        let Some(reader) = &self.reader else {
+            return Err(ChatError::Unavailable(
+                "no Kubernetes cluster is configured, so nothing can be investigated".into(),
+            ));
+        };
+        let target = check_target(reader.as_ref(), target).await?;
+        self.pace.admit(&who.subject, std::time::Instant::now())?;
+        let now = self.clock.now();
+        let conversation = Conversation {
+            id: Uuid::new_v4(),
+            owner: who.subject.clone(),
+            title: clip(&message, 80),
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.open_conversation(&conversation).await?;
+        let mut turn = self.turn(who, &conversation, TurnKind::Question, &message);
+        turn.preamble.push(ChatLine::new(
+            "plan",
+            format!("investigate {target} (named by the caller)"),
+        ));
+        self.open_request(who, &conversation, &[], &message, &target, &mut turn)
+            .await?;
+        let turn = self.store.add_turn(&turn).await?;
+        info!(
+            conversation = %conversation.id,
+            turn = turn.id,
+            request = ?turn.turn.request_id,
+            asked_by = %who.subject,
+            "question about a named target taken"
+        );
+        Ok(Asked { conversation, turn })
     }
 
     async fn decide(
@@ -593,6 +621,96 @@ impl ChatService {
             answer,
         })
     }
+}
+
+/// The signal a question about `target` is ingested as: a native signal of source `chat`
+/// (validated and sanitised like any signal), requested by `who`, with the question as its
+/// summary and the conversation so far (`context`) in its description.
+pub fn question_signal(
+    who: &str,
+    target: &Target,
+    message: &str,
+    context: &str,
+    conversation: Option<Uuid>,
+    fingerprint: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<crate::domain::NewSignal, ChatError> {
+    let mut annotations = serde_json::Map::new();
+    if let Some(c) = conversation {
+        annotations.insert("kubemedic.io/conversation".into(), json!(c.to_string()));
+    }
+    annotations.insert(crate::domain::ASKED_BY_ANNOTATION.into(), json!(who));
+    let body = json!({
+        "name": QUESTION_SIGNAL,
+        "severity": "info",
+        "mode": "reactive",
+        "target": {"kind": target.kind, "name": target.name, "namespace": target.namespace},
+        "summary": message,
+        "description": if context.is_empty() {
+            format!("Asked by {who} in a conversation with kubemedic.")
+        } else {
+            format!(
+                "Asked by {who} in a conversation with kubemedic. Earlier in the \
+                 conversation:\n{context}"
+            )
+        },
+        "annotations": annotations,
+        "fingerprint": fingerprint,
+        "source": who,
+    });
+    let mut signal =
+        crate::ingest::native::parse(body.to_string().as_bytes(), now).map_err(|e| {
+            ChatError::Bad {
+                field: "messages",
+                message: format!("{}: {}", e.field, e.message),
+            }
+        })?;
+    signal.source = crate::domain::SignalSource::Chat;
+    Ok(signal)
+}
+
+/// `target` as the cluster names it (the kind resolved as the API server serves it), if it
+/// exists and kubemedic may read it; else an error naming the target and why.
+pub async fn check_target(
+    reader: &dyn ClusterReader,
+    target: &Target,
+) -> Result<Target, ChatError> {
+    let bad = |message: String| ChatError::Bad {
+        field: "target",
+        message,
+    };
+    let res = reader
+        .resource(&target.kind)
+        .await
+        .map_err(|e| bad(format!("{target}: {e}")))?;
+    let namespace = if res.namespaced {
+        match target.namespace.as_deref().map(str::trim) {
+            Some(ns) if !ns.is_empty() => Some(ns.to_owned()),
+            _ => {
+                return Err(bad(format!(
+                    "{target}: {} is namespaced: give its namespace",
+                    res.kind
+                )));
+            }
+        }
+    } else {
+        None
+    };
+    reader
+        .get(&res, namespace.as_deref(), &target.name)
+        .await
+        .map_err(|e| match e.kind {
+            crate::cluster::ErrorKind::NotFound => ChatError::NotFound(format!(
+                "{target}: there is no such {} in the cluster",
+                res.kind
+            )),
+            _ => bad(format!("{target}: {e}")),
+        })?;
+    Ok(Target {
+        kind: res.kind.clone(),
+        name: target.name.clone(),
+        namespace,
+    })
 }
 
 #[cfg(test)]

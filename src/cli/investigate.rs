@@ -144,32 +144,8 @@ pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
         .with_stage(Arc::new(SelectionStage::new(investigator, prover)));
     let mut out = String::new();
     for signal in &signals {
-        let mut req = RemediationRequest::for_signal(signal, Phase::Received, clock.now());
-        loop {
-            let stop = req.phase.is_terminal()
-                || req.phase == Phase::AwaitingApproval
-                || (req.phase == Phase::Executing && !cmd.execute);
-            if stop {
-                break;
-            }
-            match pipeline.step(&req).await {
-                Step::Move {
-                    to, reason, state, ..
-                } => {
-                    req.phase = to;
-                    req.reason = reason;
-                    req.state = state;
-                }
-                Step::Wait { state, .. } => {
-                    req.reason = state
-                        .waiting
-                        .as_ref()
-                        .map(|w| format!("waiting for {}: {}", w.dependency, w.message));
-                    req.state = state;
-                    break;
-                }
-            }
-        }
+        let req = RemediationRequest::for_signal(signal, Phase::Received, clock.now());
+        let req = advance(&pipeline, req, cmd.execute).await;
         let record = record(&req);
         match cmd.format {
             Format::Json => out.push_str(&record.to_string()),
@@ -178,6 +154,41 @@ pub async fn run(cmd: &InvestigateCommand) -> Result<String, CommandError> {
         out.push('\n');
     }
     Ok(out)
+}
+
+/// Carry `req` through `pipeline` in this process, without a store: until it ends, awaits an
+/// approval, waits for a dependency, or — unless `execute` — is about to execute. Nothing is
+/// executed that the pipeline has no stage for.
+pub async fn advance(
+    pipeline: &Pipeline,
+    mut req: RemediationRequest,
+    execute: bool,
+) -> RemediationRequest {
+    loop {
+        let stop = req.phase.is_terminal()
+            || req.phase == Phase::AwaitingApproval
+            || (req.phase == Phase::Executing && !execute);
+        if stop {
+            return req;
+        }
+        match pipeline.step(&req).await {
+            Step::Move {
+                to, reason, state, ..
+            } => {
+                req.phase = to;
+                req.reason = reason;
+                req.state = state;
+            }
+            Step::Wait { state, .. } => {
+                req.reason = state
+                    .waiting
+                    .as_ref()
+                    .map(|w| format!("waiting for {}: {}", w.dependency, w.message));
+                req.state = state;
+                return req;
+            }
+        }
+    }
 }
 
 /// The stable JSON record of a request.

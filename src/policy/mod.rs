@@ -396,6 +396,13 @@ impl RegoGate {
         engine::PolicySources::from_files(&self.dir, files)
     }
 
+    /// The modules in force as their sources are now: the directory's (or the built-in)
+    /// files with the `ApprovalPolicy` objects' modules over them, and their revision (the
+    /// loaded snapshot's, unless the files changed since the last reload).
+    pub fn modules(&self) -> Result<PolicySources, GateError> {
+        self.sources(self.overlay().as_ref())
+    }
+
     /// The modules of `ApprovalPolicy` objects in force, if any.
     pub fn overlay(&self) -> Option<Overlay> {
         match self.overlay.read() {

@@ -1,5 +1,9 @@
 //! `/mcp`: the MCP tools (`crate::mcp`) over the streamable HTTP transport.
 //!
+//! The tools get what the daemon runs with: its approvals, the cluster reader and limits the
+//! investigation uses, the chat (an `investigate` is a question, so an audited request), and
+//! the live catalog, playbooks and policy.
+//!
 //! Every call needs an API key (`Authorization: Bearer km_…`): the key's name and role become
 //! the [`crate::mcp::Caller`] the tools check — a viewer reads, an approver also decides.
 //! Browser sessions and the auth proxy are not accepted here: a cookie would let a foreign page
@@ -19,12 +23,23 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::auth::Via;
 use super::{ApiError, AppState};
-use crate::mcp::{Caller, KubemedicMcp};
+use crate::mcp::investigation::ThroughChat;
+use crate::mcp::{Caller, Investigations, KubemedicMcp, Parts};
 
 /// The `/mcp` route, authenticated.
 pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
     let store = state.store.clone();
-    let approvals = state.approvals.clone();
+    let parts = Arc::new(Parts {
+        approvals: state.approvals.clone(),
+        cluster: state.cluster.clone(),
+        // A question is a request: the chat ingests it, the workers investigate it.
+        investigations: state.chat.clone().map(|chat| {
+            Arc::new(ThroughChat::new(chat, state.store.clone())) as Arc<dyn Investigations>
+        }),
+        catalog: state.catalog.clone(),
+        playbooks: state.playbooks.clone(),
+        policy: state.policy.clone(),
+    });
     // The daemon authenticates every call, so the transport's Host allow-list (a guard for
     // unauthenticated servers on loopback) is off; the listener's own settings apply.
     let config = StreamableHttpServerConfig::default()
@@ -34,7 +49,7 @@ pub fn routes(state: Arc<AppState>) -> Router<Arc<AppState>> {
         .with_max_request_body_bytes(state.max_body_bytes)
         .with_cancellation_token(state.shutdown.child_token());
     let service = StreamableHttpService::new(
-        move || Ok(KubemedicMcp::new(store.clone(), approvals.clone(), None)),
+        move || Ok(KubemedicMcp::new(store.clone(), parts.clone(), None)),
         Arc::new(NeverSessionManager::default()),
         config,
     );

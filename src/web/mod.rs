@@ -125,6 +125,9 @@ pub struct AppState {
     pub approvals: Option<Arc<Approvals>>,
     /// Slack's signing secret, for `POST /api/v1/slack/interactions`.
     pub slack_signing_secret: Option<Secret>,
+    /// The cluster the investigation reads, with its limits: the MCP server's read-only
+    /// cluster tools (`/mcp`) run on it; `None` without a cluster.
+    pub cluster: Option<crate::mcp::ClusterAccess>,
     /// Asking kubemedic (`/v1/chat/…`), when the daemon offers it.
     pub chat: Option<Arc<crate::chat::ChatService>>,
     /// Fires when the daemon stops: open event streams end, so the server can drain (their
