@@ -151,6 +151,7 @@ fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) ->
         external_url: None,
         target_aliases: vec![target_fingerprint.clone()],
         requested: None,
+        trace: None,
         target,
         target_fingerprint,
     }

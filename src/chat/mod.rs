@@ -61,6 +61,9 @@ pub struct Asker {
     pub subject: String,
     /// Whether the asker may decide approvals (the approver role).
     pub can_decide: bool,
+    /// The trace the question belongs to (the caller's `traceparent`, or the span that took
+    /// it): a request the question opens continues it.
+    pub trace: Option<crate::domain::TraceContext>,
 }
 
 /// Why a message was not taken.
@@ -443,6 +446,7 @@ impl ChatService {
                 },
             )?;
         signal.source = crate::domain::SignalSource::Chat;
+        signal.trace = who.trace;
         let outcomes = self
             .ingest
             .submit(vec![signal])
