@@ -28,7 +28,7 @@ mod traces;
 use traces::SdkTracer;
 pub use traces::{
     TRACE_TARGET, TraceError, TraceSettings, Traces, continue_trace, current_trace, incoming_trace,
-    record_prompts, stage_span, tracing_enabled,
+    record_prompts, set_string_list, stage_span, tracing_enabled,
 };
 type Subscriber = tracing_subscriber::Registry;
 

@@ -256,3 +256,18 @@ fn stage_key(phase: Phase) -> &'static str {
         _ => "pipeline",
     }
 }
+
+/// Set a list-of-strings attribute on `span` (tracing's fields hold one value; the GenAI
+/// conventions want `gen_ai.response.finish_reasons` as a list). Nothing when tracing is off.
+pub fn set_string_list(span: &tracing::Span, key: &'static str, values: &[&str]) {
+    if tracing_enabled() {
+        let values = values
+            .iter()
+            .map(|v| opentelemetry::StringValue::from((*v).to_owned()))
+            .collect();
+        span.set_attribute(
+            key,
+            opentelemetry::Value::Array(opentelemetry::Array::String(values)),
+        );
+    }
+}
