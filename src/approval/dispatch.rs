@@ -168,7 +168,7 @@ impl Dispatcher {
             kubemedic.request_id = %approval.request_id,
             kubemedic.notification.channel = %n.channel,
             kubemedic.notification.kind = n.kind.as_str(),
-            kubemedic.notification.attempt = attempt,
+            kubemedic.notification.attempt = i64::from(attempt),
             kubemedic.notification.result = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
         );

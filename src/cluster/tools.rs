@@ -303,7 +303,10 @@ impl ClusterTools {
             .await;
         span.record("kubemedic.tool.ok", result.ok);
         span.record("kubemedic.tool.truncated", result.truncated);
-        span.record("kubemedic.tool.output_chars", result.text.len());
+        span.record(
+            "kubemedic.tool.output_chars",
+            i64::try_from(result.text.len()).unwrap_or(i64::MAX),
+        );
         if !result.ok {
             span.record("otel.status_code", "ERROR");
         }

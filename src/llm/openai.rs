@@ -778,11 +778,11 @@ impl Llm for OpenAiLlm {
             gen_ai.system = system,
             gen_ai.provider.name = provider,
             gen_ai.request.model = %request.model,
-            gen_ai.request.max_tokens = request.max_tokens,
+            gen_ai.request.max_tokens = i64::from(request.max_tokens),
             gen_ai.response.model = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
-            kubemedic.llm.tools_offered = request.tools.len(),
+            kubemedic.llm.tools_offered = signed(request.tools.len() as u64),
             kubemedic.llm.tool_calls = tracing::field::Empty,
             error.type = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
@@ -797,9 +797,15 @@ impl Llm for OpenAiLlm {
         match &answer {
             Ok(r) => {
                 span.record("gen_ai.response.model", r.model.as_str());
-                span.record("gen_ai.usage.input_tokens", r.usage.prompt_tokens);
-                span.record("gen_ai.usage.output_tokens", r.usage.completion_tokens);
-                span.record("kubemedic.llm.tool_calls", r.tool_calls.len());
+                span.record("gen_ai.usage.input_tokens", signed(r.usage.prompt_tokens));
+                span.record(
+                    "gen_ai.usage.output_tokens",
+                    signed(r.usage.completion_tokens),
+                );
+                span.record(
+                    "kubemedic.llm.tool_calls",
+                    signed(r.tool_calls.len() as u64),
+                );
                 crate::telemetry::set_string_list(
                     &span,
                     "gen_ai.response.finish_reasons",
@@ -816,6 +822,11 @@ impl Llm for OpenAiLlm {
         }
         answer
     }
+}
+
+/// A count as OpenTelemetry's integer (a u64 would be exported as text).
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// The GenAI conventions' name of a finish reason.

@@ -123,7 +123,7 @@ async fn commit(
         otel.name = %format_args!("ingest {source}"),
         otel.kind = "server",
         kubemedic.source = source,
-        kubemedic.signals = signals.len(),
+        kubemedic.signals = i64::try_from(signals.len()).unwrap_or(i64::MAX),
         kubemedic.opened = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
     );
@@ -177,7 +177,10 @@ async fn commit_traced(
         .iter()
         .filter(|o| matches!(o, IngestOutcome::Opened { .. }))
         .count();
-    tracing::Span::current().record("kubemedic.opened", opened);
+    tracing::Span::current().record(
+        "kubemedic.opened",
+        i64::try_from(opened).unwrap_or(i64::MAX),
+    );
     info!(source, signals = n, opened, "signals committed");
     Ok((
         StatusCode::OK,
