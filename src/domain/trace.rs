@@ -121,11 +121,11 @@ impl<'de> Deserialize<'de> for TraceContext {
 }
 
 fn hex_of(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    use std::fmt::Write as _;
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{b:02x}");
     }
     out
 }
