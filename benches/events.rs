@@ -190,6 +190,7 @@ fn signal() -> NewSignal {
         external_url: None,
         target_aliases: vec![fingerprint.clone()],
         requested: None,
+        trace: None,
         target: Some(target),
         target_fingerprint: fingerprint,
     }

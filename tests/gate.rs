@@ -491,8 +491,9 @@ fn request(target: Option<Target>, alert_namespace: Option<&str>) -> Remediation
     if let Some(ns) = alert_namespace {
         labels.insert("namespace".to_owned(), ns.to_owned());
     }
+    let id = uuid::Uuid::new_v4();
     RemediationRequest {
-        id: uuid::Uuid::new_v4(),
+        id,
         phase: Phase::Enriching,
         reason: None,
         target_fingerprint: target.as_ref().map(Target::fingerprint).unwrap_or_default(),
@@ -519,6 +520,7 @@ fn request(target: Option<Target>, alert_namespace: Option<&str>) -> Remediation
         attempts: 0,
         not_before: None,
         state: StageState::default(),
+        trace: kubemedic::domain::TraceContext::for_request(id),
     }
 }
 

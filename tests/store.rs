@@ -121,7 +121,61 @@ contract!(
     pinned_context_is_replaced_deleted_and_audited,
     failed_logins_are_counted_per_client_in_the_window_and_pruned,
     an_audit_append_wakes_the_watchers_of_its_request,
+    a_request_keeps_the_trace_context_it_was_opened_with,
 );
+
+/// The trace context a signal carries is stored with the request it opens and read back by
+/// every read (a claim on another replica continues the same trace); a signal without one
+/// gets one derived from the request id, the same on every read. The trail carries the trace
+/// id in the new events' payloads, and the chain still verifies.
+async fn a_request_keeps_the_trace_context_it_was_opened_with(f: Fixture) {
+    use kubemedic::domain::TraceContext;
+    let s = &f.store;
+    let incoming =
+        TraceContext::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").unwrap();
+    let mut traced = signal("traced", 0, CHECKOUT);
+    traced.trace = Some(incoming);
+    let untraced = signal("untraced", 0, Some(("shop", "Deployment", "cart")));
+    let outcomes = s.ingest(&[traced, untraced]).await.unwrap();
+    let (a, b) = (
+        outcomes[0].request_id().unwrap(),
+        outcomes[1].request_id().unwrap(),
+    );
+    let read = s.get_request(a).await.unwrap().unwrap();
+    assert_eq!(read.trace, incoming);
+    let other = s.get_request(b).await.unwrap().unwrap();
+    assert_eq!(other.trace, TraceContext::for_request(b));
+    assert_eq!(s.get_request(b).await.unwrap().unwrap().trace, other.trace);
+    // A claim (any worker, any replica) and a committed step give the same context back.
+    let claimed = s
+        .claim_batch("w2", Duration::from_secs(30), 10)
+        .await
+        .unwrap();
+    let claimed_a = claimed.iter().find(|r| r.id == a).unwrap();
+    assert_eq!(claimed_a.trace, incoming);
+    let stepped = s
+        .commit_step(a, "w2", Phase::Received, step(Phase::Enriching))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stepped.trace, incoming);
+    let trail = s.audit_trail(a).await.unwrap();
+    let ids: Vec<_> = trail
+        .iter()
+        .map(|e| (e.kind.as_str(), e.payload["trace_id"].as_str()))
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            ("received", Some("4bf92f3577b34da6a3ce929d0e0e4736")),
+            ("transition", Some("4bf92f3577b34da6a3ce929d0e0e4736")),
+        ]
+    );
+    assert!(
+        s.verify_chain().await.unwrap().intact(),
+        "the chain verifies"
+    );
+}
 
 fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) -> NewSignal {
     let mut labels = BTreeMap::new();
@@ -151,6 +205,7 @@ fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) ->
         external_url: None,
         target_aliases: vec![target_fingerprint.clone()],
         requested: None,
+        trace: None,
         target,
         target_fingerprint,
     }

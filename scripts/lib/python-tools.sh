@@ -18,6 +18,10 @@ SMTP_PACKAGES=(aiosmtpd==1.4.6)
 # The official MCP Python SDK, the client tests/mcp.rs drives the MCP server with.
 MCP_PACKAGES=(mcp==2.3.0)
 
+# The OpenTelemetry protocol's definitions, which the OTLP/HTTP receiver of tests/traces.rs
+# (tests/otlp/receiver.py) parses the daemon's spans with.
+OTLP_PACKAGES=(opentelemetry-proto==1.45.2 protobuf==7.36.2)
+
 py_tool() {
   local name=$1
   shift

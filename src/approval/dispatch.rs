@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::{Instrument as _, debug, warn};
 
 use super::Approvals;
 use crate::domain::{AuditDraft, Notification, NotificationKind};
@@ -159,13 +159,46 @@ impl Dispatcher {
             return;
         }
         let message = a.message(&approval, &n.recipient, n.channel);
-        let sent = match n.kind {
-            NotificationKind::Offer => notifier.offer(&message).await,
-            NotificationKind::Outcome | NotificationKind::NotExecuted => notifier
-                .outcome(&message, n.external_ref.as_ref())
-                .await
-                .map(|()| None),
-        };
+        // The delivery is a span of its request's trace (looked up only when tracing is on).
+        let span = tracing::info_span!(
+            target: crate::telemetry::TRACE_TARGET,
+            "notify",
+            otel.name = %format_args!("notify {} {}", n.channel, n.kind.as_str()),
+            otel.kind = "client",
+            kubemedic.request_id = %approval.request_id,
+            kubemedic.notification.channel = %n.channel,
+            kubemedic.notification.kind = n.kind.as_str(),
+            kubemedic.notification.attempt = i64::from(attempt),
+            kubemedic.notification.result = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        if crate::telemetry::tracing_enabled()
+            && let Ok(Some(request)) = a.store.requests.get_request(approval.request_id).await
+        {
+            crate::telemetry::continue_trace(&span, &request.trace);
+        }
+        let sent = async {
+            match n.kind {
+                NotificationKind::Offer => notifier.offer(&message).await,
+                NotificationKind::Outcome | NotificationKind::NotExecuted => notifier
+                    .outcome(&message, n.external_ref.as_ref())
+                    .await
+                    .map(|()| None),
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        span.record(
+            "kubemedic.notification.result",
+            match &sent {
+                Ok(_) => "delivered",
+                Err(e) if e.retryable => "retry",
+                Err(_) => "failed",
+            },
+        );
+        if sent.is_err() {
+            span.record("otel.status_code", "ERROR");
+        }
         match sent {
             Ok(external_ref) => {
                 self.finish(

@@ -61,6 +61,9 @@ pub struct Asker {
     pub subject: String,
     /// Whether the asker may decide approvals (the approver role).
     pub can_decide: bool,
+    /// The trace the question belongs to (the caller's `traceparent`, or the span that took
+    /// it): a request the question opens continues it.
+    pub trace: Option<crate::domain::TraceContext>,
 }
 
 /// Why a message was not taken.
@@ -414,7 +417,7 @@ impl ChatService {
         // Unique per question: a repeat about the same target joins its active request as an
         // occurrence instead of being dropped as a redelivery.
         let fingerprint = format!("chat-{}-{}", conversation.id.simple(), turns.len());
-        let signal = question_signal(
+        let mut signal = question_signal(
             &who.subject,
             target,
             message,
@@ -423,6 +426,7 @@ impl ChatService {
             &fingerprint,
             self.clock.now(),
         )?;
+        signal.trace = who.trace;
         let outcomes = self
             .ingest
             .submit(vec![signal])

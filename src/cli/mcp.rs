@@ -213,6 +213,7 @@ pub async fn run(args: McpArgs) -> ExitCode {
         None | Some("") => Caller {
             subject: local_user(),
             role: Role::Viewer,
+            trace: None,
         },
         Some(key) => match daemon::auth_settings(&settings)
             .key_named_by(store.as_ref(), key)
@@ -221,6 +222,7 @@ pub async fn run(args: McpArgs) -> ExitCode {
             Ok(Some((name, role, _))) => Caller {
                 subject: format!("key:{name}"),
                 role,
+                trace: None,
             },
             Ok(None) => {
                 eprintln!("error: --api-key: no such key (or it was revoked)");

@@ -229,14 +229,27 @@ async fn run(cli: Cli) -> ExitCode {
                 Ok(s) => s,
                 Err(e) => return config_error(e),
             };
-            telemetry::init_logging(settings.log_format, &settings.log_level);
+            let traces = match telemetry::Traces::init(
+                settings.log_format,
+                &settings.log_level,
+                settings.traces.as_ref(),
+            ) {
+                Ok(t) => t,
+                Err(e) => return fail(e),
+            };
             let shutdown = CancellationToken::new();
             daemon::cancel_on_signals(shutdown.clone());
             let running = match daemon::serve(&settings, shutdown).await {
                 Ok(r) => r,
-                Err(e) => return fail(e),
+                Err(e) => {
+                    traces.shutdown().await;
+                    return fail(e);
+                }
             };
-            match running.wait().await {
+            let stopped = running.wait().await;
+            // The spans of the last steps go out before the process ends.
+            traces.shutdown().await;
+            match stopped {
                 Ok(()) => {
                     tracing::info!("stopped");
                     ExitCode::SUCCESS

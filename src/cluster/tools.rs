@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use regex::RegexBuilder;
 use serde::Serialize;
 use serde_json::{Value, json};
+use tracing::Instrument as _;
 
 use super::context::ContextResolver;
 use super::obj::{self, at, str_at};
@@ -278,7 +279,41 @@ impl ClusterTools {
     }
 
     /// Run a tool. Never panics; every failure is a result with `ok: false` and a hint.
+    ///
+    /// Each call is one span (`execute_tool <name>`, the GenAI conventions' tool span): the
+    /// tool's name when it is one of ours, whether it worked and how much it returned — never
+    /// its arguments or output, which are the model's and the cluster's text.
     pub async fn call(&self, name: &str, args: &Value) -> ToolResult {
+        let known = specs().iter().find(|s| s.name == name).map(|s| s.name);
+        let tool = known.unwrap_or("unknown");
+        let span = tracing::info_span!(
+            target: crate::telemetry::TRACE_TARGET,
+            "execute_tool",
+            otel.name = %format_args!("execute_tool {tool}"),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = tool,
+            kubemedic.tool.ok = tracing::field::Empty,
+            kubemedic.tool.truncated = tracing::field::Empty,
+            kubemedic.tool.output_chars = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let result = self
+            .call_untraced(name, args)
+            .instrument(span.clone())
+            .await;
+        span.record("kubemedic.tool.ok", result.ok);
+        span.record("kubemedic.tool.truncated", result.truncated);
+        span.record(
+            "kubemedic.tool.output_chars",
+            i64::try_from(result.text.len()).unwrap_or(i64::MAX),
+        );
+        if !result.ok {
+            span.record("otel.status_code", "ERROR");
+        }
+        result
+    }
+
+    async fn call_untraced(&self, name: &str, args: &Value) -> ToolResult {
         let now = self.clock.now();
         let outcome = match name {
             "kubectl_describe" => self.describe(&Args(args), now).await,

@@ -312,6 +312,8 @@ pub struct Settings {
     pub max_wait: Duration,
     pub log_format: LogFormat,
     pub log_level: String,
+    /// Where traces go; `None`: tracing is off (no OpenTelemetry layer at all).
+    pub traces: Option<crate::telemetry::TraceSettings>,
     pub cluster: ClusterSettings,
     pub investigate: InvestigateSettings,
     pub policy: PolicySettings,
@@ -372,6 +374,7 @@ impl Settings {
         }
         let web = web.settings()?;
         let store = store.settings()?;
+        let traces = telemetry.traces(|name| std::env::var(name).ok())?;
         let (log_format, log_level) = telemetry.settings()?;
         Ok(Settings {
             listen: web.listen,
@@ -391,6 +394,7 @@ impl Settings {
             max_wait: pipeline.max_wait,
             log_format,
             log_level,
+            traces,
             cluster,
             investigate,
             policy,

@@ -28,6 +28,7 @@ mod request;
 mod signal;
 mod stage;
 mod target;
+mod trace;
 
 pub use access::{ApiKey, Role, Session};
 pub use approval::{
@@ -69,3 +70,4 @@ pub use stage::{Stage, StageError, StageOutcome};
 pub use target::{
     CLUSTER_SCOPED_KINDS, Target, fingerprint_of, is_cluster_scoped, targets_from_labels,
 };
+pub use trace::TraceContext;

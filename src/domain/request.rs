@@ -17,6 +17,7 @@ use super::phase::Phase;
 use super::proof::Proof;
 use super::signal::{NewSignal, SignalContext};
 use super::target::Target;
+use super::trace::TraceContext;
 
 /// A dependency the request is waiting for (cluster, LLM, mail server…).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,14 +79,17 @@ pub struct RemediationRequest {
     pub attempts: i32,
     pub not_before: Option<DateTime<Utc>>,
     pub state: StageState,
+    /// The trace its spans continue (see [`TraceContext`]).
+    pub trace: TraceContext,
 }
 
 impl RemediationRequest {
     /// A request for one signal, not yet stored: what `kubemedic investigate` runs through the
     /// stages (the store opens requests itself, in the ingest transaction).
     pub fn for_signal(signal: &NewSignal, phase: Phase, now: DateTime<Utc>) -> Self {
+        let id = Uuid::new_v4();
         Self {
-            id: Uuid::new_v4(),
+            id,
             phase,
             reason: None,
             target: signal.target.clone(),
@@ -99,6 +103,9 @@ impl RemediationRequest {
             attempts: 0,
             not_before: None,
             state: StageState::default(),
+            trace: signal
+                .trace
+                .unwrap_or_else(|| TraceContext::for_request(id)),
         }
     }
 }

@@ -119,6 +119,11 @@ pub struct NewSignal {
     /// authenticated approver, never read from a payload: no webhook body can carry it.
     #[serde(skip)]
     pub requested: Option<RequestedWorkflow>,
+    /// The trace the request it opens continues: the span that received it (or the caller's,
+    /// from its `traceparent`). Set by kubemedic, never read from a payload; `None` lets the
+    /// store derive one from the request id.
+    #[serde(skip)]
+    pub trace: Option<super::trace::TraceContext>,
 }
 
 /// A reviewer's request: run this workflow on the target of a request kubemedic sent to a
@@ -141,6 +146,13 @@ pub struct RequestedWorkflow {
 }
 
 impl NewSignal {
+    /// The trace context of the request `id` this signal opens: its own, or one derived from
+    /// the id.
+    pub fn trace_for(&self, id: uuid::Uuid) -> super::trace::TraceContext {
+        self.trace
+            .unwrap_or_else(|| super::trace::TraceContext::for_request(id))
+    }
+
     /// Who the audit trail says delivered it: `alertmanager/<receiver>` or `native/<source>`.
     pub fn actor(&self) -> String {
         match &self.receiver {

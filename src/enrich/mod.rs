@@ -181,7 +181,7 @@ impl Stage for EnrichmentStage {
         Phase::Enriching
     }
 
-    #[instrument(skip_all, fields(request_id = %request.id, phase = "Enriching"))]
+    #[instrument(skip_all, fields(request_id = %request.id, trace_id = %request.trace.trace_id_hex(), phase = "Enriching"))]
     async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
         let mut sources = Vec::new();
         let (namespace, note) = namespace_of(request);

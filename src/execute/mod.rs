@@ -799,7 +799,7 @@ impl Stage for ExecutionStage {
     }
 
     /// Admit, run the steps, conclude.
-    #[instrument(skip_all, fields(request_id = %request.id, phase = "Executing"))]
+    #[instrument(skip_all, fields(request_id = %request.id, trace_id = %request.trace.trace_id_hex(), phase = "Executing"))]
     async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
         let admitted = match self.admit(request).await? {
             Admission::Admitted(a) => *a,

@@ -81,9 +81,12 @@ impl ClusterWriter for StampingWriter {
     ) -> Result<Value> {
         let mut stamped = patch.clone();
         self.annotate(&res.kind, &mut stamped);
-        self.inner
-            .patch(res, namespace, name, patch_type, &stamped, dry_run)
-            .await
+        traced(
+            write_span("patch", &res.kind, namespace, Some(name), dry_run),
+            self.inner
+                .patch(res, namespace, name, patch_type, &stamped, dry_run),
+        )
+        .await
     }
 
     /// A replace is a read-modify-write: `obj` is the object as read, changed. If it already
@@ -106,9 +109,11 @@ impl ClusterWriter for StampingWriter {
         }
         let mut stamped = obj.clone();
         self.annotate(&res.kind, &mut stamped);
-        self.inner
-            .replace(res, namespace, name, &stamped, dry_run)
-            .await
+        traced(
+            write_span("update", &res.kind, namespace, Some(name), dry_run),
+            self.inner.replace(res, namespace, name, &stamped, dry_run),
+        )
+        .await
     }
 
     async fn create(
@@ -120,7 +125,11 @@ impl ClusterWriter for StampingWriter {
     ) -> Result<Value> {
         let mut stamped = obj.clone();
         self.annotate(&res.kind, &mut stamped);
-        self.inner.create(res, namespace, &stamped, dry_run).await
+        traced(
+            write_span("create", &res.kind, namespace, None, dry_run),
+            self.inner.create(res, namespace, &stamped, dry_run),
+        )
+        .await
     }
 
     async fn delete(
@@ -130,12 +139,54 @@ impl ClusterWriter for StampingWriter {
         name: &str,
         dry_run: bool,
     ) -> Result<()> {
-        self.inner.delete(res, namespace, name, dry_run).await
+        traced(
+            write_span("delete", &res.kind, namespace, Some(name), dry_run),
+            self.inner.delete(res, namespace, name, dry_run),
+        )
+        .await
     }
 
     async fn evict(&self, namespace: &str, pod: &str, dry_run: bool) -> Result<()> {
-        self.inner.evict(namespace, pod, dry_run).await
+        traced(
+            write_span("evict", "Pod", Some(namespace), Some(pod), dry_run),
+            self.inner.evict(namespace, pod, dry_run),
+        )
+        .await
     }
+}
+
+/// The span of one write to the Kubernetes API (`kube <verb> <Kind>`): the object's kind,
+/// namespace and name, whether it was a dry run, and whether the API server took it.
+fn write_span(
+    verb: &'static str,
+    kind: &str,
+    namespace: Option<&str>,
+    name: Option<&str>,
+    dry_run: bool,
+) -> tracing::Span {
+    tracing::info_span!(
+        target: crate::telemetry::TRACE_TARGET,
+        "kube_write",
+        otel.name = %format_args!("kube {verb} {kind}"),
+        otel.kind = "client",
+        k8s.verb = verb,
+        kubemedic.k8s.kind = kind,
+        k8s.namespace.name = namespace,
+        kubemedic.k8s.name = name,
+        kubemedic.dry_run = dry_run,
+        error.type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
+}
+
+async fn traced<T>(span: tracing::Span, write: impl Future<Output = Result<T>>) -> Result<T> {
+    use tracing::Instrument as _;
+    let done = write.instrument(span.clone()).await;
+    if let Err(e) = &done {
+        span.record("error.type", tracing::field::debug(&e.kind));
+        span.record("otel.status_code", "ERROR");
+    }
+    done
 }
 
 #[cfg(test)]

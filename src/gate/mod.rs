@@ -102,7 +102,7 @@ impl Stage for GateStage {
         Phase::Gating
     }
 
-    #[instrument(skip_all, fields(request_id = %request.id, phase = "Gating"))]
+    #[instrument(skip_all, fields(request_id = %request.id, trace_id = %request.trace.trace_id_hex(), phase = "Gating"))]
     async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
         let Some(input) = input_for(request, self.settings.confidence_threshold) else {
             return Ok(StageOutcome {

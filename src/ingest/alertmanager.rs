@@ -192,6 +192,7 @@ fn normalise(
         target_fingerprint,
         target_aliases,
         requested: None,
+        trace: None,
     })
 }
 

@@ -183,6 +183,7 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
         target_fingerprint,
         target_aliases,
         requested: None,
+        trace: None,
     })
 }
 

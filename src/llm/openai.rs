@@ -18,7 +18,7 @@ use async_openai::config::{AzureConfig, Config, OpenAIConfig};
 use async_trait::async_trait;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tracing::{debug, warn};
+use tracing::{Instrument as _, debug, warn};
 
 use super::{
     ChatRequest, ChatResponse, Delta, Llm, LlmError, LlmFailure, Message, ToolCall, ToolChoice,
@@ -27,6 +27,7 @@ use super::{
 use crate::domain::{FinishReason, Usage};
 use crate::redact::sanitize_text;
 use crate::secret::{Secret, redact_url};
+use crate::telemetry::TRACE_TARGET;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
@@ -59,6 +60,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct OpenAiLlm {
     http: reqwest::Client,
+    provider: Provider,
     config: Box<dyn Config>,
     describe: String,
     /// The server, without credentials, for messages.
@@ -122,6 +124,7 @@ impl OpenAiLlm {
         };
         Ok(Self {
             http,
+            provider: s.provider,
             config,
             describe,
             endpoint,
@@ -754,7 +757,126 @@ impl Llm for OpenAiLlm {
         self.chat_watched(request, &Unwatched).await
     }
 
+    /// One model call is one span, named and described by the OpenTelemetry GenAI
+    /// conventions: the model, the token counts, the finish reason — no text unless
+    /// `--otlp-record-prompts`, and then sanitised.
     async fn chat_watched(
+        &self,
+        request: &ChatRequest,
+        watch: &dyn Watch,
+    ) -> Result<ChatResponse, LlmError> {
+        let (system, provider) = match self.provider {
+            Provider::OpenAi => ("openai", "openai"),
+            Provider::Azure => ("az.ai.openai", "azure.ai.openai"),
+        };
+        let span = tracing::info_span!(
+            target: TRACE_TARGET,
+            "chat",
+            otel.name = %format_args!("chat {}", request.model),
+            otel.kind = "client",
+            gen_ai.operation.name = "chat",
+            gen_ai.system = system,
+            gen_ai.provider.name = provider,
+            gen_ai.request.model = %request.model,
+            gen_ai.request.max_tokens = i64::from(request.max_tokens),
+            gen_ai.response.model = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            kubemedic.llm.tools_offered = signed(request.tools.len() as u64),
+            kubemedic.llm.tool_calls = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        if crate::telemetry::record_prompts() {
+            span.in_scope(|| record_prompt(request));
+        }
+        let answer = self
+            .chat_untraced(request, watch)
+            .instrument(span.clone())
+            .await;
+        match &answer {
+            Ok(r) => {
+                span.record("gen_ai.response.model", r.model.as_str());
+                span.record("gen_ai.usage.input_tokens", signed(r.usage.prompt_tokens));
+                span.record(
+                    "gen_ai.usage.output_tokens",
+                    signed(r.usage.completion_tokens),
+                );
+                span.record(
+                    "kubemedic.llm.tool_calls",
+                    signed(r.tool_calls.len() as u64),
+                );
+                crate::telemetry::set_string_list(
+                    &span,
+                    "gen_ai.response.finish_reasons",
+                    &[finish_reason_name(r.finish_reason)],
+                );
+                if crate::telemetry::record_prompts() {
+                    span.in_scope(|| record_completion(r));
+                }
+            }
+            Err(e) => {
+                span.record("error.type", e.failure().map_or("other", |f| f.label()));
+                span.record("otel.status_code", "ERROR");
+            }
+        }
+        answer
+    }
+}
+
+/// A count as OpenTelemetry's integer (a u64 would be exported as text).
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The GenAI conventions' name of a finish reason.
+fn finish_reason_name(reason: FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Stop => "stop",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::Length => "length",
+        FinishReason::ContentFilter => "content_filter",
+        FinishReason::Other => "other",
+    }
+}
+
+/// The prompt as span events (`--otlp-record-prompts`): each message's text has passed the
+/// sanitiser already ([`super::Message`] holds only [`crate::redact::Redacted`] text).
+fn record_prompt(request: &ChatRequest) {
+    for m in &request.messages {
+        let (event, text) = match m {
+            Message::System { content } => ("gen_ai.system.message", content.as_str()),
+            Message::User { content } => ("gen_ai.user.message", content.as_str()),
+            Message::Assistant { content, .. } => (
+                "gen_ai.assistant.message",
+                content.as_ref().map_or("", |c| c.as_str()),
+            ),
+            Message::Tool { content, .. } => ("gen_ai.tool.message", content.as_str()),
+        };
+        tracing::info!(target: TRACE_TARGET, content = text, "{}", event);
+    }
+}
+
+/// The answer as a span event (`--otlp-record-prompts`), sanitised like everything the model
+/// says before it is shown.
+fn record_completion(r: &ChatResponse) {
+    let text = sanitize_text(r.content.as_deref().unwrap_or(""));
+    let calls: Vec<String> = r
+        .tool_calls
+        .iter()
+        .map(|c| format!("{}({})", c.name, sanitize_text(&c.arguments)))
+        .collect();
+    tracing::info!(
+        target: TRACE_TARGET,
+        content = %text,
+        tool_calls = %calls.join("; "),
+        "gen_ai.choice"
+    );
+}
+
+impl OpenAiLlm {
+    /// The call, retried: what [`Llm::chat_watched`] traces.
+    async fn chat_untraced(
         &self,
         request: &ChatRequest,
         watch: &dyn Watch,

@@ -70,6 +70,7 @@ impl Investigations for ThroughChat {
         let asker = Asker {
             subject: who.subject.clone(),
             can_decide: who.role.allows(Role::Approver),
+            trace: who.trace,
         };
         let asked = match about {
             About::Target { target, question } => {

@@ -69,6 +69,8 @@ pub const MAX_INVESTIGATE_WAIT_SECONDS: u64 = 300;
 pub struct Caller {
     pub subject: String,
     pub role: Role,
+    /// The caller's W3C `traceparent` (HTTP only): a request `investigate` opens continues it.
+    pub trace: Option<crate::domain::TraceContext>,
 }
 
 /// The cluster the read-only tools read: the investigation's own reader (with its read

@@ -273,6 +273,7 @@ mod tests {
             target,
             target_aliases: vec![],
             requested: None,
+            trace: None,
         };
         RemediationRequest::for_signal(&signal, Phase::Received, at(0))
     }

@@ -11,6 +11,7 @@ pub mod worker;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use chrono::{DateTime, Utc};
 
@@ -244,7 +245,18 @@ impl Pipeline {
                 state: req.state.clone(),
             };
         };
-        match stage.run(req).await {
+        // The stage's span continues the request's trace, on whichever worker runs it.
+        let span = crate::telemetry::stage_span(req);
+        let ran = stage.run(req).instrument(span.clone()).await;
+        match &ran {
+            Ok(outcome) => {
+                span.record("kubemedic.next_phase", outcome.next.as_str());
+            }
+            Err(_) => {
+                span.record("otel.status_code", "ERROR");
+            }
+        }
+        match ran {
             Ok(mut outcome) => {
                 if !req.phase.can_move_to(outcome.next) {
                     let reason = format!(
@@ -399,6 +411,7 @@ mod tests {
             target_fingerprint: "t".into(),
             target_aliases: vec![],
             requested: None,
+            trace: None,
         };
         RemediationRequest::for_signal(&signal, phase, now)
     }

@@ -168,7 +168,11 @@ impl WorkerPool {
                         let me = self.clone();
                         let stop = shutdown.clone();
                         let commits = commits.clone();
-                        let span = info_span!("request", request_id = %request.id);
+                        let span = info_span!(
+                            "request",
+                            request_id = %request.id,
+                            trace_id = %request.trace.trace_id_hex()
+                        );
                         tasks.spawn(
                             async move {
                                 me.drive(request, stop, &commits).await;

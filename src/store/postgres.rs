@@ -315,12 +315,13 @@ impl Dialect for Postgres {
             "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
              target_name, target_namespace, target_fingerprint, signal_name, severity, \
              signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
-             updated_at, attempts, state) \
+             updated_at, attempts, state, trace_parent) \
              SELECT id, 'Received', NULL, TRUE, kind, name, namespace, fingerprint, signal_name, \
-             severity, mode, signal, 1, $1, $1, $1, $1, 0, $2 \
+             severity, mode, signal, 1, $1, $1, $1, $1, 0, $2, trace_parent \
              FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], \
-             $9::text[], $10::text[], $11::jsonb[]) \
-             AS t(id, kind, name, namespace, fingerprint, signal_name, severity, mode, signal)",
+             $9::text[], $10::text[], $11::jsonb[], $12::text[]) \
+             AS t(id, kind, name, namespace, fingerprint, signal_name, severity, mode, signal, \
+             trace_parent)",
         )
         .bind(now)
         .bind(Json(crate::domain::StageState::default()))
@@ -347,6 +348,11 @@ impl Dialect for Postgres {
         .bind(
             rows.iter()
                 .map(|r| Json(SignalContext::from_signal(r.1, now)))
+                .bind_iter(),
+        )
+        .bind(
+            rows.iter()
+                .map(|r| r.1.trace_for(r.0).traceparent())
                 .bind_iter(),
         )
         .execute(&mut **tx)

@@ -317,8 +317,8 @@ impl Dialect for Sqlite {
                 "INSERT INTO remediation_requests (id, phase, reason, active, target_kind, \
                  target_name, target_namespace, target_fingerprint, signal_name, severity, \
                  signal_mode, signal, occurrence_count, first_seen, last_seen, created_at, \
-                 updated_at, attempts, state) VALUES {}",
-                value_rows(chunk.len(), 19)
+                 updated_at, attempts, state, trace_parent) VALUES {}",
+                value_rows(chunk.len(), 20)
             );
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(PERSISTENT);
             for (rid, s) in chunk {
@@ -341,7 +341,8 @@ impl Dialect for Sqlite {
                     .bind(ts(now))
                     .bind(ts(now))
                     .bind(0i32)
-                    .bind(&empty_state);
+                    .bind(&empty_state)
+                    .bind(s.trace_for(*rid).traceparent());
             }
             q.execute(&mut **tx).await?;
         }

@@ -617,7 +617,7 @@ impl Stage for VerificationStage {
         Phase::Verifying
     }
 
-    #[instrument(skip_all, fields(request_id = %request.id, phase = "Verifying"))]
+    #[instrument(skip_all, fields(request_id = %request.id, trace_id = %request.trace.trace_id_hex(), phase = "Verifying"))]
     async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
         let Some(execution) = request.state.execution.as_ref() else {
             return Err(StageError::Failed("nothing was executed to verify".into()));

@@ -32,6 +32,8 @@ pub struct RequestSummary<'a> {
     created_at: chrono::DateTime<chrono::Utc>,
     updated_at: chrono::DateTime<chrono::Utc>,
     waiting: Option<&'a crate::domain::Waiting>,
+    trace_id: String,
+    traceparent: String,
 }
 
 impl<'a> From<&'a RemediationRequest> for RequestSummary<'a> {
@@ -51,6 +53,8 @@ impl<'a> From<&'a RemediationRequest> for RequestSummary<'a> {
             created_at: r.created_at,
             updated_at: r.updated_at,
             waiting: r.state.waiting.as_ref(),
+            trace_id: r.trace.trace_id_hex(),
+            traceparent: r.trace.traceparent(),
         }
     }
 }

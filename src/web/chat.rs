@@ -28,6 +28,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tracing::Instrument as _;
 use uuid::Uuid;
 
 use super::{AppState, Caller};
@@ -190,6 +191,7 @@ fn asker(
     Ok(Asker {
         can_decide: who.role.allows(Role::Approver),
         subject: who.subject,
+        trace: None,
     })
 }
 
@@ -292,7 +294,29 @@ pub async fn completions(
     let text = last.content.as_ref().map(Content::text).unwrap_or_default();
     let conversation = parse_uuid("conversation_id", req.conversation_id.as_deref())?;
     let action = parse_uuid("action_id", req.action_id.as_deref())?;
-    let asked = chat.ask(&who, conversation, &text, action).await?;
+    // The question is one span, under the caller's `traceparent` if it sent one; a request
+    // it opens continues that trace.
+    let incoming = crate::telemetry::incoming_trace(&headers);
+    let span = tracing::info_span!(
+        target: crate::telemetry::TRACE_TARGET,
+        "chat",
+        otel.name = "chat question",
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+    );
+    if let Some(parent) = &incoming {
+        crate::telemetry::continue_trace(&span, parent);
+    }
+    let mut who = who;
+    who.trace = crate::telemetry::current_trace(&span).or(incoming);
+    let asked = chat
+        .ask(&who, conversation, &text, action)
+        .instrument(span.clone())
+        .await;
+    if asked.is_err() {
+        span.record("otel.status_code", "ERROR");
+    }
+    let asked = asked?;
     let id = format!("chatcmpl-{}", Uuid::new_v4().simple());
     let created = state.clock.now().timestamp();
     let conversation_id = asked.conversation.id;

@@ -16,12 +16,13 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use tracing::{info, warn};
+use tracing::{Instrument as _, info, warn};
 
 use super::{ApiError, AppState, WebhookAuth, ct_eq};
 use crate::domain::NewSignal;
 use crate::ingest::{self, IngestError};
 use crate::store::IngestOutcome;
+use crate::telemetry::{self, TRACE_TARGET};
 
 /// Check the webhook credentials. With both a token and basic auth configured, either works.
 pub fn authorised(auth: &WebhookAuth, headers: &HeaderMap) -> bool {
@@ -104,7 +105,49 @@ fn reject_invalid(state: &AppState, e: IngestError) -> ApiError {
     }
 }
 
+/// Commit `signals` under an `ingest` span: a child of the caller's `traceparent` if it sent
+/// one, and the parent of every span of the requests they open (the trace context each new
+/// request stores). With tracing off the caller's context itself is stored, if any, so the
+/// request keeps the caller's trace id.
 async fn commit(
+    state: &AppState,
+    source: &'static str,
+    headers: &HeaderMap,
+    mut signals: Vec<NewSignal>,
+    started: Instant,
+) -> Result<Response, ApiError> {
+    let incoming = telemetry::incoming_trace(headers);
+    let span = tracing::info_span!(
+        target: TRACE_TARGET,
+        "ingest",
+        otel.name = %format_args!("ingest {source}"),
+        otel.kind = "server",
+        kubemedic.source = source,
+        kubemedic.signals = i64::try_from(signals.len()).unwrap_or(i64::MAX),
+        kubemedic.opened = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    if let Some(parent) = &incoming {
+        telemetry::continue_trace(&span, parent);
+    }
+    let trace = telemetry::current_trace(&span).or(incoming);
+    if let Some(trace) = &trace {
+        // The log lines of this webhook call carry its trace id.
+        tracing::Span::current().record("trace_id", tracing::field::display(trace.trace_id_hex()));
+    }
+    for s in &mut signals {
+        s.trace = trace;
+    }
+    let answer = commit_traced(state, source, signals, started)
+        .instrument(span.clone())
+        .await;
+    if answer.is_err() {
+        span.record("otel.status_code", "ERROR");
+    }
+    answer
+}
+
+async fn commit_traced(
     state: &AppState,
     source: &str,
     signals: Vec<NewSignal>,
@@ -134,6 +177,10 @@ async fn commit(
         .iter()
         .filter(|o| matches!(o, IngestOutcome::Opened { .. }))
         .count();
+    tracing::Span::current().record(
+        "kubemedic.opened",
+        i64::try_from(opened).unwrap_or(i64::MAX),
+    );
     info!(source, signals = n, opened, "signals committed");
     Ok((
         StatusCode::OK,
@@ -161,7 +208,7 @@ pub async fn alertmanager(
     }
     let bytes = read_body(&state, &headers, body).await?;
     let signals = ingest::alertmanager::parse(&bytes).map_err(|e| reject_invalid(&state, e))?;
-    commit(&state, "alertmanager", signals, started).await
+    commit(&state, "alertmanager", &headers, signals, started).await
 }
 
 /// `POST /api/v1/signals`: one native signal. Accepts the webhook credentials or an admin key.
@@ -186,5 +233,5 @@ pub async fn native(
     let bytes = read_body(&state, &headers, body).await?;
     let signal =
         ingest::native::parse(&bytes, state.clock.now()).map_err(|e| reject_invalid(&state, e))?;
-    commit(&state, "native", vec![signal], started).await
+    commit(&state, "native", &headers, vec![signal], started).await
 }

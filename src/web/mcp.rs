@@ -70,9 +70,11 @@ async fn authenticate(
     };
     match principal {
         Some(p) if p.via == Via::Key => {
+            let trace = crate::telemetry::incoming_trace(req.headers());
             req.extensions_mut().insert(Caller {
                 subject: p.subject,
                 role: p.role,
+                trace,
             });
             next.run(req).await
         }

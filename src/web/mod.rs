@@ -280,7 +280,13 @@ async fn request_id(req: Request, next: Next) -> Response {
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let span = info_span!("http", request_id = %id, %method, %path);
+    let span = info_span!(
+        "http",
+        request_id = %id,
+        %method,
+        %path,
+        trace_id = tracing::field::Empty
+    );
     let started = Instant::now();
     let mut response = next.run(req).instrument(span.clone()).await;
     let status = response.status();

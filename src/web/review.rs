@@ -200,6 +200,7 @@ fn review_signal(
         target_fingerprint: req.target_fingerprint.clone(),
         target_aliases: vec![req.target_fingerprint.clone()],
         requested: Some(asked),
+        trace: None,
     }
 }
 

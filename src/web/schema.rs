@@ -45,6 +45,10 @@ pub struct RequestItem {
     /// What the request waits for (a cluster, a dependency), when it waits.
     #[schema(value_type = Option<Object>)]
     pub waiting: Option<serde_json::Value>,
+    /// The request's trace id (32 hex digits): search the trace backend for it.
+    pub trace_id: String,
+    /// The W3C `traceparent` its spans continue.
+    pub traceparent: String,
 }
 
 /// A request with everything known about it (`GET /api/v1/requests/{id}`).

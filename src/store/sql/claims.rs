@@ -139,7 +139,8 @@ impl<D: Dialect> Claims for SqlStore<D> {
                         .iter()
                         .map(|d| (Some(rid), Some(from), Cow::Borrowed(d))),
                 );
-                let draft = transition_event(from, via.phase, via.reason.as_deref(), worker);
+                let draft = transition_event(from, via.phase, via.reason.as_deref(), worker)
+                    .with_trace(&request.trace);
                 audits.push((Some(rid), Some(via.phase), Cow::Owned(draft)));
                 stage_from = via.phase;
             }
@@ -149,7 +150,8 @@ impl<D: Dialect> Claims for SqlStore<D> {
                     .map(|d| (Some(rid), Some(stage_from), Cow::Borrowed(d))),
             );
             if step.to != stage_from {
-                let draft = transition_event(stage_from, step.to, step.reason.as_deref(), worker);
+                let draft = transition_event(stage_from, step.to, step.reason.as_deref(), worker)
+                    .with_trace(&request.trace);
                 audits.push((Some(rid), Some(step.to), Cow::Owned(draft)));
             }
             if let Some(slot) = out.get_mut(i) {

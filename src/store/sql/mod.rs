@@ -58,7 +58,7 @@ macro_rules! request_columns {
     () => {
         "id, phase, reason, target_kind, target_name, target_namespace, target_fingerprint, \
          signal, occurrence_count, first_seen, last_seen, created_at, updated_at, attempts, \
-         not_before, state"
+         not_before, state, trace_parent"
     };
 }
 pub(super) use request_columns;

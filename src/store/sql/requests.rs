@@ -214,7 +214,8 @@ impl<D: Dialect> SqlStore<D> {
                     "target": s.target,
                     "target_fingerprint": s.target_fingerprint,
                     "source": s.source,
-                })),
+                }))
+                .with_trace(&s.trace_for(*rid)),
             ));
         }
         // The trail in the order things happened: openings, then repeats and resolutions.

@@ -7,7 +7,7 @@ use super::facade::Col as _;
 use super::{DbRow, SqlStore};
 use crate::domain::{
     ApiKey, ApprovalRequest, AuditEvent, Notification, RemediationRequest, Role, SignalContext,
-    SignalMode, SignalSource, SignalStatus, StageState,
+    SignalMode, SignalSource, SignalStatus, StageState, TraceContext,
 };
 use crate::store::{
     ExecutionLock, Intent, IntentStatus, Result, SignalRecord, corrupt, make_target, parse_phase,
@@ -18,8 +18,16 @@ impl<D: Dialect> SqlStore<D> {
         let get = |e: sqlx::Error| corrupt("remediation_requests", e.to_string());
         let phase: String = row.col("phase").map_err(get)?;
         let not_before: Option<D::Ts> = row.col("not_before").map_err(get)?;
+        let id = D::uuid_of(row.col("id").map_err(get)?);
+        // NULL for a request opened before trace contexts were stored: derived from its id.
+        let trace: Option<String> = row.col("trace_parent").map_err(get)?;
+        let trace = match trace {
+            Some(t) => TraceContext::parse(&t)
+                .ok_or_else(|| corrupt("remediation_requests", format!("trace_parent `{t}`")))?,
+            None => TraceContext::for_request(id),
+        };
         Ok(RemediationRequest {
-            id: D::uuid_of(row.col("id").map_err(get)?),
+            id,
             phase: parse_phase(&phase)?,
             reason: row.col("reason").map_err(get)?,
             target: make_target(
@@ -37,6 +45,7 @@ impl<D: Dialect> SqlStore<D> {
             attempts: row.col("attempts").map_err(get)?,
             not_before: not_before.map(D::time_of).transpose()?,
             state: row.col::<Json<StageState>>("state").map_err(get)?.0,
+            trace,
         })
     }
 

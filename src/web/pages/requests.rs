@@ -230,6 +230,7 @@ async fn render_request(
             dl.facts {
                 dt { "Phase" } dd #phase { (phase_badge(r.phase)) @if let Some(reason) = &r.reason { " " span.reason { (said(reason)) } } }
                 dt { "Request" } dd { code { (r.id) } }
+                dt { "Trace" } dd #trace { code { (r.trace.trace_id_hex()) } }
                 dt { "Target" } dd { (target_text(&r)) }
                 dt { "Alert" } dd { (r.signal.name) " (" (r.signal.mode.as_str()) ")" @if let Some(sev) = &r.signal.severity { " · " (sev) } }
                 @if let Some(asked) = &r.signal.requested {

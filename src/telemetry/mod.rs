@@ -1,7 +1,10 @@
-//! Logs and metrics.
+//! Logs, traces and metrics.
 //!
-//! Logs: `tracing`, JSON by default when not on a terminal, with the span fields (`request_id`)
-//! on every line. Metrics: one Prometheus registry, names with units, rendered by `/metrics`.
+//! Logs: `tracing`, JSON by default when not on a terminal, with the span fields (`request_id`,
+//! `trace_id`) on every line. Traces: OpenTelemetry over OTLP/HTTP, only when an endpoint is
+//! configured (docs/adr/0033-opentelemetry-traces.md); otherwise no OpenTelemetry layer is
+//! installed and the trace-only spans ([`TRACE_TARGET`]) are disabled call sites. Metrics: one
+//! Prometheus registry, names with units, rendered by `/metrics`.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -20,6 +23,15 @@ use serde::Deserialize;
 
 use crate::domain::{Phase, Usage, stage_name};
 
+mod traces;
+
+use traces::SdkTracer;
+pub use traces::{
+    TRACE_TARGET, TraceError, TraceSettings, Traces, continue_trace, current_trace, incoming_trace,
+    record_prompts, set_string_list, stage_span, tracing_enabled,
+};
+type Subscriber = tracing_subscriber::Registry;
+
 /// How logs are written. `auto`: human-readable text on a terminal, JSON otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -34,32 +46,66 @@ pub enum LogFormat {
 /// brings them back.
 const QUIET: &str = "kube_client::client::builder=off";
 
-/// Install the global subscriber. Safe to call more than once (later calls are ignored).
+/// Install the global subscriber without traces. Safe to call more than once (later calls are
+/// ignored).
 pub fn init_logging(format: LogFormat, filter: &str) {
+    let _ = install(format, filter, None);
+}
+
+/// The filter of the log: the configured one, kube-rs's per-call errors quieted unless named,
+/// and the trace-only spans ([`TRACE_TARGET`]) never, so a log line inside one still carries
+/// the request's span fields.
+fn log_filter(filter: &str) -> EnvFilter {
     let filter = if filter.contains("kube_client") {
         filter.to_owned()
     } else {
         format!("{filter},{QUIET}")
     };
-    let filter = EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = format!("{filter},{TRACE_TARGET}=off");
+    EnvFilter::try_new(&filter)
+        .unwrap_or_else(|_| EnvFilter::new(format!("info,{TRACE_TARGET}=off")))
+}
+
+fn install(
+    format: LogFormat,
+    filter: &str,
+    traces: Option<tracing_opentelemetry::OpenTelemetryLayer<Subscriber, SdkTracer>>,
+) -> Result<(), tracing_subscriber::util::TryInitError> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let json = match format {
         LogFormat::Json => true,
         LogFormat::Text => false,
         LogFormat::Auto => !std::io::stderr().is_terminal(),
     };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if json {
-        builder
-            .json()
+    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let log: Box<dyn tracing_subscriber::Layer<Subscriber> + Send + Sync> = if json {
+        log.json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-            .try_init()
+            .with_filter(log_filter(filter))
+            .boxed()
     } else {
-        builder.with_target(false).try_init()
+        log.with_target(false)
+            .with_filter(log_filter(filter))
+            .boxed()
     };
+    // Only the spans made for the trace go to the exporter: no HTTP client, database or
+    // exporter internals (which would trace their own exports).
+    let mut layers = vec![log];
+    if let Some(layer) = traces {
+        layers.push(
+            layer
+                .with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target(TRACE_TARGET, tracing::Level::TRACE),
+                )
+                .boxed(),
+        );
+    }
+    tracing_subscriber::registry().with(layers).try_init()
 }
 
 /// A dependency's outage in the log: one warning when it starts, a summary at most every
