@@ -3561,7 +3561,8 @@ fn imagepull_secret_rotated(c: &Ctx) -> Fut<'_> {
         ct["imagePullPolicy"] = json!("Always");
         ct["resources"] =
             json!({"requests": {"cpu": "500m", "memory": "768Mi"}, "limits": {"memory": "1Gi"}});
-        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
         create_as(
             k,
             "helm",
@@ -3626,7 +3627,10 @@ fn imagepull_secret_rotated(c: &Ctx) -> Fut<'_> {
                 &c.ip(20 + i),
                 vec![c_waiting(
                     (app, &image),
-                    ("ImagePullBackOff", &format!("Back-off pulling image \"{image}\"")),
+                    (
+                        "ImagePullBackOff",
+                        &format!("Back-off pulling image \"{image}\""),
+                    ),
                     0,
                     json!({}),
                 )],
@@ -3652,7 +3656,13 @@ fn imagepull_secret_rotated(c: &Ctx) -> Fut<'_> {
                 ("Warning", "Failed", pull_error.as_str(), 9, ago - 3),
                 ("Warning", "Failed", "Error: ErrImagePull", 9, ago - 3),
                 ("Normal", "BackOff", backoff.as_str(), 104, ago - 20),
-                ("Warning", "Failed", "Error: ImagePullBackOff", 104, ago - 20),
+                (
+                    "Warning",
+                    "Failed",
+                    "Error: ImagePullBackOff",
+                    104,
+                    ago - 20,
+                ),
             ] {
                 let last = if reason == "BackOff" || msg.ends_with("ImagePullBackOff") {
                     14
@@ -3690,7 +3700,8 @@ fn rollout_stuck_nodeselector(c: &Ctx) -> Fut<'_> {
         let k = &c.k;
         let app = "geocoder";
         let mut ct = container(app, "geo/geocoder:1.14.0", Some(8080));
-        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
         ct["resources"] =
             json!({"requests": {"cpu": "1", "memory": "3Gi"}, "limits": {"memory": "4Gi"}});
         let mut d = workload("Deployment", app, 3, json!([ct]), json!({}));
@@ -3751,7 +3762,9 @@ fn rollout_stuck_nodeselector(c: &Ctx) -> Fut<'_> {
                 &[
                     (
                         "description",
-                        format!("Rollout of deployment {ns}/{app} is not progressing for longer than 15 minutes."),
+                        format!(
+                            "Rollout of deployment {ns}/{app} is not progressing for longer than 15 minutes."
+                        ),
                     ),
                     ("summary", "Deployment rollout is not progressing.".into()),
                 ],
@@ -3799,7 +3812,12 @@ fn pvc_filling_up_expandable(c: &Ctx) -> Fut<'_> {
         let api = "crm-api";
         let mut act = container(api, "crm/crm-api:12.4.1", Some(8080));
         act["env"] = json!([{"name": "DATABASE_URL", "value": "postgres://crm@crm-postgres.crm.svc.cluster.local:5432/crm"}]);
-        create_as(k, "helm", workload("Deployment", api, 2, json!([act]), json!({}))).await;
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", api, 2, json!([act]), json!({})),
+        )
+        .await;
         for (i, p) in k.pods(&format!("app={api}"), 2).await.iter().enumerate() {
             run(c, p, &nodes[1 + i], &c.ip(20 + i as u8), 1700).await;
         }
@@ -3824,7 +3842,9 @@ fn pvc_filling_up_expandable(c: &Ctx) -> Fut<'_> {
                 &[
                     (
                         "description",
-                        format!("Based on recent sampling, the PersistentVolume claimed by {claim} in Namespace {ns} is expected to fill up within four days. Currently 8.7% is available."),
+                        format!(
+                            "Based on recent sampling, the PersistentVolume claimed by {claim} in Namespace {ns} is expected to fill up within four days. Currently 8.7% is available."
+                        ),
                     ),
                     ("summary", "PersistentVolume is filling up.".into()),
                 ],
@@ -3848,7 +3868,8 @@ fn hpa_maxed_out_cpu(c: &Ctx) -> Fut<'_> {
         let mut ct = container(app, image, Some(8080));
         ct["resources"] =
             json!({"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}});
-        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
         create_as(
             k,
             "helm",
@@ -3929,7 +3950,9 @@ fn hpa_maxed_out_cpu(c: &Ctx) -> Fut<'_> {
                 &[
                     (
                         "description",
-                        format!("HPA {ns}/{app} has been running at max replicas for longer than 15 minutes."),
+                        format!(
+                            "HPA {ns}/{app} has been running at max replicas for longer than 15 minutes."
+                        ),
                     ),
                     ("summary", "HPA is running at max replicas".into()),
                 ],
@@ -3949,10 +3972,24 @@ fn leftover_maintenance_taint(c: &Ctx) -> Fut<'_> {
         let k = &c.k;
         let patched = nodes[2].clone();
         let key = "maintenance.ops.example.com/kernel-patch";
-        patch_as(k, "kubectl-taint", "v1", "Node", &patched,
-            json!({"spec": {"taints": [{"key": key, "value": "true", "effect": "NoSchedule"}]}}))
-            .await;
-        patch_as(k, "kubectl-cordon", "v1", "Node", &patched, json!({"spec": {"unschedulable": true}})).await;
+        patch_as(
+            k,
+            "kubectl-taint",
+            "v1",
+            "Node",
+            &patched,
+            json!({"spec": {"taints": [{"key": key, "value": "true", "effect": "NoSchedule"}]}}),
+        )
+        .await;
+        patch_as(
+            k,
+            "kubectl-cordon",
+            "v1",
+            "Node",
+            &patched,
+            json!({"spec": {"unschedulable": true}}),
+        )
+        .await;
         // Rebooted into the patched kernel, then uncordoned; the taint was forgotten.
         status_as(k, "kubelet", "v1", "Node", &patched, json!({"nodeInfo": {
             "kernelVersion": "5.4.219-126.411.amzn2.x86_64", "bootID": uuid::Uuid::new_v4().to_string()}}))
@@ -3968,12 +4005,21 @@ fn leftover_maintenance_taint(c: &Ctx) -> Fut<'_> {
             )],
         )
         .await;
-        patch_as(k, "kubectl-cordon", "v1", "Node", &patched, json!({"spec": {"unschedulable": null}})).await;
+        patch_as(
+            k,
+            "kubectl-cordon",
+            "v1",
+            "Node",
+            &patched,
+            json!({"spec": {"unschedulable": null}}),
+        )
+        .await;
         let app = "ticket-api";
         let mut ct = container(app, "ticketing/ticket-api:6.0.4", Some(8080));
         ct["resources"] =
             json!({"requests": {"cpu": "1500m", "memory": "2Gi"}, "limits": {"memory": "3Gi"}});
-        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
         create_as(
             k,
             "helm",
@@ -4015,14 +4061,33 @@ fn node_notready_recovered(c: &Ctx) -> Fut<'_> {
         .await;
         let n = node_obj(k, &node).await;
         let kubelet = ("kubelet", Some(node.as_str()));
-        event(c, &n, kubelet, "Normal", "NodeNotReady",
-            &format!("Node {node} status is now: NodeNotReady"), 1, (down, down)).await;
-        event(c, &n, kubelet, "Normal", "NodeReady",
-            &format!("Node {node} status is now: NodeReady"), 1, (up, up)).await;
+        event(
+            c,
+            &n,
+            kubelet,
+            "Normal",
+            "NodeNotReady",
+            &format!("Node {node} status is now: NodeNotReady"),
+            1,
+            (down, down),
+        )
+        .await;
+        event(
+            c,
+            &n,
+            kubelet,
+            "Normal",
+            "NodeReady",
+            &format!("Node {node} status is now: NodeReady"),
+            1,
+            (up, up),
+        )
+        .await;
         let app = "collector";
         let image = "telemetry/otel-collector:0.88.0";
         let mut ct = container(app, image, Some(4317));
-        ct["readinessProbe"] = json!({"httpGet": {"path": "/", "port": 13133}, "periodSeconds": 10});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/", "port": 13133}, "periodSeconds": 10});
         create_as(
             k,
             "helm",
@@ -4040,11 +4105,40 @@ fn node_notready_recovered(c: &Ctx) -> Fut<'_> {
             .to_owned();
         let victim = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("{app}-{hash}-{}", hex(5)), "namespace": k.ns, "uid": uuid::Uuid::new_v4().to_string()}});
-        event(c, &victim, ("node-controller", None), "Warning", "NodeNotReady", "Node is not ready", 1, (down - 2, down - 2)).await;
+        event(
+            c,
+            &victim,
+            ("node-controller", None),
+            "Warning",
+            "NodeNotReady",
+            "Node is not ready",
+            1,
+            (down - 2, down - 2),
+        )
+        .await;
         let evicted = down - 300;
-        event(c, &victim, ("taint-controller", None), "Normal", "TaintManagerEviction",
-            &format!("Marking for deletion Pod {}/{}", k.ns, name(&victim)), 1, (evicted, evicted)).await;
-        event(c, &victim, kubelet, "Normal", "Killing", &format!("Stopping container {app}"), 1, (up - 5, up - 5)).await;
+        event(
+            c,
+            &victim,
+            ("taint-controller", None),
+            "Normal",
+            "TaintManagerEviction",
+            &format!("Marking for deletion Pod {}/{}", k.ns, name(&victim)),
+            1,
+            (evicted, evicted),
+        )
+        .await;
+        event(
+            c,
+            &victim,
+            kubelet,
+            "Normal",
+            "Killing",
+            &format!("Stopping container {app}"),
+            1,
+            (up - 5, up - 5),
+        )
+        .await;
         let repl = run(c, &pods[2], &nodes[2], &c.ip(13), evicted - 4).await;
         event(
             c,
@@ -4052,17 +4146,34 @@ fn node_notready_recovered(c: &Ctx) -> Fut<'_> {
             ("default-scheduler", None),
             "Normal",
             "Scheduled",
-            &format!("Successfully assigned {}/{} to {}", k.ns, name(&repl), nodes[2]),
+            &format!(
+                "Successfully assigned {}/{} to {}",
+                k.ns,
+                name(&repl),
+                nodes[2]
+            ),
             1,
             (evicted - 1, evicted - 1),
         )
         .await;
         for (reason, msg) in [
-            ("Pulled", format!("Container image \"{image}\" already present on machine")),
+            (
+                "Pulled",
+                format!("Container image \"{image}\" already present on machine"),
+            ),
             ("Created", format!("Created container {app}")),
             ("Started", format!("Started container {app}")),
         ] {
-            kubelet_event(c, &repl, "Normal", reason, &msg, 1, (evicted - 3, evicted - 3)).await;
+            kubelet_event(
+                c,
+                &repl,
+                "Normal",
+                reason,
+                &msg,
+                1,
+                (evicted - 3, evicted - 3),
+            )
+            .await;
         }
         c.logs_of(&repl, app, false, &[
             (evicted - 4, "info    service/service.go:161   Everything is ready. Begin running and processing data."),
@@ -4128,7 +4239,12 @@ fn daemonset_crash_one_node_kernel(c: &Ctx) -> Fut<'_> {
         let mut ct = container("falco", image, None);
         ct["resources"] = json!({"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"cpu": "1000m", "memory": "1024Mi"}});
         ct["securityContext"] = json!({"privileged": true});
-        ct["args"] = json!(["/usr/bin/falco", "--cri", "/run/containerd/containerd.sock", "-pk"]);
+        ct["args"] = json!([
+            "/usr/bin/falco",
+            "--cri",
+            "/run/containerd/containerd.sock",
+            "-pk"
+        ]);
         ct["volumeMounts"] = json!([
             {"name": "dev-fs", "mountPath": "/host/dev", "readOnly": true},
             {"name": "proc-fs", "mountPath": "/host/proc", "readOnly": true},
@@ -4136,14 +4252,17 @@ fn daemonset_crash_one_node_kernel(c: &Ctx) -> Fut<'_> {
             {"name": "lib-modules", "mountPath": "/host/lib/modules"},
             {"name": "usr-fs", "mountPath": "/host/usr", "readOnly": true},
             {"name": "containerd-socket", "mountPath": "/host/run/containerd"}]);
-        let mut ds = workload("DaemonSet", "falco", 0, json!([ct]), json!({
+        let mut ds = workload(
+            "DaemonSet",
+            "falco",
+            0,
+            json!([ct]),
+            json!({
             "tolerations": [{"effect": "NoSchedule", "key": "node-role.kubernetes.io/master"}, {"effect": "NoSchedule", "key": "node-role.kubernetes.io/control-plane"}],
             "volumes": [host("dev-fs", "/dev"), host("proc-fs", "/proc"), host("boot-fs", "/boot"),
-                host("lib-modules", "/lib/modules"), host("usr-fs", "/usr"), host("containerd-socket", "/run/containerd")]}));
-        ds["spec"]
-            .as_object_mut()
-            .unwrap()
-            .remove("replicas");
+                host("lib-modules", "/lib/modules"), host("usr-fs", "/usr"), host("containerd-socket", "/run/containerd")]}),
+        );
+        ds["spec"].as_object_mut().unwrap().remove("replicas");
         create_as(k, "helm", ds).await;
         let pods = k.pods("app=falco", 4).await;
         let node_of = |p: &Value| {
@@ -4156,9 +4275,22 @@ fn daemonset_crash_one_node_kernel(c: &Ctx) -> Fut<'_> {
         let mut failing = None;
         for p in &pods {
             let node = node_of(p);
-            let i = nodes.iter().position(|n| *n == node).expect("a falco pod per node") as u8;
+            let i = nodes
+                .iter()
+                .position(|n| *n == node)
+                .expect("a falco pod per node") as u8;
             if node == odd {
-                let p = crash_loop(c, p, &node, &c.ip(10 + i), 2_880, "falco", (1, "Error", 31), 140).await;
+                let p = crash_loop(
+                    c,
+                    p,
+                    &node,
+                    &c.ip(10 + i),
+                    2_880,
+                    "falco",
+                    (1, "Error", 31),
+                    140,
+                )
+                .await;
                 backoff_event(c, &p, 590, 2_700).await;
                 let ts = c.at(165);
                 let falco_ts = ts.format("%a %b %e %H:%M:%S %Y");
@@ -4217,7 +4349,8 @@ fn secret_key_renamed(c: &Ctx) -> Fut<'_> {
             {"name": "DB_HOST", "value": "accounts-db.accounts.svc.cluster.local"},
             {"name": "DB_USER", "value": "accounts"},
             {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": secret, "key": "DB_PASSWORD"}}}]);
-        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
         // Revision 1 (8.2.0) was replaced by revision 2 (8.2.1), which ran for days; staged as a
         // template change at zero replicas, then the scale, so that no revision-1 pod needs a
         // kubelet to go away.
@@ -4232,7 +4365,15 @@ fn secret_key_renamed(c: &Ctx) -> Fut<'_> {
             json!({"spec": {"template": {"spec": {"containers": [{"name": app, "image": "accounts/accounts-api:8.2.1"}]}}}}))
             .await;
         replicaset(k, app, "2").await;
-        patch_as(k, "helm", "apps/v1", "Deployment", app, json!({"spec": {"replicas": 3}})).await;
+        patch_as(
+            k,
+            "helm",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"replicas": 3}}),
+        )
+        .await;
         let pods = revision_pods(k, app, "2", 3).await;
         let image = "accounts/accounts-api:8.2.1";
         for (i, p) in pods.iter().take(2).enumerate() {
@@ -4250,7 +4391,12 @@ fn secret_key_renamed(c: &Ctx) -> Fut<'_> {
             "Pending",
             1_500,
             &c.ip(12),
-            vec![c_waiting((app, image), ("CreateContainerConfigError", &msg), 0, json!({}))],
+            vec![c_waiting(
+                (app, image),
+                ("CreateContainerConfigError", &msg),
+                0,
+                json!({}),
+            )],
         );
         let p = report(c, p, &nodes[2], st).await;
         event(
@@ -4259,14 +4405,36 @@ fn secret_key_renamed(c: &Ctx) -> Fut<'_> {
             ("default-scheduler", None),
             "Normal",
             "Scheduled",
-            &format!("Successfully assigned {}/{} to {}", k.ns, name(&p), nodes[2]),
+            &format!(
+                "Successfully assigned {}/{} to {}",
+                k.ns,
+                name(&p),
+                nodes[2]
+            ),
             1,
             (1_502, 1_502),
         )
         .await;
-        kubelet_event(c, &p, "Normal", "Pulled",
-            &format!("Container image \"{image}\" already present on machine"), 131, (1_498, 18)).await;
-        kubelet_event(c, &p, "Warning", "Failed", &format!("Error: {msg}"), 131, (1_498, 18)).await;
+        kubelet_event(
+            c,
+            &p,
+            "Normal",
+            "Pulled",
+            &format!("Container image \"{image}\" already present on machine"),
+            131,
+            (1_498, 18),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &p,
+            "Warning",
+            "Failed",
+            &format!("Error: {msg}"),
+            131,
+            (1_498, 18),
+        )
+        .await;
         staged(c, not_ready_alert(c, &p, 540))
     })
 }
@@ -4487,13 +4655,7 @@ pub fn all() -> Vec<Incident> {
             31,
             pvc_filling_up_expandable
         ),
-        inc!(
-            "hpa-maxed-out-cpu",
-            &["ads"],
-            30,
-            45,
-            hpa_maxed_out_cpu
-        ),
+        inc!("hpa-maxed-out-cpu", &["ads"], 30, 45, hpa_maxed_out_cpu),
         inc!(
             "leftover-maintenance-taint",
             &["ticketing"],
