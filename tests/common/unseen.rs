@@ -3507,7 +3507,6 @@ fn db_failover_stale_connections(c: &Ctx) -> Fut<'_> {
     })
 }
 
-/// Every unseen incident with its namespaces, index and capture offset.
 // ---------------------------------------------------------------------------------------------
 // The second blind set (expected.json committed before this staging ran).
 
@@ -4439,6 +4438,7 @@ fn secret_key_renamed(c: &Ctx) -> Fut<'_> {
     })
 }
 
+/// Every unseen incident with its namespaces, index and capture offset.
 pub fn all() -> Vec<Incident> {
     macro_rules! inc {
         ($name:literal, $ns:expr, $index:literal, $offset:literal, $stage:ident) => {
