@@ -64,6 +64,14 @@ macro_rules! for_each_unseen {
     disk_pressure_cleared => "disk-pressure-cleared",
     hpa_scaleup_completed => "hpa-scaleup-completed",
     db_failover_stale_connections => "db-failover-stale-connections",
+    imagepull_secret_rotated => "imagepull-secret-rotated",
+    rollout_stuck_nodeselector => "rollout-stuck-nodeselector",
+    pvc_filling_up_expandable => "pvc-filling-up-expandable",
+    hpa_maxed_out_cpu => "hpa-maxed-out-cpu",
+    leftover_maintenance_taint => "leftover-maintenance-taint",
+    node_notready_recovered => "node-notready-recovered",
+    daemonset_crash_one_node_kernel => "daemonset-crash-one-node-kernel",
+    secret_key_renamed => "secret-key-renamed",
         );
     };
 }
@@ -3499,6 +3507,937 @@ fn db_failover_stale_connections(c: &Ctx) -> Fut<'_> {
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// The second blind set (expected.json committed before this staging ran).
+
+const ZONES: &[&str] = &["eu-west-1a", "eu-west-1b", "eu-west-1c"];
+
+/// The pods of `app` that are not among `before`, once there are `n` pods in all.
+async fn new_pods(k: &Kube, app: &str, before: &[Value], n: usize) -> Vec<Value> {
+    let old: Vec<String> = before.iter().map(name).collect();
+    k.pods(&format!("app={app}"), n)
+        .await
+        .into_iter()
+        .filter(|p| !old.contains(&name(p)))
+        .collect()
+}
+
+/// A Pending pod the scheduler cannot place (`msg`) since `since`, with its repeated event.
+async fn unschedulable(c: &Ctx, pod: &Value, msg: &str, since: i64, count: i64) -> Value {
+    let k = k_for(c, pod);
+    let p = status_as(&k, "kube-scheduler", "v1", "Pod", &name(pod), json!({"phase": "Pending", "qosClass": "Burstable",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg,
+                "lastProbeTime": null, "lastTransitionTime": c.t(since)}]}))
+        .await;
+    event(
+        c,
+        &p,
+        ("default-scheduler", None),
+        "Warning",
+        "FailedScheduling",
+        msg,
+        count,
+        (since, 25),
+    )
+    .await;
+    p
+}
+
+/// The price-engine HPA scaled out; the registry refuses the (rotated) robot credential the
+/// pull secret still holds, so the new pods cannot pull while the old ones run.
+fn imagepull_secret_rotated(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let registry = "harbor.corp.example.io";
+        create_as(k, "helm", json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "harbor-robot-pricing"},
+            "type": "kubernetes.io/dockerconfigjson",
+            "stringData": {".dockerconfigjson": format!("{{\"auths\":{{\"{registry}\":{{\"username\":\"robot$pricing+puller\",\"password\":\"not-a-real-token\"}}}}}}")}}))
+            .await;
+        let app = "price-engine";
+        let image = format!("{registry}/pricing/price-engine:5.3.2");
+        let mut ct = container(app, &image, Some(8080));
+        ct["imagePullPolicy"] = json!("Always");
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "768Mi"}, "limits": {"memory": "1Gi"}});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                app,
+                3,
+                json!([ct]),
+                json!({"imagePullSecrets": [{"name": "harbor-robot-pricing"}]}),
+            ),
+        )
+        .await;
+        let first = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in first.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 2300).await;
+        }
+        available(k, app, 3).await;
+        let hpa = create_as(k, "helm", json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": app},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
+                     "minReplicas": 3, "maxReplicas": 10,
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 65}}}]}}))
+            .await;
+        // The HPA (played) scales to 6 at a traffic peak.
+        patch_as(
+            k,
+            "kube-controller-manager",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"replicas": 6}}),
+        )
+        .await;
+        status_as(k, "kube-controller-manager", "autoscaling/v2beta2", "HorizontalPodAutoscaler", app, json!({
+            "currentReplicas": 6, "desiredReplicas": 6, "lastScaleTime": c.t(1500),
+            "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 97, "averageValue": "486m"}}}],
+            "conditions": [
+                {"type": "AbleToScale", "status": "True", "reason": "ScaleDownStabilized", "message": "recent recommendations were higher than current one, applying the highest recent recommendation", "lastTransitionTime": c.t(1200)},
+                {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound", "message": "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)", "lastTransitionTime": c.t(2250)},
+                {"type": "ScalingLimited", "status": "False", "reason": "DesiredWithinRange", "message": "the desired count is within the acceptable range", "lastTransitionTime": c.t(1500)}]}))
+            .await;
+        event(
+            c,
+            &hpa,
+            ("horizontal-pod-autoscaler", None),
+            "Normal",
+            "SuccessfulRescale",
+            "New size: 6; reason: cpu resource utilization (percentage of request) above target",
+            1,
+            (1500, 1500),
+        )
+        .await;
+        let pull_error = format!(
+            "Failed to pull image \"{image}\": rpc error: code = Unknown desc = failed to pull and unpack image \"{image}\": failed to resolve reference \"{image}\": failed to authorize: failed to fetch oauth token: unexpected status: 401 Unauthorized"
+        );
+        for (i, p) in new_pods(k, app, &first, 6).await.iter().enumerate() {
+            let i = i as u8;
+            let st = pod_status(
+                c,
+                "Pending",
+                1495,
+                &c.ip(20 + i),
+                vec![c_waiting(
+                    (app, &image),
+                    (
+                        "ImagePullBackOff",
+                        &format!("Back-off pulling image \"{image}\""),
+                    ),
+                    0,
+                    json!({}),
+                )],
+            );
+            let node = &nodes[usize::from(i) % 3];
+            let p = report(c, p, node, st).await;
+            let ago = 1497 - i64::from(i);
+            event(
+                c,
+                &p,
+                ("default-scheduler", None),
+                "Normal",
+                "Scheduled",
+                &format!("Successfully assigned {}/{} to {node}", k.ns, name(&p)),
+                1,
+                (ago, ago),
+            )
+            .await;
+            let pulling = format!("Pulling image \"{image}\"");
+            let backoff = format!("Back-off pulling image \"{image}\"");
+            for (type_, reason, msg, count, first) in [
+                ("Normal", "Pulling", pulling.as_str(), 9, ago - 2),
+                ("Warning", "Failed", pull_error.as_str(), 9, ago - 3),
+                ("Warning", "Failed", "Error: ErrImagePull", 9, ago - 3),
+                ("Normal", "BackOff", backoff.as_str(), 104, ago - 20),
+                (
+                    "Warning",
+                    "Failed",
+                    "Error: ImagePullBackOff",
+                    104,
+                    ago - 20,
+                ),
+            ] {
+                let last = if reason == "BackOff" || msg.ends_with("ImagePullBackOff") {
+                    14
+                } else {
+                    190
+                };
+                kubelet_event(c, &p, type_, reason, msg, count, (first, last)).await;
+            }
+        }
+        c.logs_of(
+            &first[0],
+            app,
+            false,
+            &[
+                (2290, "INFO  price-engine 5.3.2 listening on :8080"),
+                (
+                    1530,
+                    "INFO  quote rate 2410/s (p99 180ms), pricing rules v2026.11.24 loaded",
+                ),
+                (
+                    30,
+                    "INFO  quote rate 2630/s (p99 240ms), pricing rules v2026.11.24 loaded",
+                ),
+            ],
+        );
+        staged(c, replicas_mismatch_alert(c, "Deployment", app, 600))
+    })
+}
+
+/// Revision 2 of geocoder asks for an instance type no node has; the surge pod never
+/// schedules and the rollout passes its progress deadline while revision 1 keeps serving.
+fn rollout_stuck_nodeselector(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "geocoder";
+        let mut ct = container(app, "geo/geocoder:1.14.0", Some(8080));
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        ct["resources"] =
+            json!({"requests": {"cpu": "1", "memory": "3Gi"}, "limits": {"memory": "4Gi"}});
+        let mut d = workload("Deployment", app, 3, json!([ct]), json!({}));
+        d["spec"]["strategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+        d["spec"]["progressDeadlineSeconds"] = json!(120);
+        create_as(k, "helm", d).await;
+        for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 2080).await;
+        }
+        available(k, app, 3).await;
+        tokio::time::sleep(Duration::from_secs(62)).await;
+        patch_as(
+            k,
+            "helm",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"template": {"spec": {
+            "containers": [{"name": app, "image": "geo/geocoder:1.15.0"}],
+            "nodeSelector": {"node.kubernetes.io/instance-type": "c6i.2xlarge"}}}}}),
+        )
+        .await;
+        let new = revision_pods(k, app, "2", 1).await.remove(0);
+        unschedulable(
+            c,
+            &new,
+            "0/3 nodes are available: 3 node(s) didn't match node selector.",
+            2010,
+            41,
+        )
+        .await;
+        // The deployment controller itself declares the deadline passed.
+        k.wait("geocoder ProgressDeadlineExceeded", 240, || async {
+            let d = k.get("apps/v1", "Deployment", app).await;
+            d["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .any(|c| c["reason"] == "ProgressDeadlineExceeded")
+                .then_some(())
+        })
+        .await;
+        let mut labels = vec![
+            ("condition", "Progressing".to_owned()),
+            ("deployment", app.to_owned()),
+            ("namespace", k.ns.clone()),
+            ("status", "false".to_owned()),
+        ];
+        labels.extend(ksm());
+        let ns = k.ns.clone();
+        staged(
+            c,
+            am(
+                c,
+                "KubeDeploymentRolloutStuck",
+                "warning",
+                labels,
+                &[
+                    (
+                        "description",
+                        format!(
+                            "Rollout of deployment {ns}/{app} is not progressing for longer than 15 minutes."
+                        ),
+                    ),
+                    ("summary", "Deployment rollout is not progressing.".into()),
+                ],
+                "kube_deployment_status_condition{condition=\"Progressing\",job=\"kube-state-metrics\",namespace=~\".*\",status=\"false\"} != 0",
+                900,
+            ),
+        )
+    })
+}
+
+/// The CRM's PostgreSQL volume is predicted to fill within four days; everything runs.
+fn pvc_filling_up_expandable(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        storage_classes(k).await;
+        let app = "crm-postgres";
+        let claim = "data-crm-postgres-0";
+        bound_volume(c, claim, app, "50Gi", "eu-west-1a").await;
+        let mut headless = service("crm-postgres-hl", app, 5432, json!(5432));
+        headless["spec"]["clusterIP"] = json!("None");
+        create_as(k, "helm", headless).await;
+        create_as(k, "helm", service(app, app, 5432, json!(5432))).await;
+        let image = "bitnami/postgresql:15.4.0-debian-11-r45";
+        let mut ct = container("postgresql", image, None);
+        ct["ports"] = json!([{"name": "tcp-postgresql", "containerPort": 5432}]);
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}});
+        ct["volumeMounts"] = json!([{"name": "data", "mountPath": "/bitnami/postgresql"}]);
+        ct["readinessProbe"] = json!({"exec": {"command": ["/bin/sh", "-c", "exec pg_isready -U postgres -h 127.0.0.1 -p 5432"]}, "periodSeconds": 10});
+        let mut sts = workload("StatefulSet", app, 1, json!([ct]), json!({}));
+        sts["spec"]["serviceName"] = json!("crm-postgres-hl");
+        sts["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3", "resources": {"requests": {"storage": "50Gi"}}}}]);
+        create_as(k, "helm", sts).await;
+        let pg = sts_pod(k, "crm-postgres-0").await;
+        let pg = run(c, &pg, &nodes[0], &c.ip(10), 1750).await;
+        c.logs_of(&pg, "postgresql", false, &[
+            (1745, "LOG:  database system is ready to accept connections"),
+            (1200, "LOG:  checkpoint starting: time"),
+            (1030, "LOG:  checkpoint complete: wrote 21873 buffers (16.7%); 0 WAL file(s) added, 0 removed, 9 recycled; write=269.8 s, sync=0.004 s, total=270.1 s; sync files=112, longest=0.003 s, average=0.001 s; distance=152318 kB, estimate=161204 kB"),
+            (300, "LOG:  checkpoint starting: time"),
+            (40, "LOG:  checkpoint complete: wrote 20417 buffers (15.6%); 0 WAL file(s) added, 0 removed, 10 recycled; write=259.6 s, sync=0.003 s, total=259.9 s; sync files=108, longest=0.002 s, average=0.001 s; distance=149877 kB, estimate=160071 kB"),
+        ]);
+        let api = "crm-api";
+        let mut act = container(api, "crm/crm-api:12.4.1", Some(8080));
+        act["env"] = json!([{"name": "DATABASE_URL", "value": "postgres://crm@crm-postgres.crm.svc.cluster.local:5432/crm"}]);
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", api, 2, json!([act]), json!({})),
+        )
+        .await;
+        for (i, p) in k.pods(&format!("app={api}"), 2).await.iter().enumerate() {
+            run(c, p, &nodes[1 + i], &c.ip(20 + i as u8), 1700).await;
+        }
+        let ns = k.ns.clone();
+        let labels = vec![
+            ("endpoint", "https-metrics".to_owned()),
+            ("instance", "127.0.0.1:10250".to_owned()),
+            ("job", "kubelet".to_owned()),
+            ("metrics_path", "/metrics".to_owned()),
+            ("namespace", ns.clone()),
+            ("node", nodes[0].clone()),
+            ("persistentvolumeclaim", claim.to_owned()),
+            ("service", "kube-prometheus-stack-kubelet".to_owned()),
+        ];
+        staged(
+            c,
+            am(
+                c,
+                "KubePersistentVolumeFillingUp",
+                "warning",
+                labels,
+                &[
+                    (
+                        "description",
+                        format!(
+                            "Based on recent sampling, the PersistentVolume claimed by {claim} in Namespace {ns} is expected to fill up within four days. Currently 8.7% is available."
+                        ),
+                    ),
+                    ("summary", "PersistentVolume is filling up.".into()),
+                ],
+                "(kubelet_volume_stats_available_bytes{job=\"kubelet\",metrics_path=\"/metrics\",namespace=~\".*\"} / kubelet_volume_stats_capacity_bytes{job=\"kubelet\",metrics_path=\"/metrics\",namespace=~\".*\"}) < 0.15 and kubelet_volume_stats_used_bytes{job=\"kubelet\",metrics_path=\"/metrics\",namespace=~\".*\"} > 0 and predict_linear(kubelet_volume_stats_available_bytes{job=\"kubelet\",metrics_path=\"/metrics\",namespace=~\".*\"}[6h], 4 * 24 * 3600) < 0 unless on (namespace, persistentvolumeclaim) kube_persistentvolumeclaim_access_mode{access_mode=\"ReadOnlyMany\"} == 1 unless on (namespace, persistentvolumeclaim) kube_persistentvolumeclaim_labels{label_excluded_from_alerts=\"true\"} == 1",
+                1260,
+            ),
+        )
+    })
+}
+
+/// ad-server's HPA has sat at its maximum for 40 minutes with CPU far above target; the
+/// nodes have room.
+fn hpa_maxed_out_cpu(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(4, &["eu-west-1a", "eu-west-1b", "eu-west-1c", "eu-west-1a"])
+            .await;
+        let k = &c.k;
+        let app = "ad-server";
+        let image = "ads/ad-server:9.12.3";
+        let mut ct = container(app, image, Some(8080));
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 4, json!([ct]), json!({})),
+        )
+        .await;
+        let first = k.pods(&format!("app={app}"), 4).await;
+        for (i, p) in first.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 2650).await;
+        }
+        available(k, app, 4).await;
+        patch_as(
+            k,
+            "kube-controller-manager",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"replicas": 8}}),
+        )
+        .await;
+        for (i, p) in new_pods(k, app, &first, 8).await.iter().enumerate() {
+            let start = if i < 2 { 2580 } else { 2400 };
+            run(c, p, &nodes[i % 4], &c.ip(20 + i as u8), start).await;
+        }
+        available(k, app, 8).await;
+        let hpa = create_as(k, "helm", json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": app},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
+                     "minReplicas": 4, "maxReplicas": 8,
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}}))
+            .await;
+        status_as(k, "kube-controller-manager", "autoscaling/v2beta2", "HorizontalPodAutoscaler", app, json!({
+            "currentReplicas": 8, "desiredReplicas": 8, "lastScaleTime": c.t(2410),
+            "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 138, "averageValue": "690m"}}}],
+            "conditions": [
+                {"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale", "message": "recommended size matches current size", "lastTransitionTime": c.t(2100)},
+                {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound", "message": "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)", "lastTransitionTime": c.t(2640)},
+                {"type": "ScalingLimited", "status": "True", "reason": "TooManyReplicas", "message": "the desired replica count is more than the maximum replica count", "lastTransitionTime": c.t(2410)}]}))
+            .await;
+        for (size, at) in [(6, 2590), (8, 2410)] {
+            event(
+                c,
+                &hpa,
+                ("horizontal-pod-autoscaler", None),
+                "Normal",
+                "SuccessfulRescale",
+                &format!("New size: {size}; reason: cpu resource utilization (percentage of request) above target"),
+                1,
+                (at, at),
+            )
+            .await;
+        }
+        c.logs_of(
+            &first[0],
+            app,
+            false,
+            &[
+                (2640, "INFO  ad-server 9.12.3 ready on :8080"),
+                (2400, "INFO  stats 60s: 1710 bid req/s, fill 93.1%, p50 21ms, p99 118ms, errors 0.00%"),
+                (1200, "INFO  stats 60s: 1985 bid req/s, fill 92.8%, p50 34ms, p99 236ms, errors 0.00%"),
+                (600, "WARN  stats 60s: 2140 bid req/s, fill 92.5%, p50 47ms, p99 311ms (budget 250ms), errors 0.00%"),
+                (60, "WARN  stats 60s: 2205 bid req/s, fill 92.4%, p50 52ms, p99 342ms (budget 250ms), errors 0.01%"),
+            ],
+        );
+        let mut labels = vec![
+            ("horizontalpodautoscaler", app.to_owned()),
+            ("namespace", k.ns.clone()),
+        ];
+        labels.extend(ksm());
+        let ns = k.ns.clone();
+        staged(
+            c,
+            am(
+                c,
+                "KubeHpaMaxedOut",
+                "warning",
+                labels,
+                &[
+                    (
+                        "description",
+                        format!(
+                            "HPA {ns}/{app} has been running at max replicas for longer than 15 minutes."
+                        ),
+                    ),
+                    ("summary", "HPA is running at max replicas".into()),
+                ],
+                "kube_horizontalpodautoscaler_status_current_replicas{job=\"kube-state-metrics\",namespace=~\".*\"} == kube_horizontalpodautoscaler_spec_max_replicas{job=\"kube-state-metrics\",namespace=~\".*\"}",
+                1500,
+            ),
+        )
+    })
+}
+
+/// Last night's kernel patching drained ip-10-20-31-13 with a custom NoSchedule taint; the node
+/// came back and was uncordoned, the taint stayed, and the two evicted ticket-api pods have been
+/// Pending since (the other nodes are full).
+fn leftover_maintenance_taint(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let patched = nodes[2].clone();
+        let key = "maintenance.ops.example.com/kernel-patch";
+        patch_as(
+            k,
+            "kubectl-taint",
+            "v1",
+            "Node",
+            &patched,
+            json!({"spec": {"taints": [{"key": key, "value": "true", "effect": "NoSchedule"}]}}),
+        )
+        .await;
+        patch_as(
+            k,
+            "kubectl-cordon",
+            "v1",
+            "Node",
+            &patched,
+            json!({"spec": {"unschedulable": true}}),
+        )
+        .await;
+        // Rebooted into the patched kernel, then uncordoned; the taint was forgotten.
+        status_as(k, "kubelet", "v1", "Node", &patched, json!({"nodeInfo": {
+            "kernelVersion": "5.4.219-126.411.amzn2.x86_64", "bootID": uuid::Uuid::new_v4().to_string()}}))
+            .await;
+        c.node_conditions(
+            &patched,
+            &[(
+                "Ready",
+                "True",
+                "KubeletReady",
+                "kubelet is posting ready status",
+                31_500,
+            )],
+        )
+        .await;
+        patch_as(
+            k,
+            "kubectl-cordon",
+            "v1",
+            "Node",
+            &patched,
+            json!({"spec": {"unschedulable": null}}),
+        )
+        .await;
+        let app = "ticket-api";
+        let mut ct = container(app, "ticketing/ticket-api:6.0.4", Some(8080));
+        ct["resources"] =
+            json!({"requests": {"cpu": "1500m", "memory": "2Gi"}, "limits": {"memory": "3Gi"}});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 6, json!([ct]), json!({})),
+        )
+        .await;
+        let pods = k.pods(&format!("app={app}"), 6).await;
+        for (i, p) in pods.iter().take(4).enumerate() {
+            run(c, p, &nodes[i / 2], &c.ip(10 + i as u8), 32_000).await;
+        }
+        let msg = format!(
+            "0/3 nodes are available: 1 node(s) had taint {{{key}: true}}, that the pod didn't tolerate, 2 Insufficient cpu."
+        );
+        for p in &pods[4..] {
+            unschedulable(c, p, &msg, 31_980, 236).await;
+        }
+        staged(c, replicas_mismatch_alert(c, "Deployment", app, 31_000))
+    })
+}
+
+/// ip-10-20-32-12's kubelet reported NotReady (PLEG) for 18 minutes; its collector pod was
+/// evicted and replaced elsewhere; the node has been Ready again for 13 minutes.
+fn node_notready_recovered(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let node = nodes[1].clone();
+        let (down, up) = (1860, 780);
+        c.node_conditions(
+            &node,
+            &[(
+                "Ready",
+                "True",
+                "KubeletReady",
+                "kubelet is posting ready status",
+                up,
+            )],
+        )
+        .await;
+        let n = node_obj(k, &node).await;
+        let kubelet = ("kubelet", Some(node.as_str()));
+        event(
+            c,
+            &n,
+            kubelet,
+            "Normal",
+            "NodeNotReady",
+            &format!("Node {node} status is now: NodeNotReady"),
+            1,
+            (down, down),
+        )
+        .await;
+        event(
+            c,
+            &n,
+            kubelet,
+            "Normal",
+            "NodeReady",
+            &format!("Node {node} status is now: NodeReady"),
+            1,
+            (up, up),
+        )
+        .await;
+        let app = "collector";
+        let image = "telemetry/otel-collector:0.88.0";
+        let mut ct = container(app, image, Some(4317));
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/", "port": 13133}, "periodSeconds": 10});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
+        let pods = k.pods(&format!("app={app}"), 3).await;
+        run(c, &pods[0], &nodes[0], &c.ip(10), 2300).await;
+        run(c, &pods[1], &nodes[2], &c.ip(12), 2300).await;
+        // The pod that ran on the node was evicted by the not-ready taint (300 s) and is gone;
+        // the events about it stay.
+        let hash = pods[0]["metadata"]["labels"]["pod-template-hash"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        let victim = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("{app}-{hash}-{}", hex(5)), "namespace": k.ns, "uid": uuid::Uuid::new_v4().to_string()}});
+        event(
+            c,
+            &victim,
+            ("node-controller", None),
+            "Warning",
+            "NodeNotReady",
+            "Node is not ready",
+            1,
+            (down - 2, down - 2),
+        )
+        .await;
+        let evicted = down - 300;
+        event(
+            c,
+            &victim,
+            ("taint-controller", None),
+            "Normal",
+            "TaintManagerEviction",
+            &format!("Marking for deletion Pod {}/{}", k.ns, name(&victim)),
+            1,
+            (evicted, evicted),
+        )
+        .await;
+        event(
+            c,
+            &victim,
+            kubelet,
+            "Normal",
+            "Killing",
+            &format!("Stopping container {app}"),
+            1,
+            (up - 5, up - 5),
+        )
+        .await;
+        let repl = run(c, &pods[2], &nodes[2], &c.ip(13), evicted - 4).await;
+        event(
+            c,
+            &repl,
+            ("default-scheduler", None),
+            "Normal",
+            "Scheduled",
+            &format!(
+                "Successfully assigned {}/{} to {}",
+                k.ns,
+                name(&repl),
+                nodes[2]
+            ),
+            1,
+            (evicted - 1, evicted - 1),
+        )
+        .await;
+        for (reason, msg) in [
+            (
+                "Pulled",
+                format!("Container image \"{image}\" already present on machine"),
+            ),
+            ("Created", format!("Created container {app}")),
+            ("Started", format!("Started container {app}")),
+        ] {
+            kubelet_event(
+                c,
+                &repl,
+                "Normal",
+                reason,
+                &msg,
+                1,
+                (evicted - 3, evicted - 3),
+            )
+            .await;
+        }
+        c.logs_of(&repl, app, false, &[
+            (evicted - 4, "info    service/service.go:161   Everything is ready. Begin running and processing data."),
+            (60, "info    exporterhelper/queued_retry.go:433  Exporting succeeded {\"kind\": \"exporter\", \"data_type\": \"traces\", \"name\": \"otlp\", \"items\": 1812}"),
+        ]);
+        let mut labels = vec![
+            ("condition", "Ready".to_owned()),
+            ("node", node.clone()),
+            ("status", "true".to_owned()),
+            ("namespace", "monitoring".to_owned()),
+        ];
+        labels.extend(ksm());
+        staged(
+            c,
+            am(
+                c,
+                "KubeNodeNotReady",
+                "warning",
+                labels,
+                &[
+                    (
+                        "description",
+                        format!("{node} has been unready for more than 15 minutes."),
+                    ),
+                    ("summary", "Node is not ready.".into()),
+                ],
+                "kube_node_status_condition{condition=\"Ready\",job=\"kube-state-metrics\",status=\"true\"} == 0",
+                down,
+            ),
+        )
+    })
+}
+
+/// falco crash-loops on the one node of the new Amazon Linux 2023 nodegroup: no driver for its
+/// kernel. It runs on the three Amazon Linux 2 nodes.
+fn daemonset_crash_one_node_kernel(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c
+            .nodes(4, &["eu-west-1a", "eu-west-1b", "eu-west-1c", "eu-west-1a"])
+            .await;
+        let k = &c.k;
+        let odd = nodes[3].clone();
+        let kernel = "6.1.61-85.141.amzn2023.x86_64";
+        patch_as(k, "kubelet", "v1", "Node", &odd, json!({"metadata": {"labels": {
+            "eks.amazonaws.com/nodegroup": "general-al2023-2026-11", "node.kubernetes.io/instance-type": "m6i.xlarge"}}}))
+            .await;
+        status_as(k, "kubelet", "v1", "Node", &odd, json!({"nodeInfo": {
+            "kernelVersion": kernel, "osImage": "Amazon Linux 2023", "containerRuntimeVersion": "containerd://1.7.2"}}))
+            .await;
+        c.node_conditions(
+            &odd,
+            &[(
+                "Ready",
+                "True",
+                "KubeletReady",
+                "kubelet is posting ready status",
+                2_900,
+            )],
+        )
+        .await;
+        let image = "falcosecurity/falco:0.36.2";
+        let host = |n: &str, p: &str| json!({"name": n, "hostPath": {"path": p}});
+        let mut ct = container("falco", image, None);
+        ct["resources"] = json!({"requests": {"cpu": "100m", "memory": "512Mi"}, "limits": {"cpu": "1000m", "memory": "1024Mi"}});
+        ct["securityContext"] = json!({"privileged": true});
+        ct["args"] = json!([
+            "/usr/bin/falco",
+            "--cri",
+            "/run/containerd/containerd.sock",
+            "-pk"
+        ]);
+        ct["volumeMounts"] = json!([
+            {"name": "dev-fs", "mountPath": "/host/dev", "readOnly": true},
+            {"name": "proc-fs", "mountPath": "/host/proc", "readOnly": true},
+            {"name": "boot-fs", "mountPath": "/host/boot", "readOnly": true},
+            {"name": "lib-modules", "mountPath": "/host/lib/modules"},
+            {"name": "usr-fs", "mountPath": "/host/usr", "readOnly": true},
+            {"name": "containerd-socket", "mountPath": "/host/run/containerd"}]);
+        let mut ds = workload(
+            "DaemonSet",
+            "falco",
+            0,
+            json!([ct]),
+            json!({
+            "tolerations": [{"effect": "NoSchedule", "key": "node-role.kubernetes.io/master"}, {"effect": "NoSchedule", "key": "node-role.kubernetes.io/control-plane"}],
+            "volumes": [host("dev-fs", "/dev"), host("proc-fs", "/proc"), host("boot-fs", "/boot"),
+                host("lib-modules", "/lib/modules"), host("usr-fs", "/usr"), host("containerd-socket", "/run/containerd")]}),
+        );
+        ds["spec"].as_object_mut().unwrap().remove("replicas");
+        create_as(k, "helm", ds).await;
+        let pods = k.pods("app=falco", 4).await;
+        let node_of = |p: &Value| {
+            p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        };
+        let mut failing = None;
+        for p in &pods {
+            let node = node_of(p);
+            let i = nodes
+                .iter()
+                .position(|n| *n == node)
+                .expect("a falco pod per node") as u8;
+            if node == odd {
+                let p = crash_loop(
+                    c,
+                    p,
+                    &node,
+                    &c.ip(10 + i),
+                    2_880,
+                    "falco",
+                    (1, "Error", 31),
+                    140,
+                )
+                .await;
+                backoff_event(c, &p, 590, 2_700).await;
+                let ts = c.at(165);
+                let falco_ts = ts.format("%a %b %e %H:%M:%S %Y");
+                c.raw_logs(&p, "falco", true, format!(
+                    "* Setting up /usr/src links from host\n\
+                     * Running falco-driver-loader for: falco version=0.36.2, driver version=6.0.1+driver, arch=x86_64, kernel release={kernel}, kernel version=1\n\
+                     * Running falco-driver-loader with: driver=module, compile=yes, download=yes\n\
+                     * Unloading falco module, if present\n\
+                     * Looking for a falco module locally (kernel {kernel})\n\
+                     * Filename 'falco_amazonlinux2023_{kernel}_1.ko'\n\
+                     * Trying to download a prebuilt falco module from https://download.falco.org/driver/6.0.1%2Bdriver/x86_64/falco_amazonlinux2023_{kernel}_1.ko\n\
+                     curl: (22) The requested URL returned error: 404\n\
+                     Unable to find a prebuilt falco module\n\
+                     * Trying to dkms install falco module with GCC /usr/bin/gcc\n\
+                     * Running dkms build failed, couldn't find /var/lib/dkms/falco/6.0.1+driver/build/make.log (with GCC /usr/bin/gcc)\n\
+                     Consider compiling your own falco driver and loading it or getting in touch with the Falco community\n\
+                     {falco_ts}: Falco version: 0.36.2 (x86_64)\n\
+                     {falco_ts}: Loading rules from file /etc/falco/falco_rules.yaml\n\
+                     {falco_ts}: Opening 'syscall' source with Kernel module\n\
+                     {falco_ts}: An error occurred in an event source, forcing termination...\n\
+                     Error: error opening device /host/dev/falco0. Make sure you have root credentials and that the falco module is loaded: No such file or directory\n"
+                ));
+                failing = Some(p);
+            } else {
+                let p = run(c, p, &node, &c.ip(10 + i), 2_950).await;
+                let ts = c.at(2_940).format("%a %b %e %H:%M:%S %Y");
+                c.raw_logs(&p, "falco", false, format!(
+                    "* Looking for a falco module locally (kernel 5.4.214-120.368.amzn2.x86_64)\n\
+                     * Found a prebuilt falco module at /root/.falco/6.0.1+driver/x86_64/falco_amazonlinux2_5.4.214-120.368.amzn2.x86_64_1.ko, loading it\n\
+                     * Success: falco module found and inserted\n\
+                     {ts}: Falco version: 0.36.2 (x86_64)\n\
+                     {ts}: Opening 'syscall' source with Kernel module\n"
+                ));
+            }
+        }
+        let failing = failing.expect("the falco pod on the AL2023 node");
+        staged(c, crashloop_alert(c, &failing, "falco", 2_400))
+    })
+}
+
+/// external-secrets now writes accounts-db-credentials with the key `password`; the pods read
+/// `DB_PASSWORD`. Running pods are fine; the one a spot interruption replaced cannot start.
+fn secret_key_renamed(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let secret = "accounts-db-credentials";
+        create_as(k, "external-secrets", json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": secret, "labels": {"reconcile.external-secrets.io/managed": "true"},
+                "annotations": {"reconcile.external-secrets.io/data-hash": hex(32)}},
+            "type": "Opaque", "stringData": {"username": "accounts", "password": "not-a-real-password"}}))
+            .await;
+        let app = "accounts-api";
+        let mut ct = container(app, "accounts/accounts-api:8.2.0", Some(8080));
+        ct["env"] = json!([
+            {"name": "DB_HOST", "value": "accounts-db.accounts.svc.cluster.local"},
+            {"name": "DB_USER", "value": "accounts"},
+            {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": secret, "key": "DB_PASSWORD"}}}]);
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        // Revision 1 (8.2.0) was replaced by revision 2 (8.2.1), which ran for days; staged as a
+        // template change at zero replicas, then the scale, so that no revision-1 pod needs a
+        // kubelet to go away.
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 0, json!([ct]), json!({})),
+        )
+        .await;
+        replicaset(k, app, "1").await;
+        patch_as(k, "helm", "apps/v1", "Deployment", app,
+            json!({"spec": {"template": {"spec": {"containers": [{"name": app, "image": "accounts/accounts-api:8.2.1"}]}}}}))
+            .await;
+        replicaset(k, app, "2").await;
+        patch_as(
+            k,
+            "helm",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"replicas": 3}}),
+        )
+        .await;
+        let pods = revision_pods(k, app, "2", 3).await;
+        let image = "accounts/accounts-api:8.2.1";
+        for (i, p) in pods.iter().take(2).enumerate() {
+            let p = run(c, p, &nodes[i], &c.ip(10 + i as u8), 1_990).await;
+            c.logs_of(&p, app, false, &[
+                (1_985, "INFO  accounts-api 8.2.1 starting"),
+                (1_983, "INFO  connected to postgres accounts-db.accounts.svc.cluster.local:5432 as accounts"),
+                (1_980, "INFO  listening on :8080"),
+            ]);
+        }
+        let p = &pods[2];
+        let msg = format!("couldn't find key DB_PASSWORD in Secret {}/{secret}", k.ns);
+        let st = pod_status(
+            c,
+            "Pending",
+            1_500,
+            &c.ip(12),
+            vec![c_waiting(
+                (app, image),
+                ("CreateContainerConfigError", &msg),
+                0,
+                json!({}),
+            )],
+        );
+        let p = report(c, p, &nodes[2], st).await;
+        event(
+            c,
+            &p,
+            ("default-scheduler", None),
+            "Normal",
+            "Scheduled",
+            &format!(
+                "Successfully assigned {}/{} to {}",
+                k.ns,
+                name(&p),
+                nodes[2]
+            ),
+            1,
+            (1_502, 1_502),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &p,
+            "Normal",
+            "Pulled",
+            &format!("Container image \"{image}\" already present on machine"),
+            131,
+            (1_498, 18),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &p,
+            "Warning",
+            "Failed",
+            &format!("Error: {msg}"),
+            131,
+            (1_498, 18),
+        )
+        .await;
+        staged(c, not_ready_alert(c, &p, 540))
+    })
+}
+
 /// Every unseen incident with its namespaces, index and capture offset.
 pub fn all() -> Vec<Incident> {
     macro_rules! inc {
@@ -3694,6 +4633,56 @@ pub fn all() -> Vec<Incident> {
             26,
             46,
             db_failover_stale_connections
+        ),
+        inc!(
+            "imagepull-secret-rotated",
+            &["pricing"],
+            27,
+            40,
+            imagepull_secret_rotated
+        ),
+        inc!(
+            "rollout-stuck-nodeselector",
+            &["geo"],
+            28,
+            36,
+            rollout_stuck_nodeselector
+        ),
+        inc!(
+            "pvc-filling-up-expandable",
+            &["crm"],
+            29,
+            31,
+            pvc_filling_up_expandable
+        ),
+        inc!("hpa-maxed-out-cpu", &["ads"], 30, 45, hpa_maxed_out_cpu),
+        inc!(
+            "leftover-maintenance-taint",
+            &["ticketing"],
+            31,
+            540,
+            leftover_maintenance_taint
+        ),
+        inc!(
+            "node-notready-recovered",
+            &["telemetry", "default"],
+            32,
+            40,
+            node_notready_recovered
+        ),
+        inc!(
+            "daemonset-crash-one-node-kernel",
+            &["security"],
+            33,
+            50,
+            daemonset_crash_one_node_kernel
+        ),
+        inc!(
+            "secret-key-renamed",
+            &["accounts"],
+            34,
+            35,
+            secret_key_renamed
         ),
     ]
 }
