@@ -341,6 +341,30 @@ pub(super) async fn remove_taint(
         .map(|p| PodView::at(p, scene.now))
         .filter(|p| p.unschedulable.is_some() && p.node.is_none())
         .collect();
+    // What the node has left: its allocatable less the requests of the pods bound to it.
+    let bound = scene
+        .list(
+            "Pod",
+            None,
+            &crate::cluster::ListQuery::fields(format!("spec.nodeName={name}")),
+        )
+        .await?;
+    let free = |resource: &str| -> Option<(u128, u128)> {
+        let alloc = str_at(&node.allocatable, &[resource])
+            .and_then(|q| crate::cluster::quantity::amount(resource, q))?;
+        let used: u128 = bound
+            .iter()
+            .filter(|p| {
+                !matches!(
+                    str_at(p, &["status", "phase"]),
+                    Some("Succeeded" | "Failed")
+                )
+            })
+            .filter_map(|p| at(p, &["spec"]))
+            .map(|spec| super::scene::pod_resource(spec, "requests", resource))
+            .sum();
+        Some((alloc.saturating_sub(used), alloc))
+    };
     let mut fits = Vec::new();
     let mut blocked = Vec::new();
     for p in &waiting {
@@ -348,6 +372,22 @@ pub(super) async fn remove_taint(
             continue;
         }
         let mut others = Vec::new();
+        if let Some(spec) = at(&p.raw, &["spec"]) {
+            for resource in ["cpu", "memory"] {
+                let wants = super::scene::pod_resource(spec, "requests", resource);
+                if let Some((left, alloc)) = free(resource)
+                    && wants > left
+                {
+                    let show = |v| crate::cluster::quantity::format_amount(resource, v);
+                    others.push(format!(
+                        "it requests {} {resource} and the node has {} of {} left",
+                        show(wants),
+                        show(left),
+                        show(alloc)
+                    ));
+                }
+            }
+        }
         if !node.ready {
             others.push("the node is not ready".to_owned());
         }

@@ -1044,7 +1044,134 @@ pub(super) async fn delete_pod(
         sharing.is_empty(),
         ev,
     ));
+    out.push(failure_not_the_nodes(scene, pod, &siblings).await?);
     Ok(out)
+}
+
+/// What a node runs that a pod may depend on (`status.nodeInfo`).
+const NODE_INFO: &[(&str, &str)] = &[
+    ("kernelVersion", "kernel"),
+    ("osImage", "OS image"),
+    ("containerRuntimeVersion", "container runtime"),
+    ("kubeletVersion", "kubelet"),
+    ("architecture", "architecture"),
+];
+
+/// A DaemonSet's replacement pod starts on the same node. When that node differs from every
+/// node where the siblings run ready (its kernel, OS image, runtime, kubelet), the failure
+/// follows the node, and deleting the pod only repeats it.
+async fn failure_not_the_nodes(
+    scene: &Scene,
+    pod: &PodView,
+    siblings: &[&PodView],
+) -> Read<Obligation> {
+    let id = "delete.failure-not-the-nodes";
+    let statement = "Its replacement does not start where the failure follows it (a DaemonSet's pod is replaced on the same node)";
+    let pinned = pod
+        .controller
+        .as_ref()
+        .is_some_and(|(kind, _)| kind == "DaemonSet");
+    let Some(node) = pod.node.as_deref().filter(|_| pinned) else {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!(
+                "pod {} is replaced wherever the scheduler places it",
+                pod.name
+            )],
+        ));
+    };
+    let info = |v: &Value| -> Vec<(&'static str, String)> {
+        NODE_INFO
+            .iter()
+            .filter_map(|(key, label)| {
+                str_at(v, &["status", "nodeInfo", key])
+                    .filter(|s| !s.is_empty())
+                    .map(|s| (*label, s.to_owned()))
+            })
+            .collect()
+    };
+    let read = |name: String| async move {
+        match scene.get("Node", None, &name).await {
+            Ok(n) => Ok(Some((name, n))),
+            Err(e) if e.is_unreachable() => Err(e),
+            Err(_) => Ok(None),
+        }
+    };
+    let Some((_, own)) = read(node.to_owned()).await? else {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!(
+                "node {node} cannot be read: nothing shows it differs"
+            )],
+        ));
+    };
+    let own = info(&own);
+    let healthy_nodes: BTreeSet<String> = siblings
+        .iter()
+        .filter(|p| p.ready)
+        .filter_map(|p| p.node.clone())
+        .filter(|n| n != node)
+        .collect();
+    let mut others = Vec::new();
+    for name in healthy_nodes {
+        if let Some((name, n)) = read(name).await? {
+            others.push((name, info(&n)));
+        }
+    }
+    // What this node runs that no node of a ready sibling runs.
+    let differs: Vec<String> = own
+        .iter()
+        .filter(|(label, value)| {
+            !others.is_empty()
+                && others
+                    .iter()
+                    .all(|(_, theirs)| theirs.iter().any(|(l, v)| l == label && v != value))
+        })
+        .map(|(label, value)| {
+            let theirs: BTreeSet<&str> = others
+                .iter()
+                .flat_map(|(_, t)| {
+                    t.iter()
+                        .filter(|(l, _)| l == label)
+                        .map(|(_, v)| v.as_str())
+                })
+                .collect();
+            format!(
+                "{label} {value} (the nodes where its siblings run ready: {})",
+                theirs.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect();
+    if differs.is_empty() {
+        return Ok(holds(
+            id,
+            statement,
+            vec![if others.is_empty() {
+                format!("no sibling runs ready on another node to compare node {node} with")
+            } else {
+                format!(
+                    "node {node} runs what the {} node(s) of its ready siblings run",
+                    others.len()
+                )
+            }],
+        ));
+    }
+    let mut ev = vec![format!(
+        "pod {} fails on node {node}, and a DaemonSet replaces it on the same node; only node {node} runs {}",
+        pod.name,
+        differs.join("; ")
+    )];
+    ev.push(format!(
+        "its siblings run ready on {}: the failure follows node {node}, a person decides about that node",
+        others
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(fails(id, statement, ev))
 }
 
 /// How long a pod may take to start: its startup probe's budget, else its readiness probe's

@@ -112,6 +112,8 @@ pub(super) struct PodFacts {
     /// Since deletion was requested, while it is terminating.
     pub deleting_for: Option<Duration>,
     pub finalizers: Vec<String>,
+    /// The Secrets its spec names to pull its images with (`imagePullSecrets`).
+    pub pull_secrets: Vec<String>,
     /// Since the kubelet took it (`startTime`), or since creation if it never did.
     pub starting_for: Option<Duration>,
     /// Its Warning events, in the order they were listed.
@@ -543,6 +545,14 @@ impl PodFacts {
                 .as_ref()
                 .and_then(|t| age(t, ev.now)),
             finalizers: meta.finalizers.clone().unwrap_or_default(),
+            pull_secrets: p
+                .pod
+                .spec
+                .iter()
+                .flat_map(|s| s.image_pull_secrets.iter().flatten())
+                .map(|r| r.name.clone())
+                .filter(|n| !n.is_empty())
+                .collect(),
             starting_for: started.and_then(|t| age(t, ev.now)),
             warnings: ev
                 .events

@@ -121,8 +121,36 @@ pub(super) fn imagepullbackoff(f: &Facts) -> Option<Diagnosis> {
     d.factors = f.failure_descriptions();
     d.confidence = 0.8;
     d.target = f.target.clone();
+    // The registry refused the credentials: the pull Secrets the pods name are the suspects
+    // (kubemedic never reads a Secret, so it names them and says what to check).
+    let refused = refused_credentials(&detail);
+    let secrets: Vec<&str> = f
+        .failing_pods()
+        .flat_map(|p| p.pull_secrets.iter().map(String::as_str))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let credentials = match (refused, secrets.is_empty()) {
+        (true, false) => {
+            let named = secrets.join(", ");
+            d.factors.push(format!(
+                "the registry refuses the pull credentials; the pods pull with Secret(s) {named}"
+            ));
+            format!(
+                "the registry refuses the pull credentials of imagePullSecrets {named} (rotated or expired?): a human must renew them",
+            )
+        }
+        (true, true) => "the registry refuses the pull: the pods name no imagePullSecrets (their service account's, or none, are used): a human must give them credentials".into(),
+        (false, false) => format!(
+            "a human must fix the image reference, the registry or the pull credentials (imagePullSecrets {})",
+            secrets.join(", ")
+        ),
+        (false, true) => {
+            "a human must fix the image reference, the registry or the pull credentials".into()
+        }
+    };
     d.human = Some(format!(
-        "the image of {} ({}) cannot be pulled and no recent rollout can be undone: a human must fix the image reference, the registry or the pull credentials",
+        "the image of {} ({}) cannot be pulled and no recent rollout can be undone: {credentials}",
         f.target_text(),
         f.failing_pods()
             .map(|p| p.name.as_str())
@@ -130,6 +158,24 @@ pub(super) fn imagepullbackoff(f: &Facts) -> Option<Diagnosis> {
             .join(", ")
     ));
     Some(d)
+}
+
+/// Whether a pull failure says the registry refused who asked (not a missing image).
+fn refused_credentials(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "401",
+        "403",
+        "unauthorized",
+        "authentication required",
+        "no basic auth credentials",
+        "access denied",
+        "denied:",
+        "forbidden",
+        "authorization failed",
+    ]
+    .iter()
+    .any(|k| m.contains(k))
 }
 
 /// Stuck terminating on finalizers.

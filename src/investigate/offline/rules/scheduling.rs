@@ -14,6 +14,12 @@ pub(super) fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
     if !insufficient && too_big.is_none() {
         return None;
     }
+    // A node that only a taint keeps the pod off (one kubemedic may lift: not Kubernetes' own,
+    // not a role) is the question, not the capacity of the others: the taint rule decides, and
+    // the proof checks that the pod fits that node.
+    if too_big.is_none() && kept_off_only_by_a_liftable_taint(u) {
+        return None;
+    }
     let requests: Vec<String> = u.requests.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let why = match too_big {
         Some((
@@ -62,6 +68,26 @@ pub(super) fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
         f.target_text()
     ));
     Some(d)
+}
+
+/// Whether some node keeps the pod off with nothing but a taint kubemedic may lift.
+fn kept_off_only_by_a_liftable_taint(
+    u: &crate::investigate::offline::facts::Unschedulable,
+) -> bool {
+    u.blockers.iter().any(|(b, nodes)| match b {
+        Blocker::Taint { key, .. } if !deliberate_taint(key.as_str()) => nodes.iter().any(|n| {
+            u.blockers
+                .iter()
+                .filter(|(_, ns)| ns.contains(n))
+                .all(|(other, _)| matches!(other, Blocker::Taint { key: k, .. } if k == key))
+        }),
+        _ => false,
+    })
+}
+
+/// Taints Kubernetes sets for a condition, or that mark a node's role.
+fn deliberate_taint(key: &str) -> bool {
+    key.starts_with("node.kubernetes.io/") || key.starts_with("node-role.kubernetes.io/")
 }
 
 /// The nodes carry a taint the pod does not tolerate: remove it, unless Kubernetes set it or
@@ -136,8 +162,7 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
     for (b, ns) in &u.blockers {
         d.factors.push(format!("{}: {b}", listed(ns)));
     }
-    let deliberate =
-        key.starts_with("node.kubernetes.io/") || key.starts_with("node-role.kubernetes.io/");
+    let deliberate = deliberate_taint(&key);
     match only_taint.first() {
         Some(node) if !deliberate => {
             d.confidence = 0.75;
