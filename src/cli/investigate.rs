@@ -413,6 +413,7 @@ mod tests {
             neighbourhood: None,
             signature: None,
             learned: vec![],
+            remote_tools: vec![],
         });
         req
     }
