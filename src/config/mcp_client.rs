@@ -81,6 +81,15 @@ settings! {
     }
 }
 
+/// A value as an error may quote it: a URL without its credentials or query.
+fn shown(raw: &str) -> String {
+    if raw.contains("://") {
+        redact_url(raw)
+    } else {
+        raw.to_owned()
+    }
+}
+
 impl McpClientArgs {
     /// The client settings, checked: every name, URL, header and allowlist entry.
     pub fn settings(self) -> Result<McpClientSettings> {
@@ -93,7 +102,7 @@ impl McpClientArgs {
             let Some((name, url)) = raw.split_once('=') else {
                 return Err(invalid(
                     "mcp-server",
-                    format!("`{}` is not NAME=URL", redact_url(raw)),
+                    format!("`{}` is not NAME=URL", shown(raw)),
                 ));
             };
             let (name, url) = (name.trim(), url.trim());
