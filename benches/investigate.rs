@@ -434,6 +434,7 @@ async fn measure(c: &Case, with_view: bool) -> Cost {
         clock,
         tool_limits: ToolLimits::default(),
         catalog: kubemedic::live::Live::new(Catalog::builtin().unwrap()),
+        remote: None,
         playbooks: kubemedic::live::Live::new(Playbooks::builtin().unwrap()),
         history: Arc::new(InMemoryHistory::default()),
         settings: LlmInvestigatorSettings {

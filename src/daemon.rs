@@ -546,6 +546,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 crate::investigate::Observers {
                     metrics: Some(metrics.clone()),
                     live: Some(components.live.clone()),
+                    remote: remote_tools(&settings.mcp_client),
                 },
             );
             components.stages.extend(stages);
@@ -609,6 +610,37 @@ impl Stage for NoCluster {
             dependency: "cluster".into(),
             message: format!("no Kubernetes cluster is configured ({})", self.problem),
         })
+    }
+}
+
+/// The configured MCP servers' tools for invocation 1 (`None` when no server is configured),
+/// their first listing started now so the first investigation finds it ready. A client that
+/// cannot be built is logged and left out: the investigation runs with the cluster tools.
+pub fn remote_tools(
+    settings: &crate::mcp_client::McpClientSettings,
+) -> Option<Arc<crate::mcp_client::RemoteTools>> {
+    if settings.is_empty() {
+        return None;
+    }
+    match crate::mcp_client::RemoteTools::new(settings) {
+        Ok(remote) => {
+            let remote = Arc::new(remote);
+            info!(servers = ?remote.server_names(), allowlisted = settings.allow.len(), "MCP servers' tools configured for the model");
+            let first = remote.clone();
+            tokio::spawn(async move {
+                let offer = first.offer().await;
+                info!(
+                    tools = offer.tools.len(),
+                    unavailable = offer.unavailable.len(),
+                    "MCP servers listed"
+                );
+            });
+            Some(remote)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "the MCP client could not be built: the model gets the cluster tools only");
+            None
+        }
     }
 }
 

@@ -16,11 +16,12 @@
 //!                      importing each other
 //! prove               the proof obligations of every action type, checked against the
 //!                      cluster for every proposer (below both investigators)
-//! store, cluster, llm, catalog, history, policy, monitoring, notify, actions
+//! store, cluster, llm, catalog, history, policy, monitoring, notify, actions, mcp_client
 //!                      the outside world behind traits, the Rego engine, the
 //!                      Alertmanager / Prometheus APIs verification reads, the
 //!                      e-mail and Slack notifiers, and the built-in actions (one type:
-//!                      arguments, write, dry run) the catalog validates against
+//!                      arguments, write, dry run) the catalog validates against,
+//!                      and the other teams' MCP servers whose tools the model may use
 //! telemetry, readiness, secret, redact, clock, canonical
 //!                      leaves every layer may use
 //! domain               the values that flow between stages; imports nothing of the crate
@@ -81,6 +82,8 @@ pub mod catalog;
 pub mod cluster;
 pub mod history;
 pub mod llm;
+#[deny(clippy::indexing_slicing)]
+pub mod mcp_client;
 #[deny(clippy::indexing_slicing)]
 pub mod monitoring;
 #[deny(clippy::indexing_slicing)]

@@ -49,6 +49,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "monitoring",
             "notify",
             "actions",
+            "mcp_client",
         ],
     ),
     // Proof obligations sit below every stage that proposes, approves or runs an action.

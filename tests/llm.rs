@@ -160,6 +160,7 @@ fn investigator_at(base_url: &str, setup: Setup) -> Arc<LlmInvestigator> {
         clock,
         tool_limits: setup.tool_limits,
         catalog: kubemedic::live::Live::new(Catalog::builtin().unwrap()),
+        remote: None,
         playbooks: kubemedic::live::Live::new(Playbooks::builtin().unwrap()),
         history: Arc::new(InMemoryHistory::new(setup.history)),
         settings: setup.settings,

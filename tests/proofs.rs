@@ -91,6 +91,7 @@ fn investigator(
         tool_limits: ToolLimits::default(),
         catalog,
         playbooks: kubemedic::live::Live::new(Playbooks::builtin().unwrap()),
+        remote: None,
         history: Arc::new(InMemoryHistory::default()),
         settings: LlmInvestigatorSettings {
             rca_model: "gpt-4o".into(),

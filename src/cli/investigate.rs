@@ -424,6 +424,7 @@ mod tests {
             neighbourhood: None,
             signature: None,
             learned: vec![],
+            remote_tools: vec![],
         });
         req
     }

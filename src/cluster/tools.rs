@@ -67,6 +67,32 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// A tool's output as every tool hands it on: `text` and `data` sanitised, the text cut at
+    /// `max_output_chars` and marked [`TRUNCATED`] (the whole kept for a person). The cluster
+    /// tools and the MCP servers' tools both end here.
+    pub fn bounded(ok: bool, text: &str, data: &Value, max_output_chars: usize) -> Self {
+        let text = sanitize_text(text);
+        let data = sanitize_value(data);
+        let max = max_output_chars;
+        let (text, truncated, whole) = if text.len() > max {
+            let cut = text.floor_char_boundary(max);
+            (
+                format!("{}\n{TRUNCATED}", &text[..cut]),
+                true,
+                Some(crate::domain::whole_output(&text)),
+            )
+        } else {
+            (text, false, None)
+        };
+        ToolResult {
+            ok,
+            text,
+            data,
+            truncated,
+            whole,
+        }
+    }
+
     /// The output as a person reads it: whole (up to 64 KiB), not cut for the model.
     pub fn whole_text(&self) -> &str {
         self.whole.as_deref().unwrap_or(&self.text)
@@ -339,26 +365,7 @@ impl ClusterTools {
     }
 
     fn finish(&self, ok: bool, text: &str, data: &Value) -> ToolResult {
-        let text = sanitize_text(text);
-        let data = sanitize_value(data);
-        let max = self.limits.max_output_chars;
-        let (text, truncated, whole) = if text.len() > max {
-            let cut = text.floor_char_boundary(max);
-            (
-                format!("{}\n{TRUNCATED}", &text[..cut]),
-                true,
-                Some(crate::domain::whole_output(&text)),
-            )
-        } else {
-            (text, false, None)
-        };
-        ToolResult {
-            ok,
-            text,
-            data,
-            truncated,
-            whole,
-        }
+        ToolResult::bounded(ok, text, data, self.limits.max_output_chars)
     }
 
     async fn scoped(

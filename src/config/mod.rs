@@ -18,6 +18,7 @@ pub mod cluster;
 pub(crate) mod declare;
 pub mod execute;
 pub mod investigate;
+pub mod mcp_client;
 pub mod mirror;
 pub mod notify;
 pub mod pipeline;
@@ -41,6 +42,7 @@ pub use self::declare::HelpDefault;
 use self::declare::{Layered, env_of, file_keys};
 pub use self::execute::ExecuteArgs;
 pub use self::investigate::{InvestigateArgs, LlmMode};
+pub use self::mcp_client::McpClientArgs;
 pub use self::mirror::MirrorArgs;
 pub use self::notify::{MailArgs, SlackArgs};
 pub use self::pipeline::PipelineArgs;
@@ -54,6 +56,7 @@ use crate::enrich::EnrichSettings;
 use crate::execute::ExecuteSettings;
 use crate::gate::GateSettings;
 use crate::investigate::InvestigateSettings;
+use crate::mcp_client::McpClientSettings;
 use crate::mirror::MirrorSettings;
 use crate::pipeline::PhaseTimeouts;
 use crate::policy::PolicySettings;
@@ -143,6 +146,11 @@ pub const OWNERS: &[Owner] = &[
         keys: file_keys::<InvestigateArgs>,
     },
     Owner {
+        title: "MCP servers the model may use",
+        args: McpClientArgs::augment_args,
+        keys: file_keys::<McpClientArgs>,
+    },
+    Owner {
         title: "Policy and gate",
         args: GateArgs::augment_args,
         keys: file_keys::<GateArgs>,
@@ -200,6 +208,8 @@ pub struct DaemonArgs {
     #[command(flatten)]
     pub investigate: InvestigateArgs,
     #[command(flatten)]
+    pub mcp_client: McpClientArgs,
+    #[command(flatten)]
     pub gate: GateArgs,
     #[command(flatten)]
     pub execute: ExecuteArgs,
@@ -227,6 +237,7 @@ impl DaemonArgs {
             args.telemetry.fill_from(file.telemetry);
             args.cluster.fill_from(file.cluster);
             args.investigate.fill_from(file.investigate);
+            args.mcp_client.fill_from(file.mcp_client);
             args.gate.fill_from(file.gate);
             args.execute.fill_from(file.execute);
             args.verify.fill_from(file.verify);
@@ -277,6 +288,7 @@ fn read_file(path: &Path) -> Result<DaemonArgs> {
         telemetry: parse(path, &text)?,
         cluster: parse(path, &text)?,
         investigate: parse(path, &text)?,
+        mcp_client: parse(path, &text)?,
         gate: parse(path, &text)?,
         execute: parse(path, &text)?,
         verify: parse(path, &text)?,
@@ -316,6 +328,8 @@ pub struct Settings {
     pub traces: Option<crate::telemetry::TraceSettings>,
     pub cluster: ClusterSettings,
     pub investigate: InvestigateSettings,
+    /// The MCP servers whose allowlisted tools invocation 1 may call.
+    pub mcp_client: McpClientSettings,
     pub policy: PolicySettings,
     pub gate: GateSettings,
     pub enrich: EnrichSettings,
@@ -339,6 +353,7 @@ impl Settings {
             telemetry,
             cluster,
             investigate,
+            mcp_client,
             gate,
             execute,
             verify,
@@ -349,6 +364,7 @@ impl Settings {
         } = args.with_file()?;
         let cluster = cluster.settings()?;
         let investigate = investigate.settings()?;
+        let mcp_client = mcp_client.settings()?;
         let GateParts {
             policy,
             gate,
@@ -397,6 +413,7 @@ impl Settings {
             traces,
             cluster,
             investigate,
+            mcp_client,
             policy,
             gate,
             enrich,

@@ -118,6 +118,7 @@ fn demo_components(
         crate::investigate::Observers {
             metrics: Some(metrics.clone()),
             live: Some(live.clone()),
+            remote: None,
         },
     );
     stages.extend(investigation);

@@ -204,6 +204,43 @@ pub struct Analysis {
     /// Patterns learned from verified outcomes on the same signature: hints, strongest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub learned: Vec<LearnedPattern>,
+    /// What became of the MCP servers' tools (refused calls, servers that were down): each is
+    /// audited on the request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remote_tools: Vec<RemoteToolNote>,
+}
+
+/// One thing to say about an MCP server's tools in invocation 1 (docs/mcp.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteToolNote {
+    pub kind: RemoteToolNoteKind,
+    /// The server (empty when the model named none).
+    pub server: String,
+    /// The tool name the model used, for a refused call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// What happened, sanitised.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RemoteToolNoteKind {
+    /// The model asked for a tool that is not allowlisted (or of no configured server): it was
+    /// not called.
+    Refused,
+    /// The server did not answer (listing or calling): its tools were withdrawn.
+    Unavailable,
+}
+
+impl RemoteToolNoteKind {
+    /// The audit event's kind.
+    pub fn audit_kind(self) -> &'static str {
+        match self {
+            RemoteToolNoteKind::Refused => "mcp_tool_refused",
+            RemoteToolNoteKind::Unavailable => "mcp_server_unavailable",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

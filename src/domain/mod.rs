@@ -50,9 +50,10 @@ pub use gate::{GateDecision, RiskFactor};
 pub use history::{HashMatch, HistoryContext, HistoryEntry, HistoryRecord, HistoryWarning, Tier};
 pub use investigation::{
     AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, InvestigationPlan,
-    LlmCallRecord, OutcomeKind, PlanSource, PlanStep, Proposal, RcaResult, RootCauseAnalysis,
-    RoutedOutcome, SelectedWorkflow, Selection, TOOL_EXCERPT_CHARS, TOOL_OUTPUT_BYTES,
-    TOOL_OUTPUTS_BYTES, TargetRef, ToolCallRecord, Usage, ValidationAttempt, excerpt, whole_output,
+    LlmCallRecord, OutcomeKind, PlanSource, PlanStep, Proposal, RcaResult, RemoteToolNote,
+    RemoteToolNoteKind, RootCauseAnalysis, RoutedOutcome, SelectedWorkflow, Selection,
+    TOOL_EXCERPT_CHARS, TOOL_OUTPUT_BYTES, TOOL_OUTPUTS_BYTES, TargetRef, ToolCallRecord, Usage,
+    ValidationAttempt, excerpt, whole_output,
 };
 pub use labels::{DetectedLabels, QuotaUsage};
 pub use learning::{LearnedPattern, LearnedUse, PatternOutcome, Signature, SignatureFacts};

@@ -1,7 +1,9 @@
 //! [`LlmInvestigator`]: the two invocations with a real model.
 //!
 //! Invocation 1: a fresh session with the RCA prompt (with the pre-fetched cluster view), the
-//! read-only cluster tools and the `submit_result` sentinel; the plan the model states before
+//! read-only cluster tools (and the allowlisted tools of the configured MCP servers, named
+//! `mcp__SERVER__TOOL`; a server that is down only loses its tools, a call that is not
+//! allowlisted is refused and audited) and the `submit_result` sentinel; the plan the model states before
 //! its calls is recorded on the analysis ([`plan`]). Tool calls of one turn run concurrently;
 //! caps on turns, calls per tool, total calls and per-call time; the context tools also carry
 //! the remediation history.
@@ -14,7 +16,7 @@
 //! chat); each tool's whole output (sanitised, bounded) goes to the trail, its cut text to the
 //! model.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,12 +36,13 @@ use super::view::{self, ViewLimits};
 use super::{InvestigateError, Investigator};
 use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
-use crate::cluster::tools::{self, ClusterTools, ToolLimits};
+use crate::cluster::tools::{self, ClusterTools, ToolLimits, ToolResult};
 use crate::cluster::{ClusterReader, MemoReader};
 use crate::domain::{
     AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LearnedUse, LlmCallRecord,
-    RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection,
-    TOOL_OUTPUTS_BYTES, ToolCallRecord, Usage, ValidationAttempt, whole_output,
+    RcaResult, RemediationRequest, RemoteToolNote, RemoteToolNoteKind, RootCauseAnalysis,
+    SelectedWorkflow, Selection, TOOL_OUTPUTS_BYTES, ToolCallRecord, Usage, ValidationAttempt,
+    whole_output,
 };
 use crate::history::{RemediationHistory, patterns, prompt_section};
 use crate::live::Live;
@@ -47,6 +50,7 @@ use crate::llm::{
     ChatRequest, ChatResponse, LiveTokens, Llm, LlmError, Message, TokenBudget, ToolCall,
     ToolChoice, ToolDef, Unwatched, Watch,
 };
+use crate::mcp_client::{self, Offer, RemoteTools, Route};
 use crate::redact::Redacted;
 use crate::telemetry::Metrics;
 
@@ -111,6 +115,43 @@ pub struct LlmInvestigator {
     pub metrics: Option<Arc<Metrics>>,
     /// Where the model's text goes as it arrives, for the chat (`None`: nowhere).
     pub live: Option<Arc<LiveTokens>>,
+    /// Other teams' MCP servers whose allowlisted tools invocation 1 may call (`None`: the
+    /// cluster tools only). Invocation 2 never gets them.
+    pub remote: Option<Arc<RemoteTools>>,
+}
+
+/// The MCP servers' tools in one investigation: what was offered, the servers withdrawn since
+/// (a call failed), and what to audit.
+#[derive(Default)]
+struct RemoteUse {
+    offer: Offer,
+    withdrawn: BTreeSet<String>,
+    notes: Vec<RemoteToolNote>,
+}
+
+impl RemoteUse {
+    fn note(&mut self, kind: RemoteToolNoteKind, server: &str, tool: Option<&str>, message: &str) {
+        self.notes.push(RemoteToolNote {
+            kind,
+            server: server.to_owned(),
+            tool: tool.map(str::to_owned),
+            message: crate::redact::sanitize_text(message),
+        });
+    }
+
+    /// The remote tools still on offer, as the model sees them.
+    fn defs(&self) -> Vec<ToolDef> {
+        self.offer
+            .tools
+            .iter()
+            .filter(|t| !self.withdrawn.contains(&t.server))
+            .map(|t| ToolDef {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters.clone(),
+            })
+            .collect()
+    }
 }
 
 /// One tool call as it ran: what the model reads (`text`, cut at the tool limit) and what a
@@ -125,6 +166,8 @@ struct Ran {
     truncated: bool,
     /// The cluster could not be reached: the investigation waits.
     unreachable: Option<String>,
+    /// An MCP server failed this call: `(server, why)`; its tools are withdrawn.
+    withdrawn: Option<(String, String)>,
     duration_ms: Option<u64>,
 }
 
@@ -214,7 +257,7 @@ impl Session<'_> {
     }
 }
 
-fn tool_defs_rca() -> Vec<ToolDef> {
+fn tool_defs_rca(remote: &RemoteUse) -> Vec<ToolDef> {
     let mut defs: Vec<ToolDef> = tools::specs()
         .into_iter()
         .map(|s| ToolDef {
@@ -223,6 +266,7 @@ fn tool_defs_rca() -> Vec<ToolDef> {
             parameters: s.parameters,
         })
         .collect();
+    defs.extend(remote.defs());
     defs.push(ToolDef {
         name: "submit_result".into(),
         description: "Finish the investigation with the root cause analysis.".into(),
@@ -270,10 +314,42 @@ fn inconclusive(summary: &str) -> RcaResult {
 }
 
 impl LlmInvestigator {
-    /// Run the cluster tools of one turn concurrently, within the caps.
+    /// Where a call of an MCP server's tool goes: to the server (allowlisted, offered, the
+    /// server still up), or refused with the reason the model reads. Refusals of policy (not
+    /// allowlisted, no such server) are noted for the trail; nothing is sent for any refusal.
+    fn route_remote(&self, name: &str, remote: &mut RemoteUse) -> Result<(String, String), String> {
+        let route = match &self.remote {
+            Some(r) => r.route(name),
+            None => Route::Refused {
+                server: mcp_client::split(name)
+                    .map(|(s, _)| s.to_owned())
+                    .unwrap_or_default(),
+                message: format!("Refused: `{name}`: no MCP server is configured."),
+            },
+        };
+        match route {
+            Route::Refused { server, message } => {
+                warn!(tool = %name, %server, "refused a call of an MCP tool that is not allowlisted");
+                remote.note(RemoteToolNoteKind::Refused, &server, Some(name), &message);
+                Err(message)
+            }
+            Route::Call { server, .. } if remote.withdrawn.contains(&server) => Err(format!(
+                "Error: the MCP server `{server}` failed earlier in this investigation; its tools are withdrawn. Use other evidence."
+            )),
+            Route::Call { server, .. } if remote.offer.tool(name).is_none() => Err(format!(
+                "Error: `{name}` is not offered now (the MCP server `{server}` is unavailable or does not list it). Use other evidence."
+            )),
+            Route::Call { server, tool } => Ok((server, tool)),
+        }
+    }
+
+    /// Run the tools of one turn concurrently, within the caps: the cluster's, and the MCP
+    /// servers' allowlisted ones.
+    #[allow(clippy::too_many_arguments)]
     async fn run_tools(
         &self,
         tools: &ClusterTools,
+        remote: &mut RemoteUse,
         calls: &[&ToolCall],
         per_tool: &mut HashMap<String, usize>,
         total: &mut usize,
@@ -282,12 +358,20 @@ impl LlmInvestigator {
     ) -> Result<Vec<(String, String)>, InvestigateError> {
         enum Plan<'a> {
             Run(&'a ToolCall, Value),
+            Remote(&'a ToolCall, String, String, Value),
             Refuse(&'a ToolCall, String),
         }
         let mut plans = Vec::new();
         for call in calls {
-            let plan = if !ClusterTools::is_tool(&call.name) {
-                Plan::Refuse(call, format!("Error: unknown tool `{}`.", call.name))
+            let target = if call.name.starts_with(mcp_client::PREFIX) {
+                self.route_remote(&call.name, remote).map(Some)
+            } else if ClusterTools::is_tool(&call.name) {
+                Ok(None)
+            } else {
+                Err(format!("Error: unknown tool `{}`.", call.name))
+            };
+            let plan = if let Err(refusal) = target {
+                Plan::Refuse(call, refusal)
             } else if *total >= self.settings.max_tool_calls {
                 Plan::Refuse(
                     call,
@@ -307,13 +391,17 @@ impl LlmInvestigator {
                     ),
                 )
             } else {
-                match args_of(call) {
-                    Ok(args) => {
+                match (args_of(call), target) {
+                    (Ok(args), Ok(target)) => {
                         *total += 1;
                         *per_tool.entry(call.name.clone()).or_default() += 1;
-                        Plan::Run(call, args)
+                        match target {
+                            Some((server, tool)) => Plan::Remote(call, server, tool, args),
+                            None => Plan::Run(call, args),
+                        }
                     }
-                    Err(e) => Plan::Refuse(call, format!("Error: {e}.")),
+                    (Err(e), _) => Plan::Refuse(call, format!("Error: {e}.")),
+                    (_, Err(refusal)) => Plan::Refuse(call, refusal),
                 }
             };
             plans.push(plan);
@@ -330,8 +418,12 @@ impl LlmInvestigator {
                     ok: false,
                     truncated: false,
                     unreachable: None,
+                    withdrawn: None,
                     duration_ms: None,
                 },
+                Plan::Remote(call, server, tool, args) => {
+                    self.run_remote(call, server, tool, args, timeout).await
+                }
                 Plan::Run(call, args) => {
                     let started = std::time::Instant::now();
                     let result = tokio::time::timeout(timeout, tools.call(&call.name, args)).await;
@@ -357,6 +449,7 @@ impl LlmInvestigator {
                                 ok: r.ok,
                                 truncated: r.truncated,
                                 unreachable: unreachable.then(|| r.text.clone()),
+                                withdrawn: None,
                                 duration_ms,
                             }
                         }
@@ -369,6 +462,7 @@ impl LlmInvestigator {
                             ok: false,
                             truncated: false,
                             unreachable: None,
+                            withdrawn: None,
                             duration_ms,
                         },
                     }
@@ -388,6 +482,18 @@ impl LlmInvestigator {
                     dependency: "cluster".into(),
                     message,
                 });
+            }
+            if let Some((server, why)) = &ran.withdrawn
+                && remote.withdrawn.insert(server.clone())
+            {
+                remote.note(
+                    RemoteToolNoteKind::Unavailable,
+                    server,
+                    Some(&ran.name),
+                    &format!(
+                        "the MCP server `{server}` failed during the investigation ({why}): its tools were withdrawn"
+                    ),
+                );
             }
             // The model reads `text` (cut at the tool limit); the trail keeps the whole
             // output for the chat's `tool_result`, within the investigation's allowance.
@@ -410,6 +516,68 @@ impl LlmInvestigator {
             out.push((ran.id, ran.text));
         }
         Ok(out)
+    }
+
+    /// One call of an MCP server's tool: its output sanitised and cut like every tool's; a
+    /// failure or a timeout withdraws the server's tools.
+    async fn run_remote(
+        &self,
+        call: &ToolCall,
+        server: &str,
+        tool: &str,
+        args: &Value,
+        timeout: Duration,
+    ) -> Ran {
+        let started = std::time::Instant::now();
+        let arguments = args.as_object().cloned().unwrap_or_default();
+        let result = match &self.remote {
+            Some(r) => r.call(server, tool, arguments, timeout).await,
+            None => Err(mcp_client::CallError::Unavailable {
+                server: server.to_owned(),
+                message: "no MCP server is configured".into(),
+            }),
+        };
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).ok();
+        let max = self.tool_limits.max_output_chars;
+        let (r, withdrawn) = match result {
+            Ok(answer) => {
+                let text = if answer.is_error {
+                    format!("Error from the MCP server `{server}`: {}", answer.text)
+                } else {
+                    answer.text
+                };
+                (
+                    ToolResult::bounded(!answer.is_error, &text, &Value::Null, max),
+                    None,
+                )
+            }
+            Err(e) => {
+                let why = e.to_string();
+                (
+                    ToolResult::bounded(
+                        false,
+                        &format!(
+                            "Error: {why}. Its tools are withdrawn for the rest of this investigation; use other evidence."
+                        ),
+                        &Value::Null,
+                        max,
+                    ),
+                    Some((e.server().to_owned(), why)),
+                )
+            }
+        };
+        Ran {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            args: args.clone(),
+            text: r.text,
+            whole: r.whole,
+            ok: r.ok,
+            truncated: r.truncated,
+            unreachable: None,
+            withdrawn,
+            duration_ms,
+        }
     }
 
     /// The history section appended to a resource-context tool result.
@@ -481,7 +649,24 @@ impl Investigator for LlmInvestigator {
                 content: prompt::rca_user(req, &matched, &cluster_view),
             },
         ];
-        let defs = tool_defs_rca();
+        let mut remote = RemoteUse::default();
+        let mut warnings = Vec::new();
+        if let Some(r) = &self.remote {
+            remote.offer = r.offer().await;
+            for down in remote.offer.unavailable.clone() {
+                let message = format!(
+                    "the MCP server `{}` is unavailable ({}): its tools were not offered",
+                    down.server, down.reason
+                );
+                warnings.push(crate::redact::sanitize_text(&message));
+                remote.note(
+                    RemoteToolNoteKind::Unavailable,
+                    &down.server,
+                    None,
+                    &message,
+                );
+            }
+        }
         let mut session = Session {
             inv: self,
             request: req.id,
@@ -492,7 +677,6 @@ impl Investigator for LlmInvestigator {
             calls: vec![],
         };
         let mut records = Vec::new();
-        let mut warnings = Vec::new();
         let mut per_tool = HashMap::new();
         let mut total = 0;
         let mut planned = plan::Tracker::default();
@@ -505,6 +689,8 @@ impl Investigator for LlmInvestigator {
             } else {
                 ToolChoice::Auto
             };
+            // Rebuilt each turn: a server that failed a call has lost its tools.
+            let defs = tool_defs_rca(&remote);
             let response = session.chat(&messages, &defs, choice).await?;
             let content = response.content.as_deref().map(Redacted::new);
             // Stated before the calls this message makes: only `total` calls ran before it.
@@ -585,7 +771,15 @@ impl Investigator for LlmInvestigator {
                 .filter(|c| c.name != "submit_result")
                 .collect();
             let results = self
-                .run_tools(&tools, &calls, &mut per_tool, &mut total, &mut records, now)
+                .run_tools(
+                    &tools,
+                    &mut remote,
+                    &calls,
+                    &mut per_tool,
+                    &mut total,
+                    &mut records,
+                    now,
+                )
                 .await?;
             for (id, text) in results {
                 messages.push(Message::Tool {
@@ -608,6 +802,11 @@ impl Investigator for LlmInvestigator {
         });
         let (plan, no_plan) = planned.finish(total);
         warnings.extend(no_plan);
+        for note in &remote.notes {
+            if note.kind == RemoteToolNoteKind::Unavailable && note.tool.is_some() {
+                warnings.push(note.message.clone());
+            }
+        }
         let verified = gather::verify_target(&tools, &rca, req.target.as_ref()).await?;
         let history = match &verified {
             Some(ctx) => gather::history(self.history.as_ref(), ctx, now).await,
@@ -644,6 +843,7 @@ impl Investigator for LlmInvestigator {
             neighbourhood,
             signature,
             learned,
+            remote_tools: remote.notes,
         })
     }
 

@@ -154,11 +154,15 @@ pub fn build(
     )
 }
 
-/// Who watches the model investigator: the metrics, and the chat's live words.
+/// Who watches the model investigator (the metrics, and the chat's live words), and the other
+/// teams' MCP servers it may borrow tools from.
 #[derive(Default, Clone)]
 pub struct Observers {
     pub metrics: Option<Arc<Metrics>>,
     pub live: Option<Arc<LiveTokens>>,
+    /// The MCP servers' allowlisted tools for invocation 1 (`None`: none configured). The
+    /// offline investigator ignores them.
+    pub remote: Option<Arc<crate::mcp_client::RemoteTools>>,
 }
 
 /// The catalog and the playbooks in force, each replaceable while the daemon runs (custom
@@ -173,7 +177,11 @@ pub fn build_with(
     clock: Arc<dyn Clock>,
     tool_limits: ToolLimits,
     history: Arc<dyn RemediationHistory>,
-    Observers { metrics, live }: Observers,
+    Observers {
+        metrics,
+        live,
+        remote,
+    }: Observers,
 ) -> Result<Built, BuildError> {
     Ok(match &settings.openai {
         None => Built {
@@ -207,6 +215,7 @@ pub fn build_with(
                     settings: settings.llm.clone(),
                     metrics,
                     live,
+                    remote,
                 }),
                 llm: Some(Arc::new(LlmStatus { llm, budget })),
                 catalog,
@@ -296,7 +305,15 @@ impl Stage for InvestigationStage {
             "plan": analysis.plan,
             "signature": analysis.signature,
             "learned": analysis.learned,
+            "remote_tools": analysis.remote_tools,
         }));
+        let mut events = vec![event];
+        for note in &analysis.remote_tools {
+            events.push(
+                AuditDraft::new(note.kind.audit_kind(), &self.0.name(), note.message.clone())
+                    .with_payload(json!({"remote_tool": note})),
+            );
+        }
         // The whole tool outputs live in the trail only: the request's state, read at every
         // claim, keeps the excerpts.
         let mut analysis = analysis;
@@ -309,7 +326,7 @@ impl Stage for InvestigationStage {
             next: Phase::Selecting,
             reason: None,
             state,
-            events: vec![event],
+            events,
             not_before: None,
         })
     }

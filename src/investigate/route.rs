@@ -346,6 +346,7 @@ mod tests {
             neighbourhood: None,
             signature: None,
             learned: vec![],
+            remote_tools: vec![],
         }
     }
 

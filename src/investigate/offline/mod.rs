@@ -290,6 +290,7 @@ impl Investigator for OfflineInvestigator {
             neighbourhood,
             signature,
             learned,
+            remote_tools: vec![],
         })
     }
 
