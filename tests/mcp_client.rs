@@ -51,6 +51,8 @@ struct DeploysServer {
 impl DeploysServer {
     /// Start it on `port` (0: any) logging its calls to `calls`; wait until it listens.
     async fn start(python: &str, port: u16, calls: PathBuf) -> Self {
+        // The crypto provider before the first HTTP client: each test may be its own process.
+        common::init();
         let script =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/deploys_server.py");
         let mut child = tokio::process::Command::new(python)
