@@ -152,6 +152,21 @@ impl KubemedicMcp {
         }
     }
 
+    /// The request `id` and its audit trail; an error naming the id when there is no such request.
+    async fn request_and_trail(
+        &self,
+        id: Uuid,
+    ) -> Result<(RemediationRequest, Vec<crate::domain::AuditEvent>), ErrorData> {
+        let Some(request) = self.store.get_request(id).await.map_err(unavailable)? else {
+            return Err(ErrorData::invalid_params(
+                format!("id: there is no remediation request {id}"),
+                None,
+            ));
+        };
+        let trail = self.store.audit_trail(id).await.map_err(unavailable)?;
+        Ok((request, trail))
+    }
+
     /// The caller of this tool call, if their role includes `needed`.
     fn need(&self, ctx: &RequestContext<RoleServer>, needed: Role) -> Result<Caller, ErrorData> {
         let from_http = ctx
@@ -358,13 +373,7 @@ impl KubemedicMcp {
     ) -> Result<CallToolResult, ErrorData> {
         self.need(&ctx, Role::Viewer)?;
         let id = uuid_arg("id", &args.id)?;
-        let Some(request) = self.store.get_request(id).await.map_err(unavailable)? else {
-            return Err(ErrorData::invalid_params(
-                format!("id: there is no remediation request {id}"),
-                None,
-            ));
-        };
-        let trail = self.store.audit_trail(id).await.map_err(unavailable)?;
+        let (request, trail) = self.request_and_trail(id).await?;
         let mut body = summary(&request);
         if let Value::Object(map) = &mut body {
             map.insert("signal".into(), json!(request.signal));
@@ -476,13 +485,7 @@ impl KubemedicMcp {
     ) -> Result<CallToolResult, ErrorData> {
         self.need(&ctx, Role::Viewer)?;
         let id = uuid_arg("id", &args.id)?;
-        let Some(request) = self.store.get_request(id).await.map_err(unavailable)? else {
-            return Err(ErrorData::invalid_params(
-                format!("id: there is no remediation request {id}"),
-                None,
-            ));
-        };
-        let trail = self.store.audit_trail(id).await.map_err(unavailable)?;
+        let (request, trail) = self.request_and_trail(id).await?;
         let approval = self
             .store
             .approval_of_request(id)
