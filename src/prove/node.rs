@@ -342,25 +342,14 @@ pub(super) async fn remove_taint(
         .filter(|p| p.unschedulable.is_some() && p.node.is_none())
         .collect();
     // What the node has left: its allocatable less the requests of the pods bound to it.
-    let bound = scene
-        .list(
-            "Pod",
-            None,
-            &crate::cluster::ListQuery::fields(format!("spec.nodeName={name}")),
-        )
-        .await?;
+    let bound = scene.pods_on(&name).await?;
     let free = |resource: &str| -> Option<(u128, u128)> {
         let alloc = str_at(&node.allocatable, &[resource])
             .and_then(|q| crate::cluster::quantity::amount(resource, q))?;
         let used: u128 = bound
             .iter()
-            .filter(|p| {
-                !matches!(
-                    str_at(p, &["status", "phase"]),
-                    Some("Succeeded" | "Failed")
-                )
-            })
-            .filter_map(|p| at(p, &["spec"]))
+            .filter(|p| !matches!(p.phase.as_str(), "Succeeded" | "Failed"))
+            .filter_map(|p| at(&p.raw, &["spec"]))
             .map(|spec| super::scene::pod_resource(spec, "requests", resource))
             .sum();
         Some((alloc.saturating_sub(used), alloc))
