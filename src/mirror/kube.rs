@@ -113,6 +113,7 @@ impl RemediationObjects for KubeRemediations {
         let stored = without_nulls(&status);
         // A write is conditional on the version read: another replica's write in between is
         // a conflict, and the object is read again.
+        let mut read_before: Option<Option<String>> = None;
         for _ in 0..3 {
             let (current, created) = match api.get_opt(&o.name).await {
                 Ok(Some(c)) => (c, false),
@@ -139,9 +140,15 @@ impl RemediationObjects for KubeRemediations {
                 namespace: o.namespace.clone(),
                 name: o.name.clone(),
                 uid: current.metadata.uid.clone(),
-                before: (!created)
-                    .then(|| labels.get(PHASE_LABEL).cloned())
-                    .flatten(),
+                // As first read: a retry after this call's own label write still reports
+                // the phase the object had.
+                before: read_before
+                    .get_or_insert_with(|| {
+                        (!created)
+                            .then(|| labels.get(PHASE_LABEL).cloned())
+                            .flatten()
+                    })
+                    .clone(),
                 outdated: false,
             };
             let theirs = current.data.get("status");
@@ -156,9 +163,26 @@ impl RemediationObjects for KubeRemediations {
                     ..written
                 });
             }
+            // Both writes are conditional on the version read, so an older view from another
+            // replica never lands between them. The labels go first: whoever reads the status
+            // as final finds the labels final too.
+            let mut version = current.metadata.resource_version.clone();
+            if o.labels.iter().any(|(k, v)| labels.get(k) != Some(v)) {
+                let patch = json!({
+                    "metadata": { "resourceVersion": version, "labels": o.labels },
+                });
+                match api
+                    .patch(&o.name, &Self::params(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(after) => version = after.metadata.resource_version,
+                    Err(e) if code_of(&e) == Some(409) => continue,
+                    Err(e) => return Err(classify(e, &o.namespace)),
+                }
+            }
             if theirs != Some(&stored) {
                 let patch = json!({
-                    "metadata": { "resourceVersion": current.metadata.resource_version },
+                    "metadata": { "resourceVersion": version },
                     "status": status,
                 });
                 match api
@@ -169,12 +193,6 @@ impl RemediationObjects for KubeRemediations {
                     Err(e) if code_of(&e) == Some(409) => continue,
                     Err(e) => return Err(classify(e, &o.namespace)),
                 }
-            }
-            if o.labels.iter().any(|(k, v)| labels.get(k) != Some(v)) {
-                let patch = json!({ "metadata": { "labels": o.labels } });
-                api.patch(&o.name, &Self::params(), &Patch::Merge(&patch))
-                    .await
-                    .map_err(|e| classify(e, &o.namespace))?;
             }
             return Ok(written);
         }
