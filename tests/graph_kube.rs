@@ -1,4 +1,4 @@
-//! Each adapter of the neighbourhood (src/investigate/graph) on the real API server: a small
+//! Each adapter of the neighbourhood (src/prove/graph) on the real API server: a small
 //! incident staged live in a fresh namespace, then `graph::build` against the live cluster.
 //!
 //! The real controllers do what they do wherever the tier runs them: ResourceQuota and
@@ -39,7 +39,7 @@ use kubemedic::cluster::{
     ClusterReader, KubeCluster, ListQuery, LogQuery, MemoReader, ResourceInfo, SnapshotCluster,
 };
 use kubemedic::domain::{DepKind, Dependency, Neighbourhood, Target};
-use kubemedic::investigate::graph;
+use kubemedic::prove::graph;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------

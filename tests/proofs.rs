@@ -16,25 +16,10 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use common::llm::{ScriptedLlm, calls};
+use common::llm::ScriptedLlm;
+use common::propose::{Incident, Proposal};
 use kubemedic::catalog::Catalog;
-use kubemedic::clock::{Clock, ManualClock};
-use kubemedic::cluster::SnapshotCluster;
-use kubemedic::cluster::tools::ToolLimits;
-use kubemedic::domain::{
-    OutcomeKind, Phase, ProofVerdict, Proposer, RemediationRequest, RequestedWorkflow, Stage,
-};
-use kubemedic::history::InMemoryHistory;
-use kubemedic::investigate::playbooks::Playbooks;
-use kubemedic::investigate::{
-    InvestigationStage, LlmInvestigator, LlmInvestigatorSettings, SelectionStage,
-};
-use kubemedic::llm::{OpenAiLlm, OpenAiSettings, Provider, TokenBudget};
-use kubemedic::prove::Prover;
-use serde_json::{Value, json};
+use kubemedic::domain::{OutcomeKind, Phase, ProofVerdict, Proposer, RemediationRequest};
 
 /// What the proof must say.
 #[derive(Debug, Clone, Copy)]
@@ -65,130 +50,18 @@ fn dir(cluster: &str) -> std::path::PathBuf {
         .join(cluster)
 }
 
-fn investigator(
-    server: &ScriptedLlm,
-    cluster: Arc<SnapshotCluster>,
-    clock: Arc<dyn Clock>,
-    catalog: Arc<kubemedic::live::Live<Catalog>>,
-) -> Arc<LlmInvestigator> {
-    let llm = OpenAiLlm::new(&OpenAiSettings {
-        provider: Provider::OpenAi,
-        base_url: Some(format!("{}/v1", server.base_url)),
-        api_key: Some(kubemedic::secret::Secret::new("sk-test-key")),
-        azure_deployment: None,
-        azure_api_version: "2024-10-21".into(),
-        timeout: Duration::from_secs(10),
-        max_retries: 1,
-        backoff: Duration::from_millis(20),
-        stream: true,
-    })
-    .unwrap();
-    Arc::new(LlmInvestigator {
-        llm: Arc::new(llm),
-        budget: Arc::new(TokenBudget::new(1_000_000, 10_000_000)),
-        reader: cluster,
-        clock,
-        tool_limits: ToolLimits::default(),
-        catalog,
-        playbooks: kubemedic::live::Live::new(Playbooks::builtin().unwrap()),
-        remote: None,
-        history: Arc::new(InMemoryHistory::default()),
-        settings: LlmInvestigatorSettings {
-            rca_model: "gpt-4o".into(),
-            selection_model: "gpt-4o-mini".into(),
-            ..Default::default()
-        },
-        metrics: None,
-        live: None,
-    })
-}
-
-/// Invocation 1: the root cause, naming the target.
-fn rca(case: &Case, namespace: Option<&str>) -> Value {
-    let (kind, name) = case.target;
-    let mut target = json!({"kind": kind, "name": name});
-    if let Some(ns) = namespace {
-        target["namespace"] = json!(ns);
-    }
-    json!({
-        "root_cause_analysis": {
-            "summary": format!("{kind} {name} needs {}", case.action_type),
-            "severity": "high",
-            "contributing_factors": [case.why],
-            "remediation_target": target,
-            "investigation_analysis": case.why
-        },
-        "confidence": 0.9,
-        "investigation_outcome": "actionable",
-        "actionable": true
-    })
-}
-
-/// The model proposes the case's action: invocation 1 names the target, invocation 2 selects
-/// the action type's workflow with the case's parameters; the selection stage proves it against
-/// the cluster. With `by` a reviewer, the reviewer asks for that workflow and parameters
-/// instead, and the model is asked only invocation 1. Returns the request after selection and
-/// how the model was used.
+/// The model (or a reviewer) proposes the case's action on its cluster; the selection stage
+/// proves it. Returns the request after selection and how the model was used.
 async fn propose(case: &Case, by: Proposer) -> (RemediationRequest, ScriptedLlm) {
-    common::init();
-    let root = dir(case.cluster);
-    let cluster = Arc::new(SnapshotCluster::load(&root.join("snapshot.yaml")).unwrap());
-    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(cluster.captured_at().unwrap()));
-    let alert: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join("alert.json")).unwrap()).unwrap();
-    let catalog = kubemedic::live::Live::new(Catalog::builtin().unwrap());
-    let workflow = catalog
-        .get()
-        .workflows()
-        .iter()
-        .find(|w| w.action_type == case.action_type)
-        .unwrap_or_else(|| panic!("no workflow of {}", case.action_type))
-        .id
-        .clone();
-    let mut req: RemediationRequest = common::scenarios::request(&alert, clock.now());
-    let namespace = match case.target.0 {
-        "Node" => None,
-        _ => req.target.as_ref().and_then(|t| t.namespace.clone()),
+    let proposal = Proposal {
+        action_type: case.action_type.into(),
+        target: (case.target.0.into(), case.target.1.into()),
+        parameters: serde_json::from_str(case.parameters).unwrap(),
+        why: case.why.into(),
     };
-    let parameters: Value = serde_json::from_str(case.parameters).unwrap();
-    let mut script = vec![calls(&[("submit_result", rca(case, namespace.as_deref()))])];
-    match by {
-        Proposer::Reviewer => {
-            req.signal.requested = Some(RequestedWorkflow {
-                workflow_id: workflow,
-                parameters: parameters.as_object().unwrap().clone(),
-                requested_by: "key:rita".into(),
-                follows: uuid::Uuid::new_v4(),
-                message: Some(case.why.into()),
-            });
-        }
-        _ => script.push(calls(&[(
-            "submit_result_with_workflow",
-            json!({"selected_workflow": {"workflow_id": workflow, "confidence": 0.9,
-                       "rationale": case.why, "parameters": parameters}}),
-        )])),
-    }
-    let server = ScriptedLlm::start(script).await;
-    let inv = investigator(&server, cluster.clone(), clock.clone(), catalog.clone());
-    let prover = Arc::new(Prover::new(
-        cluster.clone(),
-        Some(cluster.clone()),
-        catalog,
-        clock.clone(),
-    ));
-    for stage in [
-        Arc::new(InvestigationStage(inv.clone())) as Arc<dyn Stage>,
-        Arc::new(SelectionStage::new(inv, prover)),
-    ] {
-        if req.phase != stage.phase() {
-            break;
-        }
-        let out = stage.run(&req).await.expect("stage");
-        req.phase = out.next;
-        req.reason = out.reason;
-        req.state = out.state;
-    }
-    (req, server)
+    Incident::load(&dir(case.cluster))
+        .propose(&proposal, by)
+        .await
 }
 
 /// Run the case as the model proposes it and compare with what it wants.
@@ -394,6 +267,14 @@ cases! {
         why: "the new revision crashes on start: a restart changes nothing",
         want: Refuted("restart.pods-run-but-wedged"),
     },
+    restart_pods_cut_off_by_a_network_policy => Case {
+        action_type: "RestartDeployment",
+        cluster: "unseen/networkpolicy-egress-blocks-backend",
+        target: ("Deployment", "orders-api"),
+        parameters: "{}",
+        why: "its pods are not ready while an egress NetworkPolicy cuts them off: new pods meet the same policy",
+        want: Refuted("restart.no-broken-dependency"),
+    },
     scale_up_a_deployment_scaled_to_zero => Case {
         action_type: "ScaleReplicas",
         cluster: "scenarios/scaled-to-zero",
@@ -401,6 +282,14 @@ cases! {
         parameters: r#"{"REPLICAS": 3}"#,
         why: "checkout was scaled to zero",
         want: Proven,
+    },
+    scale_up_a_redis_whose_memory_is_full => Case {
+        action_type: "ScaleReplicas",
+        cluster: "unseen/redis-maxmemory-noeviction",
+        target: ("StatefulSet", "cart-redis"),
+        parameters: r#"{"REPLICAS": 3}"#,
+        why: "all its replicas are ready and nothing shows load: more replicas are not what it lacks",
+        want: Refuted("scale.short-of-replicas"),
     },
     scale_up_pods_that_cannot_be_scheduled => Case {
         action_type: "ScaleReplicas",

@@ -26,7 +26,6 @@ use serde_json::{Map, Value, json};
 use tracing::{debug, info, warn};
 
 use super::gather;
-use super::graph;
 use super::plan;
 use super::playbooks::Playbooks;
 use super::prompt;
@@ -51,6 +50,7 @@ use crate::llm::{
     ToolChoice, ToolDef, Unwatched, Watch,
 };
 use crate::mcp_client::{self, Offer, RemoteTools, Route};
+use crate::prove::graph;
 use crate::redact::Redacted;
 use crate::telemetry::Metrics;
 

@@ -10,7 +10,6 @@
 //! after invocation 1 without repeating it.
 
 mod gather;
-pub mod graph;
 pub mod llm;
 pub mod offline;
 pub mod plan;

@@ -19,6 +19,7 @@
 
 mod capacity;
 mod change;
+pub mod graph;
 mod node;
 mod resolved;
 mod resources;

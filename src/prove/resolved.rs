@@ -347,6 +347,34 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
             )],
         )),
     }
+    // The objects the alert itself names (the autoscaler at its maximum, the Deployment short
+    // of replicas, the pod not ready) must show their desired state met too: whoever claims
+    // the problem gone may have named another object as the target.
+    let mut met = Vec::new();
+    let mut unmet = Vec::new();
+    for t in crate::domain::targets_from_labels(&scene.signal.labels) {
+        if t == scene.target {
+            continue;
+        }
+        let named = match scene.get(&t.kind, t.namespace.as_deref(), &t.name).await {
+            Ok(o) => o,
+            Err(e) if e.is_unreachable() => return Err(e),
+            // A pod replaced since, an object deleted: nothing left to show the condition.
+            Err(_) => continue,
+        };
+        if let Some((ok, how)) = desired_state(&named) {
+            let line = format!("{t}: {how}");
+            if ok { met.push(line) } else { unmet.push(line) }
+        }
+    }
+    if !met.is_empty() || !unmet.is_empty() {
+        out.push(check(
+            "resolved.alerted-objects-met",
+            "Every object the alert names shows its desired state met",
+            unmet.is_empty(),
+            if unmet.is_empty() { met } else { unmet },
+        ));
+    }
     let pods = match scene.target.kind.as_str() {
         "PersistentVolumeClaim" | "HorizontalPodAutoscaler" | "Service" | "Node" => vec![],
         _ => scene.target_pods().await?,

@@ -715,7 +715,41 @@ pub(super) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
 
     out.push(keeps_ready_pods(&w, &pods));
     out.push(no_rollout(&w, "restart.no-rollout-in-progress"));
+    out.push(no_broken_dependency(scene, "restart.no-broken-dependency", "restart").await?);
     Ok(out)
+}
+
+/// Whether nothing the target depends on is broken now (its neighbourhood, as the
+/// investigation reads it: the Services and hosts its failures name, its configuration, the
+/// policies and webhooks in its way, its nodes and volumes). New pods — from a restart or from
+/// more replicas — meet the same broken dependency, so the action cannot help while it lasts.
+async fn no_broken_dependency(scene: &Scene, id: &str, action: &str) -> Read<Obligation> {
+    let statement =
+        "Nothing the workload depends on is broken now (new pods would meet the same failure)";
+    let n = super::graph::build(scene.r.clone(), &scene.target, scene.now).await?;
+    let broken: Vec<String> = n
+        .dependencies
+        .iter()
+        .filter_map(|d| {
+            let what = d.unhealthy.as_ref()?;
+            Some(format!(
+                "{} ({}) {what}: a {action} does not change it",
+                d.object, d.relation
+            ))
+        })
+        .collect();
+    Ok(if broken.is_empty() {
+        holds(
+            id,
+            statement,
+            vec![format!(
+                "{} dependency(ies) read, none broken now",
+                n.dependencies.len()
+            )],
+        )
+    } else {
+        fails(id, statement, broken.into_iter().take(3).collect())
+    })
 }
 
 fn keeps_ready_pods(w: &Value, pods: &[PodView]) -> Obligation {
@@ -865,8 +899,106 @@ pub(super) async fn scale(scene: &Scene, params: &Map<String, Value>) -> Read<Ve
             }],
         ));
         out.push(quota_allows(scene, &w, wanted - current).await?);
+        out.push(short_of_replicas(scene, &w, &pods, current, declared).await?);
+        out.push(no_broken_dependency(scene, "scale.no-broken-dependency", "scale-up").await?);
     }
     Ok(out)
+}
+
+/// CPU use of the ready pods against what they request, from the metrics API (`None`: not
+/// served or nothing measured): (used, requested), in millicores.
+async fn cpu_load(scene: &Scene, w: &Value, pods: &[PodView]) -> Read<Option<(u128, u128)>> {
+    let metrics = match scene.list_optional("PodMetrics", scene.ns()).await {
+        Ok(m) => m,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    let ready: Vec<&PodView> = pods.iter().filter(|p| p.ready).collect();
+    let used: Vec<u128> = metrics
+        .iter()
+        .filter(|m| {
+            ready
+                .iter()
+                .any(|p| Some(p.name.as_str()) == str_at(m, &["metadata", "name"]))
+        })
+        .map(|m| {
+            array(m, &["containers"])
+                .iter()
+                .filter_map(|c| str_at(c, &["usage", "cpu"]))
+                .filter_map(|q| crate::cluster::quantity::amount("cpu", q))
+                .sum()
+        })
+        .collect();
+    let spec = at(w, &["spec", "template", "spec"])
+        .cloned()
+        .unwrap_or(Value::Null);
+    let per_pod = match pod_resource(&spec, "requests", "cpu") {
+        0 => pod_resource(&spec, "limits", "cpu"),
+        r => r,
+    };
+    if used.is_empty() || per_pod == 0 {
+        return Ok(None);
+    }
+    Ok(Some((used.iter().sum(), per_pod * used.len() as u128)))
+}
+
+/// Whether the workload runs short of replicas: none at all, fewer than its applied
+/// configuration declares, or its ready pods busy near what they request. More replicas help
+/// only a workload short of them; a failure of what the pods run or depend on is not one.
+async fn short_of_replicas(
+    scene: &Scene,
+    w: &Value,
+    pods: &[PodView],
+    current: i64,
+    declared: Option<i64>,
+) -> Read<Obligation> {
+    let id = "scale.short-of-replicas";
+    let statement = "The workload runs short of replicas: none, fewer than declared, or its pods busy near their CPU requests";
+    if current == 0 {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!("{} runs no replica: nothing serves", obj::name(w))],
+        ));
+    }
+    if let Some(d) = declared.filter(|d| *d > current) {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!(
+                "its applied configuration declares {d} replicas; it runs {current}"
+            )],
+        ));
+    }
+    let load = cpu_load(scene, w, pods).await?;
+    if let Some((used, requested)) = load
+        && used * 10 >= requested * 8
+    {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!(
+                "its ready pods use {used}m of the {requested}m CPU they request (≥ 80%)"
+            )],
+        ));
+    }
+    let ready = pods.iter().filter(|p| p.ready).count();
+    Ok(fails(
+        id,
+        statement,
+        vec![format!(
+            "{ready} of {current} replicas ready{}; {}: nothing shows it short of replicas",
+            declared
+                .map(|d| format!(", {d} declared"))
+                .unwrap_or_default(),
+            match load {
+                Some((used, requested)) => {
+                    format!("its ready pods use {used}m of the {requested}m CPU they request")
+                }
+                None => "no CPU use measured (metrics API)".into(),
+            }
+        )],
+    ))
 }
 
 /// Whether the namespace's quota has room for `extra` more pods of the workload.

@@ -22,6 +22,7 @@ use axum::response::IntoResponse;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+#[derive(Clone)]
 pub enum Reply {
     /// A 200 with this assistant message and finish reason.
     Message {

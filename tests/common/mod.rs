@@ -7,6 +7,7 @@ pub mod incident;
 pub mod kube;
 pub mod llm;
 pub mod proofs;
+pub mod propose;
 pub mod scenarios;
 pub mod unseen;
 

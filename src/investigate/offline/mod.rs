@@ -41,7 +41,6 @@ use serde_json::{Map, Value, json};
 use self::facts::Facts;
 use self::rules::Diagnosis;
 use super::gather;
-use super::graph;
 use super::playbooks::Playbooks;
 use super::route::{Invocation2, merge, route};
 use super::{InvestigateError, Investigator};
@@ -57,6 +56,7 @@ use crate::domain::{
 use crate::history::RemediationHistory;
 use crate::history::patterns::{describe, suggestible};
 use crate::live::Live;
+use crate::prove::graph;
 
 pub struct OfflineInvestigator {
     pub reader: Arc<dyn ClusterReader>,
