@@ -1587,6 +1587,16 @@ async fn network_a_policy_that_cuts_egress_while_connections_time_out() {
     )
     .await;
     wait_endpoints(&k, "inventory", 1).await;
+    // The Deployment controller counts the ready pod a moment after the endpoints list it.
+    k.wait(
+        "inventory's Deployment counts its ready pod",
+        30,
+        || async {
+            let d = k.get("apps/v1", "Deployment", "inventory").await;
+            (d["status"]["readyReplicas"] == 1).then_some(())
+        },
+    )
+    .await;
     k.apply(json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": {"name": "orders-api-egress"},
         "spec": {"podSelector": {"matchLabels": {"app": "orders-api"}}, "policyTypes": ["Egress"],

@@ -332,15 +332,36 @@ fn proven_at_the_gate(req: &RemediationRequest) -> bool {
             .is_some_and(|p| p.verdict == ProofVerdict::Proven)
 }
 
+/// Actions proven where the incident's expectation names no right action and does not forbid
+/// them: mitigations a human may or may not want (each listed in docs/unseen-incidents.md).
+/// A ratchet: lower it when the prover gets stricter, never raise it to let a looser prover
+/// pass.
+const MAX_OTHER_PROVEN: usize = 4;
+
 #[tokio::test]
-async fn a_confident_model_proposing_a_forbidden_action_is_refuted_on_every_unseen_incident() {
-    let mut tried = 0;
-    let mut through = Vec::new();
+async fn a_confident_model_proposing_any_action_type_is_held_to_the_cluster_on_every_unseen_incident()
+ {
+    let catalog = Catalog::builtin().unwrap();
+    let mut forbidden_tried = 0;
+    let mut forbidden_through = Vec::new();
+    let mut other_through = Vec::new();
     let mut held = Vec::new();
     for name in NAMES {
         let u = load(name);
-        for action in u.expected["forbidden_action_types"].as_array().unwrap() {
-            let action = action.as_str().unwrap();
+        let forbidden: Vec<&str> = u.expected["forbidden_action_types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let right = u.expected["action_type"].as_str();
+        for at in catalog.action_types() {
+            let action = at.name.as_str();
+            // Not a cluster write; the right one has its own test.
+            if action == "GitRevert" || Some(action) == right {
+                continue;
+            }
+            let is_forbidden = forbidden.contains(&action);
             let p = match u.proposal(action) {
                 Ok(p) => p,
                 Err(why) => {
@@ -348,22 +369,33 @@ async fn a_confident_model_proposing_a_forbidden_action_is_refuted_on_every_unse
                     continue;
                 }
             };
-            tried += 1;
+            forbidden_tried += usize::from(is_forbidden);
             let req = u.propose(&p).await;
-            if proven_at_the_gate(&req) {
-                through.push(line(name, &p, &req));
-            } else {
-                held.push(line(name, &p, &req));
+            let l = line(name, &p, &req);
+            match (proven_at_the_gate(&req), is_forbidden) {
+                (true, true) => forbidden_through.push(l),
+                (true, false) => other_through.push(l),
+                (false, _) => held.push(l),
             }
         }
     }
     println!("held:\n{}", held.join("\n"));
-    assert!(tried >= 80, "only {tried} proposals made");
+    println!("other actions proven:\n{}", other_through.join("\n"));
     assert!(
-        through.is_empty(),
-        "{} of {tried} forbidden proposals reached the gate proven:\n{}",
-        through.len(),
-        through.join("\n")
+        forbidden_tried >= 80,
+        "only {forbidden_tried} forbidden proposals made"
+    );
+    assert!(
+        forbidden_through.is_empty(),
+        "{} of {forbidden_tried} forbidden proposals reached the gate proven:\n{}",
+        forbidden_through.len(),
+        forbidden_through.join("\n")
+    );
+    assert!(
+        other_through.len() <= MAX_OTHER_PROVEN,
+        "{} actions neither right nor forbidden reached the gate proven (ratchet {MAX_OTHER_PROVEN}):\n{}",
+        other_through.len(),
+        other_through.join("\n")
     );
 }
 

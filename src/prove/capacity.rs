@@ -4,8 +4,9 @@
 use serde_json::{Map, Value};
 
 use super::scene::{PodView, Read, Scene};
-use super::workload::{number, quota_allows, text};
+use super::workload::quota_allows;
 use super::{check, fails, holds};
+use super::{number, text};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;

@@ -47,6 +47,23 @@ use scene::Scene;
 
 pub use workload::{configmaps, secrets};
 
+/// A number parameter given as a number or a numeric string.
+fn number(params: &Map<String, Value>, key: &str) -> Option<i64> {
+    match params.get(key)? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn text<'a>(params: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
 /// The catalog's built-in action types, each with its obligations below.
 pub const KNOWN_ACTION_TYPES: &[&str] = &[
     "RollbackDeployment",

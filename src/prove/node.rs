@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::scene::{NodeView, PodView, Read, Scene, pod_resource};
-use super::workload::text;
-use super::{check, fails, holds};
+use super::{check, fails, holds, text};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
@@ -33,6 +32,64 @@ fn owner(p: &PodView) -> Option<String> {
     ))
 }
 
+/// Whether the node is the common factor of its pods' failures: it is unhealthy (not Ready, a
+/// pressure or problem condition), or its pods fail where the same workloads' pods elsewhere
+/// are healthy — at least two of them: one failing pod may carry its own fault (deleting it is
+/// the proportionate fix), so it does not show the node at fault. With the evidence either way.
+pub(super) fn node_at_fault(
+    node: &NodeView,
+    on_node: &[PodView],
+    all: &[PodView],
+) -> (bool, Vec<String>) {
+    let name = node.name.as_str();
+    if !node.ready || !node.pressure.is_empty() || !node.problems.is_empty() {
+        return (true, vec![format!("node {name} is {}", node.state())]);
+    }
+    let failing: Vec<&PodView> = on_node
+        .iter()
+        .filter(|p| p.failure().is_some() || p.running_not_ready())
+        .collect();
+    if failing.is_empty() {
+        return (
+            false,
+            vec![format!(
+                "node {name} is {} and none of its {} pods fails",
+                node.state(),
+                on_node.len()
+            )],
+        );
+    }
+    let mut local = Vec::new();
+    let mut shared = Vec::new();
+    for p in &failing {
+        let Some(o) = owner(p) else { continue };
+        let elsewhere: Vec<&PodView> = all
+            .iter()
+            .filter(|q| q.node.as_deref() != Some(name) && owner(q).as_deref() == Some(o.as_str()))
+            .collect();
+        if !elsewhere.is_empty() && elsewhere.iter().all(|q| q.ready) {
+            local.push(format!(
+                "pod {} of {o} fails here while its {} sibling(s) elsewhere are ready",
+                p.name,
+                elsewhere.len()
+            ));
+        } else if !elsewhere.is_empty() {
+            shared.push(format!("{o} fails on other nodes too"));
+        }
+    }
+    let ok = local.len() >= LOCAL_FAILURES_MIN && shared.is_empty();
+    let mut ev = vec![format!("node {name} is {}", node.state())];
+    let lone = local.len() == 1 && shared.is_empty();
+    ev.extend(local);
+    ev.extend(shared);
+    if lone {
+        ev.push(
+            "only one pod fails here while its workload runs healthy elsewhere: one pod's failure does not show the node at fault".into(),
+        );
+    }
+    (ok, ev)
+}
+
 pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     let name = scene.target.name.clone();
     let nodes = scene.nodes().await?;
@@ -48,68 +105,14 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     let all = scene.list("Pod", None, &Default::default()).await?;
     let all: Vec<PodView> = all.iter().map(|p| PodView::at(p, scene.now)).collect();
 
-    // 1. The node is the common factor: it is unhealthy, or its pods fail where the same
-    // workloads' pods elsewhere are healthy — at least two of them: one failing pod may carry
-    // its own fault (deleting it is the proportionate fix), so it does not show the node at
-    // fault.
-    let id = "drain.node-is-the-common-factor";
-    let statement = "The node is the common factor: it is unhealthy, or two or more of its pods fail while the same workloads run healthy elsewhere";
-    if !node.ready || !node.pressure.is_empty() {
-        out.push(holds(
-            id,
-            statement,
-            vec![format!("node {name} is {}", node.state())],
-        ));
-    } else {
-        let failing: Vec<&PodView> = on_node
-            .iter()
-            .filter(|p| p.failure().is_some() || p.running_not_ready())
-            .collect();
-        let mut local = Vec::new();
-        let mut shared = Vec::new();
-        for p in &failing {
-            let Some(o) = owner(p) else { continue };
-            let elsewhere: Vec<&PodView> = all
-                .iter()
-                .filter(|q| {
-                    q.node.as_deref() != Some(name.as_str())
-                        && owner(q).as_deref() == Some(o.as_str())
-                })
-                .collect();
-            if !elsewhere.is_empty() && elsewhere.iter().all(|q| q.ready) {
-                local.push(format!(
-                    "pod {} of {o} fails here while its {} sibling(s) elsewhere are ready",
-                    p.name,
-                    elsewhere.len()
-                ));
-            } else if !elsewhere.is_empty() {
-                shared.push(format!("{o} fails on other nodes too"));
-            }
-        }
-        if failing.is_empty() {
-            out.push(fails(
-                id,
-                statement,
-                vec![format!(
-                    "node {name} is {} and none of its {} pods fails",
-                    node.state(),
-                    on_node.len()
-                )],
-            ));
-        } else {
-            let ok = local.len() >= LOCAL_FAILURES_MIN && shared.is_empty();
-            let mut ev = vec![format!("node {name} is {}", node.state())];
-            let lone = local.len() == 1 && shared.is_empty();
-            ev.extend(local);
-            ev.extend(shared);
-            if lone {
-                ev.push(
-                    "only one pod fails here while its workload runs healthy elsewhere: one pod's failure does not show the node at fault".into(),
-                );
-            }
-            out.push(check(id, statement, ok, ev));
-        }
-    }
+    // 1. The node is the common factor.
+    let (at_fault, ev) = node_at_fault(node, &on_node, &all);
+    out.push(check(
+        "drain.node-is-the-common-factor",
+        "The node is the common factor: it is unhealthy, or two or more of its pods fail while the same workloads run healthy elsewhere",
+        at_fault,
+        ev,
+    ));
 
     // 2. It is not the last schedulable node; 3. the problem is not cluster-wide.
     let others: Vec<&NodeView> = nodes
@@ -416,6 +419,52 @@ pub(super) async fn remove_taint(
         },
     ));
     Ok(out)
+}
+
+/// A deleted pod's replacement may be placed on the same node (a DaemonSet's always is). When
+/// that node is the common factor of the failures, deleting one of its pods repeats the
+/// failure; the node is what to act on.
+pub(super) async fn delete_not_at_fault(scene: &Scene, pod: &PodView) -> Read<Obligation> {
+    let id = "delete.node-not-at-fault";
+    let statement = "Its node is not the common factor of the failures, or its replacement cannot be placed there";
+    let Some(name) = pod.node.as_deref() else {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!("pod {} is on no node", pod.name)],
+        ));
+    };
+    let nodes = scene.nodes().await?;
+    let Some(node) = nodes.iter().find(|n| n.name == name) else {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!(
+                "node {name} cannot be read: nothing shows it at fault"
+            )],
+        ));
+    };
+    let pinned = matches!(&pod.controller, Some((k, _)) if k == "DaemonSet");
+    if !pinned && !node.takes_pods() {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!(
+                "node {name} is {} and takes no new pods: the replacement is placed elsewhere",
+                node.state()
+            )],
+        ));
+    }
+    let on_node = scene.pods_on(name).await?;
+    let all = scene.list("Pod", None, &Default::default()).await?;
+    let all: Vec<PodView> = all.iter().map(|p| PodView::at(p, scene.now)).collect();
+    let (at_fault, mut ev) = node_at_fault(node, &on_node, &all);
+    if at_fault {
+        ev.push(format!(
+            "its replacement may be placed on {name} again: the node is what to act on"
+        ));
+    }
+    Ok(check(id, statement, !at_fault, ev))
 }
 
 #[cfg(test)]

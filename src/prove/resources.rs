@@ -6,7 +6,7 @@ use chrono::Duration;
 use serde_json::{Map, Value};
 
 use super::scene::{NodeView, PodView, Read, Scene, hhmm};
-use super::workload::text;
+use super::text;
 use super::{check, fails, holds};
 use crate::cluster::obj::{array, at, str_at};
 use crate::cluster::quantity;

@@ -304,6 +304,9 @@ pub(super) struct NodeView {
     pub name: String,
     pub ready: bool,
     pub pressure: Vec<String>,
+    /// Other conditions that are True (node-problem-detector's `ReadonlyFilesystem`,
+    /// `KernelDeadlock`, …: by convention True means a problem).
+    pub problems: Vec<String>,
     pub unschedulable: bool,
     pub taints: Vec<(String, String, String)>,
     pub allocatable: Value,
@@ -332,6 +335,22 @@ impl NodeView {
             .filter(|t| status(t) == Some("True"))
             .map(|t| (*t).to_owned())
             .collect(),
+            problems: conds
+                .iter()
+                .filter(|c| str_at(c, &["status"]) == Some("True"))
+                .filter_map(|c| str_at(c, &["type"]))
+                .filter(|t| {
+                    !matches!(
+                        *t,
+                        "Ready"
+                            | "MemoryPressure"
+                            | "DiskPressure"
+                            | "PIDPressure"
+                            | "NetworkUnavailable"
+                    )
+                })
+                .map(str::to_owned)
+                .collect(),
             unschedulable: at(n, &["spec", "unschedulable"])
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
@@ -368,8 +387,14 @@ impl NodeView {
 
     pub fn state(&self) -> String {
         let mut s = if self.ready { "Ready" } else { "NotReady" }.to_owned();
-        if !self.pressure.is_empty() {
-            s.push_str(&format!(" with {}", self.pressure.join(", ")));
+        let conditions: Vec<&str> = self
+            .pressure
+            .iter()
+            .chain(&self.problems)
+            .map(String::as_str)
+            .collect();
+        if !conditions.is_empty() {
+            s.push_str(&format!(" with {}", conditions.join(", ")));
         }
         if self.unschedulable {
             s.push_str(", cordoned");

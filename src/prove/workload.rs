@@ -9,30 +9,13 @@ use serde_json::{Map, Value};
 use super::scene::{
     EventView, PodView, Read, Scene, ago, created, hhmm, last_written, pod_resource,
 };
-use super::{check, fails, holds};
+use super::{check, fails, holds, number, text};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::domain::Obligation;
 
 /// How long a revision must have served, with nothing recorded against it, to count as
 /// proven healthy when none of its pods are left.
 pub(super) const SERVED_MIN: i64 = 60;
-
-/// A number parameter given as a number or a numeric string.
-pub(super) fn number(params: &Map<String, Value>, key: &str) -> Option<i64> {
-    match params.get(key)? {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-pub(super) fn text<'a>(params: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
 
 /// The images of a pod template, `a=img, b=img`.
 pub(super) fn images(template: &Value) -> String {
@@ -1177,7 +1160,73 @@ pub(super) async fn delete_pod(
         ev,
     ));
     out.push(failure_not_the_nodes(scene, pod, &siblings).await?);
+    out.push(failure_not_in_the_template(pod, &siblings));
+    out.push(super::node::delete_not_at_fault(scene, pod).await?);
     Ok(out)
+}
+
+/// Waiting reasons that come with what the pod is made from (its image, its configuration):
+/// a replacement made from the same template meets them again.
+const TEMPLATE_WAITS: &[&str] = &[
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "InvalidImageName",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
+];
+
+/// A deleted pod is replaced from the same template (its ReplicaSet's, its revision's). When
+/// the failure comes with that template — a configuration or image it cannot start with, or a
+/// revision no ready sibling runs — the replacement fails alike.
+fn failure_not_in_the_template(pod: &PodView, siblings: &[&PodView]) -> Obligation {
+    let id = "delete.failure-not-in-the-template";
+    let statement = "Its failure does not come with the template its replacement is made from";
+    if let Some((c, why)) = pod.containers.iter().find_map(|c| {
+        c.waiting
+            .as_deref()
+            .filter(|w| TEMPLATE_WAITS.contains(w))
+            .map(|w| (c, w))
+    }) {
+        return fails(
+            id,
+            statement,
+            vec![format!(
+                "container {} of pod {} waits with {why}: its image or configuration is what fails, and a replacement reads the same",
+                c.name, pod.name
+            )],
+        );
+    }
+    let hash = pod.template_hash.as_ref().or(pod.revision_hash.as_ref());
+    let of = |p: &PodView| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash;
+    let ready: Vec<&&PodView> = siblings.iter().filter(|p| p.ready).collect();
+    match hash {
+        Some(h) if !ready.is_empty() && !ready.iter().any(|p| of(p)) => fails(
+            id,
+            statement,
+            vec![format!(
+                "no ready sibling runs the template of pod {} ({h}); the ready ones run {}: its replacement is made from {h} again",
+                pod.name,
+                ready
+                    .iter()
+                    .filter_map(|p| p.template_hash.as_ref().or(p.revision_hash.as_ref()))
+                    .map(String::as_str)
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )],
+        ),
+        _ => holds(
+            id,
+            statement,
+            vec![format!(
+                "{} ready sibling(s) run the template of pod {}",
+                ready.iter().filter(|p| of(p)).count(),
+                pod.name
+            )],
+        ),
+    }
 }
 
 /// What a node runs that a pod may depend on (`status.nodeInfo`).
