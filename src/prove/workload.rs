@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
 use super::scene::{
-    EventView, PodView, Read, Scene, ago, created, hhmm, last_written, pod_resource,
+    EventView, PodView, Read, Scene, ago, created, hhmm, last_written, pod_resource, time,
 };
 use super::{check, fails, holds, number, text};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
@@ -660,12 +660,20 @@ pub(super) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
     let wedged_statement =
         "The pods run but are wedged (not crashing on start, not waiting to be scheduled)";
     let crashing: Vec<&PodView> = pods.iter().filter(|p| p.failure().is_some()).collect();
-    let stuck: Vec<&PodView> = pods.iter().filter(|p| p.running_not_ready()).collect();
+    // Pods that run but are not ready: wedged if they were ready once; a pod that has not been
+    // ready since it started shows how a fresh pod of its template starts, not a wedge.
+    let (never, stuck): (Vec<&PodView>, Vec<&PodView>) = pods
+        .iter()
+        .filter(|p| p.running_not_ready())
+        .partition(|p| never_ready(p) == Some(true));
     let window = scene.now - Duration::minutes(15);
     let probe_failures: Vec<&EventView> = events
         .iter()
         .filter(|e| e.warning && e.reason == "Unhealthy" && e.last.is_some_and(|t| t >= window))
-        .filter(|e| pods.iter().any(|p| p.name == e.name))
+        .filter(|e| {
+            pods.iter()
+                .any(|p| p.name == e.name && !never.iter().any(|n| n.name == p.name))
+        })
         .collect();
     if let Some(p) = crashing.first() {
         out.push(fails(
@@ -681,10 +689,19 @@ pub(super) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
         out.push(fails(
             wedged_id,
             wedged_statement,
-            vec![format!(
-                "all {} pods run and are ready, with no probe failure in the last 15 minutes: nothing shows them wedged",
-                pods.len()
-            )],
+            match never.first() {
+                Some(p) => vec![format!(
+                    "pod {} has not been ready since it started{}: a fresh pod of the same template starts the same way",
+                    p.name,
+                    time(&p.raw, &["status", "startTime"])
+                        .map(|t| format!(" at {}", hhmm(t)))
+                        .unwrap_or_default()
+                )],
+                None => vec![format!(
+                    "all {} pods run and are ready, with no probe failure in the last 15 minutes: nothing shows them wedged",
+                    pods.len()
+                )],
+            },
         ));
     } else {
         let mut ev: Vec<String> = stuck
@@ -733,6 +750,21 @@ async fn no_broken_dependency(scene: &Scene, id: &str, action: &str) -> Read<Obl
     } else {
         fails(id, statement, broken.into_iter().take(3).collect())
     })
+}
+
+/// How soon after starting a pod's Ready condition may turn False and still count as its
+/// start-up (the kubelet sets it False as the pod starts).
+const NEVER_READY_WITHIN: i64 = 120;
+
+/// Whether the pod has not been ready since it started: its Ready condition last changed
+/// within its start-up. `None`: the times are not recorded.
+fn never_ready(p: &PodView) -> Option<bool> {
+    let cond = array(&p.raw, &["status", "conditions"])
+        .iter()
+        .find(|c| str_at(c, &["type"]) == Some("Ready"))?;
+    let changed = time(cond, &["lastTransitionTime"])?;
+    let started = time(&p.raw, &["status", "startTime"])?;
+    Some(changed - started < Duration::seconds(NEVER_READY_WITHIN))
 }
 
 fn keeps_ready_pods(w: &Value, pods: &[PodView]) -> Obligation {
@@ -1369,4 +1401,33 @@ fn startup_allowance(pod: &Value) -> Duration {
         }
     }
     Duration::seconds(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(started: &str, ready_changed: Option<&str>) -> PodView {
+        let mut cond = json!({"type": "Ready", "status": "False"});
+        if let Some(t) = ready_changed {
+            cond["lastTransitionTime"] = json!(t);
+        }
+        PodView::parse(&json!({
+            "metadata": {"name": "search-1"},
+            "status": {"phase": "Running", "startTime": started, "conditions": [cond]}
+        }))
+    }
+
+    #[test]
+    fn a_pod_unready_since_its_start_was_never_ready_and_one_that_served_was() {
+        // The kubelet set Ready False as it started: it has not been ready since.
+        let fresh = pod("2026-11-26T10:00:00Z", Some("2026-11-26T10:00:04Z"));
+        assert_eq!(never_ready(&fresh), Some(true));
+        // Ready False since long after it started: it served, then got stuck.
+        let served = pod("2026-11-26T08:00:00Z", Some("2026-11-26T10:00:00Z"));
+        assert_eq!(never_ready(&served), Some(false));
+        // No times recorded: unknown.
+        assert_eq!(never_ready(&pod("2026-11-26T08:00:00Z", None)), None);
+    }
 }
