@@ -423,16 +423,36 @@ async fn a_model_proposing_the_right_action_on_an_unseen_incident_reaches_the_ga
     );
 }
 
+/// Every incident folder the claim is tried on: the unseen incidents and the scenarios.
+fn incident_dirs() -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = NAMES.iter().map(|n| common::unseen::dir(n)).collect();
+    let scenarios = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let mut more: Vec<std::path::PathBuf> = std::fs::read_dir(&scenarios)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("expected.json").is_file())
+        .collect();
+    more.sort();
+    dirs.extend(more);
+    dirs
+}
+
 #[tokio::test]
-async fn a_confident_problem_resolved_claim_never_closes_a_live_unseen_incident() {
+async fn a_confident_problem_resolved_claim_never_closes_a_live_incident() {
     let mut closed = Vec::new();
     let mut kept_open_when_healed = Vec::new();
-    for name in NAMES {
-        let u = load(name);
-        let (kind, target) = u.target();
+    let dirs = incident_dirs();
+    for dir in &dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let expected: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap())
+                .unwrap();
+        let incident = Incident::load(dir);
+        let kind = expected["target"]["kind"].as_str().unwrap_or("Deployment");
+        let target = expected["target"]["name"].as_str().unwrap_or_default();
         let mut rca_target = json!({"kind": kind, "name": target});
         if kind != "Node"
-            && let Some(ns) = &u.scene.namespace
+            && let Some(ns) = incident.namespace()
         {
             rca_target["namespace"] = json!(ns);
         }
@@ -455,8 +475,8 @@ async fn a_confident_problem_resolved_claim_never_closes_a_live_unseen_incident(
                 json!({"reasoning": "the problem resolved itself"}),
             )]),
         ];
-        let (req, _) = Incident::load(&common::unseen::dir(name)).run(script).await;
-        let healed = u.expected["phase"] == "NoActionRequired";
+        let (req, _) = incident.run(script).await;
+        let healed = expected["phase"] == "NoActionRequired";
         let reason = req.reason.clone().unwrap_or_default();
         if req.phase == Phase::NoActionRequired && !healed {
             closed.push(format!("{name}: closed as resolved: {reason}"));
@@ -465,6 +485,7 @@ async fn a_confident_problem_resolved_claim_never_closes_a_live_unseen_incident(
             kept_open_when_healed.push(format!("{name}: {:?}: {reason}", req.phase));
         }
     }
+    assert!(dirs.len() >= 78, "only {} incidents", dirs.len());
     assert!(
         closed.is_empty(),
         "live incidents closed on the model's word:\n{}",

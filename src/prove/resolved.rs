@@ -30,6 +30,27 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
     let n = |p: &[&str]| i64_at(o, p).unwrap_or(0);
     let kind = obj::kind(o);
     Some(match kind {
+        // Nothing runs to show the problem gone: a workload scaled to zero meets its desired
+        // state trivially, whatever the alert about it says.
+        "Deployment" | "ReplicaSet" | "StatefulSet"
+            if i64_at(o, &["spec", "replicas"]) == Some(0) =>
+        {
+            (
+                false,
+                "scaled to 0 replicas: nothing runs to show the problem gone".to_owned(),
+            )
+        }
+        "PodDisruptionBudget" => {
+            let allowed = n(&["status", "disruptionsAllowed"]);
+            (
+                allowed > 0,
+                format!(
+                    "{allowed} disruption(s) allowed ({} healthy of {} desired)",
+                    n(&["status", "currentHealthy"]),
+                    n(&["status", "desiredHealthy"])
+                ),
+            )
+        }
         "Deployment" | "ReplicaSet" => {
             let want = i64_at(o, &["spec", "replicas"]).unwrap_or(1);
             let available = n(&["status", "availableReplicas"]);
