@@ -698,6 +698,9 @@ impl kubemedic::store::Audit for UnreachableStore {
     fn trail_bell(&self) -> kubemedic::store::BellStatus {
         self.0.trail_bell()
     }
+    async fn notification_queue_usage(&self) -> Result<Option<f64>, StoreError> {
+        Err(gone())
+    }
     async fn audit_after(
         &self,
         _: uuid::Uuid,

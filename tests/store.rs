@@ -2289,6 +2289,58 @@ async fn an_audit_event_written_by_one_replica_wakes_the_watchers_of_another() {
     assert_eq!(seen.last().unwrap().message, "written on A");
 }
 
+/// PostgreSQL keeps notifications until every listening session has read them: a session that
+/// listens but stays in a transaction (a replica frozen mid-transaction) holds them back, and
+/// the share of the queue in use (`kubemedic_store_notification_queue_usage`) grows until it
+/// lets go. SQLite has no such queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_notification_queue_usage_shows_a_listener_holding_notifications_back() {
+    if let Some(f) = sqlite().await {
+        assert_eq!(f.store.notification_queue_usage().await.unwrap(), None);
+    }
+    let Some(f) = postgres().await else {
+        return;
+    };
+    let s = &f.store;
+    let free = s.notification_queue_usage().await.unwrap().unwrap();
+    assert!((0.0..1.0).contains(&free), "{free}");
+    let mut frozen = <sqlx::PgConnection as sqlx::Connection>::connect(&f.url)
+        .await
+        .unwrap();
+    assert_eq!(kubemedic::store::AUDIT_CHANNEL, "kubemedic_audit");
+    sqlx::query("LISTEN kubemedic_audit")
+        .execute(&mut frozen)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN").execute(&mut frozen).await.unwrap();
+    sqlx::query("SELECT 1").execute(&mut frozen).await.unwrap();
+    let rid = s.ingest(&[signal("queue-1", 0, CHECKOUT)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    // A queue page holds about a hundred of these notifications; fill a few.
+    for i in 0..400 {
+        s.append_audit(
+            Some(rid),
+            None,
+            &AuditDraft::new("note", "test", &format!("{i}")),
+        )
+        .await
+        .unwrap();
+    }
+    let held = s.notification_queue_usage().await.unwrap().unwrap();
+    assert!(held > free, "held back: {held}, before: {free}");
+    // The frozen replica goes away (its session ends; reading on this connection would meet
+    // the notifications sqlx's plain connection does not expect).
+    drop(frozen);
+    tokio::time::timeout(HANG_GUARD, async {
+        while s.notification_queue_usage().await.unwrap().unwrap() >= held {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the queue was not freed once the session let go");
+}
+
 /// The listener's session ends (a failover, a connection reaper, an operator): it connects
 /// again, counts the loss, tells its watchers to read again (what was notified in between is
 /// lost), and wakes them as before.

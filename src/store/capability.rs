@@ -163,6 +163,11 @@ pub trait Audit: Send + Sync {
 
     /// Whether the watchers are woken now, and how often their wake-ups were interrupted.
     fn trail_bell(&self) -> BellStatus;
+
+    /// The share (0 to 1) of the database's notification queue in use: on PostgreSQL, what
+    /// listeners have not read yet (a replica frozen while connected holds it back, and writes
+    /// that notify fail once it is full); `None` where there is no such queue (SQLite).
+    async fn notification_queue_usage(&self) -> Result<Option<f64>>;
     /// The requests the audit events after event `after` (exclusive) are about, each with the
     /// id of its last such event, ordered by that id, at most `limit`: what changed since a
     /// watermark. Continue from the last id answered. Ids grow in commit order (appends take

@@ -226,6 +226,9 @@ impl Dialect for Postgres {
     const CHAIN_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7239418825061)");
     /// The trigger of migration 0011 notifies [`AUDIT_CHANNEL`].
     const NOTIFIES: bool = true;
+    /// Notifications wait in an 8 GB queue until every listening session has read them.
+    const NOTIFY_QUEUE_USAGE: Option<&'static str> =
+        Some("SELECT pg_notification_queue_usage()::text");
     const CLAIM_SQL: &'static str = CLAIM_SQL;
     const DAY_OF_CREATED_AT: &'static str = "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')";
 

@@ -217,6 +217,7 @@ impl Dialect for Sqlite {
     const CHAIN_LOCK: Option<&'static str> = None;
     /// Every writer is in this process: the store wakes its own streams.
     const NOTIFIES: bool = false;
+    const NOTIFY_QUEUE_USAGE: Option<&'static str> = None;
     const CLAIM_SQL: &'static str = CLAIM_SQL;
     /// The stored text's first ten characters.
     const DAY_OF_CREATED_AT: &'static str = "substr(created_at, 1, 10)";

@@ -229,6 +229,7 @@ pub struct Metrics {
     audit_listener_losses: Counter,
     /// The listener's loss count as last scraped (the counter follows the store's own).
     audit_listener_losses_seen: AtomicU64,
+    notification_queue_usage: Gauge<f64, AtomicU64>,
     mirror_writes: Family<Labels, Counter>,
 }
 
@@ -390,6 +391,14 @@ impl Metrics {
              live events are late by up to 0.5 s meanwhile)",
             audit_listener_losses.clone(),
         );
+        let notification_queue_usage = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "kubemedic_store_notification_queue_usage",
+            "PostgreSQL: the share (0 to 1) of its notification queue that listening sessions \
+             have not read yet; writes that notify fail when it is full (a replica frozen while \
+             connected holds it back). Always 0 on SQLite, which has no such queue",
+            notification_queue_usage.clone(),
+        );
         let mirror_writes = Family::<Labels, Counter>::default();
         registry.register(
             "kubemedic_remediation_mirror_writes",
@@ -402,6 +411,7 @@ impl Metrics {
             audit_listener_up,
             audit_listener_losses,
             audit_listener_losses_seen: AtomicU64::new(0),
+            notification_queue_usage,
             mirror_writes,
             http_connections,
             http_connections_refused,
@@ -563,6 +573,11 @@ impl Metrics {
 
     /// The audit trail listener's state, read from the store at scrape time: whether it is up,
     /// and how many times it lost its connection so far.
+    /// The store's notification queue usage, when it has one.
+    pub fn set_notification_queue_usage(&self, share: f64) {
+        self.notification_queue_usage.set(share);
+    }
+
     pub fn set_audit_listener(&self, up: bool, losses: u64) {
         self.audit_listener_up.set(i64::from(up));
         let seen = self

@@ -83,6 +83,9 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     if let Ok(counts) = state.store.count_by_phase().await {
         state.metrics.set_requests_by_phase(&counts);
     }
+    if let Ok(Some(share)) = state.store.notification_queue_usage().await {
+        state.metrics.set_notification_queue_usage(share);
+    }
     let bell = state.store.trail_bell();
     state.metrics.set_audit_listener(bell.live, bell.losses);
     (

@@ -278,6 +278,17 @@ impl<D: Dialect> Audit for SqlStore<D> {
         self.bell.status()
     }
 
+    async fn notification_queue_usage(&self) -> Result<Option<f64>> {
+        let Some(sql) = D::NOTIFY_QUEUE_USAGE else {
+            return Ok(None);
+        };
+        let (text,): (String,) = query_as(sql).fetch_one(self.reads()).await?;
+        text.trim()
+            .parse()
+            .map(Some)
+            .map_err(|e| corrupt("pg_notification_queue_usage", format!("{text:?}: {e}")))
+    }
+
     async fn changed_requests(&self, after: i64, limit: i64) -> Result<Vec<(i64, Uuid)>> {
         // The primary key bounds the scan to the events after the watermark.
         let rows = sqlx::query(

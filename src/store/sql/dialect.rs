@@ -59,6 +59,9 @@ pub trait Dialect: Send + Sync + Sized + 'static {
     /// (on commit); otherwise the store rings its bell after each audited commit
     /// (`Audited::commit`).
     const NOTIFIES: bool;
+    /// The share (0 to 1) of the database's notification queue in use, as text (one row, one
+    /// column); `None` where notifications do not queue in the database.
+    const NOTIFY_QUEUE_USAGE: Option<&'static str>;
     /// Claim runnable requests: `$1` worker, `$2` lease end, `$3` now, `$4` limit, `$5` this
     /// store's audit key id; returns the request columns.
     const CLAIM_SQL: &'static str;
