@@ -2322,7 +2322,7 @@ async fn the_notification_queue_usage_shows_a_listener_holding_notifications_bac
         s.append_audit(
             Some(rid),
             None,
-            &AuditDraft::new("note", "test", &format!("{i}")),
+            &AuditDraft::new("note", "test", format!("{i}")),
         )
         .await
         .unwrap();
