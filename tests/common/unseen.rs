@@ -72,6 +72,14 @@ macro_rules! for_each_unseen {
     node_notready_recovered => "node-notready-recovered",
     daemonset_crash_one_node_kernel => "daemonset-crash-one-node-kernel",
     secret_key_renamed => "secret-key-renamed",
+    configmap_edited_in_place => "configmap-edited-in-place",
+    hostport_conflict_daemonset => "hostport-conflict-daemonset",
+    required_anti_affinity_hpa_scaleout => "required-anti-affinity-hpa-scaleout",
+    evicted_pod_tombstone => "evicted-pod-tombstone",
+    stale_pidfile_emptydir => "stale-pidfile-emptydir",
+    node_readiness_flapping => "node-readiness-flapping",
+    statefulset_partition_canary_held => "statefulset-partition-canary-held",
+    service_selector_orphaned_by_relabel => "service-selector-orphaned-by-relabel",
         );
     };
 }
@@ -4438,6 +4446,1008 @@ fn secret_key_renamed(c: &Ctx) -> Fut<'_> {
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// The third blind set (expected.json committed before this staging ran, dcd42c0).
+
+/// Delete a pod the way its kubelet confirms a graceful delete (grace 0), as `kubelet`.
+async fn kubelet_delete(k: &Kube, pod: &str) {
+    let _ = k
+        .api("v1", "Pod")
+        .delete(
+            pod,
+            &kube::api::DeleteParams {
+                grace_period_seconds: Some(0),
+                ..Default::default()
+            },
+        )
+        .await;
+    k.wait(&format!("pod {pod} gone"), 30, || async {
+        k.api("v1", "Pod").get(pod).await.is_err().then_some(())
+    })
+    .await;
+}
+
+const PRICING_CONFIG: &str = "# pricing-api runtime configuration\n\
+pricing:\n\
+\x20 currency: EUR\n\
+\x20 rounding: half-even\n\
+\x20 cache_ttl: 30s\n\
+\x20 rules_source: s3://pricing-rules-eu/rules-v41.json\n\
+\x20 discounts:\n\
+\x20   max_percent: 30\n\
+\x20   stackable: false\n\
+\x20 tax:\n\
+\x20   provider: vertex\n\
+\x20   timeout: 800ms\n\
+\x20 surcharges:\n\
+\x20   weekend_percent: 5\n\
+\x20   express_flat: 4.90\n\
+upstreams:\n\
+\x20 catalog: http://catalog.catalog.svc.cluster.local:8080\n\
+\x20 fx: http://fx-rates.treasury.svc.cluster.local\n";
+
+/// pricing-api-config was edited in place with kubectl (line 14 no longer parses); the two pods
+/// started before the edit run on the old config, the pod recreated after a node scale-down
+/// crash-loops on the new one. No rollout happened.
+fn configmap_edited_in_place(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        patch_as(
+            k,
+            "kubectl-label",
+            "v1",
+            "Namespace",
+            &k.ns,
+            json!({"metadata": {"labels": {"kubemedic.io/environment": "staging"}}}),
+        )
+        .await;
+        let app = "pricing-api";
+        let cm = "pricing-api-config";
+        create_as(
+            k,
+            "helm",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": cm, "labels": {"app": app}},
+            "data": {"config.yaml": PRICING_CONFIG}}),
+        )
+        .await;
+        let image = "pricing/pricing-api:3.8.2";
+        let mut ct = container(app, image, Some(8080));
+        ct["args"] = json!(["--config", "/etc/pricing/config.yaml"]);
+        ct["volumeMounts"] =
+            json!([{"name": "config", "mountPath": "/etc/pricing", "readOnly": true}]);
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                app,
+                3,
+                json!([ct]),
+                json!({"volumes": [{"name": "config", "configMap": {"name": cm}}]}),
+            ),
+        )
+        .await;
+        let first = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in first.iter().enumerate() {
+            let p = run(c, p, &nodes[i], &c.ip(10 + i as u8), 3_290).await;
+            if i < 2 {
+                c.logs_of(&p, app, false, &[
+                    (3_286, "INFO  pricing-api 3.8.2 starting"),
+                    (3_285, "INFO  loaded config /etc/pricing/config.yaml (currency EUR, 214 rules, surcharges: weekend 5%, express 4.90)"),
+                    (3_284, "INFO  listening on :8080"),
+                    (600, "INFO  stats 300s: 1412 quotes, p99 41ms, errors 0"),
+                    (300, "INFO  stats 300s: 1388 quotes, p99 44ms, errors 0"),
+                ]);
+            }
+        }
+        available(k, app, 3).await;
+        // Some time later someone edits the ConfigMap in place (a nested map on one line).
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        let broken = PRICING_CONFIG.replace(
+            "  surcharges:\n    weekend_percent: 5\n",
+            "  surcharges:\n    weekend: percent: 7\n",
+        );
+        assert_ne!(broken, PRICING_CONFIG);
+        patch_as(
+            k,
+            "kubectl-edit",
+            "v1",
+            "ConfigMap",
+            cm,
+            json!({"data": {"config.yaml": broken}}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        // The cluster autoscaler removes the third node; its pod is recreated on the first.
+        let gone = &first[2];
+        event(
+            c,
+            gone,
+            ("cluster-autoscaler", None),
+            "Normal",
+            "ScaleDown",
+            "deleting pod for node scale down",
+            1,
+            (3_195, 3_195),
+        )
+        .await;
+        kubelet_delete(k, &name(gone)).await;
+        let _ = k
+            .api("v1", "Node")
+            .delete(&nodes[2], &Default::default())
+            .await;
+        let repl = new_pods(k, app, &first[..2], 3).await.remove(0);
+        let repl = crash_loop(
+            c,
+            &repl,
+            &nodes[0],
+            &c.ip(20),
+            3_190,
+            app,
+            (1, "Error", 15),
+            150,
+        )
+        .await;
+        event(
+            c,
+            &repl,
+            ("default-scheduler", None),
+            "Normal",
+            "Scheduled",
+            &format!(
+                "Successfully assigned {}/{} to {}",
+                k.ns,
+                name(&repl),
+                nodes[0]
+            ),
+            1,
+            (3_192, 3_192),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &repl,
+            "Normal",
+            "Pulled",
+            &format!("Container image \"{image}\" already present on machine"),
+            16,
+            (3_190, 170),
+        )
+        .await;
+        backoff_event(c, &repl, 188, 3_140).await;
+        c.logs_of(&repl, app, true, &[
+            (171, "INFO  pricing-api 3.8.2 starting"),
+            (170, "FATAL config: /etc/pricing/config.yaml: yaml: line 14: mapping values are not allowed in this context"),
+        ]);
+        staged(c, crashloop_alert(c, &repl, app, 2_900))
+    })
+}
+
+/// statsd-relay, new, asks for hostPort 8125/UDP; datadog-agent (DogStatsD) holds it on every
+/// node, so its pods stay Pending.
+fn hostport_conflict_daemonset(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let dd = c.ns("datadog");
+        let mut agent = container("agent", "gcr.io/datadoghq/agent:7.49.1", None);
+        agent["ports"] = json!([
+            {"name": "dogstatsdport", "containerPort": 8125, "hostPort": 8125, "protocol": "UDP"},
+            {"name": "traceport", "containerPort": 8126, "hostPort": 8126, "protocol": "TCP"}]);
+        agent["resources"] =
+            json!({"requests": {"cpu": "200m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}});
+        agent["env"] = json!([
+            {"name": "DD_DOGSTATSD_NON_LOCAL_TRAFFIC", "value": "true"},
+            {"name": "DD_APM_ENABLED", "value": "true"},
+            {"name": "DD_KUBERNETES_KUBELET_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}]);
+        let mut ds = workload(
+            "DaemonSet",
+            "datadog-agent",
+            0,
+            json!([agent]),
+            json!({"tolerations": [{"operator": "Exists"}]}),
+        );
+        ds["spec"].as_object_mut().unwrap().remove("replicas");
+        create_as(&dd, "helm", ds).await;
+        let agents = dd.pods("app=datadog-agent", 3).await;
+        for p in &agents {
+            let node = p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                ["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            let i = nodes
+                .iter()
+                .position(|n| *n == node)
+                .expect("an agent per node") as u8;
+            run(c, p, &node, &c.ip(10 + i), 2_690).await;
+        }
+        let app = "statsd-relay";
+        let mut ct = container(app, "prom/statsd-exporter:v0.26.0", None);
+        ct["args"] = json!([
+            "--statsd.listen-udp=:8125",
+            "--statsd.mapping-config=/etc/statsd/mapping.yaml",
+            "--web.listen-address=:9102"
+        ]);
+        ct["ports"] = json!([
+            {"name": "statsd", "containerPort": 8125, "hostPort": 8125, "protocol": "UDP"},
+            {"name": "metrics", "containerPort": 9102, "protocol": "TCP"}]);
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 2, json!([ct]), json!({})),
+        )
+        .await;
+        let msg = "0/3 nodes are available: 3 node(s) didn't have free ports for the requested pod ports.";
+        let mut pending = Vec::new();
+        for p in k.pods(&format!("app={app}"), 2).await {
+            pending.push(unschedulable(c, &p, msg, 2_400, 47).await);
+        }
+        staged(c, not_ready_alert(c, &pending[0], 1_500))
+    })
+}
+
+/// quote-engine requires one replica per node (required pod anti-affinity); its HPA scaled it
+/// to 6 on 3 nodes, and 3 replicas stay Pending.
+fn required_anti_affinity_hpa_scaleout(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        patch_as(
+            k,
+            "kubectl-label",
+            "v1",
+            "Namespace",
+            &k.ns,
+            json!({"metadata": {"labels": {"kubemedic.io/environment": "staging"}}}),
+        )
+        .await;
+        let app = "quote-engine";
+        let mut ct = container(app, "quotes/quote-engine:5.2.0", Some(8080));
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        create_as(k, "helm", workload("Deployment", app, 3, json!([ct]), json!({
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}]}}})))
+            .await;
+        let first = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in first.iter().enumerate() {
+            let p = run(c, p, &nodes[i], &c.ip(10 + i as u8), 2_350).await;
+            c.logs_of(
+                &p,
+                app,
+                false,
+                &[
+                    (2_345, "INFO  quote-engine 5.2.0 listening on :8080"),
+                    (900, "INFO  stats 60s: 310 quotes/s, p99 88ms"),
+                    (
+                        60,
+                        "WARN  stats 60s: 655 quotes/s, p99 412ms (cpu saturated, queue depth 140)",
+                    ),
+                ],
+            );
+        }
+        available(k, app, 3).await;
+        let hpa = create_as(k, "helm", json!({"apiVersion": "autoscaling/v2beta2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": app},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
+                     "minReplicas": 3, "maxReplicas": 10,
+                     "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]}}))
+            .await;
+        patch_as(
+            k,
+            "kube-controller-manager",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"replicas": 6}}),
+        )
+        .await;
+        let msg = "0/3 nodes are available: 3 node(s) didn't match pod affinity/anti-affinity, 3 node(s) didn't match pod anti-affinity rules.";
+        for p in new_pods(k, app, &first, 6).await {
+            unschedulable(c, &p, msg, 1_500, 61).await;
+        }
+        status_as(k, "kube-controller-manager", "autoscaling/v2beta2", "HorizontalPodAutoscaler", app, json!({
+            "currentReplicas": 6, "desiredReplicas": 6, "lastScaleTime": c.t(1_510),
+            "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 93, "averageValue": "465m"}}}],
+            "conditions": [
+                {"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale", "message": "recommended size matches current size", "lastTransitionTime": c.t(1_200)},
+                {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound", "message": "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)", "lastTransitionTime": c.t(2_340)},
+                {"type": "ScalingLimited", "status": "False", "reason": "DesiredWithinRange", "message": "the desired count is within the acceptable range", "lastTransitionTime": c.t(2_340)}]}))
+            .await;
+        event(
+            c,
+            &hpa,
+            ("horizontal-pod-autoscaler", None),
+            "Normal",
+            "SuccessfulRescale",
+            "New size: 6; reason: cpu resource utilization (percentage of request) above target",
+            1,
+            (1_510, 1_510),
+        )
+        .await;
+        staged(c, replicas_mismatch_alert(c, "Deployment", app, 600))
+    })
+}
+
+/// A catalog-search pod was evicted during a short node MemoryPressure 5 hours ago; its
+/// replacement has run since, the node is fine, and the Failed pod object keeps
+/// KubePodNotReady firing.
+fn evicted_pod_tombstone(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "catalog-search";
+        let image = "catalog/catalog-search:7.4.1";
+        let mut ct = container(app, image, Some(8080));
+        ct["resources"] =
+            json!({"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}});
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
+        let first = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in first.iter().take(2).enumerate() {
+            let p = run(c, p, &nodes[i], &c.ip(10 + i as u8), 18_500).await;
+            c.logs_of(
+                &p,
+                app,
+                false,
+                &[
+                    (
+                        18_490,
+                        "INFO  catalog-search 7.4.1: index loaded (2.1M documents) in 8.2s",
+                    ),
+                    (18_488, "INFO  listening on :8080"),
+                    (300, "INFO  stats 300s: 52110 queries, p99 63ms, errors 0"),
+                ],
+            );
+        }
+        // The evicted pod: the kubelet reports it Failed/Evicted and it stays as an object.
+        let evicted = 18_000;
+        bind_as_scheduler(k, &name(&first[2]), &nodes[2]).await;
+        let victim = status_as(k, "kubelet", "v1", "Pod", &name(&first[2]), json!({
+            "phase": "Failed", "reason": "Evicted",
+            "message": "The node was low on resource: memory. Container catalog-search was using 1468Mi, which exceeds its request of 512Mi. ",
+            "startTime": c.t(18_500), "hostIP": "127.0.0.1", "qosClass": "Burstable",
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": c.t(18_501)}]}))
+            .await;
+        let repl = new_pods(k, app, &first, 4).await.remove(0);
+        let repl = run(c, &repl, &nodes[0], &c.ip(20), evicted - 40).await;
+        c.logs_of(
+            &repl,
+            app,
+            false,
+            &[
+                (
+                    evicted - 45,
+                    "INFO  catalog-search 7.4.1: index loaded (2.1M documents) in 8.9s",
+                ),
+                (evicted - 44, "INFO  listening on :8080"),
+                (300, "INFO  stats 300s: 51876 queries, p99 61ms, errors 0"),
+            ],
+        );
+        c.node_conditions(
+            &nodes[2],
+            &[(
+                "MemoryPressure",
+                "False",
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+                17_400,
+            )],
+        )
+        .await;
+        staged(c, not_ready_alert(c, &victim, evicted - 900))
+    })
+}
+
+/// celery-beat was killed by its liveness probe during a broker stall; its pidfile stayed in
+/// the pod's emptyDir, and every restart since refuses to start.
+fn stale_pidfile_emptydir(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let image = "registry.example.com/reporting/reporting:2026.11.3";
+        let run_dir = json!([{"name": "run", "mountPath": "/var/run/celery"}]);
+        let mut worker = container("celery-worker", image, None);
+        worker["command"] = json!([
+            "celery",
+            "-A",
+            "reporting",
+            "worker",
+            "--loglevel=INFO",
+            "--concurrency=4"
+        ]);
+        worker["env"] =
+            json!([{"name": "CELERY_BROKER_URL", "value": "redis://reporting-redis:6379/0"}]);
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", "celery-worker", 2, json!([worker]), json!({})),
+        )
+        .await;
+        for (i, p) in k.pods("app=celery-worker", 2).await.iter().enumerate() {
+            let p = run(c, p, &nodes[i], &c.ip(10 + i as u8), 3_550).await;
+            c.logs_of(&p, "celery-worker", false, &[
+                (3_545, "[INFO/MainProcess] Connected to redis://reporting-redis:6379/0"),
+                (3_544, "[INFO/MainProcess] celery@reporting-worker ready."),
+                (3_100, "[WARNING/MainProcess] consumer: Connection to broker lost. Trying to re-establish the connection..."),
+                (3_020, "[INFO/MainProcess] Connected to redis://reporting-redis:6379/0"),
+                (1_200, "[INFO/MainProcess] Task reporting.tasks.nightly_rollup[4b1f] succeeded in 3.2s: None"),
+            ]);
+        }
+        let app = "celery-beat";
+        let mut beat = container(app, image, None);
+        beat["command"] = json!([
+            "celery",
+            "-A",
+            "reporting",
+            "beat",
+            "--loglevel=INFO",
+            "--pidfile=/var/run/celery/celerybeat.pid",
+            "--schedule=/var/run/celery/celerybeat-schedule"
+        ]);
+        beat["env"] =
+            json!([{"name": "CELERY_BROKER_URL", "value": "redis://reporting-redis:6379/0"}]);
+        beat["volumeMounts"] = run_dir;
+        beat["livenessProbe"] = json!({"exec": {"command": ["sh", "-c",
+            "test $(( $(date +%s) - $(stat -c %Y /var/run/celery/celerybeat-schedule) )) -lt 120"]},
+            "periodSeconds": 30, "failureThreshold": 3, "timeoutSeconds": 5});
+        let mut d = workload(
+            "Deployment",
+            app,
+            1,
+            json!([beat]),
+            json!({"volumes": [{"name": "run", "emptyDir": {}}]}),
+        );
+        d["spec"]["strategy"] = json!({"type": "Recreate"});
+        create_as(k, "helm", d).await;
+        let p = k.pods(&format!("app={app}"), 1).await.remove(0);
+        let p = crash_loop(
+            c,
+            &p,
+            &nodes[2],
+            &c.ip(20),
+            3_560,
+            app,
+            (1, "Error", 14),
+            140,
+        )
+        .await;
+        kubelet_event(
+            c,
+            &p,
+            "Warning",
+            "Unhealthy",
+            "Liveness probe failed: ",
+            3,
+            (3_190, 3_130),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &p,
+            "Normal",
+            "Killing",
+            "Container celery-beat failed liveness probe, will be restarted",
+            1,
+            (3_130, 3_130),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &p,
+            "Normal",
+            "Pulled",
+            &format!("Container image \"{image}\" already present on machine"),
+            15,
+            (3_100, 160),
+        )
+        .await;
+        backoff_event(c, &p, 241, 3_060).await;
+        let started = c.at(160).format("%Y-%m-%d %H:%M:%S");
+        c.raw_logs(
+            &p,
+            app,
+            true,
+            format!(
+                "celery beat v5.3.4 (emerald-rush) is starting.\n\
+             __    -    ... __   -        _\n\
+             LocalTime -> {started}\n\
+             Configuration ->\n\
+             \x20   . broker -> redis://reporting-redis:6379/0\n\
+             \x20   . loader -> celery.loaders.app.AppLoader\n\
+             \x20   . scheduler -> celery.beat.PersistentScheduler\n\
+             \x20   . db -> /var/run/celery/celerybeat-schedule\n\
+             \x20   . logfile -> [stderr]@%INFO\n\
+             \x20   . maxinterval -> 5.00 minutes (300s)\n\
+             ERROR: Pidfile (/var/run/celery/celerybeat.pid) already exists.\n\
+             Seems we're already running? (pid: 1)\n"
+            ),
+        );
+        staged(c, crashloop_alert(c, &p, app, 2_700))
+    })
+}
+
+/// ip-10-20-40-12's container runtime stalls: its readiness has flapped 9 times in two hours;
+/// it is Ready again since 3 minutes.
+fn node_readiness_flapping(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let node = nodes[1].clone();
+        c.node_conditions(
+            &node,
+            &[
+                (
+                    "Ready",
+                    "True",
+                    "KubeletReady",
+                    "kubelet is posting ready status",
+                    190,
+                ),
+                (
+                    "ContainerRuntimeUnhealthy",
+                    "False",
+                    "ContainerRuntimeIsHealthy",
+                    "Container runtime on the node is functioning properly",
+                    230,
+                ),
+            ],
+        )
+        .await;
+        let n = node_obj(k, &node).await;
+        let kubelet = ("kubelet", Some(node.as_str()));
+        for (reason, msg, type_, span) in [
+            (
+                "NodeNotReady",
+                format!("Node {node} status is now: NodeNotReady"),
+                "Normal",
+                (6_900, 420),
+            ),
+            (
+                "NodeReady",
+                format!("Node {node} status is now: NodeReady"),
+                "Normal",
+                (6_700, 190),
+            ),
+            (
+                "ContainerGCFailed",
+                "rpc error: code = DeadlineExceeded desc = context deadline exceeded".to_owned(),
+                "Warning",
+                (7_000, 450),
+            ),
+            (
+                "ImageGCFailed",
+                "rpc error: code = DeadlineExceeded desc = context deadline exceeded".to_owned(),
+                "Warning",
+                (6_100, 1_400),
+            ),
+        ] {
+            let count = match reason {
+                "ImageGCFailed" => 3,
+                "ContainerGCFailed" => 12,
+                _ => 9,
+            };
+            event(c, &n, kubelet, type_, reason, &msg, count, span).await;
+        }
+        event(
+            c,
+            &n,
+            ("health-checker", Some(node.as_str())),
+            "Warning",
+            "ContainerdUnhealthy",
+            "Node condition ContainerRuntimeUnhealthy is now: True, reason: ContainerdUnhealthy, message: \"containerd is not functioning properly: ctr --namespace k8s.io containers list timed out after 60s\"",
+            9,
+            (6_950, 440),
+        )
+        .await;
+        event(
+            c,
+            &n,
+            ("node-controller", None),
+            "Normal",
+            "NodeNotReady",
+            &format!("Node {node} status is now: NodeNotReady"),
+            9,
+            (6_880, 400),
+        )
+        .await;
+        let app = "ingest-worker";
+        let image = "data/ingest-worker:12.0.3";
+        let mut ct = container(app, image, Some(8080));
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 6, json!([ct]), json!({})),
+        )
+        .await;
+        let pods = k.pods(&format!("app={app}"), 6).await;
+        for (i, p) in pods.iter().enumerate() {
+            let on = &nodes[i % 3];
+            if *on == node {
+                let last = terminated(c, 255, "Unknown", (1_300, 400));
+                let cs = vec![c_running(c, (app, image), 150, true, 9, last)];
+                let p = report(
+                    c,
+                    p,
+                    on,
+                    pod_status(c, "Running", 7_600, &c.ip(10 + i as u8), cs),
+                )
+                .await;
+                kubelet_event(
+                    c,
+                    &p,
+                    "Normal",
+                    "SandboxChanged",
+                    "Pod sandbox changed, it will be killed and re-created.",
+                    9,
+                    (6_650, 170),
+                )
+                .await;
+                event(
+                    c,
+                    &p,
+                    ("node-controller", None),
+                    "Warning",
+                    "NodeNotReady",
+                    "Node is not ready",
+                    9,
+                    (6_880, 400),
+                )
+                .await;
+                c.logs_of(
+                    &p,
+                    app,
+                    false,
+                    &[
+                        (
+                            148,
+                            "INFO  ingest-worker 12.0.3 starting (partition lease renewed)",
+                        ),
+                        (140, "INFO  consuming topic events.raw, 4 partitions"),
+                    ],
+                );
+            } else {
+                let p = run(c, p, on, &c.ip(10 + i as u8), 7_600).await;
+                c.logs_of(
+                    &p,
+                    app,
+                    false,
+                    &[
+                        (
+                            7_596,
+                            "INFO  ingest-worker 12.0.3 starting (partition lease renewed)",
+                        ),
+                        (7_590, "INFO  consuming topic events.raw, 4 partitions"),
+                        (
+                            420,
+                            "WARN  rebalance: took over partitions from a lost member",
+                        ),
+                        (60, "INFO  stats 60s: 48211 events, lag 310"),
+                    ],
+                );
+            }
+        }
+        available(k, app, 6).await;
+        staged(
+            c,
+            am(
+                c,
+                "KubeNodeReadinessFlapping",
+                "warning",
+                vec![("node", node.clone())],
+                &[
+                    (
+                        "description",
+                        format!(
+                            "The readiness status of node {node} has changed 4 times in the last 15 minutes."
+                        ),
+                    ),
+                    ("summary", "Node readiness status is flapping.".into()),
+                ],
+                "sum by (cluster, node) (changes(kube_node_status_condition{job=\"kube-state-metrics\",status=\"true\",condition=\"Ready\"}[15m])) > 2",
+                5_400,
+            ),
+        )
+    })
+}
+
+/// solr's update (9.4.0 → 9.4.1) was patched with partition 2 two days ago: solr-2 runs the
+/// new revision, solr-0/1 wait for the partition to be lowered.
+fn statefulset_partition_canary_held(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "solr";
+        create_as(k, "helm", json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": app, "labels": {"app": app}},
+            "spec": {"clusterIP": "None", "selector": {"app": app}, "publishNotReadyAddresses": true,
+                "ports": [{"name": "http", "port": 8983, "targetPort": 8983, "protocol": "TCP"}]}}))
+            .await;
+        let mut ct = container(app, "solr:9.4.0", Some(8983));
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "3Gi"}});
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/solr/admin/info/health", "port": 8983}, "periodSeconds": 10});
+        ct["env"] = json!([{"name": "ZK_HOST", "value": "zk-0.zk:2181,zk-1.zk:2181,zk-2.zk:2181"}, {"name": "SOLR_HEAP", "value": "1536m"}]);
+        let mut canary_ct = ct.clone();
+        canary_ct["image"] = json!("solr:9.4.1");
+        let mut sts = workload("StatefulSet", app, 3, json!([ct]), json!({}));
+        sts["spec"]["podManagementPolicy"] = json!("Parallel");
+        sts["spec"]["updateStrategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}});
+        create_as(k, "helm", sts).await;
+        for i in 0..3u8 {
+            let p = sts_pod(k, &format!("{app}-{i}")).await;
+            run(c, &p, &nodes[usize::from(i)], &c.ip(10 + i), 173_900).await;
+        }
+        k.wait("solr ready", 60, || async {
+            let s = k.get("apps/v1", "StatefulSet", app).await;
+            (s["status"]["readyReplicas"].as_i64() == Some(3)).then_some(())
+        })
+        .await;
+        patch_as(
+            k,
+            "kubectl-patch",
+            "apps/v1",
+            "StatefulSet",
+            app,
+            json!({"spec": {
+            "updateStrategy": {"rollingUpdate": {"partition": 2}},
+            "template": {"spec": {"containers": [canary_ct]}}}}),
+        )
+        .await;
+        let old = k.get("v1", "Pod", &format!("{app}-2")).await;
+        let old_uid = old["metadata"]["uid"].clone();
+        k.wait("solr-2 deleted by the controller", 60, || async {
+            let p = k.get("v1", "Pod", &format!("{app}-2")).await;
+            p["metadata"]["deletionTimestamp"].is_string().then_some(())
+        })
+        .await;
+        // The kubelet confirms the delete; the controller recreates solr-2 at once (same name).
+        let _ = k
+            .api("v1", "Pod")
+            .delete(
+                &format!("{app}-2"),
+                &kube::api::DeleteParams {
+                    grace_period_seconds: Some(0),
+                    ..Default::default()
+                },
+            )
+            .await;
+        let canary = k
+            .wait("the new solr-2", 60, || async {
+                let p =
+                    serde_json::to_value(k.api("v1", "Pod").get(&format!("{app}-2")).await.ok()?)
+                        .ok()?;
+                (p["metadata"]["uid"] != old_uid).then_some(p)
+            })
+            .await;
+        let canary = run(c, &canary, &nodes[2], &c.ip(22), 170_100).await;
+        c.logs_of(&canary, app, false, &[
+            (170_090, "INFO  (main) [   ] o.e.j.s.Server Started Server@5e4bd84a{STARTING}[10.0.18,sto=0] @4120ms"),
+            (170_080, "INFO  (main) [   ] o.a.s.c.SolrCore Solr 9.4.1 started, live nodes 3"),
+            (600, "INFO  (qtp-41) [c:products s:shard1 r:core_node6] o.a.s.c.S.Request webapp=/solr path=/select params={q=*:*&rows=0} hits=1843312 status=0 QTime=3"),
+        ]);
+        k.wait("solr ready again", 60, || async {
+            let s = k.get("apps/v1", "StatefulSet", app).await;
+            (s["status"]["readyReplicas"].as_i64() == Some(3)
+                && s["status"]["updatedReplicas"].as_i64() == Some(1))
+            .then_some(())
+        })
+        .await;
+        let ns = k.ns.clone();
+        staged(
+            c,
+            am(
+                c,
+                "KubeStatefulSetUpdateNotRolledOut",
+                "warning",
+                vec![
+                    ("namespace", ns.clone()),
+                    ("statefulset", app.to_owned()),
+                    ("job", "kube-state-metrics".to_owned()),
+                ],
+                &[
+                    (
+                        "description",
+                        format!("StatefulSet {ns}/{app} update has not been rolled out."),
+                    ),
+                    (
+                        "summary",
+                        "StatefulSet update has not been rolled out.".into(),
+                    ),
+                ],
+                "(max by (namespace, statefulset, job, cluster) (kube_statefulset_status_current_revision{job=\"kube-state-metrics\",namespace=~\".*\"} unless kube_statefulset_status_update_revision{job=\"kube-state-metrics\",namespace=~\".*\"}) * (kube_statefulset_replicas{job=\"kube-state-metrics\",namespace=~\".*\"} != kube_statefulset_status_replicas_updated{job=\"kube-state-metrics\",namespace=~\".*\"})) and (changes(kube_statefulset_status_replicas_updated{job=\"kube-state-metrics\",namespace=~\".*\"}[5m]) == 0)",
+                173_000,
+            ),
+        )
+    })
+}
+
+/// fx-rates' chart 2.0 renamed the pod label `tier` to `component`; the Service (owned by the
+/// platform's kustomization) still selects `tier: api`, so it has no endpoints while every pod
+/// is Ready, and ingress-nginx answers 503.
+fn service_selector_orphaned_by_relabel(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "fx-rates";
+        create_as(k, "kustomize-controller", json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": app, "labels": {"app": app, "kustomize.toolkit.fluxcd.io/name": "treasury-platform", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
+            "spec": {"type": "ClusterIP", "selector": {"app": app, "tier": "api"},
+                "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]}}))
+            .await;
+        create_as(k, "kustomize-controller", json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": app, "labels": {"kustomize.toolkit.fluxcd.io/name": "treasury-platform", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
+            "spec": {"ingressClassName": "nginx",
+                "rules": [{"host": "fx.treasury.example.com", "http": {"paths": [
+                    {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": app, "port": {"number": 80}}}}]}}]}}))
+            .await;
+        status_as(k, "nginx-ingress-controller", "networking.k8s.io/v1", "Ingress", app, json!({"loadBalancer": {"ingress": [{"hostname": "k8s-ingressn-ingressn-9c31d0a2f4-1234567890.elb.eu-west-1.amazonaws.com"}]}}))
+            .await;
+        let mut ct = container(app, "treasury/fx-rates:1.8.0", Some(8080));
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        let (mut ct2, mut ct3) = (ct.clone(), ct.clone());
+        ct2["image"] = json!("treasury/fx-rates:1.9.2");
+        ct3["image"] = json!("treasury/fx-rates:2.0.0");
+        let mut d = workload("Deployment", app, 0, json!([ct]), json!({}));
+        d["spec"]["template"]["metadata"]["labels"]["tier"] = json!("api");
+        d["metadata"]["labels"]["helm.sh/chart"] = json!("fx-rates-1.4.0");
+        d["spec"]["strategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+        create_as(k, "helm", d).await;
+        replicaset(k, app, "1").await;
+        patch_as(
+            k,
+            "helm",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"template": {"spec": {"containers": [ct2]}}}}),
+        )
+        .await;
+        replicaset(k, app, "2").await;
+        patch_as(
+            k,
+            "helm",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"replicas": 3}}),
+        )
+        .await;
+        let old = revision_pods(k, app, "2", 3).await;
+        for (i, p) in old.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 1_790).await;
+        }
+        available(k, app, 3).await;
+        k.wait("fx-rates endpoints", 30, || async {
+            let e = k.get("v1", "Endpoints", app).await;
+            (e["subsets"][0]["addresses"].as_array().map(Vec::len) == Some(3)).then_some(())
+        })
+        .await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        // helm upgrade to chart 2.0: the pod label tier becomes component.
+        patch_as(
+            k,
+            "helm",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({
+            "metadata": {"labels": {"helm.sh/chart": "fx-rates-2.0.0"}},
+            "spec": {"template": {"metadata": {"labels": {"tier": null, "component": "api"}},
+                "spec": {"containers": [ct3]}}}}),
+        )
+        .await;
+        let rs = replicaset(k, app, "3").await;
+        let hash = rs["metadata"]["labels"]["pod-template-hash"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        // Play the kubelets through the rollout: start each new pod, confirm each old pod's delete.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        let mut n_new: u8 = 0;
+        loop {
+            let pods: Vec<Value> = k
+                .api("v1", "Pod")
+                .list(&kube::api::ListParams::default().labels(&format!("app={app}")))
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|p| serde_json::to_value(p).unwrap())
+                .collect();
+            let mut new_running = 0;
+            for p in &pods {
+                if p["metadata"]["deletionTimestamp"].is_string() {
+                    let _ = k
+                        .api("v1", "Pod")
+                        .delete(
+                            &name(p),
+                            &kube::api::DeleteParams {
+                                grace_period_seconds: Some(0),
+                                ..Default::default()
+                            },
+                        )
+                        .await;
+                } else if p["metadata"]["labels"]["pod-template-hash"] == hash.as_str() {
+                    if p["status"]["phase"] != "Running" {
+                        let started = 1_690 - 15 * i64::from(n_new);
+                        let p = run(
+                            c,
+                            p,
+                            &nodes[usize::from(n_new % 3)],
+                            &c.ip(20 + n_new),
+                            started,
+                        )
+                        .await;
+                        c.logs_of(&p, app, false, &[
+                            (started - 2, "INFO  fx-rates 2.0.0 listening on :8080 (providers: ecb, reuters)"),
+                            (started - 30, "INFO  rates refreshed: 164 currency pairs"),
+                            (300, "INFO  rates refreshed: 164 currency pairs; 0 requests served in the last 300s"),
+                        ]);
+                        n_new += 1;
+                    }
+                    new_running += 1;
+                }
+            }
+            if new_running == 3 && pods.len() == 3 {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for the rollout of revision 3"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        available(k, app, 3).await;
+        staged(
+            c,
+            am(
+                c,
+                "NginxIngressHigh5xxRate",
+                "critical",
+                vec![
+                    ("ingress", app.into()),
+                    ("namespace", k.ns.clone()),
+                    ("service", app.into()),
+                ],
+                &[
+                    (
+                        "summary",
+                        "More than 5% of requests through an ingress fail with 5xx".into(),
+                    ),
+                    (
+                        "description",
+                        format!(
+                            "100.0% of requests to ingress {}/{app} (backend service {app}) returned 5xx in the last 5 minutes.",
+                            k.ns
+                        ),
+                    ),
+                ],
+                "sum by (namespace, ingress, service) (rate(nginx_ingress_controller_requests{status=~\"5..\"}[5m])) / sum by (namespace, ingress, service) (rate(nginx_ingress_controller_requests[5m])) > 0.05",
+                1_400,
+            ),
+        )
+    })
+}
+
 /// Every unseen incident with its namespaces, index and capture offset.
 pub fn all() -> Vec<Incident> {
     macro_rules! inc {
@@ -4683,6 +5693,62 @@ pub fn all() -> Vec<Incident> {
             34,
             35,
             secret_key_renamed
+        ),
+        inc!(
+            "configmap-edited-in-place",
+            &["pricing-staging"],
+            35,
+            56,
+            configmap_edited_in_place
+        ),
+        inc!(
+            "hostport-conflict-daemonset",
+            &["metrics-pipeline", "datadog"],
+            36,
+            45,
+            hostport_conflict_daemonset
+        ),
+        inc!(
+            "required-anti-affinity-hpa-scaleout",
+            &["quotes"],
+            37,
+            40,
+            required_anti_affinity_hpa_scaleout
+        ),
+        inc!(
+            "evicted-pod-tombstone",
+            &["catalog"],
+            38,
+            310,
+            evicted_pod_tombstone
+        ),
+        inc!(
+            "stale-pidfile-emptydir",
+            &["reporting"],
+            39,
+            60,
+            stale_pidfile_emptydir
+        ),
+        inc!(
+            "node-readiness-flapping",
+            &["ingest", "default"],
+            40,
+            130,
+            node_readiness_flapping
+        ),
+        inc!(
+            "statefulset-partition-canary-held",
+            &["search-staging"],
+            41,
+            2900,
+            statefulset_partition_canary_held
+        ),
+        inc!(
+            "service-selector-orphaned-by-relabel",
+            &["treasury"],
+            42,
+            30,
+            service_selector_orphaned_by_relabel
         ),
     ]
 }
