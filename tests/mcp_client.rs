@@ -570,7 +570,10 @@ async fn a_running_daemon_calls_the_allowlisted_remote_tool_and_refuses_the_othe
     let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
     let model = ScriptedLlm::start(vec![
         calls(&[
-            ("mcp__deploys__recent_deploys", json!({"service": "checkout"})),
+            (
+                "mcp__deploys__recent_deploys",
+                json!({"service": "checkout"}),
+            ),
             (
                 "mcp__deploys__restart_service",
                 json!({"service": "checkout"}),
@@ -664,19 +667,27 @@ async fn a_running_daemon_calls_the_allowlisted_remote_tool_and_refuses_the_othe
         .collect();
     assert_eq!(refused.len(), 1, "{timeline:#?}");
     assert_eq!(
-        refused[0]["payload"]["remote_tool"]["tool"],
-        "mcp__deploys__restart_service",
+        refused[0]["payload"]["remote_tool"]["tool"], "mcp__deploys__restart_service",
         "{:#}",
         refused[0]
     );
     let trail_text = done.to_string();
-    assert!(!trail_text.contains(DEPLOY_TOKEN), "the token is in the request");
-    assert!(!trail_text.contains(API_KEY), "the header is in the request");
+    assert!(
+        !trail_text.contains(DEPLOY_TOKEN),
+        "the token is in the request"
+    );
+    assert!(
+        !trail_text.contains(API_KEY),
+        "the header is in the request"
+    );
     d.stop();
 
     // The remote calls in the request's trace, inside the investigation.
     let all = receiver.spans();
-    let spans: Vec<&Value> = all.iter().filter(|s| s["trace_id"] == trace_id.as_str()).collect();
+    let spans: Vec<&Value> = all
+        .iter()
+        .filter(|s| s["trace_id"] == trace_id.as_str())
+        .collect();
     let ids: HashMap<&str, &Value> = spans
         .iter()
         .map(|s| (s["span_id"].as_str().unwrap(), *s))
@@ -699,7 +710,10 @@ async fn a_running_daemon_calls_the_allowlisted_remote_tool_and_refuses_the_othe
         .unwrap_or_else(|| panic!("no span of the allowed call: {spans:#?}"));
     let a = &called["attributes"];
     assert_eq!(a["gen_ai.operation.name"], "execute_tool", "{called:#}");
-    assert_eq!(a["gen_ai.tool.name"], "mcp__deploys__recent_deploys", "{called:#}");
+    assert_eq!(
+        a["gen_ai.tool.name"], "mcp__deploys__recent_deploys",
+        "{called:#}"
+    );
     assert_eq!(a["kubemedic.mcp.server"], "deploys", "{called:#}");
     assert_eq!(a["kubemedic.tool.ok"], true, "{called:#}");
     assert_ne!(called["status"], 2, "{called:#}");
@@ -709,13 +723,23 @@ async fn a_running_daemon_calls_the_allowlisted_remote_tool_and_refuses_the_othe
         .find(|s| s["name"] == "execute_tool mcp__deploys__restart_service")
         .unwrap_or_else(|| panic!("no span of the refused call: {spans:#?}"));
     assert_eq!(refused["status"], 2, "an error: {refused:#}");
-    assert_eq!(refused["attributes"]["error.type"], "refused", "{refused:#}");
-    assert_eq!(refused["attributes"]["kubemedic.tool.ok"], false, "{refused:#}");
+    assert_eq!(
+        refused["attributes"]["error.type"], "refused",
+        "{refused:#}"
+    );
+    assert_eq!(
+        refused["attributes"]["kubemedic.tool.ok"], false,
+        "{refused:#}"
+    );
     assert_eq!(stage_of(refused), "stage investigate");
     for s in &all {
         for text in strings(s) {
             for never in [DEPLOY_TOKEN, API_KEY, "sk-mcp-daemon-key"] {
-                assert!(!text.contains(never), "`{never}` in span {}: {s:#}", s["name"]);
+                assert!(
+                    !text.contains(never),
+                    "`{never}` in span {}: {s:#}",
+                    s["name"]
+                );
             }
         }
     }

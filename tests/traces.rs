@@ -179,7 +179,10 @@ async fn a_staged_incident_is_one_connected_trace_across_a_restart() {
     let link_token = mail_text
         .split("?t=")
         .nth(1)
-        .and_then(|rest| rest.split(|c: char| c.is_whitespace() || c == '>' || c == ')').next())
+        .and_then(|rest| {
+            rest.split(|c: char| c.is_whitespace() || c == '>' || c == ')')
+                .next()
+        })
         .unwrap_or_else(|| panic!("no signed link in the mail: {mail_text}"))
         .to_owned();
     assert!(link_token.len() >= 16, "{mail_text}");
@@ -318,9 +321,15 @@ async fn a_staged_incident_is_one_connected_trace_across_a_restart() {
     assert_eq!(offers.len(), 1, "one mailed offer: {names:?}");
     let offer = &offers[0]["attributes"];
     assert_eq!(offers[0]["parent_span_id"], ingest, "{:#}", offers[0]);
-    assert_eq!(offer["kubemedic.notification.channel"], "email", "{offer:#}");
+    assert_eq!(
+        offer["kubemedic.notification.channel"], "email",
+        "{offer:#}"
+    );
     assert_eq!(offer["kubemedic.notification.kind"], "offer", "{offer:#}");
-    assert_eq!(offer["kubemedic.notification.result"], "delivered", "{offer:#}");
+    assert_eq!(
+        offer["kubemedic.notification.result"], "delivered",
+        "{offer:#}"
+    );
     assert_eq!(offer["kubemedic.request_id"], id.as_str(), "{offer:#}");
     // The proof at selection dry-runs the rollback on the API server: a `kube` span with
     // `kubemedic.dry_run`, inside a stage; the real write is not a dry run.
@@ -334,7 +343,11 @@ async fn a_staged_incident_is_one_connected_trace_across_a_restart() {
     assert!(!dry_runs.is_empty(), "no dry-run span in {names:?}");
     for d in &dry_runs {
         assert_eq!(d["attributes"]["kubemedic.k8s.kind"], "Deployment", "{d:#}");
-        assert_eq!(d["attributes"]["k8s.namespace.name"], k.ns.as_str(), "{d:#}");
+        assert_eq!(
+            d["attributes"]["k8s.namespace.name"],
+            k.ns.as_str(),
+            "{d:#}"
+        );
         let mut up = ids[d["parent_span_id"].as_str().unwrap()];
         while !up["name"].as_str().unwrap().starts_with("stage ") {
             up = ids[up["parent_span_id"].as_str().unwrap()];
@@ -421,7 +434,8 @@ async fn a_staged_incident_is_one_connected_trace_across_a_restart() {
 /// `traceparent` is ignored: the question is answered, in a trace of its own. With
 /// `--otlp-record-prompts` each model call holds its prompt and its answer as GenAI events —
 /// sanitised: the password the model read in a ConfigMap is `[REDACTED]` in the recorded tool
-/// message, and no span holds it.
+/// message, and no span holds it. The request is mirrored as a `Remediation` object: the
+/// mirror's writes are `kube` spans of the same trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_chat_question_continues_the_callers_trace_and_records_sanitised_prompts() {
     common::init();
@@ -435,6 +449,8 @@ async fn a_chat_question_continues_the_callers_trace_and_records_sanitised_promp
         return;
     };
     common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
+    // The request is mirrored as a Remediation object: the mirror's writes are spans too.
+    k.kubemedic_crds().await;
     k.patch(
         "v1",
         "Namespace",
@@ -494,6 +510,7 @@ async fn a_chat_question_continues_the_callers_trace_and_records_sanitised_promp
         "--llm-model",
         "gpt-4o",
         "--otlp-record-prompts",
+        "--mirror-remediations",
     ]
     .map(str::to_owned)
     .to_vec();
@@ -540,17 +557,40 @@ async fn a_chat_question_continues_the_callers_trace_and_records_sanitised_promp
         .iter()
         .map(|r| r.body.to_string())
         .collect();
-    assert!(prompts.contains("checkout-db"), "the model read the ConfigMap");
+    assert!(
+        prompts.contains("checkout-db"),
+        "the model read the ConfigMap"
+    );
     assert!(!prompts.contains(PLANTED), "a secret reached the model");
+    // The mirror wrote the request's object as it waits for approval.
+    let remediations = k.api("kubemedic.io/v1alpha1", "Remediation");
+    k.wait("the Remediation awaiting approval", 60, || {
+        let remediations = remediations.clone();
+        async move {
+            let list = remediations.list(&Default::default()).await.ok()?;
+            list.items
+                .iter()
+                .any(|o| o.data["status"]["phase"] == "AwaitingApproval")
+                .then_some(())
+        }
+    })
+    .await;
     d.stop();
 
     let all = receiver.spans();
-    let questions: Vec<&Value> = all.iter().filter(|s| s["name"] == "chat question").collect();
+    let questions: Vec<&Value> = all
+        .iter()
+        .filter(|s| s["name"] == "chat question")
+        .collect();
     assert_eq!(questions.len(), 2, "two questions: {all:#?}");
     let (ours, fresh): (Vec<&Value>, Vec<&Value>) = questions
         .into_iter()
         .partition(|s| s["trace_id"] == CALLER_TRACE);
-    assert_eq!(ours.len(), 1, "the traced question is in the caller's trace");
+    assert_eq!(
+        ours.len(),
+        1,
+        "the traced question is in the caller's trace"
+    );
     assert_eq!(ours[0]["parent_span_id"], CALLER_SPAN, "{:#}", ours[0]);
     assert_eq!(fresh.len(), 1);
     assert_eq!(
@@ -590,6 +630,31 @@ async fn a_chat_question_continues_the_callers_trace_and_records_sanitised_promp
     ] {
         assert!(names.contains(want), "no `{want}` span in {names:?}");
     }
+    // The mirror's writes: `kube <verb> Remediation…` spans under the request's `mirror`
+    // span, not dry runs.
+    let mirrors: Vec<&str> = spans
+        .iter()
+        .filter(|s| s["name"] == "mirror Remediation")
+        .map(|s| s["span_id"].as_str().unwrap())
+        .collect();
+    assert!(!mirrors.is_empty(), "no mirror span in {names:?}");
+    let mirror_writes: Vec<&&Value> = spans
+        .iter()
+        .filter(|s| mirrors.contains(&s["parent_span_id"].as_str().unwrap()))
+        .collect();
+    for want in ["kube create Remediation", "kube patch Remediation/status"] {
+        let w = mirror_writes
+            .iter()
+            .find(|s| s["name"] == want)
+            .unwrap_or_else(|| panic!("no `{want}` under a mirror span: {names:?}"));
+        assert_eq!(w["attributes"]["kubemedic.dry_run"], false, "{w:#}");
+        assert_eq!(
+            w["attributes"]["k8s.namespace.name"],
+            k.ns.as_str(),
+            "{w:#}"
+        );
+        assert_ne!(w["status"], 2, "{w:#}");
+    }
     let chats: Vec<&&Value> = spans
         .iter()
         .filter(|s| s["attributes"]["gen_ai.operation.name"] == "chat")
@@ -617,13 +682,19 @@ async fn a_chat_question_continues_the_callers_trace_and_records_sanitised_promp
         .unwrap_or_else(|| panic!("the ConfigMap read is not recorded: {tool_messages:#?}"));
     assert!(read.contains("[REDACTED]"), "{read}");
     assert!(
-        spans.iter().any(|s| strings(s).iter().any(|t| t.contains("crashes on start"))),
+        spans
+            .iter()
+            .any(|s| strings(s).iter().any(|t| t.contains("crashes on start"))),
         "the answer is recorded"
     );
     for s in &all {
         for text in strings(s) {
             for never in [PLANTED, API_TOKEN, "sk-trace-test-key"] {
-                assert!(!text.contains(never), "`{never}` in span {}: {s:#}", s["name"]);
+                assert!(
+                    !text.contains(never),
+                    "`{never}` in span {}: {s:#}",
+                    s["name"]
+                );
             }
         }
     }

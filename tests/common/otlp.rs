@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use super::{API_TOKEN, WEBHOOK_TOKEN};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_kubemedic");
+/// The `kubemedic` binary: set for integration tests only (an example that shares these
+/// helpers has none).
+const BIN: Option<&str> = option_env!("CARGO_BIN_EXE_kubemedic");
 pub const AUDIT_KEY: &str = "7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace";
 /// The OTLP receiver, killed when dropped.
 pub struct Receiver {
@@ -87,7 +89,7 @@ impl Daemon {
     pub async fn start(name: &str, database_url: &str, receiver: &str, args: &[String]) -> Self {
         let data = tempfile::tempdir().unwrap();
         let port = free_port();
-        let mut child = Command::new(BIN)
+        let mut child = Command::new(BIN.expect("the kubemedic binary (integration tests only)"))
             .arg("serve")
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
@@ -237,4 +239,3 @@ pub fn strings(span: &Value) -> Vec<String> {
     walk(&span["events"], &mut out);
     out
 }
-
