@@ -188,8 +188,14 @@ pub struct Running {
     pub state: Arc<AppState>,
     server: JoinHandle<Result<(), std::io::Error>>,
     workers: JoinHandle<()>,
+    /// The notification dispatcher and the mirror: each ends at shutdown once what it is
+    /// doing is done, so a delivery or a write in flight (and its span) completes.
+    background: Vec<JoinHandle<()>>,
     shutdown: CancellationToken,
 }
+
+/// How long `wait` gives the background tasks to finish what they are doing.
+const BACKGROUND_GRACE: Duration = Duration::from_secs(10);
 
 impl Running {
     /// Ask the daemon to stop (as SIGTERM does).
@@ -203,6 +209,16 @@ impl Running {
         self.shutdown.cancel();
         if let Err(e) = self.workers.await {
             warn!(error = %e, "worker pool ended abnormally");
+        }
+        for task in self.background {
+            match tokio::time::timeout(BACKGROUND_GRACE, task).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => warn!(error = %e, "a background task ended abnormally"),
+                Err(_) => warn!(
+                    grace_seconds = BACKGROUND_GRACE.as_secs(),
+                    "a background task did not stop in time; it is left behind"
+                ),
+            }
         }
         match served {
             Ok(Ok(())) => Ok(()),
@@ -381,16 +397,17 @@ pub async fn start_on(
         ))),
         shutdown: shutdown.clone(),
     });
+    let mut background = Vec::new();
     if let Some(approvals) = components.approvals {
         let dispatcher = Arc::new(Dispatcher::new(approvals));
-        tokio::spawn(dispatcher.run(shutdown.clone()));
+        background.push(tokio::spawn(dispatcher.run(shutdown.clone())));
     }
     // Start the store's audit listener now rather than with the first live stream (a watcher
     // starts it): that stream's first wait is woken too, and /metrics says from the start
     // whether notifications arrive.
     drop(state.store.watch_trail());
     if let Some(mirror) = components.mirror {
-        tokio::spawn(mirror.run(shutdown.clone()));
+        background.push(tokio::spawn(mirror.run(shutdown.clone())));
     }
     let server = tokio::spawn(web::serve(listener, state.clone(), shutdown.clone()));
     let worker_stop = shutdown.clone();
@@ -401,6 +418,7 @@ pub async fn start_on(
         state,
         server,
         workers,
+        background,
         shutdown,
     })
 }

@@ -535,3 +535,213 @@ async fn a_server_that_was_never_up_is_named_and_the_investigation_goes_on() {
     );
     assert!(kinds(&trail).contains(&"mcp_server_unavailable"));
 }
+
+/// Through a running daemon (`kubemedic serve`, the real binary, configured with its flags) on
+/// the real API server: an Alertmanager alert about a staged bad rollout is investigated by the
+/// scripted model, which calls the allowlisted remote tool and one that is not allowlisted. The
+/// allowed call's output reached the model redacted; the refused one is audited
+/// `mcp_tool_refused` on the request and never reached the server; the request finishes. Each
+/// remote call is an `execute_tool mcp__deploys__…` span of the request's trace, inside the
+/// investigation, with the GenAI tool attributes — the refused one an error — and no span holds
+/// the server's token or its header.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_running_daemon_calls_the_allowlisted_remote_tool_and_refuses_the_other() {
+    use common::otlp::{Daemon, Receiver, post_alert, strings};
+    use std::collections::HashMap;
+    common::init();
+    let Some(python) = mcp_python() else {
+        return;
+    };
+    let Some(receiver) = Receiver::start() else {
+        return;
+    };
+    let Some(database_url) = common::fresh_postgres().await else {
+        return;
+    };
+    let Some(k) = common::kube::Kube::new("mcpd").await else {
+        return;
+    };
+    let staged = common::scenarios::staged_in("crashloop-rollout", &[&k])
+        .await
+        .remove(0)
+        .alert;
+    let dir = tempfile::tempdir().unwrap();
+    let server = DeploysServer::start(&python, 0, dir.path().join("calls.jsonl")).await;
+    let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
+    let model = ScriptedLlm::start(vec![
+        calls(&[
+            (
+                "mcp__deploys__recent_deploys",
+                json!({"service": "checkout"}),
+            ),
+            (
+                "mcp__deploys__restart_service",
+                json!({"service": "checkout"}),
+            ),
+        ]),
+        calls(&[(
+            "submit_result",
+            json!({
+                "root_cause_analysis": {
+                    "summary": "checkout 1.4.2, deployed at 11:40, crashes on start",
+                    "severity": "critical",
+                    "contributing_factors": ["the deploy of v1.4.2 changed PAYMENT_API_KEY_V2"],
+                    "remediation_target": target,
+                    "investigation_analysis": "The crash began with the deploy."
+                },
+                "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true
+            }),
+        )]),
+        no_workflow(),
+    ])
+    .await;
+    let policies = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let args: Vec<String> = [
+        "--kubeconfig",
+        k.kubeconfig.to_str().unwrap(),
+        "--policy-dir",
+        policies.to_str().unwrap(),
+        "--llm",
+        "openai",
+        "--llm-base-url",
+        &format!("{}/v1", model.base_url),
+        "--llm-api-key",
+        "sk-mcp-daemon-key",
+        "--llm-model",
+        "gpt-4o",
+        "--mcp-server",
+        &format!("deploys={}", server.url()),
+        "--mcp-server-header",
+        &format!("deploys=X-Api-Key: {API_KEY}"),
+        "--mcp-allow-tool",
+        "deploys/recent_deploys",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut d = Daemon::start("replica-mcp", &database_url, &receiver.endpoint, &args).await;
+    let answer = post_alert(&d.base, &staged, None).await;
+    let id = answer["outcomes"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = d
+        .until(
+            &format!("/api/v1/requests/{id}"),
+            120,
+            common::incident::is_terminal,
+        )
+        .await;
+    let trace_id = done["trace_id"].as_str().unwrap().to_owned();
+
+    // The model read the allowed tool's answer, redacted, and the refusal.
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "three model calls");
+    let offered = tool_names(&requests[0].body);
+    assert!(
+        offered.contains(&"mcp__deploys__recent_deploys".to_owned()),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.contains(&"mcp__deploys__restart_service".to_owned()),
+        "{offered:?}"
+    );
+    let answers = tool_messages(&requests[1].body);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(answers[0].contains("v1.4.2 deployed"), "{answers:?}");
+    assert!(!answers[0].contains(DEPLOY_TOKEN), "{answers:?}");
+    assert!(answers[0].contains("[REDACTED]"), "{answers:?}");
+    assert!(
+        answers[1].contains("`restart_service` of the MCP server `deploys` is not allowlisted"),
+        "{answers:?}"
+    );
+    // The server ran the allowed tool only.
+    assert_eq!(
+        server.calls(),
+        vec![json!({"tool": "recent_deploys", "arguments": {"service": "checkout"}})]
+    );
+    // The trail: the refusal is audited on the request; nothing of the token is in it.
+    let timeline = done["timeline"].as_array().unwrap();
+    let refused: Vec<&Value> = timeline
+        .iter()
+        .filter(|e| e["kind"] == "mcp_tool_refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{timeline:#?}");
+    assert_eq!(
+        refused[0]["payload"]["remote_tool"]["tool"], "mcp__deploys__restart_service",
+        "{:#}",
+        refused[0]
+    );
+    let trail_text = done.to_string();
+    assert!(
+        !trail_text.contains(DEPLOY_TOKEN),
+        "the token is in the request"
+    );
+    assert!(
+        !trail_text.contains(API_KEY),
+        "the header is in the request"
+    );
+    d.stop();
+
+    // The remote calls in the request's trace, inside the investigation.
+    let all = receiver.spans();
+    let spans: Vec<&Value> = all
+        .iter()
+        .filter(|s| s["trace_id"] == trace_id.as_str())
+        .collect();
+    let ids: HashMap<&str, &Value> = spans
+        .iter()
+        .map(|s| (s["span_id"].as_str().unwrap(), *s))
+        .collect();
+    let stage_of = |s: &Value| -> String {
+        let mut up = s;
+        loop {
+            let parent = up["parent_span_id"].as_str().unwrap();
+            up = ids
+                .get(parent)
+                .unwrap_or_else(|| panic!("{} is not inside a stage: {s:#}", s["name"]));
+            if up["name"].as_str().unwrap().starts_with("stage ") {
+                return up["name"].as_str().unwrap().to_owned();
+            }
+        }
+    };
+    let called = spans
+        .iter()
+        .find(|s| s["name"] == "execute_tool mcp__deploys__recent_deploys")
+        .unwrap_or_else(|| panic!("no span of the allowed call: {spans:#?}"));
+    let a = &called["attributes"];
+    assert_eq!(a["gen_ai.operation.name"], "execute_tool", "{called:#}");
+    assert_eq!(
+        a["gen_ai.tool.name"], "mcp__deploys__recent_deploys",
+        "{called:#}"
+    );
+    assert_eq!(a["kubemedic.mcp.server"], "deploys", "{called:#}");
+    assert_eq!(a["kubemedic.tool.ok"], true, "{called:#}");
+    assert_ne!(called["status"], 2, "{called:#}");
+    assert_eq!(stage_of(called), "stage investigate");
+    let refused = spans
+        .iter()
+        .find(|s| s["name"] == "execute_tool mcp__deploys__restart_service")
+        .unwrap_or_else(|| panic!("no span of the refused call: {spans:#?}"));
+    assert_eq!(refused["status"], 2, "an error: {refused:#}");
+    assert_eq!(
+        refused["attributes"]["error.type"], "refused",
+        "{refused:#}"
+    );
+    assert_eq!(
+        refused["attributes"]["kubemedic.tool.ok"], false,
+        "{refused:#}"
+    );
+    assert_eq!(stage_of(refused), "stage investigate");
+    for s in &all {
+        for text in strings(s) {
+            for never in [DEPLOY_TOKEN, API_KEY, "sk-mcp-daemon-key"] {
+                assert!(
+                    !text.contains(never),
+                    "`{never}` in span {}: {s:#}",
+                    s["name"]
+                );
+            }
+        }
+    }
+    drop(server);
+}

@@ -3,257 +3,35 @@
 //! `opentelemetry-proto` package from PyPI), receives what real `kubemedic serve` processes
 //! export while a staged incident on the real API server goes from Alertmanager's webhook to
 //! verification — investigated by the scripted model over real HTTP, approved, executed,
-//! verified — with a restart (a second replica on the same Postgres) in the middle.
+//! verified — with a restart (a second replica on the same Postgres) in the middle; and while
+//! a chat question carrying a `traceparent` is answered, with `--otlp-record-prompts`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use common::kube::Kube;
 use common::llm::{ScriptedLlm, calls};
+use common::otlp::{Daemon, Receiver, post_alert, strings};
 use common::{API_TOKEN, WEBHOOK_TOKEN};
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubemedic");
-const AUDIT_KEY: &str = "7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace7ace";
 /// Planted in a ConfigMap the model reads and in the alert's annotations: it must reach no
 /// span.
 const PLANTED: &str = "TraceLeak-9f3k2q";
-
-/// The OTLP receiver, killed when dropped.
-struct Receiver {
-    child: Child,
-    endpoint: String,
-    file: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Receiver {
-    fn start() -> Option<Self> {
-        let python = common::component("KUBEMEDIC_OTLP_PYTHON", "the OTLP receiver's Python")?;
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("spans.jsonl");
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/receiver.py");
-        let mut child = Command::new(python)
-            .arg(&script)
-            .arg(&file)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("the receiver did not start: {line:?}"));
-        Some(Self {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-            file,
-            _dir: dir,
-        })
-    }
-
-    fn spans(&self) -> Vec<Value> {
-        std::fs::read_to_string(&self.file)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One `kubemedic serve` process.
-struct Daemon {
-    child: Child,
-    base: String,
-    log: Arc<Mutex<Vec<String>>>,
-    _data: tempfile::TempDir,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-impl Daemon {
-    async fn start(name: &str, database_url: &str, receiver: &str, args: &[String]) -> Self {
-        let data = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--data-dir")
-            .arg(data.path())
-            .arg("--lease-seconds")
-            .arg("2")
-            .args(args)
-            .env("HOSTNAME", name)
-            .env("KUBEMEDIC_DATABASE_URL", database_url)
-            .env("KUBEMEDIC_WEBHOOK_TOKEN", WEBHOOK_TOKEN)
-            .env("KUBEMEDIC_API_TOKEN", API_TOKEN)
-            .env("KUBEMEDIC_AUDIT_KEY", AUDIT_KEY)
-            .env("KUBEMEDIC_LOG_FORMAT", "json")
-            .env("KUBEMEDIC_OTLP_ENDPOINT", receiver)
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let stderr = child.stderr.take().unwrap();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let mut d = Self {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-            log,
-            _data: data,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(r) = reqwest::get(format!("{}/readyz", d.base)).await
-                && r.status() == 200
-            {
-                return d;
-            }
-            if let Some(status) = d.child.try_wait().unwrap() {
-                panic!("{name} exited ({status}):\n{}", d.log_text());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{name} not ready:\n{}",
-                d.log_text()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    fn log_text(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-
-    /// SIGTERM, and wait for the exit (the spans still queued are sent first).
-    fn stop(&mut self) {
-        let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert_eq!(status.code(), Some(0), "{}", self.log_text());
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "did not stop:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    async fn api(&self, path: &str) -> Value {
-        let r = reqwest::Client::new()
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(API_TOKEN)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200, "GET {path}");
-        r.json().await.unwrap()
-    }
-
-    async fn until(&self, path: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            let v = self.api(path).await;
-            if done(&v) {
-                return v;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{path} not there in {secs}s: {v:#}\n{}",
-                self.log_text()
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn post_alert(base: &str, body: &Value, traceparent: Option<&str>) -> Value {
-    let mut r = reqwest::Client::new()
-        .post(format!("{base}/api/v1/alerts/alertmanager"))
-        .bearer_auth(WEBHOOK_TOKEN)
-        .body(body.to_string());
-    if let Some(t) = traceparent {
-        r = r.header("traceparent", t);
-    }
-    let r = r.send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    r.json().await.unwrap()
-}
-
-/// Every string in a span's attributes and its events' attributes.
-fn strings(span: &Value) -> Vec<String> {
-    fn walk(v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::String(s) => out.push(s.clone()),
-            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
-            Value::Object(m) => m.iter().for_each(|(k, x)| {
-                out.push(k.clone());
-                walk(x, out);
-            }),
-            _ => {}
-        }
-    }
-    let mut out = vec![span["name"].as_str().unwrap_or("").to_owned()];
-    walk(&span["attributes"], &mut out);
-    walk(&span["events"], &mut out);
-    out
-}
+/// The address approvers reach kubemedic at: the base of the mailed links.
+const PUBLIC_URL: &str = "https://kubemedic.example.test";
 
 /// A production bad rollout (approval required) goes from the webhook, which carries a
 /// `traceparent`, to verification: replica a ingests, investigates (the scripted model calls
 /// two tools), gates and waits for approval, and stops; replica b, started on the same
-/// database, takes the decision (an approver key), executes and verifies. Every span the two
+/// database, takes the decision (an approver key), executes and verifies. The approval offer
+/// is mailed (maildev's SMTP) before a stops: its `notify email offer` span hangs from the
+/// ingest span, names its channel and holds no SMTP password, address or signed link. The
+/// proof's server-side dry run of the rollback is a `kube` span with `kubemedic.dry_run`
+/// inside a stage, the real write one inside `stage execute`. Every span the two
 /// export is in the caller's trace and hangs, by parent ids, from the one ingest span under
 /// the caller's span; each stage, the tool calls, the Kubernetes write and the model calls
 /// (GenAI attributes with token counts) are there; no span holds the prompt or the planted secret;
@@ -261,6 +39,14 @@ fn strings(span: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_staged_incident_is_one_connected_trace_across_a_restart() {
     common::init();
+    let (Some(smtp), Some(smtp_user), Some(smtp_password), Some(mail_api)) = (
+        common::component("KUBEMEDIC_TEST_SMTP_URL", "maildev (SMTP)"),
+        common::component("KUBEMEDIC_TEST_SMTP_USERNAME", "maildev (SMTP)"),
+        common::component("KUBEMEDIC_TEST_SMTP_PASSWORD", "maildev (SMTP)"),
+        common::component("KUBEMEDIC_TEST_MAILDEV_API", "maildev (HTTP API)"),
+    ) else {
+        return;
+    };
     let Some(receiver) = Receiver::start() else {
         return;
     };
@@ -340,6 +126,19 @@ async fn a_staged_incident_is_one_connected_trace_across_a_restart() {
         "sk-trace-test-key",
         "--llm-model",
         "gpt-4o",
+        // The approval offer is mailed (maildev's SMTP), so its delivery is a span too.
+        "--smtp-url",
+        &smtp,
+        "--smtp-username",
+        &smtp_user,
+        "--smtp-password",
+        &smtp_password,
+        "--email-from",
+        "kubemedic <kubemedic@example.test>",
+        "--approvers",
+        common::incident::ALICE,
+        "--public-url",
+        PUBLIC_URL,
     ]
     .map(str::to_owned)
     .to_vec();
@@ -374,6 +173,19 @@ async fn a_staged_incident_is_one_connected_trace_across_a_restart() {
         .as_str()
         .unwrap()
         .to_owned();
+    // The offer reached the approver before a stops; its signed link must reach no span.
+    let mail = common::incident::mails_for(&mail_api, &approval, 1).await;
+    let mail_text = mail[0]["text"].as_str().unwrap().to_owned();
+    let link_token = mail_text
+        .split("?t=")
+        .nth(1)
+        .and_then(|rest| {
+            rest.split(|c: char| c.is_whitespace() || c == '>' || c == ')')
+                .next()
+        })
+        .unwrap_or_else(|| panic!("no signed link in the mail: {mail_text}"))
+        .to_owned();
+    assert!(link_token.len() >= 16, "{mail_text}");
     let log_a = a.log_text();
     a.stop();
 
@@ -500,6 +312,64 @@ async fn a_staged_incident_is_one_connected_trace_across_a_restart() {
         let s = spans.iter().find(|s| s["name"] == stage).unwrap();
         assert_eq!(s["parent_span_id"], ingest, "{stage}: {s:#}");
     }
+    // The approval offer's delivery: a `notify` span under the request's ingest span, naming
+    // its channel, delivered.
+    let offers: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["name"] == "notify email offer")
+        .collect();
+    assert_eq!(offers.len(), 1, "one mailed offer: {names:?}");
+    let offer = &offers[0]["attributes"];
+    assert_eq!(offers[0]["parent_span_id"], ingest, "{:#}", offers[0]);
+    assert_eq!(
+        offer["kubemedic.notification.channel"], "email",
+        "{offer:#}"
+    );
+    assert_eq!(offer["kubemedic.notification.kind"], "offer", "{offer:#}");
+    assert_eq!(
+        offer["kubemedic.notification.result"], "delivered",
+        "{offer:#}"
+    );
+    assert_eq!(offer["kubemedic.request_id"], id.as_str(), "{offer:#}");
+    // The proof at selection dry-runs the rollback on the API server: a `kube` span with
+    // `kubemedic.dry_run`, inside a stage; the real write is not a dry run.
+    let dry_runs: Vec<&Value> = spans
+        .iter()
+        .filter(|s| {
+            s["name"].as_str().unwrap().starts_with("kube ")
+                && s["attributes"]["kubemedic.dry_run"] == true
+        })
+        .collect();
+    assert!(!dry_runs.is_empty(), "no dry-run span in {names:?}");
+    for d in &dry_runs {
+        assert_eq!(d["attributes"]["kubemedic.k8s.kind"], "Deployment", "{d:#}");
+        assert_eq!(
+            d["attributes"]["k8s.namespace.name"],
+            k.ns.as_str(),
+            "{d:#}"
+        );
+        let mut up = ids[d["parent_span_id"].as_str().unwrap()];
+        while !up["name"].as_str().unwrap().starts_with("stage ") {
+            up = ids[up["parent_span_id"].as_str().unwrap()];
+        }
+        assert!(
+            ["stage select", "stage gate", "stage approval"]
+                .contains(&up["name"].as_str().unwrap()),
+            "a dry run is inside a stage that proves: {up:#}"
+        );
+    }
+    let real_write = spans
+        .iter()
+        .find(|s| {
+            s["name"].as_str().unwrap().starts_with("kube ")
+                && s["attributes"]["kubemedic.dry_run"] == false
+        })
+        .unwrap_or_else(|| panic!("no real write span in {names:?}"));
+    let mut up = ids[real_write["parent_span_id"].as_str().unwrap()];
+    while !up["name"].as_str().unwrap().starts_with("stage ") {
+        up = ids[up["parent_span_id"].as_str().unwrap()];
+    }
+    assert_eq!(up["name"], "stage execute", "{real_write:#}");
     let chats: Vec<&Value> = spans
         .iter()
         .filter(|s| s["attributes"]["gen_ai.operation.name"] == "chat")
@@ -542,9 +412,284 @@ async fn a_staged_incident_is_one_connected_trace_across_a_restart() {
                 WEBHOOK_TOKEN,
                 API_TOKEN,
                 "sk-trace-test-key",
+                &smtp_password,
+                &link_token,
+                common::incident::ALICE,
                 "crashes on start",
                 "CrashLoopBackOff",
             ] {
+                assert!(
+                    !text.contains(never),
+                    "`{never}` in span {}: {s:#}",
+                    s["name"]
+                );
+            }
+        }
+    }
+}
+
+/// A chat question that carries a W3C `traceparent` continues the caller's trace: the chat
+/// request span hangs under the caller's span, and the request it opens — its stages, the
+/// model calls (`chat gpt-4o`) and the tool calls — are in that trace under it. A malformed
+/// `traceparent` is ignored: the question is answered, in a trace of its own. With
+/// `--otlp-record-prompts` each model call holds its prompt and its answer as GenAI events —
+/// sanitised: the password the model read in a ConfigMap is `[REDACTED]` in the recorded tool
+/// message, and no span holds it. The request is mirrored as a `Remediation` object: the
+/// mirror's writes are `kube` spans of the same trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_chat_question_continues_the_callers_trace_and_records_sanitised_prompts() {
+    common::init();
+    let Some(receiver) = Receiver::start() else {
+        return;
+    };
+    let Some(database_url) = common::fresh_postgres().await else {
+        return;
+    };
+    let Some(k) = Kube::new("tracechat").await else {
+        return;
+    };
+    common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
+    // The request is mirrored as a Remediation object: the mirror's writes are spans too.
+    k.kubemedic_crds().await;
+    k.patch(
+        "v1",
+        "Namespace",
+        &k.ns,
+        json!({"metadata": {"labels": {"kubemedic.io/environment": "production"}}}),
+    )
+    .await;
+    k.apply(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "checkout-db"},
+        "data": {
+            "DATABASE_URL": format!("postgres://shop:{PLANTED}@db.shop:5432/shop"),
+            "settings": format!("pool=5\npassword={PLANTED}\n"),
+        }
+    }))
+    .await;
+    let target = json!({"kind": "Deployment", "name": "checkout", "namespace": k.ns});
+    let config_map = json!({"kind": "ConfigMap", "name": "checkout-db", "namespace": k.ns});
+    let model = ScriptedLlm::start(vec![
+        calls(&[
+            ("get_namespaced_resource_context", target.clone()),
+            ("kubectl_get_yaml", config_map),
+        ]),
+        calls(&[(
+            "submit_result",
+            json!({
+                "root_cause_analysis": {
+                    "summary": "The latest rollout of checkout crashes on start",
+                    "severity": "high",
+                    "contributing_factors": ["the new ReplicaSet's pods are in CrashLoopBackOff"],
+                    "remediation_target": target,
+                    "investigation_analysis": "A bad rollout."
+                },
+                "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true
+            }),
+        )]),
+        calls(&[(
+            "submit_result_with_workflow",
+            json!({"selected_workflow": {"workflow_id": "rollback-deployment-previous-revision",
+                    "confidence": 0.9, "rationale": "the previous revision ran", "parameters": {"TO_REVISION": 1}}}),
+        )]),
+    ])
+    .await;
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let args: Vec<String> = [
+        "--kubeconfig",
+        k.kubeconfig.to_str().unwrap(),
+        "--policy-dir",
+        policies.to_str().unwrap(),
+        "--approve-with-keys",
+        "--llm",
+        "openai",
+        "--llm-base-url",
+        &format!("{}/v1", model.base_url),
+        "--llm-api-key",
+        "sk-trace-test-key",
+        "--llm-model",
+        "gpt-4o",
+        "--otlp-record-prompts",
+        "--mirror-remediations",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let mut d = Daemon::start("replica-chat", &database_url, &receiver.endpoint, &args).await;
+    let ask = |question: String, traceparent: &'static str| {
+        let base = d.base.clone();
+        async move {
+            let r = reqwest::Client::new()
+                .post(format!("{base}/v1/chat/completions"))
+                .bearer_auth(API_TOKEN)
+                .header("traceparent", traceparent)
+                .json(&json!({"model": "kubemedic",
+                              "messages": [{"role": "user", "content": question}]}))
+                .send()
+                .await
+                .unwrap();
+            let status = r.status();
+            let body = r.text().await.unwrap();
+            assert_eq!(status, 200, "{body}");
+            serde_json::from_str::<Value>(&body).unwrap()
+        }
+    };
+
+    // A malformed traceparent is no error: the question is answered in a new trace.
+    const MALFORMED: &str = "00-NOT-A-TRACE-01";
+    let hello = ask("hello, what can you do?".into(), MALFORMED).await;
+    assert_eq!(hello["request_id"], Value::Null, "{hello:#}");
+
+    const CALLER_TRACE: &str = "5b8efff798038103d269b633813fc60c";
+    const CALLER_SPAN: &str = "eee19b7ec3c1b174";
+    const TRACEPARENT: &str = "00-5b8efff798038103d269b633813fc60c-eee19b7ec3c1b174-01";
+    let asked = ask(
+        format!("why is checkout crashing in {}?", k.ns),
+        TRACEPARENT,
+    )
+    .await;
+    assert_eq!(asked["choices"][0]["hitl_required"], true, "{asked:#}");
+    let id = asked["request_id"].as_str().unwrap().to_owned();
+    let request = d.api(&format!("/api/v1/requests/{id}")).await;
+    assert_eq!(request["trace_id"], CALLER_TRACE, "{request:#}");
+    // The model read the ConfigMap sanitised.
+    let prompts: String = model
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(
+        prompts.contains("checkout-db"),
+        "the model read the ConfigMap"
+    );
+    assert!(!prompts.contains(PLANTED), "a secret reached the model");
+    // The mirror wrote the request's object as it waits for approval.
+    let remediations = k.api("kubemedic.io/v1alpha1", "Remediation");
+    k.wait("the Remediation awaiting approval", 60, || {
+        let remediations = remediations.clone();
+        async move {
+            let list = remediations.list(&Default::default()).await.ok()?;
+            list.items
+                .iter()
+                .any(|o| o.data["status"]["phase"] == "AwaitingApproval")
+                .then_some(())
+        }
+    })
+    .await;
+    d.stop();
+
+    let all = receiver.spans();
+    let questions: Vec<&Value> = all
+        .iter()
+        .filter(|s| s["name"] == "chat question")
+        .collect();
+    assert_eq!(questions.len(), 2, "two questions: {all:#?}");
+    let (ours, fresh): (Vec<&Value>, Vec<&Value>) = questions
+        .into_iter()
+        .partition(|s| s["trace_id"] == CALLER_TRACE);
+    assert_eq!(
+        ours.len(),
+        1,
+        "the traced question is in the caller's trace"
+    );
+    assert_eq!(ours[0]["parent_span_id"], CALLER_SPAN, "{:#}", ours[0]);
+    assert_eq!(fresh.len(), 1);
+    assert_eq!(
+        fresh[0]["parent_span_id"], "",
+        "the malformed traceparent's question is a root: {:#}",
+        fresh[0]
+    );
+    assert_ne!(fresh[0]["status"], 2, "not an error: {:#}", fresh[0]);
+
+    let spans: Vec<&Value> = all
+        .iter()
+        .filter(|s| s["trace_id"] == CALLER_TRACE)
+        .collect();
+    let names: BTreeSet<&str> = spans.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let ids: HashMap<&str, &Value> = spans
+        .iter()
+        .map(|s| (s["span_id"].as_str().unwrap(), *s))
+        .collect();
+    let question = ours[0]["span_id"].as_str().unwrap();
+    // Every span of the trace hangs, by parent ids, from the question's span.
+    for s in &spans {
+        let mut up = *s;
+        while up["span_id"] != question {
+            let parent = up["parent_span_id"].as_str().unwrap();
+            up = ids.get(parent).copied().unwrap_or_else(|| {
+                panic!(
+                    "{} does not hang from the question: {s:#}\nall: {names:?}",
+                    s["name"]
+                )
+            });
+        }
+    }
+    for want in [
+        "stage investigate",
+        "execute_tool get_namespaced_resource_context",
+        "execute_tool kubectl_get_yaml",
+    ] {
+        assert!(names.contains(want), "no `{want}` span in {names:?}");
+    }
+    // The mirror's writes: `kube <verb> Remediation…` spans under the request's `mirror`
+    // span, not dry runs.
+    let mirrors: Vec<&str> = spans
+        .iter()
+        .filter(|s| s["name"] == "mirror Remediation")
+        .map(|s| s["span_id"].as_str().unwrap())
+        .collect();
+    assert!(!mirrors.is_empty(), "no mirror span in {names:?}");
+    let mirror_writes: Vec<&&Value> = spans
+        .iter()
+        .filter(|s| mirrors.contains(&s["parent_span_id"].as_str().unwrap()))
+        .collect();
+    for want in ["kube create Remediation", "kube patch Remediation/status"] {
+        let w = mirror_writes
+            .iter()
+            .find(|s| s["name"] == want)
+            .unwrap_or_else(|| panic!("no `{want}` under a mirror span: {names:?}"));
+        assert_eq!(w["attributes"]["kubemedic.dry_run"], false, "{w:#}");
+        assert_eq!(
+            w["attributes"]["k8s.namespace.name"],
+            k.ns.as_str(),
+            "{w:#}"
+        );
+        assert_ne!(w["status"], 2, "{w:#}");
+    }
+    let chats: Vec<&&Value> = spans
+        .iter()
+        .filter(|s| s["attributes"]["gen_ai.operation.name"] == "chat")
+        .collect();
+    assert_eq!(chats.len(), 3, "three model calls: {names:?}");
+    // The prompts, recorded and sanitised.
+    let mut tool_messages = Vec::new();
+    for c in &chats {
+        assert_eq!(c["name"], "chat gpt-4o", "{c:#}");
+        let events = c["events"].as_array().unwrap();
+        let event_names: BTreeSet<&str> =
+            events.iter().map(|e| e["name"].as_str().unwrap()).collect();
+        assert!(event_names.contains("gen_ai.system.message"), "{c:#}");
+        assert!(event_names.contains("gen_ai.user.message"), "{c:#}");
+        assert!(event_names.contains("gen_ai.choice"), "{c:#}");
+        for e in events {
+            if e["name"] == "gen_ai.tool.message" {
+                tool_messages.push(e["attributes"]["content"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    let read = tool_messages
+        .iter()
+        .find(|m| m.contains("checkout-db"))
+        .unwrap_or_else(|| panic!("the ConfigMap read is not recorded: {tool_messages:#?}"));
+    assert!(read.contains("[REDACTED]"), "{read}");
+    assert!(
+        spans
+            .iter()
+            .any(|s| strings(s).iter().any(|t| t.contains("crashes on start"))),
+        "the answer is recorded"
+    );
+    for s in &all {
+        for text in strings(s) {
+            for never in [PLANTED, API_TOKEN, "sk-trace-test-key"] {
                 assert!(
                     !text.contains(never),
                     "`{never}` in span {}: {s:#}",

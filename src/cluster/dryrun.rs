@@ -2,6 +2,9 @@
 //! whatever the caller asked, and what the server answered is kept beside what the object was
 //! before, so the change can be shown to the person asked to approve it.
 //!
+//! Each call is a `kube <verb> <Kind>` span with `kubemedic.dry_run` set, in the trace of the
+//! request whose proof made it.
+//!
 //! Invariant: nothing sent through a [`DryRunWriter`] changes the cluster — the flag is forced
 //! here, not trusted from the caller.
 
@@ -10,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 
+use super::traced::{traced, write_span};
 use super::{ClusterReader, ClusterWriter, PatchType, ResourceInfo, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,10 +85,12 @@ impl ClusterWriter for DryRunWriter {
         _dry_run: bool,
     ) -> Result<Value> {
         let before = self.before(res, namespace, name).await;
-        let after = self
-            .writer
-            .patch(res, namespace, name, patch_type, patch, true)
-            .await?;
+        let after = traced(
+            write_span("patch", &res.kind, namespace, Some(name), true),
+            self.writer
+                .patch(res, namespace, name, patch_type, patch, true),
+        )
+        .await?;
         self.push(DryRunWrite {
             op: DryRunOp::Patch,
             kind: res.kind.clone(),
@@ -105,7 +111,11 @@ impl ClusterWriter for DryRunWriter {
         _dry_run: bool,
     ) -> Result<Value> {
         let before = self.before(res, namespace, name).await;
-        let after = self.writer.replace(res, namespace, name, obj, true).await?;
+        let after = traced(
+            write_span("update", &res.kind, namespace, Some(name), true),
+            self.writer.replace(res, namespace, name, obj, true),
+        )
+        .await?;
         self.push(DryRunWrite {
             op: DryRunOp::Replace,
             kind: res.kind.clone(),
@@ -124,7 +134,11 @@ impl ClusterWriter for DryRunWriter {
         obj: &Value,
         _dry_run: bool,
     ) -> Result<Value> {
-        let after = self.writer.create(res, namespace, obj, true).await?;
+        let after = traced(
+            write_span("create", &res.kind, namespace, None, true),
+            self.writer.create(res, namespace, obj, true),
+        )
+        .await?;
         self.push(DryRunWrite {
             op: DryRunOp::Create,
             kind: res.kind.clone(),
@@ -144,7 +158,11 @@ impl ClusterWriter for DryRunWriter {
         _dry_run: bool,
     ) -> Result<()> {
         let before = self.before(res, namespace, name).await;
-        self.writer.delete(res, namespace, name, true).await?;
+        traced(
+            write_span("delete", &res.kind, namespace, Some(name), true),
+            self.writer.delete(res, namespace, name, true),
+        )
+        .await?;
         self.push(DryRunWrite {
             op: DryRunOp::Delete,
             kind: res.kind.clone(),
@@ -157,7 +175,11 @@ impl ClusterWriter for DryRunWriter {
     }
 
     async fn evict(&self, namespace: &str, pod: &str, _dry_run: bool) -> Result<()> {
-        self.writer.evict(namespace, pod, true).await?;
+        traced(
+            write_span("evict", "Pod", Some(namespace), Some(pod), true),
+            self.writer.evict(namespace, pod, true),
+        )
+        .await?;
         self.push(DryRunWrite {
             op: DryRunOp::Evict,
             kind: "Pod".into(),

@@ -23,6 +23,7 @@ pub mod selector;
 pub mod simulate;
 pub mod snapshot;
 pub mod tools;
+pub mod traced;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
+use crate::cluster::traced::{traced, write_span};
 use crate::cluster::{ClusterWriter, PatchType, ResourceInfo, Result};
 use crate::domain::REMEDIATION_ANNOTATION;
 
@@ -153,40 +154,6 @@ impl ClusterWriter for StampingWriter {
         )
         .await
     }
-}
-
-/// The span of one write to the Kubernetes API (`kube <verb> <Kind>`): the object's kind,
-/// namespace and name, whether it was a dry run, and whether the API server took it.
-fn write_span(
-    verb: &'static str,
-    kind: &str,
-    namespace: Option<&str>,
-    name: Option<&str>,
-    dry_run: bool,
-) -> tracing::Span {
-    tracing::info_span!(
-        target: crate::telemetry::TRACE_TARGET,
-        "kube_write",
-        otel.name = %format_args!("kube {verb} {kind}"),
-        otel.kind = "client",
-        k8s.verb = verb,
-        kubemedic.k8s.kind = kind,
-        k8s.namespace.name = namespace,
-        kubemedic.k8s.name = name,
-        kubemedic.dry_run = dry_run,
-        error.type = tracing::field::Empty,
-        otel.status_code = tracing::field::Empty,
-    )
-}
-
-async fn traced<T>(span: tracing::Span, write: impl Future<Output = Result<T>>) -> Result<T> {
-    use tracing::Instrument as _;
-    let done = write.instrument(span.clone()).await;
-    if let Err(e) = &done {
-        span.record("error.type", tracing::field::debug(&e.kind));
-        span.record("otel.status_code", "ERROR");
-    }
-    done
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use serde_json::{Map, Value, json};
-use tracing::{debug, info, warn};
+use tracing::{Instrument as _, debug, info, warn};
 
 use super::gather;
 use super::plan;
@@ -409,18 +409,25 @@ impl LlmInvestigator {
         let timeout = self.settings.tool_timeout;
         let futures = plans.iter().map(|plan| async move {
             match plan {
-                Plan::Refuse(call, text) => Ran {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    args: Value::Null,
-                    text: text.clone(),
-                    whole: None,
-                    ok: false,
-                    truncated: false,
-                    unreachable: None,
-                    withdrawn: None,
-                    duration_ms: None,
-                },
+                Plan::Refuse(call, text) => {
+                    if call.name.starts_with(mcp_client::PREFIX) {
+                        // A refused remote call is a span too: nothing was sent.
+                        let span = mcp_client::call_span(&call.name);
+                        mcp_client::end_call_span(&span, 0, Some("refused"));
+                    }
+                    Ran {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        args: Value::Null,
+                        text: text.clone(),
+                        whole: None,
+                        ok: false,
+                        truncated: false,
+                        unreachable: None,
+                        withdrawn: None,
+                        duration_ms: None,
+                    }
+                }
                 Plan::Remote(call, server, tool, args) => {
                     self.run_remote(call, server, tool, args, timeout).await
                 }
@@ -530,13 +537,30 @@ impl LlmInvestigator {
     ) -> Ran {
         let started = std::time::Instant::now();
         let arguments = args.as_object().cloned().unwrap_or_default();
-        let result = match &self.remote {
-            Some(r) => r.call(server, tool, arguments, timeout).await,
-            None => Err(mcp_client::CallError::Unavailable {
-                server: server.to_owned(),
-                message: "no MCP server is configured".into(),
-            }),
-        };
+        let span = mcp_client::call_span(&call.name);
+        let result = async {
+            match &self.remote {
+                Some(r) => r.call(server, tool, arguments, timeout).await,
+                None => Err(mcp_client::CallError::Unavailable {
+                    server: server.to_owned(),
+                    message: "no MCP server is configured".into(),
+                }),
+            }
+        }
+        .instrument(span.clone())
+        .await;
+        match &result {
+            Ok(a) if a.is_error => {
+                mcp_client::end_call_span(&span, a.text.len(), Some("tool_error"))
+            }
+            Ok(a) => mcp_client::end_call_span(&span, a.text.len(), None),
+            Err(mcp_client::CallError::Timeout { .. }) => {
+                mcp_client::end_call_span(&span, 0, Some("timeout"))
+            }
+            Err(mcp_client::CallError::Unavailable { .. }) => {
+                mcp_client::end_call_span(&span, 0, Some("unavailable"))
+            }
+        }
         let duration_ms = u64::try_from(started.elapsed().as_millis()).ok();
         let max = self.tool_limits.max_output_chars;
         let (r, withdrawn) = match result {

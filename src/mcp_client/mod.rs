@@ -131,6 +131,58 @@ pub fn namespaced(server: &str, tool: &str) -> String {
     format!("{PREFIX}{server}{SEPARATOR}{tool}")
 }
 
+/// The span of one call of a remote tool as the model named it (`execute_tool
+/// mcp__SERVER__TOOL`), with the GenAI tool attributes and the server's name. A name that is
+/// not a well-formed tool name of a well-formed server (the model's text, refused) is
+/// `unknown`: attributes hold names, never free text. Not yet entered; the caller records
+/// the outcome with [`end_call_span`].
+pub fn call_span(name: &str) -> tracing::Span {
+    let (server, tool) = match split(name) {
+        Some((server, tool))
+            if check_server_name(server).is_ok() && check_tool_name(server, tool).is_ok() =>
+        {
+            (server, tool)
+        }
+        _ => ("unknown", "unknown"),
+    };
+    let full = if server == "unknown" {
+        "unknown".to_owned()
+    } else {
+        namespaced(server, tool)
+    };
+    tracing::info_span!(
+        target: crate::telemetry::TRACE_TARGET,
+        "execute_tool",
+        otel.name = %format_args!("execute_tool {full}"),
+        otel.kind = "client",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %full,
+        gen_ai.tool.type = "extension",
+        mcp.method.name = "tools/call",
+        kubemedic.mcp.server = server,
+        kubemedic.mcp.tool = tool,
+        kubemedic.tool.ok = tracing::field::Empty,
+        kubemedic.tool.output_chars = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
+}
+
+/// Record a remote call's outcome on its [`call_span`]: `error` is `None` when the server
+/// answered without an error, else a short type (`refused`, `unavailable`, `timeout`,
+/// `tool_error`).
+pub fn end_call_span(span: &tracing::Span, output_chars: usize, error: Option<&'static str>) {
+    span.record("kubemedic.tool.ok", error.is_none());
+    span.record(
+        "kubemedic.tool.output_chars",
+        i64::try_from(output_chars).unwrap_or(i64::MAX),
+    );
+    if let Some(e) = error {
+        span.record("error.type", e);
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
 /// `mcp__SERVER__TOOL` → `(SERVER, TOOL)`; `None` for any other name.
 pub fn split(name: &str) -> Option<(&str, &str)> {
     let rest = name.strip_prefix(PREFIX)?;

@@ -15,12 +15,14 @@ use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::json;
+use tracing::Instrument as _;
 
 use super::object::{
     GROUP, KIND, MANAGED_BY, PHASE_LABEL, PLURAL, PhaseEvent, REQUEST_ID_LABEL, Remediation,
     VERSION,
 };
 use super::{MirrorError, Mirrored, RemediationObjects, Result, Written};
+use crate::cluster::traced::{write_failed, write_span};
 use crate::domain::Phase;
 
 /// Who writes the objects, in their managed fields and Events.
@@ -57,6 +59,22 @@ impl KubeRemediations {
             ..Default::default()
         }
     }
+}
+
+/// Run one write to the API server inside its `kube <verb> <Kind>` span (the error's HTTP
+/// status code, when it has one, is the span's error type).
+async fn traced<T>(
+    span: tracing::Span,
+    write: impl Future<Output = std::result::Result<T, kube::Error>>,
+) -> std::result::Result<T, kube::Error> {
+    let done = write.instrument(span.clone()).await;
+    if let Err(e) = &done {
+        match code_of(e) {
+            Some(code) => write_failed(&span, &code),
+            None => write_failed(&span, &"transport"),
+        }
+    }
+    done
 }
 
 /// The status as the API server keeps it: a merge patch's `null`s remove fields.
@@ -126,7 +144,8 @@ impl RemediationObjects for KubeRemediations {
                         dry_run: false,
                         field_manager: Some(MANAGER.to_owned()),
                     };
-                    match api.create(&post, &fresh).await {
+                    let span = write_span("create", KIND, Some(&o.namespace), Some(&o.name), false);
+                    match traced(span, api.create(&post, &fresh)).await {
                         Ok(c) => (c, true),
                         // Another replica made it first.
                         Err(e) if code_of(&e) == Some(409) => continue,
@@ -171,9 +190,12 @@ impl RemediationObjects for KubeRemediations {
                 let patch = json!({
                     "metadata": { "resourceVersion": version, "labels": o.labels },
                 });
-                match api
-                    .patch(&o.name, &Self::params(), &Patch::Merge(&patch))
-                    .await
+                let span = write_span("patch", KIND, Some(&o.namespace), Some(&o.name), false);
+                match traced(
+                    span,
+                    api.patch(&o.name, &Self::params(), &Patch::Merge(&patch)),
+                )
+                .await
                 {
                     Ok(after) => version = after.metadata.resource_version,
                     Err(e) if code_of(&e) == Some(409) => continue,
@@ -185,9 +207,18 @@ impl RemediationObjects for KubeRemediations {
                     "metadata": { "resourceVersion": version },
                     "status": status,
                 });
-                match api
-                    .patch_status(&o.name, &Self::params(), &Patch::Merge(&patch))
-                    .await
+                let span = write_span(
+                    "patch",
+                    "Remediation/status",
+                    Some(&o.namespace),
+                    Some(&o.name),
+                    false,
+                );
+                match traced(
+                    span,
+                    api.patch_status(&o.name, &Self::params(), &Patch::Merge(&patch)),
+                )
+                .await
                 {
                     Ok(_) => {}
                     Err(e) if code_of(&e) == Some(409) => continue,
@@ -233,11 +264,9 @@ impl RemediationObjects for KubeRemediations {
     }
 
     async fn delete(&self, namespace: &str, name: &str) -> Result<()> {
-        match self
-            .api(namespace)
-            .delete(name, &DeleteParams::default())
-            .await
-        {
+        let span = write_span("delete", KIND, Some(namespace), Some(name), false);
+        let api = self.api(namespace);
+        match traced(span, api.delete(name, &DeleteParams::default())).await {
             Ok(_) => Ok(()),
             Err(e) if code_of(&e) == Some(404) => Ok(()),
             Err(e) => Err(classify(e, namespace)),
@@ -264,8 +293,8 @@ impl RemediationObjects for KubeRemediations {
             action: "Transition".to_owned(),
             secondary: None,
         };
-        self.recorder
-            .publish(&event, &reference)
+        let span = write_span("create", "Event", Some(&about.namespace), None, false);
+        traced(span, self.recorder.publish(&event, &reference))
             .await
             .map_err(|e| classify(e, &about.namespace))
     }

@@ -32,7 +32,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{Instrument as _, debug, info, warn};
 use uuid::Uuid;
 
 pub use self::kube::KubeRemediations;
@@ -380,6 +380,20 @@ impl Mirror {
             // Finished long ago: its object is the sweep's to delete, not to bring back.
             return Ok(());
         }
+        // The writes are spans of the request's trace, under a span of their own.
+        let span = tracing::info_span!(
+            target: crate::telemetry::TRACE_TARGET,
+            "mirror",
+            otel.name = "mirror Remediation",
+            kubemedic.request_id = %id,
+            kubemedic.phase = request.phase.as_str(),
+        );
+        crate::telemetry::continue_trace(&span, &request.trace);
+        self.mirror_request(request).instrument(span).await
+    }
+
+    async fn mirror_request(&self, request: crate::domain::RemediationRequest) -> Result<()> {
+        let id = request.id;
         let trail = self.store.audit_trail(id).await?;
         let dashboard = self.settings.dashboard.as_deref();
         let namespace = object::namespace_for(&request, &self.own_namespace);
