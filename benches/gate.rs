@@ -47,6 +47,8 @@ use tracing::Instrument as _;
 const DECISION: &str = "data.kubemedic.approval.decision";
 
 fn main() -> anyhow::Result<()> {
+    // As the daemon does: the trace exporter's HTTP client needs the process's crypto provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let policy_dir = std::env::var("GATE_BENCH_POLICY_DIR")
         .map(PathBuf::from)
