@@ -16,6 +16,19 @@
 //! - regorus new engine per call — parse + prepare + evaluate each time: what compile-once avoids.
 //! - OPA prepared query — `eval_document` of the bindings (a cached prepared query in the Go
 //!   library), timed inside the Python process; includes JSON encoding and the ctypes call.
+//! - `stage gate` span + `RegoGate::decide` — the gate's own path makes no span; the span of a
+//!   gate step is made around it by the pipeline (`telemetry::stage_span`, instrumenting the
+//!   stage's future, `kubemedic.next_phase` recorded after), and this row does exactly that,
+//!   with no subscriber installed (measured last, after every other row).
+//!
+//! `GATE_BENCH_TRACES` adds one more row, measured after a global subscriber is installed the
+//! way the daemon installs it (so nothing is measured after it but that row):
+//! - `off` — `telemetry::init_logging` (JSON log, filter `info`): the daemon with traces off.
+//! - `on` — `telemetry::Traces::init` with an OTLP endpoint: the log plus the OpenTelemetry
+//!   layer and its batch exporter, sending to a real OTLP/HTTP receiver
+//!   (`tests/otlp/receiver.py --count`, run by `KUBEMEDIC_OTLP_PYTHON`). After the row the
+//!   exporter is shut down (flushed) and the spans the receiver got are set against the spans
+//!   made; the batch processor's drops, if any, are in its warning on stderr.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 use std::path::{Path, PathBuf};
@@ -23,12 +36,19 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kubemedic::domain::{
+    NewSignal, Phase, RemediationRequest, SignalMode, SignalSource, SignalStatus,
+};
 use kubemedic::policy::{GateInput, RegoGate};
+use kubemedic::telemetry::{self, LogFormat, TraceSettings, Traces};
 use serde_json::{Value, json};
+use tracing::Instrument as _;
 
 const DECISION: &str = "data.kubemedic.approval.decision";
 
 fn main() -> anyhow::Result<()> {
+    // As the daemon does: the trace exporter's HTTP client needs the process's crypto provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let policy_dir = std::env::var("GATE_BENCH_POLICY_DIR")
         .map(PathBuf::from)
@@ -187,6 +207,77 @@ fn main() -> anyhow::Result<()> {
         Err(e) => println!("OPA: not measured: {e}\n"),
     }
 
+    // The `stage gate` span around the decision, as the pipeline makes it: first with no
+    // subscriber, then (GATE_BENCH_TRACES) with the daemon's.
+    let traces_mode = std::env::var("GATE_BENCH_TRACES").unwrap_or_default();
+    let request = gate_request();
+    rows.push((
+        "`stage gate` span + `RegoGate::decide`, no subscriber".into(),
+        span_and_decide(&runtime, &gate, &request, &inputs, passes)?,
+    ));
+    match traces_mode.trim() {
+        "" => {}
+        "off" => {
+            telemetry::init_logging(LogFormat::Json, "info");
+            rows.push((
+                "`stage gate` span + `RegoGate::decide`, the daemon's subscriber, traces off"
+                    .into(),
+                span_and_decide(&runtime, &gate, &request, &inputs, passes)?,
+            ));
+        }
+        "on" => {
+            let python = std::env::var_os("KUBEMEDIC_OTLP_PYTHON").ok_or_else(|| {
+                anyhow::anyhow!(
+                    "GATE_BENCH_TRACES=on needs KUBEMEDIC_OTLP_PYTHON: a Python with the \
+                     opentelemetry-proto package (scripts/bench-gate sets it)"
+                )
+            })?;
+            let counts =
+                std::env::temp_dir().join(format!("gate-bench-spans-{}.json", std::process::id()));
+            let mut receiver = Receiver::start(&root, Path::new(&python), &counts)?;
+            let settings = TraceSettings {
+                endpoint: url::Url::parse(&format!(
+                    "http://127.0.0.1:{}/v1/traces",
+                    receiver.port
+                ))?,
+                service_name: "kubemedic-gate-bench".into(),
+                record_prompts: false,
+            };
+            let traces = runtime
+                .block_on(async { Traces::init(LogFormat::Json, "info", Some(&settings)) })?;
+            anyhow::ensure!(
+                telemetry::tracing_enabled(),
+                "the trace exporter was not installed"
+            );
+            let stats = span_and_decide(&runtime, &gate, &request, &inputs, passes)?;
+            runtime.block_on(traces.shutdown());
+            std::thread::sleep(Duration::from_millis(300));
+            let made = inputs.len() * (passes + 1);
+            let got: Value = std::fs::read_to_string(&counts)
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
+            println!(
+                "traces on: {} spans made ({} warm-up + {} timed), the receiver got {} `stage gate` \
+                 spans in {} exports ({} spans in all); its CPU {:.1} s",
+                made,
+                inputs.len(),
+                stats.n,
+                got["by_name"]["stage gate"].as_u64().unwrap_or(0),
+                got["exports"].as_u64().unwrap_or(0),
+                got["spans"].as_u64().unwrap_or(0),
+                receiver.cpu_seconds(),
+            );
+            receiver.stop();
+            let _ = std::fs::remove_file(&counts);
+            rows.push((
+                "`stage gate` span + `RegoGate::decide`, traces ON (OTel layer, batch export over OTLP/HTTP)".into(),
+                stats,
+            ));
+        }
+        other => anyhow::bail!("GATE_BENCH_TRACES={other}: expected off or on"),
+    }
+
     println!("| path | p50 µs | p99 µs | mean µs | samples |");
     println!("|---|---:|---:|---:|---:|");
     for (name, s) in &rows {
@@ -203,6 +294,140 @@ fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// A request in the gate phase, with a trace context as every request has.
+fn gate_request() -> RemediationRequest {
+    let now = chrono::Utc::now();
+    let signal = NewSignal {
+        fingerprint: "gate-bench".into(),
+        starts_at: now,
+        ends_at: None,
+        status: SignalStatus::Firing,
+        name: "KubePodCrashLooping".into(),
+        severity: None,
+        mode: SignalMode::Reactive,
+        source: SignalSource::Alertmanager,
+        labels: Default::default(),
+        annotations: Default::default(),
+        generator_url: None,
+        receiver: None,
+        group_key: None,
+        external_url: None,
+        target: None,
+        target_fingerprint: "gate-bench".into(),
+        target_aliases: vec![],
+        requested: None,
+        trace: None,
+    };
+    RemediationRequest::for_signal(&signal, Phase::Gating, now)
+}
+
+/// `RegoGate::decide` inside the `stage gate` span, as `pipeline` runs a stage: the span made
+/// by `telemetry::stage_span`, the future instrumented with it, the next phase recorded, the
+/// span dropped (ended). On a runtime worker, timed per call like the first row.
+fn span_and_decide(
+    runtime: &tokio::runtime::Runtime,
+    gate: &Arc<RegoGate>,
+    request: &RemediationRequest,
+    inputs: &[GateInput],
+    passes: usize,
+) -> anyhow::Result<Stats> {
+    let gate = gate.clone();
+    let request = request.clone();
+    let inputs = inputs.to_vec();
+    let stats = runtime.block_on(async move {
+        tokio::spawn(async move {
+            let mut samples = Vec::with_capacity(inputs.len() * passes);
+            for i in &inputs {
+                std::hint::black_box(traced_decide(&gate, &request, i).await);
+            }
+            for _ in 0..passes {
+                for i in &inputs {
+                    let t = Instant::now();
+                    let d = traced_decide(&gate, &request, i).await;
+                    samples.push(t.elapsed());
+                    std::hint::black_box(d);
+                }
+            }
+            Stats::of(samples)
+        })
+        .await
+    })?;
+    Ok(stats)
+}
+
+/// One gate step's decision under its span, as `pipeline` runs it; whether approval is required.
+async fn traced_decide(gate: &RegoGate, request: &RemediationRequest, input: &GateInput) -> bool {
+    let span = telemetry::stage_span(request);
+    let d = gate.decide(input).instrument(span.clone()).await;
+    let next = if d.require_approval {
+        Phase::AwaitingApproval
+    } else {
+        Phase::Executing
+    };
+    span.record("kubemedic.next_phase", next.as_str());
+    drop(span);
+    d.require_approval
+}
+
+/// `tests/otlp/receiver.py --count`: a real OTLP/HTTP receiver counting the spans it gets.
+struct Receiver {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Receiver {
+    fn start(root: &Path, python: &Path, counts: &Path) -> anyhow::Result<Self> {
+        use std::io::BufRead as _;
+        let mut child = Command::new(python)
+            .arg(root.join("tests/otlp/receiver.py"))
+            .arg("--count")
+            .arg(counts)
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("the receiver has no stdout"))?;
+        let mut line = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        match line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+        {
+            Some(port) => Ok(Self { child, port }),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                anyhow::bail!("the OTLP receiver did not start: {line:?}")
+            }
+        }
+    }
+
+    /// utime + stime so far.
+    fn cpu_seconds(&self) -> f64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let f: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(11) + ticks(12)) / 100.0
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
 fn env_or(name: &str, default: usize) -> usize {

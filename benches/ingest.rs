@@ -40,7 +40,20 @@
 //! `BENCH_RATE_SECONDS` (10), `BENCH_RAW_SECONDS` (10), `BENCH_RAW_BATCH` (100),
 //! `BENCH_SETTLE_SECONDS` (5), `BENCH_DRAIN_SECONDS` (180: how long to wait for the worker to
 //! finish the backlog of the headline run before reading the idle RSS), `BENCH_KEEP` (keep the
-//! data dirs and daemon logs).
+//! data dirs and daemon logs), `BENCH_OTLP` (`1`: traces on, see below), `BENCH_KUBEMEDIC` (the
+//! daemon to run instead of the `kubemedic` built with this bench: another side of an A/B).
+//!
+//! Traces (`BENCH_OTLP=1`): every daemon is started with `--otlp-endpoint` pointing at its own
+//! real OTLP/HTTP receiver, `tests/otlp/receiver.py --count` (run by the Python in
+//! `KUBEMEDIC_OTLP_PYTHON`, which has the `opentelemetry-proto` package; `scripts/bench-ingest`
+//! provides it), which decodes every export and counts its spans by name. When the daemon has
+//! stopped (its shutdown flushes the exporter), the bench sets the spans received against what
+//! the daemon says it did (`kubemedic_ingest_duration_seconds_count`: committed webhook calls,
+//! one `ingest` span each; `kubemedic_stage_duration_seconds_count`: stage runs, one `stage`
+//! span each) and reports the spans the SDK's batch processor says it dropped (its
+//! `dropped_span_count` warning at shutdown), and the receiver's CPU — counted apart from
+//! "other processes" — so that a receiver that fell behind is seen, not mistaken for the
+//! daemon's cost.
 //!
 //! Besides client-side figures it records, per phase, the CPU used by the daemon, by this load
 //! generator and by the Postgres server processes (from /proc, % of one core; the machine has
@@ -61,7 +74,19 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::types::Json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubemedic");
+/// The daemon: the release `kubemedic` built with this bench, or `BENCH_KUBEMEDIC` (another
+/// build kept for an A/B, run by the same bench executable).
+fn bin() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var_os("BENCH_KUBEMEDIC")
+            .filter(|v| !v.is_empty())
+            .map_or_else(
+                || PathBuf::from(env!("CARGO_BIN_EXE_kubemedic")),
+                PathBuf::from,
+            )
+    })
+}
 const WEBHOOK_TOKEN: &str = "bench-webhook-token";
 const API_TOKEN: &str = "bench-api-token";
 const ALERTNAME: &str = "KubePodCrashLooping";
@@ -93,6 +118,8 @@ struct Config {
     settle: u64,
     drain: u64,
     dir: PathBuf,
+    /// The Python that runs the OTLP receiver, when traces are on (`BENCH_OTLP=1`).
+    otlp: Option<PathBuf>,
 }
 
 fn main() {
@@ -111,6 +138,20 @@ fn main() {
         dir: std::env::var_os("BENCH_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(std::env::temp_dir),
+        otlp: match std::env::var("BENCH_OTLP").as_deref().map(str::trim) {
+            Ok("1") => Some(
+                std::env::var_os("KUBEMEDIC_OTLP_PYTHON")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "BENCH_OTLP=1 needs KUBEMEDIC_OTLP_PYTHON: a Python with the \
+                             opentelemetry-proto package (scripts/bench-ingest sets it)"
+                        )
+                    }),
+            ),
+            Ok("" | "0") | Err(_) => None,
+            Ok(other) => panic!("BENCH_OTLP={other}: expected 1 (traces on) or 0 (off)"),
+        },
     };
     let backends: Vec<String> = std::env::var("BENCH_BACKENDS")
         .unwrap_or_else(|_| "sqlite,postgres".into())
@@ -152,6 +193,9 @@ struct Report {
     /// worker's burst drain with nothing else running.
     drain_n: Option<Drain>,
     daemon_problems: Vec<String>,
+    /// Per daemon (phase), with traces on: the spans its receiver got against the daemon's own
+    /// counts.
+    traces: Vec<(String, TraceTally)>,
 }
 
 async fn run(cfg: Config, backends: Vec<String>) -> Res<()> {
@@ -161,7 +205,7 @@ async fn run(cfg: Config, backends: Vec<String>) -> Res<()> {
     ));
     std::fs::create_dir_all(&run_dir)?;
     println!("kubemedic ingest benchmark");
-    println!("  binary      {BIN}");
+    println!("  binary      {}", bin().display());
     println!("  work dir    {}", run_dir.display());
     println!(
         "  closed loop {} connections, {} s (+{} s warm-up); {} alerts/body for the batch run",
@@ -178,6 +222,13 @@ async fn run(cfg: Config, backends: Vec<String>) -> Res<()> {
     println!(
         "  daemon      serve --max-wait-seconds 0, KUBEMEDIC_LOG_LEVEL=info (default), JSON logs to a file"
     );
+    match &cfg.otlp {
+        Some(python) => println!(
+            "  traces      ON: --otlp-endpoint to a tests/otlp/receiver.py --count per daemon ({})",
+            python.display()
+        ),
+        None => println!("  traces      off (no --otlp-endpoint; BENCH_OTLP=1 turns them on)"),
+    }
     println!();
 
     let mut reports = Vec::new();
@@ -271,7 +322,7 @@ async fn bench_backend(cfg: &Config, run_dir: &Path, backend: Backend) -> Res<Re
     // 1. Throughput, one alert per body.
     {
         let fresh = backend.fresh(run_dir, "tput1").await?;
-        let daemon = Daemon::start(&backend, &fresh).await?;
+        let daemon = Daemon::start(&backend, &fresh, cfg.otlp.as_deref()).await?;
         let idle = daemon.rss()?;
         report
             .rss
@@ -302,15 +353,15 @@ async fn bench_backend(cfg: &Config, run_dir: &Path, backend: Backend) -> Res<Re
         ));
         report.drain = Some(drain);
         report.throughput_1 = Some(r);
-        report
-            .daemon_problems
-            .extend(daemon.stop("throughput, 1 alert/body")?);
+        daemon
+            .finish("throughput, 1 alert/body", &mut report)
+            .await?;
     }
 
     // 1b. Throughput, several alerts per body.
     if cfg.alerts_per_body > 1 {
         let fresh = backend.fresh(run_dir, "tputn").await?;
-        let daemon = Daemon::start(&backend, &fresh).await?;
+        let daemon = Daemon::start(&backend, &fresh, cfg.otlp.as_deref()).await?;
         let client = http_client(cfg.connections);
         if cfg.warmup > 0 {
             closed_loop(
@@ -346,15 +397,15 @@ async fn bench_backend(cfg: &Config, run_dir: &Path, backend: Backend) -> Res<Re
             cfg.alerts_per_body
         );
         report.drain_n = Some(drain);
-        report
-            .daemon_problems
-            .extend(daemon.stop("throughput, N alerts/body")?);
+        daemon
+            .finish("throughput, N alerts/body", &mut report)
+            .await?;
     }
 
     // 2. Latency at a fixed open-loop rate.
     {
         let fresh = backend.fresh(run_dir, "lat").await?;
-        let daemon = Daemon::start(&backend, &fresh).await?;
+        let daemon = Daemon::start(&backend, &fresh, cfg.otlp.as_deref()).await?;
         report.rss.push((
             "idle after start-up (open-loop daemon)".into(),
             daemon.rss()?,
@@ -372,9 +423,7 @@ async fn bench_backend(cfg: &Config, run_dir: &Path, backend: Backend) -> Res<Re
             format!("backlog {backlog}"),
         ));
         report.latency = Some(r);
-        report
-            .daemon_problems
-            .extend(daemon.stop("open-loop latency")?);
+        daemon.finish("open-loop latency", &mut report).await?;
     }
 
     // 3. Raw insert ceiling.
@@ -438,6 +487,8 @@ struct Daemon {
     base: String,
     log: PathBuf,
     client: reqwest::Client,
+    /// Its trace receiver, when traces are on.
+    receiver: Option<Receiver>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -469,10 +520,14 @@ fn free_port() -> Res<u16> {
 }
 
 impl Daemon {
-    async fn start(backend: &Backend, fresh: &Fresh) -> Res<Self> {
+    async fn start(backend: &Backend, fresh: &Fresh, otlp: Option<&Path>) -> Res<Self> {
         let port = free_port()?;
         let log = fresh.data_dir.join("daemon.log");
-        let mut cmd = Command::new(BIN);
+        let receiver = match otlp {
+            Some(python) => Some(Receiver::start(python, fresh.data_dir.join("spans.json"))?),
+            None => None,
+        };
+        let mut cmd = Command::new(bin());
         // Nothing from the caller's KUBEMEDIC_* environment leaks into the daemon.
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("KUBEMEDIC_") {
@@ -495,6 +550,9 @@ impl Daemon {
         if let Backend::Postgres { .. } = backend {
             cmd.env("KUBEMEDIC_DATABASE_URL", &fresh.url);
         }
+        if let Some(r) = &receiver {
+            cmd.args(["--otlp-endpoint", &format!("http://127.0.0.1:{}", r.port)]);
+        }
         let child = cmd.spawn()?;
         let pid = child.id();
         let mut daemon = Daemon {
@@ -503,6 +561,7 @@ impl Daemon {
             base: format!("http://127.0.0.1:{port}"),
             log,
             client: reqwest::Client::new(),
+            receiver,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -609,6 +668,29 @@ impl Daemon {
         }
     }
 
+    /// Stop the daemon and add what it logged (and, with traces on, what its receiver got) to
+    /// `report`.
+    async fn finish(mut self, phase: &str, report: &mut Report) -> Res<()> {
+        let receiver = self.receiver.take();
+        // The daemon's own counts, read last (the load is over; a few stage runs may still
+        // happen before SIGTERM, and their spans are then received but not expected).
+        let metrics = match &receiver {
+            Some(_) => match self.client.get(self.url("/metrics")).send().await {
+                Ok(r) => r.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            },
+            None => String::new(),
+        };
+        let log = self.log.clone();
+        report.daemon_problems.extend(self.stop(phase)?);
+        if let Some(receiver) = receiver {
+            let tally = receiver.tally(&metrics, &log);
+            println!("[{phase}] traces: {tally}");
+            report.traces.push((phase.to_owned(), tally));
+        }
+        Ok(())
+    }
+
     /// SIGTERM, wait for a clean exit; returns the warnings and errors the daemon logged.
     fn stop(mut self, phase: &str) -> Res<Vec<String>> {
         let _ = Command::new("kill")
@@ -683,8 +765,159 @@ impl Drop for Daemon {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The trace receiver (BENCH_OTLP=1).
+
+/// The receiver's pid while one runs, so that [`CpuSnap`] counts it apart from other work.
+static RECEIVER_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// `tests/otlp/receiver.py --count`: a real OTLP/HTTP receiver (protobuf, the OpenTelemetry
+/// project's own definitions) that counts the spans of every export by name.
+struct Receiver {
+    child: Child,
+    port: u16,
+    counts: PathBuf,
+}
+
+/// What a receiver got, beside what the daemon says it did.
+struct TraceTally {
+    exports: u64,
+    spans: u64,
+    bytes: u64,
+    ingest_spans: u64,
+    stage_spans: u64,
+    /// Committed webhook calls (`kubemedic_ingest_duration_seconds_count`).
+    ingest_expected: Option<u64>,
+    /// Stage runs (`kubemedic_stage_duration_seconds_count`, all stages).
+    stage_expected: Option<u64>,
+    /// What the SDK's batch processor said it dropped (0 when it said nothing).
+    dropped: u64,
+    receiver_cpu_s: f64,
+}
+
+impl std::fmt::Display for TraceTally {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = |v: Option<u64>| v.map_or("?".into(), |v| v.to_string());
+        write!(
+            f,
+            "{} spans in {} exports ({:.1} MiB); `ingest` {} (daemon committed {} webhook calls), \
+             `stage` {} (daemon ran {} stages); dropped by the batch processor: {}; receiver \
+             CPU {:.1} s",
+            self.spans,
+            self.exports,
+            self.bytes as f64 / 1048576.0,
+            self.ingest_spans,
+            n(self.ingest_expected),
+            self.stage_spans,
+            n(self.stage_expected),
+            self.dropped,
+            self.receiver_cpu_s
+        )
+    }
+}
+
+impl Receiver {
+    fn start(python: &Path, counts: PathBuf) -> Res<Self> {
+        use std::io::BufRead as _;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/receiver.py");
+        let mut child = Command::new(python)
+            .arg(&script)
+            .arg("--count")
+            .arg(&counts)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot run {} {}: {e}", python.display(), script.display()))?;
+        let mut line = String::new();
+        let stdout = child.stdout.take().ok_or("the receiver has no stdout")?;
+        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok());
+        let Some(port) = port else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the OTLP receiver did not start: {line:?}").into());
+        };
+        RECEIVER_PID.store(child.id(), Ordering::Relaxed);
+        Ok(Self {
+            child,
+            port,
+            counts,
+        })
+    }
+
+    /// Its counts, set against the daemon's `metrics` (scraped before it stopped) and the
+    /// batch processor's drop report in the daemon's `log`.
+    fn tally(self, metrics: &str, log: &Path) -> TraceTally {
+        // The daemon has exited, its last export answered; let the receiver write its file.
+        std::thread::sleep(Duration::from_millis(300));
+        let counts: serde_json::Value = std::fs::read_to_string(&self.counts)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        let num = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+        let by_prefix = |prefix: &str| -> u64 {
+            counts["by_name"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(k, _)| k.starts_with(prefix))
+                        .map(|(_, v)| num(v))
+                        .sum()
+                })
+                .unwrap_or(0)
+        };
+        let metric_sum = |name: &str| -> Option<u64> {
+            let mut found = None;
+            for line in metrics.lines() {
+                if let Some(rest) = line.strip_prefix(name)
+                    && (rest.starts_with(' ') || rest.starts_with('{'))
+                    && let Some(v) = rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok())
+                {
+                    *found.get_or_insert(0) += v as u64;
+                }
+            }
+            found
+        };
+        let dropped = std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| {
+                v.get("dropped_span_count")
+                    .or_else(|| v.get("fields").and_then(|f| f.get("dropped_span_count")))
+                    .and_then(|d| d.as_u64().or_else(|| d.as_str()?.parse().ok()))
+            })
+            .sum();
+        let receiver_cpu_s = proc_ticks(&format!("/proc/{}/stat", self.child.id()))
+            .map_or(0.0, |(_, t)| t as f64 / clock_ticks());
+        TraceTally {
+            exports: num(&counts["exports"]),
+            spans: num(&counts["spans"]),
+            bytes: num(&counts["bytes"]),
+            ingest_spans: by_prefix("ingest"),
+            stage_spans: by_prefix("stage "),
+            ingest_expected: metric_sum("kubemedic_ingest_duration_seconds_count"),
+            stage_expected: metric_sum("kubemedic_stage_duration_seconds_count"),
+            dropped,
+            receiver_cpu_s,
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        RECEIVER_PID.store(0, Ordering::Relaxed);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 fn migrate(fresh: &Fresh) -> Res<()> {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .arg("migrate")
         .arg("--data-dir")
         .arg(&fresh.data_dir)
@@ -1423,6 +1656,8 @@ struct CpuSnap {
     daemon: u64,
     me: u64,
     postgres: u64,
+    /// The trace receiver (BENCH_OTLP=1), 0 without one.
+    receiver: u64,
     /// Busy ticks of the whole machine (all CPUs), from /proc/stat.
     machine: u64,
     /// The daemon's threads by name (tokio-runtime-w, sqlx-sqlite-wor…), summed.
@@ -1434,6 +1669,7 @@ struct CpuShare {
     daemon: f64,
     me: f64,
     postgres: f64,
+    receiver: f64,
     /// Everything else running on the machine meanwhile (other users' builds and tests).
     other: f64,
     daemon_threads: Vec<(String, f64)>,
@@ -1447,6 +1683,9 @@ impl std::fmt::Display for CpuShare {
              (100% = one core)",
             self.daemon, self.me, self.postgres, self.other
         )?;
+        if self.receiver > 0.0 {
+            write!(f, ", OTLP receiver {:.0}%", self.receiver)?;
+        }
         let busy: Vec<String> = self
             .daemon_threads
             .iter()
@@ -1513,6 +1752,10 @@ impl CpuSnap {
                 .map_or(0, |(_, t)| t),
             me: proc_ticks("/proc/self/stat").map_or(0, |(_, t)| t),
             postgres,
+            receiver: match RECEIVER_PID.load(Ordering::Relaxed) {
+                0 => 0,
+                pid => proc_ticks(&format!("/proc/{pid}/stat")).map_or(0, |(_, t)| t),
+            },
         }
     }
 
@@ -1531,12 +1774,20 @@ impl CpuSnap {
         let daemon = pct(self.daemon, before.daemon);
         let me = pct(self.me, before.me);
         let postgres = pct(self.postgres, before.postgres);
-        let other = (pct(self.machine, before.machine) - daemon - me - postgres).max(0.0);
+        // A receiver started after `before` (a new daemon's) counts from zero.
+        let receiver = if self.receiver >= before.receiver {
+            pct(self.receiver, before.receiver)
+        } else {
+            pct(self.receiver, 0)
+        };
+        let other =
+            (pct(self.machine, before.machine) - daemon - me - postgres - receiver).max(0.0);
         CpuShare {
             daemon_threads,
             daemon,
             me,
             postgres,
+            receiver,
             other,
         }
     }
@@ -1904,6 +2155,19 @@ fn print_summary(cfg: &Config, reports: &[Report]) {
     }
     if let Some(f) = fsync {
         let _ = writeln!(out, "\nfsync probe (8 KiB pwrite + fdatasync): {f:.0}/s");
+    }
+    if reports.iter().any(|r| !r.traces.is_empty()) {
+        let _ = writeln!(
+            out,
+            "\ntraces ON (BENCH_OTLP=1): spans received per daemon against the daemon's own counts:"
+        );
+        for r in reports {
+            for (phase, t) in &r.traces {
+                let _ = writeln!(out, "  {} [{phase}]: {t}", r.backend);
+            }
+        }
+    } else {
+        let _ = writeln!(out, "\ntraces off");
     }
     let _ = writeln!(out, "\ndaemon warnings/errors and exit status:");
     let mut any = false;

@@ -7,10 +7,18 @@ trace_id, span_id, parent_span_id (hex; "" for a root), name, kind, status, attr
 events (name and attributes) and the resource's attributes. Anything else is a 404 or 400.
 
     python receiver.py OUTPUT_FILE   prints `listening on PORT` once it accepts connections
+
+With `--count` (benches/ingest.rs, benches/gate.rs) it keeps no spans, only counts them: after
+every export OUTPUT_FILE is replaced by one JSON object, {"exports": N, "spans": N, "bytes": N,
+"by_name": {span name: N}} — cheap enough that the receiver is never what a benchmark measures.
+
+    python receiver.py --count OUTPUT_FILE
 """
 
 import json
+import os
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf.message import DecodeError
@@ -19,7 +27,28 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-OUT = sys.argv[1]
+COUNT = sys.argv[1] == "--count"
+OUT = sys.argv[-1]
+TOTALS = {"exports": 0, "spans": 0, "bytes": 0, "by_name": {}}
+TOTALS_LOCK = threading.Lock()
+
+
+def count(request, size):
+    """Add one export to the totals and rewrite OUT with them (atomically: a reader never sees
+    half a file)."""
+    with TOTALS_LOCK:
+        TOTALS["exports"] += 1
+        TOTALS["bytes"] += size
+        by_name = TOTALS["by_name"]
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    TOTALS["spans"] += 1
+                    by_name[span.name] = by_name.get(span.name, 0) + 1
+        tmp = OUT + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(TOTALS, f)
+        os.replace(tmp, OUT)
 
 
 def value_of(v):
@@ -55,6 +84,10 @@ class Handler(BaseHTTPRequestHandler):
         except DecodeError as e:
             self.send_error(400, f"not an ExportTraceServiceRequest: {e}")
             return
+        if COUNT:
+            count(request, len(body))
+            self.answer()
+            return
         lines = []
         for rs in request.resource_spans:
             resource = attributes(rs.resource.attributes)
@@ -82,6 +115,9 @@ class Handler(BaseHTTPRequestHandler):
         with open(OUT, "a", encoding="utf-8") as f:
             for line in lines:
                 f.write(line + "\n")
+        self.answer()
+
+    def answer(self):
         answer = ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
