@@ -12,10 +12,8 @@ use serde_json::Value;
 /// Incidents the current investigator gets right (see docs/unseen-incidents.md).
 const MIN_RIGHT: usize = 36;
 /// Incidents where it currently does harm (a forbidden action, a live problem closed, or an
-/// auto-approved action where none is right). 1 since the third blind set was added, not by a
-/// regression: `node-readiness-flapping` (a flapping node closed as resolved because it is
-/// Ready at the moment). Lower it back to 0 when that is fixed.
-const MAX_HARMFUL: usize = 1;
+/// auto-approved action where none is right).
+const MAX_HARMFUL: usize = 0;
 
 macro_rules! names {
     ($($test:ident => $name:literal),* $(,)?) => {

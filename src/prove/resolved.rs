@@ -259,6 +259,69 @@ pub(super) fn metrics_of(expr: &str) -> Vec<String> {
     out
 }
 
+/// Whether a PromQL expression fires on changes of a series over a window (`changes(…) > 2`,
+/// `resets(…) >= 1`): a flapping condition, which a state read now may catch in its good
+/// phase. A guard that asks for no change (`changes(…) == 0`: stuck) is not one.
+fn counts_changes(expr: &str) -> bool {
+    let c: Vec<char> = expr.chars().collect();
+    let word_at = |i: usize, w: &str| -> bool {
+        let w: Vec<char> = w.chars().collect();
+        c.len() >= i + w.len()
+            && c[i..i + w.len()] == w[..]
+            && (i == 0 || !(c[i - 1].is_ascii_alphanumeric() || c[i - 1] == '_' || c[i - 1] == ':'))
+    };
+    let skip_ws = |mut i: usize| {
+        while i < c.len() && c[i].is_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    // The index after the parenthesised group opening at `i`.
+    let close = |i: usize| {
+        let mut depth = 0;
+        for (j, ch) in c.iter().enumerate().skip(i) {
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return j + 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        c.len()
+    };
+    (0..c.len()).any(|i| {
+        let Some(f) = ["changes", "resets"].into_iter().find(|f| word_at(i, f)) else {
+            return false;
+        };
+        let open = skip_ws(i + f.len());
+        if c.get(open) != Some(&'(') {
+            return false;
+        }
+        // Past the call, the aggregations around it and their groupings, to the comparison.
+        let mut j = close(open);
+        loop {
+            j = skip_ws(j);
+            if c.get(j) == Some(&')') {
+                j += 1;
+            } else if let Some(g) = ["by", "without"].into_iter().find(|g| word_at(j, g)) {
+                let open = skip_ws(j + g.len());
+                j = if c.get(open) == Some(&'(') {
+                    close(open)
+                } else {
+                    open
+                };
+            } else {
+                break;
+            }
+        }
+        c.get(j) == Some(&'>') || (c.get(j) == Some(&'!') && c.get(j + 1) == Some(&'='))
+    })
+}
+
 /// Alert names whose condition is an object's state (kube-prometheus-stack's kubernetes-apps
 /// and node readiness rules, and the usual custom spellings of the same).
 fn about_object_state(name: &str) -> bool {
@@ -301,6 +364,12 @@ fn condition_observable(signal: &crate::domain::SignalContext) -> (bool, String)
         .as_deref()
         .and_then(crate::monitoring::prometheus::expression);
     match expr {
+        Some(e) if counts_changes(&e) => (
+            false,
+            format!(
+                "its expression `{e}` counts changes over a window: the objects' state now cannot show that they stopped changing"
+            ),
+        ),
         Some(e) => {
             let metrics = metrics_of(&e);
             let foreign: Vec<&String> =
@@ -329,6 +398,13 @@ fn condition_observable(signal: &crate::domain::SignalContext) -> (bool, String)
                 )
             }
         }
+        None if signal.name.contains("Flapping") => (
+            false,
+            format!(
+                "{} is about a condition that comes and goes: the objects' state now cannot show it stopped",
+                signal.name
+            ),
+        ),
         None if about_object_state(&signal.name) => {
             (true, format!("{} is about an object's state", signal.name))
         }
@@ -467,6 +543,27 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expression_that_counts_changes_is_told_apart_from_one_that_reads_state() {
+        assert!(counts_changes(
+            "sum(changes(kube_node_status_condition{status=\"true\",condition=\"Ready\"}[15m])) by (cluster, node) > 2"
+        ));
+        assert!(counts_changes(
+            "resets (kube_pod_container_status_restarts_total[1h]) > 0"
+        ));
+        assert!(!counts_changes(
+            "kube_deployment_spec_replicas > kube_deployment_status_replicas_available"
+        ));
+        // A label value or a metric name that contains the word is no call.
+        assert!(!counts_changes(
+            "kube_config_changes_total{reason=\"changes\"} > 0"
+        ));
+        // A guard that asks for no change: stuck, not flapping.
+        assert!(!counts_changes(
+            "(kube_deployment_spec_replicas > kube_deployment_status_replicas_available) and (changes(kube_deployment_status_replicas_updated[10m]) == 0)"
+        ));
+    }
 
     #[test]
     fn metric_names_are_read_from_promql_without_labels_functions_or_groupings() {

@@ -1089,6 +1089,21 @@ pub(super) async fn delete_pod(
             None => format!("pod {pod_name} has no controller: deleting it loses it"),
         }],
     ));
+    // A pod that has ended (Failed, Succeeded) is no longer one of its controller's replicas:
+    // it was replaced already, and deleting it only removes its record.
+    if matches!(pod.phase.as_str(), "Failed" | "Succeeded") {
+        out.push(fails(
+            "delete.pod-still-running",
+            "The pod is still one of its controller's replicas (not ended)",
+            vec![format!(
+                "pod {pod_name} has ended ({}{}): its controller replaced it already",
+                pod.phase,
+                str_at(&pod.raw, &["status", "reason"])
+                    .map(|r| format!(", {r}"))
+                    .unwrap_or_default()
+            )],
+        ));
+    }
     let siblings: Vec<&PodView> = pods
         .iter()
         .filter(|p| p.name != pod_name && !p.deleting)
@@ -1193,8 +1208,66 @@ pub(super) async fn delete_pod(
     ));
     out.push(failure_not_the_nodes(scene, pod, &siblings).await?);
     out.push(failure_not_in_the_template(pod, &siblings));
+    out.push(config_unchanged_since_siblings(scene, pod, &siblings).await?);
     out.push(super::node::delete_not_at_fault(scene, pod).await?);
     Ok(out)
+}
+
+/// A replacement reads the ConfigMaps its template names as they are now. When one of them
+/// changed after the ready siblings started and before the failing pod did, the siblings run
+/// the old configuration and the pod the new one: the replacement fails like the pod.
+async fn config_unchanged_since_siblings(
+    scene: &Scene,
+    pod: &PodView,
+    siblings: &[&PodView],
+) -> Read<Obligation> {
+    let id = "delete.config-unchanged-since-siblings";
+    let statement = "No configuration its replacement reads changed between its ready siblings' start and its own";
+    let started = |p: &PodView| time(&p.raw, &["status", "startTime"]).or(p.created);
+    let oldest_ready = siblings
+        .iter()
+        .filter(|p| p.ready)
+        .filter_map(|p| started(p))
+        .min();
+    let (Some(since), Some(mine)) = (oldest_ready, started(pod)) else {
+        return Ok(holds(
+            id,
+            statement,
+            vec!["no ready sibling started before it to compare with".into()],
+        ));
+    };
+    let mut changed = Vec::new();
+    let mut read = Vec::new();
+    for name in super::configmaps(&pod.raw) {
+        let cm = match scene.get("ConfigMap", scene.ns(), &name).await {
+            Ok(cm) => cm,
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => continue,
+        };
+        match last_written(&cm) {
+            Some(t) if t > since && t <= mine => changed.push(format!(
+                "ConfigMap {name} changed at {}, after its ready siblings started ({}) and before pod {} did ({}): its replacement reads it as it is now",
+                hhmm(t),
+                hhmm(since),
+                pod.name,
+                hhmm(mine)
+            )),
+            _ => read.push(name),
+        }
+    }
+    Ok(if changed.is_empty() {
+        holds(
+            id,
+            statement,
+            vec![if read.is_empty() {
+                "its template reads no ConfigMap".to_owned()
+            } else {
+                format!("unchanged since its siblings started: {}", read.join(", "))
+            }],
+        )
+    } else {
+        fails(id, statement, changed)
+    })
 }
 
 /// Waiting reasons that come with what the pod is made from (its image, its configuration):
