@@ -1120,6 +1120,50 @@ async fn an_unreachable_cluster_is_logged_once_not_per_failed_call() {
     );
 }
 
+/// A daemon whose ServiceAccount may read the cluster but not list kubemedic's custom resources
+/// (a chart installed without the config role, or CRDs missing) says so once, for all the
+/// kinds, while its watches retry; kube-rs's own warning for each refused retry is not logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_kubemedic_may_not_list_are_reported_once_not_per_retry() {
+    use common::kube::{Kube, chart_rules};
+    let Some(k) = Kube::new("crd-refused").await else {
+        return;
+    };
+    k.kubemedic_crds().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = k
+        .service_account("kubemedic", chart_rules(&["reader"]), dir.path())
+        .await;
+    let data = dir.path().join("data");
+    let server = Server::start(
+        &data,
+        free_port(),
+        None,
+        &["--kubeconfig", kubeconfig.to_str().unwrap()],
+    );
+    assert_eq!(ureq_get(&format!("{}/readyz", server.base)).unwrap(), 200);
+    // Long enough for several retries of each of the four watches (back-off from 0.8 s).
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let lines = server.log_lines();
+    let loud: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains(r#""level":"ERROR""#) || l.contains(r#""level":"WARN""#))
+        .collect();
+    let refused: Vec<&&String> = loud
+        .iter()
+        .filter(|l| l.contains("cannot watch kubemedic's custom resources"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{loud:#?}");
+    assert!(
+        refused[0].contains("forbidden"),
+        "the warning names the refusal: {}",
+        refused[0]
+    );
+    assert_eq!(loud.len(), 1, "{loud:#?}");
+    drop(server);
+    k.drop_role(&format!("kubemedic-{}", k.ns)).await;
+}
+
 fn kubemedic(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN)
         .args(args)

@@ -42,9 +42,10 @@ pub enum LogFormat {
 }
 
 /// kube-rs logs every failed HTTP call at ERROR — hundreds of lines a second while the API
-/// server is down. [`OutageLog`] says it once instead; a filter that names `kube_client`
-/// brings them back.
-const QUIET: &str = "kube_client::client::builder=off";
+/// server is down — and its watcher logs every refused (403) list or watch at WARN on each
+/// retry. [`OutageLog`] and the custom-resource watch say each once instead; a filter that
+/// names `kube_client` or `kube_runtime` brings them back.
+const QUIET: &str = "kube_client::client::builder=off,kube_runtime::watcher=error";
 
 /// Install the global subscriber without traces. Safe to call more than once (later calls are
 /// ignored).
@@ -56,7 +57,7 @@ pub fn init_logging(format: LogFormat, filter: &str) {
 /// and the trace-only spans ([`TRACE_TARGET`]) never, so a log line inside one still carries
 /// the request's span fields.
 fn log_filter(filter: &str) -> EnvFilter {
-    let filter = if filter.contains("kube_client") {
+    let filter = if filter.contains("kube_client") || filter.contains("kube_runtime") {
         filter.to_owned()
     } else {
         format!("{filter},{QUIET}")
