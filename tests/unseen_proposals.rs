@@ -497,5 +497,16 @@ async fn a_confident_problem_resolved_claim_never_closes_a_live_incident() {
         "live incidents closed on the model's word:\n{}",
         closed.join("\n")
     );
-    println!("healed incidents the claim did not close (a human looks): {kept_open_when_healed:?}");
+    // The other way round, a ratchet: a right claim on a healed incident should close it. The
+    // one kept open is a forecast (a volume predicted to fill) whose measurement only
+    // Prometheus shows.
+    assert!(
+        kept_open_when_healed.len() <= MAX_HEALED_KEPT_OPEN,
+        "healed incidents the right claim did not close (a human looks):\n{}",
+        kept_open_when_healed.join("\n")
+    );
 }
+
+/// Healed incidents (expected NoActionRequired) where the model's right "resolved" claim is
+/// not proven: a ratchet, lowered as the proof learns to show more healed states.
+const MAX_HEALED_KEPT_OPEN: usize = 1;

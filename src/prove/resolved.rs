@@ -418,6 +418,39 @@ fn condition_observable(signal: &crate::domain::SignalContext) -> (bool, String)
     }
 }
 
+/// Whether `p`, a pod of a `target_kind`, has ended and its controller made (or makes) another
+/// in its place: a ReplicaSet's, StatefulSet's or DaemonSet's pod in phase Failed or
+/// Succeeded. A Job's ended pods are its result, and a bare pod has nobody to replace it.
+fn replaced_pod(target_kind: &str, p: &PodView) -> bool {
+    let replacing = p.controller.as_ref().is_some_and(|(kind, _)| {
+        matches!(kind.as_str(), "ReplicaSet" | "StatefulSet" | "DaemonSet")
+    });
+    replacing
+        && matches!(p.phase.as_str(), "Failed" | "Succeeded")
+        && !matches!(target_kind, "Pod" | "Job" | "CronJob")
+}
+
+/// How an ended pod ended: its phase, and the kubelet's reason and message when it gave them.
+fn ended_how(p: &PodView) -> String {
+    let reason = str_at(&p.raw, &["status", "reason"]);
+    let message = str_at(&p.raw, &["status", "message"]);
+    match (reason, message) {
+        (Some(r), Some(m)) => format!("{}, {r}: {}", p.phase, text_head(m)),
+        (Some(r), None) => format!("{}, {r}", p.phase),
+        _ => p.phase.clone(),
+    }
+}
+
+/// The first sentence of a kubelet message, at most 120 characters.
+fn text_head(m: &str) -> String {
+    let first = m.split(". ").next().unwrap_or(m).trim_end_matches('.');
+    let mut s: String = first.chars().take(120).collect();
+    if first.chars().count() > 120 {
+        s.push('…');
+    }
+    s
+}
+
 pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
     let (observable, how) = condition_observable(&scene.signal);
@@ -449,6 +482,25 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     // the problem gone may have named another object as the target.
     let mut met = Vec::new();
     let mut unmet = Vec::new();
+    let target_state = desired_state(&o);
+    let pods = match scene.target.kind.as_str() {
+        "PersistentVolumeClaim" | "HorizontalPodAutoscaler" | "Service" | "Node" => vec![],
+        _ => scene.target_pods().await?,
+    };
+    let events = match scene.target.namespace {
+        Some(_) => scene.events(None).await?,
+        None => scene.node_events(&scene.target.name).await?,
+    };
+    // Ended and replaced, and settled: pods ending again and again (each replacement evicted
+    // in turn) are the problem itself. An Event lives an hour by default, so one still listed
+    // about the pod is recent.
+    let quiet_since = scene.now - Duration::minutes(60);
+    let replaced = |p: &PodView| {
+        replaced_pod(&scene.target.kind, p)
+            && !events.iter().any(|e| {
+                e.kind == "Pod" && e.name == p.name && e.last.is_none_or(|t| t >= quiet_since)
+            })
+    };
     for t in crate::domain::targets_from_labels(&scene.signal.labels) {
         if t == scene.target {
             continue;
@@ -459,6 +511,32 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
             // A pod replaced since, an object deleted: nothing left to show the condition.
             Err(_) => continue,
         };
+        // A pod of the target's that ended (evicted, shut down with its node) and that its
+        // controller replaced: the object stays until the pod garbage collector's threshold,
+        // and alerts that count pods by phase keep firing on it. What it was for is the
+        // target's replicas, whose desired state is checked above.
+        if t.kind == "Pod"
+            && let Some(p) = pods.iter().find(|p| p.name == t.name && replaced(p))
+        {
+            let line = format!(
+                "{t}: ended ({}) and replaced by its controller {}; {}",
+                ended_how(p),
+                p.controller
+                    .as_ref()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .unwrap_or_default(),
+                match &target_state {
+                    Some((_, how)) => format!("{}: {how}", scene.target),
+                    None => format!("nothing shows {} met", scene.target),
+                }
+            );
+            if target_state.as_ref().is_some_and(|(ok, _)| *ok) {
+                met.push(line);
+            } else {
+                unmet.push(line);
+            }
+            continue;
+        }
         if let Some((ok, how)) = desired_state(&named) {
             let line = format!("{t}: {how}");
             if ok { met.push(line) } else { unmet.push(line) }
@@ -472,14 +550,11 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
             if unmet.is_empty() { met } else { unmet },
         ));
     }
-    let pods = match scene.target.kind.as_str() {
-        "PersistentVolumeClaim" | "HorizontalPodAutoscaler" | "Service" | "Node" => vec![],
-        _ => scene.target_pods().await?,
-    };
     let since = scene
         .signal
         .starts_at
         .min(scene.now - Duration::minutes(10));
+    let (ended, pods): (Vec<&PodView>, Vec<&PodView>) = pods.iter().partition(|p| replaced(p));
     let bad: Vec<String> = pods
         .iter()
         .filter_map(|p| {
@@ -505,16 +580,20 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         "Every pod of the target runs and is ready, with no exit since the alert began",
         bad.is_empty(),
         if bad.is_empty() {
-            vec![format!("{} pod(s), all ready", pods.len())]
+            let mut lines = vec![format!("{} pod(s), all ready", pods.len())];
+            lines.extend(ended.iter().map(|p| {
+                format!(
+                    "pod {} ended ({}) and was replaced: not one of the replicas",
+                    p.name,
+                    ended_how(p)
+                )
+            }));
+            lines
         } else {
             bad.into_iter().take(3).collect()
         },
     ));
     // Failures recorded since the alert began, about the target, its ReplicaSets or its pods.
-    let events = match scene.target.namespace {
-        Some(_) => scene.events(None).await?,
-        None => scene.node_events(&scene.target.name).await?,
-    };
     let name = scene.target.name.as_str();
     let ours = |e: &EventView| {
         e.name == name

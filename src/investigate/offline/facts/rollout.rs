@@ -213,7 +213,11 @@ pub(super) fn lone_failure(pods: &[PodFacts]) -> Option<LoneFailure> {
     let [p] = failing.as_slice() else {
         return None;
     };
-    if p.phase.as_deref() == Some("Pending") || p.deleting_for.is_some() || p.controller.is_none() {
+    // A pod that ended (evicted, say) was replaced already: there is nothing left to replace.
+    if matches!(p.phase.as_deref(), Some("Pending" | "Failed" | "Succeeded"))
+        || p.deleting_for.is_some()
+        || p.controller.is_none()
+    {
         return None;
     }
     let siblings: Vec<&PodFacts> = pods

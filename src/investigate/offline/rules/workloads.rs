@@ -156,6 +156,18 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
+/// How long ago the last pod of a workload must have ended for it to count as settled: an
+/// Event lives an hour by default, so one still listed is recent.
+const ENDED_QUIET: Duration = Duration::minutes(60);
+
+/// Whether `p` ended (phase Failed or Succeeded) and a workload controller replaces it: not
+/// a Job's (its ended pods are its result) nor a bare pod.
+pub(super) fn replaced(f: &Facts, p: &PodFacts) -> bool {
+    matches!(p.phase.as_deref(), Some("Failed" | "Succeeded"))
+        && p.controller.is_some()
+        && !matches!(f.kind(), "Pod" | "Job" | "CronJob")
+}
+
 /// Healthy again: nothing to do.
 pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     let recent = |age: Option<Duration>| age.is_some_and(|a| a < Duration::minutes(10));
@@ -164,17 +176,31 @@ pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
         .pods
         .iter()
         .any(|p| p.warnings.iter().any(|w| recent(w.age)));
+    // Pods that ended (evicted, shut down with their node) and that their controller replaced
+    // are no replicas: their objects stay until the pod garbage collector's threshold, and
+    // alerts that count pods by phase keep firing on them.
+    let (ended, live): (Vec<&PodFacts>, Vec<&PodFacts>) =
+        f.pods.iter().partition(|p| replaced(f, p));
+    // Pods ending again and again (each replacement evicted in turn) are the problem itself:
+    // only endings older than the events' lifetime, with nothing recorded since, are settled.
+    let ended_lately = ended.iter().any(|p| {
+        p.warnings
+            .iter()
+            .any(|w| w.age.is_none_or(|a| a < ENDED_QUIET))
+    });
+    if ended_lately {
+        return None;
+    }
     // Fewer pods than the workload wants is not healthy, however well the ones there run: pods
     // a quota or an admission webhook refused never show up as failing pods.
     let short = f
         .workload
         .as_ref()
         .and_then(|w| w.replicas)
-        .is_some_and(|want| (f.pods.len() as i64) < want);
-    if f.pods.is_empty()
+        .is_some_and(|want| (live.len() as i64) < want);
+    if live.is_empty()
         || short
-        || f.first_failing().is_some()
-        || !f.pods.iter().all(|p| p.healthy)
+        || live.iter().any(|p| p.failing || !p.healthy)
         || recently_failed
         || recent_warnings
     {
@@ -185,9 +211,22 @@ pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
         format!(
             "{} is healthy again: all {} pods running and ready, no failures in the last 10 minutes",
             f.target_text(),
-            f.pods.len()
+            live.len()
         ),
     );
+    // (No contributing factors: a resolved claim with factors is a real problem to a human.)
+    if !ended.is_empty() {
+        let names: Vec<String> = ended
+            .iter()
+            .map(|p| format!("{} ({})", p.name, p.status))
+            .collect();
+        d.summary = format!(
+            "{} is healthy: all {} pods running and ready, no failures in the last 10 minutes. Pod(s) {} ended, with no event about them in the last hour, and were replaced by the controller; their objects stay until the pod garbage collector removes them, and an alert that counts pods by phase fires on them until then (deleting the object ends that alert)",
+            f.target_text(),
+            live.len(),
+            listed(&names)
+        );
+    }
     d.outcome = InvestigationOutcome::ProblemResolved;
     d.confidence = 0.85;
     d.severity = "low";
