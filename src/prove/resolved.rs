@@ -61,9 +61,17 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
             };
             let generation = n(&["metadata", "generation"]);
             let observed = i64_at(o, &["status", "observedGeneration"]).unwrap_or(generation);
+            let paused = obj::at(o, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
             (
                 available == want && updated == want && observed >= generation,
-                format!("{available} of {want} replicas available, {updated} updated"),
+                format!(
+                    "{available} of {want} replicas available, {updated} updated{}",
+                    if paused && updated < want {
+                        "; the rollout is paused (spec.paused)"
+                    } else {
+                        ""
+                    }
+                ),
             )
         }
         "StatefulSet" => {
@@ -71,9 +79,25 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
             let ready = n(&["status", "readyReplicas"]);
             let same = str_at(o, &["status", "currentRevision"])
                 == str_at(o, &["status", "updateRevision"]);
+            let held = if same {
+                String::new()
+            } else if str_at(o, &["spec", "updateStrategy", "type"]) == Some("OnDelete") {
+                "; the update is not rolled out: its updateStrategy is OnDelete (pods move only when deleted)".to_owned()
+            } else {
+                match i64_at(o, &["spec", "updateStrategy", "rollingUpdate", "partition"]) {
+                    Some(p) if p > 0 => format!(
+                        "; the update is not rolled out: {} of {want} on the update revision, the rollingUpdate partition {p} holds the others",
+                        n(&["status", "updatedReplicas"])
+                    ),
+                    _ => format!(
+                        "; the update is not rolled out: {} of {want} on the update revision",
+                        n(&["status", "updatedReplicas"])
+                    ),
+                }
+            };
             (
                 ready == want && same,
-                format!("{ready} of {want} replicas ready"),
+                format!("{ready} of {want} replicas ready{held}"),
             )
         }
         "DaemonSet" => {
@@ -622,6 +646,23 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statefulset_update_held_by_its_partition_is_not_met_and_says_why() {
+        let o = serde_json::json!({
+            "kind": "StatefulSet", "metadata": {"name": "solr"},
+            "spec": {"replicas": 3, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}},
+            "status": {"readyReplicas": 3, "updatedReplicas": 1, "currentRevision": "solr-a", "updateRevision": "solr-b"}
+        });
+        let (met, how) = desired_state(&o).unwrap();
+        assert!(!met);
+        assert!(how.contains("partition 2"), "{how}");
+        let mut on_delete = o.clone();
+        on_delete["spec"]["updateStrategy"] = serde_json::json!({"type": "OnDelete"});
+        let (met, how) = desired_state(&on_delete).unwrap();
+        assert!(!met);
+        assert!(how.contains("OnDelete"), "{how}");
+    }
 
     #[test]
     fn an_expression_that_counts_changes_is_told_apart_from_one_that_reads_state() {

@@ -251,6 +251,10 @@ pub(super) struct WorkloadState {
     pub update_revision: Option<String>,
     /// `spec.replicas` in the last configuration `kubectl apply` recorded, if any.
     pub declared_replicas: Option<i64>,
+    /// A StatefulSet's `spec.updateStrategy.rollingUpdate.partition`.
+    pub partition: Option<i64>,
+    /// A Deployment's `spec.paused`.
+    pub paused: bool,
 }
 
 impl WorkloadState {
@@ -270,6 +274,11 @@ impl WorkloadState {
             current_revision: str_at(raw, &["status", "currentRevision"]).map(str::to_owned),
             update_revision: str_at(raw, &["status", "updateRevision"]).map(str::to_owned),
             declared_replicas,
+            partition: obj::i64_at(
+                raw,
+                &["spec", "updateStrategy", "rollingUpdate", "partition"],
+            ),
+            paused: obj::at(raw, &["spec", "paused"]).and_then(Value::as_bool) == Some(true),
         }
     }
 }

@@ -39,8 +39,8 @@ use scheduling::{
     pending_insufficient_resources, pending_scheduling_constraints, pending_untolerated_taint,
 };
 use workloads::{
-    hpa_maxed_out, pdb_blocks_eviction, problem_resolved, rollout_regression, scaled_to_zero,
-    service_unreachable,
+    hpa_maxed_out, pdb_blocks_eviction, problem_resolved, rollout_held, rollout_regression,
+    scaled_to_zero, service_unreachable,
 };
 
 /// A rule's conclusion, before it becomes the RCA schema.
@@ -153,6 +153,13 @@ pub(super) const RULES: &[Rule] = &[
         name: "cpu-throttling",
         playbooks: &[],
         diagnose: cpu_throttling,
+    },
+    // A rollout the spec holds (a partition, OnDelete, paused) with every pod healthy: a
+    // release step someone chose. No playbook.
+    Rule {
+        name: "rollout-held",
+        playbooks: &[],
+        diagnose: rollout_held,
     },
     // Healthy again. No playbook.
     Rule {

@@ -160,6 +160,63 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
 /// Event lives an hour by default, so one still listed is recent.
 const ENDED_QUIET: Duration = Duration::minutes(60);
 
+/// A rollout the workload's own spec holds while every pod runs: a StatefulSet update stopped
+/// at its partition (a canary nobody promoted) or left to `OnDelete`, a paused Deployment.
+/// That is a release step someone chose; rolling back would undo it and deleting pods does
+/// not move them past a partition. A person promotes, resumes or abandons it.
+pub(super) fn rollout_held(f: &Facts) -> Option<Diagnosis> {
+    let w = f.workload.as_ref()?;
+    if f.pods.is_empty() || f.pods.iter().any(|p| p.failing || !p.healthy) {
+        return None;
+    }
+    let held = match w.kind.as_str() {
+        "StatefulSet" => {
+            let (current, update) = (w.current_revision.as_ref()?, w.update_revision.as_ref()?);
+            if current == update {
+                return None;
+            }
+            let updated = f
+                .pods
+                .iter()
+                .filter(|p| p.revision.as_ref() == Some(update))
+                .count();
+            let on_update = format!(
+                "{updated} of {} pods run the update revision {update}, the others {current}",
+                f.pods.len()
+            );
+            match (w.strategy.as_deref(), w.partition) {
+                (Some("OnDelete"), _) => format!(
+                    "its updateStrategy is OnDelete: a pod takes the update revision only when someone deletes it ({on_update})"
+                ),
+                (_, Some(p)) if p > 0 => format!(
+                    "its rollingUpdate partition {p} holds the pods with ordinals below {p} on the current revision ({on_update})"
+                ),
+                _ => return None,
+            }
+        }
+        "Deployment" if w.paused => {
+            "the Deployment is paused (spec.paused): its pods keep the old template until someone resumes the rollout".to_owned()
+        }
+        _ => return None,
+    };
+    let mut d = Diagnosis::new(
+        "RolloutHeld",
+        format!(
+            "The rollout of {} is held on purpose, every pod healthy: {held}",
+            f.target_text()
+        ),
+    );
+    d.factors.push(held.clone());
+    d.confidence = 0.75;
+    d.severity = "low";
+    d.target = f.workload_target().or_else(|| f.target.clone());
+    d.human = Some(format!(
+        "{held}; a human must promote (lower the partition, resume), or abandon the update — rolling back would undo a deliberate release step"
+    ));
+    d.analysis = "A rollout that the workload's own spec holds is a release step someone chose, not a failure: nothing runs badly, and only whoever holds it can say whether to go on.".into();
+    Some(d)
+}
+
 /// Whether `p` ended (phase Failed or Succeeded) and a workload controller replaces it: not
 /// a Job's (its ended pods are its result) nor a bare pod.
 pub(super) fn replaced(f: &Facts, p: &PodFacts) -> bool {
