@@ -68,7 +68,99 @@ pub(super) struct Evidence {
     pub metrics: Option<Vec<PodUsage>>,
     /// Asked only for a Node subject or when a pod is Pending.
     pub nodes: Vec<Node>,
+    /// The host ports a Pending pod asks for, held by pods already on nodes (every namespace):
+    /// asked only when such a pod asks for one.
+    pub port_holders: Vec<PortHolder>,
     pub storage_class: Option<StorageClass>,
+}
+
+/// A pod on a node that binds a host port.
+#[derive(Debug, Clone)]
+pub(super) struct PortHolder {
+    pub node: String,
+    pub port: i32,
+    pub protocol: String,
+    /// Its workload as `namespace/Kind/name` (a ReplicaSet's Deployment), or the pod itself.
+    pub workload: String,
+}
+
+/// The `(hostPort, protocol)` pairs a pod's containers bind.
+pub(super) fn host_ports(p: &Pod) -> Vec<(i32, String)> {
+    let mut out: Vec<(i32, String)> = p
+        .spec
+        .iter()
+        .flat_map(|s| {
+            s.containers
+                .iter()
+                .chain(s.init_containers.iter().flatten())
+        })
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter_map(|port| {
+            let host = port.host_port.filter(|h| *h > 0)?;
+            Some((host, port.protocol.clone().unwrap_or_else(|| "TCP".into())))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+impl PortHolder {
+    /// The holders among `pods` of any of `wanted`, except `pending` itself.
+    fn find(pods: &[Pod], wanted: &[(i32, String)], pending: &str) -> Vec<Self> {
+        let mut out = Vec::new();
+        for p in pods {
+            let name = p.metadata.name.clone().unwrap_or_default();
+            let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+                continue;
+            };
+            let ended = matches!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded" | "Failed")
+            );
+            if name == pending || ended {
+                continue;
+            }
+            for (port, protocol) in host_ports(p) {
+                if wanted.contains(&(port, protocol.clone())) {
+                    out.push(Self {
+                        node: node.clone(),
+                        port,
+                        protocol,
+                        workload: workload_of(p),
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A pod's workload as `namespace/Kind/name`: its controller, a ReplicaSet named for its
+/// Deployment (the pod-template-hash suffix dropped); the pod itself without one.
+fn workload_of(p: &Pod) -> String {
+    let ns = p.metadata.namespace.clone().unwrap_or_default();
+    let owner = p
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true));
+    match owner {
+        Some(o) if o.kind == "ReplicaSet" => {
+            let hash = p
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("pod-template-hash"));
+            match hash.and_then(|h| o.name.strip_suffix(&format!("-{h}"))) {
+                Some(deployment) => format!("{ns}/Deployment/{deployment}"),
+                None => format!("{ns}/ReplicaSet/{}", o.name),
+            }
+        }
+        Some(o) => format!("{ns}/{}/{}", o.kind, o.name),
+        None => format!("{ns}/Pod/{}", p.metadata.name.as_deref().unwrap_or("")),
+    }
 }
 
 /// What the alert says that the rules may read: never its free text.
@@ -549,6 +641,7 @@ pub(super) async fn gather(
         logs: HashMap::new(),
         metrics: None,
         nodes: vec![],
+        port_holders: vec![],
         storage_class: None,
     };
     let Some(ctx) = context else {
@@ -740,12 +833,114 @@ pub(super) async fn gather(
         let r = calls.call("kubectl_get", json!({"kind": "Node"})).await?;
         ev.nodes = all_typed(items(&r));
     }
+    // A Pending pod that binds host ports: who holds them on the nodes, in any namespace (a
+    // DaemonSet's agent, another workload, its own siblings).
+    let unplaced = ev.pods.iter().find(|p| {
+        p.phase() == Some("Pending")
+            && p.pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_ref())
+                .is_none()
+    });
+    if let Some(p) = unplaced {
+        let wanted = host_ports(&p.pod);
+        if !wanted.is_empty() {
+            let name = p.name().to_owned();
+            let r = calls.call("kubectl_get", json!({"kind": "Pod"})).await?;
+            let all: Vec<Pod> = all_typed(items(&r));
+            ev.port_holders = PortHolder::find(&all, &wanted, &name);
+        }
+    }
     Ok(Some(ev))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_port_holders_are_named_by_their_workload_on_their_node() {
+        let pod = |name: &str,
+                   ns: &str,
+                   node: Option<&str>,
+                   owner: (&str, &str),
+                   hash: &str,
+                   port: Value,
+                   phase: &str| {
+            typed::<Pod>(json!({
+                "metadata": {"name": name, "namespace": ns, "labels": {"pod-template-hash": hash},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner.0, "name": owner.1, "uid": "u", "controller": true}]},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "ports": [port]}]},
+                "status": {"phase": phase}
+            }))
+            .unwrap()
+        };
+        let udp = json!({"containerPort": 8125, "hostPort": 8125, "protocol": "UDP"});
+        let pending = pod(
+            "relay-7d9-x",
+            "metrics",
+            None,
+            ("ReplicaSet", "relay-7d9"),
+            "7d9",
+            udp.clone(),
+            "Pending",
+        );
+        let wanted = host_ports(&pending);
+        assert_eq!(wanted, vec![(8125, "UDP".to_owned())]);
+        let all = vec![
+            pending.clone(),
+            pod(
+                "agent-a",
+                "datadog",
+                Some("n1"),
+                ("DaemonSet", "agent"),
+                "",
+                udp.clone(),
+                "Running",
+            ),
+            // Same port, other protocol: no conflict.
+            pod(
+                "web-1",
+                "shop",
+                Some("n1"),
+                ("ReplicaSet", "web-5f6"),
+                "5f6",
+                json!({"containerPort": 8125, "hostPort": 8125}),
+                "Running",
+            ),
+            // A sibling of the pending pod, ended: it binds nothing.
+            pod(
+                "relay-7d9-y",
+                "metrics",
+                Some("n2"),
+                ("ReplicaSet", "relay-7d9"),
+                "7d9",
+                udp.clone(),
+                "Failed",
+            ),
+            pod(
+                "relay-7d9-z",
+                "metrics",
+                Some("n2"),
+                ("ReplicaSet", "relay-7d9"),
+                "7d9",
+                udp,
+                "Running",
+            ),
+        ];
+        let held: Vec<(String, String)> = PortHolder::find(&all, &wanted, "relay-7d9-x")
+            .into_iter()
+            .map(|h| (h.node, h.workload))
+            .collect();
+        assert_eq!(
+            held,
+            vec![
+                ("n1".to_owned(), "datadog/DaemonSet/agent".to_owned()),
+                ("n2".to_owned(), "metrics/Deployment/relay".to_owned()),
+            ]
+        );
+    }
 
     #[test]
     fn a_pod_whose_status_is_a_string_is_left_out() {

@@ -141,6 +141,7 @@ impl Incident {
             logs: HashMap::new(),
             metrics: None,
             nodes: vec![],
+            port_holders: vec![],
             storage_class: None,
         };
         Self { ev, deployment }

@@ -223,6 +223,12 @@ pub(super) enum Blocker {
     },
     Cordoned,
     NotReady,
+    /// A host port the pod binds, which a pod of `workload` already binds on the node.
+    HostPort {
+        port: i32,
+        protocol: String,
+        workload: String,
+    },
 }
 
 impl std::fmt::Display for Blocker {
@@ -256,6 +262,14 @@ impl std::fmt::Display for Blocker {
             } => write!(
                 f,
                 "only {allocatable} {resource} allocatable, less than the {requested} the pod requests"
+            ),
+            Blocker::HostPort {
+                port,
+                protocol,
+                workload,
+            } => write!(
+                f,
+                "hostPort {port}/{protocol}, which the pod binds, is already bound there by a pod of {workload}"
             ),
             Blocker::Cordoned => write!(f, "cordoned (unschedulable)"),
             Blocker::NotReady => write!(f, "NotReady"),

@@ -157,6 +157,19 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
                 });
             }
         }
+        let mut held: Vec<Blocker> = ev
+            .port_holders
+            .iter()
+            .filter(|h| h.node == n.name)
+            .map(|h| Blocker::HostPort {
+                port: h.port,
+                protocol: h.protocol.clone(),
+                workload: h.workload.clone(),
+            })
+            .collect();
+        held.sort();
+        held.dedup();
+        blockers.extend(held);
         for b in blockers {
             by_blocker.entry(b).or_default().push(n.name.clone());
         }

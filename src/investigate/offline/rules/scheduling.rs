@@ -223,10 +223,22 @@ pub(super) fn pending_scheduling_constraints(f: &Facts) -> Option<Diagnosis> {
     d.factors.extend(causes);
     d.confidence = 0.7;
     d.target = f.target.clone();
-    d.human = Some(format!(
-        "pod {} of {} fits no node ({why}); a human must change its nodeSelector, affinity or tolerations, or label or uncordon a node",
-        u.pod,
-        f.target_text()
-    ));
+    let ports = u
+        .blockers
+        .iter()
+        .any(|(b, _)| matches!(b, Blocker::HostPort { .. }));
+    d.human = Some(if ports {
+        format!(
+            "pod {} of {} fits no node ({why}); a human must decide which workload owns the host port, or move one of them to another port",
+            u.pod,
+            f.target_text()
+        )
+    } else {
+        format!(
+            "pod {} of {} fits no node ({why}); a human must change its nodeSelector, affinity or tolerations, or label or uncordon a node",
+            u.pod,
+            f.target_text()
+        )
+    });
     Some(d)
 }
