@@ -75,6 +75,10 @@ pub struct Dependency {
     /// it outranks that one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub causes: Option<String>,
+    /// A revision of this workload that did not have the problem (the one before the rollout
+    /// that caused it): rolling back to it undoes the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_to_revision: Option<i64>,
     /// Set by the ranking.
     #[serde(default)]
     pub score: u32,
@@ -93,6 +97,7 @@ impl Dependency {
             evidence: vec![],
             blocks: None,
             causes: None,
+            undo_to_revision: None,
             score: 0,
         }
     }
@@ -111,6 +116,12 @@ impl Dependency {
 
     pub fn changed(mut self, change: Option<Change>) -> Self {
         self.changed = change;
+        self
+    }
+
+    /// Rolling this workload back to `revision` undoes the change that caused the trouble.
+    pub fn undo_to(mut self, revision: i64) -> Self {
+        self.undo_to_revision = Some(revision);
         self
     }
 

@@ -10,6 +10,7 @@ use super::scene::{
     EventView, PodView, Read, Scene, ago, created, hhmm, last_written, pod_resource, time,
 };
 use super::{check, fails, holds, number, text};
+use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::domain::Obligation;
 
@@ -261,6 +262,40 @@ fn revisions_of_statefulset(crs: &[(i64, Value)]) -> Vec<Revision> {
         .collect()
 }
 
+/// The Services of the target's namespace, without ready endpoints, whose selector matches the
+/// pod labels of revision `before` but not those of revision `now`: one line each.
+async fn orphaned_services(scene: &Scene, now: &Value, before: &Value) -> Read<Vec<String>> {
+    use super::graph::adapters::{service_selector, template_selected};
+    let mut out = Vec::new();
+    for svc in scene
+        .list("Service", scene.ns(), &ListQuery::default())
+        .await?
+    {
+        let selector = service_selector(&svc);
+        if !template_selected(before, &selector) || template_selected(now, &selector) {
+            continue;
+        }
+        let name = obj::name(&svc);
+        let ready: usize = match scene.get("Endpoints", scene.ns(), name).await {
+            Ok(e) => array(&e, &["subsets"])
+                .iter()
+                .map(|s| array(s, &["addresses"]).len())
+                .sum(),
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => 0,
+        };
+        if ready > 0 {
+            continue;
+        }
+        let selector: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push(format!(
+            "Service {name} selects {}, which the returned-to revision's pods carry and the current one's do not; it has no ready endpoints",
+            selector.join(",")
+        ));
+    }
+    Ok(out)
+}
+
 pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read<Vec<Obligation>> {
     let w = scene.target_obj().await?;
     let stateful = obj::kind(&w) == "StatefulSet";
@@ -405,12 +440,35 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
         ));
     }
 
-    // 3. The failures began after the current revision appeared.
+    // 3. The failures began after the current revision appeared. A rollout can also break
+    // what depends on the pods while they run: a Service whose selector the revision's pod
+    // labels no longer match has had no endpoints since the new pods replaced the old.
     let cur_hash = current.map(|c| c.hash.clone()).unwrap_or_default();
     let failing_now: Vec<&PodView> = pods.iter().filter(|p| p.failure().is_some()).collect();
+    let orphaned = match current {
+        Some(cur) if !stateful => orphaned_services(scene, &cur.template, &target.template).await?,
+        _ => vec![],
+    };
     let after_id = "rollback.failures-began-after-revision";
     let after_statement = "The failures began after the current revision appeared";
     match (failing_now.is_empty(), current) {
+        (true, Some(cur)) if !orphaned.is_empty() => out.push(holds(
+            after_id,
+            after_statement,
+            orphaned
+                .iter()
+                .map(|s| {
+                    format!(
+                        "no pod fails, but {s}: it lost its endpoints when {} (at {}) replaced revision {}",
+                        describe(cur),
+                        cur.created
+                            .map(hhmm)
+                            .unwrap_or_else(|| "an unknown time".into()),
+                        target.number
+                    )
+                })
+                .collect(),
+        )),
         (true, _) => out.push(fails(
             after_id,
             after_statement,
@@ -505,7 +563,10 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
                 secrets.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
-        let ok = material_change && rewritten.is_empty();
+        for s in &orphaned {
+            ev.push(format!("the pod labels differ where it matters: {s}"));
+        }
+        let ok = (material_change || !orphaned.is_empty()) && rewritten.is_empty();
         ev.extend(rewritten);
         out.push(check(change_id, change_statement, ok, ev));
     }

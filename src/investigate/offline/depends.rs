@@ -130,6 +130,42 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         );
         return Some(out);
     }
+    // A workload whose own rollout broke what depends on it (its pods no longer carry the
+    // labels a Service selects), with the revision before that rollout kept: roll it back (its
+    // proof checks the revision served, that the change is in the pod template and that the
+    // trouble began with the rollout).
+    if c.kind == DepKind::Rollout
+        && c.unhealthy.is_some()
+        && let (Some(revision), Some(deployment)) =
+            (c.undo_to_revision, c.object.strip_prefix("Deployment "))
+        && let Some((ns, name)) = deployment.split_once('/')
+    {
+        let mut out = Diagnosis::new(
+            "RolloutBrokeDependent",
+            format!("{target} fails: {explain}"),
+        );
+        out.factors = n.symptoms.clone();
+        out.factors.extend(c.evidence.iter().cloned());
+        out.factors.push(format!("{} {}", c.object, c.relation));
+        out.confidence = 0.8;
+        out.severity = "high";
+        out.target = Some(Target::new("Deployment", name, Some(ns.to_owned())));
+        out.proposal = Some(Proposal {
+            action_type: "RollbackDeployment".into(),
+            parameters: json!({"TO_REVISION": revision})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            git_change: format!("revert the change to {deployment}'s pod labels"),
+            workflow_id: None,
+        });
+        out.analysis = format!(
+            "Followed what {target} depends on: {} lost what it served when {} rolled out a new revision; the revision before it still carried what the dependent needs.",
+            c.causes.as_deref().unwrap_or("a dependency"),
+            c.object
+        );
+        return Some(out);
+    }
     let mut out = Diagnosis::new(
         "DependencyFailure",
         format!("{target} fails because of {}: {explain}", c.object),

@@ -4,12 +4,12 @@
 //! Services a StatefulSet or an Ingress names, and the workload's own rollout state. Each reads
 //! only when the target or its failures point its way.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::Duration;
 use serde_json::Value;
 
-use super::{Ctx, DepKind, Dependency, Read, event_time, last_change, time};
+use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, time};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::selector::Selector;
@@ -872,15 +872,125 @@ pub(super) async fn services(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 let mut d =
                     Dependency::new(DepKind::Service, format!("Service {ns}/{name}"), relation)
                         .changed(last_change(&s).filter(|c| c.what != "created"));
+                let mut orphaned = None;
                 if ready == 0 && obj::kind(o) == "Ingress" {
                     d = d.unhealthy("has no ready endpoints", None);
+                    orphaned = orphaned_by_rollout(ctx, ns, &name, &s).await?;
                 }
-                d
+                if let Some(w) = orphaned {
+                    out.push(d);
+                    w
+                } else {
+                    d
+                }
             }
         };
         out.push(d);
     }
     Ok(out)
+}
+
+/// The pod labels a Service selects: its `spec.selector` (empty: it selects no pods itself).
+pub(in crate::prove) fn service_selector(s: &Value) -> BTreeMap<String, String> {
+    at(s, &["spec", "selector"])
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a pod template's labels carry every `key=value` of `selector`.
+pub(in crate::prove) fn template_selected(
+    template: &Value,
+    selector: &BTreeMap<String, String>,
+) -> bool {
+    !selector.is_empty()
+        && selector
+            .iter()
+            .all(|(k, v)| str_at(template, &["metadata", "labels", k]) == Some(v.as_str()))
+}
+
+/// A Deployment whose latest rollout took its pods out of Service `name`'s selector: its
+/// previous revision's pod labels match the selector, its current revision's do not. The
+/// Service lost its endpoints when the new pods replaced the old ones.
+async fn orphaned_by_rollout(
+    ctx: &Ctx,
+    ns: &str,
+    name: &str,
+    svc: &Value,
+) -> Read<Option<Dependency>> {
+    let selector = service_selector(svc);
+    if selector.is_empty() {
+        return Ok(None);
+    }
+    // The namespace's ReplicaSets, by their Deployment, newest revision last.
+    let mut by_deployment: BTreeMap<String, Vec<(i64, Value)>> = BTreeMap::new();
+    for rs in ctx.list_or_empty("ReplicaSet", Some(ns)).await? {
+        let owner = array(&rs, &["metadata", "ownerReferences"])
+            .iter()
+            .find(|o| {
+                at(o, &["controller"]).and_then(Value::as_bool) == Some(true)
+                    && str_at(o, &["kind"]) == Some("Deployment")
+            })
+            .and_then(|o| str_at(o, &["name"]))
+            .map(str::to_owned);
+        let revision = obj::annotation(&rs, "deployment.kubernetes.io/revision")
+            .and_then(|r| r.parse::<i64>().ok());
+        if let (Some(owner), Some(revision)) = (owner, revision) {
+            by_deployment.entry(owner).or_default().push((revision, rs));
+        }
+    }
+    for (deployment, mut revisions) in by_deployment {
+        revisions.sort_by_key(|(n, _)| *n);
+        let [.., (prev_n, prev), (cur_n, cur)] = revisions.as_slice() else {
+            continue;
+        };
+        let template = |rs: &Value| at(rs, &["spec", "template"]).cloned().unwrap_or_default();
+        let (prev_t, cur_t) = (template(prev), template(cur));
+        if !template_selected(&prev_t, &selector) || template_selected(&cur_t, &selector) {
+            continue;
+        }
+        let lost: Vec<String> = selector
+            .iter()
+            .filter(|(k, v)| {
+                str_at(&cur_t, &["metadata", "labels", k.as_str()]) != Some(v.as_str())
+            })
+            .map(
+                |(k, v)| match str_at(&cur_t, &["metadata", "labels", k.as_str()]) {
+                    Some(now) => format!("{k}={v} (now {k}={now})"),
+                    None => format!("{k}={v} (now absent)"),
+                },
+            )
+            .collect();
+        let rolled = time(cur, &["metadata", "creationTimestamp"]);
+        let d = Dependency::new(
+            DepKind::Rollout,
+            format!("Deployment {ns}/{deployment}"),
+            format!("its pods served Service {ns}/{name} until revision {cur_n}"),
+        )
+        .unhealthy(
+            format!(
+                "its rollout to revision {cur_n} changed the pod labels Service {ns}/{name} selects ({}): the Service selects none of its pods",
+                lost.join(", ")
+            ),
+            rolled,
+        )
+        .changed(rolled.map(|at| Change {
+            at,
+            what: format!("rolled out revision {cur_n}"),
+        }))
+        .evidence(format!(
+            "revision {prev_n}'s pod labels match the Service's selector; revision {cur_n}'s do not"
+        ))
+        .undo_to(*prev_n)
+        .culprit_of(format!("Service {ns}/{name}"))
+        .at(2);
+        return Ok(Some(d));
+    }
+    Ok(None)
 }
 
 /// The workload's own rollout: paused with a template it never rolled out.

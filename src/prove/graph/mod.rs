@@ -19,7 +19,7 @@
 //! never a finding); the ranking prefers what is unhealthy now, then what changed just before
 //! the onset, then what is closest to the target.
 
-mod adapters;
+pub(super) mod adapters;
 mod hosts;
 
 use std::fmt::Write as _;
