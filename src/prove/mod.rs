@@ -43,6 +43,7 @@ use crate::domain::{
 };
 use crate::live::Live;
 
+pub use node::readiness_flaps;
 use scene::Scene;
 
 pub use workload::{configmaps, secrets};

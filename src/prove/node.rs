@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
 use super::scene::{NodeView, PodView, Read, Scene, pod_resource};
@@ -32,18 +33,48 @@ fn owner(p: &PodView) -> Option<String> {
     ))
 }
 
+/// How many NotReady transitions make a node's readiness flap, and how recent the last must be.
+const FLAPS_MIN: i64 = 3;
+const FLAPS_WINDOW_MINUTES: i64 = 60;
+
+/// Whether a node's readiness flaps, from its `NodeNotReady` events as `(count, first, last)`
+/// (the node controller and the kubelet may each report every transition: the largest count
+/// counts): at least [`FLAPS_MIN`] times, the last within [`FLAPS_WINDOW_MINUTES`] of `now`.
+/// Returns the count and the first and last time.
+pub fn readiness_flaps(
+    now: DateTime<Utc>,
+    not_ready: &[(i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>)],
+) -> Option<(i64, DateTime<Utc>, DateTime<Utc>)> {
+    let count = not_ready.iter().map(|(c, _, _)| *c).max()?;
+    let last = not_ready.iter().filter_map(|(_, _, l)| *l).max()?;
+    let first = not_ready.iter().filter_map(|(_, f, l)| f.or(*l)).min()?;
+    (count >= FLAPS_MIN
+        && now.signed_duration_since(last) <= Duration::minutes(FLAPS_WINDOW_MINUTES))
+    .then_some((count, first, last))
+}
+
 /// Whether the node is the common factor of its pods' failures: it is unhealthy (not Ready, a
 /// pressure or problem condition), or its pods fail where the same workloads' pods elsewhere
 /// are healthy — at least two of them: one failing pod may carry its own fault (deleting it is
 /// the proportionate fix), so it does not show the node at fault. With the evidence either way.
 pub(super) fn node_at_fault(
     node: &NodeView,
+    flaps: Option<&str>,
     on_node: &[PodView],
     all: &[PodView],
 ) -> (bool, Vec<String>) {
     let name = node.name.as_str();
     if !node.ready || !node.pressure.is_empty() || !node.problems.is_empty() {
         return (true, vec![format!("node {name} is {}", node.state())]);
+    }
+    if let Some(flaps) = flaps {
+        return (
+            true,
+            vec![format!(
+                "node {name} is {} now, but {flaps}: every pod on it is disrupted with each drop",
+                node.state()
+            )],
+        );
     }
     let failing: Vec<&PodView> = on_node
         .iter()
@@ -106,7 +137,8 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     let all: Vec<PodView> = all.iter().map(|p| PodView::at(p, scene.now)).collect();
 
     // 1. The node is the common factor.
-    let (at_fault, ev) = node_at_fault(node, &on_node, &all);
+    let flaps = scene.node_flaps(&name).await?;
+    let (at_fault, ev) = node_at_fault(node, flaps.as_deref(), &on_node, &all);
     out.push(check(
         "drain.node-is-the-common-factor",
         "The node is the common factor: it is unhealthy, or two or more of its pods fail while the same workloads run healthy elsewhere",
@@ -458,7 +490,8 @@ pub(super) async fn delete_not_at_fault(scene: &Scene, pod: &PodView) -> Read<Ob
     let on_node = scene.pods_on(name).await?;
     let all = scene.list("Pod", None, &Default::default()).await?;
     let all: Vec<PodView> = all.iter().map(|p| PodView::at(p, scene.now)).collect();
-    let (at_fault, mut ev) = node_at_fault(node, &on_node, &all);
+    let flaps = scene.node_flaps(name).await?;
+    let (at_fault, mut ev) = node_at_fault(node, flaps.as_deref(), &on_node, &all);
     if at_fault {
         ev.push(format!(
             "its replacement may be placed on {name} again: the node is what to act on"
@@ -477,6 +510,25 @@ mod tests {
     use super::*;
     use crate::cluster::SnapshotCluster;
     use crate::domain::{SignalContext, SignalMode, SignalSource, Target};
+
+    #[test]
+    fn a_node_that_went_not_ready_three_times_in_the_last_hour_flaps() {
+        let t = |s: &str| Some(s.parse::<DateTime<Utc>>().unwrap());
+        let now: DateTime<Utc> = "2026-11-27T01:20:00Z".parse().unwrap();
+        // The node controller and the kubelet each report the transitions: 9, not 18.
+        let both = [
+            (9, t("2026-11-26T23:24:00Z"), t("2026-11-27T01:12:00Z")),
+            (9, t("2026-11-26T23:24:30Z"), t("2026-11-27T01:12:30Z")),
+        ];
+        let (count, first, last) = readiness_flaps(now, &both).unwrap();
+        assert_eq!(count, 9);
+        assert_eq!(first, t("2026-11-26T23:24:00Z").unwrap());
+        assert_eq!(last, t("2026-11-27T01:12:30Z").unwrap());
+        // Twice is a blip; nine times over an hour ago is over.
+        assert!(readiness_flaps(now, &[(2, None, t("2026-11-27T01:12:00Z"))]).is_none());
+        assert!(readiness_flaps(now, &[(9, None, t("2026-11-27T00:10:00Z"))]).is_none());
+        assert!(readiness_flaps(now, &[]).is_none());
+    }
 
     fn node(name: &str, ready: bool) -> Value {
         json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},

@@ -499,6 +499,26 @@ impl Scene {
         Ok(events.iter().map(EventView::parse).collect())
     }
 
+    /// How node `node`'s readiness came and went lately, when it flaps
+    /// ([`super::node::readiness_flaps`]): one line.
+    pub async fn node_flaps(&self, node: &str) -> Read<Option<String>> {
+        let events = self.node_events(node).await?;
+        let not_ready: Vec<(i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>)> = events
+            .iter()
+            .filter(|e| e.kind == "Node" && e.name == node && e.reason == "NodeNotReady")
+            .map(|e| (e.count.max(1), e.first, e.last))
+            .collect();
+        Ok(
+            super::node::readiness_flaps(self.now, &not_ready).map(|(count, first, last)| {
+                format!(
+                    "its Ready condition went NotReady {count} times between {} and {}",
+                    hhmm(first),
+                    hhmm(last)
+                )
+            }),
+        )
+    }
+
     pub async fn node_events(&self, node: &str) -> Read<Vec<EventView>> {
         let events = self
             .list(

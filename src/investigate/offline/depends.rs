@@ -29,6 +29,7 @@ pub(super) fn standing(rule: &str) -> Standing {
         "subject-unverified"
         | "pvc-fill-predicted"
         | "memory-exhaustion-predicted"
+        | "node-flapping"
         | "node-ready"
         | "node-not-ready"
         | "hpa-maxed-out"

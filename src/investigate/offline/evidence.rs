@@ -268,6 +268,8 @@ pub(super) struct EventRecord {
     pub at: Option<DateTime<Utc>>,
     /// When it first happened, if recorded.
     pub first: Option<DateTime<Utc>>,
+    /// How many times it happened (`count`, 1 when absent).
+    pub count: i64,
 }
 
 impl EventRecord {
@@ -281,6 +283,7 @@ impl EventRecord {
             first: str_at(e, &["firstTimestamp"])
                 .or_else(|| str_at(e, &["eventTime"]))
                 .and_then(parse_time),
+            count: obj::i64_at(e, &["count"]).unwrap_or(1).max(1),
         }
     }
 }
@@ -832,6 +835,15 @@ pub(super) async fn gather(
     {
         let r = calls.call("kubectl_get", json!({"kind": "Node"})).await?;
         ev.nodes = all_typed(items(&r));
+    }
+    // A node's own events (its readiness going and coming back, the runtime's errors) are
+    // recorded outside the namespaces the prefetch read.
+    if root_t.kind == "Node" {
+        let r = calls
+            .call("kubectl_events", json!({"node": root_t.name}))
+            .await?;
+        ev.events
+            .extend(r.list("events").iter().map(EventRecord::read));
     }
     // A Pending pod that binds host ports: who holds them on the nodes, in any namespace (a
     // DaemonSet's agent, another workload, its own siblings).

@@ -26,7 +26,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use regex::Regex;
 
 use super::evidence::{
-    Evidence, HpaState, ObservedPod, PdbState, RevisionRecord, RootObject, WorkloadState,
+    EventRecord, Evidence, HpaState, ObservedPod, PdbState, RevisionRecord, RootObject,
+    WorkloadState,
 };
 use super::quantity;
 use crate::domain::{QuotaUsage, Target};
@@ -74,6 +75,9 @@ pub(super) struct Facts {
     pub pods_quota: Option<QuotaUsage>,
     /// The root as a node (named, with no conditions, when it is not one or was not read).
     pub node: NodeFacts,
+    /// How the root node's readiness came and went lately, when it did so repeatedly: a node
+    /// Ready now that keeps dropping out.
+    pub node_flaps: Option<String>,
     /// The cluster's nodes, when they were read.
     pub nodes: Vec<NodeFacts>,
     /// The root as a Service (named, with an empty selector, when it is not one).
@@ -340,6 +344,37 @@ static ERROR_WORDS: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static UNTOLERATED_TAINT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"had taint \{([^:}]+):\s*([^}]*)\}").ok());
 
+/// A node's readiness flapping ([`crate::prove::readiness_flaps`]), with the warnings the
+/// node reported about itself meanwhile.
+fn node_flaps(ev: &Evidence, node: &str) -> Option<String> {
+    let not_ready: Vec<&EventRecord> = ev
+        .events
+        .iter()
+        .filter(|e| e.object.as_deref() == Some(node) && e.reason == "NodeNotReady")
+        .collect();
+    let times: Vec<(i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>)> =
+        not_ready.iter().map(|e| (e.count, e.first, e.at)).collect();
+    let (count, first, last) = crate::prove::readiness_flaps(ev.now, &times)?;
+    let mut why = format!(
+        "its Ready condition went NotReady {count} times between {} and {} (UTC)",
+        first.format("%H:%M"),
+        last.format("%H:%M")
+    );
+    // What the node said between: its runtime's and kubelet's warnings about itself.
+    let mut said: Vec<String> = ev
+        .events
+        .iter()
+        .filter(|e| e.object.as_deref() == Some(node) && e.warning && e.reason != "NodeNotReady")
+        .map(|e| format!("{} ×{}", e.reason, e.count))
+        .collect();
+    said.sort();
+    said.dedup();
+    if !said.is_empty() {
+        why.push_str(&format!("; warnings about it: {}", said.join(", ")));
+    }
+    Some(why)
+}
+
 impl Facts {
     pub fn derive(ev: &Evidence) -> Self {
         let pods: Vec<PodFacts> = ev.pods.iter().map(|p| PodFacts::of(p, ev)).collect();
@@ -401,6 +436,10 @@ impl Facts {
                     ready: "Unknown".into(),
                     ..Default::default()
                 },
+            },
+            node_flaps: match object {
+                Some(RootObject::Node(_)) => node_flaps(ev, &root_name),
+                _ => None,
             },
             nodes: ev.nodes.iter().map(NodeFacts::of).collect(),
             service: ServiceFacts {

@@ -29,7 +29,7 @@ use super::facts::{Blocker, Facts, PodFacts, PreviousHealth, SERVED_MIN_SECONDS}
 use super::quantity;
 use crate::domain::{InvestigationOutcome, Proposal, Target};
 
-use nodes::{node_not_ready, node_ready, wedged_runtime};
+use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
 use pods::{
     containercreating_stuck, cpu_throttling, crashloopbackoff, create_container_config_error,
     imagepullbackoff, lone_pod_failure, oomkilled, readiness_probe_failing, terminating_stuck,
@@ -109,6 +109,11 @@ pub(super) const RULES: &[Rule] = &[
         diagnose: memory_exhaustion_predicted,
     },
     // Nodes: no playbook describes a node failure.
+    Rule {
+        name: "node-flapping",
+        playbooks: &[],
+        diagnose: node_flapping,
+    },
     Rule {
         name: "node-ready",
         playbooks: &[],

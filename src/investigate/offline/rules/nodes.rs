@@ -14,9 +14,35 @@ const WEDGED: &[&str] = &[
     "timed out waiting for a connection from the pool",
 ];
 
+/// A node Ready now whose readiness keeps coming and going: its pods are disrupted with each
+/// drop. Move them off it (its proof checks that the node is at fault, that other nodes take
+/// them and the disruption budgets).
+pub(super) fn node_flapping(f: &Facts) -> Option<Diagnosis> {
+    let node = &f.node;
+    let flaps = f.node_flaps.as_ref()?;
+    if f.kind() != "Node" || node.ready != "True" {
+        return None;
+    }
+    let mut d = Diagnosis::new(
+        "NodeFlapping",
+        format!("Node {} is Ready now, but {flaps}", node.name),
+    );
+    d.factors.push(flaps.clone());
+    d.confidence = 0.75;
+    d.severity = "high";
+    d.target = f.target.clone();
+    d.proposal = proposal("CordonDrainNode", json!({}), "");
+    d.analysis = "A node whose readiness drops again and again disrupts every pod on it with each drop, whatever it shows at this moment: being Ready now does not make it healthy. Moving its pods to stable nodes ends the disruption; the node itself needs repair or replacement.".into();
+    Some(d)
+}
+
 pub(super) fn node_ready(f: &Facts) -> Option<Diagnosis> {
     let node = &f.node;
-    if f.kind() != "Node" || node.ready != "True" || !node.pressure.is_empty() {
+    if f.kind() != "Node"
+        || node.ready != "True"
+        || !node.pressure.is_empty()
+        || f.node_flaps.is_some()
+    {
         return None;
     }
     let mut d = Diagnosis::new(
