@@ -1170,15 +1170,32 @@ pub(super) async fn delete_pod(
         .filter(|p| p.name != pod_name && !p.deleting)
         .collect();
     let ready = siblings.iter().filter(|p| p.ready).count();
-    out.push(check(
-        "delete.siblings-ready",
-        "Its siblings are ready",
-        ready >= 1,
-        vec![format!(
-            "{ready} of {} sibling pod(s) ready",
-            siblings.len()
-        )],
-    ));
+    // The only replica, not ready: no sibling shows the template runs, so the pod's own history
+    // must show that what fails is state it keeps, which a new pod starts without.
+    let only = siblings.is_empty() && i64_at(&w, &["spec", "replicas"]) == Some(1);
+    let kept_state = if only && !pod.ready {
+        state_kept_across_restarts(pod, &events)
+    } else {
+        None
+    };
+    match &kept_state {
+        Some(_) => out.push(holds(
+            "delete.siblings-ready",
+            "Its siblings are ready",
+            vec![format!(
+                "pod {pod_name} is the only replica (spec.replicas 1) and serves nothing now: deleting it takes nothing away that runs"
+            )],
+        )),
+        None => out.push(check(
+            "delete.siblings-ready",
+            "Its siblings are ready",
+            ready >= 1,
+            vec![format!(
+                "{ready} of {} sibling pod(s) ready",
+                siblings.len()
+            )],
+        )),
+    }
     out.push(no_rollout(&w, "delete.no-rollout-in-progress"));
     // Failed for longer than its start-up allows.
     let allowance = startup_allowance(&pod.raw);
@@ -1268,10 +1285,77 @@ pub(super) async fn delete_pod(
         ev,
     ));
     out.push(failure_not_the_nodes(scene, pod, &siblings).await?);
-    out.push(failure_not_in_the_template(pod, &siblings));
+    out.push(match (&kept_state, only) {
+        (Some(ev), _) => holds(
+            "delete.failure-not-in-the-template",
+            "Its failure does not come with the template its replacement is made from",
+            ev.clone(),
+        ),
+        (None, true) => fails(
+            "delete.failure-not-in-the-template",
+            "Its failure does not come with the template its replacement is made from",
+            vec![format!(
+                "pod {pod_name} is the only replica: no sibling shows its template runs, and nothing shows its failure is state of its own (a kill it never recovered from, kept in an emptyDir)"
+            )],
+        ),
+        (None, false) => failure_not_in_the_template(pod, &siblings),
+    });
     out.push(config_unchanged_since_siblings(scene, pod, &siblings).await?);
     out.push(super::node::delete_not_at_fault(scene, pod).await?);
     Ok(out)
+}
+
+/// Evidence that a pod fails on state it keeps across container restarts, which a new pod
+/// starts without: it ran ready, the kubelet killed a container (a failed liveness or
+/// startup probe) and every start since has failed, and the pod has an emptyDir — which container
+/// restarts keep, with whatever the killed process left there (a lock, pid or socket file, a
+/// half-written cache). `None` when any of it is missing.
+fn state_kept_across_restarts(pod: &PodView, events: &[EventView]) -> Option<Vec<String>> {
+    let empty_dirs: Vec<&str> = array(&pod.raw, &["spec", "volumes"])
+        .iter()
+        .filter(|v| at(v, &["emptyDir"]).is_some())
+        .filter_map(|v| str_at(v, &["name"]))
+        .collect();
+    if empty_dirs.is_empty() || never_ready(pod) != Some(false) {
+        return None;
+    }
+    let kills: Vec<&EventView> = events
+        .iter()
+        .filter(|e| e.kind == "Pod" && e.name == pod.name && e.reason == "Killing")
+        .filter(|e| {
+            let m = e.message.to_ascii_lowercase();
+            m.contains("failed liveness probe") || m.contains("failed startup probe")
+        })
+        .collect();
+    let killed = kills.iter().filter_map(|e| e.first.or(e.last)).min();
+    let times_killed: i64 = kills.iter().map(|e| e.count.max(1)).sum();
+    let (c, restarts) = pod
+        .containers
+        .iter()
+        .map(|c| (c, c.restarts))
+        .max_by_key(|(_, r)| *r)?;
+    // The later starts end on their own (an error exit, not a kill signal): the probe killed
+    // it, not every time since.
+    let failing_starts = restarts >= 3
+        && times_killed < restarts
+        && matches!(&c.terminated, Some((r, code, _)) if r == "Error" && !matches!(*code, 0 | 137 | 143));
+    let kill = format!(
+        "the kubelet killed it at {} (a failed probe)",
+        hhmm(killed?)
+    );
+    if !failing_starts {
+        return None;
+    }
+    Some(vec![
+        format!(
+            "pod {} ran ready, {kill}, and every start of container {} since has failed ({restarts} restarts, last exit Error)",
+            pod.name, c.name
+        ),
+        format!(
+            "it keeps emptyDir volume(s) {} across container restarts, with what the killed process left there; a new pod starts with empty ones",
+            empty_dirs.join(", ")
+        ),
+    ])
 }
 
 /// A replacement reads the ConfigMaps its template names as they are now. When one of them
@@ -1290,7 +1374,13 @@ async fn config_unchanged_since_siblings(
         .filter(|p| p.ready)
         .filter_map(|p| started(p))
         .min();
-    let (Some(since), Some(mine)) = (oldest_ready, started(pod)) else {
+    // The only pod: what changed since it started, which its restarting containers read.
+    let (oldest_ready, mine) = if siblings.is_empty() {
+        (started(pod), Some(scene.now))
+    } else {
+        (oldest_ready, started(pod))
+    };
+    let (Some(since), Some(mine)) = (oldest_ready, mine) else {
         return Ok(holds(
             id,
             statement,
@@ -1306,6 +1396,12 @@ async fn config_unchanged_since_siblings(
             Err(_) => continue,
         };
         match last_written(&cm) {
+            Some(t) if t > since && t <= mine && siblings.is_empty() => changed.push(format!(
+                "ConfigMap {name} changed at {}, after pod {} started ({}): its restarting containers and its replacement read it as it is now",
+                hhmm(t),
+                pod.name,
+                hhmm(since)
+            )),
             Some(t) if t > since && t <= mine => changed.push(format!(
                 "ConfigMap {name} changed at {}, after its ready siblings started ({}) and before pod {} did ({}): its replacement reads it as it is now",
                 hhmm(t),

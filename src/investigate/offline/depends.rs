@@ -38,6 +38,7 @@ pub(super) fn standing(rule: &str) -> Standing {
         | "scaled-to-zero"
         | "rollout-regression"
         | "create-container-config-error"
+        | "state-kept-across-restarts"
         | "problem-resolved" => Standing::Determined,
         // Raising a CPU limit while the autoscaler that should add pods is broken treats the
         // symptom.

@@ -124,6 +124,14 @@ pub(super) struct PodFacts {
     pub warnings: Vec<Warning>,
     /// One line for the RCA's contributing factors.
     pub description: String,
+    /// The most restarts of any of its containers.
+    pub restarts: i64,
+    /// How many times the kubelet killed a container of it for a failed liveness or startup
+    /// probe, and since when.
+    pub probe_kills: i64,
+    pub first_probe_kill_age: Option<Duration>,
+    /// Its emptyDir volumes: state container restarts keep and a new pod starts without.
+    pub empty_dirs: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -375,6 +383,18 @@ fn node_flaps(ev: &Evidence, node: &str) -> Option<String> {
     Some(why)
 }
 
+/// The kubelet's kills of pod `name`'s containers for a failed liveness or startup probe.
+fn probe_kills<'e>(ev: &'e Evidence, name: &str) -> Vec<&'e EventRecord> {
+    ev.events
+        .iter()
+        .filter(|e| e.object.as_deref() == Some(name) && e.reason == "Killing")
+        .filter(|e| {
+            let m = e.message.to_ascii_lowercase();
+            m.contains("failed liveness probe") || m.contains("failed startup probe")
+        })
+        .collect()
+}
+
 impl Facts {
     pub fn derive(ev: &Evidence) -> Self {
         let pods: Vec<PodFacts> = ev.pods.iter().map(|p| PodFacts::of(p, ev)).collect();
@@ -607,6 +627,21 @@ impl PodFacts {
                 .filter(|n| !n.is_empty())
                 .collect(),
             starting_for: started.and_then(|t| age(t, ev.now)),
+            restarts,
+            probe_kills: probe_kills(ev, &name).iter().map(|e| e.count).sum(),
+            first_probe_kill_age: probe_kills(ev, &name)
+                .iter()
+                .filter_map(|e| e.first.or(e.at))
+                .min()
+                .map(|t| ev.now - t),
+            empty_dirs: p
+                .pod
+                .spec
+                .iter()
+                .flat_map(|s| s.volumes.iter().flatten())
+                .filter(|v| v.empty_dir.is_some())
+                .map(|v| v.name.clone())
+                .collect(),
             warnings: ev
                 .events
                 .iter()

@@ -32,7 +32,8 @@ use crate::domain::{InvestigationOutcome, Proposal, Target};
 use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
 use pods::{
     containercreating_stuck, cpu_throttling, crashloopbackoff, create_container_config_error,
-    imagepullbackoff, lone_pod_failure, oomkilled, readiness_probe_failing, terminating_stuck,
+    imagepullbackoff, lone_pod_failure, oomkilled, readiness_probe_failing,
+    state_kept_across_restarts, terminating_stuck,
 };
 use predicted::{memory_exhaustion_predicted, pvc_fill_predicted};
 use scheduling::{
@@ -211,6 +212,12 @@ pub(super) const RULES: &[Rule] = &[
         name: "containercreating-stuck",
         playbooks: &["ContainerCreatingStuck"],
         diagnose: containercreating_stuck,
+    },
+    // The only pod fails every start since a kill, on state its emptyDir keeps: replace it.
+    Rule {
+        name: "state-kept-across-restarts",
+        playbooks: &[],
+        diagnose: state_kept_across_restarts,
     },
     // One pod fails where its siblings of the same revision run: replace that pod.
     Rule {

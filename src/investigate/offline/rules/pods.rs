@@ -332,6 +332,60 @@ pub(super) fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
+/// The only pod of a workload ran, the kubelet killed it for a failed probe, and every start
+/// since fails on its own (an error exit, not another kill): what the killed process left in
+/// the pod's emptyDir — which container restarts keep — stops it (a lock, pid or socket file,
+/// a half-written cache). A new pod starts with an empty one; the template is not the cause.
+pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
+    if !matches!(f.kind(), "Deployment" | "StatefulSet") || f.rollout.is_some() {
+        return None;
+    }
+    let w = f.workload.as_ref()?;
+    let [p] = f.pods.as_slice() else {
+        return None;
+    };
+    let t = p.termination.as_ref()?;
+    let exits_on_its_own = t.reason == "Error" && !matches!(t.exit_code, 0 | 137 | 143);
+    let killed_once_then_fails = p.probe_kills >= 1 && p.probe_kills < p.restarts;
+    if w.replicas != Some(1)
+        || !p.failing
+        || p.phase.as_deref() != Some("Running")
+        || p.empty_dirs.is_empty()
+        || p.restarts < 3
+        || !exits_on_its_own
+        || !killed_once_then_fails
+    {
+        return None;
+    }
+    let since = p
+        .first_probe_kill_age
+        .map(|a| format!(" {} ago", human_duration(a)))
+        .unwrap_or_default();
+    let mut d = Diagnosis::new(
+        "StateKeptAcrossRestarts",
+        format!(
+            "The only pod {} of {} fails every start since the kubelet killed it{since} for a failed probe: what the killed process left in its emptyDir ({}) survives container restarts",
+            p.name,
+            f.target_text(),
+            p.empty_dirs.join(", ")
+        ),
+    );
+    d.factors.push(p.description.clone());
+    d.factors.push(format!(
+        "killed {} time(s) for a failed probe, {} restarts: the later starts exit on their own ({} {})",
+        p.probe_kills, p.restarts, t.reason, t.exit_code
+    ));
+    if let Some(line) = &f.first_error_line {
+        d.factors.push(format!("last error in the logs: {line}"));
+    }
+    d.confidence = 0.7;
+    d.severity = "high";
+    d.target = f.target.clone();
+    d.proposal = proposal("DeletePod", json!({"POD_NAME": p.name}), "");
+    d.analysis = "Container restarts keep the pod's emptyDir volumes: state the killed process left there (a lock, pid or socket file) keeps every new start from running. A new pod gets empty volumes; it is the only replica, so deleting it takes nothing away that serves.".into();
+    Some(d)
+}
+
 /// One pod fails while its siblings of the same revision run: node-local or ephemeral state.
 /// Replacing that pod is proportionate; nothing in the spec is wrong.
 pub(super) fn lone_pod_failure(f: &Facts) -> Option<Diagnosis> {
