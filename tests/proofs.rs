@@ -408,6 +408,33 @@ cases! {
         why: "one render pod crash-loops on a corrupt cache while its siblings run; nothing else fails on its Ready node",
         want: Refuted("drain.node-is-the-common-factor"),
     },
+    // The only replica: no sibling to compare with, so its own history must show the failure
+    // is state it keeps (a probe kill it never recovered from, an emptyDir).
+    delete_the_only_pod_stuck_on_what_its_emptydir_keeps => Case {
+        action_type: "DeletePod",
+        cluster: "unseen/stale-pidfile-emptydir",
+        target: ("Deployment", "celery-beat"),
+        parameters: r#"{"POD_NAME": "celery-beat-7fc4d579bc-n57pw"}"#,
+        why: "killed once by its liveness probe, every start since finds the old pidfile in its emptyDir",
+        want: Proven,
+    },
+    delete_the_only_pod_of_a_crash_loop_nothing_local_explains => Case {
+        action_type: "DeletePod",
+        cluster: "scenarios/crashloop-no-recent-change",
+        target: ("Deployment", "ledger"),
+        parameters: r#"{"POD_NAME": "ledger-d69bfdf4-v7ffd"}"#,
+        why: "the only ledger pod crash-loops with no kill and no emptyDir: a new pod from the same template fails alike",
+        want: Refuted("delete.failure-not-in-the-template"),
+    },
+    // A node Ready at this moment whose readiness keeps dropping.
+    drain_a_node_whose_readiness_flaps => Case {
+        action_type: "CordonDrainNode",
+        cluster: "unseen/node-readiness-flapping",
+        target: ("Node", "ip-10-20-40-12.eu-west-1.compute.internal"),
+        parameters: "{}",
+        why: "it went NotReady 9 times in two hours; the other nodes are stable and have room",
+        want: Proven,
+    },
     delete_the_one_pod_stuck_creating => Case {
         action_type: "DeletePod",
         cluster: "scenarios/container-creating-stuck",
