@@ -5456,7 +5456,6 @@ fn service_selector_orphaned_by_relabel(c: &Ctx) -> Fut<'_> {
     })
 }
 
-/// Every unseen incident with its namespaces, index and capture offset.
 // ---------------------------------------------------------------------------------------------
 // The fourth blind set (indexes 43–50). Expected outcomes were committed before this staging.
 
@@ -6601,6 +6600,7 @@ fn mutable_latest_tag_repushed(c: &Ctx) -> Fut<'_> {
     })
 }
 
+/// Every unseen incident with its namespaces, index and capture offset.
 pub fn all() -> Vec<Incident> {
     macro_rules! inc {
         ($name:literal, $ns:expr, $index:literal, $offset:literal, $stage:ident) => {
