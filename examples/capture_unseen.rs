@@ -10,7 +10,8 @@
 //! own incident's nodes, volumes and classes (a capture includes every cluster-scoped one).
 //!
 //! kubemedic's capture does not hold everything an incident needs: kinds it does not list (an
-//! Ingress, [`SUPPLEMENT`]) and the logs of init containers. Those are read through the same
+//! Ingress, a Role or RoleBinding: [`SUPPLEMENT`], with their managed fields cut as the capture
+//! cuts them) and the logs of init containers. Those are read through the same
 //! `ClusterReader`, cleaned and sanitised the way the capture treats the rest, and appended to
 //! the snapshot, so the replay sees what a live investigation would read from the API server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
@@ -27,7 +28,7 @@ use common::unseen::{Ctx, clean_cluster_scope};
 use kubemedic::cluster::{ClusterReader, ListQuery, LogQuery};
 
 /// Namespaced kinds the unseen incidents need that `snapshot::capture` does not include.
-const SUPPLEMENT: &[&str] = &["Ingress"];
+const SUPPLEMENT: &[&str] = &["Ingress", "Role", "RoleBinding"];
 
 /// The objects of `SUPPLEMENT` in `namespaces`, as snapshot YAML documents.
 async fn supplement(cluster: &dyn ClusterReader, namespaces: &[String]) -> anyhow::Result<String> {
@@ -36,8 +37,26 @@ async fn supplement(cluster: &dyn ClusterReader, namespaces: &[String]) -> anyho
         let res = cluster.resource(kind).await?;
         for ns in namespaces {
             for o in cluster.list(&res, Some(ns), &ListQuery::default()).await? {
-                let o =
-                    kubemedic::redact::sanitize_value(&kubemedic::cluster::render::strip_noise(&o));
+                // Who wrote it and when, as the capture keeps it (manager, operation, time).
+                let managed: Vec<serde_json::Value> = o["metadata"]["managedFields"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| {
+                        let mut kept = serde_json::Map::new();
+                        for key in ["manager", "operation", "time", "subresource"] {
+                            if let Some(v) = m.get(key) {
+                                kept.insert(key.into(), v.clone());
+                            }
+                        }
+                        serde_json::Value::Object(kept)
+                    })
+                    .collect();
+                let mut o = kubemedic::cluster::render::strip_noise(&o);
+                if !managed.is_empty() {
+                    o["metadata"]["managedFields"] = serde_json::Value::Array(managed);
+                }
+                let o = kubemedic::redact::sanitize_value(&o);
                 out.push_str("---\n");
                 out.push_str(&serde_saphyr::to_string(&o)?);
             }

@@ -43,8 +43,8 @@ use crate::domain::{
 };
 use crate::live::Live;
 
-pub use node::readiness_flaps;
 use scene::Scene;
+pub use scene::{image_digest, readiness_flaps};
 
 pub use workload::{configmaps, secrets};
 

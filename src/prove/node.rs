@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
 use super::scene::{NodeView, PodView, Read, Scene, pod_resource};
@@ -31,26 +30,6 @@ fn owner(p: &PodView) -> Option<String> {
         "{}/{n}",
         obj::namespace(&p.raw).unwrap_or_default()
     ))
-}
-
-/// How many NotReady transitions make a node's readiness flap, and how recent the last must be.
-const FLAPS_MIN: i64 = 3;
-const FLAPS_WINDOW_MINUTES: i64 = 60;
-
-/// Whether a node's readiness flaps, from its `NodeNotReady` events as `(count, first, last)`
-/// (the node controller and the kubelet may each report every transition: the largest count
-/// counts): at least [`FLAPS_MIN`] times, the last within [`FLAPS_WINDOW_MINUTES`] of `now`.
-/// Returns the count and the first and last time.
-pub fn readiness_flaps(
-    now: DateTime<Utc>,
-    not_ready: &[(i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>)],
-) -> Option<(i64, DateTime<Utc>, DateTime<Utc>)> {
-    let count = not_ready.iter().map(|(c, _, _)| *c).max()?;
-    let last = not_ready.iter().filter_map(|(_, _, l)| *l).max()?;
-    let first = not_ready.iter().filter_map(|(_, f, l)| f.or(*l)).min()?;
-    (count >= FLAPS_MIN
-        && now.signed_duration_since(last) <= Duration::minutes(FLAPS_WINDOW_MINUTES))
-    .then_some((count, first, last))
 }
 
 /// Whether the node is the common factor of its pods' failures: it is unhealthy (not Ready, a
@@ -510,6 +489,7 @@ mod tests {
     use super::*;
     use crate::cluster::SnapshotCluster;
     use crate::domain::{SignalContext, SignalMode, SignalSource, Target};
+    use crate::prove::readiness_flaps;
 
     #[test]
     fn a_node_that_went_not_ready_three_times_in_the_last_hour_flaps() {

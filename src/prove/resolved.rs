@@ -25,6 +25,10 @@ const FAILURE_REASONS: &[&str] = &[
     "DeadlineExceeded",
 ];
 
+/// How long pods must have run ready, with no exit and no failure recorded, to count as
+/// recovered when the alert began earlier.
+const STABLE_MINUTES: i64 = 30;
+
 /// What the kind's status says of its desired state: `(met, how)`.
 fn desired_state(o: &Value) -> Option<(bool, String)> {
     let n = |p: &[&str]| i64_at(o, p).unwrap_or(0);
@@ -574,10 +578,15 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
             if unmet.is_empty() { met } else { unmet },
         ));
     }
+    // Since the alert began, looking back at least 10 minutes; but an alert investigated long
+    // after it began (queued, or during a long outage) is judged on the last
+    // [`STABLE_MINUTES`]: pods ready and without an exit or failure for that long have
+    // recovered, whatever happened before.
     let since = scene
         .signal
         .starts_at
-        .min(scene.now - Duration::minutes(10));
+        .min(scene.now - Duration::minutes(10))
+        .max(scene.now - Duration::minutes(STABLE_MINUTES));
     let (ended, pods): (Vec<&PodView>, Vec<&PodView>) = pods.iter().partition(|p| replaced(p));
     let bad: Vec<String> = pods
         .iter()
@@ -601,7 +610,7 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         .collect();
     out.push(check(
         "resolved.pods-healthy",
-        "Every pod of the target runs and is ready, with no exit since the alert began",
+        "Every pod of the target runs and is ready, with no exit since the alert began (or for the last 30 minutes)",
         bad.is_empty(),
         if bad.is_empty() {
             let mut lines = vec![format!("{} pod(s), all ready", pods.len())];
@@ -632,7 +641,7 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         .collect();
     out.push(check(
         "resolved.no-failures-since-onset",
-        "Nothing failed to be created, scheduled or started since the alert began",
+        "Nothing failed to be created, scheduled or started since the alert began (or for the last 30 minutes)",
         recent.is_empty(),
         if recent.is_empty() {
             vec![format!("no failure recorded since {}", hhmm(since))]

@@ -66,6 +66,10 @@ pub(super) struct ContainerView {
     pub waiting: Option<String>,
     /// The last (or current) termination: reason, exit code, when it finished.
     pub terminated: Option<(String, i64, Option<DateTime<Utc>>)>,
+    /// The image as the spec names it, and the digest the kubelet pulled for it
+    /// (`sha256:…` from `imageID`).
+    pub image: String,
+    pub digest: Option<String>,
 }
 
 /// One pod, as far as proofs care.
@@ -144,6 +148,8 @@ impl PodView {
                             time(t, &["finishedAt"]),
                         )
                     }),
+                    image: str_at(c, &["image"]).unwrap_or_default().to_owned(),
+                    digest: str_at(c, &["imageID"]).and_then(image_digest),
                 });
             }
         }
@@ -500,7 +506,7 @@ impl Scene {
     }
 
     /// How node `node`'s readiness came and went lately, when it flaps
-    /// ([`super::node::readiness_flaps`]): one line.
+    /// ([`readiness_flaps`]): one line.
     pub async fn node_flaps(&self, node: &str) -> Read<Option<String>> {
         let events = self.node_events(node).await?;
         let not_ready: Vec<(i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>)> = events
@@ -509,7 +515,7 @@ impl Scene {
             .map(|e| (e.count.max(1), e.first, e.last))
             .collect();
         Ok(
-            super::node::readiness_flaps(self.now, &not_ready).map(|(count, first, last)| {
+            readiness_flaps(self.now, &not_ready).map(|(count, first, last)| {
                 format!(
                     "its Ready condition went NotReady {count} times between {} and {}",
                     hhmm(first),
@@ -649,4 +655,34 @@ impl Scene {
     pub fn proactive(&self) -> bool {
         self.signal.mode == crate::domain::SignalMode::Proactive
     }
+}
+
+/// How many NotReady transitions make a node's readiness flap, and how recent the last must be.
+const FLAPS_MIN: i64 = 3;
+const FLAPS_WINDOW_MINUTES: i64 = 60;
+
+/// Whether a node's readiness flaps, from its `NodeNotReady` events as `(count, first, last)`
+/// (the node controller and the kubelet may each report every transition: the largest count
+/// counts): at least [`FLAPS_MIN`] times, the last within [`FLAPS_WINDOW_MINUTES`] of `now`.
+/// Returns the count and the first and last time.
+pub fn readiness_flaps(
+    now: DateTime<Utc>,
+    not_ready: &[(i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>)],
+) -> Option<(i64, DateTime<Utc>, DateTime<Utc>)> {
+    let count = not_ready.iter().map(|(c, _, _)| *c).max()?;
+    let last = not_ready.iter().filter_map(|(_, _, l)| *l).max()?;
+    let first = not_ready.iter().filter_map(|(_, f, l)| f.or(*l)).min()?;
+    (count >= FLAPS_MIN
+        && now.signed_duration_since(last) <= Duration::minutes(FLAPS_WINDOW_MINUTES))
+    .then_some((count, first, last))
+}
+
+/// The digest of a container status's `imageID` (`…@sha256:…`, with or without a
+/// `docker-pullable://` prefix); `None` when it names none.
+pub fn image_digest(image_id: &str) -> Option<String> {
+    image_id
+        .rsplit_once('@')
+        .map(|(_, d)| d)
+        .filter(|d| d.contains(':'))
+        .map(str::to_owned)
 }

@@ -1462,6 +1462,10 @@ fn failure_not_in_the_template(pod: &PodView, siblings: &[&PodView]) -> Obligati
     let hash = pod.template_hash.as_ref().or(pod.revision_hash.as_ref());
     let of = |p: &PodView| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash;
     let ready: Vec<&&PodView> = siblings.iter().filter(|p| p.ready).collect();
+    // Same template, another image: the tag moved (re-pushed) after the siblings pulled it.
+    if let Some(moved) = moved_image(pod, &ready) {
+        return fails(id, statement, vec![moved]);
+    }
     match hash {
         Some(h) if !ready.is_empty() && !ready.iter().any(|p| of(p)) => fails(
             id,
@@ -1488,6 +1492,49 @@ fn failure_not_in_the_template(pod: &PodView, siblings: &[&PodView]) -> Obligati
                 pod.name
             )],
         ),
+    }
+}
+
+/// Whether `pod` runs, for some container, another image digest than the one its ready
+/// `siblings` of the same template all run for it: the tag the template names was re-pushed after they pulled
+/// it, and a replacement pulls what the tag points at now. One line saying so.
+pub(super) fn moved_image(pod: &PodView, siblings: &[&&PodView]) -> Option<String> {
+    let hash = pod.template_hash.as_ref().or(pod.revision_hash.as_ref());
+    let same: Vec<&&&PodView> = siblings
+        .iter()
+        .filter(|p| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash)
+        .collect();
+    pod.containers.iter().find_map(|c| {
+        let mine = c.digest.as_ref()?;
+        let theirs: BTreeSet<&String> = same
+            .iter()
+            .flat_map(|p| p.containers.iter())
+            .filter(|o| o.name == c.name)
+            .filter_map(|o| o.digest.as_ref())
+            .collect();
+        // The siblings agree on one digest, and it is not the pod's (siblings that differ
+        // among themselves — nodes of several architectures pulling a multi-arch tag — say
+        // nothing).
+        (theirs.len() == 1 && !theirs.contains(mine)).then(|| {
+            format!(
+                "container {} of pod {} runs {} as {}, its ready siblings of the same template as {}: the tag was re-pushed, and a replacement pulls what it points at now",
+                c.name,
+                pod.name,
+                c.image,
+                short_digest(mine),
+                theirs.iter().map(|d| short_digest(d)).collect::<Vec<_>>().join(", ")
+            )
+        })
+    })
+}
+
+/// `sha256:9f3c2d1b7a6e…`: enough of a digest to tell it apart.
+fn short_digest(d: &str) -> String {
+    let cut: String = d.chars().take(19).collect();
+    if d.chars().count() > 19 {
+        format!("{cut}…")
+    } else {
+        cut
     }
 }
 

@@ -80,6 +80,14 @@ macro_rules! for_each_unseen {
     node_readiness_flapping => "node-readiness-flapping",
     statefulset_partition_canary_held => "statefulset-partition-canary-held",
     service_selector_orphaned_by_relabel => "service-selector-orphaned-by-relabel",
+    jvm_heap_flag_oomkill => "jvm-heap-flag-oomkill",
+    nfs_stale_file_handle => "nfs-stale-file-handle",
+    manual_scale_down_overload => "manual-scale-down-overload",
+    crashloop_during_db_upgrade_recovered => "crashloop-during-db-upgrade-recovered",
+    rbac_role_narrowed_forbidden => "rbac-role-narrowed-forbidden",
+    mesh_injection_label_removed => "mesh-injection-label-removed",
+    cronjob_suspended_forgotten => "cronjob-suspended-forgotten",
+    mutable_latest_tag_repushed => "mutable-latest-tag-repushed",
         );
     };
 }
@@ -5448,6 +5456,1150 @@ fn service_selector_orphaned_by_relabel(c: &Ctx) -> Fut<'_> {
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// The fourth blind set (indexes 43–50). Expected outcomes were committed before this staging.
+
+/// A container status whose image resolved to `digest` (what a kubelet reports as imageID).
+fn with_image_id(mut status: Value, repo: &str, digest: &str) -> Value {
+    status["imageID"] = json!(format!("{repo}@{digest}"));
+    status
+}
+
+/// stock-service's revision 2 raises the JVM heap (-Xmx1g → -Xmx3g) under the unchanged 2Gi
+/// memory limit: its pod is OOMKilled on every cache warm-up; revision 1 serves.
+fn jvm_heap_flag_oomkill(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "stock-service";
+        let image = "registry.example.com/warehouse/stock-service:5.14.2";
+        let ct = |heap: &str| {
+            let mut ct = container(app, image, Some(8080));
+            ct["env"] = json!([
+                {"name": "JAVA_TOOL_OPTIONS", "value": format!("-Xms1g {heap} -XX:MaxMetaspaceSize=256m -XX:+ExitOnOutOfMemoryError")},
+                {"name": "SPRING_PROFILES_ACTIVE", "value": "prod"},
+                {"name": "STOCK_DB_URL", "value": "jdbc:postgresql://stock-db.warehouse.svc:5432/stock"}]);
+            ct["resources"] = json!({"requests": {"cpu": "500m", "memory": "1536Mi"}, "limits": {"memory": "2Gi"}});
+            ct["readinessProbe"] = json!({"httpGet": {"path": "/actuator/health/readiness", "port": "http"},
+                "initialDelaySeconds": 20, "periodSeconds": 10});
+            ct
+        };
+        let mut d = workload("Deployment", app, 3, json!([ct("-Xmx1g")]), json!({}));
+        d["spec"]["strategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+        create_as(k, "helm", d).await;
+        create_as(k, "helm", service(app, app, 80, json!("http"))).await;
+        for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
+            let p = run(c, p, &nodes[i], &c.ip(10 + i as u8), 1_600).await;
+            c.logs_of(&p, app, false, &[
+                (1_596, "Picked up JAVA_TOOL_OPTIONS: -Xms1g -Xmx1g -XX:MaxMetaspaceSize=256m -XX:+ExitOnOutOfMemoryError"),
+                (1_570, "INFO  c.w.stock.StockServiceApplication : Started StockServiceApplication in 24.1 seconds (JVM running for 26.0)"),
+                (1_560, "INFO  c.w.stock.cache.SkuCache : warm-up done: 1184203 SKUs, 612 MB"),
+                (300, "INFO  c.w.stock.api.Metrics : 60s: 4210 requests, p99 38 ms, heap used 791 MB of 1024 MB"),
+            ]);
+        }
+        available(k, app, 3).await;
+        tokio::time::sleep(Duration::from_secs(70)).await;
+        // helm upgrade: only the heap flag changes; the limit stays 2Gi.
+        patch_as(
+            k,
+            "helm",
+            "apps/v1",
+            "Deployment",
+            app,
+            json!({"spec": {"template": {"spec": {"containers": [ct("-Xmx3g")]}}}}),
+        )
+        .await;
+        let new = revision_pods(k, app, "2", 1).await.remove(0);
+        let new = crash_loop(
+            c,
+            &new,
+            &nodes[0],
+            &c.ip(20),
+            1_480,
+            app,
+            (137, "OOMKilled", 8),
+            95,
+        )
+        .await;
+        event(
+            c,
+            &new,
+            ("default-scheduler", None),
+            "Normal",
+            "Scheduled",
+            &format!(
+                "Successfully assigned {}/{} to {}",
+                k.ns,
+                name(&new),
+                nodes[0]
+            ),
+            1,
+            (1_482, 1_482),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &new,
+            "Normal",
+            "Pulled",
+            &format!("Container image \"{image}\" already present on machine"),
+            9,
+            (1_480, 120),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &new,
+            "Normal",
+            "Started",
+            &format!("Started container {app}"),
+            9,
+            (1_479, 119),
+        )
+        .await;
+        backoff_event(c, &new, 61, 1_300).await;
+        c.logs_of(&new, app, true, &[
+            (118, "Picked up JAVA_TOOL_OPTIONS: -Xms1g -Xmx3g -XX:MaxMetaspaceSize=256m -XX:+ExitOnOutOfMemoryError"),
+            (96, "INFO  c.w.stock.StockServiceApplication : Started StockServiceApplication in 21.7 seconds (JVM running for 23.4)"),
+            (96, "INFO  c.w.stock.cache.SkuCache : warm-up: loading SKUs from stock-db (batch 50000)"),
+            (95, "INFO  c.w.stock.cache.SkuCache : warm-up: 650000 SKUs, heap used 1702 MB of 3072 MB"),
+        ]);
+        staged(c, crashloop_alert(c, &new, app, 1_200))
+    })
+}
+
+/// thumbnailer mounts an NFS export; the NFS server failed over 70 minutes ago. The two pods
+/// recreated since mounted it afresh and run; the one pod whose mount predates the failover
+/// gets ESTALE on every start.
+fn nfs_stale_file_handle(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "thumbnailer";
+        let image = "registry.example.com/assets/thumbnailer:2.3.1";
+        let mut ct = container(app, image, Some(8080));
+        ct["args"] = json!([
+            "--watch=/mnt/assets/incoming",
+            "--out=/mnt/assets/thumbs",
+            "--workers=4"
+        ]);
+        ct["volumeMounts"] = json!([{"name": "assets", "mountPath": "/mnt/assets"}]);
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10});
+        create_as(k, "helm", workload("Deployment", app, 3, json!([ct]),
+            json!({"volumes": [{"name": "assets", "nfs": {"server": "10.20.200.15", "path": "/exports/assets"}}]})))
+            .await;
+        let first = k.pods(&format!("app={app}"), 3).await;
+        // The first pod on the first node; the other two on the second node.
+        let stale = run(c, &first[0], &nodes[0], &c.ip(10), 4_480).await;
+        for (i, p) in first[1..].iter().enumerate() {
+            run(c, p, &nodes[1], &c.ip(11 + i as u8), 4_480).await;
+        }
+        available(k, app, 3).await;
+        // The cluster autoscaler removes the second node; its two pods are recreated.
+        for p in &first[1..] {
+            event(
+                c,
+                p,
+                ("cluster-autoscaler", None),
+                "Normal",
+                "ScaleDown",
+                "deleting pod for node scale down",
+                1,
+                (2_420, 2_420),
+            )
+            .await;
+            kubelet_delete(k, &name(p)).await;
+        }
+        let _ = k
+            .api("v1", "Node")
+            .delete(&nodes[1], &Default::default())
+            .await;
+        let repl = new_pods(k, app, &first[..1], 3).await;
+        for (p, (node, ip)) in repl
+            .iter()
+            .zip([(&nodes[0], c.ip(20)), (&nodes[2], c.ip(21))])
+        {
+            let p = run(c, p, node, &ip, 2_400).await;
+            event(
+                c,
+                &p,
+                ("default-scheduler", None),
+                "Normal",
+                "Scheduled",
+                &format!("Successfully assigned {}/{} to {node}", k.ns, name(&p)),
+                1,
+                (2_402, 2_402),
+            )
+            .await;
+            c.logs_of(
+                &p,
+                app,
+                false,
+                &[
+                    (2_395, "INFO thumbnailer 2.3.1 starting, 4 workers"),
+                    (
+                        2_394,
+                        "INFO watching /mnt/assets/incoming (nfs 10.20.200.15:/exports/assets)",
+                    ),
+                    (2_390, "INFO backlog: 1842 files"),
+                    (600, "INFO 300s: 512 thumbnails written, 0 errors"),
+                    (300, "INFO 300s: 498 thumbnails written, 0 errors"),
+                ],
+            );
+        }
+        // The stale pod: fine until the failover, then exit 1 on every start.
+        let stale = crash_loop(
+            c,
+            &stale,
+            &nodes[0],
+            &c.ip(10),
+            4_480,
+            app,
+            (1, "Error", 19),
+            130,
+        )
+        .await;
+        kubelet_event(
+            c,
+            &stale,
+            "Normal",
+            "Pulled",
+            &format!("Container image \"{image}\" already present on machine"),
+            19,
+            (4_150, 150),
+        )
+        .await;
+        backoff_event(c, &stale, 402, 4_100).await;
+        c.logs_of(&stale, app, true, &[
+            (151, "INFO thumbnailer 2.3.1 starting, 4 workers"),
+            (150, "INFO watching /mnt/assets/incoming (nfs 10.20.200.15:/exports/assets)"),
+            (150, "ERROR scan /mnt/assets/incoming: open /mnt/assets/incoming: stale NFS file handle"),
+            (130, "FATAL watcher: 20 consecutive errors reading /mnt/assets/incoming: stale NFS file handle"),
+        ]);
+        staged(c, crashloop_alert(c, &stale, app, 3_900))
+    })
+}
+
+/// listing-api (helm, 6 replicas) was scaled to 1 with kubectl 40 minutes ago; the one pod left
+/// is overloaded and fails its readiness probe.
+fn manual_scale_down_overload(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "listing-api";
+        let image = "registry.example.com/marketplace/listing-api:4.2.0";
+        let mut ct = container(app, image, Some(8080));
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}});
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"},
+            "periodSeconds": 5, "timeoutSeconds": 1, "failureThreshold": 3});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 6, json!([ct]), json!({})),
+        )
+        .await;
+        create_as(k, "helm", service(app, app, 80, json!("http"))).await;
+        let pods = k.pods(&format!("app={app}"), 6).await;
+        for (i, p) in pods.iter().enumerate() {
+            run(c, p, &nodes[i % 3], &c.ip(10 + i as u8), 2_500).await;
+        }
+        available(k, app, 6).await;
+        tokio::time::sleep(Duration::from_secs(75)).await;
+        // Someone runs `kubectl scale --replicas=1` in the wrong context.
+        k.api("apps/v1", "Deployment")
+            .patch_scale(
+                app,
+                &as_manager("kubectl-scale"),
+                &Patch::Merge(&json!({"spec": {"replicas": 1}})),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("scale {app}: {e}"));
+        let left = k
+            .wait("5 pods terminating", 60, || async {
+                let list = k
+                    .api("v1", "Pod")
+                    .list(&kube::api::ListParams::default().labels(&format!("app={app}")))
+                    .await
+                    .ok()?;
+                let items: Vec<Value> = list
+                    .items
+                    .into_iter()
+                    .map(|p| serde_json::to_value(p).unwrap())
+                    .collect();
+                let going = items
+                    .iter()
+                    .filter(|p| p["metadata"]["deletionTimestamp"].is_string())
+                    .count();
+                (going == 5).then_some(items)
+            })
+            .await;
+        let mut keep = None;
+        for p in left {
+            if p["metadata"]["deletionTimestamp"].is_string() {
+                kubelet_delete(k, &name(&p)).await;
+            } else {
+                keep = Some(p);
+            }
+        }
+        let pod = keep.unwrap();
+        let ip = pod["status"]["podIP"]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| c.ip(10));
+        let mut st = pod_status(
+            c,
+            "Running",
+            2_500,
+            &ip,
+            vec![c_running(c, (app, image), 2_504, false, 0, json!({}))],
+        );
+        st["conditions"][1]["lastTransitionTime"] = json!(c.t(40));
+        st["conditions"][2]["lastTransitionTime"] = json!(c.t(40));
+        let pod = status_as(k, "kubelet", "v1", "Pod", &name(&pod), st).await;
+        kubelet_event(c, &pod, "Warning", "Unhealthy",
+            &format!("Readiness probe failed: Get \"http://{ip}:8080/ready\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"),
+            287, (2_330, 12)).await;
+        c.logs_of(
+            &pod,
+            app,
+            false,
+            &[
+                (
+                    2_490,
+                    "INFO  listing-api 4.2.0 listening on :8080 (max in-flight 512)",
+                ),
+                (
+                    2_460,
+                    "INFO  60s: 392 rps, served 392, shed 0, p99 44ms, cpu 0.41",
+                ),
+                (
+                    2_400,
+                    "INFO  60s: 401 rps, served 401, shed 0, p99 47ms, cpu 0.43",
+                ),
+                (
+                    2_340,
+                    "WARN  request queue full (512/512): shedding load with 503",
+                ),
+                (
+                    2_280,
+                    "INFO  60s: 2388 rps, served 1207, shed 1181, p99 8.1s, cpu 1.00 (throttled)",
+                ),
+                (
+                    1_200,
+                    "WARN  request queue full (512/512): shedding load with 503",
+                ),
+                (
+                    600,
+                    "INFO  60s: 2415 rps, served 1188, shed 1227, p99 8.6s, cpu 1.00 (throttled)",
+                ),
+                (
+                    60,
+                    "INFO  60s: 2402 rps, served 1196, shed 1206, p99 8.4s, cpu 1.00 (throttled)",
+                ),
+            ],
+        );
+        staged(c, replicas_mismatch_alert(c, "Deployment", app, 1_500))
+    })
+}
+
+/// loyalty-db's StatefulSet was updated 75 minutes ago and its pod took 37 minutes of crash
+/// recovery to come back; loyalty-api crash-looped meanwhile and has run cleanly since.
+fn crashloop_during_db_upgrade_recovered(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let mut db = container("postgres", "postgres:15.4", None);
+        db["ports"] = json!([{"name": "postgresql", "containerPort": 5432}]);
+        db["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "2Gi"}});
+        db["readinessProbe"] =
+            json!({"exec": {"command": ["pg_isready", "-U", "loyalty"]}, "periodSeconds": 10});
+        create_as(
+            k,
+            "helm",
+            workload("StatefulSet", "loyalty-db", 1, json!([db]), json!({})),
+        )
+        .await;
+        let mut svc = service("loyalty-db", "loyalty-db", 5432, json!(5432));
+        svc["spec"]["clusterIP"] = json!("None");
+        create_as(k, "helm", svc).await;
+        let old_db = sts_pod(k, "loyalty-db-0").await;
+        run(c, &old_db, &nodes[2], &c.ip(30), 4_700).await;
+        let app = "loyalty-api";
+        let image = "registry.example.com/loyalty/loyalty-api:3.9.0";
+        let mut ct = container(app, image, Some(8080));
+        ct["env"] = json!([{"name": "DATABASE_URL", "value": "postgres://loyalty@loyalty-db:5432/loyalty?sslmode=disable"}]);
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 2, json!([ct]), json!({})),
+        )
+        .await;
+        create_as(k, "helm", service(app, app, 80, json!("http"))).await;
+        let pods = k.pods(&format!("app={app}"), 2).await;
+        for (i, p) in pods.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), 4_650).await;
+        }
+        available(k, app, 2).await;
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        // The database's minor upgrade: the controller deletes loyalty-db-0 and recreates it.
+        patch_as(k, "helm", "apps/v1", "StatefulSet", "loyalty-db",
+            json!({"spec": {"template": {"spec": {"containers": [{
+                "name": "postgres", "image": "postgres:15.5", "ports": [{"name": "postgresql", "containerPort": 5432}],
+                "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+                "readinessProbe": {"exec": {"command": ["pg_isready", "-U", "loyalty"]}, "periodSeconds": 10}}]}}}}))
+            .await;
+        let old_uid = old_db["metadata"]["uid"].clone();
+        k.wait("loyalty-db-0 being replaced", 60, || async {
+            let p = k.api("v1", "Pod").get("loyalty-db-0").await.ok()?;
+            let p = serde_json::to_value(p).unwrap();
+            (p["metadata"]["deletionTimestamp"].is_string() || p["metadata"]["uid"] != old_uid)
+                .then_some(())
+        })
+        .await;
+        let _ = k
+            .api("v1", "Pod")
+            .delete(
+                "loyalty-db-0",
+                &kube::api::DeleteParams {
+                    grace_period_seconds: Some(0),
+                    ..Default::default()
+                },
+            )
+            .await;
+        let new_db = k
+            .wait("new loyalty-db-0", 60, || async {
+                let p = k.api("v1", "Pod").get("loyalty-db-0").await.ok()?;
+                let p = serde_json::to_value(p).unwrap();
+                (p["metadata"]["uid"] != old_uid).then_some(p)
+            })
+            .await;
+        let mut st = pod_status(
+            c,
+            "Running",
+            4_480,
+            &c.ip(31),
+            vec![c_running(
+                c,
+                ("postgres", "postgres:15.5"),
+                4_470,
+                true,
+                0,
+                json!({}),
+            )],
+        );
+        for i in [1, 2] {
+            st["conditions"][i]["lastTransitionTime"] = json!(c.t(2_280));
+        }
+        let new_db = report(c, &new_db, &nodes[2], st).await;
+        kubelet_event(
+            c,
+            &new_db,
+            "Normal",
+            "Pulled",
+            "Successfully pulled image \"postgres:15.5\" in 9.812s",
+            1,
+            (4_472, 4_472),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &new_db,
+            "Warning",
+            "Unhealthy",
+            "Readiness probe failed: /var/run/postgresql:5432 - rejecting connections",
+            216,
+            (4_440, 2_290),
+        )
+        .await;
+        c.logs_of(&new_db, "postgres", false, &[
+            (4_468, "LOG:  starting PostgreSQL 15.5 (Debian 15.5-1.pgdg120+1) on x86_64-pc-linux-gnu"),
+            (4_467, "LOG:  database system was interrupted; last known up at 2026-11-27 00:41:12 UTC"),
+            (4_466, "LOG:  database system was not properly shut down; automatic recovery in progress"),
+            (4_465, "LOG:  redo starts at 3A/1C000028"),
+            (2_290, "LOG:  redo done at 3B/8F2A1C40 system usage: CPU: user: 1702.31 s, system: 388.20 s, elapsed: 2175.02 s"),
+            (2_285, "LOG:  checkpoint complete: wrote 402113 buffers (76.7%)"),
+            (2_282, "LOG:  database system is ready to accept connections"),
+        ]);
+        for (i, p) in pods.iter().enumerate() {
+            let st = pod_status(
+                c,
+                "Running",
+                4_650,
+                &c.ip(10 + i as u8),
+                vec![c_running(
+                    c,
+                    (app, image),
+                    2_220 - 10 * i as i64,
+                    true,
+                    6,
+                    terminated(
+                        c,
+                        1,
+                        "Error",
+                        (2_330 - 10 * i as i64, 2_300 - 10 * i as i64),
+                    ),
+                )],
+            );
+            let p = status_as(k, "kubelet", "v1", "Pod", &name(p), st).await;
+            kubelet_event(
+                c,
+                &p,
+                "Warning",
+                "BackOff",
+                "Back-off restarting failed container",
+                14,
+                (4_380, 2_300),
+            )
+            .await;
+            kubelet_event(
+                c,
+                &p,
+                "Normal",
+                "Pulled",
+                &format!("Container image \"{image}\" already present on machine"),
+                7,
+                (4_440, 2_225),
+            )
+            .await;
+            c.logs_of(&p, app, true, &[
+                (2_330, "INFO  loyalty-api 3.9.0 starting"),
+                (2_300, "FATAL db: failed to connect to `host=loyalty-db user=loyalty database=loyalty`: dial error (dial tcp 10.244.46.31:5432: connect: connection refused)"),
+            ]);
+            c.logs_of(
+                &p,
+                app,
+                false,
+                &[
+                    (2_219, "INFO  loyalty-api 3.9.0 starting"),
+                    (
+                        2_218,
+                        "INFO  db: connected to loyalty-db:5432 (PostgreSQL 15.5)",
+                    ),
+                    (2_217, "INFO  listening on :8080"),
+                    (600, "INFO  300s: 8120 requests, 0 errors, p99 31ms"),
+                    (300, "INFO  300s: 7994 requests, 0 errors, p99 29ms"),
+                ],
+            );
+        }
+        staged(c, crashloop_alert(c, &pods[0], app, 3_300))
+    })
+}
+
+/// The platform team's chart re-applied Role workload-runner without `create`/`delete` on
+/// jobs; job-dispatcher's API calls are Forbidden and it crash-loops.
+fn rbac_role_narrowed_forbidden(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "job-dispatcher";
+        let rbac_annotations = json!({"meta.helm.sh/release-name": "platform-rbac", "meta.helm.sh/release-namespace": "platform-system"});
+        let rbac_labels = json!({"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/part-of": "platform-rbac"});
+        create_as(
+            k,
+            "helm",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": app, "labels": {"app": app}}}),
+        )
+        .await;
+        let rules = |job_verbs: &[&str]| {
+            json!([
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": job_verbs},
+            {"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}])
+        };
+        create_as(k, "helm", json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "workload-runner", "labels": rbac_labels.clone(), "annotations": rbac_annotations.clone()},
+            "rules": rules(&["get", "list", "watch", "create", "delete"])})).await;
+        create_as(k, "helm", json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "job-dispatcher-workload-runner", "labels": rbac_labels, "annotations": rbac_annotations},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "workload-runner"},
+            "subjects": [{"kind": "ServiceAccount", "name": app, "namespace": k.ns}]})).await;
+        let image = "registry.example.com/batch-platform/job-dispatcher:1.12.0";
+        let mut ct = container(app, image, Some(8080));
+        ct["args"] = json!([
+            "--namespace=batch-platform",
+            "--queue=redis://dispatch-queue:6379/0"
+        ]);
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                app,
+                2,
+                json!([ct]),
+                json!({"serviceAccountName": app}),
+            ),
+        )
+        .await;
+        let mut pods = Vec::new();
+        for (i, p) in k.pods(&format!("app={app}"), 2).await.iter().enumerate() {
+            pods.push(run(c, p, &nodes[i], &c.ip(10 + i as u8), 1_650).await);
+        }
+        available(k, app, 2).await;
+        tokio::time::sleep(Duration::from_secs(80)).await;
+        // helm upgrade of platform-rbac: the jobs rule keeps only the read verbs.
+        patch_as(
+            k,
+            "helm",
+            "rbac.authorization.k8s.io/v1",
+            "Role",
+            "workload-runner",
+            json!({"rules": rules(&["get", "list", "watch"])}),
+        )
+        .await;
+        let forbidden = format!(
+            "jobs.batch is forbidden: User \"system:serviceaccount:{}:{app}\" cannot create resource \"jobs\" in API group \"batch\" in the namespace \"{}\"",
+            k.ns, k.ns
+        );
+        for (i, p) in pods.iter().enumerate() {
+            let p = crash_loop(
+                c,
+                p,
+                &nodes[i],
+                &c.ip(10 + i as u8),
+                1_650,
+                app,
+                (1, "Error", 9),
+                70 + 15 * i as i64,
+            )
+            .await;
+            kubelet_event(
+                c,
+                &p,
+                "Normal",
+                "Pulled",
+                &format!("Container image \"{image}\" already present on machine"),
+                9,
+                (1_500, 90),
+            )
+            .await;
+            backoff_event(c, &p, 96, 1_480).await;
+            let last = 70 + 15 * i as i64;
+            let check = format!(
+                "FATAL permission check failed: create jobs.batch in batch-platform: {forbidden}"
+            );
+            c.logs_of(&p, app, true, &[
+                (last + 3, "INFO  job-dispatcher 1.12.0 starting (serviceaccount batch-platform/job-dispatcher)"),
+                (last + 2, "INFO  checking permissions (SelfSubjectAccessReview): get,list,watch,create,delete jobs.batch"),
+                (last, check.as_str()),
+            ]);
+        }
+        staged(c, crashloop_alert(c, &pods[0], app, 1_200))
+    })
+}
+
+/// Pods of booking-api as the Istio sidecar injector leaves them (istio-init, istio-proxy).
+fn injected_pod(app: &str, hash: &str, ct: &Value) -> Value {
+    let proxy = "docker.io/istio/proxyv2:1.20.3";
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": format!("{app}-{hash}-"),
+            "labels": {"app": app, "pod-template-hash": hash, "security.istio.io/tlsMode": "istio",
+                "service.istio.io/canonical-name": app, "service.istio.io/canonical-revision": "latest"},
+            "annotations": {"sidecar.istio.io/status": "{\"initContainers\":[\"istio-init\"],\"containers\":[\"istio-proxy\"],\"volumes\":[\"istio-envoy\",\"istio-data\",\"istio-podinfo\",\"istio-token\",\"istiod-ca-cert\"],\"imagePullSecrets\":null,\"revision\":\"default\"}",
+                "prometheus.io/path": "/stats/prometheus", "prometheus.io/port": "15020", "prometheus.io/scrape": "true"}},
+        "spec": {"initContainers": [{"name": "istio-init", "image": proxy,
+                "args": ["istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-x", "", "-b", "*", "-d", "15090,15021,15020"],
+                "securityContext": {"capabilities": {"add": ["NET_ADMIN", "NET_RAW"], "drop": ["ALL"]}, "runAsUser": 0, "runAsNonRoot": false}}],
+            "containers": [ct, {"name": "istio-proxy", "image": proxy,
+                "args": ["proxy", "sidecar", "--domain", "$(POD_NAMESPACE).svc.cluster.local", "--proxyLogLevel=warning"],
+                "ports": [{"name": "http-envoy-prom", "containerPort": 15090, "protocol": "TCP"}],
+                "readinessProbe": {"httpGet": {"path": "/healthz/ready", "port": 15021}, "periodSeconds": 15},
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}},
+                "volumeMounts": [{"name": "istio-envoy", "mountPath": "/etc/istio/proxy"}]}],
+            "volumes": [{"name": "istio-envoy", "emptyDir": {"medium": "Memory"}}]}})
+}
+
+/// Someone replaced the namespace's istio-injection label (by an istio.io/rev no injector
+/// serves); the two booking-api pods recreated since have no sidecar and are refused by their
+/// STRICT-mTLS upstream, the two older ones keep theirs.
+fn mesh_injection_label_removed(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        patch_as(
+            k,
+            "kubectl-label",
+            "v1",
+            "Namespace",
+            &k.ns,
+            json!({"metadata": {"labels": {"istio-injection": "enabled", "team": "bookings"}}}),
+        )
+        .await;
+        let app = "booking-api";
+        let image = "registry.example.com/bookings/booking-api:7.3.1";
+        let mut ct = container(app, image, Some(8080));
+        ct["env"] = json!([{"name": "AVAILABILITY_URL", "value": "http://availability.inventory-staging.svc.cluster.local:8080"}]);
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 10});
+        let template = workload("Deployment", app, 4, json!([ct.clone()]), json!({}));
+        // The pod-template-hash the deployment controller will give this template.
+        // (it hashes the pod template only): a Deployment of the same template at 0 replicas,
+        // deleted before the pods exist.
+        let mut probe = template.clone();
+        probe["metadata"]["name"] = json!("booking-api-hash-probe");
+        probe["spec"]["replicas"] = json!(0);
+        create_as(k, "helm", probe).await;
+        let rs = k
+            .wait("the probe's ReplicaSet", 60, || async {
+                let list = k
+                    .api("apps/v1", "ReplicaSet")
+                    .list(&Default::default())
+                    .await
+                    .ok()?;
+                list.items
+                    .into_iter()
+                    .map(|r| serde_json::to_value(r).unwrap())
+                    .find(|r| {
+                        r["metadata"]["ownerReferences"][0]["name"] == "booking-api-hash-probe"
+                    })
+            })
+            .await;
+        let hash = rs["metadata"]["labels"]["pod-template-hash"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        k.api("apps/v1", "Deployment")
+            .delete(
+                "booking-api-hash-probe",
+                &kube::api::DeleteParams::foreground(),
+            )
+            .await
+            .unwrap();
+        k.wait("the probe gone", 60, || async {
+            let list = k
+                .api("apps/v1", "ReplicaSet")
+                .list(&Default::default())
+                .await
+                .ok()?;
+            list.items.is_empty().then_some(())
+        })
+        .await;
+        // The sidecar injector mutated the replica set controller's pods two days ago.
+        let mut first = Vec::new();
+        for _ in 0..4 {
+            first
+                .push(create_as(k, "kube-controller-manager", injected_pod(app, &hash, &ct)).await);
+        }
+        create_as(k, "helm", template).await;
+        create_as(k, "helm", service(app, app, 80, json!("http"))).await;
+        let proxy = "docker.io/istio/proxyv2:1.20.3";
+        for (i, p) in first.iter().enumerate() {
+            let mut st = pod_status(
+                c,
+                "Running",
+                2_900,
+                &c.ip(10 + i as u8),
+                vec![
+                    c_running(c, (app, image), 2_896, true, 0, json!({})),
+                    c_running(c, ("istio-proxy", proxy), 2_897, true, 0, json!({})),
+                ],
+            );
+            st["initContainerStatuses"] = json!([{"name": "istio-init", "image": proxy, "imageID": format!("{proxy}@sha256:{}", hex(64)),
+                "ready": true, "restartCount": 0, "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                "startedAt": c.t(2_899), "finishedAt": c.t(2_898), "containerID": container_id()}}}]);
+            report(c, p, &nodes[i % 2], st).await;
+        }
+        available(k, app, 4).await;
+        let rs = replicaset(k, app, "1").await;
+        assert_eq!(
+            rs["metadata"]["labels"]["pod-template-hash"].as_str(),
+            Some(hash.as_str()),
+            "the probe's hash"
+        );
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        // Someone moves the namespace to a revision label no injector serves.
+        patch_as(
+            k,
+            "kubectl-label",
+            "v1",
+            "Namespace",
+            &k.ns,
+            json!({"metadata": {"labels": {"istio-injection": null, "istio.io/rev": "1-22"}}}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        // The cluster autoscaler removes the second node; its two pods come back without a sidecar.
+        let gone: Vec<Value> = first
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 1)
+            .map(|(_, p)| p.clone())
+            .collect();
+        let kept: Vec<Value> = first
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 0)
+            .map(|(_, p)| p.clone())
+            .collect();
+        for p in &gone {
+            event(
+                c,
+                p,
+                ("cluster-autoscaler", None),
+                "Normal",
+                "ScaleDown",
+                "deleting pod for node scale down",
+                1,
+                (2_720, 2_720),
+            )
+            .await;
+            kubelet_delete(k, &name(p)).await;
+        }
+        let _ = k
+            .api("v1", "Node")
+            .delete(&nodes[1], &Default::default())
+            .await;
+        let repl = new_pods(k, app, &kept, 4).await;
+        for (i, p) in repl.iter().enumerate() {
+            let node = &nodes[2 * i];
+            let p = report(
+                c,
+                p,
+                node,
+                pod_status(
+                    c,
+                    "Running",
+                    2_700,
+                    &c.ip(20 + i as u8),
+                    vec![c_running(c, (app, image), 2_696, false, 0, json!({}))],
+                ),
+            )
+            .await;
+            event(
+                c,
+                &p,
+                ("default-scheduler", None),
+                "Normal",
+                "Scheduled",
+                &format!("Successfully assigned {}/{} to {node}", k.ns, name(&p)),
+                1,
+                (2_702, 2_702),
+            )
+            .await;
+            kubelet_event(
+                c,
+                &p,
+                "Warning",
+                "Unhealthy",
+                "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                268,
+                (2_680, 8),
+            )
+            .await;
+            c.logs_of(&p, app, false, &[
+                (2_695, "INFO  booking-api 7.3.1 listening on :8080"),
+                (2_690, &format!("ERROR availability: GET http://availability.inventory-staging.svc.cluster.local:8080/v2/slots: read tcp {}:41822->10.0.113.40:8080: read: connection reset by peer", c.ip(20 + i as u8))),
+                (2_680, "WARN  ready: dependency availability unhealthy (5 consecutive errors)"),
+                (60, &format!("ERROR availability: GET http://availability.inventory-staging.svc.cluster.local:8080/v2/slots: read tcp {}:52210->10.0.113.40:8080: read: connection reset by peer", c.ip(20 + i as u8))),
+            ]);
+        }
+        for p in &kept {
+            c.logs_of(
+                p,
+                app,
+                false,
+                &[
+                    (2_895, "INFO  booking-api 7.3.1 listening on :8080"),
+                    (
+                        600,
+                        "INFO  300s: 3311 requests, 0 errors (availability p99 22ms)",
+                    ),
+                    (
+                        300,
+                        "INFO  300s: 3290 requests, 0 errors (availability p99 24ms)",
+                    ),
+                ],
+            );
+        }
+        staged(c, replicas_mismatch_alert(c, "Deployment", app, 1_900))
+    })
+}
+
+/// gl-export (daily) was suspended with kubectl patch three days ago and never resumed; its
+/// last Job ran four days ago.
+fn cronjob_suspended_forgotten(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(2, ZONES).await;
+        let k = &c.k;
+        let app = "gl-export";
+        let image = "registry.example.com/finance/gl-export:2026.10.2";
+        let template = json!({"metadata": {"labels": {"app": app}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": app, "image": image,
+                "args": ["export", "--ledger=general", "--target=warehouse", "--since=yesterday"],
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}}]}});
+        // The suspension (below) is now. The schedule's hour is chosen so that the last run
+        // started 5 h before it (and ended long before it), whatever the time of staging.
+        let capture = c.at(0);
+        let now = Utc::now();
+        let hour = now - chrono::Duration::hours(5);
+        let last = hour
+            .date_naive()
+            .and_hms_opt(chrono::Timelike::hour(&hour), 15, 0)
+            .unwrap()
+            .and_utc();
+        let schedule = format!("15 {} * * *", chrono::Timelike::hour(&last));
+        let cj = create_as(k, "helm", json!({"apiVersion": "batch/v1beta1", "kind": "CronJob",
+            "metadata": {"name": app, "labels": {"app": app}},
+            "spec": {"schedule": schedule, "concurrencyPolicy": "Forbid", "suspend": false,
+                "startingDeadlineSeconds": 3600, "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
+                "jobTemplate": {"metadata": {"labels": {"app": app}}, "spec": {"backoffLimit": 2, "template": template}}}}))
+            .await;
+        // The last three daily runs, the latest 5 h before the suspension.
+        let runs: Vec<chrono::DateTime<Utc>> = [2, 1, 0]
+            .iter()
+            .map(|d| last - chrono::Duration::days(*d))
+            .collect();
+        for (i, at) in runs.iter().enumerate() {
+            let job_name = format!("{app}-{}", at.timestamp() / 60);
+            create_as(k, "kube-controller-manager", json!({"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": job_name, "labels": {"app": app},
+                    "ownerReferences": [{"apiVersion": "batch/v1beta1", "kind": "CronJob", "name": app,
+                        "uid": cj["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}]},
+                "spec": {"backoffLimit": 2, "template": template}}))
+                .await;
+            let started = (capture - *at).num_seconds() - 2;
+            let took = 1_140 + 60 * i as i64;
+            let pod = k.pods(&format!("job-name={job_name}"), 1).await.remove(0);
+            let mut st = pod_status(
+                c,
+                "Succeeded",
+                started,
+                &c.ip(10 + i as u8),
+                vec![json!({"name": app, "image": image,
+                "imageID": image_id(image), "containerID": container_id(), "ready": false, "started": false, "restartCount": 0,
+                "state": terminated(c, 0, "Completed", (started - 3, started - took)), "lastState": {}})],
+            );
+            for j in [1, 2] {
+                st["conditions"][j]["status"] = json!("False");
+                st["conditions"][j]["reason"] = json!("PodCompleted");
+                st["conditions"][j]["lastTransitionTime"] = json!(c.t(started - took));
+                st["conditions"][j]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("message");
+            }
+            report(c, &pod, &nodes[i % 2], st).await;
+            k.wait(&format!("{job_name} complete"), 60, || async {
+                let j = k.api("batch/v1", "Job").get(&job_name).await.ok()?;
+                (serde_json::to_value(j).unwrap()["status"]["succeeded"] == 1).then_some(())
+            })
+            .await;
+            status_as(k, "kube-controller-manager", "batch/v1", "Job", &job_name, json!({
+                "startTime": c.t(started), "completionTime": c.t(started - took - 2),
+                "conditions": [{"type": "Complete", "status": "True", "lastProbeTime": c.t(started - took - 2),
+                    "lastTransitionTime": c.t(started - took - 2)}]})).await;
+        }
+        status_as(
+            k,
+            "kube-controller-manager",
+            "batch/v1beta1",
+            "CronJob",
+            app,
+            json!({
+            "lastScheduleTime": runs[2].to_rfc3339_opts(chrono::SecondsFormat::Secs, true)}),
+        )
+        .await;
+        // During a warehouse outage someone suspends it by hand.
+        patch_as(
+            k,
+            "kubectl-patch",
+            "batch/v1beta1",
+            "CronJob",
+            app,
+            json!({"spec": {"suspend": true}}),
+        )
+        .await;
+        // Events of three days ago have expired (the API server keeps them an hour).
+        let _ = k
+            .api("v1", "Event")
+            .delete_collection(&Default::default(), &Default::default())
+            .await;
+        // The freshness rule fires 36 h after the last schedule.
+        let fired = (capture - (runs[2] + chrono::Duration::hours(36))).num_seconds();
+        let mut labels = vec![("cronjob", app.to_owned()), ("namespace", k.ns.clone())];
+        labels.extend(ksm());
+        staged(
+            c,
+            am(
+                c,
+                "CronJobScheduleStale",
+                "warning",
+                labels,
+                &[
+                    (
+                        "description",
+                        format!(
+                            "CronJob {}/{app} has not been scheduled for more than 36 hours.",
+                            k.ns
+                        ),
+                    ),
+                    ("summary", "CronJob has not been scheduled recently.".into()),
+                ],
+                "time() - kube_cronjob_status_last_schedule_time{job=\"kube-state-metrics\"} > 1.5 * 86400",
+                fired,
+            ),
+        )
+    })
+}
+
+/// doc-indexer runs :latest with imagePullPolicy Always; CI re-pushed the tag with an
+/// incompatible build; the one pod recreated since pulled it and crash-loops.
+fn mutable_latest_tag_repushed(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "doc-indexer";
+        let repo = "registry.internal.example.com/search/doc-indexer";
+        let image = format!("{repo}:latest");
+        let old = "sha256:41ab7e0c93d15f2b8c6a0e4d7f19b3a25c8e6d0f4b7a19c2e5d83f60a1b4c7e9";
+        let new = "sha256:9f3c2d1b7a6e05c4f8d29b31e6a70c5d4f2b8e19a3c6d07f5b1e48a92c3d6f10";
+        let mut ct = container(app, &image, Some(8080));
+        ct["imagePullPolicy"] = json!("Always");
+        ct["args"] = json!([
+            "--shard-count=6",
+            "--source=kafka://events-kafka.streaming-staging:9092/docs",
+            "--index=docs-v3"
+        ]);
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
+        let first = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in first.iter().enumerate() {
+            let st = pod_status(
+                c,
+                "Running",
+                2_200,
+                &c.ip(10 + i as u8),
+                vec![with_image_id(
+                    c_running(c, (app, &image), 2_196, true, 0, json!({})),
+                    repo,
+                    old,
+                )],
+            );
+            let p = report(c, p, &nodes[i], st).await;
+            if i < 2 {
+                c.logs_of(&p, app, false, &[
+                    (2_195, "INFO doc-indexer 2026.11.20-3 (commit 31c9e77) starting: 6 shards, index docs-v3"),
+                    (2_190, "INFO kafka: joined group doc-indexer, partitions [0..11]"),
+                    (600, "INFO 300s: indexed 48211 docs, lag 120"),
+                    (300, "INFO 300s: indexed 47904 docs, lag 98"),
+                ]);
+            }
+        }
+        available(k, app, 3).await;
+        tokio::time::sleep(Duration::from_secs(45)).await;
+        let gone = &first[2];
+        event(
+            c,
+            gone,
+            ("cluster-autoscaler", None),
+            "Normal",
+            "ScaleDown",
+            "deleting pod for node scale down",
+            1,
+            (2_110, 2_110),
+        )
+        .await;
+        kubelet_delete(k, &name(gone)).await;
+        let _ = k
+            .api("v1", "Node")
+            .delete(&nodes[2], &Default::default())
+            .await;
+        let repl = new_pods(k, app, &first[..2], 3).await.remove(0);
+        let uid = repl["metadata"]["uid"].as_str().unwrap_or("").to_owned();
+        let waiting = c_waiting(
+            (app, &image),
+            (
+                "CrashLoopBackOff",
+                &format!(
+                    "back-off 5m0s restarting failed container={app} pod={}_{}({uid})",
+                    name(&repl),
+                    k.ns
+                ),
+            ),
+            12,
+            terminated(c, 1, "Error", (112, 110)),
+        );
+        let repl = report(
+            c,
+            &repl,
+            &nodes[0],
+            pod_status(
+                c,
+                "Running",
+                2_100,
+                &c.ip(20),
+                vec![with_image_id(waiting, repo, new)],
+            ),
+        )
+        .await;
+        event(
+            c,
+            &repl,
+            ("default-scheduler", None),
+            "Normal",
+            "Scheduled",
+            &format!(
+                "Successfully assigned {}/{} to {}",
+                k.ns,
+                name(&repl),
+                nodes[0]
+            ),
+            1,
+            (2_102, 2_102),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &repl,
+            "Normal",
+            "Pulling",
+            &format!("Pulling image \"{image}\""),
+            13,
+            (2_100, 115),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &repl,
+            "Normal",
+            "Pulled",
+            &format!("Successfully pulled image \"{image}\" in 1.84s"),
+            13,
+            (2_098, 113),
+        )
+        .await;
+        backoff_event(c, &repl, 171, 2_050).await;
+        c.logs_of(
+            &repl,
+            app,
+            true,
+            &[
+                (
+                    111,
+                    "INFO doc-indexer 2026.11.27-1 (commit 8be1f0a) starting",
+                ),
+                (110, "Error: unknown flag: --shard-count"),
+                (
+                    110,
+                    "Usage: doc-indexer --shards=N --source=URL --index=NAME [--dry-run]",
+                ),
+            ],
+        );
+        staged(c, crashloop_alert(c, &repl, app, 1_500))
+    })
+}
+
 /// Every unseen incident with its namespaces, index and capture offset.
 pub fn all() -> Vec<Incident> {
     macro_rules! inc {
@@ -5749,6 +6901,62 @@ pub fn all() -> Vec<Incident> {
             42,
             30,
             service_selector_orphaned_by_relabel
+        ),
+        inc!(
+            "jvm-heap-flag-oomkill",
+            &["warehouse"],
+            43,
+            27,
+            jvm_heap_flag_oomkill
+        ),
+        inc!(
+            "nfs-stale-file-handle",
+            &["assets"],
+            44,
+            76,
+            nfs_stale_file_handle
+        ),
+        inc!(
+            "manual-scale-down-overload",
+            &["marketplace"],
+            45,
+            43,
+            manual_scale_down_overload
+        ),
+        inc!(
+            "crashloop-during-db-upgrade-recovered",
+            &["loyalty-staging"],
+            46,
+            79,
+            crashloop_during_db_upgrade_recovered
+        ),
+        inc!(
+            "rbac-role-narrowed-forbidden",
+            &["batch-platform"],
+            47,
+            28,
+            rbac_role_narrowed_forbidden
+        ),
+        inc!(
+            "mesh-injection-label-removed",
+            &["bookings-staging"],
+            48,
+            49,
+            mesh_injection_label_removed
+        ),
+        inc!(
+            "cronjob-suspended-forgotten",
+            &["finance-etl"],
+            49,
+            4380,
+            cronjob_suspended_forgotten
+        ),
+        inc!(
+            "mutable-latest-tag-repushed",
+            &["indexing-staging"],
+            50,
+            37,
+            mutable_latest_tag_repushed
         ),
     ]
 }

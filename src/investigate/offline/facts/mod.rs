@@ -132,6 +132,8 @@ pub(super) struct PodFacts {
     pub first_probe_kill_age: Option<Duration>,
     /// Its emptyDir volumes: state container restarts keep and a new pod starts without.
     pub empty_dirs: Vec<String>,
+    /// Per container: the image the spec names and the digest the kubelet pulled for it.
+    pub images: Vec<(String, String, Option<String>)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -184,6 +186,9 @@ pub(super) enum PreviousHealth {
 
 pub(super) struct LoneFailure {
     pub pod: String,
+    /// The failing pod runs, for a container, another image digest than its healthy siblings
+    /// of the same revision: the tag was re-pushed. One line saying so.
+    pub moved_image: Option<String>,
     pub node: Option<String>,
     /// Healthy siblings of the same revision, and the nodes they run on.
     pub siblings: usize,
@@ -634,6 +639,17 @@ impl PodFacts {
                 .filter_map(|e| e.first.or(e.at))
                 .min()
                 .map(|t| ev.now - t),
+            images: p
+                .containers()
+                .iter()
+                .map(|c| {
+                    (
+                        c.name.clone(),
+                        c.image.clone(),
+                        crate::prove::image_digest(&c.image_id),
+                    )
+                })
+                .collect(),
             empty_dirs: p
                 .pod
                 .spec

@@ -230,8 +230,29 @@ pub(super) fn lone_failure(pods: &[PodFacts]) -> Option<LoneFailure> {
     let mut sibling_nodes: Vec<String> = siblings.iter().filter_map(|s| s.node.clone()).collect();
     sibling_nodes.sort();
     sibling_nodes.dedup();
+    let moved_image = p.images.iter().find_map(|(c, image, digest)| {
+        let mine = digest.as_ref()?;
+        let mut theirs: Vec<&String> = siblings
+            .iter()
+            .flat_map(|s| &s.images)
+            .filter(|(sc, _, _)| sc == c)
+            .filter_map(|(_, _, d)| d.as_ref())
+            .collect();
+        theirs.sort_unstable();
+        theirs.dedup();
+        // The siblings agree on one digest, and it is not the pod's (siblings that differ among
+        // themselves — a multi-arch tag on nodes of several architectures — say nothing).
+        match theirs.as_slice() {
+            [one] if *one != mine => Some(format!(
+                "container {c} of pod {} runs {image} as {mine}, its healthy siblings of the same revision as {one}: the tag was re-pushed",
+                p.name
+            )),
+            _ => None,
+        }
+    });
     Some(LoneFailure {
         pod: p.name.clone(),
+        moved_image,
         node: p.node.clone(),
         siblings: siblings.len(),
         sibling_nodes,

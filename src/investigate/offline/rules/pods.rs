@@ -417,6 +417,16 @@ pub(super) fn lone_pod_failure(f: &Facts) -> Option<Diagnosis> {
     d.confidence = if l.siblings >= 2 { 0.75 } else { 0.7 };
     d.severity = "medium";
     d.target = f.target.clone();
+    // The same revision, another image: a replacement pulls the re-pushed tag again.
+    if let Some(moved) = &l.moved_image {
+        d.mode = "MovedImageTag";
+        d.factors.push(moved.clone());
+        d.human = Some(format!(
+            "{moved}; a replacement pod pulls the same image again. A human must pin the image by digest (or fix the tag) — deleting or restarting pods spreads the new build"
+        ));
+        d.analysis = "The failing pod and its healthy siblings come from one template but run different image digests: the tag moved after the siblings pulled it. The change is in the registry, not the cluster; every new pod would pull it.".into();
+        return Some(d);
+    }
     d.proposal = proposal("DeletePod", json!({"POD_NAME": l.pod}), "");
     d.analysis = "The same spec runs healthy in its siblings, so the spec is not the cause; the failure is local to this pod (its node or its ephemeral state), and a replacement pod starts clean.".into();
     Some(d)
