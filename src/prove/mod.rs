@@ -44,7 +44,7 @@ use crate::domain::{
 use crate::live::Live;
 
 use scene::Scene;
-pub use scene::{image_digest, readiness_flaps};
+pub use scene::{NotReadyEvent, image_digest, readiness_flaps};
 
 pub use workload::{configmaps, secrets};
 

@@ -509,7 +509,7 @@ impl Scene {
     /// ([`readiness_flaps`]): one line.
     pub async fn node_flaps(&self, node: &str) -> Read<Option<String>> {
         let events = self.node_events(node).await?;
-        let not_ready: Vec<(i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>)> = events
+        let not_ready: Vec<NotReadyEvent> = events
             .iter()
             .filter(|e| e.kind == "Node" && e.name == node && e.reason == "NodeNotReady")
             .map(|e| (e.count.max(1), e.first, e.last))
@@ -657,6 +657,9 @@ impl Scene {
     }
 }
 
+/// One `NodeNotReady` event about a node: how many times, first and last.
+pub type NotReadyEvent = (i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
 /// How many NotReady transitions make a node's readiness flap, and how recent the last must be.
 const FLAPS_MIN: i64 = 3;
 const FLAPS_WINDOW_MINUTES: i64 = 60;
@@ -667,7 +670,7 @@ const FLAPS_WINDOW_MINUTES: i64 = 60;
 /// Returns the count and the first and last time.
 pub fn readiness_flaps(
     now: DateTime<Utc>,
-    not_ready: &[(i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>)],
+    not_ready: &[NotReadyEvent],
 ) -> Option<(i64, DateTime<Utc>, DateTime<Utc>)> {
     let count = not_ready.iter().map(|(c, _, _)| *c).max()?;
     let last = not_ready.iter().filter_map(|(_, _, l)| *l).max()?;

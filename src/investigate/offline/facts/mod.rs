@@ -365,7 +365,7 @@ fn node_flaps(ev: &Evidence, node: &str) -> Option<String> {
         .iter()
         .filter(|e| e.object.as_deref() == Some(node) && e.reason == "NodeNotReady")
         .collect();
-    let times: Vec<(i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>)> =
+    let times: Vec<crate::prove::NotReadyEvent> =
         not_ready.iter().map(|e| (e.count, e.first, e.at)).collect();
     let (count, first, last) = crate::prove::readiness_flaps(ev.now, &times)?;
     let mut why = format!(
