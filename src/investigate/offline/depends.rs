@@ -36,6 +36,7 @@ pub(super) fn standing(rule: &str) -> Standing {
         | "pdb-blocks-eviction"
         | "service-unreachable"
         | "scaled-to-zero"
+        | "suspended"
         | "rollout-regression"
         | "create-container-config-error"
         | "state-kept-across-restarts"

@@ -350,6 +350,16 @@ pub(super) struct WorkloadState {
     pub partition: Option<i64>,
     /// A Deployment's `spec.paused`.
     pub paused: bool,
+    /// A CronJob's (or Job's) `spec.suspend`, with the object's last change as the API shows it
+    /// (who, when) and a CronJob's `status.lastScheduleTime`.
+    pub suspended: Option<Suspension>,
+}
+
+/// A workload suspended by its own spec.
+#[derive(Debug, Clone)]
+pub(super) struct Suspension {
+    pub last_change: Option<crate::domain::Change>,
+    pub last_schedule: Option<DateTime<Utc>>,
 }
 
 impl WorkloadState {
@@ -374,6 +384,12 @@ impl WorkloadState {
                 &["spec", "updateStrategy", "rollingUpdate", "partition"],
             ),
             paused: obj::at(raw, &["spec", "paused"]).and_then(Value::as_bool) == Some(true),
+            suspended: (obj::at(raw, &["spec", "suspend"]).and_then(Value::as_bool) == Some(true))
+                .then(|| Suspension {
+                    last_change: crate::prove::graph::last_change(raw),
+                    last_schedule: str_at(raw, &["status", "lastScheduleTime"])
+                        .and_then(parse_time),
+                }),
         }
     }
 }

@@ -41,7 +41,7 @@ use scheduling::{
 };
 use workloads::{
     hpa_maxed_out, pdb_blocks_eviction, problem_resolved, rollout_held, rollout_regression,
-    scaled_to_zero, service_unreachable,
+    scaled_to_zero, service_unreachable, suspended,
 };
 
 /// A rule's conclusion, before it becomes the RCA schema.
@@ -146,6 +146,12 @@ pub(super) const RULES: &[Rule] = &[
         name: "rollout-regression",
         playbooks: &["CrashLoopBackOff", "ImagePullBackOff"],
         diagnose: rollout_regression,
+    },
+    // Suspended by its own spec (a CronJob's spec.suspend). No playbook.
+    Rule {
+        name: "suspended",
+        playbooks: &[],
+        diagnose: suspended,
     },
     // Scaled to zero against its declared replicas. No playbook.
     Rule {

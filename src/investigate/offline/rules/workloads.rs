@@ -217,6 +217,44 @@ pub(super) fn rollout_held(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
+/// A CronJob (or Job) its own spec suspends: it starts nothing until someone resumes it. Whether
+/// it should stay suspended is a person's call; say who suspended it, when, and when it last
+/// ran.
+pub(super) fn suspended(f: &Facts) -> Option<Diagnosis> {
+    let w = f.workload.as_ref()?;
+    let s = w.suspended.as_ref()?;
+    let changed = s
+        .last_change
+        .as_ref()
+        .map(|c| format!(", {} at {} (UTC)", c.what, c.at.format("%Y-%m-%d %H:%M")))
+        .unwrap_or_default();
+    let ran = s
+        .last_schedule
+        .map(|t| {
+            format!(
+                "; its last run was scheduled at {} (UTC)",
+                t.format("%Y-%m-%d %H:%M")
+            )
+        })
+        .unwrap_or_default();
+    let mut d = Diagnosis::new(
+        "Suspended",
+        format!(
+            "{} {} is suspended (spec.suspend: true){changed}: it starts no runs{ran}",
+            w.kind, w.name
+        ),
+    );
+    d.factors.push(format!("spec.suspend: true{changed}"));
+    d.confidence = 0.8;
+    d.severity = "medium";
+    d.target = f.workload_target().or_else(|| f.target.clone());
+    d.human = Some(format!(
+        "{} {} is suspended (spec.suspend: true){changed}{ran}; a human must resume it (spec.suspend: false) or confirm it stays suspended",
+        w.kind, w.name
+    ));
+    Some(d)
+}
+
 /// Whether `p` ended (phase Failed or Succeeded) and a workload controller replaces it: not
 /// a Job's (its ended pods are its result) nor a bare pod.
 pub(super) fn replaced(f: &Facts, p: &PodFacts) -> bool {
