@@ -131,6 +131,14 @@ impl Server {
     }
 }
 
+/// The log lines at WARN or ERROR (the JSON log).
+fn loud(lines: &[String]) -> Vec<&String> {
+    lines
+        .iter()
+        .filter(|l| l.contains(r#""level":"ERROR""#) || l.contains(r#""level":"WARN""#))
+        .collect()
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -1104,10 +1112,7 @@ async fn an_unreachable_cluster_is_logged_once_not_per_failed_call() {
     }
     tokio::time::sleep(Duration::from_secs(7)).await;
     let lines = server.log_lines();
-    let loud: Vec<&String> = lines
-        .iter()
-        .filter(|l| l.contains(r#""level":"ERROR""#) || l.contains(r#""level":"WARN""#))
-        .collect();
+    let loud = loud(&lines);
     let outage: Vec<&&String> = loud
         .iter()
         .filter(|l| l.contains("Kubernetes API server unreachable"))
@@ -1145,10 +1150,7 @@ async fn custom_resources_kubemedic_may_not_list_are_reported_once_not_per_retry
     // Long enough for several retries of each of the four watches (back-off from 0.8 s).
     tokio::time::sleep(Duration::from_secs(12)).await;
     let lines = server.log_lines();
-    let loud: Vec<&String> = lines
-        .iter()
-        .filter(|l| l.contains(r#""level":"ERROR""#) || l.contains(r#""level":"WARN""#))
-        .collect();
+    let loud = loud(&lines);
     let refused: Vec<&&String> = loud
         .iter()
         .filter(|l| l.contains("cannot watch kubemedic's custom resources"))

@@ -124,7 +124,7 @@ pub(super) struct PodFacts {
     pub warnings: Vec<Warning>,
     /// One line for the RCA's contributing factors.
     pub description: String,
-    /// The most restarts of any of its containers.
+    /// Its containers' restarts, summed.
     pub restarts: i64,
     /// How many times the kubelet killed a container of it for a failed liveness or startup
     /// probe, and since when.
@@ -566,6 +566,7 @@ impl Facts {
 impl PodFacts {
     fn of(p: &ObservedPod, ev: &Evidence) -> Self {
         let name = p.name().to_owned();
+        let kills = probe_kills(ev, &name);
         let termination = last_termination(p);
         let waiting = waiting_reason(p);
         let restarts = p
@@ -633,8 +634,8 @@ impl PodFacts {
                 .collect(),
             starting_for: started.and_then(|t| age(t, ev.now)),
             restarts,
-            probe_kills: probe_kills(ev, &name).iter().map(|e| e.count).sum(),
-            first_probe_kill_age: probe_kills(ev, &name)
+            probe_kills: kills.iter().map(|e| e.count).sum(),
+            first_probe_kill_age: kills
                 .iter()
                 .filter_map(|e| e.first.or(e.at))
                 .min()
