@@ -168,12 +168,6 @@ async fn key(d: &TestDaemon, role: Role, name: &str) -> String {
     common::create_key(d.store.as_ref(), role, name).await
 }
 
-async fn sign_in(b: &Browser, d: &TestDaemon, key: &str) {
-    b.goto(&d.url("/login")).await;
-    b.fill("#key", key).await;
-    b.click("form.login button[type=submit]").await;
-}
-
 /// Every page the browser shows must come from the daemon alone.
 async fn same_origin_only(b: &Browser, d: &TestDaemon) {
     let foreign = b.foreign_requests(&d.base).await;
@@ -210,10 +204,15 @@ async fn an_operator_follows_a_request_live_and_an_approver_decides_it_in_the_br
         viewer.current_url().await
     );
     same_origin_only(&viewer, &d).await;
-    sign_in(&viewer, &d, "km_not-a-key").await;
-    viewer.wait_for_text("#login-error", "not valid").await;
-    sign_in(&viewer, &d, &viewer_key).await;
-    viewer.wait_for_text("#role", "viewer").await;
+    let refused = viewer.sign_in(&d.base, "km_not-a-key").await;
+    assert!(
+        refused.as_ref().is_err_and(|m| m.contains("not valid")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        viewer.sign_in(&d.base, &viewer_key).await.as_deref(),
+        Ok("viewer")
+    );
     assert_eq!(viewer.text("#who").await, "key:vera");
 
     // The incident reaches the approval gate.
@@ -297,8 +296,10 @@ async fn an_operator_follows_a_request_live_and_an_approver_decides_it_in_the_br
 
     // The approver signs in. A POST without the session's token is refused; so is one from
     // another site (the session cookie stays home); neither decides.
-    sign_in(&approver, &d, &approver_key).await;
-    approver.wait_for_text("#role", "approver").await;
+    assert_eq!(
+        approver.sign_in(&d.base, &approver_key).await.as_deref(),
+        Ok("approver")
+    );
     approver.goto(&d.url("/inbox")).await;
     approver
         .wait_for(&format!("#approval-{aid} button.approve"))
@@ -498,8 +499,10 @@ async fn a_change_not_executed_shows_why_on_the_request_page() {
         serde_json::json!({"spec": {"template": {"spec": {"containers": [{"name": "checkout", "image": "shop/checkout:1.4.3"}]}}}}),
     )
     .await;
-    sign_in(&b, &d, &approver_key).await;
-    b.wait_for_text("#role", "approver").await;
+    assert_eq!(
+        b.sign_in(&d.base, &approver_key).await.as_deref(),
+        Ok("approver")
+    );
     b.goto(&d.url("/inbox")).await;
 
     b.click(&format!("#approval-{aid} button.approve")).await;

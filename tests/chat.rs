@@ -375,16 +375,7 @@ async fn the_ask_page_streams_the_investigation_and_approves_in_the_browser() {
     let admin = common::create_key(d.store.as_ref(), Role::Admin, "root").await;
     let approver = common::create_key(d.store.as_ref(), Role::Approver, "alice").await;
 
-    let sign_in = |key: String| {
-        let b = &b;
-        let d = &d;
-        async move {
-            b.goto(&d.url("/login")).await;
-            b.fill("#key", &key).await;
-            b.click("form.login button[type=submit]").await;
-        }
-    };
-    sign_in(admin).await;
+    assert_eq!(b.sign_in(&d.base, &admin).await.as_deref(), Ok("admin"));
     b.goto(&d.url("/memory")).await;
     b.fill(
         "#memory-content",
@@ -394,7 +385,10 @@ async fn the_ask_page_streams_the_investigation_and_approves_in_the_browser() {
     b.click("#memory-form button[type=submit]").await;
     b.wait_for_text("#memory-cluster", "revenue path").await;
 
-    sign_in(approver).await;
+    assert_eq!(
+        b.sign_in(&d.base, &approver).await.as_deref(),
+        Ok("approver")
+    );
     b.goto(&d.url("/ask")).await;
     b.fill(
         "#question",
@@ -777,9 +771,7 @@ async fn the_ask_page_shows_the_models_words_as_they_come() {
     common::scenarios::staged_in("crashloop-rollout", &[&k]).await;
     let (_model, d) = talkative_model(&k).await;
     let key = common::create_key(d.store.as_ref(), Role::Approver, "alice").await;
-    b.goto(&d.url("/login")).await;
-    b.fill("#key", &key).await;
-    b.click("form.login button[type=submit]").await;
+    assert_eq!(b.sign_in(&d.base, &key).await.as_deref(), Ok("approver"));
     b.goto(&d.url("/ask")).await;
     b.fill(
         "#question",

@@ -261,6 +261,27 @@ impl Browser {
         el.text().await.ok()
     }
 
+    /// Sign in on the daemon at `base` with `key` through its sign-in form, and wait for the
+    /// page the form leads to: a signed-in page (`Ok`, with the role it shows) or the form again
+    /// with its error (`Err`, with the message). Clicking the button returns before the browser
+    /// has followed the redirect, so a caller that navigated right after clicking could land
+    /// before the sign-in did; every browser sign-in goes through here.
+    pub async fn sign_in(&self, base: &str, key: &str) -> Result<String, String> {
+        self.goto(&format!("{}/login", base.trim_end_matches('/')))
+            .await;
+        self.fill("#key", key).await;
+        self.click("form.login button[type=submit]").await;
+        // The sign-in page has neither element; the page the form leads to has one of them.
+        self.wait_until("the page after signing in", WAIT, async |b| {
+            b.exists("#role").await || b.exists("#login-error").await
+        })
+        .await;
+        match self.try_text("#role").await {
+            Some(role) => Ok(role),
+            None => Err(self.text("#login-error").await),
+        }
+    }
+
     /// Save a PNG of the viewport as `name` (`.png` added if missing) in `artifacts_dir()`;
     /// returns its path.
     pub async fn screenshot(&self, name: &str) -> PathBuf {
