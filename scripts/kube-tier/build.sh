@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Build a real kube-apiserver and kube-controller-manager (Kubernetes 1.20.2)
-# from Debian bookworm's `kubernetes` source package, for kubemedic's test tier.
+# Build a real kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy
+# (Kubernetes 1.20.2) from Debian bookworm's `kubernetes` source package, for
+# kubemedic's test tiers (start.sh: the control plane; node.sh: a real node).
 #
-# Result: ${KUBEMEDIC_CACHE_DIR:-$HOME/.cache/kubemedic}/kube-1.20.2/bin/{kube-apiserver,kube-controller-manager}
+# Result: ${KUBEMEDIC_CACHE_DIR:-$HOME/.cache/kubemedic}/kube-1.20.2/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubelet,kube-proxy}
 #
-# - A fast no-op when both binaries are already cached.
+# - A fast no-op when all five binaries are already cached.
 # - Installs missing build dependencies with apt-get (golang-go, rsync, make, ...).
 # - Downloads the source with a *private* apt configuration (the system's
 #   apt sources are not modified), patches the vendored reflect2 for Go >= 1.18,
@@ -20,7 +21,7 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$SCRIPT_DIR/common.sh"
 
 if kube_binaries_cached; then
-    log "kube-apiserver and kube-controller-manager $KUBE_VERSION already cached in $KUBE_BIN_DIR (nothing to do)"
+    log "kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy $KUBE_VERSION already cached in $KUBE_BIN_DIR (nothing to do)"
     exit 0
 fi
 
@@ -171,9 +172,16 @@ build_cmd() {
 }
 [[ -x "$KUBE_APISERVER_BIN" ]] || build_cmd kube-apiserver
 [[ -x "$KUBE_CONTROLLER_MANAGER_BIN" ]] || build_cmd kube-controller-manager
+# The node tier's two, after the control plane's: they share most packages with it.
+[[ -x "$KUBE_SCHEDULER_BIN" ]] || build_cmd kube-scheduler
+[[ -x "$KUBELET_BIN" ]] || build_cmd kubelet
+[[ -x "$KUBE_PROXY_BIN" ]] || build_cmd kube-proxy
 
 "$KUBE_APISERVER_BIN" --version >&2
 "$KUBE_CONTROLLER_MANAGER_BIN" --version >&2
+"$KUBE_SCHEDULER_BIN" --version >&2
+"$KUBELET_BIN" --version >&2
+"$KUBE_PROXY_BIN" --version >&2
 
 # --------------------------------------------------------------------------
 step_start "remove build tree"

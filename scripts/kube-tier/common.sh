@@ -10,12 +10,17 @@ KUBE_CACHE_DIR="$KUBE_CACHE_ROOT/kube-$KUBE_VERSION"
 KUBE_BIN_DIR="$KUBE_CACHE_DIR/bin"
 KUBE_APISERVER_BIN="$KUBE_BIN_DIR/kube-apiserver"
 KUBE_CONTROLLER_MANAGER_BIN="$KUBE_BIN_DIR/kube-controller-manager"
+# The node tier's (node.sh): built in the same GOPATH and Go cache, about 90 s more.
+KUBELET_BIN="$KUBE_BIN_DIR/kubelet"
+KUBE_SCHEDULER_BIN="$KUBE_BIN_DIR/kube-scheduler"
+KUBE_PROXY_BIN="$KUBE_BIN_DIR/kube-proxy"
 
 log() { printf '[kube-tier %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 kube_binaries_cached() {
-    [[ -x "$KUBE_APISERVER_BIN" && -x "$KUBE_CONTROLLER_MANAGER_BIN" ]]
+    [[ -x "$KUBE_APISERVER_BIN" && -x "$KUBE_CONTROLLER_MANAGER_BIN" &&
+        -x "$KUBELET_BIN" && -x "$KUBE_SCHEDULER_BIN" && -x "$KUBE_PROXY_BIN" ]]
 }
 
 # ensure_apt_packages PKG... : install the Debian packages that are not

@@ -4,6 +4,12 @@
 #
 # Usage: start.sh STATE_DIR
 #
+# KUBEMEDIC_KUBE_FOR_NODES=1 makes a control plane that real kubelets can join (node.sh):
+# the Node authorizer and NodeRestriction admission beside RBAC, and a client certificate
+# (O=system:masters) the apiserver presents to kubelets for logs, exec and port-forward,
+# checking their serving certificates against the tier's CA. Without it, tests' fake kubelets
+# serve logs over plain TLS the apiserver does not verify.
+#
 # Every start gives a fresh, empty cluster (the etcd data, certificates, tokens
 # and logs under STATE_DIR are re-created). No scheduler, no kubelet: pods stay
 # Pending unless a test binds them and patches their status.
@@ -57,6 +63,18 @@ chmod 700 "$PKI"
 # Certificates and keys (openssl). CA -> apiserver serving cert (SAN
 # 127.0.0.1/localhost + the in-cluster names); RSA key pair for service-account tokens.
 log "generating CA, serving certificate and service-account keys"
+# A control plane for real nodes listens on the machine's own address too (pods reach it there,
+# through the `kubernetes` Service kube-proxy routes), and says so in its endpoints.
+BIND_ADDRESS=127.0.0.1
+ADVERTISE_ADDRESS=127.0.0.1
+EXTRA_SAN=""
+if [[ "${KUBEMEDIC_KUBE_FOR_NODES:-}" == 1 ]]; then
+    ADVERTISE_ADDRESS=$(ip -4 route get 192.0.2.255 2>/dev/null |
+        awk '{for (i = 1; i < NF; i++) if ($i == "src") { print $(i + 1); exit }}')
+    [[ -n "$ADVERTISE_ADDRESS" ]] || die "no IPv4 address for the node tier's apiserver"
+    BIND_ADDRESS=0.0.0.0
+    EXTRA_SAN=",IP:$ADVERTISE_ADDRESS"
+fi
 (
     cd "$PKI"
     openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -sha256 \
@@ -65,18 +83,39 @@ log "generating CA, serving certificate and service-account keys"
         -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
     openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr \
         -subj "/CN=kube-apiserver" 2>/dev/null
-    cat >apiserver.ext <<'EOF'
+    cat >apiserver.ext <<EOF
 basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local$EXTRA_SAN
 EOF
     openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
         -days 3650 -sha256 -extfile apiserver.ext -out apiserver.crt 2>/dev/null
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    if [[ "${KUBEMEDIC_KUBE_FOR_NODES:-}" == 1 ]]; then
+        openssl req -newkey rsa:2048 -nodes -keyout apiserver-kubelet-client.key \
+            -out apiserver-kubelet-client.csr \
+            -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" 2>/dev/null
+        printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' \
+            >client.ext
+        openssl x509 -req -in apiserver-kubelet-client.csr -CA ca.crt -CAkey ca.key \
+            -CAcreateserial -days 3650 -sha256 -extfile client.ext \
+            -out apiserver-kubelet-client.crt 2>/dev/null
+    fi
     chmod 600 ./*.key
 )
+NODE_FLAGS=(--authorization-mode RBAC)
+if [[ "${KUBEMEDIC_KUBE_FOR_NODES:-}" == 1 ]]; then
+    NODE_FLAGS=(
+        --authorization-mode Node,RBAC
+        --enable-admission-plugins NodeRestriction
+        --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt"
+        --kubelet-client-key "$PKI/apiserver-kubelet-client.key"
+        --kubelet-certificate-authority "$PKI/ca.crt"
+        --kubelet-preferred-address-types InternalIP
+    )
+fi
 
 # Static bearer tokens: token,user,uid[,"groups"]
 ADMIN_TOKEN=$(openssl rand -hex 24)
@@ -151,15 +190,15 @@ for attempt in 1 2 3; do
 
     start_bg kube-apiserver "$KUBE_APISERVER_BIN" \
         --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-        --bind-address 127.0.0.1 \
-        --advertise-address 127.0.0.1 \
+        --bind-address "$BIND_ADDRESS" \
+        --advertise-address "$ADVERTISE_ADDRESS" \
         --secure-port "$API_PORT" \
         --cert-dir "$PKI/apiserver-generated" \
         --tls-cert-file "$PKI/apiserver.crt" \
         --tls-private-key-file "$PKI/apiserver.key" \
         --client-ca-file "$PKI/ca.crt" \
         --token-auth-file "$PKI/tokens.csv" \
-        --authorization-mode RBAC \
+        "${NODE_FLAGS[@]}" \
         --service-account-issuer https://kubernetes.default.svc.cluster.local \
         --service-account-key-file "$PKI/sa.pub" \
         --service-account-signing-key-file "$PKI/sa.key" \

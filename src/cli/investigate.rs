@@ -16,7 +16,7 @@ use crate::clock::{Clock, ManualClock, SystemClock};
 use crate::cluster::{ClusterReader, KubeCluster, SnapshotCluster};
 use crate::config::{ClusterArgs, GateArgs, InvestigateArgs};
 use crate::daemon;
-use crate::domain::{InvestigationPlan, Phase, PlanSource, RemediationRequest};
+use crate::domain::{InvestigationPlan, Phase, PlanSource, RemediationRequest, StageState};
 use crate::history::InMemoryHistory;
 use crate::ingest;
 use crate::investigate::{InvestigationStage, SelectionStage};
@@ -193,19 +193,21 @@ pub async fn advance(
 
 /// The stable JSON record of a request.
 pub fn record(req: &RemediationRequest) -> Value {
-    let rca = req.state.selection.as_ref().map(|s| &s.merged).or(req
-        .state
-        .analysis
+    record_of(req.phase, req.reason.as_deref(), &req.state)
+}
+
+/// The stable JSON record of a request's phase, reason and stage results: what `investigate`
+/// prints, and what the real-node tests score a `serve` request by (from its API body).
+pub fn record_of(phase: Phase, reason: Option<&str>, state: &StageState) -> Value {
+    let rca = state
+        .selection
         .as_ref()
-        .map(|a| &a.rca));
-    let root = req
-        .state
-        .analysis
-        .as_ref()
-        .and_then(|a| a.root_owner.clone());
+        .map(|s| &s.merged)
+        .or(state.analysis.as_ref().map(|a| &a.rca));
+    let root = state.analysis.as_ref().and_then(|a| a.root_owner.clone());
     json!({
-        "phase": req.phase,
-        "reason": req.reason,
+        "phase": phase,
+        "reason": reason,
         "rca": rca.map(|r| json!({
             "summary": r.root_cause_analysis.summary,
             "severity": r.root_cause_analysis.severity,
@@ -215,21 +217,17 @@ pub fn record(req: &RemediationRequest) -> Value {
             "investigation_outcome": r.investigation_outcome,
             "contributing_factors": r.root_cause_analysis.contributing_factors,
         })),
-        "selection": req.state.selection.as_ref().and_then(|s| s.selected.as_ref()).map(|w| json!({
+        "selection": state.selection.as_ref().and_then(|s| s.selected.as_ref()).map(|w| json!({
             "workflow_id": w.workflow_id,
             "action_type": w.action_type,
             "parameters": w.parameters,
             "confidence": w.confidence,
         })),
-        "gate": gate_json(req),
+        "gate": state.gate.as_ref().map_or(
+            Value::Null,
+            |g| json!({"require_approval": g.require_approval, "reason": g.reason}),
+        ),
     })
-}
-
-fn gate_json(req: &RemediationRequest) -> Value {
-    req.state.gate.as_ref().map_or(
-        Value::Null,
-        |g| json!({"require_approval": g.require_approval, "reason": g.reason}),
-    )
 }
 
 /// The plan as a checklist: `[x]` for a step the investigation carried out.

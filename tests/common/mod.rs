@@ -6,6 +6,7 @@ pub mod browser;
 pub mod incident;
 pub mod kube;
 pub mod llm;
+pub mod node;
 pub mod otlp;
 pub mod proofs;
 pub mod propose;

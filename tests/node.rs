@@ -1,0 +1,595 @@
+//! Real incidents on a real node (tests/node/, docs/real-node.md): a real kubelet, containerd
+//! and runc run the pods (scripts/kube-tier/node.sh), a real fault breaks them, and nothing in
+//! the test writes a status, an event or a log. Each incident's alert, labelled as
+//! kube-prometheus-stack's rule labels it, goes through the real Alertmanager to the
+//! `kubemedic serve` binary (offline investigator, SQLite), which investigates the live cluster.
+//! Its decision is scored against the incident's expected.json (committed before the first run)
+//! by scripts/score-unseen's rules and held to a ratchet; the namespace is captured as a
+//! snapshot and `kubemedic investigate --snapshot` must decide what the live run decided. Where
+//! an action was approved without a human, it runs for real: the harness resolves the alert
+//! when its condition no longer holds on the cluster (as Prometheus would), and verification
+//! scores the remediation from the cluster's real state.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::node::{Incident, NodeTier, Played, incidents, still_holds};
+use common::{API_TOKEN, WEBHOOK_TOKEN};
+use kubemedic::domain::{Phase, StageState};
+use serde_json::{Value, json};
+
+/// Real-node incidents the offline investigator gets right (see docs/real-node.md).
+const MIN_RIGHT: usize = 0;
+/// Incidents where it does harm (a forbidden action, a live problem closed, an action
+/// approved without a human where none is right).
+const MAX_HARMFUL: usize = 0;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubemedic");
+
+#[test]
+fn every_node_incident_is_complete() {
+    let all = incidents();
+    assert!(all.len() >= 12, "{} incidents in tests/node", all.len());
+    for i in &all {
+        for key in [
+            "target",
+            "phase",
+            "outcome",
+            "workflow_id",
+            "forbidden_action_types",
+            "reason_mentions",
+            "class",
+            "why",
+        ] {
+            assert!(
+                i.expected.get(key).is_some(),
+                "{}/expected.json lacks {key}",
+                i.name
+            );
+        }
+        assert!(
+            i.spec.alert.labels.contains_key("alertname"),
+            "{}: the alert has no alertname",
+            i.name
+        );
+        assert!(
+            !i.spec.objects.contains("status:"),
+            "{}: objects write a status; a real node writes those",
+            i.name
+        );
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A process the test started; killed when dropped.
+struct Proc {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proc {
+    fn spawn(cmd: &mut Command, log: PathBuf) -> Proc {
+        let f = std::fs::File::create(&log).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+        Proc { child, log }
+    }
+
+    fn tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+async fn wait_http(url: &str, p: &mut Proc, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(r) = reqwest::get(url).await
+            && r.status().is_success()
+        {
+            return;
+        }
+        if let Ok(Some(s)) = p.child.try_wait() {
+            panic!("{what} exited ({s}):\n{}", p.tail());
+        }
+        assert!(Instant::now() < deadline, "{what} not ready:\n{}", p.tail());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// kubemedic serve and the Alertmanager that delivers to it.
+struct Loop {
+    daemon: Proc,
+    alertmanager: Proc,
+    base: String,
+    am: String,
+    dir: tempfile::TempDir,
+    client: reqwest::Client,
+}
+
+impl Loop {
+    async fn start(tier: &NodeTier, am_bin: &str) -> Loop {
+        let dir = tempfile::tempdir().unwrap();
+        let (dport, aport) = (free_port(), free_port());
+        let base = format!("http://127.0.0.1:{dport}");
+        let am = format!("http://127.0.0.1:{aport}");
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        let mut daemon = Proc::spawn(
+            Command::new(BIN)
+                .args(["serve", "--listen", &format!("127.0.0.1:{dport}")])
+                .arg("--data-dir")
+                .arg(dir.path().join("data"))
+                .arg("--kubeconfig")
+                .arg(&tier.kubeconfig)
+                .args(["--alertmanager-url", &am])
+                .args(["--verification-window-seconds", "15"])
+                .env("KUBEMEDIC_WEBHOOK_TOKEN", WEBHOOK_TOKEN)
+                .env("KUBEMEDIC_API_TOKEN", API_TOKEN)
+                .env_remove("KUBEMEDIC_LLM")
+                .env("KUBEMEDIC_LOG_FORMAT", "json"),
+            dir.path().join("kubemedic.log"),
+        );
+        wait_http(&format!("{base}/readyz"), &mut daemon, "kubemedic serve").await;
+        // The README's receiver, with short grouping timers.
+        let token = dir.path().join("token");
+        std::fs::write(&token, format!("{WEBHOOK_TOKEN}\n")).unwrap();
+        let receiver = include_str!("../docs/alertmanager-receiver.yml")
+            .replace("http://kubemedic.kubemedic.svc:8080", &base)
+            .replace(
+                "/etc/alertmanager/secrets/kubemedic-webhook-token",
+                &token.display().to_string(),
+            )
+            .replacen(
+                "route:\n",
+                "route:\n  group_by: [alertname, namespace]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n",
+                1,
+            );
+        std::fs::write(dir.path().join("alertmanager.yml"), receiver).unwrap();
+        std::fs::create_dir(dir.path().join("am-data")).unwrap();
+        let mut alertmanager = Proc::spawn(
+            Command::new(am_bin)
+                .arg(format!(
+                    "--config.file={}",
+                    dir.path().join("alertmanager.yml").display()
+                ))
+                .arg(format!(
+                    "--storage.path={}",
+                    dir.path().join("am-data").display()
+                ))
+                .arg(format!("--web.listen-address=127.0.0.1:{aport}"))
+                .arg("--cluster.listen-address="),
+            dir.path().join("alertmanager.log"),
+        );
+        wait_http(&format!("{am}/-/ready"), &mut alertmanager, "alertmanager").await;
+        Loop {
+            daemon,
+            alertmanager,
+            base,
+            am,
+            dir,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    async fn api(&self, path: &str) -> Value {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(API_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "GET {path}");
+        r.json().await.unwrap()
+    }
+
+    /// Post the alert to Alertmanager as Prometheus would: firing, or resolved now.
+    async fn post(&self, alert: &Value, resolved: bool) {
+        let mut a = alert.clone();
+        if resolved {
+            a["endsAt"] =
+                json!(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        }
+        let r = self
+            .client
+            .post(format!("{}/api/v2/alerts", self.am))
+            .json(&json!([a]))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    }
+
+    /// The request opened for `played`, once its investigation has decided.
+    async fn decided(&self, played: &Played) -> Result<Value, String> {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            if let Some(id) = self.request_id(played).await {
+                let r = self.api(&format!("/api/v1/requests/{id}")).await;
+                let phase = r["phase"].as_str().and_then(Phase::parse);
+                let decided = r["state"]["selection"].is_object()
+                    || phase.is_some_and(|p| {
+                        p.is_terminal()
+                            || matches!(
+                                p,
+                                Phase::Gating
+                                    | Phase::AwaitingApproval
+                                    | Phase::Executing
+                                    | Phase::Verifying
+                            )
+                    });
+                if decided {
+                    return Ok(r);
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "no decided request for {} within 180 s; kubemedic:\n{}\nalertmanager:\n{}",
+                    played.ns,
+                    self.daemon.tail(),
+                    self.alertmanager.tail()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    async fn request_id(&self, played: &Played) -> Option<String> {
+        let all = self.api("/api/v1/requests?limit=200").await;
+        let alertname = played.alert["labels"]["alertname"].as_str().unwrap_or("");
+        all["items"].as_array()?.iter().find_map(|r| {
+            let ns = r["target"]["namespace"].as_str();
+            let ours = if played.incident.node_level() {
+                r["target"]["kind"] == "Node" || ns == Some(played.ns.as_str())
+            } else {
+                ns == Some(played.ns.as_str())
+            };
+            (ours && r["signal_name"] == alertname).then(|| r["id"].as_str().unwrap().to_owned())
+        })
+    }
+
+    async fn until_terminal(&self, id: &str, secs: u64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let r = self.api(&format!("/api/v1/requests/{id}")).await;
+            if r["phase"]
+                .as_str()
+                .and_then(Phase::parse)
+                .is_some_and(Phase::is_terminal)
+            {
+                return r;
+            }
+            if Instant::now() > deadline {
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+}
+
+/// The record `kubemedic investigate` prints, built from a `serve` request's API body.
+fn record(req: &Value) -> Value {
+    let phase = req["phase"].as_str().and_then(Phase::parse).unwrap();
+    let state: StageState = serde_json::from_value(req["state"].clone()).unwrap();
+    kubemedic::cli::investigate::record_of(phase, req["reason"].as_str(), &state)
+}
+
+/// scripts/score-unseen --judge: the verdict on `record` against the incident's expected.json.
+fn judge(incident: &Incident, record: &Value, dir: &Path) -> Value {
+    let file = dir.join(format!("{}.record.json", incident.name));
+    std::fs::write(&file, record.to_string()).unwrap();
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/score-unseen"))
+        .arg("--judge")
+        .arg(incident.dir.join("expected.json"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The webhook body Alertmanager would have sent for `played` alone.
+fn webhook_body(played: &Played) -> Value {
+    let labels = &played.alert["labels"];
+    json!({
+        "version": "4",
+        "status": "firing",
+        "receiver": "kubemedic",
+        "groupKey": format!("{{}}:{{alertname=\"{}\", namespace=\"{}\"}}", labels["alertname"].as_str().unwrap_or(""), played.ns),
+        "truncatedAlerts": 0,
+        "groupLabels": {"alertname": labels["alertname"], "namespace": played.ns},
+        "commonLabels": labels,
+        "commonAnnotations": played.alert["annotations"],
+        "externalURL": "http://alertmanager-kube-prometheus-alertmanager.monitoring:9093",
+        "alerts": [{
+            "status": "firing",
+            "labels": labels,
+            "annotations": played.alert["annotations"],
+            "startsAt": played.alert["startsAt"],
+            "endsAt": "0001-01-01T00:00:00Z",
+            "generatorURL": played.alert["generatorURL"],
+            "fingerprint": "0000000000000000",
+        }],
+    })
+}
+
+/// Capture the incident's namespace as the alert fires (before kubemedic can change it), with
+/// the webhook body beside it.
+fn capture(tier: &NodeTier, played: &Played, dir: &Path) -> Result<(), String> {
+    let snap = dir.join(format!("{}.snapshot.yaml", played.incident.name));
+    let alert = dir.join(format!("{}.alert.json", played.incident.name));
+    std::fs::write(
+        &alert,
+        serde_json::to_string_pretty(&webhook_body(played)).unwrap(),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["snapshot", "--namespace", &played.ns, "--output"])
+        .arg(&snap)
+        .arg("--kubeconfig")
+        .arg(&tier.kubeconfig)
+        .output()
+        .unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "snapshot: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// Replay the alert offline on the captured snapshot; the replay's record.
+fn replay(played: &Played, dir: &Path) -> Result<Value, String> {
+    let snap = dir.join(format!("{}.snapshot.yaml", played.incident.name));
+    let alert = dir.join(format!("{}.alert.json", played.incident.name));
+    let out = Command::new(BIN)
+        .args(["investigate", "--alert"])
+        .arg(&alert)
+        .arg("--snapshot")
+        .arg(&snap)
+        .env_remove("KUBEMEDIC_LLM")
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Err(format!(
+            "investigate: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    serde_json::from_str(line).map_err(|e| format!("investigate printed {line:?}: {e}"))
+}
+
+/// The decision a record makes, for comparing the live run and the replay.
+fn decision(record: &Value) -> String {
+    let sel = &record["selection"];
+    let phase = if sel.is_object() {
+        "Gating"
+    } else {
+        record["phase"].as_str().unwrap_or("?")
+    };
+    let t = &record["rca"]["remediation_target"];
+    format!(
+        "{phase} {} {}/{}",
+        sel["workflow_id"].as_str().unwrap_or("-"),
+        t["kind"].as_str().unwrap_or("-"),
+        t["name"].as_str().unwrap_or("-")
+    )
+}
+
+/// What happened to one incident.
+#[derive(Debug)]
+struct Outcome {
+    name: String,
+    verdict: String,
+    problems: Vec<String>,
+    live: String,
+    replay: String,
+    reason: String,
+    /// For an action approved without a human: the request's end (phase, effective).
+    ran: Option<String>,
+}
+
+async fn run_one(tier: &NodeTier, lp: &Loop, incident: &Incident) -> Result<Outcome, String> {
+    let played = incident.play(tier).await?;
+    let captured = capture(tier, &played, lp.dir.path());
+    lp.post(&played.alert, false).await;
+    let req = lp.decided(&played).await?;
+    let id = req["id"].as_str().unwrap().to_owned();
+    let rec = record(&req);
+    let verdict = judge(incident, &rec, lp.dir.path());
+    let replayed = captured.and_then(|()| replay(&played, lp.dir.path()));
+    let replay = match &replayed {
+        Ok(r) => decision(r),
+        Err(e) => format!("error: {e}"),
+    };
+    // An action approved without a human runs for real; the alert resolves when its condition
+    // no longer holds on the cluster.
+    let mut ran = None;
+    if rec["gate"]["require_approval"] == false && rec["selection"].is_object() {
+        let deadline = Instant::now() + Duration::from_secs(150);
+        let mut resolved = false;
+        while Instant::now() < deadline {
+            let r = lp.api(&format!("/api/v1/requests/{id}")).await;
+            let phase = r["phase"].as_str().and_then(Phase::parse);
+            if phase.is_some_and(Phase::is_terminal) {
+                break;
+            }
+            if phase == Some(Phase::Verifying) && !resolved && !still_holds(tier, &played).await {
+                lp.post(&played.alert, true).await;
+                resolved = true;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let done = lp.until_terminal(&id, 60).await;
+        ran = Some(format!(
+            "{} effective={} ({})",
+            done["phase"].as_str().unwrap_or("?"),
+            done["state"]["assessment"]["effective"],
+            done["reason"].as_str().unwrap_or("")
+        ));
+    }
+    if played.incident.node_level() {
+        tier.node_sh("kubelet-start");
+    }
+    let _ = tier.kubectl(&["delete", "namespace", &played.ns, "--wait=false"], None);
+    Ok(Outcome {
+        name: incident.name.clone(),
+        verdict: verdict["verdict"].as_str().unwrap().to_owned(),
+        problems: verdict["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap().to_owned())
+            .collect(),
+        live: decision(&rec),
+        replay,
+        reason: rec["reason"]
+            .as_str()
+            .unwrap_or("")
+            .chars()
+            .take(300)
+            .collect(),
+        ran,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_incidents_on_a_real_node_are_decided_and_scored() {
+    let Some(tier) = NodeTier::from_env().await else {
+        return;
+    };
+    let Some(am_bin) =
+        common::component("KUBEMEDIC_TEST_ALERTMANAGER_BIN", "Alertmanager (binary)")
+    else {
+        return;
+    };
+    let lp = Loop::start(&tier, &am_bin).await;
+    let all = incidents();
+    let only: Option<Vec<String>> = std::env::var("KUBEMEDIC_NODE_ONLY")
+        .ok()
+        .map(|v| v.split(',').map(str::to_owned).collect());
+    let chosen: Vec<&Incident> = all
+        .iter()
+        .filter(|i| only.as_ref().is_none_or(|o| o.contains(&i.name)))
+        .collect();
+    // The pod-level incidents side by side (each in its own namespace), the node-level ones
+    // (a stopped kubelet) alone afterwards.
+    let (node_level, pod_level): (Vec<&Incident>, Vec<&Incident>) =
+        chosen.iter().partition(|i| i.node_level());
+    let mut results: Vec<Result<Outcome, String>> = Vec::new();
+    {
+        use futures::StreamExt;
+        let mut s = futures::stream::iter(pod_level.iter().map(|i| run_one(&tier, &lp, i)))
+            .buffer_unordered(4);
+        while let Some(r) = s.next().await {
+            results.push(r);
+        }
+    }
+    for i in node_level {
+        results.push(run_one(&tier, &lp, i).await);
+    }
+
+    let mut report = String::new();
+    let mut failures = Vec::new();
+    let (mut right, mut harmful, mut differ) = (0, 0, Vec::new());
+    let mut outcomes: Vec<&Outcome> = Vec::new();
+    for r in &results {
+        match r {
+            Ok(o) => outcomes.push(o),
+            Err(e) => failures.push(e.clone()),
+        }
+    }
+    outcomes.sort_by(|a, b| a.name.cmp(&b.name));
+    for o in &outcomes {
+        right += usize::from(o.verdict == "right");
+        harmful += usize::from(o.verdict == "HARMFUL");
+        if o.live != o.replay {
+            differ.push(format!("{}: live {} / replay {}", o.name, o.live, o.replay));
+        }
+        report.push_str(&format!(
+            "{:<7} {:<30} {}{}{}\n",
+            o.verdict,
+            o.name,
+            o.live,
+            if o.problems.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", o.problems.join("; "))
+            },
+            o.ran
+                .as_ref()
+                .map(|r| format!(" [ran: {r}]"))
+                .unwrap_or_default()
+        ));
+        if o.verdict != "right" {
+            report.push_str(&format!("        reason: {}\n", o.reason));
+        }
+    }
+    report.push_str(&format!(
+        "\nright {right}/{}, harmful {harmful}; replay differs on {}\n",
+        outcomes.len(),
+        differ.len()
+    ));
+    for d in &differ {
+        report.push_str(&format!("  {d}\n"));
+    }
+    let artifacts = common::browser::artifacts_dir();
+    let _ = std::fs::create_dir_all(&artifacts);
+    let _ = std::fs::write(artifacts.join("node-incidents.txt"), &report);
+    // Keep the captures and the daemon's log beside the report.
+    for f in std::fs::read_dir(lp.dir.path()).unwrap().flatten() {
+        let _ = std::fs::copy(
+            f.path(),
+            artifacts.join(format!("node-{}", f.file_name().to_string_lossy())),
+        );
+    }
+    eprintln!("{report}");
+    assert!(
+        failures.is_empty(),
+        "incidents that could not be played:\n{}",
+        failures.join("\n\n")
+    );
+    if only.is_none() {
+        assert!(
+            right >= MIN_RIGHT,
+            "right {right} < MIN_RIGHT {MIN_RIGHT}\n{report}"
+        );
+        assert!(
+            harmful <= MAX_HARMFUL,
+            "harmful {harmful} > MAX_HARMFUL {MAX_HARMFUL}\n{report}"
+        );
+    }
+}
