@@ -5,7 +5,7 @@
 use chrono::Duration;
 use serde_json::{Map, Value};
 
-use super::scene::{NodeView, PodView, Read, Scene, hhmm};
+use super::scene::{NodeView, PodView, Read, Scene, hhmm, limit_kills, node_oom_at, oom_reports};
 use super::text;
 use super::{check, fails, holds};
 use crate::cluster::obj::{array, at, str_at};
@@ -253,21 +253,44 @@ pub(super) async fn raise_limit(
                     Err(_) => vec![],
                 };
                 let window = scene.now - Duration::hours(6);
-                let system: Vec<_> = events
+                let short: Vec<_> = events
                     .iter()
                     .filter(|e| {
                         matches!(
                             e.reason.as_str(),
-                            "SystemOOM" | "EvictionThresholdMet" | "NodeHasInsufficientMemory"
+                            "EvictionThresholdMet" | "NodeHasInsufficientMemory"
                         )
                     })
                     .filter(|e| e.last.is_none_or(|t| t >= window))
                     .collect();
-                if let Some(e) = system.first() {
+                // SystemOOM reports at the moment of this workload's kills, beyond the
+                // containers killed at their own limits then (node_oom_at).
+                let (ooms, starts) = oom_reports(&events);
+                let system_ooms = if ooms.is_empty() {
+                    0
+                } else {
+                    let here = match scene.pods_on(name).await {
+                        Ok(p) => p,
+                        Err(e) if e.is_unreachable() => return Err(e),
+                        Err(_) => vec![],
+                    };
+                    let kills = limit_kills(&here);
+                    this.iter()
+                        .filter(|(p, _, _)| p.node.as_deref() == Some(name.as_str()))
+                        .filter_map(|(_, _, t)| *t)
+                        .map(|t| node_oom_at(&ooms, &starts, &kills, t))
+                        .sum()
+                };
+                if let Some(e) = short.first() {
                     ok = false;
                     ev.push(format!(
                         "node {name} ran out of memory itself: {}",
                         e.line()
+                    ));
+                } else if system_ooms > 0 {
+                    ok = false;
+                    ev.push(format!(
+                        "node {name} ran out of memory itself: {system_ooms} more process(es) killed by the kernel at the moment of the kill than containers that hit their own limits"
                     ));
                 } else if node.is_some() {
                     ev.push(format!(

@@ -91,6 +91,9 @@ pub(super) struct PodView {
     /// Still creating its containers (ContainerCreating, PodInitializing) this long after it
     /// was placed: something (a volume, a sandbox) keeps it from starting.
     pub stuck_creating: Option<Duration>,
+    /// Running and never ready since it started, this long: its Ready condition has been
+    /// False since the kubelet first set it (a readiness probe that never passes).
+    pub never_ready: Option<Duration>,
     pub containers: Vec<ContainerView>,
     pub labels: Value,
     pub raw: Value,
@@ -109,6 +112,12 @@ pub(super) const FAILING_WAITS: &[&str] = &[
 
 /// How long a pod may take to get its containers created before it counts as stuck.
 const CREATING_ALLOWANCE: i64 = 120;
+/// How long a pod may run without ever becoming ready before it counts as failing when nothing
+/// else (a rollout's own deadline) says so: as long as creating its containers may take.
+pub(super) const NEVER_READY_ALLOWANCE: i64 = CREATING_ALLOWANCE;
+/// The kubelet sets a new pod's Ready condition (False) within a moment of its start: a Ready
+/// condition whose last change is this close to the start has never been True.
+const NEVER_READY_SLACK: i64 = 5;
 
 impl PodView {
     /// The pod as of `now`.
@@ -126,6 +135,15 @@ impl PodView {
             && now - t > Duration::seconds(CREATING_ALLOWANCE)
         {
             v.stuck_creating = Some(now - t);
+        }
+        let started = time(p, &["status", "startTime"]);
+        if v.phase == "Running"
+            && !v.ready
+            && !v.deleting
+            && let (Some(start), Some(since)) = (started, v.ready_since)
+            && since - start <= Duration::seconds(NEVER_READY_SLACK)
+        {
+            v.never_ready = Some(now - start);
         }
         v
     }
@@ -201,6 +219,7 @@ impl PodView {
             controller,
             unschedulable,
             stuck_creating: None,
+            never_ready: None,
             containers,
             labels: at(p, &["metadata", "labels"])
                 .cloned()
@@ -688,4 +707,146 @@ pub fn image_digest(image_id: &str) -> Option<String> {
         .map(|(_, d)| d)
         .filter(|d| d.contains(':'))
         .map(str::to_owned)
+}
+
+/// One `SystemOOM` event about a node: how many times, first and last.
+pub type OomEvent = (i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
+/// How long after a kubelet starts its `SystemOOM` events are a replay of the kernel log (the
+/// kubelet reads the whole log at start and reports every kill in it again, however old).
+const OOM_REPLAY_SECONDS: i64 = 10;
+/// How close a `SystemOOM` report and a container's OOM kill must be to be the same moment
+/// (the kubelet reports within a second or two of the kernel's kill).
+const OOM_MATCH_SECONDS: i64 = 10;
+
+/// How many processes node's kernel killed at moment `kill` (a container's OOM kill) beyond
+/// the containers that hit their own limits then: the node's own shortage at that moment.
+///
+/// A real kubelet's `SystemOOM` events say less than their name: kubelets up to 1.20 on
+/// current kernels report a container killed at its own memory limit as a `SystemOOM` of its
+/// node too (their kernel-log parser misses the cgroup the kill was limited by), and a starting
+/// kubelet reports every kill of the kernel log again. So a report counts only at the moment of
+/// the kill in question (within [`OOM_MATCH_SECONDS`]), not within [`OOM_REPLAY_SECONDS`] after
+/// a kubelet start (`kubelet_starts`), and only beyond the containers of the node whose last
+/// termination was an OOM kill at that moment (`limit_kills`, their finishing times).
+pub fn node_oom_at(
+    events: &[OomEvent],
+    kubelet_starts: &[DateTime<Utc>],
+    limit_kills: &[DateTime<Utc>],
+    kill: DateTime<Utc>,
+) -> i64 {
+    let near = |t: DateTime<Utc>| (t - kill).num_seconds().abs() <= OOM_MATCH_SECONDS;
+    let replay = |t: DateTime<Utc>| {
+        kubelet_starts
+            .iter()
+            .any(|s| t >= *s && t - *s <= Duration::seconds(OOM_REPLAY_SECONDS))
+    };
+    // An event the kubelet's recorder combined ("combined from similar events") counts every
+    // report since its first, replays included, but dates only the last: it says one report
+    // at that time.
+    let reported: i64 = events
+        .iter()
+        .filter_map(|(count, first, last)| {
+            let t = last.or(*first)?;
+            let at_t = if first.is_none_or(|f| f == t) {
+                (*count).max(1)
+            } else {
+                1
+            };
+            Some((at_t, t))
+        })
+        .filter(|(_, t)| near(*t) && !replay(*t))
+        .map(|(n, _)| n)
+        .sum();
+    let own = limit_kills.iter().filter(|t| near(**t)).count() as i64;
+    (reported - own).max(0)
+}
+
+/// When the containers of `pods` were last OOM-killed (those whose last termination was one).
+pub(super) fn limit_kills(pods: &[PodView]) -> Vec<DateTime<Utc>> {
+    pods.iter()
+        .flat_map(|p| p.oom_killed())
+        .filter_map(|(_, t)| t)
+        .collect()
+}
+
+/// The `SystemOOM` events of a node and its kubelet's starts, from its events.
+pub(super) fn oom_reports(events: &[EventView]) -> (Vec<OomEvent>, Vec<DateTime<Utc>>) {
+    let ooms = events
+        .iter()
+        .filter(|e| e.kind == "Node" && e.reason == "SystemOOM")
+        .map(|e| (e.count, e.first, e.last))
+        .collect();
+    let starts = events
+        .iter()
+        .filter(|e| e.kind == "Node" && e.reason == "Starting" && e.message.contains("kubelet"))
+        .flat_map(|e| [e.first, e.last])
+        .flatten()
+        .collect();
+    (ooms, starts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_kill_at_the_containers_own_limit_reported_again_as_system_oom_is_not_the_nodes() {
+        let kill = t("2026-11-28T14:53:40Z");
+        let ev = [(
+            1,
+            Some(t("2026-11-28T14:53:41Z")),
+            Some(t("2026-11-28T14:53:41Z")),
+        )];
+        assert_eq!(node_oom_at(&ev, &[], &[kill], kill), 0);
+        // Another victim at the same moment: the node ran out itself.
+        let two = [
+            ev[0],
+            (
+                1,
+                Some(t("2026-11-28T14:53:42Z")),
+                Some(t("2026-11-28T14:53:42Z")),
+            ),
+        ];
+        assert_eq!(node_oom_at(&two, &[], &[kill], kill), 1);
+        // No container hit its limit then: the one report is the node's.
+        assert_eq!(node_oom_at(&ev, &[], &[], kill), 1);
+    }
+
+    #[test]
+    fn replays_at_a_kubelet_start_and_reports_at_other_times_say_nothing_of_this_kill() {
+        let start = t("2026-11-28T14:53:00Z");
+        let kill = t("2026-11-28T14:53:04Z");
+        let replayed = [(
+            1,
+            Some(t("2026-11-28T14:53:01Z")),
+            Some(t("2026-11-28T14:53:01Z")),
+        )];
+        assert_eq!(node_oom_at(&replayed, &[start], &[], kill), 0);
+        let earlier = [(
+            1,
+            Some(t("2026-11-28T14:40:00Z")),
+            Some(t("2026-11-28T14:40:00Z")),
+        )];
+        assert_eq!(node_oom_at(&earlier, &[], &[], kill), 0);
+    }
+
+    #[test]
+    fn a_combined_event_counts_one_report_at_its_last_time() {
+        let start = t("2026-11-28T14:53:00Z");
+        let kill = t("2026-11-28T14:53:40Z");
+        let combined = [(
+            12,
+            Some(t("2026-11-28T14:53:01Z")),
+            Some(t("2026-11-28T14:53:41Z")),
+        )];
+        assert_eq!(node_oom_at(&combined, &[start], &[kill], kill), 0);
+        assert_eq!(node_oom_at(&combined, &[start], &[], kill), 1);
+    }
 }

@@ -7,7 +7,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
 use super::scene::{
-    EventView, PodView, Read, Scene, ago, created, hhmm, last_written, pod_resource, time,
+    EventView, NEVER_READY_ALLOWANCE, PodView, Read, Scene, ago, created, hhmm, last_written,
+    pod_resource, time,
 };
 use super::{check, fails, holds, number, text};
 use crate::cluster::ListQuery;
@@ -119,6 +120,23 @@ fn onset(pod: &PodView, events: &[EventView]) -> Option<DateTime<Utc>> {
         (Some(w), Some(c)) => Some(w.max(c)),
         (w, c) => w.or(c),
     }
+}
+
+/// The Deployment controller's word that a rollout is stuck: its Progressing condition False
+/// for ProgressDeadlineExceeded, with its message.
+pub(super) fn progress_deadline_exceeded(w: &Value) -> Option<String> {
+    array(w, &["status", "conditions"])
+        .iter()
+        .find(|c| {
+            str_at(c, &["type"]) == Some("Progressing")
+                && str_at(c, &["status"]) == Some("False")
+                && str_at(c, &["reason"]) == Some("ProgressDeadlineExceeded")
+        })
+        .map(|c| {
+            str_at(c, &["message"])
+                .unwrap_or("progress deadline exceeded")
+                .to_owned()
+        })
 }
 
 /// Why a workload's rollout is not finished, if it is not.
@@ -444,7 +462,20 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
     // what depends on the pods while they run: a Service whose selector the revision's pod
     // labels no longer match has had no endpoints since the new pods replaced the old.
     let cur_hash = current.map(|c| c.hash.clone()).unwrap_or_default();
-    let failing_now: Vec<&PodView> = pods.iter().filter(|p| p.failure().is_some()).collect();
+    // A pod of the current revision that runs but never became ready fails too, once the
+    // rollout's own deadline has passed (the controller says Progressing=False) or it has been
+    // unready longer than any start may take: a readiness probe that never passes.
+    let stalled = progress_deadline_exceeded(&scene.target_obj().await?);
+    let never_ready = |p: &PodView| {
+        !cur_hash.is_empty()
+            && pod_hash(p).as_deref() == Some(cur_hash.as_str())
+            && p.never_ready
+                .is_some_and(|d| stalled.is_some() || d > Duration::seconds(NEVER_READY_ALLOWANCE))
+    };
+    let failing_now: Vec<&PodView> = pods
+        .iter()
+        .filter(|p| p.failure().is_some() || never_ready(p))
+        .collect();
     let orphaned = match current {
         Some(cur) if !stateful => orphaned_services(scene, &cur.template, &target.template).await?,
         _ => vec![],
@@ -577,11 +608,12 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
     let starting: Vec<&PodView> = pods
         .iter()
         .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()))
-        .filter(|p| !p.ready && p.failure().is_none())
+        .filter(|p| !p.ready && p.failure().is_none() && !never_ready(p))
         .collect();
-    let current_fails = pods
-        .iter()
-        .any(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()) && p.failure().is_some());
+    let current_fails = pods.iter().any(|p| {
+        pod_hash(p).as_deref() == Some(cur_hash.as_str())
+            && (p.failure().is_some() || never_ready(p))
+    });
     let paused = at(&w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
     if paused {
         out.push(fails(

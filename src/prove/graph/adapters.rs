@@ -10,6 +10,17 @@ use chrono::Duration;
 use serde_json::Value;
 
 use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, time};
+use crate::prove::scene::{
+    EventView, NotReadyEvent, PodView, limit_kills, node_oom_at, oom_reports, readiness_flaps,
+};
+
+/// Events a node's condition changes leave (the node controller's and the kubelet's): what
+/// they said is in the conditions now.
+const CONDITION_EVENTS: &[&str] = &[
+    "NodeHasInsufficientMemory",
+    "NodeHasDiskPressure",
+    "NodeHasInsufficientPID",
+];
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::selector::Selector;
@@ -70,6 +81,45 @@ fn node_problem(n: &Value) -> Option<(String, Option<chrono::DateTime<chrono::Ut
         }
     }
     (!problems.is_empty()).then(|| (problems.join(", "), since))
+}
+
+/// Whether node `name`'s `SystemOOM` events count as its own trouble for the target's pods:
+/// a failing pod of the target was OOM-killed, and at that moment the kernel killed more than
+/// the containers that hit their own limits ([`node_oom_at`]). A kill elsewhere on the node,
+/// or at another time, does not explain these pods.
+async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[Value]) -> Read<bool> {
+    let views: Vec<EventView> = events.iter().map(EventView::parse).collect();
+    let (ooms, starts) = oom_reports(&views);
+    if ooms.is_empty() {
+        return Ok(false);
+    }
+    let failing: Vec<PodView> = ctx
+        .pods
+        .iter()
+        .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
+        .filter(|p| str_at(p, &["spec", "nodeName"]) == Some(name))
+        .map(PodView::parse)
+        .collect();
+    let moments = limit_kills(&failing);
+    if moments.is_empty() {
+        return Ok(false);
+    }
+    let here: Vec<PodView> = match ctx
+        .list(
+            "Pod",
+            None,
+            &ListQuery::fields(format!("spec.nodeName={name}")),
+        )
+        .await
+    {
+        Ok(p) => p.iter().map(PodView::parse).collect(),
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => vec![],
+    };
+    let kills = limit_kills(&here);
+    Ok(moments
+        .iter()
+        .any(|t| node_oom_at(&ooms, &starts, &kills, *t) > 0))
 }
 
 /// The pods' nodes: their conditions and trouble events; for a node under pressure, the
@@ -140,11 +190,29 @@ pub(super) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
             Err(e) if e.is_unreachable() => return Err(e),
             Err(_) => vec![],
         };
+        // A SystemOOM report is about a process: it speaks of the node, for these pods, only
+        // at the moment one of them was killed and beyond the containers killed then.
+        let oom_counts = system_oom_counts(ctx, name, &events).await?;
+        // A condition's transition events (NotReady, pressure) are history once the condition
+        // has recovered: the conditions now (above) decide, and a readiness that keeps coming
+        // and going (readiness_flaps) still counts.
+        let not_ready: Vec<NotReadyEvent> = events
+            .iter()
+            .map(EventView::parse)
+            .filter(|e| e.kind == "Node" && e.reason == "NodeNotReady")
+            .map(|e| (e.count.max(1), e.first, e.last))
+            .collect();
+        let flaps = readiness_flaps(ctx.now, &not_ready).is_some();
         let trouble: Vec<&Value> = events
             .iter()
-            .filter(|e| {
-                str_at(e, &["reason"]).is_some_and(|r| NODE_TROUBLE.contains(&r))
-                    || str_at(e, &["type"]) == Some("Warning")
+            .filter(|e| match str_at(e, &["reason"]) {
+                Some("SystemOOM") => oom_counts,
+                Some("NodeNotReady") => flaps,
+                Some(r) if CONDITION_EVENTS.contains(&r) => false,
+                r => {
+                    r.is_some_and(|r| NODE_TROUBLE.contains(&r))
+                        || str_at(e, &["type"]) == Some("Warning")
+                }
             })
             .filter(|e| event_time(e).is_none_or(|t| t >= window))
             .collect();
