@@ -122,7 +122,8 @@ async fn wait_http(url: &str, p: &mut Proc, what: &str) {
 
 /// kubemedic serve and the Alertmanager that delivers to it.
 struct Loop {
-    daemon: Proc,
+    /// The `kubemedic serve` process (None: kubemedic runs in the cluster).
+    daemon: Option<Proc>,
     alertmanager: Proc,
     base: String,
     am: String,
@@ -131,10 +132,12 @@ struct Loop {
 }
 
 impl Loop {
+    /// `kubemedic serve` on this machine against the node tier, and its Alertmanager.
     async fn start(tier: &NodeTier, am_bin: &str) -> Loop {
         let dir = tempfile::tempdir().unwrap();
-        let (dport, aport) = (free_port(), free_port());
+        let dport = free_port();
         let base = format!("http://127.0.0.1:{dport}");
+        let aport = free_port();
         let am = format!("http://127.0.0.1:{aport}");
         std::fs::create_dir(dir.path().join("data")).unwrap();
         let mut daemon = Proc::spawn(
@@ -153,45 +156,34 @@ impl Loop {
             dir.path().join("kubemedic.log"),
         );
         wait_http(&format!("{base}/readyz"), &mut daemon, "kubemedic serve").await;
-        // The README's receiver, with short grouping timers.
-        let token = dir.path().join("token");
-        std::fs::write(&token, format!("{WEBHOOK_TOKEN}\n")).unwrap();
-        let receiver = include_str!("../docs/alertmanager-receiver.yml")
-            .replace("http://kubemedic.kubemedic.svc:8080", &base)
-            .replace(
-                "/etc/alertmanager/secrets/kubemedic-webhook-token",
-                &token.display().to_string(),
-            )
-            .replacen(
-                "route:\n",
-                "route:\n  group_by: [alertname, namespace]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n",
-                1,
-            );
-        std::fs::write(dir.path().join("alertmanager.yml"), receiver).unwrap();
-        std::fs::create_dir(dir.path().join("am-data")).unwrap();
-        let mut alertmanager = Proc::spawn(
-            Command::new(am_bin)
-                .arg(format!(
-                    "--config.file={}",
-                    dir.path().join("alertmanager.yml").display()
-                ))
-                .arg(format!(
-                    "--storage.path={}",
-                    dir.path().join("am-data").display()
-                ))
-                .arg(format!("--web.listen-address=127.0.0.1:{aport}"))
-                .arg("--cluster.listen-address="),
-            dir.path().join("alertmanager.log"),
-        );
-        wait_http(&format!("{am}/-/ready"), &mut alertmanager, "alertmanager").await;
+        let alertmanager = alertmanager(am_bin, &dir, aport, &base).await;
         Loop {
-            daemon,
+            daemon: Some(daemon),
             alertmanager,
             base,
             am,
             dir,
             client: reqwest::Client::new(),
         }
+    }
+
+    /// An Alertmanager delivering to kubemedic at `base` (its Service, in the cluster).
+    async fn to(am_bin: &str, base: &str) -> Loop {
+        let dir = tempfile::tempdir().unwrap();
+        let aport = free_port();
+        let alertmanager = alertmanager(am_bin, &dir, aport, base).await;
+        Loop {
+            daemon: None,
+            alertmanager,
+            base: base.to_owned(),
+            am: format!("http://127.0.0.1:{aport}"),
+            dir,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    fn daemon_log(&self) -> String {
+        self.daemon.as_ref().map(Proc::tail).unwrap_or_default()
     }
 
     async fn api(&self, path: &str) -> Value {
@@ -249,7 +241,7 @@ impl Loop {
                 return Err(format!(
                     "no decided request for {} within 180 s; kubemedic:\n{}\nalertmanager:\n{}",
                     played.ns,
-                    self.daemon.tail(),
+                    self.daemon_log(),
                     self.alertmanager.tail()
                 ));
             }
@@ -271,23 +263,105 @@ impl Loop {
         })
     }
 
+    /// Follow request `id`, whose action runs without a human, to its end: when it verifies
+    /// and the alert's condition no longer holds on the cluster, resolve the alert as
+    /// Prometheus would. The request as it ended (or as it was after 210 s).
+    async fn follow(&self, tier: &NodeTier, played: &Played, id: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(150);
+        let mut resolved = false;
+        while Instant::now() < deadline {
+            let r = self.get(&format!("/api/v1/requests/{id}")).await;
+            let phase = r
+                .as_ref()
+                .and_then(|r| r["phase"].as_str())
+                .and_then(Phase::parse);
+            if phase.is_some_and(Phase::is_terminal) {
+                break;
+            }
+            if phase == Some(Phase::Verifying) && !resolved && !still_holds(tier, played).await {
+                self.post(&played.alert, true).await;
+                resolved = true;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        self.until_terminal(id, 60).await
+    }
+
+    /// GET `path` of the API; None while kubemedic does not answer (its pod restarting).
+    async fn get(&self, path: &str) -> Option<Value> {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(API_TOKEN)
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .ok()?;
+        r.status().is_success().then_some(())?;
+        r.json().await.ok()
+    }
+
     async fn until_terminal(&self, id: &str, secs: u64) -> Value {
         let deadline = Instant::now() + Duration::from_secs(secs);
+        let mut last = Value::Null;
         loop {
-            let r = self.api(&format!("/api/v1/requests/{id}")).await;
-            if r["phase"]
-                .as_str()
-                .and_then(Phase::parse)
-                .is_some_and(Phase::is_terminal)
-            {
-                return r;
+            if let Some(r) = self.get(&format!("/api/v1/requests/{id}")).await {
+                if r["phase"]
+                    .as_str()
+                    .and_then(Phase::parse)
+                    .is_some_and(Phase::is_terminal)
+                {
+                    return r;
+                }
+                last = r;
             }
             if Instant::now() > deadline {
-                return r;
+                return last;
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
+}
+
+/// Alertmanager on `port` with the README's receiver pointed at kubemedic at `daemon`, with
+/// short grouping timers; its files in `dir`.
+async fn alertmanager(am_bin: &str, dir: &tempfile::TempDir, port: u16, daemon: &str) -> Proc {
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{WEBHOOK_TOKEN}\n")).unwrap();
+    let receiver = include_str!("../docs/alertmanager-receiver.yml")
+        .replace("http://kubemedic.kubemedic.svc:8080", daemon)
+        .replace(
+            "/etc/alertmanager/secrets/kubemedic-webhook-token",
+            &token.display().to_string(),
+        )
+        .replacen(
+            "route:\n",
+            "route:\n  group_by: [alertname, namespace]\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n",
+            1,
+        );
+    std::fs::write(dir.path().join("alertmanager.yml"), receiver).unwrap();
+    std::fs::create_dir_all(dir.path().join("am-data")).unwrap();
+    let mut p = Proc::spawn(
+        Command::new(am_bin)
+            .arg(format!(
+                "--config.file={}",
+                dir.path().join("alertmanager.yml").display()
+            ))
+            .arg(format!(
+                "--storage.path={}",
+                dir.path().join("am-data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--cluster.listen-address="),
+        dir.path().join("alertmanager.log"),
+    );
+    wait_http(
+        &format!("http://127.0.0.1:{port}/-/ready"),
+        &mut p,
+        "alertmanager",
+    )
+    .await;
+    p
 }
 
 /// The record `kubemedic investigate` prints, built from a `serve` request's API body.
@@ -439,21 +513,7 @@ async fn run_one(tier: &NodeTier, lp: &Loop, incident: &Incident) -> Result<Outc
     // no longer holds on the cluster.
     let mut ran = None;
     if rec["gate"]["require_approval"] == false && rec["selection"].is_object() {
-        let deadline = Instant::now() + Duration::from_secs(150);
-        let mut resolved = false;
-        while Instant::now() < deadline {
-            let r = lp.api(&format!("/api/v1/requests/{id}")).await;
-            let phase = r["phase"].as_str().and_then(Phase::parse);
-            if phase.is_some_and(Phase::is_terminal) {
-                break;
-            }
-            if phase == Some(Phase::Verifying) && !resolved && !still_holds(tier, &played).await {
-                lp.post(&played.alert, true).await;
-                resolved = true;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        let done = lp.until_terminal(&id, 60).await;
+        let done = lp.follow(tier, &played, &id).await;
         ran = Some(format!(
             "{} effective={} ({})",
             done["phase"].as_str().unwrap_or("?"),
@@ -592,4 +652,320 @@ async fn real_incidents_on_a_real_node_are_decided_and_scored() {
             "harmful {harmful} > MAX_HARMFUL {MAX_HARMFUL}\n{report}"
         );
     }
+}
+
+/// Run a program; its stdout, or a panic naming it with its stderr.
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The uid and the root mount of the process running `kubemedic serve` in the pod, read on this
+/// machine (the node): what the container really runs as.
+fn kubemedic_process() -> Option<(String, String)> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmd.starts_with("/usr/local/bin/kubemedic serve") {
+            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+            let uid = status
+                .lines()
+                .find(|l| l.starts_with("Uid:"))?
+                .split_whitespace()
+                .nth(1)?
+                .to_owned();
+            let mounts = std::fs::read_to_string(entry.path().join("mounts")).ok()?;
+            let root = mounts
+                .lines()
+                .find(|l| l.split_whitespace().nth(1) == Some("/"))?
+                .to_owned();
+            return Some((uid, root));
+        }
+    }
+    None
+}
+
+/// kubemedic in the cluster it heals: `helm install` of charts/kubemedic on the real node with
+/// the image built here (localhost/kubemedic:dev). The pod runs non-root on a read-only root and
+/// becomes ready; Alertmanager reaches it through its Service; its ServiceAccount may not read
+/// a Secret but rolls back a bad rollout; its pod deleted mid-incident loses nothing (SQLite on
+/// the chart's volume); `kubectl get remediations` shows the incident Completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubemedic_installed_by_the_chart_heals_a_bad_rollout_in_its_own_cluster() {
+    let Some(tier) = NodeTier::from_env().await else {
+        return;
+    };
+    let Some(am_bin) =
+        common::component("KUBEMEDIC_TEST_ALERTMANAGER_BIN", "Alertmanager (binary)")
+    else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The image, from the binary this build made.
+    run(Command::new("bash")
+        .arg(root.join("scripts/kube-tier/kubemedic-image.sh"))
+        .arg(BIN)
+        .arg(&tier.containerd));
+    // The chart's volume: a local PersistentVolume on the node (no provisioner here).
+    let volume = tier.state.join(format!(
+        "volumes/kubemedic-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&volume).unwrap();
+    let pv = json!({
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": volume.file_name().unwrap().to_string_lossy()},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "kubemedic-local",
+            "local": {"path": volume.display().to_string()},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [tier.node]}]}]}},
+        },
+    });
+    tier.kubectl(&["apply", "-f", "-"], Some(&pv.to_string()))
+        .unwrap();
+    let helm = run(Command::new("bash")
+        .current_dir(root)
+        .arg("-c")
+        .arg("source scripts/lib/helm.sh && ensure_helm"))
+    .trim()
+    .to_owned();
+    let ns = "kubemedic";
+    // A release left by an earlier run on this tier goes first, with its volume's claim.
+    let _ = Command::new(&helm)
+        .args([
+            "uninstall",
+            "kubemedic",
+            "--namespace",
+            ns,
+            "--wait",
+            "--kubeconfig",
+        ])
+        .arg(&tier.kubeconfig)
+        .output();
+    let _ = tier.kubectl(
+        &["delete", "namespace", ns, "--wait=true", "--timeout=120s"],
+        None,
+    );
+    let incident_ns = format!(
+        "kmn-in-cluster-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..6]
+    );
+    run(Command::new(&helm)
+        .current_dir(root)
+        .args(["upgrade", "--install", "kubemedic", "charts/kubemedic"])
+        .args(["--namespace", ns, "--create-namespace"])
+        .arg("--kubeconfig")
+        .arg(&tier.kubeconfig)
+        .args([
+            "--set",
+            "image.repository=localhost/kubemedic",
+            "--set",
+            "image.tag=dev",
+            "--set",
+            "image.pullPolicy=Never",
+            "--set",
+            "persistence.storageClassName=kubemedic-local",
+            "--set",
+            &format!("secrets.values.webhookToken={WEBHOOK_TOKEN}"),
+            "--set",
+            &format!("secrets.values.apiToken={API_TOKEN}"),
+            // Verification after 20 s, not the default 5 minutes.
+            "--set",
+            "config.extraEnv[0].name=KUBEMEDIC_VERIFICATION_WINDOW_SECONDS",
+            "--set-string",
+            "config.extraEnv[0].value=20",
+        ]));
+    let ready = |what: &str| {
+        tier.kubectl(
+            &[
+                "-n",
+                ns,
+                "rollout",
+                "status",
+                "deployment/kubemedic",
+                "--timeout=180s",
+            ],
+            None,
+        )
+        .unwrap_or_else(|e| {
+            panic!(
+                "{what}: {e}\n{}",
+                tier.kubectl(&["-n", ns, "describe", "pods"], None)
+                    .unwrap_or_default()
+            )
+        })
+    };
+    ready("the chart's pod");
+
+    // Non-root, read-only root, as the node runs it.
+    let (uid, root_mount) = kubemedic_process().expect("the kubemedic process on the node");
+    assert_eq!(
+        uid, "65532",
+        "runs as the image's and chart's non-root user"
+    );
+    assert!(
+        root_mount
+            .split_whitespace()
+            .nth(3)
+            .is_some_and(|o| o.split(',').any(|f| f == "ro")),
+        "the root filesystem is read-only: {root_mount}"
+    );
+    // Its ServiceAccount: what a remediation needs, and no Secret.
+    let sa = "system:serviceaccount:kubemedic:kubemedic";
+    // `kubectl auth can-i` answers yes or no on stdout (and exits 1 for no).
+    let can = |verb: &str, what: &str| {
+        let out = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&tier.kubeconfig)
+            .args(["auth", "can-i", verb, what, "-A", "--as", sa])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(can("get", "secrets"), "no");
+    assert_eq!(can("list", "secrets"), "no");
+    assert_eq!(can("patch", "deployments.apps"), "yes");
+
+    // Alertmanager delivers to the Service's address (kube-proxy routes it to the pod).
+    let ip = tier
+        .kubectl(
+            &[
+                "-n",
+                ns,
+                "get",
+                "service",
+                "kubemedic",
+                "-o",
+                "jsonpath={.spec.clusterIP}",
+            ],
+            None,
+        )
+        .unwrap();
+    let port = tier
+        .kubectl(
+            &[
+                "-n",
+                ns,
+                "get",
+                "service",
+                "kubemedic",
+                "-o",
+                "jsonpath={.spec.ports[0].port}",
+            ],
+            None,
+        )
+        .unwrap();
+    let lp = Loop::to(&am_bin, &format!("http://{ip}:{port}")).await;
+
+    // A bad rollout in a staging namespace: kubemedic rolls it back through its ServiceAccount.
+    let incident = common::node::load("rollout-bad-command");
+    let played = incident
+        .play_in(&tier, &incident_ns)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    lp.post(&played.alert, false).await;
+    let id = {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(id) = lp.request_id(&played).await {
+                break id;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no request for the alert; alertmanager:\n{}\nkubemedic:\n{}",
+                lp.alertmanager.tail(),
+                tier.kubectl(
+                    &["-n", ns, "logs", "deployment/kubemedic", "--tail=40"],
+                    None
+                )
+                .unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    };
+    // The pod is deleted mid-incident; its replacement, on the same volume, carries on.
+    tier.kubectl(
+        &[
+            "-n",
+            ns,
+            "delete",
+            "pod",
+            "-l",
+            "app.kubernetes.io/name=kubemedic",
+            "--wait=false",
+        ],
+        None,
+    )
+    .unwrap();
+    ready("the replacement pod");
+    let done = lp.follow(&tier, &played, &id).await;
+    let logs = tier
+        .kubectl(
+            &["-n", ns, "logs", "deployment/kubemedic", "--tail=60"],
+            None,
+        )
+        .unwrap_or_default();
+    assert_eq!(done["phase"], "Completed", "{done:#}\n{logs}");
+    assert_eq!(
+        done["state"]["selection"]["selected"]["action_type"], "RollbackDeployment",
+        "{done:#}"
+    );
+    assert_eq!(done["state"]["assessment"]["effective"], true, "{done:#}");
+    let all = lp.api("/api/v1/requests?limit=200").await;
+    assert_eq!(
+        all["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["target"]["namespace"] == incident_ns.as_str())
+            .count(),
+        1,
+        "one request, kept across the restart: {all:#}"
+    );
+    // The pods really are the old revision's, and ready.
+    tier.kubectl(
+        &[
+            "-n",
+            &incident_ns,
+            "rollout",
+            "status",
+            "deployment/checkout-api",
+            "--timeout=60s",
+        ],
+        None,
+    )
+    .unwrap();
+    // And kubectl shows it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let shown = tier
+            .kubectl(&["get", "remediations", "-A"], None)
+            .unwrap_or_default();
+        if shown
+            .lines()
+            .any(|l| l.contains(&incident_ns) && l.contains("Completed"))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "kubectl get remediations -A:\n{shown}"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let _ = tier.kubectl(&["delete", "namespace", &incident_ns, "--wait=false"], None);
+    let _ = Command::new(&helm)
+        .args(["uninstall", "kubemedic", "--namespace", ns, "--kubeconfig"])
+        .arg(&tier.kubeconfig)
+        .output();
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A real node for the kube tier: a real kubelet (1.20.2, built from the same Debian source as the
-# control plane) running pods with Debian's containerd and runc on a CNI bridge, the real
+# control plane) running pods with Debian's containerd and runc on a CNI bridge, kube-proxy
+# (iptables: Service addresses route, from pods and from this machine), the real
 # kube-scheduler, and the node-lifecycle controller (NotReady, taints), joined to a running
 # control plane that start.sh made with KUBEMEDIC_KUBE_FOR_NODES=1.
 #
@@ -17,10 +18,12 @@
 # localhost/pause:3.2 (the sandbox image, compiled from the source package's build/pause).
 # Any other image reference is really unpullable.
 #
-# Network: pods get addresses on a bridge this script creates (kmbr0, 10.88.0.0/24) with no
-# default route; a FORWARD rule drops anything from the pod network to elsewhere, and pods get
-# no DNS server from outside (resolv.conf names the cluster DNS address, which nothing serves).
-# The kubelet listens on the machine's own address (the apiserver reaches it there, locally).
+# Network: pods get addresses on a bridge this script creates (kmbr0, 10.88.0.0/24) with a
+# route to the Service range only (no default route); a FORWARD rule drops anything from the
+# pod network to elsewhere, and pods get no DNS server from outside (resolv.conf names the
+# cluster DNS address, which nothing serves). The kubelet and the control plane listen on the
+# machine's own address (pods reach the apiserver there through the `kubernetes` Service); an
+# INPUT rule drops what reaches those ports through the machine's outside interface.
 #
 # STATE_DIR/env exports:
 #   KUBEMEDIC_TEST_NODE_KUBECONFIG   the control plane's admin kubeconfig (system:masters)
@@ -42,7 +45,9 @@ PAUSE_IMAGE=localhost/pause:3.2
 IMAGE_CACHE="$KUBE_CACHE_ROOT/images"
 READY_TIMEOUT="${KUBEMEDIC_NODE_READY_TIMEOUT:-120}"
 # The sysctls the kubelet sets for itself (kernel defaults it protects); restored at stop.
-SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory vm.panic_on_oom kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+    net.ipv4.ip_forward net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables)
+SERVICE_CIDR=10.0.0.0/24
 
 usage() { die "usage: $0 start STATE_DIR KUBE_STATE_DIR | stop STATE_DIR | kubelet-stop STATE_DIR | kubelet-start STATE_DIR"; }
 
@@ -211,6 +216,7 @@ EOF
       "ipam": {
         "type": "host-local",
         "ranges": [[{"subnet": "$POD_CIDR"}]],
+        "routes": [{"dst": "$SERVICE_CIDR"}],
         "dataDir": "$STATE_DIR/cni/ipam"
       }
     },
@@ -338,7 +344,7 @@ node_start() {
     fi
     local t0=$SECONDS
     ensure_apt_packages containerd runc containernetworking-plugins busybox-static iptables umoci \
-        iproute2 gcc libc6-dev openssl curl python3
+        iproute2 gcc libc6-dev openssl curl python3 conntrack
     # Debian's kubectl, unless one is installed already (its package would clash).
     command -v kubectl >/dev/null || ensure_apt_packages kubernetes-client
     kube_binaries_cached || "$SCRIPT_DIR/build.sh"
@@ -372,6 +378,21 @@ print(*[x.getsockname()[1] for x in s])')
     # Nothing from the pod network leaves it (the bridge plugin turns on forwarding).
     iptables -C FORWARD -s "$POD_CIDR" ! -d "$POD_CIDR" -j DROP 2>/dev/null ||
         iptables -I FORWARD -s "$POD_CIDR" ! -d "$POD_CIDR" -j DROP
+    # The apiserver and the kubelet answer this machine and its pods, not the outside.
+    local dev api_port
+    dev=$(ip -4 route get 192.0.2.255 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit }}')
+    api_port=${SERVER##*:}
+    : >"$STATE_DIR/input-rules"
+    if [[ -n "$dev" && "$dev" != lo ]]; then
+        for port in "$api_port" "$kport"; do
+            iptables -I INPUT -i "$dev" -p tcp --dport "$port" -j DROP
+            echo "-i $dev -p tcp --dport $port -j DROP" >>"$STATE_DIR/input-rules"
+        done
+    fi
+    # Service traffic between pods on the bridge passes iptables (kube-proxy's rules).
+    modprobe br_netfilter 2>/dev/null || true
+    sysctl -q -w net.bridge.bridge-nf-call-iptables=1 ||
+        die "this kernel lacks br_netfilter (net.bridge.bridge-nf-call-iptables): Service addresses would not route between pods"
 
     log "containerd (socket $CONTAINERD_SOCK)"
     start_bg containerd containerd --config "$STATE_DIR/containerd/config.toml"
@@ -404,11 +425,41 @@ print(*[x.getsockname()[1] for x in s])')
         --profiling=false \
         --cert-dir "$STATE_DIR/pki/cm-generated"
 
+    log "kube-proxy (iptables)"
+    local pport mport
+    read -r pport mport < <(python3 -c 'import socket
+s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1", 0)) for x in s]
+print(*[x.getsockname()[1] for x in s])')
+    # conntrack.maxPerCore 0: leave the kernel's conntrack table as it is.
+    cat >"$STATE_DIR/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $KUBECONFIG_ADMIN}
+hostnameOverride: $NODE_NAME
+mode: iptables
+bindAddress: 127.0.0.1
+healthzBindAddress: 127.0.0.1:$pport
+metricsBindAddress: 127.0.0.1:$mport
+conntrack: {maxPerCore: 0}
+# Traffic to a Service from outside the pod network (this machine) is masqueraded, so the pod
+# answers through the bridge.
+clusterCIDR: $POD_CIDR
+EOF
+    start_bg kube-proxy "$KUBE_PROXY_BIN" --config "$STATE_DIR/kube-proxy.yaml" --v 1
     log "kubelet $NODE_NAME on $ip:$kport"
     start_kubelet
     wait_ready "$READY_TIMEOUT"
     alive kube-scheduler || fail kube-scheduler "kube-scheduler exited"
     alive kube-controller-manager-nodes || fail kube-controller-manager-nodes "the node-lifecycle controller exited"
+    alive kube-proxy || fail kube-proxy "kube-proxy exited"
+    # kube-proxy has written the `kubernetes` Service's rules once it answers on its address.
+    local deadline=$((SECONDS + 30))
+    until iptables -t nat -S KUBE-SERVICES 2>/dev/null | grep -q "default/kubernetes"; do
+        alive kube-proxy || fail kube-proxy "kube-proxy exited"
+        ((SECONDS < deadline)) || fail kube-proxy "kube-proxy wrote no Service rules in 30 s"
+        sleep 0.5
+    done
 
     cat >"$STATE_DIR/env" <<EOF
 # Generated by scripts/kube-tier/node.sh; source this file.
@@ -424,6 +475,18 @@ node_stop() {
     stop_one kubelet
     stop_one kube-scheduler
     stop_one kube-controller-manager-nodes
+    if [[ -f "$PIDS/kube-proxy.pid" ]]; then
+        stop_one kube-proxy
+        "$KUBE_PROXY_BIN" --cleanup >/dev/null 2>&1 || true
+    fi
+    if [[ -f "$STATE_DIR/input-rules" ]]; then
+        local rule
+        while read -r rule; do
+            # shellcheck disable=SC2086
+            iptables -D INPUT $rule 2>/dev/null || true
+        done <"$STATE_DIR/input-rules"
+        rm -f "$STATE_DIR/input-rules"
+    fi
     # The pods' containers and sandboxes, then containerd.
     if alive containerd; then
         local c

@@ -28,6 +28,8 @@ pub struct NodeTier {
     pub kubeconfig: PathBuf,
     pub state: PathBuf,
     pub node: String,
+    /// The node's containerd socket (`ctr -a … -n k8s.io`).
+    pub containerd: PathBuf,
     pub client: kube::Client,
 }
 
@@ -47,6 +49,10 @@ impl NodeTier {
             "KUBEMEDIC_TEST_NODE_NAME",
             "the real-node tier (scripts/kube-tier/node.sh)",
         )?;
+        let containerd = PathBuf::from(super::component(
+            "KUBEMEDIC_TEST_NODE_CONTAINERD",
+            "the real-node tier (scripts/kube-tier/node.sh)",
+        )?);
         let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("node kubeconfig");
         let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
             .await
@@ -56,6 +62,7 @@ impl NodeTier {
             kubeconfig,
             state,
             node,
+            containerd,
             client,
         })
     }
@@ -300,7 +307,12 @@ impl Incident {
     /// Create the namespace, apply the objects, let them settle, break them, wait for the alert
     /// condition, heal if the incident heals itself; the alert to post.
     pub async fn play(&self, tier: &NodeTier) -> Result<Played, String> {
-        let ns = self.namespace();
+        self.play_in(tier, &self.namespace()).await
+    }
+
+    /// [`Incident::play`] in namespace `ns`.
+    pub async fn play_in(&self, tier: &NodeTier, ns: &str) -> Result<Played, String> {
+        let ns = ns.to_owned();
         let env = self.spec.environment.as_deref().unwrap_or("staging");
         tier.kubectl(
             &["apply", "-f", "-"],
