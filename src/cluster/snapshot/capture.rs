@@ -140,6 +140,21 @@ pub async fn capture(
             Err(e) => skipped.push(format!("{kind}: {e}")),
         }
     }
+    // What the nodes reported about themselves (NotReady, SystemOOM, pressure): events about a
+    // Node live in whatever namespace its kubelet wrote them to (`default`), not in the
+    // namespaces captured, yet the investigation reads them.
+    if namespaces.iter().all(|ns| ns != "default")
+        && let Ok(res) = reader.resource("Event").await
+    {
+        match reader
+            .list(&res, None, &ListQuery::fields("involvedObject.kind=Node"))
+            .await
+        {
+            Ok(items) => docs.extend(items),
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(e) => skipped.push(format!("Events about Nodes: {e}")),
+        }
+    }
     let mut logs: Vec<Value> = Vec::new();
     for pod in docs.iter().filter(|d| obj::kind(d) == "Pod") {
         let ns = obj::namespace(pod).unwrap_or("");
