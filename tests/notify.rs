@@ -805,6 +805,19 @@ impl StartTlsServer {
     fn seen(&self) -> Vec<Value> {
         self.lines.lock().unwrap().clone()
     }
+
+    /// What the server recorded, once it has recorded `n` sessions (it writes a session's
+    /// record after the client has its answer, so the record can come a moment later).
+    async fn seen_at_least(&self, n: usize) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let seen = self.seen();
+            if seen.len() >= n || std::time::Instant::now() > deadline {
+                return seen;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 impl Drop for StartTlsServer {
@@ -828,7 +841,7 @@ async fn starttls_delivers_over_tls_and_refuses_a_certificate_that_does_not_veri
         .offer(&message(&a, "alice@example.com"))
         .await
         .unwrap();
-    let seen = server.seen();
+    let seen = server.seen_at_least(1).await;
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0]["tls"], true, "the mail went over TLS: {seen:?}");
     assert_eq!(seen[0]["to"], json!(["alice@example.com"]));
