@@ -543,6 +543,10 @@ mod tests {
             r#"{\"client_secret\": \"esc4ped\"}"#,
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
             "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg (cut by a cap",
+            // Issue 38: a bare Telegram bot token in a ConfigMap value, ending in `-`; a
+            // Datadog key after a blank-separated directive.
+            "chat: 42\nbot: 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw-\n",
+            "apiKeyValue 0123456789abcdef0123456789abcdef\n",
         ];
         let secrets = [
             "s3cr3tpw",
@@ -563,7 +567,10 @@ mod tests {
             "esc4ped",
             "MIIEpAIBAAKCAQEA",
             "MIIEvQIBADANBg",
+            "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+            "0123456789abcdef",
         ];
+        assert_eq!(cases.len(), secrets.len());
         for (case, secret) in cases.iter().zip(secrets) {
             let out = sanitize_text(case);
             assert!(!out.contains(secret), "{case} -> {out}");
@@ -582,6 +589,9 @@ mod tests {
             "Error: couldn't find key password in Secret shop/db",
             "http://checkout.shop.svc:8080/healthz",
             "exit code 137 (OOMKilled)",
+            // A directive whose value is no generated key stays.
+            "api_key_file /etc/datadog/api-key\n",
+            "tokenizer wordpiece-uncased-v2\n",
         ] {
             assert_eq!(sanitize_text(s), s);
         }

@@ -330,7 +330,8 @@ pub static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         ),
         rule(
             "telegram-bot-token",
-            re(r"(?:\b|bot)(\d{5,16}:A[A-Za-z0-9_-]{34})\b"),
+            // The token may end in `-` or `_`, where `\b` finds no boundary.
+            re(r"(?:\b|bot)(\d{5,16}:A[A-Za-z0-9_-]{34})(?:[^A-Za-z0-9_-]|\z)"),
             first,
         ),
         rule(
@@ -389,6 +390,28 @@ pub static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
                     return None;
                 }
                 value_span(c, 1)
+            },
+        ),
+        // A directive whose name says it holds a key (`apiKeyValue 0123…`, `api_key …`) and
+        // whose value looks generated: long, letters and digits, one word on its line.
+        rule(
+            "directive-key",
+            tpl(concat!(
+                r"(?:^|{NL})[ \t]*([A-Za-z][A-Za-z0-9_.-]*)[ \t]+",
+                r"([A-Za-z0-9+/_-]{20,}={0,2})[ \t]*(?:{NL}|\z)",
+            )),
+            |c| {
+                let value = c.get(2)?.as_str();
+                let has = |f: fn(&char) -> bool| value.chars().any(|ch| f(&ch));
+                // Hex of 32 or more (an API key), or letters of both cases with digits (a
+                // token): not a word, a name or a version.
+                let hex = value.len() >= 32 && value.chars().all(|ch| ch.is_ascii_hexdigit());
+                let mixed = value.len() >= 24
+                    && has(char::is_ascii_uppercase)
+                    && has(char::is_ascii_lowercase);
+                let generated = has(char::is_ascii_digit) && (hex || mixed);
+                (is_sensitive_key(c.get(1)?.as_str()) && generated).then_some(())?;
+                value_span(c, 2)
             },
         ),
         // netrc: `machine host login user password secret`.
@@ -672,6 +695,7 @@ const KEYWORDS: &[(&str, &[&str])] = &[
     ("url-signature", &["sig=", "signature="]),
     ("key-value", WORD_KEYWORDS),
     ("config-directive", &["pass", "auth", "secret", "pw"]),
+    ("directive-key", WORD_KEYWORDS),
     ("netrc", &["login"]),
     ("env-entry", &["value"]),
     ("xml-key-value", &["value="]),
