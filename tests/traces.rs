@@ -699,3 +699,37 @@ async fn a_chat_question_continues_the_callers_trace_and_records_sanitised_promp
         }
     }
 }
+
+/// `kubemedic demo` sends its traces where the standard variable says, as `serve` does (issue
+/// 38: it ignored OTEL_EXPORTER_OTLP_ENDPOINT): the demo's alerts arrive as ingest spans with
+/// their stages, verification's included — the last steps' spans are out before it ends.
+#[test]
+fn the_demo_sends_its_traces_where_otel_exporter_otlp_endpoint_says() {
+    let Some(receiver) = Receiver::start() else {
+        return;
+    };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kubemedic"))
+        .args(["demo", "--exit", "--listen", "127.0.0.1:0"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
+        .env_remove("KUBEMEDIC_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("KUBEMEDIC_LLM")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spans = receiver.spans();
+    let names: BTreeSet<&str> = spans.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    // Six alerts, and the resolved notifications that verify the remediations run.
+    let ingests = spans
+        .iter()
+        .filter(|s| s["name"] == "ingest alertmanager")
+        .count();
+    assert!(ingests >= 6, "{ingests} ingest spans: {names:?}");
+    for stage in ["stage investigate", "stage execute", "stage verify"] {
+        assert!(names.contains(stage), "no {stage}: {names:?}");
+    }
+}

@@ -63,6 +63,8 @@ pub enum DemoError {
     Http(#[from] reqwest::Error),
     #[error("the demo cluster does not load: {0}")]
     Cluster(String),
+    #[error(transparent)]
+    Traces(#[from] crate::telemetry::TraceError),
 }
 
 /// Every stage on the simulated cluster, as `serve` builds them on a real one.
@@ -227,7 +229,13 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
     // API) is where the demo's approver decides.
     daemon.approvals.approvers = Some(vec![DEMO_APPROVER.into()]);
     let settings = Settings::load(&daemon)?;
-    crate::telemetry::init_logging(settings.log_format, &settings.log_level);
+    // Traces as `serve` sends them, where OTEL_EXPORTER_OTLP_ENDPOINT (or --otlp-endpoint's
+    // variable) says.
+    let traces = crate::telemetry::Traces::init(
+        settings.log_format,
+        &settings.log_level,
+        settings.traces.as_ref(),
+    )?;
 
     let wanted: std::net::SocketAddr = args
         .listen
@@ -414,6 +422,8 @@ pub async fn run(args: DemoArgs) -> Result<(), DemoError> {
         println!("Serving until Ctrl-C.");
     }
     let result = running.wait().await;
+    // The spans of the last steps go out before the process ends.
+    traces.shutdown().await;
     if args.data_dir.is_none() {
         let _ = std::fs::remove_dir_all(&data_dir);
     }
