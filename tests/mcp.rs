@@ -20,6 +20,13 @@ fn mcp_python() -> Option<String> {
     common::component("KUBEMEDIC_MCP_PYTHON", "the MCP Python SDK")
 }
 
+/// The message of a tool's refusal: MCP puts a tool's own errors (a role too low, a bad
+/// argument, a decision already made) in its result with `isError`, not in a JSON-RPC error.
+fn refusal(v: &Value) -> String {
+    assert_eq!(v["is_error"], true, "a refusal in the tool's result: {v:#}");
+    v["result"].as_str().unwrap_or_default().to_owned()
+}
+
 /// Run `code`; it prints one JSON document, returned here.
 fn py(python: &str, code: &str, env: &[(&str, &str)]) -> Value {
     let out = Command::new(python)
@@ -59,7 +66,10 @@ async def main():
                 try:
                     res = await s.call_tool(os.environ["TOOL"], json.loads(os.environ["ARGS"]))
                     out["is_error"] = bool(res.is_error)
-                    out["result"] = json.loads(res.content[0].text)
+                    try:
+                        out["result"] = json.loads(res.content[0].text)
+                    except ValueError:
+                        out["result"] = res.content[0].text
                 except MCPError as e:
                     out["error"] = {"code": e.code, "message": e.message}
                 print(json.dumps(out))
@@ -86,7 +96,10 @@ async def main():
             try:
                 res = await s.call_tool(os.environ["TOOL"], json.loads(os.environ["ARGS"]))
                 out["is_error"] = bool(res.is_error)
-                out["result"] = json.loads(res.content[0].text)
+                try:
+                    out["result"] = json.loads(res.content[0].text)
+                except ValueError:
+                    out["result"] = res.content[0].text
             except MCPError as e:
                 out["error"] = {"code": e.code, "message": e.message}
             print(json.dumps(out))
@@ -161,13 +174,10 @@ async fn an_mcp_client_reads_the_requests_and_only_an_approver_decides() {
         !got["result"]["trail"].as_array().unwrap().is_empty(),
         "{got:#}"
     );
-    // A bad argument is an MCP error naming it.
+    // A bad argument is the tool's refusal, naming it.
     let bad = call(&viewer, "get_request", r#"{"id": "nope"}"#);
     assert!(
-        bad["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("id: `nope` is not a UUID"),
+        refusal(&bad).contains("id: `nope` is not a UUID"),
         "{bad:#}"
     );
 
@@ -232,7 +242,7 @@ async fn an_mcp_client_reads_the_requests_and_only_an_approver_decides() {
         r#"{{"approval_id": "{approval_id}", "decision": "approve", "message": "from the assistant"}}"#
     );
     let refused = stdio("", "decide_approval", &decide);
-    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    let why = refusal(&refused);
     assert!(
         why.contains("has role viewer; this tool needs approver"),
         "{refused:#}"
@@ -243,7 +253,7 @@ async fn an_mcp_client_reads_the_requests_and_only_an_approver_decides() {
         r#"{{"approval_id": "{approval_id}", "decision": "approve", "message": "from the assistant"}}"#
     );
     let refused = call(&viewer, "decide_approval", &decide);
-    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    let why = refusal(&refused);
     assert!(why.contains("key:vera has role viewer"), "{refused:#}");
     assert!(why.contains("approver"), "{refused:#}");
     let still = d.api(&format!("/api/v1/approvals/{approval_id}")).await;
@@ -264,7 +274,7 @@ async fn an_mcp_client_reads_the_requests_and_only_an_approver_decides() {
     // Over stdio an approver's key passes the role check and reaches the approvals, which
     // refuse a second decision: the first one won.
     let again = stdio(&approver, "decide_approval", &decide);
-    let why = again["error"]["message"].as_str().unwrap_or_default();
+    let why = refusal(&again);
     assert!(!why.contains("role"), "{again:#}");
     assert!(why.to_lowercase().contains("already"), "{again:#}");
 
@@ -581,7 +591,7 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
     assert_eq!(why["input"]["action_type"], "RollbackDeployment", "{why:#}");
     assert_eq!(why["input"]["environment"], "staging", "{why:#}");
     assert_eq!(why["human_decision"]["status"], "pending", "{why:#}");
-    let none = results[1]["error"]["message"].as_str().unwrap_or_default();
+    let none = refusal(&results[1]);
     assert!(
         none.contains(&format!("request {ghost_id} has no policy decision yet")),
         "{:#}",
@@ -742,7 +752,7 @@ async fn an_mcp_client_reads_the_cluster_as_the_model_does_and_investigates_a_re
         "{:#}",
         results[4]
     );
-    let why = results[5]["error"]["message"].as_str().unwrap_or_default();
+    let why = refusal(&results[5]);
     assert!(
         why.contains("Deployment nope") || why.contains("/Deployment/nope"),
         "{:#}",

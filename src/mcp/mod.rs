@@ -277,6 +277,20 @@ pub struct InvestigateArgs {
     pub wait_seconds: Option<u64>,
 }
 
+/// How a tool that ran reports what went wrong (docs/mcp.md, "Errors"). MCP keeps JSON-RPC
+/// errors for the protocol (an unknown tool, a server failure) and puts a tool's own refusal in
+/// its result with `isError`, where the model calling it can read and act on it: a role too low,
+/// an argument that does not hold (input validation is the tool's too, MCP 2025-11-25), an
+/// approval decided already, approvals not configured. A server failure stays an error.
+fn tool_error(e: ErrorData) -> Result<CallToolResponse, ErrorData> {
+    if e.code == rmcp::model::ErrorCode::INTERNAL_ERROR {
+        return Err(e);
+    }
+    Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+        ContentBlock::text(e.message.to_string()),
+    ])))
+}
+
 fn uuid_arg(name: &str, value: &str) -> Result<Uuid, ErrorData> {
     Uuid::parse_str(value.trim())
         .map_err(|_| ErrorData::invalid_params(format!("{name}: `{value}` is not a UUID"), None))
@@ -600,9 +614,11 @@ impl ServerHandler for KubemedicMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         if ClusterTools::is_tool(&name) {
-            self.need(&ctx, Role::Viewer)?;
+            if let Err(e) = self.need(&ctx, Role::Viewer) {
+                return tool_error(e);
+            }
             let Some(access) = &self.parts.cluster else {
-                return Err(ErrorData::invalid_request(
+                return tool_error(ErrorData::invalid_request(
                     format!(
                         "{name}: no Kubernetes cluster is configured on this kubemedic, so \
                          its cluster tools are not served"
@@ -622,7 +638,10 @@ impl ServerHandler for KubemedicMcp {
                 None,
             ));
         }
-        router.call(ToolCallContext::new(self, request, ctx)).await
+        match router.call(ToolCallContext::new(self, request, ctx)).await {
+            Err(e) => tool_error(e),
+            ok => ok,
+        }
     }
 
     async fn list_resources(
