@@ -35,16 +35,7 @@ fn every_node_incident_is_complete() {
     let all = incidents();
     assert!(all.len() >= 12, "{} incidents in tests/node", all.len());
     for i in &all {
-        for key in [
-            "target",
-            "phase",
-            "outcome",
-            "workflow_id",
-            "forbidden_action_types",
-            "reason_mentions",
-            "class",
-            "why",
-        ] {
+        for key in common::unseen::EXPECTED_KEYS {
             assert!(
                 i.expected.get(key).is_some(),
                 "{}/expected.json lacks {key}",

@@ -49,16 +49,7 @@ fn every_unseen_incident_is_complete_and_listed() {
         let want: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap())
                 .unwrap_or_else(|e| panic!("{n}/expected.json: {e}"));
-        for key in [
-            "target",
-            "phase",
-            "outcome",
-            "workflow_id",
-            "forbidden_action_types",
-            "reason_mentions",
-            "class",
-            "why",
-        ] {
+        for key in common::unseen::EXPECTED_KEYS {
             assert!(want.get(key).is_some(), "{n}/expected.json lacks {key}");
         }
         assert!(want["target"]["kind"].is_string(), "{n}: target.kind");

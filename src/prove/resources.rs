@@ -5,7 +5,7 @@
 use chrono::Duration;
 use serde_json::{Map, Value};
 
-use super::scene::{NodeView, PodView, Read, Scene, hhmm, limit_kills, node_oom_at, oom_reports};
+use super::scene::{NodeView, PodView, Read, Scene, hhmm, node_short_at};
 use super::text;
 use super::{check, fails, holds};
 use crate::cluster::obj::{array, at, str_at};
@@ -265,21 +265,20 @@ pub(super) async fn raise_limit(
                     .collect();
                 // SystemOOM reports at the moment of this workload's kills, beyond the
                 // containers killed at their own limits then (node_oom_at).
-                let (ooms, starts) = oom_reports(&events);
-                let system_ooms = if ooms.is_empty() {
-                    0
-                } else {
+                let system_ooms = if events.iter().any(|e| e.reason == "SystemOOM") {
                     let here = match scene.pods_on(name).await {
                         Ok(p) => p,
                         Err(e) if e.is_unreachable() => return Err(e),
                         Err(_) => vec![],
                     };
-                    let kills = limit_kills(&here);
-                    this.iter()
+                    let moments: Vec<_> = this
+                        .iter()
                         .filter(|(p, _, _)| p.node.as_deref() == Some(name.as_str()))
                         .filter_map(|(_, _, t)| *t)
-                        .map(|t| node_oom_at(&ooms, &starts, &kills, t))
-                        .sum()
+                        .collect();
+                    node_short_at(&events, &here, &moments)
+                } else {
+                    0
                 };
                 if let Some(e) = short.first() {
                     ok = false;

@@ -528,19 +528,16 @@ impl Scene {
     /// ([`readiness_flaps`]): one line.
     pub async fn node_flaps(&self, node: &str) -> Read<Option<String>> {
         let events = self.node_events(node).await?;
-        let not_ready: Vec<NotReadyEvent> = events
-            .iter()
-            .filter(|e| e.kind == "Node" && e.name == node && e.reason == "NodeNotReady")
-            .map(|e| (e.count.max(1), e.first, e.last))
-            .collect();
         Ok(
-            readiness_flaps(self.now, &not_ready).map(|(count, first, last)| {
-                format!(
-                    "its Ready condition went NotReady {count} times between {} and {}",
-                    hhmm(first),
-                    hhmm(last)
-                )
-            }),
+            readiness_flaps(self.now, &not_ready_events(&events, node)).map(
+                |(count, first, last)| {
+                    format!(
+                        "its Ready condition went NotReady {count} times between {} and {}",
+                        hhmm(first),
+                        hhmm(last)
+                    )
+                },
+            ),
         )
     }
 
@@ -760,6 +757,34 @@ pub fn node_oom_at(
         .sum();
     let own = limit_kills.iter().filter(|t| near(**t)).count() as i64;
     (reported - own).max(0)
+}
+
+/// Node `node`'s `NodeNotReady` events, as [`readiness_flaps`] reads them.
+pub(super) fn not_ready_events(events: &[EventView], node: &str) -> Vec<NotReadyEvent> {
+    events
+        .iter()
+        .filter(|e| e.kind == "Node" && e.name == node && e.reason == "NodeNotReady")
+        .map(|e| (e.count.max(1), e.first, e.last))
+        .collect()
+}
+
+/// How many processes a node's kernel killed, at the `moments` some containers were
+/// OOM-killed, beyond the containers of the node (`here`) killed at their own limits then
+/// ([`node_oom_at`] for each moment), from the node's `events`.
+pub(super) fn node_short_at(
+    events: &[EventView],
+    here: &[PodView],
+    moments: &[DateTime<Utc>],
+) -> i64 {
+    let (ooms, starts) = oom_reports(events);
+    if ooms.is_empty() {
+        return 0;
+    }
+    let kills = limit_kills(here);
+    moments
+        .iter()
+        .map(|t| node_oom_at(&ooms, &starts, &kills, *t))
+        .sum()
 }
 
 /// When the containers of `pods` were last OOM-killed (those whose last termination was one).

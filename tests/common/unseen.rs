@@ -301,6 +301,18 @@ impl Ctx {
     }
 }
 
+/// The keys every expected.json has (tests/unseen/ and tests/node/; docs/unseen-incidents.md).
+pub const EXPECTED_KEYS: &[&str] = &[
+    "target",
+    "phase",
+    "outcome",
+    "workflow_id",
+    "forbidden_action_types",
+    "reason_mentions",
+    "class",
+    "why",
+];
+
 pub fn name(o: &Value) -> String {
     o["metadata"]["name"].as_str().unwrap_or("").to_owned()
 }

@@ -10,8 +10,11 @@ use chrono::Duration;
 use serde_json::Value;
 
 use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, time};
+use crate::cluster::ListQuery;
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::selector::Selector;
 use crate::prove::scene::{
-    EventView, NotReadyEvent, PodView, limit_kills, node_oom_at, oom_reports, readiness_flaps,
+    EventView, PodView, limit_kills, node_short_at, not_ready_events, readiness_flaps,
 };
 
 /// Events a node's condition changes leave (the node controller's and the kubelet's): what
@@ -21,9 +24,6 @@ const CONDITION_EVENTS: &[&str] = &[
     "NodeHasDiskPressure",
     "NodeHasInsufficientPID",
 ];
-use crate::cluster::ListQuery;
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
-use crate::cluster::selector::Selector;
 
 /// Node conditions whose `True` is the healthy state; every other condition is a problem when
 /// `True` (the kubelet's pressures, node-problem-detector's own: ReadonlyFilesystem,
@@ -85,12 +85,10 @@ fn node_problem(n: &Value) -> Option<(String, Option<chrono::DateTime<chrono::Ut
 
 /// Whether node `name`'s `SystemOOM` events count as its own trouble for the target's pods:
 /// a failing pod of the target was OOM-killed, and at that moment the kernel killed more than
-/// the containers that hit their own limits ([`node_oom_at`]). A kill elsewhere on the node,
+/// the containers that hit their own limits ([`node_short_at`]). A kill elsewhere on the node,
 /// or at another time, does not explain these pods.
-async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[Value]) -> Read<bool> {
-    let views: Vec<EventView> = events.iter().map(EventView::parse).collect();
-    let (ooms, starts) = oom_reports(&views);
-    if ooms.is_empty() {
+async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[EventView]) -> Read<bool> {
+    if !events.iter().any(|e| e.reason == "SystemOOM") {
         return Ok(false);
     }
     let failing: Vec<PodView> = ctx
@@ -116,10 +114,7 @@ async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[Value]) -> Read<bool
         Err(e) if e.is_unreachable() => return Err(e),
         Err(_) => vec![],
     };
-    let kills = limit_kills(&here);
-    Ok(moments
-        .iter()
-        .any(|t| node_oom_at(&ooms, &starts, &kills, *t) > 0))
+    Ok(node_short_at(events, &here, &moments) > 0)
 }
 
 /// The pods' nodes: their conditions and trouble events; for a node under pressure, the
@@ -192,17 +187,12 @@ pub(super) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         };
         // A SystemOOM report is about a process: it speaks of the node, for these pods, only
         // at the moment one of them was killed and beyond the containers killed then.
-        let oom_counts = system_oom_counts(ctx, name, &events).await?;
+        let views: Vec<EventView> = events.iter().map(EventView::parse).collect();
+        let oom_counts = system_oom_counts(ctx, name, &views).await?;
         // A condition's transition events (NotReady, pressure) are history once the condition
         // has recovered: the conditions now (above) decide, and a readiness that keeps coming
         // and going (readiness_flaps) still counts.
-        let not_ready: Vec<NotReadyEvent> = events
-            .iter()
-            .map(EventView::parse)
-            .filter(|e| e.kind == "Node" && e.reason == "NodeNotReady")
-            .map(|e| (e.count.max(1), e.first, e.last))
-            .collect();
-        let flaps = readiness_flaps(ctx.now, &not_ready).is_some();
+        let flaps = readiness_flaps(ctx.now, &not_ready_events(&views, name)).is_some();
         let trouble: Vec<&Value> = events
             .iter()
             .filter(|e| match str_at(e, &["reason"]) {
