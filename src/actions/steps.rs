@@ -8,8 +8,10 @@ use serde_json::{Value, json};
 
 use super::writes;
 use crate::cluster::obj::{self, at, i64_at, str_at};
+use crate::cluster::observed;
+use crate::cluster::selector::Selector;
 use crate::cluster::{
-    ClusterError, ClusterReader, ClusterWriter, ErrorKind, PatchType, WriteOutcome,
+    ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, PatchType, WriteOutcome,
 };
 use crate::domain::Target;
 
@@ -134,9 +136,19 @@ pub(super) async fn rollback_statefulset(
     })
 }
 
+/// How long every pod made since the change must have failed before the wait ends early: two
+/// of the kubelet's first back-offs (10 s, 20 s), so one crash on the way up does not end it.
+const FAILING_FOR: Duration = Duration::from_secs(20);
+
 /// Wait until the workload's rollout is complete (the controller observed the new spec and
 /// every replica is updated and available), polling. Not becoming available in time is an
 /// observation, not a failure of the change: verification scores the result.
+///
+/// The wait also ends when the rollout cannot complete: the controller says its progress
+/// deadline passed, or every pod made since the change has failed for [`FAILING_FOR`] (a limit
+/// raised too little is OOM-killed again, an image that cannot be pulled stays unpulled).
+/// Waiting out the timeout would only keep the request in Executing; the detail names the
+/// failing pods.
 pub(super) async fn wait_rollout(
     r: &dyn ClusterReader,
     target: &Target,
@@ -155,13 +167,28 @@ pub(super) async fn wait_rollout(
     let res = r.resource(&target.kind).await?;
     let started = tokio::time::Instant::now();
     let deadline = started + timeout;
+    let mut failing_since: Option<tokio::time::Instant> = None;
     loop {
         let o = r
             .get(&res, target.namespace.as_deref(), &target.name)
             .await?;
-        let status = rollout_status(&o);
+        let mut status = rollout_status(&o);
         if status.0 {
             return Ok(outcome(true, status.1));
+        }
+        if let Some(stalled) = deadline_exceeded(&o) {
+            status.1["stalled"] = json!(stalled);
+            return Ok(outcome(false, status.1));
+        }
+        let failing = new_pods_failing(r, &o).await;
+        if failing.is_empty() {
+            failing_since = None;
+        } else {
+            let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
+            if since.elapsed() >= FAILING_FOR {
+                status.1["failing"] = json!(failing);
+                return Ok(outcome(false, status.1));
+            }
         }
         if tokio::time::Instant::now() >= deadline {
             return Ok(outcome(false, status.1));
@@ -174,6 +201,94 @@ pub(super) async fn wait_rollout(
         };
         tokio::time::sleep(pause).await;
     }
+}
+
+/// The controller's own verdict that the rollout stalled: `Progressing=False` with
+/// `ProgressDeadlineExceeded` for the generation it observed last (Deployments only).
+fn deadline_exceeded(o: &Value) -> Option<String> {
+    let generation = i64_at(o, &["metadata", "generation"]).unwrap_or(0);
+    let observed = i64_at(o, &["status", "observedGeneration"]).unwrap_or(0);
+    if observed < generation {
+        return None;
+    }
+    obj::array(o, &["status", "conditions"])
+        .iter()
+        .find(|c| {
+            str_at(c, &["type"]) == Some("Progressing")
+                && str_at(c, &["status"]) == Some("False")
+                && str_at(c, &["reason"]) == Some("ProgressDeadlineExceeded")
+        })
+        .map(|c| {
+            str_at(c, &["message"])
+                .unwrap_or("ProgressDeadlineExceeded")
+                .to_owned()
+        })
+}
+
+/// The pods of the workload's current revision, when every one of them fails: `pod NAME:
+/// FAILURE` for each; empty when there is none or one does not fail. A Deployment's current
+/// revision is the ReplicaSet whose revision is the Deployment's own, a StatefulSet's its
+/// `updateRevision`; for other kinds nothing is known and the wait goes on.
+async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
+    let ns = obj::namespace(o);
+    let Some(selector) = at(o, &["spec", "selector"]).and_then(Selector::from_object) else {
+        return Vec::new();
+    };
+    let query = ListQuery::labels(selector.to_query());
+    let list = |kind: &'static str| {
+        let query = query.clone();
+        async move {
+            let res = r.resource(kind).await.ok()?;
+            r.list(&res, ns, &query).await.ok()
+        }
+    };
+    let current: Option<(&str, String)> = match obj::kind(o) {
+        "Deployment" => {
+            let revision = obj::annotation(o, REVISION);
+            let sets = list("ReplicaSet").await.unwrap_or_default();
+            sets.iter()
+                .find(|rs| {
+                    revision.is_some()
+                        && obj::annotation(rs, REVISION) == revision
+                        && owned_by(rs, o)
+                })
+                .and_then(|rs| obj::label(rs, "pod-template-hash"))
+                .map(|h| ("pod-template-hash", h.to_owned()))
+        }
+        "StatefulSet" => str_at(o, &["status", "updateRevision"])
+            .map(|h| ("controller-revision-hash", h.to_owned())),
+        _ => None,
+    };
+    let Some((label, hash)) = current else {
+        return Vec::new();
+    };
+    let now = chrono::Utc::now();
+    let pods: Vec<observed::Pod> = list("Pod")
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter(|p| obj::label(p, label) == Some(hash.as_str()))
+        .map(|p| observed::Pod::at(p, now))
+        .filter(|p| !p.deleting)
+        .collect();
+    let failing: Vec<String> = pods
+        .iter()
+        .filter_map(|p| p.failure().map(|f| format!("pod {}: {f}", p.name)))
+        .collect();
+    if failing.is_empty() || failing.len() < pods.len() {
+        return Vec::new();
+    }
+    failing
+}
+
+const REVISION: &str = "deployment.kubernetes.io/revision";
+
+/// Whether `child` names `parent` as its controlling owner.
+fn owned_by(child: &Value, parent: &Value) -> bool {
+    let uid = str_at(parent, &["metadata", "uid"]);
+    obj::array(child, &["metadata", "ownerReferences"])
+        .iter()
+        .any(|r| uid.is_some() && str_at(r, &["uid"]) == uid)
 }
 
 /// (complete, what the status says).
@@ -202,6 +317,74 @@ fn rollout_status(o: &Value) -> (bool, Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pod(hash: &str, i: u32, crashing: bool) -> Value {
+        let state = if crashing {
+            json!({"waiting": {"reason": "CrashLoopBackOff"}})
+        } else {
+            json!({"running": {}})
+        };
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("api-{hash}-{i}"), "namespace": "shop",
+                "labels": {"app": "api", "pod-template-hash": hash}},
+            "spec": {"containers": [{"name": "api", "image": "api:1"}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "api",
+                "restartCount": if crashing { 3 } else { 0 }, "state": state,
+                "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}})
+    }
+
+    /// The pods of a Deployment at revision 2 (ReplicaSet `b`) beside revision 1's (`a`).
+    async fn failing_of(pods: Vec<Value>) -> Vec<String> {
+        let rs = |hash: &str, rev: &str| {
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": format!("api-{hash}"), "namespace": "shop",
+                    "labels": {"app": "api", "pod-template-hash": hash},
+                    "annotations": {REVISION: rev},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                        "name": "api", "uid": "d-1", "controller": true}]}})
+        };
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "api", "namespace": "shop", "uid": "d-1", "generation": 2,
+                "annotations": {REVISION: "2"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "api"}}}});
+        let mut items = vec![deployment.clone(), rs("a", "1"), rs("b", "2")];
+        items.extend(pods);
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        let snap = crate::cluster::SnapshotCluster::from_yaml(&list.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+        new_pods_failing(&snap, &deployment).await
+    }
+
+    #[tokio::test]
+    async fn a_rollout_whose_every_new_pod_fails_cannot_complete() {
+        let failing = failing_of(vec![pod("a", 1, false), pod("b", 1, true)]).await;
+        assert_eq!(failing.len(), 1, "{failing:?}");
+        assert!(
+            failing[0].starts_with("pod api-b-1: container api CrashLoopBackOff"),
+            "{failing:?}"
+        );
+        // One new pod runs: the rollout may still complete.
+        let some = failing_of(vec![pod("b", 1, true), pod("b", 2, false)]).await;
+        assert!(some.is_empty(), "{some:?}");
+        // Only the old revision's pods fail: not this rollout's doing, and none of its own yet.
+        let old = failing_of(vec![pod("a", 1, true)]).await;
+        assert!(old.is_empty(), "{old:?}");
+    }
+
+    #[test]
+    fn the_controllers_progress_deadline_ends_the_wait_for_the_generation_it_saw() {
+        let d = |observed: i64| {
+            json!({"kind": "Deployment", "metadata": {"generation": 3},
+                "status": {"observedGeneration": observed, "conditions": [{"type": "Progressing",
+                    "status": "False", "reason": "ProgressDeadlineExceeded",
+                    "message": "ReplicaSet \"api-b\" has timed out progressing."}]}})
+        };
+        assert_eq!(
+            deadline_exceeded(&d(3)).as_deref(),
+            Some("ReplicaSet \"api-b\" has timed out progressing.")
+        );
+        assert_eq!(deadline_exceeded(&d(2)), None, "a verdict on the old spec");
+    }
 
     #[test]
     fn a_rollout_is_complete_only_when_observed_updated_and_available() {

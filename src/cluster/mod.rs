@@ -17,6 +17,7 @@ pub mod jobs;
 pub mod kinds;
 mod kube;
 mod memo;
+pub mod observed;
 pub mod quantity;
 pub mod render;
 pub mod selector;

@@ -3,11 +3,12 @@
 
 use serde_json::{Map, Value};
 
-use super::scene::{PodView, Read, Scene};
+use super::scene::{Read, Scene};
 use super::workload::quota_allows;
 use super::{check, fails, holds};
 use super::{number, text};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::observed::Pod;
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
@@ -139,7 +140,7 @@ pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<
     ));
     let w = scene.target_obj().await?;
     let pods = scene.pods_of(&w).await?;
-    let pending: Vec<&PodView> = pods.iter().filter(|p| p.unschedulable.is_some()).collect();
+    let pending: Vec<&Pod> = pods.iter().filter(|p| p.unschedulable.is_some()).collect();
     out.push(check(
         "hpa.room-to-schedule",
         "More replicas could be scheduled: none of its pods waits for a node",
@@ -322,7 +323,7 @@ pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Rea
     let w = scene.target_obj().await?;
     let pods = scene.pods_of(&w).await?;
     let selector = at(&pdb, &["spec", "selector"]).and_then(Selector::from_object);
-    let guarded: Vec<&PodView> = pods
+    let guarded: Vec<&Pod> = pods
         .iter()
         .filter(|p| {
             selector

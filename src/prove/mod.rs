@@ -43,8 +43,9 @@ use crate::domain::{
 };
 use crate::live::Live;
 
+pub use crate::cluster::observed::image_digest;
 use scene::Scene;
-pub use scene::{NotReadyEvent, image_digest, readiness_flaps};
+pub use scene::{NotReadyEvent, readiness_flaps};
 
 pub use workload::{configmaps, secrets};
 

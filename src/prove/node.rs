@@ -4,9 +4,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::scene::{NodeView, PodView, Read, Scene, pod_resource};
+use super::scene::{Read, Scene, pod_resource};
 use super::{check, fails, holds, text};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::observed::{Node, Pod};
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 
@@ -14,13 +15,13 @@ use crate::domain::Obligation;
 /// node to be their common factor.
 const LOCAL_FAILURES_MIN: usize = 2;
 
-fn is_daemon_or_mirror(p: &PodView) -> bool {
+fn is_daemon_or_mirror(p: &Pod) -> bool {
     matches!(&p.controller, Some((k, _)) if k == "DaemonSet" || k == "Node")
         || obj::annotation(&p.raw, "kubernetes.io/config.mirror").is_some()
 }
 
 /// The owner a pod shares with its siblings: its controller, with a ReplicaSet's hash cut.
-fn owner(p: &PodView) -> Option<String> {
+fn owner(p: &Pod) -> Option<String> {
     let (k, n) = p.controller.as_ref()?;
     let n = match (&p.template_hash, k.as_str()) {
         (Some(h), "ReplicaSet") => n.trim_end_matches(&format!("-{h}")).to_owned(),
@@ -37,10 +38,10 @@ fn owner(p: &PodView) -> Option<String> {
 /// are healthy — at least two of them: one failing pod may carry its own fault (deleting it is
 /// the proportionate fix), so it does not show the node at fault. With the evidence either way.
 pub(super) fn node_at_fault(
-    node: &NodeView,
+    node: &Node,
     flaps: Option<&str>,
-    on_node: &[PodView],
-    all: &[PodView],
+    on_node: &[Pod],
+    all: &[Pod],
 ) -> (bool, Vec<String>) {
     let name = node.name.as_str();
     if !node.ready || !node.pressure.is_empty() || !node.problems.is_empty() {
@@ -55,7 +56,7 @@ pub(super) fn node_at_fault(
             )],
         );
     }
-    let failing: Vec<&PodView> = on_node
+    let failing: Vec<&Pod> = on_node
         .iter()
         .filter(|p| p.failure().is_some() || p.running_not_ready())
         .collect();
@@ -73,7 +74,7 @@ pub(super) fn node_at_fault(
     let mut shared = Vec::new();
     for p in &failing {
         let Some(o) = owner(p) else { continue };
-        let elsewhere: Vec<&PodView> = all
+        let elsewhere: Vec<&Pod> = all
             .iter()
             .filter(|q| q.node.as_deref() != Some(name) && owner(q).as_deref() == Some(o.as_str()))
             .collect();
@@ -113,7 +114,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
     let on_node = scene.pods_on(&name).await?;
     let all = scene.list("Pod", None, &Default::default()).await?;
-    let all: Vec<PodView> = all.iter().map(|p| PodView::at(p, scene.now)).collect();
+    let all: Vec<Pod> = all.iter().map(|p| Pod::at(p, scene.now)).collect();
 
     // 1. The node is the common factor.
     let flaps = scene.node_flaps(&name).await?;
@@ -126,7 +127,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     ));
 
     // 2. It is not the last schedulable node; 3. the problem is not cluster-wide.
-    let others: Vec<&NodeView> = nodes
+    let others: Vec<&Node> = nodes
         .iter()
         .filter(|n| n.name != name && n.takes_pods())
         .collect();
@@ -160,7 +161,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     ));
 
     // 4. Disruption budgets allow the evictions.
-    let evicted: Vec<&PodView> = on_node
+    let evicted: Vec<&Pod> = on_node
         .iter()
         .filter(|p| !is_daemon_or_mirror(p) && p.phase != "Succeeded" && p.phase != "Failed")
         .collect();
@@ -292,7 +293,7 @@ pub(super) async fn remove_taint(
     let key = text(params, "TAINT_KEY").unwrap_or_default().to_owned();
     let effect = text(params, "TAINT_EFFECT").map(str::to_owned);
     let raw = scene.get("Node", None, &name).await?;
-    let node = NodeView::parse(&raw);
+    let node = Node::parse(&raw);
     let taint = node
         .taints
         .iter()
@@ -350,9 +351,9 @@ pub(super) async fn remove_taint(
     let pods = scene
         .list("Pod", ns.as_deref(), &Default::default())
         .await?;
-    let waiting: Vec<PodView> = pods
+    let waiting: Vec<Pod> = pods
         .iter()
-        .map(|p| PodView::at(p, scene.now))
+        .map(|p| Pod::at(p, scene.now))
         .filter(|p| p.unschedulable.is_some() && p.node.is_none())
         .collect();
     // What the node has left: its allocatable less the requests of the pods bound to it.
@@ -435,7 +436,7 @@ pub(super) async fn remove_taint(
 /// A deleted pod's replacement may be placed on the same node (a DaemonSet's always is). When
 /// that node is the common factor of the failures, deleting one of its pods repeats the
 /// failure; the node is what to act on.
-pub(super) async fn delete_not_at_fault(scene: &Scene, pod: &PodView) -> Read<Obligation> {
+pub(super) async fn delete_not_at_fault(scene: &Scene, pod: &Pod) -> Read<Obligation> {
     let id = "delete.node-not-at-fault";
     let statement = "Its node is not the common factor of the failures, or its replacement cannot be placed there";
     let Some(name) = pod.node.as_deref() else {
@@ -468,7 +469,7 @@ pub(super) async fn delete_not_at_fault(scene: &Scene, pod: &PodView) -> Read<Ob
     }
     let on_node = scene.pods_on(name).await?;
     let all = scene.list("Pod", None, &Default::default()).await?;
-    let all: Vec<PodView> = all.iter().map(|p| PodView::at(p, scene.now)).collect();
+    let all: Vec<Pod> = all.iter().map(|p| Pod::at(p, scene.now)).collect();
     let flaps = scene.node_flaps(name).await?;
     let (at_fault, mut ev) = node_at_fault(node, flaps.as_deref(), &on_node, &all);
     if at_fault {

@@ -4,9 +4,10 @@
 use chrono::Duration;
 use serde_json::Value;
 
-use super::scene::{EventView, PodView, Read, Scene, hhmm};
+use super::scene::{Read, Scene, hhmm};
 use super::{check, fails};
 use crate::cluster::obj::{self, array, i64_at, str_at};
+use crate::cluster::observed::{Event, Pod};
 use crate::domain::Obligation;
 
 /// Event reasons that mean a pod could not be made, placed, started or kept.
@@ -128,7 +129,7 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
             )
         }
         "Pod" => {
-            let p = PodView::parse(o);
+            let p = Pod::parse(o);
             (
                 p.ready,
                 format!(
@@ -449,7 +450,7 @@ fn condition_observable(signal: &crate::domain::SignalContext) -> (bool, String)
 /// Whether `p`, a pod of a `target_kind`, has ended and its controller made (or makes) another
 /// in its place: a ReplicaSet's, StatefulSet's or DaemonSet's pod in phase Failed or
 /// Succeeded. A Job's ended pods are its result, and a bare pod has nobody to replace it.
-fn replaced_pod(target_kind: &str, p: &PodView) -> bool {
+fn replaced_pod(target_kind: &str, p: &Pod) -> bool {
     let replacing = p.controller.as_ref().is_some_and(|(kind, _)| {
         matches!(kind.as_str(), "ReplicaSet" | "StatefulSet" | "DaemonSet")
     });
@@ -459,7 +460,7 @@ fn replaced_pod(target_kind: &str, p: &PodView) -> bool {
 }
 
 /// How an ended pod ended: its phase, and the kubelet's reason and message when it gave them.
-fn ended_how(p: &PodView) -> String {
+fn ended_how(p: &Pod) -> String {
     let reason = str_at(&p.raw, &["status", "reason"]);
     let message = str_at(&p.raw, &["status", "message"]);
     match (reason, message) {
@@ -523,7 +524,7 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     // in turn) are the problem itself. An Event lives an hour by default, so one still listed
     // about the pod is recent.
     let quiet_since = scene.now - Duration::minutes(60);
-    let replaced = |p: &PodView| {
+    let replaced = |p: &Pod| {
         replaced_pod(&scene.target.kind, p)
             && !events.iter().any(|e| {
                 e.kind == "Pod" && e.name == p.name && e.last.is_none_or(|t| t >= quiet_since)
@@ -587,7 +588,7 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         .starts_at
         .min(scene.now - Duration::minutes(10))
         .max(scene.now - Duration::minutes(STABLE_MINUTES));
-    let (ended, pods): (Vec<&PodView>, Vec<&PodView>) = pods.iter().partition(|p| replaced(p));
+    let (ended, pods): (Vec<&Pod>, Vec<&Pod>) = pods.iter().partition(|p| replaced(p));
     let bad: Vec<String> = pods
         .iter()
         .filter_map(|p| {
@@ -628,12 +629,12 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     ));
     // Failures recorded since the alert began, about the target, its ReplicaSets or its pods.
     let name = scene.target.name.as_str();
-    let ours = |e: &EventView| {
+    let ours = |e: &Event| {
         e.name == name
             || e.name.starts_with(&format!("{name}-"))
             || pods.iter().any(|p| p.name == e.name)
     };
-    let recent: Vec<&EventView> = events
+    let recent: Vec<&Event> = events
         .iter()
         .filter(|e| e.warning && FAILURE_REASONS.contains(&e.reason.as_str()))
         .filter(|e| e.last.is_some_and(|t| t >= since))

@@ -5,10 +5,11 @@
 use chrono::Duration;
 use serde_json::{Map, Value};
 
-use super::scene::{NodeView, PodView, Read, Scene, hhmm, node_short_at};
+use super::scene::{Read, Scene, hhmm, node_short_at};
 use super::text;
 use super::{check, fails, holds};
 use crate::cluster::obj::{array, at, str_at};
+use crate::cluster::observed::{Node, Pod};
 use crate::cluster::quantity;
 use crate::cluster::{ErrorKind, ListQuery};
 use crate::domain::Obligation;
@@ -47,7 +48,7 @@ impl Resource {
 /// included), else in the template.
 fn current_limit(
     template: &Value,
-    pods: &[PodView],
+    pods: &[Pod],
     container: &str,
     resource: &str,
 ) -> Option<String> {
@@ -74,12 +75,7 @@ fn container_names(template: &Value) -> Vec<String> {
 }
 
 /// The metrics API's current use of `resource` by the container, the highest over the pods.
-async fn usage(
-    scene: &Scene,
-    pods: &[PodView],
-    container: &str,
-    resource: &str,
-) -> Read<Option<u128>> {
+async fn usage(scene: &Scene, pods: &[Pod], container: &str, resource: &str) -> Read<Option<u128>> {
     let metrics = match scene
         .list("PodMetrics", scene.ns(), &ListQuery::default())
         .await
@@ -146,12 +142,12 @@ pub(super) async fn raise_limit(
     match resource {
         Resource::Memory => {
             let recent = scene.now - Duration::hours(6);
-            let killed: Vec<(&PodView, String, Option<chrono::DateTime<chrono::Utc>>)> = pods
+            let killed: Vec<(&Pod, String, Option<chrono::DateTime<chrono::Utc>>)> = pods
                 .iter()
                 .flat_map(|p| p.oom_killed().map(move |(c, t)| (p, c.name.clone(), t)))
                 .filter(|(_, _, t)| t.is_none_or(|t| t >= recent))
                 .collect();
-            let this: Vec<&(&PodView, String, Option<chrono::DateTime<chrono::Utc>>)> =
+            let this: Vec<&(&Pod, String, Option<chrono::DateTime<chrono::Utc>>)> =
                 killed.iter().filter(|(_, c, _)| *c == container).collect();
             let id = "memory.container-was-killed";
             let statement = "The container named is the one killed for memory (or, for a prediction, its use nears its limit)";
@@ -240,7 +236,7 @@ pub(super) async fn raise_limit(
                 }
             };
             for name in nodes.iter().take(3) {
-                let node: Option<&NodeView> = all_nodes.iter().find(|n| n.name == *name);
+                let node: Option<&Node> = all_nodes.iter().find(|n| n.name == *name);
                 if let Some(n) = node
                     && n.pressure.iter().any(|p| p == "MemoryPressure")
                 {
@@ -294,7 +290,7 @@ pub(super) async fn raise_limit(
                 } else if node.is_some() {
                     ev.push(format!(
                         "node {name}: {}, no system OOM recorded",
-                        node.map(NodeView::state).unwrap_or_default()
+                        node.map(Node::state).unwrap_or_default()
                     ));
                 }
             }

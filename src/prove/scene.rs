@@ -8,6 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::observed::{Event, Node, Pod};
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, MemoReader};
@@ -23,409 +24,8 @@ pub(super) struct Scene {
     pub signal: SignalContext,
 }
 
-pub(super) fn time(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {
-    str_at(v, path)
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.with_timezone(&Utc))
-}
-
-pub(super) fn created(v: &Value) -> Option<DateTime<Utc>> {
-    time(v, &["metadata", "creationTimestamp"])
-}
-
-/// When an object was last written: its creation or the newest managed-fields entry.
-pub(super) fn last_written(v: &Value) -> Option<DateTime<Utc>> {
-    let managed = array(v, &["metadata", "managedFields"])
-        .iter()
-        .filter_map(|m| time(m, &["time"]));
-    created(v).into_iter().chain(managed).max()
-}
-
-/// `3h 20m`, `12m`, `45s`.
-pub(super) fn ago(d: Duration) -> String {
-    let secs = d.num_seconds().max(0);
-    match secs {
-        s if s >= 86_400 => format!("{}d {}h", s / 86_400, (s % 86_400) / 3600),
-        s if s >= 3600 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
-        s if s >= 60 => format!("{}m", s / 60),
-        s => format!("{s}s"),
-    }
-}
-
 pub(super) fn hhmm(t: DateTime<Utc>) -> String {
     t.format("%H:%M:%S").to_string()
-}
-
-/// One container of a pod, as its status shows it.
-#[derive(Debug, Clone, Default)]
-pub(super) struct ContainerView {
-    pub name: String,
-    pub running: bool,
-    pub restarts: i64,
-    /// `CrashLoopBackOff`, `ImagePullBackOff`, `ContainerCreating`, …
-    pub waiting: Option<String>,
-    /// The last (or current) termination: reason, exit code, when it finished.
-    pub terminated: Option<(String, i64, Option<DateTime<Utc>>)>,
-    /// The image as the spec names it, and the digest the kubelet pulled for it
-    /// (`sha256:…` from `imageID`).
-    pub image: String,
-    pub digest: Option<String>,
-}
-
-/// One pod, as far as proofs care.
-#[derive(Debug, Clone, Default)]
-pub(super) struct PodView {
-    pub name: String,
-    pub node: Option<String>,
-    pub phase: String,
-    pub ready: bool,
-    /// Since when the Ready condition has had its current value.
-    pub ready_since: Option<DateTime<Utc>>,
-    pub created: Option<DateTime<Utc>>,
-    pub deleting: bool,
-    pub finalizers: Vec<String>,
-    pub template_hash: Option<String>,
-    pub revision_hash: Option<String>,
-    pub controller: Option<(String, String)>,
-    pub unschedulable: Option<String>,
-    /// Still creating its containers (ContainerCreating, PodInitializing) this long after it
-    /// was placed: something (a volume, a sandbox) keeps it from starting.
-    pub stuck_creating: Option<Duration>,
-    /// Running and never ready since it started, this long: its Ready condition has been
-    /// False since the kubelet first set it (a readiness probe that never passes).
-    pub never_ready: Option<Duration>,
-    pub containers: Vec<ContainerView>,
-    pub labels: Value,
-    pub raw: Value,
-}
-
-/// Waiting reasons that mean a container cannot run.
-pub(super) const FAILING_WAITS: &[&str] = &[
-    "CrashLoopBackOff",
-    "ImagePullBackOff",
-    "ErrImagePull",
-    "InvalidImageName",
-    "CreateContainerConfigError",
-    "CreateContainerError",
-    "RunContainerError",
-];
-
-/// How long a pod may take to get its containers created before it counts as stuck.
-const CREATING_ALLOWANCE: i64 = 120;
-/// How long a pod may run without ever becoming ready before it counts as failing when nothing
-/// else (a rollout's own deadline) says so: as long as creating its containers may take.
-pub(super) const NEVER_READY_ALLOWANCE: i64 = CREATING_ALLOWANCE;
-/// The kubelet sets a new pod's Ready condition (False) within a moment of its start: a Ready
-/// condition whose last change is this close to the start has never been True.
-const NEVER_READY_SLACK: i64 = 5;
-
-impl PodView {
-    /// The pod as of `now`.
-    pub fn at(p: &Value, now: DateTime<Utc>) -> Self {
-        let mut v = Self::parse(p);
-        let placed = time(p, &["status", "startTime"]).or(v.created);
-        let creating = v.containers.iter().any(|c| {
-            matches!(
-                c.waiting.as_deref(),
-                Some("ContainerCreating" | "PodInitializing")
-            )
-        });
-        if creating
-            && let Some(t) = placed
-            && now - t > Duration::seconds(CREATING_ALLOWANCE)
-        {
-            v.stuck_creating = Some(now - t);
-        }
-        let started = time(p, &["status", "startTime"]);
-        if v.phase == "Running"
-            && !v.ready
-            && !v.deleting
-            && let (Some(start), Some(since)) = (started, v.ready_since)
-            && since - start <= Duration::seconds(NEVER_READY_SLACK)
-        {
-            v.never_ready = Some(now - start);
-        }
-        v
-    }
-
-    pub fn parse(p: &Value) -> Self {
-        let mut containers = Vec::new();
-        for key in ["initContainerStatuses", "containerStatuses"] {
-            for c in array(p, &["status", key]) {
-                let term =
-                    at(c, &["state", "terminated"]).or_else(|| at(c, &["lastState", "terminated"]));
-                containers.push(ContainerView {
-                    name: str_at(c, &["name"]).unwrap_or_default().to_owned(),
-                    running: at(c, &["state", "running"]).is_some(),
-                    restarts: i64_at(c, &["restartCount"]).unwrap_or(0),
-                    waiting: str_at(c, &["state", "waiting", "reason"]).map(str::to_owned),
-                    terminated: term.map(|t| {
-                        (
-                            str_at(t, &["reason"]).unwrap_or("Terminated").to_owned(),
-                            i64_at(t, &["exitCode"]).unwrap_or(0),
-                            time(t, &["finishedAt"]),
-                        )
-                    }),
-                    image: str_at(c, &["image"]).unwrap_or_default().to_owned(),
-                    digest: str_at(c, &["imageID"]).and_then(image_digest),
-                });
-            }
-        }
-        let cond = |ty: &str| {
-            array(p, &["status", "conditions"])
-                .iter()
-                .find(|c| str_at(c, &["type"]) == Some(ty))
-                .cloned()
-        };
-        let ready_cond = cond("Ready");
-        let unschedulable = cond("PodScheduled")
-            .filter(|c| str_at(c, &["status"]) == Some("False"))
-            .map(|c| {
-                str_at(&c, &["message"])
-                    .unwrap_or("unschedulable")
-                    .to_owned()
-            });
-        let controller = array(p, &["metadata", "ownerReferences"])
-            .iter()
-            .find(|o| at(o, &["controller"]).and_then(Value::as_bool) == Some(true))
-            .map(|o| {
-                (
-                    str_at(o, &["kind"]).unwrap_or_default().to_owned(),
-                    str_at(o, &["name"]).unwrap_or_default().to_owned(),
-                )
-            });
-        Self {
-            name: obj::name(p).to_owned(),
-            node: str_at(p, &["spec", "nodeName"]).map(str::to_owned),
-            phase: str_at(p, &["status", "phase"])
-                .unwrap_or("Unknown")
-                .to_owned(),
-            ready: ready_cond
-                .as_ref()
-                .and_then(|c| str_at(c, &["status"]))
-                .is_some_and(|s| s == "True"),
-            ready_since: ready_cond
-                .as_ref()
-                .and_then(|c| time(c, &["lastTransitionTime"]))
-                .or_else(|| time(p, &["status", "startTime"])),
-            created: created(p),
-            deleting: at(p, &["metadata", "deletionTimestamp"]).is_some(),
-            finalizers: array(p, &["metadata", "finalizers"])
-                .iter()
-                .filter_map(|f| f.as_str().map(str::to_owned))
-                .collect(),
-            template_hash: obj::label(p, "pod-template-hash").map(str::to_owned),
-            revision_hash: obj::label(p, "controller-revision-hash").map(str::to_owned),
-            controller,
-            unschedulable,
-            stuck_creating: None,
-            never_ready: None,
-            containers,
-            labels: at(p, &["metadata", "labels"])
-                .cloned()
-                .unwrap_or(Value::Null),
-            raw: p.clone(),
-        }
-    }
-
-    /// Why the pod fails, if it does: a container that cannot run, an error exit, not
-    /// scheduled. `None` for a pod that runs (ready or not).
-    pub fn failure(&self) -> Option<String> {
-        if let Some(u) = &self.unschedulable {
-            return Some(format!("Pending, unschedulable: {u}"));
-        }
-        for c in &self.containers {
-            if let Some(w) = &c.waiting
-                && FAILING_WAITS.contains(&w.as_str())
-            {
-                let last = c
-                    .terminated
-                    .as_ref()
-                    .map(|(r, code, _)| format!(", last exit {r} ({code})"))
-                    .unwrap_or_default();
-                return Some(format!(
-                    "container {} {w}, {} restarts{last}",
-                    c.name, c.restarts
-                ));
-            }
-        }
-        if let Some(d) = self.stuck_creating {
-            return Some(format!("stuck creating its containers for {}", ago(d)));
-        }
-        if self.phase == "Failed" {
-            return Some("phase Failed".into());
-        }
-        None
-    }
-
-    /// Running (not failing) but not ready.
-    pub fn running_not_ready(&self) -> bool {
-        self.phase == "Running" && !self.ready && self.failure().is_none()
-    }
-
-    /// A container whose latest termination was an OOM kill, with when it finished.
-    pub fn oom_killed(&self) -> impl Iterator<Item = (&ContainerView, Option<DateTime<Utc>>)> {
-        self.containers.iter().filter_map(|c| match &c.terminated {
-            Some((r, _, t)) if r == "OOMKilled" => Some((c, *t)),
-            _ => None,
-        })
-    }
-}
-
-/// An event, as far as proofs care.
-#[derive(Debug, Clone)]
-pub(super) struct EventView {
-    pub kind: String,
-    pub name: String,
-    pub reason: String,
-    pub message: String,
-    pub warning: bool,
-    pub count: i64,
-    pub first: Option<DateTime<Utc>>,
-    pub last: Option<DateTime<Utc>>,
-}
-
-impl EventView {
-    pub fn parse(e: &Value) -> Self {
-        let first = time(e, &["firstTimestamp"]).or_else(|| time(e, &["eventTime"]));
-        let last = time(e, &["lastTimestamp"])
-            .or_else(|| time(e, &["series", "lastObservedTime"]))
-            .or(first);
-        Self {
-            kind: str_at(e, &["involvedObject", "kind"])
-                .unwrap_or_default()
-                .to_owned(),
-            name: str_at(e, &["involvedObject", "name"])
-                .unwrap_or_default()
-                .to_owned(),
-            reason: str_at(e, &["reason"]).unwrap_or_default().to_owned(),
-            message: str_at(e, &["message"]).unwrap_or_default().to_owned(),
-            warning: str_at(e, &["type"]) == Some("Warning"),
-            count: i64_at(e, &["count"]).unwrap_or(1),
-            first,
-            last,
-        }
-    }
-
-    pub fn line(&self) -> String {
-        let msg: String = self.message.chars().take(160).collect();
-        format!(
-            "{} {} {}: {msg}{}",
-            self.kind,
-            self.name,
-            self.reason,
-            if self.count > 1 {
-                format!(" (x{})", self.count)
-            } else {
-                String::new()
-            }
-        )
-    }
-}
-
-/// A node, as far as proofs care.
-#[derive(Debug, Clone)]
-pub(super) struct NodeView {
-    pub name: String,
-    pub ready: bool,
-    pub pressure: Vec<String>,
-    /// Other conditions that are True (node-problem-detector's `ReadonlyFilesystem`,
-    /// `KernelDeadlock`, …: by convention True means a problem).
-    pub problems: Vec<String>,
-    pub unschedulable: bool,
-    pub taints: Vec<(String, String, String)>,
-    pub allocatable: Value,
-    pub raw: Value,
-}
-
-impl NodeView {
-    pub fn parse(n: &Value) -> Self {
-        let conds = array(n, &["status", "conditions"]);
-        let status = |ty: &str| {
-            conds
-                .iter()
-                .find(|c| str_at(c, &["type"]) == Some(ty))
-                .and_then(|c| str_at(c, &["status"]))
-        };
-        Self {
-            name: obj::name(n).to_owned(),
-            ready: status("Ready") == Some("True"),
-            pressure: [
-                "MemoryPressure",
-                "DiskPressure",
-                "PIDPressure",
-                "NetworkUnavailable",
-            ]
-            .iter()
-            .filter(|t| status(t) == Some("True"))
-            .map(|t| (*t).to_owned())
-            .collect(),
-            problems: conds
-                .iter()
-                .filter(|c| str_at(c, &["status"]) == Some("True"))
-                .filter_map(|c| str_at(c, &["type"]))
-                .filter(|t| {
-                    !matches!(
-                        *t,
-                        "Ready"
-                            | "MemoryPressure"
-                            | "DiskPressure"
-                            | "PIDPressure"
-                            | "NetworkUnavailable"
-                    )
-                })
-                .map(str::to_owned)
-                .collect(),
-            unschedulable: at(n, &["spec", "unschedulable"])
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            taints: array(n, &["spec", "taints"])
-                .iter()
-                .map(|t| {
-                    (
-                        str_at(t, &["key"]).unwrap_or_default().to_owned(),
-                        str_at(t, &["value"]).unwrap_or_default().to_owned(),
-                        str_at(t, &["effect"]).unwrap_or_default().to_owned(),
-                    )
-                })
-                .collect(),
-            allocatable: at(n, &["status", "allocatable"])
-                .cloned()
-                .unwrap_or(Value::Null),
-            raw: n.clone(),
-        }
-    }
-
-    /// Ready, schedulable and without a taint that keeps ordinary pods off.
-    pub fn takes_pods(&self) -> bool {
-        self.ready
-            && !self.unschedulable
-            && !self
-                .taints
-                .iter()
-                .any(|(_, _, e)| e == "NoSchedule" || e == "NoExecute")
-    }
-
-    pub fn allocatable(&self, resource: &str) -> Option<u128> {
-        str_at(&self.allocatable, &[resource]).and_then(|q| quantity::amount(resource, q))
-    }
-
-    pub fn state(&self) -> String {
-        let mut s = if self.ready { "Ready" } else { "NotReady" }.to_owned();
-        let conditions: Vec<&str> = self
-            .pressure
-            .iter()
-            .chain(&self.problems)
-            .map(String::as_str)
-            .collect();
-        if !conditions.is_empty() {
-            s.push_str(&format!(" with {}", conditions.join(", ")));
-        }
-        if self.unschedulable {
-            s.push_str(", cordoned");
-        }
-        s
-    }
 }
 
 /// Sum of a resource's requests (or limits) over a pod spec's containers.
@@ -480,7 +80,7 @@ impl Scene {
     }
 
     /// The pods a workload's selector matches.
-    pub async fn pods_of(&self, workload: &Value) -> Read<Vec<PodView>> {
+    pub async fn pods_of(&self, workload: &Value) -> Read<Vec<Pod>> {
         let Some(sel) = at(workload, &["spec", "selector"]).and_then(Selector::from_object) else {
             return Ok(vec![]);
         };
@@ -494,19 +94,19 @@ impl Scene {
                 &ListQuery::labels(sel.to_query()),
             )
             .await?;
-        Ok(pods.iter().map(|p| PodView::at(p, self.now)).collect())
+        Ok(pods.iter().map(|p| Pod::at(p, self.now)).collect())
     }
 
     /// The target's pods (a workload's, a Pod itself, a Node's).
-    pub async fn target_pods(&self) -> Read<Vec<PodView>> {
+    pub async fn target_pods(&self) -> Read<Vec<Pod>> {
         match self.target.kind.as_str() {
-            "Pod" => Ok(vec![PodView::at(&self.target_obj().await?, self.now)]),
+            "Pod" => Ok(vec![Pod::at(&self.target_obj().await?, self.now)]),
             "Node" => self.pods_on(&self.target.name).await,
             _ => self.pods_of(&self.target_obj().await?).await,
         }
     }
 
-    pub async fn pods_on(&self, node: &str) -> Read<Vec<PodView>> {
+    pub async fn pods_on(&self, node: &str) -> Read<Vec<Pod>> {
         let pods = self
             .list(
                 "Pod",
@@ -514,14 +114,14 @@ impl Scene {
                 &ListQuery::fields(format!("spec.nodeName={node}")),
             )
             .await?;
-        Ok(pods.iter().map(|p| PodView::at(p, self.now)).collect())
+        Ok(pods.iter().map(|p| Pod::at(p, self.now)).collect())
     }
 
     /// Events of a namespace (the target's unless named).
-    pub async fn events(&self, ns: Option<&str>) -> Read<Vec<EventView>> {
+    pub async fn events(&self, ns: Option<&str>) -> Read<Vec<Event>> {
         let ns = ns.or(self.ns());
         let events = self.list("Event", ns, &ListQuery::default()).await?;
-        Ok(events.iter().map(EventView::parse).collect())
+        Ok(events.iter().map(Event::parse).collect())
     }
 
     /// How node `node`'s readiness came and went lately, when it flaps
@@ -541,7 +141,7 @@ impl Scene {
         )
     }
 
-    pub async fn node_events(&self, node: &str) -> Read<Vec<EventView>> {
+    pub async fn node_events(&self, node: &str) -> Read<Vec<Event>> {
         let events = self
             .list(
                 "Event",
@@ -552,7 +152,7 @@ impl Scene {
             )
             .await;
         match events {
-            Ok(e) => Ok(e.iter().map(EventView::parse).collect()),
+            Ok(e) => Ok(e.iter().map(Event::parse).collect()),
             // A server without field selectors on events: the default namespace holds them.
             Err(e) if e.kind == ErrorKind::Invalid => Ok(self
                 .events(Some("default"))
@@ -564,9 +164,9 @@ impl Scene {
         }
     }
 
-    pub async fn nodes(&self) -> Read<Vec<NodeView>> {
+    pub async fn nodes(&self) -> Read<Vec<Node>> {
         let nodes = self.list("Node", None, &ListQuery::default()).await?;
-        Ok(nodes.iter().map(NodeView::parse).collect())
+        Ok(nodes.iter().map(Node::parse).collect())
     }
 
     /// The target's ReplicaSets (a Deployment's), with their revision numbers.
@@ -696,16 +296,6 @@ pub fn readiness_flaps(
     .then_some((count, first, last))
 }
 
-/// The digest of a container status's `imageID` (`…@sha256:…`, with or without a
-/// `docker-pullable://` prefix); `None` when it names none.
-pub fn image_digest(image_id: &str) -> Option<String> {
-    image_id
-        .rsplit_once('@')
-        .map(|(_, d)| d)
-        .filter(|d| d.contains(':'))
-        .map(str::to_owned)
-}
-
 /// One `SystemOOM` event about a node: how many times, first and last.
 pub type OomEvent = (i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
 
@@ -760,7 +350,7 @@ pub fn node_oom_at(
 }
 
 /// Node `node`'s `NodeNotReady` events, as [`readiness_flaps`] reads them.
-pub(super) fn not_ready_events(events: &[EventView], node: &str) -> Vec<NotReadyEvent> {
+pub(super) fn not_ready_events(events: &[Event], node: &str) -> Vec<NotReadyEvent> {
     events
         .iter()
         .filter(|e| e.kind == "Node" && e.name == node && e.reason == "NodeNotReady")
@@ -771,11 +361,7 @@ pub(super) fn not_ready_events(events: &[EventView], node: &str) -> Vec<NotReady
 /// How many processes a node's kernel killed, at the `moments` some containers were
 /// OOM-killed, beyond the containers of the node (`here`) killed at their own limits then
 /// ([`node_oom_at`] for each moment), from the node's `events`.
-pub(super) fn node_short_at(
-    events: &[EventView],
-    here: &[PodView],
-    moments: &[DateTime<Utc>],
-) -> i64 {
+pub(super) fn node_short_at(events: &[Event], here: &[Pod], moments: &[DateTime<Utc>]) -> i64 {
     let (ooms, starts) = oom_reports(events);
     if ooms.is_empty() {
         return 0;
@@ -788,7 +374,7 @@ pub(super) fn node_short_at(
 }
 
 /// When the containers of `pods` were last OOM-killed (those whose last termination was one).
-pub(super) fn limit_kills(pods: &[PodView]) -> Vec<DateTime<Utc>> {
+pub(super) fn limit_kills(pods: &[Pod]) -> Vec<DateTime<Utc>> {
     pods.iter()
         .flat_map(|p| p.oom_killed())
         .filter_map(|(_, t)| t)
@@ -796,7 +382,7 @@ pub(super) fn limit_kills(pods: &[PodView]) -> Vec<DateTime<Utc>> {
 }
 
 /// The `SystemOOM` events of a node and its kubelet's starts, from its events.
-pub(super) fn oom_reports(events: &[EventView]) -> (Vec<OomEvent>, Vec<DateTime<Utc>>) {
+pub(super) fn oom_reports(events: &[Event]) -> (Vec<OomEvent>, Vec<DateTime<Utc>>) {
     let ooms = events
         .iter()
         .filter(|e| e.kind == "Node" && e.reason == "SystemOOM")

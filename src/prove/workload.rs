@@ -6,13 +6,13 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
-use super::scene::{
-    EventView, NEVER_READY_ALLOWANCE, PodView, Read, Scene, ago, created, hhmm, last_written,
-    pod_resource, time,
-};
+use super::scene::{Read, Scene, hhmm, pod_resource};
 use super::{check, fails, holds, number, text};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::observed::{
+    Event, NEVER_READY_ALLOWANCE, Pod, ago, created, last_written, time,
+};
 use crate::domain::Obligation;
 
 /// How long a revision must have served, with nothing recorded against it, to count as
@@ -105,7 +105,7 @@ pub fn secrets(template: &Value) -> BTreeSet<String> {
 }
 
 /// The first warning recorded about a pod, if any.
-fn first_warning<'a>(events: &'a [EventView], pod: &str) -> Option<&'a EventView> {
+fn first_warning<'a>(events: &'a [Event], pod: &str) -> Option<&'a Event> {
     events
         .iter()
         .filter(|e| e.warning && e.kind == "Pod" && e.name == pod)
@@ -114,7 +114,7 @@ fn first_warning<'a>(events: &'a [EventView], pod: &str) -> Option<&'a EventView
 
 /// When a failing pod began to fail: its first warning (never before the pod existed), else
 /// its creation.
-fn onset(pod: &PodView, events: &[EventView]) -> Option<DateTime<Utc>> {
+fn onset(pod: &Pod, events: &[Event]) -> Option<DateTime<Utc>> {
     let warned = first_warning(events, &pod.name).and_then(|e| e.first);
     match (warned, pod.created) {
         (Some(w), Some(c)) => Some(w.max(c)),
@@ -337,7 +337,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
     };
     let pods = scene.pods_of(&w).await?;
     let events = scene.events(None).await?;
-    let pod_hash = |p: &PodView| {
+    let pod_hash = |p: &Pod| {
         if stateful {
             p.revision_hash.clone()
         } else {
@@ -386,13 +386,13 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
     ));
 
     // 2. The revision returned to served healthy and is not failing itself.
-    let its_pods: Vec<&PodView> = pods
+    let its_pods: Vec<&Pod> = pods
         .iter()
         .filter(|p| pod_hash(p).as_deref() == Some(target.hash.as_str()))
         .collect();
-    let failing: Vec<&&PodView> = its_pods.iter().filter(|p| p.failure().is_some()).collect();
+    let failing: Vec<&&Pod> = its_pods.iter().filter(|p| p.failure().is_some()).collect();
     let ready = its_pods.iter().filter(|p| p.ready).count();
-    let recorded_failures: Vec<&EventView> = events
+    let recorded_failures: Vec<&Event> = events
         .iter()
         .filter(|e| {
             e.warning
@@ -420,7 +420,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
                 "{} fails too: pod {} {}",
                 describe(target),
                 p.name,
-                p.failure().unwrap_or_default()
+                p.failure().map(|f| f.line).unwrap_or_default()
             )],
         ));
     } else if ready > 0 {
@@ -466,13 +466,13 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
     // rollout's own deadline has passed (the controller says Progressing=False) or it has been
     // unready longer than any start may take: a readiness probe that never passes.
     let stalled = progress_deadline_exceeded(&scene.target_obj().await?);
-    let never_ready = |p: &PodView| {
+    let never_ready = |p: &Pod| {
         !cur_hash.is_empty()
             && pod_hash(p).as_deref() == Some(cur_hash.as_str())
             && p.never_ready
                 .is_some_and(|d| stalled.is_some() || d > Duration::seconds(NEVER_READY_ALLOWANCE))
     };
-    let failing_now: Vec<&PodView> = pods
+    let failing_now: Vec<&Pod> = pods
         .iter()
         .filter(|p| p.failure().is_some() || never_ready(p))
         .collect();
@@ -510,7 +510,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
                 .iter()
                 .filter_map(|p| onset(p, &events).map(|t| (t, *p)))
                 .min_by_key(|(t, _)| *t);
-            let older_failing: Vec<&&PodView> = failing_now
+            let older_failing: Vec<&&Pod> = failing_now
                 .iter()
                 .filter(|p| pod_hash(p).as_deref() != Some(cur_hash.as_str()))
                 .collect();
@@ -537,7 +537,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
                 ev.push(format!(
                     "pod {} of an older revision fails too: {}",
                     p.name,
-                    p.failure().unwrap_or_default()
+                    p.failure().map(|f| f.line).unwrap_or_default()
                 ));
             }
             out.push(check(after_id, after_statement, ok, ev));
@@ -605,7 +605,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
     // 5. Nobody else's rollout or rollback is in progress.
     let others_id = "rollback.no-rollout-by-others";
     let others_statement = "No rollout or rollback started by someone else is in progress";
-    let starting: Vec<&PodView> = pods
+    let starting: Vec<&Pod> = pods
         .iter()
         .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()))
         .filter(|p| !p.ready && p.failure().is_none() && !never_ready(p))
@@ -666,7 +666,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
             let Some((volume, holders)) = attach_conflict(e) else {
                 continue;
             };
-            let older: Vec<&PodView> = holders
+            let older: Vec<&Pod> = holders
                 .iter()
                 .filter_map(|h| pods.iter().find(|o| &o.name == h))
                 .filter(|o| pod_hash(o).as_deref() != Some(cur_hash.as_str()))
@@ -707,7 +707,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
 }
 
 /// A `FailedAttachVolume` Multi-Attach event: the volume, and the pods said to hold it.
-fn attach_conflict(e: &EventView) -> Option<(String, Vec<String>)> {
+fn attach_conflict(e: &Event) -> Option<(String, Vec<String>)> {
     if e.reason != "FailedAttachVolume" || !e.message.contains("Multi-Attach") {
         return None;
     }
@@ -722,7 +722,7 @@ fn attach_conflict(e: &EventView) -> Option<(String, Vec<String>)> {
 }
 
 /// The claim of `pod` bound to the PersistentVolume `volume`, if the pod mounts one.
-async fn claim_of_volume(scene: &Scene, pod: &PodView, volume: &str) -> Read<Option<String>> {
+async fn claim_of_volume(scene: &Scene, pod: &Pod, volume: &str) -> Read<Option<String>> {
     let claims: Vec<String> = array(&pod.raw, &["spec", "volumes"])
         .iter()
         .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]))
@@ -752,15 +752,15 @@ pub(super) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
     let wedged_id = "restart.pods-run-but-wedged";
     let wedged_statement =
         "The pods run but are wedged (not crashing on start, not waiting to be scheduled)";
-    let crashing: Vec<&PodView> = pods.iter().filter(|p| p.failure().is_some()).collect();
+    let crashing: Vec<&Pod> = pods.iter().filter(|p| p.failure().is_some()).collect();
     // Pods that run but are not ready: wedged if they were ready once; a pod that has not been
     // ready since it started shows how a fresh pod of its template starts, not a wedge.
-    let (never, stuck): (Vec<&PodView>, Vec<&PodView>) = pods
+    let (never, stuck): (Vec<&Pod>, Vec<&Pod>) = pods
         .iter()
         .filter(|p| p.running_not_ready())
         .partition(|p| never_ready(p) == Some(true));
     let window = scene.now - Duration::minutes(15);
-    let probe_failures: Vec<&EventView> = events
+    let probe_failures: Vec<&Event> = events
         .iter()
         .filter(|e| e.warning && e.reason == "Unhealthy" && e.last.is_some_and(|t| t >= window))
         .filter(|e| {
@@ -775,7 +775,7 @@ pub(super) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
             vec![format!(
                 "pod {} {}: a restart does not help pods that cannot run",
                 p.name,
-                p.failure().unwrap_or_default()
+                p.failure().map(|f| f.line).unwrap_or_default()
             )],
         ));
     } else if stuck.is_empty() && probe_failures.is_empty() {
@@ -851,7 +851,7 @@ const NEVER_READY_WITHIN: i64 = 120;
 
 /// Whether the pod has not been ready since it started: its Ready condition last changed
 /// within its start-up. `None`: the times are not recorded.
-fn never_ready(p: &PodView) -> Option<bool> {
+fn never_ready(p: &Pod) -> Option<bool> {
     let cond = array(&p.raw, &["status", "conditions"])
         .iter()
         .find(|c| str_at(c, &["type"]) == Some("Ready"))?;
@@ -860,7 +860,7 @@ fn never_ready(p: &PodView) -> Option<bool> {
     Some(changed - started < Duration::seconds(NEVER_READY_WITHIN))
 }
 
-fn keeps_ready_pods(w: &Value, pods: &[PodView]) -> Obligation {
+fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
     let id = "restart.keeps-ready-pods";
     let statement = "Replacing the pods never takes away the last ready ones";
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
@@ -969,8 +969,8 @@ pub(super) async fn scale(scene: &Scene, params: &Map<String, Value>) -> Read<Ve
         )],
     ));
     if wanted > current {
-        let failing: Vec<&PodView> = pods.iter().filter(|p| p.failure().is_some()).collect();
-        let unscheduled: Vec<&&PodView> = failing
+        let failing: Vec<&Pod> = pods.iter().filter(|p| p.failure().is_some()).collect();
+        let unscheduled: Vec<&&Pod> = failing
             .iter()
             .filter(|p| p.unschedulable.is_some())
             .collect();
@@ -984,7 +984,13 @@ pub(super) async fn scale(scene: &Scene, params: &Map<String, Value>) -> Read<Ve
                 failing
                     .iter()
                     .take(3)
-                    .map(|p| format!("pod {} {}", p.name, p.failure().unwrap_or_default()))
+                    .map(|p| {
+                        format!(
+                            "pod {} {}",
+                            p.name,
+                            p.failure().map(|f| f.line).unwrap_or_default()
+                        )
+                    })
                     .collect()
             },
         ));
@@ -1015,13 +1021,13 @@ pub(super) async fn scale(scene: &Scene, params: &Map<String, Value>) -> Read<Ve
 
 /// CPU use of the ready pods against what they request, from the metrics API (`None`: not
 /// served or nothing measured): (used, requested), in millicores.
-async fn cpu_load(scene: &Scene, w: &Value, pods: &[PodView]) -> Read<Option<(u128, u128)>> {
+async fn cpu_load(scene: &Scene, w: &Value, pods: &[Pod]) -> Read<Option<(u128, u128)>> {
     let metrics = match scene.list_optional("PodMetrics", scene.ns()).await {
         Ok(m) => m,
         Err(e) if e.is_unreachable() => return Err(e),
         Err(_) => return Ok(None),
     };
-    let ready: Vec<&PodView> = pods.iter().filter(|p| p.ready).collect();
+    let ready: Vec<&Pod> = pods.iter().filter(|p| p.ready).collect();
     let used: Vec<u128> = metrics
         .iter()
         .filter(|m| {
@@ -1056,7 +1062,7 @@ async fn cpu_load(scene: &Scene, w: &Value, pods: &[PodView]) -> Read<Option<(u1
 async fn short_of_replicas(
     scene: &Scene,
     w: &Value,
-    pods: &[PodView],
+    pods: &[Pod],
     current: i64,
     declared: Option<i64>,
 ) -> Read<Obligation> {
@@ -1197,7 +1203,7 @@ pub(super) async fn delete_pod(
             )],
         ));
     }
-    let siblings: Vec<&PodView> = pods
+    let siblings: Vec<&Pod> = pods
         .iter()
         .filter(|p| p.name != pod_name && !p.deleting)
         .collect();
@@ -1278,7 +1284,7 @@ pub(super) async fn delete_pod(
         ));
     }
     // Its failure is its own.
-    let reason = |p: &PodView| {
+    let reason = |p: &Pod| {
         p.containers.iter().find_map(|c| {
             c.waiting
                 .clone()
@@ -1286,11 +1292,11 @@ pub(super) async fn delete_pod(
         })
     };
     let mine = reason(pod);
-    let sharing: Vec<&&PodView> = siblings
+    let sharing: Vec<&&Pod> = siblings
         .iter()
         .filter(|p| !p.ready && (mine.is_none() || reason(p) == mine))
         .collect();
-    let warned: Vec<&EventView> = events
+    let warned: Vec<&Event> = events
         .iter()
         .filter(|e| e.warning && e.kind == "Pod" && e.name == pod_name)
         .take(1)
@@ -1342,7 +1348,7 @@ pub(super) async fn delete_pod(
 /// startup probe) and every start since has failed, and the pod has an emptyDir — which container
 /// restarts keep, with whatever the killed process left there (a lock, pid or socket file, a
 /// half-written cache). `None` when any of it is missing.
-fn state_kept_across_restarts(pod: &PodView, events: &[EventView]) -> Option<Vec<String>> {
+fn state_kept_across_restarts(pod: &Pod, events: &[Event]) -> Option<Vec<String>> {
     let empty_dirs: Vec<&str> = array(&pod.raw, &["spec", "volumes"])
         .iter()
         .filter(|v| at(v, &["emptyDir"]).is_some())
@@ -1351,7 +1357,7 @@ fn state_kept_across_restarts(pod: &PodView, events: &[EventView]) -> Option<Vec
     if empty_dirs.is_empty() || never_ready(pod) != Some(false) {
         return None;
     }
-    let kills: Vec<&EventView> = events
+    let kills: Vec<&Event> = events
         .iter()
         .filter(|e| e.kind == "Pod" && e.name == pod.name && e.reason == "Killing")
         .filter(|e| {
@@ -1395,12 +1401,12 @@ fn state_kept_across_restarts(pod: &PodView, events: &[EventView]) -> Option<Vec
 /// the old configuration and the pod the new one: the replacement fails like the pod.
 async fn config_unchanged_since_siblings(
     scene: &Scene,
-    pod: &PodView,
-    siblings: &[&PodView],
+    pod: &Pod,
+    siblings: &[&Pod],
 ) -> Read<Obligation> {
     let id = "delete.config-unchanged-since-siblings";
     let statement = "No configuration its replacement reads changed between its ready siblings' start and its own";
-    let started = |p: &PodView| time(&p.raw, &["status", "startTime"]).or(p.created);
+    let started = |p: &Pod| time(&p.raw, &["status", "startTime"]).or(p.created);
     let oldest_ready = siblings
         .iter()
         .filter(|p| p.ready)
@@ -1473,7 +1479,7 @@ const TEMPLATE_WAITS: &[&str] = &[
 /// A deleted pod is replaced from the same template (its ReplicaSet's, its revision's). When
 /// the failure comes with that template — a configuration or image it cannot start with, or a
 /// revision no ready sibling runs — the replacement fails alike.
-fn failure_not_in_the_template(pod: &PodView, siblings: &[&PodView]) -> Obligation {
+fn failure_not_in_the_template(pod: &Pod, siblings: &[&Pod]) -> Obligation {
     let id = "delete.failure-not-in-the-template";
     let statement = "Its failure does not come with the template its replacement is made from";
     if let Some((c, why)) = pod.containers.iter().find_map(|c| {
@@ -1492,8 +1498,8 @@ fn failure_not_in_the_template(pod: &PodView, siblings: &[&PodView]) -> Obligati
         );
     }
     let hash = pod.template_hash.as_ref().or(pod.revision_hash.as_ref());
-    let of = |p: &PodView| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash;
-    let ready: Vec<&&PodView> = siblings.iter().filter(|p| p.ready).collect();
+    let of = |p: &Pod| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash;
+    let ready: Vec<&&Pod> = siblings.iter().filter(|p| p.ready).collect();
     // Same template, another image: the tag moved (re-pushed) after the siblings pulled it.
     if let Some(moved) = moved_image(pod, &ready) {
         return fails(id, statement, vec![moved]);
@@ -1530,9 +1536,9 @@ fn failure_not_in_the_template(pod: &PodView, siblings: &[&PodView]) -> Obligati
 /// Whether `pod` runs, for some container, another image digest than the one its ready
 /// `siblings` of the same template all run for it: the tag the template names was re-pushed after they pulled
 /// it, and a replacement pulls what the tag points at now. One line saying so.
-pub(super) fn moved_image(pod: &PodView, siblings: &[&&PodView]) -> Option<String> {
+pub(super) fn moved_image(pod: &Pod, siblings: &[&&Pod]) -> Option<String> {
     let hash = pod.template_hash.as_ref().or(pod.revision_hash.as_ref());
-    let same: Vec<&&&PodView> = siblings
+    let same: Vec<&&&Pod> = siblings
         .iter()
         .filter(|p| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash)
         .collect();
@@ -1582,11 +1588,7 @@ const NODE_INFO: &[(&str, &str)] = &[
 /// A DaemonSet's replacement pod starts on the same node. When that node differs from every
 /// node where the siblings run ready (its kernel, OS image, runtime, kubelet), the failure
 /// follows the node, and deleting the pod only repeats it.
-async fn failure_not_the_nodes(
-    scene: &Scene,
-    pod: &PodView,
-    siblings: &[&PodView],
-) -> Read<Obligation> {
+async fn failure_not_the_nodes(scene: &Scene, pod: &Pod, siblings: &[&Pod]) -> Read<Obligation> {
     let id = "delete.failure-not-the-nodes";
     let statement = "Its replacement does not start where the failure follows it (a DaemonSet's pod is replaced on the same node)";
     let pinned = pod
@@ -1717,12 +1719,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pod(started: &str, ready_changed: Option<&str>) -> PodView {
+    fn pod(started: &str, ready_changed: Option<&str>) -> Pod {
         let mut cond = json!({"type": "Ready", "status": "False"});
         if let Some(t) = ready_changed {
             cond["lastTransitionTime"] = json!(t);
         }
-        PodView::parse(&json!({
+        Pod::parse(&json!({
             "metadata": {"name": "search-1"},
             "status": {"phase": "Running", "startTime": started, "conditions": [cond]}
         }))

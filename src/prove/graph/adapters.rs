@@ -12,10 +12,9 @@ use serde_json::Value;
 use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, time};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::observed::{Event, Pod};
 use crate::cluster::selector::Selector;
-use crate::prove::scene::{
-    EventView, PodView, limit_kills, node_short_at, not_ready_events, readiness_flaps,
-};
+use crate::prove::scene::{limit_kills, node_short_at, not_ready_events, readiness_flaps};
 
 /// Events a node's condition changes leave (the node controller's and the kubelet's): what
 /// they said is in the conditions now.
@@ -87,22 +86,22 @@ fn node_problem(n: &Value) -> Option<(String, Option<chrono::DateTime<chrono::Ut
 /// a failing pod of the target was OOM-killed, and at that moment the kernel killed more than
 /// the containers that hit their own limits ([`node_short_at`]). A kill elsewhere on the node,
 /// or at another time, does not explain these pods.
-async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[EventView]) -> Read<bool> {
+async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[Event]) -> Read<bool> {
     if !events.iter().any(|e| e.reason == "SystemOOM") {
         return Ok(false);
     }
-    let failing: Vec<PodView> = ctx
+    let failing: Vec<Pod> = ctx
         .pods
         .iter()
         .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
         .filter(|p| str_at(p, &["spec", "nodeName"]) == Some(name))
-        .map(PodView::parse)
+        .map(Pod::parse)
         .collect();
     let moments = limit_kills(&failing);
     if moments.is_empty() {
         return Ok(false);
     }
-    let here: Vec<PodView> = match ctx
+    let here: Vec<Pod> = match ctx
         .list(
             "Pod",
             None,
@@ -110,7 +109,7 @@ async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[EventView]) -> Read<
         )
         .await
     {
-        Ok(p) => p.iter().map(PodView::parse).collect(),
+        Ok(p) => p.iter().map(Pod::parse).collect(),
         Err(e) if e.is_unreachable() => return Err(e),
         Err(_) => vec![],
     };
@@ -187,7 +186,7 @@ pub(super) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         };
         // A SystemOOM report is about a process: it speaks of the node, for these pods, only
         // at the moment one of them was killed and beyond the containers killed then.
-        let views: Vec<EventView> = events.iter().map(EventView::parse).collect();
+        let views: Vec<Event> = events.iter().map(Event::parse).collect();
         let oom_counts = system_oom_counts(ctx, name, &views).await?;
         // A condition's transition events (NotReady, pressure) are history once the condition
         // has recovered: the conditions now (above) decide, and a readiness that keeps coming

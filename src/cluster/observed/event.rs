@@ -1,0 +1,58 @@
+//! An event about an object.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::time;
+use crate::cluster::obj::{i64_at, str_at};
+
+/// An event, as observed.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub kind: String,
+    pub name: String,
+    pub reason: String,
+    pub message: String,
+    pub warning: bool,
+    pub count: i64,
+    pub first: Option<DateTime<Utc>>,
+    pub last: Option<DateTime<Utc>>,
+}
+
+impl Event {
+    pub fn parse(e: &Value) -> Self {
+        let first = time(e, &["firstTimestamp"]).or_else(|| time(e, &["eventTime"]));
+        let last = time(e, &["lastTimestamp"])
+            .or_else(|| time(e, &["series", "lastObservedTime"]))
+            .or(first);
+        Self {
+            kind: str_at(e, &["involvedObject", "kind"])
+                .unwrap_or_default()
+                .to_owned(),
+            name: str_at(e, &["involvedObject", "name"])
+                .unwrap_or_default()
+                .to_owned(),
+            reason: str_at(e, &["reason"]).unwrap_or_default().to_owned(),
+            message: str_at(e, &["message"]).unwrap_or_default().to_owned(),
+            warning: str_at(e, &["type"]) == Some("Warning"),
+            count: i64_at(e, &["count"]).unwrap_or(1),
+            first,
+            last,
+        }
+    }
+
+    pub fn line(&self) -> String {
+        let msg: String = self.message.chars().take(160).collect();
+        format!(
+            "{} {} {}: {msg}{}",
+            self.kind,
+            self.name,
+            self.reason,
+            if self.count > 1 {
+                format!(" (x{})", self.count)
+            } else {
+                String::new()
+            }
+        )
+    }
+}

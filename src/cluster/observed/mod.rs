@@ -1,0 +1,63 @@
+//! The cluster as observed: pods, their containers, events and nodes parsed once from the
+//! objects the API server returns, with the questions every decision asks of them answered in
+//! one place ("is this pod failing, and what shows it?", "since when?").
+//!
+//! The proofs read these; so does execution's wait for a rollout. One definition keeps a rule
+//! that proposes and a proof that refuses from disagreeing about the same pod
+//! (issue 43: one model of the cluster).
+
+mod event;
+mod node;
+mod pod;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+
+use super::obj::{array, str_at};
+
+pub use event::Event;
+pub use node::Node;
+pub use pod::{
+    CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE, Pod,
+};
+
+/// A timestamp at `path` of `v`, if it parses as RFC 3339.
+pub fn time(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {
+    str_at(v, path)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// When an object was created.
+pub fn created(v: &Value) -> Option<DateTime<Utc>> {
+    time(v, &["metadata", "creationTimestamp"])
+}
+
+/// When an object was last written: its creation or the newest managed-fields entry.
+pub fn last_written(v: &Value) -> Option<DateTime<Utc>> {
+    let managed = array(v, &["metadata", "managedFields"])
+        .iter()
+        .filter_map(|m| time(m, &["time"]));
+    created(v).into_iter().chain(managed).max()
+}
+
+/// `3h 20m`, `12m`, `45s`.
+pub fn ago(d: Duration) -> String {
+    let secs = d.num_seconds().max(0);
+    match secs {
+        s if s >= 86_400 => format!("{}d {}h", s / 86_400, (s % 86_400) / 3600),
+        s if s >= 3600 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+        s if s >= 60 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// The digest of a container status's `imageID` (`…@sha256:…`, with or without a
+/// `docker-pullable://` prefix); `None` when it names none.
+pub fn image_digest(image_id: &str) -> Option<String> {
+    image_id
+        .rsplit_once('@')
+        .map(|(_, d)| d)
+        .filter(|d| d.contains(':'))
+        .map(str::to_owned)
+}

@@ -1,0 +1,111 @@
+//! A node: its conditions, taints and allocatable resources.
+
+use serde_json::Value;
+
+use crate::cluster::obj::{self, array, at, str_at};
+use crate::cluster::quantity;
+
+/// A node, as observed.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub name: String,
+    pub ready: bool,
+    pub pressure: Vec<String>,
+    /// Other conditions that are True (node-problem-detector's `ReadonlyFilesystem`,
+    /// `KernelDeadlock`, …: by convention True means a problem).
+    pub problems: Vec<String>,
+    pub unschedulable: bool,
+    pub taints: Vec<(String, String, String)>,
+    pub allocatable: Value,
+    pub raw: Value,
+}
+
+impl Node {
+    pub fn parse(n: &Value) -> Self {
+        let conds = array(n, &["status", "conditions"]);
+        let status = |ty: &str| {
+            conds
+                .iter()
+                .find(|c| str_at(c, &["type"]) == Some(ty))
+                .and_then(|c| str_at(c, &["status"]))
+        };
+        Self {
+            name: obj::name(n).to_owned(),
+            ready: status("Ready") == Some("True"),
+            pressure: [
+                "MemoryPressure",
+                "DiskPressure",
+                "PIDPressure",
+                "NetworkUnavailable",
+            ]
+            .iter()
+            .filter(|t| status(t) == Some("True"))
+            .map(|t| (*t).to_owned())
+            .collect(),
+            problems: conds
+                .iter()
+                .filter(|c| str_at(c, &["status"]) == Some("True"))
+                .filter_map(|c| str_at(c, &["type"]))
+                .filter(|t| {
+                    !matches!(
+                        *t,
+                        "Ready"
+                            | "MemoryPressure"
+                            | "DiskPressure"
+                            | "PIDPressure"
+                            | "NetworkUnavailable"
+                    )
+                })
+                .map(str::to_owned)
+                .collect(),
+            unschedulable: at(n, &["spec", "unschedulable"])
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            taints: array(n, &["spec", "taints"])
+                .iter()
+                .map(|t| {
+                    (
+                        str_at(t, &["key"]).unwrap_or_default().to_owned(),
+                        str_at(t, &["value"]).unwrap_or_default().to_owned(),
+                        str_at(t, &["effect"]).unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect(),
+            allocatable: at(n, &["status", "allocatable"])
+                .cloned()
+                .unwrap_or(Value::Null),
+            raw: n.clone(),
+        }
+    }
+
+    /// Ready, schedulable and without a taint that keeps ordinary pods off.
+    pub fn takes_pods(&self) -> bool {
+        self.ready
+            && !self.unschedulable
+            && !self
+                .taints
+                .iter()
+                .any(|(_, _, e)| e == "NoSchedule" || e == "NoExecute")
+    }
+
+    pub fn allocatable(&self, resource: &str) -> Option<u128> {
+        str_at(&self.allocatable, &[resource]).and_then(|q| quantity::amount(resource, q))
+    }
+
+    pub fn state(&self) -> String {
+        let mut s = if self.ready { "Ready" } else { "NotReady" }.to_owned();
+        let conditions: Vec<&str> = self
+            .pressure
+            .iter()
+            .chain(&self.problems)
+            .map(String::as_str)
+            .collect();
+        if !conditions.is_empty() {
+            s.push_str(&format!(" with {}", conditions.join(", ")));
+        }
+        if self.unschedulable {
+            s.push_str(", cordoned");
+        }
+        s
+    }
+}

@@ -1,0 +1,263 @@
+//! A pod and its containers, as their status shows them.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+
+use super::{ago, created, image_digest, time};
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+
+/// What kind of failure a pod shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Not placed on a node (`PodScheduled=False`).
+    Unschedulable,
+    /// A container waits on an error ([`FAILING_WAITS`]): crash loop, image, configuration.
+    CannotRun,
+    /// Placed, but its containers are not created after [`CREATING_ALLOWANCE`].
+    StuckCreating,
+    /// The pod's phase is `Failed`.
+    PodFailed,
+}
+
+/// Why a pod fails: its kind, and the line that shows it (`container api CrashLoopBackOff, 4
+/// restarts, last exit OOMKilled (137)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub line: String,
+}
+
+impl Failure {
+    fn new(kind: FailureKind, line: String) -> Self {
+        Self { kind, line }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+/// One container of a pod, as its status shows it.
+#[derive(Debug, Clone, Default)]
+pub struct Container {
+    pub name: String,
+    pub running: bool,
+    pub restarts: i64,
+    /// `CrashLoopBackOff`, `ImagePullBackOff`, `ContainerCreating`, …
+    pub waiting: Option<String>,
+    /// The last (or current) termination: reason, exit code, when it finished.
+    pub terminated: Option<(String, i64, Option<DateTime<Utc>>)>,
+    /// The image as the spec names it, and the digest the kubelet pulled for it
+    /// (`sha256:…` from `imageID`).
+    pub image: String,
+    pub digest: Option<String>,
+}
+
+/// One pod, as observed.
+#[derive(Debug, Clone, Default)]
+pub struct Pod {
+    pub name: String,
+    pub node: Option<String>,
+    pub phase: String,
+    pub ready: bool,
+    /// Since when the Ready condition has had its current value.
+    pub ready_since: Option<DateTime<Utc>>,
+    pub created: Option<DateTime<Utc>>,
+    pub deleting: bool,
+    pub finalizers: Vec<String>,
+    pub template_hash: Option<String>,
+    pub revision_hash: Option<String>,
+    pub controller: Option<(String, String)>,
+    pub unschedulable: Option<String>,
+    /// Still creating its containers (ContainerCreating, PodInitializing) this long after it
+    /// was placed: something (a volume, a sandbox) keeps it from starting.
+    pub stuck_creating: Option<Duration>,
+    /// Running and never ready since it started, this long: its Ready condition has been
+    /// False since the kubelet first set it (a readiness probe that never passes).
+    pub never_ready: Option<Duration>,
+    pub containers: Vec<Container>,
+    pub labels: Value,
+    pub raw: Value,
+}
+
+/// Waiting reasons that mean a container cannot run.
+pub const FAILING_WAITS: &[&str] = &[
+    "CrashLoopBackOff",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+];
+
+/// How long a pod may take to get its containers created before it counts as stuck.
+pub const CREATING_ALLOWANCE: i64 = 120;
+/// How long a pod may run without ever becoming ready before it counts as failing when nothing
+/// else (a rollout's own deadline) says so: as long as creating its containers may take.
+pub const NEVER_READY_ALLOWANCE: i64 = CREATING_ALLOWANCE;
+/// The kubelet sets a new pod's Ready condition (False) within a moment of its start: a Ready
+/// condition whose last change is this close to the start has never been True.
+const NEVER_READY_SLACK: i64 = 5;
+
+impl Pod {
+    /// The pod as of `now`.
+    pub fn at(p: &Value, now: DateTime<Utc>) -> Self {
+        let mut v = Self::parse(p);
+        let placed = time(p, &["status", "startTime"]).or(v.created);
+        let creating = v.containers.iter().any(|c| {
+            matches!(
+                c.waiting.as_deref(),
+                Some("ContainerCreating" | "PodInitializing")
+            )
+        });
+        if creating
+            && let Some(t) = placed
+            && now - t > Duration::seconds(CREATING_ALLOWANCE)
+        {
+            v.stuck_creating = Some(now - t);
+        }
+        let started = time(p, &["status", "startTime"]);
+        if v.phase == "Running"
+            && !v.ready
+            && !v.deleting
+            && let (Some(start), Some(since)) = (started, v.ready_since)
+            && since - start <= Duration::seconds(NEVER_READY_SLACK)
+        {
+            v.never_ready = Some(now - start);
+        }
+        v
+    }
+
+    pub fn parse(p: &Value) -> Self {
+        let mut containers = Vec::new();
+        for key in ["initContainerStatuses", "containerStatuses"] {
+            for c in array(p, &["status", key]) {
+                let term =
+                    at(c, &["state", "terminated"]).or_else(|| at(c, &["lastState", "terminated"]));
+                containers.push(Container {
+                    name: str_at(c, &["name"]).unwrap_or_default().to_owned(),
+                    running: at(c, &["state", "running"]).is_some(),
+                    restarts: i64_at(c, &["restartCount"]).unwrap_or(0),
+                    waiting: str_at(c, &["state", "waiting", "reason"]).map(str::to_owned),
+                    terminated: term.map(|t| {
+                        (
+                            str_at(t, &["reason"]).unwrap_or("Terminated").to_owned(),
+                            i64_at(t, &["exitCode"]).unwrap_or(0),
+                            time(t, &["finishedAt"]),
+                        )
+                    }),
+                    image: str_at(c, &["image"]).unwrap_or_default().to_owned(),
+                    digest: str_at(c, &["imageID"]).and_then(image_digest),
+                });
+            }
+        }
+        let cond = |ty: &str| {
+            array(p, &["status", "conditions"])
+                .iter()
+                .find(|c| str_at(c, &["type"]) == Some(ty))
+                .cloned()
+        };
+        let ready_cond = cond("Ready");
+        let unschedulable = cond("PodScheduled")
+            .filter(|c| str_at(c, &["status"]) == Some("False"))
+            .map(|c| {
+                str_at(&c, &["message"])
+                    .unwrap_or("unschedulable")
+                    .to_owned()
+            });
+        let controller = array(p, &["metadata", "ownerReferences"])
+            .iter()
+            .find(|o| at(o, &["controller"]).and_then(Value::as_bool) == Some(true))
+            .map(|o| {
+                (
+                    str_at(o, &["kind"]).unwrap_or_default().to_owned(),
+                    str_at(o, &["name"]).unwrap_or_default().to_owned(),
+                )
+            });
+        Self {
+            name: obj::name(p).to_owned(),
+            node: str_at(p, &["spec", "nodeName"]).map(str::to_owned),
+            phase: str_at(p, &["status", "phase"])
+                .unwrap_or("Unknown")
+                .to_owned(),
+            ready: ready_cond
+                .as_ref()
+                .and_then(|c| str_at(c, &["status"]))
+                .is_some_and(|s| s == "True"),
+            ready_since: ready_cond
+                .as_ref()
+                .and_then(|c| time(c, &["lastTransitionTime"]))
+                .or_else(|| time(p, &["status", "startTime"])),
+            created: created(p),
+            deleting: at(p, &["metadata", "deletionTimestamp"]).is_some(),
+            finalizers: array(p, &["metadata", "finalizers"])
+                .iter()
+                .filter_map(|f| f.as_str().map(str::to_owned))
+                .collect(),
+            template_hash: obj::label(p, "pod-template-hash").map(str::to_owned),
+            revision_hash: obj::label(p, "controller-revision-hash").map(str::to_owned),
+            controller,
+            unschedulable,
+            stuck_creating: None,
+            never_ready: None,
+            containers,
+            labels: at(p, &["metadata", "labels"])
+                .cloned()
+                .unwrap_or(Value::Null),
+            raw: p.clone(),
+        }
+    }
+
+    /// Why the pod fails, if it does: not scheduled, a container that cannot run, containers
+    /// not created long after it was placed, phase Failed — the first that holds, with the line
+    /// that shows it. `None` for a pod that runs (ready or not) or is still starting.
+    pub fn failure(&self) -> Option<Failure> {
+        if let Some(u) = &self.unschedulable {
+            return Some(Failure::new(
+                FailureKind::Unschedulable,
+                format!("Pending, unschedulable: {u}"),
+            ));
+        }
+        for c in &self.containers {
+            if let Some(w) = &c.waiting
+                && FAILING_WAITS.contains(&w.as_str())
+            {
+                let last = c
+                    .terminated
+                    .as_ref()
+                    .map(|(r, code, _)| format!(", last exit {r} ({code})"))
+                    .unwrap_or_default();
+                return Some(Failure::new(
+                    FailureKind::CannotRun,
+                    format!("container {} {w}, {} restarts{last}", c.name, c.restarts),
+                ));
+            }
+        }
+        if let Some(d) = self.stuck_creating {
+            return Some(Failure::new(
+                FailureKind::StuckCreating,
+                format!("stuck creating its containers for {}", ago(d)),
+            ));
+        }
+        if self.phase == "Failed" {
+            return Some(Failure::new(FailureKind::PodFailed, "phase Failed".into()));
+        }
+        None
+    }
+
+    /// Running (not failing) but not ready.
+    pub fn running_not_ready(&self) -> bool {
+        self.phase == "Running" && !self.ready && self.failure().is_none()
+    }
+
+    /// A container whose latest termination was an OOM kill, with when it finished.
+    pub fn oom_killed(&self) -> impl Iterator<Item = (&Container, Option<DateTime<Utc>>)> {
+        self.containers.iter().filter_map(|c| match &c.terminated {
+            Some((r, _, t)) if r == "OOMKilled" => Some((c, *t)),
+            _ => None,
+        })
+    }
+}
