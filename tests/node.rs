@@ -207,10 +207,10 @@ impl Loop {
     }
 
     /// The request opened for `played`, once its investigation has decided.
-    async fn decided(&self, played: &Played) -> Result<Value, String> {
+    async fn decided(&self, played: &Played, not: &[&str]) -> Result<Value, String> {
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
-            if let Some(id) = self.request_id(played).await {
+            if let Some(id) = self.request_id(played, not).await {
                 let r = self.api(&format!("/api/v1/requests/{id}")).await;
                 let phase = r["phase"].as_str().and_then(Phase::parse);
                 let decided = r["state"]["selection"].is_object()
@@ -240,7 +240,8 @@ impl Loop {
         }
     }
 
-    async fn request_id(&self, played: &Played) -> Option<String> {
+    /// The request opened for `played`'s alert, other than those in `not`.
+    async fn request_id(&self, played: &Played, not: &[&str]) -> Option<String> {
         let all = self.api("/api/v1/requests?limit=200").await;
         let alertname = played.alert["labels"]["alertname"].as_str().unwrap_or("");
         all["items"].as_array()?.iter().find_map(|r| {
@@ -250,7 +251,8 @@ impl Loop {
             } else {
                 ns == Some(played.ns.as_str())
             };
-            (ours && r["signal_name"] == alertname).then(|| r["id"].as_str().unwrap().to_owned())
+            let id = r["id"].as_str().unwrap();
+            (ours && r["signal_name"] == alertname && !not.contains(&id)).then(|| id.to_owned())
         })
     }
 
@@ -491,7 +493,7 @@ async fn run_one(tier: &NodeTier, lp: &Loop, incident: &Incident) -> Result<Outc
     let played = incident.play(tier).await?;
     let captured = capture(tier, &played, lp.dir.path());
     lp.post(&played.alert, false).await;
-    let req = lp.decided(&played).await?;
+    let req = lp.decided(&played, &[]).await?;
     let id = req["id"].as_str().unwrap().to_owned();
     let rec = record(&req);
     let verdict = judge(incident, &rec, lp.dir.path());
@@ -511,6 +513,16 @@ async fn run_one(tier: &NodeTier, lp: &Loop, incident: &Incident) -> Result<Outc
             done["state"]["assessment"]["effective"],
             done["reason"].as_str().unwrap_or("")
         ));
+        if done["state"]["assessment"]["effective"] == false && still_holds(tier, &played).await {
+            match chain_stops(lp, tier, &played, &id).await {
+                Ok(again) => ran = ran.map(|r| format!("{r}; fired again: {again}")),
+                Err(e) => {
+                    let _ =
+                        tier.kubectl(&["delete", "namespace", &played.ns, "--wait=false"], None);
+                    return Err(e);
+                }
+            }
+        }
     }
     if played.incident.node_level() {
         tier.node_sh("kubelet-start");
@@ -535,6 +547,56 @@ async fn run_one(tier: &NodeTier, lp: &Loop, incident: &Incident) -> Result<Outc
             .collect(),
         ran,
     })
+}
+
+/// After a remediation verified not effective the alert fires again (a new pod crash-looping is
+/// a new alert). The guardrails must stop the chain: the new request may go to a person or
+/// end, but nothing runs again on its own. What the new request came to, or why the chain
+/// did not stop.
+async fn chain_stops(
+    lp: &Loop,
+    tier: &NodeTier,
+    played: &Played,
+    first: &str,
+) -> Result<String, String> {
+    let Some(again) = played.refire(tier).await? else {
+        return Ok("the same alert, still firing".into());
+    };
+    lp.post(&again.alert, false).await;
+    let req = lp.decided(&again, &[first]).await?;
+    let id = req["id"].as_str().unwrap().to_owned();
+    // Decided: wait until it ends or waits for a person; a run would show as an execution.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut r = req;
+    loop {
+        let phase = r["phase"].as_str().and_then(Phase::parse);
+        let ran = r["state"]["execution"].is_object();
+        if ran {
+            return Err(format!(
+                "{}: the second request {id} ran {} after the first was verified not effective: \
+                 the guardrails did not stop the chain ({})",
+                played.incident.name,
+                r["state"]["selection"]["workflow_id"],
+                r["reason"].as_str().unwrap_or("")
+            ));
+        }
+        if phase.is_some_and(|p| p.is_terminal() || p == Phase::AwaitingApproval)
+            || Instant::now() > deadline
+        {
+            return Ok(format!(
+                "{} ({})",
+                r["phase"].as_str().unwrap_or("?"),
+                r["reason"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        r = lp.get(&format!("/api/v1/requests/{id}")).await.unwrap_or(r);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -869,7 +931,7 @@ async fn kubemedic_installed_by_the_chart_heals_a_bad_rollout_in_its_own_cluster
     let id = {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
-            if let Some(id) = lp.request_id(&played).await {
+            if let Some(id) = lp.request_id(&played, &[]).await {
                 break id;
             }
             assert!(

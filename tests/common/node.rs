@@ -330,13 +330,24 @@ impl Incident {
         for step in &self.spec.fault {
             run_step(tier, &ns, step)?;
         }
-        let (fired_at, mut bindings) = wait_when(tier, &ns, &self.spec.alert_when).await?;
+        let (fired_at, bindings) = wait_when(tier, &ns, &self.spec.alert_when).await?;
         if !self.spec.heal.is_empty() {
             for step in &self.spec.heal {
                 run_step(tier, &ns, step)?;
             }
             settle(tier, &ns, &self.spec.objects)?;
         }
+        self.fired(tier, ns, fired_at, bindings).await
+    }
+
+    /// The incident as its alert fires at `fired_at` for what `bindings` matched.
+    async fn fired(
+        &self,
+        tier: &NodeTier,
+        ns: String,
+        fired_at: DateTime<Utc>,
+        mut bindings: Bindings,
+    ) -> Result<Played, String> {
         bindings.values.insert("namespace".into(), ns.clone());
         bindings.values.insert("node".into(), tier.node.clone());
         bindings
@@ -377,6 +388,25 @@ impl Incident {
             fired_at,
             alert,
         })
+    }
+}
+
+impl Played {
+    /// The alert as Prometheus fires it again after a remediation that did not help: once the
+    /// condition holds again for the newest pod (a new pod is a new alert), with the labels of
+    /// what it matches now. `None` when that is the same alert (still firing: Alertmanager
+    /// sends nothing new).
+    pub async fn refire(&self, tier: &NodeTier) -> Result<Option<Played>, String> {
+        let mut when = self.incident.spec.alert_when.clone();
+        if let Some(p) = when.pod.as_mut() {
+            p.newest = Some(true);
+        }
+        let (fired_at, bindings) = wait_when(tier, &self.ns, &when).await?;
+        let again = self
+            .incident
+            .fired(tier, self.ns.clone(), fired_at, bindings)
+            .await?;
+        Ok((again.alert["labels"] != self.alert["labels"]).then_some(again))
     }
 }
 
