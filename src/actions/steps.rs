@@ -177,7 +177,9 @@ pub(super) async fn wait_rollout(
             return Ok(outcome(true, status.1));
         }
         if let Some(stalled) = deadline_exceeded(&o) {
-            status.1["stalled"] = json!(stalled);
+            if let Some(o) = status.1.as_object_mut() {
+                o.insert("stalled".into(), json!(stalled));
+            }
             return Ok(outcome(false, status.1));
         }
         let failing = new_pods_failing(r, &o).await;
@@ -186,7 +188,9 @@ pub(super) async fn wait_rollout(
         } else {
             let since = *failing_since.get_or_insert_with(tokio::time::Instant::now);
             if since.elapsed() >= FAILING_FOR {
-                status.1["failing"] = json!(failing);
+                if let Some(o) = status.1.as_object_mut() {
+                    o.insert("failing".into(), json!(failing));
+                }
                 return Ok(outcome(false, status.1));
             }
         }
@@ -273,7 +277,7 @@ async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
         .collect();
     let failing: Vec<String> = pods
         .iter()
-        .filter_map(|p| p.failure().map(|f| format!("pod {}: {f}", p.name)))
+        .filter_map(|p| p.broken().map(|f| format!("pod {}: {f}", p.name)))
         .collect();
     if failing.is_empty() || failing.len() < pods.len() {
         return Vec::new();

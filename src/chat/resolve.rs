@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::cluster::observed;
 use crate::cluster::{ClusterReader, ListQuery};
 use crate::domain::Target;
 
@@ -263,44 +264,11 @@ fn owner_workload(pod: &Value, workloads: &[(String, String)]) -> Option<(String
         .cloned()
 }
 
-/// Why a pod is unhealthy, when it is: a waiting reason, a last termination, not ready, or a
-/// phase other than Running and Succeeded.
+/// What is wrong with a pod now, if anything ([`observed::Pod::failure`]).
 fn pod_problem(pod: &Value) -> Option<String> {
-    let status = pod.get("status")?;
-    let phase = status.get("phase").and_then(Value::as_str).unwrap_or("");
-    let mut problems = Vec::new();
-    for c in status
-        .get("containerStatuses")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let name = c.get("name").and_then(Value::as_str).unwrap_or("?");
-        let restarts = c.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
-        if let Some(reason) = c.pointer("/state/waiting/reason").and_then(Value::as_str)
-            && reason != "ContainerCreating"
-        {
-            problems.push(format!("container {name} {reason} ({restarts} restarts)"));
-        } else if c.get("ready").and_then(Value::as_bool) == Some(false) && phase == "Running" {
-            let last = c
-                .pointer("/lastState/terminated/reason")
-                .and_then(Value::as_str)
-                .map(|r| format!(", last terminated: {r}"))
-                .unwrap_or_default();
-            problems.push(format!("container {name} not ready{last}"));
-        }
-    }
-    if problems.is_empty() && !matches!(phase, "Running" | "Succeeded") {
-        let reason = status
-            .pointer("/conditions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find_map(|c| c.get("message").and_then(Value::as_str))
-            .unwrap_or("");
-        problems.push(format!("{phase} {reason}").trim().to_owned());
-    }
-    (!problems.is_empty()).then(|| problems.join(", "))
+    observed::Pod::at(pod, chrono::Utc::now())
+        .failure()
+        .map(|f| f.line)
 }
 
 #[cfg(test)]
@@ -330,16 +298,33 @@ mod tests {
              "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
         assert_eq!(
             pod_problem(&crashing).as_deref(),
-            Some("container app CrashLoopBackOff (7 restarts)")
+            Some("container app CrashLoopBackOff, 7 restarts")
         );
-        let fine = serde_json::json!({"status": {"phase": "Running", "containerStatuses": [
+        let fine = serde_json::json!({"status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}], "containerStatuses": [
             {"name": "app", "ready": true, "restartCount": 0, "state": {"running": {}}}]}});
+        assert_eq!(pod_problem(&fine), None);
+        let probe = serde_json::json!({"status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "False"}], "containerStatuses": [
+            {"name": "app", "ready": false, "restartCount": 0, "state": {"running": {}}}]}});
+        assert_eq!(
+            pod_problem(&probe).as_deref(),
+            Some("running, not ready (container app)")
+        );
+        // Ten seconds into creating its containers a pod is starting, not failing.
+        let starting = serde_json::json!({"metadata": {"creationTimestamp": chrono::Utc::now()
+                - chrono::Duration::seconds(10)},
+            "spec": {"nodeName": "n1"},
+            "status": {"phase": "Pending", "containerStatuses": [{"name": "app",
+                "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        assert_eq!(pod_problem(&starting), None);
         assert_eq!(pod_problem(&fine), None);
         let pending = serde_json::json!({"status": {"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "False", "message": "0/1 nodes are available"}]}});
         assert_eq!(
             pod_problem(&pending).as_deref(),
-            Some("Pending 0/1 nodes are available")
+            Some("Pending, unschedulable: 0/1 nodes are available")
         );
     }
 }

@@ -147,6 +147,10 @@ pub struct Neighbourhood {
     /// What the target's pods show (a line each, the first few).
     #[serde(default)]
     pub symptoms: Vec<String>,
+    /// Every failing pod of the target runs but is not ready (none crashes, waits or is
+    /// unplaced): the pods are wedged, not broken.
+    #[serde(default)]
+    pub failing_pods_run: bool,
     /// Best-supported first.
     pub dependencies: Vec<Dependency>,
 }

@@ -56,10 +56,7 @@ pub(super) fn node_at_fault(
             )],
         );
     }
-    let failing: Vec<&Pod> = on_node
-        .iter()
-        .filter(|p| p.failure().is_some() || p.running_not_ready())
-        .collect();
+    let failing: Vec<&Pod> = on_node.iter().filter(|p| p.failure().is_some()).collect();
     if failing.is_empty() {
         return (
             false,

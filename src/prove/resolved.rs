@@ -592,7 +592,7 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     let bad: Vec<String> = pods
         .iter()
         .filter_map(|p| {
-            if let Some(f) = p.failure() {
+            if let Some(f) = p.broken() {
                 return Some(format!("pod {} {f}", p.name));
             }
             if !p.ready && !p.deleting {

@@ -390,7 +390,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
         .iter()
         .filter(|p| pod_hash(p).as_deref() == Some(target.hash.as_str()))
         .collect();
-    let failing: Vec<&&Pod> = its_pods.iter().filter(|p| p.failure().is_some()).collect();
+    let failing: Vec<&&Pod> = its_pods.iter().filter(|p| p.broken().is_some()).collect();
     let ready = its_pods.iter().filter(|p| p.ready).count();
     let recorded_failures: Vec<&Event> = events
         .iter()
@@ -420,7 +420,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
                 "{} fails too: pod {} {}",
                 describe(target),
                 p.name,
-                p.failure().map(|f| f.line).unwrap_or_default()
+                p.broken().map(|f| f.line).unwrap_or_default()
             )],
         ));
     } else if ready > 0 {
@@ -474,7 +474,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
     };
     let failing_now: Vec<&Pod> = pods
         .iter()
-        .filter(|p| p.failure().is_some() || never_ready(p))
+        .filter(|p| p.broken().is_some() || never_ready(p))
         .collect();
     let orphaned = match current {
         Some(cur) if !stateful => orphaned_services(scene, &cur.template, &target.template).await?,
@@ -537,7 +537,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
                 ev.push(format!(
                     "pod {} of an older revision fails too: {}",
                     p.name,
-                    p.failure().map(|f| f.line).unwrap_or_default()
+                    p.broken().map(|f| f.line).unwrap_or_default()
                 ));
             }
             out.push(check(after_id, after_statement, ok, ev));
@@ -608,11 +608,11 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
     let starting: Vec<&Pod> = pods
         .iter()
         .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()))
-        .filter(|p| !p.ready && p.failure().is_none() && !never_ready(p))
+        .filter(|p| !p.ready && p.broken().is_none() && !never_ready(p))
         .collect();
     let current_fails = pods.iter().any(|p| {
         pod_hash(p).as_deref() == Some(cur_hash.as_str())
-            && (p.failure().is_some() || never_ready(p))
+            && (p.broken().is_some() || never_ready(p))
     });
     let paused = at(&w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
     if paused {
@@ -752,7 +752,7 @@ pub(super) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
     let wedged_id = "restart.pods-run-but-wedged";
     let wedged_statement =
         "The pods run but are wedged (not crashing on start, not waiting to be scheduled)";
-    let crashing: Vec<&Pod> = pods.iter().filter(|p| p.failure().is_some()).collect();
+    let crashing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
     // Pods that run but are not ready: wedged if they were ready once; a pod that has not been
     // ready since it started shows how a fresh pod of its template starts, not a wedge.
     let (never, stuck): (Vec<&Pod>, Vec<&Pod>) = pods
@@ -775,7 +775,7 @@ pub(super) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
             vec![format!(
                 "pod {} {}: a restart does not help pods that cannot run",
                 p.name,
-                p.failure().map(|f| f.line).unwrap_or_default()
+                p.broken().map(|f| f.line).unwrap_or_default()
             )],
         ));
     } else if stuck.is_empty() && probe_failures.is_empty() {
@@ -969,7 +969,7 @@ pub(super) async fn scale(scene: &Scene, params: &Map<String, Value>) -> Read<Ve
         )],
     ));
     if wanted > current {
-        let failing: Vec<&Pod> = pods.iter().filter(|p| p.failure().is_some()).collect();
+        let failing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
         let unscheduled: Vec<&&Pod> = failing
             .iter()
             .filter(|p| p.unschedulable.is_some())
@@ -988,7 +988,7 @@ pub(super) async fn scale(scene: &Scene, params: &Map<String, Value>) -> Read<Ve
                         format!(
                             "pod {} {}",
                             p.name,
-                            p.failure().map(|f| f.line).unwrap_or_default()
+                            p.broken().map(|f| f.line).unwrap_or_default()
                         )
                     })
                     .collect()
@@ -1278,7 +1278,7 @@ pub(super) async fn delete_pod(
                     } else {
                         String::new()
                     },
-                    pod.failure().map(|f| format!("; {f}")).unwrap_or_default()
+                    pod.broken().map(|f| format!("; {f}")).unwrap_or_default()
                 ),
             }],
         ));

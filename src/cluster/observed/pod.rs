@@ -15,8 +15,15 @@ pub enum FailureKind {
     CannotRun,
     /// Placed, but its containers are not created after [`CREATING_ALLOWANCE`].
     StuckCreating,
+    /// A container's current state is an exit with an error (before its restart, or for
+    /// good under `restartPolicy: Never`).
+    Exited,
     /// The pod's phase is `Failed`.
     PodFailed,
+    /// Running, but not ready (a readiness probe that does not pass): the pod runs, it does
+    /// not serve. Proofs that ask whether a pod can run at all leave this kind out
+    /// ([`Pod::broken`]).
+    NotReady,
 }
 
 /// Why a pod fails: its kind, and the line that shows it (`container api CrashLoopBackOff, 4
@@ -53,6 +60,10 @@ pub struct Container {
     /// (`sha256:…` from `imageID`).
     pub image: String,
     pub digest: Option<String>,
+    /// An init container.
+    pub init: bool,
+    /// The current state is terminated: reason and exit code.
+    pub exited: Option<(String, i64)>,
 }
 
 /// One pod, as observed.
@@ -107,12 +118,14 @@ impl Pod {
     pub fn at(p: &Value, now: DateTime<Utc>) -> Self {
         let mut v = Self::parse(p);
         let placed = time(p, &["status", "startTime"]).or(v.created);
+        // Containers being created, or a pod placed on a node whose kubelet has not reported
+        // any container yet.
         let creating = v.containers.iter().any(|c| {
             matches!(
                 c.waiting.as_deref(),
                 Some("ContainerCreating" | "PodInitializing")
             )
-        });
+        }) || (v.phase == "Pending" && v.node.is_some() && v.containers.is_empty());
         if creating
             && let Some(t) = placed
             && now - t > Duration::seconds(CREATING_ALLOWANCE)
@@ -151,6 +164,13 @@ impl Pod {
                     }),
                     image: str_at(c, &["image"]).unwrap_or_default().to_owned(),
                     digest: str_at(c, &["imageID"]).and_then(image_digest),
+                    init: key == "initContainerStatuses",
+                    exited: at(c, &["state", "terminated"]).map(|t| {
+                        (
+                            str_at(t, &["reason"]).unwrap_or("Error").to_owned(),
+                            i64_at(t, &["exitCode"]).unwrap_or(0),
+                        )
+                    }),
                 });
             }
         }
@@ -211,10 +231,37 @@ impl Pod {
         }
     }
 
-    /// Why the pod fails, if it does: not scheduled, a container that cannot run, containers
-    /// not created long after it was placed, phase Failed — the first that holds, with the line
-    /// that shows it. `None` for a pod that runs (ready or not) or is still starting.
+    /// What is wrong with the pod, if anything — the first that holds: not scheduled, a
+    /// container that cannot run, a container that exited with an error, containers not
+    /// created [`CREATING_ALLOWANCE`] after it was placed, phase Failed, running but not ready —
+    /// with the line that shows it. `None` for a pod that runs and is ready, has succeeded, or
+    /// is still starting (ten seconds into ContainerCreating is starting, not failing).
     pub fn failure(&self) -> Option<Failure> {
+        self.broken().or_else(|| {
+            (self.phase == "Running" && !self.ready && !self.deleting).then(|| {
+                let not_ready: Vec<&str> = self
+                    .containers
+                    .iter()
+                    .filter(|c| !c.init && c.running && !self.ready)
+                    .map(|c| c.name.as_str())
+                    .collect();
+                Failure::new(
+                    FailureKind::NotReady,
+                    match self.never_ready {
+                        Some(d) => format!("running, never ready in {}", ago(d)),
+                        None if not_ready.len() == 1 => {
+                            format!("running, not ready (container {})", not_ready[0])
+                        }
+                        None => "running, not ready".into(),
+                    },
+                )
+            })
+        })
+    }
+
+    /// A failure that keeps the pod from running at all: [`Pod::failure`] without
+    /// [`FailureKind::NotReady`]. What proofs count as a failing pod.
+    pub fn broken(&self) -> Option<Failure> {
         if let Some(u) = &self.unschedulable {
             return Some(Failure::new(
                 FailureKind::Unschedulable,
@@ -222,6 +269,11 @@ impl Pod {
             ));
         }
         for c in &self.containers {
+            let what = if c.init {
+                "init container"
+            } else {
+                "container"
+            };
             if let Some(w) = &c.waiting
                 && FAILING_WAITS.contains(&w.as_str())
             {
@@ -232,7 +284,19 @@ impl Pod {
                     .unwrap_or_default();
                 return Some(Failure::new(
                     FailureKind::CannotRun,
-                    format!("container {} {w}, {} restarts{last}", c.name, c.restarts),
+                    format!("{what} {} {w}, {} restarts{last}", c.name, c.restarts),
+                ));
+            }
+            if let Some((reason, code)) = &c.exited
+                && *code != 0
+                && self.phase != "Succeeded"
+            {
+                return Some(Failure::new(
+                    FailureKind::Exited,
+                    format!(
+                        "{what} {} exited {reason} ({code}), {} restarts",
+                        c.name, c.restarts
+                    ),
                 ));
             }
         }
@@ -243,14 +307,21 @@ impl Pod {
             ));
         }
         if self.phase == "Failed" {
-            return Some(Failure::new(FailureKind::PodFailed, "phase Failed".into()));
+            let reason = str_at(&self.raw, &["status", "reason"])
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            return Some(Failure::new(
+                FailureKind::PodFailed,
+                format!("phase Failed{reason}"),
+            ));
         }
         None
     }
 
     /// Running (not failing) but not ready.
     pub fn running_not_ready(&self) -> bool {
-        self.phase == "Running" && !self.ready && self.failure().is_none()
+        self.failure()
+            .is_some_and(|f| f.kind == FailureKind::NotReady)
     }
 
     /// A container whose latest termination was an OOM kill, with when it finished.
@@ -259,5 +330,88 @@ impl Pod {
             Some((r, _, t)) if r == "OOMKilled" => Some((c, *t)),
             _ => None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s)
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    const NOW: &str = "2026-11-28T12:00:00Z";
+
+    fn pod(phase: &str, ready: bool, since: &str, container: Value) -> Value {
+        json!({"metadata": {"name": "api-1", "creationTimestamp": since},
+            "spec": {"nodeName": "n1"},
+            "status": {"phase": phase, "startTime": since,
+                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" },
+                    "lastTransitionTime": since}],
+                "containerStatuses": [container]}})
+    }
+
+    fn kind(p: &Value) -> Option<FailureKind> {
+        Pod::at(p, t(NOW)).failure().map(|f| f.kind)
+    }
+
+    #[test]
+    fn a_pod_ten_seconds_into_creating_is_starting_and_two_minutes_in_is_stuck() {
+        let creating =
+            json!({"name": "api", "state": {"waiting": {"reason": "ContainerCreating"}}});
+        assert_eq!(
+            kind(&pod(
+                "Pending",
+                false,
+                "2026-11-28T11:59:50Z",
+                creating.clone()
+            )),
+            None
+        );
+        assert_eq!(
+            kind(&pod("Pending", false, "2026-11-28T11:57:00Z", creating)),
+            Some(FailureKind::StuckCreating)
+        );
+        // Placed, and no container reported at all (a kubelet that does not answer).
+        let mut silent = pod("Pending", false, "2026-11-28T11:57:00Z", json!({}));
+        silent["status"]["containerStatuses"] = json!([]);
+        assert_eq!(kind(&silent), Some(FailureKind::StuckCreating));
+    }
+
+    #[test]
+    fn each_kind_of_failure_is_named_with_the_line_that_shows_it() {
+        let since = "2026-11-28T11:50:00Z";
+        let crash = json!({"name": "api", "restartCount": 4,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}});
+        let p = pod("Running", false, since, crash);
+        let f = Pod::at(&p, t(NOW)).failure();
+        assert_eq!(
+            f.map(|f| (f.kind, f.line)),
+            Some((
+                FailureKind::CannotRun,
+                "container api CrashLoopBackOff, 4 restarts, last exit OOMKilled (137)".into()
+            ))
+        );
+        let exited = json!({"name": "api", "restartCount": 1,
+            "state": {"terminated": {"reason": "Error", "exitCode": 2}}});
+        assert_eq!(
+            kind(&pod("Running", false, since, exited)),
+            Some(FailureKind::Exited)
+        );
+        let running = json!({"name": "api", "ready": false, "state": {"running": {}}});
+        let p = pod("Running", false, since, running.clone());
+        assert_eq!(kind(&p), Some(FailureKind::NotReady));
+        assert!(Pod::at(&p, t(NOW)).broken().is_none(), "it runs");
+        assert!(Pod::at(&p, t(NOW)).running_not_ready());
+        assert_eq!(kind(&pod("Running", true, since, running)), None);
+        let done =
+            json!({"name": "job", "state": {"terminated": {"reason": "Completed", "exitCode": 0}}});
+        assert_eq!(kind(&pod("Succeeded", false, since, done)), None);
     }
 }

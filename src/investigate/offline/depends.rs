@@ -98,8 +98,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
     // pods stopped being ready, while they run: they hold what was there before (pooled
     // connections, a cached address). A rolling restart reconnects them (its proof checks
     // that they run but are wedged, and that ready pods stay).
-    let running_not_ready =
-        !n.symptoms.is_empty() && n.symptoms.iter().all(|s| s.ends_with("running, not ready"));
+    let running_not_ready = n.failing_pods_run;
     if c.kind == DepKind::Host
         && c.unhealthy.is_none()
         && c.changed.is_some()

@@ -134,7 +134,10 @@ async fn workload_state(
                 .list("Pod", Some(ns), &ListQuery::labels(sel.to_query()))
                 .await
                 .unwrap_or_default();
-            if let Some((p, f)) = pods.iter().find_map(|p| pod_failure(p).map(|f| (p, f))) {
+            if let Some((p, f)) = pods
+                .iter()
+                .find_map(|p| pod_failure(p, ctx.now).map(|f| (p, f)))
+            {
                 why.push_str(&format!(": pod {} {f}", obj::name(p)));
             }
         }

@@ -31,6 +31,7 @@ use serde_json::Value;
 pub use crate::domain::{Change, DepKind, Dependency, Neighbourhood};
 
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::observed::{self, time};
 use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery};
 use crate::domain::Target;
@@ -115,12 +116,6 @@ impl Ctx {
     }
 }
 
-pub(crate) fn time(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {
-    str_at(v, path)
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.with_timezone(&Utc))
-}
-
 pub(crate) fn event_time(e: &Value) -> Option<DateTime<Utc>> {
     time(e, &["lastTimestamp"])
         .or_else(|| time(e, &["eventTime"]))
@@ -164,64 +159,11 @@ pub(crate) fn last_change(o: &Value) -> Option<Change> {
     }
 }
 
-/// A pod's failure in a few words, if it fails (waiting on an error, terminated with an error,
-/// not scheduled, not ready while running).
-pub(crate) fn pod_failure(p: &Value) -> Option<String> {
-    for key in ["initContainerStatuses", "containerStatuses"] {
-        for c in array(p, &["status", key]) {
-            let name = str_at(c, &["name"]).unwrap_or("?");
-            if let Some(w) = str_at(c, &["state", "waiting", "reason"])
-                && w != "PodInitializing"
-            {
-                let last = at(c, &["lastState", "terminated"])
-                    .map(|t| {
-                        format!(
-                            ", last exit {} ({})",
-                            str_at(t, &["reason"]).unwrap_or("?"),
-                            i64_at(t, &["exitCode"]).unwrap_or(0)
-                        )
-                    })
-                    .unwrap_or_default();
-                let init = if key == "initContainerStatuses" {
-                    "init container"
-                } else {
-                    "container"
-                };
-                return Some(format!("{init} {name} {w}{last}"));
-            }
-            if let Some(t) = at(c, &["state", "terminated"])
-                && i64_at(t, &["exitCode"]).unwrap_or(0) != 0
-            {
-                return Some(format!(
-                    "container {name} terminated {}",
-                    str_at(t, &["reason"]).unwrap_or("Error")
-                ));
-            }
-        }
-    }
-    let conds = array(p, &["status", "conditions"]);
-    let cond = |ty: &str| {
-        conds
-            .iter()
-            .find(|c| str_at(c, &["type"]) == Some(ty))
-            .and_then(|c| str_at(c, &["status"]))
-    };
-    if cond("PodScheduled") == Some("False") {
-        return Some("Pending, not scheduled".into());
-    }
-    match (str_at(p, &["status", "phase"]), cond("Ready")) {
-        (Some("Running"), Some("False")) => Some("running, not ready".into()),
-        (Some("Failed"), _) => Some(format!(
-            "Failed{}",
-            str_at(p, &["status", "reason"])
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
-        )),
-        (Some("Pending"), _) if str_at(p, &["spec", "nodeName"]).is_some() => {
-            Some("Pending on its node".into())
-        }
-        _ => None,
-    }
+/// A pod's failure in a few words, if it fails ([`observed::Pod::failure`]: not scheduled, a
+/// container that cannot run or exited with an error, stuck creating, Failed, running but not
+/// ready) as of `now`.
+pub(crate) fn pod_failure(p: &Value, now: DateTime<Utc>) -> Option<String> {
+    observed::Pod::at(p, now).failure().map(|f| f.line)
 }
 
 /// Read the target's neighbourhood. `pods`/`events` may be what the caller already read (the
@@ -288,12 +230,16 @@ pub async fn build(
         .collect();
     let failing: Vec<String> = pods
         .iter()
-        .filter(|p| pod_failure(p).is_some())
+        .filter(|p| pod_failure(p, now).is_some())
         .map(|p| obj::name(p).to_owned())
         .collect();
     // The failures' own words: the failing containers' last log lines, and the warnings.
     let mut text = String::new();
-    for p in pods.iter().filter(|p| pod_failure(p).is_some()).take(2) {
+    for p in pods
+        .iter()
+        .filter(|p| pod_failure(p, now).is_some())
+        .take(2)
+    {
         let name = obj::name(p);
         for key in ["initContainerStatuses", "containerStatuses"] {
             for c in array(p, &["status", key]) {
@@ -337,11 +283,22 @@ pub async fn build(
         );
     }
     let onset = onset(&pods, &events, &failing);
-    let symptoms: Vec<String> = pods
+    let failures: Vec<(String, observed::Failure)> = pods
         .iter()
-        .filter_map(|p| pod_failure(p).map(|f| format!("pod {}: {f}", obj::name(p))))
+        .filter_map(|p| {
+            let f = observed::Pod::at(p, now).failure()?;
+            Some((obj::name(p).to_owned(), f))
+        })
+        .collect();
+    let symptoms: Vec<String> = failures
+        .iter()
+        .map(|(name, f)| format!("pod {name}: {f}"))
         .take(3)
         .collect();
+    let failing_pods_run = !failures.is_empty()
+        && failures
+            .iter()
+            .all(|(_, f)| f.kind == observed::FailureKind::NotReady);
     let ctx = Ctx {
         r,
         target: target.clone(),
@@ -376,6 +333,7 @@ pub async fn build(
         ),
         onset,
         symptoms,
+        failing_pods_run,
         dependencies: deps,
     };
     n.rank(now);
