@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 use crate::cluster::ClusterReader;
 use crate::cluster::context::ResourceContext;
 use crate::cluster::obj::{self, array, at, str_at};
+use crate::cluster::observed;
 use crate::cluster::render::{event_time, pod_status};
 use crate::cluster::selector::Selector;
 use crate::cluster::tools::{ClusterTools, ToolResult};
@@ -215,14 +216,18 @@ pub(super) struct ObservedPod {
     /// STATUS as `kubectl get pods` prints it, rendered by `cluster::render` from the object as
     /// read: the very text the playbook triggers matched, so rules and playbooks agree.
     pub status: String,
+    /// The pod as the rest of kubemedic observes it (`cluster::observed`): what fails.
+    pub observed: observed::Pod,
 }
 
 impl ObservedPod {
     pub fn parse(raw: Value) -> Option<Self> {
         let status = pod_status(&raw);
+        let observed = observed::Pod::parse(&raw);
         Some(Self {
             pod: typed(raw)?,
             status,
+            observed,
         })
     }
 
@@ -242,14 +247,14 @@ impl ObservedPod {
             .unwrap_or(&[])
     }
 
-    /// A pod is failing when a container waits on an error, has terminated with an error, or
-    /// is not ready while running. (Here rather than among the facts because gathering needs
-    /// it: only failing pods' logs are read.)
-    pub fn failing(&self) -> bool {
-        if matches!(self.status.as_str(), "Running" | "Completed" | "Succeeded") {
-            return self.containers().iter().any(|c| !c.ready) && self.phase() == Some("Running");
-        }
-        self.status != "Pending" || self.phase() == Some("Pending")
+    /// A pod is failing as of `now` when [`observed::Pod::failure`] says so: not scheduled, a
+    /// container that cannot run or exited with an error, stuck creating, Failed, or running
+    /// but not ready. (Here rather than among the facts because gathering needs it: only
+    /// failing pods' logs are read.)
+    pub fn failing(&self, now: DateTime<Utc>) -> bool {
+        observed::Pod::at(&self.observed.raw, now)
+            .failure()
+            .is_some()
     }
 
     pub fn healthy(&self) -> bool {
@@ -793,7 +798,12 @@ pub(super) async fn gather(
     }
     ev.root = workload.as_ref().or(root.as_ref()).map(Root::read);
     // The failing pods' logs: previous instance when it restarted, current otherwise.
-    let failing: Vec<&ObservedPod> = ev.pods.iter().filter(|p| p.failing()).take(2).collect();
+    let failing: Vec<&ObservedPod> = ev
+        .pods
+        .iter()
+        .filter(|p| p.failing(ev.now))
+        .take(2)
+        .collect();
     for p in failing {
         let pod_ns = p.pod.metadata.namespace.clone().unwrap_or_default();
         for c in p.containers() {

@@ -30,7 +30,7 @@ fn ago(minutes: i64) -> String {
     (now() - Duration::minutes(minutes)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// A pod, running and ready unless told otherwise.
+/// A pod, running and ready unless told otherwise, with the conditions a kubelet writes.
 pub(super) fn pod(name: &str) -> PodFixture {
     PodFixture(json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -38,6 +38,10 @@ pub(super) fn pod(name: &str) -> PodFixture {
         "spec": {"containers": [{"name": "app", "image": "shop/app:1.0"}]},
         "status": {
             "phase": "Running", "startTime": ago(60),
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": ago(60)},
+                {"type": "Ready", "status": "True", "lastTransitionTime": ago(59)},
+            ],
             "containerStatuses": [{
                 "name": "app", "image": "shop/app:1.0", "imageID": "", "ready": true,
                 "restartCount": 0, "state": {"running": {"startedAt": ago(60)}},
@@ -53,6 +57,12 @@ impl PodFixture {
         &mut self.0["status"]["containerStatuses"][0]
     }
 
+    /// The pod's Ready condition False since `minutes` ago (its container is not ready).
+    fn not_ready(&mut self, minutes: i64) {
+        self.0["status"]["conditions"][1] =
+            json!({"type": "Ready", "status": "False", "lastTransitionTime": ago(minutes)});
+    }
+
     /// Exits with `reason` and `exit_code` a few minutes ago, and is backing off.
     pub fn crash_looping(mut self, reason: &str, exit_code: i64) -> Self {
         let c = self.container();
@@ -62,6 +72,7 @@ impl PodFixture {
         c["lastState"] = json!({"terminated": {
             "reason": reason, "exitCode": exit_code, "startedAt": ago(4), "finishedAt": ago(3),
         }});
+        self.not_ready(4);
         self
     }
 
@@ -74,12 +85,15 @@ impl PodFixture {
         let c = self.container();
         c["ready"] = json!(false);
         c["state"] = json!({"waiting": {"reason": reason, "message": message}});
+        self.not_ready(60);
         self
     }
 
     /// Not scheduled on any node.
     pub fn pending(mut self) -> Self {
-        self.0["status"] = json!({"phase": "Pending"});
+        self.0["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled",
+            "status": "False", "reason": "Unschedulable", "lastTransitionTime": ago(10),
+            "message": "0/3 nodes are available: 3 Insufficient cpu."}]});
         self
     }
 

@@ -597,7 +597,7 @@ impl PodFacts {
                 .map(|o| o.name.clone()),
             status: p.status.clone(),
             phase: p.phase().map(str::to_owned),
-            failing: p.failing(),
+            failing: p.failing(ev.now),
             healthy: p.healthy(),
             description: describe(
                 &name,
