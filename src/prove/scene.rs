@@ -316,10 +316,17 @@ const OOM_MATCH_SECONDS: i64 = 10;
 /// the kill in question (within [`OOM_MATCH_SECONDS`]), not within [`OOM_REPLAY_SECONDS`] after
 /// a kubelet start (`kubelet_starts`), and only beyond the containers of the node whose last
 /// termination was an OOM kill at that moment (`limit_kills`, their finishing times).
+///
+/// A container killed at its limit again and again (`looping`: the last kills of those with a
+/// restart behind them) was killed at earlier moments its status no longer dates; each one
+/// whose last kill is not at this moment may account for one report here. Two pods of one
+/// workload OOM-looping side by side (the old revision and the new after a limit raise that
+/// did not help) are not the node running short.
 pub fn node_oom_at(
     events: &[OomEvent],
     kubelet_starts: &[DateTime<Utc>],
     limit_kills: &[DateTime<Utc>],
+    looping: &[DateTime<Utc>],
     kill: DateTime<Utc>,
 ) -> i64 {
     let near = |t: DateTime<Utc>| (t - kill).num_seconds().abs() <= OOM_MATCH_SECONDS;
@@ -346,7 +353,8 @@ pub fn node_oom_at(
         .map(|(n, _)| n)
         .sum();
     let own = limit_kills.iter().filter(|t| near(**t)).count() as i64;
-    (reported - own).max(0)
+    let earlier = looping.iter().filter(|t| !near(**t)).count() as i64;
+    (reported - own - earlier).max(0)
 }
 
 /// Node `node`'s `NodeNotReady` events, as [`readiness_flaps`] reads them.
@@ -367,9 +375,15 @@ pub(super) fn node_short_at(events: &[Event], here: &[Pod], moments: &[DateTime<
         return 0;
     }
     let kills = limit_kills(here);
+    let looping: Vec<DateTime<Utc>> = here
+        .iter()
+        .flat_map(|p| p.oom_killed())
+        .filter(|(c, _)| c.restarts > 0)
+        .filter_map(|(_, t)| t)
+        .collect();
     moments
         .iter()
-        .map(|t| node_oom_at(&ooms, &starts, &kills, *t))
+        .map(|t| node_oom_at(&ooms, &starts, &kills, &looping, *t))
         .sum()
 }
 
@@ -415,7 +429,7 @@ mod tests {
             Some(t("2026-11-28T14:53:41Z")),
             Some(t("2026-11-28T14:53:41Z")),
         )];
-        assert_eq!(node_oom_at(&ev, &[], &[kill], kill), 0);
+        assert_eq!(node_oom_at(&ev, &[], &[kill], &[], kill), 0);
         // Another victim at the same moment: the node ran out itself.
         let two = [
             ev[0],
@@ -425,9 +439,9 @@ mod tests {
                 Some(t("2026-11-28T14:53:42Z")),
             ),
         ];
-        assert_eq!(node_oom_at(&two, &[], &[kill], kill), 1);
+        assert_eq!(node_oom_at(&two, &[], &[kill], &[], kill), 1);
         // No container hit its limit then: the one report is the node's.
-        assert_eq!(node_oom_at(&ev, &[], &[], kill), 1);
+        assert_eq!(node_oom_at(&ev, &[], &[], &[], kill), 1);
     }
 
     #[test]
@@ -439,13 +453,36 @@ mod tests {
             Some(t("2026-11-28T14:53:01Z")),
             Some(t("2026-11-28T14:53:01Z")),
         )];
-        assert_eq!(node_oom_at(&replayed, &[start], &[], kill), 0);
+        assert_eq!(node_oom_at(&replayed, &[start], &[], &[], kill), 0);
         let earlier = [(
             1,
             Some(t("2026-11-28T14:40:00Z")),
             Some(t("2026-11-28T14:40:00Z")),
         )];
-        assert_eq!(node_oom_at(&earlier, &[], &[], kill), 0);
+        assert_eq!(node_oom_at(&earlier, &[], &[], &[], kill), 0);
+    }
+
+    #[test]
+    fn an_earlier_kill_of_another_container_looping_at_its_limit_is_not_the_nodes() {
+        // The old pod's latest kill is at 14:53:40; the new pod (killed at its own limit again
+        // and again, last at 14:54:30) was killed at 14:53:41 too, which its status no longer
+        // dates: two reports then, and no shortage of the node.
+        let kill = t("2026-11-28T14:53:40Z");
+        let other = t("2026-11-28T14:54:30Z");
+        let ev = [
+            (1, Some(kill), Some(kill)),
+            (
+                1,
+                Some(t("2026-11-28T14:53:41Z")),
+                Some(t("2026-11-28T14:53:41Z")),
+            ),
+        ];
+        assert_eq!(
+            node_oom_at(&ev, &[], &[kill, other], &[kill, other], kill),
+            0
+        );
+        // Without a looping neighbour the second report is the node's.
+        assert_eq!(node_oom_at(&ev, &[], &[kill, other], &[kill], kill), 1);
     }
 
     #[test]
@@ -457,7 +494,7 @@ mod tests {
             Some(t("2026-11-28T14:53:01Z")),
             Some(t("2026-11-28T14:53:41Z")),
         )];
-        assert_eq!(node_oom_at(&combined, &[start], &[kill], kill), 0);
-        assert_eq!(node_oom_at(&combined, &[start], &[], kill), 1);
+        assert_eq!(node_oom_at(&combined, &[start], &[kill], &[], kill), 0);
+        assert_eq!(node_oom_at(&combined, &[start], &[], &[], kill), 1);
     }
 }
