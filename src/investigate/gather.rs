@@ -13,6 +13,7 @@ use super::playbooks::Snapshot;
 use super::view::{self, ViewLimits, unreachable};
 use crate::cluster::context::ResourceContext;
 use crate::cluster::obj;
+use crate::cluster::observed;
 use crate::cluster::render::pod_status;
 use crate::cluster::tools::{ClusterTools, ToolLimits};
 use crate::domain::{
@@ -189,24 +190,19 @@ fn belongs(pod: &Value, root: &Target) -> bool {
         })
 }
 
-/// How a pod is failing, as signature facts; empty for a healthy pod (running and ready, or
-/// completed).
-fn pod_states(pod: &Value) -> Vec<String> {
+/// How a pod is failing as of `now`, as signature facts; empty for a pod
+/// [`observed::Pod::failure`] finds nothing wrong with (running and ready, completed, or still
+/// starting). The facts' words are the signature's and stay as they are: learned patterns
+/// match on them.
+fn pod_states(pod: &Value, now: DateTime<Utc>) -> Vec<String> {
+    if observed::Pod::at(pod, now).failure().is_none() {
+        return vec![];
+    }
     let phase = obj::str_at(pod, &["status", "phase"]).unwrap_or("Unknown");
-    let ready = obj::array(pod, &["status", "conditions"]).iter().any(|c| {
-        obj::str_at(c, &["type"]) == Some("Ready") && obj::str_at(c, &["status"]) == Some("True")
-    });
     let containers: Vec<&Value> = obj::array(pod, &["status", "containerStatuses"])
         .iter()
         .chain(obj::array(pod, &["status", "initContainerStatuses"]).iter())
         .collect();
-    let waiting = containers
-        .iter()
-        .any(|c| obj::str_at(c, &["state", "waiting", "reason"]).is_some());
-    let healthy = phase == "Succeeded" || (phase == "Running" && ready && !waiting);
-    if healthy {
-        return vec![];
-    }
     let mut out = Vec::new();
     if phase == "Running" {
         out.push("not-ready".to_owned());
@@ -234,7 +230,13 @@ fn pod_states(pod: &Value) -> Vec<String> {
 /// reasons of the Warning events about the root owner, its children or its pods — from the
 /// pods and events both investigators pre-fetch. Never a name, a namespace or a count, so the
 /// same failure elsewhere has the same signature.
-pub fn signature(alert: &str, root: &Target, pods: &[Value], events: &[Value]) -> Signature {
+pub fn signature(
+    alert: &str,
+    root: &Target,
+    pods: &[Value],
+    events: &[Value],
+    now: DateTime<Utc>,
+) -> Signature {
     let owned: Vec<&Value> = pods.iter().filter(|p| belongs(p, root)).collect();
     let names: Vec<&str> = owned
         .iter()
@@ -261,7 +263,7 @@ pub fn signature(alert: &str, root: &Target, pods: &[Value], events: &[Value]) -
     patterns::signature(SignatureFacts {
         alert: alert.to_owned(),
         kind: root.kind.clone(),
-        pod_states: owned.iter().flat_map(|p| pod_states(p)).collect(),
+        pod_states: owned.iter().flat_map(|p| pod_states(p, now)).collect(),
         events,
     })
 }
@@ -328,6 +330,7 @@ mod tests {
                 json!({"type": "Normal", "reason": "Pulled",
                     "involvedObject": {"name": "checkout-7d9-a"}}),
             ],
+            chrono::Utc::now(),
         );
         assert_eq!(a.facts.pod_states, vec!["not-ready"]);
         assert_eq!(a.facts.events, vec!["Unhealthy"]);
@@ -343,6 +346,7 @@ mod tests {
                 warning("cart-1f-x", "Unhealthy"),
                 warning("cart-1f-y", "Unhealthy"),
             ],
+            chrono::Utc::now(),
         );
         assert_eq!(a.hash, b.hash);
         // A crash loop is another class.
@@ -358,6 +362,7 @@ mod tests {
                         "lastState": {"terminated": {"reason": "Error"}}}]}),
             )],
             &[warning("cart-1f-x", "BackOff")],
+            chrono::Utc::now(),
         );
         assert_eq!(
             c.facts.pod_states,

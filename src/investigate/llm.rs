@@ -836,9 +836,15 @@ impl Investigator for LlmInvestigator {
             Some(ctx) => gather::history(self.history.as_ref(), ctx, now).await,
             None => None,
         };
-        let signature = verified
-            .as_ref()
-            .map(|c| gather::signature(&req.signal.name, &c.root_owner, &seen_pods, &seen_events));
+        let signature = verified.as_ref().map(|c| {
+            gather::signature(
+                &req.signal.name,
+                &c.root_owner,
+                &seen_pods,
+                &seen_events,
+                now,
+            )
+        });
         let learned = match &signature {
             Some(s) => gather::learned(self.history.as_ref(), s, now).await,
             None => vec![],

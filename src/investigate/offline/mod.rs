@@ -238,9 +238,15 @@ impl Investigator for OfflineInvestigator {
         }
         rca.needs_human_review = diagnosis.human.is_some();
         rca.human_review_reason = diagnosis.human.clone();
-        let signature = verified
-            .as_ref()
-            .map(|c| gather::signature(&req.signal.name, &c.root_owner, &seen_pods, &seen_events));
+        let signature = verified.as_ref().map(|c| {
+            gather::signature(
+                &req.signal.name,
+                &c.root_owner,
+                &seen_pods,
+                &seen_events,
+                now,
+            )
+        });
         let learned = match &signature {
             Some(s) => gather::learned(self.history.as_ref(), s, now).await,
             None => vec![],
