@@ -99,7 +99,9 @@ TOKEN=$(awk -F, '$2 == "admin" {print $1}' "$KUBE_STATE/pki/tokens.csv")
 deadline=$((SECONDS + ${KUBEMEDIC_KUBE_READY_TIMEOUT:-90}))
 until [[ "$(curl -sS --max-time 3 --cacert "$KUBE_STATE/pki/ca.crt" -H "Authorization: Bearer $TOKEN" \
     "$SERVER/readyz" 2>/dev/null || true)" == ok ]]; do
-    if ((SECONDS > deadline)) || ! ours "$(cat "$PIDS/apiextensions-apiserver.pid")"; then
+    # Alive is enough here: until the forked shell has exec'd the server, its command line is
+    # this script's, which `ours` does not recognise (a race on a busy machine).
+    if ((SECONDS > deadline)) || ! kill -0 "$(cat "$PIDS/apiextensions-apiserver.pid")" 2>/dev/null; then
         tail -n 30 "$LOGS/apiextensions-apiserver.log" >&2
         stop_all
         die "the current CRD server did not become ready"
