@@ -20,6 +20,9 @@ pub enum FailureKind {
     Exited,
     /// The pod's phase is `Failed`.
     PodFailed,
+    /// Deletion was asked longer than [`TERMINATING_ALLOWANCE`] ago and the pod is still there
+    /// (a finalizer, a node that does not answer).
+    StuckTerminating,
     /// Running, but not ready (a readiness probe that does not pass): the pod runs, it does
     /// not serve. Proofs that ask whether a pod can run at all leave this kind out
     /// ([`Pod::broken`]).
@@ -77,6 +80,8 @@ pub struct Pod {
     pub ready_since: Option<DateTime<Utc>>,
     pub created: Option<DateTime<Utc>>,
     pub deleting: bool,
+    /// Since deletion was asked, as of the moment the pod was observed at.
+    pub deleting_for: Option<Duration>,
     pub finalizers: Vec<String>,
     pub template_hash: Option<String>,
     pub revision_hash: Option<String>,
@@ -109,6 +114,9 @@ pub const CREATING_ALLOWANCE: i64 = 120;
 /// How long a pod may run without ever becoming ready before it counts as failing when nothing
 /// else (a rollout's own deadline) says so: as long as creating its containers may take.
 pub const NEVER_READY_ALLOWANCE: i64 = CREATING_ALLOWANCE;
+/// How long a pod may take to terminate before it counts as stuck: grace periods are 30 s by
+/// default and a few minutes when set long; ten minutes is past any of them.
+pub const TERMINATING_ALLOWANCE: i64 = 600;
 /// The kubelet sets a new pod's Ready condition (False) within a moment of its start: a Ready
 /// condition whose last change is this close to the start has never been True.
 const NEVER_READY_SLACK: i64 = 5;
@@ -131,6 +139,9 @@ impl Pod {
             && now - t > Duration::seconds(CREATING_ALLOWANCE)
         {
             v.stuck_creating = Some(now - t);
+        }
+        if let Some(asked) = time(p, &["metadata", "deletionTimestamp"]) {
+            v.deleting_for = Some(now - asked);
         }
         let started = time(p, &["status", "startTime"]);
         if v.phase == "Running"
@@ -213,6 +224,7 @@ impl Pod {
                 .or_else(|| time(p, &["status", "startTime"])),
             created: created(p),
             deleting: at(p, &["metadata", "deletionTimestamp"]).is_some(),
+            deleting_for: None,
             finalizers: array(p, &["metadata", "finalizers"])
                 .iter()
                 .filter_map(|f| f.as_str().map(str::to_owned))
@@ -261,7 +273,21 @@ impl Pod {
 
     /// A failure that keeps the pod from running at all: [`Pod::failure`] without
     /// [`FailureKind::NotReady`]. What proofs count as a failing pod.
+    ///
+    /// A pod being deleted is leaving: what it shows is history (the old revision's crash loop
+    /// a rollout replaces), unless it has been terminating past [`TERMINATING_ALLOWANCE`].
     pub fn broken(&self) -> Option<Failure> {
+        if self.deleting {
+            return self
+                .deleting_for
+                .filter(|d| *d > Duration::seconds(TERMINATING_ALLOWANCE))
+                .map(|d| {
+                    Failure::new(
+                        FailureKind::StuckTerminating,
+                        format!("terminating for {}", ago(d)),
+                    )
+                });
+        }
         if let Some(u) = &self.unschedulable {
             return Some(Failure::new(
                 FailureKind::Unschedulable,

@@ -597,6 +597,20 @@ impl Calls<'_> {
     }
 }
 
+/// The ReplicaSet a pod of this name was made by, when the name has the ReplicaSet
+/// controller's form: the ReplicaSet's name (itself `<deployment>-<template hash>`), a dash and
+/// five characters of the alphabet Kubernetes draws random suffixes from.
+fn replicaset_of_pod_name(pod: &str) -> Option<&str> {
+    const SUFFIX_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
+    let (rs, suffix) = pod.rsplit_once('-')?;
+    let (_, hash) = rs.rsplit_once('-')?;
+    (suffix.len() == 5
+        && suffix.chars().all(|c| SUFFIX_ALPHABET.contains(c))
+        && !hash.is_empty()
+        && hash.chars().all(|c| SUFFIX_ALPHABET.contains(c)))
+    .then_some(rs)
+}
+
 /// Gather the evidence about `req`'s subject. `namespace_pods` and `events` are the prefetched
 /// namespace snapshot.
 pub(super) async fn gather(
@@ -620,6 +634,17 @@ pub(super) async fn gather(
             .into_iter()
             .filter(|t| *t != subject),
     );
+    // A pod a ReplicaSet made is named after it (`<replicaset>-<5 characters>`): when the pod
+    // is gone (replaced by a rollout, healed), the ReplicaSet, if it still exists, leads to the
+    // workload the alert was about.
+    if subject.kind == "Pod"
+        && let Some(rs) = replicaset_of_pod_name(&subject.name)
+    {
+        let t = Target::new("ReplicaSet", rs, subject.namespace.clone());
+        if !candidates.contains(&t) {
+            candidates.push(t);
+        }
+    }
     let mut context = None;
     for c in &candidates {
         let (name, args) = match &c.namespace {
@@ -896,6 +921,21 @@ pub(super) async fn gather(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pod_name_leads_to_its_replicaset_only_in_the_controllers_form() {
+        assert_eq!(
+            replicaset_of_pod_name("catalog-api-fbc958844-xntlm"),
+            Some("catalog-api-fbc958844")
+        );
+        assert_eq!(replicaset_of_pod_name("cassandra-0"), None);
+        assert_eq!(
+            replicaset_of_pod_name("web-bcdfg"),
+            None,
+            "no template hash"
+        );
+        assert_eq!(replicaset_of_pod_name("my-job-7x2k9-aeiou"), None, "vowels");
+    }
 
     #[test]
     fn host_port_holders_are_named_by_their_workload_on_their_node() {
