@@ -454,13 +454,18 @@ fn replaced_pod(target_kind: &str, p: &Pod) -> bool {
     let replacing = p.controller.as_ref().is_some_and(|(kind, _)| {
         matches!(kind.as_str(), "ReplicaSet" | "StatefulSet" | "DaemonSet")
     });
+    // A pod being deleted (a rollout replacing it) is leaving as well, unless it is stuck.
+    let leaving = p.deleting && p.broken().is_none();
     replacing
-        && matches!(p.phase.as_str(), "Failed" | "Succeeded")
+        && (matches!(p.phase.as_str(), "Failed" | "Succeeded") || leaving)
         && !matches!(target_kind, "Pod" | "Job" | "CronJob")
 }
 
 /// How an ended pod ended: its phase, and the kubelet's reason and message when it gave them.
 fn ended_how(p: &Pod) -> String {
+    if p.deleting {
+        return format!("being deleted, {}", p.phase);
+    }
     let reason = str_at(&p.raw, &["status", "reason"]);
     let message = str_at(&p.raw, &["status", "message"]);
     match (reason, message) {
@@ -524,11 +529,14 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     // in turn) are the problem itself. An Event lives an hour by default, so one still listed
     // about the pod is recent.
     let quiet_since = scene.now - Duration::minutes(60);
+    // A pod being deleted needs no quiet: the events about it are its own past, and the pods
+    // that replace it are judged below.
     let replaced = |p: &Pod| {
         replaced_pod(&scene.target.kind, p)
-            && !events.iter().any(|e| {
-                e.kind == "Pod" && e.name == p.name && e.last.is_none_or(|t| t >= quiet_since)
-            })
+            && (p.deleting
+                || !events.iter().any(|e| {
+                    e.kind == "Pod" && e.name == p.name && e.last.is_none_or(|t| t >= quiet_since)
+                }))
     };
     for t in crate::domain::targets_from_labels(&scene.signal.labels) {
         if t == scene.target {
@@ -629,10 +637,12 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     ));
     // Failures recorded since the alert began, about the target, its ReplicaSets or its pods.
     let name = scene.target.name.as_str();
+    // Not about a pod that ended or is leaving: what it went through is not the target's now.
     let ours = |e: &Event| {
-        e.name == name
+        (e.name == name
             || e.name.starts_with(&format!("{name}-"))
-            || pods.iter().any(|p| p.name == e.name)
+            || pods.iter().any(|p| p.name == e.name))
+            && !ended.iter().any(|p| p.name == e.name)
     };
     let recent: Vec<&Event> = events
         .iter()

@@ -11,13 +11,9 @@ use super::{check, fails, holds, number, text};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{
-    Event, NEVER_READY_ALLOWANCE, Pod, ago, created, last_written, time,
+    Event, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, ago, created, last_written, time,
 };
 use crate::domain::Obligation;
-
-/// How long a revision must have served, with nothing recorded against it, to count as
-/// proven healthy when none of its pods are left.
-pub(super) const SERVED_MIN: i64 = 60;
 
 /// The images of a pod template, `a=img, b=img`.
 pub(super) fn images(template: &Value) -> String {
@@ -444,7 +440,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
             (Some(a), Some(b)) => Some(b - a),
             _ => None,
         };
-        let ok = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN));
+        let ok = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS));
         out.push(check(
             healthy_id,
             healthy_statement,
@@ -453,7 +449,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
                 "{} has no pods left; it served {} before the next revision appeared, and nothing records a failure of it{}",
                 describe(target),
                 served.map_or("for an unknown time".into(), |s| format!("for {}", ago(s))),
-                if ok { String::new() } else { format!(" (at least {} needed to count as proven)", ago(Duration::seconds(SERVED_MIN))) }
+                if ok { String::new() } else { format!(" (at least {} needed to count as proven)", ago(Duration::seconds(SERVED_MIN_SECONDS))) }
             )],
         ));
     }

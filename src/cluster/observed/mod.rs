@@ -19,7 +19,7 @@ pub use event::Event;
 pub use node::Node;
 pub use pod::{
     CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE, Pod,
-    TERMINATING_ALLOWANCE,
+    SERVED_MIN_SECONDS, TERMINATING_ALLOWANCE,
 };
 
 /// A timestamp at `path` of `v`, if it parses as RFC 3339.

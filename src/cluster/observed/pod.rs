@@ -114,6 +114,10 @@ pub const CREATING_ALLOWANCE: i64 = 120;
 /// How long a pod may run without ever becoming ready before it counts as failing when nothing
 /// else (a rollout's own deadline) says so: as long as creating its containers may take.
 pub const NEVER_READY_ALLOWANCE: i64 = CREATING_ALLOWANCE;
+/// How long a revision must have served, with nothing recorded against it, to count as proven
+/// healthy when none of its pods are left: a revision replaced sooner never proved itself (the
+/// rules' "the previous revision was healthy" and the rollback proof's both ask it).
+pub const SERVED_MIN_SECONDS: i64 = 60;
 /// How long a pod may take to terminate before it counts as stuck: grace periods are 30 s by
 /// default and a few minutes when set long; ten minutes is past any of them.
 pub const TERMINATING_ALLOWANCE: i64 = 600;

@@ -37,8 +37,8 @@ use scheduling::unschedulable;
 /// A rollout this recent, whose pods fail while the previous revision's ran, is the cause.
 const ROLLOUT_WINDOW_HOURS: i64 = 6;
 /// A previous revision with no pods left that served less than this before it was replaced
-/// never proved itself: nothing says it was healthy.
-pub(super) const SERVED_MIN_SECONDS: i64 = 60;
+/// never proved itself: nothing says it was healthy (one constant with the rollback proof's).
+pub(super) use crate::cluster::observed::SERVED_MIN_SECONDS;
 /// Failures that began this long before the new revision appeared predate it.
 const ONSET_SLACK_SECONDS: i64 = 60;
 

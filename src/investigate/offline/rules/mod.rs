@@ -650,6 +650,41 @@ mod tests {
     }
 
     #[test]
+    fn a_crash_looping_pod_a_rollout_is_deleting_does_not_keep_a_healthy_workload_open() {
+        let d = Incident::deployment("api")
+            .with(pod("api-2-a").owned_by("api-2"))
+            .with(pod("api-2-b").owned_by("api-2"))
+            .with(
+                pod("api-1-x")
+                    .owned_by("api-1")
+                    .crash_looping("Error", 1)
+                    .terminating_for(1, "none"),
+            )
+            .diagnosis();
+        assert_eq!(
+            (d.mode, d.outcome),
+            ("Resolved", InvestigationOutcome::ProblemResolved),
+            "{}",
+            d.summary
+        );
+        // Terminating for longer than any grace period: stuck, and the problem.
+        let d = Incident::deployment("api")
+            .with(pod("api-2-a").owned_by("api-2"))
+            .with(
+                pod("api-1-x")
+                    .owned_by("api-1")
+                    .terminating_for(30, "example.com/cleanup"),
+            )
+            .diagnosis();
+        assert_ne!(
+            d.outcome,
+            InvestigationOutcome::ProblemResolved,
+            "{}",
+            d.summary
+        );
+    }
+
+    #[test]
     fn fewer_pods_than_the_workload_wants_is_not_healthy_again() {
         // Half the replicas refused at creation (a full quota, a webhook): the two that exist
         // run fine, and no pod fails.

@@ -2,6 +2,7 @@
 //! regression, healthy again, an HPA at its maximum, a PDB that blocks evictions, scaled to zero.
 
 use super::*;
+use crate::cluster::observed;
 
 pub(super) fn service_unreachable(f: &Facts) -> Option<Diagnosis> {
     if f.kind() != "Service" {
@@ -266,16 +267,23 @@ pub(super) fn replaced(f: &Facts, p: &PodFacts) -> bool {
 /// Healthy again: nothing to do.
 pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     let recent = |age: Option<Duration>| age.is_some_and(|a| a < Duration::minutes(10));
-    let recently_failed = f.pods.iter().any(|p| recent(p.last_exit_age));
-    let recent_warnings = f
-        .pods
+    // Pods being deleted are leaving (a rollout replaces them): what they went through is the
+    // old revision's story, not the workload's now. A pod terminating for longer than any
+    // grace period is stuck, and stays.
+    let leaving = |p: &&PodFacts| {
+        p.deleting_for
+            .is_some_and(|d| d <= Duration::seconds(observed::TERMINATING_ALLOWANCE))
+    };
+    let pods: Vec<&PodFacts> = f.pods.iter().filter(|p| !leaving(p)).collect();
+    let recently_failed = pods.iter().any(|p| recent(p.last_exit_age));
+    let recent_warnings = pods
         .iter()
         .any(|p| p.warnings.iter().any(|w| recent(w.age)));
     // Pods that ended (evicted, shut down with their node) and that their controller replaced
     // are no replicas: their objects stay until the pod garbage collector's threshold, and
     // alerts that count pods by phase keep firing on them.
     let (ended, live): (Vec<&PodFacts>, Vec<&PodFacts>) =
-        f.pods.iter().partition(|p| replaced(f, p));
+        pods.into_iter().partition(|p| replaced(f, p));
     // Pods ending again and again (each replacement evicted in turn) are the problem itself:
     // only endings older than the events' lifetime, with nothing recorded since, are settled.
     let ended_lately = ended.iter().any(|p| {
