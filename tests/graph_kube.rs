@@ -2630,3 +2630,89 @@ async fn snapshot_a_refusing_webhook_outranks_the_backend_its_error_names() {
         "ValidatingWebhookConfiguration pod-policy (webhook pods.policy.example.com)"
     );
 }
+
+/// The api's pods wait on a node-local broker they name in their readiness failures; nothing
+/// but the name connects them (no Service), and the broker was scaled to zero.
+const NAMED_WITHOUT_A_SERVICE: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: telemetry-api, namespace: edge, creationTimestamp: "2026-11-21T10:00:00Z"}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: telemetry-api}}
+  template:
+    metadata: {labels: {app: telemetry-api}}
+    spec: {containers: [{name: api, image: "edge/api:1.8"}]}
+status: {replicas: 2, readyReplicas: 0}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: telemetry-api-6d5f8-x2k4p
+  namespace: edge
+  labels: {app: telemetry-api}
+  creationTimestamp: "2026-11-21T10:00:00Z"
+spec: {containers: [{name: api, image: "edge/api:1.8"}]}
+status:
+  phase: Running
+  startTime: "2026-11-21T10:00:00Z"
+  conditions: [{type: Ready, status: "False", lastTransitionTime: "2026-11-21T11:58:10Z"}]
+  containerStatuses: [{name: api, ready: false, restartCount: 0, state: {running: {}}}]
+---
+apiVersion: v1
+kind: Event
+metadata: {name: telemetry-api-6d5f8-x2k4p.1, namespace: edge}
+involvedObject: {kind: Pod, name: telemetry-api-6d5f8-x2k4p, namespace: edge}
+type: Warning
+reason: Unhealthy
+message: 'Readiness probe failed: ERROR upstream telemetry-broker unavailable: no live endpoint'
+lastTimestamp: "2026-11-21T11:59:30Z"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: telemetry-broker, namespace: edge, creationTimestamp: "2026-11-21T10:00:00Z"}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: telemetry-broker}}
+  template:
+    metadata: {labels: {app: telemetry-broker}}
+    spec: {containers: [{name: broker, image: "edge/broker:2.0"}]}
+status: {}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: telemetry-broker.1, namespace: edge}
+involvedObject: {kind: Deployment, name: telemetry-broker, namespace: edge}
+type: Normal
+reason: ScalingReplicaSet
+message: Scaled down replica set telemetry-broker-7bb897fc98 to 0
+lastTimestamp: "2026-11-21T11:58:00Z"
+"#;
+
+#[tokio::test]
+async fn snapshot_a_workload_the_failures_name_without_a_service_is_followed() {
+    let snap =
+        SnapshotCluster::from_yaml(NAMED_WITHOUT_A_SERVICE).unwrap_or_else(|e| panic!("{e}"));
+    let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+    let target = Target::new("Deployment", "telemetry-api", Some("edge".into()));
+    let n = graph::build(Arc::new(snap), &target, now)
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let c = n.culprit().unwrap_or_else(|| panic!("{}", n.compact(8)));
+    assert_eq!(c.object, "Deployment edge/telemetry-broker");
+    assert_eq!(c.unhealthy.as_deref(), Some("is scaled to 0 replicas"));
+    let changed = c
+        .changed
+        .as_ref()
+        .map(|ch| ch.what.clone())
+        .unwrap_or_default();
+    assert!(
+        changed.contains("Scaled down replica set telemetry-broker-7bb897fc98 to 0"),
+        "{changed}"
+    );
+    assert!(
+        c.relation.contains("upstream telemetry-broker unavailable"),
+        "{}",
+        c.relation
+    );
+}

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DepKind {
-    /// A host or Service named by the failing containers' logs or events, and what serves it.
+    /// A host, Service or workload named by the failing containers' logs or events, and what
+    /// serves it.
     Host,
     /// Cluster DNS.
     Dns,

@@ -1,7 +1,7 @@
 //! The hosts and Services the failing containers' logs and events name (`ledger-db:5432`,
 //! `http://payments.shop.svc:8080`, `lookup rabbitmq on 10.0.0.10:53`), matched against the
-//! Services of the cluster, with their endpoints and the workloads behind them; and cluster DNS
-//! when the failures are name lookups.
+//! Services of the cluster, with their endpoints and the workloads behind them; the workloads
+//! they name without a Service; and cluster DNS when the failures are name lookups.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -339,8 +339,68 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
         }
         out.push(d);
     }
+    out.extend(named_workloads(ctx, &out).await?);
     if lookup_failed(&ctx.failure_text) {
         out.extend(dns(ctx).await?);
+    }
+    Ok(out)
+}
+
+/// The namespace's Deployments and StatefulSets the failures name without a Service in between
+/// ("upstream telemetry-broker unavailable": a node-local agent, a socket or a file they share),
+/// with what they show: scaled to zero, replicas not ready, what changed. A workload already
+/// followed behind a named Service is not followed twice.
+async fn named_workloads(ctx: &Ctx, followed: &[Dependency]) -> Read<Vec<Dependency>> {
+    let mut out = Vec::new();
+    let Some(ns) = ctx.ns.as_deref() else {
+        return Ok(out);
+    };
+    if ctx.failure_text.is_empty() {
+        return Ok(out);
+    }
+    let lower = ctx.failure_text.to_ascii_lowercase();
+    let own = ctx.target.name.to_ascii_lowercase();
+    for kind in ["Deployment", "StatefulSet"] {
+        for w in ctx.list_or_empty(kind, Some(ns)).await? {
+            let name = obj::name(&w).to_ascii_lowercase();
+            let covered = followed.iter().any(|d| {
+                d.object == format!("Service {ns}/{name}")
+                    || d.evidence
+                        .iter()
+                        .any(|e| e.contains(&format!("{kind} {name}")))
+                    || d.unhealthy
+                        .as_deref()
+                        .is_some_and(|u| u.contains(&format!("{kind} {name}")))
+            });
+            if name.len() < 3 || name == own || covered || !mentions(&lower, &name) {
+                continue;
+            }
+            let line = ctx.line_with(&name).unwrap_or_default();
+            let relation = format!(
+                "named in the failures of {}{}",
+                ctx.target.name,
+                if line.is_empty() {
+                    String::new()
+                } else {
+                    format!(": \"{line}\"")
+                }
+            );
+            let (unhealthy, change, evidence) = workload_state(ctx, &w).await?;
+            let mut d = Dependency::new(
+                DepKind::Host,
+                format!("{kind} {ns}/{}", obj::name(&w)),
+                relation,
+            );
+            if let Some(u) = unhealthy {
+                // "Deployment x is scaled to 0 replicas" about Deployment x: the object is said.
+                let prefix = format!("{kind} {} ", obj::name(&w));
+                let u = u.strip_prefix(&prefix).map(str::to_owned).unwrap_or(u);
+                d = d.unhealthy(u, None);
+            }
+            d.changed = change;
+            d.evidence.extend(evidence);
+            out.push(d);
+        }
     }
     Ok(out)
 }
