@@ -215,18 +215,7 @@ fn deadline_exceeded(o: &Value) -> Option<String> {
     if observed < generation {
         return None;
     }
-    obj::array(o, &["status", "conditions"])
-        .iter()
-        .find(|c| {
-            str_at(c, &["type"]) == Some("Progressing")
-                && str_at(c, &["status"]) == Some("False")
-                && str_at(c, &["reason"]) == Some("ProgressDeadlineExceeded")
-        })
-        .map(|c| {
-            str_at(c, &["message"])
-                .unwrap_or("ProgressDeadlineExceeded")
-                .to_owned()
-        })
+    observed::progress_deadline_exceeded(o)
 }
 
 /// The pods of the workload's current revision, when every one of them fails: `pod NAME:

@@ -11,7 +11,8 @@ use super::{check, fails, holds, number, text};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{
-    Event, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, ago, created, last_written, time,
+    Event, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, ago, created, last_written,
+    progress_deadline_exceeded, time,
 };
 use crate::domain::Obligation;
 
@@ -116,23 +117,6 @@ fn onset(pod: &Pod, events: &[Event]) -> Option<DateTime<Utc>> {
         (Some(w), Some(c)) => Some(w.max(c)),
         (w, c) => w.or(c),
     }
-}
-
-/// The Deployment controller's word that a rollout is stuck: its Progressing condition False
-/// for ProgressDeadlineExceeded, with its message.
-pub(super) fn progress_deadline_exceeded(w: &Value) -> Option<String> {
-    array(w, &["status", "conditions"])
-        .iter()
-        .find(|c| {
-            str_at(c, &["type"]) == Some("Progressing")
-                && str_at(c, &["status"]) == Some("False")
-                && str_at(c, &["reason"]) == Some("ProgressDeadlineExceeded")
-        })
-        .map(|c| {
-            str_at(c, &["message"])
-                .unwrap_or("progress deadline exceeded")
-                .to_owned()
-        })
 }
 
 /// Why a workload's rollout is not finished, if it is not.

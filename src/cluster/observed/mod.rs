@@ -62,3 +62,20 @@ pub fn image_digest(image_id: &str) -> Option<String> {
         .filter(|d| d.contains(':'))
         .map(str::to_owned)
 }
+
+/// The Deployment controller's word that a rollout is stuck: its Progressing condition False
+/// for ProgressDeadlineExceeded, with its message.
+pub fn progress_deadline_exceeded(w: &Value) -> Option<String> {
+    array(w, &["status", "conditions"])
+        .iter()
+        .find(|c| {
+            str_at(c, &["type"]) == Some("Progressing")
+                && str_at(c, &["status"]) == Some("False")
+                && str_at(c, &["reason"]) == Some("ProgressDeadlineExceeded")
+        })
+        .map(|c| {
+            str_at(c, &["message"])
+                .unwrap_or("progress deadline exceeded")
+                .to_owned()
+        })
+}

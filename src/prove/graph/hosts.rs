@@ -199,6 +199,16 @@ fn mentions(text: &str, word: &str) -> bool {
     })
 }
 
+/// "named in the failures of TARGET", with the first line that names `word`.
+fn named_in_failures(ctx: &Ctx, word: &str) -> String {
+    match ctx.line_with(word) {
+        Some(line) if !line.is_empty() => {
+            format!("named in the failures of {}: \"{line}\"", ctx.target.name)
+        }
+        _ => format!("named in the failures of {}", ctx.target.name),
+    }
+}
+
 /// Follow the hosts the failures name.
 pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
     let mut out = Vec::new();
@@ -231,16 +241,7 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
         if svc == own_name || !seen.insert((svc.clone(), ns.clone())) {
             continue;
         }
-        let line = ctx.line_with(&host).unwrap_or_default();
-        let relation = format!(
-            "named in the failures of {}{}",
-            ctx.target.name,
-            if line.is_empty() {
-                String::new()
-            } else {
-                format!(": \"{line}\"")
-            }
-        );
+        let relation = named_in_failures(ctx, &host);
         let Some(s) = ctx.get("Service", Some(&ns), &svc).await? else {
             // A name that is no Service here: an external host, or one that is gone. Only a
             // dotted service form (or a host:port) is worth saying so.
@@ -375,16 +376,7 @@ async fn named_workloads(ctx: &Ctx, followed: &[Dependency]) -> Read<Vec<Depende
             if name.len() < 3 || name == own || covered || !mentions(&lower, &name) {
                 continue;
             }
-            let line = ctx.line_with(&name).unwrap_or_default();
-            let relation = format!(
-                "named in the failures of {}{}",
-                ctx.target.name,
-                if line.is_empty() {
-                    String::new()
-                } else {
-                    format!(": \"{line}\"")
-                }
-            );
+            let relation = named_in_failures(ctx, &name);
             let (unhealthy, change, evidence) = workload_state(ctx, &w).await?;
             let mut d = Dependency::new(
                 DepKind::Host,

@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 
 use super::facts::{Blocker, Facts, PodFacts, PreviousHealth, SERVED_MIN_SECONDS};
 use super::quantity;
+use crate::cluster::observed;
 use crate::domain::{InvestigationOutcome, Proposal, Target};
 
 use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
@@ -306,17 +307,6 @@ fn listed<S: AsRef<str>>(names: &[S]) -> String {
         all.join(", ")
     } else {
         format!("{} and {} more", all[..4].join(", "), all.len() - 4)
-    }
-}
-
-/// `3h 20m`, `12m`, `45s`.
-fn human_duration(d: Duration) -> String {
-    let secs = d.num_seconds().max(0);
-    match secs {
-        s if s >= 86_400 => format!("{}d {}h", s / 86_400, (s % 86_400) / 3600),
-        s if s >= 3600 => format!("{}h {}m", s / 3600, (s % 3600) / 60),
-        s if s >= 60 => format!("{}m", s / 60),
-        s => format!("{s}s"),
     }
 }
 

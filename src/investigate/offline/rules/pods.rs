@@ -359,7 +359,7 @@ pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
     }
     let since = p
         .first_probe_kill_age
-        .map(|a| format!(" {} ago", human_duration(a)))
+        .map(|a| format!(" {} ago", observed::ago(a)))
         .unwrap_or_default();
     let mut d = Diagnosis::new(
         "StateKeptAcrossRestarts",

@@ -110,13 +110,13 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
                 "previous revision {} ({}) has no pods left; it served {} before revision {} appeared, and nothing records a failure of it",
                 previous.number,
                 previous.images,
-                served.map_or("for an unknown time".into(), |s| format!("for {}", human_duration(s))),
+                served.map_or("for an unknown time".into(), |s| format!("for {}", observed::ago(s))),
                 current.number
             ));
             if let Some(o) = onset {
                 d.factors.push(format!(
                     "the failures began {} after revision {} appeared",
-                    human_duration(*o),
+                    observed::ago(*o),
                     current.number
                 ));
             }
@@ -130,7 +130,7 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
                     "revision {} ({}) of {target_text} was replaced {} after it appeared, so nothing shows it was healthy; a human must choose the revision to return to (the failing one is revision {}, {})",
                     previous.number,
                     previous.images,
-                    served.map_or("an unknown time".into(), human_duration),
+                    served.map_or("an unknown time".into(), observed::ago),
                     current.number,
                     current.images
                 ));
