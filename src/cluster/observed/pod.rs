@@ -3,7 +3,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
-use super::{ago, created, image_digest, time};
+use super::{Event, ago, created, image_digest, time};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 
 /// What kind of failure a pod shows.
@@ -23,6 +23,10 @@ pub enum FailureKind {
     /// Deletion was asked longer than [`TERMINATING_ALLOWANCE`] ago and the pod is still there
     /// (a finalizer, a node that does not answer).
     StuckTerminating,
+    /// Still starting, and whoever tried to start it (the kubelet, the attach-detach
+    /// controller) warned about it: `FailedMount`, `FailedAttachVolume`, a sandbox that cannot
+    /// be made. It says the pod cannot start before any allowance runs out.
+    Warned,
     /// Running, but not ready (a readiness probe that does not pass): the pod runs, it does
     /// not serve. Proofs that ask whether a pod can run at all leave this kind out
     /// ([`Pod::broken`]).
@@ -273,6 +277,32 @@ impl Pod {
                 )
             })
         })
+    }
+
+    /// [`Pod::failure`], or, for a pod still starting (Pending, not being deleted), a Warning
+    /// among `events` about it since it was created.
+    pub fn failure_with(&self, events: &[Event]) -> Option<Failure> {
+        if let Some(f) = self.failure() {
+            return Some(f);
+        }
+        if self.phase != "Pending" || self.deleting {
+            return None;
+        }
+        events
+            .iter()
+            .filter(|e| e.warning && e.kind == "Pod" && e.name == self.name)
+            .filter(|e| match (e.last, self.created) {
+                (Some(t), Some(c)) => t >= c,
+                _ => true,
+            })
+            .max_by_key(|e| e.last)
+            .map(|e| {
+                let msg: String = e.message.chars().take(160).collect();
+                Failure::new(
+                    FailureKind::Warned,
+                    format!("starting, but {}: {msg}", e.reason),
+                )
+            })
     }
 
     /// A failure that keeps the pod from running at all: [`Pod::failure`] without

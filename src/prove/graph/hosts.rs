@@ -1,7 +1,7 @@
 //! The hosts and Services the failing containers' logs and events name (`ledger-db:5432`,
 //! `http://payments.shop.svc:8080`, `lookup rabbitmq on 10.0.0.10:53`), matched against the
-//! Services of the cluster, with their endpoints and the workloads behind them; the workloads
-//! they name without a Service; and cluster DNS when the failures are name lookups.
+//! Services of the cluster, with their endpoints and the workloads behind them (or the workload a
+//! bare name is, when no Service has it); and cluster DNS when the failures are name lookups.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -199,6 +199,33 @@ fn mentions(text: &str, word: &str) -> bool {
     })
 }
 
+/// The Deployment or StatefulSet `name` in `ns`, named by the failures without a Service in
+/// between, with what it shows: scaled to zero, replicas not ready, what changed.
+async fn named_workload(
+    ctx: &Ctx,
+    ns: &str,
+    name: &str,
+    relation: &str,
+) -> Read<Option<Dependency>> {
+    for kind in ["Deployment", "StatefulSet"] {
+        let Some(w) = ctx.get(kind, Some(ns), name).await? else {
+            continue;
+        };
+        let (unhealthy, change, evidence) = workload_state(ctx, &w).await?;
+        let mut d = Dependency::new(DepKind::Host, format!("{kind} {ns}/{name}"), relation);
+        if let Some(u) = unhealthy {
+            // "Deployment x is scaled to 0 replicas" about Deployment x: the object is said.
+            let prefix = format!("{kind} {name} ");
+            let u = u.strip_prefix(&prefix).map(str::to_owned).unwrap_or(u);
+            d = d.unhealthy(u, None);
+        }
+        d.changed = change;
+        d.evidence.extend(evidence);
+        return Ok(Some(d));
+    }
+    Ok(None)
+}
+
 /// "named in the failures of TARGET", with the first line that names `word`.
 fn named_in_failures(ctx: &Ctx, word: &str) -> String {
     match ctx.line_with(word) {
@@ -243,6 +270,15 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
         }
         let relation = named_in_failures(ctx, &host);
         let Some(s) = ctx.get("Service", Some(&ns), &svc).await? else {
+            // A bare name that is no Service ("upstream telemetry-broker unavailable") may be a
+            // workload reached without one: a node-local agent, a shared socket or file.
+            if port.is_none()
+                && !host.contains('.')
+                && let Some(d) = named_workload(ctx, &ns, &svc, &relation).await?
+            {
+                out.push(d);
+                continue;
+            }
             // A name that is no Service here: an external host, or one that is gone. Only a
             // dotted service form (or a host:port) is worth saying so.
             if port.is_some() || host.contains('.') {
@@ -340,59 +376,8 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
         }
         out.push(d);
     }
-    out.extend(named_workloads(ctx, &out).await?);
     if lookup_failed(&ctx.failure_text) {
         out.extend(dns(ctx).await?);
-    }
-    Ok(out)
-}
-
-/// The namespace's Deployments and StatefulSets the failures name without a Service in between
-/// ("upstream telemetry-broker unavailable": a node-local agent, a socket or a file they share),
-/// with what they show: scaled to zero, replicas not ready, what changed. A workload already
-/// followed behind a named Service is not followed twice.
-async fn named_workloads(ctx: &Ctx, followed: &[Dependency]) -> Read<Vec<Dependency>> {
-    let mut out = Vec::new();
-    let Some(ns) = ctx.ns.as_deref() else {
-        return Ok(out);
-    };
-    if ctx.failure_text.is_empty() {
-        return Ok(out);
-    }
-    let lower = ctx.failure_text.to_ascii_lowercase();
-    let own = ctx.target.name.to_ascii_lowercase();
-    for kind in ["Deployment", "StatefulSet"] {
-        for w in ctx.list_or_empty(kind, Some(ns)).await? {
-            let name = obj::name(&w).to_ascii_lowercase();
-            let covered = followed.iter().any(|d| {
-                d.object == format!("Service {ns}/{name}")
-                    || d.evidence
-                        .iter()
-                        .any(|e| e.contains(&format!("{kind} {name}")))
-                    || d.unhealthy
-                        .as_deref()
-                        .is_some_and(|u| u.contains(&format!("{kind} {name}")))
-            });
-            if name.len() < 3 || name == own || covered || !mentions(&lower, &name) {
-                continue;
-            }
-            let relation = named_in_failures(ctx, &name);
-            let (unhealthy, change, evidence) = workload_state(ctx, &w).await?;
-            let mut d = Dependency::new(
-                DepKind::Host,
-                format!("{kind} {ns}/{}", obj::name(&w)),
-                relation,
-            );
-            if let Some(u) = unhealthy {
-                // "Deployment x is scaled to 0 replicas" about Deployment x: the object is said.
-                let prefix = format!("{kind} {} ", obj::name(&w));
-                let u = u.strip_prefix(&prefix).map(str::to_owned).unwrap_or(u);
-                d = d.unhealthy(u, None);
-            }
-            d.changed = change;
-            d.evidence.extend(evidence);
-            out.push(d);
-        }
     }
     Ok(out)
 }

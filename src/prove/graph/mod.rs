@@ -228,9 +228,13 @@ pub async fn build(
         .filter(|e| own(e) && str_at(e, &["type"]) == Some("Warning"))
         .cloned()
         .collect();
+    // What is wrong with each pod, the warnings about it counted (a pod seconds into
+    // ContainerCreating with a FailedAttachVolume is failing to start).
+    let warnings: Vec<observed::Event> = events.iter().map(observed::Event::parse).collect();
+    let failure_of = |p: &Value| observed::Pod::at(p, now).failure_with(&warnings);
     let failing: Vec<String> = pods
         .iter()
-        .filter(|p| pod_failure(p, now).is_some())
+        .filter(|p| failure_of(p).is_some())
         .map(|p| obj::name(p).to_owned())
         .collect();
     // The failures' own words: the failing containers' last log lines, and the warnings.
@@ -285,10 +289,7 @@ pub async fn build(
     let onset = onset(&pods, &events, &failing);
     let failures: Vec<(String, observed::Failure)> = pods
         .iter()
-        .filter_map(|p| {
-            let f = observed::Pod::at(p, now).failure()?;
-            Some((obj::name(p).to_owned(), f))
-        })
+        .filter_map(|p| Some((obj::name(p).to_owned(), failure_of(p)?)))
         .collect();
     let symptoms: Vec<String> = failures
         .iter()
