@@ -6,8 +6,10 @@ use serde_json::Value;
 
 use super::scene::{Read, Scene, hhmm};
 use super::{check, fails};
-use crate::cluster::obj::{self, array, i64_at, str_at};
+use crate::cluster::ListQuery;
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{Event, Pod};
+use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 
 /// Event reasons that mean a pod could not be made, placed, started or kept.
@@ -637,12 +639,37 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     ));
     // Failures recorded since the alert began, about the target, its ReplicaSets or its pods.
     let name = scene.target.name.as_str();
-    // Not about a pod that ended or is leaving: what it went through is not the target's now.
+    // A Deployment's earlier revisions, scaled to zero: what their pods went through is what
+    // the rollout replaced (a fix forward), not the target's now — the current pods are judged
+    // above, and the desired state (every replica updated and available) as well.
+    let old_revisions: Vec<String> = if obj::kind(&o) == "Deployment" {
+        match at(&o, &["spec", "selector"]).and_then(Selector::from_object) {
+            Some(sel) => scene
+                .list("ReplicaSet", scene.ns(), &ListQuery::labels(sel.to_query()))
+                .await?
+                .iter()
+                .filter(|rs| {
+                    i64_at(rs, &["spec", "replicas"]) == Some(0)
+                        && obj::annotation(rs, "deployment.kubernetes.io/revision")
+                            != obj::annotation(&o, "deployment.kubernetes.io/revision")
+                })
+                .map(|rs| format!("{}-", obj::name(rs)))
+                .collect(),
+            None => vec![],
+        }
+    } else {
+        vec![]
+    };
+    // Not about a pod that ended or is leaving, nor one of a replaced revision.
     let ours = |e: &Event| {
         (e.name == name
             || e.name.starts_with(&format!("{name}-"))
             || pods.iter().any(|p| p.name == e.name))
             && !ended.iter().any(|p| p.name == e.name)
+            && !(e.kind == "Pod"
+                && old_revisions
+                    .iter()
+                    .any(|rs| e.name.starts_with(rs.as_str())))
     };
     let recent: Vec<&Event> = events
         .iter()
