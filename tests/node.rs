@@ -760,11 +760,18 @@ async fn kubemedic_installed_by_the_chart_heals_a_bad_rollout_in_its_own_cluster
     else {
         return;
     };
+    // The image carries a release build of this source, as the Dockerfile's does (scripts/test
+    // makes it).
+    let Some(release) = common::component(
+        "KUBEMEDIC_TEST_RELEASE_BIN",
+        "the release build of kubemedic (scripts/test builds it; KUBEMEDIC_TEST_RELEASE=1 with a subset)",
+    ) else {
+        return;
+    };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // The image, from the binary this build made.
     run(Command::new("bash")
         .arg(root.join("scripts/kube-tier/kubemedic-image.sh"))
-        .arg(BIN)
+        .arg(&release)
         .arg(&tier.containerd));
     // The chart's volume: a local PersistentVolume on the node (no provisioner here).
     let volume = tier.state.join(format!(

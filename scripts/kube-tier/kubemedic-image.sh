@@ -9,9 +9,9 @@
 # and an operator rely on — the same user (65532:65532), paths (/usr/local/bin/kubemedic,
 # /var/lib/kubemedic as the working and data directory, /usr/share/doc/kubemedic), environment,
 # entrypoint and command, and nothing writable outside the volumes the chart mounts — but
-# carries the binary the test build made (glibc, debug profile: a release build would add a
-# second full compile to CI's budget) with the shared libraries it links, and Debian's CA
-# certificates. docs/real-node.md lists the differences.
+# carries a release build linked against Debian's glibc (scripts/test makes it: cargo build
+# --release) with the shared libraries it links, and Debian's CA certificates.
+# docs/real-node.md lists the differences.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,7 +22,7 @@ ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 [[ $# -eq 2 ]] || die "usage: $0 BINARY CONTAINERD_SOCKET"
 BINARY="$1"
 SOCK="$2"
-[[ -x "$BINARY" ]] || die "$BINARY is not an executable (build it: cargo build --bin kubemedic)"
+[[ -x "$BINARY" ]] || die "$BINARY is not an executable (build it: cargo build --release --bin kubemedic)"
 ensure_apt_packages umoci ca-certificates
 
 work=$(mktemp -d)

@@ -11,7 +11,7 @@ use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{Event, Node, Pod};
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;
-use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, MemoReader};
+use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, MemoReader};
 use crate::domain::{SignalContext, Target};
 
 pub(super) type Read<T> = Result<T, ClusterError>;
@@ -115,6 +115,20 @@ impl Scene {
             )
             .await?;
         Ok(pods.iter().map(|p| Pod::at(p, self.now)).collect())
+    }
+
+    /// The log of container `container`'s previous instance (its last 50 lines): what the
+    /// start before this one ended on. `None` when it cannot be read — a log is evidence a
+    /// proof may use, never one it depends on being readable.
+    pub async fn previous_log(&self, pod: &str, container: &str) -> Option<String> {
+        let ns = self.ns()?;
+        let query = LogQuery {
+            container: Some(container.to_owned()),
+            previous: true,
+            tail_lines: Some(50),
+            since_seconds: None,
+        };
+        self.r.logs(ns, pod, &query).await.ok()
     }
 
     /// Events of a namespace (the target's unless named).

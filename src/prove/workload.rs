@@ -11,7 +11,7 @@ use super::{check, fails, holds, number, text};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{
-    Event, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, ago, created, last_written,
+    Event, KeptState, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, ago, created, last_written,
     progress_deadline_exceeded, time,
 };
 use crate::domain::Obligation;
@@ -825,19 +825,10 @@ async fn no_broken_dependency(scene: &Scene, id: &str, action: &str) -> Read<Obl
     })
 }
 
-/// How soon after starting a pod's Ready condition may turn False and still count as its
-/// start-up (the kubelet sets it False as the pod starts).
-const NEVER_READY_WITHIN: i64 = 120;
-
-/// Whether the pod has not been ready since it started: its Ready condition last changed
-/// within its start-up. `None`: the times are not recorded.
+/// Whether the pod has not been ready since it started ([`Pod::was_ready`]). `None`: the
+/// times are not recorded.
 fn never_ready(p: &Pod) -> Option<bool> {
-    let cond = array(&p.raw, &["status", "conditions"])
-        .iter()
-        .find(|c| str_at(c, &["type"]) == Some("Ready"))?;
-    let changed = time(cond, &["lastTransitionTime"])?;
-    let started = time(&p.raw, &["status", "startTime"])?;
-    Some(changed - started < Duration::seconds(NEVER_READY_WITHIN))
+    p.was_ready().map(|r| !r)
 }
 
 fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
@@ -1191,11 +1182,16 @@ pub(super) async fn delete_pod(
     // The only replica, not ready: no sibling shows the template runs, so the pod's own history
     // must show that what fails is state it keeps, which a new pod starts without.
     let only = siblings.is_empty() && i64_at(&w, &["spec", "replicas"]) == Some(1);
-    let kept_state = if only && !pod.ready {
-        state_kept_across_restarts(pod, &events)
+    let kept = if only && !pod.ready {
+        let log = match pod.containers.iter().max_by_key(|c| c.restarts) {
+            Some(c) if c.restarts > 0 => scene.previous_log(&pod.name, &c.name).await,
+            _ => None,
+        };
+        state_kept_across_restarts(pod, &events, log.as_deref())
     } else {
         None
     };
+    let kept_state = kept.as_ref().map(|k| k.evidence.clone());
     match &kept_state {
         Some(_) => out.push(holds(
             "delete.siblings-ready",
@@ -1224,8 +1220,13 @@ pub(super) async fn delete_pod(
     };
     let failing_for = since.map(|s| scene.now - s);
     // A container that has already restarted again and again is past its start-up, however
-    // recently its Ready condition moved.
+    // recently its Ready condition moved; so is one the kubelet backs off from restarting after
+    // its starts failed twice (a start that fails is not a start that takes long).
     let restarts = pod.containers.iter().map(|c| c.restarts).max().unwrap_or(0);
+    let backing_off = pod
+        .containers
+        .iter()
+        .any(|c| c.restarts >= 2 && c.waiting.as_deref() == Some("CrashLoopBackOff"));
     let failing_id = "delete.failed-past-startup";
     let failing_statement = "The pod has failed for longer than its start-up allows";
     if pod.deleting {
@@ -1242,7 +1243,7 @@ pub(super) async fn delete_pod(
             )],
         ));
     } else {
-        let ok = failing_for.is_some_and(|d| d > allowance || restarts >= 3);
+        let ok = failing_for.is_some_and(|d| d > allowance || restarts >= 3 || backing_off);
         out.push(check(
             failing_id,
             failing_statement,
@@ -1313,22 +1314,33 @@ pub(super) async fn delete_pod(
             "delete.failure-not-in-the-template",
             "Its failure does not come with the template its replacement is made from",
             vec![format!(
-                "pod {pod_name} is the only replica: no sibling shows its template runs, and nothing shows its failure is state of its own (a kill it never recovered from, kept in an emptyDir)"
+                "pod {pod_name} is the only replica: no sibling shows its template runs, and nothing shows its failure is state of its own (an error naming a path in its emptyDir, a kill it never recovered from)"
             )],
         ),
         (None, false) => failure_not_in_the_template(pod, &siblings),
     });
-    out.push(config_unchanged_since_siblings(scene, pod, &siblings).await?);
+    let named = kept.and_then(|k| k.named);
+    out.push(config_unchanged_since_siblings(scene, pod, &siblings, named.as_ref()).await?);
     out.push(super::node::delete_not_at_fault(scene, pod).await?);
     Ok(out)
 }
 
 /// Evidence that a pod fails on state it keeps across container restarts, which a new pod
-/// starts without: it ran ready, the kubelet killed a container (a failed liveness or
-/// startup probe) and every start since has failed, and the pod has an emptyDir — which container
-/// restarts keep, with whatever the killed process left there (a lock, pid or socket file, a
-/// half-written cache). `None` when any of it is missing.
-fn state_kept_across_restarts(pod: &Pod, events: &[Event]) -> Option<Vec<String>> {
+/// starts without.
+struct Kept {
+    evidence: Vec<String>,
+    /// The path in an emptyDir that the error of its last start names, when that is the
+    /// evidence.
+    named: Option<KeptState>,
+}
+
+/// The pod ran ready, and every start of a container since has ended on an error of its own
+/// (not a kill signal), and the pod has an emptyDir — which container restarts keep, with
+/// whatever an earlier process left there (a lock, pid or socket file, a half-written cache).
+/// Then either the error the last start ended on names a path in that emptyDir (`log`, the
+/// previous instance's), or the kubelet killed the container for a failed probe and the starts
+/// since fail on their own. `None` when any of it is missing.
+fn state_kept_across_restarts(pod: &Pod, events: &[Event], log: Option<&str>) -> Option<Kept> {
     let empty_dirs: Vec<&str> = array(&pod.raw, &["spec", "volumes"])
         .iter()
         .filter(|v| at(v, &["emptyDir"]).is_some())
@@ -1336,6 +1348,33 @@ fn state_kept_across_restarts(pod: &Pod, events: &[Event]) -> Option<Vec<String>
         .collect();
     if empty_dirs.is_empty() || never_ready(pod) != Some(false) {
         return None;
+    }
+    let (c, restarts) = pod
+        .containers
+        .iter()
+        .map(|c| (c, c.restarts))
+        .max_by_key(|(_, r)| *r)?;
+    let (_, code, _) = c
+        .terminated
+        .as_ref()
+        .filter(|(r, code, _)| r == "Error" && !matches!(*code, 0 | 137 | 143))?;
+    // What its last start ended on names the state.
+    if restarts >= 2
+        && let Some(k) = log.and_then(|l| pod.kept_state_named(&c.name, l))
+    {
+        return Some(Kept {
+            evidence: vec![
+                format!(
+                    "pod {} ran ready, and container {} has restarted {restarts} times since, its last start ending on an error of its own (exit {code})",
+                    pod.name, c.name
+                ),
+                format!(
+                    "that error names {} in emptyDir volume {}, which container restarts keep and a new pod starts without: {}",
+                    k.path, k.volume, k.line
+                ),
+            ],
+            named: Some(k),
+        });
     }
     let kills: Vec<&Event> = events
         .iter()
@@ -1345,44 +1384,42 @@ fn state_kept_across_restarts(pod: &Pod, events: &[Event]) -> Option<Vec<String>
             m.contains("failed liveness probe") || m.contains("failed startup probe")
         })
         .collect();
-    let killed = kills.iter().filter_map(|e| e.first.or(e.last)).min();
+    let killed = kills.iter().filter_map(|e| e.first.or(e.last)).min()?;
     let times_killed: i64 = kills.iter().map(|e| e.count.max(1)).sum();
-    let (c, restarts) = pod
-        .containers
-        .iter()
-        .map(|c| (c, c.restarts))
-        .max_by_key(|(_, r)| *r)?;
     // The later starts end on their own (an error exit, not a kill signal): the probe killed
     // it, not every time since.
-    let failing_starts = restarts >= 3
-        && times_killed < restarts
-        && matches!(&c.terminated, Some((r, code, _)) if r == "Error" && !matches!(*code, 0 | 137 | 143));
-    let kill = format!(
-        "the kubelet killed it at {} (a failed probe)",
-        hhmm(killed?)
-    );
-    if !failing_starts {
+    if restarts < 3 || times_killed >= restarts {
         return None;
     }
-    Some(vec![
-        format!(
-            "pod {} ran ready, {kill}, and every start of container {} since has failed ({restarts} restarts, last exit Error)",
-            pod.name, c.name
-        ),
-        format!(
-            "it keeps emptyDir volume(s) {} across container restarts, with what the killed process left there; a new pod starts with empty ones",
-            empty_dirs.join(", ")
-        ),
-    ])
+    Some(Kept {
+        evidence: vec![
+            format!(
+                "pod {} ran ready, the kubelet killed it at {} (a failed probe), and every start of container {} since has failed ({restarts} restarts, last exit Error)",
+                pod.name,
+                hhmm(killed),
+                c.name
+            ),
+            format!(
+                "it keeps emptyDir volume(s) {} across container restarts, with what the killed process left there; a new pod starts with empty ones",
+                empty_dirs.join(", ")
+            ),
+        ],
+        named: None,
+    })
 }
 
 /// A replacement reads the ConfigMaps its template names as they are now. When one of them
 /// changed after the ready siblings started and before the failing pod did, the siblings run
 /// the old configuration and the pod the new one: the replacement fails like the pod.
+///
+/// The only pod whose failing starts name state of its own ([`KeptState`]) is the exception:
+/// its restarting containers read the changed configuration too, and what they fail on is the
+/// state a new pod starts without.
 async fn config_unchanged_since_siblings(
     scene: &Scene,
     pod: &Pod,
     siblings: &[&Pod],
+    kept: Option<&KeptState>,
 ) -> Read<Obligation> {
     let id = "delete.config-unchanged-since-siblings";
     let statement = "No configuration its replacement reads changed between its ready siblings' start and its own";
@@ -1430,8 +1467,8 @@ async fn config_unchanged_since_siblings(
             _ => read.push(name),
         }
     }
-    Ok(if changed.is_empty() {
-        holds(
+    Ok(match kept {
+        _ if changed.is_empty() => holds(
             id,
             statement,
             vec![if read.is_empty() {
@@ -1439,9 +1476,15 @@ async fn config_unchanged_since_siblings(
             } else {
                 format!("unchanged since its siblings started: {}", read.join(", "))
             }],
-        )
-    } else {
-        fails(id, statement, changed)
+        ),
+        Some(k) if siblings.is_empty() => {
+            changed.push(format!(
+                "its failing starts read that configuration already, and the error they end on names {} in its emptyDir volume {}, not it",
+                k.path, k.volume
+            ));
+            holds(id, statement, changed)
+        }
+        _ => fails(id, statement, changed),
     })
 }
 
@@ -1720,5 +1763,57 @@ mod tests {
         assert_eq!(never_ready(&served), Some(false));
         // No times recorded: unknown.
         assert_eq!(never_ready(&pod("2026-11-26T08:00:00Z", None)), None);
+    }
+
+    /// The only pod of a singleton, its container restarted `restarts` times, last exit 1; its
+    /// Ready condition False since `ready_changed` (started 18:13:29).
+    fn singleton(restarts: i64, ready_changed: &str) -> Pod {
+        Pod::parse(&json!({
+            "metadata": {"name": "sched-1"},
+            "spec": {
+                "containers": [{"name": "sched", "volumeMounts": [
+                    {"name": "state", "mountPath": "/var/lib/sched"},
+                    {"name": "conf", "mountPath": "/etc/sched", "readOnly": true}]}],
+                "volumes": [{"name": "state", "emptyDir": {}},
+                    {"name": "conf", "configMap": {"name": "sched"}}]},
+            "status": {"phase": "Running", "startTime": "2026-11-28T18:13:29Z",
+                "conditions": [{"type": "Ready", "status": "False",
+                    "lastTransitionTime": ready_changed}],
+                "containerStatuses": [{"name": "sched", "restartCount": restarts,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                    "lastState": {"terminated": {"reason": "Error", "exitCode": 1,
+                        "finishedAt": "2026-11-28T18:14:56Z"}}}]}
+        }))
+    }
+
+    #[test]
+    fn a_singleton_that_ran_and_whose_last_start_names_its_emptydir_keeps_state() {
+        let lock = "report 3.2.1 starting\nFATAL: cannot acquire instance lock /var/lib/sched/sched.lock: lock held by sched-1 pid=1";
+        // Ready from its start until 18:14:40, then every start failed (as the real kubelet
+        // reported it).
+        let kept =
+            state_kept_across_restarts(&singleton(2, "2026-11-28T18:14:40Z"), &[], Some(lock));
+        let named = kept.and_then(|k| k.named).map(|k| k.path);
+        assert_eq!(named.as_deref(), Some("/var/lib/sched/sched.lock"));
+        // Never ready since it started: what its emptyDir holds came from its own first start.
+        assert!(
+            state_kept_across_restarts(&singleton(2, "2026-11-28T18:13:30Z"), &[], Some(lock))
+                .is_none()
+        );
+        // The error names its configuration: a replacement reads it alike.
+        let conf = "FATAL: cannot parse /etc/sched/schedules.yaml";
+        assert!(
+            state_kept_across_restarts(&singleton(2, "2026-11-28T18:14:40Z"), &[], Some(conf))
+                .is_none()
+        );
+        // One restart: not yet every start since.
+        assert!(
+            state_kept_across_restarts(&singleton(1, "2026-11-28T18:14:40Z"), &[], Some(lock))
+                .is_none()
+        );
+        // No log read: nothing names the state, and no probe killed it.
+        assert!(
+            state_kept_across_restarts(&singleton(4, "2026-11-28T18:14:40Z"), &[], None).is_none()
+        );
     }
 }

@@ -9,6 +9,7 @@
 mod event;
 mod node;
 mod pod;
+mod state;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
@@ -21,6 +22,7 @@ pub use pod::{
     CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE, Pod,
     SERVED_MIN_SECONDS, TERMINATING_ALLOWANCE,
 };
+pub use state::{KeptState, error_line};
 
 /// A timestamp at `path` of `v`, if it parses as RFC 3339.
 pub fn time(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {

@@ -151,16 +151,30 @@ impl Pod {
         if let Some(asked) = time(p, &["metadata", "deletionTimestamp"]) {
             v.deleting_for = Some(now - asked);
         }
-        let started = time(p, &["status", "startTime"]);
         if v.phase == "Running"
-            && !v.ready
             && !v.deleting
-            && let (Some(start), Some(since)) = (started, v.ready_since)
-            && since - start <= Duration::seconds(NEVER_READY_SLACK)
+            && v.was_ready() == Some(false)
+            && let Some(start) = time(p, &["status", "startTime"])
         {
             v.never_ready = Some(now - start);
         }
         v
+    }
+
+    /// Whether the pod has been ready since it started: it is ready now, or its Ready
+    /// condition last changed later than the kubelet sets it as the pod starts — a condition
+    /// only changes from one value to the other, so it was True in between. `None` when the
+    /// times are not recorded.
+    pub fn was_ready(&self) -> Option<bool> {
+        if self.ready {
+            return Some(true);
+        }
+        let start = time(&self.raw, &["status", "startTime"])?;
+        let since = array(&self.raw, &["status", "conditions"])
+            .iter()
+            .find(|c| str_at(c, &["type"]) == Some("Ready"))
+            .and_then(|c| time(c, &["lastTransitionTime"]))?;
+        Some(since - start > Duration::seconds(NEVER_READY_SLACK))
     }
 
     pub fn parse(p: &Value) -> Self {

@@ -104,6 +104,26 @@ impl PodFixture {
         self
     }
 
+    /// Mounts volume `name` (`source`: `{"emptyDir": {}}`, `{"configMap": …}`) at `path`.
+    pub fn volume(mut self, name: &str, path: &str, source: Value) -> Self {
+        let mut v = json!({"name": name});
+        if let (Some(v), Some(src)) = (v.as_object_mut(), source.as_object()) {
+            v.extend(src.clone());
+        }
+        push(&mut self.0["spec"]["volumes"], v);
+        push(
+            &mut self.0["spec"]["containers"][0]["volumeMounts"],
+            json!({"name": name, "mountPath": path}),
+        );
+        self
+    }
+
+    /// Not ready since it started: its Ready condition last changed as the kubelet started it.
+    pub fn never_ready(mut self) -> Self {
+        self.not_ready(60);
+        self
+    }
+
     /// Created by the ReplicaSet `rs`.
     pub fn owned_by(mut self, rs: &str) -> Self {
         self.0["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs, "controller": true}]);
@@ -331,5 +351,12 @@ impl Incident {
 
     pub fn diagnosis(&self) -> Diagnosis {
         rules::diagnose(&self.facts())
+    }
+}
+
+fn push(list: &mut Value, item: Value) {
+    match list.as_array_mut() {
+        Some(items) => items.push(item),
+        None => *list = json!([item]),
     }
 }

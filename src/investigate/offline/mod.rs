@@ -177,8 +177,9 @@ impl Investigator for OfflineInvestigator {
             events,
         )
         .await?;
-        let mut diagnosis = match &evidence {
-            Some(ev) => rules::diagnose(&Facts::derive(ev)),
+        let facts = evidence.as_ref().map(Facts::derive);
+        let mut diagnosis = match &facts {
+            Some(f) => rules::diagnose(f),
             None => no_object(&req.signal),
         };
         // A proposal on a target kubemedic resolved: verify the (possibly different) target.
@@ -252,9 +253,12 @@ impl Investigator for OfflineInvestigator {
             None => vec![],
         };
         // No rule determines the cause, but this incident class was resolved before.
-        if verified.is_some()
-            && let Some(p) = learned_for_unknown(&diagnosis, &learned)
-        {
+        let (adopted, unfit) = match (&verified, &facts) {
+            (Some(_), Some(f)) => self.learned_for_unknown(&diagnosis, &learned, f),
+            _ => (None, vec![]),
+        };
+        rca.root_cause_analysis.contributing_factors.extend(unfit);
+        if let Some((p, parameters)) = adopted {
             rca.root_cause_analysis.summary = format!(
                 "{} — but this incident class ({}) was resolved before by {}",
                 rca.root_cause_analysis.summary, p.signature, p.workflow_id
@@ -269,7 +273,7 @@ impl Investigator for OfflineInvestigator {
             rca.confidence = LEARNED_CONFIDENCE;
             diagnosis.proposal = Some(crate::domain::Proposal {
                 action_type: p.action_type.clone(),
-                parameters: Map::new(),
+                parameters,
                 git_change: String::new(),
                 workflow_id: Some(p.workflow_id.clone()),
             });
@@ -416,26 +420,14 @@ impl Investigator for OfflineInvestigator {
     }
 }
 
+/// A learned pattern proposed for an incident no rule knows, with the parameters the incident
+/// gives its workflow.
+type Adopted<'a> = (&'a crate::domain::LearnedPattern, Map<String, Value>);
+
 /// The confidence of a proposal that rests on a learned pattern alone (no rule determines the
 /// cause): enough to propose it, never enough to act without a person — the gate asks one for
 /// every learned proposal.
 const LEARNED_CONFIDENCE: f64 = 0.75;
-
-/// The learned pattern to propose when no rule determines the cause: the strongest that may be
-/// suggested, with at least one effective verified outcome. Only for an inconclusive diagnosis
-/// that did not ask for a human for a reason of its own (a remedy that already failed here).
-fn learned_for_unknown<'a>(
-    diagnosis: &Diagnosis,
-    learned: &'a [crate::domain::LearnedPattern],
-) -> Option<&'a crate::domain::LearnedPattern> {
-    if diagnosis.outcome != InvestigationOutcome::Inconclusive
-        || diagnosis.human.is_some()
-        || diagnosis.proposal.is_some()
-    {
-        return None;
-    }
-    learned.iter().find(|p| suggestible(p) && p.effective > 0)
-}
 
 /// How the selection used a learned pattern when the analysis proposed its workflow (no rule
 /// knew the incident class).
@@ -458,6 +450,52 @@ fn learned_proposal(analysis: &Analysis, inv2: &Invocation2) -> Option<LearnedUs
 }
 
 impl OfflineInvestigator {
+    /// The learned pattern to propose when no rule determines the cause, with the parameters
+    /// this incident gives its workflow: the strongest that may be suggested, with at least one
+    /// effective verified outcome, whose workflow's required parameters the facts supply (a
+    /// rollback learned on another incident has nothing to roll back to here without a recent
+    /// rollout). Only for an inconclusive diagnosis that did not ask for a human for a reason of
+    /// its own (a remedy that already failed here). Also, one line for each pattern passed over
+    /// for want of parameters.
+    fn learned_for_unknown<'a>(
+        &self,
+        diagnosis: &Diagnosis,
+        learned: &'a [crate::domain::LearnedPattern],
+        facts: &Facts,
+    ) -> (Option<Adopted<'a>>, Vec<String>) {
+        let mut unfit = Vec::new();
+        if diagnosis.outcome != InvestigationOutcome::Inconclusive
+            || diagnosis.human.is_some()
+            || diagnosis.proposal.is_some()
+        {
+            return (None, unfit);
+        }
+        let catalog = self.catalog.get();
+        for p in learned.iter().filter(|p| suggestible(p) && p.effective > 0) {
+            let Some(w) = catalog.workflow(&p.workflow_id) else {
+                continue;
+            };
+            let params = rules::learned_parameters(&p.action_type, facts);
+            let missing: Vec<&str> = w
+                .parameters
+                .required
+                .iter()
+                .filter(|k| !k.starts_with("TARGET_RESOURCE_") && !params.contains_key(*k))
+                .map(String::as_str)
+                .collect();
+            if missing.is_empty() {
+                return (Some((p, params)), unfit);
+            }
+            unfit.push(format!(
+                "learned pattern {} ({}) not proposed: this incident gives no {} for it",
+                p.workflow_id,
+                p.signature,
+                missing.join(", ")
+            ));
+        }
+        (None, unfit)
+    }
+
     /// `workflow_id` on the analysed target, with the parameters of `carried` it takes (the
     /// target's are bound again from the verified root owner); `None` when it does not fit or
     /// its parameters cannot be bound.

@@ -30,6 +30,7 @@ use super::evidence::{
     WorkloadState,
 };
 use super::quantity;
+use crate::cluster::observed;
 use crate::domain::{QuotaUsage, Target};
 use rollout::{lone_failure, regression};
 use scheduling::unschedulable;
@@ -38,7 +39,7 @@ use scheduling::unschedulable;
 const ROLLOUT_WINDOW_HOURS: i64 = 6;
 /// A previous revision with no pods left that served less than this before it was replaced
 /// never proved itself: nothing says it was healthy (one constant with the rollback proof's).
-pub(super) use crate::cluster::observed::SERVED_MIN_SECONDS;
+pub(super) use observed::SERVED_MIN_SECONDS;
 /// Failures that began this long before the new revision appeared predate it.
 const ONSET_SLACK_SECONDS: i64 = 60;
 
@@ -132,6 +133,12 @@ pub(super) struct PodFacts {
     pub first_probe_kill_age: Option<Duration>,
     /// Its emptyDir volumes: state container restarts keep and a new pod starts without.
     pub empty_dirs: Vec<String>,
+    /// A path in one of those that the error its last start ended on names (from the log read
+    /// of it).
+    pub kept_state: Option<observed::KeptState>,
+    /// It has been ready since it started ([`observed::Pod::was_ready`]); `None` when the
+    /// times are not recorded.
+    pub was_ready: Option<bool>,
     /// Per container: the image the spec names and the digest the kubelet pulled for it.
     pub images: Vec<(String, String, Option<String>)>,
 }
@@ -348,10 +355,6 @@ pub(super) struct ClaimFacts {
     /// Whether its StorageClass allows expansion, if the class was read.
     pub expandable: Option<bool>,
 }
-
-static ERROR_WORDS: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)(panic|fatal|error|exception|failed|refused|cannot|missing)").ok()
-});
 
 // 1.20: "0/3 nodes are available: 3 node(s) had taint {dedicated: gpu}, that the pod didn't tolerate."
 static UNTOLERATED_TAINT: LazyLock<Option<Regex>> =
@@ -659,6 +662,12 @@ impl PodFacts {
                 .filter(|v| v.empty_dir.is_some())
                 .map(|v| v.name.clone())
                 .collect(),
+            was_ready: p.observed.was_ready(),
+            kept_state: ev
+                .logs
+                .iter()
+                .filter(|(k, _)| k.pod == name)
+                .find_map(|(k, log)| p.observed.kept_state_named(&k.container, log)),
             warnings: ev
                 .events
                 .iter()
@@ -885,7 +894,5 @@ fn memory_peaks(ev: &Evidence) -> BTreeMap<String, u128> {
 
 /// A line of a log that looks like the error (never an instruction; quoted as evidence only).
 fn error_line(log: &str) -> Option<String> {
-    let re = ERROR_WORDS.as_ref()?;
-    let line = log.lines().rev().find(|l| re.is_match(l))?.trim();
-    Some(line.chars().take(160).collect())
+    observed::error_line(log).map(|l| l.chars().take(160).collect())
 }

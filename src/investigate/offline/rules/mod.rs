@@ -220,7 +220,7 @@ pub(super) const RULES: &[Rule] = &[
         playbooks: &["ContainerCreatingStuck"],
         diagnose: containercreating_stuck,
     },
-    // The only pod fails every start since a kill, on state its emptyDir keeps: replace it.
+    // The only pod ran, and fails every start since on state its emptyDir keeps: replace it.
     Rule {
         name: "state-kept-across-restarts",
         playbooks: &[],
@@ -261,6 +261,25 @@ pub(super) fn diagnose(f: &Facts) -> Diagnosis {
         }
     }
     inconclusive(f)
+}
+
+/// The parameters this incident's facts give an action a learned pattern proposes (no rule
+/// determined the cause, so none computed them): the one failing pod to delete, the revision
+/// before a recent rollout to roll back to. Empty where the facts give none; the catalog's
+/// required parameters decide whether that is enough.
+pub(super) fn learned_parameters(action_type: &str, f: &Facts) -> serde_json::Map<String, Value> {
+    let v = match action_type {
+        "DeletePod" => match f.failing_pods().collect::<Vec<_>>().as_slice() {
+            [p] => json!({"POD_NAME": p.name}),
+            _ => json!({}),
+        },
+        "RollbackDeployment" | "RollbackStatefulSet" => match &f.rollout {
+            Some(r) if r.kind == f.kind() => json!({"TO_REVISION": r.previous.number}),
+            _ => json!({}),
+        },
+        _ => json!({}),
+    };
+    v.as_object().cloned().unwrap_or_default()
 }
 
 fn proposal(action_type: &str, params: Value, git_change: impl Into<String>) -> Option<Proposal> {
@@ -332,7 +351,7 @@ mod tests {
 
     use serde_json::json;
 
-    use super::super::fixtures::{Incident, pod};
+    use super::super::fixtures::{Incident, PodFixture, pod};
     use super::*;
     use crate::investigate::playbooks::Playbooks;
 
@@ -625,6 +644,94 @@ mod tests {
             "{:?}",
             d.factors
         );
+    }
+
+    fn singleton(log: &str, pod: PodFixture) -> Diagnosis {
+        Incident::deployment("sched")
+            .replicas(1)
+            .with(
+                pod.volume("state", "/var/lib/sched", json!({"emptyDir": {}}))
+                    .volume(
+                        "conf",
+                        "/etc/sched",
+                        json!({"configMap": {"name": "sched"}}),
+                    ),
+            )
+            .log("sched-1", log)
+            .diagnosis()
+    }
+
+    #[test]
+    fn a_singleton_that_ran_and_now_fails_on_a_file_in_its_emptydir_is_replaced() {
+        let d = singleton(
+            "starting\nFATAL: cannot acquire lock /var/lib/sched/sched.lock: held by sched-1 pid=1",
+            pod("sched-1").crash_looping("Error", 1),
+        );
+        assert_eq!(d.mode, "StateKeptAcrossRestarts", "{}", d.summary);
+        let p = d
+            .proposal
+            .as_ref()
+            .map(|p| (p.action_type.as_str(), p.parameters.clone()));
+        assert_eq!(
+            p,
+            Some((
+                "DeletePod",
+                json!({"POD_NAME": "sched-1"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default()
+            ))
+        );
+        assert!(
+            d.summary.contains("/var/lib/sched/sched.lock"),
+            "{}",
+            d.summary
+        );
+    }
+
+    #[test]
+    fn a_singleton_failing_on_its_configuration_or_that_never_ran_is_not_replaced() {
+        // The error names the configuration a replacement reads alike.
+        let d = singleton(
+            "FATAL: cannot parse /etc/sched/schedules.yaml: line 3",
+            pod("sched-1").crash_looping("Error", 1),
+        );
+        assert_eq!(d.mode, "CrashLoopBackOff", "{}", d.summary);
+        assert!(d.proposal.is_none());
+        // It never ran: the emptyDir's content is what its own first start made.
+        let d = singleton(
+            "FATAL: cannot acquire lock /var/lib/sched/sched.lock",
+            pod("sched-1").crash_looping("Error", 1).never_ready(),
+        );
+        assert_eq!(d.mode, "CrashLoopBackOff", "{}", d.summary);
+        assert!(d.proposal.is_none());
+    }
+
+    #[test]
+    fn a_learned_action_takes_its_parameters_from_this_incident_or_gets_none() {
+        let crash = Incident::deployment("api").with(pod("api-1").crash_looping("Error", 1));
+        let f = crash.facts();
+        // A rollback learned elsewhere: no recent rollout here, nothing to roll back to.
+        assert!(learned_parameters("RollbackDeployment", &f).is_empty());
+        assert_eq!(
+            learned_parameters("DeletePod", &f).get("POD_NAME"),
+            Some(&json!("api-1"))
+        );
+        assert!(learned_parameters("RestartDeployment", &f).is_empty());
+        let f = Incident::deployment("api")
+            .rolled_out("shop/app:1.1", 30)
+            .with(pod("api-2-a").owned_by("api-2").crash_looping("Error", 1))
+            .facts();
+        assert_eq!(
+            learned_parameters("RollbackDeployment", &f).get("TO_REVISION"),
+            Some(&json!(1))
+        );
+        // Two failing pods: which one to delete is not the facts' to say.
+        let f = Incident::deployment("api")
+            .with(pod("api-1").crash_looping("Error", 1))
+            .with(pod("api-2").crash_looping("Error", 1))
+            .facts();
+        assert!(learned_parameters("DeletePod", &f).is_empty());
     }
 
     #[test]

@@ -332,10 +332,12 @@ pub(super) fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
-/// The only pod of a workload ran, the kubelet killed it for a failed probe, and every start
-/// since fails on its own (an error exit, not another kill): what the killed process left in
-/// the pod's emptyDir — which container restarts keep — stops it (a lock, pid or socket file,
-/// a half-written cache). A new pod starts with an empty one; the template is not the cause.
+/// The only pod of a workload ran ready, and every start since fails on its own (an error exit,
+/// not a kill) on state its emptyDir keeps across container restarts (a lock, pid or socket
+/// file, a half-written cache): the error the last start ended on names a path in it
+/// ([`observed::KeptState`]), or the kubelet killed it once for a failed probe and the starts
+/// since fail. A new pod starts with an empty one; the template is not the cause, and neither is
+/// configuration that changed before (its failing starts read that already).
 pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
     if !matches!(f.kind(), "Deployment" | "StatefulSet") || f.rollout.is_some() {
         return None;
@@ -346,43 +348,61 @@ pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
     };
     let t = p.termination.as_ref()?;
     let exits_on_its_own = t.reason == "Error" && !matches!(t.exit_code, 0 | 137 | 143);
-    let killed_once_then_fails = p.probe_kills >= 1 && p.probe_kills < p.restarts;
     if w.replicas != Some(1)
         || !p.failing
         || p.phase.as_deref() != Some("Running")
         || p.empty_dirs.is_empty()
-        || p.restarts < 3
+        || p.was_ready != Some(true)
         || !exits_on_its_own
-        || !killed_once_then_fails
     {
         return None;
     }
-    let since = p
-        .first_probe_kill_age
-        .map(|a| format!(" {} ago", observed::ago(a)))
-        .unwrap_or_default();
-    let mut d = Diagnosis::new(
-        "StateKeptAcrossRestarts",
-        format!(
-            "The only pod {} of {} fails every start since the kubelet killed it{since} for a failed probe: what the killed process left in its emptyDir ({}) survives container restarts",
+    // What shows the state is the pod's own: the error its last start ended on names a path in
+    // its emptyDir, or a probe killed it once and every start since fails on its own.
+    let named = p.kept_state.as_ref().filter(|_| p.restarts >= 2);
+    let killed_once_then_fails =
+        p.probe_kills >= 1 && p.probe_kills < p.restarts && p.restarts >= 3;
+    let summary = match (named, killed_once_then_fails) {
+        (Some(k), _) => format!(
+            "The only pod {} of {} ran ready, and every start since ends on state kept in its emptyDir volume {} across container restarts: the error names {}",
             p.name,
             f.target_text(),
+            k.volume,
+            k.path
+        ),
+        (None, true) => format!(
+            "The only pod {} of {} fails every start since the kubelet killed it{} for a failed probe: what the killed process left in its emptyDir ({}) survives container restarts",
+            p.name,
+            f.target_text(),
+            p.first_probe_kill_age
+                .map(|a| format!(" {} ago", observed::ago(a)))
+                .unwrap_or_default(),
             p.empty_dirs.join(", ")
         ),
-    );
+        (None, false) => return None,
+    };
+    let mut d = Diagnosis::new("StateKeptAcrossRestarts", summary);
     d.factors.push(p.description.clone());
-    d.factors.push(format!(
-        "killed {} time(s) for a failed probe, {} restarts: the later starts exit on their own ({} {})",
-        p.probe_kills, p.restarts, t.reason, t.exit_code
-    ));
-    if let Some(line) = &f.first_error_line {
+    match named {
+        Some(k) => d.factors.push(format!(
+            "the error its last start ended on names {} in emptyDir volume {}: {}",
+            k.path, k.volume, k.line
+        )),
+        None => d.factors.push(format!(
+            "killed {} time(s) for a failed probe, {} restarts: the later starts exit on their own ({} {})",
+            p.probe_kills, p.restarts, t.reason, t.exit_code
+        )),
+    }
+    if named.is_none()
+        && let Some(line) = &f.first_error_line
+    {
         d.factors.push(format!("last error in the logs: {line}"));
     }
     d.confidence = 0.7;
     d.severity = "high";
     d.target = f.target.clone();
     d.proposal = proposal("DeletePod", json!({"POD_NAME": p.name}), "");
-    d.analysis = "Container restarts keep the pod's emptyDir volumes: state the killed process left there (a lock, pid or socket file) keeps every new start from running. A new pod gets empty volumes; it is the only replica, so deleting it takes nothing away that serves.".into();
+    d.analysis = "Container restarts keep the pod's emptyDir volumes: state an earlier process left there (a lock, pid or socket file) keeps every new start from running. A new pod gets empty volumes; it is the only replica, so deleting it takes nothing away that serves.".into();
     Some(d)
 }
 
