@@ -19,6 +19,7 @@
 
 mod capacity;
 mod change;
+pub mod findings;
 pub mod graph;
 mod node;
 mod resolved;

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value};
 
+use super::findings;
 use super::scene::{Read, Scene, hhmm, pod_resource};
 use super::{check, fails, holds, number, text};
 use crate::cluster::ListQuery;
@@ -1183,11 +1184,11 @@ pub(super) async fn delete_pod(
     // must show that what fails is state it keeps, which a new pod starts without.
     let only = siblings.is_empty() && i64_at(&w, &["spec", "replicas"]) == Some(1);
     let kept = if only && !pod.ready {
-        let log = match pod.containers.iter().max_by_key(|c| c.restarts) {
-            Some(c) if c.restarts > 0 => scene.previous_log(&pod.name, &c.name).await,
-            _ => None,
+        let log = match findings::restarting_container(pod) {
+            Some(c) => scene.previous_log(&pod.name, &c.name).await,
+            None => None,
         };
-        state_kept_across_restarts(pod, &events, log.as_deref())
+        findings::state_kept(pod, &events, log.as_deref())
     } else {
         None
     };
@@ -1325,89 +1326,6 @@ pub(super) async fn delete_pod(
     Ok(out)
 }
 
-/// Evidence that a pod fails on state it keeps across container restarts, which a new pod
-/// starts without.
-struct Kept {
-    evidence: Vec<String>,
-    /// The path in an emptyDir that the error of its last start names, when that is the
-    /// evidence.
-    named: Option<KeptState>,
-}
-
-/// The pod ran ready, and every start of a container since has ended on an error of its own
-/// (not a kill signal), and the pod has an emptyDir — which container restarts keep, with
-/// whatever an earlier process left there (a lock, pid or socket file, a half-written cache).
-/// Then either the error the last start ended on names a path in that emptyDir (`log`, the
-/// previous instance's), or the kubelet killed the container for a failed probe and the starts
-/// since fail on their own. `None` when any of it is missing.
-fn state_kept_across_restarts(pod: &Pod, events: &[Event], log: Option<&str>) -> Option<Kept> {
-    let empty_dirs: Vec<&str> = array(&pod.raw, &["spec", "volumes"])
-        .iter()
-        .filter(|v| at(v, &["emptyDir"]).is_some())
-        .filter_map(|v| str_at(v, &["name"]))
-        .collect();
-    if empty_dirs.is_empty() || never_ready(pod) != Some(false) {
-        return None;
-    }
-    let (c, restarts) = pod
-        .containers
-        .iter()
-        .map(|c| (c, c.restarts))
-        .max_by_key(|(_, r)| *r)?;
-    let (_, code, _) = c
-        .terminated
-        .as_ref()
-        .filter(|(r, code, _)| r == "Error" && !matches!(*code, 0 | 137 | 143))?;
-    // What its last start ended on names the state.
-    if restarts >= 2
-        && let Some(k) = log.and_then(|l| pod.kept_state_named(&c.name, l))
-    {
-        return Some(Kept {
-            evidence: vec![
-                format!(
-                    "pod {} ran ready, and container {} has restarted {restarts} times since, its last start ending on an error of its own (exit {code})",
-                    pod.name, c.name
-                ),
-                format!(
-                    "that error names {} in emptyDir volume {}, which container restarts keep and a new pod starts without: {}",
-                    k.path, k.volume, k.line
-                ),
-            ],
-            named: Some(k),
-        });
-    }
-    let kills: Vec<&Event> = events
-        .iter()
-        .filter(|e| e.kind == "Pod" && e.name == pod.name && e.reason == "Killing")
-        .filter(|e| {
-            let m = e.message.to_ascii_lowercase();
-            m.contains("failed liveness probe") || m.contains("failed startup probe")
-        })
-        .collect();
-    let killed = kills.iter().filter_map(|e| e.first.or(e.last)).min()?;
-    let times_killed: i64 = kills.iter().map(|e| e.count.max(1)).sum();
-    // The later starts end on their own (an error exit, not a kill signal): the probe killed
-    // it, not every time since.
-    if restarts < 3 || times_killed >= restarts {
-        return None;
-    }
-    Some(Kept {
-        evidence: vec![
-            format!(
-                "pod {} ran ready, the kubelet killed it at {} (a failed probe), and every start of container {} since has failed ({restarts} restarts, last exit Error)",
-                pod.name,
-                hhmm(killed),
-                c.name
-            ),
-            format!(
-                "it keeps emptyDir volume(s) {} across container restarts, with what the killed process left there; a new pod starts with empty ones",
-                empty_dirs.join(", ")
-            ),
-        ],
-        named: None,
-    })
-}
-
 /// A replacement reads the ConfigMaps its template names as they are now. When one of them
 /// changed after the ready siblings started and before the failing pod did, the siblings run
 /// the old configuration and the pod the new one: the replacement fails like the pod.
@@ -1524,7 +1442,8 @@ fn failure_not_in_the_template(pod: &Pod, siblings: &[&Pod]) -> Obligation {
     let of = |p: &Pod| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash;
     let ready: Vec<&&Pod> = siblings.iter().filter(|p| p.ready).collect();
     // Same template, another image: the tag moved (re-pushed) after the siblings pulled it.
-    if let Some(moved) = moved_image(pod, &ready) {
+    let ready_pods: Vec<&Pod> = ready.iter().map(|p| **p).collect();
+    if let Some(moved) = findings::moved_image(pod, &ready_pods) {
         return fails(id, statement, vec![moved]);
     }
     match hash {
@@ -1553,49 +1472,6 @@ fn failure_not_in_the_template(pod: &Pod, siblings: &[&Pod]) -> Obligation {
                 pod.name
             )],
         ),
-    }
-}
-
-/// Whether `pod` runs, for some container, another image digest than the one its ready
-/// `siblings` of the same template all run for it: the tag the template names was re-pushed after they pulled
-/// it, and a replacement pulls what the tag points at now. One line saying so.
-pub(super) fn moved_image(pod: &Pod, siblings: &[&&Pod]) -> Option<String> {
-    let hash = pod.template_hash.as_ref().or(pod.revision_hash.as_ref());
-    let same: Vec<&&&Pod> = siblings
-        .iter()
-        .filter(|p| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash)
-        .collect();
-    pod.containers.iter().find_map(|c| {
-        let mine = c.digest.as_ref()?;
-        let theirs: BTreeSet<&String> = same
-            .iter()
-            .flat_map(|p| p.containers.iter())
-            .filter(|o| o.name == c.name)
-            .filter_map(|o| o.digest.as_ref())
-            .collect();
-        // The siblings agree on one digest, and it is not the pod's (siblings that differ
-        // among themselves — nodes of several architectures pulling a multi-arch tag — say
-        // nothing).
-        (theirs.len() == 1 && !theirs.contains(mine)).then(|| {
-            format!(
-                "container {} of pod {} runs {} as {}, its ready siblings of the same template as {}: the tag was re-pushed, and a replacement pulls what it points at now",
-                c.name,
-                pod.name,
-                c.image,
-                short_digest(mine),
-                theirs.iter().map(|d| short_digest(d)).collect::<Vec<_>>().join(", ")
-            )
-        })
-    })
-}
-
-/// `sha256:9f3c2d1b7a6e…`: enough of a digest to tell it apart.
-fn short_digest(d: &str) -> String {
-    let cut: String = d.chars().take(19).collect();
-    if d.chars().count() > 19 {
-        format!("{cut}…")
-    } else {
-        cut
     }
 }
 
@@ -1756,64 +1632,15 @@ mod tests {
     #[test]
     fn a_pod_unready_since_its_start_was_never_ready_and_one_that_served_was() {
         // The kubelet set Ready False as it started: it has not been ready since.
-        let fresh = pod("2026-11-26T10:00:00Z", Some("2026-11-26T10:00:04Z"));
+        let fresh = pod("2026-11-26T10:00:00Z", Some("2026-11-26T10:00:01Z"));
         assert_eq!(never_ready(&fresh), Some(true));
+        // Ready for a moment, then not (a real singleton that failed three seconds in).
+        let moment = pod("2026-11-26T10:00:00Z", Some("2026-11-26T10:00:03Z"));
+        assert_eq!(never_ready(&moment), Some(false));
         // Ready False since long after it started: it served, then got stuck.
         let served = pod("2026-11-26T08:00:00Z", Some("2026-11-26T10:00:00Z"));
         assert_eq!(never_ready(&served), Some(false));
         // No times recorded: unknown.
         assert_eq!(never_ready(&pod("2026-11-26T08:00:00Z", None)), None);
-    }
-
-    /// The only pod of a singleton, its container restarted `restarts` times, last exit 1; its
-    /// Ready condition False since `ready_changed` (started 18:13:29).
-    fn singleton(restarts: i64, ready_changed: &str) -> Pod {
-        Pod::parse(&json!({
-            "metadata": {"name": "sched-1"},
-            "spec": {
-                "containers": [{"name": "sched", "volumeMounts": [
-                    {"name": "state", "mountPath": "/var/lib/sched"},
-                    {"name": "conf", "mountPath": "/etc/sched", "readOnly": true}]}],
-                "volumes": [{"name": "state", "emptyDir": {}},
-                    {"name": "conf", "configMap": {"name": "sched"}}]},
-            "status": {"phase": "Running", "startTime": "2026-11-28T18:13:29Z",
-                "conditions": [{"type": "Ready", "status": "False",
-                    "lastTransitionTime": ready_changed}],
-                "containerStatuses": [{"name": "sched", "restartCount": restarts,
-                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                    "lastState": {"terminated": {"reason": "Error", "exitCode": 1,
-                        "finishedAt": "2026-11-28T18:14:56Z"}}}]}
-        }))
-    }
-
-    #[test]
-    fn a_singleton_that_ran_and_whose_last_start_names_its_emptydir_keeps_state() {
-        let lock = "report 3.2.1 starting\nFATAL: cannot acquire instance lock /var/lib/sched/sched.lock: lock held by sched-1 pid=1";
-        // Ready from its start until 18:14:40, then every start failed (as the real kubelet
-        // reported it).
-        let kept =
-            state_kept_across_restarts(&singleton(2, "2026-11-28T18:14:40Z"), &[], Some(lock));
-        let named = kept.and_then(|k| k.named).map(|k| k.path);
-        assert_eq!(named.as_deref(), Some("/var/lib/sched/sched.lock"));
-        // Never ready since it started: what its emptyDir holds came from its own first start.
-        assert!(
-            state_kept_across_restarts(&singleton(2, "2026-11-28T18:13:30Z"), &[], Some(lock))
-                .is_none()
-        );
-        // The error names its configuration: a replacement reads it alike.
-        let conf = "FATAL: cannot parse /etc/sched/schedules.yaml";
-        assert!(
-            state_kept_across_restarts(&singleton(2, "2026-11-28T18:14:40Z"), &[], Some(conf))
-                .is_none()
-        );
-        // One restart: not yet every start since.
-        assert!(
-            state_kept_across_restarts(&singleton(1, "2026-11-28T18:14:40Z"), &[], Some(lock))
-                .is_none()
-        );
-        // No log read: nothing names the state, and no probe killed it.
-        assert!(
-            state_kept_across_restarts(&singleton(4, "2026-11-28T18:14:40Z"), &[], None).is_none()
-        );
     }
 }

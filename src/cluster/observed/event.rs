@@ -14,8 +14,11 @@ pub struct Event {
     pub reason: String,
     pub message: String,
     pub warning: bool,
+    /// How many times it happened (`count`, 1 when absent).
     pub count: i64,
+    /// When it first happened, if recorded.
     pub first: Option<DateTime<Utc>>,
+    /// When it last happened (its first time when only that is recorded).
     pub last: Option<DateTime<Utc>>,
 }
 
@@ -35,7 +38,7 @@ impl Event {
             reason: str_at(e, &["reason"]).unwrap_or_default().to_owned(),
             message: str_at(e, &["message"]).unwrap_or_default().to_owned(),
             warning: str_at(e, &["type"]) == Some("Warning"),
-            count: i64_at(e, &["count"]).unwrap_or(1),
+            count: i64_at(e, &["count"]).unwrap_or(1).max(1),
             first,
             last,
         }

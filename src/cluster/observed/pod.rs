@@ -125,9 +125,11 @@ pub const SERVED_MIN_SECONDS: i64 = 60;
 /// How long a pod may take to terminate before it counts as stuck: grace periods are 30 s by
 /// default and a few minutes when set long; ten minutes is past any of them.
 pub const TERMINATING_ALLOWANCE: i64 = 600;
-/// The kubelet sets a new pod's Ready condition (False) within a moment of its start: a Ready
-/// condition whose last change is this close to the start has never been True.
-const NEVER_READY_SLACK: i64 = 5;
+/// The kubelet sets a new pod's `startTime` and its first Ready condition (False) in the same
+/// status update, so a Ready condition that has never been True last changed in the second the
+/// pod started (or the next one, when the update straddles a second). On the real node, pods
+/// never ready showed 0 s; pods ready for a moment and then not, 2 to 4 s (docs/real-node.md).
+const NEVER_READY_SLACK: i64 = 1;
 
 impl Pod {
     /// The pod as of `now`.

@@ -2,8 +2,9 @@
 //! signal, and the objects they return, parsed once into typed form.
 //!
 //! Over 1,000 lines, on purpose for now: gathering is one job (one pass of tool calls, in the
-//! order the replayed snapshots record), and its typed views (`ObservedPod`, `EventRecord`) are
-//! what issue 43 moves onto `cluster::observed`; the file splits when they leave it.
+//! order the replayed snapshots record), and its typed view `ObservedPod` is what issue 43 moves
+//! onto `cluster::observed` (events already read as `observed::Event`); the file splits when it
+//! leaves.
 //!
 //! Input: the remediation request, the namespace's pods and events the shared prefetch already
 //! read, and the cluster tools. Output: an [`Evidence`] (or `None` when the signal names no
@@ -36,7 +37,7 @@ use crate::cluster::ClusterReader;
 use crate::cluster::context::ResourceContext;
 use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed;
-use crate::cluster::render::{event_time, pod_status};
+use crate::cluster::render::pod_status;
 use crate::cluster::selector::Selector;
 use crate::cluster::tools::{ClusterTools, ToolResult};
 use crate::domain::{RemediationRequest, SignalMode, Target, ToolCallRecord, targets_from_labels};
@@ -54,7 +55,7 @@ pub(super) struct Evidence {
     pub root: Option<Root>,
     /// The root owner's pods (a bare Pod is its own).
     pub pods: Vec<ObservedPod>,
-    pub events: Vec<EventRecord>,
+    pub events: Vec<observed::Event>,
     /// A Deployment's ReplicaSets (owned by it, by uid).
     pub replicasets: Vec<ReplicaSet>,
     /// A StatefulSet's (or DaemonSet's) ControllerRevisions (owned by it, by uid).
@@ -263,37 +264,6 @@ impl ObservedPod {
 
     pub fn healthy(&self) -> bool {
         self.status == "Running" && self.containers().iter().all(|c| c.ready)
-    }
-}
-
-/// An event, reduced to what the rules compare.
-pub(super) struct EventRecord {
-    /// `involvedObject.name`.
-    pub object: Option<String>,
-    pub warning: bool,
-    pub reason: String,
-    pub message: String,
-    /// When it last happened, if that parses.
-    pub at: Option<DateTime<Utc>>,
-    /// When it first happened, if recorded.
-    pub first: Option<DateTime<Utc>>,
-    /// How many times it happened (`count`, 1 when absent).
-    pub count: i64,
-}
-
-impl EventRecord {
-    pub fn read(e: &Value) -> Self {
-        Self {
-            object: str_at(e, &["involvedObject", "name"]).map(str::to_owned),
-            warning: str_at(e, &["type"]) == Some("Warning"),
-            reason: str_at(e, &["reason"]).unwrap_or("").to_owned(),
-            message: str_at(e, &["message"]).unwrap_or("").to_owned(),
-            at: event_time(e).and_then(parse_time),
-            first: str_at(e, &["firstTimestamp"])
-                .or_else(|| str_at(e, &["eventTime"]))
-                .and_then(parse_time),
-            count: obj::i64_at(e, &["count"]).unwrap_or(1).max(1),
-        }
     }
 }
 
@@ -684,7 +654,7 @@ pub(super) async fn gather(
         context: context.clone(),
         root: None,
         pods: vec![],
-        events: events.iter().map(EventRecord::read).collect(),
+        events: events.iter().map(observed::Event::parse).collect(),
         replicasets: vec![],
         controller_revisions: vec![],
         workload: None,
@@ -898,7 +868,7 @@ pub(super) async fn gather(
             .call("kubectl_events", json!({"node": root_t.name}))
             .await?;
         ev.events
-            .extend(r.list("events").iter().map(EventRecord::read));
+            .extend(r.list("events").iter().map(observed::Event::parse));
     }
     // A Pending pod that binds host ports: who holds them on the nodes, in any namespace (a
     // DaemonSet's agent, another workload, its own siblings).

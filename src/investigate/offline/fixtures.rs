@@ -11,8 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
 use super::evidence::{
-    Alert, ContainerUsage, EventRecord, Evidence, LogKey, ObservedPod, PodUsage, Root,
-    WorkloadState,
+    Alert, ContainerUsage, Evidence, LogKey, ObservedPod, PodUsage, Root, WorkloadState,
 };
 use super::facts::Facts;
 use super::rules::{self, Diagnosis};
@@ -286,10 +285,12 @@ impl Incident {
 
     /// A Warning event about `object`, `minutes` ago.
     pub fn warning(mut self, object: &str, reason: &str, message: &str, minutes: i64) -> Self {
-        self.ev.events.push(EventRecord::read(&json!({
-            "type": "Warning", "reason": reason, "message": message,
-            "involvedObject": {"kind": "Pod", "name": object}, "lastTimestamp": ago(minutes),
-        })));
+        self.ev
+            .events
+            .push(crate::cluster::observed::Event::parse(&json!({
+                "type": "Warning", "reason": reason, "message": message,
+                "involvedObject": {"kind": "Pod", "name": object}, "lastTimestamp": ago(minutes),
+            })));
         self
     }
 

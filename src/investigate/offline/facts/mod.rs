@@ -26,12 +26,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use regex::Regex;
 
 use super::evidence::{
-    EventRecord, Evidence, HpaState, ObservedPod, PdbState, RevisionRecord, RootObject,
-    WorkloadState,
+    Evidence, HpaState, ObservedPod, PdbState, RevisionRecord, RootObject, WorkloadState,
 };
 use super::quantity;
 use crate::cluster::observed;
 use crate::domain::{QuotaUsage, Target};
+use crate::prove::findings;
 use rollout::{lone_failure, regression};
 use scheduling::unschedulable;
 
@@ -44,6 +44,8 @@ pub(super) use observed::SERVED_MIN_SECONDS;
 const ONSET_SLACK_SECONDS: i64 = 60;
 
 pub(super) struct Facts {
+    /// The moment the evidence was read at.
+    pub now: DateTime<Utc>,
     /// What the signal named.
     pub subject: Target,
     /// The verified root owner: what a remedy acts on. `None` when the subject is gone.
@@ -125,22 +127,11 @@ pub(super) struct PodFacts {
     pub warnings: Vec<Warning>,
     /// One line for the RCA's contributing factors.
     pub description: String,
-    /// Its containers' restarts, summed.
-    pub restarts: i64,
-    /// How many times the kubelet killed a container of it for a failed liveness or startup
-    /// probe, and since when.
-    pub probe_kills: i64,
-    pub first_probe_kill_age: Option<Duration>,
-    /// Its emptyDir volumes: state container restarts keep and a new pod starts without.
-    pub empty_dirs: Vec<String>,
-    /// A path in one of those that the error its last start ended on names (from the log read
-    /// of it).
-    pub kept_state: Option<observed::KeptState>,
-    /// It has been ready since it started ([`observed::Pod::was_ready`]); `None` when the
-    /// times are not recorded.
-    pub was_ready: Option<bool>,
-    /// Per container: the image the spec names and the digest the kubelet pulled for it.
-    pub images: Vec<(String, String, Option<String>)>,
+    /// It fails on state its emptyDir keeps across container restarts (the finding the
+    /// DeletePod proof checks too).
+    pub kept: Option<findings::StateKept>,
+    /// The pod as the rest of kubemedic observes it: what findings read.
+    pub observed: observed::Pod,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -363,13 +354,15 @@ static UNTOLERATED_TAINT: LazyLock<Option<Regex>> =
 /// A node's readiness flapping ([`crate::prove::readiness_flaps`]), with the warnings the
 /// node reported about itself meanwhile.
 fn node_flaps(ev: &Evidence, node: &str) -> Option<String> {
-    let not_ready: Vec<&EventRecord> = ev
+    let not_ready: Vec<&observed::Event> = ev
         .events
         .iter()
-        .filter(|e| e.object.as_deref() == Some(node) && e.reason == "NodeNotReady")
+        .filter(|e| e.name == node && e.reason == "NodeNotReady")
         .collect();
-    let times: Vec<crate::prove::NotReadyEvent> =
-        not_ready.iter().map(|e| (e.count, e.first, e.at)).collect();
+    let times: Vec<crate::prove::NotReadyEvent> = not_ready
+        .iter()
+        .map(|e| (e.count, e.first, e.last))
+        .collect();
     let (count, first, last) = crate::prove::readiness_flaps(ev.now, &times)?;
     let mut why = format!(
         "its Ready condition went NotReady {count} times between {} and {} (UTC)",
@@ -380,7 +373,7 @@ fn node_flaps(ev: &Evidence, node: &str) -> Option<String> {
     let mut said: Vec<String> = ev
         .events
         .iter()
-        .filter(|e| e.object.as_deref() == Some(node) && e.warning && e.reason != "NodeNotReady")
+        .filter(|e| e.name == node && e.warning && e.reason != "NodeNotReady")
         .map(|e| format!("{} ×{}", e.reason, e.count))
         .collect();
     said.sort();
@@ -389,18 +382,6 @@ fn node_flaps(ev: &Evidence, node: &str) -> Option<String> {
         why.push_str(&format!("; warnings about it: {}", said.join(", ")));
     }
     Some(why)
-}
-
-/// The kubelet's kills of pod `name`'s containers for a failed liveness or startup probe.
-fn probe_kills<'e>(ev: &'e Evidence, name: &str) -> Vec<&'e EventRecord> {
-    ev.events
-        .iter()
-        .filter(|e| e.object.as_deref() == Some(name) && e.reason == "Killing")
-        .filter(|e| {
-            let m = e.message.to_ascii_lowercase();
-            m.contains("failed liveness probe") || m.contains("failed startup probe")
-        })
-        .collect()
 }
 
 impl Facts {
@@ -429,6 +410,7 @@ impl Facts {
             .and_then(|p| ev.logs.iter().find(|(k, _)| k.pod == p.name))
             .and_then(|(_, log)| error_line(log));
         Self {
+            now: ev.now,
             subject: ev.subject.clone(),
             target: ev.context.as_ref().map(|c| c.root_owner.clone()),
             alert: AlertFacts {
@@ -569,7 +551,6 @@ impl Facts {
 impl PodFacts {
     fn of(p: &ObservedPod, ev: &Evidence) -> Self {
         let name = p.name().to_owned();
-        let kills = probe_kills(ev, &name);
         let termination = last_termination(p);
         let waiting = waiting_reason(p);
         let restarts = p
@@ -636,47 +617,25 @@ impl PodFacts {
                 .filter(|n| !n.is_empty())
                 .collect(),
             starting_for: started.and_then(|t| age(t, ev.now)),
-            restarts,
-            probe_kills: kills.iter().map(|e| e.count).sum(),
-            first_probe_kill_age: kills
-                .iter()
-                .filter_map(|e| e.first.or(e.at))
-                .min()
-                .map(|t| ev.now - t),
-            images: p
-                .containers()
-                .iter()
-                .map(|c| {
-                    (
-                        c.name.clone(),
-                        c.image.clone(),
-                        crate::prove::image_digest(&c.image_id),
-                    )
-                })
-                .collect(),
-            empty_dirs: p
-                .pod
-                .spec
-                .iter()
-                .flat_map(|s| s.volumes.iter().flatten())
-                .filter(|v| v.empty_dir.is_some())
-                .map(|v| v.name.clone())
-                .collect(),
-            was_ready: p.observed.was_ready(),
-            kept_state: ev
-                .logs
-                .iter()
-                .filter(|(k, _)| k.pod == name)
-                .find_map(|(k, log)| p.observed.kept_state_named(&k.container, log)),
+            observed: p.observed.clone(),
+            kept: {
+                let log = findings::restarting_container(&p.observed).and_then(|c| {
+                    ev.logs
+                        .iter()
+                        .find(|(k, _)| k.pod == name && k.container == c.name && k.previous)
+                        .map(|(_, log)| log.as_str())
+                });
+                findings::state_kept(&p.observed, &ev.events, log)
+            },
             warnings: ev
                 .events
                 .iter()
-                .filter(|e| e.warning && e.object.as_deref() == Some(name.as_str()))
+                .filter(|e| e.warning && e.name == name)
                 .map(|e| Warning {
                     reason: e.reason.clone(),
                     message: e.message.clone(),
-                    age: e.at.map(|t| ev.now - t),
-                    first_age: e.first.or(e.at).map(|t| ev.now - t),
+                    age: e.last.map(|t| ev.now - t),
+                    first_age: e.first.or(e.last).map(|t| ev.now - t),
                 })
                 .collect(),
             termination,

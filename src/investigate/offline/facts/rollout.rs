@@ -141,7 +141,7 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
         let prefix = format!("{}-", previous.name);
         if let Some(w) = ev.events.iter().find(|e| {
             e.warning
-                && e.object.as_deref().is_some_and(|o| o.starts_with(&prefix))
+                && e.name.starts_with(&prefix)
                 && matches!(
                     e.reason.as_str(),
                     "BackOff" | "Failed" | "Unhealthy" | "OOMKilling"
@@ -149,10 +149,7 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
         }) {
             return Err(format!(
                 "the previous revision {} failed too: {} {}: {}",
-                previous.number,
-                w.object.as_deref().unwrap_or(""),
-                w.reason,
-                w.message
+                previous.number, w.name, w.reason, w.message
             ));
         }
         let first_failure = new_pods
@@ -230,26 +227,10 @@ pub(super) fn lone_failure(pods: &[PodFacts]) -> Option<LoneFailure> {
     let mut sibling_nodes: Vec<String> = siblings.iter().filter_map(|s| s.node.clone()).collect();
     sibling_nodes.sort();
     sibling_nodes.dedup();
-    let moved_image = p.images.iter().find_map(|(c, image, digest)| {
-        let mine = digest.as_ref()?;
-        let mut theirs: Vec<&String> = siblings
-            .iter()
-            .flat_map(|s| &s.images)
-            .filter(|(sc, _, _)| sc == c)
-            .filter_map(|(_, _, d)| d.as_ref())
-            .collect();
-        theirs.sort_unstable();
-        theirs.dedup();
-        // The siblings agree on one digest, and it is not the pod's (siblings that differ among
-        // themselves — a multi-arch tag on nodes of several architectures — say nothing).
-        match theirs.as_slice() {
-            [one] if *one != mine => Some(format!(
-                "container {c} of pod {} runs {image} as {mine}, its healthy siblings of the same revision as {one}: the tag was re-pushed",
-                p.name
-            )),
-            _ => None,
-        }
-    });
+    let moved_image = findings::moved_image(
+        &p.observed,
+        &siblings.iter().map(|s| &s.observed).collect::<Vec<_>>(),
+    );
     Some(LoneFailure {
         pod: p.name.clone(),
         moved_image,

@@ -346,23 +346,11 @@ pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
     let [p] = f.pods.as_slice() else {
         return None;
     };
-    let t = p.termination.as_ref()?;
-    let exits_on_its_own = t.reason == "Error" && !matches!(t.exit_code, 0 | 137 | 143);
-    if w.replicas != Some(1)
-        || !p.failing
-        || p.phase.as_deref() != Some("Running")
-        || p.empty_dirs.is_empty()
-        || p.was_ready != Some(true)
-        || !exits_on_its_own
-    {
+    if w.replicas != Some(1) || !p.failing || p.phase.as_deref() != Some("Running") {
         return None;
     }
-    // What shows the state is the pod's own: the error its last start ended on names a path in
-    // its emptyDir, or a probe killed it once and every start since fails on its own.
-    let named = p.kept_state.as_ref().filter(|_| p.restarts >= 2);
-    let killed_once_then_fails =
-        p.probe_kills >= 1 && p.probe_kills < p.restarts && p.restarts >= 3;
-    let summary = match (named, killed_once_then_fails) {
+    let kept = p.kept.as_ref()?;
+    let summary = match (&kept.named, kept.killed) {
         (Some(k), _) => format!(
             "The only pod {} of {} ran ready, and every start since ends on state kept in its emptyDir volume {} across container restarts: the error names {}",
             p.name,
@@ -370,30 +358,19 @@ pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
             k.volume,
             k.path
         ),
-        (None, true) => format!(
-            "The only pod {} of {} fails every start since the kubelet killed it{} for a failed probe: what the killed process left in its emptyDir ({}) survives container restarts",
+        (None, killed) => format!(
+            "The only pod {} of {} fails every start since the kubelet killed it{} for a failed probe: what the killed process left in its emptyDir survives container restarts",
             p.name,
             f.target_text(),
-            p.first_probe_kill_age
-                .map(|a| format!(" {} ago", observed::ago(a)))
+            killed
+                .map(|(t, _)| format!(" {} ago", observed::ago(f.now - t)))
                 .unwrap_or_default(),
-            p.empty_dirs.join(", ")
         ),
-        (None, false) => return None,
     };
     let mut d = Diagnosis::new("StateKeptAcrossRestarts", summary);
     d.factors.push(p.description.clone());
-    match named {
-        Some(k) => d.factors.push(format!(
-            "the error its last start ended on names {} in emptyDir volume {}: {}",
-            k.path, k.volume, k.line
-        )),
-        None => d.factors.push(format!(
-            "killed {} time(s) for a failed probe, {} restarts: the later starts exit on their own ({} {})",
-            p.probe_kills, p.restarts, t.reason, t.exit_code
-        )),
-    }
-    if named.is_none()
+    d.factors.extend(kept.evidence.iter().skip(1).cloned());
+    if kept.named.is_none()
         && let Some(line) = &f.first_error_line
     {
         d.factors.push(format!("last error in the logs: {line}"));

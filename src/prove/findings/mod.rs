@@ -1,0 +1,17 @@
+//! Findings: what the cluster shows about a pod or a workload, as pure predicates over the
+//! observed model (`cluster::observed`), each returning the finding with the evidence that shows
+//! it. A rule of the offline investigator turns findings into a diagnosis; a proof obligation
+//! wraps the same findings into a verdict — so a rule that proposes and the proof that checks
+//! the proposal cannot disagree about what the cluster shows (issue 43).
+//!
+//! Invariants:
+//! - A predicate lives here once; every threshold and window is a named constant beside it,
+//!   with the reason.
+//! - No reads: a finding is computed from what the caller read (pods, events, a log), so the
+//!   investigator and the prover may read it their own way.
+
+mod image;
+mod kept;
+
+pub use image::moved_image;
+pub use kept::{StateKept, restarting_container, state_kept};
