@@ -23,7 +23,7 @@ use kubemedic::domain::{Phase, StageState};
 use serde_json::{Value, json};
 
 /// Real-node incidents the offline investigator gets right (see docs/real-node.md).
-const MIN_RIGHT: usize = 11;
+const MIN_RIGHT: usize = 12;
 /// Incidents where it does harm (a forbidden action, a live problem closed, an action
 /// approved without a human where none is right).
 const MAX_HARMFUL: usize = 0;
