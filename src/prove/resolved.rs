@@ -1,9 +1,9 @@
 //! The obligations of "no action needed, the problem is resolved": the desired state is met,
 //! nothing failed to be created or scheduled since the alert began, and the pods run.
 
-use chrono::Duration;
 use serde_json::Value;
 
+use super::findings::resolved as window;
 use super::scene::{Read, Scene, hhmm};
 use super::{check, fails};
 use crate::cluster::ListQuery;
@@ -27,10 +27,6 @@ const FAILURE_REASONS: &[&str] = &[
     "BackoffLimitExceeded",
     "DeadlineExceeded",
 ];
-
-/// How long pods must have run ready, with no exit and no failure recorded, to count as
-/// recovered when the alert began earlier.
-const STABLE_MINUTES: i64 = 30;
 
 /// What the kind's status says of its desired state: `(met, how)`.
 fn desired_state(o: &Value) -> Option<(bool, String)> {
@@ -528,9 +524,8 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         None => scene.node_events(&scene.target.name).await?,
     };
     // Ended and replaced, and settled: pods ending again and again (each replacement evicted
-    // in turn) are the problem itself. An Event lives an hour by default, so one still listed
-    // about the pod is recent.
-    let quiet_since = scene.now - Duration::minutes(60);
+    // in turn) are the problem itself.
+    let quiet_since = scene.now - window::ENDED_QUIET;
     // A pod being deleted needs no quiet: the events about it are its own past, and the pods
     // that replace it are judged below.
     let replaced = |p: &Pod| {
@@ -589,15 +584,8 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
             if unmet.is_empty() { met } else { unmet },
         ));
     }
-    // Since the alert began, looking back at least 10 minutes; but an alert investigated long
-    // after it began (queued, or during a long outage) is judged on the last
-    // [`STABLE_MINUTES`]: pods ready and without an exit or failure for that long have
-    // recovered, whatever happened before.
-    let since = scene
-        .signal
-        .starts_at
-        .min(scene.now - Duration::minutes(10))
-        .max(scene.now - Duration::minutes(STABLE_MINUTES));
+    // The rule that claims "healthy again" looks back as far ([`window::healthy_since`]).
+    let since = window::healthy_since(scene.now, Some(scene.signal.starts_at));
     let (ended, pods): (Vec<&Pod>, Vec<&Pod>) = pods.iter().partition(|p| replaced(p));
     let bad: Vec<String> = pods
         .iter()

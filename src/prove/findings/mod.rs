@@ -12,6 +12,7 @@
 
 mod image;
 mod kept;
+pub mod resolved;
 
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};

@@ -96,6 +96,8 @@ pub(super) struct AlertFacts {
     pub proactive: bool,
     /// The `container` label.
     pub container: Option<String>,
+    /// When it began firing.
+    pub started: Option<DateTime<Utc>>,
 }
 
 pub(super) struct PodFacts {
@@ -417,6 +419,7 @@ impl Facts {
                 name: ev.alert.name.to_ascii_lowercase(),
                 proactive: ev.alert.proactive,
                 container: ev.alert.container.clone(),
+                started: ev.alert.starts_at,
             },
             rollout,
             rollout_rejected,

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::cluster::observed;
+use crate::prove::findings::resolved as window;
 
 pub(super) fn service_unreachable(f: &Facts) -> Option<Diagnosis> {
     if f.kind() != "Service" {
@@ -157,10 +158,6 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
-/// How long ago the last pod of a workload must have ended for it to count as settled: an
-/// Event lives an hour by default, so one still listed is recent.
-const ENDED_QUIET: Duration = Duration::minutes(60);
-
 /// A rollout the workload's own spec holds while every pod runs: a StatefulSet update stopped
 /// at its partition (a canary nobody promoted) or left to `OnDelete`, a paused Deployment.
 /// That is a release step someone chose; rolling back would undo it and deleting pods does
@@ -266,7 +263,9 @@ pub(super) fn replaced(f: &Facts, p: &PodFacts) -> bool {
 
 /// Healthy again: nothing to do.
 pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
-    let recent = |age: Option<Duration>| age.is_some_and(|a| a < Duration::minutes(10));
+    // One look-back with the resolved proof's: since the alert began, 10 to 30 minutes.
+    let since = window::healthy_since(f.now, f.alert.started);
+    let recent = |age: Option<Duration>| age.is_some_and(|a| f.now - a >= since);
     // Pods being deleted are leaving (a rollout replaces them): what they went through is the
     // old revision's story, not the workload's now. A pod terminating for longer than any
     // grace period is stuck, and stays.
@@ -289,7 +288,7 @@ pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     let ended_lately = ended.iter().any(|p| {
         p.warnings
             .iter()
-            .any(|w| w.age.is_none_or(|a| a < ENDED_QUIET))
+            .any(|w| w.age.is_none_or(|a| a < window::ENDED_QUIET))
     });
     if ended_lately {
         return None;
@@ -312,9 +311,10 @@ pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     let mut d = Diagnosis::new(
         "Resolved",
         format!(
-            "{} is healthy again: all {} pods running and ready, no failures in the last 10 minutes",
+            "{} is healthy again: all {} pods running and ready, no failures in the last {} minutes",
             f.target_text(),
-            live.len()
+            live.len(),
+            (f.now - since).num_minutes()
         ),
     );
     // (No contributing factors: a resolved claim with factors is a real problem to a human.)
@@ -324,9 +324,10 @@ pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
             .map(|p| format!("{} ({})", p.name, p.status))
             .collect();
         d.summary = format!(
-            "{} is healthy: all {} pods running and ready, no failures in the last 10 minutes. Pod(s) {} ended, with no event about them in the last hour, and were replaced by the controller; their objects stay until the pod garbage collector removes them, and an alert that counts pods by phase fires on them until then (deleting the object ends that alert)",
+            "{} is healthy: all {} pods running and ready, no failures in the last {} minutes. Pod(s) {} ended, with no event about them in the last hour, and were replaced by the controller; their objects stay until the pod garbage collector removes them, and an alert that counts pods by phase fires on them until then (deleting the object ends that alert)",
             f.target_text(),
             live.len(),
+            (f.now - since).num_minutes(),
             listed(&names)
         );
     }
