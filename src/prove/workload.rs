@@ -373,19 +373,7 @@ pub(super) async fn rollback(scene: &Scene, params: &Map<String, Value>) -> Read
         .collect();
     let failing: Vec<&&Pod> = its_pods.iter().filter(|p| p.broken().is_some()).collect();
     let ready = its_pods.iter().filter(|p| p.ready).count();
-    let recorded_failures: Vec<&Event> = events
-        .iter()
-        .filter(|e| {
-            e.warning
-                && e.kind == "Pod"
-                && (e.name.starts_with(&format!("{}-", target.name))
-                    || (!target.hash.is_empty() && e.name.contains(&target.hash)))
-                && matches!(
-                    e.reason.as_str(),
-                    "BackOff" | "Failed" | "Unhealthy" | "OOMKilling"
-                )
-        })
-        .collect();
+    let recorded_failures = findings::revision_failures(&events, &target.name, &target.hash);
     let next_created = revisions
         .iter()
         .filter(|r| r.number > target.number)

@@ -13,6 +13,8 @@
 mod image;
 mod kept;
 pub mod resolved;
+mod revision;
 
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
+pub use revision::{FAILURE_REASONS, revision_failures};

@@ -138,15 +138,12 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
         PreviousHealth::Serving(serving.max(usize::try_from(previous.ready).unwrap_or(0)))
     } else {
         // No pods of the previous revision to look at: judge it by what is recorded.
-        let prefix = format!("{}-", previous.name);
-        if let Some(w) = ev.events.iter().find(|e| {
-            e.warning
-                && e.name.starts_with(&prefix)
-                && matches!(
-                    e.reason.as_str(),
-                    "BackOff" | "Failed" | "Unhealthy" | "OOMKilling"
-                )
-        }) {
+        let hash = previous
+            .name
+            .rsplit_once('-')
+            .map(|(_, h)| h)
+            .unwrap_or_default();
+        if let Some(w) = findings::revision_failures(&ev.events, &previous.name, hash).first() {
             return Err(format!(
                 "the previous revision {} failed too: {} {}: {}",
                 previous.number, w.name, w.reason, w.message

@@ -1,0 +1,51 @@
+//! What is recorded about a revision whose pods are gone.
+
+use crate::cluster::observed::Event;
+
+/// Event reasons that record a pod failing: a crash back-off, a failed pull, mount or start, a
+/// failed probe, an OOM kill.
+pub const FAILURE_REASONS: &[&str] = &["BackOff", "Failed", "Unhealthy", "OOMKilling"];
+
+/// The Warning events that record pods of a revision failing: pods named after its ReplicaSet
+/// (`<name>-…`) or carrying its hash (`hash`, empty when unknown) in their name. With none of
+/// its pods left, they are what says whether the revision served or failed.
+pub fn revision_failures<'e>(events: &'e [Event], name: &str, hash: &str) -> Vec<&'e Event> {
+    let prefix = format!("{name}-");
+    events
+        .iter()
+        .filter(|e| {
+            e.warning
+                && e.kind == "Pod"
+                && (e.name.starts_with(&prefix) || (!hash.is_empty() && e.name.contains(hash)))
+                && FAILURE_REASONS.contains(&e.reason.as_str())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(kind: &str, name: &str, reason: &str, kind_of_event: &str) -> Event {
+        Event::parse(&json!({"involvedObject": {"kind": kind, "name": name},
+            "reason": reason, "type": kind_of_event, "message": "m"}))
+    }
+
+    #[test]
+    fn failures_of_a_revision_s_pods_are_its_record() {
+        let events = [
+            event("Pod", "api-5d9f-x1", "BackOff", "Warning"),
+            event("Pod", "api-7c2a-y2", "BackOff", "Warning"),
+            event("Pod", "api-5d9f-x3", "Pulled", "Normal"),
+            event("ReplicaSet", "api-5d9f", "FailedCreate", "Warning"),
+        ];
+        let got: Vec<&str> = revision_failures(&events, "api-5d9f", "5d9f")
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(got, ["api-5d9f-x1"]);
+        assert!(revision_failures(&events, "api-0000", "").is_empty());
+    }
+}
