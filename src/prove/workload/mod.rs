@@ -1,0 +1,322 @@
+//! Obligations of the actions on a workload's pods, one file per action: roll back
+//! (Deployment, StatefulSet), restart, scale, delete one pod. This file holds what several of
+//! them read (a template's images and configuration, a rollout in progress, the budget of
+//! unavailable pods, the target's dependencies).
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Map, Value};
+
+use super::findings;
+use super::scene::{Read, Scene, hhmm, pod_resource};
+use super::{check, fails, holds, number, text};
+use crate::cluster::ListQuery;
+use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::observed::{
+    Event, KeptState, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, ago, created, last_written,
+    progress_deadline_exceeded, time,
+};
+use crate::domain::Obligation;
+
+mod delete;
+mod restart;
+mod rollback;
+mod scale;
+
+pub(super) use delete::delete_pod;
+pub(super) use restart::restart;
+pub(super) use rollback::rollback;
+pub(super) use scale::{quota_allows, scale};
+
+/// The images of a pod template, `a=img, b=img`.
+pub(super) fn images(template: &Value) -> String {
+    array(template, &["spec", "containers"])
+        .iter()
+        .map(|c| str_at(c, &["image"]).unwrap_or("?").to_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The pod template without what changes on every rollout but means nothing (the template
+/// hash, restart stamps), for comparing two revisions.
+fn material(template: &Value) -> Value {
+    let mut t = template.clone();
+    if let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut) {
+        if let Some(l) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+            l.remove("pod-template-hash");
+            l.remove("controller-revision-hash");
+        }
+        meta.remove("creationTimestamp");
+    }
+    t
+}
+
+/// Whether two templates differ in what the containers run (not only in annotations).
+fn differs_in_containers(a: &Value, b: &Value) -> bool {
+    at(&material(a), &["spec"]) != at(&material(b), &["spec"])
+}
+
+/// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
+pub fn configmaps(template: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
+    for key in ["containers", "initContainers"] {
+        for c in array(&spec, &[key]) {
+            for e in array(c, &["envFrom"]) {
+                if let Some(n) = str_at(e, &["configMapRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+            for e in array(c, &["env"]) {
+                if let Some(n) = str_at(e, &["valueFrom", "configMapKeyRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+        }
+    }
+    for v in array(&spec, &["volumes"]) {
+        if let Some(n) = str_at(v, &["configMap", "name"]) {
+            out.insert(n.to_owned());
+        }
+        for s in array(v, &["projected", "sources"]) {
+            if let Some(n) = str_at(s, &["configMap", "name"]) {
+                out.insert(n.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The Secrets a pod template refers to (names only: kubemedic never reads them).
+pub fn secrets(template: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
+    for key in ["containers", "initContainers"] {
+        for c in array(&spec, &[key]) {
+            for e in array(c, &["envFrom"]) {
+                if let Some(n) = str_at(e, &["secretRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+            for e in array(c, &["env"]) {
+                if let Some(n) = str_at(e, &["valueFrom", "secretKeyRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+        }
+    }
+    for v in array(&spec, &["volumes"]) {
+        if let Some(n) = str_at(v, &["secret", "secretName"]) {
+            out.insert(n.to_owned());
+        }
+    }
+    out
+}
+
+/// The first warning recorded about a pod, if any.
+fn first_warning<'a>(events: &'a [Event], pod: &str) -> Option<&'a Event> {
+    events
+        .iter()
+        .filter(|e| e.warning && e.kind == "Pod" && e.name == pod)
+        .min_by_key(|e| e.first)
+}
+
+/// When a failing pod began to fail: its first warning (never before the pod existed), else
+/// its creation.
+fn onset(pod: &Pod, events: &[Event]) -> Option<DateTime<Utc>> {
+    let warned = first_warning(events, &pod.name).and_then(|e| e.first);
+    match (warned, pod.created) {
+        (Some(w), Some(c)) => Some(w.max(c)),
+        (w, c) => w.or(c),
+    }
+}
+
+/// Why a workload's rollout is not finished, if it is not.
+pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
+    let kind = obj::kind(w);
+    let generation = i64_at(w, &["metadata", "generation"]).unwrap_or(0);
+    let observed = i64_at(w, &["status", "observedGeneration"]).unwrap_or(generation);
+    if observed < generation {
+        return Some(format!(
+            "generation {generation} not yet observed by the controller (observed {observed})"
+        ));
+    }
+    if at(w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true) {
+        return Some("the rollout is paused".into());
+    }
+    match kind {
+        "StatefulSet" => {
+            let cur = str_at(w, &["status", "currentRevision"]);
+            let upd = str_at(w, &["status", "updateRevision"]);
+            (cur.is_some() && upd.is_some() && cur != upd).then(|| {
+                format!(
+                    "update from revision {} to {} under way ({} of {} pods updated)",
+                    cur.unwrap_or_default(),
+                    upd.unwrap_or_default(),
+                    i64_at(w, &["status", "updatedReplicas"]).unwrap_or(0),
+                    i64_at(w, &["spec", "replicas"]).unwrap_or(1)
+                )
+            })
+        }
+        "DaemonSet" => {
+            let want = i64_at(w, &["status", "desiredNumberScheduled"]).unwrap_or(0);
+            let updated = i64_at(w, &["status", "updatedNumberScheduled"]).unwrap_or(want);
+            (updated < want).then(|| format!("{updated} of {want} pods updated"))
+        }
+        _ => {
+            let want = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
+            let updated = i64_at(w, &["status", "updatedReplicas"]).unwrap_or(want);
+            let total = i64_at(w, &["status", "replicas"]).unwrap_or(want);
+            (updated < want || total > want)
+                .then(|| format!("{updated} of {want} pods updated, {total} pods in all"))
+        }
+    }
+}
+
+/// How many of `replicas` a rolling replacement may take down at once (`maxUnavailable`,
+/// rounded down like the controller), and the strategy's name.
+fn max_unavailable(w: &Value) -> (i64, String) {
+    let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
+    let resolve = |v: Option<&Value>, default: i64| match v {
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(default),
+        Some(Value::String(s)) if s.ends_with('%') => s
+            .trim_end_matches('%')
+            .parse::<i64>()
+            .map(|p| replicas * p / 100)
+            .unwrap_or(default),
+        _ => default,
+    };
+    match obj::kind(w) {
+        "StatefulSet" => {
+            let ty = str_at(w, &["spec", "updateStrategy", "type"]).unwrap_or("RollingUpdate");
+            (
+                resolve(
+                    at(
+                        w,
+                        &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"],
+                    ),
+                    1,
+                ),
+                ty.to_owned(),
+            )
+        }
+        "DaemonSet" => (
+            resolve(
+                at(
+                    w,
+                    &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"],
+                ),
+                1,
+            ),
+            str_at(w, &["spec", "updateStrategy", "type"])
+                .unwrap_or("RollingUpdate")
+                .to_owned(),
+        ),
+        _ => {
+            let ty = str_at(w, &["spec", "strategy", "type"]).unwrap_or("RollingUpdate");
+            if ty == "Recreate" {
+                return (replicas, ty.to_owned());
+            }
+            let default = replicas * 25 / 100;
+            (
+                resolve(
+                    at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]),
+                    default,
+                ),
+                ty.to_owned(),
+            )
+        }
+    }
+}
+
+/// Whether nothing the target depends on is broken now (its neighbourhood, as the
+/// investigation reads it: the Services and hosts its failures name, its configuration, the
+/// policies and webhooks in its way, its nodes and volumes). New pods — from a restart or from
+/// more replicas — meet the same broken dependency, so the action cannot help while it lasts.
+async fn no_broken_dependency(scene: &Scene, id: &str, action: &str) -> Read<Obligation> {
+    let statement =
+        "Nothing the workload depends on is broken now (new pods would meet the same failure)";
+    let n = super::graph::build(scene.r.clone(), &scene.target, scene.now).await?;
+    let broken: Vec<String> = n
+        .dependencies
+        .iter()
+        .filter_map(|d| {
+            let what = d.unhealthy.as_ref()?;
+            Some(format!(
+                "{} ({}) {what}: a {action} does not change it",
+                d.object, d.relation
+            ))
+        })
+        .collect();
+    Ok(if broken.is_empty() {
+        holds(
+            id,
+            statement,
+            vec![format!(
+                "{} dependency(ies) read, none broken now",
+                n.dependencies.len()
+            )],
+        )
+    } else {
+        fails(id, statement, broken.into_iter().take(3).collect())
+    })
+}
+
+/// Whether the pod has not been ready since it started ([`Pod::was_ready`]). `None`: the
+/// times are not recorded.
+fn never_ready(p: &Pod) -> Option<bool> {
+    p.was_ready().map(|r| !r)
+}
+
+fn no_rollout(w: &Value, id: &str) -> Obligation {
+    let statement = "No rollout of the workload is in progress";
+    match rollout_in_progress(w) {
+        Some(why) => fails(
+            id,
+            statement,
+            vec![format!("{} {}: {why}", obj::kind(w), obj::name(w))],
+        ),
+        None => holds(
+            id,
+            statement,
+            vec![format!(
+                "{} {} is at its current revision",
+                obj::kind(w),
+                obj::name(w)
+            )],
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(started: &str, ready_changed: Option<&str>) -> Pod {
+        let mut cond = json!({"type": "Ready", "status": "False"});
+        if let Some(t) = ready_changed {
+            cond["lastTransitionTime"] = json!(t);
+        }
+        Pod::parse(&json!({
+            "metadata": {"name": "search-1"},
+            "status": {"phase": "Running", "startTime": started, "conditions": [cond]}
+        }))
+    }
+
+    #[test]
+    fn a_pod_unready_since_its_start_was_never_ready_and_one_that_served_was() {
+        // The kubelet set Ready False as it started: it has not been ready since.
+        let fresh = pod("2026-11-26T10:00:00Z", Some("2026-11-26T10:00:01Z"));
+        assert_eq!(never_ready(&fresh), Some(true));
+        // Ready for a moment, then not (a real singleton that failed three seconds in).
+        let moment = pod("2026-11-26T10:00:00Z", Some("2026-11-26T10:00:03Z"));
+        assert_eq!(never_ready(&moment), Some(false));
+        // Ready False since long after it started: it served, then got stuck.
+        let served = pod("2026-11-26T08:00:00Z", Some("2026-11-26T10:00:00Z"));
+        assert_eq!(never_ready(&served), Some(false));
+        // No times recorded: unknown.
+        assert_eq!(never_ready(&pod("2026-11-26T08:00:00Z", None)), None);
+    }
+}

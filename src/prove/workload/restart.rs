@@ -1,0 +1,112 @@
+//! A rolling restart of a workload's pods.
+
+use super::*;
+
+pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
+    let w = scene.target_obj().await?;
+    let pods = scene.pods_of(&w).await?;
+    let events = scene.events(None).await?;
+    let mut out = Vec::new();
+
+    let wedged_id = "restart.pods-run-but-wedged";
+    let wedged_statement =
+        "The pods run but are wedged (not crashing on start, not waiting to be scheduled)";
+    let crashing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
+    // Pods that run but are not ready: wedged if they were ready once; a pod that has not been
+    // ready since it started shows how a fresh pod of its template starts, not a wedge.
+    let (never, stuck): (Vec<&Pod>, Vec<&Pod>) = pods
+        .iter()
+        .filter(|p| p.running_not_ready())
+        .partition(|p| never_ready(p) == Some(true));
+    let window = scene.now - Duration::minutes(15);
+    let probe_failures: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.warning && e.reason == "Unhealthy" && e.last.is_some_and(|t| t >= window))
+        .filter(|e| {
+            pods.iter()
+                .any(|p| p.name == e.name && !never.iter().any(|n| n.name == p.name))
+        })
+        .collect();
+    if let Some(p) = crashing.first() {
+        out.push(fails(
+            wedged_id,
+            wedged_statement,
+            vec![format!(
+                "pod {} {}: a restart does not help pods that cannot run",
+                p.name,
+                p.broken().map(|f| f.line).unwrap_or_default()
+            )],
+        ));
+    } else if stuck.is_empty() && probe_failures.is_empty() {
+        out.push(fails(
+            wedged_id,
+            wedged_statement,
+            match never.first() {
+                Some(p) => vec![format!(
+                    "pod {} has not been ready since it started{}: a fresh pod of the same template starts the same way",
+                    p.name,
+                    time(&p.raw, &["status", "startTime"])
+                        .map(|t| format!(" at {}", hhmm(t)))
+                        .unwrap_or_default()
+                )],
+                None => vec![format!(
+                    "all {} pods run and are ready, with no probe failure in the last 15 minutes: nothing shows them wedged",
+                    pods.len()
+                )],
+            },
+        ));
+    } else {
+        let mut ev: Vec<String> = stuck
+            .iter()
+            .take(3)
+            .map(|p| format!("pod {} runs but is not ready", p.name))
+            .collect();
+        ev.extend(probe_failures.iter().take(2).map(|e| e.line()));
+        out.push(holds(wedged_id, wedged_statement, ev));
+    }
+
+    out.push(keeps_ready_pods(&w, &pods));
+    out.push(no_rollout(&w, "restart.no-rollout-in-progress"));
+    out.push(no_broken_dependency(scene, "restart.no-broken-dependency", "restart").await?);
+    Ok(out)
+}
+
+fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
+    let id = "restart.keeps-ready-pods";
+    let statement = "Replacing the pods never takes away the last ready ones";
+    let ready = pods.iter().filter(|p| p.ready).count() as i64;
+    let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(pods.len() as i64);
+    let (unavailable, strategy) = max_unavailable(w);
+    let kind = obj::kind(w);
+    if strategy == "OnDelete" {
+        return fails(
+            id,
+            statement,
+            vec!["updateStrategy OnDelete: changing the template replaces no pod".into()],
+        );
+    }
+    let (ok, why) = match kind {
+        "DaemonSet" => (
+            true,
+            format!("a DaemonSet replaces its pods node by node (maxUnavailable {unavailable})"),
+        ),
+        "StatefulSet" => (
+            ready == 0 || replicas >= 2,
+            format!(
+                "{strategy} replaces one pod at a time and waits for it to be ready; {ready} of {replicas} ready now"
+            ),
+        ),
+        _ => (
+            ready == 0 || (strategy != "Recreate" && replicas - unavailable >= 1),
+            if strategy == "Recreate" {
+                format!("strategy Recreate stops all {replicas} pods first; {ready} ready now")
+            } else {
+                format!(
+                    "{strategy} keeps at least {} of {replicas} available (maxUnavailable {unavailable}); {ready} ready now",
+                    (replicas - unavailable).max(0)
+                )
+            },
+        ),
+    };
+    check(id, statement, ok, vec![why])
+}

@@ -1,0 +1,496 @@
+//! Roll a Deployment or StatefulSet back to an earlier revision.
+
+use super::*;
+
+/// One revision of a workload, whichever controller keeps it.
+struct Revision {
+    number: i64,
+    /// ReplicaSet or ControllerRevision name.
+    name: String,
+    /// What its pods carry (`pod-template-hash` or `controller-revision-hash`).
+    hash: String,
+    template: Value,
+    created: Option<DateTime<Utc>>,
+}
+
+fn revisions_of_deployment(rss: &[(i64, Value)]) -> Vec<Revision> {
+    rss.iter()
+        .map(|(n, rs)| Revision {
+            number: *n,
+            name: obj::name(rs).to_owned(),
+            hash: obj::label(rs, "pod-template-hash")
+                .unwrap_or_default()
+                .to_owned(),
+            template: at(rs, &["spec", "template"])
+                .cloned()
+                .unwrap_or(Value::Null),
+            created: created(rs),
+        })
+        .collect()
+}
+
+fn revisions_of_statefulset(crs: &[(i64, Value)]) -> Vec<Revision> {
+    crs.iter()
+        .map(|(n, cr)| Revision {
+            number: *n,
+            name: obj::name(cr).to_owned(),
+            hash: obj::name(cr).to_owned(),
+            template: at(cr, &["data", "spec", "template"])
+                .cloned()
+                .unwrap_or(Value::Null),
+            created: created(cr),
+        })
+        .collect()
+}
+
+/// The Services of the target's namespace, without ready endpoints, whose selector matches the
+/// pod labels of revision `before` but not those of revision `now`: one line each.
+async fn orphaned_services(scene: &Scene, now: &Value, before: &Value) -> Read<Vec<String>> {
+    use crate::prove::graph::adapters::{service_selector, template_selected};
+    let mut out = Vec::new();
+    for svc in scene
+        .list("Service", scene.ns(), &ListQuery::default())
+        .await?
+    {
+        let selector = service_selector(&svc);
+        if !template_selected(before, &selector) || template_selected(now, &selector) {
+            continue;
+        }
+        let name = obj::name(&svc);
+        let ready: usize = match scene.get("Endpoints", scene.ns(), name).await {
+            Ok(e) => array(&e, &["subsets"])
+                .iter()
+                .map(|s| array(s, &["addresses"]).len())
+                .sum(),
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => 0,
+        };
+        if ready > 0 {
+            continue;
+        }
+        let selector: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push(format!(
+            "Service {name} selects {}, which the returned-to revision's pods carry and the current one's do not; it has no ready endpoints",
+            selector.join(",")
+        ));
+    }
+    Ok(out)
+}
+
+pub(in crate::prove) async fn rollback(
+    scene: &Scene,
+    params: &Map<String, Value>,
+) -> Read<Vec<Obligation>> {
+    let w = scene.target_obj().await?;
+    let stateful = obj::kind(&w) == "StatefulSet";
+    let (revisions, current_number) = if stateful {
+        let crs = scene.controller_revisions(&w).await?;
+        let upd = str_at(&w, &["status", "updateRevision"]).unwrap_or_default();
+        let cur = crs
+            .iter()
+            .find(|(_, cr)| obj::name(cr) == upd)
+            .map(|(n, _)| *n)
+            .or_else(|| crs.last().map(|(n, _)| *n))
+            .unwrap_or(0);
+        (revisions_of_statefulset(&crs), cur)
+    } else {
+        let rss = scene.replicasets(&w).await?;
+        let cur = obj::annotation(&w, "deployment.kubernetes.io/revision")
+            .and_then(|r| r.parse().ok())
+            .or_else(|| rss.last().map(|(n, _)| *n))
+            .unwrap_or(0);
+        (revisions_of_deployment(&rss), cur)
+    };
+    let pods = scene.pods_of(&w).await?;
+    let events = scene.events(None).await?;
+    let pod_hash = |p: &Pod| {
+        if stateful {
+            p.revision_hash.clone()
+        } else {
+            p.template_hash.clone()
+        }
+    };
+    let describe = |r: &Revision| format!("revision {} ({})", r.number, images(&r.template));
+    let mut out = Vec::new();
+
+    // 1. The revision to return to is named, and exists.
+    let wanted = number(params, "TO_REVISION");
+    let current = revisions.iter().find(|r| r.number == current_number);
+    let target = wanted.and_then(|n| revisions.iter().find(|r| r.number == n));
+    let named_id = "rollback.revision-named";
+    let named_statement = "The revision to return to is named in the parameters (TO_REVISION), exists, and is not the current one";
+    let Some(target) = target.filter(|t| t.number != current_number) else {
+        let known: Vec<String> = revisions.iter().map(&describe).collect();
+        out.push(fails(
+            named_id,
+            named_statement,
+            vec![match wanted {
+                None => "TO_REVISION is not given: a rollback never goes to \"the previous revision\" blindly".into(),
+                Some(n) if n == current_number => format!("revision {n} is the current revision"),
+                Some(n) => format!("revision {n} does not exist"),
+            },
+            format!("revisions kept: {}", if known.is_empty() { "none".into() } else { known.join("; ") })],
+        ));
+        return Ok(out);
+    };
+    out.push(holds(
+        named_id,
+        named_statement,
+        vec![format!(
+            "{} is kept as {} {}; the current one is {}",
+            describe(target),
+            if stateful {
+                "ControllerRevision"
+            } else {
+                "ReplicaSet"
+            },
+            target.name,
+            current
+                .map(&describe)
+                .unwrap_or_else(|| format!("revision {current_number}"))
+        )],
+    ));
+
+    // 2. The revision returned to served healthy and is not failing itself.
+    let its_pods: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| pod_hash(p).as_deref() == Some(target.hash.as_str()))
+        .collect();
+    let failing: Vec<&&Pod> = its_pods.iter().filter(|p| p.broken().is_some()).collect();
+    let ready = its_pods.iter().filter(|p| p.ready).count();
+    let recorded_failures = findings::revision_failures(&events, &target.name, &target.hash);
+    let next_created = revisions
+        .iter()
+        .filter(|r| r.number > target.number)
+        .filter_map(|r| r.created)
+        .min();
+    let healthy_id = "rollback.target-revision-healthy";
+    let healthy_statement = "The revision returned to served healthy and is not failing itself";
+    if let Some(p) = failing.first() {
+        out.push(fails(
+            healthy_id,
+            healthy_statement,
+            vec![format!(
+                "{} fails too: pod {} {}",
+                describe(target),
+                p.name,
+                p.broken().map(|f| f.line).unwrap_or_default()
+            )],
+        ));
+    } else if ready > 0 {
+        out.push(holds(
+            healthy_id,
+            healthy_statement,
+            vec![format!("{} has {ready} ready pod(s) now", describe(target))],
+        ));
+    } else if let Some(e) = recorded_failures.first() {
+        out.push(fails(
+            healthy_id,
+            healthy_statement,
+            vec![format!(
+                "{} has no pods left, and its pods failed: {}",
+                describe(target),
+                e.line()
+            )],
+        ));
+    } else {
+        let served = match (target.created, next_created) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        let ok = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS));
+        out.push(check(
+            healthy_id,
+            healthy_statement,
+            ok,
+            vec![format!(
+                "{} has no pods left; it served {} before the next revision appeared, and nothing records a failure of it{}",
+                describe(target),
+                served.map_or("for an unknown time".into(), |s| format!("for {}", ago(s))),
+                if ok { String::new() } else { format!(" (at least {} needed to count as proven)", ago(Duration::seconds(SERVED_MIN_SECONDS))) }
+            )],
+        ));
+    }
+
+    // 3. The failures began after the current revision appeared. A rollout can also break
+    // what depends on the pods while they run: a Service whose selector the revision's pod
+    // labels no longer match has had no endpoints since the new pods replaced the old.
+    let cur_hash = current.map(|c| c.hash.clone()).unwrap_or_default();
+    // A pod of the current revision that runs but never became ready fails too, once the
+    // rollout's own deadline has passed (the controller says Progressing=False) or it has been
+    // unready longer than any start may take: a readiness probe that never passes.
+    let stalled = progress_deadline_exceeded(&scene.target_obj().await?);
+    let never_ready = |p: &Pod| {
+        !cur_hash.is_empty()
+            && pod_hash(p).as_deref() == Some(cur_hash.as_str())
+            && p.never_ready
+                .is_some_and(|d| stalled.is_some() || d > Duration::seconds(NEVER_READY_ALLOWANCE))
+    };
+    let failing_now: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| p.broken().is_some() || never_ready(p))
+        .collect();
+    let orphaned = match current {
+        Some(cur) if !stateful => orphaned_services(scene, &cur.template, &target.template).await?,
+        _ => vec![],
+    };
+    let after_id = "rollback.failures-began-after-revision";
+    let after_statement = "The failures began after the current revision appeared";
+    match (failing_now.is_empty(), current) {
+        (true, Some(cur)) if !orphaned.is_empty() => out.push(holds(
+            after_id,
+            after_statement,
+            orphaned
+                .iter()
+                .map(|s| {
+                    format!(
+                        "no pod fails, but {s}: it lost its endpoints when {} (at {}) replaced revision {}",
+                        describe(cur),
+                        cur.created
+                            .map(hhmm)
+                            .unwrap_or_else(|| "an unknown time".into()),
+                        target.number
+                    )
+                })
+                .collect(),
+        )),
+        (true, _) => out.push(fails(
+            after_id,
+            after_statement,
+            vec!["no pod of the workload fails now: nothing for a rollback to fix".into()],
+        )),
+        (false, Some(cur)) => {
+            let first = failing_now
+                .iter()
+                .filter_map(|p| onset(p, &events).map(|t| (t, *p)))
+                .min_by_key(|(t, _)| *t);
+            let older_failing: Vec<&&Pod> = failing_now
+                .iter()
+                .filter(|p| pod_hash(p).as_deref() != Some(cur_hash.as_str()))
+                .collect();
+            let ok = older_failing.is_empty()
+                && match (first, cur.created) {
+                    (Some((t, _)), Some(c)) => t >= c - Duration::seconds(5),
+                    _ => false,
+                };
+            let mut ev = vec![format!(
+                "{} appeared at {}",
+                describe(cur),
+                cur.created
+                    .map(hhmm)
+                    .unwrap_or_else(|| "an unknown time".into())
+            )];
+            if let Some((t, p)) = first {
+                ev.push(format!(
+                    "the first failure, of pod {}, at {}",
+                    p.name,
+                    hhmm(t)
+                ));
+            }
+            for p in older_failing.iter().take(2) {
+                ev.push(format!(
+                    "pod {} of an older revision fails too: {}",
+                    p.name,
+                    p.broken().map(|f| f.line).unwrap_or_default()
+                ));
+            }
+            out.push(check(after_id, after_statement, ok, ev));
+        }
+        (false, None) => out.push(fails(
+            after_id,
+            after_statement,
+            vec![format!("the current revision {current_number} is not kept")],
+        )),
+    }
+
+    // 4. What changed is inside the pod template (a ConfigMap rewritten in place is not
+    // undone by a rollout undo).
+    let change_id = "rollback.change-in-pod-template";
+    let change_statement = "What changed is inside the pod template, which a rollback restores";
+    if let Some(cur) = current {
+        let mut ev = Vec::new();
+        let material_change = differs_in_containers(&cur.template, &target.template);
+        if material_change {
+            ev.push(format!(
+                "the pod specs differ: {} → {}",
+                images(&cur.template),
+                images(&target.template)
+            ));
+        } else {
+            ev.push(format!(
+                "revisions {} and {} run the same pod spec (only metadata differs)",
+                cur.number, target.number
+            ));
+        }
+        let replaced_at = next_created;
+        let mut rewritten = Vec::new();
+        for name in configmaps(&cur.template) {
+            match scene.get("ConfigMap", scene.ns(), &name).await {
+                Ok(cm) => {
+                    if let (Some(w), Some(r)) = (last_written(&cm), replaced_at)
+                        && w >= r - Duration::minutes(5)
+                    {
+                        rewritten.push(format!(
+                            "ConfigMap {name} was written at {}, after revision {} last ran on it: a rollout undo keeps its new content",
+                            hhmm(w),
+                            target.number
+                        ));
+                    }
+                }
+                Err(e) if e.is_unreachable() => return Err(e),
+                Err(e) => ev.push(format!("ConfigMap {name}: {}", e.message)),
+            }
+        }
+        let secrets = secrets(&cur.template);
+        if !secrets.is_empty() {
+            ev.push(format!(
+                "Secrets referenced: {} (kubemedic does not read Secrets: an in-place change to them is not ruled out)",
+                secrets.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for s in &orphaned {
+            ev.push(format!("the pod labels differ where it matters: {s}"));
+        }
+        let ok = (material_change || !orphaned.is_empty()) && rewritten.is_empty();
+        ev.extend(rewritten);
+        out.push(check(change_id, change_statement, ok, ev));
+    }
+
+    // 5. Nobody else's rollout or rollback is in progress.
+    let others_id = "rollback.no-rollout-by-others";
+    let others_statement = "No rollout or rollback started by someone else is in progress";
+    let starting: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()))
+        .filter(|p| !p.ready && p.broken().is_none() && !never_ready(p))
+        .collect();
+    let current_fails = pods.iter().any(|p| {
+        pod_hash(p).as_deref() == Some(cur_hash.as_str())
+            && (p.broken().is_some() || never_ready(p))
+    });
+    let paused = at(&w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
+    if paused {
+        out.push(fails(
+            others_id,
+            others_statement,
+            vec!["the rollout is paused".into()],
+        ));
+    } else if !current_fails && !starting.is_empty() {
+        out.push(fails(
+            others_id,
+            others_statement,
+            vec![format!(
+                "revision {current_number} is rolling out now and its pods are starting ({}), not failing",
+                starting.iter().map(|p| p.name.as_str()).take(3).collect::<Vec<_>>().join(", ")
+            )],
+        ));
+    } else if !current_fails && !failing_now.is_empty() {
+        out.push(fails(
+            others_id,
+            others_statement,
+            vec![format!(
+                "the failing pods are not of the current revision {current_number}: the workload has moved on since"
+            )],
+        ));
+    } else {
+        out.push(holds(
+            others_id,
+            others_statement,
+            vec![format!(
+                "the current revision {current_number} is the one failing"
+            )],
+        ));
+    }
+
+    // 6. The current revision's pods are not kept from starting by what an older revision's
+    // pods hold. A ReadWriteOnce volume still attached to an old pod on another node blocks
+    // every new pod whatever the revision changed: the rollout strategy is what fails, and a
+    // rollback only abandons the attempt (the next rollout stops the same way).
+    let held_id = "rollback.not-blocked-by-older-pods";
+    let held_statement = "The current revision's pods are not kept from starting by a volume an older revision's pod holds (a rollout blocked that way fails whatever it changes)";
+    let mut blocked = Vec::new();
+    for p in pods
+        .iter()
+        .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()) && !p.ready)
+    {
+        for e in events
+            .iter()
+            .filter(|e| e.warning && e.kind == "Pod" && e.name == p.name)
+        {
+            let Some((volume, holders)) = attach_conflict(e) else {
+                continue;
+            };
+            let older: Vec<&Pod> = holders
+                .iter()
+                .filter_map(|h| pods.iter().find(|o| &o.name == h))
+                .filter(|o| pod_hash(o).as_deref() != Some(cur_hash.as_str()))
+                .collect();
+            let Some(holder) = older.first() else {
+                continue;
+            };
+            let claim = claim_of_volume(scene, p, &volume).await?;
+            let strategy = str_at(&w, &["spec", "strategy", "type"])
+                .or_else(|| str_at(&w, &["spec", "updateStrategy", "type"]))
+                .unwrap_or("RollingUpdate");
+            blocked.push(format!(
+                "pod {} of revision {current_number} cannot attach volume {volume}{}: it is still attached to pod {} of an older revision{}, which keeps running; with the {strategy} strategy the new pod waits for it forever — the strategy (Recreate, or maxUnavailable ≥ 1) is the fix, not a rollback",
+                p.name,
+                claim
+                    .map(|c| format!(" (PersistentVolumeClaim {c})"))
+                    .unwrap_or_default(),
+                holder.name,
+                holder
+                    .node
+                    .as_deref()
+                    .map(|n| format!(" on node {n}"))
+                    .unwrap_or_default(),
+            ));
+            break;
+        }
+    }
+    if blocked.is_empty() {
+        out.push(holds(
+            held_id,
+            held_statement,
+            vec!["no pod of the current revision waits for a volume an older pod holds".into()],
+        ));
+    } else {
+        out.push(fails(held_id, held_statement, blocked));
+    }
+    Ok(out)
+}
+
+/// A `FailedAttachVolume` Multi-Attach event: the volume, and the pods said to hold it.
+fn attach_conflict(e: &Event) -> Option<(String, Vec<String>)> {
+    if e.reason != "FailedAttachVolume" || !e.message.contains("Multi-Attach") {
+        return None;
+    }
+    let volume = e.message.split('"').nth(1)?.to_owned();
+    let (_, holders) = e.message.split_once("used by pod(s)")?;
+    let holders = holders
+        .split(',')
+        .map(|h| h.trim().trim_end_matches('.').to_owned())
+        .filter(|h| !h.is_empty())
+        .collect();
+    Some((volume, holders))
+}
+
+/// The claim of `pod` bound to the PersistentVolume `volume`, if the pod mounts one.
+async fn claim_of_volume(scene: &Scene, pod: &Pod, volume: &str) -> Read<Option<String>> {
+    let claims: Vec<String> = array(&pod.raw, &["spec", "volumes"])
+        .iter()
+        .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]))
+        .map(str::to_owned)
+        .collect();
+    for claim in claims {
+        match scene.get("PersistentVolumeClaim", scene.ns(), &claim).await {
+            Ok(pvc) if str_at(&pvc, &["spec", "volumeName"]) == Some(volume) => {
+                return Ok(Some(claim));
+            }
+            Ok(_) => {}
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => {}
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,236 @@
+//! Set the replica count of a workload.
+
+use super::*;
+
+pub(in crate::prove) async fn scale(
+    scene: &Scene,
+    params: &Map<String, Value>,
+) -> Read<Vec<Obligation>> {
+    let w = scene.target_obj().await?;
+    let pods = scene.pods_of(&w).await?;
+    let mut out = Vec::new();
+    let current = i64_at(&w, &["spec", "replicas"]).unwrap_or(1);
+    let Some(wanted) = number(params, "REPLICAS") else {
+        out.push(fails(
+            "scale.replicas-named",
+            "The new replica count is named (REPLICAS)",
+            vec!["REPLICAS is missing".into()],
+        ));
+        return Ok(out);
+    };
+    let hpas = scene.autoscalers_of(obj::kind(&w), obj::name(&w)).await?;
+    out.push(check(
+        "scale.no-autoscaler",
+        "No HorizontalPodAutoscaler owns the replica count",
+        hpas.is_empty(),
+        hpas.iter()
+            .map(|h| {
+                format!(
+                    "HorizontalPodAutoscaler {} scales it: patch its bounds instead",
+                    obj::name(h)
+                )
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .chain(
+                hpas.is_empty()
+                    .then(|| "no HorizontalPodAutoscaler targets it".to_owned()),
+            )
+            .collect(),
+    ));
+    let declared = obj::annotation(&w, "kubectl.kubernetes.io/last-applied-configuration")
+        .and_then(|a| serde_json::from_str::<Value>(a).ok())
+        .and_then(|a| i64_at(&a, &["spec", "replicas"]));
+    let bound = (current * 2).max(current + 5).max(declared.unwrap_or(0));
+    out.push(check(
+        "scale.bounded",
+        "The new count is a bounded step (at most double, or back to the declared count), and never zero",
+        wanted >= 1 && wanted <= bound,
+        vec![format!(
+            "replicas {current} → {wanted}{}",
+            declared.map(|d| format!("; declared {d} in the applied configuration")).unwrap_or_default()
+        )],
+    ));
+    if wanted > current {
+        let failing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
+        let unscheduled: Vec<&&Pod> = failing
+            .iter()
+            .filter(|p| p.unschedulable.is_some())
+            .collect();
+        out.push(check(
+            "scale.pods-not-failing",
+            "The workload's pods do not fail (more failing pods help nobody)",
+            failing.iter().all(|p| p.unschedulable.is_some()) || current == 0 && pods.is_empty(),
+            if failing.is_empty() {
+                vec![format!("{} pod(s), none failing", pods.len())]
+            } else {
+                failing
+                    .iter()
+                    .take(3)
+                    .map(|p| {
+                        format!(
+                            "pod {} {}",
+                            p.name,
+                            p.broken().map(|f| f.line).unwrap_or_default()
+                        )
+                    })
+                    .collect()
+            },
+        ));
+        let nodes = scene.nodes().await?;
+        let taking = nodes.iter().filter(|n| n.takes_pods()).count();
+        out.push(check(
+            "scale.schedulable",
+            "New pods can be scheduled: none of its pods waits for a node, and nodes take pods",
+            unscheduled.is_empty() && taking > 0,
+            vec![match unscheduled.first() {
+                Some(p) => format!(
+                    "pod {} is already Pending: {}",
+                    p.name,
+                    p.unschedulable.clone().unwrap_or_default()
+                ),
+                None => format!(
+                    "{taking} of {} nodes are ready and schedulable",
+                    nodes.len()
+                ),
+            }],
+        ));
+        out.push(quota_allows(scene, &w, wanted - current).await?);
+        out.push(short_of_replicas(scene, &w, &pods, current, declared).await?);
+        out.push(no_broken_dependency(scene, "scale.no-broken-dependency", "scale-up").await?);
+    }
+    Ok(out)
+}
+
+/// CPU use of the ready pods against what they request, from the metrics API (`None`: not
+/// served or nothing measured): (used, requested), in millicores.
+async fn cpu_load(scene: &Scene, w: &Value, pods: &[Pod]) -> Read<Option<(u128, u128)>> {
+    let metrics = match scene.list_optional("PodMetrics", scene.ns()).await {
+        Ok(m) => m,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    let ready: Vec<&Pod> = pods.iter().filter(|p| p.ready).collect();
+    let used: Vec<u128> = metrics
+        .iter()
+        .filter(|m| {
+            ready
+                .iter()
+                .any(|p| Some(p.name.as_str()) == str_at(m, &["metadata", "name"]))
+        })
+        .map(|m| {
+            array(m, &["containers"])
+                .iter()
+                .filter_map(|c| str_at(c, &["usage", "cpu"]))
+                .filter_map(|q| crate::cluster::quantity::amount("cpu", q))
+                .sum()
+        })
+        .collect();
+    let spec = at(w, &["spec", "template", "spec"])
+        .cloned()
+        .unwrap_or(Value::Null);
+    let per_pod = match pod_resource(&spec, "requests", "cpu") {
+        0 => pod_resource(&spec, "limits", "cpu"),
+        r => r,
+    };
+    if used.is_empty() || per_pod == 0 {
+        return Ok(None);
+    }
+    Ok(Some((used.iter().sum(), per_pod * used.len() as u128)))
+}
+
+/// Whether the workload runs short of replicas: none at all, fewer than its applied
+/// configuration declares, or its ready pods busy near what they request. More replicas help
+/// only a workload short of them; a failure of what the pods run or depend on is not one.
+async fn short_of_replicas(
+    scene: &Scene,
+    w: &Value,
+    pods: &[Pod],
+    current: i64,
+    declared: Option<i64>,
+) -> Read<Obligation> {
+    let id = "scale.short-of-replicas";
+    let statement = "The workload runs short of replicas: none, fewer than declared, or its pods busy near their CPU requests";
+    if current == 0 {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!("{} runs no replica: nothing serves", obj::name(w))],
+        ));
+    }
+    if let Some(d) = declared.filter(|d| *d > current) {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!(
+                "its applied configuration declares {d} replicas; it runs {current}"
+            )],
+        ));
+    }
+    let load = cpu_load(scene, w, pods).await?;
+    if let Some((used, requested)) = load
+        && used * 10 >= requested * 8
+    {
+        return Ok(holds(
+            id,
+            statement,
+            vec![format!(
+                "its ready pods use {used}m of the {requested}m CPU they request (≥ 80%)"
+            )],
+        ));
+    }
+    let ready = pods.iter().filter(|p| p.ready).count();
+    Ok(fails(
+        id,
+        statement,
+        vec![format!(
+            "{ready} of {current} replicas ready{}; {}: nothing shows it short of replicas",
+            declared
+                .map(|d| format!(", {d} declared"))
+                .unwrap_or_default(),
+            match load {
+                Some((used, requested)) => {
+                    format!("its ready pods use {used}m of the {requested}m CPU they request")
+                }
+                None => "no CPU use measured (metrics API)".into(),
+            }
+        )],
+    ))
+}
+
+/// Whether the namespace's quota has room for `extra` more pods of the workload.
+pub(in crate::prove) async fn quota_allows(
+    scene: &Scene,
+    w: &Value,
+    extra: i64,
+) -> Read<Obligation> {
+    let id = "scale.quota-allows";
+    let statement = "The namespace's ResourceQuota has room for the new pods";
+    let spec = at(w, &["spec", "template", "spec"])
+        .cloned()
+        .unwrap_or(Value::Null);
+    let extra = extra.max(0) as u128;
+    let mut ev = Vec::new();
+    let mut ok = true;
+    for (resource, per_pod) in [
+        ("pods", 1u128),
+        ("requests.cpu", pod_resource(&spec, "requests", "cpu")),
+        ("requests.memory", pod_resource(&spec, "requests", "memory")),
+        ("limits.cpu", pod_resource(&spec, "limits", "cpu")),
+        ("limits.memory", pod_resource(&spec, "limits", "memory")),
+    ] {
+        if let Some((hard, used, name)) = scene.quota(resource).await? {
+            let need = per_pod * extra;
+            let fits = used + need <= hard;
+            ok &= fits;
+            ev.push(format!(
+                "ResourceQuota {name}: {resource} {used} used of {hard}, {need} more needed{}",
+                if fits { "" } else { " — no room" }
+            ));
+        }
+    }
+    if ev.is_empty() {
+        ev.push("no ResourceQuota limits the namespace".into());
+    }
+    Ok(check(id, statement, ok, ev))
+}
