@@ -254,7 +254,9 @@ impl Investigator for OfflineInvestigator {
         };
         // No rule determines the cause, but this incident class was resolved before.
         let (adopted, unfit) = match (&verified, &facts) {
-            (Some(_), Some(f)) => self.learned_for_unknown(&diagnosis, &learned, f),
+            (Some(ctx), Some(f)) => {
+                self.learned_for_unknown(&diagnosis, &learned, f, &ctx.root_owner)
+            }
             _ => (None, vec![]),
         };
         rca.root_cause_analysis.contributing_factors.extend(unfit);
@@ -452,9 +454,9 @@ fn learned_proposal(analysis: &Analysis, inv2: &Invocation2) -> Option<LearnedUs
 impl OfflineInvestigator {
     /// The learned pattern to propose when no rule determines the cause, with the parameters
     /// this incident gives its workflow: the strongest that may be suggested, with at least one
-    /// effective verified outcome, whose workflow's required parameters the facts supply (a
-    /// rollback learned on another incident has nothing to roll back to here without a recent
-    /// rollout). Only for an inconclusive diagnosis that did not ask for a human for a reason of
+    /// effective verified outcome, whose workflow's parameter schema the parameters the facts
+    /// supply pass (a rollback learned on another incident has nothing to roll back to here
+    /// without a recent rollout). Only for an inconclusive diagnosis that did not ask for a human for a reason of
     /// its own (a remedy that already failed here). Also, one line for each pattern passed over
     /// for want of parameters.
     fn learned_for_unknown<'a>(
@@ -462,6 +464,7 @@ impl OfflineInvestigator {
         diagnosis: &Diagnosis,
         learned: &'a [crate::domain::LearnedPattern],
         facts: &Facts,
+        target: &crate::domain::Target,
     ) -> (Option<Adopted<'a>>, Vec<String>) {
         let mut unfit = Vec::new();
         if diagnosis.outcome != InvestigationOutcome::Inconclusive
@@ -476,22 +479,18 @@ impl OfflineInvestigator {
                 continue;
             };
             let params = rules::learned_parameters(&p.action_type, facts);
-            let missing: Vec<&str> = w
+            match w
                 .parameters
-                .required
-                .iter()
-                .filter(|k| !k.starts_with("TARGET_RESOURCE_") && !params.contains_key(*k))
-                .map(String::as_str)
-                .collect();
-            if missing.is_empty() {
-                return (Some((p, params)), unfit);
+                .validate(&mut crate::catalog::parameters(&params, target))
+            {
+                Ok(()) => return (Some((p, params)), unfit),
+                Err(errors) => unfit.push(format!(
+                    "learned pattern {} ({}) not proposed: {}",
+                    p.workflow_id,
+                    p.signature,
+                    errors.join("; ")
+                )),
             }
-            unfit.push(format!(
-                "learned pattern {} ({}) not proposed: this incident gives no {} for it",
-                p.workflow_id,
-                p.signature,
-                missing.join(", ")
-            ));
         }
         (None, unfit)
     }

@@ -138,12 +138,7 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
         PreviousHealth::Serving(serving.max(usize::try_from(previous.ready).unwrap_or(0)))
     } else {
         // No pods of the previous revision to look at: judge it by what is recorded.
-        let hash = previous
-            .name
-            .rsplit_once('-')
-            .map(|(_, h)| h)
-            .unwrap_or_default();
-        if let Some(w) = findings::revision_failures(&ev.events, &previous.name, hash).first() {
+        if let Some(w) = findings::revision_failures(&ev.events, &previous.name, "").first() {
             return Err(format!(
                 "the previous revision {} failed too: {} {}: {}",
                 previous.number, w.name, w.reason, w.message
