@@ -6,10 +6,8 @@ use serde_json::Value;
 use super::findings::resolved as window;
 use super::scene::{Read, Scene, hhmm};
 use super::{check, fails};
-use crate::cluster::ListQuery;
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::obj::{self, array, i64_at, str_at};
 use crate::cluster::observed::{Event, Pod};
-use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 
 /// Event reasons that mean a pod could not be made, placed, started or kept.
@@ -631,20 +629,17 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     // the rollout replaced (a fix forward), not the target's now — the current pods are judged
     // above, and the desired state (every replica updated and available) as well.
     let old_revisions: Vec<String> = if obj::kind(&o) == "Deployment" {
-        match at(&o, &["spec", "selector"]).and_then(Selector::from_object) {
-            Some(sel) => scene
-                .list("ReplicaSet", scene.ns(), &ListQuery::labels(sel.to_query()))
-                .await?
-                .iter()
-                .filter(|rs| {
-                    i64_at(rs, &["spec", "replicas"]) == Some(0)
-                        && obj::annotation(rs, "deployment.kubernetes.io/revision")
-                            != obj::annotation(&o, "deployment.kubernetes.io/revision")
-                })
-                .map(|rs| format!("{}-", obj::name(rs)))
-                .collect(),
-            None => vec![],
-        }
+        let current = obj::annotation(&o, "deployment.kubernetes.io/revision")
+            .and_then(|r| r.parse::<i64>().ok());
+        scene
+            .replicasets(&o)
+            .await?
+            .iter()
+            .filter(|(rev, rs)| {
+                i64_at(rs, &["spec", "replicas"]) == Some(0) && Some(*rev) != current
+            })
+            .map(|(_, rs)| format!("{}-", obj::name(rs)))
+            .collect()
     } else {
         vec![]
     };
