@@ -9,8 +9,9 @@
 # and an operator rely on — the same user (65532:65532), paths (/usr/local/bin/kubemedic,
 # /var/lib/kubemedic as the working and data directory, /usr/share/doc/kubemedic), environment,
 # entrypoint and command, and nothing writable outside the volumes the chart mounts — but
-# carries a release build linked against Debian's glibc (scripts/test makes it: cargo build
-# --release) with the shared libraries it links, and Debian's CA certificates.
+# carries a binary built here, linked against Debian's glibc (the test build's, or a release
+# build with KUBEMEDIC_TEST_RELEASE=1 in scripts/test), with the shared libraries it links, and
+# Debian's CA certificates.
 # docs/real-node.md lists the differences.
 set -euo pipefail
 
