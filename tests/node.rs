@@ -760,8 +760,9 @@ async fn kubemedic_installed_by_the_chart_heals_a_bad_rollout_in_its_own_cluster
     else {
         return;
     };
-    // The image carries this build's binary, or a release build of the same source when
-    // scripts/test made one (KUBEMEDIC_TEST_RELEASE=1).
+    // The image carries the release build scripts/test made of the same source (a full run
+    // makes one beside the tests and runs this test last), or this build's binary without one
+    // (a subset, or KUBEMEDIC_TEST_RELEASE=0).
     let release = std::env::var("KUBEMEDIC_TEST_RELEASE_BIN")
         .ok()
         .filter(|b| !b.is_empty())
