@@ -19,6 +19,8 @@ mod common;
 use common::llm::ScriptedLlm;
 use common::propose::{Incident, Proposal};
 use kubemedic::catalog::Catalog;
+use kubemedic::config::reference;
+use kubemedic::domain::obligations;
 use kubemedic::domain::{OutcomeKind, Phase, ProofVerdict, Proposer, RemediationRequest};
 
 /// What the proof must say.
@@ -101,6 +103,26 @@ async fn check_as(case: Case, by: Proposer) {
             case.action_type,
             other.map(|p| (&p.action_type, p.proposer))
         )),
+    }
+    // Every obligation stated is declared, with its declared statement, under the action's
+    // proof or every proof's.
+    for o in proof.map(|p| p.obligations.as_slice()).unwrap_or_default() {
+        let declared = obligations::proof_of(case.action_type)
+            .into_iter()
+            .chain(obligations::PROOFS.iter().filter(|p| p.name == "every"))
+            .flat_map(|p| p.obligations.iter())
+            .find(|d| d.id == o.id);
+        match declared {
+            Some(d) if d.statement == o.statement => {}
+            Some(d) => bad.push(format!(
+                "{} states {:?}, declared {:?}",
+                o.id, o.statement, d.statement
+            )),
+            None => bad.push(format!(
+                "{} is not declared for {} (src/domain/obligations.rs)",
+                o.id, case.action_type
+            )),
+        }
     }
     let reason = req.reason.clone().unwrap_or_default();
     let kind = req.state.selection.as_ref().map(|s| s.outcome.kind);
@@ -195,6 +217,19 @@ macro_rules! cases {
                 }
                 if !of.iter().any(|c| matches!(c.want, Want::Refuted(_))) {
                     missing.push(format!("{}: no case where it is refuted", at.name));
+                }
+            }
+            // Every obligation a case wants refuted is declared for its action type.
+            for c in &cases {
+                if let Want::Refuted(id) = c.want {
+                    let declared = obligations::proof_of(c.action_type)
+                        .is_some_and(|p| p.obligations.iter().any(|o| o.id == id))
+                        || obligations::PROOFS
+                            .iter()
+                            .any(|p| p.name == "every" && p.obligations.iter().any(|o| o.id == id));
+                    if !declared {
+                        missing.push(format!("{}: {id} is not one of its obligations", c.action_type));
+                    }
                 }
             }
             // Every incident staged for these cases has its folder and is used.
@@ -518,4 +553,95 @@ cases! {
         why: "Argo CD manages checkout, but \"revert\" tells a human nothing to change",
         want: Refuted("gitrevert.change-identified"),
     },
+}
+
+/// docs/investigation.md lists every declared obligation, generated from the declaration.
+#[test]
+fn docs_list_every_declared_obligation() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/investigation.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    let want = reference::splice_between(
+        &doc,
+        (obligations::DOC_BEGIN, obligations::DOC_END),
+        &obligations::markdown(),
+    )
+    .unwrap_or_else(|| panic!("docs/investigation.md lacks the markers of the obligations"));
+    assert!(
+        doc == want,
+        "docs/investigation.md's table of obligations differs from src/domain/obligations.rs: \
+         regenerate it with\n\n    cargo run -- policy obligations --update docs/investigation.md\n"
+    );
+}
+
+/// Every obligation id the policies, their cases, the notifications, the pages, the tests and
+/// the docs name is declared: renaming one in the table fails here, not in an empty field.
+#[test]
+fn every_obligation_id_named_anywhere_is_declared() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let prefixes: Vec<&str> = obligations::PROOFS
+        .iter()
+        .flat_map(|p| p.obligations.iter())
+        .filter_map(|o| o.id.split_once('.').map(|(p, _)| p))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    // `<prefix>.<fact-with-hyphens>`, not inside a longer name or path, nor cut short (`…`).
+    let pattern = regex::Regex::new(&format!(
+        r"(?:^|[^\w./-])((?:{})\.[a-z0-9]+(?:-[a-z0-9]+)+)(?:$|[^\w./…-])",
+        prefixes
+            .iter()
+            .map(|p| regex::escape(p))
+            .collect::<Vec<_>>()
+            .join("|")
+    ))
+    .unwrap();
+    let mut files = Vec::new();
+    let mut dirs = vec![
+        root.join("policies"),
+        root.join("src"),
+        root.join("tests"),
+        root.join("docs"),
+        root.join("charts"),
+    ];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| {
+                ["rs", "rego", "yaml", "md", "html", "js"].contains(&e.to_str().unwrap_or(""))
+            }) {
+                files.push(path);
+            }
+        }
+    }
+    let mut unknown = Vec::new();
+    let mut named = 0;
+    for f in &files {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            for c in pattern.captures_iter(line) {
+                let id = &c[1];
+                named += 1;
+                if obligations::find(id).is_none() {
+                    unknown.push(format!(
+                        "{}:{}: {id}",
+                        f.strip_prefix(root).unwrap().display(),
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        named > 50,
+        "only {named} obligation ids found: the pattern is wrong"
+    );
+    assert!(
+        unknown.is_empty(),
+        "obligation ids not declared in src/domain/obligations.rs:\n{}",
+        unknown.join("\n")
+    );
 }

@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::domain;
+
 pub use params::{TARGET_PARAMS, parameters, references, substitute};
 pub use schema::{ParamSchema, ParamType, Property};
 pub use select::{LABEL_NAMES, SelectionContext, SelectionError, cluster_context, detected};
@@ -88,6 +90,10 @@ pub enum Engine {
     Proposal { template: String },
 }
 
+fn unset_action_type() -> domain::ActionType {
+    domain::ActionType::Custom(String::new())
+}
+
 fn default_job_timeout() -> u64 {
     600
 }
@@ -98,8 +104,9 @@ pub struct Workflow {
     pub id: String,
     #[serde(deserialize_with = "version_text")]
     pub version: String,
-    #[serde(default)]
-    pub action_type: String,
+    /// The file's action type when the workflow names none (the loader sets it).
+    #[serde(default = "unset_action_type")]
+    pub action_type: domain::ActionType,
     pub description: String,
     #[serde(default)]
     pub labels: WorkflowLabels,
@@ -356,8 +363,8 @@ impl Catalog {
                     }
                 };
                 w.source = file.display().to_string();
-                if w.action_type.is_empty() {
-                    w.action_type = at.name.clone();
+                if w.action_type.as_str().is_empty() {
+                    w.action_type = domain::ActionType::parse(&at.name);
                 } else if w.action_type != at.name {
                     problems.push(problem(
                         format!("workflows[{i}].actionType"),

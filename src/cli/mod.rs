@@ -1,5 +1,5 @@
 //! The command line: `serve`, `demo`, `migrate`, `investigate`, `snapshot`, `catalog
-//! validate`, `policy test`, `ask`, `mcp`, `apikey`, `audit`, `config reference`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
+//! validate`, `policy test`, `policy obligations`, `ask`, `mcp`, `apikey`, `audit`, `config reference`. The top of the crate: `main` parses [`Cli`] and calls [`run`].
 
 mod admin;
 pub mod ask;
@@ -18,6 +18,7 @@ use crate::config::HelpDefault;
 use crate::config::{ClusterArgs, ConfigError, DaemonArgs, GateArgs, Settings, reference};
 use crate::daemon;
 use crate::demo::{self, DemoArgs};
+use crate::domain::obligations;
 use crate::policy::{PolicySettings, cases};
 use crate::telemetry::{self, LogFormat};
 
@@ -93,6 +94,14 @@ pub struct PolicyArgs {
 pub enum PolicyCommand {
     /// Run YAML cases (`input`, `want`) against the approval policy; exit 1 if any fails.
     Test(PolicyTestArgs),
+    /// Print every proof obligation (id, statement) by proof and action type as Markdown: the
+    /// ids a policy's `proof.holds` and `proof.failed` name.
+    Obligations {
+        /// Instead, rewrite the generated part of this Markdown file (between its markers),
+        /// e.g. docs/investigation.md.
+        #[arg(long, value_name = "FILE")]
+        update: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -193,7 +202,11 @@ async fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Config(ConfigArgs {
             command: ConfigCommand::Reference { update },
-        }) => config_reference(update.as_deref()),
+        }) => generated(
+            &reference::markdown(),
+            (reference::BEGIN, reference::END),
+            update.as_deref(),
+        ),
         Command::Version => {
             println!("kubemedic {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -305,6 +318,13 @@ async fn run(cli: Cli) -> ExitCode {
         Command::Policy(PolicyArgs {
             command: PolicyCommand::Test(args),
         }) => policy_test(args),
+        Command::Policy(PolicyArgs {
+            command: PolicyCommand::Obligations { update },
+        }) => generated(
+            &obligations::markdown(),
+            (obligations::DOC_BEGIN, obligations::DOC_END),
+            update.as_deref(),
+        ),
         Command::Demo(args) => match demo::run(args).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(e),
@@ -387,9 +407,13 @@ fn policy_test(args: PolicyTestArgs) -> ExitCode {
     }
 }
 
-/// `kubemedic config reference [--update FILE]`.
-fn config_reference(update: Option<&std::path::Path>) -> ExitCode {
-    let table = reference::markdown();
+/// A generated table (`kubemedic config reference`, `kubemedic policy obligations`): printed,
+/// or with `--update FILE` spliced into FILE between its markers.
+fn generated(
+    table: &str,
+    (begin, end): (&str, &str),
+    update: Option<&std::path::Path>,
+) -> ExitCode {
     let Some(path) = update else {
         print!("{table}");
         return ExitCode::SUCCESS;
@@ -398,12 +422,10 @@ fn config_reference(update: Option<&std::path::Path>) -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(format!("cannot read {}: {e}", path.display())),
     };
-    let Some(new) = reference::splice(&doc, &table) else {
+    let Some(new) = reference::splice_between(&doc, (begin, end), table) else {
         eprintln!(
-            "error: {} lacks the markers of the generated part:\n{}\n{}",
+            "error: {} lacks the markers of the generated part:\n{begin}\n{end}",
             path.display(),
-            reference::BEGIN,
-            reference::END
         );
         return ExitCode::from(2);
     };

@@ -125,8 +125,14 @@ fn cell(text: &str) -> String {
 /// `doc` with the part between [`BEGIN`] and [`END`] replaced by `table`; `None` without the
 /// markers.
 pub fn splice(doc: &str, table: &str) -> Option<String> {
-    let start = doc.find(BEGIN)? + BEGIN.len();
-    let end = start + doc[start..].find(END)?;
+    splice_between(doc, (BEGIN, END), table)
+}
+
+/// `doc` with the part between the markers `(begin, end)` replaced by `table`; `None` without
+/// them. Every generated part of the docs is spliced so.
+pub fn splice_between(doc: &str, (begin, end): (&str, &str), table: &str) -> Option<String> {
+    let start = doc.find(begin)? + begin.len();
+    let end = start + doc[start..].find(end)?;
     Some(format!(
         "{}\n\n{}\n{}",
         &doc[..start],

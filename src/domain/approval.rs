@@ -6,6 +6,7 @@
 //! authenticated (a signed link's recipient, a Slack user it verified, the API caller) — never
 //! a value the client sent.
 
+use super::action::ActionType;
 use std::fmt;
 
 /// Seconds a request waits for a human's decision before it expires, unless configured: the
@@ -38,7 +39,7 @@ pub struct ApprovalRequest {
     pub evidence: Vec<String>,
     pub workflow_id: String,
     pub workflow_version: String,
-    pub action_type: String,
+    pub action_type: ActionType,
     pub parameters: Map<String, Value>,
     pub rationale: String,
     /// Other workflows the selection considered; an approver may pick one instead.

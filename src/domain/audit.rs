@@ -4,7 +4,15 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::history::HistoryContext;
+use super::investigation::{
+    AlternativeWorkflow, Analysis, InvestigationPlan, LlmCallRecord, RcaResult, RemoteToolNote,
+    RoutedOutcome, SelectedWorkflow, Selection, ToolCallRecord, Usage, ValidationAttempt,
+};
+use super::labels::DetectedLabels;
+use super::learning::{LearnedPattern, LearnedUse, Signature};
 use super::phase::Phase;
+use super::target::Target;
 
 /// An audit event before the store gives it an id and a time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,4 +83,199 @@ pub struct AuditEvent {
     pub actor: String,
     pub message: String,
     pub payload: serde_json::Value,
+}
+
+/// The kind of the audit event invocation 1 leaves ([`RcaPayload`]).
+pub const RCA: &str = "rca";
+/// The kind of the audit event invocation 2 leaves ([`SelectionPayload`]).
+pub const SELECTION: &str = "selection";
+
+/// The payload of an [`RCA`] event: what invocation 1 found, with every tool call and model
+/// call it made (the whole tool outputs live here, not in the request's state). The chat
+/// stream and the request page read it back through this type, so a field renamed here is
+/// renamed for all of them. Every field is read on its own ([`lenient`]): a trail written
+/// before a field existed, or when it had another shape, still gives the others.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RcaPayload {
+    #[serde(default, deserialize_with = "lenient")]
+    pub rca: Option<RcaResult>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub root_owner: Option<Target>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub spec_hash: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub detected_labels: Option<DetectedLabels>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub warnings: Vec<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub playbooks: Vec<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub tool_calls: Vec<ToolCallRecord>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub llm_usage: Usage,
+    #[serde(default, deserialize_with = "lenient")]
+    pub llm_calls: Vec<LlmCallRecord>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub history: Option<HistoryContext>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub plan: Option<InvestigationPlan>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub signature: Option<Signature>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub learned: Vec<LearnedPattern>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub remote_tools: Vec<RemoteToolNote>,
+}
+
+impl RcaPayload {
+    pub fn of(a: &Analysis) -> Self {
+        Self {
+            rca: Some(a.rca.clone()),
+            root_owner: a.root_owner.clone(),
+            spec_hash: a.spec_hash.clone(),
+            detected_labels: a.detected_labels.clone(),
+            warnings: a.warnings.clone(),
+            playbooks: a.playbooks.clone(),
+            tool_calls: a.tool_calls.clone(),
+            llm_usage: a.usage,
+            llm_calls: a.llm_calls.clone(),
+            history: a.history.clone(),
+            plan: a.plan.clone(),
+            signature: a.signature.clone(),
+            learned: a.learned.clone(),
+            remote_tools: a.remote_tools.clone(),
+        }
+    }
+}
+
+/// The payload of a [`SELECTION`] event: what invocation 2 chose and why, read back like
+/// [`RcaPayload`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SelectionPayload {
+    #[serde(default, deserialize_with = "lenient")]
+    pub selected: Option<SelectedWorkflow>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub alternatives: Vec<AlternativeWorkflow>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub no_workflow_reasoning: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub validation_attempts: Vec<ValidationAttempt>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub merged: Option<RcaResult>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub outcome: Option<RoutedOutcome>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub llm_usage: Usage,
+    #[serde(default, deserialize_with = "lenient")]
+    pub llm_calls: Vec<LlmCallRecord>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub learned: Option<LearnedUse>,
+}
+
+impl SelectionPayload {
+    pub fn of(s: &Selection) -> Self {
+        Self {
+            selected: s.selected.clone(),
+            alternatives: s.alternatives.clone(),
+            no_workflow_reasoning: s.no_workflow_reasoning.clone(),
+            validation_attempts: s.validation_attempts.clone(),
+            merged: Some(s.merged.clone()),
+            outcome: Some(s.outcome.clone()),
+            llm_usage: s.usage,
+            llm_calls: s.llm_calls.clone(),
+            learned: s.learned.clone(),
+        }
+    }
+}
+
+/// An audit event's payload, typed by its kind where kubemedic reads it back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuditPayload {
+    Rca(Box<RcaPayload>),
+    Selection(Box<SelectionPayload>),
+    /// Any other kind, or a payload of a typed kind that does not parse (a trail written by a
+    /// version whose fields had other shapes): the JSON as stored.
+    Other(serde_json::Value),
+}
+
+impl AuditEvent {
+    /// The payload, typed by the event's kind.
+    pub fn typed_payload(&self) -> AuditPayload {
+        let parsed = match self.kind.as_str() {
+            RCA => serde_json::from_value(self.payload.clone())
+                .ok()
+                .map(|p| AuditPayload::Rca(Box::new(p))),
+            SELECTION => serde_json::from_value(self.payload.clone())
+                .ok()
+                .map(|p| AuditPayload::Selection(Box::new(p))),
+            _ => None,
+        };
+        parsed.unwrap_or_else(|| AuditPayload::Other(self.payload.clone()))
+    }
+}
+
+impl AuditDraft {
+    /// Invocation 1's event.
+    pub fn rca(actor: &str, message: impl Into<String>, payload: &RcaPayload) -> Self {
+        Self::new(RCA, actor, message)
+            .with_payload(serde_json::to_value(payload).unwrap_or_default())
+    }
+
+    /// Invocation 2's event.
+    pub fn selection(actor: &str, message: impl Into<String>, payload: &SelectionPayload) -> Self {
+        Self::new(SELECTION, actor, message)
+            .with_payload(serde_json::to_value(payload).unwrap_or_default())
+    }
+}
+
+/// A field of a typed payload: its value, or its default when it is missing or has another
+/// shape (an older trail), so one odd field never hides the rest of the event.
+fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_field_of_another_shape_leaves_the_others_readable() {
+        let e = AuditEvent {
+            id: 1,
+            request_id: None,
+            at: Utc::now(),
+            phase: None,
+            kind: RCA.into(),
+            actor: "offline".into(),
+            message: "m".into(),
+            payload: serde_json::json!({
+                "plan": {"steps": "not a list"},
+                "tool_calls": [{"tool": "get_pods", "arguments": {}, "ok": true, "output_chars": 3}],
+                "llm_usage": {"prompt_tokens": 5, "completion_tokens": 1},
+            }),
+        };
+        let AuditPayload::Rca(r) = e.typed_payload() else {
+            panic!("not read as an rca payload");
+        };
+        assert_eq!(r.plan, None);
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.llm_usage.total(), 6);
+        // Written and read back, a payload is what it was.
+        let back = AuditDraft::rca("x", "m", &r);
+        assert_eq!(
+            serde_json::from_value::<RcaPayload>(back.payload).ok(),
+            Some(*r)
+        );
+        // A kind kubemedic does not type stays JSON.
+        let other = AuditEvent {
+            kind: "gate".into(),
+            ..e
+        };
+        assert!(matches!(other.typed_payload(), AuditPayload::Other(_)));
+    }
 }

@@ -4,6 +4,7 @@
 //! Both are stored in the request's state and copied into the remediation history; their serde
 //! names are the stored format.
 
+use super::action::ActionType;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -72,7 +73,7 @@ pub enum ExecutionOutcome {
 pub struct Execution {
     pub workflow_id: String,
     pub workflow_version: String,
-    pub action_type: String,
+    pub action_type: ActionType,
     pub engine: EngineKind,
     /// The verified root owner the workflow acted on.
     pub target: Target,

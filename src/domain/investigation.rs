@@ -4,6 +4,7 @@
 //! These are the RCA and selection schemas of DESIGN §3.3–3.5 and the seed; their serde names
 //! are both the model's contract and the stored format.
 
+use super::action::ActionType;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -246,7 +247,7 @@ impl RemoteToolNoteKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SelectedWorkflow {
     pub workflow_id: String,
-    pub action_type: String,
+    pub action_type: ActionType,
     pub version: String,
     pub confidence: f64,
     #[serde(default)]
@@ -334,7 +335,7 @@ pub struct RoutedOutcome {
 /// What the offline investigator recommends doing (carried from invocation 1 to 2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proposal {
-    pub action_type: String,
+    pub action_type: ActionType,
     pub parameters: Map<String, Value>,
     /// For GitOps targets: the change a human should make in Git instead.
     pub git_change: String,

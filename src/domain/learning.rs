@@ -3,6 +3,7 @@
 //! the pattern the investigation reads back ([`LearnedPattern`], outcomes of one workflow on
 //! one signature, weighed by age). Serde names are stored formats.
 
+use super::action::ActionType;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -42,7 +43,7 @@ pub struct PatternOutcome {
     pub signature: Signature,
     /// The workflow that ran (an approver's alternative included).
     pub workflow_id: String,
-    pub action_type: String,
+    pub action_type: ActionType,
     /// The workflow kubemedic had proposed, when an approver chose this one instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaced: Option<String>,
@@ -59,7 +60,7 @@ pub struct PatternOutcome {
 pub struct LearnedPattern {
     pub signature: String,
     pub workflow_id: String,
-    pub action_type: String,
+    pub action_type: ActionType,
     /// Effective outcomes count +1, ineffective −1, each halved every half-life of its age.
     pub weight: f64,
     pub effective: u32,

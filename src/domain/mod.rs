@@ -11,6 +11,7 @@
 //! names here are stored formats and model contracts; renaming one is a migration.
 
 mod access;
+mod action;
 mod approval;
 mod audit;
 mod chat;
@@ -22,6 +23,7 @@ mod investigation;
 mod labels;
 mod learning;
 mod neighbourhood;
+pub mod obligations;
 mod phase;
 mod proof;
 mod request;
@@ -31,12 +33,15 @@ mod target;
 mod trace;
 
 pub use access::{ApiKey, Role, Session};
+pub use action::ActionType;
 pub use approval::{
     ApprovalDecision, ApprovalMessage, ApprovalRequest, ApprovalStatus, Channel,
     DEFAULT_APPROVAL_TIMEOUT_SECONDS, DecideOutcome, Decision, DeliveryStatus, Notification,
     NotificationKind,
 };
-pub use audit::{AuditDraft, AuditEvent, transition_event};
+pub use audit::{
+    AuditDraft, AuditEvent, AuditPayload, RcaPayload, SelectionPayload, transition_event,
+};
 pub use chat::{
     ASKED_BY_ANNOTATION, CLUSTER_CONTEXT_WRITER, ChatLine, ChatTurn, Conversation,
     MAX_MEMORY_CHARS, MemoryNote, NewTurn, PINNED_CLUSTER, TurnKind,

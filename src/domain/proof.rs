@@ -9,6 +9,7 @@
 //! action run without a human: `Refuted` ends the request, `Unverified` (a custom action type
 //! kubemedic has no obligations for) goes to the policy, which asks a human.
 
+use super::action::ActionType;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -165,7 +166,7 @@ pub const NO_ACTION: &str = "NoAction";
 /// The proof of one proposal (or of a "no action needed" claim, [`NO_ACTION`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proof {
-    pub action_type: String,
+    pub action_type: ActionType,
     pub workflow_id: String,
     /// The parameters proven (with `TARGET_RESOURCE_*` from the verified root owner).
     #[serde(default)]

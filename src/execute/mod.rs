@@ -361,7 +361,7 @@ impl ExecutionStage {
             target: execution.target.clone(),
             completed_at: execution.finished_at,
             signal_name: request.signal.name.clone(),
-            workflow_type: execution.action_type.clone(),
+            workflow_type: execution.action_type.to_string(),
             workflow_id: execution.workflow_id.clone(),
             outcome: "failed".into(),
             effectiveness_score: None,

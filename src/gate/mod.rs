@@ -74,7 +74,7 @@ pub fn input_for(req: &RemediationRequest, confidence_threshold: f64) -> Option<
         .with_detected_labels(analysis.detected_labels.clone().unwrap_or_default());
     input.confidence = selected.confidence;
     input.remediation_target = analysis.root_owner.clone();
-    input.action_type = Some(selected.action_type.clone());
+    input.action_type = Some(selected.action_type.to_string());
     input.workflow_id = Some(selected.workflow_id.clone());
     input.warnings = analysis.warnings.clone();
     if let Some(h) = &analysis.history {

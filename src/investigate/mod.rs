@@ -34,7 +34,8 @@ use crate::cluster::ClusterReader;
 use crate::cluster::tools::ToolLimits;
 use crate::domain::{
     Analysis, AuditDraft, NO_ACTION, OutcomeKind, Phase, Proof, ProofPoint, ProofVerdict, Proposer,
-    RemediationRequest, RoutedOutcome, Selection, Stage, StageError, StageOutcome,
+    RcaPayload, RemediationRequest, RoutedOutcome, Selection, SelectionPayload, Stage, StageError,
+    StageOutcome,
 };
 use crate::history::RemediationHistory;
 use crate::live::Live;
@@ -280,8 +281,7 @@ impl Stage for InvestigationStage {
             Err(InvestigateError::Budget(m)) => return Ok(budget_outcome(request, &m)),
             Err(e) => return stage_error(e),
         };
-        let event = AuditDraft::new(
-            "rca",
+        let event = AuditDraft::rca(
             &self.0.name(),
             format!(
                 "{} (outcome {}, confidence {:.2})",
@@ -289,23 +289,8 @@ impl Stage for InvestigationStage {
                 analysis.rca.investigation_outcome.as_str(),
                 analysis.rca.confidence
             ),
-        )
-        .with_payload(json!({
-            "rca": analysis.rca,
-            "root_owner": analysis.root_owner,
-            "spec_hash": analysis.spec_hash,
-            "detected_labels": analysis.detected_labels,
-            "warnings": analysis.warnings,
-            "playbooks": analysis.playbooks,
-            "tool_calls": analysis.tool_calls,
-            "llm_usage": analysis.usage,
-            "llm_calls": analysis.llm_calls,
-            "history": analysis.history,
-            "plan": analysis.plan,
-            "signature": analysis.signature,
-            "learned": analysis.learned,
-            "remote_tools": analysis.remote_tools,
-        }));
+            &RcaPayload::of(&analysis),
+        );
         let mut events = vec![event];
         for note in &analysis.remote_tools {
             events.push(
@@ -442,19 +427,11 @@ impl Stage for SelectionStage {
             ),
             None => format!("no workflow: {:?}", selection.outcome.kind),
         };
-        let mut events = vec![
-            AuditDraft::new("selection", &actor, message).with_payload(json!({
-                "selected": selection.selected,
-                "alternatives": selection.alternatives,
-                "no_workflow_reasoning": selection.no_workflow_reasoning,
-                "validation_attempts": selection.validation_attempts,
-                "merged": selection.merged,
-                "outcome": selection.outcome,
-                "llm_usage": selection.usage,
-                "llm_calls": selection.llm_calls,
-                "learned": selection.learned,
-            })),
-        ];
+        let mut events = vec![AuditDraft::selection(
+            &actor,
+            message,
+            &SelectionPayload::of(&selection),
+        )];
         if let Some(l) = &selection.learned {
             events.push(
                 AuditDraft::new(

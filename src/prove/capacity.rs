@@ -5,13 +5,13 @@ use serde_json::{Map, Value};
 
 use super::scene::{Read, Scene};
 use super::workload::quota_allows;
-use super::{check, fails, holds};
 use super::{number, text};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::Pod;
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
+use crate::domain::obligations::{self as ob, ObligationSpec};
 
 // --- HorizontalPodAutoscaler maximum -------------------------------------------------------
 
@@ -21,23 +21,17 @@ async fn named(
     scene: &Scene,
     params: &Map<String, Value>,
     (param, kind): (&str, &str),
-    (id, statement): (&str, &str),
+    obligation: &ObligationSpec,
 ) -> Read<Result<(String, Value), Obligation>> {
     let Some(name) = text(params, param) else {
-        return Ok(Err(fails(
-            id,
-            statement,
-            vec![format!("{param} is missing")],
-        )));
+        return Ok(Err(obligation.fails(vec![format!("{param} is missing")])));
     };
     match scene.get(kind, scene.ns(), name).await {
         Ok(o) => Ok(Ok((name.to_owned(), o))),
         Err(e) if e.is_unreachable() => Err(e),
-        Err(e) => Ok(Err(fails(
-            id,
-            statement,
-            vec![format!("{kind} {name}: {}", e.message)],
-        ))),
+        Err(e) => Ok(Err(
+            obligation.fails(vec![format!("{kind} {name}: {}", e.message)])
+        )),
     }
 }
 
@@ -77,13 +71,12 @@ fn utilisation(h: &Value) -> Vec<(String, i64, i64)> {
 
 pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
-    let id = "hpa.scales-target";
-    let statement = "The HorizontalPodAutoscaler named scales the target";
+    let obligation = &ob::hpa::SCALES_TARGET;
     let (name, h) = match named(
         scene,
         params,
         ("HPA_NAME", "HorizontalPodAutoscaler"),
-        (id, statement),
+        obligation,
     )
     .await?
     {
@@ -98,9 +91,7 @@ pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<
         str_at(&h, &["spec", "scaleTargetRef", "kind"]).unwrap_or_default(),
         str_at(&h, &["spec", "scaleTargetRef", "name"]).unwrap_or_default(),
     );
-    out.push(check(
-        id,
-        statement,
+    out.push(obligation.check(
         scales.0 == scene.target.kind && scales.1 == scene.target.name,
         vec![format!(
             "HorizontalPodAutoscaler {name} scales {}/{}",
@@ -110,9 +101,7 @@ pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<
     let max = i64_at(&h, &["spec", "maxReplicas"]).unwrap_or(0);
     let current = i64_at(&h, &["status", "currentReplicas"]).unwrap_or(0);
     let desired = i64_at(&h, &["status", "desiredReplicas"]).unwrap_or(current);
-    out.push(check(
-        "hpa.at-maximum",
-        "It runs at its maximum",
+    out.push(ob::hpa::AT_MAXIMUM.check(
         current >= max && max > 0,
         vec![format!(
             "{current} replicas (desired {desired}) of at most {max}"
@@ -124,9 +113,7 @@ pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<
         .filter(|(_, c, t)| c > t)
         .map(|(m, c, t)| format!("{m} at {c}% against a {t}% target"))
         .collect();
-    out.push(check(
-        "hpa.above-target",
-        "Its metric stays above target",
+    out.push(ob::hpa::ABOVE_TARGET.check(
         !over.is_empty(),
         if u.is_empty() {
             vec!["the autoscaler reports no current utilisation".into()]
@@ -141,9 +128,7 @@ pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<
     let w = scene.target_obj().await?;
     let pods = scene.pods_of(&w).await?;
     let pending: Vec<&Pod> = pods.iter().filter(|p| p.unschedulable.is_some()).collect();
-    out.push(check(
-        "hpa.room-to-schedule",
-        "More replicas could be scheduled: none of its pods waits for a node",
+    out.push(ob::hpa::ROOM_TO_SCHEDULE.check(
         pending.is_empty(),
         vec![match pending.first() {
             Some(p) => format!(
@@ -155,14 +140,11 @@ pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<
         }],
     ));
     let wanted = number(params, "MAX_REPLICAS").unwrap_or(0);
-    out.push(check(
-        "hpa.raises-bounded",
-        "The new maximum is higher, by at most double (or 10 more)",
+    out.push(ob::hpa::RAISES_BOUNDED.check(
         wanted > max && wanted <= (max * 2).max(max + 10),
         vec![format!("maxReplicas {max} → {wanted}")],
     ));
-    let mut quota = quota_allows(scene, &w, wanted - current).await?;
-    quota.id = "hpa.quota-allows".into();
+    let quota = quota_allows(scene, &w, wanted - current, &ob::hpa::QUOTA_ALLOWS).await?;
     out.push(quota);
     Ok(out)
 }
@@ -174,13 +156,12 @@ pub(super) async fn expand_pvc(
     params: &Map<String, Value>,
 ) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
-    let id = "pvc.belongs-to-target";
-    let statement = "The claim named is the target's";
+    let obligation = &ob::pvc::BELONGS_TO_TARGET;
     let (name, pvc) = match named(
         scene,
         params,
         ("PVC_NAME", "PersistentVolumeClaim"),
-        (id, statement),
+        obligation,
     )
     .await?
     {
@@ -206,9 +187,7 @@ pub(super) async fn expand_pvc(
                 .any(|v| str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(name))
         }
     };
-    out.push(check(
-        id,
-        statement,
+    out.push(obligation.check(
         belongs,
         vec![format!(
             "PersistentVolumeClaim {name} {} {}",
@@ -221,9 +200,7 @@ pub(super) async fn expand_pvc(
         )],
     ));
     let phase = str_at(&pvc, &["status", "phase"]).unwrap_or("Unknown");
-    out.push(check(
-        "pvc.bound",
-        "The claim is Bound",
+    out.push(ob::pvc::BOUND.check(
         phase == "Bound",
         vec![format!("PersistentVolumeClaim {name} is {phase}")],
     ));
@@ -247,17 +224,8 @@ pub(super) async fn expand_pvc(
         None => Err("the claim names no StorageClass".to_owned()),
     };
     match expandable {
-        Ok((ok, ev)) => out.push(check(
-            "pvc.class-expandable",
-            "Its StorageClass allows volume expansion",
-            ok,
-            vec![ev],
-        )),
-        Err(ev) => out.push(fails(
-            "pvc.class-expandable",
-            "Its StorageClass allows volume expansion",
-            vec![ev],
-        )),
+        Ok((ok, ev)) => out.push(ob::pvc::CLASS_EXPANDABLE.check(ok, vec![ev])),
+        Err(ev) => out.push(ob::pvc::CLASS_EXPANDABLE.fails(vec![ev])),
     }
     let requested = str_at(&pvc, &["spec", "resources", "requests", "storage"]).unwrap_or_default();
     let capacity = str_at(&pvc, &["status", "capacity", "storage"]).unwrap_or(requested);
@@ -273,9 +241,7 @@ pub(super) async fn expand_pvc(
         (Some(r), Some(c)) => r > c,
         _ => false,
     };
-    out.push(check(
-        "pvc.no-resize-under-way",
-        "No resize of the claim is under way",
+    out.push(ob::pvc::NO_RESIZE_UNDER_WAY.check(
         !growing && resizing.is_empty(),
         vec![format!(
             "requested {requested}, capacity {capacity}{}",
@@ -288,9 +254,7 @@ pub(super) async fn expand_pvc(
     ));
     let new = text(params, "NEW_SIZE").and_then(quantity::memory_bytes);
     let old = quantity::memory_bytes(requested);
-    out.push(check(
-        "pvc.grows-bounded",
-        "The new size is larger, by at most 4x",
+    out.push(ob::pvc::GROWS_BOUNDED.check(
         matches!((old, new), (Some(o), Some(n)) if n > o && n <= o * 4),
         vec![format!(
             "storage {requested} → {}",
@@ -304,13 +268,12 @@ pub(super) async fn expand_pvc(
 
 pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
-    let id = "pdb.guards-target";
-    let statement = "The PodDisruptionBudget named guards the target's pods";
+    let obligation = &ob::pdb::GUARDS_TARGET;
     let (_, pdb) = match named(
         scene,
         params,
         ("PDB_NAME", "PodDisruptionBudget"),
-        (id, statement),
+        obligation,
     )
     .await?
     {
@@ -331,9 +294,7 @@ pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Rea
                 .is_some_and(|s| s.matches_value(Some(&p.labels)))
         })
         .collect();
-    out.push(check(
-        id,
-        statement,
+    out.push(obligation.check(
         !guarded.is_empty(),
         vec![format!(
             "it selects {} of the {} pods of {}",
@@ -359,9 +320,7 @@ pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Rea
         })
         .map(|n| n.name.clone())
         .collect();
-    out.push(check(
-        "pdb.blocks-a-waiting-drain",
-        "It allows no eviction while a drain waits on it",
+    out.push(ob::pdb::BLOCKS_A_WAITING_DRAIN.check(
         allowed == 0 && !draining.is_empty(),
         vec![
             format!("{allowed} disruption(s) allowed"),
@@ -375,9 +334,7 @@ pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Rea
             },
         ],
     ));
-    out.push(check(
-        "pdb.pods-healthy",
-        "All the pods it guards are healthy (it is misconfigured, not doing its job)",
+    out.push(ob::pdb::PODS_HEALTHY.check(
         healthy >= expected && expected > 0,
         vec![format!(
             "{healthy} of {expected} healthy, {desired} required"
@@ -385,9 +342,7 @@ pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Rea
     ));
     let stateful = obj::kind(&w) == "StatefulSet";
     let quorum = stateful || (expected >= 3 && desired * 2 > expected);
-    out.push(check(
-        "pdb.guards-no-quorum",
-        "It guards no quorum (not a StatefulSet, not a majority of three or more)",
+    out.push(ob::pdb::GUARDS_NO_QUORUM.check(
         !quorum,
         vec![format!(
             "{} {} with {expected} pods, {desired} required",
@@ -396,9 +351,7 @@ pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Rea
         )],
     ));
     let wanted = number(params, "MAX_UNAVAILABLE").unwrap_or(0);
-    out.push(check(
-        "pdb.relaxed-minimally",
-        "The new budget lets one pod go at a time (at most half of them)",
+    out.push(ob::pdb::RELAXED_MINIMALLY.check(
         wanted >= 1 && wanted <= (expected / 2).max(1),
         vec![format!("maxUnavailable → {wanted} of {expected} pods")],
     ));
@@ -424,9 +377,7 @@ pub(super) async fn git_revert(
         _ => obj::annotation(&w, key).is_some(),
     })
     .map(|(where_, key)| format!("{where_} {key}"));
-    let mut out = vec![check(
-        "gitrevert.gitops-managed",
-        "The target is managed by a GitOps controller",
+    let mut out = vec![ob::gitrevert::GITOPS_MANAGED.check(
         marker.is_some(),
         vec![match &marker {
             Some(m) => format!("{} carries the {m}", scene.target),
@@ -435,17 +386,10 @@ pub(super) async fn git_revert(
     )];
     let change = text(params, "PROPOSED_CHANGE").unwrap_or_default();
     out.push(if change.chars().count() >= 10 {
-        holds(
-            "gitrevert.change-identified",
-            "The change to make in Git is identified",
-            vec![change.chars().take(200).collect()],
-        )
+        ob::gitrevert::CHANGE_IDENTIFIED.holds(vec![change.chars().take(200).collect()])
     } else {
-        fails(
-            "gitrevert.change-identified",
-            "The change to make in Git is identified",
-            vec!["PROPOSED_CHANGE does not say what to change".into()],
-        )
+        ob::gitrevert::CHANGE_IDENTIFIED
+            .fails(vec!["PROPOSED_CHANGE does not say what to change".into()])
     });
     Ok(out)
 }

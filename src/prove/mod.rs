@@ -38,9 +38,10 @@ use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
 use crate::cluster::obj::at;
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, DryRunWriter};
+use crate::domain::obligations::{self as ob, ObligationSpec};
 use crate::domain::{
-    DryRunChange, NO_ACTION, Obligation, ObligationStatus, Proof, ProofPoint, ProofVerdict,
-    Proposer, SignalContext, Target,
+    ActionType, DryRunChange, NO_ACTION, Obligation, ObligationStatus, Proof, ProofPoint,
+    ProofVerdict, Proposer, SignalContext, Target,
 };
 use crate::live::Live;
 
@@ -67,23 +68,6 @@ fn text<'a>(params: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
-/// The catalog's built-in action types, each with its obligations below.
-pub const KNOWN_ACTION_TYPES: &[&str] = &[
-    "RollbackDeployment",
-    "RollbackStatefulSet",
-    "RestartDeployment",
-    "ScaleReplicas",
-    "IncreaseMemoryLimits",
-    "IncreaseCPULimits",
-    "ExpandPVC",
-    "CordonDrainNode",
-    "DeletePod",
-    "RelaxPDB",
-    "PatchHPAMaxReplicas",
-    "RemoveNodeTaint",
-    "GitRevert",
-];
-
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProveError {
     /// The API server cannot be reached: nothing can be proven now; try again later.
@@ -100,7 +84,7 @@ impl From<ClusterError> for ProveError {
 /// What is to be proven.
 #[derive(Debug, Clone)]
 pub struct Claim<'a> {
-    pub action_type: &'a str,
+    pub action_type: &'a ActionType,
     pub workflow_id: &'a str,
     pub parameters: &'a Map<String, Value>,
     /// The verified root owner.
@@ -130,36 +114,6 @@ impl Binding {
             drift_hash: proof.drift_hash.clone(),
             when,
         })
-    }
-}
-
-pub(crate) fn obligation(
-    id: &str,
-    statement: &str,
-    status: ObligationStatus,
-    evidence: Vec<String>,
-) -> Obligation {
-    Obligation {
-        id: id.to_owned(),
-        statement: statement.to_owned(),
-        status,
-        evidence,
-    }
-}
-
-pub(crate) fn holds(id: &str, statement: &str, evidence: Vec<String>) -> Obligation {
-    obligation(id, statement, ObligationStatus::Holds, evidence)
-}
-
-pub(crate) fn fails(id: &str, statement: &str, evidence: Vec<String>) -> Obligation {
-    obligation(id, statement, ObligationStatus::Fails, evidence)
-}
-
-pub(crate) fn check(id: &str, statement: &str, ok: bool, evidence: Vec<String>) -> Obligation {
-    if ok {
-        holds(id, statement, evidence)
-    } else {
-        fails(id, statement, evidence)
     }
 }
 
@@ -203,40 +157,51 @@ impl Prover {
             claim.signal.clone(),
         );
         let params = parameters(claim.parameters, claim.target);
-        let known = KNOWN_ACTION_TYPES.contains(&claim.action_type);
+        let known = claim.action_type.is_builtin();
         let mut obligations = match claim.action_type {
-            "RollbackDeployment" | "RollbackStatefulSet" => guard(
+            ActionType::RollbackDeployment | ActionType::RollbackStatefulSet => guard(
                 workload::rollback(&scene, &params).await,
-                "rollback.readable",
+                &ob::rollback::READABLE,
             )?,
-            "RestartDeployment" => guard(workload::restart(&scene).await, "restart.readable")?,
-            "ScaleReplicas" => guard(workload::scale(&scene, &params).await, "scale.readable")?,
-            "DeletePod" => guard(
+            ActionType::RestartDeployment => {
+                guard(workload::restart(&scene).await, &ob::restart::READABLE)?
+            }
+            ActionType::ScaleReplicas => {
+                guard(workload::scale(&scene, &params).await, &ob::scale::READABLE)?
+            }
+            ActionType::DeletePod => guard(
                 workload::delete_pod(&scene, &params).await,
-                "delete.readable",
+                &ob::delete::READABLE,
             )?,
-            "IncreaseMemoryLimits" => guard(
+            ActionType::IncreaseMemoryLimits => guard(
                 resources::raise_limit(&scene, &params, resources::Resource::Memory).await,
-                "memory.readable",
+                &ob::memory::READABLE,
             )?,
-            "IncreaseCPULimits" => guard(
+            ActionType::IncreaseCPULimits => guard(
                 resources::raise_limit(&scene, &params, resources::Resource::Cpu).await,
-                "cpu.readable",
+                &ob::cpu::READABLE,
             )?,
-            "PatchHPAMaxReplicas" => {
-                guard(capacity::hpa_max(&scene, &params).await, "hpa.readable")?
+            ActionType::PatchHPAMaxReplicas => {
+                guard(capacity::hpa_max(&scene, &params).await, &ob::hpa::READABLE)?
             }
-            "ExpandPVC" => guard(capacity::expand_pvc(&scene, &params).await, "pvc.readable")?,
-            "RelaxPDB" => guard(capacity::relax_pdb(&scene, &params).await, "pdb.readable")?,
-            "CordonDrainNode" => guard(node::drain(&scene).await, "drain.readable")?,
-            "RemoveNodeTaint" => {
-                guard(node::remove_taint(&scene, &params).await, "taint.readable")?
-            }
-            "GitRevert" => guard(
+            ActionType::ExpandPVC => guard(
+                capacity::expand_pvc(&scene, &params).await,
+                &ob::pvc::READABLE,
+            )?,
+            ActionType::RelaxPDB => guard(
+                capacity::relax_pdb(&scene, &params).await,
+                &ob::pdb::READABLE,
+            )?,
+            ActionType::CordonDrainNode => guard(node::drain(&scene).await, &ob::drain::READABLE)?,
+            ActionType::RemoveNodeTaint => guard(
+                node::remove_taint(&scene, &params).await,
+                &ob::taint::READABLE,
+            )?,
+            ActionType::GitRevert => guard(
                 capacity::git_revert(&scene, &params).await,
-                "gitrevert.readable",
+                &ob::gitrevert::READABLE,
             )?,
-            _ => vec![],
+            ActionType::Custom(_) => vec![],
         };
         let (spec, drift, binding) = self.binding(&scene, claim.bound_to.as_ref()).await?;
         obligations.extend(binding);
@@ -245,11 +210,7 @@ impl Prover {
             ProofPoint::BeforeWrite => None,
         };
         if let Some(refused) = change.as_ref().and_then(|c| c.refused.clone()) {
-            obligations.push(fails(
-                "dry-run.accepted",
-                "The API server accepts the change in a dry run",
-                vec![refused],
-            ));
+            obligations.push(ob::every::DRY_RUN.fails(vec![refused]));
         }
         let verdict = if obligations.iter().any(|o| !o.holds()) {
             ProofVerdict::Refuted
@@ -283,7 +244,7 @@ impl Prover {
     ) -> Result<Proof, ProveError> {
         let now = self.clock.now();
         let scene = Scene::new(self.reader.clone(), target.clone(), now, signal.clone());
-        let obligations = guard(resolved::resolved(&scene).await, "resolved.readable")?;
+        let obligations = guard(resolved::resolved(&scene).await, &ob::resolved::READABLE)?;
         let (spec, drift, _) = self.binding(&scene, None).await?;
         let verdict = if obligations.iter().all(Obligation::holds) {
             ProofVerdict::Proven
@@ -324,13 +285,9 @@ impl Prover {
             proposer,
             point: ProofPoint::Selection,
             verdict: ProofVerdict::Refuted,
-            obligations: vec![fails(
-                "resolved.target-verified",
-                "The object the alert is about was found, so its state can be checked",
-                vec![format!(
-                    "{named} could not be verified in the cluster: nothing shows the problem resolved"
-                )],
-            )],
+            obligations: vec![ob::resolved::TARGET_VERIFIED.fails(vec![format!(
+                "{named} could not be verified in the cluster: nothing shows the problem resolved"
+            )])],
             target: target.unwrap_or_else(|| Target::new("Alert", signal.name.clone(), None)),
             spec_hash: None,
             drift_hash: None,
@@ -345,8 +302,7 @@ impl Prover {
         scene: &Scene,
         bound: Option<&Binding>,
     ) -> Result<(Option<String>, Option<String>, Option<Obligation>), ProveError> {
-        let id = "binding.target-unchanged";
-        let statement = "The target is the one that was investigated and approved: its spec has not changed since";
+        let obligation = &ob::every::BINDING;
         let obj = match scene.target_obj().await {
             Ok(o) => o,
             Err(e) if e.is_unreachable() => return Err(e.into()),
@@ -354,11 +310,7 @@ impl Prover {
                 return Ok((
                     None,
                     None,
-                    Some(fails(
-                        id,
-                        statement,
-                        vec![format!("{}: {}", scene.target, e.message)],
-                    )),
+                    Some(obligation.fails(vec![format!("{}: {}", scene.target, e.message)])),
                 ));
             }
         };
@@ -395,11 +347,7 @@ impl Prover {
         if let Some(who) = last_writer(&obj) {
             ev.push(format!("last written by {who}"));
         }
-        Ok((
-            Some(hash),
-            Some(drift),
-            Some(check(id, statement, same, ev)),
-        ))
+        Ok((Some(hash), Some(drift), Some(obligation.check(same, ev))))
     }
 
     /// Run the workflow's steps through a writer that can only dry-run, and describe what the
@@ -492,17 +440,14 @@ impl Prover {
 /// server stops the proof.
 fn guard(
     r: Result<Vec<Obligation>, ClusterError>,
-    id: &str,
+    readable: &ObligationSpec,
 ) -> Result<Vec<Obligation>, ProveError> {
     match r {
         Ok(o) => Ok(o),
         Err(e) if e.is_unreachable() => Err(e.into()),
-        Err(e) => Ok(vec![obligation(
-            id,
-            "What the obligations are judged on can be read",
-            ObligationStatus::Unknown,
-            vec![e.message],
-        )]),
+        Err(e) => Ok(vec![
+            readable.with(ObligationStatus::Unknown, vec![e.message]),
+        ]),
     }
 }
 
@@ -547,7 +492,7 @@ mod tests {
         let catalog = Catalog::builtin().unwrap_or_else(|e| panic!("{e}"));
         for at in catalog.action_types() {
             assert!(
-                KNOWN_ACTION_TYPES.contains(&at.name.as_str()),
+                ob::proof_of(&at.name).is_some(),
                 "{} has no proof obligations",
                 at.name
             );

@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::scene::{Read, Scene, pod_resource};
-use super::{check, fails, holds, text};
+use super::text;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{Node, Pod};
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
+use crate::domain::obligations as ob;
 
 /// How many pods must fail on a Ready node, while their workloads run healthy elsewhere, for the
 /// node to be their common factor.
@@ -102,11 +103,9 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     let name = scene.target.name.clone();
     let nodes = scene.nodes().await?;
     let Some(node) = nodes.iter().find(|n| n.name == name) else {
-        return Ok(vec![fails(
-            "drain.node-is-the-common-factor",
-            "The node is the common factor of the failures",
-            vec![format!("node {name} does not exist")],
-        )]);
+        return Ok(vec![
+            ob::drain::NODE_IS_THE_COMMON_FACTOR.fails(vec![format!("node {name} does not exist")]),
+        ]);
     };
     let mut out = Vec::new();
     let on_node = scene.pods_on(&name).await?;
@@ -116,21 +115,14 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     // 1. The node is the common factor.
     let flaps = scene.node_flaps(&name).await?;
     let (at_fault, ev) = node_at_fault(node, flaps.as_deref(), &on_node, &all);
-    out.push(check(
-        "drain.node-is-the-common-factor",
-        "The node is the common factor: it is unhealthy, or two or more of its pods fail while the same workloads run healthy elsewhere",
-        at_fault,
-        ev,
-    ));
+    out.push(ob::drain::NODE_IS_THE_COMMON_FACTOR.check(at_fault, ev));
 
     // 2. It is not the last schedulable node; 3. the problem is not cluster-wide.
     let others: Vec<&Node> = nodes
         .iter()
         .filter(|n| n.name != name && n.takes_pods())
         .collect();
-    out.push(check(
-        "drain.not-last-schedulable-node",
-        "Other ready, schedulable nodes can take its pods",
+    out.push(ob::drain::NOT_LAST_SCHEDULABLE_NODE.check(
         !others.is_empty(),
         vec![if others.is_empty() {
             format!("no other node of {} is ready and schedulable", nodes.len())
@@ -150,9 +142,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     // One node not ready is that node's problem, however small the cluster (one of two): only
     // several at once, a third of the nodes or more, make it cluster-wide.
     let not_ready = nodes.iter().filter(|n| !n.ready).count();
-    out.push(check(
-        "drain.not-cluster-wide",
-        "At most one node, or fewer than a third of the nodes, is not ready (not a cluster-wide problem)",
+    out.push(ob::drain::NOT_CLUSTER_WIDE.check(
         not_ready <= 1 || not_ready * 3 <= nodes.len(),
         vec![format!("{not_ready} of {} nodes not ready", nodes.len())],
     ));
@@ -187,9 +177,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
             ));
         }
     }
-    out.push(check(
-        "drain.pdbs-allow",
-        "The PodDisruptionBudgets of its pods allow their eviction",
+    out.push(ob::drain::PDBS_ALLOW.check(
         blocking.is_empty(),
         if blocking.is_empty() {
             vec![format!(
@@ -234,9 +222,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     let have = free
         .values()
         .fold((0u128, 0u128), |acc, f| (acc.0 + f.0, acc.1 + f.1));
-    out.push(check(
-        "drain.capacity-elsewhere",
-        "The other schedulable nodes have room for the evicted pods' requests",
+    out.push(ob::drain::CAPACITY_ELSEWHERE.check(
         need.0 <= have.0 && need.1 <= have.1,
         vec![format!(
             "evicted pods request {}m CPU and {} MiB; the other nodes have {}m and {} MiB free",
@@ -296,9 +282,7 @@ pub(super) async fn remove_taint(
         .iter()
         .find(|(k, _, e)| *k == key && effect.as_ref().is_none_or(|want| want == e))
         .cloned();
-    out.push(check(
-        "taint.present",
-        "The node carries the taint",
+    out.push(ob::taint::PRESENT.check(
         taint.is_some(),
         vec![format!(
             "node {name} taints: {}",
@@ -327,9 +311,7 @@ pub(super) async fn remove_taint(
         || writer
             .as_deref()
             .is_some_and(|w| w == "kubelet" || w.contains("controller"));
-    out.push(check(
-        "taint.not-set-by-kubernetes",
-        "The taint was not put there by Kubernetes for a node condition or role",
+    out.push(ob::taint::NOT_SET_BY_KUBERNETES.check(
         !by_kubernetes,
         vec![match &writer {
             Some(w) => {
@@ -412,9 +394,7 @@ pub(super) async fn remove_taint(
             blocked.push(format!("pod {}: also {}", p.name, others.join(", ")));
         }
     }
-    out.push(check(
-        "taint.only-blocker",
-        "It is the only thing keeping a waiting pod off this node",
+    out.push(ob::taint::ONLY_BLOCKER.check(
         !fits.is_empty(),
         if !fits.is_empty() {
             vec![format!(
@@ -434,35 +414,22 @@ pub(super) async fn remove_taint(
 /// that node is the common factor of the failures, deleting one of its pods repeats the
 /// failure; the node is what to act on.
 pub(super) async fn delete_not_at_fault(scene: &Scene, pod: &Pod) -> Read<Obligation> {
-    let id = "delete.node-not-at-fault";
-    let statement = "Its node is not the common factor of the failures, or its replacement cannot be placed there";
+    let obligation = &ob::delete::NODE_NOT_AT_FAULT;
     let Some(name) = pod.node.as_deref() else {
-        return Ok(holds(
-            id,
-            statement,
-            vec![format!("pod {} is on no node", pod.name)],
-        ));
+        return Ok(obligation.holds(vec![format!("pod {} is on no node", pod.name)]));
     };
     let nodes = scene.nodes().await?;
     let Some(node) = nodes.iter().find(|n| n.name == name) else {
-        return Ok(holds(
-            id,
-            statement,
-            vec![format!(
-                "node {name} cannot be read: nothing shows it at fault"
-            )],
-        ));
+        return Ok(obligation.holds(vec![format!(
+            "node {name} cannot be read: nothing shows it at fault"
+        )]));
     };
     let pinned = matches!(&pod.controller, Some((k, _)) if k == "DaemonSet");
     if !pinned && !node.takes_pods() {
-        return Ok(holds(
-            id,
-            statement,
-            vec![format!(
-                "node {name} is {} and takes no new pods: the replacement is placed elsewhere",
-                node.state()
-            )],
-        ));
+        return Ok(obligation.holds(vec![format!(
+            "node {name} is {} and takes no new pods: the replacement is placed elsewhere",
+            node.state()
+        )]));
     }
     let on_node = scene.pods_on(name).await?;
     let all = scene.list("Pod", None, &Default::default()).await?;
@@ -474,7 +441,7 @@ pub(super) async fn delete_not_at_fault(scene: &Scene, pod: &Pod) -> Read<Obliga
             "its replacement may be placed on {name} again: the node is what to act on"
         ));
     }
-    Ok(check(id, statement, !at_fault, ev))
+    Ok(obligation.check(!at_fault, ev))
 }
 
 #[cfg(test)]

@@ -5,10 +5,10 @@ use serde_json::Value;
 
 use super::findings::resolved as window;
 use super::scene::{Read, Scene, hhmm};
-use super::{check, fails};
 use crate::cluster::obj::{self, array, i64_at, str_at};
 use crate::cluster::observed::{Event, Pod};
 use crate::domain::Obligation;
+use crate::domain::obligations as ob;
 
 /// Event reasons that mean a pod could not be made, placed, started or kept.
 const FAILURE_REASONS: &[&str] = &[
@@ -484,28 +484,16 @@ fn text_head(m: &str) -> String {
 pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
     let (observable, how) = condition_observable(&scene.signal);
-    out.push(check(
-        "resolved.condition-observable",
-        "The alert's condition is something the cluster's objects show, so their state can prove it gone",
-        observable,
-        vec![how],
-    ));
+    out.push(ob::resolved::CONDITION_OBSERVABLE.check(observable, vec![how]));
     let o = scene.target_obj().await?;
     match desired_state(&o) {
-        Some((ok, how)) => out.push(check(
-            "resolved.desired-state-met",
-            "The target's desired state is met",
-            ok,
-            vec![format!("{}: {how}", scene.target)],
-        )),
-        None => out.push(fails(
-            "resolved.desired-state-met",
-            "The target's desired state is met",
-            vec![format!(
-                "kubemedic knows no desired state of a {} to check",
-                obj::kind(&o)
-            )],
-        )),
+        Some((ok, how)) => out.push(
+            ob::resolved::DESIRED_STATE_MET.check(ok, vec![format!("{}: {how}", scene.target)]),
+        ),
+        None => out.push(ob::resolved::DESIRED_STATE_MET.fails(vec![format!(
+            "kubemedic knows no desired state of a {} to check",
+            obj::kind(&o)
+        )])),
     }
     // The objects the alert itself names (the autoscaler at its maximum, the Deployment short
     // of replicas, the pod not ready) must show their desired state met too: whoever claims
@@ -575,12 +563,10 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         }
     }
     if !met.is_empty() || !unmet.is_empty() {
-        out.push(check(
-            "resolved.alerted-objects-met",
-            "Every object the alert names shows its desired state met",
-            unmet.is_empty(),
-            if unmet.is_empty() { met } else { unmet },
-        ));
+        out.push(
+            ob::resolved::ALERTED_OBJECTS_MET
+                .check(unmet.is_empty(), if unmet.is_empty() { met } else { unmet }),
+        );
     }
     // The rule that claims "healthy again" looks back as far ([`window::healthy_since`]).
     let since = window::healthy_since(scene.now, Some(scene.signal.starts_at));
@@ -605,9 +591,7 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
             })
         })
         .collect();
-    out.push(check(
-        "resolved.pods-healthy",
-        "Every pod of the target runs and is ready, with no exit since the alert began (or for the last 30 minutes)",
+    out.push(ob::resolved::PODS_HEALTHY.check(
         bad.is_empty(),
         if bad.is_empty() {
             let mut lines = vec![format!("{} pod(s), all ready", pods.len())];
@@ -660,9 +644,7 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         .filter(|e| e.last.is_some_and(|t| t >= since))
         .filter(|e| ours(e))
         .collect();
-    out.push(check(
-        "resolved.no-failures-since-onset",
-        "Nothing failed to be created, scheduled or started since the alert began (or for the last 30 minutes)",
+    out.push(ob::resolved::NO_FAILURES_SINCE_ONSET.check(
         recent.is_empty(),
         if recent.is_empty() {
             vec![format!("no failure recorded since {}", hhmm(since))]

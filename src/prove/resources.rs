@@ -7,12 +7,12 @@ use serde_json::{Map, Value};
 
 use super::scene::{Read, Scene, hhmm, node_short_at};
 use super::text;
-use super::{check, fails, holds};
 use crate::cluster::obj::{array, at, str_at};
 use crate::cluster::observed::{Node, Pod};
 use crate::cluster::quantity;
 use crate::cluster::{ErrorKind, ListQuery};
 use crate::domain::Obligation;
+use crate::domain::obligations::{self as ob, ObligationSpec};
 
 /// How far a limit may be raised in one step.
 const MAX_FACTOR: u128 = 4;
@@ -36,10 +36,22 @@ impl Resource {
             Resource::Cpu => "CPU_LIMIT",
         }
     }
-    fn area(self) -> &'static str {
+    /// The obligations both raises state, as this resource's proof declares them:
+    /// container in template, raise bounded, fits the quota, fits a node.
+    fn obligations(self) -> [&'static ObligationSpec; 4] {
         match self {
-            Resource::Memory => "memory",
-            Resource::Cpu => "cpu",
+            Resource::Memory => [
+                &ob::memory::CONTAINER_IN_TEMPLATE,
+                &ob::memory::RAISES_BOUNDED,
+                &ob::memory::FITS_QUOTA,
+                &ob::memory::FITS_NODES,
+            ],
+            Resource::Cpu => [
+                &ob::cpu::CONTAINER_IN_TEMPLATE,
+                &ob::cpu::RAISES_BOUNDED,
+                &ob::cpu::FITS_QUOTA,
+                &ob::cpu::FITS_NODES,
+            ],
         }
     }
 }
@@ -106,7 +118,7 @@ pub(super) async fn raise_limit(
     params: &Map<String, Value>,
     resource: Resource,
 ) -> Read<Vec<Obligation>> {
-    let area = resource.area();
+    let [container_named, bounded, fits_quota, fits_nodes] = resource.obligations();
     let mut out = Vec::new();
     let w = scene.target_obj().await?;
     let template = at(&w, &["spec", "template"])
@@ -118,9 +130,7 @@ pub(super) async fn raise_limit(
 
     // 1. The container named exists.
     let in_template = names.contains(&container);
-    out.push(check(
-        &format!("{area}.container-in-template"),
-        "The container named is in the workload's pod template",
+    out.push(container_named.check(
         in_template,
         vec![format!(
             "container {:?}; the template has {}",
@@ -149,37 +159,26 @@ pub(super) async fn raise_limit(
                 .collect();
             let this: Vec<&(&Pod, String, Option<chrono::DateTime<chrono::Utc>>)> =
                 killed.iter().filter(|(_, c, _)| *c == container).collect();
-            let id = "memory.container-was-killed";
-            let statement = "The container named is the one killed for memory (or, for a prediction, its use nears its limit)";
+            let obligation = &ob::memory::CONTAINER_WAS_KILLED;
             if let Some((p, _, t)) = this.first() {
-                out.push(holds(
-                    id,
-                    statement,
-                    vec![format!(
-                        "container {container} of pod {} was OOMKilled{}",
-                        p.name,
-                        t.map(|t| format!(" at {}", hhmm(t))).unwrap_or_default()
-                    )],
-                ));
+                out.push(obligation.holds(vec![format!(
+                    "container {container} of pod {} was OOMKilled{}",
+                    p.name,
+                    t.map(|t| format!(" at {}", hhmm(t))).unwrap_or_default()
+                )]));
             } else if !killed.is_empty() {
                 let others: Vec<String> = killed
                     .iter()
                     .map(|(p, c, _)| format!("container {c} of pod {}", p.name))
                     .take(3)
                     .collect();
-                out.push(fails(
-                    id,
-                    statement,
-                    vec![format!(
-                        "{} was OOMKilled, not {container}",
-                        others.join(", ")
-                    )],
-                ));
+                out.push(obligation.fails(vec![format!(
+                    "{} was OOMKilled, not {container}",
+                    others.join(", ")
+                )]));
             } else if scene.proactive() {
                 let ok = matches!((used, limit_value), (Some(u), Some(l)) if u * 10 >= l * 8);
-                out.push(check(
-                    id,
-                    statement,
+                out.push(obligation.check(
                     ok,
                     vec![match (used, limit_value) {
                         (Some(u), Some(l)) => format!(
@@ -196,19 +195,14 @@ pub(super) async fn raise_limit(
                     }],
                 ));
             } else {
-                out.push(fails(
-                    id,
-                    statement,
-                    vec![format!(
-                        "no container of the workload's {} pod(s) was OOMKilled in the last 6 hours",
-                        pods.len()
-                    )],
-                ));
+                out.push(obligation.fails(vec![format!(
+                    "no container of the workload's {} pod(s) was OOMKilled in the last 6 hours",
+                    pods.len()
+                )]));
             }
 
             // Its own limit, not the node.
-            let id = "memory.killed-by-own-limit";
-            let statement = "It was killed by its own limit: it has one, and its node shows nothing that explains the kill instead";
+            let obligation = &ob::memory::KILLED_BY_OWN_LIMIT;
             let mut ev = Vec::new();
             let mut ok = limit.is_some();
             match &limit {
@@ -301,11 +295,10 @@ pub(super) async fn raise_limit(
                     show(resource, l)
                 ));
             }
-            out.push(check(id, statement, ok, ev));
+            out.push(obligation.check(ok, ev));
         }
         Resource::Cpu => {
-            let id = "cpu.container-throttled";
-            let statement = "The container named is the one throttled at its CPU limit";
+            let obligation = &ob::cpu::CONTAINER_THROTTLED;
             let alert_names_it = scene.signal.name.to_ascii_lowercase().contains("throttl")
                 && scene.signal_container().as_deref() == Some(container.as_str());
             let near = matches!((used, limit_value), (Some(u), Some(l)) if u * 10 >= l * 9);
@@ -332,23 +325,14 @@ pub(super) async fn raise_limit(
                 )),
                 (None, _) => ev.push("no metrics API answer".into()),
             }
-            out.push(check(
-                id,
-                statement,
-                limit.is_some() && (alert_names_it || near),
-                ev,
-            ));
+            out.push(obligation.check(limit.is_some() && (alert_names_it || near), ev));
         }
     }
 
     // 3. A bounded step up.
     let wanted = text(params, resource.param()).and_then(|v| quantity::amount(resource.name(), v));
-    let step_id = format!("{area}.raises-bounded");
-    let step_statement = "The new limit is higher than the current one, by at most 4x";
     match (limit_value, wanted) {
-        (Some(old), Some(new)) => out.push(check(
-            &step_id,
-            step_statement,
+        (Some(old), Some(new)) => out.push(bounded.check(
             new > old && new <= old * MAX_FACTOR,
             vec![format!(
                 "{} limit of container {container} {} → {}",
@@ -357,19 +341,14 @@ pub(super) async fn raise_limit(
                 show(resource, new)
             )],
         )),
-        (None, _) => out.push(fails(
-            &step_id,
-            step_statement,
-            vec![format!(
-                "container {container} has no {} limit to raise",
-                resource.name()
-            )],
-        )),
-        (_, None) => out.push(fails(
-            &step_id,
-            step_statement,
-            vec![format!("{} is missing or not a quantity", resource.param())],
-        )),
+        (None, _) => out.push(bounded.fails(vec![format!(
+            "container {container} has no {} limit to raise",
+            resource.name()
+        )])),
+        (_, None) => out.push(bounded.fails(vec![format!(
+            "{} is missing or not a quantity",
+            resource.param()
+        )])),
     }
 
     // 4. The quota has room, 5. a node can hold it.
@@ -393,12 +372,7 @@ pub(super) async fn raise_limit(
             }
             None => ev.push(format!("no ResourceQuota limits {key}")),
         }
-        out.push(check(
-            &format!("{area}.fits-quota"),
-            "The namespace's quota has room for the new limit on every replica",
-            ok,
-            ev,
-        ));
+        out.push(fits_quota.check(ok, ev));
         let nodes = match scene.nodes().await {
             Ok(n) => n,
             Err(e) if e.is_unreachable() => return Err(e),
@@ -410,9 +384,7 @@ pub(super) async fn raise_limit(
             .filter(|n| n.ready)
             .filter_map(|n| n.allocatable(resource.name()))
             .max();
-        out.push(check(
-            &format!("{area}.fits-nodes"),
-            "A node can hold the new limit",
+        out.push(fits_nodes.check(
             biggest.is_none_or(|b| new <= b),
             vec![match biggest {
                 Some(b) => format!("the largest ready node allocates {}", show(resource, b)),

@@ -124,7 +124,7 @@ fn summary(a: &ApprovalRequest) -> String {
             "<code>{}</code> {} ({})",
             esc(&a.workflow_id),
             esc(&a.workflow_version),
-            esc(&a.action_type)
+            esc(a.action_type.as_str())
         ),
     );
     row(

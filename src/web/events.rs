@@ -25,7 +25,10 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{ApiError, AppState, Caller};
-use crate::domain::{AuditEvent, NO_ACTION, Proof, ProofPoint, ProofVerdict, Proposer, Role};
+use crate::domain::{
+    AuditEvent, AuditPayload, LlmCallRecord, NO_ACTION, Proof, ProofPoint, ProofVerdict, Proposer,
+    RcaPayload, Role, Usage,
+};
 use crate::redact::{sanitize_text, sanitize_value};
 use crate::store::TrailWatch;
 
@@ -97,28 +100,24 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
         t.data["message"] = json!(clip(&sanitize_text(&line)));
         t
     };
-    let usage = |out: &mut Vec<Typed>, invocation: &str| {
-        let Some(u) = p.get("llm_usage").filter(|u| !u.is_null()) else {
-            return;
-        };
-        let tokens = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-        let calls = p
-            .get("llm_calls")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        if calls == 0 && tokens("prompt_tokens") + tokens("completion_tokens") == 0 {
-            return; // the offline investigator: no model, nothing to report
+    match e.typed_payload() {
+        AuditPayload::Rca(r) => return rca_events(&r, &said, &base),
+        AuditPayload::Selection(s) => {
+            let mut out = Vec::new();
+            out.extend(usage("selection", s.llm_usage, &s.llm_calls, &said));
+            out.push(base(
+                "selection",
+                json!({
+                    "selected": sanitize_value(&json!(s.selected)),
+                    "alternatives": sanitize_value(&json!(s.alternatives)),
+                    "outcome": s.outcome,
+                    "learned": s.learned,
+                }),
+            ));
+            return out;
         }
-        out.push(said(
-            "llm_usage",
-            format!(
-                "{invocation}: {} prompt + {} completion tokens in {calls} model call(s)",
-                tokens("prompt_tokens"),
-                tokens("completion_tokens")
-            ),
-            json!({"invocation": invocation, "usage": u, "calls": p.get("llm_calls")}),
-        ));
-    };
+        AuditPayload::Other(_) => {}
+    }
     match e.kind.as_str() {
         "transition" => vec![base(
             "phase",
@@ -131,114 +130,6 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             )]
         }
         "enrichment" => vec![base("enrichment", json!({"detail": sanitize_value(p)}))],
-        "rca" => {
-            let mut out = Vec::new();
-            if let Some(plan) = p.get("plan").filter(|v| !v.is_null()) {
-                let steps: Vec<&str> = plan
-                    .get("steps")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|s| s.get("step").and_then(Value::as_str))
-                    .collect();
-                out.push(said(
-                    "plan",
-                    format!("plan: {}", steps.join("; ")),
-                    json!({"plan": plan}),
-                ));
-            }
-            for (i, call) in p
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                let tool = call.get("tool").cloned().unwrap_or(Value::Null);
-                let args = sanitize_value(call.get("arguments").unwrap_or(&Value::Null));
-                let name = tool.as_str().unwrap_or("?").to_owned();
-                out.push(said(
-                    "tool_call",
-                    format!("{name} {args}"),
-                    json!({"call": i + 1, "tool": tool, "arguments": clip(&args.to_string())}),
-                ));
-                let ok = call.get("ok").and_then(Value::as_bool).unwrap_or(false);
-                let chars = call
-                    .get("output_chars")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                let ms = call
-                    .get("duration_ms")
-                    .and_then(Value::as_u64)
-                    .map(|ms| format!(" in {ms} ms"))
-                    .unwrap_or_default();
-                out.push(said(
-                    "tool_result",
-                    format!("{name}: {} · {chars} characters{ms}", if ok { "ok" } else { "error" }),
-                    json!({
-                        "call": i + 1,
-                        "tool": tool,
-                        "ok": call.get("ok"),
-                        "output_chars": call.get("output_chars"),
-                        "truncated": call.get("truncated"),
-                        "duration_ms": call.get("duration_ms"),
-                        // The whole output (up to 64 KiB) where the trail has it, else the excerpt.
-                        "output": call.get("output").or_else(|| call.get("excerpt")).and_then(Value::as_str).map(sanitize_text),
-                    }),
-                ));
-            }
-            usage(&mut out, "rca");
-            if let Some(learned) = p
-                .get("learned")
-                .and_then(Value::as_array)
-                .filter(|l| !l.is_empty())
-            {
-                let lines: Vec<String> = learned
-                    .iter()
-                    .map(|l| {
-                        let w = |k: &str| l.get(k).and_then(Value::as_str).unwrap_or("?");
-                        let weight = l.get("weight").and_then(Value::as_f64).unwrap_or(0.0);
-                        let off = if l.get("suppressed").and_then(Value::as_bool) == Some(true) {
-                            ", suppressed (cooldown)"
-                        } else {
-                            ""
-                        };
-                        format!("{} weight {weight:.2}{off}", w("workflow_id"))
-                    })
-                    .collect();
-                out.push(said(
-                    "learned",
-                    format!(
-                        "learned from verified outcomes (hints, not instructions): {}",
-                        lines.join("; ")
-                    ),
-                    json!({"signature": p.get("signature"), "learned": learned}),
-                ));
-            }
-            out.push(base(
-                "rca",
-                json!({
-                    "rca": sanitize_value(p.get("rca").unwrap_or(&Value::Null)),
-                    "root_owner": p.get("root_owner"),
-                    "warnings": p.get("warnings"),
-                }),
-            ));
-            out
-        }
-        "selection" => {
-            let mut out = Vec::new();
-            usage(&mut out, "selection");
-            out.push(base(
-                "selection",
-                json!({
-                    "selected": sanitize_value(p.get("selected").unwrap_or(&Value::Null)),
-                    "alternatives": sanitize_value(p.get("alternatives").unwrap_or(&Value::Null)),
-                    "outcome": p.get("outcome"),
-                    "learned": p.get("learned"),
-                }),
-            ));
-            out
-        }
         "proof" => vec![proof_event(p, &said, &base)],
         "approval_not_executed" => vec![base(
             "approval_not_executed",
@@ -270,6 +161,109 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
         "timeout" | "llm_budget" | "error" => vec![base("error", json!({"detail": p}))],
         _ => vec![base("audit", json!({"kind": e.kind}))],
     }
+}
+
+/// What one invocation cost, where a model answered (the offline investigator has none).
+fn usage(
+    invocation: &str,
+    u: Usage,
+    calls: &[LlmCallRecord],
+    said: &dyn Fn(&'static str, String, Value) -> Typed,
+) -> Option<Typed> {
+    if calls.is_empty() && u.total() == 0 {
+        return None;
+    }
+    Some(said(
+        "llm_usage",
+        format!(
+            "{invocation}: {} prompt + {} completion tokens in {} model call(s)",
+            u.prompt_tokens,
+            u.completion_tokens,
+            calls.len()
+        ),
+        json!({"invocation": invocation, "usage": u, "calls": calls}),
+    ))
+}
+
+/// Invocation 1's event as the chat reads it: its plan, each tool call and its result, what it
+/// cost, the patterns it learned from, and the analysis.
+fn rca_events(
+    r: &RcaPayload,
+    said: &dyn Fn(&'static str, String, Value) -> Typed,
+    base: &dyn Fn(&'static str, Value) -> Typed,
+) -> Vec<Typed> {
+    let mut out = Vec::new();
+    if let Some(plan) = &r.plan {
+        let steps: Vec<&str> = plan.steps.iter().map(|s| s.step.as_str()).collect();
+        out.push(said(
+            "plan",
+            format!("plan: {}", steps.join("; ")),
+            json!({"plan": plan}),
+        ));
+    }
+    for (i, call) in r.tool_calls.iter().enumerate() {
+        let args = sanitize_value(&call.arguments);
+        let name = &call.tool;
+        out.push(said(
+            "tool_call",
+            format!("{name} {args}"),
+            json!({"call": i + 1, "tool": name, "arguments": clip(&args.to_string())}),
+        ));
+        let ms = call
+            .duration_ms
+            .map(|ms| format!(" in {ms} ms"))
+            .unwrap_or_default();
+        out.push(said(
+            "tool_result",
+            format!(
+                "{name}: {} · {} characters{ms}",
+                if call.ok { "ok" } else { "error" },
+                call.output_chars
+            ),
+            json!({
+                "call": i + 1,
+                "tool": name,
+                "ok": call.ok,
+                "output_chars": call.output_chars,
+                "truncated": call.truncated,
+                "duration_ms": call.duration_ms,
+                // The whole output (up to 64 KiB) where the trail has it, else the excerpt.
+                "output": call.output.as_deref().or(call.excerpt.as_deref()).map(sanitize_text),
+            }),
+        ));
+    }
+    out.extend(usage("rca", r.llm_usage, &r.llm_calls, said));
+    if !r.learned.is_empty() {
+        let lines: Vec<String> = r
+            .learned
+            .iter()
+            .map(|l| {
+                let off = if l.suppressed {
+                    ", suppressed (cooldown)"
+                } else {
+                    ""
+                };
+                format!("{} weight {:.2}{off}", l.workflow_id, l.weight)
+            })
+            .collect();
+        out.push(said(
+            "learned",
+            format!(
+                "learned from verified outcomes (hints, not instructions): {}",
+                lines.join("; ")
+            ),
+            json!({"signature": r.signature, "learned": r.learned}),
+        ));
+    }
+    out.push(base(
+        "rca",
+        json!({
+            "rca": sanitize_value(&json!(r.rca)),
+            "root_owner": r.root_owner,
+            "warnings": r.warnings,
+        }),
+    ));
+    out
 }
 
 /// A proof's audit event as one line a person reads: what was proven, at which point, the
@@ -513,7 +507,7 @@ mod tests {
             actor: "offline".into(),
             message: "m".into(),
             payload: json!({
-                "plan": {"steps": []},
+                "plan": {"source": "playbook", "steps": []},
                 "tool_calls": [{"tool": "get_pods", "arguments": {"password": "hunter2"}, "ok": true, "output_chars": 10}],
                 "llm_usage": {"prompt_tokens": 5, "completion_tokens": 1},
                 "rca": {"summary": "s"},

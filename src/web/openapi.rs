@@ -156,12 +156,10 @@ mod tests {
             proposer: Proposer::Offline,
             point: ProofPoint::Selection,
             verdict: ProofVerdict::Proven,
-            obligations: vec![domain::Obligation {
-                id: "rollback.revision-named".into(),
-                statement: "The revision to return to is named".into(),
-                status: ObligationStatus::Holds,
-                evidence: vec!["revision 1 (shop/checkout:1.4.1) is kept".into()],
-            }],
+            obligations: vec![
+                domain::obligations::rollback::REVISION_NAMED
+                    .holds(vec!["revision 1 (shop/checkout:1.4.1) is kept".into()]),
+            ],
             target: domain::Target::new("Deployment", "checkout", Some("shop".into())),
             spec_hash: Some("sha256:aa".into()),
             drift_hash: Some("sha256:bb".into()),
@@ -229,7 +227,7 @@ mod tests {
             evidence: vec![],
             workflow_id: String::new(),
             workflow_version: String::new(),
-            action_type: String::new(),
+            action_type: "".into(),
             parameters: serde_json::Map::new(),
             rationale: String::new(),
             alternatives: vec![],

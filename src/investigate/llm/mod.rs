@@ -706,7 +706,7 @@ impl LlmInvestigator {
                 let catalog = self.catalog.get();
                 let w = catalog.workflow(&workflow_id);
                 inv2.selected = Some(SelectedWorkflow {
-                    action_type: w.map(|w| w.action_type.clone()).unwrap_or_default(),
+                    action_type: w.map_or_else(|| "".into(), |w| w.action_type.clone()),
                     version: w.map(|w| w.version.clone()).unwrap_or_default(),
                     workflow_id,
                     confidence,

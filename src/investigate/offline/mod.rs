@@ -228,7 +228,7 @@ impl Investigator for OfflineInvestigator {
         };
         // History: a remedy that already failed on this spec is not proposed again.
         if let (Some(h), Some(p)) = (&history, &diagnosis.proposal) {
-            let failed_before = unresolved_on_this_configuration(h, &p.action_type);
+            let failed_before = unresolved_on_this_configuration(h, p.action_type.as_str());
             if failed_before >= 2 {
                 diagnosis.human = Some(format!(
                     "{} was already applied {failed_before} times to this configuration (or the chain of changes that led to it) without resolving the signal; escalating to a human",
@@ -349,7 +349,7 @@ impl Investigator for OfflineInvestigator {
                     _ => self
                         .catalog
                         .get()
-                        .list_workflows(&action_type, &ctx, 0, 1)
+                        .list_workflows(action_type.as_str(), &ctx, 0, 1)
                         .pointer("/workflows/0/workflow_id")
                         .and_then(Value::as_str)
                         .map(str::to_owned),
@@ -478,7 +478,7 @@ impl OfflineInvestigator {
             let Some(w) = catalog.workflow(&p.workflow_id) else {
                 continue;
             };
-            let params = rules::learned_parameters(&p.action_type, facts);
+            let params = rules::learned_parameters(p.action_type.as_str(), facts);
             match w
                 .parameters
                 .validate(&mut crate::catalog::parameters(&params, target))

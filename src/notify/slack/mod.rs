@@ -693,7 +693,7 @@ mod tests {
             evidence: vec![long.clone(); 200],
             workflow_id: long.clone(),
             workflow_version: "1".into(),
-            action_type: long.clone(),
+            action_type: long.as_str().into(),
             parameters: Default::default(),
             rationale: long.clone(),
             alternatives: vec![],

@@ -8,32 +8,22 @@ pub(in crate::prove) async fn delete_pod(
 ) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
     let Some(pod_name) = text(params, "POD_NAME") else {
-        out.push(fails(
-            "delete.pod-owned-by-target",
-            "The pod named belongs to the target and has a controller to replace it",
-            vec!["POD_NAME is missing".into()],
-        ));
+        out.push(ob::delete::POD_OWNED_BY_TARGET.fails(vec!["POD_NAME is missing".into()]));
         return Ok(out);
     };
     let w = scene.target_obj().await?;
     let pods = scene.pods_of(&w).await?;
     let events = scene.events(None).await?;
     let Some(pod) = pods.iter().find(|p| p.name == pod_name) else {
-        out.push(fails(
-            "delete.pod-owned-by-target",
-            "The pod named belongs to the target and has a controller to replace it",
-            vec![format!(
-                "pod {pod_name} is not among the {} pods of {} {}",
-                pods.len(),
-                obj::kind(&w),
-                obj::name(&w)
-            )],
-        ));
+        out.push(ob::delete::POD_OWNED_BY_TARGET.fails(vec![format!(
+            "pod {pod_name} is not among the {} pods of {} {}",
+            pods.len(),
+            obj::kind(&w),
+            obj::name(&w)
+        )]));
         return Ok(out);
     };
-    out.push(check(
-        "delete.pod-owned-by-target",
-        "The pod named belongs to the target and has a controller to replace it",
+    out.push(ob::delete::POD_OWNED_BY_TARGET.check(
         pod.controller.is_some(),
         vec![match &pod.controller {
             Some((k, n)) => format!("pod {pod_name} is controlled by {k} {n}"),
@@ -43,17 +33,13 @@ pub(in crate::prove) async fn delete_pod(
     // A pod that has ended (Failed, Succeeded) is no longer one of its controller's replicas:
     // it was replaced already, and deleting it only removes its record.
     if matches!(pod.phase.as_str(), "Failed" | "Succeeded") {
-        out.push(fails(
-            "delete.pod-still-running",
-            "The pod is still one of its controller's replicas (not ended)",
-            vec![format!(
+        out.push(ob::delete::POD_STILL_RUNNING.fails(vec![format!(
                 "pod {pod_name} has ended ({}{}): its controller replaced it already",
                 pod.phase,
                 str_at(&pod.raw, &["status", "reason"])
                     .map(|r| format!(", {r}"))
                     .unwrap_or_default()
-            )],
-        ));
+            )]));
     }
     let siblings: Vec<&Pod> = pods
         .iter()
@@ -74,24 +60,18 @@ pub(in crate::prove) async fn delete_pod(
     };
     let kept_state = kept.as_ref().map(|k| k.evidence.clone());
     match &kept_state {
-        Some(_) => out.push(holds(
-            "delete.siblings-ready",
-            "Its siblings are ready",
-            vec![format!(
+        Some(_) => out.push(ob::delete::SIBLINGS_READY.holds(vec![format!(
                 "pod {pod_name} is the only replica (spec.replicas 1) and serves nothing now: deleting it takes nothing away that runs"
             )],
         )),
-        None => out.push(check(
-            "delete.siblings-ready",
-            "Its siblings are ready",
-            ready >= 1,
+        None => out.push(ob::delete::SIBLINGS_READY.check(ready >= 1,
             vec![format!(
                 "{ready} of {} sibling pod(s) ready",
                 siblings.len()
             )],
         )),
     }
-    out.push(no_rollout(&w, "delete.no-rollout-in-progress"));
+    out.push(no_rollout(&w, &ob::delete::NO_ROLLOUT_IN_PROGRESS));
     // Failed for longer than its start-up allows.
     let allowance = startup_allowance(&pod.raw);
     let since = if pod.ready {
@@ -108,26 +88,19 @@ pub(in crate::prove) async fn delete_pod(
         .containers
         .iter()
         .any(|c| c.restarts >= 2 && c.waiting.as_deref() == Some("CrashLoopBackOff"));
-    let failing_id = "delete.failed-past-startup";
-    let failing_statement = "The pod has failed for longer than its start-up allows";
+    let failing = &ob::delete::FAILED_PAST_STARTUP;
     if pod.deleting {
-        out.push(fails(
-            failing_id,
-            failing_statement,
-            vec![format!(
-                "pod {pod_name} is already terminating{}",
-                if pod.finalizers.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (finalizers: {})", pod.finalizers.join(", "))
-                }
-            )],
-        ));
+        out.push(failing.fails(vec![format!(
+            "pod {pod_name} is already terminating{}",
+            if pod.finalizers.is_empty() {
+                String::new()
+            } else {
+                format!(" (finalizers: {})", pod.finalizers.join(", "))
+            }
+        )]));
     } else {
         let ok = failing_for.is_some_and(|d| d > allowance || restarts >= 3 || backing_off);
-        out.push(check(
-            failing_id,
-            failing_statement,
+        out.push(failing.check(
             ok,
             vec![match failing_for {
                 None => format!("pod {pod_name} is ready"),
@@ -178,23 +151,12 @@ pub(in crate::prove) async fn delete_pod(
         ev.push(format!("no sibling shows the failure of {pod_name}"));
     }
     ev.extend(warned.iter().map(|e| e.line()));
-    out.push(check(
-        "delete.failure-not-shared",
-        "Its failure is not shared by its siblings",
-        sharing.is_empty(),
-        ev,
-    ));
+    out.push(ob::delete::FAILURE_NOT_SHARED.check(sharing.is_empty(), ev));
     out.push(failure_not_the_nodes(scene, pod, &siblings).await?);
     out.push(match (&kept_state, only) {
-        (Some(ev), _) => holds(
-            "delete.failure-not-in-the-template",
-            "Its failure does not come with the template its replacement is made from",
-            ev.clone(),
+        (Some(ev), _) => ob::delete::FAILURE_NOT_IN_THE_TEMPLATE.holds(ev.clone(),
         ),
-        (None, true) => fails(
-            "delete.failure-not-in-the-template",
-            "Its failure does not come with the template its replacement is made from",
-            vec![format!(
+        (None, true) => ob::delete::FAILURE_NOT_IN_THE_TEMPLATE.fails(vec![format!(
                 "pod {pod_name} is the only replica: no sibling shows its template runs, and nothing shows its failure is state of its own (an error naming a path in its emptyDir, a kill it never recovered from)"
             )],
         ),
@@ -219,8 +181,7 @@ async fn config_unchanged_since_siblings(
     siblings: &[&Pod],
     kept: Option<&KeptState>,
 ) -> Read<Obligation> {
-    let id = "delete.config-unchanged-since-siblings";
-    let statement = "No configuration its replacement reads changed between its ready siblings' start and its own";
+    let obligation = &ob::delete::CONFIG_UNCHANGED_SINCE_SIBLINGS;
     let started = |p: &Pod| time(&p.raw, &["status", "startTime"]).or(p.created);
     let oldest_ready = siblings
         .iter()
@@ -234,11 +195,9 @@ async fn config_unchanged_since_siblings(
         (oldest_ready, started(pod))
     };
     let (Some(since), Some(mine)) = (oldest_ready, mine) else {
-        return Ok(holds(
-            id,
-            statement,
-            vec!["no ready sibling started before it to compare with".into()],
-        ));
+        return Ok(obligation.holds(vec![
+            "no ready sibling started before it to compare with".into(),
+        ]));
     };
     let mut changed = Vec::new();
     let mut read = Vec::new();
@@ -266,23 +225,19 @@ async fn config_unchanged_since_siblings(
         }
     }
     Ok(match kept {
-        _ if changed.is_empty() => holds(
-            id,
-            statement,
-            vec![if read.is_empty() {
-                "its template reads no ConfigMap".to_owned()
-            } else {
-                format!("unchanged since its siblings started: {}", read.join(", "))
-            }],
-        ),
+        _ if changed.is_empty() => obligation.holds(vec![if read.is_empty() {
+            "its template reads no ConfigMap".to_owned()
+        } else {
+            format!("unchanged since its siblings started: {}", read.join(", "))
+        }]),
         Some(k) if siblings.is_empty() => {
             changed.push(format!(
                 "its failing starts read that configuration already, and the error they end on names {} in its emptyDir volume {}, not it",
                 k.path, k.volume
             ));
-            holds(id, statement, changed)
+            obligation.holds(changed)
         }
-        _ => fails(id, statement, changed),
+        _ => obligation.fails(changed),
     })
 }
 
@@ -301,18 +256,14 @@ const TEMPLATE_WAITS: &[&str] = &[
 /// the failure comes with that template — a configuration or image it cannot start with, or a
 /// revision no ready sibling runs — the replacement fails alike.
 fn failure_not_in_the_template(pod: &Pod, siblings: &[&Pod]) -> Obligation {
-    let id = "delete.failure-not-in-the-template";
-    let statement = "Its failure does not come with the template its replacement is made from";
+    let obligation = &ob::delete::FAILURE_NOT_IN_THE_TEMPLATE;
     if let Some((c, why)) = pod.containers.iter().find_map(|c| {
         c.waiting
             .as_deref()
             .filter(|w| TEMPLATE_WAITS.contains(w))
             .map(|w| (c, w))
     }) {
-        return fails(
-            id,
-            statement,
-            vec![format!(
+        return obligation.fails(vec![format!(
                 "container {} of pod {} waits with {why}: its image or configuration is what fails, and a replacement reads the same",
                 c.name, pod.name
             )],
@@ -324,13 +275,10 @@ fn failure_not_in_the_template(pod: &Pod, siblings: &[&Pod]) -> Obligation {
     // Same template, another image: the tag moved (re-pushed) after the siblings pulled it.
     let ready_pods: Vec<&Pod> = ready.iter().map(|p| **p).collect();
     if let Some(moved) = findings::moved_image(pod, &ready_pods) {
-        return fails(id, statement, vec![moved]);
+        return obligation.fails(vec![moved]);
     }
     match hash {
-        Some(h) if !ready.is_empty() && !ready.iter().any(|p| of(p)) => fails(
-            id,
-            statement,
-            vec![format!(
+        Some(h) if !ready.is_empty() && !ready.iter().any(|p| of(p)) => obligation.fails(vec![format!(
                 "no ready sibling runs the template of pod {} ({h}); the ready ones run {}: its replacement is made from {h} again",
                 pod.name,
                 ready
@@ -343,10 +291,7 @@ fn failure_not_in_the_template(pod: &Pod, siblings: &[&Pod]) -> Obligation {
                     .join(", ")
             )],
         ),
-        _ => holds(
-            id,
-            statement,
-            vec![format!(
+        _ => obligation.holds(vec![format!(
                 "{} ready sibling(s) run the template of pod {}",
                 ready.iter().filter(|p| of(p)).count(),
                 pod.name
@@ -368,21 +313,16 @@ const NODE_INFO: &[(&str, &str)] = &[
 /// node where the siblings run ready (its kernel, OS image, runtime, kubelet), the failure
 /// follows the node, and deleting the pod only repeats it.
 async fn failure_not_the_nodes(scene: &Scene, pod: &Pod, siblings: &[&Pod]) -> Read<Obligation> {
-    let id = "delete.failure-not-the-nodes";
-    let statement = "Its replacement does not start where the failure follows it (a DaemonSet's pod is replaced on the same node)";
+    let obligation = &ob::delete::FAILURE_NOT_THE_NODES;
     let pinned = pod
         .controller
         .as_ref()
         .is_some_and(|(kind, _)| kind == "DaemonSet");
     let Some(node) = pod.node.as_deref().filter(|_| pinned) else {
-        return Ok(holds(
-            id,
-            statement,
-            vec![format!(
-                "pod {} is replaced wherever the scheduler places it",
-                pod.name
-            )],
-        ));
+        return Ok(obligation.holds(vec![format!(
+            "pod {} is replaced wherever the scheduler places it",
+            pod.name
+        )]));
     };
     let info = |v: &Value| -> Vec<(&'static str, String)> {
         NODE_INFO
@@ -402,13 +342,9 @@ async fn failure_not_the_nodes(scene: &Scene, pod: &Pod, siblings: &[&Pod]) -> R
         }
     };
     let Some((_, own)) = read(node.to_owned()).await? else {
-        return Ok(holds(
-            id,
-            statement,
-            vec![format!(
-                "node {node} cannot be read: nothing shows it differs"
-            )],
-        ));
+        return Ok(obligation.holds(vec![format!(
+            "node {node} cannot be read: nothing shows it differs"
+        )]));
     };
     let own = info(&own);
     let healthy_nodes: BTreeSet<String> = siblings
@@ -448,18 +384,14 @@ async fn failure_not_the_nodes(scene: &Scene, pod: &Pod, siblings: &[&Pod]) -> R
         })
         .collect();
     if differs.is_empty() {
-        return Ok(holds(
-            id,
-            statement,
-            vec![if others.is_empty() {
-                format!("no sibling runs ready on another node to compare node {node} with")
-            } else {
-                format!(
-                    "node {node} runs what the {} node(s) of its ready siblings run",
-                    others.len()
-                )
-            }],
-        ));
+        return Ok(obligation.holds(vec![if others.is_empty() {
+            format!("no sibling runs ready on another node to compare node {node} with")
+        } else {
+            format!(
+                "node {node} runs what the {} node(s) of its ready siblings run",
+                others.len()
+            )
+        }]));
     }
     let mut ev = vec![format!(
         "pod {} fails on node {node}, and a DaemonSet replaces it on the same node; only node {node} runs {}",
@@ -474,7 +406,7 @@ async fn failure_not_the_nodes(scene: &Scene, pod: &Pod, siblings: &[&Pod]) -> R
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    Ok(fails(id, statement, ev))
+    Ok(obligation.fails(ev))
 }
 
 /// How long a pod may take to start: its startup probe's budget, else its readiness probe's

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::findings;
 use super::scene::{Read, Scene, hhmm, pod_resource};
-use super::{check, fails, holds, number, text};
+use super::{number, text};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{
@@ -18,6 +18,7 @@ use crate::cluster::observed::{
     progress_deadline_exceeded, time,
 };
 use crate::domain::Obligation;
+use crate::domain::obligations::{self as ob, ObligationSpec};
 
 mod delete;
 mod restart;
@@ -234,9 +235,11 @@ fn max_unavailable(w: &Value) -> (i64, String) {
 /// investigation reads it: the Services and hosts its failures name, its configuration, the
 /// policies and webhooks in its way, its nodes and volumes). New pods — from a restart or from
 /// more replicas — meet the same broken dependency, so the action cannot help while it lasts.
-async fn no_broken_dependency(scene: &Scene, id: &str, action: &str) -> Read<Obligation> {
-    let statement =
-        "Nothing the workload depends on is broken now (new pods would meet the same failure)";
+async fn no_broken_dependency(
+    scene: &Scene,
+    obligation: &ObligationSpec,
+    action: &str,
+) -> Read<Obligation> {
     let n = super::graph::build(scene.r.clone(), &scene.target, scene.now).await?;
     let broken: Vec<String> = n
         .dependencies
@@ -250,16 +253,12 @@ async fn no_broken_dependency(scene: &Scene, id: &str, action: &str) -> Read<Obl
         })
         .collect();
     Ok(if broken.is_empty() {
-        holds(
-            id,
-            statement,
-            vec![format!(
-                "{} dependency(ies) read, none broken now",
-                n.dependencies.len()
-            )],
-        )
+        obligation.holds(vec![format!(
+            "{} dependency(ies) read, none broken now",
+            n.dependencies.len()
+        )])
     } else {
-        fails(id, statement, broken.into_iter().take(3).collect())
+        obligation.fails(broken.into_iter().take(3).collect())
     })
 }
 
@@ -269,23 +268,14 @@ fn never_ready(p: &Pod) -> Option<bool> {
     p.was_ready().map(|r| !r)
 }
 
-fn no_rollout(w: &Value, id: &str) -> Obligation {
-    let statement = "No rollout of the workload is in progress";
+fn no_rollout(w: &Value, obligation: &ObligationSpec) -> Obligation {
     match rollout_in_progress(w) {
-        Some(why) => fails(
-            id,
-            statement,
-            vec![format!("{} {}: {why}", obj::kind(w), obj::name(w))],
-        ),
-        None => holds(
-            id,
-            statement,
-            vec![format!(
-                "{} {} is at its current revision",
-                obj::kind(w),
-                obj::name(w)
-            )],
-        ),
+        Some(why) => obligation.fails(vec![format!("{} {}: {why}", obj::kind(w), obj::name(w))]),
+        None => obligation.holds(vec![format!(
+            "{} {} is at its current revision",
+            obj::kind(w),
+            obj::name(w)
+        )]),
     }
 }
 

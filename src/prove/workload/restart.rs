@@ -8,9 +8,7 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
     let events = scene.events(None).await?;
     let mut out = Vec::new();
 
-    let wedged_id = "restart.pods-run-but-wedged";
-    let wedged_statement =
-        "The pods run but are wedged (not crashing on start, not waiting to be scheduled)";
+    let wedged = &ob::restart::PODS_RUN_BUT_WEDGED;
     let crashing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
     // Pods that run but are not ready: wedged if they were ready once; a pod that has not been
     // ready since it started shows how a fresh pod of its template starts, not a wedge.
@@ -28,20 +26,13 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
         })
         .collect();
     if let Some(p) = crashing.first() {
-        out.push(fails(
-            wedged_id,
-            wedged_statement,
-            vec![format!(
-                "pod {} {}: a restart does not help pods that cannot run",
-                p.name,
-                p.broken().map(|f| f.line).unwrap_or_default()
-            )],
-        ));
+        out.push(wedged.fails(vec![format!(
+            "pod {} {}: a restart does not help pods that cannot run",
+            p.name,
+            p.broken().map(|f| f.line).unwrap_or_default()
+        )]));
     } else if stuck.is_empty() && probe_failures.is_empty() {
-        out.push(fails(
-            wedged_id,
-            wedged_statement,
-            match never.first() {
+        out.push(wedged.fails(match never.first() {
                 Some(p) => vec![format!(
                     "pod {} has not been ready since it started{}: a fresh pod of the same template starts the same way",
                     p.name,
@@ -62,28 +53,25 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
             .map(|p| format!("pod {} runs but is not ready", p.name))
             .collect();
         ev.extend(probe_failures.iter().take(2).map(|e| e.line()));
-        out.push(holds(wedged_id, wedged_statement, ev));
+        out.push(wedged.holds(ev));
     }
 
     out.push(keeps_ready_pods(&w, &pods));
-    out.push(no_rollout(&w, "restart.no-rollout-in-progress"));
-    out.push(no_broken_dependency(scene, "restart.no-broken-dependency", "restart").await?);
+    out.push(no_rollout(&w, &ob::restart::NO_ROLLOUT_IN_PROGRESS));
+    out.push(no_broken_dependency(scene, &ob::restart::NO_BROKEN_DEPENDENCY, "restart").await?);
     Ok(out)
 }
 
 fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
-    let id = "restart.keeps-ready-pods";
-    let statement = "Replacing the pods never takes away the last ready ones";
+    let obligation = &ob::restart::KEEPS_READY_PODS;
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
     let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(pods.len() as i64);
     let (unavailable, strategy) = max_unavailable(w);
     let kind = obj::kind(w);
     if strategy == "OnDelete" {
-        return fails(
-            id,
-            statement,
-            vec!["updateStrategy OnDelete: changing the template replaces no pod".into()],
-        );
+        return obligation.fails(vec![
+            "updateStrategy OnDelete: changing the template replaces no pod".into(),
+        ]);
     }
     let (ok, why) = match kind {
         "DaemonSet" => (
@@ -108,5 +96,5 @@ fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
             },
         ),
     };
-    check(id, statement, ok, vec![why])
+    obligation.check(ok, vec![why])
 }

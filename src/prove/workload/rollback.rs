@@ -117,14 +117,10 @@ pub(in crate::prove) async fn rollback(
     let wanted = number(params, "TO_REVISION");
     let current = revisions.iter().find(|r| r.number == current_number);
     let target = wanted.and_then(|n| revisions.iter().find(|r| r.number == n));
-    let named_id = "rollback.revision-named";
-    let named_statement = "The revision to return to is named in the parameters (TO_REVISION), exists, and is not the current one";
+    let named = &ob::rollback::REVISION_NAMED;
     let Some(target) = target.filter(|t| t.number != current_number) else {
         let known: Vec<String> = revisions.iter().map(&describe).collect();
-        out.push(fails(
-            named_id,
-            named_statement,
-            vec![match wanted {
+        out.push(named.fails(vec![match wanted {
                 None => "TO_REVISION is not given: a rollback never goes to \"the previous revision\" blindly".into(),
                 Some(n) if n == current_number => format!("revision {n} is the current revision"),
                 Some(n) => format!("revision {n} does not exist"),
@@ -133,10 +129,7 @@ pub(in crate::prove) async fn rollback(
         ));
         return Ok(out);
     };
-    out.push(holds(
-        named_id,
-        named_statement,
-        vec![format!(
+    out.push(named.holds(vec![format!(
             "{} is kept as {} {}; the current one is {}",
             describe(target),
             if stateful {
@@ -148,8 +141,7 @@ pub(in crate::prove) async fn rollback(
             current
                 .map(&describe)
                 .unwrap_or_else(|| format!("revision {current_number}"))
-        )],
-    ));
+        )]));
 
     // 2. The revision returned to served healthy and is not failing itself.
     let its_pods: Vec<&Pod> = pods
@@ -164,45 +156,32 @@ pub(in crate::prove) async fn rollback(
         .filter(|r| r.number > target.number)
         .filter_map(|r| r.created)
         .min();
-    let healthy_id = "rollback.target-revision-healthy";
-    let healthy_statement = "The revision returned to served healthy and is not failing itself";
+    let healthy = &ob::rollback::TARGET_REVISION_HEALTHY;
     if let Some(p) = failing.first() {
-        out.push(fails(
-            healthy_id,
-            healthy_statement,
-            vec![format!(
-                "{} fails too: pod {} {}",
-                describe(target),
-                p.name,
-                p.broken().map(|f| f.line).unwrap_or_default()
-            )],
-        ));
+        out.push(healthy.fails(vec![format!(
+            "{} fails too: pod {} {}",
+            describe(target),
+            p.name,
+            p.broken().map(|f| f.line).unwrap_or_default()
+        )]));
     } else if ready > 0 {
-        out.push(holds(
-            healthy_id,
-            healthy_statement,
-            vec![format!("{} has {ready} ready pod(s) now", describe(target))],
-        ));
+        out.push(healthy.holds(vec![format!(
+            "{} has {ready} ready pod(s) now",
+            describe(target)
+        )]));
     } else if let Some(e) = recorded_failures.first() {
-        out.push(fails(
-            healthy_id,
-            healthy_statement,
-            vec![format!(
-                "{} has no pods left, and its pods failed: {}",
-                describe(target),
-                e.line()
-            )],
-        ));
+        out.push(healthy.fails(vec![format!(
+            "{} has no pods left, and its pods failed: {}",
+            describe(target),
+            e.line()
+        )]));
     } else {
         let served = match (target.created, next_created) {
             (Some(a), Some(b)) => Some(b - a),
             _ => None,
         };
         let ok = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS));
-        out.push(check(
-            healthy_id,
-            healthy_statement,
-            ok,
+        out.push(healthy.check(ok,
             vec![format!(
                 "{} has no pods left; it served {} before the next revision appeared, and nothing records a failure of it{}",
                 describe(target),
@@ -234,13 +213,9 @@ pub(in crate::prove) async fn rollback(
         Some(cur) if !stateful => orphaned_services(scene, &cur.template, &target.template).await?,
         _ => vec![],
     };
-    let after_id = "rollback.failures-began-after-revision";
-    let after_statement = "The failures began after the current revision appeared";
+    let after = &ob::rollback::FAILURES_BEGAN_AFTER_REVISION;
     match (failing_now.is_empty(), current) {
-        (true, Some(cur)) if !orphaned.is_empty() => out.push(holds(
-            after_id,
-            after_statement,
-            orphaned
+        (true, Some(cur)) if !orphaned.is_empty() => out.push(after.holds(orphaned
                 .iter()
                 .map(|s| {
                     format!(
@@ -254,10 +229,7 @@ pub(in crate::prove) async fn rollback(
                 })
                 .collect(),
         )),
-        (true, _) => out.push(fails(
-            after_id,
-            after_statement,
-            vec!["no pod of the workload fails now: nothing for a rollback to fix".into()],
+        (true, _) => out.push(after.fails(vec!["no pod of the workload fails now: nothing for a rollback to fix".into()],
         )),
         (false, Some(cur)) => {
             let first = failing_now
@@ -294,19 +266,15 @@ pub(in crate::prove) async fn rollback(
                     p.broken().map(|f| f.line).unwrap_or_default()
                 ));
             }
-            out.push(check(after_id, after_statement, ok, ev));
+            out.push(after.check(ok, ev));
         }
-        (false, None) => out.push(fails(
-            after_id,
-            after_statement,
-            vec![format!("the current revision {current_number} is not kept")],
+        (false, None) => out.push(after.fails(vec![format!("the current revision {current_number} is not kept")],
         )),
     }
 
     // 4. What changed is inside the pod template (a ConfigMap rewritten in place is not
     // undone by a rollout undo).
-    let change_id = "rollback.change-in-pod-template";
-    let change_statement = "What changed is inside the pod template, which a rollback restores";
+    let change = &ob::rollback::CHANGE_IN_POD_TEMPLATE;
     if let Some(cur) = current {
         let mut ev = Vec::new();
         let material_change = differs_in_containers(&cur.template, &target.template);
@@ -353,12 +321,11 @@ pub(in crate::prove) async fn rollback(
         }
         let ok = (material_change || !orphaned.is_empty()) && rewritten.is_empty();
         ev.extend(rewritten);
-        out.push(check(change_id, change_statement, ok, ev));
+        out.push(change.check(ok, ev));
     }
 
     // 5. Nobody else's rollout or rollback is in progress.
-    let others_id = "rollback.no-rollout-by-others";
-    let others_statement = "No rollout or rollback started by someone else is in progress";
+    let others = &ob::rollback::NO_ROLLOUT_BY_OTHERS;
     let starting: Vec<&Pod> = pods
         .iter()
         .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()))
@@ -370,44 +337,29 @@ pub(in crate::prove) async fn rollback(
     });
     let paused = at(&w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
     if paused {
-        out.push(fails(
-            others_id,
-            others_statement,
-            vec!["the rollout is paused".into()],
-        ));
+        out.push(others.fails(vec!["the rollout is paused".into()]));
     } else if !current_fails && !starting.is_empty() {
-        out.push(fails(
-            others_id,
-            others_statement,
-            vec![format!(
+        out.push(others.fails(vec![format!(
                 "revision {current_number} is rolling out now and its pods are starting ({}), not failing",
                 starting.iter().map(|p| p.name.as_str()).take(3).collect::<Vec<_>>().join(", ")
             )],
         ));
     } else if !current_fails && !failing_now.is_empty() {
-        out.push(fails(
-            others_id,
-            others_statement,
-            vec![format!(
+        out.push(others.fails(vec![format!(
                 "the failing pods are not of the current revision {current_number}: the workload has moved on since"
             )],
         ));
     } else {
-        out.push(holds(
-            others_id,
-            others_statement,
-            vec![format!(
-                "the current revision {current_number} is the one failing"
-            )],
-        ));
+        out.push(others.holds(vec![format!(
+            "the current revision {current_number} is the one failing"
+        )]));
     }
 
     // 6. The current revision's pods are not kept from starting by what an older revision's
     // pods hold. A ReadWriteOnce volume still attached to an old pod on another node blocks
     // every new pod whatever the revision changed: the rollout strategy is what fails, and a
     // rollback only abandons the attempt (the next rollout stops the same way).
-    let held_id = "rollback.not-blocked-by-older-pods";
-    let held_statement = "The current revision's pods are not kept from starting by a volume an older revision's pod holds (a rollout blocked that way fails whatever it changes)";
+    let held = &ob::rollback::NOT_BLOCKED_BY_OLDER_PODS;
     let mut blocked = Vec::new();
     for p in pods
         .iter()
@@ -449,13 +401,11 @@ pub(in crate::prove) async fn rollback(
         }
     }
     if blocked.is_empty() {
-        out.push(holds(
-            held_id,
-            held_statement,
-            vec!["no pod of the current revision waits for a volume an older pod holds".into()],
-        ));
+        out.push(held.holds(vec![
+            "no pod of the current revision waits for a volume an older pod holds".into(),
+        ]));
     } else {
-        out.push(fails(held_id, held_statement, blocked));
+        out.push(held.fails(blocked));
     }
     Ok(out)
 }

@@ -11,45 +11,41 @@ pub(in crate::prove) async fn scale(
     let mut out = Vec::new();
     let current = i64_at(&w, &["spec", "replicas"]).unwrap_or(1);
     let Some(wanted) = number(params, "REPLICAS") else {
-        out.push(fails(
-            "scale.replicas-named",
-            "The new replica count is named (REPLICAS)",
-            vec!["REPLICAS is missing".into()],
-        ));
+        out.push(ob::scale::REPLICAS_NAMED.fails(vec!["REPLICAS is missing".into()]));
         return Ok(out);
     };
     let hpas = scene.autoscalers_of(obj::kind(&w), obj::name(&w)).await?;
-    out.push(check(
-        "scale.no-autoscaler",
-        "No HorizontalPodAutoscaler owns the replica count",
-        hpas.is_empty(),
-        hpas.iter()
-            .map(|h| {
-                format!(
-                    "HorizontalPodAutoscaler {} scales it: patch its bounds instead",
-                    obj::name(h)
+    out.push(
+        ob::scale::NO_AUTOSCALER.check(
+            hpas.is_empty(),
+            hpas.iter()
+                .map(|h| {
+                    format!(
+                        "HorizontalPodAutoscaler {} scales it: patch its bounds instead",
+                        obj::name(h)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .into_iter()
+                .chain(
+                    hpas.is_empty()
+                        .then(|| "no HorizontalPodAutoscaler targets it".to_owned()),
                 )
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .chain(
-                hpas.is_empty()
-                    .then(|| "no HorizontalPodAutoscaler targets it".to_owned()),
-            )
-            .collect(),
-    ));
+                .collect(),
+        ),
+    );
     let declared = obj::annotation(&w, "kubectl.kubernetes.io/last-applied-configuration")
         .and_then(|a| serde_json::from_str::<Value>(a).ok())
         .and_then(|a| i64_at(&a, &["spec", "replicas"]));
     let bound = (current * 2).max(current + 5).max(declared.unwrap_or(0));
-    out.push(check(
-        "scale.bounded",
-        "The new count is a bounded step (at most double, or back to the declared count), and never zero",
+    out.push(ob::scale::BOUNDED.check(
         wanted >= 1 && wanted <= bound,
         vec![format!(
-            "replicas {current} → {wanted}{}",
-            declared.map(|d| format!("; declared {d} in the applied configuration")).unwrap_or_default()
-        )],
+                "replicas {current} → {wanted}{}",
+                declared
+                    .map(|d| format!("; declared {d} in the applied configuration"))
+                    .unwrap_or_default()
+            )],
     ));
     if wanted > current {
         let failing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
@@ -57,9 +53,7 @@ pub(in crate::prove) async fn scale(
             .iter()
             .filter(|p| p.unschedulable.is_some())
             .collect();
-        out.push(check(
-            "scale.pods-not-failing",
-            "The workload's pods do not fail (more failing pods help nobody)",
+        out.push(ob::scale::PODS_NOT_FAILING.check(
             failing.iter().all(|p| p.unschedulable.is_some()) || current == 0 && pods.is_empty(),
             if failing.is_empty() {
                 vec![format!("{} pod(s), none failing", pods.len())]
@@ -79,9 +73,7 @@ pub(in crate::prove) async fn scale(
         ));
         let nodes = scene.nodes().await?;
         let taking = nodes.iter().filter(|n| n.takes_pods()).count();
-        out.push(check(
-            "scale.schedulable",
-            "New pods can be scheduled: none of its pods waits for a node, and nodes take pods",
+        out.push(ob::scale::SCHEDULABLE.check(
             unscheduled.is_empty() && taking > 0,
             vec![match unscheduled.first() {
                 Some(p) => format!(
@@ -95,9 +87,9 @@ pub(in crate::prove) async fn scale(
                 ),
             }],
         ));
-        out.push(quota_allows(scene, &w, wanted - current).await?);
+        out.push(quota_allows(scene, &w, wanted - current, &ob::scale::QUOTA_ALLOWS).await?);
         out.push(short_of_replicas(scene, &w, &pods, current, declared).await?);
-        out.push(no_broken_dependency(scene, "scale.no-broken-dependency", "scale-up").await?);
+        out.push(no_broken_dependency(scene, &ob::scale::NO_BROKEN_DEPENDENCY, "scale-up").await?);
     }
     Ok(out)
 }
@@ -149,53 +141,39 @@ async fn short_of_replicas(
     current: i64,
     declared: Option<i64>,
 ) -> Read<Obligation> {
-    let id = "scale.short-of-replicas";
-    let statement = "The workload runs short of replicas: none, fewer than declared, or its pods busy near their CPU requests";
+    let obligation = &ob::scale::SHORT_OF_REPLICAS;
     if current == 0 {
-        return Ok(holds(
-            id,
-            statement,
-            vec![format!("{} runs no replica: nothing serves", obj::name(w))],
-        ));
+        return Ok(obligation.holds(vec![format!(
+            "{} runs no replica: nothing serves",
+            obj::name(w)
+        )]));
     }
     if let Some(d) = declared.filter(|d| *d > current) {
-        return Ok(holds(
-            id,
-            statement,
-            vec![format!(
-                "its applied configuration declares {d} replicas; it runs {current}"
-            )],
-        ));
+        return Ok(obligation.holds(vec![format!(
+            "its applied configuration declares {d} replicas; it runs {current}"
+        )]));
     }
     let load = cpu_load(scene, w, pods).await?;
     if let Some((used, requested)) = load
         && used * 10 >= requested * 8
     {
-        return Ok(holds(
-            id,
-            statement,
-            vec![format!(
-                "its ready pods use {used}m of the {requested}m CPU they request (≥ 80%)"
-            )],
-        ));
+        return Ok(obligation.holds(vec![format!(
+            "its ready pods use {used}m of the {requested}m CPU they request (≥ 80%)"
+        )]));
     }
     let ready = pods.iter().filter(|p| p.ready).count();
-    Ok(fails(
-        id,
-        statement,
-        vec![format!(
-            "{ready} of {current} replicas ready{}; {}: nothing shows it short of replicas",
-            declared
-                .map(|d| format!(", {d} declared"))
-                .unwrap_or_default(),
-            match load {
-                Some((used, requested)) => {
-                    format!("its ready pods use {used}m of the {requested}m CPU they request")
-                }
-                None => "no CPU use measured (metrics API)".into(),
+    Ok(obligation.fails(vec![format!(
+        "{ready} of {current} replicas ready{}; {}: nothing shows it short of replicas",
+        declared
+            .map(|d| format!(", {d} declared"))
+            .unwrap_or_default(),
+        match load {
+            Some((used, requested)) => {
+                format!("its ready pods use {used}m of the {requested}m CPU they request")
             }
-        )],
-    ))
+            None => "no CPU use measured (metrics API)".into(),
+        }
+    )]))
 }
 
 /// Whether the namespace's quota has room for `extra` more pods of the workload.
@@ -203,9 +181,8 @@ pub(in crate::prove) async fn quota_allows(
     scene: &Scene,
     w: &Value,
     extra: i64,
+    obligation: &ObligationSpec,
 ) -> Read<Obligation> {
-    let id = "scale.quota-allows";
-    let statement = "The namespace's ResourceQuota has room for the new pods";
     let spec = at(w, &["spec", "template", "spec"])
         .cloned()
         .unwrap_or(Value::Null);
@@ -232,5 +209,5 @@ pub(in crate::prove) async fn quota_allows(
     if ev.is_empty() {
         ev.push("no ResourceQuota limits the namespace".into());
     }
-    Ok(check(id, statement, ok, ev))
+    Ok(obligation.check(ok, ev))
 }

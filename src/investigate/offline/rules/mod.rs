@@ -351,6 +351,8 @@ mod tests {
 
     use serde_json::json;
 
+    use crate::domain::ActionType;
+
     use super::super::fixtures::{Incident, PodFixture, pod};
     use super::*;
     use crate::investigate::playbooks::Playbooks;
@@ -536,8 +538,8 @@ mod tests {
             .diagnosis();
         assert_eq!(d.mode, "RolloutRegression");
         assert_eq!(
-            d.proposal.map(|p| p.action_type).as_deref(),
-            Some("RollbackDeployment")
+            d.proposal.map(|p| p.action_type),
+            Some(ActionType::RollbackDeployment)
         );
     }
 
@@ -558,8 +560,8 @@ mod tests {
             d.factors
         );
         assert_eq!(
-            d.proposal.map(|p| p.action_type).as_deref(),
-            Some("RollbackDeployment")
+            d.proposal.map(|p| p.action_type),
+            Some(ActionType::RollbackDeployment)
         );
     }
 

@@ -1,0 +1,173 @@
+//! The action types: the 13 built-ins kubemedic knows how to prove, run and verify, and the
+//! custom ones a catalog may add. Serialised as the names the catalog, the policies and stored
+//! requests have always used, so nothing stored or written by hand changes.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// An action type, as a workflow declares it and a proposal, proof, approval and execution
+/// carry it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ActionType {
+    RollbackDeployment,
+    RollbackStatefulSet,
+    RestartDeployment,
+    ScaleReplicas,
+    IncreaseMemoryLimits,
+    IncreaseCPULimits,
+    ExpandPVC,
+    CordonDrainNode,
+    DeletePod,
+    RelaxPDB,
+    PatchHPAMaxReplicas,
+    RemoveNodeTaint,
+    GitRevert,
+    /// A catalog's own action type: kubemedic knows no obligations for it (its proof is
+    /// `unverified`, and the shipped policy asks a human).
+    Custom(String),
+}
+
+impl ActionType {
+    /// The built-ins, in the catalog's order.
+    pub const BUILTIN: [ActionType; 13] = [
+        ActionType::RollbackDeployment,
+        ActionType::RollbackStatefulSet,
+        ActionType::RestartDeployment,
+        ActionType::ScaleReplicas,
+        ActionType::IncreaseMemoryLimits,
+        ActionType::IncreaseCPULimits,
+        ActionType::ExpandPVC,
+        ActionType::CordonDrainNode,
+        ActionType::DeletePod,
+        ActionType::RelaxPDB,
+        ActionType::PatchHPAMaxReplicas,
+        ActionType::RemoveNodeTaint,
+        ActionType::GitRevert,
+    ];
+
+    /// The type named `name`: a built-in when it is one's name exactly, else custom.
+    pub fn parse(name: &str) -> Self {
+        Self::BUILTIN
+            .iter()
+            .find(|b| b.as_str() == name)
+            .cloned()
+            .unwrap_or_else(|| ActionType::Custom(name.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            ActionType::RollbackDeployment => "RollbackDeployment",
+            ActionType::RollbackStatefulSet => "RollbackStatefulSet",
+            ActionType::RestartDeployment => "RestartDeployment",
+            ActionType::ScaleReplicas => "ScaleReplicas",
+            ActionType::IncreaseMemoryLimits => "IncreaseMemoryLimits",
+            ActionType::IncreaseCPULimits => "IncreaseCPULimits",
+            ActionType::ExpandPVC => "ExpandPVC",
+            ActionType::CordonDrainNode => "CordonDrainNode",
+            ActionType::DeletePod => "DeletePod",
+            ActionType::RelaxPDB => "RelaxPDB",
+            ActionType::PatchHPAMaxReplicas => "PatchHPAMaxReplicas",
+            ActionType::RemoveNodeTaint => "RemoveNodeTaint",
+            ActionType::GitRevert => "GitRevert",
+            ActionType::Custom(name) => name,
+        }
+    }
+
+    pub fn is_builtin(&self) -> bool {
+        !matches!(self, ActionType::Custom(_))
+    }
+}
+
+impl fmt::Display for ActionType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for ActionType {
+    fn from(name: &str) -> Self {
+        Self::parse(name)
+    }
+}
+
+impl From<String> for ActionType {
+    fn from(name: String) -> Self {
+        Self::parse(&name)
+    }
+}
+
+impl From<&String> for ActionType {
+    fn from(name: &String) -> Self {
+        Self::parse(name)
+    }
+}
+
+impl PartialEq<str> for ActionType {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ActionType {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for ActionType {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<ActionType> for &str {
+    fn eq(&self, other: &ActionType) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl PartialEq<ActionType> for String {
+    fn eq(&self, other: &ActionType) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl AsRef<str> for ActionType {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Serialize for ActionType {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ActionType {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Self::parse(&String::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn action_types_are_stored_and_read_as_their_names() {
+        for b in ActionType::BUILTIN {
+            let json = serde_json::to_value(&b).unwrap();
+            assert_eq!(json, serde_json::Value::String(b.as_str().to_owned()));
+            assert_eq!(serde_json::from_value::<ActionType>(json).unwrap(), b);
+            assert!(b.is_builtin());
+        }
+        let custom: ActionType = serde_json::from_str("\"FlushCache\"").unwrap();
+        assert_eq!(custom, ActionType::Custom("FlushCache".into()));
+        assert!(!custom.is_builtin());
+        // A name differing only in case is not the built-in: the catalog's names are exact.
+        assert!(!ActionType::parse("deletepod").is_builtin());
+        assert!(ActionType::DeletePod == "DeletePod");
+    }
+}
