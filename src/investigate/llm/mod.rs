@@ -10,8 +10,10 @@
 //! Invocation 2: a fresh session with only the structured RCA, the catalog tools and the two
 //! sentinels; a selection is validated against the catalog with up to three corrections after
 //! the first submission (none when the target is unverified: that is `rca_incomplete`).
-//! Output repair, the truncation retry (2x tokens, capped at 16384) and the forced-sentinel
-//! parse retry apply to both. Token usage is budgeted and recorded per call. What the model
+//! Both run one loop ([`converse`]): the model answers, the invocation acts on the answer,
+//! until its submit tool answers; an answer that cannot be read is asked for again once, with
+//! the sentinel forced. Output repair and the truncation retry (2x tokens, capped at 16384)
+//! apply to both. Token usage is budgeted and recorded per call. What the model
 //! writes while a call runs goes to the [`LiveTokens`] hub under the request's id (for the
 //! chat); each tool's whole output (sanitised, bounded) goes to the trail, its cut text to the
 //! model.
@@ -54,9 +56,11 @@ use crate::prove::graph;
 use crate::redact::Redacted;
 use crate::telemetry::Metrics;
 
+mod converse;
 mod offered;
 mod session;
 
+use converse::{Conversation, Step, converse};
 use offered::{RemoteUse, args_of, tool_defs_rca, tool_defs_selection};
 use session::{Ran, Session};
 
@@ -195,7 +199,7 @@ impl Investigator for LlmInvestigator {
             },
         ];
         let mut remote = RemoteUse::default();
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<String> = Vec::new();
         if let Some(r) = &self.remote {
             remote.offer = r.offer().await;
             for down in remote.offer.unavailable.clone() {
@@ -221,130 +225,50 @@ impl Investigator for LlmInvestigator {
             spent_before: 0,
             calls: vec![],
         };
-        let mut records = Vec::new();
-        let mut per_tool = HashMap::new();
-        let mut total = 0;
-        let mut planned = plan::Tracker::default();
-        let mut forced = false;
-        let mut parse_retry_used = false;
-        let mut result: Option<RcaResult> = None;
-        for turn in 0..self.settings.max_turns {
-            let choice = if forced {
-                ToolChoice::Force("submit_result".into())
-            } else {
-                ToolChoice::Auto
-            };
-            // Rebuilt each turn: a server that failed a call has lost its tools.
-            let defs = tool_defs_rca(&remote);
-            let response = session.chat(&messages, &defs, choice).await?;
-            let content = response.content.as_deref().map(Redacted::new);
-            // Stated before the calls this message makes: only `total` calls ran before it.
-            planned.saw(content.as_ref(), total);
-            messages.push(Message::Assistant {
-                content,
-                tool_calls: response.tool_calls.clone(),
-            });
-            if let Some(submit) = response
-                .tool_calls
-                .iter()
-                .find(|c| c.name == "submit_result")
-            {
-                match args_of(submit).and_then(|v| repair::rca(&v)) {
-                    Ok(r) => {
-                        result = Some(r);
-                        break;
-                    }
-                    Err(e) if !parse_retry_used => {
-                        parse_retry_used = true;
-                        forced = true;
-                        warnings.push(format!(
-                            "submit_result arguments were invalid ({e}); asked again"
-                        ));
-                        for c in &response.tool_calls {
-                            let text = if c.id == submit.id {
-                                format!(
-                                    "Error: {e}. Call submit_result again with arguments matching its schema."
-                                )
-                            } else {
-                                "Not run: the investigation is concluding.".into()
-                            };
-                            messages.push(Message::Tool {
-                                tool_call_id: c.id.clone(),
-                                content: Redacted::new(&text),
-                            });
-                        }
-                        continue;
-                    }
-                    Err(e) => {
-                        warnings.push(format!(
-                            "inconclusive: submit_result arguments invalid twice ({e})"
-                        ));
-                        break;
-                    }
-                }
-            }
-            if response.tool_calls.is_empty() {
-                // Free text: recover JSON from it, else one forced-sentinel retry.
-                let recovered = response
-                    .content
-                    .as_deref()
-                    .and_then(repair::extract_json)
-                    .map(|v| repair::rca(&v));
-                match recovered {
-                    Some(Ok(r)) => {
-                        warnings.push("RCA recovered from free text".into());
-                        result = Some(r);
-                        break;
-                    }
-                    _ if !parse_retry_used => {
-                        parse_retry_used = true;
-                        forced = true;
-                        messages.push(Message::User { content: Redacted::new("Call submit_result now with your conclusion, following its schema exactly.") });
-                        continue;
-                    }
-                    _ => {
-                        warnings.push(
-                            "inconclusive: the model never produced a parsable result".into(),
-                        );
-                        break;
-                    }
-                }
-            }
-            let calls: Vec<&ToolCall> = response
-                .tool_calls
-                .iter()
-                .filter(|c| c.name != "submit_result")
-                .collect();
-            let results = self
-                .run_tools(
-                    &tools,
-                    &mut remote,
-                    &calls,
-                    &mut per_tool,
-                    &mut total,
-                    &mut records,
-                    now,
-                )
-                .await?;
-            for (id, text) in results {
-                messages.push(Message::Tool {
-                    tool_call_id: id,
-                    content: Redacted::new(&text),
-                });
-            }
-            if turn + 2 >= self.settings.max_turns && !forced {
-                forced = true;
-                messages.push(Message::User {
-                    content: Redacted::new(
-                        "The turn limit is reached: conclude now with submit_result.",
-                    ),
-                });
-            }
+        let mut rca_turns = RcaTurns {
+            inv: self,
+            tools: &tools,
+            remote,
+            per_tool: HashMap::new(),
+            total: 0,
+            records: Vec::new(),
+            planned: plan::Tracker::default(),
+            now,
+            forced: false,
+            max_turns: self.settings.max_turns,
+            recovered_from_text: false,
+        };
+        let ending = converse(
+            &mut session,
+            &mut messages,
+            self.settings.max_turns,
+            &mut rca_turns,
+        )
+        .await?;
+        let RcaTurns {
+            remote,
+            total,
+            records,
+            planned,
+            recovered_from_text,
+            ..
+        } = rca_turns;
+        if let Some(why) = &ending.asked_again {
+            warnings.push(format!("{why}; asked again"));
         }
-        let rca = result.unwrap_or_else(|| {
-            warnings.push("inconclusive: no result within the turn limit".into());
-            inconclusive("The investigation did not reach a conclusion.")
-        });
+        if recovered_from_text {
+            warnings.push("RCA recovered from free text".into());
+        }
+        let rca = match ending.result {
+            Some(r) => r,
+            None => {
+                warnings.push(match &ending.unreadable {
+                    Some(why) => format!("inconclusive: {why}, after asking again"),
+                    None => "inconclusive: no result within the turn limit".into(),
+                });
+                inconclusive("The investigation did not reach a conclusion.")
+            }
+        };
         let (plan, no_plan) = planned.finish(total);
         warnings.extend(no_plan);
         for note in &remote.notes {
@@ -431,7 +355,6 @@ impl Investigator for LlmInvestigator {
                 content: prompt::select_user(req, analysis, &history_section),
             },
         ];
-        let defs = tool_defs_selection();
         let mut session = Session {
             inv: self,
             request: req.id,
@@ -441,160 +364,21 @@ impl Investigator for LlmInvestigator {
             spent_before: analysis.usage.total(),
             calls: vec![],
         };
-        let mut inv2 = Invocation2::default();
-        let mut forced: Option<String> = None;
-        let mut parse_retry_used = false;
-        let mut concluded = false;
-        for _ in 0..self.settings.selection_turns {
-            let choice = forced.clone().map_or(ToolChoice::Auto, ToolChoice::Force);
-            forced = None;
-            let response = session.chat(&messages, &defs, choice).await?;
-            messages.push(Message::Assistant {
-                content: response.content.as_deref().map(Redacted::new),
-                tool_calls: response.tool_calls.clone(),
-            });
-            let mut tool_results = Vec::new();
-            let mut calls: Vec<(ToolCall, Option<Value>)> = response
-                .tool_calls
-                .iter()
-                .map(|c| (c.clone(), None))
-                .collect();
-            if calls.is_empty() {
-                match response.content.as_deref().and_then(repair::extract_json) {
-                    Some(v)
-                        if v.get("selected_workflow").is_some()
-                            || v.get("workflow_id").is_some() =>
-                    {
-                        let v = if v.get("selected_workflow").is_none() {
-                            json!({"selected_workflow": v})
-                        } else {
-                            v
-                        };
-                        calls.push((
-                            ToolCall {
-                                id: "recovered".into(),
-                                name: "submit_result_with_workflow".into(),
-                                arguments: String::new(),
-                            },
-                            Some(v),
-                        ));
-                    }
-                    Some(v) if v.get("reasoning").is_some() => {
-                        calls.push((
-                            ToolCall {
-                                id: "recovered".into(),
-                                name: "submit_result_no_workflow".into(),
-                                arguments: String::new(),
-                            },
-                            Some(v),
-                        ));
-                    }
-                    _ if !parse_retry_used => {
-                        parse_retry_used = true;
-                        forced = Some("submit_result_with_workflow".into());
-                        messages.push(Message::User { content: Redacted::new("Call submit_result_with_workflow (or submit_result_no_workflow) now.") });
-                        continue;
-                    }
-                    _ => break,
-                }
-            }
-            for (call, recovered) in calls {
-                let args = match recovered.map_or_else(|| args_of(&call), Ok) {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tool_results.push((call.id.clone(), format!("Error: {e}.")));
-                        continue;
-                    }
-                };
-                let paging = |a: &Value| {
-                    (
-                        repair::number(a.get("offset")).unwrap_or(0.0).max(0.0) as usize,
-                        repair::number(a.get("limit"))
-                            .unwrap_or(10.0)
-                            .clamp(1.0, 50.0) as usize,
-                    )
-                };
-                let text = match call.name.as_str() {
-                    "list_available_actions" => {
-                        let (o, l) = paging(&args);
-                        self.catalog
-                            .get()
-                            .list_available_actions(&ctx, o, l)
-                            .to_string()
-                    }
-                    "list_workflows" => {
-                        let (o, l) = paging(&args);
-                        let at = args
-                            .get("action_type")
-                            .and_then(Value::as_str)
-                            .unwrap_or("");
-                        self.catalog
-                            .get()
-                            .list_workflows(at, &ctx, o, l)
-                            .to_string()
-                    }
-                    "get_workflow" => self
-                        .catalog
-                        .get()
-                        .get_workflow(
-                            args.get("workflow_id")
-                                .and_then(Value::as_str)
-                                .unwrap_or(""),
-                        )
-                        .to_string(),
-                    "submit_result_with_workflow" => {
-                        match self.accept_selection(&args, analysis, &ctx, &mut inv2) {
-                            Ok(()) => {
-                                concluded = true;
-                                break;
-                            }
-                            Err(feedback) => {
-                                if inv2.validation_failed {
-                                    concluded = true;
-                                    break;
-                                }
-                                feedback
-                            }
-                        }
-                    }
-                    "submit_result_no_workflow" => {
-                        inv2.no_workflow = Some(
-                            args.get("reasoning")
-                                .and_then(Value::as_str)
-                                .unwrap_or("no reasoning given")
-                                .to_owned(),
-                        );
-                        inv2.investigation_outcome =
-                            repair::outcome(args.get("investigation_outcome"));
-                        inv2.needs_human_review =
-                            repair::boolean(args.get("needs_human_review")).unwrap_or(false);
-                        inv2.human_review_reason = args
-                            .get("human_review_reason")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned);
-                        concluded = true;
-                        break;
-                    }
-                    other => format!("Error: unknown tool `{other}`."),
-                };
-                tool_results.push((call.id.clone(), text));
-            }
-            if concluded {
-                break;
-            }
-            for c in &response.tool_calls {
-                let text = tool_results
-                    .iter()
-                    .find(|(id, _)| id == &c.id)
-                    .map(|(_, t)| t.clone())
-                    .unwrap_or_else(|| "Not run.".into());
-                messages.push(Message::Tool {
-                    tool_call_id: c.id.clone(),
-                    content: Redacted::new(&text),
-                });
-            }
-        }
-        if !concluded {
+        let mut selection_turns = SelectionTurns {
+            inv: self,
+            analysis,
+            ctx: &ctx,
+            inv2: Invocation2::default(),
+        };
+        let ending = converse(
+            &mut session,
+            &mut messages,
+            self.settings.selection_turns,
+            &mut selection_turns,
+        )
+        .await?;
+        let mut inv2 = selection_turns.inv2;
+        if ending.result.is_none() {
             warn!("workflow selection did not conclude");
             inv2.needs_human_review = true;
             inv2.human_review_reason = Some("workflow selection did not conclude".into());
@@ -629,6 +413,260 @@ impl Investigator for LlmInvestigator {
             llm_calls: session.calls,
             learned,
             replaced: None,
+        })
+    }
+}
+
+/// Invocation 1's side of the conversation: the cluster's (and the MCP servers') tools run
+/// until `submit_result` answers; the plan the model states is tracked; two turns before the
+/// limit the model is told to conclude, and from then on `submit_result` is forced.
+struct RcaTurns<'a> {
+    inv: &'a LlmInvestigator,
+    tools: &'a ClusterTools,
+    remote: RemoteUse,
+    per_tool: HashMap<String, usize>,
+    /// Tool calls run so far.
+    total: usize,
+    records: Vec<ToolCallRecord>,
+    planned: plan::Tracker,
+    now: chrono::DateTime<chrono::Utc>,
+    /// `submit_result` is forced from now on.
+    forced: bool,
+    max_turns: usize,
+    /// The result was read from free text, not from `submit_result`.
+    recovered_from_text: bool,
+}
+
+impl Conversation for RcaTurns<'_> {
+    type Output = RcaResult;
+
+    fn tools(&self) -> Vec<ToolDef> {
+        tool_defs_rca(&self.remote)
+    }
+
+    async fn answer(
+        &mut self,
+        response: &ChatResponse,
+        turn: usize,
+    ) -> Result<Step<RcaResult>, InvestigateError> {
+        // Stated before the calls this message makes: only `total` calls ran before it.
+        let content = response.content.as_deref().map(Redacted::new);
+        self.planned.saw(content.as_ref(), self.total);
+        const SUBMIT: &str = "submit_result";
+        if let Some(submit) = response.tool_calls.iter().find(|c| c.name == SUBMIT) {
+            return Ok(match args_of(submit).and_then(|v| repair::rca(&v)) {
+                Ok(r) => Step::Done(r),
+                Err(e) => {
+                    self.forced = true;
+                    let replies = response
+                        .tool_calls
+                        .iter()
+                        .map(|c| {
+                            let text = if c.id == submit.id {
+                                format!(
+                                    "Error: {e}. Call submit_result again with arguments matching its schema."
+                                )
+                            } else {
+                                "Not run: the investigation is concluding.".into()
+                            };
+                            (c.id.clone(), text)
+                        })
+                        .collect();
+                    Step::Unreadable {
+                        why: format!("submit_result arguments were invalid ({e})"),
+                        replies,
+                        say: None,
+                        force: SUBMIT.into(),
+                    }
+                }
+            });
+        }
+        if response.tool_calls.is_empty() {
+            // Free text: recover the result from it, else ask again.
+            let recovered = response
+                .content
+                .as_deref()
+                .and_then(repair::extract_json)
+                .map(|v| repair::rca(&v));
+            if let Some(Ok(r)) = recovered {
+                self.recovered_from_text = true;
+                return Ok(Step::Done(r));
+            }
+            self.forced = true;
+            return Ok(Step::Unreadable {
+                why: "the model answered without a parsable result".into(),
+                replies: vec![],
+                say: Some(
+                    "Call submit_result now with your conclusion, following its schema exactly."
+                        .into(),
+                ),
+                force: SUBMIT.into(),
+            });
+        }
+        let calls: Vec<&ToolCall> = response.tool_calls.iter().collect();
+        let replies = self
+            .inv
+            .run_tools(
+                self.tools,
+                &mut self.remote,
+                &calls,
+                &mut self.per_tool,
+                &mut self.total,
+                &mut self.records,
+                self.now,
+            )
+            .await?;
+        let mut say = None;
+        if turn + 2 >= self.max_turns && !self.forced {
+            self.forced = true;
+            say = Some("The turn limit is reached: conclude now with submit_result.".into());
+        }
+        Ok(Step::Next {
+            replies,
+            say,
+            force: self.forced.then(|| SUBMIT.into()),
+        })
+    }
+}
+
+/// Invocation 2's side: the catalog's tools until `submit_result_with_workflow` gives a valid
+/// selection (with up to `validation_retries` corrections) or `submit_result_no_workflow`
+/// answers. A result written as free text is read as the sentinel it matches.
+struct SelectionTurns<'a> {
+    inv: &'a LlmInvestigator,
+    analysis: &'a Analysis,
+    ctx: &'a SelectionContext,
+    inv2: Invocation2,
+}
+
+impl Conversation for SelectionTurns<'_> {
+    /// Concluded (the selection is in `inv2`).
+    type Output = ();
+
+    fn tools(&self) -> Vec<ToolDef> {
+        tool_defs_selection()
+    }
+
+    async fn answer(
+        &mut self,
+        response: &ChatResponse,
+        _turn: usize,
+    ) -> Result<Step<()>, InvestigateError> {
+        let mut calls: Vec<(ToolCall, Option<Value>)> = response
+            .tool_calls
+            .iter()
+            .map(|c| (c.clone(), None))
+            .collect();
+        if calls.is_empty() {
+            let recovered = |name: &str, v: Value| {
+                (
+                    ToolCall {
+                        id: "recovered".into(),
+                        name: name.into(),
+                        arguments: String::new(),
+                    },
+                    Some(v),
+                )
+            };
+            match response.content.as_deref().and_then(repair::extract_json) {
+                Some(v) if v.get("selected_workflow").is_some() => {
+                    calls.push(recovered("submit_result_with_workflow", v));
+                }
+                Some(v) if v.get("workflow_id").is_some() => {
+                    calls.push(recovered(
+                        "submit_result_with_workflow",
+                        json!({"selected_workflow": v}),
+                    ));
+                }
+                Some(v) if v.get("reasoning").is_some() => {
+                    calls.push(recovered("submit_result_no_workflow", v));
+                }
+                _ => {
+                    return Ok(Step::Unreadable {
+                        why: "the model answered without a selection".into(),
+                        replies: vec![],
+                        say: Some(
+                            "Call submit_result_with_workflow (or submit_result_no_workflow) now."
+                                .into(),
+                        ),
+                        force: "submit_result_with_workflow".into(),
+                    });
+                }
+            }
+        }
+        let mut replies = Vec::new();
+        for (call, recovered) in calls {
+            let args = match recovered.map_or_else(|| args_of(&call), Ok) {
+                Ok(a) => a,
+                Err(e) => {
+                    replies.push((call.id.clone(), format!("Error: {e}.")));
+                    continue;
+                }
+            };
+            let paging = |a: &Value| {
+                (
+                    repair::number(a.get("offset")).unwrap_or(0.0).max(0.0) as usize,
+                    repair::number(a.get("limit"))
+                        .unwrap_or(10.0)
+                        .clamp(1.0, 50.0) as usize,
+                )
+            };
+            let catalog = self.inv.catalog.get();
+            let text = match call.name.as_str() {
+                "list_available_actions" => {
+                    let (o, l) = paging(&args);
+                    catalog.list_available_actions(self.ctx, o, l).to_string()
+                }
+                "list_workflows" => {
+                    let (o, l) = paging(&args);
+                    let at = args
+                        .get("action_type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    catalog.list_workflows(at, self.ctx, o, l).to_string()
+                }
+                "get_workflow" => catalog
+                    .get_workflow(
+                        args.get("workflow_id")
+                            .and_then(Value::as_str)
+                            .unwrap_or(""),
+                    )
+                    .to_string(),
+                "submit_result_with_workflow" => {
+                    match self
+                        .inv
+                        .accept_selection(&args, self.analysis, self.ctx, &mut self.inv2)
+                    {
+                        Ok(()) => return Ok(Step::Done(())),
+                        Err(_) if self.inv2.validation_failed => return Ok(Step::Done(())),
+                        Err(feedback) => feedback,
+                    }
+                }
+                "submit_result_no_workflow" => {
+                    let inv2 = &mut self.inv2;
+                    inv2.no_workflow = Some(
+                        args.get("reasoning")
+                            .and_then(Value::as_str)
+                            .unwrap_or("no reasoning given")
+                            .to_owned(),
+                    );
+                    inv2.investigation_outcome = repair::outcome(args.get("investigation_outcome"));
+                    inv2.needs_human_review =
+                        repair::boolean(args.get("needs_human_review")).unwrap_or(false);
+                    inv2.human_review_reason = args
+                        .get("human_review_reason")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    return Ok(Step::Done(()));
+                }
+                other => format!("Error: unknown tool `{other}`."),
+            };
+            replies.push((call.id.clone(), text));
+        }
+        Ok(Step::Next {
+            replies,
+            say: None,
+            force: None,
         })
     }
 }
