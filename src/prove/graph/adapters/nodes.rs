@@ -1,0 +1,333 @@
+//! The pods' nodes as dependencies: a node unhealthy now or lately (its conditions, their
+//! flapping, the kernel's OOM kills it reports), and a neighbour on a node under pressure.
+
+use super::*;
+
+/// Events a node's condition changes leave (the node controller's and the kubelet's): what
+/// they said is in the conditions now.
+const CONDITION_EVENTS: &[&str] = &[
+    "NodeHasInsufficientMemory",
+    "NodeHasDiskPressure",
+    "NodeHasInsufficientPID",
+];
+
+/// Node conditions whose `True` is the healthy state; every other condition is a problem when
+/// `True` (the kubelet's pressures, node-problem-detector's own: ReadonlyFilesystem,
+/// KernelDeadlock, …).
+const HEALTHY_TRUE: &[&str] = &["Ready"];
+
+/// Node events that say the node itself is in trouble.
+const NODE_TROUBLE: &[&str] = &[
+    "SystemOOM",
+    "EvictionThresholdMet",
+    "NodeHasInsufficientMemory",
+    "NodeHasDiskPressure",
+    "NodeHasInsufficientPID",
+    "NodeNotReady",
+    "Rebooted",
+    "KernelOops",
+    "ReadonlyFilesystem",
+    "FilesystemIsReadOnly",
+    "ContainerdUnhealthy",
+    "DockerHung",
+    "TaskHung",
+];
+
+/// What a neighbour's log says when it is eating a node's shared resources.
+const HOG_SIGNS: &[&str] = &[
+    "defunct",
+    "zombie",
+    "not reaped",
+    "too many open files",
+    "fork: resource temporarily unavailable",
+    "cannot allocate memory",
+    "no space left on device",
+    "out of memory",
+];
+
+fn node_problem(n: &Value) -> Option<(String, Option<chrono::DateTime<chrono::Utc>>)> {
+    let mut problems = Vec::new();
+    let mut since = None;
+    for c in array(n, &["status", "conditions"]) {
+        let ty = str_at(c, &["type"]).unwrap_or_default();
+        let st = str_at(c, &["status"]).unwrap_or_default();
+        let bad = if HEALTHY_TRUE.contains(&ty) {
+            st != "True"
+        } else {
+            st == "True"
+        };
+        if bad {
+            let msg = str_at(c, &["message"]).unwrap_or("");
+            problems.push(if ty == "Ready" {
+                format!("NotReady ({msg})")
+            } else {
+                format!("{ty} ({msg})")
+            });
+            since = time(c, &["lastTransitionTime"]).or(since);
+        }
+    }
+    (!problems.is_empty()).then(|| (problems.join(", "), since))
+}
+
+/// Whether node `name`'s `SystemOOM` events count as its own trouble for the target's pods:
+/// a failing pod of the target was OOM-killed, and at that moment the kernel killed more than
+/// the containers that hit their own limits ([`node_short_at`]). A kill elsewhere on the node,
+/// or at another time, does not explain these pods.
+async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[Event]) -> Read<bool> {
+    if !events.iter().any(|e| e.reason == "SystemOOM") {
+        return Ok(false);
+    }
+    let failing: Vec<Pod> = ctx
+        .pods
+        .iter()
+        .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
+        .filter(|p| str_at(p, &["spec", "nodeName"]) == Some(name))
+        .map(Pod::parse)
+        .collect();
+    let moments = limit_kills(&failing);
+    if moments.is_empty() {
+        return Ok(false);
+    }
+    let here: Vec<Pod> = match ctx
+        .list(
+            "Pod",
+            None,
+            &ListQuery::fields(format!("spec.nodeName={name}")),
+        )
+        .await
+    {
+        Ok(p) => p.iter().map(Pod::parse).collect(),
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => vec![],
+    };
+    Ok(node_short_at(events, &here, &moments) > 0)
+}
+
+/// The pods' nodes: their conditions and trouble events; for a node under pressure, the
+/// neighbour whose log says it eats what the node lacks; evictions and preemptions of the
+/// pods.
+pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
+    let mut out = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for p in ctx
+        .pods
+        .iter()
+        .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
+        .chain(ctx.pods.iter())
+    {
+        if let Some(n) = str_at(p, &["spec", "nodeName"])
+            && !names.iter().any(|x| x == n)
+        {
+            names.push(n.to_owned());
+        }
+    }
+    let window = ctx.now - Duration::hours(6);
+    for name in names.iter().take(3) {
+        let Some(node) = ctx.get("Node", None, name).await? else {
+            continue;
+        };
+        let here: Vec<&Value> = ctx
+            .pods
+            .iter()
+            .filter(|p| str_at(p, &["spec", "nodeName"]) == Some(name.as_str()))
+            .collect();
+        let failing_here = here
+            .iter()
+            .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
+            .count();
+        let elsewhere_ok = ctx
+            .pods
+            .iter()
+            .filter(|p| str_at(p, &["spec", "nodeName"]).is_some_and(|n| n != name))
+            .filter(|p| !ctx.failing.iter().any(|f| f == obj::name(p)))
+            .count();
+        let relation = format!(
+            "runs {} of the pods ({failing_here} failing){}",
+            here.len(),
+            if elsewhere_ok > 0 {
+                format!("; {elsewhere_ok} elsewhere run fine")
+            } else {
+                String::new()
+            }
+        );
+        let mut d = Dependency::new(DepKind::Node, format!("Node {name}"), relation);
+        let mut pressure = None;
+        if let Some((problem, since)) = node_problem(&node) {
+            pressure = Some(problem.clone());
+            d = d.unhealthy(format!("is {problem}"), since);
+        }
+        // The node's own events (a kubelet or node-problem-detector complaint).
+        let events = match ctx
+            .list(
+                "Event",
+                None,
+                &ListQuery::fields(format!(
+                    "involvedObject.kind=Node,involvedObject.name={name}"
+                )),
+            )
+            .await
+        {
+            Ok(e) => e,
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => vec![],
+        };
+        // A SystemOOM report is about a process: it speaks of the node, for these pods, only
+        // at the moment one of them was killed and beyond the containers killed then.
+        let views: Vec<Event> = events.iter().map(Event::parse).collect();
+        let oom_counts = system_oom_counts(ctx, name, &views).await?;
+        // A condition's transition events (NotReady, pressure) are history once the condition
+        // has recovered: the conditions now (above) decide, and a readiness that keeps coming
+        // and going (readiness_flaps) still counts.
+        let flaps = readiness_flaps(ctx.now, &not_ready_events(&views, name)).is_some();
+        let trouble: Vec<&Value> = events
+            .iter()
+            .filter(|e| match str_at(e, &["reason"]) {
+                Some("SystemOOM") => oom_counts,
+                Some("NodeNotReady") => flaps,
+                Some(r) if CONDITION_EVENTS.contains(&r) => false,
+                r => {
+                    r.is_some_and(|r| NODE_TROUBLE.contains(&r))
+                        || str_at(e, &["type"]) == Some("Warning")
+                }
+            })
+            .filter(|e| event_time(e).is_none_or(|t| t >= window))
+            .collect();
+        if let Some(e) = trouble.iter().max_by_key(|e| event_time(e)) {
+            let line = format!(
+                "{}: {}",
+                str_at(e, &["reason"]).unwrap_or(""),
+                str_at(e, &["message"]).unwrap_or("")
+            );
+            d = d.evidence(line.clone());
+            if d.unhealthy.is_none() && failing_here > 0 {
+                d = d.unhealthy(format!("reported {line}"), event_time(e));
+            }
+            pressure = pressure.or(Some(line));
+        }
+        // Pods that were deleted but cannot finish terminating: the kubelet that would stop
+        // them is gone, so moving them needs a human to confirm the node is down.
+        let stuck = here
+            .iter()
+            .filter(|p| at(p, &["metadata", "deletionTimestamp"]).is_some())
+            .count();
+        if stuck > 0
+            && d.unhealthy
+                .as_deref()
+                .is_some_and(|u| u.contains("NotReady"))
+        {
+            d.blocks = Some(format!(
+                "{stuck} pod(s) on it were deleted and cannot finish terminating while its kubelet is unreachable: a human must confirm the node is gone before force-deleting them (a StatefulSet's replacement cannot start until then)"
+            ));
+        }
+        let troubled = d.unhealthy.is_some();
+        out.push(d);
+        // A node short of something: who on it eats it.
+        if troubled
+            && pressure.is_some()
+            && let Some(hog) = neighbour_hog(ctx, name).await?
+        {
+            out.push(hog);
+        }
+    }
+    // Evictions and preemptions of the target's pods (a preemption is a Normal event).
+    let own: BTreeSet<&str> = ctx.pods.iter().map(obj::name).collect();
+    let prefix = format!("{}-", ctx.target.name);
+    for e in ctx.all_events.iter().filter(|e| {
+        str_at(e, &["involvedObject", "name"])
+            .is_some_and(|n| own.contains(n) || n.starts_with(&prefix))
+    }) {
+        let reason = str_at(e, &["reason"]).unwrap_or("");
+        let msg = str_at(e, &["message"]).unwrap_or("");
+        if matches!(reason, "Evicted" | "Preempted" | "Preempting")
+            || msg.contains("exceeded its local ephemeral storage")
+        {
+            let by = msg
+                .split_once("Preempted by ")
+                .map(|(_, rest)| rest.split_whitespace().next().unwrap_or("").to_owned());
+            let object = match &by {
+                Some(p) if !p.is_empty() => {
+                    format!("pod {}", p.trim_end_matches(|c: char| !c.is_alphanumeric()))
+                }
+                _ => format!(
+                    "the pods' {}",
+                    if msg.contains("ephemeral") {
+                        "ephemeral storage"
+                    } else {
+                        "node resources"
+                    }
+                ),
+            };
+            if out.iter().any(|d: &Dependency| d.object == object) {
+                continue;
+            }
+            out.push(
+                Dependency::new(DepKind::Node, object, format!("{reason} the pods")).unhealthy(
+                    format!("{reason}: {}", msg.chars().take(200).collect::<String>()),
+                    super::super::event_first(e),
+                ),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Among the other pods on `node`, one whose log says it eats the node's shared resources.
+async fn neighbour_hog(ctx: &Ctx, node: &str) -> Read<Option<Dependency>> {
+    let pods = match ctx
+        .list(
+            "Pod",
+            None,
+            &ListQuery::fields(format!("spec.nodeName={node}")),
+        )
+        .await
+    {
+        Ok(p) => p,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    let own: BTreeSet<&str> = ctx.pods.iter().map(obj::name).collect();
+    for p in pods.iter().filter(|p| !own.contains(obj::name(p))).take(4) {
+        let ns = obj::namespace(p).unwrap_or_default();
+        let q = crate::cluster::LogQuery {
+            container: None,
+            previous: false,
+            tail_lines: Some(50),
+            since_seconds: None,
+        };
+        let log =
+            match tokio::time::timeout(super::super::LOG_TIMEOUT, ctx.r.logs(ns, obj::name(p), &q))
+                .await
+            {
+                Ok(Ok(l)) => l,
+                Ok(Err(e)) if e.is_unreachable() => return Err(e),
+                Ok(Err(_)) | Err(_) => continue,
+            };
+        let lower = log.to_ascii_lowercase();
+        if let Some(line) = log
+            .lines()
+            .zip(lower.lines())
+            .find(|(_, l)| HOG_SIGNS.iter().any(|s| l.contains(s)))
+            .map(|(l, _)| l.trim().chars().take(200).collect::<String>())
+        {
+            let owner = array(p, &["metadata", "ownerReferences"])
+                .first()
+                .and_then(|o| str_at(o, &["name"]))
+                .unwrap_or(obj::name(p));
+            // It explains the node's trouble better than the node does: draining the node
+            // would move the victims and leave it behind.
+            return Ok(Some(
+                Dependency::new(
+                    DepKind::Node,
+                    format!("pod {ns}/{} ({owner})", obj::name(p)),
+                    format!("shares node {node}, whose shortage breaks the pods"),
+                )
+                .unhealthy(
+                    format!("its log says \"{}\"", crate::redact::sanitize_text(&line)),
+                    None,
+                )
+                .culprit_of(format!("Node {node}")),
+            ));
+        }
+    }
+    Ok(None)
+}
