@@ -72,19 +72,16 @@ impl ApprovalStage {
                             "alternative": alt,
                         })),
                     );
-                    events.push(
-                        AuditDraft::new(
-                            "proof",
-                            "prover",
-                            format!(
-                                "{} on {} (the approver's alternative): {}",
-                                proof.action_type,
-                                proof.target,
-                                proof.verdict.as_str()
-                            ),
-                        )
-                        .with_payload(serde_json::json!({"proof": proof})),
-                    );
+                    events.push(AuditDraft::proof(
+                        "prover",
+                        format!(
+                            "{} on {} (the approver's alternative): {}",
+                            proof.action_type,
+                            proof.target,
+                            proof.verdict.as_str()
+                        ),
+                        &proof,
+                    ));
                     // What runs is bound to what was proven for it.
                     state.proof = Some(proof);
                     // `state.gate` stays the gate's own decision (a human was asked): what the

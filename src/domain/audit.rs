@@ -12,6 +12,7 @@ use super::investigation::{
 use super::labels::DetectedLabels;
 use super::learning::{LearnedPattern, LearnedUse, Signature};
 use super::phase::Phase;
+use super::proof::Proof;
 use super::target::Target;
 
 /// An audit event before the store gives it an id and a time.
@@ -89,6 +90,14 @@ pub struct AuditEvent {
 pub const RCA: &str = "rca";
 /// The kind of the audit event invocation 2 leaves ([`SelectionPayload`]).
 pub const SELECTION: &str = "selection";
+/// The kind of the audit event a proof leaves (its payload: `{"proof": Proof}`).
+pub const PROOF: &str = "proof";
+
+/// The payload of a [`PROOF`] event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ProofPayload {
+    proof: Proof,
+}
 
 /// The payload of an [`RCA`] event: what invocation 1 found, with every tool call and model
 /// call it made (the whole tool outputs live here, not in the request's state). The chat
@@ -193,6 +202,8 @@ impl SelectionPayload {
 pub enum AuditPayload {
     Rca(Box<RcaPayload>),
     Selection(Box<SelectionPayload>),
+    /// A proof, at selection or before the first write.
+    Proof(Box<Proof>),
     /// Any other kind, or a payload of a typed kind that does not parse (a trail written by a
     /// version whose fields had other shapes): the JSON as stored.
     Other(serde_json::Value),
@@ -208,6 +219,9 @@ impl AuditEvent {
             SELECTION => serde_json::from_value(self.payload.clone())
                 .ok()
                 .map(|p| AuditPayload::Selection(Box::new(p))),
+            PROOF => serde_json::from_value::<ProofPayload>(self.payload.clone())
+                .ok()
+                .map(|p| AuditPayload::Proof(Box::new(p.proof))),
             _ => None,
         };
         parsed.unwrap_or_else(|| AuditPayload::Other(self.payload.clone()))
@@ -219,6 +233,11 @@ impl AuditDraft {
     pub fn rca(actor: &str, message: impl Into<String>, payload: &RcaPayload) -> Self {
         Self::new(RCA, actor, message)
             .with_payload(serde_json::to_value(payload).unwrap_or_default())
+    }
+
+    /// A proof's event.
+    pub fn proof(actor: &str, message: impl Into<String>, proof: &Proof) -> Self {
+        Self::new(PROOF, actor, message).with_payload(serde_json::json!({ "proof": proof }))
     }
 
     /// Invocation 2's event.

@@ -323,14 +323,11 @@ impl ExecutionStage {
         }
         let mut events = Vec::new();
         if let Some(p) = &proof {
-            events.push(
-                AuditDraft::new(
-                    "proof",
-                    "prover",
-                    format!("before the first write: {}", p.verdict.as_str()),
-                )
-                .with_payload(json!({"proof": p})),
-            );
+            events.push(AuditDraft::proof(
+                "prover",
+                format!("before the first write: {}", p.verdict.as_str()),
+                p,
+            ));
         }
         let mut state = request.state.clone();
         state.proof_before_write = proof;
@@ -773,12 +770,11 @@ impl ExecutionStage {
         if let Some(p) = proven {
             events.insert(
                 0,
-                AuditDraft::new(
-                    "proof",
+                AuditDraft::proof(
                     "prover",
                     format!("before the first write: {}", p.verdict.as_str()),
-                )
-                .with_payload(json!({"proof": p})),
+                    &p,
+                ),
             );
             state.proof_before_write = Some(p);
         }

@@ -452,10 +452,11 @@ impl Stage for SelectionStage {
             } else {
                 format!("{} on {}", p.action_type, p.target)
             };
-            events.push(
-                AuditDraft::new("proof", "prover", format!("{what}: {}", p.verdict.as_str()))
-                    .with_payload(json!({"proof": p})),
-            );
+            events.push(AuditDraft::proof(
+                "prover",
+                format!("{what}: {}", p.verdict.as_str()),
+                p,
+            ));
             if p.verdict == ProofVerdict::Refuted {
                 let reason = if p.action_type == NO_ACTION {
                     // What the alert measured, quoted (the human must look there when the

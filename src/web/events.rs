@@ -116,6 +116,7 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             ));
             return out;
         }
+        AuditPayload::Proof(proof) => return vec![proof_event(&proof, &said)],
         AuditPayload::Other(_) => {}
     }
     match e.kind.as_str() {
@@ -130,7 +131,11 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             )]
         }
         "enrichment" => vec![base("enrichment", json!({"detail": sanitize_value(p)}))],
-        "proof" => vec![proof_event(p, &said, &base)],
+        // A proof this version cannot read shows with the audit event's own message.
+        "proof" => vec![base(
+            "proof",
+            json!({"proof": sanitize_value(p.get("proof").unwrap_or(&Value::Null))}),
+        )],
         "approval_not_executed" => vec![base(
             "approval_not_executed",
             json!({
@@ -269,20 +274,7 @@ fn rca_events(
 /// A proof's audit event as one line a person reads: what was proven, at which point, the
 /// verdict with its count, why it is refuted, and (at selection) the dry run's change. `bad`
 /// marks a refuted proof.
-fn proof_event(
-    p: &Value,
-    said: &dyn Fn(&'static str, String, Value) -> Typed,
-    base: &dyn Fn(&'static str, Value) -> Typed,
-) -> Typed {
-    let Some(proof) = p
-        .get("proof")
-        .and_then(|v| serde_json::from_value::<Proof>(v.clone()).ok())
-    else {
-        return base(
-            "proof",
-            json!({"proof": sanitize_value(p.get("proof").unwrap_or(&Value::Null))}),
-        );
-    };
+fn proof_event(proof: &Proof, said: &dyn Fn(&'static str, String, Value) -> Typed) -> Typed {
     let what = if proof.action_type == NO_ACTION {
         format!("no action needed on {}", proof.target)
     } else {
@@ -295,10 +287,7 @@ fn proof_event(
         (ProofPoint::Selection, Proposer::Offline) => "proposed by the offline rules",
         (ProofPoint::Selection, Proposer::Reviewer) => "asked for by a reviewer",
     };
-    let mut line = format!(
-        "{what} ({when}): {}",
-        crate::notify::render::verdict(&proof)
-    );
+    let mut line = format!("{what} ({when}): {}", crate::notify::render::verdict(proof));
     let refuted = proof.verdict == ProofVerdict::Refuted;
     // One line: the failing obligations by their statements (their evidence is on the
     // request page and in `data.proof`), the change by its first line.
@@ -307,7 +296,7 @@ fn proof_event(
         line.push_str(&format!(" — {}", failed.join("; ")));
     }
     if proof.point == ProofPoint::Selection && proof.change.is_some() {
-        let change = crate::notify::render::change_of(Some(&proof));
+        let change = crate::notify::render::change_of(Some(proof));
         if let Some(first) = change.first() {
             line.push_str(&format!("; would change: {first}"));
             if change.len() > 1 {
@@ -323,7 +312,7 @@ fn proof_event(
             "point": proof.point,
             "proposer": proof.proposer,
             "bad": refuted,
-            "proof": sanitize_value(p.get("proof").unwrap_or(&Value::Null)),
+            "proof": sanitize_value(&json!(proof)),
         }),
     )
 }
