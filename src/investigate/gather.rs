@@ -284,6 +284,23 @@ pub async fn learned(
     }
 }
 
+/// The incident's signature and what was learned under it, for a verified target (none
+/// without one): what both investigators record on the analysis.
+pub async fn signature_and_learned(
+    provider: &dyn RemediationHistory,
+    alert: &str,
+    verified: Option<&ResourceContext>,
+    (pods, events): (&[Value], &[Value]),
+    now: DateTime<Utc>,
+) -> (Option<Signature>, Vec<LearnedPattern>) {
+    let Some(ctx) = verified else {
+        return (None, vec![]);
+    };
+    let s = signature(alert, &ctx.root_owner, pods, events, now);
+    let learned = learned(provider, &s, now).await;
+    (Some(s), learned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -281,19 +281,14 @@ impl Investigator for LlmInvestigator {
             Some(ctx) => gather::history(self.history.as_ref(), ctx, now).await,
             None => None,
         };
-        let signature = verified.as_ref().map(|c| {
-            gather::signature(
-                &req.signal.name,
-                &c.root_owner,
-                &seen_pods,
-                &seen_events,
-                now,
-            )
-        });
-        let learned = match &signature {
-            Some(s) => gather::learned(self.history.as_ref(), s, now).await,
-            None => vec![],
-        };
+        let (signature, learned) = gather::signature_and_learned(
+            self.history.as_ref(),
+            &req.signal.name,
+            verified.as_deref(),
+            (&seen_pods, &seen_events),
+            now,
+        )
+        .await;
         info!(
             tool_calls = records.len(),
             plan_steps = plan.as_ref().map_or(0, |p| p.steps.len()),

@@ -239,19 +239,14 @@ impl Investigator for OfflineInvestigator {
         }
         rca.needs_human_review = diagnosis.human.is_some();
         rca.human_review_reason = diagnosis.human.clone();
-        let signature = verified.as_ref().map(|c| {
-            gather::signature(
-                &req.signal.name,
-                &c.root_owner,
-                &seen_pods,
-                &seen_events,
-                now,
-            )
-        });
-        let learned = match &signature {
-            Some(s) => gather::learned(self.history.as_ref(), s, now).await,
-            None => vec![],
-        };
+        let (signature, learned) = gather::signature_and_learned(
+            self.history.as_ref(),
+            &req.signal.name,
+            verified.as_deref(),
+            (&seen_pods, &seen_events),
+            now,
+        )
+        .await;
         // No rule determines the cause, but this incident class was resolved before.
         let (adopted, unfit) = match (&verified, &facts) {
             (Some(ctx), Some(f)) => {
