@@ -737,6 +737,7 @@ fn catalog_validate_names_the_file_and_field_of_every_problem() {
         "scale.yaml: workflows[0].parameters.required: `M` is required but not a property",
         "scale.yaml: workflows[0].parameters.properties.N.minimum",
         "scale.yaml: workflows[0].engine.steps[0].with.replicas: references `${REPLICAS}`",
+        "scale.yaml: workflows[0].parameters.properties.REPLICAS: action type ScaleReplicas needs `REPLICAS`",
     ] {
         assert!(err.contains(needle), "missing {needle:?} in\n{err}");
     }

@@ -1,11 +1,15 @@
 //! Structural checks of one workflow, each a (field, problem) pair that `Catalog::load`
 //! reports with the file: identity and version, labels, the parameter schema, and the engine —
-//! every builtin step checked against its action's arguments (`crate::actions`).
+//! every builtin step checked against its action's arguments (`crate::actions`), and every
+//! parameter a built-in action type's proof reads declared with its type
+//! (`crate::domain::params`).
 
 use super::params::references;
+use super::schema::ParamType;
 use super::select::LABEL_NAMES;
 use super::{Engine, Workflow};
 use crate::actions::{BuiltinAction, check_args};
+use crate::domain::ActionParams;
 
 /// Structural checks of one workflow: (field, message) pairs.
 pub(super) fn check_workflow(w: &Workflow) -> Vec<(String, String)> {
@@ -58,6 +62,7 @@ pub(super) fn check_workflow(w: &Workflow) -> Vec<(String, String)> {
     for (field, message) in w.parameters.check() {
         out.push((format!("parameters.{field}"), message));
     }
+    out.extend(builtin_keys(w));
     match &w.engine {
         Engine::Builtin { steps } => {
             if steps.is_empty() {
@@ -118,4 +123,63 @@ pub(super) fn check_workflow(w: &Workflow) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// A workflow of a built-in action type declares every parameter that type's proof cannot do
+/// without, and requires it; every one it declares has the type the proof reads: a workflow that called the
+/// revision `REVISION` would otherwise load, and every rollback it proposed be refused for a
+/// missing `TO_REVISION`.
+fn builtin_keys(w: &Workflow) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for key in ActionParams::keys(&w.action_type) {
+        let field = format!("parameters.properties.{}", key.name);
+        let Some(p) = w.parameters.properties.get(key.name) else {
+            if key.required {
+                out.push((
+                    field,
+                    format!(
+                        "action type {} needs `{}`: its proof reads it",
+                        w.action_type, key.name
+                    ),
+                ));
+            }
+            continue;
+        };
+        let expected = if key.number {
+            ParamType::Integer
+        } else {
+            ParamType::String
+        };
+        if p.kind != expected {
+            out.push((
+                format!("{field}.type"),
+                format!(
+                    "`{}` is read as type {} by action type {}'s proof, not {}",
+                    key.name,
+                    type_name(expected),
+                    w.action_type,
+                    type_name(p.kind)
+                ),
+            ));
+        }
+        if key.required && !w.parameters.required.iter().any(|r| r == key.name) {
+            out.push((
+                "parameters.required".into(),
+                format!(
+                    "action type {}'s workflows must require `{}`: its proof refuses without it",
+                    w.action_type, key.name
+                ),
+            ));
+        }
+    }
+    out
+}
+
+fn type_name(t: ParamType) -> &'static str {
+    match t {
+        ParamType::String => "string",
+        ParamType::Integer => "integer",
+        ParamType::Number => "number",
+        ParamType::Boolean => "boolean",
+    }
 }

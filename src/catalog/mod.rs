@@ -609,4 +609,42 @@ mod tests {
             "{text:#?}"
         );
     }
+
+    #[test]
+    fn a_builtin_workflow_must_declare_what_its_proof_reads() {
+        let rollback = |params: &str| {
+            vec![(
+                PathBuf::from("workflows/rollback.yaml"),
+                format!(
+                    "actionType: {{name: RollbackDeployment, what: a, whenToUse: b, whenNotToUse: c}}\nworkflows:\n  - id: back\n    version: 1.0.0\n    description: d\n    parameters: {params}\n    engine: {{type: builtin, steps: [{{action: rollout_undo, with: {{toRevision: '${{REVISION}}'}}}}]}}\n"
+                ),
+            )]
+        };
+        let CatalogError(problems) = Catalog::from_sources(&rollback(
+            "{type: object, properties: {REVISION: {type: integer}}, required: [REVISION]}",
+        ))
+        .unwrap_err();
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter()
+                .any(|t| t.contains("parameters.properties.TO_REVISION")
+                    && t.contains("its proof reads it")),
+            "{text:#?}"
+        );
+        let CatalogError(problems) = Catalog::from_sources(&rollback(
+            "{type: object, properties: {REVISION: {type: integer}, TO_REVISION: {type: string}}}",
+        ))
+        .unwrap_err();
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter()
+                .any(|t| t.contains("TO_REVISION.type") && t.contains("integer")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.contains("must require `TO_REVISION`")),
+            "{text:#?}"
+        );
+    }
 }

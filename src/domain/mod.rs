@@ -24,6 +24,7 @@ mod labels;
 mod learning;
 mod neighbourhood;
 pub mod obligations;
+pub mod params;
 mod phase;
 mod proof;
 mod request;
@@ -63,6 +64,7 @@ pub use investigation::{
 pub use labels::{DetectedLabels, QuotaUsage};
 pub use learning::{LearnedPattern, LearnedUse, PatternOutcome, Signature, SignatureFacts};
 pub use neighbourhood::{Change, DepKind, Dependency, Neighbourhood};
+pub use params::{ActionParams, LimitResource};
 pub use phase::{Phase, stage_name};
 pub use proof::{
     DryRunChange, NO_ACTION, ObjectChange, Obligation, ObligationStatus, Proof, ProofPoint,

@@ -1,17 +1,17 @@
 //! Obligations of the actions on capacity and disruption: an autoscaler's maximum, a volume's
 //! size, a disruption budget.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::scene::{Read, Scene};
 use super::workload::quota_allows;
-use super::{number, text};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::Pod;
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 use crate::domain::obligations::{self as ob, ObligationSpec};
+use crate::domain::params::{self, ParamKey};
 
 // --- HorizontalPodAutoscaler maximum -------------------------------------------------------
 
@@ -19,12 +19,14 @@ use crate::domain::obligations::{self as ob, ObligationSpec};
 /// first obligation failing because it is not named or cannot be read.
 async fn named(
     scene: &Scene,
-    params: &Map<String, Value>,
-    (param, kind): (&str, &str),
+    name: Option<&str>,
+    (param, kind): (ParamKey, &str),
     obligation: &ObligationSpec,
 ) -> Read<Result<(String, Value), Obligation>> {
-    let Some(name) = text(params, param) else {
-        return Ok(Err(obligation.fails(vec![format!("{param} is missing")])));
+    let Some(name) = name else {
+        return Ok(Err(
+            obligation.fails(vec![format!("{} is missing", param.name)])
+        ));
     };
     match scene.get(kind, scene.ns(), name).await {
         Ok(o) => Ok(Ok((name.to_owned(), o))),
@@ -69,13 +71,17 @@ fn utilisation(h: &Value) -> Vec<(String, i64, i64)> {
     out
 }
 
-pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<Vec<Obligation>> {
+pub(super) async fn hpa_max(
+    scene: &Scene,
+    hpa: Option<&str>,
+    wanted: Option<i64>,
+) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
     let obligation = &ob::hpa::SCALES_TARGET;
     let (name, h) = match named(
         scene,
-        params,
-        ("HPA_NAME", "HorizontalPodAutoscaler"),
+        hpa,
+        (params::HPA_NAME, "HorizontalPodAutoscaler"),
         obligation,
     )
     .await?
@@ -139,7 +145,7 @@ pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<
             None => format!("none of its {} pods is Pending", pods.len()),
         }],
     ));
-    let wanted = number(params, "MAX_REPLICAS").unwrap_or(0);
+    let wanted = wanted.unwrap_or(0);
     out.push(ob::hpa::RAISES_BOUNDED.check(
         wanted > max && wanted <= (max * 2).max(max + 10),
         vec![format!("maxReplicas {max} → {wanted}")],
@@ -153,14 +159,15 @@ pub(super) async fn hpa_max(scene: &Scene, params: &Map<String, Value>) -> Read<
 
 pub(super) async fn expand_pvc(
     scene: &Scene,
-    params: &Map<String, Value>,
+    claim: Option<&str>,
+    new_size: Option<&str>,
 ) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
     let obligation = &ob::pvc::BELONGS_TO_TARGET;
     let (name, pvc) = match named(
         scene,
-        params,
-        ("PVC_NAME", "PersistentVolumeClaim"),
+        claim,
+        (params::PVC_NAME, "PersistentVolumeClaim"),
         obligation,
     )
     .await?
@@ -252,13 +259,13 @@ pub(super) async fn expand_pvc(
             }
         )],
     ));
-    let new = text(params, "NEW_SIZE").and_then(quantity::memory_bytes);
+    let new = new_size.and_then(quantity::memory_bytes);
     let old = quantity::memory_bytes(requested);
     out.push(ob::pvc::GROWS_BOUNDED.check(
         matches!((old, new), (Some(o), Some(n)) if n > o && n <= o * 4),
         vec![format!(
             "storage {requested} → {}",
-            text(params, "NEW_SIZE").unwrap_or("(missing)")
+            new_size.unwrap_or("(missing)")
         )],
     ));
     Ok(out)
@@ -266,13 +273,17 @@ pub(super) async fn expand_pvc(
 
 // --- Relax a PodDisruptionBudget -----------------------------------------------------------
 
-pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Read<Vec<Obligation>> {
+pub(super) async fn relax_pdb(
+    scene: &Scene,
+    budget: Option<&str>,
+    wanted: Option<i64>,
+) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
     let obligation = &ob::pdb::GUARDS_TARGET;
     let (_, pdb) = match named(
         scene,
-        params,
-        ("PDB_NAME", "PodDisruptionBudget"),
+        budget,
+        (params::PDB_NAME, "PodDisruptionBudget"),
         obligation,
     )
     .await?
@@ -350,7 +361,7 @@ pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Rea
             obj::name(&w)
         )],
     ));
-    let wanted = number(params, "MAX_UNAVAILABLE").unwrap_or(0);
+    let wanted = wanted.unwrap_or(0);
     out.push(ob::pdb::RELAXED_MINIMALLY.check(
         wanted >= 1 && wanted <= (expected / 2).max(1),
         vec![format!("maxUnavailable → {wanted} of {expected} pods")],
@@ -359,10 +370,7 @@ pub(super) async fn relax_pdb(scene: &Scene, params: &Map<String, Value>) -> Rea
 }
 
 /// Obligations of a Git revert: the target is GitOps-managed and the change is identified.
-pub(super) async fn git_revert(
-    scene: &Scene,
-    params: &Map<String, Value>,
-) -> Read<Vec<Obligation>> {
+pub(super) async fn git_revert(scene: &Scene, change: Option<&str>) -> Read<Vec<Obligation>> {
     let w = scene.target_obj().await?;
     let marker = [
         ("annotation", "argocd.argoproj.io/tracking-id"),
@@ -384,7 +392,7 @@ pub(super) async fn git_revert(
             None => format!("{} carries no Argo CD or Flux marker", scene.target),
         }],
     )];
-    let change = text(params, "PROPOSED_CHANGE").unwrap_or_default();
+    let change = change.unwrap_or_default();
     out.push(if change.chars().count() >= 10 {
         ob::gitrevert::CHANGE_IDENTIFIED.holds(vec![change.chars().take(200).collect()])
     } else {

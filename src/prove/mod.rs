@@ -40,8 +40,8 @@ use crate::cluster::obj::at;
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, DryRunWriter};
 use crate::domain::obligations::{self as ob, ObligationSpec};
 use crate::domain::{
-    ActionType, DryRunChange, NO_ACTION, Obligation, ObligationStatus, Proof, ProofPoint,
-    ProofVerdict, Proposer, SignalContext, Target,
+    ActionParams, ActionType, DryRunChange, LimitResource, NO_ACTION, Obligation, ObligationStatus,
+    Proof, ProofPoint, ProofVerdict, Proposer, SignalContext, Target,
 };
 use crate::live::Live;
 
@@ -50,23 +50,6 @@ use scene::Scene;
 pub use scene::{NotReadyEvent, readiness_flaps};
 
 pub use workload::{configmaps, secrets};
-
-/// A number parameter given as a number or a numeric string.
-fn number(params: &Map<String, Value>, key: &str) -> Option<i64> {
-    match params.get(key)? {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn text<'a>(params: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProveError {
@@ -158,50 +141,60 @@ impl Prover {
         );
         let params = parameters(claim.parameters, claim.target);
         let known = claim.action_type.is_builtin();
-        let mut obligations = match claim.action_type {
-            ActionType::RollbackDeployment | ActionType::RollbackStatefulSet => guard(
-                workload::rollback(&scene, &params).await,
+        let mut obligations = match ActionParams::read(claim.action_type, &params) {
+            ActionParams::Rollback { to_revision } => guard(
+                workload::rollback(&scene, to_revision).await,
                 &ob::rollback::READABLE,
             )?,
-            ActionType::RestartDeployment => {
+            ActionParams::Restart => {
                 guard(workload::restart(&scene).await, &ob::restart::READABLE)?
             }
-            ActionType::ScaleReplicas => {
-                guard(workload::scale(&scene, &params).await, &ob::scale::READABLE)?
-            }
-            ActionType::DeletePod => guard(
-                workload::delete_pod(&scene, &params).await,
+            ActionParams::Scale { replicas } => guard(
+                workload::scale(&scene, replicas).await,
+                &ob::scale::READABLE,
+            )?,
+            ActionParams::DeletePod { pod } => guard(
+                workload::delete_pod(&scene, pod.as_deref()).await,
                 &ob::delete::READABLE,
             )?,
-            ActionType::IncreaseMemoryLimits => guard(
-                resources::raise_limit(&scene, &params, resources::Resource::Memory).await,
-                &ob::memory::READABLE,
+            ActionParams::Limit {
+                resource,
+                container,
+                limit,
+                ..
+            } => guard(
+                resources::raise_limit(&scene, resource, container.as_deref(), limit.as_deref())
+                    .await,
+                match resource {
+                    LimitResource::Memory => &ob::memory::READABLE,
+                    LimitResource::Cpu => &ob::cpu::READABLE,
+                },
             )?,
-            ActionType::IncreaseCPULimits => guard(
-                resources::raise_limit(&scene, &params, resources::Resource::Cpu).await,
-                &ob::cpu::READABLE,
+            ActionParams::HpaMax { hpa, max_replicas } => guard(
+                capacity::hpa_max(&scene, hpa.as_deref(), max_replicas).await,
+                &ob::hpa::READABLE,
             )?,
-            ActionType::PatchHPAMaxReplicas => {
-                guard(capacity::hpa_max(&scene, &params).await, &ob::hpa::READABLE)?
-            }
-            ActionType::ExpandPVC => guard(
-                capacity::expand_pvc(&scene, &params).await,
+            ActionParams::ExpandPvc { pvc, new_size } => guard(
+                capacity::expand_pvc(&scene, pvc.as_deref(), new_size.as_deref()).await,
                 &ob::pvc::READABLE,
             )?,
-            ActionType::RelaxPDB => guard(
-                capacity::relax_pdb(&scene, &params).await,
+            ActionParams::RelaxPdb {
+                pdb,
+                max_unavailable,
+            } => guard(
+                capacity::relax_pdb(&scene, pdb.as_deref(), max_unavailable).await,
                 &ob::pdb::READABLE,
             )?,
-            ActionType::CordonDrainNode => guard(node::drain(&scene).await, &ob::drain::READABLE)?,
-            ActionType::RemoveNodeTaint => guard(
-                node::remove_taint(&scene, &params).await,
+            ActionParams::Drain => guard(node::drain(&scene).await, &ob::drain::READABLE)?,
+            ActionParams::RemoveTaint { key, effect } => guard(
+                node::remove_taint(&scene, key.as_deref(), effect.as_deref()).await,
                 &ob::taint::READABLE,
             )?,
-            ActionType::GitRevert => guard(
-                capacity::git_revert(&scene, &params).await,
+            ActionParams::GitRevert { proposed_change } => guard(
+                capacity::git_revert(&scene, proposed_change.as_deref()).await,
                 &ob::gitrevert::READABLE,
             )?,
-            ActionType::Custom(_) => vec![],
+            ActionParams::Custom(_) => vec![],
         };
         let (spec, drift, binding) = self.binding(&scene, claim.bound_to.as_ref()).await?;
         obligations.extend(binding);

@@ -2,10 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::scene::{Read, Scene, pod_resource};
-use super::text;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{Node, Pod};
 use crate::cluster::selector::Selector;
@@ -269,12 +268,13 @@ fn tolerates(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
 
 pub(super) async fn remove_taint(
     scene: &Scene,
-    params: &Map<String, Value>,
+    key: Option<&str>,
+    effect: Option<&str>,
 ) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
     let name = scene.target.name.clone();
-    let key = text(params, "TAINT_KEY").unwrap_or_default().to_owned();
-    let effect = text(params, "TAINT_EFFECT").map(str::to_owned);
+    let key = key.unwrap_or_default().to_owned();
+    let effect = effect.map(str::to_owned);
     let raw = scene.get("Node", None, &name).await?;
     let node = Node::parse(&raw);
     let taint = node

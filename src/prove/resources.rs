@@ -3,56 +3,36 @@
 //! value is a bounded step that fits the namespace's quota and the nodes.
 
 use chrono::Duration;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::scene::{Read, Scene, hhmm, node_short_at};
-use super::text;
 use crate::cluster::obj::{array, at, str_at};
 use crate::cluster::observed::{Node, Pod};
 use crate::cluster::quantity;
 use crate::cluster::{ErrorKind, ListQuery};
+use crate::domain::LimitResource as Resource;
 use crate::domain::Obligation;
 use crate::domain::obligations::{self as ob, ObligationSpec};
 
 /// How far a limit may be raised in one step.
 const MAX_FACTOR: u128 = 4;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Resource {
-    Memory,
-    Cpu,
-}
-
-impl Resource {
-    fn name(self) -> &'static str {
-        match self {
-            Resource::Memory => "memory",
-            Resource::Cpu => "cpu",
-        }
-    }
-    fn param(self) -> &'static str {
-        match self {
-            Resource::Memory => "MEMORY_LIMIT",
-            Resource::Cpu => "CPU_LIMIT",
-        }
-    }
-    /// The obligations both raises state, as this resource's proof declares them:
-    /// container in template, raise bounded, fits the quota, fits a node.
-    fn obligations(self) -> [&'static ObligationSpec; 4] {
-        match self {
-            Resource::Memory => [
-                &ob::memory::CONTAINER_IN_TEMPLATE,
-                &ob::memory::RAISES_BOUNDED,
-                &ob::memory::FITS_QUOTA,
-                &ob::memory::FITS_NODES,
-            ],
-            Resource::Cpu => [
-                &ob::cpu::CONTAINER_IN_TEMPLATE,
-                &ob::cpu::RAISES_BOUNDED,
-                &ob::cpu::FITS_QUOTA,
-                &ob::cpu::FITS_NODES,
-            ],
-        }
+/// The obligations both raises state, as this resource's proof declares them:
+/// container in template, raise bounded, fits the quota, fits a node.
+fn obligations(resource: Resource) -> [&'static ObligationSpec; 4] {
+    match resource {
+        Resource::Memory => [
+            &ob::memory::CONTAINER_IN_TEMPLATE,
+            &ob::memory::RAISES_BOUNDED,
+            &ob::memory::FITS_QUOTA,
+            &ob::memory::FITS_NODES,
+        ],
+        Resource::Cpu => [
+            &ob::cpu::CONTAINER_IN_TEMPLATE,
+            &ob::cpu::RAISES_BOUNDED,
+            &ob::cpu::FITS_QUOTA,
+            &ob::cpu::FITS_NODES,
+        ],
     }
 }
 
@@ -115,10 +95,11 @@ fn show(resource: Resource, v: u128) -> String {
 
 pub(super) async fn raise_limit(
     scene: &Scene,
-    params: &Map<String, Value>,
     resource: Resource,
+    container: Option<&str>,
+    wanted: Option<&str>,
 ) -> Read<Vec<Obligation>> {
-    let [container_named, bounded, fits_quota, fits_nodes] = resource.obligations();
+    let [container_named, bounded, fits_quota, fits_nodes] = obligations(resource);
     let mut out = Vec::new();
     let w = scene.target_obj().await?;
     let template = at(&w, &["spec", "template"])
@@ -126,7 +107,7 @@ pub(super) async fn raise_limit(
         .unwrap_or(Value::Null);
     let pods = scene.pods_of(&w).await?;
     let names = container_names(&template);
-    let container = text(params, "CONTAINER").unwrap_or_default().to_owned();
+    let container = container.unwrap_or_default().to_owned();
 
     // 1. The container named exists.
     let in_template = names.contains(&container);
@@ -330,7 +311,7 @@ pub(super) async fn raise_limit(
     }
 
     // 3. A bounded step up.
-    let wanted = text(params, resource.param()).and_then(|v| quantity::amount(resource.name(), v));
+    let wanted = wanted.and_then(|v| quantity::amount(resource.name(), v));
     match (limit_value, wanted) {
         (Some(old), Some(new)) => out.push(bounded.check(
             new > old && new <= old * MAX_FACTOR,
@@ -347,7 +328,7 @@ pub(super) async fn raise_limit(
         )])),
         (_, None) => out.push(bounded.fails(vec![format!(
             "{} is missing or not a quantity",
-            resource.param()
+            resource.limit_key().name
         )])),
     }
 

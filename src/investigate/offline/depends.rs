@@ -10,7 +10,7 @@
 use serde_json::json;
 
 use super::rules::Diagnosis;
-use crate::domain::{DepKind, InvestigationOutcome, Neighbourhood, Proposal, Target};
+use crate::domain::{ActionParams, DepKind, InvestigationOutcome, Neighbourhood, Proposal, Target};
 
 /// How far a rule's conclusion stands against the neighbourhood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,10 +154,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.target = Some(Target::new("Deployment", name, Some(ns.to_owned())));
         out.proposal = Some(Proposal {
             action_type: "RollbackDeployment".into(),
-            parameters: json!({"TO_REVISION": revision})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
+            parameters: ActionParams::rollback(revision).to_map(),
             git_change: format!("revert the change to {deployment}'s pod labels"),
             workflow_id: None,
         });

@@ -4,10 +4,10 @@ use super::*;
 
 pub(in crate::prove) async fn delete_pod(
     scene: &Scene,
-    params: &Map<String, Value>,
+    pod_name: Option<&str>,
 ) -> Read<Vec<Obligation>> {
     let mut out = Vec::new();
-    let Some(pod_name) = text(params, "POD_NAME") else {
+    let Some(pod_name) = pod_name else {
         out.push(ob::delete::POD_OWNED_BY_TARGET.fails(vec!["POD_NAME is missing".into()]));
         return Ok(out);
     };

@@ -6,11 +6,10 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Duration, Utc};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::findings;
 use super::scene::{Read, Scene, hhmm, pod_resource};
-use super::{number, text};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{

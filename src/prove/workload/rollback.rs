@@ -79,7 +79,7 @@ async fn orphaned_services(scene: &Scene, now: &Value, before: &Value) -> Read<V
 
 pub(in crate::prove) async fn rollback(
     scene: &Scene,
-    params: &Map<String, Value>,
+    wanted: Option<i64>,
 ) -> Read<Vec<Obligation>> {
     let w = scene.target_obj().await?;
     let stateful = obj::kind(&w) == "StatefulSet";
@@ -114,7 +114,6 @@ pub(in crate::prove) async fn rollback(
     let mut out = Vec::new();
 
     // 1. The revision to return to is named, and exists.
-    let wanted = number(params, "TO_REVISION");
     let current = revisions.iter().find(|r| r.number == current_number);
     let target = wanted.and_then(|n| revisions.iter().find(|r| r.number == n));
     let named = &ob::rollback::REVISION_NAMED;

@@ -2,15 +2,12 @@
 
 use super::*;
 
-pub(in crate::prove) async fn scale(
-    scene: &Scene,
-    params: &Map<String, Value>,
-) -> Read<Vec<Obligation>> {
+pub(in crate::prove) async fn scale(scene: &Scene, wanted: Option<i64>) -> Read<Vec<Obligation>> {
     let w = scene.target_obj().await?;
     let pods = scene.pods_of(&w).await?;
     let mut out = Vec::new();
     let current = i64_at(&w, &["spec", "replicas"]).unwrap_or(1);
-    let Some(wanted) = number(params, "REPLICAS") else {
+    let Some(wanted) = wanted else {
         out.push(ob::scale::REPLICAS_NAMED.fails(vec!["REPLICAS is missing".into()]));
         return Ok(out);
     };

@@ -23,12 +23,12 @@ mod scheduling;
 mod workloads;
 
 use chrono::Duration;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::facts::{Blocker, Facts, PodFacts, PreviousHealth, SERVED_MIN_SECONDS};
 use super::quantity;
 use crate::cluster::observed;
-use crate::domain::{InvestigationOutcome, Proposal, Target};
+use crate::domain::{ActionParams, InvestigationOutcome, LimitResource, Proposal, Target};
 
 use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
 use pods::{
@@ -270,22 +270,26 @@ pub(super) fn diagnose(f: &Facts) -> Diagnosis {
 pub(super) fn learned_parameters(action_type: &str, f: &Facts) -> serde_json::Map<String, Value> {
     let v = match action_type {
         "DeletePod" => match f.failing_pods().collect::<Vec<_>>().as_slice() {
-            [p] => json!({"POD_NAME": p.name}),
-            _ => json!({}),
+            [p] => Some(ActionParams::delete_pod(&p.name)),
+            _ => None,
         },
         "RollbackDeployment" | "RollbackStatefulSet" => match &f.rollout {
-            Some(r) if r.kind == f.kind() => json!({"TO_REVISION": r.previous.number}),
-            _ => json!({}),
+            Some(r) if r.kind == f.kind() => Some(ActionParams::rollback(r.previous.number)),
+            _ => None,
         },
-        _ => json!({}),
+        _ => None,
     };
-    v.as_object().cloned().unwrap_or_default()
+    v.map(|p| p.to_map()).unwrap_or_default()
 }
 
-fn proposal(action_type: &str, params: Value, git_change: impl Into<String>) -> Option<Proposal> {
+fn proposal(
+    action_type: &str,
+    params: ActionParams,
+    git_change: impl Into<String>,
+) -> Option<Proposal> {
     Some(Proposal {
         action_type: action_type.into(),
-        parameters: params.as_object().cloned().unwrap_or_default(),
+        parameters: params.to_map(),
         git_change: git_change.into(),
         workflow_id: None,
     })

@@ -64,7 +64,7 @@ pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
             d.confidence = 0.8;
             d.proposal = proposal(
                 "ExpandPVC",
-                json!({"PVC_NAME": claim.name, "NEW_SIZE": new_size}),
+                ActionParams::expand_pvc(&claim.name, &new_size),
                 format!("grow the claim {} to {new_size}", claim.name),
             );
         }
@@ -117,7 +117,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
             {
                 d.proposal = proposal(
                     "IncreaseMemoryLimits",
-                    json!({"CONTAINER": container, "MEMORY_LIMIT": new_limit}),
+                    ActionParams::limit(LimitResource::Memory, &container, &new_limit),
                     format!("raise the memory limit of {container} to {new_limit}"),
                 );
             }
@@ -155,7 +155,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
         } else {
             d.proposal = proposal(
                 "IncreaseMemoryLimits",
-                json!({"CONTAINER": container, "MEMORY_LIMIT": new_limit}),
+                ActionParams::limit(LimitResource::Memory, &container, &new_limit),
                 format!("raise the memory limit of {container} to {new_limit}"),
             );
         }

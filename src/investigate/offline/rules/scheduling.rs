@@ -169,7 +169,7 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
             d.target = Some(Target::new("Node", (*node).clone(), None));
             d.proposal = proposal(
                 "RemoveNodeTaint",
-                json!({"TAINT_KEY": key, "TAINT_EFFECT": effect}),
+                ActionParams::remove_taint(&key, Some(&effect)),
                 "",
             );
         }

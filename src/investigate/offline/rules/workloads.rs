@@ -148,7 +148,7 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
     };
     d.proposal = proposal(
         action,
-        json!({"TO_REVISION": previous.number}),
+        ActionParams::rollback(previous.number),
         format!(
             "revert the change that produced revision {} ({} → {})",
             current.number, previous.images, current.images
@@ -433,7 +433,7 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
     d.confidence = 0.8;
     d.proposal = proposal(
         "PatchHPAMaxReplicas",
-        json!({"HPA_NAME": h.name, "MAX_REPLICAS": new_max}),
+        ActionParams::hpa_max(&h.name, new_max),
         format!(
             "raise maxReplicas of the HorizontalPodAutoscaler {} to {new_max}",
             h.name
@@ -547,7 +547,7 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
     );
     d.proposal = proposal(
         "RelaxPDB",
-        json!({"PDB_NAME": b.name, "MAX_UNAVAILABLE": 1}),
+        ActionParams::relax_pdb(&b.name, 1),
         format!(
             "set maxUnavailable: 1 on the PodDisruptionBudget {}",
             b.name
@@ -577,7 +577,7 @@ pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
     d.confidence = 0.75;
     d.proposal = proposal(
         "ScaleReplicas",
-        json!({"REPLICAS": declared}),
+        ActionParams::scale(declared),
         format!("set replicas of {} back to {declared}", w.name),
     );
     Some(d)
