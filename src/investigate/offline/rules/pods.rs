@@ -45,7 +45,7 @@ pub(super) fn oomkilled(f: &Facts) -> Option<Diagnosis> {
                 d.confidence = 0.85;
                 d.proposal = proposal(
                     "IncreaseMemoryLimits",
-                    ActionParams::limit(LimitResource::Memory, &container, &new_limit),
+                    ActionParams::limit(LimitResource::Memory, container, &new_limit),
                     format!("raise the memory limit of container {container} to {new_limit}"),
                 );
             }
