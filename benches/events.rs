@@ -179,7 +179,7 @@ fn signal() -> NewSignal {
         ends_at: None,
         status: SignalStatus::Firing,
         name: "PodCrash".to_owned(),
-        severity: Some("critical".to_owned()),
+        severity: Some("critical".into()),
         mode: SignalMode::Reactive,
         source: SignalSource::Alertmanager,
         labels,

@@ -1073,11 +1073,12 @@ fn check_signal(parser: Parser, s: &NewSignal) -> Result<(), String> {
     if matches!(parser, Parser::Alertmanager) && s.labels.get("alertname") != Some(&s.name) {
         return Err("the name is not the alertname label".into());
     }
+    let severity = s.severity.as_ref().map(|v| v.as_str().to_owned());
     let strings = [&s.name, &s.fingerprint]
         .into_iter()
         .chain(s.labels.iter().flat_map(|(k, v)| [k, v]))
         .chain(s.annotations.iter().flat_map(|(k, v)| [k, v]))
-        .chain(s.severity.iter())
+        .chain(severity.iter())
         .chain(s.generator_url.iter())
         .chain(s.receiver.iter())
         .chain(s.group_key.iter())

@@ -194,7 +194,7 @@ fn signal(fingerprint: &str, minute: u32, target: Option<(&str, &str, &str)>) ->
         ends_at: None,
         status: SignalStatus::Firing,
         name: "PodCrash".to_owned(),
-        severity: Some("critical".to_owned()),
+        severity: Some("critical".into()),
         mode: SignalMode::Reactive,
         source: SignalSource::Alertmanager,
         labels,

@@ -8,12 +8,13 @@ use serde_json::{Value, json};
 
 use super::params::TARGET_PARAMS;
 use super::{ActionType, Catalog, Engine, Workflow};
+use crate::domain::Severity;
 use crate::domain::{Analysis, DetectedLabels, RemediationRequest, Target};
 
 /// The context a workflow is chosen for.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SelectionContext {
-    pub severity: Option<String>,
+    pub severity: Option<Severity>,
     pub environment: Option<String>,
     pub signal_mode: Option<String>,
     pub target_kind: Option<String>,
@@ -73,7 +74,7 @@ impl Catalog {
         }
         let mut score = 0;
         if !l.severity.is_empty() && !l.severity.iter().any(|s| s == "*") {
-            if !matches(&l.severity, ctx.severity.as_deref()) {
+            if !matches(&l.severity, ctx.severity.as_ref().map(Severity::as_str)) {
                 return Err(format!("meant for severity {}", l.severity.join("/")));
             }
             score += 2;

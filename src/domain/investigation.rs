@@ -13,6 +13,7 @@ use super::labels::DetectedLabels;
 use super::learning::{LearnedPattern, LearnedUse, Signature};
 use super::neighbourhood::Neighbourhood;
 use super::phase::Phase;
+use super::severity::Severity;
 use super::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +52,7 @@ pub struct TargetRef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RootCauseAnalysis {
     pub summary: String,
-    pub severity: String,
+    pub severity: Severity,
     #[serde(default)]
     pub contributing_factors: Vec<String>,
     #[serde(default)]

@@ -28,6 +28,7 @@ pub mod params;
 mod phase;
 mod proof;
 mod request;
+mod severity;
 mod signal;
 mod stage;
 mod target;
@@ -71,6 +72,7 @@ pub use proof::{
     ProofVerdict, Proposer,
 };
 pub use request::{RemediationRequest, StageState, Waiting};
+pub use severity::Severity;
 pub use signal::{
     NewSignal, RequestedWorkflow, SignalContext, SignalMode, SignalSource, SignalStatus,
 };

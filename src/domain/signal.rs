@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::severity::Severity;
 use super::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,7 +99,7 @@ pub struct NewSignal {
     pub status: SignalStatus,
     /// `alertname` for Alertmanager alerts.
     pub name: String,
-    pub severity: Option<String>,
+    pub severity: Option<Severity>,
     pub mode: SignalMode,
     pub source: SignalSource,
     pub labels: BTreeMap<String, String>,
@@ -167,7 +168,7 @@ impl NewSignal {
 pub struct SignalContext {
     pub fingerprint: String,
     pub name: String,
-    pub severity: Option<String>,
+    pub severity: Option<Severity>,
     pub mode: SignalMode,
     pub source: SignalSource,
     pub starts_at: DateTime<Utc>,

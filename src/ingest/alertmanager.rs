@@ -10,6 +10,7 @@ use chrono::{DateTime, Datelike, Utc};
 use serde::Deserialize;
 
 use super::{IngestError, detect_mode, label_fingerprint};
+use crate::domain::Severity;
 use crate::domain::{NewSignal, SignalSource, SignalStatus};
 
 /// The webhook body as Alertmanager sends it (`version: "4"`).
@@ -178,7 +179,7 @@ fn normalise(
         starts_at,
         ends_at,
         status,
-        severity: alert.labels.get("severity").cloned(),
+        severity: alert.labels.get("severity").map(|s| Severity::parse(s)),
         name,
         mode,
         source: SignalSource::Alertmanager,

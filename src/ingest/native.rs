@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::{IngestError, alertmanager::parse_json, detect_mode, label_fingerprint};
+use crate::domain::Severity;
 use crate::domain::{NewSignal, SignalMode, SignalSource, SignalStatus, Target, is_cluster_scoped};
 
 #[derive(Debug, Deserialize)]
@@ -170,7 +171,7 @@ pub fn parse(body: &[u8], now: DateTime<Utc>) -> Result<NewSignal, IngestError> 
         ends_at,
         status,
         name: raw.name,
-        severity: raw.severity,
+        severity: raw.severity.map(Severity::from),
         mode,
         source: SignalSource::Native,
         labels,

@@ -8,6 +8,7 @@
 use serde_json::{Value, json};
 
 use super::playbooks::Playbook;
+use crate::domain::Severity;
 use crate::domain::{Analysis, RemediationRequest, SignalMode};
 use crate::redact::Redacted;
 
@@ -52,7 +53,7 @@ pub fn rca_user(req: &RemediationRequest, playbooks: &[&Playbook], view: &str) -
     out.push_str(&format!(
         "name: {}\nseverity: {}\nmode: {}\n",
         s.name,
-        s.severity.as_deref().unwrap_or("unknown"),
+        s.severity.as_ref().map_or("unknown", Severity::as_str),
         s.mode.as_str()
     ));
     if let Some(t) = &req.target {
@@ -187,7 +188,10 @@ pub fn select_user(req: &RemediationRequest, a: &Analysis, history_section: &str
     out.push_str(&format!(
         "\n## Signal\nname: {}; severity: {}; mode: {}\n",
         req.signal.name,
-        req.signal.severity.as_deref().unwrap_or("unknown"),
+        req.signal
+            .severity
+            .as_ref()
+            .map_or("unknown", Severity::as_str),
         req.signal.mode.as_str()
     ));
     if let Some(e) = &req.state.enrichment {

@@ -192,7 +192,8 @@ pub fn rca(v: &Value) -> Result<RcaResult, String> {
             summary,
             severity: text(pick("severity"))
                 .unwrap_or_else(|| "unknown".into())
-                .to_ascii_lowercase(),
+                .to_ascii_lowercase()
+                .into(),
             contributing_factors: strings(pick("contributing_factors")),
             remediation_target: target(pick("remediation_target")),
             investigation_analysis: text(pick("investigation_analysis")).unwrap_or_default(),

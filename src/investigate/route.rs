@@ -2,6 +2,7 @@
 //! a phase with a reason. Only a selected, validated, confident workflow on a verified root
 //! owner, for an actionable root cause, reaches the gate; any doubt goes to a human.
 
+use crate::domain::Severity;
 use crate::domain::{
     AlternativeWorkflow, Analysis, InvestigationOutcome, OutcomeKind, Phase, RcaResult,
     RoutedOutcome, SelectedWorkflow, ValidationAttempt,
@@ -18,7 +19,7 @@ pub const NOT_ACTIONABLE_FLOOR: f64 = 0.8;
 pub struct Invocation2 {
     /// Invocation 2's RCA fields; `None` fields are backfilled from invocation 1.
     pub summary: Option<String>,
-    pub severity: Option<String>,
+    pub severity: Option<Severity>,
     pub contributing_factors: Option<Vec<String>>,
     pub confidence: Option<f64>,
     pub investigation_outcome: Option<InvestigationOutcome>,

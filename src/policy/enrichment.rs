@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::GateError;
+use crate::domain::Severity;
 use crate::domain::Target;
 
 /// The optional enrichment package.
@@ -68,7 +69,7 @@ pub struct NamespaceFacts {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SignalFacts {
     pub name: String,
-    pub severity: Option<String>,
+    pub severity: Option<Severity>,
     pub mode: String,
     pub labels: BTreeMap<String, String>,
 }

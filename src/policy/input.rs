@@ -108,8 +108,9 @@ pub fn to_value(i: &GateInput) -> Value {
         ),
         ("signal_mode", s(i.signal_mode.as_str())),
     ];
+    let severity = i.severity.as_ref().map(|s| s.as_str().to_owned());
     for (k, v) in [
-        ("severity", &i.severity),
+        ("severity", &severity),
         ("action_type", &i.action_type),
         ("workflow_id", &i.workflow_id),
     ] {

@@ -47,6 +47,7 @@ pub use engine::{PolicySnapshot, PolicySources};
 pub(crate) use enrichment::non_empty;
 pub use enrichment::{Derived, EnrichmentPolicyInput, NamespaceFacts, SignalFacts};
 
+use crate::domain::Severity;
 use crate::domain::{DetectedLabels, GateDecision, RemediationRequest, SignalMode, Target};
 use crate::readiness::{Dependency, DependencyStatus};
 use crate::telemetry::Metrics;
@@ -93,7 +94,7 @@ pub struct GateInput {
     /// `production`, `staging`, … — anything the policy does not know counts as production.
     pub environment: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub severity: Option<String>,
+    pub severity: Option<Severity>,
     /// The selected workflow's confidence, 0–1.
     #[serde(default)]
     pub confidence: f64,

@@ -27,6 +27,7 @@ use super::sql::{
     AuditRow, Dialect, RowsAffected, SqlStore, StepRow, request_columns, runnable_phases,
 };
 use crate::clock::Clock;
+use crate::domain::Severity;
 use crate::domain::{NewSignal, Phase, SignalContext};
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
@@ -346,7 +347,11 @@ impl Dialect for Postgres {
         )
         .bind(rows.iter().map(|r| &r.1.target_fingerprint).bind_iter())
         .bind(rows.iter().map(|r| &r.1.name).bind_iter())
-        .bind(rows.iter().map(|r| r.1.severity.as_ref()).bind_iter())
+        .bind(
+            rows.iter()
+                .map(|r| r.1.severity.as_ref().map(Severity::as_str))
+                .bind_iter(),
+        )
         .bind(rows.iter().map(|r| r.1.mode.as_str()).bind_iter())
         .bind(
             rows.iter()
@@ -396,7 +401,11 @@ impl Dialect for Postgres {
         .bind(rows.iter().map(|r| r.2).bind_iter())
         .bind(rows.iter().map(|r| r.0.ends_at).bind_iter())
         .bind(rows.iter().map(|r| &r.0.name).bind_iter())
-        .bind(rows.iter().map(|r| r.0.severity.as_ref()).bind_iter())
+        .bind(
+            rows.iter()
+                .map(|r| r.0.severity.as_ref().map(Severity::as_str))
+                .bind_iter(),
+        )
         .bind(rows.iter().map(|r| r.0.mode.as_str()).bind_iter())
         .bind(rows.iter().map(|r| r.0.source.as_str()).bind_iter())
         .bind(rows.iter().map(|r| Json(&r.0.labels)).bind_iter())

@@ -30,6 +30,7 @@ use super::sql::{
     AuditRow, Dialect, RowsAffected, SqlStore, StepRow, request_columns, runnable_phases,
 };
 use crate::clock::Clock;
+use crate::domain::Severity;
 use crate::domain::{NewSignal, Phase, SignalContext};
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
@@ -333,7 +334,7 @@ impl Dialect for Sqlite {
                     .bind(s.target.as_ref().and_then(|t| t.namespace.clone()))
                     .bind(&s.target_fingerprint)
                     .bind(&s.name)
-                    .bind(&s.severity)
+                    .bind(s.severity.as_ref().map(Severity::as_str))
                     .bind(s.mode.as_str())
                     .bind(Json(SignalContext::from_signal(s, now)))
                     .bind(1i64)
@@ -376,7 +377,7 @@ impl Dialect for Sqlite {
                     .bind(if *resolved { "resolved" } else { "firing" })
                     .bind(s.ends_at.map(ts))
                     .bind(&s.name)
-                    .bind(&s.severity)
+                    .bind(s.severity.as_ref().map(Severity::as_str))
                     .bind(s.mode.as_str())
                     .bind(s.source.as_str())
                     .bind(Json(&s.labels))

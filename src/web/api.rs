@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::query::{MAX_LIMIT, paging, reject_unknown, request_filter};
 use super::{ApiError, AppState, Caller};
 use crate::domain::Role;
+use crate::domain::Severity;
 use crate::domain::{Phase, RemediationRequest, SignalStatus};
 use crate::store::SignalFilter;
 
@@ -45,7 +46,7 @@ impl<'a> From<&'a RemediationRequest> for RequestSummary<'a> {
             target: r.target.as_ref(),
             target_fingerprint: &r.target_fingerprint,
             signal_name: &r.signal.name,
-            severity: r.signal.severity.as_deref(),
+            severity: r.signal.severity.as_ref().map(Severity::as_str),
             signal_mode: r.signal.mode,
             occurrence_count: r.occurrence_count,
             first_seen: r.first_seen,

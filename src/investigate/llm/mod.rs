@@ -39,6 +39,7 @@ use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
 use crate::cluster::tools::{self, ClusterTools, ToolLimits, ToolResult};
 use crate::cluster::{ClusterReader, MemoReader};
+use crate::domain::Severity;
 use crate::domain::{
     AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, LearnedUse, LlmCallRecord,
     RcaResult, RemediationRequest, RemoteToolNote, RemoteToolNoteKind, RootCauseAnalysis,
@@ -699,7 +700,7 @@ impl LlmInvestigator {
         inv2.severity = args
             .get("severity")
             .and_then(Value::as_str)
-            .map(str::to_owned);
+            .map(Severity::parse);
         inv2.needs_human_review = repair::boolean(args.get("needs_human_review")).unwrap_or(false);
         inv2.human_review_reason = args
             .get("human_review_reason")

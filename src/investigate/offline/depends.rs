@@ -10,7 +10,9 @@
 use serde_json::json;
 
 use super::rules::Diagnosis;
-use crate::domain::{ActionParams, DepKind, InvestigationOutcome, Neighbourhood, Proposal, Target};
+use crate::domain::{
+    ActionParams, DepKind, InvestigationOutcome, Neighbourhood, Proposal, Severity, Target,
+};
 
 /// How far a rule's conclusion stands against the neighbourhood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +83,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.factors.extend(c.evidence.iter().cloned());
         out.factors.push(explain);
         out.confidence = 0.8;
-        out.severity = "high";
+        out.severity = Severity::High;
         out.target = Some(Target::new("Node", node, None));
         out.proposal = Some(Proposal {
             action_type: "CordonDrainNode".into(),
@@ -118,7 +120,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.factors = n.symptoms.clone();
         out.factors.extend(c.evidence.iter().cloned());
         out.confidence = 0.75;
-        out.severity = "high";
+        out.severity = Severity::High;
         out.target = Some(target.clone());
         out.proposal = Some(Proposal {
             action_type: "RestartDeployment".into(),
@@ -150,7 +152,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.factors.extend(c.evidence.iter().cloned());
         out.factors.push(format!("{} {}", c.object, c.relation));
         out.confidence = 0.8;
-        out.severity = "high";
+        out.severity = Severity::High;
         out.target = Some(Target::new("Deployment", name, Some(ns.to_owned())));
         out.proposal = Some(Proposal {
             action_type: "RollbackDeployment".into(),
@@ -191,7 +193,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
     }
     out.outcome = InvestigationOutcome::Actionable;
     out.confidence = if c.unhealthy.is_some() { 0.8 } else { 0.7 };
-    out.severity = "high";
+    out.severity = Severity::High;
     out.target = d.target.clone().or_else(|| Some(target.clone()));
     out.human = Some(match &c.blocks {
         Some(why) => format!("{explain}. {why}"),

@@ -48,6 +48,7 @@ use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
 use crate::cluster::tools::{ClusterTools, ToolLimits};
 use crate::cluster::{ClusterReader, MemoReader};
+use crate::domain::Severity;
 use crate::domain::{
     AlternativeWorkflow, Analysis, HashMatch, InvestigationOutcome, InvestigationPlan, LearnedUse,
     PlanSource, PlanStep, RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow,
@@ -72,7 +73,7 @@ impl OfflineInvestigator {
         RcaResult {
             root_cause_analysis: RootCauseAnalysis {
                 summary: d.summary.clone(),
-                severity: d.severity.into(),
+                severity: d.severity.clone(),
                 contributing_factors: d.factors.clone(),
                 remediation_target: d.target.as_ref().map(|t| TargetRef {
                     kind: t.kind.clone(),
@@ -110,7 +111,7 @@ fn no_object(signal: &SignalContext) -> Diagnosis {
         );
         d.outcome = InvestigationOutcome::NotActionable;
         d.confidence = 1.0;
-        d.severity = "low";
+        d.severity = Severity::Low;
         return d;
     }
     let mut d = Diagnosis::new(

@@ -28,7 +28,9 @@ use serde_json::Value;
 use super::facts::{Blocker, Facts, PodFacts, PreviousHealth, SERVED_MIN_SECONDS};
 use super::quantity;
 use crate::cluster::observed;
-use crate::domain::{ActionParams, InvestigationOutcome, LimitResource, Proposal, Target};
+use crate::domain::{
+    ActionParams, InvestigationOutcome, LimitResource, Proposal, Severity, Target,
+};
 
 use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
 use pods::{
@@ -53,7 +55,7 @@ pub(super) struct Diagnosis {
     pub factors: Vec<String>,
     pub outcome: InvestigationOutcome,
     pub confidence: f64,
-    pub severity: &'static str,
+    pub severity: Severity,
     pub target: Option<Target>,
     pub proposal: Option<Proposal>,
     /// Why a human must decide, if one must.
@@ -72,7 +74,7 @@ impl Diagnosis {
             factors: vec![],
             outcome: InvestigationOutcome::Actionable,
             confidence: 0.8,
-            severity: "high",
+            severity: Severity::High,
             target: None,
             proposal: None,
             human: None,

@@ -29,7 +29,7 @@ pub(super) fn node_flapping(f: &Facts) -> Option<Diagnosis> {
     );
     d.factors.push(flaps.clone());
     d.confidence = 0.75;
-    d.severity = "high";
+    d.severity = Severity::High;
     d.target = f.target.clone();
     d.proposal = proposal("CordonDrainNode", ActionParams::Drain, "");
     d.analysis = "A node whose readiness drops again and again disrupts every pod on it with each drop, whatever it shows at this moment: being Ready now does not make it healthy. Moving its pods to stable nodes ends the disruption; the node itself needs repair or replacement.".into();
@@ -91,7 +91,7 @@ pub(super) fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
         d.factors.push(format!("not ready: {}", listed(&not_ready)));
     }
     d.target = f.target.clone();
-    d.severity = "critical";
+    d.severity = Severity::Critical;
     // With a third of the nodes down the problem is the cluster's, not this node's.
     if total >= 2 && not_ready.len() * 3 > total {
         d.human = Some(format!(
@@ -142,7 +142,7 @@ pub(super) fn wedged_runtime(f: &Facts) -> Option<Diagnosis> {
             .take(2),
     );
     d.confidence = 0.72;
-    d.severity = "medium";
+    d.severity = Severity::Medium;
     d.target = f.target.clone();
     d.proposal = proposal("RestartDeployment", ActionParams::Restart, "");
     d.analysis = "The processes run but their runtime state is exhausted; the spec and image are unchanged, so a fresh process clears it. If it recurs, the leak needs a fix.".into();

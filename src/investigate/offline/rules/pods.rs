@@ -23,7 +23,7 @@ pub(super) fn oomkilled(f: &Facts) -> Option<Diagnosis> {
     );
     d.factors = f.failure_descriptions();
     d.target = f.target.clone();
-    d.severity = "high";
+    d.severity = Severity::High;
     let limit = f.limit(container, "memory");
     match limit
         .as_deref()
@@ -317,7 +317,7 @@ pub(super) fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
     match limit.as_deref().and_then(|l| quantity::raised_cpu(l, 1.5)) {
         Some(new_limit) => {
             d.confidence = 0.72;
-            d.severity = "medium";
+            d.severity = Severity::Medium;
             d.proposal = proposal(
                 "IncreaseCPULimits",
                 ActionParams::limit(LimitResource::Cpu, &container, &new_limit),
@@ -376,7 +376,7 @@ pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
         d.factors.push(format!("last error in the logs: {line}"));
     }
     d.confidence = 0.7;
-    d.severity = "high";
+    d.severity = Severity::High;
     d.target = f.target.clone();
     d.proposal = proposal("DeletePod", ActionParams::delete_pod(&p.name), "");
     d.analysis = "Container restarts keep the pod's emptyDir volumes: state an earlier process left there (a lock, pid or socket file) keeps every new start from running. A new pod gets empty volumes; it is the only replica, so deleting it takes nothing away that serves.".into();
@@ -412,7 +412,7 @@ pub(super) fn lone_pod_failure(f: &Facts) -> Option<Diagnosis> {
         d.factors.push(format!("last error in the logs: {line}"));
     }
     d.confidence = if l.siblings >= 2 { 0.75 } else { 0.7 };
-    d.severity = "medium";
+    d.severity = Severity::Medium;
     d.target = f.target.clone();
     // The same revision, another image: a replacement pulls the re-pushed tag again.
     if let Some(moved) = &l.moved_image {

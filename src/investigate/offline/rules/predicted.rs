@@ -21,7 +21,7 @@ pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
         ),
     );
     d.target = f.target.clone();
-    d.severity = "medium";
+    d.severity = Severity::Medium;
     // The cluster contradicts the forecast when the claim is already being grown: its
     // request is above its capacity, so the volume the prediction was made on is going away.
     let growing = match (
@@ -42,7 +42,7 @@ pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
         ));
         d.outcome = InvestigationOutcome::NotActionable;
         d.confidence = 0.8;
-        d.severity = "low";
+        d.severity = Severity::Low;
         return Some(d);
     }
     match quantity::memory_bytes(&claim.capacity) {
@@ -149,7 +149,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
             ratio * 100.0
         );
         d.confidence = 0.8;
-        d.severity = "medium";
+        d.severity = Severity::Medium;
         if let Some(problem) = quota_problem(f, &limit, &new_limit) {
             d.human = Some(format!("container {container} of {subject}: {problem}"));
         } else {
@@ -166,7 +166,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
         );
         d.outcome = InvestigationOutcome::NotActionable;
         d.confidence = 0.8;
-        d.severity = "low";
+        d.severity = Severity::Low;
     }
     Some(d)
 }

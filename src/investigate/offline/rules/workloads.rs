@@ -139,7 +139,7 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
             }
         }
     }
-    d.severity = "critical";
+    d.severity = Severity::Critical;
     d.target = target;
     let action = if r.kind == "StatefulSet" {
         "RollbackStatefulSet"
@@ -206,7 +206,7 @@ pub(super) fn rollout_held(f: &Facts) -> Option<Diagnosis> {
     );
     d.factors.push(held.clone());
     d.confidence = 0.75;
-    d.severity = "low";
+    d.severity = Severity::Low;
     d.target = f.workload_target().or_else(|| f.target.clone());
     d.human = Some(format!(
         "{held}; a human must promote (lower the partition, resume), or abandon the update — rolling back would undo a deliberate release step"
@@ -244,7 +244,7 @@ pub(super) fn suspended(f: &Facts) -> Option<Diagnosis> {
     );
     d.factors.push(format!("spec.suspend: true{changed}"));
     d.confidence = 0.8;
-    d.severity = "medium";
+    d.severity = Severity::Medium;
     d.target = f.workload_target().or_else(|| f.target.clone());
     d.human = Some(format!(
         "{} {} is suspended (spec.suspend: true){changed}{ran}; a human must resume it (spec.suspend: false) or confirm it stays suspended",
@@ -333,7 +333,7 @@ pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     }
     d.outcome = InvestigationOutcome::ProblemResolved;
     d.confidence = 0.85;
-    d.severity = "low";
+    d.severity = Severity::Low;
     d.target = f.target.clone();
     Some(d)
 }
@@ -375,7 +375,7 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
             .filter(|(_, status, reason)| status == "True" && reason == "TooManyReplicas")
             .map(|(t, _, r)| format!("condition {t}: {r}")),
     );
-    d.severity = "medium";
+    d.severity = Severity::Medium;
     d.target = workload.clone().or_else(|| f.target.clone());
     if current < h.max {
         d.summary = format!(
@@ -469,7 +469,7 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
         ),
     );
     d.target = workload.clone().or_else(|| f.target.clone());
-    d.severity = "medium";
+    d.severity = Severity::Medium;
     if b.disruptions_allowed.unwrap_or(0) > 0 {
         d.outcome = InvestigationOutcome::NotActionable;
         d.confidence = 0.8;

@@ -1,0 +1,126 @@
+//! Severity: of an alert (its `severity` label, in the words its rules use) and of a root cause
+//! (the investigation's judgement: critical, high, medium or low). One type for both, so the
+//! offline rules cannot misspell a level and every reader compares variants, not text.
+//!
+//! Serialised as the exact text it was read from: a known level as its lower-case name, any
+//! other word (`page`, `P1`, `Critical` with a capital) kept as written, so a stored request, a
+//! policy comparing `input.severity` and a workflow's `labels.severity` see what they always saw.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Severity {
+    Critical,
+    High,
+    Medium,
+    Low,
+    /// Alertmanager's usual middle level.
+    Warning,
+    /// Alertmanager's usual lowest level.
+    Info,
+    /// Any other word, kept as written.
+    Other(String),
+}
+
+impl Severity {
+    const KNOWN: [Severity; 6] = [
+        Severity::Critical,
+        Severity::High,
+        Severity::Medium,
+        Severity::Low,
+        Severity::Warning,
+        Severity::Info,
+    ];
+
+    /// The level `text` names: a known level when it is that level's name exactly.
+    pub fn parse(text: &str) -> Self {
+        Self::KNOWN
+            .iter()
+            .find(|k| k.as_str() == text)
+            .cloned()
+            .unwrap_or_else(|| Severity::Other(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::High => "high",
+            Severity::Medium => "medium",
+            Severity::Low => "low",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+            Severity::Other(text) => text,
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for Severity {
+    fn from(text: &str) -> Self {
+        Self::parse(text)
+    }
+}
+
+impl From<String> for Severity {
+    fn from(text: String) -> Self {
+        Self::parse(&text)
+    }
+}
+
+impl PartialEq<str> for Severity {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Severity {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl AsRef<str> for Severity {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl Serialize for Severity {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Severity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Self::parse(&String::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_round_trips_exactly() {
+        for text in [
+            "critical", "high", "medium", "low", "warning", "info", "page", "Critical",
+        ] {
+            let s: Severity = serde_json::from_value(serde_json::json!(text)).unwrap();
+            assert_eq!(serde_json::to_value(&s).unwrap(), text);
+        }
+        assert_eq!(Severity::parse("warning"), Severity::Warning);
+        assert_eq!(
+            Severity::parse("Critical"),
+            Severity::Other("Critical".into()),
+            "only the exact name is the known level: what a policy compares stays as written"
+        );
+    }
+}
