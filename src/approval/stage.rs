@@ -8,6 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{Approvals, RECHECK};
+use crate::domain::GatePayload;
 use crate::domain::{
     ApprovalDecision, ApprovalRequest, AuditDraft, Channel, DecideOutcome, Decision, Phase,
     RemediationRequest, Stage, StageError, StageOutcome,
@@ -56,22 +57,19 @@ impl ApprovalStage {
                             ));
                         }
                     };
-                    events.push(
-                        AuditDraft::new(
-                            "gate",
-                            "policy",
-                            format!(
-                                "the approval policy on the alternative {alt}: risk {} ({})",
-                                gated.top_score().unwrap_or(0),
-                                gated.reason
-                            ),
-                        )
-                        .with_payload(serde_json::json!({
-                            "input": input,
-                            "output": gated,
-                            "alternative": alt,
-                        })),
-                    );
+                    events.push(AuditDraft::gate(
+                        "policy",
+                        format!(
+                            "the approval policy on the alternative {alt}: risk {} ({})",
+                            gated.top_score().unwrap_or(0),
+                            gated.reason
+                        ),
+                        &GatePayload {
+                            input: serde_json::to_value(&input).unwrap_or_default(),
+                            output: Some(gated.clone()),
+                            alternative: Some(alt.to_string()),
+                        },
+                    ));
                     events.push(AuditDraft::proof(
                         "prover",
                         format!(

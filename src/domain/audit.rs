@@ -4,6 +4,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::action::ActionType;
+use super::execution::{ExecutionOutcome, StepStatus};
+use super::gate::GateDecision;
 use super::history::HistoryContext;
 use super::investigation::{
     AlternativeWorkflow, Analysis, InvestigationPlan, LlmCallRecord, RcaResult, RemoteToolNote,
@@ -66,11 +69,13 @@ pub fn transition_event(from: Phase, to: Phase, reason: Option<&str>, actor: &st
         Some(r) => format!("{from} -> {to}: {r}"),
         None => format!("{from} -> {to}"),
     };
-    AuditDraft::new("transition", actor, message).with_payload(serde_json::json!({
-        "from": from,
-        "to": to,
-        "reason": reason,
-    }))
+    let payload = TransitionPayload {
+        from: Some(from),
+        to: Some(to),
+        reason: reason.map(str::to_owned),
+    };
+    AuditDraft::new(TRANSITION, actor, message)
+        .with_payload(serde_json::to_value(payload).unwrap_or_default())
 }
 
 /// An audit event as stored.
@@ -92,6 +97,125 @@ pub const RCA: &str = "rca";
 pub const SELECTION: &str = "selection";
 /// The kind of the audit event a proof leaves (its payload: `{"proof": Proof}`).
 pub const PROOF: &str = "proof";
+
+/// The kind of a phase change's event ([`TransitionPayload`]).
+pub const TRANSITION: &str = "transition";
+/// The kind of the approval gate's event ([`GatePayload`]).
+pub const GATE: &str = "gate";
+/// The kind of a guardrail's block ([`GuardrailPayload`]).
+pub const GUARDRAIL: &str = "guardrail";
+/// The kind of an execution's end, or of a proposal handed to a human ([`ExecutionPayload`]).
+pub const EXECUTION: &str = "execution";
+/// The kind of one step of an execution ([`StepPayload`]).
+pub const EXECUTION_STEP: &str = "execution_step";
+
+/// The payload of a [`TRANSITION`] event: the phase left, the phase entered, and why.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TransitionPayload {
+    #[serde(default, deserialize_with = "lenient")]
+    pub from: Option<Phase>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub to: Option<Phase>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub reason: Option<String>,
+}
+
+/// The payload of a [`GATE`] event: the policy's input document (as the policy read it: the
+/// Rego document is its own contract, kept as JSON), its decision, and the approver's
+/// alternative when the policy was asked again about one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GatePayload {
+    #[serde(default)]
+    pub input: serde_json::Value,
+    #[serde(default, deserialize_with = "lenient")]
+    pub output: Option<GateDecision>,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub alternative: Option<String>,
+}
+
+/// The payload of a [`GUARDRAIL`] event: which guardrail blocked and what it said.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GuardrailPayload {
+    #[serde(default, deserialize_with = "lenient")]
+    pub guardrail: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub message: String,
+}
+
+/// The payload of an [`EXECUTION`] event: what ran, on what, and how it ended; or, for a
+/// proposal, the change handed to a human.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionPayload {
+    #[serde(default, deserialize_with = "lenient")]
+    pub workflow_id: String,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub workflow_version: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub action_type: Option<ActionType>,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub target: Option<Target>,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub dry_run: Option<bool>,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub pre_spec_hash: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub post_spec_hash: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub outcome: Option<ExecutionOutcome>,
+    /// A proposal's text (nothing was applied).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub proposal: Option<String>,
+}
+
+/// The payload of an [`EXECUTION_STEP`] event.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepPayload {
+    #[serde(default, deserialize_with = "lenient")]
+    pub step: u32,
+    #[serde(default, deserialize_with = "lenient")]
+    pub action: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub status: Option<StepStatus>,
+    /// What the step's write returned (the object's name, the revision, …), as JSON.
+    #[serde(default)]
+    pub detail: serde_json::Value,
+}
 
 /// The payload of a [`PROOF`] event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -204,6 +328,11 @@ pub enum AuditPayload {
     Selection(Box<SelectionPayload>),
     /// A proof, at selection or before the first write.
     Proof(Box<Proof>),
+    Transition(TransitionPayload),
+    Gate(Box<GatePayload>),
+    Guardrail(GuardrailPayload),
+    Execution(Box<ExecutionPayload>),
+    Step(StepPayload),
     /// Any other kind, or a payload of a typed kind that does not parse (a trail written by a
     /// version whose fields had other shapes): the JSON as stored.
     Other(serde_json::Value),
@@ -222,9 +351,48 @@ impl AuditEvent {
             PROOF => serde_json::from_value::<ProofPayload>(self.payload.clone())
                 .ok()
                 .map(|p| AuditPayload::Proof(Box::new(p.proof))),
+            TRANSITION => serde_json::from_value(self.payload.clone())
+                .ok()
+                .map(AuditPayload::Transition),
+            GATE => serde_json::from_value(self.payload.clone())
+                .ok()
+                .map(|p| AuditPayload::Gate(Box::new(p))),
+            GUARDRAIL => serde_json::from_value(self.payload.clone())
+                .ok()
+                .map(AuditPayload::Guardrail),
+            EXECUTION => serde_json::from_value(self.payload.clone())
+                .ok()
+                .map(|p| AuditPayload::Execution(Box::new(p))),
+            EXECUTION_STEP => serde_json::from_value(self.payload.clone())
+                .ok()
+                .map(AuditPayload::Step),
             _ => None,
         };
         parsed.unwrap_or_else(|| AuditPayload::Other(self.payload.clone()))
+    }
+
+    /// A phase change's payload, when this is one and it can be read.
+    pub fn transition(&self) -> Option<TransitionPayload> {
+        match self.typed_payload() {
+            AuditPayload::Transition(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The approval gate's payload, when this is its event and it can be read.
+    pub fn gate(&self) -> Option<GatePayload> {
+        match self.typed_payload() {
+            AuditPayload::Gate(g) => Some(*g),
+            _ => None,
+        }
+    }
+
+    /// A guardrail block's payload, when this is one and it can be read.
+    pub fn guardrail(&self) -> Option<GuardrailPayload> {
+        match self.typed_payload() {
+            AuditPayload::Guardrail(g) => Some(g),
+            _ => None,
+        }
     }
 }
 
@@ -238,6 +406,36 @@ impl AuditDraft {
     /// A proof's event.
     pub fn proof(actor: &str, message: impl Into<String>, proof: &Proof) -> Self {
         Self::new(PROOF, actor, message).with_payload(serde_json::json!({ "proof": proof }))
+    }
+
+    /// The approval gate's event.
+    pub fn gate(actor: &str, message: impl Into<String>, payload: &GatePayload) -> Self {
+        Self::typed(GATE, actor, message, payload)
+    }
+
+    /// A guardrail's block.
+    pub fn guardrail(actor: &str, message: impl Into<String>, payload: &GuardrailPayload) -> Self {
+        Self::typed(GUARDRAIL, actor, message, payload)
+    }
+
+    /// An execution's end, or a proposal handed to a human.
+    pub fn execution(actor: &str, message: impl Into<String>, payload: &ExecutionPayload) -> Self {
+        Self::typed(EXECUTION, actor, message, payload)
+    }
+
+    /// One step of an execution.
+    pub fn step(actor: &str, message: impl Into<String>, payload: &StepPayload) -> Self {
+        Self::typed(EXECUTION_STEP, actor, message, payload)
+    }
+
+    fn typed(
+        kind: &str,
+        actor: &str,
+        message: impl Into<String>,
+        payload: &impl Serialize,
+    ) -> Self {
+        Self::new(kind, actor, message)
+            .with_payload(serde_json::to_value(payload).unwrap_or_default())
     }
 
     /// Invocation 2's event.
@@ -292,9 +490,49 @@ mod tests {
         );
         // A kind kubemedic does not type stays JSON.
         let other = AuditEvent {
-            kind: "gate".into(),
+            kind: "notification".into(),
             ..e
         };
         assert!(matches!(other.typed_payload(), AuditPayload::Other(_)));
+    }
+
+    #[test]
+    fn transitions_and_gate_decisions_read_back_typed() {
+        let stored = |d: AuditDraft| AuditEvent {
+            id: 1,
+            request_id: None,
+            at: Utc::now(),
+            phase: None,
+            kind: d.kind,
+            actor: d.actor,
+            message: d.message,
+            payload: d.payload,
+        };
+        let t = stored(transition_event(
+            Phase::Gating,
+            Phase::AwaitingApproval,
+            Some("risk 70"),
+            "worker",
+        ))
+        .transition()
+        .unwrap();
+        assert_eq!(
+            (t.from, t.to, t.reason.as_deref()),
+            (
+                Some(Phase::Gating),
+                Some(Phase::AwaitingApproval),
+                Some("risk 70")
+            )
+        );
+        // A gate event whose decision has another shape (an older version's) keeps its input.
+        let old = AuditEvent {
+            kind: GATE.into(),
+            payload: serde_json::json!({"input": {"severity": "critical"}, "output": "approve"}),
+            ..stored(AuditDraft::new("x", "policy", "m"))
+        };
+        let g = old.gate().unwrap();
+        assert_eq!(g.input["severity"], "critical");
+        assert_eq!((g.output, g.alternative), (None, None));
+        assert_eq!(old.transition(), None, "a gate event is not a transition");
     }
 }

@@ -13,7 +13,7 @@
 mod access;
 mod action;
 mod approval;
-mod audit;
+pub mod audit;
 mod chat;
 mod enrichment;
 mod execution;
@@ -42,7 +42,8 @@ pub use approval::{
     NotificationKind,
 };
 pub use audit::{
-    AuditDraft, AuditEvent, AuditPayload, RcaPayload, SelectionPayload, transition_event,
+    AuditDraft, AuditEvent, AuditPayload, ExecutionPayload, GatePayload, GuardrailPayload,
+    RcaPayload, SelectionPayload, StepPayload, TransitionPayload, transition_event,
 };
 pub use chat::{
     ASKED_BY_ANNOTATION, CLUSTER_CONTEXT_WRITER, ChatLine, ChatTurn, Conversation,

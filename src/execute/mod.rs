@@ -48,6 +48,7 @@ use crate::domain::{
     OPT_OUT_ANNOTATION, Phase, Proof, ProofPoint, ProofVerdict, RemediationRequest,
     SelectedWorkflow, Stage, StageError, StageOutcome, StepStatus, Target, Waiting,
 };
+use crate::domain::{ExecutionPayload, GuardrailPayload};
 use crate::live::Live;
 use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::store::{Approvals, Execution as Executions, History, Store};
@@ -343,11 +344,14 @@ impl ExecutionStage {
             Phase::Blocked,
             Some(block.reason()),
             request.state.clone(),
-            vec![
-                AuditDraft::new("guardrail", "executor", block.reason()).with_payload(
-                    json!({"guardrail": block.kind.as_str(), "message": block.message}),
-                ),
-            ],
+            vec![AuditDraft::guardrail(
+                "executor",
+                block.reason(),
+                &GuardrailPayload {
+                    guardrail: block.kind.as_str().to_owned(),
+                    message: block.message.clone(),
+                },
+            )],
         )
     }
 
@@ -482,10 +486,15 @@ impl ExecutionStage {
                     "proposed change for a human (nothing was applied): {text}"
                 )),
                 state,
-                vec![
-                    AuditDraft::new("execution", "executor", format!("proposal: {text}"))
-                        .with_payload(json!({"workflow_id": workflow.id, "proposal": text})),
-                ],
+                vec![AuditDraft::execution(
+                    "executor",
+                    format!("proposal: {text}"),
+                    &ExecutionPayload {
+                        workflow_id: workflow.id.clone(),
+                        proposal: Some(text),
+                        ..Default::default()
+                    },
+                )],
             ))));
         }
 
@@ -752,20 +761,21 @@ impl ExecutionStage {
                     .unwrap_or_default(),
             );
         }
-        events.push(
-            AuditDraft::new("execution", "executor", execution.message.clone()).with_payload(
-                json!({
-                    "workflow_id": execution.workflow_id,
-                    "workflow_version": execution.workflow_version,
-                    "action_type": execution.action_type,
-                    "target": execution.target,
-                    "dry_run": execution.dry_run,
-                    "pre_spec_hash": execution.pre_spec_hash,
-                    "post_spec_hash": execution.post_spec_hash,
-                    "outcome": execution.outcome,
-                }),
-            ),
-        );
+        events.push(AuditDraft::execution(
+            "executor",
+            execution.message.clone(),
+            &ExecutionPayload {
+                workflow_id: execution.workflow_id.clone(),
+                workflow_version: Some(execution.workflow_version.clone()),
+                action_type: Some(execution.action_type.clone()),
+                target: Some(execution.target.clone()),
+                dry_run: Some(execution.dry_run),
+                pre_spec_hash: execution.pre_spec_hash.clone(),
+                post_spec_hash: execution.post_spec_hash.clone(),
+                outcome: Some(execution.outcome),
+                proposal: None,
+            },
+        ));
         let mut state = request.state.clone();
         if let Some(p) = proven {
             events.insert(

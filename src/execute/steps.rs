@@ -16,6 +16,7 @@ use crate::actions::BuiltinAction;
 use crate::catalog::{Engine, Workflow};
 use crate::cluster::jobs::{self, JobResult};
 use crate::cluster::{ClusterError, ErrorKind, ListQuery, LogQuery};
+use crate::domain::StepPayload;
 use crate::domain::{
     AuditDraft, ExecutionStep, RemediationRequest, StageError, StepStatus, Target,
 };
@@ -62,11 +63,16 @@ impl Run<'_> {
             StepStatus::DryRun => format!("step {index} {action}: dry run, nothing changed"),
             StepStatus::Failed => format!("step {index} {action}: failed"),
         };
-        self.events.push(
-            AuditDraft::new("execution_step", "executor", message).with_payload(
-                json!({"step": index, "action": action, "status": status, "detail": detail}),
-            ),
-        );
+        self.events.push(AuditDraft::step(
+            "executor",
+            message,
+            &StepPayload {
+                step: index,
+                action: action.to_owned(),
+                status: Some(status),
+                detail: detail.clone(),
+            },
+        ));
         self.steps.push(ExecutionStep {
             index,
             action: action.to_owned(),

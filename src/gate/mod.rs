@@ -49,6 +49,7 @@ pub fn human_decides(request: &RemediationRequest) -> Option<String> {
     ))
 }
 
+use crate::domain::GatePayload;
 use crate::domain::{
     AuditDraft, GateDecision, Phase, RemediationRequest, RiskFactor, SignalSource, Stage,
     StageError, StageOutcome,
@@ -156,10 +157,15 @@ impl Stage for GateStage {
             policy_revision = %revision,
             "gate decided"
         );
-        let event = AuditDraft::new("gate", "policy", message).with_payload(serde_json::json!({
-            "input": input,
-            "output": decision,
-        }));
+        let event = AuditDraft::gate(
+            "policy",
+            message,
+            &GatePayload {
+                input: serde_json::to_value(&input).unwrap_or_default(),
+                output: Some(decision.clone()),
+                alternative: None,
+            },
+        );
         let (next, reason) = if decision.require_approval {
             (Phase::AwaitingApproval, Some(decision.reason.clone()))
         } else {

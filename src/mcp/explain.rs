@@ -10,7 +10,7 @@
 use rmcp::ErrorData;
 use serde_json::{Value, json};
 
-use crate::domain::{ApprovalRequest, AuditEvent, Phase, RemediationRequest};
+use crate::domain::{ApprovalRequest, AuditEvent, GatePayload, Phase, RemediationRequest};
 use crate::policy::RegoGate;
 
 /// The explanation, or an error naming a request that has no gate decision (yet).
@@ -43,18 +43,21 @@ pub fn explain(
     };
     // The gate stage's own event; an approver's alternative is gated again later, with
     // `alternative` in its payload.
-    let gated = trail
+    let gates: Vec<(&AuditEvent, GatePayload)> =
+        trail.iter().filter_map(|e| Some((e, e.gate()?))).collect();
+    let gated = gates
         .iter()
-        .rfind(|e| e.kind == "gate" && e.payload.get("alternative").is_none());
-    let alternatives: Vec<Value> = trail
+        .rfind(|(_, g)| g.alternative.is_none())
+        .map(|(e, g)| (*e, g));
+    let alternatives: Vec<Value> = gates
         .iter()
-        .filter(|e| e.kind == "gate" && e.payload.get("alternative").is_some())
-        .map(|e| {
+        .filter(|(_, g)| g.alternative.is_some())
+        .map(|(e, g)| {
             json!({
-                "alternative": e.payload.get("alternative"),
+                "alternative": g.alternative,
                 "at": e.at,
                 "message": e.message,
-                "output": e.payload.get("output"),
+                "output": g.output,
             })
         })
         .collect();
@@ -111,9 +114,9 @@ pub fn explain(
         "policy_revision": decision.policy_revision,
         "policy_origin": origin,
         "policy_now": policy_now,
-        "decided_at": gated.map(|e| e.at),
-        "message": gated.map(|e| e.message.clone()),
-        "input": gated.and_then(|e| e.payload.get("input").cloned()),
+        "decided_at": gated.map(|(e, _)| e.at),
+        "message": gated.map(|(e, _)| e.message.clone()),
+        "input": gated.map(|(_, g)| g.input.clone()),
         "human_decision": human,
         "outcome": phase_after,
         "alternatives_gated": alternatives,

@@ -208,11 +208,7 @@ fn clean(text: &str) -> String {
 pub fn phase_events(trail: &[AuditEvent], before: Option<&str>) -> Vec<PhaseEvent> {
     let transitions: Vec<(Phase, &AuditEvent)> = trail
         .iter()
-        .filter(|e| e.kind == "transition")
-        .filter_map(|e| {
-            let to = e.payload.get("to")?.as_str()?;
-            Some((Phase::parse(to)?, e))
-        })
+        .filter_map(|e| Some((e.transition()?.to?, e)))
         .collect();
     let from = match before {
         None => 0,

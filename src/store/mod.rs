@@ -306,10 +306,12 @@ impl Figures {
             guardrail: step
                 .events
                 .iter()
-                .find(|e| e.kind == "guardrail")
-                .and_then(|e| e.payload.get("guardrail"))
-                .and_then(|g| g.as_str())
-                .map(str::to_owned),
+                .find(|e| e.kind == crate::domain::audit::GUARDRAIL)
+                .and_then(|e| {
+                    serde_json::from_value::<crate::domain::GuardrailPayload>(e.payload.clone())
+                        .ok()
+                })
+                .map(|g| g.guardrail),
         }
     }
 }

@@ -117,8 +117,30 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             return out;
         }
         AuditPayload::Proof(proof) => return vec![proof_event(&proof, &said)],
+        AuditPayload::Transition(t) => {
+            return vec![base(
+                "phase",
+                json!({"from": t.from, "to": t.to, "reason": t.reason}),
+            )];
+        }
+        AuditPayload::Gate(g) => return vec![base("gate_decision", json!({"decision": g}))],
+        AuditPayload::Guardrail(g) => return vec![base("guardrail", json!({"detail": g}))],
+        AuditPayload::Execution(x) => {
+            return vec![base(
+                "execution",
+                json!({"detail": sanitize_value(&json!(x))}),
+            )];
+        }
+        AuditPayload::Step(s) => {
+            return vec![base(
+                "execution_step",
+                json!({"step": sanitize_value(&json!(s))}),
+            )];
+        }
         AuditPayload::Other(_) => {}
     }
+    // Kinds without a typed payload, and a typed kind's payload this version cannot read
+    // (shown as stored).
     match e.kind.as_str() {
         "transition" => vec![base(
             "phase",

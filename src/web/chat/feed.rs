@@ -69,12 +69,10 @@ fn line_kind(kind: &str) -> &'static str {
 /// Whether an audit event is where a turn of `kind` stops following its request: the
 /// approval asked for (a question), or the request's end.
 fn ends_turn(kind: TurnKind, e: &crate::domain::AuditEvent) -> bool {
-    let terminal = e.kind == "transition"
-        && e.payload
-            .get("to")
-            .and_then(Value::as_str)
-            .and_then(crate::domain::Phase::parse)
-            .is_some_and(|p| p.is_terminal());
+    let terminal = e
+        .transition()
+        .and_then(|t| t.to)
+        .is_some_and(|p| p.is_terminal());
     terminal || (kind != TurnKind::Decision && e.kind == "approval_requested")
 }
 

@@ -135,13 +135,9 @@ fn target_text(r: &RemediationRequest) -> String {
 fn phase_durations(trail: &[AuditEvent]) -> Vec<(String, f64)> {
     let mut out = Vec::new();
     let mut entered: Option<(String, chrono::DateTime<chrono::Utc>)> = None;
-    for e in trail.iter().filter(|e| e.kind == "transition") {
-        let to = e.payload.get("to").and_then(|v| v.as_str()).unwrap_or("?");
-        let from = e
-            .payload
-            .get("from")
-            .and_then(|v| v.as_str())
-            .unwrap_or("?");
+    for (e, t) in trail.iter().filter_map(|e| Some((e, e.transition()?))) {
+        let to = t.to.map_or("?", Phase::as_str);
+        let from = t.from.map_or("?", Phase::as_str);
         let started = match &entered {
             Some((p, at)) if p == from => *at,
             _ => trail.first().map_or(e.at, |f| f.at),
@@ -221,7 +217,7 @@ async fn render_request(
         }
         None => Vec::new(),
     };
-    let gate_event = trail.iter().rev().find(|e| e.kind == "gate");
+    let gate_event = trail.iter().rev().find_map(AuditEvent::gate);
     let last_id = trail.last().map_or(0, |e| e.id);
     let s = &r.state;
     let title = format!("{} · {}", r.signal.name, target_text(&r));
@@ -372,9 +368,9 @@ async fn render_request(
                         dt { "Revision" } dd { code { (g.policy_revision.as_deref().unwrap_or("—")) } }
                         dt { "Risk factors" } dd { ul { @for f in &g.risk_factors { li { (f.score) " — " (said(&f.reason)) } } } }
                     }
-                    @if let Some(e) = gate_event {
-                        (json_block("Policy input", e.payload.get("input").unwrap_or(&serde_json::Value::Null)))
-                        (json_block("Policy output", e.payload.get("output").unwrap_or(&serde_json::Value::Null)))
+                    @if let Some(g) = &gate_event {
+                        (json_block("Policy input", &g.input))
+                        (json_block("Policy output", &serde_json::json!(g.output)))
                     }
                 }
             }
