@@ -24,6 +24,7 @@
 //! Dry run sends every builtin write with `dryRun=All` and creates no Job: the request records
 //! exactly what would have run, and nothing changes.
 
+mod admit;
 pub mod guardrails;
 pub mod stamp;
 mod steps;
@@ -33,26 +34,27 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tracing::{info, instrument, warn};
 
 pub use guardrails::{Block, BlockKind, Guardrails};
 
 use crate::actions::BuiltinAction;
-use crate::catalog::{Catalog, Engine, Workflow};
+use crate::catalog::{Catalog, Engine};
 use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter};
 use crate::domain::{
-    AuditDraft, EngineKind, Execution, ExecutionOutcome, ExecutionStep, HistoryRecord,
-    OPT_OUT_ANNOTATION, Phase, Proof, ProofPoint, ProofVerdict, RemediationRequest,
-    SelectedWorkflow, Stage, StageError, StageOutcome, StepStatus, Target, Waiting,
+    AuditDraft, Execution, ExecutionOutcome, ExecutionStep, HistoryRecord, OPT_OUT_ANNOTATION,
+    Phase, Proof, ProofPoint, ProofVerdict, RemediationRequest, SelectedWorkflow, Stage,
+    StageError, StageOutcome, StepStatus, Target,
 };
 use crate::domain::{ExecutionPayload, GuardrailPayload};
 use crate::live::Live;
 use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::store::{Approvals, Execution as Executions, History, Store};
 use crate::telemetry::Metrics;
+use admit::{Admission, Admitted};
 use steps::Run;
 pub use steps::job_name;
 
@@ -378,19 +380,6 @@ impl ExecutionStage {
     }
 }
 
-/// What admission lets through: the approved workflow, its parameters, the target, and the
-/// execution record as it starts.
-struct Admitted {
-    /// The workflow as the catalog held it at admission (a catalog changed meanwhile does not
-    /// change a run in progress).
-    workflow: Workflow,
-    params: serde_json::Map<String, Value>,
-    target: Target,
-    execution: Execution,
-    /// The proof checked right before the first write (none when resuming after a crash).
-    proven: Option<Proof>,
-}
-
 /// What running the steps left: whether all succeeded, their records and audit events, when
 /// the last one ended, and the target's spec after them.
 struct Ran {
@@ -401,240 +390,7 @@ struct Ran {
     post: Option<Value>,
 }
 
-/// Admission either lets the request through or ends this pass with an outcome (blocked,
-/// waiting for a slot, refused by the proof, or a proposal handed to a human).
-enum Admission {
-    Admitted(Box<Admitted>),
-    Ended(Box<StageOutcome>),
-}
-
 impl ExecutionStage {
-    /// Everything that must hold before the first write, in order: the approved workflow at the
-    /// approved version, a verified target, not a proposal, not opted out, the guardrails and the
-    /// concurrency caps (only on the first pass), the target's lock, the proof (only on the
-    /// first pass: after a crash our own writes may have moved the spec), and intent 0 with the
-    /// spec before any write.
-    async fn admit(&self, request: &RemediationRequest) -> Result<Admission, StageError> {
-        let state = &request.state;
-        let selected = state
-            .selection
-            .as_ref()
-            .and_then(|s| s.selected.as_ref())
-            .ok_or_else(|| StageError::Failed("no selected workflow to execute".into()))?;
-        let target = state
-            .analysis
-            .as_ref()
-            .and_then(|a| a.root_owner.clone())
-            .ok_or_else(|| StageError::Failed("no verified root owner to act on".into()))?;
-        let workflow = self
-            .catalog
-            .get()
-            .workflow(&selected.workflow_id)
-            .cloned()
-            .ok_or_else(|| {
-                StageError::Failed(format!(
-                    "workflow {} is not in the catalog any more",
-                    selected.workflow_id
-                ))
-            })?;
-        if workflow.version != selected.version {
-            return Err(StageError::Failed(format!(
-                "workflow {} is at version {} in the catalog, {} was approved",
-                workflow.id, workflow.version, selected.version
-            )));
-        }
-        let params = parameters(&selected.parameters, &target);
-        let started_at = self.clock.now();
-        let engine = match &workflow.engine {
-            Engine::Builtin { .. } => EngineKind::Builtin,
-            Engine::Job { .. } => EngineKind::Job,
-            Engine::Proposal { .. } => EngineKind::Proposal,
-        };
-        let mut execution = Execution {
-            workflow_id: workflow.id.clone(),
-            workflow_version: workflow.version.clone(),
-            action_type: selected.action_type.clone(),
-            engine,
-            target: target.clone(),
-            parameters: params.clone(),
-            dry_run: self.settings.dry_run,
-            pre_spec_hash: None,
-            post_spec_hash: None,
-            post_drift_hash: None,
-            started_at,
-            finished_at: started_at,
-            steps: vec![],
-            outcome: ExecutionOutcome::Succeeded,
-            message: String::new(),
-            proposal: None,
-        };
-
-        // A proposal changes nothing: it goes to a human with the change written up.
-        if let Engine::Proposal { template } = &workflow.engine {
-            let text = match substitute(&Value::String(template.clone()), &params) {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            execution.outcome = ExecutionOutcome::Proposed;
-            execution.message = format!("proposed for a human to apply: {text}");
-            execution.proposal = Some(text.clone());
-            let mut state = state.clone();
-            state.execution = Some(execution);
-            return Ok(Admission::Ended(Box::new(StageOutcome::to(
-                Phase::ManualReviewRequired,
-                Some(format!(
-                    "proposed change for a human (nothing was applied): {text}"
-                )),
-                state,
-                vec![AuditDraft::execution(
-                    "executor",
-                    format!("proposal: {text}"),
-                    &ExecutionPayload {
-                        workflow_id: workflow.id.clone(),
-                        proposal: Some(text),
-                        ..Default::default()
-                    },
-                )],
-            ))));
-        }
-
-        if let Some(why) = self.opted_out(&target).await? {
-            let block = Block {
-                kind: BlockKind::UnmanagedResource,
-                message: why,
-            };
-            return Ok(Admission::Ended(Box::new(self.blocked(request, &block))));
-        }
-        let fingerprint = target.fingerprint();
-        let resumed = !self
-            .store
-            .executions
-            .intents(request.id)
-            .await
-            .map_err(store_unavailable)?
-            .is_empty();
-        if !resumed {
-            // Guardrails look at what happened before this request started executing.
-            let since = started_at
-                - self
-                    .settings
-                    .guardrails
-                    .lookback
-                    .max(self.settings.guardrails.failure_backoff);
-            let history = self
-                .store
-                .history
-                .history(&fingerprint, since)
-                .await
-                .map_err(store_unavailable)?;
-            if let Some(block) = guardrails::check(
-                &self.settings.guardrails,
-                &history,
-                &workflow.id,
-                started_at,
-            ) {
-                return Ok(Admission::Ended(Box::new(self.blocked(request, &block))));
-            }
-            // Concurrency caps: wait for a free slot rather than fail.
-            let ns = target.namespace.as_deref();
-            let all = self
-                .store
-                .executions
-                .execution_locks(None)
-                .await
-                .map_err(store_unavailable)?;
-            let others = |l: &&crate::store::ExecutionLock| l.request_id != request.id;
-            let running = all.iter().filter(others).count();
-            let in_ns = all
-                .iter()
-                .filter(others)
-                .filter(|l| ns.is_some() && l.namespace.as_deref() == ns)
-                .count();
-            if running >= self.settings.max_concurrent
-                || in_ns >= self.settings.max_concurrent_per_namespace
-            {
-                let message = format!(
-                    "{running} executions running, {in_ns} in this namespace (caps {} and {})",
-                    self.settings.max_concurrent, self.settings.max_concurrent_per_namespace
-                );
-                // One audit event when the wait starts, not one per retry.
-                let already = state
-                    .waiting
-                    .as_ref()
-                    .filter(|w| w.dependency == SLOT)
-                    .map(|w| w.since);
-                let events = match already {
-                    Some(_) => vec![],
-                    None => vec![AuditDraft::new(
-                        "execution_waiting",
-                        "executor",
-                        format!("waiting for a free execution slot: {message}"),
-                    )],
-                };
-                let mut state = state.clone();
-                state.waiting = Some(Waiting {
-                    dependency: SLOT.into(),
-                    message,
-                    since: already.unwrap_or(started_at),
-                });
-                return Ok(Admission::Ended(Box::new(StageOutcome::later(
-                    Phase::Executing,
-                    state,
-                    started_at + CAP_RETRY,
-                    events,
-                ))));
-            }
-        }
-        let lock = self
-            .store
-            .executions
-            .acquire_execution_lock(&fingerprint, target.namespace.as_deref(), request.id)
-            .await
-            .map_err(store_unavailable)?;
-        if lock.request_id != request.id {
-            let block = Block {
-                kind: BlockKind::ResourceBusy,
-                message: format!(
-                    "request {} is executing on {target} since {}",
-                    lock.request_id, lock.acquired_at
-                ),
-            };
-            return Ok(Admission::Ended(Box::new(self.blocked(request, &block))));
-        }
-
-        // Right before the first write (not again when resuming after a crash: our own
-        // writes may have moved the spec since).
-        let mut proven = None;
-        if !resumed {
-            match self.prove_before_write(request, selected, &target).await? {
-                Ok(p) => proven = Some(p),
-                Err(outcome) => return Ok(Admission::Ended(Box::new(outcome))),
-            }
-        }
-
-        // Intent 0: the spec before the first write, captured once.
-        let pre = self.current_hash(&target).await?;
-        let (intent, _) = self
-            .store
-            .executions
-            .begin_intent(request.id, 0, "prepare", &json!({"pre_spec_hash": pre}))
-            .await
-            .map_err(store_unavailable)?;
-        execution.pre_spec_hash = intent
-            .detail
-            .get("pre_spec_hash")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-
-        Ok(Admission::Admitted(Box::new(Admitted {
-            workflow,
-            params,
-            target,
-            execution,
-            proven,
-        })))
-    }
-
     /// The workflow's steps, each recorded with its intent; `false` when one failed (the rest
     /// are not run).
     async fn run_steps(
@@ -823,7 +579,7 @@ impl Stage for ExecutionStage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
+    use serde_json::{Map, json};
 
     #[test]
     fn parameters_substitute_as_values_or_text() {
