@@ -262,8 +262,9 @@ impl ObservedPod {
             .is_some()
     }
 
+    /// Serving, as the model says ([`observed::Pod::serving`]).
     pub fn healthy(&self) -> bool {
-        self.status == "Running" && self.containers().iter().all(|c| c.ready)
+        self.observed.serving()
     }
 }
 

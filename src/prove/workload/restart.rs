@@ -64,7 +64,7 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
 
 fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
     let obligation = &ob::restart::KEEPS_READY_PODS;
-    let ready = pods.iter().filter(|p| p.ready).count() as i64;
+    let ready = pods.iter().filter(|p| p.serving()).count() as i64;
     let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(pods.len() as i64);
     let (unavailable, strategy) = max_unavailable(w);
     let kind = obj::kind(w);
