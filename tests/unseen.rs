@@ -10,7 +10,7 @@ mod common;
 use serde_json::Value;
 
 /// Incidents the current investigator gets right (see docs/unseen-incidents.md).
-const MIN_RIGHT: usize = 47;
+const MIN_RIGHT: usize = 48;
 /// Incidents where it currently does harm (a forbidden action, a live problem closed, or an
 /// auto-approved action where none is right).
 const MAX_HARMFUL: usize = 0;

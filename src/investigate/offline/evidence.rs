@@ -324,8 +324,8 @@ pub(super) struct WorkloadState {
     /// A StatefulSet's `status.currentRevision` and `status.updateRevision`.
     pub current_revision: Option<String>,
     pub update_revision: Option<String>,
-    /// `spec.replicas` in the last configuration `kubectl apply` recorded, if any.
-    pub declared_replicas: Option<i64>,
+    /// The object as read (what findings read: the replicas it is meant to run).
+    pub raw: Value,
     /// A StatefulSet's `spec.updateStrategy.rollingUpdate.partition`.
     pub partition: Option<i64>,
     /// A Deployment's `spec.paused`.
@@ -347,10 +347,6 @@ impl WorkloadState {
         let strategy = str_at(raw, &["spec", "strategy", "type"])
             .or_else(|| str_at(raw, &["spec", "updateStrategy", "type"]))
             .map(str::to_owned);
-        let declared_replicas =
-            obj::annotation(raw, "kubectl.kubernetes.io/last-applied-configuration")
-                .and_then(|t| serde_json::from_str::<Value>(t).ok())
-                .and_then(|v| obj::i64_at(&v, &["spec", "replicas"]));
         Self {
             kind: obj::kind(raw).to_owned(),
             name: obj::name(raw).to_owned(),
@@ -358,7 +354,7 @@ impl WorkloadState {
             replicas: obj::i64_at(raw, &["spec", "replicas"]),
             current_revision: str_at(raw, &["status", "currentRevision"]).map(str::to_owned),
             update_revision: str_at(raw, &["status", "updateRevision"]).map(str::to_owned),
-            declared_replicas,
+            raw: raw.clone(),
             partition: obj::i64_at(
                 raw,
                 &["spec", "updateStrategy", "rollingUpdate", "partition"],

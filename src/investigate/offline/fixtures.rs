@@ -123,6 +123,19 @@ impl PodFixture {
         self
     }
 
+    /// Of the revision whose pod-template-hash is `hash`.
+    pub fn revision(mut self, hash: &str) -> Self {
+        self.0["metadata"]["labels"] = json!({"pod-template-hash": hash});
+        self
+    }
+
+    /// Running, ready for a while, and not ready since `minutes` ago (its probe fails).
+    pub fn not_ready_since(mut self, minutes: i64) -> Self {
+        self.container()["ready"] = json!(false);
+        self.not_ready(minutes);
+        self
+    }
+
     /// Created by the ReplicaSet `rs`.
     pub fn owned_by(mut self, rs: &str) -> Self {
         self.0["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs, "controller": true}]);
@@ -280,6 +293,20 @@ impl Incident {
     /// A pod exactly as the API server (or something pretending to be one) sent it.
     pub fn with_raw_pod(mut self, raw: Value) -> Self {
         self.ev.pods.extend(ObservedPod::parse(raw));
+        self
+    }
+
+    /// The deployment controller's word that it scaled ReplicaSet `rs` to `to`, `minutes` ago.
+    pub fn scaled(mut self, rs: &str, up: bool, to: i64, minutes: i64) -> Self {
+        let name = self.deployment["metadata"]["name"].clone();
+        let verb = if up { "up" } else { "down" };
+        self.ev
+            .events
+            .push(crate::cluster::observed::Event::parse(&json!({
+                "type": "Normal", "reason": "ScalingReplicaSet",
+                "message": format!("Scaled {verb} replica set {rs} to {to}"),
+                "involvedObject": {"kind": "Deployment", "name": name}, "lastTimestamp": ago(minutes),
+            })));
         self
     }
 

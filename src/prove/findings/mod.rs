@@ -12,9 +12,11 @@
 
 mod image;
 mod kept;
+mod replicas;
 pub mod resolved;
 mod revision;
 
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
+pub use replicas::{Declared, declared_replicas};
 pub use revision::{FAILURE_REASONS, revision_failures};

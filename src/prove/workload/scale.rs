@@ -31,18 +31,20 @@ pub(in crate::prove) async fn scale(scene: &Scene, wanted: Option<i64>) -> Read<
                 .collect(),
         ),
     );
-    let declared = obj::annotation(&w, "kubectl.kubernetes.io/last-applied-configuration")
-        .and_then(|a| serde_json::from_str::<Value>(a).ok())
-        .and_then(|a| i64_at(&a, &["spec", "replicas"]));
-    let bound = (current * 2).max(current + 5).max(declared.unwrap_or(0));
+    let events = scene.events(None).await?;
+    let declared = findings::declared_replicas(&w, &pods, &events);
+    let bound = (current * 2)
+        .max(current + 5)
+        .max(declared.as_ref().map_or(0, |d| d.count));
     out.push(ob::scale::BOUNDED.check(
         wanted >= 1 && wanted <= bound,
         vec![format!(
-                "replicas {current} → {wanted}{}",
-                declared
-                    .map(|d| format!("; declared {d} in the applied configuration"))
-                    .unwrap_or_default()
-            )],
+            "replicas {current} → {wanted}{}",
+            declared
+                .as_ref()
+                .map(|d| format!("; {}", d.evidence))
+                .unwrap_or_default()
+        )],
     ));
     if wanted > current {
         let failing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
@@ -85,7 +87,7 @@ pub(in crate::prove) async fn scale(scene: &Scene, wanted: Option<i64>) -> Read<
             }],
         ));
         out.push(quota_allows(scene, &w, wanted - current, &ob::scale::QUOTA_ALLOWS).await?);
-        out.push(short_of_replicas(scene, &w, &pods, current, declared).await?);
+        out.push(short_of_replicas(scene, &w, &pods, current, declared.as_ref()).await?);
         out.push(no_broken_dependency(scene, &ob::scale::NO_BROKEN_DEPENDENCY, "scale-up").await?);
     }
     Ok(out)
@@ -136,7 +138,7 @@ async fn short_of_replicas(
     w: &Value,
     pods: &[Pod],
     current: i64,
-    declared: Option<i64>,
+    declared: Option<&findings::Declared>,
 ) -> Read<Obligation> {
     let obligation = &ob::scale::SHORT_OF_REPLICAS;
     if current == 0 {
@@ -145,10 +147,8 @@ async fn short_of_replicas(
             obj::name(w)
         )]));
     }
-    if let Some(d) = declared.filter(|d| *d > current) {
-        return Ok(obligation.holds(vec![format!(
-            "its applied configuration declares {d} replicas; it runs {current}"
-        )]));
+    if let Some(d) = declared.filter(|d| d.count > current) {
+        return Ok(obligation.holds(vec![format!("{}; it runs {current}", d.evidence)]));
     }
     let load = cpu_load(scene, w, pods).await?;
     if let Some((used, requested)) = load
@@ -162,7 +162,7 @@ async fn short_of_replicas(
     Ok(obligation.fails(vec![format!(
         "{ready} of {current} replicas ready{}; {}: nothing shows it short of replicas",
         declared
-            .map(|d| format!(", {d} declared"))
+            .map(|d| format!(", {} declared", d.count))
             .unwrap_or_default(),
         match load {
             Some((used, requested)) => {

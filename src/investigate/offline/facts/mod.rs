@@ -58,6 +58,9 @@ pub(super) struct Facts {
     pub rollout_rejected: Option<String>,
     /// The workload whose pods were read (the root, an HPA's scale target, a PDB's pods' owner).
     pub workload: Option<WorkloadState>,
+    /// The replicas the workload is meant to run, when something says so
+    /// ([`findings::declared_replicas`]).
+    pub declared: Option<findings::Declared>,
     pub hpa: Option<HpaState>,
     pub pdb: Option<PdbState>,
     /// One failing pod among healthy siblings of the same revision.
@@ -424,6 +427,10 @@ impl Facts {
             rollout,
             rollout_rejected,
             workload: ev.workload.clone(),
+            declared: ev.workload.as_ref().and_then(|w| {
+                let pods: Vec<observed::Pod> = ev.pods.iter().map(|p| p.observed.clone()).collect();
+                findings::declared_replicas(&w.raw, &pods, &ev.events)
+            }),
             hpa: ev.hpa.clone(),
             pdb: ev.pdb.clone(),
             lone_failure: lone_failure(&pods),

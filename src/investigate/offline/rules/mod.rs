@@ -44,7 +44,7 @@ use scheduling::{
 };
 use workloads::{
     hpa_maxed_out, pdb_blocks_eviction, problem_resolved, rollout_held, rollout_regression,
-    scaled_to_zero, service_unreachable, suspended,
+    scaled_below_declared, scaled_to_zero, service_unreachable, suspended,
 };
 
 /// A rule's conclusion, before it becomes the RCA schema.
@@ -161,6 +161,13 @@ pub(super) const RULES: &[Rule] = &[
         name: "scaled-to-zero",
         playbooks: &[],
         diagnose: scaled_to_zero,
+    },
+    // Scaled below the replicas it is meant to run, the pods left running but not ready: the
+    // capacity left does not carry the load. No playbook.
+    Rule {
+        name: "scaled-below-declared",
+        playbooks: &[],
+        diagnose: scaled_below_declared,
     },
     // Only when the alert is about throttling (before "healthy again": throttled pods run). No
     // playbook.
@@ -861,5 +868,51 @@ mod tests {
             (d.mode, d.outcome),
             ("Unknown", InvestigationOutcome::Inconclusive)
         );
+    }
+
+    #[test]
+    fn a_workload_scaled_below_what_it_ran_with_its_pods_not_ready_is_scaled_back() {
+        let scaled_down = || {
+            Incident::deployment("listing")
+                .replicas(1)
+                .scaled("listing-abc", true, 6, 600)
+                .scaled("listing-abc", false, 1, 40)
+        };
+        let d = scaled_down()
+            .with(pod("listing-abc-1").revision("abc").not_ready_since(30))
+            .diagnosis();
+        assert_eq!(d.mode, "ScaledBelowDeclared", "{}", d.summary);
+        let p = d.proposal.expect("a proposal");
+        assert_eq!(
+            (p.action_type.as_str(), p.parameters.get("REPLICAS")),
+            ("ScaleReplicas", Some(&json!(6)))
+        );
+        assert!(
+            d.factors.iter().any(|f| f.contains("scaled down to 1")),
+            "{:?}",
+            d.factors
+        );
+        // Its pods crash: more of them help nobody.
+        let crashing = scaled_down()
+            .with(
+                pod("listing-abc-1")
+                    .revision("abc")
+                    .crash_looping("Error", 1),
+            )
+            .diagnosis();
+        assert_ne!(crashing.mode, "ScaledBelowDeclared");
+        // Its pods serve: nothing runs short.
+        let serving = scaled_down()
+            .with(pod("listing-abc-1").revision("abc"))
+            .diagnosis();
+        assert_ne!(serving.mode, "ScaledBelowDeclared");
+        // The scale-down was of an older revision (a rollout), not of the one running.
+        let rollout = Incident::deployment("listing")
+            .replicas(1)
+            .scaled("listing-old", true, 6, 600)
+            .scaled("listing-old", false, 1, 40)
+            .with(pod("listing-abc-1").revision("abc").not_ready_since(30))
+            .diagnosis();
+        assert_ne!(rollout.mode, "ScaledBelowDeclared");
     }
 }

@@ -562,7 +562,7 @@ pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
     if w.replicas != Some(0) || !f.pods.is_empty() {
         return None;
     }
-    let declared = w.declared_replicas.filter(|r| *r > 0)?;
+    let declared = f.declared.as_ref().map(|d| d.count).filter(|r| *r > 0)?;
     let mut d = Diagnosis::new(
         "ScaledToZero",
         format!(
@@ -579,6 +579,61 @@ pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
         "ScaleReplicas",
         ActionParams::scale(declared),
         format!("set replicas of {} back to {declared}", w.name),
+    );
+    Some(d)
+}
+
+/// A workload scaled below the replicas it is meant to run (its applied configuration, or the
+/// count its current ReplicaSet ran at before a scale-down without a rollout), whose pods now
+/// run but are not ready: the capacity left does not carry the load. Restore the count. Pods
+/// that cannot run (a crash, an OOM kill, a pull) are left to the rules for those: more of
+/// them help nobody.
+pub(super) fn scaled_below_declared(f: &Facts) -> Option<Diagnosis> {
+    let w = f.workload.as_ref()?;
+    let current = w.replicas.filter(|r| *r > 0)?;
+    let declared = f.declared.as_ref().filter(|d| d.count > current)?;
+    if f.rollout.is_some() || f.pods.is_empty() {
+        return None;
+    }
+    let now: Vec<observed::Pod> = f
+        .pods
+        .iter()
+        .map(|p| observed::Pod::at(&p.observed.raw, f.now))
+        .collect();
+    if now.iter().any(|p| p.broken().is_some()) || now.iter().all(|p| p.serving()) {
+        return None;
+    }
+    let not_ready: Vec<&str> = now
+        .iter()
+        .filter(|p| !p.serving())
+        .map(|p| p.name.as_str())
+        .collect();
+    let mut d = Diagnosis::new(
+        "ScaledBelowDeclared",
+        format!(
+            "{} {} runs {current} of the {} replicas it is meant to run, and {} of its pods are not ready: the capacity left does not carry the load",
+            w.kind,
+            w.name,
+            declared.count,
+            not_ready.len()
+        ),
+    );
+    d.factors.push(declared.evidence.clone());
+    d.factors
+        .push(format!("not ready: {}", not_ready.join(", ")));
+    d.factors.extend(
+        f.failing_warnings()
+            .filter(|x| x.reason == "Unhealthy")
+            .map(|x| x.message.clone())
+            .take(2),
+    );
+    d.severity = Severity::High;
+    d.target = f.workload_target().or_else(|| f.target.clone());
+    d.confidence = 0.75;
+    d.proposal = proposal(
+        "ScaleReplicas",
+        ActionParams::scale(declared.count),
+        format!("set replicas of {} back to {}", w.name, declared.count),
     );
     Some(d)
 }
