@@ -2,10 +2,6 @@
 //! custom ones a catalog may add. Serialised as the names the catalog, the policies and stored
 //! requests have always used, so nothing stored or written by hand changes.
 
-use std::fmt;
-
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 /// An action type, as a workflow declares it and a proposal, proof, approval and execution
 /// carry it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -79,39 +75,70 @@ impl ActionType {
     }
 }
 
-impl fmt::Display for ActionType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The traits of a type read from and written as its name, with a fallback variant for any
+/// other name (`ActionType::Custom`, `Severity::Other`): shown, compared with text, and
+/// serialised as exactly that name. The type provides `parse(&str) -> Self` and
+/// `as_str(&self) -> &str`.
+macro_rules! named_text {
+    ($t:ty) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
 
-impl From<&str> for ActionType {
-    fn from(name: &str) -> Self {
-        Self::parse(name)
-    }
-}
+        impl From<&str> for $t {
+            fn from(name: &str) -> Self {
+                Self::parse(name)
+            }
+        }
 
-impl From<String> for ActionType {
-    fn from(name: String) -> Self {
-        Self::parse(&name)
-    }
+        impl From<String> for $t {
+            fn from(name: String) -> Self {
+                Self::parse(&name)
+            }
+        }
+
+        impl PartialEq<str> for $t {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl PartialEq<&str> for $t {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        impl AsRef<str> for $t {
+            fn as_ref(&self) -> &str {
+                self.as_str()
+            }
+        }
+
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                Ok(Self::parse(&<String as serde::Deserialize>::deserialize(
+                    d,
+                )?))
+            }
+        }
+    };
 }
+pub(super) use named_text;
+
+named_text!(ActionType);
 
 impl From<&String> for ActionType {
     fn from(name: &String) -> Self {
         Self::parse(name)
-    }
-}
-
-impl PartialEq<str> for ActionType {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for ActionType {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
     }
 }
 
@@ -130,24 +157,6 @@ impl PartialEq<ActionType> for &str {
 impl PartialEq<ActionType> for String {
     fn eq(&self, other: &ActionType) -> bool {
         self == other.as_str()
-    }
-}
-
-impl AsRef<str> for ActionType {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl Serialize for ActionType {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for ActionType {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Self::parse(&String::deserialize(d)?))
     }
 }
 

@@ -6,10 +6,6 @@
 //! other word (`page`, `P1`, `Critical` with a capital) kept as written, so a stored request, a
 //! policy comparing `input.severity` and a workflow's `labels.severity` see what they always saw.
 
-use std::fmt;
-
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Severity {
     Critical,
@@ -56,53 +52,7 @@ impl Severity {
     }
 }
 
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl From<&str> for Severity {
-    fn from(text: &str) -> Self {
-        Self::parse(text)
-    }
-}
-
-impl From<String> for Severity {
-    fn from(text: String) -> Self {
-        Self::parse(&text)
-    }
-}
-
-impl PartialEq<str> for Severity {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for Severity {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl AsRef<str> for Severity {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl Serialize for Severity {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Severity {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Self::parse(&String::deserialize(d)?))
-    }
-}
+super::action::named_text!(Severity);
 
 #[cfg(test)]
 mod tests {
