@@ -323,9 +323,9 @@ impl Pod {
 
     /// Whether the pod serves and will go on serving: running, ready, and not being deleted (a
     /// pod on its way out still reports Ready until its containers stop, but it is capacity
-    /// that is leaving). What the rules count as a healthy pod and a restart counts as the
-    /// ready pods it must keep. Whether a pod *did* serve (a revision's evidence) is
-    /// [`Pod::ready`] and [`Pod::was_ready`].
+    /// that is leaving). What the rules count as a healthy pod. Whether a pod serves at this
+    /// instant (what a restart must not take away, a revision's evidence) is [`Pod::ready`];
+    /// whether it did since it started, [`Pod::was_ready`].
     pub fn serving(&self) -> bool {
         self.phase == "Running" && self.ready && !self.deleting
     }

@@ -123,6 +123,11 @@ impl PodFixture {
         self
     }
 
+    /// The pod as JSON, to change what no builder sets.
+    pub fn raw(self) -> Value {
+        self.0
+    }
+
     /// Of the revision whose pod-template-hash is `hash`.
     pub fn revision(mut self, hash: &str) -> Self {
         self.0["metadata"]["labels"] = json!({"pod-template-hash": hash});

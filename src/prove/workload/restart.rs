@@ -64,7 +64,9 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
 
 fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
     let obligation = &ob::restart::KEEPS_READY_PODS;
-    let ready = pods.iter().filter(|p| p.serving()).count() as i64;
+    // Ready now, terminating or not: a pod on its way out still serves until it stops, and
+    // counting it keeps "no ready pod to lose" from holding while one serves.
+    let ready = pods.iter().filter(|p| p.ready).count() as i64;
     let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(pods.len() as i64);
     let (unavailable, strategy) = max_unavailable(w);
     let kind = obj::kind(w);

@@ -901,6 +901,16 @@ mod tests {
             )
             .diagnosis();
         assert_ne!(crashing.mode, "ScaledBelowDeclared");
+        // Caught running between two crashes: not broken at this instant, but it ended before.
+        let mut between = pod("listing-abc-1")
+            .revision("abc")
+            .not_ready_since(1)
+            .raw();
+        between["status"]["containerStatuses"][0]["restartCount"] = json!(3);
+        between["status"]["containerStatuses"][0]["lastState"] = json!({"terminated": {
+            "reason": "Error", "exitCode": 1, "finishedAt": "2026-01-01T11:58:00Z"}});
+        let restarted = scaled_down().with_raw_pod(between).diagnosis();
+        assert_ne!(restarted.mode, "ScaledBelowDeclared");
         // Its pods serve: nothing runs short.
         let serving = scaled_down()
             .with(pod("listing-abc-1").revision("abc"))

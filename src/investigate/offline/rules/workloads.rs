@@ -600,7 +600,10 @@ pub(super) fn scaled_below_declared(f: &Facts) -> Option<Diagnosis> {
         .iter()
         .map(|p| observed::Pod::at(&p.observed.raw, f.now))
         .collect();
-    if now.iter().any(|p| p.broken().is_some()) || now.iter().all(|p| p.serving()) {
+    // None broken, and none that ever ended: a container caught running between two crashes
+    // (or after an OOM kill) is not broken at this instant, but more pods like it help nobody.
+    let ended = |p: &observed::Pod| p.containers.iter().any(|c| c.terminated.is_some());
+    if now.iter().any(|p| p.broken().is_some() || ended(p)) || now.iter().all(|p| p.serving()) {
         return None;
     }
     let not_ready: Vec<&str> = now
