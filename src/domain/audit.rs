@@ -342,57 +342,40 @@ impl AuditEvent {
     /// The payload, typed by the event's kind.
     pub fn typed_payload(&self) -> AuditPayload {
         let parsed = match self.kind.as_str() {
-            RCA => serde_json::from_value(self.payload.clone())
-                .ok()
-                .map(|p| AuditPayload::Rca(Box::new(p))),
-            SELECTION => serde_json::from_value(self.payload.clone())
-                .ok()
-                .map(|p| AuditPayload::Selection(Box::new(p))),
-            PROOF => serde_json::from_value::<ProofPayload>(self.payload.clone())
-                .ok()
+            RCA => self.read().map(|p| AuditPayload::Rca(Box::new(p))),
+            SELECTION => self.read().map(|p| AuditPayload::Selection(Box::new(p))),
+            PROOF => self
+                .read::<ProofPayload>()
                 .map(|p| AuditPayload::Proof(Box::new(p.proof))),
-            TRANSITION => serde_json::from_value(self.payload.clone())
-                .ok()
-                .map(AuditPayload::Transition),
-            GATE => serde_json::from_value(self.payload.clone())
-                .ok()
-                .map(|p| AuditPayload::Gate(Box::new(p))),
-            GUARDRAIL => serde_json::from_value(self.payload.clone())
-                .ok()
-                .map(AuditPayload::Guardrail),
-            EXECUTION => serde_json::from_value(self.payload.clone())
-                .ok()
-                .map(|p| AuditPayload::Execution(Box::new(p))),
-            EXECUTION_STEP => serde_json::from_value(self.payload.clone())
-                .ok()
-                .map(AuditPayload::Step),
+            TRANSITION => self.read().map(AuditPayload::Transition),
+            GATE => self.read().map(|p| AuditPayload::Gate(Box::new(p))),
+            GUARDRAIL => self.read().map(AuditPayload::Guardrail),
+            EXECUTION => self.read().map(|p| AuditPayload::Execution(Box::new(p))),
+            EXECUTION_STEP => self.read().map(AuditPayload::Step),
             _ => None,
         };
         parsed.unwrap_or_else(|| AuditPayload::Other(self.payload.clone()))
     }
 
-    /// A phase change's payload, when this is one and it can be read.
+    /// The payload read as `T`, when it can be.
+    fn read<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_value(self.payload.clone()).ok()
+    }
+
+    /// A phase change's payload, when this is one and it can be read (only a transition's
+    /// payload is parsed: pages call this on every event of a trail).
     pub fn transition(&self) -> Option<TransitionPayload> {
-        match self.typed_payload() {
-            AuditPayload::Transition(t) => Some(t),
-            _ => None,
-        }
+        (self.kind == TRANSITION).then(|| self.read()).flatten()
     }
 
     /// The approval gate's payload, when this is its event and it can be read.
     pub fn gate(&self) -> Option<GatePayload> {
-        match self.typed_payload() {
-            AuditPayload::Gate(g) => Some(*g),
-            _ => None,
-        }
+        (self.kind == GATE).then(|| self.read()).flatten()
     }
 
     /// A guardrail block's payload, when this is one and it can be read.
     pub fn guardrail(&self) -> Option<GuardrailPayload> {
-        match self.typed_payload() {
-            AuditPayload::Guardrail(g) => Some(g),
-            _ => None,
-        }
+        (self.kind == GUARDRAIL).then(|| self.read()).flatten()
     }
 }
 
