@@ -163,3 +163,25 @@ decision := {
 	"risk_factors": risk_factors,
 	"reason": reason,
 }
+
+# Undo: a remediation made its target worse (fewer ready pods, more failing pods, or a failure
+# none of its pods showed before). May kubemedic restore the spec it recorded before its first
+# write? kubemedic evaluates `data.kubemedic.approval.undo` only then, with `input.undo` =
+# {worse, ready_before, ready_after, failing_before, failing_after, new_causes}; only `true`
+# restores (kubemedic also proves that nobody changed the target since). Either way a person
+# takes the request over.
+#   Outside production: always.
+#   In production: when the remediation cost ready pods; a new failure on pods that were not
+#   serving anyway is left to the person.
+default undo := false
+
+undo if {
+	is_object(input.undo)
+	not is_production
+}
+
+undo if {
+	is_object(input.undo)
+	is_production
+	input.undo.ready_after < input.undo.ready_before
+}

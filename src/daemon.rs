@@ -767,6 +767,9 @@ pub fn execution_stages(
     )
     .with_prover(prover);
     let mut verify = VerificationStage::new(reader, store, clock, settings.verify.clone());
+    if let Some(gate) = parts.policy.clone() {
+        verify = verify.with_policy(gate);
+    }
     if let Some(m) = metrics {
         execute = execute.with_metrics(m.clone());
         verify = verify.with_metrics(m);

@@ -835,6 +835,9 @@ impl kubemedic::store::Approvals for UnreachableStore {
     async fn approval_not_executed(&self, _: uuid::Uuid, _: &str) -> Result<(), StoreError> {
         Err(gone())
     }
+    async fn approval_made_worse(&self, _: uuid::Uuid, _: &str) -> Result<(), StoreError> {
+        Err(gone())
+    }
     async fn consume_nonce(&self, _: &str, _: Option<uuid::Uuid>) -> Result<bool, StoreError> {
         Err(gone())
     }

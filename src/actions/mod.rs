@@ -28,7 +28,7 @@ use steps::{invalid, namespace, node, number, text};
 
 use crate::cluster::obj::{array, str_at};
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, WriteOutcome};
-use crate::domain::Target;
+use crate::domain::{EngineKind, Execution, Target};
 
 /// A step's action, as a workflow names it (`action: rollout_undo`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -90,6 +90,36 @@ const fn arg(name: &'static str, kind: ArgKind, required: bool) -> Arg {
     }
 }
 
+/// Why restoring the target's spec does not take `execution` back, if it does not.
+pub fn not_restorable(execution: &Execution) -> Option<String> {
+    if execution.engine != EngineKind::Builtin {
+        return Some(format!(
+            "{} ran a {} engine, whose effect kubemedic cannot take back",
+            execution.workflow_id,
+            match execution.engine {
+                EngineKind::Job => "Job",
+                _ => "proposal",
+            }
+        ));
+    }
+    if execution.steps.is_empty() {
+        return Some(format!("{} recorded no step", execution.workflow_id));
+    }
+    let kept: Vec<&str> = execution
+        .steps
+        .iter()
+        .filter(|s| !BuiltinAction::parse(&s.action).is_some_and(BuiltinAction::restored_by_spec))
+        .map(|s| s.action.as_str())
+        .collect();
+    (!kept.is_empty()).then(|| {
+        format!(
+            "restoring the spec does not take back {} (it writes beyond the target's spec, or \
+             replaces pods that cannot be put back)",
+            kept.join(", ")
+        )
+    })
+}
+
 impl BuiltinAction {
     /// Every built-in action.
     pub const ALL: [BuiltinAction; 13] = [
@@ -130,6 +160,28 @@ impl BuiltinAction {
     /// The action a workflow names, if it is one.
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// Whether restoring the target's spec as it was before this action takes the action back:
+    /// it changed only the target's own spec (a rollback, a scale, resources) or nothing.
+    /// Not a restart (putting the old template back rolls the pods once more), nor what
+    /// deletes, evicts, grows a volume or writes another object than the target.
+    pub fn restored_by_spec(self) -> bool {
+        match self {
+            Self::RolloutUndo
+            | Self::Scale
+            | Self::SetResources
+            | Self::RollbackStatefulset
+            | Self::WaitRollout => true,
+            Self::RolloutRestart
+            | Self::PatchHpaMax
+            | Self::RelaxPdb
+            | Self::DeletePod
+            | Self::Cordon
+            | Self::Drain
+            | Self::RemoveTaint
+            | Self::ExpandPvc => false,
+        }
     }
 
     /// Every name, for error messages (`rollout_undo, rollout_restart, …`).
@@ -424,6 +476,63 @@ async fn set_resources(
 
 #[cfg(test)]
 mod tests {
+    use crate::domain::{ExecutionOutcome, ExecutionStep, StepStatus};
+
+    fn execution(engine: EngineKind, steps: &[&str]) -> Execution {
+        let at = Utc::now();
+        Execution {
+            workflow_id: "w".into(),
+            workflow_version: "1".into(),
+            action_type: "ScaleReplicas".into(),
+            engine,
+            target: Target::new("Deployment", "web", Some("shop".into())),
+            parameters: Default::default(),
+            dry_run: false,
+            pre_spec_hash: None,
+            before: None,
+            post_spec_hash: None,
+            post_drift_hash: None,
+            started_at: at,
+            finished_at: at,
+            steps: steps
+                .iter()
+                .enumerate()
+                .map(|(i, a)| ExecutionStep {
+                    index: i as u32 + 1,
+                    action: (*a).into(),
+                    status: StepStatus::Applied,
+                    detail: Default::default(),
+                    at,
+                })
+                .collect(),
+            outcome: ExecutionOutcome::Succeeded,
+            message: String::new(),
+            proposal: None,
+        }
+    }
+
+    #[test]
+    fn only_what_the_spec_holds_is_restorable() {
+        assert_eq!(
+            not_restorable(&execution(EngineKind::Builtin, &["scale"])),
+            None
+        );
+        assert_eq!(
+            not_restorable(&execution(
+                EngineKind::Builtin,
+                &["rollout_undo", "wait_rollout"]
+            )),
+            None
+        );
+        let restart = not_restorable(&execution(EngineKind::Builtin, &["rollout_restart"]));
+        assert!(restart.is_some_and(|w| w.contains("rollout_restart")));
+        assert!(
+            not_restorable(&execution(EngineKind::Builtin, &["scale", "delete_pod"])).is_some()
+        );
+        assert!(not_restorable(&execution(EngineKind::Job, &["job"])).is_some());
+        assert!(not_restorable(&execution(EngineKind::Builtin, &[])).is_some());
+    }
+
     use super::*;
 
     #[test]

@@ -180,7 +180,9 @@ impl Dispatcher {
         let sent = async {
             match n.kind {
                 NotificationKind::Offer => notifier.offer(&message).await,
-                NotificationKind::Outcome | NotificationKind::NotExecuted => notifier
+                NotificationKind::Outcome
+                | NotificationKind::NotExecuted
+                | NotificationKind::MadeWorse => notifier
                     .outcome(&message, n.external_ref.as_ref())
                     .await
                     .map(|()| None),

@@ -209,6 +209,35 @@ pub trait ClusterReader: Send + Sync {
     async fn server_version(&self) -> Result<String>;
 }
 
+/// The pods of a workload `object` (a Deployment, StatefulSet, DaemonSet or ReplicaSet), by its
+/// selector; `None` for another kind or a workload without a selector.
+pub async fn workload_pods(
+    reader: &dyn ClusterReader,
+    target: &crate::domain::Target,
+    object: &Value,
+) -> Result<Option<Vec<Value>>> {
+    if !matches!(
+        target.kind.as_str(),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+    ) {
+        return Ok(None);
+    }
+    let Some(selector) =
+        obj::at(object, &["spec", "selector"]).and_then(selector::Selector::from_object)
+    else {
+        return Ok(None);
+    };
+    let pods = reader.resource("Pod").await?;
+    reader
+        .list(
+            &pods,
+            target.namespace.as_deref(),
+            &ListQuery::labels(selector.to_query()),
+        )
+        .await
+        .map(Some)
+}
+
 /// The kinds of change a [`ClusterWriter`] makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

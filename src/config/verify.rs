@@ -49,6 +49,18 @@ settings! {
             hide_env_values = true
         )]
         pub prometheus_url: Option<Secret>,
+
+        /// Restore the spec recorded before a remediation that made its target worse (fewer
+        /// ready pods, more failing pods, a new failure), when the approval policy's rule
+        /// `undo` says so (the shipped policy: outside production always; in production when
+        /// ready pods were lost). `false`: such a request only goes to a person.
+        #[arg(
+            long,
+            env = "KUBEMEDIC_UNDO_WORSE",
+            value_name = "true|false",
+            help_default = true
+        )]
+        pub undo_worse: Option<bool>,
     }
 }
 
@@ -82,6 +94,7 @@ impl VerifyArgs {
             effectiveness_threshold: threshold,
             alertmanager: endpoint(self.alertmanager_url, "alertmanager-url")?,
             prometheus: endpoint(self.prometheus_url, "prometheus-url")?,
+            undo_worse: self.undo_worse.unwrap_or(true),
         })
     }
 }

@@ -248,6 +248,10 @@ pub enum NotificationKind {
     /// no longer hold); sent to every recipient the offer reached.
     #[serde(rename = "not_executed")]
     NotExecuted,
+    /// After an execution: it made its target worse (undone or not); sent to every recipient
+    /// the offer reached.
+    #[serde(rename = "made_worse")]
+    MadeWorse,
 }
 
 impl NotificationKind {
@@ -256,6 +260,7 @@ impl NotificationKind {
             NotificationKind::Offer => "offer",
             NotificationKind::Outcome => "outcome",
             NotificationKind::NotExecuted => "not_executed",
+            NotificationKind::MadeWorse => "made_worse",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
@@ -263,6 +268,7 @@ impl NotificationKind {
             "offer" => Some(NotificationKind::Offer),
             "outcome" => Some(NotificationKind::Outcome),
             "not_executed" => Some(NotificationKind::NotExecuted),
+            "made_worse" => Some(NotificationKind::MadeWorse),
             _ => None,
         }
     }

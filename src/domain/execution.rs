@@ -82,6 +82,10 @@ pub struct Execution {
     /// `sha256:…` of the target's spec before the first write.
     #[serde(default)]
     pub pre_spec_hash: Option<String>,
+    /// The target's pods before the first write, for verification to tell whether the
+    /// remediation made things worse (workloads only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<super::TargetHealth>,
     /// The spec hash right after the last write: verification compares against it to tell
     /// somebody else's change (spec drift) from ours.
     #[serde(default)]

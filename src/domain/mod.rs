@@ -33,6 +33,7 @@ mod signal;
 mod stage;
 mod target;
 mod trace;
+mod undo;
 
 pub use access::{ApiKey, Role, Session};
 pub use action::ActionType;
@@ -82,3 +83,4 @@ pub use target::{
     CLUSTER_SCOPED_KINDS, Target, fingerprint_of, is_cluster_scoped, targets_from_labels,
 };
 pub use trace::TraceContext;
+pub use undo::{PodFailure, Restore, TargetHealth, UNDO_STEP, Undo};

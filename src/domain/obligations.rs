@@ -198,6 +198,13 @@ proofs! {
         GITOPS_MANAGED = "gitrevert.gitops-managed": "The target is managed by a GitOps controller";
         CHANGE_IDENTIFIED = "gitrevert.change-identified": "The change to make in Git is identified";
     }
+    undo ("Restoring the spec recorded before a remediation that made its target worse.", []) {
+        READABLE = "undo.readable": super::READABLE;
+        WORSE_THAN_BEFORE = "undo.worse-than-before": "The target is worse than before the remediation: fewer ready pods, more failing pods, or a failure none of its pods showed before";
+        RESTORED_BY_SPEC = "undo.restored-by-spec": "Every step of the remediation changed only the target's own spec, which restoring the recorded spec takes back";
+        STATE_RECORDED = "undo.state-recorded": "The target's spec was recorded before the remediation's first write";
+        UNCHANGED_SINCE = "undo.unchanged-since": "Nobody changed the target since the remediation: its spec is the one the execution left";
+    }
     resolved ("\"No action needed\": the problem is gone, shown by the cluster.", []) {
         READABLE = "resolved.readable": super::READABLE;
         TARGET_VERIFIED = "resolved.target-verified": "The object the alert is about was found, so its state can be checked";

@@ -124,6 +124,9 @@ impl Phase {
                 | (AwaitingApproval, Expired)
                 | (Executing, Verifying)
                 | (Verifying, Completed)
+                // A remediation that made its target worse goes back to the executor, which
+                // restores the spec it recorded (docs/adr/0035-undo-what-made-it-worse.md).
+                | (Verifying, Executing)
         )
     }
 }

@@ -49,6 +49,9 @@ pub enum ProofPoint {
     Selection,
     /// Right before the first write.
     BeforeWrite,
+    /// Right before restoring the spec recorded before a remediation that made its target
+    /// worse (the undo's own obligations).
+    BeforeUndo,
 }
 
 /// Whether one obligation holds.

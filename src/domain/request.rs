@@ -61,6 +61,10 @@ pub struct StageState {
     pub execution: Option<Execution>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assessment: Option<Assessment>,
+    /// The remediation made its target worse: what, and whether kubemedic restores the spec
+    /// it recorded before its first write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo: Option<super::Undo>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

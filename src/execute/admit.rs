@@ -20,9 +20,10 @@ use serde_json::{Value, json};
 
 use super::{CAP_RETRY, ExecutionStage, SLOT, guardrails, store_unavailable};
 use crate::catalog::{Engine, Workflow, parameters, substitute};
+use crate::cluster::context::spec_hash;
 use crate::domain::{
     AuditDraft, EngineKind, Execution, ExecutionOutcome, ExecutionPayload, Phase, Proof,
-    RemediationRequest, SelectedWorkflow, StageError, StageOutcome, Target, Waiting,
+    RemediationRequest, SelectedWorkflow, StageError, StageOutcome, Target, TargetHealth, Waiting,
 };
 use crate::execute::{Block, BlockKind};
 
@@ -91,7 +92,7 @@ impl ExecutionStage {
                 Err(outcome) => return Ok(Admission::Ended(Box::new(outcome))),
             }
         };
-        execution.pre_spec_hash = self.intent_zero(request, &target).await?;
+        (execution.pre_spec_hash, execution.before) = self.intent_zero(request, &target).await?;
         Ok(Admission::Admitted(Box::new(Admitted {
             workflow,
             params,
@@ -161,6 +162,7 @@ impl ExecutionStage {
             parameters: params.clone(),
             dry_run: self.settings.dry_run,
             pre_spec_hash: None,
+            before: None,
             post_spec_hash: None,
             post_drift_hash: None,
             started_at,
@@ -306,7 +308,7 @@ impl ExecutionStage {
 
     /// 5. The target's execution lock: one running execution per target, whichever replica
     ///    runs it. Held by another request, this one is blocked as `ResourceBusy`.
-    async fn locked(&self, request: &RemediationRequest, target: &Target) -> Check {
+    pub(super) async fn locked(&self, request: &RemediationRequest, target: &Target) -> Check {
         let lock = self
             .store
             .executions
@@ -330,24 +332,42 @@ impl ExecutionStage {
         Ok(Some(self.blocked(request, &block)))
     }
 
-    /// 7. Intent 0: the spec before the first write, captured once (a resumed run reads the
-    ///    hash the first pass recorded).
+    /// 7. Intent 0: the spec before the first write, its hash and the workload's pods then,
+    ///    captured once (a resumed run reads what the first pass recorded). The spec is what
+    ///    an undo restores; the pods, what verification compares with.
     async fn intent_zero(
         &self,
         request: &RemediationRequest,
         target: &Target,
-    ) -> Result<Option<String>, StageError> {
-        let pre = self.current_hash(target).await?;
+    ) -> Result<(Option<String>, Option<TargetHealth>), StageError> {
+        let object = self.current_object(target).await?;
+        let spec = object.as_ref().and_then(|o| o.get("spec"));
+        let pre = spec.map(spec_hash);
+        let before = match &object {
+            Some(o) => self.health_now(target, o).await?,
+            None => None,
+        };
         let (intent, _) = self
             .store
             .executions
-            .begin_intent(request.id, 0, "prepare", &json!({"pre_spec_hash": pre}))
+            .begin_intent(
+                request.id,
+                0,
+                "prepare",
+                &json!({"pre_spec_hash": pre, "pre_spec": spec, "before": before}),
+            )
             .await
             .map_err(store_unavailable)?;
-        Ok(intent
-            .detail
-            .get("pre_spec_hash")
-            .and_then(Value::as_str)
-            .map(str::to_owned))
+        let detail = &intent.detail;
+        Ok((
+            detail
+                .get("pre_spec_hash")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            detail
+                .get("before")
+                .cloned()
+                .and_then(|b| serde_json::from_value(b).ok()),
+        ))
     }
 }

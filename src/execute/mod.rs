@@ -28,6 +28,7 @@ mod admit;
 pub mod guardrails;
 pub mod stamp;
 mod steps;
+mod undo;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -43,11 +44,12 @@ use crate::actions::BuiltinAction;
 use crate::catalog::{Catalog, Engine};
 use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
+use crate::cluster::observed;
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter};
 use crate::domain::{
     AuditDraft, Execution, ExecutionOutcome, ExecutionStep, HistoryRecord, OPT_OUT_ANNOTATION,
     Phase, Proof, ProofPoint, ProofVerdict, RemediationRequest, SelectedWorkflow, Stage,
-    StageError, StageOutcome, StepStatus, Target,
+    StageError, StageOutcome, StepStatus, Target, TargetHealth,
 };
 use crate::domain::{ExecutionPayload, GuardrailPayload};
 use crate::live::Live;
@@ -198,13 +200,16 @@ fn store_unavailable(e: crate::store::StoreError) -> StageError {
 }
 
 impl ExecutionStage {
-    /// The spec hash of the target now (`None` when it cannot be read).
-    async fn current_hash(&self, target: &Target) -> Result<Option<String>, StageError> {
-        Ok(self.current_spec(target).await?.as_ref().map(spec_hash))
-    }
-
     /// The target's spec now (`None` when it cannot be read).
     async fn current_spec(&self, target: &Target) -> Result<Option<Value>, StageError> {
+        Ok(self
+            .current_object(target)
+            .await?
+            .and_then(|o| o.get("spec").cloned()))
+    }
+
+    /// The target now (`None` when it cannot be read).
+    async fn current_object(&self, target: &Target) -> Result<Option<Value>, StageError> {
         let res = match self.reader.resource(&target.kind).await {
             Ok(r) => r,
             Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
@@ -215,9 +220,31 @@ impl ExecutionStage {
             .get(&res, target.namespace.as_deref(), &target.name)
             .await
         {
-            Ok(o) => Ok(o.get("spec").cloned()),
+            Ok(o) => Ok(Some(o)),
             Err(e) if e.is_unreachable() => Err(unavailable(&e)),
             Err(_) => Ok(None),
+        }
+    }
+
+    /// A workload's pods now, as the undo compares them (`None` for other kinds, or pods that
+    /// cannot be read: then nothing is compared and nothing undone).
+    async fn health_now(
+        &self,
+        target: &Target,
+        object: &Value,
+    ) -> Result<Option<TargetHealth>, StageError> {
+        match crate::cluster::workload_pods(self.reader.as_ref(), target, object).await {
+            Ok(Some(pods)) => Ok(Some(observed::target_health(
+                object,
+                &pods,
+                self.clock.now(),
+            ))),
+            Ok(None) => Ok(None),
+            Err(e) if e.is_unreachable() => Err(unavailable(&e)),
+            Err(e) => {
+                warn!(error = %e, "cannot read the target's pods; it will not be compared");
+                Ok(None)
+            }
         }
     }
 
@@ -563,6 +590,15 @@ impl Stage for ExecutionStage {
     /// Admit, run the steps, conclude.
     #[instrument(skip_all, fields(request_id = %request.id, trace_id = %request.trace.trace_id_hex(), phase = "Executing"))]
     async fn run(&self, request: &RemediationRequest) -> Result<StageOutcome, StageError> {
+        // Back from verification: the remediation made its target worse and is to be undone.
+        if let Some(undo) = request
+            .state
+            .undo
+            .as_ref()
+            .filter(|u| u.decided && u.restore.is_none())
+        {
+            return self.undo(request, undo).await;
+        }
         let admitted = match self.admit(request).await? {
             Admission::Admitted(a) => *a,
             Admission::Ended(outcome) => return Ok(*outcome),

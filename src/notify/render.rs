@@ -240,11 +240,32 @@ pub fn not_executed(a: &ApprovalRequest) -> bool {
         .is_some_and(|n| n.trim_start().starts_with("Not executed"))
 }
 
+/// The note a remediation that made its target worse leaves on its approval, undone.
+pub const UNDONE: &str = "Undone:";
+/// …and not undone.
+pub const MADE_WORSE: &str = "Made worse, not undone:";
+
+/// Whether the approvers were told the executed change made its target worse: `Some(true)`
+/// when kubemedic undid it, `Some(false)` when it did not.
+pub fn made_worse(a: &ApprovalRequest) -> Option<bool> {
+    let n = a.note.as_deref()?.trim_start();
+    if n.starts_with(UNDONE) {
+        Some(true)
+    } else if n.starts_with(MADE_WORSE) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// `Approved`, `Denied`, `Expired`, `Closed`: the outcome in a word (`Approved, not executed`
-/// when the target changed or the proof failed after the approval).
+/// when the target changed or the proof failed after the approval; `Approved, made worse,
+/// undone` when the change made its target worse).
 pub fn outcome_word(a: &ApprovalRequest) -> &'static str {
     match a.decision.as_ref().map(|d| d.decision) {
         Some(Decision::Approved) if not_executed(a) => "Approved, not executed",
+        Some(Decision::Approved) if made_worse(a) == Some(true) => "Approved, made worse, undone",
+        Some(Decision::Approved) if made_worse(a) == Some(false) => "Approved, made worse",
         Some(Decision::Approved) => "Approved",
         Some(Decision::Rejected) => "Denied",
         Some(Decision::Expired) => "Expired",
@@ -520,6 +541,14 @@ mod tests {
             "Approved by alice@example.com via email at 2025-06-01 12:03:00 UTC. \
              Not executed: target_changed: the image is shop/checkout:1.4.3 now"
         );
+        a.note = Some(format!(
+            "{UNDONE} scale-replicas made Deployment shop/web worse"
+        ));
+        assert_eq!(outcome_word(&a), "Approved, made worse, undone");
+        a.note = Some(format!(
+            "{MADE_WORSE} scale-replicas made Deployment shop/web worse"
+        ));
+        assert_eq!(outcome_word(&a), "Approved, made worse");
     }
 
     #[test]

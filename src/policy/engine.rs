@@ -34,6 +34,9 @@ use crate::domain::{GateDecision, RiskFactor};
 pub const APPROVAL_PACKAGE: &str = "data.kubemedic.approval";
 /// The document kubemedic evaluates per decision.
 pub const DECISION_DOCUMENT: &str = "data.kubemedic.approval.decision";
+/// The document kubemedic evaluates when a remediation made its target worse: `true` restores
+/// the spec recorded before it; anything else (false, undefined, an error) does not.
+pub const UNDO_DOCUMENT: &str = "data.kubemedic.approval.undo";
 
 /// Work units between two clock reads of regorus's execution timer: frequent enough to stop a
 /// runaway loop within microseconds of the limit, rare enough not to show in a 10 µs decision.
@@ -299,6 +302,20 @@ impl PolicySnapshot {
         Ok(self
             .query_document(APPROVAL_PACKAGE, super::input::to_value(input))?
             .unwrap_or(serde_json::Value::Null))
+    }
+
+    /// Whether the policy says to undo the remediation `input.undo` describes: only `true` is
+    /// yes; undefined is no; any other value, or an evaluation that fails, is an error (and
+    /// then nothing is undone either).
+    pub fn undo(&self, input: &GateInput) -> Result<bool, GateError> {
+        match self.query_document(UNDO_DOCUMENT, super::input::to_value(input))? {
+            None => Ok(false),
+            Some(serde_json::Value::Bool(b)) => Ok(b),
+            Some(other) => Err(GateError::Shape {
+                document: UNDO_DOCUMENT.to_owned(),
+                message: format!("expected true or false, got {other}"),
+            }),
+        }
     }
 
     /// What the enrichment policy derives for `input`; `Ok(None)` when this directory has no

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use regorus::Value;
 
-use super::{BusinessClassification, GateInput, ProofInput};
+use super::{BusinessClassification, GateInput, ProofInput, UndoInput};
 use crate::domain::{DetectedLabels, Target};
 
 fn obj(entries: Vec<(&str, Value)>) -> Value {
@@ -124,7 +124,21 @@ pub fn to_value(i: &GateInput) -> Value {
     if let Some(p) = &i.proof {
         e.push(("proof", proof(p)));
     }
+    if let Some(u) = &i.undo {
+        e.push(("undo", undo(u)));
+    }
     obj(e)
+}
+
+fn undo(u: &UndoInput) -> Value {
+    obj(vec![
+        ("worse", strings(&u.worse)),
+        ("ready_before", Value::from(u64::from(u.ready_before))),
+        ("ready_after", Value::from(u64::from(u.ready_after))),
+        ("failing_before", Value::from(u64::from(u.failing_before))),
+        ("failing_after", Value::from(u64::from(u.failing_after))),
+        ("new_causes", strings(&u.new_causes)),
+    ])
 }
 
 #[cfg(test)]
@@ -182,6 +196,14 @@ mod tests {
                 verdict: "proven".into(),
                 holds: vec!["restart.keeps-ready-pods".into()],
                 failed: vec![],
+            }),
+            undo: Some(UndoInput {
+                worse: vec!["0 ready pod(s), 2 before the remediation".into()],
+                ready_before: 2,
+                ready_after: 0,
+                failing_before: 0,
+                failing_after: 2,
+                new_causes: vec!["CrashLoopBackOff".into()],
             }),
         };
         assert_eq!(to_value(&i), via_serde(&i));

@@ -123,6 +123,45 @@ pub struct GateInput {
     /// What was proven about the action against the cluster; absent: nothing was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<ProofInput>,
+    /// Only when verification asks whether to undo a remediation that made its target worse
+    /// (the rule `undo`); absent for the approval decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo: Option<UndoInput>,
+}
+
+/// The policy's view of a remediation that made its target worse (`input.undo`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UndoInput {
+    /// How it is worse, one line each.
+    #[serde(default)]
+    pub worse: Vec<String>,
+    pub ready_before: u32,
+    pub ready_after: u32,
+    pub failing_before: u32,
+    pub failing_after: u32,
+    /// Failure causes none of the pods showed before (`CrashLoopBackOff`, …).
+    #[serde(default)]
+    pub new_causes: Vec<String>,
+}
+
+impl UndoInput {
+    pub fn of(u: &crate::domain::Undo) -> Self {
+        let before = u.before.causes();
+        Self {
+            worse: u.worse.clone(),
+            ready_before: u.before.ready,
+            ready_after: u.after.ready,
+            failing_before: u32::try_from(u.before.failing.len()).unwrap_or(u32::MAX),
+            failing_after: u32::try_from(u.after.failing.len()).unwrap_or(u32::MAX),
+            new_causes: u
+                .after
+                .causes()
+                .difference(&before)
+                .map(|c| (*c).to_owned())
+                .collect(),
+        }
+    }
 }
 
 /// The policy's view of a proof (`input.proof`).
@@ -189,6 +228,7 @@ impl GateInput {
             },
             signal_mode: request.signal.mode,
             proof: request.state.proof.as_ref().map(ProofInput::of),
+            undo: None,
         }
     }
 
@@ -515,6 +555,20 @@ impl RegoGate {
             }
         };
         self.record(result, revision, started.elapsed())
+    }
+
+    /// Whether the policy in force says to undo the remediation `input.undo` describes
+    /// ([`engine::UNDO_DOCUMENT`]), with the revision that answered. Rare (once per remediation
+    /// found worse), so it runs on the interpreter, off the async threads.
+    pub async fn undo(&self, input: &GateInput) -> (Result<bool, GateError>, Option<String>) {
+        let snapshot = self.snapshot();
+        let revision = snapshot.revision().map(str::to_owned);
+        let owned = input.clone();
+        let result = match tokio::task::spawn_blocking(move || snapshot.undo(&owned)).await {
+            Ok(r) => r,
+            Err(e) => Err(GateError::Task(e.to_string())),
+        };
+        (result, revision)
     }
 
     /// [`RegoGate::decide`] on the calling thread (the CLI, benchmarks).

@@ -200,7 +200,7 @@ impl Prover {
         obligations.extend(binding);
         let change = match point {
             ProofPoint::Selection => Some(self.dry_run(claim, &params).await?),
-            ProofPoint::BeforeWrite => None,
+            ProofPoint::BeforeWrite | ProofPoint::BeforeUndo => None,
         };
         if let Some(refused) = change.as_ref().and_then(|c| c.refused.clone()) {
             obligations.push(ob::every::DRY_RUN.fails(vec![refused]));

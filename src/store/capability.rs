@@ -264,6 +264,10 @@ pub trait Approvals: Send + Sync {
     /// `not_executed` message to every recipient its offer reached, audited, in one
     /// transaction. A request without an approval (auto-approved) changes nothing here.
     async fn approval_not_executed(&self, request_id: Uuid, note: &str) -> Result<()>;
+    /// An executed remediation made its target worse: keep `note` (what, and whether it was
+    /// undone) on its approval and queue a `made_worse` message to every recipient its offer
+    /// reached, audited, in one transaction. Nothing for an auto-approved request.
+    async fn approval_made_worse(&self, request_id: Uuid, note: &str) -> Result<()>;
     /// Use a single-use token. `false`: it was used before.
     async fn consume_nonce(&self, nonce: &str, approval_id: Option<Uuid>) -> Result<bool>;
     /// Take the next due notification for one attempt: it is not due again before

@@ -38,16 +38,19 @@ use tracing::{info, instrument, warn};
 use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
 use crate::cluster::obj::{array, at, str_at};
-use crate::cluster::selector::Selector;
-use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery};
+use crate::cluster::observed;
+use crate::cluster::{ClusterReader, ErrorKind};
 use crate::domain::{
     Assessment, AssessmentReason, AuditDraft, DEFAULT_EFFECTIVENESS_THRESHOLD, Execution,
     ExecutionOutcome, HistoryRecord, PatternOutcome, Phase, RemediationRequest, SignalSource,
-    Stage, StageError, StageOutcome, Target,
+    Stage, StageError, StageOutcome, Target, TargetHealth,
 };
 use crate::monitoring::{AlertmanagerClient, Endpoint, PrometheusClient, corresponds, expression};
-use crate::store::{History, Patterns, Requests, Store};
+use crate::policy::RegoGate;
+use crate::store::{Approvals, History, Patterns, Requests, Store};
 use crate::telemetry::Metrics;
+
+mod worse;
 
 const HEALTH_WEIGHT: f64 = 0.40;
 const ALERT_WEIGHT: f64 = 0.35;
@@ -64,6 +67,9 @@ pub struct VerifySettings {
     pub alertmanager: Option<Endpoint>,
     /// Prometheus' API, asked whether the alert's condition still holds.
     pub prometheus: Option<Endpoint>,
+    /// Restore the recorded spec of a target a remediation made worse, when the policy's
+    /// `undo` rule says so (off: such a request only goes to a person).
+    pub undo_worse: bool,
 }
 
 impl VerifySettings {
@@ -78,6 +84,7 @@ impl Default for VerifySettings {
             effectiveness_threshold: DEFAULT_EFFECTIVENESS_THRESHOLD,
             alertmanager: None,
             prometheus: None,
+            undo_worse: true,
         }
     }
 }
@@ -92,6 +99,8 @@ pub struct VerifyStore {
     pub requests: Arc<dyn Requests>,
     pub history: Arc<dyn History>,
     pub patterns: Arc<dyn Patterns>,
+    /// Tells the approvers of a remediation that made its target worse.
+    pub approvals: Arc<dyn Approvals>,
 }
 
 impl From<Arc<dyn Store>> for VerifyStore {
@@ -99,7 +108,8 @@ impl From<Arc<dyn Store>> for VerifyStore {
         Self {
             requests: s.clone(),
             history: s.clone(),
-            patterns: s,
+            patterns: s.clone(),
+            approvals: s,
         }
     }
 }
@@ -109,7 +119,8 @@ impl<S: Store + 'static> From<Arc<S>> for VerifyStore {
         Self {
             requests: s.clone(),
             history: s.clone(),
-            patterns: s,
+            patterns: s.clone(),
+            approvals: s,
         }
     }
 }
@@ -155,6 +166,8 @@ pub struct VerificationStage {
     alertmanager: Client<AlertmanagerClient>,
     prometheus: Client<PrometheusClient>,
     metrics: Option<Arc<Metrics>>,
+    /// Asked whether to undo a remediation that made its target worse; none: never undone.
+    policy: Option<Arc<RegoGate>>,
 }
 
 impl VerificationStage {
@@ -187,7 +200,15 @@ impl VerificationStage {
             alertmanager,
             prometheus,
             metrics: None,
+            policy: None,
         }
+    }
+
+    /// Ask `gate`'s policy (its rule `undo`) whether to undo a remediation that made its
+    /// target worse.
+    pub fn with_policy(mut self, gate: Arc<RegoGate>) -> Self {
+        self.policy = Some(gate);
+        self
     }
 
     /// Count assessment verdicts in `metrics`.
@@ -375,66 +396,55 @@ impl VerificationStage {
     }
 
     /// Health of the target: `None` when it cannot be assessed (unreadable, or a kind with no
-    /// health signal here).
+    /// health signal here); with a workload's pods as the undo compares them.
     async fn health(
         &self,
         target: &Target,
         object: &Value,
         since: DateTime<Utc>,
-    ) -> Result<Option<(f64, String)>, StageError> {
+    ) -> Result<(Option<(f64, String)>, Option<TargetHealth>), StageError> {
         if object.is_null() {
-            return Ok(Some((0.0, format!("{target} is gone"))));
+            return Ok((Some((0.0, format!("{target} is gone"))), None));
         }
         match target.kind.as_str() {
             "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
-                let Some(selector) =
-                    at(object, &["spec", "selector"]).and_then(Selector::from_object)
-                else {
-                    return Ok(None);
-                };
-                let pods = match self.list_pods(target, selector.to_query()).await {
-                    Ok(p) => p,
-                    Err(e) if e.is_unreachable() => return Err(unavailable("cluster", e.message)),
-                    Err(_) => return Ok(None),
-                };
-                Ok(Some(pods_health(&pods, since)))
+                match crate::cluster::workload_pods(self.reader.as_ref(), target, object).await {
+                    Ok(Some(pods)) => Ok((
+                        Some(pods_health(&pods, since)),
+                        Some(observed::target_health(object, &pods, self.clock.now())),
+                    )),
+                    Ok(None) => Ok((None, None)),
+                    Err(e) if e.is_unreachable() => Err(unavailable("cluster", e.message)),
+                    Err(_) => Ok((None, None)),
+                }
             }
-            "Pod" => Ok(Some(pods_health(std::slice::from_ref(object), since))),
+            "Pod" => Ok((Some(pods_health(std::slice::from_ref(object), since)), None)),
             "Node" => {
                 let ok = array(object, &["status", "conditions"]).iter().any(|c| {
                     str_at(c, &["type"]) == Some("Ready") && str_at(c, &["status"]) == Some("True")
                 });
-                Ok(Some(if ok {
-                    (1.0, format!("Node {} Ready", target.name))
-                } else {
-                    (0.0, format!("Node {} not Ready", target.name))
-                }))
+                Ok((
+                    Some(if ok {
+                        (1.0, format!("Node {} Ready", target.name))
+                    } else {
+                        (0.0, format!("Node {} not Ready", target.name))
+                    }),
+                    None,
+                ))
             }
             "PersistentVolumeClaim" => {
                 let bound = str_at(object, &["status", "phase"]) == Some("Bound");
-                Ok(Some(if bound {
-                    (1.0, "PVC Bound".to_owned())
-                } else {
-                    (0.0, "PVC not Bound".to_owned())
-                }))
+                Ok((
+                    Some(if bound {
+                        (1.0, "PVC Bound".to_owned())
+                    } else {
+                        (0.0, "PVC not Bound".to_owned())
+                    }),
+                    None,
+                ))
             }
-            _ => Ok(None),
+            _ => Ok((None, None)),
         }
-    }
-
-    async fn list_pods(
-        &self,
-        target: &Target,
-        selector: String,
-    ) -> Result<Vec<Value>, ClusterError> {
-        let pods = self.reader.resource("Pod").await?;
-        self.reader
-            .list(
-                &pods,
-                target.namespace.as_deref(),
-                &ListQuery::labels(selector),
-            )
-            .await
     }
 
     /// Ask Alertmanager whether the signal still fires.
@@ -519,13 +529,13 @@ impl VerificationStage {
         request: &RemediationRequest,
         execution: &Execution,
         now: DateTime<Utc>,
-    ) -> Result<Assessment, StageError> {
+    ) -> Result<(Assessment, Option<TargetHealth>), StageError> {
         let target = &execution.target;
         let mut details = Vec::new();
         let object = self.get(target).await?;
-        let health = match &object {
+        let (health, after) = match &object {
             Some(o) => self.health(target, o, execution.finished_at).await?,
-            None => None,
+            None => (None, None),
         };
         match &health {
             Some((_, why)) => details.push(format!("health: {why}")),
@@ -583,7 +593,7 @@ impl VerificationStage {
         } else {
             AssessmentReason::Full
         };
-        Ok(Assessment {
+        let assessment = Assessment {
             score,
             health_score,
             alert_score: alert,
@@ -594,7 +604,8 @@ impl VerificationStage {
             effective: !drift && score.is_some_and(|s| s >= self.settings.effectiveness_threshold),
             details,
             assessed_at: now,
-        })
+        };
+        Ok((assessment, after))
     }
 }
 
@@ -649,14 +660,25 @@ impl Stage for VerificationStage {
         if now < due {
             return Ok(StageOutcome::later(Phase::Verifying, state, due, vec![]));
         }
-        let assessment = self.assess(request, execution, now).await?;
+        let (mut assessment, after) = self.assess(request, execution, now).await?;
+        let undo = self
+            .worse(request, execution, after, assessment.reason, now)
+            .await;
+        if let Some(u) = &undo {
+            // Worse than before is not effective, whatever the alert says.
+            assessment.effective = false;
+            assessment
+                .details
+                .push(format!("worse than before: {}", u.worse.join("; ")));
+        }
         let verdict = verdict(&assessment);
-        info!(score = ?assessment.score, effective = assessment.effective, "assessed");
+        info!(score = ?assessment.score, effective = assessment.effective, worse = undo.is_some(), "assessed");
         if let Some(m) = &self.metrics {
-            m.assessment(match (assessment.reason, assessment.effective) {
-                (AssessmentReason::SpecDrift, _) => "spec_drift",
-                (_, true) => "effective",
-                (_, false) => "not_effective",
+            m.assessment(match (assessment.reason, assessment.effective, &undo) {
+                (AssessmentReason::SpecDrift, _, _) => "spec_drift",
+                (_, _, Some(_)) => "worse",
+                (_, true, None) => "effective",
+                (_, false, None) => "not_effective",
             });
         }
         let record = HistoryRecord {
@@ -701,12 +723,50 @@ impl Stage for VerificationStage {
             }
         }
         state.assessment = Some(assessment);
-        Ok(StageOutcome::to(
-            Phase::Completed,
-            Some(verdict),
-            state,
-            events,
-        ))
+        let Some(undo) = undo else {
+            return Ok(StageOutcome::to(
+                Phase::Completed,
+                Some(verdict),
+                state,
+                events,
+            ));
+        };
+        events.push(worse::decided_event(&undo, execution));
+        let made_worse = format!(
+            "{} made {} worse: {}",
+            execution.workflow_id,
+            execution.target,
+            undo.worse.join("; ")
+        );
+        let (next, reason) = if undo.decided {
+            (
+                Phase::Executing,
+                format!(
+                    "{made_worse}; undoing: restoring the spec recorded before its first write"
+                ),
+            )
+        } else {
+            (
+                Phase::ManualReviewRequired,
+                format!("{made_worse}; {} — a person must look", undo.decision),
+            )
+        };
+        warn!(%reason, "remediation made its target worse");
+        if !undo.decided
+            && let Err(e) = self
+                .store
+                .approvals
+                .approval_made_worse(
+                    request.id,
+                    &format!("{} {reason}", crate::notify::render::MADE_WORSE),
+                )
+                .await
+        {
+            warn!(error = %e, "cannot tell the approvers; retrying");
+            return Err(unavailable("store", e.to_string()));
+        }
+        state.undo = Some(undo);
+        Ok(StageOutcome::to(next, Some(reason), state, events))
     }
 }
 

@@ -304,6 +304,7 @@ fn proof_event(proof: &Proof, said: &dyn Fn(&'static str, String, Value) -> Type
     };
     let when = match (proof.point, proof.proposer) {
         (ProofPoint::BeforeWrite, _) => "checked again before the first write",
+        (ProofPoint::BeforeUndo, _) => "before undoing it: it made its target worse",
         (ProofPoint::Selection, Proposer::Approver) => "the approver's alternative",
         (ProofPoint::Selection, Proposer::Model) => "proposed by the model",
         (ProofPoint::Selection, Proposer::Offline) => "proposed by the offline rules",

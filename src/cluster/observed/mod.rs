@@ -7,6 +7,7 @@
 //! (issue 43: one model of the cluster).
 
 mod event;
+mod health;
 mod node;
 mod pod;
 mod state;
@@ -17,6 +18,7 @@ use serde_json::Value;
 use super::obj::{array, str_at};
 
 pub use event::Event;
+pub use health::target_health;
 pub use node::Node;
 pub use pod::{
     CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE, Pod,

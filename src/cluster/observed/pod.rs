@@ -38,12 +38,29 @@ pub enum FailureKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     pub kind: FailureKind,
+    /// The cause in a word: the waiting or termination reason (`CrashLoopBackOff`,
+    /// `ImagePullBackOff` for either image wait, `OOMKilled`), the event's reason for
+    /// [`FailureKind::Warned`], else the kind (`Unschedulable`, `NotReady`, …).
+    pub cause: String,
     pub line: String,
 }
 
 impl Failure {
     fn new(kind: FailureKind, line: String) -> Self {
-        Self { kind, line }
+        Self {
+            kind,
+            cause: format!("{kind:?}"),
+            line,
+        }
+    }
+
+    fn because(mut self, cause: &str) -> Self {
+        // The kubelet alternates the two while it retries one image pull.
+        self.cause = match cause {
+            "ErrImagePull" => "ImagePullBackOff".to_owned(),
+            c => c.to_owned(),
+        };
+        self
     }
 }
 
@@ -318,6 +335,7 @@ impl Pod {
                     FailureKind::Warned,
                     format!("starting, but {}: {msg}", e.reason),
                 )
+                .because(&e.reason)
             })
     }
 
@@ -367,22 +385,28 @@ impl Pod {
                     .as_ref()
                     .map(|(r, code, _)| format!(", last exit {r} ({code})"))
                     .unwrap_or_default();
-                return Some(Failure::new(
-                    FailureKind::CannotRun,
-                    format!("{what} {} {w}, {} restarts{last}", c.name, c.restarts),
-                ));
+                return Some(
+                    Failure::new(
+                        FailureKind::CannotRun,
+                        format!("{what} {} {w}, {} restarts{last}", c.name, c.restarts),
+                    )
+                    .because(w),
+                );
             }
             if let Some((reason, code)) = &c.exited
                 && *code != 0
                 && self.phase != "Succeeded"
             {
-                return Some(Failure::new(
-                    FailureKind::Exited,
-                    format!(
-                        "{what} {} exited {reason} ({code}), {} restarts",
-                        c.name, c.restarts
-                    ),
-                ));
+                return Some(
+                    Failure::new(
+                        FailureKind::Exited,
+                        format!(
+                            "{what} {} exited {reason} ({code}), {} restarts",
+                            c.name, c.restarts
+                        ),
+                    )
+                    .because(reason),
+                );
             }
         }
         if let Some(d) = self.stuck_creating {

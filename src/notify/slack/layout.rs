@@ -223,6 +223,8 @@ pub fn offer_message(
 fn outcome_emoji(a: &ApprovalRequest) -> &'static str {
     match a.decision.as_ref().map(|d| d.decision) {
         Some(Decision::Approved) if render::not_executed(a) => ":warning:",
+        Some(Decision::Approved) if render::made_worse(a) == Some(true) => ":rewind:",
+        Some(Decision::Approved) if render::made_worse(a) == Some(false) => ":rotating_light:",
         Some(Decision::Approved) => ":white_check_mark:",
         Some(Decision::Rejected) => ":no_entry:",
         Some(Decision::Expired) => ":hourglass:",

@@ -41,6 +41,84 @@ impl<D: Dialect> SqlStore<D> {
         .await?;
         Ok(())
     }
+
+    /// Keep `note` on the approval of `request` and queue a `kind` message with it to every
+    /// recipient its offer reached, audited as `audit_kind`, in one transaction. A request
+    /// without an approval (auto-approved) changes nothing.
+    async fn follow_up(
+        &self,
+        request: Uuid,
+        note: &str,
+        kind: crate::domain::NotificationKind,
+        audit_kind: &str,
+        actor: &str,
+    ) -> Result<()> {
+        use crate::domain::DeliveryStatus;
+        let now = self.clock.now();
+        let _write = self.write_guard().await;
+        let mut tx = self.begin_audited().await?;
+        let Some(row) = sqlx::query(concat!(
+            "SELECT ",
+            approval_columns!(),
+            " FROM approvals WHERE request_id = $1"
+        ))
+        .arg(D::id(request))
+        .fetch_optional(tx.conn())
+        .await?
+        else {
+            tx.rollback().await?;
+            return Ok(());
+        };
+        let mut current = Self::approval_from_row(&row)?;
+        if current.note.as_deref() == Some(note) {
+            tx.rollback().await?;
+            return Ok(());
+        }
+        current.note = Some(note.to_owned());
+        sqlx::query("UPDATE approvals SET record = $1 WHERE id = $2")
+            .arg(storable_json(&current)?)
+            .arg(D::id(current.id))
+            .execute(tx.conn())
+            .await?;
+        let offers = sqlx::query(concat!(
+            "SELECT ",
+            notification_columns!(),
+            " FROM notifications \
+             WHERE approval_id = $1 AND kind = 'offer'"
+        ))
+        .arg(D::id(current.id))
+        .fetch_all(tx.conn())
+        .await?;
+        let mut told = 0;
+        for offer in offers.iter().map(Self::notification_from_row) {
+            let offer = offer?;
+            if offer.status != DeliveryStatus::Delivered {
+                continue;
+            }
+            let message = Notification {
+                id: Uuid::new_v4(),
+                kind,
+                status: DeliveryStatus::Pending,
+                attempts: 0,
+                next_attempt_at: Some(now),
+                last_error: None,
+                created_at: now,
+                updated_at: now,
+                ..offer.clone()
+            };
+            Self::insert_notification(&mut tx, &message).await?;
+            told += 1;
+        }
+        let draft = AuditDraft::new(
+            audit_kind,
+            actor,
+            format!("{note} ({told} approver message(s) queued)"),
+        )
+        .with_payload(serde_json::json!({"approval_id": current.id, "note": note}));
+        Self::insert_audit(&mut tx, &self.audit_key, Some(request), None, now, &draft).await?;
+        tx.commit().await?;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -389,71 +467,25 @@ impl<D: Dialect> Approvals for SqlStore<D> {
     }
 
     async fn approval_not_executed(&self, request: Uuid, note: &str) -> Result<()> {
-        use crate::domain::{DeliveryStatus, NotificationKind};
-        let now = self.clock.now();
-        let _write = self.write_guard().await;
-        let mut tx = self.begin_audited().await?;
-        let Some(row) = sqlx::query(concat!(
-            "SELECT ",
-            approval_columns!(),
-            " FROM approvals WHERE request_id = $1"
-        ))
-        .arg(D::id(request))
-        .fetch_optional(tx.conn())
-        .await?
-        else {
-            tx.rollback().await?;
-            return Ok(());
-        };
-        let mut current = Self::approval_from_row(&row)?;
-        if current.note.as_deref() == Some(note) {
-            tx.rollback().await?;
-            return Ok(());
-        }
-        current.note = Some(note.to_owned());
-        sqlx::query("UPDATE approvals SET record = $1 WHERE id = $2")
-            .arg(storable_json(&current)?)
-            .arg(D::id(current.id))
-            .execute(tx.conn())
-            .await?;
-        let offers = sqlx::query(concat!(
-            "SELECT ",
-            notification_columns!(),
-            " FROM notifications \
-             WHERE approval_id = $1 AND kind = 'offer'"
-        ))
-        .arg(D::id(current.id))
-        .fetch_all(tx.conn())
-        .await?;
-        let mut told = 0;
-        for offer in offers.iter().map(Self::notification_from_row) {
-            let offer = offer?;
-            if offer.status != DeliveryStatus::Delivered {
-                continue;
-            }
-            let message = Notification {
-                id: Uuid::new_v4(),
-                kind: NotificationKind::NotExecuted,
-                status: DeliveryStatus::Pending,
-                attempts: 0,
-                next_attempt_at: Some(now),
-                last_error: None,
-                created_at: now,
-                updated_at: now,
-                ..offer.clone()
-            };
-            Self::insert_notification(&mut tx, &message).await?;
-            told += 1;
-        }
-        let draft = AuditDraft::new(
+        self.follow_up(
+            request,
+            note,
+            crate::domain::NotificationKind::NotExecuted,
             "approval_not_executed",
             "executor",
-            format!("{note} ({told} approver message(s) queued)"),
         )
-        .with_payload(serde_json::json!({"approval_id": current.id, "note": note}));
-        Self::insert_audit(&mut tx, &self.audit_key, Some(request), None, now, &draft).await?;
-        tx.commit().await?;
-        Ok(())
+        .await
+    }
+
+    async fn approval_made_worse(&self, request: Uuid, note: &str) -> Result<()> {
+        self.follow_up(
+            request,
+            note,
+            crate::domain::NotificationKind::MadeWorse,
+            "approval_made_worse",
+            "verifier",
+        )
+        .await
     }
 
     async fn consume_nonce(&self, nonce: &str, approval: Option<Uuid>) -> Result<bool> {

@@ -1,0 +1,65 @@
+//! A workload's health as the undo compares it: its pods, ready and failing, by the one
+//! definition of a failing pod ([`Pod::failure`]).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::Pod;
+use crate::cluster::obj::i64_at;
+use crate::domain::{PodFailure, TargetHealth};
+
+/// The health of `workload` from its `pods`, as of `now`: pods being deleted are leaving and
+/// do not count.
+pub fn target_health(workload: &Value, pods: &[Value], now: DateTime<Utc>) -> TargetHealth {
+    let live: Vec<Pod> = pods
+        .iter()
+        .map(|p| Pod::at(p, now))
+        .filter(|p| !p.deleting)
+        .collect();
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    TargetHealth {
+        observed_at: now,
+        pods: count(live.len()),
+        ready: count(live.iter().filter(|p| p.ready).count()),
+        desired: i64_at(workload, &["spec", "replicas"]).and_then(|n| u32::try_from(n).ok()),
+        failing: live
+            .iter()
+            .filter_map(|p| {
+                p.failure().map(|f| PodFailure {
+                    pod: p.name.clone(),
+                    cause: f.cause,
+                    line: f.line,
+                })
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ready_and_failing_pods_are_counted_by_the_one_failure() {
+        let now = Utc::now();
+        let ready = json!({"metadata": {"name": "a"}, "status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "app", "ready": true, "state": {"running": {}}}]}});
+        let looping = json!({"metadata": {"name": "b"}, "status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{"name": "app", "ready": false, "restartCount": 3,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
+        let leaving = json!({"metadata": {"name": "c",
+            "deletionTimestamp": now.to_rfc3339()}, "status": {"phase": "Running"}});
+        let h = target_health(
+            &json!({"spec": {"replicas": 2}}),
+            &[ready, looping, leaving],
+            now,
+        );
+        assert_eq!((h.pods, h.ready, h.desired), (2, 1, Some(2)));
+        assert_eq!(h.failing.len(), 1);
+        assert_eq!(h.failing[0].pod, "b");
+        assert_eq!(h.failing[0].cause, "CrashLoopBackOff");
+    }
+}

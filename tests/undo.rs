@@ -1,0 +1,371 @@
+//! Undoing a remediation that made its target worse, on the real API server tier
+//! (docs/adr/0035-undo-what-made-it-worse.md): the Executing stage records the workload's pods
+//! and spec before its first write; after the window the Verifying stage finds the target
+//! worse and asks the policy's rule `undo`; the Executing stage proves the restore (nobody
+//! changed the target since) and writes the recorded spec back exactly once; a person takes the
+//! request over. The deployment controller makes the pods; the test plays the kubelet, and
+//! lets the pods of the scale-up crash.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
+
+mod common;
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use common::kube::{Kube, status};
+use kubemedic::catalog::Catalog;
+use kubemedic::clock::SystemClock;
+use kubemedic::domain::{
+    Phase, ProofPoint, ProofVerdict, Proposer, RemediationRequest, Stage, StageOutcome, Target,
+};
+use kubemedic::execute::{ExecuteSettings, ExecutionStage};
+use kubemedic::policy::RegoGate;
+use kubemedic::prove::{Claim, Prover};
+use kubemedic::store::Store;
+use kubemedic::verify::{VerificationStage, VerifySettings};
+use serde_json::json;
+
+/// `web` declared with 3 replicas (its applied configuration) and scaled to 1 by hand: one pod,
+/// running and ready. Scaling back to 3 is proven.
+async fn scaled_down_web(k: &Kube) -> String {
+    let node = format!("{}-node", k.ns);
+    k.node(&node, 1, json!([])).await;
+    let declared = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": k.ns},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "shop/web:1"}]}}}
+    });
+    k.apply(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {"app": "web"}, "annotations": {
+            "kubectl.kubernetes.io/last-applied-configuration": declared.to_string()}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "shop/web:1"}]}}}
+    }))
+    .await;
+    k.pods("app=web", 1).await;
+    common::scenarios::run_unscheduled(k, "app=web", &node).await;
+    node
+}
+
+/// A request in `Executing` to scale `web` back to 3, proven as the selection stage proves
+/// it, in `environment`.
+async fn request(k: &Kube, environment: &str) -> RemediationRequest {
+    let body = common::alert_body(
+        "firing",
+        "KubeDeploymentReplicasMismatch",
+        &[("namespace", k.ns.as_str()), ("deployment", "web")],
+        &format!("fp-{}", uuid::Uuid::new_v4().simple()),
+        "2026-01-01T00:00:00Z",
+    );
+    let signals = kubemedic::ingest::alertmanager::parse(body.as_bytes()).unwrap();
+    let mut req = RemediationRequest::for_signal(&signals[0], Phase::Executing, Utc::now());
+    let target = Target::new("Deployment", "web", Some(k.ns.clone()));
+    req.state.enrichment =
+        Some(serde_json::from_value(json!({"environment": environment})).unwrap());
+    let rca = json!({"root_cause_analysis": {"summary": "s", "severity": "high"},
+        "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true});
+    req.state.analysis = Some(
+        serde_json::from_value(json!({"rca": rca, "root_owner": target, "investigator": "test"}))
+            .unwrap(),
+    );
+    req.state.selection = Some(
+        serde_json::from_value(json!({
+            "selected": {"workflow_id": "scale-replicas", "action_type": "ScaleReplicas",
+                "version": "1.0.0", "confidence": 0.9, "parameters": {"REPLICAS": 3}},
+            "merged": rca,
+            "outcome": {"kind": "workflow_selected", "next_phase": "Gating", "reason": "r"},
+        }))
+        .unwrap(),
+    );
+    let c = k.cluster().await;
+    let prover = Prover::new(
+        c.clone(),
+        Some(c),
+        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
+        Arc::new(SystemClock),
+    );
+    let selected = req
+        .state
+        .selection
+        .as_ref()
+        .unwrap()
+        .selected
+        .clone()
+        .unwrap();
+    let proof = prover
+        .prove(
+            &Claim {
+                action_type: &selected.action_type,
+                workflow_id: &selected.workflow_id,
+                parameters: &selected.parameters,
+                target: &target,
+                proposer: Proposer::Offline,
+                signal: &req.signal,
+                bound_to: None,
+            },
+            ProofPoint::Selection,
+        )
+        .await
+        .unwrap();
+    assert_eq!(proof.verdict, ProofVerdict::Proven, "{proof:#?}");
+    req.state.proof = Some(proof);
+    req
+}
+
+struct Env {
+    store: Arc<dyn Store>,
+    _dir: tempfile::TempDir,
+}
+
+async fn env() -> Env {
+    let (dir, url) = common::sqlite_url();
+    Env {
+        store: common::open_store(&url, Arc::new(SystemClock)).await,
+        _dir: dir,
+    }
+}
+
+fn executor(k: Arc<kubemedic::cluster::KubeCluster>, store: Arc<dyn Store>) -> ExecutionStage {
+    ExecutionStage::new(
+        k.clone(),
+        k,
+        store,
+        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
+        Arc::new(SystemClock),
+        ExecuteSettings::default(),
+    )
+}
+
+/// Verification with no window, the shipped policy deciding the undo.
+fn verifier(k: Arc<kubemedic::cluster::KubeCluster>, store: Arc<dyn Store>) -> VerificationStage {
+    let policies = concat!(env!("CARGO_MANIFEST_DIR"), "/policies");
+    VerificationStage::new(
+        k,
+        store,
+        Arc::new(SystemClock),
+        VerifySettings {
+            window: chrono::Duration::zero(),
+            ..Default::default()
+        },
+    )
+    .with_policy(Arc::new(RegoGate::load(
+        policies,
+        std::time::Duration::from_secs(1),
+        None,
+    )))
+}
+
+/// The request moved on by `out`.
+fn moved(mut req: RemediationRequest, out: &StageOutcome) -> RemediationRequest {
+    req.phase = out.next;
+    req.reason = out.reason.clone();
+    req.state = out.state.clone();
+    req
+}
+
+/// Scale `web` to 3 and let the two new pods crash: the target is worse than before (more
+/// failing pods, a failure its one pod did not show).
+async fn scale_up_that_crashes(
+    k: &Kube,
+    node: &str,
+    e: &Env,
+    req: &RemediationRequest,
+) -> StageOutcome {
+    let out = executor(k.cluster().await, e.store.clone())
+        .run(req)
+        .await
+        .unwrap();
+    assert_eq!(out.next, Phase::Verifying, "{:?}", out.reason);
+    let execution = out.state.execution.as_ref().unwrap();
+    let before = execution
+        .before
+        .as_ref()
+        .expect("the pods before the first write");
+    assert_eq!((before.pods, before.ready, before.failing.len()), (1, 1, 0));
+    assert_eq!(
+        k.get("apps/v1", "Deployment", "web").await["spec"]["replicas"],
+        3
+    );
+    let pods = k.pods("app=web", 3).await;
+    for p in &pods {
+        let name = p["metadata"]["name"].as_str().unwrap();
+        if p["spec"]["nodeName"].is_string() {
+            continue;
+        }
+        k.bind(name, node).await;
+        k.patch_status(
+            "v1",
+            "Pod",
+            name,
+            status::crash_loop("web", "shop/web:1", 4, 1, "Error"),
+        )
+        .await;
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_up_that_made_things_worse_is_undone_once_and_handed_to_a_person() {
+    let Some(k) = Kube::new("undo").await else {
+        return;
+    };
+    let node = scaled_down_web(&k).await;
+    let e = env().await;
+    let req = request(&k, "staging").await;
+    let out = scale_up_that_crashes(&k, &node, &e, &req).await;
+    let req = moved(req, &out);
+
+    // Verification: worse, and the policy (staging) says undo.
+    let out = verifier(k.cluster().await, e.store.clone())
+        .run(&req)
+        .await
+        .unwrap();
+    assert_eq!(out.next, Phase::Executing, "{:?}", out.reason);
+    let reason = out.reason.clone().unwrap();
+    assert!(reason.contains("scale-replicas made"), "{reason}");
+    assert!(reason.contains("Deployment/web worse"), "{reason}");
+    assert!(reason.contains("undoing"), "{reason}");
+    let undo = out.state.undo.clone().unwrap();
+    assert!(undo.decided, "{undo:?}");
+    assert!(
+        undo.worse.iter().any(|w| w.contains("CrashLoopBackOff")),
+        "the new failure is named: {undo:?}"
+    );
+    assert!(!out.state.assessment.as_ref().unwrap().effective);
+    assert!(out.events.iter().any(|ev| ev.kind == "undo_decided"));
+    let req = moved(req, &out);
+
+    // The executor restores the recorded spec, once.
+    let out = executor(k.cluster().await, e.store.clone())
+        .run(&req)
+        .await
+        .unwrap();
+    assert_eq!(out.next, Phase::ManualReviewRequired, "{:?}", out.reason);
+    let reason = out.reason.clone().unwrap();
+    assert!(reason.contains("undone:"), "{reason}");
+    assert!(reason.contains("a person must look"), "{reason}");
+    let restore = out.state.undo.as_ref().unwrap().restore.clone().unwrap();
+    assert!(restore.restored, "{restore:?}");
+    let proof = restore.proof.clone().unwrap();
+    assert_eq!(proof.verdict, ProofVerdict::Proven, "{proof:#?}");
+    assert_eq!(proof.point, ProofPoint::BeforeUndo);
+    for id in [
+        "undo.worse-than-before",
+        "undo.restored-by-spec",
+        "undo.state-recorded",
+        "undo.unchanged-since",
+        "dry-run.accepted",
+    ] {
+        assert!(
+            proof.obligations.iter().any(|o| o.id == id && o.holds()),
+            "{id}: {proof:#?}"
+        );
+    }
+    let kinds: Vec<&str> = out.events.iter().map(|ev| ev.kind.as_str()).collect();
+    assert_eq!(kinds, ["proof", "undo"]);
+    let d = k.get("apps/v1", "Deployment", "web").await;
+    assert_eq!(
+        d["spec"]["replicas"], 1,
+        "the spec before the scale-up is back"
+    );
+    assert_eq!(
+        d["metadata"]["annotations"]["kubemedic.io/remediation"],
+        format!("{}/undo", req.id)
+    );
+    let generation = d["metadata"]["generation"].clone();
+
+    // A worker that crashed before the request moved on runs the stage again: the restore
+    // is not repeated.
+    let again = executor(k.cluster().await, e.store.clone())
+        .run(&req)
+        .await
+        .unwrap();
+    assert_eq!(again.next, Phase::ManualReviewRequired);
+    let restore = again.state.undo.unwrap().restore.unwrap();
+    assert!(
+        restore.restored && restore.message.contains("not repeated"),
+        "{restore:?}"
+    );
+    let d = k.get("apps/v1", "Deployment", "web").await;
+    assert_eq!(d["metadata"]["generation"], generation, "written once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_production_a_new_failure_without_lost_ready_pods_goes_to_a_person_as_it_is() {
+    let Some(k) = Kube::new("undo-prod").await else {
+        return;
+    };
+    let node = scaled_down_web(&k).await;
+    let e = env().await;
+    let req = request(&k, "production").await;
+    let out = scale_up_that_crashes(&k, &node, &e, &req).await;
+    let req = moved(req, &out);
+    let out = verifier(k.cluster().await, e.store.clone())
+        .run(&req)
+        .await
+        .unwrap();
+    assert_eq!(out.next, Phase::ManualReviewRequired, "{:?}", out.reason);
+    let reason = out.reason.clone().unwrap();
+    assert!(
+        reason.contains("not undone: policy") && reason.contains("production"),
+        "{reason}"
+    );
+    let undo = out.state.undo.unwrap();
+    assert!(!undo.decided && undo.restore.is_none());
+    let d = k.get("apps/v1", "Deployment", "web").await;
+    assert_eq!(d["spec"]["replicas"], 3, "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_somebody_changed_since_is_not_restored() {
+    let Some(k) = Kube::new("undo-changed").await else {
+        return;
+    };
+    let node = scaled_down_web(&k).await;
+    let e = env().await;
+    let req = request(&k, "staging").await;
+    let out = scale_up_that_crashes(&k, &node, &e, &req).await;
+    let req = moved(req, &out);
+    let out = verifier(k.cluster().await, e.store.clone())
+        .run(&req)
+        .await
+        .unwrap();
+    assert_eq!(out.next, Phase::Executing, "{:?}", out.reason);
+    let req = moved(req, &out);
+
+    // Somebody rolls out a new image before the executor gets to the undo.
+    k.patch(
+        "apps/v1",
+        "Deployment",
+        "web",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "shop/web:2"}]}}}}),
+    )
+    .await;
+    let out = executor(k.cluster().await, e.store.clone())
+        .run(&req)
+        .await
+        .unwrap();
+    assert_eq!(out.next, Phase::ManualReviewRequired);
+    let reason = out.reason.clone().unwrap();
+    assert!(reason.contains("not undone"), "{reason}");
+    let restore = out.state.undo.unwrap().restore.unwrap();
+    assert!(!restore.restored);
+    let proof = restore.proof.unwrap();
+    assert!(
+        proof
+            .obligations
+            .iter()
+            .any(|o| o.id == "undo.unchanged-since" && !o.holds()),
+        "{proof:#?}"
+    );
+    let d = k.get("apps/v1", "Deployment", "web").await;
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "shop/web:2"
+    );
+    assert_eq!(d["spec"]["replicas"], 3, "nothing was restored");
+}
