@@ -1394,6 +1394,7 @@ fn write_story(
             parameters: serde_json::Map::new(),
             dry_run: false,
             pre_spec_hash: Some(pre.clone()),
+            before: None,
             post_spec_hash: ok.then(|| post.clone()),
             post_drift_hash: None,
             started_at: started,

@@ -662,6 +662,7 @@ async fn the_mirror_writes_with_exactly_the_charts_mirror_role_and_nothing_wider
             decision: Some("AutoApproved".into()),
             approval: Some("NotRequired".into()),
             effective: None,
+            undo: None,
             dashboard: None,
             updated_at: Utc::now(),
             audit_event_id: 1,
@@ -680,7 +681,8 @@ async fn the_mirror_writes_with_exactly_the_charts_mirror_role_and_nothing_wider
     assert_eq!(written.before, None, "created by this write");
     let stale = object.clone();
     object.status.phase = Phase::Completed;
-    object.status.effective = Some(true);
+    object.status.effective = Some(false);
+    object.status.undo = Some("Undone".into());
     object.status.audit_event_id = 2;
     object.labels.insert(PHASE_LABEL.into(), "Completed".into());
     let again = objects.write(&object).await.unwrap();
@@ -700,7 +702,11 @@ async fn the_mirror_writes_with_exactly_the_charts_mirror_role_and_nothing_wider
     let mine = listed.iter().find(|o| o.name == id).unwrap();
     assert_eq!(mine.phase, Some(Phase::Completed));
     let stored = k.get("kubemedic.io/v1alpha1", "Remediation", &id).await;
-    assert_eq!(stored["status"]["effective"], true, "{stored:#}");
+    assert_eq!(stored["status"]["effective"], false, "{stored:#}");
+    assert_eq!(
+        stored["status"]["undo"], "Undone",
+        "the CRD keeps the undo: {stored:#}"
+    );
     assert_eq!(stored["metadata"]["labels"][PHASE_LABEL], "Completed");
     objects.delete(&k.ns, &id).await.unwrap();
     objects.delete(&k.ns, &id).await.unwrap();

@@ -67,6 +67,9 @@ pub struct Status {
     pub approval: Option<String>,
     /// Whether verification judged the remediation effective.
     pub effective: Option<bool>,
+    /// The remediation made its target worse: `Undoing` (the restore is decided, not yet
+    /// run), `Undone`, `NotUndone` (refused by its proof, or not decided: a person looks).
+    pub undo: Option<String>,
     /// The request's page on the dashboard, when `--public-url` is set.
     pub dashboard: Option<String>,
     /// The request's last change in the store.
@@ -173,6 +176,14 @@ pub fn remediation(
             decision,
             approval: approval.map(|a| clean(&a)),
             effective: state.assessment.as_ref().map(|a| a.effective),
+            undo: state.undo.as_ref().map(|u| {
+                match (u.decided, u.restore.as_ref().map(|r| r.restored)) {
+                    (_, Some(true)) => "Undone",
+                    (true, None) => "Undoing",
+                    _ => "NotUndone",
+                }
+                .to_owned()
+            }),
             dashboard: dashboard.map(|base| format!("{base}/requests/{name}")),
             updated_at: request.updated_at,
             audit_event_id: trail.last().map_or(0, |e| e.id),
@@ -363,6 +374,51 @@ mod tests {
         );
         assert!(json.get("updatedAt").is_some());
         assert_eq!(json["auditEventId"], 0);
+    }
+
+    #[test]
+    fn the_status_says_whether_a_remediation_that_made_things_worse_was_undone() {
+        let mut r = request(Some(Target::new("Deployment", "web", Some("shop".into()))));
+        let health = crate::domain::TargetHealth {
+            observed_at: at(1),
+            pods: 1,
+            ready: 1,
+            desired: Some(1),
+            failing: vec![],
+        };
+        let mut undo = crate::domain::Undo {
+            worse: vec!["2 failing pod(s), 0 before the remediation".into()],
+            before: health.clone(),
+            after: health,
+            decided: true,
+            decision: "undo: policy says".into(),
+            decided_at: at(2),
+            restore: None,
+        };
+        r.state.undo = Some(undo.clone());
+        assert_eq!(
+            remediation(&r, &[], "shop", None).status.undo.as_deref(),
+            Some("Undoing")
+        );
+        undo.restore = Some(crate::domain::Restore {
+            restored: true,
+            message: "restored".into(),
+            proof: None,
+            restored_spec_hash: None,
+            at: at(3),
+        });
+        r.state.undo = Some(undo.clone());
+        assert_eq!(
+            remediation(&r, &[], "shop", None).status.undo.as_deref(),
+            Some("Undone")
+        );
+        undo.restore = None;
+        undo.decided = false;
+        r.state.undo = Some(undo);
+        assert_eq!(
+            remediation(&r, &[], "shop", None).status.undo.as_deref(),
+            Some("NotUndone")
+        );
     }
 
     #[test]

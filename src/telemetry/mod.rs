@@ -355,7 +355,7 @@ impl Metrics {
         registry.register(
             "kubemedic_assessments",
             "Remediations assessed after their window, by verdict (effective, not_effective, \
-             spec_drift)",
+             spec_drift, worse: the target worse than before, undone or handed to a person)",
             assessments.clone(),
         );
         let http_connections = Gauge::default();

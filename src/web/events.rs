@@ -166,6 +166,11 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
                 "bad": true,
             }),
         )],
+        // A remediation that made its target worse: what, the decision, the restore.
+        "undo_decided" | "undo" | "approval_made_worse" => vec![base(
+            "undo",
+            json!({"undo": e.kind, "detail": sanitize_value(p), "bad": true}),
+        )],
         "gate" => vec![base("gate_decision", json!({"decision": p}))],
         "approval_requested" => vec![base("approval_requested", json!({"approval": p}))],
         "approval_decided" => vec![base(
@@ -617,5 +622,19 @@ mod tests {
         assert_eq!(t[0].kind, "approval_not_executed");
         assert_eq!(t[0].data["note"], "Not executed: target_changed: …");
         assert_eq!(t[0].data["bad"], true);
+    }
+
+    #[test]
+    fn a_remediation_that_made_things_worse_is_its_own_bad_event() {
+        for kind in ["undo_decided", "undo", "approval_made_worse"] {
+            let t = typed(&event(
+                kind,
+                "scale-replicas made shop/Deployment/web worse",
+                json!({"restored": true, "message": "restored"}),
+            ));
+            assert_eq!(t[0].kind, "undo", "{kind}");
+            assert_eq!(t[0].data["undo"], kind);
+            assert_eq!(t[0].data["bad"], true);
+        }
     }
 }

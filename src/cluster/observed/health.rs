@@ -61,5 +61,16 @@ mod tests {
         assert_eq!(h.failing.len(), 1);
         assert_eq!(h.failing[0].pod, "b");
         assert_eq!(h.failing[0].cause, "CrashLoopBackOff");
+        // Caught between two crashes, or backing off after one: the same cause.
+        let exited = json!({"metadata": {"name": "d"}, "status": {"phase": "Running",
+            "containerStatuses": [{"name": "app", "restartCount": 4,
+                "state": {"terminated": {"reason": "Error", "exitCode": 1}}}]}});
+        let backing_off = json!({"metadata": {"name": "e"}, "status": {"phase": "Running",
+            "containerStatuses": [{"name": "app", "restartCount": 4,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}}]}});
+        let h = target_health(&json!({}), &[exited, backing_off], now);
+        let causes: Vec<&str> = h.failing.iter().map(|f| f.cause.as_str()).collect();
+        assert_eq!(causes, ["exited Error", "exited Error"]);
     }
 }

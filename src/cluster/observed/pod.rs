@@ -38,8 +38,10 @@ pub enum FailureKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     pub kind: FailureKind,
-    /// The cause in a word: the waiting or termination reason (`CrashLoopBackOff`,
-    /// `ImagePullBackOff` for either image wait, `OOMKilled`), the event's reason for
+    /// The cause in a word or two, what "a new failure" compares: `exited <reason>` for a
+    /// container that exits (`exited Error`, `exited OOMKilled`; a crash loop's back-off is the
+    /// same cause as the exit before it), the waiting reason otherwise (`ImagePullBackOff` for
+    /// either image wait, `CreateContainerConfigError`), the event's reason for
     /// [`FailureKind::Warned`], else the kind (`Unschedulable`, `NotReady`, …).
     pub cause: String,
     pub line: String,
@@ -390,7 +392,11 @@ impl Pod {
                         FailureKind::CannotRun,
                         format!("{what} {} {w}, {} restarts{last}", c.name, c.restarts),
                     )
-                    .because(w),
+                    .because(&match (w.as_str(), &c.terminated) {
+                        // The same crash as an exit caught before the restart: one cause.
+                        ("CrashLoopBackOff", Some((r, _, _))) => format!("exited {r}"),
+                        _ => w.clone(),
+                    }),
                 );
             }
             if let Some((reason, code)) = &c.exited
@@ -405,7 +411,7 @@ impl Pod {
                             c.name, c.restarts
                         ),
                     )
-                    .because(reason),
+                    .because(&format!("exited {reason}")),
                 );
             }
         }

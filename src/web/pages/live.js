@@ -22,7 +22,7 @@
     var kinds = ["phase", "signal", "enrichment", "plan", "tool_call", "tool_result", "llm_usage",
       "rca", "selection", "proof", "gate_decision", "approval_requested", "approval_decided",
       "approval_refused", "approval_not_executed", "notification", "execution_step", "execution",
-      "guardrail", "verification", "error", "audit"];
+      "guardrail", "verification", "undo", "error", "audit"];
     source.onopen = function () { if (live) { live.hidden = false; } };
     kinds.forEach(function (kind) {
       source.addEventListener(kind, function (ev) {

@@ -437,6 +437,31 @@ async fn render_request(
                 },
             }
         }
+        @if let Some(u) = &s.undo {
+            section #undo {
+                h2 { "Made worse" }
+                dl.facts {
+                    dt { "Worse than before" } dd #undo-worse { ul { @for w in &u.worse { li { (said(w)) } } } }
+                    dt { "Before" } dd { (u.before.summary()) " · " (when(u.before.observed_at)) }
+                    dt { "After" } dd { (u.after.summary()) " · " (when(u.after.observed_at)) }
+                    dt { "Decision" } dd #undo-decision { (said(&u.decision)) }
+                    dt { "Restore" } dd #undo-restore {
+                        @match &u.restore {
+                            None if u.decided => "decided, not run yet",
+                            None => "nothing was written: a person decides",
+                            Some(r) => {
+                                strong { (if r.restored { "Undone" } else { "Not undone" }) }
+                                " — " (said(&r.message)) " · " (when(r.at))
+                                @if let Some(h) = &r.restored_spec_hash { " · spec " code { (h) } }
+                            }
+                        }
+                    }
+                    @if let Some(p) = u.restore.as_ref().and_then(|r| r.proof.as_ref()) {
+                        dt { "Its proof" } dd { ul { @for o in &p.obligations { li { code { (o.id) } " " (format!("{:?}", o.status)) ": " (said(&o.evidence.join("; "))) } } } }
+                    }
+                }
+            }
+        }
         section #history {
             h2 { "Target history" }
             @if history.is_empty() {
