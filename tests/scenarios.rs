@@ -329,3 +329,42 @@ async fn an_offline_proposal_whose_target_changed_after_the_investigation_is_ref
     assert_eq!(proof.proposer, kubemedic::domain::Proposer::Offline);
     assert_eq!(proof.verdict, kubemedic::domain::ProofVerdict::Refuted);
 }
+
+/// The scenarios scored as the unseen incidents are (scripts/score-unseen --set): each replay
+/// above already checks its own incident; this reports the set's right-action recall and
+/// culprit naming (docs/unseen-incidents.md, "Right-action recall, per set") and holds them.
+#[test]
+fn the_scenarios_hold_their_recall() {
+    const RIGHT: usize = 44;
+    const PROVEN: usize = 24;
+    const NAMED: usize = 44;
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new("python3")
+        .arg(format!("{root}/scripts/score-unseen"))
+        .arg(env!("CARGO_BIN_EXE_kubemedic"))
+        .args(["--set", &format!("{root}/tests/scenarios")])
+        .current_dir(root)
+        .output()
+        .expect("python3 scripts/score-unseen");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}");
+    let total = table
+        .lines()
+        .find_map(|l| l.strip_prefix("TOTAL "))
+        .unwrap_or_else(|| panic!("no TOTAL line:\n{table}"));
+    let field = |key: &str| -> usize {
+        total
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{key} missing from {total}"))
+    };
+    assert_eq!(field("harmful"), 0, "{table}");
+    assert!(
+        field("right") >= RIGHT && field("proven") >= PROVEN && field("named") >= NAMED,
+        "scenarios: right {} (≥ {RIGHT}), proven {} (≥ {PROVEN}), named {} (≥ {NAMED})\n{table}",
+        field("right"),
+        field("proven"),
+        field("named")
+    );
+}

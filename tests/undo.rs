@@ -4,7 +4,7 @@
 //! worse and asks the policy's rule `undo`; the Executing stage proves the restore (nobody
 //! changed the target since) and writes the recorded spec back exactly once; a person takes the
 //! request over. The deployment controller makes the pods; the test plays the kubelet, and
-//! lets the pods of the scale-up crash.
+//! lets the pods of the scale-up crash. The last test goes through the daemon, from the alert.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
@@ -368,4 +368,137 @@ async fn a_target_somebody_changed_since_is_not_restored() {
         "shop/web:2"
     );
     assert_eq!(d["spec"]["replicas"], 3, "nothing was restored");
+}
+
+/// Through the daemon `serve` assembles, on the real API server, from the alert: a memory
+/// raise in staging whose new pod no node can take (the test's kubelet reports it
+/// unschedulable) stops at its rollout's wait; the change is on the cluster, so it is verified
+/// all the same, found worse than before (a pod more failing, a failure none showed), and
+/// undone once: the limit is back, stamped by the undo, the request with a person, every step
+/// in its audit trail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_raise_no_node_can_take_is_undone_through_the_daemon() {
+    let Some(k) = Kube::new("undo-e2e").await else {
+        return;
+    };
+    let staged = common::scenarios::staged_in("oomkilled", &[&k]).await;
+    let before = k.get("apps/v1", "Deployment", "api").await;
+    let limit = |d: &serde_json::Value| {
+        d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"].clone()
+    };
+    let kubeconfig = k.kubeconfig.clone();
+    let policies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let d = common::TestDaemon::serving(|a| {
+        a.cluster.kubeconfig = Some(kubeconfig);
+        a.gate.policy_dir = Some(policies);
+        a.verify.verification_window_seconds = Some(2);
+        a.execute.cooldown_seconds = Some(0);
+    })
+    .await;
+    // The kubelet: a new pod of the raised template fits on no node.
+    let kubelet = {
+        let k = k.clone_handle();
+        tokio::spawn(async move {
+            loop {
+                unschedulable(&k, "app=api").await;
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let answer: serde_json::Value = d
+        .send_alertmanager(&staged[0].alert.to_string())
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = answer["outcomes"][0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let done = d
+        .eventually(&format!("/api/v1/requests/{id}"), 120, |r| {
+            r["phase"]
+                .as_str()
+                .and_then(Phase::parse)
+                .is_some_and(Phase::is_terminal)
+        })
+        .await;
+    kubelet.abort();
+    assert_eq!(done["phase"], "ManualReviewRequired", "{done:#}");
+    let reason = done["reason"].as_str().unwrap();
+    assert!(reason.contains("undone:"), "{reason}");
+    let execution = &done["state"]["execution"];
+    assert_eq!(
+        execution["steps"][0]["action"], "set_resources",
+        "{execution:#}"
+    );
+    let undo = &done["state"]["undo"];
+    assert_eq!(undo["decided"], true, "{undo:#}");
+    assert_eq!(undo["restore"]["restored"], true, "{undo:#}");
+    assert!(
+        undo["worse"].to_string().contains("unschedulable"),
+        "the new failure is named: {undo:#}"
+    );
+    let kinds: Vec<&str> = done["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    for kind in ["execution", "assessment", "undo_decided", "undo"] {
+        assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+    }
+    let phases: Vec<String> = done["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "transition")
+        .map(|e| e["message"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert!(
+        phases
+            .iter()
+            .any(|m| m.starts_with("Verifying -> Executing")),
+        "{phases:?}"
+    );
+    let after = k.get("apps/v1", "Deployment", "api").await;
+    assert_eq!(
+        limit(&after),
+        limit(&before),
+        "the limit before the raise is back"
+    );
+    assert_eq!(
+        after["metadata"]["annotations"]["kubemedic.io/remediation"],
+        format!("{id}/undo")
+    );
+    d.stop().await;
+}
+
+/// Play a kubelet on a node without room: every pod of `selector` that has no node yet is
+/// reported unschedulable for lack of memory.
+async fn unschedulable(k: &Kube, selector: &str) {
+    let api = k.api("v1", "Pod");
+    let Ok(list) = api
+        .list(&kube::api::ListParams::default().labels(selector))
+        .await
+    else {
+        return;
+    };
+    for p in list.items {
+        let p = serde_json::to_value(p).unwrap();
+        if p["spec"]["nodeName"].is_string()
+            || p["metadata"]["deletionTimestamp"].is_string()
+            || p["status"]["conditions"].is_array()
+        {
+            continue;
+        }
+        let name = p["metadata"]["name"].as_str().unwrap().to_owned();
+        k.patch_status(
+            "v1",
+            "Pod",
+            &name,
+            status::unschedulable("0/1 nodes are available: 1 Insufficient memory."),
+        )
+        .await;
+    }
 }

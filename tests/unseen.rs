@@ -10,7 +10,11 @@ mod common;
 use serde_json::Value;
 
 /// Incidents the current investigator gets right (see docs/unseen-incidents.md).
-const MIN_RIGHT: usize = 48;
+const MIN_RIGHT: usize = 50;
+/// Incidents with a right action where it is proposed and its proof holds (recall, issue 38).
+const MIN_PROVEN: usize = 13;
+/// Incidents whose reason names the culprit the examiner expects.
+const MIN_NAMED: usize = 50;
 /// Incidents where it currently does harm (a forbidden action, a live problem closed, or an
 /// auto-approved action where none is right).
 const MAX_HARMFUL: usize = 0;
@@ -90,15 +94,20 @@ fn the_investigator_holds_the_unseen_ratchet() {
             .unwrap_or_else(|| panic!("{key} missing from {total}"))
     };
     let (right, harmful, incidents) = (field("right"), field("harmful"), field("incidents"));
+    let (proven, named) = (field("proven"), field("named"));
     assert_eq!(incidents, NAMES.len(), "{table}");
     assert!(
         right >= MIN_RIGHT && harmful <= MAX_HARMFUL,
         "unseen incidents: {right} right (ratchet {MIN_RIGHT}), {harmful} harmful (ratchet {MAX_HARMFUL})\n{table}"
     );
+    assert!(
+        proven >= MIN_PROVEN && named >= MIN_NAMED,
+        "unseen incidents: right action proven on {proven} (ratchet {MIN_PROVEN}), culprit named on {named} (ratchet {MIN_NAMED})\n{table}"
+    );
     // Better than the ratchet: say so, so that it is raised.
-    if right > MIN_RIGHT || harmful < MAX_HARMFUL {
+    if right > MIN_RIGHT || harmful < MAX_HARMFUL || proven > MIN_PROVEN || named > MIN_NAMED {
         eprintln!(
-            "unseen incidents: {right} right, {harmful} harmful — raise MIN_RIGHT / lower MAX_HARMFUL in tests/unseen.rs\n{table}"
+            "unseen incidents: {right} right, {harmful} harmful, {proven} proven, {named} named — raise the ratchets in tests/unseen.rs\n{table}"
         );
     }
 }

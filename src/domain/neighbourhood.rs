@@ -28,6 +28,8 @@ pub enum DepKind {
     Network,
     /// An admission webhook that applies to the namespace.
     Admission,
+    /// The RBAC the pods' ServiceAccount calls the API with, when the API refuses it.
+    Access,
     /// ResourceQuota or LimitRange.
     Quota,
     /// A HorizontalPodAutoscaler or PodDisruptionBudget.

@@ -112,6 +112,7 @@ proofs! {
         NO_ROLLOUT_IN_PROGRESS = "restart.no-rollout-in-progress": super::NO_ROLLOUT;
         NO_BROKEN_DEPENDENCY = "restart.no-broken-dependency": super::NO_BROKEN_DEPENDENCY;
         KEEPS_READY_PODS = "restart.keeps-ready-pods": "Replacing the pods never takes away the last ready ones";
+        NOT_SHORT_OF_REPLICAS = "restart.not-short-of-replicas": "The workload runs the replicas it declares (replacing the pods of a workload scaled below its count gives it no capacity back)";
     }
     scale ("Changing a workload's replica count.", [ScaleReplicas]) {
         READABLE = "scale.readable": super::READABLE;

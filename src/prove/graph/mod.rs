@@ -10,7 +10,7 @@
 //! Deployment was scaled to 0 at 10:01; ledger's pods fail since 10:02").
 //!
 //! One adapter per kind of dependency (`hosts`, `nodes`, `storage`, `config`, `network`,
-//! `admission`, `quota`, `scaling`, `services`), each reading only what its kind needs and only
+//! `admission`, `access`, `injection`, `quota`, `scaling`, `services`), each reading only what its kind needs and only
 //! when the failure points its way; no adapter knows an incident class. Text found in logs or
 //! objects is only matched against object names in the cluster, never followed as an
 //! instruction.
@@ -318,6 +318,8 @@ pub async fn build(
     deps.extend(adapters::config(&ctx).await?);
     deps.extend(adapters::network(&ctx).await?);
     deps.extend(adapters::admission(&ctx).await?);
+    deps.extend(adapters::access(&ctx).await?);
+    deps.extend(adapters::injection(&ctx).await?);
     deps.extend(adapters::quota(&ctx).await?);
     deps.extend(adapters::scaling(&ctx).await?);
     deps.extend(adapters::services(&ctx).await?);

@@ -57,9 +57,46 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
     }
 
     out.push(keeps_ready_pods(&w, &pods));
+    out.push(not_short_of_replicas(scene, &w, &pods, &events).await?);
     out.push(no_rollout(&w, &ob::restart::NO_ROLLOUT_IN_PROGRESS));
     out.push(no_broken_dependency(scene, &ob::restart::NO_BROKEN_DEPENDENCY, "restart").await?);
     Ok(out)
+}
+
+/// A workload scaled below the count it declares (its applied configuration, or the count it ran
+/// at before a scale-down without a rollout) is short of capacity: new pods are as overloaded
+/// as the old ones. An autoscaler's count is its own: then the declared one says nothing.
+async fn not_short_of_replicas(
+    scene: &Scene,
+    w: &Value,
+    pods: &[Pod],
+    events: &[Event],
+) -> Read<Obligation> {
+    let obligation = &ob::restart::NOT_SHORT_OF_REPLICAS;
+    let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(pods.len() as i64);
+    let Some(declared) = findings::declared_replicas(w, pods, events) else {
+        return Ok(obligation.holds(vec![format!(
+            "{replicas} replica(s); nothing declares another count"
+        )]));
+    };
+    if declared.count <= replicas {
+        return Ok(obligation.holds(vec![format!(
+            "{replicas} replica(s); {}",
+            declared.evidence
+        )]));
+    }
+    let hpas = scene.autoscalers_of(obj::kind(w), obj::name(w)).await?;
+    if let Some(h) = hpas.first() {
+        return Ok(obligation.holds(vec![format!(
+            "{replicas} replica(s), set by HorizontalPodAutoscaler {}; {}",
+            obj::name(h),
+            declared.evidence
+        )]));
+    }
+    Ok(obligation.fails(vec![format!(
+        "{replicas} replica(s) where {}: new pods would carry the same load; scaling back is the remedy",
+        declared.evidence
+    )]))
 }
 
 fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {

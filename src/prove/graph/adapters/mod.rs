@@ -1,7 +1,9 @@
 //! One adapter per kind of dependency besides named hosts: the pods' nodes (and neighbours on
 //! a node under pressure), their volumes, the ConfigMaps and Secrets they refer to, the
 //! NetworkPolicies selecting them, admission webhooks, quota and limits, the autoscaler, the
-//! Services a StatefulSet or an Ingress names, and the workload's own rollout state. Each reads
+//! Services a StatefulSet or an Ingress names, the RBAC behind a refused API call, what an
+//! admission webhook injected into some pods and not others, and the workload's own rollout
+//! state. Each reads
 //! only when the target or its failures point its way.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,8 +18,12 @@ use crate::cluster::observed::{Event, Pod};
 use crate::cluster::selector::Selector;
 use crate::prove::scene::{limit_kills, node_short_at, not_ready_events, readiness_flaps};
 
+mod access;
+mod injection;
 mod nodes;
 
+pub(in crate::prove::graph) use access::access;
+pub(in crate::prove::graph) use injection::injection;
 pub(in crate::prove::graph) use nodes::nodes;
 
 /// The pod template (a workload's) or the pod spec (a bare Pod's) of the target.
