@@ -9,20 +9,10 @@
 
 mod common;
 
-use std::sync::Arc;
+use common::undo;
 
-use chrono::Utc;
 use common::kube::{Kube, status};
-use kubemedic::catalog::Catalog;
-use kubemedic::clock::SystemClock;
-use kubemedic::domain::{
-    Phase, ProofPoint, ProofVerdict, Proposer, RemediationRequest, Stage, StageOutcome, Target,
-};
-use kubemedic::execute::{ExecuteSettings, ExecutionStage};
-use kubemedic::policy::RegoGate;
-use kubemedic::prove::{Claim, Prover};
-use kubemedic::store::Store;
-use kubemedic::verify::{VerificationStage, VerifySettings};
+use kubemedic::domain::{Phase, ProofPoint, ProofVerdict, RemediationRequest, Stage, StageOutcome};
 use serde_json::json;
 
 /// `web` declared with 3 replicas (its applied configuration) and scaled to 1 by hand: one pod,
@@ -51,131 +41,15 @@ async fn scaled_down_web(k: &Kube) -> String {
     node
 }
 
-/// A request in `Executing` to scale `web` back to 3, proven as the selection stage proves
-/// it, in `environment`.
-async fn request(k: &Kube, environment: &str) -> RemediationRequest {
-    let body = common::alert_body(
-        "firing",
-        "KubeDeploymentReplicasMismatch",
-        &[("namespace", k.ns.as_str()), ("deployment", "web")],
-        &format!("fp-{}", uuid::Uuid::new_v4().simple()),
-        "2026-01-01T00:00:00Z",
-    );
-    let signals = kubemedic::ingest::alertmanager::parse(body.as_bytes()).unwrap();
-    let mut req = RemediationRequest::for_signal(&signals[0], Phase::Executing, Utc::now());
-    let target = Target::new("Deployment", "web", Some(k.ns.clone()));
-    req.state.enrichment =
-        Some(serde_json::from_value(json!({"environment": environment})).unwrap());
-    let rca = json!({"root_cause_analysis": {"summary": "s", "severity": "high"},
-        "confidence": 0.9, "investigation_outcome": "actionable", "actionable": true});
-    req.state.analysis = Some(
-        serde_json::from_value(json!({"rca": rca, "root_owner": target, "investigator": "test"}))
-            .unwrap(),
-    );
-    req.state.selection = Some(
-        serde_json::from_value(json!({
-            "selected": {"workflow_id": "scale-replicas", "action_type": "ScaleReplicas",
-                "version": "1.0.0", "confidence": 0.9, "parameters": {"REPLICAS": 3}},
-            "merged": rca,
-            "outcome": {"kind": "workflow_selected", "next_phase": "Gating", "reason": "r"},
-        }))
-        .unwrap(),
-    );
-    let c = k.cluster().await;
-    let prover = Prover::new(
-        c.clone(),
-        Some(c),
-        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
-        Arc::new(SystemClock),
-    );
-    let selected = req
-        .state
-        .selection
-        .as_ref()
-        .unwrap()
-        .selected
-        .clone()
-        .unwrap();
-    let proof = prover
-        .prove(
-            &Claim {
-                action_type: &selected.action_type,
-                workflow_id: &selected.workflow_id,
-                parameters: &selected.parameters,
-                target: &target,
-                proposer: Proposer::Offline,
-                signal: &req.signal,
-                bound_to: None,
-            },
-            ProofPoint::Selection,
-        )
-        .await
-        .unwrap();
-    assert_eq!(proof.verdict, ProofVerdict::Proven, "{proof:#?}");
-    req.state.proof = Some(proof);
-    req
-}
-
-struct Env {
-    store: Arc<dyn Store>,
-    _dir: tempfile::TempDir,
-}
-
-async fn env() -> Env {
-    let (dir, url) = common::sqlite_url();
-    Env {
-        store: common::open_store(&url, Arc::new(SystemClock)).await,
-        _dir: dir,
-    }
-}
-
-fn executor(k: Arc<kubemedic::cluster::KubeCluster>, store: Arc<dyn Store>) -> ExecutionStage {
-    ExecutionStage::new(
-        k.clone(),
-        k,
-        store,
-        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
-        Arc::new(SystemClock),
-        ExecuteSettings::default(),
-    )
-}
-
-/// Verification with no window, the shipped policy deciding the undo.
-fn verifier(k: Arc<kubemedic::cluster::KubeCluster>, store: Arc<dyn Store>) -> VerificationStage {
-    let policies = concat!(env!("CARGO_MANIFEST_DIR"), "/policies");
-    VerificationStage::new(
-        k,
-        store,
-        Arc::new(SystemClock),
-        VerifySettings {
-            window: chrono::Duration::zero(),
-            ..Default::default()
-        },
-    )
-    .with_policy(Arc::new(RegoGate::load(
-        policies,
-        std::time::Duration::from_secs(1),
-        None,
-    )))
-}
-
-/// The request moved on by `out`.
-fn moved(mut req: RemediationRequest, out: &StageOutcome) -> RemediationRequest {
-    req.phase = out.next;
-    req.reason = out.reason.clone();
-    req.state = out.state.clone();
-    req
-}
-
 /// Scale `web` to 3 and let the two new pods crash: the target is worse than before (more
 /// failing pods, a failure its one pod did not show).
 async fn scale_up_that_crashes(
     k: &Kube,
     node: &str,
-    e: &Env,
+    e: &undo::Env,
     req: &RemediationRequest,
 ) -> StageOutcome {
-    let out = executor(k.cluster().await, e.store.clone())
+    let out = undo::executor(k.cluster().await, e.store.clone())
         .run(req)
         .await
         .unwrap();
@@ -214,13 +88,13 @@ async fn a_scale_up_that_made_things_worse_is_undone_once_and_handed_to_a_person
         return;
     };
     let node = scaled_down_web(&k).await;
-    let e = env().await;
-    let req = request(&k, "staging").await;
+    let e = undo::env().await;
+    let req = undo::scale_request(&k.cluster().await, &k.ns, "staging").await;
     let out = scale_up_that_crashes(&k, &node, &e, &req).await;
-    let req = moved(req, &out);
+    let req = undo::moved(req, &out);
 
     // Verification: worse, and the policy (staging) says undo.
-    let out = verifier(k.cluster().await, e.store.clone())
+    let out = undo::verifier(k.cluster().await, e.store.clone())
         .run(&req)
         .await
         .unwrap();
@@ -237,10 +111,10 @@ async fn a_scale_up_that_made_things_worse_is_undone_once_and_handed_to_a_person
     );
     assert!(!out.state.assessment.as_ref().unwrap().effective);
     assert!(out.events.iter().any(|ev| ev.kind == "undo_decided"));
-    let req = moved(req, &out);
+    let req = undo::moved(req, &out);
 
     // The executor restores the recorded spec, once.
-    let out = executor(k.cluster().await, e.store.clone())
+    let out = undo::executor(k.cluster().await, e.store.clone())
         .run(&req)
         .await
         .unwrap();
@@ -280,7 +154,7 @@ async fn a_scale_up_that_made_things_worse_is_undone_once_and_handed_to_a_person
 
     // A worker that crashed before the request moved on runs the stage again: the restore
     // is not repeated.
-    let again = executor(k.cluster().await, e.store.clone())
+    let again = undo::executor(k.cluster().await, e.store.clone())
         .run(&req)
         .await
         .unwrap();
@@ -300,11 +174,11 @@ async fn in_production_a_new_failure_without_lost_ready_pods_goes_to_a_person_as
         return;
     };
     let node = scaled_down_web(&k).await;
-    let e = env().await;
-    let req = request(&k, "production").await;
+    let e = undo::env().await;
+    let req = undo::scale_request(&k.cluster().await, &k.ns, "production").await;
     let out = scale_up_that_crashes(&k, &node, &e, &req).await;
-    let req = moved(req, &out);
-    let out = verifier(k.cluster().await, e.store.clone())
+    let req = undo::moved(req, &out);
+    let out = undo::verifier(k.cluster().await, e.store.clone())
         .run(&req)
         .await
         .unwrap();
@@ -326,16 +200,16 @@ async fn a_target_somebody_changed_since_is_not_restored() {
         return;
     };
     let node = scaled_down_web(&k).await;
-    let e = env().await;
-    let req = request(&k, "staging").await;
+    let e = undo::env().await;
+    let req = undo::scale_request(&k.cluster().await, &k.ns, "staging").await;
     let out = scale_up_that_crashes(&k, &node, &e, &req).await;
-    let req = moved(req, &out);
-    let out = verifier(k.cluster().await, e.store.clone())
+    let req = undo::moved(req, &out);
+    let out = undo::verifier(k.cluster().await, e.store.clone())
         .run(&req)
         .await
         .unwrap();
     assert_eq!(out.next, Phase::Executing, "{:?}", out.reason);
-    let req = moved(req, &out);
+    let req = undo::moved(req, &out);
 
     // Somebody rolls out a new image before the executor gets to the undo.
     k.patch(
@@ -345,7 +219,7 @@ async fn a_target_somebody_changed_since_is_not_restored() {
         json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "shop/web:2"}]}}}}),
     )
     .await;
-    let out = executor(k.cluster().await, e.store.clone())
+    let out = undo::executor(k.cluster().await, e.store.clone())
         .run(&req)
         .await
         .unwrap();

@@ -11,6 +11,7 @@ pub mod otlp;
 pub mod proofs;
 pub mod propose;
 pub mod scenarios;
+pub mod undo;
 pub mod unseen;
 
 use std::path::PathBuf;

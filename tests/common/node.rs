@@ -410,7 +410,7 @@ impl Played {
     }
 }
 
-async fn wait_default_token(tier: &NodeTier, ns: &str) -> Result<(), String> {
+pub async fn wait_default_token(tier: &NodeTier, ns: &str) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let out = tier.kubectl(&["-n", ns, "get", "secrets", "-o", "name"], None)?;
