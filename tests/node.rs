@@ -27,6 +27,8 @@ const MIN_RIGHT: usize = 12;
 /// Incidents where it does harm (a forbidden action, a live problem closed, an action
 /// approved without a human where none is right).
 const MAX_HARMFUL: usize = 0;
+/// Incidents whose reason names the culprit the incident expects (recall, issue 38).
+const MIN_NAMED: usize = 12;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubemedic");
 
@@ -487,6 +489,10 @@ struct Outcome {
     reason: String,
     /// For an action approved without a human: the request's end (phase, effective).
     ran: Option<String>,
+    /// Where a workflow is expected: `proven`, `refused by …`, `not proposed`.
+    action: Option<String>,
+    /// Whether the reason names the expected culprit.
+    named: bool,
 }
 
 async fn run_one(tier: &NodeTier, lp: &Loop, incident: &Incident) -> Result<Outcome, String> {
@@ -531,6 +537,8 @@ async fn run_one(tier: &NodeTier, lp: &Loop, incident: &Incident) -> Result<Outc
     Ok(Outcome {
         name: incident.name.clone(),
         verdict: verdict["verdict"].as_str().unwrap().to_owned(),
+        action: verdict["action"].as_str().map(str::to_owned),
+        named: verdict["culprit"] == "named",
         problems: verdict["problems"]
             .as_array()
             .unwrap()
@@ -672,11 +680,30 @@ async fn real_incidents_on_a_real_node_are_decided_and_scored() {
             report.push_str(&format!("        reason: {}\n", o.reason));
         }
     }
+    let actions: Vec<&&Outcome> = outcomes.iter().filter(|o| o.action.is_some()).collect();
+    let proven = actions
+        .iter()
+        .filter(|o| o.action.as_deref() == Some("proven"))
+        .count();
+    let named = outcomes.iter().filter(|o| o.named).count();
     report.push_str(&format!(
-        "\nright {right}/{}, harmful {harmful}; replay differs on {}\n",
+        "\nright {right}/{}, harmful {harmful}; replay differs on {}\n\
+         recall: right action proven {proven}/{}; culprit named {named}/{}\n",
         outcomes.len(),
-        differ.len()
+        differ.len(),
+        actions.len(),
+        outcomes.len()
     ));
+    for o in actions
+        .iter()
+        .filter(|o| o.action.as_deref() != Some("proven"))
+    {
+        report.push_str(&format!(
+            "  {}: right action {}\n",
+            o.name,
+            o.action.as_deref().unwrap_or("")
+        ));
+    }
     for d in &differ {
         report.push_str(&format!("  {d}\n"));
     }
@@ -704,6 +731,10 @@ async fn real_incidents_on_a_real_node_are_decided_and_scored() {
         assert!(
             harmful <= MAX_HARMFUL,
             "harmful {harmful} > MAX_HARMFUL {MAX_HARMFUL}\n{report}"
+        );
+        assert!(
+            named >= MIN_NAMED,
+            "culprit named {named} < MIN_NAMED {MIN_NAMED}\n{report}"
         );
     }
 }

@@ -4,12 +4,13 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::Pod;
+use super::{FailureKind, NEVER_READY_ALLOWANCE, Pod};
 use crate::cluster::obj::i64_at;
 use crate::domain::{PodFailure, TargetHealth};
 
 /// The health of `workload` from its `pods`, as of `now`: pods being deleted are leaving and
-/// do not count.
+/// do not count; a pod that runs but is not ready yet, younger than [`NEVER_READY_ALLOWANCE`],
+/// is starting (a rollout still under way), not failing.
 pub fn target_health(workload: &Value, pods: &[Value], now: DateTime<Utc>) -> TargetHealth {
     let live: Vec<Pod> = pods
         .iter()
@@ -25,7 +26,14 @@ pub fn target_health(workload: &Value, pods: &[Value], now: DateTime<Utc>) -> Ta
         failing: live
             .iter()
             .filter_map(|p| {
-                p.failure().map(|f| PodFailure {
+                let f = p.failure()?;
+                let young = p
+                    .created
+                    .is_some_and(|c| now - c < chrono::Duration::seconds(NEVER_READY_ALLOWANCE));
+                if f.kind == FailureKind::NotReady && young {
+                    return None;
+                }
+                Some(PodFailure {
                     pod: p.name.clone(),
                     cause: f.cause,
                     line: f.line,
@@ -70,6 +78,15 @@ mod tests {
                 "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                 "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}}]}});
         let h = target_health(&json!({}), &[exited, backing_off], now);
+        // A pod seconds old that runs but is not ready yet is starting.
+        let starting = json!({"metadata": {"name": "f", "creationTimestamp": now.to_rfc3339()},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+            "containerStatuses": [{"name": "app", "state": {"running": {}}}]}});
+        assert!(
+            target_health(&json!({}), &[starting], now)
+                .failing
+                .is_empty()
+        );
         let causes: Vec<&str> = h.failing.iter().map(|f| f.cause.as_str()).collect();
         assert_eq!(causes, ["exited Error", "exited Error"]);
     }
