@@ -338,26 +338,12 @@ fn the_scenarios_hold_their_recall() {
     const RIGHT: usize = 44;
     const PROVEN: usize = 24;
     const NAMED: usize = 44;
-    let root = env!("CARGO_MANIFEST_DIR");
-    let out = std::process::Command::new("python3")
-        .arg(format!("{root}/scripts/score-unseen"))
-        .arg(env!("CARGO_BIN_EXE_kubemedic"))
-        .args(["--set", &format!("{root}/tests/scenarios")])
-        .current_dir(root)
-        .output()
-        .expect("python3 scripts/score-unseen");
-    let table = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{table}");
-    let total = table
-        .lines()
-        .find_map(|l| l.strip_prefix("TOTAL "))
-        .unwrap_or_else(|| panic!("no TOTAL line:\n{table}"));
+    let (table, totals) =
+        common::unseen::score_set(env!("CARGO_BIN_EXE_kubemedic"), "tests/scenarios");
     let field = |key: &str| -> usize {
-        total
-            .split_whitespace()
-            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{key} missing from {total}"))
+        *totals
+            .get(key)
+            .unwrap_or_else(|| panic!("{key} missing from the TOTAL line\n{table}"))
     };
     assert_eq!(field("harmful"), 0, "{table}");
     assert!(

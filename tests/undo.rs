@@ -82,22 +82,32 @@ async fn scale_up_that_crashes(
     out
 }
 
+/// `web` scaled down, a proven request to scale it back in `environment`, run, its new pods
+/// crashing, and verified: the store, the request as verification left it, and what
+/// verification decided.
+async fn verified_worse(
+    k: &Kube,
+    environment: &str,
+) -> (undo::Env, RemediationRequest, StageOutcome) {
+    let node = scaled_down_web(k).await;
+    let e = undo::env().await;
+    let req = undo::scale_request(&k.cluster().await, &k.ns, environment).await;
+    let out = scale_up_that_crashes(k, &node, &e, &req).await;
+    let req = undo::moved(req, &out);
+    let out = undo::verifier(k.cluster().await, e.store.clone())
+        .run(&req)
+        .await
+        .unwrap();
+    (e, req, out)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scale_up_that_made_things_worse_is_undone_once_and_handed_to_a_person() {
     let Some(k) = Kube::new("undo").await else {
         return;
     };
-    let node = scaled_down_web(&k).await;
-    let e = undo::env().await;
-    let req = undo::scale_request(&k.cluster().await, &k.ns, "staging").await;
-    let out = scale_up_that_crashes(&k, &node, &e, &req).await;
-    let req = undo::moved(req, &out);
-
     // Verification: worse, and the policy (staging) says undo.
-    let out = undo::verifier(k.cluster().await, e.store.clone())
-        .run(&req)
-        .await
-        .unwrap();
+    let (e, req, out) = verified_worse(&k, "staging").await;
     assert_eq!(out.next, Phase::Executing, "{:?}", out.reason);
     let reason = out.reason.clone().unwrap();
     assert!(reason.contains("scale-replicas made"), "{reason}");
@@ -173,15 +183,7 @@ async fn in_production_a_new_failure_without_lost_ready_pods_goes_to_a_person_as
     let Some(k) = Kube::new("undo-prod").await else {
         return;
     };
-    let node = scaled_down_web(&k).await;
-    let e = undo::env().await;
-    let req = undo::scale_request(&k.cluster().await, &k.ns, "production").await;
-    let out = scale_up_that_crashes(&k, &node, &e, &req).await;
-    let req = undo::moved(req, &out);
-    let out = undo::verifier(k.cluster().await, e.store.clone())
-        .run(&req)
-        .await
-        .unwrap();
+    let (_e, _req, out) = verified_worse(&k, "production").await;
     assert_eq!(out.next, Phase::ManualReviewRequired, "{:?}", out.reason);
     let reason = out.reason.clone().unwrap();
     assert!(
@@ -199,15 +201,7 @@ async fn a_target_somebody_changed_since_is_not_restored() {
     let Some(k) = Kube::new("undo-changed").await else {
         return;
     };
-    let node = scaled_down_web(&k).await;
-    let e = undo::env().await;
-    let req = undo::scale_request(&k.cluster().await, &k.ns, "staging").await;
-    let out = scale_up_that_crashes(&k, &node, &e, &req).await;
-    let req = undo::moved(req, &out);
-    let out = undo::verifier(k.cluster().await, e.store.clone())
-        .run(&req)
-        .await
-        .unwrap();
+    let (e, req, out) = verified_worse(&k, "staging").await;
     assert_eq!(out.next, Phase::Executing, "{:?}", out.reason);
     let req = undo::moved(req, &out);
 

@@ -69,29 +69,12 @@ fn every_unseen_incident_is_complete_and_listed() {
 #[test]
 #[allow(clippy::absurd_extreme_comparisons)] // a ratchet at 0 harmful is the goal, not a mistake
 fn the_investigator_holds_the_unseen_ratchet() {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let out = std::process::Command::new("python3")
-        .arg(format!("{root}/scripts/score-unseen"))
-        .arg(env!("CARGO_BIN_EXE_kubemedic"))
-        .current_dir(root)
-        .output()
-        .expect("python3 scripts/score-unseen");
-    let table = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "score-unseen failed: {}\n{table}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let total = table
-        .lines()
-        .find_map(|l| l.strip_prefix("TOTAL "))
-        .unwrap_or_else(|| panic!("no TOTAL line:\n{table}"));
+    let (table, totals) =
+        common::unseen::score_set(env!("CARGO_BIN_EXE_kubemedic"), "tests/unseen");
     let field = |key: &str| -> usize {
-        total
-            .split_whitespace()
-            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{key} missing from {total}"))
+        *totals
+            .get(key)
+            .unwrap_or_else(|| panic!("{key} missing from the TOTAL line\n{table}"))
     };
     let (right, harmful, incidents) = (field("right"), field("harmful"), field("incidents"));
     let (proven, named) = (field("proven"), field("named"));

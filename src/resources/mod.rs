@@ -180,14 +180,18 @@ impl Resources {
             .iter()
             .partition(|o| o.namespace().as_deref() == Some(self.namespace.as_str()));
         for o in elsewhere {
-            // Another kubemedic, in that namespace, may own it: never contradict it.
-            let owned = o
+            // Another kubemedic, in that namespace, may own it: never contradict it. Reported
+            // ignored already for this generation (by this kubemedic or another, each naming
+            // its own namespace): leave it, or two installations would rewrite each other's
+            // report for ever.
+            let generation = o.metadata.generation.unwrap_or(0);
+            let reported = o
                 .data
                 .pointer("/status/conditions")
                 .and_then(Value::as_array)
                 .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
-                .is_some_and(|c| c["reason"] != "Ignored");
-            if owned {
+                .is_some_and(|c| c["reason"] != "Ignored" || c["observedGeneration"] == generation);
+            if reported {
                 continue;
             }
             let v = Verdict {

@@ -302,6 +302,37 @@ impl Ctx {
 }
 
 /// The keys every expected.json has (tests/unseen/ and tests/node/; docs/unseen-incidents.md).
+/// `scripts/score-unseen` run on `binary` (the test build's, `env!("CARGO_BIN_EXE_kubemedic")`)
+/// against `set` (a folder under the crate root, laid out as tests/unseen is): its table, and
+/// the counts of its TOTAL line by key (`right`, `harmful`, `proven`, `named`, …).
+pub fn score_set(binary: &str, set: &str) -> (String, std::collections::BTreeMap<String, usize>) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new("python3")
+        .arg(format!("{root}/scripts/score-unseen"))
+        .arg(binary)
+        .args(["--set", &format!("{root}/{set}")])
+        .current_dir(root)
+        .output()
+        .expect("python3 scripts/score-unseen");
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "score-unseen failed: {}\n{table}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let totals = table
+        .lines()
+        .find_map(|l| l.strip_prefix("TOTAL "))
+        .unwrap_or_else(|| panic!("no TOTAL line:\n{table}"))
+        .split_whitespace()
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_owned(), v.parse().ok()?))
+        })
+        .collect();
+    (table, totals)
+}
+
 pub const EXPECTED_KEYS: &[&str] = &[
     "target",
     "phase",
