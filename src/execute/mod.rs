@@ -23,6 +23,10 @@
 //!
 //! Dry run sends every builtin write with `dryRun=All` and creates no Job: the request records
 //! exactly what would have run, and nothing changes.
+//!
+//! Back from verification with an undo decided (the remediation made its target worse), the
+//! stage runs the undo instead (`undo`): its own proof, then the spec intent 0 recorded written
+//! back once, behind its intent and the stamp `<request>/undo`; then a person takes over.
 
 mod admit;
 pub mod guardrails;

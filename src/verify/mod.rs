@@ -22,6 +22,12 @@
 //! target and the guardrails read), an `assessment` audit event, and `Completed` with the
 //! verdict as its reason. A dry run is completed with a `NoExecution` assessment and no history.
 //!
+//! Made worse (docs/adr/0035-undo-what-made-it-worse.md, `worse`): a workload whose pods are
+//! worse than the execution recorded before its first write (fewer ready, more failing, a new
+//! failure cause) is not effective and not `Completed`: the request carries an `Undo` and goes
+//! back to `Executing` when the setting, the action and the policy's rule `undo` allow
+//! restoring the recorded spec, else to `ManualReviewRequired`, the approvers told.
+//!
 //! Outcome learning (docs/adr/0024-outcome-learning.md): an assessment of a real execution —
 //! effective or not, spec drift excepted (it measured somebody else's change) — is also
 //! written as a [`PatternOutcome`] under the signature the investigation recorded, with the
