@@ -15,12 +15,10 @@ use kubemedic::catalog::Catalog;
 use kubemedic::clock::SystemClock;
 use kubemedic::cluster::ClusterWriter;
 use kubemedic::domain::{
-    HistoryRecord, Phase, ProofPoint, ProofVerdict, Proposer, RemediationRequest, Stage,
-    StageOutcome, Target,
+    HistoryRecord, Phase, ProofVerdict, RemediationRequest, Stage, StageOutcome, Target,
 };
 use kubemedic::execute::stamp::StampingWriter;
 use kubemedic::execute::{ExecuteSettings, ExecutionStage};
-use kubemedic::prove::{Claim, Prover};
 use kubemedic::store::Store;
 use kubemedic::verify::{VerificationStage, VerifySettings};
 use serde_json::{Value, json};
@@ -66,37 +64,7 @@ async fn web_as(k: &Kube, wedge: bool) -> String {
 /// action type is unverified).
 async fn request(k: &Kube, workflow: &str, action_type: &str) -> RemediationRequest {
     let mut req = unproven(k, workflow, action_type);
-    let c = k.cluster().await;
-    let prover = Prover::new(
-        c.clone(),
-        Some(c),
-        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
-        Arc::new(SystemClock),
-    );
-    let selected = req
-        .state
-        .selection
-        .as_ref()
-        .unwrap()
-        .selected
-        .clone()
-        .unwrap();
-    let target = Target::new("Deployment", "web", Some(k.ns.clone()));
-    let proof = prover
-        .prove(
-            &Claim {
-                action_type: &selected.action_type,
-                workflow_id: &selected.workflow_id,
-                parameters: &selected.parameters,
-                target: &target,
-                proposer: Proposer::Offline,
-                signal: &req.signal,
-                bound_to: None,
-            },
-            ProofPoint::Selection,
-        )
-        .await
-        .unwrap();
+    let proof = common::undo::prove_selection(&k.cluster().await, &req).await;
     assert_ne!(proof.verdict, ProofVerdict::Refuted, "{proof:#?}");
     req.state.proof = Some(proof);
     req

@@ -9,7 +9,7 @@ use kubemedic::catalog::Catalog;
 use kubemedic::clock::SystemClock;
 use kubemedic::cluster::KubeCluster;
 use kubemedic::domain::{
-    Phase, ProofPoint, ProofVerdict, Proposer, RemediationRequest, StageOutcome, Target,
+    Phase, Proof, ProofPoint, ProofVerdict, Proposer, RemediationRequest, StageOutcome, Target,
 };
 use kubemedic::execute::{ExecuteSettings, ExecutionStage};
 use kubemedic::policy::RegoGate;
@@ -52,35 +52,7 @@ pub async fn scale_request(
         }))
         .unwrap(),
     );
-    let prover = Prover::new(
-        c.clone(),
-        Some(c.clone()),
-        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
-        Arc::new(SystemClock),
-    );
-    let selected = req
-        .state
-        .selection
-        .as_ref()
-        .unwrap()
-        .selected
-        .clone()
-        .unwrap();
-    let proof = prover
-        .prove(
-            &Claim {
-                action_type: &selected.action_type,
-                workflow_id: &selected.workflow_id,
-                parameters: &selected.parameters,
-                target: &target,
-                proposer: Proposer::Offline,
-                signal: &req.signal,
-                bound_to: None,
-            },
-            ProofPoint::Selection,
-        )
-        .await
-        .unwrap();
+    let proof = prove_selection(c, &req).await;
     assert_eq!(proof.verdict, ProofVerdict::Proven, "{proof:#?}");
     req.state.proof = Some(proof);
     req
@@ -135,4 +107,42 @@ pub fn moved(mut req: RemediationRequest, out: &StageOutcome) -> RemediationRequ
     req.reason = out.reason.clone();
     req.state = out.state.clone();
     req
+}
+
+/// The proof of `req`'s selected workflow on its verified root owner, made as the selection
+/// stage makes it (the builtin catalog's obligations; a custom action type is unverified).
+pub async fn prove_selection(c: &Arc<KubeCluster>, req: &RemediationRequest) -> Proof {
+    let prover = Prover::new(
+        c.clone(),
+        Some(c.clone()),
+        kubemedic::live::Live::new(Catalog::builtin().unwrap()),
+        Arc::new(SystemClock),
+    );
+    let selected = req
+        .state
+        .selection
+        .as_ref()
+        .and_then(|s| s.selected.clone())
+        .unwrap();
+    let target = req
+        .state
+        .analysis
+        .as_ref()
+        .and_then(|a| a.root_owner.clone())
+        .unwrap();
+    prover
+        .prove(
+            &Claim {
+                action_type: &selected.action_type,
+                workflow_id: &selected.workflow_id,
+                parameters: &selected.parameters,
+                target: &target,
+                proposer: Proposer::Offline,
+                signal: &req.signal,
+                bound_to: None,
+            },
+            ProofPoint::Selection,
+        )
+        .await
+        .unwrap()
 }
