@@ -99,18 +99,7 @@ fn unproven(k: &Kube, workflow: &str, action_type: &str) -> RemediationRequest {
     req
 }
 
-struct Env {
-    store: Arc<dyn Store>,
-    _dir: tempfile::TempDir,
-}
-
-async fn env() -> Env {
-    let (dir, url) = common::sqlite_url();
-    Env {
-        store: common::open_store(&url, Arc::new(SystemClock)).await,
-        _dir: dir,
-    }
-}
+use common::undo::env;
 
 fn stage(
     k_cluster: Arc<kubemedic::cluster::KubeCluster>,

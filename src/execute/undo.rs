@@ -125,17 +125,6 @@ impl ExecutionStage {
         }
         let mut restored = object;
         restored["spec"] = pre.clone();
-        let res = match self.reader.resource(&target.kind).await {
-            Ok(r) => r,
-            Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
-            Err(e) => {
-                proof
-                    .obligations
-                    .push(ob::every::DRY_RUN.fails(vec![e.message]));
-                proof.verdict = ProofVerdict::Refuted;
-                return self.refused(request, proof).await;
-            }
-        };
         let w = StampingWriter::new(
             self.writer.clone(),
             stamp.to_owned(),
@@ -145,21 +134,31 @@ impl ExecutionStage {
             ),
         );
         let ns = target.namespace.as_deref();
-        match w.replace(&res, ns, &target.name, &restored, true).await {
-            Ok(_) => proof
-                .obligations
-                .push(ob::every::DRY_RUN.holds(vec![format!(
-                    "the API server accepts {target} with the spec recorded before the remediation"
-                )])),
-            Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
-            Err(e) => {
-                proof
-                    .obligations
-                    .push(ob::every::DRY_RUN.fails(vec![e.message]));
-                proof.verdict = ProofVerdict::Refuted;
-                return self.refused(request, proof).await;
-            }
+        // The dry run: the API server accepts the recorded spec on the object as read.
+        let accepted = async {
+            let res = self.reader.resource(&target.kind).await?;
+            w.replace(&res, ns, &target.name, &restored, true)
+                .await
+                .map(|_| res)
         }
+        .await;
+        let res =
+            match accepted {
+                Ok(res) => {
+                    proof.obligations.push(ob::every::DRY_RUN.holds(vec![format!(
+                    "the API server accepts {target} with the spec recorded before the remediation"
+                )]));
+                    res
+                }
+                Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
+                Err(e) => {
+                    proof
+                        .obligations
+                        .push(ob::every::DRY_RUN.fails(vec![e.message]));
+                    proof.verdict = ProofVerdict::Refuted;
+                    return self.refused(request, proof).await;
+                }
+            };
         match w.replace(&res, ns, &target.name, &restored, false).await {
             Ok(_) => {
                 self.settle_undo(

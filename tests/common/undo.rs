@@ -58,6 +58,7 @@ pub async fn scale_request(
     req
 }
 
+/// A SQLite store in a temporary directory, kept while this lives.
 pub struct Env {
     pub store: Arc<dyn Store>,
     _dir: tempfile::TempDir,
