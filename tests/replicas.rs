@@ -845,7 +845,9 @@ async fn a_replica_paused_mid_execution_wakes_to_find_the_request_finished_and_c
 
     // Wake it. Its next lease renewal finds the claim gone and abandons the step ("claim
     // taken over … abandoning the step"), or, if its rollout wait ends first, its commit is
-    // refused ("lost the claim"); either way the request is as the other left it.
+    // refused ("lost the claim"), or, if it was frozen inside a transaction, Postgres ended
+    // that session meanwhile (the idle-in-transaction timeout) and the commit fails with the
+    // store unavailable ("cannot commit step"); any way the request is as the other left it.
     let frozen = &replicas[frozen];
     let before = frozen.log.lock().unwrap().len();
     signal("-CONT");
@@ -854,8 +856,11 @@ async fn a_replica_paused_mid_execution_wakes_to_find_the_request_finished_and_c
         let woke = frozen.log.lock().unwrap()[before..]
             .iter()
             .find(|l| {
-                l.contains(r#""level":"WARN""#)
-                    && (l.contains("lost the claim") || l.contains("abandoning the step"))
+                (l.contains(r#""level":"WARN""#)
+                    && (l.contains("lost the claim") || l.contains("abandoning the step")))
+                    || (l.contains(r#""level":"ERROR""#)
+                        && l.contains("cannot commit step")
+                        && l.contains("idle-in-transaction timeout"))
             })
             .cloned();
         if let Some(line) = woke {
