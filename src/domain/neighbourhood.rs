@@ -165,11 +165,26 @@ const CHANGED_RECENTLY: u32 = 1;
 /// A change this long before the onset still counts as "just before".
 const BEFORE_ONSET: i64 = 60 * 60;
 
+/// Whether `change` came just before failures that began at `onset`
+/// ([`Neighbourhood::just_before_onset`]).
+pub fn just_before(onset: Option<DateTime<Utc>>, change: &Change) -> bool {
+    onset.is_some_and(|o| {
+        change.at <= o + Duration::minutes(5) && change.at >= o - Duration::seconds(BEFORE_ONSET)
+    })
+}
+
 fn hhmm(t: DateTime<Utc>) -> String {
     t.format("%H:%M").to_string()
 }
 
 impl Neighbourhood {
+    /// Whether `change` came just before the failures began: at most [`BEFORE_ONSET`] seconds
+    /// before the onset, or up to five minutes after it (the onset is the first warning seen,
+    /// which can trail the first failure).
+    pub fn just_before_onset(&self, change: &Change) -> bool {
+        just_before(self.onset, change)
+    }
+
     /// Order the dependencies, best-supported culprit first: unhealthy now, changed just
     /// before the onset, close to the target.
     pub fn rank(&mut self, now: DateTime<Utc>) {
@@ -180,10 +195,7 @@ impl Neighbourhood {
                 score += UNHEALTHY;
             }
             if let Some(c) = &d.changed {
-                let before_onset = onset.is_some_and(|o| {
-                    c.at <= o + Duration::minutes(5) && c.at >= o - Duration::seconds(BEFORE_ONSET)
-                });
-                if before_onset {
+                if just_before(onset, c) {
                     score += CHANGED_BEFORE_ONSET;
                 } else if now - c.at < Duration::hours(6) {
                     score += CHANGED_RECENTLY;

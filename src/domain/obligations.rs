@@ -113,6 +113,7 @@ proofs! {
         NO_BROKEN_DEPENDENCY = "restart.no-broken-dependency": super::NO_BROKEN_DEPENDENCY;
         KEEPS_READY_PODS = "restart.keeps-ready-pods": "Replacing the pods never takes away the last ready ones";
         NOT_SHORT_OF_REPLICAS = "restart.not-short-of-replicas": "The workload runs the replicas it declares (replacing the pods of a workload scaled below its count gives it no capacity back)";
+        NO_CHANGE_EXPLAINS = "restart.no-change-explains": super::NO_CHANGE_EXPLAINS;
     }
     scale ("Changing a workload's replica count.", [ScaleReplicas]) {
         READABLE = "scale.readable": super::READABLE;
@@ -124,6 +125,7 @@ proofs! {
         NO_BROKEN_DEPENDENCY = "scale.no-broken-dependency": super::NO_BROKEN_DEPENDENCY;
         SHORT_OF_REPLICAS = "scale.short-of-replicas": "The workload runs short of replicas: none, fewer than declared, or its pods busy near their CPU requests";
         QUOTA_ALLOWS = "scale.quota-allows": super::QUOTA_ALLOWS;
+        NO_CHANGE_EXPLAINS = "scale.no-change-explains": super::NO_CHANGE_EXPLAINS;
     }
     delete ("Deleting one pod for its controller to replace.", [DeletePod]) {
         READABLE = "delete.readable": super::READABLE;
@@ -146,6 +148,7 @@ proofs! {
         RAISES_BOUNDED = "memory.raises-bounded": super::LIMIT_RAISES_BOUNDED;
         FITS_QUOTA = "memory.fits-quota": super::LIMIT_FITS_QUOTA;
         FITS_NODES = "memory.fits-nodes": super::LIMIT_FITS_NODES;
+        NO_CHANGE_EXPLAINS = "memory.no-change-explains": super::NO_CHANGE_EXPLAINS;
     }
     cpu ("Raising a container's CPU limit.", [IncreaseCPULimits]) {
         READABLE = "cpu.readable": super::READABLE;
@@ -154,6 +157,7 @@ proofs! {
         RAISES_BOUNDED = "cpu.raises-bounded": super::LIMIT_RAISES_BOUNDED;
         FITS_QUOTA = "cpu.fits-quota": super::LIMIT_FITS_QUOTA;
         FITS_NODES = "cpu.fits-nodes": super::LIMIT_FITS_NODES;
+        NO_CHANGE_EXPLAINS = "cpu.no-change-explains": super::NO_CHANGE_EXPLAINS;
     }
     hpa ("Raising a HorizontalPodAutoscaler's maximum.", [PatchHPAMaxReplicas]) {
         READABLE = "hpa.readable": super::READABLE;
@@ -226,6 +230,7 @@ const CONTAINER_IN_TEMPLATE: &str = "The container named is in the workload's po
 const LIMIT_RAISES_BOUNDED: &str = "The new limit is higher than the current one, by at most 4x";
 const LIMIT_FITS_QUOTA: &str = "The namespace's quota has room for the new limit on every replica";
 const LIMIT_FITS_NODES: &str = "A node can hold the new limit";
+const NO_CHANGE_EXPLAINS: &str = "No change to what the workload reads (its configuration, its namespace's policies, its Service) came before the failures in a way that explains them: the workload ran without them before the change and fails since its pods read it";
 
 /// The obligation declared under `id`, if any.
 pub fn find(id: &str) -> Option<&'static ObligationSpec> {

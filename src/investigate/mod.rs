@@ -395,6 +395,43 @@ impl SelectionStage {
     }
 }
 
+impl SelectionStage {
+    /// For a refuted proposal: what the target depends on that stands out (unhealthy, or
+    /// changed just before the failures), unless the refutation names it already — the person
+    /// who takes over starts there. The investigation's neighbourhood when it read one, else
+    /// read now.
+    async fn culprit(&self, analysis: &Analysis, refutation: &str) -> Result<String, StageError> {
+        let read;
+        let n = match (&analysis.neighbourhood, &analysis.root_owner) {
+            (Some(n), _) => Some(n),
+            (None, Some(target)) => match self.prover.culprit(target).await {
+                Ok(found) => {
+                    read = found;
+                    read.as_ref()
+                }
+                Err(ProveError::Unavailable(message)) => {
+                    return Err(StageError::Unavailable {
+                        dependency: "cluster".into(),
+                        message,
+                    });
+                }
+            },
+            (None, None) => None,
+        };
+        let named = |object: &str| {
+            // `ConfigMap shop/cache` is named as `ConfigMap cache` or `shop/cache` too.
+            let name = object.rsplit(['/', ' ']).next().unwrap_or(object);
+            refutation.contains(object) || refutation.contains(&format!(" {name} "))
+        };
+        Ok(match n.and_then(|n| Some((n.culprit()?, n.explain()?))) {
+            Some((d, c)) if !named(&d.object) => {
+                format!(" — what stands out among what it depends on: {c}")
+            }
+            _ => String::new(),
+        })
+    }
+}
+
 #[async_trait]
 impl Stage for SelectionStage {
     fn phase(&self) -> Phase {
@@ -483,12 +520,13 @@ impl Stage for SelectionStage {
                         p.refutation()
                     )
                 } else {
+                    let refutation = p.refutation();
                     format!(
-                        "proof_failed: {} ({}) on {} is not proven right and safe — {}",
+                        "proof_failed: {} ({}) on {} is not proven right and safe — {refutation}{}",
                         p.workflow_id,
                         p.action_type,
                         p.target,
-                        p.refutation()
+                        self.culprit(&analysis, &refutation).await?
                     )
                 };
                 selection.selected = None;

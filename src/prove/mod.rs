@@ -40,8 +40,8 @@ use crate::cluster::obj::at;
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, DryRunWriter};
 use crate::domain::obligations::{self as ob, ObligationSpec};
 use crate::domain::{
-    ActionParams, ActionType, DryRunChange, LimitResource, NO_ACTION, Obligation, ObligationStatus,
-    Proof, ProofPoint, ProofVerdict, Proposer, SignalContext, Target,
+    ActionParams, ActionType, DryRunChange, LimitResource, NO_ACTION, Neighbourhood, Obligation,
+    ObligationStatus, Proof, ProofPoint, ProofVerdict, Proposer, SignalContext, Target,
 };
 use crate::live::Live;
 
@@ -226,6 +226,16 @@ impl Prover {
             change,
             checked_at: now,
         })
+    }
+
+    /// What `target` depends on, when a culprit stands out — unhealthy now, or changed just
+    /// before its failures began ([`graph::Neighbourhood::culprit`]) — for the person who takes
+    /// over a refuted proposal.
+    pub async fn culprit(&self, target: &Target) -> Result<Option<Neighbourhood>, ProveError> {
+        let n = graph::build(self.reader.clone(), target, self.clock.now())
+            .await
+            .map_err(ProveError::from)?;
+        Ok(n.culprit().is_some().then_some(n))
     }
 
     /// Prove "no action needed, the problem is resolved": the desired state is met.

@@ -373,5 +373,12 @@ pub(super) async fn raise_limit(
             }],
         ));
     }
+
+    // 6. No change to what it reads explains the kills or the throttling better.
+    let (obligation, action) = match resource {
+        Resource::Memory => (&ob::memory::NO_CHANGE_EXPLAINS, "A higher memory limit"),
+        Resource::Cpu => (&ob::cpu::NO_CHANGE_EXPLAINS, "A higher CPU limit"),
+    };
+    out.push(super::workload::no_change_explains(scene, obligation, action).await?);
     Ok(out)
 }

@@ -12,7 +12,7 @@ use crate::cluster::observed::{Event, Node, Pod};
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, MemoReader};
-use crate::domain::{SignalContext, Target};
+use crate::domain::{Neighbourhood, SignalContext, Target};
 
 pub(super) type Read<T> = Result<T, ClusterError>;
 
@@ -22,6 +22,9 @@ pub(super) struct Scene {
     pub target: Target,
     pub now: DateTime<Utc>,
     pub signal: SignalContext,
+    /// The target's neighbourhood, built once for every obligation that asks
+    /// (`workload::neighbourhood`).
+    pub neighbourhood: tokio::sync::OnceCell<Neighbourhood>,
 }
 
 pub(super) fn hhmm(t: DateTime<Utc>) -> String {
@@ -49,6 +52,7 @@ impl Scene {
             target,
             now,
             signal,
+            neighbourhood: tokio::sync::OnceCell::new(),
         }
     }
 

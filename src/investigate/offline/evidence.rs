@@ -380,6 +380,8 @@ pub(super) struct RevisionRecord {
     pub images: String,
     /// Ready replicas it reports (a ControllerRevision reports none).
     pub ready: i64,
+    /// Its pod template.
+    pub template: Value,
 }
 
 impl RevisionRecord {
@@ -395,6 +397,9 @@ impl RevisionRecord {
             created: time_at(raw, &["metadata", "creationTimestamp"]),
             images,
             ready: 0,
+            template: obj::at(raw, &["data", "spec", "template"])
+                .cloned()
+                .unwrap_or(Value::Null),
         }
     }
 }

@@ -10,13 +10,15 @@
 //! - No reads: a finding is computed from what the caller read (pods, events, a log), so the
 //!   investigator and the prover may read it their own way.
 
+mod changed;
 mod image;
 mod kept;
 mod replicas;
 pub mod resolved;
 mod revision;
 
+pub use changed::{ChangeExplains, change_explains, configmap_read_live};
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
 pub use replicas::{Declared, declared_replicas};
-pub use revision::{FAILURE_REASONS, revision_failures};
+pub use revision::{FAILURE_REASONS, revision_failures, runs_differently};

@@ -1,5 +1,8 @@
-//! What is recorded about a revision whose pods are gone.
+//! What is recorded about a revision whose pods are gone, and whether two revisions differ.
 
+use serde_json::Value;
+
+use crate::cluster::obj::at;
 use crate::cluster::observed::Event;
 
 /// Event reasons that record a pod failing: a crash back-off, a failed pull, mount or start, a
@@ -48,4 +51,12 @@ mod tests {
         assert_eq!(got, ["api-5d9f-x1"]);
         assert!(revision_failures(&events, "api-0000", "").is_empty());
     }
+}
+
+/// Whether two pod templates run something different: their specs differ (images, commands,
+/// environment, resources, volumes…). Metadata alone — the template hash, a restart's
+/// `kubectl.kubernetes.io/restartedAt` stamp — changes on every rollout and runs the same: a
+/// rollback across such revisions restores nothing, and the rollout did not change what runs.
+pub fn runs_differently(a: &Value, b: &Value) -> bool {
+    at(a, &["spec"]) != at(b, &["spec"])
 }

@@ -52,6 +52,8 @@ pub(crate) struct Ctx {
     pub failure_text: String,
     /// Pods of the target that fail (names).
     pub failing: Vec<String>,
+    /// When the failures began ([`Neighbourhood::onset`]).
+    pub onset: Option<DateTime<Utc>>,
 }
 
 pub(crate) type Read<T> = Result<T, ClusterError>;
@@ -310,13 +312,17 @@ pub async fn build(
         all_events,
         failure_text: crate::redact::sanitize_text(&text),
         failing,
+        onset,
     };
     let mut deps = Vec::new();
     deps.extend(hosts::follow(&ctx).await?);
     deps.extend(adapters::nodes(&ctx).await?);
     deps.extend(adapters::storage(&ctx).await?);
-    deps.extend(adapters::config(&ctx).await?);
+    let config = adapters::config(&ctx, &deps).await?;
+    deps.extend(config);
+    let behind = adapters::ingress_behind(&ctx, &deps).await?;
     deps.extend(adapters::network(&ctx).await?);
+    deps.extend(behind);
     deps.extend(adapters::admission(&ctx).await?);
     deps.extend(adapters::access(&ctx).await?);
     deps.extend(adapters::injection(&ctx).await?);

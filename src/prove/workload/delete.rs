@@ -182,7 +182,6 @@ async fn config_unchanged_since_siblings(
     kept: Option<&KeptState>,
 ) -> Read<Obligation> {
     let obligation = &ob::delete::CONFIG_UNCHANGED_SINCE_SIBLINGS;
-    let started = |p: &Pod| time(&p.raw, &["status", "startTime"]).or(p.created);
     let oldest_ready = siblings
         .iter()
         .filter(|p| p.ready)

@@ -16,8 +16,8 @@ use crate::cluster::observed::{
     Event, KeptState, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, ago, created, last_written,
     progress_deadline_exceeded, time,
 };
-use crate::domain::Obligation;
 use crate::domain::obligations::{self as ob, ObligationSpec};
+use crate::domain::{Neighbourhood, Obligation};
 
 mod delete;
 mod restart;
@@ -36,25 +36,6 @@ pub(super) fn images(template: &Value) -> String {
         .map(|c| str_at(c, &["image"]).unwrap_or("?").to_owned())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The pod template without what changes on every rollout but means nothing (the template
-/// hash, restart stamps), for comparing two revisions.
-fn material(template: &Value) -> Value {
-    let mut t = template.clone();
-    if let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut) {
-        if let Some(l) = meta.get_mut("labels").and_then(Value::as_object_mut) {
-            l.remove("pod-template-hash");
-            l.remove("controller-revision-hash");
-        }
-        meta.remove("creationTimestamp");
-    }
-    t
-}
-
-/// Whether two templates differ in what the containers run (not only in annotations).
-fn differs_in_containers(a: &Value, b: &Value) -> bool {
-    at(&material(a), &["spec"]) != at(&material(b), &["spec"])
 }
 
 /// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
@@ -230,6 +211,15 @@ fn max_unavailable(w: &Value) -> (i64, String) {
     }
 }
 
+/// What the target depends on and what changed before its failures began
+/// ([`super::graph::build`]), read once per proof.
+async fn neighbourhood(scene: &Scene) -> Read<&Neighbourhood> {
+    scene
+        .neighbourhood
+        .get_or_try_init(|| super::graph::build(scene.r.clone(), &scene.target, scene.now))
+        .await
+}
+
 /// Whether nothing the target depends on is broken now (its neighbourhood, as the
 /// investigation reads it: the Services and hosts its failures name, its configuration, the
 /// policies and webhooks in its way, its nodes and volumes). New pods — from a restart or from
@@ -239,7 +229,7 @@ async fn no_broken_dependency(
     obligation: &ObligationSpec,
     action: &str,
 ) -> Read<Obligation> {
-    let n = super::graph::build(scene.r.clone(), &scene.target, scene.now).await?;
+    let n = neighbourhood(scene).await?;
     let broken: Vec<String> = n
         .dependencies
         .iter()
@@ -259,6 +249,51 @@ async fn no_broken_dependency(
     } else {
         obligation.fails(broken.into_iter().take(3).collect())
     })
+}
+
+/// Whether no change to what the workload reads explains its failures better than the action
+/// would ([`findings::change_explains`]): a limit raised, pods replaced or added all keep that
+/// change, and the pods read it again. `action` in a phrase for the evidence ("a higher memory
+/// limit").
+pub(super) async fn no_change_explains(
+    scene: &Scene,
+    obligation: &ObligationSpec,
+    action: &str,
+) -> Read<Obligation> {
+    let w = scene.target_obj().await?;
+    let pods = scene.target_pods().await?;
+    let template = if obj::kind(&w) == "Pod" {
+        w.clone()
+    } else {
+        at(&w, &["spec", "template"])
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let n = neighbourhood(scene).await?;
+    Ok(
+        match findings::change_explains(n, &template, &pods, created(&w)) {
+            Some(found) => {
+                let mut ev = found.evidence;
+                ev.push(format!(
+                    "{action} leaves {} as it is: the change, not the workload, is what to look at",
+                    found.object
+                ));
+                obligation.fails(ev)
+            }
+            None => obligation.holds(vec![match n.onset {
+                Some(o) => format!(
+                    "nothing the workload reads changed between its last healthy run and the failures ({})",
+                    hhmm(o)
+                ),
+                None => "no failure onset to compare changes with".into(),
+            }]),
+        },
+    )
+}
+
+/// When the pod started (its `startTime`, else its creation).
+fn started(p: &Pod) -> Option<DateTime<Utc>> {
+    time(&p.raw, &["status", "startTime"]).or(p.created)
 }
 
 /// Whether the pod has not been ready since it started ([`Pod::was_ready`]). `None`: the

@@ -60,6 +60,7 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
     out.push(not_short_of_replicas(scene, &w, &pods, &events).await?);
     out.push(no_rollout(&w, &ob::restart::NO_ROLLOUT_IN_PROGRESS));
     out.push(no_broken_dependency(scene, &ob::restart::NO_BROKEN_DEPENDENCY, "restart").await?);
+    out.push(no_change_explains(scene, &ob::restart::NO_CHANGE_EXPLAINS, "A restart").await?);
     Ok(out)
 }
 

@@ -276,7 +276,7 @@ pub(in crate::prove) async fn rollback(
     let change = &ob::rollback::CHANGE_IN_POD_TEMPLATE;
     if let Some(cur) = current {
         let mut ev = Vec::new();
-        let material_change = differs_in_containers(&cur.template, &target.template);
+        let material_change = findings::runs_differently(&cur.template, &target.template);
         if material_change {
             ev.push(format!(
                 "the pod specs differ: {} → {}",
@@ -294,13 +294,28 @@ pub(in crate::prove) async fn rollback(
         for name in configmaps(&cur.template) {
             match scene.get("ConfigMap", scene.ns(), &name).await {
                 Ok(cm) => {
-                    if let (Some(w), Some(r)) = (last_written(&cm), replaced_at)
-                        && w >= r - Duration::minutes(5)
-                    {
-                        rewritten.push(format!(
-                            "ConfigMap {name} was written at {}, after revision {} last ran on it: a rollout undo keeps its new content",
+                    let Some(w) = last_written(&cm) else {
+                        continue;
+                    };
+                    // Pods of the revision returned to that started after the write and are
+                    // ready now show it works with the content as it is.
+                    let proven: Vec<&str> = its_pods
+                        .iter()
+                        .filter(|p| p.ready && started(p).is_some_and(|s| s >= w))
+                        .map(|p| p.name.as_str())
+                        .take(2)
+                        .collect();
+                    if !proven.is_empty() {
+                        ev.push(format!(
+                            "ConfigMap {name} was written at {}; pod(s) {} of revision {} started after that and are ready: the revision works with its content",
                             hhmm(w),
+                            proven.join(", "),
                             target.number
+                        ));
+                    } else if let Some(why) = never_ran_on(target, &name, w, replaced_at) {
+                        rewritten.push(format!(
+                            "ConfigMap {name} was written at {}, {why}, and none of its pods started since: a rollout undo keeps its new content",
+                            hhmm(w),
                         ));
                     }
                 }
@@ -407,6 +422,37 @@ pub(in crate::prove) async fn rollback(
         out.push(held.fails(blocked));
     }
     Ok(out)
+}
+
+/// Why the revision returned to never ran on the ConfigMap `name` as written at `written`, if
+/// it did not: its pods read a ConfigMap at their start (environment, `subPath`) or, mounted as
+/// a volume, as it is ([`findings::configmap_read_live`]). Every pod of the revision read what
+/// was written before the revision appeared; what was written later reached its running pods
+/// only through a live mount, and only while the revision still ran (for
+/// [`SERVED_MIN_SECONDS`], as for any proof that a revision served).
+fn never_ran_on(
+    target: &Revision,
+    name: &str,
+    written: DateTime<Utc>,
+    replaced_at: Option<DateTime<Utc>>,
+) -> Option<String> {
+    if target.created.is_some_and(|c| written <= c) || !configmaps(&target.template).contains(name)
+    {
+        return None;
+    }
+    let revision = target.number;
+    if !findings::configmap_read_live(&target.template, name) {
+        return Some(format!(
+            "after revision {revision} appeared, whose pods read it only when they start"
+        ));
+    }
+    match replaced_at {
+        Some(r) if r - written >= Duration::seconds(SERVED_MIN_SECONDS) => None,
+        Some(_) => Some(format!(
+            "less than {SERVED_MIN_SECONDS}s before revision {revision} was replaced"
+        )),
+        None => None,
+    }
 }
 
 /// A `FailedAttachVolume` Multi-Attach event: the volume, and the pods said to hold it.

@@ -89,6 +89,7 @@ pub(in crate::prove) async fn scale(scene: &Scene, wanted: Option<i64>) -> Read<
         out.push(quota_allows(scene, &w, wanted - current, &ob::scale::QUOTA_ALLOWS).await?);
         out.push(short_of_replicas(scene, &w, &pods, current, declared.as_ref()).await?);
         out.push(no_broken_dependency(scene, &ob::scale::NO_BROKEN_DEPENDENCY, "scale-up").await?);
+        out.push(no_change_explains(scene, &ob::scale::NO_CHANGE_EXPLAINS, "More replicas").await?);
     }
     Ok(out)
 }

@@ -61,6 +61,11 @@ fn revisions(ev: &Evidence) -> Vec<RevisionRecord> {
                 created: created(rs),
                 images: images(rs),
                 ready: i64::from(ready_replicas(rs)),
+                template: rs
+                    .spec
+                    .as_ref()
+                    .and_then(|s| serde_json::to_value(&s.template).ok())
+                    .unwrap_or(serde_json::Value::Null),
             })
             .collect()
     };
@@ -131,6 +136,14 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
     let new_pods = in_rev(current);
     if new_pods.is_empty() || !new_pods.iter().all(|(_, f)| f.failing) {
         return Ok(None);
+    }
+    // A rollout that changed only the template's metadata (a restart) runs what ran before:
+    // what changed is elsewhere.
+    if !findings::runs_differently(&current.template, &previous.template) {
+        return Err(format!(
+            "revisions {} and {} run the same pod spec (a restart): what changed is not in the template",
+            current.number, previous.number
+        ));
     }
     let old_pods = in_rev(previous);
     let serving = old_pods.iter().filter(|(_, f)| f.healthy).count();

@@ -215,7 +215,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
 
 /// The ConfigMaps and Secrets the pods refer to: missing ones (Secrets only from the
 /// kubelet's words — their data is never read), missing keys, recent rewrites.
-pub(super) async fn config(ctx: &Ctx) -> Read<Vec<Dependency>> {
+pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependency>> {
     let t = template(ctx);
     if t.is_null() {
         return Ok(vec![]);
@@ -260,9 +260,46 @@ pub(super) async fn config(ctx: &Ctx) -> Read<Vec<Dependency>> {
                     .into_iter()
                     .filter(|k| !keys.contains(k.as_str()))
                     .collect();
+                let change = last_change(&cm).filter(|c| c.what != "created");
+                // Read only when a pod starts, and every pod started before the change: no
+                // running container has read it, so it explains nothing they do.
+                let unread = change.as_ref().filter(|c| {
+                    !crate::prove::findings::configmap_read_live(&t, &name)
+                        && !ctx.pods.is_empty()
+                        && ctx.pods.iter().all(|p| {
+                            time(p, &["metadata", "creationTimestamp"]).is_some_and(|s| s < c.at)
+                                // A restarted container read its environment again.
+                                && array(p, &["status", "containerStatuses"])
+                                    .iter()
+                                    .all(|s| i64_at(s, &["restartCount"]).unwrap_or(0) == 0)
+                        })
+                });
                 let mut d =
-                    Dependency::new(DepKind::Config, format!("ConfigMap {ns}/{name}"), relation)
-                        .changed(last_change(&cm).filter(|c| c.what != "created"));
+                    Dependency::new(DepKind::Config, format!("ConfigMap {ns}/{name}"), relation);
+                match unread {
+                    Some(c) => {
+                        d = d.evidence(format!(
+                            "{} at {}, after every pod started: they read it only at their start, so none has read it",
+                            c.what,
+                            c.at.format("%H:%M")
+                        ));
+                    }
+                    None => d = d.changed(change),
+                }
+                // Changed just before the failures, and it holds the host they cannot reach:
+                // the value came from here.
+                if d.changed
+                    .as_ref()
+                    .is_some_and(|c| crate::domain::just_before(ctx.onset, c))
+                    && let Some((host, key)) = found
+                        .iter()
+                        .filter(|h| h.kind == DepKind::Host)
+                        .find_map(|h| Some((h, holds_host(&cm, &h.object)?)))
+                {
+                    d = d
+                        .evidence(format!("its key {key} names {}", host.object))
+                        .culprit_of(host.object.clone());
+                }
                 if !missing.is_empty() {
                     d = d.unhealthy(format!("lacks the key(s) {}", missing.join(", ")), None);
                 }
@@ -288,6 +325,26 @@ pub(super) async fn config(ctx: &Ctx) -> Read<Vec<Dependency>> {
         }
     }
     Ok(out)
+}
+
+/// The key of a ConfigMap whose value names the host dependency `object` (`host x.y.z`, or
+/// `Service ns/name` as `name.ns` in a DNS name).
+fn holds_host(cm: &Value, object: &str) -> Option<String> {
+    let host = match object.strip_prefix("host ") {
+        Some(h) => h.to_owned(),
+        None => {
+            let (ns, name) = object.strip_prefix("Service ")?.split_once('/')?;
+            format!("{name}.{ns}")
+        }
+    };
+    if host.len() < 4 {
+        return None;
+    }
+    at(cm, &["data"])
+        .and_then(Value::as_object)?
+        .iter()
+        .find(|(_, v)| v.as_str().is_some_and(|v| v.contains(&host)))
+        .map(|(k, _)| k.clone())
 }
 
 /// The NetworkPolicies selecting the pods, when the failures are connections that time out or
@@ -356,6 +413,100 @@ pub(super) async fn network(ctx: &Ctx) -> Read<Vec<Dependency>> {
         out.push(d);
     }
     Ok(out)
+}
+
+/// The NetworkPolicies on the far side of the Services the failing connections go to: a policy
+/// that selects a Service's pods for Ingress and admits none of the target's pods drops its
+/// connections there, whatever the target's own namespace allows (distance 2, the culprit of
+/// the Service's trouble). Only when the failures are connections that time out.
+pub(super) async fn ingress_behind(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependency>> {
+    let timing_out = ctx.says(&["i/o timeout", "timed out", "deadline exceeded"]);
+    let (Some(ns), Some(pod)) = (ctx.ns.as_deref(), ctx.pods.first()) else {
+        return Ok(vec![]);
+    };
+    if !timing_out {
+        return Ok(vec![]);
+    }
+    let labels = at(pod, &["metadata", "labels"]);
+    let own_ns = ctx.get("Namespace", None, ns).await?;
+    let ns_labels = own_ns
+        .as_ref()
+        .and_then(|n| at(n, &["metadata", "labels"]))
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({ "kubernetes.io/metadata.name": ns }));
+    let mut out = Vec::new();
+    for d in found.iter().filter(|d| d.kind == DepKind::Host) {
+        let Some((svc_ns, svc)) = d
+            .object
+            .strip_prefix("Service ")
+            .and_then(|o| o.split_once('/'))
+        else {
+            continue;
+        };
+        let Some(service) = ctx.get("Service", Some(svc_ns), svc).await? else {
+            continue;
+        };
+        let Some(backends) = at(&service, &["spec", "selector"]).filter(|s| s.is_object()) else {
+            continue;
+        };
+        for np in ctx.list_or_empty("NetworkPolicy", Some(svc_ns)).await? {
+            let selects = at(&np, &["spec", "podSelector"])
+                .and_then(Selector::from_object)
+                .is_none_or(|s| s.is_empty() || s.matches_value(Some(backends)));
+            let ingress = array(&np, &["spec", "policyTypes"]).is_empty()
+                || array(&np, &["spec", "policyTypes"])
+                    .iter()
+                    .any(|t| t.as_str() == Some("Ingress"));
+            if !selects || !ingress || admits(&np, svc_ns, ns, &ns_labels, labels) {
+                continue;
+            }
+            let name = obj::name(&np);
+            out.push(
+                Dependency::new(
+                    DepKind::Network,
+                    format!("NetworkPolicy {svc_ns}/{name}"),
+                    format!("selects the pods behind {} for Ingress", d.object),
+                )
+                .at(2)
+                .unhealthy(
+                    format!(
+                        "admits no connection from the pods of {ns} ({} ingress rule(s)) while their connections to {} time out",
+                        array(&np, &["spec", "ingress"]).len(),
+                        d.object
+                    ),
+                    None,
+                )
+                .changed(last_change(&np))
+                .culprit_of(d.object.clone()),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Whether an Ingress policy's rules admit pods with `labels` in namespace `ns` (labelled
+/// `ns_labels`). A rule without `from` admits everyone; an `ipBlock` peer may admit them (pod
+/// addresses are not read here), so it counts as admitting: only a policy that certainly drops
+/// them is a finding.
+fn admits(np: &Value, np_ns: &str, ns: &str, ns_labels: &Value, labels: Option<&Value>) -> bool {
+    let matches = |sel: Option<&Value>, l: Option<&Value>| {
+        sel.and_then(Selector::from_object)
+            .is_none_or(|s| s.is_empty() || s.matches_value(l))
+    };
+    array(np, &["spec", "ingress"]).iter().any(|rule| {
+        let from = array(rule, &["from"]);
+        from.is_empty()
+            || from.iter().any(|peer| {
+                if at(peer, &["ipBlock"]).is_some() {
+                    return true;
+                }
+                let in_ns = match at(peer, &["namespaceSelector"]) {
+                    Some(sel) => matches(Some(sel), Some(ns_labels)),
+                    None => ns == np_ns,
+                };
+                in_ns && matches(at(peer, &["podSelector"]), labels)
+            })
+    })
 }
 
 /// Admission webhooks, when the pods' creation failed calling one.
