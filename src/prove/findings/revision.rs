@@ -25,6 +25,14 @@ pub fn revision_failures<'e>(events: &'e [Event], name: &str, hash: &str) -> Vec
         .collect()
 }
 
+/// Whether two pod templates run something different: their specs differ (images, commands,
+/// environment, resources, volumes…). Metadata alone — the template hash, a restart's
+/// `kubectl.kubernetes.io/restartedAt` stamp — changes on every rollout and runs the same: a
+/// rollback across such revisions restores nothing, and the rollout did not change what runs.
+pub fn runs_differently(a: &Value, b: &Value) -> bool {
+    at(a, &["spec"]) != at(b, &["spec"])
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -51,12 +59,18 @@ mod tests {
         assert_eq!(got, ["api-5d9f-x1"]);
         assert!(revision_failures(&events, "api-0000", "").is_empty());
     }
-}
 
-/// Whether two pod templates run something different: their specs differ (images, commands,
-/// environment, resources, volumes…). Metadata alone — the template hash, a restart's
-/// `kubectl.kubernetes.io/restartedAt` stamp — changes on every rollout and runs the same: a
-/// rollback across such revisions restores nothing, and the rollout did not change what runs.
-pub fn runs_differently(a: &Value, b: &Value) -> bool {
-    at(a, &["spec"]) != at(b, &["spec"])
+    #[test]
+    fn a_restart_stamp_or_a_new_hash_runs_the_same_and_an_image_or_env_change_does_not() {
+        let t = |stamp: &str, image: &str, env: &str| {
+            json!({"metadata": {"labels": {"pod-template-hash": stamp},
+                    "annotations": {"kubectl.kubernetes.io/restartedAt": stamp}},
+                "spec": {"containers": [{"name": "api", "image": image,
+                    "env": [{"name": "MODE", "value": env}]}]}})
+        };
+        let before = t("a", "api:1", "x");
+        assert!(!runs_differently(&before, &t("b", "api:1", "x")));
+        assert!(runs_differently(&before, &t("a", "api:2", "x")));
+        assert!(runs_differently(&before, &t("a", "api:1", "y")));
+    }
 }

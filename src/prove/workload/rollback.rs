@@ -489,3 +489,56 @@ async fn claim_of_volume(scene: &Scene, pod: &Pod, volume: &str) -> Read<Option<
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use serde_json::json;
+
+    use super::*;
+
+    fn at(min: i64) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 29, 10, 0, 0).unwrap() + Duration::minutes(min)
+    }
+
+    /// Revision 4, created at minute 0, reading ConfigMap `conf` as a volume (`live`) or as
+    /// environment.
+    fn revision(live: bool) -> Revision {
+        let spec = if live {
+            json!({"containers": [{"name": "api", "volumeMounts": [{"name": "c", "mountPath": "/etc/api"}]}],
+                "volumes": [{"name": "c", "configMap": {"name": "conf"}}]})
+        } else {
+            json!({"containers": [{"name": "api", "envFrom": [{"configMapRef": {"name": "conf"}}]}]})
+        };
+        Revision {
+            number: 4,
+            name: "api-5d9f".into(),
+            hash: "5d9f".into(),
+            template: json!({ "spec": spec }),
+            created: Some(at(0)),
+        }
+    }
+
+    #[test]
+    fn a_revision_ran_on_what_was_written_before_it_or_what_its_live_mount_served() {
+        // Written before the revision appeared: every pod of it read it.
+        assert_eq!(
+            never_ran_on(&revision(false), "conf", at(-5), Some(at(30))),
+            None
+        );
+        // Written while it ran, read only at start: its pods never read it.
+        assert!(never_ran_on(&revision(false), "conf", at(10), Some(at(30))).is_some());
+        // Mounted live: it ran on it for 20 minutes, or for 30 seconds only.
+        assert_eq!(
+            never_ran_on(&revision(true), "conf", at(10), Some(at(30))),
+            None
+        );
+        let brief = at(30) - Duration::seconds(30);
+        assert!(never_ran_on(&revision(true), "conf", brief, Some(at(30))).is_some());
+        // A ConfigMap the revision does not read is no reason against returning to it.
+        assert_eq!(
+            never_ran_on(&revision(false), "other", at(10), Some(at(30))),
+            None
+        );
+    }
+}

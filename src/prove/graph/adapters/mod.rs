@@ -21,10 +21,13 @@ use crate::prove::scene::{limit_kills, node_short_at, not_ready_events, readines
 mod access;
 mod injection;
 mod nodes;
+mod reach;
 
 pub(in crate::prove::graph) use access::access;
 pub(in crate::prove::graph) use injection::injection;
 pub(in crate::prove::graph) use nodes::nodes;
+use reach::holds_host;
+pub(in crate::prove::graph) use reach::ingress_behind;
 
 /// The pod template (a workload's) or the pod spec (a bare Pod's) of the target.
 fn template(ctx: &Ctx) -> Value {
@@ -327,26 +330,6 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
     Ok(out)
 }
 
-/// The key of a ConfigMap whose value names the host dependency `object` (`host x.y.z`, or
-/// `Service ns/name` as `name.ns` in a DNS name).
-fn holds_host(cm: &Value, object: &str) -> Option<String> {
-    let host = match object.strip_prefix("host ") {
-        Some(h) => h.to_owned(),
-        None => {
-            let (ns, name) = object.strip_prefix("Service ")?.split_once('/')?;
-            format!("{name}.{ns}")
-        }
-    };
-    if host.len() < 4 {
-        return None;
-    }
-    at(cm, &["data"])
-        .and_then(Value::as_object)?
-        .iter()
-        .find(|(_, v)| v.as_str().is_some_and(|v| v.contains(&host)))
-        .map(|(k, _)| k.clone())
-}
-
 /// The NetworkPolicies selecting the pods, when the failures are connections that time out or
 /// are refused.
 pub(super) async fn network(ctx: &Ctx) -> Read<Vec<Dependency>> {
@@ -413,100 +396,6 @@ pub(super) async fn network(ctx: &Ctx) -> Read<Vec<Dependency>> {
         out.push(d);
     }
     Ok(out)
-}
-
-/// The NetworkPolicies on the far side of the Services the failing connections go to: a policy
-/// that selects a Service's pods for Ingress and admits none of the target's pods drops its
-/// connections there, whatever the target's own namespace allows (distance 2, the culprit of
-/// the Service's trouble). Only when the failures are connections that time out.
-pub(super) async fn ingress_behind(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependency>> {
-    let timing_out = ctx.says(&["i/o timeout", "timed out", "deadline exceeded"]);
-    let (Some(ns), Some(pod)) = (ctx.ns.as_deref(), ctx.pods.first()) else {
-        return Ok(vec![]);
-    };
-    if !timing_out {
-        return Ok(vec![]);
-    }
-    let labels = at(pod, &["metadata", "labels"]);
-    let own_ns = ctx.get("Namespace", None, ns).await?;
-    let ns_labels = own_ns
-        .as_ref()
-        .and_then(|n| at(n, &["metadata", "labels"]))
-        .cloned()
-        .unwrap_or_else(|| serde_json::json!({ "kubernetes.io/metadata.name": ns }));
-    let mut out = Vec::new();
-    for d in found.iter().filter(|d| d.kind == DepKind::Host) {
-        let Some((svc_ns, svc)) = d
-            .object
-            .strip_prefix("Service ")
-            .and_then(|o| o.split_once('/'))
-        else {
-            continue;
-        };
-        let Some(service) = ctx.get("Service", Some(svc_ns), svc).await? else {
-            continue;
-        };
-        let Some(backends) = at(&service, &["spec", "selector"]).filter(|s| s.is_object()) else {
-            continue;
-        };
-        for np in ctx.list_or_empty("NetworkPolicy", Some(svc_ns)).await? {
-            let selects = at(&np, &["spec", "podSelector"])
-                .and_then(Selector::from_object)
-                .is_none_or(|s| s.is_empty() || s.matches_value(Some(backends)));
-            let ingress = array(&np, &["spec", "policyTypes"]).is_empty()
-                || array(&np, &["spec", "policyTypes"])
-                    .iter()
-                    .any(|t| t.as_str() == Some("Ingress"));
-            if !selects || !ingress || admits(&np, svc_ns, ns, &ns_labels, labels) {
-                continue;
-            }
-            let name = obj::name(&np);
-            out.push(
-                Dependency::new(
-                    DepKind::Network,
-                    format!("NetworkPolicy {svc_ns}/{name}"),
-                    format!("selects the pods behind {} for Ingress", d.object),
-                )
-                .at(2)
-                .unhealthy(
-                    format!(
-                        "admits no connection from the pods of {ns} ({} ingress rule(s)) while their connections to {} time out",
-                        array(&np, &["spec", "ingress"]).len(),
-                        d.object
-                    ),
-                    None,
-                )
-                .changed(last_change(&np))
-                .culprit_of(d.object.clone()),
-            );
-        }
-    }
-    Ok(out)
-}
-
-/// Whether an Ingress policy's rules admit pods with `labels` in namespace `ns` (labelled
-/// `ns_labels`). A rule without `from` admits everyone; an `ipBlock` peer may admit them (pod
-/// addresses are not read here), so it counts as admitting: only a policy that certainly drops
-/// them is a finding.
-fn admits(np: &Value, np_ns: &str, ns: &str, ns_labels: &Value, labels: Option<&Value>) -> bool {
-    let matches = |sel: Option<&Value>, l: Option<&Value>| {
-        sel.and_then(Selector::from_object)
-            .is_none_or(|s| s.is_empty() || s.matches_value(l))
-    };
-    array(np, &["spec", "ingress"]).iter().any(|rule| {
-        let from = array(rule, &["from"]);
-        from.is_empty()
-            || from.iter().any(|peer| {
-                if at(peer, &["ipBlock"]).is_some() {
-                    return true;
-                }
-                let in_ns = match at(peer, &["namespaceSelector"]) {
-                    Some(sel) => matches(Some(sel), Some(ns_labels)),
-                    None => ns == np_ns,
-                };
-                in_ns && matches(at(peer, &["podSelector"]), labels)
-            })
-    })
 }
 
 /// Admission webhooks, when the pods' creation failed calling one.
