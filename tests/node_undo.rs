@@ -1,12 +1,12 @@
 //! Undoing a remediation that made its target worse, on the real node (scripts/kube-tier/
 //! node.sh: a real kubelet, containerd and kube-scheduler; docs/adr/0035-undo-what-made-it-worse.md).
-//! Nothing in the test writes a status: a Deployment whose pods bind a host port was applied
-//! with 3 replicas and scaled down by hand to the one the node can place; scaling it back to
-//! its declared count (as a model might propose) is proven — the scale proof does not read
-//! the host ports the scheduler already refused once (noted in docs/adr/0035) — and on one
-//! node only one pod can hold the port, so the scheduler leaves the new pods Pending.
-//! Verification finds the target worse than before and the staging policy says undo; the
-//! executor restores the recorded spec; the controller removes the pods it cannot place.
+//! Nothing in the test writes a status: a Deployment of a singleton (its process takes a lock in
+//! a directory on the node and exits when another instance holds it) was applied with 3
+//! replicas and scaled down by hand to the one that can run; scaling it back to its declared
+//! count (as a model might propose) is proven — nothing the API shows says the application is
+//! a singleton — and the new pods crash on the lock. Verification finds the target worse than
+//! before and the staging policy says undo; the executor restores the recorded spec; the
+//! controller removes the crashing pods.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code: a failed assumption fails the test
 
 mod common;
@@ -18,7 +18,9 @@ use common::undo;
 use kubemedic::domain::{Phase, ProofVerdict, Stage};
 use serde_json::{Value, json};
 
-fn deployment(port: u16, replicas: u32) -> String {
+/// The singleton: the first instance takes `lock` (a directory on the node) and serves; any
+/// other exits with an error naming the holder.
+fn deployment(lock: &str, replicas: u32) -> String {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "labels": {"app": "web"}},
@@ -33,10 +35,12 @@ fn deployment(port: u16, replicas: u32) -> String {
                         "name": "web",
                         "image": "localhost/busybox:1.35",
                         "imagePullPolicy": "IfNotPresent",
-                        "command": ["sh", "-c", "mkdir -p /tmp/www && echo ok > /tmp/www/healthz && exec httpd -f -p 8080 -h /tmp/www"],
-                        "ports": [{"name": "http", "containerPort": 8080, "hostPort": port}],
-                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 2}
-                    }]
+                        "command": ["sh", "-c", "if mkdir /lock/held 2>/dev/null; then mkdir -p /tmp/www && echo ok > /tmp/www/healthz && exec httpd -f -p 8080 -h /tmp/www; else echo 'FATAL: another instance holds /lock/held' >&2; exit 1; fi"],
+                        "ports": [{"name": "http", "containerPort": 8080}],
+                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 2},
+                        "volumeMounts": [{"name": "lock", "mountPath": "/lock"}]
+                    }],
+                    "volumes": [{"name": "lock", "hostPath": {"path": lock, "type": "DirectoryOrCreate"}}]
                 }
             }
         }
@@ -65,12 +69,16 @@ fn ready(p: &Value) -> bool {
         .any(|c| c["type"] == "Ready" && c["status"] == "True")
 }
 
-fn unschedulable(p: &Value) -> bool {
-    p["status"]["conditions"]
+/// A container of the pod exited with an error (or waits to be restarted after one).
+fn crashed(p: &Value) -> bool {
+    p["status"]["containerStatuses"]
         .as_array()
         .into_iter()
         .flatten()
-        .any(|c| c["type"] == "PodScheduled" && c["reason"] == "Unschedulable")
+        .any(|c| {
+            c["restartCount"].as_i64().unwrap_or(0) > 0
+                || c["state"]["terminated"]["exitCode"].as_i64().unwrap_or(0) != 0
+        })
 }
 
 async fn until(what: &str, secs: u64, mut check: impl FnMut() -> bool) {
@@ -82,7 +90,7 @@ async fn until(what: &str, secs: u64, mut check: impl FnMut() -> bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_scale_up_the_node_cannot_place_is_undone_on_a_real_node() {
+async fn a_scale_up_of_a_singleton_is_undone_on_a_real_node() {
     let Some(tier) = NodeTier::from_env().await else {
         return;
     };
@@ -90,7 +98,7 @@ async fn a_scale_up_the_node_cannot_place_is_undone_on_a_real_node() {
         "undo-node-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..6]
     );
-    let port = 20000 + (uuid::Uuid::new_v4().as_u128() % 9000) as u16;
+    let lock = format!("/tmp/kubemedic-{ns}-lock");
     tier.kubectl(
         &["apply", "-f", "-"],
         Some(
@@ -101,12 +109,29 @@ async fn a_scale_up_the_node_cannot_place_is_undone_on_a_real_node() {
     )
     .unwrap();
     wait_default_token(&tier, &ns).await.unwrap();
-    // Applied with 3 replicas (kubectl keeps that as the applied configuration), then scaled
-    // to 1 by hand.
-    tier.kubectl(&["-n", &ns, "apply", "-f", "-"], Some(&deployment(port, 3)))
-        .unwrap();
+    // Declared with 3 replicas (the applied configuration kubectl keeps) and running 1, as
+    // after `kubectl apply` and a scale-down by hand — created that way, so that only the one
+    // pod ever starts (a loser of the lock race removed by the scale-down would leave the lock
+    // behind for the one kept).
+    // (`kubectl create` would rewrite an applied configuration it finds to what it creates;
+    // a merge patch sets it as it is.)
     tier.kubectl(
-        &["-n", &ns, "scale", "deployment/web", "--replicas=1"],
+        &["-n", &ns, "create", "-f", "-"],
+        Some(&deployment(&lock, 1)),
+    )
+    .unwrap();
+    let declared = json!({"metadata": {"annotations": {
+        "kubectl.kubernetes.io/last-applied-configuration": deployment(&lock, 3)}}});
+    tier.kubectl(
+        &[
+            "-n",
+            &ns,
+            "patch",
+            "deployment/web",
+            "--type=merge",
+            "-p",
+            &declared.to_string(),
+        ],
         None,
     )
     .unwrap();
@@ -135,8 +160,8 @@ async fn a_scale_up_the_node_cannot_place_is_undone_on_a_real_node() {
         .unwrap();
     assert_eq!(out.next, Phase::Verifying, "{:?}", out.reason);
     let req = undo::moved(req, &out);
-    until("the scheduler to leave the new pods Pending", 120, || {
-        pods(&tier, &ns).iter().filter(|p| unschedulable(p)).count() == 2
+    until("the new pods to crash on the lock", 120, || {
+        pods(&tier, &ns).iter().filter(|p| crashed(p)).count() == 2
     })
     .await;
 
@@ -146,7 +171,7 @@ async fn a_scale_up_the_node_cannot_place_is_undone_on_a_real_node() {
         .unwrap();
     assert_eq!(out.next, Phase::Executing, "{:?}", out.reason);
     let worse = out.state.undo.as_ref().unwrap().worse.join("; ");
-    assert!(worse.contains("unschedulable"), "{worse}");
+    assert!(worse.contains("exited"), "{worse}");
     let req = undo::moved(req, &out);
     let out = undo::executor(c.clone(), e.store.clone())
         .run(&req)
@@ -157,7 +182,7 @@ async fn a_scale_up_the_node_cannot_place_is_undone_on_a_real_node() {
     assert!(restore.restored, "{restore:?}");
     assert_eq!(restore.proof.unwrap().verdict, ProofVerdict::Proven);
 
-    // The real controller takes the Pending pods away; the one that served still does.
+    // The real controller takes the crashing pods away; the one that served still does.
     until("web back at one ready pod", 120, || {
         let p: Vec<Value> = pods(&tier, &ns)
             .into_iter()
@@ -178,4 +203,5 @@ async fn a_scale_up_the_node_cannot_place_is_undone_on_a_real_node() {
         format!("{}/undo", req.id)
     );
     let _ = tier.kubectl(&["delete", "namespace", &ns, "--wait=false"], None);
+    let _ = std::fs::remove_dir_all(&lock);
 }

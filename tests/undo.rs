@@ -20,25 +20,87 @@ use serde_json::json;
 async fn scaled_down_web(k: &Kube) -> String {
     let node = format!("{}-node", k.ns);
     k.node(&node, 1, json!([])).await;
+    let spec = json!({"containers": [{"name": "web", "image": "shop/web:1"}]});
+    web_scaled_to_one(k, spec).await;
+    k.pods("app=web", 1).await;
+    common::scenarios::run_unscheduled(k, "app=web", &node).await;
+    node
+}
+
+/// Deployment `web` with pod spec `spec`, declared with 3 replicas and scaled to 1 by hand.
+async fn web_scaled_to_one(k: &Kube, spec: serde_json::Value) {
+    let template = json!({"metadata": {"labels": {"app": "web"}}, "spec": spec});
     let declared = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "namespace": k.ns},
-        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "shop/web:1"}]}}}
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": template}
     });
     k.apply(json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "labels": {"app": "web"}, "annotations": {
             "kubectl.kubernetes.io/last-applied-configuration": declared.to_string()}},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-            "template": {"metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "shop/web:1"}]}}}
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}, "template": template}
     }))
     .await;
+}
+
+/// The gap the real node showed (tests/node_undo.rs's first version): pods that bind a host
+/// port fit one to a node. Scaling such a workload up is refused while the nodes its pods may
+/// run on already hold the port, and proven once one more node is free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_up_needing_host_ports_no_node_has_free_is_refused() {
+    let Some(k) = Kube::new("undoport").await else {
+        return;
+    };
+    let (first, second) = (format!("{}-a", k.ns), format!("{}-b", k.ns));
+    k.node(&first, 1, json!([])).await;
+    pool(&k, &first).await;
+    let spec = json!({"nodeSelector": {"pool": k.ns},
+        "containers": [{"name": "web", "image": "shop/web:1",
+            "ports": [{"containerPort": 8080, "hostPort": 8080}]}]});
+    web_scaled_to_one(&k, spec).await;
     k.pods("app=web", 1).await;
-    common::scenarios::run_unscheduled(k, "app=web", &node).await;
-    node
+    common::scenarios::run_unscheduled(&k, "app=web", &first).await;
+    let c = k.cluster().await;
+    let mut req = undo::scale_claim(&k.ns, "staging");
+    req.state
+        .selection
+        .as_mut()
+        .unwrap()
+        .selected
+        .as_mut()
+        .unwrap()
+        .parameters = serde_json::from_value(json!({"REPLICAS": 2})).unwrap();
+    let proof = undo::prove_selection(&c, &req).await;
+    let schedulable = proof
+        .obligations
+        .iter()
+        .find(|o| o.id == "scale.schedulable")
+        .unwrap();
+    assert!(!schedulable.holds(), "{proof:#?}");
+    assert!(
+        schedulable
+            .evidence
+            .join(" ")
+            .contains("8080/TCP: 0 schedulable node(s)"),
+        "{schedulable:#?}"
+    );
+    // One more node of the pool: one new pod fits.
+    k.node(&second, 1, json!([])).await;
+    pool(&k, &second).await;
+    let proof = undo::prove_selection(&c, &req).await;
+    assert_eq!(proof.verdict, ProofVerdict::Proven, "{proof:#?}");
+}
+
+/// Label `node` into this test's pool (`pool=<namespace>`), which its pods select.
+async fn pool(k: &Kube, node: &str) {
+    k.patch(
+        "v1",
+        "Node",
+        node,
+        json!({"metadata": {"labels": {"pool": k.ns}}}),
+    )
+    .await;
 }
 
 /// Scale `web` to 3 and let the two new pods crash: the target is worse than before (more

@@ -25,6 +25,15 @@ pub async fn scale_request(
     ns: &str,
     environment: &str,
 ) -> RemediationRequest {
+    let mut req = scale_claim(ns, environment);
+    let proof = prove_selection(c, &req).await;
+    assert_eq!(proof.verdict, ProofVerdict::Proven, "{proof:#?}");
+    req.state.proof = Some(proof);
+    req
+}
+
+/// [`scale_request`] before its proof.
+pub fn scale_claim(ns: &str, environment: &str) -> RemediationRequest {
     let body = super::alert_body(
         "firing",
         "KubeDeploymentReplicasMismatch",
@@ -52,9 +61,6 @@ pub async fn scale_request(
         }))
         .unwrap(),
     );
-    let proof = prove_selection(c, &req).await;
-    assert_eq!(proof.verdict, ProofVerdict::Proven, "{proof:#?}");
-    req.state.proof = Some(proof);
     req
 }
 

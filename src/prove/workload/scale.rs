@@ -71,21 +71,60 @@ pub(in crate::prove) async fn scale(scene: &Scene, wanted: Option<i64>) -> Read<
             },
         ));
         let nodes = scene.nodes().await?;
-        let taking = nodes.iter().filter(|n| n.takes_pods()).count();
-        out.push(ob::scale::SCHEDULABLE.check(
-            unscheduled.is_empty() && taking > 0,
-            vec![match unscheduled.first() {
-                Some(p) => format!(
-                    "pod {} is already Pending: {}",
-                    p.name,
-                    p.unschedulable.clone().unwrap_or_default()
-                ),
-                None => format!(
-                    "{taking} of {} nodes are ready and schedulable",
-                    nodes.len()
-                ),
-            }],
-        ));
+        let taking: Vec<&str> = nodes
+            .iter()
+            .filter(|n| n.takes_pods())
+            .map(|n| n.name.as_str())
+            .collect();
+        let ports = host_ports(at(&w, &["spec", "template", "spec"]));
+        let mut ev = vec![match unscheduled.first() {
+            Some(p) => format!(
+                "pod {} is already Pending: {}",
+                p.name,
+                p.unschedulable.clone().unwrap_or_default()
+            ),
+            None => format!(
+                "{} of {} nodes are ready and schedulable",
+                taking.len(),
+                nodes.len()
+            ),
+        }];
+        let mut room = true;
+        if !ports.is_empty() {
+            // One pod per node can bind a host port: the new pods need nodes they may run on
+            // (their nodeSelector) where no pod binds it yet.
+            let selector = at(&w, &["spec", "template", "spec", "nodeSelector"])
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            let eligible = nodes.iter().filter(|n| {
+                n.takes_pods()
+                    && selector
+                        .iter()
+                        .all(|(k, v)| at(&n.raw, &["metadata", "labels", k]) == Some(v))
+            });
+            let mut free = 0usize;
+            for node in eligible.map(|n| n.name.as_str()) {
+                let bound = scene.pods_on(node).await?.iter().any(|p| {
+                    !matches!(p.phase.as_str(), "Succeeded" | "Failed")
+                        && host_ports(at(&p.raw, &["spec"]))
+                            .iter()
+                            .any(|hp| ports.contains(hp))
+                });
+                if !bound {
+                    free += 1;
+                }
+            }
+            let needed = usize::try_from(wanted - current).unwrap_or(usize::MAX);
+            room = free >= needed;
+            ev.push(format!(
+                "its pods bind host port(s) {}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each",
+                ports.join(", ")
+            ));
+        }
+        out.push(
+            ob::scale::SCHEDULABLE.check(unscheduled.is_empty() && !taking.is_empty() && room, ev),
+        );
         out.push(quota_allows(scene, &w, wanted - current, &ob::scale::QUOTA_ALLOWS).await?);
         out.push(short_of_replicas(scene, &w, &pods, current, declared.as_ref()).await?);
         out.push(no_broken_dependency(scene, &ob::scale::NO_BROKEN_DEPENDENCY, "scale-up").await?);
@@ -208,4 +247,23 @@ pub(in crate::prove) async fn quota_allows(
         ev.push("no ResourceQuota limits the namespace".into());
     }
     Ok(obligation.check(ok, ev))
+}
+
+/// The host ports a pod spec's containers bind, `8080/TCP`.
+fn host_ports(spec: Option<&Value>) -> Vec<String> {
+    let Some(spec) = spec else {
+        return vec![];
+    };
+    ["containers", "initContainers"]
+        .iter()
+        .flat_map(|k| array(spec, &[k]))
+        .flat_map(|c| array(c, &["ports"]))
+        .filter_map(|p| {
+            let port = i64_at(p, &["hostPort"]).filter(|p| *p > 0)?;
+            Some(format!(
+                "{port}/{}",
+                str_at(p, &["protocol"]).unwrap_or("TCP")
+            ))
+        })
+        .collect()
 }
