@@ -24,12 +24,8 @@ pub(in crate::prove::graph) async fn ingress_behind(
         return Ok(vec![]);
     }
     let labels = at(pod, &["metadata", "labels"]);
-    let own_ns = ctx.get("Namespace", None, ns).await?;
-    let ns_labels = own_ns
-        .as_ref()
-        .and_then(|n| at(n, &["metadata", "labels"]))
-        .cloned()
-        .unwrap_or_else(|| serde_json::json!({ "kubernetes.io/metadata.name": ns }));
+    // The target namespace's labels, read once and only for a policy to judge.
+    let mut ns_labels: Option<Value> = None;
     let mut out = Vec::new();
     for d in found.iter().filter(|d| d.kind == DepKind::Host) {
         let Some((svc_ns, svc)) = d
@@ -53,7 +49,22 @@ pub(in crate::prove::graph) async fn ingress_behind(
                 || array(&np, &["spec", "policyTypes"])
                     .iter()
                     .any(|t| t.as_str() == Some("Ingress"));
-            if !selects || !ingress || admits(&np, svc_ns, ns, &ns_labels, labels) {
+            if !selects || !ingress {
+                continue;
+            }
+            if ns_labels.is_none() {
+                let own = ctx.get("Namespace", None, ns).await?;
+                ns_labels = Some(
+                    own.as_ref()
+                        .and_then(|n| at(n, &["metadata", "labels"]))
+                        .cloned()
+                        .unwrap_or_else(
+                            || serde_json::json!({ "kubernetes.io/metadata.name": ns }),
+                        ),
+                );
+            }
+            let judged = ns_labels.as_ref().unwrap_or(&Value::Null);
+            if admits(&np, svc_ns, ns, judged, labels) {
                 continue;
             }
             let name = obj::name(&np);
