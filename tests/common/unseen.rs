@@ -88,6 +88,11 @@ macro_rules! for_each_unseen {
     mesh_injection_label_removed => "mesh-injection-label-removed",
     cronjob_suspended_forgotten => "cronjob-suspended-forgotten",
     mutable_latest_tag_repushed => "mutable-latest-tag-repushed",
+    configmap_cache_raised_oomkill => "configmap-cache-raised-oomkill",
+    oomkill_organic_growth_config_edited_after => "oomkill-organic-growth-config-edited-after",
+    upstream_url_edited_then_restarted => "upstream-url-edited-then-restarted",
+    networkpolicy_added_before_readiness_failures => "networkpolicy-added-before-readiness-failures",
+    stale_connections_after_unrelated_configmap_edit => "stale-connections-after-unrelated-configmap-edit",
         );
     };
 }
@@ -6643,6 +6648,1141 @@ fn mutable_latest_tag_repushed(c: &Ctx) -> Fut<'_> {
     })
 }
 
+// ---------------------------------------------------------------------------------------------
+// The fifth blind set (indexes 51–55): a change to something the workload reads, before (or
+// after) its failures began. Expected outcomes were committed before this staging (84b3fee).
+
+/// How long `growth_hold` waits between starting suggest-api's pods and the on-call's edit, so
+/// that the pods (and the first kill) are older than the edit by the API server's own clock.
+const GROWTH_HOLD: Duration = Duration::from_secs(27 * 60);
+/// How long subscription-api's feature-flag edit precedes the database failover, in real time
+/// (managedFields and Endpoints times are the API server's).
+const FLAGS_HOLD: Duration = Duration::from_secs(89 * 60);
+
+/// Seconds between `o`'s creation (the API server's clock) and the capture moment.
+fn age(c: &Ctx, o: &Value) -> i64 {
+    let created = o["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_else(Utc::now);
+    (c.at(0) - created).num_seconds()
+}
+
+/// Seconds between now (a write just made) and the capture moment.
+fn now_before_capture(c: &Ctx) -> i64 {
+    (c.at(0) - Utc::now()).num_seconds()
+}
+
+/// `kubectl rollout restart deployment/<app>`: the template's restartedAt annotation.
+async fn rollout_restart(c: &Ctx, app: &str) {
+    let at = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    patch_as(
+        &c.k,
+        "kubectl-rollout",
+        "apps/v1",
+        "Deployment",
+        app,
+        json!({"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": at}}}}}),
+    )
+    .await;
+}
+
+/// Play the kubelets through the deployment controller's rolling update of `app` to
+/// `revision`: every new pod starts and is Ready (as it is for its first seconds), every old
+/// pod the controller deletes goes, until `n` new pods and no old one are left. The new pods
+/// run on `nodes` in turn, with IPs from `ip_base`.
+async fn roll_out(
+    c: &Ctx,
+    app: &str,
+    revision: &str,
+    n: usize,
+    nodes: &[String],
+    ip_base: u8,
+) -> Vec<Value> {
+    let k = &c.k;
+    let rs = replicaset(k, app, revision).await;
+    let hash = rs["metadata"]["labels"]["pod-template-hash"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let mut placed: Vec<String> = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
+    loop {
+        let list = k
+            .api("v1", "Pod")
+            .list(&kube::api::ListParams::default().labels(&format!("app={app}")))
+            .await
+            .unwrap();
+        let pods: Vec<Value> = list
+            .items
+            .into_iter()
+            .map(|p| serde_json::to_value(p).unwrap())
+            .collect();
+        let mut old_left = 0;
+        for p in &pods {
+            let new = p["metadata"]["labels"]["pod-template-hash"] == hash.as_str();
+            let going = p["metadata"]["deletionTimestamp"].is_string();
+            if new && !going && !placed.contains(&name(p)) {
+                // Image present, container created and started, probe passed: a few seconds.
+                tokio::time::sleep(Duration::from_secs(4)).await;
+                let i = placed.len();
+                run(
+                    c,
+                    p,
+                    &nodes[i % nodes.len()],
+                    &c.ip(ip_base + i as u8),
+                    age(c, p) - 1,
+                )
+                .await;
+                placed.push(name(p));
+            } else if !new {
+                old_left += 1;
+                if going {
+                    kubelet_delete(k, &name(p)).await;
+                }
+            }
+        }
+        if placed.len() == n && old_left == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "rollout of {app} to revision {revision}: {} new, {old_left} old",
+            placed.len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    k.pods(&format!("app={app},pod-template-hash={hash}"), n)
+        .await
+}
+
+/// The runs `(started, finished)` of a container that ran `first` and is then killed `run`
+/// seconds after every start, restarted with the kubelet's back-off (10 s doubling to 5 min);
+/// and whether the last of them is running now (its end lies after the capture).
+fn restart_cycle(first: (i64, i64), run: i64) -> (Vec<(i64, i64)>, bool) {
+    let mut runs = vec![first];
+    let mut backoff = 10;
+    loop {
+        let (_, end) = *runs.last().unwrap();
+        let start = end - backoff;
+        if start <= 0 {
+            return (runs, false);
+        }
+        runs.push((start, start - run));
+        if start - run <= 0 {
+            return (runs, true);
+        }
+        backoff = (backoff * 2).min(300);
+    }
+}
+
+/// The kubelet's status of a pod (started `start` seconds before capture) whose one container
+/// was OOMKilled at the end of every run in `runs` but the last, which runs now (`running`) or
+/// was killed too and waits out its back-off. Not ready since the first kill.
+fn oom_loop_status(
+    c: &Ctx,
+    pod: &Value,
+    (image, ip, start): (&str, &str, i64),
+    runs: &[(i64, i64)],
+    running: bool,
+) -> Value {
+    let ct = pod["spec"]["containers"][0]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let restarts = runs.len() as i64 - 1;
+    let last = *runs.last().unwrap();
+    let status = if running {
+        let prev = runs[runs.len() - 2];
+        c_running(
+            c,
+            (&ct, image),
+            last.0,
+            false,
+            restarts,
+            terminated(c, 137, "OOMKilled", prev),
+        )
+    } else {
+        let uid = pod["metadata"]["uid"].as_str().unwrap_or("").to_owned();
+        c_waiting(
+            (&ct, image),
+            (
+                "CrashLoopBackOff",
+                &format!(
+                    "back-off 5m0s restarting failed container={ct} pod={}_{}({uid})",
+                    name(pod),
+                    pod["metadata"]["namespace"].as_str().unwrap_or("")
+                ),
+            ),
+            restarts,
+            terminated(c, 137, "OOMKilled", last),
+        )
+    };
+    let mut st = pod_status(c, "Running", start, ip, vec![status]);
+    for i in [1, 2] {
+        st["conditions"][i]["lastTransitionTime"] = json!(c.t(runs[0].1));
+    }
+    st
+}
+
+/// The kubelet's events of a container restarted through `runs` (see [`restart_cycle`]).
+async fn restart_events(c: &Ctx, pod: &Value, image: &str, runs: &[(i64, i64)]) {
+    let ct = pod["spec"]["containers"][0]["name"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    let n = runs.len() as i64;
+    let (first, last) = (runs[0].0, runs[runs.len() - 1].0);
+    for (reason, message, lead) in [
+        (
+            "Pulled",
+            format!("Container image \"{image}\" already present on machine"),
+            1,
+        ),
+        ("Created", format!("Created container {ct}"), 1),
+        ("Started", format!("Started container {ct}"), 0),
+    ] {
+        kubelet_event(
+            c,
+            pod,
+            "Normal",
+            reason,
+            &message,
+            n,
+            (first + lead, last + lead),
+        )
+        .await;
+    }
+    if n > 1 {
+        // Backing off now, or until just before the run that goes on now.
+        let waited: i64 = runs.windows(2).map(|w| w[0].1 - w[1].0).sum();
+        let until = if runs[runs.len() - 1].1 <= 0 {
+            last + 1
+        } else {
+            6
+        };
+        kubelet_event(
+            c,
+            pod,
+            "Warning",
+            "BackOff",
+            "Back-off restarting failed container",
+            waited / 10 + n,
+            (runs[0].1 - 2, until),
+        )
+        .await;
+    }
+}
+
+/// [`Ctx::logs_of`] for lines built at run time.
+fn logs_owned(c: &Ctx, pod: &Value, container: &str, previous: bool, lines: &[(i64, String)]) {
+    let lines: Vec<(i64, &str)> = lines.iter().map(|(t, l)| (*t, l.as_str())).collect();
+    c.logs_of(pod, container, previous, &lines);
+}
+
+const TILE_CONFIG: &str = r#"# tile-server configuration (maps platform, staging)
+server:
+  port: 8080
+  workers: 4
+style: s3://maps-styles-eu/osm-bright/v12/style.json
+cache:
+  # tiles kept in memory; preloaded from the hot-tile index at start
+  max_tiles: 40000
+  preload: hot-tiles
+  hot_tiles: s3://maps-tiles-eu/hot/z0-14.idx
+  ttl: 24h
+render:
+  max_zoom: 18
+  timeout: 3s
+"#;
+
+/// Someone raised tile-server's cache tenfold (kubectl edit of its mounted ConfigMap) and
+/// restarted it a minute later; the rollout completed (the pods are ready before their cache
+/// warm-up) and every new pod is OOMKilled at its unchanged 512Mi limit while warming up.
+fn configmap_cache_raised_oomkill(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        patch_as(
+            k,
+            "kubectl-label",
+            "v1",
+            "Namespace",
+            &k.ns,
+            json!({"metadata": {"labels": {"kubemedic.io/environment": "staging", "team": "maps"}}}),
+        )
+        .await;
+        let app = "tile-server";
+        let cm = "tile-server-config";
+        create_as(
+            k,
+            "helm",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": cm, "labels": {"app": app}},
+            "data": {"config.yaml": TILE_CONFIG}}),
+        )
+        .await;
+        let image = "registry.example.com/maps/tile-server:2.9.1";
+        let mut ct = container(app, image, Some(8080));
+        ct["args"] = json!(["--config=/etc/tile-server/config.yaml"]);
+        ct["resources"] =
+            json!({"requests": {"cpu": "250m", "memory": "384Mi"}, "limits": {"memory": "512Mi"}});
+        ct["volumeMounts"] =
+            json!([{"name": "config", "mountPath": "/etc/tile-server", "readOnly": true}]);
+        ct["readinessProbe"] =
+            json!({"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 5});
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                app,
+                3,
+                json!([ct]),
+                json!({"volumes": [{"name": "config", "configMap": {"name": cm}}]}),
+            ),
+        )
+        .await;
+        create_as(k, "helm", service(app, app, 80, json!("http"))).await;
+        for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), age(c, p) - 2).await;
+        }
+        available(k, app, 3).await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        // A tenfold cache, edited in place; a minute later the pods are restarted to read it.
+        let raised = TILE_CONFIG.replace("max_tiles: 40000", "max_tiles: 400000");
+        assert_ne!(raised, TILE_CONFIG);
+        patch_as(
+            k,
+            "kubectl-edit",
+            "v1",
+            "ConfigMap",
+            cm,
+            json!({"data": {"config.yaml": raised}}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        rollout_restart(c, app).await;
+        let new = roll_out(c, app, "2", 3, &nodes, 20).await;
+        // Each warm-up grows past 512Mi 40 to 60 seconds after the start.
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        let mut alerted: Option<(Value, i64)> = None;
+        for (i, p) in new.iter().enumerate() {
+            let start = age(c, p) - 2;
+            let killed_after = [39, 58, 60][i];
+            let (runs, running) = restart_cycle((start, start - killed_after), killed_after);
+            let st = oom_loop_status(c, p, (image, &c.ip(20 + i as u8), start), &runs, running);
+            let p = status_as(k, "kubelet", "v1", "Pod", &name(p), st).await;
+            restart_events(c, &p, image, &runs).await;
+            let log = |(s, e): (i64, i64)| -> Vec<(i64, String)> {
+                let mut lines = vec![
+                    (s - 1, "level=info msg=\"tile-server 2.9.1 starting\" config=/etc/tile-server/config.yaml".to_owned()),
+                    (s - 1, "level=info msg=\"config loaded\" cache.max_tiles=400000 cache.preload=hot-tiles cache.ttl=24h render.max_zoom=18 workers=4".to_owned()),
+                    (s - 2, "level=info msg=listening addr=:8080".to_owned()),
+                    (s - 2, "level=info msg=\"cache warm-up: preloading up to 400000 tiles\" source=s3://maps-tiles-eu/hot/z0-14.idx".to_owned()),
+                ];
+                let step = (s - e) / 4;
+                for j in 1..=3 {
+                    let tiles = 100_000 * j;
+                    let rss = 38 + 133 * j;
+                    lines.push((
+                        s - step * j,
+                        format!("level=info msg=\"cache warm-up\" tiles={tiles} rss_mib={rss} limit_mib=512"),
+                    ));
+                }
+                lines
+            };
+            let last = *runs.last().unwrap();
+            if running {
+                let now: Vec<(i64, String)> =
+                    log(last).into_iter().filter(|(t, _)| *t > 0).collect();
+                logs_owned(c, &p, app, false, &now);
+                logs_owned(c, &p, app, true, &log(runs[runs.len() - 2]));
+            } else {
+                logs_owned(c, &p, app, true, &log(last));
+                if alerted.is_none() {
+                    // In back-off since its second kill; the rule holds for 15 minutes.
+                    alerted = Some((p.clone(), (runs[1].1 - 900).max(30)));
+                }
+            }
+        }
+        let (alerted, since) = alerted.unwrap_or_else(|| (new[0].clone(), 120));
+        staged(c, crashloop_alert(c, &alerted, app, since))
+    })
+}
+
+/// suggest-api's in-memory index outgrew its 1Gi limit with the catalogue: one pod was first
+/// OOMKilled about 38 minutes before the capture, a second about 31, the third runs at the
+/// edge. Well after the first kill the on-call set LOG_LEVEL=debug in its env ConfigMap with
+/// kubectl edit (no restart); containers started since log at debug and die the same way.
+fn oomkill_organic_growth_config_edited_after(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let app = "suggest-api";
+        let cm = "suggest-api-env";
+        create_as(
+            k,
+            "helm",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": cm, "labels": {"app": app}},
+            "data": {"LOG_LEVEL": "info", "INDEX_SNAPSHOT_URL": "s3://suggest-snapshots-eu/products/",
+                "KAFKA_BROKERS": "catalog-kafka-bootstrap.catalog-events:9092", "KAFKA_TOPIC": "catalog.products.v2",
+                "INDEX_MIN_PREFIX": "2", "MAX_SUGGESTIONS": "10"}}),
+        )
+        .await;
+        let image = "registry.example.com/search/suggest-api:4.7.3";
+        let mut ct = container(app, image, Some(8080));
+        ct["envFrom"] = json!([{"configMapRef": {"name": cm}}]);
+        ct["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "1Gi"}});
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"},
+            "periodSeconds": 10, "failureThreshold": 3});
+        let mut d = workload("Deployment", app, 3, json!([ct]), json!({}));
+        d["spec"]["strategy"] =
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}});
+        create_as(k, "helm", d).await;
+        create_as(k, "helm", service(app, app, 80, json!("http"))).await;
+        let pods = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in pods.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), age(c, p) - 2).await;
+        }
+        available(k, app, 3).await;
+        // The pods serve (and grow) for a while: the first kills and the alert come before the
+        // edit. The kubelet reports each first kill when it happens (the Deployment's
+        // availability changes then); the full history is written at the end.
+        let capture = Utc::now() + chrono::Duration::from_std(GROWTH_HOLD).unwrap() + c.offset;
+        let first_kills: [i64; 2] = [2_290, 1_860];
+        for (p, kill) in pods.iter().zip(first_kills) {
+            let at = capture - chrono::Duration::seconds(kill);
+            if let Ok(wait) = (at - Utc::now()).to_std() {
+                tokio::time::sleep(wait).await;
+            }
+            let now = Utc::now();
+            let ts =
+                |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let mut st = k.get("v1", "Pod", &name(p)).await["status"].clone();
+            for cond in st["conditions"].as_array_mut().unwrap() {
+                if cond["type"] == "Ready" || cond["type"] == "ContainersReady" {
+                    cond["status"] = json!("False");
+                    cond["reason"] = json!("ContainersNotReady");
+                    cond["message"] = json!(format!("containers with unready status: [{app}]"));
+                    cond["lastTransitionTime"] = json!(ts(now));
+                }
+            }
+            let cs = &mut st["containerStatuses"][0];
+            cs["lastState"] = json!({"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                "startedAt": cs["state"]["running"]["startedAt"].clone(),
+                "finishedAt": ts(now - chrono::Duration::seconds(10)), "containerID": cs["containerID"].clone()}});
+            cs["containerID"] = json!(container_id());
+            cs["state"] = json!({"running": {"startedAt": ts(now)}});
+            cs["ready"] = json!(false);
+            cs["restartCount"] = json!(1);
+            status_as(k, "kubelet", "v1", "Pod", &name(p), st).await;
+        }
+        if let Ok(wait) = (capture - c.offset - Utc::now()).to_std() {
+            tokio::time::sleep(wait).await;
+        }
+        patch_as(
+            k,
+            "kubectl-edit",
+            "v1",
+            "ConfigMap",
+            cm,
+            json!({"data": {"LOG_LEVEL": "debug"}}),
+        )
+        .await;
+        let edited = now_before_capture(c);
+        let day = |d: i64| {
+            (c.at(0) - chrono::Duration::days(d))
+                .format("%Y-%m-%d")
+                .to_string()
+        };
+        let manifest = format!(
+            "snapshot {}T02:00Z: 8412551 entries (snapshot {}T02:00Z: 7698114, +9.3% in 7 days)",
+            day(0),
+            day(7)
+        );
+        let mut alerted = None;
+        for (i, p) in pods.iter().enumerate() {
+            let ip = c.ip(10 + i as u8);
+            let start = age(c, p) - 2;
+            if i == 2 {
+                // Not killed yet: its memory climbs with the live updates.
+                let mut lines = vec![
+                    (start - 1, "INFO  suggest-api 4.7.3 starting (cgroup memory limit 1024 MiB, log level info)".to_owned()),
+                    (start - 2, format!("INFO  {manifest}")),
+                    (start - 118, "INFO  index built: 8412551 entries in 116s, rss 912 MiB".to_owned()),
+                    (start - 120, "INFO  kafka: consuming catalog.products.v2 (12 partitions) from the snapshot's offsets".to_owned()),
+                    (start - 121, "INFO  listening on :8080".to_owned()),
+                ];
+                // Every five minutes; resident memory climbs to 1001 MiB at the last one.
+                let times: Vec<i64> = (0..)
+                    .map(|j| start - 420 - 300 * j)
+                    .take_while(|t| *t > 30)
+                    .collect();
+                let m = times.len().max(2) as i64;
+                for (j, t) in times.iter().enumerate() {
+                    let j = j as i64;
+                    let rss = 924 + (1001 - 924) * j / (m - 1);
+                    lines.push((*t, format!("INFO  stats 300s: {} queries, p99 {}ms, index {} entries (+{} live), rss {rss} MiB of 1024 MiB",
+                        13_800 + 97 * j, 8 + j % 3, 8_412_551 + 1_163 * (j + 1), 1_163 * (j + 1))));
+                    let share = (rss * 100 + 512) / 1024;
+                    if share >= 95 {
+                        lines.push((t - 1, format!("WARN  memory: rss {rss} MiB is {share}% of the cgroup limit (1024 MiB)")));
+                    }
+                }
+                logs_owned(c, p, app, false, &lines);
+                // Ready once its index was built.
+                let mut st = pod_status(
+                    c,
+                    "Running",
+                    start,
+                    &ip,
+                    vec![c_running(c, (app, image), start, true, 0, json!({}))],
+                );
+                for j in [1, 2] {
+                    st["conditions"][j]["lastTransitionTime"] = json!(c.t(start - 121));
+                }
+                status_as(k, "kubelet", "v1", "Pod", &name(p), st).await;
+                continue;
+            }
+            // Killed first at these times before the capture; each start reloads the index.
+            let first_kill = first_kills[i].min(start - 60);
+            let (runs, running) = restart_cycle((start, first_kill), 170);
+            let st = oom_loop_status(c, p, (image, &ip, start), &runs, running);
+            let p = status_as(k, "kubelet", "v1", "Pod", &name(p), st).await;
+            restart_events(c, &p, image, &runs).await;
+            let log = |(s, e): (i64, i64)| -> Vec<(i64, String)> {
+                let debug = s < edited;
+                let level = if debug { "debug" } else { "info" };
+                let mut lines = vec![(
+                    s - 1,
+                    format!(
+                        "INFO  suggest-api 4.7.3 starting (cgroup memory limit 1024 MiB, log level {level})"
+                    ),
+                )];
+                if debug {
+                    lines.push((s - 1, "DEBUG config: INDEX_SNAPSHOT_URL=s3://suggest-snapshots-eu/products/ KAFKA_TOPIC=catalog.products.v2 INDEX_MIN_PREFIX=2 MAX_SUGGESTIONS=10".to_owned()));
+                }
+                lines.push((s - 2, format!("INFO  {manifest}")));
+                if debug {
+                    for (j, (entries, rss)) in [
+                        (2_000_000, 231),
+                        (4_000_000, 455),
+                        (6_000_000, 679),
+                        (8_000_000, 902),
+                    ]
+                    .iter()
+                    .enumerate()
+                    {
+                        let at = s - 25 * (j as i64 + 1);
+                        if at > e {
+                            lines.push((
+                                at,
+                                format!("DEBUG index: {entries} entries loaded, rss {rss} MiB"),
+                            ));
+                        }
+                    }
+                    if s - 112 > e {
+                        lines.push((s - 112, "DEBUG index: 8412551 entries loaded, building prefix tree, rss 958 MiB".to_owned()));
+                    }
+                    if e + 3 < s {
+                        lines.push((
+                            e + 3,
+                            "DEBUG index: prefix tree 71% built, rss 1019 MiB".to_owned(),
+                        ));
+                    }
+                }
+                lines
+            };
+            let last = *runs.last().unwrap();
+            if running {
+                let now: Vec<(i64, String)> =
+                    log(last).into_iter().filter(|(t, _)| *t > 0).collect();
+                logs_owned(c, &p, app, false, &now);
+                logs_owned(c, &p, app, true, &log(runs[runs.len() - 2]));
+            } else {
+                logs_owned(c, &p, app, true, &log(last));
+            }
+            if alerted.is_none() && runs.len() > 1 {
+                alerted = Some((p.clone(), (runs[1].1 - 900).max(30)));
+            }
+        }
+        let (alerted, since) = alerted.unwrap();
+        staged(c, crashloop_alert(c, &alerted, app, since))
+    })
+}
+
+/// rate-shopper's CARRIER_GATEWAY_URL (env from a ConfigMap) was edited to a namespace that
+/// does not exist and the Deployment rollout-restarted half a minute later; the new pods were
+/// ready for their first seconds, so no old pod is left, and none is ready now.
+fn upstream_url_edited_then_restarted(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        // The upstream, healthy throughout.
+        let gw = "carrier-gateway";
+        let gw_image = "registry.example.com/shipping/carrier-gateway:3.2.0";
+        create_as(
+            k,
+            "helm",
+            workload(
+                "Deployment",
+                gw,
+                2,
+                json!([container(gw, gw_image, Some(8080))]),
+                json!({}),
+            ),
+        )
+        .await;
+        create_as(k, "helm", service(gw, gw, 8080, json!("http"))).await;
+        for (i, p) in k.pods(&format!("app={gw}"), 2).await.iter().enumerate() {
+            let p = run(c, p, &nodes[i], &c.ip(30 + i as u8), age(c, p) - 2).await;
+            c.logs_of(
+                &p,
+                gw,
+                false,
+                &[
+                    (age(c, &p) - 4, "INFO  carrier-gateway 3.2.0 listening on :8080 (carriers: dhl-express, ups, dpd, gls)"),
+                    (600, "INFO  300s: 2210 rate requests, 0 errors, p99 180ms"),
+                    (300, "INFO  300s: 1984 rate requests, 0 errors, p99 171ms"),
+                ],
+            );
+        }
+        let app = "rate-shopper";
+        let cm = "rate-shopper-env";
+        let good = "http://carrier-gateway.shipping.svc.cluster.local:8080";
+        let bad = "http://carrier-gateway.shipping-v2.svc.cluster.local:8080";
+        create_as(
+            k,
+            "helm",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": cm, "labels": {"app": app}},
+            "data": {"CARRIER_GATEWAY_URL": good, "QUOTE_TIMEOUT": "2s", "DEFAULT_CURRENCY": "EUR"}}),
+        )
+        .await;
+        let image = "registry.example.com/shipping/rate-shopper:1.18.4";
+        let mut ct = container(app, image, Some(8080));
+        let key =
+            |k: &str| json!({"name": k, "valueFrom": {"configMapKeyRef": {"name": cm, "key": k}}});
+        ct["env"] = json!([
+            key("CARRIER_GATEWAY_URL"),
+            key("QUOTE_TIMEOUT"),
+            key("DEFAULT_CURRENCY")
+        ]);
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"},
+            "periodSeconds": 10, "failureThreshold": 3});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
+        create_as(k, "helm", service(app, app, 80, json!("http"))).await;
+        for (i, p) in k.pods(&format!("app={app}"), 3).await.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), age(c, p) - 2).await;
+        }
+        available(k, app, 3).await;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        // The gateway's move to a new namespace, edited ahead of it; then a restart to pick it up.
+        patch_as(
+            k,
+            "kubectl-edit",
+            "v1",
+            "ConfigMap",
+            cm,
+            json!({"data": {"CARRIER_GATEWAY_URL": bad}}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        rollout_restart(c, app).await;
+        let new = roll_out(c, app, "2", 3, &nodes, 20).await;
+        // Ready until their dependency check has failed three times.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let err = format!(
+            "Post \"{bad}/v1/rates\": dial tcp: lookup carrier-gateway.shipping-v2.svc.cluster.local on 10.0.0.10:53: no such host"
+        );
+        let mut since = 0;
+        for (i, p) in new.iter().enumerate() {
+            let start = age(c, p) - 1;
+            // Ready until its dependency check has failed three times.
+            let unready = start - 34;
+            since = since.max(unready);
+            let mut st = pod_status(
+                c,
+                "Running",
+                start,
+                &c.ip(20 + i as u8),
+                vec![c_running(c, (app, image), start - 4, false, 0, json!({}))],
+            );
+            for j in [1, 2] {
+                st["conditions"][j]["lastTransitionTime"] = json!(c.t(unready));
+            }
+            let p = status_as(k, "kubelet", "v1", "Pod", &name(p), st).await;
+            kubelet_event(
+                c,
+                &p,
+                "Warning",
+                "Unhealthy",
+                "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                unready / 10,
+                (unready + 8, 4),
+            )
+            .await;
+            logs_owned(
+                c,
+                &p,
+                app,
+                false,
+                &[
+                    (start - 5, "INFO  rate-shopper 1.18.4 starting".to_owned()),
+                    (start - 5, format!("INFO  carrier gateway {bad}, quote timeout 2s, currency EUR")),
+                    (start - 6, "INFO  listening on :8080".to_owned()),
+                    (start - 12, format!("ERROR quote order=SO-7712{i}3 carrier=dhl-express: {err}")),
+                    (start - 22, format!("ERROR quote order=SO-7712{i}7 carrier=ups: {err}")),
+                    (start - 32, format!("ERROR dependency check carrier-gateway: {err}")),
+                    (unready, "WARN  ready: carrier-gateway unreachable (3 consecutive errors), reporting not ready".to_owned()),
+                    (95, format!("ERROR quote order=SO-7744{i}0 carrier=dpd: {err}")),
+                    (40, format!("ERROR dependency check carrier-gateway: {err}")),
+                    (11, format!("ERROR quote order=SO-7744{i}2 carrier=gls: {err}")),
+                ],
+            );
+        }
+        // KubeDeploymentReplicasMismatch holds for 15 minutes.
+        staged(
+            c,
+            replicas_mismatch_alert(c, "Deployment", app, (since - 900).max(30)),
+        )
+    })
+}
+
+/// Argo CD applied the platform team's baseline default-deny-ingress NetworkPolicy to the
+/// database namespace claims-data; claims-api (namespace claims), running since before, keeps
+/// its established connections for a minute, then every new one to claims-postgres times out.
+fn networkpolicy_added_before_readiness_failures(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let data = c.ns("claims-data");
+        // The database (a bitnami/postgresql release).
+        let db = "claims-postgres";
+        let db_image = "docker.io/bitnami/postgresql:15.4.0-debian-11-r45";
+        let mut pg = container("postgresql", db_image, None);
+        pg["ports"] = json!([{"name": "tcp-postgresql", "containerPort": 5432, "protocol": "TCP"}]);
+        pg["resources"] =
+            json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}});
+        pg["readinessProbe"] = json!({"exec": {"command": ["/bin/sh", "-c", "-e", "exec pg_isready -U \"claims_app\" -d \"dbname=claims\" -h 127.0.0.1 -p 5432"]},
+            "periodSeconds": 10, "timeoutSeconds": 5});
+        let mut sts = workload("StatefulSet", db, 1, json!([pg]), json!({}));
+        sts["spec"]["serviceName"] = json!(format!("{db}-hl"));
+        create_as(&data, "helm", sts).await;
+        let mut svc = service(db, db, 5432, json!("tcp-postgresql"));
+        svc["spec"]["ports"][0]["name"] = json!("tcp-postgresql");
+        let svc = create_as(&data, "helm", svc).await;
+        let db_ip = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_owned();
+        let mut hl = service(&format!("{db}-hl"), db, 5432, json!("tcp-postgresql"));
+        hl["spec"]["clusterIP"] = json!("None");
+        hl["spec"]["publishNotReadyAddresses"] = json!(true);
+        hl["spec"]["ports"][0]["name"] = json!("tcp-postgresql");
+        create_as(&data, "helm", hl).await;
+        let dbp = sts_pod(&data, &format!("{db}-0")).await;
+        let dbp = run(c, &dbp, &nodes[2], &c.ip(30), age(c, &dbp) - 2).await;
+        // The app, in its own namespace.
+        let app = "claims-api";
+        let image = "registry.example.com/claims/claims-api:2.4.0";
+        let mut ct = container(app, image, Some(8080));
+        ct["env"] = json!([
+            {"name": "DATABASE_URL", "value": "postgres://claims_app@claims-postgres.claims-data.svc.cluster.local:5432/claims?pool_max_conns=10&pool_max_conn_lifetime=5m"}]);
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"},
+            "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
+        create_as(k, "helm", service(app, app, 80, json!("http"))).await;
+        let pods = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in pods.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(10 + i as u8), age(c, p) - 2).await;
+        }
+        available(k, app, 3).await;
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        // The platform team's network baseline reaches this namespace through Argo CD.
+        let np = json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "default-deny-ingress", "labels": {"app.kubernetes.io/instance": "platform-netpol-baseline"}},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}});
+        let mut last_applied = np.clone();
+        last_applied["metadata"]["namespace"] = json!("claims-data");
+        let mut np = np;
+        np["metadata"]["annotations"] = json!({
+            "kubectl.kubernetes.io/last-applied-configuration": serde_json::to_string(&last_applied).unwrap()});
+        let np = create_as(&data, "argocd-application-controller", np).await;
+        // Established connections outlive the policy; the pool's next reconnects do not, and
+        // the readiness probes fail from then on (the kubelet reports it then).
+        tokio::time::sleep(Duration::from_secs(90)).await;
+        let applied = age(c, &np);
+        let db_start = age(c, &dbp) - 4;
+        let failing = applied - 65;
+        let err = format!(
+            "failed to connect to `host=claims-postgres.claims-data.svc.cluster.local user=claims_app database=claims`: dial error (dial tcp {db_ip}:5432: i/o timeout)"
+        );
+        let mut since = 0;
+        for (i, p) in pods.iter().enumerate() {
+            let ip = c.ip(10 + i as u8);
+            let start = age(c, p) - 2;
+            let unready = failing - 25 - 5 * i as i64;
+            since = since.max(unready);
+            let mut st = pod_status(
+                c,
+                "Running",
+                start,
+                &ip,
+                vec![c_running(c, (app, image), start - 4, false, 0, json!({}))],
+            );
+            for j in [1, 2] {
+                st["conditions"][j]["lastTransitionTime"] = json!(c.t(unready));
+            }
+            let p = status_as(k, "kubelet", "v1", "Pod", &name(p), st).await;
+            kubelet_event(
+                c,
+                &p,
+                "Warning",
+                "Unhealthy",
+                "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                unready / 10 + 2,
+                (unready + 20, 7),
+            )
+            .await;
+            let mut lines = vec![
+                (start - 5, "INFO  claims-api 2.4.0 starting".to_owned()),
+                (start - 6, "INFO  db: pool ready (claims-postgres.claims-data.svc.cluster.local:5432/claims, max 10 conns, max lifetime 5m)".to_owned()),
+                (start - 6, "INFO  listening on :8080".to_owned()),
+            ];
+            let mut t = start - 300;
+            while t > applied {
+                lines.push((
+                    t,
+                    "INFO  300s: 1843 requests, 0 errors, p99 28ms".to_owned(),
+                ));
+                t -= 300;
+            }
+            lines.extend([
+                (
+                    failing - 5 * i as i64,
+                    "INFO  db: connection reached max lifetime, reconnecting".to_owned(),
+                ),
+                (failing - 5 * i as i64 - 10, format!("ERROR db: {err}")),
+                (
+                    failing - 5 * i as i64 - 12,
+                    format!("ERROR POST /v1/claims/CLM-2291{i}8/notes: {err}"),
+                ),
+                (
+                    unready,
+                    "WARN  GET /ready 503 (db: acquire connection: context deadline exceeded)"
+                        .to_owned(),
+                ),
+                (
+                    300,
+                    "INFO  300s: 1790 requests, 1790 errors (db unavailable), pool 0/10 connected"
+                        .to_owned(),
+                ),
+                (45, format!("ERROR db: {err}")),
+                (
+                    12,
+                    "WARN  GET /ready 503 (db: acquire connection: context deadline exceeded)"
+                        .to_owned(),
+                ),
+            ]);
+            logs_owned(c, &p, app, false, &lines);
+        }
+        // The database itself is fine: its last client connections simply stop.
+        logs_owned(
+            c,
+            &dbp,
+            "postgresql",
+            false,
+            &[
+                (db_start - 2, "postgresql INFO  ==> ** Starting PostgreSQL **".to_owned()),
+                (db_start - 3, "LOG:  listening on IPv4 address \"0.0.0.0\", port 5432".to_owned()),
+                (db_start - 4, "LOG:  database system is ready to accept connections".to_owned()),
+                ((db_start + applied) / 2, "LOG:  checkpoint complete: wrote 1821 buffers (11.1%); 0 WAL file(s) added, 0 removed, 1 recycled".to_owned()),
+                (failing + 8, format!("LOG:  disconnection: session time: 0:05:00.012 user=claims_app database=claims host={}", c.ip(10))),
+                (failing + 3, format!("LOG:  disconnection: session time: 0:05:00.009 user=claims_app database=claims host={}", c.ip(11))),
+                (240, "LOG:  checkpoint complete: wrote 12 buffers (0.1%); 0 WAL file(s) added, 0 removed, 0 recycled".to_owned()),
+            ],
+        );
+        staged(
+            c,
+            replicas_mismatch_alert(c, "Deployment", app, (since - 900).max(30)),
+        )
+    })
+}
+
+/// subs-mysql's primary (subs-mysql-0) stalled on I/O and the mysql-operator promoted
+/// subs-mysql-1; subs-mysql-0 came back as a super-read-only replica and subscription-api's
+/// pooled connections, opened to it hours before, now fail every write. An hour and a half
+/// before that, someone flipped a feature flag in the app's env ConfigMap without a restart.
+fn stale_connections_after_unrelated_configmap_edit(c: &Ctx) -> Fut<'_> {
+    Box::pin(async move {
+        let nodes = c.nodes(3, ZONES).await;
+        let k = &c.k;
+        let db = "subs-mysql";
+        let db_image = "percona:5.7.35";
+        let mut my = container("mysql", db_image, None);
+        my["ports"] = json!([{"name": "mysql", "containerPort": 3306, "protocol": "TCP"}]);
+        my["resources"] =
+            json!({"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "4Gi"}});
+        my["livenessProbe"] = json!({"exec": {"command": ["mysqladmin", "ping"]},
+            "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 10});
+        my["readinessProbe"] = json!({"exec": {"command": ["mysql", "-h", "127.0.0.1", "-e", "SELECT 1"]},
+            "periodSeconds": 5, "timeoutSeconds": 5, "failureThreshold": 3});
+        let mut sts = workload("StatefulSet", db, 2, json!([my]), json!({}));
+        sts["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("annotations");
+        sts["spec"]["podManagementPolicy"] = json!("Parallel");
+        create_as(k, "mysql-operator", sts).await;
+        let mut headless = service(db, db, 3306, json!(3306));
+        headless["spec"]["clusterIP"] = json!("None");
+        headless["spec"]["ports"][0]["name"] = json!("mysql");
+        create_as(k, "mysql-operator", headless).await;
+        let mut master = service(&format!("{db}-master"), db, 3306, json!(3306));
+        master["spec"]["clusterIP"] = json!("None");
+        master["spec"]["ports"][0]["name"] = json!("mysql");
+        master["spec"]["selector"] = json!({"app": db, "role": "master"});
+        create_as(k, "mysql-operator", master).await;
+        let mut replicas = service(&format!("{db}-replicas"), db, 3306, json!(3306));
+        replicas["spec"]["ports"][0]["name"] = json!("mysql");
+        replicas["spec"]["selector"] = json!({"app": db, "role": "replica"});
+        create_as(k, "mysql-operator", replicas).await;
+        let mut dbs = Vec::new();
+        for (i, role) in ["master", "replica"].iter().enumerate() {
+            let p = sts_pod(k, &format!("{db}-{i}")).await;
+            let p = run(c, &p, &nodes[i], &c.ip(12 + i as u8), age(c, &p) - 2).await;
+            patch_as(
+                k,
+                "mysql-operator",
+                "v1",
+                "Pod",
+                &name(&p),
+                json!({"metadata": {"labels": {"role": role}}}),
+            )
+            .await;
+            dbs.push(p);
+        }
+        let app = "subscription-api";
+        let flags = "subscription-api-flags";
+        create_as(
+            k,
+            "helm",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": flags, "labels": {"app": app}},
+            "data": {"FEATURE_PRORATION_V2": "false", "FEATURE_DUNNING_EMAILS": "true", "FEATURE_ANNUAL_PLANS": "true"}}),
+        )
+        .await;
+        let image = "registry.example.com/billing/subscription-api:5.2.1";
+        let mut ct = container(app, image, Some(8080));
+        ct["envFrom"] = json!([{"configMapRef": {"name": flags}}]);
+        ct["env"] = json!([
+            {"name": "DB_HOST", "value": "subs-mysql-master.subscriptions.svc.cluster.local"},
+            {"name": "DB_PORT", "value": "3306"}, {"name": "DB_NAME", "value": "subscriptions"},
+            {"name": "DB_USER", "value": "subs_app"}, {"name": "DB_MAX_OPEN_CONNS", "value": "16"}]);
+        ct["readinessProbe"] = json!({"httpGet": {"path": "/ready", "port": "http"},
+            "periodSeconds": 10, "failureThreshold": 3});
+        create_as(
+            k,
+            "helm",
+            workload("Deployment", app, 3, json!([ct]), json!({})),
+        )
+        .await;
+        create_as(k, "helm", service(app, app, 80, json!("http"))).await;
+        let pods = k.pods(&format!("app={app}"), 3).await;
+        for (i, p) in pods.iter().enumerate() {
+            run(c, p, &nodes[i], &c.ip(20 + i as u8), age(c, p) - 2).await;
+        }
+        available(k, app, 3).await;
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        // A feature flag flipped by hand, to take effect "with the next deploy".
+        patch_as(
+            k,
+            "kubectl-edit",
+            "v1",
+            "ConfigMap",
+            flags,
+            json!({"data": {"FEATURE_PRORATION_V2": "true"}}),
+        )
+        .await;
+        // Nothing happens for an hour and a half (events of that time expire meanwhile).
+        tokio::time::sleep(FLAGS_HOLD).await;
+        // The failover: the operator moves the master label from subs-mysql-0 to subs-mysql-1.
+        for (pod, role) in [(&dbs[0], "replica"), (&dbs[1], "master")] {
+            patch_as(
+                k,
+                "mysql-operator",
+                "v1",
+                "Pod",
+                &name(pod),
+                json!({"metadata": {"labels": {"role": role}}}),
+            )
+            .await;
+        }
+        tokio::time::sleep(Duration::from_secs(25)).await;
+        let moved = now_before_capture(c) + 25;
+        let host = |i: usize| format!("{db}-{i}.{db}.{}", k.ns);
+        // subs-mysql-0 stalled on I/O for about a minute (probes timed out, not killed).
+        let start0 = age(c, &dbs[0]) - 4;
+        let mut st = pod_status(
+            c,
+            "Running",
+            start0 + 4,
+            &c.ip(12),
+            vec![c_running(
+                c,
+                ("mysql", db_image),
+                start0,
+                true,
+                0,
+                json!({}),
+            )],
+        );
+        for j in [1, 2] {
+            st["conditions"][j]["lastTransitionTime"] = json!(c.t(moved - 15));
+        }
+        let p0 = status_as(k, "kubelet", "v1", "Pod", &name(&dbs[0]), st).await;
+        kubelet_event(
+            c,
+            &p0,
+            "Warning",
+            "Unhealthy",
+            "Readiness probe failed: command \"mysql -h 127.0.0.1 -e SELECT 1\" timed out",
+            11,
+            (moved + 52, moved - 12),
+        )
+        .await;
+        kubelet_event(
+            c,
+            &p0,
+            "Warning",
+            "Unhealthy",
+            "Liveness probe failed: command \"mysqladmin ping\" timed out",
+            6,
+            (moved + 50, moved - 10),
+        )
+        .await;
+        logs_owned(
+            c,
+            &p0,
+            "mysql",
+            false,
+            &[
+                (start0 - 8, "[Note] mysqld: ready for connections.".to_owned()),
+                (start0 - 8, "Version: '5.7.35-38'  socket: '/var/lib/mysql/mysql.sock'  port: 3306  Percona Server (GPL), Release 38, Revision 3692a61".to_owned()),
+                (moved + 58, "[Warning] InnoDB: Difficult to find free blocks in the buffer pool (21 search iterations)! 0 failed attempts to flush a page!".to_owned()),
+                (moved - 11, "[Note] InnoDB: page_cleaner: 1000ms intended loop took 63871ms. The settings might not be optimal. (flushed=200 and evicted=0, during the time.)".to_owned()),
+                (moved - 14, format!("[Note] 'CHANGE MASTER TO FOR CHANNEL '' executed'. Previous state master_host='', master_port= 3306, master_log_file='', master_log_pos= 4, master_bind=''. New state master_host='{}', master_port= 3306, master_log_file='mysql-bin.000017', master_log_pos= 5531071, master_bind=''.", host(1))),
+                (moved - 15, format!("[Note] Slave I/O thread for channel '': connected to master 'repl@{}:3306',replication started in log 'mysql-bin.000017' at position 5531071", host(1))),
+            ],
+        );
+        logs_owned(
+            c,
+            &dbs[1],
+            "mysql",
+            false,
+            &[
+                (start0 - 8, "[Note] mysqld: ready for connections.".to_owned()),
+                (start0 - 8, "Version: '5.7.35-38'  socket: '/var/lib/mysql/mysql.sock'  port: 3306  Percona Server (GPL), Release 38, Revision 3692a61".to_owned()),
+                (start0 - 20, format!("[Note] Slave I/O thread for channel '': connected to master 'repl@{}:3306',replication started in log 'mysql-bin.000016' at position 194", host(0))),
+                (moved + 36, format!("[ERROR] Slave I/O for channel '': error reconnecting to master 'repl@{}:3306' - retry-time: 1  retries: 1, Error_code: 2013", host(0))),
+                (moved + 4, "[Note] Error reading relay log event for channel '': slave SQL thread was killed".to_owned()),
+                (moved + 4, "[Note] Slave I/O thread killed while connecting to master".to_owned()),
+            ],
+        );
+        // subscription-api: every pod's pool still holds connections to subs-mysql-0.
+        let old_master = c.ip(12);
+        let err = "Error 1290 (HY000): The MySQL server is running with the --super-read-only option so it cannot execute this statement";
+        let failing = moved - 20;
+        for (i, p) in pods.iter().enumerate() {
+            let ip = c.ip(20 + i as u8);
+            let start = age(c, p) - 2;
+            let unready = failing - 8 - 4 * i as i64;
+            let mut st = pod_status(
+                c,
+                "Running",
+                start,
+                &ip,
+                vec![c_running(c, (app, image), start - 4, false, 0, json!({}))],
+            );
+            for j in [1, 2] {
+                st["conditions"][j]["lastTransitionTime"] = json!(c.t(unready));
+            }
+            let p = status_as(k, "kubelet", "v1", "Pod", &name(p), st).await;
+            kubelet_event(
+                c,
+                &p,
+                "Warning",
+                "Unhealthy",
+                "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                unready / 10 + 1,
+                (unready + 15, 5),
+            )
+            .await;
+            let mut lines = vec![
+                (start - 5, "INFO  subscription-api 5.2.1 starting; feature flags: proration_v2=false dunning_emails=true annual_plans=true".to_owned()),
+                (start - 6, "INFO  db: pool open to subs-mysql-master.subscriptions.svc.cluster.local:3306/subscriptions (max 16 conns, no max lifetime)".to_owned()),
+                (start - 6, format!("INFO  db: connected to {old_master}:3306 (@@hostname={db}-0, @@read_only=0)")),
+                (start - 7, "INFO  listening on :8080".to_owned()),
+            ];
+            let mut t = start - 600;
+            while t > moved + 60 {
+                lines.push((
+                    t,
+                    format!(
+                        "INFO  600s: {} requests, 0 errors, p99 {}ms",
+                        4_380 + 17 * (t % 7),
+                        31 + t % 5
+                    ),
+                ));
+                t -= 600;
+            }
+            lines.extend([
+                (
+                    moved + 50,
+                    "WARN  db: query took 61.3s (UPDATE subscriptions SET renewed_at=…)".to_owned(),
+                ),
+                (
+                    failing - 2 * i as i64,
+                    format!("ERROR renew sub_88{i}4127: {err} [conn {old_master}:3306]"),
+                ),
+                (
+                    unready,
+                    format!("WARN  GET /ready 503 (db write check failed: {err})"),
+                ),
+                (
+                    600,
+                    "INFO  600s: 4297 requests, 3511 errors (Error 1290), p99 37ms".to_owned(),
+                ),
+                (
+                    25,
+                    format!("ERROR cancel sub_77{i}0915: {err} [conn {old_master}:3306]"),
+                ),
+                (
+                    9,
+                    format!("WARN  GET /ready 503 (db write check failed: {err})"),
+                ),
+            ]);
+            logs_owned(c, &p, app, false, &lines);
+        }
+        staged(
+            c,
+            replicas_mismatch_alert(c, "Deployment", app, (failing - 8 - 900).max(30)),
+        )
+    })
+}
+
 /// Every unseen incident with its namespaces, index and capture offset.
 pub fn all() -> Vec<Incident> {
     macro_rules! inc {
@@ -7000,6 +8140,41 @@ pub fn all() -> Vec<Incident> {
             50,
             37,
             mutable_latest_tag_repushed
+        ),
+        inc!(
+            "configmap-cache-raised-oomkill",
+            &["maps-staging"],
+            51,
+            20,
+            configmap_cache_raised_oomkill
+        ),
+        inc!(
+            "oomkill-organic-growth-config-edited-after",
+            &["suggest"],
+            52,
+            15,
+            oomkill_organic_growth_config_edited_after
+        ),
+        inc!(
+            "upstream-url-edited-then-restarted",
+            &["shipping"],
+            53,
+            16,
+            upstream_url_edited_then_restarted
+        ),
+        inc!(
+            "networkpolicy-added-before-readiness-failures",
+            &["claims", "claims-data"],
+            54,
+            16,
+            networkpolicy_added_before_readiness_failures
+        ),
+        inc!(
+            "stale-connections-after-unrelated-configmap-edit",
+            &["subscriptions"],
+            55,
+            31,
+            stale_connections_after_unrelated_configmap_edit
         ),
     ]
 }
