@@ -10,11 +10,11 @@ mod common;
 use serde_json::Value;
 
 /// Incidents the current investigator gets right (see docs/unseen-incidents.md).
-const MIN_RIGHT: usize = 50;
+const MIN_RIGHT: usize = 54;
 /// Incidents with a right action where it is proposed and its proof holds (recall, issue 38).
-const MIN_PROVEN: usize = 13;
+const MIN_PROVEN: usize = 14;
 /// Incidents whose reason names the culprit the examiner expects.
-const MIN_NAMED: usize = 50;
+const MIN_NAMED: usize = 55;
 /// Incidents where it currently does harm (a forbidden action, a live problem closed, or an
 /// auto-approved action where none is right).
 const MAX_HARMFUL: usize = 0;
