@@ -385,17 +385,9 @@ impl SelectionStage {
             }
             _ => return Ok(None),
         };
-        match proved {
-            Ok(p) => Ok(Some(p)),
-            Err(ProveError::Unavailable(message)) => Err(StageError::Unavailable {
-                dependency: "cluster".into(),
-                message,
-            }),
-        }
+        proved.map(Some).map_err(cluster_unavailable)
     }
-}
 
-impl SelectionStage {
     /// For a refuted proposal: what the target depends on that stands out (unhealthy, or
     /// changed just before the failures), unless the refutation names it already — the person
     /// who takes over starts there. The investigation's neighbourhood when it read one, else
@@ -404,18 +396,14 @@ impl SelectionStage {
         let read;
         let n = match (&analysis.neighbourhood, &analysis.root_owner) {
             (Some(n), _) => Some(n),
-            (None, Some(target)) => match self.prover.culprit(target).await {
-                Ok(found) => {
-                    read = found;
-                    read.as_ref()
-                }
-                Err(ProveError::Unavailable(message)) => {
-                    return Err(StageError::Unavailable {
-                        dependency: "cluster".into(),
-                        message,
-                    });
-                }
-            },
+            (None, Some(target)) => {
+                read = self
+                    .prover
+                    .culprit(target)
+                    .await
+                    .map_err(cluster_unavailable)?;
+                read.as_ref()
+            }
             (None, None) => None,
         };
         let named = |object: &str| {
@@ -429,6 +417,16 @@ impl SelectionStage {
             }
             _ => String::new(),
         })
+    }
+}
+
+/// The prover could not read the cluster: the stage waits for it.
+fn cluster_unavailable(e: ProveError) -> StageError {
+    match e {
+        ProveError::Unavailable(message) => StageError::Unavailable {
+            dependency: "cluster".into(),
+            message,
+        },
     }
 }
 
