@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
-use crate::cluster::observed::{Event, Node, Pod};
+use crate::cluster::observed::{self, Event, Node, Pod, Revision};
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, MemoReader};
@@ -238,6 +238,20 @@ impl Scene {
             .collect();
         out.sort_by_key(|(r, _)| *r);
         Ok(out)
+    }
+
+    /// A workload's revisions, oldest first: a Deployment's ReplicaSets, a StatefulSet's (or
+    /// DaemonSet's) ControllerRevisions.
+    pub async fn revisions(&self, w: &Value) -> Read<Vec<Revision>> {
+        let (raw, of): (Vec<(i64, Value)>, fn(&Value) -> Option<Revision>) = match obj::kind(w) {
+            "Deployment" => (self.replicasets(w).await?, Revision::of_replicaset),
+            _ => (
+                self.controller_revisions(w).await?,
+                Revision::of_controller_revision,
+            ),
+        };
+        let raw: Vec<Value> = raw.into_iter().map(|(_, v)| v).collect();
+        Ok(observed::revisions(&raw, of))
     }
 
     /// The HorizontalPodAutoscalers of the target's namespace that scale `kind/name`.

@@ -1,4 +1,4 @@
-//! The cluster as observed: pods, their containers, events and nodes parsed once from the
+//! The cluster as observed: pods, their containers, events, nodes and revisions parsed once from the
 //! objects the API server returns, with the questions every decision asks of them answered in
 //! one place ("is this pod failing, and what shows it?", "since when?").
 //!
@@ -10,6 +10,7 @@ mod event;
 mod health;
 mod node;
 mod pod;
+mod revision;
 mod state;
 
 use chrono::{DateTime, Duration, Utc};
@@ -24,6 +25,7 @@ pub use pod::{
     CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE, Pod,
     SERVED_MIN_SECONDS, TERMINATING_ALLOWANCE,
 };
+pub use revision::{Revision, revisions, template_images};
 pub use state::{KeptState, error_line};
 
 /// A timestamp at `path` of `v`, if it parses as RFC 3339.

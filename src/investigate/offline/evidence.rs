@@ -11,8 +11,10 @@
 //! resource), plus one [`ToolCallRecord`] per call for the audit trail.
 //!
 //! Invariants:
-//! - JSON stops here. Pods, ReplicaSets, Nodes and PersistentVolumeClaims become k8s-openapi
-//!   types; the root owner becomes a [`Root`]; events, logs and metrics become small structs.
+//! - JSON stops here. Pods, Nodes and PersistentVolumeClaims become k8s-openapi types (pods
+//!   also `observed::Pod`); revisions and events become the shared model's
+//!   (`observed::Revision`, `observed::Event`); the root owner becomes a [`Root`]; logs and
+//!   metrics become small structs.
 //! - An object that does not parse is left out, never an error and never a panic: a rule cannot
 //!   detect what kubemedic could not read. k8s-openapi fills an absent required field with its
 //!   default (`""`, `0`, `false`); the API server always sends those fields.
@@ -25,7 +27,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{
     ContainerStatus, Node, PersistentVolumeClaim, Pod, PodTemplateSpec, Service,
 };
@@ -56,10 +57,9 @@ pub(super) struct Evidence {
     /// The root owner's pods (a bare Pod is its own).
     pub pods: Vec<ObservedPod>,
     pub events: Vec<observed::Event>,
-    /// A Deployment's ReplicaSets (owned by it, by uid).
-    pub replicasets: Vec<ReplicaSet>,
-    /// A StatefulSet's (or DaemonSet's) ControllerRevisions (owned by it, by uid).
-    pub controller_revisions: Vec<RevisionRecord>,
+    /// The workload's revisions, oldest first: a Deployment's ReplicaSets, a StatefulSet's (or
+    /// DaemonSet's) ControllerRevisions (owned by it, by uid).
+    pub revisions: Vec<observed::Revision>,
     /// The workload whose pods were read: the root owner, or for an HPA its scale target and
     /// for a PDB the owner of the pods it selects.
     pub workload: Option<WorkloadState>,
@@ -309,10 +309,6 @@ fn parse_time(t: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-fn time_at(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {
-    str_at(v, path).and_then(parse_time)
-}
-
 /// A workload's rollout state, from its spec, status and annotations.
 #[derive(Clone)]
 pub(super) struct WorkloadState {
@@ -366,40 +362,6 @@ impl WorkloadState {
                     last_schedule: str_at(raw, &["status", "lastScheduleTime"])
                         .and_then(parse_time),
                 }),
-        }
-    }
-}
-
-/// One revision of a workload: a Deployment's ReplicaSet or a ControllerRevision.
-#[derive(Debug, Clone)]
-pub(super) struct RevisionRecord {
-    pub name: String,
-    pub number: i64,
-    pub created: Option<DateTime<Utc>>,
-    /// Its containers' images, comma-separated.
-    pub images: String,
-    /// Ready replicas it reports (a ControllerRevision reports none).
-    pub ready: i64,
-    /// Its pod template.
-    pub template: Value,
-}
-
-impl RevisionRecord {
-    fn of_controller_revision(raw: &Value) -> Self {
-        let images = array(raw, &["data", "spec", "template", "spec", "containers"])
-            .iter()
-            .filter_map(|c| str_at(c, &["image"]))
-            .collect::<Vec<_>>()
-            .join(", ");
-        Self {
-            name: obj::name(raw).to_owned(),
-            number: obj::i64_at(raw, &["revision"]).unwrap_or(0),
-            created: time_at(raw, &["metadata", "creationTimestamp"]),
-            images,
-            ready: 0,
-            template: obj::at(raw, &["data", "spec", "template"])
-                .cloned()
-                .unwrap_or(Value::Null),
         }
     }
 }
@@ -657,8 +619,7 @@ pub(super) async fn gather(
         root: None,
         pods: vec![],
         events: events.iter().map(observed::Event::parse).collect(),
-        replicasets: vec![],
-        controller_revisions: vec![],
+        revisions: vec![],
         workload: None,
         hpa: None,
         pdb: None,
@@ -781,17 +742,17 @@ pub(super) async fn gather(
                     }
                     if kind == "Deployment" {
                         let r = calls.call("kubectl_find_resource", json!({"kind": "ReplicaSet", "namespace": ns, "label_selector": sel})).await?;
-                        ev.replicasets = all_typed::<ReplicaSet>(
-                            items(&r).into_iter().filter(|rs| owned(rs)).collect(),
-                        );
+                        let owned: Vec<Value> =
+                            items(&r).into_iter().filter(|rs| owned(rs)).collect();
+                        ev.revisions =
+                            observed::revisions(&owned, observed::Revision::of_replicaset);
                     }
                     if matches!(kind, "StatefulSet" | "DaemonSet") {
                         let r = calls.call("kubectl_find_resource", json!({"kind": "ControllerRevision", "namespace": ns, "label_selector": sel})).await?;
-                        ev.controller_revisions = items(&r)
-                            .iter()
-                            .filter(|rev| owned(rev))
-                            .map(RevisionRecord::of_controller_revision)
-                            .collect();
+                        let owned: Vec<Value> =
+                            items(&r).into_iter().filter(|rev| owned(rev)).collect();
+                        ev.revisions =
+                            observed::revisions(&owned, observed::Revision::of_controller_revision);
                     }
                 }
             }

@@ -16,6 +16,7 @@ use super::evidence::{
 use super::facts::Facts;
 use super::rules::{self, Diagnosis};
 use crate::cluster::context::ResourceContext;
+use crate::cluster::observed;
 use crate::domain::{DetectedLabels, QuotaUsage, Target};
 
 const NAMESPACE: &str = "shop";
@@ -183,8 +184,7 @@ impl Incident {
             root: Some(Root::read(&deployment)),
             pods: vec![],
             events: vec![],
-            replicasets: vec![],
-            controller_revisions: vec![],
+            revisions: vec![],
             workload: Some(WorkloadState::read(&deployment)),
             hpa: None,
             pdb: None,
@@ -342,7 +342,7 @@ impl Incident {
     pub fn rolled_out(mut self, image: &str, minutes: i64) -> Self {
         let name = self.ev.subject.name.clone();
         let rs = |revision: i64, image: &str, created: String, ready: i64| {
-            serde_json::from_value(json!({
+            observed::Revision::of_replicaset(&json!({
                 "apiVersion": "apps/v1", "kind": "ReplicaSet",
                 "metadata": {
                     "name": format!("{name}-{revision}"), "namespace": NAMESPACE,
@@ -352,22 +352,18 @@ impl Incident {
                 "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "app", "image": image}]}}},
                 "status": {"replicas": ready, "readyReplicas": ready},
             }))
-            .ok()
         };
         self.ev
-            .replicasets
+            .revisions
             .extend(rs(1, "shop/app:1.0", ago(7 * 24 * 60), 2));
-        self.ev.replicasets.extend(rs(2, image, ago(minutes), 0));
+        self.ev.revisions.extend(rs(2, image, ago(minutes), 0));
         self
     }
 
     /// The previous revision's pods are gone (Recreate, or a completed rolling update).
     pub fn previous_gone(mut self) -> Self {
-        for rs in &mut self.ev.replicasets {
-            if let Some(s) = rs.status.as_mut() {
-                s.ready_replicas = Some(0);
-                s.replicas = 0;
-            }
+        for rs in &mut self.ev.revisions {
+            rs.ready = 0;
         }
         self
     }

@@ -1,47 +1,7 @@
 //! Roll a Deployment or StatefulSet back to an earlier revision.
 
 use super::*;
-
-/// One revision of a workload, whichever controller keeps it.
-struct Revision {
-    number: i64,
-    /// ReplicaSet or ControllerRevision name.
-    name: String,
-    /// What its pods carry (`pod-template-hash` or `controller-revision-hash`).
-    hash: String,
-    template: Value,
-    created: Option<DateTime<Utc>>,
-}
-
-fn revisions_of_deployment(rss: &[(i64, Value)]) -> Vec<Revision> {
-    rss.iter()
-        .map(|(n, rs)| Revision {
-            number: *n,
-            name: obj::name(rs).to_owned(),
-            hash: obj::label(rs, "pod-template-hash")
-                .unwrap_or_default()
-                .to_owned(),
-            template: at(rs, &["spec", "template"])
-                .cloned()
-                .unwrap_or(Value::Null),
-            created: created(rs),
-        })
-        .collect()
-}
-
-fn revisions_of_statefulset(crs: &[(i64, Value)]) -> Vec<Revision> {
-    crs.iter()
-        .map(|(n, cr)| Revision {
-            number: *n,
-            name: obj::name(cr).to_owned(),
-            hash: obj::name(cr).to_owned(),
-            template: at(cr, &["data", "spec", "template"])
-                .cloned()
-                .unwrap_or(Value::Null),
-            created: created(cr),
-        })
-        .collect()
-}
+use crate::cluster::observed::Revision;
 
 /// The Services of the target's namespace, without ready endpoints, whose selector matches the
 /// pod labels of revision `before` but not those of revision `now`: one line each.
@@ -83,34 +43,21 @@ pub(in crate::prove) async fn rollback(
 ) -> Read<Vec<Obligation>> {
     let w = scene.target_obj().await?;
     let stateful = obj::kind(&w) == "StatefulSet";
-    let (revisions, current_number) = if stateful {
-        let crs = scene.controller_revisions(&w).await?;
+    let revisions = scene.revisions(&w).await?;
+    // The current revision: the one a StatefulSet updates to, the one a Deployment's
+    // annotation names; else the newest.
+    let named_current = if stateful {
         let upd = str_at(&w, &["status", "updateRevision"]).unwrap_or_default();
-        let cur = crs
-            .iter()
-            .find(|(_, cr)| obj::name(cr) == upd)
-            .map(|(n, _)| *n)
-            .or_else(|| crs.last().map(|(n, _)| *n))
-            .unwrap_or(0);
-        (revisions_of_statefulset(&crs), cur)
+        revisions.iter().find(|r| r.name == upd).map(|r| r.number)
     } else {
-        let rss = scene.replicasets(&w).await?;
-        let cur = obj::annotation(&w, "deployment.kubernetes.io/revision")
-            .and_then(|r| r.parse().ok())
-            .or_else(|| rss.last().map(|(n, _)| *n))
-            .unwrap_or(0);
-        (revisions_of_deployment(&rss), cur)
+        obj::annotation(&w, "deployment.kubernetes.io/revision").and_then(|r| r.parse().ok())
     };
+    let current_number = named_current
+        .or_else(|| revisions.last().map(|r| r.number))
+        .unwrap_or(0);
     let pods = scene.pods_of(&w).await?;
     let events = scene.events(None).await?;
-    let pod_hash = |p: &Pod| {
-        if stateful {
-            p.revision_hash.clone()
-        } else {
-            p.template_hash.clone()
-        }
-    };
-    let describe = |r: &Revision| format!("revision {} ({})", r.number, images(&r.template));
+    let describe = |r: &Revision| format!("revision {} ({})", r.number, r.images());
     let mut out = Vec::new();
 
     // 1. The revision to return to is named, and exists.
@@ -143,10 +90,7 @@ pub(in crate::prove) async fn rollback(
         )]));
 
     // 2. The revision returned to served healthy and is not failing itself.
-    let its_pods: Vec<&Pod> = pods
-        .iter()
-        .filter(|p| pod_hash(p).as_deref() == Some(target.hash.as_str()))
-        .collect();
+    let its_pods: Vec<&Pod> = pods.iter().filter(|p| target.owns(p)).collect();
     let failing: Vec<&&Pod> = its_pods.iter().filter(|p| p.broken().is_some()).collect();
     let ready = its_pods.iter().filter(|p| p.ready).count();
     let recorded_failures = findings::revision_failures(&events, &target.name, &target.hash);
@@ -193,14 +137,13 @@ pub(in crate::prove) async fn rollback(
     // 3. The failures began after the current revision appeared. A rollout can also break
     // what depends on the pods while they run: a Service whose selector the revision's pod
     // labels no longer match has had no endpoints since the new pods replaced the old.
-    let cur_hash = current.map(|c| c.hash.clone()).unwrap_or_default();
+    let of_current = |p: &Pod| current.is_some_and(|c| c.owns(p));
     // A pod of the current revision that runs but never became ready fails too, once the
     // rollout's own deadline has passed (the controller says Progressing=False) or it has been
     // unready longer than any start may take: a readiness probe that never passes.
     let stalled = progress_deadline_exceeded(&scene.target_obj().await?);
     let never_ready = |p: &Pod| {
-        !cur_hash.is_empty()
-            && pod_hash(p).as_deref() == Some(cur_hash.as_str())
+        of_current(p)
             && p.never_ready
                 .is_some_and(|d| stalled.is_some() || d > Duration::seconds(NEVER_READY_ALLOWANCE))
     };
@@ -237,7 +180,7 @@ pub(in crate::prove) async fn rollback(
                 .min_by_key(|(t, _)| *t);
             let older_failing: Vec<&&Pod> = failing_now
                 .iter()
-                .filter(|p| pod_hash(p).as_deref() != Some(cur_hash.as_str()))
+                .filter(|p| !of_current(p))
                 .collect();
             let ok = older_failing.is_empty()
                 && match (first, cur.created) {
@@ -280,8 +223,8 @@ pub(in crate::prove) async fn rollback(
         if material_change {
             ev.push(format!(
                 "the pod specs differ: {} → {}",
-                images(&cur.template),
-                images(&target.template)
+                cur.images(),
+                target.images()
             ));
         } else {
             ev.push(format!(
@@ -342,13 +285,12 @@ pub(in crate::prove) async fn rollback(
     let others = &ob::rollback::NO_ROLLOUT_BY_OTHERS;
     let starting: Vec<&Pod> = pods
         .iter()
-        .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()))
+        .filter(|p| of_current(p))
         .filter(|p| !p.ready && p.broken().is_none() && !never_ready(p))
         .collect();
-    let current_fails = pods.iter().any(|p| {
-        pod_hash(p).as_deref() == Some(cur_hash.as_str())
-            && (p.broken().is_some() || never_ready(p))
-    });
+    let current_fails = pods
+        .iter()
+        .any(|p| of_current(p) && (p.broken().is_some() || never_ready(p)));
     let paused = at(&w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
     if paused {
         out.push(others.fails(vec!["the rollout is paused".into()]));
@@ -375,10 +317,7 @@ pub(in crate::prove) async fn rollback(
     // rollback only abandons the attempt (the next rollout stops the same way).
     let held = &ob::rollback::NOT_BLOCKED_BY_OLDER_PODS;
     let mut blocked = Vec::new();
-    for p in pods
-        .iter()
-        .filter(|p| pod_hash(p).as_deref() == Some(cur_hash.as_str()) && !p.ready)
-    {
+    for p in pods.iter().filter(|p| of_current(p) && !p.ready) {
         for e in events
             .iter()
             .filter(|e| e.warning && e.kind == "Pod" && e.name == p.name)
@@ -389,7 +328,7 @@ pub(in crate::prove) async fn rollback(
             let older: Vec<&Pod> = holders
                 .iter()
                 .filter_map(|h| pods.iter().find(|o| &o.name == h))
-                .filter(|o| pod_hash(o).as_deref() != Some(cur_hash.as_str()))
+                .filter(|o| !of_current(o))
                 .collect();
             let Some(holder) = older.first() else {
                 continue;
@@ -516,6 +455,8 @@ mod tests {
             hash: "5d9f".into(),
             template: json!({ "spec": spec }),
             created: Some(at(0)),
+            ready: 0,
+            replicas: Some(1),
         }
     }
 

@@ -18,16 +18,13 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
-use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateTerminated, Node, PersistentVolumeClaim,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use regex::Regex;
 
-use super::evidence::{
-    Evidence, HpaState, ObservedPod, PdbState, RevisionRecord, RootObject, WorkloadState,
-};
+use super::evidence::{Evidence, HpaState, ObservedPod, PdbState, RootObject, WorkloadState};
 use super::quantity;
 use crate::cluster::observed;
 use crate::domain::{QuotaUsage, Target};

@@ -3,89 +3,9 @@
 
 use super::*;
 
-fn revision(rs: &ReplicaSet) -> i64 {
-    rs.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get("deployment.kubernetes.io/revision"))
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(0)
-}
-
-fn images(rs: &ReplicaSet) -> String {
-    rs.spec
-        .as_ref()
-        .and_then(|s| s.template.as_ref()?.spec.as_ref())
-        .map(|s| {
-            s.containers
-                .iter()
-                .filter_map(|c| c.image.as_deref())
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default()
-}
-
-fn owned_by(p: &ObservedPod, owner: &str) -> bool {
-    p.pod
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|o| o.name == owner)
-}
-
-fn ready_replicas(rs: &ReplicaSet) -> i32 {
-    rs.status
-        .as_ref()
-        .and_then(|s| s.ready_replicas)
-        .unwrap_or(0)
-}
-
-fn created(rs: &ReplicaSet) -> Option<DateTime<Utc>> {
-    let t = rs.metadata.creation_timestamp.as_ref()?;
-    DateTime::from_timestamp(t.0.as_second(), 0)
-}
-
-/// The workload's revisions, newest first: a Deployment's ReplicaSets or a StatefulSet's
-/// ControllerRevisions.
-fn revisions(ev: &Evidence) -> Vec<RevisionRecord> {
-    let mut out: Vec<RevisionRecord> = if ev.replicasets.is_empty() {
-        ev.controller_revisions.clone()
-    } else {
-        ev.replicasets
-            .iter()
-            .map(|rs| RevisionRecord {
-                name: rs.metadata.name.clone().unwrap_or_default(),
-                number: revision(rs),
-                created: created(rs),
-                images: images(rs),
-                ready: i64::from(ready_replicas(rs)),
-                template: rs
-                    .spec
-                    .as_ref()
-                    .and_then(|s| serde_json::to_value(&s.template).ok())
-                    .unwrap_or(serde_json::Value::Null),
-            })
-            .collect()
-    };
-    out.sort_by_key(|r| std::cmp::Reverse(r.number));
-    out
-}
-
-/// Whether a pod belongs to a revision: a ReplicaSet owns it, or (StatefulSet, DaemonSet) its
-/// `controller-revision-hash` label names the ControllerRevision.
-fn of_revision(p: &ObservedPod, f: &PodFacts, rev: &RevisionRecord) -> bool {
-    // The label is the revision's full name (StatefulSet) or its hash suffix (`<name>-<hash>`).
-    owned_by(p, &rev.name)
-        || f.revision.as_deref().is_some_and(|h| {
-            !h.is_empty()
-                && (rev.name == h
-                    || rev
-                        .name
-                        .strip_suffix(h)
-                        .is_some_and(|prefix| prefix.ends_with('-')))
-        })
+/// The workload's revisions, newest first.
+fn revisions(ev: &Evidence) -> Vec<&observed::Revision> {
+    ev.revisions.iter().rev().collect()
 }
 
 /// A recent rollout as the cause: `Ok(Some)` when the new revision's pods all fail and the
@@ -126,11 +46,11 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
     if age >= Duration::hours(ROLLOUT_WINDOW_HOURS) {
         return Ok(None);
     }
-    let in_rev = |rev: &RevisionRecord| -> Vec<(&ObservedPod, &PodFacts)> {
+    let in_rev = |rev: &observed::Revision| -> Vec<(&ObservedPod, &PodFacts)> {
         ev.pods
             .iter()
             .zip(pods)
-            .filter(|(p, f)| of_revision(p, f, rev))
+            .filter(|(p, _)| rev.owns(&p.observed))
             .collect()
     };
     let new_pods = in_rev(current);
@@ -195,11 +115,11 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
         previous_health,
         current: Revision {
             number: current.number,
-            images: current.images.clone(),
+            images: current.images(),
         },
         previous: Revision {
             number: previous.number,
-            images: previous.images.clone(),
+            images: previous.images(),
         },
         age_minutes: age.num_minutes(),
         new_pods: new_pods
