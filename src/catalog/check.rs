@@ -72,7 +72,7 @@ pub(super) fn check_workflow(w: &Workflow) -> Vec<(String, String)> {
                 ));
             }
             for (i, s) in steps.iter().enumerate() {
-                match BuiltinAction::parse(&s.action) {
+                match s.action.builtin() {
                     None => out.push((
                         format!("engine.steps[{i}].action"),
                         format!(

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::actions::BuiltinAction;
 use crate::domain;
 
 pub use params::{TARGET_PARAMS, parameters, references, substitute};
@@ -64,10 +65,70 @@ pub struct WorkflowLabels {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
-    pub action: String,
+    pub action: StepAction,
     /// Arguments; strings may reference parameters as `${NAME}`.
     #[serde(default, rename = "with")]
     pub with: BTreeMap<String, Value>,
+}
+
+/// A step's action as a workflow names it: a built-in action, or a name that is none of them.
+/// An unknown name is kept as written rather than refused by serde, where the error would
+/// surface inside the engine's tagged form (`workflows[0].engine`) and hide the workflow's other
+/// problems; the load-time check refuses it, naming the step and every known action. On the
+/// wire it is the name (`rollout_undo`), as before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum StepAction {
+    Builtin(BuiltinAction),
+    Unknown(String),
+}
+
+impl StepAction {
+    /// The built-in action, when the name is one.
+    pub fn builtin(&self) -> Option<BuiltinAction> {
+        match self {
+            Self::Builtin(a) => Some(*a),
+            Self::Unknown(_) => None,
+        }
+    }
+
+    /// The name as the workflow writes it.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Builtin(a) => a.name(),
+            Self::Unknown(name) => name,
+        }
+    }
+}
+
+impl From<String> for StepAction {
+    fn from(name: String) -> Self {
+        BuiltinAction::parse(&name).map_or(Self::Unknown(name), Self::Builtin)
+    }
+}
+
+impl From<&str> for StepAction {
+    fn from(name: &str) -> Self {
+        Self::from(name.to_owned())
+    }
+}
+
+impl From<BuiltinAction> for StepAction {
+    fn from(a: BuiltinAction) -> Self {
+        Self::Builtin(a)
+    }
+}
+
+impl From<StepAction> for String {
+    fn from(a: StepAction) -> Self {
+        a.name().to_owned()
+    }
+}
+
+impl std::fmt::Display for StepAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -607,6 +668,44 @@ mod tests {
             text.iter().any(|t| t.contains("workflows/bad.yaml")
                 && t.contains("workflows[0].parameters.properties.N.type")),
             "{text:#?}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_action_is_named_at_its_step_beside_the_workflow_s_other_problems() {
+        let bad = vec![(
+            PathBuf::from("workflows/bad.yaml"),
+            "actionType: {name: X, what: a, whenToUse: b, whenNotToUse: c}\nworkflows:\n  - id: x\n    version: '1'\n    description: d\n    parameters: {type: object, properties: {N: {type: integer}}}\n    engine: {type: builtin, steps: [{action: explode}, {action: scale, with: {replicas: '${MISSING}'}}]}\n".to_owned(),
+        )];
+        let CatalogError(problems) = Catalog::from_sources(&bad).unwrap_err();
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter()
+                .any(|t| t.contains("workflows[0].engine.steps[0].action")
+                    && t.contains("unknown action `explode`")
+                    && t.contains("rollout_undo")),
+            "{text:#?}"
+        );
+        assert!(
+            text.iter()
+                .any(|t| t.contains("workflows[0].engine.steps[1].with.replicas")),
+            "{text:#?}"
+        );
+    }
+
+    #[test]
+    fn a_step_action_reads_and_writes_as_its_name() {
+        let step: Step = serde_json::from_value(json!({"action": "rollout_undo"})).unwrap();
+        assert_eq!(step.action, StepAction::Builtin(BuiltinAction::RolloutUndo));
+        assert_eq!(
+            serde_json::to_value(&step).unwrap()["action"],
+            "rollout_undo"
+        );
+        let step: Step = serde_json::from_value(json!({"action": "rolout_undo"})).unwrap();
+        assert_eq!(step.action.builtin(), None);
+        assert_eq!(
+            serde_json::to_value(&step).unwrap()["action"],
+            "rolout_undo"
         );
     }
 

@@ -44,7 +44,6 @@ use tracing::{info, instrument, warn};
 
 pub use guardrails::{Block, BlockKind, Guardrails};
 
-use crate::actions::BuiltinAction;
 use crate::catalog::{Catalog, Engine};
 use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
@@ -447,7 +446,7 @@ impl ExecutionStage {
                         .map(|(k, v)| (k.clone(), substitute(v, params)))
                         .collect();
                     // The catalog refused unknown actions when it loaded.
-                    let builtin = BuiltinAction::parse(&step.action).ok_or_else(|| {
+                    let builtin = step.action.builtin().ok_or_else(|| {
                         StageError::Failed(format!(
                             "unknown builtin action `{}` in workflow {}",
                             step.action, workflow.id

@@ -32,7 +32,6 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::actions::BuiltinAction;
 use crate::catalog::{Catalog, Engine, parameters, substitute};
 use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
@@ -402,7 +401,7 @@ impl Prover {
         let dry = DryRunWriter::new(self.reader.clone(), writer.clone());
         let mut refused = None;
         for step in steps {
-            let Some(action) = BuiltinAction::parse(&step.action) else {
+            let Some(action) = step.action.builtin() else {
                 refused = Some(format!("{}: not a builtin action", step.action));
                 break;
             };
