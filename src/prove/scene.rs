@@ -243,11 +243,14 @@ impl Scene {
     /// A workload's revisions, oldest first: a Deployment's ReplicaSets, a StatefulSet's (or
     /// DaemonSet's) ControllerRevisions.
     pub async fn revisions(&self, w: &Value) -> Read<Vec<Revision>> {
-        let (raw, of): (Vec<(i64, Value)>, fn(&Value) -> Option<Revision>) = match obj::kind(w) {
-            "Deployment" => (self.replicasets(w).await?, Revision::of_replicaset),
+        let (raw, of) = match obj::kind(w) {
+            "Deployment" => (
+                self.replicasets(w).await?,
+                Revision::of_replicaset as fn(&Value) -> Option<Revision>,
+            ),
             _ => (
                 self.controller_revisions(w).await?,
-                Revision::of_controller_revision,
+                Revision::of_controller_revision as fn(&Value) -> Option<Revision>,
             ),
         };
         let raw: Vec<Value> = raw.into_iter().map(|(_, v)| v).collect();
