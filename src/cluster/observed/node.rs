@@ -10,6 +10,11 @@ use crate::cluster::quantity;
 pub struct Node {
     pub name: String,
     pub ready: bool,
+    /// The Ready condition's status (`True`, `False`, `Unknown`); `None` when the node reports
+    /// no Ready condition (yet).
+    pub ready_status: Option<String>,
+    /// The Ready condition's reason and message, `reason: message`.
+    pub ready_message: String,
     pub pressure: Vec<String>,
     /// Other conditions that are True (node-problem-detector's `ReadonlyFilesystem`,
     /// `KernelDeadlock`, …: by convention True means a problem).
@@ -29,9 +34,21 @@ impl Node {
                 .find(|c| str_at(c, &["type"]) == Some(ty))
                 .and_then(|c| str_at(c, &["status"]))
         };
+        let ready_condition = conds.iter().find(|c| str_at(c, &["type"]) == Some("Ready"));
         Self {
             name: obj::name(n).to_owned(),
             ready: status("Ready") == Some("True"),
+            ready_status: status("Ready").map(str::to_owned),
+            ready_message: ready_condition
+                .map(|c| {
+                    [str_at(c, &["reason"]), str_at(c, &["message"])]
+                        .into_iter()
+                        .flatten()
+                        .filter(|t| !t.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(": ")
+                })
+                .unwrap_or_default(),
             pressure: [
                 "MemoryPressure",
                 "DiskPressure",

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{
-    ContainerStatus, Node, PersistentVolumeClaim, Pod, PodTemplateSpec, Service,
+    ContainerStatus, PersistentVolumeClaim, Pod, PodTemplateSpec, Service,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde::de::DeserializeOwned;
@@ -73,7 +73,7 @@ pub(super) struct Evidence {
     /// `None` when the metrics API is not served or was not asked.
     pub metrics: Option<Vec<PodUsage>>,
     /// Asked only for a Node subject or when a pod is Pending.
-    pub nodes: Vec<Node>,
+    pub nodes: Vec<observed::Node>,
     /// The host ports a Pending pod asks for, held by pods already on nodes (every namespace):
     /// asked only when such a pod asks for one.
     pub port_holders: Vec<PortHolder>,
@@ -187,7 +187,7 @@ pub(super) struct Root {
 
 pub(super) enum RootObject {
     Pod(Box<Pod>),
-    Node(Box<Node>),
+    Node(Box<observed::Node>),
     Claim(Box<PersistentVolumeClaim>),
     Service(Box<Service>),
     /// A workload's pod template (Deployment, StatefulSet, DaemonSet, Job, …).
@@ -201,7 +201,7 @@ impl Root {
         let kind = obj::kind(raw).to_owned();
         let object = match kind.as_str() {
             "Pod" => typed(raw.clone()).map(RootObject::Pod),
-            "Node" => typed(raw.clone()).map(RootObject::Node),
+            "Node" => Some(RootObject::Node(Box::new(observed::Node::parse(raw)))),
             "PersistentVolumeClaim" => typed(raw.clone()).map(RootObject::Claim),
             "Service" => typed(raw.clone()).map(RootObject::Service),
             _ => at(raw, &["spec", "template"])
@@ -822,7 +822,7 @@ pub(super) async fn gather(
         || ev.pods.iter().any(|p| p.phase() == Some("Pending"))
     {
         let r = calls.call("kubectl_get", json!({"kind": "Node"})).await?;
-        ev.nodes = all_typed(items(&r));
+        ev.nodes = items(&r).iter().map(observed::Node::parse).collect();
     }
     // A node's own events (its readiness going and coming back, the runtime's errors) are
     // recorded outside the namespaces the prefetch read.
@@ -976,11 +976,23 @@ mod tests {
     #[test]
     fn a_malformed_root_is_opaque_but_keeps_its_name() {
         let root = Root::read(&json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data"},
+            "spec": {"resources": "10Gi"},
+        }));
+        assert_eq!(root.name, "data");
+        assert!(matches!(root.object, RootObject::Opaque));
+        // A node is read through the shared model, which reads what it can: conditions of
+        // the wrong shape are no conditions, and a node without a Ready condition is not ready.
+        let root = Root::read(&json!({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": "worker-1"},
             "status": {"conditions": "Ready"},
         }));
         assert_eq!(root.name, "worker-1");
-        assert!(matches!(root.object, RootObject::Opaque));
+        let RootObject::Node(node) = root.object else {
+            panic!("a Node root reads as a node");
+        };
+        assert!(!node.ready && node.ready_status.is_none());
     }
 }

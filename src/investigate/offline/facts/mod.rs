@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateTerminated, Node, PersistentVolumeClaim,
+    Container, ContainerState, ContainerStateTerminated, PersistentVolumeClaim,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use regex::Regex;
@@ -667,60 +667,36 @@ impl ContainerFacts {
 }
 
 impl NodeFacts {
-    fn of(node: &Node) -> Self {
-        let conditions = node
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[]);
-        let ready_condition = conditions.iter().find(|c| c.type_ == "Ready");
+    fn of(node: &observed::Node) -> Self {
+        let strings = |v: Option<&serde_json::Value>| -> BTreeMap<String, String> {
+            crate::cluster::obj::map_pairs(v)
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect()
+        };
         Self {
-            ready_message: ready_condition
-                .map(|c| {
-                    [c.reason.as_deref(), c.message.as_deref()]
-                        .into_iter()
-                        .flatten()
-                        .filter(|t| !t.is_empty())
-                        .collect::<Vec<_>>()
-                        .join(": ")
-                })
-                .unwrap_or_default(),
-            cordoned: node
-                .spec
-                .as_ref()
-                .and_then(|s| s.unschedulable)
-                .unwrap_or(false),
-            labels: node.metadata.labels.clone().unwrap_or_default(),
-            allocatable: node
-                .status
-                .as_ref()
-                .and_then(|s| s.allocatable.as_ref())
-                .map(|a| a.iter().map(|(k, q)| (k.clone(), q.0.clone())).collect())
-                .unwrap_or_default(),
-            name: node.metadata.name.clone().unwrap_or_default(),
-            ready: conditions
+            name: node.name.clone(),
+            ready_message: node.ready_message.clone(),
+            cordoned: node.unschedulable,
+            labels: strings(crate::cluster::obj::at(&node.raw, &["metadata", "labels"])),
+            allocatable: strings(Some(&node.allocatable)),
+            ready: node
+                .ready_status
+                .clone()
+                .unwrap_or_else(|| "Unknown".into()),
+            pressure: node
+                .pressure
                 .iter()
-                .find(|c| c.type_ == "Ready")
-                .map_or("Unknown", |c| c.status.as_str())
-                .to_owned(),
-            pressure: conditions
-                .iter()
-                .filter(|c| c.type_ != "Ready" && c.status == "True")
-                .map(|c| c.type_.clone())
+                .chain(&node.problems)
+                .cloned()
                 .collect(),
-            not_ready: conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status != "True"),
+            not_ready: node.ready_status.as_deref().is_some_and(|s| s != "True"),
             taints: node
-                .spec
-                .as_ref()
-                .and_then(|s| s.taints.as_deref())
-                .unwrap_or(&[])
+                .taints
                 .iter()
-                .map(|t| TaintFacts {
-                    key: t.key.clone(),
-                    value: t.value.clone().unwrap_or_default(),
-                    effect: t.effect.clone(),
+                .map(|(key, value, effect)| TaintFacts {
+                    key: key.clone(),
+                    value: value.clone(),
+                    effect: effect.clone(),
                 })
                 .collect(),
         }
