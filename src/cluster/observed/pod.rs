@@ -80,7 +80,10 @@ pub struct Container {
     pub restarts: i64,
     /// `CrashLoopBackOff`, `ImagePullBackOff`, `ContainerCreating`, …
     pub waiting: Option<String>,
-    /// The last (or current) termination: reason, exit code, when it finished.
+    /// What the kubelet says about the wait (`secret "db" not found`); empty when nothing.
+    pub waiting_message: String,
+    /// Its latest termination (the current state's, else the last state's): reason (`Error` when
+    /// none is given), exit code, when it finished.
     pub terminated: Option<(String, i64, Option<DateTime<Utc>>)>,
     /// The image as the spec names it, and the digest the kubelet pulled for it
     /// (`sha256:…` from `imageID`).
@@ -209,9 +212,12 @@ impl Pod {
                     running: at(c, &["state", "running"]).is_some(),
                     restarts: i64_at(c, &["restartCount"]).unwrap_or(0),
                     waiting: str_at(c, &["state", "waiting", "reason"]).map(str::to_owned),
+                    waiting_message: str_at(c, &["state", "waiting", "message"])
+                        .unwrap_or_default()
+                        .to_owned(),
                     terminated: term.map(|t| {
                         (
-                            str_at(t, &["reason"]).unwrap_or("Terminated").to_owned(),
+                            str_at(t, &["reason"]).unwrap_or("Error").to_owned(),
                             i64_at(t, &["exitCode"]).unwrap_or(0),
                             time(t, &["finishedAt"]),
                         )

@@ -27,9 +27,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{
-    ContainerStatus, PersistentVolumeClaim, Pod, PodTemplateSpec, Service,
-};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodTemplateSpec, Service};
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -237,19 +235,11 @@ impl ObservedPod {
     }
 
     pub fn name(&self) -> &str {
-        self.pod.metadata.name.as_deref().unwrap_or("")
+        &self.observed.name
     }
 
     pub fn phase(&self) -> Option<&str> {
-        self.pod.status.as_ref()?.phase.as_deref()
-    }
-
-    pub fn containers(&self) -> &[ContainerStatus] {
-        self.pod
-            .status
-            .as_ref()
-            .and_then(|s| s.container_statuses.as_deref())
-            .unwrap_or(&[])
+        str_at(&self.observed.raw, &["status", "phase"])
     }
 
     /// A pod is failing as of `now` when [`observed::Pod::failure`] says so: not scheduled, a
@@ -768,8 +758,8 @@ pub(super) async fn gather(
         .collect();
     for p in failing {
         let pod_ns = p.pod.metadata.namespace.clone().unwrap_or_default();
-        for c in p.containers() {
-            let previous = c.restart_count > 0;
+        for c in p.observed.containers.iter().filter(|c| !c.init) {
+            let previous = c.restarts > 0;
             let tool = if previous {
                 "kubectl_previous_logs"
             } else {

@@ -18,9 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
-use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateTerminated, PersistentVolumeClaim,
-};
+use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use regex::Regex;
 
@@ -561,9 +559,11 @@ impl PodFacts {
         let termination = last_termination(p);
         let waiting = waiting_reason(p);
         let restarts = p
-            .containers()
+            .observed
+            .containers
             .iter()
-            .map(|c| i64::from(c.restart_count))
+            .filter(|c| !c.init)
+            .map(|c| c.restarts)
             .sum();
         let meta = &p.pod.metadata;
         let started = p
@@ -598,17 +598,12 @@ impl PodFacts {
                 waiting.as_ref(),
             ),
             last_exit_age: p
-                .containers()
+                .observed
+                .containers
                 .iter()
-                .filter_map(|c| {
-                    c.last_state
-                        .as_ref()?
-                        .terminated
-                        .as_ref()?
-                        .finished_at
-                        .as_ref()
-                })
-                .filter_map(|t| age(t, ev.now))
+                .filter(|c| !c.init)
+                .filter_map(|c| c.terminated.as_ref()?.2)
+                .map(|t| ev.now - t)
                 .min(),
             deleting_for: meta
                 .deletion_timestamp
@@ -750,30 +745,34 @@ fn age(t: &Time, now: DateTime<Utc>) -> Option<Duration> {
     Some(now - at)
 }
 
-/// The first container with a terminated state, last or current: (container, reason, exit code).
+/// The first container with a termination, its latest (the model's): (container, reason, exit
+/// code).
 fn last_termination(p: &ObservedPod) -> Option<Termination> {
-    p.containers().iter().find_map(|c| {
-        let t = terminated(c.last_state.as_ref()).or_else(|| terminated(c.state.as_ref()))?;
-        Some(Termination {
-            container: c.name.clone(),
-            reason: t.reason.clone().unwrap_or_else(|| "Error".into()),
-            exit_code: t.exit_code.into(),
+    p.observed
+        .containers
+        .iter()
+        .filter(|c| !c.init)
+        .find_map(|c| {
+            let (reason, exit_code, _) = c.terminated.as_ref()?;
+            Some(Termination {
+                container: c.name.clone(),
+                reason: reason.clone(),
+                exit_code: *exit_code,
+            })
         })
-    })
-}
-
-fn terminated(s: Option<&ContainerState>) -> Option<&ContainerStateTerminated> {
-    s?.terminated.as_ref()
 }
 
 fn waiting_reason(p: &ObservedPod) -> Option<Waiting> {
-    p.containers().iter().find_map(|c| {
-        let w = c.state.as_ref()?.waiting.as_ref()?;
-        Some(Waiting {
-            reason: w.reason.clone()?,
-            message: w.message.clone().unwrap_or_default(),
+    p.observed
+        .containers
+        .iter()
+        .filter(|c| !c.init)
+        .find_map(|c| {
+            Some(Waiting {
+                reason: c.waiting.clone()?,
+                message: c.waiting_message.clone(),
+            })
         })
-    })
 }
 
 fn describe(
