@@ -19,7 +19,6 @@ use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
 use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use regex::Regex;
 
 use super::evidence::{Evidence, HpaState, ObservedPod, PdbState, RootObject, WorkloadState};
@@ -565,27 +564,12 @@ impl PodFacts {
             .filter(|c| !c.init)
             .map(|c| c.restarts)
             .sum();
-        let meta = &p.pod.metadata;
-        let started = p
-            .pod
-            .status
-            .as_ref()
-            .and_then(|s| s.start_time.as_ref())
-            .or(meta.creation_timestamp.as_ref());
-        let labels = meta.labels.as_ref();
+        let o = &p.observed;
+        let started = observed::time(&o.raw, &["status", "startTime"]).or(o.created);
         Self {
-            revision: labels.and_then(|l| {
-                l.get("pod-template-hash")
-                    .or_else(|| l.get("controller-revision-hash"))
-                    .cloned()
-            }),
-            node: p.pod.spec.as_ref().and_then(|s| s.node_name.clone()),
-            controller: meta
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true))
-                .map(|o| o.name.clone()),
+            revision: o.template_hash.clone().or_else(|| o.revision_hash.clone()),
+            node: o.node.clone(),
+            controller: o.controller.as_ref().map(|(_, name)| name.clone()),
             status: p.status.clone(),
             phase: p.phase().map(str::to_owned),
             failing: p.failing(ev.now),
@@ -605,20 +589,16 @@ impl PodFacts {
                 .filter_map(|c| c.terminated.as_ref()?.2)
                 .map(|t| ev.now - t)
                 .min(),
-            deleting_for: meta
-                .deletion_timestamp
-                .as_ref()
-                .and_then(|t| age(t, ev.now)),
-            finalizers: meta.finalizers.clone().unwrap_or_default(),
-            pull_secrets: p
-                .pod
-                .spec
+            deleting_for: observed::time(&o.raw, &["metadata", "deletionTimestamp"])
+                .map(|t| ev.now - t),
+            finalizers: o.finalizers.clone(),
+            pull_secrets: crate::cluster::obj::array(&o.raw, &["spec", "imagePullSecrets"])
                 .iter()
-                .flat_map(|s| s.image_pull_secrets.iter().flatten())
-                .map(|r| r.name.clone())
+                .filter_map(|r| crate::cluster::obj::str_at(r, &["name"]))
                 .filter(|n| !n.is_empty())
+                .map(str::to_owned)
                 .collect(),
-            starting_for: started.and_then(|t| age(t, ev.now)),
+            starting_for: started.map(|t| ev.now - t),
             observed: p.observed.clone(),
             kept: {
                 let log = findings::restarting_container(&p.observed).and_then(|c| {
@@ -736,13 +716,6 @@ impl ClaimFacts {
                 .and_then(|sc| sc.allow_volume_expansion),
         }
     }
-}
-
-/// How long ago `t` was.
-fn age(t: &Time, now: DateTime<Utc>) -> Option<Duration> {
-    let at = DateTime::from_timestamp(t.0.as_second(), 0)?
-        + Duration::nanoseconds(t.0.subsec_nanosecond().into());
-    Some(now - at)
 }
 
 /// The first container with a termination, its latest (the model's): (container, reason, exit
