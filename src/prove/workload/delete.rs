@@ -71,7 +71,7 @@ pub(in crate::prove) async fn delete_pod(
             )],
         )),
     }
-    out.push(no_rollout(&w, &ob::delete::NO_ROLLOUT_IN_PROGRESS));
+    out.push(no_rollout_in_progress(&w, &ob::delete::NO_ROLLOUT_IN_PROGRESS));
     // Failed for longer than its start-up allows.
     let allowance = startup_allowance(&pod.raw);
     let since = if pod.ready {
