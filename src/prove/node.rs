@@ -410,40 +410,6 @@ pub(super) async fn remove_taint(
     Ok(out)
 }
 
-/// A deleted pod's replacement may be placed on the same node (a DaemonSet's always is). When
-/// that node is the common factor of the failures, deleting one of its pods repeats the
-/// failure; the node is what to act on.
-pub(super) async fn delete_not_at_fault(scene: &Scene, pod: &Pod) -> Read<Obligation> {
-    let obligation = &ob::delete::NODE_NOT_AT_FAULT;
-    let Some(name) = pod.node.as_deref() else {
-        return Ok(obligation.holds(vec![format!("pod {} is on no node", pod.name)]));
-    };
-    let nodes = scene.nodes().await?;
-    let Some(node) = nodes.iter().find(|n| n.name == name) else {
-        return Ok(obligation.holds(vec![format!(
-            "node {name} cannot be read: nothing shows it at fault"
-        )]));
-    };
-    let pinned = matches!(&pod.controller, Some((k, _)) if k == "DaemonSet");
-    if !pinned && !node.takes_pods() {
-        return Ok(obligation.holds(vec![format!(
-            "node {name} is {} and takes no new pods: the replacement is placed elsewhere",
-            node.state()
-        )]));
-    }
-    let on_node = scene.pods_on(name).await?;
-    let all = scene.list("Pod", None, &Default::default()).await?;
-    let all: Vec<Pod> = all.iter().map(|p| Pod::at(p, scene.now)).collect();
-    let flaps = scene.node_flaps(name).await?;
-    let (at_fault, mut ev) = node_at_fault(node, flaps.as_deref(), &on_node, &all);
-    if at_fault {
-        ev.push(format!(
-            "its replacement may be placed on {name} again: the node is what to act on"
-        ));
-    }
-    Ok(obligation.check(!at_fault, ev))
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
