@@ -9,6 +9,10 @@
 //! incidents of tests/proofs/ (staged by tests/common/proofs.rs, captured with
 //! scripts/capture-proofs).
 //!
+//! Every obligation a proof states is declared (src/domain/obligations.rs), and stated in its
+//! declared order (`in_declared_order`): the order is behaviour, since a refusal names the
+//! first obligation that failed.
+//!
 //! A reviewer's proposal (the review takeover: `SignalContext.requested`) is held to the same
 //! obligations: the same cases, proposed by a reviewer instead of invocation 2, are proven or
 //! refuted alike (`reviewers_proposals_are_proven_and_refuted_like_the_models`).
@@ -22,6 +26,8 @@ use kubemedic::catalog::Catalog;
 use kubemedic::config::reference;
 use kubemedic::domain::obligations;
 use kubemedic::domain::{OutcomeKind, Phase, ProofVerdict, Proposer, RemediationRequest};
+use kubemedic::live::Live;
+use kubemedic::prove::Prover;
 
 /// What the proof must say.
 #[derive(Debug, Clone, Copy)]
@@ -124,6 +130,14 @@ async fn check_as(case: Case, by: Proposer) {
             )),
         }
     }
+    // ... and stated in the declared order, which is the order a refusal names the first
+    // failure in.
+    if let (Some(p), Some(declared)) = (proof, obligations::proof_of(case.action_type)) {
+        let stated: Vec<&str> = p.obligations.iter().map(|o| o.id.as_str()).collect();
+        if let Err(e) = in_declared_order(declared, &stated) {
+            bad.push(e);
+        }
+    }
     let reason = req.reason.clone().unwrap_or_default();
     let kind = req.state.selection.as_ref().map(|s| s.outcome.kind);
     match case.want {
@@ -183,6 +197,81 @@ async fn check_as(case: Case, by: Proposer) {
             obligations.join("\n")
         );
     }
+}
+
+/// Whether `stated` follows the declared order of `proof`'s obligations, then every proof's:
+/// it is a subsequence of that order. A proof that stops early states a prefix; one that states
+/// an obligation only when it fails (`scale.replicas-named`) skips it.
+fn in_declared_order(proof: &obligations::ProofSpec, stated: &[&str]) -> Result<(), String> {
+    let declared: Vec<&str> = std::iter::once(proof)
+        .chain(obligations::PROOFS.iter().filter(|p| p.name == "every"))
+        .flat_map(|p| p.obligations.iter().map(|o| o.id))
+        .collect();
+    let mut rest = declared.iter();
+    for id in stated {
+        if !rest.any(|d| d == id) {
+            return Err(format!(
+                "{id} is stated out of its declared order (src/domain/obligations.rs): stated {stated:?}, declared {declared:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The order check refuses two obligations stated the other way round, and one stated twice;
+/// it accepts a proof that stops early or skips one, with the binding after.
+#[test]
+fn the_order_check_holds_a_proof_to_its_declaration() {
+    let restart = obligations::proof_of("RestartDeployment").unwrap();
+    let ids: Vec<&str> = restart.obligations.iter().map(|o| o.id).collect();
+    let binding = obligations::every::BINDING.id;
+    assert!(in_declared_order(restart, &ids).is_ok());
+    assert!(in_declared_order(restart, &[ids[0]]).is_ok());
+    assert!(in_declared_order(restart, &[ids[1], ids[3], binding]).is_ok());
+    assert!(in_declared_order(restart, &[ids[2], ids[1]]).is_err());
+    assert!(in_declared_order(restart, &[ids[1], ids[1]]).is_err());
+    assert!(in_declared_order(restart, &[binding, ids[1]]).is_err());
+    // Another proof's obligation is out of any order of this one.
+    assert!(in_declared_order(restart, &[obligations::scale::BOUNDED.id]).is_err());
+}
+
+/// "No action needed" is proven on the alerted object of every captured cluster (the
+/// scenarios', these proofs' and the unseen incidents'): its obligations, too, are stated in
+/// their declared order. (The cases below cover the action types' proofs.)
+#[tokio::test]
+async fn resolved_states_its_obligations_in_the_declared_order() {
+    let resolved = obligations::PROOFS
+        .iter()
+        .find(|p| p.name == "resolved")
+        .unwrap();
+    let mut bad = Vec::new();
+    let mut proven = 0;
+    for set in ["scenarios", "proofs", "unseen"] {
+        for entry in std::fs::read_dir(dir(set)).unwrap() {
+            let path = entry.unwrap().path();
+            let incident = Incident::load(&path);
+            let Some(target) = incident.request.target.clone() else {
+                continue;
+            };
+            let prover = Prover::new(
+                incident.cluster.clone(),
+                None,
+                Live::new(Catalog::builtin().unwrap()),
+                incident.clock.clone(),
+            );
+            let proof = prover
+                .prove_resolved(&target, &incident.request.signal, Proposer::Offline)
+                .await
+                .unwrap();
+            let stated: Vec<&str> = proof.obligations.iter().map(|o| o.id.as_str()).collect();
+            if let Err(e) = in_declared_order(resolved, &stated) {
+                bad.push(format!("{}: {e}", path.display()));
+            }
+            proven += 1;
+        }
+    }
+    assert!(proven > 90, "only {proven} clusters proven");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 macro_rules! cases {

@@ -109,10 +109,10 @@ proofs! {
     restart ("Replacing a workload's pods (a rolling restart).", [RestartDeployment]) {
         READABLE = "restart.readable": super::READABLE;
         PODS_RUN_BUT_WEDGED = "restart.pods-run-but-wedged": "The pods run but are wedged (not crashing on start, not waiting to be scheduled)";
-        NO_ROLLOUT_IN_PROGRESS = "restart.no-rollout-in-progress": super::NO_ROLLOUT;
-        NO_BROKEN_DEPENDENCY = "restart.no-broken-dependency": super::NO_BROKEN_DEPENDENCY;
         KEEPS_READY_PODS = "restart.keeps-ready-pods": "Replacing the pods never takes away the last ready ones";
         NOT_SHORT_OF_REPLICAS = "restart.not-short-of-replicas": "The workload runs the replicas it declares (replacing the pods of a workload scaled below its count gives it no capacity back)";
+        NO_ROLLOUT_IN_PROGRESS = "restart.no-rollout-in-progress": super::NO_ROLLOUT;
+        NO_BROKEN_DEPENDENCY = "restart.no-broken-dependency": super::NO_BROKEN_DEPENDENCY;
         NO_CHANGE_EXPLAINS = "restart.no-change-explains": super::NO_CHANGE_EXPLAINS;
     }
     scale ("Changing a workload's replica count.", [ScaleReplicas]) {
@@ -122,9 +122,9 @@ proofs! {
         BOUNDED = "scale.bounded": "The new count is a bounded step (at most double, or back to the declared count), and never zero";
         PODS_NOT_FAILING = "scale.pods-not-failing": "The workload's pods do not fail (more failing pods help nobody)";
         SCHEDULABLE = "scale.schedulable": "New pods can be scheduled: none of its pods waits for a node, and nodes take pods";
-        NO_BROKEN_DEPENDENCY = "scale.no-broken-dependency": super::NO_BROKEN_DEPENDENCY;
-        SHORT_OF_REPLICAS = "scale.short-of-replicas": "The workload runs short of replicas: none, fewer than declared, or its pods busy near their CPU requests";
         QUOTA_ALLOWS = "scale.quota-allows": super::QUOTA_ALLOWS;
+        SHORT_OF_REPLICAS = "scale.short-of-replicas": "The workload runs short of replicas: none, fewer than declared, or its pods busy near their CPU requests";
+        NO_BROKEN_DEPENDENCY = "scale.no-broken-dependency": super::NO_BROKEN_DEPENDENCY;
         NO_CHANGE_EXPLAINS = "scale.no-change-explains": super::NO_CHANGE_EXPLAINS;
     }
     delete ("Deleting one pod for its controller to replace.", [DeletePod]) {
@@ -135,9 +135,9 @@ proofs! {
         NO_ROLLOUT_IN_PROGRESS = "delete.no-rollout-in-progress": super::NO_ROLLOUT;
         FAILED_PAST_STARTUP = "delete.failed-past-startup": "The pod has failed for longer than its start-up allows";
         FAILURE_NOT_SHARED = "delete.failure-not-shared": "Its failure is not shared by its siblings";
+        FAILURE_NOT_THE_NODES = "delete.failure-not-the-nodes": "Its replacement does not start where the failure follows it (a DaemonSet's pod is replaced on the same node)";
         FAILURE_NOT_IN_THE_TEMPLATE = "delete.failure-not-in-the-template": "Its failure does not come with the template its replacement is made from";
         CONFIG_UNCHANGED_SINCE_SIBLINGS = "delete.config-unchanged-since-siblings": "No configuration its replacement reads changed between its ready siblings' start and its own";
-        FAILURE_NOT_THE_NODES = "delete.failure-not-the-nodes": "Its replacement does not start where the failure follows it (a DaemonSet's pod is replaced on the same node)";
         NODE_NOT_AT_FAULT = "delete.node-not-at-fault": "Its node is not the common factor of the failures, or its replacement cannot be placed there";
     }
     memory ("Raising a container's memory limit.", [IncreaseMemoryLimits]) {

@@ -10,30 +10,26 @@ use crate::cluster::observed::Pod;
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
-use crate::domain::obligations::{self as ob, ObligationSpec};
+use crate::domain::obligations as ob;
 use crate::domain::params::{self, ParamKey};
 
 // --- HorizontalPodAutoscaler maximum -------------------------------------------------------
 
-/// The object a parameter names (`HPA_NAME`, `PVC_NAME`, …) in the target's namespace, or the
-/// first obligation failing because it is not named or cannot be read.
+/// The object a parameter names (`HPA_NAME`, `PVC_NAME`, …) in the target's namespace, or why
+/// there is none: it is not named, or it cannot be read. The first obligation of its proof
+/// fails with that, and the proof ends there.
 async fn named(
     scene: &Scene,
     name: Option<&str>,
     (param, kind): (ParamKey, &str),
-    obligation: &ObligationSpec,
-) -> Read<Result<(String, Value), Obligation>> {
+) -> Read<Result<(String, Value), String>> {
     let Some(name) = name else {
-        return Ok(Err(
-            obligation.fails(vec![format!("{} is missing", param.name)])
-        ));
+        return Ok(Err(format!("{} is missing", param.name)));
     };
     match scene.get(kind, scene.ns(), name).await {
         Ok(o) => Ok(Ok((name.to_owned(), o))),
         Err(e) if e.is_unreachable() => Err(e),
-        Err(e) => Ok(Err(
-            obligation.fails(vec![format!("{kind} {name}: {}", e.message)])
-        )),
+        Err(e) => Ok(Err(format!("{kind} {name}: {}", e.message))),
     }
 }
 
@@ -71,55 +67,76 @@ fn utilisation(h: &Value) -> Vec<(String, i64, i64)> {
     out
 }
 
+/// The maximum's obligations, in their declared order, judged on the autoscaler named, the
+/// target and its pods, read once. An autoscaler not named, or not readable, ends the proof.
 pub(super) async fn hpa_max(
     scene: &Scene,
     hpa: Option<&str>,
     wanted: Option<i64>,
 ) -> Read<Vec<Obligation>> {
-    let mut out = Vec::new();
-    let obligation = &ob::hpa::SCALES_TARGET;
-    let (name, h) = match named(
-        scene,
-        hpa,
-        (params::HPA_NAME, "HorizontalPodAutoscaler"),
-        obligation,
-    )
-    .await?
-    {
-        Ok(found) => found,
-        Err(failed) => {
-            out.push(failed);
-            return Ok(out);
-        }
+    let hpa = named(scene, hpa, (params::HPA_NAME, "HorizontalPodAutoscaler")).await?;
+    let scales = scales_target(scene, &hpa);
+    let Ok((_, h)) = hpa else {
+        return Ok(vec![scales]);
     };
-    let name = name.as_str();
+    let w = scene.target_obj().await?;
+    let pods = scene.pods_of(&w).await?;
+    let wanted = wanted.unwrap_or(0);
+    let current = i64_at(&h, &["status", "currentReplicas"]).unwrap_or(0);
+    Ok(vec![
+        scales,
+        at_maximum(&h),
+        above_target(&h),
+        room_to_schedule(&pods),
+        raises_bounded(&h, wanted),
+        quota_allows(scene, &w, wanted - current, &ob::hpa::QUOTA_ALLOWS).await?,
+    ])
+}
+
+/// Whether the autoscaler named (HPA_NAME, read or why not) scales the target, from its
+/// `scaleTargetRef`.
+fn scales_target(scene: &Scene, hpa: &Result<(String, Value), String>) -> Obligation {
+    let obligation = &ob::hpa::SCALES_TARGET;
+    let (name, h) = match hpa {
+        Ok(found) => found,
+        Err(why) => return obligation.fails(vec![why.clone()]),
+    };
     let scales = (
-        str_at(&h, &["spec", "scaleTargetRef", "kind"]).unwrap_or_default(),
-        str_at(&h, &["spec", "scaleTargetRef", "name"]).unwrap_or_default(),
+        str_at(h, &["spec", "scaleTargetRef", "kind"]).unwrap_or_default(),
+        str_at(h, &["spec", "scaleTargetRef", "name"]).unwrap_or_default(),
     );
-    out.push(obligation.check(
+    obligation.check(
         scales.0 == scene.target.kind && scales.1 == scene.target.name,
         vec![format!(
             "HorizontalPodAutoscaler {name} scales {}/{}",
             scales.0, scales.1
         )],
-    ));
-    let max = i64_at(&h, &["spec", "maxReplicas"]).unwrap_or(0);
-    let current = i64_at(&h, &["status", "currentReplicas"]).unwrap_or(0);
-    let desired = i64_at(&h, &["status", "desiredReplicas"]).unwrap_or(current);
-    out.push(ob::hpa::AT_MAXIMUM.check(
+    )
+}
+
+/// Whether the autoscaler runs at its maximum, from its status.
+fn at_maximum(h: &Value) -> Obligation {
+    let max = i64_at(h, &["spec", "maxReplicas"]).unwrap_or(0);
+    let current = i64_at(h, &["status", "currentReplicas"]).unwrap_or(0);
+    let desired = i64_at(h, &["status", "desiredReplicas"]).unwrap_or(current);
+    ob::hpa::AT_MAXIMUM.check(
         current >= max && max > 0,
         vec![format!(
             "{current} replicas (desired {desired}) of at most {max}"
         )],
-    ));
-    let u = utilisation(&h);
+    )
+}
+
+/// Whether a metric of the autoscaler stays above its target, from its status
+/// ([`utilisation`]).
+fn above_target(h: &Value) -> Obligation {
+    let u = utilisation(h);
     let over: Vec<String> = u
         .iter()
         .filter(|(_, c, t)| c > t)
         .map(|(m, c, t)| format!("{m} at {c}% against a {t}% target"))
         .collect();
-    out.push(ob::hpa::ABOVE_TARGET.check(
+    ob::hpa::ABOVE_TARGET.check(
         !over.is_empty(),
         if u.is_empty() {
             vec!["the autoscaler reports no current utilisation".into()]
@@ -130,11 +147,13 @@ pub(super) async fn hpa_max(
         } else {
             over
         },
-    ));
-    let w = scene.target_obj().await?;
-    let pods = scene.pods_of(&w).await?;
+    )
+}
+
+/// Whether more replicas could be scheduled, from the target's pods: none waits for a node.
+fn room_to_schedule(pods: &[Pod]) -> Obligation {
     let pending: Vec<&Pod> = pods.iter().filter(|p| p.unschedulable.is_some()).collect();
-    out.push(ob::hpa::ROOM_TO_SCHEDULE.check(
+    ob::hpa::ROOM_TO_SCHEDULE.check(
         pending.is_empty(),
         vec![match pending.first() {
             Some(p) => format!(
@@ -144,41 +163,53 @@ pub(super) async fn hpa_max(
             ),
             None => format!("none of its {} pods is Pending", pods.len()),
         }],
-    ));
-    let wanted = wanted.unwrap_or(0);
-    out.push(ob::hpa::RAISES_BOUNDED.check(
+    )
+}
+
+/// Whether the new maximum is higher than the autoscaler's, by at most double (or 10 more).
+fn raises_bounded(h: &Value, wanted: i64) -> Obligation {
+    let max = i64_at(h, &["spec", "maxReplicas"]).unwrap_or(0);
+    ob::hpa::RAISES_BOUNDED.check(
         wanted > max && wanted <= (max * 2).max(max + 10),
         vec![format!("maxReplicas {max} → {wanted}")],
-    ));
-    let quota = quota_allows(scene, &w, wanted - current, &ob::hpa::QUOTA_ALLOWS).await?;
-    out.push(quota);
-    Ok(out)
+    )
 }
 
 // --- Expand a PersistentVolumeClaim --------------------------------------------------------
 
+/// The expansion's obligations, in their declared order, judged on the claim named, read once.
+/// A claim not named, or not readable, ends the proof.
 pub(super) async fn expand_pvc(
     scene: &Scene,
     claim: Option<&str>,
     new_size: Option<&str>,
 ) -> Read<Vec<Obligation>> {
-    let mut out = Vec::new();
-    let obligation = &ob::pvc::BELONGS_TO_TARGET;
-    let (name, pvc) = match named(
-        scene,
-        claim,
-        (params::PVC_NAME, "PersistentVolumeClaim"),
-        obligation,
-    )
-    .await?
-    {
-        Ok(found) => found,
-        Err(failed) => {
-            out.push(failed);
-            return Ok(out);
-        }
+    let claim = named(scene, claim, (params::PVC_NAME, "PersistentVolumeClaim")).await?;
+    let belongs = belongs_to_target(scene, &claim).await?;
+    let Ok((name, pvc)) = claim else {
+        return Ok(vec![belongs]);
     };
-    let name = name.as_str();
+    Ok(vec![
+        belongs,
+        bound(&name, &pvc),
+        class_expandable(scene, &pvc).await?,
+        no_resize_under_way(&pvc),
+        grows_bounded(&pvc, new_size),
+    ])
+}
+
+/// Whether the claim named (PVC_NAME, read or why not) is the target's, from the target: the
+/// claim itself, one of a StatefulSet's volume claim templates, or a volume of the workload's
+/// pod template.
+async fn belongs_to_target(
+    scene: &Scene,
+    claim: &Result<(String, Value), String>,
+) -> Read<Obligation> {
+    let obligation = &ob::pvc::BELONGS_TO_TARGET;
+    let name = match claim {
+        Ok((name, _)) => name.as_str(),
+        Err(why) => return Ok(obligation.fails(vec![why.clone()])),
+    };
     let belongs = match scene.target.kind.as_str() {
         "PersistentVolumeClaim" => scene.target.name == name,
         "StatefulSet" => {
@@ -194,7 +225,7 @@ pub(super) async fn expand_pvc(
                 .any(|v| str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(name))
         }
     };
-    out.push(obligation.check(
+    Ok(obligation.check(
         belongs,
         vec![format!(
             "PersistentVolumeClaim {name} {} {}",
@@ -205,38 +236,51 @@ pub(super) async fn expand_pvc(
             },
             scene.target
         )],
-    ));
-    let phase = str_at(&pvc, &["status", "phase"]).unwrap_or("Unknown");
-    out.push(ob::pvc::BOUND.check(
+    ))
+}
+
+/// Whether the claim `name` is Bound, from its phase.
+fn bound(name: &str, pvc: &Value) -> Obligation {
+    let phase = str_at(pvc, &["status", "phase"]).unwrap_or("Unknown");
+    ob::pvc::BOUND.check(
         phase == "Bound",
         vec![format!("PersistentVolumeClaim {name} is {phase}")],
-    ));
-    let class = str_at(&pvc, &["spec", "storageClassName"]).map(str::to_owned);
-    let expandable = match &class {
-        Some(c) => match scene.get("StorageClass", None, c).await {
-            Ok(sc) => Ok((
-                at(&sc, &["allowVolumeExpansion"]).and_then(Value::as_bool) == Some(true),
-                format!(
-                    "StorageClass {c} {} volume expansion",
-                    if at(&sc, &["allowVolumeExpansion"]).and_then(Value::as_bool) == Some(true) {
-                        "allows"
-                    } else {
-                        "does not allow"
-                    }
-                ),
-            )),
-            Err(e) if e.is_unreachable() => return Err(e),
-            Err(e) => Err(format!("StorageClass {c}: {}", e.message)),
-        },
-        None => Err("the claim names no StorageClass".to_owned()),
+    )
+}
+
+/// Whether the claim's StorageClass allows volume expansion, from the class it names.
+async fn class_expandable(scene: &Scene, pvc: &Value) -> Read<Obligation> {
+    let obligation = &ob::pvc::CLASS_EXPANDABLE;
+    let Some(class) = str_at(pvc, &["spec", "storageClassName"]) else {
+        return Ok(obligation.fails(vec!["the claim names no StorageClass".into()]));
     };
-    match expandable {
-        Ok((ok, ev)) => out.push(ob::pvc::CLASS_EXPANDABLE.check(ok, vec![ev])),
-        Err(ev) => out.push(ob::pvc::CLASS_EXPANDABLE.fails(vec![ev])),
+    match scene.get("StorageClass", None, class).await {
+        Ok(sc) => {
+            let allows = at(&sc, &["allowVolumeExpansion"]).and_then(Value::as_bool) == Some(true);
+            Ok(obligation.check(
+                allows,
+                vec![format!(
+                    "StorageClass {class} {} volume expansion",
+                    if allows { "allows" } else { "does not allow" }
+                )],
+            ))
+        }
+        Err(e) if e.is_unreachable() => Err(e),
+        Err(e) => Ok(obligation.fails(vec![format!("StorageClass {class}: {}", e.message)])),
     }
-    let requested = str_at(&pvc, &["spec", "resources", "requests", "storage"]).unwrap_or_default();
-    let capacity = str_at(&pvc, &["status", "capacity", "storage"]).unwrap_or(requested);
-    let resizing: Vec<String> = array(&pvc, &["status", "conditions"])
+}
+
+/// The storage a claim requests.
+fn requested(pvc: &Value) -> &str {
+    str_at(pvc, &["spec", "resources", "requests", "storage"]).unwrap_or_default()
+}
+
+/// Whether no resize of the claim is under way, from its status: its capacity is what it
+/// requests, and no condition (Resizing, FileSystemResizePending) is true.
+fn no_resize_under_way(pvc: &Value) -> Obligation {
+    let requested = requested(pvc);
+    let capacity = str_at(pvc, &["status", "capacity", "storage"]).unwrap_or(requested);
+    let resizing: Vec<String> = array(pvc, &["status", "conditions"])
         .iter()
         .filter(|c| str_at(c, &["status"]) == Some("True"))
         .filter_map(|c| str_at(c, &["type"]).map(str::to_owned))
@@ -248,7 +292,7 @@ pub(super) async fn expand_pvc(
         (Some(r), Some(c)) => r > c,
         _ => false,
     };
-    out.push(ob::pvc::NO_RESIZE_UNDER_WAY.check(
+    ob::pvc::NO_RESIZE_UNDER_WAY.check(
         !growing && resizing.is_empty(),
         vec![format!(
             "requested {requested}, capacity {capacity}{}",
@@ -258,54 +302,91 @@ pub(super) async fn expand_pvc(
                 format!(", conditions {}", resizing.join(", "))
             }
         )],
-    ));
+    )
+}
+
+/// Whether the new size (NEW_SIZE) is larger than what the claim requests, by at most 4x.
+fn grows_bounded(pvc: &Value, new_size: Option<&str>) -> Obligation {
+    let requested = requested(pvc);
     let new = new_size.and_then(quantity::memory_bytes);
     let old = quantity::memory_bytes(requested);
-    out.push(ob::pvc::GROWS_BOUNDED.check(
+    ob::pvc::GROWS_BOUNDED.check(
         matches!((old, new), (Some(o), Some(n)) if n > o && n <= o * 4),
         vec![format!(
             "storage {requested} → {}",
             new_size.unwrap_or("(missing)")
         )],
-    ));
-    Ok(out)
+    )
 }
 
 // --- Relax a PodDisruptionBudget -----------------------------------------------------------
 
+/// The relaxation's obligations, in their declared order, judged on the budget named, the
+/// target and its pods, read once. A budget not named, or not readable, ends the proof.
 pub(super) async fn relax_pdb(
     scene: &Scene,
     budget: Option<&str>,
     wanted: Option<i64>,
 ) -> Read<Vec<Obligation>> {
-    let mut out = Vec::new();
-    let obligation = &ob::pdb::GUARDS_TARGET;
-    let (_, pdb) = match named(
-        scene,
-        budget,
-        (params::PDB_NAME, "PodDisruptionBudget"),
-        obligation,
-    )
-    .await?
-    {
-        Ok(found) => found,
-        Err(failed) => {
-            out.push(failed);
-            return Ok(out);
+    let budget = named(scene, budget, (params::PDB_NAME, "PodDisruptionBudget")).await?;
+    // Nothing more is read for a budget that ends the proof.
+    let (w, pods) = match &budget {
+        Ok(_) => {
+            let w = scene.target_obj().await?;
+            let pods = scene.pods_of(&w).await?;
+            (w, pods)
         }
+        Err(_) => (Value::Null, vec![]),
     };
-    let w = scene.target_obj().await?;
-    let pods = scene.pods_of(&w).await?;
-    let selector = at(&pdb, &["spec", "selector"]).and_then(Selector::from_object);
-    let guarded: Vec<&Pod> = pods
-        .iter()
+    let guards = guards_target(scene, &budget, &pods);
+    let Ok((_, pdb)) = budget else {
+        return Ok(vec![guards]);
+    };
+    let guarded = guarded(&pdb, &pods);
+    Ok(vec![
+        guards,
+        blocks_a_waiting_drain(scene, &pdb, &guarded).await?,
+        pods_healthy(&pdb, &guarded),
+        guards_no_quorum(&w, &pdb, &guarded),
+        relaxed_minimally(&pdb, &guarded, wanted),
+    ])
+}
+
+/// The pods a budget's selector selects.
+fn guarded<'p>(pdb: &Value, pods: &'p [Pod]) -> Vec<&'p Pod> {
+    let selector = at(pdb, &["spec", "selector"]).and_then(Selector::from_object);
+    pods.iter()
         .filter(|p| {
             selector
                 .as_ref()
                 .is_some_and(|s| s.matches_value(Some(&p.labels)))
         })
-        .collect();
-    out.push(obligation.check(
+        .collect()
+}
+
+/// How many pods a budget expects (its status's count, else those it selects) and how many of
+/// them must stay healthy.
+fn expected_and_desired(pdb: &Value, guarded: &[&Pod]) -> (i64, i64) {
+    (
+        i64_at(pdb, &["status", "expectedPods"]).unwrap_or(guarded.len() as i64),
+        i64_at(pdb, &["status", "desiredHealthy"]).unwrap_or(0),
+    )
+}
+
+/// Whether the budget named (PDB_NAME, read or why not) guards the target's pods, from its
+/// selector: it selects some of them.
+fn guards_target(
+    scene: &Scene,
+    budget: &Result<(String, Value), String>,
+    pods: &[Pod],
+) -> Obligation {
+    let obligation = &ob::pdb::GUARDS_TARGET;
+    let pdb = match budget {
+        Ok((_, pdb)) => pdb,
+        Err(why) => return obligation.fails(vec![why.clone()]),
+    };
+    let guarded = guarded(pdb, pods);
+    obligation.check(
         !guarded.is_empty(),
         vec![format!(
             "it selects {} of the {} pods of {}",
@@ -313,13 +394,15 @@ pub(super) async fn relax_pdb(
             pods.len(),
             scene.target
         )],
-    ));
-    let allowed = i64_at(&pdb, &["status", "disruptionsAllowed"])
-        .or_else(|| i64_at(&pdb, &["status", "podDisruptionsAllowed"]))
+    )
+}
+
+/// Whether the budget allows no eviction while a drain waits on it, from its status and the
+/// cordoned nodes that still hold pods it guards.
+async fn blocks_a_waiting_drain(scene: &Scene, pdb: &Value, guarded: &[&Pod]) -> Read<Obligation> {
+    let allowed = i64_at(pdb, &["status", "disruptionsAllowed"])
+        .or_else(|| i64_at(pdb, &["status", "podDisruptionsAllowed"]))
         .unwrap_or(0);
-    let healthy = i64_at(&pdb, &["status", "currentHealthy"]).unwrap_or(0);
-    let desired = i64_at(&pdb, &["status", "desiredHealthy"]).unwrap_or(0);
-    let expected = i64_at(&pdb, &["status", "expectedPods"]).unwrap_or(guarded.len() as i64);
     let nodes = scene.nodes().await?;
     let draining: Vec<String> = nodes
         .iter()
@@ -331,7 +414,7 @@ pub(super) async fn relax_pdb(
         })
         .map(|n| n.name.clone())
         .collect();
-    out.push(ob::pdb::BLOCKS_A_WAITING_DRAIN.check(
+    Ok(ob::pdb::BLOCKS_A_WAITING_DRAIN.check(
         allowed == 0 && !draining.is_empty(),
         vec![
             format!("{allowed} disruption(s) allowed"),
@@ -344,34 +427,59 @@ pub(super) async fn relax_pdb(
                 )
             },
         ],
-    ));
-    out.push(ob::pdb::PODS_HEALTHY.check(
+    ))
+}
+
+/// Whether all the pods the budget guards are healthy, from its status: then it is
+/// misconfigured, not doing its job.
+fn pods_healthy(pdb: &Value, guarded: &[&Pod]) -> Obligation {
+    let healthy = i64_at(pdb, &["status", "currentHealthy"]).unwrap_or(0);
+    let (expected, desired) = expected_and_desired(pdb, guarded);
+    ob::pdb::PODS_HEALTHY.check(
         healthy >= expected && expected > 0,
         vec![format!(
             "{healthy} of {expected} healthy, {desired} required"
         )],
-    ));
-    let stateful = obj::kind(&w) == "StatefulSet";
+    )
+}
+
+/// Whether the budget guards no quorum, from the target's kind and the budget's counts: not a
+/// StatefulSet, and not a majority of three pods or more.
+fn guards_no_quorum(w: &Value, pdb: &Value, guarded: &[&Pod]) -> Obligation {
+    let (expected, desired) = expected_and_desired(pdb, guarded);
+    let stateful = obj::kind(w) == "StatefulSet";
     let quorum = stateful || (expected >= 3 && desired * 2 > expected);
-    out.push(ob::pdb::GUARDS_NO_QUORUM.check(
+    ob::pdb::GUARDS_NO_QUORUM.check(
         !quorum,
         vec![format!(
             "{} {} with {expected} pods, {desired} required",
-            obj::kind(&w),
-            obj::name(&w)
+            obj::kind(w),
+            obj::name(w)
         )],
-    ));
-    let wanted = wanted.unwrap_or(0);
-    out.push(ob::pdb::RELAXED_MINIMALLY.check(
-        wanted >= 1 && wanted <= (expected / 2).max(1),
-        vec![format!("maxUnavailable → {wanted} of {expected} pods")],
-    ));
-    Ok(out)
+    )
 }
 
-/// Obligations of a Git revert: the target is GitOps-managed and the change is identified.
+/// Whether the new budget (MAX_UNAVAILABLE) lets one pod go at a time, at most half of those
+/// the budget expects.
+fn relaxed_minimally(pdb: &Value, guarded: &[&Pod], wanted: Option<i64>) -> Obligation {
+    let (expected, _) = expected_and_desired(pdb, guarded);
+    let wanted = wanted.unwrap_or(0);
+    ob::pdb::RELAXED_MINIMALLY.check(
+        wanted >= 1 && wanted <= (expected / 2).max(1),
+        vec![format!("maxUnavailable → {wanted} of {expected} pods")],
+    )
+}
+
+// --- Revert in Git -------------------------------------------------------------------------
+
+/// The Git revert's obligations, in their declared order, judged on the target.
 pub(super) async fn git_revert(scene: &Scene, change: Option<&str>) -> Read<Vec<Obligation>> {
     let w = scene.target_obj().await?;
+    Ok(vec![gitops_managed(scene, &w), change_identified(change)])
+}
+
+/// Whether a GitOps controller manages the target, from the Argo CD or Flux marker it carries.
+fn gitops_managed(scene: &Scene, w: &Value) -> Obligation {
     let marker = [
         ("annotation", "argocd.argoproj.io/tracking-id"),
         ("label", "argocd.argoproj.io/instance"),
@@ -381,23 +489,27 @@ pub(super) async fn git_revert(scene: &Scene, change: Option<&str>) -> Read<Vec<
     ]
     .iter()
     .find(|(where_, key)| match *where_ {
-        "label" => obj::label(&w, key).is_some(),
-        _ => obj::annotation(&w, key).is_some(),
+        "label" => obj::label(w, key).is_some(),
+        _ => obj::annotation(w, key).is_some(),
     })
     .map(|(where_, key)| format!("{where_} {key}"));
-    let mut out = vec![ob::gitrevert::GITOPS_MANAGED.check(
+    ob::gitrevert::GITOPS_MANAGED.check(
         marker.is_some(),
         vec![match &marker {
             Some(m) => format!("{} carries the {m}", scene.target),
             None => format!("{} carries no Argo CD or Flux marker", scene.target),
         }],
-    )];
+    )
+}
+
+/// Whether the change to make in Git is identified: PROPOSED_CHANGE says it in ten characters
+/// or more.
+fn change_identified(change: Option<&str>) -> Obligation {
     let change = change.unwrap_or_default();
-    out.push(if change.chars().count() >= 10 {
+    if change.chars().count() >= 10 {
         ob::gitrevert::CHANGE_IDENTIFIED.holds(vec![change.chars().take(200).collect()])
     } else {
         ob::gitrevert::CHANGE_IDENTIFIED
             .fails(vec!["PROPOSED_CHANGE does not say what to change".into()])
-    });
-    Ok(out)
+    }
 }

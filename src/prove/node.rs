@@ -98,30 +98,61 @@ pub(super) fn node_at_fault(
     (ok, ev)
 }
 
+/// The drain's obligations, in their declared order, judged on the nodes, the pods on the node
+/// and every pod, read once. A node that does not exist ends the proof.
 pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
-    let name = scene.target.name.clone();
     let nodes = scene.nodes().await?;
-    let Some(node) = nodes.iter().find(|n| n.name == name) else {
-        return Ok(vec![
-            ob::drain::NODE_IS_THE_COMMON_FACTOR.fails(vec![format!("node {name} does not exist")]),
-        ]);
+    let node = nodes.iter().find(|n| n.name == scene.target.name);
+    // Nothing more is read for a node that ends the proof.
+    let (on_node, all) = match node {
+        Some(n) => {
+            let on_node = scene.pods_on(&n.name).await?;
+            let all = scene.list("Pod", None, &Default::default()).await?;
+            (on_node, all.iter().map(|p| Pod::at(p, scene.now)).collect())
+        }
+        None => (vec![], vec![]),
     };
-    let mut out = Vec::new();
-    let on_node = scene.pods_on(&name).await?;
-    let all = scene.list("Pod", None, &Default::default()).await?;
-    let all: Vec<Pod> = all.iter().map(|p| Pod::at(p, scene.now)).collect();
-
-    // 1. The node is the common factor.
-    let flaps = scene.node_flaps(&name).await?;
-    let (at_fault, ev) = node_at_fault(node, flaps.as_deref(), &on_node, &all);
-    out.push(ob::drain::NODE_IS_THE_COMMON_FACTOR.check(at_fault, ev));
-
-    // 2. It is not the last schedulable node; 3. the problem is not cluster-wide.
+    let common = node_is_the_common_factor(scene, node, &on_node, &all).await?;
+    let Some(node) = node else {
+        return Ok(vec![common]);
+    };
     let others: Vec<&Node> = nodes
         .iter()
-        .filter(|n| n.name != name && n.takes_pods())
+        .filter(|n| n.name != node.name && n.takes_pods())
         .collect();
-    out.push(ob::drain::NOT_LAST_SCHEDULABLE_NODE.check(
+    let evicted: Vec<&Pod> = on_node
+        .iter()
+        .filter(|p| !is_daemon_or_mirror(p) && p.phase != "Succeeded" && p.phase != "Failed")
+        .collect();
+    Ok(vec![
+        common,
+        not_last_schedulable_node(&nodes, &others),
+        not_cluster_wide(&nodes),
+        pdbs_allow(scene, &node.name, &evicted).await?,
+        capacity_elsewhere(&others, &all, &evicted),
+    ])
+}
+
+/// Whether the node (`None`: it does not exist) is the common factor of its pods' failures
+/// ([`node_at_fault`]), from its state, its readiness flaps and the pods on it and elsewhere.
+async fn node_is_the_common_factor(
+    scene: &Scene,
+    node: Option<&Node>,
+    on_node: &[Pod],
+    all: &[Pod],
+) -> Read<Obligation> {
+    let obligation = &ob::drain::NODE_IS_THE_COMMON_FACTOR;
+    let Some(node) = node else {
+        return Ok(obligation.fails(vec![format!("node {} does not exist", scene.target.name)]));
+    };
+    let flaps = scene.node_flaps(&node.name).await?;
+    let (at_fault, ev) = node_at_fault(node, flaps.as_deref(), on_node, all);
+    Ok(obligation.check(at_fault, ev))
+}
+
+/// Whether other nodes, ready and schedulable, can take the node's pods.
+fn not_last_schedulable_node(nodes: &[Node], others: &[&Node]) -> Obligation {
+    ob::drain::NOT_LAST_SCHEDULABLE_NODE.check(
         !others.is_empty(),
         vec![if others.is_empty() {
             format!("no other node of {} is ready and schedulable", nodes.len())
@@ -137,20 +168,24 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
                     .join(", ")
             )
         }],
-    ));
-    // One node not ready is that node's problem, however small the cluster (one of two): only
-    // several at once, a third of the nodes or more, make it cluster-wide.
+    )
+}
+
+/// Whether the problem is not cluster-wide, from the nodes' readiness. One node not ready is
+/// that node's problem, however small the cluster (one of two): only several at once, a third
+/// of the nodes or more, make it cluster-wide.
+fn not_cluster_wide(nodes: &[Node]) -> Obligation {
     let not_ready = nodes.iter().filter(|n| !n.ready).count();
-    out.push(ob::drain::NOT_CLUSTER_WIDE.check(
+    ob::drain::NOT_CLUSTER_WIDE.check(
         not_ready <= 1 || not_ready * 3 <= nodes.len(),
         vec![format!("{not_ready} of {} nodes not ready", nodes.len())],
-    ));
+    )
+}
 
-    // 4. Disruption budgets allow the evictions.
-    let evicted: Vec<&Pod> = on_node
-        .iter()
-        .filter(|p| !is_daemon_or_mirror(p) && p.phase != "Succeeded" && p.phase != "Failed")
-        .collect();
+/// Whether the PodDisruptionBudgets of the pods to evict from node `name` allow their
+/// eviction, from every budget of the cluster: none that guards one of them allows no
+/// disruption.
+async fn pdbs_allow(scene: &Scene, name: &str, evicted: &[&Pod]) -> Read<Obligation> {
     let pdbs = scene.list_optional("PodDisruptionBudget", None).await?;
     let mut blocking = Vec::new();
     for pdb in &pdbs {
@@ -176,7 +211,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
             ));
         }
     }
-    out.push(ob::drain::PDBS_ALLOW.check(
+    Ok(ob::drain::PDBS_ALLOW.check(
         blocking.is_empty(),
         if blocking.is_empty() {
             vec![format!(
@@ -186,11 +221,14 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
         } else {
             blocking
         },
-    ));
+    ))
+}
 
-    // 5. The other nodes have room for what is evicted.
+/// Whether the other schedulable nodes have room for the evicted pods' requests, from their
+/// allocatable capacity less the requests of the pods they run.
+fn capacity_elsewhere(others: &[&Node], all: &[Pod], evicted: &[&Pod]) -> Obligation {
     let mut free: BTreeMap<&str, (u128, u128)> = BTreeMap::new();
-    for n in &others {
+    for n in others {
         free.insert(
             n.name.as_str(),
             (
@@ -199,7 +237,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
             ),
         );
     }
-    for p in &all {
+    for p in all {
         if let Some(n) = p.node.as_deref()
             && let Some(f) = free.get_mut(n)
             && p.phase != "Succeeded"
@@ -221,7 +259,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     let have = free
         .values()
         .fold((0u128, 0u128), |acc, f| (acc.0 + f.0, acc.1 + f.1));
-    out.push(ob::drain::CAPACITY_ELSEWHERE.check(
+    ob::drain::CAPACITY_ELSEWHERE.check(
         need.0 <= have.0 && need.1 <= have.1,
         vec![format!(
             "evicted pods request {}m CPU and {} MiB; the other nodes have {}m and {} MiB free",
@@ -230,8 +268,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
             have.0,
             have.1 / (1024 * 1024)
         )],
-    ));
-    Ok(out)
+    )
 }
 
 /// Who last wrote a node's taints, from its managed fields (an entry without its field list,
@@ -266,26 +303,45 @@ fn tolerates(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
     })
 }
 
+/// The taint removal's obligations, in their declared order, judged on the node, read once. A
+/// taint the node does not carry ends the proof.
 pub(super) async fn remove_taint(
     scene: &Scene,
     key: Option<&str>,
     effect: Option<&str>,
 ) -> Read<Vec<Obligation>> {
-    let mut out = Vec::new();
-    let name = scene.target.name.clone();
-    let key = key.unwrap_or_default().to_owned();
-    let effect = effect.map(str::to_owned);
-    let raw = scene.get("Node", None, &name).await?;
+    let key = key.unwrap_or_default();
+    let raw = scene.get("Node", None, &scene.target.name).await?;
     let node = Node::parse(&raw);
-    let taint = node
-        .taints
+    let present = present(scene, &node, key, effect);
+    let Some((_, value, effect)) = taint(&node, key, effect) else {
+        return Ok(vec![present]);
+    };
+    Ok(vec![
+        present,
+        not_set_by_kubernetes(scene, &node, key),
+        only_blocker(scene, &node, (key, value, effect)).await?,
+    ])
+}
+
+/// The node's taint with `key` (and `effect`, when one is named).
+fn taint<'n>(
+    node: &'n Node,
+    key: &str,
+    effect: Option<&str>,
+) -> Option<&'n (String, String, String)> {
+    node.taints
         .iter()
-        .find(|(k, _, e)| *k == key && effect.as_ref().is_none_or(|want| want == e))
-        .cloned();
-    out.push(ob::taint::PRESENT.check(
-        taint.is_some(),
+        .find(|(k, _, e)| k == key && effect.is_none_or(|want| want == e))
+}
+
+/// Whether the node carries the taint, from its taints.
+fn present(scene: &Scene, node: &Node, key: &str, effect: Option<&str>) -> Obligation {
+    ob::taint::PRESENT.check(
+        taint(node, key, effect).is_some(),
         vec![format!(
-            "node {name} taints: {}",
+            "node {} taints: {}",
+            scene.target.name,
             if node.taints.is_empty() {
                 "none".into()
             } else {
@@ -302,16 +358,19 @@ pub(super) async fn remove_taint(
                     .join(", ")
             }
         )],
-    ));
-    let Some((_, value, effect)) = taint else {
-        return Ok(out);
-    };
-    let writer = taint_writer(&raw);
-    let by_kubernetes = set_by_kubernetes(&key)
+    )
+}
+
+/// Whether Kubernetes did not put the taint there, from its key (a condition's or a role's) and
+/// who last wrote the node's taints ([`taint_writer`]: the kubelet or a controller).
+fn not_set_by_kubernetes(scene: &Scene, node: &Node, key: &str) -> Obligation {
+    let name = &scene.target.name;
+    let writer = taint_writer(&node.raw);
+    let by_kubernetes = set_by_kubernetes(key)
         || writer
             .as_deref()
             .is_some_and(|w| w == "kubelet" || w.contains("controller"));
-    out.push(ob::taint::NOT_SET_BY_KUBERNETES.check(
+    ob::taint::NOT_SET_BY_KUBERNETES.check(
         !by_kubernetes,
         vec![match &writer {
             Some(w) => {
@@ -319,8 +378,18 @@ pub(super) async fn remove_taint(
             }
             None => format!("taint {key} on node {name}"),
         }],
-    ));
-    // 3. It is the only thing that keeps some waiting pod off this node.
+    )
+}
+
+/// Whether the taint is the only thing keeping a waiting pod off the node, from the pods that
+/// wait to be scheduled in the alert's namespace and the node's room, readiness, other taints
+/// and labels: some pod that does not tolerate it would fit but for it.
+async fn only_blocker(
+    scene: &Scene,
+    node: &Node,
+    (key, value, effect): (&str, &str, &str),
+) -> Read<Obligation> {
+    let name = scene.target.name.as_str();
     let ns = scene
         .signal
         .labels
@@ -336,7 +405,7 @@ pub(super) async fn remove_taint(
         .filter(|p| p.unschedulable.is_some() && p.node.is_none())
         .collect();
     // What the node has left: its allocatable less the requests of the pods bound to it.
-    let bound = scene.pods_on(&name).await?;
+    let bound = scene.pods_on(name).await?;
     let free = |resource: &str| -> Option<(u128, u128)> {
         let alloc = str_at(&node.allocatable, &[resource])
             .and_then(|q| crate::cluster::quantity::amount(resource, q))?;
@@ -351,7 +420,7 @@ pub(super) async fn remove_taint(
     let mut fits = Vec::new();
     let mut blocked = Vec::new();
     for p in &waiting {
-        if tolerates(&p.raw, &key, &value, &effect) {
+        if tolerates(&p.raw, key, value, effect) {
             continue;
         }
         let mut others = Vec::new();
@@ -394,7 +463,7 @@ pub(super) async fn remove_taint(
             blocked.push(format!("pod {}: also {}", p.name, others.join(", ")));
         }
     }
-    out.push(ob::taint::ONLY_BLOCKER.check(
+    Ok(ob::taint::ONLY_BLOCKER.check(
         !fits.is_empty(),
         if !fits.is_empty() {
             vec![format!(
@@ -406,42 +475,7 @@ pub(super) async fn remove_taint(
         } else {
             vec![format!("no pending pod waits for node {name}")]
         },
-    ));
-    Ok(out)
-}
-
-/// A deleted pod's replacement may be placed on the same node (a DaemonSet's always is). When
-/// that node is the common factor of the failures, deleting one of its pods repeats the
-/// failure; the node is what to act on.
-pub(super) async fn delete_not_at_fault(scene: &Scene, pod: &Pod) -> Read<Obligation> {
-    let obligation = &ob::delete::NODE_NOT_AT_FAULT;
-    let Some(name) = pod.node.as_deref() else {
-        return Ok(obligation.holds(vec![format!("pod {} is on no node", pod.name)]));
-    };
-    let nodes = scene.nodes().await?;
-    let Some(node) = nodes.iter().find(|n| n.name == name) else {
-        return Ok(obligation.holds(vec![format!(
-            "node {name} cannot be read: nothing shows it at fault"
-        )]));
-    };
-    let pinned = matches!(&pod.controller, Some((k, _)) if k == "DaemonSet");
-    if !pinned && !node.takes_pods() {
-        return Ok(obligation.holds(vec![format!(
-            "node {name} is {} and takes no new pods: the replacement is placed elsewhere",
-            node.state()
-        )]));
-    }
-    let on_node = scene.pods_on(name).await?;
-    let all = scene.list("Pod", None, &Default::default()).await?;
-    let all: Vec<Pod> = all.iter().map(|p| Pod::at(p, scene.now)).collect();
-    let flaps = scene.node_flaps(name).await?;
-    let (at_fault, mut ev) = node_at_fault(node, flaps.as_deref(), &on_node, &all);
-    if at_fault {
-        ev.push(format!(
-            "its replacement may be placed on {name} again: the node is what to act on"
-        ));
-    }
-    Ok(obligation.check(!at_fault, ev))
+    ))
 }
 
 #[cfg(test)]

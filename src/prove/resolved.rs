@@ -381,14 +381,15 @@ fn about_object_state(name: &str) -> bool {
 }
 
 /// Whether the alert's condition is something the cluster's objects show, so that their state
-/// can prove it gone: its expression reads only kube-state-metrics' object series (`kube_…`),
-/// or — without an expression — its name is about an object's state.
-fn condition_observable(signal: &crate::domain::SignalContext) -> (bool, String) {
+/// can prove it gone, from its expression (in its generator URL) or its name: its expression
+/// reads only kube-state-metrics' object series (`kube_…`) and counts no changes, or — without
+/// an expression — its name is about an object's state.
+fn condition_observable(signal: &crate::domain::SignalContext) -> Obligation {
     let expr = signal
         .generator_url
         .as_deref()
         .and_then(crate::monitoring::prometheus::expression);
-    match expr {
+    let (observable, how) = match expr {
         Some(e) if counts_changes(&e) => (
             false,
             format!(
@@ -440,7 +441,8 @@ fn condition_observable(signal: &crate::domain::SignalContext) -> (bool, String)
                 signal.name
             ),
         ),
-    }
+    };
+    ob::resolved::CONDITION_OBSERVABLE.check(observable, vec![how])
 }
 
 /// Whether `p`, a pod of a `target_kind`, has ended and its controller made (or makes) another
@@ -481,26 +483,10 @@ fn text_head(m: &str) -> String {
     s
 }
 
+/// The obligations of "resolved", in their declared order, judged on the target, its pods and
+/// the events about them, read once.
 pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
-    let mut out = Vec::new();
-    let (observable, how) = condition_observable(&scene.signal);
-    out.push(ob::resolved::CONDITION_OBSERVABLE.check(observable, vec![how]));
     let o = scene.target_obj().await?;
-    match desired_state(&o) {
-        Some((ok, how)) => out.push(
-            ob::resolved::DESIRED_STATE_MET.check(ok, vec![format!("{}: {how}", scene.target)]),
-        ),
-        None => out.push(ob::resolved::DESIRED_STATE_MET.fails(vec![format!(
-            "kubemedic knows no desired state of a {} to check",
-            obj::kind(&o)
-        )])),
-    }
-    // The objects the alert itself names (the autoscaler at its maximum, the Deployment short
-    // of replicas, the pod not ready) must show their desired state met too: whoever claims
-    // the problem gone may have named another object as the target.
-    let mut met = Vec::new();
-    let mut unmet = Vec::new();
-    let target_state = desired_state(&o);
     let pods = match scene.target.kind.as_str() {
         "PersistentVolumeClaim" | "HorizontalPodAutoscaler" | "Service" | "Node" => vec![],
         _ => scene.target_pods().await?,
@@ -509,18 +495,56 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         Some(_) => scene.events(None).await?,
         None => scene.node_events(&scene.target.name).await?,
     };
-    // Ended and replaced, and settled: pods ending again and again (each replacement evicted
-    // in turn) are the problem itself.
+    let mut out = vec![
+        condition_observable(&scene.signal),
+        desired_state_met(scene, &o),
+    ];
+    out.extend(alerted_objects_met(scene, &o, &pods, &events).await?);
+    out.extend([
+        pods_healthy(scene, &pods, &events),
+        no_failures_since_onset(scene, &o, &pods, &events).await?,
+    ]);
+    Ok(out)
+}
+
+/// Whether the target's desired state is met, from its status ([`desired_state`]).
+fn desired_state_met(scene: &Scene, o: &Value) -> Obligation {
+    let obligation = &ob::resolved::DESIRED_STATE_MET;
+    match desired_state(o) {
+        Some((ok, how)) => obligation.check(ok, vec![format!("{}: {how}", scene.target)]),
+        None => obligation.fails(vec![format!(
+            "kubemedic knows no desired state of a {} to check",
+            obj::kind(o)
+        )]),
+    }
+}
+
+/// Whether `p` ended and its controller replaced it ([`replaced_pod`]), and settled since: pods
+/// ending again and again (each replacement evicted in turn) are the problem itself. A pod
+/// being deleted needs no quiet: the events about it are its own past, and the pods that
+/// replace it are judged as the target's.
+fn ended_and_replaced(scene: &Scene, events: &[Event], p: &Pod) -> bool {
     let quiet_since = scene.now - window::ENDED_QUIET;
-    // A pod being deleted needs no quiet: the events about it are its own past, and the pods
-    // that replace it are judged below.
-    let replaced = |p: &Pod| {
-        replaced_pod(&scene.target.kind, p)
-            && (p.deleting
-                || !events.iter().any(|e| {
-                    e.kind == "Pod" && e.name == p.name && e.last.is_none_or(|t| t >= quiet_since)
-                }))
-    };
+    replaced_pod(&scene.target.kind, p)
+        && (p.deleting
+            || !events.iter().any(|e| {
+                e.kind == "Pod" && e.name == p.name && e.last.is_none_or(|t| t >= quiet_since)
+            }))
+}
+
+/// Whether every object the alert names, besides the target, shows its desired state met, from
+/// the objects as they are now; `None` when the alert names no other object that can be read
+/// and judged. Whoever claims the problem gone may have named another object as the target (the
+/// autoscaler at its maximum, the Deployment short of replicas, the pod not ready).
+async fn alerted_objects_met(
+    scene: &Scene,
+    o: &Value,
+    pods: &[Pod],
+    events: &[Event],
+) -> Read<Option<Obligation>> {
+    let mut met = Vec::new();
+    let mut unmet = Vec::new();
+    let target_state = desired_state(o);
     for t in crate::domain::targets_from_labels(&scene.signal.labels) {
         if t == scene.target {
             continue;
@@ -536,7 +560,9 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         // and alerts that count pods by phase keep firing on it. What it was for is the
         // target's replicas, whose desired state is checked above.
         if t.kind == "Pod"
-            && let Some(p) = pods.iter().find(|p| p.name == t.name && replaced(p))
+            && let Some(p) = pods
+                .iter()
+                .find(|p| p.name == t.name && ended_and_replaced(scene, events, p))
         {
             let line = format!(
                 "{t}: ended ({}) and replaced by its controller {}; {}",
@@ -562,15 +588,23 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
             if ok { met.push(line) } else { unmet.push(line) }
         }
     }
-    if !met.is_empty() || !unmet.is_empty() {
-        out.push(
-            ob::resolved::ALERTED_OBJECTS_MET
-                .check(unmet.is_empty(), if unmet.is_empty() { met } else { unmet }),
-        );
+    if met.is_empty() && unmet.is_empty() {
+        return Ok(None);
     }
-    // The rule that claims "healthy again" looks back as far ([`window::healthy_since`]).
+    Ok(Some(ob::resolved::ALERTED_OBJECTS_MET.check(
+        unmet.is_empty(),
+        if unmet.is_empty() { met } else { unmet },
+    )))
+}
+
+/// Whether every pod of the target runs and is ready, with no exit since the alert began (or
+/// for as long as the rule that claims "healthy again" looks back,
+/// [`window::healthy_since`]); pods that ended and were replaced are not its replicas.
+fn pods_healthy(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligation {
     let since = window::healthy_since(scene.now, Some(scene.signal.starts_at));
-    let (ended, pods): (Vec<&Pod>, Vec<&Pod>) = pods.iter().partition(|p| replaced(p));
+    let (ended, pods): (Vec<&Pod>, Vec<&Pod>) = pods
+        .iter()
+        .partition(|p| ended_and_replaced(scene, events, p));
     let bad: Vec<String> = pods
         .iter()
         .filter_map(|p| {
@@ -591,7 +625,7 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
             })
         })
         .collect();
-    out.push(ob::resolved::PODS_HEALTHY.check(
+    ob::resolved::PODS_HEALTHY.check(
         bad.is_empty(),
         if bad.is_empty() {
             let mut lines = vec![format!("{} pod(s), all ready", pods.len())];
@@ -606,17 +640,33 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         } else {
             bad.into_iter().take(3).collect()
         },
-    ));
-    // Failures recorded since the alert began, about the target, its ReplicaSets or its pods.
+    )
+}
+
+/// Whether nothing failed to be created, scheduled or started since the alert began (or for as
+/// long as the rule that claims "healthy again" looks back), from the warnings about the
+/// target, its ReplicaSets and its pods — not about a pod that ended and was replaced, nor one
+/// of a Deployment's replaced revision.
+async fn no_failures_since_onset(
+    scene: &Scene,
+    o: &Value,
+    pods: &[Pod],
+    events: &[Event],
+) -> Read<Obligation> {
+    let since = window::healthy_since(scene.now, Some(scene.signal.starts_at));
+    let (ended, pods): (Vec<&Pod>, Vec<&Pod>) = pods
+        .iter()
+        .partition(|p| ended_and_replaced(scene, events, p));
     let name = scene.target.name.as_str();
     // A Deployment's earlier revisions, scaled to zero: what their pods went through is what
     // the rollout replaced (a fix forward), not the target's now — the current pods are judged
-    // above, and the desired state (every replica updated and available) as well.
-    let old_revisions: Vec<String> = if obj::kind(&o) == "Deployment" {
-        let current = obj::annotation(&o, "deployment.kubernetes.io/revision")
+    // by the other obligations, and the desired state (every replica updated and available) as
+    // well.
+    let old_revisions: Vec<String> = if obj::kind(o) == "Deployment" {
+        let current = obj::annotation(o, "deployment.kubernetes.io/revision")
             .and_then(|r| r.parse::<i64>().ok());
         scene
-            .replicasets(&o)
+            .replicasets(o)
             .await?
             .iter()
             .filter(|(rev, rs)| {
@@ -644,15 +694,14 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         .filter(|e| e.last.is_some_and(|t| t >= since))
         .filter(|e| ours(e))
         .collect();
-    out.push(ob::resolved::NO_FAILURES_SINCE_ONSET.check(
+    Ok(ob::resolved::NO_FAILURES_SINCE_ONSET.check(
         recent.is_empty(),
         if recent.is_empty() {
             vec![format!("no failure recorded since {}", hhmm(since))]
         } else {
             recent.iter().take(3).map(|e| e.line()).collect()
         },
-    ));
-    Ok(out)
+    ))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! killed or throttled, by its own limit, nothing on its node explains it instead, and the new
 //! value is a bounded step that fits the namespace's quota and the nodes.
 
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use super::scene::{Read, Scene, hhmm, node_short_at};
@@ -93,227 +93,300 @@ fn show(resource: Resource, v: u128) -> String {
     quantity::format_amount(resource.name(), v)
 }
 
+/// The named container's limit now, as written and as an amount, and its use now (the metrics
+/// API's, the highest over the pods).
+struct Current {
+    limit: Option<String>,
+    limit_value: Option<u128>,
+    used: Option<u128>,
+}
+
+/// A container killed for memory in the last 6 hours: its pod, its name, and when.
+type Kill<'p> = (&'p Pod, String, Option<DateTime<Utc>>);
+
+/// The containers of `pods` killed for memory in the last 6 hours.
+fn recent_kills<'p>(scene: &Scene, pods: &'p [Pod]) -> Vec<Kill<'p>> {
+    let recent = scene.now - Duration::hours(6);
+    pods.iter()
+        .flat_map(|p| p.oom_killed().map(move |(c, t)| (p, c.name.clone(), t)))
+        .filter(|(_, _, t)| t.is_none_or(|t| t >= recent))
+        .collect()
+}
+
+/// The raise's obligations, in their declared order, judged on the workload, its pods and the
+/// container's limit and use now, read once. A container not in the template ends the proof.
 pub(super) async fn raise_limit(
     scene: &Scene,
     resource: Resource,
     container: Option<&str>,
     wanted: Option<&str>,
 ) -> Read<Vec<Obligation>> {
-    let [container_named, bounded, fits_quota, fits_nodes] = obligations(resource);
-    let mut out = Vec::new();
+    let [in_template, bounded, quota, nodes] = obligations(resource);
     let w = scene.target_obj().await?;
     let template = at(&w, &["spec", "template"])
         .cloned()
         .unwrap_or(Value::Null);
     let pods = scene.pods_of(&w).await?;
-    let names = container_names(&template);
     let container = container.unwrap_or_default().to_owned();
+    let named = container_in_template(in_template, &template, &container);
+    if !named.holds() {
+        return Ok(vec![named]);
+    }
+    let limit = current_limit(&template, &pods, &container, resource.name());
+    let now = Current {
+        limit_value: limit
+            .as_deref()
+            .and_then(|l| quantity::amount(resource.name(), l)),
+        limit,
+        used: usage(scene, &pods, &container, resource.name()).await?,
+    };
+    let wanted = wanted.and_then(|v| quantity::amount(resource.name(), v));
+    let mut out = vec![named];
+    match resource {
+        Resource::Memory => out.extend([
+            container_was_killed(scene, &pods, &container, &now),
+            killed_by_own_limit(scene, &pods, &container, &now).await?,
+        ]),
+        Resource::Cpu => out.push(container_throttled(scene, &container, &now)),
+    }
+    out.push(raises_bounded(
+        bounded,
+        resource,
+        &container,
+        now.limit_value,
+        wanted,
+    ));
+    if let (Some(old), Some(new)) = (now.limit_value, wanted) {
+        out.extend([
+            fits_quota(quota, scene, resource, &w, &pods, (old, new)).await?,
+            fits_nodes(nodes, scene, resource, new).await?,
+        ]);
+    }
+    let (obligation, action) = match resource {
+        Resource::Memory => (&ob::memory::NO_CHANGE_EXPLAINS, "A higher memory limit"),
+        Resource::Cpu => (&ob::cpu::NO_CHANGE_EXPLAINS, "A higher CPU limit"),
+    };
+    out.push(super::workload::no_change_explains(scene, obligation, action).await?);
+    Ok(out)
+}
 
-    // 1. The container named exists.
-    let in_template = names.contains(&container);
-    out.push(container_named.check(
-        in_template,
+/// Whether the container named is in the workload's pod template (its containers and init
+/// containers).
+fn container_in_template(
+    obligation: &ObligationSpec,
+    template: &Value,
+    container: &str,
+) -> Obligation {
+    let names = container_names(template);
+    obligation.check(
+        names.iter().any(|n| n == container),
         vec![format!(
             "container {:?}; the template has {}",
             container,
             names.join(", ")
         )],
-    ));
-    if !in_template {
-        return Ok(out);
+    )
+}
+
+/// Whether the container named is the one killed for memory in the last 6 hours, from its
+/// pods' last states; for a prediction (no kill, a proactive signal), whether its use is at 80%
+/// of its limit or more.
+fn container_was_killed(scene: &Scene, pods: &[Pod], container: &str, now: &Current) -> Obligation {
+    let obligation = &ob::memory::CONTAINER_WAS_KILLED;
+    let resource = Resource::Memory;
+    let killed = recent_kills(scene, pods);
+    if let Some((p, _, t)) = killed.iter().find(|(_, c, _)| c == container) {
+        return obligation.holds(vec![format!(
+            "container {container} of pod {} was OOMKilled{}",
+            p.name,
+            t.map(|t| format!(" at {}", hhmm(t))).unwrap_or_default()
+        )]);
     }
+    if !killed.is_empty() {
+        let others: Vec<String> = killed
+            .iter()
+            .map(|(p, c, _)| format!("container {c} of pod {}", p.name))
+            .take(3)
+            .collect();
+        return obligation.fails(vec![format!(
+            "{} was OOMKilled, not {container}",
+            others.join(", ")
+        )]);
+    }
+    if !scene.proactive() {
+        return obligation.fails(vec![format!(
+            "no container of the workload's {} pod(s) was OOMKilled in the last 6 hours",
+            pods.len()
+        )]);
+    }
+    let (used, limit) = (now.used, now.limit_value);
+    let ok = matches!((used, limit), (Some(u), Some(l)) if u * 10 >= l * 8);
+    obligation.check(
+        ok,
+        vec![match (used, limit) {
+            (Some(u), Some(l)) => format!(
+                "container {container} uses {} of its {} limit ({}%)",
+                show(resource, u),
+                show(resource, l),
+                u * 100 / l.max(1)
+            ),
+            (None, _) => "no metrics API answer: its use cannot be compared with its limit".into(),
+            (Some(_), None) => format!("container {container} has no memory limit"),
+        }],
+    )
+}
 
-    let limit = current_limit(&template, &pods, &container, resource.name());
-    let limit_value = limit
-        .as_deref()
-        .and_then(|l| quantity::amount(resource.name(), l));
-    let used = usage(scene, &pods, &container, resource.name()).await?;
-
-    // 2. It is the one killed (memory) or throttled (CPU), by its own limit.
-    match resource {
-        Resource::Memory => {
-            let recent = scene.now - Duration::hours(6);
-            let killed: Vec<(&Pod, String, Option<chrono::DateTime<chrono::Utc>>)> = pods
-                .iter()
-                .flat_map(|p| p.oom_killed().map(move |(c, t)| (p, c.name.clone(), t)))
-                .filter(|(_, _, t)| t.is_none_or(|t| t >= recent))
-                .collect();
-            let this: Vec<&(&Pod, String, Option<chrono::DateTime<chrono::Utc>>)> =
-                killed.iter().filter(|(_, c, _)| *c == container).collect();
-            let obligation = &ob::memory::CONTAINER_WAS_KILLED;
-            if let Some((p, _, t)) = this.first() {
-                out.push(obligation.holds(vec![format!(
-                    "container {container} of pod {} was OOMKilled{}",
-                    p.name,
-                    t.map(|t| format!(" at {}", hhmm(t))).unwrap_or_default()
-                )]));
-            } else if !killed.is_empty() {
-                let others: Vec<String> = killed
-                    .iter()
-                    .map(|(p, c, _)| format!("container {c} of pod {}", p.name))
-                    .take(3)
-                    .collect();
-                out.push(obligation.fails(vec![format!(
-                    "{} was OOMKilled, not {container}",
-                    others.join(", ")
-                )]));
-            } else if scene.proactive() {
-                let ok = matches!((used, limit_value), (Some(u), Some(l)) if u * 10 >= l * 8);
-                out.push(obligation.check(
-                    ok,
-                    vec![match (used, limit_value) {
-                        (Some(u), Some(l)) => format!(
-                            "container {container} uses {} of its {} limit ({}%)",
-                            show(resource, u),
-                            show(resource, l),
-                            u * 100 / l.max(1)
-                        ),
-                        (None, _) => {
-                            "no metrics API answer: its use cannot be compared with its limit"
-                                .into()
-                        }
-                        (Some(_), None) => format!("container {container} has no memory limit"),
-                    }],
-                ));
-            } else {
-                out.push(obligation.fails(vec![format!(
-                    "no container of the workload's {} pod(s) was OOMKilled in the last 6 hours",
-                    pods.len()
-                )]));
-            }
-
-            // Its own limit, not the node.
-            let obligation = &ob::memory::KILLED_BY_OWN_LIMIT;
-            let mut ev = Vec::new();
-            let mut ok = limit.is_some();
-            match &limit {
-                Some(l) => ev.push(format!("container {container} has a memory limit of {l}")),
-                None => ev.push(format!(
-                    "container {container} has no memory limit: the node's own OOM killer took it"
-                )),
-            }
-            let nodes: Vec<String> = {
-                let mut n: Vec<String> =
-                    this.iter().filter_map(|(p, _, _)| p.node.clone()).collect();
-                if n.is_empty() {
-                    n = pods.iter().filter_map(|p| p.node.clone()).collect();
-                }
-                n.sort();
-                n.dedup();
-                n
-            };
-            let all_nodes = match scene.nodes().await {
-                Ok(n) => n,
+/// Whether the container was killed by its own limit, from its limit and the nodes it was
+/// killed on (their pressure, their events, the kernel's kills at the moment of its own): it
+/// has one, and no node ran out of memory itself.
+async fn killed_by_own_limit(
+    scene: &Scene,
+    pods: &[Pod],
+    container: &str,
+    now: &Current,
+) -> Read<Obligation> {
+    let obligation = &ob::memory::KILLED_BY_OWN_LIMIT;
+    let resource = Resource::Memory;
+    let killed = recent_kills(scene, pods);
+    let this: Vec<&Kill> = killed.iter().filter(|(_, c, _)| c == container).collect();
+    let mut ev = Vec::new();
+    let mut ok = now.limit.is_some();
+    match &now.limit {
+        Some(l) => ev.push(format!("container {container} has a memory limit of {l}")),
+        None => ev.push(format!(
+            "container {container} has no memory limit: the node's own OOM killer took it"
+        )),
+    }
+    let nodes: Vec<String> = {
+        let mut n: Vec<String> = this.iter().filter_map(|(p, _, _)| p.node.clone()).collect();
+        if n.is_empty() {
+            n = pods.iter().filter_map(|p| p.node.clone()).collect();
+        }
+        n.sort();
+        n.dedup();
+        n
+    };
+    let all_nodes = match scene.nodes().await {
+        Ok(n) => n,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(e) => {
+            ev.push(format!("nodes cannot be read: {}", e.message));
+            vec![]
+        }
+    };
+    for name in nodes.iter().take(3) {
+        let node: Option<&Node> = all_nodes.iter().find(|n| n.name == *name);
+        if let Some(n) = node
+            && n.pressure.iter().any(|p| p == "MemoryPressure")
+        {
+            ok = false;
+            ev.push(format!("node {name} is under MemoryPressure"));
+        }
+        let events = match scene.node_events(name).await {
+            Ok(e) => e,
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => vec![],
+        };
+        let window = scene.now - Duration::hours(6);
+        let short: Vec<_> = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.reason.as_str(),
+                    "EvictionThresholdMet" | "NodeHasInsufficientMemory"
+                )
+            })
+            .filter(|e| e.last.is_none_or(|t| t >= window))
+            .collect();
+        // SystemOOM reports at the moment of this workload's kills, beyond the containers
+        // killed at their own limits then (node_oom_at).
+        let system_ooms = if events.iter().any(|e| e.reason == "SystemOOM") {
+            let here = match scene.pods_on(name).await {
+                Ok(p) => p,
                 Err(e) if e.is_unreachable() => return Err(e),
-                Err(e) => {
-                    ev.push(format!("nodes cannot be read: {}", e.message));
-                    vec![]
-                }
+                Err(_) => vec![],
             };
-            for name in nodes.iter().take(3) {
-                let node: Option<&Node> = all_nodes.iter().find(|n| n.name == *name);
-                if let Some(n) = node
-                    && n.pressure.iter().any(|p| p == "MemoryPressure")
-                {
-                    ok = false;
-                    ev.push(format!("node {name} is under MemoryPressure"));
-                }
-                let events = match scene.node_events(name).await {
-                    Ok(e) => e,
-                    Err(e) if e.is_unreachable() => return Err(e),
-                    Err(_) => vec![],
-                };
-                let window = scene.now - Duration::hours(6);
-                let short: Vec<_> = events
-                    .iter()
-                    .filter(|e| {
-                        matches!(
-                            e.reason.as_str(),
-                            "EvictionThresholdMet" | "NodeHasInsufficientMemory"
-                        )
-                    })
-                    .filter(|e| e.last.is_none_or(|t| t >= window))
-                    .collect();
-                // SystemOOM reports at the moment of this workload's kills, beyond the
-                // containers killed at their own limits then (node_oom_at).
-                let system_ooms = if events.iter().any(|e| e.reason == "SystemOOM") {
-                    let here = match scene.pods_on(name).await {
-                        Ok(p) => p,
-                        Err(e) if e.is_unreachable() => return Err(e),
-                        Err(_) => vec![],
-                    };
-                    let moments: Vec<_> = this
-                        .iter()
-                        .filter(|(p, _, _)| p.node.as_deref() == Some(name.as_str()))
-                        .filter_map(|(_, _, t)| *t)
-                        .collect();
-                    node_short_at(&events, &here, &moments)
-                } else {
-                    0
-                };
-                if let Some(e) = short.first() {
-                    ok = false;
-                    ev.push(format!(
-                        "node {name} ran out of memory itself: {}",
-                        e.line()
-                    ));
-                } else if system_ooms > 0 {
-                    ok = false;
-                    ev.push(format!(
-                        "node {name} ran out of memory itself: {system_ooms} more process(es) killed by the kernel at the moment of the kill than containers that hit their own limits"
-                    ));
-                } else if node.is_some() {
-                    ev.push(format!(
-                        "node {name}: {}, no system OOM recorded",
-                        node.map(Node::state).unwrap_or_default()
-                    ));
-                }
-            }
-            if let (Some(u), Some(l)) = (used, limit_value) {
-                ev.push(format!(
-                    "it uses {} of its {} limit now",
-                    show(resource, u),
-                    show(resource, l)
-                ));
-            }
-            out.push(obligation.check(ok, ev));
-        }
-        Resource::Cpu => {
-            let obligation = &ob::cpu::CONTAINER_THROTTLED;
-            let alert_names_it = scene.signal.name.to_ascii_lowercase().contains("throttl")
-                && scene.signal_container().as_deref() == Some(container.as_str());
-            let near = matches!((used, limit_value), (Some(u), Some(l)) if u * 10 >= l * 9);
-            let mut ev = Vec::new();
-            if alert_names_it {
-                ev.push(format!(
-                    "alert {} measures container {container} throttled",
-                    scene.signal.name
-                ));
-            } else if let Some(c) = scene.signal_container() {
-                ev.push(format!(
-                    "alert {} is about container {c}",
-                    scene.signal.name
-                ));
-            }
-            match (used, limit_value) {
-                (Some(u), Some(l)) => ev.push(format!(
-                    "it uses {} of its {} limit",
-                    show(resource, u),
-                    show(resource, l)
-                )),
-                (_, None) => ev.push(format!(
-                    "container {container} has no CPU limit to be throttled at"
-                )),
-                (None, _) => ev.push("no metrics API answer".into()),
-            }
-            out.push(obligation.check(limit.is_some() && (alert_names_it || near), ev));
+            let moments: Vec<_> = this
+                .iter()
+                .filter(|(p, _, _)| p.node.as_deref() == Some(name.as_str()))
+                .filter_map(|(_, _, t)| *t)
+                .collect();
+            node_short_at(&events, &here, &moments)
+        } else {
+            0
+        };
+        if let Some(e) = short.first() {
+            ok = false;
+            ev.push(format!(
+                "node {name} ran out of memory itself: {}",
+                e.line()
+            ));
+        } else if system_ooms > 0 {
+            ok = false;
+            ev.push(format!(
+                "node {name} ran out of memory itself: {system_ooms} more process(es) killed by the kernel at the moment of the kill than containers that hit their own limits"
+            ));
+        } else if node.is_some() {
+            ev.push(format!(
+                "node {name}: {}, no system OOM recorded",
+                node.map(Node::state).unwrap_or_default()
+            ));
         }
     }
+    if let (Some(u), Some(l)) = (now.used, now.limit_value) {
+        ev.push(format!(
+            "it uses {} of its {} limit now",
+            show(resource, u),
+            show(resource, l)
+        ));
+    }
+    Ok(obligation.check(ok, ev))
+}
 
-    // 3. A bounded step up.
-    let wanted = wanted.and_then(|v| quantity::amount(resource.name(), v));
-    match (limit_value, wanted) {
-        (Some(old), Some(new)) => out.push(bounded.check(
+/// Whether the container named is the one throttled at its CPU limit, from the alert (a
+/// throttling alert about it) or its use (at 90% of its limit or more): it must have a limit.
+fn container_throttled(scene: &Scene, container: &str, now: &Current) -> Obligation {
+    let obligation = &ob::cpu::CONTAINER_THROTTLED;
+    let resource = Resource::Cpu;
+    let alert_names_it = scene.signal.name.to_ascii_lowercase().contains("throttl")
+        && scene.signal_container().as_deref() == Some(container);
+    let near = matches!((now.used, now.limit_value), (Some(u), Some(l)) if u * 10 >= l * 9);
+    let mut ev = Vec::new();
+    if alert_names_it {
+        ev.push(format!(
+            "alert {} measures container {container} throttled",
+            scene.signal.name
+        ));
+    } else if let Some(c) = scene.signal_container() {
+        ev.push(format!(
+            "alert {} is about container {c}",
+            scene.signal.name
+        ));
+    }
+    match (now.used, now.limit_value) {
+        (Some(u), Some(l)) => ev.push(format!(
+            "it uses {} of its {} limit",
+            show(resource, u),
+            show(resource, l)
+        )),
+        (_, None) => ev.push(format!(
+            "container {container} has no CPU limit to be throttled at"
+        )),
+        (None, _) => ev.push("no metrics API answer".into()),
+    }
+    obligation.check(now.limit.is_some() && (alert_names_it || near), ev)
+}
+
+/// Whether the new limit is higher than the current one, by at most [`MAX_FACTOR`].
+fn raises_bounded(
+    obligation: &ObligationSpec,
+    resource: Resource,
+    container: &str,
+    limit: Option<u128>,
+    wanted: Option<u128>,
+) -> Obligation {
+    match (limit, wanted) {
+        (Some(old), Some(new)) => obligation.check(
             new > old && new <= old * MAX_FACTOR,
             vec![format!(
                 "{} limit of container {container} {} → {}",
@@ -321,64 +394,74 @@ pub(super) async fn raise_limit(
                 show(resource, old),
                 show(resource, new)
             )],
-        )),
-        (None, _) => out.push(bounded.fails(vec![format!(
+        ),
+        (None, _) => obligation.fails(vec![format!(
             "container {container} has no {} limit to raise",
             resource.name()
-        )])),
-        (_, None) => out.push(bounded.fails(vec![format!(
+        )]),
+        (_, None) => obligation.fails(vec![format!(
             "{} is missing or not a quantity",
             resource.limit_key().name
-        )])),
+        )]),
     }
+}
 
-    // 4. The quota has room, 5. a node can hold it.
-    if let (Some(old), Some(new)) = (limit_value, wanted) {
-        let replicas = crate::cluster::obj::i64_at(&w, &["spec", "replicas"])
-            .unwrap_or(pods.len() as i64)
-            .max(1) as u128;
-        let key = format!("limits.{}", resource.name());
-        let mut ev = Vec::new();
-        let mut ok = true;
-        match scene.quota(&key).await? {
-            Some((hard, used_q, name)) => {
-                let need = new.saturating_sub(old) * replicas;
-                ok = used_q + need <= hard;
-                ev.push(format!(
-                    "ResourceQuota {name}: {key} {} used of {}, {} more needed",
-                    show(resource, used_q),
-                    show(resource, hard),
-                    show(resource, need)
-                ));
-            }
-            None => ev.push(format!("no ResourceQuota limits {key}")),
+/// Whether the namespace's quota of `limits.<resource>` has room for the raise from `old` to
+/// `new` on every replica.
+async fn fits_quota(
+    obligation: &ObligationSpec,
+    scene: &Scene,
+    resource: Resource,
+    w: &Value,
+    pods: &[Pod],
+    (old, new): (u128, u128),
+) -> Read<Obligation> {
+    let replicas = crate::cluster::obj::i64_at(w, &["spec", "replicas"])
+        .unwrap_or(pods.len() as i64)
+        .max(1) as u128;
+    let key = format!("limits.{}", resource.name());
+    let mut ev = Vec::new();
+    let mut ok = true;
+    match scene.quota(&key).await? {
+        Some((hard, used_q, name)) => {
+            let need = new.saturating_sub(old) * replicas;
+            ok = used_q + need <= hard;
+            ev.push(format!(
+                "ResourceQuota {name}: {key} {} used of {}, {} more needed",
+                show(resource, used_q),
+                show(resource, hard),
+                show(resource, need)
+            ));
         }
-        out.push(fits_quota.check(ok, ev));
-        let nodes = match scene.nodes().await {
-            Ok(n) => n,
-            Err(e) if e.is_unreachable() => return Err(e),
-            Err(e) if e.kind == ErrorKind::Forbidden => vec![],
-            Err(e) => return Err(e),
-        };
-        let biggest = nodes
-            .iter()
-            .filter(|n| n.ready)
-            .filter_map(|n| n.allocatable(resource.name()))
-            .max();
-        out.push(fits_nodes.check(
-            biggest.is_none_or(|b| new <= b),
-            vec![match biggest {
-                Some(b) => format!("the largest ready node allocates {}", show(resource, b)),
-                None => "no node's allocatable capacity is known".into(),
-            }],
-        ));
+        None => ev.push(format!("no ResourceQuota limits {key}")),
     }
+    Ok(obligation.check(ok, ev))
+}
 
-    // 6. No change to what it reads explains the kills or the throttling better.
-    let (obligation, action) = match resource {
-        Resource::Memory => (&ob::memory::NO_CHANGE_EXPLAINS, "A higher memory limit"),
-        Resource::Cpu => (&ob::cpu::NO_CHANGE_EXPLAINS, "A higher CPU limit"),
+/// Whether a node can hold the new limit, from the ready nodes' allocatable capacity (none
+/// known, or the nodes not readable for lack of permission: nothing shows it cannot).
+async fn fits_nodes(
+    obligation: &ObligationSpec,
+    scene: &Scene,
+    resource: Resource,
+    new: u128,
+) -> Read<Obligation> {
+    let nodes = match scene.nodes().await {
+        Ok(n) => n,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(e) if e.kind == ErrorKind::Forbidden => vec![],
+        Err(e) => return Err(e),
     };
-    out.push(super::workload::no_change_explains(scene, obligation, action).await?);
-    Ok(out)
+    let biggest = nodes
+        .iter()
+        .filter(|n| n.ready)
+        .filter_map(|n| n.allocatable(resource.name()))
+        .max();
+    Ok(obligation.check(
+        biggest.is_none_or(|b| new <= b),
+        vec![match biggest {
+            Some(b) => format!("the largest ready node allocates {}", show(resource, b)),
+            None => "no node's allocatable capacity is known".into(),
+        }],
+    ))
 }

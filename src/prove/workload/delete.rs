@@ -1,78 +1,153 @@
 //! Delete one pod so its controller replaces it.
 
 use super::*;
+use crate::prove::findings::StateKept;
+use crate::prove::node::node_at_fault;
 
+/// The deletion's obligations, in their declared order, judged on the pod named, its siblings,
+/// the workload and the namespace's events, read once. A claim that names no pod, or a pod that
+/// is not the target's, is refused on that alone.
 pub(in crate::prove) async fn delete_pod(
     scene: &Scene,
     pod_name: Option<&str>,
 ) -> Read<Vec<Obligation>> {
-    let mut out = Vec::new();
-    let Some(pod_name) = pod_name else {
-        out.push(ob::delete::POD_OWNED_BY_TARGET.fails(vec!["POD_NAME is missing".into()]));
-        return Ok(out);
+    // Nothing is read for a claim that names no pod.
+    let (w, pods, events) = match pod_name {
+        Some(_) => {
+            let w = scene.target_obj().await?;
+            let pods = scene.pods_of(&w).await?;
+            let events = scene.events(None).await?;
+            (w, pods, events)
+        }
+        None => (Value::Null, vec![], vec![]),
     };
-    let w = scene.target_obj().await?;
-    let pods = scene.pods_of(&w).await?;
-    let events = scene.events(None).await?;
-    let Some(pod) = pods.iter().find(|p| p.name == pod_name) else {
-        out.push(ob::delete::POD_OWNED_BY_TARGET.fails(vec![format!(
-            "pod {pod_name} is not among the {} pods of {} {}",
-            pods.len(),
-            obj::kind(&w),
-            obj::name(&w)
-        )]));
-        return Ok(out);
+    let (pod, owned) = match pod_owned_by_target(pod_name, &w, &pods) {
+        Ok(found) => found,
+        Err(refused) => return Ok(vec![refused]),
     };
-    out.push(ob::delete::POD_OWNED_BY_TARGET.check(
-        pod.controller.is_some(),
-        vec![match &pod.controller {
-            Some((k, n)) => format!("pod {pod_name} is controlled by {k} {n}"),
-            None => format!("pod {pod_name} has no controller: deleting it loses it"),
-        }],
-    ));
-    // A pod that has ended (Failed, Succeeded) is no longer one of its controller's replicas:
-    // it was replaced already, and deleting it only removes its record.
-    if matches!(pod.phase.as_str(), "Failed" | "Succeeded") {
-        out.push(ob::delete::POD_STILL_RUNNING.fails(vec![format!(
-                "pod {pod_name} has ended ({}{}): its controller replaced it already",
-                pod.phase,
-                str_at(&pod.raw, &["status", "reason"])
-                    .map(|r| format!(", {r}"))
-                    .unwrap_or_default()
-            )]));
-    }
     let siblings: Vec<&Pod> = pods
         .iter()
-        .filter(|p| p.name != pod_name && !p.deleting)
+        .filter(|p| p.name != pod.name && !p.deleting)
         .collect();
-    let ready = siblings.iter().filter(|p| p.ready).count();
-    // The only replica, not ready: no sibling shows the template runs, so the pod's own history
-    // must show that what fails is state it keeps, which a new pod starts without.
+    // The only replica: no sibling shows the template runs.
     let only = siblings.is_empty() && i64_at(&w, &["spec", "replicas"]) == Some(1);
-    let kept = if only && !pod.ready {
-        let log = match findings::restarting_container(pod) {
-            Some(c) => scene.previous_log(&pod.name, &c.name).await,
-            None => None,
-        };
-        findings::state_kept(pod, &events, log.as_deref())
-    } else {
-        None
+    let kept = state_kept(scene, pod, only, &events).await;
+    let mut out = vec![owned];
+    out.extend(pod_still_running(pod));
+    out.extend([
+        siblings_ready(pod, &siblings, kept.as_ref()),
+        no_rollout_in_progress(&w, &ob::delete::NO_ROLLOUT_IN_PROGRESS),
+        failed_past_startup(scene, pod),
+        failure_not_shared(pod, &siblings, &events),
+        failure_not_the_nodes(scene, pod, &siblings).await?,
+        failure_not_in_the_template(pod, &siblings, only, kept.as_ref()),
+        config_unchanged_since_siblings(
+            scene,
+            pod,
+            &siblings,
+            kept.as_ref().and_then(|k| k.named.as_ref()),
+        )
+        .await?,
+        node_not_at_fault(scene, pod).await?,
+    ]);
+    Ok(out)
+}
+
+/// Whether the pod named (POD_NAME) is one of the target's pods, with a controller to replace
+/// it: the pod, which the other obligations judge, and the obligation; or the obligation
+/// failing, which ends the proof, when no pod is named or it is not among the target's pods.
+fn pod_owned_by_target<'p>(
+    named: Option<&str>,
+    w: &Value,
+    pods: &'p [Pod],
+) -> Result<(&'p Pod, Obligation), Obligation> {
+    let obligation = &ob::delete::POD_OWNED_BY_TARGET;
+    let Some(named) = named else {
+        return Err(obligation.fails(vec!["POD_NAME is missing".into()]));
     };
-    let kept_state = kept.as_ref().map(|k| k.evidence.clone());
-    match &kept_state {
-        Some(_) => out.push(ob::delete::SIBLINGS_READY.holds(vec![format!(
-                "pod {pod_name} is the only replica (spec.replicas 1) and serves nothing now: deleting it takes nothing away that runs"
-            )],
-        )),
-        None => out.push(ob::delete::SIBLINGS_READY.check(ready >= 1,
-            vec![format!(
-                "{ready} of {} sibling pod(s) ready",
-                siblings.len()
-            )],
-        )),
+    let Some(pod) = pods.iter().find(|p| p.name == named) else {
+        return Err(obligation.fails(vec![format!(
+            "pod {named} is not among the {} pods of {} {}",
+            pods.len(),
+            obj::kind(w),
+            obj::name(w)
+        )]));
+    };
+    let owned = obligation.check(
+        pod.controller.is_some(),
+        vec![match &pod.controller {
+            Some((k, n)) => format!("pod {named} is controlled by {k} {n}"),
+            None => format!("pod {named} has no controller: deleting it loses it"),
+        }],
+    );
+    Ok((pod, owned))
+}
+
+/// Whether the pod is still one of its controller's replicas, from its phase; stated only when
+/// it is not. A pod that has ended (Failed, Succeeded) was replaced already, and deleting it
+/// only removes its record.
+fn pod_still_running(pod: &Pod) -> Option<Obligation> {
+    matches!(pod.phase.as_str(), "Failed" | "Succeeded").then(|| {
+        ob::delete::POD_STILL_RUNNING.fails(vec![format!(
+            "pod {} has ended ({}{}): its controller replaced it already",
+            pod.name,
+            pod.phase,
+            str_at(&pod.raw, &["status", "reason"])
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default()
+        )])
+    })
+}
+
+/// What shows that the only replica, not ready, fails on state it keeps, which a new pod starts
+/// without ([`findings::state_kept`], with the previous log of its restarting container): no
+/// sibling shows the template runs, so the pod's own history must.
+async fn state_kept(scene: &Scene, pod: &Pod, only: bool, events: &[Event]) -> Option<StateKept> {
+    if !only || pod.ready {
+        return None;
     }
-    out.push(no_rollout(&w, &ob::delete::NO_ROLLOUT_IN_PROGRESS));
-    // Failed for longer than its start-up allows.
+    let log = match findings::restarting_container(pod) {
+        Some(c) => scene.previous_log(&pod.name, &c.name).await,
+        None => None,
+    };
+    findings::state_kept(pod, events, log.as_deref())
+}
+
+/// Whether some sibling is ready, from their readiness; or, for the only replica failing on
+/// state it keeps, that deleting it takes nothing away that runs.
+fn siblings_ready(pod: &Pod, siblings: &[&Pod], kept: Option<&StateKept>) -> Obligation {
+    let obligation = &ob::delete::SIBLINGS_READY;
+    if kept.is_some() {
+        return obligation.holds(vec![format!(
+            "pod {} is the only replica (spec.replicas 1) and serves nothing now: deleting it takes nothing away that runs",
+            pod.name
+        )]);
+    }
+    let ready = siblings.iter().filter(|p| p.ready).count();
+    obligation.check(
+        ready >= 1,
+        vec![format!(
+            "{ready} of {} sibling pod(s) ready",
+            siblings.len()
+        )],
+    )
+}
+
+/// Whether the pod has failed for longer than its start-up allows, from its readiness, its
+/// restarts and its probes ([`startup_allowance`]); a pod already terminating has not.
+fn failed_past_startup(scene: &Scene, pod: &Pod) -> Obligation {
+    let obligation = &ob::delete::FAILED_PAST_STARTUP;
+    if pod.deleting {
+        return obligation.fails(vec![format!(
+            "pod {} is already terminating{}",
+            pod.name,
+            if pod.finalizers.is_empty() {
+                String::new()
+            } else {
+                format!(" (finalizers: {})", pod.finalizers.join(", "))
+            }
+        )]);
+    }
     let allowance = startup_allowance(&pod.raw);
     let since = if pod.ready {
         None
@@ -88,37 +163,30 @@ pub(in crate::prove) async fn delete_pod(
         .containers
         .iter()
         .any(|c| c.restarts >= 2 && c.waiting.as_deref() == Some("CrashLoopBackOff"));
-    let failing = &ob::delete::FAILED_PAST_STARTUP;
-    if pod.deleting {
-        out.push(failing.fails(vec![format!(
-            "pod {pod_name} is already terminating{}",
-            if pod.finalizers.is_empty() {
-                String::new()
-            } else {
-                format!(" (finalizers: {})", pod.finalizers.join(", "))
-            }
-        )]));
-    } else {
-        let ok = failing_for.is_some_and(|d| d > allowance || restarts >= 3 || backing_off);
-        out.push(failing.check(
-            ok,
-            vec![match failing_for {
-                None => format!("pod {pod_name} is ready"),
-                Some(d) => format!(
-                    "pod {pod_name} not ready for {} (its start-up allows {}){}{}",
-                    ago(d),
-                    ago(allowance),
-                    if restarts > 0 {
-                        format!(", {restarts} restarts")
-                    } else {
-                        String::new()
-                    },
-                    pod.broken().map(|f| format!("; {f}")).unwrap_or_default()
-                ),
-            }],
-        ));
-    }
-    // Its failure is its own.
+    let ok = failing_for.is_some_and(|d| d > allowance || restarts >= 3 || backing_off);
+    obligation.check(
+        ok,
+        vec![match failing_for {
+            None => format!("pod {} is ready", pod.name),
+            Some(d) => format!(
+                "pod {} not ready for {} (its start-up allows {}){}{}",
+                pod.name,
+                ago(d),
+                ago(allowance),
+                if restarts > 0 {
+                    format!(", {restarts} restarts")
+                } else {
+                    String::new()
+                },
+                pod.broken().map(|f| format!("; {f}")).unwrap_or_default()
+            ),
+        }],
+    )
+}
+
+/// Whether the pod's failure is its own, from its siblings' state and the warnings about it: no
+/// sibling is not ready with the same reason (or, when the pod shows none, not ready at all).
+fn failure_not_shared(pod: &Pod, siblings: &[&Pod], events: &[Event]) -> Obligation {
     let reason = |p: &Pod| {
         p.containers.iter().find_map(|c| {
             c.waiting
@@ -133,7 +201,7 @@ pub(in crate::prove) async fn delete_pod(
         .collect();
     let warned: Vec<&Event> = events
         .iter()
-        .filter(|e| e.warning && e.kind == "Pod" && e.name == pod_name)
+        .filter(|e| e.warning && e.kind == "Pod" && e.name == pod.name)
         .take(1)
         .collect();
     let mut ev: Vec<String> = sharing
@@ -148,29 +216,17 @@ pub(in crate::prove) async fn delete_pod(
         })
         .collect();
     if sharing.is_empty() {
-        ev.push(format!("no sibling shows the failure of {pod_name}"));
+        ev.push(format!("no sibling shows the failure of {}", pod.name));
     }
     ev.extend(warned.iter().map(|e| e.line()));
-    out.push(ob::delete::FAILURE_NOT_SHARED.check(sharing.is_empty(), ev));
-    out.push(failure_not_the_nodes(scene, pod, &siblings).await?);
-    out.push(match (&kept_state, only) {
-        (Some(ev), _) => ob::delete::FAILURE_NOT_IN_THE_TEMPLATE.holds(ev.clone(),
-        ),
-        (None, true) => ob::delete::FAILURE_NOT_IN_THE_TEMPLATE.fails(vec![format!(
-                "pod {pod_name} is the only replica: no sibling shows its template runs, and nothing shows its failure is state of its own (an error naming a path in its emptyDir, a kill it never recovered from)"
-            )],
-        ),
-        (None, false) => failure_not_in_the_template(pod, &siblings),
-    });
-    let named = kept.and_then(|k| k.named);
-    out.push(config_unchanged_since_siblings(scene, pod, &siblings, named.as_ref()).await?);
-    out.push(crate::prove::node::delete_not_at_fault(scene, pod).await?);
-    Ok(out)
+    ob::delete::FAILURE_NOT_SHARED.check(sharing.is_empty(), ev)
 }
 
-/// A replacement reads the ConfigMaps its template names as they are now. When one of them
-/// changed after the ready siblings started and before the failing pod did, the siblings run
-/// the old configuration and the pod the new one: the replacement fails like the pod.
+/// Whether no configuration its replacement reads changed between its ready siblings' start and
+/// its own, from the ConfigMaps its template names. A replacement reads them as they are now.
+/// When one of them changed after the ready siblings started and before the failing pod did,
+/// the siblings run the old configuration and the pod the new one: the replacement fails like
+/// the pod.
 ///
 /// The only pod whose failing starts name state of its own ([`KeptState`]) is the exception:
 /// its restarting containers read the changed configuration too, and what they fail on is the
@@ -251,11 +307,29 @@ const TEMPLATE_WAITS: &[&str] = &[
     "ErrImageNeverPull",
 ];
 
-/// A deleted pod is replaced from the same template (its ReplicaSet's, its revision's). When
-/// the failure comes with that template — a configuration or image it cannot start with, or a
-/// revision no ready sibling runs — the replacement fails alike.
-fn failure_not_in_the_template(pod: &Pod, siblings: &[&Pod]) -> Obligation {
+/// Whether the pod's failure does not come with its template, from its containers' waiting
+/// reasons, its image and its ready siblings' templates. A deleted pod is replaced from the same
+/// template (its ReplicaSet's, its revision's). When the failure comes with that template — a
+/// configuration or image it cannot start with, or a revision no ready sibling runs — the
+/// replacement fails alike. The only replica has no sibling to show its template runs: only the
+/// state it keeps ([`state_kept`]) shows its failure its own.
+fn failure_not_in_the_template(
+    pod: &Pod,
+    siblings: &[&Pod],
+    only: bool,
+    kept: Option<&StateKept>,
+) -> Obligation {
     let obligation = &ob::delete::FAILURE_NOT_IN_THE_TEMPLATE;
+    match (kept, only) {
+        (Some(k), _) => return obligation.holds(k.evidence.clone()),
+        (None, true) => {
+            return obligation.fails(vec![format!(
+                "pod {} is the only replica: no sibling shows its template runs, and nothing shows its failure is state of its own (an error naming a path in its emptyDir, a kill it never recovered from)",
+                pod.name
+            )]);
+        }
+        (None, false) => {}
+    }
     if let Some((c, why)) = pod.containers.iter().find_map(|c| {
         c.waiting
             .as_deref()
@@ -308,7 +382,8 @@ const NODE_INFO: &[(&str, &str)] = &[
     ("architecture", "architecture"),
 ];
 
-/// A DaemonSet's replacement pod starts on the same node. When that node differs from every
+/// Whether the failure does not follow the pod's node, from the nodes' `status.nodeInfo`. A
+/// DaemonSet's replacement pod starts on the same node. When that node differs from every
 /// node where the siblings run ready (its kernel, OS image, runtime, kubelet), the failure
 /// follows the node, and deleting the pod only repeats it.
 async fn failure_not_the_nodes(scene: &Scene, pod: &Pod, siblings: &[&Pod]) -> Read<Obligation> {
@@ -406,6 +481,42 @@ async fn failure_not_the_nodes(scene: &Scene, pod: &Pod, siblings: &[&Pod]) -> R
             .join(", ")
     ));
     Ok(obligation.fails(ev))
+}
+
+/// Whether the pod's node is not the common factor of the failures ([`node_at_fault`]), from the
+/// nodes and the pods on them, or its replacement cannot be placed there. A deleted pod's
+/// replacement may be placed on the same node (a DaemonSet's always is). When that node is the
+/// common factor of the failures, deleting one of its pods repeats the failure; the node is what
+/// to act on.
+async fn node_not_at_fault(scene: &Scene, pod: &Pod) -> Read<Obligation> {
+    let obligation = &ob::delete::NODE_NOT_AT_FAULT;
+    let Some(name) = pod.node.as_deref() else {
+        return Ok(obligation.holds(vec![format!("pod {} is on no node", pod.name)]));
+    };
+    let nodes = scene.nodes().await?;
+    let Some(node) = nodes.iter().find(|n| n.name == name) else {
+        return Ok(obligation.holds(vec![format!(
+            "node {name} cannot be read: nothing shows it at fault"
+        )]));
+    };
+    let pinned = matches!(&pod.controller, Some((k, _)) if k == "DaemonSet");
+    if !pinned && !node.takes_pods() {
+        return Ok(obligation.holds(vec![format!(
+            "node {name} is {} and takes no new pods: the replacement is placed elsewhere",
+            node.state()
+        )]));
+    }
+    let on_node = scene.pods_on(name).await?;
+    let all = scene.list("Pod", None, &Default::default()).await?;
+    let all: Vec<Pod> = all.iter().map(|p| Pod::at(p, scene.now)).collect();
+    let flaps = scene.node_flaps(name).await?;
+    let (at_fault, mut ev) = node_at_fault(node, flaps.as_deref(), &on_node, &all);
+    if at_fault {
+        ev.push(format!(
+            "its replacement may be placed on {name} again: the node is what to act on"
+        ));
+    }
+    Ok(obligation.check(!at_fault, ev))
 }
 
 /// How long a pod may take to start: its startup probe's budget, else its readiness probe's

@@ -302,7 +302,9 @@ fn never_ready(p: &Pod) -> Option<bool> {
     p.was_ready().map(|r| !r)
 }
 
-fn no_rollout(w: &Value, obligation: &ObligationSpec) -> Obligation {
+/// Whether no rollout of the workload is in progress ([`rollout_in_progress`]), from its spec
+/// and status: the restart's and the pod deletion's obligation.
+fn no_rollout_in_progress(w: &Value, obligation: &ObligationSpec) -> Obligation {
     match rollout_in_progress(w) {
         Some(why) => obligation.fails(vec![format!("{} {}: {why}", obj::kind(w), obj::name(w))]),
         None => obligation.holds(vec![format!(

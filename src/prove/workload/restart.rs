@@ -2,13 +2,28 @@
 
 use super::*;
 
+/// The restart's obligations, in their declared order, judged on the workload, its pods and the
+/// namespace's events, read once.
 pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
     let w = scene.target_obj().await?;
     let pods = scene.pods_of(&w).await?;
     let events = scene.events(None).await?;
-    let mut out = Vec::new();
+    Ok(vec![
+        pods_run_but_wedged(scene, &pods, &events),
+        keeps_ready_pods(&w, &pods),
+        not_short_of_replicas(scene, &w, &pods, &events).await?,
+        no_rollout_in_progress(&w, &ob::restart::NO_ROLLOUT_IN_PROGRESS),
+        no_broken_dependency(scene, &ob::restart::NO_BROKEN_DEPENDENCY, "restart").await?,
+        no_change_explains(scene, &ob::restart::NO_CHANGE_EXPLAINS, "A restart").await?,
+    ])
+}
 
-    let wedged = &ob::restart::PODS_RUN_BUT_WEDGED;
+/// Whether the pods run but are wedged, from the pods and the probe failures of the last 15
+/// minutes: none crashes on start, and some that were ready once are stuck not ready or fail
+/// their probes. A restart does not help pods that cannot run, nor pods that have never been
+/// ready (a fresh pod of the same template starts the same way).
+fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligation {
+    let obligation = &ob::restart::PODS_RUN_BUT_WEDGED;
     let crashing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
     // Pods that run but are not ready: wedged if they were ready once; a pod that has not been
     // ready since it started shows how a fresh pod of its template starts, not a wedge.
@@ -26,47 +41,41 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
         })
         .collect();
     if let Some(p) = crashing.first() {
-        out.push(wedged.fails(vec![format!(
+        return obligation.fails(vec![format!(
             "pod {} {}: a restart does not help pods that cannot run",
             p.name,
             p.broken().map(|f| f.line).unwrap_or_default()
-        )]));
-    } else if stuck.is_empty() && probe_failures.is_empty() {
-        out.push(wedged.fails(match never.first() {
-                Some(p) => vec![format!(
-                    "pod {} has not been ready since it started{}: a fresh pod of the same template starts the same way",
-                    p.name,
-                    time(&p.raw, &["status", "startTime"])
-                        .map(|t| format!(" at {}", hhmm(t)))
-                        .unwrap_or_default()
-                )],
-                None => vec![format!(
-                    "all {} pods run and are ready, with no probe failure in the last 15 minutes: nothing shows them wedged",
-                    pods.len()
-                )],
-            },
-        ));
-    } else {
-        let mut ev: Vec<String> = stuck
-            .iter()
-            .take(3)
-            .map(|p| format!("pod {} runs but is not ready", p.name))
-            .collect();
-        ev.extend(probe_failures.iter().take(2).map(|e| e.line()));
-        out.push(wedged.holds(ev));
+        )]);
     }
-
-    out.push(keeps_ready_pods(&w, &pods));
-    out.push(not_short_of_replicas(scene, &w, &pods, &events).await?);
-    out.push(no_rollout(&w, &ob::restart::NO_ROLLOUT_IN_PROGRESS));
-    out.push(no_broken_dependency(scene, &ob::restart::NO_BROKEN_DEPENDENCY, "restart").await?);
-    out.push(no_change_explains(scene, &ob::restart::NO_CHANGE_EXPLAINS, "A restart").await?);
-    Ok(out)
+    if stuck.is_empty() && probe_failures.is_empty() {
+        return obligation.fails(match never.first() {
+            Some(p) => vec![format!(
+                "pod {} has not been ready since it started{}: a fresh pod of the same template starts the same way",
+                p.name,
+                time(&p.raw, &["status", "startTime"])
+                    .map(|t| format!(" at {}", hhmm(t)))
+                    .unwrap_or_default()
+            )],
+            None => vec![format!(
+                "all {} pods run and are ready, with no probe failure in the last 15 minutes: nothing shows them wedged",
+                pods.len()
+            )],
+        });
+    }
+    let mut ev: Vec<String> = stuck
+        .iter()
+        .take(3)
+        .map(|p| format!("pod {} runs but is not ready", p.name))
+        .collect();
+    ev.extend(probe_failures.iter().take(2).map(|e| e.line()));
+    obligation.holds(ev)
 }
 
-/// A workload scaled below the count it declares (its applied configuration, or the count it ran
-/// at before a scale-down without a rollout) is short of capacity: new pods are as overloaded
-/// as the old ones. An autoscaler's count is its own: then the declared one says nothing.
+/// Whether the workload runs the replicas it declares, from its spec, its pods, the events of a
+/// scale-down and its autoscalers. A workload scaled below the count it declares (its applied
+/// configuration, or the count it ran at before a scale-down without a rollout) is short of
+/// capacity: new pods are as overloaded as the old ones. An autoscaler's count is its own: then
+/// the declared one says nothing.
 async fn not_short_of_replicas(
     scene: &Scene,
     w: &Value,
@@ -100,6 +109,8 @@ async fn not_short_of_replicas(
     )]))
 }
 
+/// Whether replacing the pods keeps some ready, from the workload's update strategy and its
+/// pods' readiness.
 fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
     let obligation = &ob::restart::KEEPS_READY_PODS;
     // Ready now, terminating or not: a pod on its way out still serves until it stops, and

@@ -2,135 +2,169 @@
 
 use super::*;
 
+/// The scale's obligations, in their declared order, judged on the workload, its pods, its
+/// autoscalers and the namespace's events, read once. A claim that names no count is refused on
+/// that alone; a scale-down is judged on its count only (what more pods need does not apply).
 pub(in crate::prove) async fn scale(scene: &Scene, wanted: Option<i64>) -> Read<Vec<Obligation>> {
     let w = scene.target_obj().await?;
     let pods = scene.pods_of(&w).await?;
-    let mut out = Vec::new();
-    let current = i64_at(&w, &["spec", "replicas"]).unwrap_or(1);
-    let Some(wanted) = wanted else {
-        out.push(ob::scale::REPLICAS_NAMED.fails(vec!["REPLICAS is missing".into()]));
-        return Ok(out);
+    let wanted = match replicas_named(wanted) {
+        Ok(wanted) => wanted,
+        Err(refused) => return Ok(vec![refused]),
     };
     let hpas = scene.autoscalers_of(obj::kind(&w), obj::name(&w)).await?;
-    out.push(
-        ob::scale::NO_AUTOSCALER.check(
-            hpas.is_empty(),
-            hpas.iter()
-                .map(|h| {
-                    format!(
-                        "HorizontalPodAutoscaler {} scales it: patch its bounds instead",
-                        obj::name(h)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .into_iter()
-                .chain(
-                    hpas.is_empty()
-                        .then(|| "no HorizontalPodAutoscaler targets it".to_owned()),
-                )
-                .collect(),
-        ),
-    );
     let events = scene.events(None).await?;
+    let current = i64_at(&w, &["spec", "replicas"]).unwrap_or(1);
     let declared = findings::declared_replicas(&w, &pods, &events);
+    let mut out = vec![
+        no_autoscaler(&hpas),
+        bounded(current, wanted, declared.as_ref()),
+    ];
+    if wanted > current {
+        let extra = wanted - current;
+        out.extend([
+            pods_not_failing(&pods, current),
+            schedulable(scene, &w, &pods, extra).await?,
+            quota_allows(scene, &w, extra, &ob::scale::QUOTA_ALLOWS).await?,
+            short_of_replicas(scene, &w, &pods, current, declared.as_ref()).await?,
+            no_broken_dependency(scene, &ob::scale::NO_BROKEN_DEPENDENCY, "scale-up").await?,
+            no_change_explains(scene, &ob::scale::NO_CHANGE_EXPLAINS, "More replicas").await?,
+        ]);
+    }
+    Ok(out)
+}
+
+/// Whether the claim names the new count (REPLICAS): the count, or the obligation failing,
+/// which ends the proof. A count named is not stated as an obligation: the bound shows it.
+fn replicas_named(wanted: Option<i64>) -> Result<i64, Obligation> {
+    wanted.ok_or_else(|| ob::scale::REPLICAS_NAMED.fails(vec!["REPLICAS is missing".into()]))
+}
+
+/// Whether no HorizontalPodAutoscaler owns the count, from those that target the workload: one
+/// would set it back, and its bounds are what to patch instead.
+fn no_autoscaler(hpas: &[Value]) -> Obligation {
+    ob::scale::NO_AUTOSCALER.check(
+        hpas.is_empty(),
+        hpas.iter()
+            .map(|h| {
+                format!(
+                    "HorizontalPodAutoscaler {} scales it: patch its bounds instead",
+                    obj::name(h)
+                )
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .chain(
+                hpas.is_empty()
+                    .then(|| "no HorizontalPodAutoscaler targets it".to_owned()),
+            )
+            .collect(),
+    )
+}
+
+/// Whether the new count is a bounded step from the current one: at least one, at most double
+/// (or five more), or back to the count the workload declares.
+fn bounded(current: i64, wanted: i64, declared: Option<&findings::Declared>) -> Obligation {
     let bound = (current * 2)
         .max(current + 5)
-        .max(declared.as_ref().map_or(0, |d| d.count));
-    out.push(ob::scale::BOUNDED.check(
+        .max(declared.map_or(0, |d| d.count));
+    ob::scale::BOUNDED.check(
         wanted >= 1 && wanted <= bound,
         vec![format!(
             "replicas {current} → {wanted}{}",
             declared
-                .as_ref()
                 .map(|d| format!("; {}", d.evidence))
                 .unwrap_or_default()
         )],
-    ));
-    if wanted > current {
-        let failing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
-        let unscheduled: Vec<&&Pod> = failing
-            .iter()
-            .filter(|p| p.unschedulable.is_some())
-            .collect();
-        out.push(ob::scale::PODS_NOT_FAILING.check(
-            failing.iter().all(|p| p.unschedulable.is_some()) || current == 0 && pods.is_empty(),
-            if failing.is_empty() {
-                vec![format!("{} pod(s), none failing", pods.len())]
-            } else {
-                failing
+    )
+}
+
+/// Whether the workload's pods do not fail, from their state: a pod that waits for a node is
+/// no failure of what it runs (the schedulable obligation judges it), and a workload scaled to
+/// zero has no pod to fail.
+fn pods_not_failing(pods: &[Pod], current: i64) -> Obligation {
+    let failing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
+    ob::scale::PODS_NOT_FAILING.check(
+        failing.iter().all(|p| p.unschedulable.is_some()) || current == 0 && pods.is_empty(),
+        if failing.is_empty() {
+            vec![format!("{} pod(s), none failing", pods.len())]
+        } else {
+            failing
+                .iter()
+                .take(3)
+                .map(|p| {
+                    format!(
+                        "pod {} {}",
+                        p.name,
+                        p.broken().map(|f| f.line).unwrap_or_default()
+                    )
+                })
+                .collect()
+        },
+    )
+}
+
+/// Whether `extra` new pods can be scheduled, from the workload's pods, the nodes and, when its
+/// pods bind host ports, the pods on the nodes they may run on: none of its pods waits for a
+/// node, some node takes pods, and enough nodes have the ports free.
+async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read<Obligation> {
+    let unscheduled: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| p.broken().is_some() && p.unschedulable.is_some())
+        .collect();
+    let nodes = scene.nodes().await?;
+    let taking: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n.takes_pods())
+        .map(|n| n.name.as_str())
+        .collect();
+    let ports = host_ports(at(w, &["spec", "template", "spec"]));
+    let mut ev = vec![match unscheduled.first() {
+        Some(p) => format!(
+            "pod {} is already Pending: {}",
+            p.name,
+            p.unschedulable.clone().unwrap_or_default()
+        ),
+        None => format!(
+            "{} of {} nodes are ready and schedulable",
+            taking.len(),
+            nodes.len()
+        ),
+    }];
+    let mut room = true;
+    if !ports.is_empty() {
+        // One pod per node can bind a host port: the new pods need nodes they may run on
+        // (their nodeSelector) where no pod binds it yet.
+        let selector = at(w, &["spec", "template", "spec", "nodeSelector"])
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let eligible = nodes.iter().filter(|n| {
+            n.takes_pods()
+                && selector
                     .iter()
-                    .take(3)
-                    .map(|p| {
-                        format!(
-                            "pod {} {}",
-                            p.name,
-                            p.broken().map(|f| f.line).unwrap_or_default()
-                        )
-                    })
-                    .collect()
-            },
-        ));
-        let nodes = scene.nodes().await?;
-        let taking: Vec<&str> = nodes
-            .iter()
-            .filter(|n| n.takes_pods())
-            .map(|n| n.name.as_str())
-            .collect();
-        let ports = host_ports(at(&w, &["spec", "template", "spec"]));
-        let mut ev = vec![match unscheduled.first() {
-            Some(p) => format!(
-                "pod {} is already Pending: {}",
-                p.name,
-                p.unschedulable.clone().unwrap_or_default()
-            ),
-            None => format!(
-                "{} of {} nodes are ready and schedulable",
-                taking.len(),
-                nodes.len()
-            ),
-        }];
-        let mut room = true;
-        if !ports.is_empty() {
-            // One pod per node can bind a host port: the new pods need nodes they may run on
-            // (their nodeSelector) where no pod binds it yet.
-            let selector = at(&w, &["spec", "template", "spec", "nodeSelector"])
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            let eligible = nodes.iter().filter(|n| {
-                n.takes_pods()
-                    && selector
+                    .all(|(k, v)| at(&n.raw, &["metadata", "labels", k]) == Some(v))
+        });
+        let mut free = 0usize;
+        for node in eligible.map(|n| n.name.as_str()) {
+            let bound = scene.pods_on(node).await?.iter().any(|p| {
+                !matches!(p.phase.as_str(), "Succeeded" | "Failed")
+                    && host_ports(at(&p.raw, &["spec"]))
                         .iter()
-                        .all(|(k, v)| at(&n.raw, &["metadata", "labels", k]) == Some(v))
+                        .any(|hp| ports.contains(hp))
             });
-            let mut free = 0usize;
-            for node in eligible.map(|n| n.name.as_str()) {
-                let bound = scene.pods_on(node).await?.iter().any(|p| {
-                    !matches!(p.phase.as_str(), "Succeeded" | "Failed")
-                        && host_ports(at(&p.raw, &["spec"]))
-                            .iter()
-                            .any(|hp| ports.contains(hp))
-                });
-                if !bound {
-                    free += 1;
-                }
+            if !bound {
+                free += 1;
             }
-            let needed = usize::try_from(wanted - current).unwrap_or(usize::MAX);
-            room = free >= needed;
-            ev.push(format!(
-                "its pods bind host port(s) {}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each",
-                ports.join(", ")
-            ));
         }
-        out.push(
-            ob::scale::SCHEDULABLE.check(unscheduled.is_empty() && !taking.is_empty() && room, ev),
-        );
-        out.push(quota_allows(scene, &w, wanted - current, &ob::scale::QUOTA_ALLOWS).await?);
-        out.push(short_of_replicas(scene, &w, &pods, current, declared.as_ref()).await?);
-        out.push(no_broken_dependency(scene, &ob::scale::NO_BROKEN_DEPENDENCY, "scale-up").await?);
-        out.push(no_change_explains(scene, &ob::scale::NO_CHANGE_EXPLAINS, "More replicas").await?);
+        let needed = usize::try_from(extra).unwrap_or(usize::MAX);
+        room = free >= needed;
+        ev.push(format!(
+            "its pods bind host port(s) {}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each",
+            ports.join(", ")
+        ));
     }
-    Ok(out)
+    Ok(ob::scale::SCHEDULABLE.check(unscheduled.is_empty() && !taking.is_empty() && room, ev))
 }
 
 /// CPU use of the ready pods against what they request, from the metrics API (`None`: not
