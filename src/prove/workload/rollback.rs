@@ -57,167 +57,253 @@ pub(in crate::prove) async fn rollback(
         .unwrap_or(0);
     let pods = scene.pods_of(&w).await?;
     let events = scene.events(None).await?;
-    let describe = |r: &Revision| format!("revision {} ({})", r.number, r.images());
     let mut out = Vec::new();
 
-    // 1. The revision to return to is named, and exists.
+    let target = match revision_named(&revisions, current_number, wanted, stateful) {
+        Ok((target, holds)) => {
+            out.push(holds);
+            target
+        }
+        Err(fails) => {
+            out.push(fails);
+            return Ok(out);
+        }
+    };
+    let case = Case {
+        current: revisions.iter().find(|r| r.number == current_number),
+        current_number,
+        target,
+        // When the revision returned to was replaced: the next revision's appearance.
+        replaced_at: revisions
+            .iter()
+            .filter(|r| r.number > target.number)
+            .filter_map(|r| r.created)
+            .min(),
+        stalled: progress_deadline_exceeded(&w),
+        pods: &pods,
+        events: &events,
+    };
+    let orphaned = match case.current {
+        Some(cur) if !stateful => orphaned_services(scene, &cur.template, &target.template).await?,
+        _ => vec![],
+    };
+    out.push(case.target_revision_healthy());
+    out.push(case.failures_began_after_revision(&orphaned));
+    if let Some(o) = case.change_in_pod_template(scene, &orphaned).await? {
+        out.push(o);
+    }
+    out.push(case.no_rollout_by_others(&w));
+    out.push(case.not_blocked_by_older_pods(scene, &w).await?);
+    Ok(out)
+}
+
+/// A revision, as its evidence lines name it: `revision 3 (api:1.2)`.
+fn describe(r: &Revision) -> String {
+    format!("revision {} ({})", r.number, r.images())
+}
+
+/// `rollback.revision-named`: the revision to return to is named, kept, and not the current
+/// one. The revision when it holds; the failed obligation (which ends the proof) otherwise.
+fn revision_named(
+    revisions: &[Revision],
+    current_number: i64,
+    wanted: Option<i64>,
+    stateful: bool,
+) -> Result<(&Revision, Obligation), Obligation> {
+    let named = &ob::rollback::REVISION_NAMED;
     let current = revisions.iter().find(|r| r.number == current_number);
     let target = wanted.and_then(|n| revisions.iter().find(|r| r.number == n));
-    let named = &ob::rollback::REVISION_NAMED;
     let Some(target) = target.filter(|t| t.number != current_number) else {
-        let known: Vec<String> = revisions.iter().map(&describe).collect();
-        out.push(named.fails(vec![match wanted {
+        let known: Vec<String> = revisions.iter().map(describe).collect();
+        return Err(named.fails(vec![match wanted {
                 None => "TO_REVISION is not given: a rollback never goes to \"the previous revision\" blindly".into(),
                 Some(n) if n == current_number => format!("revision {n} is the current revision"),
                 Some(n) => format!("revision {n} does not exist"),
             },
             format!("revisions kept: {}", if known.is_empty() { "none".into() } else { known.join("; ") })],
         ));
-        return Ok(out);
     };
-    out.push(named.holds(vec![format!(
-            "{} is kept as {} {}; the current one is {}",
-            describe(target),
-            if stateful {
-                "ControllerRevision"
-            } else {
-                "ReplicaSet"
-            },
-            target.name,
-            current
-                .map(&describe)
-                .unwrap_or_else(|| format!("revision {current_number}"))
-        )]));
+    let holds = named.holds(vec![format!(
+        "{} is kept as {} {}; the current one is {}",
+        describe(target),
+        if stateful {
+            "ControllerRevision"
+        } else {
+            "ReplicaSet"
+        },
+        target.name,
+        current
+            .map(describe)
+            .unwrap_or_else(|| format!("revision {current_number}"))
+    )]);
+    Ok((target, holds))
+}
 
-    // 2. The revision returned to served healthy and is not failing itself.
-    let its_pods: Vec<&Pod> = pods.iter().filter(|p| target.owns(p)).collect();
-    let failing: Vec<&&Pod> = its_pods.iter().filter(|p| p.broken().is_some()).collect();
-    let ready = its_pods.iter().filter(|p| p.ready).count();
-    let recorded_failures = findings::revision_failures(&events, &target.name, &target.hash);
-    let next_created = revisions
-        .iter()
-        .filter(|r| r.number > target.number)
-        .filter_map(|r| r.created)
-        .min();
-    let healthy = &ob::rollback::TARGET_REVISION_HEALTHY;
-    if let Some(p) = failing.first() {
-        out.push(healthy.fails(vec![format!(
-            "{} fails too: pod {} {}",
-            describe(target),
-            p.name,
-            p.broken().map(|f| f.line).unwrap_or_default()
-        )]));
-    } else if ready > 0 {
-        out.push(healthy.holds(vec![format!(
-            "{} has {ready} ready pod(s) now",
-            describe(target)
-        )]));
-    } else if let Some(e) = recorded_failures.first() {
-        out.push(healthy.fails(vec![format!(
-            "{} has no pods left, and its pods failed: {}",
-            describe(target),
-            e.line()
-        )]));
-    } else {
-        let served = match (target.created, next_created) {
-            (Some(a), Some(b)) => Some(b - a),
-            _ => None,
-        };
-        let ok = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS));
-        out.push(healthy.check(ok,
-            vec![format!(
-                "{} has no pods left; it served {} before the next revision appeared, and nothing records a failure of it{}",
+/// What the rollback's obligations after the first are judged on: the revision returned to,
+/// the current one, the workload's pods and events.
+struct Case<'a> {
+    current: Option<&'a Revision>,
+    current_number: i64,
+    target: &'a Revision,
+    replaced_at: Option<DateTime<Utc>>,
+    /// The Deployment controller's word that the rollout is stuck.
+    stalled: Option<String>,
+    pods: &'a [Pod],
+    events: &'a [Event],
+}
+
+impl Case<'_> {
+    fn of_current(&self, p: &Pod) -> bool {
+        self.current.is_some_and(|c| c.owns(p))
+    }
+
+    /// A pod of the current revision that runs but never became ready fails too, once the
+    /// rollout's own deadline has passed (the controller says Progressing=False) or it has
+    /// been unready longer than any start may take: a readiness probe that never passes.
+    fn never_ready(&self, p: &Pod) -> bool {
+        self.of_current(p)
+            && p.never_ready.is_some_and(|d| {
+                self.stalled.is_some() || d > Duration::seconds(NEVER_READY_ALLOWANCE)
+            })
+    }
+
+    fn failing_now(&self) -> Vec<&Pod> {
+        self.pods
+            .iter()
+            .filter(|p| p.broken().is_some() || self.never_ready(p))
+            .collect()
+    }
+
+    /// The revision returned to's pods.
+    fn its_pods(&self) -> Vec<&Pod> {
+        self.pods.iter().filter(|p| self.target.owns(p)).collect()
+    }
+
+    /// `rollback.target-revision-healthy`: the revision returned to served healthy and is not
+    /// failing itself — by its pods now, else by what is recorded of them, else by how long it
+    /// served before it was replaced.
+    fn target_revision_healthy(&self) -> Obligation {
+        let target = self.target;
+        let its_pods = self.its_pods();
+        let failing: Vec<&&Pod> = its_pods.iter().filter(|p| p.broken().is_some()).collect();
+        let ready = its_pods.iter().filter(|p| p.ready).count();
+        let recorded_failures =
+            findings::revision_failures(self.events, &target.name, &target.hash);
+        let healthy = &ob::rollback::TARGET_REVISION_HEALTHY;
+        if let Some(p) = failing.first() {
+            healthy.fails(vec![format!(
+                "{} fails too: pod {} {}",
                 describe(target),
-                served.map_or("for an unknown time".into(), |s| format!("for {}", ago(s))),
-                if ok { String::new() } else { format!(" (at least {} needed to count as proven)", ago(Duration::seconds(SERVED_MIN_SECONDS))) }
-            )],
-        ));
-    }
-
-    // 3. The failures began after the current revision appeared. A rollout can also break
-    // what depends on the pods while they run: a Service whose selector the revision's pod
-    // labels no longer match has had no endpoints since the new pods replaced the old.
-    let of_current = |p: &Pod| current.is_some_and(|c| c.owns(p));
-    // A pod of the current revision that runs but never became ready fails too, once the
-    // rollout's own deadline has passed (the controller says Progressing=False) or it has been
-    // unready longer than any start may take: a readiness probe that never passes.
-    let stalled = progress_deadline_exceeded(&scene.target_obj().await?);
-    let never_ready = |p: &Pod| {
-        of_current(p)
-            && p.never_ready
-                .is_some_and(|d| stalled.is_some() || d > Duration::seconds(NEVER_READY_ALLOWANCE))
-    };
-    let failing_now: Vec<&Pod> = pods
-        .iter()
-        .filter(|p| p.broken().is_some() || never_ready(p))
-        .collect();
-    let orphaned = match current {
-        Some(cur) if !stateful => orphaned_services(scene, &cur.template, &target.template).await?,
-        _ => vec![],
-    };
-    let after = &ob::rollback::FAILURES_BEGAN_AFTER_REVISION;
-    match (failing_now.is_empty(), current) {
-        (true, Some(cur)) if !orphaned.is_empty() => out.push(after.holds(orphaned
-                .iter()
-                .map(|s| {
-                    format!(
-                        "no pod fails, but {s}: it lost its endpoints when {} (at {}) replaced revision {}",
-                        describe(cur),
-                        cur.created
-                            .map(hhmm)
-                            .unwrap_or_else(|| "an unknown time".into()),
-                        target.number
-                    )
-                })
-                .collect(),
-        )),
-        (true, _) => out.push(after.fails(vec!["no pod of the workload fails now: nothing for a rollback to fix".into()],
-        )),
-        (false, Some(cur)) => {
-            let first = failing_now
-                .iter()
-                .filter_map(|p| onset(p, &events).map(|t| (t, *p)))
-                .min_by_key(|(t, _)| *t);
-            let older_failing: Vec<&&Pod> = failing_now
-                .iter()
-                .filter(|p| !of_current(p))
-                .collect();
-            let ok = older_failing.is_empty()
-                && match (first, cur.created) {
-                    (Some((t, _)), Some(c)) => t >= c - Duration::seconds(5),
-                    _ => false,
-                };
-            let mut ev = vec![format!(
-                "{} appeared at {}",
-                describe(cur),
-                cur.created
-                    .map(hhmm)
-                    .unwrap_or_else(|| "an unknown time".into())
-            )];
-            if let Some((t, p)) = first {
-                ev.push(format!(
-                    "the first failure, of pod {}, at {}",
-                    p.name,
-                    hhmm(t)
-                ));
-            }
-            for p in older_failing.iter().take(2) {
-                ev.push(format!(
-                    "pod {} of an older revision fails too: {}",
-                    p.name,
-                    p.broken().map(|f| f.line).unwrap_or_default()
-                ));
-            }
-            out.push(after.check(ok, ev));
+                p.name,
+                p.broken().map(|f| f.line).unwrap_or_default()
+            )])
+        } else if ready > 0 {
+            healthy.holds(vec![format!(
+                "{} has {ready} ready pod(s) now",
+                describe(target)
+            )])
+        } else if let Some(e) = recorded_failures.first() {
+            healthy.fails(vec![format!(
+                "{} has no pods left, and its pods failed: {}",
+                describe(target),
+                e.line()
+            )])
+        } else {
+            let served = match (target.created, self.replaced_at) {
+                (Some(a), Some(b)) => Some(b - a),
+                _ => None,
+            };
+            let ok = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS));
+            healthy.check(ok,
+                vec![format!(
+                    "{} has no pods left; it served {} before the next revision appeared, and nothing records a failure of it{}",
+                    describe(target),
+                    served.map_or("for an unknown time".into(), |s| format!("for {}", ago(s))),
+                    if ok { String::new() } else { format!(" (at least {} needed to count as proven)", ago(Duration::seconds(SERVED_MIN_SECONDS))) }
+                )],
+            )
         }
-        (false, None) => out.push(after.fails(vec![format!("the current revision {current_number} is not kept")],
-        )),
     }
 
-    // 4. What changed is inside the pod template (a ConfigMap rewritten in place is not
-    // undone by a rollout undo).
-    let change = &ob::rollback::CHANGE_IN_POD_TEMPLATE;
-    if let Some(cur) = current {
+    /// `rollback.failures-began-after-revision`: the failures began after the current revision
+    /// appeared, and no older revision's pod fails too. A rollout can also break what depends
+    /// on the pods while they run: a Service whose selector the revision's pod labels no
+    /// longer match (`orphaned`) has had no endpoints since the new pods replaced the old.
+    fn failures_began_after_revision(&self, orphaned: &[String]) -> Obligation {
+        let after = &ob::rollback::FAILURES_BEGAN_AFTER_REVISION;
+        let failing_now = self.failing_now();
+        match (failing_now.is_empty(), self.current) {
+            (true, Some(cur)) if !orphaned.is_empty() => after.holds(orphaned
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "no pod fails, but {s}: it lost its endpoints when {} (at {}) replaced revision {}",
+                            describe(cur),
+                            cur.created
+                                .map(hhmm)
+                                .unwrap_or_else(|| "an unknown time".into()),
+                            self.target.number
+                        )
+                    })
+                    .collect(),
+            ),
+            (true, _) => after.fails(vec!["no pod of the workload fails now: nothing for a rollback to fix".into()],
+            ),
+            (false, Some(cur)) => {
+                let first = failing_now
+                    .iter()
+                    .filter_map(|p| onset(p, self.events).map(|t| (t, *p)))
+                    .min_by_key(|(t, _)| *t);
+                let older_failing: Vec<&&Pod> = failing_now
+                    .iter()
+                    .filter(|p| !self.of_current(p))
+                    .collect();
+                let ok = older_failing.is_empty()
+                    && match (first, cur.created) {
+                        (Some((t, _)), Some(c)) => t >= c - Duration::seconds(5),
+                        _ => false,
+                    };
+                let mut ev = vec![format!(
+                    "{} appeared at {}",
+                    describe(cur),
+                    cur.created
+                        .map(hhmm)
+                        .unwrap_or_else(|| "an unknown time".into())
+                )];
+                if let Some((t, p)) = first {
+                    ev.push(format!(
+                        "the first failure, of pod {}, at {}",
+                        p.name,
+                        hhmm(t)
+                    ));
+                }
+                for p in older_failing.iter().take(2) {
+                    ev.push(format!(
+                        "pod {} of an older revision fails too: {}",
+                        p.name,
+                        p.broken().map(|f| f.line).unwrap_or_default()
+                    ));
+                }
+                after.check(ok, ev)
+            }
+            (false, None) => after.fails(vec![format!("the current revision {} is not kept", self.current_number)],
+            ),
+        }
+    }
+
+    /// `rollback.change-in-pod-template`: what changed is inside the pod template (a ConfigMap
+    /// rewritten in place is not undone by a rollout undo). Not stated when the current
+    /// revision is not kept (the previous obligation fails then).
+    async fn change_in_pod_template(
+        &self,
+        scene: &Scene,
+        orphaned: &[String],
+    ) -> Read<Option<Obligation>> {
+        let change = &ob::rollback::CHANGE_IN_POD_TEMPLATE;
+        let (Some(cur), target) = (self.current, self.target) else {
+            return Ok(None);
+        };
+        let its_pods = self.its_pods();
         let mut ev = Vec::new();
         let material_change = findings::runs_differently(&cur.template, &target.template);
         if material_change {
@@ -232,7 +318,6 @@ pub(in crate::prove) async fn rollback(
                 cur.number, target.number
             ));
         }
-        let replaced_at = next_created;
         let mut rewritten = Vec::new();
         for name in configmaps(&cur.template) {
             match scene.get("ConfigMap", scene.ns(), &name).await {
@@ -255,7 +340,7 @@ pub(in crate::prove) async fn rollback(
                             proven.join(", "),
                             target.number
                         ));
-                    } else if let Some(why) = never_ran_on(target, &name, w, replaced_at) {
+                    } else if let Some(why) = never_ran_on(target, &name, w, self.replaced_at) {
                         rewritten.push(format!(
                             "ConfigMap {name} was written at {}, {why}, and none of its pods started since: a rollout undo keeps its new content",
                             hhmm(w),
@@ -273,94 +358,105 @@ pub(in crate::prove) async fn rollback(
                 secrets.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
-        for s in &orphaned {
+        for s in orphaned {
             ev.push(format!("the pod labels differ where it matters: {s}"));
         }
         let ok = (material_change || !orphaned.is_empty()) && rewritten.is_empty();
         ev.extend(rewritten);
-        out.push(change.check(ok, ev));
+        Ok(Some(change.check(ok, ev)))
     }
 
-    // 5. Nobody else's rollout or rollback is in progress.
-    let others = &ob::rollback::NO_ROLLOUT_BY_OTHERS;
-    let starting: Vec<&Pod> = pods
-        .iter()
-        .filter(|p| of_current(p))
-        .filter(|p| !p.ready && p.broken().is_none() && !never_ready(p))
-        .collect();
-    let current_fails = pods
-        .iter()
-        .any(|p| of_current(p) && (p.broken().is_some() || never_ready(p)));
-    let paused = at(&w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
-    if paused {
-        out.push(others.fails(vec!["the rollout is paused".into()]));
-    } else if !current_fails && !starting.is_empty() {
-        out.push(others.fails(vec![format!(
-                "revision {current_number} is rolling out now and its pods are starting ({}), not failing",
-                starting.iter().map(|p| p.name.as_str()).take(3).collect::<Vec<_>>().join(", ")
-            )],
-        ));
-    } else if !current_fails && !failing_now.is_empty() {
-        out.push(others.fails(vec![format!(
-                "the failing pods are not of the current revision {current_number}: the workload has moved on since"
-            )],
-        ));
-    } else {
-        out.push(others.holds(vec![format!(
-            "the current revision {current_number} is the one failing"
-        )]));
-    }
-
-    // 6. The current revision's pods are not kept from starting by what an older revision's
-    // pods hold. A ReadWriteOnce volume still attached to an old pod on another node blocks
-    // every new pod whatever the revision changed: the rollout strategy is what fails, and a
-    // rollback only abandons the attempt (the next rollout stops the same way).
-    let held = &ob::rollback::NOT_BLOCKED_BY_OLDER_PODS;
-    let mut blocked = Vec::new();
-    for p in pods.iter().filter(|p| of_current(p) && !p.ready) {
-        for e in events
+    /// `rollback.no-rollout-by-others`: nobody else's rollout or rollback is in progress — the
+    /// rollout is not paused, and it is the current revision that fails, not one still
+    /// starting or one the workload has moved on from.
+    fn no_rollout_by_others(&self, w: &Value) -> Obligation {
+        let others = &ob::rollback::NO_ROLLOUT_BY_OTHERS;
+        let current_number = self.current_number;
+        let starting: Vec<&Pod> = self
+            .pods
             .iter()
-            .filter(|e| e.warning && e.kind == "Pod" && e.name == p.name)
-        {
-            let Some((volume, holders)) = attach_conflict(e) else {
-                continue;
-            };
-            let older: Vec<&Pod> = holders
-                .iter()
-                .filter_map(|h| pods.iter().find(|o| &o.name == h))
-                .filter(|o| !of_current(o))
-                .collect();
-            let Some(holder) = older.first() else {
-                continue;
-            };
-            let claim = claim_of_volume(scene, p, &volume).await?;
-            let strategy = str_at(&w, &["spec", "strategy", "type"])
-                .or_else(|| str_at(&w, &["spec", "updateStrategy", "type"]))
-                .unwrap_or("RollingUpdate");
-            blocked.push(format!(
-                "pod {} of revision {current_number} cannot attach volume {volume}{}: it is still attached to pod {} of an older revision{}, which keeps running; with the {strategy} strategy the new pod waits for it forever — the strategy (Recreate, or maxUnavailable ≥ 1) is the fix, not a rollback",
-                p.name,
-                claim
-                    .map(|c| format!(" (PersistentVolumeClaim {c})"))
-                    .unwrap_or_default(),
-                holder.name,
-                holder
-                    .node
-                    .as_deref()
-                    .map(|n| format!(" on node {n}"))
-                    .unwrap_or_default(),
-            ));
-            break;
+            .filter(|p| self.of_current(p))
+            .filter(|p| !p.ready && p.broken().is_none() && !self.never_ready(p))
+            .collect();
+        let current_fails = self
+            .pods
+            .iter()
+            .any(|p| self.of_current(p) && (p.broken().is_some() || self.never_ready(p)));
+        let paused = at(w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
+        if paused {
+            others.fails(vec!["the rollout is paused".into()])
+        } else if !current_fails && !starting.is_empty() {
+            others.fails(vec![format!(
+                    "revision {current_number} is rolling out now and its pods are starting ({}), not failing",
+                    starting.iter().map(|p| p.name.as_str()).take(3).collect::<Vec<_>>().join(", ")
+                )],
+            )
+        } else if !current_fails && !self.failing_now().is_empty() {
+            others.fails(vec![format!(
+                    "the failing pods are not of the current revision {current_number}: the workload has moved on since"
+                )],
+            )
+        } else {
+            others.holds(vec![format!(
+                "the current revision {current_number} is the one failing"
+            )])
         }
     }
-    if blocked.is_empty() {
-        out.push(held.holds(vec![
-            "no pod of the current revision waits for a volume an older pod holds".into(),
-        ]));
-    } else {
-        out.push(held.fails(blocked));
+
+    /// `rollback.not-blocked-by-older-pods`: the current revision's pods are not kept from
+    /// starting by what an older revision's pods hold. A ReadWriteOnce volume still attached
+    /// to an old pod on another node blocks every new pod whatever the revision changed: the
+    /// rollout strategy is what fails, and a rollback only abandons the attempt (the next
+    /// rollout stops the same way).
+    async fn not_blocked_by_older_pods(&self, scene: &Scene, w: &Value) -> Read<Obligation> {
+        let held = &ob::rollback::NOT_BLOCKED_BY_OLDER_PODS;
+        let current_number = self.current_number;
+        let mut blocked = Vec::new();
+        for p in self.pods.iter().filter(|p| self.of_current(p) && !p.ready) {
+            for e in self
+                .events
+                .iter()
+                .filter(|e| e.warning && e.kind == "Pod" && e.name == p.name)
+            {
+                let Some((volume, holders)) = attach_conflict(e) else {
+                    continue;
+                };
+                let older: Vec<&Pod> = holders
+                    .iter()
+                    .filter_map(|h| self.pods.iter().find(|o| &o.name == h))
+                    .filter(|o| !self.of_current(o))
+                    .collect();
+                let Some(holder) = older.first() else {
+                    continue;
+                };
+                let claim = claim_of_volume(scene, p, &volume).await?;
+                let strategy = str_at(w, &["spec", "strategy", "type"])
+                    .or_else(|| str_at(w, &["spec", "updateStrategy", "type"]))
+                    .unwrap_or("RollingUpdate");
+                blocked.push(format!(
+                    "pod {} of revision {current_number} cannot attach volume {volume}{}: it is still attached to pod {} of an older revision{}, which keeps running; with the {strategy} strategy the new pod waits for it forever — the strategy (Recreate, or maxUnavailable ≥ 1) is the fix, not a rollback",
+                    p.name,
+                    claim
+                        .map(|c| format!(" (PersistentVolumeClaim {c})"))
+                        .unwrap_or_default(),
+                    holder.name,
+                    holder
+                        .node
+                        .as_deref()
+                        .map(|n| format!(" on node {n}"))
+                        .unwrap_or_default(),
+                ));
+                break;
+            }
+        }
+        Ok(if blocked.is_empty() {
+            held.holds(vec![
+                "no pod of the current revision waits for a volume an older pod holds".into(),
+            ])
+        } else {
+            held.fails(blocked)
+        })
     }
-    Ok(out)
 }
 
 /// Why the revision returned to never ran on the ConfigMap `name` as written at `written`, if
