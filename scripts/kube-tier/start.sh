@@ -271,6 +271,12 @@ write_kubeconfig "$PKI/controller-manager.kubeconfig" kubemedic-controller-manag
 # kube-controller-manager: no HTTP(S) listener at all (--port 0 --secure-port 0).
 # No node lifecycle controller (fake nodes would be evicted) and no HPA controller (there is
 # no metrics API): tests play both, as they play the kubelet.
+# KUBEMEDIC_KUBE_CM_QPS raises its client's rate (default 20 requests a second, bursts of 30),
+# for a bench that has it make thousands of pods (scripts/bench-storm).
+CM_RATE=()
+if [[ -n "${KUBEMEDIC_KUBE_CM_QPS:-}" ]]; then
+    CM_RATE=(--kube-api-qps "$KUBEMEDIC_KUBE_CM_QPS" --kube-api-burst "$((KUBEMEDIC_KUBE_CM_QPS * 2))")
+fi
 start_bg kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \
     --kubeconfig "$PKI/controller-manager.kubeconfig" \
     --leader-elect=false \
@@ -284,6 +290,7 @@ start_bg kube-controller-manager "$KUBE_CONTROLLER_MANAGER_BIN" \
     --port 0 \
     --secure-port 0 \
     --cert-dir "$PKI/controller-manager-generated" \
+    "${CM_RATE[@]}" \
     --profiling=false
 
 # Proof the controller-manager works: the serviceaccount controller creates
