@@ -23,7 +23,7 @@ pub use health::target_health;
 pub use node::Node;
 pub use pod::{
     CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE, Pod,
-    SERVED_MIN_SECONDS, TERMINATING_ALLOWANCE,
+    SERVED_MIN_SECONDS, TERMINATING_ALLOWANCE, host_ports,
 };
 pub use revision::{Revision, revisions, template_images};
 pub use state::{KeptState, error_line};

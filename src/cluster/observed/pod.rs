@@ -153,6 +153,24 @@ pub const TERMINATING_ALLOWANCE: i64 = 600;
 /// never ready showed 0 s; pods ready for a moment and then not, 2 to 4 s (docs/real-node.md).
 const NEVER_READY_SLACK: i64 = 1;
 
+/// The host ports a pod spec's containers (init containers included) bind: `(port,
+/// protocol)`, sorted, each once. One pod per node can bind a host port, so these decide where
+/// a pod can go: the scheduling facts and the scale proof both ask.
+pub fn host_ports(spec: &Value) -> Vec<(i64, String)> {
+    let mut out: Vec<(i64, String)> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|k| array(spec, &[k]))
+        .flat_map(|c| array(c, &["ports"]))
+        .filter_map(|p| {
+            let port = i64_at(p, &["hostPort"]).filter(|p| *p > 0)?;
+            Some((port, str_at(p, &["protocol"]).unwrap_or("TCP").to_owned()))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 impl Pod {
     /// The pod as of `now`.
     pub fn at(p: &Value, now: DateTime<Utc>) -> Self {
@@ -437,6 +455,11 @@ impl Pod {
             ));
         }
         None
+    }
+
+    /// The host ports its containers bind ([`host_ports`]).
+    pub fn host_ports(&self) -> Vec<(i64, String)> {
+        at(&self.raw, &["spec"]).map(host_ports).unwrap_or_default()
     }
 
     /// Running (not failing) but not ready.

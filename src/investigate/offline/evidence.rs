@@ -82,50 +82,25 @@ pub(super) struct Evidence {
 #[derive(Debug, Clone)]
 pub(super) struct PortHolder {
     pub node: String,
-    pub port: i32,
+    pub port: i64,
     pub protocol: String,
     /// Its workload as `namespace/Kind/name` (a ReplicaSet's Deployment), or the pod itself.
     pub workload: String,
 }
 
-/// The `(hostPort, protocol)` pairs a pod's containers bind.
-pub(super) fn host_ports(p: &Pod) -> Vec<(i32, String)> {
-    let mut out: Vec<(i32, String)> = p
-        .spec
-        .iter()
-        .flat_map(|s| {
-            s.containers
-                .iter()
-                .chain(s.init_containers.iter().flatten())
-        })
-        .flat_map(|c| c.ports.iter().flatten())
-        .filter_map(|port| {
-            let host = port.host_port.filter(|h| *h > 0)?;
-            Some((host, port.protocol.clone().unwrap_or_else(|| "TCP".into())))
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
 impl PortHolder {
     /// The holders among `pods` of any of `wanted`, except `pending` itself.
-    fn find(pods: &[Pod], wanted: &[(i32, String)], pending: &str) -> Vec<Self> {
+    fn find(pods: &[observed::Pod], wanted: &[(i64, String)], pending: &str) -> Vec<Self> {
         let mut out = Vec::new();
         for p in pods {
-            let name = p.metadata.name.clone().unwrap_or_default();
-            let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+            let Some(node) = p.node.clone() else {
                 continue;
             };
-            let ended = matches!(
-                p.status.as_ref().and_then(|s| s.phase.as_deref()),
-                Some("Succeeded" | "Failed")
-            );
-            if name == pending || ended {
+            let ended = matches!(p.phase.as_str(), "Succeeded" | "Failed");
+            if p.name == pending || ended {
                 continue;
             }
-            for (port, protocol) in host_ports(p) {
+            for (port, protocol) in p.host_ports() {
                 if wanted.contains(&(port, protocol.clone())) {
                     out.push(Self {
                         node: node.clone(),
@@ -142,28 +117,18 @@ impl PortHolder {
 
 /// A pod's workload as `namespace/Kind/name`: its controller, a ReplicaSet named for its
 /// Deployment (the pod-template-hash suffix dropped); the pod itself without one.
-fn workload_of(p: &Pod) -> String {
-    let ns = p.metadata.namespace.clone().unwrap_or_default();
-    let owner = p
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true));
-    match owner {
-        Some(o) if o.kind == "ReplicaSet" => {
-            let hash = p
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("pod-template-hash"));
-            match hash.and_then(|h| o.name.strip_suffix(&format!("-{h}"))) {
+fn workload_of(p: &observed::Pod) -> String {
+    let ns = obj::namespace(&p.raw).unwrap_or_default();
+    match &p.controller {
+        Some((kind, name)) if kind == "ReplicaSet" => {
+            let hash = p.template_hash.as_deref();
+            match hash.and_then(|h| name.strip_suffix(&format!("-{h}"))) {
                 Some(deployment) => format!("{ns}/Deployment/{deployment}"),
-                None => format!("{ns}/ReplicaSet/{}", o.name),
+                None => format!("{ns}/ReplicaSet/{name}"),
             }
         }
-        Some(o) => format!("{ns}/{}/{}", o.kind, o.name),
-        None => format!("{ns}/Pod/{}", p.metadata.name.as_deref().unwrap_or("")),
+        Some((kind, name)) => format!("{ns}/{kind}/{name}"),
+        None => format!("{ns}/Pod/{}", p.name),
     }
 }
 
@@ -825,20 +790,16 @@ pub(super) async fn gather(
     }
     // A Pending pod that binds host ports: who holds them on the nodes, in any namespace (a
     // DaemonSet's agent, another workload, its own siblings).
-    let unplaced = ev.pods.iter().find(|p| {
-        p.phase() == Some("Pending")
-            && p.pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_ref())
-                .is_none()
-    });
+    let unplaced = ev
+        .pods
+        .iter()
+        .find(|p| p.phase() == Some("Pending") && p.observed.node.is_none());
     if let Some(p) = unplaced {
-        let wanted = host_ports(&p.pod);
+        let wanted = p.observed.host_ports();
         if !wanted.is_empty() {
             let name = p.name().to_owned();
             let r = calls.call("kubectl_get", json!({"kind": "Pod"})).await?;
-            let all: Vec<Pod> = all_typed(items(&r));
+            let all: Vec<observed::Pod> = items(&r).iter().map(observed::Pod::parse).collect();
             ev.port_holders = PortHolder::find(&all, &wanted, &name);
         }
     }
@@ -873,13 +834,12 @@ mod tests {
                    hash: &str,
                    port: Value,
                    phase: &str| {
-            typed::<Pod>(json!({
+            observed::Pod::parse(&json!({
                 "metadata": {"name": name, "namespace": ns, "labels": {"pod-template-hash": hash},
                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner.0, "name": owner.1, "uid": "u", "controller": true}]},
                 "spec": {"nodeName": node, "containers": [{"name": "c", "ports": [port]}]},
                 "status": {"phase": phase}
             }))
-            .unwrap()
         };
         let udp = json!({"containerPort": 8125, "hostPort": 8125, "protocol": "UDP"});
         let pending = pod(
@@ -891,7 +851,7 @@ mod tests {
             udp.clone(),
             "Pending",
         );
-        let wanted = host_ports(&pending);
+        let wanted = pending.host_ports();
         assert_eq!(wanted, vec![(8125, "UDP".to_owned())]);
         let all = vec![
             pending.clone(),

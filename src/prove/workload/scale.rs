@@ -1,6 +1,7 @@
 //! Set the replica count of a workload.
 
 use super::*;
+use crate::cluster::observed::host_ports;
 
 /// The scale's obligations, in their declared order, judged on the workload, its pods, its
 /// autoscalers and the namespace's events, read once. A claim that names no count is refused on
@@ -118,7 +119,9 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
         .filter(|n| n.takes_pods())
         .map(|n| n.name.as_str())
         .collect();
-    let ports = host_ports(at(w, &["spec", "template", "spec"]));
+    let ports = at(w, &["spec", "template", "spec"])
+        .map(host_ports)
+        .unwrap_or_default();
     let mut ev = vec![match unscheduled.first() {
         Some(p) => format!(
             "pod {} is already Pending: {}",
@@ -149,9 +152,7 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
         for node in eligible.map(|n| n.name.as_str()) {
             let bound = scene.pods_on(node).await?.iter().any(|p| {
                 !matches!(p.phase.as_str(), "Succeeded" | "Failed")
-                    && host_ports(at(&p.raw, &["spec"]))
-                        .iter()
-                        .any(|hp| ports.contains(hp))
+                    && p.host_ports().iter().any(|hp| ports.contains(hp))
             });
             if !bound {
                 free += 1;
@@ -161,7 +162,11 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
         room = free >= needed;
         ev.push(format!(
             "its pods bind host port(s) {}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each",
-            ports.join(", ")
+            ports
+                .iter()
+                .map(|(port, protocol)| format!("{port}/{protocol}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     Ok(ob::scale::SCHEDULABLE.check(unscheduled.is_empty() && !taking.is_empty() && room, ev))
@@ -281,23 +286,4 @@ pub(in crate::prove) async fn quota_allows(
         ev.push("no ResourceQuota limits the namespace".into());
     }
     Ok(obligation.check(ok, ev))
-}
-
-/// The host ports a pod spec's containers bind, `8080/TCP`.
-fn host_ports(spec: Option<&Value>) -> Vec<String> {
-    let Some(spec) = spec else {
-        return vec![];
-    };
-    ["containers", "initContainers"]
-        .iter()
-        .flat_map(|k| array(spec, &[k]))
-        .flat_map(|c| array(c, &["ports"]))
-        .filter_map(|p| {
-            let port = i64_at(p, &["hostPort"]).filter(|p| *p > 0)?;
-            Some(format!(
-                "{port}/{}",
-                str_at(p, &["protocol"]).unwrap_or("TCP")
-            ))
-        })
-        .collect()
 }

@@ -239,7 +239,7 @@ pub(super) enum Blocker {
     NotReady,
     /// A host port the pod binds, which a pod of `workload` already binds on the node.
     HostPort {
-        port: i32,
+        port: i64,
         protocol: String,
         workload: String,
     },
