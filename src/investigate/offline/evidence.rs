@@ -1,11 +1,6 @@
 //! Evidence gathering: the read-only tool calls the offline investigator makes about one
 //! signal, and the objects they return, parsed once into typed form.
 //!
-//! Over 1,000 lines, on purpose for now: gathering is one job (one pass of tool calls, in the
-//! order the replayed snapshots record), and its typed view `ObservedPod` is what issue 43 moves
-//! onto `cluster::observed` (events already read as `observed::Event`); the file splits when it
-//! leaves.
-//!
 //! Input: the remediation request, the namespace's pods and events the shared prefetch already
 //! read, and the cluster tools. Output: an [`Evidence`] (or `None` when the signal names no
 //! resource), plus one [`ToolCallRecord`] per call for the audit trail.
