@@ -36,6 +36,7 @@ use crate::catalog::{Catalog, Engine, parameters, substitute};
 use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
 use crate::cluster::obj::at;
+use crate::cluster::observed::template_images;
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, DryRunWriter};
 use crate::domain::obligations::{self as ob, ObligationSpec};
 use crate::domain::{
@@ -141,18 +142,18 @@ impl Prover {
         let params = parameters(claim.parameters, claim.target);
         let known = claim.action_type.is_builtin();
         let mut obligations = match ActionParams::read(claim.action_type, &params) {
-            ActionParams::Rollback { to_revision } => guard(
+            ActionParams::Rollback { to_revision } => readable(
                 workload::rollback(&scene, to_revision).await,
                 &ob::rollback::READABLE,
             )?,
             ActionParams::Restart => {
-                guard(workload::restart(&scene).await, &ob::restart::READABLE)?
+                readable(workload::restart(&scene).await, &ob::restart::READABLE)?
             }
-            ActionParams::Scale { replicas } => guard(
+            ActionParams::Scale { replicas } => readable(
                 workload::scale(&scene, replicas).await,
                 &ob::scale::READABLE,
             )?,
-            ActionParams::DeletePod { pod } => guard(
+            ActionParams::DeletePod { pod } => readable(
                 workload::delete_pod(&scene, pod.as_deref()).await,
                 &ob::delete::READABLE,
             )?,
@@ -161,7 +162,7 @@ impl Prover {
                 container,
                 limit,
                 ..
-            } => guard(
+            } => readable(
                 resources::raise_limit(&scene, resource, container.as_deref(), limit.as_deref())
                     .await,
                 match resource {
@@ -169,27 +170,27 @@ impl Prover {
                     LimitResource::Cpu => &ob::cpu::READABLE,
                 },
             )?,
-            ActionParams::HpaMax { hpa, max_replicas } => guard(
+            ActionParams::HpaMax { hpa, max_replicas } => readable(
                 capacity::hpa_max(&scene, hpa.as_deref(), max_replicas).await,
                 &ob::hpa::READABLE,
             )?,
-            ActionParams::ExpandPvc { pvc, new_size } => guard(
+            ActionParams::ExpandPvc { pvc, new_size } => readable(
                 capacity::expand_pvc(&scene, pvc.as_deref(), new_size.as_deref()).await,
                 &ob::pvc::READABLE,
             )?,
             ActionParams::RelaxPdb {
                 pdb,
                 max_unavailable,
-            } => guard(
+            } => readable(
                 capacity::relax_pdb(&scene, pdb.as_deref(), max_unavailable).await,
                 &ob::pdb::READABLE,
             )?,
-            ActionParams::Drain => guard(node::drain(&scene).await, &ob::drain::READABLE)?,
-            ActionParams::RemoveTaint { key, effect } => guard(
+            ActionParams::Drain => readable(node::drain(&scene).await, &ob::drain::READABLE)?,
+            ActionParams::RemoveTaint { key, effect } => readable(
                 node::remove_taint(&scene, key.as_deref(), effect.as_deref()).await,
                 &ob::taint::READABLE,
             )?,
-            ActionParams::GitRevert { proposed_change } => guard(
+            ActionParams::GitRevert { proposed_change } => readable(
                 capacity::git_revert(&scene, proposed_change.as_deref()).await,
                 &ob::gitrevert::READABLE,
             )?,
@@ -201,9 +202,7 @@ impl Prover {
             ProofPoint::Selection => Some(self.dry_run(claim, &params).await?),
             ProofPoint::BeforeWrite | ProofPoint::BeforeUndo => None,
         };
-        if let Some(refused) = change.as_ref().and_then(|c| c.refused.clone()) {
-            obligations.push(ob::every::DRY_RUN.fails(vec![refused]));
-        }
+        obligations.extend(change.as_ref().and_then(dry_run_accepted));
         let verdict = if obligations.iter().any(|o| !o.holds()) {
             ProofVerdict::Refuted
         } else if known {
@@ -246,7 +245,7 @@ impl Prover {
     ) -> Result<Proof, ProveError> {
         let now = self.clock.now();
         let scene = Scene::new(self.reader.clone(), target.clone(), now, signal.clone());
-        let obligations = guard(resolved::resolved(&scene).await, &ob::resolved::READABLE)?;
+        let obligations = readable(resolved::resolved(&scene).await, &ob::resolved::READABLE)?;
         let (spec, drift, _) = self.binding(&scene, None).await?;
         let verdict = if obligations.iter().all(Obligation::holds) {
             ProofVerdict::Proven
@@ -438,9 +437,10 @@ impl Prover {
     }
 }
 
-/// Obligations, or one failing obligation saying what could not be read; an unreachable
-/// server stops the proof.
-fn guard(
+/// `<proof>.readable`: the proof's obligations, or, when what they are judged on cannot be
+/// read, this one obligation (unknown) saying what could not be; an unreachable server stops
+/// the proof.
+fn readable(
     r: Result<Vec<Obligation>, ClusterError>,
     readable: &ObligationSpec,
 ) -> Result<Vec<Obligation>, ProveError> {
@@ -453,6 +453,15 @@ fn guard(
     }
 }
 
+/// `dry-run.accepted`: stated when the API server refused the change in a dry run (its
+/// acceptance is the change shown with the proof).
+fn dry_run_accepted(change: &DryRunChange) -> Option<Obligation> {
+    change
+        .refused
+        .clone()
+        .map(|refused| ob::every::DRY_RUN.fails(vec![refused]))
+}
+
 fn short(hash: &str) -> String {
     hash.get(..19).unwrap_or(hash).to_owned()
 }
@@ -460,7 +469,7 @@ fn short(hash: &str) -> String {
 /// A workload's images and replicas, for the binding's evidence.
 fn summary(o: &Value) -> String {
     let mut parts = Vec::new();
-    let images = workload::images(at(o, &["spec", "template"]).unwrap_or(&Value::Null));
+    let images = template_images(at(o, &["spec", "template"]).unwrap_or(&Value::Null));
     if !images.is_empty() {
         parts.push(format!("images {images}"));
     }

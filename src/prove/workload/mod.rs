@@ -29,15 +29,6 @@ pub(super) use restart::restart;
 pub(super) use rollback::rollback;
 pub(super) use scale::{quota_allows, scale};
 
-/// The images of a pod template, `a=img, b=img`.
-pub(super) fn images(template: &Value) -> String {
-    array(template, &["spec", "containers"])
-        .iter()
-        .map(|c| str_at(c, &["image"]).unwrap_or("?").to_owned())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
 pub fn configmaps(template: &Value) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
