@@ -666,13 +666,11 @@ async fn no_failures_since_onset(
         let current = obj::annotation(o, "deployment.kubernetes.io/revision")
             .and_then(|r| r.parse::<i64>().ok());
         scene
-            .replicasets(o)
+            .revisions(o)
             .await?
             .iter()
-            .filter(|(rev, rs)| {
-                i64_at(rs, &["spec", "replicas"]) == Some(0) && Some(*rev) != current
-            })
-            .map(|(_, rs)| format!("{}-", obj::name(rs)))
+            .filter(|r| r.replicas == Some(0) && Some(r.number) != current)
+            .map(|r| format!("{}-", r.name))
             .collect()
     } else {
         vec![]
