@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::scene::{Read, Scene, pod_resource};
+use super::scene::{Read, Scene};
+use crate::cluster::observed::PodSpec;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{Node, Pod};
 use crate::cluster::selector::Selector;
@@ -243,17 +244,16 @@ fn capacity_elsewhere(others: &[&Node], all: &[Pod], evicted: &[&Pod]) -> Obliga
             && p.phase != "Succeeded"
             && p.phase != "Failed"
         {
-            let spec = at(&p.raw, &["spec"]).cloned().unwrap_or(Value::Null);
-            f.0 = f.0.saturating_sub(pod_resource(&spec, "requests", "cpu"));
-            f.1 =
-                f.1.saturating_sub(pod_resource(&spec, "requests", "memory"));
+            let spec = PodSpec::of_pod(&p.raw);
+            f.0 = f.0.saturating_sub(spec.total("requests", "cpu"));
+            f.1 = f.1.saturating_sub(spec.total("requests", "memory"));
         }
     }
     let need = evicted.iter().fold((0u128, 0u128), |acc, p| {
-        let spec = at(&p.raw, &["spec"]).cloned().unwrap_or(Value::Null);
+        let spec = PodSpec::of_pod(&p.raw);
         (
-            acc.0 + pod_resource(&spec, "requests", "cpu"),
-            acc.1 + pod_resource(&spec, "requests", "memory"),
+            acc.0 + spec.total("requests", "cpu"),
+            acc.1 + spec.total("requests", "memory"),
         )
     });
     let have = free
@@ -290,17 +290,6 @@ fn set_by_kubernetes(key: &str) -> bool {
     key.starts_with("node.kubernetes.io/")
         || key.starts_with("node.cloudprovider.kubernetes.io/")
         || key.starts_with("node-role.kubernetes.io/")
-}
-
-fn tolerates(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
-    array(pod, &["spec", "tolerations"]).iter().any(|t| {
-        let op = str_at(t, &["operator"]).unwrap_or("Equal");
-        let k = str_at(t, &["key"]).unwrap_or("");
-        let e = str_at(t, &["effect"]).unwrap_or("");
-        (k.is_empty() && op == "Exists" || k == key)
-            && (e.is_empty() || e == effect)
-            && (op == "Exists" || str_at(t, &["value"]).unwrap_or("") == value)
-    })
 }
 
 /// The taint removal's obligations, in their declared order, judged on the node, read once. A
@@ -412,21 +401,21 @@ async fn only_blocker(
         let used: u128 = bound
             .iter()
             .filter(|p| !matches!(p.phase.as_str(), "Succeeded" | "Failed"))
-            .filter_map(|p| at(&p.raw, &["spec"]))
-            .map(|spec| super::scene::pod_resource(spec, "requests", resource))
+            .map(|p| PodSpec::of_pod(&p.raw).total("requests", resource))
             .sum();
         Some((alloc.saturating_sub(used), alloc))
     };
     let mut fits = Vec::new();
     let mut blocked = Vec::new();
     for p in &waiting {
-        if tolerates(&p.raw, key, value, effect) {
+        let spec = PodSpec::of_pod(&p.raw);
+        if spec.tolerates(key, value, effect) {
             continue;
         }
         let mut others = Vec::new();
-        if let Some(spec) = at(&p.raw, &["spec"]) {
+        if at(&p.raw, &["spec"]).is_some() {
             for resource in ["cpu", "memory"] {
-                let wants = super::scene::pod_resource(spec, "requests", resource);
+                let wants = spec.total("requests", resource);
                 if let Some((left, alloc)) = free(resource)
                     && wants > left
                 {
@@ -447,15 +436,12 @@ async fn only_blocker(
             others.push("the node is cordoned".to_owned());
         }
         for (k, v, e) in &node.taints {
-            if (*k != key) && (e == "NoSchedule" || e == "NoExecute") && !tolerates(&p.raw, k, v, e)
-            {
+            if (*k != key) && (e == "NoSchedule" || e == "NoExecute") && !spec.tolerates(k, v, e) {
                 others.push(format!("taint {k}:{e}"));
             }
         }
-        for (k, v) in crate::cluster::obj::map_pairs(at(&p.raw, &["spec", "nodeSelector"])) {
-            if crate::cluster::obj::label(&node.raw, k) != Some(v) {
-                others.push(format!("nodeSelector {k}={v}"));
-            }
+        for (k, v) in spec.selector_misses(&node.labels) {
+            others.push(format!("nodeSelector {k}={v}"));
         }
         if others.is_empty() {
             fits.push(p.name.clone());

@@ -31,15 +31,6 @@ pub(super) fn hhmm(t: DateTime<Utc>) -> String {
     t.format("%H:%M:%S").to_string()
 }
 
-/// Sum of a resource's requests (or limits) over a pod spec's containers.
-pub(super) fn pod_resource(spec: &Value, section: &str, resource: &str) -> u128 {
-    array(spec, &["containers"])
-        .iter()
-        .filter_map(|c| str_at(c, &["resources", section, resource]))
-        .filter_map(|q| quantity::amount(resource, q))
-        .sum()
-}
-
 impl Scene {
     pub fn new(
         reader: Arc<dyn ClusterReader>,

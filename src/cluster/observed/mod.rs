@@ -11,6 +11,8 @@ mod health;
 mod node;
 mod pod;
 mod revision;
+mod service;
+mod spec;
 mod state;
 
 use chrono::{DateTime, Duration, Utc};
@@ -26,6 +28,8 @@ pub use pod::{
     SERVED_MIN_SECONDS, TERMINATING_ALLOWANCE, host_ports,
 };
 pub use revision::{Revision, revisions, template_images};
+pub use service::Service;
+pub use spec::{ContainerSpec, PodSpec, Toleration};
 pub use state::{KeptState, error_line};
 
 /// A timestamp at `path` of `v`, if it parses as RFC 3339.

@@ -1,5 +1,7 @@
 //! A node: its conditions, taints and allocatable resources.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::cluster::obj::{self, array, at, str_at};
@@ -21,6 +23,7 @@ pub struct Node {
     pub problems: Vec<String>,
     pub unschedulable: bool,
     pub taints: Vec<(String, String, String)>,
+    pub labels: BTreeMap<String, String>,
     pub allocatable: Value,
     pub raw: Value,
 }
@@ -87,6 +90,9 @@ impl Node {
                         str_at(t, &["effect"]).unwrap_or_default().to_owned(),
                     )
                 })
+                .collect(),
+            labels: obj::map_pairs(at(n, &["metadata", "labels"]))
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect(),
             allocatable: at(n, &["status", "allocatable"])
                 .cloned()

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodTemplateSpec, Service};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -61,7 +61,7 @@ pub(super) struct Evidence {
     /// The root owner as a disruption budget, when it is one.
     pub pdb: Option<PdbState>,
     /// Every pod of the signal's namespace (for a Service whose selector matches none).
-    pub namespace_pods: Vec<Pod>,
+    pub namespace_pods: Vec<observed::Pod>,
     pub logs: HashMap<LogKey, String>,
     /// `None` when the metrics API is not served or was not asked.
     pub metrics: Option<Vec<PodUsage>>,
@@ -144,12 +144,13 @@ pub(super) struct Root {
 }
 
 pub(super) enum RootObject {
-    Pod(Box<Pod>),
+    /// A bare pod: its spec.
+    Pod(Box<observed::PodSpec>),
     Node(Box<observed::Node>),
     Claim(Box<PersistentVolumeClaim>),
-    Service(Box<Service>),
-    /// A workload's pod template (Deployment, StatefulSet, DaemonSet, Job, …).
-    Template(Box<PodTemplateSpec>),
+    Service(Box<observed::Service>),
+    /// A workload's pod template's spec (Deployment, StatefulSet, DaemonSet, Job, …).
+    Template(Box<observed::PodSpec>),
     /// A kind the rules read nothing from, or an object that did not parse.
     Opaque,
 }
@@ -158,13 +159,17 @@ impl Root {
     pub fn read(raw: &Value) -> Self {
         let kind = obj::kind(raw).to_owned();
         let object = match kind.as_str() {
-            "Pod" => typed(raw.clone()).map(RootObject::Pod),
+            "Pod" => Some(RootObject::Pod(Box::new(observed::PodSpec::of_pod(raw)))),
             "Node" => Some(RootObject::Node(Box::new(observed::Node::parse(raw)))),
             "PersistentVolumeClaim" => typed(raw.clone()).map(RootObject::Claim),
-            "Service" => typed(raw.clone()).map(RootObject::Service),
+            "Service" => Some(RootObject::Service(Box::new(observed::Service::parse(raw)))),
             _ => at(raw, &["spec", "template"])
-                .and_then(|t| typed(t.clone()))
-                .map(RootObject::Template),
+                .filter(|t| t.is_object())
+                .map(|t| {
+                    RootObject::Template(Box::new(observed::PodSpec::parse(
+                        at(t, &["spec"]).unwrap_or(&Value::Null),
+                    )))
+                }),
         };
         Self {
             name: obj::name(raw).to_owned(),
@@ -175,7 +180,8 @@ impl Root {
 
 /// A pod as read, with its STATUS column.
 pub(super) struct ObservedPod {
-    pub pod: Pod,
+    /// Its spec: what it requests, where it may be scheduled.
+    pub spec: observed::PodSpec,
     /// STATUS as `kubectl get pods` prints it, rendered by `cluster::render` from the object as
     /// read: the very text the playbook triggers matched, so rules and playbooks agree.
     pub status: String,
@@ -184,13 +190,17 @@ pub(super) struct ObservedPod {
 }
 
 impl ObservedPod {
+    /// `None` for an object that is not a pod, or whose spec, status or metadata is not an
+    /// object: nothing in it can be trusted.
     pub fn parse(raw: Value) -> Option<Self> {
-        let status = pod_status(&raw);
-        let observed = observed::Pod::parse(&raw);
+        let shaped = |k: &str| raw.get(k).is_none_or(Value::is_object);
+        if obj::kind(&raw) != "Pod" || !["metadata", "spec", "status"].into_iter().all(shaped) {
+            return None;
+        }
         Some(Self {
-            pod: typed(raw)?,
-            status,
-            observed,
+            spec: observed::PodSpec::of_pod(&raw),
+            status: pod_status(&raw),
+            observed: observed::Pod::parse(&raw),
         })
     }
 
@@ -434,10 +444,6 @@ fn pods(raw: Vec<Value>) -> Vec<ObservedPod> {
     raw.into_iter().filter_map(ObservedPod::parse).collect()
 }
 
-fn all_typed<T: DeserializeOwned>(raw: Vec<Value>) -> Vec<T> {
-    raw.into_iter().filter_map(typed).collect()
-}
-
 /// The tool calls of one investigation, recorded for the audit trail.
 struct Calls<'a> {
     tools: &'a ClusterTools,
@@ -573,7 +579,7 @@ pub(super) async fn gather(
         workload: None,
         hpa: None,
         pdb: None,
-        namespace_pods: all_typed(namespace_pods),
+        namespace_pods: namespace_pods.iter().map(observed::Pod::parse).collect(),
         logs: HashMap::new(),
         metrics: None,
         nodes: vec![],
@@ -717,7 +723,7 @@ pub(super) async fn gather(
         .take(2)
         .collect();
     for p in failing {
-        let pod_ns = p.pod.metadata.namespace.clone().unwrap_or_default();
+        let pod_ns = obj::namespace(&p.observed.raw).unwrap_or_default().to_owned();
         for c in p.observed.containers.iter().filter(|c| !c.init) {
             let previous = c.restarts > 0;
             let tool = if previous {

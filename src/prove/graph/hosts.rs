@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, pod_failure, time};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::observed;
 use crate::cluster::selector::Selector;
 
 /// `host:port`, a URL's host, or a host after a word that introduces one.
@@ -297,7 +298,7 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
         };
         let object = format!("Service {ns}/{svc}");
         let mut d = Dependency::new(DepKind::Host, object, relation);
-        let sel = at(&s, &["spec", "selector"]).and_then(Selector::from_map);
+        let sel = observed::Service::parse(&s).label_selector();
         // Endpoints: ready addresses, and when they last changed.
         let ep = ctx.get("Endpoints", Some(&ns), &svc).await?;
         let (ready, not_ready) = ep.as_ref().map_or((0, 0), |e| {
@@ -472,7 +473,7 @@ async fn dns(ctx: &Ctx) -> Read<Vec<Dependency>> {
             }),
         );
     }
-    if let Some(sel) = at(&s, &["spec", "selector"]).and_then(Selector::from_map)
+    if let Some(sel) = observed::Service::parse(&s).label_selector()
         && let Some(w) = behind(ctx, ns, &sel).await?
     {
         let (unhealthy, change, ev) = workload_state(ctx, &w).await?;

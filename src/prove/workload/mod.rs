@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use super::findings;
-use super::scene::{Read, Scene, hhmm, pod_resource};
+use super::scene::{Read, Scene, hhmm};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{

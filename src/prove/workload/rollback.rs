@@ -1,19 +1,19 @@
 //! Roll a Deployment or StatefulSet back to an earlier revision.
 
 use super::*;
-use crate::cluster::observed::Revision;
+use crate::cluster::observed::{self, Revision};
 
 /// The Services of the target's namespace, without ready endpoints, whose selector matches the
 /// pod labels of revision `before` but not those of revision `now`: one line each.
 async fn orphaned_services(scene: &Scene, now: &Value, before: &Value) -> Read<Vec<String>> {
-    use crate::prove::graph::adapters::{service_selector, template_selected};
     let mut out = Vec::new();
     for svc in scene
         .list("Service", scene.ns(), &ListQuery::default())
         .await?
     {
-        let selector = service_selector(&svc);
-        if !template_selected(before, &selector) || template_selected(now, &selector) {
+        let service = observed::Service::parse(&svc);
+        let labels = |t| at(t, &["metadata", "labels"]);
+        if !service.selects(labels(before)) || service.selects(labels(now)) {
             continue;
         }
         let name = obj::name(&svc);
@@ -28,7 +28,7 @@ async fn orphaned_services(scene: &Scene, now: &Value, before: &Value) -> Read<V
         if ready > 0 {
             continue;
         }
-        let selector: Vec<String> = selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let selector: Vec<String> = service.selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
         out.push(format!(
             "Service {name} selects {}, which the returned-to revision's pods carry and the current one's do not; it has no ready endpoints",
             selector.join(",")

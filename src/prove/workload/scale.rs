@@ -1,7 +1,7 @@
 //! Set the replica count of a workload.
 
 use super::*;
-use crate::cluster::observed::host_ports;
+use crate::cluster::observed::{PodSpec, host_ports};
 
 /// The scale's obligations, in their declared order, judged on the workload, its pods, its
 /// autoscalers and the namespace's events, read once. A claim that names no count is refused on
@@ -138,16 +138,10 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
     if !ports.is_empty() {
         // One pod per node can bind a host port: the new pods need nodes they may run on
         // (their nodeSelector) where no pod binds it yet.
-        let selector = at(w, &["spec", "template", "spec", "nodeSelector"])
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        let eligible = nodes.iter().filter(|n| {
-            n.takes_pods()
-                && selector
-                    .iter()
-                    .all(|(k, v)| at(&n.raw, &["metadata", "labels", k]) == Some(v))
-        });
+        let template = PodSpec::of_template(w);
+        let eligible = nodes
+            .iter()
+            .filter(|n| n.takes_pods() && template.selector_misses(&n.labels).next().is_none());
         let mut free = 0usize;
         for node in eligible.map(|n| n.name.as_str()) {
             let bound = scene.pods_on(node).await?.iter().any(|p| {
@@ -196,11 +190,9 @@ async fn cpu_load(scene: &Scene, w: &Value, pods: &[Pod]) -> Read<Option<(u128, 
                 .sum()
         })
         .collect();
-    let spec = at(w, &["spec", "template", "spec"])
-        .cloned()
-        .unwrap_or(Value::Null);
-    let per_pod = match pod_resource(&spec, "requests", "cpu") {
-        0 => pod_resource(&spec, "limits", "cpu"),
+    let spec = PodSpec::of_template(w);
+    let per_pod = match spec.total("requests", "cpu") {
+        0 => spec.total("limits", "cpu"),
         r => r,
     };
     if used.is_empty() || per_pod == 0 {
@@ -259,18 +251,16 @@ pub(in crate::prove) async fn quota_allows(
     extra: i64,
     obligation: &ObligationSpec,
 ) -> Read<Obligation> {
-    let spec = at(w, &["spec", "template", "spec"])
-        .cloned()
-        .unwrap_or(Value::Null);
+    let spec = PodSpec::of_template(w);
     let extra = extra.max(0) as u128;
     let mut ev = Vec::new();
     let mut ok = true;
     for (resource, per_pod) in [
         ("pods", 1u128),
-        ("requests.cpu", pod_resource(&spec, "requests", "cpu")),
-        ("requests.memory", pod_resource(&spec, "requests", "memory")),
-        ("limits.cpu", pod_resource(&spec, "limits", "cpu")),
-        ("limits.memory", pod_resource(&spec, "limits", "memory")),
+        ("requests.cpu", spec.total("requests", "cpu")),
+        ("requests.memory", spec.total("requests", "memory")),
+        ("limits.cpu", spec.total("limits", "cpu")),
+        ("limits.memory", spec.total("limits", "memory")),
     ] {
         if let Some((hard, used, name)) = scene.quota(resource).await? {
             let need = per_pod * extra;

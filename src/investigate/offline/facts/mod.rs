@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
-use k8s_openapi::api::core::v1::{Container, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use regex::Regex;
 
 use super::evidence::{Evidence, HpaState, ObservedPod, PdbState, RootObject, WorkloadState};
@@ -388,14 +388,12 @@ impl Facts {
         let pods: Vec<PodFacts> = ev.pods.iter().map(|p| PodFacts::of(p, ev)).collect();
         let root_name = ev.root.as_ref().map(|r| r.name.clone()).unwrap_or_default();
         let object = ev.root.as_ref().map(|r| &r.object);
-        let template: &[Container] = match object {
-            Some(RootObject::Template(t)) => {
-                t.spec.as_ref().map_or(&[], |s| s.containers.as_slice())
-            }
+        let template = match object {
+            Some(RootObject::Template(t)) => t.containers.as_slice(),
             _ => &[],
         };
-        let own: &[Container] = match object {
-            Some(RootObject::Pod(p)) => p.spec.as_ref().map_or(&[], |s| s.containers.as_slice()),
+        let own = match object {
+            Some(RootObject::Pod(p)) => p.containers.as_slice(),
             _ => &[],
         };
         let containers = if template.is_empty() { own } else { template };
@@ -459,11 +457,7 @@ impl Facts {
             service: ServiceFacts {
                 name: root_name.clone(),
                 selector: match object {
-                    Some(RootObject::Service(s)) => s
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.selector.clone())
-                        .unwrap_or_default(),
+                    Some(RootObject::Service(s)) => s.selector.clone(),
                     _ => BTreeMap::new(),
                 },
             },
@@ -471,8 +465,10 @@ impl Facts {
                 .namespace_pods
                 .iter()
                 .map(|p| LabelledPod {
-                    name: p.metadata.name.clone().unwrap_or_default(),
-                    labels: p.metadata.labels.clone().unwrap_or_default(),
+                    name: p.name.clone(),
+                    labels: crate::cluster::obj::map_pairs(Some(&p.labels))
+                        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                        .collect(),
                 })
                 .collect(),
             claim: match object {
@@ -628,15 +624,10 @@ impl PodFacts {
 }
 
 impl ContainerFacts {
-    fn of(c: &Container) -> Self {
+    fn of(c: &observed::ContainerSpec) -> Self {
         Self {
             name: c.name.clone(),
-            limits: c
-                .resources
-                .as_ref()
-                .and_then(|r| r.limits.as_ref())
-                .map(|l| l.iter().map(|(k, q)| (k.clone(), q.0.clone())).collect())
-                .unwrap_or_default(),
+            limits: c.limits.clone(),
         }
     }
 }
@@ -652,7 +643,7 @@ impl NodeFacts {
             name: node.name.clone(),
             ready_message: node.ready_message.clone(),
             cordoned: node.unschedulable,
-            labels: strings(crate::cluster::obj::at(&node.raw, &["metadata", "labels"])),
+            labels: node.labels.clone(),
             allocatable: strings(Some(&node.allocatable)),
             ready: node
                 .ready_status
@@ -773,18 +764,6 @@ fn describe(
     s
 }
 
-fn obj_array<'a>(
-    v: &'a serde_json::Value,
-    key: &str,
-) -> impl Iterator<Item = &'a serde_json::Value> {
-    v.get(key)
-        .and_then(serde_json::Value::as_array)
-        .into_iter()
-        .flatten()
-}
-
-/// A resource quantity in comparable units: bytes for memory and storage, millicores for CPU,
-/// a count otherwise.
 /// Peak memory per container over the metrics of the root's pods.
 fn memory_peaks(ev: &Evidence) -> BTreeMap<String, u128> {
     let mut peaks = BTreeMap::new();

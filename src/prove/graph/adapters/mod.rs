@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, time};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
-use crate::cluster::observed::{Event, Pod};
+use crate::cluster::observed::{self, Event, Pod};
 use crate::cluster::selector::Selector;
 use crate::prove::scene::{limit_kills, node_short_at, not_ready_events, readiness_flaps};
 
@@ -669,29 +669,6 @@ pub(super) async fn services(ctx: &Ctx) -> Read<Vec<Dependency>> {
     Ok(out)
 }
 
-/// The pod labels a Service selects: its `spec.selector` (empty: it selects no pods itself).
-pub(in crate::prove) fn service_selector(s: &Value) -> BTreeMap<String, String> {
-    at(s, &["spec", "selector"])
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Whether a pod template's labels carry every `key=value` of `selector`.
-pub(in crate::prove) fn template_selected(
-    template: &Value,
-    selector: &BTreeMap<String, String>,
-) -> bool {
-    !selector.is_empty()
-        && selector
-            .iter()
-            .all(|(k, v)| str_at(template, &["metadata", "labels", k]) == Some(v.as_str()))
-}
-
 /// A Deployment whose latest rollout took its pods out of Service `name`'s selector: its
 /// previous revision's pod labels match the selector, its current revision's do not. The
 /// Service lost its endpoints when the new pods replaced the old ones.
@@ -701,8 +678,8 @@ async fn orphaned_by_rollout(
     name: &str,
     svc: &Value,
 ) -> Read<Option<Dependency>> {
-    let selector = service_selector(svc);
-    if selector.is_empty() {
+    let service = observed::Service::parse(svc);
+    if service.selector.is_empty() {
         return Ok(None);
     }
     // The namespace's ReplicaSets, by their Deployment, newest revision last.
@@ -727,23 +704,11 @@ async fn orphaned_by_rollout(
         let [.., (prev_n, prev), (cur_n, cur)] = revisions.as_slice() else {
             continue;
         };
-        let template = |rs: &Value| at(rs, &["spec", "template"]).cloned().unwrap_or_default();
-        let (prev_t, cur_t) = (template(prev), template(cur));
-        if !template_selected(&prev_t, &selector) || template_selected(&cur_t, &selector) {
+        let labels = |rs| at(rs, &["spec", "template", "metadata", "labels"]);
+        if !service.selects(labels(prev)) || service.selects(labels(cur)) {
             continue;
         }
-        let lost: Vec<String> = selector
-            .iter()
-            .filter(|(k, v)| {
-                str_at(&cur_t, &["metadata", "labels", k.as_str()]) != Some(v.as_str())
-            })
-            .map(
-                |(k, v)| match str_at(&cur_t, &["metadata", "labels", k.as_str()]) {
-                    Some(now) => format!("{k}={v} (now {k}={now})"),
-                    None => format!("{k}={v} (now absent)"),
-                },
-            )
-            .collect();
+        let lost = service.lost(labels(cur));
         let rolled = time(cur, &["metadata", "creationTimestamp"]);
         let d = Dependency::new(
             DepKind::Rollout,

@@ -1,0 +1,266 @@
+//! A pod spec (a pod's own, or a workload's template's), as far as decisions read it: what its
+//! containers ask for and are limited to, and where the scheduler may place it.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::host_ports;
+use crate::cluster::obj::{array, at, map_pairs, str_at};
+use crate::cluster::quantity;
+use crate::cluster::selector::Selector;
+
+/// One container of a pod spec, as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerSpec {
+    pub name: String,
+    pub image: String,
+    /// `resources.requests` and `resources.limits`, as written (`memory: 256Mi`).
+    pub requests: BTreeMap<String, String>,
+    pub limits: BTreeMap<String, String>,
+}
+
+/// A toleration, as written; `operator` defaults to `Equal` as the API server's does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Toleration {
+    pub key: String,
+    pub operator: String,
+    pub value: String,
+    pub effect: String,
+}
+
+impl Toleration {
+    /// Whether it tolerates the taint `key=value:effect`, as the scheduler matches them: an
+    /// empty key with `Exists` tolerates every taint, an empty effect every effect, and
+    /// `Exists` any value.
+    pub fn tolerates(&self, key: &str, value: &str, effect: &str) -> bool {
+        let exists = self.operator == "Exists";
+        (self.key.is_empty() && exists || self.key == key)
+            && (self.effect.is_empty() || self.effect == effect)
+            && (exists || self.value == value)
+    }
+}
+
+/// A pod spec, as observed.
+#[derive(Debug, Clone, Default)]
+pub struct PodSpec {
+    /// The app containers (not the init containers), in order.
+    pub containers: Vec<ContainerSpec>,
+    pub tolerations: Vec<Toleration>,
+    /// `nodeSelector`: labels a node must carry, each with its value.
+    pub node_selector: BTreeMap<String, String>,
+    /// The required node affinity's terms, as written: a node must match one of them.
+    pub required_terms: Vec<Value>,
+    /// The host ports its containers bind ([`host_ports`]).
+    pub host_ports: Vec<(i64, String)>,
+}
+
+fn strings(v: Option<&Value>) -> BTreeMap<String, String> {
+    map_pairs(v)
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+impl ContainerSpec {
+    fn parse(c: &Value) -> Self {
+        Self {
+            name: str_at(c, &["name"]).unwrap_or_default().to_owned(),
+            image: str_at(c, &["image"]).unwrap_or_default().to_owned(),
+            requests: strings(at(c, &["resources", "requests"])),
+            limits: strings(at(c, &["resources", "limits"])),
+        }
+    }
+}
+
+impl PodSpec {
+    /// The spec at `spec` (a pod's `spec`, a template's `spec`); an absent spec is empty.
+    pub fn parse(spec: &Value) -> Self {
+        Self {
+            containers: array(spec, &["containers"])
+                .iter()
+                .map(ContainerSpec::parse)
+                .collect(),
+            tolerations: array(spec, &["tolerations"])
+                .iter()
+                .map(|t| {
+                    let s = |k: &str| str_at(t, &[k]).unwrap_or_default().to_owned();
+                    Toleration {
+                        key: s("key"),
+                        operator: str_at(t, &["operator"]).unwrap_or("Equal").to_owned(),
+                        value: s("value"),
+                        effect: s("effect"),
+                    }
+                })
+                .collect(),
+            node_selector: strings(at(spec, &["nodeSelector"])),
+            required_terms: array(
+                spec,
+                &[
+                    "affinity",
+                    "nodeAffinity",
+                    "requiredDuringSchedulingIgnoredDuringExecution",
+                    "nodeSelectorTerms",
+                ],
+            )
+            .to_vec(),
+            host_ports: host_ports(spec),
+        }
+    }
+
+    /// A pod's spec.
+    pub fn of_pod(pod: &Value) -> Self {
+        Self::parse(at(pod, &["spec"]).unwrap_or(&Value::Null))
+    }
+
+    /// A workload's pod template's spec.
+    pub fn of_template(workload: &Value) -> Self {
+        Self::parse(at(workload, &["spec", "template", "spec"]).unwrap_or(&Value::Null))
+    }
+
+    /// What the containers ask for of `resource` in all (`section` is `requests` or
+    /// `limits`), in the resource's unit; what does not parse counts nothing.
+    pub fn total(&self, section: &str, resource: &str) -> u128 {
+        self.containers
+            .iter()
+            .filter_map(|c| match section {
+                "limits" => c.limits.get(resource),
+                _ => c.requests.get(resource),
+            })
+            .filter_map(|q| quantity::amount(resource, q))
+            .sum()
+    }
+
+    /// Every resource the containers request, with the sum and how to show it: as written
+    /// when one container asks for it, the sum formatted otherwise.
+    pub fn requests(&self) -> BTreeMap<String, (u128, String)> {
+        let mut out: BTreeMap<String, (u128, String)> = BTreeMap::new();
+        for c in &self.containers {
+            for (k, q) in &c.requests {
+                let Some(v) = quantity::amount(k, q) else {
+                    continue;
+                };
+                out.entry(k.clone())
+                    .and_modify(|(sum, text)| {
+                        *sum += v;
+                        *text = quantity::format_amount(k, *sum);
+                    })
+                    .or_insert_with(|| (v, q.clone()));
+            }
+        }
+        out
+    }
+
+    /// Whether one of its tolerations tolerates the taint `key=value:effect`.
+    pub fn tolerates(&self, key: &str, value: &str, effect: &str) -> bool {
+        self.tolerations
+            .iter()
+            .any(|t| t.tolerates(key, value, effect))
+    }
+
+    /// The `nodeSelector` entries a node with `labels` does not carry.
+    pub fn selector_misses<'a>(
+        &'a self,
+        labels: &'a BTreeMap<String, String>,
+    ) -> impl Iterator<Item = (&'a String, &'a String)> {
+        self.node_selector
+            .iter()
+            .filter(move |(k, v)| labels.get(*k) != Some(v))
+    }
+
+    /// Whether a node with `labels` satisfies the required node affinity (no terms: any node).
+    pub fn affinity_admits(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.required_terms.is_empty()
+            || self
+                .required_terms
+                .iter()
+                .any(|t| Selector::from_object(t).is_some_and(|s| s.matches_map(labels)))
+    }
+
+    /// The required node affinity as text: `zone In a,b; disk Exists`.
+    pub fn affinity_text(&self) -> String {
+        self.required_terms
+            .iter()
+            .flat_map(|t| array(t, &["matchExpressions"]))
+            .map(|e| {
+                format!(
+                    "{} {} {}",
+                    str_at(e, &["key"]).unwrap_or("?"),
+                    str_at(e, &["operator"]).unwrap_or("?"),
+                    at(e, &["values"])
+                        .and_then(Value::as_array)
+                        .map(|v| v
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(","))
+                        .unwrap_or_default()
+                )
+                .trim()
+                .to_owned()
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// The first app container's name.
+    pub fn first_container(&self) -> Option<&str> {
+        self.containers.first().map(|c| c.name.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn requests_sum_over_containers_and_keep_a_lone_request_as_written() {
+        let spec = PodSpec::parse(&json!({"containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "750m"}}}]}));
+        let r = spec.requests();
+        assert_eq!(r["cpu"].0, 1000);
+        assert_eq!(r["memory"].1, "1Gi");
+        assert_eq!(spec.total("requests", "cpu"), 1000);
+        assert_eq!(spec.total("limits", "cpu"), 0);
+    }
+
+    #[test]
+    fn a_toleration_matches_as_the_scheduler_does() {
+        let spec = PodSpec::parse(&json!({"tolerations": [
+            {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"},
+            {"key": "dedicated", "operator": "Exists"}]}));
+        assert!(spec.tolerates("gpu", "yes", "NoSchedule"));
+        assert!(!spec.tolerates("gpu", "no", "NoSchedule"));
+        assert!(!spec.tolerates("gpu", "yes", "NoExecute"));
+        assert!(spec.tolerates("dedicated", "db", "NoExecute"));
+        assert!(!spec.tolerates("other", "", "NoSchedule"));
+        let all = PodSpec::parse(&json!({"tolerations": [{"operator": "Exists"}]}));
+        assert!(all.tolerates("anything", "x", "NoExecute"));
+        let no_key = PodSpec::parse(&json!({"tolerations": [{"value": "x"}]}));
+        assert!(!no_key.tolerates("anything", "x", "NoExecute"));
+    }
+
+    #[test]
+    fn node_selector_and_required_affinity_decide_which_nodes_admit_the_pod() {
+        let spec = PodSpec::parse(&json!({
+            "nodeSelector": {"disk": "ssd"},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["a", "b"]}]}]}}}}));
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let good = labels(&[("disk", "ssd"), ("zone", "a")]);
+        assert_eq!(spec.selector_misses(&good).count(), 0);
+        assert!(spec.affinity_admits(&good));
+        let bad = labels(&[("disk", "hdd"), ("zone", "c")]);
+        assert_eq!(spec.selector_misses(&bad).count(), 1);
+        assert!(!spec.affinity_admits(&bad));
+        assert_eq!(spec.affinity_text(), "zone In a,b");
+    }
+}
