@@ -26,7 +26,7 @@ use crate::domain::Phase;
 use crate::domain::obligations as ob;
 use crate::domain::{
     AuditDraft, Execution, Obligation, Proof, ProofPoint, ProofVerdict, Proposer,
-    RemediationRequest, Restore, StageError, StageOutcome, UNDO_STEP, Undo,
+    RemediationRequest, Restore, StageError, StageOutcome, Target, UNDO_STEP, Undo,
 };
 use crate::notify::render::{MADE_WORSE, UNDONE};
 use crate::store::IntentStatus;
@@ -145,16 +145,12 @@ impl ExecutionStage {
         let res =
             match accepted {
                 Ok(res) => {
-                    proof.obligations.push(ob::every::DRY_RUN.holds(vec![format!(
-                    "the API server accepts {target} with the spec recorded before the remediation"
-                )]));
+                    proof.obligations.push(dry_run_accepted(target, None));
                     res
                 }
                 Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
                 Err(e) => {
-                    proof
-                        .obligations
-                        .push(ob::every::DRY_RUN.fails(vec![e.message]));
+                    proof.obligations.push(dry_run_accepted(target, Some(e.message)));
                     proof.verdict = ProofVerdict::Refuted;
                     return self.refused(request, proof).await;
                 }
@@ -195,59 +191,14 @@ impl ExecutionStage {
     ) -> Proof {
         let target = &execution.target;
         let spec = object.and_then(|o| o.get("spec"));
-        let mut obligations: Vec<Obligation> = vec![match spec {
-            Some(_) => ob::undo::READABLE.holds(vec![format!("{target} read")]),
-            None => ob::undo::READABLE.fails(vec![format!("{target} cannot be read (gone?)")]),
-        }];
-        obligations.push(
-            ob::undo::WORSE_THAN_BEFORE.check(
-                !undo.worse.is_empty(),
-                undo.worse
-                    .iter()
-                    .cloned()
-                    .chain([
-                        format!("before: {}", undo.before.summary()),
-                        format!("after: {}", undo.after.summary()),
-                    ])
-                    .collect(),
-            ),
-        );
-        obligations.push(match not_restorable(execution) {
-            None => ob::undo::RESTORED_BY_SPEC.holds(vec![format!(
-                "steps: {}",
-                execution
-                    .steps
-                    .iter()
-                    .map(|s| s.action.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )]),
-            Some(why) => ob::undo::RESTORED_BY_SPEC.fails(vec![why]),
-        });
-        let recorded_hash = recorded.map(spec_hash);
-        obligations.push(ob::undo::STATE_RECORDED.check(
-            recorded_hash.is_some() && recorded_hash == execution.pre_spec_hash,
-            vec![match (&recorded_hash, &execution.pre_spec_hash) {
-                (Some(h), Some(pre)) if h == pre => {
-                    format!("spec {h} recorded before the first write")
-                }
-                (Some(h), pre) => format!(
-                    "the recorded spec hashes to {h}, the execution recorded {}",
-                    pre.as_deref().unwrap_or("none")
-                ),
-                (None, _) => "no spec was recorded before the first write".into(),
-            }],
-        ));
         let now = spec.map(spec_hash);
-        let unchanged = now.is_some() && now == execution.post_spec_hash;
-        obligations.push(ob::undo::UNCHANGED_SINCE.check(
-            unchanged,
-            vec![format!(
-                "spec now {}, after the remediation {}",
-                now.as_deref().unwrap_or("unreadable"),
-                execution.post_spec_hash.as_deref().unwrap_or("not recorded")
-            )],
-        ));
+        let obligations = vec![
+            readable(target, spec),
+            worse_than_before(undo),
+            restored_by_spec(execution),
+            state_recorded(execution, recorded),
+            unchanged_since(execution, now.as_deref()),
+        ];
         let verdict = if obligations.iter().all(Obligation::holds) {
             ProofVerdict::Proven
         } else {
@@ -387,4 +338,87 @@ impl ExecutionStage {
         }
         StageOutcome::to(Phase::ManualReviewRequired, Some(reason), state, events)
     }
+}
+
+/// `dry-run.accepted`: the API server accepts the recorded spec on the object as read
+/// (`refused`: what it said instead).
+fn dry_run_accepted(target: &Target, refused: Option<String>) -> Obligation {
+    match refused {
+        None => ob::every::DRY_RUN.holds(vec![format!(
+            "the API server accepts {target} with the spec recorded before the remediation"
+        )]),
+        Some(why) => ob::every::DRY_RUN.fails(vec![why]),
+    }
+}
+
+/// `undo.readable`: the target can be read, with its spec.
+fn readable(target: &Target, spec: Option<&Value>) -> Obligation {
+    match spec {
+        Some(_) => ob::undo::READABLE.holds(vec![format!("{target} read")]),
+        None => ob::undo::READABLE.fails(vec![format!("{target} cannot be read (gone?)")]),
+    }
+}
+
+/// `undo.worse-than-before`: verification found the target worse than before the remediation.
+fn worse_than_before(undo: &Undo) -> Obligation {
+    ob::undo::WORSE_THAN_BEFORE.check(
+        !undo.worse.is_empty(),
+        undo.worse
+            .iter()
+            .cloned()
+            .chain([
+                format!("before: {}", undo.before.summary()),
+                format!("after: {}", undo.after.summary()),
+            ])
+            .collect(),
+    )
+}
+
+/// `undo.restored-by-spec`: every step changed only the target's spec, so writing the spec
+/// recorded before them back restores what was.
+fn restored_by_spec(execution: &Execution) -> Obligation {
+    match not_restorable(execution) {
+        None => ob::undo::RESTORED_BY_SPEC.holds(vec![format!(
+            "steps: {}",
+            execution
+                .steps
+                .iter()
+                .map(|s| s.action.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )]),
+        Some(why) => ob::undo::RESTORED_BY_SPEC.fails(vec![why]),
+    }
+}
+
+/// `undo.state-recorded`: the spec recorded before the first write is there, and hashes to
+/// what the execution recorded then.
+fn state_recorded(execution: &Execution, recorded: Option<&Value>) -> Obligation {
+    let recorded_hash = recorded.map(spec_hash);
+    ob::undo::STATE_RECORDED.check(
+        recorded_hash.is_some() && recorded_hash == execution.pre_spec_hash,
+        vec![match (&recorded_hash, &execution.pre_spec_hash) {
+            (Some(h), Some(pre)) if h == pre => {
+                format!("spec {h} recorded before the first write")
+            }
+            (Some(h), pre) => format!(
+                "the recorded spec hashes to {h}, the execution recorded {}",
+                pre.as_deref().unwrap_or("none")
+            ),
+            (None, _) => "no spec was recorded before the first write".into(),
+        }],
+    )
+}
+
+/// `undo.unchanged-since`: nobody changed the spec since the remediation wrote it (`now`, its
+/// hash as read), so the restore overwrites nothing but the remediation.
+fn unchanged_since(execution: &Execution, now: Option<&str>) -> Obligation {
+    ob::undo::UNCHANGED_SINCE.check(
+        now.is_some() && now == execution.post_spec_hash.as_deref(),
+        vec![format!(
+            "spec now {}, after the remediation {}",
+            now.unwrap_or("unreadable"),
+            execution.post_spec_hash.as_deref().unwrap_or("not recorded")
+        )],
+    )
 }
