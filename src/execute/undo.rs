@@ -142,19 +142,20 @@ impl ExecutionStage {
                 .map(|_| res)
         }
         .await;
-        let res =
-            match accepted {
-                Ok(res) => {
-                    proof.obligations.push(dry_run_accepted(target, None));
-                    res
-                }
-                Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
-                Err(e) => {
-                    proof.obligations.push(dry_run_accepted(target, Some(e.message)));
-                    proof.verdict = ProofVerdict::Refuted;
-                    return self.refused(request, proof).await;
-                }
-            };
+        let res = match accepted {
+            Ok(res) => {
+                proof.obligations.push(dry_run_accepted(target, None));
+                res
+            }
+            Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
+            Err(e) => {
+                proof
+                    .obligations
+                    .push(dry_run_accepted(target, Some(e.message)));
+                proof.verdict = ProofVerdict::Refuted;
+                return self.refused(request, proof).await;
+            }
+        };
         match w.replace(&res, ns, &target.name, &restored, false).await {
             Ok(_) => {
                 self.settle_undo(
@@ -418,7 +419,10 @@ fn unchanged_since(execution: &Execution, now: Option<&str>) -> Obligation {
         vec![format!(
             "spec now {}, after the remediation {}",
             now.unwrap_or("unreadable"),
-            execution.post_spec_hash.as_deref().unwrap_or("not recorded")
+            execution
+                .post_spec_hash
+                .as_deref()
+                .unwrap_or("not recorded")
         )],
     )
 }

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::scene::{Read, Scene};
-use crate::cluster::observed::PodSpec;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::observed::PodSpec;
 use crate::cluster::observed::{Node, Pod};
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::scene::{Read, Scene, hhmm, node_short_at};
 use crate::cluster::obj::{array, at, str_at};
-use crate::cluster::observed::{Node, Pod};
+use crate::cluster::observed::{Event, Node, Pod, SIGKILL_EXIT};
 use crate::cluster::quantity;
 use crate::cluster::{ErrorKind, ListQuery};
 use crate::domain::LimitResource as Resource;
@@ -104,11 +104,29 @@ struct Current {
 /// A container killed for memory in the last 6 hours: its pod, its name, and when.
 type Kill<'p> = (&'p Pod, String, Option<DateTime<Utc>>);
 
+/// The warnings that may say a container was killed for memory ([`Pod::memory_kills`]): the
+/// namespace's events, read only when a container of `pods` exited as a kill for memory does
+/// without its status saying so.
+async fn kill_reports(scene: &Scene, pods: &[Pod]) -> Read<Vec<Event>> {
+    let unexplained = pods.iter().flat_map(|p| &p.containers).any(|c| {
+        matches!(&c.terminated, Some((r, code, _)) if *code == SIGKILL_EXIT && r != "OOMKilled")
+    });
+    if unexplained {
+        scene.events(None).await
+    } else {
+        Ok(Vec::new())
+    }
+}
+
 /// The containers of `pods` killed for memory in the last 6 hours.
-fn recent_kills<'p>(scene: &Scene, pods: &'p [Pod]) -> Vec<Kill<'p>> {
+fn recent_kills<'p>(scene: &Scene, pods: &'p [Pod], events: &[Event]) -> Vec<Kill<'p>> {
     let recent = scene.now - Duration::hours(6);
     pods.iter()
-        .flat_map(|p| p.oom_killed().map(move |(c, t)| (p, c.name.clone(), t)))
+        .flat_map(|p| {
+            p.memory_kills(events)
+                .into_iter()
+                .map(move |(c, t)| (p, c.name.clone(), t))
+        })
         .filter(|(_, _, t)| t.is_none_or(|t| t >= recent))
         .collect()
 }
@@ -143,10 +161,13 @@ pub(super) async fn raise_limit(
     let wanted = wanted.and_then(|v| quantity::amount(resource.name(), v));
     let mut out = vec![named];
     match resource {
-        Resource::Memory => out.extend([
-            container_was_killed(scene, &pods, &container, &now),
-            killed_by_own_limit(scene, &pods, &container, &now).await?,
-        ]),
+        Resource::Memory => {
+            let kills = recent_kills(scene, &pods, &kill_reports(scene, &pods).await?);
+            out.extend([
+                container_was_killed(scene, &pods, &kills, &container, &now),
+                killed_by_own_limit(scene, &pods, &kills, &container, &now).await?,
+            ]);
+        }
         Resource::Cpu => out.push(container_throttled(scene, &container, &now)),
     }
     out.push(raises_bounded(
@@ -191,10 +212,15 @@ fn container_in_template(
 /// Whether the container named is the one killed for memory in the last 6 hours, from its
 /// pods' last states; for a prediction (no kill, a proactive signal), whether its use is at 80%
 /// of its limit or more.
-fn container_was_killed(scene: &Scene, pods: &[Pod], container: &str, now: &Current) -> Obligation {
+fn container_was_killed(
+    scene: &Scene,
+    pods: &[Pod],
+    killed: &[Kill],
+    container: &str,
+    now: &Current,
+) -> Obligation {
     let obligation = &ob::memory::CONTAINER_WAS_KILLED;
     let resource = Resource::Memory;
-    let killed = recent_kills(scene, pods);
     if let Some((p, _, t)) = killed.iter().find(|(_, c, _)| c == container) {
         return obligation.holds(vec![format!(
             "container {container} of pod {} was OOMKilled{}",
@@ -242,12 +268,12 @@ fn container_was_killed(scene: &Scene, pods: &[Pod], container: &str, now: &Curr
 async fn killed_by_own_limit(
     scene: &Scene,
     pods: &[Pod],
+    killed: &[Kill<'_>],
     container: &str,
     now: &Current,
 ) -> Read<Obligation> {
     let obligation = &ob::memory::KILLED_BY_OWN_LIMIT;
     let resource = Resource::Memory;
-    let killed = recent_kills(scene, pods);
     let this: Vec<&Kill> = killed.iter().filter(|(_, c, _)| c == container).collect();
     let mut ev = Vec::new();
     let mut ok = now.limit.is_some();

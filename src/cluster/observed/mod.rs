@@ -24,8 +24,8 @@ pub use event::Event;
 pub use health::target_health;
 pub use node::Node;
 pub use pod::{
-    CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE, Pod,
-    SERVED_MIN_SECONDS, TERMINATING_ALLOWANCE, host_ports,
+    CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE,
+    OOM_KILL_EVENT, Pod, SERVED_MIN_SECONDS, SIGKILL_EXIT, TERMINATING_ALLOWANCE, host_ports,
 };
 pub use revision::{Revision, revisions, template_images};
 pub use service::Service;

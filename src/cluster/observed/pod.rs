@@ -135,6 +135,12 @@ pub const FAILING_WAITS: &[&str] = &[
     "RunContainerError",
 ];
 
+/// The exit code of a process killed by SIGKILL (128 + 9), as the kernel's OOM killer does.
+pub const SIGKILL_EXIT: i64 = 137;
+/// The reason of the warning the kernel's OOM kill is reported by (node-problem-detector's
+/// kernel monitor, some runtimes).
+pub const OOM_KILL_EVENT: &str = "OOMKilling";
+
 /// How long a pod may take to get its containers created before it counts as stuck.
 pub const CREATING_ALLOWANCE: i64 = 120;
 /// How long a pod may run without ever becoming ready before it counts as failing when nothing
@@ -468,12 +474,31 @@ impl Pod {
             .is_some_and(|f| f.kind == FailureKind::NotReady)
     }
 
-    /// A container whose latest termination was an OOM kill, with when it finished.
+    /// A container whose latest termination was an OOM kill, as the kubelet reports it
+    /// (`OOMKilled`), with when it finished.
     pub fn oom_killed(&self) -> impl Iterator<Item = (&Container, Option<DateTime<Utc>>)> {
         self.containers.iter().filter_map(|c| match &c.terminated {
             Some((r, _, t)) if r == "OOMKilled" => Some((c, *t)),
             _ => None,
         })
+    }
+
+    /// Its containers killed for memory, with when they finished: those the kubelet reports
+    /// `OOMKilled`, and those that exited with [`SIGKILL_EXIT`] while a warning about the pod
+    /// says the kernel killed for memory ([`OOM_KILL_EVENT`]): some runtimes report such a
+    /// kill as a plain `Error`. The OOM rule and the memory proof both ask this.
+    pub fn memory_kills(&self, events: &[Event]) -> Vec<(&Container, Option<DateTime<Utc>>)> {
+        let kernel_said = events
+            .iter()
+            .any(|e| e.warning && e.reason == OOM_KILL_EVENT && e.name == self.name);
+        self.containers
+            .iter()
+            .filter_map(|c| match &c.terminated {
+                Some((r, _, t)) if r == "OOMKilled" => Some((c, *t)),
+                Some((_, code, t)) if *code == SIGKILL_EXIT && kernel_said => Some((c, *t)),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -557,5 +582,34 @@ mod tests {
         let done =
             json!({"name": "job", "state": {"terminated": {"reason": "Completed", "exitCode": 0}}});
         assert_eq!(kind(&pod("Succeeded", false, since, done)), None);
+    }
+
+    #[test]
+    fn a_kill_for_memory_is_the_kubelet_s_word_or_a_sigkill_the_kernel_reported() {
+        let since = "2026-11-28T11:50:00Z";
+        let exited = |reason: &str, code: i64| {
+            json!({"name": "api", "restartCount": 2,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"reason": reason, "exitCode": code,
+                    "finishedAt": "2026-11-28T11:58:00Z"}}})
+        };
+        let event = |name: &str| {
+            Event::parse(&json!({"type": "Warning", "reason": "OOMKilling",
+                "involvedObject": {"kind": "Pod", "name": name},
+                "message": "Memory cgroup out of memory: Killed process 4242 (java)"}))
+        };
+        let said = Pod::parse(&pod("Running", false, since, exited("OOMKilled", 137)));
+        assert_eq!(said.memory_kills(&[]).len(), 1);
+        let plain = Pod::parse(&pod("Running", false, since, exited("Error", 137)));
+        assert!(
+            plain.memory_kills(&[]).is_empty(),
+            "a SIGKILL alone is no OOM kill"
+        );
+        assert!(plain.memory_kills(&[event("other-pod")]).is_empty());
+        let kills = plain.memory_kills(&[event("api-1")]);
+        assert_eq!(kills.len(), 1);
+        assert_eq!(kills[0].1, Some(t("2026-11-28T11:58:00Z")));
+        let other = Pod::parse(&pod("Running", false, since, exited("Error", 1)));
+        assert!(other.memory_kills(&[event("api-1")]).is_empty());
     }
 }

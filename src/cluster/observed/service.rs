@@ -46,13 +46,13 @@ impl Service {
     pub fn lost(&self, labels: Option<&Value>) -> Vec<String> {
         self.selector
             .iter()
-            .filter_map(|(k, v)| {
-                match labels.and_then(|l| l.get(k)).and_then(Value::as_str) {
+            .filter_map(
+                |(k, v)| match labels.and_then(|l| l.get(k)).and_then(Value::as_str) {
                     Some(now) if now == v => None,
                     Some(now) => Some(format!("{k}={v} (now {k}={now})")),
                     None => Some(format!("{k}={v} (now absent)")),
-                }
-            })
+                },
+            )
             .collect()
     }
 }

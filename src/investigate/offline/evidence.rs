@@ -24,6 +24,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -190,11 +191,11 @@ pub(super) struct ObservedPod {
 }
 
 impl ObservedPod {
-    /// `None` for an object that is not a pod, or whose spec, status or metadata is not an
-    /// object: nothing in it can be trusted.
+    /// `None` for an object that is not a pod, or that the API's schema for a pod rejects (a
+    /// status that is a string, a restart count that is not a number): nothing in it can be
+    /// trusted. The schema only checks; the model reads.
     pub fn parse(raw: Value) -> Option<Self> {
-        let shaped = |k: &str| raw.get(k).is_none_or(Value::is_object);
-        if obj::kind(&raw) != "Pod" || !["metadata", "spec", "status"].into_iter().all(shaped) {
+        if k8s_openapi::api::core::v1::Pod::deserialize(&raw).is_err() {
             return None;
         }
         Some(Self {
@@ -723,7 +724,9 @@ pub(super) async fn gather(
         .take(2)
         .collect();
     for p in failing {
-        let pod_ns = obj::namespace(&p.observed.raw).unwrap_or_default().to_owned();
+        let pod_ns = obj::namespace(&p.observed.raw)
+            .unwrap_or_default()
+            .to_owned();
         for c in p.observed.containers.iter().filter(|c| !c.init) {
             let previous = c.restarts > 0;
             let tool = if previous {

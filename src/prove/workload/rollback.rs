@@ -28,7 +28,11 @@ async fn orphaned_services(scene: &Scene, now: &Value, before: &Value) -> Read<V
         if ready > 0 {
             continue;
         }
-        let selector: Vec<String> = service.selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let selector: Vec<String> = service
+            .selector
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         out.push(format!(
             "Service {name} selects {}, which the returned-to revision's pods carry and the current one's do not; it has no ready endpoints",
             selector.join(",")

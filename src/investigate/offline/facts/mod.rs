@@ -129,6 +129,9 @@ pub(super) struct PodFacts {
     /// It fails on state its emptyDir keeps across container restarts (the finding the
     /// DeletePod proof checks too).
     pub kept: Option<findings::StateKept>,
+    /// Its containers killed for memory ([`observed::Pod::memory_kills`], which the memory
+    /// proof asks too).
+    pub memory_killed: Vec<String>,
     /// The pod as the rest of kubemedic observes it: what findings read.
     pub observed: observed::Pod,
 }
@@ -615,6 +618,12 @@ impl PodFacts {
                     age: e.last.map(|t| ev.now - t),
                     first_age: e.first.or(e.last).map(|t| ev.now - t),
                 })
+                .collect(),
+            memory_killed: p
+                .observed
+                .memory_kills(&ev.events)
+                .into_iter()
+                .map(|(c, _)| c.name.clone())
                 .collect(),
             termination,
             waiting,

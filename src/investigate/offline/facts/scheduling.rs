@@ -5,9 +5,7 @@ use super::*;
 /// The first Pending pod with no node, and what keeps it off every node.
 pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedulable> {
     let (observed, p) = ev.pods.iter().zip(pods).find(|(o, p)| {
-        p.phase.as_deref() == Some("Pending")
-            && p.status == "Pending"
-            && o.observed.node.is_none()
+        p.phase.as_deref() == Some("Pending") && p.status == "Pending" && o.observed.node.is_none()
     })?;
     let message = p
         .warnings
@@ -99,6 +97,9 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
         taint,
         blockers,
         nodes_total: nodes.len(),
-        requests: requests.into_iter().map(|(k, (_, text))| (k, text)).collect(),
+        requests: requests
+            .into_iter()
+            .map(|(k, (_, text))| (k, text))
+            .collect(),
     })
 }

@@ -449,6 +449,31 @@ mod tests {
     }
 
     #[test]
+    fn a_sigkill_is_an_oom_kill_only_where_the_kernel_reported_one_about_the_pod() {
+        let killed = || {
+            Incident::deployment("api")
+                .memory_limit("256Mi")
+                .with(pod("api-1").crash_looping("Error", 137))
+        };
+        let d = killed()
+            .warning(
+                "api-1",
+                "OOMKilling",
+                "Memory cgroup out of memory: Killed process 4242 (java)",
+                3,
+            )
+            .diagnosis();
+        assert_eq!(d.mode, "OOMKilled");
+        let p = d.proposal.unwrap_or_else(|| panic!("no proposal"));
+        assert_eq!(p.action_type, "IncreaseMemoryLimits");
+        // The same exit, with the kernel's word about another pod: not a kill for memory.
+        let d = killed()
+            .warning("web-1", "OOMKilling", "Killed process 17 (nginx)", 3)
+            .diagnosis();
+        assert_ne!(d.mode, "OOMKilled");
+    }
+
+    #[test]
     fn a_predicted_claim_fill_expands_it_where_the_class_allows() {
         let d = Incident::claim("data", "10Gi")
             .storage_class(true)

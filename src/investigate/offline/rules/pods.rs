@@ -6,10 +6,9 @@ use super::*;
 
 /// Out of memory: raise the limit by a bounded factor.
 pub(super) fn oomkilled(f: &Facts) -> Option<Diagnosis> {
-    let t = f.first_failing()?.termination.as_ref()?;
-    let killed_by_kernel =
-        t.exit_code == 137 && f.failing_warnings().any(|w| w.reason == "OOMKilling");
-    if t.reason != "OOMKilled" && !killed_by_kernel {
+    let pod = f.first_failing()?;
+    let t = pod.termination.as_ref()?;
+    if !pod.memory_killed.contains(&t.container) {
         return None;
     }
     let container = &t.container;
