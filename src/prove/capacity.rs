@@ -1,14 +1,17 @@
 //! Obligations of the actions on capacity and disruption: an autoscaler's maximum, a volume's
 //! size, a disruption budget.
+//!
+//! Each proof reads the object its parameter names once, into the shared model
+//! (`observed::Hpa`, `observed::Claim` with its `observed::StorageClass`, `observed::Pdb`),
+//! which the offline rules that propose these actions read too.
 
 use serde_json::Value;
 
 use super::scene::{Read, Scene};
 use super::workload::quota_allows;
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
-use crate::cluster::observed::Pod;
+use crate::cluster::obj::{self, array, str_at};
+use crate::cluster::observed::{self, Pod};
 use crate::cluster::quantity;
-use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 use crate::domain::params::{self, ParamKey};
@@ -33,40 +36,6 @@ async fn named(
     }
 }
 
-/// Utilisation above target, per metric: `(metric, current %, target %)`.
-fn utilisation(h: &Value) -> Vec<(String, i64, i64)> {
-    let mut out = Vec::new();
-    // autoscaling/v1.
-    if let (Some(cur), Some(target)) = (
-        i64_at(h, &["status", "currentCPUUtilizationPercentage"]),
-        i64_at(h, &["spec", "targetCPUUtilizationPercentage"]),
-    ) {
-        out.push(("cpu".to_owned(), cur, target));
-    }
-    // v2beta2 / v2: resource metrics with average utilisation.
-    for m in array(h, &["spec", "metrics"]) {
-        let Some(name) = str_at(m, &["resource", "name"]) else {
-            continue;
-        };
-        let Some(target) = i64_at(m, &["resource", "target", "averageUtilization"]) else {
-            continue;
-        };
-        let cur = array(h, &["status", "currentMetrics"])
-            .iter()
-            .find_map(|c| {
-                (str_at(c, &["resource", "name"]) == Some(name))
-                    .then(|| i64_at(c, &["resource", "current", "averageUtilization"]))
-                    .flatten()
-            });
-        if let Some(cur) = cur
-            && !out.iter().any(|(n, _, _)| n == name)
-        {
-            out.push((name.to_owned(), cur, target));
-        }
-    }
-    out
-}
-
 /// The maximum's obligations, in their declared order, judged on the autoscaler named, the
 /// target and its pods, read once. An autoscaler not named, or not readable, ends the proof.
 pub(super) async fn hpa_max(
@@ -74,7 +43,9 @@ pub(super) async fn hpa_max(
     hpa: Option<&str>,
     wanted: Option<i64>,
 ) -> Read<Vec<Obligation>> {
-    let hpa = named(scene, hpa, (params::HPA_NAME, "HorizontalPodAutoscaler")).await?;
+    let hpa = named(scene, hpa, (params::HPA_NAME, "HorizontalPodAutoscaler"))
+        .await?
+        .map(|(name, h)| (name, observed::Hpa::parse(&h)));
     let scales = scales_target(scene, &hpa);
     let Ok((_, h)) = hpa else {
         return Ok(vec![scales]);
@@ -82,7 +53,7 @@ pub(super) async fn hpa_max(
     let w = scene.target_obj().await?;
     let pods = scene.pods_of(&w).await?;
     let wanted = wanted.unwrap_or(0);
-    let current = i64_at(&h, &["status", "currentReplicas"]).unwrap_or(0);
+    let current = h.current.unwrap_or(0);
     Ok(vec![
         scales,
         at_maximum(&h),
@@ -95,16 +66,13 @@ pub(super) async fn hpa_max(
 
 /// Whether the autoscaler named (HPA_NAME, read or why not) scales the target, from its
 /// `scaleTargetRef`.
-fn scales_target(scene: &Scene, hpa: &Result<(String, Value), String>) -> Obligation {
+fn scales_target(scene: &Scene, hpa: &Result<(String, observed::Hpa), String>) -> Obligation {
     let obligation = &ob::hpa::SCALES_TARGET;
     let (name, h) = match hpa {
         Ok(found) => found,
         Err(why) => return obligation.fails(vec![why.clone()]),
     };
-    let scales = (
-        str_at(h, &["spec", "scaleTargetRef", "kind"]).unwrap_or_default(),
-        str_at(h, &["spec", "scaleTargetRef", "name"]).unwrap_or_default(),
-    );
+    let scales = (h.target_kind.as_str(), h.target_name.as_str());
     obligation.check(
         scales.0 == scene.target.kind && scales.1 == scene.target.name,
         vec![format!(
@@ -115,10 +83,10 @@ fn scales_target(scene: &Scene, hpa: &Result<(String, Value), String>) -> Obliga
 }
 
 /// Whether the autoscaler runs at its maximum, from its status.
-fn at_maximum(h: &Value) -> Obligation {
-    let max = i64_at(h, &["spec", "maxReplicas"]).unwrap_or(0);
-    let current = i64_at(h, &["status", "currentReplicas"]).unwrap_or(0);
-    let desired = i64_at(h, &["status", "desiredReplicas"]).unwrap_or(current);
+fn at_maximum(h: &observed::Hpa) -> Obligation {
+    let max = h.max;
+    let current = h.current.unwrap_or(0);
+    let desired = h.desired.unwrap_or(current);
     ob::hpa::AT_MAXIMUM.check(
         current >= max && max > 0,
         vec![format!(
@@ -128,13 +96,17 @@ fn at_maximum(h: &Value) -> Obligation {
 }
 
 /// Whether a metric of the autoscaler stays above its target, from its status
-/// ([`utilisation`]).
-fn above_target(h: &Value) -> Obligation {
-    let u = utilisation(h);
-    let over: Vec<String> = u
-        .iter()
-        .filter(|(_, c, t)| c > t)
-        .map(|(m, c, t)| format!("{m} at {c}% against a {t}% target"))
+/// ([`observed::Hpa::utilisation`]).
+fn above_target(h: &observed::Hpa) -> Obligation {
+    let u = &h.utilisation;
+    let over: Vec<String> = h
+        .above_target()
+        .map(|u| {
+            format!(
+                "{} at {}% against a {}% target",
+                u.metric, u.current, u.target
+            )
+        })
         .collect();
     ob::hpa::ABOVE_TARGET.check(
         !over.is_empty(),
@@ -142,7 +114,12 @@ fn above_target(h: &Value) -> Obligation {
             vec!["the autoscaler reports no current utilisation".into()]
         } else if over.is_empty() {
             u.iter()
-                .map(|(m, c, t)| format!("{m} at {c}% within its {t}% target"))
+                .map(|u| {
+                    format!(
+                        "{} at {}% within its {}% target",
+                        u.metric, u.current, u.target
+                    )
+                })
                 .collect()
         } else {
             over
@@ -167,8 +144,8 @@ fn room_to_schedule(pods: &[Pod]) -> Obligation {
 }
 
 /// Whether the new maximum is higher than the autoscaler's, by at most double (or 10 more).
-fn raises_bounded(h: &Value, wanted: i64) -> Obligation {
-    let max = i64_at(h, &["spec", "maxReplicas"]).unwrap_or(0);
+fn raises_bounded(h: &observed::Hpa, wanted: i64) -> Obligation {
+    let max = h.max;
     ob::hpa::RAISES_BOUNDED.check(
         wanted > max && wanted <= (max * 2).max(max + 10),
         vec![format!("maxReplicas {max} → {wanted}")],
@@ -184,7 +161,9 @@ pub(super) async fn expand_pvc(
     claim: Option<&str>,
     new_size: Option<&str>,
 ) -> Read<Vec<Obligation>> {
-    let claim = named(scene, claim, (params::PVC_NAME, "PersistentVolumeClaim")).await?;
+    let claim = named(scene, claim, (params::PVC_NAME, "PersistentVolumeClaim"))
+        .await?
+        .map(|(name, c)| (name, observed::Claim::parse(&c)));
     let belongs = belongs_to_target(scene, &claim).await?;
     let Ok((name, pvc)) = claim else {
         return Ok(vec![belongs]);
@@ -203,7 +182,7 @@ pub(super) async fn expand_pvc(
 /// pod template.
 async fn belongs_to_target(
     scene: &Scene,
-    claim: &Result<(String, Value), String>,
+    claim: &Result<(String, observed::Claim), String>,
 ) -> Read<Obligation> {
     let obligation = &ob::pvc::BELONGS_TO_TARGET;
     let name = match claim {
@@ -240,8 +219,8 @@ async fn belongs_to_target(
 }
 
 /// Whether the claim `name` is Bound, from its phase.
-fn bound(name: &str, pvc: &Value) -> Obligation {
-    let phase = str_at(pvc, &["status", "phase"]).unwrap_or("Unknown");
+fn bound(name: &str, pvc: &observed::Claim) -> Obligation {
+    let phase = pvc.phase.as_deref().unwrap_or("Unknown");
     ob::pvc::BOUND.check(
         phase == "Bound",
         vec![format!("PersistentVolumeClaim {name} is {phase}")],
@@ -249,14 +228,14 @@ fn bound(name: &str, pvc: &Value) -> Obligation {
 }
 
 /// Whether the claim's StorageClass allows volume expansion, from the class it names.
-async fn class_expandable(scene: &Scene, pvc: &Value) -> Read<Obligation> {
+async fn class_expandable(scene: &Scene, pvc: &observed::Claim) -> Read<Obligation> {
     let obligation = &ob::pvc::CLASS_EXPANDABLE;
-    let Some(class) = str_at(pvc, &["spec", "storageClassName"]) else {
+    let Some(class) = pvc.class.as_deref() else {
         return Ok(obligation.fails(vec!["the claim names no StorageClass".into()]));
     };
     match scene.get("StorageClass", None, class).await {
         Ok(sc) => {
-            let allows = at(&sc, &["allowVolumeExpansion"]).and_then(Value::as_bool) == Some(true);
+            let allows = observed::StorageClass::parse(&sc).expands();
             Ok(obligation.check(
                 allows,
                 vec![format!(
@@ -270,30 +249,12 @@ async fn class_expandable(scene: &Scene, pvc: &Value) -> Read<Obligation> {
     }
 }
 
-/// The storage a claim requests.
-fn requested(pvc: &Value) -> &str {
-    str_at(pvc, &["spec", "resources", "requests", "storage"]).unwrap_or_default()
-}
-
 /// Whether no resize of the claim is under way, from its status: its capacity is what it
 /// requests, and no condition (Resizing, FileSystemResizePending) is true.
-fn no_resize_under_way(pvc: &Value) -> Obligation {
-    let requested = requested(pvc);
-    let capacity = str_at(pvc, &["status", "capacity", "storage"]).unwrap_or(requested);
-    let resizing: Vec<String> = array(pvc, &["status", "conditions"])
-        .iter()
-        .filter(|c| str_at(c, &["status"]) == Some("True"))
-        .filter_map(|c| str_at(c, &["type"]).map(str::to_owned))
-        .collect();
-    let growing = match (
-        quantity::memory_bytes(requested),
-        quantity::memory_bytes(capacity),
-    ) {
-        (Some(r), Some(c)) => r > c,
-        _ => false,
-    };
+fn no_resize_under_way(pvc: &observed::Claim) -> Obligation {
+    let (requested, capacity, resizing) = (&pvc.requested, &pvc.capacity, &pvc.resizing);
     ob::pvc::NO_RESIZE_UNDER_WAY.check(
-        !growing && resizing.is_empty(),
+        !pvc.growing() && resizing.is_empty(),
         vec![format!(
             "requested {requested}, capacity {capacity}{}",
             if resizing.is_empty() {
@@ -306,8 +267,8 @@ fn no_resize_under_way(pvc: &Value) -> Obligation {
 }
 
 /// Whether the new size (NEW_SIZE) is larger than what the claim requests, by at most 4x.
-fn grows_bounded(pvc: &Value, new_size: Option<&str>) -> Obligation {
-    let requested = requested(pvc);
+fn grows_bounded(pvc: &observed::Claim, new_size: Option<&str>) -> Obligation {
+    let requested = &pvc.requested;
     let new = new_size.and_then(quantity::memory_bytes);
     let old = quantity::memory_bytes(requested);
     ob::pvc::GROWS_BOUNDED.check(
@@ -328,7 +289,9 @@ pub(super) async fn relax_pdb(
     budget: Option<&str>,
     wanted: Option<i64>,
 ) -> Read<Vec<Obligation>> {
-    let budget = named(scene, budget, (params::PDB_NAME, "PodDisruptionBudget")).await?;
+    let budget = named(scene, budget, (params::PDB_NAME, "PodDisruptionBudget"))
+        .await?
+        .map(|(name, b)| (name, observed::Pdb::parse(&b)));
     // Nothing more is read for a budget that ends the proof.
     let (w, pods) = match &budget {
         Ok(_) => {
@@ -353,31 +316,15 @@ pub(super) async fn relax_pdb(
 }
 
 /// The pods a budget's selector selects.
-fn guarded<'p>(pdb: &Value, pods: &'p [Pod]) -> Vec<&'p Pod> {
-    let selector = at(pdb, &["spec", "selector"]).and_then(Selector::from_object);
-    pods.iter()
-        .filter(|p| {
-            selector
-                .as_ref()
-                .is_some_and(|s| s.matches_value(Some(&p.labels)))
-        })
-        .collect()
-}
-
-/// How many pods a budget expects (its status's count, else those it selects) and how many of
-/// them must stay healthy.
-fn expected_and_desired(pdb: &Value, guarded: &[&Pod]) -> (i64, i64) {
-    (
-        i64_at(pdb, &["status", "expectedPods"]).unwrap_or(guarded.len() as i64),
-        i64_at(pdb, &["status", "desiredHealthy"]).unwrap_or(0),
-    )
+fn guarded<'p>(pdb: &observed::Pdb, pods: &'p [Pod]) -> Vec<&'p Pod> {
+    pods.iter().filter(|p| pdb.selects(p)).collect()
 }
 
 /// Whether the budget named (PDB_NAME, read or why not) guards the target's pods, from its
 /// selector: it selects some of them.
 fn guards_target(
     scene: &Scene,
-    budget: &Result<(String, Value), String>,
+    budget: &Result<(String, observed::Pdb), String>,
     pods: &[Pod],
 ) -> Obligation {
     let obligation = &ob::pdb::GUARDS_TARGET;
@@ -399,10 +346,12 @@ fn guards_target(
 
 /// Whether the budget allows no eviction while a drain waits on it, from its status and the
 /// cordoned nodes that still hold pods it guards.
-async fn blocks_a_waiting_drain(scene: &Scene, pdb: &Value, guarded: &[&Pod]) -> Read<Obligation> {
-    let allowed = i64_at(pdb, &["status", "disruptionsAllowed"])
-        .or_else(|| i64_at(pdb, &["status", "podDisruptionsAllowed"]))
-        .unwrap_or(0);
+async fn blocks_a_waiting_drain(
+    scene: &Scene,
+    pdb: &observed::Pdb,
+    guarded: &[&Pod],
+) -> Read<Obligation> {
+    let allowed = pdb.disruptions_allowed;
     let nodes = scene.nodes().await?;
     let draining: Vec<String> = nodes
         .iter()
@@ -432,9 +381,9 @@ async fn blocks_a_waiting_drain(scene: &Scene, pdb: &Value, guarded: &[&Pod]) ->
 
 /// Whether all the pods the budget guards are healthy, from its status: then it is
 /// misconfigured, not doing its job.
-fn pods_healthy(pdb: &Value, guarded: &[&Pod]) -> Obligation {
-    let healthy = i64_at(pdb, &["status", "currentHealthy"]).unwrap_or(0);
-    let (expected, desired) = expected_and_desired(pdb, guarded);
+fn pods_healthy(pdb: &observed::Pdb, guarded: &[&Pod]) -> Obligation {
+    let healthy = pdb.current_healthy;
+    let (expected, desired) = (pdb.expected(guarded.len()), pdb.desired_healthy);
     ob::pdb::PODS_HEALTHY.check(
         healthy >= expected && expected > 0,
         vec![format!(
@@ -444,11 +393,10 @@ fn pods_healthy(pdb: &Value, guarded: &[&Pod]) -> Obligation {
 }
 
 /// Whether the budget guards no quorum, from the target's kind and the budget's counts: not a
-/// StatefulSet, and not a majority of three pods or more.
-fn guards_no_quorum(w: &Value, pdb: &Value, guarded: &[&Pod]) -> Obligation {
-    let (expected, desired) = expected_and_desired(pdb, guarded);
-    let stateful = obj::kind(w) == "StatefulSet";
-    let quorum = stateful || (expected >= 3 && desired * 2 > expected);
+/// StatefulSet, and not a majority of three pods or more ([`observed::Pdb::guards_quorum`]).
+fn guards_no_quorum(w: &Value, pdb: &observed::Pdb, guarded: &[&Pod]) -> Obligation {
+    let (expected, desired) = (pdb.expected(guarded.len()), pdb.desired_healthy);
+    let quorum = pdb.guards_quorum(obj::kind(w), guarded.len());
     ob::pdb::GUARDS_NO_QUORUM.check(
         !quorum,
         vec![format!(
@@ -461,8 +409,8 @@ fn guards_no_quorum(w: &Value, pdb: &Value, guarded: &[&Pod]) -> Obligation {
 
 /// Whether the new budget (MAX_UNAVAILABLE) lets one pod go at a time, at most half of those
 /// the budget expects.
-fn relaxed_minimally(pdb: &Value, guarded: &[&Pod], wanted: Option<i64>) -> Obligation {
-    let (expected, _) = expected_and_desired(pdb, guarded);
+fn relaxed_minimally(pdb: &observed::Pdb, guarded: &[&Pod], wanted: Option<i64>) -> Obligation {
+    let expected = pdb.expected(guarded.len());
     let wanted = wanted.unwrap_or(0);
     ob::pdb::RELAXED_MINIMALLY.check(
         wanted >= 1 && wanted <= (expected / 2).max(1),

@@ -6,9 +6,12 @@
 //! that proposes and a proof that refuses from disagreeing about the same pod
 //! (issue 43: one model of the cluster).
 
+mod claim;
 mod event;
 mod health;
+mod hpa;
 mod node;
+mod pdb;
 mod pod;
 mod revision;
 mod service;
@@ -20,9 +23,12 @@ use serde_json::Value;
 
 use super::obj::{array, str_at};
 
+pub use claim::{Claim, StorageClass};
 pub use event::Event;
 pub use health::target_health;
+pub use hpa::{Hpa, Utilisation};
 pub use node::Node;
+pub use pdb::{Pdb, QUORUM_MIN_PODS};
 pub use pod::{
     CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE,
     OOM_KILL_EVENT, Pod, SERVED_MIN_SECONDS, SIGKILL_EXIT, TERMINATING_ALLOWANCE, host_ports,

@@ -6,10 +6,11 @@
 //! resource), plus one [`ToolCallRecord`] per call for the audit trail.
 //!
 //! Invariants:
-//! - JSON stops here. Pods, Nodes and PersistentVolumeClaims become k8s-openapi types (pods
-//!   also `observed::Pod`); revisions and events become the shared model's
-//!   (`observed::Revision`, `observed::Event`); the root owner becomes a [`Root`]; logs and
-//!   metrics become small structs.
+//! - JSON stops here. Pods become k8s-openapi types (also `observed::Pod`); nodes, revisions,
+//!   events, autoscalers, disruption budgets, claims and storage classes become the shared
+//!   model's (`observed::Node`, `observed::Revision`, `observed::Event`, `observed::Hpa`,
+//!   `observed::Pdb`, `observed::Claim`, `observed::StorageClass`), which the proofs read too;
+//!   the root owner becomes a [`Root`]; logs and metrics become small structs.
 //! - An object that does not parse is left out, never an error and never a panic: a rule cannot
 //!   detect what kubemedic could not read. k8s-openapi fills an absent required field with its
 //!   default (`""`, `0`, `false`); the API server always sends those fields.
@@ -22,10 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
-use k8s_openapi::api::storage::v1::StorageClass;
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::cluster::ClusterReader;
@@ -58,9 +56,9 @@ pub(super) struct Evidence {
     /// for a PDB the owner of the pods it selects.
     pub workload: Option<WorkloadState>,
     /// The root owner as an autoscaler, when it is one.
-    pub hpa: Option<HpaState>,
+    pub hpa: Option<observed::Hpa>,
     /// The root owner as a disruption budget, when it is one.
-    pub pdb: Option<PdbState>,
+    pub pdb: Option<observed::Pdb>,
     /// Every pod of the signal's namespace (for a Service whose selector matches none).
     pub namespace_pods: Vec<observed::Pod>,
     pub logs: HashMap<LogKey, String>,
@@ -71,7 +69,8 @@ pub(super) struct Evidence {
     /// The host ports a Pending pod asks for, held by pods already on nodes (every namespace):
     /// asked only when such a pod asks for one.
     pub port_holders: Vec<PortHolder>,
-    pub storage_class: Option<StorageClass>,
+    /// The StorageClass a PersistentVolumeClaim root names, when it was read.
+    pub storage_class: Option<observed::StorageClass>,
 }
 
 /// A pod on a node that binds a host port.
@@ -148,7 +147,7 @@ pub(super) enum RootObject {
     /// A bare pod: its spec.
     Pod(Box<observed::PodSpec>),
     Node(Box<observed::Node>),
-    Claim(Box<PersistentVolumeClaim>),
+    Claim(Box<observed::Claim>),
     Service(Box<observed::Service>),
     /// A workload's pod template's spec (Deployment, StatefulSet, DaemonSet, Job, …).
     Template(Box<observed::PodSpec>),
@@ -162,7 +161,9 @@ impl Root {
         let object = match kind.as_str() {
             "Pod" => Some(RootObject::Pod(Box::new(observed::PodSpec::of_pod(raw)))),
             "Node" => Some(RootObject::Node(Box::new(observed::Node::parse(raw)))),
-            "PersistentVolumeClaim" => typed(raw.clone()).map(RootObject::Claim),
+            "PersistentVolumeClaim" => {
+                observed::Claim::read(raw).map(|c| RootObject::Claim(Box::new(c)))
+            }
             "Service" => Some(RootObject::Service(Box::new(observed::Service::parse(raw)))),
             _ => at(raw, &["spec", "template"])
                 .filter(|t| t.is_object())
@@ -325,116 +326,6 @@ impl WorkloadState {
                 }),
         }
     }
-}
-
-/// A HorizontalPodAutoscaler (autoscaling v1, v2beta2 or v2), as far as the rules read it.
-#[derive(Clone)]
-pub(super) struct HpaState {
-    pub name: String,
-    pub max: i64,
-    pub current: Option<i64>,
-    pub desired: Option<i64>,
-    pub target_kind: String,
-    pub target_name: String,
-    /// `(metric, current, target)` utilisation in percent, per resource metric.
-    pub utilisation: Vec<(String, i64, i64)>,
-    /// `(type, status, reason)` of its conditions.
-    pub conditions: Vec<(String, String, String)>,
-}
-
-impl HpaState {
-    fn read(raw: &Value) -> Self {
-        let mut utilisation = Vec::new();
-        // v1: one CPU figure.
-        if let (Some(cur), Some(target)) = (
-            obj::i64_at(raw, &["status", "currentCPUUtilizationPercentage"]),
-            obj::i64_at(raw, &["spec", "targetCPUUtilizationPercentage"]),
-        ) {
-            utilisation.push(("cpu".into(), cur, target));
-        }
-        // v2beta2 / v2: resource metrics with average utilisation.
-        for m in array(raw, &["spec", "metrics"]) {
-            let Some(name) = str_at(m, &["resource", "name"]) else {
-                continue;
-            };
-            let Some(target) = obj::i64_at(m, &["resource", "target", "averageUtilization"]) else {
-                continue;
-            };
-            let current = array(raw, &["status", "currentMetrics"])
-                .iter()
-                .find(|c| str_at(c, &["resource", "name"]) == Some(name))
-                .and_then(|c| obj::i64_at(c, &["resource", "current", "averageUtilization"]));
-            if let Some(cur) = current {
-                utilisation.push((name.to_owned(), cur, target));
-            }
-        }
-        Self {
-            name: obj::name(raw).to_owned(),
-            max: obj::i64_at(raw, &["spec", "maxReplicas"]).unwrap_or(0),
-            current: obj::i64_at(raw, &["status", "currentReplicas"]),
-            desired: obj::i64_at(raw, &["status", "desiredReplicas"]),
-            target_kind: str_at(raw, &["spec", "scaleTargetRef", "kind"])
-                .unwrap_or("")
-                .to_owned(),
-            target_name: str_at(raw, &["spec", "scaleTargetRef", "name"])
-                .unwrap_or("")
-                .to_owned(),
-            utilisation,
-            conditions: array(raw, &["status", "conditions"])
-                .iter()
-                .map(|c| {
-                    let s = |k: &str| str_at(c, &[k]).unwrap_or("").to_owned();
-                    (s("type"), s("status"), s("reason"))
-                })
-                .collect(),
-        }
-    }
-}
-
-/// A PodDisruptionBudget (policy v1 or v1beta1), as far as the rules read it.
-#[derive(Clone)]
-pub(super) struct PdbState {
-    pub name: String,
-    /// `minAvailable` / `maxUnavailable` as written (a number or a percentage).
-    pub min_available: Option<String>,
-    pub max_unavailable: Option<String>,
-    /// The selector as a query, e.g. `app=etcd`.
-    pub selector: String,
-    pub disruptions_allowed: Option<i64>,
-    pub current_healthy: Option<i64>,
-    pub desired_healthy: Option<i64>,
-    pub expected_pods: Option<i64>,
-}
-
-impl PdbState {
-    fn read(raw: &Value) -> Self {
-        let int_or_string = |path: &[&str]| {
-            at(raw, path).and_then(|v| match v {
-                Value::Number(n) => Some(n.to_string()),
-                Value::String(s) => Some(s.clone()),
-                _ => None,
-            })
-        };
-        Self {
-            name: obj::name(raw).to_owned(),
-            min_available: int_or_string(&["spec", "minAvailable"]),
-            max_unavailable: int_or_string(&["spec", "maxUnavailable"]),
-            selector: at(raw, &["spec", "selector"])
-                .and_then(Selector::from_object)
-                .map(|s| s.to_query())
-                .unwrap_or_default(),
-            disruptions_allowed: obj::i64_at(raw, &["status", "disruptionsAllowed"])
-                .or_else(|| obj::i64_at(raw, &["status", "podDisruptionsAllowed"])),
-            current_healthy: obj::i64_at(raw, &["status", "currentHealthy"]),
-            desired_healthy: obj::i64_at(raw, &["status", "desiredHealthy"]),
-            expected_pods: obj::i64_at(raw, &["status", "expectedPods"]),
-        }
-    }
-}
-
-/// A Kubernetes object in typed form, or `None` when it does not parse.
-fn typed<T: DeserializeOwned>(raw: Value) -> Option<T> {
-    serde_json::from_value(raw).ok()
 }
 
 fn items(r: &ToolResult) -> Vec<Value> {
@@ -601,7 +492,7 @@ pub(super) async fn gather(
     let mut workload = root.clone();
     match root.as_ref().map(obj::kind) {
         Some("HorizontalPodAutoscaler") => {
-            let hpa = root.as_ref().map(HpaState::read);
+            let hpa = root.as_ref().map(observed::Hpa::parse);
             if let Some(h) = &hpa
                 && !h.target_kind.is_empty()
             {
@@ -616,15 +507,14 @@ pub(super) async fn gather(
             ev.hpa = hpa;
         }
         Some("PodDisruptionBudget") => {
-            let pdb = root.as_ref().map(PdbState::read);
+            let pdb = root.as_ref().map(observed::Pdb::parse);
             workload = None;
-            if let Some(b) = &pdb
-                && !b.selector.is_empty()
-            {
+            let selector = pdb.as_ref().map(observed::Pdb::selector_query);
+            if let Some(selector) = selector.filter(|s| !s.is_empty()) {
                 let r = calls
                     .call(
                         "kubectl_find_resource",
-                        json!({"kind": "Pod", "namespace": ns, "label_selector": b.selector}),
+                        json!({"kind": "Pod", "namespace": ns, "label_selector": selector}),
                     )
                     .await?;
                 let selected = items(&r);
@@ -764,9 +654,7 @@ pub(super) async fn gather(
         }
     }
     if root_t.kind == "PersistentVolumeClaim"
-        && let Some(class) = root
-            .as_ref()
-            .and_then(|r| str_at(r, &["spec", "storageClassName"]))
+        && let Some(class) = root.as_ref().and_then(|r| observed::Claim::parse(r).class)
     {
         let r = calls
             .call(
@@ -774,7 +662,7 @@ pub(super) async fn gather(
                 json!({"kind": "StorageClass", "name": class}),
             )
             .await?;
-        ev.storage_class = items(&r).into_iter().next().and_then(typed);
+        ev.storage_class = items(&r).first().map(observed::StorageClass::parse);
     }
     if root_t.kind == "Node"
         || ev.pdb.is_some()

@@ -225,12 +225,11 @@ impl Incident {
 
     /// The claim's StorageClass `standard`, allowing volume expansion or not.
     pub fn storage_class(mut self, allow_expansion: bool) -> Self {
-        self.ev.storage_class = serde_json::from_value(json!({
+        self.ev.storage_class = Some(observed::StorageClass::parse(&json!({
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
             "metadata": {"name": "standard"}, "provisioner": "example.com/disk",
             "allowVolumeExpansion": allow_expansion,
-        }))
-        .ok();
+        })));
         self
     }
 

@@ -18,10 +18,9 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use regex::Regex;
 
-use super::evidence::{Evidence, HpaState, ObservedPod, PdbState, RootObject, WorkloadState};
+use super::evidence::{Evidence, ObservedPod, RootObject, WorkloadState};
 use super::quantity;
 use crate::cluster::observed;
 use crate::domain::{QuotaUsage, Target};
@@ -55,8 +54,8 @@ pub(super) struct Facts {
     /// The replicas the workload is meant to run, when something says so
     /// ([`findings::declared_replicas`]).
     pub declared: Option<findings::Declared>,
-    pub hpa: Option<HpaState>,
-    pub pdb: Option<PdbState>,
+    pub hpa: Option<observed::Hpa>,
+    pub pdb: Option<observed::Pdb>,
     /// One failing pod among healthy siblings of the same revision.
     pub lone_failure: Option<LoneFailure>,
     /// The first Pending pod, with the scheduler's reason (`None` if it gave none for that pod).
@@ -339,11 +338,15 @@ pub(super) struct LabelledPod {
 #[derive(Default)]
 pub(super) struct ClaimFacts {
     pub name: String,
-    /// Its capacity, or its request while unbound; empty when unknown.
+    /// Its capacity, or its request while unbound; empty when unknown
+    /// ([`observed::Claim::capacity`]).
     pub capacity: String,
     /// Its requested size (`spec.resources.requests.storage`); above the capacity while an
     /// expansion is under way. Empty when unknown.
     pub requested: String,
+    /// It requests more than its volume holds: an expansion is under way
+    /// ([`observed::Claim::growing`], what the expansion proof checks too).
+    pub growing: bool,
     pub class: String,
     /// Whether its StorageClass allows expansion, if the class was read.
     pub expandable: Option<bool>,
@@ -679,41 +682,14 @@ impl NodeFacts {
 }
 
 impl ClaimFacts {
-    fn of(pvc: &PersistentVolumeClaim, name: String, ev: &Evidence) -> Self {
-        let capacity = pvc
-            .status
-            .as_ref()
-            .and_then(|s| s.capacity.as_ref()?.get("storage"))
-            .or_else(|| {
-                pvc.spec
-                    .as_ref()?
-                    .resources
-                    .as_ref()?
-                    .requests
-                    .as_ref()?
-                    .get("storage")
-            })
-            .map(|q| q.0.clone())
-            .unwrap_or_default();
-        let requested = pvc
-            .spec
-            .as_ref()
-            .and_then(|s| s.resources.as_ref()?.requests.as_ref()?.get("storage"))
-            .map(|q| q.0.clone())
-            .unwrap_or_default();
+    fn of(pvc: &observed::Claim, name: String, ev: &Evidence) -> Self {
         Self {
             name,
-            capacity,
-            requested,
-            class: pvc
-                .spec
-                .as_ref()
-                .and_then(|s| s.storage_class_name.clone())
-                .unwrap_or_default(),
-            expandable: ev
-                .storage_class
-                .as_ref()
-                .and_then(|sc| sc.allow_volume_expansion),
+            capacity: pvc.capacity.clone(),
+            requested: pvc.requested.clone(),
+            growing: pvc.growing(),
+            class: pvc.class.clone().unwrap_or_default(),
+            expandable: ev.storage_class.as_ref().and_then(|sc| sc.allow_expansion),
         }
     }
 }

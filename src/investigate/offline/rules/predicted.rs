@@ -24,14 +24,7 @@ pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
     d.severity = Severity::Medium;
     // The cluster contradicts the forecast when the claim is already being grown: its
     // request is above its capacity, so the volume the prediction was made on is going away.
-    let growing = match (
-        quantity::memory_bytes(&claim.capacity),
-        quantity::memory_bytes(&claim.requested),
-    ) {
-        (Some(capacity), Some(requested)) => requested > capacity,
-        _ => false,
-    };
-    if growing {
+    if claim.growing {
         d.summary = format!(
             "PersistentVolumeClaim {} is already being expanded from {} to {}: the fill was predicted on the smaller volume",
             claim.name, claim.capacity, claim.requested

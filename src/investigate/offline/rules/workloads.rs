@@ -345,10 +345,13 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
     let workload = f.workload_target();
     let current = h.current.or(h.desired).unwrap_or(0);
     let over: Vec<String> = h
-        .utilisation
-        .iter()
-        .filter(|(_, cur, target)| cur > target)
-        .map(|(m, cur, target)| format!("{m} at {cur}% of requests against a {target}% target"))
+        .above_target()
+        .map(|u| {
+            format!(
+                "{} at {}% of requests against a {}% target",
+                u.metric, u.current, u.target
+            )
+        })
         .collect();
     let scale_target = format!("{}/{}", h.target_kind, h.target_name);
     let mut d = Diagnosis::new(
@@ -367,7 +370,12 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
     d.factors = h
         .utilisation
         .iter()
-        .map(|(m, cur, target)| format!("{m} utilisation {cur}% (target {target}%)"))
+        .map(|u| {
+            format!(
+                "{} utilisation {}% (target {}%)",
+                u.metric, u.current, u.target
+            )
+        })
         .collect();
     d.factors.extend(
         h.conditions
@@ -414,7 +422,7 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
     let worst = h
         .utilisation
         .iter()
-        .map(|(_, cur, target)| *cur as f64 / (*target).max(1) as f64)
+        .map(|u| u.current as f64 / u.target.max(1) as f64)
         .fold(1.0, f64::max);
     let wanted = ((h.max as f64) * worst).ceil() as i64;
     let new_max = wanted.clamp(h.max + 1, (h.max * 2).max(h.max + 1)).min(200);
@@ -452,9 +460,9 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
         .as_ref()
         .map(ToString::to_string)
         .unwrap_or_else(|| "its pods".into());
-    let healthy = b.current_healthy.unwrap_or(0);
-    let desired = b.desired_healthy.unwrap_or(0);
-    let expected = b.expected_pods.unwrap_or(f.pods.len() as i64);
+    let healthy = b.current_healthy;
+    let desired = b.desired_healthy;
+    let expected = b.expected(f.pods.len());
     let rule_text = match (&b.min_available, &b.max_unavailable) {
         (Some(m), _) => format!("minAvailable {m}"),
         (None, Some(m)) => format!("maxUnavailable {m}"),
@@ -464,13 +472,12 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
         "PDBBlocksEviction",
         format!(
             "PodDisruptionBudget {} ({rule_text}) allows {} disruption(s): {healthy} of {expected} pods of {owner} healthy, {desired} required",
-            b.name,
-            b.disruptions_allowed.unwrap_or(0)
+            b.name, b.disruptions_allowed
         ),
     );
     d.target = workload.clone().or_else(|| f.target.clone());
     d.severity = Severity::Medium;
-    if b.disruptions_allowed.unwrap_or(0) > 0 {
+    if b.disruptions_allowed > 0 {
         d.outcome = InvestigationOutcome::NotActionable;
         d.confidence = 0.8;
         return Some(d);
@@ -499,8 +506,8 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
         .filter(|p| !p.healthy)
         .map(|p| p.name.as_str())
         .collect();
-    let stateful = f.workload.as_ref().is_some_and(|w| w.kind == "StatefulSet");
-    let quorum = stateful || (expected >= 3 && desired * 2 > expected);
+    let workload_kind = f.workload.as_ref().map_or("", |w| w.kind.as_str());
+    let quorum = b.guards_quorum(workload_kind, f.pods.len());
     d.confidence = 0.8;
     if !unhealthy.is_empty() {
         d.human = Some(format!(
