@@ -487,22 +487,6 @@ cases! {
         why: "container api is OOMKilled at its 256Mi limit",
         want: Proven,
     },
-    raise_the_memory_limit_of_a_container_the_kernel_killed_for_memory => Case {
-        action_type: "IncreaseMemoryLimits",
-        cluster: "proofs/sigkill-the-kernel-reported-as-oom",
-        target: ("Deployment", "api"),
-        parameters: r#"{"CONTAINER": "api", "MEMORY_LIMIT": "384Mi"}"#,
-        why: "the runtime says Error 137, and the kernel's OOMKilling warnings about its pods say memory (the OOM rule reads the same)",
-        want: Proven,
-    },
-    raise_the_memory_limit_of_a_container_killed_with_no_word_of_memory => Case {
-        action_type: "IncreaseMemoryLimits",
-        cluster: "proofs/sigkill-with-no-word-of-memory",
-        target: ("Deployment", "api"),
-        parameters: r#"{"CONTAINER": "api", "MEMORY_LIMIT": "384Mi"}"#,
-        why: "exit 137 with nothing that says memory is a SIGKILL, not an OOM kill",
-        want: Refuted("memory.container-was-killed"),
-    },
     raise_the_memory_limit_on_an_alert_that_says_oom_when_it_is_not => Case {
         action_type: "IncreaseMemoryLimits",
         cluster: "scenarios/misleading-alert",

@@ -491,3 +491,81 @@ async fn fits_nodes(
         }],
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::{DateTime, Utc};
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::cluster::SnapshotCluster;
+    use crate::domain::{SignalContext, SignalMode, SignalSource, Target};
+
+    /// Deployment api (memory limit 256Mi) whose two pods' container exited 137 as a plain
+    /// `Error`, with `events` in its namespace: the memory raise's `container-was-killed`.
+    async fn container_was_killed_with(events: Vec<Value>) -> Obligation {
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let template = json!({"metadata": {"labels": {"app": "api"}},
+            "spec": {"containers": [{"name": "api", "image": "shop/api:2.3.0",
+                "resources": {"limits": {"memory": "256Mi"}}}]}});
+        let mut objects = vec![json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "api", "namespace": "shop", "uid": "api"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "api"}},
+                "template": template}})];
+        for i in 0..2 {
+            objects.push(json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("api-5d8f-{i}"), "namespace": "shop",
+                    "labels": {"app": "api", "pod-template-hash": "5d8f"}},
+                "spec": {"nodeName": "worker-1", "containers": template["spec"]["containers"]},
+                "status": {"phase": "Running",
+                    "conditions": [{"type": "Ready", "status": "False"}],
+                    "containerStatuses": [{"name": "api", "ready": false, "restartCount": 4,
+                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                        "lastState": {"terminated": {"reason": "Error", "exitCode": 137,
+                            "finishedAt": "2026-11-21T11:58:00Z"}}}]}}));
+        }
+        objects.extend(events);
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let signal = SignalContext {
+            fingerprint: "fp".into(),
+            name: "KubePodCrashLooping".into(),
+            severity: Some("warning".into()),
+            mode: SignalMode::Reactive,
+            source: SignalSource::Alertmanager,
+            starts_at: now,
+            received_at: now,
+            labels: Default::default(),
+            annotations: Default::default(),
+            generator_url: None,
+            external_url: None,
+            requested: None,
+        };
+        let target = Target::new("Deployment", "api", Some("shop".into()));
+        let scene = Scene::new(Arc::new(snap), target, now, signal);
+        raise_limit(&scene, Resource::Memory, Some("api"), Some("384Mi"))
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .into_iter()
+            .find(|o| o.id == ob::memory::CONTAINER_WAS_KILLED.id)
+            .unwrap_or_else(|| panic!("no container-was-killed"))
+    }
+
+    /// The runtime reports the kill as `Error` 137; the kernel's `OOMKilling` warning about the
+    /// pod says it was memory — as the OOM rule reads it (`Pod::memory_kills`), so the raise it
+    /// proposes is not refused for want of an `OOMKilled` reason. A bare SIGKILL is no such kill.
+    #[tokio::test]
+    async fn a_sigkill_the_kernel_reported_as_oom_is_a_kill_for_memory() {
+        let said = json!({"apiVersion": "v1", "kind": "Event", "type": "Warning",
+            "metadata": {"name": "api-5d8f-0.oom", "namespace": "shop"},
+            "involvedObject": {"kind": "Pod", "name": "api-5d8f-0", "namespace": "shop"},
+            "reason": "OOMKilling", "lastTimestamp": "2026-11-21T11:58:00Z",
+            "message": "Memory cgroup out of memory: Killed process 4242 (api)"});
+        let o = container_was_killed_with(vec![said]).await;
+        assert!(o.holds(), "{o:?}");
+        let o = container_was_killed_with(vec![]).await;
+        assert!(!o.holds(), "{o:?}");
+    }
+}
