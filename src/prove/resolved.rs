@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::findings::resolved as window;
 use super::scene::{Read, Scene, hhmm};
 use crate::cluster::obj::{self, array, i64_at, str_at};
-use crate::cluster::observed::{Event, Pod};
+use crate::cluster::observed::{Event, Hold, Pod, Workload};
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 
@@ -60,14 +60,12 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
             } else {
                 want
             };
-            let generation = n(&["metadata", "generation"]);
-            let observed = i64_at(o, &["status", "observedGeneration"]).unwrap_or(generation);
-            let paused = obj::at(o, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
+            let w = Workload::parse(o);
             (
-                available == want && updated == want && observed >= generation,
+                available == want && updated == want && w.generation_pending().is_none(),
                 format!(
                     "{available} of {want} replicas available, {updated} updated{}",
-                    if paused && updated < want {
+                    if w.hold() == Some(Hold::Paused) && updated < want {
                         "; the rollout is paused (spec.paused)"
                     } else {
                         ""
@@ -78,15 +76,14 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
         "StatefulSet" => {
             let want = i64_at(o, &["spec", "replicas"]).unwrap_or(1);
             let ready = n(&["status", "readyReplicas"]);
-            let same = str_at(o, &["status", "currentRevision"])
-                == str_at(o, &["status", "updateRevision"]);
+            let w = Workload::parse(o);
+            let same = w.current_revision == w.update_revision;
             let held = if same {
                 String::new()
-            } else if str_at(o, &["spec", "updateStrategy", "type"]) == Some("OnDelete") {
-                "; the update is not rolled out: its updateStrategy is OnDelete (pods move only when deleted)".to_owned()
             } else {
-                match i64_at(o, &["spec", "updateStrategy", "rollingUpdate", "partition"]) {
-                    Some(p) if p > 0 => format!(
+                match w.hold() {
+                    Some(Hold::OnDelete) => "; the update is not rolled out: its updateStrategy is OnDelete (pods move only when deleted)".to_owned(),
+                    Some(Hold::Partition(p)) => format!(
                         "; the update is not rolled out: {} of {want} on the update revision, the rollingUpdate partition {p} holds the others",
                         n(&["status", "updatedReplicas"])
                     ),

@@ -17,6 +17,7 @@ mod revision;
 mod service;
 mod spec;
 mod state;
+mod workload;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
@@ -37,6 +38,7 @@ pub use revision::{Revision, revisions, template_images};
 pub use service::Service;
 pub use spec::{ContainerSpec, PodSpec, Toleration};
 pub use state::{KeptState, error_line};
+pub use workload::{Hold, Workload};
 
 /// A timestamp at `path` of `v`, if it parses as RFC 3339.
 pub fn time(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {

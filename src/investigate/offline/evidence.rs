@@ -265,32 +265,24 @@ impl PodUsage {
     }
 }
 
-fn parse_time(t: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(t)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
-/// A workload's rollout state, from its spec, status and annotations.
+/// The workload whose pods were read: the model's reading of it (its fields read through
+/// this), the object as read (what findings read: the replicas it is meant to run), and for one
+/// its own spec suspends, who suspended it when.
 #[derive(Clone)]
 pub(super) struct WorkloadState {
-    pub kind: String,
-    pub name: String,
-    /// `RollingUpdate`, `Recreate` or `OnDelete` (`None` when unset).
-    pub strategy: Option<String>,
-    pub replicas: Option<i64>,
-    /// A StatefulSet's `status.currentRevision` and `status.updateRevision`.
-    pub current_revision: Option<String>,
-    pub update_revision: Option<String>,
-    /// The object as read (what findings read: the replicas it is meant to run).
+    pub observed: observed::Workload,
     pub raw: Value,
-    /// A StatefulSet's `spec.updateStrategy.rollingUpdate.partition`.
-    pub partition: Option<i64>,
-    /// A Deployment's `spec.paused`.
-    pub paused: bool,
     /// A CronJob's (or Job's) `spec.suspend`, with the object's last change as the API shows it
     /// (who, when) and a CronJob's `status.lastScheduleTime`.
     pub suspended: Option<Suspension>,
+}
+
+impl std::ops::Deref for WorkloadState {
+    type Target = observed::Workload;
+
+    fn deref(&self) -> &observed::Workload {
+        &self.observed
+    }
 }
 
 /// A workload suspended by its own spec.
@@ -302,28 +294,14 @@ pub(super) struct Suspension {
 
 impl WorkloadState {
     pub fn read(raw: &Value) -> Self {
-        let strategy = str_at(raw, &["spec", "strategy", "type"])
-            .or_else(|| str_at(raw, &["spec", "updateStrategy", "type"]))
-            .map(str::to_owned);
+        let observed = observed::Workload::parse(raw);
         Self {
-            kind: obj::kind(raw).to_owned(),
-            name: obj::name(raw).to_owned(),
-            strategy,
-            replicas: obj::i64_at(raw, &["spec", "replicas"]),
-            current_revision: str_at(raw, &["status", "currentRevision"]).map(str::to_owned),
-            update_revision: str_at(raw, &["status", "updateRevision"]).map(str::to_owned),
+            suspended: observed.suspend.then(|| Suspension {
+                last_change: crate::prove::graph::last_change(raw),
+                last_schedule: observed.last_schedule,
+            }),
+            observed,
             raw: raw.clone(),
-            partition: obj::i64_at(
-                raw,
-                &["spec", "updateStrategy", "rollingUpdate", "partition"],
-            ),
-            paused: obj::at(raw, &["spec", "paused"]).and_then(Value::as_bool) == Some(true),
-            suspended: (obj::at(raw, &["spec", "suspend"]).and_then(Value::as_bool) == Some(true))
-                .then(|| Suspension {
-                    last_change: crate::prove::graph::last_change(raw),
-                    last_schedule: str_at(raw, &["status", "lastScheduleTime"])
-                        .and_then(parse_time),
-                }),
         }
     }
 }

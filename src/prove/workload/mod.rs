@@ -13,8 +13,8 @@ use super::scene::{Read, Scene, hhmm};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{
-    Event, KeptState, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, ago, created, last_written,
-    progress_deadline_exceeded, time,
+    Event, KeptState, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, Workload, ago, created,
+    last_written, progress_deadline_exceeded, time,
 };
 use crate::domain::obligations::{self as ob, ObligationSpec};
 use crate::domain::{Neighbourhood, Obligation};
@@ -106,26 +106,23 @@ fn onset(pod: &Pod, events: &[Event]) -> Option<DateTime<Utc>> {
 
 /// Why a workload's rollout is not finished, if it is not.
 pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
-    let kind = obj::kind(w);
-    let generation = i64_at(w, &["metadata", "generation"]).unwrap_or(0);
-    let observed = i64_at(w, &["status", "observedGeneration"]).unwrap_or(generation);
-    if observed < generation {
+    let workload = Workload::parse(w);
+    if let Some((generation, observed)) = workload.generation_pending() {
         return Some(format!(
             "generation {generation} not yet observed by the controller (observed {observed})"
         ));
     }
-    if at(w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true) {
+    if workload.paused {
         return Some("the rollout is paused".into());
     }
-    match kind {
+    match workload.kind.as_str() {
         "StatefulSet" => {
-            let cur = str_at(w, &["status", "currentRevision"]);
-            let upd = str_at(w, &["status", "updateRevision"]);
+            let (cur, upd) = (&workload.current_revision, &workload.update_revision);
             (cur.is_some() && upd.is_some() && cur != upd).then(|| {
                 format!(
                     "update from revision {} to {} under way ({} of {} pods updated)",
-                    cur.unwrap_or_default(),
-                    upd.unwrap_or_default(),
+                    cur.as_deref().unwrap_or_default(),
+                    upd.as_deref().unwrap_or_default(),
                     i64_at(w, &["status", "updatedReplicas"]).unwrap_or(0),
                     i64_at(w, &["spec", "replicas"]).unwrap_or(1)
                 )
@@ -149,7 +146,9 @@ pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
 /// How many of `replicas` a rolling replacement may take down at once (`maxUnavailable`,
 /// rounded down like the controller), and the strategy's name.
 fn max_unavailable(w: &Value) -> (i64, String) {
-    let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
+    let workload = Workload::parse(w);
+    let replicas = workload.replicas.unwrap_or(1);
+    let ty = workload.strategy.as_deref().unwrap_or("RollingUpdate");
     let resolve = |v: Option<&Value>, default: i64| match v {
         Some(Value::Number(n)) => n.as_i64().unwrap_or(default),
         Some(Value::String(s)) if s.ends_with('%') => s
@@ -159,21 +158,8 @@ fn max_unavailable(w: &Value) -> (i64, String) {
             .unwrap_or(default),
         _ => default,
     };
-    match obj::kind(w) {
-        "StatefulSet" => {
-            let ty = str_at(w, &["spec", "updateStrategy", "type"]).unwrap_or("RollingUpdate");
-            (
-                resolve(
-                    at(
-                        w,
-                        &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"],
-                    ),
-                    1,
-                ),
-                ty.to_owned(),
-            )
-        }
-        "DaemonSet" => (
+    match workload.kind.as_str() {
+        "StatefulSet" | "DaemonSet" => (
             resolve(
                 at(
                     w,
@@ -181,24 +167,16 @@ fn max_unavailable(w: &Value) -> (i64, String) {
                 ),
                 1,
             ),
-            str_at(w, &["spec", "updateStrategy", "type"])
-                .unwrap_or("RollingUpdate")
-                .to_owned(),
+            ty.to_owned(),
         ),
-        _ => {
-            let ty = str_at(w, &["spec", "strategy", "type"]).unwrap_or("RollingUpdate");
-            if ty == "Recreate" {
-                return (replicas, ty.to_owned());
-            }
-            let default = replicas * 25 / 100;
-            (
-                resolve(
-                    at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]),
-                    default,
-                ),
-                ty.to_owned(),
-            )
-        }
+        _ if ty == "Recreate" => (replicas, ty.to_owned()),
+        _ => (
+            resolve(
+                at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]),
+                replicas * 25 / 100,
+            ),
+            ty.to_owned(),
+        ),
     }
 }
 

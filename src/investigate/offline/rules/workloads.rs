@@ -167,8 +167,11 @@ pub(super) fn rollout_held(f: &Facts) -> Option<Diagnosis> {
     if f.pods.is_empty() || f.pods.iter().any(|p| p.failing || !p.healthy) {
         return None;
     }
-    let held = match w.kind.as_str() {
-        "StatefulSet" => {
+    let held = match w.hold()? {
+        observed::Hold::Paused => {
+            "the Deployment is paused (spec.paused): its pods keep the old template until someone resumes the rollout".to_owned()
+        }
+        hold => {
             let (current, update) = (w.current_revision.as_ref()?, w.update_revision.as_ref()?);
             if current == update {
                 return None;
@@ -182,20 +185,15 @@ pub(super) fn rollout_held(f: &Facts) -> Option<Diagnosis> {
                 "{updated} of {} pods run the update revision {update}, the others {current}",
                 f.pods.len()
             );
-            match (w.strategy.as_deref(), w.partition) {
-                (Some("OnDelete"), _) => format!(
-                    "its updateStrategy is OnDelete: a pod takes the update revision only when someone deletes it ({on_update})"
-                ),
-                (_, Some(p)) if p > 0 => format!(
+            match hold {
+                observed::Hold::Partition(p) => format!(
                     "its rollingUpdate partition {p} holds the pods with ordinals below {p} on the current revision ({on_update})"
                 ),
-                _ => return None,
+                _ => format!(
+                    "its updateStrategy is OnDelete: a pod takes the update revision only when someone deletes it ({on_update})"
+                ),
             }
         }
-        "Deployment" if w.paused => {
-            "the Deployment is paused (spec.paused): its pods keep the old template until someone resumes the rollout".to_owned()
-        }
-        _ => return None,
     };
     let mut d = Diagnosis::new(
         "RolloutHeld",

@@ -1,0 +1,137 @@
+//! A workload (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob), as far as decisions
+//! read its spec and status: how many pods it is meant to run, how it rolls out, what holds an
+//! update back, and how far its controller got.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::time;
+use crate::cluster::obj::{self, at, i64_at, str_at};
+
+/// What a workload's own spec holds an update at: a release step someone chose, not a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// A StatefulSet's `updateStrategy` is `OnDelete`: a pod moves only when deleted.
+    OnDelete,
+    /// A StatefulSet's `rollingUpdate.partition` above 0 keeps the ordinals below it on the
+    /// current revision.
+    Partition(i64),
+    /// A Deployment's `spec.paused`.
+    Paused,
+}
+
+/// A workload, as observed.
+#[derive(Debug, Clone, Default)]
+pub struct Workload {
+    pub kind: String,
+    pub name: String,
+    /// `spec.replicas` as written (`None`: unset, or a kind without it such as a DaemonSet).
+    pub replicas: Option<i64>,
+    /// `spec.strategy.type` (Deployment) or `spec.updateStrategy.type` (StatefulSet,
+    /// DaemonSet): `RollingUpdate`, `Recreate`, `OnDelete`; `None` when unset.
+    pub strategy: Option<String>,
+    /// A StatefulSet's `spec.updateStrategy.rollingUpdate.partition`.
+    pub partition: Option<i64>,
+    /// `spec.paused`.
+    pub paused: bool,
+    /// A CronJob's (or Job's) `spec.suspend`.
+    pub suspend: bool,
+    /// `metadata.generation` and the controller's `status.observedGeneration`.
+    pub generation: Option<i64>,
+    pub observed_generation: Option<i64>,
+    /// A StatefulSet's (DaemonSet's) `status.currentRevision` and `status.updateRevision`.
+    pub current_revision: Option<String>,
+    pub update_revision: Option<String>,
+    /// A CronJob's `status.lastScheduleTime`.
+    pub last_schedule: Option<DateTime<Utc>>,
+}
+
+impl Workload {
+    pub fn parse(w: &Value) -> Self {
+        let flag = |path: &[&str]| at(w, path).and_then(Value::as_bool) == Some(true);
+        let text = |path: &[&str]| str_at(w, path).map(str::to_owned);
+        Self {
+            kind: obj::kind(w).to_owned(),
+            name: obj::name(w).to_owned(),
+            replicas: i64_at(w, &["spec", "replicas"]),
+            strategy: text(&["spec", "strategy", "type"])
+                .or_else(|| text(&["spec", "updateStrategy", "type"])),
+            partition: i64_at(w, &["spec", "updateStrategy", "rollingUpdate", "partition"]),
+            paused: flag(&["spec", "paused"]),
+            suspend: flag(&["spec", "suspend"]),
+            generation: i64_at(w, &["metadata", "generation"]),
+            observed_generation: i64_at(w, &["status", "observedGeneration"]),
+            current_revision: text(&["status", "currentRevision"]),
+            update_revision: text(&["status", "updateRevision"]),
+            last_schedule: time(w, &["status", "lastScheduleTime"]),
+        }
+    }
+
+    /// What its own spec holds an update at, whether or not one is pending: a StatefulSet's
+    /// `OnDelete` strategy or partition above 0, a Deployment's pause. The rule that leaves a
+    /// held rollout to a person and the "resolved" proof's account of a workload not rolled out
+    /// both ask it.
+    pub fn hold(&self) -> Option<Hold> {
+        match self.kind.as_str() {
+            "StatefulSet" => match (self.strategy.as_deref(), self.partition) {
+                (Some("OnDelete"), _) => Some(Hold::OnDelete),
+                (_, Some(p)) if p > 0 => Some(Hold::Partition(p)),
+                _ => None,
+            },
+            "Deployment" if self.paused => Some(Hold::Paused),
+            _ => None,
+        }
+    }
+
+    /// Whether its controller has not yet acted on its latest spec: the observed generation
+    /// (the generation when the status has none) is behind the generation.
+    pub fn generation_pending(&self) -> Option<(i64, i64)> {
+        let generation = self.generation.unwrap_or(0);
+        let observed = self.observed_generation.unwrap_or(generation);
+        (observed < generation).then_some((generation, observed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn what_holds_an_update_is_read_from_the_spec_of_its_kind() {
+        let sts = |strategy: Value| {
+            Workload::parse(&json!({"kind": "StatefulSet", "metadata": {"name": "db"},
+                "spec": {"replicas": 3, "updateStrategy": strategy}}))
+        };
+        assert_eq!(
+            sts(json!({"type": "OnDelete"})).hold(),
+            Some(Hold::OnDelete)
+        );
+        let canary = sts(json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}));
+        assert_eq!(canary.hold(), Some(Hold::Partition(2)));
+        assert_eq!(canary.replicas, Some(3));
+        assert_eq!(sts(json!({"type": "RollingUpdate"})).hold(), None);
+        let paused = Workload::parse(&json!({"kind": "Deployment", "metadata": {"name": "api"},
+            "spec": {"paused": true, "strategy": {"type": "Recreate"}}}));
+        assert_eq!(paused.hold(), Some(Hold::Paused));
+        assert_eq!(paused.strategy.as_deref(), Some("Recreate"));
+    }
+
+    #[test]
+    fn a_generation_the_controller_has_not_seen_is_pending() {
+        let w = |status: Value| {
+            Workload::parse(&json!({"kind": "Deployment",
+                "metadata": {"name": "api", "generation": 4}, "status": status}))
+        };
+        assert_eq!(
+            w(json!({"observedGeneration": 3})).generation_pending(),
+            Some((4, 3))
+        );
+        assert_eq!(
+            w(json!({"observedGeneration": 4})).generation_pending(),
+            None
+        );
+        assert_eq!(w(json!({})).generation_pending(), None);
+    }
+}
