@@ -473,7 +473,7 @@ mod tests {
 
     use super::*;
     use crate::cluster::SnapshotCluster;
-    use crate::domain::{SignalContext, SignalMode, SignalSource, Target};
+    use crate::domain::Target;
     use crate::prove::readiness_flaps;
 
     #[test]
@@ -525,20 +525,7 @@ mod tests {
         let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
         let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
         let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
-        let signal = SignalContext {
-            fingerprint: "fp".into(),
-            name: "KubeNodeNotReady".into(),
-            severity: Some("warning".into()),
-            mode: SignalMode::Reactive,
-            source: SignalSource::Alertmanager,
-            starts_at: now,
-            received_at: now,
-            labels: Default::default(),
-            annotations: Default::default(),
-            generator_url: None,
-            external_url: None,
-            requested: None,
-        };
+        let signal = crate::prove::scene::test_signal("KubeNodeNotReady", now);
         let scene = Scene::new(
             Arc::new(snap),
             Target::new("Node", target, None),

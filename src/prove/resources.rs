@@ -501,7 +501,7 @@ mod tests {
 
     use super::*;
     use crate::cluster::SnapshotCluster;
-    use crate::domain::{SignalContext, SignalMode, SignalSource, Target};
+    use crate::domain::Target;
 
     /// Deployment api (memory limit 256Mi) whose two pods' container exited 137 as a plain
     /// `Error`, with `events` in its namespace: the memory raise's `container-was-killed`.
@@ -529,20 +529,7 @@ mod tests {
         objects.extend(events);
         let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
         let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
-        let signal = SignalContext {
-            fingerprint: "fp".into(),
-            name: "KubePodCrashLooping".into(),
-            severity: Some("warning".into()),
-            mode: SignalMode::Reactive,
-            source: SignalSource::Alertmanager,
-            starts_at: now,
-            received_at: now,
-            labels: Default::default(),
-            annotations: Default::default(),
-            generator_url: None,
-            external_url: None,
-            requested: None,
-        };
+        let signal = crate::prove::scene::test_signal("KubePodCrashLooping", now);
         let target = Target::new("Deployment", "api", Some("shop".into()));
         let scene = Scene::new(Arc::new(snap), target, now, signal);
         raise_limit(&scene, Resource::Memory, Some("api"), Some("384Mi"))

@@ -437,6 +437,27 @@ pub(super) fn oom_reports(events: &[Event]) -> (Vec<OomEvent>, Vec<DateTime<Utc>
     (ooms, starts)
 }
 
+/// A reactive Alertmanager signal named `name`, received at `now`: what a proof's unit test
+/// judges against.
+#[cfg(test)]
+pub(super) fn test_signal(name: &str, now: DateTime<Utc>) -> SignalContext {
+    use crate::domain::{SignalMode, SignalSource};
+    SignalContext {
+        fingerprint: "fp".into(),
+        name: name.into(),
+        severity: Some("warning".into()),
+        mode: SignalMode::Reactive,
+        source: SignalSource::Alertmanager,
+        starts_at: now,
+        received_at: now,
+        labels: Default::default(),
+        annotations: Default::default(),
+        generator_url: None,
+        external_url: None,
+        requested: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
