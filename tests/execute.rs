@@ -152,7 +152,7 @@ async fn a_dry_run_records_what_would_run_and_changes_nothing() {
     let execution = out.state.execution.clone().unwrap();
     assert_eq!(serde_json::to_value(execution.outcome).unwrap(), "dry_run");
     assert!(execution.dry_run);
-    assert_eq!(execution.steps[0].action, "rollout_restart");
+    assert_eq!(execution.steps[0].action.name(), "rollout_restart");
     assert_eq!(
         serde_json::to_value(execution.steps[0].status).unwrap(),
         "dry_run"
@@ -715,7 +715,7 @@ workflows:
     let execution = out.state.execution.clone().unwrap();
     assert_eq!(moved(&out).0, Phase::Verifying, "{execution:#?}");
     let step = &execution.steps[0];
-    assert_eq!(step.action, "job");
+    assert_eq!(step.action, kubemedic::domain::StepDone::Job);
     assert_eq!(step.detail["result"], "Succeeded", "{:#}", step.detail);
     let log = step.detail["logs"].as_str().unwrap();
     assert!(log.contains("removed 12 stale entries"), "{log}");

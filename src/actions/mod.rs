@@ -20,7 +20,7 @@ mod steps;
 pub mod writes;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 pub use steps::Args;
@@ -28,39 +28,8 @@ use steps::{invalid, namespace, node, number, text};
 
 use crate::cluster::obj::{array, str_at};
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, WriteOutcome};
+pub use crate::domain::BuiltinAction;
 use crate::domain::{EngineKind, Execution, Target};
-
-/// A step's action, as a workflow names it (`action: rollout_undo`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BuiltinAction {
-    /// `kubectl rollout undo --to-revision` of a Deployment.
-    RolloutUndo,
-    /// `kubectl rollout restart` of a Deployment, StatefulSet or DaemonSet.
-    RolloutRestart,
-    /// Set a workload's replicas.
-    Scale,
-    /// Set a container's limits and requests.
-    SetResources,
-    /// Raise (or lower) an HPA's `maxReplicas`.
-    PatchHpaMax,
-    /// Set a PodDisruptionBudget's `maxUnavailable`.
-    RelaxPdb,
-    /// Delete one pod (its controller replaces it).
-    DeletePod,
-    /// Mark a node unschedulable.
-    Cordon,
-    /// Cordon a node and evict its pods, honouring disruption budgets.
-    Drain,
-    /// Remove a taint from a node.
-    RemoveTaint,
-    /// Grow a PersistentVolumeClaim (its StorageClass must allow it).
-    ExpandPvc,
-    /// Roll a StatefulSet back to an earlier ControllerRevision.
-    RollbackStatefulset,
-    /// Wait until a workload's rollout completed; changes nothing.
-    WaitRollout,
-}
 
 /// What an argument holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -108,8 +77,12 @@ pub fn not_restorable(execution: &Execution) -> Option<String> {
     let kept: Vec<&str> = execution
         .steps
         .iter()
-        .filter(|s| !BuiltinAction::parse(&s.action).is_some_and(BuiltinAction::restored_by_spec))
-        .map(|s| s.action.as_str())
+        .filter(|s| {
+            !s.action
+                .builtin()
+                .is_some_and(BuiltinAction::restored_by_spec)
+        })
+        .map(|s| s.action.name())
         .collect();
     (!kept.is_empty()).then(|| {
         format!(
@@ -121,47 +94,6 @@ pub fn not_restorable(execution: &Execution) -> Option<String> {
 }
 
 impl BuiltinAction {
-    /// Every built-in action.
-    pub const ALL: [BuiltinAction; 13] = [
-        Self::RolloutUndo,
-        Self::RolloutRestart,
-        Self::Scale,
-        Self::SetResources,
-        Self::PatchHpaMax,
-        Self::RelaxPdb,
-        Self::DeletePod,
-        Self::Cordon,
-        Self::Drain,
-        Self::RemoveTaint,
-        Self::ExpandPvc,
-        Self::RollbackStatefulset,
-        Self::WaitRollout,
-    ];
-
-    /// The name a workflow uses.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::RolloutUndo => "rollout_undo",
-            Self::RolloutRestart => "rollout_restart",
-            Self::Scale => "scale",
-            Self::SetResources => "set_resources",
-            Self::PatchHpaMax => "patch_hpa_max",
-            Self::RelaxPdb => "relax_pdb",
-            Self::DeletePod => "delete_pod",
-            Self::Cordon => "cordon",
-            Self::Drain => "drain",
-            Self::RemoveTaint => "remove_taint",
-            Self::ExpandPvc => "expand_pvc",
-            Self::RollbackStatefulset => "rollback_statefulset",
-            Self::WaitRollout => "wait_rollout",
-        }
-    }
-
-    /// The action a workflow names, if it is one.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|a| a.name() == name)
-    }
-
     /// Whether restoring the target's spec as it was before this action takes the action back:
     /// it changed only the target's own spec (a rollback, a scale, resources) or nothing.
     /// Not a restart (putting the old template back rolls the pods once more), nor what

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::actions::BuiltinAction;
 use crate::domain;
+pub use crate::domain::StepAction;
 
 pub use params::{TARGET_PARAMS, parameters, references, substitute};
 pub use schema::{ParamSchema, ParamType, Property};
@@ -71,70 +71,10 @@ pub struct Step {
     pub with: BTreeMap<String, Value>,
 }
 
-/// A step's action as a workflow names it: a built-in action, or a name that is none of them.
-/// An unknown name is kept as written rather than refused by serde, where the error would
-/// surface inside the engine's tagged form (`workflows[0].engine`) and hide the workflow's other
-/// problems; the load-time check refuses it, naming the step and every known action. On the
-/// wire it is the name (`rollout_undo`), as before.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
-pub enum StepAction {
-    Builtin(BuiltinAction),
-    Unknown(String),
-}
-
-impl StepAction {
-    /// The built-in action, when the name is one.
-    pub fn builtin(&self) -> Option<BuiltinAction> {
-        match self {
-            Self::Builtin(a) => Some(*a),
-            Self::Unknown(_) => None,
-        }
-    }
-
-    /// The name as the workflow writes it.
-    pub fn name(&self) -> &str {
-        match self {
-            Self::Builtin(a) => a.name(),
-            Self::Unknown(name) => name,
-        }
-    }
-}
-
-impl From<String> for StepAction {
-    fn from(name: String) -> Self {
-        BuiltinAction::parse(&name).map_or(Self::Unknown(name), Self::Builtin)
-    }
-}
-
-impl From<&str> for StepAction {
-    fn from(name: &str) -> Self {
-        Self::from(name.to_owned())
-    }
-}
-
-impl From<BuiltinAction> for StepAction {
-    fn from(a: BuiltinAction) -> Self {
-        Self::Builtin(a)
-    }
-}
-
-impl From<StepAction> for String {
-    fn from(a: StepAction) -> Self {
-        a.name().to_owned()
-    }
-}
-
-impl std::fmt::Display for StepAction {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum Engine {
-    /// Steps through the Kubernetes API, each a [`BuiltinAction`] with its arguments.
+    /// Steps through the Kubernetes API, each a [`domain::BuiltinAction`] with its arguments.
     Builtin { steps: Vec<Step> },
     /// A Kubernetes Job from an image, parameters as env, its own service account.
     #[serde(rename_all = "camelCase")]
@@ -696,7 +636,10 @@ mod tests {
     #[test]
     fn a_step_action_reads_and_writes_as_its_name() {
         let step: Step = serde_json::from_value(json!({"action": "rollout_undo"})).unwrap();
-        assert_eq!(step.action, StepAction::Builtin(BuiltinAction::RolloutUndo));
+        assert_eq!(
+            step.action,
+            StepAction::Builtin(crate::domain::BuiltinAction::RolloutUndo)
+        );
         assert_eq!(
             serde_json::to_value(&step).unwrap()["action"],
             "rollout_undo"

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::step::StepDone;
 use super::target::Target;
 
 /// The annotation kubemedic puts on every object it changes: `<request id>/<step>`.
@@ -47,7 +48,7 @@ pub enum StepStatus {
 pub struct ExecutionStep {
     /// 1-based, in workflow order.
     pub index: u32,
-    pub action: String,
+    pub action: StepDone,
     pub status: StepStatus,
     /// What the step did (from the write), or why it failed.
     #[serde(default)]

@@ -31,6 +31,7 @@ mod request;
 mod severity;
 mod signal;
 mod stage;
+mod step;
 mod target;
 mod trace;
 mod undo;
@@ -79,6 +80,7 @@ pub use signal::{
     NewSignal, RequestedWorkflow, SignalContext, SignalMode, SignalSource, SignalStatus,
 };
 pub use stage::{Stage, StageError, StageOutcome};
+pub use step::{BuiltinAction, JOB_STEP, StepAction, StepDone};
 pub use target::{
     CLUSTER_SCOPED_KINDS, Target, fingerprint_of, is_cluster_scoped, targets_from_labels,
 };

@@ -16,10 +16,10 @@ use crate::actions::BuiltinAction;
 use crate::catalog::{Engine, Workflow};
 use crate::cluster::jobs::{self, JobResult};
 use crate::cluster::{ClusterError, ErrorKind, ListQuery, LogQuery};
-use crate::domain::StepPayload;
 use crate::domain::{
     AuditDraft, ExecutionStep, RemediationRequest, StageError, StepStatus, Target,
 };
+use crate::domain::{JOB_STEP, StepDone, StepPayload};
 use crate::redact::sanitize_text;
 use crate::store::IntentStatus;
 
@@ -54,7 +54,7 @@ impl Run<'_> {
         )
     }
 
-    fn record(&mut self, index: u32, action: &str, status: StepStatus, detail: Value) {
+    fn record(&mut self, index: u32, action: StepDone, status: StepStatus, detail: Value) {
         let message = match status {
             StepStatus::Applied => format!("step {index} {action}: applied"),
             StepStatus::AlreadyApplied => {
@@ -68,14 +68,14 @@ impl Run<'_> {
             message,
             &StepPayload {
                 step: index,
-                action: action.to_owned(),
+                action: action.name().to_owned(),
                 status: Some(status),
                 detail: detail.clone(),
             },
         ));
         self.steps.push(ExecutionStep {
             index,
-            action: action.to_owned(),
+            action,
             status,
             detail,
             at: self.now(),
@@ -125,11 +125,16 @@ impl Run<'_> {
             .map_err(store_unavailable)?;
         match intent.status {
             IntentStatus::Applied => {
-                self.record(index, action, StepStatus::AlreadyApplied, intent.detail);
+                self.record(
+                    index,
+                    builtin.into(),
+                    StepStatus::AlreadyApplied,
+                    intent.detail,
+                );
                 return Ok(true);
             }
             IntentStatus::Failed => {
-                self.record(index, action, StepStatus::Failed, intent.detail);
+                self.record(index, builtin.into(), StepStatus::Failed, intent.detail);
                 return Ok(false);
             }
             // Left `started` by an attempt that crashed around the write: look before writing
@@ -139,7 +144,7 @@ impl Run<'_> {
                     Ok(true) => {
                         let detail = json!({"reconciled": "the object carries this step's stamp"});
                         self.settle(index, IntentStatus::Applied, &detail).await?;
-                        self.record(index, action, StepStatus::AlreadyApplied, detail);
+                        self.record(index, builtin.into(), StepStatus::AlreadyApplied, detail);
                         return Ok(true);
                     }
                     Ok(false) => {}
@@ -169,14 +174,14 @@ impl Run<'_> {
                 } else {
                     StepStatus::Applied
                 };
-                self.record(index, action, status, detail);
+                self.record(index, builtin.into(), status, detail);
                 Ok(true)
             }
             Err(e) if e.is_unreachable() => Err(unavailable(&e)),
             Err(e) => {
                 let detail = json!({"error": e.message, "kind": e.kind});
                 self.settle(index, IntentStatus::Failed, &detail).await?;
-                self.record(index, action, StepStatus::Failed, detail);
+                self.record(index, builtin.into(), StepStatus::Failed, detail);
                 Ok(false)
             }
         }
@@ -256,7 +261,7 @@ impl Run<'_> {
             .begin_intent(
                 self.request.id,
                 index as i32,
-                "job",
+                JOB_STEP,
                 &json!({"job": name, "namespace": ns}),
             )
             .await
@@ -264,10 +269,10 @@ impl Run<'_> {
         if self.stage.settings.dry_run {
             let detail = json!({"job": job, "note": "dry run: the Job was not created"});
             self.settle(index, IntentStatus::Applied, &detail).await?;
-            self.record(index, "job", StepStatus::DryRun, detail);
+            self.record(index, StepDone::Job, StepStatus::DryRun, detail);
             return Ok(true);
         }
-        let w = self.writer(index, "job");
+        let w = self.writer(index, JOB_STEP);
         let mut status = StepStatus::Applied;
         match jobs::create_job(self.stage.reader.as_ref(), &w, &ns, &job, false).await {
             Ok(_) => {}
@@ -277,7 +282,7 @@ impl Run<'_> {
             Err(e) => {
                 let detail = json!({"error": e.message, "job": name});
                 self.settle(index, IntentStatus::Failed, &detail).await?;
-                self.record(index, "job", StepStatus::Failed, detail);
+                self.record(index, StepDone::Job, StepStatus::Failed, detail);
                 return Ok(false);
             }
         }
@@ -305,7 +310,7 @@ impl Run<'_> {
         self.settle(index, intent, &detail).await?;
         self.record(
             index,
-            "job",
+            StepDone::Job,
             if ok { status } else { StepStatus::Failed },
             detail,
         );

@@ -384,7 +384,7 @@ fn restored_by_spec(execution: &Execution) -> Obligation {
             execution
                 .steps
                 .iter()
-                .map(|s| s.action.as_str())
+                .map(|s| s.action.name())
                 .collect::<Vec<_>>()
                 .join(", ")
         )]),

@@ -4,13 +4,14 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{FailureKind, NEVER_READY_ALLOWANCE, Pod};
+use super::Pod;
 use crate::cluster::obj::i64_at;
 use crate::domain::{PodFailure, TargetHealth};
 
 /// The health of `workload` from its `pods`, as of `now`: pods being deleted are leaving and
-/// do not count; a pod that runs but is not ready yet, younger than [`NEVER_READY_ALLOWANCE`],
-/// is starting (a rollout still under way), not failing.
+/// do not count; a pod failing is one [`Pod::failure`] says is (a pod that runs and has not
+/// been ready yet, for less than `NEVER_READY_ALLOWANCE`, is starting: a rollout still under
+/// way).
 pub fn target_health(workload: &Value, pods: &[Value], now: DateTime<Utc>) -> TargetHealth {
     let live: Vec<Pod> = pods
         .iter()
@@ -27,12 +28,6 @@ pub fn target_health(workload: &Value, pods: &[Value], now: DateTime<Utc>) -> Ta
             .iter()
             .filter_map(|p| {
                 let f = p.failure()?;
-                let young = p
-                    .created
-                    .is_some_and(|c| now - c < chrono::Duration::seconds(NEVER_READY_ALLOWANCE));
-                if f.kind == FailureKind::NotReady && young {
-                    return None;
-                }
                 Some(PodFailure {
                     pod: p.name.clone(),
                     cause: f.cause,
@@ -78,15 +73,26 @@ mod tests {
                 "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                 "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}}]}});
         let h = target_health(&json!({}), &[exited, backing_off], now);
-        // A pod seconds old that runs but is not ready yet is starting.
-        let starting = json!({"metadata": {"name": "f", "creationTimestamp": now.to_rfc3339()},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
-            "containerStatuses": [{"name": "app", "state": {"running": {}}}]}});
+        // A pod seconds old that runs but has not been ready yet is starting; the same pod
+        // never ready five minutes after it started fails.
+        let unready_since = |start: DateTime<Utc>| {
+            let start = start.to_rfc3339();
+            json!({"metadata": {"name": "f", "creationTimestamp": start},
+                "status": {"phase": "Running", "startTime": start,
+                    "conditions": [{"type": "Ready", "status": "False",
+                        "lastTransitionTime": start}],
+                    "containerStatuses": [{"name": "app", "state": {"running": {}}}]}})
+        };
+        let starting = unready_since(now - chrono::Duration::seconds(10));
         assert!(
             target_health(&json!({}), &[starting], now)
                 .failing
                 .is_empty()
         );
+        let never = unready_since(now - chrono::Duration::minutes(5));
+        let h5 = target_health(&json!({}), &[never], now);
+        assert_eq!(h5.failing.len(), 1);
+        assert_eq!(h5.failing[0].line, "running, never ready in 5m");
         let causes: Vec<&str> = h.failing.iter().map(|f| f.cause.as_str()).collect();
         assert_eq!(causes, ["exited Error", "exited Error"]);
     }

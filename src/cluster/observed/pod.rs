@@ -320,27 +320,30 @@ impl Pod {
     /// container that cannot run, a container that exited with an error, containers not
     /// created [`CREATING_ALLOWANCE`] after it was placed, phase Failed, running but not ready —
     /// with the line that shows it. `None` for a pod that runs and is ready, has succeeded, or
-    /// is still starting (ten seconds into ContainerCreating is starting, not failing).
+    /// is still starting: ten seconds into ContainerCreating, or running and never ready yet
+    /// within [`NEVER_READY_ALLOWANCE`] ([`Pod::starting`]).
     pub fn failure(&self) -> Option<Failure> {
         self.broken().or_else(|| {
-            (self.phase == "Running" && !self.ready && !self.deleting).then(|| {
-                let not_ready: Vec<&str> = self
-                    .containers
-                    .iter()
-                    .filter(|c| !c.init && c.running && !self.ready)
-                    .map(|c| c.name.as_str())
-                    .collect();
-                Failure::new(
-                    FailureKind::NotReady,
-                    match self.never_ready {
-                        Some(d) => format!("running, never ready in {}", ago(d)),
-                        None if not_ready.len() == 1 => {
-                            format!("running, not ready (container {})", not_ready[0])
-                        }
-                        None => "running, not ready".into(),
-                    },
-                )
-            })
+            (self.phase == "Running" && !self.ready && !self.deleting && !self.starting()).then(
+                || {
+                    let not_ready: Vec<&str> = self
+                        .containers
+                        .iter()
+                        .filter(|c| !c.init && c.running && !self.ready)
+                        .map(|c| c.name.as_str())
+                        .collect();
+                    Failure::new(
+                        FailureKind::NotReady,
+                        match self.never_ready {
+                            Some(d) => format!("running, never ready in {}", ago(d)),
+                            None if not_ready.len() == 1 => {
+                                format!("running, not ready (container {})", not_ready[0])
+                            }
+                            None => "running, not ready".into(),
+                        },
+                    )
+                },
+            )
         })
     }
 
@@ -468,7 +471,16 @@ impl Pod {
         at(&self.raw, &["spec"]).map(host_ports).unwrap_or_default()
     }
 
-    /// Running (not failing) but not ready.
+    /// Running and not ready since it started, for less than [`NEVER_READY_ALLOWANCE`]: a
+    /// readiness probe's initial delay, a slow warm-up — starting, not failing, for the rules,
+    /// the proofs and the undo alike. Known only of a pod observed at a moment ([`Pod::at`]);
+    /// a pod read without one is never "starting".
+    pub fn starting(&self) -> bool {
+        self.never_ready
+            .is_some_and(|d| d <= Duration::seconds(NEVER_READY_ALLOWANCE))
+    }
+
+    /// Running (not failing) but not ready, past starting.
     pub fn running_not_ready(&self) -> bool {
         self.failure()
             .is_some_and(|f| f.kind == FailureKind::NotReady)
@@ -578,6 +590,12 @@ mod tests {
         assert_eq!(kind(&p), Some(FailureKind::NotReady));
         assert!(Pod::at(&p, t(NOW)).broken().is_none(), "it runs");
         assert!(Pod::at(&p, t(NOW)).running_not_ready());
+        // Thirty seconds after it started and not ready yet: starting, for everyone.
+        let young = pod("Running", false, "2026-11-28T11:59:30Z", running.clone());
+        assert_eq!(kind(&young), None);
+        assert!(Pod::at(&young, t(NOW)).starting());
+        assert!(!Pod::at(&young, t(NOW)).running_not_ready());
+        assert!(!Pod::parse(&young).starting(), "no moment, no allowance");
         assert_eq!(kind(&pod("Running", true, since, running)), None);
         let done =
             json!({"name": "job", "state": {"terminated": {"reason": "Completed", "exitCode": 0}}});

@@ -52,6 +52,19 @@ pub(super) fn standing(rule: &str) -> Standing {
     }
 }
 
+/// Whether an unhealthy dependency of `kind` can explain what `rule` saw directly of the
+/// alerted container. A container killed at its own memory limit used that memory itself:
+/// only its node explains such a kill (the kernel's system-wide OOM killer kills inside the
+/// container's cgroup, and the kubelet reports `OOMKilled` then too); a Service, a host, a
+/// volume or a policy does not, however unhealthy. What changed in what the pods read is the
+/// memory proof's question (`memory.no-change-explains`), not an override here.
+fn explains(rule: &str, kind: DepKind) -> bool {
+    match rule {
+        "oomkilled" => kind == DepKind::Node,
+        _ => true,
+    }
+}
+
 /// The diagnosis the neighbourhood supports instead of `d`, if any.
 pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Option<Diagnosis> {
     let standing = standing(d.rule);
@@ -59,7 +72,8 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         return None;
     }
     let c = n.culprit()?;
-    if standing == Standing::UnlessUnhealthy && c.unhealthy.is_none() {
+    if standing == Standing::UnlessUnhealthy && (c.unhealthy.is_none() || !explains(d.rule, c.kind))
+    {
         return None;
     }
     let explain = n.explain()?;
@@ -226,4 +240,55 @@ pub(super) fn context(n: &Neighbourhood) -> Vec<String> {
             s
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+    use crate::domain::Dependency;
+
+    fn neighbourhood(culprit: Dependency) -> Neighbourhood {
+        let now = Utc::now();
+        let mut n = Neighbourhood {
+            target: "StatefulSet shop/ledger".into(),
+            onset: Some(now),
+            symptoms: vec!["pod ledger-0: OOMKilled at its limit 256Mi".into()],
+            failing_pods_run: false,
+            dependencies: vec![culprit],
+        };
+        n.rank(now);
+        n
+    }
+
+    #[test]
+    fn a_kill_at_the_container_s_own_limit_outranks_an_unhealthy_service_but_not_its_node() {
+        let target = Target::new("StatefulSet", "ledger", Some("shop".into()));
+        let mut oom = Diagnosis::new("OOMKilled", "ledger-0 was killed at its memory limit");
+        oom.rule = "oomkilled";
+        let service = Dependency::new(
+            DepKind::Service,
+            "Service shop/ledger-headless",
+            "governing Service of StatefulSet ledger",
+        )
+        .unhealthy("does not exist", None);
+        assert!(
+            decide(&neighbourhood(service), &oom, &target).is_none(),
+            "a missing Service does not explain a kill at the container's own limit"
+        );
+        let node = Dependency::new(DepKind::Node, "Node worker-1", "runs ledger-0 (1 failing)")
+            .unhealthy("reports SystemOOM", None);
+        assert!(
+            decide(&neighbourhood(node), &oom, &target).is_some(),
+            "a node killing for memory explains it"
+        );
+        // Where the rule saw a pull failure, the same unhealthy Service still decides: only
+        // a kill at the container's own limit is evidence no dependency of that kind explains.
+        let mut pull = Diagnosis::new("ImagePullBackOff", "ledger-0 cannot pull its image");
+        pull.rule = "imagepullbackoff";
+        let service = Dependency::new(DepKind::Service, "Service shop/registry", "named in events")
+            .unhealthy("has no ready endpoints", None);
+        assert!(decide(&neighbourhood(service), &pull, &target).is_some());
+    }
 }

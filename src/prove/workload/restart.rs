@@ -29,7 +29,7 @@ fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligat
     // ready since it started shows how a fresh pod of its template starts, not a wedge.
     let (never, stuck): (Vec<&Pod>, Vec<&Pod>) = pods
         .iter()
-        .filter(|p| p.running_not_ready())
+        .filter(|p| p.running_not_ready() || p.starting())
         .partition(|p| never_ready(p) == Some(true));
     let window = scene.now - Duration::minutes(15);
     let probe_failures: Vec<&Event> = events
