@@ -251,7 +251,10 @@ serializeImagePulls: false
 # Never collect the images built here: they cannot be pulled back.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+# Absolute floors, not the default percentages: the node shares a build machine's disk, where
+# a few GiB free (1 % of a large disk) is normal while cargo builds, and a disk-pressure taint
+# would leave every test pod Pending. Inode checks stay off (evictionHard replaces the defaults).
+evictionHard: {memory.available: "100Mi", nodefs.available: "512Mi", imagefs.available: "512Mi"}
 maxPods: 60
 staticPodPath: ""
 EOF

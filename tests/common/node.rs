@@ -119,6 +119,39 @@ impl NodeTier {
         );
     }
 
+    /// The node's pressure conditions that hold (`DiskPressure`, `MemoryPressure`, `PIDPressure`)
+    /// with the free space where the node keeps its state, or `None`. The kubelet taints a node
+    /// under pressure and nothing schedules, so an incident would wait minutes for pods that
+    /// never come: [`Incident::play_in`] says so at once instead.
+    pub async fn pressure(&self) -> Option<String> {
+        let node = Api::<Node>::all(self.client.clone())
+            .get(&self.node)
+            .await
+            .ok()?;
+        let held: Vec<String> = node
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.type_.ends_with("Pressure") && c.status == "True")
+            .map(|c| format!("{}: {}", c.type_, c.message.unwrap_or_default()))
+            .collect();
+        if held.is_empty() {
+            return None;
+        }
+        let df = Command::new("df")
+            .arg("-h")
+            .arg(&self.state)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        Some(format!(
+            "the test node {} is under pressure, so nothing schedules on it: {}\n{df}",
+            self.node,
+            held.join("; ")
+        ))
+    }
+
     pub async fn node_ip(&self) -> String {
         let node: Node = Api::<Node>::all(self.client.clone())
             .get(&self.node)
@@ -312,6 +345,9 @@ impl Incident {
 
     /// [`Incident::play`] in namespace `ns`.
     pub async fn play_in(&self, tier: &NodeTier, ns: &str) -> Result<Played, String> {
+        if let Some(pressure) = tier.pressure().await {
+            return Err(pressure);
+        }
         let ns = ns.to_owned();
         let env = self.spec.environment.as_deref().unwrap_or("staging");
         tier.kubectl(
@@ -517,7 +553,8 @@ async fn wait_when(
         }
         if Instant::now() > deadline {
             return Err(format!(
-                "{ns}: the alert condition {when:?} did not hold within {ALERT_WITHIN:?} {last}\n{}",
+                "{ns}: the alert condition {when:?} did not hold within {ALERT_WITHIN:?} {last}\n{}{}",
+                tier.pressure().await.unwrap_or_default(),
                 tier.kubectl(&["-n", ns, "get", "pods,events", "-o", "wide"], None)
                     .unwrap_or_default()
             ));
