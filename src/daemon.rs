@@ -26,6 +26,7 @@ use crate::history::{HistoryError, RemediationHistory};
 use crate::ingest::IngestQueue;
 use crate::investigate::{InvestigationStage, SelectionStage};
 use crate::llm::{LiveTokens, LlmStatus};
+use crate::monitoring::PrometheusClient;
 use crate::notify::Notifier;
 use crate::notify::email::EmailNotifier;
 use crate::notify::slack::SlackNotifier;
@@ -694,7 +695,17 @@ pub fn investigation_stages(
         Ok(built) => {
             let investigator = built.investigator;
             info!(investigator = %investigator.name(), "investigator ready");
-            let prover = Arc::new(Prover::new(reader, Some(writer), built.catalog, clock));
+            let prometheus = settings.verify.prometheus.clone().and_then(|e| {
+                PrometheusClient::new(e)
+                    .map_err(|e| {
+                        warn!(error = %e, "Prometheus will not be asked whether a problem is resolved");
+                    })
+                    .ok()
+                    .map(Arc::new)
+            });
+            let prover = Arc::new(
+                Prover::new(reader, Some(writer), built.catalog, clock).with_prometheus(prometheus),
+            );
             (
                 vec![
                     Arc::new(InvestigationStage(investigator.clone())),

@@ -500,3 +500,116 @@ async fn credentials_in_the_url_go_as_basic_auth_and_nowhere_else() {
     let shown = serde_json::to_string(&a).unwrap();
     assert!(!shown.contains("s3cr"), "{shown}");
 }
+
+/// `shop/web` healthy and settled: its desired state met, its one pod ready for an hour.
+const SETTLED: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop, labels: {app: web}, generation: 1}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "shop/web:1"}]}
+status: {observedGeneration: 1, replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-1, namespace: shop, labels: {app: web}, creationTimestamp: "2026-01-01T00:00:00Z"}
+spec: {containers: [{name: web, image: "shop/web:1"}]}
+status:
+  phase: Running
+  startTime: "2026-01-01T00:00:00Z"
+  conditions: [{type: Ready, status: "True", lastTransitionTime: "2026-01-01T00:00:10Z"}]
+  containerStatuses: [{name: web, ready: true, restartCount: 0, state: {running: {startedAt: "2026-01-01T00:00:05Z"}}}]
+"#;
+
+/// "Resolved" on an alert whose condition the cluster's objects cannot show (a scrape target
+/// down: `up`) is proven only when Prometheus, evaluating the alert's own expression now, finds
+/// no series of it; without Prometheus, with the condition still holding, or with Prometheus
+/// unreachable, it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_decides_whether_an_up_alert_is_resolved() {
+    use kubemedic::catalog::Catalog;
+    use kubemedic::domain::{ProofVerdict, Proposer};
+    use kubemedic::monitoring::PrometheusClient;
+    use kubemedic::prove::Prover;
+
+    common::init();
+    let Some(prom) = common::component("KUBEMEDIC_TEST_PROMETHEUS_URL", "Prometheus") else {
+        return;
+    };
+    let job = self_scrape_job(&prom, 1).await;
+    let cluster = Arc::new(SnapshotCluster::from_yaml(SETTLED).unwrap());
+    let target = Target::new("Deployment", "web", Some("shop".into()));
+    let labels = [("namespace", "shop"), ("deployment", "web"), ("job", &job)];
+    let resolved = |prometheus: Option<String>, expr: String| {
+        let cluster = cluster.clone();
+        let target = target.clone();
+        let req = request("TargetDown", &labels, "", Some(&expr));
+        async move {
+            let prometheus = prometheus
+                .map(|u| Arc::new(PrometheusClient::new(Endpoint::parse(&u).unwrap()).unwrap()));
+            let proof = Prover::new(
+                cluster,
+                None,
+                kubemedic::live::Live::new(Catalog::builtin().unwrap()),
+                Arc::new(SystemClock),
+            )
+            .with_prometheus(prometheus)
+            .prove_resolved(&target, &req.signal, Proposer::Offline)
+            .await
+            .unwrap();
+            let condition = proof
+                .obligations
+                .iter()
+                .find(|o| o.id == "resolved.condition-observable")
+                .unwrap()
+                .clone();
+            (proof, condition)
+        }
+    };
+    let down = format!(r#"up{{job="{job}"}} == 0"#);
+
+    // The target is scraped again: `up == 0` holds for none of the alert's series.
+    let (proof, condition) = resolved(Some(prom.clone()), down.clone()).await;
+    assert_eq!(proof.verdict, ProofVerdict::Proven, "{:#?}", proof.obligations);
+    assert!(
+        condition.evidence.iter().any(|e| e.contains(&format!(
+            "Prometheus, asked now, evaluates the alert's expression `{down}` to no series of this alert"
+        ))),
+        "{condition:?}"
+    );
+
+    // Without Prometheus the objects cannot show `up`: not shown resolved.
+    let (proof, condition) = resolved(None, down.clone()).await;
+    assert_eq!(proof.verdict, ProofVerdict::Refuted);
+    assert!(!condition.holds(), "{condition:?}");
+    assert!(
+        condition.evidence[0].contains("measurements the cluster's objects do not show"),
+        "{condition:?}"
+    );
+
+    // Still holding for the alert's own series (here: the target's `up == 1`).
+    let holding = format!(r#"up{{job="{job}"}} == 1"#);
+    let (proof, condition) = resolved(Some(prom.clone()), holding.clone()).await;
+    assert_eq!(proof.verdict, ProofVerdict::Refuted);
+    assert!(
+        condition.evidence.iter().any(|e| e.contains(&format!(
+            "still finds the alert's expression `{holding}` holding for 1 series"
+        ))),
+        "{condition:?}"
+    );
+
+    // Prometheus unreachable: never resolved.
+    let (proof, condition) = resolved(Some(closed_port().await), down).await;
+    assert_eq!(proof.verdict, ProofVerdict::Refuted);
+    assert!(
+        condition
+            .evidence
+            .iter()
+            .any(|e| e.starts_with("Prometheus could not say whether the condition still holds")),
+        "{condition:?}"
+    );
+}

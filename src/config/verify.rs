@@ -41,7 +41,9 @@ settings! {
         pub alertmanager_url: Option<Secret>,
 
         /// Prometheus' base URL (http://prometheus:9090); verification re-evaluates the alert's
-        /// expression there (the metrics part of the score). May carry basic-auth credentials.
+        /// expression there (the metrics part of the score), and so does the "resolved" proof
+        /// for an alert whose condition the cluster's objects cannot show (`up`, application
+        /// series). May carry basic-auth credentials.
         #[arg(
             long,
             env = "KUBEMEDIC_PROMETHEUS_URL",

@@ -213,7 +213,7 @@ proofs! {
     resolved ("\"No action needed\": the problem is gone, shown by the cluster.", []) {
         READABLE = "resolved.readable": super::READABLE;
         TARGET_VERIFIED = "resolved.target-verified": "The object the alert is about was found, so its state can be checked";
-        CONDITION_OBSERVABLE = "resolved.condition-observable": "The alert's condition is something the cluster's objects show, so their state can prove it gone";
+        CONDITION_OBSERVABLE = "resolved.condition-observable": "The alert's condition can be seen gone: the cluster's objects show it, or Prometheus, evaluating the alert's own expression now, finds it no more";
         DESIRED_STATE_MET = "resolved.desired-state-met": "The target's desired state is met";
         ALERTED_OBJECTS_MET = "resolved.alerted-objects-met": "Every object the alert names shows its desired state met";
         PODS_HEALTHY = "resolved.pods-healthy": "Every pod of the target runs and is ready, with no exit since the alert began (or for the last 30 minutes)";

@@ -64,6 +64,18 @@ impl PrometheusClient {
             }),
         }
     }
+
+    /// How many series of `expr`, evaluated now, are the alert's own (`alert`, its labels:
+    /// [`corresponds`]): 0 when the alert's condition no longer holds. Verification and the
+    /// "resolved" proof both ask this.
+    pub async fn holding(&self, expr: &str, alert: &Labels) -> Result<usize> {
+        Ok(self
+            .query(expr)
+            .await?
+            .iter()
+            .filter(|s| corresponds(s, alert))
+            .count())
+    }
 }
 
 /// The PromQL expression of an alert, from the `g0.expr` parameter of the `generatorURL`

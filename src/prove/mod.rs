@@ -44,6 +44,7 @@ use crate::domain::{
     ObligationStatus, Proof, ProofPoint, ProofVerdict, Proposer, SignalContext, Target,
 };
 use crate::live::Live;
+use crate::monitoring::PrometheusClient;
 
 pub use crate::cluster::observed::image_digest;
 use scene::Scene;
@@ -107,6 +108,8 @@ pub struct Prover {
     writer: Option<Arc<dyn ClusterWriter>>,
     catalog: Arc<Live<Catalog>>,
     clock: Arc<dyn Clock>,
+    /// Asked whether an alert's condition the objects cannot show still holds ("resolved").
+    prometheus: Option<Arc<PrometheusClient>>,
 }
 
 impl Prover {
@@ -121,7 +124,15 @@ impl Prover {
             writer,
             catalog,
             clock,
+            prometheus: None,
         }
+    }
+
+    /// Ask `prometheus` whether an alert's condition that the cluster's objects cannot show
+    /// (its expression reads `up` or an application's series) still holds, before a "resolved".
+    pub fn with_prometheus(mut self, prometheus: Option<Arc<PrometheusClient>>) -> Self {
+        self.prometheus = prometheus;
+        self
     }
 
     /// The catalog in force now.
@@ -245,7 +256,10 @@ impl Prover {
     ) -> Result<Proof, ProveError> {
         let now = self.clock.now();
         let scene = Scene::new(self.reader.clone(), target.clone(), now, signal.clone());
-        let obligations = readable(resolved::resolved(&scene).await, &ob::resolved::READABLE)?;
+        let obligations = readable(
+            resolved::resolved(&scene, self.prometheus.as_deref()).await,
+            &ob::resolved::READABLE,
+        )?;
         let (spec, drift, _) = self.binding(&scene, None).await?;
         let verdict = if obligations.iter().all(Obligation::holds) {
             ProofVerdict::Proven

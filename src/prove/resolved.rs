@@ -9,6 +9,7 @@ use crate::cluster::obj::{self, array, i64_at, str_at};
 use crate::cluster::observed::{Event, Hold, Pod, Workload};
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
+use crate::monitoring::PrometheusClient;
 
 /// Event reasons that mean a pod could not be made, placed, started or kept.
 const FAILURE_REASONS: &[&str] = &[
@@ -377,11 +378,49 @@ fn about_object_state(name: &str) -> bool {
     WORDS.iter().any(|w| name.contains(w))
 }
 
-/// Whether the alert's condition is something the cluster's objects show, so that their state
-/// can prove it gone, from its expression (in its generator URL) or its name: its expression
-/// reads only kube-state-metrics' object series (`kube_…`) and counts no changes, or — without
-/// an expression — its name is about an object's state.
-fn condition_observable(signal: &crate::domain::SignalContext) -> Obligation {
+/// Whether the alert's condition can be seen gone. The cluster's objects show it when the
+/// alert's expression (in its generator URL) reads only kube-state-metrics' object series
+/// (`kube_…`) and counts no changes, or — without an expression — when its name is about an
+/// object's state ([`objects_show`]). Any other expression (`up`, an application's own series,
+/// changes over a window) only Prometheus can judge: when it is configured, it evaluates the
+/// alert's own expression now, and the condition is gone when no series of it is the alert's.
+/// Prometheus unreachable, or still finding the alert's series: not gone.
+async fn condition_observable(
+    signal: &crate::domain::SignalContext,
+    prometheus: Option<&PrometheusClient>,
+) -> Obligation {
+    let obligation = &ob::resolved::CONDITION_OBSERVABLE;
+    let (observable, how) = objects_show(signal);
+    let expr = signal
+        .generator_url
+        .as_deref()
+        .and_then(crate::monitoring::prometheus::expression);
+    let (Some(prometheus), Some(expr), false) = (prometheus, expr, observable) else {
+        return obligation.check(observable, vec![how]);
+    };
+    match prometheus.holding(&expr, &signal.labels).await {
+        Ok(0) => obligation.holds(vec![
+            how,
+            format!(
+                "Prometheus, asked now, evaluates the alert's expression `{expr}` to no series of this alert: its condition no longer holds"
+            ),
+        ]),
+        Ok(n) => obligation.fails(vec![
+            how,
+            format!(
+                "Prometheus, asked now, still finds the alert's expression `{expr}` holding for {n} series of this alert"
+            ),
+        ]),
+        Err(e) => obligation.fails(vec![
+            how,
+            format!("Prometheus could not say whether the condition still holds: {e}"),
+        ]),
+    }
+}
+
+/// Whether the cluster's objects show the alert's condition, so that their state can prove it
+/// gone ([`condition_observable`]), with why.
+fn objects_show(signal: &crate::domain::SignalContext) -> (bool, String) {
     let expr = signal
         .generator_url
         .as_deref()
@@ -439,7 +478,7 @@ fn condition_observable(signal: &crate::domain::SignalContext) -> Obligation {
             ),
         ),
     };
-    ob::resolved::CONDITION_OBSERVABLE.check(observable, vec![how])
+    (observable, how)
 }
 
 /// Whether `p`, a pod of a `target_kind`, has ended and its controller made (or makes) another
@@ -482,7 +521,11 @@ fn text_head(m: &str) -> String {
 
 /// The obligations of "resolved", in their declared order, judged on the target, its pods and
 /// the events about them, read once.
-pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
+/// `prometheus`, when configured, judges an alert condition the objects cannot show.
+pub(super) async fn resolved(
+    scene: &Scene,
+    prometheus: Option<&PrometheusClient>,
+) -> Read<Vec<Obligation>> {
     let o = scene.target_obj().await?;
     let pods = match scene.target.kind.as_str() {
         "PersistentVolumeClaim" | "HorizontalPodAutoscaler" | "Service" | "Node" => vec![],
@@ -493,7 +536,7 @@ pub(super) async fn resolved(scene: &Scene) -> Read<Vec<Obligation>> {
         None => scene.node_events(&scene.target.name).await?,
     };
     let mut out = vec![
-        condition_observable(&scene.signal),
+        condition_observable(&scene.signal, prometheus).await,
         desired_state_met(scene, &o),
     ];
     out.extend(alerted_objects_met(scene, &o, &pods, &events).await?);

@@ -51,7 +51,7 @@ use crate::domain::{
     ExecutionOutcome, HistoryRecord, PatternOutcome, Phase, RemediationRequest, SignalSource,
     Stage, StageError, StageOutcome, Target, TargetHealth,
 };
-use crate::monitoring::{AlertmanagerClient, Endpoint, PrometheusClient, corresponds, expression};
+use crate::monitoring::{AlertmanagerClient, Endpoint, PrometheusClient, expression};
 use crate::policy::RegoGate;
 use crate::store::{Approvals, History, Patterns, Requests, Store};
 use crate::telemetry::Metrics;
@@ -499,17 +499,13 @@ impl VerificationStage {
                     .to_owned(),
             ));
         };
-        let series = match client.query(&expr).await {
-            Ok(s) => s,
+        let holding = match client.holding(&expr, &request.signal.labels).await {
+            Ok(n) => n,
             Err(e) => {
                 warn!(error = %e, "no usable answer from Prometheus; metrics not assessed");
                 return Some((None, format!("metrics: not assessed: {e}")));
             }
         };
-        let holding = series
-            .iter()
-            .filter(|s| corresponds(s, &request.signal.labels))
-            .count();
         Some(if holding == 0 {
             (
                 Some(1.0),
