@@ -574,7 +574,12 @@ async fn prometheus_decides_whether_an_up_alert_is_resolved() {
 
     // The target is scraped again: `up == 0` holds for none of the alert's series.
     let (proof, condition) = resolved(Some(prom.clone()), down.clone()).await;
-    assert_eq!(proof.verdict, ProofVerdict::Proven, "{:#?}", proof.obligations);
+    assert_eq!(
+        proof.verdict,
+        ProofVerdict::Proven,
+        "{:#?}",
+        proof.obligations
+    );
     assert!(
         condition.evidence.iter().any(|e| e.contains(&format!(
             "Prometheus, asked now, evaluates the alert's expression `{down}` to no series of this alert"
@@ -599,6 +604,18 @@ async fn prometheus_decides_whether_an_up_alert_is_resolved() {
         condition.evidence.iter().any(|e| e.contains(&format!(
             "still finds the alert's expression `{holding}` holding for 1 series"
         ))),
+        "{condition:?}"
+    );
+
+    // A Prometheus that holds no series of what the expression reads (not the alert's
+    // Prometheus) evaluates it to nothing: that proves nothing.
+    let elsewhere = r#"kubemedic_queue_depth{job="shop"} > 100"#.to_owned();
+    let (proof, condition) = resolved(Some(prom.clone()), elsewhere.clone()).await;
+    assert_eq!(proof.verdict, ProofVerdict::Refuted);
+    assert!(
+        condition.evidence.iter().any(|e| e.contains(
+            "but Prometheus holds no series of `kubemedic_queue_depth` at all: it cannot be the Prometheus that evaluates this alert"
+        )),
         "{condition:?}"
     );
 

@@ -65,6 +65,16 @@ impl PrometheusClient {
         }
     }
 
+    /// Whether Prometheus holds any series of the metric `name` now: an expression over a
+    /// metric it never scrapes evaluates to nothing anywhere, which says nothing of an alert.
+    pub async fn has_series(&self, name: &str) -> Result<bool> {
+        let escaped = name.replace('\\', "\\\\").replace('"', "\\\"");
+        Ok(!self
+            .query(&format!("count({{__name__=\"{escaped}\"}})"))
+            .await?
+            .is_empty())
+    }
+
     /// How many series of `expr`, evaluated now, are the alert's own (`alert`, its labels:
     /// [`corresponds`]): 0 when the alert's condition no longer holds. Verification and the
     /// "resolved" proof both ask this.

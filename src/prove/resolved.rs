@@ -383,8 +383,9 @@ fn about_object_state(name: &str) -> bool {
 /// (`kube_…`) and counts no changes, or — without an expression — when its name is about an
 /// object's state ([`objects_show`]). Any other expression (`up`, an application's own series,
 /// changes over a window) only Prometheus can judge: when it is configured, it evaluates the
-/// alert's own expression now, and the condition is gone when no series of it is the alert's.
-/// Prometheus unreachable, or still finding the alert's series: not gone.
+/// alert's own expression now, and the condition is gone when no series of it is the alert's
+/// while Prometheus does hold series of every metric it reads ([`unscraped`]). Prometheus
+/// unreachable, still finding the alert's series, or holding none of a metric: not gone.
 async fn condition_observable(
     signal: &crate::domain::SignalContext,
     prometheus: Option<&PrometheusClient>,
@@ -399,12 +400,26 @@ async fn condition_observable(
         return obligation.check(observable, vec![how]);
     };
     match prometheus.holding(&expr, &signal.labels).await {
-        Ok(0) => obligation.holds(vec![
-            how,
-            format!(
-                "Prometheus, asked now, evaluates the alert's expression `{expr}` to no series of this alert: its condition no longer holds"
-            ),
-        ]),
+        // Nothing anywhere also comes from a Prometheus that never scrapes what the
+        // expression reads (another Prometheus than the alert's): that proves nothing.
+        Ok(0) => match unscraped(prometheus, &metrics_of(&expr)).await {
+            Ok(None) => obligation.holds(vec![
+                how,
+                format!(
+                    "Prometheus, asked now, evaluates the alert's expression `{expr}` to no series of this alert: its condition no longer holds"
+                ),
+            ]),
+            Ok(Some(why)) => obligation.fails(vec![
+                how,
+                format!(
+                    "Prometheus evaluates the alert's expression `{expr}` to nothing, but {why}: it cannot be the Prometheus that evaluates this alert"
+                ),
+            ]),
+            Err(e) => obligation.fails(vec![
+                how,
+                format!("Prometheus could not say whether the condition still holds: {e}"),
+            ]),
+        },
         Ok(n) => obligation.fails(vec![
             how,
             format!(
@@ -416,6 +431,23 @@ async fn condition_observable(
             format!("Prometheus could not say whether the condition still holds: {e}"),
         ]),
     }
+}
+
+/// Why `prometheus` cannot judge an expression over `metrics`: it names no metric, or
+/// Prometheus holds no series of one of them; `None` when it holds series of each.
+async fn unscraped(
+    prometheus: &PrometheusClient,
+    metrics: &[String],
+) -> crate::monitoring::Result<Option<String>> {
+    if metrics.is_empty() {
+        return Ok(Some("the expression names no metric".into()));
+    }
+    for m in metrics {
+        if !prometheus.has_series(m).await? {
+            return Ok(Some(format!("Prometheus holds no series of `{m}` at all")));
+        }
+    }
+    Ok(None)
 }
 
 /// Whether the cluster's objects show the alert's condition, so that their state can prove it
