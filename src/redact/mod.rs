@@ -452,6 +452,42 @@ mod tests {
     }
 
     #[test]
+    fn keys_inside_a_config_map_value_are_redacted_and_the_rest_kept() {
+        // Issue 38: a ConfigMap as the investigator reads it, with a bare Telegram bot token and
+        // a Datadog key after a blank-separated directive inside its files.
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "alerting", "namespace": "ops"},
+        "data": {
+            "notify.yaml": "telegram:\n  chat: 42\n  bot: 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw-\n  retries: 3\n",
+            "datadog.conf": "site datadoghq.eu\napiKeyValue 0123456789abcdef0123456789abcdef\nflush 10s\n"
+        }});
+        let out = sanitize_value(&cm);
+        let text = out.to_string();
+        for secret in [
+            "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+            "0123456789abcdef0123456789abcdef",
+        ] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        let notify = out["data"]["notify.yaml"].as_str().unwrap_or_default();
+        let datadog = out["data"]["datadog.conf"].as_str().unwrap_or_default();
+        assert!(
+            notify.contains(REDACTED) && datadog.contains(REDACTED),
+            "{text}"
+        );
+        // What a diagnosis needs stays.
+        assert!(
+            notify.contains("chat: 42") && notify.contains("retries: 3"),
+            "{notify}"
+        );
+        assert!(
+            datadog.contains("site datadoghq.eu") && datadog.contains("flush 10s"),
+            "{datadog}"
+        );
+        assert_eq!(out["metadata"], cm["metadata"]);
+    }
+
+    #[test]
     fn env_names_in_text_and_json() {
         let v = json!({"env": [
             {"name": "SMTP_PW", "value": "smtp-pw-1"},
