@@ -503,6 +503,22 @@ cases! {
         why: "thumbnailer is throttled at its CPU limit",
         want: Proven,
     },
+    raise_the_cpu_limit_of_a_container_oom_killed_since_its_configmap_changed => Case {
+        action_type: "IncreaseCPULimits",
+        cluster: "unseen/configmap-cache-raised-oomkill",
+        target: ("Deployment", "tile-server"),
+        parameters: r#"{"CONTAINER": "tile-server", "CPU_LIMIT": "2"}"#,
+        why: "its ConfigMap was edited and the pods restarted just before the kills began: the change, not a limit, explains them",
+        want: Refuted("cpu.no-change-explains"),
+    },
+    scale_up_pods_that_fail_on_an_edited_upstream_url => Case {
+        action_type: "ScaleReplicas",
+        cluster: "unseen/upstream-url-edited-then-restarted",
+        target: ("Deployment", "rate-shopper"),
+        parameters: r#"{"REPLICAS": 4}"#,
+        why: "the pods started after the upstream URL was edited and fail on it: more pods read the same",
+        want: Refuted("scale.no-change-explains"),
+    },
     raise_the_cpu_limit_of_pods_waiting_for_a_node => Case {
         action_type: "IncreaseCPULimits",
         cluster: "scenarios/pending-no-scheduler-event",
