@@ -560,6 +560,144 @@ mod tests {
         }
     }
 
+    /// Deployment `shop/api` at revision 2 (`api:2`, crash-looping since 10:05) with two pods
+    /// of revision 1 (`api:1`) still serving; both revisions read ConfigMap `api-config` at
+    /// their start, and it was last written at 10:00. The second pod of revision 1 started at
+    /// `second_started`. Judged at 10:15.
+    async fn rollback_over_a_written_configmap(second_started: &str) -> Obligation {
+        use std::sync::Arc;
+
+        use crate::catalog::Catalog;
+        use crate::clock::ManualClock;
+        use crate::cluster::SnapshotCluster;
+        use crate::domain::{ActionType, ProofPoint, Proposer, Target};
+        use crate::live::Live;
+        use crate::prove::{Claim, Prover};
+
+        let t = |hm: &str| format!("2026-11-29T{hm}:00Z");
+        let template = |image: &str, hash: &str| {
+            json!({"metadata": {"labels": {"app": "api", "pod-template-hash": hash}},
+                "spec": {"containers": [{"name": "api", "image": image,
+                    "envFrom": [{"configMapRef": {"name": "api-config"}}]}]}})
+        };
+        let owner = |kind: &str, name: &str, uid: &str| json!([{"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": uid, "controller": true}]);
+        let rs = |hash: &str,
+                  revision: &str,
+                  image: &str,
+                  created: &str,
+                  ready: i64,
+                  replicas: i64| {
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": format!("api-{hash}"), "namespace": "shop", "uid": format!("rs-{hash}"),
+                    "creationTimestamp": t(created),
+                    "labels": {"app": "api", "pod-template-hash": hash},
+                    "annotations": {"deployment.kubernetes.io/revision": revision},
+                    "ownerReferences": owner("Deployment", "api", "dep-api")},
+                "spec": {"replicas": replicas,
+                    "selector": {"matchLabels": {"app": "api", "pod-template-hash": hash}},
+                    "template": template(image, hash)},
+                "status": {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready}})
+        };
+        let serving = |name: &str, started: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "shop", "creationTimestamp": started,
+                    "labels": {"app": "api", "pod-template-hash": "6b7c"},
+                    "ownerReferences": owner("ReplicaSet", "api-6b7c", "rs-6b7c")},
+                "spec": {"nodeName": "worker-1", "containers": template("api:1", "6b7c")["spec"]["containers"]},
+                "status": {"phase": "Running", "startTime": started,
+                    "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": started}],
+                    "containerStatuses": [{"name": "api", "image": "api:1", "ready": true, "restartCount": 0,
+                        "state": {"running": {"startedAt": started}}}]}})
+        };
+        let objects = vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "api-config", "namespace": "shop", "creationTimestamp": t("07:00"),
+                    "managedFields": [{"manager": "kubectl", "operation": "Update", "time": t("10:00")}]},
+                "data": {"MODE": "fast"}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "api", "namespace": "shop", "uid": "dep-api", "generation": 2,
+                    "creationTimestamp": t("08:00"),
+                    "annotations": {"deployment.kubernetes.io/revision": "2"}},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "api"}},
+                    "template": template("api:2", "8d9e")},
+                "status": {"observedGeneration": 2, "replicas": 3, "updatedReplicas": 1,
+                    "readyReplicas": 2, "availableReplicas": 2, "unavailableReplicas": 1}}),
+            rs("6b7c", "1", "api:1", "08:00", 2, 2),
+            rs("8d9e", "2", "api:2", "10:05", 0, 1),
+            serving("api-6b7c-a", &t("08:01")),
+            serving("api-6b7c-b", second_started),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "api-8d9e-a", "namespace": "shop", "creationTimestamp": t("10:05"),
+                    "labels": {"app": "api", "pod-template-hash": "8d9e"},
+                    "ownerReferences": owner("ReplicaSet", "api-8d9e", "rs-8d9e")},
+                "spec": {"nodeName": "worker-1", "containers": template("api:2", "8d9e")["spec"]["containers"]},
+                "status": {"phase": "Running", "startTime": t("10:05"),
+                    "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": t("10:05")}],
+                    "containerStatuses": [{"name": "api", "image": "api:2", "ready": false, "restartCount": 5,
+                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                        "lastState": {"terminated": {"reason": "Error", "exitCode": 1,
+                            "startedAt": t("10:13"), "finishedAt": t("10:14")}}}]}}),
+        ];
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let now = at(15);
+        let prover = Prover::new(
+            Arc::new(snap),
+            None,
+            Live::new(Catalog::builtin().unwrap_or_else(|e| panic!("{e}"))),
+            Arc::new(ManualClock::new(now)),
+        );
+        let target = Target::new("Deployment", "api", Some("shop".into()));
+        let signal = crate::prove::scene::test_signal("KubePodCrashLooping", now);
+        let parameters = json!({"TO_REVISION": 1});
+        let proof = prover
+            .prove(
+                &Claim {
+                    action_type: &ActionType::RollbackDeployment,
+                    workflow_id: "rollback-deployment",
+                    parameters: parameters.as_object().unwrap_or_else(|| panic!("object")),
+                    target: &target,
+                    proposer: Proposer::Offline,
+                    signal: &signal,
+                    bound_to: None,
+                },
+                ProofPoint::Selection,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        proof
+            .obligations
+            .iter()
+            .find(|o| o.id == ob::rollback::CHANGE_IN_POD_TEMPLATE.id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no change-in-pod-template in {:#?}", proof.obligations))
+    }
+
+    /// Issue 38: a ConfigMap written shortly before the bad revision does not refuse the
+    /// rollback when a pod of the revision returned to started after the write and is ready:
+    /// it shows the old revision works with the content as it is. Without such a pod, the
+    /// revision (reading the ConfigMap only at start) never ran on it, and the rollback is
+    /// refused: it would keep the new content.
+    #[tokio::test]
+    async fn pods_of_the_old_revision_started_after_a_write_prove_it_works_with_it() {
+        let o = rollback_over_a_written_configmap("2026-11-29T10:02:00Z").await;
+        assert!(o.holds(), "{o:?}");
+        assert!(
+            o.evidence.iter().any(|e| e.contains(
+                "ConfigMap api-config was written at 10:00:00; pod(s) api-6b7c-b of revision 1 started after that and are ready"
+            )),
+            "{o:?}"
+        );
+        let o = rollback_over_a_written_configmap("2026-11-29T09:30:00Z").await;
+        assert!(!o.holds(), "{o:?}");
+        assert!(
+            o.evidence.iter().any(|e| e.contains(
+                "ConfigMap api-config was written at 10:00:00, after revision 1 appeared, whose pods read it only when they start"
+            )),
+            "{o:?}"
+        );
+    }
+
     #[test]
     fn a_revision_ran_on_what_was_written_before_it_or_what_its_live_mount_served() {
         // Written before the revision appeared: every pod of it read it.
