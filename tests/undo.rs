@@ -401,6 +401,30 @@ async fn a_memory_raise_no_node_can_take_is_undone_through_the_daemon() {
         after["metadata"]["annotations"]["kubemedic.io/remediation"],
         format!("{id}/undo")
     );
+    // The request page shows what was worse, the decision and the restore with its proof.
+    let page = reqwest::Client::new()
+        .get(d.url(&format!("/requests/{id}")))
+        .bearer_auth(common::API_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    let section = html
+        .split("<section id=\"undo\">")
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+        .unwrap_or_else(|| panic!("no undo section on the request page: {html}"));
+    for shown in [
+        "Made worse",
+        "id=\"undo-worse\"",
+        "unschedulable",
+        "id=\"undo-decision\"",
+        "<strong>Undone</strong>",
+        "undo.unchanged-since",
+    ] {
+        assert!(section.contains(shown), "{shown} in {section}");
+    }
     d.stop().await;
 }
 
