@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::scene::{Read, Scene};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::PodSpec;
-use crate::cluster::observed::{Node, Pod};
+use crate::cluster::observed::{Node, Pod, taint_set_by_kubernetes};
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
@@ -285,13 +285,6 @@ fn taint_writer(node: &Value) -> Option<String> {
         .map(|(_, m)| m.to_owned())
 }
 
-/// Taint keys Kubernetes sets for a node's conditions or roles.
-fn set_by_kubernetes(key: &str) -> bool {
-    key.starts_with("node.kubernetes.io/")
-        || key.starts_with("node.cloudprovider.kubernetes.io/")
-        || key.starts_with("node-role.kubernetes.io/")
-}
-
 /// The taint removal's obligations, in their declared order, judged on the node, read once. A
 /// taint the node does not carry ends the proof.
 pub(super) async fn remove_taint(
@@ -355,7 +348,7 @@ fn present(scene: &Scene, node: &Node, key: &str, effect: Option<&str>) -> Oblig
 fn not_set_by_kubernetes(scene: &Scene, node: &Node, key: &str) -> Obligation {
     let name = &scene.target.name;
     let writer = taint_writer(&node.raw);
-    let by_kubernetes = set_by_kubernetes(key)
+    let by_kubernetes = taint_set_by_kubernetes(key)
         || writer
             .as_deref()
             .is_some_and(|w| w == "kubelet" || w.contains("controller"));

@@ -5,6 +5,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
+use super::findings;
 use super::scene::{Read, Scene, hhmm, node_short_at};
 use crate::cluster::obj::{array, at, str_at};
 use crate::cluster::observed::{Event, Node, Pod, SIGKILL_EXIT};
@@ -210,8 +211,8 @@ fn container_in_template(
 }
 
 /// Whether the container named is the one killed for memory in the last 6 hours, from its
-/// pods' last states; for a prediction (no kill, a proactive signal), whether its use is at 80%
-/// of its limit or more.
+/// pods' last states; for a prediction (no kill, a proactive signal), whether its use is near
+/// its limit ([`findings::near_limit`]).
 fn container_was_killed(
     scene: &Scene,
     pods: &[Pod],
@@ -246,7 +247,7 @@ fn container_was_killed(
         )]);
     }
     let (used, limit) = (now.used, now.limit_value);
-    let ok = matches!((used, limit), (Some(u), Some(l)) if u * 10 >= l * 8);
+    let ok = matches!((used, limit), (Some(u), Some(l)) if findings::near_limit(u, l));
     obligation.check(
         ok,
         vec![match (used, limit) {

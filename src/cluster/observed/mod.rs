@@ -28,11 +28,12 @@ pub use claim::{Claim, StorageClass};
 pub use event::Event;
 pub use health::target_health;
 pub use hpa::{Hpa, Utilisation};
-pub use node::Node;
+pub use node::{Node, taint_set_by_kubernetes};
 pub use pdb::{Pdb, QUORUM_MIN_PODS};
 pub use pod::{
     CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, NEVER_READY_ALLOWANCE,
-    OOM_KILL_EVENT, Pod, SERVED_MIN_SECONDS, SIGKILL_EXIT, TERMINATING_ALLOWANCE, host_ports,
+    OOM_KILL_EVENT, Pod, REPLACE_STUCK_CREATING_AFTER, SERVED_MIN_SECONDS, SIGKILL_EXIT,
+    SIGTERM_EXIT, TERMINATING_ALLOWANCE, host_ports, own_error_exit,
 };
 pub use revision::{Revision, revisions, template_images};
 pub use service::Service;

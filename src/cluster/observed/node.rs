@@ -7,6 +7,16 @@ use serde_json::Value;
 use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::quantity;
 
+/// Whether a taint key is one Kubernetes sets for a node's condition (`node.kubernetes.io/…`),
+/// a cloud provider's initialisation (`node.cloudprovider.kubernetes.io/…`) or a node's role
+/// (`node-role.kubernetes.io/…`): such a taint is no mistake to lift. The scheduling rule
+/// proposes no removal of one, and the removal's proof refuses it.
+pub fn taint_set_by_kubernetes(key: &str) -> bool {
+    key.starts_with("node.kubernetes.io/")
+        || key.starts_with("node.cloudprovider.kubernetes.io/")
+        || key.starts_with("node-role.kubernetes.io/")
+}
+
 /// A node, as observed.
 #[derive(Debug, Clone)]
 pub struct Node {

@@ -137,12 +137,24 @@ pub const FAILING_WAITS: &[&str] = &[
 
 /// The exit code of a process killed by SIGKILL (128 + 9), as the kernel's OOM killer does.
 pub const SIGKILL_EXIT: i64 = 137;
+/// The exit code of a process stopped by SIGTERM (128 + 15), as the kubelet stops a container.
+pub const SIGTERM_EXIT: i64 = 143;
+
+/// Whether a container's exit code says it failed by its own doing: not a clean exit (0), nor a
+/// signal from outside (the kubelet's SIGTERM, a SIGKILL for memory or a failed probe).
+pub fn own_error_exit(code: i64) -> bool {
+    !matches!(code, 0 | SIGKILL_EXIT | SIGTERM_EXIT)
+}
 /// The reason of the warning the kernel's OOM kill is reported by (node-problem-detector's
 /// kernel monitor, some runtimes).
 pub const OOM_KILL_EVENT: &str = "OOMKilling";
 
 /// How long a pod may take to get its containers created before it counts as stuck.
 pub const CREATING_ALLOWANCE: i64 = 120;
+/// How long a pod of a workload whose other pods serve may stay stuck creating before it is
+/// replaced (the offline rules' `DeletePod`): the kubelet retries a volume's attach for about two
+/// minutes and its mount as long again, so before five minutes waiting may still end it.
+pub const REPLACE_STUCK_CREATING_AFTER: i64 = 300;
 /// How long a pod may run without ever becoming ready before it counts as failing when nothing
 /// else (a rollout's own deadline) says so: as long as creating its containers may take.
 pub const NEVER_READY_ALLOWANCE: i64 = CREATING_ALLOWANCE;

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::cluster::obj::{array, at, str_at};
-use crate::cluster::observed::{Container, Event, KeptState, Pod};
+use crate::cluster::observed::{Container, Event, KeptState, Pod, own_error_exit};
 
 /// Restarts after which "every start since has failed" is what the pod shows: two starts that
 /// ended on the same kind of error (the log names the state), or three after a probe kill —
@@ -53,7 +53,7 @@ pub fn state_kept(pod: &Pod, events: &[Event], log: Option<&str>) -> Option<Stat
     let (_, code, _) = c
         .terminated
         .as_ref()
-        .filter(|(r, code, _)| r == "Error" && !matches!(*code, 0 | 137 | 143))?;
+        .filter(|(r, code, _)| r == "Error" && own_error_exit(*code))?;
     // What its last start ended on names the state.
     if restarts >= NAMED_RESTARTS
         && let Some(k) = log.and_then(|l| pod.kept_state_named(&c.name, l))

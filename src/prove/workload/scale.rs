@@ -223,10 +223,11 @@ async fn short_of_replicas(
     }
     let load = cpu_load(scene, w, pods).await?;
     if let Some((used, requested)) = load
-        && used * 10 >= requested * 8
+        && findings::near_limit(used, requested)
     {
         return Ok(obligation.holds(vec![format!(
-            "its ready pods use {used}m of the {requested}m CPU they request (≥ 80%)"
+            "its ready pods use {used}m of the {requested}m CPU they request (≥ {}%)",
+            findings::NEAR_LIMIT_PERCENT
         )]));
     }
     let ready = pods.iter().filter(|p| p.ready).count();

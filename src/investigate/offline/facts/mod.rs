@@ -119,8 +119,6 @@ pub(super) struct PodFacts {
     pub finalizers: Vec<String>,
     /// The Secrets its spec names to pull its images with (`imagePullSecrets`).
     pub pull_secrets: Vec<String>,
-    /// Since the kubelet took it (`startTime`), or since creation if it never did.
-    pub starting_for: Option<Duration>,
     /// Its Warning events, in the order they were listed.
     pub warnings: Vec<Warning>,
     /// One line for the RCA's contributing factors.
@@ -567,7 +565,6 @@ impl PodFacts {
             .map(|c| c.restarts)
             .sum();
         let o = &p.observed;
-        let started = observed::time(&o.raw, &["status", "startTime"]).or(o.created);
         Self {
             revision: o.template_hash.clone().or_else(|| o.revision_hash.clone()),
             node: o.node.clone(),
@@ -600,7 +597,6 @@ impl PodFacts {
                 .filter(|n| !n.is_empty())
                 .map(str::to_owned)
                 .collect(),
-            starting_for: started.map(|t| ev.now - t),
             observed: p.observed.clone(),
             kept: {
                 let log = findings::restarting_container(&p.observed).and_then(|c| {

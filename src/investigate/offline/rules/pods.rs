@@ -203,7 +203,10 @@ pub(super) fn terminating_stuck(f: &Facts) -> Option<Diagnosis> {
 /// One pod stuck creating while its siblings run: replace it.
 pub(super) fn containercreating_stuck(f: &Facts) -> Option<Diagnosis> {
     let p = f.pods.iter().find(|p| {
-        p.status == "ContainerCreating" && p.starting_for.is_some_and(|a| a > Duration::minutes(5))
+        p.status == "ContainerCreating"
+            && observed::Pod::at(&p.observed.raw, f.now)
+                .stuck_creating
+                .is_some_and(|a| a > Duration::seconds(observed::REPLACE_STUCK_CREATING_AFTER))
     })?;
     let mount_problem = p
         .warnings

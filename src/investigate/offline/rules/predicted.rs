@@ -1,6 +1,7 @@
 //! Proactive rules: a volume predicted to fill, memory predicted to run out.
 
 use super::*;
+use crate::prove::findings;
 
 pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
     let name = &f.alert.name;
@@ -135,7 +136,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
         quantity::format_mi(used),
         ratio * 100.0
     ));
-    if ratio >= 0.8 || oom_restarts {
+    if findings::near_limit(used, limit_bytes) || oom_restarts {
         let new_limit = quantity::raised_memory(&limit, 1.5).unwrap_or(limit.clone());
         d.summary = format!(
             "{subject} will reach its memory limit: container {container} already uses {:.0}% of {limit}",

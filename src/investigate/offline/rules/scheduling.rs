@@ -1,6 +1,7 @@
 //! Pods that cannot be scheduled: short of resources, an untolerated taint, other constraints.
 
 use super::*;
+use crate::cluster::observed::taint_set_by_kubernetes;
 
 /// The cluster lacks capacity for what the pod requests.
 pub(super) fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
@@ -75,19 +76,16 @@ fn kept_off_only_by_a_liftable_taint(
     u: &crate::investigate::offline::facts::Unschedulable,
 ) -> bool {
     u.blockers.iter().any(|(b, nodes)| match b {
-        Blocker::Taint { key, .. } if !deliberate_taint(key.as_str()) => nodes.iter().any(|n| {
-            u.blockers
-                .iter()
-                .filter(|(_, ns)| ns.contains(n))
-                .all(|(other, _)| matches!(other, Blocker::Taint { key: k, .. } if k == key))
-        }),
+        Blocker::Taint { key, .. } if !taint_set_by_kubernetes(key.as_str()) => {
+            nodes.iter().any(|n| {
+                u.blockers
+                    .iter()
+                    .filter(|(_, ns)| ns.contains(n))
+                    .all(|(other, _)| matches!(other, Blocker::Taint { key: k, .. } if k == key))
+            })
+        }
         _ => false,
     })
-}
-
-/// Taints Kubernetes sets for a condition, or that mark a node's role.
-fn deliberate_taint(key: &str) -> bool {
-    key.starts_with("node.kubernetes.io/") || key.starts_with("node-role.kubernetes.io/")
 }
 
 /// The nodes carry a taint the pod does not tolerate: remove it, unless Kubernetes set it or
@@ -162,7 +160,7 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
     for (b, ns) in &u.blockers {
         d.factors.push(format!("{}: {b}", listed(ns)));
     }
-    let deliberate = deliberate_taint(&key);
+    let deliberate = taint_set_by_kubernetes(&key);
     match only_taint.first() {
         Some(node) if !deliberate => {
             d.confidence = 0.75;
