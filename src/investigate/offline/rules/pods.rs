@@ -179,16 +179,17 @@ fn refused_credentials(message: &str) -> bool {
 
 /// Stuck terminating on finalizers.
 pub(super) fn terminating_stuck(f: &Facts) -> Option<Diagnosis> {
-    let p = f
-        .pods
-        .iter()
-        .find(|p| p.deleting_for.is_some_and(|a| a > Duration::minutes(10)))?;
+    let p = f.pods.iter().find(|p| {
+        p.deleting_for
+            .is_some_and(|a| a > Duration::seconds(observed::TERMINATING_ALLOWANCE))
+    })?;
     let finalizers = p.finalizers.join(", ");
     let mut d = Diagnosis::new(
         "TerminatingStuck",
         format!(
-            "Pod {} has been terminating for over 10 minutes (finalizers: {finalizers})",
-            p.name
+            "Pod {} has been terminating for over {} minutes (finalizers: {finalizers})",
+            p.name,
+            observed::TERMINATING_ALLOWANCE / 60
         ),
     );
     d.confidence = 0.85;
