@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::scene::{Read, Scene};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::PodSpec;
-use crate::cluster::observed::{Node, Pod, taint_set_by_kubernetes};
+use crate::cluster::observed::{Node, Pod, cluster_wide, taint_set_by_kubernetes};
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
@@ -178,7 +178,7 @@ fn not_last_schedulable_node(nodes: &[Node], others: &[&Node]) -> Obligation {
 fn not_cluster_wide(nodes: &[Node]) -> Obligation {
     let not_ready = nodes.iter().filter(|n| !n.ready).count();
     ob::drain::NOT_CLUSTER_WIDE.check(
-        not_ready <= 1 || not_ready * 3 <= nodes.len(),
+        !cluster_wide(not_ready, nodes.len()),
         vec![format!("{not_ready} of {} nodes not ready", nodes.len())],
     )
 }

@@ -17,6 +17,15 @@ pub fn taint_set_by_kubernetes(key: &str) -> bool {
         || key.starts_with("node-role.kubernetes.io/")
 }
 
+/// Whether `not_ready` nodes of `total` not ready together are the cluster's trouble rather
+/// than a node's: more than one of them, and more than a third of all. Draining one then moves
+/// its pods onto nodes that may fail the same way and leaves the cause (the network, the control
+/// plane, a bad node image) in place. The node rule proposes no drain then, and the drain's
+/// proof refuses one. A node counts as not ready unless its Ready condition is True.
+pub fn cluster_wide(not_ready: usize, total: usize) -> bool {
+    not_ready > 1 && not_ready * 3 > total
+}
+
 /// A node, as observed.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -140,5 +149,34 @@ impl Node {
             s.push_str(", cordoned");
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_nodes_down_together_are_the_clusters_trouble() {
+        // One node down is that node's, however small the cluster.
+        assert!(!cluster_wide(1, 1));
+        assert!(!cluster_wide(1, 2));
+        // More than one, and more than a third of all.
+        assert!(cluster_wide(2, 5));
+        assert!(!cluster_wide(2, 6));
+        assert!(cluster_wide(3, 3));
+    }
+
+    #[test]
+    fn kubernetes_own_taints_are_told_from_a_persons() {
+        assert!(taint_set_by_kubernetes("node.kubernetes.io/unreachable"));
+        assert!(taint_set_by_kubernetes(
+            "node.cloudprovider.kubernetes.io/uninitialized"
+        ));
+        assert!(taint_set_by_kubernetes(
+            "node-role.kubernetes.io/control-plane"
+        ));
+        assert!(!taint_set_by_kubernetes("maintenance"));
+        assert!(!taint_set_by_kubernetes("example.com/kubernetes.io"));
     }
 }

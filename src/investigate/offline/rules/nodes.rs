@@ -64,7 +64,7 @@ pub(super) fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
     let not_ready: Vec<&str> = f
         .nodes
         .iter()
-        .filter(|n| n.not_ready)
+        .filter(|n| n.ready != "True")
         .map(|n| n.name.as_str())
         .collect();
     let count = if total > 0 {
@@ -92,8 +92,8 @@ pub(super) fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
     }
     d.target = f.target.clone();
     d.severity = Severity::Critical;
-    // With a third of the nodes down the problem is the cluster's, not this node's.
-    if total >= 2 && not_ready.len() * 3 > total {
+    // With many nodes down the problem is the cluster's, not this node's.
+    if observed::cluster_wide(not_ready.len(), total) {
         d.human = Some(format!(
             "{} of {total} nodes are not ready ({}): a cluster-wide problem (network, control plane, a bad node image); draining {} would not help",
             not_ready.len(),
