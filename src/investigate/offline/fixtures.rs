@@ -53,7 +53,7 @@ pub(super) fn pod(name: &str) -> PodFixture {
 pub(super) struct PodFixture(Value);
 
 impl PodFixture {
-    fn container(&mut self) -> &mut Value {
+    pub fn container(&mut self) -> &mut Value {
         &mut self.0["status"]["containerStatuses"][0]
     }
 

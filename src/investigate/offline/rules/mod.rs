@@ -887,6 +887,29 @@ mod tests {
     }
 
     #[test]
+    fn pods_wedged_after_serving_are_restarted_and_pods_never_ready_are_not() {
+        let log = "2026-01-01T11:58:00Z ERROR db: connection pool exhausted (10/10 in use)";
+        let wedged = Incident::deployment("api")
+            .with(pod("api-1").not_ready_since(5))
+            .log("api-1", log)
+            .diagnosis();
+        assert_eq!(wedged.mode, "WedgedRuntime", "{}", wedged.summary);
+        assert_eq!(
+            wedged.proposal.as_ref().map(|p| p.action_type.as_str()),
+            Some("RestartDeployment")
+        );
+        // Never ready since it started: a fresh pod of the template starts the same way, and
+        // the restart's proof refuses (restart.pods-run-but-wedged).
+        let mut never = pod("api-1").never_ready();
+        never.container()["ready"] = json!(false);
+        let never = Incident::deployment("api")
+            .with(never)
+            .log("api-1", log)
+            .diagnosis();
+        assert_ne!(never.mode, "WedgedRuntime", "{}", never.summary);
+    }
+
+    #[test]
     fn no_rule_firing_is_inconclusive() {
         let d = Incident::deployment("api").diagnosis();
         assert_eq!(
