@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 
 use super::obj::{self, array, at, str_at};
+use super::observed;
 use super::selector::Selector;
 use super::{ClusterError, ClusterReader, ErrorKind, ListQuery};
 use crate::domain::{DetectedLabels, QuotaUsage, Target, is_cluster_scoped};
@@ -351,16 +352,14 @@ impl ContextResolver {
         match self.list_once("ResourceQuota", ns).await {
             Ok(quotas) => {
                 found.resource_quota_constrained = !quotas.is_empty();
-                for q in quotas.iter() {
-                    for (resource, hard) in obj::map_pairs(
-                        at(q, &["status", "hard"]).or_else(|| at(q, &["spec", "hard"])),
-                    ) {
-                        let used = str_at(q, &["status", "used", resource]).unwrap_or("0");
+                // Per resource, the quota that leaves the least room: every quota applies.
+                for resource in observed::quota_limited(&quotas) {
+                    if let Some(q) = observed::tightest_quota(&quotas, &resource) {
                         found.quota_details.insert(
-                            resource.to_owned(),
+                            resource,
                             QuotaUsage {
-                                hard: hard.to_owned(),
-                                used: used.to_owned(),
+                                hard: q.hard_text,
+                                used: q.used_text,
                             },
                         );
                     }

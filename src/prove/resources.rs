@@ -450,13 +450,14 @@ async fn fits_quota(
     let mut ev = Vec::new();
     let mut ok = true;
     match scene.quota(&key).await? {
-        Some((hard, used_q, name)) => {
+        Some(q) => {
             let need = new.saturating_sub(old) * replicas;
-            ok = used_q + need <= hard;
+            ok = q.fits(need);
             ev.push(format!(
-                "ResourceQuota {name}: {key} {} used of {}, {} more needed",
-                show(resource, used_q),
-                show(resource, hard),
+                "ResourceQuota {}: {key} {} used of {}, {} more needed",
+                q.name,
+                show(resource, q.used),
+                show(resource, q.hard),
                 show(resource, need)
             ));
         }

@@ -8,8 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
-use crate::cluster::observed::{self, Event, Node, Pod, Revision};
-use crate::cluster::quantity;
+use crate::cluster::observed::{self, Event, Node, Pod, QuotaRoom, Revision};
 use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, MemoReader};
 use crate::domain::{Neighbourhood, SignalContext, Target};
@@ -261,32 +260,11 @@ impl Scene {
             .collect())
     }
 
-    /// `(hard, used)` of a quota resource in the namespace, the tightest quota first.
-    pub async fn quota(&self, resource: &str) -> Read<Option<(u128, u128, String)>> {
+    /// The namespace's quota that leaves the least room for `resource`
+    /// ([`observed::tightest_quota`]).
+    pub async fn quota(&self, resource: &str) -> Read<Option<QuotaRoom>> {
         let quotas = self.list_optional("ResourceQuota", self.ns()).await?;
-        let mut best: Option<(u128, u128, String)> = None;
-        for q in &quotas {
-            let base = resource
-                .trim_start_matches("limits.")
-                .trim_start_matches("requests.");
-            let (Some(hard), used) = (
-                str_at(q, &["status", "hard", resource])
-                    .or_else(|| str_at(q, &["spec", "hard", resource]))
-                    .and_then(|v| quantity::amount(base, v)),
-                str_at(q, &["status", "used", resource])
-                    .and_then(|v| quantity::amount(base, v))
-                    .unwrap_or(0),
-            ) else {
-                continue;
-            };
-            if best
-                .as_ref()
-                .is_none_or(|(h, u, _)| hard.saturating_sub(used) < h.saturating_sub(*u))
-            {
-                best = Some((hard, used, obj::name(q).to_owned()));
-            }
-        }
-        Ok(best)
+        Ok(observed::tightest_quota(&quotas, resource))
     }
 
     /// The signal's own container label, when it names one.

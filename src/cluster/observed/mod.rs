@@ -13,6 +13,7 @@ mod hpa;
 mod node;
 mod pdb;
 mod pod;
+mod quota;
 mod revision;
 mod service;
 mod spec;
@@ -35,6 +36,7 @@ pub use pod::{
     OOM_KILL_EVENT, Pod, REPLACE_STUCK_CREATING_AFTER, SERVED_MIN_SECONDS, SIGKILL_EXIT,
     SIGTERM_EXIT, TERMINATING_ALLOWANCE, host_ports, own_error_exit,
 };
+pub use quota::{QuotaRoom, limited as quota_limited, tightest as tightest_quota};
 pub use revision::{Revision, revisions, template_images};
 pub use service::Service;
 pub use spec::{ContainerSpec, PodSpec, Toleration};

@@ -263,12 +263,15 @@ pub(in crate::prove) async fn quota_allows(
         ("limits.cpu", spec.total("limits", "cpu")),
         ("limits.memory", spec.total("limits", "memory")),
     ] {
-        if let Some((hard, used, name)) = scene.quota(resource).await? {
+        if let Some(q) = scene.quota(resource).await? {
             let need = per_pod * extra;
-            let fits = used + need <= hard;
+            let fits = q.fits(need);
             ok &= fits;
             ev.push(format!(
-                "ResourceQuota {name}: {resource} {used} used of {hard}, {need} more needed{}",
+                "ResourceQuota {}: {resource} {} used of {}, {need} more needed{}",
+                q.name,
+                q.used,
+                q.hard,
                 if fits { "" } else { " — no room" }
             ));
         }
