@@ -11,22 +11,6 @@ use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 use crate::monitoring::PrometheusClient;
 
-/// Event reasons that mean a pod could not be made, placed, started or kept.
-const FAILURE_REASONS: &[&str] = &[
-    "FailedCreate",
-    "FailedScheduling",
-    "FailedMount",
-    "FailedAttachVolume",
-    "FailedCreatePodSandBox",
-    "BackOff",
-    "Failed",
-    "Evicted",
-    "OOMKilling",
-    "ProgressDeadlineExceeded",
-    "BackoffLimitExceeded",
-    "DeadlineExceeded",
-];
-
 /// What the kind's status says of its desired state: `(met, how)`.
 fn desired_state(o: &Value) -> Option<(bool, String)> {
     let n = |p: &[&str]| i64_at(o, p).unwrap_or(0);
@@ -513,20 +497,6 @@ fn objects_show(signal: &crate::domain::SignalContext) -> (bool, String) {
     (observable, how)
 }
 
-/// Whether `p`, a pod of a `target_kind`, has ended and its controller made (or makes) another
-/// in its place: a ReplicaSet's, StatefulSet's or DaemonSet's pod in phase Failed or
-/// Succeeded. A Job's ended pods are its result, and a bare pod has nobody to replace it.
-fn replaced_pod(target_kind: &str, p: &Pod) -> bool {
-    let replacing = p.controller.as_ref().is_some_and(|(kind, _)| {
-        matches!(kind.as_str(), "ReplicaSet" | "StatefulSet" | "DaemonSet")
-    });
-    // A pod being deleted (a rollout replacing it) is leaving as well, unless it is stuck.
-    let leaving = p.deleting && p.broken().is_none();
-    replacing
-        && (matches!(p.phase.as_str(), "Failed" | "Succeeded") || leaving)
-        && !matches!(target_kind, "Pod" | "Job" | "CronJob")
-}
-
 /// How an ended pod ended: its phase, and the kubelet's reason and message when it gave them.
 fn ended_how(p: &Pod) -> String {
     if p.deleting {
@@ -572,10 +542,16 @@ pub(super) async fn resolved(
         desired_state_met(scene, &o),
     ];
     out.extend(alerted_objects_met(scene, &o, &pods, &events).await?);
-    out.extend([
-        pods_healthy(scene, &pods, &events),
-        no_failures_since_onset(scene, &o, &pods, &events).await?,
-    ]);
+    let replaced = replaced_revisions(scene, &o).await?;
+    let recovery = window::recovery(
+        (&scene.target.kind, &scene.target.name),
+        &pods,
+        &events,
+        &replaced,
+        scene.now,
+        Some(scene.signal.starts_at),
+    );
+    out.extend([pods_healthy(&recovery), no_failures_since_onset(&recovery)]);
     Ok(out)
 }
 
@@ -589,19 +565,6 @@ fn desired_state_met(scene: &Scene, o: &Value) -> Obligation {
             obj::kind(o)
         )]),
     }
-}
-
-/// Whether `p` ended and its controller replaced it ([`replaced_pod`]), and settled since: pods
-/// ending again and again (each replacement evicted in turn) are the problem itself. A pod
-/// being deleted needs no quiet: the events about it are its own past, and the pods that
-/// replace it are judged as the target's.
-fn ended_and_replaced(scene: &Scene, events: &[Event], p: &Pod) -> bool {
-    let quiet_since = scene.now - window::ENDED_QUIET;
-    replaced_pod(&scene.target.kind, p)
-        && (p.deleting
-            || !events.iter().any(|e| {
-                e.kind == "Pod" && e.name == p.name && e.last.is_none_or(|t| t >= quiet_since)
-            }))
 }
 
 /// Whether every object the alert names, besides the target, shows its desired state met, from
@@ -632,9 +595,10 @@ async fn alerted_objects_met(
         // and alerts that count pods by phase keep firing on it. What it was for is the
         // target's replicas, whose desired state is checked above.
         if t.kind == "Pod"
-            && let Some(p) = pods
-                .iter()
-                .find(|p| p.name == t.name && ended_and_replaced(scene, events, p))
+            && let Some(p) = pods.iter().find(|p| {
+                p.name == t.name
+                    && window::ended_and_replaced(&scene.target.kind, p, events, scene.now)
+            })
         {
             let line = format!(
                 "{t}: ended ({}) and replaced by its controller {}; {}",
@@ -669,39 +633,24 @@ async fn alerted_objects_met(
     )))
 }
 
+/// A Deployment's earlier revisions scaled to zero ([`window::replaced_revisions`]).
+async fn replaced_revisions(scene: &Scene, o: &Value) -> Read<Vec<String>> {
+    if obj::kind(o) != "Deployment" {
+        return Ok(vec![]);
+    }
+    let revisions = scene.revisions(o).await?;
+    Ok(window::replaced_revisions(&Workload::parse(o), &revisions))
+}
+
 /// Whether every pod of the target runs and is ready, with no exit since the alert began (or
-/// for as long as the rule that claims "healthy again" looks back,
-/// [`window::healthy_since`]); pods that ended and were replaced are not its replicas.
-fn pods_healthy(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligation {
-    let since = window::healthy_since(scene.now, Some(scene.signal.starts_at));
-    let (ended, pods): (Vec<&Pod>, Vec<&Pod>) = pods
-        .iter()
-        .partition(|p| ended_and_replaced(scene, events, p));
-    let bad: Vec<String> = pods
-        .iter()
-        .filter_map(|p| {
-            if let Some(f) = p.broken() {
-                return Some(format!("pod {} {f}", p.name));
-            }
-            if !p.ready && !p.deleting {
-                return Some(format!("pod {} is {} and not ready", p.name, p.phase));
-            }
-            p.containers.iter().find_map(|c| match &c.terminated {
-                Some((r, code, Some(t))) if *t >= since && c.running => Some(format!(
-                    "container {} of pod {} exited ({r}, {code}) at {}, after the alert began",
-                    c.name,
-                    p.name,
-                    hhmm(*t)
-                )),
-                _ => None,
-            })
-        })
-        .collect();
+/// for as long as the rule that claims "healthy again" looks back); pods that ended and were
+/// replaced are not its replicas ([`window::recovery`]).
+fn pods_healthy(r: &window::Recovery) -> Obligation {
     ob::resolved::PODS_HEALTHY.check(
-        bad.is_empty(),
-        if bad.is_empty() {
-            let mut lines = vec![format!("{} pod(s), all ready", pods.len())];
-            lines.extend(ended.iter().map(|p| {
+        r.unhealthy.is_empty(),
+        if r.unhealthy.is_empty() {
+            let mut lines = vec![format!("{} pod(s), all ready", r.live.len())];
+            lines.extend(r.ended.iter().map(|p| {
                 format!(
                     "pod {} ended ({}) and was replaced: not one of the replicas",
                     p.name,
@@ -710,7 +659,7 @@ fn pods_healthy(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligation {
             }));
             lines
         } else {
-            bad.into_iter().take(3).collect()
+            r.unhealthy.iter().take(3).cloned().collect()
         },
     )
 }
@@ -718,60 +667,16 @@ fn pods_healthy(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligation {
 /// Whether nothing failed to be created, scheduled or started since the alert began (or for as
 /// long as the rule that claims "healthy again" looks back), from the warnings about the
 /// target, its ReplicaSets and its pods — not about a pod that ended and was replaced, nor one
-/// of a Deployment's replaced revision.
-async fn no_failures_since_onset(
-    scene: &Scene,
-    o: &Value,
-    pods: &[Pod],
-    events: &[Event],
-) -> Read<Obligation> {
-    let since = window::healthy_since(scene.now, Some(scene.signal.starts_at));
-    let (ended, pods): (Vec<&Pod>, Vec<&Pod>) = pods
-        .iter()
-        .partition(|p| ended_and_replaced(scene, events, p));
-    let name = scene.target.name.as_str();
-    // A Deployment's earlier revisions, scaled to zero: what their pods went through is what
-    // the rollout replaced (a fix forward), not the target's now — the current pods are judged
-    // by the other obligations, and the desired state (every replica updated and available) as
-    // well.
-    let old_revisions: Vec<String> = if obj::kind(o) == "Deployment" {
-        let current = obj::annotation(o, "deployment.kubernetes.io/revision")
-            .and_then(|r| r.parse::<i64>().ok());
-        scene
-            .revisions(o)
-            .await?
-            .iter()
-            .filter(|r| r.replicas == Some(0) && Some(r.number) != current)
-            .map(|r| format!("{}-", r.name))
-            .collect()
-    } else {
-        vec![]
-    };
-    // Not about a pod that ended or is leaving, nor one of a replaced revision.
-    let ours = |e: &Event| {
-        (e.name == name
-            || e.name.starts_with(&format!("{name}-"))
-            || pods.iter().any(|p| p.name == e.name))
-            && !ended.iter().any(|p| p.name == e.name)
-            && !(e.kind == "Pod"
-                && old_revisions
-                    .iter()
-                    .any(|rs| e.name.starts_with(rs.as_str())))
-    };
-    let recent: Vec<&Event> = events
-        .iter()
-        .filter(|e| e.warning && FAILURE_REASONS.contains(&e.reason.as_str()))
-        .filter(|e| e.last.is_some_and(|t| t >= since))
-        .filter(|e| ours(e))
-        .collect();
-    Ok(ob::resolved::NO_FAILURES_SINCE_ONSET.check(
-        recent.is_empty(),
-        if recent.is_empty() {
-            vec![format!("no failure recorded since {}", hhmm(since))]
+/// of a Deployment's replaced revision ([`window::recovery`]).
+fn no_failures_since_onset(r: &window::Recovery) -> Obligation {
+    ob::resolved::NO_FAILURES_SINCE_ONSET.check(
+        r.failures.is_empty(),
+        if r.failures.is_empty() {
+            vec![format!("no failure recorded since {}", hhmm(r.since))]
         } else {
-            recent.iter().take(3).map(|e| e.line()).collect()
+            r.failures.iter().take(3).map(|e| e.line()).collect()
         },
-    ))
+    )
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::time;
+use super::{Revision, time};
 use crate::cluster::obj::{self, at, i64_at, str_at};
 
 /// What a workload's own spec holds an update at: a release step someone chose, not a failure.
@@ -42,6 +42,8 @@ pub struct Workload {
     /// A StatefulSet's (DaemonSet's) `status.currentRevision` and `status.updateRevision`.
     pub current_revision: Option<String>,
     pub update_revision: Option<String>,
+    /// A Deployment's `deployment.kubernetes.io/revision`: the revision it runs now.
+    pub revision: Option<i64>,
     /// A CronJob's `status.lastScheduleTime`.
     pub last_schedule: Option<DateTime<Utc>>,
 }
@@ -63,6 +65,8 @@ impl Workload {
             observed_generation: i64_at(w, &["status", "observedGeneration"]),
             current_revision: text(&["status", "currentRevision"]),
             update_revision: text(&["status", "updateRevision"]),
+            revision: obj::annotation(w, "deployment.kubernetes.io/revision")
+                .and_then(|r| r.parse().ok()),
             last_schedule: time(w, &["status", "lastScheduleTime"]),
         }
     }
@@ -81,6 +85,21 @@ impl Workload {
             "Deployment" if self.paused => Some(Hold::Paused),
             _ => None,
         }
+    }
+
+    /// The number of the revision it runs (or updates to) now, among its `revisions`: the one a
+    /// StatefulSet's status names as its update revision, the one a Deployment's annotation
+    /// names; else the newest. `None` without revisions to choose from or name.
+    pub fn current_revision_number(&self, revisions: &[Revision]) -> Option<i64> {
+        let named = match self.kind.as_str() {
+            "StatefulSet" => self
+                .update_revision
+                .as_ref()
+                .and_then(|u| revisions.iter().find(|r| &r.name == u))
+                .map(|r| r.number),
+            _ => self.revision,
+        };
+        named.or_else(|| revisions.iter().map(|r| r.number).max())
     }
 
     /// Whether its controller has not yet acted on its latest spec: the observed generation
@@ -133,5 +152,29 @@ mod tests {
             None
         );
         assert_eq!(w(json!({})).generation_pending(), None);
+    }
+
+    #[test]
+    fn the_current_revision_is_the_one_the_workload_names_else_the_newest() {
+        let rs = |name: &str, n: i64| {
+            Revision::of_replicaset(&json!({"kind": "ReplicaSet", "metadata": {"name": name,
+                "annotations": {"deployment.kubernetes.io/revision": n.to_string()}}}))
+            .expect("a revision")
+        };
+        let revisions = [rs("api-a", 1), rs("api-b", 2), rs("api-c", 3)];
+        let deployment = |annotations: Value| {
+            Workload::parse(&json!({"kind": "Deployment",
+                "metadata": {"name": "api", "annotations": annotations}}))
+        };
+        let named = deployment(json!({"deployment.kubernetes.io/revision": "2"}));
+        assert_eq!(named.current_revision_number(&revisions), Some(2));
+        assert_eq!(
+            deployment(json!({})).current_revision_number(&revisions),
+            Some(3)
+        );
+        let sts = Workload::parse(&json!({"kind": "StatefulSet", "metadata": {"name": "db"},
+            "status": {"updateRevision": "api-a", "currentRevision": "api-b"}}));
+        assert_eq!(sts.current_revision_number(&revisions), Some(1));
+        assert_eq!(deployment(json!({})).current_revision_number(&[]), None);
     }
 }

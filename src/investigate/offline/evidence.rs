@@ -194,15 +194,16 @@ pub(super) struct ObservedPod {
 impl ObservedPod {
     /// `None` for an object that is not a pod, or that the API's schema for a pod rejects (a
     /// status that is a string, a restart count that is not a number): nothing in it can be
-    /// trusted. The schema only checks; the model reads.
-    pub fn parse(raw: Value) -> Option<Self> {
+    /// trusted. The schema only checks; the model reads, as of `now` (the moment the evidence
+    /// was read at: how long a pod has been creating, terminating or unready).
+    pub fn parse(raw: Value, now: DateTime<Utc>) -> Option<Self> {
         if k8s_openapi::api::core::v1::Pod::deserialize(&raw).is_err() {
             return None;
         }
         Some(Self {
             spec: observed::PodSpec::of_pod(&raw),
             status: pod_status(&raw),
-            observed: observed::Pod::parse(&raw),
+            observed: observed::Pod::at(&raw, now),
         })
     }
 
@@ -214,14 +215,12 @@ impl ObservedPod {
         str_at(&self.observed.raw, &["status", "phase"])
     }
 
-    /// A pod is failing as of `now` when [`observed::Pod::failure`] says so: not scheduled, a
-    /// container that cannot run or exited with an error, stuck creating, Failed, or running
-    /// but not ready. (Here rather than among the facts because gathering needs it: only
-    /// failing pods' logs are read.)
-    pub fn failing(&self, now: DateTime<Utc>) -> bool {
-        observed::Pod::at(&self.observed.raw, now)
-            .failure()
-            .is_some()
+    /// A pod is failing when [`observed::Pod::failure`] says so: not scheduled, a container
+    /// that cannot run or exited with an error, stuck creating, Failed, or running but not
+    /// ready. (Here rather than among the facts because gathering needs it: only failing pods'
+    /// logs are read.)
+    pub fn failing(&self) -> bool {
+        self.observed.failure().is_some()
     }
 
     /// Serving, as the model says ([`observed::Pod::serving`]).
@@ -310,8 +309,10 @@ fn items(r: &ToolResult) -> Vec<Value> {
     r.list("items")
 }
 
-fn pods(raw: Vec<Value>) -> Vec<ObservedPod> {
-    raw.into_iter().filter_map(ObservedPod::parse).collect()
+fn pods(raw: Vec<Value>, now: DateTime<Utc>) -> Vec<ObservedPod> {
+    raw.into_iter()
+        .filter_map(|p| ObservedPod::parse(p, now))
+        .collect()
 }
 
 /// The tool calls of one investigation, recorded for the audit trail.
@@ -521,7 +522,7 @@ pub(super) async fn gather(
                             .ok();
                     }
                 }
-                ev.pods = pods(selected);
+                ev.pods = pods(selected, ev.now);
             }
             ev.pdb = pdb;
         }
@@ -529,7 +530,7 @@ pub(super) async fn gather(
     }
     if let Some(w) = &workload {
         match obj::kind(w) {
-            "Pod" => ev.pods = pods(vec![w.clone()]),
+            "Pod" => ev.pods = pods(vec![w.clone()], ev.now),
             "Node"
             | "PersistentVolumeClaim"
             | "PersistentVolume"
@@ -541,7 +542,7 @@ pub(super) async fn gather(
                     .collect();
                 if !selector.is_empty() {
                     let r = calls.call("kubectl_find_resource", json!({"kind": "Pod", "namespace": ns, "label_selector": selector.join(",")})).await?;
-                    ev.pods = pods(items(&r));
+                    ev.pods = pods(items(&r), ev.now);
                 }
             }
             kind => {
@@ -563,7 +564,7 @@ pub(super) async fn gather(
                                 json!({"kind": "Pod", "namespace": ns, "label_selector": sel}),
                             )
                             .await?;
-                        ev.pods = pods(items(&r));
+                        ev.pods = pods(items(&r), ev.now);
                     }
                     if kind == "Deployment" {
                         let r = calls.call("kubectl_find_resource", json!({"kind": "ReplicaSet", "namespace": ns, "label_selector": sel})).await?;
@@ -585,12 +586,7 @@ pub(super) async fn gather(
     }
     ev.root = workload.as_ref().or(root.as_ref()).map(Root::read);
     // The failing pods' logs: previous instance when it restarted, current otherwise.
-    let failing: Vec<&ObservedPod> = ev
-        .pods
-        .iter()
-        .filter(|p| p.failing(ev.now))
-        .take(2)
-        .collect();
+    let failing: Vec<&ObservedPod> = ev.pods.iter().filter(|p| p.failing()).take(2).collect();
     for p in failing {
         let pod_ns = obj::namespace(&p.observed.raw)
             .unwrap_or_default()
@@ -784,13 +780,13 @@ mod tests {
             "metadata": {"name": "checkout-1", "namespace": "shop"},
             "status": "CrashLoopBackOff",
         });
-        assert!(ObservedPod::parse(malformed).is_none());
+        assert!(ObservedPod::parse(malformed, Utc::now()).is_none());
     }
 
     #[test]
     fn an_object_of_another_kind_is_not_a_pod() {
         let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"}});
-        assert!(ObservedPod::parse(node).is_none());
+        assert!(ObservedPod::parse(node, Utc::now()).is_none());
     }
 
     #[test]

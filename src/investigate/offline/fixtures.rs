@@ -296,7 +296,8 @@ impl Incident {
 
     /// A pod exactly as the API server (or something pretending to be one) sent it.
     pub fn with_raw_pod(mut self, raw: Value) -> Self {
-        self.ev.pods.extend(ObservedPod::parse(raw));
+        let now = self.ev.now;
+        self.ev.pods.extend(ObservedPod::parse(raw, now));
         self
     }
 

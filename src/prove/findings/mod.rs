@@ -22,5 +22,7 @@ pub use changed::{ChangeExplains, change_explains, configmap_read_live};
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
 pub use replicas::{Declared, declared_replicas};
-pub use revision::{FAILURE_REASONS, revision_failures, runs_differently};
+pub use revision::{
+    FAILURE_REASONS, RevisionHealth, revision_failures, revision_health, runs_differently,
+};
 pub use usage::{NEAR_LIMIT_PERCENT, near_limit};

@@ -1,7 +1,31 @@
-//! How far back "healthy again" looks: one window for the rule that says a problem resolved
-//! and the proof that checks the claim.
+//! "Healthy again": how far back it looks, which pods count, and what keeps them from counting
+//! as recovered. One reading for the rule that says a problem resolved and the proof that
+//! checks the claim.
 
 use chrono::{DateTime, Duration, Utc};
+
+use crate::cluster::observed::{Event, Pod, Revision, Workload};
+
+/// Event reasons that mean a pod could not be made, placed, started, kept or kept ready: any of
+/// them since the look-back began, about the target, its ReplicaSets or its pods, and it has not
+/// recovered. A probe that failed minutes ago (`Unhealthy`) on a pod ready now is readiness
+/// coming and going, the very thing many alerts are about: the rules counted it, the proof did
+/// not, until both read this list.
+pub const NOT_RECOVERED_REASONS: &[&str] = &[
+    "Unhealthy",
+    "FailedCreate",
+    "FailedScheduling",
+    "FailedMount",
+    "FailedAttachVolume",
+    "FailedCreatePodSandBox",
+    "BackOff",
+    "Failed",
+    "Evicted",
+    "OOMKilling",
+    "ProgressDeadlineExceeded",
+    "BackoffLimitExceeded",
+    "DeadlineExceeded",
+];
 
 /// However recently the alert began, the look-back reaches at least this far: a container that
 /// exited minutes before the alert is part of what it is about.
@@ -23,8 +47,141 @@ pub fn healthy_since(now: DateTime<Utc>, alert_started: Option<DateTime<Utc>>) -
         .max(now - STABLE)
 }
 
+/// Whether `p`, a pod of a `target_kind`, ended and its controller made (or makes) another in
+/// its place, settled since: a ReplicaSet's, StatefulSet's or DaemonSet's pod in phase Failed or
+/// Succeeded, or leaving (being deleted, not stuck). A Job's ended pods are its result, and a
+/// bare pod has nobody to replace it. Pods ending again and again (each replacement evicted in
+/// turn) are the problem itself: one with anything recorded about it in the last
+/// [`ENDED_QUIET`] has not settled. A pod being deleted needs no quiet: the events about it
+/// are its own past, and the pods that replace it are judged as the target's.
+pub fn ended_and_replaced(
+    target_kind: &str,
+    p: &Pod,
+    events: &[Event],
+    now: DateTime<Utc>,
+) -> bool {
+    let replacing = p.controller.as_ref().is_some_and(|(kind, _)| {
+        matches!(kind.as_str(), "ReplicaSet" | "StatefulSet" | "DaemonSet")
+    });
+    let leaving = p.deleting && p.broken().is_none();
+    let quiet_since = now - ENDED_QUIET;
+    replacing
+        && (matches!(p.phase.as_str(), "Failed" | "Succeeded") || leaving)
+        && !matches!(target_kind, "Pod" | "Job" | "CronJob")
+        && (p.deleting
+            || !events.iter().any(|e| {
+                e.kind == "Pod" && e.name == p.name && e.last.is_none_or(|t| t >= quiet_since)
+            }))
+}
+
+/// A Deployment's earlier revisions, scaled to zero, as name prefixes (`<ReplicaSet>-`): what
+/// their pods went through is what the rollout replaced (a fix forward), not the target's now.
+/// Its current pods are judged instead, and its desired state (every replica updated and
+/// available). Empty for other kinds.
+pub fn replaced_revisions(w: &Workload, revisions: &[Revision]) -> Vec<String> {
+    if w.kind != "Deployment" {
+        return vec![];
+    }
+    let current = w.current_revision_number(revisions);
+    revisions
+        .iter()
+        .filter(|r| r.replicas == Some(0) && Some(r.number) != current)
+        .map(|r| format!("{}-", r.name))
+        .collect()
+}
+
+/// The target's pods judged for "healthy again" since [`healthy_since`].
+#[derive(Debug)]
+pub struct Recovery<'a> {
+    pub since: DateTime<Utc>,
+    /// Its replicas: the pods that did not end and get replaced.
+    pub live: Vec<&'a Pod>,
+    /// The pods that ended and were replaced ([`ended_and_replaced`]): not its replicas.
+    pub ended: Vec<&'a Pod>,
+    /// What keeps a live pod from counting as healthy: failing, not ready, or a container of it
+    /// that exited since `since`. One line each.
+    pub unhealthy: Vec<String>,
+    /// The failures recorded since `since` about the target, its ReplicaSets or its live pods
+    /// ([`NOT_RECOVERED_REASONS`]), not about a pod of a replaced revision.
+    pub failures: Vec<&'a Event>,
+}
+
+impl Recovery<'_> {
+    /// Healthy again: pods to judge, none of them unhealthy, nothing failed since.
+    pub fn healthy(&self) -> bool {
+        !self.live.is_empty() && self.unhealthy.is_empty() && self.failures.is_empty()
+    }
+}
+
+/// How the target (`target_kind` `name`) has recovered, from its pods and the events about
+/// them, as of `now`, for an alert that began at `alert_started`. `replaced_revisions` are the
+/// name prefixes (`<ReplicaSet>-`) of a Deployment's earlier revisions scaled to zero: what
+/// their pods went through is what a rollout replaced, not the target's now.
+pub fn recovery<'a>(
+    (target_kind, name): (&str, &str),
+    pods: impl IntoIterator<Item = &'a Pod>,
+    events: &'a [Event],
+    replaced_revisions: &[String],
+    now: DateTime<Utc>,
+    alert_started: Option<DateTime<Utc>>,
+) -> Recovery<'a> {
+    let since = healthy_since(now, alert_started);
+    let (ended, live): (Vec<&Pod>, Vec<&Pod>) = pods
+        .into_iter()
+        .partition(|p| ended_and_replaced(target_kind, p, events, now));
+    let unhealthy = live
+        .iter()
+        .filter_map(|p| not_healthy_since(p, since))
+        .collect();
+    let ours = |e: &Event| {
+        (e.name == name
+            || e.name.starts_with(&format!("{name}-"))
+            || live.iter().any(|p| p.name == e.name))
+            && !ended.iter().any(|p| p.name == e.name)
+            && !(e.kind == "Pod"
+                && replaced_revisions
+                    .iter()
+                    .any(|rs| e.name.starts_with(rs.as_str())))
+    };
+    let failures = events
+        .iter()
+        .filter(|e| e.warning && NOT_RECOVERED_REASONS.contains(&e.reason.as_str()))
+        .filter(|e| e.last.is_some_and(|t| t >= since))
+        .filter(|e| ours(e))
+        .collect();
+    Recovery {
+        since,
+        live,
+        ended,
+        unhealthy,
+        failures,
+    }
+}
+
+/// What keeps `p` from counting as healthy since `since`: a failure that keeps it from running,
+/// not ready (unless it is leaving), or a container that exited since and runs again.
+fn not_healthy_since(p: &Pod, since: DateTime<Utc>) -> Option<String> {
+    if let Some(f) = p.broken() {
+        return Some(format!("pod {} {f}", p.name));
+    }
+    if !p.ready && !p.deleting {
+        return Some(format!("pod {} is {} and not ready", p.name, p.phase));
+    }
+    p.containers.iter().find_map(|c| match &c.terminated {
+        Some((r, code, Some(t))) if *t >= since && c.running => Some(format!(
+            "container {} of pod {} exited ({r}, {code}) at {}, after the alert began",
+            c.name,
+            p.name,
+            t.format("%H:%M:%S")
+        )),
+        _ => None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -35,5 +192,71 @@ mod tests {
         assert_eq!(since(20), now - Duration::minutes(20));
         assert_eq!(since(300), now - Duration::minutes(30));
         assert_eq!(healthy_since(now, None), now - Duration::minutes(10));
+    }
+
+    fn pod(name: &str, phase: &str, ready: bool) -> Pod {
+        Pod::parse(&json!({"kind": "Pod",
+            "metadata": {"name": name,
+                "ownerReferences": [{"kind": "ReplicaSet", "name": "api-7c2a", "controller": true}]},
+            "status": {"phase": phase,
+                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+                "containerStatuses": [{"name": "api", "state": {"running": {}}}]}}))
+    }
+
+    fn warning(name: &str, reason: &str, at: DateTime<Utc>) -> Event {
+        Event::parse(&json!({"involvedObject": {"kind": "Pod", "name": name},
+            "reason": reason, "type": "Warning", "message": "m",
+            "lastTimestamp": at.to_rfc3339()}))
+    }
+
+    #[test]
+    fn ready_pods_with_nothing_recorded_since_the_look_back_have_recovered() {
+        let now = Utc::now();
+        let started = Some(now - Duration::minutes(5));
+        let pods = [
+            pod("api-7c2a-a", "Running", true),
+            pod("api-7c2a-b", "Failed", false),
+        ];
+        let r = recovery(("Deployment", "api"), &pods, &[], &[], now, started);
+        assert!(r.healthy(), "{r:?}");
+        assert_eq!(r.live.len(), 1);
+        assert_eq!(
+            r.ended.len(),
+            1,
+            "the Failed pod was replaced: not a replica"
+        );
+        // A readiness probe that failed two minutes ago: readiness comes and goes.
+        let flapping = [warning(
+            "api-7c2a-a",
+            "Unhealthy",
+            now - Duration::minutes(2),
+        )];
+        assert!(!recovery(("Deployment", "api"), &pods, &flapping, &[], now, started).healthy());
+        // ... unless it is older than the look-back.
+        let old = [warning(
+            "api-7c2a-a",
+            "Unhealthy",
+            now - Duration::minutes(40),
+        )];
+        assert!(recovery(("Deployment", "api"), &pods, &old, &[], now, started).healthy());
+        // A pod of a replaced revision is what the rollout replaced.
+        let replaced = [warning("api-5d9f-x", "BackOff", now - Duration::minutes(1))];
+        let prefixes = ["api-5d9f-".to_owned()];
+        assert!(!recovery(("Deployment", "api"), &pods, &replaced, &[], now, started).healthy());
+        assert!(
+            recovery(
+                ("Deployment", "api"),
+                &pods,
+                &replaced,
+                &prefixes,
+                now,
+                started
+            )
+            .healthy()
+        );
+        // A bare pod that failed has nobody to replace it.
+        let bare = [pod("api-7c2a-b", "Failed", false)];
+        let r = recovery(("Pod", "api-7c2a-b"), &bare, &[], &[], now, started);
+        assert!(!r.healthy() && r.ended.is_empty(), "{r:?}");
     }
 }

@@ -1,9 +1,73 @@
-//! What is recorded about a revision whose pods are gone, and whether two revisions differ.
+//! Whether a revision works (by its pods, what is recorded of them, or how long it served), and
+//! whether two revisions differ.
 
+use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use crate::cluster::obj::at;
-use crate::cluster::observed::Event;
+use crate::cluster::observed::{Event, Failure, Pod, Revision, SERVED_MIN_SECONDS};
+
+/// What shows whether a revision works, strongest first: its pods now (one failing, or some
+/// ready), else the recorded failures of its pods, else how long it served before the next
+/// revision replaced it. The rules judge a failing rollout's previous revision by it, the
+/// rollback proof the revision it returns to: one judgement, so the rule never proposes a
+/// return the proof then refuses for the revision's health.
+#[derive(Debug)]
+pub enum RevisionHealth<'a> {
+    /// A pod of the revision fails now.
+    Fails(&'a Pod, Failure),
+    /// This many of its pods are ready now (its pods seen ready, or the ready replicas its
+    /// ReplicaSet reports, whichever is more).
+    Ready(usize),
+    /// None of its pods is ready, and a failure of one is recorded.
+    FailedBefore(&'a Event),
+    /// None of its pods is ready and nothing records a failure: it served this long before the
+    /// next revision appeared (`None` when either time is unknown).
+    Served(Option<Duration>),
+}
+
+impl RevisionHealth<'_> {
+    /// Whether the revision is shown to work: pods of it ready now, or it served at least
+    /// [`SERVED_MIN_SECONDS`] with nothing recorded against it.
+    pub fn proven(&self) -> bool {
+        match self {
+            Self::Ready(_) => true,
+            Self::Served(served) => {
+                served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS))
+            }
+            Self::Fails(..) | Self::FailedBefore(_) => false,
+        }
+    }
+}
+
+/// How `rev` is known to behave ([`RevisionHealth`]): `pods` are the workload's (those of other
+/// revisions are passed over), `replaced_at` when the next revision appeared.
+pub fn revision_health<'a>(
+    rev: &Revision,
+    pods: impl IntoIterator<Item = &'a Pod>,
+    events: &'a [Event],
+    replaced_at: Option<DateTime<Utc>>,
+) -> RevisionHealth<'a> {
+    let its: Vec<&Pod> = pods.into_iter().filter(|p| rev.owns(p)).collect();
+    if let Some((p, f)) = its.iter().find_map(|p| Some((*p, p.broken()?))) {
+        return RevisionHealth::Fails(p, f);
+    }
+    let ready = its
+        .iter()
+        .filter(|p| p.ready)
+        .count()
+        .max(usize::try_from(rev.ready).unwrap_or(0));
+    if ready > 0 {
+        return RevisionHealth::Ready(ready);
+    }
+    if let Some(e) = revision_failures(events, &rev.name, &rev.hash).first() {
+        return RevisionHealth::FailedBefore(e);
+    }
+    RevisionHealth::Served(match (rev.created, replaced_at) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    })
+}
 
 /// Event reasons that record a pod failing: a crash back-off, a failed pull, mount or start, a
 /// failed probe, an OOM kill.
@@ -72,5 +136,70 @@ mod tests {
         assert!(!runs_differently(&before, &t("b", "api:1", "x")));
         assert!(runs_differently(&before, &t("a", "api:2", "x")));
         assert!(runs_differently(&before, &t("a", "api:1", "y")));
+    }
+
+    fn rs(ready: i64, created: &str) -> Revision {
+        Revision::of_replicaset(&json!({"kind": "ReplicaSet",
+            "metadata": {"name": "api-5d9f", "creationTimestamp": created,
+                "labels": {"pod-template-hash": "5d9f"},
+                "annotations": {"deployment.kubernetes.io/revision": "1"}},
+            "status": {"readyReplicas": ready}}))
+        .expect("a revision")
+    }
+
+    fn pod(name: &str, ready: bool, waiting: Option<&str>) -> Pod {
+        let state = match waiting {
+            Some(w) => json!({"waiting": {"reason": w}}),
+            None => json!({"running": {}}),
+        };
+        Pod::parse(&json!({"kind": "Pod",
+            "metadata": {"name": name, "labels": {"pod-template-hash": "5d9f"},
+                "ownerReferences": [{"kind": "ReplicaSet", "name": "api-5d9f", "controller": true}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+                "containerStatuses": [{"name": "api", "restartCount": 3, "state": state}]}}))
+    }
+
+    #[test]
+    fn a_revision_is_judged_by_its_pods_then_its_record_then_how_long_it_served() {
+        let created = "2026-11-30T10:00:00Z";
+        let t = |s: &str| {
+            DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&Utc))
+                .ok()
+        };
+        let failing = [
+            pod("api-5d9f-a", true, None),
+            pod("api-5d9f-b", false, Some("CrashLoopBackOff")),
+        ];
+        // One pod failing outweighs a ready sibling.
+        assert!(matches!(
+            revision_health(&rs(1, created), &failing, &[], None),
+            RevisionHealth::Fails(p, _) if p.name == "api-5d9f-b"
+        ));
+        // Ready pods, or the ready replicas the ReplicaSet reports.
+        let ready = [pod("api-5d9f-a", true, None)];
+        assert!(matches!(
+            revision_health(&rs(0, created), &ready, &[], None),
+            RevisionHealth::Ready(1)
+        ));
+        assert!(matches!(
+            revision_health(&rs(2, created), &[], &[], None),
+            RevisionHealth::Ready(2)
+        ));
+        // No pods: a recorded failure of one, else the time it served.
+        let record = [event("Pod", "api-5d9f-x1", "BackOff", "Warning")];
+        let gone = rs(0, created);
+        assert!(matches!(
+            revision_health(&gone, &[], &record, None),
+            RevisionHealth::FailedBefore(_)
+        ));
+        let served = |until: &str| revision_health(&gone, &[], &[], t(until));
+        assert!(served("2026-11-30T11:00:00Z").proven());
+        assert!(!served("2026-11-30T10:00:20Z").proven());
+        assert!(matches!(
+            revision_health(&gone, &[], &[], None),
+            RevisionHealth::Served(None)
+        ));
     }
 }

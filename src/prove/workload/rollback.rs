@@ -1,5 +1,6 @@
 //! Roll a Deployment or StatefulSet back to an earlier revision.
 
+use super::findings::RevisionHealth;
 use super::*;
 use crate::cluster::observed::{self, Revision};
 
@@ -48,16 +49,8 @@ pub(in crate::prove) async fn rollback(
     let w = scene.target_obj().await?;
     let stateful = obj::kind(&w) == "StatefulSet";
     let revisions = scene.revisions(&w).await?;
-    // The current revision: the one a StatefulSet updates to, the one a Deployment's
-    // annotation names; else the newest.
-    let named_current = if stateful {
-        let upd = str_at(&w, &["status", "updateRevision"]).unwrap_or_default();
-        revisions.iter().find(|r| r.name == upd).map(|r| r.number)
-    } else {
-        obj::annotation(&w, "deployment.kubernetes.io/revision").and_then(|r| r.parse().ok())
-    };
-    let current_number = named_current
-        .or_else(|| revisions.last().map(|r| r.number))
+    let current_number = observed::Workload::parse(&w)
+        .current_revision_number(&revisions)
         .unwrap_or(0);
     let pods = scene.pods_of(&w).await?;
     let events = scene.events(None).await?;
@@ -188,45 +181,34 @@ impl Case<'_> {
     /// served before it was replaced.
     fn target_revision_healthy(&self) -> Obligation {
         let target = self.target;
-        let its_pods = self.its_pods();
-        let failing: Vec<&&Pod> = its_pods.iter().filter(|p| p.broken().is_some()).collect();
-        let ready = its_pods.iter().filter(|p| p.ready).count();
-        let recorded_failures =
-            findings::revision_failures(self.events, &target.name, &target.hash);
         let healthy = &ob::rollback::TARGET_REVISION_HEALTHY;
-        if let Some(p) = failing.first() {
-            healthy.fails(vec![format!(
-                "{} fails too: pod {} {}",
-                describe(target),
-                p.name,
-                p.broken().map(|f| f.line).unwrap_or_default()
-            )])
-        } else if ready > 0 {
-            healthy.holds(vec![format!(
-                "{} has {ready} ready pod(s) now",
-                describe(target)
-            )])
-        } else if let Some(e) = recorded_failures.first() {
-            healthy.fails(vec![format!(
+        let health = findings::revision_health(target, self.pods, self.events, self.replaced_at);
+        let proven = health.proven();
+        let line = match health {
+            RevisionHealth::Fails(p, f) => {
+                format!("{} fails too: pod {} {}", describe(target), p.name, f.line)
+            }
+            RevisionHealth::Ready(n) => format!("{} has {n} ready pod(s) now", describe(target)),
+            RevisionHealth::FailedBefore(e) => format!(
                 "{} has no pods left, and its pods failed: {}",
                 describe(target),
                 e.line()
-            )])
-        } else {
-            let served = match (target.created, self.replaced_at) {
-                (Some(a), Some(b)) => Some(b - a),
-                _ => None,
-            };
-            let ok = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS));
-            healthy.check(ok,
-                vec![format!(
-                    "{} has no pods left; it served {} before the next revision appeared, and nothing records a failure of it{}",
-                    describe(target),
-                    served.map_or("for an unknown time".into(), |s| format!("for {}", ago(s))),
-                    if ok { String::new() } else { format!(" (at least {} needed to count as proven)", ago(Duration::seconds(SERVED_MIN_SECONDS))) }
-                )],
-            )
-        }
+            ),
+            RevisionHealth::Served(served) => format!(
+                "{} has no pods left; it served {} before the next revision appeared, and nothing records a failure of it{}",
+                describe(target),
+                served.map_or("for an unknown time".into(), |s| format!("for {}", ago(s))),
+                if proven {
+                    String::new()
+                } else {
+                    format!(
+                        " (at least {} needed to count as proven)",
+                        ago(Duration::seconds(SERVED_MIN_SECONDS))
+                    )
+                }
+            ),
+        };
+        healthy.check(proven, vec![line])
     }
 
     /// `rollback.failures-began-after-revision`: the failures began after the current revision

@@ -24,7 +24,7 @@ use super::evidence::{Evidence, ObservedPod, RootObject, WorkloadState};
 use super::quantity;
 use crate::cluster::observed;
 use crate::domain::{QuotaUsage, Target};
-use crate::prove::findings;
+use crate::prove::findings::{self, RevisionHealth};
 use rollout::{lone_failure, regression};
 use scheduling::unschedulable;
 
@@ -49,6 +49,9 @@ pub(super) struct Facts {
     pub rollout: Option<Rollout>,
     /// Why a recent rollout was not taken as the cause, when there was one.
     pub rollout_rejected: Option<String>,
+    /// The root's pods healthy again, as the resolved proof judges them
+    /// ([`findings::resolved::recovery`]); `None` when they are not.
+    pub recovered: Option<Recovered>,
     /// The workload whose pods were read (the root, an HPA's scale target, a PDB's pods' owner).
     pub workload: Option<WorkloadState>,
     /// The replicas the workload is meant to run, when something says so
@@ -86,14 +89,51 @@ pub(super) struct Facts {
     pub claim: ClaimFacts,
 }
 
+/// The root's pods healthy again: its replicas all ready, none exited and nothing failed since
+/// `since`.
+pub(super) struct Recovered {
+    pub since: DateTime<Utc>,
+    /// Its replicas: the pods that did not end and get replaced.
+    pub live: usize,
+    /// The pods that ended and that their controller replaced: not its replicas. (Pods being
+    /// deleted are leaving as well, and not named.)
+    pub ended: Vec<String>,
+}
+
+impl Recovered {
+    /// Whether the root's pods recovered, by the finding the resolved proof checks a claim with.
+    fn of(ev: &Evidence) -> Option<Self> {
+        let target = ev.context.as_ref().map(|c| &c.root_owner)?;
+        let replaced = ev.workload.as_ref().map_or_else(Vec::new, |w| {
+            findings::resolved::replaced_revisions(w, &ev.revisions)
+        });
+        let r = findings::resolved::recovery(
+            (&target.kind, &target.name),
+            ev.pods.iter().map(|p| &p.observed),
+            &ev.events,
+            &replaced,
+            ev.now,
+            ev.alert.starts_at,
+        );
+        r.healthy().then(|| Self {
+            since: r.since,
+            live: r.live.len(),
+            ended: r
+                .ended
+                .iter()
+                .filter(|p| !p.deleting)
+                .map(|p| p.name.clone())
+                .collect(),
+        })
+    }
+}
+
 pub(super) struct AlertFacts {
     /// Lower-case.
     pub name: String,
     pub proactive: bool,
     /// The `container` label.
     pub container: Option<String>,
-    /// When it began firing.
-    pub started: Option<DateTime<Utc>>,
 }
 
 pub(super) struct PodFacts {
@@ -112,8 +152,6 @@ pub(super) struct PodFacts {
     /// The first terminated state among its containers, last or current.
     pub termination: Option<Termination>,
     pub waiting: Option<Waiting>,
-    /// Since the most recent exit of any of its containers.
-    pub last_exit_age: Option<Duration>,
     /// Since deletion was requested, while it is terminating.
     pub deleting_for: Option<Duration>,
     pub finalizers: Vec<String>,
@@ -418,10 +456,10 @@ impl Facts {
                 name: ev.alert.name.to_ascii_lowercase(),
                 proactive: ev.alert.proactive,
                 container: ev.alert.container.clone(),
-                started: ev.alert.starts_at,
             },
             rollout,
             rollout_rejected,
+            recovered: Recovered::of(ev),
             workload: ev.workload.clone(),
             declared: ev.workload.as_ref().and_then(|w| {
                 let pods: Vec<observed::Pod> = ev.pods.iter().map(|p| p.observed.clone()).collect();
@@ -571,7 +609,7 @@ impl PodFacts {
             controller: o.controller.as_ref().map(|(_, name)| name.clone()),
             status: p.status.clone(),
             phase: p.phase().map(str::to_owned),
-            failing: p.failing(ev.now),
+            failing: p.failing(),
             healthy: p.healthy(),
             description: describe(
                 &name,
@@ -580,16 +618,7 @@ impl PodFacts {
                 restarts,
                 waiting.as_ref(),
             ),
-            last_exit_age: p
-                .observed
-                .containers
-                .iter()
-                .filter(|c| !c.init)
-                .filter_map(|c| c.terminated.as_ref()?.2)
-                .map(|t| ev.now - t)
-                .min(),
-            deleting_for: observed::time(&o.raw, &["metadata", "deletionTimestamp"])
-                .map(|t| ev.now - t),
+            deleting_for: o.deleting_for,
             finalizers: o.finalizers.clone(),
             pull_secrets: crate::cluster::obj::array(&o.raw, &["spec", "imagePullSecrets"])
                 .iter()

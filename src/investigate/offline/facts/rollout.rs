@@ -19,26 +19,23 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
         return Ok(None);
     }
     let revs = revisions(ev);
-    // The new and previous revisions: a StatefulSet names them in its status.
-    let (current, previous) = match (w.kind.as_str(), &w.update_revision, &w.current_revision) {
-        ("StatefulSet", Some(update), Some(cur)) => {
-            let Some(new) = revs.iter().find(|r| &r.name == update) else {
-                return Ok(None);
-            };
-            let old = if update != cur {
-                revs.iter().find(|r| &r.name == cur)
-            } else {
-                revs.iter().find(|r| r.number < new.number)
-            };
-            match old {
-                Some(old) => (new, old),
-                None => return Ok(None),
-            }
+    // The new revision: the one the workload names ([`observed::Workload::current_revision_number`]).
+    // The previous: the one a StatefulSet still names as current while it updates, else the
+    // newest before it.
+    let Some(current) = w
+        .current_revision_number(&ev.revisions)
+        .and_then(|n| revs.iter().find(|r| r.number == n))
+    else {
+        return Ok(None);
+    };
+    let previous = match (&w.update_revision, &w.current_revision) {
+        (Some(update), Some(cur)) if w.kind == "StatefulSet" && update != cur => {
+            revs.iter().find(|r| &r.name == cur)
         }
-        _ => match (revs.first(), revs.get(1)) {
-            (Some(a), Some(b)) => (a, b),
-            _ => return Ok(None),
-        },
+        _ => revs.iter().find(|r| r.number < current.number),
+    };
+    let Some(previous) = previous else {
+        return Ok(None);
     };
     let Some(age) = current.created.map(|t| ev.now - t) else {
         return Ok(None);
@@ -65,48 +62,55 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
             current.number, previous.number
         ));
     }
-    let old_pods = in_rev(previous);
-    let serving = old_pods.iter().filter(|(_, f)| f.healthy).count();
-    let previous_health = if serving > 0 || previous.ready > 0 {
-        PreviousHealth::Serving(serving.max(usize::try_from(previous.ready).unwrap_or(0)))
-    } else {
-        // No pods of the previous revision to look at: judge it by what is recorded.
-        if let Some(w) = findings::revision_failures(&ev.events, &previous.name, "").first() {
+    let health = findings::revision_health(
+        previous,
+        ev.pods.iter().map(|p| &p.observed),
+        &ev.events,
+        current.created,
+    );
+    let previous_health = match health {
+        RevisionHealth::Ready(n) => PreviousHealth::Serving(n),
+        RevisionHealth::Fails(p, f) => {
+            return Err(format!(
+                "the previous revision {} fails too: pod {} {}",
+                previous.number, p.name, f.line
+            ));
+        }
+        RevisionHealth::FailedBefore(w) => {
             return Err(format!(
                 "the previous revision {} failed too: {} {}: {}",
                 previous.number, w.name, w.reason, w.message
             ));
         }
-        let first_failure = new_pods
-            .iter()
-            .flat_map(|(_, f)| f.warnings.iter())
-            .filter_map(|w| w.first_age)
-            .max()
-            .map(|a| ev.now - a);
-        let onset = [first_failure, ev.alert.starts_at]
-            .into_iter()
-            .flatten()
-            .min();
-        let appeared = current.created;
-        if let (Some(onset), Some(appeared)) = (onset, appeared)
-            && onset < appeared - Duration::seconds(ONSET_SLACK_SECONDS)
-        {
-            return Err(format!(
-                "the failures began at {}, before revision {} appeared at {}",
-                onset.format("%H:%M:%S"),
-                current.number,
-                appeared.format("%H:%M:%S")
-            ));
-        }
-        PreviousHealth::Served {
-            served: match (previous.created, current.created) {
-                (Some(a), Some(b)) => Some(b - a),
-                _ => None,
-            },
-            onset: match (onset, appeared) {
-                (Some(o), Some(a)) => Some(o - a),
-                _ => None,
-            },
+        RevisionHealth::Served(served) => {
+            let first_failure = new_pods
+                .iter()
+                .flat_map(|(_, f)| f.warnings.iter())
+                .filter_map(|w| w.first_age)
+                .max()
+                .map(|a| ev.now - a);
+            let onset = [first_failure, ev.alert.starts_at]
+                .into_iter()
+                .flatten()
+                .min();
+            let appeared = current.created;
+            if let (Some(onset), Some(appeared)) = (onset, appeared)
+                && onset < appeared - Duration::seconds(ONSET_SLACK_SECONDS)
+            {
+                return Err(format!(
+                    "the failures began at {}, before revision {} appeared at {}",
+                    onset.format("%H:%M:%S"),
+                    current.number,
+                    appeared.format("%H:%M:%S")
+                ));
+            }
+            PreviousHealth::Served {
+                served,
+                onset: match (onset, appeared) {
+                    (Some(o), Some(a)) => Some(o - a),
+                    _ => None,
+                },
+            }
         }
     };
     Ok(Some(Rollout {

@@ -25,7 +25,7 @@ mod workloads;
 use chrono::Duration;
 use serde_json::Value;
 
-use super::facts::{Blocker, Facts, PodFacts, PreviousHealth, SERVED_MIN_SECONDS};
+use super::facts::{Blocker, Facts, PreviousHealth, SERVED_MIN_SECONDS};
 use super::quantity;
 use crate::cluster::observed;
 use crate::domain::{

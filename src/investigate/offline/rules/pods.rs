@@ -205,7 +205,7 @@ pub(super) fn terminating_stuck(f: &Facts) -> Option<Diagnosis> {
 pub(super) fn containercreating_stuck(f: &Facts) -> Option<Diagnosis> {
     let p = f.pods.iter().find(|p| {
         p.status == "ContainerCreating"
-            && observed::Pod::at(&p.observed.raw, f.now)
+            && p.observed
                 .stuck_creating
                 .is_some_and(|a| a > Duration::seconds(observed::REPLACE_STUCK_CREATING_AFTER))
     })?;

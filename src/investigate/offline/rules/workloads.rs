@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::cluster::observed;
-use crate::prove::findings::resolved as window;
 
 pub(super) fn service_unreachable(f: &Facts) -> Option<Diagnosis> {
     if f.kind() != "Service" {
@@ -251,81 +250,41 @@ pub(super) fn suspended(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
-/// Whether `p` ended (phase Failed or Succeeded) and a workload controller replaces it: not
-/// a Job's (its ended pods are its result) nor a bare pod.
-pub(super) fn replaced(f: &Facts, p: &PodFacts) -> bool {
-    matches!(p.phase.as_deref(), Some("Failed" | "Succeeded"))
-        && p.controller.is_some()
-        && !matches!(f.kind(), "Pod" | "Job" | "CronJob")
-}
-
-/// Healthy again: nothing to do.
+/// Healthy again: nothing to do. The pods are judged as the resolved proof judges the claim
+/// ([`findings::resolved::recovery`]); the rule asks besides that the workload runs as many
+/// replicas as it wants (pods a quota or an admission webhook refused never show up as failing
+/// pods).
 pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
-    // One look-back with the resolved proof's: since the alert began, 10 to 30 minutes.
-    let since = window::healthy_since(f.now, f.alert.started);
-    let recent = |age: Option<Duration>| age.is_some_and(|a| f.now - a >= since);
-    // Pods being deleted are leaving (a rollout replaces them): what they went through is the
-    // old revision's story, not the workload's now. A pod terminating for longer than any
-    // grace period is stuck, and stays.
-    let leaving = |p: &&PodFacts| {
-        p.deleting_for
-            .is_some_and(|d| d <= Duration::seconds(observed::TERMINATING_ALLOWANCE))
-    };
-    let pods: Vec<&PodFacts> = f.pods.iter().filter(|p| !leaving(p)).collect();
-    let recently_failed = pods.iter().any(|p| recent(p.last_exit_age));
-    let recent_warnings = pods
-        .iter()
-        .any(|p| p.warnings.iter().any(|w| recent(w.age)));
-    // Pods that ended (evicted, shut down with their node) and that their controller replaced
-    // are no replicas: their objects stay until the pod garbage collector's threshold, and
-    // alerts that count pods by phase keep firing on them.
-    let (ended, live): (Vec<&PodFacts>, Vec<&PodFacts>) =
-        pods.into_iter().partition(|p| replaced(f, p));
-    // Pods ending again and again (each replacement evicted in turn) are the problem itself:
-    // only endings older than the events' lifetime, with nothing recorded since, are settled.
-    let ended_lately = ended.iter().any(|p| {
-        p.warnings
-            .iter()
-            .any(|w| w.age.is_none_or(|a| a < window::ENDED_QUIET))
-    });
-    if ended_lately {
-        return None;
-    }
-    // Fewer pods than the workload wants is not healthy, however well the ones there run: pods
-    // a quota or an admission webhook refused never show up as failing pods.
+    let r = f.recovered.as_ref()?;
     let short = f
         .workload
         .as_ref()
         .and_then(|w| w.replicas)
-        .is_some_and(|want| (live.len() as i64) < want);
-    if live.is_empty()
-        || short
-        || live.iter().any(|p| p.failing || !p.healthy)
-        || recently_failed
-        || recent_warnings
-    {
+        .is_some_and(|want| (r.live as i64) < want);
+    if short {
         return None;
     }
+    let minutes = (f.now - r.since).num_minutes();
     let mut d = Diagnosis::new(
         "Resolved",
         format!(
-            "{} is healthy again: all {} pods running and ready, no failures in the last {} minutes",
+            "{} is healthy again: all {} pods running and ready, no failures in the last {minutes} minutes",
             f.target_text(),
-            live.len(),
-            (f.now - since).num_minutes()
+            r.live,
         ),
     );
     // (No contributing factors: a resolved claim with factors is a real problem to a human.)
-    if !ended.is_empty() {
-        let names: Vec<String> = ended
+    if !r.ended.is_empty() {
+        let names: Vec<String> = f
+            .pods
             .iter()
+            .filter(|p| r.ended.contains(&p.name))
             .map(|p| format!("{} ({})", p.name, p.status))
             .collect();
         d.summary = format!(
-            "{} is healthy: all {} pods running and ready, no failures in the last {} minutes. Pod(s) {} ended, with no event about them in the last hour, and were replaced by the controller; their objects stay until the pod garbage collector removes them, and an alert that counts pods by phase fires on them until then (deleting the object ends that alert)",
+            "{} is healthy: all {} pods running and ready, no failures in the last {minutes} minutes. Pod(s) {} ended, with no event about them in the last hour, and were replaced by the controller; their objects stay until the pod garbage collector removes them, and an alert that counts pods by phase fires on them until then (deleting the object ends that alert)",
             f.target_text(),
-            live.len(),
-            (f.now - since).num_minutes(),
+            r.live,
             listed(&names)
         );
     }
@@ -600,11 +559,7 @@ pub(super) fn scaled_below_declared(f: &Facts) -> Option<Diagnosis> {
     if f.rollout.is_some() || f.pods.is_empty() {
         return None;
     }
-    let now: Vec<observed::Pod> = f
-        .pods
-        .iter()
-        .map(|p| observed::Pod::at(&p.observed.raw, f.now))
-        .collect();
+    let now: Vec<&observed::Pod> = f.pods.iter().map(|p| &p.observed).collect();
     // None broken, and none that ever ended: a container caught running between two crashes
     // (or after an OOM kill) is not broken at this instant, but more pods like it help nobody.
     let ended = |p: &observed::Pod| p.containers.iter().any(|c| c.terminated.is_some());
