@@ -397,6 +397,19 @@ pub mod obj {
         str_at(v, &["kind"]).unwrap_or("")
     }
 
+    /// The owner reference marked `controller`: its kind and name.
+    pub fn controller(v: &Value) -> Option<(&str, &str)> {
+        array(v, &["metadata", "ownerReferences"])
+            .iter()
+            .find(|o| at(o, &["controller"]).and_then(Value::as_bool) == Some(true))
+            .map(|o| {
+                (
+                    str_at(o, &["kind"]).unwrap_or_default(),
+                    str_at(o, &["name"]).unwrap_or_default(),
+                )
+            })
+    }
+
     pub fn labels(v: &Value) -> impl Iterator<Item = (&str, &str)> {
         map_pairs(at(v, &["metadata", "labels"]))
     }

@@ -34,8 +34,9 @@ fn owner(p: &Pod) -> Option<String> {
     ))
 }
 
-/// Whether the node is the common factor of its pods' failures: it is unhealthy (not Ready, a
-/// pressure or problem condition), or its pods fail where the same workloads' pods elsewhere
+/// Whether the node is the common factor of its pods' failures: its conditions show it in
+/// trouble ([`Node::trouble`]: Ready reported other than True, a pressure or problem condition),
+/// or its pods fail where the same workloads' pods elsewhere
 /// are healthy — at least two of them: one failing pod may carry its own fault (deleting it is
 /// the proportionate fix), so it does not show the node at fault. With the evidence either way.
 pub(super) fn node_at_fault(
@@ -45,7 +46,7 @@ pub(super) fn node_at_fault(
     all: &[Pod],
 ) -> (bool, Vec<String>) {
     let name = node.name.as_str();
-    if !node.ready || !node.pressure.is_empty() || !node.problems.is_empty() {
+    if node.trouble().is_some() {
         return (true, vec![format!("node {name} is {}", node.state())]);
     }
     if let Some(flaps) = flaps {

@@ -2,8 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::time;
 use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::quantity;
 
@@ -120,6 +122,37 @@ impl Node {
         }
     }
 
+    /// What its conditions show wrong with it, each with its message, and since when (the
+    /// latest transition among them): a Ready condition reported other than True, and any other
+    /// condition True (the kubelet's pressures, node-problem-detector's `ReadonlyFilesystem`,
+    /// `KernelDeadlock`, …). `None` when nothing does, also for a node that reports no Ready
+    /// condition at all: nothing shows it in trouble, as nothing shows it can take pods
+    /// ([`Node::takes_pods`]). The dependency graph blames a node by it, and the drain's proof
+    /// finds it at fault by it.
+    pub fn trouble(&self) -> Option<(String, Option<DateTime<Utc>>)> {
+        let mut problems = Vec::new();
+        let mut since = None;
+        for c in array(&self.raw, &["status", "conditions"]) {
+            let ty = str_at(c, &["type"]).unwrap_or_default();
+            let st = str_at(c, &["status"]).unwrap_or_default();
+            let bad = if ty == "Ready" {
+                st != "True"
+            } else {
+                st == "True"
+            };
+            if bad {
+                let msg = str_at(c, &["message"]).unwrap_or("");
+                problems.push(if ty == "Ready" {
+                    format!("NotReady ({msg})")
+                } else {
+                    format!("{ty} ({msg})")
+                });
+                since = time(c, &["lastTransitionTime"]).or(since);
+            }
+        }
+        (!problems.is_empty()).then(|| (problems.join(", "), since))
+    }
+
     /// Ready, schedulable and without a taint that keeps ordinary pods off.
     pub fn takes_pods(&self) -> bool {
         self.ready
@@ -155,6 +188,32 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_is_in_trouble_by_its_conditions_and_not_for_want_of_one() {
+        let node = |conditions: serde_json::Value| {
+            Node::parse(&serde_json::json!({"metadata": {"name": "worker-1"},
+                "status": {"conditions": conditions}}))
+        };
+        let ready = serde_json::json!({"type": "Ready", "status": "True"});
+        assert!(node(serde_json::json!([ready])).trouble().is_none());
+        // No Ready condition reported: nothing shows trouble, nor that it takes pods.
+        let silent = node(serde_json::json!([]));
+        assert!(silent.trouble().is_none() && !silent.takes_pods());
+        let lost = node(serde_json::json!([{"type": "Ready", "status": "Unknown",
+            "message": "Kubelet stopped posting node status.",
+            "lastTransitionTime": "2026-11-30T10:00:00Z"}]));
+        let (what, since) = lost.trouble().expect("trouble");
+        assert_eq!(what, "NotReady (Kubelet stopped posting node status.)");
+        assert!(since.is_some());
+        let full = node(serde_json::json!([ready,
+            {"type": "DiskPressure", "status": "True", "message": "low on disk"},
+            {"type": "KernelDeadlock", "status": "False"}]));
+        assert_eq!(
+            full.trouble().map(|t| t.0).as_deref(),
+            Some("DiskPressure (low on disk)")
+        );
+    }
 
     #[test]
     fn many_nodes_down_together_are_the_clusters_trouble() {

@@ -284,15 +284,7 @@ impl Pod {
                     .unwrap_or("unschedulable")
                     .to_owned()
             });
-        let controller = array(p, &["metadata", "ownerReferences"])
-            .iter()
-            .find(|o| at(o, &["controller"]).and_then(Value::as_bool) == Some(true))
-            .map(|o| {
-                (
-                    str_at(o, &["kind"]).unwrap_or_default().to_owned(),
-                    str_at(o, &["name"]).unwrap_or_default().to_owned(),
-                )
-            });
+        let controller = obj::controller(p).map(|(kind, name)| (kind.to_owned(), name.to_owned()));
         Self {
             name: obj::name(p).to_owned(),
             node: str_at(p, &["spec", "nodeName"]).map(str::to_owned),

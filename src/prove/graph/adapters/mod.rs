@@ -683,33 +683,30 @@ async fn orphaned_by_rollout(
         return Ok(None);
     }
     // The namespace's ReplicaSets, by their Deployment, newest revision last.
-    let mut by_deployment: BTreeMap<String, Vec<(i64, Value)>> = BTreeMap::new();
+    let mut by_deployment: BTreeMap<String, Vec<observed::Revision>> = BTreeMap::new();
     for rs in ctx.list_or_empty("ReplicaSet", Some(ns)).await? {
-        let owner = array(&rs, &["metadata", "ownerReferences"])
-            .iter()
-            .find(|o| {
-                at(o, &["controller"]).and_then(Value::as_bool) == Some(true)
-                    && str_at(o, &["kind"]) == Some("Deployment")
-            })
-            .and_then(|o| str_at(o, &["name"]))
-            .map(str::to_owned);
-        let revision = obj::annotation(&rs, "deployment.kubernetes.io/revision")
-            .and_then(|r| r.parse::<i64>().ok());
-        if let (Some(owner), Some(revision)) = (owner, revision) {
-            by_deployment.entry(owner).or_default().push((revision, rs));
+        let owner = match obj::controller(&rs) {
+            Some(("Deployment", name)) => name.to_owned(),
+            _ => continue,
+        };
+        if let Some(r) = observed::Revision::of_replicaset(&rs) {
+            by_deployment.entry(owner).or_default().push(r);
         }
     }
     for (deployment, mut revisions) in by_deployment {
-        revisions.sort_by_key(|(n, _)| *n);
-        let [.., (prev_n, prev), (cur_n, cur)] = revisions.as_slice() else {
+        revisions.sort_by_key(|r| r.number);
+        let [.., prev, cur] = revisions.as_slice() else {
             continue;
         };
-        let labels = |rs| at(rs, &["spec", "template", "metadata", "labels"]);
+        let (prev_n, cur_n) = (prev.number, cur.number);
+        fn labels(r: &observed::Revision) -> Option<&Value> {
+            at(&r.template, &["metadata", "labels"])
+        }
         if !service.selects(labels(prev)) || service.selects(labels(cur)) {
             continue;
         }
         let lost = service.lost(labels(cur));
-        let rolled = time(cur, &["metadata", "creationTimestamp"]);
+        let rolled = cur.created;
         let d = Dependency::new(
             DepKind::Rollout,
             format!("Deployment {ns}/{deployment}"),
@@ -729,7 +726,7 @@ async fn orphaned_by_rollout(
         .evidence(format!(
             "revision {prev_n}'s pod labels match the Service's selector; revision {cur_n}'s do not"
         ))
-        .undo_to(*prev_n)
+        .undo_to(prev_n)
         .culprit_of(format!("Service {ns}/{name}"))
         .at(2);
         return Ok(Some(d));

@@ -11,11 +11,6 @@ const CONDITION_EVENTS: &[&str] = &[
     "NodeHasInsufficientPID",
 ];
 
-/// Node conditions whose `True` is the healthy state; every other condition is a problem when
-/// `True` (the kubelet's pressures, node-problem-detector's own: ReadonlyFilesystem,
-/// KernelDeadlock, …).
-const HEALTHY_TRUE: &[&str] = &["Ready"];
-
 /// Node events that say the node itself is in trouble.
 const NODE_TROUBLE: &[&str] = &[
     "SystemOOM",
@@ -44,30 +39,6 @@ const HOG_SIGNS: &[&str] = &[
     "no space left on device",
     "out of memory",
 ];
-
-fn node_problem(n: &Value) -> Option<(String, Option<chrono::DateTime<chrono::Utc>>)> {
-    let mut problems = Vec::new();
-    let mut since = None;
-    for c in array(n, &["status", "conditions"]) {
-        let ty = str_at(c, &["type"]).unwrap_or_default();
-        let st = str_at(c, &["status"]).unwrap_or_default();
-        let bad = if HEALTHY_TRUE.contains(&ty) {
-            st != "True"
-        } else {
-            st == "True"
-        };
-        if bad {
-            let msg = str_at(c, &["message"]).unwrap_or("");
-            problems.push(if ty == "Ready" {
-                format!("NotReady ({msg})")
-            } else {
-                format!("{ty} ({msg})")
-            });
-            since = time(c, &["lastTransitionTime"]).or(since);
-        }
-    }
-    (!problems.is_empty()).then(|| (problems.join(", "), since))
-}
 
 /// Whether node `name`'s `SystemOOM` events count as its own trouble for the target's pods:
 /// a failing pod of the target was OOM-killed, and at that moment the kernel killed more than
@@ -152,7 +123,7 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         );
         let mut d = Dependency::new(DepKind::Node, format!("Node {name}"), relation);
         let mut pressure = None;
-        if let Some((problem, since)) = node_problem(&node) {
+        if let Some((problem, since)) = observed::Node::parse(&node).trouble() {
             pressure = Some(problem.clone());
             d = d.unhealthy(format!("is {problem}"), since);
         }
