@@ -13,6 +13,7 @@
 mod changed;
 mod image;
 mod kept;
+mod onset;
 mod replicas;
 pub mod resolved;
 mod revision;
@@ -21,6 +22,7 @@ mod usage;
 pub use changed::{ChangeExplains, change_explains, configmap_read_live};
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
+pub use onset::{first_onset, onset};
 pub use replicas::{Declared, declared_replicas};
 pub use revision::{
     FAILURE_REASONS, RevisionHealth, revision_failures, revision_health, runs_differently,

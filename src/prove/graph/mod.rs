@@ -288,7 +288,17 @@ pub async fn build(
             str_at(e, &["message"]).unwrap_or("")
         );
     }
-    let onset = onset(&pods, &events, &failing);
+    let onset = super::findings::first_onset(
+        &pods
+            .iter()
+            .filter(|p| failing.iter().any(|f| f == obj::name(p)))
+            .map(observed::Pod::parse)
+            .collect::<Vec<_>>(),
+        &events
+            .iter()
+            .map(observed::Event::parse)
+            .collect::<Vec<_>>(),
+    );
     let failures: Vec<(String, observed::Failure)> = pods
         .iter()
         .filter_map(|p| Some((obj::name(p).to_owned(), failure_of(p)?)))
@@ -347,30 +357,4 @@ pub async fn build(
     };
     n.rank(now);
     Ok(n)
-}
-
-/// When the target's failures began: the first warning about a failing pod (never before the
-/// pod existed), else the failing pods' creation.
-fn onset(pods: &[Value], events: &[Value], failing: &[String]) -> Option<DateTime<Utc>> {
-    let mut first: Option<DateTime<Utc>> = None;
-    for p in pods {
-        let name = obj::name(p);
-        if !failing.iter().any(|f| f == name) {
-            continue;
-        }
-        let created = time(p, &["metadata", "creationTimestamp"]);
-        let warned = events
-            .iter()
-            .filter(|e| str_at(e, &["involvedObject", "name"]) == Some(name))
-            .filter_map(event_first)
-            .min();
-        let t = match (warned, created) {
-            (Some(w), Some(c)) => Some(w.max(c)),
-            (w, c) => w.or(c),
-        };
-        if let Some(t) = t {
-            first = Some(first.map_or(t, |f| f.min(t)));
-        }
-    }
-    first
 }

@@ -86,24 +86,6 @@ pub fn secrets(template: &Value) -> BTreeSet<String> {
     out
 }
 
-/// The first warning recorded about a pod, if any.
-fn first_warning<'a>(events: &'a [Event], pod: &str) -> Option<&'a Event> {
-    events
-        .iter()
-        .filter(|e| e.warning && e.kind == "Pod" && e.name == pod)
-        .min_by_key(|e| e.first)
-}
-
-/// When a failing pod began to fail: its first warning (never before the pod existed), else
-/// its creation.
-fn onset(pod: &Pod, events: &[Event]) -> Option<DateTime<Utc>> {
-    let warned = first_warning(events, &pod.name).and_then(|e| e.first);
-    match (warned, pod.created) {
-        (Some(w), Some(c)) => Some(w.max(c)),
-        (w, c) => w.or(c),
-    }
-}
-
 /// Why a workload's rollout is not finished, if it is not.
 pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
     let workload = Workload::parse(w);

@@ -238,7 +238,7 @@ impl Case<'_> {
             (false, Some(cur)) => {
                 let first = failing_now
                     .iter()
-                    .filter_map(|p| onset(p, self.events).map(|t| (t, *p)))
+                    .filter_map(|p| findings::onset(p, self.events).map(|t| (t, *p)))
                     .min_by_key(|(t, _)| *t);
                 let older_failing: Vec<&&Pod> = failing_now
                     .iter()
