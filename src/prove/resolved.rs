@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::findings::resolved as window;
 use super::scene::{Read, Scene, hhmm};
 use crate::cluster::obj::{self, array, i64_at, str_at};
-use crate::cluster::observed::{Event, Hold, Pod, Workload};
+use crate::cluster::observed::{Event, Hold, Node, Pod, Workload};
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 use crate::monitoring::PrometheusClient;
@@ -123,24 +123,14 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
             (phase == "Bound", format!("claim {phase}"))
         }
         "Node" => {
-            let conds = array(o, &["status", "conditions"]);
-            let bad: Vec<String> = conds
-                .iter()
-                .filter(|c| {
-                    let ty = str_at(c, &["type"]).unwrap_or_default();
-                    let st = str_at(c, &["status"]).unwrap_or_default();
-                    (ty == "Ready" && st != "True") || (ty != "Ready" && st == "True")
-                })
-                .filter_map(|c| str_at(c, &["type"]).map(str::to_owned))
-                .collect();
-            (
-                bad.is_empty(),
-                if bad.is_empty() {
-                    "Ready, no pressure".into()
-                } else {
-                    format!("conditions {}", bad.join(", "))
-                },
-            )
+            // Ready, and nothing in trouble ([`Node::trouble`]); a node that reports no Ready
+            // condition shows nothing healthy either.
+            let node = Node::parse(o);
+            match (node.ready_status.is_some(), node.trouble()) {
+                (true, None) => (true, "Ready, no pressure".into()),
+                (false, _) => (false, "reports no Ready condition".into()),
+                (true, Some((what, _))) => (false, format!("conditions {what}")),
+            }
         }
         "HorizontalPodAutoscaler" => {
             let cur = n(&["status", "currentReplicas"]);
@@ -682,6 +672,27 @@ fn no_failures_since_onset(r: &window::Recovery) -> Obligation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_is_resolved_when_ready_without_trouble_and_not_for_want_of_a_condition() {
+        let node = |conditions: serde_json::Value| {
+            desired_state(
+                &serde_json::json!({"kind": "Node", "metadata": {"name": "w1"},
+                "status": {"conditions": conditions}}),
+            )
+            .unwrap()
+        };
+        let ready = serde_json::json!({"type": "Ready", "status": "True"});
+        assert!(node(serde_json::json!([ready])).0);
+        assert_eq!(
+            node(serde_json::json!([])),
+            (false, "reports no Ready condition".into())
+        );
+        let (met, how) = node(serde_json::json!([ready,
+            {"type": "DiskPressure", "status": "True", "message": "low on disk"}]));
+        assert!(!met);
+        assert_eq!(how, "conditions DiskPressure (low on disk)");
+    }
 
     #[test]
     fn a_statefulset_update_held_by_its_partition_is_not_met_and_says_why() {
