@@ -111,6 +111,7 @@ contract!(
     a_resolved_signal_is_seen_since_its_time,
     a_nul_character_is_stored_the_same_on_both_backends,
     an_approval_is_created_once_and_the_first_decision_wins,
+    a_change_that_made_things_worse_is_told_once_to_whom_its_offer_reached,
     concurrent_decisions_have_exactly_one_winner,
     nonces_are_single_use_and_the_signing_key_is_kept,
     nonces_nothing_can_replay_are_dropped_after_a_day,
@@ -1511,6 +1512,91 @@ async fn an_approval_is_created_once_and_the_first_decision_wins(f: Fixture) {
     ] {
         assert!(kinds.iter().any(|x| x == k), "{k} not in {kinds:?}");
     }
+}
+
+/// An approved change that made its target worse: the note (what, and that it was undone) is
+/// kept on the approval, a `made_worse` message goes to the recipient the offer reached, in
+/// its thread, and the trail says so — once, however often the verifier or the undo retries.
+/// A request nobody approved has nobody to tell.
+async fn a_change_that_made_things_worse_is_told_once_to_whom_its_offer_reached(f: Fixture) {
+    let s = &f.store;
+    let rid = awaiting(&f, "worse").await;
+    let a = approval_for(rid, f.clock.now());
+    let mail = offer(&a, Channel::Email, "alice@example.com");
+    let slack = offer(&a, Channel::Slack, "#ops");
+    s.create_approval(&a, &[mail.clone(), slack.clone()])
+        .await
+        .unwrap();
+    // Only the mail was delivered before the decision.
+    let claimed = s
+        .claim_notification(Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    let thread = serde_json::json!({"message_id": "<offer@kubemedic>"});
+    s.finish_notification(
+        claimed.id,
+        &DeliveryResult::Delivered {
+            external_ref: Some(thread.clone()),
+        },
+        &AuditDraft::new("notification", "approval", "delivered"),
+    )
+    .await
+    .unwrap();
+    let approved = decision(
+        Decision::Approved,
+        "alice@example.com",
+        Channel::Email,
+        f.clock.now(),
+    );
+    s.decide_approval(a.id, &approved).await.unwrap();
+
+    let note = "Undone: scale-replicas made shop/Deployment/checkout worse (new CrashLoopBackOff); undone: the spec before it is back — a person must look";
+    for _ in 0..2 {
+        s.approval_made_worse(rid, note).await.unwrap();
+    }
+    let kept = s.get_approval(a.id).await.unwrap().unwrap();
+    assert_eq!(kept.note.as_deref(), Some(note));
+    assert_eq!(
+        kept.status(),
+        ApprovalStatus::Approved,
+        "the decision stands"
+    );
+    let told: Vec<Notification> = s
+        .notifications(a.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.kind == NotificationKind::MadeWorse)
+        .collect();
+    assert_eq!(
+        told.len(),
+        1,
+        "once, to the one the offer reached: {told:#?}"
+    );
+    assert_eq!(told[0].recipient, claimed.recipient);
+    assert_eq!(told[0].status, DeliveryStatus::Pending);
+    assert_eq!(told[0].external_ref, Some(thread), "in the offer's thread");
+    let trail = s.audit_trail(rid).await.unwrap();
+    let worse: Vec<_> = trail
+        .iter()
+        .filter(|e| e.kind == "approval_made_worse")
+        .collect();
+    assert_eq!(worse.len(), 1, "{trail:#?}");
+
+    // A request without an approval: nothing to keep, nobody to tell.
+    let alone = s.ingest(&[signal("alone", 1, None)]).await.unwrap()[0]
+        .request_id()
+        .unwrap();
+    s.approval_made_worse(alone, note).await.unwrap();
+    assert!(s.approval_of_request(alone).await.unwrap().is_none());
+    assert!(
+        !s.audit_trail(alone)
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| e.kind == "approval_made_worse")
+    );
 }
 
 async fn concurrent_decisions_have_exactly_one_winner(f: Fixture) {
