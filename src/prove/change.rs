@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::obj::{self, array, at, str_at};
+use crate::cluster::observed::Workload;
 use crate::cluster::{DryRunOp, DryRunWrite};
 use crate::domain::{DryRunChange, ObjectChange};
 
@@ -105,7 +106,7 @@ fn containers(before: &Value, after: &Value, out: &mut Vec<String>) {
 
 /// What a changed pod template does to the running pods.
 fn rollout(w: &Value) -> String {
-    let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
+    let replicas = Workload::parse(w).wanted();
     match obj::kind(w) {
         "StatefulSet" => format!(
             "{replicas} pod(s) replaced one at a time, highest ordinal first ({})",

@@ -38,14 +38,14 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
             )
         }
         "Deployment" | "ReplicaSet" => {
-            let want = i64_at(o, &["spec", "replicas"]).unwrap_or(1);
+            let w = Workload::parse(o);
+            let want = w.wanted();
             let available = n(&["status", "availableReplicas"]);
             let updated = if kind == "Deployment" {
                 n(&["status", "updatedReplicas"])
             } else {
                 want
             };
-            let w = Workload::parse(o);
             (
                 available == want && updated == want && w.generation_pending().is_none(),
                 format!(
@@ -59,9 +59,9 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
             )
         }
         "StatefulSet" => {
-            let want = i64_at(o, &["spec", "replicas"]).unwrap_or(1);
-            let ready = n(&["status", "readyReplicas"]);
             let w = Workload::parse(o);
+            let want = w.wanted();
+            let ready = w.ready_replicas;
             let same = w.current_revision == w.update_revision;
             let held = if same {
                 String::new()

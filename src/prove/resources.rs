@@ -443,7 +443,8 @@ async fn fits_quota(
     pods: &[Pod],
     (old, new): (u128, u128),
 ) -> Read<Obligation> {
-    let replicas = crate::cluster::obj::i64_at(w, &["spec", "replicas"])
+    let replicas = crate::cluster::observed::Workload::parse(w)
+        .replicas
         .unwrap_or(pods.len() as i64)
         .max(1) as u128;
     let key = format!("limits.{}", resource.name());

@@ -36,6 +36,11 @@ pub struct Workload {
     pub paused: bool,
     /// A CronJob's (or Job's) `spec.suspend`.
     pub suspend: bool,
+    /// `status.readyReplicas` (0 when unset: none is ready).
+    pub ready_replicas: i64,
+    /// `status.updatedReplicas` and `status.replicas`, as the controller reports them.
+    pub updated_replicas: Option<i64>,
+    pub status_replicas: Option<i64>,
     /// `metadata.generation` and the controller's `status.observedGeneration`.
     pub generation: Option<i64>,
     pub observed_generation: Option<i64>,
@@ -61,6 +66,9 @@ impl Workload {
             partition: i64_at(w, &["spec", "updateStrategy", "rollingUpdate", "partition"]),
             paused: flag(&["spec", "paused"]),
             suspend: flag(&["spec", "suspend"]),
+            ready_replicas: i64_at(w, &["status", "readyReplicas"]).unwrap_or(0),
+            updated_replicas: i64_at(w, &["status", "updatedReplicas"]),
+            status_replicas: i64_at(w, &["status", "replicas"]),
             generation: i64_at(w, &["metadata", "generation"]),
             observed_generation: i64_at(w, &["status", "observedGeneration"]),
             current_revision: text(&["status", "currentRevision"]),
@@ -69,6 +77,13 @@ impl Workload {
                 .and_then(|r| r.parse().ok()),
             last_schedule: time(w, &["status", "lastScheduleTime"]),
         }
+    }
+
+    /// The replicas it is meant to run: `spec.replicas`, else 1, the API server's default for
+    /// the kinds that have it. (A DaemonSet's count is its nodes': callers that judge one count
+    /// its pods instead.)
+    pub fn wanted(&self) -> i64 {
+        self.replicas.unwrap_or(1)
     }
 
     /// What its own spec holds an update at, whether or not one is pending: a StatefulSet's
@@ -152,6 +167,31 @@ mod tests {
             None
         );
         assert_eq!(w(json!({})).generation_pending(), None);
+    }
+
+    #[test]
+    fn replicas_unset_are_one_as_the_api_server_defaults_them() {
+        let w = |spec: Value, status: Value| {
+            Workload::parse(&json!({"kind": "Deployment", "metadata": {"name": "api"},
+                "spec": spec, "status": status}))
+        };
+        let unset = w(json!({}), json!({}));
+        assert_eq!((unset.wanted(), unset.replicas), (1, None));
+        assert_eq!((unset.ready_replicas, unset.updated_replicas), (0, None));
+        let three = w(
+            json!({"replicas": 3}),
+            json!({"readyReplicas": 2, "updatedReplicas": 1, "replicas": 4}),
+        );
+        assert_eq!(three.wanted(), 3);
+        assert_eq!(
+            (
+                three.ready_replicas,
+                three.updated_replicas,
+                three.status_replicas
+            ),
+            (2, Some(1), Some(4))
+        );
+        assert_eq!(w(json!({"replicas": 0}), json!({})).wanted(), 0);
     }
 
     #[test]

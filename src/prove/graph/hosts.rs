@@ -121,8 +121,8 @@ async fn workload_state(
     let kind = obj::kind(w);
     let name = obj::name(w);
     let ns = obj::namespace(w).unwrap_or_default();
-    let want = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
-    let ready = i64_at(w, &["status", "readyReplicas"]).unwrap_or(0);
+    let workload = observed::Workload::parse(w);
+    let (want, ready) = (workload.wanted(), workload.ready_replicas);
     let created = time(w, &["metadata", "creationTimestamp"]);
     let evidence = Vec::new();
     let unhealthy = if want == 0 {

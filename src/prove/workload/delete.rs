@@ -30,7 +30,7 @@ pub(in crate::prove) async fn delete_pod(
         .filter(|p| p.name != pod.name && !p.deleting)
         .collect();
     // The only replica: no sibling shows the template runs.
-    let only = siblings.is_empty() && i64_at(&w, &["spec", "replicas"]) == Some(1);
+    let only = siblings.is_empty() && Workload::parse(&w).replicas == Some(1);
     let kept = state_kept(scene, pod, only, &events).await;
     let mut out = vec![owned];
     out.extend(pod_still_running(pod));

@@ -105,8 +105,8 @@ pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
                     "update from revision {} to {} under way ({} of {} pods updated)",
                     cur.as_deref().unwrap_or_default(),
                     upd.as_deref().unwrap_or_default(),
-                    i64_at(w, &["status", "updatedReplicas"]).unwrap_or(0),
-                    i64_at(w, &["spec", "replicas"]).unwrap_or(1)
+                    workload.updated_replicas.unwrap_or(0),
+                    workload.wanted()
                 )
             })
         }
@@ -116,9 +116,9 @@ pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
             (updated < want).then(|| format!("{updated} of {want} pods updated"))
         }
         _ => {
-            let want = i64_at(w, &["spec", "replicas"]).unwrap_or(1);
-            let updated = i64_at(w, &["status", "updatedReplicas"]).unwrap_or(want);
-            let total = i64_at(w, &["status", "replicas"]).unwrap_or(want);
+            let want = workload.wanted();
+            let updated = workload.updated_replicas.unwrap_or(want);
+            let total = workload.status_replicas.unwrap_or(want);
             (updated < want || total > want)
                 .then(|| format!("{updated} of {want} pods updated, {total} pods in all"))
         }
@@ -129,7 +129,7 @@ pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
 /// rounded down like the controller), and the strategy's name.
 fn max_unavailable(w: &Value) -> (i64, String) {
     let workload = Workload::parse(w);
-    let replicas = workload.replicas.unwrap_or(1);
+    let replicas = workload.wanted();
     let ty = workload.strategy.as_deref().unwrap_or("RollingUpdate");
     let resolve = |v: Option<&Value>, default: i64| match v {
         Some(Value::Number(n)) => n.as_i64().unwrap_or(default),

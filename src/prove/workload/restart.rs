@@ -83,7 +83,7 @@ async fn not_short_of_replicas(
     events: &[Event],
 ) -> Read<Obligation> {
     let obligation = &ob::restart::NOT_SHORT_OF_REPLICAS;
-    let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(pods.len() as i64);
+    let replicas = Workload::parse(w).replicas.unwrap_or(pods.len() as i64);
     let Some(declared) = findings::declared_replicas(w, pods, events) else {
         return Ok(obligation.holds(vec![format!(
             "{replicas} replica(s); nothing declares another count"
@@ -116,7 +116,7 @@ fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
     // Ready now, terminating or not: a pod on its way out still serves until it stops, and
     // counting it keeps "no ready pod to lose" from holding while one serves.
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
-    let replicas = i64_at(w, &["spec", "replicas"]).unwrap_or(pods.len() as i64);
+    let replicas = Workload::parse(w).replicas.unwrap_or(pods.len() as i64);
     let (unavailable, strategy) = max_unavailable(w);
     let kind = obj::kind(w);
     if strategy == "OnDelete" {

@@ -15,7 +15,7 @@ pub(in crate::prove) async fn scale(scene: &Scene, wanted: Option<i64>) -> Read<
     };
     let hpas = scene.autoscalers_of(obj::kind(&w), obj::name(&w)).await?;
     let events = scene.events(None).await?;
-    let current = i64_at(&w, &["spec", "replicas"]).unwrap_or(1);
+    let current = Workload::parse(&w).wanted();
     let declared = findings::declared_replicas(&w, &pods, &events);
     let mut out = vec![
         no_autoscaler(&hpas),

@@ -739,15 +739,14 @@ pub(super) async fn rollout(ctx: &Ctx) -> Read<Vec<Dependency>> {
     let Some(o) = &ctx.object else {
         return Ok(vec![]);
     };
-    if obj::kind(o) != "Deployment"
-        || at(o, &["spec", "paused"]).and_then(Value::as_bool) != Some(true)
-    {
+    let w = observed::Workload::parse(o);
+    if w.hold() != Some(observed::Hold::Paused) {
         return Ok(vec![]);
     }
-    let generation = i64_at(o, &["metadata", "generation"]).unwrap_or(0);
-    let observed = i64_at(o, &["status", "observedGeneration"]).unwrap_or(generation);
-    let updated = i64_at(o, &["status", "updatedReplicas"]).unwrap_or(0);
-    let want = i64_at(o, &["spec", "replicas"]).unwrap_or(1);
+    let generation = w.generation.unwrap_or(0);
+    let observed = w.observed_generation.unwrap_or(generation);
+    let updated = w.updated_replicas.unwrap_or(0);
+    let want = w.wanted();
     let paused_at = array(o, &["status", "conditions"])
         .iter()
         .find(|c| str_at(c, &["reason"]) == Some("DeploymentPaused"))
