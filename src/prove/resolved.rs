@@ -373,42 +373,54 @@ async fn condition_observable(
     let (Some(prometheus), Some(expr), false) = (prometheus, expr, observable) else {
         return obligation.check(observable, vec![how]);
     };
-    match prometheus.holding(&expr, &signal.labels).await {
-        // Nothing anywhere also comes from a Prometheus that never scrapes what the
-        // expression reads (another Prometheus than the alert's): that proves nothing.
-        Ok(0) => match unscraped(prometheus, &metrics_of(&expr)).await {
-            Ok(None) => obligation.holds(vec![
+    let line = match still_holding(prometheus, &expr, &signal.labels).await {
+        Ok(Holding::Gone) => {
+            return obligation.holds(vec![
                 how,
                 format!(
                     "Prometheus, asked now, evaluates the alert's expression `{expr}` to no series of this alert: its condition no longer holds"
                 ),
-            ]),
-            Ok(Some(why)) => obligation.fails(vec![
-                how,
-                format!(
-                    "Prometheus evaluates the alert's expression `{expr}` to nothing, but {why}: it cannot be the Prometheus that evaluates this alert"
-                ),
-            ]),
-            Err(e) => obligation.fails(vec![
-                how,
-                format!("Prometheus could not say whether the condition still holds: {e}"),
-            ]),
-        },
-        Ok(n) => obligation.fails(vec![
-            how,
-            format!(
-                "Prometheus, asked now, still finds the alert's expression `{expr}` holding for {n} series of this alert"
-            ),
-        ]),
-        Err(e) => obligation.fails(vec![
-            how,
-            format!("Prometheus could not say whether the condition still holds: {e}"),
-        ]),
-    }
+            ]);
+        }
+        // Nothing anywhere also comes from a Prometheus that never scrapes what the
+        // expression reads (another Prometheus than the alert's): that proves nothing.
+        Ok(Holding::Unscraped(why)) => format!(
+            "Prometheus evaluates the alert's expression `{expr}` to nothing, but {why}: it cannot be the Prometheus that evaluates this alert"
+        ),
+        Ok(Holding::Series(n)) => format!(
+            "Prometheus, asked now, still finds the alert's expression `{expr}` holding for {n} series of this alert"
+        ),
+        Err(e) => format!("Prometheus could not say whether the condition still holds: {e}"),
+    };
+    obligation.fails(vec![how, line])
 }
 
 /// Why `prometheus` cannot judge an expression over `metrics`: it names no metric, or
 /// Prometheus holds no series of one of them; `None` when it holds series of each.
+/// What Prometheus says of an alert's expression now.
+enum Holding {
+    /// It holds for this many series of the alert.
+    Series(usize),
+    /// It holds for none, but Prometheus holds no series of a metric it reads: why.
+    Unscraped(String),
+    /// It holds for none, and Prometheus scrapes every metric it reads.
+    Gone,
+}
+
+async fn still_holding(
+    prometheus: &PrometheusClient,
+    expr: &str,
+    alert: &std::collections::BTreeMap<String, String>,
+) -> crate::monitoring::Result<Holding> {
+    Ok(match prometheus.holding(expr, alert).await? {
+        0 => match unscraped(prometheus, &metrics_of(expr)).await? {
+            Some(why) => Holding::Unscraped(why),
+            None => Holding::Gone,
+        },
+        n => Holding::Series(n),
+    })
+}
+
 async fn unscraped(
     prometheus: &PrometheusClient,
     metrics: &[String],
