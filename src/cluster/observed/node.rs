@@ -123,7 +123,7 @@ impl Node {
     }
 
     /// What its conditions show wrong with it, each with its message, and since when (the
-    /// latest transition among them): a Ready condition reported other than True, and any other
+    /// transition of the last of them the node lists): a Ready condition reported other than True, and any other
     /// condition True (the kubelet's pressures, node-problem-detector's `ReadonlyFilesystem`,
     /// `KernelDeadlock`, …). `None` when nothing does, also for a node that reports no Ready
     /// condition at all: nothing shows it in trouble, as nothing shows it can take pods
