@@ -219,50 +219,49 @@ fn deadline_exceeded(o: &Value) -> Option<String> {
 }
 
 /// The pods of the workload's current revision, when every one of them fails: `pod NAME:
-/// FAILURE` for each; empty when there is none or one does not fail. A Deployment's current
-/// revision is the ReplicaSet whose revision is the Deployment's own, a StatefulSet's its
-/// `updateRevision`; for other kinds nothing is known and the wait goes on.
+/// FAILURE` for each; empty when there is none or one does not fail. The current revision is
+/// the model's ([`observed::Workload::current_revision_number`] among a Deployment's
+/// ReplicaSets, a StatefulSet's `updateRevision`); for other kinds nothing is known and the
+/// wait goes on.
 async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
-    let ns = obj::namespace(o);
+    let workload = observed::Workload::parse(o);
+    let ns = obj::namespace(o).unwrap_or_default();
+    let current: Option<observed::Revision> = match workload.kind.as_str() {
+        "Deployment" => {
+            let sets = writes::owned_by(r, "ReplicaSet", ns, o)
+                .await
+                .unwrap_or_default();
+            let revisions = observed::revisions(&sets, observed::Revision::of_replicaset);
+            workload
+                .current_revision_number(&revisions)
+                .and_then(|n| revisions.into_iter().find(|r| r.number == n))
+        }
+        // Its pods carry the update revision's name; nothing else of it is needed here.
+        "StatefulSet" => workload.update_revision.map(|name| observed::Revision {
+            hash: name.clone(),
+            name,
+            ..observed::Revision::default()
+        }),
+        _ => None,
+    };
+    let Some(current) = current else {
+        return Vec::new();
+    };
     let Some(selector) = at(o, &["spec", "selector"]).and_then(Selector::from_object) else {
         return Vec::new();
     };
-    let query = ListQuery::labels(selector.to_query());
-    let list = |kind: &'static str| {
-        let query = query.clone();
-        async move {
-            let res = r.resource(kind).await.ok()?;
-            r.list(&res, ns, &query).await.ok()
-        }
-    };
-    let current: Option<(&str, String)> = match obj::kind(o) {
-        "Deployment" => {
-            let revision = obj::annotation(o, REVISION);
-            let sets = list("ReplicaSet").await.unwrap_or_default();
-            sets.iter()
-                .find(|rs| {
-                    revision.is_some()
-                        && obj::annotation(rs, REVISION) == revision
-                        && owned_by(rs, o)
-                })
-                .and_then(|rs| obj::label(rs, "pod-template-hash"))
-                .map(|h| ("pod-template-hash", h.to_owned()))
-        }
-        "StatefulSet" => str_at(o, &["status", "updateRevision"])
-            .map(|h| ("controller-revision-hash", h.to_owned())),
-        _ => None,
-    };
-    let Some((label, hash)) = current else {
-        return Vec::new();
+    let pods = match r.resource("Pod").await {
+        Ok(res) => r
+            .list(&res, Some(ns), &ListQuery::labels(selector.to_query()))
+            .await
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
     };
     let now = chrono::Utc::now();
-    let pods: Vec<observed::Pod> = list("Pod")
-        .await
-        .unwrap_or_default()
+    let pods: Vec<observed::Pod> = pods
         .iter()
-        .filter(|p| obj::label(p, label) == Some(hash.as_str()))
         .map(|p| observed::Pod::at(p, now))
-        .filter(|p| !p.deleting)
+        .filter(|p| !p.deleting && current.owns(p))
         .collect();
     let failing: Vec<String> = pods
         .iter()
@@ -274,30 +273,16 @@ async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
     failing
 }
 
-const REVISION: &str = "deployment.kubernetes.io/revision";
-
-/// Whether `child` names `parent` as its controlling owner.
-fn owned_by(child: &Value, parent: &Value) -> bool {
-    let uid = str_at(parent, &["metadata", "uid"]);
-    obj::array(child, &["metadata", "ownerReferences"])
-        .iter()
-        .any(|r| uid.is_some() && str_at(r, &["uid"]) == uid)
-}
-
 /// (complete, what the status says).
 fn rollout_status(o: &Value) -> (bool, Value) {
-    let generation = i64_at(o, &["metadata", "generation"]).unwrap_or(0);
-    let observed = i64_at(o, &["status", "observedGeneration"]).unwrap_or(0);
-    let want = i64_at(o, &["spec", "replicas"]).unwrap_or(1);
-    let updated = i64_at(o, &["status", "updatedReplicas"]).unwrap_or(0);
-    let available = match obj::kind(o) {
-        "StatefulSet" => i64_at(o, &["status", "readyReplicas"]).unwrap_or(0),
-        "DaemonSet" => i64_at(o, &["status", "numberAvailable"]).unwrap_or(0),
-        _ => i64_at(o, &["status", "availableReplicas"]).unwrap_or(0),
-    };
-    let want = match obj::kind(o) {
-        "DaemonSet" => i64_at(o, &["status", "desiredNumberScheduled"]).unwrap_or(0),
-        _ => want,
+    let w = observed::Workload::parse(o);
+    let generation = w.generation.unwrap_or(0);
+    let observed = w.observed_generation.unwrap_or(0);
+    let want = w.wanted();
+    let updated = w.updated_replicas.unwrap_or(0);
+    let available = match w.kind.as_str() {
+        "StatefulSet" => w.ready_replicas,
+        _ => w.available_replicas.unwrap_or(0),
     };
     let complete = observed >= generation && updated >= want && available >= want;
     (
@@ -332,13 +317,13 @@ mod tests {
             json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
                 "metadata": {"name": format!("api-{hash}"), "namespace": "shop",
                     "labels": {"app": "api", "pod-template-hash": hash},
-                    "annotations": {REVISION: rev},
+                    "annotations": {"deployment.kubernetes.io/revision": rev},
                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
                         "name": "api", "uid": "d-1", "controller": true}]}})
         };
         let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "api", "namespace": "shop", "uid": "d-1", "generation": 2,
-                "annotations": {REVISION: "2"}},
+                "annotations": {"deployment.kubernetes.io/revision": "2"}},
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "api"}}}});
         let mut items = vec![deployment.clone(), rs("a", "1"), rs("b", "2")];
         items.extend(pods);
@@ -362,6 +347,34 @@ mod tests {
         // Only the old revision's pods fail: not this rollout's doing, and none of its own yet.
         let old = failing_of(vec![pod("a", 1, true)]).await;
         assert!(old.is_empty(), "{old:?}");
+    }
+
+    #[tokio::test]
+    async fn a_statefulsets_new_pods_are_those_of_its_update_revision() {
+        let sts = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": "shop", "uid": "s-1"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "db"}}},
+            "status": {"currentRevision": "db-6f7", "updateRevision": "db-8a9"}});
+        let pod = |name: &str, revision: &str, crashing: bool| {
+            let mut p = pod("x", 1, crashing);
+            p["metadata"]["name"] = json!(name);
+            p["metadata"]["labels"] = json!({"app": "db", "controller-revision-hash": revision});
+            p
+        };
+        let failing_of = |pods: Vec<Value>| {
+            let mut items = vec![sts.clone()];
+            items.extend(pods);
+            let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+            crate::cluster::SnapshotCluster::from_yaml(&list.to_string())
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let snap = failing_of(vec![pod("db-1", "db-8a9", true), pod("db-0", "db-6f7", false)]);
+        let failing = new_pods_failing(&snap, &sts).await;
+        assert_eq!(failing.len(), 1, "{failing:?}");
+        assert!(failing[0].starts_with("pod db-1:"), "{failing:?}");
+        // The old revision's pod failing is not the update's doing.
+        let snap = failing_of(vec![pod("db-1", "db-6f7", true)]);
+        assert!(new_pods_failing(&snap, &sts).await.is_empty());
     }
 
     #[test]
@@ -392,5 +405,21 @@ mod tests {
         );
         assert!(!rollout_status(&d(3, 1, 2)).0, "old pods still serve");
         assert!(!rollout_status(&d(3, 2, 1)).0, "a new pod is not available");
+    }
+
+    #[test]
+    fn a_daemonsets_rollout_is_complete_by_its_own_counts() {
+        // A DaemonSet's status has no updatedReplicas or availableReplicas: its rollout was
+        // never complete when those were read.
+        let ds = |upd: i64, avail: i64| {
+            json!({"kind": "DaemonSet", "metadata": {"generation": 2},
+                "status": {"observedGeneration": 2, "desiredNumberScheduled": 3,
+                    "updatedNumberScheduled": upd, "numberAvailable": avail, "numberReady": avail}})
+        };
+        let (complete, status) = rollout_status(&ds(3, 3));
+        assert!(complete, "{status}");
+        assert_eq!(status["replicas"], 3);
+        assert!(!rollout_status(&ds(2, 3)).0, "a node still runs the old pod");
+        assert!(!rollout_status(&ds(3, 2)).0, "a new pod is not available");
     }
 }

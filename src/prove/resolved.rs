@@ -40,9 +40,9 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
         "Deployment" | "ReplicaSet" => {
             let w = Workload::parse(o);
             let want = w.wanted();
-            let available = n(&["status", "availableReplicas"]);
+            let available = w.available_replicas.unwrap_or(0);
             let updated = if kind == "Deployment" {
-                n(&["status", "updatedReplicas"])
+                w.updated_replicas.unwrap_or(0)
             } else {
                 want
             };
@@ -70,11 +70,11 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
                     Some(Hold::OnDelete) => "; the update is not rolled out: its updateStrategy is OnDelete (pods move only when deleted)".to_owned(),
                     Some(Hold::Partition(p)) => format!(
                         "; the update is not rolled out: {} of {want} on the update revision, the rollingUpdate partition {p} holds the others",
-                        n(&["status", "updatedReplicas"])
+                        w.updated_replicas.unwrap_or(0)
                     ),
                     _ => format!(
                         "; the update is not rolled out: {} of {want} on the update revision",
-                        n(&["status", "updatedReplicas"])
+                        w.updated_replicas.unwrap_or(0)
                     ),
                 }
             };
@@ -84,8 +84,8 @@ fn desired_state(o: &Value) -> Option<(bool, String)> {
             )
         }
         "DaemonSet" => {
-            let want = n(&["status", "desiredNumberScheduled"]);
-            let available = n(&["status", "numberAvailable"]);
+            let w = Workload::parse(o);
+            let (want, available) = (w.wanted(), w.available_replicas.unwrap_or(0));
             (
                 available == want,
                 format!("{available} of {want} pods available"),

@@ -4,8 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::Pod;
-use crate::cluster::obj::i64_at;
+use super::{Pod, Workload};
 use crate::domain::{PodFailure, TargetHealth};
 
 /// The health of `workload` from its `pods`, as of `now`: pods being deleted are leaving and
@@ -23,7 +22,8 @@ pub fn target_health(workload: &Value, pods: &[Value], now: DateTime<Utc>) -> Ta
         observed_at: now,
         pods: count(live.len()),
         ready: count(live.iter().filter(|p| p.ready).count()),
-        desired: i64_at(workload, &["spec", "replicas"]).and_then(|n| u32::try_from(n).ok()),
+        // What it asks for, a DaemonSet by its nodes ([`Workload::wanted`]).
+        desired: u32::try_from(Workload::parse(workload).wanted()).ok(),
         failing: live
             .iter()
             .filter_map(|p| {
@@ -64,6 +64,9 @@ mod tests {
         assert_eq!(h.failing.len(), 1);
         assert_eq!(h.failing[0].pod, "b");
         assert_eq!(h.failing[0].cause, "CrashLoopBackOff");
+        // A DaemonSet asks for a pod on each node it is scheduled to, with no spec.replicas.
+        let ds = json!({"kind": "DaemonSet", "status": {"desiredNumberScheduled": 3}});
+        assert_eq!(target_health(&ds, &[], now).desired, Some(3));
         // Caught between two crashes, or backing off after one: the same cause.
         let exited = json!({"metadata": {"name": "d"}, "status": {"phase": "Running",
             "containerStatuses": [{"name": "app", "restartCount": 4,

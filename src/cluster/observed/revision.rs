@@ -8,7 +8,7 @@ use super::{Pod, created};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 
 /// One revision of a workload, whichever controller keeps it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Revision {
     /// The ReplicaSet's or ControllerRevision's name.
     pub name: String,

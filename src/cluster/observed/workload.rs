@@ -27,6 +27,8 @@ pub struct Workload {
     pub name: String,
     /// `spec.replicas` as written (`None`: unset, or a kind without it such as a DaemonSet).
     pub replicas: Option<i64>,
+    /// A DaemonSet's `status.desiredNumberScheduled`: the nodes it is meant to run a pod on.
+    pub scheduled: Option<i64>,
     /// `spec.strategy.type` (Deployment) or `spec.updateStrategy.type` (StatefulSet,
     /// DaemonSet): `RollingUpdate`, `Recreate`, `OnDelete`; `None` when unset.
     pub strategy: Option<String>,
@@ -36,10 +38,13 @@ pub struct Workload {
     pub paused: bool,
     /// A CronJob's (or Job's) `spec.suspend`.
     pub suspend: bool,
-    /// `status.readyReplicas` (0 when unset: none is ready).
+    /// `status.readyReplicas` (0 when unset: none is ready); a DaemonSet's `numberReady`.
     pub ready_replicas: i64,
-    /// `status.updatedReplicas` and `status.replicas`, as the controller reports them.
+    /// `status.availableReplicas`; a DaemonSet's `numberAvailable`.
+    pub available_replicas: Option<i64>,
+    /// `status.updatedReplicas`; a DaemonSet's `updatedNumberScheduled`.
     pub updated_replicas: Option<i64>,
+    /// `status.replicas`, the pods the controller counts (none for a DaemonSet).
     pub status_replicas: Option<i64>,
     /// `metadata.generation` and the controller's `status.observedGeneration`.
     pub generation: Option<i64>,
@@ -57,17 +62,27 @@ impl Workload {
     pub fn parse(w: &Value) -> Self {
         let flag = |path: &[&str]| at(w, path).and_then(Value::as_bool) == Some(true);
         let text = |path: &[&str]| str_at(w, path).map(str::to_owned);
+        let kind = obj::kind(w);
+        // A DaemonSet counts its pods by nodes, under names of its own.
+        let count = |field: &str, daemonset: &str| {
+            let field = if kind == "DaemonSet" { daemonset } else { field };
+            i64_at(w, &["status", field])
+        };
         Self {
-            kind: obj::kind(w).to_owned(),
+            kind: kind.to_owned(),
             name: obj::name(w).to_owned(),
             replicas: i64_at(w, &["spec", "replicas"]),
+            scheduled: (kind == "DaemonSet")
+                .then(|| i64_at(w, &["status", "desiredNumberScheduled"]))
+                .flatten(),
             strategy: text(&["spec", "strategy", "type"])
                 .or_else(|| text(&["spec", "updateStrategy", "type"])),
             partition: i64_at(w, &["spec", "updateStrategy", "rollingUpdate", "partition"]),
             paused: flag(&["spec", "paused"]),
             suspend: flag(&["spec", "suspend"]),
-            ready_replicas: i64_at(w, &["status", "readyReplicas"]).unwrap_or(0),
-            updated_replicas: i64_at(w, &["status", "updatedReplicas"]),
+            ready_replicas: count("readyReplicas", "numberReady").unwrap_or(0),
+            available_replicas: count("availableReplicas", "numberAvailable"),
+            updated_replicas: count("updatedReplicas", "updatedNumberScheduled"),
             status_replicas: i64_at(w, &["status", "replicas"]),
             generation: i64_at(w, &["metadata", "generation"]),
             observed_generation: i64_at(w, &["status", "observedGeneration"]),
@@ -79,11 +94,14 @@ impl Workload {
         }
     }
 
-    /// The replicas it is meant to run: `spec.replicas`, else 1, the API server's default for
-    /// the kinds that have it. (A DaemonSet's count is its nodes': callers that judge one count
-    /// its pods instead.)
+    /// The pods it is meant to run: `spec.replicas`, else 1, the API server's default for the
+    /// kinds that have it; a DaemonSet's, one per node it is scheduled to
+    /// (`desiredNumberScheduled`, 0 before its controller has counted them).
     pub fn wanted(&self) -> i64 {
-        self.replicas.unwrap_or(1)
+        match self.kind.as_str() {
+            "DaemonSet" => self.scheduled.unwrap_or(0),
+            _ => self.replicas.unwrap_or(1),
+        }
     }
 
     /// What its own spec holds an update at, whether or not one is pending: a StatefulSet's
@@ -167,6 +185,23 @@ mod tests {
             None
         );
         assert_eq!(w(json!({})).generation_pending(), None);
+    }
+
+    #[test]
+    fn a_daemonset_counts_its_pods_by_the_nodes_it_is_scheduled_to() {
+        let ds = Workload::parse(&json!({"kind": "DaemonSet", "metadata": {"name": "agent"},
+            "status": {"desiredNumberScheduled": 5, "numberReady": 4, "numberAvailable": 3,
+                "updatedNumberScheduled": 2, "currentNumberScheduled": 5}}));
+        assert_eq!(ds.wanted(), 5, "not the 1 of a kind with spec.replicas unset");
+        assert_eq!(
+            (ds.ready_replicas, ds.available_replicas, ds.updated_replicas),
+            (4, Some(3), Some(2))
+        );
+        let uncounted = Workload::parse(&json!({"kind": "DaemonSet", "metadata": {"name": "a"}}));
+        assert_eq!((uncounted.wanted(), uncounted.ready_replicas), (0, 0));
+        let deploy = Workload::parse(&json!({"kind": "Deployment", "metadata": {"name": "api"},
+            "status": {"numberReady": 4, "availableReplicas": 1}}));
+        assert_eq!((deploy.ready_replicas, deploy.available_replicas), (0, Some(1)));
     }
 
     #[test]

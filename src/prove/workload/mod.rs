@@ -111,8 +111,8 @@ pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
             })
         }
         "DaemonSet" => {
-            let want = i64_at(w, &["status", "desiredNumberScheduled"]).unwrap_or(0);
-            let updated = i64_at(w, &["status", "updatedNumberScheduled"]).unwrap_or(want);
+            let want = workload.wanted();
+            let updated = workload.updated_replicas.unwrap_or(want);
             (updated < want).then(|| format!("{updated} of {want} pods updated"))
         }
         _ => {
