@@ -323,7 +323,9 @@ impl ExecutionStage {
         if proof.verdict != ProofVerdict::Refuted {
             return Ok(Ok(proof));
         }
-        let changed = proof.failed().find(|o| o.id == "binding.target-unchanged");
+        let changed = proof
+            .failed()
+            .find(|o| o.id == crate::domain::obligations::every::BINDING.id);
         let reason = match changed {
             Some(o) => format!(
                 "target_changed: {target} changed after it was approved ({}); nothing was written — investigate again if the alert still fires",

@@ -5,141 +5,12 @@ use serde_json::Value;
 
 use super::findings::resolved as window;
 use super::scene::{Read, Scene, hhmm};
-use crate::cluster::obj::{self, array, i64_at, str_at};
-use crate::cluster::observed::{Event, Hold, Node, Pod, Workload};
+use crate::cluster::obj::{self, str_at};
+use crate::cluster::observed::{Event, Pod, Workload};
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 use crate::monitoring::PrometheusClient;
 
-/// What the kind's status says of its desired state: `(met, how)`.
-fn desired_state(o: &Value) -> Option<(bool, String)> {
-    let n = |p: &[&str]| i64_at(o, p).unwrap_or(0);
-    let kind = obj::kind(o);
-    Some(match kind {
-        // Nothing runs to show the problem gone: a workload scaled to zero meets its desired
-        // state trivially, whatever the alert about it says.
-        "Deployment" | "ReplicaSet" | "StatefulSet"
-            if i64_at(o, &["spec", "replicas"]) == Some(0) =>
-        {
-            (
-                false,
-                "scaled to 0 replicas: nothing runs to show the problem gone".to_owned(),
-            )
-        }
-        "PodDisruptionBudget" => {
-            let allowed = n(&["status", "disruptionsAllowed"]);
-            (
-                allowed > 0,
-                format!(
-                    "{allowed} disruption(s) allowed ({} healthy of {} desired)",
-                    n(&["status", "currentHealthy"]),
-                    n(&["status", "desiredHealthy"])
-                ),
-            )
-        }
-        "Deployment" | "ReplicaSet" => {
-            let w = Workload::parse(o);
-            let want = w.wanted();
-            let available = w.available_replicas.unwrap_or(0);
-            let updated = if kind == "Deployment" {
-                w.updated_replicas.unwrap_or(0)
-            } else {
-                want
-            };
-            (
-                available == want && updated == want && w.generation_pending().is_none(),
-                format!(
-                    "{available} of {want} replicas available, {updated} updated{}",
-                    if w.hold() == Some(Hold::Paused) && updated < want {
-                        "; the rollout is paused (spec.paused)"
-                    } else {
-                        ""
-                    }
-                ),
-            )
-        }
-        "StatefulSet" => {
-            let w = Workload::parse(o);
-            let want = w.wanted();
-            let ready = w.ready_replicas;
-            let same = w.current_revision == w.update_revision;
-            let held = if same {
-                String::new()
-            } else {
-                match w.hold() {
-                    Some(Hold::OnDelete) => "; the update is not rolled out: its updateStrategy is OnDelete (pods move only when deleted)".to_owned(),
-                    Some(Hold::Partition(p)) => format!(
-                        "; the update is not rolled out: {} of {want} on the update revision, the rollingUpdate partition {p} holds the others",
-                        w.updated_replicas.unwrap_or(0)
-                    ),
-                    _ => format!(
-                        "; the update is not rolled out: {} of {want} on the update revision",
-                        w.updated_replicas.unwrap_or(0)
-                    ),
-                }
-            };
-            (
-                ready == want && same,
-                format!("{ready} of {want} replicas ready{held}"),
-            )
-        }
-        "DaemonSet" => {
-            let w = Workload::parse(o);
-            let (want, available) = (w.wanted(), w.available_replicas.unwrap_or(0));
-            (
-                available == want,
-                format!("{available} of {want} pods available"),
-            )
-        }
-        "Job" => {
-            let failed = array(o, &["status", "conditions"]).iter().any(|c| {
-                str_at(c, &["type"]) == Some("Failed") && str_at(c, &["status"]) == Some("True")
-            });
-            let succeeded = n(&["status", "succeeded"]);
-            let completions = i64_at(o, &["spec", "completions"]).unwrap_or(1);
-            (
-                !failed && (succeeded >= completions || n(&["status", "active"]) > 0),
-                if failed {
-                    "the Job failed".to_owned()
-                } else {
-                    format!("{succeeded} of {completions} completions")
-                },
-            )
-        }
-        "Pod" => {
-            let p = Pod::parse(o);
-            (
-                p.ready,
-                format!(
-                    "pod {} is {}{}",
-                    p.name,
-                    p.phase,
-                    if p.ready { ", ready" } else { ", not ready" }
-                ),
-            )
-        }
-        "PersistentVolumeClaim" => {
-            let phase = str_at(o, &["status", "phase"]).unwrap_or("Unknown");
-            (phase == "Bound", format!("claim {phase}"))
-        }
-        "Node" => {
-            // Ready, and nothing in trouble ([`Node::trouble`]); a node that reports no Ready
-            // condition shows nothing healthy either.
-            let node = Node::parse(o);
-            match (node.ready_status.is_some(), node.trouble()) {
-                (true, None) => (true, "Ready, no pressure".into()),
-                (false, _) => (false, "reports no Ready condition".into()),
-                (true, Some((what, _))) => (false, format!("conditions {what}")),
-            }
-        }
-        "HorizontalPodAutoscaler" => {
-            let cur = n(&["status", "currentReplicas"]);
-            let max = n(&["spec", "maxReplicas"]);
-            (cur < max, format!("{cur} of at most {max} replicas"))
-        }
-        _ => return None,
-    })
-}
 
 /// PromQL words that are not metric names (operators, modifiers, aggregations, which may be
 /// followed by a grouping clause instead of their parenthesis).
@@ -557,10 +428,10 @@ pub(super) async fn resolved(
     Ok(out)
 }
 
-/// Whether the target's desired state is met, from its status ([`desired_state`]).
+/// Whether the target's desired state is met, from its status ([`window::desired_state`]).
 fn desired_state_met(scene: &Scene, o: &Value) -> Obligation {
     let obligation = &ob::resolved::DESIRED_STATE_MET;
-    match desired_state(o) {
+    match window::desired_state(o) {
         Some((ok, how)) => obligation.check(ok, vec![format!("{}: {how}", scene.target)]),
         None => obligation.fails(vec![format!(
             "kubemedic knows no desired state of a {} to check",
@@ -581,7 +452,7 @@ async fn alerted_objects_met(
 ) -> Read<Option<Obligation>> {
     let mut met = Vec::new();
     let mut unmet = Vec::new();
-    let target_state = desired_state(o);
+    let target_state = window::desired_state(o);
     for t in crate::domain::targets_from_labels(&scene.signal.labels) {
         if t == scene.target {
             continue;
@@ -621,7 +492,7 @@ async fn alerted_objects_met(
             }
             continue;
         }
-        if let Some((ok, how)) = desired_state(&named) {
+        if let Some((ok, how)) = window::desired_state(&named) {
             let line = format!("{t}: {how}");
             if ok { met.push(line) } else { unmet.push(line) }
         }
@@ -688,7 +559,7 @@ mod tests {
     #[test]
     fn a_node_is_resolved_when_ready_without_trouble_and_not_for_want_of_a_condition() {
         let node = |conditions: serde_json::Value| {
-            desired_state(
+            window::desired_state(
                 &serde_json::json!({"kind": "Node", "metadata": {"name": "w1"},
                 "status": {"conditions": conditions}}),
             )
@@ -713,12 +584,12 @@ mod tests {
             "spec": {"replicas": 3, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}},
             "status": {"readyReplicas": 3, "updatedReplicas": 1, "currentRevision": "solr-a", "updateRevision": "solr-b"}
         });
-        let (met, how) = desired_state(&o).unwrap();
+        let (met, how) = window::desired_state(&o).unwrap();
         assert!(!met);
         assert!(how.contains("partition 2"), "{how}");
         let mut on_delete = o.clone();
         on_delete["spec"]["updateStrategy"] = serde_json::json!({"type": "OnDelete"});
-        let (met, how) = desired_state(&on_delete).unwrap();
+        let (met, how) = window::desired_state(&on_delete).unwrap();
         assert!(!met);
         assert!(how.contains("OnDelete"), "{how}");
     }

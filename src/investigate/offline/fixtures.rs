@@ -162,6 +162,8 @@ impl Incident {
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": name, "namespace": NAMESPACE},
             "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "shop/app:1.0"}]}}},
+            // What its controller reports of a workload at its desired state.
+            "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 1},
         });
         let ev = Evidence {
             now: now(),
@@ -285,6 +287,20 @@ impl Incident {
     /// The Deployment's `spec.replicas`.
     pub fn replicas(mut self, n: i64) -> Self {
         self.deployment["spec"]["replicas"] = json!(n);
+        for count in ["replicas", "readyReplicas", "availableReplicas", "updatedReplicas"] {
+            self.deployment["status"][count] = json!(n);
+        }
+        self.ev.root = Some(Root::read(&self.deployment));
+        self.ev.workload = Some(WorkloadState::read(&self.deployment));
+        self
+    }
+
+    /// `spec.replicas` `want`, and a status whose controller reports `available` of them
+    /// ready, available and updated.
+    pub fn available(mut self, want: i64, available: i64) -> Self {
+        self = self.replicas(want);
+        self.deployment["status"]["readyReplicas"] = json!(available);
+        self.deployment["status"]["availableReplicas"] = json!(available);
         self.ev.root = Some(Root::read(&self.deployment));
         self.ev.workload = Some(WorkloadState::read(&self.deployment));
         self

@@ -3,8 +3,10 @@
 //! checks the claim.
 
 use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
 
-use crate::cluster::observed::{Event, Pod, Revision, Workload};
+use crate::cluster::obj::{self, array, i64_at, str_at};
+use crate::cluster::observed::{self, Event, Hold, Node, Pod, Revision, Workload};
 
 /// Event reasons that mean a pod could not be made, placed, started, kept or kept ready: any of
 /// them since the look-back began, about the target, its ReplicaSets or its pods, and it has not
@@ -175,6 +177,136 @@ fn not_healthy_since(p: &Pod, since: DateTime<Utc>) -> Option<String> {
             t.format("%H:%M:%S")
         )),
         _ => None,
+    })
+}
+
+/// What the kind's status says of its desired state: `(met, how)`; `None` for a kind without
+/// one. The "resolved" proof's `desired-state` obligation, and the rule that calls a workload
+/// healthy again, ask this.
+pub fn desired_state(o: &Value) -> Option<(bool, String)> {
+    let n = |p: &[&str]| i64_at(o, p).unwrap_or(0);
+    let kind = obj::kind(o);
+    Some(match kind {
+        // Nothing runs to show the problem gone: a workload scaled to zero meets its desired
+        // state trivially, whatever the alert about it says.
+        "Deployment" | "ReplicaSet" | "StatefulSet" if Workload::parse(o).replicas == Some(0) =>
+        {
+            (
+                false,
+                "scaled to 0 replicas: nothing runs to show the problem gone".to_owned(),
+            )
+        }
+        "PodDisruptionBudget" => {
+            let b = observed::Pdb::parse(o);
+            (
+                b.disruptions_allowed > 0,
+                format!(
+                    "{} disruption(s) allowed ({} healthy of {} desired)",
+                    b.disruptions_allowed, b.current_healthy, b.desired_healthy
+                ),
+            )
+        }
+        "Deployment" | "ReplicaSet" => {
+            let w = Workload::parse(o);
+            let want = w.wanted();
+            let available = w.available_replicas.unwrap_or(0);
+            let updated = if kind == "Deployment" {
+                w.updated_replicas.unwrap_or(0)
+            } else {
+                want
+            };
+            (
+                available == want && updated == want && w.generation_pending().is_none(),
+                format!(
+                    "{available} of {want} replicas available, {updated} updated{}",
+                    if w.hold() == Some(Hold::Paused) && updated < want {
+                        "; the rollout is paused (spec.paused)"
+                    } else {
+                        ""
+                    }
+                ),
+            )
+        }
+        "StatefulSet" => {
+            let w = Workload::parse(o);
+            let want = w.wanted();
+            let ready = w.ready_replicas;
+            let same = w.current_revision == w.update_revision;
+            let held = if same {
+                String::new()
+            } else {
+                match w.hold() {
+                    Some(Hold::OnDelete) => "; the update is not rolled out: its updateStrategy is OnDelete (pods move only when deleted)".to_owned(),
+                    Some(Hold::Partition(p)) => format!(
+                        "; the update is not rolled out: {} of {want} on the update revision, the rollingUpdate partition {p} holds the others",
+                        w.updated_replicas.unwrap_or(0)
+                    ),
+                    _ => format!(
+                        "; the update is not rolled out: {} of {want} on the update revision",
+                        w.updated_replicas.unwrap_or(0)
+                    ),
+                }
+            };
+            (
+                ready == want && same,
+                format!("{ready} of {want} replicas ready{held}"),
+            )
+        }
+        "DaemonSet" => {
+            let w = Workload::parse(o);
+            let (want, available) = (w.wanted(), w.available_replicas.unwrap_or(0));
+            (
+                available == want,
+                format!("{available} of {want} pods available"),
+            )
+        }
+        "Job" => {
+            let failed = array(o, &["status", "conditions"]).iter().any(|c| {
+                str_at(c, &["type"]) == Some("Failed") && str_at(c, &["status"]) == Some("True")
+            });
+            let succeeded = n(&["status", "succeeded"]);
+            let completions = i64_at(o, &["spec", "completions"]).unwrap_or(1);
+            (
+                !failed && (succeeded >= completions || n(&["status", "active"]) > 0),
+                if failed {
+                    "the Job failed".to_owned()
+                } else {
+                    format!("{succeeded} of {completions} completions")
+                },
+            )
+        }
+        "Pod" => {
+            let p = Pod::parse(o);
+            (
+                p.ready,
+                format!(
+                    "pod {} is {}{}",
+                    p.name,
+                    p.phase,
+                    if p.ready { ", ready" } else { ", not ready" }
+                ),
+            )
+        }
+        "PersistentVolumeClaim" => {
+            let phase = str_at(o, &["status", "phase"]).unwrap_or("Unknown");
+            (phase == "Bound", format!("claim {phase}"))
+        }
+        "Node" => {
+            // Ready, and nothing in trouble ([`Node::trouble`]); a node that reports no Ready
+            // condition shows nothing healthy either.
+            let node = Node::parse(o);
+            match (node.ready_status.is_some(), node.trouble()) {
+                (true, None) => (true, "Ready, no pressure".into()),
+                (false, _) => (false, "reports no Ready condition".into()),
+                (true, Some((what, _))) => (false, format!("conditions {what}")),
+            }
+        }
+        "HorizontalPodAutoscaler" => {
+            let h = observed::Hpa::parse(o);
+            let cur = h.current.unwrap_or(0);
+            (cur < h.max, format!("{cur} of at most {} replicas", h.max))
+        }
+        _ => return None,
     })
 }
 

@@ -797,6 +797,7 @@ mod tests {
     #[test]
     fn a_crash_looping_pod_a_rollout_is_deleting_does_not_keep_a_healthy_workload_open() {
         let d = Incident::deployment("api")
+            .available(2, 2)
             .with(pod("api-2-a").owned_by("api-2"))
             .with(pod("api-2-b").owned_by("api-2"))
             .with(
@@ -827,6 +828,22 @@ mod tests {
             "{}",
             d.summary
         );
+    }
+
+    #[test]
+    fn ready_pods_the_controller_does_not_count_available_yet_are_not_healthy_again() {
+        // minReadySeconds: both pods are ready, one is not available yet. The "resolved"
+        // proof reads the status, and so does the rule.
+        let healthy = |available: i64| {
+            Incident::deployment("api")
+                .available(2, available)
+                .with(pod("api-2-a").owned_by("api-2"))
+                .with(pod("api-2-b").owned_by("api-2"))
+                .diagnosis()
+        };
+        assert_eq!(healthy(2).outcome, InvestigationOutcome::ProblemResolved);
+        let d = healthy(1);
+        assert_ne!(d.outcome, InvestigationOutcome::ProblemResolved, "{}", d.summary);
     }
 
     #[test]

@@ -251,18 +251,18 @@ pub(super) fn suspended(f: &Facts) -> Option<Diagnosis> {
 }
 
 /// Healthy again: nothing to do. The pods are judged as the resolved proof judges the claim
-/// ([`findings::resolved::recovery`]); the rule asks besides that the workload runs as many
-/// replicas as it wants (pods a quota or an admission webhook refused never show up as failing
-/// pods).
+/// ([`findings::resolved::recovery`]), and so is the workload's status
+/// ([`crate::prove::findings::resolved::desired_state`]: available, updated, its spec seen); the rule asks
+/// besides that as many of its pods run as it wants (pods a quota or an admission webhook
+/// refused never show up as failing pods).
 pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     let r = f.recovered.as_ref()?;
-    let short = f
-        .workload
-        .as_ref()
-        .and_then(|w| w.replicas)
-        .is_some_and(|want| (r.live as i64) < want);
-    if short {
-        return None;
+    if let Some(w) = &f.workload {
+        let short = w.replicas.is_some_and(|want| (r.live as i64) < want);
+        let unmet = crate::prove::findings::resolved::desired_state(&w.raw).is_some_and(|(met, _)| !met);
+        if short || unmet {
+            return None;
+        }
     }
     let minutes = (f.now - r.since).num_minutes();
     let mut d = Diagnosis::new(
