@@ -368,7 +368,10 @@ mod tests {
             crate::cluster::SnapshotCluster::from_yaml(&list.to_string())
                 .unwrap_or_else(|e| panic!("{e}"))
         };
-        let snap = failing_of(vec![pod("db-1", "db-8a9", true), pod("db-0", "db-6f7", false)]);
+        let snap = failing_of(vec![
+            pod("db-1", "db-8a9", true),
+            pod("db-0", "db-6f7", false),
+        ]);
         let failing = new_pods_failing(&snap, &sts).await;
         assert_eq!(failing.len(), 1, "{failing:?}");
         assert!(failing[0].starts_with("pod db-1:"), "{failing:?}");
@@ -419,7 +422,10 @@ mod tests {
         let (complete, status) = rollout_status(&ds(3, 3));
         assert!(complete, "{status}");
         assert_eq!(status["replicas"], 3);
-        assert!(!rollout_status(&ds(2, 3)).0, "a node still runs the old pod");
+        assert!(
+            !rollout_status(&ds(2, 3)).0,
+            "a node still runs the old pod"
+        );
         assert!(!rollout_status(&ds(3, 2)).0, "a new pod is not available");
     }
 }

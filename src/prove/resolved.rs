@@ -11,7 +11,6 @@ use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 use crate::monitoring::PrometheusClient;
 
-
 /// PromQL words that are not metric names (operators, modifiers, aggregations, which may be
 /// followed by a grouping clause instead of their parenthesis).
 const PROMQL_WORDS: &[&str] = &[

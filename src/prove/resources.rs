@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::findings;
 use super::scene::{Read, Scene, hhmm, node_short_at};
 use crate::cluster::obj::{array, at, str_at};
-use crate::cluster::observed::{Event, Node, Pod, SIGKILL_EXIT};
+use crate::cluster::observed::{Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod, SIGKILL_EXIT};
 use crate::cluster::quantity;
 use crate::cluster::{ErrorKind, ListQuery};
 use crate::domain::LimitResource as Resource;
@@ -102,7 +102,8 @@ struct Current {
     used: Option<u128>,
 }
 
-/// A container killed for memory in the last 6 hours: its pod, its name, and when.
+/// A container killed for memory lately ([`MEMORY_KILL_LOOKBACK_HOURS`]): its pod, its name,
+/// and when.
 type Kill<'p> = (&'p Pod, String, Option<DateTime<Utc>>);
 
 /// The warnings that may say a container was killed for memory ([`Pod::memory_kills`]): the
@@ -119,16 +120,14 @@ async fn kill_reports(scene: &Scene, pods: &[Pod]) -> Read<Vec<Event>> {
     }
 }
 
-/// The containers of `pods` killed for memory in the last 6 hours.
+/// The containers of `pods` killed for memory lately ([`Pod::recent_memory_kills`]).
 fn recent_kills<'p>(scene: &Scene, pods: &'p [Pod], events: &[Event]) -> Vec<Kill<'p>> {
-    let recent = scene.now - Duration::hours(6);
     pods.iter()
         .flat_map(|p| {
-            p.memory_kills(events)
+            p.recent_memory_kills(events, scene.now)
                 .into_iter()
                 .map(move |(c, t)| (p, c.name.clone(), t))
         })
-        .filter(|(_, _, t)| t.is_none_or(|t| t >= recent))
         .collect()
 }
 
@@ -210,7 +209,7 @@ fn container_in_template(
     )
 }
 
-/// Whether the container named is the one killed for memory in the last 6 hours, from its
+/// Whether the container named is the one killed for memory lately, from its
 /// pods' last states; for a prediction (no kill, a proactive signal), whether its use is near
 /// its limit ([`findings::near_limit`]).
 fn container_was_killed(
@@ -242,7 +241,7 @@ fn container_was_killed(
     }
     if !scene.proactive() {
         return obligation.fails(vec![format!(
-            "no container of the workload's {} pod(s) was OOMKilled in the last 6 hours",
+            "no container of the workload's {} pod(s) was OOMKilled in the last {MEMORY_KILL_LOOKBACK_HOURS} hours",
             pods.len()
         )]);
     }
@@ -314,7 +313,7 @@ async fn killed_by_own_limit(
             Err(e) if e.is_unreachable() => return Err(e),
             Err(_) => vec![],
         };
-        let window = scene.now - Duration::hours(6);
+        let window = scene.now - Duration::hours(MEMORY_KILL_LOOKBACK_HOURS);
         let short: Vec<_> = events
             .iter()
             .filter(|e| {

@@ -148,6 +148,10 @@ pub fn own_error_exit(code: i64) -> bool {
 /// The reason of the warning the kernel's OOM kill is reported by (node-problem-detector's
 /// kernel monitor, some runtimes).
 pub const OOM_KILL_EVENT: &str = "OOMKilling";
+/// How far back a kill for memory says the limit is too small now: a working day's peak. A
+/// container killed longer ago that has run since met its limit through the last peak; its
+/// status still shows the kill (the last termination stays until the next one).
+pub const MEMORY_KILL_LOOKBACK_HOURS: i64 = 6;
 
 /// How long a pod may take to get its containers created before it counts as stuck.
 pub const CREATING_ALLOWANCE: i64 = 120;
@@ -516,6 +520,21 @@ impl Pod {
             })
             .collect()
     }
+
+    /// Its containers killed for memory ([`Self::memory_kills`]) within
+    /// [`MEMORY_KILL_LOOKBACK_HOURS`] of `now`, or at an unrecorded time. The OOM rule and the
+    /// memory proof both ask this.
+    pub fn recent_memory_kills(
+        &self,
+        events: &[Event],
+        now: DateTime<Utc>,
+    ) -> Vec<(&Container, Option<DateTime<Utc>>)> {
+        let since = now - Duration::hours(MEMORY_KILL_LOOKBACK_HOURS);
+        self.memory_kills(events)
+            .into_iter()
+            .filter(|(_, t)| t.is_none_or(|t| t >= since))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -633,5 +652,9 @@ mod tests {
         assert_eq!(kills[0].1, Some(t("2026-11-28T11:58:00Z")));
         let other = Pod::parse(&pod("Running", false, since, exited("Error", 1)));
         assert!(other.memory_kills(&[event("api-1")]).is_empty());
+        // Killed at 11:58: lately at noon, not seven hours later (the limit met a peak since).
+        assert_eq!(said.recent_memory_kills(&[], t(NOW)).len(), 1);
+        let later = t(NOW) + Duration::hours(MEMORY_KILL_LOOKBACK_HOURS + 1);
+        assert!(said.recent_memory_kills(&[], later).is_empty());
     }
 }

@@ -65,7 +65,11 @@ impl Workload {
         let kind = obj::kind(w);
         // A DaemonSet counts its pods by nodes, under names of its own.
         let count = |field: &str, daemonset: &str| {
-            let field = if kind == "DaemonSet" { daemonset } else { field };
+            let field = if kind == "DaemonSet" {
+                daemonset
+            } else {
+                field
+            };
             i64_at(w, &["status", field])
         };
         Self {
@@ -192,16 +196,27 @@ mod tests {
         let ds = Workload::parse(&json!({"kind": "DaemonSet", "metadata": {"name": "agent"},
             "status": {"desiredNumberScheduled": 5, "numberReady": 4, "numberAvailable": 3,
                 "updatedNumberScheduled": 2, "currentNumberScheduled": 5}}));
-        assert_eq!(ds.wanted(), 5, "not the 1 of a kind with spec.replicas unset");
         assert_eq!(
-            (ds.ready_replicas, ds.available_replicas, ds.updated_replicas),
+            ds.wanted(),
+            5,
+            "not the 1 of a kind with spec.replicas unset"
+        );
+        assert_eq!(
+            (
+                ds.ready_replicas,
+                ds.available_replicas,
+                ds.updated_replicas
+            ),
             (4, Some(3), Some(2))
         );
         let uncounted = Workload::parse(&json!({"kind": "DaemonSet", "metadata": {"name": "a"}}));
         assert_eq!((uncounted.wanted(), uncounted.ready_replicas), (0, 0));
         let deploy = Workload::parse(&json!({"kind": "Deployment", "metadata": {"name": "api"},
             "status": {"numberReady": 4, "availableReplicas": 1}}));
-        assert_eq!((deploy.ready_replicas, deploy.available_replicas), (0, Some(1)));
+        assert_eq!(
+            (deploy.ready_replicas, deploy.available_replicas),
+            (0, Some(1))
+        );
     }
 
     #[test]

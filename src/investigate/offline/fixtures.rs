@@ -287,7 +287,12 @@ impl Incident {
     /// The Deployment's `spec.replicas`.
     pub fn replicas(mut self, n: i64) -> Self {
         self.deployment["spec"]["replicas"] = json!(n);
-        for count in ["replicas", "readyReplicas", "availableReplicas", "updatedReplicas"] {
+        for count in [
+            "replicas",
+            "readyReplicas",
+            "availableReplicas",
+            "updatedReplicas",
+        ] {
             self.deployment["status"][count] = json!(n);
         }
         self.ev.root = Some(Root::read(&self.deployment));

@@ -189,13 +189,10 @@ pub fn desired_state(o: &Value) -> Option<(bool, String)> {
     Some(match kind {
         // Nothing runs to show the problem gone: a workload scaled to zero meets its desired
         // state trivially, whatever the alert about it says.
-        "Deployment" | "ReplicaSet" | "StatefulSet" if Workload::parse(o).replicas == Some(0) =>
-        {
-            (
-                false,
-                "scaled to 0 replicas: nothing runs to show the problem gone".to_owned(),
-            )
-        }
+        "Deployment" | "ReplicaSet" | "StatefulSet" if Workload::parse(o).replicas == Some(0) => (
+            false,
+            "scaled to 0 replicas: nothing runs to show the problem gone".to_owned(),
+        ),
         "PodDisruptionBudget" => {
             let b = observed::Pdb::parse(o);
             (

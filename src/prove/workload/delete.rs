@@ -185,15 +185,10 @@ fn failed_past_startup(scene: &Scene, pod: &Pod) -> Obligation {
 }
 
 /// Whether the pod's failure is its own, from its siblings' state and the warnings about it: no
-/// sibling is not ready with the same reason (or, when the pod shows none, not ready at all).
+/// sibling is not ready with the same failure ([`Pod::failure`]'s cause: a crash caught between
+/// restarts and one backing off are the same), or, when the pod shows none, not ready at all.
 fn failure_not_shared(pod: &Pod, siblings: &[&Pod], events: &[Event]) -> Obligation {
-    let reason = |p: &Pod| {
-        p.containers.iter().find_map(|c| {
-            c.waiting
-                .clone()
-                .or_else(|| c.terminated.as_ref().map(|t| t.0.clone()))
-        })
-    };
+    let reason = |p: &Pod| p.failure().map(|f| f.cause);
     let mine = reason(pod);
     let sharing: Vec<&&Pod> = siblings
         .iter()

@@ -164,8 +164,8 @@ pub(super) struct PodFacts {
     /// It fails on state its emptyDir keeps across container restarts (the finding the
     /// DeletePod proof checks too).
     pub kept: Option<findings::StateKept>,
-    /// Its containers killed for memory ([`observed::Pod::memory_kills`], which the memory
-    /// proof asks too).
+    /// Its containers killed for memory lately ([`observed::Pod::recent_memory_kills`], which
+    /// the memory proof asks too).
     pub memory_killed: Vec<String>,
     /// The pod as the rest of kubemedic observes it: what findings read.
     pub observed: observed::Pod,
@@ -649,7 +649,7 @@ impl PodFacts {
                 .collect(),
             memory_killed: p
                 .observed
-                .memory_kills(&ev.events)
+                .recent_memory_kills(&ev.events, ev.now)
                 .into_iter()
                 .map(|(c, _)| c.name.clone())
                 .collect(),

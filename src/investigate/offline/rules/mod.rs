@@ -843,7 +843,12 @@ mod tests {
         };
         assert_eq!(healthy(2).outcome, InvestigationOutcome::ProblemResolved);
         let d = healthy(1);
-        assert_ne!(d.outcome, InvestigationOutcome::ProblemResolved, "{}", d.summary);
+        assert_ne!(
+            d.outcome,
+            InvestigationOutcome::ProblemResolved,
+            "{}",
+            d.summary
+        );
     }
 
     #[test]

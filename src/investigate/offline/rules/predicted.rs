@@ -92,11 +92,8 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
     };
     let limit = f.limit(&container, "memory");
     let usage = f.memory_peaks.get(&container).copied();
-    let oom_restarts = f.pods.iter().any(|p| {
-        p.termination
-            .as_ref()
-            .is_some_and(|t| t.reason == "OOMKilled")
-    });
+    // The container the raise is for, killed for memory lately, as the memory proof asks.
+    let oom_restarts = f.pods.iter().any(|p| p.memory_killed.contains(&container));
     let mut d = Diagnosis::new("MemoryExhaustionPredicted", String::new());
     d.target = target;
     let (Some(limit), Some(used)) = (limit.clone(), usage) else {

@@ -259,7 +259,8 @@ pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     let r = f.recovered.as_ref()?;
     if let Some(w) = &f.workload {
         let short = w.replicas.is_some_and(|want| (r.live as i64) < want);
-        let unmet = crate::prove::findings::resolved::desired_state(&w.raw).is_some_and(|(met, _)| !met);
+        let unmet =
+            crate::prove::findings::resolved::desired_state(&w.raw).is_some_and(|(met, _)| !met);
         if short || unmet {
             return None;
         }
