@@ -25,6 +25,7 @@ pub use kept::{StateKept, restarting_container, state_kept};
 pub use onset::{first_onset, onset};
 pub use replicas::{Declared, declared_replicas};
 pub use revision::{
-    FAILURE_REASONS, RevisionHealth, revision_failures, revision_health, runs_differently,
+    FAILURE_REASONS, RevisionHealth, fails_in_rollout, never_ready_in_rollout, revision_failures,
+    revision_health, runs_differently,
 };
 pub use usage::{NEAR_LIMIT_PERCENT, near_limit};

@@ -13,8 +13,8 @@ use super::scene::{Read, Scene, hhmm};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{
-    Event, KeptState, NEVER_READY_ALLOWANCE, Pod, SERVED_MIN_SECONDS, Workload, ago, created,
-    last_written, progress_deadline_exceeded, time,
+    Event, KeptState, Pod, SERVED_MIN_SECONDS, Workload, ago, created, last_written,
+    progress_deadline_exceeded, time,
 };
 use crate::domain::obligations::{self as ob, ObligationSpec};
 use crate::domain::{Neighbourhood, Obligation};

@@ -158,10 +158,7 @@ impl Case<'_> {
     /// rollout's own deadline has passed (the controller says Progressing=False) or it has
     /// been unready longer than any start may take: a readiness probe that never passes.
     fn never_ready(&self, p: &Pod) -> bool {
-        self.of_current(p)
-            && p.never_ready.is_some_and(|d| {
-                self.stalled.is_some() || d > Duration::seconds(NEVER_READY_ALLOWANCE)
-            })
+        self.of_current(p) && findings::never_ready_in_rollout(p, self.stalled.is_some())
     }
 
     fn failing_now(&self) -> Vec<&Pod> {

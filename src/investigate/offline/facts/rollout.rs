@@ -50,8 +50,14 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
             .filter(|(p, _)| rev.owns(&p.observed))
             .collect()
     };
+    // Failing as the rollback proof counts it: a pod that was ready and is not now served.
+    let stalled = observed::progress_deadline_exceeded(&w.raw).is_some();
     let new_pods = in_rev(current);
-    if new_pods.is_empty() || !new_pods.iter().all(|(_, f)| f.failing) {
+    if new_pods.is_empty()
+        || !new_pods
+            .iter()
+            .all(|(p, _)| findings::fails_in_rollout(&p.observed, stalled))
+    {
         return Ok(None);
     }
     // A rollout that changed only the template's metadata (a restart) runs what ran before:

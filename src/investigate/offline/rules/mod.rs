@@ -590,6 +590,23 @@ mod tests {
     }
 
     #[test]
+    fn new_pods_never_ready_are_a_regression_and_pods_that_served_are_not() {
+        // As the rollback proof counts failing pods (findings::fails_in_rollout).
+        let rolled = |p: PodFixture| {
+            Incident::deployment("api")
+                .rolled_out("shop/app:2.0", 30)
+                .previous_gone()
+                .alert_started(20)
+                .with(p)
+                .diagnosis()
+        };
+        let never = rolled(pod("api-2-a").owned_by("api-2").never_ready());
+        assert_eq!(never.mode, "RolloutRegression", "{}", never.summary);
+        let served = rolled(pod("api-2-a").owned_by("api-2").not_ready_since(10));
+        assert_ne!(served.mode, "RolloutRegression", "{}", served.summary);
+    }
+
+    #[test]
     fn with_the_previous_revision_gone_its_record_of_service_decides() {
         // Revision 1 served a week; revision 2 appeared 30 min ago; its pods fail since.
         let d = Incident::deployment("api")
