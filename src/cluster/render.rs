@@ -653,6 +653,7 @@ fn describe_node(n: &Value, out: &mut String) {
 /// When an event last happened: `lastTimestamp`, `eventTime`, or `firstTimestamp`.
 pub fn event_time(e: &Value) -> Option<&str> {
     str_at(e, &["lastTimestamp"])
+        .or_else(|| str_at(e, &["series", "lastObservedTime"]))
         .or_else(|| str_at(e, &["eventTime"]))
         .or_else(|| str_at(e, &["firstTimestamp"]))
         .or_else(|| str_at(e, &["metadata", "creationTimestamp"]))

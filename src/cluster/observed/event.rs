@@ -38,7 +38,11 @@ impl Event {
             reason: str_at(e, &["reason"]).unwrap_or_default().to_owned(),
             message: str_at(e, &["message"]).unwrap_or_default().to_owned(),
             warning: str_at(e, &["type"]) == Some("Warning"),
-            count: i64_at(e, &["count"]).unwrap_or(1).max(1),
+            // A recurring event in the events.k8s.io shape counts in its series.
+            count: i64_at(e, &["count"])
+                .or_else(|| i64_at(e, &["series", "count"]))
+                .unwrap_or(1)
+                .max(1),
             first,
             last,
         }
@@ -57,5 +61,34 @@ impl Event {
                 String::new()
             }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_recurring_event_in_the_series_shape_counts_and_dates_by_its_series() {
+        // What a kubelet recording through events.k8s.io writes: eventTime once, the
+        // recurrences in `series`, no count or lastTimestamp.
+        let e = Event::parse(&json!({"type": "Normal", "reason": "NodeNotReady",
+            "involvedObject": {"kind": "Node", "name": "n1"},
+            "eventTime": "2026-11-28T05:00:00.000000Z",
+            "series": {"count": 5, "lastObservedTime": "2026-11-28T11:55:00.000000Z"}}));
+        assert_eq!(e.count, 5);
+        assert_eq!(
+            e.first.map(|t| t.to_rfc3339()),
+            Some("2026-11-28T05:00:00+00:00".into())
+        );
+        assert_eq!(
+            e.last.map(|t| t.to_rfc3339()),
+            Some("2026-11-28T11:55:00+00:00".into())
+        );
+        let plain = Event::parse(&json!({"reason": "BackOff", "count": 3,
+            "lastTimestamp": "2026-11-28T11:00:00Z"}));
+        assert_eq!((plain.count, plain.first), (3, None));
     }
 }

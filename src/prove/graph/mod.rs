@@ -118,16 +118,16 @@ impl Ctx {
     }
 }
 
+/// When an event last happened, as the model reads it ([`observed::Event`]).
 pub(crate) fn event_time(e: &Value) -> Option<DateTime<Utc>> {
-    time(e, &["lastTimestamp"])
-        .or_else(|| time(e, &["eventTime"]))
-        .or_else(|| time(e, &["firstTimestamp"]))
+    observed::Event::parse(e).last
 }
 
+/// When an event first happened, as the model reads it (its last time when only that is
+/// recorded).
 pub(crate) fn event_first(e: &Value) -> Option<DateTime<Utc>> {
-    time(e, &["firstTimestamp"])
-        .or_else(|| time(e, &["eventTime"]))
-        .or_else(|| time(e, &["lastTimestamp"]))
+    let e = observed::Event::parse(e);
+    e.first.or(e.last)
 }
 
 /// The latest write to an object the API shows: its creation, or a managed-fields entry that
