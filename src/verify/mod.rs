@@ -43,7 +43,7 @@ use tracing::{info, instrument, warn};
 
 use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
-use crate::cluster::obj::{array, at, str_at};
+use crate::cluster::obj::str_at;
 use crate::cluster::observed;
 use crate::cluster::{ClusterReader, ErrorKind};
 use crate::domain::{
@@ -231,39 +231,6 @@ fn unavailable(dependency: &str, message: String) -> StageError {
     }
 }
 
-/// A container terminated after `since` (a restart since the remediation), and whether by
-/// the OOM killer.
-fn terminated_since(pod: &Value, since: DateTime<Utc>) -> (bool, bool) {
-    let mut restarted = false;
-    let mut oom = false;
-    for c in array(pod, &["status", "containerStatuses"]) {
-        let last = at(c, &["lastState", "terminated"]);
-        let finished = last
-            .and_then(|t| str_at(t, &["finishedAt"]))
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.with_timezone(&Utc));
-        if finished.is_some_and(|f| f > since) {
-            restarted = true;
-            if last.and_then(|t| str_at(t, &["reason"])) == Some("OOMKilled") {
-                oom = true;
-            }
-        }
-    }
-    (restarted, oom)
-}
-
-fn ready(pod: &Value) -> bool {
-    array(pod, &["status", "conditions"])
-        .iter()
-        .any(|c| str_at(c, &["type"]) == Some("Ready") && str_at(c, &["status"]) == Some("True"))
-}
-
-fn crash_looping(pod: &Value) -> bool {
-    array(pod, &["status", "containerStatuses"])
-        .iter()
-        .any(|c| str_at(c, &["state", "waiting", "reason"]) == Some("CrashLoopBackOff"))
-}
-
 /// The score: the weighted mean of the parts that were assessed (health 0.40, alert 0.35,
 /// metrics 0.25), to two decimals; `None` when none was.
 pub fn score(health: Option<f64>, alert: Option<f64>, metrics: Option<f64>) -> Option<f64> {
@@ -339,24 +306,45 @@ fn shown(expr: &str) -> String {
     }
 }
 
-/// The health part of the score from the pods of a workload, with what it rests on.
-pub fn pods_health(pods: &[Value], since: DateTime<Utc>) -> (f64, String) {
-    let live: Vec<&Value> = pods
+/// The health part of the score from the pods of a workload, as of `now`, with what it rests
+/// on. The pods are read through the model ([`observed::Pod`]): failing is what
+/// [`observed::Pod::broken`] says (a crash loop, an image that cannot be pulled, an init
+/// container that fails, a pod stuck creating), the undo's and the proofs' definition; a
+/// restart is a container whose latest termination came after `since`; a kill for memory is
+/// the kubelet's `OOMKilled` (the kernel's own warnings are not read here).
+pub fn pods_health(pods: &[Value], since: DateTime<Utc>, now: DateTime<Utc>) -> (f64, String) {
+    let live: Vec<observed::Pod> = pods
         .iter()
-        .filter(|p| str_at(p, &["metadata", "deletionTimestamp"]).is_none())
+        .map(|p| observed::Pod::at(p, now))
+        .filter(|p| !p.deleting)
         .collect();
     if live.is_empty() {
         return (0.0, "no pods".into());
     }
-    let ready_n = live.iter().filter(|p| ready(p)).count();
-    let looping = live.iter().filter(|p| crash_looping(p)).count();
-    let (restarted, oom) = live.iter().fold((false, false), |(r, o), p| {
-        let (pr, po) = terminated_since(p, since);
-        (r || pr, o || po)
-    });
     let n = live.len();
-    if looping > 0 {
-        return (0.0, format!("{looping} of {n} pods crash-looping"));
+    let ready_n = live.iter().filter(|p| p.ready).count();
+    let failing: Vec<observed::Failure> = live.iter().filter_map(observed::Pod::broken).collect();
+    let after = |t: Option<DateTime<Utc>>| t.is_some_and(|t| t > since);
+    let restarted = live
+        .iter()
+        .flat_map(|p| &p.containers)
+        .any(|c| c.terminated.as_ref().is_some_and(|(_, _, t)| after(*t)));
+    let oom = live
+        .iter()
+        .flat_map(observed::Pod::oom_killed)
+        .any(|(_, t)| after(t));
+    if !failing.is_empty() {
+        let causes: std::collections::BTreeSet<&str> =
+            failing.iter().map(|f| f.cause.as_str()).collect();
+        let causes: Vec<&str> = causes.into_iter().collect();
+        return (
+            0.0,
+            format!(
+                "{} of {n} pods failing ({})",
+                failing.len(),
+                causes.join(", ")
+            ),
+        );
     }
     if ready_n == 0 {
         return (0.0, format!("none of {n} pods ready"));
@@ -416,7 +404,7 @@ impl VerificationStage {
             "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
                 match crate::cluster::workload_pods(self.reader.as_ref(), target, object).await {
                     Ok(Some(pods)) => Ok((
-                        Some(pods_health(&pods, since)),
+                        Some(pods_health(&pods, since, self.clock.now())),
                         Some(observed::target_health(object, &pods, self.clock.now())),
                     )),
                     Ok(None) => Ok((None, None)),
@@ -424,11 +412,16 @@ impl VerificationStage {
                     Err(_) => Ok((None, None)),
                 }
             }
-            "Pod" => Ok((Some(pods_health(std::slice::from_ref(object), since)), None)),
+            "Pod" => Ok((
+                Some(pods_health(
+                    std::slice::from_ref(object),
+                    since,
+                    self.clock.now(),
+                )),
+                None,
+            )),
             "Node" => {
-                let ok = array(object, &["status", "conditions"]).iter().any(|c| {
-                    str_at(c, &["type"]) == Some("Ready") && str_at(c, &["status"]) == Some("True")
-                });
+                let ok = observed::Node::parse(object).ready;
                 Ok((
                     Some(if ok {
                         (1.0, format!("Node {} Ready", target.name))
@@ -852,26 +845,44 @@ mod tests {
         assert_eq!(alert_part(true, &AlertmanagerView::NotConfigured).0, 1.0);
     }
 
+    fn now() -> DateTime<Utc> {
+        since() + Duration::minutes(5)
+    }
+
     #[test]
     fn health_follows_the_effectiveness_monitor() {
         let ok = pod(true, None, None);
-        assert_eq!(pods_health(&[ok.clone(), ok.clone()], since()).0, 1.0);
+        assert_eq!(
+            pods_health(&[ok.clone(), ok.clone()], since(), now()).0,
+            1.0
+        );
         let before = pod(true, None, Some(("Error", "2026-03-01T11:00:00Z")));
         assert_eq!(
-            pods_health(&[before], since()).0,
+            pods_health(&[before], since(), now()).0,
             1.0,
             "a restart before does not count"
         );
         let after = pod(true, None, Some(("Error", "2026-03-01T12:01:00Z")));
-        assert_eq!(pods_health(&[after], since()).0, 0.75);
+        assert_eq!(pods_health(&[after], since(), now()).0, 0.75);
         let oom = pod(true, None, Some(("OOMKilled", "2026-03-01T12:01:00Z")));
-        assert_eq!(pods_health(&[oom], since()).0, 0.25);
+        assert_eq!(pods_health(&[oom], since(), now()).0, 0.25);
         assert_eq!(
-            pods_health(&[ok.clone(), pod(false, None, None)], since()).0,
+            pods_health(&[ok.clone(), pod(false, None, None)], since(), now()).0,
             0.5
         );
         let looping = pod(false, Some("CrashLoopBackOff"), None);
-        assert_eq!(pods_health(&[ok, looping], since()).0, 0.0);
-        assert_eq!(pods_health(&[], since()).0, 0.0);
+        assert_eq!(pods_health(&[ok.clone(), looping], since(), now()).0, 0.0);
+        assert_eq!(pods_health(&[], since(), now()).0, 0.0);
+        // Failing as the undo and the proofs say: an init container's crash loop and an image
+        // that cannot be pulled keep a pod from running as much as its own crash loop.
+        let mut init = pod(false, None, None);
+        init["status"]["phase"] = json!("Pending");
+        init["status"]["initContainerStatuses"] = json!([{"name": "migrate", "restartCount": 4,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]);
+        let (score, detail) = pods_health(&[ok.clone(), init], since(), now());
+        assert_eq!(score, 0.0, "{detail}");
+        assert!(detail.starts_with("1 of 2 pods failing"), "{detail}");
+        let pull = pod(false, Some("ImagePullBackOff"), None);
+        assert_eq!(pods_health(&[ok, pull], since(), now()).0, 0.0);
     }
 }
