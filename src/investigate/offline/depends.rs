@@ -11,7 +11,8 @@ use serde_json::json;
 
 use super::rules::Diagnosis;
 use crate::domain::{
-    ActionParams, DepKind, InvestigationOutcome, Neighbourhood, Proposal, Severity, Target,
+    ActionParams, ActionType, DepKind, InvestigationOutcome, Neighbourhood, Proposal, Severity,
+    Target,
 };
 
 /// How far a rule's conclusion stands against the neighbourhood.
@@ -100,7 +101,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.severity = Severity::High;
         out.target = Some(Target::new("Node", node, None));
         out.proposal = Some(Proposal {
-            action_type: "CordonDrainNode".into(),
+            action_type: ActionType::CordonDrainNode,
             parameters: json!({}).as_object().cloned().unwrap_or_default(),
             git_change: String::new(),
             workflow_id: None,
@@ -137,7 +138,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.severity = Severity::High;
         out.target = Some(target.clone());
         out.proposal = Some(Proposal {
-            action_type: "RestartDeployment".into(),
+            action_type: ActionType::RestartDeployment,
             parameters: serde_json::Map::new(),
             git_change: String::new(),
             workflow_id: None,
@@ -169,7 +170,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.severity = Severity::High;
         out.target = Some(Target::new("Deployment", name, Some(ns.to_owned())));
         out.proposal = Some(Proposal {
-            action_type: "RollbackDeployment".into(),
+            action_type: ActionType::RollbackDeployment,
             parameters: ActionParams::rollback(revision).to_map(),
             git_change: format!("revert the change to {deployment}'s pod labels"),
             workflow_id: None,

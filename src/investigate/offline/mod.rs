@@ -48,7 +48,7 @@ use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
 use crate::cluster::tools::{ClusterTools, ToolLimits};
 use crate::cluster::{ClusterReader, MemoReader};
-use crate::domain::Severity;
+use crate::domain::{ActionType, Severity};
 use crate::domain::{
     AlternativeWorkflow, Analysis, HashMatch, InvestigationOutcome, InvestigationPlan, LearnedUse,
     PlanSource, PlanStep, RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow,
@@ -318,8 +318,8 @@ impl Investigator for OfflineInvestigator {
                 let mut action_type = p.action_type.clone();
                 let mut params = p.parameters.clone();
                 // GitOps: a spec change goes to Git as a proposal, never as a direct patch.
-                if detected.git_ops_managed && action_type != "DeletePod" {
-                    action_type = "GitRevert".into();
+                if detected.git_ops_managed && action_type != ActionType::DeletePod {
+                    action_type = ActionType::GitRevert;
                     let change = if p.git_change.is_empty() {
                         format!(
                             "apply {} ({})",
@@ -474,7 +474,7 @@ impl OfflineInvestigator {
             let Some(w) = catalog.workflow(&p.workflow_id) else {
                 continue;
             };
-            let params = rules::learned_parameters(p.action_type.as_str(), facts);
+            let params = rules::learned_parameters(&p.action_type, facts);
             match w
                 .parameters
                 .validate(&mut crate::catalog::parameters(&params, target))

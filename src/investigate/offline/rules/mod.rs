@@ -29,7 +29,7 @@ use super::facts::{Blocker, Facts, PreviousHealth, SERVED_MIN_SECONDS};
 use super::quantity;
 use crate::cluster::observed;
 use crate::domain::{
-    ActionParams, InvestigationOutcome, LimitResource, Proposal, Severity, Target,
+    ActionParams, ActionType, InvestigationOutcome, LimitResource, Proposal, Severity, Target,
 };
 
 use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
@@ -276,13 +276,16 @@ pub(super) fn diagnose(f: &Facts) -> Diagnosis {
 /// determined the cause, so none computed them): the one failing pod to delete, the revision
 /// before a recent rollout to roll back to. Empty where the facts give none; the catalog's
 /// required parameters decide whether that is enough.
-pub(super) fn learned_parameters(action_type: &str, f: &Facts) -> serde_json::Map<String, Value> {
+pub(super) fn learned_parameters(
+    action_type: &ActionType,
+    f: &Facts,
+) -> serde_json::Map<String, Value> {
     let v = match action_type {
-        "DeletePod" => match f.failing_pods().collect::<Vec<_>>().as_slice() {
+        ActionType::DeletePod => match f.failing_pods().collect::<Vec<_>>().as_slice() {
             [p] => Some(ActionParams::delete_pod(&p.name)),
             _ => None,
         },
-        "RollbackDeployment" | "RollbackStatefulSet" => match &f.rollout {
+        ActionType::RollbackDeployment | ActionType::RollbackStatefulSet => match &f.rollout {
             Some(r) if r.kind == f.kind() => Some(ActionParams::rollback(r.previous.number)),
             _ => None,
         },
@@ -292,12 +295,12 @@ pub(super) fn learned_parameters(action_type: &str, f: &Facts) -> serde_json::Ma
 }
 
 fn proposal(
-    action_type: &str,
+    action_type: ActionType,
     params: ActionParams,
     git_change: impl Into<String>,
 ) -> Option<Proposal> {
     Some(Proposal {
-        action_type: action_type.into(),
+        action_type,
         parameters: params.to_map(),
         git_change: git_change.into(),
         workflow_id: None,
@@ -777,18 +780,18 @@ mod tests {
         let crash = Incident::deployment("api").with(pod("api-1").crash_looping("Error", 1));
         let f = crash.facts();
         // A rollback learned elsewhere: no recent rollout here, nothing to roll back to.
-        assert!(learned_parameters("RollbackDeployment", &f).is_empty());
+        assert!(learned_parameters(&ActionType::RollbackDeployment, &f).is_empty());
         assert_eq!(
-            learned_parameters("DeletePod", &f).get("POD_NAME"),
+            learned_parameters(&ActionType::DeletePod, &f).get("POD_NAME"),
             Some(&json!("api-1"))
         );
-        assert!(learned_parameters("RestartDeployment", &f).is_empty());
+        assert!(learned_parameters(&ActionType::RestartDeployment, &f).is_empty());
         let f = Incident::deployment("api")
             .rolled_out("shop/app:1.1", 30)
             .with(pod("api-2-a").owned_by("api-2").crash_looping("Error", 1))
             .facts();
         assert_eq!(
-            learned_parameters("RollbackDeployment", &f).get("TO_REVISION"),
+            learned_parameters(&ActionType::RollbackDeployment, &f).get("TO_REVISION"),
             Some(&json!(1))
         );
         // Two failing pods: which one to delete is not the facts' to say.
@@ -796,7 +799,7 @@ mod tests {
             .with(pod("api-1").crash_looping("Error", 1))
             .with(pod("api-2").crash_looping("Error", 1))
             .facts();
-        assert!(learned_parameters("DeletePod", &f).is_empty());
+        assert!(learned_parameters(&ActionType::DeletePod, &f).is_empty());
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub(super) fn node_flapping(f: &Facts) -> Option<Diagnosis> {
     d.confidence = 0.75;
     d.severity = Severity::High;
     d.target = f.target.clone();
-    d.proposal = proposal("CordonDrainNode", ActionParams::Drain, "");
+    d.proposal = proposal(ActionType::CordonDrainNode, ActionParams::Drain, "");
     d.analysis = "A node whose readiness drops again and again disrupts every pod on it with each drop, whatever it shows at this moment: being Ready now does not make it healthy. Moving its pods to stable nodes ends the disruption; the node itself needs repair or replacement.".into();
     Some(d)
 }
@@ -103,7 +103,7 @@ pub(super) fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
         d.confidence = 0.75;
     } else {
         d.confidence = 0.8;
-        d.proposal = proposal("CordonDrainNode", ActionParams::Drain, "");
+        d.proposal = proposal(ActionType::CordonDrainNode, ActionParams::Drain, "");
     }
     Some(d)
 }
@@ -147,7 +147,7 @@ pub(super) fn wedged_runtime(f: &Facts) -> Option<Diagnosis> {
     d.confidence = 0.72;
     d.severity = Severity::Medium;
     d.target = f.target.clone();
-    d.proposal = proposal("RestartDeployment", ActionParams::Restart, "");
+    d.proposal = proposal(ActionType::RestartDeployment, ActionParams::Restart, "");
     d.analysis = "The processes run but their runtime state is exhausted; the spec and image are unchanged, so a fresh process clears it. If it recurs, the leak needs a fix.".into();
     Some(d)
 }

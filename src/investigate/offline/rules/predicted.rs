@@ -57,7 +57,7 @@ pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
             ));
             d.confidence = 0.8;
             d.proposal = proposal(
-                "ExpandPVC",
+                ActionType::ExpandPVC,
                 ActionParams::expand_pvc(&claim.name, &new_size),
                 format!("grow the claim {} to {new_size}", claim.name),
             );
@@ -107,7 +107,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
                 .and_then(|l| quantity::raised_memory(l, 1.5))
             {
                 d.proposal = proposal(
-                    "IncreaseMemoryLimits",
+                    ActionType::IncreaseMemoryLimits,
                     ActionParams::limit(LimitResource::Memory, &container, &new_limit),
                     format!("raise the memory limit of {container} to {new_limit}"),
                 );
@@ -145,7 +145,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
             d.human = Some(format!("container {container} of {subject}: {problem}"));
         } else {
             d.proposal = proposal(
-                "IncreaseMemoryLimits",
+                ActionType::IncreaseMemoryLimits,
                 ActionParams::limit(LimitResource::Memory, &container, &new_limit),
                 format!("raise the memory limit of {container} to {new_limit}"),
             );

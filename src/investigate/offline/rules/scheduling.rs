@@ -166,7 +166,7 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
             d.confidence = 0.75;
             d.target = Some(Target::new("Node", (*node).clone(), None));
             d.proposal = proposal(
-                "RemoveNodeTaint",
+                ActionType::RemoveNodeTaint,
                 ActionParams::remove_taint(&key, Some(&effect)),
                 "",
             );

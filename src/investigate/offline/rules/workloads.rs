@@ -141,9 +141,9 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
     d.severity = Severity::Critical;
     d.target = target;
     let action = if r.kind == "StatefulSet" {
-        "RollbackStatefulSet"
+        ActionType::RollbackStatefulSet
     } else {
-        "RollbackDeployment"
+        ActionType::RollbackDeployment
     };
     d.proposal = proposal(
         action,
@@ -398,7 +398,7 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
     ));
     d.confidence = 0.8;
     d.proposal = proposal(
-        "PatchHPAMaxReplicas",
+        ActionType::PatchHPAMaxReplicas,
         ActionParams::hpa_max(&h.name, new_max),
         format!(
             "raise maxReplicas of the HorizontalPodAutoscaler {} to {new_max}",
@@ -511,7 +511,7 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
         listed(&draining)
     );
     d.proposal = proposal(
-        "RelaxPDB",
+        ActionType::RelaxPDB,
         ActionParams::relax_pdb(&b.name, 1),
         format!(
             "set maxUnavailable: 1 on the PodDisruptionBudget {}",
@@ -541,7 +541,7 @@ pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
     d.target = f.workload_target().or_else(|| f.target.clone());
     d.confidence = 0.75;
     d.proposal = proposal(
-        "ScaleReplicas",
+        ActionType::ScaleReplicas,
         ActionParams::scale(declared),
         format!("set replicas of {} back to {declared}", w.name),
     );
@@ -595,7 +595,7 @@ pub(super) fn scaled_below_declared(f: &Facts) -> Option<Diagnosis> {
     d.target = f.workload_target().or_else(|| f.target.clone());
     d.confidence = 0.75;
     d.proposal = proposal(
-        "ScaleReplicas",
+        ActionType::ScaleReplicas,
         ActionParams::scale(declared.count),
         format!("set replicas of {} back to {}", w.name, declared.count),
     );
