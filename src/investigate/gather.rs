@@ -165,8 +165,8 @@ pub async fn history(
 }
 
 /// Whether `pod` belongs to `root`: it is the root, or its owner is (a StatefulSet, DaemonSet
-/// or Job pod), or its owner is one of the root's generated children (`<root>-<hash>`: a
-/// Deployment's ReplicaSet, a CronJob's Job).
+/// or Job pod), or its owner is one of the root's generated children
+/// ([`observed::generated_from`]: a Deployment's ReplicaSet, a CronJob's Job).
 fn belongs(pod: &Value, root: &Target) -> bool {
     if obj::str_at(pod, &["metadata", "namespace"]).is_some_and(|ns| {
         root.namespace
@@ -181,13 +181,7 @@ fn belongs(pod: &Value, root: &Target) -> bool {
     obj::array(pod, &["metadata", "ownerReferences"])
         .iter()
         .filter_map(|o| obj::str_at(o, &["name"]))
-        .any(|owner| {
-            owner == root.name
-                || owner
-                    .strip_prefix(root.name.as_str())
-                    .and_then(|rest| rest.strip_prefix('-'))
-                    .is_some_and(|hash| !hash.is_empty() && !hash.contains('-'))
-        })
+        .any(|owner| owner == root.name || observed::generated_from(owner, &root.name))
 }
 
 /// How a pod is failing as of `now`, as signature facts; empty for a pod
@@ -243,12 +237,7 @@ pub fn signature(
         .filter_map(|p| obj::str_at(p, &["metadata", "name"]))
         .collect();
     let about_root = |name: &str| {
-        name == root.name
-            || names.contains(&name)
-            || name
-                .strip_prefix(root.name.as_str())
-                .and_then(|rest| rest.strip_prefix('-'))
-                .is_some_and(|hash| !hash.is_empty() && !hash.contains('-'))
+        name == root.name || names.contains(&name) || observed::generated_from(name, &root.name)
     };
     let events = events
         .iter()
@@ -356,12 +345,12 @@ mod tests {
             "KubePodNotReady",
             &cart,
             &[
-                pod("cart-1f-x", "cart-1f", not_ready()),
-                pod("cart-1f-y", "cart-1f", not_ready()),
+                pod("cart-6f-x", "cart-6f", not_ready()),
+                pod("cart-6f-y", "cart-6f", not_ready()),
             ],
             &[
-                warning("cart-1f-x", "Unhealthy"),
-                warning("cart-1f-y", "Unhealthy"),
+                warning("cart-6f-x", "Unhealthy"),
+                warning("cart-6f-y", "Unhealthy"),
             ],
             chrono::Utc::now(),
         );
@@ -371,14 +360,14 @@ mod tests {
             "KubePodNotReady",
             &cart,
             &[pod(
-                "cart-1f-x",
-                "cart-1f",
+                "cart-6f-x",
+                "cart-6f",
                 json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
                     "containerStatuses": [{"name": "app",
                         "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                         "lastState": {"terminated": {"reason": "Error"}}}]}),
             )],
-            &[warning("cart-1f-x", "BackOff")],
+            &[warning("cart-6f-x", "BackOff")],
             chrono::Utc::now(),
         );
         assert_eq!(

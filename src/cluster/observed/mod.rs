@@ -63,6 +63,34 @@ pub fn last_written(v: &Value) -> Option<DateTime<Utc>> {
     created(v).into_iter().chain(managed).max()
 }
 
+/// The characters Kubernetes draws generated name parts from (`rand.SafeEncodeString`: no
+/// vowels, no 0, 1 or 3, so no word and nothing mistaken for one): a ReplicaSet's
+/// pod-template-hash, a pod's random suffix.
+const GENERATED_CHARS: &str = "bcdfghjklmnpqrstvwxz2456789";
+
+/// Whether `name` is one a controller generated from `owner`'s: `<owner>-<suffix>`, where the
+/// suffix is one or two parts, each drawn from [`GENERATED_CHARS`] (a Deployment's ReplicaSet
+/// `api-7d4b9c8f6`, its pod `api-7d4b9c8f6-x2k9p`, a Job's or DaemonSet's pod) or a number (a
+/// StatefulSet's ordinal `db-0`, a CronJob's Job `backup-28934520` and its pods). A neighbour
+/// whose name merely starts the same (`api-migrate`, `web-cache`) is not. Events about a
+/// workload's ReplicaSets and about pods since deleted are told apart from its neighbours' this
+/// way, where nothing else is left to ask.
+pub fn generated_from(name: &str, owner: &str) -> bool {
+    let Some(suffix) = name
+        .strip_prefix(owner)
+        .and_then(|rest| rest.strip_prefix('-'))
+    else {
+        return false;
+    };
+    let part = |p: &str| {
+        !p.is_empty()
+            && (p.chars().all(|c| GENERATED_CHARS.contains(c))
+                || p.chars().all(|c| c.is_ascii_digit()))
+    };
+    let parts: Vec<&str> = suffix.split('-').collect();
+    parts.len() <= 2 && parts.iter().all(|p| part(p))
+}
+
 /// `3h 20m`, `12m`, `45s`.
 pub fn ago(d: Duration) -> String {
     let secs = d.num_seconds().max(0);
@@ -99,4 +127,34 @@ pub fn progress_deadline_exceeded(w: &Value) -> Option<String> {
                 .unwrap_or("progress deadline exceeded")
                 .to_owned()
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_a_controller_generated_are_told_from_neighbours_that_start_the_same() {
+        for generated in [
+            "api-7d4b9c8f6",
+            "api-7d4b9c8f6-x2k9p",
+            "api-x2k9p",
+            "db-0",
+            "backup-28934520",
+            "backup-28934520-zq8wc",
+        ] {
+            let owner = generated.split('-').next().unwrap_or_default();
+            assert!(generated_from(generated, owner), "{generated}");
+        }
+        for neighbour in [
+            "api-migrate",
+            "api-migrate-x2k9p",
+            "api",
+            "apiserver-x2k9p",
+            "api-",
+            "api-7d4-x2k-9p",
+        ] {
+            assert!(!generated_from(neighbour, "api"), "{neighbour}");
+        }
+    }
 }

@@ -137,7 +137,7 @@ pub fn recovery<'a>(
         .collect();
     let ours = |e: &Event| {
         (e.name == name
-            || e.name.starts_with(&format!("{name}-"))
+            || observed::generated_from(&e.name, name)
             || live.iter().any(|p| p.name == e.name))
             && !ended.iter().any(|p| p.name == e.name)
             && !(e.kind == "Pod"

@@ -223,7 +223,7 @@ pub async fn build(
         let name = str_at(e, &["involvedObject", "name"]).unwrap_or("");
         name == target.name
             || pod_names.contains(&name)
-            || name.starts_with(&format!("{}-", target.name))
+            || observed::generated_from(name, &target.name)
     };
     let events: Vec<Value> = all_events
         .iter()
