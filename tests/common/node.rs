@@ -687,7 +687,13 @@ fn pod_matches(p: &Pod, w: &PodWhen) -> Option<String> {
 async fn holds(tier: &NodeTier, ns: &str, when: &When) -> Result<Option<Bindings>, String> {
     let mut b = Bindings::default();
     if let Some(w) = &when.pod {
-        let mut pods = pods_of(tier, ns, &w.of).await?;
+        // A pod being deleted is leaving: a remediation that deleted a crash-looping pod does
+        // not leave its alert holding while the pod's last status is still listed.
+        let mut pods: Vec<Pod> = pods_of(tier, ns, &w.of)
+            .await?
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect();
         if w.newest == Some(true) {
             pods = pods.into_iter().rev().take(1).collect();
         }
