@@ -28,8 +28,6 @@
 mod depends;
 mod evidence;
 mod facts;
-#[cfg(test)]
-mod fixtures;
 pub use crate::cluster::quantity;
 mod rules;
 

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
-use super::evidence::{
+use super::super::evidence::{
     Alert, ContainerUsage, Evidence, LogKey, ObservedPod, PodUsage, Root, WorkloadState,
 };
-use super::facts::Facts;
-use super::rules::{self, Diagnosis};
+use super::super::facts::Facts;
+use super::{self as rules, Diagnosis};
 use crate::cluster::context::ResourceContext;
 use crate::cluster::observed;
 use crate::domain::{DetectedLabels, QuotaUsage, Target};
