@@ -113,7 +113,7 @@ async fn check_as(case: Case, by: Proposer) {
     // Every obligation stated is declared, with its declared statement, under the action's
     // proof or every proof's.
     for o in proof.map(|p| p.obligations.as_slice()).unwrap_or_default() {
-        let declared = obligations::proof_of(case.action_type)
+        let declared = obligations::proof_of(&case.action_type.into())
             .into_iter()
             .chain(obligations::PROOFS.iter().filter(|p| p.name == "every"))
             .flat_map(|p| p.obligations.iter())
@@ -132,7 +132,7 @@ async fn check_as(case: Case, by: Proposer) {
     }
     // ... and stated in the declared order, which is the order a refusal names the first
     // failure in.
-    if let (Some(p), Some(declared)) = (proof, obligations::proof_of(case.action_type)) {
+    if let (Some(p), Some(declared)) = (proof, obligations::proof_of(&case.action_type.into())) {
         let stated: Vec<&str> = p.obligations.iter().map(|o| o.id.as_str()).collect();
         if let Err(e) = in_declared_order(declared, &stated) {
             bad.push(e);
@@ -222,7 +222,7 @@ fn in_declared_order(proof: &obligations::ProofSpec, stated: &[&str]) -> Result<
 /// it accepts a proof that stops early or skips one, with the binding after.
 #[test]
 fn the_order_check_holds_a_proof_to_its_declaration() {
-    let restart = obligations::proof_of("RestartDeployment").unwrap();
+    let restart = obligations::proof_of(&kubemedic::domain::ActionType::RestartDeployment).unwrap();
     let ids: Vec<&str> = restart.obligations.iter().map(|o| o.id).collect();
     let binding = obligations::every::BINDING.id;
     assert!(in_declared_order(restart, &ids).is_ok());
@@ -311,7 +311,7 @@ macro_rules! cases {
             // Every obligation a case wants refuted is declared for its action type.
             for c in &cases {
                 if let Want::Refuted(id) = c.want {
-                    let declared = obligations::proof_of(c.action_type)
+                    let declared = obligations::proof_of(&c.action_type.into())
                         .is_some_and(|p| p.obligations.iter().any(|o| o.id == id))
                         || obligations::PROOFS
                             .iter()

@@ -348,6 +348,14 @@ impl Catalog {
                     "actionType.name".into(),
                     "must not be empty".into(),
                 ));
+            } else if domain::ActionType::parse(&at.name) == domain::ActionType::NoAction {
+                problems.push(problem(
+                    "actionType.name".into(),
+                    format!(
+                        "`{}` is reserved: it names the proof that no action is needed",
+                        at.name
+                    ),
+                ));
             }
             for (i, raw) in parsed.workflows.into_iter().enumerate() {
                 let mut w: Workflow = match serde_path_to_error::deserialize(&raw) {
@@ -607,6 +615,22 @@ mod tests {
         assert!(
             text.iter().any(|t| t.contains("workflows/bad.yaml")
                 && t.contains("workflows[0].parameters.properties.N.type")),
+            "{text:#?}"
+        );
+    }
+
+    #[test]
+    fn no_action_is_not_an_action_type_a_catalog_may_declare() {
+        let bad = vec![(
+            PathBuf::from("workflows/nothing.yaml"),
+            "actionType: {name: NoAction, what: a, whenToUse: b, whenNotToUse: c}\nworkflows:\n  - id: nothing\n    version: '1'\n    description: d\n    parameters: {type: object, properties: {}}\n    engine: {type: builtin, steps: [{action: annotate, with: {key: a, value: b}}]}\n".to_owned(),
+        )];
+        let CatalogError(problems) = Catalog::from_sources(&bad).unwrap_err();
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter().any(|t| t.contains("workflows/nothing.yaml")
+                && t.contains("actionType.name")
+                && t.contains("`NoAction` is reserved")),
             "{text:#?}"
         );
     }

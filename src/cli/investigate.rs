@@ -323,7 +323,7 @@ fn text(req: &RemediationRequest, record: &Value) -> String {
         if let Some(p) = &req.state.proof {
             s.push_str(&format!(
                 "  Proof of {} ({}): {}\n",
-                if p.action_type == crate::domain::NO_ACTION {
+                if p.action_type == crate::domain::ActionType::NoAction {
                     "no action needed"
                 } else {
                     p.action_type.as_str()

@@ -19,6 +19,10 @@ pub enum ActionType {
     PatchHPAMaxReplicas,
     RemoveNodeTaint,
     GitRevert,
+    /// No action: the subject of the proof of a "no action needed" claim (the problem
+    /// resolved), whose obligations say the desired state is met. Never a workflow's action
+    /// type (the catalog refuses the name), never run.
+    NoAction,
     /// A catalog's own action type: kubemedic knows no obligations for it (its proof is
     /// `unverified`, and the shipped policy asks a human).
     Custom(String),
@@ -44,6 +48,9 @@ impl ActionType {
 
     /// The type named `name`: a built-in when it is one's name exactly, else custom.
     pub fn parse(name: &str) -> Self {
+        if name == ActionType::NoAction.as_str() {
+            return ActionType::NoAction;
+        }
         Self::BUILTIN
             .iter()
             .find(|b| b.as_str() == name)
@@ -66,12 +73,14 @@ impl ActionType {
             ActionType::PatchHPAMaxReplicas => "PatchHPAMaxReplicas",
             ActionType::RemoveNodeTaint => "RemoveNodeTaint",
             ActionType::GitRevert => "GitRevert",
+            ActionType::NoAction => "NoAction",
             ActionType::Custom(name) => name,
         }
     }
 
+    /// One of the 13 actions kubemedic knows how to prove, run and verify.
     pub fn is_builtin(&self) -> bool {
-        !matches!(self, ActionType::Custom(_))
+        !matches!(self, ActionType::Custom(_) | ActionType::NoAction)
     }
 }
 
@@ -178,5 +187,10 @@ mod tests {
         // A name differing only in case is not the built-in: the catalog's names are exact.
         assert!(!ActionType::parse("deletepod").is_builtin());
         assert!(ActionType::DeletePod == "DeletePod");
+        // The subject of a "no action needed" proof, as stored proofs have always named it.
+        let none: ActionType = serde_json::from_str("\"NoAction\"").unwrap();
+        assert_eq!(none, ActionType::NoAction);
+        assert!(!none.is_builtin());
+        assert_eq!(serde_json::to_string(&none).unwrap(), "\"NoAction\"");
     }
 }

@@ -71,8 +71,8 @@ pub use neighbourhood::{Change, DepKind, Dependency, Neighbourhood, just_before}
 pub use params::{ActionParams, LimitResource};
 pub use phase::{Phase, stage_name};
 pub use proof::{
-    DryRunChange, NO_ACTION, ObjectChange, Obligation, ObligationStatus, Proof, ProofPoint,
-    ProofVerdict, Proposer,
+    DryRunChange, ObjectChange, Obligation, ObligationStatus, Proof, ProofPoint, ProofVerdict,
+    Proposer,
 };
 pub use request::{RemediationRequest, StageState, Waiting};
 pub use severity::Severity;

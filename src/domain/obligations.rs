@@ -53,8 +53,8 @@ pub struct ProofSpec {
     pub name: &'static str,
     /// What the proof is about, in a phrase.
     pub about: &'static str,
-    /// The built-in action types it proves; empty for the obligations of every proof, and for
-    /// "no action needed" ([`super::NO_ACTION`]).
+    /// The action types it proves (a built-in, or [`ActionType::NoAction`] for "no action
+    /// needed"); empty for the obligations of every proof and of the undo.
     pub actions: &'static [ActionType],
     pub obligations: &'static [&'static ObligationSpec],
 }
@@ -210,7 +210,7 @@ proofs! {
         STATE_RECORDED = "undo.state-recorded": "The target's spec was recorded before the remediation's first write";
         UNCHANGED_SINCE = "undo.unchanged-since": "Nobody changed the target since the remediation: its spec is the one the execution left";
     }
-    resolved ("\"No action needed\": the problem is gone, shown by the cluster.", []) {
+    resolved ("\"No action needed\": the problem is gone, shown by the cluster.", [NoAction]) {
         READABLE = "resolved.readable": super::READABLE;
         TARGET_VERIFIED = "resolved.target-verified": "The object the alert is about was found, so its state can be checked";
         CONDITION_OBSERVABLE = "resolved.condition-observable": "The alert's condition can be seen gone: the cluster's objects show it, or Prometheus, evaluating the alert's own expression now, finds it no more";
@@ -240,11 +240,9 @@ pub fn find(id: &str) -> Option<&'static ObligationSpec> {
         .find(|o| o.id == id)
 }
 
-/// The proof of a built-in action type, if it is one.
-pub fn proof_of(action_type: &str) -> Option<&'static ProofSpec> {
-    PROOFS
-        .iter()
-        .find(|p| p.actions.iter().any(|a| a.as_str() == action_type))
+/// The proof of a built-in action type (or of "no action needed"), if it is one.
+pub fn proof_of(action_type: &ActionType) -> Option<&'static ProofSpec> {
+    PROOFS.iter().find(|p| p.actions.contains(action_type))
 }
 
 /// The line before the generated table in docs/investigation.md.
@@ -314,14 +312,18 @@ mod tests {
             }
         }
         assert_eq!(
-            proof_of("RollbackStatefulSet").map(|p| p.name),
+            proof_of(&ActionType::RollbackStatefulSet).map(|p| p.name),
             Some("rollback")
         );
         // Every built-in action type has its proof.
         for a in ActionType::BUILTIN {
-            assert!(proof_of(a.as_str()).is_some(), "{a} has no proof");
+            assert!(proof_of(&a).is_some(), "{a} has no proof");
         }
-        assert!(proof_of("Custom").is_none());
+        assert!(proof_of(&ActionType::Custom("Custom".into())).is_none());
+        assert_eq!(
+            proof_of(&ActionType::NoAction).map(|p| p.name),
+            Some("resolved")
+        );
         assert_eq!(find("pvc.bound"), Some(&pvc::BOUND));
     }
 }

@@ -208,7 +208,7 @@ impl ActionParams {
             ActionType::PatchHPAMaxReplicas => &[HPA_NAME, MAX_REPLICAS],
             ActionType::RemoveNodeTaint => &[TAINT_KEY, TAINT_EFFECT],
             ActionType::GitRevert => &[PROPOSED_CHANGE],
-            ActionType::Custom(_) => &[],
+            ActionType::NoAction | ActionType::Custom(_) => &[],
         }
     }
 
@@ -255,7 +255,7 @@ impl ActionParams {
             ActionType::GitRevert => ActionParams::GitRevert {
                 proposed_change: t(PROPOSED_CHANGE),
             },
-            ActionType::Custom(_) => ActionParams::Custom(map.clone()),
+            ActionType::NoAction | ActionType::Custom(_) => ActionParams::Custom(map.clone()),
         }
     }
 

@@ -162,11 +162,7 @@ impl DryRunChange {
     }
 }
 
-/// The action type of the proof of a "no action needed" claim (the problem resolved): its
-/// obligations say the desired state is met.
-pub const NO_ACTION: &str = "NoAction";
-
-/// The proof of one proposal (or of a "no action needed" claim, [`NO_ACTION`]).
+/// The proof of one proposal (or of a "no action needed" claim, [`ActionType::NoAction`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proof {
     pub action_type: ActionType,

@@ -33,9 +33,9 @@ use crate::clock::Clock;
 use crate::cluster::ClusterReader;
 use crate::cluster::tools::ToolLimits;
 use crate::domain::{
-    Analysis, AuditDraft, NO_ACTION, OutcomeKind, Phase, Proof, ProofPoint, ProofVerdict, Proposer,
-    RcaPayload, RemediationRequest, RoutedOutcome, Selection, SelectionPayload, Stage, StageError,
-    StageOutcome,
+    ActionType, Analysis, AuditDraft, OutcomeKind, Phase, Proof, ProofPoint, ProofVerdict,
+    Proposer, RcaPayload, RemediationRequest, RoutedOutcome, Selection, SelectionPayload, Stage,
+    StageError, StageOutcome,
 };
 use crate::history::RemediationHistory;
 use crate::live::Live;
@@ -482,7 +482,7 @@ impl Stage for SelectionStage {
         }
         let proof = self.prove(request, &analysis, &selection).await?;
         if let Some(p) = &proof {
-            let what = if p.action_type == NO_ACTION {
+            let what = if p.action_type == ActionType::NoAction {
                 "no action needed (the problem resolved)".to_owned()
             } else {
                 format!("{} on {}", p.action_type, p.target)
@@ -493,7 +493,7 @@ impl Stage for SelectionStage {
                 p,
             ));
             if p.verdict == ProofVerdict::Refuted {
-                let reason = if p.action_type == NO_ACTION {
+                let reason = if p.action_type == ActionType::NoAction {
                     // What the alert measured, quoted (the human must look there when the
                     // cluster cannot show it).
                     let said = request

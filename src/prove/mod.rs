@@ -40,7 +40,7 @@ use crate::cluster::observed::template_images;
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, DryRunWriter};
 use crate::domain::obligations::{self as ob, ObligationSpec};
 use crate::domain::{
-    ActionParams, ActionType, DryRunChange, LimitResource, NO_ACTION, Neighbourhood, Obligation,
+    ActionParams, ActionType, DryRunChange, LimitResource, Neighbourhood, Obligation,
     ObligationStatus, Proof, ProofPoint, ProofVerdict, Proposer, SignalContext, Target,
 };
 use crate::live::Live;
@@ -267,7 +267,7 @@ impl Prover {
             ProofVerdict::Refuted
         };
         Ok(Proof {
-            action_type: NO_ACTION.into(),
+            action_type: ActionType::NoAction,
             workflow_id: String::new(),
             parameters: Map::new(),
             proposer,
@@ -294,7 +294,7 @@ impl Prover {
             .map(ToString::to_string)
             .unwrap_or_else(|| format!("alert {}", signal.name));
         Proof {
-            action_type: NO_ACTION.into(),
+            action_type: ActionType::NoAction,
             workflow_id: String::new(),
             parameters: Map::new(),
             proposer,
@@ -517,7 +517,7 @@ mod tests {
         let catalog = Catalog::builtin().unwrap_or_else(|e| panic!("{e}"));
         for at in catalog.action_types() {
             assert!(
-                ob::proof_of(&at.name).is_some(),
+                ob::proof_of(&ActionType::parse(&at.name)).is_some(),
                 "{} has no proof obligations",
                 at.name
             );

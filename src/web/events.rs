@@ -26,7 +26,7 @@ use uuid::Uuid;
 
 use super::{ApiError, AppState, Caller};
 use crate::domain::{
-    AuditEvent, AuditPayload, LlmCallRecord, NO_ACTION, Proof, ProofPoint, ProofVerdict, Proposer,
+    ActionType, AuditEvent, AuditPayload, LlmCallRecord, Proof, ProofPoint, ProofVerdict, Proposer,
     RcaPayload, Role, Usage,
 };
 use crate::redact::{sanitize_text, sanitize_value};
@@ -302,7 +302,7 @@ fn rca_events(
 /// verdict with its count, why it is refuted, and (at selection) the dry run's change. `bad`
 /// marks a refuted proof.
 fn proof_event(proof: &Proof, said: &dyn Fn(&'static str, String, Value) -> Typed) -> Typed {
-    let what = if proof.action_type == NO_ACTION {
+    let what = if proof.action_type == ActionType::NoAction {
         format!("no action needed on {}", proof.target)
     } else {
         format!("{} on {}", proof.action_type, proof.target)
