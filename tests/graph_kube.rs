@@ -38,7 +38,7 @@ use kube::discovery::ApiResource;
 use kubemedic::cluster::{
     ClusterReader, KubeCluster, ListQuery, LogQuery, MemoReader, ResourceInfo, SnapshotCluster,
 };
-use kubemedic::domain::{DepKind, Dependency, Neighbourhood, Target};
+use kubemedic::domain::{DepKind, Dependency, Neighbourhood, OnNode, Target};
 use kubemedic::prove::graph;
 use serde_json::{Value, json};
 
@@ -178,6 +178,15 @@ impl Seen {
 
     fn explain(&self) -> String {
         self.n.explain().unwrap_or_default()
+    }
+
+    /// The dependency on `object`, culprit or not.
+    fn dependency(&self, object: &str) -> &Dependency {
+        self.n
+            .dependencies
+            .iter()
+            .find(|d| d.object == object)
+            .unwrap_or_else(|| panic!("no dependency {object}:\n{}", self.describe()))
     }
 
     /// The culprit is `object` of `kind`, what is wrong with it says `unhealthy`, and the
@@ -955,6 +964,81 @@ async fn nodes_a_node_with_a_problem_detector_condition() {
             "HorizontalPodAutoscaler",
         ],
         &[&k.ns],
+    );
+}
+
+/// A node that warned of its image filesystem's capacity two hours ago (the kubelet's
+/// `InvalidDiskCapacity`, common and harmless) runs one crash-looping pod of four while the
+/// others run: the warning is evidence, not trouble, and the node is not the common factor, so
+/// nothing proposes to drain it for one pod's fault. A second pod failing there while its
+/// siblings elsewhere are ready makes it the common factor — the drain proof's question
+/// (`findings::node_at_fault`), asked of what the graph read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_an_old_warning_is_evidence_and_local_failures_make_the_node_the_factor() {
+    let Some(k) = Kube::new("graph-warn").await else {
+        return;
+    };
+    let outside = Outside::new(&k);
+    let (_logs, port) = kubelet().await;
+    let good = node(&k, &outside, port, "worker-1", json!({}), json!([])).await;
+    let warned = node(&k, &outside, port, "worker-2", json!({}), json!([])).await;
+    node_event(
+        &k,
+        &warned,
+        "Warning",
+        "InvalidDiskCapacity",
+        "invalid capacity 0 on image filesystem",
+        7_200,
+    )
+    .await;
+    let image = "shop/cart:2.3";
+    k.apply(deployment("cart", image, 4, "256Mi", json!({}), json!({})))
+        .await;
+    let pods = k.pods("app=cart", 4).await;
+    crash(&k, &pods[0], &warned, ("cart", image), 6, 1).await;
+    run(&k, &pods[1], &good, "cart", image, "10.244.1.4").await;
+    run(&k, &pods[2], &good, "cart", image, "10.244.1.5").await;
+    run(&k, &pods[3], &warned, "cart", image, "10.244.2.6").await;
+
+    let object = format!("Node {warned}");
+    let seen = neighbourhood(&k, "Deployment", "cart", Utc::now()).await;
+    let n = seen.dependency(&object);
+    assert_eq!(n.unhealthy, None, "{}", seen.describe());
+    assert!(
+        n.evidence.iter().any(|e| e.contains("InvalidDiskCapacity")),
+        "{}",
+        seen.describe()
+    );
+    assert_eq!(
+        n.on_node,
+        Some(OnNode {
+            node: warned.clone(),
+            pods: 2,
+            failing: 1,
+            at_fault: false
+        }),
+        "{}",
+        seen.describe()
+    );
+
+    // The pod beside it fails too; the two on the other node still run.
+    let mut st = status::crash_loop("cart", image, 4, 1, "Error");
+    st["containerStatuses"][0]["lastState"]["terminated"]["startedAt"] = json!(ago(70));
+    st["containerStatuses"][0]["lastState"]["terminated"]["finishedAt"] = json!(ago(60));
+    k.patch_status("v1", "Pod", &name(&pods[3]), st).await;
+    let seen = neighbourhood(&k, "Deployment", "cart", Utc::now()).await;
+    let n = seen.dependency(&object);
+    assert_eq!(
+        n.on_node.as_ref().map(|o| (o.failing, o.at_fault)),
+        Some((2, true)),
+        "{}",
+        seen.describe()
+    );
+    seen.blames(
+        DepKind::Node,
+        &object,
+        &["pods fail while their siblings elsewhere are ready"],
+        &[],
     );
 }
 

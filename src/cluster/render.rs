@@ -356,12 +356,10 @@ fn compact_probe(p: &Value) -> String {
     } else {
         "?".to_owned()
     };
+    let probe = crate::cluster::observed::Probe::parse(p);
     format!(
         "{what} delay={}s timeout={}s period={}s failure-threshold={}",
-        i64_at(p, &["initialDelaySeconds"]).unwrap_or(0),
-        i64_at(p, &["timeoutSeconds"]).unwrap_or(1),
-        i64_at(p, &["periodSeconds"]).unwrap_or(10),
-        i64_at(p, &["failureThreshold"]).unwrap_or(3)
+        probe.initial_delay, probe.timeout, probe.period, probe.failure_threshold
     )
 }
 

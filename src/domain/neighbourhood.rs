@@ -82,9 +82,27 @@ pub struct Dependency {
     /// that caused it): rolling back to it undoes the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undo_to_revision: Option<i64>,
+    /// For the node a pod of the target runs on: how many run there and fail, and whether
+    /// the node is their common factor (the drain's question, asked of the target's pods).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_node: Option<OnNode>,
     /// Set by the ranking.
     #[serde(default)]
     pub score: u32,
+}
+
+/// The target's pods on one node ([`Dependency::on_node`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OnNode {
+    /// The node's name.
+    pub node: String,
+    /// The target's pods on it.
+    pub pods: usize,
+    /// Those of them that fail.
+    pub failing: usize,
+    /// The node is the common factor of their failures: its conditions, its readiness
+    /// flapping, or pods failing on it while their siblings elsewhere are ready.
+    pub at_fault: bool,
 }
 
 impl Dependency {
@@ -101,6 +119,7 @@ impl Dependency {
             blocks: None,
             causes: None,
             undo_to_revision: None,
+            on_node: None,
             score: 0,
         }
     }

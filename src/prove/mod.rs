@@ -47,8 +47,8 @@ use crate::live::Live;
 use crate::monitoring::PrometheusClient;
 
 pub use crate::cluster::observed::image_digest;
+pub use findings::{NotReadyEvent, not_ready_events, readiness_flaps};
 use scene::Scene;
-pub use scene::{NotReadyEvent, readiness_flaps};
 
 pub use workload::{configmaps, secrets};
 

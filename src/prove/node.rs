@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::findings::node_at_fault;
 use super::scene::{Read, Scene};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::PodSpec;
@@ -12,92 +13,9 @@ use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 
-/// How many pods must fail on a Ready node, while their workloads run healthy elsewhere, for the
-/// node to be their common factor.
-const LOCAL_FAILURES_MIN: usize = 2;
-
 fn is_daemon_or_mirror(p: &Pod) -> bool {
     matches!(&p.controller, Some((k, _)) if k == "DaemonSet" || k == "Node")
         || obj::annotation(&p.raw, "kubernetes.io/config.mirror").is_some()
-}
-
-/// The owner a pod shares with its siblings: its controller, with a ReplicaSet's hash cut.
-fn owner(p: &Pod) -> Option<String> {
-    let (k, n) = p.controller.as_ref()?;
-    let n = match (&p.template_hash, k.as_str()) {
-        (Some(h), "ReplicaSet") => n.trim_end_matches(&format!("-{h}")).to_owned(),
-        _ => n.clone(),
-    };
-    Some(format!(
-        "{}/{n}",
-        obj::namespace(&p.raw).unwrap_or_default()
-    ))
-}
-
-/// Whether the node is the common factor of its pods' failures: its conditions show it in
-/// trouble ([`Node::trouble`]: Ready reported other than True, a pressure or problem condition),
-/// or its pods fail where the same workloads' pods elsewhere
-/// are healthy — at least two of them: one failing pod may carry its own fault (deleting it is
-/// the proportionate fix), so it does not show the node at fault. With the evidence either way.
-pub(super) fn node_at_fault(
-    node: &Node,
-    flaps: Option<&str>,
-    on_node: &[Pod],
-    all: &[Pod],
-) -> (bool, Vec<String>) {
-    let name = node.name.as_str();
-    if node.trouble().is_some() {
-        return (true, vec![format!("node {name} is {}", node.state())]);
-    }
-    if let Some(flaps) = flaps {
-        return (
-            true,
-            vec![format!(
-                "node {name} is {} now, but {flaps}: every pod on it is disrupted with each drop",
-                node.state()
-            )],
-        );
-    }
-    let failing: Vec<&Pod> = on_node.iter().filter(|p| p.failure().is_some()).collect();
-    if failing.is_empty() {
-        return (
-            false,
-            vec![format!(
-                "node {name} is {} and none of its {} pods fails",
-                node.state(),
-                on_node.len()
-            )],
-        );
-    }
-    let mut local = Vec::new();
-    let mut shared = Vec::new();
-    for p in &failing {
-        let Some(o) = owner(p) else { continue };
-        let elsewhere: Vec<&Pod> = all
-            .iter()
-            .filter(|q| q.node.as_deref() != Some(name) && owner(q).as_deref() == Some(o.as_str()))
-            .collect();
-        if !elsewhere.is_empty() && elsewhere.iter().all(|q| q.ready) {
-            local.push(format!(
-                "pod {} of {o} fails here while its {} sibling(s) elsewhere are ready",
-                p.name,
-                elsewhere.len()
-            ));
-        } else if !elsewhere.is_empty() {
-            shared.push(format!("{o} fails on other nodes too"));
-        }
-    }
-    let ok = local.len() >= LOCAL_FAILURES_MIN && shared.is_empty();
-    let mut ev = vec![format!("node {name} is {}", node.state())];
-    let lone = local.len() == 1 && shared.is_empty();
-    ev.extend(local);
-    ev.extend(shared);
-    if lone {
-        ev.push(
-            "only one pod fails here while its workload runs healthy elsewhere: one pod's failure does not show the node at fault".into(),
-        );
-    }
-    (ok, ev)
 }
 
 /// The drain's obligations, in their declared order, judged on the nodes, the pods on the node

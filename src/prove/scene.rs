@@ -26,9 +26,7 @@ pub(super) struct Scene {
     pub neighbourhood: tokio::sync::OnceCell<Neighbourhood>,
 }
 
-pub(super) fn hhmm(t: DateTime<Utc>) -> String {
-    t.format("%H:%M:%S").to_string()
-}
+pub(super) use super::findings::hhmm;
 
 impl Scene {
     pub fn new(
@@ -133,20 +131,10 @@ impl Scene {
     }
 
     /// How node `node`'s readiness came and went lately, when it flaps
-    /// ([`readiness_flaps`]): one line.
+    /// ([`super::findings::flaps`]): one line.
     pub async fn node_flaps(&self, node: &str) -> Read<Option<String>> {
         let events = self.node_events(node).await?;
-        Ok(
-            readiness_flaps(self.now, &not_ready_events(&events, node)).map(
-                |(count, first, last)| {
-                    format!(
-                        "its Ready condition went NotReady {count} times between {} and {}",
-                        hhmm(first),
-                        hhmm(last)
-                    )
-                },
-            ),
-        )
+        Ok(super::findings::flaps(self.now, &events, node))
     }
 
     pub async fn node_events(&self, node: &str) -> Read<Vec<Event>> {
@@ -277,29 +265,6 @@ impl Scene {
     }
 }
 
-/// One `NodeNotReady` event about a node: how many times, first and last.
-pub type NotReadyEvent = (i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-
-/// How many NotReady transitions make a node's readiness flap, and how recent the last must be.
-const FLAPS_MIN: i64 = 3;
-const FLAPS_WINDOW_MINUTES: i64 = 60;
-
-/// Whether a node's readiness flaps, from its `NodeNotReady` events as `(count, first, last)`
-/// (the node controller and the kubelet may each report every transition: the largest count
-/// counts): at least [`FLAPS_MIN`] times, the last within [`FLAPS_WINDOW_MINUTES`] of `now`.
-/// Returns the count and the first and last time.
-pub fn readiness_flaps(
-    now: DateTime<Utc>,
-    not_ready: &[NotReadyEvent],
-) -> Option<(i64, DateTime<Utc>, DateTime<Utc>)> {
-    let count = not_ready.iter().map(|(c, _, _)| *c).max()?;
-    let last = not_ready.iter().filter_map(|(_, _, l)| *l).max()?;
-    let first = not_ready.iter().filter_map(|(_, f, l)| f.or(*l)).min()?;
-    (count >= FLAPS_MIN
-        && now.signed_duration_since(last) <= Duration::minutes(FLAPS_WINDOW_MINUTES))
-    .then_some((count, first, last))
-}
-
 /// One `SystemOOM` event about a node: how many times, first and last.
 pub type OomEvent = (i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
 
@@ -359,15 +324,6 @@ pub fn node_oom_at(
     let own = limit_kills.iter().filter(|t| near(**t)).count() as i64;
     let earlier = looping.iter().filter(|t| !near(**t)).count() as i64;
     (reported - own - earlier).max(0)
-}
-
-/// Node `node`'s `NodeNotReady` events, as [`readiness_flaps`] reads them.
-pub(super) fn not_ready_events(events: &[Event], node: &str) -> Vec<NotReadyEvent> {
-    events
-        .iter()
-        .filter(|e| e.kind == "Node" && e.name == node && e.reason == "NodeNotReady")
-        .map(|e| (e.count.max(1), e.first, e.last))
-        .collect()
 }
 
 /// How many processes a node's kernel killed, at the `moments` some containers were

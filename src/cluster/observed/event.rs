@@ -48,6 +48,22 @@ impl Event {
         }
     }
 
+    /// The probe whose failure made the kubelet kill a container (`Killing`: "Container app
+    /// failed liveness probe, will be restarted"): `livenessProbe` or `startupProbe`.
+    pub fn probe_kill(&self) -> Option<&'static str> {
+        if self.reason != "Killing" {
+            return None;
+        }
+        let m = self.message.to_ascii_lowercase();
+        if m.contains("failed liveness probe") {
+            Some("livenessProbe")
+        } else if m.contains("failed startup probe") {
+            Some("startupProbe")
+        } else {
+            None
+        }
+    }
+
     pub fn line(&self) -> String {
         let msg: String = self.message.chars().take(160).collect();
         format!(
@@ -69,6 +85,24 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_kill_for_a_failed_probe_names_the_probe() {
+        let kill = |message: &str| {
+            Event::parse(&json!({"reason": "Killing", "message": message,
+                "involvedObject": {"kind": "Pod", "name": "api-1"}}))
+            .probe_kill()
+        };
+        assert_eq!(
+            kill("Container api failed liveness probe, will be restarted"),
+            Some("livenessProbe")
+        );
+        assert_eq!(
+            kill("Container api failed startup probe, will be restarted"),
+            Some("startupProbe")
+        );
+        assert_eq!(kill("Stopping container api"), None);
+    }
 
     #[test]
     fn a_recurring_event_in_the_series_shape_counts_and_dates_by_its_series() {

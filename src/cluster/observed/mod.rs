@@ -38,8 +38,8 @@ pub use pod::{
 };
 pub use quota::{QuotaRoom, limited as quota_limited, tightest as tightest_quota};
 pub use revision::{Revision, revisions, template_images};
-pub use service::Service;
-pub use spec::{ContainerSpec, PodSpec, Toleration};
+pub use service::{Endpoints, Service};
+pub use spec::{ContainerSpec, PodSpec, Probe, Toleration};
 pub use state::{KeptState, error_line};
 pub use workload::{Hold, Workload};
 

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
+use super::spec::Probe;
 use super::{Event, ago, created, image_digest, time};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 
@@ -160,7 +161,8 @@ pub const CREATING_ALLOWANCE: i64 = 120;
 /// minutes and its mount as long again, so before five minutes waiting may still end it.
 pub const REPLACE_STUCK_CREATING_AFTER: i64 = 300;
 /// How long a pod may run without ever becoming ready before it counts as failing when nothing
-/// else (a rollout's own deadline) says so: as long as creating its containers may take.
+/// else (a rollout's own deadline, its probes' budgets: [`Pod::startup_allowance`]) says so: as
+/// long as creating its containers may take.
 pub const NEVER_READY_ALLOWANCE: i64 = CREATING_ALLOWANCE;
 /// How long a revision must have served, with nothing recorded against it, to count as proven
 /// healthy when none of its pods are left: a revision replaced sooner never proved itself (the
@@ -329,7 +331,7 @@ impl Pod {
     /// created [`CREATING_ALLOWANCE`] after it was placed, phase Failed, running but not ready —
     /// with the line that shows it. `None` for a pod that runs and is ready, has succeeded, or
     /// is still starting: ten seconds into ContainerCreating, or running and never ready yet
-    /// within [`NEVER_READY_ALLOWANCE`] ([`Pod::starting`]).
+    /// within its start-up allowance ([`Pod::starting`]).
     pub fn failure(&self) -> Option<Failure> {
         self.broken().or_else(|| {
             (self.phase == "Running" && !self.ready && !self.deleting && !self.starting()).then(
@@ -479,13 +481,24 @@ impl Pod {
         at(&self.raw, &["spec"]).map(host_ports).unwrap_or_default()
     }
 
-    /// Running and not ready since it started, for less than [`NEVER_READY_ALLOWANCE`]: a
+    /// Running and not ready since it started, within [`Pod::startup_allowance`]: a
     /// readiness probe's initial delay, a slow warm-up — starting, not failing, for the rules,
     /// the proofs and the undo alike. Known only of a pod observed at a moment ([`Pod::at`]);
     /// a pod read without one is never "starting".
     pub fn starting(&self) -> bool {
         self.never_ready
-            .is_some_and(|d| d <= Duration::seconds(NEVER_READY_ALLOWANCE))
+            .is_some_and(|d| d <= self.startup_allowance())
+    }
+
+    /// How long the pod may take to start: the largest budget of its containers' probes
+    /// ([`Probe::budget`]: a startup probe, a readiness probe's initial delay and failures),
+    /// and at least [`NEVER_READY_ALLOWANCE`]. The rules, the proofs and the undo ask it.
+    pub fn startup_allowance(&self) -> Duration {
+        let probes = array(&self.raw, &["spec", "containers"])
+            .iter()
+            .flat_map(|c| Probe::KINDS.iter().filter_map(|k| Probe::of(c, k)))
+            .map(|p| p.budget());
+        Duration::seconds(probes.fold(NEVER_READY_ALLOWANCE, i64::max))
     }
 
     /// Running (not failing) but not ready, past starting.
@@ -562,6 +575,40 @@ mod tests {
 
     fn kind(p: &Value) -> Option<FailureKind> {
         Pod::at(p, t(NOW)).failure().map(|f| f.kind)
+    }
+
+    #[test]
+    fn a_pod_never_ready_is_starting_for_as_long_as_its_probes_allow() {
+        let running = json!({"name": "api", "ready": false, "restartCount": 0,
+            "state": {"running": {"startedAt": "2026-11-28T11:55:00Z"}}});
+        // Five minutes without ever being ready: past the default allowance…
+        let plain = pod("Running", false, "2026-11-28T11:55:00Z", running.clone());
+        assert_eq!(kind(&plain), Some(FailureKind::NotReady));
+        assert_eq!(
+            Pod::at(&plain, t(NOW)).startup_allowance(),
+            Duration::seconds(NEVER_READY_ALLOWANCE)
+        );
+        // …but within a readiness probe that waits ten minutes before its first check, or a
+        // startup probe that allows as long.
+        for (probe, secs) in [
+            ("readinessProbe", json!({"initialDelaySeconds": 600})),
+            (
+                "startupProbe",
+                json!({"periodSeconds": 10, "failureThreshold": 60}),
+            ),
+        ] {
+            let mut slow = plain.clone();
+            slow["spec"]["containers"] = json!([{"name": "api", probe: secs}]);
+            let p = Pod::at(&slow, t(NOW));
+            assert!(p.starting(), "{probe}");
+            assert_eq!(kind(&slow), None, "{probe}");
+            assert!(p.startup_allowance() >= Duration::seconds(600), "{probe}");
+        }
+        // A liveness probe's short budget does not shorten the default.
+        let mut quick = plain.clone();
+        quick["spec"]["containers"] =
+            json!([{"name": "api", "livenessProbe": {"periodSeconds": 5}}]);
+        assert_eq!(kind(&quick), Some(FailureKind::NotReady));
     }
 
     #[test]

@@ -56,3 +56,51 @@ impl Service {
             .collect()
     }
 }
+
+/// A Service's `Endpoints`, as far as decisions read them: how many addresses are ready to
+/// take traffic, and how many are listed but not ready.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Endpoints {
+    pub ready: usize,
+    pub not_ready: usize,
+}
+
+impl Endpoints {
+    /// The addresses of an `Endpoints` object over its subsets; none for a Service that has
+    /// no such object (`None`).
+    pub fn parse(e: Option<&Value>) -> Self {
+        let Some(e) = e else {
+            return Self::default();
+        };
+        obj::array(e, &["subsets"])
+            .iter()
+            .fold(Self::default(), |n, s| Self {
+                ready: n.ready + obj::array(s, &["addresses"]).len(),
+                not_ready: n.not_ready + obj::array(s, &["notReadyAddresses"]).len(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn endpoints_count_their_addresses_over_every_subset() {
+        let e = json!({"subsets": [
+            {"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}], "notReadyAddresses": [{"ip": "10.0.0.3"}]},
+            {"addresses": [{"ip": "10.0.1.1"}]}
+        ]});
+        assert_eq!(
+            Endpoints::parse(Some(&e)),
+            Endpoints {
+                ready: 3,
+                not_ready: 1
+            }
+        );
+        assert_eq!(Endpoints::parse(Some(&json!({}))), Endpoints::default());
+        assert_eq!(Endpoints::parse(None), Endpoints::default());
+    }
+}

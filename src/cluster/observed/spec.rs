@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::host_ports;
-use crate::cluster::obj::{array, at, map_pairs, str_at};
+use crate::cluster::obj::{array, at, i64_at, map_pairs, str_at};
 use crate::cluster::quantity;
 use crate::cluster::selector::Selector;
 
@@ -18,6 +18,40 @@ pub struct ContainerSpec {
     /// `resources.requests` and `resources.limits`, as written (`memory: 256Mi`).
     pub requests: BTreeMap<String, String>,
     pub limits: BTreeMap<String, String>,
+}
+
+/// A container's probe, with the kubelet's defaults for what it leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    pub initial_delay: i64,
+    pub period: i64,
+    pub failure_threshold: i64,
+    pub timeout: i64,
+}
+
+impl Probe {
+    /// The kinds of probe, in the order the kubelet starts them.
+    pub const KINDS: [&'static str; 3] = ["startupProbe", "readinessProbe", "livenessProbe"];
+
+    /// Container `c`'s probe `kind` (`startupProbe`, `readinessProbe`, `livenessProbe`).
+    pub fn of(c: &Value, kind: &str) -> Option<Self> {
+        at(c, &[kind]).map(Self::parse)
+    }
+
+    pub fn parse(p: &Value) -> Self {
+        Self {
+            initial_delay: i64_at(p, &["initialDelaySeconds"]).unwrap_or(0),
+            period: i64_at(p, &["periodSeconds"]).unwrap_or(10),
+            failure_threshold: i64_at(p, &["failureThreshold"]).unwrap_or(3),
+            timeout: i64_at(p, &["timeoutSeconds"]).unwrap_or(1),
+        }
+    }
+
+    /// How long, in seconds, it lets a container start before it fails it: its initial delay
+    /// and its failures, a period apart.
+    pub fn budget(&self) -> i64 {
+        self.initial_delay + self.period * self.failure_threshold
+    }
 }
 
 /// A toleration, as written; `operator` defaults to `Equal` as the API server's does.

@@ -78,15 +78,18 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         return None;
     }
     let explain = n.explain()?;
-    // A node every failing pod runs on, unhealthy: drain it (its proof checks that it is the
-    // common factor, that it is not the last node, and the budgets).
+    // A node where pods of the target fail, the common factor of their failures as far as the
+    // graph read (its conditions, its readiness flapping, or pods failing on it while their
+    // siblings elsewhere are ready): drain it (its proof asks the same of every pod on it, and
+    // that it is not the last node, and the budgets).
     if c.kind == DepKind::Node
         && c.unhealthy.is_some()
         && c.blocks.is_none()
-        && let Some(node) = c.object.strip_prefix("Node ")
-        && c.relation.contains("failing")
-        && !c.relation.contains("(0 failing)")
+        && let Some(on) = &c.on_node
+        && on.at_fault
+        && on.failing > 0
     {
+        let node = on.node.as_str();
         let mut out = Diagnosis::new(
             "NodeFailure",
             format!(
@@ -248,7 +251,7 @@ mod tests {
     use chrono::Utc;
 
     use super::*;
-    use crate::domain::Dependency;
+    use crate::domain::{Dependency, OnNode};
 
     fn neighbourhood(culprit: Dependency) -> Neighbourhood {
         let now = Utc::now();
@@ -291,5 +294,46 @@ mod tests {
         let service = Dependency::new(DepKind::Service, "Service shop/registry", "named in events")
             .unhealthy("has no ready endpoints", None);
         assert!(decide(&neighbourhood(service), &pull, &target).is_some());
+    }
+
+    #[test]
+    fn a_drain_is_proposed_only_for_a_node_that_is_the_common_factor() {
+        let target = Target::new("Deployment", "cart", Some("shop".into()));
+        let mut crash = Diagnosis::new("CrashLoopBackOff", "cart crash-loops");
+        crash.rule = "crashloop";
+        let on = |failing, at_fault| OnNode {
+            node: "worker-2".into(),
+            pods: 2,
+            failing,
+            at_fault,
+        };
+        // A node that reported trouble where one pod fails: a human decides about the node.
+        let mut reported = Dependency::new(
+            DepKind::Node,
+            "Node worker-2",
+            "runs 2 of the pods (1 failing)",
+        )
+        .unhealthy("reported KernelOops: BUG: soft lockup", None);
+        reported.on_node = Some(on(1, false));
+        let d = decide(&neighbourhood(reported), &crash, &target).expect("the node explains");
+        assert!(d.proposal.is_none(), "{:?}", d.proposal);
+        assert!(d.human.is_some_and(|h| h.contains("Node worker-2")));
+        // Two pods failing there while their siblings elsewhere are ready: drain it.
+        let mut factor = Dependency::new(
+            DepKind::Node,
+            "Node worker-2",
+            "runs 2 of the pods (1 failing)",
+        )
+        .unhealthy(
+            "is where pods fail while their siblings elsewhere are ready",
+            None,
+        );
+        factor.on_node = Some(on(2, true));
+        let d = decide(&neighbourhood(factor), &crash, &target).expect("the node explains");
+        assert_eq!(
+            d.proposal.map(|p| p.action_type),
+            Some(ActionType::CordonDrainNode)
+        );
+        assert_eq!(d.target, Some(Target::new("Node", "worker-2", None)));
     }
 }

@@ -18,6 +18,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
+use super::hhmm;
 use crate::cluster::obj::{array, at, str_at};
 use crate::cluster::observed::{Pod, SERVED_MIN_SECONDS, ago};
 use crate::domain::{Change, DepKind, Dependency, Neighbourhood};
@@ -87,10 +88,6 @@ pub fn configmap_read_live(template: &Value, name: &str) -> bool {
             str_at(m, &["name"]).is_some_and(|n| volumes.contains(&n))
                 && str_at(m, &["subPath"]).is_none_or(str::is_empty)
         })
-}
-
-fn hhmm(t: DateTime<Utc>) -> String {
-    t.format("%H:%M:%S").to_string()
 }
 
 /// The change to what the workload reads that explains its failures better than its limits,
@@ -212,6 +209,7 @@ mod tests {
     use chrono::TimeZone;
     use serde_json::json;
 
+    use super::hhmm;
     use super::*;
 
     fn t(min: i64) -> DateTime<Utc> {

@@ -75,11 +75,7 @@ pub fn state_kept(pod: &Pod, events: &[Event], log: Option<&str>) -> Option<Stat
     }
     let kills: Vec<&Event> = events
         .iter()
-        .filter(|e| e.kind == "Pod" && e.name == pod.name && e.reason == "Killing")
-        .filter(|e| {
-            let m = e.message.to_ascii_lowercase();
-            m.contains("failed liveness probe") || m.contains("failed startup probe")
-        })
+        .filter(|e| e.kind == "Pod" && e.name == pod.name && e.probe_kill().is_some())
         .collect();
     let killed = kills.iter().filter_map(|e| e.first.or(e.last)).min()?;
     let times_killed: i64 = kills.iter().map(|e| e.count).sum();

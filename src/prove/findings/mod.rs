@@ -13,6 +13,7 @@
 mod changed;
 mod image;
 mod kept;
+mod node;
 mod onset;
 mod replicas;
 pub mod resolved;
@@ -22,6 +23,7 @@ mod usage;
 pub use changed::{ChangeExplains, change_explains, configmap_read_live};
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
+pub use node::{NotReadyEvent, flaps, node_at_fault, not_ready_events, readiness_flaps};
 pub use onset::{first_onset, onset};
 pub use replicas::{Declared, declared_replicas};
 pub use revision::{
@@ -29,3 +31,8 @@ pub use revision::{
     revision_health, runs_differently,
 };
 pub use usage::{NEAR_LIMIT_PERCENT, near_limit};
+
+/// A time of day as evidence shows it (UTC).
+pub fn hhmm(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%H:%M:%S").to_string()
+}

@@ -5,9 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use crate::cluster::obj::at;
-use crate::cluster::observed::{
-    Event, Failure, NEVER_READY_ALLOWANCE, Pod, Revision, SERVED_MIN_SECONDS,
-};
+use crate::cluster::observed::{Event, Failure, Pod, Revision, SERVED_MIN_SECONDS};
 
 /// What shows whether a revision works, strongest first: its pods now (one failing, or some
 /// ready), else the recorded failures of its pods, else how long it served before the next
@@ -94,7 +92,7 @@ pub fn revision_failures<'e>(events: &'e [Event], name: &str, hash: &str) -> Vec
 /// Whether a pod of the revision being rolled out fails, as a rollback judges it: something
 /// keeps it from running ([`Pod::broken`]), or it runs and has never been ready, once the
 /// rollout's own deadline has passed (`stalled`: the controller says Progressing=False) or for
-/// longer than any start may take ([`NEVER_READY_ALLOWANCE`]: a readiness probe that never
+/// longer than its start may take ([`Pod::startup_allowance`]: a readiness probe that never
 /// passes). A pod that was ready and is not now is not counted: its revision served. The
 /// rollout rule and the rollback proof both ask this.
 pub fn fails_in_rollout(p: &Pod, stalled: bool) -> bool {
@@ -104,7 +102,7 @@ pub fn fails_in_rollout(p: &Pod, stalled: bool) -> bool {
 /// The second half of [`fails_in_rollout`]: running, and never ready past the allowance.
 pub fn never_ready_in_rollout(p: &Pod, stalled: bool) -> bool {
     p.never_ready
-        .is_some_and(|d| stalled || d > Duration::seconds(NEVER_READY_ALLOWANCE))
+        .is_some_and(|d| stalled || d > p.startup_allowance())
 }
 
 /// Whether two pod templates run something different: their specs differ (images, commands,

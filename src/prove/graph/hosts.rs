@@ -301,14 +301,7 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
         let sel = observed::Service::parse(&s).label_selector();
         // Endpoints: ready addresses, and when they last changed.
         let ep = ctx.get("Endpoints", Some(&ns), &svc).await?;
-        let (ready, not_ready) = ep.as_ref().map_or((0, 0), |e| {
-            array(e, &["subsets"]).iter().fold((0, 0), |(r, n), s| {
-                (
-                    r + array(s, &["addresses"]).len(),
-                    n + array(s, &["notReadyAddresses"]).len(),
-                )
-            })
-        });
+        let observed::Endpoints { ready, not_ready } = observed::Endpoints::parse(ep.as_ref());
         let ep_since = ep.as_ref().and_then(|e| {
             time(
                 e,
@@ -452,12 +445,7 @@ async fn dns(ctx: &Ctx) -> Read<Vec<Dependency>> {
         format!("resolves the names the failures could not look up: \"{line}\""),
     );
     let ep = ctx.get("Endpoints", Some(ns), &name).await?;
-    let ready: usize = ep.as_ref().map_or(0, |e| {
-        array(e, &["subsets"])
-            .iter()
-            .map(|s| array(s, &["addresses"]).len())
-            .sum()
-    });
+    let ready = observed::Endpoints::parse(ep.as_ref()).ready;
     if ready == 0 {
         d = d.unhealthy(
             "has no ready endpoints",

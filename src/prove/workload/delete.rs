@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::prove::findings::StateKept;
-use crate::prove::node::node_at_fault;
+use crate::prove::findings::node_at_fault;
 
 /// The deletion's obligations, in their declared order, judged on the pod named, its siblings,
 /// the workload and the namespace's events, read once. A claim that names no pod, or a pod that
@@ -134,7 +134,7 @@ fn siblings_ready(pod: &Pod, siblings: &[&Pod], kept: Option<&StateKept>) -> Obl
 }
 
 /// Whether the pod has failed for longer than its start-up allows, from its readiness, its
-/// restarts and its probes ([`startup_allowance`]); a pod already terminating has not.
+/// restarts and its probes ([`Pod::startup_allowance`]); a pod already terminating has not.
 fn failed_past_startup(scene: &Scene, pod: &Pod) -> Obligation {
     let obligation = &ob::delete::FAILED_PAST_STARTUP;
     if pod.deleting {
@@ -148,7 +148,7 @@ fn failed_past_startup(scene: &Scene, pod: &Pod) -> Obligation {
             }
         )]);
     }
-    let allowance = startup_allowance(&pod.raw);
+    let allowance = pod.startup_allowance();
     let since = if pod.ready {
         None
     } else {
@@ -512,20 +512,4 @@ async fn node_not_at_fault(scene: &Scene, pod: &Pod) -> Read<Obligation> {
         ));
     }
     Ok(obligation.check(!at_fault, ev))
-}
-
-/// How long a pod may take to start: its startup probe's budget, else its readiness probe's
-/// first delay and failures, at least two minutes.
-fn startup_allowance(pod: &Value) -> Duration {
-    let mut secs = 120;
-    for c in array(pod, &["spec", "containers"]) {
-        for probe in ["startupProbe", "readinessProbe", "livenessProbe"] {
-            let Some(p) = at(c, &[probe]) else { continue };
-            let delay = i64_at(p, &["initialDelaySeconds"]).unwrap_or(0);
-            let period = i64_at(p, &["periodSeconds"]).unwrap_or(10);
-            let failures = i64_at(p, &["failureThreshold"]).unwrap_or(3);
-            secs = secs.max(delay + period * failures);
-        }
-    }
-    Duration::seconds(secs)
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::findings;
 use super::scene::{Read, Scene, hhmm};
 use crate::cluster::ListQuery;
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed::{
     Event, KeptState, Pod, SERVED_MIN_SECONDS, Workload, ago, created, last_written,
     progress_deadline_exceeded, time,

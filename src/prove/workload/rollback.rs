@@ -18,11 +18,8 @@ async fn orphaned_services(scene: &Scene, now: &Value, before: &Value) -> Read<V
             continue;
         }
         let name = obj::name(&svc);
-        let ready: usize = match scene.get("Endpoints", scene.ns(), name).await {
-            Ok(e) => array(&e, &["subsets"])
-                .iter()
-                .map(|s| array(s, &["addresses"]).len())
-                .sum(),
+        let ready = match scene.get("Endpoints", scene.ns(), name).await {
+            Ok(e) => observed::Endpoints::parse(Some(&e)).ready,
             Err(e) if e.is_unreachable() => return Err(e),
             Err(_) => 0,
         };

@@ -395,15 +395,7 @@ static UNTOLERATED_TAINT: LazyLock<Option<Regex>> =
 /// A node's readiness flapping ([`crate::prove::readiness_flaps`]), with the warnings the
 /// node reported about itself meanwhile.
 fn node_flaps(ev: &Evidence, node: &str) -> Option<String> {
-    let not_ready: Vec<&observed::Event> = ev
-        .events
-        .iter()
-        .filter(|e| e.name == node && e.reason == "NodeNotReady")
-        .collect();
-    let times: Vec<crate::prove::NotReadyEvent> = not_ready
-        .iter()
-        .map(|e| (e.count, e.first, e.last))
-        .collect();
+    let times = crate::prove::not_ready_events(&ev.events, node);
     let (count, first, last) = crate::prove::readiness_flaps(ev.now, &times)?;
     let mut why = format!(
         "its Ready condition went NotReady {count} times between {} and {} (UTC)",

@@ -16,7 +16,8 @@ use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::{self, Event, Pod};
 use crate::cluster::selector::Selector;
-use crate::prove::scene::{limit_kills, node_short_at, not_ready_events, readiness_flaps};
+use crate::prove::findings;
+use crate::prove::scene::{limit_kills, node_short_at};
 
 mod access;
 mod injection;
@@ -424,15 +425,10 @@ pub(super) async fn admission(ctx: &Ctx) -> Read<Vec<Dependency>> {
                     str_at(w, &["clientConfig", "service", "namespace"]),
                     str_at(w, &["clientConfig", "service", "name"]),
                 ) {
-                    let ready: usize =
-                        ctx.get("Endpoints", Some(sns), sname)
-                            .await?
-                            .map_or(0, |e| {
-                                array(&e, &["subsets"])
-                                    .iter()
-                                    .map(|s| array(s, &["addresses"]).len())
-                                    .sum()
-                            });
+                    let ready = observed::Endpoints::parse(
+                        ctx.get("Endpoints", Some(sns), sname).await?.as_ref(),
+                    )
+                    .ready;
                     d = d.evidence(format!(
                         "its backend is Service {sns}/{sname} ({ready} ready endpoint(s))"
                     ));
@@ -642,12 +638,10 @@ pub(super) async fn services(ctx: &Ctx) -> Read<Vec<Dependency>> {
             None => Dependency::new(DepKind::Service, format!("Service {ns}/{name}"), relation)
                 .unhealthy("does not exist", None),
             Some(s) => {
-                let ready: usize = ctx.get("Endpoints", Some(ns), &name).await?.map_or(0, |e| {
-                    array(&e, &["subsets"])
-                        .iter()
-                        .map(|s| array(s, &["addresses"]).len())
-                        .sum()
-                });
+                let ready = observed::Endpoints::parse(
+                    ctx.get("Endpoints", Some(ns), &name).await?.as_ref(),
+                )
+                .ready;
                 let mut d =
                     Dependency::new(DepKind::Service, format!("Service {ns}/{name}"), relation)
                         .changed(last_change(&s).filter(|c| c.what != "created"));
@@ -767,32 +761,43 @@ pub(super) async fn rollout(ctx: &Ctx) -> Read<Vec<Dependency>> {
     ])
 }
 
-/// The pods' own liveness probe, when it is what kills their containers.
+/// The pods' own liveness or startup probe, when it is what kills their containers
+/// ([`Event::probe_kill`]).
 pub(super) async fn probes(ctx: &Ctx) -> Read<Vec<Dependency>> {
-    let killed = ctx.all_events.iter().find(|e| {
-        str_at(e, &["reason"]) == Some("Killing")
-            && str_at(e, &["message"]).is_some_and(|m| m.contains("failed liveness probe"))
-            && str_at(e, &["involvedObject", "name"])
-                .is_some_and(|n| ctx.pods.iter().any(|p| obj::name(p) == n))
+    let killed = ctx.all_events.iter().find_map(|e| {
+        let view = Event::parse(e);
+        let kind = view.probe_kill()?;
+        (view.kind == "Pod" && ctx.pods.iter().any(|p| obj::name(p) == view.name))
+            .then_some((e, kind))
     });
-    let Some(killed) = killed else {
+    let Some((killed, kind)) = killed else {
         return Ok(vec![]);
     };
     let t = template(ctx);
     let mut out = Vec::new();
     for c in array(&t, &["spec", "containers"]) {
-        let Some(probe) = at(c, &["livenessProbe"]) else {
+        let Some(probe) = at(c, &[kind]) else {
             continue;
         };
         let name = str_at(c, &["name"]).unwrap_or("?");
-        let delay = i64_at(probe, &["initialDelaySeconds"]).unwrap_or(0);
-        let period = i64_at(probe, &["periodSeconds"]).unwrap_or(10);
-        let failures = i64_at(probe, &["failureThreshold"]).unwrap_or(3);
-        let timeout = i64_at(probe, &["timeoutSeconds"]).unwrap_or(1);
-        let grace = delay + period * failures;
+        let killing = observed::Probe::parse(probe);
+        let observed::Probe {
+            initial_delay: delay,
+            period,
+            failure_threshold: failures,
+            timeout,
+        } = killing;
+        // A startup probe holds the liveness probe off until it passes: then its budget is
+        // what the container has to start.
+        let grace = observed::Probe::of(c, "startupProbe")
+            .unwrap_or(killing)
+            .budget();
         let mut d = Dependency::new(
             DepKind::Probe,
-            format!("liveness probe of container {name}"),
+            format!(
+                "{} probe of container {name}",
+                kind.trim_end_matches("Probe")
+            ),
             "restarts the container when it fails",
         )
         .unhealthy(
@@ -807,7 +812,9 @@ pub(super) async fn probes(ctx: &Ctx) -> Read<Vec<Dependency>> {
             ),
             super::event_first(killed),
         );
-        if let Some(line) = ctx.line_with("liveness probe failed") {
+        if let Some(line) =
+            ctx.line_with(&format!("{} probe failed", kind.trim_end_matches("Probe")))
+        {
             d = d.evidence(line);
         }
         out.push(d);

@@ -2,6 +2,7 @@
 //! flapping, the kernel's OOM kills it reports), and a neighbour on a node under pressure.
 
 use super::*;
+use crate::domain::OnNode;
 
 /// Events a node's condition changes leave (the node controller's and the kubelet's): what
 /// they said is in the conditions now.
@@ -123,7 +124,8 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         );
         let mut d = Dependency::new(DepKind::Node, format!("Node {name}"), relation);
         let mut pressure = None;
-        if let Some((problem, since)) = observed::Node::parse(&node).trouble() {
+        let observed_node = observed::Node::parse(&node);
+        if let Some((problem, since)) = observed_node.trouble() {
             pressure = Some(problem.clone());
             d = d.unhealthy(format!("is {problem}"), since);
         }
@@ -149,7 +151,8 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         // A condition's transition events (NotReady, pressure) are history once the condition
         // has recovered: the conditions now (above) decide, and a readiness that keeps coming
         // and going (readiness_flaps) still counts.
-        let flaps = readiness_flaps(ctx.now, &not_ready_events(&views, name)).is_some();
+        let flapping = findings::flaps(ctx.now, &views, name);
+        let flaps = flapping.is_some();
         let trouble: Vec<&Value> = events
             .iter()
             .filter(|e| match str_at(e, &["reason"]) {
@@ -170,10 +173,44 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 str_at(e, &["message"]).unwrap_or("")
             );
             d = d.evidence(line.clone());
-            if d.unhealthy.is_none() && failing_here > 0 {
-                d = d.unhealthy(format!("reported {line}"), event_time(e));
-            }
             pressure = pressure.or(Some(line));
+        }
+        // What the node reported of its own trouble (not any warning: an old
+        // `InvalidDiskCapacity` does not make a node where one pod crash-loops unhealthy).
+        if let Some(e) = trouble
+            .iter()
+            .filter(|e| str_at(e, &["reason"]).is_some_and(|r| NODE_TROUBLE.contains(&r)))
+            .max_by_key(|e| event_time(e))
+            && d.unhealthy.is_none()
+            && failing_here > 0
+        {
+            let line = format!(
+                "{}: {}",
+                str_at(e, &["reason"]).unwrap_or(""),
+                str_at(e, &["message"]).unwrap_or("")
+            );
+            d = d.unhealthy(format!("reported {line}"), event_time(e));
+        }
+        // The drain's question (is the node the common factor of the failures?), asked of the
+        // target's pods: what `depends` proposes a drain on, and what the drain's proof asks
+        // again of every pod.
+        let on_node: Vec<Pod> = here.iter().map(|p| Pod::at(p, ctx.now)).collect();
+        let all: Vec<Pod> = ctx.pods.iter().map(|p| Pod::at(p, ctx.now)).collect();
+        let (at_fault, why) =
+            findings::node_at_fault(&observed_node, flapping.as_deref(), &on_node, &all);
+        d.on_node = Some(OnNode {
+            node: name.clone(),
+            pods: here.len(),
+            failing: failing_here,
+            at_fault,
+        });
+        if at_fault && d.unhealthy.is_none() {
+            let what = match &flapping {
+                Some(f) => f.clone(),
+                None => "is where pods fail while their siblings elsewhere are ready".to_owned(),
+            };
+            d = d.unhealthy(what, None);
+            d.evidence.extend(why.iter().skip(1).cloned());
         }
         // Pods that were deleted but cannot finish terminating: the kubelet that would stop
         // them is gone, so moving them needs a human to confirm the node is down.

@@ -1,0 +1,136 @@
+//! Whether a node is the common factor of its pods' failures: the drain's question, asked by
+//! the dependency graph of what it read (the target's pods) and by the drain's proof of every
+//! pod in the cluster.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::hhmm;
+use crate::cluster::obj;
+use crate::cluster::observed::{Event, Node, Pod};
+
+/// How many pods must fail on a Ready node, while their workloads run healthy elsewhere, for the
+/// node to be their common factor.
+const LOCAL_FAILURES_MIN: usize = 2;
+
+/// The owner a pod shares with its siblings: its controller, with a ReplicaSet's hash cut.
+fn owner(p: &Pod) -> Option<String> {
+    let (k, n) = p.controller.as_ref()?;
+    let n = match (&p.template_hash, k.as_str()) {
+        (Some(h), "ReplicaSet") => n.trim_end_matches(&format!("-{h}")).to_owned(),
+        _ => n.clone(),
+    };
+    Some(format!(
+        "{}/{n}",
+        obj::namespace(&p.raw).unwrap_or_default()
+    ))
+}
+
+/// Whether the node is the common factor of its pods' failures: its conditions show it in
+/// trouble ([`Node::trouble`]: Ready reported other than True, a pressure or problem condition),
+/// or its pods fail where the same workloads' pods elsewhere
+/// are healthy — at least two of them: one failing pod may carry its own fault (deleting it is
+/// the proportionate fix), so it does not show the node at fault. With the evidence either way.
+pub fn node_at_fault(
+    node: &Node,
+    flaps: Option<&str>,
+    on_node: &[Pod],
+    all: &[Pod],
+) -> (bool, Vec<String>) {
+    let name = node.name.as_str();
+    if node.trouble().is_some() {
+        return (true, vec![format!("node {name} is {}", node.state())]);
+    }
+    if let Some(flaps) = flaps {
+        return (
+            true,
+            vec![format!(
+                "node {name} is {} now, but {flaps}: every pod on it is disrupted with each drop",
+                node.state()
+            )],
+        );
+    }
+    let failing: Vec<&Pod> = on_node.iter().filter(|p| p.failure().is_some()).collect();
+    if failing.is_empty() {
+        return (
+            false,
+            vec![format!(
+                "node {name} is {} and none of its {} pods fails",
+                node.state(),
+                on_node.len()
+            )],
+        );
+    }
+    let mut local = Vec::new();
+    let mut shared = Vec::new();
+    for p in &failing {
+        let Some(o) = owner(p) else { continue };
+        let elsewhere: Vec<&Pod> = all
+            .iter()
+            .filter(|q| q.node.as_deref() != Some(name) && owner(q).as_deref() == Some(o.as_str()))
+            .collect();
+        if !elsewhere.is_empty() && elsewhere.iter().all(|q| q.ready) {
+            local.push(format!(
+                "pod {} of {o} fails here while its {} sibling(s) elsewhere are ready",
+                p.name,
+                elsewhere.len()
+            ));
+        } else if !elsewhere.is_empty() {
+            shared.push(format!("{o} fails on other nodes too"));
+        }
+    }
+    let ok = local.len() >= LOCAL_FAILURES_MIN && shared.is_empty();
+    let mut ev = vec![format!("node {name} is {}", node.state())];
+    let lone = local.len() == 1 && shared.is_empty();
+    ev.extend(local);
+    ev.extend(shared);
+    if lone {
+        ev.push(
+            "only one pod fails here while its workload runs healthy elsewhere: one pod's failure does not show the node at fault".into(),
+        );
+    }
+    (ok, ev)
+}
+
+/// How node `node`'s readiness came and went lately, from its `events`, when it flaps
+/// ([`readiness_flaps`]): one line.
+pub fn flaps(now: DateTime<Utc>, events: &[Event], node: &str) -> Option<String> {
+    readiness_flaps(now, &not_ready_events(events, node)).map(|(count, first, last)| {
+        format!(
+            "its Ready condition went NotReady {count} times between {} and {}",
+            hhmm(first),
+            hhmm(last)
+        )
+    })
+}
+
+/// One `NodeNotReady` event about a node: how many times, first and last.
+pub type NotReadyEvent = (i64, Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
+/// How many NotReady transitions make a node's readiness flap, and how recent the last must be.
+const FLAPS_MIN: i64 = 3;
+const FLAPS_WINDOW_MINUTES: i64 = 60;
+
+/// Whether a node's readiness flaps, from its `NodeNotReady` events as `(count, first, last)`
+/// (the node controller and the kubelet may each report every transition: the largest count
+/// counts): at least [`FLAPS_MIN`] times, the last within [`FLAPS_WINDOW_MINUTES`] of `now`.
+/// Returns the count and the first and last time.
+pub fn readiness_flaps(
+    now: DateTime<Utc>,
+    not_ready: &[NotReadyEvent],
+) -> Option<(i64, DateTime<Utc>, DateTime<Utc>)> {
+    let count = not_ready.iter().map(|(c, _, _)| *c).max()?;
+    let last = not_ready.iter().filter_map(|(_, _, l)| *l).max()?;
+    let first = not_ready.iter().filter_map(|(_, f, l)| f.or(*l)).min()?;
+    (count >= FLAPS_MIN
+        && now.signed_duration_since(last) <= Duration::minutes(FLAPS_WINDOW_MINUTES))
+    .then_some((count, first, last))
+}
+
+/// Node `node`'s `NodeNotReady` events, as [`readiness_flaps`] reads them.
+pub fn not_ready_events(events: &[Event], node: &str) -> Vec<NotReadyEvent> {
+    events
+        .iter()
+        .filter(|e| e.kind == "Node" && e.name == node && e.reason == "NodeNotReady")
+        .map(|e| (e.count.max(1), e.first, e.last))
+        .collect()
+}
