@@ -663,6 +663,14 @@ cases! {
         why: "the maintenance taint is all that keeps the pending pods off the node",
         want: Proven,
     },
+    remove_a_taint_that_is_not_all_that_keeps_the_pods_off => Case {
+        action_type: "RemoveNodeTaint",
+        cluster: "proofs/taint-not-the-only-blocker",
+        target: ("Node", "scn-pending-untolerated-taint-pool-a"),
+        parameters: r#"{"TAINT_KEY": "maintenance", "TAINT_EFFECT": "NoSchedule"}"#,
+        why: "the pending pods require a node in pool gpu, which the node is not: without the taint they still cannot go there",
+        want: Refuted("taint.only-blocker"),
+    },
     remove_a_role_taint => Case {
         action_type: "RemoveNodeTaint",
         cluster: "scenarios/pending-role-taint",

@@ -355,6 +355,9 @@ async fn only_blocker(
         for (k, v) in spec.selector_misses(&node.labels) {
             others.push(format!("nodeSelector {k}={v}"));
         }
+        if !spec.affinity_admits(&node.labels) {
+            others.push(format!("required node affinity {}", spec.affinity_text()));
+        }
         if others.is_empty() {
             fits.push(p.name.clone());
         } else {
