@@ -666,7 +666,7 @@ cases! {
     remove_a_taint_that_is_not_all_that_keeps_the_pods_off => Case {
         action_type: "RemoveNodeTaint",
         cluster: "proofs/taint-not-the-only-blocker",
-        target: ("Node", "scn-pending-untolerated-taint-pool-a"),
+        target: ("Node", "prf-taint-not-the-only-blocker-pool-a"),
         parameters: r#"{"TAINT_KEY": "maintenance", "TAINT_EFFECT": "NoSchedule"}"#,
         why: "the pending pods require a node in pool gpu, which the node is not: without the taint they still cannot go there",
         want: Refuted("taint.only-blocker"),

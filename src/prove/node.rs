@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::findings::node_at_fault;
+use super::findings::{self, PortHolder, Room, node_at_fault};
 use super::scene::{Read, Scene};
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed::PodSpec;
@@ -305,18 +305,9 @@ async fn only_blocker(
         .map(|p| Pod::at(p, scene.now))
         .filter(|p| p.unschedulable.is_some() && p.node.is_none())
         .collect();
-    // What the node has left: its allocatable less the requests of the pods bound to it.
+    // What keeps each pending pod off the node besides the taint: what the scheduling facts
+    // ask of every node, here against what the node has left beside the pods bound to it.
     let bound = scene.pods_on(name).await?;
-    let free = |resource: &str| -> Option<(u128, u128)> {
-        let alloc = str_at(&node.allocatable, &[resource])
-            .and_then(|q| crate::cluster::quantity::amount(resource, q))?;
-        let used: u128 = bound
-            .iter()
-            .filter(|p| !matches!(p.phase.as_str(), "Succeeded" | "Failed"))
-            .map(|p| PodSpec::of_pod(&p.raw).total("requests", resource))
-            .sum();
-        Some((alloc.saturating_sub(used), alloc))
-    };
     let mut fits = Vec::new();
     let mut blocked = Vec::new();
     for p in &waiting {
@@ -324,44 +315,13 @@ async fn only_blocker(
         if spec.tolerates(key, value, effect) {
             continue;
         }
-        let mut others = Vec::new();
-        if at(&p.raw, &["spec"]).is_some() {
-            for resource in ["cpu", "memory"] {
-                let wants = spec.total("requests", resource);
-                if let Some((left, alloc)) = free(resource)
-                    && wants > left
-                {
-                    let show = |v| crate::cluster::quantity::format_amount(resource, v);
-                    others.push(format!(
-                        "it requests {} {resource} and the node has {} of {} left",
-                        show(wants),
-                        show(left),
-                        show(alloc)
-                    ));
-                }
-            }
-        }
-        if !node.ready {
-            others.push("the node is not ready".to_owned());
-        }
-        if node.unschedulable {
-            others.push("the node is cordoned".to_owned());
-        }
-        for (k, v, e) in &node.taints {
-            if (*k != key) && (e == "NoSchedule" || e == "NoExecute") && !spec.tolerates(k, v, e) {
-                others.push(format!("taint {k}:{e}"));
-            }
-        }
-        for (k, v) in spec.selector_misses(&node.labels) {
-            others.push(format!("nodeSelector {k}={v}"));
-        }
-        if !spec.affinity_admits(&node.labels) {
-            others.push(format!("required node affinity {}", spec.affinity_text()));
-        }
+        let holders = PortHolder::find(&bound, &p.host_ports(), &p.name);
+        let others = findings::blockers(&spec, node, Room::Free(&bound), &holders, Some(key));
         if others.is_empty() {
             fits.push(p.name.clone());
         } else {
-            blocked.push(format!("pod {}: also {}", p.name, others.join(", ")));
+            let others: Vec<String> = others.iter().map(ToString::to_string).collect();
+            blocked.push(format!("pod {}: also {}", p.name, others.join("; ")));
         }
     }
     Ok(ob::taint::ONLY_BLOCKER.check(

@@ -28,6 +28,10 @@ pub fn all() -> Vec<Scenario> {
             name: "one-of-two-nodes-not-ready",
             stage: one_of_two_nodes_not_ready,
         },
+        Scenario {
+            name: "taint-not-the-only-blocker",
+            stage: taint_not_the_only_blocker,
+        },
     ]
 }
 
@@ -172,4 +176,55 @@ pub async fn own_nodes(k: &Kube) -> Vec<String> {
         .filter_map(|n| n.metadata.name)
         .filter(|n| n.starts_with(&format!("{}-", k.ns)))
         .collect()
+}
+
+/// Both nodes carry a maintenance taint the frontend's pods do not tolerate, as in the scenario
+/// `pending-untolerated-taint`; but the pods also require a node of pool `gpu`, which neither
+/// node is. Removing the taint from pool-a would place nothing there.
+fn taint_not_the_only_blocker<'a>(
+    k: &'a Kube,
+    _logs: &'a LogStore,
+    port: u16,
+) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
+    Box::pin(async move {
+        for suffix in ["pool-a", "pool-b"] {
+            let n = format!("{}-{suffix}", k.ns);
+            k.node(
+                &n,
+                port,
+                json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]),
+            )
+            .await;
+        }
+        let mut d = deployment(
+            "frontend",
+            "shop/frontend:3.0",
+            2,
+            "256Mi",
+            json!({}),
+            json!({}),
+        );
+        d["spec"]["template"]["spec"]["affinity"] = json!({"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}
+        ]}}});
+        k.apply(d).await;
+        let pods = k.pods("app=frontend", 2).await;
+        let msg = "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 2 node(s) had taint {maintenance: true}, that the pod didn't tolerate.";
+        let mut last = serde_json::Value::Null;
+        for p in &pods {
+            last = k
+                .patch_status("v1", "Pod", &name(p), status::unschedulable(msg))
+                .await;
+            k.event(&last, "Warning", "FailedScheduling", msg, 8, 15)
+                .await;
+        }
+        Staged::now(alert(
+            "KubePodNotScheduled",
+            "warning",
+            &[("namespace", &k.ns), ("pod", &name(&last))],
+            &[("summary", "Pod cannot be scheduled.")],
+            "",
+        ))
+    })
 }

@@ -35,6 +35,7 @@ use crate::cluster::selector::Selector;
 use crate::cluster::tools::{ClusterTools, ToolResult};
 use crate::domain::{RemediationRequest, SignalMode, Target, ToolCallRecord, targets_from_labels};
 use crate::investigate::InvestigateError;
+use crate::prove::findings::PortHolder;
 
 /// Everything gathered about the incident.
 pub(super) struct Evidence {
@@ -71,60 +72,6 @@ pub(super) struct Evidence {
     pub port_holders: Vec<PortHolder>,
     /// The StorageClass a PersistentVolumeClaim root names, when it was read.
     pub storage_class: Option<observed::StorageClass>,
-}
-
-/// A pod on a node that binds a host port.
-#[derive(Debug, Clone)]
-pub(super) struct PortHolder {
-    pub node: String,
-    pub port: i64,
-    pub protocol: String,
-    /// Its workload as `namespace/Kind/name` (a ReplicaSet's Deployment), or the pod itself.
-    pub workload: String,
-}
-
-impl PortHolder {
-    /// The holders among `pods` of any of `wanted`, except `pending` itself.
-    fn find(pods: &[observed::Pod], wanted: &[(i64, String)], pending: &str) -> Vec<Self> {
-        let mut out = Vec::new();
-        for p in pods {
-            let Some(node) = p.node.clone() else {
-                continue;
-            };
-            let ended = matches!(p.phase.as_str(), "Succeeded" | "Failed");
-            if p.name == pending || ended {
-                continue;
-            }
-            for (port, protocol) in p.host_ports() {
-                if wanted.contains(&(port, protocol.clone())) {
-                    out.push(Self {
-                        node: node.clone(),
-                        port,
-                        protocol,
-                        workload: workload_of(p),
-                    });
-                }
-            }
-        }
-        out
-    }
-}
-
-/// A pod's workload as `namespace/Kind/name`: its controller, a ReplicaSet named for its
-/// Deployment (the pod-template-hash suffix dropped); the pod itself without one.
-fn workload_of(p: &observed::Pod) -> String {
-    let ns = obj::namespace(&p.raw).unwrap_or_default();
-    match &p.controller {
-        Some((kind, name)) if kind == "ReplicaSet" => {
-            let hash = p.template_hash.as_deref();
-            match hash.and_then(|h| name.strip_suffix(&format!("-{h}"))) {
-                Some(deployment) => format!("{ns}/Deployment/{deployment}"),
-                None => format!("{ns}/ReplicaSet/{name}"),
-            }
-        }
-        Some((kind, name)) => format!("{ns}/{kind}/{name}"),
-        None => format!("{ns}/Pod/{}", p.name),
-    }
 }
 
 /// What the alert says that the rules may read: never its free text.

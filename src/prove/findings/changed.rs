@@ -209,7 +209,6 @@ mod tests {
     use chrono::TimeZone;
     use serde_json::json;
 
-    use super::hhmm;
     use super::*;
 
     fn t(min: i64) -> DateTime<Utc> {

@@ -18,6 +18,7 @@ mod onset;
 mod replicas;
 pub mod resolved;
 mod revision;
+mod scheduling;
 mod usage;
 
 pub use changed::{ChangeExplains, change_explains, configmap_read_live};
@@ -30,6 +31,7 @@ pub use revision::{
     FAILURE_REASONS, RevisionHealth, fails_in_rollout, never_ready_in_rollout, revision_failures,
     revision_health, runs_differently,
 };
+pub use scheduling::{Blocker, PortHolder, Room, blockers};
 pub use usage::{NEAR_LIMIT_PERCENT, near_limit};
 
 /// A time of day as evidence shows it (UTC).

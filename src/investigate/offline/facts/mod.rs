@@ -24,6 +24,7 @@ use super::evidence::{Evidence, ObservedPod, RootObject, WorkloadState};
 use super::quantity;
 use crate::cluster::observed;
 use crate::domain::{QuotaUsage, Target};
+pub(super) use crate::prove::findings::Blocker;
 use crate::prove::findings::{self, RevisionHealth};
 use rollout::{lone_failure, regression};
 use scheduling::unschedulable;
@@ -252,83 +253,6 @@ pub(super) struct Unschedulable {
     pub requests: BTreeMap<String, String>,
 }
 
-/// One reason a pod cannot go to a node.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Blocker {
-    Taint {
-        key: String,
-        value: String,
-        effect: String,
-    },
-    /// The pod's nodeSelector wants `key=value`; the node has `has` (or not the label).
-    Selector {
-        key: String,
-        value: String,
-    },
-    /// A required node affinity term the node does not satisfy.
-    Affinity(String),
-    /// The pod requests more of `resource` than the node can allocate at all.
-    TooBig {
-        resource: String,
-        requested: String,
-        allocatable: String,
-    },
-    Cordoned,
-    NotReady,
-    /// A host port the pod binds, which a pod of `workload` already binds on the node.
-    HostPort {
-        port: i64,
-        protocol: String,
-        workload: String,
-    },
-}
-
-impl std::fmt::Display for Blocker {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Blocker::Taint { key, value, effect } if value.is_empty() => {
-                write!(
-                    f,
-                    "the taint {key}:{effect}, which the pod does not tolerate"
-                )
-            }
-            Blocker::Taint { key, value, effect } => {
-                write!(
-                    f,
-                    "the taint {key}={value}:{effect}, which the pod does not tolerate"
-                )
-            }
-            Blocker::Selector { key, value } => {
-                write!(
-                    f,
-                    "no label {key}={value}, which the pod's nodeSelector requires"
-                )
-            }
-            Blocker::Affinity(term) => {
-                write!(f, "no match for the pod's required node affinity ({term})")
-            }
-            Blocker::TooBig {
-                resource,
-                requested,
-                allocatable,
-            } => write!(
-                f,
-                "only {allocatable} {resource} allocatable, less than the {requested} the pod requests"
-            ),
-            Blocker::HostPort {
-                port,
-                protocol,
-                workload,
-            } => write!(
-                f,
-                "hostPort {port}/{protocol}, which the pod binds, is already bound there by a pod of {workload}"
-            ),
-            Blocker::Cordoned => write!(f, "cordoned (unschedulable)"),
-            Blocker::NotReady => write!(f, "NotReady"),
-        }
-    }
-}
-
 pub(super) struct ContainerFacts {
     pub name: String,
     /// Resource name → quantity, e.g. `memory` → `256Mi`.
@@ -342,21 +266,17 @@ pub(super) struct NodeFacts {
     pub ready_message: String,
     /// `spec.unschedulable` (cordoned).
     pub cordoned: bool,
-    pub labels: BTreeMap<String, String>,
     /// Resource name → allocatable quantity.
     pub allocatable: BTreeMap<String, String>,
     /// Status of the `Ready` condition (`Unknown` without one).
     pub ready: String,
     /// Conditions other than Ready that are `True` (MemoryPressure, DiskPressure, …).
     pub pressure: Vec<String>,
-    /// A Ready condition says anything but `True`.
-    pub not_ready: bool,
     pub taints: Vec<TaintFacts>,
 }
 
 pub(super) struct TaintFacts {
     pub key: String,
-    pub value: String,
     pub effect: String,
 }
 
@@ -672,7 +592,6 @@ impl NodeFacts {
             name: node.name.clone(),
             ready_message: node.ready_message.clone(),
             cordoned: node.unschedulable,
-            labels: node.labels.clone(),
             allocatable: strings(Some(&node.allocatable)),
             ready: node
                 .ready_status
@@ -684,13 +603,11 @@ impl NodeFacts {
                 .chain(&node.problems)
                 .cloned()
                 .collect(),
-            not_ready: node.ready_status.as_deref().is_some_and(|s| s != "True"),
             taints: node
                 .taints
                 .iter()
-                .map(|(key, value, effect)| TaintFacts {
+                .map(|(key, _, effect)| TaintFacts {
                     key: key.clone(),
-                    value: value.clone(),
                     effect: effect.clone(),
                 })
                 .collect(),

@@ -1,6 +1,7 @@
 //! Scheduling facts: the first Pending pod with no node, and what keeps it off each node.
 
 use super::*;
+use crate::prove::findings::{self, Blocker, Room};
 
 /// The first Pending pod with no node, and what keeps it off every node.
 pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedulable> {
@@ -25,67 +26,9 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
         });
     let spec = &observed.spec;
     let requests = spec.requests();
-    let nodes: Vec<NodeFacts> = ev.nodes.iter().map(NodeFacts::of).collect();
     let mut by_blocker: BTreeMap<Blocker, Vec<String>> = BTreeMap::new();
-    for n in &nodes {
-        let mut blockers = Vec::new();
-        if n.cordoned {
-            blockers.push(Blocker::Cordoned);
-        }
-        if n.not_ready {
-            blockers.push(Blocker::NotReady);
-        }
-        for t in &n.taints {
-            if t.effect == "PreferNoSchedule" {
-                continue;
-            }
-            let tolerated = spec.tolerates(&t.key, &t.value, &t.effect);
-            // The node lifecycle taints come with the NotReady/cordon blockers above.
-            if !tolerated
-                && !(t.key.starts_with("node.kubernetes.io/") && (n.not_ready || n.cordoned))
-            {
-                blockers.push(Blocker::Taint {
-                    key: t.key.clone(),
-                    value: t.value.clone(),
-                    effect: t.effect.clone(),
-                });
-            }
-        }
-        for (k, v) in spec.selector_misses(&n.labels) {
-            blockers.push(Blocker::Selector {
-                key: k.clone(),
-                value: v.clone(),
-            });
-        }
-        if !spec.affinity_admits(&n.labels) {
-            blockers.push(Blocker::Affinity(spec.affinity_text()));
-        }
-        for (resource, (wanted, text)) in &requests {
-            let Some(alloc) = n.allocatable.get(resource) else {
-                continue;
-            };
-            if quantity::amount(resource, alloc).is_some_and(|a| a < *wanted) {
-                blockers.push(Blocker::TooBig {
-                    resource: resource.clone(),
-                    requested: text.clone(),
-                    allocatable: alloc.clone(),
-                });
-            }
-        }
-        let mut held: Vec<Blocker> = ev
-            .port_holders
-            .iter()
-            .filter(|h| h.node == n.name)
-            .map(|h| Blocker::HostPort {
-                port: h.port,
-                protocol: h.protocol.clone(),
-                workload: h.workload.clone(),
-            })
-            .collect();
-        held.sort();
-        held.dedup();
-        blockers.extend(held);
-        for b in blockers {
+    for n in &ev.nodes {
+        for b in findings::blockers(spec, n, Room::Allocatable, &ev.port_holders, None) {
             by_blocker.entry(b).or_default().push(n.name.clone());
         }
     }
@@ -96,7 +39,7 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
         message,
         taint,
         blockers,
-        nodes_total: nodes.len(),
+        nodes_total: ev.nodes.len(),
         requests: requests
             .into_iter()
             .map(|(k, (_, text))| (k, text))

@@ -1,0 +1,302 @@
+//! What keeps a pending pod off a node. The scheduling facts ask it of every node (what can
+//! never fit anywhere: [`Room::Allocatable`]); the taint removal's proof of the node it would
+//! untaint (what fits there now but for the taint: [`Room::Free`]). One list of reasons, in one
+//! order, for both.
+
+use crate::cluster::obj;
+use crate::cluster::observed::{Node, Pod, PodSpec};
+use crate::cluster::quantity;
+
+/// One reason a pod cannot go to a node.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Blocker {
+    Taint {
+        key: String,
+        value: String,
+        effect: String,
+    },
+    /// The pod's nodeSelector wants `key=value`; the node has `has` (or not the label).
+    Selector {
+        key: String,
+        value: String,
+    },
+    /// A required node affinity term the node does not satisfy.
+    Affinity(String),
+    /// The pod requests more of `resource` than the node can allocate at all, or (`left`)
+    /// than it has left beside the pods bound to it.
+    TooBig {
+        resource: String,
+        requested: String,
+        allocatable: String,
+        left: Option<String>,
+    },
+    Cordoned,
+    NotReady,
+    /// A host port the pod binds, which a pod of `workload` already binds on the node.
+    HostPort {
+        port: i64,
+        protocol: String,
+        workload: String,
+    },
+}
+
+impl std::fmt::Display for Blocker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Blocker::Taint { key, value, effect } if value.is_empty() => {
+                write!(
+                    f,
+                    "the taint {key}:{effect}, which the pod does not tolerate"
+                )
+            }
+            Blocker::Taint { key, value, effect } => {
+                write!(
+                    f,
+                    "the taint {key}={value}:{effect}, which the pod does not tolerate"
+                )
+            }
+            Blocker::Selector { key, value } => {
+                write!(
+                    f,
+                    "no label {key}={value}, which the pod's nodeSelector requires"
+                )
+            }
+            Blocker::Affinity(term) => {
+                write!(f, "no match for the pod's required node affinity ({term})")
+            }
+            Blocker::TooBig {
+                resource,
+                requested,
+                allocatable,
+                left: None,
+            } => write!(
+                f,
+                "only {allocatable} {resource} allocatable, less than the {requested} the pod requests"
+            ),
+            Blocker::TooBig {
+                resource,
+                requested,
+                allocatable,
+                left: Some(left),
+            } => write!(
+                f,
+                "only {left} of {allocatable} {resource} left, less than the {requested} the pod requests"
+            ),
+            Blocker::HostPort {
+                port,
+                protocol,
+                workload,
+            } => write!(
+                f,
+                "hostPort {port}/{protocol}, which the pod binds, is already bound there by a pod of {workload}"
+            ),
+            Blocker::Cordoned => write!(f, "cordoned (unschedulable)"),
+            Blocker::NotReady => write!(f, "NotReady"),
+        }
+    }
+}
+
+/// A pod on a node that binds a host port.
+#[derive(Debug, Clone)]
+pub struct PortHolder {
+    pub node: String,
+    pub port: i64,
+    pub protocol: String,
+    /// Its workload as `namespace/Kind/name` (a ReplicaSet's Deployment), or the pod itself.
+    pub workload: String,
+}
+
+impl PortHolder {
+    /// The holders among `pods` of any of `wanted`, except `pending` itself.
+    pub fn find(pods: &[Pod], wanted: &[(i64, String)], pending: &str) -> Vec<Self> {
+        let mut out = Vec::new();
+        for p in pods {
+            let Some(node) = p.node.clone() else {
+                continue;
+            };
+            let ended = matches!(p.phase.as_str(), "Succeeded" | "Failed");
+            if p.name == pending || ended {
+                continue;
+            }
+            for (port, protocol) in p.host_ports() {
+                if wanted.contains(&(port, protocol.clone())) {
+                    out.push(Self {
+                        node: node.clone(),
+                        port,
+                        protocol,
+                        workload: workload_of(p),
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A pod's workload as `namespace/Kind/name`: its controller, a ReplicaSet named for its
+/// Deployment (the pod-template-hash suffix dropped); the pod itself without one.
+fn workload_of(p: &Pod) -> String {
+    let ns = obj::namespace(&p.raw).unwrap_or_default();
+    match &p.controller {
+        Some((kind, name)) if kind == "ReplicaSet" => {
+            let hash = p.template_hash.as_deref();
+            match hash.and_then(|h| name.strip_suffix(&format!("-{h}"))) {
+                Some(deployment) => format!("{ns}/Deployment/{deployment}"),
+                None => format!("{ns}/ReplicaSet/{name}"),
+            }
+        }
+        Some((kind, name)) => format!("{ns}/{kind}/{name}"),
+        None => format!("{ns}/Pod/{}", p.name),
+    }
+}
+
+/// What a node has for a pod's requests.
+pub enum Room<'a> {
+    /// Its allocatable: a pod asking more can never go there.
+    Allocatable,
+    /// Its allocatable less the requests of the pods bound to it (those not ended).
+    Free(&'a [Pod]),
+}
+
+/// Why a pod with `spec` cannot go to `node`, in a fixed order: cordoned, not ready, each taint
+/// it does not tolerate (not `PreferNoSchedule`, not `except`'s key, and not a
+/// `node.kubernetes.io/` taint of a node already not ready or cordoned: those come with it),
+/// each `nodeSelector` label the node lacks, its required node affinity, each resource it
+/// requests beyond the `room`, and each host port it binds that a pod among `holders` binds on
+/// the node already.
+pub fn blockers(
+    spec: &PodSpec,
+    node: &Node,
+    room: Room,
+    holders: &[PortHolder],
+    except: Option<&str>,
+) -> Vec<Blocker> {
+    let mut out = Vec::new();
+    // A node that reports no Ready condition (yet) takes no pods either.
+    let not_ready = !node.ready;
+    if node.unschedulable {
+        out.push(Blocker::Cordoned);
+    }
+    if not_ready {
+        out.push(Blocker::NotReady);
+    }
+    for (key, value, effect) in &node.taints {
+        if effect == "PreferNoSchedule" || except == Some(key.as_str()) {
+            continue;
+        }
+        // The node lifecycle taints come with the NotReady/cordon blockers above.
+        if !spec.tolerates(key, value, effect)
+            && !(key.starts_with("node.kubernetes.io/") && (not_ready || node.unschedulable))
+        {
+            out.push(Blocker::Taint {
+                key: key.clone(),
+                value: value.clone(),
+                effect: effect.clone(),
+            });
+        }
+    }
+    for (k, v) in spec.selector_misses(&node.labels) {
+        out.push(Blocker::Selector {
+            key: k.clone(),
+            value: v.clone(),
+        });
+    }
+    if !spec.affinity_admits(&node.labels) {
+        out.push(Blocker::Affinity(spec.affinity_text()));
+    }
+    for (resource, (wanted, text)) in spec.requests() {
+        let Some(alloc) = obj::str_at(&node.allocatable, &[resource.as_str()]) else {
+            continue;
+        };
+        let Some(total) = quantity::amount(&resource, alloc) else {
+            continue;
+        };
+        let left = match room {
+            Room::Allocatable => None,
+            Room::Free(bound) => {
+                let used: u128 = bound
+                    .iter()
+                    .filter(|p| !matches!(p.phase.as_str(), "Succeeded" | "Failed"))
+                    .map(|p| PodSpec::of_pod(&p.raw).total("requests", &resource))
+                    .sum();
+                Some(total.saturating_sub(used))
+            }
+        };
+        if left.unwrap_or(total) < wanted {
+            out.push(Blocker::TooBig {
+                left: left.map(|l| quantity::format_amount(&resource, l)),
+                resource,
+                requested: text,
+                allocatable: alloc.to_owned(),
+            });
+        }
+    }
+    let mut held: Vec<Blocker> = holders
+        .iter()
+        .filter(|h| h.node == node.name)
+        .map(|h| Blocker::HostPort {
+            port: h.port,
+            protocol: h.protocol.clone(),
+            workload: h.workload.clone(),
+        })
+        .collect();
+    held.sort();
+    held.dedup();
+    out.extend(held);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_node_s_room_is_its_allocatable_or_what_is_left_beside_its_pods() {
+        let node = Node::parse(&json!({"metadata": {"name": "n1", "labels": {"pool": "a"}},
+            "spec": {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "2", "memory": "4Gi"},
+                "conditions": [{"type": "Ready", "status": "True"}]}}));
+        let pod = |name: &str, cpu: &str, node: Option<&str>| {
+            Pod::parse(&json!({"metadata": {"name": name, "namespace": "shop"},
+                "spec": {"nodeName": node, "containers": [{"name": "app",
+                    "resources": {"requests": {"cpu": cpu}},
+                    "ports": [{"containerPort": 80, "hostPort": 8080}]}]},
+                "status": {"phase": if node.is_some() { "Running" } else { "Pending" }}}))
+        };
+        let pending = pod("web-2", "1500m", None);
+        let spec = PodSpec::of_pod(&pending.raw);
+        // Against its allocatable, the pod fits but for the taint…
+        assert_eq!(
+            blockers(&spec, &node, Room::Allocatable, &[], None),
+            vec![Blocker::Taint {
+                key: "maintenance".into(),
+                value: String::new(),
+                effect: "NoSchedule".into()
+            }]
+        );
+        // …which the taint removal's proof sets aside; a pod bound there takes the room and
+        // the host port.
+        let bound = vec![pod("web-1", "1", Some("n1"))];
+        let holders = PortHolder::find(&bound, &pending.host_ports(), &pending.name);
+        let left: Vec<String> = blockers(
+            &spec,
+            &node,
+            Room::Free(&bound),
+            &holders,
+            Some("maintenance"),
+        )
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(
+            left,
+            vec![
+                "only 1000m of 2 cpu left, less than the 1500m the pod requests".to_owned(),
+                "hostPort 8080/TCP, which the pod binds, is already bound there by a pod of shop/Pod/web-1".to_owned(),
+            ]
+        );
+        assert!(blockers(&spec, &node, Room::Free(&[]), &[], Some("maintenance")).is_empty());
+    }
+}
