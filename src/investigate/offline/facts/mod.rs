@@ -355,11 +355,25 @@ impl Facts {
             Ok(r) => (r, None),
             Err(why) => (None, Some(why)),
         };
-        let first_error_line = pods
-            .iter()
-            .find(|p| p.failing)
-            .and_then(|p| ev.logs.iter().find(|(k, _)| k.pod == p.name))
-            .and_then(|(_, log)| error_line(log));
+        // The first failing pod's containers in the pod's order (the logs are a map: reading
+        // them in its order would pick a container at random).
+        let first_error_line =
+            ev.pods
+                .iter()
+                .zip(&pods)
+                .find(|(_, p)| p.failing)
+                .and_then(|(o, p)| {
+                    o.observed
+                        .containers
+                        .iter()
+                        .filter(|c| !c.init)
+                        .find_map(|c| {
+                            ev.logs
+                                .iter()
+                                .find(|(k, _)| k.pod == p.name && k.container == c.name)
+                                .and_then(|(_, log)| error_line(log))
+                        })
+                });
         Self {
             now: ev.now,
             subject: ev.subject.clone(),

@@ -142,6 +142,18 @@ impl PodFixture {
         self
     }
 
+    /// A second container, `name`, in the same state as the first.
+    pub fn sidecar(mut self, name: &str) -> Self {
+        let mut status = self.container().clone();
+        status["name"] = json!(name);
+        push(&mut self.0["status"]["containerStatuses"], status);
+        push(
+            &mut self.0["spec"]["containers"],
+            json!({"name": name, "image": "shop/proxy:1.0"}),
+        );
+        self
+    }
+
     /// Created by the ReplicaSet `rs`.
     pub fn owned_by(mut self, rs: &str) -> Self {
         self.0["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs, "controller": true}]);
@@ -348,10 +360,15 @@ impl Incident {
     }
 
     /// The previous log of a pod's container.
-    pub fn log(mut self, pod: &str, text: &str) -> Self {
+    pub fn log(self, pod: &str, text: &str) -> Self {
+        self.container_log(pod, "app", text)
+    }
+
+    /// The previous log of container `container` of a pod.
+    pub fn container_log(mut self, pod: &str, container: &str, text: &str) -> Self {
         let key = LogKey {
             pod: pod.into(),
-            container: "app".into(),
+            container: container.into(),
             previous: true,
         };
         self.ev.logs.insert(key, text.into());

@@ -652,3 +652,23 @@ fn a_workload_scaled_below_what_it_ran_with_its_pods_not_ready_is_scaled_back() 
         .diagnosis();
     assert_ne!(rollout.mode, "ScaledBelowDeclared");
 }
+
+#[test]
+fn the_failure_s_own_words_come_from_its_containers_in_order() {
+    // The logs are a map: read in its order, a pod with two crashing containers gave either
+    // container's line, from one run to the next.
+    for _ in 0..16 {
+        let incident = Incident::deployment("api")
+            .with(pod("api-1").crash_looping("Error", 1).sidecar("proxy"))
+            .container_log(
+                "api-1",
+                "proxy",
+                "proxy: upstream error: connection refused",
+            )
+            .container_log("api-1", "app", "app: fatal error: cannot parse config.yaml");
+        assert_eq!(
+            incident.facts().first_error_line.as_deref(),
+            Some("app: fatal error: cannot parse config.yaml")
+        );
+    }
+}
