@@ -14,7 +14,7 @@ use serde_json::json;
 use super::kube::{Kube, LogStore, status};
 use super::scenarios::{
     Scenario, Staged, alert, crash_all, crashloop_alert, deployment, name, node, reap_terminating,
-    run_all, statefulset,
+    run_all, statefulset, tainted_pools_and_pending_frontend,
 };
 
 /// Every incident of tests/proofs/.
@@ -186,45 +186,13 @@ fn taint_not_the_only_blocker<'a>(
     _logs: &'a LogStore,
     port: u16,
 ) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
-    Box::pin(async move {
-        for suffix in ["pool-a", "pool-b"] {
-            let n = format!("{}-{suffix}", k.ns);
-            k.node(
-                &n,
-                port,
-                json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]),
-            )
-            .await;
-        }
-        let mut d = deployment(
-            "frontend",
-            "shop/frontend:3.0",
-            2,
-            "256Mi",
-            json!({}),
-            json!({}),
-        );
-        d["spec"]["template"]["spec"]["affinity"] = json!({"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    Box::pin(tainted_pools_and_pending_frontend(
+        k,
+        port,
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [
             {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}
-        ]}}});
-        k.apply(d).await;
-        let pods = k.pods("app=frontend", 2).await;
-        let msg = "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 2 node(s) had taint {maintenance: true}, that the pod didn't tolerate.";
-        let mut last = serde_json::Value::Null;
-        for p in &pods {
-            last = k
-                .patch_status("v1", "Pod", &name(p), status::unschedulable(msg))
-                .await;
-            k.event(&last, "Warning", "FailedScheduling", msg, 8, 15)
-                .await;
-        }
-        Staged::now(alert(
-            "KubePodNotScheduled",
-            "warning",
-            &[("namespace", &k.ns), ("pod", &name(&last))],
-            &[("summary", "Pod cannot be scheduled.")],
-            "",
-        ))
-    })
+        ]}}}),
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, 2 node(s) had taint {maintenance: true}, that the pod didn't tolerate.",
+    ))
 }

@@ -675,43 +675,59 @@ fn pending_taint<'a>(
     _logs: &'a LogStore,
     port: u16,
 ) -> Pin<Box<dyn Future<Output = Staged> + Send + 'a>> {
-    Box::pin(async move {
-        for suffix in ["pool-a", "pool-b"] {
-            let n = format!("{}-{suffix}", k.ns);
-            k.node(
-                &n,
-                port,
-                json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]),
-            )
-            .await;
-        }
-        k.apply(deployment(
-            "frontend",
-            "shop/frontend:3.0",
-            2,
-            "256Mi",
-            json!({}),
-            json!({}),
-        ))
+    Box::pin(tainted_pools_and_pending_frontend(
+        k,
+        port,
+        Value::Null,
+        "0/2 nodes are available: 2 node(s) had taint {maintenance: true}, that the pod didn't tolerate.",
+    ))
+}
+
+/// Two nodes, `pool-a` and `pool-b`, with a maintenance taint; a frontend Deployment of two pods
+/// (with `affinity` in their template unless it is null) that cannot be scheduled for `msg`.
+pub async fn tainted_pools_and_pending_frontend(
+    k: &Kube,
+    port: u16,
+    affinity: Value,
+    msg: &str,
+) -> Staged {
+    for suffix in ["pool-a", "pool-b"] {
+        let n = format!("{}-{suffix}", k.ns);
+        k.node(
+            &n,
+            port,
+            json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]),
+        )
         .await;
-        let pods = k.pods("app=frontend", 2).await;
-        let msg = "0/2 nodes are available: 2 node(s) had taint {maintenance: true}, that the pod didn't tolerate.";
-        let mut last = Value::Null;
-        for p in &pods {
-            last = k
-                .patch_status("v1", "Pod", &name(p), status::unschedulable(msg))
-                .await;
-            k.event(&last, "Warning", "FailedScheduling", msg, 8, 15)
-                .await;
-        }
-        Staged::now(alert(
-            "KubePodNotScheduled",
-            "warning",
-            &[("namespace", &k.ns), ("pod", &name(&last))],
-            &[("summary", "Pod cannot be scheduled.")],
-            "",
-        ))
-    })
+    }
+    let mut d = deployment(
+        "frontend",
+        "shop/frontend:3.0",
+        2,
+        "256Mi",
+        json!({}),
+        json!({}),
+    );
+    if !affinity.is_null() {
+        d["spec"]["template"]["spec"]["affinity"] = affinity;
+    }
+    k.apply(d).await;
+    let pods = k.pods("app=frontend", 2).await;
+    let mut last = Value::Null;
+    for p in &pods {
+        last = k
+            .patch_status("v1", "Pod", &name(p), status::unschedulable(msg))
+            .await;
+        k.event(&last, "Warning", "FailedScheduling", msg, 8, 15)
+            .await;
+    }
+    Staged::now(alert(
+        "KubePodNotScheduled",
+        "warning",
+        &[("namespace", &k.ns), ("pod", &name(&last))],
+        &[("summary", "Pod cannot be scheduled.")],
+        "",
+    ))
 }
 
 fn create_container_config_error<'a>(
