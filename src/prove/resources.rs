@@ -8,7 +8,9 @@ use serde_json::Value;
 use super::findings;
 use super::scene::{Read, Scene, hhmm, node_short_at};
 use crate::cluster::obj::{array, at, str_at};
-use crate::cluster::observed::{Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod, SIGKILL_EXIT};
+use crate::cluster::observed::{
+    Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod, PodSpec, SIGKILL_EXIT,
+};
 use crate::cluster::quantity;
 use crate::cluster::{ErrorKind, ListQuery};
 use crate::domain::LimitResource as Resource;
@@ -35,28 +37,6 @@ fn obligations(resource: Resource) -> [&'static ObligationSpec; 4] {
             &ob::cpu::FITS_NODES,
         ],
     }
-}
-
-/// The container's current limit of `resource` in the pods (what runs, LimitRange defaults
-/// included), else in the template.
-fn current_limit(
-    template: &Value,
-    pods: &[Pod],
-    container: &str,
-    resource: &str,
-) -> Option<String> {
-    let in_spec = |spec: &Value| {
-        ["containers", "initContainers"].iter().find_map(|k| {
-            array(spec, &[k])
-                .iter()
-                .find(|c| str_at(c, &["name"]) == Some(container))
-                .and_then(|c| str_at(c, &["resources", "limits", resource]))
-                .map(str::to_owned)
-        })
-    };
-    pods.iter()
-        .find_map(|p| at(&p.raw, &["spec"]).and_then(in_spec))
-        .or_else(|| at(template, &["spec"]).and_then(in_spec))
 }
 
 fn container_names(template: &Value) -> Vec<String> {
@@ -150,7 +130,14 @@ pub(super) async fn raise_limit(
     if !named.holds() {
         return Ok(vec![named]);
     }
-    let limit = current_limit(&template, &pods, &container, resource.name());
+    let specs: Vec<PodSpec> = pods.iter().map(|p| PodSpec::of_pod(&p.raw)).collect();
+    let limit = findings::limit_now(
+        &PodSpec::parse(at(&template, &["spec"]).unwrap_or(&Value::Null)),
+        &specs,
+        &container,
+        resource.name(),
+    )
+    .map(str::to_owned);
     let now = Current {
         limit_value: limit
             .as_deref()

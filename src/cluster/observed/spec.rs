@@ -80,6 +80,8 @@ impl Toleration {
 pub struct PodSpec {
     /// The app containers (not the init containers), in order.
     pub containers: Vec<ContainerSpec>,
+    /// The init containers, in order.
+    pub init_containers: Vec<ContainerSpec>,
     pub tolerations: Vec<Toleration>,
     /// `nodeSelector`: labels a node must carry, each with its value.
     pub node_selector: BTreeMap<String, String>,
@@ -111,6 +113,10 @@ impl PodSpec {
     pub fn parse(spec: &Value) -> Self {
         Self {
             containers: array(spec, &["containers"])
+                .iter()
+                .map(ContainerSpec::parse)
+                .collect(),
+            init_containers: array(spec, &["initContainers"])
                 .iter()
                 .map(ContainerSpec::parse)
                 .collect(),
@@ -234,6 +240,17 @@ impl PodSpec {
             })
             .collect::<Vec<_>>()
             .join("; ")
+    }
+
+    /// The named container's (an app container's, else an init container's) limit of
+    /// `resource`, as written.
+    pub fn limit(&self, container: &str, resource: &str) -> Option<&str> {
+        self.containers
+            .iter()
+            .chain(&self.init_containers)
+            .find(|c| c.name == container)
+            .and_then(|c| c.limits.get(resource))
+            .map(String::as_str)
     }
 
     /// The first app container's name.

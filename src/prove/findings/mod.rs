@@ -32,7 +32,7 @@ pub use revision::{
     revision_health, runs_differently,
 };
 pub use scheduling::{Blocker, PortHolder, Room, blockers};
-pub use usage::{NEAR_LIMIT_PERCENT, near_limit};
+pub use usage::{NEAR_LIMIT_PERCENT, limit_now, near_limit};
 
 /// A time of day as evidence shows it (UTC).
 pub fn hhmm(t: chrono::DateTime<chrono::Utc>) -> String {

@@ -1,4 +1,6 @@
-//! How close a container's use is to what it may use.
+//! What a container may use now, and how close its use is to it.
+
+use crate::cluster::observed::PodSpec;
 
 /// From what share of its limit a container's use counts as near it, in percent: close enough
 /// that a growing workload reaches it within a prediction's horizon, or that replicas running
@@ -9,6 +11,22 @@ pub const NEAR_LIMIT_PERCENT: u128 = 80;
 /// Whether `used` is at [`NEAR_LIMIT_PERCENT`] of `limit` or more (a zero limit: any use is).
 pub fn near_limit(used: u128, limit: u128) -> bool {
     used.saturating_mul(100) >= limit.saturating_mul(NEAR_LIMIT_PERCENT)
+}
+
+/// A container's limit of `resource` now: what its pods run with (a LimitRange's default is
+/// written into the pod, not the template), the first pod that names it, else the template's.
+/// A template edited but not rolled out yet has one limit and its pods another: the pods'
+/// is the one their kills and their use were measured against. The rules propose a raise from
+/// it and the raise's proof bounds the raise by it.
+pub fn limit_now<'a>(
+    template: &'a PodSpec,
+    pods: &'a [PodSpec],
+    container: &str,
+    resource: &str,
+) -> Option<&'a str> {
+    pods.iter()
+        .find_map(|p| p.limit(container, resource))
+        .or_else(|| template.limit(container, resource))
 }
 
 #[cfg(test)]
@@ -23,5 +41,23 @@ mod tests {
         assert!(near_limit(0, 0));
         // A limit that does not parse is read as unbounded: nothing is near it.
         assert!(!near_limit(1 << 40, u128::MAX));
+    }
+
+    #[test]
+    fn the_limit_now_is_the_pods_before_the_template() {
+        let spec = |limit: Option<&str>| {
+            PodSpec::parse(&serde_json::json!({"initContainers": [{"name": "init"}],
+                "containers": [{"name": "app",
+                "resources": limit.map_or(serde_json::json!({}), |l| serde_json::json!({"limits": {"memory": l}}))}]}))
+        };
+        // A LimitRange's default in the pods, none in the template.
+        let pods = [spec(Some("512Mi"))];
+        assert_eq!(limit_now(&spec(None), &pods, "app", "memory"), Some("512Mi"));
+        // A template edited, not rolled out: what the pods run.
+        assert_eq!(limit_now(&spec(Some("1Gi")), &pods, "app", "memory"), Some("512Mi"));
+        // No pods: the template's.
+        assert_eq!(limit_now(&spec(Some("1Gi")), &[], "app", "memory"), Some("1Gi"));
+        assert_eq!(limit_now(&spec(None), &[], "app", "memory"), None);
+        assert_eq!(limit_now(&spec(None), &[], "init", "memory"), None);
     }
 }

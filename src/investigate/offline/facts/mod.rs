@@ -66,8 +66,10 @@ pub(super) struct Facts {
     pub unschedulable: Option<Unschedulable>,
     /// The last error-looking line of the first failing pod's log (quoted, never followed).
     pub first_error_line: Option<String>,
-    /// The root's containers: its pod template's, or a bare Pod's own.
-    pub containers: Vec<ContainerFacts>,
+    /// The root's pod spec: its pod template's, or a bare Pod's own.
+    pub spec: observed::PodSpec,
+    /// The specs of the pods in the evidence, in their order.
+    pub pod_specs: Vec<observed::PodSpec>,
     /// The first container of the root's pod template (a bare Pod has no template).
     pub template_container: Option<String>,
     /// Peak memory bytes per container name over the root's pods (empty without metrics).
@@ -253,12 +255,6 @@ pub(super) struct Unschedulable {
     pub requests: BTreeMap<String, String>,
 }
 
-pub(super) struct ContainerFacts {
-    pub name: String,
-    /// Resource name → quantity, e.g. `memory` → `256Mi`.
-    pub limits: BTreeMap<String, String>,
-}
-
 #[derive(Default)]
 pub(super) struct NodeFacts {
     pub name: String,
@@ -346,11 +342,11 @@ impl Facts {
             Some(RootObject::Template(t)) => t.containers.as_slice(),
             _ => &[],
         };
-        let own = match object {
-            Some(RootObject::Pod(p)) => p.containers.as_slice(),
-            _ => &[],
+        let spec = match object {
+            Some(RootObject::Template(t)) if !t.containers.is_empty() => (**t).clone(),
+            Some(RootObject::Pod(p)) => (**p).clone(),
+            _ => observed::PodSpec::default(),
         };
-        let containers = if template.is_empty() { own } else { template };
         let (rollout, rollout_rejected) = match regression(ev, &pods) {
             Ok(r) => (r, None),
             Err(why) => (None, Some(why)),
@@ -396,7 +392,12 @@ impl Facts {
             lone_failure: lone_failure(&pods),
             unschedulable: unschedulable(ev, &pods),
             first_error_line,
-            containers: containers.iter().map(ContainerFacts::of).collect(),
+            spec,
+            pod_specs: ev
+                .pods
+                .iter()
+                .map(|p| observed::PodSpec::of_pod(&p.observed.raw))
+                .collect(),
             template_container: template.first().map(|c| c.name.clone()),
             memory_peaks: memory_peaks(ev),
             memory_quota: ev
@@ -506,13 +507,10 @@ impl Facts {
         self.failing_pods().map(|p| p.description.clone()).collect()
     }
 
-    /// A container's limit of `resource` (`memory`, `cpu`) on the root.
+    /// A container's limit of `resource` (`memory`, `cpu`) now ([`findings::limit_now`]: its
+    /// pods', else the root's spec).
     pub fn limit(&self, container: &str, resource: &str) -> Option<String> {
-        self.containers
-            .iter()
-            .find(|c| c.name == container)
-            .and_then(|c| c.limits.get(resource))
-            .cloned()
+        findings::limit_now(&self.spec, &self.pod_specs, container, resource).map(str::to_owned)
     }
 }
 
@@ -582,15 +580,6 @@ impl PodFacts {
             termination,
             waiting,
             name,
-        }
-    }
-}
-
-impl ContainerFacts {
-    fn of(c: &observed::ContainerSpec) -> Self {
-        Self {
-            name: c.name.clone(),
-            limits: c.limits.clone(),
         }
     }
 }

@@ -63,6 +63,12 @@ impl PodFixture {
             json!({"type": "Ready", "status": "False", "lastTransitionTime": ago(minutes)});
     }
 
+    /// Its container's memory limit, in the pod (a LimitRange's default, or an older template).
+    pub fn memory_limit(mut self, limit: &str) -> Self {
+        self.0["spec"]["containers"][0]["resources"] = json!({"limits": {"memory": limit}});
+        self
+    }
+
     /// Exits with `reason` and `exit_code` a few minutes ago, and is backing off.
     pub fn crash_looping(mut self, reason: &str, exit_code: i64) -> Self {
         let c = self.container();

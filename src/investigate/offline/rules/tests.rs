@@ -89,6 +89,27 @@ fn an_oom_kill_raises_the_memory_limit_by_half() {
 }
 
 #[test]
+fn an_oom_kill_raises_the_limit_the_pod_runs_with() {
+    // A LimitRange's default: in the pod, not in the template. The pod was killed at it.
+    let d = Incident::deployment("api")
+        .with(pod("api-1").memory_limit("256Mi").oom_killed())
+        .diagnosis();
+    let p = d.proposal.unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    assert_eq!(
+        json!(p.parameters),
+        json!({"CONTAINER": "app", "MEMORY_LIMIT": "384Mi"})
+    );
+    // A template edited to 1Gi and not rolled out: the pods still run at 256Mi, and the
+    // raise's proof bounds the step from there.
+    let d = Incident::deployment("api")
+        .memory_limit("1Gi")
+        .with(pod("api-1").memory_limit("256Mi").oom_killed())
+        .diagnosis();
+    let p = d.proposal.unwrap_or_else(|| panic!("no proposal"));
+    assert_eq!(json!(p.parameters)["MEMORY_LIMIT"], "384Mi");
+}
+
+#[test]
 fn a_sigkill_is_an_oom_kill_only_where_the_kernel_reported_one_about_the_pod() {
     let killed = || {
         Incident::deployment("api")
