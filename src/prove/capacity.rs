@@ -129,15 +129,14 @@ fn above_target(h: &observed::Hpa) -> Obligation {
 
 /// Whether more replicas could be scheduled, from the target's pods: none waits for a node.
 fn room_to_schedule(pods: &[Pod]) -> Obligation {
-    let pending: Vec<&Pod> = pods.iter().filter(|p| p.unschedulable.is_some()).collect();
+    let pending: Vec<(&Pod, &str)> = pods
+        .iter()
+        .filter_map(|p| Some((p, p.waiting_for_node()?)))
+        .collect();
     ob::hpa::ROOM_TO_SCHEDULE.check(
         pending.is_empty(),
         vec![match pending.first() {
-            Some(p) => format!(
-                "pod {} is Pending: {}",
-                p.name,
-                p.unschedulable.clone().unwrap_or_default()
-            ),
+            Some((p, why)) => format!("pod {} is Pending: {why}", p.name),
             None => format!("none of its {} pods is Pending", pods.len()),
         }],
     )

@@ -303,7 +303,7 @@ async fn only_blocker(
     let waiting: Vec<Pod> = pods
         .iter()
         .map(|p| Pod::at(p, scene.now))
-        .filter(|p| p.unschedulable.is_some() && p.node.is_none())
+        .filter(|p| p.waiting_for_node().is_some())
         .collect();
     // What keeps each pending pod off the node besides the taint: what the scheduling facts
     // ask of every node, here against what the node has left beside the pods bound to it.

@@ -476,6 +476,17 @@ impl Pod {
         None
     }
 
+    /// What the scheduler said of a pod waiting for a node: placed on none, not being deleted,
+    /// and its `PodScheduled` condition False (the scheduler tried and found no node). The
+    /// scheduling facts, the taint, scale and autoscaler proofs ask it; a pod the scheduler has
+    /// not looked at yet waits for nothing anyone can change.
+    pub fn waiting_for_node(&self) -> Option<&str> {
+        if self.node.is_some() || self.deleting {
+            return None;
+        }
+        self.unschedulable.as_deref()
+    }
+
     /// The host ports its containers bind ([`host_ports`]).
     pub fn host_ports(&self) -> Vec<(i64, String)> {
         at(&self.raw, &["spec"]).map(host_ports).unwrap_or_default()
@@ -575,6 +586,32 @@ mod tests {
 
     fn kind(p: &Value) -> Option<FailureKind> {
         Pod::at(p, t(NOW)).failure().map(|f| f.kind)
+    }
+
+    #[test]
+    fn a_pod_waits_for_a_node_once_the_scheduler_found_none() {
+        let pending = |condition: &Value, deleting: bool, node: Option<&str>| {
+            let mut p = json!({"metadata": {"name": "api-1", "creationTimestamp": NOW},
+                "spec": {}, "status": {"phase": "Pending", "conditions": [condition]}});
+            if deleting {
+                p["metadata"]["deletionTimestamp"] = json!(NOW);
+            }
+            if let Some(n) = node {
+                p["spec"]["nodeName"] = json!(n);
+            }
+            Pod::at(&p, t(NOW))
+        };
+        let refused = json!({"type": "PodScheduled", "status": "False",
+            "message": "0/3 nodes are available: 3 Insufficient cpu."});
+        assert_eq!(
+            pending(&refused, false, None).waiting_for_node(),
+            Some("0/3 nodes are available: 3 Insufficient cpu.")
+        );
+        // Not looked at yet, being deleted, or placed after all: waiting for nothing.
+        let unseen = json!({"type": "Initialized", "status": "True"});
+        assert_eq!(pending(&unseen, false, None).waiting_for_node(), None);
+        assert_eq!(pending(&refused, true, None).waiting_for_node(), None);
+        assert_eq!(pending(&refused, false, Some("n1")).waiting_for_node(), None);
     }
 
     #[test]

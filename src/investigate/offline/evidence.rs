@@ -601,12 +601,12 @@ pub(super) async fn gather(
         ev.events
             .extend(r.list("events").iter().map(observed::Event::parse));
     }
-    // A Pending pod that binds host ports: who holds them on the nodes, in any namespace (a
+    // A pod waiting for a node that binds host ports: who holds them on the nodes, in any namespace (a
     // DaemonSet's agent, another workload, its own siblings).
     let unplaced = ev
         .pods
         .iter()
-        .find(|p| p.phase() == Some("Pending") && p.observed.node.is_none());
+        .find(|p| p.observed.waiting_for_node().is_some());
     if let Some(p) = unplaced {
         let wanted = p.observed.host_ports();
         if !wanted.is_empty() {

@@ -86,7 +86,7 @@ fn bounded(current: i64, wanted: i64, declared: Option<&findings::Declared>) -> 
 fn pods_not_failing(pods: &[Pod], current: i64) -> Obligation {
     let failing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
     ob::scale::PODS_NOT_FAILING.check(
-        failing.iter().all(|p| p.unschedulable.is_some()) || current == 0 && pods.is_empty(),
+        failing.iter().all(|p| p.waiting_for_node().is_some()) || current == 0 && pods.is_empty(),
         if failing.is_empty() {
             vec![format!("{} pod(s), none failing", pods.len())]
         } else {
@@ -109,9 +109,9 @@ fn pods_not_failing(pods: &[Pod], current: i64) -> Obligation {
 /// pods bind host ports, the pods on the nodes they may run on: none of its pods waits for a
 /// node, some node takes pods, and enough nodes have the ports free.
 async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read<Obligation> {
-    let unscheduled: Vec<&Pod> = pods
+    let unscheduled: Vec<(&Pod, &str)> = pods
         .iter()
-        .filter(|p| p.broken().is_some() && p.unschedulable.is_some())
+        .filter_map(|p| Some((p, p.waiting_for_node()?)))
         .collect();
     let nodes = scene.nodes().await?;
     let taking: Vec<&str> = nodes
@@ -123,11 +123,7 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
         .map(host_ports)
         .unwrap_or_default();
     let mut ev = vec![match unscheduled.first() {
-        Some(p) => format!(
-            "pod {} is already Pending: {}",
-            p.name,
-            p.unschedulable.clone().unwrap_or_default()
-        ),
+        Some((p, why)) => format!("pod {} is already Pending: {why}", p.name),
         None => format!(
             "{} of {} nodes are ready and schedulable",
             taking.len(),

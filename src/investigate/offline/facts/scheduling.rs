@@ -1,13 +1,16 @@
-//! Scheduling facts: the first Pending pod with no node, and what keeps it off each node.
+//! Scheduling facts: the first pod waiting for a node, and what keeps it off each node.
 
 use super::*;
 use crate::prove::findings::{self, Blocker, Room};
 
-/// The first Pending pod with no node, and what keeps it off every node.
+/// The first pod waiting for a node ([`observed::Pod::waiting_for_node`]), and what keeps it
+/// off every node.
 pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedulable> {
-    let (observed, p) = ev.pods.iter().zip(pods).find(|(o, p)| {
-        p.phase.as_deref() == Some("Pending") && p.status == "Pending" && o.observed.node.is_none()
-    })?;
+    let (observed, p) = ev
+        .pods
+        .iter()
+        .zip(pods)
+        .find(|(o, _)| o.observed.waiting_for_node().is_some())?;
     let message = p
         .warnings
         .iter()
