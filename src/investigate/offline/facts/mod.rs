@@ -266,6 +266,9 @@ pub(super) struct NodeFacts {
     pub allocatable: BTreeMap<String, String>,
     /// Status of the `Ready` condition (`Unknown` without one).
     pub ready: String,
+    /// What its conditions show wrong with it ([`observed::Node::trouble`]: what the drain's
+    /// proof finds it at fault by); `None` also for a node that reports no Ready condition.
+    pub trouble: Option<String>,
     /// Conditions other than Ready that are `True` (MemoryPressure, DiskPressure, …).
     pub pressure: Vec<String>,
     pub taints: Vec<TaintFacts>,
@@ -600,6 +603,7 @@ impl NodeFacts {
                 .ready_status
                 .clone()
                 .unwrap_or_else(|| "Unknown".into()),
+            trouble: node.trouble().map(|(t, _)| t),
             pressure: node
                 .pressure
                 .iter()

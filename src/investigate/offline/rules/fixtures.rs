@@ -243,6 +243,33 @@ impl Incident {
         incident
     }
 
+    /// The alert's root is node `name` with `conditions`, among `others` (their names) that
+    /// are Ready.
+    pub fn node(name: &str, conditions: Value, others: &[&str]) -> Self {
+        let mut incident = Self::deployment(name);
+        let target = Target::new("Node", name, None);
+        let node = |name: &str, conditions: Value| {
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                "status": {"conditions": conditions}})
+        };
+        let raw = node(name, conditions);
+        incident.ev.subject = target.clone();
+        if let Some(ctx) = incident.ev.context.as_mut().map(Arc::make_mut) {
+            ctx.target = target.clone();
+            ctx.root_owner = target;
+            ctx.root_api_version = "v1".into();
+        }
+        incident.ev.root = Some(Root::read(&raw));
+        incident.ev.workload = None;
+        incident.ev.nodes = std::iter::once(observed::Node::parse(&raw))
+            .chain(others.iter().map(|n| {
+                observed::Node::parse(&node(n, json!([{"type": "Ready", "status": "True"}])))
+            }))
+            .collect();
+        incident.deployment = raw;
+        incident
+    }
+
     /// The claim's StorageClass `standard`, allowing volume expansion or not.
     pub fn storage_class(mut self, allow_expansion: bool) -> Self {
         self.ev.storage_class = Some(observed::StorageClass::parse(&json!({

@@ -93,7 +93,16 @@ pub(super) fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
     d.target = f.target.clone();
     d.severity = Severity::Critical;
     // With many nodes down the problem is the cluster's, not this node's.
-    if observed::cluster_wide(not_ready.len(), total) {
+    if node.trouble.is_none() {
+        // No Ready condition at all (a kubelet that never reported, an object written by
+        // hand): nothing shows what is wrong, and nothing the drain's proof could find it at
+        // fault by.
+        d.human = Some(format!(
+            "node {} reports no Ready condition: its kubelet has not reported its state, so nothing shows what is wrong with it; check the kubelet on it before moving its pods",
+            node.name
+        ));
+        d.confidence = 0.6;
+    } else if observed::cluster_wide(not_ready.len(), total) {
         d.human = Some(format!(
             "{} of {total} nodes are not ready ({}): a cluster-wide problem (network, control plane, a bad node image); draining {} would not help",
             not_ready.len(),

@@ -89,6 +89,25 @@ fn an_oom_kill_raises_the_memory_limit_by_half() {
 }
 
 #[test]
+fn a_node_that_reports_no_ready_condition_goes_to_a_human_not_to_a_drain() {
+    let others = ["n2", "n3", "n4"];
+    // Not ready: a drain, which the drain's proof may find the node at fault for.
+    let down = json!([{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}]);
+    let d = Incident::node("n1", down, &others).diagnosis();
+    assert_eq!(d.mode, "NodeNotReady");
+    assert!(d.proposal.is_some(), "{:?}", d.human);
+    // No Ready condition: nothing shows what is wrong, nothing the proof could find.
+    let d = Incident::node("n1", json!([]), &others).diagnosis();
+    assert_eq!(d.mode, "NodeNotReady");
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains("no Ready condition")),
+        "{:?}",
+        d.human
+    );
+}
+
+#[test]
 fn an_oom_kill_raises_the_limit_the_pod_runs_with() {
     // A LimitRange's default: in the pod, not in the template. The pod was killed at it.
     let d = Incident::deployment("api")
