@@ -136,6 +136,25 @@ pub const FAILING_WAITS: &[&str] = &[
     "RunContainerError",
 ];
 
+/// How many restarts of a container say its pod is past its start-up, however recently its
+/// Ready condition moved: a start that fails three times is not a start that takes long.
+pub const PAST_STARTUP_RESTARTS: i64 = 3;
+
+/// How long a pod has not been ready, and whether that is past its start-up ([`Pod::unready`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Unready {
+    /// Since its Ready condition turned False, or since it was created; `None` when it is ready.
+    pub failing_for: Option<Duration>,
+    /// The most restarts of one of its containers.
+    pub restarts: i64,
+    /// What its start-up may take ([`Pod::startup_allowance`]).
+    pub allowance: Duration,
+    /// Not ready past the allowance, or with a container restarted [`PAST_STARTUP_RESTARTS`]
+    /// times, backed off after two failed starts, or whose containers are stuck being created;
+    /// never for a pod being deleted.
+    pub past_startup: bool,
+}
+
 /// The exit code of a process killed by SIGKILL (128 + 9), as the kernel's OOM killer does.
 pub const SIGKILL_EXIT: i64 = 137;
 /// The exit code of a process stopped by SIGTERM (128 + 15), as the kubelet stops a container.
@@ -476,6 +495,45 @@ impl Pod {
         None
     }
 
+    /// How long the pod has not been ready, and whether that is past its start-up. What makes
+    /// a failing pod worth replacing: the rules propose deleting one, and the delete's proof
+    /// lets it, only past it.
+    pub fn unready(&self, now: DateTime<Utc>) -> Unready {
+        let since = if self.ready {
+            None
+        } else {
+            self.ready_since.or(self.created)
+        };
+        let failing_for = since.map(|s| now - s);
+        let restarts = self
+            .containers
+            .iter()
+            .map(|c| c.restarts)
+            .max()
+            .unwrap_or(0);
+        // A container that has restarted again and again is past its start-up, however
+        // recently its Ready condition moved; so is one the kubelet backs off from restarting
+        // after its starts failed twice (a start that fails is not a start that takes long),
+        // and a pod whose containers could not even be created in time (its probes never ran).
+        let backing_off = self
+            .containers
+            .iter()
+            .any(|c| c.restarts >= 2 && c.waiting.as_deref() == Some("CrashLoopBackOff"));
+        let allowance = self.startup_allowance();
+        Unready {
+            failing_for,
+            restarts,
+            allowance,
+            past_startup: !self.deleting
+                && failing_for.is_some_and(|d| {
+                    d > allowance
+                        || restarts >= PAST_STARTUP_RESTARTS
+                        || backing_off
+                        || self.stuck_creating.is_some()
+                }),
+        }
+    }
+
     /// What the scheduler said of a pod waiting for a node: placed on none, not being deleted,
     /// and its `PodScheduled` condition False (the scheduler tried and found no node). The
     /// scheduling facts, the taint, scale and autoscaler proofs ask it; a pod the scheduler has
@@ -589,6 +647,32 @@ mod tests {
     }
 
     #[test]
+    fn a_pod_is_past_its_start_up_by_time_restarts_or_containers_never_created() {
+        let creating = json!({"name": "api", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "ContainerCreating"}}});
+        let mut p = pod("Pending", false, "2026-11-28T11:54:00Z", creating);
+        // A readiness probe that may take ten minutes: its budget counts from a start that
+        // never came.
+        p["spec"]["containers"] = json!([{"name": "api", "readinessProbe": {
+            "initialDelaySeconds": 600, "periodSeconds": 10, "failureThreshold": 3}}]);
+        let u = Pod::at(&p, t(NOW)).unready(t(NOW));
+        assert!(u.allowance > Duration::minutes(6));
+        assert!(u.past_startup, "{u:?}");
+        // Two minutes of a crash loop with three restarts.
+        let looping = json!({"name": "api", "ready": false, "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}}});
+        let p = pod("Running", false, "2026-11-28T11:59:00Z", looping);
+        assert!(Pod::at(&p, t(NOW)).unready(t(NOW)).past_startup);
+        // One minute, one restart: still starting, as far as replacing it goes.
+        let once = json!({"name": "api", "ready": false, "restartCount": 1,
+            "state": {"running": {"startedAt": "2026-11-28T11:59:30Z"}}});
+        let p = pod("Running", false, "2026-11-28T11:59:00Z", once);
+        let u = Pod::at(&p, t(NOW)).unready(t(NOW));
+        assert_eq!(u.failing_for, Some(Duration::minutes(1)));
+        assert!(!u.past_startup);
+    }
+
+    #[test]
     fn a_pod_waits_for_a_node_once_the_scheduler_found_none() {
         let pending = |condition: &Value, deleting: bool, node: Option<&str>| {
             let mut p = json!({"metadata": {"name": "api-1", "creationTimestamp": NOW},
@@ -611,7 +695,10 @@ mod tests {
         let unseen = json!({"type": "Initialized", "status": "True"});
         assert_eq!(pending(&unseen, false, None).waiting_for_node(), None);
         assert_eq!(pending(&refused, true, None).waiting_for_node(), None);
-        assert_eq!(pending(&refused, false, Some("n1")).waiting_for_node(), None);
+        assert_eq!(
+            pending(&refused, false, Some("n1")).waiting_for_node(),
+            None
+        );
     }
 
     #[test]

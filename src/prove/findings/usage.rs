@@ -52,11 +52,20 @@ mod tests {
         };
         // A LimitRange's default in the pods, none in the template.
         let pods = [spec(Some("512Mi"))];
-        assert_eq!(limit_now(&spec(None), &pods, "app", "memory"), Some("512Mi"));
+        assert_eq!(
+            limit_now(&spec(None), &pods, "app", "memory"),
+            Some("512Mi")
+        );
         // A template edited, not rolled out: what the pods run.
-        assert_eq!(limit_now(&spec(Some("1Gi")), &pods, "app", "memory"), Some("512Mi"));
+        assert_eq!(
+            limit_now(&spec(Some("1Gi")), &pods, "app", "memory"),
+            Some("512Mi")
+        );
         // No pods: the template's.
-        assert_eq!(limit_now(&spec(Some("1Gi")), &[], "app", "memory"), Some("1Gi"));
+        assert_eq!(
+            limit_now(&spec(Some("1Gi")), &[], "app", "memory"),
+            Some("1Gi")
+        );
         assert_eq!(limit_now(&spec(None), &[], "app", "memory"), None);
         assert_eq!(limit_now(&spec(None), &[], "init", "memory"), None);
     }

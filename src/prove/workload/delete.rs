@@ -1,6 +1,7 @@
 //! Delete one pod so its controller replaces it.
 
 use super::*;
+use crate::cluster::observed::Unready;
 use crate::prove::findings::StateKept;
 use crate::prove::findings::node_at_fault;
 
@@ -133,8 +134,8 @@ fn siblings_ready(pod: &Pod, siblings: &[&Pod], kept: Option<&StateKept>) -> Obl
     )
 }
 
-/// Whether the pod has failed for longer than its start-up allows, from its readiness, its
-/// restarts and its probes ([`Pod::startup_allowance`]); a pod already terminating has not.
+/// Whether the pod has failed for longer than its start-up allows ([`Pod::unready`]: its
+/// readiness, its restarts and its probes); a pod already terminating has not.
 fn failed_past_startup(scene: &Scene, pod: &Pod) -> Obligation {
     let obligation = &ob::delete::FAILED_PAST_STARTUP;
     if pod.deleting {
@@ -148,24 +149,14 @@ fn failed_past_startup(scene: &Scene, pod: &Pod) -> Obligation {
             }
         )]);
     }
-    let allowance = pod.startup_allowance();
-    let since = if pod.ready {
-        None
-    } else {
-        pod.ready_since.or(pod.created)
-    };
-    let failing_for = since.map(|s| scene.now - s);
-    // A container that has already restarted again and again is past its start-up, however
-    // recently its Ready condition moved; so is one the kubelet backs off from restarting after
-    // its starts failed twice (a start that fails is not a start that takes long).
-    let restarts = pod.containers.iter().map(|c| c.restarts).max().unwrap_or(0);
-    let backing_off = pod
-        .containers
-        .iter()
-        .any(|c| c.restarts >= 2 && c.waiting.as_deref() == Some("CrashLoopBackOff"));
-    let ok = failing_for.is_some_and(|d| d > allowance || restarts >= 3 || backing_off);
+    let Unready {
+        failing_for,
+        restarts,
+        allowance,
+        past_startup,
+    } = pod.unready(scene.now);
     obligation.check(
-        ok,
+        past_startup,
         vec![match failing_for {
             None => format!("pod {} is ready", pod.name),
             Some(d) => format!(

@@ -307,6 +307,32 @@ fn proposal(
     })
 }
 
+/// Propose deleting pod `name` so its controller replaces it; or, when it has not failed past
+/// its start-up yet ([`observed::Pod::unready`], what the delete's proof asks), tell a human
+/// when a replacement can be judged.
+fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
+    let early = f
+        .pods
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.observed.unready(f.now))
+        .filter(|u| !u.past_startup);
+    match early {
+        None => d.proposal = proposal(ActionType::DeletePod, ActionParams::delete_pod(name), ""),
+        Some(u) => {
+            d.human = Some(match u.failing_for {
+                Some(t) => format!(
+                    "pod {name} has not been ready for {} of the {} its start-up allows ({} restarts): too early to tell whether a replacement would start any better; look again once that has passed",
+                    observed::ago(t),
+                    observed::ago(u.allowance),
+                    u.restarts
+                ),
+                None => format!("pod {name} is ready now: nothing to replace"),
+            });
+        }
+    }
+}
+
 /// Why raising a memory limit from `old` to `new` on every replica would exceed the namespace's
 /// memory quota (the tightest, [`observed::tightest_quota`]), if it would. The replicas are the
 /// workload's `spec.replicas`, else its pods, as the memory proof counts them

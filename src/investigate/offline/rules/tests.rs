@@ -101,7 +101,9 @@ fn a_node_that_reports_no_ready_condition_goes_to_a_human_not_to_a_drain() {
     assert_eq!(d.mode, "NodeNotReady");
     assert!(d.proposal.is_none());
     assert!(
-        d.human.as_deref().is_some_and(|h| h.contains("no Ready condition")),
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("no Ready condition")),
         "{:?}",
         d.human
     );
@@ -113,7 +115,9 @@ fn an_oom_kill_raises_the_limit_the_pod_runs_with() {
     let d = Incident::deployment("api")
         .with(pod("api-1").memory_limit("256Mi").oom_killed())
         .diagnosis();
-    let p = d.proposal.unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    let p = d
+        .proposal
+        .unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
     assert_eq!(
         json!(p.parameters),
         json!({"CONTAINER": "app", "MEMORY_LIMIT": "384Mi"})
@@ -350,6 +354,31 @@ fn one_failing_pod_among_healthy_siblings_is_replaced_not_rolled_back() {
         (p.action_type.as_str(), json!(p.parameters)),
         ("DeletePod", json!({"POD_NAME": "api-3"}))
     );
+}
+
+#[test]
+fn a_lone_pod_is_replaced_only_once_it_has_failed_past_its_start_up() {
+    let incident = |minutes| {
+        Incident::deployment("api")
+            .with(pod("api-1").owned_by("api-1"))
+            .with(pod("api-2").owned_by("api-1"))
+            .with(pod("api-3").owned_by("api-1").not_ready_since(minutes))
+            .diagnosis()
+    };
+    // Not ready for a minute of the two its start-up allows: what the delete's proof refuses.
+    let d = incident(1);
+    assert_eq!(d.mode, "LonePodFailure");
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains("too early")),
+        "{:?}",
+        d.human
+    );
+    let d = incident(5);
+    let p = d
+        .proposal
+        .unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    assert_eq!(json!(p.parameters), json!({"POD_NAME": "api-3"}));
 }
 
 #[test]
