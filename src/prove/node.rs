@@ -38,7 +38,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
     };
     let others: Vec<&Node> = nodes
         .iter()
-        .filter(|n| n.name != node.name && n.takes_pods())
+        .filter(|n| n.name != node.name && findings::takes(&PodSpec::default(), n))
         .collect();
     let evicted: Vec<&Pod> = on_node
         .iter()

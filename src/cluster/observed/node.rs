@@ -127,7 +127,7 @@ impl Node {
     /// condition True (the kubelet's pressures, node-problem-detector's `ReadonlyFilesystem`,
     /// `KernelDeadlock`, …). `None` when nothing does, also for a node that reports no Ready
     /// condition at all: nothing shows it in trouble, as nothing shows it can take pods
-    /// ([`Node::takes_pods`]). The dependency graph blames a node by it, and the drain's proof
+    /// (it is not `ready`). The dependency graph blames a node by it, and the drain's proof
     /// finds it at fault by it.
     pub fn trouble(&self) -> Option<(String, Option<DateTime<Utc>>)> {
         let mut problems = Vec::new();
@@ -151,16 +151,6 @@ impl Node {
             }
         }
         (!problems.is_empty()).then(|| (problems.join(", "), since))
-    }
-
-    /// Ready, schedulable and without a taint that keeps ordinary pods off.
-    pub fn takes_pods(&self) -> bool {
-        self.ready
-            && !self.unschedulable
-            && !self
-                .taints
-                .iter()
-                .any(|(_, _, e)| e == "NoSchedule" || e == "NoExecute")
     }
 
     pub fn allocatable(&self, resource: &str) -> Option<u128> {
@@ -199,7 +189,7 @@ mod tests {
         assert!(node(serde_json::json!([ready])).trouble().is_none());
         // No Ready condition reported: nothing shows trouble, nor that it takes pods.
         let silent = node(serde_json::json!([]));
-        assert!(silent.trouble().is_none() && !silent.takes_pods());
+        assert!(silent.trouble().is_none() && !silent.ready);
         let lost = node(serde_json::json!([{"type": "Ready", "status": "Unknown",
             "message": "Kubelet stopped posting node status.",
             "lastTransitionTime": "2026-11-30T10:00:00Z"}]));

@@ -31,7 +31,7 @@ pub use revision::{
     FAILURE_REASONS, RevisionHealth, fails_in_rollout, never_ready_in_rollout, revision_failures,
     revision_health, runs_differently,
 };
-pub use scheduling::{Blocker, PortHolder, Room, blockers};
+pub use scheduling::{Blocker, PortHolder, Room, blockers, takes};
 pub use usage::{NEAR_LIMIT_PERCENT, limit_now, near_limit};
 
 /// A time of day as evidence shows it (UTC).

@@ -150,6 +150,13 @@ fn workload_of(p: &Pod) -> String {
     }
 }
 
+/// Whether a pod of `spec` may go on `node`: nothing among [`blockers`] keeps it off, room
+/// counted against the node's allocatable. `PodSpec::default()` asks it of a pod that tolerates
+/// nothing and asks for nothing (does the node take ordinary pods at all).
+pub fn takes(spec: &PodSpec, node: &Node) -> bool {
+    blockers(spec, node, Room::Allocatable, &[], None).is_empty()
+}
+
 /// What a node has for a pod's requests.
 pub enum Room<'a> {
     /// Its allocatable: a pod asking more can never go there.
@@ -251,6 +258,25 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_node_takes_a_pod_that_tolerates_its_taint_and_matches_its_labels() {
+        let node = Node::parse(&json!({"metadata": {"name": "gpu-1", "labels": {"pool": "gpu"}},
+            "spec": {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "8"},
+                "conditions": [{"type": "Ready", "status": "True"}]}}));
+        // An ordinary pod: kept off by the taint.
+        assert!(!takes(&PodSpec::default(), &node));
+        let spec = |selector: &str| {
+            PodSpec::parse(&json!({"containers": [{"name": "train"}],
+                "nodeSelector": {"pool": selector},
+                "tolerations": [{"key": "gpu", "operator": "Equal", "value": "true",
+                    "effect": "NoSchedule"}]}))
+        };
+        // The pods that tolerate it and select its pool go there; a pod of another pool not.
+        assert!(takes(&spec("gpu"), &node));
+        assert!(!takes(&spec("cpu"), &node));
+    }
 
     #[test]
     fn a_node_s_room_is_its_allocatable_or_what_is_left_beside_its_pods() {

@@ -1,9 +1,10 @@
 //! Delete one pod so its controller replaces it.
 
 use super::*;
+use crate::cluster::observed::PodSpec;
 use crate::cluster::observed::Unready;
 use crate::prove::findings::StateKept;
-use crate::prove::findings::node_at_fault;
+use crate::prove::findings::{self, Room, node_at_fault};
 
 /// The deletion's obligations, in their declared order, judged on the pod named, its siblings,
 /// the workload and the namespace's events, read once. A claim that names no pod, or a pod that
@@ -486,10 +487,18 @@ async fn node_not_at_fault(scene: &Scene, pod: &Pod) -> Read<Obligation> {
         )]));
     };
     let pinned = matches!(&pod.controller, Some((k, _)) if k == "DaemonSet");
-    if !pinned && !node.takes_pods() {
+    let kept_off = findings::blockers(
+        &PodSpec::of_pod(&pod.raw),
+        node,
+        Room::Allocatable,
+        &[],
+        None,
+    );
+    if !pinned && !kept_off.is_empty() {
+        let why: Vec<String> = kept_off.iter().map(ToString::to_string).collect();
         return Ok(obligation.holds(vec![format!(
-            "node {name} is {} and takes no new pods: the replacement is placed elsewhere",
-            node.state()
+            "node {name} takes no pod like it ({}): the replacement is placed elsewhere",
+            why.join("; ")
         )]));
     }
     let on_node = scene.pods_on(name).await?;

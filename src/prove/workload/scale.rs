@@ -114,9 +114,11 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
         .filter_map(|p| Some((p, p.waiting_for_node()?)))
         .collect();
     let nodes = scene.nodes().await?;
+    // Where a new pod of the template may go: what the scheduling facts ask of every node.
+    let template = PodSpec::of_template(w);
     let taking: Vec<&str> = nodes
         .iter()
-        .filter(|n| n.takes_pods())
+        .filter(|n| findings::takes(&template, n))
         .map(|n| n.name.as_str())
         .collect();
     let ports = at(w, &["spec", "template", "spec"])
@@ -132,14 +134,10 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
     }];
     let mut room = true;
     if !ports.is_empty() {
-        // One pod per node can bind a host port: the new pods need nodes they may run on
-        // (their nodeSelector) where no pod binds it yet.
-        let template = PodSpec::of_template(w);
-        let eligible = nodes
-            .iter()
-            .filter(|n| n.takes_pods() && template.selector_misses(&n.labels).next().is_none());
+        // One pod per node can bind a host port: the new pods need nodes they may go on where
+        // no pod binds it yet.
         let mut free = 0usize;
-        for node in eligible.map(|n| n.name.as_str()) {
+        for node in taking.iter().copied() {
             let bound = scene.pods_on(node).await?.iter().any(|p| {
                 !matches!(p.phase.as_str(), "Succeeded" | "Failed")
                     && p.host_ports().iter().any(|hp| ports.contains(hp))
