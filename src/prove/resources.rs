@@ -131,13 +131,8 @@ pub(super) async fn raise_limit(
         return Ok(vec![named]);
     }
     let specs: Vec<PodSpec> = pods.iter().map(|p| PodSpec::of_pod(&p.raw)).collect();
-    let limit = findings::limit_now(
-        &PodSpec::parse(at(&template, &["spec"]).unwrap_or(&Value::Null)),
-        &specs,
-        &container,
-        resource.name(),
-    )
-    .map(str::to_owned);
+    let spec = PodSpec::parse(at(&template, &["spec"]).unwrap_or(&Value::Null));
+    let limit = findings::limit_now(&spec, &specs, &container, resource.name()).map(str::to_owned);
     let now = Current {
         limit_value: limit
             .as_deref()
@@ -155,7 +150,7 @@ pub(super) async fn raise_limit(
                 killed_by_own_limit(scene, &pods, &kills, &container, &now).await?,
             ]);
         }
-        Resource::Cpu => out.push(container_throttled(scene, &container, &now)),
+        Resource::Cpu => out.push(container_throttled(scene, &spec, &container, &now)),
     }
     out.push(raises_bounded(
         bounded,
@@ -357,13 +352,27 @@ async fn killed_by_own_limit(
 }
 
 /// Whether the container named is the one throttled at its CPU limit, from the alert (a
-/// throttling alert about it) or its use (at 90% of its limit or more): it must have a limit.
-fn container_throttled(scene: &Scene, container: &str, now: &Current) -> Obligation {
+/// throttling alert about it, [`findings::throttling_alert_about`]) or its use
+/// ([`findings::THROTTLED_USE_PERCENT`] of its limit or more): it must have a limit.
+fn container_throttled(
+    scene: &Scene,
+    template: &PodSpec,
+    container: &str,
+    now: &Current,
+) -> Obligation {
     let obligation = &ob::cpu::CONTAINER_THROTTLED;
     let resource = Resource::Cpu;
-    let alert_names_it = scene.signal.name.to_ascii_lowercase().contains("throttl")
-        && scene.signal_container().as_deref() == Some(container);
-    let near = matches!((now.used, now.limit_value), (Some(u), Some(l)) if u * 10 >= l * 9);
+    let signal_container = scene.signal_container();
+    let names: Vec<&str> = template
+        .containers
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    let alert_names_it =
+        findings::throttling_alert_about(&scene.signal.name, signal_container.as_deref(), &names)
+            == Some(container);
+    let near =
+        matches!((now.used, now.limit_value), (Some(u), Some(l)) if findings::throttled_use(u, l));
     let mut ev = Vec::new();
     if alert_names_it {
         ev.push(format!(

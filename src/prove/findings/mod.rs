@@ -32,7 +32,10 @@ pub use revision::{
     revision_health, runs_differently,
 };
 pub use scheduling::{Blocker, PortHolder, Room, blockers, takes};
-pub use usage::{NEAR_LIMIT_PERCENT, limit_now, near_limit};
+pub use usage::{
+    NEAR_LIMIT_PERCENT, THROTTLED_USE_PERCENT, limit_now, near_limit, throttled_use,
+    throttling_alert_about,
+};
 
 /// A time of day as evidence shows it (UTC).
 pub fn hhmm(t: chrono::DateTime<chrono::Utc>) -> String {

@@ -261,10 +261,12 @@ mod tests {
 
     #[test]
     fn a_node_takes_a_pod_that_tolerates_its_taint_and_matches_its_labels() {
-        let node = Node::parse(&json!({"metadata": {"name": "gpu-1", "labels": {"pool": "gpu"}},
+        let node = Node::parse(
+            &json!({"metadata": {"name": "gpu-1", "labels": {"pool": "gpu"}},
             "spec": {"taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]},
             "status": {"allocatable": {"cpu": "8"},
-                "conditions": [{"type": "Ready", "status": "True"}]}}));
+                "conditions": [{"type": "Ready", "status": "True"}]}}),
+        );
         // An ordinary pod: kept off by the taint.
         assert!(!takes(&PodSpec::default(), &node));
         let spec = |selector: &str| {

@@ -13,6 +13,38 @@ pub fn near_limit(used: u128, limit: u128) -> bool {
     used.saturating_mul(100) >= limit.saturating_mul(NEAR_LIMIT_PERCENT)
 }
 
+/// From what share of its CPU limit a container's measured use counts as throttled, in percent:
+/// the metrics API averages use over its window, and a container whose average is this close to
+/// its quota spends most periods at it (the kernel throttles within each 100 ms period, long
+/// before the average reaches the limit).
+pub const THROTTLED_USE_PERCENT: u128 = 90;
+
+/// Whether a container's measured CPU use says it is throttled at `limit`
+/// ([`THROTTLED_USE_PERCENT`]).
+pub fn throttled_use(used: u128, limit: u128) -> bool {
+    used.saturating_mul(100) >= limit.saturating_mul(THROTTLED_USE_PERCENT)
+}
+
+/// Whether an alert is a throttling alert and which container it is about: the one it names,
+/// else the only container of `containers` (the pod template's). `None` for another alert, and
+/// for a throttling alert that names no container about pods that run several: which one is
+/// throttled is not known. The throttling rule proposes a raise for it and the raise's proof
+/// takes the alert's word for it.
+pub fn throttling_alert_about<'a>(
+    alert: &str,
+    named: Option<&'a str>,
+    containers: &[&'a str],
+) -> Option<&'a str> {
+    if !alert.to_ascii_lowercase().contains("throttl") {
+        return None;
+    }
+    match (named, containers) {
+        (Some(c), _) => Some(c),
+        (None, [only]) => Some(only),
+        (None, _) => None,
+    }
+}
+
 /// A container's limit of `resource` now: what its pods run with (a LimitRange's default is
 /// written into the pod, not the template), the first pod that names it, else the template's.
 /// A template edited but not rolled out yet has one limit and its pods another: the pods'
@@ -41,6 +73,19 @@ mod tests {
         assert!(near_limit(0, 0));
         // A limit that does not parse is read as unbounded: nothing is near it.
         assert!(!near_limit(1 << 40, u128::MAX));
+    }
+
+    #[test]
+    fn a_throttling_alert_is_about_the_container_it_names_or_the_only_one() {
+        let about = throttling_alert_about;
+        assert_eq!(
+            about("CPUThrottlingHigh", Some("app"), &["app", "proxy"]),
+            Some("app")
+        );
+        assert_eq!(about("CPUThrottlingHigh", None, &["app"]), Some("app"));
+        assert_eq!(about("CPUThrottlingHigh", None, &["app", "proxy"]), None);
+        assert_eq!(about("KubePodCrashLooping", Some("app"), &["app"]), None);
+        assert!(throttled_use(900, 1000) && !throttled_use(899, 1000));
     }
 
     #[test]

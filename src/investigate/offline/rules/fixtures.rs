@@ -287,6 +287,25 @@ impl Incident {
         self
     }
 
+    /// The alert is `name`, about `container` when given.
+    pub fn alert(mut self, name: &str, container: Option<&str>) -> Self {
+        self.ev.alert.name = name.into();
+        self.ev.alert.container = container.map(str::to_owned);
+        self
+    }
+
+    /// The template's container `app` is limited to `cpu`, and a second container `proxy`
+    /// runs beside it when `sidecar`.
+    pub fn cpu_limit(mut self, cpu: &str, sidecar: bool) -> Self {
+        let containers = &mut self.deployment["spec"]["template"]["spec"]["containers"];
+        containers[0]["resources"] = json!({"limits": {"cpu": cpu}});
+        if sidecar {
+            push(containers, json!({"name": "proxy", "image": "envoy:1.30"}));
+        }
+        self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
     /// The alert is the prediction `name` (proactive).
     pub fn predicted(mut self, name: &str) -> Self {
         self.ev.alert.name = name.into();

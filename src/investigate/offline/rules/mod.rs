@@ -31,6 +31,7 @@ use crate::cluster::observed;
 use crate::domain::{
     ActionParams, ActionType, InvestigationOutcome, LimitResource, Proposal, Severity, Target,
 };
+use crate::prove::findings;
 
 use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
 use pods::{

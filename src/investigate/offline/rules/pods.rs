@@ -298,15 +298,34 @@ pub(super) fn readiness_probe_failing(f: &Facts) -> Option<Diagnosis> {
 
 /// CPU throttling at the limit, when the alert is about it.
 pub(super) fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
-    if !f.alert.name.contains("throttl") {
-        return None;
-    }
-    let container = f
-        .alert
-        .container
-        .clone()
-        .or_else(|| f.template_container.clone())
-        .unwrap_or_default();
+    let names: Vec<&str> = f.spec.containers.iter().map(|c| c.name.as_str()).collect();
+    let Some(container) =
+        findings::throttling_alert_about(&f.alert.name, f.alert.container.as_deref(), &names)
+    else {
+        if !f.alert.name.contains("throttl") {
+            return None;
+        }
+        // Throttled, but which of its containers the alert does not say.
+        let mut d = Diagnosis::new(
+            "CPUThrottling",
+            format!(
+                "A container of {} is CPU-throttled, and the alert names none of its {} containers ({})",
+                f.target_text(),
+                names.len(),
+                listed(&names)
+            ),
+        );
+        d.target = f.target.clone();
+        d.human = Some(format!(
+            "alert {} names no container, and the pods of {} run {}: which one to give more CPU is not known",
+            f.alert.name,
+            f.target_text(),
+            listed(&names)
+        ));
+        d.confidence = 0.5;
+        return Some(d);
+    };
+    let container = container.to_owned();
     let limit = f.limit(&container, "cpu");
     let mut d = Diagnosis::new(
         "CPUThrottling",

@@ -110,6 +110,45 @@ fn a_node_that_reports_no_ready_condition_goes_to_a_human_not_to_a_drain() {
 }
 
 #[test]
+fn a_throttling_alert_raises_the_cpu_of_the_container_it_is_about() {
+    // One container: the alert is about it, named or not.
+    let d = Incident::deployment("api")
+        .cpu_limit("500m", false)
+        .alert("CPUThrottlingHigh", None)
+        .with(pod("api-1"))
+        .diagnosis();
+    assert_eq!(d.mode, "CPUThrottling");
+    let p = d
+        .proposal
+        .unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    assert_eq!(json!(p.parameters)["CONTAINER"], "app");
+    // Two, and the alert names neither: which to raise is not known (the raise's proof would
+    // find the alert about no container).
+    let d = Incident::deployment("api")
+        .cpu_limit("500m", true)
+        .alert("CPUThrottlingHigh", None)
+        .with(pod("api-1"))
+        .diagnosis();
+    assert_eq!(d.mode, "CPUThrottling");
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("names no container"))
+    );
+    // Two, and it names one.
+    let d = Incident::deployment("api")
+        .cpu_limit("500m", true)
+        .alert("CPUThrottlingHigh", Some("app"))
+        .with(pod("api-1"))
+        .diagnosis();
+    let p = d
+        .proposal
+        .unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    assert_eq!(json!(p.parameters)["CONTAINER"], "app");
+}
+
+#[test]
 fn an_oom_kill_raises_the_limit_the_pod_runs_with() {
     // A LimitRange's default: in the pod, not in the template. The pod was killed at it.
     let d = Incident::deployment("api")
