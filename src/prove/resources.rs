@@ -2,7 +2,7 @@
 //! killed or throttled, by its own limit, nothing on its node explains it instead, and the new
 //! value is a bounded step that fits the namespace's quota and the nodes.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::findings;
@@ -295,17 +295,7 @@ async fn killed_by_own_limit(
             Err(e) if e.is_unreachable() => return Err(e),
             Err(_) => vec![],
         };
-        let window = scene.now - Duration::hours(MEMORY_KILL_LOOKBACK_HOURS);
-        let short: Vec<_> = events
-            .iter()
-            .filter(|e| {
-                matches!(
-                    e.reason.as_str(),
-                    "EvictionThresholdMet" | "NodeHasInsufficientMemory"
-                )
-            })
-            .filter(|e| e.last.is_none_or(|t| t >= window))
-            .collect();
+        let short = findings::short_of_memory(&events, scene.now);
         // SystemOOM reports at the moment of this workload's kills, beyond the containers
         // killed at their own limits then (node_oom_at).
         let system_ooms = if events.iter().any(|e| e.reason == "SystemOOM") {
@@ -323,7 +313,7 @@ async fn killed_by_own_limit(
         } else {
             0
         };
-        if let Some(e) = short.first() {
+        if let Some(e) = short {
             ok = false;
             ev.push(format!(
                 "node {name} ran out of memory itself: {}",

@@ -24,7 +24,10 @@ mod usage;
 pub use changed::{ChangeExplains, change_explains, configmap_read_live};
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
-pub use node::{NotReadyEvent, flaps, node_at_fault, not_ready_events, readiness_flaps};
+pub use node::{
+    NotReadyEvent, SHORT_OF_MEMORY, flaps, node_at_fault, not_ready_events, readiness_flaps,
+    short_of_memory,
+};
 pub use onset::{first_onset, onset};
 pub use replicas::{Declared, declared_replicas};
 pub use revision::{

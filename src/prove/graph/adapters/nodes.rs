@@ -5,12 +5,10 @@ use super::*;
 use crate::domain::OnNode;
 
 /// Events a node's condition changes leave (the node controller's and the kubelet's): what
-/// they said is in the conditions now.
-const CONDITION_EVENTS: &[&str] = &[
-    "NodeHasInsufficientMemory",
-    "NodeHasDiskPressure",
-    "NodeHasInsufficientPID",
-];
+/// they said is in the conditions now. Not its memory: a node that ran short of memory lately
+/// ([`findings::short_of_memory`]) may have killed the pods' containers then, whatever its
+/// condition says now, as the memory proof holds.
+const CONDITION_EVENTS: &[&str] = &["NodeHasDiskPressure", "NodeHasInsufficientPID"];
 
 /// Node events that say the node itself is in trouble.
 const NODE_TROUBLE: &[&str] = &[
@@ -93,7 +91,8 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
             names.push(n.to_owned());
         }
     }
-    let window = ctx.now - Duration::hours(6);
+    // A node's trouble is looked back at as far as a kill for memory counts.
+    let window = ctx.now - Duration::hours(observed::MEMORY_KILL_LOOKBACK_HOURS);
     for name in names.iter().take(3) {
         let Some(node) = ctx.get("Node", None, name).await? else {
             continue;
