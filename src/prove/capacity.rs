@@ -378,13 +378,13 @@ async fn blocks_a_waiting_drain(
     ))
 }
 
-/// Whether all the pods the budget guards are healthy, from its status: then it is
-/// misconfigured, not doing its job.
+/// Whether all the pods the budget guards are healthy, from its status
+/// ([`observed::Pdb::all_healthy`]): then it is misconfigured, not doing its job.
 fn pods_healthy(pdb: &observed::Pdb, guarded: &[&Pod]) -> Obligation {
     let healthy = pdb.current_healthy;
     let (expected, desired) = (pdb.expected(guarded.len()), pdb.desired_healthy);
     ob::pdb::PODS_HEALTHY.check(
-        healthy >= expected && expected > 0,
+        pdb.all_healthy(guarded.len()),
         vec![format!(
             "{healthy} of {expected} healthy, {desired} required"
         )],

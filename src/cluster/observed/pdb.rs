@@ -73,6 +73,15 @@ impl Pdb {
         self.expected_pods.unwrap_or(selected as i64)
     }
 
+    /// Whether every pod it expects ([`Self::expected`] of `selected`) is healthy, by its own
+    /// status (the disruption controller's count, what the eviction API decides by): then a
+    /// budget that allows no disruption is misconfigured, not doing its job. The budget rule
+    /// and the relaxation's proof ask it.
+    pub fn all_healthy(&self, selected: usize) -> bool {
+        let expected = self.expected(selected);
+        expected > 0 && self.current_healthy >= expected
+    }
+
     /// Whether it may be guarding a quorum of a workload of `workload_kind` whose pods it
     /// expects ([`Self::expected`] of `selected`): a StatefulSet's, or a majority of
     /// [`QUORUM_MIN_PODS`] pods or more.
@@ -112,6 +121,9 @@ mod tests {
         assert!(b.guards_quorum("Deployment", 3));
         assert!(!b.guards_quorum("Deployment", 2));
         assert!(b.guards_quorum("StatefulSet", 1));
+        // Its own count of healthy pods against those it expects.
+        assert!(b.all_healthy(3));
+        assert!(!b.all_healthy(4));
     }
 
     #[test]
@@ -120,5 +132,6 @@ mod tests {
         assert_eq!(b.max_unavailable.as_deref(), Some("0"));
         assert_eq!((b.disruptions_allowed, b.desired_healthy), (0, 0));
         assert!(b.selector_query().is_empty() && !b.selects(&pod("etcd")));
+        assert!(!b.all_healthy(0));
     }
 }

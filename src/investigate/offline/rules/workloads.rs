@@ -482,6 +482,15 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
         ));
         return Some(d);
     }
+    // The budget's own count, what the eviction API and the relaxation's proof go by: pods that
+    // run ready may not be counted healthy by it yet.
+    if !b.all_healthy(f.pods.len()) {
+        d.human = Some(format!(
+            "PodDisruptionBudget {} counts {healthy} of {expected} pods of {owner} healthy, {desired} required: it is doing its job until its own count reaches them",
+            b.name
+        ));
+        return Some(d);
+    }
     if quorum {
         d.human = Some(format!(
             "PodDisruptionBudget {} protects the quorum of {owner} ({rule_text} of {expected}); relaxing it could break the quorum — a human must decide how to drain {}",
