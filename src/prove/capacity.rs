@@ -53,7 +53,7 @@ pub(super) async fn hpa_max(
     let w = scene.target_obj().await?;
     let pods = scene.pods_of(&w).await?;
     let wanted = wanted.unwrap_or(0);
-    let current = h.current.unwrap_or(0);
+    let current = h.replicas_now();
     Ok(vec![
         scales,
         at_maximum(&h),
@@ -85,7 +85,7 @@ fn scales_target(scene: &Scene, hpa: &Result<(String, observed::Hpa), String>) -
 /// Whether the autoscaler runs at its maximum, from its status.
 fn at_maximum(h: &observed::Hpa) -> Obligation {
     let max = h.max;
-    let current = h.current.unwrap_or(0);
+    let current = h.replicas_now();
     let desired = h.desired.unwrap_or(current);
     ob::hpa::AT_MAXIMUM.check(
         current >= max && max > 0,
@@ -142,11 +142,11 @@ fn room_to_schedule(pods: &[Pod]) -> Obligation {
     )
 }
 
-/// Whether the new maximum is higher than the autoscaler's, by at most double (or 10 more).
+/// Whether the new maximum is a step the autoscaler's may take ([`observed::Hpa::raise_allowed`]).
 fn raises_bounded(h: &observed::Hpa, wanted: i64) -> Obligation {
     let max = h.max;
     ob::hpa::RAISES_BOUNDED.check(
-        wanted > max && wanted <= (max * 2).max(max + 10),
+        h.raise_allowed(wanted),
         vec![format!("maxReplicas {max} → {wanted}")],
     )
 }

@@ -66,6 +66,19 @@ impl Hpa {
     }
 
     /// The metrics above their targets.
+    /// Whether `wanted` is a maximum one step may raise it to: higher than its own, by at most
+    /// double (or ten more, for a small one). The autoscaler rule proposes within it and the
+    /// raise's proof holds it to it.
+    pub fn raise_allowed(&self, wanted: i64) -> bool {
+        wanted > self.max && wanted <= (self.max * 2).max(self.max + 10)
+    }
+
+    /// The replicas it runs now (`status.currentReplicas`; v2 leaves it out at 0): what a
+    /// higher maximum adds pods to, for the quota.
+    pub fn replicas_now(&self) -> i64 {
+        self.current.unwrap_or(0)
+    }
+
     pub fn above_target(&self) -> impl Iterator<Item = &Utilisation> {
         self.utilisation.iter().filter(|u| u.above_target())
     }

@@ -18,6 +18,22 @@ pub struct QuotaRoom {
 }
 
 impl QuotaRoom {
+    /// The room a quota named `name` leaves for `resource`, from its `hard` and `used` as
+    /// written (the enrichment's detected labels carry them so). `None` when `hard` does not
+    /// parse.
+    pub fn written(name: &str, resource: &str, hard: &str, used: &str) -> Option<Self> {
+        let base = resource
+            .trim_start_matches("limits.")
+            .trim_start_matches("requests.");
+        Some(Self {
+            name: name.to_owned(),
+            hard: quantity::amount(base, hard)?,
+            used: quantity::amount(base, used).unwrap_or(0),
+            hard_text: hard.to_owned(),
+            used_text: used.to_owned(),
+        })
+    }
+
     /// Whether `more` fits beside what is used.
     pub fn fits(&self, more: u128) -> bool {
         self.used.saturating_add(more) <= self.hard
@@ -29,9 +45,6 @@ impl QuotaRoom {
 /// quota's status does not say). `None` when no quota limits it in a quantity that parses.
 /// The enrichment's detected labels, the offline rules and the proofs all read this one.
 pub fn tightest(quotas: &[Value], resource: &str) -> Option<QuotaRoom> {
-    let base = resource
-        .trim_start_matches("limits.")
-        .trim_start_matches("requests.");
     let mut best: Option<QuotaRoom> = None;
     for q in quotas {
         let Some(hard_text) = str_at(q, &["status", "hard", resource])
@@ -39,22 +52,15 @@ pub fn tightest(quotas: &[Value], resource: &str) -> Option<QuotaRoom> {
         else {
             continue;
         };
-        let Some(hard) = quantity::amount(base, hard_text) else {
+        let used_text = str_at(q, &["status", "used", resource]).unwrap_or("0");
+        let Some(room) = QuotaRoom::written(obj::name(q), resource, hard_text, used_text) else {
             continue;
         };
-        let used_text = str_at(q, &["status", "used", resource]).unwrap_or("0");
-        let used = quantity::amount(base, used_text).unwrap_or(0);
         if best
             .as_ref()
-            .is_none_or(|b| hard.saturating_sub(used) < b.hard.saturating_sub(b.used))
+            .is_none_or(|b| room.hard.saturating_sub(room.used) < b.hard.saturating_sub(b.used))
         {
-            best = Some(QuotaRoom {
-                name: obj::name(q).to_owned(),
-                hard,
-                used,
-                hard_text: hard_text.to_owned(),
-                used_text: used_text.to_owned(),
-            });
+            best = Some(room);
         }
     }
     best

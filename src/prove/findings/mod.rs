@@ -15,6 +15,7 @@ mod image;
 mod kept;
 mod node;
 mod onset;
+mod quota;
 mod replicas;
 pub mod resolved;
 mod revision;
@@ -29,6 +30,7 @@ pub use node::{
     short_of_memory,
 };
 pub use onset::{first_onset, onset};
+pub use quota::{QuotaNeed, quota_needs};
 pub use replicas::{Declared, declared_replicas};
 pub use revision::{
     FAILURE_REASONS, RevisionHealth, fails_in_rollout, never_ready_in_rollout, revision_failures,

@@ -239,39 +239,34 @@ async fn short_of_replicas(
     )]))
 }
 
-/// Whether the namespace's quota has room for `extra` more pods of the workload.
+/// Whether the namespace's quota has room for `extra` more pods of the workload
+/// ([`findings::quota_needs`]).
 pub(in crate::prove) async fn quota_allows(
     scene: &Scene,
     w: &Value,
     extra: i64,
     obligation: &ObligationSpec,
 ) -> Read<Obligation> {
-    let spec = PodSpec::of_template(w);
-    let extra = extra.max(0) as u128;
-    let mut ev = Vec::new();
-    let mut ok = true;
-    for (resource, per_pod) in [
-        ("pods", 1u128),
-        ("requests.cpu", spec.total("requests", "cpu")),
-        ("requests.memory", spec.total("requests", "memory")),
-        ("limits.cpu", spec.total("limits", "cpu")),
-        ("limits.memory", spec.total("limits", "memory")),
-    ] {
-        if let Some(q) = scene.quota(resource).await? {
-            let need = per_pod * extra;
-            let fits = q.fits(need);
-            ok &= fits;
-            ev.push(format!(
-                "ResourceQuota {}: {resource} {} used of {}, {need} more needed{}",
-                q.name,
-                q.used,
-                q.hard,
-                if fits { "" } else { " — no room" }
-            ));
-        }
-    }
+    let quotas = scene.list_optional("ResourceQuota", scene.ns()).await?;
+    let needs = findings::quota_needs(&PodSpec::of_template(w), extra, |r| {
+        crate::cluster::observed::tightest_quota(&quotas, r)
+    });
+    let mut ev: Vec<String> = needs
+        .iter()
+        .map(|n| {
+            format!(
+                "ResourceQuota {}: {} {} used of {}, {} more needed{}",
+                n.room.name,
+                n.resource,
+                n.room.used,
+                n.room.hard,
+                n.need,
+                if n.fits() { "" } else { " — no room" }
+            )
+        })
+        .collect();
     if ev.is_empty() {
         ev.push("no ResourceQuota limits the namespace".into());
     }
-    Ok(obligation.check(ok, ev))
+    Ok(obligation.check(needs.iter().all(findings::QuotaNeed::fits), ev))
 }

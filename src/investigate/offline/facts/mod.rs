@@ -76,8 +76,8 @@ pub(super) struct Facts {
     pub memory_peaks: BTreeMap<String, u128>,
     /// The namespace's `limits.memory` quota.
     pub memory_quota: Option<QuotaUsage>,
-    /// The namespace's `pods` quota.
-    pub pods_quota: Option<QuotaUsage>,
+    /// The namespace's quotas: per resource, the tightest quota's `hard` and `used`.
+    pub context_quotas: BTreeMap<String, QuotaUsage>,
     /// The root as a node (named, with no conditions, when it is not one or was not read).
     pub node: NodeFacts,
     /// How the root node's readiness came and went lately, when it did so repeatedly: a node
@@ -408,11 +408,11 @@ impl Facts {
                 .as_ref()
                 .and_then(|c| c.detected_labels.quota_details.get("limits.memory"))
                 .cloned(),
-            pods_quota: ev
+            context_quotas: ev
                 .context
                 .as_ref()
-                .and_then(|c| c.detected_labels.quota_details.get("pods"))
-                .cloned(),
+                .map(|c| c.detected_labels.quota_details.clone())
+                .unwrap_or_default(),
             node: match object {
                 Some(RootObject::Node(n)) => NodeFacts::of(n),
                 _ => NodeFacts {
@@ -464,19 +464,30 @@ impl Facts {
         ))
     }
 
-    /// Why `extra` more pods would exceed the namespace's `pods` quota, if they would.
-    pub fn pods_quota_problem(&self, extra: i64) -> Option<String> {
-        let q = self.pods_quota.as_ref()?;
-        let hard: i64 = q.hard.parse().ok()?;
-        let used: i64 = q.used.parse().unwrap_or(0);
-        (used + extra > hard).then(|| {
-            format!(
-                "the namespace pod quota has room for {} more (pods {} used of {})",
-                (hard - used).max(0),
-                q.used,
-                q.hard
-            )
-        })
+    /// Why `extra` more pods of the root's template would not fit the namespace's quotas
+    /// ([`findings::quota_needs`], what the scale and autoscaler proofs ask), if they would not.
+    pub fn scale_quota_problem(&self, extra: i64) -> Option<String> {
+        let details = &self.context_quotas;
+        let needs = findings::quota_needs(&self.spec, extra, |r| {
+            details
+                .get(r)
+                .and_then(|q| observed::QuotaRoom::written("", r, &q.hard, &q.used))
+        });
+        let short = needs.iter().find(|n| !n.fits())?;
+        let each = short.need / extra.max(1) as u128;
+        let room = short.room.hard.saturating_sub(short.room.used);
+        Some(format!(
+            "the namespace {} quota has room for {} more ({} {} used of {})",
+            if short.resource == "pods" {
+                "pod"
+            } else {
+                short.resource
+            },
+            if each > 0 { room / each } else { 0 },
+            short.resource,
+            short.room.used_text,
+            short.room.hard_text
+        ))
     }
 
     /// The target's kind (empty when there is none).

@@ -334,6 +334,37 @@ impl Incident {
         self
     }
 
+    /// An autoscaler of the deployment at its maximum `max`, its CPU at `cpu`% of a 70% target,
+    /// and the template's container requesting one CPU.
+    pub fn hpa_at_max(mut self, max: i64, cpu: i64) -> Self {
+        let name = crate::cluster::obj::name(&self.deployment).to_owned();
+        self.ev.hpa = Some(observed::Hpa::parse(&json!({
+            "metadata": {"name": name},
+            "spec": {"maxReplicas": max, "targetCPUUtilizationPercentage": 70,
+                "scaleTargetRef": {"kind": "Deployment", "name": name}},
+            "status": {"currentReplicas": max, "desiredReplicas": max,
+                "currentCPUUtilizationPercentage": cpu},
+        })));
+        self.deployment["spec"]["template"]["spec"]["containers"][0]["resources"] =
+            json!({"requests": {"cpu": "1"}});
+        self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
+    /// The namespace's quota of `resource`: `used` of `hard`.
+    pub fn quota(mut self, resource: &str, used: &str, hard: &str) -> Self {
+        if let Some(ctx) = self.ev.context.as_mut().map(Arc::make_mut) {
+            ctx.detected_labels.quota_details.insert(
+                resource.into(),
+                QuotaUsage {
+                    hard: hard.into(),
+                    used: used.into(),
+                },
+            );
+        }
+        self
+    }
+
     /// The namespace's `limits.memory` quota: `used` of `hard`.
     pub fn memory_quota(mut self, used: &str, hard: &str) -> Self {
         if let Some(ctx) = self.ev.context.as_mut().map(Arc::make_mut) {

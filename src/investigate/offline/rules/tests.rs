@@ -149,6 +149,38 @@ fn a_throttling_alert_raises_the_cpu_of_the_container_it_is_about() {
 }
 
 #[test]
+fn an_autoscaler_at_its_maximum_is_raised_only_within_every_quota_its_pods_need() {
+    let incident = || {
+        Incident::deployment("api")
+            .hpa_at_max(4, 140)
+            .with(pod("api-1"))
+            .quota("pods", "4", "50")
+    };
+    let d = incident().diagnosis();
+    assert_eq!(d.mode, "HPAMaxedOut");
+    let p = d
+        .proposal
+        .unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    assert_eq!(json!(p.parameters)["MAX_REPLICAS"], 8);
+    // Room for the pods, not for the CPU they request (what the raise's proof asks too).
+    let d = incident().quota("requests.cpu", "4", "6").diagnosis();
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("requests.cpu quota has room for 2 more")),
+        "{:?}",
+        d.human
+    );
+    // At the ceiling already: a capacity decision for a human.
+    let d = Incident::deployment("api")
+        .hpa_at_max(250, 140)
+        .with(pod("api-1"))
+        .diagnosis();
+    assert!(d.proposal.is_none());
+}
+
+#[test]
 fn an_oom_kill_raises_the_limit_the_pod_runs_with() {
     // A LimitRange's default: in the pod, not in the template. The pod was killed at it.
     let d = Incident::deployment("api")

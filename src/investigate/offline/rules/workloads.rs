@@ -296,6 +296,10 @@ pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
+/// The highest maximum the autoscaler rule proposes: past it, more replicas are a capacity
+/// decision, not a remediation.
+const HPA_MAX_CEILING: i64 = 200;
+
 /// An autoscaler at its maximum while its metric stays above target: raise the maximum —
 /// unless more replicas could not be scheduled or the quota has no room.
 pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
@@ -383,8 +387,18 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
         .map(|u| u.current as f64 / u.target.max(1) as f64)
         .fold(1.0, f64::max);
     let wanted = ((h.max as f64) * worst).ceil() as i64;
-    let new_max = wanted.clamp(h.max + 1, (h.max * 2).max(h.max + 1)).min(200);
-    if let Some(problem) = f.pods_quota_problem(new_max - current) {
+    let new_max = wanted
+        .clamp(h.max + 1, (h.max * 2).max(h.max + 1))
+        .min(HPA_MAX_CEILING);
+    if !h.raise_allowed(new_max) {
+        d.confidence = 0.7;
+        d.human = Some(format!(
+            "{scale_target} is at its maximum of {} replicas, at or past the {HPA_MAX_CEILING} kubemedic raises an autoscaler to: a human must decide on more",
+            h.max
+        ));
+        return Some(d);
+    }
+    if let Some(problem) = f.scale_quota_problem(new_max - h.replicas_now()) {
         d.confidence = 0.8;
         d.human = Some(format!(
             "{scale_target} is at its maximum of {} replicas, but {problem}",

@@ -1,0 +1,73 @@
+//! Whether the namespace's quotas have room for more pods of a template: what a scale-up and an
+//! autoscaler's higher maximum need, asked by the rules that propose them and by their proofs.
+
+use crate::cluster::observed::{PodSpec, QuotaRoom};
+
+/// What one more pod of a template needs of a quota: the quota resource, and the amount per pod.
+fn per_pod(spec: &PodSpec) -> [(&'static str, u128); 5] {
+    [
+        ("pods", 1),
+        ("requests.cpu", spec.total("requests", "cpu")),
+        ("requests.memory", spec.total("requests", "memory")),
+        ("limits.cpu", spec.total("limits", "cpu")),
+        ("limits.memory", spec.total("limits", "memory")),
+    ]
+}
+
+/// One quota resource `extra` more pods need room in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaNeed {
+    pub resource: &'static str,
+    /// The tightest quota's room for it.
+    pub room: QuotaRoom,
+    /// What the new pods need of it, in its unit.
+    pub need: u128,
+}
+
+impl QuotaNeed {
+    pub fn fits(&self) -> bool {
+        self.room.fits(self.need)
+    }
+}
+
+/// What `extra` more pods of `spec` need of each resource a quota limits (`room` answers the
+/// tightest quota's room for a resource, `None` where none limits it), in a fixed order.
+pub fn quota_needs(
+    spec: &PodSpec,
+    extra: i64,
+    room: impl Fn(&str) -> Option<QuotaRoom>,
+) -> Vec<QuotaNeed> {
+    let extra = extra.max(0) as u128;
+    per_pod(spec)
+        .into_iter()
+        .filter_map(|(resource, each)| {
+            Some(QuotaNeed {
+                resource,
+                room: room(resource)?,
+                need: each * extra,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::cluster::observed::tightest_quota;
+
+    #[test]
+    fn more_pods_need_room_in_every_quota_resource_their_template_asks_for() {
+        let spec = PodSpec::parse(&json!({"containers": [{"name": "app",
+            "resources": {"requests": {"cpu": "500m"}, "limits": {"memory": "1Gi"}}}]}));
+        let quotas = [json!({"metadata": {"name": "team"},
+            "status": {"hard": {"pods": "10", "limits.memory": "4Gi"},
+                "used": {"pods": "6", "limits.memory": "2Gi"}}})];
+        let needs = quota_needs(&spec, 2, |r| tightest_quota(&quotas, r));
+        let fits: Vec<(&str, bool)> = needs.iter().map(|n| (n.resource, n.fits())).collect();
+        assert_eq!(fits, vec![("pods", true), ("limits.memory", true)]);
+        let needs = quota_needs(&spec, 3, |r| tightest_quota(&quotas, r));
+        assert!(!needs[1].fits(), "{needs:?}");
+    }
+}
