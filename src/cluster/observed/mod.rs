@@ -72,8 +72,9 @@ const GENERATED_CHARS: &str = "bcdfghjklmnpqrstvwxz2456789";
 const HASH_MIN_LEN: usize = 5;
 
 /// Whether `name` is one a controller generated from `owner`'s: `<owner>-<suffix>`, where the
-/// suffix is one or two parts, each drawn from [`GENERATED_CHARS`] or hash-like (letters and
-/// digits, with a digit, five or more: a hash not drawn by this cluster) (a Deployment's ReplicaSet
+/// suffix is one or two parts, each a number, or [`HASH_MIN_LEN`] characters or more drawn from
+/// [`GENERATED_CHARS`] or hash-like (letters and digits, with a digit: a hash not drawn by this
+/// cluster) (a Deployment's ReplicaSet
 /// `api-7d4b9c8f6`, its pod `api-7d4b9c8f6-x2k9p`, a Job's or DaemonSet's pod) or a number (a
 /// StatefulSet's ordinal `db-0`, a CronJob's Job `backup-28934520` and its pods). A neighbour
 /// whose name merely starts the same (`api-migrate`, `web-cache`) is not. Events about a
@@ -89,16 +90,14 @@ pub fn generated_from(name: &str, owner: &str) -> bool {
     // A hash written by other hands (an older cluster's decimal hash, a copied manifest, an
     // example): lower-case letters and digits, with a digit, as long as a hash is.
     let hash_like = |p: &str| {
-        p.len() >= HASH_MIN_LEN
-            && p.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        p.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
             && p.chars().any(|c| c.is_ascii_digit())
     };
     let part = |p: &str| {
-        !p.is_empty()
-            && (p.chars().all(|c| GENERATED_CHARS.contains(c))
-                || p.chars().all(|c| c.is_ascii_digit())
-                || hash_like(p))
+        !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())
+            || p.len() >= HASH_MIN_LEN
+                && (p.chars().all(|c| GENERATED_CHARS.contains(c)) || hash_like(p))
     };
     let parts: Vec<&str> = suffix.split('-').collect();
     parts.len() <= 2 && parts.iter().all(|p| part(p))
