@@ -94,6 +94,9 @@ pub struct Container {
     pub init: bool,
     /// The current state is terminated: reason and exit code.
     pub exited: Option<(String, i64)>,
+    /// When its latest run started: the running state's start, else the latest termination's
+    /// (a container backing off after a crash started that run).
+    pub started: Option<DateTime<Utc>>,
 }
 
 /// One pod, as observed.
@@ -292,6 +295,8 @@ impl Pod {
                             i64_at(t, &["exitCode"]).unwrap_or(0),
                         )
                     }),
+                    started: time(c, &["state", "running", "startedAt"])
+                        .or_else(|| term.and_then(|t| time(t, &["startedAt"]))),
                 });
             }
         }
@@ -532,6 +537,18 @@ impl Pod {
                         || self.stuck_creating.is_some()
                 }),
         }
+    }
+
+    /// Whether the pod started, or one of its containers started again, at `t` or later: what
+    /// reads its configuration only when it starts (environment, a `subPath` mount) has read
+    /// it as it was then. The dependency graph asks it of a changed ConfigMap ("has any pod
+    /// read it yet"), and the change finding of the failing pods ("did they read it").
+    pub fn started_since(&self, t: DateTime<Utc>) -> bool {
+        self.created.is_some_and(|c| c >= t)
+            || self
+                .containers
+                .iter()
+                .any(|c| c.started.is_some_and(|s| s >= t))
     }
 
     /// What the scheduler said of a pod waiting for a node: placed on none, not being deleted,

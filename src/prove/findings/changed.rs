@@ -143,7 +143,7 @@ fn explains(
 ) -> Option<ChangeExplains> {
     let started_after: Vec<&str> = failing
         .iter()
-        .filter(|p| p.created.is_some_and(|c| c >= change.at))
+        .filter(|p| p.started_since(change.at))
         .map(|p| p.name.as_str())
         .collect();
     let read_line = match read {
@@ -186,7 +186,7 @@ fn explains(
     if read == Read::AtStart {
         let contrast: Vec<&str> = pods
             .iter()
-            .filter(|p| p.serving() && p.created.is_some_and(|c| c < change.at))
+            .filter(|p| p.serving() && !p.started_since(change.at))
             .map(|p| p.name.as_str())
             .take(3)
             .collect();
@@ -275,6 +275,17 @@ mod tests {
         let n = neighbourhood(DepKind::Config, "ConfigMap shop/cache", -60, -30);
         let old = [pod("api-a1", -3 * 24 * 60, true)];
         assert_eq!(change_explains(&n, &template(false), &old, since), None);
+        // The same pod's container restarted after the edit (and crashed): it read its
+        // environment again at that start, and that explains.
+        let mut restarted = pod("api-a1", -3 * 24 * 60, true).raw;
+        restarted["status"]["containerStatuses"][0]["lastState"]["terminated"]["startedAt"] =
+            json!(t(-29).to_rfc3339());
+        let restarted = [Pod::parse(&restarted)];
+        let found = change_explains(&n, &template(false), &restarted, since);
+        assert!(
+            found.is_some_and(|f| f.evidence[1].contains("api-a1")),
+            "a restart after the edit reads it"
+        );
         // Mounted as a volume, the same pod reads it: it explains.
         assert!(change_explains(&n, &template(true), &old, since).is_some());
         // Edited after the first kill (the on-call raising the log level).

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, time};
 use crate::cluster::ListQuery;
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed::{self, Event, Pod};
 use crate::cluster::selector::Selector;
 use crate::prove::findings;
@@ -265,18 +265,13 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
                     .filter(|k| !keys.contains(k.as_str()))
                     .collect();
                 let change = last_change(&cm).filter(|c| c.what != "created");
-                // Read only when a pod starts, and every pod started before the change: no
-                // running container has read it, so it explains nothing they do.
+                // Read only when a pod starts, and no pod or container started since the change
+                // (a restarted container reads its environment again): none has read it, so it
+                // explains nothing they do.
                 let unread = change.as_ref().filter(|c| {
                     !crate::prove::findings::configmap_read_live(&t, &name)
                         && !ctx.pods.is_empty()
-                        && ctx.pods.iter().all(|p| {
-                            time(p, &["metadata", "creationTimestamp"]).is_some_and(|s| s < c.at)
-                                // A restarted container read its environment again.
-                                && array(p, &["status", "containerStatuses"])
-                                    .iter()
-                                    .all(|s| i64_at(s, &["restartCount"]).unwrap_or(0) == 0)
-                        })
+                        && ctx.pods.iter().all(|p| !Pod::parse(p).started_since(c.at))
                 });
                 let mut d =
                     Dependency::new(DepKind::Config, format!("ConfigMap {ns}/{name}"), relation);
