@@ -32,10 +32,10 @@ pub use hpa::{Hpa, Utilisation};
 pub use node::{Node, cluster_wide, taint_set_by_kubernetes};
 pub use pdb::{Pdb, QUORUM_MIN_PODS};
 pub use pod::{
-    CREATING_ALLOWANCE, Container, FAILING_WAITS, Failure, FailureKind, MEMORY_KILL_LOOKBACK_HOURS,
-    NEVER_READY_ALLOWANCE, OOM_KILL_EVENT, PAST_STARTUP_RESTARTS, Pod,
-    REPLACE_STUCK_CREATING_AFTER, SERVED_MIN_SECONDS, SIGKILL_EXIT, SIGTERM_EXIT,
-    TERMINATING_ALLOWANCE, Unready, host_ports, own_error_exit,
+    CREATING_ALLOWANCE, Container, FAILING_WAITS, FAILURE_LOG_LINES, Failure, FailureKind,
+    LogSource, MEMORY_KILL_LOOKBACK_HOURS, NEVER_READY_ALLOWANCE, OOM_KILL_EVENT,
+    PAST_STARTUP_RESTARTS, Pod, REPLACE_STUCK_CREATING_AFTER, SERVED_MIN_SECONDS, SIGKILL_EXIT,
+    SIGTERM_EXIT, TERMINATING_ALLOWANCE, Unready, host_ports, own_error_exit,
 };
 pub use quota::{QuotaRoom, limited as quota_limited, tightest as tightest_quota};
 pub use revision::{Revision, revisions, template_images};

@@ -78,6 +78,8 @@ impl std::fmt::Display for Failure {
 pub struct Container {
     pub name: String,
     pub running: bool,
+    /// Its `ready` flag (its readiness probe passes, or it has none and runs).
+    pub ready: bool,
     pub restarts: i64,
     /// `CrashLoopBackOff`, `ImagePullBackOff`, `ContainerCreating`, …
     pub waiting: Option<String>,
@@ -156,6 +158,19 @@ pub struct Unready {
     /// times, backed off after two failed starts, or whose containers are stuck being created;
     /// never for a pod being deleted.
     pub past_startup: bool,
+}
+
+/// How many of a failing container's last log lines the investigations read: a stack trace's
+/// head and the error that ended the run fit in it.
+pub const FAILURE_LOG_LINES: i64 = 50;
+
+/// A container whose log shows its pod's failure, and which run's: the previous run's when it
+/// restarted (the current one is waiting, or has only begun), else the current's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSource {
+    pub container: String,
+    pub init: bool,
+    pub previous: bool,
 }
 
 /// The exit code of a process killed by SIGKILL (128 + 9), as the kernel's OOM killer does.
@@ -274,6 +289,7 @@ impl Pod {
                 containers.push(Container {
                     name: str_at(c, &["name"]).unwrap_or_default().to_owned(),
                     running: at(c, &["state", "running"]).is_some(),
+                    ready: at(c, &["ready"]).and_then(Value::as_bool) == Some(true),
                     restarts: i64_at(c, &["restartCount"]).unwrap_or(0),
                     waiting: str_at(c, &["state", "waiting", "reason"]).map(str::to_owned),
                     waiting_message: str_at(c, &["state", "waiting", "message"])
@@ -551,6 +567,30 @@ impl Pod {
                 .any(|c| c.started.is_some_and(|s| s >= t))
     }
 
+    /// The containers whose logs show what is wrong with the pod, in its order (init containers
+    /// first: a start ends at the first that fails): a container that waits for anything but
+    /// its creation (a crash loop's back-off, a configuration error), that exited with an error,
+    /// or that runs not ready. A container being created has no log yet; a ready one says
+    /// nothing of the failure. The dependency graph and the offline evidence read these.
+    pub fn failure_logs(&self) -> Vec<LogSource> {
+        self.containers
+            .iter()
+            .filter(|c| {
+                let waits = c
+                    .waiting
+                    .as_deref()
+                    .is_some_and(|w| !matches!(w, "ContainerCreating" | "PodInitializing"));
+                let exited = c.exited.as_ref().is_some_and(|(_, code)| *code != 0);
+                waits || exited || (c.running && !c.ready)
+            })
+            .map(|c| LogSource {
+                container: c.name.clone(),
+                init: c.init,
+                previous: c.restarts > 0,
+            })
+            .collect()
+    }
+
     /// What the scheduler said of a pod waiting for a node: placed on none, not being deleted,
     /// and its `PodScheduled` condition False (the scheduler tried and found no node). The
     /// scheduling facts, the taint, scale and autoscaler proofs ask it; a pod the scheduler has
@@ -687,6 +727,39 @@ mod tests {
         let u = Pod::at(&p, t(NOW)).unready(t(NOW));
         assert_eq!(u.failing_for, Some(Duration::minutes(1)));
         assert!(!u.past_startup);
+    }
+
+    #[test]
+    fn the_logs_that_show_a_failure_are_those_of_the_containers_that_fail() {
+        let p = json!({"metadata": {"name": "api-1"}, "spec": {"nodeName": "n1"},
+            "status": {"phase": "Pending",
+                "initContainerStatuses": [
+                    {"name": "migrate", "ready": false, "restartCount": 4,
+                        "state": {"waiting": {"reason": "CrashLoopBackOff"}}}],
+                "containerStatuses": [
+                    {"name": "api", "ready": false, "restartCount": 0,
+                        "state": {"waiting": {"reason": "PodInitializing"}}},
+                    {"name": "proxy", "ready": true, "restartCount": 0,
+                        "state": {"running": {}}}]}});
+        // The init container's previous run: the app waits on it and the proxy is ready.
+        assert_eq!(
+            Pod::parse(&p).failure_logs(),
+            vec![LogSource {
+                container: "migrate".into(),
+                init: true,
+                previous: true
+            }]
+        );
+        let p = json!({"metadata": {"name": "api-1"}, "spec": {"nodeName": "n1"},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "api", "ready": false, "restartCount": 0, "state": {"running": {}}},
+                {"name": "proxy", "ready": true, "restartCount": 0, "state": {"running": {}}}]}});
+        let logs: Vec<(String, bool)> = Pod::parse(&p)
+            .failure_logs()
+            .into_iter()
+            .map(|l| (l.container, l.previous))
+            .collect();
+        assert_eq!(logs, vec![("api".to_owned(), false)]);
     }
 
     #[test]

@@ -532,20 +532,26 @@ pub(super) async fn gather(
         }
     }
     ev.root = workload.as_ref().or(root.as_ref()).map(Root::read);
-    // The failing pods' logs: previous instance when it restarted, current otherwise.
+    // The failing pods' logs: the containers that show the failure (observed::Pod::failure_logs),
+    // the previous run's when they restarted.
     let failing: Vec<&ObservedPod> = ev.pods.iter().filter(|p| p.failing()).take(2).collect();
     for p in failing {
         let pod_ns = obj::namespace(&p.observed.raw)
             .unwrap_or_default()
             .to_owned();
-        for c in p.observed.containers.iter().filter(|c| !c.init) {
-            let previous = c.restarts > 0;
-            let tool = if previous {
+        for c in p.observed.failure_logs() {
+            let tool = if c.previous {
                 "kubectl_previous_logs"
             } else {
                 "kubectl_logs"
             };
-            let r = calls.call(tool, json!({"name": p.name(), "namespace": pod_ns, "container": c.name, "tail_lines": 50})).await?;
+            let r = calls
+                .call(
+                    tool,
+                    json!({"name": p.name(), "namespace": pod_ns, "container": c.container,
+                        "tail_lines": observed::FAILURE_LOG_LINES}),
+                )
+                .await?;
             if r.ok {
                 let text = r
                     .data
@@ -555,8 +561,8 @@ pub(super) async fn gather(
                     .to_owned();
                 let key = LogKey {
                     pod: p.name().to_owned(),
-                    container: c.name.clone(),
-                    previous,
+                    container: c.container,
+                    previous: c.previous,
                 };
                 ev.logs.insert(key, text);
             }

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 pub use crate::domain::{Change, DepKind, Dependency, Neighbourhood};
 
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed::{self, time};
 use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery};
@@ -247,36 +247,24 @@ pub async fn build(
         .take(2)
     {
         let name = obj::name(p);
-        for key in ["initContainerStatuses", "containerStatuses"] {
-            for c in array(p, &["status", key]) {
-                let restarted = i64_at(c, &["restartCount"]).unwrap_or(0) > 0;
-                let failing_c = at(c, &["state", "waiting"]).is_some()
-                    || at(c, &["state", "running"]).is_some()
-                        && at(c, &["ready"]).and_then(Value::as_bool) == Some(false);
-                if !failing_c {
-                    continue;
-                }
-                let q = LogQuery {
-                    container: str_at(c, &["name"]).map(str::to_owned),
-                    previous: restarted,
-                    tail_lines: Some(40),
-                    since_seconds: None,
-                };
-                // A log that does not come (a kubelet that does not answer) is a gap, not a
-                // reason to stall the investigation.
-                match tokio::time::timeout(
-                    LOG_TIMEOUT,
-                    r.logs(ns.as_deref().unwrap_or(""), name, &q),
-                )
+        for c in observed::Pod::parse(p).failure_logs() {
+            let q = LogQuery {
+                container: Some(c.container),
+                previous: c.previous,
+                tail_lines: Some(observed::FAILURE_LOG_LINES),
+                since_seconds: None,
+            };
+            // A log that does not come (a kubelet that does not answer) is a gap, not a
+            // reason to stall the investigation.
+            match tokio::time::timeout(LOG_TIMEOUT, r.logs(ns.as_deref().unwrap_or(""), name, &q))
                 .await
-                {
-                    Ok(Ok(l)) => {
-                        text.push_str(&l);
-                        text.push('\n');
-                    }
-                    Ok(Err(e)) if e.is_unreachable() => return Err(e),
-                    Ok(Err(_)) | Err(_) => {}
+            {
+                Ok(Ok(l)) => {
+                    text.push_str(&l);
+                    text.push('\n');
                 }
+                Ok(Err(e)) if e.is_unreachable() => return Err(e),
+                Ok(Err(_)) | Err(_) => {}
             }
         }
     }

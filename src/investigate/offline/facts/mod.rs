@@ -354,24 +354,21 @@ impl Facts {
             Ok(r) => (r, None),
             Err(why) => (None, Some(why)),
         };
-        // The first failing pod's containers in the pod's order (the logs are a map: reading
-        // them in its order would pick a container at random).
+        // The first failing pod's containers whose logs show its failure, in the pod's order
+        // (init containers first; the logs are a map: reading them in its order would pick a
+        // container at random).
         let first_error_line =
             ev.pods
                 .iter()
                 .zip(&pods)
                 .find(|(_, p)| p.failing)
                 .and_then(|(o, p)| {
-                    o.observed
-                        .containers
-                        .iter()
-                        .filter(|c| !c.init)
-                        .find_map(|c| {
-                            ev.logs
-                                .iter()
-                                .find(|(k, _)| k.pod == p.name && k.container == c.name)
-                                .and_then(|(_, log)| error_line(log))
-                        })
+                    o.observed.failure_logs().into_iter().find_map(|c| {
+                        ev.logs
+                            .iter()
+                            .find(|(k, _)| k.pod == p.name && k.container == c.container)
+                            .and_then(|(_, log)| error_line(log))
+                    })
                 });
         Self {
             now: ev.now,
