@@ -45,7 +45,8 @@ use crate::clock::Clock;
 use crate::cluster::context::{drift_hash, spec_hash};
 use crate::cluster::obj::str_at;
 use crate::cluster::observed;
-use crate::cluster::{ClusterReader, ErrorKind};
+use crate::cluster::observed::OOM_KILL_EVENT;
+use crate::cluster::{ClusterReader, ErrorKind, ListQuery};
 use crate::domain::{
     Assessment, AssessmentReason, AuditDraft, DEFAULT_EFFECTIVENESS_THRESHOLD, Execution,
     ExecutionOutcome, HistoryRecord, PatternOutcome, Phase, RemediationRequest, SignalSource,
@@ -174,6 +175,17 @@ pub struct VerificationStage {
     metrics: Option<Arc<Metrics>>,
     /// Asked whether to undo a remediation that made its target worse; none: never undone.
     policy: Option<Arc<RegoGate>>,
+}
+
+/// The health part of the score of a node: Ready with nothing its conditions show wrong
+/// ([`observed::Node::trouble`], what "healthy again" and the drain's proof ask), Ready but
+/// under a pressure or a problem condition, or not Ready.
+pub fn node_health(node: &observed::Node) -> (f64, String) {
+    match (node.ready, node.trouble()) {
+        (true, None) => (1.0, format!("Node {} Ready", node.name)),
+        (true, Some((trouble, _))) => (0.5, format!("Node {} Ready, but {trouble}", node.name)),
+        (false, _) => (0.0, format!("Node {} not Ready", node.name)),
+    }
 }
 
 impl VerificationStage {
@@ -311,8 +323,14 @@ fn shown(expr: &str) -> String {
 /// [`observed::Pod::broken`] says (a crash loop, an image that cannot be pulled, an init
 /// container that fails, a pod stuck creating), the undo's and the proofs' definition; a
 /// restart is a container whose latest termination came after `since`; a kill for memory is
-/// the kubelet's `OOMKilled` (the kernel's own warnings are not read here).
-pub fn pods_health(pods: &[Value], since: DateTime<Utc>, now: DateTime<Utc>) -> (f64, String) {
+/// what [`observed::Pod::memory_kills`] says of the pods and the warnings about them in
+/// `events` (the OOM rule's and the memory proof's definition).
+pub fn pods_health(
+    pods: &[Value],
+    events: &[observed::Event],
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> (f64, String) {
     let live: Vec<observed::Pod> = pods
         .iter()
         .map(|p| observed::Pod::at(p, now))
@@ -331,7 +349,7 @@ pub fn pods_health(pods: &[Value], since: DateTime<Utc>, now: DateTime<Utc>) -> 
         .any(|c| c.terminated.as_ref().is_some_and(|(_, _, t)| after(*t)));
     let oom = live
         .iter()
-        .flat_map(observed::Pod::oom_killed)
+        .flat_map(|p| p.memory_kills(events))
         .any(|(_, t)| after(t));
     if !failing.is_empty() {
         let causes: std::collections::BTreeSet<&str> =
@@ -371,6 +389,43 @@ pub fn pods_health(pods: &[Value], since: DateTime<Utc>, now: DateTime<Utc>) -> 
 }
 
 impl VerificationStage {
+    /// The kernel's warnings that a container was killed for memory ([`OOM_KILL_EVENT`]) in the
+    /// target's namespace, read only when a pod's container was killed (exit 137) since the
+    /// remediation without its status saying `OOMKilled`: some runtimes report such a kill so.
+    async fn kill_reports(
+        &self,
+        target: &Target,
+        pods: &[Value],
+        since: DateTime<Utc>,
+    ) -> Result<Vec<observed::Event>, StageError> {
+        let unexplained = pods
+            .iter()
+            .map(observed::Pod::parse)
+            .flat_map(|p| p.containers)
+            .any(|c| {
+                matches!(&c.terminated, Some((r, code, t))
+                    if *code == observed::SIGKILL_EXIT && r != "OOMKilled" && t.is_some_and(|t| t > since))
+            });
+        if !unexplained {
+            return Ok(Vec::new());
+        }
+        let res = match self.reader.resource("Event").await {
+            Ok(r) => r,
+            Err(e) if e.is_unreachable() => return Err(unavailable("cluster", e.message)),
+            Err(_) => return Ok(Vec::new()),
+        };
+        let query = ListQuery::fields(format!("reason={OOM_KILL_EVENT}"));
+        match self
+            .reader
+            .list(&res, target.namespace.as_deref(), &query)
+            .await
+        {
+            Ok(events) => Ok(events.iter().map(observed::Event::parse).collect()),
+            Err(e) if e.is_unreachable() => Err(unavailable("cluster", e.message)),
+            Err(_) => Ok(Vec::new()),
+        }
+    }
+
     async fn get(&self, target: &Target) -> Result<Option<Value>, StageError> {
         let res = match self.reader.resource(&target.kind).await {
             Ok(r) => r,
@@ -403,34 +458,27 @@ impl VerificationStage {
         match target.kind.as_str() {
             "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
                 match crate::cluster::workload_pods(self.reader.as_ref(), target, object).await {
-                    Ok(Some(pods)) => Ok((
-                        Some(pods_health(&pods, since, self.clock.now())),
-                        Some(observed::target_health(object, &pods, self.clock.now())),
-                    )),
+                    Ok(Some(pods)) => {
+                        let events = self.kill_reports(target, &pods, since).await?;
+                        Ok((
+                            Some(pods_health(&pods, &events, since, self.clock.now())),
+                            Some(observed::target_health(object, &pods, self.clock.now())),
+                        ))
+                    }
                     Ok(None) => Ok((None, None)),
                     Err(e) if e.is_unreachable() => Err(unavailable("cluster", e.message)),
                     Err(_) => Ok((None, None)),
                 }
             }
-            "Pod" => Ok((
-                Some(pods_health(
-                    std::slice::from_ref(object),
-                    since,
-                    self.clock.now(),
-                )),
-                None,
-            )),
-            "Node" => {
-                let ok = observed::Node::parse(object).ready;
+            "Pod" => {
+                let pods = std::slice::from_ref(object);
+                let events = self.kill_reports(target, pods, since).await?;
                 Ok((
-                    Some(if ok {
-                        (1.0, format!("Node {} Ready", target.name))
-                    } else {
-                        (0.0, format!("Node {} not Ready", target.name))
-                    }),
+                    Some(pods_health(pods, &events, since, self.clock.now())),
                     None,
                 ))
             }
+            "Node" => Ok((Some(node_health(&observed::Node::parse(object))), None)),
             "PersistentVolumeClaim" => {
                 let bound = str_at(object, &["status", "phase"]) == Some("Bound");
                 Ok((
@@ -817,6 +865,23 @@ mod tests {
     }
 
     #[test]
+    fn a_node_is_healthy_when_ready_with_nothing_its_conditions_show_wrong() {
+        let node = |conditions: Value| {
+            observed::Node::parse(&json!({"metadata": {"name": "n1"},
+                "status": {"conditions": conditions}}))
+        };
+        let ready = json!({"type": "Ready", "status": "True"});
+        let pressure = json!({"type": "MemoryPressure", "status": "True", "message": "low"});
+        assert_eq!(node_health(&node(json!([ready]))).0, 1.0);
+        let (score, why) = node_health(&node(json!([ready, pressure])));
+        assert_eq!(score, 0.5);
+        assert!(why.contains("MemoryPressure"), "{why}");
+        let down = json!({"type": "Ready", "status": "Unknown"});
+        assert_eq!(node_health(&node(json!([down]))).0, 0.0);
+        assert_eq!(node_health(&node(json!([]))).0, 0.0);
+    }
+
+    #[test]
     fn the_score_weighs_the_assessed_parts() {
         // All three: (0.40 × 1 + 0.35 × 0 + 0.25 × 1) / 1.
         assert_eq!(score(Some(1.0), Some(0.0), Some(1.0)), Some(0.65));
@@ -853,36 +918,49 @@ mod tests {
     fn health_follows_the_effectiveness_monitor() {
         let ok = pod(true, None, None);
         assert_eq!(
-            pods_health(&[ok.clone(), ok.clone()], since(), now()).0,
+            pods_health(&[ok.clone(), ok.clone()], &[], since(), now()).0,
             1.0
         );
         let before = pod(true, None, Some(("Error", "2026-03-01T11:00:00Z")));
         assert_eq!(
-            pods_health(&[before], since(), now()).0,
+            pods_health(&[before], &[], since(), now()).0,
             1.0,
             "a restart before does not count"
         );
         let after = pod(true, None, Some(("Error", "2026-03-01T12:01:00Z")));
-        assert_eq!(pods_health(&[after], since(), now()).0, 0.75);
+        assert_eq!(pods_health(&[after], &[], since(), now()).0, 0.75);
         let oom = pod(true, None, Some(("OOMKilled", "2026-03-01T12:01:00Z")));
-        assert_eq!(pods_health(&[oom], since(), now()).0, 0.25);
+        assert_eq!(pods_health(&[oom], &[], since(), now()).0, 0.25);
+        // A kill at 137 the runtime calls Error, and the kernel's warning about the pod: a
+        // kill for memory as the OOM rule and the memory proof count it.
+        let mut killed = pod(true, None, Some(("Error", "2026-03-01T12:01:00Z")));
+        killed["metadata"] = json!({"name": "api-1"});
+        killed["status"]["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] =
+            json!(observed::SIGKILL_EXIT);
+        let said = observed::Event::parse(&json!({"type": "Warning", "reason": OOM_KILL_EVENT,
+            "involvedObject": {"kind": "Pod", "name": "api-1"}, "message": "Killed process 7"}));
+        assert_eq!(pods_health(&[killed.clone()], &[], since(), now()).0, 0.75);
+        assert_eq!(pods_health(&[killed], &[said], since(), now()).0, 0.25);
         assert_eq!(
-            pods_health(&[ok.clone(), pod(false, None, None)], since(), now()).0,
+            pods_health(&[ok.clone(), pod(false, None, None)], &[], since(), now()).0,
             0.5
         );
         let looping = pod(false, Some("CrashLoopBackOff"), None);
-        assert_eq!(pods_health(&[ok.clone(), looping], since(), now()).0, 0.0);
-        assert_eq!(pods_health(&[], since(), now()).0, 0.0);
+        assert_eq!(
+            pods_health(&[ok.clone(), looping], &[], since(), now()).0,
+            0.0
+        );
+        assert_eq!(pods_health(&[], &[], since(), now()).0, 0.0);
         // Failing as the undo and the proofs say: an init container's crash loop and an image
         // that cannot be pulled keep a pod from running as much as its own crash loop.
         let mut init = pod(false, None, None);
         init["status"]["phase"] = json!("Pending");
         init["status"]["initContainerStatuses"] = json!([{"name": "migrate", "restartCount": 4,
             "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]);
-        let (score, detail) = pods_health(&[ok.clone(), init], since(), now());
+        let (score, detail) = pods_health(&[ok.clone(), init], &[], since(), now());
         assert_eq!(score, 0.0, "{detail}");
         assert!(detail.starts_with("1 of 2 pods failing"), "{detail}");
         let pull = pod(false, Some("ImagePullBackOff"), None);
-        assert_eq!(pods_health(&[ok, pull], since(), now()).0, 0.0);
+        assert_eq!(pods_health(&[ok, pull], &[], since(), now()).0, 0.0);
     }
 }
