@@ -480,7 +480,7 @@ impl Facts {
             } else {
                 short.resource
             },
-            if each > 0 { room / each } else { 0 },
+            room.checked_div(each).unwrap_or(0),
             short.resource,
             short.room.used_text,
             short.room.hard_text
