@@ -35,7 +35,7 @@ pub use pod::{
     CREATING_ALLOWANCE, Container, FAILING_WAITS, FAILURE_LOG_LINES, Failure, FailureKind,
     LogSource, MEMORY_KILL_LOOKBACK_HOURS, NEVER_READY_ALLOWANCE, OOM_KILL_EVENT,
     PAST_STARTUP_RESTARTS, Pod, REPLACE_STUCK_CREATING_AFTER, SERVED_MIN_SECONDS, SIGKILL_EXIT,
-    SIGTERM_EXIT, TERMINATING_ALLOWANCE, Unready, host_ports, own_error_exit,
+    SIGTERM_EXIT, TEMPLATE_WAITS, TERMINATING_ALLOWANCE, Unready, host_ports, own_error_exit,
 };
 pub use quota::{QuotaRoom, limited as quota_limited, tightest as tightest_quota};
 pub use revision::{Revision, revisions, template_images};

@@ -139,6 +139,18 @@ pub const FAILING_WAITS: &[&str] = &[
     "CreateContainerConfigError",
     "CreateContainerError",
     "RunContainerError",
+    "ErrImageNeverPull",
+];
+
+/// Waiting reasons that come with what the pod is made from (its image, its configuration): a
+/// replacement made from the same template meets them again.
+pub const TEMPLATE_WAITS: &[&str] = &[
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "InvalidImageName",
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
 ];
 
 /// How many restarts of a container say its pod is past its start-up, however recently its
@@ -589,6 +601,18 @@ impl Pod {
                 previous: c.restarts > 0,
             })
             .collect()
+    }
+
+    /// A container (init containers included) that waits with a reason its template gives it
+    /// ([`TEMPLATE_WAITS`]), and the reason: a replacement pod meets it again. The rules do not
+    /// propose replacing such a pod, and the delete's proof refuses it.
+    pub fn template_wait(&self) -> Option<(&Container, &str)> {
+        self.containers.iter().find_map(|c| {
+            c.waiting
+                .as_deref()
+                .filter(|w| TEMPLATE_WAITS.contains(w))
+                .map(|w| (c, w))
+        })
     }
 
     /// What the scheduler said of a pod waiting for a node: placed on none, not being deleted,

@@ -283,17 +283,6 @@ async fn config_unchanged_since_siblings(
     })
 }
 
-/// Waiting reasons that come with what the pod is made from (its image, its configuration):
-/// a replacement made from the same template meets them again.
-const TEMPLATE_WAITS: &[&str] = &[
-    "CreateContainerConfigError",
-    "CreateContainerError",
-    "InvalidImageName",
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "ErrImageNeverPull",
-];
-
 /// Whether the pod's failure does not come with its template, from its containers' waiting
 /// reasons, its image and its ready siblings' templates. A deleted pod is replaced from the same
 /// template (its ReplicaSet's, its revision's). When the failure comes with that template — a
@@ -317,12 +306,7 @@ fn failure_not_in_the_template(
         }
         (None, false) => {}
     }
-    if let Some((c, why)) = pod.containers.iter().find_map(|c| {
-        c.waiting
-            .as_deref()
-            .filter(|w| TEMPLATE_WAITS.contains(w))
-            .map(|w| (c, w))
-    }) {
+    if let Some((c, why)) = pod.template_wait() {
         return obligation.fails(vec![format!(
                 "container {} of pod {} waits with {why}: its image or configuration is what fails, and a replacement reads the same",
                 c.name, pod.name

@@ -308,14 +308,19 @@ fn proposal(
     })
 }
 
-/// Propose deleting pod `name` so its controller replaces it; or, when it has not failed past
-/// its start-up yet ([`observed::Pod::unready`], what the delete's proof asks), tell a human
-/// when a replacement can be judged.
+/// Propose deleting pod `name` so its controller replaces it; or, when a replacement would meet
+/// the same image or configuration ([`observed::Pod::template_wait`]) or it has not failed past
+/// its start-up yet ([`observed::Pod::unready`]), as the delete's proof asks, tell a human why.
 fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
-    let early = f
-        .pods
-        .iter()
-        .find(|p| p.name == name)
+    let pod = f.pods.iter().find(|p| p.name == name);
+    if let Some((c, why)) = pod.and_then(|p| p.observed.template_wait()) {
+        d.human = Some(format!(
+            "container {} of pod {name} waits with {why}: its image or configuration is what fails, and a replacement pod reads the same",
+            c.name
+        ));
+        return;
+    }
+    let early = pod
         .map(|p| p.observed.unready(f.now))
         .filter(|u| !u.past_startup);
     match early {

@@ -428,6 +428,28 @@ fn one_failing_pod_among_healthy_siblings_is_replaced_not_rolled_back() {
 }
 
 #[test]
+fn a_lone_pod_whose_template_fails_it_is_not_replaced() {
+    // One pod cannot create its container while its siblings of the same revision run: a
+    // replacement from the same template meets the same error (what the delete's proof says).
+    let d = Incident::deployment("api")
+        .with(pod("api-1").owned_by("api-1"))
+        .with(pod("api-2").owned_by("api-1"))
+        .with(pod("api-3").owned_by("api-1").waiting(
+            "CreateContainerError",
+            "failed to create containerd task: mount source path does not exist",
+        ))
+        .diagnosis();
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("CreateContainerError")),
+        "{:?}",
+        d.human
+    );
+}
+
+#[test]
 fn a_lone_pod_is_replaced_only_once_it_has_failed_past_its_start_up() {
     let incident = |minutes| {
         Incident::deployment("api")
