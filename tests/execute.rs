@@ -341,11 +341,24 @@ async fn three_ineffective_remediations_block_the_fourth_and_an_opt_out_blocks_a
 
     // The opt-out annotation wins over everything, on a fresh store.
     let e = env().await;
-    k.patch(
-        "apps/v1",
-        "Deployment",
-        "web",
-        json!({"metadata": {"annotations": {"kubemedic.io/remediate": "false"}}}),
+    let d = k
+        .patch(
+            "apps/v1",
+            "Deployment",
+            "web",
+            json!({"metadata": {"annotations": {"kubemedic.io/remediate": "false"}}}),
+        )
+        .await;
+    // A Deployment's annotations are part of what its generation counts: wait for the
+    // controller to observe it, or the proof sees a rollout in progress.
+    let generation = d["metadata"]["generation"].as_i64();
+    k.wait(
+        "the controller observes the annotated Deployment",
+        60,
+        || async {
+            let d: Value = k.get("apps/v1", "Deployment", "web").await;
+            (d["status"]["observedGeneration"].as_i64() == generation).then_some(())
+        },
     )
     .await;
     let out = stage(k.cluster().await, e.store.clone(), false)
