@@ -139,6 +139,48 @@ impl Workload {
         named.or_else(|| revisions.iter().map(|r| r.number).max())
     }
 
+    /// Why its rollout is not finished, if it is not: a generation its controller has not
+    /// observed, a paused rollout, pods not all updated (or more than it wants, mid-surge). The
+    /// restart and delete proofs refuse during one, and the rules do not propose replacing a pod
+    /// then (the rollout replaces it).
+    pub fn rollout_in_progress(&self) -> Option<String> {
+        let workload = self;
+        if let Some((generation, observed)) = workload.generation_pending() {
+            return Some(format!(
+                "generation {generation} not yet observed by the controller (observed {observed})"
+            ));
+        }
+        if workload.paused {
+            return Some("the rollout is paused".into());
+        }
+        match workload.kind.as_str() {
+            "StatefulSet" => {
+                let (cur, upd) = (&workload.current_revision, &workload.update_revision);
+                (cur.is_some() && upd.is_some() && cur != upd).then(|| {
+                    format!(
+                        "update from revision {} to {} under way ({} of {} pods updated)",
+                        cur.as_deref().unwrap_or_default(),
+                        upd.as_deref().unwrap_or_default(),
+                        workload.updated_replicas.unwrap_or(0),
+                        workload.wanted()
+                    )
+                })
+            }
+            "DaemonSet" => {
+                let want = workload.wanted();
+                let updated = workload.updated_replicas.unwrap_or(want);
+                (updated < want).then(|| format!("{updated} of {want} pods updated"))
+            }
+            _ => {
+                let want = workload.wanted();
+                let updated = workload.updated_replicas.unwrap_or(want);
+                let total = workload.status_replicas.unwrap_or(want);
+                (updated < want || total > want)
+                    .then(|| format!("{updated} of {want} pods updated, {total} pods in all"))
+            }
+        }
+    }
+
     /// Whether its controller has not yet acted on its latest spec: the observed generation
     /// (the generation when the status has none) is behind the generation.
     pub fn generation_pending(&self) -> Option<(i64, i64)> {

@@ -86,45 +86,6 @@ pub fn secrets(template: &Value) -> BTreeSet<String> {
     out
 }
 
-/// Why a workload's rollout is not finished, if it is not.
-pub(super) fn rollout_in_progress(w: &Value) -> Option<String> {
-    let workload = Workload::parse(w);
-    if let Some((generation, observed)) = workload.generation_pending() {
-        return Some(format!(
-            "generation {generation} not yet observed by the controller (observed {observed})"
-        ));
-    }
-    if workload.paused {
-        return Some("the rollout is paused".into());
-    }
-    match workload.kind.as_str() {
-        "StatefulSet" => {
-            let (cur, upd) = (&workload.current_revision, &workload.update_revision);
-            (cur.is_some() && upd.is_some() && cur != upd).then(|| {
-                format!(
-                    "update from revision {} to {} under way ({} of {} pods updated)",
-                    cur.as_deref().unwrap_or_default(),
-                    upd.as_deref().unwrap_or_default(),
-                    workload.updated_replicas.unwrap_or(0),
-                    workload.wanted()
-                )
-            })
-        }
-        "DaemonSet" => {
-            let want = workload.wanted();
-            let updated = workload.updated_replicas.unwrap_or(want);
-            (updated < want).then(|| format!("{updated} of {want} pods updated"))
-        }
-        _ => {
-            let want = workload.wanted();
-            let updated = workload.updated_replicas.unwrap_or(want);
-            let total = workload.status_replicas.unwrap_or(want);
-            (updated < want || total > want)
-                .then(|| format!("{updated} of {want} pods updated, {total} pods in all"))
-        }
-    }
-}
-
 /// How many of `replicas` a rolling replacement may take down at once (`maxUnavailable`,
 /// rounded down like the controller), and the strategy's name.
 fn max_unavailable(w: &Value) -> (i64, String) {
@@ -253,10 +214,10 @@ fn never_ready(p: &Pod) -> Option<bool> {
     p.was_ready().map(|r| !r)
 }
 
-/// Whether no rollout of the workload is in progress ([`rollout_in_progress`]), from its spec
+/// Whether no rollout of the workload is in progress ([`Workload::rollout_in_progress`]), from its spec
 /// and status: the restart's and the pod deletion's obligation.
 fn no_rollout_in_progress(w: &Value, obligation: &ObligationSpec) -> Obligation {
-    match rollout_in_progress(w) {
+    match Workload::parse(w).rollout_in_progress() {
         Some(why) => obligation.fails(vec![format!("{} {}: {why}", obj::kind(w), obj::name(w))]),
         None => obligation.holds(vec![format!(
             "{} {} is at its current revision",

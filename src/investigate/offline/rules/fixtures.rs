@@ -380,6 +380,14 @@ impl Incident {
     }
 
     /// The Deployment's `spec.replicas`.
+    /// Its rollout paused (`kubectl rollout pause`).
+    pub fn paused(mut self) -> Self {
+        self.deployment["spec"]["paused"] = json!(true);
+        self.ev.root = Some(Root::read(&self.deployment));
+        self.ev.workload = Some(WorkloadState::read(&self.deployment));
+        self
+    }
+
     pub fn replicas(mut self, n: i64) -> Self {
         self.deployment["spec"]["replicas"] = json!(n);
         for count in [

@@ -309,14 +309,22 @@ fn proposal(
 }
 
 /// Propose deleting pod `name` so its controller replaces it; or, when a replacement would meet
-/// the same image or configuration ([`observed::Pod::template_wait`]) or it has not failed past
-/// its start-up yet ([`observed::Pod::unready`]), as the delete's proof asks, tell a human why.
+/// the same image or configuration ([`observed::Pod::template_wait`]), a rollout is under way
+/// ([`observed::Workload::rollout_in_progress`]) or the pod has not failed past its start-up yet
+/// ([`observed::Pod::unready`]), as the delete's proof asks, tell a human why.
 fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
     let pod = f.pods.iter().find(|p| p.name == name);
     if let Some((c, why)) = pod.and_then(|p| p.observed.template_wait()) {
         d.human = Some(format!(
             "container {} of pod {name} waits with {why}: its image or configuration is what fails, and a replacement pod reads the same",
             c.name
+        ));
+        return;
+    }
+    if let Some(why) = f.workload.as_ref().and_then(|w| w.rollout_in_progress()) {
+        d.human = Some(format!(
+            "a rollout of {} is under way ({why}): it replaces pod {name} itself; look again once it has finished",
+            f.target_text()
         ));
         return;
     }

@@ -475,6 +475,24 @@ fn a_lone_pod_is_replaced_only_once_it_has_failed_past_its_start_up() {
 }
 
 #[test]
+fn a_lone_pod_is_not_replaced_while_a_rollout_is_under_way() {
+    let d = Incident::deployment("api")
+        .replicas(3)
+        .paused()
+        .with(pod("api-1").owned_by("api-1"))
+        .with(pod("api-2").owned_by("api-1"))
+        .with(pod("api-3").owned_by("api-1").not_ready_since(5))
+        .diagnosis();
+    assert_eq!(d.mode, "LonePodFailure");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains("rollout")),
+        "{:?}",
+        d.human
+    );
+}
+
+#[test]
 fn a_rollout_older_than_the_window_is_not_the_cause() {
     let d = Incident::deployment("api")
         .rolled_out("shop/app:2.0", 7 * 60)
