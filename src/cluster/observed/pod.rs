@@ -156,6 +156,10 @@ pub const TEMPLATE_WAITS: &[&str] = &[
 /// How many restarts of a container say its pod is past its start-up, however recently its
 /// Ready condition moved: a start that fails three times is not a start that takes long.
 pub const PAST_STARTUP_RESTARTS: i64 = 3;
+/// How many restarts of a container in `CrashLoopBackOff` say its starts failed, not that it
+/// takes long to start: the kubelet backs off only after a start has failed, and two failed
+/// starts are not chance.
+pub const BACKED_OFF_RESTARTS: i64 = 2;
 
 /// How long a pod has not been ready, and whether that is past its start-up ([`Pod::unready`]).
 #[derive(Debug, Clone, Copy)]
@@ -548,10 +552,9 @@ impl Pod {
         // recently its Ready condition moved; so is one the kubelet backs off from restarting
         // after its starts failed twice (a start that fails is not a start that takes long),
         // and a pod whose containers could not even be created in time (its probes never ran).
-        let backing_off = self
-            .containers
-            .iter()
-            .any(|c| c.restarts >= 2 && c.waiting.as_deref() == Some("CrashLoopBackOff"));
+        let backing_off = self.containers.iter().any(|c| {
+            c.restarts >= BACKED_OFF_RESTARTS && c.waiting.as_deref() == Some("CrashLoopBackOff")
+        });
         let allowance = self.startup_allowance();
         Unready {
             failing_for,

@@ -295,6 +295,10 @@ pub(super) fn learned_parameters(
     v.map(|p| p.to_map()).unwrap_or_default()
 }
 
+/// By how much the rules raise a limit or grow a claim in one step: enough to get past a kill
+/// at the old value or a volume that is filling, well inside the proofs' bound (four times).
+const RAISE_FACTOR: f64 = 1.5;
+
 fn proposal(
     action_type: ActionType,
     params: ActionParams,

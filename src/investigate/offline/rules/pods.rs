@@ -26,7 +26,7 @@ pub(super) fn oomkilled(f: &Facts) -> Option<Diagnosis> {
     let limit = f.limit(container, "memory");
     match limit
         .as_deref()
-        .and_then(|l| quantity::raised_memory(l, 1.5))
+        .and_then(|l| quantity::raised_memory(l, RAISE_FACTOR))
     {
         Some(new_limit) => {
             let old = limit.as_deref().unwrap_or("");
@@ -336,7 +336,10 @@ pub(super) fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
         ),
     );
     d.target = f.target.clone();
-    match limit.as_deref().and_then(|l| quantity::raised_cpu(l, 1.5)) {
+    match limit
+        .as_deref()
+        .and_then(|l| quantity::raised_cpu(l, RAISE_FACTOR))
+    {
         Some(new_limit) => {
             d.confidence = 0.72;
             d.severity = Severity::Medium;

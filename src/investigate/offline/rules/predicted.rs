@@ -51,7 +51,7 @@ pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
             ));
         }
         Some(bytes) if !class.is_empty() => {
-            let new_size = quantity::format_gi((bytes as f64 * 1.5).ceil() as u128);
+            let new_size = quantity::format_gi((bytes as f64 * RAISE_FACTOR).ceil() as u128);
             d.factors.push(format!(
                 "storage class {class}; proposed size {new_size} (x1.5)"
             ));
@@ -104,7 +104,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
             d.confidence = 0.75;
             if let Some(new_limit) = limit
                 .as_deref()
-                .and_then(|l| quantity::raised_memory(l, 1.5))
+                .and_then(|l| quantity::raised_memory(l, RAISE_FACTOR))
             {
                 d.proposal = proposal(
                     ActionType::IncreaseMemoryLimits,
@@ -134,7 +134,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
         ratio * 100.0
     ));
     if findings::near_limit(used, limit_bytes) || oom_restarts {
-        let new_limit = quantity::raised_memory(&limit, 1.5).unwrap_or(limit.clone());
+        let new_limit = quantity::raised_memory(&limit, RAISE_FACTOR).unwrap_or(limit.clone());
         d.summary = format!(
             "{subject} will reach its memory limit: container {container} already uses {:.0}% of {limit}",
             ratio * 100.0
