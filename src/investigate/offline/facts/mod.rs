@@ -74,10 +74,8 @@ pub(super) struct Facts {
     pub template_container: Option<String>,
     /// Peak memory bytes per container name over the root's pods (empty without metrics).
     pub memory_peaks: BTreeMap<String, u128>,
-    /// The namespace's `limits.memory` quota.
-    pub memory_quota: Option<QuotaUsage>,
     /// The namespace's quotas: per resource, the tightest quota's `hard` and `used`.
-    pub context_quotas: BTreeMap<String, QuotaUsage>,
+    pub quotas: BTreeMap<String, QuotaUsage>,
     /// The root as a node (named, with no conditions, when it is not one or was not read).
     pub node: NodeFacts,
     /// How the root node's readiness came and went lately, when it did so repeatedly: a node
@@ -400,12 +398,7 @@ impl Facts {
                 .collect(),
             template_container: template.first().map(|c| c.name.clone()),
             memory_peaks: memory_peaks(ev),
-            memory_quota: ev
-                .context
-                .as_ref()
-                .and_then(|c| c.detected_labels.quota_details.get("limits.memory"))
-                .cloned(),
-            context_quotas: ev
+            quotas: ev
                 .context
                 .as_ref()
                 .map(|c| c.detected_labels.quota_details.clone())
@@ -464,7 +457,7 @@ impl Facts {
     /// Why `extra` more pods of the root's template would not fit the namespace's quotas
     /// ([`findings::quota_needs`], what the scale and autoscaler proofs ask), if they would not.
     pub fn scale_quota_problem(&self, extra: i64) -> Option<String> {
-        let details = &self.context_quotas;
+        let details = &self.quotas;
         let needs = findings::quota_needs(&self.spec, extra, |r| {
             details
                 .get(r)

@@ -218,6 +218,16 @@ impl Incident {
         Self { ev, deployment }
     }
 
+    /// The alert's subject and root owner become `target` (a core/v1 kind).
+    fn retarget(&mut self, target: Target) {
+        self.ev.subject = target.clone();
+        if let Some(ctx) = self.ev.context.as_mut().map(Arc::make_mut) {
+            ctx.target = target.clone();
+            ctx.root_owner = target;
+            ctx.root_api_version = "v1".into();
+        }
+    }
+
     /// A PersistentVolumeClaim `name` of `capacity` on the storage class `standard`, bound.
     pub fn claim(name: &str, capacity: &str) -> Self {
         let mut incident = Self::deployment(name);
@@ -231,12 +241,7 @@ impl Incident {
             },
             "status": {"phase": "Bound", "capacity": {"storage": capacity}},
         });
-        incident.ev.subject = target.clone();
-        if let Some(ctx) = incident.ev.context.as_mut().map(Arc::make_mut) {
-            ctx.target = target.clone();
-            ctx.root_owner = target;
-            ctx.root_api_version = "v1".into();
-        }
+        incident.retarget(target);
         incident.ev.root = Some(Root::read(&claim));
         incident.ev.workload = None;
         incident.deployment = claim;
@@ -253,12 +258,7 @@ impl Incident {
                 "status": {"conditions": conditions}})
         };
         let raw = node(name, conditions);
-        incident.ev.subject = target.clone();
-        if let Some(ctx) = incident.ev.context.as_mut().map(Arc::make_mut) {
-            ctx.target = target.clone();
-            ctx.root_owner = target;
-            ctx.root_api_version = "v1".into();
-        }
+        incident.retarget(target);
         incident.ev.root = Some(Root::read(&raw));
         incident.ev.workload = None;
         incident.ev.nodes = std::iter::once(observed::Node::parse(&raw))

@@ -356,7 +356,7 @@ fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
 /// workload's `spec.replicas`, else its pods, as the memory proof counts them
 /// (`memory.fits-quota`).
 fn quota_problem(f: &Facts, old: &str, new: &str) -> Option<String> {
-    let q = f.memory_quota.as_ref()?;
+    let q = f.quotas.get("limits.memory")?;
     let hard = quantity::memory_bytes(&q.hard)?;
     let used = quantity::memory_bytes(&q.used).unwrap_or(0);
     let replicas = f
