@@ -335,11 +335,9 @@ impl Prover {
         let Some(b) = bound else {
             return Ok((Some(hash), Some(drift), None));
         };
-        let autoscaled = scene
-            .autoscalers_of(&scene.target.kind, &scene.target.name)
-            .await
-            .map(|h| !h.is_empty())
-            .unwrap_or(false);
+        let autoscaled = scene.autoscalers().await.is_ok_and(|hpas| {
+            findings::count_set_by(&hpas, &scene.target.kind, &scene.target.name).is_some()
+        });
         let same = if autoscaled {
             b.drift_hash.as_deref() == Some(drift.as_str()) || b.spec_hash == hash
         } else {

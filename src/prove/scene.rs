@@ -235,16 +235,14 @@ impl Scene {
         Ok(observed::revisions(&raw, of))
     }
 
-    /// The HorizontalPodAutoscalers of the target's namespace that scale `kind/name`.
-    pub async fn autoscalers_of(&self, kind: &str, name: &str) -> Read<Vec<Value>> {
+    /// The HorizontalPodAutoscalers of the target's namespace ([`findings::count_set_by`] picks
+    /// the one that sets a workload's count).
+    pub async fn autoscalers(&self) -> Read<Vec<observed::Hpa>> {
         Ok(self
             .list_optional("HorizontalPodAutoscaler", self.ns())
             .await?
-            .into_iter()
-            .filter(|h| {
-                str_at(h, &["spec", "scaleTargetRef", "kind"]) == Some(kind)
-                    && str_at(h, &["spec", "scaleTargetRef", "name"]) == Some(name)
-            })
+            .iter()
+            .map(observed::Hpa::parse)
             .collect())
     }
 

@@ -65,7 +65,11 @@ impl Hpa {
         }
     }
 
-    /// The metrics above their targets.
+    /// Whether it sets the replica count of the workload `kind`/`name` (its `scaleTargetRef`).
+    pub fn scales(&self, kind: &str, name: &str) -> bool {
+        self.target_kind == kind && self.target_name == name
+    }
+
     /// Whether `wanted` is a maximum one step may raise it to: higher than its own, by at most
     /// double (or ten more, for a small one). The autoscaler rule proposes within it and the
     /// raise's proof holds it to it.

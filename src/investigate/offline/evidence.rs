@@ -58,6 +58,9 @@ pub(super) struct Evidence {
     pub workload: Option<WorkloadState>,
     /// The root owner as an autoscaler, when it is one.
     pub hpa: Option<observed::Hpa>,
+    /// The autoscalers of the workload's namespace, read for a Deployment, StatefulSet or
+    /// ReplicaSet ([`crate::prove::findings::count_set_by`] picks the one that sets its count).
+    pub autoscalers: Vec<observed::Hpa>,
     /// The root owner as a disruption budget, when it is one.
     pub pdb: Option<observed::Pdb>,
     /// Every pod of the signal's namespace (for a Service whose selector matches none).
@@ -396,6 +399,7 @@ pub(super) async fn gather(
         revisions: vec![],
         workload: None,
         hpa: None,
+        autoscalers: vec![],
         pdb: None,
         namespace_pods: namespace_pods.iter().map(observed::Pod::parse).collect(),
         logs: HashMap::new(),
@@ -512,6 +516,15 @@ pub(super) async fn gather(
                             )
                             .await?;
                         ev.pods = pods(items(&r), ev.now);
+                    }
+                    if matches!(kind, "Deployment" | "StatefulSet" | "ReplicaSet") {
+                        let r = calls
+                            .call(
+                                "kubectl_find_resource",
+                                json!({"kind": "HorizontalPodAutoscaler", "namespace": ns}),
+                            )
+                            .await?;
+                        ev.autoscalers = items(&r).iter().map(observed::Hpa::parse).collect();
                     }
                     if kind == "Deployment" {
                         let r = calls.call("kubectl_find_resource", json!({"kind": "ReplicaSet", "namespace": ns, "label_selector": sel})).await?;

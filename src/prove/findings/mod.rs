@@ -31,7 +31,7 @@ pub use node::{
 };
 pub use onset::{first_onset, onset};
 pub use quota::{QuotaNeed, quota_needs};
-pub use replicas::{Declared, declared_replicas};
+pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};
 pub use revision::{
     FAILURE_REASONS, RevisionHealth, fails_in_rollout, never_ready_in_rollout, revision_failures,
     revision_health, runs_differently,

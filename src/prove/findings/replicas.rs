@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::cluster::obj;
-use crate::cluster::observed::{Event, Pod};
+use crate::cluster::observed::{Event, Hpa, Pod};
 
 /// The replica count a workload is meant to run, and what says so.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +26,8 @@ pub struct Declared {
 ///   scale-down that came with a rollout scales the *old* ReplicaSet down, so it is not read
 ///   as one; neither is a scale-down to 0 (the workload's own `spec.replicas` then says 0).
 ///
-/// An autoscaler's scaling leaves the same events: a caller that proposes from this checks
-/// there is none (the scale proof's `scale.no-autoscaler`).
+/// An autoscaler's scaling leaves the same events: a caller that proposes from this asks
+/// [`short_of_declared`].
 pub fn declared_replicas(workload: &Value, pods: &[Pod], events: &[Event]) -> Option<Declared> {
     if let Some(count) =
         obj::annotation(workload, "kubectl.kubernetes.io/last-applied-configuration")
@@ -81,6 +81,24 @@ pub fn declared_replicas(workload: &Value, pods: &[Pod], events: &[Event]) -> Op
         ),
         scaled_down_at: Some(down_at),
     })
+}
+
+/// The autoscaler that sets a workload's replica count, of `autoscalers` (those of its
+/// namespace): one whose `scaleTargetRef` names it. Its count is its own: it undoes a scale, and
+/// a count declared elsewhere says nothing under it.
+pub fn count_set_by<'a>(autoscalers: &'a [Hpa], kind: &str, name: &str) -> Option<&'a Hpa> {
+    autoscalers.iter().find(|h| h.scales(kind, name))
+}
+
+/// The declared count a workload runs short of: `declared` above the `replicas` it has, and no
+/// autoscaler (`set_by`, from [`count_set_by`]) setting the count instead. The rules propose
+/// scaling back to it from this, and the restart proof refuses new pods on it.
+pub fn short_of_declared<'a>(
+    declared: Option<&'a Declared>,
+    replicas: i64,
+    set_by: Option<&Hpa>,
+) -> Option<&'a Declared> {
+    declared.filter(|d| d.count > replicas && set_by.is_none())
 }
 
 /// `Scaled up replica set NAME to N` / `Scaled down replica set NAME from M to N` (the

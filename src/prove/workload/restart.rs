@@ -89,24 +89,21 @@ async fn not_short_of_replicas(
             "{replicas} replica(s); nothing declares another count"
         )]));
     };
-    if declared.count <= replicas {
-        return Ok(obligation.holds(vec![format!(
-            "{replicas} replica(s); {}",
+    let hpas = scene.autoscalers().await?;
+    let set_by = findings::count_set_by(&hpas, obj::kind(w), obj::name(w));
+    if findings::short_of_declared(Some(&declared), replicas, set_by).is_some() {
+        return Ok(obligation.fails(vec![format!(
+            "{replicas} replica(s) where {}: new pods would carry the same load; scaling back is the remedy",
             declared.evidence
         )]));
     }
-    let hpas = scene.autoscalers_of(obj::kind(w), obj::name(w)).await?;
-    if let Some(h) = hpas.first() {
-        return Ok(obligation.holds(vec![format!(
+    Ok(obligation.holds(vec![match set_by {
+        Some(h) if declared.count > replicas => format!(
             "{replicas} replica(s), set by HorizontalPodAutoscaler {}; {}",
-            obj::name(h),
-            declared.evidence
-        )]));
-    }
-    Ok(obligation.fails(vec![format!(
-        "{replicas} replica(s) where {}: new pods would carry the same load; scaling back is the remedy",
-        declared.evidence
-    )]))
+            h.name, declared.evidence
+        ),
+        _ => format!("{replicas} replica(s); {}", declared.evidence),
+    }]))
 }
 
 /// Whether replacing the pods keeps some ready, from the workload's update strategy and its

@@ -1,7 +1,7 @@
 //! Set the replica count of a workload.
 
 use super::*;
-use crate::cluster::observed::{PodSpec, host_ports};
+use crate::cluster::observed::{Hpa, PodSpec, host_ports};
 
 /// The scale's obligations, in their declared order, judged on the workload, its pods, its
 /// autoscalers and the namespace's events, read once. A claim that names no count is refused on
@@ -13,12 +13,13 @@ pub(in crate::prove) async fn scale(scene: &Scene, wanted: Option<i64>) -> Read<
         Ok(wanted) => wanted,
         Err(refused) => return Ok(vec![refused]),
     };
-    let hpas = scene.autoscalers_of(obj::kind(&w), obj::name(&w)).await?;
+    let hpas = scene.autoscalers().await?;
+    let set_by = findings::count_set_by(&hpas, obj::kind(&w), obj::name(&w));
     let events = scene.events(None).await?;
     let current = Workload::parse(&w).wanted();
     let declared = findings::declared_replicas(&w, &pods, &events);
     let mut out = vec![
-        no_autoscaler(&hpas),
+        no_autoscaler(set_by),
         bounded(current, wanted, declared.as_ref()),
     ];
     if wanted > current {
@@ -41,25 +42,18 @@ fn replicas_named(wanted: Option<i64>) -> Result<i64, Obligation> {
     wanted.ok_or_else(|| ob::scale::REPLICAS_NAMED.fails(vec!["REPLICAS is missing".into()]))
 }
 
-/// Whether no HorizontalPodAutoscaler owns the count, from those that target the workload: one
-/// would set it back, and its bounds are what to patch instead.
-fn no_autoscaler(hpas: &[Value]) -> Obligation {
+/// Whether no HorizontalPodAutoscaler sets the count ([`findings::count_set_by`]): one would
+/// set it back, and its bounds are what to patch instead.
+fn no_autoscaler(set_by: Option<&Hpa>) -> Obligation {
     ob::scale::NO_AUTOSCALER.check(
-        hpas.is_empty(),
-        hpas.iter()
-            .map(|h| {
-                format!(
-                    "HorizontalPodAutoscaler {} scales it: patch its bounds instead",
-                    obj::name(h)
-                )
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .chain(
-                hpas.is_empty()
-                    .then(|| "no HorizontalPodAutoscaler targets it".to_owned()),
-            )
-            .collect(),
+        set_by.is_none(),
+        vec![match set_by {
+            Some(h) => format!(
+                "HorizontalPodAutoscaler {} scales it: patch its bounds instead",
+                h.name
+            ),
+            None => "no HorizontalPodAutoscaler targets it".to_owned(),
+        }],
     )
 }
 

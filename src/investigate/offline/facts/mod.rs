@@ -58,6 +58,8 @@ pub(super) struct Facts {
     /// The replicas the workload is meant to run, when something says so
     /// ([`findings::declared_replicas`]).
     pub declared: Option<findings::Declared>,
+    /// The autoscaler that sets the workload's replica count ([`findings::count_set_by`]).
+    pub count_set_by: Option<observed::Hpa>,
     pub hpa: Option<observed::Hpa>,
     pub pdb: Option<observed::Pdb>,
     /// One failing pod among healthy siblings of the same revision.
@@ -385,6 +387,10 @@ impl Facts {
                 let pods: Vec<observed::Pod> = ev.pods.iter().map(|p| p.observed.clone()).collect();
                 findings::declared_replicas(&w.raw, &pods, &ev.events)
             }),
+            count_set_by: ev
+                .workload
+                .as_ref()
+                .and_then(|w| findings::count_set_by(&ev.autoscalers, &w.kind, &w.name).cloned()),
             hpa: ev.hpa.clone(),
             pdb: ev.pdb.clone(),
             lone_failure: lone_failure(&pods),

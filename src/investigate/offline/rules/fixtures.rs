@@ -207,6 +207,7 @@ impl Incident {
             revisions: vec![],
             workload: Some(WorkloadState::read(&deployment)),
             hpa: None,
+            autoscalers: vec![],
             pdb: None,
             namespace_pods: vec![],
             logs: HashMap::new(),
@@ -338,16 +339,29 @@ impl Incident {
     /// and the template's container requesting one CPU.
     pub fn hpa_at_max(mut self, max: i64, cpu: i64) -> Self {
         let name = crate::cluster::obj::name(&self.deployment).to_owned();
-        self.ev.hpa = Some(observed::Hpa::parse(&json!({
+        let hpa = observed::Hpa::parse(&json!({
             "metadata": {"name": name},
             "spec": {"maxReplicas": max, "targetCPUUtilizationPercentage": 70,
                 "scaleTargetRef": {"kind": "Deployment", "name": name}},
             "status": {"currentReplicas": max, "desiredReplicas": max,
                 "currentCPUUtilizationPercentage": cpu},
-        })));
+        }));
+        self.ev.autoscalers.push(hpa.clone());
+        self.ev.hpa = Some(hpa);
         self.deployment["spec"]["template"]["spec"]["containers"][0]["resources"] =
             json!({"requests": {"cpu": "1"}});
         self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
+    /// An autoscaler `name` in the namespace that scales the deployment (not the root).
+    pub fn autoscaled_by(mut self, name: &str) -> Self {
+        let target = crate::cluster::obj::name(&self.deployment).to_owned();
+        self.ev.autoscalers.push(observed::Hpa::parse(&json!({
+            "metadata": {"name": name},
+            "spec": {"minReplicas": 1, "maxReplicas": 10,
+                "scaleTargetRef": {"kind": "Deployment", "name": target}},
+        })));
         self
     }
 
@@ -379,7 +393,6 @@ impl Incident {
         self
     }
 
-    /// The Deployment's `spec.replicas`.
     /// Its rollout paused (`kubectl rollout pause`).
     pub fn paused(mut self) -> Self {
         self.deployment["spec"]["paused"] = json!(true);
@@ -388,6 +401,18 @@ impl Incident {
         self
     }
 
+    /// The replicas its applied configuration declares
+    /// (`kubectl.kubernetes.io/last-applied-configuration`).
+    pub fn applied(mut self, replicas: i64) -> Self {
+        let applied = json!({"spec": {"replicas": replicas}}).to_string();
+        self.deployment["metadata"]["annotations"] =
+            json!({"kubectl.kubernetes.io/last-applied-configuration": applied});
+        self.ev.root = Some(Root::read(&self.deployment));
+        self.ev.workload = Some(WorkloadState::read(&self.deployment));
+        self
+    }
+
+    /// The Deployment's `spec.replicas`.
     pub fn replicas(mut self, n: i64) -> Self {
         self.deployment["spec"]["replicas"] = json!(n);
         for count in [

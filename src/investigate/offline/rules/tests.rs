@@ -831,6 +831,36 @@ fn a_workload_scaled_below_what_it_ran_with_its_pods_not_ready_is_scaled_back() 
         .with(pod("listing-abc-1").revision("abc").not_ready_since(30))
         .diagnosis();
     assert_ne!(rollout.mode, "ScaledBelowDeclared");
+    // An autoscaler sets the count: what it ran at before says nothing (the restart and scale
+    // proofs ask the same finding).
+    let autoscaled = scaled_down()
+        .autoscaled_by("listing")
+        .with(pod("listing-abc-1").revision("abc").not_ready_since(30))
+        .diagnosis();
+    assert!(
+        autoscaled.mode != "ScaledBelowDeclared" && autoscaled.proposal.is_none(),
+        "{}",
+        autoscaled.summary
+    );
+}
+
+#[test]
+fn a_workload_scaled_to_zero_under_an_autoscaler_goes_to_a_human() {
+    let applied = |replicas: i64| Incident::deployment("feed").replicas(0).applied(replicas);
+    let d = applied(3).diagnosis();
+    assert_eq!(d.mode, "ScaledToZero", "{}", d.summary);
+    assert!(d.proposal.is_some());
+    let d = applied(3).autoscaled_by("feed-hpa").diagnosis();
+    assert_eq!(d.mode, "ScaledToZero", "{}", d.summary);
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human
+            .as_deref()
+            .unwrap_or_default()
+            .contains("HorizontalPodAutoscaler feed-hpa"),
+        "{:?}",
+        d.human
+    );
 }
 
 #[test]

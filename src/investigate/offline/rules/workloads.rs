@@ -544,7 +544,8 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
-/// A workload at zero replicas that its applied configuration declares with more.
+/// A workload at zero replicas that its applied configuration declares with more. Under an
+/// autoscaler a human decides: it does not scale up from zero, and a scale would fight it.
 pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
     let w = f.workload.as_ref()?;
     if w.replicas != Some(0) || !f.pods.is_empty() {
@@ -563,6 +564,13 @@ pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
     ));
     d.target = f.workload_target().or_else(|| f.target.clone());
     d.confidence = 0.75;
+    if let Some(h) = &f.count_set_by {
+        d.human = Some(format!(
+            "HorizontalPodAutoscaler {} sets the replicas of {}, and an autoscaler does not scale up from 0: a human must decide between its bounds and the count",
+            h.name, w.name
+        ));
+        return Some(d);
+    }
     d.proposal = proposal(
         ActionType::ScaleReplicas,
         ActionParams::scale(declared),
@@ -575,11 +583,13 @@ pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
 /// count its current ReplicaSet ran at before a scale-down without a rollout), whose pods now
 /// run but are not ready: the capacity left does not carry the load. Restore the count. Pods
 /// that cannot run (a crash, an OOM kill, a pull) are left to the rules for those: more of
-/// them help nobody.
+/// them help nobody. Under an autoscaler the count is its own
+/// ([`findings::short_of_declared`]).
 pub(super) fn scaled_below_declared(f: &Facts) -> Option<Diagnosis> {
     let w = f.workload.as_ref()?;
     let current = w.replicas.filter(|r| *r > 0)?;
-    let declared = f.declared.as_ref().filter(|d| d.count > current)?;
+    let declared =
+        findings::short_of_declared(f.declared.as_ref(), current, f.count_set_by.as_ref())?;
     if f.rollout.is_some() || f.pods.is_empty() {
         return None;
     }
