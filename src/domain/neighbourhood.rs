@@ -103,6 +103,11 @@ pub struct OnNode {
     /// The node is the common factor of their failures: its conditions, its readiness
     /// flapping, or pods failing on it while their siblings elsewhere are ready.
     pub at_fault: bool,
+    /// What says the node ran short of memory itself when the target's containers were killed
+    /// for memory on it (`prove::findings::node_took_memory`): only then does it explain such a
+    /// kill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_of_memory: Option<String>,
 }
 
 impl Dependency {

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::findings;
-use super::scene::{Read, Scene, hhmm, node_short_at};
+use super::scene::{Read, Scene, hhmm};
 use crate::cluster::obj::{array, at, str_at};
 use crate::cluster::observed::{
     Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod, PodSpec, SIGKILL_EXIT,
@@ -284,50 +284,35 @@ async fn killed_by_own_limit(
     };
     for name in nodes.iter().take(3) {
         let node: Option<&Node> = all_nodes.iter().find(|n| n.name == *name);
-        if let Some(n) = node
-            && n.pressure.iter().any(|p| p == "MemoryPressure")
-        {
-            ok = false;
-            ev.push(format!("node {name} is under MemoryPressure"));
-        }
         let events = match scene.node_events(name).await {
             Ok(e) => e,
             Err(e) if e.is_unreachable() => return Err(e),
             Err(_) => vec![],
         };
-        let short = findings::short_of_memory(&events, scene.now);
-        // SystemOOM reports at the moment of this workload's kills, beyond the containers
-        // killed at their own limits then (node_oom_at).
-        let system_ooms = if events.iter().any(|e| e.reason == "SystemOOM") {
-            let here = match scene.pods_on(name).await {
+        // The pods on the node, for its SystemOOM reports at the moment of this workload's
+        // kills (read only when there are some).
+        let here = if events.iter().any(|e| e.reason == "SystemOOM") {
+            match scene.pods_on(name).await {
                 Ok(p) => p,
                 Err(e) if e.is_unreachable() => return Err(e),
                 Err(_) => vec![],
-            };
-            let moments: Vec<_> = this
-                .iter()
-                .filter(|(p, _, _)| p.node.as_deref() == Some(name.as_str()))
-                .filter_map(|(_, _, t)| *t)
-                .collect();
-            node_short_at(&events, &here, &moments)
+            }
         } else {
-            0
+            vec![]
         };
-        if let Some(e) = short {
+        let moments: Vec<_> = this
+            .iter()
+            .filter(|(p, _, _)| p.node.as_deref() == Some(name.as_str()))
+            .filter_map(|(_, _, t)| *t)
+            .collect();
+        let took = findings::node_took_memory(node, name, &events, &here, &moments, scene.now);
+        if took.took() {
             ok = false;
-            ev.push(format!(
-                "node {name} ran out of memory itself: {}",
-                e.line()
-            ));
-        } else if system_ooms > 0 {
-            ok = false;
-            ev.push(format!(
-                "node {name} ran out of memory itself: {system_ooms} more process(es) killed by the kernel at the moment of the kill than containers that hit their own limits"
-            ));
-        } else if node.is_some() {
+            ev.extend(took.why);
+        } else if let Some(n) = node {
             ev.push(format!(
                 "node {name}: {}, no system OOM recorded",
-                node.map(Node::state).unwrap_or_default()
+                n.state()
             ));
         }
     }

@@ -11,8 +11,8 @@ use serde_json::json;
 
 use super::rules::Diagnosis;
 use crate::domain::{
-    ActionParams, ActionType, DepKind, InvestigationOutcome, Neighbourhood, Proposal, Severity,
-    Target,
+    ActionParams, ActionType, DepKind, Dependency, InvestigationOutcome, Neighbourhood, Proposal,
+    Severity, Target,
 };
 
 /// How far a rule's conclusion stands against the neighbourhood.
@@ -53,15 +53,22 @@ pub(super) fn standing(rule: &str) -> Standing {
     }
 }
 
-/// Whether an unhealthy dependency of `kind` can explain what `rule` saw directly of the
-/// alerted container. A container killed at its own memory limit used that memory itself:
-/// only its node explains such a kill (the kernel's system-wide OOM killer kills inside the
-/// container's cgroup, and the kubelet reports `OOMKilled` then too); a Service, a host, a
-/// volume or a policy does not, however unhealthy. What changed in what the pods read is the
-/// memory proof's question (`memory.no-change-explains`), not an override here.
-fn explains(rule: &str, kind: DepKind) -> bool {
+/// Whether an unhealthy dependency `c` can explain what `rule` saw directly of the alerted
+/// container. A container killed at its own memory limit used that memory itself: only a node
+/// that ran short of memory itself explains such a kill (the kernel's system-wide OOM killer
+/// kills inside the container's cgroup, and the kubelet reports `OOMKilled` then too), as the
+/// memory proof asks ([`crate::domain::OnNode::short_of_memory`]); a node in other trouble (a full disk, a
+/// flapping readiness), a Service, a host, a volume or a policy does not, however unhealthy.
+/// What changed in what the pods read is the memory proof's question
+/// (`memory.no-change-explains`), not an override here.
+fn explains(rule: &str, c: &Dependency) -> bool {
     match rule {
-        "oomkilled" => kind == DepKind::Node,
+        "oomkilled" => {
+            c.kind == DepKind::Node
+                && c.on_node
+                    .as_ref()
+                    .is_some_and(|o| o.short_of_memory.is_some())
+        }
         _ => true,
     }
 }
@@ -73,8 +80,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         return None;
     }
     let c = n.culprit()?;
-    if standing == Standing::UnlessUnhealthy && (c.unhealthy.is_none() || !explains(d.rule, c.kind))
-    {
+    if standing == Standing::UnlessUnhealthy && (c.unhealthy.is_none() || !explains(d.rule, c)) {
         return None;
     }
     let explain = n.explain()?;
@@ -251,7 +257,7 @@ mod tests {
     use chrono::Utc;
 
     use super::*;
-    use crate::domain::{Dependency, OnNode};
+    use crate::domain::OnNode;
 
     fn neighbourhood(culprit: Dependency) -> Neighbourhood {
         let now = Utc::now();
@@ -281,11 +287,33 @@ mod tests {
             decide(&neighbourhood(service), &oom, &target).is_none(),
             "a missing Service does not explain a kill at the container's own limit"
         );
-        let node = Dependency::new(DepKind::Node, "Node worker-1", "runs ledger-0 (1 failing)")
-            .unhealthy("reports SystemOOM", None);
+        // Its node in trouble of another kind (a full disk) does not explain it; the same
+        // node short of memory itself (what the memory proof asks) does.
+        let node = |memory: Option<&str>| {
+            let mut n =
+                Dependency::new(DepKind::Node, "Node worker-1", "runs ledger-0 (1 failing)")
+                    .unhealthy("is DiskPressure", None);
+            n.on_node = Some(OnNode {
+                node: "worker-1".into(),
+                pods: 1,
+                failing: 1,
+                at_fault: true,
+                short_of_memory: memory.map(str::to_owned),
+            });
+            n
+        };
         assert!(
-            decide(&neighbourhood(node), &oom, &target).is_some(),
-            "a node killing for memory explains it"
+            decide(&neighbourhood(node(None)), &oom, &target).is_none(),
+            "a node in other trouble does not explain a kill at the container's own limit"
+        );
+        assert!(
+            decide(
+                &neighbourhood(node(Some("node worker-1 is under MemoryPressure"))),
+                &oom,
+                &target
+            )
+            .is_some(),
+            "a node short of memory itself explains it"
         );
         // Where the rule saw a pull failure, the same unhealthy Service still decides: only
         // a kill at the container's own limit is evidence no dependency of that kind explains.
@@ -306,6 +334,7 @@ mod tests {
             pods: 2,
             failing,
             at_fault,
+            short_of_memory: None,
         };
         // A node that reported trouble where one pod fails: a human decides about the node.
         let mut reported = Dependency::new(

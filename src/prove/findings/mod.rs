@@ -13,6 +13,7 @@
 mod changed;
 mod image;
 mod kept;
+mod memory;
 mod node;
 mod onset;
 mod quota;
@@ -25,10 +26,11 @@ mod usage;
 pub use changed::{ChangeExplains, change_explains, configmap_read_live};
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
-pub use node::{
-    NotReadyEvent, SHORT_OF_MEMORY, flaps, node_at_fault, not_ready_events, readiness_flaps,
+pub use memory::{
+    NodeMemory, SHORT_OF_MEMORY, limit_kills, node_oom_at, node_short_at, node_took_memory,
     short_of_memory,
 };
+pub use node::{NotReadyEvent, flaps, node_at_fault, not_ready_events, readiness_flaps};
 pub use onset::{first_onset, onset};
 pub use quota::{QuotaNeed, quota_needs};
 pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};

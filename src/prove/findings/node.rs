@@ -6,28 +6,11 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::hhmm;
 use crate::cluster::obj;
-use crate::cluster::observed::{Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod};
+use crate::cluster::observed::{Event, Node, Pod};
 
 /// How many pods must fail on a Ready node, while their workloads run healthy elsewhere, for the
 /// node to be their common factor.
 const LOCAL_FAILURES_MIN: usize = 2;
-
-/// The reasons of the events a node leaves when it runs short of memory itself: the kubelet's
-/// eviction threshold met, its `MemoryPressure` condition turning True.
-pub const SHORT_OF_MEMORY: &[&str] = &["EvictionThresholdMet", "NodeHasInsufficientMemory"];
-
-/// The last event among `events` (the node's own) saying the node ran short of memory itself
-/// within [`MEMORY_KILL_LOOKBACK_HOURS`] before `now`: as far back as a kill for memory says a
-/// limit is too small, so a kill in that time may be the node's doing rather than the limit's.
-/// The memory proof refuses a raise on it; the dependency graph shows it as the node's evidence.
-pub fn short_of_memory(events: &[Event], now: DateTime<Utc>) -> Option<&Event> {
-    let since = now - Duration::hours(MEMORY_KILL_LOOKBACK_HOURS);
-    events
-        .iter()
-        .filter(|e| SHORT_OF_MEMORY.contains(&e.reason.as_str()))
-        .filter(|e| e.last.is_none_or(|t| t >= since))
-        .max_by_key(|e| e.last)
-}
 
 /// The owner a pod shares with its siblings: its controller, with a ReplicaSet's hash cut.
 fn owner(p: &Pod) -> Option<String> {
@@ -157,26 +140,4 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn a_node_ran_short_of_memory_when_it_said_so_within_the_kills_look_back() {
-        let now = DateTime::parse_from_rfc3339("2026-11-30T12:00:00Z")
-            .map(|t| t.with_timezone(&Utc))
-            .unwrap_or_default();
-        let event = |reason: &str, at: &str| {
-            Event::parse(
-                &json!({"reason": reason, "type": "Warning", "message": "low memory",
-                "involvedObject": {"kind": "Node", "name": "n1"}, "lastTimestamp": at}),
-            )
-        };
-        let events = [
-            event("NodeHasInsufficientMemory", "2026-11-30T02:00:00Z"),
-            event("EvictionThresholdMet", "2026-11-30T09:00:00Z"),
-            event("NodeHasDiskPressure", "2026-11-30T11:00:00Z"),
-        ];
-        let short = short_of_memory(&events, now).map(|e| e.reason.as_str());
-        assert_eq!(short, Some("EvictionThresholdMet"));
-        // Ten hours ago is past the look-back.
-        assert!(short_of_memory(&events[..1], now).is_none());
-    }
 }

@@ -17,7 +17,6 @@ use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed::{self, Event, Pod};
 use crate::cluster::selector::Selector;
 use crate::prove::findings;
-use crate::prove::scene::{limit_kills, node_short_at};
 
 mod access;
 mod injection;

@@ -39,14 +39,17 @@ const HOG_SIGNS: &[&str] = &[
     "out of memory",
 ];
 
-/// Whether node `name`'s `SystemOOM` events count as its own trouble for the target's pods:
-/// a failing pod of the target was OOM-killed, and at that moment the kernel killed more than
-/// the containers that hit their own limits ([`node_short_at`]). A kill elsewhere on the node,
-/// or at another time, does not explain these pods.
-async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[Event]) -> Read<bool> {
-    if !events.iter().any(|e| e.reason == "SystemOOM") {
-        return Ok(false);
-    }
+/// Whether node `name` ran short of memory itself for the target's failing pods on it
+/// ([`findings::node_took_memory`], at the moments they were OOM-killed): what lets the node
+/// explain a kill for memory, and whether its `SystemOOM` events count as its trouble (the
+/// kernel killed more then than the containers that hit their own limits; a kill elsewhere on
+/// the node, or at another time, does not explain these pods).
+async fn took_memory(
+    ctx: &Ctx,
+    node: &observed::Node,
+    events: &[Event],
+) -> Read<findings::NodeMemory> {
+    let name = node.name.as_str();
     let failing: Vec<Pod> = ctx
         .pods
         .iter()
@@ -54,23 +57,31 @@ async fn system_oom_counts(ctx: &Ctx, name: &str, events: &[Event]) -> Read<bool
         .filter(|p| str_at(p, &["spec", "nodeName"]) == Some(name))
         .map(Pod::parse)
         .collect();
-    let moments = limit_kills(&failing);
-    if moments.is_empty() {
-        return Ok(false);
-    }
-    let here: Vec<Pod> = match ctx
-        .list(
-            "Pod",
-            None,
-            &ListQuery::fields(format!("spec.nodeName={name}")),
-        )
-        .await
-    {
-        Ok(p) => p.iter().map(Pod::parse).collect(),
-        Err(e) if e.is_unreachable() => return Err(e),
-        Err(_) => vec![],
+    let moments = findings::limit_kills(&failing);
+    let here: Vec<Pod> = if moments.is_empty() || !events.iter().any(|e| e.reason == "SystemOOM") {
+        vec![]
+    } else {
+        match ctx
+            .list(
+                "Pod",
+                None,
+                &ListQuery::fields(format!("spec.nodeName={name}")),
+            )
+            .await
+        {
+            Ok(p) => p.iter().map(Pod::parse).collect(),
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => vec![],
+        }
     };
-    Ok(node_short_at(events, &here, &moments) > 0)
+    Ok(findings::node_took_memory(
+        Some(node),
+        name,
+        events,
+        &here,
+        &moments,
+        ctx.now,
+    ))
 }
 
 /// The pods' nodes: their conditions and trouble events; for a node under pressure, the
@@ -146,7 +157,8 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         // A SystemOOM report is about a process: it speaks of the node, for these pods, only
         // at the moment one of them was killed and beyond the containers killed then.
         let views: Vec<Event> = events.iter().map(Event::parse).collect();
-        let oom_counts = system_oom_counts(ctx, name, &views).await?;
+        let memory = took_memory(ctx, &observed_node, &views).await?;
+        let oom_counts = memory.kernel_kills > 0;
         // A condition's transition events (NotReady, pressure) are history once the condition
         // has recovered: the conditions now (above) decide, and a readiness that keeps coming
         // and going (readiness_flaps) still counts.
@@ -202,6 +214,7 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
             pods: here.len(),
             failing: failing_here,
             at_fault,
+            short_of_memory: memory.why.first().cloned(),
         });
         if at_fault && d.unhealthy.is_none() {
             let what = match &flapping {
