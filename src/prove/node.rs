@@ -2,13 +2,11 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
 use super::findings::{self, PortHolder, Room, node_at_fault};
 use super::scene::{Read, Scene};
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::obj::{self, at, i64_at};
 use crate::cluster::observed::PodSpec;
-use crate::cluster::observed::{Node, Pod, cluster_wide, taint_set_by_kubernetes};
+use crate::cluster::observed::{Node, Pod, cluster_wide};
 use crate::cluster::selector::Selector;
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
@@ -190,20 +188,6 @@ fn capacity_elsewhere(others: &[&Node], all: &[Pod], evicted: &[&Pod]) -> Obliga
     )
 }
 
-/// Who last wrote a node's taints, from its managed fields (an entry without its field list,
-/// as a snapshot may keep it, counts as possibly having written them).
-fn taint_writer(node: &Value) -> Option<String> {
-    array(node, &["metadata", "managedFields"])
-        .iter()
-        .filter(|m| str_at(m, &["subresource"]).is_none())
-        .filter(|m| {
-            at(m, &["fieldsV1", "f:spec", "f:taints"]).is_some() || at(m, &["fieldsV1"]).is_none()
-        })
-        .filter_map(|m| Some((str_at(m, &["time"]).unwrap_or(""), str_at(m, &["manager"])?)))
-        .max_by_key(|(t, _)| *t)
-        .map(|(_, m)| m.to_owned())
-}
-
 /// The taint removal's obligations, in their declared order, judged on the node, read once. A
 /// taint the node does not carry ends the proof.
 pub(super) async fn remove_taint(
@@ -262,18 +246,13 @@ fn present(scene: &Scene, node: &Node, key: &str, effect: Option<&str>) -> Oblig
     )
 }
 
-/// Whether Kubernetes did not put the taint there, from its key (a condition's or a role's) and
-/// who last wrote the node's taints ([`taint_writer`]: the kubelet or a controller).
+/// Whether Kubernetes did not put the taint there ([`Node::taint_by_kubernetes`]: its key, and
+/// who last wrote the node's taints).
 fn not_set_by_kubernetes(scene: &Scene, node: &Node, key: &str) -> Obligation {
     let name = &scene.target.name;
-    let writer = taint_writer(&node.raw);
-    let by_kubernetes = taint_set_by_kubernetes(key)
-        || writer
-            .as_deref()
-            .is_some_and(|w| w == "kubelet" || w.contains("controller"));
     ob::taint::NOT_SET_BY_KUBERNETES.check(
-        !by_kubernetes,
-        vec![match &writer {
+        !node.taint_by_kubernetes(key),
+        vec![match &node.taints_written_by {
             Some(w) => {
                 format!("taint {key} on node {name}; the node's taints were last written by {w}")
             }

@@ -29,7 +29,7 @@ pub use claim::{Claim, StorageClass};
 pub use event::Event;
 pub use health::target_health;
 pub use hpa::{Hpa, Utilisation};
-pub use node::{Node, cluster_wide, taint_set_by_kubernetes};
+pub use node::{Node, cluster_wide, taint_key_of_kubernetes};
 pub use pdb::{Pdb, QUORUM_MIN_PODS};
 pub use pod::{
     CREATING_ALLOWANCE, Container, FAILING_WAITS, FAILURE_LOG_LINES, Failure, FailureKind,

@@ -11,9 +11,9 @@ use crate::cluster::quantity;
 
 /// Whether a taint key is one Kubernetes sets for a node's condition (`node.kubernetes.io/…`),
 /// a cloud provider's initialisation (`node.cloudprovider.kubernetes.io/…`) or a node's role
-/// (`node-role.kubernetes.io/…`): such a taint is no mistake to lift. The scheduling rule
-/// proposes no removal of one, and the removal's proof refuses it.
-pub fn taint_set_by_kubernetes(key: &str) -> bool {
+/// (`node-role.kubernetes.io/…`): such a taint is no mistake to lift. Half of
+/// [`Node::taint_by_kubernetes`], which also asks who wrote the node's taints.
+pub fn taint_key_of_kubernetes(key: &str) -> bool {
     key.starts_with("node.kubernetes.io/")
         || key.starts_with("node.cloudprovider.kubernetes.io/")
         || key.starts_with("node-role.kubernetes.io/")
@@ -44,6 +44,9 @@ pub struct Node {
     pub problems: Vec<String>,
     pub unschedulable: bool,
     pub taints: Vec<(String, String, String)>,
+    /// Who last wrote its taints, from its managed fields (an entry without its field list, as
+    /// a snapshot may keep it, counts as possibly having written them).
+    pub taints_written_by: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub allocatable: Value,
     pub raw: Value,
@@ -112,6 +115,18 @@ impl Node {
                     )
                 })
                 .collect(),
+            taints_written_by: array(n, &["metadata", "managedFields"])
+                .iter()
+                .filter(|m| str_at(m, &["subresource"]).is_none())
+                .filter(|m| {
+                    at(m, &["fieldsV1", "f:spec", "f:taints"]).is_some()
+                        || at(m, &["fieldsV1"]).is_none()
+                })
+                .filter_map(|m| {
+                    Some((str_at(m, &["time"]).unwrap_or(""), str_at(m, &["manager"])?))
+                })
+                .max_by_key(|(t, _)| *t)
+                .map(|(_, m)| m.to_owned()),
             labels: obj::map_pairs(at(n, &["metadata", "labels"]))
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect(),
@@ -120,6 +135,18 @@ impl Node {
                 .unwrap_or(Value::Null),
             raw: n.clone(),
         }
+    }
+
+    /// Whether Kubernetes put its taint `key` there, so it is no mistake to lift: the key is one
+    /// Kubernetes sets (a condition's, a cloud provider's initialisation, a role), or the node's
+    /// taints were last written by the kubelet or a controller. The scheduling rule proposes no
+    /// removal of such a taint, and the removal's proof refuses one.
+    pub fn taint_by_kubernetes(&self, key: &str) -> bool {
+        taint_key_of_kubernetes(key)
+            || self
+                .taints_written_by
+                .as_deref()
+                .is_some_and(|w| w == "kubelet" || w.contains("controller"))
     }
 
     /// What its conditions show wrong with it, each with its message, and since when (the
@@ -177,6 +204,8 @@ impl Node {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -218,14 +247,33 @@ mod tests {
 
     #[test]
     fn kubernetes_own_taints_are_told_from_a_persons() {
-        assert!(taint_set_by_kubernetes("node.kubernetes.io/unreachable"));
-        assert!(taint_set_by_kubernetes(
-            "node.cloudprovider.kubernetes.io/uninitialized"
-        ));
-        assert!(taint_set_by_kubernetes(
-            "node-role.kubernetes.io/control-plane"
-        ));
-        assert!(!taint_set_by_kubernetes("maintenance"));
-        assert!(!taint_set_by_kubernetes("example.com/kubernetes.io"));
+        let node = |manager: &str, taints: bool| {
+            let fields = if taints {
+                json!({"f:spec": {"f:taints": {}}})
+            } else {
+                json!({"f:metadata": {"f:labels": {}}})
+            };
+            Node::parse(&json!({
+                "metadata": {"name": "n1", "managedFields": [
+                    {"manager": manager, "operation": "Update", "time": "2026-11-30T10:00:00Z",
+                     "fieldsV1": fields}]},
+                "spec": {"taints": [{"key": "maintenance", "effect": "NoSchedule"}]},
+            }))
+        };
+        let by_kubectl = node("kubectl-taint", true);
+        for key in [
+            "node.kubernetes.io/unreachable",
+            "node.cloudprovider.kubernetes.io/uninitialized",
+            "node-role.kubernetes.io/control-plane",
+        ] {
+            assert!(by_kubectl.taint_by_kubernetes(key), "{key}");
+        }
+        assert!(!by_kubectl.taint_by_kubernetes("maintenance"));
+        assert!(!by_kubectl.taint_by_kubernetes("example.com/kubernetes.io"));
+        // Written last by the kubelet or a controller: theirs, whatever the key.
+        assert!(node("kubelet", true).taint_by_kubernetes("maintenance"));
+        assert!(node("node-lifecycle-controller", true).taint_by_kubernetes("maintenance"));
+        // A controller that wrote only the labels did not set it.
+        assert!(!node("node-lifecycle-controller", false).taint_by_kubernetes("maintenance"));
     }
 }

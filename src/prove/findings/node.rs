@@ -134,10 +134,3 @@ pub fn not_ready_events(events: &[Event], node: &str) -> Vec<NotReadyEvent> {
         .map(|e| (e.count.max(1), e.first, e.last))
         .collect()
 }
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-}

@@ -277,6 +277,8 @@ pub(super) struct NodeFacts {
 pub(super) struct TaintFacts {
     pub key: String,
     pub effect: String,
+    /// Kubernetes put it there ([`observed::Node::taint_by_kubernetes`]): no mistake to lift.
+    pub by_kubernetes: bool,
 }
 
 #[derive(Default)]
@@ -623,8 +625,24 @@ impl NodeFacts {
                 .map(|(key, _, effect)| TaintFacts {
                     key: key.clone(),
                     effect: effect.clone(),
+                    by_kubernetes: node.taint_by_kubernetes(key),
                 })
                 .collect(),
+        }
+    }
+}
+
+impl Facts {
+    /// Whether Kubernetes put the taint `key` on node `node` ([`TaintFacts::by_kubernetes`]); by
+    /// its key alone for a node that was not read.
+    pub fn taint_by_kubernetes(&self, node: &str, key: &str) -> bool {
+        match self.nodes.iter().find(|n| n.name == node) {
+            Some(n) => n
+                .taints
+                .iter()
+                .find(|t| t.key == key)
+                .is_none_or(|t| t.by_kubernetes),
+            None => observed::taint_key_of_kubernetes(key),
         }
     }
 }

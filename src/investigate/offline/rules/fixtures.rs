@@ -271,6 +271,19 @@ impl Incident {
         incident
     }
 
+    /// A Ready node `name` with room, tainted `key:NoSchedule` by `manager` (its managed fields).
+    pub fn tainted_node(mut self, name: &str, key: &str, manager: &str) -> Self {
+        self.ev.nodes.push(observed::Node::parse(&json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "managedFields": [{"manager": manager,
+                "operation": "Update", "time": ago(30), "fieldsV1": {"f:spec": {"f:taints": {}}}}]},
+            "spec": {"taints": [{"key": key, "effect": "NoSchedule"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
+        })));
+        self
+    }
+
     /// The claim's StorageClass `standard`, allowing volume expansion or not.
     pub fn storage_class(mut self, allow_expansion: bool) -> Self {
         self.ev.storage_class = Some(observed::StorageClass::parse(&json!({

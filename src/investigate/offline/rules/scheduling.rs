@@ -1,7 +1,6 @@
 //! Pods that cannot be scheduled: short of resources, an untolerated taint, other constraints.
 
 use super::*;
-use crate::cluster::observed::taint_set_by_kubernetes;
 
 /// The cluster lacks capacity for what the pod requests.
 pub(super) fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
@@ -18,7 +17,7 @@ pub(super) fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
     // A node that only a taint keeps the pod off (one kubemedic may lift: not Kubernetes' own,
     // not a role) is the question, not the capacity of the others: the taint rule decides, and
     // the proof checks that the pod fits that node.
-    if too_big.is_none() && kept_off_only_by_a_liftable_taint(u) {
+    if too_big.is_none() && kept_off_only_by_a_liftable_taint(f, u) {
         return None;
     }
     let requests: Vec<String> = u.requests.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -71,19 +70,20 @@ pub(super) fn pending_insufficient_resources(f: &Facts) -> Option<Diagnosis> {
     Some(d)
 }
 
-/// Whether some node keeps the pod off with nothing but a taint kubemedic may lift.
+/// Whether some node keeps the pod off with nothing but a taint kubemedic may lift (one
+/// Kubernetes did not put there, [`Facts::taint_by_kubernetes`]).
 fn kept_off_only_by_a_liftable_taint(
+    f: &Facts,
     u: &crate::investigate::offline::facts::Unschedulable,
 ) -> bool {
     u.blockers.iter().any(|(b, nodes)| match b {
-        Blocker::Taint { key, .. } if !taint_set_by_kubernetes(key.as_str()) => {
-            nodes.iter().any(|n| {
-                u.blockers
+        Blocker::Taint { key, .. } => nodes.iter().any(|n| {
+            !f.taint_by_kubernetes(n, key)
+                && u.blockers
                     .iter()
                     .filter(|(_, ns)| ns.contains(n))
                     .all(|(other, _)| matches!(other, Blocker::Taint { key: k, .. } if k == key))
-            })
-        }
+        }),
         _ => false,
     })
 }
@@ -160,9 +160,18 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
     for (b, ns) in &u.blockers {
         d.factors.push(format!("{}: {b}", listed(ns)));
     }
-    let deliberate = taint_set_by_kubernetes(&key);
-    match only_taint.first() {
-        Some(node) if !deliberate => {
+    // Where Kubernetes put it (its key, or the kubelet or a controller wrote the taints) it
+    // is no mistake to lift: the removal's proof refuses it there.
+    let by_kubernetes = |n: &String| f.taint_by_kubernetes(n, &key);
+    let liftable = only_taint.iter().copied().find(|n| !by_kubernetes(n));
+    let deliberate = liftable.is_none()
+        && match (only_taint.is_empty(), nodes.is_empty()) {
+            (false, _) => true,
+            (true, false) => nodes.iter().all(by_kubernetes),
+            (true, true) => observed::taint_key_of_kubernetes(&key),
+        };
+    match liftable {
+        Some(node) => {
             d.confidence = 0.75;
             d.target = Some(Target::new("Node", (*node).clone(), None));
             d.proposal = proposal(

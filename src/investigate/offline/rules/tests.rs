@@ -882,3 +882,31 @@ fn the_failure_s_own_words_come_from_its_containers_in_order() {
         );
     }
 }
+
+#[test]
+fn a_taint_kubernetes_wrote_is_not_proposed_for_removal() {
+    let pending = |manager: &str| {
+        Incident::deployment("api")
+            .with(pod("api-abc-1").revision("abc").pending())
+            .tainted_node("pool-a", "maintenance", manager)
+            .diagnosis()
+    };
+    let by_hand = pending("kubectl-taint");
+    assert_eq!(
+        by_hand.proposal.map(|p| p.action_type),
+        Some(ActionType::RemoveNodeTaint),
+        "{}",
+        by_hand.summary
+    );
+    // The node's taints last written by the kubelet (or a controller): the removal's proof
+    // refuses it, so the rule hands it to a human.
+    let by_kubelet = pending("kubelet");
+    assert!(by_kubelet.proposal.is_none(), "{:?}", by_kubelet.proposal);
+    assert!(
+        by_kubelet
+            .human
+            .is_some_and(|h| h.contains("set by Kubernetes")),
+        "{}",
+        by_kubelet.summary
+    );
+}
