@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use super::findings;
 use super::scene::{Read, Scene};
 use super::workload::quota_allows;
 use crate::cluster::obj::{self, array, str_at};
@@ -253,7 +254,7 @@ async fn class_expandable(scene: &Scene, pvc: &observed::Claim) -> Read<Obligati
 fn no_resize_under_way(pvc: &observed::Claim) -> Obligation {
     let (requested, capacity, resizing) = (&pvc.requested, &pvc.capacity, &pvc.resizing);
     ob::pvc::NO_RESIZE_UNDER_WAY.check(
-        !pvc.growing() && resizing.is_empty(),
+        !pvc.resize_under_way(),
         vec![format!(
             "requested {requested}, capacity {capacity}{}",
             if resizing.is_empty() {
@@ -265,13 +266,13 @@ fn no_resize_under_way(pvc: &observed::Claim) -> Obligation {
     )
 }
 
-/// Whether the new size (NEW_SIZE) is larger than what the claim requests, by at most 4x.
+/// Whether the new size (NEW_SIZE) is a bounded step up from the claim's size now
+/// ([`observed::Claim::size_now`], [`findings::bounded_step`]).
 fn grows_bounded(pvc: &observed::Claim, new_size: Option<&str>) -> Obligation {
     let requested = &pvc.requested;
     let new = new_size.and_then(quantity::memory_bytes);
-    let old = quantity::memory_bytes(requested);
     ob::pvc::GROWS_BOUNDED.check(
-        matches!((old, new), (Some(o), Some(n)) if n > o && n <= o * 4),
+        matches!((pvc.size_now(), new), (Some(o), Some(n)) if findings::bounded_step(o, n)),
         vec![format!(
             "storage {requested} → {}",
             new_size.unwrap_or("(missing)")

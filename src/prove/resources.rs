@@ -17,9 +17,6 @@ use crate::domain::LimitResource as Resource;
 use crate::domain::Obligation;
 use crate::domain::obligations::{self as ob, ObligationSpec};
 
-/// How far a limit may be raised in one step.
-const MAX_FACTOR: u128 = 4;
-
 /// The obligations both raises state, as this resource's proof declares them:
 /// container in template, raise bounded, fits the quota, fits a node.
 fn obligations(resource: Resource) -> [&'static ObligationSpec; 4] {
@@ -374,7 +371,7 @@ fn container_throttled(
     obligation.check(now.limit.is_some() && (alert_names_it || near), ev)
 }
 
-/// Whether the new limit is higher than the current one, by at most [`MAX_FACTOR`].
+/// Whether the new limit is a bounded step up from the current one ([`findings::bounded_step`]).
 fn raises_bounded(
     obligation: &ObligationSpec,
     resource: Resource,
@@ -384,7 +381,7 @@ fn raises_bounded(
 ) -> Obligation {
     match (limit, wanted) {
         (Some(old), Some(new)) => obligation.check(
-            new > old && new <= old * MAX_FACTOR,
+            findings::bounded_step(old, new),
             vec![format!(
                 "{} limit of container {container} {} → {}",
                 resource.name(),

@@ -53,6 +53,23 @@ impl Claim {
         well_formed(c).then(|| Self::parse(c))
     }
 
+    /// Whether a change of its volume is under way: it requests more than its volume holds
+    /// ([`Claim::growing`]), or a condition says so (`Resizing`, `FileSystemResizePending`).
+    /// The predicted-fill rule reads a forecast made on the smaller volume as moot then, and
+    /// the expansion's proof refuses another resize on top.
+    pub fn resize_under_way(&self) -> bool {
+        self.growing() || !self.resizing.is_empty()
+    }
+
+    /// Its size now, in bytes: the larger of what it requests and what its volume holds (a
+    /// provisioner may round a volume up). What a new size must exceed, and is bounded by.
+    pub fn size_now(&self) -> Option<u128> {
+        [&self.requested, &self.capacity]
+            .into_iter()
+            .filter_map(|q| quantity::memory_bytes(q))
+            .max()
+    }
+
     /// Whether it is growing: it requests more than its volume holds (both sizes known).
     pub fn growing(&self) -> bool {
         match (
@@ -144,7 +161,25 @@ mod tests {
             (Some("Bound"), Some("standard"))
         );
         assert_eq!(c.resizing, vec!["FileSystemResizePending".to_owned()]);
-        assert!(c.growing());
+        assert!(c.growing() && c.resize_under_way());
+        assert_eq!(c.size_now(), Some(20 << 30));
+    }
+
+    #[test]
+    fn a_volume_rounded_up_is_as_large_as_it_holds_and_a_condition_alone_says_a_resize() {
+        let c = Claim::parse(&json!({
+            "spec": {"resources": {"requests": {"storage": "10Gi"}}},
+            "status": {"capacity": {"storage": "12Gi"}}}));
+        assert_eq!(c.size_now(), Some(12 << 30));
+        assert!(!c.resize_under_way());
+        let mut raw = json!({
+            "spec": {"resources": {"requests": {"storage": "12Gi"}}},
+            "status": {"capacity": {"storage": "12Gi"},
+                "conditions": [{"type": "FileSystemResizePending", "status": "True"}]}});
+        assert!(!Claim::parse(&raw).growing());
+        assert!(Claim::parse(&raw).resize_under_way());
+        raw["status"]["conditions"][0]["status"] = json!("False");
+        assert!(!Claim::parse(&raw).resize_under_way());
     }
 
     #[test]

@@ -40,8 +40,8 @@ pub use revision::{
 };
 pub use scheduling::{Blocker, PortHolder, Room, blockers, takes};
 pub use usage::{
-    NEAR_LIMIT_PERCENT, THROTTLED_USE_PERCENT, limit_now, near_limit, throttled_use,
-    throttling_alert_about,
+    MAX_STEP_FACTOR, NEAR_LIMIT_PERCENT, THROTTLED_USE_PERCENT, bounded_step, limit_now,
+    near_limit, throttled_use, throttling_alert_about,
 };
 
 /// A time of day as evidence shows it (UTC).

@@ -13,6 +13,17 @@ pub fn near_limit(used: u128, limit: u128) -> bool {
     used.saturating_mul(100) >= limit.saturating_mul(NEAR_LIMIT_PERCENT)
 }
 
+/// The most one step may multiply a limit or a claim's size by: a larger step is no longer a
+/// correction of a value that was too small but a new sizing, a human's to decide. The rules
+/// propose well inside it, and the raise's and the expansion's proofs
+/// hold every proposal to it ([`bounded_step`]).
+pub const MAX_STEP_FACTOR: u128 = 4;
+
+/// Whether `new` is a step up from `old` of at most [`MAX_STEP_FACTOR`].
+pub fn bounded_step(old: u128, new: u128) -> bool {
+    new > old && new <= old.saturating_mul(MAX_STEP_FACTOR)
+}
+
 /// From what share of its CPU limit a container's measured use counts as throttled, in percent:
 /// the metrics API averages use over its window, and a container whose average is this close to
 /// its quota spends most periods at it (the kernel throttles within each 100 ms period, long
@@ -64,6 +75,15 @@ pub fn limit_now<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bounded_step_goes_up_by_at_most_four_times() {
+        assert!(bounded_step(100, 150));
+        assert!(bounded_step(100, 400));
+        assert!(!bounded_step(100, 401));
+        assert!(!bounded_step(100, 100));
+        assert!(!bounded_step(100, 50));
+    }
 
     #[test]
     fn four_fifths_of_the_limit_is_near_it() {

@@ -301,9 +301,11 @@ pub(super) struct ClaimFacts {
     /// Its requested size (`spec.resources.requests.storage`); above the capacity while an
     /// expansion is under way. Empty when unknown.
     pub requested: String,
-    /// It requests more than its volume holds: an expansion is under way
-    /// ([`observed::Claim::growing`], what the expansion proof checks too).
-    pub growing: bool,
+    /// A change of its volume is under way ([`observed::Claim::resize_under_way`], what the
+    /// expansion proof checks too): the conditions that say so, when any.
+    pub resizing: Option<Vec<String>>,
+    /// Its size now, in bytes ([`observed::Claim::size_now`]): what a new size grows from.
+    pub size_now: Option<u128>,
     pub class: String,
     /// Whether its StorageClass allows expansion, if the class was read.
     pub expandable: Option<bool>,
@@ -653,7 +655,8 @@ impl ClaimFacts {
             name,
             capacity: pvc.capacity.clone(),
             requested: pvc.requested.clone(),
-            growing: pvc.growing(),
+            resizing: pvc.resize_under_way().then(|| pvc.resizing.clone()),
+            size_now: pvc.size_now(),
             class: pvc.class.clone().unwrap_or_default(),
             expandable: ev.storage_class.as_ref().and_then(|sc| sc.allow_expansion),
         }

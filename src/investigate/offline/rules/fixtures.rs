@@ -294,6 +294,13 @@ impl Incident {
         self
     }
 
+    /// The claim reports its condition `kind` True (`FileSystemResizePending`, …).
+    pub fn claim_condition(mut self, kind: &str) -> Self {
+        self.deployment["status"]["conditions"] = json!([{"type": kind, "status": "True"}]);
+        self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
     /// The claim asks for `size` while its volume still has the old capacity (being expanded).
     pub fn resize_requested(mut self, size: &str) -> Self {
         self.deployment["spec"]["resources"]["requests"]["storage"] = json!(size);

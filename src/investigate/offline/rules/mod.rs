@@ -296,8 +296,10 @@ pub(super) fn learned_parameters(
 }
 
 /// By how much the rules raise a limit or grow a claim in one step: enough to get past a kill
-/// at the old value or a volume that is filling, well inside the proofs' bound (four times).
+/// at the old value or a volume that is filling, well inside the proofs' bound
+/// ([`findings::MAX_STEP_FACTOR`]).
 const RAISE_FACTOR: f64 = 1.5;
+const _: () = assert!(RAISE_FACTOR > 1.0 && RAISE_FACTOR < findings::MAX_STEP_FACTOR as f64);
 
 fn proposal(
     action_type: ActionType,

@@ -23,23 +23,33 @@ pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
     );
     d.target = f.target.clone();
     d.severity = Severity::Medium;
-    // The cluster contradicts the forecast when the claim is already being grown: its
-    // request is above its capacity, so the volume the prediction was made on is going away.
-    if claim.growing {
+    // The cluster contradicts the forecast when the claim is already being resized: its
+    // request is above its capacity, or its conditions say so, so the volume the prediction
+    // was made on is going away.
+    if let Some(conditions) = &claim.resizing {
         d.summary = format!(
             "PersistentVolumeClaim {} is already being expanded from {} to {}: the fill was predicted on the smaller volume",
             claim.name, claim.capacity, claim.requested
         );
-        d.factors.push(format!(
-            "requested {} above capacity {} (expansion under way)",
-            claim.requested, claim.capacity
-        ));
+        d.factors.push(if conditions.is_empty() {
+            format!(
+                "requested {} above capacity {} (expansion under way)",
+                claim.requested, claim.capacity
+            )
+        } else {
+            format!(
+                "requested {}, capacity {}, conditions {} (expansion under way)",
+                claim.requested,
+                claim.capacity,
+                conditions.join(", ")
+            )
+        });
         d.outcome = InvestigationOutcome::NotActionable;
         d.confidence = 0.8;
         d.severity = Severity::Low;
         return Some(d);
     }
-    match quantity::memory_bytes(&claim.capacity) {
+    match claim.size_now {
         Some(_) if claim.expandable != Some(true) => {
             d.confidence = 0.8;
             d.factors.push(format!(

@@ -275,6 +275,21 @@ fn a_predicted_claim_fill_needs_nothing_while_the_claim_is_already_growing() {
         "{}",
         d.summary
     );
+    // Its volume grown, its file system not yet: still under way (the expansion's proof
+    // refuses another resize on it too).
+    let d = Incident::claim("data", "20Gi")
+        .storage_class(true)
+        .claim_condition("FileSystemResizePending")
+        .predicted("KubePersistentVolumeFillingUp")
+        .diagnosis();
+    assert_eq!(d.outcome, InvestigationOutcome::NotActionable);
+    assert!(
+        d.factors
+            .iter()
+            .any(|f| f.contains("FileSystemResizePending")),
+        "{:?}",
+        d.factors
+    );
 }
 
 #[test]
