@@ -401,7 +401,7 @@ fn raises_bounded(
 }
 
 /// Whether the namespace's quota of `limits.<resource>` has room for the raise from `old` to
-/// `new` on every replica.
+/// `new` on every replica ([`findings::raise_need`]).
 async fn fits_quota(
     obligation: &ObligationSpec,
     scene: &Scene,
@@ -410,32 +410,32 @@ async fn fits_quota(
     pods: &[Pod],
     (old, new): (u128, u128),
 ) -> Read<Obligation> {
-    let replicas = crate::cluster::observed::Workload::parse(w)
-        .replicas
-        .unwrap_or(pods.len() as i64)
-        .max(1) as u128;
+    let replicas = findings::raised_replicas(
+        crate::cluster::observed::Workload::parse(w).replicas,
+        pods.len(),
+    );
     let key = format!("limits.{}", resource.name());
-    let mut ev = Vec::new();
-    let mut ok = true;
-    match scene.quota(&key).await? {
-        Some(q) => {
-            let need = new.saturating_sub(old) * replicas;
-            ok = q.fits(need);
-            ev.push(format!(
-                "ResourceQuota {}: {key} {} used of {}, {} more needed",
-                q.name,
-                show(resource, q.used),
-                show(resource, q.hard),
-                show(resource, need)
-            ));
-        }
-        None => ev.push(format!("no ResourceQuota limits {key}")),
-    }
-    Ok(obligation.check(ok, ev))
+    let room = scene.quota(&key).await?;
+    Ok(
+        match findings::raise_need(resource, room, replicas, (old, new)) {
+            Some(n) => obligation.check(
+                n.fits(),
+                vec![format!(
+                    "ResourceQuota {}: {key} {} used of {}, {} more needed",
+                    n.room.name,
+                    show(resource, n.room.used),
+                    show(resource, n.room.hard),
+                    show(resource, n.need)
+                )],
+            ),
+            None => obligation.holds(vec![format!("no ResourceQuota limits {key}")]),
+        },
+    )
 }
 
-/// Whether a node can hold the new limit, from the ready nodes' allocatable capacity (none
-/// known, or the nodes not readable for lack of permission: nothing shows it cannot).
+/// Whether a node can hold the new limit, from the ready nodes' allocatable capacity
+/// ([`findings::largest_node`]; none known, or the nodes not readable for lack of permission:
+/// nothing shows it cannot).
 async fn fits_nodes(
     obligation: &ObligationSpec,
     scene: &Scene,
@@ -448,11 +448,7 @@ async fn fits_nodes(
         Err(e) if e.kind == ErrorKind::Forbidden => vec![],
         Err(e) => return Err(e),
     };
-    let biggest = nodes
-        .iter()
-        .filter(|n| n.ready)
-        .filter_map(|n| n.allocatable(resource.name()))
-        .max();
+    let biggest = findings::largest_node(&nodes, resource);
     Ok(obligation.check(
         biggest.is_none_or(|b| new <= b),
         vec![match biggest {

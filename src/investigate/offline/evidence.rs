@@ -604,8 +604,17 @@ pub(super) async fn gather(
             .await?;
         ev.storage_class = items(&r).first().map(observed::StorageClass::parse);
     }
+    // The nodes: for a node, a budget's drain, a pod waiting for one, and a limit the rules may
+    // raise (a kill for memory, throttling, a prediction): whether a node can hold it.
+    let may_raise = ev.alert.proactive
+        || ev.alert.name.to_ascii_lowercase().contains("throttl")
+        || ev
+            .pods
+            .iter()
+            .any(|p| !p.observed.memory_kills(&ev.events).is_empty());
     if root_t.kind == "Node"
         || ev.pdb.is_some()
+        || may_raise
         || ev.pods.iter().any(|p| p.phase() == Some("Pending"))
     {
         let r = calls.call("kubectl_get", json!({"kind": "Node"})).await?;

@@ -32,7 +32,7 @@ pub use memory::{
 };
 pub use node::{NotReadyEvent, flaps, node_at_fault, not_ready_events, readiness_flaps};
 pub use onset::{first_onset, onset};
-pub use quota::{QuotaNeed, quota_needs};
+pub use quota::{QuotaNeed, largest_node, quota_needs, raise_need, raised_replicas};
 pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};
 pub use revision::{
     FAILURE_REASONS, RevisionHealth, fails_in_rollout, never_ready_in_rollout, revision_failures,

@@ -1,7 +1,9 @@
-//! Whether the namespace's quotas have room for more pods of a template: what a scale-up and an
-//! autoscaler's higher maximum need, asked by the rules that propose them and by their proofs.
+//! Whether the namespace's quotas have room for more pods of a template (what a scale-up and an
+//! autoscaler's higher maximum need), and a limit raise room in the quota and on a node: asked
+//! by the rules that propose them and by their proofs.
 
-use crate::cluster::observed::{PodSpec, QuotaRoom};
+use crate::cluster::observed::{Node, PodSpec, QuotaRoom};
+use crate::domain::LimitResource;
 
 /// What one more pod of a template needs of a quota: the quota resource, and the amount per pod.
 fn per_pod(spec: &PodSpec) -> [(&'static str, u128); 5] {
@@ -48,6 +50,41 @@ pub fn quota_needs(
             })
         })
         .collect()
+}
+
+/// The pods a raise of their containers' limit applies to: the workload's `spec.replicas`, else
+/// its pods counted, at least one.
+pub fn raised_replicas(replicas: Option<i64>, pods: usize) -> u128 {
+    replicas.unwrap_or(pods as i64).max(1) as u128
+}
+
+/// What raising a container's limit of `resource` from `old` to `new` on `replicas` pods needs
+/// of the namespace's `limits.<resource>` quota (`room`, the tightest one), `None` where no
+/// quota limits it.
+pub fn raise_need(
+    resource: LimitResource,
+    room: Option<QuotaRoom>,
+    replicas: u128,
+    (old, new): (u128, u128),
+) -> Option<QuotaNeed> {
+    Some(QuotaNeed {
+        resource: match resource {
+            LimitResource::Memory => "limits.memory",
+            LimitResource::Cpu => "limits.cpu",
+        },
+        room: room?,
+        need: new.saturating_sub(old).saturating_mul(replicas),
+    })
+}
+
+/// The most of `resource` a ready node among `nodes` allocates: what one container's new limit
+/// must fit in, `None` when no ready node says.
+pub fn largest_node(nodes: &[Node], resource: LimitResource) -> Option<u128> {
+    nodes
+        .iter()
+        .filter(|n| n.ready)
+        .filter_map(|n| n.allocatable(resource.name()))
+        .max()
 }
 
 #[cfg(test)]

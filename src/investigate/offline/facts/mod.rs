@@ -23,7 +23,7 @@ use regex::Regex;
 use super::evidence::{Evidence, ObservedPod, RootObject, WorkloadState};
 use super::quantity;
 use crate::cluster::observed;
-use crate::domain::{QuotaUsage, Target};
+use crate::domain::{LimitResource, QuotaUsage, Target};
 pub(super) use crate::prove::findings::Blocker;
 use crate::prove::findings::{self, RevisionHealth};
 use rollout::{lone_failure, regression};
@@ -78,6 +78,9 @@ pub(super) struct Facts {
     pub memory_peaks: BTreeMap<String, u128>,
     /// The namespace's quotas: per resource, the tightest quota's `hard` and `used`.
     pub quotas: BTreeMap<String, QuotaUsage>,
+    /// The most memory and CPU a ready node allocates ([`findings::largest_node`]), when the
+    /// nodes were read.
+    pub largest_node: (Option<u128>, Option<u128>),
     /// The root as a node (named, with no conditions, when it is not one or was not read).
     pub node: NodeFacts,
     /// How the root node's readiness came and went lately, when it did so repeatedly: a node
@@ -413,6 +416,10 @@ impl Facts {
                 .as_ref()
                 .map(|c| c.detected_labels.quota_details.clone())
                 .unwrap_or_default(),
+            largest_node: (
+                findings::largest_node(&ev.nodes, LimitResource::Memory),
+                findings::largest_node(&ev.nodes, LimitResource::Cpu),
+            ),
             node: match object {
                 Some(RootObject::Node(n)) => NodeFacts::of(n),
                 _ => NodeFacts {
@@ -488,6 +495,40 @@ impl Facts {
             short.room.used_text,
             short.room.hard_text
         ))
+    }
+
+    /// Why raising a container's limit of `resource` from `old` to `new` (as written) on every
+    /// replica would not fit, if it would not: the namespace's quota of it
+    /// ([`findings::raise_need`]) or the largest ready node ([`findings::largest_node`]) — what
+    /// the raise's proof asks (`fits-quota`, `fits-node`).
+    pub fn raise_problem(&self, resource: LimitResource, old: &str, new: &str) -> Option<String> {
+        let name = resource.name();
+        let amount = |q: &str| quantity::amount(name, q);
+        let (old_n, new_n) = (amount(old).unwrap_or(0), amount(new)?);
+        let replicas = findings::raised_replicas(
+            self.workload.as_ref().and_then(|w| w.replicas),
+            self.pods.len(),
+        );
+        let key = format!("limits.{name}");
+        let room = self
+            .quotas
+            .get(&key)
+            .and_then(|q| observed::QuotaRoom::written("", &key, &q.hard, &q.used));
+        if let Some(n) = findings::raise_need(resource, room, replicas, (old_n, new_n))
+            && !n.fits()
+        {
+            return Some(format!(
+                "the namespace {name} quota ({key} {} used of {}) has no room to raise the limit to {new}",
+                n.room.used_text, n.room.hard_text
+            ));
+        }
+        let largest = match resource {
+            LimitResource::Memory => self.largest_node.0,
+            LimitResource::Cpu => self.largest_node.1,
+        };
+        largest.filter(|b| new_n > *b).map(|_| {
+            format!("no ready node allocates {new} of {name}: no pod with the raised limit could be scheduled")
+        })
     }
 
     /// The target's kind (empty when there is none).

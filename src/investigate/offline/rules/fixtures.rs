@@ -271,6 +271,16 @@ impl Incident {
         incident
     }
 
+    /// A Ready node `name` allocating `cpu` and `memory`.
+    pub fn node_allocating(mut self, name: &str, cpu: &str, memory: &str) -> Self {
+        self.ev.nodes.push(observed::Node::parse(&json!({
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+        })));
+        self
+    }
+
     /// A Ready node `name` with room, tainted `key:NoSchedule` by `manager` (its managed fields).
     pub fn tainted_node(mut self, name: &str, key: &str, manager: &str) -> Self {
         self.ev.nodes.push(observed::Node::parse(&json!({

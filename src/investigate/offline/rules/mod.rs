@@ -353,26 +353,6 @@ fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
     }
 }
 
-/// Why raising a memory limit from `old` to `new` on every replica would exceed the namespace's
-/// memory quota (the tightest, [`observed::tightest_quota`]), if it would. The replicas are the
-/// workload's `spec.replicas`, else its pods, as the memory proof counts them
-/// (`memory.fits-quota`).
-fn quota_problem(f: &Facts, old: &str, new: &str) -> Option<String> {
-    let q = f.quotas.get("limits.memory")?;
-    let hard = quantity::memory_bytes(&q.hard)?;
-    let used = quantity::memory_bytes(&q.used).unwrap_or(0);
-    let replicas = f
-        .workload
-        .as_ref()
-        .and_then(|w| w.replicas)
-        .unwrap_or(f.pods.len() as i64)
-        .max(1) as u128;
-    let extra = (quantity::memory_bytes(new)?
-        .saturating_sub(quantity::memory_bytes(old).unwrap_or(0)))
-        * replicas;
-    (used + extra > hard).then(|| format!("the namespace memory quota (limits.memory {} used of {}) has no room to raise the limit to {new}", q.used, q.hard))
-}
-
 fn subject_unverified(f: &Facts) -> Option<Diagnosis> {
     if f.target.is_some() {
         return None;

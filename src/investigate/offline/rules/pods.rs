@@ -33,7 +33,11 @@ pub(super) fn oomkilled(f: &Facts) -> Option<Diagnosis> {
             d.factors.push(format!(
                 "memory limit {old} → proposed {new_limit} (x1.5, bounded)"
             ));
-            if let Some(problem) = quota_problem(f, limit.as_deref().unwrap_or("0"), &new_limit) {
+            if let Some(problem) = f.raise_problem(
+                LimitResource::Memory,
+                limit.as_deref().unwrap_or("0"),
+                &new_limit,
+            ) {
                 d.human = Some(format!(
                     "container {container} of {}: {problem}",
                     f.target_text()
@@ -340,6 +344,21 @@ pub(super) fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
         .as_deref()
         .and_then(|l| quantity::raised_cpu(l, RAISE_FACTOR))
     {
+        Some(new_limit)
+            if let Some(problem) = f.raise_problem(
+                LimitResource::Cpu,
+                limit.as_deref().unwrap_or("0"),
+                &new_limit,
+            ) =>
+        {
+            d.confidence = 0.7;
+            d.severity = Severity::Medium;
+            d.human = Some(format!(
+                "container {container} of {}: {problem}",
+                f.target_text()
+            ));
+            d.factors.push(problem);
+        }
         Some(new_limit) => {
             d.confidence = 0.72;
             d.severity = Severity::Medium;

@@ -338,6 +338,46 @@ fn an_oom_kill_in_a_full_quota_goes_to_a_human() {
 }
 
 #[test]
+fn a_raise_no_quota_or_node_holds_goes_to_a_human_as_its_proof_would_refuse_it() {
+    // The CPU quota has no room for 250m more on each of two replicas.
+    let throttled = |quota_used: &str| {
+        Incident::deployment("api")
+            .replicas(2)
+            .cpu_limit("500m", false)
+            .alert("CPUThrottlingHigh", None)
+            .quota("limits.cpu", quota_used, "2")
+            .with(pod("api-1"))
+            .diagnosis()
+    };
+    assert!(throttled("1").proposal.is_some());
+    let d = throttled("1600m");
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains("limits.cpu")),
+        "{:?}",
+        d.human
+    );
+    // No ready node allocates the raised memory limit.
+    let killed = |memory: &str| {
+        Incident::deployment("api")
+            .memory_limit("256Mi")
+            .node_allocating("worker-1", "4", memory)
+            .with(pod("api-1").oom_killed())
+            .diagnosis()
+    };
+    assert!(killed("16Gi").proposal.is_some());
+    let d = killed("300Mi");
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("no ready node allocates 384Mi")),
+        "{:?}",
+        d.human
+    );
+}
+
+#[test]
 fn an_oom_kill_right_after_a_rollout_is_the_rollout_s_fault() {
     let d = Incident::deployment("api")
         .memory_limit("256Mi")
