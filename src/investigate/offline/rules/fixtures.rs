@@ -409,20 +409,6 @@ impl Incident {
         self
     }
 
-    /// The namespace's `limits.memory` quota: `used` of `hard`.
-    pub fn memory_quota(mut self, used: &str, hard: &str) -> Self {
-        if let Some(ctx) = self.ev.context.as_mut().map(Arc::make_mut) {
-            ctx.detected_labels.quota_details.insert(
-                "limits.memory".into(),
-                QuotaUsage {
-                    hard: hard.into(),
-                    used: used.into(),
-                },
-            );
-        }
-        self
-    }
-
     /// Its rollout paused (`kubectl rollout pause`).
     pub fn paused(mut self) -> Self {
         self.deployment["spec"]["paused"] = json!(true);

@@ -329,7 +329,7 @@ fn predicted_memory_exhaustion_far_below_the_limit_needs_no_action() {
 fn an_oom_kill_in_a_full_quota_goes_to_a_human() {
     let d = Incident::deployment("api")
         .memory_limit("256Mi")
-        .memory_quota("1Gi", "1Gi")
+        .quota("limits.memory", "1Gi", "1Gi")
         .with(pod("api-1").oom_killed())
         .diagnosis();
     assert_eq!(d.mode, "OOMKilled");
