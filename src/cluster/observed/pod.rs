@@ -449,6 +449,21 @@ impl Pod {
         self.phase == "Running" && self.ready && !self.deleting
     }
 
+    /// The template it was made from: its `pod-template-hash` (a ReplicaSet's), else its
+    /// `controller-revision-hash` (a StatefulSet's or DaemonSet's).
+    pub fn template(&self) -> Option<&String> {
+        self.template_hash.as_ref().or(self.revision_hash.as_ref())
+    }
+
+    /// Whether `other`, another pod of the same workload, shows that this pod's template runs:
+    /// it serves ([`Pod::serving`]) and was made from the same template ([`Pod::template`]; pods
+    /// of a controller that labels neither hash have its one template). A failure such a sibling
+    /// does not share is the pod's own, not its template's: the lone-failure rule proposes
+    /// replacing the pod on it, and the deletion's proof holds it to it.
+    pub fn template_runs_in(&self, other: &Pod) -> bool {
+        other.name != self.name && other.serving() && other.template() == self.template()
+    }
+
     /// A failure that keeps the pod from running at all: [`Pod::failure`] without
     /// [`FailureKind::NotReady`]. What proofs count as a failing pod.
     ///
@@ -728,6 +743,33 @@ mod tests {
 
     fn kind(p: &Value) -> Option<FailureKind> {
         Pod::at(p, t(NOW)).failure().map(|f| f.kind)
+    }
+
+    #[test]
+    fn a_serving_pod_of_the_same_template_shows_the_template_runs() {
+        let running = json!({"name": "api", "ready": true, "restartCount": 0,
+            "state": {"running": {"startedAt": "2026-11-28T11:00:00Z"}}});
+        let of = |name: &str, hash: Option<&str>, ready: bool| {
+            let mut p = pod("Running", ready, "2026-11-28T11:00:00Z", running.clone());
+            p["metadata"]["name"] = json!(name);
+            if let Some(h) = hash {
+                p["metadata"]["labels"] = json!({"pod-template-hash": h});
+            }
+            Pod::at(&p, t(NOW))
+        };
+        let me = of("api-abc-1", Some("abc"), false);
+        assert!(me.template_runs_in(&of("api-abc-2", Some("abc"), true)));
+        // Not ready, another template, or itself: it shows nothing.
+        assert!(!me.template_runs_in(&of("api-abc-2", Some("abc"), false)));
+        assert!(!me.template_runs_in(&of("api-def-2", Some("def"), true)));
+        assert!(!me.template_runs_in(&of("api-abc-1", Some("abc"), true)));
+        assert!(!me.template_runs_in(&of("api-2", None, true)));
+        // A controller that labels no hash has one template.
+        assert!(of("a", None, false).template_runs_in(&of("b", None, true)));
+        // Ready but on its way out: capacity that is leaving.
+        let mut leaving = of("api-abc-3", Some("abc"), true);
+        leaving.deleting = true;
+        assert!(!me.template_runs_in(&leaving));
     }
 
     #[test]

@@ -4,17 +4,15 @@ use std::collections::BTreeSet;
 
 use crate::cluster::observed::Pod;
 
-/// Whether `pod` runs, for some container, another image digest than the one its `siblings` of
-/// the same template (the caller's choice of healthy ones) all run for it: the tag the template
+/// Whether `pod` runs, for some container, another image digest than the one its `siblings`
+/// that show its template runs ([`Pod::template_runs_in`]) all run for it: the tag the template
 /// names was re-pushed after they pulled it, and a replacement pulls what it points at now. One
 /// line saying so. Siblings that differ among themselves (nodes of several architectures
 /// pulling a multi-arch tag) say nothing.
 pub fn moved_image(pod: &Pod, siblings: &[&Pod]) -> Option<String> {
-    let hash = pod.template_hash.as_ref().or(pod.revision_hash.as_ref());
     let same: Vec<&&Pod> = siblings
         .iter()
-        .filter(|p| p.name != pod.name)
-        .filter(|p| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash)
+        .filter(|p| pod.template_runs_in(p))
         .collect();
     pod.containers.iter().filter(|c| !c.init).find_map(|c| {
         let mine = c.digest.as_ref()?;
@@ -53,10 +51,12 @@ mod tests {
 
     use super::*;
 
+    /// A serving pod of template `hash` whose container runs `digest`.
     fn pod(name: &str, hash: &str, digest: &str) -> Pod {
         Pod::parse(&json!({
             "metadata": {"name": name, "labels": {"pod-template-hash": hash}},
-            "status": {"containerStatuses": [{"name": "app", "image": "idx:latest",
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "app", "image": "idx:latest", "ready": true,
                 "imageID": format!("registry/idx@sha256:{digest}")}]},
         }))
     }

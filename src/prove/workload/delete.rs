@@ -313,21 +313,20 @@ fn failure_not_in_the_template(
             )],
         );
     }
-    let hash = pod.template_hash.as_ref().or(pod.revision_hash.as_ref());
-    let of = |p: &Pod| p.template_hash.as_ref().or(p.revision_hash.as_ref()) == hash;
-    let ready: Vec<&&Pod> = siblings.iter().filter(|p| p.ready).collect();
+    let hash = pod.template();
+    let ready: Vec<&Pod> = siblings.iter().copied().filter(|p| p.serving()).collect();
     // Same template, another image: the tag moved (re-pushed) after the siblings pulled it.
-    let ready_pods: Vec<&Pod> = ready.iter().map(|p| **p).collect();
-    if let Some(moved) = findings::moved_image(pod, &ready_pods) {
+    if let Some(moved) = findings::moved_image(pod, &ready) {
         return obligation.fails(vec![moved]);
     }
+    let of = |p: &Pod| pod.template_runs_in(p);
     match hash {
         Some(h) if !ready.is_empty() && !ready.iter().any(|p| of(p)) => obligation.fails(vec![format!(
                 "no ready sibling runs the template of pod {} ({h}); the ready ones run {}: its replacement is made from {h} again",
                 pod.name,
                 ready
                     .iter()
-                    .filter_map(|p| p.template_hash.as_ref().or(p.revision_hash.as_ref()))
+                    .filter_map(|p| p.template())
                     .map(String::as_str)
                     .collect::<BTreeSet<_>>()
                     .into_iter()

@@ -583,7 +583,7 @@ impl PodFacts {
             .sum();
         let o = &p.observed;
         Self {
-            revision: o.template_hash.clone().or_else(|| o.revision_hash.clone()),
+            revision: o.template().cloned(),
             node: o.node.clone(),
             controller: o.controller.as_ref().map(|(_, name)| name.clone()),
             status: p.status.clone(),

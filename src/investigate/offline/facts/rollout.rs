@@ -154,7 +154,7 @@ pub(super) fn lone_failure(pods: &[PodFacts]) -> Option<LoneFailure> {
     }
     let siblings: Vec<&PodFacts> = pods
         .iter()
-        .filter(|o| o.name != p.name && o.healthy && o.revision == p.revision)
+        .filter(|o| p.observed.template_runs_in(&o.observed))
         .collect();
     if siblings.is_empty() {
         return None;
