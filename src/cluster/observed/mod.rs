@@ -56,12 +56,50 @@ pub fn created(v: &Value) -> Option<DateTime<Utc>> {
     time(v, &["metadata", "creationTimestamp"])
 }
 
-/// When an object was last written: its creation or the newest managed-fields entry.
-pub fn last_written(v: &Value) -> Option<DateTime<Utc>> {
-    let managed = array(v, &["metadata", "managedFields"])
+/// How long after an object's creation a write still counts as its creation: the creating
+/// client's own follow-up (a second field manager of the same apply, a controller filling in
+/// defaults) lands within it, and is no change of what the object says.
+pub const CREATION_WRITE_SECONDS: i64 = 2;
+
+/// The latest write to an object the API shows: its creation, or a managed-fields entry that is
+/// not a status update more than [`CREATION_WRITE_SECONDS`] after it (by its manager). The
+/// dependency graph shows it as a dependency's change, and the proofs ask it of a ConfigMap a
+/// pod reads ([`last_written`]).
+pub fn last_change(o: &Value) -> Option<crate::domain::Change> {
+    use crate::domain::Change;
+    let created = created(o);
+    let edited = array(o, &["metadata", "managedFields"])
         .iter()
-        .filter_map(|m| time(m, &["time"]));
-    created(v).into_iter().chain(managed).max()
+        .filter(|m| str_at(m, &["subresource"]).is_none())
+        .filter_map(|m| {
+            Some((
+                time(m, &["time"])?,
+                str_at(m, &["manager"]).unwrap_or("someone"),
+            ))
+        })
+        .max_by_key(|(t, _)| *t);
+    match (created, edited) {
+        (Some(c), Some((t, who))) if t > c + Duration::seconds(CREATION_WRITE_SECONDS) => {
+            Some(Change {
+                at: t,
+                what: format!("changed by {who}"),
+            })
+        }
+        (Some(c), _) => Some(Change {
+            at: c,
+            what: "created".into(),
+        }),
+        (None, Some((t, who))) => Some(Change {
+            at: t,
+            what: format!("changed by {who}"),
+        }),
+        (None, None) => None,
+    }
+}
+
+/// When an object was last written ([`last_change`]'s time).
+pub fn last_written(v: &Value) -> Option<DateTime<Utc>> {
+    last_change(v).map(|c| c.at)
 }
 
 /// The characters Kubernetes draws generated name parts from (`rand.SafeEncodeString`: no

@@ -585,12 +585,17 @@ impl Pod {
         }
     }
 
+    /// When the pod started: its `startTime` (the kubelet took it), else its creation.
+    pub fn start(&self) -> Option<DateTime<Utc>> {
+        time(&self.raw, &["status", "startTime"]).or(self.created)
+    }
+
     /// Whether the pod started, or one of its containers started again, at `t` or later: what
     /// reads its configuration only when it starts (environment, a `subPath` mount) has read
     /// it as it was then. The dependency graph asks it of a changed ConfigMap ("has any pod
     /// read it yet"), and the change finding of the failing pods ("did they read it").
     pub fn started_since(&self, t: DateTime<Utc>) -> bool {
-        self.created.is_some_and(|c| c >= t)
+        self.start().is_some_and(|c| c >= t)
             || self
                 .containers
                 .iter()

@@ -90,6 +90,20 @@ pub fn configmap_read_live(template: &Value, name: &str) -> bool {
         })
 }
 
+/// Whether a write at `t` to configuration `pod` reads at its start sets it apart from the
+/// `ready` pods beside it: the pod has read it ([`Pod::started_since`]: it, or a container of
+/// it, started since) and none of them has — they run on what was there before, so a
+/// replacement reads what the pod fails on. With no ready pod beside it (the only replica): it
+/// ran before the write, and its restarting containers and its replacement read it as it is
+/// now. The deletion's proof refuses on it; the change finding asks the same of the failing
+/// pods and the serving ones.
+pub fn read_only_by(pod: &Pod, ready: &[&Pod], t: DateTime<Utc>) -> bool {
+    if ready.is_empty() {
+        return pod.start().is_some_and(|s| s < t);
+    }
+    pod.started_since(t) && !ready.iter().any(|p| p.started_since(t))
+}
+
 /// The change to what the workload reads that explains its failures better than its limits,
 /// its pods or its replica count do, if there is one (see the module's definition).
 ///
@@ -257,6 +271,21 @@ mod tests {
     }
 
     const WEEKS_AGO: i64 = -30 * 24 * 60;
+
+    #[test]
+    fn a_write_only_the_failing_pod_read_sets_it_apart_from_its_ready_siblings() {
+        let (old, failing) = (pod("api-1", 0, false), pod("api-2", 20, true));
+        // Written at 10: the failing pod started after it, the ready one before.
+        assert!(read_only_by(&failing, &[&old], t(10)));
+        // A ready sibling that started after the write read it and works.
+        let new = pod("api-3", 30, false);
+        assert!(!read_only_by(&failing, &[&old, &new], t(10)));
+        // Written after the failing pod started, and none of its containers started since.
+        assert!(!read_only_by(&failing, &[&old], t(25)));
+        // The only pod: it ran before the write.
+        assert!(read_only_by(&failing, &[], t(25)));
+        assert!(!read_only_by(&failing, &[], t(10)));
+    }
 
     #[test]
     fn a_configmap_edited_before_a_restart_whose_pods_fail_explains_the_failures() {

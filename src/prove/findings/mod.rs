@@ -23,7 +23,7 @@ mod revision;
 mod scheduling;
 mod usage;
 
-pub use changed::{ChangeExplains, change_explains, configmap_read_live};
+pub use changed::{ChangeExplains, change_explains, configmap_read_live, read_only_by};
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
 pub use memory::{

@@ -25,12 +25,12 @@ mod hosts;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 pub use crate::domain::{Change, DepKind, Dependency, Neighbourhood};
 
-use crate::cluster::obj::{self, array, at, str_at};
+use crate::cluster::obj::{self, at, str_at};
 use crate::cluster::observed::{self, time};
 use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery};
@@ -130,36 +130,7 @@ pub(crate) fn event_first(e: &Value) -> Option<DateTime<Utc>> {
     e.first.or(e.last)
 }
 
-/// The latest write to an object the API shows: its creation, or a managed-fields entry that
-/// is not a status update.
-pub(crate) fn last_change(o: &Value) -> Option<Change> {
-    let created = time(o, &["metadata", "creationTimestamp"]);
-    let edited = array(o, &["metadata", "managedFields"])
-        .iter()
-        .filter(|m| str_at(m, &["subresource"]).is_none())
-        .filter_map(|m| {
-            Some((
-                time(m, &["time"])?,
-                str_at(m, &["manager"]).unwrap_or("someone"),
-            ))
-        })
-        .max_by_key(|(t, _)| *t);
-    match (created, edited) {
-        (Some(c), Some((t, who))) if t > c + Duration::seconds(2) => Some(Change {
-            at: t,
-            what: format!("changed by {who}"),
-        }),
-        (Some(c), _) => Some(Change {
-            at: c,
-            what: "created".into(),
-        }),
-        (None, Some((t, who))) => Some(Change {
-            at: t,
-            what: format!("changed by {who}"),
-        }),
-        (None, None) => None,
-    }
-}
+pub(crate) use observed::last_change;
 
 /// A pod's failure in a few words, if it fails ([`observed::Pod::failure`]: not scheduled, a
 /// container that cannot run or exited with an error, stuck creating, Failed, running but not

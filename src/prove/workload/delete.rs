@@ -209,11 +209,10 @@ fn failure_not_shared(pod: &Pod, siblings: &[&Pod], events: &[Event]) -> Obligat
     ob::delete::FAILURE_NOT_SHARED.check(sharing.is_empty(), ev)
 }
 
-/// Whether no configuration its replacement reads changed between its ready siblings' start and
-/// its own, from the ConfigMaps its template names. A replacement reads them as they are now.
-/// When one of them changed after the ready siblings started and before the failing pod did,
-/// the siblings run the old configuration and the pod the new one: the replacement fails like
-/// the pod.
+/// Whether no configuration its replacement reads changed between its ready siblings and it
+/// ([`findings::read_only_by`]), from the ConfigMaps its template names. A replacement reads them
+/// as they are now. When the pod has read a change its ready siblings have not, they run the
+/// old configuration and the pod the new one: the replacement fails like the pod.
 ///
 /// The only pod whose failing starts name state of its own ([`KeptState`]) is the exception:
 /// its restarting containers read the changed configuration too, and what they fail on is the
@@ -225,22 +224,12 @@ async fn config_unchanged_since_siblings(
     kept: Option<&KeptState>,
 ) -> Read<Obligation> {
     let obligation = &ob::delete::CONFIG_UNCHANGED_SINCE_SIBLINGS;
-    let oldest_ready = siblings
-        .iter()
-        .filter(|p| p.ready)
-        .filter_map(|p| started(p))
-        .min();
-    // The only pod: what changed since it started, which its restarting containers read.
-    let (oldest_ready, mine) = if siblings.is_empty() {
-        (started(pod), Some(scene.now))
-    } else {
-        (oldest_ready, started(pod))
-    };
-    let (Some(since), Some(mine)) = (oldest_ready, mine) else {
+    let ready: Vec<&Pod> = siblings.iter().copied().filter(|p| p.ready).collect();
+    if !siblings.is_empty() && ready.is_empty() {
         return Ok(obligation.holds(vec![
             "no ready sibling started before it to compare with".into(),
         ]));
-    };
+    }
     let mut changed = Vec::new();
     let mut read = Vec::new();
     for name in super::configmaps(&pod.raw) {
@@ -250,18 +239,17 @@ async fn config_unchanged_since_siblings(
             Err(_) => continue,
         };
         match last_written(&cm) {
-            Some(t) if t > since && t <= mine && siblings.is_empty() => changed.push(format!(
+            Some(t) if findings::read_only_by(pod, &ready, t) && ready.is_empty() => changed.push(format!(
                 "ConfigMap {name} changed at {}, after pod {} started ({}): its restarting containers and its replacement read it as it is now",
                 hhmm(t),
                 pod.name,
-                hhmm(since)
+                pod.start().map(hhmm).unwrap_or_default()
             )),
-            Some(t) if t > since && t <= mine => changed.push(format!(
-                "ConfigMap {name} changed at {}, after its ready siblings started ({}) and before pod {} did ({}): its replacement reads it as it is now",
+            Some(t) if findings::read_only_by(pod, &ready, t) => changed.push(format!(
+                "ConfigMap {name} changed at {}; pod {} read it since (it or a container started again after that) and none of its {} ready sibling(s) has: its replacement reads it as it is now",
                 hhmm(t),
-                hhmm(since),
                 pod.name,
-                hhmm(mine)
+                ready.len()
             )),
             _ => read.push(name),
         }

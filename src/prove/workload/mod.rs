@@ -203,11 +203,6 @@ pub(super) async fn no_change_explains(
     )
 }
 
-/// When the pod started (its `startTime`, else its creation).
-fn started(p: &Pod) -> Option<DateTime<Utc>> {
-    time(&p.raw, &["status", "startTime"]).or(p.created)
-}
-
 /// Whether the pod has not been ready since it started ([`Pod::was_ready`]). `None`: the
 /// times are not recorded.
 fn never_ready(p: &Pod) -> Option<bool> {

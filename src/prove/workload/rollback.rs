@@ -305,11 +305,12 @@ impl Case<'_> {
                     let Some(w) = last_written(&cm) else {
                         continue;
                     };
-                    // Pods of the revision returned to that started after the write and are
-                    // ready now show it works with the content as it is.
+                    // Pods of the revision returned to that read it since the write (started,
+                    // or a container started again: Pod::started_since) and are ready now show
+                    // it works with the content as it is.
                     let proven: Vec<&str> = its_pods
                         .iter()
-                        .filter(|p| p.ready && started(p).is_some_and(|s| s >= w))
+                        .filter(|p| p.ready && p.started_since(w))
                         .map(|p| p.name.as_str())
                         .take(2)
                         .collect();
