@@ -1015,7 +1015,8 @@ async fn nodes_an_old_warning_is_evidence_and_local_failures_make_the_node_the_f
             node: warned.clone(),
             pods: 2,
             failing: 1,
-            at_fault: false
+            at_fault: false,
+            short_of_memory: None,
         }),
         "{}",
         seen.describe()
