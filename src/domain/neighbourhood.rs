@@ -188,12 +188,19 @@ const CHANGED_BEFORE_ONSET: u32 = 4;
 const CHANGED_RECENTLY: u32 = 1;
 /// A change this long before the onset still counts as "just before".
 const BEFORE_ONSET: i64 = 60 * 60;
+/// A change this long after the onset still counts as "just before": the onset is the first
+/// warning seen, which can trail the first failure by the kubelet's back-off.
+const ONSET_TRAILS: i64 = 5 * 60;
+/// A change this recent is still a suspect (scored, less than one just before the onset), and a
+/// rollout this recent whose pods fail where the previous revision's ran is the cause.
+pub const RECENT_CHANGE_HOURS: i64 = 6;
 
 /// Whether `change` came just before failures that began at `onset`
 /// ([`Neighbourhood::just_before_onset`]).
 pub fn just_before(onset: Option<DateTime<Utc>>, change: &Change) -> bool {
     onset.is_some_and(|o| {
-        change.at <= o + Duration::minutes(5) && change.at >= o - Duration::seconds(BEFORE_ONSET)
+        change.at <= o + Duration::seconds(ONSET_TRAILS)
+            && change.at >= o - Duration::seconds(BEFORE_ONSET)
     })
 }
 
@@ -203,8 +210,8 @@ fn hhmm(t: DateTime<Utc>) -> String {
 
 impl Neighbourhood {
     /// Whether `change` came just before the failures began: at most [`BEFORE_ONSET`] seconds
-    /// before the onset, or up to five minutes after it (the onset is the first warning seen,
-    /// which can trail the first failure).
+    /// before the onset, or up to [`ONSET_TRAILS`] after it (the onset is the first warning
+    /// seen, which can trail the first failure).
     pub fn just_before_onset(&self, change: &Change) -> bool {
         just_before(self.onset, change)
     }
@@ -221,7 +228,7 @@ impl Neighbourhood {
             if let Some(c) = &d.changed {
                 if just_before(onset, c) {
                     score += CHANGED_BEFORE_ONSET;
-                } else if now - c.at < Duration::hours(6) {
+                } else if now - c.at < Duration::hours(RECENT_CHANGE_HOURS) {
                     score += CHANGED_RECENTLY;
                 }
             }

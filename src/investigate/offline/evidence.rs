@@ -85,6 +85,9 @@ pub(super) struct Alert {
     pub proactive: bool,
     /// The subject's container as the alert names it (never the exporter's).
     pub container: Option<String>,
+    /// Why the cluster's objects cannot show its condition gone, when they cannot
+    /// ([`crate::prove::findings::condition::objects_show`]).
+    pub unseen_by_objects: Option<String>,
 }
 
 /// The root owner, typed as far as the rules read it.
@@ -390,6 +393,13 @@ pub(super) async fn gather(
             proactive: req.signal.mode == SignalMode::Proactive,
             container: req.signal.subject_container(),
             starts_at: Some(req.signal.starts_at),
+            unseen_by_objects: match crate::prove::findings::condition::objects_show(
+                &req.signal.name,
+                req.signal.generator_url.as_deref(),
+            ) {
+                (false, why) => Some(why),
+                (true, _) => None,
+            },
         },
         subject,
         context: context.clone(),

@@ -11,6 +11,7 @@
 //!   investigator and the prover may read it their own way.
 
 mod changed;
+pub mod condition;
 mod image;
 mod kept;
 mod memory;
@@ -31,7 +32,7 @@ pub use memory::{
     short_of_memory,
 };
 pub use node::{NotReadyEvent, flaps, node_at_fault, not_ready_events, readiness_flaps};
-pub use onset::{first_onset, onset};
+pub use onset::{ONSET_SLACK_SECONDS, first_onset, onset, predates};
 pub use quota::{QuotaNeed, largest_node, quota_needs, raise_need, raised_replicas};
 pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};
 pub use revision::{

@@ -6,6 +6,18 @@ use chrono::{DateTime, Utc};
 
 use crate::cluster::observed::{Event, Pod};
 
+/// How long before a revision appeared its pods' failures may seem to begin and still be its
+/// own: the clocks of the API server, the kubelets and the alerting pipeline differ by seconds,
+/// and an alert's `startsAt` rounds to its rule's evaluation interval (commonly 30 s to 1 min).
+pub const ONSET_SLACK_SECONDS: i64 = 60;
+
+/// Whether failures that began at `onset` predate a revision that appeared at `appeared`
+/// (beyond [`ONSET_SLACK_SECONDS`]): then the revision did not bring them. The rollout rule
+/// rejects a rollout as the cause on it, and the rollback proof refuses to undo it.
+pub fn predates(onset: DateTime<Utc>, appeared: DateTime<Utc>) -> bool {
+    onset < appeared - chrono::Duration::seconds(ONSET_SLACK_SECONDS)
+}
+
 /// When failing pod `pod` began to fail: its first warning (never before the pod existed),
 /// else its creation. A pod's ordinary events (scheduled, pulled, started) say nothing of a
 /// failure: a pod that ran for an hour before its first crash began to fail at the crash.
@@ -34,6 +46,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn failures_a_minute_before_a_revision_appeared_are_its_own_and_earlier_ones_predate_it() {
+        let at = |s: &str| {
+            DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&Utc))
+                .unwrap_or_default()
+        };
+        let appeared = at("2026-11-30T10:00:00Z");
+        assert!(!predates(at("2026-11-30T09:59:30Z"), appeared));
+        assert!(!predates(at("2026-11-30T10:00:05Z"), appeared));
+        assert!(predates(at("2026-11-30T09:58:59Z"), appeared));
+    }
 
     #[test]
     fn a_pod_began_to_fail_at_its_first_warning_never_before_it_existed() {

@@ -15,6 +15,11 @@ use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed;
 use crate::cluster::selector::Selector;
 
+/// How soon after a workload's creation its first scale-up is part of the creation (the
+/// controller scales the new ReplicaSet up within seconds; a slow admission within minutes),
+/// not a change to it.
+const FIRST_SCALE_UP_MINUTES: i64 = 2;
+
 /// `host:port`, a URL's host, or a host after a word that introduces one.
 static HOSTS: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
@@ -167,7 +172,7 @@ async fn workload_state(
         // Its first scale-up, right after it was created, is no change to anything.
         .filter(|e| {
             let first_scale_up = str_at(e, &["message"]).is_some_and(|m| m.starts_with("Scaled up"))
-                && matches!((event_time(e), created), (Some(t), Some(c)) if t <= c + chrono::Duration::minutes(2));
+                && matches!((event_time(e), created), (Some(t), Some(c)) if t <= c + chrono::Duration::minutes(FIRST_SCALE_UP_MINUTES));
             !first_scale_up
         })
         .filter_map(|e| Some((event_time(e)?, str_at(e, &["message"]).unwrap_or(""))))

@@ -29,6 +29,9 @@ pub(super) use restart::restart;
 pub(super) use rollback::rollback;
 pub(super) use scale::{quota_allows, scale};
 
+/// A Deployment's `maxUnavailable` when its rolling update leaves it unset (the API's default).
+const DEFAULT_MAX_UNAVAILABLE_PERCENT: i64 = 25;
+
 /// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
 pub fn configmaps(template: &Value) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
@@ -116,7 +119,7 @@ fn max_unavailable(w: &Value) -> (i64, String) {
         _ => (
             resolve(
                 at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]),
-                replicas * 25 / 100,
+                replicas * DEFAULT_MAX_UNAVAILABLE_PERCENT / 100,
             ),
             ty.to_owned(),
         ),

@@ -22,6 +22,10 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
 /// minutes: none crashes on start, and some that were ready once are stuck not ready or fail
 /// their probes. A restart does not help pods that cannot run, nor pods that have never been
 /// ready (a fresh pod of the same template starts the same way).
+/// How recent a failed probe must be to show a pod wedged now: the kubelet warns on every failed
+/// probe (every 10 s by default), so a quarter of an hour without one says the pods answer.
+const PROBE_FAILURES_RECENT_MINUTES: i64 = 15;
+
 fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligation {
     let obligation = &ob::restart::PODS_RUN_BUT_WEDGED;
     let crashing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
@@ -31,7 +35,7 @@ fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligat
         .iter()
         .filter(|p| p.running_not_ready() || p.starting())
         .partition(|p| never_ready(p) == Some(true));
-    let window = scene.now - Duration::minutes(15);
+    let window = scene.now - Duration::minutes(PROBE_FAILURES_RECENT_MINUTES);
     let probe_failures: Vec<&Event> = events
         .iter()
         .filter(|e| e.warning && e.reason == "Unhealthy" && e.last.is_some_and(|t| t >= window))

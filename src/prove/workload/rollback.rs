@@ -240,7 +240,7 @@ impl Case<'_> {
                     .collect();
                 let ok = older_failing.is_empty()
                     && match (first, cur.created) {
-                        (Some((t, _)), Some(c)) => t >= c - Duration::seconds(5),
+                        (Some((t, _)), Some(c)) => !findings::predates(t, c),
                         _ => false,
                     };
                 let mut ev = vec![format!(

@@ -57,11 +57,17 @@ fn no_autoscaler(set_by: Option<&Hpa>) -> Obligation {
     )
 }
 
-/// Whether the new count is a bounded step from the current one: at least one, at most double
-/// (or five more), or back to the count the workload declares.
+/// How far one scale may go beyond the current count: double it, or five more for a small one
+/// (a step a person would take to relieve load, not a new capacity plan).
+const SCALE_STEP_FACTOR: i64 = 2;
+const SCALE_STEP_MORE: i64 = 5;
+
+/// Whether the new count is a bounded step from the current one: at least one, at most
+/// [`SCALE_STEP_FACTOR`] times it (or [`SCALE_STEP_MORE`] more), or back to the count the
+/// workload declares.
 fn bounded(current: i64, wanted: i64, declared: Option<&findings::Declared>) -> Obligation {
-    let bound = (current * 2)
-        .max(current + 5)
+    let bound = (current * SCALE_STEP_FACTOR)
+        .max(current + SCALE_STEP_MORE)
         .max(declared.map_or(0, |d| d.count));
     ob::scale::BOUNDED.check(
         wanted >= 1 && wanted <= bound,

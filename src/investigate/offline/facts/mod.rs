@@ -29,13 +29,12 @@ use crate::prove::findings::{self, RevisionHealth};
 use rollout::{lone_failure, regression};
 use scheduling::unschedulable;
 
-/// A rollout this recent, whose pods fail while the previous revision's ran, is the cause.
-const ROLLOUT_WINDOW_HOURS: i64 = 6;
+/// A rollout this recent, whose pods fail while the previous revision's ran, is the cause (the
+/// neighbourhood's "recent change").
+const ROLLOUT_WINDOW_HOURS: i64 = crate::domain::RECENT_CHANGE_HOURS;
 /// A previous revision with no pods left that served less than this before it was replaced
 /// never proved itself: nothing says it was healthy (one constant with the rollback proof's).
 pub(super) use observed::SERVED_MIN_SECONDS;
-/// Failures that began this long before the new revision appeared predate it.
-const ONSET_SLACK_SECONDS: i64 = 60;
 
 pub(super) struct Facts {
     /// The moment the evidence was read at.
@@ -140,6 +139,9 @@ pub(super) struct AlertFacts {
     pub proactive: bool,
     /// The `container` label.
     pub container: Option<String>,
+    /// Why the objects cannot show the alert's condition gone, when they cannot
+    /// ([`findings::condition::objects_show`]).
+    pub unseen_by_objects: Option<String>,
 }
 
 pub(super) struct PodFacts {
@@ -385,6 +387,7 @@ impl Facts {
                 name: ev.alert.name.to_ascii_lowercase(),
                 proactive: ev.alert.proactive,
                 container: ev.alert.container.clone(),
+                unseen_by_objects: ev.alert.unseen_by_objects.clone(),
             },
             rollout,
             rollout_rejected,

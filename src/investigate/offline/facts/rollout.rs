@@ -101,7 +101,7 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
                 .min();
             let appeared = current.created;
             if let (Some(onset), Some(appeared)) = (onset, appeared)
-                && onset < appeared - Duration::seconds(ONSET_SLACK_SECONDS)
+                && findings::predates(onset, appeared)
             {
                 return Err(format!(
                     "the failures began at {}, before revision {} appeared at {}",

@@ -190,6 +190,7 @@ impl Incident {
                 proactive: false,
                 container: None,
                 starts_at: None,
+                unseen_by_objects: None,
             },
             subject: target.clone(),
             context: Some(Arc::new(ResourceContext {
@@ -315,6 +316,21 @@ impl Incident {
     pub fn resize_requested(mut self, size: &str) -> Self {
         self.deployment["spec"]["resources"]["requests"]["storage"] = json!(size);
         self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
+    /// The alert `name` fires on the PromQL `expression` (its generator URL carries it).
+    pub fn alert_expression(mut self, name: &str, expression: &str) -> Self {
+        let url = format!(
+            "http://prometheus:9090/graph?g0.expr={}",
+            expression.replace(' ', "%20")
+        );
+        self.ev.alert.name = name.into();
+        self.ev.alert.unseen_by_objects =
+            match crate::prove::findings::condition::objects_show(name, Some(&url)) {
+                (false, why) => Some(why),
+                (true, _) => None,
+            };
         self
     }
 

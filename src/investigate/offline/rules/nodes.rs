@@ -52,6 +52,7 @@ pub(super) fn node_ready(f: &Facts) -> Option<Diagnosis> {
     d.outcome = InvestigationOutcome::ProblemResolved;
     d.confidence = 0.8;
     d.target = f.target.clone();
+    super::workloads::unseen_by_objects(f, &mut d);
     Some(d)
 }
 

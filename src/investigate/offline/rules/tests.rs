@@ -676,6 +676,21 @@ fn healthy_pods_with_no_recent_failure_mean_the_problem_resolved() {
         (d.mode, d.outcome),
         ("Resolved", InvestigationOutcome::ProblemResolved)
     );
+    // An application's measurement: the pods' health is all the claim rests on, and it says
+    // so (the resolved proof asks Prometheus, and refuses without it).
+    let d = Incident::deployment("api")
+        .alert_expression(
+            "ApiLatencyHigh",
+            "histogram_quantile(0.99, api_latency_bucket) > 2",
+        )
+        .with(pod("api-1"))
+        .diagnosis();
+    assert_eq!(d.outcome, InvestigationOutcome::ProblemResolved);
+    assert!(
+        d.summary.contains("not one the objects show") && d.summary.contains("api_latency_bucket"),
+        "{}",
+        d.summary
+    );
 }
 
 #[test]

@@ -293,7 +293,21 @@ pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     d.confidence = 0.85;
     d.severity = Severity::Low;
     d.target = f.target.clone();
+    unseen_by_objects(f, &mut d);
     Some(d)
+}
+
+/// A resolved claim about an alert whose condition the objects cannot show gone
+/// ([`findings::condition::objects_show`], what the resolved proof's `condition-observable`
+/// asks): the objects' health is all the claim rests on, and its summary says so. The proof
+/// then asks Prometheus, when it has one, and refuses the claim without it.
+pub(super) fn unseen_by_objects(f: &Facts, d: &mut Diagnosis) {
+    if let Some(why) = &f.alert.unseen_by_objects {
+        d.summary = format!(
+            "{}; but the alert's condition is not one the objects show ({why})",
+            d.summary
+        );
+    }
 }
 
 /// The highest maximum the autoscaler rule proposes: past it, more replicas are a capacity
