@@ -4,10 +4,8 @@ use std::collections::BTreeMap;
 
 use super::findings::{self, PortHolder, Room, node_at_fault};
 use super::scene::{Read, Scene};
-use crate::cluster::obj::{self, at, i64_at};
-use crate::cluster::observed::PodSpec;
-use crate::cluster::observed::{Node, Pod, cluster_wide};
-use crate::cluster::selector::Selector;
+use crate::cluster::obj;
+use crate::cluster::observed::{Node, Pdb, Pod, PodSpec, cluster_wide};
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 
@@ -106,26 +104,22 @@ fn not_cluster_wide(nodes: &[Node]) -> Obligation {
 async fn pdbs_allow(scene: &Scene, name: &str, evicted: &[&Pod]) -> Read<Obligation> {
     let pdbs = scene.list_optional("PodDisruptionBudget", None).await?;
     let mut blocking = Vec::new();
-    for pdb in &pdbs {
-        let Some(sel) = at(pdb, &["spec", "selector"]).and_then(Selector::from_object) else {
-            continue;
-        };
-        let ns = obj::namespace(pdb);
+    for raw in &pdbs {
+        let pdb = Pdb::parse(raw);
+        let ns = obj::namespace(raw);
         let here = evicted
             .iter()
-            .filter(|p| obj::namespace(&p.raw) == ns && sel.matches_value(Some(&p.labels)))
-            .count() as i64;
+            .filter(|p| obj::namespace(&p.raw) == ns && pdb.selects(p))
+            .count();
         if here == 0 {
             continue;
         }
-        let allowed = i64_at(pdb, &["status", "disruptionsAllowed"])
-            .or_else(|| i64_at(pdb, &["status", "podDisruptionsAllowed"]))
-            .unwrap_or(0);
+        let allowed = pdb.disruptions_allowed;
         if allowed < 1 {
             blocking.push(format!(
                 "PodDisruptionBudget {}/{} allows {allowed} disruption(s) and guards {here} pod(s) on {name}",
                 ns.unwrap_or_default(),
-                obj::name(pdb)
+                pdb.name
             ));
         }
     }

@@ -105,7 +105,7 @@ pub fn last_written(v: &Value) -> Option<DateTime<Utc>> {
 /// The characters Kubernetes draws generated name parts from (`rand.SafeEncodeString`: no
 /// vowels, no 0, 1 or 3, so no word and nothing mistaken for one): a ReplicaSet's
 /// pod-template-hash, a pod's random suffix.
-const GENERATED_CHARS: &str = "bcdfghjklmnpqrstvwxz2456789";
+pub const GENERATED_CHARS: &str = "bcdfghjklmnpqrstvwxz2456789";
 
 /// Whether `name` is one a controller generated from `owner`'s: `<owner>-<suffix>`, where the
 /// suffix is one or two parts, each a number, drawn from [`GENERATED_CHARS`], or hash-like

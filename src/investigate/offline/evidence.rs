@@ -319,14 +319,10 @@ impl Calls<'_> {
 /// controller's form: the ReplicaSet's name (itself `<deployment>-<template hash>`), a dash and
 /// five characters of the alphabet Kubernetes draws random suffixes from.
 fn replicaset_of_pod_name(pod: &str) -> Option<&str> {
-    const SUFFIX_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
+    let drawn = |part: &str| part.chars().all(|c| observed::GENERATED_CHARS.contains(c));
     let (rs, suffix) = pod.rsplit_once('-')?;
     let (_, hash) = rs.rsplit_once('-')?;
-    (suffix.len() == 5
-        && suffix.chars().all(|c| SUFFIX_ALPHABET.contains(c))
-        && !hash.is_empty()
-        && hash.chars().all(|c| SUFFIX_ALPHABET.contains(c)))
-    .then_some(rs)
+    (suffix.len() == 5 && drawn(suffix) && !hash.is_empty() && drawn(hash)).then_some(rs)
 }
 
 /// Gather the evidence about `req`'s subject. `namespace_pods` and `events` are the prefetched

@@ -10,11 +10,10 @@ use crate::domain::OnNode;
 /// condition says now, as the memory proof holds.
 const CONDITION_EVENTS: &[&str] = &["NodeHasDiskPressure", "NodeHasInsufficientPID"];
 
-/// Node events that say the node itself is in trouble.
+/// Node events that say the node itself is in trouble, besides its running short of memory
+/// ([`findings::SHORT_OF_MEMORY`], [`node_trouble`]).
 const NODE_TROUBLE: &[&str] = &[
     "SystemOOM",
-    "EvictionThresholdMet",
-    "NodeHasInsufficientMemory",
     "NodeHasDiskPressure",
     "NodeHasInsufficientPID",
     "NodeNotReady",
@@ -26,6 +25,12 @@ const NODE_TROUBLE: &[&str] = &[
     "DockerHung",
     "TaskHung",
 ];
+
+/// Whether an event's reason says the node itself is in trouble ([`NODE_TROUBLE`], or short of
+/// memory).
+fn node_trouble(reason: &str) -> bool {
+    NODE_TROUBLE.contains(&reason) || findings::SHORT_OF_MEMORY.contains(&reason)
+}
 
 /// What a neighbour's log says when it is eating a node's shared resources.
 const HOG_SIGNS: &[&str] = &[
@@ -170,10 +175,7 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 Some("SystemOOM") => oom_counts,
                 Some("NodeNotReady") => flaps,
                 Some(r) if CONDITION_EVENTS.contains(&r) => false,
-                r => {
-                    r.is_some_and(|r| NODE_TROUBLE.contains(&r))
-                        || str_at(e, &["type"]) == Some("Warning")
-                }
+                r => r.is_some_and(|r| node_trouble(r)) || str_at(e, &["type"]) == Some("Warning"),
             })
             .filter(|e| event_time(e).is_none_or(|t| t >= window))
             .collect();
@@ -190,7 +192,7 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         // `InvalidDiskCapacity` does not make a node where one pod crash-loops unhealthy).
         if let Some(e) = trouble
             .iter()
-            .filter(|e| str_at(e, &["reason"]).is_some_and(|r| NODE_TROUBLE.contains(&r)))
+            .filter(|e| str_at(e, &["reason"]).is_some_and(|r| node_trouble(r)))
             .max_by_key(|e| event_time(e))
             && d.unhealthy.is_none()
             && failing_here > 0
