@@ -175,7 +175,7 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 Some("SystemOOM") => oom_counts,
                 Some("NodeNotReady") => flaps,
                 Some(r) if CONDITION_EVENTS.contains(&r) => false,
-                r => r.is_some_and(|r| node_trouble(r)) || str_at(e, &["type"]) == Some("Warning"),
+                r => r.is_some_and(node_trouble) || str_at(e, &["type"]) == Some("Warning"),
             })
             .filter(|e| event_time(e).is_none_or(|t| t >= window))
             .collect();
@@ -192,7 +192,7 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         // `InvalidDiskCapacity` does not make a node where one pod crash-loops unhealthy).
         if let Some(e) = trouble
             .iter()
-            .filter(|e| str_at(e, &["reason"]).is_some_and(|r| node_trouble(r)))
+            .filter(|e| str_at(e, &["reason"]).is_some_and(node_trouble))
             .max_by_key(|e| event_time(e))
             && d.unhealthy.is_none()
             && failing_here > 0
