@@ -135,13 +135,21 @@ pub fn node_oom_at(
 
 /// How many processes a node's kernel killed, at the `moments` some containers were
 /// OOM-killed, beyond the containers of the node (`here`) killed at their own limits then
-/// ([`node_oom_at`] for each moment), from the node's `events`.
+/// ([`node_oom_at`] for each moment), from the node's `events`. The kills at `moments` are
+/// their containers' own (the caller found them so: an `OOMKilled` termination, or an exit 137
+/// the kernel's warning names), so each counts as one, whether or not its pod's status still
+/// says `OOMKilled`.
 pub fn node_short_at(events: &[Event], here: &[Pod], moments: &[DateTime<Utc>]) -> i64 {
     let (ooms, starts) = oom_reports(events);
     if ooms.is_empty() {
         return 0;
     }
-    let kills = limit_kills(here);
+    let mut kills = limit_kills(here);
+    for m in moments {
+        if !kills.contains(m) {
+            kills.push(*m);
+        }
+    }
     let looping: Vec<DateTime<Utc>> = here
         .iter()
         .flat_map(|p| p.oom_killed())
@@ -208,6 +216,18 @@ mod tests {
         assert_eq!(short, Some("EvictionThresholdMet"));
         // Ten hours ago is past the look-back.
         assert!(short_of_memory(&events[..1], now).is_none());
+    }
+
+    #[test]
+    fn the_kill_in_question_is_its_containers_own_though_its_status_says_error() {
+        // The runtime reported the kill as `Error` 137 (the memory proof found it by the
+        // kernel's warning): the node's one SystemOOM report at that moment is that kill.
+        let kill = t("2026-11-28T14:53:40Z");
+        let events = [Event::parse(&json!({
+            "involvedObject": {"kind": "Node", "name": "n1"}, "reason": "SystemOOM",
+            "type": "Warning", "message": "System OOM encountered", "count": 1,
+            "firstTimestamp": "2026-11-28T14:53:41Z", "lastTimestamp": "2026-11-28T14:53:41Z"}))];
+        assert_eq!(node_short_at(&events, &[], &[kill]), 0);
     }
 
     #[test]

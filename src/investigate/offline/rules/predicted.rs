@@ -116,6 +116,14 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
                 .as_deref()
                 .and_then(|l| quantity::raised_memory(l, RAISE_FACTOR))
             {
+                if let Some(problem) = f.raise_problem(
+                    LimitResource::Memory,
+                    limit.as_deref().unwrap_or("0"),
+                    &new_limit,
+                ) {
+                    d.human = Some(format!("container {container} of {subject}: {problem}"));
+                    return Some(d);
+                }
                 d.proposal = proposal(
                     ActionType::IncreaseMemoryLimits,
                     ActionParams::limit(LimitResource::Memory, &container, &new_limit),

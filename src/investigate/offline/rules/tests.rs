@@ -389,6 +389,20 @@ fn an_oom_kill_right_after_a_rollout_is_the_rollout_s_fault() {
         d.proposal.map(|p| p.action_type),
         Some(ActionType::RollbackDeployment)
     );
+    // Paused on purpose: the rollback's proof refuses to undo it, so a human decides.
+    let d = Incident::deployment("api")
+        .memory_limit("256Mi")
+        .rolled_out("shop/app:2.0", 30)
+        .paused()
+        .with(pod("api-2-a").owned_by("api-2").oom_killed())
+        .diagnosis();
+    assert_eq!(d.mode, "RolloutRegression");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains("paused")),
+        "{:?}",
+        d.human
+    );
 }
 
 #[test]
@@ -911,6 +925,22 @@ fn a_workload_scaled_below_what_it_ran_with_its_pods_not_ready_is_scaled_back() 
         autoscaled.mode != "ScaledBelowDeclared" && autoscaled.proposal.is_none(),
         "{}",
         autoscaled.summary
+    );
+}
+
+#[test]
+fn a_scale_back_the_quota_has_no_room_for_goes_to_a_human() {
+    let d = Incident::deployment("feed")
+        .replicas(0)
+        .applied(3)
+        .quota("pods", "9", "10")
+        .diagnosis();
+    assert_eq!(d.mode, "ScaledToZero", "{}", d.summary);
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains("quota")),
+        "{:?}",
+        d.human
     );
 }
 

@@ -140,6 +140,15 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
     }
     d.severity = Severity::Critical;
     d.target = target;
+    // Paused on purpose (`kubectl rollout pause`): the rollback's proof refuses to undo a rollout
+    // someone stopped; they resume it or roll it back.
+    if f.workload.as_ref().is_some_and(|w| w.paused) {
+        d.human = Some(format!(
+            "the rollout of {target_text} is paused while revision {} fails: someone stopped it on purpose, so a human decides between resuming it (its template may hold a change not rolled out yet) and rolling back to revision {}",
+            current.number, previous.number
+        ));
+        return Some(d);
+    }
     let action = if r.kind == "StatefulSet" {
         ActionType::RollbackStatefulSet
     } else {
@@ -585,6 +594,13 @@ pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
         ));
         return Some(d);
     }
+    if let Some(problem) = f.scale_quota_problem(declared) {
+        d.human = Some(format!(
+            "{} {} declares {declared} replicas, but {problem}",
+            w.kind, w.name
+        ));
+        return Some(d);
+    }
     d.proposal = proposal(
         ActionType::ScaleReplicas,
         ActionParams::scale(declared),
@@ -641,6 +657,13 @@ pub(super) fn scaled_below_declared(f: &Facts) -> Option<Diagnosis> {
     d.severity = Severity::High;
     d.target = f.workload_target().or_else(|| f.target.clone());
     d.confidence = 0.75;
+    if let Some(problem) = f.scale_quota_problem(declared.count - current) {
+        d.human = Some(format!(
+            "{} {} is meant to run {} replicas, but {problem}",
+            w.kind, w.name, declared.count
+        ));
+        return Some(d);
+    }
     d.proposal = proposal(
         ActionType::ScaleReplicas,
         ActionParams::scale(declared.count),

@@ -538,7 +538,7 @@ pub(super) async fn scaling(ctx: &Ctx) -> Read<Vec<Dependency>> {
         .list_or_empty("HorizontalPodAutoscaler", Some(ns))
         .await?
     {
-        if str_at(&h, &["spec", "scaleTargetRef", "name"]) != Some(ctx.target.name.as_str()) {
+        if !observed::Hpa::parse(&h).scales(&ctx.target.kind, &ctx.target.name) {
             continue;
         }
         let mut d = Dependency::new(
