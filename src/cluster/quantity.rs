@@ -73,10 +73,15 @@ pub fn format_amount(resource: &str, v: u128) -> String {
     }
 }
 
+/// The most memory a raise proposes for one container (16 GiB): past it, more memory is a
+/// sizing decision, not a remediation. At or above it, [`raised_memory`] returns the limit as
+/// it is, which no proof takes as a raise.
+pub const MAX_RAISED_MEMORY_BYTES: u128 = 16 << 30;
+
 pub fn raised_memory(current: &str, factor: f64) -> Option<String> {
     let bytes = memory_bytes(current)? as f64;
     let factor = factor.clamp(1.0, 2.0);
-    let cap = 16.0 * 1024.0f64.powi(3);
+    let cap = MAX_RAISED_MEMORY_BYTES as f64;
     let raised = (bytes * factor).min(cap.max(bytes));
     Some(format_mi(raised.ceil() as u128))
 }

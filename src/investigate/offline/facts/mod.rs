@@ -508,6 +508,13 @@ impl Facts {
         let name = resource.name();
         let amount = |q: &str| quantity::amount(name, q);
         let (old_n, new_n) = (amount(old).unwrap_or(0), amount(new)?);
+        // No step up at all (a limit at the most a raise proposes), or a step the raise's proof
+        // bounds ([`findings::bounded_step`]): more is a sizing decision.
+        if old_n > 0 && !findings::bounded_step(old_n, new_n) {
+            return Some(format!(
+                "its limit {old} is at or past the most kubemedic raises a {name} limit to in one step ({new}): a human must decide on more"
+            ));
+        }
         let replicas = findings::raised_replicas(
             self.workload.as_ref().and_then(|w| w.replicas),
             self.pods.len(),

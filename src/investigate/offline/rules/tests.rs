@@ -378,6 +378,23 @@ fn a_raise_no_quota_or_node_holds_goes_to_a_human_as_its_proof_would_refuse_it()
 }
 
 #[test]
+fn an_oom_kill_at_the_largest_limit_a_raise_proposes_goes_to_a_human() {
+    let d = Incident::deployment("api")
+        .memory_limit("16Gi")
+        .with(pod("api-1").oom_killed())
+        .diagnosis();
+    assert_eq!(d.mode, "OOMKilled");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("a human must decide on more")),
+        "{:?}",
+        d.human
+    );
+}
+
+#[test]
 fn an_oom_kill_right_after_a_rollout_is_the_rollout_s_fault() {
     let d = Incident::deployment("api")
         .memory_limit("256Mi")
