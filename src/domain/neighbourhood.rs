@@ -175,7 +175,7 @@ pub struct Neighbourhood {
     #[serde(default)]
     pub symptoms: Vec<String>,
     /// Every failing pod of the target runs but is not ready (none crashes, waits or is
-    /// unplaced): the pods are wedged, not broken.
+    /// unplaced), after it was ready once: the pods are wedged, not broken.
     #[serde(default)]
     pub failing_pods_run: bool,
     /// Best-supported first.

@@ -674,6 +674,16 @@ impl Pod {
         Duration::seconds(probes.fold(NEVER_READY_ALLOWANCE, i64::max))
     }
 
+    /// Whether the pod is wedged: it runs but is not ready (or is still within its start-up),
+    /// and nothing says it has not been ready since it started ([`Pod::was_ready`]). A fresh
+    /// process of it may serve again; a pod never ready since it started shows how a fresh pod
+    /// of its template starts, not a wedge. The restart proof asks it of the pods it would
+    /// restart, and the dependency graph of the target's failing pods (a restart for a moved
+    /// dependency).
+    pub fn wedged(&self) -> bool {
+        (self.running_not_ready() || self.starting()) && self.was_ready() != Some(false)
+    }
+
     /// Running (not failing) but not ready, past starting.
     pub fn running_not_ready(&self) -> bool {
         self.failure()
@@ -748,6 +758,19 @@ mod tests {
 
     fn kind(p: &Value) -> Option<FailureKind> {
         Pod::at(p, t(NOW)).failure().map(|f| f.kind)
+    }
+
+    #[test]
+    fn a_pod_ready_once_and_not_now_is_wedged_and_one_never_ready_is_not() {
+        let running = json!({"name": "api", "ready": false, "restartCount": 0,
+            "state": {"running": {"startedAt": "2026-11-28T11:00:00Z"}}});
+        let mut once = pod("Running", false, "2026-11-28T11:00:00Z", running.clone());
+        // Ready turned False at 11:40, long after the kubelet set it as the pod started.
+        once["status"]["conditions"][0]["lastTransitionTime"] = json!("2026-11-28T11:40:00Z");
+        assert!(Pod::at(&once, t(NOW)).wedged());
+        let never = pod("Running", false, "2026-11-28T11:00:00Z", running);
+        assert_eq!(Pod::at(&never, t(NOW)).was_ready(), Some(false));
+        assert!(!Pod::at(&never, t(NOW)).wedged());
     }
 
     #[test]

@@ -267,10 +267,16 @@ pub async fn build(
         .map(|(name, f)| format!("pod {name}: {f}"))
         .take(3)
         .collect();
+    // Wedged, not broken ([`observed::Pod::wedged`]): every failing pod runs, not ready, after
+    // it was ready once.
     let failing_pods_run = !failures.is_empty()
         && failures
             .iter()
-            .all(|(_, f)| f.kind == observed::FailureKind::NotReady);
+            .all(|(_, f)| f.kind == observed::FailureKind::NotReady)
+        && pods
+            .iter()
+            .filter(|p| failures.iter().any(|(n, _)| n == obj::name(p)))
+            .all(|p| observed::Pod::at(p, now).wedged());
     let ctx = Ctx {
         r,
         target: target.clone(),

@@ -206,12 +206,6 @@ pub(super) async fn no_change_explains(
     )
 }
 
-/// Whether the pod has not been ready since it started ([`Pod::was_ready`]). `None`: the
-/// times are not recorded.
-fn never_ready(p: &Pod) -> Option<bool> {
-    p.was_ready().map(|r| !r)
-}
-
 /// Whether no rollout of the workload is in progress ([`Workload::rollout_in_progress`]), from its spec
 /// and status: the restart's and the pod deletion's obligation.
 fn no_rollout_in_progress(w: &Value, obligation: &ObligationSpec) -> Obligation {
@@ -245,14 +239,17 @@ mod tests {
     fn a_pod_unready_since_its_start_was_never_ready_and_one_that_served_was() {
         // The kubelet set Ready False as it started: it has not been ready since.
         let fresh = pod("2026-11-26T10:00:00Z", Some("2026-11-26T10:00:01Z"));
-        assert_eq!(never_ready(&fresh), Some(true));
+        assert_eq!(fresh.was_ready().map(|r| !r), Some(true));
         // Ready for a moment, then not (a real singleton that failed three seconds in).
         let moment = pod("2026-11-26T10:00:00Z", Some("2026-11-26T10:00:03Z"));
-        assert_eq!(never_ready(&moment), Some(false));
+        assert_eq!(moment.was_ready().map(|r| !r), Some(false));
         // Ready False since long after it started: it served, then got stuck.
         let served = pod("2026-11-26T08:00:00Z", Some("2026-11-26T10:00:00Z"));
-        assert_eq!(never_ready(&served), Some(false));
+        assert_eq!(served.was_ready().map(|r| !r), Some(false));
         // No times recorded: unknown.
-        assert_eq!(never_ready(&pod("2026-11-26T08:00:00Z", None)), None);
+        assert_eq!(
+            pod("2026-11-26T08:00:00Z", None).was_ready().map(|r| !r),
+            None
+        );
     }
 }

@@ -31,10 +31,10 @@ fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligat
     let crashing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
     // Pods that run but are not ready: wedged if they were ready once; a pod that has not been
     // ready since it started shows how a fresh pod of its template starts, not a wedge.
-    let (never, stuck): (Vec<&Pod>, Vec<&Pod>) = pods
+    let (stuck, never): (Vec<&Pod>, Vec<&Pod>) = pods
         .iter()
         .filter(|p| p.running_not_ready() || p.starting())
-        .partition(|p| never_ready(p) == Some(true));
+        .partition(|p| p.wedged());
     let window = scene.now - Duration::minutes(PROBE_FAILURES_RECENT_MINUTES);
     let probe_failures: Vec<&Event> = events
         .iter()
