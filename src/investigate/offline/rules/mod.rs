@@ -399,3 +399,5 @@ fn inconclusive(f: &Facts) -> Diagnosis {
 mod fixtures;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_refused;
