@@ -117,7 +117,7 @@ impl Scene {
         let query = LogQuery {
             container: Some(container.to_owned()),
             previous: true,
-            tail_lines: Some(50),
+            tail_lines: Some(observed::FAILURE_LOG_LINES),
             since_seconds: None,
         };
         self.r.logs(ns, pod, &query).await.ok()

@@ -32,6 +32,10 @@ fn node_trouble(reason: &str) -> bool {
     NODE_TROUBLE.contains(&reason) || findings::SHORT_OF_MEMORY.contains(&reason)
 }
 
+/// How many of a neighbour's last log lines are read for the signs of eating what its node
+/// lacks ([`HOG_SIGNS`]): a process that leaks says so over and over.
+const NEIGHBOUR_LOG_LINES: i64 = 50;
+
 /// What a neighbour's log says when it is eating a node's shared resources.
 const HOG_SIGNS: &[&str] = &[
     "defunct",
@@ -313,7 +317,7 @@ async fn neighbour_hog(ctx: &Ctx, node: &str) -> Read<Option<Dependency>> {
         let q = crate::cluster::LogQuery {
             container: None,
             previous: false,
-            tail_lines: Some(50),
+            tail_lines: Some(NEIGHBOUR_LOG_LINES),
             since_seconds: None,
         };
         let log =
