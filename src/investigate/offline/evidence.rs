@@ -389,13 +389,10 @@ pub(super) async fn gather(
             proactive: req.signal.mode == SignalMode::Proactive,
             container: req.signal.subject_container(),
             starts_at: Some(req.signal.starts_at),
-            unseen_by_objects: match crate::prove::findings::condition::objects_show(
+            unseen_by_objects: crate::prove::findings::condition::unseen_by_objects(
                 &req.signal.name,
                 req.signal.generator_url.as_deref(),
-            ) {
-                (false, why) => Some(why),
-                (true, _) => None,
-            },
+            ),
         },
         subject,
         context: context.clone(),

@@ -276,6 +276,15 @@ pub fn objects_show(name: &str, generator_url: Option<&str>) -> (bool, String) {
     (observable, how)
 }
 
+/// Why the cluster's objects cannot show the alert's condition gone ([`objects_show`]), when
+/// they cannot: what the offline evidence carries for the rules.
+pub fn unseen_by_objects(name: &str, generator_url: Option<&str>) -> Option<String> {
+    match objects_show(name, generator_url) {
+        (false, why) => Some(why),
+        (true, _) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -327,10 +327,7 @@ impl Incident {
         );
         self.ev.alert.name = name.into();
         self.ev.alert.unseen_by_objects =
-            match crate::prove::findings::condition::objects_show(name, Some(&url)) {
-                (false, why) => Some(why),
-                (true, _) => None,
-            };
+            crate::prove::findings::condition::unseen_by_objects(name, Some(&url));
         self
     }
 
