@@ -84,6 +84,16 @@ impl Revision {
             || pod.revision_hash.as_ref().is_some_and(labelled)
     }
 
+    /// When it was replaced: the next revision's appearance (the earliest creation among the
+    /// revisions numbered after it). `None` while it is the newest, or when no time is known.
+    pub fn replaced_at(&self, revisions: &[Revision]) -> Option<DateTime<Utc>> {
+        revisions
+            .iter()
+            .filter(|r| r.number > self.number)
+            .filter_map(|r| r.created)
+            .min()
+    }
+
     /// Its containers' images, comma-separated.
     pub fn images(&self) -> String {
         template_images(&self.template)

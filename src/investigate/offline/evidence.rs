@@ -19,7 +19,7 @@
 //! - Which calls are made, with which arguments and in which order, is part of the audit trail:
 //!   it must not depend on anything but the cluster's answers.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -75,7 +75,15 @@ pub(super) struct Evidence {
     pub port_holders: Vec<PortHolder>,
     /// The StorageClass a PersistentVolumeClaim root names, when it was read.
     pub storage_class: Option<observed::StorageClass>,
+    /// When each ConfigMap the workload's current revision reads was last written, read when
+    /// that revision is recent and has one before it: a rollout undo keeps what was rewritten
+    /// in place ([`crate::prove::findings::undo_on_config`]).
+    pub configmap_writes: BTreeMap<String, DateTime<Utc>>,
 }
+
+/// How many of the ConfigMaps a recent revision reads the evidence reads (a template rarely
+/// reads more; the rollback proof reads every one before a rollback is allowed).
+const CONFIGMAPS_READ: usize = 4;
 
 /// What the alert says that the rules may read: never its free text.
 pub(super) struct Alert {
@@ -410,6 +418,7 @@ pub(super) async fn gather(
         nodes: vec![],
         port_holders: vec![],
         storage_class: None,
+        configmap_writes: BTreeMap::new(),
     };
     let Some(ctx) = context else {
         return Ok(Some(ev));
@@ -544,6 +553,31 @@ pub(super) async fn gather(
                             observed::revisions(&owned, observed::Revision::of_controller_revision);
                     }
                 }
+            }
+        }
+    }
+    // The ConfigMaps a recent revision reads: when each was last written.
+    let recent = ev.workload.as_ref().and_then(|w| {
+        let number = w.observed.current_revision_number(&ev.revisions)?;
+        let current = ev.revisions.iter().find(|r| r.number == number)?;
+        let recent = current.created.is_some_and(|c| {
+            ev.now - c < chrono::Duration::hours(crate::domain::RECENT_CHANGE_HOURS)
+        });
+        (recent && ev.revisions.len() > 1).then(|| current.template.clone())
+    });
+    if let Some(template) = recent {
+        for name in crate::prove::findings::configmaps(&template)
+            .into_iter()
+            .take(CONFIGMAPS_READ)
+        {
+            let r = calls
+                .call(
+                    "kubectl_get",
+                    json!({"kind": "ConfigMap", "name": name, "namespace": ns}),
+                )
+                .await?;
+            if let Some(written) = items(&r).first().and_then(observed::last_written) {
+                ev.configmap_writes.insert(name, written);
             }
         }
     }

@@ -15,6 +15,8 @@
 //! Pods started before a change they read only at start, and that serve, are the contrast that
 //! confirms it; they are named when there are any.
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
@@ -63,6 +65,63 @@ fn read_as(d: &Dependency, template: &Value) -> Option<Read> {
         DepKind::Quota | DepKind::Admission => Some(Read::AtStart),
         _ => None,
     }
+}
+
+/// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
+pub fn configmaps(template: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
+    for key in ["containers", "initContainers"] {
+        for c in array(&spec, &[key]) {
+            for e in array(c, &["envFrom"]) {
+                if let Some(n) = str_at(e, &["configMapRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+            for e in array(c, &["env"]) {
+                if let Some(n) = str_at(e, &["valueFrom", "configMapKeyRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+        }
+    }
+    for v in array(&spec, &["volumes"]) {
+        if let Some(n) = str_at(v, &["configMap", "name"]) {
+            out.insert(n.to_owned());
+        }
+        for s in array(v, &["projected", "sources"]) {
+            if let Some(n) = str_at(s, &["configMap", "name"]) {
+                out.insert(n.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The Secrets a pod template refers to (names only: kubemedic never reads them).
+pub fn secrets(template: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
+    for key in ["containers", "initContainers"] {
+        for c in array(&spec, &[key]) {
+            for e in array(c, &["envFrom"]) {
+                if let Some(n) = str_at(e, &["secretRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+            for e in array(c, &["env"]) {
+                if let Some(n) = str_at(e, &["valueFrom", "secretKeyRef", "name"]) {
+                    out.insert(n.to_owned());
+                }
+            }
+        }
+    }
+    for v in array(&spec, &["volumes"]) {
+        if let Some(n) = str_at(v, &["secret", "secretName"]) {
+            out.insert(n.to_owned());
+        }
+    }
+    out
 }
 
 /// Whether the ConfigMap `name` is mounted as a volume (directly or projected) that some

@@ -24,7 +24,9 @@ mod revision;
 mod scheduling;
 mod usage;
 
-pub use changed::{ChangeExplains, change_explains, configmap_read_live, read_only_by};
+pub use changed::{
+    ChangeExplains, change_explains, configmap_read_live, configmaps, read_only_by, secrets,
+};
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
 pub use memory::{
@@ -36,8 +38,8 @@ pub use onset::{ONSET_SLACK_SECONDS, first_onset, onset, predates};
 pub use quota::{QuotaNeed, largest_node, quota_needs, raise_need, raised_replicas};
 pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};
 pub use revision::{
-    FAILURE_REASONS, RevisionHealth, fails_in_rollout, never_ready_in_rollout, revision_failures,
-    revision_health, runs_differently,
+    FAILURE_REASONS, RevisionHealth, UndoOnConfig, fails_in_rollout, never_ready_in_rollout,
+    revision_failures, revision_health, runs_differently, undo_on_config,
 };
 pub use scheduling::{Blocker, PortHolder, Room, blockers, takes};
 pub use usage::{

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
+use super::{configmap_read_live, configmaps, hhmm};
 use crate::cluster::obj::at;
 use crate::cluster::observed::{Event, Failure, Pod, Revision, SERVED_MIN_SECONDS};
 
@@ -113,6 +114,87 @@ pub fn runs_differently(a: &Value, b: &Value) -> bool {
     at(a, &["spec"]) != at(b, &["spec"])
 }
 
+/// What a rollout undo to `target` does about a ConfigMap its pods read, last written at
+/// `written`. A rollout undo restores the pod template, never what the template reads: a
+/// ConfigMap rewritten in place (a release that ships the image and its configuration together)
+/// keeps its new content. The rollout rule asks this before proposing the return, the rollback
+/// proof before allowing it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UndoOnConfig {
+    /// Pods of the revision read the content as written ([`Pod::started_since`] the write: the
+    /// pod, or a container of it, started since) and are ready: the revision works with it.
+    Proven(String),
+    /// The revision never ran on the content as written ([`never_ran_on`]): a return to it
+    /// keeps what it never ran on.
+    Kept(String),
+    /// The revision ran on it, or does not read it.
+    RanOn,
+}
+
+/// [`UndoOnConfig`] for the ConfigMap `name`: `pods` are the workload's pods (those of other
+/// revisions are passed over), `replaced_at` when the next revision appeared
+/// ([`Revision::replaced_at`]).
+pub fn undo_on_config(
+    target: &Revision,
+    name: &str,
+    written: DateTime<Utc>,
+    replaced_at: Option<DateTime<Utc>>,
+    pods: &[&Pod],
+) -> UndoOnConfig {
+    let proven: Vec<&str> = pods
+        .iter()
+        .filter(|p| target.owns(p) && p.ready && p.started_since(written))
+        .map(|p| p.name.as_str())
+        .take(2)
+        .collect();
+    if !proven.is_empty() {
+        return UndoOnConfig::Proven(format!(
+            "ConfigMap {name} was written at {}; pod(s) {} of revision {} started after that and are ready: the revision works with its content",
+            hhmm(written),
+            proven.join(", "),
+            target.number
+        ));
+    }
+    match never_ran_on(target, name, written, replaced_at) {
+        Some(why) => UndoOnConfig::Kept(format!(
+            "ConfigMap {name} was written at {}, {why}, and none of its pods started since: a rollout undo keeps its new content",
+            hhmm(written),
+        )),
+        None => UndoOnConfig::RanOn,
+    }
+}
+
+/// Why the revision returned to never ran on the ConfigMap `name` as written at `written`, if
+/// it did not: its pods read a ConfigMap at their start (environment, `subPath`) or, mounted as
+/// a volume, as it is ([`configmap_read_live`]). Every pod of the revision read what
+/// was written before the revision appeared; what was written later reached its running pods
+/// only through a live mount, and only while the revision still ran (for
+/// [`SERVED_MIN_SECONDS`], as for any proof that a revision served).
+pub fn never_ran_on(
+    target: &Revision,
+    name: &str,
+    written: DateTime<Utc>,
+    replaced_at: Option<DateTime<Utc>>,
+) -> Option<String> {
+    if target.created.is_some_and(|c| written <= c) || !configmaps(&target.template).contains(name)
+    {
+        return None;
+    }
+    let revision = target.number;
+    if !configmap_read_live(&target.template, name) {
+        return Some(format!(
+            "after revision {revision} appeared, whose pods read it only when they start"
+        ));
+    }
+    match replaced_at {
+        Some(r) if r - written >= Duration::seconds(SERVED_MIN_SECONDS) => None,
+        Some(_) => Some(format!(
+            "less than {SERVED_MIN_SECONDS}s before revision {revision} was replaced"
+        )),
+        None => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -217,5 +299,53 @@ mod tests {
             revision_health(&gone, &[], &[], None),
             RevisionHealth::Served(None)
         ));
+    }
+
+    fn minute(min: i64) -> DateTime<Utc> {
+        use chrono::TimeZone;
+        Utc.with_ymd_and_hms(2026, 11, 29, 10, 0, 0).unwrap() + Duration::minutes(min)
+    }
+
+    /// Revision 4, created at minute 0, reading ConfigMap `conf` as a volume (`live`) or as
+    /// environment.
+    fn revision(live: bool) -> Revision {
+        let spec = if live {
+            json!({"containers": [{"name": "api", "volumeMounts": [{"name": "c", "mountPath": "/etc/api"}]}],
+                "volumes": [{"name": "c", "configMap": {"name": "conf"}}]})
+        } else {
+            json!({"containers": [{"name": "api", "envFrom": [{"configMapRef": {"name": "conf"}}]}]})
+        };
+        Revision {
+            number: 4,
+            name: "api-5d9f".into(),
+            hash: "5d9f".into(),
+            template: json!({ "spec": spec }),
+            created: Some(minute(0)),
+            ready: 0,
+            replicas: Some(1),
+        }
+    }
+
+    #[test]
+    fn a_revision_ran_on_what_was_written_before_it_or_what_its_live_mount_served() {
+        // Written before the revision appeared: every pod of it read it.
+        assert_eq!(
+            never_ran_on(&revision(false), "conf", minute(-5), Some(minute(30))),
+            None
+        );
+        // Written while it ran, read only at start: its pods never read it.
+        assert!(never_ran_on(&revision(false), "conf", minute(10), Some(minute(30))).is_some());
+        // Mounted live: it ran on it for 20 minutes, or for 30 seconds only.
+        assert_eq!(
+            never_ran_on(&revision(true), "conf", minute(10), Some(minute(30))),
+            None
+        );
+        let brief = minute(30) - Duration::seconds(30);
+        assert!(never_ran_on(&revision(true), "conf", brief, Some(minute(30))).is_some());
+        // A ConfigMap the revision does not read is no reason against returning to it.
+        assert_eq!(
+            never_ran_on(&revision(false), "other", minute(10), Some(minute(30))),
+            None
+        );
     }
 }

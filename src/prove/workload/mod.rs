@@ -24,6 +24,7 @@ mod restart;
 mod rollback;
 mod scale;
 
+pub use super::findings::{configmaps, secrets};
 pub(super) use delete::delete_pod;
 pub(super) use restart::restart;
 pub(super) use rollback::rollback;
@@ -31,63 +32,6 @@ pub(super) use scale::{quota_allows, scale};
 
 /// A Deployment's `maxUnavailable` when its rolling update leaves it unset (the API's default).
 const DEFAULT_MAX_UNAVAILABLE_PERCENT: i64 = 25;
-
-/// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
-pub fn configmaps(template: &Value) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
-    for key in ["containers", "initContainers"] {
-        for c in array(&spec, &[key]) {
-            for e in array(c, &["envFrom"]) {
-                if let Some(n) = str_at(e, &["configMapRef", "name"]) {
-                    out.insert(n.to_owned());
-                }
-            }
-            for e in array(c, &["env"]) {
-                if let Some(n) = str_at(e, &["valueFrom", "configMapKeyRef", "name"]) {
-                    out.insert(n.to_owned());
-                }
-            }
-        }
-    }
-    for v in array(&spec, &["volumes"]) {
-        if let Some(n) = str_at(v, &["configMap", "name"]) {
-            out.insert(n.to_owned());
-        }
-        for s in array(v, &["projected", "sources"]) {
-            if let Some(n) = str_at(s, &["configMap", "name"]) {
-                out.insert(n.to_owned());
-            }
-        }
-    }
-    out
-}
-
-/// The Secrets a pod template refers to (names only: kubemedic never reads them).
-pub fn secrets(template: &Value) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
-    for key in ["containers", "initContainers"] {
-        for c in array(&spec, &[key]) {
-            for e in array(c, &["envFrom"]) {
-                if let Some(n) = str_at(e, &["secretRef", "name"]) {
-                    out.insert(n.to_owned());
-                }
-            }
-            for e in array(c, &["env"]) {
-                if let Some(n) = str_at(e, &["valueFrom", "secretKeyRef", "name"]) {
-                    out.insert(n.to_owned());
-                }
-            }
-        }
-    }
-    for v in array(&spec, &["volumes"]) {
-        if let Some(n) = str_at(v, &["secret", "secretName"]) {
-            out.insert(n.to_owned());
-        }
-    }
-    out
-}
 
 /// How many of `replicas` a rolling replacement may take down at once (`maxUnavailable`,
 /// rounded down like the controller), and the strategy's name.

@@ -1,6 +1,6 @@
 //! Roll a Deployment or StatefulSet back to an earlier revision.
 
-use super::findings::RevisionHealth;
+use super::findings::{RevisionHealth, UndoOnConfig};
 use super::*;
 use crate::cluster::observed::{self, Revision};
 
@@ -68,11 +68,7 @@ pub(in crate::prove) async fn rollback(
         current_number,
         target,
         // When the revision returned to was replaced: the next revision's appearance.
-        replaced_at: revisions
-            .iter()
-            .filter(|r| r.number > target.number)
-            .filter_map(|r| r.created)
-            .min(),
+        replaced_at: target.replaced_at(&revisions),
         stalled: progress_deadline_exceeded(&w),
         pods: &pods,
         events: &events,
@@ -305,27 +301,10 @@ impl Case<'_> {
                     let Some(w) = last_written(&cm) else {
                         continue;
                     };
-                    // Pods of the revision returned to that read it since the write (started,
-                    // or a container started again: Pod::started_since) and are ready now show
-                    // it works with the content as it is.
-                    let proven: Vec<&str> = its_pods
-                        .iter()
-                        .filter(|p| p.ready && p.started_since(w))
-                        .map(|p| p.name.as_str())
-                        .take(2)
-                        .collect();
-                    if !proven.is_empty() {
-                        ev.push(format!(
-                            "ConfigMap {name} was written at {}; pod(s) {} of revision {} started after that and are ready: the revision works with its content",
-                            hhmm(w),
-                            proven.join(", "),
-                            target.number
-                        ));
-                    } else if let Some(why) = never_ran_on(target, &name, w, self.replaced_at) {
-                        rewritten.push(format!(
-                            "ConfigMap {name} was written at {}, {why}, and none of its pods started since: a rollout undo keeps its new content",
-                            hhmm(w),
-                        ));
+                    match findings::undo_on_config(target, &name, w, self.replaced_at, &its_pods) {
+                        UndoOnConfig::Proven(line) => ev.push(line),
+                        UndoOnConfig::Kept(line) => rewritten.push(line),
+                        UndoOnConfig::RanOn => {}
                     }
                 }
                 Err(e) if e.is_unreachable() => return Err(e),
@@ -440,37 +419,6 @@ impl Case<'_> {
     }
 }
 
-/// Why the revision returned to never ran on the ConfigMap `name` as written at `written`, if
-/// it did not: its pods read a ConfigMap at their start (environment, `subPath`) or, mounted as
-/// a volume, as it is ([`findings::configmap_read_live`]). Every pod of the revision read what
-/// was written before the revision appeared; what was written later reached its running pods
-/// only through a live mount, and only while the revision still ran (for
-/// [`SERVED_MIN_SECONDS`], as for any proof that a revision served).
-fn never_ran_on(
-    target: &Revision,
-    name: &str,
-    written: DateTime<Utc>,
-    replaced_at: Option<DateTime<Utc>>,
-) -> Option<String> {
-    if target.created.is_some_and(|c| written <= c) || !configmaps(&target.template).contains(name)
-    {
-        return None;
-    }
-    let revision = target.number;
-    if !findings::configmap_read_live(&target.template, name) {
-        return Some(format!(
-            "after revision {revision} appeared, whose pods read it only when they start"
-        ));
-    }
-    match replaced_at {
-        Some(r) if r - written >= Duration::seconds(SERVED_MIN_SECONDS) => None,
-        Some(_) => Some(format!(
-            "less than {SERVED_MIN_SECONDS}s before revision {revision} was replaced"
-        )),
-        None => None,
-    }
-}
-
 /// A `FailedAttachVolume` Multi-Attach event: the volume, and the pods said to hold it.
 fn attach_conflict(e: &Event) -> Option<(String, Vec<String>)> {
     if e.reason != "FailedAttachVolume" || !e.message.contains("Multi-Attach") {
@@ -515,26 +463,6 @@ mod tests {
 
     fn at(min: i64) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 11, 29, 10, 0, 0).unwrap() + Duration::minutes(min)
-    }
-
-    /// Revision 4, created at minute 0, reading ConfigMap `conf` as a volume (`live`) or as
-    /// environment.
-    fn revision(live: bool) -> Revision {
-        let spec = if live {
-            json!({"containers": [{"name": "api", "volumeMounts": [{"name": "c", "mountPath": "/etc/api"}]}],
-                "volumes": [{"name": "c", "configMap": {"name": "conf"}}]})
-        } else {
-            json!({"containers": [{"name": "api", "envFrom": [{"configMapRef": {"name": "conf"}}]}]})
-        };
-        Revision {
-            number: 4,
-            name: "api-5d9f".into(),
-            hash: "5d9f".into(),
-            template: json!({ "spec": spec }),
-            created: Some(at(0)),
-            ready: 0,
-            replicas: Some(1),
-        }
     }
 
     /// Deployment `shop/api` at revision 2 (`api:2`, crash-looping since 10:05) with two pods
@@ -672,29 +600,6 @@ mod tests {
                 "ConfigMap api-config was written at 10:00:00, after revision 1 appeared, whose pods read it only when they start"
             )),
             "{o:?}"
-        );
-    }
-
-    #[test]
-    fn a_revision_ran_on_what_was_written_before_it_or_what_its_live_mount_served() {
-        // Written before the revision appeared: every pod of it read it.
-        assert_eq!(
-            never_ran_on(&revision(false), "conf", at(-5), Some(at(30))),
-            None
-        );
-        // Written while it ran, read only at start: its pods never read it.
-        assert!(never_ran_on(&revision(false), "conf", at(10), Some(at(30))).is_some());
-        // Mounted live: it ran on it for 20 minutes, or for 30 seconds only.
-        assert_eq!(
-            never_ran_on(&revision(true), "conf", at(10), Some(at(30))),
-            None
-        );
-        let brief = at(30) - Duration::seconds(30);
-        assert!(never_ran_on(&revision(true), "conf", brief, Some(at(30))).is_some());
-        // A ConfigMap the revision does not read is no reason against returning to it.
-        assert_eq!(
-            never_ran_on(&revision(false), "other", at(10), Some(at(30))),
-            None
         );
     }
 }

@@ -213,6 +213,9 @@ pub(super) struct Rollout {
     pub age_minutes: i64,
     /// Descriptions of the new revision's (failing) pods.
     pub new_pods: Vec<String>,
+    /// A ConfigMap rewritten in place that a rollout undo would keep, and why
+    /// ([`findings::UndoOnConfig::Kept`]).
+    pub undo_keeps: Option<String>,
 }
 
 /// How the previous revision's health was judged.

@@ -68,11 +68,12 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
             current.number, previous.number
         ));
     }
+    let replaced_at = previous.replaced_at(&ev.revisions);
     let health = findings::revision_health(
         previous,
         ev.pods.iter().map(|p| &p.observed),
         &ev.events,
-        current.created,
+        replaced_at,
     );
     let previous_health = match health {
         RevisionHealth::Ready(n) => PreviousHealth::Serving(n),
@@ -119,6 +120,18 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
             }
         }
     };
+    // A rollout undo restores the template, not what it reads: a ConfigMap rewritten in place
+    // since the previous revision last ran on it stays as it is now.
+    let observed: Vec<&observed::Pod> = ev.pods.iter().map(|p| &p.observed).collect();
+    let undo_keeps = findings::configmaps(&current.template)
+        .iter()
+        .find_map(|name| {
+            let written = *ev.configmap_writes.get(name)?;
+            match findings::undo_on_config(previous, name, written, replaced_at, &observed) {
+                findings::UndoOnConfig::Kept(line) => Some(line),
+                _ => None,
+            }
+        });
     Ok(Some(Rollout {
         kind: w.kind.clone(),
         strategy: w.strategy.clone(),
@@ -136,6 +149,7 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
             .iter()
             .map(|(_, f)| f.description.clone())
             .collect(),
+        undo_keeps,
     }))
 }
 

@@ -4,7 +4,7 @@
 //! `Incident::deployment("api").memory_limit("256Mi").with(pod("api-1").oom_killed())` is a
 //! Deployment whose one pod is killed for memory; `.diagnosis()` runs facts and rules on it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -216,6 +216,7 @@ impl Incident {
             nodes: vec![],
             port_holders: vec![],
             storage_class: None,
+            configmap_writes: BTreeMap::new(),
         };
         Self { ev, deployment }
     }
@@ -540,6 +541,20 @@ impl Incident {
             .revisions
             .extend(rs(1, "shop/app:1.0", ago(7 * 24 * 60), 2));
         self.ev.revisions.extend(rs(2, image, ago(minutes), 0));
+        self
+    }
+
+    /// Every revision's pods read ConfigMap `name` at their start (`envFrom`), last written
+    /// `minutes` ago.
+    pub fn reads_configmap(mut self, name: &str, minutes: i64) -> Self {
+        for rs in &mut self.ev.revisions {
+            if let Some(c) = rs.template.pointer_mut("/spec/containers/0") {
+                c["envFrom"] = json!([{"configMapRef": {"name": name}}]);
+            }
+        }
+        self.ev
+            .configmap_writes
+            .insert(name.to_owned(), now() - Duration::minutes(minutes));
         self
     }
 

@@ -404,6 +404,40 @@ fn with_the_previous_revision_gone_its_record_of_service_decides() {
     );
 }
 
+/// Issue 43: the rollout rule asks what the rollback proof asks of a ConfigMap rewritten in
+/// place (`findings::undo_on_config`): written after the previous revision's pods last read it,
+/// a rollout undo keeps its new content, so a human gets it, naming the ConfigMap. Written
+/// before that revision appeared, it ran on it and the rollback is proposed.
+#[test]
+fn a_configmap_rewritten_with_the_release_is_not_undone_by_a_rollback() {
+    let rolled = |written_minutes: i64| {
+        Incident::deployment("api")
+            .rolled_out("shop/app:2.0", 30)
+            .previous_gone()
+            .alert_started(20)
+            .reads_configmap("api-config", written_minutes)
+            .with(pod("api-2-a").owned_by("api-2").crash_looping("Error", 1))
+            .diagnosis()
+    };
+    let d = rolled(31);
+    assert_eq!(d.mode, "RolloutRegression");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains(
+            "ConfigMap api-config was written at 11:29:00, after revision 1 appeared, whose pods read it only when they start"
+        )),
+        "{:?}",
+        d.human
+    );
+    let d = rolled(8 * 24 * 60);
+    assert_eq!(
+        d.proposal.map(|p| p.action_type),
+        Some(ActionType::RollbackDeployment),
+        "{:?}",
+        d.human
+    );
+}
+
 #[test]
 fn failures_that_began_before_the_rollout_are_not_its_fault() {
     let d = Incident::deployment("api")

@@ -149,6 +149,15 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
         ));
         return Some(d);
     }
+    // What the rollout undo would not restore: the release rewrote a ConfigMap in place too.
+    if let Some(kept) = &r.undo_keeps {
+        d.factors.push(kept.clone());
+        d.human = Some(format!(
+            "rolling {target_text} back to revision {} would not restore its configuration: {kept}; a human restores the ConfigMap's earlier content with the rollback, or fixes forward",
+            previous.number
+        ));
+        return Some(d);
+    }
     let action = if r.kind == "StatefulSet" {
         ActionType::RollbackStatefulSet
     } else {
