@@ -19,7 +19,7 @@
 //! - Which calls are made, with which arguments and in which order, is part of the audit trail:
 //!   it must not depend on anything but the cluster's answers.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -75,14 +75,15 @@ pub(super) struct Evidence {
     pub port_holders: Vec<PortHolder>,
     /// The StorageClass a PersistentVolumeClaim root names, when it was read.
     pub storage_class: Option<observed::StorageClass>,
-    /// When each ConfigMap the workload's current revision reads was last written, read when
-    /// that revision is recent and has one before it: a rollout undo keeps what was rewritten
-    /// in place ([`crate::prove::findings::undo_on_config`]).
+    /// When each ConfigMap was last written that the workload's current revision reads (when it
+    /// is recent and has one before it: a rollout undo keeps what was rewritten in place,
+    /// [`crate::prove::findings::undo_on_config`]) or a pod not ready reads (a replacement reads
+    /// it as it is now, [`crate::prove::findings::Replacement::config_changed`]).
     pub configmap_writes: BTreeMap<String, DateTime<Utc>>,
 }
 
-/// How many of the ConfigMaps a recent revision reads the evidence reads (a template rarely
-/// reads more; the rollback proof reads every one before a rollback is allowed).
+/// How many ConfigMaps the evidence reads (a template rarely reads more; the proofs read every
+/// one before they allow a rollback or a deletion).
 const CONFIGMAPS_READ: usize = 4;
 
 /// What the alert says that the rules may read: never its free text.
@@ -556,29 +557,32 @@ pub(super) async fn gather(
             }
         }
     }
-    // The ConfigMaps a recent revision reads: when each was last written.
+    // When the ConfigMaps were last written that a recent revision reads (a rollout undo keeps
+    // what was rewritten in place) or a pod not ready reads (its replacement reads them as they
+    // are now).
     let recent = ev.workload.as_ref().and_then(|w| {
         let number = w.observed.current_revision_number(&ev.revisions)?;
         let current = ev.revisions.iter().find(|r| r.number == number)?;
         let recent = current.created.is_some_and(|c| {
             ev.now - c < chrono::Duration::hours(crate::domain::RECENT_CHANGE_HOURS)
         });
-        (recent && ev.revisions.len() > 1).then(|| current.template.clone())
+        (recent && ev.revisions.len() > 1).then_some(&current.template)
     });
-    if let Some(template) = recent {
-        for name in crate::prove::findings::configmaps(&template)
-            .into_iter()
-            .take(CONFIGMAPS_READ)
-        {
-            let r = calls
-                .call(
-                    "kubectl_get",
-                    json!({"kind": "ConfigMap", "name": name, "namespace": ns}),
-                )
-                .await?;
-            if let Some(written) = items(&r).first().and_then(observed::last_written) {
-                ev.configmap_writes.insert(name, written);
-            }
+    let unready = ev.pods.iter().find(|p| !p.observed.ready);
+    let names: BTreeSet<String> = recent
+        .into_iter()
+        .chain(unready.map(|p| &p.observed.raw))
+        .flat_map(crate::prove::findings::configmaps)
+        .collect();
+    for name in names.into_iter().take(CONFIGMAPS_READ) {
+        let r = calls
+            .call(
+                "kubectl_get",
+                json!({"kind": "ConfigMap", "name": name, "namespace": ns}),
+            )
+            .await?;
+        if let Some(written) = items(&r).first().and_then(observed::last_written) {
+            ev.configmap_writes.insert(name, written);
         }
     }
     ev.root = workload.as_ref().or(root.as_ref()).map(Root::read);

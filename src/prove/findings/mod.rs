@@ -18,6 +18,7 @@ mod memory;
 mod node;
 mod onset;
 mod quota;
+mod replacement;
 mod replicas;
 pub mod resolved;
 mod revision;
@@ -36,6 +37,7 @@ pub use memory::{
 pub use node::{NotReadyEvent, flaps, node_at_fault, not_ready_events, readiness_flaps};
 pub use onset::{ONSET_SLACK_SECONDS, first_onset, onset, predates};
 pub use quota::{QuotaNeed, largest_node, quota_needs, raise_need, raised_replicas};
+pub use replacement::Replacement;
 pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};
 pub use revision::{
     FAILURE_REASONS, RevisionHealth, UndoOnConfig, fails_in_rollout, never_ready_in_rollout,

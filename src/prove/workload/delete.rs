@@ -4,7 +4,7 @@ use super::*;
 use crate::cluster::observed::PodSpec;
 use crate::cluster::observed::Unready;
 use crate::prove::findings::StateKept;
-use crate::prove::findings::{self, Room, node_at_fault};
+use crate::prove::findings::{self, Replacement, Room, node_at_fault};
 
 /// The deletion's obligations, in their declared order, judged on the pod named, its siblings,
 /// the workload and the namespace's events, read once. A claim that names no pod, or a pod that
@@ -27,29 +27,21 @@ pub(in crate::prove) async fn delete_pod(
         Ok(found) => found,
         Err(refused) => return Ok(vec![refused]),
     };
-    let siblings: Vec<&Pod> = pods
-        .iter()
-        .filter(|p| p.name != pod.name && !p.deleting)
-        .collect();
     // The only replica: no sibling shows the template runs.
-    let only = siblings.is_empty() && Workload::parse(&w).replicas == Some(1);
+    let replicas = Workload::parse(&w).replicas;
+    let only = Replacement::of(pod, &pods, replicas, None).only;
     let kept = state_kept(scene, pod, only, &events).await;
+    let replacement = Replacement::of(pod, &pods, replicas, kept.as_ref());
     let mut out = vec![owned];
     out.extend(pod_still_running(pod));
     out.extend([
-        siblings_ready(pod, &siblings, kept.as_ref()),
+        siblings_ready(&replacement),
         no_rollout_in_progress(&w, &ob::delete::NO_ROLLOUT_IN_PROGRESS),
         failed_past_startup(scene, pod),
-        failure_not_shared(pod, &siblings, &events),
-        failure_not_the_nodes(scene, pod, &siblings).await?,
-        failure_not_in_the_template(pod, &siblings, only, kept.as_ref()),
-        config_unchanged_since_siblings(
-            scene,
-            pod,
-            &siblings,
-            kept.as_ref().and_then(|k| k.named.as_ref()),
-        )
-        .await?,
+        failure_not_shared(&replacement, &events),
+        failure_not_the_nodes(scene, pod, &replacement.siblings).await?,
+        failure_not_in_the_template(&replacement),
+        config_unchanged_since_siblings(scene, &replacement).await?,
         node_not_at_fault(scene, pod).await?,
     ]);
     Ok(out)
@@ -116,23 +108,13 @@ async fn state_kept(scene: &Scene, pod: &Pod, only: bool, events: &[Event]) -> O
 }
 
 /// Whether some sibling is ready, from their readiness; or, for the only replica failing on
-/// state it keeps, that deleting it takes nothing away that runs.
-fn siblings_ready(pod: &Pod, siblings: &[&Pod], kept: Option<&StateKept>) -> Obligation {
+/// state it keeps, that deleting it takes nothing away that runs ([`Replacement::sibling_ready`]).
+fn siblings_ready(r: &Replacement) -> Obligation {
     let obligation = &ob::delete::SIBLINGS_READY;
-    if kept.is_some() {
-        return obligation.holds(vec![format!(
-            "pod {} is the only replica (spec.replicas 1) and serves nothing now: deleting it takes nothing away that runs",
-            pod.name
-        )]);
+    match r.sibling_ready() {
+        Ok(line) => obligation.holds(vec![line]),
+        Err(line) => obligation.fails(vec![line]),
     }
-    let ready = siblings.iter().filter(|p| p.ready).count();
-    obligation.check(
-        ready >= 1,
-        vec![format!(
-            "{ready} of {} sibling pod(s) ready",
-            siblings.len()
-        )],
-    )
 }
 
 /// Whether the pod has failed for longer than its start-up allows ([`Pod::unready`]: its
@@ -177,15 +159,10 @@ fn failed_past_startup(scene: &Scene, pod: &Pod) -> Obligation {
 }
 
 /// Whether the pod's failure is its own, from its siblings' state and the warnings about it: no
-/// sibling is not ready with the same failure ([`Pod::failure`]'s cause: a crash caught between
-/// restarts and one backing off are the same), or, when the pod shows none, not ready at all.
-fn failure_not_shared(pod: &Pod, siblings: &[&Pod], events: &[Event]) -> Obligation {
-    let reason = |p: &Pod| p.failure().map(|f| f.cause);
-    let mine = reason(pod);
-    let sharing: Vec<&&Pod> = siblings
-        .iter()
-        .filter(|p| !p.ready && (mine.is_none() || reason(p) == mine))
-        .collect();
+/// sibling shares it ([`Replacement::sharing`]).
+fn failure_not_shared(r: &Replacement, events: &[Event]) -> Obligation {
+    let pod = r.pod;
+    let sharing = r.sharing();
     let warned: Vec<&Event> = events
         .iter()
         .filter(|e| e.warning && e.kind == "Pod" && e.name == pod.name)
@@ -198,7 +175,9 @@ fn failure_not_shared(pod: &Pod, siblings: &[&Pod], events: &[Event]) -> Obligat
             format!(
                 "sibling {} is not ready either{}",
                 p.name,
-                reason(p).map(|r| format!(" ({r})")).unwrap_or_default()
+                p.failure()
+                    .map(|f| format!(" ({})", f.cause))
+                    .unwrap_or_default()
             )
         })
         .collect();
@@ -210,124 +189,34 @@ fn failure_not_shared(pod: &Pod, siblings: &[&Pod], events: &[Event]) -> Obligat
 }
 
 /// Whether no configuration its replacement reads changed between its ready siblings and it
-/// ([`findings::read_only_by`]), from the ConfigMaps its template names. A replacement reads them
-/// as they are now. When the pod has read a change its ready siblings have not, they run the
-/// old configuration and the pod the new one: the replacement fails like the pod.
-///
-/// The only pod whose failing starts name state of its own ([`KeptState`]) is the exception:
-/// its restarting containers read the changed configuration too, and what they fail on is the
-/// state a new pod starts without.
-async fn config_unchanged_since_siblings(
-    scene: &Scene,
-    pod: &Pod,
-    siblings: &[&Pod],
-    kept: Option<&KeptState>,
-) -> Read<Obligation> {
+/// ([`Replacement::config_changed`]), from the ConfigMaps its template names, read now.
+async fn config_unchanged_since_siblings(scene: &Scene, r: &Replacement<'_>) -> Read<Obligation> {
     let obligation = &ob::delete::CONFIG_UNCHANGED_SINCE_SIBLINGS;
-    let ready: Vec<&Pod> = siblings.iter().copied().filter(|p| p.ready).collect();
-    if !siblings.is_empty() && ready.is_empty() {
-        return Ok(obligation.holds(vec![
-            "no ready sibling started before it to compare with".into(),
-        ]));
-    }
-    let mut changed = Vec::new();
-    let mut read = Vec::new();
-    for name in super::configmaps(&pod.raw) {
-        let cm = match scene.get("ConfigMap", scene.ns(), &name).await {
-            Ok(cm) => cm,
+    let mut written = std::collections::BTreeMap::new();
+    for name in super::configmaps(&r.pod.raw) {
+        match scene.get("ConfigMap", scene.ns(), &name).await {
+            Ok(cm) => {
+                written.insert(name, last_written(&cm));
+            }
             Err(e) if e.is_unreachable() => return Err(e),
-            Err(_) => continue,
-        };
-        match last_written(&cm) {
-            Some(t) if findings::read_only_by(pod, &ready, t) && ready.is_empty() => changed.push(format!(
-                "ConfigMap {name} changed at {}, after pod {} started ({}): its restarting containers and its replacement read it as it is now",
-                hhmm(t),
-                pod.name,
-                pod.start().map(hhmm).unwrap_or_default()
-            )),
-            Some(t) if findings::read_only_by(pod, &ready, t) => changed.push(format!(
-                "ConfigMap {name} changed at {}; pod {} read it since (it or a container started again after that) and none of its {} ready sibling(s) has: its replacement reads it as it is now",
-                hhmm(t),
-                pod.name,
-                ready.len()
-            )),
-            _ => read.push(name),
+            Err(_) => {}
         }
     }
-    Ok(match kept {
-        _ if changed.is_empty() => obligation.holds(vec![if read.is_empty() {
-            "its template reads no ConfigMap".to_owned()
-        } else {
-            format!("unchanged since its siblings started: {}", read.join(", "))
-        }]),
-        Some(k) if siblings.is_empty() => {
-            changed.push(format!(
-                "its failing starts read that configuration already, and the error they end on names {} in its emptyDir volume {}, not it",
-                k.path, k.volume
-            ));
-            obligation.holds(changed)
-        }
-        _ => obligation.fails(changed),
-    })
+    Ok(
+        match r.config_changed(|name| written.get(name).copied().flatten()) {
+            Ok(lines) => obligation.holds(lines),
+            Err(lines) => obligation.fails(lines),
+        },
+    )
 }
 
-/// Whether the pod's failure does not come with its template, from its containers' waiting
-/// reasons, its image and its ready siblings' templates. A deleted pod is replaced from the same
-/// template (its ReplicaSet's, its revision's). When the failure comes with that template — a
-/// configuration or image it cannot start with, or a revision no ready sibling runs — the
-/// replacement fails alike. The only replica has no sibling to show its template runs: only the
-/// state it keeps ([`state_kept`]) shows its failure its own.
-fn failure_not_in_the_template(
-    pod: &Pod,
-    siblings: &[&Pod],
-    only: bool,
-    kept: Option<&StateKept>,
-) -> Obligation {
+/// Whether the pod's failure does not come with its template ([`Replacement::template_fails`]):
+/// a deleted pod is replaced from the same template.
+fn failure_not_in_the_template(r: &Replacement) -> Obligation {
     let obligation = &ob::delete::FAILURE_NOT_IN_THE_TEMPLATE;
-    match (kept, only) {
-        (Some(k), _) => return obligation.holds(k.evidence.clone()),
-        (None, true) => {
-            return obligation.fails(vec![format!(
-                "pod {} is the only replica: no sibling shows its template runs, and nothing shows its failure is state of its own (an error naming a path in its emptyDir, a kill it never recovered from)",
-                pod.name
-            )]);
-        }
-        (None, false) => {}
-    }
-    if let Some((c, why)) = pod.template_wait() {
-        return obligation.fails(vec![format!(
-                "container {} of pod {} waits with {why}: its image or configuration is what fails, and a replacement reads the same",
-                c.name, pod.name
-            )],
-        );
-    }
-    let hash = pod.template();
-    let ready: Vec<&Pod> = siblings.iter().copied().filter(|p| p.serving()).collect();
-    // Same template, another image: the tag moved (re-pushed) after the siblings pulled it.
-    if let Some(moved) = findings::moved_image(pod, &ready) {
-        return obligation.fails(vec![moved]);
-    }
-    let of = |p: &Pod| pod.template_runs_in(p);
-    match hash {
-        Some(h) if !ready.is_empty() && !ready.iter().any(|p| of(p)) => obligation.fails(vec![format!(
-                "no ready sibling runs the template of pod {} ({h}); the ready ones run {}: its replacement is made from {h} again",
-                pod.name,
-                ready
-                    .iter()
-                    .filter_map(|p| p.template())
-                    .map(String::as_str)
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )],
-        ),
-        _ => obligation.holds(vec![format!(
-                "{} ready sibling(s) run the template of pod {}",
-                ready.iter().filter(|p| of(p)).count(),
-                pod.name
-            )],
-        ),
+    match r.template_fails() {
+        Ok(lines) => obligation.holds(lines),
+        Err(line) => obligation.fails(vec![line]),
     }
 }
 

@@ -13,7 +13,7 @@ use super::scene::{Read, Scene, hhmm};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed::{
-    Event, KeptState, Pod, SERVED_MIN_SECONDS, Workload, ago, created, last_written,
+    Event, Pod, SERVED_MIN_SECONDS, Workload, ago, created, last_written,
     progress_deadline_exceeded, time,
 };
 use crate::domain::obligations::{self as ob, ObligationSpec};

@@ -92,6 +92,8 @@ pub(super) struct Facts {
     pub namespace_pods: Vec<LabelledPod>,
     /// The root as a claim (named, with no size or class, when it is not one).
     pub claim: ClaimFacts,
+    /// When each ConfigMap the evidence read was last written ([`Evidence::configmap_writes`]).
+    pub configmap_writes: BTreeMap<String, DateTime<Utc>>,
 }
 
 /// The root's pods healthy again: its replicas all ready, none exited and nothing failed since
@@ -394,6 +396,7 @@ impl Facts {
             },
             rollout,
             rollout_rejected,
+            configmap_writes: ev.configmap_writes.clone(),
             recovered: Recovered::of(ev),
             workload: ev.workload.clone(),
             declared: ev.workload.as_ref().and_then(|w| {

@@ -57,6 +57,20 @@ impl PodFixture {
         &mut self.0["status"]["containerStatuses"][0]
     }
 
+    /// Created and started `minutes` ago, its container with it.
+    pub fn started(mut self, minutes: i64) -> Self {
+        self.0["metadata"]["creationTimestamp"] = json!(ago(minutes));
+        self.0["status"]["startTime"] = json!(ago(minutes));
+        self.container()["state"] = json!({"running": {"startedAt": ago(minutes)}});
+        self
+    }
+
+    /// Its container reads ConfigMap `name` at its start (`envFrom`).
+    pub fn reads_configmap(mut self, name: &str) -> Self {
+        self.0["spec"]["containers"][0]["envFrom"] = json!([{"configMapRef": {"name": name}}]);
+        self
+    }
+
     /// The pod's Ready condition False since `minutes` ago (its container is not ready).
     fn not_ready(&mut self, minutes: i64) {
         self.0["status"]["conditions"][1] =
@@ -552,6 +566,11 @@ impl Incident {
                 c["envFrom"] = json!([{"configMapRef": {"name": name}}]);
             }
         }
+        self.configmap_written(name, minutes)
+    }
+
+    /// ConfigMap `name` was last written `minutes` ago.
+    pub fn configmap_written(mut self, name: &str, minutes: i64) -> Self {
         self.ev
             .configmap_writes
             .insert(name.to_owned(), now() - Duration::minutes(minutes));

@@ -314,17 +314,24 @@ fn proposal(
     })
 }
 
-/// Propose deleting pod `name` so its controller replaces it; or, when a replacement would meet
-/// the same image or configuration ([`observed::Pod::template_wait`]), a rollout is under way
-/// ([`observed::Workload::rollout_in_progress`]) or the pod has not failed past its start-up yet
-/// ([`observed::Pod::unready`]), as the delete's proof asks, tell a human why.
+/// Propose deleting pod `name` so its controller replaces it; or, when a replacement would not
+/// start clean as the delete's proof judges it ([`findings::Replacement`]: the failure comes
+/// with its template, is shared by a sibling, nothing else serves meanwhile, or it read a
+/// configuration change its ready siblings have not), a rollout is under way
+/// ([`observed::Workload::rollout_in_progress`]) or the pod has not failed past its start-up
+/// yet ([`observed::Pod::unready`]), tell a human why.
 fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
-    let pod = f.pods.iter().find(|p| p.name == name);
-    if let Some((c, why)) = pod.and_then(|p| p.observed.template_wait()) {
-        d.human = Some(format!(
-            "container {} of pod {name} waits with {why}: its image or configuration is what fails, and a replacement pod reads the same",
-            c.name
-        ));
+    let Some(pod) = f.pods.iter().find(|p| p.name == name) else {
+        return;
+    };
+    let replacement = findings::Replacement::of(
+        &pod.observed,
+        f.pods.iter().map(|p| &p.observed),
+        f.workload.as_ref().and_then(|w| w.replicas),
+        pod.kept.as_ref(),
+    );
+    if let Err(why) = replacement.template_fails() {
+        d.human = Some(why);
         return;
     }
     if let Some(why) = f.workload.as_ref().and_then(|w| w.rollout_in_progress()) {
@@ -334,23 +341,46 @@ fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
         ));
         return;
     }
-    let early = pod
-        .map(|p| p.observed.unready(f.now))
-        .filter(|u| !u.past_startup);
-    match early {
-        None => d.proposal = proposal(ActionType::DeletePod, ActionParams::delete_pod(name), ""),
-        Some(u) => {
-            d.human = Some(match u.failing_for {
-                Some(t) => format!(
-                    "pod {name} has not been ready for {} of the {} its start-up allows ({} restarts): too early to tell whether a replacement would start any better; look again once that has passed",
-                    observed::ago(t),
-                    observed::ago(u.allowance),
-                    u.restarts
-                ),
-                None => format!("pod {name} is ready now: nothing to replace"),
-            });
-        }
+    let u = pod.observed.unready(f.now);
+    if !u.past_startup {
+        d.human = Some(match u.failing_for {
+            Some(t) => format!(
+                "pod {name} has not been ready for {} of the {} its start-up allows ({} restarts): too early to tell whether a replacement would start any better; look again once that has passed",
+                observed::ago(t),
+                observed::ago(u.allowance),
+                u.restarts
+            ),
+            None => format!("pod {name} is ready now: nothing to replace"),
+        });
+        return;
     }
+    if let Err(line) = replacement.sibling_ready() {
+        d.human = Some(format!(
+            "pod {name} would be replaced with nothing else serving ({line}): a human decides whether the outage is worth it"
+        ));
+        return;
+    }
+    let sharing = replacement.sharing();
+    if !sharing.is_empty() {
+        d.human = Some(format!(
+            "the failure of pod {name} is not its own: {} not ready either, so a replacement meets what they meet",
+            listed(
+                &sharing
+                    .iter()
+                    .map(|p| format!("sibling {}", p.name))
+                    .collect::<Vec<_>>()
+            )
+        ));
+        return;
+    }
+    if let Err(lines) = replacement.config_changed(|cm| f.configmap_writes.get(cm).copied()) {
+        d.human = Some(format!(
+            "{}: the configuration is the suspect, not pod {name}",
+            lines.join("; ")
+        ));
+        return;
+    }
+    d.proposal = proposal(ActionType::DeletePod, ActionParams::delete_pod(name), "");
 }
 
 fn subject_unverified(f: &Facts) -> Option<Diagnosis> {

@@ -490,6 +490,86 @@ fn one_failing_pod_among_healthy_siblings_is_replaced_not_rolled_back() {
     );
 }
 
+/// Issue 43: the rules ask what the deletion's proof asks of a replacement
+/// (`findings::Replacement`). A ConfigMap written after the ready siblings started and before
+/// the failing pod did is what sets it apart: its replacement reads it too, so a human gets it,
+/// naming the ConfigMap. Written before any of them started, the failure is the pod's own.
+#[test]
+fn a_lone_pod_that_alone_read_a_configuration_change_is_not_replaced() {
+    let incident = |written: i64| {
+        Incident::deployment("api")
+            .configmap_written("api-config", written)
+            .with(pod("api-1").owned_by("api-1").reads_configmap("api-config"))
+            .with(pod("api-2").owned_by("api-1").reads_configmap("api-config"))
+            .with(
+                pod("api-3")
+                    .owned_by("api-1")
+                    .reads_configmap("api-config")
+                    .started(10)
+                    .crash_looping("Error", 2),
+            )
+            .diagnosis()
+    };
+    let d = incident(20);
+    assert_eq!(d.mode, "LonePodFailure");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(
+            |h| h.contains("ConfigMap api-config changed at 11:40:00; pod api-3 read it since")
+        ),
+        "{:?}",
+        d.human
+    );
+    let d = incident(90);
+    let p = d
+        .proposal
+        .unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    assert_eq!(json!(p.parameters), json!({"POD_NAME": "api-3"}));
+}
+
+/// Issue 43: a pod stuck creating beside one that serves is replaced only when no other pod
+/// waits the same way: a failure two pods share is not either one's own, as the deletion's
+/// proof says (`delete.failure-not-shared`).
+#[test]
+fn a_pod_stuck_creating_is_not_replaced_when_a_sibling_is_stuck_too() {
+    let stuck = |name: &str| {
+        pod(name)
+            .owned_by("api-1")
+            .waiting("ContainerCreating", "")
+            .not_ready_since(20)
+    };
+    let with_healthy = |second: PodFixture| {
+        Incident::deployment("api")
+            .replicas(3)
+            .with(pod("api-1").owned_by("api-1"))
+            .with(stuck("api-2"))
+            .with(second)
+            .warning(
+                "api-2",
+                "FailedMount",
+                "MountVolume.SetUp failed for volume \"data\"",
+                15,
+            )
+            .diagnosis()
+    };
+    let d = with_healthy(stuck("api-3"));
+    assert_eq!(d.mode, "ContainerCreatingStuck", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("sibling api-3")),
+        "{:?}",
+        d.human
+    );
+    let d = with_healthy(pod("api-3").owned_by("api-1"));
+    assert_eq!(d.mode, "ContainerCreatingStuck", "{}", d.summary);
+    let p = d
+        .proposal
+        .unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    assert_eq!(json!(p.parameters), json!({"POD_NAME": "api-2"}));
+}
+
 #[test]
 fn a_lone_pod_whose_template_fails_it_is_not_replaced() {
     // One pod cannot create its container while its siblings of the same revision run: a
