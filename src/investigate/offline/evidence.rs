@@ -84,7 +84,7 @@ pub(super) struct Evidence {
 
 /// How many ConfigMaps the evidence reads (a template rarely reads more; the proofs read every
 /// one before they allow a rollback or a deletion).
-const CONFIGMAPS_READ: usize = 4;
+const CONFIGMAPS_READ: usize = 16;
 
 /// What the alert says that the rules may read: never its free text.
 pub(super) struct Alert {

@@ -206,6 +206,9 @@ impl Investigator for OfflineInvestigator {
             if let Some(mut better) = depends::decide(&n, &diagnosis, &ctx.root_owner) {
                 better.rule = "dependency-culprit";
                 better.rule_playbooks = &[];
+                if let Some(f) = &facts {
+                    rules::vet(&mut better, f);
+                }
                 diagnosis = better;
                 rca = self.rca_from(&diagnosis);
                 if diagnosis.target.as_ref() != Some(&ctx.root_owner) {

@@ -21,6 +21,7 @@ mod quota;
 mod replacement;
 mod replicas;
 pub mod resolved;
+mod restart;
 mod revision;
 mod scheduling;
 mod usage;
@@ -39,6 +40,10 @@ pub use onset::{ONSET_SLACK_SECONDS, first_onset, onset, predates};
 pub use quota::{QuotaNeed, largest_node, quota_needs, raise_need, raised_replicas};
 pub use replacement::Replacement;
 pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};
+pub use restart::{
+    DEFAULT_MAX_UNAVAILABLE_PERCENT, STATEFUL_RESTART_MIN_REPLICAS, max_unavailable,
+    restart_keeps_ready,
+};
 pub use revision::{
     FAILURE_REASONS, RevisionHealth, UndoOnConfig, fails_in_rollout, never_ready_in_rollout,
     revision_failures, revision_health, runs_differently, undo_on_config,

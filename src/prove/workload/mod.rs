@@ -30,46 +30,6 @@ pub(super) use restart::restart;
 pub(super) use rollback::rollback;
 pub(super) use scale::{quota_allows, scale};
 
-/// A Deployment's `maxUnavailable` when its rolling update leaves it unset (the API's default).
-const DEFAULT_MAX_UNAVAILABLE_PERCENT: i64 = 25;
-
-/// How many of `replicas` a rolling replacement may take down at once (`maxUnavailable`,
-/// rounded down like the controller), and the strategy's name.
-fn max_unavailable(w: &Value) -> (i64, String) {
-    let workload = Workload::parse(w);
-    let replicas = workload.wanted();
-    let ty = workload.strategy.as_deref().unwrap_or("RollingUpdate");
-    let resolve = |v: Option<&Value>, default: i64| match v {
-        Some(Value::Number(n)) => n.as_i64().unwrap_or(default),
-        Some(Value::String(s)) if s.ends_with('%') => s
-            .trim_end_matches('%')
-            .parse::<i64>()
-            .map(|p| replicas * p / 100)
-            .unwrap_or(default),
-        _ => default,
-    };
-    match workload.kind.as_str() {
-        "StatefulSet" | "DaemonSet" => (
-            resolve(
-                at(
-                    w,
-                    &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"],
-                ),
-                1,
-            ),
-            ty.to_owned(),
-        ),
-        _ if ty == "Recreate" => (replicas, ty.to_owned()),
-        _ => (
-            resolve(
-                at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]),
-                replicas * DEFAULT_MAX_UNAVAILABLE_PERCENT / 100,
-            ),
-            ty.to_owned(),
-        ),
-    }
-}
-
 /// What the target depends on and what changed before its failures began
 /// ([`super::graph::build`]), read once per proof.
 async fn neighbourhood(scene: &Scene) -> Read<&Neighbourhood> {

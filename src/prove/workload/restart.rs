@@ -110,43 +110,11 @@ async fn not_short_of_replicas(
     }]))
 }
 
-/// Whether replacing the pods keeps some ready, from the workload's update strategy and its
-/// pods' readiness.
+/// Whether replacing the pods keeps some ready ([`findings::restart_keeps_ready`]).
 fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
     let obligation = &ob::restart::KEEPS_READY_PODS;
-    // Ready now, terminating or not: a pod on its way out still serves until it stops, and
-    // counting it keeps "no ready pod to lose" from holding while one serves.
-    let ready = pods.iter().filter(|p| p.ready).count() as i64;
-    let replicas = Workload::parse(w).replicas.unwrap_or(pods.len() as i64);
-    let (unavailable, strategy) = max_unavailable(w);
-    let kind = obj::kind(w);
-    if strategy == "OnDelete" {
-        return obligation.fails(vec![
-            "updateStrategy OnDelete: changing the template replaces no pod".into(),
-        ]);
+    match findings::restart_keeps_ready(w, pods) {
+        Ok(line) => obligation.holds(vec![line]),
+        Err(line) => obligation.fails(vec![line]),
     }
-    let (ok, why) = match kind {
-        "DaemonSet" => (
-            true,
-            format!("a DaemonSet replaces its pods node by node (maxUnavailable {unavailable})"),
-        ),
-        "StatefulSet" => (
-            ready == 0 || replicas >= 2,
-            format!(
-                "{strategy} replaces one pod at a time and waits for it to be ready; {ready} of {replicas} ready now"
-            ),
-        ),
-        _ => (
-            ready == 0 || (strategy != "Recreate" && replicas - unavailable >= 1),
-            if strategy == "Recreate" {
-                format!("strategy Recreate stops all {replicas} pods first; {ready} ready now")
-            } else {
-                format!(
-                    "{strategy} keeps at least {} of {replicas} available (maxUnavailable {unavailable}); {ready} ready now",
-                    (replicas - unavailable).max(0)
-                )
-            },
-        ),
-    };
-    obligation.check(ok, vec![why])
 }

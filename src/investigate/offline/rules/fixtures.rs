@@ -445,6 +445,14 @@ impl Incident {
         self
     }
 
+    /// Its update strategy (`spec.strategy.type`).
+    pub fn strategy(mut self, strategy: &str) -> Self {
+        self.deployment["spec"]["strategy"] = json!({"type": strategy});
+        self.ev.root = Some(Root::read(&self.deployment));
+        self.ev.workload = Some(WorkloadState::read(&self.deployment));
+        self
+    }
+
     /// The replicas its applied configuration declares
     /// (`kubectl.kubernetes.io/last-applied-configuration`).
     pub fn applied(mut self, replicas: i64) -> Self {
@@ -516,6 +524,28 @@ impl Incident {
                 "type": "Warning", "reason": reason, "message": message,
                 "involvedObject": {"kind": "Pod", "name": object}, "lastTimestamp": ago(minutes),
             })));
+        self
+    }
+
+    /// Node `node`'s readiness went NotReady `count` times, the last `minutes` ago.
+    pub fn node_flapped(mut self, node: &str, count: i64, minutes: i64) -> Self {
+        self.ev
+            .events
+            .push(crate::cluster::observed::Event::parse(&json!({
+                "type": "Normal", "reason": "NodeNotReady", "count": count,
+                "message": format!("Node {node} status is now: NodeNotReady"),
+                "involvedObject": {"kind": "Node", "name": node},
+                "firstTimestamp": ago(minutes + 30), "lastTimestamp": ago(minutes),
+            })));
+        self
+    }
+
+    /// A node `name` that is not Ready.
+    pub fn node_not_ready(mut self, name: &str) -> Self {
+        self.ev.nodes.push(observed::Node::parse(&json!({
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+        })));
         self
     }
 

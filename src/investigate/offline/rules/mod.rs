@@ -20,6 +20,7 @@ mod nodes;
 mod pods;
 mod predicted;
 mod scheduling;
+mod vet;
 mod workloads;
 
 use chrono::Duration;
@@ -32,6 +33,7 @@ use crate::domain::{
     ActionParams, ActionType, InvestigationOutcome, LimitResource, Proposal, Severity, Target,
 };
 use crate::prove::findings;
+pub(super) use vet::vet;
 
 use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
 use pods::{
@@ -267,6 +269,7 @@ pub(super) fn diagnose(f: &Facts) -> Diagnosis {
             tracing::debug!(rule = rule.name, playbooks = ?rule.playbooks, "offline rule fired");
             d.rule = rule.name;
             d.rule_playbooks = rule.playbooks;
+            vet(&mut d, f);
             return d;
         }
     }
@@ -322,6 +325,10 @@ fn proposal(
 /// yet ([`observed::Pod::unready`]), tell a human why.
 fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
     let Some(pod) = f.pods.iter().find(|p| p.name == name) else {
+        d.human = Some(format!(
+            "pod {name} is not among the pods of {}: nothing to replace",
+            f.target_text()
+        ));
         return;
     };
     let replacement = findings::Replacement::of(

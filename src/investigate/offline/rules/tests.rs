@@ -926,6 +926,71 @@ fn pods_wedged_after_serving_are_restarted_and_pods_never_ready_are_not() {
     assert_ne!(never.mode, "WedgedRuntime", "{}", never.summary);
 }
 
+/// Issue 43: a proposed restart meets what the restart's proof asks before it is made
+/// (`rules::vet`, `findings::restart_keeps_ready`): with the Recreate strategy, a restart stops
+/// the pods that still serve, so a human gets it; rolling, the restart is proposed.
+#[test]
+fn a_restart_that_would_stop_the_serving_pods_is_not_proposed() {
+    let log = "2026-01-01T11:58:00Z ERROR db: connection pool exhausted (10/10 in use)";
+    let wedged = |strategy: &str| {
+        Incident::deployment("api")
+            .replicas(3)
+            .strategy(strategy)
+            .with(pod("api-1"))
+            .with(pod("api-2"))
+            .with(pod("api-3").not_ready_since(5))
+            .log("api-3", log)
+            .diagnosis()
+    };
+    let d = wedged("Recreate");
+    assert_eq!(d.mode, "WedgedRuntime", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("strategy Recreate stops all 3 pods first; 2 ready now")),
+        "{:?}",
+        d.human
+    );
+    let d = wedged("RollingUpdate");
+    assert_eq!(
+        d.proposal.as_ref().map(|p| p.action_type.as_str()),
+        Some("RestartDeployment"),
+        "{:?}",
+        d.human
+    );
+}
+
+/// Issue 43: a drain meets what the drain's proof asks before it is proposed
+/// (`drain.not-cluster-wide`): a flapping node among nodes of which several are down is the
+/// cluster's trouble, and a human gets it; among healthy nodes the drain is proposed.
+#[test]
+fn a_flapping_node_is_not_drained_while_the_cluster_is_in_trouble() {
+    let ready = json!([{"type": "Ready", "status": "True"}]);
+    let flapping = |others: &[&str]| {
+        Incident::node("node-1", ready.clone(), others).node_flapped("node-1", 4, 5)
+    };
+    let d = flapping(&["node-2", "node-3", "node-4"]).diagnosis();
+    assert_eq!(d.mode, "NodeFlapping", "{}", d.summary);
+    assert_eq!(
+        d.proposal.as_ref().map(|p| p.action_type.as_str()),
+        Some("CordonDrainNode")
+    );
+    let d = flapping(&["node-2"])
+        .node_not_ready("node-3")
+        .node_not_ready("node-4")
+        .diagnosis();
+    assert_eq!(d.mode, "NodeFlapping", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("2 of 4 nodes are not ready (node-3, node-4)")),
+        "{:?}",
+        d.human
+    );
+}
+
 #[test]
 fn no_rule_firing_is_inconclusive() {
     let d = Incident::deployment("api").diagnosis();

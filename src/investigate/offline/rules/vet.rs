@@ -1,0 +1,87 @@
+//! What the proofs will ask of a proposal, asked before it is made: whichever path proposed it
+//! (a rule, the dependency graph's culprit), a proposal on the incident's own workload or node
+//! meets the same findings its action's proof holds it to. Where one refuses, a human gets the
+//! finding instead of a proposal the proof then refuses.
+//!
+//! Only what the evidence holds is asked; what it did not read (a node list for a drain of a
+//! node the graph found) is left to the proof, which reads it.
+
+use super::*;
+
+/// Ask the proposal in `d`, if any, what its action's proof will ask.
+pub(in crate::investigate::offline) fn vet(d: &mut Diagnosis, f: &Facts) {
+    let Some(p) = &d.proposal else {
+        return;
+    };
+    let on_target = d.target.is_some() && d.target == f.target;
+    let refusal = match &p.action_type {
+        ActionType::RestartDeployment if on_target => restart(f),
+        ActionType::CordonDrainNode => drain(f),
+        ActionType::DeletePod if on_target => {
+            let Some(name) = p
+                .parameters
+                .get("POD_NAME")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
+                return;
+            };
+            d.proposal = None;
+            super::replace_pod(d, f, &name);
+            return;
+        }
+        _ => None,
+    };
+    if let Some(why) = refusal {
+        d.proposal = None;
+        d.human = Some(why);
+    }
+}
+
+/// Why a rolling restart of the workload would not help or would take it down, if it would:
+/// what its proof asks of the strategy and the ready pods
+/// ([`findings::restart_keeps_ready`]), a rollout under way, and a replica count short of the
+/// one declared ([`findings::short_of_declared`]).
+fn restart(f: &Facts) -> Option<String> {
+    let w = f.workload.as_ref()?;
+    let pods: Vec<observed::Pod> = f.pods.iter().map(|p| p.observed.clone()).collect();
+    if let Err(why) = findings::restart_keeps_ready(&w.raw, &pods) {
+        return Some(format!(
+            "a rolling restart of {} would not keep a pod serving: {why}",
+            f.target_text()
+        ));
+    }
+    if let Some(why) = w.rollout_in_progress() {
+        return Some(format!(
+            "a rollout of {} is under way ({why}): it replaces the pods itself; look again once it has finished",
+            f.target_text()
+        ));
+    }
+    let replicas = w.replicas.unwrap_or(pods.len() as i64);
+    let declared =
+        findings::short_of_declared(f.declared.as_ref(), replicas, f.count_set_by.as_ref())?;
+    Some(format!(
+        "{} runs {replicas} replica(s) where {}: new pods would carry the same load; scaling back is the remedy, not a restart",
+        f.target_text(),
+        declared.evidence
+    ))
+}
+
+/// Why draining a node would not help, if the evidence shows it: several nodes not ready at
+/// once are the cluster's trouble ([`observed::cluster_wide`]), as the drain's proof asks.
+fn drain(f: &Facts) -> Option<String> {
+    let total = f.nodes.len();
+    let not_ready: Vec<&str> = f
+        .nodes
+        .iter()
+        .filter(|n| n.ready != "True")
+        .map(|n| n.name.as_str())
+        .collect();
+    observed::cluster_wide(not_ready.len(), total).then(|| {
+        format!(
+            "{} of {total} nodes are not ready ({}): a cluster-wide problem (network, control plane, a bad node image); draining one would not help",
+            not_ready.len(),
+            listed(&not_ready),
+        )
+    })
+}

@@ -1,0 +1,89 @@
+//! Whether a rolling restart of a workload keeps some of its pods serving: the restart's proof
+//! holds it to this, and the rules ask it before they propose a restart.
+
+use serde_json::Value;
+
+use crate::cluster::obj::{self, at};
+use crate::cluster::observed::{Pod, Workload};
+
+/// A Deployment's `maxUnavailable` when its rolling update leaves it unset (the API's default).
+pub const DEFAULT_MAX_UNAVAILABLE_PERCENT: i64 = 25;
+
+/// How many of `replicas` a rolling replacement may take down at once (`maxUnavailable`,
+/// rounded down like the controller), and the strategy's name.
+pub fn max_unavailable(w: &Value) -> (i64, String) {
+    let workload = Workload::parse(w);
+    let replicas = workload.wanted();
+    let ty = workload.strategy.as_deref().unwrap_or("RollingUpdate");
+    let resolve = |v: Option<&Value>, default: i64| match v {
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(default),
+        Some(Value::String(s)) if s.ends_with('%') => s
+            .trim_end_matches('%')
+            .parse::<i64>()
+            .map(|p| replicas * p / 100)
+            .unwrap_or(default),
+        _ => default,
+    };
+    match workload.kind.as_str() {
+        "StatefulSet" | "DaemonSet" => (
+            resolve(
+                at(
+                    w,
+                    &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"],
+                ),
+                1,
+            ),
+            ty.to_owned(),
+        ),
+        _ if ty == "Recreate" => (replicas, ty.to_owned()),
+        _ => (
+            resolve(
+                at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]),
+                replicas * DEFAULT_MAX_UNAVAILABLE_PERCENT / 100,
+            ),
+            ty.to_owned(),
+        ),
+    }
+}
+
+/// The fewest replicas a StatefulSet needs for a rolling restart to keep one serving: it
+/// replaces one pod at a time, so with one replica the only pod goes down.
+pub const STATEFUL_RESTART_MIN_REPLICAS: i64 = 2;
+
+/// Whether replacing the workload's pods keeps some ready, from its update strategy and its
+/// pods' readiness: `Ok` or `Err` with the line that shows it. With no pod ready, there is
+/// nothing to lose. A workload updated `OnDelete` replaces no pod when its template changes.
+pub fn restart_keeps_ready(w: &Value, pods: &[Pod]) -> Result<String, String> {
+    // Ready now, terminating or not: a pod on its way out still serves until it stops, and
+    // counting it keeps "no ready pod to lose" from holding while one serves.
+    let ready = pods.iter().filter(|p| p.ready).count() as i64;
+    let replicas = Workload::parse(w).replicas.unwrap_or(pods.len() as i64);
+    let (unavailable, strategy) = max_unavailable(w);
+    if strategy == "OnDelete" {
+        return Err("updateStrategy OnDelete: changing the template replaces no pod".into());
+    }
+    let (ok, why) = match obj::kind(w) {
+        "DaemonSet" => (
+            true,
+            format!("a DaemonSet replaces its pods node by node (maxUnavailable {unavailable})"),
+        ),
+        "StatefulSet" => (
+            ready == 0 || replicas >= STATEFUL_RESTART_MIN_REPLICAS,
+            format!(
+                "{strategy} replaces one pod at a time and waits for it to be ready; {ready} of {replicas} ready now"
+            ),
+        ),
+        _ => (
+            ready == 0 || (strategy != "Recreate" && replicas - unavailable >= 1),
+            if strategy == "Recreate" {
+                format!("strategy Recreate stops all {replicas} pods first; {ready} ready now")
+            } else {
+                format!(
+                    "{strategy} keeps at least {} of {replicas} available (maxUnavailable {unavailable}); {ready} ready now",
+                    (replicas - unavailable).max(0)
+                )
+            },
+        ),
+    };
+    if ok { Ok(why) } else { Err(why) }
+}
