@@ -209,12 +209,9 @@ pub(super) async fn wait_rollout(
 
 /// The controller's own verdict that the rollout stalled: `Progressing=False` with
 /// `ProgressDeadlineExceeded` for the generation it observed last (Deployments only).
+/// A status without an observed generation is not yet the controller's word on this spec.
 fn deadline_exceeded(o: &Value) -> Option<String> {
-    let generation = i64_at(o, &["metadata", "generation"]).unwrap_or(0);
-    let observed = i64_at(o, &["status", "observedGeneration"]).unwrap_or(0);
-    if observed < generation {
-        return None;
-    }
+    i64_at(o, &["status", "observedGeneration"])?;
     observed::progress_deadline_exceeded(o)
 }
 
@@ -263,9 +260,16 @@ async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
         .map(|p| observed::Pod::at(p, now))
         .filter(|p| !p.deleting && current.owns(p))
         .collect();
+    // Failing as the rollout rule and the rollback proof count it (Pod::fails_in_rollout):
+    // kept from running, or running and never ready past its start-up allowance.
+    let stalled = deadline_exceeded(o).is_some();
     let failing: Vec<String> = pods
         .iter()
-        .filter_map(|p| p.broken().map(|f| format!("pod {}: {f}", p.name)))
+        .filter(|p| p.fails_in_rollout(stalled))
+        .map(|p| match p.broken() {
+            Some(f) => format!("pod {}: {f}", p.name),
+            None => format!("pod {}: running, never ready since it started", p.name),
+        })
         .collect();
     if failing.is_empty() || failing.len() < pods.len() {
         return Vec::new();
@@ -347,6 +351,35 @@ mod tests {
         // Only the old revision's pods fail: not this rollout's doing, and none of its own yet.
         let old = failing_of(vec![pod("a", 1, true)]).await;
         assert!(old.is_empty(), "{old:?}");
+    }
+
+    /// Issue 43: the wait counts a new pod failing as the rollout rule and the rollback proof
+    /// do (`Pod::fails_in_rollout`): running but never ready past its start-up allowance is
+    /// failing; a pod seconds into its start is not.
+    #[tokio::test]
+    async fn a_new_pod_never_ready_past_its_start_up_fails_the_rollout() {
+        let never_ready = |seconds: i64| {
+            let since = (chrono::Utc::now() - chrono::Duration::seconds(seconds)).to_rfc3339();
+            let mut p = pod("b", 1, false);
+            p["metadata"]["creationTimestamp"] = json!(since);
+            p["status"]["startTime"] = json!(since);
+            p["status"]["conditions"] = json!([{"type": "Ready", "status": "False",
+                "lastTransitionTime": since}]);
+            p["status"]["containerStatuses"][0]["ready"] = json!(false);
+            p["status"]["containerStatuses"][0]["state"] = json!({"running": {"startedAt": since}});
+            p["status"]["containerStatuses"][0]
+                .as_object_mut()
+                .map(|c| c.remove("lastState"));
+            p
+        };
+        let failing = failing_of(vec![never_ready(600)]).await;
+        assert_eq!(
+            failing,
+            ["pod api-b-1: running, never ready since it started"],
+            "{failing:?}"
+        );
+        let starting = failing_of(vec![never_ready(5)]).await;
+        assert!(starting.is_empty(), "{starting:?}");
     }
 
     #[tokio::test]

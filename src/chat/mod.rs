@@ -328,7 +328,8 @@ impl ChatService {
                     "plan",
                     format!("scan namespace {namespace} for unhealthy workloads and pods"),
                 ));
-                let found = match resolve::scan(reader.as_ref(), &namespace).await {
+                let found = match resolve::scan(reader.as_ref(), &namespace, self.clock.now()).await
+                {
                     Ok(f) => f,
                     Err(e) => {
                         return Ok(self.clarify(

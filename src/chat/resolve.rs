@@ -209,7 +209,11 @@ pub struct Finding {
 }
 
 /// The workloads (and unowned pods) of `namespace` that are not healthy, worst first.
-pub async fn scan(reader: &dyn ClusterReader, namespace: &str) -> Result<Vec<Finding>, String> {
+pub async fn scan(
+    reader: &dyn ClusterReader,
+    namespace: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<Finding>, String> {
     let mut workloads: Vec<(String, String)> = Vec::new();
     for kind in WORKLOAD_KINDS {
         for (_, name) in names(&list(reader, kind, Some(namespace)).await?) {
@@ -217,15 +221,12 @@ pub async fn scan(reader: &dyn ClusterReader, namespace: &str) -> Result<Vec<Fin
         }
     }
     let mut found: Vec<Finding> = Vec::new();
-    for pod in list(reader, "Pod", Some(namespace)).await? {
+    for raw in list(reader, "Pod", Some(namespace)).await? {
+        let pod = observed::Pod::at(&raw, now);
         let Some(problem) = pod_problem(&pod) else {
             continue;
         };
-        let pod_name = pod
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_owned();
+        let pod_name = pod.name.clone();
         let owner = owner_workload(&pod, &workloads);
         let target = match owner {
             Some((kind, name)) => Target::new(kind, name, Some(namespace.to_owned())),
@@ -244,31 +245,16 @@ pub async fn scan(reader: &dyn ClusterReader, namespace: &str) -> Result<Vec<Fin
     Ok(found)
 }
 
-/// The workload a pod belongs to, among `workloads` (a ReplicaSet's Deployment is its name
-/// without the template hash).
-fn owner_workload(pod: &Value, workloads: &[(String, String)]) -> Option<(String, String)> {
-    let owner = pod
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))?;
-    let kind = owner.get("kind")?.as_str()?;
-    let name = owner.get("name")?.as_str()?;
-    let (kind, name) = match kind {
-        "ReplicaSet" => ("Deployment", name.rsplit_once('-').map_or(name, |(d, _)| d)),
-        other => (other, name),
-    };
-    workloads
-        .iter()
-        .find(|(k, n)| k == kind && n == name)
-        .cloned()
+/// The workload a pod belongs to ([`observed::Pod::workload`]), among `workloads`.
+fn owner_workload(pod: &observed::Pod, workloads: &[(String, String)]) -> Option<(String, String)> {
+    pod.controller.as_ref()?;
+    let owner = pod.workload();
+    workloads.iter().find(|w| **w == owner).cloned()
 }
 
 /// What is wrong with a pod now, if anything ([`observed::Pod::failure`]).
-fn pod_problem(pod: &Value) -> Option<String> {
-    observed::Pod::at(pod, chrono::Utc::now())
-        .failure()
-        .map(|f| f.line)
+fn pod_problem(pod: &observed::Pod) -> Option<String> {
+    pod.failure().map(|f| f.line)
 }
 
 #[cfg(test)]
@@ -293,6 +279,8 @@ mod tests {
 
     #[test]
     fn a_pod_is_unhealthy_by_its_waiting_reason_or_readiness() {
+        let pod_problem =
+            |raw: &Value| super::pod_problem(&observed::Pod::at(raw, chrono::Utc::now()));
         let crashing = serde_json::json!({"status": {"phase": "Running", "containerStatuses": [
             {"name": "app", "ready": false, "restartCount": 7,
              "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
@@ -325,6 +313,36 @@ mod tests {
         assert_eq!(
             pod_problem(&pending).as_deref(),
             Some("Pending, unschedulable: 0/1 nodes are available")
+        );
+    }
+
+    /// A pod of a Deployment's ReplicaSet belongs to the Deployment; one of a ReplicaSet made
+    /// by hand (`web-v2`, no template hash in its name) to the ReplicaSet, not to a Deployment
+    /// `web` beside it.
+    #[test]
+    fn a_pod_belongs_to_its_deployment_only_through_a_replicaset_named_by_its_hash() {
+        let pod = |rs: &str, hash: Option<&str>| {
+            let mut labels = serde_json::Map::new();
+            if let Some(h) = hash {
+                labels.insert("pod-template-hash".into(), h.into());
+            }
+            observed::Pod::parse(
+                &serde_json::json!({"metadata": {"name": format!("{rs}-x2k9p"),
+                "labels": labels,
+                "ownerReferences": [{"kind": "ReplicaSet", "name": rs, "controller": true}]}}),
+            )
+        };
+        let workloads = [
+            ("Deployment".to_owned(), "web".to_owned()),
+            ("ReplicaSet".to_owned(), "web-v2".to_owned()),
+        ];
+        assert_eq!(
+            owner_workload(&pod("web-7d4b9c8f6", Some("7d4b9c8f6")), &workloads),
+            Some(workloads[0].clone())
+        );
+        assert_eq!(
+            owner_workload(&pod("web-v2", None), &workloads),
+            Some(workloads[1].clone())
         );
     }
 }

@@ -59,7 +59,7 @@ impl InProcess {
             )),
             Ok(Resolution::Target { target, .. }) => Ok(Ok(target)),
             Ok(Resolution::Scan { namespace }) => {
-                let found = resolve::scan(self.reader.as_ref(), &namespace)
+                let found = resolve::scan(self.reader.as_ref(), &namespace, self.clock.now())
                     .await
                     .map_err(|e| bad(format!("cannot scan namespace {namespace}: {e}")))?;
                 match found.as_slice() {

@@ -161,8 +161,14 @@ pub fn image_digest(image_id: &str) -> Option<String> {
 }
 
 /// The Deployment controller's word that a rollout is stuck: its Progressing condition False
-/// for ProgressDeadlineExceeded, with its message.
+/// for ProgressDeadlineExceeded, with its message, for the spec it has seen. A condition the
+/// controller wrote before the latest spec ([`Workload::generation_pending`]) is about a rollout
+/// that spec replaced: the rollout rule, the rollback proof and the rollout wait all read it
+/// so (the wait also reads a status without an observed generation as not yet seen).
 pub fn progress_deadline_exceeded(w: &Value) -> Option<String> {
+    if Workload::parse(w).generation_pending().is_some() {
+        return None;
+    }
     array(w, &["status", "conditions"])
         .iter()
         .find(|c| {
@@ -180,6 +186,24 @@ pub fn progress_deadline_exceeded(w: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stall the controller reported before the latest spec is about the rollout that spec
+    /// replaced; with no observed generation the status is taken as the controller's.
+    #[test]
+    fn a_progress_deadline_counts_for_the_spec_the_controller_saw() {
+        let d = |observed: Option<i64>| {
+            let mut d = serde_json::json!({"kind": "Deployment", "metadata": {"generation": 3},
+                "status": {"conditions": [{"type": "Progressing", "status": "False",
+                    "reason": "ProgressDeadlineExceeded", "message": "exceeded"}]}});
+            if let Some(o) = observed {
+                d["status"]["observedGeneration"] = o.into();
+            }
+            progress_deadline_exceeded(&d)
+        };
+        assert_eq!(d(Some(3)).as_deref(), Some("exceeded"));
+        assert_eq!(d(Some(2)), None);
+        assert_eq!(d(None).as_deref(), Some("exceeded"));
+    }
 
     #[test]
     fn names_a_controller_generated_are_told_from_neighbours_that_start_the_same() {

@@ -449,6 +449,40 @@ impl Pod {
         self.phase == "Running" && self.ready && !self.deleting
     }
 
+    /// Whether a pod of the revision being rolled out fails, as a rollback judges it: something
+    /// keeps it from running ([`Pod::broken`]), or it runs and has never been ready, once the
+    /// rollout's own deadline has passed (`stalled`: the controller says Progressing=False) or for
+    /// longer than its start may take ([`Pod::startup_allowance`]: a readiness probe that never
+    /// passes). A pod that was ready and is not now is not counted: its revision served. The
+    /// rollout rule, the rollback proof and the rollout wait all ask this.
+    pub fn fails_in_rollout(&self, stalled: bool) -> bool {
+        self.broken().is_some() || self.never_ready_in_rollout(stalled)
+    }
+
+    /// The second half of [`Pod::fails_in_rollout`]: running, and never ready past the allowance.
+    pub fn never_ready_in_rollout(&self, stalled: bool) -> bool {
+        self.never_ready
+            .is_some_and(|d| stalled || d > self.startup_allowance())
+    }
+
+    /// The workload it belongs to, as kind and name: its controller, except that a ReplicaSet
+    /// named after its pods' `pod-template-hash` (`<deployment>-<hash>`) is a Deployment's
+    /// revision, and the Deployment is the workload. A bare ReplicaSet (no hash suffix) is its
+    /// own workload; a pod without a controller is its own.
+    pub fn workload(&self) -> (String, String) {
+        match &self.controller {
+            Some((kind, name)) if kind == "ReplicaSet" => {
+                let hash = self.template_hash.as_deref().filter(|h| !h.is_empty());
+                match hash.and_then(|h| name.strip_suffix(h)?.strip_suffix('-')) {
+                    Some(deployment) => ("Deployment".into(), deployment.to_owned()),
+                    None => (kind.clone(), name.clone()),
+                }
+            }
+            Some((kind, name)) => (kind.clone(), name.clone()),
+            None => ("Pod".into(), self.name.clone()),
+        }
+    }
+
     /// The template it was made from: its `pod-template-hash` (a ReplicaSet's), else its
     /// `controller-revision-hash` (a StatefulSet's or DaemonSet's).
     pub fn template(&self) -> Option<&String> {

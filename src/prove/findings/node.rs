@@ -14,13 +14,10 @@ const LOCAL_FAILURES_MIN: usize = 2;
 
 /// The owner a pod shares with its siblings: its controller, with a ReplicaSet's hash cut.
 fn owner(p: &Pod) -> Option<String> {
-    let (k, n) = p.controller.as_ref()?;
-    let n = match (&p.template_hash, k.as_str()) {
-        (Some(h), "ReplicaSet") => n.trim_end_matches(&format!("-{h}")).to_owned(),
-        _ => n.clone(),
-    };
+    p.controller.as_ref()?;
+    let (_, name) = p.workload();
     Some(format!(
-        "{}/{n}",
+        "{}/{name}",
         obj::namespace(&p.raw).unwrap_or_default()
     ))
 }

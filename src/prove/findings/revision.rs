@@ -90,22 +90,6 @@ pub fn revision_failures<'e>(events: &'e [Event], name: &str, hash: &str) -> Vec
         .collect()
 }
 
-/// Whether a pod of the revision being rolled out fails, as a rollback judges it: something
-/// keeps it from running ([`Pod::broken`]), or it runs and has never been ready, once the
-/// rollout's own deadline has passed (`stalled`: the controller says Progressing=False) or for
-/// longer than its start may take ([`Pod::startup_allowance`]: a readiness probe that never
-/// passes). A pod that was ready and is not now is not counted: its revision served. The
-/// rollout rule and the rollback proof both ask this.
-pub fn fails_in_rollout(p: &Pod, stalled: bool) -> bool {
-    p.broken().is_some() || never_ready_in_rollout(p, stalled)
-}
-
-/// The second half of [`fails_in_rollout`]: running, and never ready past the allowance.
-pub fn never_ready_in_rollout(p: &Pod, stalled: bool) -> bool {
-    p.never_ready
-        .is_some_and(|d| stalled || d > p.startup_allowance())
-}
-
 /// Whether two pod templates run something different: their specs differ (images, commands,
 /// environment, resources, volumes…). Metadata alone — the template hash, a restart's
 /// `kubectl.kubernetes.io/restartedAt` stamp — changes on every rollout and runs the same: a

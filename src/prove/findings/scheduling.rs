@@ -136,18 +136,11 @@ impl PortHolder {
 /// A pod's workload as `namespace/Kind/name`: its controller, a ReplicaSet named for its
 /// Deployment (the pod-template-hash suffix dropped); the pod itself without one.
 fn workload_of(p: &Pod) -> String {
-    let ns = obj::namespace(&p.raw).unwrap_or_default();
-    match &p.controller {
-        Some((kind, name)) if kind == "ReplicaSet" => {
-            let hash = p.template_hash.as_deref();
-            match hash.and_then(|h| name.strip_suffix(&format!("-{h}"))) {
-                Some(deployment) => format!("{ns}/Deployment/{deployment}"),
-                None => format!("{ns}/ReplicaSet/{name}"),
-            }
-        }
-        Some((kind, name)) => format!("{ns}/{kind}/{name}"),
-        None => format!("{ns}/Pod/{}", p.name),
-    }
+    let (kind, name) = p.workload();
+    format!(
+        "{}/{kind}/{name}",
+        obj::namespace(&p.raw).unwrap_or_default()
+    )
 }
 
 /// Whether a pod of `spec` may go on `node`: nothing among [`blockers`] keeps it off, room

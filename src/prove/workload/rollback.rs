@@ -151,7 +151,7 @@ impl Case<'_> {
     /// rollout's own deadline has passed (the controller says Progressing=False) or it has
     /// been unready longer than any start may take: a readiness probe that never passes.
     fn never_ready(&self, p: &Pod) -> bool {
-        self.of_current(p) && findings::never_ready_in_rollout(p, self.stalled.is_some())
+        self.of_current(p) && p.never_ready_in_rollout(self.stalled.is_some())
     }
 
     fn failing_now(&self) -> Vec<&Pod> {

@@ -56,7 +56,7 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
     if new_pods.is_empty()
         || !new_pods
             .iter()
-            .all(|(p, _)| findings::fails_in_rollout(&p.observed, stalled))
+            .all(|(p, _)| p.observed.fails_in_rollout(stalled))
     {
         return Ok(None);
     }

@@ -367,7 +367,7 @@ fn an_oom_kill_right_after_a_rollout_is_the_rollout_s_fault() {
 
 #[test]
 fn new_pods_never_ready_are_a_regression_and_pods_that_served_are_not() {
-    // As the rollback proof counts failing pods (findings::fails_in_rollout).
+    // As the rollback proof counts failing pods (observed::Pod::fails_in_rollout).
     let rolled = |p: PodFixture| {
         Incident::deployment("api")
             .rolled_out("shop/app:2.0", 30)
