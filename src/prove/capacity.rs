@@ -407,13 +407,17 @@ fn guards_no_quorum(w: &Value, pdb: &observed::Pdb, guarded: &[&Pod]) -> Obligat
     )
 }
 
-/// Whether the new budget (MAX_UNAVAILABLE) lets one pod go at a time, at most half of those
-/// the budget expects.
+/// A relaxed budget lets at most one in this many of the pods it expects go at once (half):
+/// enough to let a drain or a rollout move, never so much that the budget stops guarding.
+const RELAXED_AT_MOST_ONE_IN: i64 = 2;
+
+/// Whether the new budget (MAX_UNAVAILABLE) lets one pod go at a time, at most one in
+/// [`RELAXED_AT_MOST_ONE_IN`] of those the budget expects.
 fn relaxed_minimally(pdb: &observed::Pdb, guarded: &[&Pod], wanted: Option<i64>) -> Obligation {
     let expected = pdb.expected(guarded.len());
     let wanted = wanted.unwrap_or(0);
     ob::pdb::RELAXED_MINIMALLY.check(
-        wanted >= 1 && wanted <= (expected / 2).max(1),
+        wanted >= 1 && wanted <= (expected / RELAXED_AT_MOST_ONE_IN).max(1),
         vec![format!("maxUnavailable → {wanted} of {expected} pods")],
     )
 }

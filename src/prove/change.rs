@@ -127,12 +127,17 @@ fn rollout(w: &Value) -> String {
             _ => format!(
                 "{replicas} pod(s) replaced, at most {} unavailable and {} extra at a time",
                 show(
-                    at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"])
-                        .or(Some(&Value::from("25%")))
+                    at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]).or(Some(
+                        &Value::from(format!(
+                            "{}%",
+                            super::findings::DEFAULT_MAX_UNAVAILABLE_PERCENT
+                        ))
+                    ))
                 ),
                 show(
-                    at(w, &["spec", "strategy", "rollingUpdate", "maxSurge"])
-                        .or(Some(&Value::from("25%")))
+                    at(w, &["spec", "strategy", "rollingUpdate", "maxSurge"]).or(Some(
+                        &Value::from(format!("{}%", super::findings::DEFAULT_MAX_SURGE_PERCENT))
+                    ))
                 )
             ),
         },

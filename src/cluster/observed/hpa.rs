@@ -71,10 +71,10 @@ impl Hpa {
     }
 
     /// Whether `wanted` is a maximum one step may raise it to: higher than its own, by at most
-    /// double (or ten more, for a small one). The autoscaler rule proposes within it and the
-    /// raise's proof holds it to it.
+    /// [`HPA_RAISE_FACTOR`] times it (or [`HPA_RAISE_SMALL`] more, for a small one). The
+    /// autoscaler rule proposes within it and the raise's proof holds it to it.
     pub fn raise_allowed(&self, wanted: i64) -> bool {
-        wanted > self.max && wanted <= (self.max * 2).max(self.max + 10)
+        wanted > self.max && wanted <= (self.max * HPA_RAISE_FACTOR).max(self.max + HPA_RAISE_SMALL)
     }
 
     /// The replicas it runs now (`status.currentReplicas`; v2 leaves it out at 0): what a
@@ -87,6 +87,15 @@ impl Hpa {
         self.utilisation.iter().filter(|u| u.above_target())
     }
 }
+
+/// How many times its maximum one raise may set an autoscaler's maximum to: a step that doubles
+/// the capacity it may add is one a person can still reason about, and the next alert asks
+/// again.
+pub const HPA_RAISE_FACTOR: i64 = 2;
+
+/// How many replicas one raise may add to a small autoscaler's maximum whatever the factor (a
+/// maximum of 2 may go to 12): doubling a handful of pods is too timid a step.
+pub const HPA_RAISE_SMALL: i64 = 10;
 
 /// The utilisation per resource metric: v1's one CPU figure, then v2's (and v2beta2's) resource
 /// metrics with an average-utilisation target, each measured by the first current metric of

@@ -28,7 +28,7 @@ use super::obj::{array, str_at};
 pub use claim::{Claim, StorageClass};
 pub use event::Event;
 pub use health::target_health;
-pub use hpa::{Hpa, Utilisation};
+pub use hpa::{HPA_RAISE_FACTOR, HPA_RAISE_SMALL, Hpa, Utilisation};
 pub use node::{Node, cluster_wide, taint_key_of_kubernetes};
 pub use pdb::{Pdb, QUORUM_MIN_PODS};
 pub use pod::{

@@ -231,7 +231,7 @@ impl Investigator for OfflineInvestigator {
         // History: a remedy that already failed on this spec is not proposed again.
         if let (Some(h), Some(p)) = (&history, &diagnosis.proposal) {
             let failed_before = unresolved_on_this_configuration(h, p.action_type.as_str());
-            if failed_before >= 2 {
+            if failed_before >= ESCALATE_AFTER_UNRESOLVED {
                 diagnosis.human = Some(format!(
                     "{} was already applied {failed_before} times to this configuration (or the chain of changes that led to it) without resolving the signal; escalating to a human",
                     p.action_type
@@ -480,7 +480,14 @@ impl OfflineInvestigator {
                 .parameters
                 .validate(&mut crate::catalog::parameters(&params, target))
             {
-                Ok(()) => return (Some((p, params)), unfit),
+                // A learned action meets what its proof will ask, as a rule's does.
+                Ok(()) => match rules::vetted(&p.action_type, &params, facts, target) {
+                    Ok(()) => return (Some((p, params)), unfit),
+                    Err(why) => unfit.push(format!(
+                        "learned pattern {} ({}) not proposed: {why}",
+                        p.workflow_id, p.signature
+                    )),
+                },
                 Err(errors) => unfit.push(format!(
                     "learned pattern {} ({}) not proposed: {}",
                     p.workflow_id,
@@ -690,6 +697,11 @@ fn plan(d: &Diagnosis, playbooks: &Playbooks, records: &[ToolCallRecord]) -> Inv
 /// configuration: those whose pre- or post-remediation spec is the current one, and the
 /// forward chain that led here (each one's post-remediation spec is the next one's pre-, e.g.
 /// memory raised 64→128→256 Mi and still OOMKilled).
+/// How many remediations of one action type that did not resolve the signal on this
+/// configuration (or the chain of changes that led to it) send the next to a human: once may
+/// be bad luck, twice is a remedy that does not fit.
+const ESCALATE_AFTER_UNRESOLVED: usize = 2;
+
 fn unresolved_on_this_configuration(h: &crate::domain::HistoryContext, action_type: &str) -> usize {
     let entries: Vec<&crate::domain::HistoryEntry> = h
         .tier1

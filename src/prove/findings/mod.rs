@@ -41,8 +41,8 @@ pub use quota::{QuotaNeed, largest_node, quota_needs, raise_need, raised_replica
 pub use replacement::Replacement;
 pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};
 pub use restart::{
-    DEFAULT_MAX_UNAVAILABLE_PERCENT, STATEFUL_RESTART_MIN_REPLICAS, max_unavailable,
-    restart_keeps_ready,
+    DEFAULT_MAX_SURGE_PERCENT, DEFAULT_MAX_UNAVAILABLE_PERCENT, STATEFUL_RESTART_MIN_REPLICAS,
+    max_unavailable, restart_keeps_ready,
 };
 pub use revision::{
     FAILURE_REASONS, RevisionHealth, UndoOnConfig, revision_failures, revision_health,

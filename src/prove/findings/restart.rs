@@ -46,6 +46,9 @@ pub fn max_unavailable(w: &Value) -> (i64, String) {
     }
 }
 
+/// A Deployment's `maxSurge` when its rolling update leaves it unset (the API's default).
+pub const DEFAULT_MAX_SURGE_PERCENT: i64 = 25;
+
 /// The fewest replicas a StatefulSet needs for a rolling restart to keep one serving: it
 /// replaces one pod at a time, so with one replica the only pod goes down.
 pub const STATEFUL_RESTART_MIN_REPLICAS: i64 = 2;

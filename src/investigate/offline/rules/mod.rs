@@ -33,7 +33,7 @@ use crate::domain::{
     ActionParams, ActionType, InvestigationOutcome, LimitResource, Proposal, Severity, Target,
 };
 use crate::prove::findings;
-pub(super) use vet::vet;
+pub(super) use vet::{vet, vetted};
 
 use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
 use pods::{

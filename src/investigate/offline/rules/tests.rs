@@ -991,6 +991,40 @@ fn a_flapping_node_is_not_drained_while_the_cluster_is_in_trouble() {
     );
 }
 
+/// Issue 43: an action no rule proposed (a learned pattern's) meets what its proof will ask,
+/// as a rule's does (`rules::vetted`): a pod whose failure a sibling shares is not deleted; the
+/// one pod failing among serving siblings is.
+#[test]
+fn a_learned_deletion_meets_the_questions_of_the_deletion_s_proof() {
+    let incident = |third: PodFixture| {
+        Incident::deployment("api")
+            .replicas(3)
+            .with(pod("api-1").owned_by("api-1"))
+            .with(pod("api-2").owned_by("api-1").crash_looping("Error", 2))
+            .with(third)
+            .facts()
+    };
+    let delete = |f: &Facts| {
+        let target = f.target.clone().unwrap_or_else(|| panic!("no target"));
+        vetted(
+            &ActionType::DeletePod,
+            &ActionParams::delete_pod("api-2").to_map(),
+            f,
+            &target,
+        )
+    };
+    let shared = delete(&incident(
+        pod("api-3").owned_by("api-1").crash_looping("Error", 2),
+    ));
+    assert!(
+        shared
+            .as_ref()
+            .is_err_and(|why| why.contains("sibling api-3")),
+        "{shared:?}"
+    );
+    assert_eq!(delete(&incident(pod("api-3").owned_by("api-1"))), Ok(()));
+}
+
 #[test]
 fn no_rule_firing_is_inconclusive() {
     let d = Incident::deployment("api").diagnosis();

@@ -38,6 +38,30 @@ pub(in crate::investigate::offline) fn vet(d: &mut Diagnosis, f: &Facts) {
     }
 }
 
+/// Whether `action_type` with `parameters` on `target` meets what [`vet`] asks: `Err` with the
+/// finding that refuses it. For a proposal no rule made (a learned pattern's).
+pub(in crate::investigate::offline) fn vetted(
+    action_type: &ActionType,
+    parameters: &serde_json::Map<String, Value>,
+    f: &Facts,
+    target: &Target,
+) -> Result<(), String> {
+    let mut d = Diagnosis::new("Learned", String::new());
+    d.target = Some(target.clone());
+    d.proposal = Some(Proposal {
+        action_type: action_type.clone(),
+        parameters: parameters.clone(),
+        git_change: String::new(),
+        workflow_id: None,
+    });
+    vet(&mut d, f);
+    match (d.proposal, d.human) {
+        (Some(_), _) => Ok(()),
+        (None, Some(why)) => Err(why),
+        (None, None) => Err("its parameters do not name what to act on".into()),
+    }
+}
+
 /// Why a rolling restart of the workload would not help or would take it down, if it would:
 /// what its proof asks of the strategy and the ready pods
 /// ([`findings::restart_keeps_ready`]), a rollout under way, and a replica count short of the

@@ -76,6 +76,11 @@ pub(super) fn service_unreachable(f: &Facts) -> Option<Diagnosis> {
 /// revision is judged healthy from its live pods, or — when none are left (Recreate, a
 /// completed rolling update) — from how long it served, when the new revision appeared and
 /// when the failures began.
+/// How long a previous revision with no pods left must have served for the rule to be as sure
+/// of it as of one with pods ready now (confidence 0.85, not 0.75): an hour of traffic is a
+/// real test; [`SERVED_MIN_SECONDS`] is what the proof asks at least.
+const SERVED_LONG_HOURS: i64 = 1;
+
 pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
     let r = f.rollout.as_ref()?;
     let (current, previous) = (&r.current, &r.previous);
@@ -120,7 +125,7 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
                     current.number
                 ));
             }
-            let served_long = served.is_some_and(|s| s >= Duration::hours(1));
+            let served_long = served.is_some_and(|s| s >= Duration::hours(SERVED_LONG_HOURS));
             let proven = served.is_some_and(|s| s >= Duration::seconds(SERVED_MIN_SECONDS));
             d.confidence = if served_long { 0.85 } else { 0.75 };
             if !proven {
@@ -420,7 +425,10 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
         .fold(1.0, f64::max);
     let wanted = ((h.max as f64) * worst).ceil() as i64;
     let new_max = wanted
-        .clamp(h.max + 1, (h.max * 2).max(h.max + 1))
+        .clamp(
+            h.max + 1,
+            (h.max * observed::HPA_RAISE_FACTOR).max(h.max + 1),
+        )
         .min(HPA_MAX_CEILING);
     if !h.raise_allowed(new_max) {
         d.confidence = 0.7;
