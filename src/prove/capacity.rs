@@ -89,7 +89,7 @@ fn at_maximum(h: &observed::Hpa) -> Obligation {
     let current = h.replicas_now();
     let desired = h.desired.unwrap_or(current);
     ob::hpa::AT_MAXIMUM.check(
-        current >= max && max > 0,
+        h.at_maximum(),
         vec![format!(
             "{current} replicas (desired {desired}) of at most {max}"
         )],

@@ -83,6 +83,12 @@ impl Hpa {
         self.current.unwrap_or(0)
     }
 
+    /// Whether it runs at its maximum: the replicas it runs now ([`Hpa::replicas_now`]) reach
+    /// a maximum it has. The autoscaler rule, the raise's proof and "resolved" all ask this.
+    pub fn at_maximum(&self) -> bool {
+        self.max > 0 && self.replicas_now() >= self.max
+    }
+
     pub fn above_target(&self) -> impl Iterator<Item = &Utilisation> {
         self.utilisation.iter().filter(|u| u.above_target())
     }
@@ -199,5 +205,18 @@ mod tests {
                 "TooManyReplicas".into()
             )]
         );
+    }
+
+    /// At its maximum by the replicas it runs, not by those it wants: an autoscaler that wants
+    /// ten of at most ten while its status reports none running (v2 leaves `currentReplicas`
+    /// out at 0) is not at its maximum, for the rule, the proof and "resolved" alike.
+    #[test]
+    fn at_its_maximum_by_the_replicas_it_runs() {
+        let h = |status: serde_json::Value| {
+            Hpa::parse(&serde_json::json!({"spec": {"maxReplicas": 10}, "status": status}))
+        };
+        assert!(h(serde_json::json!({"currentReplicas": 10, "desiredReplicas": 10})).at_maximum());
+        assert!(!h(serde_json::json!({"currentReplicas": 7, "desiredReplicas": 10})).at_maximum());
+        assert!(!h(serde_json::json!({"desiredReplicas": 10})).at_maximum());
     }
 }

@@ -300,8 +300,11 @@ pub fn desired_state(o: &Value) -> Option<(bool, String)> {
         }
         "HorizontalPodAutoscaler" => {
             let h = observed::Hpa::parse(o);
-            let cur = h.current.unwrap_or(0);
-            (cur < h.max, format!("{cur} of at most {} replicas", h.max))
+            let cur = h.replicas_now();
+            (
+                !h.at_maximum(),
+                format!("{cur} of at most {} replicas", h.max),
+            )
         }
         _ => return None,
     })

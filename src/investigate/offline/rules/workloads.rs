@@ -342,7 +342,7 @@ const HPA_MAX_CEILING: i64 = 200;
 pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
     let h = f.hpa.as_ref()?;
     let workload = f.workload_target();
-    let current = h.current.or(h.desired).unwrap_or(0);
+    let current = h.replicas_now();
     let over: Vec<String> = h
         .above_target()
         .map(|u| {
@@ -384,7 +384,7 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
     );
     d.severity = Severity::Medium;
     d.target = workload.clone().or_else(|| f.target.clone());
-    if current < h.max {
+    if !h.at_maximum() {
         d.summary = format!(
             "HorizontalPodAutoscaler {} has room: {current} of at most {} replicas",
             h.name, h.max
