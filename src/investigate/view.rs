@@ -17,10 +17,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::InvestigateError;
-use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, i64_at, str_at};
 use crate::cluster::render::{age, event_time, pod_status};
 use crate::cluster::tools::ClusterTools;
+use crate::cluster::{ListQuery, observed};
 use crate::domain::RemediationRequest;
 
 /// How much the view may show.
@@ -60,13 +60,16 @@ struct PodLine {
     text: String,
 }
 
-/// The view's line for a pod, or `None` for one that needs no attention: running with every
-/// container ready and no restart, or completed (a Job's pod).
-fn pod_line(p: &Value, with_namespace: bool) -> Option<PodLine> {
+/// The view's line for a pod, or `None` for one that needs no attention: one the model finds
+/// no failure of ([`observed::Pod::failure`]: a pod seconds into creating its containers is
+/// starting, not failing) with no restart, or completed (a Job's pod). Worst first: a pod kept
+/// from running, then one running not ready, then a ready one that restarted.
+fn pod_line(p: &Value, with_namespace: bool, now: DateTime<Utc>) -> Option<PodLine> {
     if str_at(p, &["status", "phase"]) == Some("Succeeded") {
         return None;
     }
     let status = pod_status(p);
+    let failure = observed::Pod::at(p, now).failure();
     let containers = array(p, &["status", "containerStatuses"]);
     let restarts: i64 = containers
         .iter()
@@ -76,12 +79,11 @@ fn pod_line(p: &Value, with_namespace: bool) -> Option<PodLine> {
     let total = array(p, &["spec", "containers"])
         .len()
         .max(containers.len());
-    let all_ready = total > 0 && ready == total;
-    let rank = match (status == "Running", all_ready) {
-        (false, _) => 0,
-        (true, false) => 1,
-        (true, true) if restarts > 0 => 2,
-        (true, true) => return None,
+    let rank = match failure.map(|f| f.kind) {
+        Some(observed::FailureKind::NotReady) => 1,
+        Some(_) => 0,
+        None if restarts > 0 => 2,
+        None => return None,
     };
     let mut last: Vec<&str> = Vec::new();
     for c in containers {
@@ -184,7 +186,7 @@ pub fn render(
 ) -> String {
     let mut unhealthy: Vec<PodLine> = pods
         .iter()
-        .filter_map(|p| pod_line(p, with_namespace))
+        .filter_map(|p| pod_line(p, with_namespace, now))
         .collect();
     unhealthy.sort_by(|a, b| (a.rank, -a.restarts, &a.name).cmp(&(b.rank, -b.restarts, &b.name)));
     let groups = warning_groups(events);
@@ -375,9 +377,21 @@ mod tests {
         if let Some(w) = waiting {
             state = json!({"waiting": {"reason": w}});
         }
-        json!({"kind": "Pod", "metadata": {"name": name, "namespace": "shop"},
+        // What a kubelet and the scheduler write: an hour old, its readiness, and a Pending
+        // pod's reason.
+        let since = (now() - chrono::Duration::hours(1)).to_rfc3339();
+        let conditions = if phase == "Pending" {
+            json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                "message": "0/3 nodes are available"}])
+        } else {
+            json!([{"type": "Ready", "status": if ready { "True" } else { "False" },
+                "lastTransitionTime": since}])
+        };
+        json!({"kind": "Pod", "metadata": {"name": name, "namespace": "shop",
+                   "creationTimestamp": since},
                "spec": {"containers": [{"name": "app"}]},
-               "status": {"phase": phase, "containerStatuses": [{"name": "app", "ready": ready,
+               "status": {"phase": phase, "startTime": since, "conditions": conditions,
+                   "containerStatuses": [{"name": "app", "ready": ready,
                    "restartCount": restarts, "state": state}]}})
     }
 
@@ -385,6 +399,46 @@ mod tests {
         json!({"kind": "Event", "type": "Warning", "reason": reason, "message": message,
                "count": count, "lastTimestamp": at,
                "involvedObject": {"kind": "Pod", "name": name}})
+    }
+
+    /// Issue 43: "not healthy" is the model's failure (`observed::Pod::failure`): a pod ten
+    /// seconds into creating its containers is starting; twenty minutes in, it is stuck.
+    #[test]
+    fn a_pod_starting_is_not_counted_unhealthy_and_one_stuck_is() {
+        let creating = |seconds: i64| {
+            let since = (now() - chrono::Duration::seconds(seconds)).to_rfc3339();
+            json!({"kind": "Pod", "metadata": {"name": "c", "namespace": "shop",
+                    "creationTimestamp": since},
+                "spec": {"nodeName": "n1", "containers": [{"name": "app"}]},
+                "status": {"phase": "Pending", "startTime": since, "containerStatuses": [
+                    {"name": "app", "ready": false, "restartCount": 0,
+                     "state": {"waiting": {"reason": "ContainerCreating"}}}]}})
+        };
+        let first = |p: Value| {
+            render(
+                "namespace shop",
+                &[p],
+                1,
+                &[],
+                false,
+                now(),
+                ViewLimits::default(),
+            )
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+        };
+        assert!(
+            first(creating(10)).contains("0 not healthy"),
+            "{}",
+            first(creating(10))
+        );
+        assert!(
+            first(creating(1200)).contains("1 not healthy"),
+            "{}",
+            first(creating(1200))
+        );
     }
 
     #[test]

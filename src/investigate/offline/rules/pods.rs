@@ -207,11 +207,12 @@ pub(super) fn terminating_stuck(f: &Facts) -> Option<Diagnosis> {
 
 /// One pod stuck creating while its siblings run: replace it.
 pub(super) fn containercreating_stuck(f: &Facts) -> Option<Diagnosis> {
+    // Stuck as the model reads it (`Pod::stuck_creating`: containers or init containers being
+    // created, or placed with none reported), not by the status text a listing shows.
     let p = f.pods.iter().find(|p| {
-        p.status == "ContainerCreating"
-            && p.observed
-                .stuck_creating
-                .is_some_and(|a| a > Duration::seconds(observed::REPLACE_STUCK_CREATING_AFTER))
+        p.observed
+            .stuck_creating
+            .is_some_and(|a| a > Duration::seconds(observed::REPLACE_STUCK_CREATING_AFTER))
     })?;
     let mount_problem = p
         .warnings

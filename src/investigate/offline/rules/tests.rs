@@ -570,6 +570,24 @@ fn a_pod_stuck_creating_is_not_replaced_when_a_sibling_is_stuck_too() {
     assert_eq!(json!(p.parameters), json!({"POD_NAME": "api-2"}));
 }
 
+/// Issue 43: the stuck-creating rule reads the model's `Pod::stuck_creating`, not the status
+/// text: a pod whose containers wait in PodInitializing for twenty minutes beside a serving
+/// sibling is stuck creating too.
+#[test]
+fn a_pod_stuck_initializing_is_stuck_creating() {
+    let d = Incident::deployment("api")
+        .replicas(2)
+        .with(pod("api-1").owned_by("api-1"))
+        .with(
+            pod("api-2")
+                .owned_by("api-1")
+                .waiting("PodInitializing", "")
+                .not_ready_since(20),
+        )
+        .diagnosis();
+    assert_eq!(d.mode, "ContainerCreatingStuck", "{}", d.summary);
+}
+
 #[test]
 fn a_lone_pod_whose_template_fails_it_is_not_replaced() {
     // One pod cannot create its container while its siblings of the same revision run: a
