@@ -324,10 +324,13 @@ fn shown(expr: &str) -> String {
 /// container that fails, a pod stuck creating), the undo's and the proofs' definition; a
 /// restart is a container whose latest termination came after `since`; a kill for memory is
 /// what [`observed::Pod::memory_kills`] says of the pods and the warnings about them in
-/// `events` (the OOM rule's and the memory proof's definition).
+/// `events` (the OOM rule's and the memory proof's definition). `wanted`, for a workload, is
+/// the pods it is meant to run ([`observed::Workload::wanted`]): all its pods ready but fewer
+/// than that is not healthy again, as the "resolved" proof's desired state says.
 pub fn pods_health(
     pods: &[Value],
     events: &[observed::Event],
+    wanted: Option<i64>,
     since: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> (f64, String) {
@@ -369,6 +372,12 @@ pub fn pods_health(
     }
     if ready_n < n {
         return (0.5, format!("{ready_n} of {n} pods ready"));
+    }
+    if let Some(w) = wanted.filter(|w| (ready_n as i64) < *w) {
+        return (
+            0.5,
+            format!("{ready_n} pods ready of the {w} the workload is meant to run"),
+        );
     }
     if oom {
         return (
@@ -461,7 +470,13 @@ impl VerificationStage {
                     Ok(Some(pods)) => {
                         let events = self.kill_reports(target, &pods, since).await?;
                         Ok((
-                            Some(pods_health(&pods, &events, since, self.clock.now())),
+                            Some(pods_health(
+                                &pods,
+                                &events,
+                                Some(observed::Workload::parse(object).wanted()),
+                                since,
+                                self.clock.now(),
+                            )),
                             Some(observed::target_health(object, &pods, self.clock.now())),
                         ))
                     }
@@ -474,7 +489,7 @@ impl VerificationStage {
                 let pods = std::slice::from_ref(object);
                 let events = self.kill_reports(target, pods, since).await?;
                 Ok((
-                    Some(pods_health(pods, &events, since, self.clock.now())),
+                    Some(pods_health(pods, &events, None, since, self.clock.now())),
                     None,
                 ))
             }
@@ -918,19 +933,19 @@ mod tests {
     fn health_follows_the_effectiveness_monitor() {
         let ok = pod(true, None, None);
         assert_eq!(
-            pods_health(&[ok.clone(), ok.clone()], &[], since(), now()).0,
+            pods_health(&[ok.clone(), ok.clone()], &[], None, since(), now()).0,
             1.0
         );
         let before = pod(true, None, Some(("Error", "2026-03-01T11:00:00Z")));
         assert_eq!(
-            pods_health(&[before], &[], since(), now()).0,
+            pods_health(&[before], &[], None, since(), now()).0,
             1.0,
             "a restart before does not count"
         );
         let after = pod(true, None, Some(("Error", "2026-03-01T12:01:00Z")));
-        assert_eq!(pods_health(&[after], &[], since(), now()).0, 0.75);
+        assert_eq!(pods_health(&[after], &[], None, since(), now()).0, 0.75);
         let oom = pod(true, None, Some(("OOMKilled", "2026-03-01T12:01:00Z")));
-        assert_eq!(pods_health(&[oom], &[], since(), now()).0, 0.25);
+        assert_eq!(pods_health(&[oom], &[], None, since(), now()).0, 0.25);
         // A kill at 137 the runtime calls Error, and the kernel's warning about the pod: a
         // kill for memory as the OOM rule and the memory proof count it.
         let mut killed = pod(true, None, Some(("Error", "2026-03-01T12:01:00Z")));
@@ -939,28 +954,48 @@ mod tests {
             json!(observed::SIGKILL_EXIT);
         let said = observed::Event::parse(&json!({"type": "Warning", "reason": OOM_KILL_EVENT,
             "involvedObject": {"kind": "Pod", "name": "api-1"}, "message": "Killed process 7"}));
-        assert_eq!(pods_health(&[killed.clone()], &[], since(), now()).0, 0.75);
-        assert_eq!(pods_health(&[killed], &[said], since(), now()).0, 0.25);
         assert_eq!(
-            pods_health(&[ok.clone(), pod(false, None, None)], &[], since(), now()).0,
+            pods_health(&[killed.clone()], &[], None, since(), now()).0,
+            0.75
+        );
+        assert_eq!(
+            pods_health(&[killed], &[said], None, since(), now()).0,
+            0.25
+        );
+        assert_eq!(
+            pods_health(
+                &[ok.clone(), pod(false, None, None)],
+                &[],
+                None,
+                since(),
+                now()
+            )
+            .0,
             0.5
         );
         let looping = pod(false, Some("CrashLoopBackOff"), None);
         assert_eq!(
-            pods_health(&[ok.clone(), looping], &[], since(), now()).0,
+            pods_health(&[ok.clone(), looping], &[], None, since(), now()).0,
             0.0
         );
-        assert_eq!(pods_health(&[], &[], since(), now()).0, 0.0);
+        assert_eq!(pods_health(&[], &[], None, since(), now()).0, 0.0);
+        // Issue 43: all its pods ready, but fewer than the workload is meant to run (a third
+        // replica refused by a quota), is not healthy again, as the "resolved" proof says.
+        let two = [ok.clone(), ok.clone()];
+        assert_eq!(pods_health(&two, &[], Some(2), since(), now()).0, 1.0);
+        let (score, detail) = pods_health(&two, &[], Some(3), since(), now());
+        assert_eq!(score, 0.5);
+        assert_eq!(detail, "2 pods ready of the 3 the workload is meant to run");
         // Failing as the undo and the proofs say: an init container's crash loop and an image
         // that cannot be pulled keep a pod from running as much as its own crash loop.
         let mut init = pod(false, None, None);
         init["status"]["phase"] = json!("Pending");
         init["status"]["initContainerStatuses"] = json!([{"name": "migrate", "restartCount": 4,
             "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]);
-        let (score, detail) = pods_health(&[ok.clone(), init], &[], since(), now());
+        let (score, detail) = pods_health(&[ok.clone(), init], &[], None, since(), now());
         assert_eq!(score, 0.0, "{detail}");
         assert!(detail.starts_with("1 of 2 pods failing"), "{detail}");
         let pull = pod(false, Some("ImagePullBackOff"), None);
-        assert_eq!(pods_health(&[ok, pull], &[], since(), now()).0, 0.0);
+        assert_eq!(pods_health(&[ok, pull], &[], None, since(), now()).0, 0.0);
     }
 }
