@@ -162,6 +162,17 @@ pub fn node_short_at(events: &[Event], here: &[Pod], moments: &[DateTime<Utc>]) 
         .sum()
 }
 
+/// When the containers of `pods` were killed for memory lately, as the memory proof counts
+/// the kills ([`Pod::recent_memory_kills`]: an `OOMKilled` status, or an exit 137 that the
+/// kernel's warning about the pod names, within [`MEMORY_KILL_LOOKBACK_HOURS`]). The moments
+/// the dependency graph asks [`node_took_memory`] about.
+pub fn kill_moments(pods: &[Pod], events: &[Event], now: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    pods.iter()
+        .flat_map(|p| p.recent_memory_kills(events, now))
+        .filter_map(|(_, t)| t)
+        .collect()
+}
+
 /// When the containers of `pods` were last OOM-killed (those whose last termination was one).
 pub fn limit_kills(pods: &[Pod]) -> Vec<DateTime<Utc>> {
     pods.iter()
@@ -196,6 +207,33 @@ mod tests {
         DateTime::parse_from_rfc3339(s)
             .map(|t| t.with_timezone(&Utc))
             .unwrap_or_default()
+    }
+
+    /// Issue 43: the graph asks the node about the kills the memory proof counts: an exit 137
+    /// the kernel's warning names counts, a kill past the look-back does not.
+    #[test]
+    fn the_kills_asked_about_are_those_the_memory_proof_counts() {
+        let now = t("2026-11-30T12:00:00Z");
+        let pod = |name: &str, reason: &str, at: &str| {
+            Pod::parse(
+                &json!({"metadata": {"name": name}, "status": {"containerStatuses": [
+                {"name": "app", "restartCount": 1, "lastState": {"terminated": {
+                    "reason": reason, "exitCode": 137, "finishedAt": at}}}]}}),
+            )
+        };
+        let said = Event::parse(&json!({"type": "Warning",
+            "reason": crate::cluster::observed::OOM_KILL_EVENT,
+            "involvedObject": {"kind": "Pod", "name": "a"}, "message": "killed"}));
+        let pods = [
+            pod("a", "Error", "2026-11-30T11:50:00Z"),
+            pod("b", "OOMKilled", "2026-11-30T11:55:00Z"),
+            pod("c", "OOMKilled", "2026-11-29T11:55:00Z"),
+        ];
+        assert_eq!(
+            kill_moments(&pods, std::slice::from_ref(&said), now),
+            [t("2026-11-30T11:50:00Z"), t("2026-11-30T11:55:00Z")]
+        );
+        assert_eq!(kill_moments(&pods, &[], now), [t("2026-11-30T11:55:00Z")]);
     }
 
     #[test]

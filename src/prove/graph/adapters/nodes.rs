@@ -66,7 +66,8 @@ async fn took_memory(
         .filter(|p| str_at(p, &["spec", "nodeName"]) == Some(name))
         .map(Pod::parse)
         .collect();
-    let moments = findings::limit_kills(&failing);
+    let warnings: Vec<Event> = ctx.all_events.iter().map(Event::parse).collect();
+    let moments = findings::kill_moments(&failing, &warnings, ctx.now);
     let here: Vec<Pod> = if moments.is_empty() || !events.iter().any(|e| e.reason == "SystemOOM") {
         vec![]
     } else {
