@@ -67,61 +67,65 @@ fn read_as(d: &Dependency, template: &Value) -> Option<Read> {
     }
 }
 
-/// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
-pub fn configmaps(template: &Value) -> BTreeSet<String> {
+/// Where a pod template names objects of one kind: `envFrom`, an `env` value's reference, a
+/// volume, a projected volume's source.
+struct Refs {
+    env_from: &'static str,
+    key_ref: &'static str,
+    volume: [&'static str; 2],
+    projected: &'static str,
+}
+
+const CONFIGMAP_REFS: Refs = Refs {
+    env_from: "configMapRef",
+    key_ref: "configMapKeyRef",
+    volume: ["configMap", "name"],
+    projected: "configMap",
+};
+
+const SECRET_REFS: Refs = Refs {
+    env_from: "secretRef",
+    key_ref: "secretKeyRef",
+    volume: ["secret", "secretName"],
+    projected: "secret",
+};
+
+/// The names a pod template refers to where `r` says (its containers and init containers,
+/// its volumes).
+fn referenced(template: &Value, r: &Refs) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
     for key in ["containers", "initContainers"] {
         for c in array(&spec, &[key]) {
-            for e in array(c, &["envFrom"]) {
-                if let Some(n) = str_at(e, &["configMapRef", "name"]) {
-                    out.insert(n.to_owned());
-                }
-            }
-            for e in array(c, &["env"]) {
-                if let Some(n) = str_at(e, &["valueFrom", "configMapKeyRef", "name"]) {
-                    out.insert(n.to_owned());
-                }
-            }
+            let from = array(c, &["envFrom"])
+                .iter()
+                .filter_map(|e| str_at(e, &[r.env_from, "name"]));
+            let env = array(c, &["env"])
+                .iter()
+                .filter_map(|e| str_at(e, &["valueFrom", r.key_ref, "name"]));
+            out.extend(from.chain(env).map(str::to_owned));
         }
     }
     for v in array(&spec, &["volumes"]) {
-        if let Some(n) = str_at(v, &["configMap", "name"]) {
-            out.insert(n.to_owned());
-        }
-        for s in array(v, &["projected", "sources"]) {
-            if let Some(n) = str_at(s, &["configMap", "name"]) {
-                out.insert(n.to_owned());
-            }
-        }
+        out.extend(str_at(v, &r.volume).map(str::to_owned));
+        out.extend(
+            array(v, &["projected", "sources"])
+                .iter()
+                .filter_map(|s| str_at(s, &[r.projected, "name"]))
+                .map(str::to_owned),
+        );
     }
     out
 }
 
+/// The ConfigMaps a pod template refers to (env, envFrom, volumes, projected volumes).
+pub fn configmaps(template: &Value) -> BTreeSet<String> {
+    referenced(template, &CONFIGMAP_REFS)
+}
+
 /// The Secrets a pod template refers to (names only: kubemedic never reads them).
 pub fn secrets(template: &Value) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let spec = at(template, &["spec"]).cloned().unwrap_or(Value::Null);
-    for key in ["containers", "initContainers"] {
-        for c in array(&spec, &[key]) {
-            for e in array(c, &["envFrom"]) {
-                if let Some(n) = str_at(e, &["secretRef", "name"]) {
-                    out.insert(n.to_owned());
-                }
-            }
-            for e in array(c, &["env"]) {
-                if let Some(n) = str_at(e, &["valueFrom", "secretKeyRef", "name"]) {
-                    out.insert(n.to_owned());
-                }
-            }
-        }
-    }
-    for v in array(&spec, &["volumes"]) {
-        if let Some(n) = str_at(v, &["secret", "secretName"]) {
-            out.insert(n.to_owned());
-        }
-    }
-    out
+    referenced(template, &SECRET_REFS)
 }
 
 /// Whether the ConfigMap `name` is mounted as a volume (directly or projected) that some

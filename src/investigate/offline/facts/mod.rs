@@ -560,6 +560,15 @@ impl Facts {
             .unwrap_or_default()
     }
 
+    /// The nodes the evidence read whose Ready condition is not True.
+    pub fn not_ready_nodes(&self) -> Vec<&str> {
+        self.nodes
+            .iter()
+            .filter(|n| n.ready != "True")
+            .map(|n| n.name.as_str())
+            .collect()
+    }
+
     pub fn failing_pods(&self) -> impl Iterator<Item = &PodFacts> {
         self.pods.iter().filter(|p| p.failing)
     }

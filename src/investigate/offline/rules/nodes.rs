@@ -62,12 +62,7 @@ pub(super) fn node_not_ready(f: &Facts) -> Option<Diagnosis> {
     }
     let node = &f.node;
     let total = f.nodes.len();
-    let not_ready: Vec<&str> = f
-        .nodes
-        .iter()
-        .filter(|n| n.ready != "True")
-        .map(|n| n.name.as_str())
-        .collect();
+    let not_ready = f.not_ready_nodes();
     let count = if total > 0 {
         format!(" ({} of {total} nodes not ready)", not_ready.len())
     } else {

@@ -1,10 +1,13 @@
 //! The rules that hand to a human what the proof of their action would refuse: a taint
 //! Kubernetes wrote, a raise no quota or node holds or past the step a proof allows, a scale
-//! the quota has no room for or an autoscaler owns.
+//! the quota has no room for or an autoscaler owns; and every proposal, whoever made it,
+//! meeting its proof's findings before it is made (`rules::vet`, issue 43).
 
+use serde_json::json;
+
+use super::fixtures::{Incident, PodFixture, pod};
+use super::*;
 use crate::domain::ActionType;
-
-use super::fixtures::{Incident, pod};
 
 #[test]
 fn a_taint_kubernetes_wrote_is_not_proposed_for_removal() {
@@ -124,4 +127,217 @@ fn a_raise_no_quota_or_node_holds_goes_to_a_human_as_its_proof_would_refuse_it()
         "{:?}",
         d.human
     );
+}
+
+/// Issue 43: the rollout rule asks what the rollback proof asks of a ConfigMap rewritten in
+/// place (`findings::undo_on_config`): written after the previous revision's pods last read it,
+/// a rollout undo keeps its new content, so a human gets it, naming the ConfigMap. Written
+/// before that revision appeared, it ran on it and the rollback is proposed.
+#[test]
+fn a_configmap_rewritten_with_the_release_is_not_undone_by_a_rollback() {
+    let rolled = |written_minutes: i64| {
+        Incident::deployment("api")
+            .rolled_out("shop/app:2.0", 30)
+            .previous_gone()
+            .alert_started(20)
+            .reads_configmap("api-config", written_minutes)
+            .with(pod("api-2-a").owned_by("api-2").crash_looping("Error", 1))
+            .diagnosis()
+    };
+    let d = rolled(31);
+    assert_eq!(d.mode, "RolloutRegression");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains(
+            "ConfigMap api-config was written at 11:29:00, after revision 1 appeared, whose pods read it only when they start"
+        )),
+        "{:?}",
+        d.human
+    );
+    let d = rolled(8 * 24 * 60);
+    assert_eq!(
+        d.proposal.map(|p| p.action_type),
+        Some(ActionType::RollbackDeployment),
+        "{:?}",
+        d.human
+    );
+}
+
+/// Issue 43: the rules ask what the deletion's proof asks of a replacement
+/// (`findings::Replacement`). A ConfigMap written after the ready siblings started and before
+/// the failing pod did is what sets it apart: its replacement reads it too, so a human gets it,
+/// naming the ConfigMap. Written before any of them started, the failure is the pod's own.
+#[test]
+fn a_lone_pod_that_alone_read_a_configuration_change_is_not_replaced() {
+    let incident = |written: i64| {
+        Incident::deployment("api")
+            .configmap_written("api-config", written)
+            .with(pod("api-1").owned_by("api-1").reads_configmap("api-config"))
+            .with(pod("api-2").owned_by("api-1").reads_configmap("api-config"))
+            .with(
+                pod("api-3")
+                    .owned_by("api-1")
+                    .reads_configmap("api-config")
+                    .started(10)
+                    .crash_looping("Error", 2),
+            )
+            .diagnosis()
+    };
+    let d = incident(20);
+    assert_eq!(d.mode, "LonePodFailure");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(
+            |h| h.contains("ConfigMap api-config changed at 11:40:00; pod api-3 read it since")
+        ),
+        "{:?}",
+        d.human
+    );
+    let d = incident(90);
+    let p = d
+        .proposal
+        .unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    assert_eq!(json!(p.parameters), json!({"POD_NAME": "api-3"}));
+}
+
+/// Issue 43: a pod stuck creating beside one that serves is replaced only when no other pod
+/// waits the same way: a failure two pods share is not either one's own, as the deletion's
+/// proof says (`delete.failure-not-shared`).
+#[test]
+fn a_pod_stuck_creating_is_not_replaced_when_a_sibling_is_stuck_too() {
+    let stuck = |name: &str| {
+        pod(name)
+            .owned_by("api-1")
+            .waiting("ContainerCreating", "")
+            .not_ready_since(20)
+    };
+    let with_healthy = |second: PodFixture| {
+        Incident::deployment("api")
+            .replicas(3)
+            .with(pod("api-1").owned_by("api-1"))
+            .with(stuck("api-2"))
+            .with(second)
+            .warning(
+                "api-2",
+                "FailedMount",
+                "MountVolume.SetUp failed for volume \"data\"",
+                15,
+            )
+            .diagnosis()
+    };
+    let d = with_healthy(stuck("api-3"));
+    assert_eq!(d.mode, "ContainerCreatingStuck", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("sibling api-3")),
+        "{:?}",
+        d.human
+    );
+    let d = with_healthy(pod("api-3").owned_by("api-1"));
+    assert_eq!(d.mode, "ContainerCreatingStuck", "{}", d.summary);
+    let p = d
+        .proposal
+        .unwrap_or_else(|| panic!("no proposal: {:?}", d.human));
+    assert_eq!(json!(p.parameters), json!({"POD_NAME": "api-2"}));
+}
+
+/// Issue 43: a proposed restart meets what the restart's proof asks before it is made
+/// (`rules::vet`, `findings::restart_keeps_ready`): with the Recreate strategy, a restart stops
+/// the pods that still serve, so a human gets it; rolling, the restart is proposed.
+#[test]
+fn a_restart_that_would_stop_the_serving_pods_is_not_proposed() {
+    let log = "2026-01-01T11:58:00Z ERROR db: connection pool exhausted (10/10 in use)";
+    let wedged = |strategy: &str| {
+        Incident::deployment("api")
+            .replicas(3)
+            .strategy(strategy)
+            .with(pod("api-1"))
+            .with(pod("api-2"))
+            .with(pod("api-3").not_ready_since(5))
+            .log("api-3", log)
+            .diagnosis()
+    };
+    let d = wedged("Recreate");
+    assert_eq!(d.mode, "WedgedRuntime", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("strategy Recreate stops all 3 pods first; 2 ready now")),
+        "{:?}",
+        d.human
+    );
+    let d = wedged("RollingUpdate");
+    assert_eq!(
+        d.proposal.as_ref().map(|p| p.action_type.as_str()),
+        Some("RestartDeployment"),
+        "{:?}",
+        d.human
+    );
+}
+
+/// Issue 43: a drain meets what the drain's proof asks before it is proposed
+/// (`drain.not-cluster-wide`): a flapping node among nodes of which several are down is the
+/// cluster's trouble, and a human gets it; among healthy nodes the drain is proposed.
+#[test]
+fn a_flapping_node_is_not_drained_while_the_cluster_is_in_trouble() {
+    let ready = json!([{"type": "Ready", "status": "True"}]);
+    let flapping = |others: &[&str]| {
+        Incident::node("node-1", ready.clone(), others).node_flapped("node-1", 4, 5)
+    };
+    let d = flapping(&["node-2", "node-3", "node-4"]).diagnosis();
+    assert_eq!(d.mode, "NodeFlapping", "{}", d.summary);
+    assert_eq!(
+        d.proposal.as_ref().map(|p| p.action_type.as_str()),
+        Some("CordonDrainNode")
+    );
+    let d = flapping(&["node-2"])
+        .node_not_ready("node-3")
+        .node_not_ready("node-4")
+        .diagnosis();
+    assert_eq!(d.mode, "NodeFlapping", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("2 of 4 nodes are not ready (node-3, node-4)")),
+        "{:?}",
+        d.human
+    );
+}
+
+/// Issue 43: an action no rule proposed (a learned pattern's) meets what its proof will ask,
+/// as a rule's does (`rules::vetted`): a pod whose failure a sibling shares is not deleted; the
+/// one pod failing among serving siblings is.
+#[test]
+fn a_learned_deletion_meets_the_questions_of_the_deletion_s_proof() {
+    let incident = |third: PodFixture| {
+        Incident::deployment("api")
+            .replicas(3)
+            .with(pod("api-1").owned_by("api-1"))
+            .with(pod("api-2").owned_by("api-1").crash_looping("Error", 2))
+            .with(third)
+            .facts()
+    };
+    let delete = |f: &Facts| {
+        let target = f.target.clone().unwrap_or_else(|| panic!("no target"));
+        vetted(
+            &ActionType::DeletePod,
+            &ActionParams::delete_pod("api-2").to_map(),
+            f,
+            &target,
+        )
+    };
+    let shared = delete(&incident(
+        pod("api-3").owned_by("api-1").crash_looping("Error", 2),
+    ));
+    assert!(
+        shared
+            .as_ref()
+            .is_err_and(|why| why.contains("sibling api-3")),
+        "{shared:?}"
+    );
+    assert_eq!(delete(&incident(pod("api-3").owned_by("api-1"))), Ok(()));
 }

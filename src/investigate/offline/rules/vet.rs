@@ -95,12 +95,7 @@ fn restart(f: &Facts) -> Option<String> {
 /// once are the cluster's trouble ([`observed::cluster_wide`]), as the drain's proof asks.
 fn drain(f: &Facts) -> Option<String> {
     let total = f.nodes.len();
-    let not_ready: Vec<&str> = f
-        .nodes
-        .iter()
-        .filter(|n| n.ready != "True")
-        .map(|n| n.name.as_str())
-        .collect();
+    let not_ready = f.not_ready_nodes();
     observed::cluster_wide(not_ready.len(), total).then(|| {
         format!(
             "{} of {total} nodes are not ready ({}): a cluster-wide problem (network, control plane, a bad node image); draining one would not help",
