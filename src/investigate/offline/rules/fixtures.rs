@@ -174,6 +174,18 @@ impl PodFixture {
         self
     }
 
+    /// A second container `name` (as [`PodFixture::sidecar`]) killed for memory three minutes
+    /// ago.
+    pub fn sidecar_oom_killed(self, name: &str) -> Self {
+        let mut p = self.sidecar(name);
+        let c = &mut p.0["status"]["containerStatuses"][1];
+        c["restartCount"] = json!(2);
+        c["lastState"] = json!({"terminated": {
+            "reason": "OOMKilled", "exitCode": 137, "startedAt": ago(4), "finishedAt": ago(3),
+        }});
+        p
+    }
+
     /// Created by the ReplicaSet `rs`.
     pub fn owned_by(mut self, rs: &str) -> Self {
         self.0["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs, "controller": true}]);

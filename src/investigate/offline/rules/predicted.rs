@@ -106,6 +106,32 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
     let oom_restarts = f.pods.iter().any(|p| p.memory_killed.contains(&container));
     let mut d = Diagnosis::new("MemoryExhaustionPredicted", String::new());
     d.target = target;
+    // Another container killed for memory lately and not this one: the memory proof refuses a
+    // raise for this one then (`memory.container-was-killed`), and the kills say which
+    // container runs short.
+    let others: Vec<String> = f
+        .pods
+        .iter()
+        .flat_map(|p| {
+            p.memory_killed
+                .iter()
+                .filter(|c| **c != container)
+                .map(move |c| format!("container {c} of pod {}", p.name))
+        })
+        .take(3)
+        .collect();
+    if !oom_restarts && !others.is_empty() {
+        d.summary = format!(
+            "Memory exhaustion of {subject} is predicted, and {} was OOMKilled, not {container}",
+            others.join(", ")
+        );
+        d.confidence = 0.6;
+        d.human = Some(format!(
+            "{} was OOMKilled lately, not {container}, the container the prediction is about: a human decides which container's limit to raise",
+            others.join(", ")
+        ));
+        return Some(d);
+    }
     let (Some(limit), Some(used)) = (limit.clone(), usage) else {
         if oom_restarts {
             d.summary = format!(

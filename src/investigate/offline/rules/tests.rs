@@ -311,6 +311,28 @@ fn predicted_memory_exhaustion_near_the_limit_raises_it_ahead_of_time() {
     );
 }
 
+/// Issue 43: a prediction about the first container while another container was killed for
+/// memory goes to a human, as the memory proof would refuse the raise
+/// (`memory.container-was-killed`).
+#[test]
+fn predicted_memory_exhaustion_while_another_container_is_killed_goes_to_a_human() {
+    let d = Incident::deployment("api")
+        .memory_limit("256Mi")
+        .with(pod("api-1").sidecar_oom_killed("proxy"))
+        .memory_use("api-1", "230Mi")
+        .predicted("ContainerMemoryExhaustionPredicted")
+        .diagnosis();
+    assert_eq!(d.mode, "MemoryExhaustionPredicted");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(
+            |h| h.contains("container proxy of pod api-1 was OOMKilled lately, not app")
+        ),
+        "{:?}",
+        d.human
+    );
+}
+
 #[test]
 fn predicted_memory_exhaustion_far_below_the_limit_needs_no_action() {
     let d = Incident::deployment("api")
