@@ -317,7 +317,8 @@ fn proposal(
     })
 }
 
-/// Propose deleting pod `name` so its controller replaces it; or, when a replacement would not
+/// Propose deleting pod `name` so its controller replaces it ([`vet`] asks this of every
+/// deletion proposed on the incident's workload, whichever rule proposed it); or, when a replacement would not
 /// start clean as the delete's proof judges it ([`findings::Replacement`]: the failure comes
 /// with its template, is shared by a sibling, nothing else serves meanwhile, or it read a
 /// configuration change its ready siblings have not), a rollout is under way

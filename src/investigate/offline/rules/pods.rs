@@ -231,7 +231,8 @@ pub(super) fn containercreating_stuck(f: &Facts) -> Option<Diagnosis> {
     // A bare pod has no controller to recreate it.
     if others_ok && f.kind() != "Pod" {
         d.confidence = 0.75;
-        replace_pod(&mut d, f, &p.name);
+        // Asked what the deletion's proof asks by `vet` (`replace_pod`).
+        d.proposal = proposal(ActionType::DeletePod, ActionParams::delete_pod(&p.name), "");
     } else {
         d.confidence = 0.6;
         d.human = Some(format!(
@@ -423,7 +424,8 @@ pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
     d.confidence = 0.7;
     d.severity = Severity::High;
     d.target = f.target.clone();
-    replace_pod(&mut d, f, &p.name);
+    // Asked what the deletion's proof asks by `vet` (`replace_pod`).
+    d.proposal = proposal(ActionType::DeletePod, ActionParams::delete_pod(&p.name), "");
     d.analysis = "Container restarts keep the pod's emptyDir volumes: state an earlier process left there (a lock, pid or socket file) keeps every new start from running. A new pod gets empty volumes; it is the only replica, so deleting it takes nothing away that serves.".into();
     Some(d)
 }
@@ -469,7 +471,8 @@ pub(super) fn lone_pod_failure(f: &Facts) -> Option<Diagnosis> {
         d.analysis = "The failing pod and its healthy siblings come from one template but run different image digests: the tag moved after the siblings pulled it. The change is in the registry, not the cluster; every new pod would pull it.".into();
         return Some(d);
     }
-    replace_pod(&mut d, f, &l.pod);
+    // Asked what the deletion's proof asks by `vet` (`replace_pod`).
+    d.proposal = proposal(ActionType::DeletePod, ActionParams::delete_pod(&l.pod), "");
     d.analysis = "The same spec runs healthy in its siblings, so the spec is not the cause; the failure is local to this pod (its node or its ephemeral state), and a replacement pod starts clean.".into();
     Some(d)
 }
