@@ -2801,3 +2801,62 @@ async fn snapshot_a_workload_the_failures_name_without_a_service_is_followed() {
         c.relation
     );
 }
+
+/// fx-rates' rollout to revision 3 relabelled its pods out of the Service's selector (captured
+/// in `tests/unseen`): the graph names the Deployment and offers revision 2 only when the
+/// questions its rollback's proof asks hold — not when the rollout is paused, and not when
+/// revision 2 was replaced before it was shown to serve.
+#[tokio::test]
+async fn snapshot_a_rollout_that_orphaned_a_service_is_undone_only_where_its_proof_would_hold() {
+    const RELABELLED: &str =
+        include_str!("unseen/service-selector-orphaned-by-relabel/snapshot.yaml");
+    async fn culprit(yaml: &str) -> Dependency {
+        let snap = SnapshotCluster::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+        let now: DateTime<Utc> = "2026-11-26T23:17:30Z".parse().unwrap_or_default();
+        let target = Target::new("Ingress", "fx-rates", Some("treasury".into()));
+        let n = graph::build(Arc::new(snap), &target, now)
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        n.dependencies
+            .iter()
+            .find(|d| d.object == "Deployment treasury/fx-rates")
+            .cloned()
+            .unwrap_or_else(|| panic!("{}", n.compact(8)))
+    }
+    let as_captured = culprit(RELABELLED).await;
+    assert_eq!(as_captured.undo_to_revision, Some(2), "{as_captured:?}");
+    assert_eq!(as_captured.blocks, None);
+
+    let paused = RELABELLED.replacen(
+        "  progressDeadlineSeconds: 600\n",
+        "  paused: true\n  progressDeadlineSeconds: 600\n",
+        1,
+    );
+    assert_ne!(paused, RELABELLED);
+    let d = culprit(&paused).await;
+    assert_eq!(d.undo_to_revision, None, "{d:?}");
+    assert!(
+        d.blocks
+            .as_deref()
+            .unwrap_or_default()
+            .contains("the rollout is paused"),
+        "{d:?}"
+    );
+
+    // Revision 3 replaced revision 2 24 seconds after it appeared: nothing shows 2 served.
+    let hurried = RELABELLED.replacen(
+        "deployment.kubernetes.io/revision: \"3\"\n    meta.helm.sh/release-name: fx-rates\n  creationTimestamp: \"2026-11-26T23:10:36Z\"",
+        "deployment.kubernetes.io/revision: \"3\"\n    meta.helm.sh/release-name: fx-rates\n  creationTimestamp: \"2026-11-26T23:10:00Z\"",
+        1,
+    );
+    assert_ne!(hurried, RELABELLED);
+    let d = culprit(&hurried).await;
+    assert_eq!(d.undo_to_revision, None, "{d:?}");
+    assert!(
+        d.blocks
+            .as_deref()
+            .unwrap_or_default()
+            .contains("nothing shows revision 2 of Deployment treasury/fx-rates worked"),
+        "{d:?}"
+    );
+}

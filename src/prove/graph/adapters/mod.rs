@@ -6,12 +6,12 @@
 //! state. Each reads
 //! only when the target or its failures point its way.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use chrono::Duration;
 use serde_json::Value;
 
-use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, time};
+use super::{Ctx, DepKind, Dependency, Read, event_time, last_change, time};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed::{self, Event, Pod};
@@ -21,11 +21,13 @@ use crate::prove::findings;
 mod access;
 mod injection;
 mod nodes;
+mod orphaned;
 mod reach;
 
 pub(in crate::prove::graph) use access::access;
 pub(in crate::prove::graph) use injection::injection;
 pub(in crate::prove::graph) use nodes::nodes;
+use orphaned::orphaned_by_rollout;
 use reach::holds_host;
 pub(in crate::prove::graph) use reach::ingress_behind;
 
@@ -655,71 +657,6 @@ pub(super) async fn services(ctx: &Ctx) -> Read<Vec<Dependency>> {
         out.push(d);
     }
     Ok(out)
-}
-
-/// A Deployment whose latest rollout took its pods out of Service `name`'s selector: its
-/// previous revision's pod labels match the selector, its current revision's do not. The
-/// Service lost its endpoints when the new pods replaced the old ones.
-async fn orphaned_by_rollout(
-    ctx: &Ctx,
-    ns: &str,
-    name: &str,
-    svc: &Value,
-) -> Read<Option<Dependency>> {
-    let service = observed::Service::parse(svc);
-    if service.selector.is_empty() {
-        return Ok(None);
-    }
-    // The namespace's ReplicaSets, by their Deployment, newest revision last.
-    let mut by_deployment: BTreeMap<String, Vec<observed::Revision>> = BTreeMap::new();
-    for rs in ctx.list_or_empty("ReplicaSet", Some(ns)).await? {
-        let owner = match obj::controller(&rs) {
-            Some(("Deployment", name)) => name.to_owned(),
-            _ => continue,
-        };
-        if let Some(r) = observed::Revision::of_replicaset(&rs) {
-            by_deployment.entry(owner).or_default().push(r);
-        }
-    }
-    for (deployment, mut revisions) in by_deployment {
-        revisions.sort_by_key(|r| r.number);
-        let [.., prev, cur] = revisions.as_slice() else {
-            continue;
-        };
-        let (prev_n, cur_n) = (prev.number, cur.number);
-        fn labels(r: &observed::Revision) -> Option<&Value> {
-            at(&r.template, &["metadata", "labels"])
-        }
-        if !service.selects(labels(prev)) || service.selects(labels(cur)) {
-            continue;
-        }
-        let lost = service.lost(labels(cur));
-        let rolled = cur.created;
-        let d = Dependency::new(
-            DepKind::Rollout,
-            format!("Deployment {ns}/{deployment}"),
-            format!("its pods served Service {ns}/{name} until revision {cur_n}"),
-        )
-        .unhealthy(
-            format!(
-                "its rollout to revision {cur_n} changed the pod labels Service {ns}/{name} selects ({}): the Service selects none of its pods",
-                lost.join(", ")
-            ),
-            rolled,
-        )
-        .changed(rolled.map(|at| Change {
-            at,
-            what: format!("rolled out revision {cur_n}"),
-        }))
-        .evidence(format!(
-            "revision {prev_n}'s pod labels match the Service's selector; revision {cur_n}'s do not"
-        ))
-        .undo_to(prev_n)
-        .culprit_of(format!("Service {ns}/{name}"))
-        .at(2);
-        return Ok(Some(d));
-    }
-    Ok(None)
 }
 
 /// The workload's own rollout: paused with a template it never rolled out.
