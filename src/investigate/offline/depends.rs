@@ -27,8 +27,11 @@ pub(super) enum Standing {
     Symptom,
 }
 
-pub(super) fn standing(rule: &str) -> Standing {
-    match rule {
+pub(super) fn standing(d: &Diagnosis) -> Standing {
+    match d.rule {
+        // A prediction for a container already killed for memory is about those kills: a node
+        // that ran short of memory itself explains them, as it does an `oomkilled` finding.
+        "memory-exhaustion-predicted" if d.killed_for_memory => Standing::UnlessUnhealthy,
         "subject-unverified"
         | "pvc-fill-predicted"
         | "memory-exhaustion-predicted"
@@ -63,7 +66,7 @@ pub(super) fn standing(rule: &str) -> Standing {
 /// (`memory.no-change-explains`), not an override here.
 fn explains(rule: &str, c: &Dependency) -> bool {
     match rule {
-        "oomkilled" => {
+        "oomkilled" | "memory-exhaustion-predicted" => {
             c.kind == DepKind::Node
                 && c.on_node
                     .as_ref()
@@ -75,7 +78,7 @@ fn explains(rule: &str, c: &Dependency) -> bool {
 
 /// The diagnosis the neighbourhood supports instead of `d`, if any.
 pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Option<Diagnosis> {
-    let standing = standing(d.rule);
+    let standing = standing(d);
     if standing == Standing::Determined {
         return None;
     }
@@ -322,6 +325,37 @@ mod tests {
         let service = Dependency::new(DepKind::Service, "Service shop/registry", "named in events")
             .unhealthy("has no ready endpoints", None);
         assert!(decide(&neighbourhood(service), &pull, &target).is_some());
+    }
+
+    #[test]
+    fn a_prediction_for_a_container_already_killed_asks_whether_its_node_took_the_memory() {
+        let target = Target::new("StatefulSet", "ledger", Some("shop".into()));
+        let short = {
+            let mut n =
+                Dependency::new(DepKind::Node, "Node worker-1", "runs ledger-0 (1 failing)")
+                    .unhealthy("is MemoryPressure", None);
+            n.on_node = Some(OnNode {
+                node: "worker-1".into(),
+                pods: 1,
+                failing: 1,
+                at_fault: true,
+                short_of_memory: Some("node worker-1 is under MemoryPressure".into()),
+            });
+            n
+        };
+        let mut predicted = Diagnosis::new("MemoryExhaustionPredicted", "ledger nears its limit");
+        predicted.rule = "memory-exhaustion-predicted";
+        // Nothing killed yet: the prediction is about the container's own use.
+        assert_eq!(standing(&predicted), Standing::Determined);
+        assert!(decide(&neighbourhood(short.clone()), &predicted, &target).is_none());
+        // Killed already: the node short of memory itself explains the kills, as it does an
+        // `oomkilled` finding (the raise's proof refuses then); an unhealthy Service does not.
+        predicted.killed_for_memory = true;
+        assert_eq!(standing(&predicted), Standing::UnlessUnhealthy);
+        assert!(decide(&neighbourhood(short), &predicted, &target).is_some());
+        let service = Dependency::new(DepKind::Service, "Service shop/ledger", "selects ledger")
+            .unhealthy("has no ready endpoints", None);
+        assert!(decide(&neighbourhood(service), &predicted, &target).is_none());
     }
 
     #[test]

@@ -189,7 +189,7 @@ impl Investigator for OfflineInvestigator {
         // changed before it failed.
         let mut neighbourhood = None;
         if let Some(ctx) = verified.clone()
-            && depends::standing(diagnosis.rule) != depends::Standing::Determined
+            && depends::standing(&diagnosis) != depends::Standing::Determined
         {
             let n = graph::build(reader.clone(), &ctx.root_owner, now).await?;
             records.push(ToolCallRecord {

@@ -67,6 +67,10 @@ pub(super) struct Diagnosis {
     /// The rule that decided, and the playbooks it implements (set by [`diagnose`]).
     pub rule: &'static str,
     pub rule_playbooks: &'static [&'static str],
+    /// The alerted container was killed for memory lately: whatever the rule concludes, a
+    /// node that ran short of memory itself at those kills explains them (the graph's
+    /// question, and `memory.killed-by-own-limit`'s).
+    pub killed_for_memory: bool,
 }
 
 impl Diagnosis {
@@ -84,6 +88,7 @@ impl Diagnosis {
             analysis: String::new(),
             rule: "none",
             rule_playbooks: &[],
+            killed_for_memory: false,
         }
     }
 }

@@ -106,6 +106,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
     let oom_restarts = f.pods.iter().any(|p| p.memory_killed.contains(&container));
     let mut d = Diagnosis::new("MemoryExhaustionPredicted", String::new());
     d.target = target;
+    d.killed_for_memory = oom_restarts;
     // Another container killed for memory lately and not this one: the memory proof refuses a
     // raise for this one then (`memory.container-was-killed`), and the kills say which
     // container runs short.
