@@ -29,7 +29,7 @@ pub fn cluster_wide(not_ready: usize, total: usize) -> bool {
 }
 
 /// A node, as observed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Node {
     pub name: String,
     pub ready: bool,
@@ -52,7 +52,29 @@ pub struct Node {
     pub raw: Value,
 }
 
+/// What a node runs that a pod may depend on (`status.nodeInfo`): the key, and how evidence
+/// names it.
+pub const NODE_INFO: &[(&str, &str)] = &[
+    ("kernelVersion", "kernel"),
+    ("osImage", "OS image"),
+    ("containerRuntimeVersion", "container runtime"),
+    ("kubeletVersion", "kubelet"),
+    ("architecture", "architecture"),
+];
+
 impl Node {
+    /// What it runs ([`NODE_INFO`]) as it reports it, by the names evidence gives them.
+    pub fn info(&self) -> Vec<(&'static str, String)> {
+        NODE_INFO
+            .iter()
+            .filter_map(|(key, label)| {
+                str_at(&self.raw, &["status", "nodeInfo", key])
+                    .filter(|s| !s.is_empty())
+                    .map(|s| (*label, s.to_owned()))
+            })
+            .collect()
+    }
+
     pub fn parse(n: &Value) -> Self {
         let conds = array(n, &["status", "conditions"]);
         let status = |ty: &str| {

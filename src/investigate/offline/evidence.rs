@@ -645,8 +645,9 @@ pub(super) async fn gather(
             .await?;
         ev.storage_class = items(&r).first().map(observed::StorageClass::parse);
     }
-    // The nodes: for a node, a budget's drain, a pod waiting for one, and a limit the rules may
-    // raise (a kill for memory, throttling, a prediction): whether a node can hold it.
+    // The nodes: for a node, a budget's drain, a pod waiting for one, a DaemonSet's pod (its
+    // replacement starts on the same node), and a limit the rules may raise (a kill for memory,
+    // throttling, a prediction): whether a node can hold it.
     let may_raise = ev.alert.proactive
         || ev.alert.name.to_ascii_lowercase().contains("throttl")
         || ev
@@ -654,6 +655,7 @@ pub(super) async fn gather(
             .iter()
             .any(|p| !p.observed.memory_kills(&ev.events).is_empty());
     if root_t.kind == "Node"
+        || root_t.kind == "DaemonSet"
         || ev.pdb.is_some()
         || may_raise
         || ev.pods.iter().any(|p| p.phase() == Some("Pending"))

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 
 use super::{StateKept, configmaps, hhmm, moved_image, read_only_by};
-use crate::cluster::observed::Pod;
+use crate::cluster::observed::{Node, Pod};
 
 /// The pod to be replaced, and what shows whether its replacement starts clean.
 pub struct Replacement<'a> {
@@ -140,6 +140,102 @@ impl<'a> Replacement<'a> {
         }
     }
 
+    /// A DaemonSet's pod: its replacement starts on the same node.
+    pub fn pinned(&self) -> bool {
+        self.pod
+            .controller
+            .as_ref()
+            .is_some_and(|(kind, _)| kind == "DaemonSet")
+    }
+
+    /// The nodes its ready siblings run on, other than its own: those
+    /// [`Replacement::follows_node`] compares its node with.
+    pub fn ready_sibling_nodes(&self) -> BTreeSet<String> {
+        let own = self.pod.node.as_deref();
+        self.ready()
+            .iter()
+            .filter_map(|p| p.node.clone())
+            .filter(|n| Some(n.as_str()) != own)
+            .collect()
+    }
+
+    /// Whether the failure follows the pod's node, from what the nodes run
+    /// ([`Node::info`]: kernel, OS image, runtime, kubelet). A DaemonSet's replacement starts
+    /// on the same node ([`Replacement::pinned`]); when that node runs something no node of
+    /// a ready sibling runs, the failure follows the node and a replacement repeats it.
+    /// `nodes` are the nodes read (its own and its ready siblings'); one not among them is
+    /// not compared. `Ok` or `Err` with the lines that show it.
+    pub fn follows_node(&self, nodes: &[Node]) -> Result<String, Vec<String>> {
+        let pod = self.pod;
+        let Some(node) = pod.node.as_deref().filter(|_| self.pinned()) else {
+            return Ok(format!(
+                "pod {} is replaced wherever the scheduler places it",
+                pod.name
+            ));
+        };
+        let Some(own) = nodes.iter().find(|n| n.name == node) else {
+            return Ok(format!(
+                "node {node} cannot be read: nothing shows it differs"
+            ));
+        };
+        let own = own.info();
+        let others: Vec<(&str, Vec<(&str, String)>)> = self
+            .ready_sibling_nodes()
+            .iter()
+            .filter_map(|name| nodes.iter().find(|n| &n.name == name))
+            .map(|n| (n.name.as_str(), n.info()))
+            .collect();
+        // What this node runs that no node of a ready sibling runs.
+        let differs: Vec<String> = own
+            .iter()
+            .filter(|(label, value)| {
+                !others.is_empty()
+                    && others
+                        .iter()
+                        .all(|(_, theirs)| theirs.iter().any(|(l, v)| l == label && v != value))
+            })
+            .map(|(label, value)| {
+                let theirs: BTreeSet<&str> = others
+                    .iter()
+                    .flat_map(|(_, t)| {
+                        t.iter()
+                            .filter(|(l, _)| l == label)
+                            .map(|(_, v)| v.as_str())
+                    })
+                    .collect();
+                format!(
+                    "{label} {value} (the nodes where its siblings run ready: {})",
+                    theirs.into_iter().collect::<Vec<_>>().join(", ")
+                )
+            })
+            .collect();
+        if differs.is_empty() {
+            return Ok(if others.is_empty() {
+                format!("no sibling runs ready on another node to compare node {node} with")
+            } else {
+                format!(
+                    "node {node} runs what the {} node(s) of its ready siblings run",
+                    others.len()
+                )
+            });
+        }
+        Err(vec![
+            format!(
+                "pod {} fails on node {node}, and a DaemonSet replaces it on the same node; only node {node} runs {}",
+                pod.name,
+                differs.join("; ")
+            ),
+            format!(
+                "its siblings run ready on {}: the failure follows node {node}, a person decides about that node",
+                others
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ])
+    }
+
     /// Whether configuration the replacement reads changed between its ready siblings and it,
     /// from when each ConfigMap its template reads was last written (`written`, by name;
     /// those not known are passed over). A replacement reads them as they are now: when the
@@ -197,5 +293,67 @@ impl<'a> Replacement<'a> {
             }
             _ => Err(changed),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn pod(name: &str, owner: &str, node: &str, ready: bool) -> Pod {
+        Pod::parse(&json!({
+            "metadata": {"name": name, "ownerReferences": [{"kind": owner, "name": "agent", "controller": true}]},
+            "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "agent:1"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}],
+                "containerStatuses": [{"name": "agent", "ready": ready, "restartCount": if ready {0} else {7},
+                    "state": if ready {json!({"running": {}})} else {json!({"waiting": {"reason": "CrashLoopBackOff"}})}}]}
+        }))
+    }
+
+    fn node(name: &str, kernel: &str) -> Node {
+        let raw: Value = json!({"metadata": {"name": name},
+            "status": {"nodeInfo": {"kernelVersion": kernel, "kubeletVersion": "v1.29.3"}}});
+        Node::parse(&raw)
+    }
+
+    /// A DaemonSet's pod failing on the one node that runs another kernel: its replacement
+    /// starts there again. A Deployment's pod is placed anew; a node not read is not compared.
+    #[test]
+    fn a_daemonset_pod_s_failure_follows_the_node_that_runs_what_its_siblings_do_not() {
+        let nodes = [node("n1", "5.4"), node("n2", "5.4"), node("n3", "6.1")];
+        let (a, b) = (
+            pod("a", "DaemonSet", "n1", true),
+            pod("b", "DaemonSet", "n2", true),
+        );
+        let failing = pod("c", "DaemonSet", "n3", false);
+        let r = Replacement::of(&failing, [&a, &b, &failing], None, None);
+        assert!(r.pinned());
+        let lines = r.follows_node(&nodes).expect_err("follows the node");
+        assert!(
+            lines[0].contains("only node n3 runs kernel 6.1"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].contains("its siblings run ready on n1, n2"),
+            "{lines:?}"
+        );
+        // The same kernel everywhere: the node is not what differs.
+        let same = [node("n1", "6.1"), node("n2", "6.1"), node("n3", "6.1")];
+        assert!(r.follows_node(&same).is_ok());
+        // Its node not read: nothing shows it differs.
+        assert!(r.follows_node(&nodes[..2]).is_ok());
+        // A Deployment's pod is replaced wherever the scheduler places it.
+        let (a, b) = (
+            pod("a", "ReplicaSet", "n1", true),
+            pod("b", "ReplicaSet", "n2", true),
+        );
+        let failing = pod("c", "ReplicaSet", "n3", false);
+        let r = Replacement::of(&failing, [&a, &b, &failing], Some(3), None);
+        assert_eq!(
+            r.follows_node(&nodes),
+            Ok("pod c is replaced wherever the scheduler places it".into())
+        );
     }
 }

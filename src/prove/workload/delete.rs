@@ -1,8 +1,8 @@
 //! Delete one pod so its controller replaces it.
 
 use super::*;
-use crate::cluster::observed::PodSpec;
 use crate::cluster::observed::Unready;
+use crate::cluster::observed::{Node, PodSpec};
 use crate::prove::findings::StateKept;
 use crate::prove::findings::{self, Replacement, Room, node_at_fault};
 
@@ -39,7 +39,7 @@ pub(in crate::prove) async fn delete_pod(
         no_rollout_in_progress(&w, &ob::delete::NO_ROLLOUT_IN_PROGRESS),
         failed_past_startup(scene, pod),
         failure_not_shared(&replacement, &events),
-        failure_not_the_nodes(scene, pod, &replacement.siblings).await?,
+        failure_not_the_nodes(scene, &replacement).await?,
         failure_not_in_the_template(&replacement),
         config_unchanged_since_siblings(scene, &replacement).await?,
         node_not_at_fault(scene, pod).await?,
@@ -220,114 +220,31 @@ fn failure_not_in_the_template(r: &Replacement) -> Obligation {
     }
 }
 
-/// What a node runs that a pod may depend on (`status.nodeInfo`).
-const NODE_INFO: &[(&str, &str)] = &[
-    ("kernelVersion", "kernel"),
-    ("osImage", "OS image"),
-    ("containerRuntimeVersion", "container runtime"),
-    ("kubeletVersion", "kubelet"),
-    ("architecture", "architecture"),
-];
-
-/// Whether the failure does not follow the pod's node, from the nodes' `status.nodeInfo`. A
-/// DaemonSet's replacement pod starts on the same node. When that node differs from every
-/// node where the siblings run ready (its kernel, OS image, runtime, kubelet), the failure
-/// follows the node, and deleting the pod only repeats it.
-async fn failure_not_the_nodes(scene: &Scene, pod: &Pod, siblings: &[&Pod]) -> Read<Obligation> {
+/// Whether the failure does not follow the pod's node ([`Replacement::follows_node`]): its own
+/// node and those of its ready siblings, read one by one (a node that cannot be read is not
+/// compared).
+async fn failure_not_the_nodes(scene: &Scene, r: &Replacement<'_>) -> Read<Obligation> {
     let obligation = &ob::delete::FAILURE_NOT_THE_NODES;
-    let pinned = pod
-        .controller
-        .as_ref()
-        .is_some_and(|(kind, _)| kind == "DaemonSet");
-    let Some(node) = pod.node.as_deref().filter(|_| pinned) else {
-        return Ok(obligation.holds(vec![format!(
-            "pod {} is replaced wherever the scheduler places it",
-            pod.name
-        )]));
-    };
-    let info = |v: &Value| -> Vec<(&'static str, String)> {
-        NODE_INFO
-            .iter()
-            .filter_map(|(key, label)| {
-                str_at(v, &["status", "nodeInfo", key])
-                    .filter(|s| !s.is_empty())
-                    .map(|s| (*label, s.to_owned()))
-            })
-            .collect()
-    };
     let read = |name: String| async move {
         match scene.get("Node", None, &name).await {
-            Ok(n) => Ok(Some((name, n))),
+            Ok(n) => Ok(Some(Node::parse(&n))),
             Err(e) if e.is_unreachable() => Err(e),
             Err(_) => Ok(None),
         }
     };
-    let Some((_, own)) = read(node.to_owned()).await? else {
-        return Ok(obligation.holds(vec![format!(
-            "node {node} cannot be read: nothing shows it differs"
-        )]));
-    };
-    let own = info(&own);
-    let healthy_nodes: BTreeSet<String> = siblings
-        .iter()
-        .filter(|p| p.ready)
-        .filter_map(|p| p.node.clone())
-        .filter(|n| n != node)
-        .collect();
-    let mut others = Vec::new();
-    for name in healthy_nodes {
-        if let Some((name, n)) = read(name).await? {
-            others.push((name, info(&n)));
+    let mut nodes = Vec::new();
+    if let Some(own) = r.pod.node.clone().filter(|_| r.pinned()) {
+        if let Some(n) = read(own).await? {
+            nodes.push(n);
+            for name in r.ready_sibling_nodes() {
+                nodes.extend(read(name).await?);
+            }
         }
     }
-    // What this node runs that no node of a ready sibling runs.
-    let differs: Vec<String> = own
-        .iter()
-        .filter(|(label, value)| {
-            !others.is_empty()
-                && others
-                    .iter()
-                    .all(|(_, theirs)| theirs.iter().any(|(l, v)| l == label && v != value))
-        })
-        .map(|(label, value)| {
-            let theirs: BTreeSet<&str> = others
-                .iter()
-                .flat_map(|(_, t)| {
-                    t.iter()
-                        .filter(|(l, _)| l == label)
-                        .map(|(_, v)| v.as_str())
-                })
-                .collect();
-            format!(
-                "{label} {value} (the nodes where its siblings run ready: {})",
-                theirs.into_iter().collect::<Vec<_>>().join(", ")
-            )
-        })
-        .collect();
-    if differs.is_empty() {
-        return Ok(obligation.holds(vec![if others.is_empty() {
-            format!("no sibling runs ready on another node to compare node {node} with")
-        } else {
-            format!(
-                "node {node} runs what the {} node(s) of its ready siblings run",
-                others.len()
-            )
-        }]));
-    }
-    let mut ev = vec![format!(
-        "pod {} fails on node {node}, and a DaemonSet replaces it on the same node; only node {node} runs {}",
-        pod.name,
-        differs.join("; ")
-    )];
-    ev.push(format!(
-        "its siblings run ready on {}: the failure follows node {node}, a person decides about that node",
-        others
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    Ok(obligation.fails(ev))
+    Ok(match r.follows_node(&nodes) {
+        Ok(line) => obligation.holds(vec![line]),
+        Err(lines) => obligation.fails(lines),
+    })
 }
 
 /// Whether the pod's node is not the common factor of the failures ([`node_at_fault`]), from the

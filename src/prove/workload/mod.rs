@@ -3,8 +3,6 @@
 //! them read (a template's images and configuration, a rollout in progress, the budget of
 //! unavailable pods, the target's dependencies).
 
-use std::collections::BTreeSet;
-
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 

@@ -282,6 +282,8 @@ pub(super) struct NodeFacts {
     /// Conditions other than Ready that are `True` (MemoryPressure, DiskPressure, …).
     pub pressure: Vec<String>,
     pub taints: Vec<TaintFacts>,
+    /// The node as the model reads it, for the findings asked of it.
+    pub observed: observed::Node,
 }
 
 pub(super) struct TaintFacts {
@@ -672,6 +674,7 @@ impl NodeFacts {
                 .collect()
         };
         Self {
+            observed: node.clone(),
             name: node.name.clone(),
             ready_message: node.ready_message.clone(),
             cordoned: node.unschedulable,

@@ -386,6 +386,11 @@ fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
         ));
         return;
     }
+    let nodes: Vec<observed::Node> = f.nodes.iter().map(|n| n.observed.clone()).collect();
+    if let Err(lines) = replacement.follows_node(&nodes) {
+        d.human = Some(lines.join("; "));
+        return;
+    }
     if let Err(lines) = replacement.config_changed(|cm| f.configmap_writes.get(cm).copied()) {
         d.human = Some(format!(
             "{}: the configuration is the suspect, not pod {name}",
