@@ -233,12 +233,12 @@ async fn failure_not_the_nodes(scene: &Scene, r: &Replacement<'_>) -> Read<Oblig
         }
     };
     let mut nodes = Vec::new();
-    if let Some(own) = r.pod.node.clone().filter(|_| r.pinned()) {
-        if let Some(n) = read(own).await? {
-            nodes.push(n);
-            for name in r.ready_sibling_nodes() {
-                nodes.extend(read(name).await?);
-            }
+    if let Some(own) = r.pod.node.clone().filter(|_| r.pinned())
+        && let Some(n) = read(own).await?
+    {
+        nodes.push(n);
+        for name in r.ready_sibling_nodes() {
+            nodes.extend(read(name).await?);
         }
     }
     Ok(match r.follows_node(&nodes) {
