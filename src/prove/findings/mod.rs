@@ -45,8 +45,8 @@ pub use restart::{
     max_unavailable, restart_keeps_ready,
 };
 pub use revision::{
-    FAILURE_REASONS, RevisionHealth, UndoOnConfig, revision_failures, revision_health,
-    runs_differently, undo_on_config,
+    FAILURE_REASONS, HeldByOlder, RevisionHealth, UndoOnConfig, held_by_older, revision_failures,
+    revision_health, runs_differently, undo_on_config,
 };
 pub use scheduling::{Blocker, PortHolder, Room, blockers, takes};
 pub use usage::{

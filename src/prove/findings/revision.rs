@@ -179,6 +179,65 @@ pub fn never_ran_on(
     }
 }
 
+/// A pod of a rollout's new revision kept from starting by an older revision's pod: the
+/// volume it waits to attach is still attached to the holder (a ReadWriteOnce volume on
+/// another node, a `Multi-Attach` error). Every new pod waits for it whatever the revision
+/// changed: the rollout strategy is what fails, and a rollback only abandons the attempt. The
+/// rollout rule asks it before it blames the release, the rollback proof before it allows the
+/// return.
+#[derive(Debug)]
+pub struct HeldByOlder<'a> {
+    pub pod: &'a Pod,
+    pub volume: String,
+    pub holder: &'a Pod,
+}
+
+/// The pods of `current` that wait on a volume an older revision's pod holds
+/// ([`HeldByOlder`]), one finding per waiting pod, from the workload's `pods` and the
+/// namespace's `events`.
+pub fn held_by_older<'a>(
+    current: &Revision,
+    pods: &[&'a Pod],
+    events: &[Event],
+) -> Vec<HeldByOlder<'a>> {
+    let mut out = Vec::new();
+    for p in pods.iter().copied().filter(|p| current.owns(p) && !p.ready) {
+        let found = events
+            .iter()
+            .filter(|e| e.warning && e.kind == "Pod" && e.name == p.name)
+            .filter_map(attach_conflict)
+            .find_map(|(volume, holders)| {
+                let holder = holders
+                    .iter()
+                    .filter_map(|h| pods.iter().copied().find(|o| &o.name == h))
+                    .find(|o| !current.owns(o))?;
+                Some(HeldByOlder {
+                    pod: p,
+                    volume,
+                    holder,
+                })
+            });
+        out.extend(found);
+    }
+    out
+}
+
+/// The volume and the pods holding it, from a `FailedAttachVolume` event's `Multi-Attach`
+/// error.
+fn attach_conflict(e: &Event) -> Option<(String, Vec<String>)> {
+    if e.reason != "FailedAttachVolume" || !e.message.contains("Multi-Attach") {
+        return None;
+    }
+    let volume = e.message.split('"').nth(1)?.to_owned();
+    let (_, holders) = e.message.split_once("used by pod(s)")?;
+    let holders = holders
+        .split(',')
+        .map(|h| h.trim().trim_end_matches('.').to_owned())
+        .filter(|h| !h.is_empty())
+        .collect();
+    Some((volume, holders))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

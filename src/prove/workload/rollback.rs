@@ -372,42 +372,30 @@ impl Case<'_> {
         let held = &ob::rollback::NOT_BLOCKED_BY_OLDER_PODS;
         let current_number = self.current_number;
         let mut blocked = Vec::new();
-        for p in self.pods.iter().filter(|p| self.of_current(p) && !p.ready) {
-            for e in self
-                .events
-                .iter()
-                .filter(|e| e.warning && e.kind == "Pod" && e.name == p.name)
-            {
-                let Some((volume, holders)) = attach_conflict(e) else {
-                    continue;
-                };
-                let older: Vec<&Pod> = holders
-                    .iter()
-                    .filter_map(|h| self.pods.iter().find(|o| &o.name == h))
-                    .filter(|o| !self.of_current(o))
-                    .collect();
-                let Some(holder) = older.first() else {
-                    continue;
-                };
-                let claim = claim_of_volume(scene, p, &volume).await?;
-                let strategy = str_at(w, &["spec", "strategy", "type"])
-                    .or_else(|| str_at(w, &["spec", "updateStrategy", "type"]))
-                    .unwrap_or("RollingUpdate");
-                blocked.push(format!(
-                    "pod {} of revision {current_number} cannot attach volume {volume}{}: it is still attached to pod {} of an older revision{}, which keeps running; with the {strategy} strategy the new pod waits for it forever — the strategy (Recreate, or maxUnavailable ≥ 1) is the fix, not a rollback",
-                    p.name,
-                    claim
-                        .map(|c| format!(" (PersistentVolumeClaim {c})"))
-                        .unwrap_or_default(),
-                    holder.name,
-                    holder
-                        .node
-                        .as_deref()
-                        .map(|n| format!(" on node {n}"))
-                        .unwrap_or_default(),
-                ));
-                break;
-            }
+        let pods: Vec<&Pod> = self.pods.iter().collect();
+        let found = match self.current {
+            Some(current) => findings::held_by_older(current, &pods, self.events),
+            None => vec![],
+        };
+        for h in found {
+            let claim = claim_of_volume(scene, h.pod, &h.volume).await?;
+            let strategy = str_at(w, &["spec", "strategy", "type"])
+                .or_else(|| str_at(w, &["spec", "updateStrategy", "type"]))
+                .unwrap_or("RollingUpdate");
+            blocked.push(format!(
+                "pod {} of revision {current_number} cannot attach volume {}{}: it is still attached to pod {} of an older revision{}, which keeps running; with the {strategy} strategy the new pod waits for it forever — the strategy (Recreate, or maxUnavailable ≥ 1) is the fix, not a rollback",
+                h.pod.name,
+                h.volume,
+                claim
+                    .map(|c| format!(" (PersistentVolumeClaim {c})"))
+                    .unwrap_or_default(),
+                h.holder.name,
+                h.holder
+                    .node
+                    .as_deref()
+                    .map(|n| format!(" on node {n}"))
+                    .unwrap_or_default(),
+            ));
         }
         Ok(if blocked.is_empty() {
             held.holds(vec![
@@ -417,21 +405,6 @@ impl Case<'_> {
             held.fails(blocked)
         })
     }
-}
-
-/// A `FailedAttachVolume` Multi-Attach event: the volume, and the pods said to hold it.
-fn attach_conflict(e: &Event) -> Option<(String, Vec<String>)> {
-    if e.reason != "FailedAttachVolume" || !e.message.contains("Multi-Attach") {
-        return None;
-    }
-    let volume = e.message.split('"').nth(1)?.to_owned();
-    let (_, holders) = e.message.split_once("used by pod(s)")?;
-    let holders = holders
-        .split(',')
-        .map(|h| h.trim().trim_end_matches('.').to_owned())
-        .filter(|h| !h.is_empty())
-        .collect();
-    Some((volume, holders))
 }
 
 /// The claim of `pod` bound to the PersistentVolume `volume`, if the pod mounts one.

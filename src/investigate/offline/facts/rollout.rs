@@ -60,6 +60,16 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
     {
         return Ok(None);
     }
+    // A new pod kept from starting by a volume an older revision's pod holds waits whatever
+    // the revision changed: the rollout strategy fails, not the release (what the rollback's
+    // proof asks, `rollback.not-blocked-by-older-pods`).
+    let all: Vec<&observed::Pod> = ev.pods.iter().map(|p| &p.observed).collect();
+    if let Some(h) = findings::held_by_older(current, &all, &ev.events).first() {
+        return Err(format!(
+            "pod {} of revision {} cannot attach volume {}: it is still attached to pod {} of an older revision, so the rollout's strategy keeps the new pods from starting, whatever the revision changed",
+            h.pod.name, current.number, h.volume, h.holder.name
+        ));
+    }
     // A rollout that changed only the template's metadata (a restart) runs what ran before:
     // what changed is elsewhere.
     if !findings::runs_differently(&current.template, &previous.template) {

@@ -341,3 +341,43 @@ fn a_learned_deletion_meets_the_questions_of_the_deletion_s_proof() {
     );
     assert_eq!(delete(&incident(pod("api-3").owned_by("api-1"))), Ok(()));
 }
+
+/// Issue 43: a new pod waiting to attach a volume an older revision's pod still holds is kept
+/// from starting by the rollout's strategy, not by what the revision changed: the rollout rule
+/// does not blame the release, as the rollback's proof would refuse the return
+/// (`rollback.not-blocked-by-older-pods`).
+#[test]
+fn a_rollout_blocked_by_a_volume_an_older_pod_holds_is_not_blamed_on_the_release() {
+    let rolled = |multi_attach: bool| {
+        let mut i = Incident::deployment("api")
+            .rolled_out("shop/app:2.0", 30)
+            .alert_started(20)
+            .with(pod("api-1-a").owned_by("api-1"))
+            .with(
+                pod("api-2-a")
+                    .owned_by("api-2")
+                    .waiting("ContainerCreating", "")
+                    .not_ready_since(25),
+            );
+        if multi_attach {
+            i = i.warning(
+                "api-2-a",
+                "FailedAttachVolume",
+                "Multi-Attach error for volume \"pvc-1\" Volume is already used by pod(s) api-1-a",
+                20,
+            );
+        }
+        i.diagnosis()
+    };
+    let d = rolled(false);
+    assert_eq!(d.mode, "RolloutRegression", "{}", d.summary);
+    let d = rolled(true);
+    assert_ne!(d.mode, "RolloutRegression", "{}", d.summary);
+    assert!(
+        d.proposal
+            .as_ref()
+            .is_none_or(|p| p.action_type != ActionType::RollbackDeployment),
+        "{:?}",
+        d.proposal
+    );
+}
