@@ -295,7 +295,7 @@ impl ContextResolver {
             {
                 labels.helm_managed = true;
             }
-            if let Some(tool) = gitops_marker(o) {
+            if let Some((tool, _)) = observed::gitops_marker(o) {
                 labels.git_ops_managed = true;
                 labels.git_ops_tool.get_or_insert(tool.to_owned());
             }
@@ -397,33 +397,6 @@ impl ContextResolver {
 fn pod_template(root: &Value) -> Option<&Value> {
     at(root, &["spec", "template"])
         .or_else(|| at(root, &["spec", "jobTemplate", "spec", "template"]))
-}
-
-fn gitops_marker(o: &Value) -> Option<&'static str> {
-    let has_label = |k: &str| obj::label(o, k).is_some();
-    let has_annotation = |k: &str| obj::annotation(o, k).is_some();
-    if has_annotation("argocd.argoproj.io/tracking-id")
-        || has_label("argocd.argoproj.io/instance")
-        || has_annotation("argocd.argoproj.io/managed-by")
-    {
-        return Some("argocd");
-    }
-    if has_label("kustomize.toolkit.fluxcd.io/name")
-        || has_label("helm.toolkit.fluxcd.io/name")
-        || has_annotation("kustomize.toolkit.fluxcd.io/checksum")
-    {
-        return Some("flux");
-    }
-    for owner in array(o, &["metadata", "ownerReferences"]) {
-        let api = str_at(owner, &["apiVersion"]).unwrap_or("");
-        if api.starts_with("argoproj.io/") {
-            return Some("argocd");
-        }
-        if api.contains("toolkit.fluxcd.io/") {
-            return Some("flux");
-        }
-    }
-    None
 }
 
 fn mesh_marker(

@@ -430,21 +430,10 @@ pub(super) async fn git_revert(scene: &Scene, change: Option<&str>) -> Read<Vec<
     Ok(vec![gitops_managed(scene, &w), change_identified(change)])
 }
 
-/// Whether a GitOps controller manages the target, from the Argo CD or Flux marker it carries.
+/// Whether a GitOps controller manages the target, from the Argo CD or Flux marker it carries
+/// ([`observed::gitops_marker`]).
 fn gitops_managed(scene: &Scene, w: &Value) -> Obligation {
-    let marker = [
-        ("annotation", "argocd.argoproj.io/tracking-id"),
-        ("label", "argocd.argoproj.io/instance"),
-        ("annotation", "argocd.argoproj.io/managed-by"),
-        ("label", "kustomize.toolkit.fluxcd.io/name"),
-        ("label", "helm.toolkit.fluxcd.io/name"),
-    ]
-    .iter()
-    .find(|(where_, key)| match *where_ {
-        "label" => obj::label(w, key).is_some(),
-        _ => obj::annotation(w, key).is_some(),
-    })
-    .map(|(where_, key)| format!("{where_} {key}"));
+    let marker = observed::gitops_marker(w).map(|(_, m)| m);
     ob::gitrevert::GITOPS_MANAGED.check(
         marker.is_some(),
         vec![match &marker {

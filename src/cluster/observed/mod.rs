@@ -102,6 +102,52 @@ pub fn last_written(v: &Value) -> Option<DateTime<Utc>> {
     last_change(v).map(|c| c.at)
 }
 
+/// The labels and annotations by which Argo CD and Flux mark what they apply: (tool, where,
+/// key).
+const GITOPS_MARKERS: &[(&str, &str, &str)] = &[
+    ("argocd", "annotation", "argocd.argoproj.io/tracking-id"),
+    ("argocd", "label", "argocd.argoproj.io/instance"),
+    ("argocd", "annotation", "argocd.argoproj.io/managed-by"),
+    ("flux", "label", "kustomize.toolkit.fluxcd.io/name"),
+    ("flux", "label", "helm.toolkit.fluxcd.io/name"),
+    ("flux", "annotation", "kustomize.toolkit.fluxcd.io/checksum"),
+];
+
+/// Whether a GitOps controller manages object `o`, and what shows it: the tool (`argocd`,
+/// `flux`) and the marker (`label argocd.argoproj.io/instance`, an owner reference of an
+/// Argo or Flux kind). The enrichment labels a signal with it and the Git revert's proof
+/// (`gitrevert.gitops-managed`) asks it: one answer, so the pipeline never turns a remedy into
+/// a revert in Git that the revert's proof then refuses.
+pub fn gitops_marker(o: &Value) -> Option<(&'static str, String)> {
+    let found = GITOPS_MARKERS
+        .iter()
+        .find(|(_, where_, key)| match *where_ {
+            "label" => super::obj::label(o, key).is_some(),
+            _ => super::obj::annotation(o, key).is_some(),
+        });
+    if let Some((tool, where_, key)) = found {
+        return Some((tool, format!("{where_} {key}")));
+    }
+    array(o, &["metadata", "ownerReferences"])
+        .iter()
+        .find_map(|owner| {
+            let api = str_at(owner, &["apiVersion"]).unwrap_or("");
+            let kind = str_at(owner, &["kind"]).unwrap_or("");
+            // Argo CD's own kinds: an Argo Rollouts `Rollout` (also argoproj.io) is a workload
+            // kind, not a GitOps controller.
+            let tool = if api.starts_with("argoproj.io/")
+                && matches!(kind, "Application" | "ApplicationSet")
+            {
+                "argocd"
+            } else if api.contains("toolkit.fluxcd.io/") {
+                "flux"
+            } else {
+                return None;
+            };
+            Some((tool, format!("owner reference {api} {kind}")))
+        })
+}
+
 /// The characters Kubernetes draws generated name parts from (`rand.SafeEncodeString`: no
 /// vowels, no 0, 1 or 3, so no word and nothing mistaken for one): a ReplicaSet's
 /// pod-template-hash, a pod's random suffix.
@@ -185,6 +231,26 @@ pub fn progress_deadline_exceeded(w: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn gitops_is_read_from_argo_cd_and_flux_markers_not_from_argo_rollouts() {
+        let by_label = json!({"metadata": {"labels": {"argocd.argoproj.io/instance": "shop"}}});
+        assert_eq!(
+            super::gitops_marker(&by_label),
+            Some(("argocd", "label argocd.argoproj.io/instance".into()))
+        );
+        let checksum =
+            json!({"metadata": {"annotations": {"kustomize.toolkit.fluxcd.io/checksum": "abc"}}});
+        assert_eq!(super::gitops_marker(&checksum).map(|m| m.0), Some("flux"));
+        let rollout = json!({"metadata": {"ownerReferences": [
+            {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "web"}]}});
+        assert_eq!(super::gitops_marker(&rollout), None);
+        let helm = json!({"metadata": {"ownerReferences": [
+            {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "name": "web"}]}});
+        assert_eq!(super::gitops_marker(&helm).map(|m| m.0), Some("flux"));
+    }
+
     use super::*;
 
     /// A stall the controller reported before the latest spec is about the rollout that spec
