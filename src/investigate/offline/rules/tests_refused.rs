@@ -381,3 +381,32 @@ fn a_rollout_blocked_by_a_volume_an_older_pod_holds_is_not_blamed_on_the_release
         d.proposal
     );
 }
+
+/// Issue 43: a drain meets the drain proof's `drain.not-last-schedulable-node` before it is
+/// proposed: the one node of a cluster, or one whose every other node is cordoned, is not
+/// drained; a human gets it.
+#[test]
+fn the_last_schedulable_node_is_not_drained() {
+    let ready = json!([{"type": "Ready", "status": "True"}]);
+    let d = Incident::node("node-1", ready.clone(), &["node-2"])
+        .node_flapped("node-1", 4, 5)
+        .diagnosis();
+    assert_eq!(
+        d.proposal.as_ref().map(|p| p.action_type.as_str()),
+        Some("CordonDrainNode"),
+        "{:?}",
+        d.human
+    );
+    let d = Incident::node("node-1", ready, &[])
+        .node_flapped("node-1", 4, 5)
+        .diagnosis();
+    assert_eq!(d.mode, "NodeFlapping", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("no other node of 1 is ready and schedulable")),
+        "{:?}",
+        d.human
+    );
+}

@@ -16,7 +16,13 @@ pub(in crate::investigate::offline) fn vet(d: &mut Diagnosis, f: &Facts) {
     let on_target = d.target.is_some() && d.target == f.target;
     let refusal = match &p.action_type {
         ActionType::RestartDeployment if on_target => restart(f),
-        ActionType::CordonDrainNode => drain(f),
+        ActionType::CordonDrainNode => drain(
+            f,
+            d.target
+                .as_ref()
+                .filter(|t| t.kind == "Node")
+                .map(|t| t.name.as_str()),
+        ),
         ActionType::DeletePod if on_target => {
             let Some(name) = p
                 .parameters
@@ -91,16 +97,29 @@ fn restart(f: &Facts) -> Option<String> {
     ))
 }
 
-/// Why draining a node would not help, if the evidence shows it: several nodes not ready at
-/// once are the cluster's trouble ([`observed::cluster_wide`]), as the drain's proof asks.
-fn drain(f: &Facts) -> Option<String> {
+/// Why draining node `node` would not help, if the evidence shows it, as the drain's proof
+/// asks: several nodes not ready at once are the cluster's trouble ([`observed::cluster_wide`]);
+/// no other node ready and schedulable ([`findings::takes`]) leaves its pods nowhere to go
+/// (asked only where the evidence read the node list the node is in).
+fn drain(f: &Facts, node: Option<&str>) -> Option<String> {
     let total = f.nodes.len();
     let not_ready = f.not_ready_nodes();
-    observed::cluster_wide(not_ready.len(), total).then(|| {
-        format!(
+    if observed::cluster_wide(not_ready.len(), total) {
+        return Some(format!(
             "{} of {total} nodes are not ready ({}): a cluster-wide problem (network, control plane, a bad node image); draining one would not help",
             not_ready.len(),
             listed(&not_ready),
+        ));
+    }
+    let node = node.filter(|n| f.nodes.iter().any(|x| x.name == *n))?;
+    let others = f
+        .nodes
+        .iter()
+        .filter(|n| n.name != node && findings::takes(&observed::PodSpec::default(), &n.observed))
+        .count();
+    (others == 0).then(|| {
+        format!(
+            "no other node of {total} is ready and schedulable: draining node {node} leaves its pods nowhere to run; a human adds capacity or repairs the node"
         )
     })
 }
