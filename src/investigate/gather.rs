@@ -164,9 +164,7 @@ pub async fn history(
     ))
 }
 
-/// Whether `pod` belongs to `root`: it is the root, or its owner is (a StatefulSet, DaemonSet
-/// or Job pod), or its owner is one of the root's generated children
-/// ([`observed::generated_from`]: a Deployment's ReplicaSet, a CronJob's Job).
+/// Whether `pod` belongs to `root`, in its namespace ([`observed::Pod::belongs_to`]).
 fn belongs(pod: &Value, root: &Target) -> bool {
     if obj::str_at(pod, &["metadata", "namespace"]).is_some_and(|ns| {
         root.namespace
@@ -175,13 +173,7 @@ fn belongs(pod: &Value, root: &Target) -> bool {
     }) {
         return false;
     }
-    if root.kind == "Pod" {
-        return obj::str_at(pod, &["metadata", "name"]) == Some(root.name.as_str());
-    }
-    obj::array(pod, &["metadata", "ownerReferences"])
-        .iter()
-        .filter_map(|o| obj::str_at(o, &["name"]))
-        .any(|owner| owner == root.name || observed::generated_from(owner, &root.name))
+    observed::Pod::parse(pod).belongs_to(&root.kind, &root.name)
 }
 
 /// How a pod is failing as of `now`, as signature facts; empty for a pod
@@ -296,8 +288,11 @@ mod tests {
     use serde_json::json;
 
     fn pod(name: &str, owner: &str, status: Value) -> Value {
+        let hash = owner.rsplit('-').next().unwrap_or_default();
         json!({"metadata": {"name": name, "namespace": "shop",
-            "ownerReferences": [{"kind": "ReplicaSet", "name": owner}]}, "status": status})
+            "labels": {"pod-template-hash": hash},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": owner, "controller": true}]},
+            "status": status})
     }
 
     fn ready() -> Value {
@@ -312,6 +307,24 @@ mod tests {
 
     fn warning(name: &str, reason: &str) -> Value {
         json!({"type": "Warning", "reason": reason, "involvedObject": {"kind": "Pod", "name": name}})
+    }
+
+    /// Issue 43: the pods of a workload as the model reads them (`Pod::belongs_to`): a bare
+    /// ReplicaSet `web-v2`, whose pods carry another template hash, is not Deployment `web`'s
+    /// revision, as its name alone suggested.
+    #[test]
+    fn a_bare_replicaset_named_like_a_revision_is_not_the_deployment_s() {
+        let web = Target::new("Deployment", "web", Some("shop".into()));
+        let mut bare = pod("web-v2-x", "web-v2", not_ready());
+        bare["metadata"]["labels"]["pod-template-hash"] = json!("");
+        assert!(!belongs(&bare, &web));
+        assert!(belongs(&pod("web-7d9-a", "web-7d9", ready()), &web));
+        let job_pod = json!({"metadata": {"name": "backup-29000000-q", "namespace": "shop",
+            "ownerReferences": [{"kind": "Job", "name": "backup-29000000", "controller": true}]}});
+        assert!(belongs(
+            &job_pod,
+            &Target::new("CronJob", "backup", Some("shop".into()))
+        ));
     }
 
     #[test]

@@ -483,6 +483,17 @@ impl Pod {
         }
     }
 
+    /// Whether it is a pod of workload `kind`/`name` ([`Pod::workload`]), or, for a CronJob,
+    /// of one of the Jobs it made ([`super::generated_from`]); for `Pod`, whether it is that pod.
+    pub fn belongs_to(&self, kind: &str, name: &str) -> bool {
+        if kind == "Pod" {
+            return self.name == name;
+        }
+        let (k, n) = self.workload();
+        (k == kind && n == name)
+            || (kind == "CronJob" && k == "Job" && super::generated_from(&n, name))
+    }
+
     /// The template it was made from: its `pod-template-hash` (a ReplicaSet's), else its
     /// `controller-revision-hash` (a StatefulSet's or DaemonSet's).
     pub fn template(&self) -> Option<&String> {
