@@ -71,7 +71,8 @@ pub(super) struct Facts {
     pub spec: observed::PodSpec,
     /// The specs of the pods in the evidence, in their order.
     pub pod_specs: Vec<observed::PodSpec>,
-    /// The first container of the root's pod template (a bare Pod has no template).
+    /// The container of the root's pod template the alert is about: the one it names, when the
+    /// template has it, else the first (a bare Pod has no template).
     pub template_container: Option<String>,
     /// Peak memory bytes per container name over the root's pods (empty without metrics).
     pub memory_peaks: BTreeMap<String, u128>,
@@ -420,7 +421,14 @@ impl Facts {
                 .iter()
                 .map(|p| observed::PodSpec::of_pod(&p.observed.raw))
                 .collect(),
-            template_container: template.first().map(|c| c.name.clone()),
+            // The container the alert names, when the template has it; else the first.
+            template_container: ev
+                .alert
+                .container
+                .as_ref()
+                .and_then(|named| template.iter().find(|c| &c.name == named))
+                .or_else(|| template.first())
+                .map(|c| c.name.clone()),
             memory_peaks: memory_peaks(ev),
             quotas: ev
                 .context

@@ -7,17 +7,26 @@ use super::*;
 /// Out of memory: raise the limit by a bounded factor.
 pub(super) fn oomkilled(f: &Facts) -> Option<Diagnosis> {
     let pod = f.first_failing()?;
-    let t = pod.termination.as_ref()?;
-    if !pod.memory_killed.contains(&t.container) {
-        return None;
-    }
-    let container = &t.container;
+    // The container killed for memory lately, as the memory proof counts kills
+    // (`PodFacts::memory_killed`): the one whose termination the pod shows first, else another
+    // (a sidecar listed before it may have ended for another reason).
+    let t = pod.termination.as_ref();
+    let container = t
+        .map(|t| &t.container)
+        .filter(|c| pod.memory_killed.contains(c))
+        .or_else(|| pod.memory_killed.first())?;
+    let exit_code = pod
+        .observed
+        .containers
+        .iter()
+        .find(|c| &c.name == container)
+        .and_then(|c| c.terminated.as_ref())
+        .map_or(observed::SIGKILL_EXIT, |(_, code, _)| *code);
     let mut d = Diagnosis::new(
         "OOMKilled",
         format!(
-            "Container {container} of {} is killed for exceeding its memory limit (OOMKilled, exit code {})",
+            "Container {container} of {} is killed for exceeding its memory limit (OOMKilled, exit code {exit_code})",
             f.target_text(),
-            t.exit_code
         ),
     );
     d.factors = f.failure_descriptions();

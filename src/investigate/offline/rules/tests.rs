@@ -88,6 +88,28 @@ fn an_oom_kill_raises_the_memory_limit_by_half() {
     );
 }
 
+/// Issue 43: the OOM rule finds the container killed for memory as the memory proof counts
+/// kills, not only the first container with a termination: an app container that ended with an
+/// error once, listed before a sidecar killed for memory, does not hide the kill.
+#[test]
+fn an_oom_kill_of_a_container_listed_after_another_s_exit_is_found() {
+    let d = Incident::deployment("api")
+        .memory_limit("256Mi")
+        .with(
+            pod("api-1")
+                .crash_looping("Error", 1)
+                .sidecar_oom_killed("proxy"),
+        )
+        .diagnosis();
+    assert_eq!(d.mode, "OOMKilled", "{}", d.summary);
+    assert!(
+        d.summary
+            .starts_with("Container proxy of shop/Deployment/api is killed for exceeding its memory limit (OOMKilled, exit code 137)"),
+        "{}",
+        d.summary
+    );
+}
+
 #[test]
 fn a_node_that_reports_no_ready_condition_goes_to_a_human_not_to_a_drain() {
     let others = ["n2", "n3", "n4"];
@@ -309,6 +331,34 @@ fn predicted_memory_exhaustion_near_the_limit_raises_it_ahead_of_time() {
         json!(p.parameters),
         json!({"CONTAINER": "app", "MEMORY_LIMIT": "384Mi"})
     );
+}
+
+/// Issue 43: a prediction about a container the alert names is about that container, as
+/// the throttling rule reads its alert: the app's use near its own limit does not get the app a
+/// raise when the alert is about the sidecar.
+#[test]
+fn predicted_memory_exhaustion_is_about_the_container_the_alert_names() {
+    let incident = |container: Option<&str>| {
+        let mut i = Incident::deployment("api")
+            .cpu_limit("500m", true)
+            .memory_limit("256Mi")
+            .with(pod("api-1"))
+            .memory_use("api-1", "230Mi")
+            .predicted("ContainerMemoryExhaustionPredicted");
+        if let Some(c) = container {
+            i = i.alert("ContainerMemoryExhaustionPredicted", Some(c));
+        }
+        i.diagnosis()
+    };
+    let d = incident(None);
+    assert_eq!(
+        d.proposal.map(|p| json!(p.parameters)),
+        Some(json!({"CONTAINER": "app", "MEMORY_LIMIT": "384Mi"}))
+    );
+    let d = incident(Some("proxy"));
+    assert_eq!(d.mode, "MemoryExhaustionPredicted");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(d.summary.contains("container proxy"), "{}", d.summary);
 }
 
 /// Issue 43: a prediction about the first container while another container was killed for
