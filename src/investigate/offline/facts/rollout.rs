@@ -130,6 +130,19 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
             }
         }
     };
+    // A pod of an older revision failing too: the failures are not the new revision's alone
+    // (the rollback proof's `rollback.failures-began-after-revision` asks the same).
+    if let Some((p, f)) = ev
+        .pods
+        .iter()
+        .filter(|p| !current.owns(&p.observed))
+        .find_map(|p| Some((p, p.observed.broken()?)))
+    {
+        return Err(format!(
+            "pod {} of an older revision fails too: {}",
+            p.observed.name, f.line
+        ));
+    }
     // A rollout undo restores the template, not what it reads: a ConfigMap rewritten in place
     // since the previous revision last ran on it stays as it is now.
     let observed: Vec<&observed::Pod> = ev.pods.iter().map(|p| &p.observed).collect();

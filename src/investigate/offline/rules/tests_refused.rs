@@ -410,3 +410,32 @@ fn the_last_schedulable_node_is_not_drained() {
         d.human
     );
 }
+
+/// Issue 43: the rollout rule blames the new revision only when the failures are its alone, as
+/// the rollback's proof asks (`rollback.failures-began-after-revision`): a pod of an older
+/// revision failing as well is not undone by returning to the previous one.
+#[test]
+fn a_rollout_is_not_blamed_while_a_pod_of_an_older_revision_fails_too() {
+    let rolled = |older_fails: bool| {
+        let mut i = Incident::deployment("api")
+            .rolled_out("shop/app:2.0", 30)
+            .alert_started(20)
+            .with(pod("api-1-a").owned_by("api-1"))
+            .with(pod("api-2-a").owned_by("api-2").crash_looping("Error", 1));
+        if older_fails {
+            i = i.with(pod("api-0-a").owned_by("api-0").crash_looping("Error", 2));
+        }
+        i.diagnosis()
+    };
+    let d = rolled(false);
+    assert_eq!(d.mode, "RolloutRegression", "{}", d.summary);
+    let d = rolled(true);
+    assert_ne!(d.mode, "RolloutRegression", "{}", d.summary);
+    assert!(
+        d.proposal
+            .as_ref()
+            .is_none_or(|p| p.action_type != ActionType::RollbackDeployment),
+        "{:?}",
+        d.proposal
+    );
+}
