@@ -2860,3 +2860,88 @@ async fn snapshot_a_rollout_that_orphaned_a_service_is_undone_only_where_its_pro
         "{d:?}"
     );
 }
+
+/// db's claim is bound to a volume in zone eu-west-1a, whose one node is ready but tainted for
+/// another team: no node there takes db's pods (`findings::takes`, the scheduler's question),
+/// though one is ready and schedulable for pods that tolerate the taint.
+const ZONE_OF_TAINTED_NODES: &str = r#"
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: "postgres:16"}]
+      volumes: [{name: data, persistentVolumeClaim: {claimName: data-db-0}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: db-0
+  namespace: shop
+  labels: {app: db}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: db, controller: true}]
+spec:
+  containers: [{name: db, image: "postgres:16"}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data-db-0}}]
+status:
+  phase: Pending
+  conditions: [{type: PodScheduled, status: "False", reason: Unschedulable, message: "0/2 nodes are available: 1 node(s) had volume node affinity conflict, 1 node(s) had untolerated taint {team: batch}."}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-db-0, namespace: shop}
+spec: {accessModes: [ReadWriteOnce], volumeName: pv-db, storageClassName: gp3}
+status: {phase: Bound}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-db}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [eu-west-1a]}]
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-a, labels: {topology.kubernetes.io/zone: eu-west-1a}}
+spec:
+  taints: [{key: team, value: batch, effect: NoSchedule}]
+status:
+  conditions: [{type: Ready, status: "True"}]
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-b, labels: {topology.kubernetes.io/zone: eu-west-1b}}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+"#;
+
+#[tokio::test]
+async fn snapshot_a_volume_whose_zone_has_no_node_that_takes_the_pods_is_the_culprit() {
+    let snap = SnapshotCluster::from_yaml(ZONE_OF_TAINTED_NODES).unwrap_or_else(|e| panic!("{e}"));
+    let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+    let target = Target::new("StatefulSet", "db", Some("shop".into()));
+    let n = graph::build(Arc::new(snap), &target, now)
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let d = n
+        .dependencies
+        .iter()
+        .find(|d| d.object == "PersistentVolume pv-db")
+        .unwrap_or_else(|| panic!("{}", n.compact(8)));
+    assert!(
+        d.unhealthy
+            .as_deref()
+            .is_some_and(|u| u.contains("zone eu-west-1a")),
+        "{d:?}"
+    );
+}

@@ -153,17 +153,20 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
             .collect();
             if !zones.is_empty() {
                 let nodes = ctx.list_or_empty("Node", None).await?;
+                // A node there that takes the pods ([`findings::takes`]: ready, schedulable,
+                // their tolerations, selector and affinity, their requests).
+                let spec = ctx
+                    .pods
+                    .first()
+                    .map(observed::PodSpec::of_pod)
+                    .unwrap_or_default();
                 let ready_in_zone = nodes.iter().any(|n| {
                     let zone = crate::cluster::obj::label(n, "topology.kubernetes.io/zone")
                         .or_else(|| {
                             crate::cluster::obj::label(n, "failure-domain.beta.kubernetes.io/zone")
                         });
                     zone.is_some_and(|z| zones.iter().any(|x| x == z))
-                        && array(n, &["status", "conditions"]).iter().any(|c| {
-                            str_at(c, &["type"]) == Some("Ready")
-                                && str_at(c, &["status"]) == Some("True")
-                        })
-                        && at(n, &["spec", "unschedulable"]).and_then(Value::as_bool) != Some(true)
+                        && findings::takes(&spec, &observed::Node::parse(n))
                 });
                 if !ready_in_zone {
                     d.object = format!("PersistentVolume {pv_name}");
