@@ -548,6 +548,33 @@ impl Facts {
                 n.room.used_text, n.room.hard_text
             ));
         }
+        // A node of its pods short of memory itself ([`findings::node_took_memory`], from what
+        // the evidence read of it: its MemoryPressure): a raise takes more of what the node
+        // lacks, as the memory proof's `memory.killed-by-own-limit` refuses it.
+        // The nodes asked are those of the pods killed for memory, else all its pods', as the
+        // proof asks.
+        if matches!(resource, LimitResource::Memory) {
+            let killed = self.pods.iter().any(|p| !p.memory_killed.is_empty());
+            for p in self
+                .pods
+                .iter()
+                .filter(|p| !killed || !p.memory_killed.is_empty())
+            {
+                let Some(node) = p.node.as_deref() else {
+                    continue;
+                };
+                let Some(n) = self.nodes.iter().find(|n| n.name == node) else {
+                    continue;
+                };
+                let took =
+                    findings::node_took_memory(Some(&n.observed), node, &[], &[], &[], self.now);
+                if let Some(why) = took.why.first() {
+                    return Some(format!(
+                        "{why}: the node is short of memory, not only the container; raising its limit takes more of what the node lacks"
+                    ));
+                }
+            }
+        }
         let largest = match resource {
             LimitResource::Memory => self.largest_node.0,
             LimitResource::Cpu => self.largest_node.1,

@@ -186,6 +186,12 @@ impl PodFixture {
         p
     }
 
+    /// Bound to node `node`.
+    pub fn on(mut self, node: &str) -> Self {
+        self.0["spec"]["nodeName"] = json!(node);
+        self
+    }
+
     /// Created by the ReplicaSet `rs`.
     pub fn owned_by(mut self, rs: &str) -> Self {
         self.0["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": rs, "controller": true}]);
@@ -305,6 +311,17 @@ impl Incident {
             "apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
             "status": {"conditions": [{"type": "Ready", "status": "True"}],
                 "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+        })));
+        self
+    }
+
+    /// A Ready node `name` with room, under MemoryPressure.
+    pub fn node_under_memory_pressure(mut self, name: &str) -> Self {
+        self.ev.nodes.push(observed::Node::parse(&json!({
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"conditions": [{"type": "Ready", "status": "True"},
+                    {"type": "MemoryPressure", "status": "True"}],
+                "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
         })));
         self
     }

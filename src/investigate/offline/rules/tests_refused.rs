@@ -439,3 +439,39 @@ fn a_rollout_is_not_blamed_while_a_pod_of_an_older_revision_fails_too() {
         d.proposal
     );
 }
+
+/// Issue 43: a memory raise meets what `memory.killed-by-own-limit` asks of the nodes: a node
+/// of the pods under MemoryPressure is short of memory itself, and a bigger limit takes more of
+/// what it lacks; a human gets the prediction.
+#[test]
+fn a_memory_raise_on_a_node_under_memory_pressure_goes_to_a_human() {
+    let predicted = |pressure: bool| {
+        let i = Incident::deployment("api")
+            .memory_limit("256Mi")
+            .with(pod("api-1").on("node-1"))
+            .memory_use("api-1", "230Mi")
+            .predicted("ContainerMemoryExhaustionPredicted");
+        if pressure {
+            i.node_under_memory_pressure("node-1")
+        } else {
+            i.node_allocating("node-1", "4", "16Gi")
+        }
+        .diagnosis()
+    };
+    let d = predicted(false);
+    assert_eq!(
+        d.proposal.map(|p| p.action_type),
+        Some(ActionType::IncreaseMemoryLimits),
+        "{:?}",
+        d.human
+    );
+    let d = predicted(true);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("node node-1 is under MemoryPressure")),
+        "{:?}",
+        d.human
+    );
+}
