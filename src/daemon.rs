@@ -308,7 +308,7 @@ impl RemediationHistory for StoreHistory {
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<Vec<HistoryRecord>, HistoryError> {
         self.history
-            .history(&target.fingerprint(), now - chrono::Duration::days(90))
+            .history(&target.fingerprint(), now - crate::history::HISTORY_WINDOW)
             .await
             .map_err(|e| HistoryError(e.to_string()))
     }

@@ -24,6 +24,13 @@ use crate::domain::{
     Tier,
 };
 
+/// Tier 1 of the history an investigation reads: every remediation of the target this recent,
+/// whatever its spec (the spec's "recent remediations").
+pub const TIER1_WINDOW: Duration = Duration::hours(24);
+/// How far back the history of a target is read at all (tier 2: remediations on a spec the
+/// hash chain connects to the current one; the dashboard's and the API's history too).
+pub const HISTORY_WINDOW: Duration = Duration::days(90);
+
 #[derive(Debug, thiserror::Error)]
 #[error("remediation history unavailable: {0}")]
 pub struct HistoryError(pub String);
@@ -85,7 +92,7 @@ impl RemediationHistory for InMemoryHistory {
             .map_err(|_| HistoryError("lock poisoned".into()))?;
         let mut out: Vec<HistoryRecord> = all
             .iter()
-            .filter(|r| &r.target == target && now - r.completed_at <= Duration::days(90))
+            .filter(|r| &r.target == target && now - r.completed_at <= HISTORY_WINDOW)
             .cloned()
             .collect();
         out.sort_by_key(|r| r.completed_at);
@@ -130,7 +137,7 @@ pub fn build_context(
     for r in records {
         let m = hash_match(r, current_spec_hash);
         let age = now - r.completed_at;
-        if age <= Duration::hours(24) {
+        if age <= TIER1_WINDOW {
             tier1.push(HistoryEntry {
                 remediation_uid: r.remediation_uid.clone(),
                 completed_at: r.completed_at,
@@ -144,7 +151,7 @@ pub fn build_context(
                 post_remediation_spec_hash: r.post_remediation_spec_hash.clone(),
                 health_checks: r.health_checks.clone(),
             });
-        } else if age <= Duration::days(90) && m != HashMatch::None {
+        } else if age <= HISTORY_WINDOW && m != HashMatch::None {
             tier2.push(HistoryEntry {
                 remediation_uid: r.remediation_uid.clone(),
                 completed_at: r.completed_at,

@@ -203,7 +203,7 @@ pub async fn target_history(
     let now = state.clock.now();
     let records = state
         .store
-        .history(&target.fingerprint(), now - chrono::Duration::days(90))
+        .history(&target.fingerprint(), now - crate::history::HISTORY_WINDOW)
         .await?;
     let current = records
         .last()

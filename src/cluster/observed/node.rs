@@ -19,13 +19,18 @@ pub fn taint_key_of_kubernetes(key: &str) -> bool {
         || key.starts_with("node-role.kubernetes.io/")
 }
 
+/// The share of a cluster's nodes (one in this many) that, not ready together, makes it the
+/// cluster's trouble ([`cluster_wide`]).
+pub const CLUSTER_WIDE_ONE_IN: usize = 3;
+
 /// Whether `not_ready` nodes of `total` not ready together are the cluster's trouble rather
-/// than a node's: more than one of them, and more than a third of all. Draining one then moves
+/// than a node's: more than one of them, and more than a third of all
+/// ([`CLUSTER_WIDE_ONE_IN`]). Draining one then moves
 /// its pods onto nodes that may fail the same way and leaves the cause (the network, the control
 /// plane, a bad node image) in place. The node rule proposes no drain then, and the drain's
 /// proof refuses one. A node counts as not ready unless its Ready condition is True.
 pub fn cluster_wide(not_ready: usize, total: usize) -> bool {
-    not_ready > 1 && not_ready * 3 > total
+    not_ready > 1 && not_ready * CLUSTER_WIDE_ONE_IN > total
 }
 
 /// A node, as observed.

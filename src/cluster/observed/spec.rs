@@ -29,6 +29,12 @@ pub struct Probe {
     pub timeout: i64,
 }
 
+/// The API server's defaults for a probe's fields left unset: its period, the failures that
+/// fail it, its timeout (seconds; `initialDelaySeconds` defaults to 0).
+pub const PROBE_DEFAULT_PERIOD_SECONDS: i64 = 10;
+pub const PROBE_DEFAULT_FAILURE_THRESHOLD: i64 = 3;
+pub const PROBE_DEFAULT_TIMEOUT_SECONDS: i64 = 1;
+
 impl Probe {
     /// The kinds of probe, in the order the kubelet starts them.
     pub const KINDS: [&'static str; 3] = ["startupProbe", "readinessProbe", "livenessProbe"];
@@ -41,9 +47,10 @@ impl Probe {
     pub fn parse(p: &Value) -> Self {
         Self {
             initial_delay: i64_at(p, &["initialDelaySeconds"]).unwrap_or(0),
-            period: i64_at(p, &["periodSeconds"]).unwrap_or(10),
-            failure_threshold: i64_at(p, &["failureThreshold"]).unwrap_or(3),
-            timeout: i64_at(p, &["timeoutSeconds"]).unwrap_or(1),
+            period: i64_at(p, &["periodSeconds"]).unwrap_or(PROBE_DEFAULT_PERIOD_SECONDS),
+            failure_threshold: i64_at(p, &["failureThreshold"])
+                .unwrap_or(PROBE_DEFAULT_FAILURE_THRESHOLD),
+            timeout: i64_at(p, &["timeoutSeconds"]).unwrap_or(PROBE_DEFAULT_TIMEOUT_SECONDS),
         }
     }
 

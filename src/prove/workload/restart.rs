@@ -18,14 +18,14 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
     ])
 }
 
-/// Whether the pods run but are wedged, from the pods and the probe failures of the last 15
-/// minutes: none crashes on start, and some that were ready once are stuck not ready or fail
-/// their probes. A restart does not help pods that cannot run, nor pods that have never been
-/// ready (a fresh pod of the same template starts the same way).
 /// How recent a failed probe must be to show a pod wedged now: the kubelet warns on every failed
 /// probe (every 10 s by default), so a quarter of an hour without one says the pods answer.
 const PROBE_FAILURES_RECENT_MINUTES: i64 = 15;
 
+/// Whether the pods run but are wedged, from the pods and the probe failures of the last
+/// [`PROBE_FAILURES_RECENT_MINUTES`]: none crashes on start, and some that were ready once are
+/// stuck not ready or fail their probes. A restart does not help pods that cannot run, nor pods
+/// that have never been ready (a fresh pod of the same template starts the same way).
 fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligation {
     let obligation = &ob::restart::PODS_RUN_BUT_WEDGED;
     let crashing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
@@ -61,7 +61,7 @@ fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligat
                     .unwrap_or_default()
             )],
             None => vec![format!(
-                "all {} pods run and are ready, with no probe failure in the last 15 minutes: nothing shows them wedged",
+                "all {} pods run and are ready, with no probe failure in the last {PROBE_FAILURES_RECENT_MINUTES} minutes: nothing shows them wedged",
                 pods.len()
             )],
         });

@@ -212,7 +212,7 @@ async fn render_request(
     let history = match &target {
         Some(t) => {
             store
-                .history(&t.fingerprint(), now - chrono::Duration::days(90))
+                .history(&t.fingerprint(), now - crate::history::HISTORY_WINDOW)
                 .await?
         }
         None => Vec::new(),
@@ -541,7 +541,7 @@ pub async fn history(
     let since = q
         .get("since")
         .and_then(|s| parse_time(s))
-        .unwrap_or_else(|| state.clock.now() - chrono::Duration::days(90));
+        .unwrap_or_else(|| state.clock.now() - crate::history::HISTORY_WINDOW);
     let records = match state.store.history(&target.fingerprint(), since).await {
         Ok(r) => r,
         Err(e) => return failed(ApiError::from(e), &who),
