@@ -46,7 +46,7 @@ pub use restart::{
 };
 pub use revision::{
     FAILURE_REASONS, HeldByOlder, RevisionHealth, UndoOnConfig, held_by_older, revision_failures,
-    revision_health, runs_differently, undo_on_config,
+    revision_health, rollout_by_others, runs_differently, undo_on_config,
 };
 pub use scheduling::{Blocker, PortHolder, Room, blockers, takes};
 pub use usage::{

@@ -179,6 +179,55 @@ pub fn never_ran_on(
     }
 }
 
+/// Whether a rollback would cut across a rollout someone else runs: the rollout is paused
+/// (stopped on purpose), the current revision's pods are starting rather than failing (it is
+/// rolling out now), or the pods that fail are not of the current revision (the workload has
+/// moved on). `current` is the revision the workload names now (`None`: not kept, numbered
+/// `current_number`), `pods` the workload's, `stalled` the controller's word that the rollout
+/// is stuck ([`Pod::never_ready_in_rollout`]). The rollback proof asks it
+/// (`rollback.no-rollout-by-others`), and the dependency graph before it offers the return of
+/// a Deployment whose rollout broke a dependent. `Ok` or `Err` with the line that shows it.
+pub fn rollout_by_others(
+    paused: bool,
+    current: Option<&Revision>,
+    current_number: i64,
+    pods: &[&Pod],
+    stalled: bool,
+) -> Result<String, String> {
+    let of_current = |p: &Pod| current.is_some_and(|c| c.owns(p));
+    let never_ready = |p: &Pod| of_current(p) && p.never_ready_in_rollout(stalled);
+    let starting: Vec<&str> = pods
+        .iter()
+        .filter(|p| of_current(p) && !p.ready && p.broken().is_none() && !never_ready(p))
+        .map(|p| p.name.as_str())
+        .collect();
+    let current_fails = pods
+        .iter()
+        .any(|p| of_current(p) && (p.broken().is_some() || never_ready(p)));
+    let failing = pods.iter().any(|p| p.broken().is_some() || never_ready(p));
+    if paused {
+        Err("the rollout is paused".into())
+    } else if !current_fails && !starting.is_empty() {
+        Err(format!(
+            "revision {current_number} is rolling out now and its pods are starting ({}), not failing",
+            starting
+                .iter()
+                .take(3)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    } else if !current_fails && failing {
+        Err(format!(
+            "the failing pods are not of the current revision {current_number}: the workload has moved on since"
+        ))
+    } else {
+        Ok(format!(
+            "the current revision {current_number} is the one failing"
+        ))
+    }
+}
+
 /// A pod of a rollout's new revision kept from starting by an older revision's pod: the
 /// volume it waits to attach is still attached to the holder (a ReadWriteOnce volume on
 /// another node, a `Multi-Attach` error). Every new pod waits for it whatever the revision

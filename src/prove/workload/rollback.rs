@@ -331,35 +331,17 @@ impl Case<'_> {
     /// starting or one the workload has moved on from.
     fn no_rollout_by_others(&self, w: &Value) -> Obligation {
         let others = &ob::rollback::NO_ROLLOUT_BY_OTHERS;
-        let current_number = self.current_number;
-        let starting: Vec<&Pod> = self
-            .pods
-            .iter()
-            .filter(|p| self.of_current(p))
-            .filter(|p| !p.ready && p.broken().is_none() && !self.never_ready(p))
-            .collect();
-        let current_fails = self
-            .pods
-            .iter()
-            .any(|p| self.of_current(p) && (p.broken().is_some() || self.never_ready(p)));
         let paused = at(w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
-        if paused {
-            others.fails(vec!["the rollout is paused".into()])
-        } else if !current_fails && !starting.is_empty() {
-            others.fails(vec![format!(
-                    "revision {current_number} is rolling out now and its pods are starting ({}), not failing",
-                    starting.iter().map(|p| p.name.as_str()).take(3).collect::<Vec<_>>().join(", ")
-                )],
-            )
-        } else if !current_fails && !self.failing_now().is_empty() {
-            others.fails(vec![format!(
-                    "the failing pods are not of the current revision {current_number}: the workload has moved on since"
-                )],
-            )
-        } else {
-            others.holds(vec![format!(
-                "the current revision {current_number} is the one failing"
-            )])
+        let pods: Vec<&Pod> = self.pods.iter().collect();
+        match findings::rollout_by_others(
+            paused,
+            self.current,
+            self.current_number,
+            &pods,
+            self.stalled.is_some(),
+        ) {
+            Ok(line) => others.holds(vec![line]),
+            Err(line) => others.fails(vec![line]),
         }
     }
 

@@ -109,8 +109,8 @@ pub(super) async fn orphaned_by_rollout(
 
 /// Why a return of Deployment `deployment` to revision `to` would be refused, if it would: the
 /// questions the rollout rule and the rollback proof ask of a return, asked of a Deployment
-/// that is not the incident's own — a rollout under way or paused
-/// ([`observed::Workload::rollout_in_progress`]), a revision not shown to work
+/// that is not the incident's own — a rollout someone else runs
+/// ([`findings::rollout_by_others`]), a revision not shown to work
 /// ([`findings::revision_health`]), a ConfigMap rewritten in place that the return would keep
 /// ([`findings::undo_on_config`]).
 async fn undo_refused(
@@ -123,12 +123,6 @@ async fn undo_refused(
     revisions: &[Revision],
 ) -> Read<Option<String>> {
     let who = format!("Deployment {ns}/{deployment}");
-    if let Some(why) = w.rollout_in_progress() {
-        return Ok(Some(format!(
-            "a rollout of {who} is under way ({why}): a human decides between letting it finish and rolling back to revision {}",
-            to.number
-        )));
-    }
     let pods: Vec<Pod> = match Selector::from_object(object).filter(|s| !s.is_empty()) {
         Some(sel) => match ctx
             .list("Pod", Some(ns), &ListQuery::labels(sel.to_query()))
@@ -140,6 +134,22 @@ async fn undo_refused(
         },
         None => vec![],
     };
+    let current = w
+        .current_revision_number(revisions)
+        .and_then(|n| revisions.iter().find(|r| r.number == n));
+    let its: Vec<&Pod> = pods.iter().collect();
+    if let Err(why) = findings::rollout_by_others(
+        w.paused,
+        current,
+        current.map_or(0, |c| c.number),
+        &its,
+        observed::progress_deadline_exceeded(object).is_some(),
+    ) {
+        return Ok(Some(format!(
+            "a rollback of {who} to revision {} would cut across its rollout: {why}; a human decides",
+            to.number
+        )));
+    }
     let events: Vec<Event> = ctx.all_events.iter().map(Event::parse).collect();
     let replaced_at = to.replaced_at(revisions);
     let health = findings::revision_health(to, &pods, &events, replaced_at);
@@ -150,10 +160,6 @@ async fn undo_refused(
             unproven(&health)
         )));
     }
-    let its: Vec<&Pod> = pods.iter().collect();
-    let current = w
-        .current_revision_number(revisions)
-        .and_then(|n| revisions.iter().find(|r| r.number == n));
     for name in current
         .map(|c| findings::configmaps(&c.template))
         .unwrap_or_default()
