@@ -6,6 +6,7 @@
 //! same `step` drives `kubemedic investigate` without a store, so the daemon and the CLI run the
 //! same code.
 
+mod slots;
 pub mod worker;
 
 use std::collections::HashMap;

@@ -7,7 +7,8 @@
 //! per batch instead of three per request.
 //!
 //! Two bounds: at most `concurrency` stages run at once (the work on the cluster, the LLM, the
-//! policy), and at most `in_flight` requests are held at once (claimed and waiting for a stage
+//! policy), given out fairly ([`FairSlots`]: the namespaces take turns, the oldest request of
+//! each first), and at most `in_flight` requests are held at once (claimed and waiting for a stage
 //! slot, stepping, or committing). Moving a request on without a stage (received, a phase
 //! nobody serves, a timeout) needs no stage slot.
 //!
@@ -20,6 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
+
+use super::slots::FairSlots;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
@@ -47,7 +50,7 @@ pub struct WorkerPool {
     worker_id: String,
     concurrency: usize,
     in_flight: usize,
-    stage_slots: Semaphore,
+    stage_slots: FairSlots,
     /// Requests this pool drives now. A lease that lapsed while this process was slow lets its
     /// own next claim take the request again under the same worker id; it must not start a
     /// second drive of it beside the first.
@@ -83,7 +86,7 @@ impl WorkerPool {
             worker_id,
             concurrency,
             in_flight: concurrency.saturating_mul(4).max(MIN_IN_FLIGHT),
-            stage_slots: Semaphore::new(concurrency),
+            stage_slots: FairSlots::new(concurrency),
             driving: Default::default(),
             lease,
             poll: Duration::from_secs(1),
@@ -128,7 +131,7 @@ impl WorkerPool {
             // Every stage slot busy and a full round of requests already held behind them
             // (claimed ones count at once, before their task first runs): claim nothing more
             // for now, so requests this replica cannot start soon stay free for another one.
-            let saturated = self.stage_slots.available_permits() == 0;
+            let saturated = self.stage_slots.available() == 0;
             let held = self.in_flight - holds.available_permits() - 1;
             let queued = held.saturating_sub(self.concurrency);
             if saturated && queued >= self.concurrency {
@@ -359,13 +362,19 @@ impl WorkerPool {
             }
         };
         let work = async {
-            let _slot = if self.pipeline.runs_stage(request) {
+            let slot = if self.pipeline.runs_stage(request) {
                 // A request that waits a whole lease for a slot is handed back: this replica
                 // claims nothing while it is saturated, so another one can take it.
+                let namespace = namespace_of(request);
+                let acquire = self.stage_slots.acquire(&namespace, request.created_at);
                 tokio::select! {
                     biased;
                     _ = shutdown.cancelled() => return None,
-                    slot = self.stage_slots.acquire() => Some(slot.ok()?),
+                    slot = acquire => {
+                        let now = self.stage_slots.occupancy();
+                        self.metrics.set_stages(now.running, now.waiting);
+                        Some(slot)
+                    }
                     _ = tokio::time::sleep(self.lease) => {
                         debug!("no stage slot within a lease; handing the request back");
                         return None;
@@ -374,13 +383,28 @@ impl WorkerPool {
             } else {
                 None
             };
-            Some(self.pipeline.step(request).await)
+            let step = self.pipeline.step(request).await;
+            drop(slot);
+            let now = self.stage_slots.occupancy();
+            self.metrics.set_stages(now.running, now.waiting);
+            Some(step)
         };
         tokio::select! {
             step = work => step,
             _ = heartbeat => None,
         }
     }
+}
+
+/// The namespace a request's stages count against for fairness: its target's, else the one
+/// its alert names, else none (a cluster-scoped object).
+fn namespace_of(request: &RemediationRequest) -> String {
+    request
+        .target
+        .as_ref()
+        .and_then(|t| t.namespace.clone())
+        .or_else(|| request.signal.labels.get("namespace").cloned())
+        .unwrap_or_default()
 }
 
 /// Where a driven request hands its step to be committed, and waits for the answer.

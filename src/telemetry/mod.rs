@@ -225,6 +225,8 @@ pub struct Metrics {
     assessments: Family<Labels, Counter>,
     http_connections: Gauge,
     http_connections_refused: Counter,
+    stages_running: Gauge,
+    stages_waiting: Gauge,
     http_timeouts: Family<Labels, Counter>,
     audit_listener_up: Gauge,
     audit_listener_losses: Counter,
@@ -364,6 +366,19 @@ impl Metrics {
             "HTTP connections open now (at most --http-max-connections)",
             http_connections.clone(),
         );
+        let stages_running = Gauge::default();
+        registry.register(
+            "kubemedic_stages_running",
+            "Pipeline stages running now in this replica (at most --workers)",
+            stages_running.clone(),
+        );
+        let stages_waiting = Gauge::default();
+        registry.register(
+            "kubemedic_stages_waiting",
+            "Requests waiting for a stage slot in this replica now (the namespaces take turns, \
+             the oldest request of each first)",
+            stages_waiting.clone(),
+        );
         let http_connections_refused = Counter::default();
         registry.register(
             "kubemedic_http_connections_refused",
@@ -416,6 +431,8 @@ impl Metrics {
             mirror_writes,
             http_connections,
             http_connections_refused,
+            stages_running,
+            stages_waiting,
             http_timeouts,
             executions,
             execution_duration,
@@ -548,6 +565,14 @@ impl Metrics {
         self.assessments
             .get_or_create(&vec![("verdict".into(), verdict.into())])
             .inc();
+    }
+
+    /// The worker pool's stage slots now: stages running and requests waiting for one.
+    pub fn set_stages(&self, running: usize, waiting: usize) {
+        self.stages_running
+            .set(i64::try_from(running).unwrap_or(i64::MAX));
+        self.stages_waiting
+            .set(i64::try_from(waiting).unwrap_or(i64::MAX));
     }
 
     /// A connection was accepted and is being served.
