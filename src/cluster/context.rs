@@ -286,7 +286,7 @@ impl ContextResolver {
             _ => template.and_then(|t| at(t, &["metadata", "labels"])),
         };
 
-        // Helm and GitOps markers on any object of the chain.
+        // Helm markers on any object of the chain.
         for o in chain.iter().rev() {
             if obj::label(o, "app.kubernetes.io/managed-by")
                 .is_some_and(|m| m.eq_ignore_ascii_case("helm"))
@@ -295,10 +295,12 @@ impl ContextResolver {
             {
                 labels.helm_managed = true;
             }
-            if let Some((tool, _)) = observed::gitops_marker(o) {
-                labels.git_ops_managed = true;
-                labels.git_ops_tool.get_or_insert(tool.to_owned());
-            }
+        }
+        // GitOps on the root only: what a revert in Git changes is the root's manifest, and the
+        // revert's proof (`gitrevert.gitops-managed`) asks the same of the same object.
+        if let Some((tool, _)) = observed::gitops_marker(root) {
+            labels.git_ops_managed = true;
+            labels.git_ops_tool = Some(tool.to_owned());
         }
         labels.stateful = kind == "StatefulSet"
             || !array(root, &["spec", "volumeClaimTemplates"]).is_empty()

@@ -319,6 +319,17 @@ mod tests {
         bare["metadata"]["labels"]["pod-template-hash"] = json!("");
         assert!(!belongs(&bare, &web));
         assert!(belongs(&pod("web-7d9-a", "web-7d9", ready()), &web));
+        let rollout_pod = json!({"metadata": {"name": "web-6b7c9-x", "namespace": "shop",
+            "labels": {"rollouts-pod-template-hash": "6b7c9"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "web-6b7c9", "controller": true}]}});
+        assert!(belongs(
+            &rollout_pod,
+            &Target::new("Rollout", "web", Some("shop".into()))
+        ));
+        assert!(!belongs(
+            &rollout_pod,
+            &Target::new("Rollout", "we", Some("shop".into()))
+        ));
         let job_pod = json!({"metadata": {"name": "backup-29000000-q", "namespace": "shop",
             "ownerReferences": [{"kind": "Job", "name": "backup-29000000", "controller": true}]}});
         assert!(belongs(

@@ -484,14 +484,24 @@ impl Pod {
     }
 
     /// Whether it is a pod of workload `kind`/`name` ([`Pod::workload`]), or, for a CronJob,
-    /// of one of the Jobs it made ([`super::generated_from`]); for `Pod`, whether it is that pod.
+    /// of one of the Jobs it made ([`super::generated_from`]), or, for another kind that runs
+    /// its pods through ReplicaSets (an Argo Rollouts `Rollout`), of a ReplicaSet named after
+    /// it and the `rollouts-pod-template-hash` its pods carry; for `Pod`, whether it is that pod.
     pub fn belongs_to(&self, kind: &str, name: &str) -> bool {
         if kind == "Pod" {
             return self.name == name;
         }
         let (k, n) = self.workload();
-        (k == kind && n == name)
-            || (kind == "CronJob" && k == "Job" && super::generated_from(&n, name))
+        if k == kind && n == name {
+            return true;
+        }
+        match k.as_str() {
+            "Job" => kind == "CronJob" && super::generated_from(&n, name),
+            "ReplicaSet" => obj::label(&self.raw, "rollouts-pod-template-hash")
+                .filter(|h| !h.is_empty())
+                .is_some_and(|h| n.strip_suffix(h).and_then(|r| r.strip_suffix('-')) == Some(name)),
+            _ => false,
+        }
     }
 
     /// The template it was made from: its `pod-template-hash` (a ReplicaSet's), else its

@@ -221,9 +221,13 @@ pub fn rollout_by_others(
         Err(format!(
             "the failing pods are not of the current revision {current_number}: the workload has moved on since"
         ))
-    } else {
+    } else if current_fails {
         Ok(format!(
             "the current revision {current_number} is the one failing"
+        ))
+    } else {
+        Ok(format!(
+            "no pod of the current revision {current_number} is starting or failing: no rollout is under way"
         ))
     }
 }

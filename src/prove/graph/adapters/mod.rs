@@ -160,7 +160,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                     .first()
                     .map(observed::PodSpec::of_pod)
                     .unwrap_or_default();
-                let ready_in_zone = nodes.iter().any(|n| {
+                let takes_in_zone = nodes.iter().any(|n| {
                     let zone = crate::cluster::obj::label(n, "topology.kubernetes.io/zone")
                         .or_else(|| {
                             crate::cluster::obj::label(n, "failure-domain.beta.kubernetes.io/zone")
@@ -168,7 +168,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                     zone.is_some_and(|z| zones.iter().any(|x| x == z))
                         && findings::takes(&spec, &observed::Node::parse(n))
                 });
-                if !ready_in_zone {
+                if !takes_in_zone {
                     d.object = format!("PersistentVolume {pv_name}");
                     d = d.unhealthy(
                         format!(
