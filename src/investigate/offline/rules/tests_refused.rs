@@ -9,6 +9,17 @@ use super::fixtures::{Incident, PodFixture, pod};
 use super::*;
 use crate::domain::ActionType;
 
+/// `d` is the rule's `mode`, proposes nothing, and tells a human what `says`.
+fn to_a_human(d: &Diagnosis, mode: &str, says: &str) {
+    assert_eq!(d.mode, mode, "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains(says)),
+        "{:?}",
+        d.human
+    );
+}
+
 #[test]
 fn a_taint_kubernetes_wrote_is_not_proposed_for_removal() {
     let pending = |manager: &str| {
@@ -297,14 +308,10 @@ fn a_flapping_node_is_not_drained_while_the_cluster_is_in_trouble() {
         .node_not_ready("node-3")
         .node_not_ready("node-4")
         .diagnosis();
-    assert_eq!(d.mode, "NodeFlapping", "{}", d.summary);
-    assert!(d.proposal.is_none(), "{:?}", d.proposal);
-    assert!(
-        d.human
-            .as_deref()
-            .is_some_and(|h| h.contains("2 of 4 nodes are not ready (node-3, node-4)")),
-        "{:?}",
-        d.human
+    to_a_human(
+        &d,
+        "NodeFlapping",
+        "2 of 4 nodes are not ready (node-3, node-4)",
     );
 }
 
@@ -411,14 +418,10 @@ fn the_last_schedulable_node_is_not_drained() {
     let d = Incident::node("node-1", ready, &[])
         .node_flapped("node-1", 4, 5)
         .diagnosis();
-    assert_eq!(d.mode, "NodeFlapping", "{}", d.summary);
-    assert!(d.proposal.is_none(), "{:?}", d.proposal);
-    assert!(
-        d.human
-            .as_deref()
-            .is_some_and(|h| h.contains("no other node of 1 is ready and schedulable")),
-        "{:?}",
-        d.human
+    to_a_human(
+        &d,
+        "NodeFlapping",
+        "no other node of 1 is ready and schedulable",
     );
 }
 
@@ -459,12 +462,9 @@ fn a_memory_raise_on_a_node_under_memory_pressure_goes_to_a_human() {
         d.human
     );
     let d = predicted(true);
-    assert!(d.proposal.is_none(), "{:?}", d.proposal);
-    assert!(
-        d.human
-            .as_deref()
-            .is_some_and(|h| h.contains("node node-1 is under MemoryPressure")),
-        "{:?}",
-        d.human
+    to_a_human(
+        &d,
+        "MemoryExhaustionPredicted",
+        "node node-1 is under MemoryPressure",
     );
 }
