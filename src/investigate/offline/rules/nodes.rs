@@ -120,12 +120,13 @@ pub(super) fn wedged_runtime(f: &Facts) -> Option<Diagnosis> {
     if failing.is_empty() || f.rollout.is_some() {
         return None;
     }
-    // Wedged: running, not crashing, and ready once since they started. A pod never ready since
-    // its start shows how a fresh pod of its template starts: a restart makes another such pod
-    // (the restart's proof asks the same, `restart.pods-run-but-wedged`).
+    // Wedged: running, not crashing (`Pod::broken`: a container that ended once and runs
+    // again is not crashing), and ready once since they started. A pod never ready since its
+    // start shows how a fresh pod of its template starts: a restart makes another such pod (the
+    // restart's proof asks the same, `restart.pods-run-but-wedged`).
     let running_not_crashing = failing
         .iter()
-        .all(|p| p.observed.wedged() && p.termination.is_none());
+        .all(|p| p.observed.wedged() && p.observed.broken().is_none());
     let line = f.first_error_line.as_deref()?;
     let lower = line.to_ascii_lowercase();
     let signature = WEDGED.iter().find(|w| lower.contains(*w))?;

@@ -468,3 +468,29 @@ fn a_memory_raise_on_a_node_under_memory_pressure_goes_to_a_human() {
         "node node-1 is under MemoryPressure",
     );
 }
+
+/// Issue 43: "not crashing" before a restart is the restart proof's `Pod::broken`: a wedged pod
+/// its liveness probe restarted once, running again and not ready, is still wedged, and the
+/// restart the proof would allow is proposed.
+#[test]
+fn a_wedged_pod_restarted_once_is_still_wedged() {
+    let log = "2026-01-01T11:58:00Z ERROR db: connection pool exhausted (10/10 in use)";
+    let mut restarted = pod("api-3").not_ready_since(5);
+    restarted.container()["restartCount"] = json!(1);
+    restarted.container()["lastState"] = json!({"terminated": {"reason": "Error",
+        "exitCode": 137, "startedAt": "2026-01-01T10:00:00Z", "finishedAt": "2026-01-01T11:00:00Z"}});
+    let d = Incident::deployment("api")
+        .replicas(3)
+        .with(pod("api-1"))
+        .with(pod("api-2"))
+        .with(restarted)
+        .log("api-3", log)
+        .diagnosis();
+    assert_eq!(d.mode, "WedgedRuntime", "{}", d.summary);
+    assert_eq!(
+        d.proposal.as_ref().map(|p| p.action_type.as_str()),
+        Some("RestartDeployment"),
+        "{:?}",
+        d.human
+    );
+}
