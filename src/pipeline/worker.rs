@@ -99,6 +99,12 @@ impl WorkerPool {
         &self.worker_id
     }
 
+    /// The stage slots' occupancy now, to `/metrics`.
+    fn report_stages(&self) {
+        let now = self.stage_slots.occupancy();
+        self.metrics.set_stages(now.running, now.waiting);
+    }
+
     /// The requests this pool drives (a poisoned lock still holds a valid set).
     fn driving_set(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<uuid::Uuid>> {
         self.driving.lock().unwrap_or_else(|e| e.into_inner())
@@ -371,8 +377,7 @@ impl WorkerPool {
                     biased;
                     _ = shutdown.cancelled() => return None,
                     slot = acquire => {
-                        let now = self.stage_slots.occupancy();
-                        self.metrics.set_stages(now.running, now.waiting);
+                        self.report_stages();
                         Some(slot)
                     }
                     _ = tokio::time::sleep(self.lease) => {
@@ -385,8 +390,7 @@ impl WorkerPool {
             };
             let step = self.pipeline.step(request).await;
             drop(slot);
-            let now = self.stage_slots.occupancy();
-            self.metrics.set_stages(now.running, now.waiting);
+            self.report_stages();
             Some(step)
         };
         tokio::select! {

@@ -165,7 +165,7 @@ impl<'a> Replacement<'a> {
     /// a ready sibling runs, the failure follows the node and a replacement repeats it.
     /// `nodes` are the nodes read (its own and its ready siblings'); one not among them is
     /// not compared. `Ok` or `Err` with the lines that show it.
-    pub fn follows_node(&self, nodes: &[Node]) -> Result<String, Vec<String>> {
+    pub fn follows_node(&self, nodes: &[&Node]) -> Result<String, Vec<String>> {
         let pod = self.pod;
         let Some(node) = pod.node.as_deref().filter(|_| self.pinned()) else {
             return Ok(format!(
@@ -330,7 +330,9 @@ mod tests {
         let failing = pod("c", "DaemonSet", "n3", false);
         let r = Replacement::of(&failing, [&a, &b, &failing], None, None);
         assert!(r.pinned());
-        let lines = r.follows_node(&nodes).expect_err("follows the node");
+        let lines = r
+            .follows_node(&nodes.iter().collect::<Vec<_>>())
+            .expect_err("follows the node");
         assert!(
             lines[0].contains("only node n3 runs kernel 6.1"),
             "{lines:?}"
@@ -341,9 +343,12 @@ mod tests {
         );
         // The same kernel everywhere: the node is not what differs.
         let same = [node("n1", "6.1"), node("n2", "6.1"), node("n3", "6.1")];
-        assert!(r.follows_node(&same).is_ok());
+        assert!(r.follows_node(&same.iter().collect::<Vec<_>>()).is_ok());
         // Its node not read: nothing shows it differs.
-        assert!(r.follows_node(&nodes[..2]).is_ok());
+        assert!(
+            r.follows_node(&nodes[..2].iter().collect::<Vec<_>>())
+                .is_ok()
+        );
         // A Deployment's pod is replaced wherever the scheduler places it.
         let (a, b) = (
             pod("a", "ReplicaSet", "n1", true),
@@ -352,7 +357,7 @@ mod tests {
         let failing = pod("c", "ReplicaSet", "n3", false);
         let r = Replacement::of(&failing, [&a, &b, &failing], Some(3), None);
         assert_eq!(
-            r.follows_node(&nodes),
+            r.follows_node(&nodes.iter().collect::<Vec<_>>()),
             Ok("pod c is replaced wherever the scheduler places it".into())
         );
     }

@@ -241,7 +241,7 @@ async fn failure_not_the_nodes(scene: &Scene, r: &Replacement<'_>) -> Read<Oblig
             nodes.extend(read(name).await?);
         }
     }
-    Ok(match r.follows_node(&nodes) {
+    Ok(match r.follows_node(&nodes.iter().collect::<Vec<_>>()) {
         Ok(line) => obligation.holds(vec![line]),
         Err(lines) => obligation.fails(lines),
     })

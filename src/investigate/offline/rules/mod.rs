@@ -386,7 +386,7 @@ fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
         ));
         return;
     }
-    let nodes: Vec<observed::Node> = f.nodes.iter().map(|n| n.observed.clone()).collect();
+    let nodes: Vec<&observed::Node> = f.nodes.iter().map(|n| &n.observed).collect();
     if let Err(lines) = replacement.follows_node(&nodes) {
         d.human = Some(lines.join("; "));
         return;

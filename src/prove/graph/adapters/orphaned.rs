@@ -94,7 +94,7 @@ pub(super) async fn orphaned_by_rollout(
         ))
         .culprit_of(format!("Service {ns}/{name}"))
         .at(2);
-        let d = match undo_refused(ctx, ns, &deployment, &object, &w, prev, &revisions).await? {
+        let d = match undo_refused(ctx, ns, &object, &w, cur, prev, &revisions).await? {
             Some(why) => {
                 let mut d = d;
                 d.blocks = Some(why);
@@ -107,7 +107,7 @@ pub(super) async fn orphaned_by_rollout(
     Ok(None)
 }
 
-/// Why a return of Deployment `deployment` to revision `to` would be refused, if it would: the
+/// Why a return of Deployment `object` to revision `to` would be refused, if it would: the
 /// questions the rollout rule and the rollback proof ask of a return, asked of a Deployment
 /// that is not the incident's own — a rollout someone else runs
 /// ([`findings::rollout_by_others`]), a revision not shown to work
@@ -116,13 +116,13 @@ pub(super) async fn orphaned_by_rollout(
 async fn undo_refused(
     ctx: &Ctx,
     ns: &str,
-    deployment: &str,
     object: &Value,
     w: &observed::Workload,
+    current: &Revision,
     to: &Revision,
     revisions: &[Revision],
 ) -> Read<Option<String>> {
-    let who = format!("Deployment {ns}/{deployment}");
+    let who = format!("Deployment {ns}/{}", obj::name(object));
     let pods: Vec<Pod> = match Selector::from_object(object).filter(|s| !s.is_empty()) {
         Some(sel) => match ctx
             .list("Pod", Some(ns), &ListQuery::labels(sel.to_query()))
@@ -134,14 +134,11 @@ async fn undo_refused(
         },
         None => vec![],
     };
-    let current = w
-        .current_revision_number(revisions)
-        .and_then(|n| revisions.iter().find(|r| r.number == n));
     let its: Vec<&Pod> = pods.iter().collect();
     if let Err(why) = findings::rollout_by_others(
         w.paused,
-        current,
-        current.map_or(0, |c| c.number),
+        Some(current),
+        current.number,
         &its,
         observed::progress_deadline_exceeded(object).is_some(),
     ) {
@@ -160,10 +157,7 @@ async fn undo_refused(
             unproven(&health)
         )));
     }
-    for name in current
-        .map(|c| findings::configmaps(&c.template))
-        .unwrap_or_default()
-    {
+    for name in findings::configmaps(&current.template) {
         let Some(written) = ctx
             .get("ConfigMap", Some(ns), &name)
             .await?
