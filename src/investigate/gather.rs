@@ -228,18 +228,11 @@ pub fn signature(
         .iter()
         .filter_map(|p| obj::str_at(p, &["metadata", "name"]))
         .collect();
-    let about_root = |name: &str| {
-        name == root.name || names.contains(&name) || observed::generated_from(name, &root.name)
-    };
     let events = events
         .iter()
-        .filter(|e| obj::str_at(e, &["type"]) == Some("Warning"))
-        .filter(|e| {
-            obj::str_at(e, &["involvedObject", "name"])
-                .or_else(|| obj::str_at(e, &["regarding", "name"]))
-                .is_some_and(about_root)
-        })
-        .filter_map(|e| obj::str_at(e, &["reason"]).map(str::to_owned))
+        .map(observed::Event::parse)
+        .filter(|e| e.warning && !e.reason.is_empty() && e.about(&root.name, &names))
+        .map(|e| e.reason)
         .collect();
     patterns::signature(SignatureFacts {
         alert: alert.to_owned(),

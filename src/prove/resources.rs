@@ -262,15 +262,10 @@ async fn killed_by_own_limit(
             "container {container} has no memory limit: the node's own OOM killer took it"
         )),
     }
-    let nodes: Vec<String> = {
-        let mut n: Vec<String> = this.iter().filter_map(|(p, _, _)| p.node.clone()).collect();
-        if n.is_empty() {
-            n = pods.iter().filter_map(|p| p.node.clone()).collect();
-        }
-        n.sort();
-        n.dedup();
-        n
-    };
+    let nodes = findings::memory_nodes(
+        this.iter().filter_map(|(p, _, _)| p.node.as_deref()),
+        pods.iter().filter_map(|p| p.node.as_deref()),
+    );
     let all_nodes = match scene.nodes().await {
         Ok(n) => n,
         Err(e) if e.is_unreachable() => return Err(e),
@@ -279,7 +274,7 @@ async fn killed_by_own_limit(
             vec![]
         }
     };
-    for name in nodes.iter().take(3) {
+    for name in &nodes {
         let node: Option<&Node> = all_nodes.iter().find(|n| n.name == *name);
         let events = match scene.node_events(name).await {
             Ok(e) => e,

@@ -6,6 +6,14 @@ use serde_json::Value;
 use super::time;
 use crate::cluster::obj::{i64_at, str_at};
 
+/// Whether an object named `object` is the workload named `workload` or one of its: one of its
+/// pods now (`pods`), or a ReplicaSet, Job or pod since deleted whose name its controller
+/// generated ([`super::generated_from`]). The one answer to "is this event about the
+/// workload", which the incident's signature, the recovery check and the dependency graph ask.
+pub fn about_workload(object: &str, workload: &str, pods: &[&str]) -> bool {
+    object == workload || pods.contains(&object) || super::generated_from(object, workload)
+}
+
 /// An event, as observed.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -30,9 +38,12 @@ impl Event {
             .or(first);
         Self {
             kind: str_at(e, &["involvedObject", "kind"])
+                .or_else(|| str_at(e, &["regarding", "kind"]))
                 .unwrap_or_default()
                 .to_owned(),
+            // The core/v1 shape names it `involvedObject`, events.k8s.io `regarding`.
             name: str_at(e, &["involvedObject", "name"])
+                .or_else(|| str_at(e, &["regarding", "name"]))
                 .unwrap_or_default()
                 .to_owned(),
             reason: str_at(e, &["reason"]).unwrap_or_default().to_owned(),
@@ -46,6 +57,12 @@ impl Event {
             first,
             last,
         }
+    }
+
+    /// Whether it is about workload `workload` or one of its objects ([`about_workload`]), its
+    /// pods now being `pods`.
+    pub fn about(&self, workload: &str, pods: &[&str]) -> bool {
+        about_workload(&self.name, workload, pods)
     }
 
     /// The probe whose failure made the kubelet kill a container (`Killing`: "Container app
@@ -85,6 +102,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn an_event_is_about_the_workload_its_pods_and_what_its_controllers_made_only() {
+        let about = |name: &str| {
+            Event::parse(&json!({"reason": "BackOff",
+                "regarding": {"kind": "Pod", "name": name}}))
+            .about("api", &["api-old-pod"])
+        };
+        // The workload, a pod of it now, its ReplicaSet, a pod of it since deleted.
+        for name in ["api", "api-old-pod", "api-7d4b9c8f6", "api-7d4b9c8f6-x2k9p"] {
+            assert!(about(name), "{name}");
+        }
+        // A neighbour whose name starts the same, and no name at all.
+        for name in ["api-migrate", "web", ""] {
+            assert!(!about(name), "{name}");
+        }
+    }
 
     #[test]
     fn a_kill_for_a_failed_probe_names_the_probe() {

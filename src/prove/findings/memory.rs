@@ -23,6 +23,31 @@ pub fn short_of_memory(events: &[Event], now: DateTime<Utc>) -> Option<&Event> {
         .max_by_key(|e| e.last)
 }
 
+/// How many nodes a container's kills for memory are asked about ([`memory_nodes`]): a
+/// workload killed on more is not one node's shortage, and each node asked costs reads.
+pub const MEMORY_NODES_ASKED: usize = 3;
+
+/// The nodes whose own memory is asked about a container's kills ([`node_took_memory`]): those
+/// it was killed on (`killed`), else those of all the workload's pods (`all`); each once, in
+/// name order, at most [`MEMORY_NODES_ASKED`]. The memory proof and the rules that propose a
+/// raise ask the same nodes.
+pub fn memory_nodes<'a>(
+    killed: impl IntoIterator<Item = &'a str>,
+    all: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
+    let mut nodes: Vec<&str> = killed.into_iter().collect();
+    if nodes.is_empty() {
+        nodes = all.into_iter().collect();
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes
+        .into_iter()
+        .take(MEMORY_NODES_ASKED)
+        .map(str::to_owned)
+        .collect()
+}
+
 /// What a node's own memory says of the kills of containers on it ([`node_took_memory`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeMemory {
@@ -199,6 +224,14 @@ pub fn oom_reports(events: &[Event]) -> (Vec<OomEvent>, Vec<DateTime<Utc>>) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_nodes_asked_are_the_kills_else_all_the_pods_at_most_three() {
+        use super::memory_nodes;
+        assert_eq!(memory_nodes(["n2", "n1", "n2"], ["n9"]), ["n1", "n2"]);
+        assert_eq!(memory_nodes([], ["n9", "n8"]), ["n8", "n9"]);
+        assert_eq!(memory_nodes(["d", "c", "b", "a"], []), ["a", "b", "c"]);
+    }
+
     use serde_json::json;
 
     use super::*;

@@ -32,8 +32,8 @@ pub use changed::{
 pub use image::moved_image;
 pub use kept::{StateKept, restarting_container, state_kept};
 pub use memory::{
-    NodeMemory, SHORT_OF_MEMORY, kill_moments, node_oom_at, node_short_at, node_took_memory,
-    short_of_memory,
+    MEMORY_NODES_ASKED, NodeMemory, SHORT_OF_MEMORY, kill_moments, memory_nodes, node_oom_at,
+    node_short_at, node_took_memory, short_of_memory,
 };
 pub use node::{NotReadyEvent, flaps, node_at_fault, not_ready_events, readiness_flaps};
 pub use onset::{ONSET_SLACK_SECONDS, first_onset, onset, predates};

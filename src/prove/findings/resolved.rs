@@ -135,10 +135,9 @@ pub fn recovery<'a>(
         .iter()
         .filter_map(|p| not_healthy_since(p, since))
         .collect();
+    let live_names: Vec<&str> = live.iter().map(|p| p.name.as_str()).collect();
     let ours = |e: &Event| {
-        (e.name == name
-            || observed::generated_from(&e.name, name)
-            || live.iter().any(|p| p.name == e.name))
+        e.about(name, &live_names)
             && !ended.iter().any(|p| p.name == e.name)
             && !(e.kind == "Pod"
                 && replaced_revisions

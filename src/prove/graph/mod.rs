@@ -192,9 +192,7 @@ pub async fn build(
     let pod_names: Vec<&str> = pods.iter().map(obj::name).collect();
     let own = |e: &Value| {
         let name = str_at(e, &["involvedObject", "name"]).unwrap_or("");
-        name == target.name
-            || pod_names.contains(&name)
-            || observed::generated_from(name, &target.name)
+        observed::about_workload(name, &target.name, &pod_names)
     };
     let events: Vec<Value> = all_events
         .iter()

@@ -516,11 +516,17 @@ impl Facts {
         ))
     }
 
-    /// Why raising a container's limit of `resource` from `old` to `new` (as written) on every
+    /// Why raising `container`'s limit of `resource` from `old` to `new` (as written) on every
     /// replica would not fit, if it would not: the namespace's quota of it
     /// ([`findings::raise_need`]) or the largest ready node ([`findings::largest_node`]) — what
     /// the raise's proof asks (`fits-quota`, `fits-node`).
-    pub fn raise_problem(&self, resource: LimitResource, old: &str, new: &str) -> Option<String> {
+    pub fn raise_problem(
+        &self,
+        resource: LimitResource,
+        container: &str,
+        old: &str,
+        new: &str,
+    ) -> Option<String> {
         let name = resource.name();
         let amount = |q: &str| quantity::amount(name, q);
         let (old_n, new_n) = (amount(old).unwrap_or(0), amount(new)?);
@@ -551,19 +557,18 @@ impl Facts {
         // A node of its pods short of memory itself ([`findings::node_took_memory`], from what
         // the evidence read of it: its MemoryPressure): a raise takes more of what the node
         // lacks, as the memory proof's `memory.killed-by-own-limit` refuses it.
-        // The nodes asked are those of the pods killed for memory, else all its pods', as the
-        // proof asks.
+        // The nodes asked are the proof's ([`findings::memory_nodes`]): those the container was
+        // killed on, else all its pods'.
         if matches!(resource, LimitResource::Memory) {
-            let killed = self.pods.iter().any(|p| !p.memory_killed.is_empty());
-            for p in self
-                .pods
-                .iter()
-                .filter(|p| !killed || !p.memory_killed.is_empty())
-            {
-                let Some(node) = p.node.as_deref() else {
-                    continue;
-                };
-                let Some(n) = self.nodes.iter().find(|n| n.name == node) else {
+            let nodes = findings::memory_nodes(
+                self.pods
+                    .iter()
+                    .filter(|p| p.memory_killed.iter().any(|c| c == container))
+                    .filter_map(|p| p.node.as_deref()),
+                self.pods.iter().filter_map(|p| p.node.as_deref()),
+            );
+            for node in &nodes {
+                let Some(n) = self.nodes.iter().find(|n| n.name == *node) else {
                     continue;
                 };
                 let took =

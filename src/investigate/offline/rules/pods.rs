@@ -44,6 +44,7 @@ pub(super) fn oomkilled(f: &Facts) -> Option<Diagnosis> {
             ));
             if let Some(problem) = f.raise_problem(
                 LimitResource::Memory,
+                container,
                 limit.as_deref().unwrap_or("0"),
                 &new_limit,
             ) {
@@ -358,6 +359,7 @@ pub(super) fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
         Some(new_limit)
             if let Some(problem) = f.raise_problem(
                 LimitResource::Cpu,
+                &container,
                 limit.as_deref().unwrap_or("0"),
                 &new_limit,
             ) =>

@@ -145,6 +145,7 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
             {
                 if let Some(problem) = f.raise_problem(
                     LimitResource::Memory,
+                    &container,
                     limit.as_deref().unwrap_or("0"),
                     &new_limit,
                 ) {
@@ -186,7 +187,9 @@ pub(super) fn memory_exhaustion_predicted(f: &Facts) -> Option<Diagnosis> {
         );
         d.confidence = 0.8;
         d.severity = Severity::Medium;
-        if let Some(problem) = f.raise_problem(LimitResource::Memory, &limit, &new_limit) {
+        if let Some(problem) =
+            f.raise_problem(LimitResource::Memory, &container, &limit, &new_limit)
+        {
             d.human = Some(format!("container {container} of {subject}: {problem}"));
         } else {
             d.proposal = proposal(

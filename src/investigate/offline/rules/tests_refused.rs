@@ -494,3 +494,35 @@ fn a_wedged_pod_restarted_once_is_still_wedged() {
         d.human
     );
 }
+
+/// Issue 43: the nodes a memory raise asks are the proof's (`findings::memory_nodes`): those
+/// the raised container was killed on. A sidecar killed for memory on a node under
+/// MemoryPressure does not stop raising the app's limit, killed on a healthy node; the app
+/// killed on the node short of memory does.
+#[test]
+fn a_memory_raise_asks_only_the_nodes_its_container_was_killed_on() {
+    let raise = |app_node: &str| {
+        Incident::deployment("api")
+            .memory_limit("256Mi")
+            .with(pod("api-1").memory_limit("256Mi").oom_killed().on(app_node))
+            .with(pod("api-2").sidecar_oom_killed("proxy").on("node-2"))
+            .node_allocating("node-1", "4", "16Gi")
+            .node_under_memory_pressure("node-2")
+            .diagnosis()
+    };
+    let d = raise("node-1");
+    let p = d
+        .proposal
+        .as_ref()
+        .unwrap_or_else(|| panic!("{:?}", d.human));
+    assert_eq!(p.action_type, ActionType::IncreaseMemoryLimits);
+    assert_eq!(
+        p.parameters.get("CONTAINER").and_then(|c| c.as_str()),
+        Some("app")
+    );
+    to_a_human(
+        &raise("node-2"),
+        "OOMKilled",
+        "node node-2 is under MemoryPressure",
+    );
+}

@@ -258,10 +258,10 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
     }
     // Evictions and preemptions of the target's pods (a preemption is a Normal event).
     // Its pods now, and the pods since deleted whose names its controllers generated.
-    let own: BTreeSet<&str> = ctx.pods.iter().map(obj::name).collect();
+    let own: Vec<&str> = ctx.pods.iter().map(obj::name).collect();
     for e in ctx.all_events.iter().filter(|e| {
         str_at(e, &["involvedObject", "name"])
-            .is_some_and(|n| own.contains(n) || observed::generated_from(n, &ctx.target.name))
+            .is_some_and(|n| observed::about_workload(n, &ctx.target.name, &own))
     }) {
         let reason = str_at(e, &["reason"]).unwrap_or("");
         let msg = str_at(e, &["message"]).unwrap_or("");
