@@ -499,7 +499,26 @@ mod tests {
             .map(|a| a["name"].as_str().unwrap())
             .collect();
         assert!(names.contains(&"GitRevert"), "{names:?}");
-        assert!(!names.contains(&"RollbackDeployment"), "{names:?}");
+        // Every action that writes what Git declares, whatever its workflow's labels say; the
+        // node actions stay (a node is not in Git).
+        for declared in domain::ActionType::BUILTIN
+            .iter()
+            .filter(|a| a.writes_declared_state())
+        {
+            assert!(!names.contains(&declared.as_str()), "{declared}: {names:?}");
+        }
+        let mut node_ctx = ctx.clone();
+        node_ctx.target_kind = Some("Node".into());
+        let w = c.workflow("cordon-drain-node").unwrap();
+        assert!(c.fit(w, &node_ctx).is_ok());
+        let hpa = c.workflow("patch-hpa-max-replicas").unwrap();
+        let mut hpa_ctx = ctx.clone();
+        hpa_ctx.detected.hpa_enabled = true;
+        assert!(
+            c.fit(hpa, &hpa_ctx)
+                .is_err_and(|e| e.contains("writes what Git declares")),
+            "an autoscaler Git declares is not patched directly"
+        );
         assert!(
             v["cluster_context"]
                 .as_str()

@@ -72,6 +72,12 @@ impl Catalog {
                 return Err(format!("not for targets that are {ex}"));
             }
         }
+        if ctx.detected.git_ops_managed && w.action_type.writes_declared_state() {
+            return Err(format!(
+                "writes what Git declares ({}), and the target is gitOpsManaged: propose the change in Git",
+                w.action_type
+            ));
+        }
         let mut score = 0;
         if !l.severity.is_empty() && !l.severity.iter().any(|s| s == "*") {
             if !matches(&l.severity, ctx.severity.as_ref().map(Severity::as_str)) {

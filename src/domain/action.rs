@@ -78,6 +78,27 @@ impl ActionType {
         }
     }
 
+    /// Whether the action writes what a GitOps tool declares from Git: a workload's template or
+    /// replicas, its autoscaler, budget or claim. On a GitOps-managed target such a change goes
+    /// to Git as a proposal ([`ActionType::GitRevert`]), never as a direct write the next sync
+    /// undoes or fights: the offline selection turns it into one, and the catalog never offers
+    /// a workflow of it there. Deleting a pod and the node actions write nothing Git declares.
+    /// A catalog's own action type is its author's to label (`excludes: [gitOpsManaged]`).
+    pub fn writes_declared_state(&self) -> bool {
+        matches!(
+            self,
+            ActionType::RollbackDeployment
+                | ActionType::RollbackStatefulSet
+                | ActionType::RestartDeployment
+                | ActionType::ScaleReplicas
+                | ActionType::IncreaseMemoryLimits
+                | ActionType::IncreaseCPULimits
+                | ActionType::ExpandPVC
+                | ActionType::RelaxPDB
+                | ActionType::PatchHPAMaxReplicas
+        )
+    }
+
     /// One of the 13 actions kubemedic knows how to prove, run and verify.
     pub fn is_builtin(&self) -> bool {
         !matches!(self, ActionType::Custom(_) | ActionType::NoAction)

@@ -137,7 +137,7 @@ pub(super) async fn resolved(
     };
     let mut out = vec![
         condition_observable(&scene.signal, prometheus).await,
-        desired_state_met(scene, &o),
+        desired_state_met(scene, &o, &events),
     ];
     out.extend(alerted_objects_met(scene, &o, &pods, &events).await?);
     let replaced = replaced_revisions(scene, &o).await?;
@@ -153,9 +153,17 @@ pub(super) async fn resolved(
     Ok(out)
 }
 
-/// Whether the target's desired state is met, from its status ([`window::desired_state`]).
-fn desired_state_met(scene: &Scene, o: &Value) -> Obligation {
+/// Whether the target's desired state is met, from its status ([`window::desired_state`]); a
+/// Node Ready now whose readiness flaps ([`findings::flaps`], from its `events`) is not, as the
+/// node rules say: each drop disrupts every pod on it, whatever it shows at this moment.
+fn desired_state_met(scene: &Scene, o: &Value, events: &[Event]) -> Obligation {
     let obligation = &ob::resolved::DESIRED_STATE_MET;
+    let flapping = (scene.target.kind == "Node")
+        .then(|| super::findings::flaps(scene.now, events, &scene.target.name))
+        .flatten();
+    if let (Some((true, how)), Some(flaps)) = (window::desired_state(o), &flapping) {
+        return obligation.fails(vec![format!("{}: {how}, but {flaps}", scene.target)]);
+    }
     match window::desired_state(o) {
         Some((ok, how)) => obligation.check(ok, vec![format!("{}: {how}", scene.target)]),
         None => obligation.fails(vec![format!(
@@ -280,6 +288,60 @@ fn no_failures_since_onset(r: &window::Recovery) -> Obligation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 43: "resolved" for a Node Ready now whose readiness flaps is not met, as the node
+    /// rules say (`findings::flaps`): a model claiming the problem gone on such a node is
+    /// refuted on `resolved.desired-state-met`.
+    #[tokio::test]
+    async fn a_node_ready_now_whose_readiness_flaps_is_not_resolved() {
+        use std::sync::Arc;
+
+        use crate::cluster::SnapshotCluster;
+        use crate::domain::Target;
+        let now: chrono::DateTime<chrono::Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let met = |flaps: i64| async move {
+            let mut objects = vec![serde_json::json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "w1"},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}})];
+            if flaps > 0 {
+                objects.push(serde_json::json!({"apiVersion": "v1", "kind": "Event",
+                    "metadata": {"name": "w1.1", "namespace": "default"},
+                    "involvedObject": {"kind": "Node", "name": "w1"},
+                    "type": "Normal", "reason": "NodeNotReady", "count": flaps,
+                    "message": "Node w1 status is now: NodeNotReady",
+                    "firstTimestamp": "2026-11-21T11:20:00Z", "lastTimestamp": "2026-11-21T11:50:00Z"}));
+            }
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects});
+            let snap =
+                SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
+            let scene = Scene::new(
+                Arc::new(snap),
+                Target::new("Node", "w1", None),
+                now,
+                crate::prove::scene::test_signal("KubeNodeReadinessFlapping", now),
+            );
+            let o = scene.target_obj().await.unwrap_or_else(|e| panic!("{e:?}"));
+            let events = scene
+                .node_events("w1")
+                .await
+                .unwrap_or_else(|e| panic!("{e:?}"));
+            desired_state_met(&scene, &o, &events)
+        };
+        assert!(
+            met(0).await.holds(),
+            "a Ready node that does not flap is met"
+        );
+        let flapping = met(4).await;
+        assert!(!flapping.holds());
+        assert!(
+            flapping
+                .evidence
+                .iter()
+                .any(|e| e.contains("went NotReady 4 times")),
+            "{:?}",
+            flapping.evidence
+        );
+    }
 
     #[test]
     fn a_node_is_resolved_when_ready_without_trouble_and_not_for_want_of_a_condition() {

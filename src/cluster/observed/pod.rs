@@ -620,8 +620,10 @@ impl Pod {
             .unwrap_or(0);
         // A container that has restarted again and again is past its start-up, however
         // recently its Ready condition moved; so is one the kubelet backs off from restarting
-        // after its starts failed twice (a start that fails is not a start that takes long),
-        // and a pod whose containers could not even be created in time (its probes never ran).
+        // after its starts failed twice (a start that fails is not a start that takes long).
+        // A pod whose containers are still being created is past it only once the kubelet's
+        // attach and mount retries are over ([`REPLACE_STUCK_CREATING_AFTER`]): before, waiting
+        // may still end it, however long its start-up allowance.
         let backing_off = self.containers.iter().any(|c| {
             c.restarts >= BACKED_OFF_RESTARTS && c.waiting.as_deref() == Some("CrashLoopBackOff")
         });
@@ -631,11 +633,9 @@ impl Pod {
             restarts,
             allowance,
             past_startup: !self.deleting
-                && failing_for.is_some_and(|d| {
-                    d > allowance
-                        || restarts >= PAST_STARTUP_RESTARTS
-                        || backing_off
-                        || self.stuck_creating.is_some()
+                && failing_for.is_some_and(|d| match self.stuck_creating {
+                    Some(stuck) => stuck > Duration::seconds(REPLACE_STUCK_CREATING_AFTER),
+                    None => d > allowance || restarts >= PAST_STARTUP_RESTARTS || backing_off,
                 }),
         }
     }

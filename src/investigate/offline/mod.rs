@@ -318,8 +318,9 @@ impl Investigator for OfflineInvestigator {
             {
                 let mut action_type = p.action_type.clone();
                 let mut params = p.parameters.clone();
-                // GitOps: a spec change goes to Git as a proposal, never as a direct patch.
-                if detected.git_ops_managed && action_type != ActionType::DeletePod {
+                // GitOps: a change of what Git declares goes to Git as a proposal, never as a
+                // direct write (`ActionType::writes_declared_state`, as the catalog asks).
+                if detected.git_ops_managed && action_type.writes_declared_state() {
                     action_type = ActionType::GitRevert;
                     let change = if p.git_change.is_empty() {
                         format!(

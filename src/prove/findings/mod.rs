@@ -35,7 +35,10 @@ pub use memory::{
     MEMORY_NODES_ASKED, NodeMemory, SHORT_OF_MEMORY, kill_moments, memory_nodes, node_oom_at,
     node_short_at, node_took_memory, short_of_memory,
 };
-pub use node::{NotReadyEvent, flaps, node_at_fault, not_ready_events, readiness_flaps};
+pub use node::{
+    NotReadyEvent, cannot_finish_terminating, flaps, node_at_fault, not_ready_events,
+    readiness_flaps,
+};
 pub use onset::{ONSET_SLACK_SECONDS, first_onset, onset, predates};
 pub use quota::{QuotaNeed, largest_node, quota_needs, raise_need, raised_replicas};
 pub use replacement::Replacement;
@@ -50,8 +53,8 @@ pub use revision::{
 };
 pub use scheduling::{Blocker, PortHolder, Room, blockers, takes};
 pub use usage::{
-    MAX_STEP_FACTOR, NEAR_LIMIT_PERCENT, THROTTLED_USE_PERCENT, bounded_step, limit_now,
-    near_limit, throttled_use, throttling_alert_about,
+    MAX_STEP_FACTOR, NEAR_LIMIT_PERCENT, THROTTLED_USE_PERCENT, bounded_step, grown_claim_size,
+    limit_now, near_limit, throttled_use, throttling_alert_about,
 };
 
 /// A time of day as evidence shows it (UTC).

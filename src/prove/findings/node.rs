@@ -22,6 +22,19 @@ fn owner(p: &Pod) -> Option<String> {
     ))
 }
 
+/// The pods on `node` (`here`) that were deleted and cannot finish terminating because the
+/// node's kubelet is not there to stop them: its Ready condition reported other than True
+/// (`Unknown`: the node controller stopped hearing from it). On a Ready node, even one whose
+/// readiness flaps, a pod being deleted is one its kubelet is stopping. Moving such pods needs
+/// a human to confirm the node is gone before they are force-deleted (a StatefulSet's
+/// replacement cannot start until then): the dependency graph blocks the drain on it.
+pub fn cannot_finish_terminating<'a>(node: &Node, here: &'a [Pod]) -> Vec<&'a Pod> {
+    if node.ready_status.as_deref().is_none_or(|s| s == "True") {
+        return vec![];
+    }
+    here.iter().filter(|p| p.deleting).collect()
+}
+
 /// Whether the node is the common factor of its pods' failures: its conditions show it in
 /// trouble ([`Node::trouble`]: Ready reported other than True, a pressure or problem condition),
 /// or its pods fail where the same workloads' pods elsewhere
@@ -130,4 +143,30 @@ pub fn not_ready_events(events: &[Event], node: &str) -> Vec<NotReadyEvent> {
         .filter(|e| e.kind == "Node" && e.name == node && e.reason == "NodeNotReady")
         .map(|e| (e.count.max(1), e.first, e.last))
         .collect()
+}
+
+#[cfg(test)]
+mod terminating_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn pods_cannot_finish_terminating_only_on_a_node_whose_kubelet_is_gone() {
+        let now = Utc::now();
+        let node = |ready: &str| {
+            Node::parse(&json!({"metadata": {"name": "n1"},
+                "status": {"conditions": [{"type": "Ready", "status": ready}]}}))
+        };
+        let deleting = Pod::at(
+            &json!({"metadata": {"name": "db-0", "deletionTimestamp": now.to_rfc3339()},
+                "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}),
+            now,
+        );
+        let here = [deleting];
+        assert_eq!(cannot_finish_terminating(&node("Unknown"), &here).len(), 1);
+        assert_eq!(cannot_finish_terminating(&node("False"), &here).len(), 1);
+        // Ready now (flapping or not): its kubelet is stopping the pod.
+        assert!(cannot_finish_terminating(&node("True"), &here).is_empty());
+    }
 }

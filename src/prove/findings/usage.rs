@@ -24,6 +24,19 @@ pub fn bounded_step(old: u128, new: u128) -> bool {
     new > old && new <= old.saturating_mul(MAX_STEP_FACTOR)
 }
 
+/// The size a claim of `bytes` is grown to when it is filling: half again, in whole Gi where
+/// that stays a bounded step ([`bounded_step`], which `pvc.grows-bounded` asks), else in whole
+/// Mi (a claim of a few hundred Mi, whose next whole Gi would be a leap).
+pub fn grown_claim_size(bytes: u128) -> String {
+    let grown = bytes.saturating_mul(3).div_ceil(2);
+    let gi = 1024u128.pow(3);
+    if bounded_step(bytes, grown.div_ceil(gi) * gi) {
+        crate::cluster::quantity::format_gi(grown)
+    } else {
+        crate::cluster::quantity::format_mi(grown)
+    }
+}
+
 /// From what share of its CPU limit a container's measured use counts as throttled, in percent:
 /// the metrics API averages use over its window, and a container whose average is this close to
 /// its quota spends most periods at it (the kernel throttles within each 100 ms period, long
@@ -74,6 +87,29 @@ pub fn limit_now<'a>(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_claim_grows_by_half_in_a_step_its_proof_allows() {
+        use crate::cluster::quantity::memory_bytes;
+        let gi = 1024u128.pow(3);
+        assert_eq!(grown_claim_size(10 * gi), "15Gi");
+        assert_eq!(grown_claim_size(gi), "2Gi");
+        // 100Mi: the next whole Gi would be ten times as much.
+        assert_eq!(grown_claim_size(100 * 1024 * 1024), "150Mi");
+        for size in [
+            1u128 << 20,
+            100 << 20,
+            255 << 20,
+            256 << 20,
+            700 << 20,
+            gi,
+            3 * gi,
+            1000 * gi,
+        ] {
+            let grown = memory_bytes(&grown_claim_size(size)).unwrap();
+            assert!(bounded_step(size, grown), "{size} → {grown}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -278,3 +278,20 @@ fn a_kill_for_memory_is_the_kubelet_s_word_or_a_sigkill_the_kernel_reported() {
     let later = t(NOW) + Duration::hours(MEMORY_KILL_LOOKBACK_HOURS + 1);
     assert!(said.recent_memory_kills(&[], later).is_empty());
 }
+
+/// Issue 43: a pod stuck creating is worth replacing (`Pod::unready`'s `past_startup`, which
+/// the deletion's proof and the rules ask) only once the kubelet's attach and mount retries are
+/// over, however short its start-up allowance: at 150 s the stuck-creating rule would still
+/// wait, and so does the proof now.
+#[test]
+fn a_pod_stuck_creating_is_past_its_start_up_only_after_the_kubelet_s_retries() {
+    let creating = json!({"name": "api", "ready": false, "restartCount": 0,
+        "state": {"waiting": {"reason": "ContainerCreating"}}});
+    let at = |since: &str| Pod::at(&pod("Pending", false, since, creating.clone()), t(NOW));
+    // 150 s in: stuck (past the creating allowance), not yet past the retries.
+    let early = at("2026-11-28T11:57:30Z");
+    assert!(early.stuck_creating.is_some());
+    assert!(!early.unready(t(NOW)).past_startup);
+    // 400 s in: past them.
+    assert!(at("2026-11-28T11:53:20Z").unready(t(NOW)).past_startup);
+}

@@ -218,12 +218,12 @@ pub(super) fn terminating_stuck(f: &Facts) -> Option<Diagnosis> {
 /// One pod stuck creating while its siblings run: replace it.
 pub(super) fn containercreating_stuck(f: &Facts) -> Option<Diagnosis> {
     // Stuck as the model reads it (`Pod::stuck_creating`: containers or init containers being
-    // created, or placed with none reported), not by the status text a listing shows.
-    let p = f.pods.iter().find(|p| {
-        p.observed
-            .stuck_creating
-            .is_some_and(|a| a > Duration::seconds(observed::REPLACE_STUCK_CREATING_AFTER))
-    })?;
+    // created, or placed with none reported), not by the status text a listing shows, and
+    // worth replacing as the deletion's proof asks (`Pod::unready`: past the kubelet's retries).
+    let p = f
+        .pods
+        .iter()
+        .find(|p| p.observed.stuck_creating.is_some() && p.observed.unready(f.now).past_startup)?;
     let mount_problem = p
         .warnings
         .first()

@@ -61,7 +61,7 @@ pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
             ));
         }
         Some(bytes) if !class.is_empty() => {
-            let new_size = quantity::format_gi((bytes as f64 * RAISE_FACTOR).ceil() as u128);
+            let new_size = findings::grown_claim_size(bytes);
             d.factors.push(format!(
                 "storage class {class}; proposed size {new_size} (x1.5)"
             ));

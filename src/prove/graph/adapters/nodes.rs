@@ -233,15 +233,8 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         }
         // Pods that were deleted but cannot finish terminating: the kubelet that would stop
         // them is gone, so moving them needs a human to confirm the node is down.
-        let stuck = here
-            .iter()
-            .filter(|p| at(p, &["metadata", "deletionTimestamp"]).is_some())
-            .count();
-        if stuck > 0
-            && d.unhealthy
-                .as_deref()
-                .is_some_and(|u| u.contains("NotReady"))
-        {
+        let stuck = findings::cannot_finish_terminating(&observed_node, &on_node).len();
+        if stuck > 0 {
             d.blocks = Some(format!(
                 "{stuck} pod(s) on it were deleted and cannot finish terminating while its kubelet is unreachable: a human must confirm the node is gone before force-deleting them (a StatefulSet's replacement cannot start until then)"
             ));
