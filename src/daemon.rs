@@ -15,7 +15,7 @@ use tracing::{info, warn};
 use crate::approval::dispatch::Dispatcher;
 use crate::approval::{ApprovalStage, Approvals, LinkSigner};
 use crate::clock::{Clock, SystemClock};
-use crate::cluster::{ClusterReader, KubeCluster};
+use crate::cluster::{CachedReader, ClusterReader, KubeCluster, WatchCache};
 use crate::config::{GateParts, Settings};
 use crate::domain::{HistoryRecord, Target};
 use crate::domain::{Phase, RemediationRequest, Stage, StageError, StageOutcome};
@@ -126,6 +126,8 @@ pub struct Components {
     /// The requests mirrored as `Remediation` objects (`--mirror-remediations`), run beside
     /// the workers.
     pub mirror: Option<Arc<crate::mirror::Mirror>>,
+    /// The watch-backed view investigations read (`--no-watch-cache` leaves it out).
+    pub cache: Option<Arc<WatchCache>>,
 }
 
 /// The configuration the dashboard's catalog and policy pages show.
@@ -424,6 +426,34 @@ pub async fn start_on(
     })
 }
 
+/// `/readyz` entry `cluster_cache`: ready once every watched kind has listed the cluster once
+/// or failed to (a kind that cannot be watched is read directly, and said so).
+pub struct CacheDependency(pub Arc<WatchCache>);
+
+#[async_trait::async_trait]
+impl Dependency for CacheDependency {
+    fn name(&self) -> &'static str {
+        "cluster_cache"
+    }
+    async fn check(&self) -> DependencyStatus {
+        let s = self.0.stats();
+        let mut detail = format!(
+            "{} of {} kinds served from watches, {} objects",
+            s.serving, s.kinds, s.objects
+        );
+        if !s.direct.is_empty() {
+            detail.push_str(&format!("; read directly: {}", s.direct.join(", ")));
+        }
+        if !s.settled {
+            detail = format!("first lists under way: {detail}");
+        }
+        DependencyStatus {
+            ok: s.settled,
+            detail,
+        }
+    }
+}
+
 /// `/readyz` entry for the Kubernetes API: reachable (with its version), unreachable, or not
 /// configured at all.
 pub struct ClusterDependency {
@@ -523,10 +553,23 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
                 Arc::new(SystemClock),
                 Some(metrics.clone()),
             );
-            components.reader = Some(cluster.clone());
+            // What investigations read: the watch-backed cache, where staleness cannot make a
+            // write wrong (docs/adr/0038-watch-cache.md). Approvals, execution and
+            // verification read the API server.
+            let investigating: Arc<dyn ClusterReader> = if settings.cluster.watch_cache {
+                let cache = WatchCache::start(cluster.clone());
+                components
+                    .dependencies
+                    .push(Arc::new(CacheDependency(cache.clone())));
+                components.cache = Some(cache.clone());
+                Arc::new(CachedReader::new(cache, cluster.clone()))
+            } else {
+                cluster.clone()
+            };
+            components.reader = Some(investigating.clone());
             components.stages.push(Arc::new(
                 EnrichmentStage::new(
-                    cluster.clone(),
+                    investigating.clone(),
                     gate.clone(),
                     settings.enrich.default_environment.clone(),
                 )
@@ -558,8 +601,8 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
             let (stages, investigator) = investigation_stages(
                 settings,
                 &components.dashboard,
-                cluster.clone(),
-                cluster.clone(),
+                investigating,
+                (cluster.clone(), cluster.clone()),
                 clock.clone(),
                 history,
                 crate::investigate::Observers {
@@ -666,11 +709,16 @@ pub fn remote_tools(
 /// The investigation and selection stages on a cluster, with the configured investigator, and
 /// its `/readyz` entry. A catalog or playbook that does not load leaves the stages out
 /// (requests then end in review, "investigation not available"), logged and shown on `/readyz`.
+/// They judge on `reader` (a watch-backed cache may serve it); the selection's dry runs write
+/// through `writer` what they read from `write_reader` (the API server).
 pub fn investigation_stages(
     settings: &Settings,
     parts: &DashboardParts,
     reader: Arc<dyn ClusterReader>,
-    writer: Arc<dyn crate::cluster::ClusterWriter>,
+    (write_reader, writer): (
+        Arc<dyn ClusterReader>,
+        Arc<dyn crate::cluster::ClusterWriter>,
+    ),
     clock: Arc<dyn Clock>,
     history: Arc<dyn RemediationHistory>,
     observers: crate::investigate::Observers,
@@ -704,7 +752,9 @@ pub fn investigation_stages(
                     .map(Arc::new)
             });
             let prover = Arc::new(
-                Prover::new(reader, Some(writer), built.catalog, clock).with_prometheus(prometheus),
+                Prover::new(reader, Some(writer), built.catalog, clock)
+                    .with_write_reads(write_reader)
+                    .with_prometheus(prometheus),
             );
             (
                 vec![

@@ -882,6 +882,7 @@ async fn a_staging_incident_is_auto_approved_and_a_production_one_needs_a_human(
             reader: None,
             live: Default::default(),
             mirror: None,
+            cache: None,
         },
         None,
     )

@@ -1197,7 +1197,7 @@ async fn readyz_reports_the_models_last_call_and_the_daily_budget() {
         &settings,
         &kubemedic::daemon::DashboardParts::load(&settings, None),
         snap.clone(),
-        snap,
+        (snap.clone(), snap),
         clock,
         Arc::new(InMemoryHistory::default()),
         Default::default(),

@@ -53,6 +53,11 @@ impl Default for KubeOptions {
     }
 }
 
+/// How long a watch's connection may stay silent before the client gives up on it: longer
+/// than the `timeoutSeconds` (290) the watcher asks the server to end each watch at, so a
+/// quiet kind's watch ends by the server's word, not by a read timeout meant for one request.
+const WATCH_READ_TIMEOUT: Duration = Duration::from_secs(330);
+
 /// How often a continuing API server outage is summarised in the log.
 const OUTAGE_REPORT_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -174,6 +179,9 @@ struct DiscoveryCache {
 
 pub struct KubeCluster {
     client: Client,
+    /// The same credentials without the per-request read timeout: for watches
+    /// ([`super::cache::WatchCache`]), which stay open for minutes.
+    watch_client: Client,
     policy: ReadPolicy,
     counter: RequestCounter,
     discovery: RwLock<DiscoveryCache>,
@@ -222,13 +230,20 @@ impl KubeCluster {
             "Kubernetes API server",
             OUTAGE_REPORT_INTERVAL,
         ));
+        let mut watch_config = config.clone();
+        watch_config.read_timeout = Some(WATCH_READ_TIMEOUT);
         let client = kube::client::ClientBuilder::try_from(config)
             .map_err(|e| config_error(e.to_string()))?
             .with_layer(&counter)
             .with_layer(&Watch(outage))
             .build();
+        let watch_client = kube::client::ClientBuilder::try_from(watch_config)
+            .map_err(|e| config_error(e.to_string()))?
+            .with_layer(&counter)
+            .build();
         Ok(Self {
             client,
+            watch_client,
             policy: opts.policy.clone(),
             counter,
             discovery: RwLock::new(DiscoveryCache {
@@ -243,6 +258,16 @@ impl KubeCluster {
     /// [`ClusterWriter`] and their checks.
     pub fn client(&self) -> Client {
         self.client.clone()
+    }
+
+    /// The client for watches (no per-request read timeout).
+    pub fn watch_client(&self) -> Client {
+        self.watch_client.clone()
+    }
+
+    /// What this cluster refuses to read.
+    pub fn policy(&self) -> &ReadPolicy {
+        &self.policy
     }
 
     pub fn requests(&self) -> &RequestCounter {
@@ -393,7 +418,7 @@ fn map_err(e: kube::Error) -> ClusterError {
     }
 }
 
-fn to_value(obj: DynamicObject, res: &ResourceInfo) -> Result<Value> {
+pub(super) fn to_value(obj: DynamicObject, res: &ResourceInfo) -> Result<Value> {
     let mut v = serde_json::to_value(obj)
         .map_err(|e| ClusterError::new(ErrorKind::Other, format!("cannot encode object: {e}")))?;
     if let Value::Object(map) = &mut v {

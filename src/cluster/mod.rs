@@ -11,6 +11,7 @@
 //! default) and blocked namespaces — there is no way to read a Secret through these types — and
 //! every tool output passes the [`crate::redact`] sanitiser before anyone sees it.
 
+pub mod cache;
 pub mod context;
 mod dryrun;
 pub mod jobs;
@@ -34,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use self::kube::{KubeCluster, KubeOptions, RequestCounter};
+pub use cache::{CacheStats, CachedReader, WatchCache};
 pub use dryrun::{DryRunOp, DryRunWrite, DryRunWriter};
 pub use memo::MemoReader;
 pub use snapshot::SnapshotCluster;
@@ -299,6 +301,8 @@ pub struct ClusterSettings {
     pub own_namespace: String,
     /// Watch kubemedic's custom resources.
     pub custom_resources: bool,
+    /// Investigate through a watch-backed cache ([`cache::WatchCache`]).
+    pub watch_cache: bool,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     pub timeout: Duration,

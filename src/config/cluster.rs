@@ -69,6 +69,11 @@ settings! {
         /// catalog, playbooks, pinned context and policy then come from files only.
         #[arg(long, env = "KUBEMEDIC_NO_CUSTOM_RESOURCES")]
         pub no_custom_resources: bool,
+
+        /// Read the cluster directly for every investigation instead of through watches
+        /// (docs/adr/0038-watch-cache.md): more API requests, no cache memory.
+        #[arg(long, env = "KUBEMEDIC_NO_WATCH_CACHE")]
+        pub no_watch_cache: bool,
     }
 }
 
@@ -135,6 +140,7 @@ impl ClusterArgs {
         Ok(ClusterSettings {
             own_namespace,
             custom_resources: !self.no_custom_resources,
+            watch_cache: !self.no_watch_cache,
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
             timeout: Duration::from_secs(timeout),

@@ -114,7 +114,7 @@ fn demo_components(
         settings,
         &parts,
         reader.clone(),
-        cluster.clone(),
+        (reader.clone(), cluster.clone()),
         clock.clone(),
         Arc::new(daemon::StoreHistory::new(store.clone())),
         crate::investigate::Observers {
@@ -148,6 +148,8 @@ fn demo_components(
         live,
         // The demo's cluster is a snapshot: nothing to mirror to.
         mirror: None,
+        // Nor to watch: the snapshot is read in memory already.
+        cache: None,
     };
     Ok((components, demo_cluster))
 }

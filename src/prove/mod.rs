@@ -106,6 +106,8 @@ pub struct Prover {
     reader: Arc<dyn ClusterReader>,
     /// For the dry run; `None` shows no change (nothing to dry-run against).
     writer: Option<Arc<dyn ClusterWriter>>,
+    /// What the dry run's actions read the objects they write from ([`Prover::with_write_reads`]).
+    write_reader: Arc<dyn ClusterReader>,
     catalog: Arc<Live<Catalog>>,
     clock: Arc<dyn Clock>,
     /// Asked whether an alert's condition the objects cannot show still holds ("resolved").
@@ -120,12 +122,22 @@ impl Prover {
         clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
+            write_reader: reader.clone(),
             reader,
             writer,
             catalog,
             clock,
             prometheus: None,
         }
+    }
+
+    /// Read what the dry run writes from `reader` (the API server) rather than from the reader
+    /// the obligations are judged on (which may be a watch-backed cache): a write sent with the
+    /// resource version it was read at must be read fresh, or the dry run conflicts with a
+    /// change the cache has not brought yet (docs/adr/0038-watch-cache.md).
+    pub fn with_write_reads(mut self, reader: Arc<dyn ClusterReader>) -> Self {
+        self.write_reader = reader;
+        self
     }
 
     /// Ask `prometheus` whether an alert's condition that the cluster's objects cannot show
@@ -409,7 +421,7 @@ impl Prover {
                 ..Default::default()
             });
         };
-        let dry = DryRunWriter::new(self.reader.clone(), writer.clone());
+        let dry = DryRunWriter::new(self.write_reader.clone(), writer.clone());
         let mut refused = None;
         for step in steps {
             let Some(action) = step.action.builtin() else {
@@ -426,7 +438,7 @@ impl Prover {
                 .collect();
             match action
                 .run(
-                    self.reader.as_ref(),
+                    self.write_reader.as_ref(),
                     &dry,
                     &args,
                     claim.target,

@@ -109,6 +109,8 @@ pub struct TestDaemon {
     pub running: Option<Running>,
     pub store: Arc<dyn Store>,
     pub client: reqwest::Client,
+    /// The watch-backed view its investigations read, when it has one.
+    pub cache: Option<Arc<kubemedic::cluster::WatchCache>>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -158,6 +160,7 @@ impl TestDaemon {
             Some(c) => c,
             None => daemon::serve_components(&settings, store.clone()).await,
         };
+        let cache = components.cache.clone();
         let listener = tokio::net::TcpListener::bind(settings.listen)
             .await
             .expect("bind");
@@ -176,6 +179,7 @@ impl TestDaemon {
             running: Some(running),
             store,
             client: reqwest::Client::new(),
+            cache,
             _dir: Some(dir),
         }
     }

@@ -17,27 +17,11 @@ use crate::redact::{sanitize_text, sanitize_value};
 /// e.g. of a workload scaled to zero by hand); everything is sanitised afterwards.
 fn captured(d: &Value) -> Value {
     let kind = obj::kind(d);
-    let managed: Vec<Value> = obj::array(d, &["metadata", "managedFields"])
-        .iter()
-        .map(|m| {
-            let mut kept = serde_json::Map::new();
-            for key in ["manager", "operation", "time", "subresource"] {
-                if let Some(v) = m.get(key) {
-                    kept.insert(key.into(), v.clone());
-                }
-            }
-            if kind == "Node" {
-                kept.insert(
-                    "fieldsV1".into(),
-                    match obj::at(m, &["fieldsV1", "f:spec"]) {
-                        Some(f) => json!({"f:spec": f}),
-                        None => json!({}),
-                    },
-                );
-            }
-            Value::Object(kept)
-        })
-        .collect();
+    let managed: Vec<Value> = {
+        let mut trimmed = d.clone();
+        crate::cluster::cache::trim_managed_fields(&mut trimmed);
+        obj::array(&trimmed, &["metadata", "managedFields"]).to_vec()
+    };
     let mut v = if matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet") {
         let mut v = d.clone();
         if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
