@@ -10,49 +10,21 @@
 use serde_json::json;
 
 use super::rules::Diagnosis;
+pub(super) use super::rules::Standing;
 use crate::domain::{
     ActionParams, ActionType, DepKind, Dependency, InvestigationOutcome, Neighbourhood, Proposal,
     Severity, Target,
 };
 
-/// How far a rule's conclusion stands against the neighbourhood.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Standing {
-    /// The rule's evidence determines the cause (a rollout, a prediction, the object's own
-    /// status): the neighbourhood only adds context.
-    Determined,
-    /// The rule names a cause that a dependency unhealthy now would override.
-    UnlessUnhealthy,
-    /// The rule saw the symptom only: any culprit the neighbourhood supports decides.
-    Symptom,
-}
-
+/// How far `d` stands: its rule's declared standing (`Rule::standing`, one per rule in
+/// `rules::RULES`), except that a diagnosis about kills for memory (`Diagnosis::killed_for_memory`:
+/// an OOM kill, a prediction for a container already killed) stands only unless a node that ran
+/// short of memory itself explains the kills.
 pub(super) fn standing(d: &Diagnosis) -> Standing {
-    match d.rule {
-        // A prediction for a container already killed for memory is about those kills: a node
-        // that ran short of memory itself explains them, as it does an `oomkilled` finding.
-        "memory-exhaustion-predicted" if d.killed_for_memory => Standing::UnlessUnhealthy,
-        "subject-unverified"
-        | "pvc-fill-predicted"
-        | "memory-exhaustion-predicted"
-        | "node-flapping"
-        | "node-ready"
-        | "node-not-ready"
-        | "hpa-maxed-out"
-        | "pdb-blocks-eviction"
-        | "service-unreachable"
-        | "scaled-to-zero"
-        | "suspended"
-        | "rollout-regression"
-        | "create-container-config-error"
-        | "state-kept-across-restarts"
-        | "problem-resolved" => Standing::Determined,
-        // Raising a CPU limit while the autoscaler that should add pods is broken treats the
-        // symptom.
-        "wedged-runtime" | "oomkilled" | "imagepullbackoff" | "cpu-throttling" => {
-            Standing::UnlessUnhealthy
-        }
-        _ => Standing::Symptom,
+    if d.killed_for_memory {
+        Standing::UnlessUnhealthy
+    } else {
+        d.standing
     }
 }
 
@@ -64,16 +36,14 @@ pub(super) fn standing(d: &Diagnosis) -> Standing {
 /// flapping readiness), a Service, a host, a volume or a policy does not, however unhealthy.
 /// What changed in what the pods read is the memory proof's question
 /// (`memory.no-change-explains`), not an override here.
-fn explains(rule: &str, c: &Dependency) -> bool {
-    match rule {
-        "oomkilled" | "memory-exhaustion-predicted" => {
-            c.kind == DepKind::Node
-                && c.on_node
-                    .as_ref()
-                    .is_some_and(|o| o.short_of_memory.is_some())
-        }
-        _ => true,
+fn explains(d: &Diagnosis, c: &Dependency) -> bool {
+    if !d.killed_for_memory {
+        return true;
     }
+    c.kind == DepKind::Node
+        && c.on_node
+            .as_ref()
+            .is_some_and(|o| o.short_of_memory.is_some())
 }
 
 /// The diagnosis the neighbourhood supports instead of `d`, if any.
@@ -83,7 +53,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         return None;
     }
     let c = n.culprit()?;
-    if standing == Standing::UnlessUnhealthy && (c.unhealthy.is_none() || !explains(d.rule, c)) {
+    if standing == Standing::UnlessUnhealthy && (c.unhealthy.is_none() || !explains(d, c)) {
         return None;
     }
     let explain = n.explain()?;
@@ -280,6 +250,8 @@ mod tests {
         let target = Target::new("StatefulSet", "ledger", Some("shop".into()));
         let mut oom = Diagnosis::new("OOMKilled", "ledger-0 was killed at its memory limit");
         oom.rule = "oomkilled";
+        oom.standing = Standing::UnlessUnhealthy;
+        oom.killed_for_memory = true;
         let service = Dependency::new(
             DepKind::Service,
             "Service shop/ledger-headless",
@@ -322,6 +294,7 @@ mod tests {
         // a kill at the container's own limit is evidence no dependency of that kind explains.
         let mut pull = Diagnosis::new("ImagePullBackOff", "ledger-0 cannot pull its image");
         pull.rule = "imagepullbackoff";
+        pull.standing = Standing::UnlessUnhealthy;
         let service = Dependency::new(DepKind::Service, "Service shop/registry", "named in events")
             .unhealthy("has no ready endpoints", None);
         assert!(decide(&neighbourhood(service), &pull, &target).is_some());
@@ -345,6 +318,7 @@ mod tests {
         };
         let mut predicted = Diagnosis::new("MemoryExhaustionPredicted", "ledger nears its limit");
         predicted.rule = "memory-exhaustion-predicted";
+        predicted.standing = Standing::Determined;
         // Nothing killed yet: the prediction is about the container's own use.
         assert_eq!(standing(&predicted), Standing::Determined);
         assert!(decide(&neighbourhood(short.clone()), &predicted, &target).is_none());

@@ -71,6 +71,8 @@ pub(super) struct Diagnosis {
     /// node that ran short of memory itself at those kills explains them (the graph's
     /// question, and `memory.killed-by-own-limit`'s).
     pub killed_for_memory: bool,
+    /// Its rule's standing against the dependency graph ([`Rule::standing`]).
+    pub standing: Standing,
 }
 
 impl Diagnosis {
@@ -87,14 +89,30 @@ impl Diagnosis {
             human: None,
             analysis: String::new(),
             rule: "none",
+            standing: Standing::Symptom,
             rule_playbooks: &[],
             killed_for_memory: false,
         }
     }
 }
 
+/// How far a rule's conclusion stands against the neighbourhood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::investigate::offline) enum Standing {
+    /// The rule's evidence determines the cause (a rollout, a prediction, the object's own
+    /// status): the neighbourhood only adds context.
+    Determined,
+    /// The rule names a cause that a dependency unhealthy now would override.
+    UnlessUnhealthy,
+    /// The rule saw the symptom only: any culprit the neighbourhood supports decides.
+    Symptom,
+}
+
 pub(super) struct Rule {
     pub name: &'static str,
+    /// How far its conclusion stands against what the dependency graph finds
+    /// ([`super::depends::decide`]).
+    pub standing: Standing,
     /// The playbooks whose decision this rule implements; empty when none describes it.
     pub playbooks: &'static [&'static str],
     /// `Some` when the rule fires.
@@ -106,67 +124,79 @@ pub(super) const RULES: &[Rule] = &[
     // The subject is gone: nothing to investigate. No playbook.
     Rule {
         name: "subject-unverified",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: subject_unverified,
     },
     // Predictions first: a forecast is judged on its own terms, whatever the pods show.
     Rule {
         name: "pvc-fill-predicted",
+        standing: Standing::Determined,
         playbooks: &["PVCFillPredicted"],
         diagnose: pvc_fill_predicted,
     },
     Rule {
         name: "memory-exhaustion-predicted",
+        standing: Standing::Determined,
         playbooks: &["MemoryExhaustionPredicted"],
         diagnose: memory_exhaustion_predicted,
     },
     // Nodes: no playbook describes a node failure.
     Rule {
         name: "node-flapping",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: node_flapping,
     },
     Rule {
         name: "node-ready",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: node_ready,
     },
     Rule {
         name: "node-not-ready",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: node_not_ready,
     },
     // Autoscalers and disruption budgets: judged on their own status. No playbook.
     Rule {
         name: "hpa-maxed-out",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: hpa_maxed_out,
     },
     Rule {
         name: "pdb-blocks-eviction",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: pdb_blocks_eviction,
     },
     Rule {
         name: "service-unreachable",
+        standing: Standing::Determined,
         playbooks: &["ServiceUnreachable"],
         diagnose: service_unreachable,
     },
     // The "a recent rollout broke it: roll back" branch these playbooks share.
     Rule {
         name: "rollout-regression",
+        standing: Standing::Determined,
         playbooks: &["CrashLoopBackOff", "ImagePullBackOff"],
         diagnose: rollout_regression,
     },
     // Suspended by its own spec (a CronJob's spec.suspend). No playbook.
     Rule {
         name: "suspended",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: suspended,
     },
     // Scaled to zero against its declared replicas. No playbook.
     Rule {
         name: "scaled-to-zero",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: scaled_to_zero,
     },
@@ -174,6 +204,7 @@ pub(super) const RULES: &[Rule] = &[
     // capacity left does not carry the load. No playbook.
     Rule {
         name: "scaled-below-declared",
+        standing: Standing::Symptom,
         playbooks: &[],
         diagnose: scaled_below_declared,
     },
@@ -181,6 +212,7 @@ pub(super) const RULES: &[Rule] = &[
     // playbook.
     Rule {
         name: "cpu-throttling",
+        standing: Standing::UnlessUnhealthy,
         playbooks: &[],
         diagnose: cpu_throttling,
     },
@@ -188,80 +220,95 @@ pub(super) const RULES: &[Rule] = &[
     // release step someone chose. No playbook.
     Rule {
         name: "rollout-held",
+        standing: Standing::Symptom,
         playbooks: &[],
         diagnose: rollout_held,
     },
     // Healthy again. No playbook.
     Rule {
         name: "problem-resolved",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: problem_resolved,
     },
     Rule {
         name: "oomkilled",
+        standing: Standing::UnlessUnhealthy,
         playbooks: &["OOMKilled"],
         diagnose: oomkilled,
     },
     Rule {
         name: "create-container-config-error",
+        standing: Standing::Determined,
         playbooks: &["CreateContainerConfigError"],
         diagnose: create_container_config_error,
     },
     Rule {
         name: "imagepullbackoff",
+        standing: Standing::UnlessUnhealthy,
         playbooks: &["ImagePullBackOff"],
         diagnose: imagepullbackoff,
     },
     Rule {
         name: "pending-insufficient-resources",
+        standing: Standing::Symptom,
         playbooks: &["PendingInsufficientResources"],
         diagnose: pending_insufficient_resources,
     },
     Rule {
         name: "pending-untolerated-taint",
+        standing: Standing::Symptom,
         playbooks: &["PendingSchedulingConstraints"],
         diagnose: pending_untolerated_taint,
     },
     Rule {
         name: "pending-scheduling-constraints",
+        standing: Standing::Symptom,
         playbooks: &["PendingSchedulingConstraints"],
         diagnose: pending_scheduling_constraints,
     },
     Rule {
         name: "terminating-stuck",
+        standing: Standing::Symptom,
         playbooks: &["TerminatingStuck"],
         diagnose: terminating_stuck,
     },
     Rule {
         name: "containercreating-stuck",
+        standing: Standing::Symptom,
         playbooks: &["ContainerCreatingStuck"],
         diagnose: containercreating_stuck,
     },
     // The only pod ran, and fails every start since on state its emptyDir keeps: replace it.
     Rule {
         name: "state-kept-across-restarts",
+        standing: Standing::Determined,
         playbooks: &[],
         diagnose: state_kept_across_restarts,
     },
     // One pod fails where its siblings of the same revision run: replace that pod.
     Rule {
         name: "lone-pod-failure",
+        standing: Standing::Symptom,
         playbooks: &["CrashLoopBackOff", "ReadinessProbeFailing"],
         diagnose: lone_pod_failure,
     },
     // Running pods wedged in an exhausted runtime state, the spec unchanged: restart them.
     Rule {
         name: "wedged-runtime",
+        standing: Standing::UnlessUnhealthy,
         playbooks: &["ReadinessProbeFailing"],
         diagnose: wedged_runtime,
     },
     Rule {
         name: "crashloopbackoff",
+        standing: Standing::Symptom,
         playbooks: &["CrashLoopBackOff"],
         diagnose: crashloopbackoff,
     },
     Rule {
         name: "readiness-probe-failing",
+        standing: Standing::Symptom,
         playbooks: &["ReadinessProbeFailing"],
         diagnose: readiness_probe_failing,
     },
@@ -273,6 +320,7 @@ pub(super) fn diagnose(f: &Facts) -> Diagnosis {
         if let Some(mut d) = (rule.diagnose)(f) {
             tracing::debug!(rule = rule.name, playbooks = ?rule.playbooks, "offline rule fired");
             d.rule = rule.name;
+            d.standing = rule.standing;
             d.rule_playbooks = rule.playbooks;
             vet(&mut d, f);
             return d;

@@ -32,6 +32,7 @@ pub(super) fn oomkilled(f: &Facts) -> Option<Diagnosis> {
     d.factors = f.failure_descriptions();
     d.target = f.target.clone();
     d.severity = Severity::High;
+    d.killed_for_memory = true;
     let limit = f.limit(container, "memory");
     match limit
         .as_deref()

@@ -24,11 +24,8 @@ pub(in crate::investigate::offline) fn vet(d: &mut Diagnosis, f: &Facts) {
                 .map(|t| t.name.as_str()),
         ),
         ActionType::DeletePod if on_target => {
-            let Some(name) = p
-                .parameters
-                .get("POD_NAME")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
+            let ActionParams::DeletePod { pod: Some(name) } =
+                ActionParams::read(&p.action_type, &p.parameters)
             else {
                 return;
             };
