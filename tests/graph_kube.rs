@@ -2824,7 +2824,14 @@ async fn snapshot_a_rollout_that_orphaned_a_service_is_undone_only_where_its_pro
             .unwrap_or_else(|| panic!("{}", n.compact(8)))
     }
     let as_captured = culprit(RELABELLED).await;
-    assert_eq!(as_captured.undo_to_revision, Some(2), "{as_captured:?}");
+    assert_eq!(
+        as_captured
+            .undo
+            .as_ref()
+            .map(|u| (u.target.to_string(), u.to_revision)),
+        Some(("treasury/Deployment/fx-rates".to_owned(), 2)),
+        "{as_captured:?}"
+    );
     assert_eq!(as_captured.blocks, None);
 
     let paused = RELABELLED.replacen(
@@ -2834,7 +2841,7 @@ async fn snapshot_a_rollout_that_orphaned_a_service_is_undone_only_where_its_pro
     );
     assert_ne!(paused, RELABELLED);
     let d = culprit(&paused).await;
-    assert_eq!(d.undo_to_revision, None, "{d:?}");
+    assert_eq!(d.undo, None, "{d:?}");
     assert!(
         d.blocks
             .as_deref()
@@ -2851,7 +2858,7 @@ async fn snapshot_a_rollout_that_orphaned_a_service_is_undone_only_where_its_pro
     );
     assert_ne!(hurried, RELABELLED);
     let d = culprit(&hurried).await;
-    assert_eq!(d.undo_to_revision, None, "{d:?}");
+    assert_eq!(d.undo, None, "{d:?}");
     assert!(
         d.blocks
             .as_deref()

@@ -78,10 +78,10 @@ pub struct Dependency {
     /// it outranks that one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub causes: Option<String>,
-    /// A revision of this workload that did not have the problem (the one before the rollout
-    /// that caused it): rolling back to it undoes the change.
+    /// The workload and its revision that did not have the problem (the one before the rollout
+    /// that caused it): rolling it back to that undoes the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub undo_to_revision: Option<i64>,
+    pub undo: Option<Undo>,
     /// For the node a pod of the target runs on: how many run there and fail, and whether
     /// the node is their common factor (the drain's question, asked of the target's pods).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +89,14 @@ pub struct Dependency {
     /// Set by the ranking.
     #[serde(default)]
     pub score: u32,
+}
+
+/// A rollback that undoes a dependency's trouble ([`Dependency::undo`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Undo {
+    /// The workload to roll back.
+    pub target: super::Target,
+    pub to_revision: i64,
 }
 
 /// The target's pods on one node ([`Dependency::on_node`]).
@@ -123,7 +131,7 @@ impl Dependency {
             evidence: vec![],
             blocks: None,
             causes: None,
-            undo_to_revision: None,
+            undo: None,
             on_node: None,
             score: 0,
         }
@@ -146,9 +154,13 @@ impl Dependency {
         self
     }
 
-    /// Rolling this workload back to `revision` undoes the change that caused the trouble.
-    pub fn undo_to(mut self, revision: i64) -> Self {
-        self.undo_to_revision = Some(revision);
+    /// Rolling `workload` (this dependency) back to `revision` undoes the change that caused
+    /// the trouble.
+    pub fn undo_to(mut self, workload: super::Target, revision: i64) -> Self {
+        self.undo = Some(Undo {
+            target: workload,
+            to_revision: revision,
+        });
         self
     }
 

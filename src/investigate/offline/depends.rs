@@ -7,8 +7,6 @@
 //! fits the culprit (a node everything fails on: cordon and drain it — its proof decides);
 //! otherwise a human decides, told what to look at.
 
-use serde_json::json;
-
 use super::rules::Diagnosis;
 pub(super) use super::rules::Standing;
 use crate::domain::{
@@ -84,7 +82,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.target = Some(Target::new("Node", node, None));
         out.proposal = Some(Proposal {
             action_type: ActionType::CordonDrainNode,
-            parameters: json!({}).as_object().cloned().unwrap_or_default(),
+            parameters: ActionParams::Drain.to_map(),
             git_change: String::new(),
             workflow_id: None,
         });
@@ -121,7 +119,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.target = Some(target.clone());
         out.proposal = Some(Proposal {
             action_type: ActionType::RestartDeployment,
-            parameters: serde_json::Map::new(),
+            parameters: ActionParams::Restart.to_map(),
             git_change: String::new(),
             workflow_id: None,
         });
@@ -137,9 +135,7 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
     // trouble began with the rollout).
     if c.kind == DepKind::Rollout
         && c.unhealthy.is_some()
-        && let (Some(revision), Some(deployment)) =
-            (c.undo_to_revision, c.object.strip_prefix("Deployment "))
-        && let Some((ns, name)) = deployment.split_once('/')
+        && let Some(undo) = &c.undo
     {
         let mut out = Diagnosis::new(
             "RolloutBrokeDependent",
@@ -150,11 +146,11 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         out.factors.push(format!("{} {}", c.object, c.relation));
         out.confidence = 0.8;
         out.severity = Severity::High;
-        out.target = Some(Target::new("Deployment", name, Some(ns.to_owned())));
+        out.target = Some(undo.target.clone());
         out.proposal = Some(Proposal {
             action_type: ActionType::RollbackDeployment,
-            parameters: ActionParams::rollback(revision).to_map(),
-            git_change: format!("revert the change to {deployment}'s pod labels"),
+            parameters: ActionParams::rollback(undo.to_revision).to_map(),
+            git_change: format!("revert the change to {}'s pod labels", undo.target),
             workflow_id: None,
         });
         out.analysis = format!(

@@ -46,7 +46,7 @@ use crate::catalog::{Catalog, SelectionContext};
 use crate::clock::Clock;
 use crate::cluster::tools::{ClusterTools, ToolLimits};
 use crate::cluster::{ClusterReader, MemoReader};
-use crate::domain::{ActionType, Severity};
+use crate::domain::{ActionParams, ActionType, Severity};
 use crate::domain::{
     AlternativeWorkflow, Analysis, HashMatch, InvestigationOutcome, InvestigationPlan, LearnedUse,
     PlanSource, PlanStep, RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow,
@@ -331,14 +331,13 @@ impl Investigator for OfflineInvestigator {
                     } else {
                         p.git_change.clone()
                     };
-                    params = Map::new();
-                    params.insert(
-                        "PROPOSED_CHANGE".into(),
-                        json!(format!(
+                    params = ActionParams::GitRevert {
+                        proposed_change: Some(format!(
                             "{change} — in the Git source of truth (managed by {})",
                             detected.git_ops_tool.as_deref().unwrap_or("GitOps")
                         )),
-                    );
+                    }
+                    .to_map();
                 }
                 let first = match &p.workflow_id {
                     // A named workflow (a learned pattern's), unless GitOps turned the action

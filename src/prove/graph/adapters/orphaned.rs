@@ -100,7 +100,10 @@ pub(super) async fn orphaned_by_rollout(
                 d.blocks = Some(why);
                 d
             }
-            None => d.undo_to(prev_n),
+            None => d.undo_to(
+                crate::domain::Target::new("Deployment", deployment, Some(ns.to_owned())),
+                prev_n,
+            ),
         };
         return Ok(Some(d));
     }
