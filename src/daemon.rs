@@ -426,6 +426,25 @@ pub async fn start_on(
     })
 }
 
+/// How often the watch cache's figures are copied to `/metrics`.
+const CACHE_REPORT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Copy the watch cache's figures to `/metrics` for as long as the process runs.
+fn report_cache(cache: Arc<WatchCache>, metrics: Arc<Metrics>) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(CACHE_REPORT_INTERVAL);
+        loop {
+            every.tick().await;
+            let s = cache.stats();
+            metrics.set_cache(
+                s.objects,
+                (s.serving, s.kinds.saturating_sub(s.serving)),
+                (s.hits, s.misses),
+            );
+        }
+    });
+}
+
 /// `/readyz` entry `cluster_cache`: ready once every watched kind has listed the cluster once
 /// or failed to (a kind that cannot be watched is read directly, and said so).
 pub struct CacheDependency(pub Arc<WatchCache>);
@@ -558,6 +577,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
             // verification read the API server.
             let investigating: Arc<dyn ClusterReader> = if settings.cluster.watch_cache {
                 let cache = WatchCache::start(cluster.clone());
+                report_cache(cache.clone(), metrics.clone());
                 components
                     .dependencies
                     .push(Arc::new(CacheDependency(cache.clone())));

@@ -271,5 +271,32 @@ async fn an_investigation_may_read_a_stale_cache_but_a_write_reads_the_api_serve
     );
     assert_eq!(after["spec"]["template"], before["spec"]["template"]);
     cache.hold("Deployment", false);
+    // What the investigation read came from the cache, and /metrics says so.
+    let metrics = staging
+        .wait("the cache's figures on /metrics", 30, || async {
+            let text = d
+                .client
+                .get(d.url("/metrics"))
+                .send()
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            let cached = text
+                .lines()
+                .find(|l| l.starts_with("kubemedic_cluster_cache_reads{from=\"cache\"}"))?
+                .rsplit(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()?;
+            (cached > 0).then_some(text)
+        })
+        .await;
+    let serving = format!(
+        "kubemedic_cluster_cache_kinds{{state=\"serving\"}} {}",
+        kubemedic::cluster::cache::CACHED_KINDS.len()
+    );
+    assert!(metrics.contains(&serving), "{metrics}");
     d.stop().await;
 }

@@ -227,6 +227,9 @@ pub struct Metrics {
     http_connections_refused: Counter,
     stages_running: Gauge,
     stages_waiting: Gauge,
+    cache_objects: Gauge,
+    cache_kinds: Family<Labels, Gauge>,
+    cache_reads: Family<Labels, Gauge>,
     http_timeouts: Family<Labels, Counter>,
     audit_listener_up: Gauge,
     audit_listener_losses: Counter,
@@ -372,6 +375,26 @@ impl Metrics {
             "Pipeline stages running now in this replica (at most --workers)",
             stages_running.clone(),
         );
+        let cache_objects = Gauge::default();
+        registry.register(
+            "kubemedic_cluster_cache_objects",
+            "Objects the watch cache holds now (docs/adr/0038-watch-cache.md)",
+            cache_objects.clone(),
+        );
+        let cache_kinds = Family::<Labels, Gauge>::default();
+        registry.register(
+            "kubemedic_cluster_cache_kinds",
+            "Kinds the watch cache watches, by state: serving (answers reads) or direct (not \
+             synced yet, interrupted or refused: read from the API server)",
+            cache_kinds.clone(),
+        );
+        let cache_reads = Family::<Labels, Gauge>::default();
+        registry.register(
+            "kubemedic_cluster_cache_reads",
+            "Reads of the cluster the investigations made since the start, by where they were \
+             answered: cache, or api_server",
+            cache_reads.clone(),
+        );
         let stages_waiting = Gauge::default();
         registry.register(
             "kubemedic_stages_waiting",
@@ -433,6 +456,9 @@ impl Metrics {
             http_connections_refused,
             stages_running,
             stages_waiting,
+            cache_objects,
+            cache_kinds,
+            cache_reads,
             http_timeouts,
             executions,
             execution_duration,
@@ -573,6 +599,31 @@ impl Metrics {
             .set(i64::try_from(running).unwrap_or(i64::MAX));
         self.stages_waiting
             .set(i64::try_from(waiting).unwrap_or(i64::MAX));
+    }
+
+    /// The watch cache now: objects held, kinds serving reads and read directly, and the reads
+    /// answered from it and passed to the API server since the start.
+    pub fn set_cache(
+        &self,
+        objects: usize,
+        (serving, direct): (usize, usize),
+        (hits, misses): (u64, u64),
+    ) {
+        let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        let c = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        self.cache_objects.set(n(objects));
+        self.cache_kinds
+            .get_or_create(&vec![("state".into(), "serving".into())])
+            .set(n(serving));
+        self.cache_kinds
+            .get_or_create(&vec![("state".into(), "direct".into())])
+            .set(n(direct));
+        self.cache_reads
+            .get_or_create(&vec![("from".into(), "cache".into())])
+            .set(c(hits));
+        self.cache_reads
+            .get_or_create(&vec![("from".into(), "api_server".into())])
+            .set(c(misses));
     }
 
     /// A connection was accepted and is being served.
