@@ -47,6 +47,24 @@ impl<'a> Replacement<'a> {
         }
     }
 
+    /// Whether the pod is still one of its controller's replicas: `Err` with the line that
+    /// shows it has ended (Failed, Succeeded), when its controller replaced it already and
+    /// deleting it only removes its record (`delete.pod-still-running`).
+    pub fn still_running(&self) -> Result<(), String> {
+        let pod = self.pod;
+        if !matches!(pod.phase.as_str(), "Failed" | "Succeeded") {
+            return Ok(());
+        }
+        Err(format!(
+            "pod {} has ended ({}{}): its controller replaced it already",
+            pod.name,
+            pod.phase,
+            crate::cluster::obj::str_at(&pod.raw, &["status", "reason"])
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default()
+        ))
+    }
+
     fn ready(&self) -> Vec<&'a Pod> {
         self.siblings.iter().copied().filter(|p| p.ready).collect()
     }

@@ -33,7 +33,7 @@ pub(in crate::prove) async fn delete_pod(
     let kept = state_kept(scene, pod, only, &events).await;
     let replacement = Replacement::of(pod, &pods, replicas, kept.as_ref());
     let mut out = vec![owned];
-    out.extend(pod_still_running(pod));
+    out.extend(pod_still_running(&replacement));
     out.extend([
         siblings_ready(&replacement),
         no_rollout_in_progress(&w, &ob::delete::NO_ROLLOUT_IN_PROGRESS),
@@ -77,20 +77,13 @@ fn pod_owned_by_target<'p>(
     Ok((pod, owned))
 }
 
-/// Whether the pod is still one of its controller's replicas, from its phase; stated only when
-/// it is not. A pod that has ended (Failed, Succeeded) was replaced already, and deleting it
-/// only removes its record.
-fn pod_still_running(pod: &Pod) -> Option<Obligation> {
-    matches!(pod.phase.as_str(), "Failed" | "Succeeded").then(|| {
-        ob::delete::POD_STILL_RUNNING.fails(vec![format!(
-            "pod {} has ended ({}{}): its controller replaced it already",
-            pod.name,
-            pod.phase,
-            str_at(&pod.raw, &["status", "reason"])
-                .map(|r| format!(", {r}"))
-                .unwrap_or_default()
-        )])
-    })
+/// Whether the pod is still one of its controller's replicas ([`Replacement::still_running`],
+/// which the rules ask too); stated only when it is not.
+fn pod_still_running(replacement: &Replacement) -> Option<Obligation> {
+    replacement
+        .still_running()
+        .err()
+        .map(|why| ob::delete::POD_STILL_RUNNING.fails(vec![why]))
 }
 
 /// What shows that the only replica, not ready, fails on state it keeps, which a new pod starts

@@ -526,3 +526,36 @@ fn a_memory_raise_asks_only_the_nodes_its_container_was_killed_on() {
         "node node-2 is under MemoryPressure",
     );
 }
+
+/// Issue 43: a pod that has ended (Evicted, phase Failed) is one its controller replaced
+/// already: deleting it only removes its record, as `delete.pod-still-running` says, and the
+/// rules ask it too (`Replacement::still_running`), so a learned deletion of one goes to a
+/// human with that line instead of a proof's refusal.
+#[test]
+fn a_learned_deletion_of_a_pod_that_has_ended_is_not_proposed() {
+    let mut evicted = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "api-2", "namespace": "shop",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "api-1",
+                "uid": "api-1", "controller": true}]},
+        "spec": {"containers": [{"name": "app", "image": "shop/app:1.0"}]},
+        "status": {"phase": "Failed", "reason": "Evicted",
+            "message": "The node was low on resource: memory."}});
+    evicted["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+    let f = Incident::deployment("api")
+        .replicas(2)
+        .with(pod("api-1").owned_by("api-1"))
+        .with_raw_pod(evicted)
+        .facts();
+    let target = f.target.clone().unwrap_or_else(|| panic!("no target"));
+    let why = vetted(
+        &ActionType::DeletePod,
+        &ActionParams::delete_pod("api-2").to_map(),
+        &f,
+        &target,
+    );
+    assert!(
+        why.as_ref()
+            .is_err_and(|w| w.contains("pod api-2 has ended (Failed, Evicted)")),
+        "{why:?}"
+    );
+}
