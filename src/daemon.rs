@@ -15,7 +15,7 @@ use tracing::{info, warn};
 use crate::approval::dispatch::Dispatcher;
 use crate::approval::{ApprovalStage, Approvals, LinkSigner};
 use crate::clock::{Clock, SystemClock};
-use crate::cluster::{CachedReader, ClusterReader, KubeCluster, WatchCache};
+use crate::cluster::{CacheDependency, CachedReader, ClusterReader, KubeCluster, WatchCache};
 use crate::config::{GateParts, Settings};
 use crate::domain::{HistoryRecord, Target};
 use crate::domain::{Phase, RemediationRequest, Stage, StageError, StageOutcome};
@@ -426,53 +426,6 @@ pub async fn start_on(
     })
 }
 
-/// How often the watch cache's figures are copied to `/metrics`.
-const CACHE_REPORT_INTERVAL: Duration = Duration::from_secs(5);
-
-/// Copy the watch cache's figures to `/metrics` for as long as the process runs.
-fn report_cache(cache: Arc<WatchCache>, metrics: Arc<Metrics>) {
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(CACHE_REPORT_INTERVAL);
-        loop {
-            every.tick().await;
-            let s = cache.stats();
-            metrics.set_cache(
-                s.objects,
-                (s.serving, s.kinds.saturating_sub(s.serving)),
-                (s.hits, s.misses),
-            );
-        }
-    });
-}
-
-/// `/readyz` entry `cluster_cache`: ready once every watched kind has listed the cluster once
-/// or failed to (a kind that cannot be watched is read directly, and said so).
-pub struct CacheDependency(pub Arc<WatchCache>);
-
-#[async_trait::async_trait]
-impl Dependency for CacheDependency {
-    fn name(&self) -> &'static str {
-        "cluster_cache"
-    }
-    async fn check(&self) -> DependencyStatus {
-        let s = self.0.stats();
-        let mut detail = format!(
-            "{} of {} kinds served from watches, {} objects",
-            s.serving, s.kinds, s.objects
-        );
-        if !s.direct.is_empty() {
-            detail.push_str(&format!("; read directly: {}", s.direct.join(", ")));
-        }
-        if !s.settled {
-            detail = format!("first lists under way: {detail}");
-        }
-        DependencyStatus {
-            ok: s.settled,
-            detail,
-        }
-    }
-}
-
 /// `/readyz` entry for the Kubernetes API: reachable (with its version), unreachable, or not
 /// configured at all.
 pub struct ClusterDependency {
@@ -577,7 +530,7 @@ pub async fn serve_components(settings: &Settings, store: Arc<dyn Store>) -> Com
             // verification read the API server.
             let investigating: Arc<dyn ClusterReader> = if settings.cluster.watch_cache {
                 let cache = WatchCache::start(cluster.clone());
-                report_cache(cache.clone(), metrics.clone());
+                cache.report_to(metrics.clone());
                 components
                     .dependencies
                     .push(Arc::new(CacheDependency(cache.clone())));

@@ -37,6 +37,8 @@ use super::{
     ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, ReadPolicy, ResourceInfo, Result,
     obj,
 };
+use crate::readiness::{Dependency, DependencyStatus};
+use crate::telemetry::Metrics;
 
 /// The kinds the cache watches: what investigations, the rules and the proofs read of a
 /// workload and its surroundings. ConfigMaps are not among them (their data can be large and
@@ -74,6 +76,9 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// How long to wait before asking discovery again for kinds it could not resolve at start
 /// (an API server not up yet).
 const DISCOVERY_RETRY: Duration = Duration::from_secs(10);
+
+/// How often the cache's figures are copied to `/metrics` ([`WatchCache::report_to`]).
+const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 
 /// How long the server's version is reused.
 const VERSION_FOR: Duration = Duration::from_secs(600);
@@ -422,12 +427,58 @@ impl WatchCache {
         }
     }
 
+    /// Copy the cache's figures to `metrics` every [`REPORT_INTERVAL`] for as long as the
+    /// process runs.
+    pub fn report_to(self: &Arc<Self>, metrics: Arc<Metrics>) {
+        let cache = self.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(REPORT_INTERVAL);
+            loop {
+                every.tick().await;
+                let s = cache.stats();
+                metrics.set_cache(
+                    s.objects,
+                    (s.serving, s.kinds.saturating_sub(s.serving)),
+                    (s.hits, s.misses),
+                );
+            }
+        });
+    }
+
     fn hit(&self) {
         self.hits.fetch_add(1, Ordering::Relaxed);
     }
 
     fn miss(&self) {
         self.misses.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// `/readyz` entry `cluster_cache`: ready once every watched kind has listed the cluster once
+/// or failed to (a kind that cannot be watched is read directly, and said so).
+pub struct CacheDependency(pub Arc<WatchCache>);
+
+#[async_trait]
+impl Dependency for CacheDependency {
+    fn name(&self) -> &'static str {
+        "cluster_cache"
+    }
+    async fn check(&self) -> DependencyStatus {
+        let s = self.0.stats();
+        let mut detail = format!(
+            "{} of {} kinds served from watches, {} objects",
+            s.serving, s.kinds, s.objects
+        );
+        if !s.direct.is_empty() {
+            detail.push_str(&format!("; read directly: {}", s.direct.join(", ")));
+        }
+        if !s.settled {
+            detail = format!("first lists under way: {detail}");
+        }
+        DependencyStatus {
+            ok: s.settled,
+            detail,
+        }
     }
 }
 

@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use self::kube::{KubeCluster, KubeOptions, RequestCounter};
-pub use cache::{CacheStats, CachedReader, WatchCache};
+pub use cache::{CacheDependency, CacheStats, CachedReader, WatchCache};
 pub use dryrun::{DryRunOp, DryRunWrite, DryRunWriter};
 pub use memo::MemoReader;
 pub use snapshot::SnapshotCluster;
