@@ -87,31 +87,36 @@ const VERSION_FOR: Duration = Duration::from_secs(600);
 /// spec fields, so who set its taints stays visible): what the decisions read of them
 /// (`observed::last_change`, the taint's writer), at a fraction of their size.
 pub fn trim_managed_fields(v: &mut Value) {
-    let kind = obj::kind(v).to_owned();
-    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let Some(Value::Array(managed)) = meta.get_mut("managedFields") else {
-        return;
-    };
-    for m in managed.iter_mut() {
-        let mut kept = serde_json::Map::new();
-        for key in ["manager", "operation", "time", "subresource"] {
-            if let Some(v) = m.get(key) {
-                kept.insert(key.into(), v.clone());
-            }
-        }
-        if kind == "Node" {
-            kept.insert(
-                "fieldsV1".into(),
-                match obj::at(m, &["fieldsV1", "f:spec"]) {
-                    Some(f) => json!({"f:spec": f}),
-                    None => json!({}),
-                },
-            );
-        }
-        *m = Value::Object(kept);
+    let trimmed = trimmed_managed_fields(v);
+    if let Some(Value::Array(managed)) = v.pointer_mut("/metadata/managedFields") {
+        *managed = trimmed;
     }
+}
+
+/// `o`'s managed fields as [`trim_managed_fields`] keeps them (none when it has none).
+pub fn trimmed_managed_fields(o: &Value) -> Vec<Value> {
+    let node = obj::kind(o) == "Node";
+    obj::array(o, &["metadata", "managedFields"])
+        .iter()
+        .map(|m| {
+            let mut kept = serde_json::Map::new();
+            for key in ["manager", "operation", "time", "subresource"] {
+                if let Some(v) = m.get(key) {
+                    kept.insert(key.into(), v.clone());
+                }
+            }
+            if node {
+                kept.insert(
+                    "fieldsV1".into(),
+                    match obj::at(m, &["fieldsV1", "f:spec"]) {
+                        Some(f) => json!({"f:spec": f}),
+                        None => json!({}),
+                    },
+                );
+            }
+            Value::Object(kept)
+        })
+        .collect()
 }
 
 /// An object as the cache keeps it: its managed fields trimmed ([`trim_managed_fields`]), and
@@ -297,7 +302,11 @@ impl WatchCache {
                     self.resumed(&w);
                 }
                 Ok(watcher::Event::Delete(o)) => {
-                    let k = key(&w.res, o.metadata.namespace.as_deref(), &o.metadata.name);
+                    let k = key(
+                        &w.res,
+                        o.metadata.namespace.as_deref(),
+                        o.metadata.name.as_deref().unwrap_or_default(),
+                    );
                     if !held && let Ok(mut objects) = w.objects.write() {
                         objects.remove(&k);
                     }
@@ -340,14 +349,12 @@ impl WatchCache {
 
     /// The object's key and what is kept of it; none for one in a namespace the policy blocks.
     fn entry(&self, o: DynamicObject, res: &ResourceInfo) -> Option<(Key, Arc<Value>)> {
-        let k = key(res, o.metadata.namespace.as_deref(), &o.metadata.name);
-        if self.policy.hides(
-            &res.kind,
-            Some(&k.0).filter(|n| !n.is_empty()).map(String::as_str),
-            &k.1,
-        ) {
+        let (namespace, name) = (o.metadata.namespace.as_deref(), o.metadata.name.as_deref());
+        let name = name.unwrap_or_default();
+        if self.policy.hides(&res.kind, namespace, name) {
             return None;
         }
+        let k = key(res, namespace, name);
         let v = to_value(o, res).ok()?;
         Some((k, Arc::new(trim(v))))
     }
@@ -372,7 +379,7 @@ impl WatchCache {
     #[doc(hidden)]
     pub fn peek(&self, kind: &str, namespace: Option<&str>, name: &str) -> Option<Value> {
         let w = self.kinds.read().ok()?.get(kind).cloned()?;
-        let k = key(&w.res, namespace, &Some(name.to_owned()));
+        let k = key(&w.res, namespace, name);
         let v = w.objects.read().ok()?.get(&k).cloned()?;
         Some(Value::clone(&v))
     }
@@ -482,15 +489,9 @@ impl Dependency for CacheDependency {
     }
 }
 
-fn key(res: &ResourceInfo, namespace: Option<&str>, name: &Option<String>) -> Key {
-    (
-        if res.namespaced {
-            namespace.unwrap_or_default().to_owned()
-        } else {
-            String::new()
-        },
-        name.clone().unwrap_or_default(),
-    )
+fn key(res: &ResourceInfo, namespace: Option<&str>, name: &str) -> Key {
+    let namespace = namespace.filter(|_| res.namespaced).unwrap_or_default();
+    (namespace.to_owned(), name.to_owned())
 }
 
 /// A reader that answers `get` and `list` from a [`WatchCache`] where it can, and asks
@@ -520,7 +521,7 @@ impl ClusterReader for CachedReader {
     async fn get(&self, res: &ResourceInfo, namespace: Option<&str>, name: &str) -> Result<Value> {
         if let Some(w) = self.cache.serving(res) {
             self.cache.policy.check(res, namespace)?;
-            let k = key(res, namespace, &Some(name.to_owned()));
+            let k = key(res, namespace, name);
             let found = w.objects.read().ok().and_then(|o| o.get(&k).cloned());
             if let Some(v) = found {
                 self.cache.hit();

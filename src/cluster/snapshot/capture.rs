@@ -17,11 +17,7 @@ use crate::redact::{sanitize_text, sanitize_value};
 /// e.g. of a workload scaled to zero by hand); everything is sanitised afterwards.
 fn captured(d: &Value) -> Value {
     let kind = obj::kind(d);
-    let managed: Vec<Value> = {
-        let mut trimmed = d.clone();
-        crate::cluster::cache::trim_managed_fields(&mut trimmed);
-        obj::array(&trimmed, &["metadata", "managedFields"]).to_vec()
-    };
+    let managed = crate::cluster::cache::trimmed_managed_fields(d);
     let mut v = if matches!(kind, "Deployment" | "StatefulSet" | "DaemonSet") {
         let mut v = d.clone();
         if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {

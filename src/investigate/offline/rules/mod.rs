@@ -391,10 +391,11 @@ fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
         f.workload.as_ref().and_then(|w| w.replicas),
         pod.kept.as_ref(),
     );
-    if let Err(why) = replacement
-        .still_running()
-        .and_then(|()| replacement.template_fails().map(|_| ()))
-    {
+    if let Err(why) = replacement.still_running() {
+        d.human = Some(why);
+        return;
+    }
+    if let Err(why) = replacement.template_fails() {
         d.human = Some(why);
         return;
     }
