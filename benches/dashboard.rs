@@ -59,8 +59,8 @@ use kubemedic::daemon::{self, Components};
 use kubemedic::domain::{
     AlternativeWorkflow, ApprovalDecision, ApprovalRequest, Assessment, AssessmentReason, Channel,
     Decision, DeliveryStatus, EngineKind, Execution, ExecutionOutcome, ExecutionStep,
-    HistoryRecord, Notification, NotificationKind, Phase, RiskFactor, StageState, StepStatus,
-    Target, Usage,
+    HistoryOutcome, HistoryRecord, Notification, NotificationKind, Phase, RiskFactor, StageState,
+    StepStatus, Target, Usage,
 };
 use kubemedic::ingest::alertmanager;
 use kubemedic::secret::Secret;
@@ -1423,21 +1423,22 @@ fn write_story(
                    "pre_spec_hash": pre, "post_spec_hash": execution.post_spec_hash}),
         );
         state.execution = Some(execution);
-        let record = |outcome: &str, score: Option<f64>, at: DateTime<Utc>| HistoryRecord {
-            remediation_uid: o.id.to_string(),
-            target: target.clone(),
-            completed_at: at,
-            signal_name: o.alert.into(),
-            workflow_type: action_type.into(),
-            workflow_id: workflow_id.into(),
-            outcome: outcome.into(),
-            effectiveness_score: score,
-            pre_remediation_spec_hash: Some(pre.clone()),
-            post_remediation_spec_hash: ok.then(|| post.clone()),
-            signal_resolved: Some(ok),
-            assessment_reason: Some("Full".into()),
-            health_checks: None,
-        };
+        let record =
+            |outcome: HistoryOutcome, score: Option<f64>, at: DateTime<Utc>| HistoryRecord {
+                remediation_uid: o.id.to_string(),
+                target: target.clone(),
+                completed_at: at,
+                signal_name: o.alert.into(),
+                workflow_type: action_type.into(),
+                workflow_id: workflow_id.into(),
+                outcome,
+                effectiveness_score: score,
+                pre_remediation_spec_hash: Some(pre.clone()),
+                post_remediation_spec_hash: ok.then(|| post.clone()),
+                signal_resolved: Some(ok),
+                assessment_reason: Some(AssessmentReason::Full),
+                health_checks: None,
+            };
         if !ok {
             let reason = format!("{workflow_id} failed at step 1");
             transition(
@@ -1447,7 +1448,7 @@ fn write_story(
                 Phase::Failed,
                 Some(&reason),
             );
-            history = Some(record("Failed", None, t));
+            history = Some(record(HistoryOutcome::Failed, None, t));
             break 'story (Phase::Failed, Some(reason));
         }
         transition(&mut events, t, Phase::Executing, Phase::Verifying, None);
@@ -1518,7 +1519,7 @@ fn write_story(
             Phase::Completed,
             Some(&reason),
         );
-        history = Some(record("Success", Some(score), t));
+        history = Some(record(HistoryOutcome::Completed, Some(score), t));
         (Phase::Completed, Some(reason))
     };
     // Repeats of the alert while the request ran (or after, for the ones in flight).

@@ -1066,7 +1066,7 @@ async fn seeded_history_reaches_the_prompt_with_its_warnings() {
         signal_name: "KubePodCrashLooping".into(),
         workflow_type: "RestartDeployment".into(),
         workflow_id: "restart-rolling".into(),
-        outcome: "completed".into(),
+        outcome: kubemedic::domain::HistoryOutcome::Completed,
         effectiveness_score: Some(score),
         pre_remediation_spec_hash: Some(current.clone()),
         post_remediation_spec_hash: Some(current.clone()),

@@ -134,6 +134,48 @@ impl AssessmentReason {
             AssessmentReason::NoExecution => "NoExecution",
         }
     }
+
+    /// The reason a history record spells (`SpecDrift`, or `spec_drift` as serde writes it).
+    pub fn from_history_name(name: &str) -> Option<Self> {
+        [
+            AssessmentReason::Full,
+            AssessmentReason::Partial,
+            AssessmentReason::SpecDrift,
+            AssessmentReason::Expired,
+            AssessmentReason::NoExecution,
+        ]
+        .into_iter()
+        .find(|r| {
+            let spelled = r.history_name();
+            spelled.eq_ignore_ascii_case(name)
+                || spelled.eq_ignore_ascii_case(&name.replace('_', ""))
+        })
+    }
+}
+
+/// Serde for a history record's assessment reason, in the history's spelling (`SpecDrift`):
+/// stored records and the prompts read that spelling, not the assessment's `spec_drift`.
+pub mod history_spelling {
+    use super::AssessmentReason;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(r: &Option<AssessmentReason>, s: S) -> Result<S::Ok, S::Error> {
+        match r {
+            Some(r) => s.serialize_some(r.history_name()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<AssessmentReason>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|name| {
+                AssessmentReason::from_history_name(&name)
+                    .ok_or_else(|| D::Error::custom(format!("unknown assessment reason {name:?}")))
+            })
+            .transpose()
+    }
 }
 
 /// The effectiveness score (0..1) at or above which a remediation helped, unless configured:

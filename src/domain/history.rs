@@ -6,7 +6,33 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::execution::{AssessmentReason, history_spelling};
 use super::target::Target;
+
+/// How a recorded remediation ended, in the history's spelling (`completed`, `failed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryOutcome {
+    /// Executed and assessed (whatever the score).
+    Completed,
+    /// The execution failed.
+    Failed,
+}
+
+impl HistoryOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HistoryOutcome::Completed => "completed",
+            HistoryOutcome::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for HistoryOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// One completed remediation as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,13 +45,14 @@ pub struct HistoryRecord {
     /// The action type (`RollbackDeployment`…).
     pub workflow_type: String,
     pub workflow_id: String,
-    pub outcome: String,
+    pub outcome: HistoryOutcome,
     pub effectiveness_score: Option<f64>,
     pub pre_remediation_spec_hash: Option<String>,
     pub post_remediation_spec_hash: Option<String>,
     pub signal_resolved: Option<bool>,
     /// e.g. `SpecDrift` when the spec changed during the assessment window.
-    pub assessment_reason: Option<String>,
+    #[serde(default, with = "history_spelling")]
+    pub assessment_reason: Option<AssessmentReason>,
     #[serde(default)]
     pub health_checks: Option<Value>,
 }
@@ -46,12 +73,16 @@ pub struct HistoryEntry {
     pub remediation_uid: String,
     pub completed_at: DateTime<Utc>,
     pub workflow_type: String,
-    pub outcome: String,
+    pub outcome: HistoryOutcome,
     pub effectiveness_score: Option<f64>,
     pub hash_match: HashMatch,
     pub signal_resolved: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub assessment_reason: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "history_spelling"
+    )]
+    pub assessment_reason: Option<AssessmentReason>,
     /// Tier 1 only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pre_remediation_spec_hash: Option<String>,
@@ -87,4 +118,48 @@ impl HistoryContext {
 pub struct HistoryWarning {
     pub kind: String,
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stored(outcome: &str, reason: &str) -> Value {
+        json!({
+            "remediationUid": "r1",
+            "target": {"kind": "Deployment", "name": "api", "namespace": "shop"},
+            "completedAt": "2026-11-30T10:00:00Z",
+            "signalName": "KubePodCrashLooping",
+            "workflowType": "RestartDeployment",
+            "workflowId": "restart-deployment",
+            "outcome": outcome,
+            "effectivenessScore": 0.4,
+            "preRemediationSpecHash": null,
+            "postRemediationSpecHash": null,
+            "signalResolved": false,
+            "assessmentReason": reason,
+        })
+    }
+
+    #[test]
+    fn a_stored_record_reads_and_writes_the_histories_spelling() {
+        let r: HistoryRecord = serde_json::from_value(stored("failed", "SpecDrift")).unwrap();
+        assert_eq!(r.outcome, HistoryOutcome::Failed);
+        assert_eq!(r.assessment_reason, Some(AssessmentReason::SpecDrift));
+        let back = serde_json::to_value(&r).unwrap();
+        assert_eq!(back["outcome"], "failed");
+        assert_eq!(back["assessmentReason"], "SpecDrift");
+        // The assessment's own spelling reads as the same reason.
+        let r: HistoryRecord = serde_json::from_value(stored("completed", "spec_drift")).unwrap();
+        assert_eq!(r.assessment_reason, Some(AssessmentReason::SpecDrift));
+    }
+
+    #[test]
+    fn an_unknown_outcome_or_reason_is_an_error_naming_it() {
+        let e = serde_json::from_value::<HistoryRecord>(stored("Success", "Full")).unwrap_err();
+        assert!(e.to_string().contains("Success"), "{e}");
+        let e = serde_json::from_value::<HistoryRecord>(stored("completed", "Bogus")).unwrap_err();
+        assert!(e.to_string().contains("Bogus"), "{e}");
+    }
 }

@@ -57,7 +57,9 @@ pub use execution::{
     ExecutionOutcome, ExecutionStep, OPT_OUT_ANNOTATION, REMEDIATION_ANNOTATION, StepStatus,
 };
 pub use gate::{GateDecision, RiskFactor};
-pub use history::{HashMatch, HistoryContext, HistoryEntry, HistoryRecord, HistoryWarning, Tier};
+pub use history::{
+    HashMatch, HistoryContext, HistoryEntry, HistoryOutcome, HistoryRecord, HistoryWarning, Tier,
+};
 pub use investigation::{
     AlternativeWorkflow, Analysis, FinishReason, InvestigationOutcome, InvestigationPlan,
     LlmCallRecord, OutcomeKind, PlanSource, PlanStep, Proposal, RcaResult, RemoteToolNote,

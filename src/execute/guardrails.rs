@@ -9,7 +9,9 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use crate::domain::{DEFAULT_EFFECTIVENESS_THRESHOLD, HistoryRecord};
+use crate::domain::{
+    AssessmentReason, DEFAULT_EFFECTIVENESS_THRESHOLD, HistoryOutcome, HistoryRecord,
+};
 
 /// The guardrail settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,10 +100,9 @@ impl Block {
 /// Whether a past remediation helped. Failed executions, inconclusive assessments and scores
 /// under the threshold did not.
 pub fn effective(r: &HistoryRecord, threshold: f64) -> bool {
-    r.outcome == "completed"
+    r.outcome == HistoryOutcome::Completed
         && r.assessment_reason
-            .as_deref()
-            .is_none_or(|a| a == "Full" || a == "Partial")
+            .is_none_or(|a| matches!(a, AssessmentReason::Full | AssessmentReason::Partial))
         && r.effectiveness_score.is_some_and(|s| s >= threshold)
 }
 
@@ -180,7 +181,9 @@ pub fn check(
     let failures = history
         .iter()
         .rev()
-        .take_while(|r| r.outcome == "failed" && now - r.completed_at <= g.failure_backoff)
+        .take_while(|r| {
+            r.outcome == HistoryOutcome::Failed && now - r.completed_at <= g.failure_backoff
+        })
         .count();
     if g.consecutive_failures > 0 && failures >= g.consecutive_failures {
         return Some(Block::new(
@@ -227,12 +230,12 @@ mod tests {
             signal_name: "KubePodCrashLooping".into(),
             workflow_type: "IncreaseMemoryLimits".into(),
             workflow_id: workflow.into(),
-            outcome: "completed".into(),
+            outcome: HistoryOutcome::Completed,
             effectiveness_score: Some(score),
             pre_remediation_spec_hash: None,
             post_remediation_spec_hash: None,
             signal_resolved: Some(score >= 0.7),
-            assessment_reason: Some("Full".into()),
+            assessment_reason: Some(AssessmentReason::Full),
             health_checks: None,
         }
     }
@@ -268,7 +271,7 @@ mod tests {
     fn spec_drift_counts_as_ineffective() {
         let g = Guardrails::default();
         let mut drifted = entry(30, "a", 0.9);
-        drifted.assessment_reason = Some("SpecDrift".into());
+        drifted.assessment_reason = Some(AssessmentReason::SpecDrift);
         let h = vec![entry(90, "a", 0.2), entry(60, "b", 0.1), drifted];
         assert_eq!(
             check(&g, &h, "c", now()).unwrap().kind,
@@ -324,7 +327,7 @@ mod tests {
 
         let failed = |m| {
             let mut e = entry(m, "a", 0.0);
-            e.outcome = "failed".into();
+            e.outcome = HistoryOutcome::Failed;
             e.effectiveness_score = None;
             e
         };

@@ -54,7 +54,7 @@ use crate::domain::{
     Phase, Proof, ProofPoint, ProofVerdict, RemediationRequest, SelectedWorkflow, Stage,
     StageError, StageOutcome, StepStatus, Target, TargetHealth,
 };
-use crate::domain::{ExecutionPayload, GuardrailPayload};
+use crate::domain::{ExecutionPayload, GuardrailPayload, HistoryOutcome};
 use crate::live::Live;
 use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::store::{Approvals, Execution as Executions, History, Store};
@@ -398,7 +398,7 @@ impl ExecutionStage {
             signal_name: request.signal.name.clone(),
             workflow_type: execution.action_type.to_string(),
             workflow_id: execution.workflow_id.clone(),
-            outcome: "failed".into(),
+            outcome: HistoryOutcome::Failed,
             effectiveness_score: None,
             pre_remediation_spec_hash: execution.pre_spec_hash.clone(),
             post_remediation_spec_hash: execution.post_spec_hash.clone(),

@@ -20,8 +20,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::domain::{
-    HashMatch, HistoryContext, HistoryEntry, HistoryRecord, HistoryWarning, PatternOutcome, Target,
-    Tier,
+    AssessmentReason, HashMatch, HistoryContext, HistoryEntry, HistoryOutcome, HistoryRecord,
+    HistoryWarning, PatternOutcome, Target, Tier,
 };
 
 /// Tier 1 of the history an investigation reads: every remediation of the target this recent,
@@ -220,7 +220,9 @@ pub fn warnings(ctx: &HistoryContext) -> Vec<HistoryWarning> {
         let completed_unresolved = entries
             .iter()
             .filter(|e| {
-                e.workflow_type == t && e.outcome == "completed" && e.signal_resolved != Some(true)
+                e.workflow_type == t
+                    && e.outcome == HistoryOutcome::Completed
+                    && e.signal_resolved != Some(true)
             })
             .count();
         if completed_unresolved >= 2 {
@@ -231,7 +233,7 @@ pub fn warnings(ctx: &HistoryContext) -> Vec<HistoryWarning> {
         }
     }
     for (i, e) in entries.iter().enumerate() {
-        if e.assessment_reason.as_deref() == Some("SpecDrift") {
+        if e.assessment_reason == Some(AssessmentReason::SpecDrift) {
             out.push(warn(
                 "spec_drift",
                 format!("{} ({}): the target resource spec was modified during the assessment window, invalidating effectiveness data. Do not treat as a failed remediation.", e.remediation_uid, e.workflow_type),
@@ -271,8 +273,7 @@ pub fn prompt_section(ctx: &HistoryContext) -> String {
             e.signal_resolved
                 .map_or("unknown".into(), |b| b.to_string()),
             e.assessment_reason
-                .as_deref()
-                .map(|r| format!(", assessment {r}"))
+                .map(|r| format!(", assessment {}", r.history_name()))
                 .unwrap_or_default()
         ));
     }
@@ -307,7 +308,7 @@ mod tests {
             signal_name: "KubePodCrashLooping".into(),
             workflow_type: wtype.into(),
             workflow_id: wtype.to_lowercase(),
-            outcome: "completed".into(),
+            outcome: HistoryOutcome::Completed,
             effectiveness_score: Some(score),
             pre_remediation_spec_hash: Some(pre.into()),
             post_remediation_spec_hash: Some(post.into()),
@@ -396,7 +397,7 @@ mod tests {
             record("c", 10, "RestartDeployment", 0.2, "h1", "h1", false),
         ];
         let mut drift = record("d", 5, "IncreaseMemoryLimits", 0.4, "h1", "h2", false);
-        drift.assessment_reason = Some("SpecDrift".into());
+        drift.assessment_reason = Some(AssessmentReason::SpecDrift);
         records.push(drift);
         records.push(record("e", 2, "RollbackDeployment", 0.5, "h2", "h3", true));
         let ctx = build_context(&t, Some("h9"), &records, Utc::now());

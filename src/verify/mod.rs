@@ -49,8 +49,8 @@ use crate::cluster::observed::OOM_KILL_EVENT;
 use crate::cluster::{ClusterReader, ErrorKind, ListQuery};
 use crate::domain::{
     Assessment, AssessmentReason, AuditDraft, DEFAULT_EFFECTIVENESS_THRESHOLD, Execution,
-    ExecutionOutcome, HistoryRecord, PatternOutcome, Phase, RemediationRequest, SignalSource,
-    Stage, StageError, StageOutcome, Target, TargetHealth,
+    ExecutionOutcome, HistoryOutcome, HistoryRecord, PatternOutcome, Phase, RemediationRequest,
+    SignalSource, Stage, StageError, StageOutcome, Target, TargetHealth,
 };
 use crate::monitoring::{AlertmanagerClient, Endpoint, PrometheusClient, expression};
 use crate::policy::RegoGate;
@@ -746,12 +746,12 @@ impl Stage for VerificationStage {
             signal_name: request.signal.name.clone(),
             workflow_type: execution.action_type.to_string(),
             workflow_id: execution.workflow_id.clone(),
-            outcome: "completed".into(),
+            outcome: HistoryOutcome::Completed,
             effectiveness_score: assessment.score,
             pre_remediation_spec_hash: execution.pre_spec_hash.clone(),
             post_remediation_spec_hash: execution.post_spec_hash.clone(),
             signal_resolved: Some(assessment.signal_resolved),
-            assessment_reason: Some(assessment.reason.history_name().to_owned()),
+            assessment_reason: Some(assessment.reason),
             health_checks: Some(json!({
                 "health": assessment.health_score,
                 "alert": assessment.alert_score,

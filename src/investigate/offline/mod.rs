@@ -735,7 +735,7 @@ fn unresolved_on_this_configuration(h: &crate::domain::HistoryContext, action_ty
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{HistoryRecord, Target};
+    use crate::domain::{AssessmentReason, HistoryOutcome, HistoryRecord, Target};
     use chrono::{Duration, Utc};
 
     fn record(uid: &str, hours_ago: i64, pre: &str, post: &str, resolved: bool) -> HistoryRecord {
@@ -746,12 +746,12 @@ mod tests {
             signal_name: "KubePodCrashLooping".into(),
             workflow_type: "IncreaseMemoryLimits".into(),
             workflow_id: "increase-memory-limits".into(),
-            outcome: "completed".into(),
+            outcome: HistoryOutcome::Completed,
             effectiveness_score: Some(0.1),
             pre_remediation_spec_hash: Some(pre.into()),
             post_remediation_spec_hash: Some(post.into()),
             signal_resolved: Some(resolved),
-            assessment_reason: Some("full".into()),
+            assessment_reason: Some(AssessmentReason::Full),
             health_checks: None,
         }
     }
