@@ -2866,6 +2866,39 @@ async fn snapshot_a_rollout_that_orphaned_a_service_is_undone_only_where_its_pro
             .contains("nothing shows revision 2 of Deployment treasury/fx-rates worked"),
         "{d:?}"
     );
+
+    // One pod of revision 3 started 20 seconds ago and is not ready yet: the rollout is under
+    // way, which only its pods show (the graph read none before it took the Deployment's
+    // selector from `spec.selector`).
+    let starting = RELABELLED
+        .replacen(
+            "lastTransitionTime: \"2026-11-26T23:12:45Z\"\n    status: \"True\"\n    type: Ready",
+            "lastTransitionTime: \"2026-11-26T23:17:10Z\"\n    status: \"False\"\n    type: Ready",
+            1,
+        )
+        .replacen("    ready: true\n", "    ready: false\n", 1)
+        .replacen(
+            "startedAt: \"2026-11-26T23:12:45Z\"",
+            "startedAt: \"2026-11-26T23:17:10Z\"",
+            1,
+        )
+        .replacen(
+            "startTime: \"2026-11-26T23:12:41Z\"",
+            "startTime: \"2026-11-26T23:17:08Z\"",
+            1,
+        );
+    assert_eq!(
+        starting.matches("T23:17:").count(),
+        RELABELLED.matches("T23:17:").count() + 3
+    );
+    let d = culprit(&starting).await;
+    assert_eq!(d.undo, None, "{d:?}");
+    assert!(
+        d.blocks.as_deref().unwrap_or_default().contains(
+            "revision 3 is rolling out now and its pods are starting (fx-rates-7557d7865b-6xdbb)"
+        ),
+        "{d:?}"
+    );
 }
 
 /// db's claim is bound to a volume in zone eu-west-1a, whose one node is ready but tainted for

@@ -211,8 +211,9 @@ pub trait ClusterReader: Send + Sync {
     async fn server_version(&self) -> Result<String>;
 }
 
-/// The pods of a workload `object` (a Deployment, StatefulSet, DaemonSet or ReplicaSet), by its
-/// selector; `None` for another kind or a workload without a selector.
+/// The pods of a workload `object` (a Deployment, StatefulSet, DaemonSet or ReplicaSet): those
+/// its selector matches that are its own ([`observed::its_pod`]); `None` for another kind or a
+/// workload without a selector.
 pub async fn workload_pods(
     reader: &dyn ClusterReader,
     target: &crate::domain::Target,
@@ -224,9 +225,7 @@ pub async fn workload_pods(
     ) {
         return Ok(None);
     }
-    let Some(selector) =
-        obj::at(object, &["spec", "selector"]).and_then(selector::Selector::from_object)
-    else {
+    let Some(selector) = observed::pod_selector(object) else {
         return Ok(None);
     };
     let pods = reader.resource("Pod").await?;
@@ -237,7 +236,13 @@ pub async fn workload_pods(
             &ListQuery::labels(selector.to_query()),
         )
         .await
-        .map(Some)
+        .map(|pods| {
+            Some(
+                pods.into_iter()
+                    .filter(|p| observed::its_pod(object, p))
+                    .collect(),
+            )
+        })
 }
 
 /// The kinds of change a [`ClusterWriter`] makes.

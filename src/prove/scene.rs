@@ -7,9 +7,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::cluster::obj::{self, array, at, i64_at, str_at};
+use crate::cluster::obj::{self, array, i64_at, str_at};
 use crate::cluster::observed::{self, Event, Node, Pod, QuotaRoom, Revision};
-use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, MemoReader};
 use crate::domain::{Neighbourhood, SignalContext, Target};
 
@@ -71,14 +70,12 @@ impl Scene {
             .await
     }
 
-    /// The pods a workload's selector matches.
+    /// The workload's pods: those its selector matches that are its own
+    /// ([`observed::its_pod`]).
     pub async fn pods_of(&self, workload: &Value) -> Read<Vec<Pod>> {
-        let Some(sel) = at(workload, &["spec", "selector"]).and_then(Selector::from_object) else {
+        let Some(sel) = observed::pod_selector(workload) else {
             return Ok(vec![]);
         };
-        if sel.is_empty() {
-            return Ok(vec![]);
-        }
         let pods = self
             .list(
                 "Pod",
@@ -86,7 +83,11 @@ impl Scene {
                 &ListQuery::labels(sel.to_query()),
             )
             .await?;
-        Ok(pods.iter().map(|p| Pod::at(p, self.now)).collect())
+        Ok(pods
+            .iter()
+            .filter(|p| observed::its_pod(workload, p))
+            .map(|p| Pod::at(p, self.now))
+            .collect())
     }
 
     /// The target's pods (a workload's, a Pod itself, a Node's).

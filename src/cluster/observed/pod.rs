@@ -504,6 +504,24 @@ impl Pod {
         }
     }
 
+    /// Whether this pod, which the selector of workload `kind`/`name` matched, is that
+    /// workload's ([`Pod::belongs_to`]) rather than a pod another controller made with the same
+    /// labels (a migration Job of the same chart, a CronJob's run): such a pod's failure is not
+    /// the workload's and must neither refuse its rollback nor score its remediation. A pod no
+    /// controller owns counts (the workload's controller adopts it); so does a pod of a
+    /// ReplicaSet named `<name>-…` whose hash label is missing, for a kind that runs its pods
+    /// through ReplicaSets.
+    pub fn selected_by(&self, kind: &str, name: &str) -> bool {
+        let Some((k, n)) = &self.controller else {
+            return true;
+        };
+        self.belongs_to(kind, name)
+            || (k == "ReplicaSet"
+                && kind != "ReplicaSet"
+                && n.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('-')))
+    }
+
     /// The template it was made from: its `pod-template-hash` (a ReplicaSet's), else its
     /// `controller-revision-hash` (a StatefulSet's or DaemonSet's).
     pub fn template(&self) -> Option<&String> {

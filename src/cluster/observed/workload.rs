@@ -5,8 +5,26 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::{Revision, time};
+use super::{Pod, Revision, time};
 use crate::cluster::obj::{self, at, i64_at, str_at};
+use crate::cluster::selector::Selector;
+
+/// The selector a workload's pods are listed by (`spec.selector`); `None` when it has none or an
+/// empty one, which would match every pod of the namespace. Listing by it is half of "which
+/// pods are the workload's"; [`its_pod`] is the other half.
+pub fn pod_selector(workload: &Value) -> Option<Selector> {
+    at(workload, &["spec", "selector"])
+        .and_then(Selector::from_object)
+        .filter(|s| !s.is_empty())
+}
+
+/// Whether `pod`, listed by the [`pod_selector`] of `workload`, is one of its pods and not one
+/// another controller made with the same labels (a Helm hook's Job, a CronJob's run): see
+/// [`Pod::selected_by`]. The rules' evidence, the proofs' scene, the dependency graph, the
+/// verification and the undo keep the pods this holds for.
+pub fn its_pod(workload: &Value, pod: &Value) -> bool {
+    Pod::parse(pod).selected_by(obj::kind(workload), obj::name(workload))
+}
 
 /// What a workload's own spec holds an update at: a release step someone chose, not a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

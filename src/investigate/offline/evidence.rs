@@ -31,7 +31,6 @@ use crate::cluster::context::ResourceContext;
 use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed;
 use crate::cluster::render::pod_status;
-use crate::cluster::selector::Selector;
 use crate::cluster::tools::{ClusterTools, ToolResult};
 use crate::domain::{RemediationRequest, SignalMode, Target, ToolCallRecord, targets_from_labels};
 use crate::investigate::InvestigateError;
@@ -511,16 +510,14 @@ pub(super) async fn gather(
             }
             kind => {
                 ev.workload = Some(WorkloadState::read(w));
-                let selector = at(w, &["spec", "selector"])
-                    .and_then(Selector::from_object)
-                    .map(|s| s.to_query());
+                let selector = observed::pod_selector(w).map(|s| s.to_query());
                 let uid = str_at(w, &["metadata", "uid"]).unwrap_or("").to_owned();
                 let owned = |raw: &Value| {
                     obj::array(raw, &["metadata", "ownerReferences"])
                         .iter()
                         .any(|o| str_at(o, &["uid"]) == Some(uid.as_str()))
                 };
-                if let Some(sel) = selector.filter(|s| !s.is_empty()) {
+                if let Some(sel) = selector {
                     if ev.pdb.is_none() {
                         let r = calls
                             .call(
@@ -528,7 +525,8 @@ pub(super) async fn gather(
                                 json!({"kind": "Pod", "namespace": ns, "label_selector": sel}),
                             )
                             .await?;
-                        ev.pods = pods(items(&r), ev.now);
+                        let its = items(&r).into_iter().filter(|p| observed::its_pod(w, p));
+                        ev.pods = pods(its.collect(), ev.now);
                     }
                     if matches!(kind, "Deployment" | "StatefulSet" | "ReplicaSet") {
                         let r = calls

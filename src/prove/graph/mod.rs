@@ -158,18 +158,22 @@ pub async fn build(
     };
     let pods = match (&object, target.kind.as_str()) {
         (Some(o), "Pod") => vec![o.clone()],
-        (Some(o), kind) => match at(o, &["spec", "selector"]).and_then(if kind == "Service" {
-            Selector::from_map
+        (Some(o), kind) => match if kind == "Service" {
+            at(o, &["spec", "selector"])
+                .and_then(Selector::from_map)
+                .filter(|s| !s.is_empty())
         } else {
-            Selector::from_object
-        }) {
-            Some(sel) if !sel.is_empty() => {
+            observed::pod_selector(o)
+        } {
+            Some(sel) => {
                 let res = r.resource("Pod").await?;
                 match r
                     .list(&res, ns.as_deref(), &ListQuery::labels(sel.to_query()))
                     .await
                 {
-                    Ok(p) => p,
+                    // A Service's pods are whatever it selects; a workload's, its own.
+                    Ok(p) if kind == "Service" => p,
+                    Ok(p) => p.into_iter().filter(|p| observed::its_pod(o, p)).collect(),
                     Err(e) if e.is_unreachable() => return Err(e),
                     Err(_) => vec![],
                 }

@@ -423,8 +423,12 @@ mod tests {
     /// Deployment `shop/api` at revision 2 (`api:2`, crash-looping since 10:05) with two pods
     /// of revision 1 (`api:1`) still serving; both revisions read ConfigMap `api-config` at
     /// their start, and it was last written at 10:00. The second pod of revision 1 started at
-    /// `second_started`. Judged at 10:15.
-    async fn rollback_over_a_written_configmap(second_started: &str) -> Obligation {
+    /// `second_started`, and `extra` objects are there too. Judged at 10:15: obligation `id`.
+    async fn rollback_over_a_written_configmap(
+        second_started: &str,
+        extra: Vec<Value>,
+        id: &str,
+    ) -> Obligation {
         use std::sync::Arc;
 
         use crate::catalog::Catalog;
@@ -497,7 +501,10 @@ mod tests {
                         "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                         "lastState": {"terminated": {"reason": "Error", "exitCode": 1,
                             "startedAt": t("10:13"), "finishedAt": t("10:14")}}}]}}),
-        ];
+        ]
+        .into_iter()
+        .chain(extra)
+        .collect::<Vec<_>>();
         let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
         let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
         let now = at(15);
@@ -528,9 +535,52 @@ mod tests {
         proof
             .obligations
             .iter()
-            .find(|o| o.id == ob::rollback::CHANGE_IN_POD_TEMPLATE.id)
+            .find(|o| o.id == id)
             .cloned()
-            .unwrap_or_else(|| panic!("no change-in-pod-template in {:#?}", proof.obligations))
+            .unwrap_or_else(|| panic!("no {id} in {:#?}", proof.obligations))
+    }
+
+    /// A pod that failed with exit 1 at 10:03, carrying the Deployment's labels, made by
+    /// controller `owner` (kind, name).
+    fn failed_pod_of(name: &str, owner: (&str, &str)) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "shop",
+                "creationTimestamp": "2026-11-29T10:02:00Z",
+                "labels": {"app": "api"},
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": owner.0, "name": owner.1,
+                    "uid": "other", "controller": true}]},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "migrate", "image": "api:1"}]},
+            "status": {"phase": "Failed", "startTime": "2026-11-29T10:02:00Z",
+                "containerStatuses": [{"name": "migrate", "image": "api:1", "ready": false,
+                    "restartCount": 0, "state": {"terminated": {"reason": "Error", "exitCode": 1,
+                        "startedAt": "2026-11-29T10:02:00Z", "finishedAt": "2026-11-29T10:03:00Z"}}}]}})
+    }
+
+    /// Issue 43: the pods a workload's selector matches are its own only when no other
+    /// controller made them. A CronJob's failed run carrying the Deployment's labels is not
+    /// a pod of an older revision that fails too; the same failure in a pod of the
+    /// Deployment's older ReplicaSet still is.
+    #[tokio::test]
+    async fn a_failed_pod_another_controller_made_with_the_same_labels_is_not_the_workloads() {
+        let id = ob::rollback::FAILURES_BEGAN_AFTER_REVISION.id;
+        let cronjob_run = failed_pod_of(
+            "api-migrate-28934520-zq8wc",
+            ("Job", "api-migrate-28934520"),
+        );
+        let o =
+            rollback_over_a_written_configmap("2026-11-29T10:02:00Z", vec![cronjob_run], id).await;
+        assert!(o.holds(), "{o:?}");
+        let older_revisions = failed_pod_of("api-6b7c-zq8wc", ("ReplicaSet", "api-6b7c"));
+        let o =
+            rollback_over_a_written_configmap("2026-11-29T10:02:00Z", vec![older_revisions], id)
+                .await;
+        assert!(!o.holds(), "{o:?}");
+        assert!(
+            o.evidence
+                .iter()
+                .any(|e| e.contains("pod api-6b7c-zq8wc of an older revision fails too")),
+            "{o:?}"
+        );
     }
 
     /// Issue 38: a ConfigMap written shortly before the bad revision does not refuse the
@@ -540,7 +590,8 @@ mod tests {
     /// refused: it would keep the new content.
     #[tokio::test]
     async fn pods_of_the_old_revision_started_after_a_write_prove_it_works_with_it() {
-        let o = rollback_over_a_written_configmap("2026-11-29T10:02:00Z").await;
+        let id = ob::rollback::CHANGE_IN_POD_TEMPLATE.id;
+        let o = rollback_over_a_written_configmap("2026-11-29T10:02:00Z", vec![], id).await;
         assert!(o.holds(), "{o:?}");
         assert!(
             o.evidence.iter().any(|e| e.contains(
@@ -548,7 +599,7 @@ mod tests {
             )),
             "{o:?}"
         );
-        let o = rollback_over_a_written_configmap("2026-11-29T09:30:00Z").await;
+        let o = rollback_over_a_written_configmap("2026-11-29T09:30:00Z", vec![], id).await;
         assert!(!o.holds(), "{o:?}");
         assert!(
             o.evidence.iter().any(|e| e.contains(

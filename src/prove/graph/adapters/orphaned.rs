@@ -10,7 +10,6 @@ use super::super::{Change, Ctx, DepKind, Dependency, Read};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, at};
 use crate::cluster::observed::{self, Event, Pod, Revision};
-use crate::cluster::selector::Selector;
 use crate::prove::findings::{self, UndoOnConfig};
 
 /// A Deployment whose rollout took its pods out of Service `name`'s selector: the revision
@@ -126,12 +125,16 @@ async fn undo_refused(
     revisions: &[Revision],
 ) -> Read<Option<String>> {
     let who = format!("Deployment {ns}/{}", obj::name(object));
-    let pods: Vec<Pod> = match Selector::from_object(object).filter(|s| !s.is_empty()) {
+    let pods: Vec<Pod> = match observed::pod_selector(object) {
         Some(sel) => match ctx
             .list("Pod", Some(ns), &ListQuery::labels(sel.to_query()))
             .await
         {
-            Ok(p) => p.iter().map(|p| Pod::at(p, ctx.now)).collect(),
+            Ok(p) => p
+                .iter()
+                .filter(|p| observed::its_pod(object, p))
+                .map(|p| Pod::at(p, ctx.now))
+                .collect(),
             Err(e) if e.is_unreachable() => return Err(e),
             Err(_) => vec![],
         },
