@@ -11,7 +11,7 @@ use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::selector::Selector;
 use crate::cluster::{
     ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, PatchType, Result,
-    WriteOutcome,
+    WriteOutcome, observed,
 };
 
 fn outcome(action: &str, target: String, dry_run: bool, detail: Value) -> WriteOutcome {
@@ -294,11 +294,7 @@ pub async fn drain(
         .await?;
     let mut evicted = Vec::new();
     for p in &on_node {
-        let daemon = array(p, &["metadata", "ownerReferences"])
-            .iter()
-            .any(|o| str_at(o, &["kind"]) == Some("DaemonSet"));
-        let mirror = obj::annotation(p, "kubernetes.io/config.mirror").is_some();
-        if daemon || mirror || str_at(p, &["metadata", "deletionTimestamp"]).is_some() {
+        if !observed::Pod::parse(p).drain_evicts() {
             continue;
         }
         let ns = obj::namespace(p).unwrap_or("default");

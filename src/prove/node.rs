@@ -9,11 +9,6 @@ use crate::cluster::observed::{Node, Pdb, Pod, PodSpec, cluster_wide};
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 
-fn is_daemon_or_mirror(p: &Pod) -> bool {
-    matches!(&p.controller, Some((k, _)) if k == "DaemonSet" || k == "Node")
-        || obj::annotation(&p.raw, "kubernetes.io/config.mirror").is_some()
-}
-
 /// The drain's obligations, in their declared order, judged on the nodes, the pods on the node
 /// and every pod, read once. A node that does not exist ends the proof.
 pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
@@ -36,17 +31,43 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
         .iter()
         .filter(|n| n.name != node.name && findings::takes(&PodSpec::default(), n))
         .collect();
-    let evicted: Vec<&Pod> = on_node
-        .iter()
-        .filter(|p| !is_daemon_or_mirror(p) && p.phase != "Succeeded" && p.phase != "Failed")
-        .collect();
+    let evicted: Vec<&Pod> = on_node.iter().filter(|p| p.drain_moves()).collect();
     Ok(vec![
         common,
         not_last_schedulable_node(&nodes, &others),
         not_cluster_wide(&nodes),
         pdbs_allow(scene, &node.name, &evicted).await?,
         capacity_elsewhere(&others, &all, &evicted),
+        no_pod_stuck_terminating(node, &on_node),
     ])
+}
+
+/// Whether no pod on the node waits for its kubelet to finish terminating
+/// ([`findings::cannot_finish_terminating`], which the dependency graph asks too): a drain
+/// cannot move such a pod, and a StatefulSet's replacement cannot start until a human has
+/// confirmed the node is down and the pod is force-deleted.
+fn no_pod_stuck_terminating(node: &Node, on_node: &[Pod]) -> Obligation {
+    let stuck = findings::cannot_finish_terminating(node, on_node);
+    let evidence = if stuck.is_empty() {
+        format!(
+            "no pod on node {} waits to finish terminating without its kubelet",
+            node.name
+        )
+    } else {
+        format!(
+            "{} pod(s) on node {} were deleted and cannot finish terminating while its kubelet is unreachable (Ready {}): {}",
+            stuck.len(),
+            node.name,
+            node.ready_status.as_deref().unwrap_or("unreported"),
+            stuck
+                .iter()
+                .take(5)
+                .map(|p| format!("{}/{}", obj::namespace(&p.raw).unwrap_or_default(), p.name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    ob::drain::NO_POD_STUCK_TERMINATING.check(stuck.is_empty(), vec![evidence])
 }
 
 /// Whether the node (`None`: it does not exist) is the common factor of its pods' failures
@@ -455,5 +476,64 @@ mod tests {
         )
         .await;
         assert!(!two_of_three.holds(), "{two_of_three:?}");
+    }
+
+    /// Issue 43: the drain's proof judges budgets on the pods the drain write evicts
+    /// (`Pod::drain_evicts`). A pod already being deleted is not evicted, so a budget that
+    /// allows no disruption because of it does not refuse the drain; the same budget over a
+    /// pod that still runs there does.
+    #[tokio::test]
+    async fn a_budget_guards_only_the_pods_the_drain_evicts() {
+        let id = "drain.pdbs-allow";
+        let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "db", "namespace": "shop"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+            "status": {"disruptionsAllowed": 0, "currentHealthy": 2, "desiredHealthy": 2, "expectedPods": 3}});
+        let mut terminating = pod("db", 0, "worker-2", true);
+        terminating["metadata"]["deletionTimestamp"] = json!("2026-11-21T11:50:00Z");
+        terminating["metadata"]["finalizers"] = json!(["example.com/backup"]);
+        let cluster = |db_pod: Value| {
+            vec![
+                node("worker-1", true),
+                node("worker-2", true),
+                pdb.clone(),
+                db_pod,
+                pod("db", 1, "worker-1", true),
+                pod("db", 2, "worker-1", true),
+            ]
+        };
+        let o = drain_obligation(cluster(terminating), "worker-2", id).await;
+        assert!(o.holds(), "{o:?}");
+        let o = drain_obligation(cluster(pod("db", 0, "worker-2", true)), "worker-2", id).await;
+        assert!(!o.holds(), "{o:?}");
+    }
+
+    /// Issue 43: a pod deleted on a node whose kubelet is gone cannot finish terminating, and
+    /// the drain cannot move it: the drain's proof asks what the dependency graph asks
+    /// (`findings::cannot_finish_terminating`). On a Ready node a pod being deleted is one its
+    /// kubelet is stopping.
+    #[tokio::test]
+    async fn a_pod_that_cannot_finish_terminating_refuses_the_drain_of_a_dead_node() {
+        let id = "drain.no-pod-stuck-terminating";
+        let mut stuck = pod("zookeeper", 1, "worker-2", false);
+        stuck["metadata"]["deletionTimestamp"] = json!("2026-11-21T11:45:00Z");
+        let cluster = |worker_2_ready: bool| {
+            vec![
+                node("worker-1", true),
+                node("worker-2", worker_2_ready),
+                node("worker-3", true),
+                stuck.clone(),
+            ]
+        };
+        let o = drain_obligation(cluster(false), "worker-2", id).await;
+        assert!(!o.holds(), "{o:?}");
+        assert!(
+            o.evidence
+                .iter()
+                .any(|e| e.contains("shop/zookeeper-5d8f-1")),
+            "{o:?}"
+        );
+        let o = drain_obligation(cluster(true), "worker-2", id).await;
+        assert!(o.holds(), "{o:?}");
     }
 }

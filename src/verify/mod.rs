@@ -54,6 +54,7 @@ use crate::domain::{
 };
 use crate::monitoring::{AlertmanagerClient, Endpoint, PrometheusClient, expression};
 use crate::policy::RegoGate;
+use crate::prove::findings;
 use crate::store::{Approvals, History, Patterns, Requests, Store};
 use crate::telemetry::Metrics;
 
@@ -178,13 +179,16 @@ pub struct VerificationStage {
 }
 
 /// The health part of the score of a node: Ready with nothing its conditions show wrong
-/// ([`observed::Node::trouble`], what "healthy again" and the drain's proof ask), Ready but
-/// under a pressure or a problem condition, or not Ready.
-pub fn node_health(node: &observed::Node) -> (f64, String) {
-    match (node.ready, node.trouble()) {
-        (true, None) => (1.0, format!("Node {} Ready", node.name)),
-        (true, Some((trouble, _))) => (0.5, format!("Node {} Ready, but {trouble}", node.name)),
-        (false, _) => (0.0, format!("Node {} not Ready", node.name)),
+/// ([`observed::Node::trouble`], what "healthy again" and the drain's proof ask) and a
+/// readiness that does not flap (`flaps`: [`findings::flaps`] of its events, which the
+/// "resolved" proof and the node rules ask), Ready but under a pressure or a problem condition
+/// or flapping, or not Ready.
+pub fn node_health(node: &observed::Node, flaps: Option<&str>) -> (f64, String) {
+    match (node.ready, node.trouble(), flaps) {
+        (true, None, None) => (1.0, format!("Node {} Ready", node.name)),
+        (true, Some((trouble, _)), _) => (0.5, format!("Node {} Ready, but {trouble}", node.name)),
+        (true, None, Some(flaps)) => (0.5, format!("Node {} Ready, but {flaps}", node.name)),
+        (false, _, _) => (0.0, format!("Node {} not Ready", node.name)),
     }
 }
 
@@ -401,6 +405,27 @@ impl VerificationStage {
     /// The kernel's warnings that a container was killed for memory ([`OOM_KILL_EVENT`]) in the
     /// target's namespace, read only when a pod's container was killed (exit 137) since the
     /// remediation without its status saying `OOMKilled`: some runtimes report such a kill so.
+    /// Whether node `name`'s readiness flaps ([`findings::flaps`]), from its events; an event
+    /// list the server refuses reads as no flaps (the conditions still judge the node).
+    async fn node_flaps(&self, name: &str) -> Result<Option<String>, StageError> {
+        let res = match self.reader.resource("Event").await {
+            Ok(r) => r,
+            Err(e) if e.is_unreachable() => return Err(unavailable("cluster", e.message)),
+            Err(_) => return Ok(None),
+        };
+        let query = ListQuery::fields(format!(
+            "involvedObject.kind=Node,involvedObject.name={name}"
+        ));
+        match self.reader.list(&res, None, &query).await {
+            Ok(events) => {
+                let events: Vec<_> = events.iter().map(observed::Event::parse).collect();
+                Ok(findings::flaps(self.clock.now(), &events, name))
+            }
+            Err(e) if e.is_unreachable() => Err(unavailable("cluster", e.message)),
+            Err(_) => Ok(None),
+        }
+    }
+
     async fn kill_reports(
         &self,
         target: &Target,
@@ -493,7 +518,11 @@ impl VerificationStage {
                     None,
                 ))
             }
-            "Node" => Ok((Some(node_health(&observed::Node::parse(object))), None)),
+            "Node" => {
+                let node = observed::Node::parse(object);
+                let flaps = self.node_flaps(&node.name).await?;
+                Ok((Some(node_health(&node, flaps.as_deref())), None))
+            }
             "PersistentVolumeClaim" => {
                 let bound = str_at(object, &["status", "phase"]) == Some("Bound");
                 Ok((

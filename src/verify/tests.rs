@@ -30,13 +30,32 @@ fn a_node_is_healthy_when_ready_with_nothing_its_conditions_show_wrong() {
     };
     let ready = json!({"type": "Ready", "status": "True"});
     let pressure = json!({"type": "MemoryPressure", "status": "True", "message": "low"});
-    assert_eq!(node_health(&node(json!([ready]))).0, 1.0);
-    let (score, why) = node_health(&node(json!([ready, pressure])));
+    assert_eq!(node_health(&node(json!([ready])), None).0, 1.0);
+    let (score, why) = node_health(&node(json!([ready, pressure])), None);
     assert_eq!(score, 0.5);
     assert!(why.contains("MemoryPressure"), "{why}");
     let down = json!({"type": "Ready", "status": "Unknown"});
-    assert_eq!(node_health(&node(json!([down]))).0, 0.0);
-    assert_eq!(node_health(&node(json!([]))).0, 0.0);
+    assert_eq!(node_health(&node(json!([down])), None).0, 0.0);
+    assert_eq!(node_health(&node(json!([])), None).0, 0.0);
+}
+
+/// Issue 43: a Ready node whose readiness flaps is not healthy again, for the verification
+/// as for the "resolved" proof and the node rules (`findings::flaps` of its events).
+#[test]
+fn a_ready_node_whose_readiness_flaps_is_not_healthy() {
+    let node = observed::Node::parse(&json!({"metadata": {"name": "n1"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+    let now = since() + chrono::Duration::hours(1);
+    let event = json!({"metadata": {"name": "n1.1", "namespace": "default"},
+        "involvedObject": {"kind": "Node", "name": "n1"}, "type": "Normal",
+        "reason": "NodeNotReady", "message": "Node n1 status is now: NodeNotReady", "count": 5,
+        "firstTimestamp": (now - chrono::Duration::minutes(50)).to_rfc3339(),
+        "lastTimestamp": (now - chrono::Duration::minutes(5)).to_rfc3339()});
+    let flaps = findings::flaps(now, &[observed::Event::parse(&event)], "n1");
+    assert!(flaps.is_some(), "five NotReady in 45 minutes flap");
+    let (score, why) = node_health(&node, flaps.as_deref());
+    assert_eq!(score, 0.5);
+    assert!(why.contains("went NotReady 5 times"), "{why}");
 }
 
 #[test]

@@ -522,6 +522,26 @@ impl Pod {
                     .is_some_and(|rest| rest.starts_with('-')))
     }
 
+    /// Whether a drain of its node evicts it, as `kubectl drain` chooses and the drain write
+    /// does: not a DaemonSet's (its controller puts it straight back, whichever owner
+    /// reference names it), not a mirror pod (the kubelet runs it from a file), and not one
+    /// already being deleted (an eviction adds nothing; its replacement is already asked for).
+    pub fn drain_evicts(&self) -> bool {
+        let daemon = obj::array(&self.raw, &["metadata", "ownerReferences"])
+            .iter()
+            .any(|o| str_at(o, &["kind"]) == Some("DaemonSet"));
+        let mirror = obj::annotation(&self.raw, "kubernetes.io/config.mirror").is_some()
+            || matches!(&self.controller, Some((k, _)) if k == "Node");
+        !daemon && !mirror && !self.deleting
+    }
+
+    /// Whether a drain moves it elsewhere: it evicts it ([`Pod::drain_evicts`]) and the pod
+    /// still runs or waits to. An ended pod (Succeeded, Failed) needs no room elsewhere and no
+    /// budget counts it; these are the pods the drain's proof judges budgets and room on.
+    pub fn drain_moves(&self) -> bool {
+        self.drain_evicts() && !matches!(self.phase.as_str(), "Succeeded" | "Failed")
+    }
+
     /// The template it was made from: its `pod-template-hash` (a ReplicaSet's), else its
     /// `controller-revision-hash` (a StatefulSet's or DaemonSet's).
     pub fn template(&self) -> Option<&String> {
