@@ -2985,3 +2985,42 @@ async fn snapshot_a_volume_whose_zone_has_no_node_that_takes_the_pods_is_the_cul
         "{d:?}"
     );
 }
+
+/// claims-api's connections to its database behind a default-deny Ingress policy in the
+/// database's namespace time out (captured in `tests/unseen`). The far side's policy is named
+/// whichever way the client words the timeout: the pods' egress and the far side's ingress ask
+/// one question (`Ctx::timing_out`), so Envoy's `upstream request timeout` finds it as Go's
+/// `i/o timeout` does.
+#[tokio::test]
+async fn snapshot_a_far_sides_ingress_policy_is_found_however_the_timeout_is_worded() {
+    const CAPTURED: &str =
+        include_str!("unseen/networkpolicy-added-before-readiness-failures/snapshot.yaml");
+    async fn far_side(yaml: &str) -> Option<Dependency> {
+        let snap = SnapshotCluster::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+        let now: DateTime<Utc> = "2026-11-29T11:18:00Z".parse().unwrap_or_default();
+        let target = Target::new("Deployment", "claims-api", Some("claims".into()));
+        let n = graph::build(Arc::new(snap), &target, now)
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        n.dependencies
+            .iter()
+            .find(|d| {
+                d.kind == DepKind::Network
+                    && d.unhealthy
+                        .as_deref()
+                        .is_some_and(|u| u.contains("admits no connection from the pods of claims"))
+            })
+            .cloned()
+    }
+    assert!(far_side(CAPTURED).await.is_some());
+    let envoy = CAPTURED
+        .replace(": i/o timeout)", ": upstream request timeout)")
+        .replace(
+            ": context deadline exceeded)",
+            ": upstream request timeout)",
+        );
+    assert_ne!(envoy, CAPTURED);
+    assert!(!envoy.contains("i/o timeout") && !envoy.contains("deadline exceeded"));
+    let d = far_side(&envoy).await;
+    assert!(d.is_some(), "no far-side policy for an Envoy timeout");
+}

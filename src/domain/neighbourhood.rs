@@ -49,6 +49,25 @@ pub struct Change {
     pub what: String,
 }
 
+impl Change {
+    /// What a [`Change::creation`] says: the object was created then and not written since.
+    pub const CREATED: &'static str = "created";
+
+    /// The object's creation, its only write.
+    pub fn creation(at: DateTime<Utc>) -> Self {
+        Self {
+            at,
+            what: Self::CREATED.to_owned(),
+        }
+    }
+
+    /// Whether it is the object's creation rather than an edit: a dependency created
+    /// before the onset did not change before it.
+    pub fn is_creation(&self) -> bool {
+        self.what == Self::CREATED
+    }
+}
+
 /// One dependency of the target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dependency {

@@ -85,10 +85,7 @@ pub fn last_change(o: &Value) -> Option<crate::domain::Change> {
                 what: format!("changed by {who}"),
             })
         }
-        (Some(c), _) => Some(Change {
-            at: c,
-            what: "created".into(),
-        }),
+        (Some(c), _) => Some(Change::creation(c)),
         (None, Some((t, who))) => Some(Change {
             at: t,
             what: format!("changed by {who}"),

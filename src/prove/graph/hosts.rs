@@ -185,12 +185,10 @@ async fn workload_state(
         }),
         // An edit, not its creation: a workload created recently is no change to what its
         // clients had.
-        None => last_change(w)
-            .filter(|c| c.what != "created")
-            .map(|c| Change {
-                what: format!("{kind} {name} {}", c.what),
-                ..c
-            }),
+        None => last_change(w).filter(|c| !c.is_creation()).map(|c| Change {
+            what: format!("{kind} {name} {}", c.what),
+            ..c
+        }),
     };
     Ok((unhealthy, change, evidence))
 }
@@ -361,7 +359,7 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
             }
         }
         if d.changed.is_none() {
-            d.changed = last_change(&s).filter(|c| c.what != "created");
+            d.changed = last_change(&s).filter(|c| !c.is_creation());
         }
         // Healthy, but its endpoints moved (a failover, a rollout of the backend): when.
         if d.changed.is_none()

@@ -61,6 +61,14 @@ pub(crate) type Read<T> = Result<T, ClusterError>;
 /// How long one log read may take.
 pub(crate) const LOG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// A connection's timeout in a client's words (Go's `i/o timeout`, gRPC's `deadline exceeded`,
+/// Envoy's `upstream request timeout`).
+pub const TIMED_OUT: &[&str] = &["i/o timeout", "timed out", "timeout", "deadline exceeded"];
+/// A connection that finds no route to its peer.
+pub const NO_ROUTE: &[&str] = &["no route to host", "unreachable"];
+/// A connection the peer refused (nothing listens, or a policy that rejects).
+pub const REFUSED: &[&str] = &["connection refused", "econnrefused"];
+
 impl Ctx {
     pub async fn list(&self, kind: &str, ns: Option<&str>, q: &ListQuery) -> Read<Vec<Value>> {
         let res = self.r.resource(kind).await?;
@@ -94,6 +102,19 @@ impl Ctx {
     pub fn says(&self, words: &[&str]) -> bool {
         let t = self.failure_text.to_ascii_lowercase();
         words.iter().any(|w| t.contains(w))
+    }
+
+    /// Whether the failures are connections that time out or find no route ([`TIMED_OUT`],
+    /// [`NO_ROUTE`]): what a NetworkPolicy that drops packets looks like from either side. The
+    /// egress policy of the pods and the ingress policy behind a Service both ask it.
+    pub fn timing_out(&self) -> bool {
+        self.says(TIMED_OUT) || self.says(NO_ROUTE)
+    }
+
+    /// Whether the failures are connections that fail at all: time out, find no route, or are
+    /// refused ([`REFUSED`]). Only then are the NetworkPolicies selecting the pods looked at.
+    pub fn connecting_fails(&self) -> bool {
+        self.timing_out() || self.says(REFUSED)
     }
 
     /// The first line of the failures' text that mentions `word` (quoted as evidence).

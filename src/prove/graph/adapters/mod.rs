@@ -80,7 +80,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
             format!("PersistentVolumeClaim {ns}/{claim}"),
             relation,
         )
-        .changed(last_change(&pvc).filter(|c| c.what != "created"));
+        .changed(last_change(&pvc).filter(|c| !c.is_creation()));
         let phase = str_at(&pvc, &["status", "phase"]).unwrap_or("Unknown");
         let class = str_at(&pvc, &["spec", "storageClassName"]).map(str::to_owned);
         let warnings: Vec<String> = ctx
@@ -268,7 +268,7 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
                     .into_iter()
                     .filter(|k| !keys.contains(k.as_str()))
                     .collect();
-                let change = last_change(&cm).filter(|c| c.what != "created");
+                let change = last_change(&cm).filter(|c| !c.is_creation());
                 // Read only when a pod starts, and no pod or container started since the change
                 // (a restarted container reads its environment again): none has read it, so it
                 // explains nothing they do.
@@ -333,16 +333,7 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
 /// The NetworkPolicies selecting the pods, when the failures are connections that time out or
 /// are refused.
 pub(super) async fn network(ctx: &Ctx) -> Read<Vec<Dependency>> {
-    let connecting = ctx.says(&[
-        "i/o timeout",
-        "timed out",
-        "timeout",
-        "deadline exceeded",
-        "no route to host",
-        "connection refused",
-        "econnrefused",
-        "unreachable",
-    ]);
+    let connecting = ctx.connecting_fails();
     let Some(ns) = ctx.ns.as_deref() else {
         return Ok(vec![]);
     };
@@ -376,15 +367,7 @@ pub(super) async fn network(ctx: &Ctx) -> Read<Vec<Dependency>> {
             format!("selects the pods ({})", types.join(", ")),
         )
         .changed(last_change(&np));
-        if egress
-            && ctx.says(&[
-                "i/o timeout",
-                "timed out",
-                "timeout",
-                "deadline exceeded",
-                "unreachable",
-            ])
-        {
+        if egress && ctx.timing_out() {
             let allowed = array(&np, &["spec", "egress"]).len();
             d = d.unhealthy(
                 format!(
@@ -643,7 +626,7 @@ pub(super) async fn services(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 .ready;
                 let mut d =
                     Dependency::new(DepKind::Service, format!("Service {ns}/{name}"), relation)
-                        .changed(last_change(&s).filter(|c| c.what != "created"));
+                        .changed(last_change(&s).filter(|c| !c.is_creation()));
                 let mut orphaned = None;
                 if ready == 0 && obj::kind(o) == "Ingress" {
                     d = d.unhealthy("has no ready endpoints", None);

@@ -16,7 +16,7 @@ pub(in crate::prove::graph) async fn ingress_behind(
     ctx: &Ctx,
     found: &[Dependency],
 ) -> Read<Vec<Dependency>> {
-    let timing_out = ctx.says(&["i/o timeout", "timed out", "deadline exceeded"]);
+    let timing_out = ctx.timing_out();
     let (Some(ns), Some(pod)) = (ctx.ns.as_deref(), ctx.pods.first()) else {
         return Ok(vec![]);
     };
