@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::findings;
 use super::scene::{Read, Scene};
-use super::workload::quota_allows;
+use super::workload::{quota_allows, room_for};
 use crate::cluster::obj::{self, array, str_at};
 use crate::cluster::observed::{self, Pod};
 use crate::cluster::quantity;
@@ -59,7 +59,7 @@ pub(super) async fn hpa_max(
         scales,
         at_maximum(&h),
         above_target(&h),
-        room_to_schedule(&pods),
+        room_to_schedule(scene, &w, &pods, wanted - current).await?,
         raises_bounded(&h, wanted),
         quota_allows(scene, &w, wanted - current, &ob::hpa::QUOTA_ALLOWS).await?,
     ])
@@ -128,19 +128,11 @@ fn above_target(h: &observed::Hpa) -> Obligation {
     )
 }
 
-/// Whether more replicas could be scheduled, from the target's pods: none waits for a node.
-fn room_to_schedule(pods: &[Pod]) -> Obligation {
-    let pending: Vec<(&Pod, &str)> = pods
-        .iter()
-        .filter_map(|p| Some((p, p.waiting_for_node()?)))
-        .collect();
-    ob::hpa::ROOM_TO_SCHEDULE.check(
-        pending.is_empty(),
-        vec![match pending.first() {
-            Some((p, why)) => format!("pod {} is Pending: {why}", p.name),
-            None => format!("none of its {} pods is Pending", pods.len()),
-        }],
-    )
+/// Whether the `extra` replicas the new maximum allows could be placed ([`room_for`], what a
+/// scale-up to as many asks).
+async fn room_to_schedule(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read<Obligation> {
+    let (room, ev) = room_for(scene, w, pods, extra.max(1)).await?;
+    Ok(ob::hpa::ROOM_TO_SCHEDULE.check(room, ev))
 }
 
 /// Whether the new maximum is a step the autoscaler's may take ([`observed::Hpa::raise_allowed`]).
@@ -452,5 +444,85 @@ fn change_identified(change: Option<&str>) -> Obligation {
     } else {
         ob::gitrevert::CHANGE_IDENTIFIED
             .fails(vec!["PROPOSED_CHANGE does not say what to change".into()])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::{DateTime, Utc};
+    use serde_json::json;
+
+    use super::*;
+    use crate::cluster::SnapshotCluster;
+    use crate::domain::Target;
+
+    /// Deployment `gw` binding host port 443, three replicas on three nodes (and `spare` nodes
+    /// more), at its autoscaler's maximum of 3 with CPU over target: `hpa.room-to-schedule`
+    /// for a maximum of 6.
+    async fn room_for_a_higher_maximum(spare: usize) -> Obligation {
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let containers = json!([{"name": "gw", "image": "edge/gw:1",
+            "ports": [{"containerPort": 8443, "hostPort": 443, "protocol": "TCP"}]}]);
+        let mut objects = vec![
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "gw", "namespace": "edge", "uid": "gw"},
+                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "gw"}},
+                    "template": {"metadata": {"labels": {"app": "gw"}},
+                        "spec": {"containers": containers}}},
+                "status": {"replicas": 3, "readyReplicas": 3}}),
+            json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "gw", "namespace": "edge"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "gw"},
+                    "minReplicas": 1, "maxReplicas": 3,
+                    "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": 70}}}]},
+                "status": {"currentReplicas": 3, "desiredReplicas": 3,
+                    "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu",
+                        "current": {"averageUtilization": 95}}}]}}),
+        ];
+        for i in 0..3 + spare {
+            objects.push(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": format!("worker-{i}")},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                    "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}));
+        }
+        for i in 0..3 {
+            objects.push(json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("gw-5d8f-{i}"), "namespace": "edge",
+                    "labels": {"app": "gw", "pod-template-hash": "5d8f"}},
+                "spec": {"nodeName": format!("worker-{i}"), "containers": containers},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                    "containerStatuses": [{"name": "gw", "ready": true, "restartCount": 0,
+                        "state": {"running": {}}}]}}));
+        }
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let signal = crate::prove::scene::test_signal("KubeHpaMaxedOut", now);
+        let target = Target::new("Deployment", "gw", Some("edge".into()));
+        let scene = Scene::new(Arc::new(snap), target, now, signal);
+        hpa_max(&scene, Some("gw"), Some(6))
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .into_iter()
+            .find(|o| o.id == ob::hpa::ROOM_TO_SCHEDULE.id)
+            .unwrap_or_else(|| panic!("no room-to-schedule"))
+    }
+
+    /// Issue 43: a higher maximum adds pods as a scale-up does, and asks the same room
+    /// (`room_for`): pods binding a host port held on every node cannot be placed, though none
+    /// waits for a node yet; with three nodes more, they can.
+    #[tokio::test]
+    async fn a_higher_maximum_needs_room_for_its_host_ports_as_a_scale_up_does() {
+        let o = room_for_a_higher_maximum(0).await;
+        assert!(!o.holds(), "{o:?}");
+        assert!(
+            o.evidence
+                .iter()
+                .any(|e| e.contains("0 schedulable node(s) have them free")),
+            "{o:?}"
+        );
+        let o = room_for_a_higher_maximum(3).await;
+        assert!(o.holds(), "{o:?}");
     }
 }

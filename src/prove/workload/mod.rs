@@ -26,7 +26,7 @@ pub use super::findings::{configmaps, secrets};
 pub(super) use delete::delete_pod;
 pub(super) use restart::restart;
 pub(super) use rollback::rollback;
-pub(super) use scale::{quota_allows, scale};
+pub(super) use scale::{quota_allows, room_for, scale};
 
 /// What the target depends on and what changed before its failures began
 /// ([`super::graph::build`]), read once per proof.

@@ -105,10 +105,23 @@ fn pods_not_failing(pods: &[Pod], current: i64) -> Obligation {
     )
 }
 
-/// Whether `extra` new pods can be scheduled, from the workload's pods, the nodes and, when its
-/// pods bind host ports, the pods on the nodes they may run on: none of its pods waits for a
-/// node, some node takes pods, and enough nodes have the ports free.
+/// Whether `extra` new pods can be scheduled ([`room_for`]).
 async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read<Obligation> {
+    let (room, ev) = room_for(scene, w, pods, extra).await?;
+    Ok(ob::scale::SCHEDULABLE.check(room, ev))
+}
+
+/// Whether `extra` new pods of workload `w` can be placed, with the evidence, from its pods,
+/// the nodes and, when its pods bind host ports, the pods on the nodes they may run on: none of
+/// its pods waits for a node, some node takes the template ([`findings::takes`]), and enough
+/// of those nodes have the ports free. A scale-up and a higher autoscaler maximum both ask it
+/// (`scale.schedulable`, `hpa.room-to-schedule`): the extra pods land on the same nodes.
+pub(in crate::prove) async fn room_for(
+    scene: &Scene,
+    w: &Value,
+    pods: &[Pod],
+    extra: i64,
+) -> Read<(bool, Vec<String>)> {
     let unscheduled: Vec<(&Pod, &str)> = pods
         .iter()
         .filter_map(|p| Some((p, p.waiting_for_node()?)))
@@ -157,7 +170,7 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
                 .join(", ")
         ));
     }
-    Ok(ob::scale::SCHEDULABLE.check(unscheduled.is_empty() && !taking.is_empty() && room, ev))
+    Ok((unscheduled.is_empty() && !taking.is_empty() && room, ev))
 }
 
 /// CPU use of the ready pods against what they request, from the metrics API (`None`: not
