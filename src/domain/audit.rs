@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::action::ActionType;
+use super::approval::ApprovalDecision;
 use super::execution::{ExecutionOutcome, StepStatus};
 use super::gate::GateDecision;
 use super::history::HistoryContext;
@@ -13,7 +14,7 @@ use super::investigation::{
     RoutedOutcome, SelectedWorkflow, Selection, ToolCallRecord, Usage, ValidationAttempt,
 };
 use super::labels::DetectedLabels;
-use super::learning::{LearnedPattern, LearnedUse, Signature};
+use super::learning::{LearnedPattern, LearnedUse, PatternOutcome, Signature};
 use super::phase::Phase;
 use super::proof::Proof;
 use super::target::Target;
@@ -108,6 +109,48 @@ pub const GUARDRAIL: &str = "guardrail";
 pub const EXECUTION: &str = "execution";
 /// The kind of one step of an execution ([`StepPayload`]).
 pub const EXECUTION_STEP: &str = "execution_step";
+
+/// The kind of an approval offered to people (its payload, shown as stored: the approval's
+/// id, expiry, approvers and risk). A chat turn that asked for a change ends at it.
+pub const APPROVAL_REQUESTED: &str = "approval_requested";
+/// The kind of an approval's decision ([`ApprovalDecidedPayload`]).
+pub const APPROVAL_DECIDED: &str = "approval_decided";
+/// The kind of the follow-up to an approved request that was not executed ([`FollowUpPayload`]).
+pub const APPROVAL_NOT_EXECUTED: &str = "approval_not_executed";
+/// The kind of the follow-up to an approved change that made its target worse
+/// ([`FollowUpPayload`]).
+pub const APPROVAL_MADE_WORSE: &str = "approval_made_worse";
+/// The kind of a learned pattern's use as a hint ([`LearnedHintPayload`]).
+pub const LEARNED_HINT: &str = "learned_hint";
+/// The kind of a verified outcome learned for an incident signature ([`PatternLearnedPayload`]).
+pub const PATTERN_LEARNED: &str = "pattern_learned";
+
+/// The payload of an [`APPROVAL_DECIDED`] event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalDecidedPayload {
+    pub approval_id: uuid::Uuid,
+    pub decision: ApprovalDecision,
+}
+
+/// The payload of an [`APPROVAL_NOT_EXECUTED`] or [`APPROVAL_MADE_WORSE`] event: the approval
+/// followed up and the note its approvers get.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FollowUpPayload {
+    pub approval_id: uuid::Uuid,
+    pub note: String,
+}
+
+/// The payload of a [`LEARNED_HINT`] event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LearnedHintPayload {
+    pub learned: LearnedUse,
+}
+
+/// The payload of a [`PATTERN_LEARNED`] event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatternLearnedPayload {
+    pub outcome: PatternOutcome,
+}
 
 /// The payload of a [`TRANSITION`] event: the phase left, the phase entered, and why.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -333,6 +376,11 @@ pub enum AuditPayload {
     Guardrail(GuardrailPayload),
     Execution(Box<ExecutionPayload>),
     Step(StepPayload),
+    ApprovalDecided(Box<ApprovalDecidedPayload>),
+    /// Not executed, or made worse (the event's kind says which).
+    FollowUp(FollowUpPayload),
+    LearnedHint(Box<LearnedHintPayload>),
+    PatternLearned(Box<PatternLearnedPayload>),
     /// Any other kind, or a payload of a typed kind that does not parse (a trail written by a
     /// version whose fields had other shapes): the JSON as stored.
     Other(serde_json::Value),
@@ -352,6 +400,14 @@ impl AuditEvent {
             GUARDRAIL => self.read().map(AuditPayload::Guardrail),
             EXECUTION => self.read().map(|p| AuditPayload::Execution(Box::new(p))),
             EXECUTION_STEP => self.read().map(AuditPayload::Step),
+            APPROVAL_DECIDED => self
+                .read()
+                .map(|p| AuditPayload::ApprovalDecided(Box::new(p))),
+            APPROVAL_NOT_EXECUTED | APPROVAL_MADE_WORSE => self.read().map(AuditPayload::FollowUp),
+            LEARNED_HINT => self.read().map(|p| AuditPayload::LearnedHint(Box::new(p))),
+            PATTERN_LEARNED => self
+                .read()
+                .map(|p| AuditPayload::PatternLearned(Box::new(p))),
             _ => None,
         };
         parsed.unwrap_or_else(|| AuditPayload::Other(self.payload.clone()))
@@ -411,7 +467,8 @@ impl AuditDraft {
         Self::typed(EXECUTION_STEP, actor, message, payload)
     }
 
-    fn typed(
+    /// An event of `kind` with a typed payload (one of this module's payloads for its kind).
+    pub fn typed(
         kind: &str,
         actor: &str,
         message: impl Into<String>,
@@ -442,6 +499,19 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn stored(d: AuditDraft) -> AuditEvent {
+        AuditEvent {
+            id: 1,
+            request_id: None,
+            at: Utc::now(),
+            phase: None,
+            kind: d.kind,
+            actor: d.actor,
+            message: d.message,
+            payload: d.payload,
+        }
+    }
 
     #[test]
     fn a_payload_field_of_another_shape_leaves_the_others_readable() {
@@ -481,16 +551,6 @@ mod tests {
 
     #[test]
     fn transitions_and_gate_decisions_read_back_typed() {
-        let stored = |d: AuditDraft| AuditEvent {
-            id: 1,
-            request_id: None,
-            at: Utc::now(),
-            phase: None,
-            kind: d.kind,
-            actor: d.actor,
-            message: d.message,
-            payload: d.payload,
-        };
         let t = stored(transition_event(
             Phase::Gating,
             Phase::AwaitingApproval,
@@ -517,5 +577,45 @@ mod tests {
         assert_eq!(g.input["severity"], "critical");
         assert_eq!((g.output, g.alternative), (None, None));
         assert_eq!(old.transition(), None, "a gate event is not a transition");
+    }
+
+    /// Issue 43: the approval's decision and follow-ups, the learned hint and the learned
+    /// outcome are typed kinds with typed payloads: an event stored by an older version (the
+    /// same keys, written by hand) reads as the type, and one whose payload has another shape
+    /// is kept as stored.
+    #[test]
+    fn approval_and_learning_events_read_as_their_types() {
+        let id = uuid::Uuid::nil();
+        let decided = AuditEvent {
+            kind: APPROVAL_DECIDED.into(),
+            payload: serde_json::json!({"approval_id": id, "decision": {
+                "decision": "approved", "decided_by": "alice", "decided_via": "email",
+                "decided_at": "2026-11-30T10:00:00Z"}}),
+            ..stored(AuditDraft::new("x", "alice", "m"))
+        };
+        let AuditPayload::ApprovalDecided(d) = decided.typed_payload() else {
+            panic!("not read as a decision: {:?}", decided.typed_payload());
+        };
+        assert_eq!(
+            (d.approval_id, d.decision.decided_by.as_str()),
+            (id, "alice")
+        );
+        let written = AuditDraft::typed(APPROVAL_DECIDED, "alice", "m", &*d);
+        assert_eq!(written.payload, decided.payload);
+
+        let worse = AuditEvent {
+            kind: APPROVAL_MADE_WORSE.into(),
+            payload: serde_json::json!({"approval_id": id, "note": "2 pods fail now"}),
+            ..stored(AuditDraft::new("x", "verifier", "m"))
+        };
+        assert!(
+            matches!(worse.typed_payload(), AuditPayload::FollowUp(f) if f.note == "2 pods fail now")
+        );
+        let odd = AuditEvent {
+            kind: PATTERN_LEARNED.into(),
+            payload: serde_json::json!({"outcome": "not an outcome"}),
+            ..stored(AuditDraft::new("x", "verifier", "m"))
+        };
+        assert!(matches!(odd.typed_payload(), AuditPayload::Other(_)));
     }
 }

@@ -32,6 +32,7 @@ use crate::catalog::{Catalog, CatalogError};
 use crate::clock::Clock;
 use crate::cluster::ClusterReader;
 use crate::cluster::tools::ToolLimits;
+use crate::domain::audit;
 use crate::domain::{
     ActionType, Analysis, AuditDraft, OutcomeKind, Phase, Proof, ProofPoint, ProofVerdict,
     Proposer, RcaPayload, RemediationRequest, RoutedOutcome, Selection, SelectionPayload, Stage,
@@ -469,15 +470,15 @@ impl Stage for SelectionStage {
         )];
         if let Some(l) = &selection.learned {
             events.push(
-                AuditDraft::new(
-                    "learned_hint",
+                AuditDraft::typed(
+                    audit::LEARNED_HINT,
                     &self.investigator.name(),
                     format!(
                         "{} proposed from a learned pattern (a hint; still proven, gated and approved): {}",
                         l.pattern.workflow_id, l.reason
                     ),
-                )
-                .with_payload(json!({"learned": l})),
+                    &audit::LearnedHintPayload { learned: l.clone() },
+                ),
             );
         }
         let proof = self.prove(request, &analysis, &selection).await?;

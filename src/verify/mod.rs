@@ -47,6 +47,7 @@ use crate::cluster::obj::str_at;
 use crate::cluster::observed;
 use crate::cluster::observed::OOM_KILL_EVENT;
 use crate::cluster::{ClusterReader, ErrorKind, ListQuery};
+use crate::domain::audit;
 use crate::domain::{
     Assessment, AssessmentReason, AuditDraft, DEFAULT_EFFECTIVENESS_THRESHOLD, Execution,
     ExecutionOutcome, HistoryOutcome, HistoryRecord, PatternOutcome, Phase, RemediationRequest,
@@ -869,8 +870,8 @@ fn learned_event(o: &PatternOutcome) -> AuditDraft {
         .as_deref()
         .map(|r| format!(", chosen by an approver instead of {r}"))
         .unwrap_or_default();
-    AuditDraft::new(
-        "pattern_learned",
+    AuditDraft::typed(
+        audit::PATTERN_LEARNED,
         "verifier",
         format!(
             "learned: {} ({}) on {} was {effect} (score {}){instead}",
@@ -880,8 +881,8 @@ fn learned_event(o: &PatternOutcome) -> AuditDraft {
             o.score
                 .map_or_else(|| "none".to_owned(), |s| format!("{s:.2}")),
         ),
+        &audit::PatternLearnedPayload { outcome: o.clone() },
     )
-    .with_payload(json!({"outcome": o}))
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use uuid::Uuid;
 use super::{ApiError, AppState, Caller};
 use crate::domain::{
     ActionType, AuditEvent, AuditPayload, LlmCallRecord, Proof, ProofPoint, ProofVerdict, Proposer,
-    RcaPayload, Role, Usage,
+    RcaPayload, Role, Usage, audit,
 };
 use crate::redact::{sanitize_text, sanitize_value};
 use crate::store::TrailWatch;
@@ -137,7 +137,28 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
                 json!({"step": sanitize_value(&json!(s))}),
             )];
         }
-        AuditPayload::Other(_) => {}
+        AuditPayload::ApprovalDecided(d) => {
+            return vec![base(
+                audit::APPROVAL_DECIDED,
+                json!({"decision": d.decision}),
+            )];
+        }
+        AuditPayload::FollowUp(f) if e.kind == audit::APPROVAL_NOT_EXECUTED => {
+            return vec![base(
+                audit::APPROVAL_NOT_EXECUTED,
+                json!({
+                    "approval_id": f.approval_id,
+                    "note": clip(&sanitize_text(&f.note)),
+                    "bad": true,
+                }),
+            )];
+        }
+        AuditPayload::LearnedHint(l) => return vec![base("learned", json!({"used": l.learned}))],
+        AuditPayload::PatternLearned(o) => {
+            return vec![base(audit::PATTERN_LEARNED, json!({"outcome": o.outcome}))];
+        }
+        // A change that made its target worse shows with the undo's events, below.
+        AuditPayload::FollowUp(_) | AuditPayload::Other(_) => {}
     }
     // Kinds without a typed payload, and a typed kind's payload this version cannot read
     // (shown as stored).
@@ -158,8 +179,8 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             "proof",
             json!({"proof": sanitize_value(p.get("proof").unwrap_or(&Value::Null))}),
         )],
-        "approval_not_executed" => vec![base(
-            "approval_not_executed",
+        audit::APPROVAL_NOT_EXECUTED => vec![base(
+            audit::APPROVAL_NOT_EXECUTED,
             json!({
                 "approval_id": p.get("approval_id"),
                 "note": p.get("note").and_then(Value::as_str).map(|n| clip(&sanitize_text(n))),
@@ -167,14 +188,14 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             }),
         )],
         // A remediation that made its target worse: what, the decision, the restore.
-        "undo_decided" | "undo" | "approval_made_worse" => vec![base(
+        "undo_decided" | "undo" | audit::APPROVAL_MADE_WORSE => vec![base(
             "undo",
             json!({"undo": e.kind, "detail": sanitize_value(p), "bad": true}),
         )],
         "gate" => vec![base("gate_decision", json!({"decision": p}))],
-        "approval_requested" => vec![base("approval_requested", json!({"approval": p}))],
-        "approval_decided" => vec![base(
-            "approval_decided",
+        audit::APPROVAL_REQUESTED => vec![base(audit::APPROVAL_REQUESTED, json!({"approval": p}))],
+        audit::APPROVAL_DECIDED => vec![base(
+            audit::APPROVAL_DECIDED,
             json!({"decision": p.get("decision")}),
         )],
         "approval_refused" | "approval_decision_refused" => {
@@ -185,9 +206,9 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
         "execution" => vec![base("execution", json!({"detail": sanitize_value(p)}))],
         "guardrail" => vec![base("guardrail", json!({"detail": p}))],
         "assessment" => vec![base("verification", json!({"assessment": p}))],
-        "learned_hint" => vec![base("learned", json!({"used": p.get("learned")}))],
-        "pattern_learned" => vec![base(
-            "pattern_learned",
+        audit::LEARNED_HINT => vec![base("learned", json!({"used": p.get("learned")}))],
+        audit::PATTERN_LEARNED => vec![base(
+            audit::PATTERN_LEARNED,
             json!({"outcome": p.get("outcome")}),
         )],
         "timeout" | "llm_budget" | "error" => vec![base("error", json!({"detail": p}))],

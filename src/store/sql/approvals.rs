@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Conn as _, RowsAffected as _, query_as};
 use super::{SqlStore, Tx, approval_columns, notification_columns};
+use crate::domain::audit;
 use crate::domain::{
     ApprovalDecision, ApprovalRequest, ApprovalStatus, AuditDraft, Channel, DecideOutcome,
     Decision, Notification, Phase,
@@ -114,7 +115,13 @@ impl<D: Dialect> SqlStore<D> {
             actor,
             format!("{note} ({told} approver message(s) queued)"),
         )
-        .with_payload(serde_json::json!({"approval_id": current.id, "note": note}));
+        .with_payload(
+            serde_json::to_value(audit::FollowUpPayload {
+                approval_id: current.id,
+                note: note.to_owned(),
+            })
+            .unwrap_or_default(),
+        );
         Self::insert_audit(&mut tx, &self.audit_key, Some(request), None, now, &draft).await?;
         tx.commit().await?;
         Ok(())
@@ -154,7 +161,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
                 .map(|n| format!("{} {}", n.channel, n.recipient))
                 .collect();
             let draft = AuditDraft::new(
-                "approval_requested",
+                audit::APPROVAL_REQUESTED,
                 "approval",
                 format!(
                     "approval {} requested from {}; expires {}",
@@ -427,11 +434,15 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         if let Some(m) = decision.message.as_deref().filter(|m| !m.is_empty()) {
             message.push_str(&format!(": {m}"));
         }
-        let draft = AuditDraft::new("approval_decided", &decision.decided_by, message)
-            .with_payload(serde_json::json!({
-                "approval_id": approval,
-                "decision": decision,
-            }));
+        let draft = AuditDraft::typed(
+            audit::APPROVAL_DECIDED,
+            &decision.decided_by,
+            message,
+            &audit::ApprovalDecidedPayload {
+                approval_id: approval,
+                decision: decision.clone(),
+            },
+        );
         Self::insert_audit(
             &mut tx,
             &self.audit_key,
@@ -471,7 +482,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
             request,
             note,
             crate::domain::NotificationKind::NotExecuted,
-            "approval_not_executed",
+            audit::APPROVAL_NOT_EXECUTED,
             "executor",
         )
         .await
@@ -482,7 +493,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
             request,
             note,
             crate::domain::NotificationKind::MadeWorse,
-            "approval_made_worse",
+            audit::APPROVAL_MADE_WORSE,
             "verifier",
         )
         .await

@@ -7,6 +7,7 @@
 //! layer may not import.
 
 use super::*;
+use crate::domain::audit;
 
 /// A position: after event `n` of part `part` (0 the preamble, an audit id, or [`TAIL`]) of
 /// turn `turn`.
@@ -73,7 +74,7 @@ fn ends_turn(kind: TurnKind, e: &crate::domain::AuditEvent) -> bool {
         .transition()
         .and_then(|t| t.to)
         .is_some_and(|p| p.is_terminal());
-    terminal || (kind != TurnKind::Decision && e.kind == "approval_requested")
+    terminal || (kind != TurnKind::Decision && e.kind == audit::APPROVAL_REQUESTED)
 }
 
 /// The live output of the model investigating the request a running turn follows.
