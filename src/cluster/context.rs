@@ -17,7 +17,6 @@ use tokio::sync::Mutex;
 
 use super::obj::{self, array, at, str_at};
 use super::observed;
-use super::selector::Selector;
 use super::{ClusterError, ClusterReader, ErrorKind, ListQuery};
 use crate::domain::{DetectedLabels, QuotaUsage, Target, is_cluster_scoped};
 
@@ -330,11 +329,9 @@ impl ContextResolver {
 
         match self.list_once("PodDisruptionBudget", ns).await {
             Ok(pdbs) => {
-                found.pdb_protected = pdbs.iter().any(|pdb| {
-                    at(pdb, &["spec", "selector"])
-                        .and_then(Selector::from_object)
-                        .is_some_and(|s| !s.is_empty() && s.matches_value(template_labels))
-                });
+                found.pdb_protected = pdbs
+                    .iter()
+                    .any(|pdb| observed::Pdb::parse(pdb).selects_labels(template_labels));
             }
             Err(e) => failed(&mut failures, "pdbProtected", &e)?,
         }

@@ -293,10 +293,12 @@ pub async fn node(
             .collect();
         head.push_str(&format!(
             "node {node}: {}{}{}\n",
-            if conditions.is_empty() {
-                "Ready".to_owned()
-            } else {
-                conditions.join(", ")
+            // Ready as the decisions read it (`Node::ready`): a node that reports no Ready
+            // condition is not.
+            match (conditions.is_empty(), observed::Node::parse(n).ready) {
+                (true, true) => "Ready".to_owned(),
+                (true, false) => "Ready not reported".to_owned(),
+                (false, _) => conditions.join(", "),
             },
             if n["spec"]["unschedulable"] == true {
                 ", cordoned"

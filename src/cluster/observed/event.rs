@@ -30,22 +30,28 @@ pub struct Event {
     pub last: Option<DateTime<Utc>>,
 }
 
+/// The object a raw event is about, as kind and name (empty when it names none): the core/v1
+/// shape names it `involvedObject`, events.k8s.io `regarding`. [`Event::parse`] and the
+/// dependency graph's filters over raw events read it here.
+pub fn subject(e: &Value) -> (&str, &str) {
+    let of = |field: &str| {
+        str_at(e, &["involvedObject", field])
+            .or_else(|| str_at(e, &["regarding", field]))
+            .unwrap_or_default()
+    };
+    (of("kind"), of("name"))
+}
+
 impl Event {
     pub fn parse(e: &Value) -> Self {
+        let (kind, name) = subject(e);
         let first = time(e, &["firstTimestamp"]).or_else(|| time(e, &["eventTime"]));
         let last = time(e, &["lastTimestamp"])
             .or_else(|| time(e, &["series", "lastObservedTime"]))
             .or(first);
         Self {
-            kind: str_at(e, &["involvedObject", "kind"])
-                .or_else(|| str_at(e, &["regarding", "kind"]))
-                .unwrap_or_default()
-                .to_owned(),
-            // The core/v1 shape names it `involvedObject`, events.k8s.io `regarding`.
-            name: str_at(e, &["involvedObject", "name"])
-                .or_else(|| str_at(e, &["regarding", "name"]))
-                .unwrap_or_default()
-                .to_owned(),
+            kind: kind.to_owned(),
+            name: name.to_owned(),
             reason: str_at(e, &["reason"]).unwrap_or_default().to_owned(),
             message: str_at(e, &["message"]).unwrap_or_default().to_owned(),
             warning: str_at(e, &["type"]) == Some("Warning"),

@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::obj::{array, str_at};
 
 pub use claim::{Claim, StorageClass};
-pub use event::{Event, about_workload};
+pub use event::{Event, about_workload, subject as event_subject};
 pub use health::target_health;
 pub use hpa::{HPA_RAISE_FACTOR, HPA_RAISE_SMALL, Hpa, Utilisation};
 pub use node::{Node, cluster_wide, taint_key_of_kubernetes};

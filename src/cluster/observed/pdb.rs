@@ -63,9 +63,15 @@ impl Pdb {
 
     /// Whether it selects the pod (an empty selector selects every pod, as policy/v1 says).
     pub fn selects(&self, pod: &Pod) -> bool {
+        self.selects_labels(Some(&pod.labels))
+    }
+
+    /// Whether it selects pods labelled `labels` (a workload's template's, before any pod
+    /// exists): [`Pdb::selects`] for labels.
+    pub fn selects_labels(&self, labels: Option<&Value>) -> bool {
         self.selector
             .as_ref()
-            .is_some_and(|s| s.matches_value(Some(&pod.labels)))
+            .is_some_and(|s| s.matches_value(labels))
     }
 
     /// How many pods it expects: its status's count, else the `selected` pods the caller found.
@@ -133,5 +139,29 @@ mod tests {
         assert_eq!((b.disruptions_allowed, b.desired_healthy), (0, 0));
         assert!(b.selector_query().is_empty() && !b.selects(&pod("etcd")));
         assert!(!b.all_healthy(0));
+    }
+
+    /// Issue 43: an empty selector selects every pod of the namespace (policy/v1), for a
+    /// workload's template as for its pods: the enrichment's `pdbProtected` asks this too
+    /// (it took an empty selector as protecting nothing).
+    #[test]
+    fn an_empty_budget_selector_protects_every_template() {
+        let labels = serde_json::json!({"app": "api"});
+        let budget = |selector: Value| {
+            Pdb::parse(
+                &serde_json::json!({"metadata": {"name": "b", "namespace": "shop"},
+                "spec": {"selector": selector, "maxUnavailable": 1}}),
+            )
+        };
+        assert!(budget(serde_json::json!({})).selects_labels(Some(&labels)));
+        assert!(
+            budget(serde_json::json!({"matchLabels": {"app": "api"}}))
+                .selects_labels(Some(&labels))
+        );
+        assert!(
+            !budget(serde_json::json!({"matchLabels": {"app": "db"}}))
+                .selects_labels(Some(&labels))
+        );
+        assert!(!budget(Value::Null).selects_labels(Some(&labels)));
     }
 }

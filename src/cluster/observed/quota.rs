@@ -38,6 +38,12 @@ impl QuotaRoom {
     pub fn fits(&self, more: u128) -> bool {
         self.used.saturating_add(more) <= self.hard
     }
+
+    /// Whether nothing more fits: what is used reached what is allowed, in quantities, not
+    /// spellings (`1024Mi` of `1Gi` is used up).
+    pub fn used_up(&self) -> bool {
+        !self.fits(1)
+    }
 }
 
 /// The quota of `quotas` that leaves the least room for `resource`: every quota of a namespace
@@ -112,5 +118,19 @@ mod tests {
         );
         assert_eq!(tightest(&quotas, "limits.cpu"), None);
         assert_eq!(limited(&quotas), ["limits.memory", "pods"]);
+    }
+
+    /// Issue 43: "used up" compares quantities (the graph once compared the spellings, and
+    /// missed `1024Mi` of `1Gi`); a quota lowered below its use is used up too.
+    #[test]
+    fn a_quota_is_used_up_by_quantity_not_by_spelling() {
+        let up = |resource: &str, hard: &str, used: &str| {
+            QuotaRoom::written("q", resource, hard, used).map(|q| q.used_up())
+        };
+        assert_eq!(up("limits.memory", "1Gi", "1024Mi"), Some(true));
+        assert_eq!(up("limits.memory", "1Gi", "512Mi"), Some(false));
+        assert_eq!(up("requests.cpu", "2", "2500m"), Some(true));
+        assert_eq!(up("pods", "10", "10"), Some(true));
+        assert_eq!(up("count/deployments.apps", "5", "4"), Some(false));
     }
 }

@@ -162,7 +162,7 @@ async fn workload_state(
         .filter(|e| {
             // A Deployment's scaling, a StatefulSet's pods deleted (scaled down): not the
             // routine creation of pods.
-            str_at(e, &["involvedObject", "name"]) == Some(name)
+            observed::event_subject(e).1 == name
                 && matches!(
                     (kind, str_at(e, &["reason"])),
                     ("Deployment", Some("ScalingReplicaSet"))

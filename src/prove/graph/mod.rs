@@ -132,10 +132,9 @@ impl Ctx {
         kind: &'a str,
         name: &'a str,
     ) -> impl Iterator<Item = &'a Value> + 'a {
-        self.all_events.iter().filter(move |e| {
-            str_at(e, &["involvedObject", "kind"]) == Some(kind)
-                && str_at(e, &["involvedObject", "name"]) == Some(name)
-        })
+        self.all_events
+            .iter()
+            .filter(move |e| observed::event_subject(e) == (kind, name))
     }
 }
 
@@ -216,8 +215,7 @@ pub async fn build(
     };
     let pod_names: Vec<&str> = pods.iter().map(obj::name).collect();
     let own = |e: &Value| {
-        let name = str_at(e, &["involvedObject", "name"]).unwrap_or("");
-        observed::about_workload(name, &target.name, &pod_names)
+        observed::about_workload(observed::event_subject(e).1, &target.name, &pod_names)
     };
     let events: Vec<Value> = all_events
         .iter()

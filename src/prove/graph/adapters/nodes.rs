@@ -252,10 +252,11 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
     // Evictions and preemptions of the target's pods (a preemption is a Normal event).
     // Its pods now, and the pods since deleted whose names its controllers generated.
     let own: Vec<&str> = ctx.pods.iter().map(obj::name).collect();
-    for e in ctx.all_events.iter().filter(|e| {
-        str_at(e, &["involvedObject", "name"])
-            .is_some_and(|n| observed::about_workload(n, &ctx.target.name, &own))
-    }) {
+    for e in ctx
+        .all_events
+        .iter()
+        .filter(|e| observed::about_workload(observed::event_subject(e).1, &ctx.target.name, &own))
+    {
         let reason = str_at(e, &["reason"]).unwrap_or("");
         let msg = str_at(e, &["message"]).unwrap_or("");
         if matches!(reason, "Evicted" | "Preempted" | "Preempting")
