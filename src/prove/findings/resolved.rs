@@ -251,9 +251,15 @@ pub fn desired_state(o: &Value) -> Option<(bool, String)> {
         "DaemonSet" => {
             let w = Workload::parse(o);
             let (want, available) = (w.wanted(), w.available_replicas.unwrap_or(0));
+            // Available pods of the old template while an update rolls out are not the
+            // desired state: what `Workload::rollout_in_progress` calls under way is not met.
+            let rolling = w.rollout_in_progress();
             (
-                available == want,
-                format!("{available} of {want} pods available"),
+                available == want && rolling.is_none(),
+                format!(
+                    "{available} of {want} pods available{}",
+                    rolling.map(|r| format!("; {r}")).unwrap_or_default()
+                ),
             )
         }
         "Job" => {
@@ -389,5 +395,25 @@ mod tests {
         let bare = [pod("api-7c2a-b", "Failed", false)];
         let r = recovery(("Pod", "api-7c2a-b"), &bare, &[], &[], now, started);
         assert!(!r.healthy() && r.ended.is_empty(), "{r:?}");
+    }
+
+    /// Issue 43: a DaemonSet whose pods are all available but not all updated is mid-rollout
+    /// (`Workload::rollout_in_progress`), not in its desired state; once every pod is updated
+    /// it is.
+    #[test]
+    fn a_daemonset_mid_update_is_not_in_its_desired_state() {
+        let ds = |updated: i64| {
+            json!({"kind": "DaemonSet", "metadata": {"name": "agent", "generation": 4},
+                "spec": {"updateStrategy": {"type": "RollingUpdate",
+                    "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}},
+                "status": {"observedGeneration": 4, "desiredNumberScheduled": 5,
+                    "currentNumberScheduled": 5, "numberReady": 5, "numberAvailable": 5,
+                    "updatedNumberScheduled": updated}})
+        };
+        let (met, line) = desired_state(&ds(2)).unwrap_or_default();
+        assert!(!met, "{line}");
+        assert!(line.contains("2 of 5 pods updated"), "{line}");
+        let (met, line) = desired_state(&ds(5)).unwrap_or_default();
+        assert!(met, "{line}");
     }
 }

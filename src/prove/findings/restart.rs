@@ -60,7 +60,7 @@ pub fn restart_keeps_ready(w: &Value, pods: &[Pod]) -> Result<String, String> {
     // Ready now, terminating or not: a pod on its way out still serves until it stops, and
     // counting it keeps "no ready pod to lose" from holding while one serves.
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
-    let replicas = Workload::parse(w).replicas.unwrap_or(pods.len() as i64);
+    let replicas = Workload::parse(w).wanted();
     let (unavailable, strategy) = max_unavailable(w);
     if strategy == "OnDelete" {
         return Err("updateStrategy OnDelete: changing the template replaces no pod".into());

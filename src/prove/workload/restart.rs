@@ -87,7 +87,7 @@ async fn not_short_of_replicas(
     events: &[Event],
 ) -> Read<Obligation> {
     let obligation = &ob::restart::NOT_SHORT_OF_REPLICAS;
-    let replicas = Workload::parse(w).replicas.unwrap_or(pods.len() as i64);
+    let replicas = Workload::parse(w).wanted();
     let Some(declared) = findings::declared_replicas(w, pods, events) else {
         return Ok(obligation.holds(vec![format!(
             "{replicas} replica(s); nothing declares another count"

@@ -84,7 +84,7 @@ fn restart(f: &Facts) -> Option<String> {
             f.target_text()
         ));
     }
-    let replicas = w.replicas.unwrap_or(pods.len() as i64);
+    let replicas = w.wanted();
     let declared =
         findings::short_of_declared(f.declared.as_ref(), replicas, f.count_set_by.as_ref())?;
     Some(format!(
