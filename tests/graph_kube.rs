@@ -3024,3 +3024,49 @@ async fn snapshot_a_far_sides_ingress_policy_is_found_however_the_timeout_is_wor
     let d = far_side(&envoy).await;
     assert!(d.is_some(), "no far-side policy for an Envoy timeout");
 }
+
+/// grafana's new pod cannot attach its ReadWriteOnce claim: the attach controller names the
+/// holder, grafana-598dc7748c-7wxdp (captured in `tests/unseen`). A backup Job's pod that
+/// mounts the same claim on the same node is not who the warning names: the graph reads the
+/// holder from the warning (`findings::attach_conflict`), as the rollout's finding does.
+#[tokio::test]
+async fn snapshot_the_multi_attach_holder_is_the_pod_the_attach_controller_names() {
+    const CAPTURED: &str = include_str!("unseen/multi-attach-rwo-rollout/snapshot.yaml");
+    const BACKUP: &str = r#"---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: backup-grafana-29001-x7k2p
+  namespace: observability
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: backup-grafana-29001, uid: j1, controller: true}]
+spec:
+  nodeName: ip-10-20-8-11.eu-west-1.compute.internal
+  containers: [{name: backup, image: "restic/restic:0.17"}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: grafana-storage}}]
+status:
+  phase: Running
+  containerStatuses: [{name: backup, ready: true, restartCount: 0, state: {running: {}}}]
+"#;
+    let with_backup = CAPTURED.replacen(
+        "---\napiVersion: v1\nkind: Pod\n",
+        &format!("{BACKUP}---\napiVersion: v1\nkind: Pod\n"),
+        1,
+    );
+    assert_ne!(with_backup, CAPTURED);
+    let snap = SnapshotCluster::from_yaml(&with_backup).unwrap_or_else(|e| panic!("{e}"));
+    let now: DateTime<Utc> = "2026-11-26T05:55:00Z".parse().unwrap_or_default();
+    let target = Target::new("Deployment", "grafana", Some("observability".into()));
+    let n = graph::build(Arc::new(snap), &target, now)
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let claim = n
+        .dependencies
+        .iter()
+        .find(|d| d.object.ends_with("observability/grafana-storage"))
+        .unwrap_or_else(|| panic!("{}", n.compact(8)));
+    let unhealthy = claim.unhealthy.as_deref().unwrap_or_default();
+    assert!(
+        unhealthy.contains("for pod grafana-598dc7748c-7wxdp"),
+        "{unhealthy}"
+    );
+}

@@ -48,8 +48,8 @@ pub use restart::{
     max_unavailable, restart_keeps_ready,
 };
 pub use revision::{
-    FAILURE_REASONS, HeldByOlder, RevisionHealth, UndoOnConfig, held_by_older, revision_failures,
-    revision_health, rollout_by_others, runs_differently, undo_on_config,
+    FAILURE_REASONS, HeldByOlder, RevisionHealth, UndoOnConfig, attach_conflict, held_by_older,
+    revision_failures, revision_health, rollout_by_others, runs_differently, undo_on_config,
 };
 pub use scheduling::{Blocker, PortHolder, Room, blockers, takes};
 pub use usage::{

@@ -276,8 +276,9 @@ pub fn held_by_older<'a>(
 }
 
 /// The volume and the pods holding it, from a `FailedAttachVolume` event's `Multi-Attach`
-/// error.
-fn attach_conflict(e: &Event) -> Option<(String, Vec<String>)> {
+/// error: the attach controller's own account, which the rollout's finding and the dependency
+/// graph's claim both read.
+pub fn attach_conflict(e: &Event) -> Option<(String, Vec<String>)> {
     if e.reason != "FailedAttachVolume" || !e.message.contains("Multi-Attach") {
         return None;
     }

@@ -189,13 +189,30 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
         if attach_blocked {
             let others = ctx.list_or_empty("Pod", Some(ns)).await?;
             let own: BTreeSet<&str> = ctx.failing.iter().map(String::as_str).collect();
-            if let Some(holder) = others.iter().find(|p| {
+            // The holders the attach controller names in its Multi-Attach warnings about the
+            // failing pods ([`findings::attach_conflict`]); without such a warning, a pod
+            // elsewhere that mounts the claim.
+            let named: BTreeSet<String> = ctx
+                .all_events
+                .iter()
+                .map(observed::Event::parse)
+                .filter(|e| e.warning && e.kind == "Pod" && own.contains(e.name.as_str()))
+                .filter_map(|e| findings::attach_conflict(&e))
+                .flat_map(|(_, holders)| holders)
+                .collect();
+            let mounting = |p: &&Value| {
                 !own.contains(obj::name(p))
                     && array(p, &["spec", "volumes"]).iter().any(|v| {
                         str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(claim.as_str())
                     })
                     && str_at(p, &["spec", "nodeName"]).is_some()
-            }) {
+            };
+            let holder = others
+                .iter()
+                .filter(mounting)
+                .find(|p| named.contains(obj::name(p)))
+                .or_else(|| others.iter().find(mounting));
+            if let Some(holder) = holder {
                 d = d.unhealthy(
                     format!(
                         "is {} and attached to node {} for pod {}: the new pod cannot attach it (Multi-Attach)",
