@@ -34,7 +34,7 @@ use crate::cluster::render::pod_status;
 use crate::cluster::tools::{ClusterTools, ToolResult};
 use crate::domain::{RemediationRequest, SignalMode, Target, ToolCallRecord, targets_from_labels};
 use crate::investigate::InvestigateError;
-use crate::prove::findings::PortHolder;
+use crate::prove::findings::{self, PortHolder};
 
 /// Everything gathered about the incident.
 pub(super) struct Evidence {
@@ -647,7 +647,7 @@ pub(super) async fn gather(
     // replacement starts on the same node), and a limit the rules may raise (a kill for memory,
     // throttling, a prediction): whether a node can hold it.
     let may_raise = ev.alert.proactive
-        || ev.alert.name.to_ascii_lowercase().contains("throttl")
+        || findings::is_throttling_alert(&ev.alert.name)
         || ev
             .pods
             .iter()

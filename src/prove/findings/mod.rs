@@ -54,7 +54,7 @@ pub use revision::{
 pub use scheduling::{Blocker, PortHolder, Room, blockers, takes};
 pub use usage::{
     MAX_STEP_FACTOR, NEAR_LIMIT_PERCENT, THROTTLED_USE_PERCENT, bounded_step, grown_claim_size,
-    limit_now, near_limit, throttled_use, throttling_alert_about,
+    is_throttling_alert, limit_now, near_limit, throttled_use, throttling_alert_about,
 };
 
 /// A time of day as evidence shows it (UTC).

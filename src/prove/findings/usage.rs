@@ -49,6 +49,13 @@ pub fn throttled_use(used: u128, limit: u128) -> bool {
     used.saturating_mul(100) >= limit.saturating_mul(THROTTLED_USE_PERCENT)
 }
 
+/// Whether an alert is about CPU throttling (`CPUThrottlingHigh`, `ContainerCpuThrottled`…),
+/// whatever its case: the evidence reads usage for it, the throttling rule and the raise's
+/// proof ask which container it is about ([`throttling_alert_about`]).
+pub fn is_throttling_alert(alert: &str) -> bool {
+    alert.to_ascii_lowercase().contains("throttl")
+}
+
 /// Whether an alert is a throttling alert and which container it is about: the one it names,
 /// else the only container of `containers` (the pod template's). `None` for another alert, and
 /// for a throttling alert that names no container about pods that run several: which one is
@@ -59,7 +66,7 @@ pub fn throttling_alert_about<'a>(
     named: Option<&'a str>,
     containers: &[&'a str],
 ) -> Option<&'a str> {
-    if !alert.to_ascii_lowercase().contains("throttl") {
+    if !is_throttling_alert(alert) {
         return None;
     }
     match (named, containers) {

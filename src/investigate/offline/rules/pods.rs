@@ -319,7 +319,7 @@ pub(super) fn cpu_throttling(f: &Facts) -> Option<Diagnosis> {
     let Some(container) =
         findings::throttling_alert_about(&f.alert.name, f.alert.container.as_deref(), &names)
     else {
-        if !f.alert.name.contains("throttl") {
+        if !findings::is_throttling_alert(&f.alert.name) {
             return None;
         }
         // Throttled, but which of its containers the alert does not say.
