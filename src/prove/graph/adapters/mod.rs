@@ -475,7 +475,7 @@ pub(super) async fn quota(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 .flatten()
                 .filter_map(|(k, hard)| {
                     let used = str_at(&q, &["status", "used", k])?;
-                    observed::QuotaRoom::written(&name, k, hard.as_str()?, used)
+                    observed::QuotaRoom::written(name, k, hard.as_str()?, used)
                         .filter(observed::QuotaRoom::used_up)
                         .map(|_| format!("{k} {used} of {}", hard.as_str().unwrap_or("?")))
                 })
