@@ -2785,6 +2785,15 @@ async fn snapshot_a_workload_the_failures_name_without_a_service_is_followed() {
         .unwrap_or_else(|e| panic!("{e:?}"));
     let c = n.culprit().unwrap_or_else(|| panic!("{}", n.compact(8)));
     assert_eq!(c.object, "Deployment edge/telemetry-broker");
+    // The object it is, typed: what decisions and the grouping of incidents read.
+    assert_eq!(
+        c.subject,
+        Some(Target::new(
+            "Deployment",
+            "telemetry-broker",
+            Some("edge".into())
+        ))
+    );
     assert_eq!(c.unhealthy.as_deref(), Some("is scaled to 0 replicas"));
     let changed = c
         .changed
@@ -3064,6 +3073,7 @@ status:
         .iter()
         .find(|d| d.object.ends_with("observability/grafana-storage"))
         .unwrap_or_else(|| panic!("{}", n.compact(8)));
+    assert!(claim.is_a("PersistentVolumeClaim"), "{claim:?}");
     let unhealthy = claim.unhealthy.as_deref().unwrap_or_default();
     assert!(
         unhealthy.contains("for pod grafana-598dc7748c-7wxdp"),

@@ -72,8 +72,13 @@ impl Change {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dependency {
     pub kind: DepKind,
-    /// `Service ledger/ledger-db`.
+    /// `Service ledger/ledger-db`: the object as people read it.
     pub object: String,
+    /// The object it is, when it is one the API serves (kind, name and namespace): what
+    /// decisions about it read, never [`Dependency::object`]'s text. `None` for a host named in
+    /// logs, a probe, a service account only named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<super::Target>,
     /// How the target depends on it: `named in the logs of ledger (ledger-db:5432)`.
     pub relation: String,
     /// 1: the target's pods use it directly; 2: behind a direct dependency.
@@ -142,6 +147,7 @@ impl Dependency {
         Self {
             kind,
             object: object.into(),
+            subject: None,
             relation: relation.into(),
             distance: 1,
             unhealthy: None,
@@ -154,6 +160,36 @@ impl Dependency {
             on_node: None,
             score: 0,
         }
+    }
+
+    /// A dependency on the object `subject`, named as [`Dependency::name_of`] names it.
+    pub fn of(kind: DepKind, subject: super::Target, relation: impl Into<String>) -> Self {
+        Self::new(kind, Self::name_of(&subject), relation).about(subject)
+    }
+
+    /// How a dependency names an object: `Service ledger/ledger-db`, `Node worker-1`.
+    pub fn name_of(t: &super::Target) -> String {
+        match &t.namespace {
+            Some(ns) => format!("{} {ns}/{}", t.kind, t.name),
+            None => format!("{} {}", t.kind, t.name),
+        }
+    }
+
+    /// It is the object `subject` (its text, [`Dependency::object`], says more).
+    pub fn about(mut self, subject: super::Target) -> Self {
+        self.subject = Some(subject);
+        self
+    }
+
+    /// It turns out to be another object (a claim's trouble is its StorageClass's).
+    pub fn rename(&mut self, subject: super::Target) {
+        self.object = Self::name_of(&subject);
+        self.subject = Some(subject);
+    }
+
+    /// Whether it is an object of `kind`.
+    pub fn is_a(&self, kind: &str) -> bool {
+        self.subject.as_ref().is_some_and(|s| s.kind == kind)
     }
 
     /// It causes the trouble of `other` (an object as [`Dependency::object`] names it).

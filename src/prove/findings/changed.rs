@@ -52,14 +52,11 @@ enum Read {
 fn read_as(d: &Dependency, template: &Value) -> Option<Read> {
     match d.kind {
         DepKind::Config => {
-            let name = d.object.rsplit('/').next().unwrap_or_default();
-            Some(
-                if d.object.starts_with("ConfigMap ") && configmap_read_live(template, name) {
-                    Read::Live
-                } else {
-                    Read::AtStart
-                },
-            )
+            let live = d
+                .subject
+                .as_ref()
+                .is_some_and(|s| s.kind == "ConfigMap" && configmap_read_live(template, &s.name));
+            Some(if live { Read::Live } else { Read::AtStart })
         }
         DepKind::Network | DepKind::Access | DepKind::Service => Some(Read::Live),
         DepKind::Quota | DepKind::Admission => Some(Read::AtStart),
@@ -322,14 +319,18 @@ mod tests {
             onset: Some(t(onset)),
             symptoms: vec![],
             failing_pods_run: false,
-            dependencies: vec![
-                Dependency::new(kind, object, "configuration the pods read").changed(Some(
-                    Change {
-                        at: t(changed),
-                        what: "changed by kubectl-edit".into(),
-                    },
-                )),
-            ],
+            dependencies: vec![{
+                // `ConfigMap shop/cache`: the object the text names.
+                let (k, rest) = object.split_once(' ').unwrap_or_default();
+                let (ns, name) = rest.split_once('/').unwrap_or_default();
+                let subject = crate::domain::Target::new(k, name, Some(ns.to_owned()));
+                let d = Dependency::of(kind, subject, "configuration the pods read");
+                assert_eq!(d.object, object);
+                d.changed(Some(Change {
+                    at: t(changed),
+                    what: "changed by kubectl-edit".into(),
+                }))
+            }],
         }
     }
 

@@ -14,6 +14,7 @@ use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed;
 use crate::cluster::selector::Selector;
+use crate::domain::Target;
 
 /// How soon after a workload's creation its first scale-up is part of the creation (the
 /// controller scales the new ReplicaSet up within seconds; a slow admission within minutes),
@@ -216,7 +217,11 @@ async fn named_workload(
             continue;
         };
         let (unhealthy, change, evidence) = workload_state(ctx, &w).await?;
-        let mut d = Dependency::new(DepKind::Host, format!("{kind} {ns}/{name}"), relation);
+        let mut d = Dependency::of(
+            DepKind::Host,
+            Target::new(kind, name, Some(ns.to_owned())),
+            relation,
+        );
         if let Some(u) = unhealthy {
             // "Deployment x is scaled to 0 replicas" about Deployment x: the object is said.
             let prefix = format!("{kind} {name} ");
@@ -299,8 +304,11 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
             }
             continue;
         };
-        let object = format!("Service {ns}/{svc}");
-        let mut d = Dependency::new(DepKind::Host, object, relation);
+        let mut d = Dependency::of(
+            DepKind::Host,
+            Target::new("Service", svc.as_str(), Some(ns.to_owned())),
+            relation,
+        );
         let sel = observed::Service::parse(&s).label_selector();
         // Endpoints: ready addresses, and when they last changed.
         let ep = ctx.get("Endpoints", Some(&ns), &svc).await?;
@@ -446,7 +454,8 @@ async fn dns(ctx: &Ctx) -> Read<Vec<Dependency>> {
         DepKind::Dns,
         format!("Service {ns}/{name} (cluster DNS)"),
         format!("resolves the names the failures could not look up: \"{line}\""),
-    );
+    )
+    .about(Target::new("Service", name.as_str(), Some(ns.to_owned())));
     let ep = ctx.get("Endpoints", Some(ns), &name).await?;
     let ready = observed::Endpoints::parse(ep.as_ref()).ready;
     if ready == 0 {

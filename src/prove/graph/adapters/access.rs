@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::super::{Ctx, DepKind, Dependency, Read, last_change};
 use crate::cluster::obj::{self, array, str_at};
+use crate::domain::Target;
 
 /// The API server's refusal of a ServiceAccount, as client libraries quote it.
 static FORBIDDEN: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -112,10 +113,8 @@ pub(in crate::prove::graph) async fn access(ctx: &Ctx) -> Read<Vec<Dependency>> 
         let Some(role) = ctx.get(kind, role_ns, name).await? else {
             continue;
         };
-        let object = match role_ns {
-            Some(ns) => format!("{kind} {ns}/{name}"),
-            None => format!("{kind} {name}"),
-        };
+        let role_object = Target::new(kind, name, role_ns.map(str::to_owned));
+        let object = Dependency::name_of(&role_object);
         bound.push(format!("{object} (by {} {})", obj::kind(b), obj::name(b)));
         let grants: Vec<Vec<&str>> = array(&role, &["rules"])
             .iter()
@@ -131,9 +130,9 @@ pub(in crate::prove::graph) async fn access(ctx: &Ctx) -> Read<Vec<Dependency>> 
         if !grants.is_empty() {
             let verbs: Vec<&str> = grants.into_iter().flatten().collect();
             narrowed.push(
-                Dependency::new(
+                Dependency::of(
                     DepKind::Access,
-                    object,
+                    role_object,
                     format!(
                         "bound to {account} by {} {}: the pods call the API as it",
                         obj::kind(b),
@@ -164,6 +163,11 @@ pub(in crate::prove::graph) async fn access(ctx: &Ctx) -> Read<Vec<Dependency>> 
         account,
         "the pods call the API as it".to_owned(),
     )
+    .about(Target::new(
+        "ServiceAccount",
+        r.account.as_str(),
+        Some(ns.to_owned()),
+    ))
     .unhealthy(
         format!(
             "no Role or ClusterRole bound to it grants {} on {}",

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::super::{Ctx, DepKind, Dependency, Read, last_change, time};
 use super::template;
 use crate::cluster::obj::{self, array, str_at};
+use crate::domain::Target;
 
 /// The container names (init and regular) of a pod spec.
 fn containers(spec: &Value) -> BTreeSet<String> {
@@ -123,9 +124,9 @@ pub(in crate::prove::graph) async fn injection(ctx: &Ctx) -> Read<Vec<Dependency
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let mut d = Dependency::new(
+    let mut d = Dependency::of(
         DepKind::Admission,
-        format!("Namespace {ns}"),
+        Target::new("Namespace", ns, None),
         format!(
             "its labels select the admission webhook that injected {} into the pods",
             missing.join(", ")

@@ -16,6 +16,7 @@ use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed::{self, Event, Pod};
 use crate::cluster::selector::Selector;
+use crate::domain::Target;
 use crate::prove::findings;
 
 mod access;
@@ -66,18 +67,18 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
         let relation = "a volume of the pods".to_owned();
         let Some(pvc) = ctx.get("PersistentVolumeClaim", Some(ns), claim).await? else {
             out.push(
-                Dependency::new(
+                Dependency::of(
                     DepKind::Storage,
-                    format!("PersistentVolumeClaim {ns}/{claim}"),
+                    Target::new("PersistentVolumeClaim", claim.as_str(), Some(ns.to_owned())),
                     relation,
                 )
                 .unhealthy("does not exist", None),
             );
             continue;
         };
-        let mut d = Dependency::new(
+        let mut d = Dependency::of(
             DepKind::Storage,
-            format!("PersistentVolumeClaim {ns}/{claim}"),
+            Target::new("PersistentVolumeClaim", claim.as_str(), Some(ns.to_owned())),
             relation,
         )
         .changed(last_change(&pvc).filter(|c| !c.is_creation()));
@@ -106,7 +107,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                         why = format!(
                             "does not exist, so PersistentVolumeClaim {ns}/{claim} stays {phase}"
                         );
-                        d.object = format!("StorageClass {c}");
+                        d.rename(Target::new("StorageClass", c.as_str(), None));
                         d.relation = format!(
                             "provisions PersistentVolumeClaim {ns}/{claim}, a volume of the pods"
                         );
@@ -118,7 +119,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                         ));
                         if let Some(w) = warnings.first() {
                             why.push_str(&format!(": {w}"));
-                            d.object = format!("StorageClass {c}");
+                            d.rename(Target::new("StorageClass", c.as_str(), None));
                             d.relation = format!(
                                 "provisions PersistentVolumeClaim {ns}/{claim}, a volume of the pods"
                             );
@@ -126,7 +127,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                     }
                 }
             }
-            if d.object.starts_with("PersistentVolumeClaim") {
+            if d.is_a("PersistentVolumeClaim") {
                 why = why.replacen(
                     &format!("leaves PersistentVolumeClaim {ns}/{claim} "),
                     "is ",
@@ -169,7 +170,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                         && findings::takes(&spec, &observed::Node::parse(n))
                 });
                 if !takes_in_zone {
-                    d.object = format!("PersistentVolume {pv_name}");
+                    d.rename(Target::new("PersistentVolume", pv_name, None));
                     d = d.unhealthy(
                         format!(
                             "lives in zone {} where no ready, schedulable node is left",
@@ -267,9 +268,12 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
                 let line = ctx
                     .line_with(&format!("\"{name}\""))
                     .or_else(|| ctx.line_with(&name));
-                let mut d =
-                    Dependency::new(DepKind::Config, format!("ConfigMap {ns}/{name}"), relation)
-                        .unhealthy("does not exist", None);
+                let mut d = Dependency::of(
+                    DepKind::Config,
+                    Target::new("ConfigMap", name.as_str(), Some(ns.to_owned())),
+                    relation,
+                )
+                .unhealthy("does not exist", None);
                 if let Some(l) = line {
                     d = d.evidence(l);
                 }
@@ -294,8 +298,11 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
                         && !ctx.pods.is_empty()
                         && ctx.pods.iter().all(|p| !Pod::parse(p).started_since(c.at))
                 });
-                let mut d =
-                    Dependency::new(DepKind::Config, format!("ConfigMap {ns}/{name}"), relation);
+                let mut d = Dependency::of(
+                    DepKind::Config,
+                    Target::new("ConfigMap", name.as_str(), Some(ns.to_owned())),
+                    relation,
+                );
                 match unread {
                     Some(c) => {
                         d = d.evidence(format!(
@@ -331,9 +338,9 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
         let quoted = format!("secret \"{name}\" not found");
         if ctx.says(&[quoted.as_str()]) {
             out.push(
-                Dependency::new(
+                Dependency::of(
                     DepKind::Config,
-                    format!("Secret {ns}/{name}"),
+                    Target::new("Secret", name.as_str(), Some(ns.to_owned())),
                     "credentials the pods read",
                 )
                 .unhealthy(
@@ -378,9 +385,9 @@ pub(super) async fn network(ctx: &Ctx) -> Read<Vec<Dependency>> {
             types
         };
         let egress = types.contains(&"Egress");
-        let mut d = Dependency::new(
+        let mut d = Dependency::of(
             DepKind::Network,
-            format!("NetworkPolicy {ns}/{}", obj::name(&np)),
+            Target::new("NetworkPolicy", obj::name(&np), Some(ns.to_owned())),
             format!("selects the pods ({})", types.join(", ")),
         )
         .changed(last_change(&np));
@@ -419,6 +426,7 @@ pub(super) async fn admission(ctx: &Ctx) -> Read<Vec<Dependency>> {
                     format!("{kind} {} (webhook {name})", obj::name(&cfg)),
                     "admits the pods".to_owned(),
                 )
+                .about(Target::new(kind, obj::name(&cfg), None))
                 .changed(last_change(&cfg));
                 if let (Some(sns), Some(sname)) = (
                     str_at(w, &["clientConfig", "service", "namespace"]),
@@ -480,9 +488,9 @@ pub(super) async fn quota(ctx: &Ctx) -> Read<Vec<Dependency>> {
                         .map(|_| format!("{k} {used} of {}", hard.as_str().unwrap_or("?")))
                 })
                 .collect();
-            let mut d = Dependency::new(
+            let mut d = Dependency::of(
                 DepKind::Quota,
-                format!("ResourceQuota {ns}/{name}"),
+                Target::new("ResourceQuota", name, Some(ns.to_owned())),
                 "caps what the namespace may run",
             )
             .unhealthy(
@@ -511,9 +519,9 @@ pub(super) async fn quota(ctx: &Ctx) -> Read<Vec<Dependency>> {
     ]) {
         for l in ctx.list_or_empty("LimitRange", Some(ns)).await? {
             out.push(
-                Dependency::new(
+                Dependency::of(
                     DepKind::Quota,
-                    format!("LimitRange {ns}/{}", obj::name(&l)),
+                    Target::new("LimitRange", obj::name(&l), Some(ns.to_owned())),
                     "bounds the pods' resources",
                 )
                 .unhealthy(
@@ -547,9 +555,13 @@ pub(super) async fn scaling(ctx: &Ctx) -> Read<Vec<Dependency>> {
         if !observed::Hpa::parse(&h).scales(&ctx.target.kind, &ctx.target.name) {
             continue;
         }
-        let mut d = Dependency::new(
+        let mut d = Dependency::of(
             DepKind::Scaling,
-            format!("HorizontalPodAutoscaler {ns}/{}", obj::name(&h)),
+            Target::new(
+                "HorizontalPodAutoscaler",
+                obj::name(&h),
+                Some(ns.to_owned()),
+            ),
             "scales the workload",
         );
         // autoscaling/v2beta2 conditions, or v1's annotation holding them.
@@ -635,16 +647,23 @@ pub(super) async fn services(ctx: &Ctx) -> Read<Vec<Dependency>> {
     let mut out = Vec::new();
     for (name, relation) in wanted.into_iter().take(5) {
         let d = match ctx.get("Service", Some(ns), &name).await? {
-            None => Dependency::new(DepKind::Service, format!("Service {ns}/{name}"), relation)
-                .unhealthy("does not exist", None),
+            None => Dependency::of(
+                DepKind::Service,
+                Target::new("Service", name.as_str(), Some(ns.to_owned())),
+                relation,
+            )
+            .unhealthy("does not exist", None),
             Some(s) => {
                 let ready = observed::Endpoints::parse(
                     ctx.get("Endpoints", Some(ns), &name).await?.as_ref(),
                 )
                 .ready;
-                let mut d =
-                    Dependency::new(DepKind::Service, format!("Service {ns}/{name}"), relation)
-                        .changed(last_change(&s).filter(|c| !c.is_creation()));
+                let mut d = Dependency::of(
+                    DepKind::Service,
+                    Target::new("Service", name.as_str(), Some(ns.to_owned())),
+                    relation,
+                )
+                .changed(last_change(&s).filter(|c| !c.is_creation()));
                 let mut orphaned = None;
                 if ready == 0 && obj::kind(o) == "Ingress" {
                     d = d.unhealthy("has no ready endpoints", None);
@@ -686,6 +705,11 @@ pub(super) async fn rollout(ctx: &Ctx) -> Read<Vec<Dependency>> {
             format!("Deployment {}/{} rollout", obj::namespace(o).unwrap_or_default(), obj::name(o)),
             "rolls out the pod template",
         )
+        .about(Target::new(
+            "Deployment",
+            obj::name(o),
+            obj::namespace(o).map(str::to_owned),
+        ))
         .unhealthy(
             format!(
                 "is paused: {updated} of {want} pods run the current template (generation {generation}, observed {observed}) — its pods keep the old revision until someone resumes it"

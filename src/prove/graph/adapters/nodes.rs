@@ -2,7 +2,7 @@
 //! flapping, the kernel's OOM kills it reports), and a neighbour on a node under pressure.
 
 use super::*;
-use crate::domain::OnNode;
+use crate::domain::{OnNode, Target};
 
 /// Events a node's condition changes leave (the node controller's and the kubelet's): what
 /// they said is in the conditions now. Not its memory: a node that ran short of memory lately
@@ -142,7 +142,11 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 String::new()
             }
         );
-        let mut d = Dependency::new(DepKind::Node, format!("Node {name}"), relation);
+        let mut d = Dependency::of(
+            DepKind::Node,
+            Target::new("Node", name.as_str(), None),
+            relation,
+        );
         let mut pressure = None;
         let observed_node = observed::Node::parse(&node);
         if let Some((problem, since)) = observed_node.trouble() {
@@ -342,6 +346,7 @@ async fn neighbour_hog(ctx: &Ctx, node: &str) -> Read<Option<Dependency>> {
                     format!("pod {ns}/{} ({owner})", obj::name(p)),
                     format!("shares node {node}, whose shortage breaks the pods"),
                 )
+                .about(Target::new("Pod", obj::name(p), Some(ns.to_string())))
                 .unhealthy(
                     format!("its log says \"{}\"", crate::redact::sanitize_text(&line)),
                     None,

@@ -10,6 +10,7 @@ use super::super::{Change, Ctx, DepKind, Dependency, Read};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, at};
 use crate::cluster::observed::{self, Event, Pod, Revision};
+use crate::domain::Target;
 use crate::prove::findings::{self, UndoOnConfig};
 
 /// A Deployment whose rollout took its pods out of Service `name`'s selector: the revision
@@ -72,9 +73,9 @@ pub(super) async fn orphaned_by_rollout(
         let (prev_n, cur_n) = (prev.number, cur.number);
         let lost = service.lost(labels(cur));
         let rolled = cur.created;
-        let d = Dependency::new(
+        let d = Dependency::of(
             DepKind::Rollout,
-            format!("Deployment {ns}/{deployment}"),
+            Target::new("Deployment", deployment.as_str(), Some(ns.to_string())),
             format!("its pods served Service {ns}/{name} until revision {cur_n}"),
         )
         .unhealthy(

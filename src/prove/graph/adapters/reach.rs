@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::super::{Ctx, DepKind, Dependency, Read, last_change};
 use crate::cluster::obj::{self, array, at};
 use crate::cluster::selector::Selector;
+use crate::domain::Target;
 
 /// The NetworkPolicies on the far side of the Services the failing connections go to: a policy
 /// that selects a Service's pods for Ingress and admits none of the target's pods drops its
@@ -69,9 +70,9 @@ pub(in crate::prove::graph) async fn ingress_behind(
             }
             let name = obj::name(&np);
             out.push(
-                Dependency::new(
+                Dependency::of(
                     DepKind::Network,
-                    format!("NetworkPolicy {svc_ns}/{name}"),
+                    Target::new("NetworkPolicy", name, Some(svc_ns.to_owned())),
                     format!("selects the pods behind {} for Ingress", d.object),
                 )
                 .at(2)
