@@ -38,19 +38,19 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
         not_cluster_wide(&nodes),
         pdbs_allow(scene, &node.name, &evicted).await?,
         capacity_elsewhere(&others, &all, &evicted),
-        no_pod_stuck_terminating(node, &on_node),
+        no_stateful_pod_stuck(node, &on_node),
     ])
 }
 
-/// Whether no pod on the node waits for its kubelet to finish terminating
+/// Whether no StatefulSet pod on the node waits for its kubelet to finish terminating
 /// ([`findings::cannot_finish_terminating`], which the dependency graph asks too): a drain
-/// cannot move such a pod, and a StatefulSet's replacement cannot start until a human has
-/// confirmed the node is down and the pod is force-deleted.
-fn no_pod_stuck_terminating(node: &Node, on_node: &[Pod]) -> Obligation {
+/// cannot move such a pod, and its replacement cannot start until a human has confirmed the
+/// node is down and the pod is force-deleted.
+fn no_stateful_pod_stuck(node: &Node, on_node: &[Pod]) -> Obligation {
     let stuck = findings::cannot_finish_terminating(node, on_node);
     let evidence = if stuck.is_empty() {
         format!(
-            "no pod on node {} waits to finish terminating without its kubelet",
+            "no StatefulSet pod on node {} waits to finish terminating without its kubelet",
             node.name
         )
     } else {
@@ -67,7 +67,7 @@ fn no_pod_stuck_terminating(node: &Node, on_node: &[Pod]) -> Obligation {
                 .join(", ")
         )
     };
-    ob::drain::NO_POD_STUCK_TERMINATING.check(stuck.is_empty(), vec![evidence])
+    ob::drain::NO_STATEFUL_POD_STUCK.check(stuck.is_empty(), vec![evidence])
 }
 
 /// Whether the node (`None`: it does not exist) is the common factor of its pods' failures
@@ -514,15 +514,20 @@ mod tests {
     /// kubelet is stopping.
     #[tokio::test]
     async fn a_pod_that_cannot_finish_terminating_refuses_the_drain_of_a_dead_node() {
-        let id = "drain.no-pod-stuck-terminating";
+        let id = "drain.no-stateful-pod-stuck";
         let mut stuck = pod("zookeeper", 1, "worker-2", false);
         stuck["metadata"]["deletionTimestamp"] = json!("2026-11-21T11:45:00Z");
+        stuck["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "zookeeper", "uid": "zk", "controller": true}]);
+        // A Deployment's pod deleted there too: replaced elsewhere already, no reason to wait.
+        let mut replaced = pod("web", 0, "worker-2", true);
+        replaced["metadata"]["deletionTimestamp"] = json!("2026-11-21T11:45:00Z");
         let cluster = |worker_2_ready: bool| {
             vec![
                 node("worker-1", true),
                 node("worker-2", worker_2_ready),
                 node("worker-3", true),
                 stuck.clone(),
+                replaced.clone(),
             ]
         };
         let o = drain_obligation(cluster(false), "worker-2", id).await;
@@ -534,6 +539,14 @@ mod tests {
             "{o:?}"
         );
         let o = drain_obligation(cluster(true), "worker-2", id).await;
+        assert!(o.holds(), "{o:?}");
+        // Only the Deployment's pod waits there: the drain is not refused for it.
+        let only_replaced = vec![
+            node("worker-1", true),
+            node("worker-2", false),
+            replaced.clone(),
+        ];
+        let o = drain_obligation(only_replaced, "worker-2", id).await;
         assert!(o.holds(), "{o:?}");
     }
 }

@@ -403,11 +403,10 @@ pub fn pods_health(
 }
 
 impl VerificationStage {
-    /// The kernel's warnings that a container was killed for memory ([`OOM_KILL_EVENT`]) in the
-    /// target's namespace, read only when a pod's container was killed (exit 137) since the
-    /// remediation without its status saying `OOMKilled`: some runtimes report such a kill so.
     /// Whether node `name`'s readiness flaps ([`findings::flaps`]), from its events; an event
-    /// list the server refuses reads as no flaps (the conditions still judge the node).
+    /// list the server cannot read reads as no flaps (the conditions still judge the node). A
+    /// server that refuses the field selector on events gets the `default` namespace's, where
+    /// node events are recorded, as the proofs' scene reads them.
     async fn node_flaps(&self, name: &str) -> Result<Option<String>, StageError> {
         let res = match self.reader.resource("Event").await {
             Ok(r) => r,
@@ -423,10 +422,27 @@ impl VerificationStage {
                 Ok(findings::flaps(self.clock.now(), &events, name))
             }
             Err(e) if e.is_unreachable() => Err(unavailable("cluster", e.message)),
+            Err(e) if e.kind == ErrorKind::Invalid => {
+                match self
+                    .reader
+                    .list(&res, Some("default"), &ListQuery::default())
+                    .await
+                {
+                    Ok(events) => {
+                        let events: Vec<_> = events.iter().map(observed::Event::parse).collect();
+                        Ok(findings::flaps(self.clock.now(), &events, name))
+                    }
+                    Err(e) if e.is_unreachable() => Err(unavailable("cluster", e.message)),
+                    Err(_) => Ok(None),
+                }
+            }
             Err(_) => Ok(None),
         }
     }
 
+    /// The kernel's warnings that a container was killed for memory ([`OOM_KILL_EVENT`]) in the
+    /// target's namespace, read only when a pod's container was killed (exit 137) since the
+    /// remediation without its status saying `OOMKilled`: some runtimes report such a kill so.
     async fn kill_reports(
         &self,
         target: &Target,

@@ -505,19 +505,25 @@ impl Pod {
     }
 
     /// Whether this pod, which the selector of workload `kind`/`name` matched, is that
-    /// workload's ([`Pod::belongs_to`]) rather than a pod another controller made with the same
-    /// labels (a migration Job of the same chart, a CronJob's run): such a pod's failure is not
-    /// the workload's and must neither refuse its rollback nor score its remediation. A pod no
-    /// controller owns counts (the workload's controller adopts it); so does a pod of a
-    /// ReplicaSet named `<name>-…` whose hash label is missing, for a kind that runs its pods
-    /// through ReplicaSets.
+    /// workload's rather than a pod another controller made with the same labels (a migration
+    /// Job of the same chart, a CronJob's run, another Deployment of the chart): such a pod's
+    /// failure is not the workload's and must neither refuse its rollback nor score its
+    /// remediation. Its own pods: those it controls directly (a ReplicaSet's, hash label or
+    /// not), those [`Pod::belongs_to`] gives it, and a pod no controller owns (the workload's
+    /// controller adopts it). A pod of a ReplicaSet named `<name>-…` without the hash label
+    /// that would say whose it is counts for a kind that runs its pods through ReplicaSets (a
+    /// Deployment, an Argo Rollout).
     pub fn selected_by(&self, kind: &str, name: &str) -> bool {
         let Some((k, n)) = &self.controller else {
             return true;
         };
-        self.belongs_to(kind, name)
+        let unhashed = self.template_hash.is_none()
+            && obj::label(&self.raw, "rollouts-pod-template-hash").is_none();
+        (k == kind && n == name)
+            || self.belongs_to(kind, name)
             || (k == "ReplicaSet"
-                && kind != "ReplicaSet"
+                && matches!(kind, "Deployment" | "Rollout")
+                && unhashed
                 && n.strip_prefix(name)
                     .is_some_and(|rest| rest.starts_with('-')))
     }

@@ -22,17 +22,21 @@ fn owner(p: &Pod) -> Option<String> {
     ))
 }
 
-/// The pods on `node` (`here`) that were deleted and cannot finish terminating because the
-/// node's kubelet is not there to stop them: its Ready condition reported other than True
-/// (`Unknown`: the node controller stopped hearing from it). On a Ready node, even one whose
-/// readiness flaps, a pod being deleted is one its kubelet is stopping. Moving such pods needs
-/// a human to confirm the node is gone before they are force-deleted (a StatefulSet's
-/// replacement cannot start until then): the dependency graph blocks the drain on it.
+/// The pods on `node` (`here`) that were deleted, cannot finish terminating because the node's
+/// kubelet is not there to stop them (its Ready condition reported other than True; `Unknown`:
+/// the node controller stopped hearing from it), and whose replacement waits for them to be
+/// gone: a StatefulSet's (a pod of its name runs at most once). A Deployment's or a
+/// DaemonSet's deleted pod is already replaced elsewhere, or never moves. On a Ready node, even
+/// one whose readiness flaps, a pod being deleted is one its kubelet is stopping. Such pods
+/// need a human to confirm the node is gone before they are force-deleted: the dependency
+/// graph blocks its remedy and the drain's proof refuses (`drain.no-stateful-pod-stuck`).
 pub fn cannot_finish_terminating<'a>(node: &Node, here: &'a [Pod]) -> Vec<&'a Pod> {
     if node.ready_status.as_deref().is_none_or(|s| s == "True") {
         return vec![];
     }
-    here.iter().filter(|p| p.deleting).collect()
+    here.iter()
+        .filter(|p| p.deleting && matches!(&p.controller, Some((k, _)) if k == "StatefulSet"))
+        .collect()
 }
 
 /// Whether the node is the common factor of its pods' failures: its conditions show it in
@@ -158,12 +162,19 @@ mod terminating_tests {
             Node::parse(&json!({"metadata": {"name": "n1"},
                 "status": {"conditions": [{"type": "Ready", "status": ready}]}}))
         };
-        let deleting = Pod::at(
-            &json!({"metadata": {"name": "db-0", "deletionTimestamp": now.to_rfc3339()},
-                "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}),
-            now,
-        );
-        let here = [deleting];
+        let deleting = |name: &str, controller: &str| {
+            Pod::at(
+                &json!({"metadata": {"name": name, "deletionTimestamp": now.to_rfc3339(),
+                    "ownerReferences": [{"kind": controller, "name": "db", "controller": true}]},
+                    "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}),
+                now,
+            )
+        };
+        let here = [
+            deleting("db-0", "StatefulSet"),
+            deleting("web-5d8f-x", "ReplicaSet"),
+        ];
+        // Only the StatefulSet's pod waits: the ReplicaSet's is replaced elsewhere already.
         assert_eq!(cannot_finish_terminating(&node("Unknown"), &here).len(), 1);
         assert_eq!(cannot_finish_terminating(&node("False"), &here).len(), 1);
         // Ready now (flapping or not): its kubelet is stopping the pod.

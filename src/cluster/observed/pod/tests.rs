@@ -295,3 +295,55 @@ fn a_pod_stuck_creating_is_past_its_start_up_only_after_the_kubelet_s_retries() 
     // 400 s in: past them.
     assert!(at("2026-11-28T11:53:20Z").unready(t(NOW)).past_startup);
 }
+
+/// Issue 43: which pods a workload's selector matched are its own. Another Deployment of the
+/// same chart (its ReplicaSet named `<name>-…` but hashed for itself), a CronJob's run and an
+/// exporter of a StatefulSet are not; a ReplicaSet's own pods are, hash label or not; a pod of
+/// an unhashed ReplicaSet named after a Deployment is, and an unowned pod is.
+#[test]
+fn a_workloads_own_pods_are_those_its_controllers_made() {
+    let owned = |name: &str, controller: Option<(&str, &str)>, hash: Option<&str>| {
+        let mut labels = json!({"app": "api"});
+        if let Some(h) = hash {
+            labels["pod-template-hash"] = json!(h);
+        }
+        let mut p = json!({"metadata": {"name": name, "labels": labels}});
+        if let Some((kind, owner)) = controller {
+            p["metadata"]["ownerReferences"] =
+                json!([{"kind": kind, "name": owner, "controller": true}]);
+        }
+        Pod::parse(&p)
+    };
+    let api = owned(
+        "api-5d8f-x1",
+        Some(("ReplicaSet", "api-5d8f")),
+        Some("5d8f"),
+    );
+    assert!(api.selected_by("Deployment", "api"));
+    let worker = owned(
+        "api-worker-7f9c-k2",
+        Some(("ReplicaSet", "api-worker-7f9c")),
+        Some("7f9c"),
+    );
+    assert!(!worker.selected_by("Deployment", "api"));
+    assert!(worker.selected_by("Deployment", "api-worker"));
+    let run = owned(
+        "api-migrate-2893-zq",
+        Some(("Job", "api-migrate-2893")),
+        None,
+    );
+    assert!(!run.selected_by("Deployment", "api"));
+    // An orphaned ReplicaSet's pods keep their hash: they are the ReplicaSet's.
+    assert!(api.selected_by("ReplicaSet", "api-5d8f"));
+    let unhashed = owned("api-6b7c-z", Some(("ReplicaSet", "api-6b7c")), None);
+    assert!(unhashed.selected_by("Deployment", "api"));
+    let exporter = owned(
+        "redis-exporter-9a-1",
+        Some(("ReplicaSet", "redis-exporter-9a")),
+        None,
+    );
+    assert!(!exporter.selected_by("StatefulSet", "redis"));
+    let redis = owned("redis-0", Some(("StatefulSet", "redis")), None);
+    assert!(redis.selected_by("StatefulSet", "redis"));
+    assert!(owned("adopted", None, None).selected_by("Deployment", "api"));
+}

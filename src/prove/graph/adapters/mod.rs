@@ -321,7 +321,7 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
                     && let Some((host, key)) = found
                         .iter()
                         .filter(|h| h.kind == DepKind::Host)
-                        .find_map(|h| Some((h, holds_host(&cm, &h.object)?)))
+                        .find_map(|h| Some((h, holds_host(&cm, h)?)))
                 {
                     d = d
                         .evidence(format!("its key {key} names {}", host.object))

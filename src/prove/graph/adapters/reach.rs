@@ -30,9 +30,10 @@ pub(in crate::prove::graph) async fn ingress_behind(
     let mut out = Vec::new();
     for d in found.iter().filter(|d| d.kind == DepKind::Host) {
         let Some((svc_ns, svc)) = d
-            .object
-            .strip_prefix("Service ")
-            .and_then(|o| o.split_once('/'))
+            .subject
+            .as_ref()
+            .filter(|s| s.kind == "Service")
+            .and_then(|s| Some((s.namespace.as_deref()?, s.name.as_str())))
         else {
             continue;
         };
@@ -117,15 +118,14 @@ fn admits(np: &Value, np_ns: &str, ns: &str, ns_labels: &Value, labels: Option<&
     })
 }
 
-/// The key of a ConfigMap whose value names the host dependency `object` (`host x.y.z`, or
-/// `Service ns/name` as `name.ns` in a DNS name).
-pub(super) fn holds_host(cm: &Value, object: &str) -> Option<String> {
-    let host = match object.strip_prefix("host ") {
-        Some(h) => h.to_owned(),
-        None => {
-            let (ns, name) = object.strip_prefix("Service ")?.split_once('/')?;
-            format!("{name}.{ns}")
-        }
+/// The key of a ConfigMap whose value names the host dependency `d`: a Service (its
+/// [`Dependency::subject`]) as `name.ns` in a DNS name, or a host only named in the failures
+/// (`host x.y.z`, no object the API serves).
+pub(super) fn holds_host(cm: &Value, d: &Dependency) -> Option<String> {
+    let host = match &d.subject {
+        Some(s) if s.kind == "Service" => format!("{}.{}", s.name, s.namespace.as_deref()?),
+        Some(_) => return None,
+        None => d.object.strip_prefix("host ")?.to_owned(),
     };
     if host.len() < 4 {
         return None;
@@ -187,15 +187,23 @@ mod tests {
     #[test]
     fn a_configmap_holds_a_host_by_its_dns_name_not_by_a_fragment() {
         let cm = json!({"data": {"CARRIER_URL": "http://carrier-gateway.shipping-v2.svc.cluster.local:8080", "TIMEOUT": "2s"}});
+        let host = |h: &str| Dependency::new(DepKind::Host, format!("host {h}"), "named");
+        let service = |ns: &str| {
+            Dependency::of(
+                DepKind::Host,
+                Target::new("Service", "carrier-gateway", Some(ns.into())),
+                "named",
+            )
+        };
         assert_eq!(
-            holds_host(&cm, "host carrier-gateway.shipping-v2.svc.cluster.local").as_deref(),
+            holds_host(&cm, &host("carrier-gateway.shipping-v2.svc.cluster.local")).as_deref(),
             Some("CARRIER_URL")
         );
         assert_eq!(
-            holds_host(&cm, "Service shipping-v2/carrier-gateway").as_deref(),
+            holds_host(&cm, &service("shipping-v2")).as_deref(),
             Some("CARRIER_URL")
         );
-        assert_eq!(holds_host(&cm, "Service shipping/carrier-gateway"), None);
-        assert_eq!(holds_host(&cm, "host db"), None);
+        assert_eq!(holds_host(&cm, &service("shipping")), None);
+        assert_eq!(holds_host(&cm, &host("db")), None);
     }
 }
