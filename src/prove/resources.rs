@@ -159,7 +159,7 @@ pub(super) async fn raise_limit(
     if let (Some(old), Some(new)) = (now.limit_value, wanted) {
         out.extend([
             fits_quota(quota, scene, resource, &w, &pods, (old, new)).await?,
-            fits_nodes(nodes, scene, resource, new).await?,
+            fits_nodes(nodes, scene, &spec, resource, new).await?,
         ]);
     }
     let (obligation, action) = match resource {
@@ -428,12 +428,13 @@ async fn fits_quota(
     )
 }
 
-/// Whether a node can hold the new limit, from the ready nodes' allocatable capacity
-/// ([`findings::largest_node`]; none known, or the nodes not readable for lack of permission:
-/// nothing shows it cannot).
+/// Whether a node can hold the new limit, from the allocatable capacity of the nodes that take
+/// the template's pods ([`findings::largest_node`]; none known, or the nodes not readable for
+/// lack of permission: nothing shows it cannot).
 async fn fits_nodes(
     obligation: &ObligationSpec,
     scene: &Scene,
+    spec: &PodSpec,
     resource: Resource,
     new: u128,
 ) -> Read<Obligation> {
@@ -443,11 +444,14 @@ async fn fits_nodes(
         Err(e) if e.kind == ErrorKind::Forbidden => vec![],
         Err(e) => return Err(e),
     };
-    let biggest = findings::largest_node(&nodes, resource);
+    let biggest = findings::largest_node(&nodes, spec, resource);
     Ok(obligation.check(
         biggest.is_none_or(|b| new <= b),
         vec![match biggest {
-            Some(b) => format!("the largest ready node allocates {}", show(resource, b)),
+            Some(b) => format!(
+                "the largest node its pods may go on allocates {}",
+                show(resource, b)
+            ),
             None => "no node's allocatable capacity is known".into(),
         }],
     ))

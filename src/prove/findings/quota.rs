@@ -77,12 +77,14 @@ pub fn raise_need(
     })
 }
 
-/// The most of `resource` a ready node among `nodes` allocates: what one container's new limit
-/// must fit in, `None` when no ready node says.
-pub fn largest_node(nodes: &[Node], resource: LimitResource) -> Option<u128> {
+/// The most of `resource` a node among `nodes` that takes pods of `spec` allocates
+/// ([`super::takes`]: ready, not cordoned, its taints tolerated, the pods' node selector and
+/// affinity met): what one container's new limit must fit in, `None` when no such node says.
+/// A bigger node the pods may not go on holds none of them.
+pub fn largest_node(nodes: &[Node], spec: &PodSpec, resource: LimitResource) -> Option<u128> {
     nodes
         .iter()
-        .filter(|n| n.ready)
+        .filter(|n| super::takes(spec, n))
         .filter_map(|n| n.allocatable(resource.name()))
         .max()
 }
@@ -106,5 +108,35 @@ mod tests {
         assert_eq!(fits, vec![("pods", true), ("limits.memory", true)]);
         let needs = quota_needs(&spec, 3, |r| tightest_quota(&quotas, r));
         assert!(!needs[1].fits(), "{needs:?}");
+    }
+
+    /// Issue 43: the node a raised limit must fit in is one its pods may go on
+    /// (`findings::takes`), as every other placement question asks: a bigger node of another
+    /// pool, or a cordoned one, holds none of them.
+    #[test]
+    fn the_largest_node_is_one_the_pods_may_go_on() {
+        let node = |name: &str, pool: &str, memory: &str, cordoned: bool| {
+            Node::parse(
+                &json!({"metadata": {"name": name, "labels": {"pool": pool}},
+                "spec": {"unschedulable": cordoned},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                    "allocatable": {"cpu": "4", "memory": memory, "pods": "110"}}}),
+            )
+        };
+        let nodes = [
+            node("small-1", "small", "4Gi", false),
+            node("large-1", "large", "16Gi", false),
+            node("small-2", "small", "32Gi", true),
+        ];
+        let spec = PodSpec::parse(&json!({"nodeSelector": {"pool": "small"},
+            "containers": [{"name": "api", "resources": {"limits": {"memory": "2Gi"}}}]}));
+        assert_eq!(
+            largest_node(&nodes, &spec, LimitResource::Memory),
+            Some(4 << 30)
+        );
+        assert_eq!(
+            largest_node(&nodes, &PodSpec::default(), LimitResource::Memory),
+            Some(16 << 30)
+        );
     }
 }

@@ -387,6 +387,10 @@ impl Facts {
                             .and_then(|(_, log)| error_line(log))
                     })
                 });
+        let largest_node = (
+            findings::largest_node(&ev.nodes, &spec, LimitResource::Memory),
+            findings::largest_node(&ev.nodes, &spec, LimitResource::Cpu),
+        );
         Self {
             now: ev.now,
             subject: ev.subject.clone(),
@@ -435,10 +439,7 @@ impl Facts {
                 .as_ref()
                 .map(|c| c.detected_labels.quota_details.clone())
                 .unwrap_or_default(),
-            largest_node: (
-                findings::largest_node(&ev.nodes, LimitResource::Memory),
-                findings::largest_node(&ev.nodes, LimitResource::Cpu),
-            ),
+            largest_node,
             node: match object {
                 Some(RootObject::Node(n)) => NodeFacts::of(n),
                 _ => NodeFacts {
