@@ -38,8 +38,35 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
         not_cluster_wide(&nodes),
         pdbs_allow(scene, &node.name, &evicted).await?,
         capacity_elsewhere(&others, &all, &evicted),
+        no_bare_pod(&evicted),
         no_stateful_pod_stuck(node, &on_node),
     ])
+}
+
+/// Whether every pod the drain evicts has a controller to make it again, as the deletion's
+/// proof asks of the one pod it deletes (`delete.pod-owned-by-target`): an evicted pod no
+/// controller owns is gone for good, which `kubectl drain` refuses without `--force`.
+fn no_bare_pod(evicted: &[&Pod]) -> Obligation {
+    let bare: Vec<String> = evicted
+        .iter()
+        .filter(|p| p.controller.is_none())
+        .map(|p| format!("{}/{}", obj::namespace(&p.raw).unwrap_or_default(), p.name))
+        .collect();
+    ob::drain::NO_BARE_POD.check(
+        bare.is_empty(),
+        vec![if bare.is_empty() {
+            format!(
+                "each of the {} pod(s) to evict has a controller",
+                evicted.len()
+            )
+        } else {
+            format!(
+                "{} pod(s) to evict have no controller to make them again: {}",
+                bare.len(),
+                bare.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+            )
+        }],
+    )
 }
 
 /// Whether no StatefulSet pod on the node waits for its kubelet to finish terminating
@@ -547,6 +574,34 @@ mod tests {
             replaced.clone(),
         ];
         let o = drain_obligation(only_replaced, "worker-2", id).await;
+        assert!(o.holds(), "{o:?}");
+    }
+
+    /// Issue 43: a drain evicts only pods a controller makes again, as a deletion deletes only
+    /// such a pod: a bare pod on the node refuses the drain.
+    #[tokio::test]
+    async fn a_bare_pod_on_the_node_refuses_the_drain() {
+        let id = "drain.no-bare-pod";
+        let mut bare = pod("debug", 0, "worker-2", true);
+        bare["metadata"]
+            .as_object_mut()
+            .map(|m| m.remove("ownerReferences"));
+        let cluster = |extra: Vec<Value>| {
+            let mut objects = vec![
+                node("worker-1", true),
+                node("worker-2", false),
+                pod("web", 0, "worker-2", true),
+            ];
+            objects.extend(extra);
+            objects
+        };
+        let o = drain_obligation(cluster(vec![bare.clone()]), "worker-2", id).await;
+        assert!(!o.holds(), "{o:?}");
+        assert!(
+            o.evidence.iter().any(|e| e.contains("shop/debug-5d8f-0")),
+            "{o:?}"
+        );
+        let o = drain_obligation(cluster(vec![]), "worker-2", id).await;
         assert!(o.holds(), "{o:?}");
     }
 }
