@@ -509,23 +509,15 @@ impl Pod {
     /// Job of the same chart, a CronJob's run, another Deployment of the chart): such a pod's
     /// failure is not the workload's and must neither refuse its rollback nor score its
     /// remediation. Its own pods: those it controls directly (a ReplicaSet's, hash label or
-    /// not), those [`Pod::belongs_to`] gives it, and a pod no controller owns (the workload's
-    /// controller adopts it). A pod of a ReplicaSet named `<name>-…` without the hash label
-    /// that would say whose it is counts for a kind that runs its pods through ReplicaSets (a
-    /// Deployment, an Argo Rollout).
+    /// not), those [`Pod::belongs_to`] gives it (a Deployment's through its ReplicaSets, whose
+    /// pods always carry the hash; the signature asks the same), and a pod no controller owns
+    /// (the workload's controller adopts it). A ReplicaSet named `<name>-…` whose pods carry
+    /// no hash is not the Deployment's (a bare ReplicaSet `web-v2` is not `web`'s).
     pub fn selected_by(&self, kind: &str, name: &str) -> bool {
-        let Some((k, n)) = &self.controller else {
-            return true;
-        };
-        let unhashed = self.template_hash.is_none()
-            && obj::label(&self.raw, "rollouts-pod-template-hash").is_none();
-        (k == kind && n == name)
-            || self.belongs_to(kind, name)
-            || (k == "ReplicaSet"
-                && matches!(kind, "Deployment" | "Rollout")
-                && unhashed
-                && n.strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with('-')))
+        match &self.controller {
+            None => true,
+            Some((k, n)) => (k == kind && n == name) || self.belongs_to(kind, name),
+        }
     }
 
     /// Whether a drain of its node evicts it, as `kubectl drain` chooses and the drain write

@@ -540,13 +540,22 @@ mod tests {
             .unwrap_or_else(|| panic!("no {id} in {:#?}", proof.obligations))
     }
 
-    /// A pod that failed with exit 1 at 10:03, carrying the Deployment's labels, made by
-    /// controller `owner` (kind, name).
+    /// A pod that failed with exit 1 at 10:03, carrying the Deployment's labels (and the
+    /// template hash of a ReplicaSet `api-<hash>` that makes it), made by controller `owner`
+    /// (kind, name).
     fn failed_pod_of(name: &str, owner: (&str, &str)) -> Value {
+        let mut labels = json!({"app": "api"});
+        if let Some(hash) = owner
+            .1
+            .strip_prefix("api-")
+            .filter(|_| owner.0 == "ReplicaSet")
+        {
+            labels["pod-template-hash"] = json!(hash);
+        }
         json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": "shop",
                 "creationTimestamp": "2026-11-29T10:02:00Z",
-                "labels": {"app": "api"},
+                "labels": labels,
                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": owner.0, "name": owner.1,
                     "uid": "other", "controller": true}]},
             "spec": {"restartPolicy": "Never", "containers": [{"name": "migrate", "image": "api:1"}]},

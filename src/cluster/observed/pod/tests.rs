@@ -298,8 +298,8 @@ fn a_pod_stuck_creating_is_past_its_start_up_only_after_the_kubelet_s_retries() 
 
 /// Issue 43: which pods a workload's selector matched are its own. Another Deployment of the
 /// same chart (its ReplicaSet named `<name>-…` but hashed for itself), a CronJob's run and an
-/// exporter of a StatefulSet are not; a ReplicaSet's own pods are, hash label or not; a pod of
-/// an unhashed ReplicaSet named after a Deployment is, and an unowned pod is.
+/// exporter of a StatefulSet are not, nor a bare ReplicaSet's named after it; a ReplicaSet's own
+/// pods are, hash label or not, and an unowned pod is.
 #[test]
 fn a_workloads_own_pods_are_those_its_controllers_made() {
     let owned = |name: &str, controller: Option<(&str, &str)>, hash: Option<&str>| {
@@ -335,8 +335,10 @@ fn a_workloads_own_pods_are_those_its_controllers_made() {
     assert!(!run.selected_by("Deployment", "api"));
     // An orphaned ReplicaSet's pods keep their hash: they are the ReplicaSet's.
     assert!(api.selected_by("ReplicaSet", "api-5d8f"));
-    let unhashed = owned("api-6b7c-z", Some(("ReplicaSet", "api-6b7c")), None);
-    assert!(unhashed.selected_by("Deployment", "api"));
+    // A bare ReplicaSet named after the Deployment, its pods unhashed, is not its revision.
+    let unhashed = owned("api-v2-z", Some(("ReplicaSet", "api-v2")), None);
+    assert!(!unhashed.selected_by("Deployment", "api"));
+    assert!(unhashed.selected_by("ReplicaSet", "api-v2"));
     let exporter = owned(
         "redis-exporter-9a-1",
         Some(("ReplicaSet", "redis-exporter-9a")),
