@@ -83,10 +83,12 @@ impl Scene {
                 &ListQuery::labels(sel.to_query()),
             )
             .await?;
+        // Parsed once, then asked whose it is ([`observed::its_pod`]'s question).
+        let (kind, name) = (obj::kind(workload), obj::name(workload));
         Ok(pods
             .iter()
-            .filter(|p| observed::its_pod(workload, p))
             .map(|p| Pod::at(p, self.now))
+            .filter(|p| p.selected_by(kind, name))
             .collect())
     }
 

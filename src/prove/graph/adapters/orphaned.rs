@@ -133,8 +133,8 @@ async fn undo_refused(
         {
             Ok(p) => p
                 .iter()
-                .filter(|p| observed::its_pod(object, p))
                 .map(|p| Pod::at(p, ctx.now))
+                .filter(|p| p.selected_by("Deployment", obj::name(object)))
                 .collect(),
             Err(e) if e.is_unreachable() => return Err(e),
             Err(_) => vec![],
