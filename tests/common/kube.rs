@@ -231,6 +231,14 @@ impl Kube {
 
     /// Schedule a pod onto a node, as the scheduler would.
     pub async fn bind(&self, pod: &str, node: &str) {
+        self.try_bind(pod, node)
+            .await
+            .unwrap_or_else(|e| panic!("bind {pod}: {e}"));
+    }
+
+    /// Schedule a pod onto a node, as the scheduler would, reporting the API server's refusal
+    /// (a pod its controller deleted since it was listed is NotFound).
+    pub async fn try_bind(&self, pod: &str, node: &str) -> Result<(), kube::Error> {
         let pods: Api<k8s_openapi::api::core::v1::Pod> =
             Api::namespaced(self.client.clone(), &self.ns);
         let binding = json!({
@@ -238,10 +246,9 @@ impl Kube {
             "metadata": {"name": pod},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}
         });
-        let _: Value = pods
-            .create_subresource("binding", pod, &PostParams::default(), &binding)
+        pods.create_subresource::<Value, Value>("binding", pod, &PostParams::default(), &binding)
             .await
-            .unwrap_or_else(|e| panic!("bind {pod}: {e}"));
+            .map(|_| ())
     }
 
     /// Record an Event about `about`, as a kubelet or controller would.

@@ -244,9 +244,27 @@ pub async fn run_unscheduled(k: &Kube, selector: &str, node: &str) {
             .as_str()
             .unwrap_or("")
             .to_owned();
-        k.bind(&name(&p), node).await;
-        k.patch_status("v1", "Pod", &name(&p), status::running(&container, &image))
+        // A controller may delete the pod between the list and the bind (a ReplicaSet scaled
+        // down removes unscheduled pods first); a kubelet never runs a pod that is gone.
+        let gone = |e: &kube::Error| matches!(e, kube::Error::Api(a) if a.code == 404);
+        match k.try_bind(&name(&p), node).await {
+            Ok(()) => {}
+            Err(e) if gone(&e) => continue,
+            Err(e) => panic!("bind {}: {e}", name(&p)),
+        }
+        let running = k
+            .api("v1", "Pod")
+            .patch_status(
+                &name(&p),
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&json!({"status": status::running(&container, &image)})),
+            )
             .await;
+        match running {
+            Ok(_) => {}
+            Err(e) if gone(&e) => {}
+            Err(e) => panic!("patch status Pod/{}: {e}", name(&p)),
+        }
     }
 }
 
