@@ -211,14 +211,16 @@ pub trait ClusterReader: Send + Sync {
     async fn server_version(&self) -> Result<String>;
 }
 
-/// The pods of a workload `object` (a Deployment, StatefulSet, DaemonSet or ReplicaSet): those
-/// its selector matches that are its own ([`observed::its_pod`]); `None` for another kind or a
-/// workload without a selector.
+/// The pods of a workload `object` (a Deployment, StatefulSet, DaemonSet or ReplicaSet), as
+/// observed at `now`: those its selector matches that are its own ([`observed::its_pod`]'s
+/// question, asked of each pod parsed once); `None` for another kind or a workload without a
+/// selector.
 pub async fn workload_pods(
     reader: &dyn ClusterReader,
     target: &crate::domain::Target,
     object: &Value,
-) -> Result<Option<Vec<Value>>> {
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<Vec<observed::Pod>>> {
     if !matches!(
         target.kind.as_str(),
         "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
@@ -238,8 +240,9 @@ pub async fn workload_pods(
         .await
         .map(|pods| {
             Some(
-                pods.into_iter()
-                    .filter(|p| observed::its_pod(object, p))
+                pods.iter()
+                    .map(|p| observed::Pod::at(p, now))
+                    .filter(|p| p.selected_by(&target.kind, &target.name))
                     .collect(),
             )
         })

@@ -236,12 +236,9 @@ impl ExecutionStage {
         target: &Target,
         object: &Value,
     ) -> Result<Option<TargetHealth>, StageError> {
-        match crate::cluster::workload_pods(self.reader.as_ref(), target, object).await {
-            Ok(Some(pods)) => Ok(Some(observed::target_health(
-                object,
-                &pods,
-                self.clock.now(),
-            ))),
+        let now = self.clock.now();
+        match crate::cluster::workload_pods(self.reader.as_ref(), target, object, now).await {
+            Ok(Some(pods)) => Ok(Some(observed::target_health(object, &pods, now))),
             Ok(None) => Ok(None),
             Err(e) if e.is_unreachable() => Err(unavailable(&e)),
             Err(e) => {

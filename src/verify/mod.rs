@@ -333,23 +333,18 @@ fn shown(expr: &str) -> String {
 /// the pods it is meant to run ([`observed::Workload::wanted`]): all its pods ready but fewer
 /// than that is not healthy again, as the "resolved" proof's desired state says.
 pub fn pods_health(
-    pods: &[Value],
+    pods: &[observed::Pod],
     events: &[observed::Event],
     wanted: Option<i64>,
     since: DateTime<Utc>,
-    now: DateTime<Utc>,
 ) -> (f64, String) {
-    let live: Vec<observed::Pod> = pods
-        .iter()
-        .map(|p| observed::Pod::at(p, now))
-        .filter(|p| !p.deleting)
-        .collect();
+    let live: Vec<&observed::Pod> = pods.iter().filter(|p| !p.deleting).collect();
     if live.is_empty() {
         return (0.0, "no pods".into());
     }
     let n = live.len();
     let ready_n = live.iter().filter(|p| p.ready).count();
-    let failing: Vec<observed::Failure> = live.iter().filter_map(observed::Pod::broken).collect();
+    let failing: Vec<observed::Failure> = live.iter().filter_map(|p| p.broken()).collect();
     let after = |t: Option<DateTime<Utc>>| t.is_some_and(|t| t > since);
     let restarted = live
         .iter()
@@ -446,13 +441,12 @@ impl VerificationStage {
     async fn kill_reports(
         &self,
         target: &Target,
-        pods: &[Value],
+        pods: &[observed::Pod],
         since: DateTime<Utc>,
     ) -> Result<Vec<observed::Event>, StageError> {
         let unexplained = pods
             .iter()
-            .map(observed::Pod::parse)
-            .flat_map(|p| p.containers)
+            .flat_map(|p| &p.containers)
             .any(|c| {
                 matches!(&c.terminated, Some((r, code, t))
                     if *code == observed::SIGKILL_EXIT && r != "OOMKilled" && t.is_some_and(|t| t > since))
@@ -508,7 +502,9 @@ impl VerificationStage {
         }
         match target.kind.as_str() {
             "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => {
-                match crate::cluster::workload_pods(self.reader.as_ref(), target, object).await {
+                let now = self.clock.now();
+                match crate::cluster::workload_pods(self.reader.as_ref(), target, object, now).await
+                {
                     Ok(Some(pods)) => {
                         let events = self.kill_reports(target, &pods, since).await?;
                         Ok((
@@ -517,9 +513,8 @@ impl VerificationStage {
                                 &events,
                                 Some(observed::Workload::parse(object).wanted()),
                                 since,
-                                self.clock.now(),
                             )),
-                            Some(observed::target_health(object, &pods, self.clock.now())),
+                            Some(observed::target_health(object, &pods, now)),
                         ))
                     }
                     Ok(None) => Ok((None, None)),
@@ -528,12 +523,9 @@ impl VerificationStage {
                 }
             }
             "Pod" => {
-                let pods = std::slice::from_ref(object);
-                let events = self.kill_reports(target, pods, since).await?;
-                Ok((
-                    Some(pods_health(pods, &events, None, since, self.clock.now())),
-                    None,
-                ))
+                let pods = [observed::Pod::at(object, self.clock.now())];
+                let events = self.kill_reports(target, &pods, since).await?;
+                Ok((Some(pods_health(&pods, &events, None, since)), None))
             }
             "Node" => {
                 let node = observed::Node::parse(object);

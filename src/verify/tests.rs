@@ -91,23 +91,35 @@ fn now() -> DateTime<Utc> {
     since() + Duration::minutes(5)
 }
 
+/// [`pods_health`] of pods as the API server returns them, observed at [`now`].
+fn health_of(
+    pods: &[Value],
+    events: &[observed::Event],
+    wanted: Option<i64>,
+    since: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> (f64, String) {
+    let pods: Vec<observed::Pod> = pods.iter().map(|p| observed::Pod::at(p, now)).collect();
+    pods_health(&pods, events, wanted, since)
+}
+
 #[test]
 fn health_follows_the_effectiveness_monitor() {
     let ok = pod(true, None, None);
     assert_eq!(
-        pods_health(&[ok.clone(), ok.clone()], &[], None, since(), now()).0,
+        health_of(&[ok.clone(), ok.clone()], &[], None, since(), now()).0,
         1.0
     );
     let before = pod(true, None, Some(("Error", "2026-03-01T11:00:00Z")));
     assert_eq!(
-        pods_health(&[before], &[], None, since(), now()).0,
+        health_of(&[before], &[], None, since(), now()).0,
         1.0,
         "a restart before does not count"
     );
     let after = pod(true, None, Some(("Error", "2026-03-01T12:01:00Z")));
-    assert_eq!(pods_health(&[after], &[], None, since(), now()).0, 0.75);
+    assert_eq!(health_of(&[after], &[], None, since(), now()).0, 0.75);
     let oom = pod(true, None, Some(("OOMKilled", "2026-03-01T12:01:00Z")));
-    assert_eq!(pods_health(&[oom], &[], None, since(), now()).0, 0.25);
+    assert_eq!(health_of(&[oom], &[], None, since(), now()).0, 0.25);
     // A kill at 137 the runtime calls Error, and the kernel's warning about the pod: a
     // kill for memory as the OOM rule and the memory proof count it.
     let mut killed = pod(true, None, Some(("Error", "2026-03-01T12:01:00Z")));
@@ -117,15 +129,12 @@ fn health_follows_the_effectiveness_monitor() {
     let said = observed::Event::parse(&json!({"type": "Warning", "reason": OOM_KILL_EVENT,
         "involvedObject": {"kind": "Pod", "name": "api-1"}, "message": "Killed process 7"}));
     assert_eq!(
-        pods_health(&[killed.clone()], &[], None, since(), now()).0,
+        health_of(&[killed.clone()], &[], None, since(), now()).0,
         0.75
     );
+    assert_eq!(health_of(&[killed], &[said], None, since(), now()).0, 0.25);
     assert_eq!(
-        pods_health(&[killed], &[said], None, since(), now()).0,
-        0.25
-    );
-    assert_eq!(
-        pods_health(
+        health_of(
             &[ok.clone(), pod(false, None, None)],
             &[],
             None,
@@ -137,15 +146,15 @@ fn health_follows_the_effectiveness_monitor() {
     );
     let looping = pod(false, Some("CrashLoopBackOff"), None);
     assert_eq!(
-        pods_health(&[ok.clone(), looping], &[], None, since(), now()).0,
+        health_of(&[ok.clone(), looping], &[], None, since(), now()).0,
         0.0
     );
-    assert_eq!(pods_health(&[], &[], None, since(), now()).0, 0.0);
+    assert_eq!(health_of(&[], &[], None, since(), now()).0, 0.0);
     // Issue 43: all its pods ready, but fewer than the workload is meant to run (a third
     // replica refused by a quota), is not healthy again, as the "resolved" proof says.
     let two = [ok.clone(), ok.clone()];
-    assert_eq!(pods_health(&two, &[], Some(2), since(), now()).0, 1.0);
-    let (score, detail) = pods_health(&two, &[], Some(3), since(), now());
+    assert_eq!(health_of(&two, &[], Some(2), since(), now()).0, 1.0);
+    let (score, detail) = health_of(&two, &[], Some(3), since(), now());
     assert_eq!(score, 0.5);
     assert_eq!(detail, "2 pods ready of the 3 the workload is meant to run");
     // Failing as the undo and the proofs say: an init container's crash loop and an image
@@ -154,9 +163,9 @@ fn health_follows_the_effectiveness_monitor() {
     init["status"]["phase"] = json!("Pending");
     init["status"]["initContainerStatuses"] = json!([{"name": "migrate", "restartCount": 4,
         "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]);
-    let (score, detail) = pods_health(&[ok.clone(), init], &[], None, since(), now());
+    let (score, detail) = health_of(&[ok.clone(), init], &[], None, since(), now());
     assert_eq!(score, 0.0, "{detail}");
     assert!(detail.starts_with("1 of 2 pods failing"), "{detail}");
     let pull = pod(false, Some("ImagePullBackOff"), None);
-    assert_eq!(pods_health(&[ok, pull], &[], None, since(), now()).0, 0.0);
+    assert_eq!(health_of(&[ok, pull], &[], None, since(), now()).0, 0.0);
 }

@@ -11,12 +11,8 @@ use crate::domain::{PodFailure, TargetHealth};
 /// do not count; a pod failing is one [`Pod::failure`] says is (a pod that runs and has not
 /// been ready yet, for less than `NEVER_READY_ALLOWANCE`, is starting: a rollout still under
 /// way).
-pub fn target_health(workload: &Value, pods: &[Value], now: DateTime<Utc>) -> TargetHealth {
-    let live: Vec<Pod> = pods
-        .iter()
-        .map(|p| Pod::at(p, now))
-        .filter(|p| !p.deleting)
-        .collect();
+pub fn target_health(workload: &Value, pods: &[Pod], now: DateTime<Utc>) -> TargetHealth {
+    let live: Vec<&Pod> = pods.iter().filter(|p| !p.deleting).collect();
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     TargetHealth {
         observed_at: now,
@@ -43,6 +39,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// [`target_health`] of pods as the API server returns them.
+    fn health_of(workload: &Value, pods: &[Value], now: DateTime<Utc>) -> TargetHealth {
+        let pods: Vec<Pod> = pods.iter().map(|p| Pod::at(p, now)).collect();
+        target_health(workload, &pods, now)
+    }
+
     #[test]
     fn ready_and_failing_pods_are_counted_by_the_one_failure() {
         let now = Utc::now();
@@ -55,7 +57,7 @@ mod tests {
                 "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
         let leaving = json!({"metadata": {"name": "c",
             "deletionTimestamp": now.to_rfc3339()}, "status": {"phase": "Running"}});
-        let h = target_health(
+        let h = health_of(
             &json!({"spec": {"replicas": 2}}),
             &[ready, looping, leaving],
             now,
@@ -66,7 +68,7 @@ mod tests {
         assert_eq!(h.failing[0].cause, "CrashLoopBackOff");
         // A DaemonSet asks for a pod on each node it is scheduled to, with no spec.replicas.
         let ds = json!({"kind": "DaemonSet", "status": {"desiredNumberScheduled": 3}});
-        assert_eq!(target_health(&ds, &[], now).desired, Some(3));
+        assert_eq!(health_of(&ds, &[], now).desired, Some(3));
         // Caught between two crashes, or backing off after one: the same cause.
         let exited = json!({"metadata": {"name": "d"}, "status": {"phase": "Running",
             "containerStatuses": [{"name": "app", "restartCount": 4,
@@ -75,7 +77,7 @@ mod tests {
             "containerStatuses": [{"name": "app", "restartCount": 4,
                 "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                 "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}}]}});
-        let h = target_health(&json!({}), &[exited, backing_off], now);
+        let h = health_of(&json!({}), &[exited, backing_off], now);
         // A pod seconds old that runs but has not been ready yet is starting; the same pod
         // never ready five minutes after it started fails.
         let unready_since = |start: DateTime<Utc>| {
@@ -87,13 +89,9 @@ mod tests {
                     "containerStatuses": [{"name": "app", "state": {"running": {}}}]}})
         };
         let starting = unready_since(now - chrono::Duration::seconds(10));
-        assert!(
-            target_health(&json!({}), &[starting], now)
-                .failing
-                .is_empty()
-        );
+        assert!(health_of(&json!({}), &[starting], now).failing.is_empty());
         let never = unready_since(now - chrono::Duration::minutes(5));
-        let h5 = target_health(&json!({}), &[never], now);
+        let h5 = health_of(&json!({}), &[never], now);
         assert_eq!(h5.failing.len(), 1);
         assert_eq!(h5.failing[0].line, "running, never ready in 5m");
         let causes: Vec<&str> = h.failing.iter().map(|f| f.cause.as_str()).collect();

@@ -2,8 +2,10 @@
 //! scales and how far its metrics are from their targets, read once for the autoscaler rule
 //! and the proof of a higher maximum.
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::time;
 use crate::cluster::obj::{self, array, i64_at, str_at};
 
 /// An autoscaler, as observed.
@@ -21,9 +23,30 @@ pub struct Hpa {
     pub target_name: String,
     /// Its resource metrics measured against an average-utilisation target, each once.
     pub utilisation: Vec<Utilisation>,
-    /// `(type, status, reason)` of its conditions.
-    pub conditions: Vec<(String, String, String)>,
+    /// Its conditions: v2's `status.conditions`, or v1's annotation holding them.
+    pub conditions: Vec<HpaCondition>,
 }
+
+/// One condition of an autoscaler (`AbleToScale`, `ScalingActive`, `ScalingLimited`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HpaCondition {
+    /// Its `type`.
+    pub kind: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    pub since: Option<DateTime<Utc>>,
+}
+
+impl HpaCondition {
+    /// Whether it holds (`status: "True"`).
+    pub fn holds(&self) -> bool {
+        self.status == "True"
+    }
+}
+
+/// The annotation autoscaling/v1 keeps v2's conditions in, as a JSON list.
+const V1_CONDITIONS: &str = "autoscaling.alpha.kubernetes.io/conditions";
 
 /// One resource metric's average utilisation and its target, in percent of the pods' requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,14 +78,15 @@ impl Hpa {
                 .unwrap_or_default()
                 .to_owned(),
             utilisation: utilisation(h),
-            conditions: array(h, &["status", "conditions"])
-                .iter()
-                .map(|c| {
-                    let s = |k: &str| str_at(c, &[k]).unwrap_or_default().to_owned();
-                    (s("type"), s("status"), s("reason"))
-                })
-                .collect(),
+            conditions: conditions(h),
         }
+    }
+
+    /// Whether a condition `kind` has status `status`.
+    pub fn condition(&self, kind: &str, status: &str) -> Option<&HpaCondition> {
+        self.conditions
+            .iter()
+            .find(|c| c.kind == kind && c.status == status)
     }
 
     /// Whether it sets the replica count of the workload `kind`/`name` (its `scaleTargetRef`).
@@ -102,6 +126,31 @@ pub const HPA_RAISE_FACTOR: i64 = 2;
 /// How many replicas one raise may add to a small autoscaler's maximum whatever the factor (a
 /// maximum of 2 may go to 12): doubling a handful of pods is too timid a step.
 pub const HPA_RAISE_SMALL: i64 = 10;
+
+/// v2's (and v2beta2's) conditions, else those autoscaling/v1 keeps in [`V1_CONDITIONS`]: the
+/// same autoscaler read through v1 says as much.
+fn conditions(h: &Value) -> Vec<HpaCondition> {
+    let mut listed = array(h, &["status", "conditions"]).to_vec();
+    if listed.is_empty()
+        && let Some(a) = obj::annotation(h, V1_CONDITIONS)
+        && let Ok(Value::Array(v)) = serde_json::from_str::<Value>(a)
+    {
+        listed = v;
+    }
+    listed
+        .iter()
+        .map(|c| {
+            let s = |k: &str| str_at(c, &[k]).unwrap_or_default().to_owned();
+            HpaCondition {
+                kind: s("type"),
+                status: s("status"),
+                reason: s("reason"),
+                message: s("message"),
+                since: time(c, &["lastTransitionTime"]),
+            }
+        })
+        .collect()
+}
 
 /// The utilisation per resource metric: v1's one CPU figure, then v2's (and v2beta2's) resource
 /// metrics with an average-utilisation target, each measured by the first current metric of
@@ -199,11 +248,23 @@ mod tests {
         assert_eq!((h.max, h.current), (0, None));
         assert_eq!(
             h.conditions,
-            vec![(
-                "ScalingLimited".into(),
-                "True".into(),
-                "TooManyReplicas".into()
-            )]
+            vec![HpaCondition {
+                kind: "ScalingLimited".into(),
+                status: "True".into(),
+                reason: "TooManyReplicas".into(),
+                ..Default::default()
+            }]
+        );
+        // The same autoscaler read through autoscaling/v1 keeps its conditions in an
+        // annotation: the rule and the graph read them there as well.
+        let v1 = Hpa::parse(&json!({"metadata": {"annotations": {V1_CONDITIONS:
+            r#"[{"type":"ScalingLimited","status":"True","reason":"TooManyReplicas","lastTransitionTime":"2026-03-01T12:00:00Z"}]"#}},
+            "spec": {"maxReplicas": 4, "targetCPUUtilizationPercentage": 60},
+            "status": {"currentReplicas": 4, "currentCPUUtilizationPercentage": 95}}));
+        assert_eq!(v1.conditions.len(), 1);
+        assert!(
+            v1.condition("ScalingLimited", "True")
+                .is_some_and(|c| c.reason == "TooManyReplicas")
         );
     }
 

@@ -525,8 +525,10 @@ pub(super) async fn gather(
                                 json!({"kind": "Pod", "namespace": ns, "label_selector": sel}),
                             )
                             .await?;
-                        let its = items(&r).into_iter().filter(|p| observed::its_pod(w, p));
-                        ev.pods = pods(its.collect(), ev.now);
+                        // Parsed once, then asked whose it is (`observed::its_pod`'s question).
+                        ev.pods = pods(items(&r), ev.now);
+                        ev.pods
+                            .retain(|p| p.observed.selected_by(kind, obj::name(w)));
                     }
                     if matches!(kind, "Deployment" | "StatefulSet" | "ReplicaSet") {
                         let r = calls

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, pod_failure, time};
+use super::{Change, Ctx, DepKind, Dependency, Read, event_time, last_change, time};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, i64_at, str_at};
 use crate::cluster::observed;
@@ -134,17 +134,20 @@ async fn workload_state(
     let unhealthy = if want == 0 {
         Some(format!("{kind} {name} is scaled to 0 replicas"))
     } else if ready < want {
-        let sel = at(w, &["spec", "selector"]).and_then(Selector::from_object);
         let mut why = format!("{kind} {name} has {ready} of {want} replicas ready");
-        if let Some(sel) = sel {
+        if let Some(sel) = observed::pod_selector(w) {
             let pods = ctx
                 .list("Pod", Some(ns), &ListQuery::labels(sel.to_query()))
                 .await
                 .unwrap_or_default();
-            if let Some((p, f)) = pods
-                .iter()
-                .find_map(|p| pod_failure(p, ctx.now).map(|f| (p, f)))
-            {
+            // Its own pods only: a Job's pod with the same labels is not why it is short.
+            if let Some((p, f)) = pods.iter().find_map(|p| {
+                let pod = observed::Pod::at(p, ctx.now);
+                if !pod.selected_by(kind, name) {
+                    return None;
+                }
+                pod.failure().map(|f| (p, f.line))
+            }) {
                 why.push_str(&format!(": pod {} {f}", obj::name(p)));
             }
         }

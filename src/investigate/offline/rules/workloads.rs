@@ -379,8 +379,8 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
     d.factors.extend(
         h.conditions
             .iter()
-            .filter(|(_, status, reason)| status == "True" && reason == "TooManyReplicas")
-            .map(|(t, _, r)| format!("condition {t}: {r}")),
+            .filter(|c| c.holds() && c.reason == "TooManyReplicas")
+            .map(|c| format!("condition {}: {}", c.kind, c.reason)),
     );
     d.severity = Severity::Medium;
     d.target = workload.clone().or_else(|| f.target.clone());

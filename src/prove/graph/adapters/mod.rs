@@ -552,33 +552,21 @@ pub(super) async fn scaling(ctx: &Ctx) -> Read<Vec<Dependency>> {
         .list_or_empty("HorizontalPodAutoscaler", Some(ns))
         .await?
     {
-        if !observed::Hpa::parse(&h).scales(&ctx.target.kind, &ctx.target.name) {
+        let hpa = observed::Hpa::parse(&h);
+        if !hpa.scales(&ctx.target.kind, &ctx.target.name) {
             continue;
         }
         let mut d = Dependency::of(
             DepKind::Scaling,
-            Target::new(
-                "HorizontalPodAutoscaler",
-                obj::name(&h),
-                Some(ns.to_owned()),
-            ),
+            Target::new("HorizontalPodAutoscaler", &hpa.name, Some(ns.to_owned())),
             "scales the workload",
         );
-        // autoscaling/v2beta2 conditions, or v1's annotation holding them.
-        let mut conds: Vec<Value> = array(&h, &["status", "conditions"]).to_vec();
-        if conds.is_empty()
-            && let Some(a) = obj::annotation(&h, "autoscaling.alpha.kubernetes.io/conditions")
-            && let Ok(Value::Array(v)) = serde_json::from_str::<Value>(a)
-        {
-            conds = v;
-        }
-        if let Some(c) = conds.iter().find(|c| {
-            matches!(str_at(c, &["type"]), Some("AbleToScale" | "ScalingActive"))
-                && str_at(c, &["status"]) == Some("False")
+        if let Some(c) = hpa.conditions.iter().find(|c| {
+            matches!(c.kind.as_str(), "AbleToScale" | "ScalingActive") && c.status == "False"
         }) {
             // "missing request for cpu": which container of the template has none.
-            let message = str_at(c, &["message"]).unwrap_or("");
-            if let Some(resource) = message
+            if let Some(resource) = c
+                .message
                 .split("missing request for ")
                 .nth(1)
                 .and_then(|r| r.split_whitespace().next())
@@ -594,13 +582,8 @@ pub(super) async fn scaling(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 }
             }
             d = d.unhealthy(
-                format!(
-                    "{} False ({}): {}",
-                    str_at(c, &["type"]).unwrap_or(""),
-                    str_at(c, &["reason"]).unwrap_or(""),
-                    str_at(c, &["message"]).unwrap_or("")
-                ),
-                time(c, &["lastTransitionTime"]),
+                format!("{} False ({}): {}", c.kind, c.reason, c.message),
+                c.since,
             );
         }
         out.push(d);
