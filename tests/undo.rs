@@ -300,6 +300,48 @@ async fn a_target_somebody_changed_since_is_not_restored() {
     assert_eq!(d["spec"]["replicas"], 3, "nothing was restored");
 }
 
+/// Somebody scales the target by hand during the verification window (no autoscaler sets its
+/// count): that is their change, not the remediation's effect. Verification calls it drift,
+/// as the undo's `undo.unchanged-since` would, and nothing is undone or learned from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_somebody_set_by_hand_in_the_window_is_drift_not_an_effect() {
+    let Some(k) = Kube::new("undo-scaled").await else {
+        return;
+    };
+    let node = scaled_down_web(&k).await;
+    let e = undo::env().await;
+    let req = undo::scale_request(&k.cluster().await, &k.ns, "staging").await;
+    let out = scale_up_that_crashes(&k, &node, &e, &req).await;
+    let req = undo::moved(req, &out);
+    k.patch(
+        "apps/v1",
+        "Deployment",
+        "web",
+        json!({"spec": {"replicas": 4}}),
+    )
+    .await;
+    let out = undo::verifier(k.cluster().await, e.store.clone())
+        .run(&req)
+        .await
+        .unwrap();
+    let assessment = out.state.assessment.clone().unwrap();
+    assert_eq!(
+        assessment.reason,
+        kubemedic::domain::AssessmentReason::SpecDrift,
+        "{assessment:?}"
+    );
+    assert!(!assessment.effective);
+    assert!(
+        out.state.undo.as_ref().is_none_or(|u| !u.decided),
+        "nothing is undone over somebody's change: {:?}",
+        out.state.undo
+    );
+    assert_eq!(
+        k.get("apps/v1", "Deployment", "web").await["spec"]["replicas"],
+        4
+    );
+}
+
 /// Through the daemon `serve` assembles, on the real API server, from the alert: a memory
 /// raise in staging whose new pod no node can take (the test's kubelet reports it
 /// unschedulable) stops at its rollout's wait; the change is on the cluster, so it is verified

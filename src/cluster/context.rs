@@ -70,6 +70,22 @@ pub fn drift_hash(spec: &Value) -> String {
     }
 }
 
+/// Whether `spec`, read now, is still the spec recorded as `full` (its [`spec_hash`]) and
+/// `without_replicas` (its [`drift_hash`]): nobody changed it since. Where an autoscaler sets
+/// the workload's replicas (`autoscaled`) its scaling is no change by somebody else, so the
+/// replicas are left out; elsewhere a changed count is somebody's change (`kubectl scale`).
+/// The binding of a proof to its spec, verification's drift and the undo's
+/// `undo.unchanged-since` all ask this.
+pub fn unchanged_spec(
+    full: Option<&str>,
+    without_replicas: Option<&str>,
+    spec: &Value,
+    autoscaled: bool,
+) -> bool {
+    full == Some(spec_hash(spec).as_str())
+        || (autoscaled && without_replicas == Some(drift_hash(spec).as_str()))
+}
+
 fn hash_canonical(spec: &Value) -> String {
     let mut canonical = String::new();
     crate::canonical::write(spec, &mut canonical);
@@ -456,6 +472,18 @@ mod tests {
         );
         assert_eq!(drift_hash(&spec), drift_hash(&scaled));
         assert_ne!(drift_hash(&spec), drift_hash(&edited));
+        // Unchanged since: a count an autoscaler set is nobody's change; without one, a
+        // count set by hand is, and a new template always is.
+        let (full, without) = (spec_hash(&spec), drift_hash(&spec));
+        let same = |now: &Value, autoscaled: bool| {
+            unchanged_spec(Some(&full), Some(&without), now, autoscaled)
+        };
+        assert!(same(&spec, false) && same(&spec, true));
+        assert!(same(&scaled, true));
+        assert!(!same(&scaled, false));
+        assert!(!same(&edited, true) && !same(&edited, false));
+        // A record with only the whole-spec hash (older executions) counts every field.
+        assert!(!unchanged_spec(Some(&full), None, &scaled, true));
     }
     use serde_json::json;
 

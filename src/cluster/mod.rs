@@ -248,6 +248,28 @@ pub async fn workload_pods(
         })
 }
 
+/// Whether an autoscaler of the target's namespace sets its replica count
+/// ([`observed::Hpa::scales`]): then its scaling is nobody's change to the spec
+/// ([`context::unchanged_spec`]).
+pub async fn autoscaled(
+    reader: &dyn ClusterReader,
+    target: &crate::domain::Target,
+) -> Result<bool> {
+    if !matches!(
+        target.kind.as_str(),
+        "Deployment" | "StatefulSet" | "ReplicaSet"
+    ) {
+        return Ok(false);
+    }
+    let res = reader.resource("HorizontalPodAutoscaler").await?;
+    let hpas = reader
+        .list(&res, target.namespace.as_deref(), &ListQuery::default())
+        .await?;
+    Ok(hpas
+        .iter()
+        .any(|h| observed::Hpa::parse(h).scales(&target.kind, &target.name)))
+}
+
 /// The kinds of change a [`ClusterWriter`] makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -210,7 +210,7 @@ proofs! {
         WORSE_THAN_BEFORE = "undo.worse-than-before": "The target is worse than before the remediation: fewer ready pods, more failing pods, or a failure none of its pods showed before";
         RESTORED_BY_SPEC = "undo.restored-by-spec": "Every step of the remediation changed only the target's own spec, which restoring the recorded spec takes back";
         STATE_RECORDED = "undo.state-recorded": "The target's spec was recorded before the remediation's first write";
-        UNCHANGED_SINCE = "undo.unchanged-since": "Nobody changed the target since the remediation: its spec is the one the execution left";
+        UNCHANGED_SINCE = "undo.unchanged-since": "Nobody changed the target since the remediation: its spec is the one the execution left (the replicas aside, where an autoscaler sets them)";
     }
     resolved ("\"No action needed\": the problem is gone, shown by the cluster.", [NoAction]) {
         READABLE = "resolved.readable": super::READABLE;

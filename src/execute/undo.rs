@@ -21,7 +21,7 @@ use super::stamp::{StampingWriter, is_stamped};
 use super::{ExecutionStage, store_unavailable, unavailable};
 use crate::actions::not_restorable;
 use crate::cluster::ClusterWriter;
-use crate::cluster::context::{drift_hash, spec_hash};
+use crate::cluster::context::{drift_hash, spec_hash, unchanged_spec};
 use crate::domain::Phase;
 use crate::domain::obligations as ob;
 use crate::domain::{
@@ -115,16 +115,32 @@ impl ExecutionStage {
         stamp: &str,
     ) -> Result<Restore, StageError> {
         let target = &execution.target;
-        let mut proof =
-            self.undo_proof(request, execution, undo, object.as_ref(), recorded.as_ref());
+        // What an autoscaler sets is its own: not a change to undo, nor one to overwrite.
+        let autoscaled = match crate::cluster::autoscaled(self.reader.as_ref(), target).await {
+            Ok(a) => a,
+            Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
+            Err(_) => false,
+        };
+        let mut proof = self.undo_proof(
+            request,
+            execution,
+            undo,
+            object.as_ref(),
+            recorded.as_ref(),
+            autoscaled,
+        );
         let (Some(object), Some(pre)) = (object, recorded) else {
             return self.refused(request, proof).await;
         };
         if proof.verdict != ProofVerdict::Proven {
             return self.refused(request, proof).await;
         }
+        let live_replicas = object.pointer("/spec/replicas").cloned();
         let mut restored = object;
         restored["spec"] = pre.clone();
+        if autoscaled && let Some(n) = live_replicas {
+            restored["spec"]["replicas"] = n;
+        }
         let w = StampingWriter::new(
             self.writer.clone(),
             stamp.to_owned(),
@@ -161,14 +177,20 @@ impl ExecutionStage {
                 self.settle_undo(
                     request,
                     IntentStatus::Applied,
-                    &json!({"restored_spec_hash": spec_hash(&pre)}),
+                    &json!({"restored_spec_hash": spec_hash(&restored["spec"])}),
                 )
                 .await?;
-                Ok(self.restored(
+                let mut done = self.restored(
                     execution,
                     Some(proof),
-                    "restored the spec recorded before the remediation's first write",
-                ))
+                    if autoscaled {
+                        "restored the spec recorded before the remediation's first write, with the replicas its autoscaler set"
+                    } else {
+                        "restored the spec recorded before the remediation's first write"
+                    },
+                );
+                done.restored_spec_hash = Some(spec_hash(&restored["spec"]));
+                Ok(done)
             }
             Err(e) if e.is_unreachable() => Err(unavailable(&e)),
             Err(e) => {
@@ -189,6 +211,7 @@ impl ExecutionStage {
         undo: &Undo,
         object: Option<&Value>,
         recorded: Option<&Value>,
+        autoscaled: bool,
     ) -> Proof {
         let target = &execution.target;
         let spec = object.and_then(|o| o.get("spec"));
@@ -198,7 +221,7 @@ impl ExecutionStage {
             worse_than_before(undo),
             restored_by_spec(execution),
             state_recorded(execution, recorded),
-            unchanged_since(execution, now.as_deref()),
+            unchanged_since(execution, spec, autoscaled),
         ];
         let verdict = if obligations.iter().all(Obligation::holds) {
             ProofVerdict::Proven
@@ -411,18 +434,33 @@ fn state_recorded(execution: &Execution, recorded: Option<&Value>) -> Obligation
     )
 }
 
-/// `undo.unchanged-since`: nobody changed the spec since the remediation wrote it (`now`, its
-/// hash as read), so the restore overwrites nothing but the remediation.
-fn unchanged_since(execution: &Execution, now: Option<&str>) -> Obligation {
+/// `undo.unchanged-since`: nobody changed the spec since the remediation wrote it (`spec`, as
+/// read now), so the restore overwrites nothing but the remediation. Where an autoscaler sets
+/// the replicas (`autoscaled`), its scaling is no such change ([`unchanged_spec`]) and the
+/// restore keeps the count it set.
+fn unchanged_since(execution: &Execution, spec: Option<&Value>, autoscaled: bool) -> Obligation {
+    let holds = spec.is_some_and(|s| {
+        unchanged_spec(
+            execution.post_spec_hash.as_deref(),
+            execution.post_drift_hash.as_deref(),
+            s,
+            autoscaled,
+        )
+    });
     ob::undo::UNCHANGED_SINCE.check(
-        now.is_some() && now == execution.post_spec_hash.as_deref(),
+        holds,
         vec![format!(
-            "spec now {}, after the remediation {}",
-            now.unwrap_or("unreadable"),
+            "spec now {}, after the remediation {}{}",
+            spec.map(spec_hash).as_deref().unwrap_or("unreadable"),
             execution
                 .post_spec_hash
                 .as_deref()
-                .unwrap_or("not recorded")
+                .unwrap_or("not recorded"),
+            if autoscaled {
+                " (replicas left out: an autoscaler owns them)"
+            } else {
+                ""
+            }
         )],
     )
 }

@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 
 use crate::catalog::{Catalog, Engine, parameters, substitute};
 use crate::clock::Clock;
-use crate::cluster::context::{drift_hash, spec_hash};
+use crate::cluster::context::{drift_hash, spec_hash, unchanged_spec};
 use crate::cluster::obj::at;
 use crate::cluster::observed::template_images;
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, DryRunWriter};
@@ -350,11 +350,12 @@ impl Prover {
         let autoscaled = scene.autoscalers().await.is_ok_and(|hpas| {
             findings::count_set_by(&hpas, &scene.target.kind, &scene.target.name).is_some()
         });
-        let same = if autoscaled {
-            b.drift_hash.as_deref() == Some(drift.as_str()) || b.spec_hash == hash
-        } else {
-            b.spec_hash == hash
-        };
+        let same = unchanged_spec(
+            Some(&b.spec_hash),
+            b.drift_hash.as_deref(),
+            &spec,
+            autoscaled,
+        );
         let mut ev = vec![format!(
             "spec {} {}, {} now{}",
             short(&b.spec_hash),

@@ -42,7 +42,7 @@ use serde_json::{Value, json};
 use tracing::{info, instrument, warn};
 
 use crate::clock::Clock;
-use crate::cluster::context::{drift_hash, spec_hash};
+use crate::cluster::context::{spec_hash, unchanged_spec};
 use crate::cluster::obj::str_at;
 use crate::cluster::observed;
 use crate::cluster::observed::OOM_KILL_EVENT;
@@ -669,13 +669,28 @@ impl VerificationStage {
             || (self.prometheus.is_some() && metrics_score.is_none());
         let spec = object.as_ref().and_then(|o| o.get("spec"));
         let post = spec.map(spec_hash);
-        // Compare without the fields autoscalers own when the execution recorded that hash
-        // (older records have only the whole-spec hash).
-        let drift = match (&execution.post_drift_hash, spec.map(drift_hash)) {
-            (Some(ours), Some(now)) => *ours != now,
-            _ => {
-                matches!((&execution.post_spec_hash, &post), (Some(ours), Some(now)) if ours != now)
+        // Changed by somebody else since the remediation wrote it, as the undo and a proof's
+        // binding ask: an autoscaler's scaling is not such a change, `kubectl scale` is. What
+        // cannot be read counts every field (older records have only the whole-spec hash).
+        let drift = match (spec, execution.post_spec_hash.as_deref()) {
+            (Some(spec), Some(ours)) => {
+                let autoscaled =
+                    match crate::cluster::autoscaled(self.reader.as_ref(), &execution.target).await
+                    {
+                        Ok(a) => a,
+                        Err(e) if e.is_unreachable() => {
+                            return Err(unavailable("cluster", e.message));
+                        }
+                        Err(_) => false,
+                    };
+                !unchanged_spec(
+                    Some(ours),
+                    execution.post_drift_hash.as_deref(),
+                    spec,
+                    autoscaled,
+                )
             }
+            _ => false,
         };
         if drift {
             details.push("spec: changed by somebody else during the window".to_owned());

@@ -41,8 +41,8 @@ pub fn cannot_finish_terminating<'a>(node: &Node, here: &'a [Pod]) -> Vec<&'a Po
 
 /// Whether the node is the common factor of its pods' failures: its conditions show it in
 /// trouble ([`Node::trouble`]: Ready reported other than True, a pressure or problem condition),
-/// or its pods fail where the same workloads' pods elsewhere
-/// are healthy — at least two of them: one failing pod may carry its own fault (deleting it is
+/// or its pods fail where the same workloads' pods elsewhere, made from the same template
+/// ([`Pod::template_runs_in`]), serve — at least two of them: one failing pod may carry its own fault (deleting it is
 /// the proportionate fix), so it does not show the node at fault. With the evidence either way.
 pub fn node_at_fault(
     node: &Node,
@@ -78,13 +78,20 @@ pub fn node_at_fault(
     let mut shared = Vec::new();
     for p in &failing {
         let Some(o) = owner(p) else { continue };
+        // Its siblings made from the same template: a new revision's pods failing here while
+        // the old revision's serve elsewhere show the revision at fault, not the node.
         let elsewhere: Vec<&Pod> = all
             .iter()
-            .filter(|q| q.node.as_deref() != Some(name) && owner(q).as_deref() == Some(o.as_str()))
+            .filter(|q| {
+                q.node.as_deref() != Some(name)
+                    && !q.deleting
+                    && owner(q).as_deref() == Some(o.as_str())
+                    && q.template() == p.template()
+            })
             .collect();
-        if !elsewhere.is_empty() && elsewhere.iter().all(|q| q.ready) {
+        if !elsewhere.is_empty() && elsewhere.iter().all(|q| p.template_runs_in(q)) {
             local.push(format!(
-                "pod {} of {o} fails here while its {} sibling(s) elsewhere are ready",
+                "pod {} of {o} fails here while its {} sibling(s) from the same template elsewhere serve",
                 p.name,
                 elsewhere.len()
             ));
@@ -179,5 +186,64 @@ mod terminating_tests {
         assert_eq!(cannot_finish_terminating(&node("False"), &here).len(), 1);
         // Ready now (flapping or not): its kubelet is stopping the pod.
         assert!(cannot_finish_terminating(&node("True"), &here).is_empty());
+    }
+
+    /// The node is the common factor only when the pods failing on it fail where pods of the
+    /// same template serve elsewhere: a new revision's surge pods crash-looping on a fresh node
+    /// while the old revision's pods serve on the others show the revision at fault, and a
+    /// drain of that node is no remedy.
+    #[test]
+    fn a_node_is_at_fault_by_siblings_of_the_same_template_not_of_another_revision() {
+        let now = Utc::now();
+        let node = Node::parse(&json!({"metadata": {"name": "a"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}));
+        let pod = |name: &str, hash: &str, on: &str, ok: bool| {
+            let state = if ok {
+                json!({"running": {"startedAt": now.to_rfc3339()}})
+            } else {
+                json!({"waiting": {"reason": "CrashLoopBackOff"}})
+            };
+            Pod::at(
+                &json!({"metadata": {"name": name, "namespace": "shop",
+                    "labels": {"app": "web", "pod-template-hash": hash},
+                    "ownerReferences": [{"kind": "ReplicaSet", "name": format!("web-{hash}"),
+                        "controller": true}]},
+                    "spec": {"nodeName": on},
+                    "status": {"phase": "Running",
+                        "conditions": [{"type": "Ready", "status": if ok { "True" } else { "False" }}],
+                        "containerStatuses": [{"name": "web", "ready": ok, "restartCount": if ok { 0 } else { 5 },
+                            "state": state}]}}),
+                now,
+            )
+        };
+        // The new revision (b) fails on a and nowhere else runs; the old (a1) serves on b and c.
+        let surge = [
+            pod("web-b-1", "b", "a", false),
+            pod("web-b-2", "b", "a", false),
+        ];
+        let mut all = surge.to_vec();
+        all.extend([
+            pod("web-a1-1", "a1", "b", true),
+            pod("web-a1-2", "a1", "c", true),
+        ]);
+        let (at_fault, ev) = node_at_fault(&node, None, &surge, &all);
+        assert!(!at_fault, "{ev:?}");
+        // The same revision failing on a and serving elsewhere: the node is the common factor.
+        let here = [
+            pod("web-a1-3", "a1", "a", false),
+            pod("web-a1-4", "a1", "a", false),
+        ];
+        let mut all = here.to_vec();
+        all.extend([
+            pod("web-a1-1", "a1", "b", true),
+            pod("web-a1-2", "a1", "c", true),
+        ]);
+        let (at_fault, ev) = node_at_fault(&node, None, &here, &all);
+        assert!(at_fault, "{ev:?}");
+        assert!(
+            ev.iter()
+                .any(|l| l.contains("from the same template elsewhere serve")),
+            "{ev:?}"
+        );
     }
 }
