@@ -435,6 +435,41 @@ async fn builtin_actions_change_exactly_what_they_name() {
     .await
     .unwrap_err();
     assert!(refused.message.contains("no container `nope`"), "{refused}");
+    // An init container killed for memory is raised where it is declared, as its proof's
+    // `memory.container-in-template` finds it; its app containers are left as they are.
+    k.patch(
+        "apps/v1",
+        "Deployment",
+        "web",
+        json!({"spec": {"template": {"spec": {"initContainers": [
+            {"name": "migrate", "image": "shop/migrate:1"}]}}}}),
+    )
+    .await;
+    act(
+        &c,
+        "set_resources",
+        &[
+            ("container", json!("migrate")),
+            ("memoryLimit", json!("512Mi")),
+        ],
+        &web_target,
+    )
+    .await
+    .unwrap();
+    let d = k.get("apps/v1", "Deployment", "web").await;
+    let spec = &d["spec"]["template"]["spec"];
+    assert_eq!(
+        spec["initContainers"][0]["resources"]["limits"]["memory"], "512Mi",
+        "{d:#}"
+    );
+    assert!(
+        spec["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["name"] != "migrate"),
+        "no app container named migrate was added: {d:#}"
+    );
 
     // An HPA's maximum.
     k.apply(

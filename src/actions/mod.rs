@@ -26,7 +26,6 @@ use serde_json::{Value, json};
 pub use steps::Args;
 use steps::{invalid, namespace, node, number, text};
 
-use crate::cluster::obj::{array, str_at};
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, WriteOutcome};
 pub use crate::domain::BuiltinAction;
 use crate::domain::{EngineKind, Execution, Target};
@@ -395,15 +394,22 @@ async fn set_resources(
     let current = r
         .get(&res, target.namespace.as_deref(), &target.name)
         .await?;
-    let known = array(&current, &["spec", "template", "spec", "containers"])
-        .iter()
-        .any(|c| str_at(c, &["name"]) == Some(container));
-    if !known {
+    // An init container killed for memory is raised where it is declared.
+    let Some(list) = crate::cluster::observed::PodSpec::of_template(&current).list_of(container)
+    else {
         return Err(invalid(format!(
             "set_resources: {target} has no container `{container}`"
         )));
-    }
-    writes::set_resources(r, w, target, container, &Value::Object(resources), dry_run).await
+    };
+    writes::set_resources(
+        r,
+        w,
+        target,
+        (list, container),
+        &Value::Object(resources),
+        dry_run,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -221,17 +221,18 @@ pub async fn scale(
     ))
 }
 
-/// Set resource limits/requests of one container of a workload's pod template.
+/// Set resource limits/requests of one container of a workload's pod template: `container` is
+/// the list that declares it (`containers` or `initContainers`) and its name.
 pub async fn set_resources(
     r: &dyn ClusterReader,
     w: &dyn ClusterWriter,
     workload: &crate::domain::Target,
-    container: &str,
+    (list, container): (&str, &str),
     resources: &Value,
     dry_run: bool,
 ) -> Result<WriteOutcome> {
     let res = r.resource(&workload.kind).await?;
-    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": container, "resources": resources}]}}}});
+    let patch = json!({"spec": {"template": {"spec": {list: [{"name": container, "resources": resources}]}}}});
     w.patch(
         &res,
         workload.namespace.as_deref(),

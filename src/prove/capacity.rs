@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::findings;
 use super::scene::{Read, Scene};
 use super::workload::{quota_allows, room_for};
-use crate::cluster::obj::{self, array, str_at};
+use crate::cluster::obj;
 use crate::cluster::observed::{self, Pod};
 use crate::cluster::quantity;
 use crate::domain::Obligation;
@@ -183,18 +183,7 @@ async fn belongs_to_target(
     };
     let belongs = match scene.target.kind.as_str() {
         "PersistentVolumeClaim" => scene.target.name == name,
-        "StatefulSet" => {
-            let sts = scene.target_obj().await?;
-            array(&sts, &["spec", "volumeClaimTemplates"])
-                .iter()
-                .any(|t| name.starts_with(&format!("{}-{}-", obj::name(t), obj::name(&sts))))
-        }
-        _ => {
-            let w = scene.target_obj().await?;
-            array(&w, &["spec", "template", "spec", "volumes"])
-                .iter()
-                .any(|v| str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(name))
-        }
+        _ => observed::uses_claim(&scene.target_obj().await?, name),
     };
     Ok(obligation.check(
         belongs,

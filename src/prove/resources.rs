@@ -36,14 +36,6 @@ fn obligations(resource: Resource) -> [&'static ObligationSpec; 4] {
     }
 }
 
-fn container_names(template: &Value) -> Vec<String> {
-    ["containers", "initContainers"]
-        .iter()
-        .flat_map(|k| array(template, &["spec", k]))
-        .filter_map(|c| str_at(c, &["name"]).map(str::to_owned))
-        .collect()
-}
-
 /// The metrics API's current use of `resource` by the container, the highest over the pods.
 async fn usage(scene: &Scene, pods: &[Pod], container: &str, resource: &str) -> Read<Option<u128>> {
     let metrics = match scene
@@ -123,7 +115,7 @@ pub(super) async fn raise_limit(
         .unwrap_or(Value::Null);
     let pods = scene.pods_of(&w).await?;
     let container = container.unwrap_or_default().to_owned();
-    let named = container_in_template(in_template, &template, &container);
+    let named = container_in_template(in_template, &w, &container);
     if !named.holds() {
         return Ok(vec![named]);
     }
@@ -171,15 +163,21 @@ pub(super) async fn raise_limit(
 }
 
 /// Whether the container named is in the workload's pod template (its containers and init
-/// containers).
+/// containers: [`PodSpec::list_of`], where the write finds it).
 fn container_in_template(
     obligation: &ObligationSpec,
-    template: &Value,
+    workload: &Value,
     container: &str,
 ) -> Obligation {
-    let names = container_names(template);
+    let spec = PodSpec::of_template(workload);
+    let names: Vec<&str> = spec
+        .containers
+        .iter()
+        .chain(&spec.init_containers)
+        .map(|c| c.name.as_str())
+        .collect();
     obligation.check(
-        names.iter().any(|n| n == container),
+        spec.list_of(container).is_some(),
         vec![format!(
             "container {:?}; the template has {}",
             container,

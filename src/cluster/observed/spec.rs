@@ -260,6 +260,19 @@ impl PodSpec {
             .map(String::as_str)
     }
 
+    /// Which list of the pod spec holds the named container: `containers` (an app
+    /// container's name wins) or `initContainers`; `None` when neither does. The limit raise's
+    /// proof, its parameters' check and its write all find a container by this.
+    pub fn list_of(&self, container: &str) -> Option<&'static str> {
+        if self.containers.iter().any(|c| c.name == container) {
+            Some("containers")
+        } else if self.init_containers.iter().any(|c| c.name == container) {
+            Some("initContainers")
+        } else {
+            None
+        }
+    }
+
     /// The first app container's name.
     pub fn first_container(&self) -> Option<&str> {
         self.containers.first().map(|c| c.name.as_str())

@@ -26,6 +26,34 @@ pub fn its_pod(workload: &Value, pod: &Value) -> bool {
     Pod::parse(pod).selected_by(obj::kind(workload), obj::name(workload))
 }
 
+/// Whether the workload's pods mount the PersistentVolumeClaim `claim`: a volume of its pod
+/// template names it, or one of a StatefulSet's `volumeClaimTemplates` makes it for one of its
+/// pods (`<template>-<statefulset>-<ordinal>`: `data-web-cache-0` is `web-cache`'s, not
+/// `web`'s). The expansion's proof asks this of the claim a remediation names.
+pub fn uses_claim(workload: &Value, claim: &str) -> bool {
+    let template = if obj::kind(workload) == "CronJob" {
+        at(workload, &["spec", "jobTemplate", "spec", "template"])
+    } else {
+        at(workload, &["spec", "template"])
+    };
+    let mounted = template.is_some_and(|t| {
+        obj::array(t, &["spec", "volumes"])
+            .iter()
+            .any(|v| str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(claim))
+    });
+    let made = obj::kind(workload) == "StatefulSet"
+        && obj::array(workload, &["spec", "volumeClaimTemplates"])
+            .iter()
+            .any(|t| {
+                claim
+                    .strip_prefix(&format!("{}-{}-", obj::name(t), obj::name(workload)))
+                    .is_some_and(|ordinal| {
+                        !ordinal.is_empty() && ordinal.chars().all(|c| c.is_ascii_digit())
+                    })
+            });
+    mounted || made
+}
+
 /// What a workload's own spec holds an update at: a release step someone chose, not a failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hold {
@@ -213,6 +241,35 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// A StatefulSet's claims are those its claim templates make for its ordinals: `web`'s
+    /// `data` template makes `data-web-0`, and `data-web-cache-0` is `web-cache`'s, whose
+    /// name merely starts the same. A claim its template mounts by name is its own too.
+    #[test]
+    fn a_claim_is_a_statefulset_s_by_its_template_and_ordinal() {
+        let sts = |name: &str| {
+            json!({"kind": "StatefulSet", "metadata": {"name": name},
+                "spec": {"volumeClaimTemplates": [{"metadata": {"name": "data"}}],
+                    "template": {"spec": {"volumes": [{"name": "shared",
+                        "persistentVolumeClaim": {"claimName": "uploads"}}]}}}})
+        };
+        let web = sts("web");
+        assert!(uses_claim(&web, "data-web-0"));
+        assert!(uses_claim(&web, "data-web-12"));
+        assert!(!uses_claim(&web, "data-web-cache-0"));
+        assert!(!uses_claim(&web, "data-web-"));
+        assert!(uses_claim(&web, "uploads"));
+        assert!(uses_claim(&sts("web-cache"), "data-web-cache-0"));
+        let deploy = json!({"kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"template": {"spec": {"volumes": [
+                {"name": "d", "persistentVolumeClaim": {"claimName": "web-data"}}]}}}});
+        assert!(uses_claim(&deploy, "web-data"));
+        assert!(!uses_claim(&deploy, "data-web-0"));
+        let cron = json!({"kind": "CronJob", "metadata": {"name": "backup"},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {"volumes": [
+                {"name": "d", "persistentVolumeClaim": {"claimName": "backups"}}]}}}}}});
+        assert!(uses_claim(&cron, "backups"));
+    }
 
     #[test]
     fn what_holds_an_update_is_read_from_the_spec_of_its_kind() {
