@@ -176,6 +176,10 @@ pub(super) async fn wait_rollout(
         if status.0 {
             return Ok(outcome(true, status.1));
         }
+        // Held by its own spec: waiting rolls nothing out; the outcome says what holds it.
+        if status.1.get("held").is_some() {
+            return Ok(outcome(false, status.1));
+        }
         if let Some(stalled) = deadline_exceeded(&o) {
             if let Some(o) = status.1.as_object_mut() {
                 o.insert("stalled".into(), json!(stalled));
@@ -277,23 +281,27 @@ async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
     failing
 }
 
-/// (complete, what the status says).
+/// (complete, what the status says): complete as [`observed::Workload::rollout_done`] says; a
+/// rollout its spec holds ([`observed::Workload::hold`]) is named, as waiting does not move it.
 fn rollout_status(o: &Value) -> (bool, Value) {
     let w = observed::Workload::parse(o);
-    let generation = w.generation.unwrap_or(0);
-    let observed = w.observed_generation.unwrap_or(0);
-    let want = w.wanted();
-    let updated = w.updated_replicas.unwrap_or(0);
-    let available = match w.kind.as_str() {
-        "StatefulSet" => w.ready_replicas,
-        _ => w.available_replicas.unwrap_or(0),
-    };
-    let complete = observed >= generation && updated >= want && available >= want;
-    (
-        complete,
-        json!({"replicas": want, "updated": updated, "available": available,
-            "observedGeneration": observed, "generation": generation}),
-    )
+    let mut status = json!({"replicas": w.wanted(),
+        "updated": w.updated_replicas.unwrap_or(0), "available": w.available(),
+        "observedGeneration": w.observed_generation.unwrap_or(0),
+        "generation": w.generation.unwrap_or(0)});
+    if w.rollout_done() {
+        return (true, status);
+    }
+    if let Some(hold) = w.hold() {
+        status["held"] = json!(match hold {
+            observed::Hold::Paused => "the Deployment is paused (spec.paused)".to_owned(),
+            observed::Hold::OnDelete =>
+                "updateStrategy OnDelete: a pod moves only when deleted".to_owned(),
+            observed::Hold::Partition(p) =>
+                format!("rollingUpdate partition {p}: the ordinals below it stay"),
+        });
+    }
+    (false, status)
 }
 
 #[cfg(test)]
@@ -441,6 +449,30 @@ mod tests {
         );
         assert!(!rollout_status(&d(3, 1, 2)).0, "old pods still serve");
         assert!(!rollout_status(&d(3, 2, 1)).0, "a new pod is not available");
+        // Every pod updated and available, but an old one not yet gone: `kubectl rollout
+        // status` waits for it, and so do the proofs that call a rollout under way.
+        let mut surging = d(3, 2, 2);
+        surging["status"]["replicas"] = json!(3);
+        assert!(!rollout_status(&surging).0, "an old pod is still there");
+        // Held by its spec: not complete, and the status says what holds it, so the wait
+        // ends instead of waiting out its timeout.
+        let mut paused = d(3, 1, 2);
+        paused["spec"]["paused"] = json!(true);
+        let (complete, status) = rollout_status(&paused);
+        assert!(!complete);
+        assert_eq!(status["held"], "the Deployment is paused (spec.paused)");
+        let canary = json!({"kind": "StatefulSet", "metadata": {"generation": 2},
+            "spec": {"replicas": 3, "updateStrategy": {"type": "RollingUpdate",
+                "rollingUpdate": {"partition": 2}}},
+            "status": {"observedGeneration": 2, "readyReplicas": 3, "updatedReplicas": 1,
+                "currentRevision": "db-a", "updateRevision": "db-b"}});
+        let (complete, status) = rollout_status(&canary);
+        assert!(!complete);
+        assert!(
+            status["held"].as_str().unwrap().contains("partition 2"),
+            "{status}"
+        );
+        assert!(rollout_status(&d(3, 2, 2)).1.get("held").is_none());
     }
 
     #[test]

@@ -154,10 +154,11 @@ impl Workload {
         }
     }
 
-    /// What its own spec holds an update at, whether or not one is pending: a StatefulSet's
-    /// `OnDelete` strategy or partition above 0, a Deployment's pause. The rule that leaves a
-    /// held rollout to a person and the "resolved" proof's account of a workload not rolled out
-    /// both ask it.
+    /// What its own spec holds an update at, whether or not one is pending: a StatefulSet's or
+    /// DaemonSet's `OnDelete` strategy, a StatefulSet's partition above 0, a Deployment's
+    /// pause. The rule that leaves a held rollout to a person, the "resolved" proof's account of
+    /// a workload not rolled out, the restart's proof (a new template replaces no pod) and the
+    /// rollout wait (waiting rolls nothing out) all ask it.
     pub fn hold(&self) -> Option<Hold> {
         match self.kind.as_str() {
             "StatefulSet" => match (self.strategy.as_deref(), self.partition) {
@@ -165,9 +166,27 @@ impl Workload {
                 (_, Some(p)) if p > 0 => Some(Hold::Partition(p)),
                 _ => None,
             },
+            "DaemonSet" if self.strategy.as_deref() == Some("OnDelete") => Some(Hold::OnDelete),
             "Deployment" if self.paused => Some(Hold::Paused),
             _ => None,
         }
+    }
+
+    /// The pods it counts as available: a StatefulSet's ready ones (its status has no other
+    /// count everywhere), the others' `availableReplicas` (`numberAvailable`), 0 unreported.
+    pub fn available(&self) -> i64 {
+        match self.kind.as_str() {
+            "StatefulSet" => self.ready_replicas,
+            _ => self.available_replicas.unwrap_or(0),
+        }
+    }
+
+    /// Whether its rollout is done, as `kubectl rollout status` has it: its controller saw the
+    /// latest spec, nothing is under way ([`Workload::rollout_in_progress`]: every pod updated,
+    /// no old pod left) and the pods it wants are available ([`Workload::available`]). What
+    /// the rollout wait waits for and what the "resolved" proof calls the desired state.
+    pub fn rollout_done(&self) -> bool {
+        self.rollout_in_progress().is_none() && self.available() >= self.wanted()
     }
 
     /// The number of the revision it runs (or updates to) now, among its `revisions`: the one a
@@ -196,9 +215,6 @@ impl Workload {
                 "generation {generation} not yet observed by the controller (observed {observed})"
             ));
         }
-        if workload.paused {
-            return Some("the rollout is paused".into());
-        }
         match workload.kind.as_str() {
             "StatefulSet" => {
                 let (cur, upd) = (&workload.current_revision, &workload.update_revision);
@@ -221,8 +237,15 @@ impl Workload {
                 let want = workload.wanted();
                 let updated = workload.updated_replicas.unwrap_or(want);
                 let total = workload.status_replicas.unwrap_or(want);
-                (updated < want || total > want)
-                    .then(|| format!("{updated} of {want} pods updated, {total} pods in all"))
+                // A pause holds it half-way; paused with every pod updated, nothing is under way.
+                let paused = if workload.paused {
+                    "the rollout is paused: "
+                } else {
+                    ""
+                };
+                (updated < want || total > want).then(|| {
+                    format!("{paused}{updated} of {want} pods updated, {total} pods in all")
+                })
             }
         }
     }
@@ -306,6 +329,28 @@ mod tests {
             None
         );
         assert_eq!(w(json!({})).generation_pending(), None);
+    }
+
+    /// A pause holds a rollout half-way; a paused Deployment with every pod updated has none
+    /// under way (a pod of it may be replaced; its template may not be rolled out). A
+    /// DaemonSet updated `OnDelete` is held as a StatefulSet is.
+    #[test]
+    fn a_pause_holds_a_rollout_only_while_one_is_pending() {
+        let d = |updated: i64| {
+            Workload::parse(&json!({"kind": "Deployment", "metadata": {"name": "web",
+                "generation": 4}, "spec": {"replicas": 3, "paused": true},
+                "status": {"observedGeneration": 4, "replicas": 3, "updatedReplicas": updated,
+                    "availableReplicas": 3}}))
+        };
+        assert_eq!(d(3).rollout_in_progress(), None);
+        assert!(d(3).rollout_done());
+        assert_eq!(d(3).hold(), Some(Hold::Paused));
+        let half = d(1).rollout_in_progress().unwrap();
+        assert!(half.starts_with("the rollout is paused: 1 of 3"), "{half}");
+        assert!(!d(1).rollout_done());
+        let ds = Workload::parse(&json!({"kind": "DaemonSet", "metadata": {"name": "agent"},
+            "spec": {"updateStrategy": {"type": "OnDelete"}}}));
+        assert_eq!(ds.hold(), Some(Hold::OnDelete));
     }
 
     #[test]

@@ -212,7 +212,7 @@ pub fn desired_state(o: &Value) -> Option<(bool, String)> {
                 want
             };
             (
-                available == want && updated == want && w.generation_pending().is_none(),
+                w.rollout_done() && available == want,
                 format!(
                     "{available} of {want} replicas available, {updated} updated{}",
                     if w.hold() == Some(Hold::Paused) && updated < want {
@@ -244,7 +244,7 @@ pub fn desired_state(o: &Value) -> Option<(bool, String)> {
                 }
             };
             (
-                ready == want && same,
+                w.rollout_done() && ready == want,
                 format!("{ready} of {want} replicas ready{held}"),
             )
         }
@@ -255,7 +255,7 @@ pub fn desired_state(o: &Value) -> Option<(bool, String)> {
             // desired state: what `Workload::rollout_in_progress` calls under way is not met.
             let rolling = w.rollout_in_progress();
             (
-                available == want && rolling.is_none(),
+                w.rollout_done() && available == want,
                 format!(
                     "{available} of {want} pods available{}",
                     rolling.map(|r| format!("; {r}")).unwrap_or_default()

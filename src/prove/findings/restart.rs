@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::cluster::obj::{self, at};
-use crate::cluster::observed::{Pod, Workload};
+use crate::cluster::observed::{Hold, Pod, Workload};
 
 /// A Deployment's `maxUnavailable` when its rolling update leaves it unset (the API's default).
 pub const DEFAULT_MAX_UNAVAILABLE_PERCENT: i64 = 25;
@@ -62,8 +62,17 @@ pub fn restart_keeps_ready(w: &Value, pods: &[Pod]) -> Result<String, String> {
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
     let replicas = Workload::parse(w).wanted();
     let (unavailable, strategy) = max_unavailable(w);
-    if strategy == "OnDelete" {
-        return Err("updateStrategy OnDelete: changing the template replaces no pod".into());
+    match Workload::parse(w).hold() {
+        Some(Hold::OnDelete) => {
+            return Err("updateStrategy OnDelete: changing the template replaces no pod".into());
+        }
+        Some(Hold::Paused) => {
+            return Err(
+                "the Deployment is paused (spec.paused): changing the template replaces no pod until someone resumes it"
+                    .into(),
+            );
+        }
+        _ => {}
     }
     let (ok, why) = match obj::kind(w) {
         "DaemonSet" => (
@@ -89,4 +98,36 @@ pub fn restart_keeps_ready(w: &Value, pods: &[Pod]) -> Result<String, String> {
         ),
     };
     if ok { Ok(why) } else { Err(why) }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A restart writes the template; a spec that holds updates replaces no pod with it: a
+    /// paused Deployment as much as a workload updated `OnDelete`.
+    #[test]
+    fn a_restart_of_a_held_workload_replaces_no_pod() {
+        let deploy = |spec: serde_json::Value| {
+            let mut d = json!({"kind": "Deployment", "metadata": {"name": "web"},
+                "spec": {"replicas": 3}});
+            d["spec"]
+                .as_object_mut()
+                .unwrap()
+                .extend(spec.as_object().unwrap().clone());
+            d
+        };
+        assert!(restart_keeps_ready(&deploy(json!({})), &[]).is_ok());
+        let paused = restart_keeps_ready(&deploy(json!({"paused": true})), &[]).unwrap_err();
+        assert!(paused.contains("paused"), "{paused}");
+        let ds = json!({"kind": "DaemonSet", "metadata": {"name": "agent"},
+            "spec": {"updateStrategy": {"type": "OnDelete"}}});
+        assert!(
+            restart_keeps_ready(&ds, &[])
+                .unwrap_err()
+                .contains("OnDelete")
+        );
+    }
 }

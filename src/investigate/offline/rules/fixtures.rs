@@ -474,6 +474,15 @@ impl Incident {
         self
     }
 
+    /// How many of its pods its controller reports updated to the current template
+    /// (`status.updatedReplicas`).
+    pub fn updated(mut self, n: i64) -> Self {
+        self.deployment["status"]["updatedReplicas"] = json!(n);
+        self.ev.root = Some(Root::read(&self.deployment));
+        self.ev.workload = Some(WorkloadState::read(&self.deployment));
+        self
+    }
+
     /// Its update strategy (`spec.strategy.type`).
     pub fn strategy(mut self, strategy: &str) -> Self {
         self.deployment["spec"]["strategy"] = json!({"type": strategy});

@@ -74,7 +74,7 @@ fn restart(f: &Facts) -> Option<String> {
     let pods: Vec<observed::Pod> = f.pods.iter().map(|p| p.observed.clone()).collect();
     if let Err(why) = findings::restart_keeps_ready(&w.raw, &pods) {
         return Some(format!(
-            "a rolling restart of {} would not keep a pod serving: {why}",
+            "a rolling restart of {} is no safe remedy: {why}",
             f.target_text()
         ));
     }
