@@ -285,23 +285,24 @@ async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
 /// rollout its spec holds ([`observed::Workload::hold`]) is named, as waiting does not move it.
 fn rollout_status(o: &Value) -> (bool, Value) {
     let w = observed::Workload::parse(o);
+    let done = w.rollout_done();
+    let held = (!done).then(|| w.hold()).flatten().map(|hold| match hold {
+        observed::Hold::Paused => "the Deployment is paused (spec.paused)".to_owned(),
+        observed::Hold::OnDelete => {
+            "updateStrategy OnDelete: a pod moves only when deleted".to_owned()
+        }
+        observed::Hold::Partition(p) => {
+            format!("rollingUpdate partition {p}: the ordinals below it stay")
+        }
+    });
     let mut status = json!({"replicas": w.wanted(),
         "updated": w.updated_replicas.unwrap_or(0), "available": w.available(),
         "observedGeneration": w.observed_generation.unwrap_or(0),
         "generation": w.generation.unwrap_or(0)});
-    if w.rollout_done() {
-        return (true, status);
+    if let (Some(held), Some(fields)) = (held, status.as_object_mut()) {
+        fields.insert("held".into(), json!(held));
     }
-    if let Some(hold) = w.hold() {
-        status["held"] = json!(match hold {
-            observed::Hold::Paused => "the Deployment is paused (spec.paused)".to_owned(),
-            observed::Hold::OnDelete =>
-                "updateStrategy OnDelete: a pod moves only when deleted".to_owned(),
-            observed::Hold::Partition(p) =>
-                format!("rollingUpdate partition {p}: the ordinals below it stay"),
-        });
-    }
-    (false, status)
+    (done, status)
 }
 
 #[cfg(test)]
