@@ -681,6 +681,92 @@ async fn hosts_a_named_service_whose_deployment_was_scaled_to_zero() {
     );
 }
 
+/// ledger crash-loops on "connection refused" to ledger-db:5432 while ledger-db rolls out a new
+/// image: both its old pods are still ready, its surge pod waits for a node. Every replica it
+/// wants is ready, yet its pods are changing under its clients: the Service's backend is named
+/// as rolling out, not as healthy and merely changed (which would ask for a restart of ledger
+/// while its connections still move).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_a_named_service_whose_backend_is_rolling_out() {
+    let Some(k) = Kube::new("graph-rolling").await else {
+        return;
+    };
+    let outside = Outside::new(&k);
+    let (logs, port) = kubelet().await;
+    let n = node(&k, &outside, port, "worker-1", json!({}), json!([])).await;
+    k.apply(deployment(
+        "ledger-db",
+        "postgres:15.4",
+        2,
+        "1Gi",
+        json!({"ports": [{"containerPort": 5432, "name": "postgres"}]}),
+        json!({}),
+    ))
+    .await;
+    k.apply(service("ledger-db", "ledger-db", 5432, json!("postgres")))
+        .await;
+    let db = k.pods("app=ledger-db", 2).await;
+    run(&k, &db[0], &n, "ledger-db", "postgres:15.4", "10.244.1.10").await;
+    run(&k, &db[1], &n, "ledger-db", "postgres:15.4", "10.244.1.11").await;
+    wait_endpoints(&k, "ledger-db", 2).await;
+    k.apply(deployment(
+        "ledger",
+        "shop/ledger:9.1",
+        1,
+        "512Mi",
+        json!({"env": [{"name": "DATABASE_URL", "value": "postgres://ledger-db:5432/ledger"}]}),
+        json!({}),
+    ))
+    .await;
+    let app = k.pods("app=ledger", 1).await.remove(0);
+    // The new image: the deployment controller adds a surge pod of the new revision and keeps
+    // both old ones until it is ready.
+    k.patch(
+        "apps/v1",
+        "Deployment",
+        "ledger-db",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "ledger-db", "image": "postgres:15.5"}]}}}}),
+    )
+    .await;
+    k.wait(
+        "ledger-db rolling out with both old pods ready",
+        30,
+        || async {
+            let d = k.get("apps/v1", "Deployment", "ledger-db").await;
+            let st = &d["status"];
+            (st["updatedReplicas"] == 1 && st["readyReplicas"] == 2 && st["replicas"] == 3)
+                .then_some(())
+        },
+    )
+    .await;
+    let p = crash(&k, &app, &n, ("ledger", "shop/ledger:9.1"), 7, 2).await;
+    k.event(
+        &p,
+        "Warning",
+        "BackOff",
+        "Back-off restarting failed container",
+        12,
+        20,
+    )
+    .await;
+    log(
+        &logs,
+        &k,
+        &name(&p),
+        "ledger",
+        true,
+        "ledger 9.1 starting\nfatal: cannot connect to database ledger-db:5432: connection refused\n",
+    );
+
+    let seen = neighbourhood(&k, "Deployment", "ledger", Utc::now()).await;
+    seen.blames(
+        DepKind::Host,
+        &format!("Service {}", ns_of(&k, "ledger-db")),
+        &["Deployment ledger-db is rolling out: 1 of 2 pods updated, 3 pods in all"],
+        &["ledger-db:5432"],
+    );
+}
+
 /// web cannot warm up: the catalog Service it names sends port 80 to targetPort 8080, but
 /// catalog listens on 8000. The endpoints controller lists catalog's pod as ready (it does not
 /// check ports): only the ports tell.

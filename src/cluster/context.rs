@@ -353,10 +353,9 @@ impl ContextResolver {
         }
         match self.list_once("HorizontalPodAutoscaler", ns).await {
             Ok(hpas) => {
-                found.hpa_enabled = hpas.iter().any(|h| {
-                    str_at(h, &["spec", "scaleTargetRef", "kind"]) == Some(kind)
-                        && str_at(h, &["spec", "scaleTargetRef", "name"]) == Some(obj::name(root))
-                });
+                found.hpa_enabled = hpas
+                    .iter()
+                    .any(|h| observed::Hpa::parse(h).scales(kind, obj::name(root)));
             }
             Err(e) => failed(&mut failures, "hpaEnabled", &e)?,
         }

@@ -73,12 +73,11 @@ fn scales_target(scene: &Scene, hpa: &Result<(String, observed::Hpa), String>) -
         Ok(found) => found,
         Err(why) => return obligation.fails(vec![why.clone()]),
     };
-    let scales = (h.target_kind.as_str(), h.target_name.as_str());
     obligation.check(
-        scales.0 == scene.target.kind && scales.1 == scene.target.name,
+        h.scales(&scene.target.kind, &scene.target.name),
         vec![format!(
             "HorizontalPodAutoscaler {name} scales {}/{}",
-            scales.0, scales.1
+            h.target_kind, h.target_name
         )],
     )
 }

@@ -200,8 +200,7 @@ fn capacity_elsewhere(others: &[&Node], all: &[Pod], evicted: &[&Pod]) -> Obliga
     for p in all {
         if let Some(n) = p.node.as_deref()
             && let Some(f) = free.get_mut(n)
-            && p.phase != "Succeeded"
-            && p.phase != "Failed"
+            && !p.ended()
         {
             let spec = PodSpec::of_pod(&p.raw);
             f.0 = f.0.saturating_sub(spec.total("requests", "cpu"));

@@ -449,6 +449,12 @@ impl Pod {
         self.phase == "Running" && self.ready && !self.deleting
     }
 
+    /// Whether it has ended (phase `Succeeded` or `Failed`): it runs nothing again, holds no
+    /// room on its node, and no controller replaces it as a failing replica.
+    pub fn ended(&self) -> bool {
+        matches!(self.phase.as_str(), "Succeeded" | "Failed")
+    }
+
     /// Whether a pod of the revision being rolled out fails, as a rollback judges it: something
     /// keeps it from running ([`Pod::broken`]), or it runs and has never been ready, once the
     /// rollout's own deadline has passed (`stalled`: the controller says Progressing=False) or for
@@ -537,7 +543,7 @@ impl Pod {
     /// still runs or waits to. An ended pod (Succeeded, Failed) needs no room elsewhere and no
     /// budget counts it; these are the pods the drain's proof judges budgets and room on.
     pub fn drain_moves(&self) -> bool {
-        self.drain_evicts() && !matches!(self.phase.as_str(), "Succeeded" | "Failed")
+        self.drain_evicts() && !self.ended()
     }
 
     /// The template it was made from: its `pod-template-hash` (a ReplicaSet's), else its

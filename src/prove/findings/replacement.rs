@@ -52,7 +52,7 @@ impl<'a> Replacement<'a> {
     /// deleting it only removes its record (`delete.pod-still-running`).
     pub fn still_running(&self) -> Result<(), String> {
         let pod = self.pod;
-        if !matches!(pod.phase.as_str(), "Failed" | "Succeeded") {
+        if !pod.ended() {
             return Ok(());
         }
         Err(format!(

@@ -68,7 +68,7 @@ pub fn ended_and_replaced(
     let leaving = p.deleting && p.broken().is_none();
     let quiet_since = now - ENDED_QUIET;
     replacing
-        && (matches!(p.phase.as_str(), "Failed" | "Succeeded") || leaving)
+        && (p.ended() || leaving)
         && !matches!(target_kind, "Pod" | "Job" | "CronJob")
         && (p.deleting
             || !events.iter().any(|e| {

@@ -114,7 +114,7 @@ impl PortHolder {
             let Some(node) = p.node.clone() else {
                 continue;
             };
-            let ended = matches!(p.phase.as_str(), "Succeeded" | "Failed");
+            let ended = p.ended();
             if p.name == pending || ended {
                 continue;
             }
@@ -216,7 +216,7 @@ pub fn blockers(
             Room::Free(bound) => {
                 let used: u128 = bound
                     .iter()
-                    .filter(|p| !matches!(p.phase.as_str(), "Succeeded" | "Failed"))
+                    .filter(|p| !p.ended())
                     .map(|p| PodSpec::of_pod(&p.raw).total("requests", &resource))
                     .sum();
                 Some(total.saturating_sub(used))

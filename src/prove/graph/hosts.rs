@@ -153,7 +153,11 @@ async fn workload_state(
         }
         Some(why)
     } else {
-        None
+        // All ready, but pods still changing: its clients' connections move with them, and a
+        // restart of a client now may reconnect to pods on their way out.
+        workload
+            .rollout_in_progress()
+            .map(|why| format!("{kind} {name} is rolling out: {why}"))
     };
     // The latest scaling of it, from its controller's events; else its own last write.
     let events = if Some(ns) == ctx.ns.as_deref() {

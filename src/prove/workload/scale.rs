@@ -151,10 +151,11 @@ pub(in crate::prove) async fn room_for(
         // no pod binds it yet.
         let mut free = 0usize;
         for node in taking.iter().copied() {
-            let bound = scene.pods_on(node).await?.iter().any(|p| {
-                !matches!(p.phase.as_str(), "Succeeded" | "Failed")
-                    && p.host_ports().iter().any(|hp| ports.contains(hp))
-            });
+            let bound = scene
+                .pods_on(node)
+                .await?
+                .iter()
+                .any(|p| !p.ended() && p.host_ports().iter().any(|hp| ports.contains(hp)));
             if !bound {
                 free += 1;
             }
