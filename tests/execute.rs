@@ -814,9 +814,60 @@ workflows:
     assert_eq!(jobs.items.len(), 1, "a second Job was created");
 }
 
+/// As `kubectl drain`: a pod its disruption budget keeps now is asked again, and goes once the
+/// first pod's replacement runs ready on another node (the test's kubelet runs it there; the
+/// real disruption controller frees the budget). The drain then succeeds with both evicted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_asks_again_once_an_evicted_pods_replacement_is_ready() {
+    let Some(k) = Kube::new("drain-retry").await else {
+        return;
+    };
+    let node = web(&k).await;
+    let other = format!("{}-other", k.ns);
+    k.node(&other, 1, json!([])).await;
+    k.apply(
+        json!({"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}),
+    )
+    .await;
+    k.wait("the budget allows one disruption", 30, || async {
+        let pdb = k.get("policy/v1beta1", "PodDisruptionBudget", "web").await;
+        (pdb["status"]["disruptionsAllowed"] == 1).then_some(())
+    })
+    .await;
+    // The kubelet of the other node: runs what the ReplicaSet makes again.
+    let kubelet = {
+        let k = k.clone_handle();
+        let other = other.clone();
+        tokio::spawn(async move {
+            loop {
+                common::scenarios::run_unscheduled(&k, "app=web", &other).await;
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+        })
+    };
+    let c = k.cluster().await;
+    let drained = act(
+        &c,
+        "drain",
+        &[("timeoutSeconds", json!(60))],
+        &Target::new("Node", &node, None),
+    )
+    .await;
+    kubelet.abort();
+    let drained = drained.unwrap();
+    assert_eq!(
+        drained.detail["evicted"].as_array().map(Vec::len),
+        Some(2),
+        "{drained:?}"
+    );
+}
+
 /// Cordon and drain as the executor runs them: the node is cordoned, its pods are evicted
-/// through the eviction API, and a PodDisruptionBudget that allows one disruption stops the
-/// drain at the second pod (the error names the budget) instead of taking the service down.
+/// through the eviction API, and a PodDisruptionBudget that allows one disruption keeps the
+/// second pod (the error names the budget) instead of taking the service down: asked again
+/// until the step's timeout, while the first pod's replacement has no node to run on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_drain_cordons_and_stops_where_the_disruption_budget_says() {
     let Some(k) = Kube::new("drain").await else {
@@ -838,8 +889,14 @@ async fn a_drain_cordons_and_stops_where_the_disruption_budget_says() {
     let target = Target::new("Node", &node, None);
 
     act(&c, "cordon", &[], &target).await.unwrap();
-    let refused = act(&c, "drain", &[], &target).await.unwrap_err();
+    let refused = act(&c, "drain", &[("timeoutSeconds", json!(6))], &target)
+        .await
+        .unwrap_err();
     assert!(refused.message.contains("disruption budget"), "{refused}");
+    assert!(
+        refused.message.contains("still refused after 6s"),
+        "{refused}"
+    );
     let n = k.get("v1", "Node", &node).await;
     assert_eq!(n["spec"]["unschedulable"], true);
     let pods = k

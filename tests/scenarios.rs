@@ -200,9 +200,15 @@ async fn the_snapshot_records_the_writes_it_would_have_made() {
     writes::rollout_restart(&snap, &snap, "Deployment", "shop", "checkout", now, false)
         .await
         .unwrap();
-    let drained = writes::drain(&snap, &snap, "worker-1", false)
-        .await
-        .unwrap();
+    let drained = writes::drain(
+        &snap,
+        &snap,
+        "worker-1",
+        std::time::Duration::from_secs(0),
+        false,
+    )
+    .await
+    .unwrap();
     let missing = writes::delete_pod(&snap, &snap, "shop", "no-such-pod", false)
         .await
         .unwrap_err();

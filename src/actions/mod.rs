@@ -127,7 +127,8 @@ impl BuiltinAction {
             Self::RolloutUndo | Self::RollbackStatefulset => {
                 const { &[arg("toRevision", WholeNumber, true)] }
             }
-            Self::RolloutRestart | Self::Cordon | Self::Drain => &[],
+            Self::RolloutRestart | Self::Cordon => &[],
+            Self::Drain => const { &[arg("timeoutSeconds", WholeNumber, false)] },
             Self::Scale => const { &[arg("replicas", WholeNumber, true)] },
             Self::SetResources => {
                 const {
@@ -241,7 +242,14 @@ impl BuiltinAction {
                 writes::delete_pod(r, w, namespace(target, action)?, pod, dry_run).await
             }
             Self::Cordon => writes::cordon(r, w, &node(target, action)?, true, dry_run).await,
-            Self::Drain => writes::drain(r, w, &node(target, action)?, dry_run).await,
+            Self::Drain => {
+                let timeout = args
+                    .get("timeoutSeconds")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(writes::DRAIN_TIMEOUT_SECONDS);
+                let timeout = std::time::Duration::from_secs(timeout);
+                writes::drain(r, w, &node(target, action)?, timeout, dry_run).await
+            }
             Self::RemoveTaint => {
                 let key = text(args, "key", action)?;
                 let effect = args
@@ -533,7 +541,9 @@ mod tests {
         );
         assert_eq!(bad.len(), 1, "{bad:?}");
         assert!(bad[0].1.contains("not a whole number"), "{bad:?}");
+        let bad = check_args(BuiltinAction::Cordon, &with(&[("force", json!(true))]));
+        assert_eq!(bad[0].1, "cordon takes no arguments");
         let bad = check_args(BuiltinAction::Drain, &with(&[("force", json!(true))]));
-        assert_eq!(bad[0].1, "drain takes no arguments");
+        assert_eq!(bad[0].1, "drain takes no `force`; it takes timeoutSeconds");
     }
 }

@@ -277,11 +277,14 @@ pub async fn cordon(
 }
 
 /// Cordon a node and evict its pods (not DaemonSet pods, not mirror pods), through the eviction
-/// API so PodDisruptionBudgets are respected. Stops at the first refused eviction.
+/// API so PodDisruptionBudgets are respected. An eviction a budget refuses is asked again every
+/// [`EVICTION_RETRY`] until `timeout`; still refused then, the drain fails naming the budget's
+/// refusal, the pods left and those evicted (the node stays cordoned).
 pub async fn drain(
     r: &dyn ClusterReader,
     w: &dyn ClusterWriter,
     node: &str,
+    timeout: std::time::Duration,
     dry_run: bool,
 ) -> Result<WriteOutcome> {
     cordon(r, w, node, true, dry_run).await?;
@@ -293,14 +296,55 @@ pub async fn drain(
             &ListQuery::fields(format!("spec.nodeName={node}")),
         )
         .await?;
+    let mut pending: Vec<(String, String)> = on_node
+        .iter()
+        .filter(|p| observed::Pod::parse(p).drain_evicts())
+        .map(|p| {
+            (
+                obj::namespace(p).unwrap_or("default").to_owned(),
+                obj::name(p).to_owned(),
+            )
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + timeout;
     let mut evicted = Vec::new();
-    for p in &on_node {
-        if !observed::Pod::parse(p).drain_evicts() {
-            continue;
+    // As `kubectl drain`: every pod is asked each round; one a disruption budget refuses now
+    // is asked again once the pods already evicted may have been replaced, until the timeout.
+    loop {
+        let mut refused: Option<ClusterError> = None;
+        let mut left = Vec::new();
+        for (ns, name) in pending {
+            match w.evict(&ns, &name, dry_run).await {
+                Ok(()) => evicted.push(format!("{ns}/{name}")),
+                // Gone since it was listed: nothing left to move.
+                Err(e) if e.kind == ErrorKind::NotFound => {}
+                Err(e) if e.kind == ErrorKind::Refused => {
+                    refused.get_or_insert(e);
+                    left.push((ns, name));
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let ns = obj::namespace(p).unwrap_or("default");
-        w.evict(ns, obj::name(p), dry_run).await?;
-        evicted.push(format!("{ns}/{}", obj::name(p)));
+        let Some(refused) = refused else { break };
+        if dry_run || tokio::time::Instant::now() + EVICTION_RETRY > deadline {
+            let names: Vec<String> = left.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
+            return Err(ClusterError::new(
+                ErrorKind::Refused,
+                format!(
+                    "{} (still refused after {}s: {}; evicted: {})",
+                    refused.message,
+                    timeout.as_secs(),
+                    names.join(", "),
+                    if evicted.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        evicted.join(", ")
+                    }
+                ),
+            ));
+        }
+        tokio::time::sleep(EVICTION_RETRY).await;
+        pending = left;
     }
     Ok(outcome(
         "drain",
@@ -309,6 +353,15 @@ pub async fn drain(
         json!({"evicted": evicted}),
     ))
 }
+
+/// How long a drain waits before asking again for evictions a disruption budget refused, as
+/// `kubectl drain` does.
+const EVICTION_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a drain asks again for evictions a disruption budget refuses, unless its step says
+/// (`timeoutSeconds`): long enough for the pods it evicted first to be replaced and ready on
+/// other nodes, short enough to hand a budget that never allows it back to a person.
+pub const DRAIN_TIMEOUT_SECONDS: u64 = 120;
 
 /// Remove taints with `key` (and `effect`, if given) from a node.
 pub async fn remove_taint(
