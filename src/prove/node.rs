@@ -240,13 +240,14 @@ pub(super) async fn remove_taint(
     let raw = scene.get("Node", None, &scene.target.name).await?;
     let node = Node::parse(&raw);
     let present = present(scene, &node, key, effect);
-    let Some((_, value, effect)) = taint(&node, key, effect) else {
+    let named = effect;
+    let Some((_, value, effect)) = taint(&node, key, named) else {
         return Ok(vec![present]);
     };
     Ok(vec![
         present,
         not_set_by_kubernetes(scene, &node, key),
-        only_blocker(scene, &node, (key, value, effect)).await?,
+        only_blocker(scene, &node, (key, value, effect), named).await?,
     ])
 }
 
@@ -304,11 +305,14 @@ fn not_set_by_kubernetes(scene: &Scene, node: &Node, key: &str) -> Obligation {
 
 /// Whether the taint is the only thing keeping a waiting pod off the node, from the pods that
 /// wait to be scheduled in the alert's namespace and the node's room, readiness, other taints
-/// and labels: some pod that does not tolerate it would fit but for it.
+/// and labels: some pod that does not tolerate it would fit but for it. What the removal
+/// lifts is what its write removes: the key with the `named` effect, or every effect of the
+/// key when none is named; another effect of the key left on the node still keeps pods off.
 async fn only_blocker(
     scene: &Scene,
     node: &Node,
     (key, value, effect): (&str, &str, &str),
+    named: Option<&str>,
 ) -> Read<Obligation> {
     let name = scene.target.name.as_str();
     let ns = scene
@@ -336,7 +340,13 @@ async fn only_blocker(
             continue;
         }
         let holders = PortHolder::find(&bound, &p.host_ports(), &p.name);
-        let others = findings::blockers(&spec, node, Room::Free(&bound), &holders, Some(key));
+        let others = findings::blockers(
+            &spec,
+            node,
+            Room::Free(&bound),
+            &holders,
+            Some((key, named)),
+        );
         if others.is_empty() {
             fits.push(p.name.clone());
         } else {
@@ -432,6 +442,51 @@ mod tests {
             .into_iter()
             .find(|o| o.id == id)
             .unwrap_or_else(|| panic!("no obligation {id}"))
+    }
+
+    /// A node tainted `maintenance` with NoSchedule and NoExecute, a pod of `shop` pending that
+    /// tolerates neither: removing only NoSchedule leaves NoExecute keeping it off, so the taint
+    /// named is not the only blocker; removing the key (every effect) is, as its write does.
+    #[tokio::test]
+    async fn a_removal_lifts_only_the_effect_its_write_removes() {
+        let mut tainted = node("pool-a", true);
+        tainted["spec"] = json!({"taints": [
+            {"key": "maintenance", "effect": "NoSchedule"},
+            {"key": "maintenance", "effect": "NoExecute"}]});
+        let pending = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "api-1", "namespace": "shop"},
+            "spec": {"containers": [{"name": "api", "image": "shop/api:1"}]},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+                "status": "False", "reason": "Unschedulable",
+                "message": "0/1 nodes are available: 1 node(s) had untolerated taint {maintenance: }."}]}});
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": [tainted, pending]});
+        let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let scene = Scene::new(
+            Arc::new(snap),
+            Target::new("Node", "pool-a", None),
+            now,
+            crate::prove::scene::test_signal("KubePodNotScheduled", now),
+        );
+        let only = |effect: Option<&'static str>| {
+            let scene = &scene;
+            async move {
+                remove_taint(scene, Some("maintenance"), effect)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e:?}"))
+                    .into_iter()
+                    .find(|o| o.id == "taint.only-blocker")
+                    .unwrap_or_else(|| panic!("no taint.only-blocker"))
+            }
+        };
+        let one = only(Some("NoSchedule")).await;
+        assert!(!one.holds(), "{one:?}");
+        assert!(
+            one.evidence.iter().any(|e| e.contains("NoExecute")),
+            "{one:?}"
+        );
+        let all = only(None).await;
+        assert!(all.holds(), "{all:?}");
     }
 
     /// One crash-looping pod on a Ready node, its siblings ready elsewhere: the pod may carry its

@@ -159,7 +159,8 @@ pub enum Room<'a> {
 }
 
 /// Why a pod with `spec` cannot go to `node`, in a fixed order: cordoned, not ready, each taint
-/// it does not tolerate (not `PreferNoSchedule`, not `except`'s key, and not a
+/// it does not tolerate (not `PreferNoSchedule`, not the taint `except` names as a removal
+/// names it: its key and effect, or every effect of its key without one; and not a
 /// `node.kubernetes.io/` taint of a node already not ready or cordoned: those come with it),
 /// each `nodeSelector` label the node lacks, its required node affinity, each resource it
 /// requests beyond the `room`, and each host port it binds that a pod among `holders` binds on
@@ -169,7 +170,7 @@ pub fn blockers(
     node: &Node,
     room: Room,
     holders: &[PortHolder],
-    except: Option<&str>,
+    except: Option<(&str, Option<&str>)>,
 ) -> Vec<Blocker> {
     let mut out = Vec::new();
     // A node that reports no Ready condition (yet) takes no pods either.
@@ -181,7 +182,8 @@ pub fn blockers(
         out.push(Blocker::NotReady);
     }
     for (key, value, effect) in &node.taints {
-        if effect == "PreferNoSchedule" || except == Some(key.as_str()) {
+        let removed = except.is_some_and(|(k, e)| k == key && e.is_none_or(|e| e == effect));
+        if effect == "PreferNoSchedule" || removed {
             continue;
         }
         // The node lifecycle taints come with the NotReady/cordon blockers above.
@@ -306,7 +308,7 @@ mod tests {
             &node,
             Room::Free(&bound),
             &holders,
-            Some("maintenance"),
+            Some(("maintenance", None)),
         )
         .iter()
         .map(ToString::to_string)
@@ -318,6 +320,15 @@ mod tests {
                 "hostPort 8080/TCP, which the pod binds, is already bound there by a pod of shop/Pod/web-1".to_owned(),
             ]
         );
-        assert!(blockers(&spec, &node, Room::Free(&[]), &[], Some("maintenance")).is_empty());
+        assert!(
+            blockers(
+                &spec,
+                &node,
+                Room::Free(&[]),
+                &[],
+                Some(("maintenance", None))
+            )
+            .is_empty()
+        );
     }
 }

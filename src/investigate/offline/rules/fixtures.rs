@@ -327,12 +327,27 @@ impl Incident {
     }
 
     /// A Ready node `name` with room, tainted `key:NoSchedule` by `manager` (its managed fields).
-    pub fn tainted_node(mut self, name: &str, key: &str, manager: &str) -> Self {
+    pub fn tainted_node(self, name: &str, key: &str, manager: &str) -> Self {
+        self.tainted_node_with(name, key, &["NoSchedule"], manager)
+    }
+
+    /// A Ready node carrying the taint `key` with each of `effects`, written by `manager`.
+    pub fn tainted_node_with(
+        mut self,
+        name: &str,
+        key: &str,
+        effects: &[&str],
+        manager: &str,
+    ) -> Self {
+        let taints: Vec<serde_json::Value> = effects
+            .iter()
+            .map(|e| json!({"key": key, "effect": e}))
+            .collect();
         self.ev.nodes.push(observed::Node::parse(&json!({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "managedFields": [{"manager": manager,
                 "operation": "Update", "time": ago(30), "fieldsV1": {"f:spec": {"f:taints": {}}}}]},
-            "spec": {"taints": [{"key": key, "effect": "NoSchedule"}]},
+            "spec": {"taints": taints},
             "status": {"conditions": [{"type": "Ready", "status": "True"}],
                 "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"}},
         })));

@@ -174,9 +174,27 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
         Some(node) => {
             d.confidence = 0.75;
             d.target = Some(Target::new("Node", (*node).clone(), None));
+            // The key with every effect that keeps the pod off this node: one effect named, or
+            // none (the write then removes them all) where the key blocks with several.
+            let mut effects: Vec<&str> = u
+                .blockers
+                .iter()
+                .filter(|(_, ns)| ns.contains(node))
+                .filter_map(|(b, _)| match b {
+                    Blocker::Taint { key: k, effect, .. } if *k == key => Some(effect.as_str()),
+                    _ => None,
+                })
+                .collect();
+            effects.sort_unstable();
+            effects.dedup();
+            let removed = match effects.as_slice() {
+                [one] => Some(*one),
+                [] => Some(effect.as_str()),
+                _ => None,
+            };
             d.proposal = proposal(
                 ActionType::RemoveNodeTaint,
-                ActionParams::remove_taint(&key, Some(&effect)),
+                ActionParams::remove_taint(&key, removed),
                 "",
             );
         }

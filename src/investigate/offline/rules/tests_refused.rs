@@ -48,6 +48,25 @@ fn a_taint_kubernetes_wrote_is_not_proposed_for_removal() {
     );
 }
 
+/// The removal proposed is what its write removes and its proof sets aside: one effect of the
+/// key where it blocks with one, every effect (none named) where it blocks with several, so
+/// the pod is not left kept off by the effect the removal left.
+#[test]
+fn a_taint_blocking_with_several_effects_is_removed_with_all_of_them() {
+    let effect = |effects: &[&str]| {
+        let d = Incident::deployment("api")
+            .with(pod("api-abc-1").revision("abc").pending())
+            .tainted_node_with("pool-a", "maintenance", effects, "kubectl-taint")
+            .diagnosis();
+        let p = d.proposal.expect("a removal is proposed");
+        assert_eq!(p.action_type, ActionType::RemoveNodeTaint);
+        assert_eq!(p.parameters["TAINT_KEY"], json!("maintenance"));
+        p.parameters.get("TAINT_EFFECT").cloned()
+    };
+    assert_eq!(effect(&["NoSchedule"]), Some(json!("NoSchedule")));
+    assert_eq!(effect(&["NoSchedule", "NoExecute"]), None);
+}
+
 #[test]
 fn an_oom_kill_at_the_largest_limit_a_raise_proposes_goes_to_a_human() {
     let d = Incident::deployment("api")
