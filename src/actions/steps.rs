@@ -285,7 +285,9 @@ async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
 /// rollout its spec holds ([`observed::Workload::hold`]) is named, as waiting does not move it.
 fn rollout_status(o: &Value) -> (bool, Value) {
     let w = observed::Workload::parse(o);
-    let done = w.rollout_done();
+    // Not before its controller reported at all: a status nobody wrote is no finished rollout
+    // here (ADR 0034), however `rollout_done` reads it for a decision.
+    let done = w.observed_generation.is_some() && w.rollout_done();
     let held = (!done).then(|| w.hold()).flatten().map(|hold| match hold {
         observed::Hold::Paused => "the Deployment is paused (spec.paused)".to_owned(),
         observed::Hold::OnDelete => {
@@ -444,6 +446,15 @@ mod tests {
                 "status": {"observedGeneration": obs, "updatedReplicas": upd, "availableReplicas": avail}})
         };
         assert!(rollout_status(&d(3, 2, 2)).0);
+        let mut unreported = d(3, 2, 2);
+        unreported["status"]
+            .as_object_mut()
+            .unwrap()
+            .remove("observedGeneration");
+        assert!(
+            !rollout_status(&unreported).0,
+            "no word from the controller yet"
+        );
         assert!(
             !rollout_status(&d(2, 2, 2)).0,
             "the controller has not seen the change"
