@@ -186,7 +186,7 @@ proofs! {
     }
     drain ("Cordoning and draining a node.", [CordonDrainNode]) {
         READABLE = "drain.readable": super::READABLE;
-        NODE_IS_THE_COMMON_FACTOR = "drain.node-is-the-common-factor": "The node is the common factor: it is unhealthy, or two or more of its pods fail while the same workloads run healthy elsewhere";
+        NODE_IS_THE_COMMON_FACTOR = "drain.node-is-the-common-factor": "The node is the common factor: it is unhealthy, or two or more of its pods fail while pods of the same workloads and templates serve elsewhere";
         NOT_LAST_SCHEDULABLE_NODE = "drain.not-last-schedulable-node": "Other ready, schedulable nodes can take its pods";
         NOT_CLUSTER_WIDE = "drain.not-cluster-wide": "At most one node, or fewer than a third of the nodes, is not ready (not a cluster-wide problem)";
         PDBS_ALLOW = "drain.pdbs-allow": "The PodDisruptionBudgets of its pods allow their eviction";

@@ -8,7 +8,7 @@ use super::hhmm;
 use crate::cluster::obj;
 use crate::cluster::observed::{Event, Node, Pod};
 
-/// How many pods must fail on a Ready node, while their workloads run healthy elsewhere, for the
+/// How many pods must fail on a Ready node, while their templates serve elsewhere, for the
 /// node to be their common factor.
 const LOCAL_FAILURES_MIN: usize = 2;
 
