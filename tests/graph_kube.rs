@@ -584,20 +584,16 @@ fn ns_of(k: &Kube, rest: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // hosts: Services named in the failures, their endpoints, the workload behind them.
 
-/// ledger crash-loops on "connection refused" to ledger-db:5432; ledger-db's Deployment was
-/// scaled to zero (the real controllers scale its ReplicaSet down and empty the endpoints).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hosts_a_named_service_whose_deployment_was_scaled_to_zero() {
-    let Some(k) = Kube::new("graph-hosts").await else {
-        return;
-    };
-    let outside = Outside::new(&k);
+/// ledger-db (`db` replicas, each running with an address of its own) behind its Service, and
+/// ledger, whose one pod reads it as `ledger-db:5432`: the kubelet's logs, the node, ledger's
+/// pod.
+async fn ledger_and_its_db(k: &Kube, outside: &Outside, db: usize) -> (LogStore, String, Value) {
     let (logs, port) = kubelet().await;
-    let n = node(&k, &outside, port, "worker-1", json!({}), json!([])).await;
+    let n = node(k, outside, port, "worker-1", json!({}), json!([])).await;
     k.apply(deployment(
         "ledger-db",
         "postgres:15.4",
-        1,
+        db as i64,
         "1Gi",
         json!({"ports": [{"containerPort": 5432, "name": "postgres"}]}),
         json!({}),
@@ -605,9 +601,11 @@ async fn hosts_a_named_service_whose_deployment_was_scaled_to_zero() {
     .await;
     k.apply(service("ledger-db", "ledger-db", 5432, json!("postgres")))
         .await;
-    let db = k.pods("app=ledger-db", 1).await;
-    run(&k, &db[0], &n, "ledger-db", "postgres:15.4", "10.244.1.10").await;
-    wait_endpoints(&k, "ledger-db", 1).await;
+    for (i, p) in k.pods("app=ledger-db", db).await.iter().enumerate() {
+        let ip = format!("10.244.1.{}", 10 + i);
+        run(k, p, &n, "ledger-db", "postgres:15.4", &ip).await;
+    }
+    wait_endpoints(k, "ledger-db", db).await;
     k.apply(deployment(
         "ledger",
         "shop/ledger:9.1",
@@ -618,6 +616,40 @@ async fn hosts_a_named_service_whose_deployment_was_scaled_to_zero() {
     ))
     .await;
     let app = k.pods("app=ledger", 1).await.remove(0);
+    (logs, n, app)
+}
+
+/// ledger's pod crash-loops, logging "connection refused" to ledger-db:5432.
+async fn ledger_cannot_connect(k: &Kube, logs: &LogStore, app: &Value, n: &str) {
+    let p = crash(k, app, n, ("ledger", "shop/ledger:9.1"), 7, 2).await;
+    k.event(
+        &p,
+        "Warning",
+        "BackOff",
+        "Back-off restarting failed container",
+        12,
+        20,
+    )
+    .await;
+    log(
+        logs,
+        k,
+        &name(&p),
+        "ledger",
+        true,
+        "ledger 9.1 starting\nfatal: cannot connect to database ledger-db:5432: connection refused\n",
+    );
+}
+
+/// ledger crash-loops on "connection refused" to ledger-db:5432; ledger-db's Deployment was
+/// scaled to zero (the real controllers scale its ReplicaSet down and empty the endpoints).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_a_named_service_whose_deployment_was_scaled_to_zero() {
+    let Some(k) = Kube::new("graph-hosts").await else {
+        return;
+    };
+    let outside = Outside::new(&k);
+    let (logs, n, app) = ledger_and_its_db(&k, &outside, 1).await;
     k.patch(
         "apps/v1",
         "Deployment",
@@ -636,24 +668,7 @@ async fn hosts_a_named_service_whose_deployment_was_scaled_to_zero() {
     })
     .await;
     wait_endpoints(&k, "ledger-db", 0).await;
-    let p = crash(&k, &app, &n, ("ledger", "shop/ledger:9.1"), 7, 2).await;
-    k.event(
-        &p,
-        "Warning",
-        "BackOff",
-        "Back-off restarting failed container",
-        12,
-        20,
-    )
-    .await;
-    log(
-        &logs,
-        &k,
-        &name(&p),
-        "ledger",
-        true,
-        "ledger 9.1 starting\nfatal: cannot connect to database ledger-db:5432: connection refused\n",
-    );
+    ledger_cannot_connect(&k, &logs, &app, &n).await;
 
     let seen = neighbourhood(&k, "Deployment", "ledger", Utc::now()).await;
     seen.blames(
@@ -692,33 +707,7 @@ async fn hosts_a_named_service_whose_backend_is_rolling_out() {
         return;
     };
     let outside = Outside::new(&k);
-    let (logs, port) = kubelet().await;
-    let n = node(&k, &outside, port, "worker-1", json!({}), json!([])).await;
-    k.apply(deployment(
-        "ledger-db",
-        "postgres:15.4",
-        2,
-        "1Gi",
-        json!({"ports": [{"containerPort": 5432, "name": "postgres"}]}),
-        json!({}),
-    ))
-    .await;
-    k.apply(service("ledger-db", "ledger-db", 5432, json!("postgres")))
-        .await;
-    let db = k.pods("app=ledger-db", 2).await;
-    run(&k, &db[0], &n, "ledger-db", "postgres:15.4", "10.244.1.10").await;
-    run(&k, &db[1], &n, "ledger-db", "postgres:15.4", "10.244.1.11").await;
-    wait_endpoints(&k, "ledger-db", 2).await;
-    k.apply(deployment(
-        "ledger",
-        "shop/ledger:9.1",
-        1,
-        "512Mi",
-        json!({"env": [{"name": "DATABASE_URL", "value": "postgres://ledger-db:5432/ledger"}]}),
-        json!({}),
-    ))
-    .await;
-    let app = k.pods("app=ledger", 1).await.remove(0);
+    let (logs, n, app) = ledger_and_its_db(&k, &outside, 2).await;
     // The new image: the deployment controller adds a surge pod of the new revision and keeps
     // both old ones until it is ready.
     k.patch(
@@ -739,24 +728,7 @@ async fn hosts_a_named_service_whose_backend_is_rolling_out() {
         },
     )
     .await;
-    let p = crash(&k, &app, &n, ("ledger", "shop/ledger:9.1"), 7, 2).await;
-    k.event(
-        &p,
-        "Warning",
-        "BackOff",
-        "Back-off restarting failed container",
-        12,
-        20,
-    )
-    .await;
-    log(
-        &logs,
-        &k,
-        &name(&p),
-        "ledger",
-        true,
-        "ledger 9.1 starting\nfatal: cannot connect to database ledger-db:5432: connection refused\n",
-    );
+    ledger_cannot_connect(&k, &logs, &app, &n).await;
 
     let seen = neighbourhood(&k, "Deployment", "ledger", Utc::now()).await;
     seen.blames(
