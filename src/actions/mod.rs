@@ -273,7 +273,7 @@ impl BuiltinAction {
                 let timeout = args
                     .get("timeoutSeconds")
                     .and_then(Value::as_u64)
-                    .unwrap_or(300);
+                    .unwrap_or(steps::ROLLOUT_TIMEOUT_SECONDS);
                 let timeout = std::time::Duration::from_secs(timeout);
                 steps::wait_rollout(r, target, timeout, dry_run).await
             }

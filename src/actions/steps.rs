@@ -281,6 +281,11 @@ async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
     failing
 }
 
+/// How long a rollout wait waits, unless its step says (`timeoutSeconds`): five minutes, which
+/// most rollouts finish well within; a rollout that fails ends the wait sooner (every new pod
+/// failing, a hold, the controller's own stall verdict).
+pub const ROLLOUT_TIMEOUT_SECONDS: u64 = 300;
+
 /// (complete, what the status says): complete as [`observed::Workload::rollout_done`] says; a
 /// rollout its spec holds ([`observed::Workload::hold`]) is named, as waiting does not move it.
 fn rollout_status(o: &Value) -> (bool, Value) {

@@ -40,6 +40,11 @@ impl Guardrails {
     pub const DEFAULT_LOOKBACK_SECONDS: u64 = 4 * 3600;
     /// The cooldown of a workflow on a target, unless configured: 5 min.
     pub const DEFAULT_COOLDOWN_SECONDS: u64 = 300;
+    /// Failed executions in a row on a target that block the next one.
+    pub const CONSECUTIVE_FAILURES: usize = 3;
+    /// How long those failures block it: an hour, long enough for a person to look, short
+    /// enough that a cause fixed meanwhile is remediated again without one.
+    pub const FAILURE_BACKOFF_SECONDS: i64 = 3600;
 }
 
 impl Default for Guardrails {
@@ -49,8 +54,8 @@ impl Default for Guardrails {
             recurrence: Self::DEFAULT_RECURRENCE,
             lookback: Duration::seconds(Self::DEFAULT_LOOKBACK_SECONDS as i64),
             cooldown: Duration::seconds(Self::DEFAULT_COOLDOWN_SECONDS as i64),
-            consecutive_failures: 3,
-            failure_backoff: Duration::hours(1),
+            consecutive_failures: Self::CONSECUTIVE_FAILURES,
+            failure_backoff: Duration::seconds(Self::FAILURE_BACKOFF_SECONDS),
             effectiveness_threshold: DEFAULT_EFFECTIVENESS_THRESHOLD,
         }
     }
