@@ -594,38 +594,6 @@ fn a_lone_pod_is_replaced_only_once_it_has_failed_past_its_start_up() {
 }
 
 #[test]
-fn a_lone_pod_is_not_replaced_while_a_rollout_is_under_way() {
-    // Paused half-way: one of three pods on the new template.
-    let incident = |updated: i64| {
-        Incident::deployment("api")
-            .replicas(3)
-            .paused()
-            .updated(updated)
-            .with(pod("api-1").owned_by("api-1"))
-            .with(pod("api-2").owned_by("api-1"))
-            .with(pod("api-3").owned_by("api-1").not_ready_since(5))
-            .diagnosis()
-    };
-    let d = incident(1);
-    assert_eq!(d.mode, "LonePodFailure");
-    assert!(d.proposal.is_none(), "{:?}", d.proposal);
-    assert!(
-        d.human.as_deref().is_some_and(|h| h.contains("rollout")),
-        "{:?}",
-        d.human
-    );
-    // Paused with every pod updated, nothing rolls out: its controller makes the pod again
-    // from the template it runs, so replacing the pod is proposed as for any Deployment.
-    let d = incident(3);
-    assert_eq!(
-        d.proposal.map(|p| p.action_type),
-        Some(ActionType::DeletePod),
-        "{:?}",
-        d.human
-    );
-}
-
-#[test]
 fn a_rollout_older_than_the_window_is_not_the_cause() {
     let d = Incident::deployment("api")
         .rolled_out("shop/app:2.0", 7 * 60)

@@ -578,3 +578,35 @@ fn a_learned_deletion_of_a_pod_that_has_ended_is_not_proposed() {
         "{why:?}"
     );
 }
+
+#[test]
+fn a_lone_pod_is_not_replaced_while_a_rollout_is_under_way() {
+    // Paused half-way: one of three pods on the new template.
+    let incident = |updated: i64| {
+        Incident::deployment("api")
+            .replicas(3)
+            .paused()
+            .updated(updated)
+            .with(pod("api-1").owned_by("api-1"))
+            .with(pod("api-2").owned_by("api-1"))
+            .with(pod("api-3").owned_by("api-1").not_ready_since(5))
+            .diagnosis()
+    };
+    let d = incident(1);
+    assert_eq!(d.mode, "LonePodFailure");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains("rollout")),
+        "{:?}",
+        d.human
+    );
+    // Paused with every pod updated, nothing rolls out: its controller makes the pod again
+    // from the template it runs, so replacing the pod is proposed as for any Deployment.
+    let d = incident(3);
+    assert_eq!(
+        d.proposal.map(|p| p.action_type),
+        Some(ActionType::DeletePod),
+        "{:?}",
+        d.human
+    );
+}
