@@ -673,6 +673,8 @@ impl VerificationStage {
         // binding ask: an autoscaler's scaling is not such a change, `kubectl scale` is. What
         // cannot be read counts every field (older records have only the whole-spec hash).
         let drift = match (spec, execution.post_spec_hash.as_deref()) {
+            // The spec the remediation left: nothing to ask of autoscalers.
+            (Some(_), Some(ours)) if post.as_deref() == Some(ours) => false,
             (Some(spec), Some(ours)) => {
                 let autoscaled =
                     match crate::cluster::autoscaled(self.reader.as_ref(), &execution.target).await
