@@ -13,7 +13,7 @@ use crate::cluster::selector::Selector;
 use crate::cluster::{
     ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, PatchType, WriteOutcome,
 };
-use crate::domain::Target;
+use crate::domain::{BuiltinAction, Target};
 
 pub type Args = BTreeMap<String, Value>;
 
@@ -128,7 +128,7 @@ pub(super) async fn rollback_statefulset(
     )
     .await?;
     Ok(WriteOutcome {
-        action: "rollback_statefulset".into(),
+        action: BuiltinAction::RollbackStatefulset.name().into(),
         target: target.to_string(),
         dry_run,
         detail: json!({"fromRevision": update, "toRevision": obj::name(previous),
@@ -156,7 +156,7 @@ pub(super) async fn wait_rollout(
     dry_run: bool,
 ) -> Result<WriteOutcome, ClusterError> {
     let outcome = |available: bool, detail: Value| WriteOutcome {
-        action: "wait_rollout".into(),
+        action: BuiltinAction::WaitRollout.name().into(),
         target: target.to_string(),
         dry_run,
         detail: json!({"available": available, "status": detail}),

@@ -13,6 +13,7 @@ use crate::cluster::{
     ClusterError, ClusterReader, ClusterWriter, ErrorKind, ListQuery, PatchType, Result,
     WriteOutcome, observed,
 };
+use crate::domain::BuiltinAction;
 
 fn outcome(action: &str, target: String, dry_run: bool, detail: Value) -> WriteOutcome {
     WriteOutcome {
@@ -56,7 +57,7 @@ pub async fn rollout_restart(
     )
     .await?;
     Ok(outcome(
-        "rollout_restart",
+        BuiltinAction::RolloutRestart.name(),
         format!("{namespace}/{}/{name}", res.kind),
         dry_run,
         json!({"restartedAt": stamp}),
@@ -156,7 +157,7 @@ async fn rollout_undo_once(
     w.replace(&deployments, Some(namespace), name, &deployment, dry_run)
         .await?;
     Ok(outcome(
-        "rollout_undo",
+        BuiltinAction::RolloutUndo.name(),
         format!("{namespace}/Deployment/{name}"),
         dry_run,
         json!({"fromRevision": current, "toRevision": to_revision, "replicaSet": obj::name(previous)}),
@@ -214,7 +215,7 @@ pub async fn scale(
     )
     .await?;
     Ok(outcome(
-        "scale",
+        BuiltinAction::Scale.name(),
         format!("{namespace}/{}/{name}", res.kind),
         dry_run,
         json!({"from": from, "to": replicas}),
@@ -243,7 +244,7 @@ pub async fn set_resources(
     )
     .await?;
     Ok(outcome(
-        "set_resources",
+        BuiltinAction::SetResources.name(),
         workload.to_string(),
         dry_run,
         json!({"container": container, "resources": resources}),
@@ -269,7 +270,11 @@ pub async fn cordon(
     )
     .await?;
     Ok(outcome(
-        if on { "cordon" } else { "uncordon" },
+        if on {
+            BuiltinAction::Cordon.name()
+        } else {
+            "uncordon"
+        },
         format!("Node/{node}"),
         dry_run,
         json!({}),
@@ -347,7 +352,7 @@ pub async fn drain(
         pending = left;
     }
     Ok(outcome(
-        "drain",
+        BuiltinAction::Drain.name(),
         format!("Node/{node}"),
         dry_run,
         json!({"evicted": evicted}),
@@ -391,7 +396,7 @@ pub async fn remove_taint(
     w.patch(&nodes, None, node, PatchType::Merge, &patch, dry_run)
         .await?;
     Ok(outcome(
-        "remove_taint",
+        BuiltinAction::RemoveTaint.name(),
         format!("Node/{node}"),
         dry_run,
         json!({"key": key, "effect": effect}),
@@ -418,7 +423,7 @@ pub async fn patch_hpa_max(
     )
     .await?;
     Ok(outcome(
-        "patch_hpa_max",
+        BuiltinAction::PatchHpaMax.name(),
         format!("{namespace}/HorizontalPodAutoscaler/{name}"),
         dry_run,
         json!({"maxReplicas": max}),
@@ -446,7 +451,7 @@ pub async fn relax_pdb(
     )
     .await?;
     Ok(outcome(
-        "relax_pdb",
+        BuiltinAction::RelaxPdb.name(),
         format!("{namespace}/PodDisruptionBudget/{name}"),
         dry_run,
         json!({"maxUnavailable": max_unavailable}),
@@ -474,7 +479,7 @@ pub async fn expand_pvc(
     )
     .await?;
     Ok(outcome(
-        "expand_pvc",
+        BuiltinAction::ExpandPvc.name(),
         format!("{namespace}/PersistentVolumeClaim/{name}"),
         dry_run,
         json!({"storage": size}),
@@ -492,7 +497,7 @@ pub async fn delete_pod(
     let res = r.resource("Pod").await?;
     w.delete(&res, Some(namespace), name, dry_run).await?;
     Ok(outcome(
-        "delete_pod",
+        BuiltinAction::DeletePod.name(),
         format!("{namespace}/Pod/{name}"),
         dry_run,
         json!({}),
