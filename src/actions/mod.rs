@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 pub use steps::Args;
-use steps::{invalid, namespace, node, number, text};
+use steps::{invalid, namespace, node, number, text, timeout};
 
 use crate::cluster::{ClusterError, ClusterReader, ClusterWriter, WriteOutcome};
 pub use crate::domain::BuiltinAction;
@@ -243,11 +243,7 @@ impl BuiltinAction {
             }
             Self::Cordon => writes::cordon(r, w, &node(target, action)?, true, dry_run).await,
             Self::Drain => {
-                let timeout = args
-                    .get("timeoutSeconds")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(writes::DRAIN_TIMEOUT_SECONDS);
-                let timeout = std::time::Duration::from_secs(timeout);
+                let timeout = timeout(args, action, writes::DRAIN_TIMEOUT_SECONDS)?;
                 writes::drain(r, w, &node(target, action)?, timeout, dry_run).await
             }
             Self::RemoveTaint => {
@@ -270,11 +266,7 @@ impl BuiltinAction {
                 steps::rollback_statefulset(r, w, target, to, dry_run).await
             }
             Self::WaitRollout => {
-                let timeout = args
-                    .get("timeoutSeconds")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(steps::ROLLOUT_TIMEOUT_SECONDS);
-                let timeout = std::time::Duration::from_secs(timeout);
+                let timeout = timeout(args, action, steps::ROLLOUT_TIMEOUT_SECONDS)?;
                 steps::wait_rollout(r, target, timeout, dry_run).await
             }
         }

@@ -37,6 +37,18 @@ pub(super) fn number(args: &Args, key: &str, action: &str) -> Result<i64, Cluste
     .ok_or_else(|| invalid(format!("{action}: argument `{key}` is not a whole number")))
 }
 
+/// A step's `timeoutSeconds` (a number, or text the argument check accepts as one), else
+/// `default` seconds.
+pub(super) fn timeout(args: &Args, action: &str, default: u64) -> Result<Duration, ClusterError> {
+    if !args.contains_key("timeoutSeconds") {
+        return Ok(Duration::from_secs(default));
+    }
+    let secs = number(args, "timeoutSeconds", action)?;
+    u64::try_from(secs)
+        .map(Duration::from_secs)
+        .map_err(|_| invalid(format!("{action}: argument `timeoutSeconds` is negative")))
+}
+
 pub(super) fn namespace<'a>(target: &'a Target, action: &str) -> Result<&'a str, ClusterError> {
     target
         .namespace
