@@ -328,6 +328,13 @@ impl Neighbourhood {
             .filter(|d| d.score >= CHANGED_BEFORE_ONSET)
     }
 
+    /// What is broken now among the dependencies (unhealthy), ranked. New pods, from a restart
+    /// or from more replicas, meet each of them: the restart and scale proofs refuse while one
+    /// lasts, and the rules propose neither then.
+    pub fn broken(&self) -> impl Iterator<Item = &Dependency> {
+        self.dependencies.iter().filter(|d| d.unhealthy.is_some())
+    }
+
     /// The reason a human reads: the culprit, what is wrong with it, and the timeline, then
     /// how the target depends on it.
     pub fn explain(&self) -> Option<String> {

@@ -94,12 +94,14 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
     // A dependency that is healthy again but moved (its endpoints changed) just before the
     // pods stopped being ready, while they run: they hold what was there before (pooled
     // connections, a cached address). A rolling restart reconnects them (its proof checks
-    // that they run but are wedged, and that ready pods stay).
+    // that they run but are wedged, that ready pods stay, and that nothing they depend on is
+    // broken: new pods would meet it, so with one broken a human decides).
     let running_not_ready = n.failing_pods_run;
     if c.kind == DepKind::Host
         && c.unhealthy.is_none()
         && c.changed.is_some()
         && running_not_ready
+        && n.broken().next().is_none()
         && matches!(
             target.kind.as_str(),
             "Deployment" | "StatefulSet" | "DaemonSet"
@@ -226,7 +228,7 @@ mod tests {
     use chrono::Utc;
 
     use super::*;
-    use crate::domain::OnNode;
+    use crate::domain::{Change, OnNode};
 
     fn neighbourhood(culprit: Dependency) -> Neighbourhood {
         let now = Utc::now();
@@ -326,6 +328,50 @@ mod tests {
         let service = Dependency::new(DepKind::Service, "Service shop/ledger", "selects ledger")
             .unhealthy("has no ready endpoints", None);
         assert!(decide(&neighbourhood(service), &predicted, &target).is_none());
+    }
+
+    #[test]
+    fn a_restart_for_a_moved_dependency_is_proposed_only_while_nothing_is_broken() {
+        let target = Target::new("Deployment", "orders", Some("shop".into()));
+        let mut wedged = Diagnosis::new("NotReady", "orders' pods run but are not ready");
+        wedged.rule = "readiness";
+        let now = Utc::now();
+        let moved = Dependency::new(DepKind::Host, "Service shop/db", "named in orders' logs")
+            .changed(Some(Change {
+                what: "its endpoints changed".into(),
+                at: now - chrono::Duration::minutes(2),
+            }))
+            .at(0);
+        let n = |deps: Vec<Dependency>| {
+            let mut n = Neighbourhood {
+                target: "Deployment shop/orders".into(),
+                onset: Some(now),
+                symptoms: vec!["pod orders-1: running, not ready".into()],
+                failing_pods_run: true,
+                dependencies: deps,
+            };
+            n.rank(now);
+            n
+        };
+        let d = decide(&n(vec![moved.clone()]), &wedged, &target).expect("the move explains");
+        assert_eq!(
+            d.proposal.map(|p| p.action_type),
+            Some(ActionType::RestartDeployment)
+        );
+        // A farther dependency broken now ranks below the move, yet new pods meet it: the
+        // restart's proof refuses (`restart.no-broken-dependency`), so nothing proposes it.
+        let broken = Dependency::new(DepKind::Service, "Service shop/cache", "named in logs")
+            .unhealthy("has no ready endpoints", None)
+            .at(3);
+        let n = n(vec![moved, broken]);
+        assert_eq!(n.culprit().map(|c| c.kind), Some(DepKind::Host));
+        let d = decide(&n, &wedged, &target).expect("still explained, for a human");
+        assert!(d.proposal.is_none(), "{:?}", d.proposal);
+        assert!(
+            d.factors.iter().any(|f| f.contains("Service shop/cache")),
+            "{:?}",
+            d.factors
+        );
     }
 
     #[test]

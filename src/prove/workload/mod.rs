@@ -48,14 +48,14 @@ async fn no_broken_dependency(
 ) -> Read<Obligation> {
     let n = neighbourhood(scene).await?;
     let broken: Vec<String> = n
-        .dependencies
-        .iter()
-        .filter_map(|d| {
-            let what = d.unhealthy.as_ref()?;
-            Some(format!(
-                "{} ({}) {what}: a {action} does not change it",
-                d.object, d.relation
-            ))
+        .broken()
+        .map(|d| {
+            format!(
+                "{} ({}) {}: a {action} does not change it",
+                d.object,
+                d.relation,
+                d.unhealthy.as_deref().unwrap_or_default()
+            )
         })
         .collect();
     Ok(if broken.is_empty() {
