@@ -63,7 +63,8 @@ pub(super) fn node(target: &Target, action: &str) -> Result<String, ClusterError
     Ok(target.name.clone())
 }
 
-/// A PVC grows only when its StorageClass says `allowVolumeExpansion: true`.
+/// A PVC grows only when its StorageClass says so ([`observed::StorageClass::expands`], as the
+/// expansion proof and the rule ask).
 pub(super) async fn check_expandable(
     r: &dyn ClusterReader,
     ns: &str,
@@ -78,7 +79,7 @@ pub(super) async fn check_expandable(
     })?;
     let classes = r.resource("StorageClass").await?;
     let sc = r.get(&classes, None, class).await?;
-    if at(&sc, &["allowVolumeExpansion"]).and_then(Value::as_bool) != Some(true) {
+    if !observed::StorageClass::parse(&sc).expands() {
         return Err(invalid(format!(
             "StorageClass {class} of PVC {ns}/{pvc} does not allow volume expansion"
         )));

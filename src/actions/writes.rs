@@ -172,7 +172,6 @@ pub async fn owned_by(
     namespace: &str,
     owner: &Value,
 ) -> Result<Vec<Value>> {
-    let uid = str_at(owner, &["metadata", "uid"]).unwrap_or("");
     let selector = at(owner, &["spec", "selector"])
         .and_then(Selector::from_object)
         .map(|s| s.to_query())
@@ -181,11 +180,7 @@ pub async fn owned_by(
     Ok(r.list(&res, Some(namespace), &ListQuery::labels(selector))
         .await?
         .into_iter()
-        .filter(|o| {
-            array(o, &["metadata", "ownerReferences"])
-                .iter()
-                .any(|o| str_at(o, &["uid"]) == Some(uid))
-        })
+        .filter(|o| obj::owned_by(o, owner))
         .collect())
 }
 

@@ -444,6 +444,25 @@ pub mod obj {
             })
     }
 
+    /// Whether `child` is `owner`'s: an owner reference of its kind and name, with its uid
+    /// where both carry one (a snapshot written by hand may carry none; a namesake created
+    /// after a deletion carries another). Asked wherever a workload's ReplicaSets,
+    /// ControllerRevisions or pods are looked up by who owns them.
+    pub fn owned_by(child: &Value, owner: &Value) -> bool {
+        let (kind, name) = (self::kind(owner), self::name(owner));
+        let uid = str_at(owner, &["metadata", "uid"]).filter(|u| !u.is_empty());
+        array(child, &["metadata", "ownerReferences"])
+            .iter()
+            .any(|r| {
+                (kind.is_empty() || str_at(r, &["kind"]) == Some(kind))
+                    && str_at(r, &["name"]) == Some(name)
+                    && match (str_at(r, &["uid"]).filter(|u| !u.is_empty()), uid) {
+                        (Some(a), Some(b)) => a == b,
+                        _ => true,
+                    }
+            })
+    }
+
     pub fn labels(v: &Value) -> impl Iterator<Item = (&str, &str)> {
         map_pairs(at(v, &["metadata", "labels"]))
     }
@@ -476,5 +495,28 @@ pub mod obj {
 
     pub fn i64_at(v: &Value, path: &[&str]) -> Option<i64> {
         at(v, path).and_then(Value::as_i64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::obj;
+
+    #[test]
+    fn an_object_is_its_owners_by_kind_name_and_uid_where_both_carry_one() {
+        let web = json!({"kind": "Deployment", "metadata": {"name": "web", "uid": "u-2"}});
+        let rs = |kind: &str, name: &str, uid: Option<&str>| json!({"metadata": {"ownerReferences": [{"kind": kind, "name": name, "uid": uid, "controller": true}]}});
+        assert!(obj::owned_by(&rs("Deployment", "web", Some("u-2")), &web));
+        // A namesake's, left from a Deployment deleted and created again.
+        assert!(!obj::owned_by(&rs("Deployment", "web", Some("u-1")), &web));
+        assert!(!obj::owned_by(&rs("StatefulSet", "web", Some("u-2")), &web));
+        assert!(!obj::owned_by(&rs("Deployment", "api", None), &web));
+        // A snapshot written by hand: no uid on one side or the other.
+        assert!(obj::owned_by(&rs("Deployment", "web", None), &web));
+        let bare = json!({"kind": "Deployment", "metadata": {"name": "web"}});
+        assert!(obj::owned_by(&rs("Deployment", "web", Some("u-2")), &bare));
+        assert!(!obj::owned_by(&json!({"metadata": {}}), &web));
     }
 }

@@ -126,14 +126,6 @@ fn owner_of(o: &Value) -> Option<(&str, &str)> {
         .and_then(|r| Some((str_at(r, &["kind"])?, str_at(r, &["name"])?)))
 }
 
-fn owned(o: &Value, owner: &Value) -> bool {
-    array(o, &["metadata", "ownerReferences"]).iter().any(|r| {
-        str_at(r, &["kind"]) == Some(obj::kind(owner))
-            && str_at(r, &["name"]) == Some(obj::name(owner))
-            && str_at(r, &["uid"]).is_none_or(|u| u.is_empty() || u == uid(owner))
-    })
-}
-
 /// What changed besides `changed` itself: a removed pod marks its controller, and its
 /// controller's Deployment, dirty.
 pub fn owners_of_removed(objects: &[Value], removed: &Value, dirty: &mut Dirty) {
@@ -239,7 +231,7 @@ fn deployment(objects: &mut Vec<Value>, ns: Option<&str>, name: &str, now: DateT
     let replicas = i64_at(&d, &["spec", "replicas"]).unwrap_or(1).max(0);
     let wanted = bare_template(&template);
     let sets: Vec<usize> = (0..objects.len())
-        .filter(|i| obj::kind(&objects[*i]) == "ReplicaSet" && owned(&objects[*i], &d))
+        .filter(|i| obj::kind(&objects[*i]) == "ReplicaSet" && obj::owned_by(&objects[*i], &d))
         .collect();
     let top = sets
         .iter()
@@ -318,7 +310,7 @@ fn deployment(objects: &mut Vec<Value>, ns: Option<&str>, name: &str, now: DateT
         return;
     };
     let mine: Vec<usize> = (0..objects.len())
-        .filter(|i| obj::kind(&objects[*i]) == "Pod" && owned(&objects[*i], &rs))
+        .filter(|i| obj::kind(&objects[*i]) == "Pod" && obj::owned_by(&objects[*i], &rs))
         .collect();
     let have = mine.len() as i64;
     if have > replicas {
@@ -337,7 +329,7 @@ fn deployment(objects: &mut Vec<Value>, ns: Option<&str>, name: &str, now: DateT
     }
     // Status as the controllers would report it.
     let ready = (0..objects.len())
-        .filter(|i| obj::kind(&objects[*i]) == "Pod" && owned(&objects[*i], &rs))
+        .filter(|i| obj::kind(&objects[*i]) == "Pod" && obj::owned_by(&objects[*i], &rs))
         .filter(|i| pod_ready(&objects[*i]))
         .count() as i64;
     for o in objects.iter_mut() {

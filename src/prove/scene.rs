@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::cluster::obj::{self, array, i64_at, str_at};
+use crate::cluster::obj::{self, i64_at};
 use crate::cluster::observed::{self, Event, Node, Pod, QuotaRoom, Revision};
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, MemoReader};
 use crate::domain::{Neighbourhood, SignalContext, Target};
@@ -170,7 +170,6 @@ impl Scene {
 
     /// The target's ReplicaSets (a Deployment's), with their revision numbers.
     pub async fn replicasets(&self, deployment: &Value) -> Read<Vec<(i64, Value)>> {
-        let uid = str_at(deployment, &["metadata", "uid"]).unwrap_or_default();
         let all = self
             .list(
                 "ReplicaSet",
@@ -180,12 +179,7 @@ impl Scene {
             .await?;
         let mut out: Vec<(i64, Value)> = all
             .into_iter()
-            .filter(|rs| {
-                array(rs, &["metadata", "ownerReferences"]).iter().any(|o| {
-                    str_at(o, &["uid"]) == Some(uid)
-                        || (uid.is_empty() && str_at(o, &["name"]) == Some(obj::name(deployment)))
-                })
-            })
+            .filter(|rs| obj::owned_by(rs, deployment))
             .filter_map(|rs| {
                 let rev = obj::annotation(&rs, "deployment.kubernetes.io/revision")?
                     .parse()
@@ -199,7 +193,6 @@ impl Scene {
 
     /// A StatefulSet's ControllerRevisions, by revision number.
     pub async fn controller_revisions(&self, sts: &Value) -> Read<Vec<(i64, Value)>> {
-        let uid = str_at(sts, &["metadata", "uid"]).unwrap_or_default();
         let all = self
             .list(
                 "ControllerRevision",
@@ -209,12 +202,7 @@ impl Scene {
             .await?;
         let mut out: Vec<(i64, Value)> = all
             .into_iter()
-            .filter(|cr| {
-                array(cr, &["metadata", "ownerReferences"]).iter().any(|o| {
-                    str_at(o, &["uid"]) == Some(uid)
-                        || (uid.is_empty() && str_at(o, &["name"]) == Some(obj::name(sts)))
-                })
-            })
+            .filter(|cr| obj::owned_by(cr, sts))
             .filter_map(|cr| Some((i64_at(&cr, &["revision"])?, cr)))
             .collect();
         out.sort_by_key(|(r, _)| *r);

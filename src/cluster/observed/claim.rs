@@ -118,8 +118,9 @@ fn well_formed(c: &Value) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StorageClass {
     pub name: String,
-    /// `allowVolumeExpansion`, as written (`None` when unset: no expansion).
-    pub allow_expansion: Option<bool>,
+    /// `allowVolumeExpansion`, as written (`None` when unset: no expansion). Asked through
+    /// [`StorageClass::expands`] only.
+    allow_expansion: Option<bool>,
 }
 
 impl StorageClass {

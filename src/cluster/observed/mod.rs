@@ -10,6 +10,7 @@ mod claim;
 mod event;
 mod health;
 mod hpa;
+mod netpol;
 mod node;
 mod pdb;
 mod pod;
@@ -29,6 +30,7 @@ pub use claim::{Claim, StorageClass};
 pub use event::{Event, about_workload, subject as event_subject};
 pub use health::target_health;
 pub use hpa::{HPA_RAISE_FACTOR, HPA_RAISE_SMALL, Hpa, Utilisation};
+pub use netpol::NetworkPolicy;
 pub use node::{Node, cluster_wide, taint_key_of_kubernetes};
 pub use pdb::{Pdb, QUORUM_MIN_PODS};
 pub use pod::{

@@ -511,12 +511,7 @@ pub(super) async fn gather(
             kind => {
                 ev.workload = Some(WorkloadState::read(w));
                 let selector = observed::pod_selector(w).map(|s| s.to_query());
-                let uid = str_at(w, &["metadata", "uid"]).unwrap_or("").to_owned();
-                let owned = |raw: &Value| {
-                    obj::array(raw, &["metadata", "ownerReferences"])
-                        .iter()
-                        .any(|o| str_at(o, &["uid"]) == Some(uid.as_str()))
-                };
+                let owned = |raw: &Value| obj::owned_by(raw, w);
                 if let Some(sel) = selector {
                     if ev.pdb.is_none() {
                         let r = calls

@@ -768,7 +768,10 @@ impl ClaimFacts {
             resizing: pvc.resize_under_way().then(|| pvc.resizing.clone()),
             size_now: pvc.size_now(),
             class: pvc.class.clone().unwrap_or_default(),
-            expandable: ev.storage_class.as_ref().and_then(|sc| sc.allow_expansion),
+            expandable: ev
+                .storage_class
+                .as_ref()
+                .map(observed::StorageClass::expands),
         }
     }
 }

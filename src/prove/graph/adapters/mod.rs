@@ -15,7 +15,6 @@ use super::{Ctx, DepKind, Dependency, Read, event_time, last_change, time};
 use crate::cluster::ListQuery;
 use crate::cluster::obj::{self, array, at, str_at};
 use crate::cluster::observed::{self, Event, Pod};
-use crate::cluster::selector::Selector;
 use crate::domain::Target;
 use crate::prove::findings;
 
@@ -366,33 +365,19 @@ pub(super) async fn network(ctx: &Ctx) -> Read<Vec<Dependency>> {
     }
     let labels = at(&ctx.pods[0], &["metadata", "labels"]);
     let mut out = Vec::new();
-    for np in ctx.list_or_empty("NetworkPolicy", Some(ns)).await? {
-        let sel = at(&np, &["spec", "podSelector"]).and_then(Selector::from_object);
-        let selects = match &sel {
-            Some(s) => s.is_empty() || s.matches_value(labels),
-            None => true,
-        };
-        if !selects {
+    for raw in ctx.list_or_empty("NetworkPolicy", Some(ns)).await? {
+        let np = observed::NetworkPolicy::parse(&raw);
+        if !np.selects(labels) {
             continue;
         }
-        let types: Vec<&str> = array(&np, &["spec", "policyTypes"])
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        let types = if types.is_empty() {
-            vec!["Ingress"]
-        } else {
-            types
-        };
-        let egress = types.contains(&"Egress");
         let mut d = Dependency::of(
             DepKind::Network,
-            Target::new("NetworkPolicy", obj::name(&np), Some(ns.to_owned())),
-            format!("selects the pods ({})", types.join(", ")),
+            Target::new("NetworkPolicy", np.name.as_str(), Some(ns.to_owned())),
+            format!("selects the pods ({})", np.types.join(", ")),
         )
-        .changed(last_change(&np));
-        if egress && ctx.timing_out() {
-            let allowed = array(&np, &["spec", "egress"]).len();
+        .changed(last_change(&raw));
+        if np.restricts_egress() && ctx.timing_out() {
+            let allowed = np.egress.len();
             d = d.unhealthy(
                 format!(
                     "restricts the pods' outgoing connections ({allowed} egress rule(s)) while their connections time out"

@@ -30,29 +30,35 @@ pub(super) async fn orphaned_by_rollout(
     fn labels(r: &Revision) -> Option<&Value> {
         at(&r.template, &["metadata", "labels"])
     }
-    // The namespace's ReplicaSets, by their Deployment.
-    let mut by_deployment: BTreeMap<String, Vec<Revision>> = BTreeMap::new();
+    // The namespace's ReplicaSets, by the Deployment their controller reference names (whose
+    // they are, `obj::owned_by`, is asked once that Deployment is read).
+    let mut by_deployment: BTreeMap<String, Vec<(Value, Revision)>> = BTreeMap::new();
     for rs in ctx.list_or_empty("ReplicaSet", Some(ns)).await? {
         let owner = match obj::controller(&rs) {
             Some(("Deployment", name)) => name.to_owned(),
             _ => continue,
         };
         if let Some(r) = Revision::of_replicaset(&rs) {
-            by_deployment.entry(owner).or_default().push(r);
+            by_deployment.entry(owner).or_default().push((rs, r));
         }
     }
-    for (deployment, revisions) in by_deployment {
+    for (deployment, sets) in by_deployment {
         // Only a Deployment some of whose revisions the Service selects, and not all, is read.
-        let selected = revisions
+        let selected = sets
             .iter()
-            .filter(|r| service.selects(labels(r)))
+            .filter(|(_, r)| service.selects(labels(r)))
             .count();
-        if selected == 0 || selected == revisions.len() {
+        if selected == 0 || selected == sets.len() {
             continue;
         }
         let Some(object) = ctx.get("Deployment", Some(ns), &deployment).await? else {
             continue;
         };
+        let revisions: Vec<Revision> = sets
+            .into_iter()
+            .filter(|(rs, _)| obj::owned_by(rs, &object))
+            .map(|(_, r)| r)
+            .collect();
         let w = observed::Workload::parse(&object);
         let Some(cur) = w
             .current_revision_number(&revisions)

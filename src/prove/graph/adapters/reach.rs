@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use super::super::{Ctx, DepKind, Dependency, Read, last_change};
-use crate::cluster::obj::{self, array, at};
-use crate::cluster::selector::Selector;
+use crate::cluster::obj::at;
+use crate::cluster::observed;
 use crate::domain::Target;
 
 /// The NetworkPolicies on the far side of the Services the failing connections go to: a policy
@@ -43,15 +43,9 @@ pub(in crate::prove::graph) async fn ingress_behind(
         let Some(backends) = at(&service, &["spec", "selector"]).filter(|s| s.is_object()) else {
             continue;
         };
-        for np in ctx.list_or_empty("NetworkPolicy", Some(svc_ns)).await? {
-            let selects = at(&np, &["spec", "podSelector"])
-                .and_then(Selector::from_object)
-                .is_none_or(|s| s.is_empty() || s.matches_value(Some(backends)));
-            let ingress = array(&np, &["spec", "policyTypes"]).is_empty()
-                || array(&np, &["spec", "policyTypes"])
-                    .iter()
-                    .any(|t| t.as_str() == Some("Ingress"));
-            if !selects || !ingress {
+        for raw in ctx.list_or_empty("NetworkPolicy", Some(svc_ns)).await? {
+            let np = observed::NetworkPolicy::parse(&raw);
+            if !np.selects(Some(backends)) || !np.restricts_ingress() {
                 continue;
             }
             if ns_labels.is_none() {
@@ -66,10 +60,10 @@ pub(in crate::prove::graph) async fn ingress_behind(
                 );
             }
             let judged = ns_labels.as_ref().unwrap_or(&Value::Null);
-            if admits(&np, svc_ns, ns, judged, labels) {
+            if np.admits(ns, judged, labels) {
                 continue;
             }
-            let name = obj::name(&np);
+            let name = np.name.as_str();
             out.push(
                 Dependency::of(
                     DepKind::Network,
@@ -80,42 +74,17 @@ pub(in crate::prove::graph) async fn ingress_behind(
                 .unhealthy(
                     format!(
                         "admits no connection from the pods of {ns} ({} ingress rule(s)) while their connections to {} time out",
-                        array(&np, &["spec", "ingress"]).len(),
+                        np.ingress.len(),
                         d.object
                     ),
                     None,
                 )
-                .changed(last_change(&np))
+                .changed(last_change(&raw))
                 .culprit_of(d.object.clone()),
             );
         }
     }
     Ok(out)
-}
-
-/// Whether an Ingress policy's rules admit pods with `labels` in namespace `ns` (labelled
-/// `ns_labels`). A rule without `from` admits everyone; an `ipBlock` peer may admit them (pod
-/// addresses are not read here), so it counts as admitting: only a policy that certainly drops
-/// them is a finding.
-fn admits(np: &Value, np_ns: &str, ns: &str, ns_labels: &Value, labels: Option<&Value>) -> bool {
-    let matches = |sel: Option<&Value>, l: Option<&Value>| {
-        sel.and_then(Selector::from_object)
-            .is_none_or(|s| s.is_empty() || s.matches_value(l))
-    };
-    array(np, &["spec", "ingress"]).iter().any(|rule| {
-        let from = array(rule, &["from"]);
-        from.is_empty()
-            || from.iter().any(|peer| {
-                if at(peer, &["ipBlock"]).is_some() {
-                    return true;
-                }
-                let in_ns = match at(peer, &["namespaceSelector"]) {
-                    Some(sel) => matches(Some(sel), Some(ns_labels)),
-                    None => ns == np_ns,
-                };
-                in_ns && matches(at(peer, &["podSelector"]), labels)
-            })
-    })
 }
 
 /// The key of a ConfigMap whose value names the host dependency `d`: a Service (its
@@ -153,36 +122,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn policy(ingress: Value) -> Value {
-        json!({"metadata": {"name": "default-deny-ingress", "namespace": "data"},
-            "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": ingress}})
-    }
-
-    #[test]
-    fn a_default_deny_admits_nobody_and_a_rule_for_the_namespace_admits_its_pods() {
-        let ns_labels = json!({"kubernetes.io/metadata.name": "claims", "team": "claims"});
-        let labels = json!({"app": "claims-api"});
-        let admits_api = |np: &Value| admits(np, "data", "claims", &ns_labels, Some(&labels));
-        assert!(!admits_api(&policy(json!([]))));
-        // A rule from the claims namespace, from the api's pods, from anywhere, from an
-        // address block (not judged here).
-        let by_ns = json!([{"from": [{"namespaceSelector": {"matchLabels": {"team": "claims"}}}]}]);
-        assert!(admits_api(&policy(by_ns)));
-        let by_pod = json!([{"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "claims-api"}}}]}]);
-        assert!(admits_api(&policy(by_pod)));
-        assert!(admits_api(&policy(json!([{"ports": [{"port": 5432}]}]))));
-        assert!(admits_api(&policy(
-            json!([{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}])
-        )));
-        // From other namespaces or other pods only.
-        let other_ns =
-            json!([{"from": [{"namespaceSelector": {"matchLabels": {"team": "billing"}}}]}]);
-        assert!(!admits_api(&policy(other_ns)));
-        let same_ns_only =
-            json!([{"from": [{"podSelector": {"matchLabels": {"app": "claims-api"}}}]}]);
-        assert!(!admits_api(&policy(same_ns_only)));
-    }
 
     #[test]
     fn a_configmap_holds_a_host_by_its_dns_name_not_by_a_fragment() {
