@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tracing::Instrument as _;
 
 use super::context::ContextResolver;
-use super::obj::{self, at, str_at};
+use super::obj::{self, at};
 use super::render::{self, event_time, strip_noise};
 use super::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery, ResourceInfo};
 use crate::clock::Clock;
@@ -624,26 +624,24 @@ impl ClusterTools {
         };
         let mut rows = Vec::new();
         let mut text = String::from("NAME   CPU   MEMORY   (per container)\n");
-        for m in &items {
-            let containers: Vec<Value> = obj::array(m, &["containers"])
-                .iter()
-                .map(|c| {
-                    json!({"name": str_at(c, &["name"]), "cpu": str_at(c, &["usage", "cpu"]), "memory": str_at(c, &["usage", "memory"])})
-                })
-                .collect();
-            let parts: Vec<String> = containers
+        for m in items
+            .iter()
+            .map(crate::cluster::observed::PodMetrics::parse)
+        {
+            let parts: Vec<String> = m
+                .containers
                 .iter()
                 .map(|c| {
                     format!(
                         "{} cpu={} memory={}",
-                        c["name"].as_str().unwrap_or("?"),
-                        c["cpu"].as_str().unwrap_or("?"),
-                        c["memory"].as_str().unwrap_or("?")
+                        c.name.as_deref().unwrap_or("?"),
+                        c.cpu.as_deref().unwrap_or("?"),
+                        c.memory.as_deref().unwrap_or("?")
                     )
                 })
                 .collect();
-            text.push_str(&format!("{}   {}\n", obj::name(m), parts.join("; ")));
-            rows.push(json!({"name": obj::name(m), "containers": containers}));
+            text.push_str(&format!("{}   {}\n", m.name, parts.join("; ")));
+            rows.push(m);
         }
         if items.is_empty() {
             text = format!("No pod metrics in namespace {ns}.");

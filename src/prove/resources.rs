@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::findings;
 use super::scene::{Read, Scene, hhmm};
-use crate::cluster::obj::{array, at, str_at};
+use crate::cluster::obj::at;
 use crate::cluster::observed::{
     Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod, PodSpec, SIGKILL_EXIT,
 };
@@ -46,17 +46,16 @@ async fn usage(scene: &Scene, pods: &[Pod], container: &str, resource: &str) -> 
         Err(e) if e.is_unreachable() => return Err(e),
         Err(_) => return Ok(None),
     };
-    Ok(metrics
+    let metrics: Vec<crate::cluster::observed::PodMetrics> = metrics
         .iter()
-        .filter(|m| {
-            pods.iter()
-                .any(|p| Some(p.name.as_str()) == str_at(m, &["metadata", "name"]))
-        })
-        .flat_map(|m| array(m, &["containers"]).iter())
-        .filter(|c| str_at(c, &["name"]) == Some(container))
-        .filter_map(|c| str_at(c, &["usage", resource]))
-        .filter_map(|q| quantity::amount(resource, q))
-        .max())
+        .map(crate::cluster::observed::PodMetrics::parse)
+        .collect();
+    Ok(crate::cluster::observed::peak_use(
+        &metrics,
+        pods.iter().map(|p| p.name.as_str()),
+        container,
+        resource,
+    ))
 }
 
 fn show(resource: Resource, v: u128) -> String {

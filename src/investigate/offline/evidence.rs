@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::ClusterReader;
 use crate::cluster::context::ResourceContext;
-use crate::cluster::obj::{self, array, at, str_at};
+use crate::cluster::obj::{self, at, str_at};
 use crate::cluster::observed;
 use crate::cluster::render::pod_status;
 use crate::cluster::tools::{ClusterTools, ToolResult};
@@ -66,7 +66,7 @@ pub(super) struct Evidence {
     pub namespace_pods: Vec<observed::Pod>,
     pub logs: HashMap<LogKey, String>,
     /// `None` when the metrics API is not served or was not asked.
-    pub metrics: Option<Vec<PodUsage>>,
+    pub metrics: Option<Vec<observed::PodMetrics>>,
     /// Asked only for a Node subject or when a pod is Pending.
     pub nodes: Vec<observed::Node>,
     /// The host ports a Pending pod asks for, held by pods already on nodes (every namespace):
@@ -196,33 +196,6 @@ pub(super) struct LogKey {
     pub container: String,
     /// The previous (crashed) instance's log.
     pub previous: bool,
-}
-
-/// One pod's line of `kubectl_top_pods`.
-pub(super) struct PodUsage {
-    pub name: String,
-    pub containers: Vec<ContainerUsage>,
-}
-
-pub(super) struct ContainerUsage {
-    pub name: Option<String>,
-    /// A quantity such as `200Mi`.
-    pub memory: Option<String>,
-}
-
-impl PodUsage {
-    fn read(p: &Value) -> Self {
-        Self {
-            name: str_at(p, &["name"]).unwrap_or("").to_owned(),
-            containers: array(p, &["containers"])
-                .iter()
-                .map(|c| ContainerUsage {
-                    name: str_at(c, &["name"]).map(str::to_owned),
-                    memory: str_at(c, &["memory"]).map(str::to_owned),
-                })
-                .collect(),
-        }
-    }
 }
 
 /// The workload whose pods were read: the model's reading of it (its fields read through
@@ -622,11 +595,11 @@ pub(super) async fn gather(
             .call("kubectl_top_pods", json!({"namespace": ns}))
             .await?;
         if r.data.get("available").and_then(Value::as_bool) == Some(true) {
+            // The tool's rows are `observed::PodMetrics` serialised.
             ev.metrics = r
                 .data
                 .get("pods")
-                .and_then(Value::as_array)
-                .map(|pods| pods.iter().map(PodUsage::read).collect());
+                .and_then(|rows| serde_json::from_value(rows.clone()).ok());
         }
     }
     if root_t.kind == "PersistentVolumeClaim"

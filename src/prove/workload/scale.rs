@@ -185,18 +185,9 @@ async fn cpu_load(scene: &Scene, w: &Value, pods: &[Pod]) -> Read<Option<(u128, 
     let ready: Vec<&Pod> = pods.iter().filter(|p| p.ready).collect();
     let used: Vec<u128> = metrics
         .iter()
-        .filter(|m| {
-            ready
-                .iter()
-                .any(|p| Some(p.name.as_str()) == str_at(m, &["metadata", "name"]))
-        })
-        .map(|m| {
-            array(m, &["containers"])
-                .iter()
-                .filter_map(|c| str_at(c, &["usage", "cpu"]))
-                .filter_map(|q| crate::cluster::quantity::amount("cpu", q))
-                .sum()
-        })
+        .map(crate::cluster::observed::PodMetrics::parse)
+        .filter(|m| ready.iter().any(|p| p.name == m.name))
+        .map(|m| m.total("cpu"))
         .collect();
     let spec = PodSpec::of_template(w);
     let per_pod = match spec.total("requests", "cpu") {

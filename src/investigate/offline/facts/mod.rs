@@ -839,10 +839,7 @@ fn memory_peaks(ev: &Evidence) -> BTreeMap<String, u128> {
             continue;
         }
         for c in &usage.containers {
-            let (Some(name), Some(bytes)) = (
-                &c.name,
-                c.memory.as_deref().and_then(quantity::memory_bytes),
-            ) else {
+            let (Some(name), Some(bytes)) = (&c.name, c.used("memory")) else {
                 continue;
             };
             let peak = peaks.entry(name.clone()).or_insert(bytes);

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
-use super::super::evidence::{
-    Alert, ContainerUsage, Evidence, LogKey, ObservedPod, PodUsage, Root, WorkloadState,
-};
+use super::super::evidence::{Alert, Evidence, LogKey, ObservedPod, Root, WorkloadState};
 use super::super::facts::Facts;
 use super::{self as rules, Diagnosis};
 use crate::cluster::context::ResourceContext;
@@ -418,10 +416,11 @@ impl Incident {
 
     /// The metrics API reports `memory` in use by the container `app` of `pod`.
     pub fn memory_use(mut self, pod: &str, memory: &str) -> Self {
-        let usage = PodUsage {
+        let usage = observed::PodMetrics {
             name: pod.into(),
-            containers: vec![ContainerUsage {
+            containers: vec![observed::ContainerUse {
                 name: Some("app".into()),
+                cpu: None,
                 memory: Some(memory.into()),
             }],
         };
