@@ -134,6 +134,30 @@ impl Catalog {
         })
     }
 
+    /// The fitting workflows of one action type, best first (what `list_workflows` pages
+    /// through).
+    pub fn ranked_workflows(&self, action_type: &str, ctx: &SelectionContext) -> Vec<&Workflow> {
+        let mut ranked: Vec<(u32, &Workflow)> = self
+            .workflows
+            .iter()
+            .filter(|w| w.action_type == action_type)
+            .filter_map(|w| self.fit(w, ctx).ok().map(|s| (s, w)))
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+        ranked.into_iter().map(|(_, w)| w).collect()
+    }
+
+    /// The best-fitting workflow of one action type, if any fits.
+    pub fn best_workflow(
+        &self,
+        action_type: &crate::domain::ActionType,
+        ctx: &SelectionContext,
+    ) -> Option<&Workflow> {
+        self.ranked_workflows(action_type.as_str(), ctx)
+            .into_iter()
+            .next()
+    }
+
     /// `list_workflows`: the fitting workflows of one action type, best first.
     pub fn list_workflows(
         &self,
@@ -142,19 +166,13 @@ impl Catalog {
         offset: usize,
         limit: usize,
     ) -> Value {
-        let mut ranked: Vec<(u32, &Workflow)> = self
-            .workflows
-            .iter()
-            .filter(|w| w.action_type == action_type)
-            .filter_map(|w| self.fit(w, ctx).ok().map(|s| (s, w)))
-            .collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+        let ranked = self.ranked_workflows(action_type, ctx);
         let total = ranked.len();
         let items: Vec<Value> = ranked
             .iter()
             .skip(offset)
             .take(limit)
-            .map(|(_, w)| {
+            .map(|w| {
                 json!({"workflow_id": w.id, "version": w.version, "description": w.description,
                        "parameters": w.parameters.summary()})
             })

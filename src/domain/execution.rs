@@ -44,6 +44,55 @@ pub enum StepStatus {
     Failed,
 }
 
+/// What the execution's intent 0 records before the first write, once (a resumed run reads it
+/// back): the spec's hash, the spec itself (what an undo restores) and the workload's health
+/// then (what verification compares with). Stored as the intent's detail.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrepareDetail {
+    pub pre_spec_hash: Option<String>,
+    #[serde(default)]
+    pub pre_spec: Option<Value>,
+    #[serde(default)]
+    pub before: Option<super::TargetHealth>,
+}
+
+impl PrepareDetail {
+    /// As stored; an unreadable detail reads as nothing recorded.
+    pub fn read(detail: &Value) -> Self {
+        serde_json::from_value(detail.clone()).unwrap_or_default()
+    }
+}
+
+/// Why a step or an undo failed, as its detail (and intent) records it: the message, and what
+/// it was about where one applies (the API server's error kind; the Job's name).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFailure {
+    pub error: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+}
+
+impl StepFailure {
+    pub fn new(error: impl Into<String>) -> Self {
+        Self {
+            error: error.into(),
+            kind: None,
+            job: None,
+        }
+    }
+
+    /// The failure a detail records, if it records one.
+    pub fn of(detail: &Value) -> Option<Self> {
+        serde_json::from_value(detail.clone()).ok()
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecutionStep {
     /// 1-based, in workflow order.
@@ -204,4 +253,38 @@ pub struct Assessment {
     #[serde(default)]
     pub details: Vec<String>,
     pub assessed_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn intent_and_step_details_keep_the_stored_shape() {
+        // Recorded by earlier versions: read as the types, written back the same.
+        let prepare = json!({"pre_spec_hash": "abc", "pre_spec": {"replicas": 2}, "before": null});
+        let read = PrepareDetail::read(&prepare);
+        assert_eq!(read.pre_spec_hash.as_deref(), Some("abc"));
+        assert_eq!(read.pre_spec, Some(json!({"replicas": 2})));
+        assert_eq!(serde_json::to_value(&read).unwrap(), prepare);
+        assert_eq!(
+            PrepareDetail::read(&json!("garbled")),
+            PrepareDetail::default()
+        );
+        let failed = json!({"error": "forbidden", "kind": "Forbidden"});
+        let f = StepFailure::of(&failed).expect("a failure");
+        assert_eq!(f.error, "forbidden");
+        assert_eq!(f.to_value(), failed);
+        assert_eq!(
+            StepFailure::new("gone").to_value(),
+            json!({"error": "gone"})
+        );
+        // A step that did its write records no failure.
+        assert_eq!(
+            StepFailure::of(&json!({"action": "scale", "replicas": 3})),
+            None
+        );
+    }
 }

@@ -54,7 +54,8 @@ pub use chat::{
 pub use enrichment::{Enrichment, PinnedNote};
 pub use execution::{
     Assessment, AssessmentReason, DEFAULT_EFFECTIVENESS_THRESHOLD, EngineKind, Execution,
-    ExecutionOutcome, ExecutionStep, OPT_OUT_ANNOTATION, REMEDIATION_ANNOTATION, StepStatus,
+    ExecutionOutcome, ExecutionStep, OPT_OUT_ANNOTATION, PrepareDetail, REMEDIATION_ANNOTATION,
+    StepFailure, StepStatus,
 };
 pub use gate::{GateDecision, RiskFactor};
 pub use history::{

@@ -16,14 +16,15 @@
 //!    may have moved the spec).
 //! 7. Intent 0: the spec before any write, captured once.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{CAP_RETRY, ExecutionStage, SLOT, guardrails, store_unavailable};
 use crate::catalog::{Engine, Workflow, parameters, substitute};
 use crate::cluster::context::spec_hash;
 use crate::domain::{
-    AuditDraft, EngineKind, Execution, ExecutionOutcome, ExecutionPayload, Phase, Proof,
-    RemediationRequest, SelectedWorkflow, StageError, StageOutcome, Target, TargetHealth, Waiting,
+    AuditDraft, EngineKind, Execution, ExecutionOutcome, ExecutionPayload, Phase, PrepareDetail,
+    Proof, RemediationRequest, SelectedWorkflow, StageError, StageOutcome, Target, TargetHealth,
+    Waiting,
 };
 use crate::execute::{Block, BlockKind};
 
@@ -341,8 +342,8 @@ impl ExecutionStage {
         target: &Target,
     ) -> Result<(Option<String>, Option<TargetHealth>), StageError> {
         let object = self.current_object(target).await?;
-        let spec = object.as_ref().and_then(|o| o.get("spec"));
-        let pre = spec.map(spec_hash);
+        let spec = object.as_ref().and_then(|o| o.get("spec")).cloned();
+        let pre = spec.as_ref().map(spec_hash);
         let before = match &object {
             Some(o) => self.health_now(target, o).await?,
             None => None,
@@ -354,20 +355,17 @@ impl ExecutionStage {
                 request.id,
                 0,
                 "prepare",
-                &json!({"pre_spec_hash": pre, "pre_spec": spec, "before": before}),
+                &serde_json::to_value(PrepareDetail {
+                    pre_spec_hash: pre,
+                    pre_spec: spec,
+                    before,
+                })
+                .unwrap_or(Value::Null),
             )
             .await
             .map_err(store_unavailable)?;
-        let detail = &intent.detail;
-        Ok((
-            detail
-                .get("pre_spec_hash")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            detail
-                .get("before")
-                .cloned()
-                .and_then(|b| serde_json::from_value(b).ok()),
-        ))
+        // What the first pass recorded, when this run resumes one.
+        let recorded = PrepareDetail::read(&intent.detail);
+        Ok((recorded.pre_spec_hash, recorded.before))
     }
 }

@@ -54,7 +54,7 @@ use crate::domain::{
     Phase, Proof, ProofPoint, ProofVerdict, RemediationRequest, SelectedWorkflow, Stage,
     StageError, StageOutcome, StepStatus, Target, TargetHealth,
 };
-use crate::domain::{ExecutionPayload, GuardrailPayload, HistoryOutcome};
+use crate::domain::{ExecutionPayload, GuardrailPayload, HistoryOutcome, StepFailure};
 use crate::live::Live;
 use crate::prove::{Binding, Claim, ProveError, Prover};
 use crate::store::{Approvals, Execution as Executions, History, Store};
@@ -527,9 +527,8 @@ impl ExecutionStage {
                     workflow.id,
                     failed.map_or(0, |s| s.index),
                     failed
-                        .and_then(|s| s.detail.get("error"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("see the step")
+                        .and_then(|s| StepFailure::of(&s.detail))
+                        .map_or_else(|| "see the step".to_owned(), |f| f.error)
                 )
             }
         };

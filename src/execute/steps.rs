@@ -19,7 +19,7 @@ use crate::cluster::{ClusterError, ErrorKind, ListQuery, LogQuery};
 use crate::domain::{
     AuditDraft, ExecutionStep, RemediationRequest, StageError, StepStatus, Target,
 };
-use crate::domain::{JOB_STEP, StepDone, StepPayload};
+use crate::domain::{JOB_STEP, StepDone, StepFailure, StepPayload};
 use crate::redact::sanitize_text;
 use crate::store::IntentStatus;
 
@@ -179,7 +179,11 @@ impl Run<'_> {
             }
             Err(e) if e.is_unreachable() => Err(unavailable(&e)),
             Err(e) => {
-                let detail = json!({"error": e.message, "kind": e.kind});
+                let detail = StepFailure {
+                    kind: serde_json::to_value(e.kind).ok(),
+                    ..StepFailure::new(e.message)
+                }
+                .to_value();
                 self.settle(index, IntentStatus::Failed, &detail).await?;
                 self.record(index, builtin.into(), StepStatus::Failed, detail);
                 Ok(false)
@@ -280,7 +284,11 @@ impl Run<'_> {
             Err(e) if e.kind == ErrorKind::Conflict => status = StepStatus::AlreadyApplied,
             Err(e) if e.is_unreachable() => return Err(unavailable(&e)),
             Err(e) => {
-                let detail = json!({"error": e.message, "job": name});
+                let detail = StepFailure {
+                    job: Some(name.clone()),
+                    ..StepFailure::new(e.message)
+                }
+                .to_value();
                 self.settle(index, IntentStatus::Failed, &detail).await?;
                 self.record(index, StepDone::Job, StepStatus::Failed, detail);
                 return Ok(false);

@@ -25,8 +25,8 @@ use crate::cluster::context::{drift_hash, spec_hash, unchanged_spec};
 use crate::domain::Phase;
 use crate::domain::obligations as ob;
 use crate::domain::{
-    AuditDraft, Execution, Obligation, Proof, ProofPoint, ProofVerdict, Proposer,
-    RemediationRequest, Restore, StageError, StageOutcome, Target, UNDO_STEP, Undo,
+    AuditDraft, Execution, Obligation, PrepareDetail, Proof, ProofPoint, ProofVerdict, Proposer,
+    RemediationRequest, Restore, StageError, StageOutcome, StepFailure, Target, UNDO_STEP, Undo,
 };
 use crate::notify::render::{MADE_WORSE, UNDONE};
 use crate::store::IntentStatus;
@@ -57,9 +57,8 @@ impl ExecutionStage {
         let recorded = intents
             .iter()
             .find(|i| i.step == 0)
-            .and_then(|i| i.detail.get("pre_spec"))
-            .filter(|s| s.is_object())
-            .cloned();
+            .and_then(|i| PrepareDetail::read(&i.detail).pre_spec)
+            .filter(Value::is_object);
         let stamp = format!("{}/undo", request.id);
         let (intent, fresh) = self
             .store
@@ -78,12 +77,10 @@ impl ExecutionStage {
             }
             IntentStatus::Failed => self.not_restored(
                 None,
-                intent
-                    .detail
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("the restore failed before a restart")
-                    .to_owned(),
+                StepFailure::of(&intent.detail).map_or_else(
+                    || "the restore failed before a restart".to_owned(),
+                    |f| f.error,
+                ),
             ),
             IntentStatus::Started => {
                 let object = self.current_object(target).await?;
@@ -195,8 +192,12 @@ impl ExecutionStage {
             Err(e) if e.is_unreachable() => Err(unavailable(&e)),
             Err(e) => {
                 let why = format!("the API server refused the restore: {}", e.message);
-                self.settle_undo(request, IntentStatus::Failed, &json!({"error": why}))
-                    .await?;
+                self.settle_undo(
+                    request,
+                    IntentStatus::Failed,
+                    &StepFailure::new(why.clone()).to_value(),
+                )
+                .await?;
                 Ok(self.not_restored(Some(proof), why))
             }
         }
@@ -255,8 +256,12 @@ impl ExecutionStage {
         proof: Proof,
     ) -> Result<Restore, StageError> {
         let why = format!("its proof does not hold — {}", proof.refutation());
-        self.settle_undo(request, IntentStatus::Failed, &json!({"error": why}))
-            .await?;
+        self.settle_undo(
+            request,
+            IntentStatus::Failed,
+            &StepFailure::new(why.clone()).to_value(),
+        )
+        .await?;
         Ok(self.not_restored(Some(proof), why))
     }
 

@@ -38,10 +38,22 @@ pub struct PlaybookSpec {
     pub triggers: Vec<Trigger>,
     pub investigation_steps: Vec<String>,
     pub expected_evidence: Vec<String>,
+    /// Action types by their names (`RestartDeployment`; a catalog's own type is `Custom`).
     #[serde(default)]
-    pub recommended_action_types: Vec<String>,
+    pub recommended_action_types: Vec<crate::domain::ActionType>,
     #[serde(default)]
     pub recommended_fix_template: String,
+}
+
+impl PlaybookSpec {
+    /// The recommended action types' names, comma-separated.
+    pub fn recommended_actions(&self) -> String {
+        self.recommended_action_types
+            .iter()
+            .map(crate::domain::ActionType::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 fn any() -> String {
@@ -169,7 +181,7 @@ impl Playbook {
         if !self.spec.recommended_action_types.is_empty() {
             out.push_str(&format!(
                 "\nUsual remedies: {}",
-                self.spec.recommended_action_types.join(", ")
+                self.spec.recommended_actions()
             ));
         }
         out.push('\n');

@@ -346,10 +346,8 @@ impl Investigator for OfflineInvestigator {
                     _ => self
                         .catalog
                         .get()
-                        .list_workflows(action_type.as_str(), &ctx, 0, 1)
-                        .pointer("/workflows/0/workflow_id")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
+                        .best_workflow(&action_type, &ctx)
+                        .map(|w| w.id.clone()),
                 };
                 match first {
                     None => {
@@ -604,13 +602,9 @@ impl OfflineInvestigator {
             .filter(|p| analysis.playbooks.contains(&p.spec.name))
         {
             for action in &book.spec.recommended_action_types {
-                let listed = self.catalog.get().list_workflows(action, ctx, 0, 1);
-                if let Some(id) = listed
-                    .pointer("/workflows/0/workflow_id")
-                    .and_then(Value::as_str)
-                {
+                if let Some(w) = self.catalog.get().best_workflow(action, ctx) {
                     candidates.push((
-                        id.to_owned(),
+                        w.id.clone(),
                         format!("the {} playbook also recommends {action}", book.spec.name),
                     ));
                 }

@@ -66,7 +66,7 @@ pub async fn catalog(State(state): State<Arc<AppState>>, caller: Caller, uri: Ur
                             p { (b.spec.description) }
                             ol { @for step in &b.spec.investigation_steps { li { (step) } } }
                             @if !b.spec.recommended_action_types.is_empty() {
-                                p { "Recommends " (b.spec.recommended_action_types.join(", ")) }
+                                p { "Recommends " (b.spec.recommended_actions()) }
                             }
                         }
                     }
