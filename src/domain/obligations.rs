@@ -143,6 +143,7 @@ proofs! {
     memory ("Raising a container's memory limit.", [IncreaseMemoryLimits]) {
         READABLE = "memory.readable": super::READABLE;
         CONTAINER_IN_TEMPLATE = "memory.container-in-template": super::CONTAINER_IN_TEMPLATE;
+        REACHES_PODS = "memory.reaches-pods": super::TEMPLATE_REACHES_PODS;
         CONTAINER_WAS_KILLED = "memory.container-was-killed": "The container named is the one killed for memory (or, for a prediction, its use nears its limit)";
         KILLED_BY_OWN_LIMIT = "memory.killed-by-own-limit": "It was killed by its own limit: it has one, and its node shows nothing that explains the kill instead";
         RAISES_BOUNDED = "memory.raises-bounded": super::LIMIT_RAISES_BOUNDED;
@@ -153,6 +154,7 @@ proofs! {
     cpu ("Raising a container's CPU limit.", [IncreaseCPULimits]) {
         READABLE = "cpu.readable": super::READABLE;
         CONTAINER_IN_TEMPLATE = "cpu.container-in-template": super::CONTAINER_IN_TEMPLATE;
+        REACHES_PODS = "cpu.reaches-pods": super::TEMPLATE_REACHES_PODS;
         CONTAINER_THROTTLED = "cpu.container-throttled": "The container named is the one throttled at its CPU limit";
         RAISES_BOUNDED = "cpu.raises-bounded": super::LIMIT_RAISES_BOUNDED;
         FITS_QUOTA = "cpu.fits-quota": super::LIMIT_FITS_QUOTA;
@@ -229,6 +231,7 @@ const NO_BROKEN_DEPENDENCY: &str =
     "Nothing the workload depends on is broken now (new pods would meet the same failure)";
 const QUOTA_ALLOWS: &str = "The namespace's ResourceQuota has room for the new pods";
 const CONTAINER_IN_TEMPLATE: &str = "The container named is in the workload's pod template";
+const TEMPLATE_REACHES_PODS: &str = "The new template reaches the pods: the workload's own spec does not hold its rollout (a paused Deployment, an OnDelete update strategy)";
 const LIMIT_RAISES_BOUNDED: &str = "The new limit is higher than the current one, by at most 4x";
 const LIMIT_FITS_QUOTA: &str = "The namespace's quota has room for the new limit on every replica";
 const LIMIT_FITS_NODES: &str = "A node can hold the new limit";

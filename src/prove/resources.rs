@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use super::findings;
 use super::scene::{Read, Scene, hhmm};
-use crate::cluster::obj::at;
+use crate::cluster::obj::{self, at};
 use crate::cluster::observed::{
-    Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod, PodSpec, SIGKILL_EXIT,
+    Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod, PodSpec, SIGKILL_EXIT, Workload,
 };
 use crate::cluster::quantity;
 use crate::cluster::{ErrorKind, ListQuery};
@@ -118,6 +118,17 @@ pub(super) async fn raise_limit(
     if !named.holds() {
         return Ok(vec![named]);
     }
+    let reaches = match resource {
+        Resource::Memory => &ob::memory::REACHES_PODS,
+        Resource::Cpu => &ob::cpu::REACHES_PODS,
+    };
+    let reaches = match findings::template_reaches_pods(&Workload::parse(&w)) {
+        Ok(()) => reaches.holds(vec![format!(
+            "{} rolls a changed template out to its pods",
+            obj::name(&w)
+        )]),
+        Err(held) => reaches.fails(vec![held]),
+    };
     let specs: Vec<PodSpec> = pods.iter().map(|p| PodSpec::of_pod(&p.raw)).collect();
     let spec = PodSpec::parse(at(&template, &["spec"]).unwrap_or(&Value::Null));
     let limit = findings::limit_now(&spec, &specs, &container, resource.name()).map(str::to_owned);
@@ -129,7 +140,7 @@ pub(super) async fn raise_limit(
         used: usage(scene, &pods, &container, resource.name()).await?,
     };
     let wanted = wanted.and_then(|v| quantity::amount(resource.name(), v));
-    let mut out = vec![named];
+    let mut out = vec![named, reaches];
     match resource {
         Resource::Memory => {
             let kills = recent_kills(scene, &pods, &kill_reports(scene, &pods).await?);
@@ -468,13 +479,22 @@ mod tests {
     /// Deployment api (memory limit 256Mi) whose two pods' container exited 137 as a plain
     /// `Error`, with `events` in its namespace: the memory raise's `container-was-killed`.
     async fn container_was_killed_with(events: Vec<Value>) -> Obligation {
+        raise_on(events, false)
+            .await
+            .into_iter()
+            .find(|o| o.id == ob::memory::CONTAINER_WAS_KILLED.id)
+            .unwrap_or_else(|| panic!("no container-was-killed"))
+    }
+
+    /// The memory raise's obligations on that Deployment, its rollout `paused` or not.
+    async fn raise_on(events: Vec<Value>, paused: bool) -> Vec<Obligation> {
         let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
         let template = json!({"metadata": {"labels": {"app": "api"}},
             "spec": {"containers": [{"name": "api", "image": "shop/api:2.3.0",
                 "resources": {"limits": {"memory": "256Mi"}}}]}});
         let mut objects = vec![json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "api", "namespace": "shop", "uid": "api"},
-            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "api"}},
+            "spec": {"replicas": 2, "paused": paused, "selector": {"matchLabels": {"app": "api"}},
                 "template": template}})];
         for i in 0..2 {
             objects.push(json!({"apiVersion": "v1", "kind": "Pod",
@@ -497,9 +517,23 @@ mod tests {
         raise_limit(&scene, Resource::Memory, Some("api"), Some("384Mi"))
             .await
             .unwrap_or_else(|e| panic!("{e:?}"))
-            .into_iter()
-            .find(|o| o.id == ob::memory::CONTAINER_WAS_KILLED.id)
-            .unwrap_or_else(|| panic!("no container-was-killed"))
+    }
+
+    /// Issue 43: a raise on a paused Deployment was proven and written, and no pod picked it
+    /// up until someone resumed the rollout.
+    #[tokio::test]
+    async fn a_raise_reaches_the_pods_only_where_the_rollout_is_not_held() {
+        let reaches = |obligations: Vec<Obligation>| {
+            obligations
+                .into_iter()
+                .find(|o| o.id == ob::memory::REACHES_PODS.id)
+                .unwrap_or_else(|| panic!("no reaches-pods"))
+        };
+        let o = reaches(raise_on(vec![], false).await);
+        assert!(o.holds(), "{o:?}");
+        let o = reaches(raise_on(vec![], true).await);
+        assert!(!o.holds(), "{o:?}");
+        assert!(o.evidence.iter().any(|e| e.contains("paused")), "{o:?}");
     }
 
     /// The runtime reports the kill as `Error` 137; the kernel's `OOMKilling` warning about the

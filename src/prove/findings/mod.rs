@@ -45,7 +45,7 @@ pub use replacement::Replacement;
 pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};
 pub use restart::{
     DEFAULT_MAX_SURGE_PERCENT, DEFAULT_MAX_UNAVAILABLE_PERCENT, STATEFUL_RESTART_MIN_REPLICAS,
-    max_unavailable, restart_keeps_ready,
+    max_unavailable, restart_keeps_ready, template_reaches_pods,
 };
 pub use revision::{
     FAILURE_REASONS, HeldByOlder, RevisionHealth, UndoOnConfig, attach_conflict, held_by_older,

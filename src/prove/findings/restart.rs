@@ -53,6 +53,23 @@ pub const DEFAULT_MAX_SURGE_PERCENT: i64 = 25;
 /// replaces one pod at a time, so with one replica the only pod goes down.
 pub const STATEFUL_RESTART_MIN_REPLICAS: i64 = 2;
 
+/// Whether a change to the workload's pod template reaches its pods: `Err` naming the hold when
+/// its own spec keeps them on the template they run (a paused Deployment, an `OnDelete` update
+/// strategy), `Ok` otherwise. A restart and a raised limit are both template changes: the
+/// restart's proof, the raises' proofs and the rules that propose a raise ask it.
+pub fn template_reaches_pods(w: &Workload) -> Result<(), String> {
+    match w.hold() {
+        Some(Hold::OnDelete) => {
+            Err("updateStrategy OnDelete: changing the template replaces no pod".into())
+        }
+        Some(Hold::Paused) => Err(
+            "the Deployment is paused (spec.paused): changing the template replaces no pod until someone resumes it"
+                .into(),
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Whether replacing the workload's pods keeps some ready, from its update strategy and its
 /// pods' readiness: `Ok` or `Err` with the line that shows it. With no pod ready, there is
 /// nothing to lose. A workload updated `OnDelete` replaces no pod when its template changes.
@@ -62,18 +79,7 @@ pub fn restart_keeps_ready(w: &Value, pods: &[Pod]) -> Result<String, String> {
     let ready = pods.iter().filter(|p| p.ready).count() as i64;
     let replicas = Workload::parse(w).wanted();
     let (unavailable, strategy) = max_unavailable(w);
-    match Workload::parse(w).hold() {
-        Some(Hold::OnDelete) => {
-            return Err("updateStrategy OnDelete: changing the template replaces no pod".into());
-        }
-        Some(Hold::Paused) => {
-            return Err(
-                "the Deployment is paused (spec.paused): changing the template replaces no pod until someone resumes it"
-                    .into(),
-            );
-        }
-        _ => {}
-    }
+    template_reaches_pods(&Workload::parse(w))?;
     let (ok, why) = match obj::kind(w) {
         "DaemonSet" => (
             true,

@@ -528,6 +528,13 @@ impl Facts {
         old: &str,
         new: &str,
     ) -> Option<String> {
+        // A template its workload's own spec keeps from its pods: no pod picks a raise up
+        // (`memory.reaches-pods`, `cpu.reaches-pods`).
+        if let Some(w) = &self.workload
+            && let Err(held) = findings::template_reaches_pods(&w.observed)
+        {
+            return Some(format!("{held}, so a raised limit reaches no pod"));
+        }
         let name = resource.name();
         let amount = |q: &str| quantity::amount(name, q);
         let (old_n, new_n) = (amount(old).unwrap_or(0), amount(new)?);

@@ -84,6 +84,26 @@ fn an_oom_kill_at_the_largest_limit_a_raise_proposes_goes_to_a_human() {
     );
 }
 
+/// Issue 43: a raise is a template change; a paused Deployment rolls none out, so no pod would
+/// pick the higher limit up (as `memory.reaches-pods` refuses it).
+#[test]
+fn an_oom_kill_of_a_paused_deployment_goes_to_a_human() {
+    let d = Incident::deployment("api")
+        .memory_limit("256Mi")
+        .paused()
+        .with(pod("api-1").oom_killed())
+        .diagnosis();
+    assert_eq!(d.mode, "OOMKilled");
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("paused") && h.contains("reaches no pod")),
+        "{:?}",
+        d.human
+    );
+}
+
 #[test]
 fn a_scale_back_the_quota_has_no_room_for_goes_to_a_human() {
     let d = Incident::deployment("feed")
