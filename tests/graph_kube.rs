@@ -708,8 +708,21 @@ async fn hosts_a_named_service_whose_backend_is_rolling_out() {
     };
     let outside = Outside::new(&k);
     let (logs, n, app) = ledger_and_its_db(&k, &outside, 2).await;
-    // The new image: the deployment controller adds a surge pod of the new revision and keeps
-    // both old ones until it is ready.
+    roll_out_ledger_db(&k).await;
+    ledger_cannot_connect(&k, &logs, &app, &n).await;
+
+    let seen = neighbourhood(&k, "Deployment", "ledger", Utc::now()).await;
+    seen.blames(
+        DepKind::Host,
+        &format!("Service {}", ns_of(&k, "ledger-db")),
+        &["Deployment ledger-db is rolling out: 1 of 2 pods updated, 3 pods in all"],
+        &["ledger-db:5432"],
+    );
+}
+
+/// The new image for ledger-db: the deployment controller adds a surge pod of the new revision
+/// and keeps both old ones until it is ready (no kubelet runs it here).
+async fn roll_out_ledger_db(k: &Kube) {
     k.patch(
         "apps/v1",
         "Deployment",
@@ -728,6 +741,35 @@ async fn hosts_a_named_service_whose_backend_is_rolling_out() {
         },
     )
     .await;
+}
+
+/// The same rollout, behind a Service that selects the primary by a label the database puts on
+/// its pod at run time (Patroni's `role`), which no pod template carries: the workload behind
+/// the Service is found through the pod that carries it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_a_service_selecting_a_label_set_at_run_time() {
+    let Some(k) = Kube::new("graph-role").await else {
+        return;
+    };
+    let outside = Outside::new(&k);
+    let (logs, n, app) = ledger_and_its_db(&k, &outside, 2).await;
+    k.patch(
+        "v1",
+        "Service",
+        "ledger-db",
+        json!({"spec": {"selector": {"app": "ledger-db", "role": "primary"}}}),
+    )
+    .await;
+    let primary = name(&k.pods("app=ledger-db", 2).await[0]);
+    k.patch(
+        "v1",
+        "Pod",
+        &primary,
+        json!({"metadata": {"labels": {"role": "primary"}}}),
+    )
+    .await;
+    wait_endpoints(&k, "ledger-db", 1).await;
+    roll_out_ledger_db(&k).await;
     ledger_cannot_connect(&k, &logs, &app, &n).await;
 
     let seen = neighbourhood(&k, "Deployment", "ledger", Utc::now()).await;

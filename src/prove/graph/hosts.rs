@@ -107,13 +107,43 @@ fn named(text: &str) -> Vec<(String, Option<String>)> {
     out
 }
 
-/// The workload (Deployment or StatefulSet) whose pods a selector picks, in `ns`.
+/// The workload (Deployment or StatefulSet) whose pods a selector picks, in `ns`: one whose
+/// pod template carries the labels, else the owner of a pod that carries them now. A selector
+/// on a label set at run time (Patroni's and the Redis operators' `role=master`, put on the
+/// primary's pod by the database itself) matches no template, only pods.
 async fn behind(ctx: &Ctx, ns: &str, sel: &Selector) -> Read<Option<Value>> {
     for kind in ["Deployment", "StatefulSet"] {
         for w in ctx.list_or_empty(kind, Some(ns)).await? {
             if sel.matches_value(at(&w, &["spec", "template", "metadata", "labels"])) {
                 return Ok(Some(w));
             }
+        }
+    }
+    if sel.is_empty() {
+        return Ok(None);
+    }
+    let pods = match ctx
+        .list("Pod", Some(ns), &ListQuery::labels(sel.to_query()))
+        .await
+    {
+        Ok(p) => p,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    for pod in &pods {
+        let owner = match obj::controller(pod) {
+            Some(("StatefulSet", name)) => ctx.get("StatefulSet", Some(ns), name).await?,
+            Some(("ReplicaSet", rs)) => match ctx.get("ReplicaSet", Some(ns), rs).await? {
+                Some(rs) => match obj::controller(&rs) {
+                    Some(("Deployment", name)) => ctx.get("Deployment", Some(ns), name).await?,
+                    _ => None,
+                },
+                None => None,
+            },
+            _ => None,
+        };
+        if owner.is_some() {
+            return Ok(owner);
         }
     }
     Ok(None)
