@@ -2415,6 +2415,84 @@ async fn rollout_a_paused_deployment_holding_back_a_fix() {
     );
 }
 
+/// A pause someone left after a finished rollout holds nothing back: every pod runs the current
+/// template, so the rollout is no dependency of a pod that crashes on its own (before, the graph
+/// named it paused and unhealthy, a culprit the proofs do not see).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_a_pause_left_after_a_finished_rollout_holds_nothing_back() {
+    let Some(k) = Kube::new("graph-paused-done").await else {
+        return;
+    };
+    let outside = Outside::new(&k);
+    let (logs, port) = kubelet().await;
+    let n = node(&k, &outside, port, "worker-1", json!({}), json!([])).await;
+    let app = "ledger-api";
+    k.apply(deployment(
+        app,
+        "shop/ledger-api:2.0",
+        2,
+        "256Mi",
+        json!({}),
+        json!({}),
+    ))
+    .await;
+    let pods = k.pods(&format!("app={app}"), 2).await;
+    for (i, p) in pods.iter().enumerate() {
+        run(
+            &k,
+            p,
+            &n,
+            app,
+            "shop/ledger-api:2.0",
+            &format!("10.244.1.{}", 90 + i),
+        )
+        .await;
+    }
+    observed(&k, app).await;
+    patch_as(
+        &k,
+        "kubectl-rollout",
+        "apps/v1",
+        "Deployment",
+        app,
+        json!({"spec": {"paused": true}}),
+    )
+    .await;
+    let d = observed(&k, app).await;
+    assert_eq!(d["status"]["updatedReplicas"], 2, "{d}");
+    // Its first pod, running, starts crash-looping (it is bound already: no `crash`).
+    let mut st = status::crash_loop(app, "shop/ledger-api:2.0", 6, 2, "Error");
+    st["containerStatuses"][0]["lastState"]["terminated"]["finishedAt"] = json!(ago(60));
+    let p = k.patch_status("v1", "Pod", &name(&pods[0]), st).await;
+    k.event(
+        &p,
+        "Warning",
+        "BackOff",
+        "Back-off restarting failed container",
+        10,
+        20,
+    )
+    .await;
+    log(
+        &logs,
+        &k,
+        &name(&p),
+        app,
+        true,
+        "ledger-api 2.0 starting\npanic: index out of range [3] with length 3\n",
+    );
+
+    let seen = neighbourhood(&k, "Deployment", app, Utc::now()).await;
+    assert!(
+        seen.n
+            .dependencies
+            .iter()
+            .all(|d| d.kind != DepKind::Rollout),
+        "{}",
+        seen.describe()
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // probes: a liveness probe that kills the containers.
 

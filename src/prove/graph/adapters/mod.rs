@@ -650,13 +650,15 @@ pub(super) async fn services(ctx: &Ctx) -> Read<Vec<Dependency>> {
     Ok(out)
 }
 
-/// The workload's own rollout: paused with a template it never rolled out.
+/// The workload's own rollout: paused with a template it never rolled out. Paused with every
+/// pod updated, nothing is held back ([`observed::Workload::rollout_in_progress`], as the rules
+/// and the proofs read it): a pause someone left after a finished rollout is nobody's culprit.
 pub(super) async fn rollout(ctx: &Ctx) -> Read<Vec<Dependency>> {
     let Some(o) = &ctx.object else {
         return Ok(vec![]);
     };
     let w = observed::Workload::parse(o);
-    if w.hold() != Some(observed::Hold::Paused) {
+    if w.hold() != Some(observed::Hold::Paused) || w.rollout_in_progress().is_none() {
         return Ok(vec![]);
     }
     let generation = w.generation.unwrap_or(0);
