@@ -55,7 +55,8 @@ pub const STATEFUL_RESTART_MIN_REPLICAS: i64 = 2;
 
 /// Whether a change to the workload's pod template reaches its pods: `Err` naming the hold when
 /// its own spec keeps them on the template they run (a paused Deployment, an `OnDelete` update
-/// strategy), `Ok` otherwise. A restart and a raised limit are both template changes: the
+/// strategy, a StatefulSet's partition: the ordinals below it stay, a canary someone holds on
+/// purpose), `Ok` otherwise. A restart and a raised limit are both template changes: the
 /// restart's proof, the raises' proofs and the rules that propose a raise ask it.
 pub fn template_reaches_pods(w: &Workload) -> Result<(), String> {
     match w.hold() {
@@ -66,7 +67,10 @@ pub fn template_reaches_pods(w: &Workload) -> Result<(), String> {
             "the Deployment is paused (spec.paused): changing the template replaces no pod until someone resumes it"
                 .into(),
         ),
-        _ => Ok(()),
+        Some(Hold::Partition(p)) => Err(format!(
+            "rollingUpdate partition {p}: changing the template replaces no pod with an ordinal below {p}"
+        )),
+        None => Ok(()),
     }
 }
 
@@ -135,5 +139,15 @@ mod tests {
                 .unwrap_err()
                 .contains("OnDelete")
         );
+        // A StatefulSet canary held at its partition: the ordinals below it keep their
+        // template, so a restart or a raised limit does not reach them.
+        let sts = |partition: i64| {
+            json!({"kind": "StatefulSet", "metadata": {"name": "kafka"},
+                "spec": {"replicas": 3, "updateStrategy": {"type": "RollingUpdate",
+                    "rollingUpdate": {"partition": partition}}}})
+        };
+        assert!(template_reaches_pods(&Workload::parse(&sts(0))).is_ok());
+        let held = template_reaches_pods(&Workload::parse(&sts(2))).unwrap_err();
+        assert!(held.contains("partition 2"), "{held}");
     }
 }
