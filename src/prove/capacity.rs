@@ -202,7 +202,7 @@ async fn belongs_to_target(
 fn bound(name: &str, pvc: &observed::Claim) -> Obligation {
     let phase = pvc.phase.as_deref().unwrap_or("Unknown");
     ob::pvc::BOUND.check(
-        phase == "Bound",
+        pvc.bound(),
         vec![format!("PersistentVolumeClaim {name} is {phase}")],
     )
 }

@@ -43,7 +43,6 @@ use tracing::{info, instrument, warn};
 
 use crate::clock::Clock;
 use crate::cluster::context::{spec_hash, unchanged_spec};
-use crate::cluster::obj::str_at;
 use crate::cluster::observed;
 use crate::cluster::observed::OOM_KILL_EVENT;
 use crate::cluster::{ClusterReader, ErrorKind, ListQuery};
@@ -533,7 +532,7 @@ impl VerificationStage {
                 Ok((Some(node_health(&node, flaps.as_deref())), None))
             }
             "PersistentVolumeClaim" => {
-                let bound = str_at(object, &["status", "phase"]) == Some("Bound");
+                let bound = observed::Claim::parse(object).bound();
                 Ok((
                     Some(if bound {
                         (1.0, "PVC Bound".to_owned())

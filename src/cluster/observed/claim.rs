@@ -53,6 +53,12 @@ impl Claim {
         well_formed(c).then(|| Self::parse(c))
     }
 
+    /// Whether it is bound to a volume (`Bound`): what verification, the "resolved" proof, the
+    /// expansion's proof and the graph call a healthy claim.
+    pub fn bound(&self) -> bool {
+        self.phase.as_deref() == Some("Bound")
+    }
+
     /// Whether a change of its volume is under way: it requests more than its volume holds
     /// ([`Claim::growing`]), or a condition says so (`Resizing`, `FileSystemResizePending`).
     /// The predicted-fill rule reads a forecast made on the smaller volume as moot then, and

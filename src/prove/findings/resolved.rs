@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
 use crate::cluster::obj::{self, array, i64_at, str_at};
-use crate::cluster::observed::{self, Event, Hold, Node, Pod, Revision, Workload};
+use crate::cluster::observed::{self, Claim, Event, Hold, Node, Pod, Revision, Workload};
 
 /// Event reasons that mean a pod could not be made, placed, started, kept or kept ready: any of
 /// them since the look-back began, about the target, its ReplicaSets or its pods, and it has not
@@ -290,8 +290,11 @@ pub fn desired_state(o: &Value) -> Option<(bool, String)> {
             )
         }
         "PersistentVolumeClaim" => {
-            let phase = str_at(o, &["status", "phase"]).unwrap_or("Unknown");
-            (phase == "Bound", format!("claim {phase}"))
+            let claim = Claim::parse(o);
+            (
+                claim.bound(),
+                format!("claim {}", claim.phase.as_deref().unwrap_or("Unknown")),
+            )
         }
         "Node" => {
             // Ready, and nothing in trouble ([`Node::trouble`]); a node that reports no Ready

@@ -81,8 +81,9 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
             relation,
         )
         .changed(last_change(&pvc).filter(|c| !c.is_creation()));
-        let phase = str_at(&pvc, &["status", "phase"]).unwrap_or("Unknown");
-        let class = str_at(&pvc, &["spec", "storageClassName"]).map(str::to_owned);
+        let state = observed::Claim::parse(&pvc);
+        let phase = state.phase.as_deref().unwrap_or("Unknown");
+        let class = state.class.clone();
         let warnings: Vec<String> = ctx
             .events_of("PersistentVolumeClaim", claim)
             .filter(|e| str_at(e, &["type"]) == Some("Warning"))
@@ -98,7 +99,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 )
             })
             .collect();
-        if phase != "Bound" {
+        if !state.bound() {
             let mut why = format!("leaves PersistentVolumeClaim {ns}/{claim} {phase}");
             if let Some(c) = &class {
                 match ctx.get("StorageClass", None, c).await? {
