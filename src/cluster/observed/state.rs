@@ -69,6 +69,19 @@ impl Pod {
         })
     }
 
+    /// The emptyDir volumes container `container` mounts (a sidecar's do not keep the
+    /// container's own state), by name.
+    pub fn empty_dirs_of(&self, container: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .mounts(container)
+            .into_iter()
+            .filter(|m| m.empty_dir)
+            .map(|m| m.volume)
+            .collect();
+        names.dedup();
+        names
+    }
+
     fn mounts(&self, container: &str) -> Vec<Mount> {
         let spec = at(&self.raw, &["spec"]);
         let volumes = spec.map(|s| array(s, &["volumes"])).unwrap_or_default();

@@ -2,7 +2,6 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::cluster::obj::{array, at, str_at};
 use crate::cluster::observed::{Container, Event, KeptState, Pod, own_error_exit};
 
 /// Restarts after which "every start since has failed" is what the pod shows: two starts that
@@ -33,22 +32,22 @@ pub fn restarting_container(pod: &Pod) -> Option<&Container> {
 }
 
 /// The pod ran ready ([`Pod::was_ready`]), every start of a container since has ended on an
-/// error of its own (not a kill signal), and the pod has an emptyDir — which container restarts
+/// error of its own (not a kill signal), and that container mounts an emptyDir
+/// ([`Pod::empty_dirs_of`]; a sidecar's is not its state) — which container restarts
 /// keep, with whatever an earlier process left there (a lock, pid or socket file, a half-written
 /// cache). Then either the error the last start ended on names a path in that emptyDir (`log`,
 /// the previous instance's log of [`restarting_container`]), or the kubelet killed the container
 /// for a failed probe (`events`: the namespace's) and the starts since fail on their own. `None`
 /// when any of it is missing.
 pub fn state_kept(pod: &Pod, events: &[Event], log: Option<&str>) -> Option<StateKept> {
-    let empty_dirs: Vec<&str> = array(&pod.raw, &["spec", "volumes"])
-        .iter()
-        .filter(|v| at(v, &["emptyDir"]).is_some())
-        .filter_map(|v| str_at(v, &["name"]))
-        .collect();
-    if empty_dirs.is_empty() || pod.was_ready() != Some(true) {
+    if pod.was_ready() != Some(true) {
         return None;
     }
     let c = restarting_container(pod)?;
+    let empty_dirs = pod.empty_dirs_of(&c.name);
+    if empty_dirs.is_empty() {
+        return None;
+    }
     let restarts = c.restarts;
     let (_, code, _) = c
         .terminated
@@ -164,5 +163,14 @@ mod tests {
         // Killed every time: the probe, not the state, ends each start.
         assert!(state_kept(&singleton(4, SERVED), &[kill(4)], None).is_none());
         assert!(state_kept(&singleton(2, SERVED), &[kill(1)], None).is_none());
+        // The emptyDir is a log shipper's, not the failing container's: nothing of its own
+        // is kept across its restarts, and a new pod would fail alike.
+        let mut shipper = singleton(4, SERVED).raw;
+        shipper["spec"]["containers"][0]["volumeMounts"] =
+            json!([{"name": "conf", "mountPath": "/etc/sched", "readOnly": true}]);
+        shipper["spec"]["containers"].as_array_mut().unwrap().push(
+            json!({"name": "shipper", "volumeMounts": [{"name": "state", "mountPath": "/logs"}]}),
+        );
+        assert!(state_kept(&Pod::parse(&shipper), &[kill(1)], None).is_none());
     }
 }
