@@ -282,7 +282,7 @@ impl Dispatcher {
                 n.channel, n.recipient
             ),
         };
-        let draft = AuditDraft::new("notification", "approval", text);
+        let draft = AuditDraft::new(crate::domain::audit::NOTIFICATION, "approval", text);
         let request = Some(now.request_id);
         if let Err(e) = a.store.audit.append_audit(request, None, &draft).await {
             warn!(error = %e, "cannot audit a notification");
@@ -291,8 +291,8 @@ impl Dispatcher {
 
     async fn finish(&self, n: &Notification, result: DeliveryResult, message: String, label: &str) {
         let a = &self.approvals;
-        let draft =
-            AuditDraft::new("notification", "approval", message).with_payload(serde_json::json!({
+        let draft = AuditDraft::new(crate::domain::audit::NOTIFICATION, "approval", message)
+            .with_payload(serde_json::json!({
                 "notification_id": n.id,
                 "approval_id": n.approval_id,
                 "channel": n.channel,

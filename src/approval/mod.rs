@@ -333,7 +333,7 @@ impl Approvals {
         refusal: Refusal,
     ) -> Refusal {
         let draft = AuditDraft::new(
-            "approval_refused",
+            crate::domain::audit::APPROVAL_REFUSED,
             actor,
             format!("{} via {via}: {}", refusal.title, refusal.detail),
         );

@@ -125,6 +125,30 @@ pub const LEARNED_HINT: &str = "learned_hint";
 /// The kind of a verified outcome learned for an incident signature ([`PatternLearnedPayload`]).
 pub const PATTERN_LEARNED: &str = "pattern_learned";
 
+/// The kind of a signal's first arrival (its payload, shown as stored: the signal).
+pub const RECEIVED: &str = "received";
+/// The kind of a signal that fired again while its request is open.
+pub const OCCURRENCE: &str = "occurrence";
+/// The kind of the alert's resolution reported by Alertmanager.
+pub const SIGNAL_RESOLVED: &str = "signal_resolved";
+/// The kind of the enrichment's event (labels, owner chain, spec hash).
+pub const ENRICHMENT: &str = "enrichment";
+/// The kind of verification's decision about a change that made its target worse.
+pub const UNDO_DECIDED: &str = "undo_decided";
+/// The kind of the restore of a change that made its target worse.
+pub const UNDO: &str = "undo";
+/// The kind of an approval click or link refused (forged, stale, replayed, not an approver).
+pub const APPROVAL_REFUSED: &str = "approval_refused";
+/// The kind of a decision the store refused (the approval already decided or expired).
+pub const APPROVAL_DECISION_REFUSED: &str = "approval_decision_refused";
+/// The kind of a notification sent to approvers.
+pub const NOTIFICATION: &str = "notification";
+/// The kind of verification's assessment.
+pub const ASSESSMENT: &str = "assessment";
+/// The kinds of an investigation ended by its deadline or by the model's budget.
+pub const TIMEOUT: &str = "timeout";
+pub const LLM_BUDGET: &str = "llm_budget";
+
 /// The payload of an [`APPROVAL_DECIDED`] event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalDecidedPayload {
@@ -543,7 +567,7 @@ mod tests {
         );
         // A kind kubemedic does not type stays JSON.
         let other = AuditEvent {
-            kind: "notification".into(),
+            kind: NOTIFICATION.into(),
             ..e
         };
         assert!(matches!(other.typed_payload(), AuditPayload::Other(_)));

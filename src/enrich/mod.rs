@@ -300,8 +300,8 @@ impl Stage for EnrichmentStage {
         for note in &enrichment.pinned {
             message.push_str(&format!("; pinned context ({}): {}", note.scope, note.text));
         }
-        let event =
-            AuditDraft::new("enrichment", "enrichment", message).with_payload(serde_json::json!({
+        let event = AuditDraft::new(crate::domain::audit::ENRICHMENT, "enrichment", message)
+            .with_payload(serde_json::json!({
                 "enrichment": enrichment,
                 "namespace": facts,
                 "policy_revision": revision,

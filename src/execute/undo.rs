@@ -351,7 +351,7 @@ impl ExecutionStage {
         }
         events.push(
             AuditDraft::new(
-                "undo",
+                crate::domain::audit::UNDO,
                 "executor",
                 if restore.restored {
                     format!("undone: {}", restore.message)

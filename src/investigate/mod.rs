@@ -259,7 +259,7 @@ fn budget_outcome(request: &RemediationRequest, message: &str) -> StageOutcome {
         reason: Some(format!("llm_budget_exceeded: {message}")),
         state: request.state.clone(),
         events: vec![AuditDraft::new(
-            "llm_budget",
+            crate::domain::audit::LLM_BUDGET,
             "investigator",
             format!("token budget exceeded: {message}"),
         )],

@@ -216,7 +216,11 @@ impl Pipeline {
             state.waiting = None;
             return Step::Move {
                 to,
-                events: vec![AuditDraft::new("timeout", &self.actor, reason.clone())],
+                events: vec![AuditDraft::new(
+                    crate::domain::audit::TIMEOUT,
+                    &self.actor,
+                    reason.clone(),
+                )],
                 reason: Some(reason),
                 state,
             };

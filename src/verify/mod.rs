@@ -818,8 +818,12 @@ impl Stage for VerificationStage {
             return Err(unavailable("store", e.to_string()));
         }
         let mut events = vec![
-            AuditDraft::new("assessment", "verifier", verdict.clone())
-                .with_payload(serde_json::to_value(&assessment).unwrap_or(Value::Null)),
+            AuditDraft::new(
+                crate::domain::audit::ASSESSMENT,
+                "verifier",
+                verdict.clone(),
+            )
+            .with_payload(serde_json::to_value(&assessment).unwrap_or(Value::Null)),
         ];
         if let Some(learned) = outcome_to_learn(request, execution, &assessment) {
             match self.store.patterns.record_outcome(&learned).await {

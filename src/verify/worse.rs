@@ -106,7 +106,7 @@ impl VerificationStage {
 /// The `undo_decided` audit event.
 pub(super) fn decided_event(u: &Undo, execution: &Execution) -> AuditDraft {
     AuditDraft::new(
-        "undo_decided",
+        crate::domain::audit::UNDO_DECIDED,
         "verifier",
         format!(
             "{} made {} worse ({}): before {}, now {}; {}",

@@ -599,7 +599,11 @@ pub async fn slack_interaction(
 }
 
 async fn audit_slack_refusal(state: &AppState, why: &str) {
-    let draft = crate::domain::AuditDraft::new("approval_refused", "slack", why.to_owned());
+    let draft = crate::domain::AuditDraft::new(
+        crate::domain::audit::APPROVAL_REFUSED,
+        "slack",
+        why.to_owned(),
+    );
     if let Err(e) = state.store.append_audit(None, None, &draft).await {
         tracing::warn!(error = %e, "cannot audit a refused Slack interaction");
     }

@@ -163,19 +163,19 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
     // Kinds without a typed payload, and a typed kind's payload this version cannot read
     // (shown as stored).
     match e.kind.as_str() {
-        "transition" => vec![base(
+        audit::TRANSITION => vec![base(
             "phase",
             json!({"from": p.get("from"), "to": p.get("to"), "reason": p.get("reason")}),
         )],
-        "received" | "occurrence" | "signal_resolved" => {
+        audit::RECEIVED | audit::OCCURRENCE | audit::SIGNAL_RESOLVED => {
             vec![base(
                 "signal",
                 json!({"signal": e.kind, "detail": sanitize_value(p)}),
             )]
         }
-        "enrichment" => vec![base("enrichment", json!({"detail": sanitize_value(p)}))],
+        audit::ENRICHMENT => vec![base("enrichment", json!({"detail": sanitize_value(p)}))],
         // A proof this version cannot read shows with the audit event's own message.
-        "proof" => vec![base(
+        audit::PROOF => vec![base(
             "proof",
             json!({"proof": sanitize_value(p.get("proof").unwrap_or(&Value::Null))}),
         )],
@@ -188,30 +188,30 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             }),
         )],
         // A remediation that made its target worse: what, the decision, the restore.
-        "undo_decided" | "undo" | audit::APPROVAL_MADE_WORSE => vec![base(
+        audit::UNDO_DECIDED | audit::UNDO | audit::APPROVAL_MADE_WORSE => vec![base(
             "undo",
             json!({"undo": e.kind, "detail": sanitize_value(p), "bad": true}),
         )],
-        "gate" => vec![base("gate_decision", json!({"decision": p}))],
+        audit::GATE => vec![base("gate_decision", json!({"decision": p}))],
         audit::APPROVAL_REQUESTED => vec![base(audit::APPROVAL_REQUESTED, json!({"approval": p}))],
         audit::APPROVAL_DECIDED => vec![base(
             audit::APPROVAL_DECIDED,
             json!({"decision": p.get("decision")}),
         )],
-        "approval_refused" | "approval_decision_refused" => {
+        audit::APPROVAL_REFUSED | audit::APPROVAL_DECISION_REFUSED => {
             vec![base("approval_refused", json!({}))]
         }
-        "notification" => vec![base("notification", json!({"detail": p}))],
-        "execution_step" => vec![base("execution_step", json!({"step": sanitize_value(p)}))],
-        "execution" => vec![base("execution", json!({"detail": sanitize_value(p)}))],
-        "guardrail" => vec![base("guardrail", json!({"detail": p}))],
-        "assessment" => vec![base("verification", json!({"assessment": p}))],
+        audit::NOTIFICATION => vec![base("notification", json!({"detail": p}))],
+        audit::EXECUTION_STEP => vec![base("execution_step", json!({"step": sanitize_value(p)}))],
+        audit::EXECUTION => vec![base("execution", json!({"detail": sanitize_value(p)}))],
+        audit::GUARDRAIL => vec![base("guardrail", json!({"detail": p}))],
+        audit::ASSESSMENT => vec![base("verification", json!({"assessment": p}))],
         audit::LEARNED_HINT => vec![base("learned", json!({"used": p.get("learned")}))],
         audit::PATTERN_LEARNED => vec![base(
             audit::PATTERN_LEARNED,
             json!({"outcome": p.get("outcome")}),
         )],
-        "timeout" | "llm_budget" | "error" => vec![base("error", json!({"detail": p}))],
+        audit::TIMEOUT | audit::LLM_BUDGET | "error" => vec![base("error", json!({"detail": p}))],
         _ => vec![base("audit", json!({"kind": e.kind}))],
     }
 }

@@ -330,7 +330,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         let decision = &decision;
         if let Some(first) = &current.decision {
             let draft = AuditDraft::new(
-                "approval_decision_refused",
+                crate::domain::audit::APPROVAL_DECISION_REFUSED,
                 &decision.decided_by,
                 format!(
                     "{} via {} refused: already {} by {} via {}",
@@ -454,7 +454,7 @@ impl<D: Dialect> Approvals for SqlStore<D> {
         .await?;
         if let Some(refused) = refused_late {
             let draft = AuditDraft::new(
-                "approval_decision_refused",
+                crate::domain::audit::APPROVAL_DECISION_REFUSED,
                 &refused.decided_by,
                 format!(
                     "{} via {} refused: the approval expired first",

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::dialect::Dialect;
 use super::facade::{Arg as _, Conn as _, query_as};
 use super::{SqlStore, request_columns};
-use crate::domain::{AuditDraft, NewSignal, Phase, RemediationRequest, SignalStatus};
+use crate::domain::{AuditDraft, NewSignal, Phase, RemediationRequest, SignalStatus, audit};
 use crate::store::{
     Cursor, IngestOutcome, Page, RequestFilter, RequestPage, Requests, Result, SignalFilter,
     SignalRecord, StoreError, Summary, parse_phase,
@@ -165,7 +165,7 @@ impl<D: Dialect> SqlStore<D> {
                 audits.push((
                     Some(*rid),
                     Some(phase),
-                    AuditDraft::new("occurrence", &s.actor(), format!("{} fired again (occurrence {count})", s.name))
+                    AuditDraft::new(audit::OCCURRENCE, &s.actor(), format!("{} fired again (occurrence {count})", s.name))
                         .with_payload(serde_json::json!({"fingerprint": s.fingerprint, "starts_at": s.starts_at, "occurrence_count": count})),
                 ));
             }
@@ -182,7 +182,7 @@ impl<D: Dialect> SqlStore<D> {
                 audits.push((
                     Some(*rid),
                     phase,
-                    AuditDraft::new("signal_resolved", &s.actor(), format!("alert {} resolved", s.name))
+                    AuditDraft::new(audit::SIGNAL_RESOLVED, &s.actor(), format!("alert {} resolved", s.name))
                         .with_payload(serde_json::json!({"fingerprint": s.fingerprint, "starts_at": s.starts_at, "ends_at": s.ends_at})),
                 ));
             }
@@ -200,7 +200,7 @@ impl<D: Dialect> SqlStore<D> {
                 Some(*rid),
                 Some(Phase::Received),
                 AuditDraft::new(
-                    "received",
+                    audit::RECEIVED,
                     &s.actor(),
                     format!(
                         "{} ({}) opened a request for {target}",
@@ -219,7 +219,7 @@ impl<D: Dialect> SqlStore<D> {
             ));
         }
         // The trail in the order things happened: openings, then repeats and resolutions.
-        audits.sort_by_key(|(_, _, d)| if d.kind == "received" { 0 } else { 1 });
+        audits.sort_by_key(|(_, _, d)| if d.kind == audit::RECEIVED { 0 } else { 1 });
         let audits: Vec<_> = audits
             .into_iter()
             .map(|(r, p, d)| (r, p, Cow::Owned(d)))

@@ -182,8 +182,11 @@ pub(super) fn lone_failure(pods: &[PodFacts]) -> Option<LoneFailure> {
     let [p] = failing.as_slice() else {
         return None;
     };
-    // A pod that ended (evicted, say) was replaced already: there is nothing left to replace.
-    if matches!(p.phase.as_deref(), Some("Pending" | "Failed" | "Succeeded"))
+    // A pod that ended ([`observed::Pod::ended`]: evicted, say) was replaced already: there
+    // is nothing left to replace. One still Pending has not run (unplaced, or its init
+    // containers failing): the rules for those failures decide, not a lone replacement.
+    if p.observed.ended()
+        || p.phase.as_deref() == Some("Pending")
         || p.deleting_for.is_some()
         || p.controller.is_none()
     {
