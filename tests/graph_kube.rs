@@ -711,10 +711,15 @@ async fn hosts_a_named_service_whose_backend_is_rolling_out() {
     roll_out_ledger_db(&k).await;
     ledger_cannot_connect(&k, &logs, &app, &n).await;
 
-    let seen = neighbourhood(&k, "Deployment", "ledger", Utc::now()).await;
+    blames_ledger_db_rolling_out(&k).await;
+}
+
+/// ledger's neighbourhood names ledger-db's Service, its backend rolling out, as the culprit.
+async fn blames_ledger_db_rolling_out(k: &Kube) {
+    let seen = neighbourhood(k, "Deployment", "ledger", Utc::now()).await;
     seen.blames(
         DepKind::Host,
-        &format!("Service {}", ns_of(&k, "ledger-db")),
+        &format!("Service {}", ns_of(k, "ledger-db")),
         &["Deployment ledger-db is rolling out: 1 of 2 pods updated, 3 pods in all"],
         &["ledger-db:5432"],
     );
@@ -772,13 +777,7 @@ async fn hosts_a_service_selecting_a_label_set_at_run_time() {
     roll_out_ledger_db(&k).await;
     ledger_cannot_connect(&k, &logs, &app, &n).await;
 
-    let seen = neighbourhood(&k, "Deployment", "ledger", Utc::now()).await;
-    seen.blames(
-        DepKind::Host,
-        &format!("Service {}", ns_of(&k, "ledger-db")),
-        &["Deployment ledger-db is rolling out: 1 of 2 pods updated, 3 pods in all"],
-        &["ledger-db:5432"],
-    );
+    blames_ledger_db_rolling_out(&k).await;
 }
 
 /// web cannot warm up: the catalog Service it names sends port 80 to targetPort 8080, but
@@ -2448,7 +2447,12 @@ async fn rollout_a_pause_left_after_a_finished_rollout_holds_nothing_back() {
         )
         .await;
     }
-    observed(&k, app).await;
+    // Rolled out: both pods updated and available, as the controller reports it.
+    k.wait("ledger-api rolled out", 30, || async {
+        let st = k.get("apps/v1", "Deployment", app).await["status"].clone();
+        (st["updatedReplicas"] == 2 && st["availableReplicas"] == 2).then_some(())
+    })
+    .await;
     patch_as(
         &k,
         "kubectl-rollout",

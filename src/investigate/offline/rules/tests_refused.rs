@@ -67,20 +67,25 @@ fn a_taint_blocking_with_several_effects_is_removed_with_all_of_them() {
     assert_eq!(effect(&["NoSchedule", "NoExecute"]), None);
 }
 
-#[test]
-fn an_oom_kill_at_the_largest_limit_a_raise_proposes_goes_to_a_human() {
-    let d = Incident::deployment("api")
-        .memory_limit("16Gi")
-        .with(pod("api-1").oom_killed())
-        .diagnosis();
+/// An OOM kill of `incident`'s pod api-1 goes to a human, told each of `says`.
+fn oom_kill_goes_to_a_human(incident: Incident, says: &[&str]) {
+    let d = incident.with(pod("api-1").oom_killed()).diagnosis();
     assert_eq!(d.mode, "OOMKilled");
     assert!(d.proposal.is_none(), "{:?}", d.proposal);
     assert!(
         d.human
             .as_deref()
-            .is_some_and(|h| h.contains("a human must decide on more")),
+            .is_some_and(|h| says.iter().all(|s| h.contains(s))),
         "{:?}",
         d.human
+    );
+}
+
+#[test]
+fn an_oom_kill_at_the_largest_limit_a_raise_proposes_goes_to_a_human() {
+    oom_kill_goes_to_a_human(
+        Incident::deployment("api").memory_limit("16Gi"),
+        &["a human must decide on more"],
     );
 }
 
@@ -88,19 +93,9 @@ fn an_oom_kill_at_the_largest_limit_a_raise_proposes_goes_to_a_human() {
 /// pick the higher limit up (as `memory.reaches-pods` refuses it).
 #[test]
 fn an_oom_kill_of_a_paused_deployment_goes_to_a_human() {
-    let d = Incident::deployment("api")
-        .memory_limit("256Mi")
-        .paused()
-        .with(pod("api-1").oom_killed())
-        .diagnosis();
-    assert_eq!(d.mode, "OOMKilled");
-    assert!(d.proposal.is_none(), "{:?}", d.proposal);
-    assert!(
-        d.human
-            .as_deref()
-            .is_some_and(|h| h.contains("paused") && h.contains("reaches no pod")),
-        "{:?}",
-        d.human
+    oom_kill_goes_to_a_human(
+        Incident::deployment("api").memory_limit("256Mi").paused(),
+        &["paused", "reaches no pod"],
     );
 }
 
