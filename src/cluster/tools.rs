@@ -624,10 +624,7 @@ impl ClusterTools {
         };
         let mut rows = Vec::new();
         let mut text = String::from("NAME   CPU   MEMORY   (per container)\n");
-        for m in items
-            .iter()
-            .map(crate::cluster::observed::PodMetrics::parse)
-        {
+        for m in items.iter().map(super::observed::PodMetrics::parse) {
             let parts: Vec<String> = m
                 .containers
                 .iter()

@@ -9,7 +9,7 @@ use super::findings;
 use super::scene::{Read, Scene, hhmm};
 use crate::cluster::obj::{self, at};
 use crate::cluster::observed::{
-    Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod, PodSpec, SIGKILL_EXIT, Workload,
+    self as observed, Event, MEMORY_KILL_LOOKBACK_HOURS, Node, Pod, PodSpec, SIGKILL_EXIT, Workload,
 };
 use crate::cluster::quantity;
 use crate::cluster::{ErrorKind, ListQuery};
@@ -46,11 +46,9 @@ async fn usage(scene: &Scene, pods: &[Pod], container: &str, resource: &str) -> 
         Err(e) if e.is_unreachable() => return Err(e),
         Err(_) => return Ok(None),
     };
-    let metrics: Vec<crate::cluster::observed::PodMetrics> = metrics
-        .iter()
-        .map(crate::cluster::observed::PodMetrics::parse)
-        .collect();
-    Ok(crate::cluster::observed::peak_use(
+    let metrics: Vec<observed::PodMetrics> =
+        metrics.iter().map(observed::PodMetrics::parse).collect();
+    Ok(observed::peak_use(
         &metrics,
         pods.iter().map(|p| p.name.as_str()),
         container,

@@ -1,7 +1,7 @@
 //! Set the replica count of a workload.
 
 use super::*;
-use crate::cluster::observed::{Hpa, PodSpec, host_ports};
+use crate::cluster::observed::{Hpa, PodMetrics, PodSpec, host_ports};
 
 /// The scale's obligations, in their declared order, judged on the workload, its pods, its
 /// autoscalers and the namespace's events, read once. A claim that names no count is refused on
@@ -185,7 +185,7 @@ async fn cpu_load(scene: &Scene, w: &Value, pods: &[Pod]) -> Read<Option<(u128, 
     let ready: Vec<&Pod> = pods.iter().filter(|p| p.ready).collect();
     let used: Vec<u128> = metrics
         .iter()
-        .map(crate::cluster::observed::PodMetrics::parse)
+        .map(PodMetrics::parse)
         .filter(|m| ready.iter().any(|p| p.name == m.name))
         .map(|m| m.total("cpu"))
         .collect();
