@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::domain;
+use crate::domain::Severity;
 pub use crate::domain::StepAction;
 
 pub use params::{TARGET_PARAMS, parameters, references, substitute};
@@ -44,8 +45,9 @@ pub struct ActionType {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkflowLabels {
+    /// Alert severities it suits, compared without regard to case (`Critical` is `critical`).
     #[serde(default)]
-    pub severity: Vec<String>,
+    pub severity: Vec<Severity>,
     #[serde(default)]
     pub environment: Vec<String>,
     /// Target kinds the workflow acts on.

@@ -79,9 +79,11 @@ impl Catalog {
             ));
         }
         let mut score = 0;
-        if !l.severity.is_empty() && !l.severity.iter().any(|s| s == "*") {
-            if !matches(&l.severity, ctx.severity.as_ref().map(Severity::as_str)) {
-                return Err(format!("meant for severity {}", l.severity.join("/")));
+        if !l.severity.is_empty() && !l.severity.iter().any(Severity::is_any) {
+            let level = ctx.severity.as_ref();
+            if !level.is_some_and(|v| l.severity.iter().any(|s| s.same_level(v))) {
+                let named: Vec<&str> = l.severity.iter().map(Severity::as_str).collect();
+                return Err(format!("meant for severity {}", named.join("/")));
             }
             score += 2;
         }

@@ -39,6 +39,17 @@ impl Severity {
             .unwrap_or_else(|| Severity::Other(text.to_owned()))
     }
 
+    /// The same level, whatever the case it was written in: a workflow meant for `Critical`
+    /// suits a `critical` alert.
+    pub fn same_level(&self, other: &Severity) -> bool {
+        self.as_str().eq_ignore_ascii_case(other.as_str())
+    }
+
+    /// `*`: where a list of levels names it (a workflow's labels), any level.
+    pub fn is_any(&self) -> bool {
+        matches!(self, Severity::Other(text) if text == "*")
+    }
+
     pub fn as_str(&self) -> &str {
         match self {
             Severity::Critical => "critical",
@@ -72,5 +83,8 @@ mod tests {
             Severity::Other("Critical".into()),
             "only the exact name is the known level: what a policy compares stays as written"
         );
+        assert!(Severity::parse("Critical").same_level(&Severity::Critical));
+        assert!(!Severity::Warning.same_level(&Severity::Critical));
+        assert!(Severity::parse("*").is_any() && !Severity::Info.is_any());
     }
 }

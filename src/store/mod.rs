@@ -44,8 +44,8 @@ pub use sqlite::{Sqlite, SqliteStore};
 
 use crate::clock::Clock;
 use crate::domain::{
-    AuditDraft, Phase, RemediationRequest, SignalMode, SignalSource, SignalStatus, StageState,
-    Target,
+    AuditDraft, Phase, RemediationRequest, Severity, SignalMode, SignalSource, SignalStatus,
+    StageState, Target,
 };
 use crate::secret::{Secret, redact_url};
 
@@ -239,7 +239,7 @@ pub struct SignalRecord {
     pub fingerprint: String,
     pub status: SignalStatus,
     pub name: String,
-    pub severity: Option<String>,
+    pub severity: Option<Severity>,
     pub mode: SignalMode,
     pub source: SignalSource,
     pub labels: BTreeMap<String, String>,

@@ -94,6 +94,23 @@ impl OfflineInvestigator {
     }
 }
 
+/// The record of reading `root`'s neighbourhood ([`graph::build`]), as the tool calls show it.
+fn follow_dependencies_record(
+    root: &crate::domain::Target,
+    n: &crate::domain::Neighbourhood,
+) -> ToolCallRecord {
+    ToolCallRecord {
+        tool: "follow_dependencies".into(),
+        arguments: json!({"kind": root.kind, "name": root.name, "namespace": root.namespace}),
+        ok: true,
+        output_chars: 0,
+        truncated: false,
+        excerpt: Some(crate::domain::excerpt(&n.compact(8))),
+        output: None,
+        duration_ms: None,
+    }
+}
+
 /// A signal that names no Kubernetes object: nothing in the cluster to investigate. An alert
 /// about the alerting pipeline itself (Watchdog, InfoInhibitor) needs no action; any other goes
 /// to a person with the labels that identify it — never "healthy again".
@@ -192,17 +209,7 @@ impl Investigator for OfflineInvestigator {
             && depends::standing(&diagnosis) != depends::Standing::Determined
         {
             let n = graph::build(reader.clone(), &ctx.root_owner, now).await?;
-            records.push(ToolCallRecord {
-                tool: "follow_dependencies".into(),
-                arguments: json!({"kind": ctx.root_owner.kind, "name": ctx.root_owner.name,
-                    "namespace": ctx.root_owner.namespace}),
-                ok: true,
-                output_chars: 0,
-                truncated: false,
-                excerpt: Some(crate::domain::excerpt(&n.compact(8))),
-                output: None,
-                duration_ms: None,
-            });
+            records.push(follow_dependencies_record(&ctx.root_owner, &n));
             if let Some(mut better) = depends::decide(&n, &diagnosis, &ctx.root_owner) {
                 better.rule = "dependency-culprit";
                 better.rule_playbooks = &[];
@@ -220,6 +227,21 @@ impl Investigator for OfflineInvestigator {
                 rca = self.rca_from(&diagnosis);
             }
             neighbourhood = Some(n);
+        }
+        // A restart, a scale-up or a raise meets what its proof asks of the neighbourhood,
+        // whichever rule proposed it (read here where the rule needed nothing more).
+        if let (Some(ctx), Some(f)) = (verified.as_ref(), &facts)
+            && rules::asks_neighbourhood(&diagnosis, f)
+        {
+            if neighbourhood.is_none() {
+                let n = graph::build(reader.clone(), &ctx.root_owner, now).await?;
+                records.push(follow_dependencies_record(&ctx.root_owner, &n));
+                neighbourhood = Some(n);
+            }
+            if let Some(n) = &neighbourhood {
+                rules::vet_neighbourhood(&mut diagnosis, n, f);
+                rca = self.rca_from(&diagnosis);
+            }
         }
         if verified.is_none() && diagnosis.proposal.is_some() {
             diagnosis.proposal = None;

@@ -6,8 +6,8 @@ use super::dialect::Dialect;
 use super::facade::Col as _;
 use super::{DbRow, SqlStore};
 use crate::domain::{
-    ApiKey, ApprovalRequest, AuditEvent, Notification, RemediationRequest, Role, SignalContext,
-    SignalMode, SignalSource, SignalStatus, StageState, TraceContext,
+    ApiKey, ApprovalRequest, AuditEvent, Notification, RemediationRequest, Role, Severity,
+    SignalContext, SignalMode, SignalSource, SignalStatus, StageState, TraceContext,
 };
 use crate::store::{
     ExecutionLock, Intent, IntentStatus, Result, SignalRecord, corrupt, make_target, parse_phase,
@@ -63,7 +63,10 @@ impl<D: Dialect> SqlStore<D> {
             status: SignalStatus::parse(&status)
                 .ok_or_else(|| corrupt("signals", format!("status `{status}`")))?,
             name: row.col("name").map_err(get)?,
-            severity: row.col("severity").map_err(get)?,
+            severity: row
+                .col::<Option<String>>("severity")
+                .map_err(get)?
+                .map(Severity::from),
             mode: SignalMode::parse(&mode)
                 .ok_or_else(|| corrupt("signals", format!("mode `{mode}`")))?,
             source: SignalSource::parse(&source)

@@ -480,6 +480,19 @@ impl Incident {
         self
     }
 
+    /// Created `minutes` ago, its pod template reading ConfigMap `config` as a volume (the
+    /// kubelet keeps it in sync: running pods read every write).
+    pub fn mounts_configmap(mut self, config: &str, minutes: i64) -> Self {
+        self.deployment["metadata"]["creationTimestamp"] = json!(ago(minutes));
+        let spec = &mut self.deployment["spec"]["template"]["spec"];
+        spec["volumes"] = json!([{"name": "config", "configMap": {"name": config}}]);
+        spec["containers"][0]["volumeMounts"] =
+            json!([{"name": "config", "mountPath": "/etc/app"}]);
+        self.ev.root = Some(Root::read(&self.deployment));
+        self.ev.workload = Some(WorkloadState::read(&self.deployment));
+        self
+    }
+
     /// Its rollout paused (`kubectl rollout pause`).
     pub fn paused(mut self) -> Self {
         self.deployment["spec"]["paused"] = json!(true);
@@ -671,6 +684,11 @@ impl Incident {
     pub fn alert_started(mut self, minutes: i64) -> Self {
         self.ev.alert.starts_at = Some(now() - Duration::minutes(minutes));
         self
+    }
+
+    /// When `minutes` ago is, as the API server writes it.
+    pub fn at(minutes: i64) -> DateTime<Utc> {
+        now() - Duration::minutes(minutes)
     }
 
     pub fn facts(&self) -> Facts {

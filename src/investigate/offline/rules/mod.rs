@@ -33,7 +33,7 @@ use crate::domain::{
     ActionParams, ActionType, InvestigationOutcome, LimitResource, Proposal, Severity, Target,
 };
 use crate::prove::findings;
-pub(super) use vet::{vet, vetted};
+pub(super) use vet::{asks_neighbourhood, vet, vet_neighbourhood, vetted};
 
 use nodes::{node_flapping, node_not_ready, node_ready, wedged_runtime};
 use pods::{

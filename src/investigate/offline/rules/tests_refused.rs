@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::fixtures::{Incident, PodFixture, pod};
 use super::*;
-use crate::domain::ActionType;
+use crate::domain::{ActionType, Change, DepKind, Dependency, Neighbourhood};
 
 /// `d` is the rule's `mode`, proposes nothing, and tells a human what `says`.
 fn to_a_human(d: &Diagnosis, mode: &str, says: &str) {
@@ -621,6 +621,89 @@ fn a_lone_pod_is_not_replaced_while_a_rollout_is_under_way() {
     assert_eq!(
         d.proposal.map(|p| p.action_type),
         Some(ActionType::DeletePod),
+        "{:?}",
+        d.human
+    );
+}
+
+/// The neighbourhood of Deployment shop/api: its failures began `onset` minutes ago, and
+/// `dependency` is what it depends on.
+fn neighbourhood_of_api(onset: i64, dependency: Dependency) -> Neighbourhood {
+    Neighbourhood {
+        target: "Deployment shop/api".into(),
+        onset: Some(Incident::at(onset)),
+        symptoms: vec![],
+        failing_pods_run: false,
+        dependencies: vec![dependency],
+    }
+}
+
+/// Issue 43: whichever rule proposed it, a raise meets what its proof asks of the
+/// neighbourhood (`memory.no-change-explains`): a ConfigMap the pods mount, edited just before
+/// the kills, is what a human looks at, not a higher limit the pods would fill again.
+#[test]
+fn a_raise_for_kills_a_configmap_edit_explains_goes_to_a_human() {
+    let incident = Incident::deployment("api")
+        .memory_limit("256Mi")
+        .mounts_configmap("cache", 7 * 24 * 60)
+        .with(pod("api-1").oom_killed());
+    let f = incident.facts();
+    let mut d = diagnose(&f);
+    assert_eq!(
+        d.proposal.as_ref().map(|p| p.action_type.as_str()),
+        Some("IncreaseMemoryLimits")
+    );
+    let mut after = diagnose(&f);
+    let target = crate::domain::Target::new("ConfigMap", "cache", Some("shop".into()));
+    let edited = Dependency::of(DepKind::Config, target, "configuration the pods read").changed(
+        Some(Change {
+            at: Incident::at(6),
+            what: "changed by kubectl-edit".into(),
+        }),
+    );
+    // Edited after the kills began: a response to them, not their cause. The raise stands.
+    vet_neighbourhood(&mut after, &neighbourhood_of_api(8, edited.clone()), &f);
+    assert!(after.proposal.is_some(), "{:?}", after.human);
+    // Edited two minutes before them.
+    vet_neighbourhood(&mut d, &neighbourhood_of_api(4, edited), &f);
+    assert!(d.proposal.is_none());
+    let human = d.human.unwrap_or_default();
+    assert!(
+        human.contains("ConfigMap shop/cache") && human.contains("a higher memory limit"),
+        "{human}"
+    );
+}
+
+/// Issue 43: a restart meets what its proof asks (`restart.no-broken-dependency`): new pods
+/// meet a broken dependency too.
+#[test]
+fn a_restart_while_a_dependency_is_broken_goes_to_a_human() {
+    let f = Incident::deployment("api")
+        .with(pod("api-1").never_ready())
+        .facts();
+    let restart = || {
+        let mut d = Diagnosis::new("Wedged", "api-1 runs but is not ready");
+        d.target = f.target.clone();
+        d.proposal = Some(Proposal {
+            action_type: ActionType::RestartDeployment,
+            parameters: Default::default(),
+            git_change: String::new(),
+            workflow_id: None,
+        });
+        d
+    };
+    let mut d = restart();
+    let healthy = Dependency::new(DepKind::Service, "Service shop/db", "named in the logs");
+    let mut kept = restart();
+    vet_neighbourhood(&mut kept, &neighbourhood_of_api(5, healthy.clone()), &f);
+    assert!(kept.proposal.is_some(), "{:?}", kept.human);
+    let broken = healthy.unhealthy("has no ready endpoints", None);
+    vet_neighbourhood(&mut d, &neighbourhood_of_api(5, broken), &f);
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("Service shop/db") && h.contains("repair it first")),
         "{:?}",
         d.human
     );

@@ -7,6 +7,8 @@
 //! node the graph found) is left to the proof, which reads it.
 
 use super::*;
+use crate::domain::Neighbourhood;
+use crate::investigate::offline::evidence::WorkloadState;
 
 /// Ask the proposal in `d`, if any, what its action's proof will ask.
 pub(in crate::investigate::offline) fn vet(d: &mut Diagnosis, f: &Facts) {
@@ -38,6 +40,93 @@ pub(in crate::investigate::offline) fn vet(d: &mut Diagnosis, f: &Facts) {
     if let Some(why) = refusal {
         d.proposal = None;
         d.human = Some(why);
+    }
+}
+
+/// Ask a restart, a scale-up or a raised limit on the incident's own workload what their proofs
+/// ask of the neighbourhood `n` (what the workload depends on and what changed before it
+/// failed), whichever rule proposed it: nothing it depends on is broken now (a restart's and a
+/// scale-up's `no-broken-dependency`: new pods meet the same broken dependency), and no change
+/// to what it reads explains the failures better ([`findings::change_explains`], the
+/// `no-change-explains` of all three: the action keeps that change).
+pub(in crate::investigate::offline) fn vet_neighbourhood(
+    d: &mut Diagnosis,
+    n: &Neighbourhood,
+    f: &Facts,
+) {
+    let (Some(p), Some(w)) = (&d.proposal, &f.workload) else {
+        return;
+    };
+    if d.target.is_none() || d.target != f.target {
+        return;
+    }
+    let Some(asks) = asks_of_neighbourhood(p, w) else {
+        return;
+    };
+    let refusal = if asks.broken
+        && let Some(dep) = n.broken().next()
+    {
+        Some(format!(
+            "{} depends on {} ({}), which is broken: {}; {} meets it too: repair it first",
+            f.target_text(),
+            dep.object,
+            dep.relation,
+            dep.unhealthy.as_deref().unwrap_or_default(),
+            asks.action
+        ))
+    } else {
+        let pods: Vec<observed::Pod> = f.pods.iter().map(|p| p.observed.clone()).collect();
+        let template = w.raw.pointer("/spec/template").unwrap_or(&Value::Null);
+        findings::change_explains(n, template, &pods, observed::created(&w.raw)).map(|found| {
+            format!(
+                "{}; {} leaves {} as it is: the change, not the workload, is what to look at",
+                found.evidence.join("; "),
+                asks.action,
+                found.object
+            )
+        })
+    };
+    if let Some(why) = refusal {
+        d.proposal = None;
+        d.human = Some(why);
+    }
+}
+
+/// What [`vet_neighbourhood`] asks of a proposal: `None` for an action whose proof does not
+/// read the neighbourhood (a rollback, a drain, a scale-down, ...).
+struct NeighbourhoodAsks {
+    /// Whether a broken dependency refuses it (new pods would meet it).
+    broken: bool,
+    /// The action in a phrase for the reason.
+    action: &'static str,
+}
+
+/// Whether proposal `p` on workload `w` is one the neighbourhood is asked of, and how
+/// (the proofs' `restart`, `scale` when it adds replicas, `memory`/`cpu` raises).
+fn asks_of_neighbourhood(p: &Proposal, w: &WorkloadState) -> Option<NeighbourhoodAsks> {
+    let (broken, action) = match ActionParams::read(&p.action_type, &p.parameters) {
+        ActionParams::Restart => (true, "a restart"),
+        ActionParams::Scale { replicas: Some(r) } if r > w.wanted() => (true, "more replicas"),
+        ActionParams::Limit {
+            resource: LimitResource::Memory,
+            ..
+        } => (false, "a higher memory limit"),
+        ActionParams::Limit {
+            resource: LimitResource::Cpu,
+            ..
+        } => (false, "a higher CPU limit"),
+        _ => return None,
+    };
+    Some(NeighbourhoodAsks { broken, action })
+}
+
+/// Whether a proposal of `action_type` with `parameters` asks the neighbourhood anything
+/// ([`vet_neighbourhood`]): the investigation reads it for such a proposal even where the rule
+/// that made it needs no more evidence.
+pub(in crate::investigate::offline) fn asks_neighbourhood(d: &Diagnosis, f: &Facts) -> bool {
+    match (&d.proposal, &f.workload) {
+        (Some(p), Some(w)) => d.target == f.target && asks_of_neighbourhood(p, w).is_some(),
+        _ => false,
     }
 }
 
