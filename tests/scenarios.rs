@@ -360,3 +360,47 @@ fn the_scenarios_hold_their_recall() {
         field("named")
     );
 }
+
+/// Issue 43: the rules decide on whole objects, as the proofs do. A taint the kubelet
+/// registered (`--register-with-taints`; the node's field managers say so, which the trimmed
+/// view a model is shown drops) is not proposed for removal: before, the rules read that view,
+/// proposed the removal, and `taint.not-set-by-kubernetes` refused it.
+#[tokio::test]
+async fn a_taint_the_kubelet_registered_is_not_proposed_for_removal() {
+    common::init();
+    let dir = common::scenarios::dir("pending-untolerated-taint");
+    let text = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
+    let node = "\n  name: scn-pending-untolerated-taint-pool-";
+    assert_eq!(text.matches(node).count(), 2, "both tainted pools");
+    let kubelet = "\n  managedFields:\n  - manager: kubelet\n    operation: Update\n    apiVersion: v1\n    time: \"2026-11-21T23:31:11Z\"\n    fieldsType: FieldsV1\n    fieldsV1: {\"f:spec\": {\"f:taints\": {}}}";
+    // Written by an operator (the captured incident): the removal is proposed.
+    let by_operator = analyse(&dir, text.clone()).await;
+    assert_eq!(
+        by_operator.proposal.map(|p| p.action_type.to_string()),
+        Some("RemoveNodeTaint".to_owned())
+    );
+    let registered = analyse(&dir, text.replace(node, &format!("{kubelet}{node}"))).await;
+    assert!(registered.proposal.is_none(), "{:?}", registered.proposal);
+    assert!(registered.rca.needs_human_review, "{:?}", registered.rca);
+}
+
+/// The offline investigator's analysis of the alert in `dir` on the cluster `snapshot` holds.
+async fn analyse(dir: &std::path::Path, snapshot: String) -> kubemedic::domain::Analysis {
+    use kubemedic::investigate::Investigator;
+    let snap = Arc::new(SnapshotCluster::from_yaml(&snapshot).unwrap());
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
+    let alert: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("alert.json")).unwrap()).unwrap();
+    let inv = kubemedic::investigate::offline::OfflineInvestigator {
+        reader: snap,
+        clock: clock.clone(),
+        tool_limits: Default::default(),
+        catalog: kubemedic::live::Live::new(kubemedic::catalog::Catalog::builtin().unwrap()),
+        playbooks: kubemedic::live::Live::new(
+            kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
+        ),
+        history: Arc::new(kubemedic::history::InMemoryHistory::default()),
+    };
+    let req = common::scenarios::request(&alert, clock.now());
+    inv.analyse(&req).await.expect("analyse")
+}

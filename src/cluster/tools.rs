@@ -260,6 +260,9 @@ pub struct ClusterTools {
     contexts: Arc<ContextResolver>,
     clock: Arc<dyn Clock>,
     limits: ToolLimits,
+    /// Whether the structured data carries every item and whole objects
+    /// ([`ClusterTools::for_decisions`]); the text is what a model reads either way.
+    whole: bool,
 }
 
 impl ClusterTools {
@@ -270,6 +273,29 @@ impl ClusterTools {
             reader,
             clock,
             limits,
+            whole: false,
+        }
+    }
+
+    /// The same tools for a caller that decides on what they return (the offline
+    /// investigation): the data holds every item of a list and every event, and whole objects
+    /// (their field managers and last-applied configuration, which say who wrote what), as the
+    /// proofs read them. The caps and the trimming are for what a model is shown, which the text
+    /// still is; deciding on a capped list would answer "how many nodes are not ready" or "was
+    /// it scaled" differently from the proof of the same action.
+    pub fn for_decisions(self) -> Self {
+        Self {
+            whole: true,
+            ..self
+        }
+    }
+
+    /// An object as the data carries it: whole for decisions, else as the text shows it.
+    fn data_of(&self, o: &Value) -> Value {
+        if self.whole {
+            sanitize_value(o)
+        } else {
+            clean(o)
         }
     }
 
@@ -297,6 +323,7 @@ impl ClusterTools {
             contexts: self.contexts.clone(),
             clock: self.clock.clone(),
             limits,
+            whole: self.whole,
         }
     }
 
@@ -390,8 +417,7 @@ impl ClusterTools {
         }
         let name = a.required("name")?;
         let o = self.reader.get(&res, ns.as_deref(), &name).await?;
-        // Clean before anything renders it.
-        Ok((res, clean(&o)))
+        Ok((res, o))
     }
 
     async fn events_for(&self, o: &Value) -> Vec<Value> {
@@ -421,24 +447,29 @@ impl ClusterTools {
         a: &Args<'_>,
         now: DateTime<Utc>,
     ) -> Result<(String, Value), ClusterError> {
-        let (_, o) = self.object(a).await?;
+        let (_, raw) = self.object(a).await?;
+        // Clean before anything renders it.
+        let o = clean(&raw);
         let events = self.events_for(&o).await;
         let text = render::describe(&o, &events, now);
-        Ok((text, json!({"object": strip_noise(&o), "events": events})))
+        Ok((
+            text,
+            json!({"object": self.data_of(&raw), "events": events}),
+        ))
     }
 
     async fn get(&self, a: &Args<'_>, now: DateTime<Utc>) -> Result<(String, Value), ClusterError> {
         if a.str("name").is_some() {
-            let (res, o) = self.object(a).await?;
-            let text = render::table(&res.kind, std::slice::from_ref(&o), now, false);
-            return Ok((text, json!({"items": [strip_noise(&o)]})));
+            let (res, raw) = self.object(a).await?;
+            let text = render::table(&res.kind, &[clean(&raw)], now, false);
+            return Ok((text, json!({"items": [self.data_of(&raw)]})));
         }
         self.find(a, now, false).await
     }
 
     async fn get_yaml(&self, a: &Args<'_>) -> Result<(String, Value), ClusterError> {
-        let (_, o) = self.object(a).await?;
-        Ok((render::to_yaml(&o), o))
+        let (_, raw) = self.object(a).await?;
+        Ok((render::to_yaml(&clean(&raw)), self.data_of(&raw)))
     }
 
     async fn find(
@@ -454,13 +485,7 @@ impl ClusterTools {
             label_selector: a.str("label_selector"),
             field_selector: None,
         };
-        let mut items: Vec<Value> = self
-            .reader
-            .list(&res, ns.as_deref(), &query)
-            .await?
-            .iter()
-            .map(clean)
-            .collect();
+        let mut items: Vec<Value> = self.reader.list(&res, ns.as_deref(), &query).await?;
         if let Some(pattern) = a.str("name_pattern") {
             let re = RegexBuilder::new(&pattern)
                 .case_insensitive(true)
@@ -507,12 +532,18 @@ impl ClusterTools {
                 json!({"items": [], "total": 0}),
             ));
         }
-        let shown: Vec<Value> = items.into_iter().take(self.limits.max_list_items).collect();
-        let mut text = render::table(&res.kind, &shown, now, ns.is_none() && res.namespaced);
+        let shown: Vec<&Value> = items.iter().take(self.limits.max_list_items).collect();
+        let rows: Vec<Value> = shown.iter().map(|o| clean(o)).collect();
+        let mut text = render::table(&res.kind, &rows, now, ns.is_none() && res.namespaced);
         if total > shown.len() {
             text.push_str(&format!("\n(showing {} of {total}; narrow with a namespace, label_selector or name_pattern)", shown.len()));
         }
-        Ok((text, json!({"items": shown, "total": total})))
+        let data: Vec<Value> = if self.whole {
+            items.iter().map(|o| self.data_of(o)).collect()
+        } else {
+            rows
+        };
+        Ok((text, json!({"items": data, "total": total})))
     }
 
     async fn events(
@@ -550,6 +581,11 @@ impl ClusterTools {
         let mut events = self.reader.list(&res, ns.as_deref(), &query).await?;
         sort_events(&mut events);
         let total = events.len();
+        let every: Vec<Value> = if self.whole {
+            events.iter().map(|e| self.data_of(e)).collect()
+        } else {
+            vec![]
+        };
         let events: Vec<Value> = cap_events(events, self.limits.max_events)
             .iter()
             .map(clean)
@@ -567,7 +603,8 @@ impl ClusterTools {
                 events.len()
             ));
         }
-        Ok((text, json!({"events": events, "total": total})))
+        let data = if self.whole { every } else { events };
+        Ok((text, json!({"events": data, "total": total})))
     }
 
     async fn logs(&self, a: &Args<'_>, previous: bool) -> Result<(String, Value), ClusterError> {
@@ -963,5 +1000,72 @@ mod tests {
         for arg in ["namespace", "label_selector", "name_pattern"] {
             assert!(find.get(arg).is_some(), "{arg}");
         }
+    }
+
+    /// The data a decision reads holds every item and whole objects; the text a model reads is
+    /// the same capped, trimmed view either way.
+    #[tokio::test]
+    async fn tools_for_decisions_carry_every_item_whole() {
+        let nodes: String = (1..=3)
+            .map(|i| {
+                format!(
+                    "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n{i}\n  managedFields: [{{manager: kubelet, fieldsV1: {{'f:spec': {{'f:taints': {{}}}}}}}}]\n  annotations: {{kubectl.kubernetes.io/last-applied-configuration: '{{}}'}}\n"
+                )
+            })
+            .collect();
+        let snap = crate::cluster::SnapshotCluster::from_yaml(&format!(
+            "apiVersion: kubemedic.io/v1alpha1\nkind: SnapshotInfo\ncapturedAt: \"2026-11-21T12:00:00Z\"\n{nodes}"
+        ))
+        .unwrap();
+        let limits = ToolLimits {
+            max_list_items: 2,
+            ..Default::default()
+        };
+        let capped = ClusterTools::new(
+            std::sync::Arc::new(snap),
+            std::sync::Arc::new(crate::clock::SystemClock),
+            limits,
+        );
+        let whole = capped.with_limits(capped.limits().clone()).for_decisions();
+        let args = json!({"kind": "Node"});
+        let (a, b) = (
+            capped.call("kubectl_get", &args).await,
+            whole.call("kubectl_get", &args).await,
+        );
+        assert_eq!(a.text, b.text, "the model reads the same");
+        assert!(a.text.contains("showing 2 of 3"), "{}", a.text);
+        assert_eq!(a.list("items").len(), 2);
+        assert!(
+            a.list("items")[0]
+                .pointer("/metadata/managedFields")
+                .is_none()
+        );
+        let items = b.list("items");
+        assert_eq!(items.len(), 3);
+        assert_eq!(
+            items[0].pointer("/metadata/managedFields/0/manager"),
+            Some(&json!("kubelet"))
+        );
+        assert!(
+            items[0]
+                .pointer("/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration")
+                .is_some()
+        );
+        let one = json!({"kind": "Node", "name": "n1"});
+        let (a, b) = (
+            capped.call("kubectl_get", &one).await,
+            whole.call("kubectl_get", &one).await,
+        );
+        assert_eq!(a.text, b.text);
+        assert!(
+            a.list("items")[0]
+                .pointer("/metadata/managedFields")
+                .is_none()
+        );
+        assert!(
+            b.list("items")[0]
+                .pointer("/metadata/managedFields")
+                .is_some()
+        );
     }
 }

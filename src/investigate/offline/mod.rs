@@ -151,7 +151,9 @@ impl Investigator for OfflineInvestigator {
         // One reader for the whole analysis: each object is asked of the API server once,
         // whichever step wants it.
         let reader: Arc<dyn ClusterReader> = Arc::new(MemoReader::new(self.reader.clone()));
-        let tools = ClusterTools::new(reader.clone(), self.clock.clone(), self.tool_limits.clone());
+        // The rules decide on every item and whole objects, as the proofs read them.
+        let tools = ClusterTools::new(reader.clone(), self.clock.clone(), self.tool_limits.clone())
+            .for_decisions();
         let (snapshot, _, pods, events) = gather::prefetch(&tools, req).await?;
         let (seen_pods, seen_events) = (pods.clone(), events.clone());
         let matched: Vec<String> = self
