@@ -47,6 +47,22 @@ impl<'a> Replacement<'a> {
         }
     }
 
+    /// Whether a controller makes another pod in its place: `Ok` with the controller, `Err`
+    /// with the line that shows none does, and deleting it loses it
+    /// (`delete.pod-owned-by-target`).
+    pub fn controlled(&self) -> Result<String, String> {
+        match &self.pod.controller {
+            Some((kind, name)) => Ok(format!(
+                "pod {} is controlled by {kind} {name}",
+                self.pod.name
+            )),
+            None => Err(format!(
+                "pod {} has no controller: deleting it loses it",
+                self.pod.name
+            )),
+        }
+    }
+
     /// Whether the pod is still one of its controller's replicas: `Err` with the line that
     /// shows it has ended (Failed, Succeeded), when its controller replaced it already and
     /// deleting it only removes its record (`delete.pod-still-running`).

@@ -23,7 +23,7 @@ pub(in crate::prove) async fn delete_pod(
         }
         None => (Value::Null, vec![], vec![]),
     };
-    let (pod, owned) = match pod_owned_by_target(pod_name, &w, &pods) {
+    let pod = match pod_of_target(pod_name, &w, &pods) {
         Ok(found) => found,
         Err(refused) => return Ok(vec![refused]),
     };
@@ -32,7 +32,10 @@ pub(in crate::prove) async fn delete_pod(
     let only = Replacement::of(pod, &pods, replicas, None).only;
     let kept = state_kept(scene, pod, only, &events).await;
     let replacement = Replacement::of(pod, &pods, replicas, kept.as_ref());
-    let mut out = vec![owned];
+    let mut out = vec![match replacement.controlled() {
+        Ok(line) => ob::delete::POD_OWNED_BY_TARGET.holds(vec![line]),
+        Err(line) => ob::delete::POD_OWNED_BY_TARGET.fails(vec![line]),
+    }];
     out.extend(pod_still_running(&replacement));
     out.extend([
         siblings_ready(&replacement),
@@ -47,34 +50,26 @@ pub(in crate::prove) async fn delete_pod(
     Ok(out)
 }
 
-/// Whether the pod named (POD_NAME) is one of the target's pods, with a controller to replace
-/// it: the pod, which the other obligations judge, and the obligation; or the obligation
-/// failing, which ends the proof, when no pod is named or it is not among the target's pods.
-fn pod_owned_by_target<'p>(
+/// The pod named (POD_NAME) among the target's pods, which the obligations judge (whether a
+/// controller replaces it is [`Replacement::controlled`]); or `delete.pod-owned-by-target`
+/// failing, which ends the proof, when no pod is named or it is not among them.
+fn pod_of_target<'p>(
     named: Option<&str>,
     w: &Value,
     pods: &'p [Pod],
-) -> Result<(&'p Pod, Obligation), Obligation> {
+) -> Result<&'p Pod, Obligation> {
     let obligation = &ob::delete::POD_OWNED_BY_TARGET;
     let Some(named) = named else {
         return Err(obligation.fails(vec!["POD_NAME is missing".into()]));
     };
-    let Some(pod) = pods.iter().find(|p| p.name == named) else {
-        return Err(obligation.fails(vec![format!(
+    pods.iter().find(|p| p.name == named).ok_or_else(|| {
+        obligation.fails(vec![format!(
             "pod {named} is not among the {} pods of {} {}",
             pods.len(),
             obj::kind(w),
             obj::name(w)
-        )]));
-    };
-    let owned = obligation.check(
-        pod.controller.is_some(),
-        vec![match &pod.controller {
-            Some((k, n)) => format!("pod {named} is controlled by {k} {n}"),
-            None => format!("pod {named} has no controller: deleting it loses it"),
-        }],
-    );
-    Ok((pod, owned))
+        )])
+    })
 }
 
 /// Whether the pod is still one of its controller's replicas ([`Replacement::still_running`],

@@ -372,7 +372,8 @@ fn proposal(
 
 /// Propose deleting pod `name` so its controller replaces it ([`vet`] asks this of every
 /// deletion proposed on the incident's workload, whichever rule proposed it); or, when a replacement would not
-/// start clean as the delete's proof judges it ([`findings::Replacement`]: the failure comes
+/// start clean as the delete's proof judges it ([`findings::Replacement`]: no controller makes
+/// one, it has ended already, the failure comes
 /// with its template, is shared by a sibling, nothing else serves meanwhile, or it read a
 /// configuration change its ready siblings have not), a rollout is under way
 /// ([`observed::Workload::rollout_in_progress`]) or the pod has not failed past its start-up
@@ -391,6 +392,10 @@ fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
         f.workload.as_ref().and_then(|w| w.replicas),
         pod.kept.as_ref(),
     );
+    if let Err(why) = replacement.controlled() {
+        d.human = Some(why);
+        return;
+    }
     if let Err(why) = replacement.still_running() {
         d.human = Some(why);
         return;

@@ -641,9 +641,24 @@ fn singleton(log: &str, pod: PodFixture) -> Diagnosis {
 
 #[test]
 fn a_singleton_that_ran_and_now_fails_on_a_file_in_its_emptydir_is_replaced() {
+    let lock =
+        "starting\nFATAL: cannot acquire lock /var/lib/sched/sched.lock: held by sched-1 pid=1";
+    // Made by hand, no controller: nothing would replace it (`delete.pod-owned-by-target`).
+    let d = singleton(lock, pod("sched-1").crash_looping("Error", 1));
+    assert_eq!(d.mode, "StateKeptAcrossRestarts", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("has no controller")),
+        "{:?}",
+        d.human
+    );
     let d = singleton(
-        "starting\nFATAL: cannot acquire lock /var/lib/sched/sched.lock: held by sched-1 pid=1",
-        pod("sched-1").crash_looping("Error", 1),
+        lock,
+        pod("sched-1")
+            .crash_looping("Error", 1)
+            .owned_by("sched-7d9f8b6c5"),
     );
     assert_eq!(d.mode, "StateKeptAcrossRestarts", "{}", d.summary);
     let p = d
