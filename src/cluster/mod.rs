@@ -249,16 +249,15 @@ pub async fn workload_pods(
 }
 
 /// Whether an autoscaler of the target's namespace sets its replica count
-/// ([`observed::Hpa::scales`]): then its scaling is nobody's change to the spec
-/// ([`context::unchanged_spec`]).
+/// ([`observed::Hpa::scales`], whatever kind its `scaleTargetRef` names: a custom kind with a
+/// scale subresource too, as the proofs' `findings::count_set_by` reads it): then its scaling
+/// is nobody's change to the spec ([`context::unchanged_spec`]). A cluster-scoped target has
+/// none.
 pub async fn autoscaled(
     reader: &dyn ClusterReader,
     target: &crate::domain::Target,
 ) -> Result<bool> {
-    if !matches!(
-        target.kind.as_str(),
-        "Deployment" | "StatefulSet" | "ReplicaSet"
-    ) {
+    if target.namespace.is_none() {
         return Ok(false);
     }
     let res = reader.resource("HorizontalPodAutoscaler").await?;
@@ -518,5 +517,33 @@ mod tests {
         let bare = json!({"kind": "Deployment", "metadata": {"name": "web"}});
         assert!(obj::owned_by(&rs("Deployment", "web", Some("u-2")), &bare));
         assert!(!obj::owned_by(&json!({"metadata": {}}), &web));
+    }
+
+    /// Whatever kind an autoscaler names (an Argo Rollout, with a scale subresource), it sets
+    /// that object's count: verification and the undo read it as the proofs do.
+    #[tokio::test]
+    async fn an_autoscaler_scales_whatever_kind_it_names() {
+        let snap = super::SnapshotCluster::from_yaml(
+            "apiVersion: kubemedic.io/v1alpha1\nkind: SnapshotInfo\ncapturedAt: \"2026-11-21T12:00:00Z\"\n---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web, namespace: shop}\nspec: {scaleTargetRef: {apiVersion: argoproj.io/v1alpha1, kind: Rollout, name: web}, minReplicas: 2, maxReplicas: 6}\n",
+        )
+        .unwrap();
+        let target = |kind: &str, ns: Option<&str>| {
+            crate::domain::Target::new(kind, "web", ns.map(str::to_owned))
+        };
+        assert!(
+            super::autoscaled(&snap, &target("Rollout", Some("shop")))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !super::autoscaled(&snap, &target("Deployment", Some("shop")))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !super::autoscaled(&snap, &target("Node", None))
+                .await
+                .unwrap()
+        );
     }
 }

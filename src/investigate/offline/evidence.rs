@@ -72,6 +72,10 @@ pub(super) struct Evidence {
     /// The host ports a Pending pod asks for, held by pods already on nodes (every namespace):
     /// asked only when such a pod asks for one.
     pub port_holders: Vec<PortHolder>,
+    /// The pods of every namespace bound to a node, read when a pod waits for one: what each
+    /// node has left for it ([`crate::prove::findings::Room::Free`], as the taint removal's
+    /// proof judges the node it would untaint).
+    pub bound: Vec<observed::Pod>,
     /// The StorageClass a PersistentVolumeClaim root names, when it was read.
     pub storage_class: Option<observed::StorageClass>,
     /// When each ConfigMap was last written that the workload's current revision reads (when it
@@ -390,6 +394,7 @@ pub(super) async fn gather(
         metrics: None,
         nodes: vec![],
         port_holders: vec![],
+        bound: vec![],
         storage_class: None,
         configmap_writes: BTreeMap::new(),
     };
@@ -640,20 +645,22 @@ pub(super) async fn gather(
         ev.events
             .extend(r.list("events").iter().map(observed::Event::parse));
     }
-    // A pod waiting for a node that binds host ports: who holds them on the nodes, in any namespace (a
-    // DaemonSet's agent, another workload, its own siblings).
+    // A pod waiting for a node: the pods bound to the nodes, in any namespace, say what room
+    // each has left for it and, where it binds host ports, who holds them (a DaemonSet's
+    // agent, another workload, its own siblings).
     let unplaced = ev
         .pods
         .iter()
         .find(|p| p.observed.waiting_for_node().is_some());
     if let Some(p) = unplaced {
         let wanted = p.observed.host_ports();
+        let name = p.name().to_owned();
+        let r = calls.call("kubectl_get", json!({"kind": "Pod"})).await?;
+        let all: Vec<observed::Pod> = items(&r).iter().map(observed::Pod::parse).collect();
         if !wanted.is_empty() {
-            let name = p.name().to_owned();
-            let r = calls.call("kubectl_get", json!({"kind": "Pod"})).await?;
-            let all: Vec<observed::Pod> = items(&r).iter().map(observed::Pod::parse).collect();
             ev.port_holders = PortHolder::find(&all, &wanted, &name);
         }
+        ev.bound = all.into_iter().filter(|p| p.node.is_some()).collect();
     }
     Ok(Some(ev))
 }

@@ -18,12 +18,10 @@ pub(in crate::prove) async fn restart(scene: &Scene) -> Read<Vec<Obligation>> {
     ])
 }
 
-/// How recent a failed probe must be to show a pod wedged now: the kubelet warns on every failed
-/// probe (every 10 s by default), so a quarter of an hour without one says the pods answer.
-const PROBE_FAILURES_RECENT_MINUTES: i64 = 15;
-
-/// Whether the pods run but are wedged, from the pods and the probe failures of the last
-/// [`PROBE_FAILURES_RECENT_MINUTES`]: none crashes on start, and some that were ready once are
+/// Whether the pods run but are wedged, from the pods and the probe failures since
+/// [`findings::resolved::healthy_since`] (the look-back the "healthy again" finding judges on: a
+/// probe that has not failed since answers, and the two findings cannot both hold; the kubelet
+/// warns on every failed probe, every 10 s by default): none crashes on start, and some that were ready once are
 /// stuck not ready or fail their probes. A restart does not help pods that cannot run, nor pods
 /// that have never been ready (a fresh pod of the same template starts the same way).
 fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligation {
@@ -35,7 +33,7 @@ fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligat
         .iter()
         .filter(|p| p.running_not_ready() || p.starting())
         .partition(|p| p.wedged());
-    let window = scene.now - Duration::minutes(PROBE_FAILURES_RECENT_MINUTES);
+    let window = findings::resolved::healthy_since(scene.now, Some(scene.signal.starts_at));
     let probe_failures: Vec<&Event> = events
         .iter()
         .filter(|e| e.warning && e.reason == "Unhealthy" && e.last.is_some_and(|t| t >= window))
@@ -61,8 +59,9 @@ fn pods_run_but_wedged(scene: &Scene, pods: &[Pod], events: &[Event]) -> Obligat
                     .unwrap_or_default()
             )],
             None => vec![format!(
-                "all {} pods run and are ready, with no probe failure in the last {PROBE_FAILURES_RECENT_MINUTES} minutes: nothing shows them wedged",
-                pods.len()
+                "all {} pods run and are ready, with no probe failure since {}: nothing shows them wedged",
+                pods.len(),
+                hhmm(window)
             )],
         });
     }
@@ -116,5 +115,59 @@ fn keeps_ready_pods(w: &Value, pods: &[Pod]) -> Obligation {
     match findings::restart_keeps_ready(w, pods) {
         Ok(line) => obligation.holds(vec![line]),
         Err(line) => obligation.fails(vec![line]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::cluster::SnapshotCluster;
+    use crate::domain::Target;
+
+    /// Issue 43: a probe that last failed before the "healthy again" look-back (the alert began
+    /// 5 minutes ago, the look-back is 10, the probe failed 12 minutes ago) does not show ready
+    /// pods wedged: before, the restart's own 15 minutes counted it, and the same cluster was
+    /// both resolved and wedged.
+    #[tokio::test]
+    async fn a_probe_failure_before_the_healthy_look_back_shows_nothing_wedged() {
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let wedged = |minutes: i64| async move {
+            let at = (now - Duration::minutes(minutes)).to_rfc3339();
+            let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "api-5d8f-0", "namespace": "shop"},
+                "status": {"phase": "Running", "startTime": "2026-11-21T09:00:00Z",
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                    "containerStatuses": [{"name": "api", "ready": true, "restartCount": 0,
+                        "state": {"running": {"startedAt": "2026-11-21T09:00:00Z"}}}]}});
+            let event = json!({"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": "api-5d8f-0.1", "namespace": "shop"},
+                "involvedObject": {"kind": "Pod", "name": "api-5d8f-0", "namespace": "shop"},
+                "type": "Warning", "reason": "Unhealthy", "lastTimestamp": at,
+                "message": "Readiness probe failed: timeout"});
+            let list = json!({"apiVersion": "v1", "kind": "List", "items": [event]});
+            let snap =
+                SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
+            let mut signal = crate::prove::scene::test_signal("KubePodNotReady", now);
+            signal.starts_at = now - Duration::minutes(5);
+            let target = Target::new("Deployment", "api", Some("shop".into()));
+            let scene = Scene::new(Arc::new(snap), target, now, signal);
+            let events = scene.events(None).await.unwrap_or_else(|e| panic!("{e:?}"));
+            pods_run_but_wedged(&scene, &[Pod::parse(&pod)], &events)
+        };
+        assert!(
+            wedged(3).await.holds(),
+            "a probe failed since the look-back"
+        );
+        let o = wedged(12).await;
+        assert!(!o.holds(), "{:?}", o.evidence);
+        assert!(
+            o.evidence[0].contains("no probe failure since 11:50"),
+            "{:?}",
+            o.evidence
+        );
     }
 }

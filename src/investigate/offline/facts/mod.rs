@@ -260,6 +260,10 @@ pub(super) struct Unschedulable {
     /// What keeps the pod off each node, worked out from the pod's spec and the nodes: each
     /// blocker with the nodes it applies to, most nodes first.
     pub blockers: Vec<(Blocker, Vec<String>)>,
+    /// The nodes only a taint of one key keeps the pod off, by what they have left now beside
+    /// the pods bound to them: untainted, it would fit there (what `taint.only-blocker` asks of
+    /// the node a removal untaints).
+    pub fits_untainted: Vec<String>,
     /// How many nodes there are (0 when the nodes were not read).
     pub nodes_total: usize,
     /// The pod's summed container requests, e.g. `memory` → `48Gi`.

@@ -1,5 +1,7 @@
 //! Scheduling facts: the first pod waiting for a node, and what keeps it off each node.
 
+use std::collections::BTreeSet;
+
 use super::*;
 use crate::prove::findings::{self, Blocker, Room};
 
@@ -35,6 +37,35 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
             by_blocker.entry(b).or_default().push(n.name.clone());
         }
     }
+    // Where every blocker is a taint of one key: would the pod fit now without it?
+    let mut fits_untainted = Vec::new();
+    for n in &ev.nodes {
+        let on_it: Vec<&Blocker> = by_blocker
+            .iter()
+            .filter(|(_, nodes)| nodes.contains(&n.name))
+            .map(|(b, _)| b)
+            .collect();
+        let keys: BTreeSet<&str> = on_it
+            .iter()
+            .filter_map(|b| match b {
+                Blocker::Taint { key, .. } => Some(key.as_str()),
+                _ => None,
+            })
+            .collect();
+        let [key] = keys.into_iter().collect::<Vec<_>>()[..] else {
+            continue;
+        };
+        let bound: Vec<observed::Pod> = ev
+            .bound
+            .iter()
+            .filter(|p| p.node.as_deref() == Some(n.name.as_str()))
+            .cloned()
+            .collect();
+        let room = Room::Free(&bound);
+        if findings::blockers(spec, n, room, &ev.port_holders, Some((key, None))).is_empty() {
+            fits_untainted.push(n.name.clone());
+        }
+    }
     let mut blockers: Vec<(Blocker, Vec<String>)> = by_blocker.into_iter().collect();
     blockers.sort_by_key(|(_, nodes)| std::cmp::Reverse(nodes.len()));
     Some(Unschedulable {
@@ -42,6 +73,7 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
         message,
         taint,
         blockers,
+        fits_untainted,
         nodes_total: ev.nodes.len(),
         requests: requests
             .into_iter()

@@ -107,6 +107,12 @@ impl PodFixture {
         self
     }
 
+    /// Its container requests `cpu`.
+    pub fn requests_cpu(mut self, cpu: &str) -> Self {
+        self.0["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": cpu}});
+        self
+    }
+
     /// Not scheduled on any node.
     pub fn pending(mut self) -> Self {
         self.0["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled",
@@ -245,6 +251,7 @@ impl Incident {
             metrics: None,
             nodes: vec![],
             port_holders: vec![],
+            bound: vec![],
             storage_class: None,
             configmap_writes: BTreeMap::new(),
         };
@@ -309,6 +316,19 @@ impl Incident {
             "apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
             "status": {"conditions": [{"type": "Ready", "status": "True"}],
                 "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+        })));
+        self
+    }
+
+    /// A pod of another namespace running on node `node`, requesting `cpu`.
+    pub fn bound_on(mut self, node: &str, cpu: &str) -> Self {
+        let n = self.ev.bound.len();
+        self.ev.bound.push(observed::Pod::parse(&json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("batch-{n}"), "namespace": "batch"},
+            "spec": {"nodeName": node, "containers": [{"name": "work", "image": "batch:1",
+                "resources": {"requests": {"cpu": cpu}}}]},
+            "status": {"phase": "Running"},
         })));
         self
     }

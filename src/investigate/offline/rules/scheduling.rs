@@ -79,6 +79,7 @@ fn kept_off_only_by_a_liftable_taint(
     u.blockers.iter().any(|(b, nodes)| match b {
         Blocker::Taint { key, .. } => nodes.iter().any(|n| {
             !f.taint_by_kubernetes(n, key)
+                && u.fits_untainted.contains(n)
                 && u.blockers
                     .iter()
                     .filter(|(_, ns)| ns.contains(n))
@@ -163,7 +164,13 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
     // Where Kubernetes put it (its key, or the kubelet or a controller wrote the taints) it
     // is no mistake to lift: the removal's proof refuses it there.
     let by_kubernetes = |n: &String| f.taint_by_kubernetes(n, &key);
-    let liftable = only_taint.iter().copied().find(|n| !by_kubernetes(n));
+    // And where the pod fits now but for the taint, beside the pods bound there (as the
+    // removal's proof judges the node, `taint.only-blocker`).
+    let lifted = only_taint.iter().copied().find(|n| !by_kubernetes(n));
+    let liftable = only_taint
+        .iter()
+        .copied()
+        .find(|n| !by_kubernetes(n) && u.fits_untainted.contains(n));
     let deliberate = liftable.is_none()
         && match (only_taint.is_empty(), nodes.is_empty()) {
             (false, _) => true,
@@ -201,7 +208,12 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
         _ => {
             d.confidence = 0.7;
             d.target = f.target.clone();
-            d.human = Some(if deliberate {
+            d.human = Some(if let Some(node) = lifted {
+                format!(
+                    "the taint {taint} is all that keeps pod {} off node {node} by what the node allocates, but the pods bound to it leave too little room for it now: removing the taint would not place it; a human adds capacity or frees room",
+                    u.pod
+                )
+            } else if deliberate {
                 format!(
                     "the taint {taint} on {} is set by Kubernetes or marks a node role; a human must decide whether pod {} should tolerate it",
                     listed(&nodes),

@@ -48,6 +48,36 @@ fn a_taint_kubernetes_wrote_is_not_proposed_for_removal() {
     );
 }
 
+/// Issue 43: a node only a taint keeps the pod off by what it allocates, but whose pods leave
+/// too little room for it now, is no place the removal would put it (`taint.only-blocker`
+/// judges the node's room beside the pods bound to it): the rule asks the same.
+#[test]
+fn a_taint_on_a_node_with_no_room_left_is_not_proposed_for_removal() {
+    let pending = |used: &str| {
+        Incident::deployment("api")
+            .with(pod("api-abc-1").revision("abc").requests_cpu("2").pending())
+            .tainted_node("pool-a", "maintenance", "kubectl-taint")
+            .bound_on("pool-a", used)
+            .diagnosis()
+    };
+    let room = pending("1");
+    assert_eq!(
+        room.proposal.map(|p| p.action_type),
+        Some(ActionType::RemoveNodeTaint),
+        "{}",
+        room.summary
+    );
+    let full = pending("3");
+    assert!(full.proposal.is_none(), "{:?}", full.proposal);
+    assert!(
+        full.human
+            .as_deref()
+            .is_some_and(|h| h.contains("too little room")),
+        "{:?}",
+        full.human
+    );
+}
+
 /// The removal proposed is what its write removes and its proof sets aside: one effect of the
 /// key where it blocks with one, every effect (none named) where it blocks with several, so
 /// the pod is not left kept off by the effect the removal left.
