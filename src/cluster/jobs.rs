@@ -33,7 +33,20 @@ pub enum JobResult {
     TimedOut,
 }
 
-/// Wait for a Job to finish (Complete or Failed condition), polling every `every`.
+/// How a Job finished, by its controller's conditions: `Complete` (also reached by a success
+/// policy, with fewer pods succeeded than `completions`) or `Failed` True. `None` while it runs.
+pub fn finished(job: &Value) -> Option<JobResult> {
+    array(job, &["status", "conditions"])
+        .iter()
+        .filter(|c| str_at(c, &["status"]) == Some("True"))
+        .find_map(|c| match str_at(c, &["type"]) {
+            Some("Complete") => Some(JobResult::Succeeded),
+            Some("Failed") => Some(JobResult::Failed),
+            _ => None,
+        })
+}
+
+/// Wait for a Job to finish ([`finished`]), polling every `every`.
 pub async fn wait_job(
     r: &dyn ClusterReader,
     namespace: &str,
@@ -45,14 +58,8 @@ pub async fn wait_job(
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let job = r.get(&res, Some(namespace), name).await?;
-        for c in array(&job, &["status", "conditions"]) {
-            if str_at(c, &["status"]) == Some("True") {
-                match str_at(c, &["type"]) {
-                    Some("Complete") => return Ok((JobResult::Succeeded, job)),
-                    Some("Failed") => return Ok((JobResult::Failed, job)),
-                    _ => {}
-                }
-            }
+        if let Some(result) = finished(&job) {
+            return Ok((result, job));
         }
         if tokio::time::Instant::now() >= deadline {
             return Ok((JobResult::TimedOut, job));

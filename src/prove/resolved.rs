@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::findings::{condition, resolved as window};
 use super::scene::{Read, Scene, hhmm};
-use crate::cluster::obj::{self, str_at};
+use crate::cluster::obj;
 use crate::cluster::observed::{Event, Pod, Workload};
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
@@ -100,12 +100,10 @@ fn ended_how(p: &Pod) -> String {
     if p.deleting {
         return format!("being deleted, {}", p.phase);
     }
-    let reason = str_at(&p.raw, &["status", "reason"]);
-    let message = str_at(&p.raw, &["status", "message"]);
-    match (reason, message) {
-        (Some(r), Some(m)) => format!("{}, {r}: {}", p.phase, text_head(m)),
-        (Some(r), None) => format!("{}, {r}", p.phase),
-        _ => p.phase.clone(),
+    match &p.reason {
+        Some((r, Some(m))) => format!("{}, {r}: {}", p.phase, text_head(m)),
+        Some((r, None)) => format!("{}, {r}", p.phase),
+        None => p.phase.clone(),
     }
 }
 

@@ -211,7 +211,7 @@ pub fn typed(e: &AuditEvent) -> Vec<Typed> {
             audit::PATTERN_LEARNED,
             json!({"outcome": p.get("outcome")}),
         )],
-        audit::TIMEOUT | audit::LLM_BUDGET | "error" => vec![base("error", json!({"detail": p}))],
+        audit::TIMEOUT | audit::LLM_BUDGET => vec![base("error", json!({"detail": p}))],
         _ => vec![base("audit", json!({"kind": e.kind}))],
     }
 }

@@ -107,6 +107,8 @@ pub struct Pod {
     pub name: String,
     pub node: Option<String>,
     pub phase: String,
+    /// The kubelet's `status.reason` (`Evicted`, `NodeShutdown`, …), and its message.
+    pub reason: Option<(String, Option<String>)>,
     pub ready: bool,
     /// Since when the Ready condition has had its current value.
     pub ready_since: Option<DateTime<Utc>>,
@@ -353,6 +355,10 @@ impl Pod {
             phase: str_at(p, &["status", "phase"])
                 .unwrap_or("Unknown")
                 .to_owned(),
+            reason: str_at(p, &["status", "reason"]).map(|r| {
+                let message = str_at(p, &["status", "message"]).map(str::to_owned);
+                (r.to_owned(), message)
+            }),
             ready: ready_cond
                 .as_ref()
                 .and_then(|c| str_at(c, &["status"]))
@@ -633,8 +639,10 @@ impl Pod {
             ));
         }
         if self.phase == "Failed" {
-            let reason = str_at(&self.raw, &["status", "reason"])
-                .map(|r| format!(" ({r})"))
+            let reason = self
+                .reason
+                .as_ref()
+                .map(|(r, _)| format!(" ({r})"))
                 .unwrap_or_default();
             return Some(Failure::new(
                 FailureKind::PodFailed,

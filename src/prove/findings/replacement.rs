@@ -75,8 +75,9 @@ impl<'a> Replacement<'a> {
             "pod {} has ended ({}{}): its controller replaced it already",
             pod.name,
             pod.phase,
-            crate::cluster::obj::str_at(&pod.raw, &["status", "reason"])
-                .map(|r| format!(", {r}"))
+            pod.reason
+                .as_ref()
+                .map(|(r, _)| format!(", {r}"))
                 .unwrap_or_default()
         ))
     }

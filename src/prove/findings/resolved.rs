@@ -5,7 +5,8 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
-use crate::cluster::obj::{self, array, i64_at, str_at};
+use crate::cluster::jobs::JobResult;
+use crate::cluster::obj::{self, i64_at};
 use crate::cluster::observed::{self, Claim, Event, Hold, Node, Pod, Revision, Workload};
 
 /// Event reasons that mean a pod could not be made, placed, started, kept or kept ready: any of
@@ -263,13 +264,13 @@ pub fn desired_state(o: &Value) -> Option<(bool, String)> {
             )
         }
         "Job" => {
-            let failed = array(o, &["status", "conditions"]).iter().any(|c| {
-                str_at(c, &["type"]) == Some("Failed") && str_at(c, &["status"]) == Some("True")
-            });
+            let finished = crate::cluster::jobs::finished(o);
+            let failed = finished == Some(JobResult::Failed);
             let succeeded = n(&["status", "succeeded"]);
             let completions = i64_at(o, &["spec", "completions"]).unwrap_or(1);
             (
-                !failed && (succeeded >= completions || n(&["status", "active"]) > 0),
+                finished == Some(JobResult::Succeeded)
+                    || (!failed && (succeeded >= completions || n(&["status", "active"]) > 0)),
                 if failed {
                     "the Job failed".to_owned()
                 } else {
@@ -418,5 +419,23 @@ mod tests {
         assert!(line.contains("2 of 5 pods updated"), "{line}");
         let (met, line) = desired_state(&ds(5)).unwrap_or_default();
         assert!(met, "{line}");
+    }
+
+    /// Issue 43: a Job is done when its controller says Complete, as the execution's own Job
+    /// wait reads it (`jobs::finished`): a success policy completes it with fewer pods
+    /// succeeded than `completions`.
+    #[test]
+    fn a_job_its_controller_completed_is_in_its_desired_state() {
+        let job = |condition: &str| {
+            json!({"kind": "Job", "metadata": {"name": "index"},
+                "spec": {"completions": 5, "completionMode": "Indexed",
+                    "successPolicy": {"rules": [{"succeededIndexes": "0"}]}},
+                "status": {"succeeded": 1, "active": 0,
+                    "conditions": [{"type": condition, "status": "True"}]}})
+        };
+        let (met, line) = desired_state(&job("Complete")).unwrap_or_default();
+        assert!(met, "{line}");
+        let (met, line) = desired_state(&job("Failed")).unwrap_or_default();
+        assert!(!met && line.contains("failed"), "{line}");
     }
 }

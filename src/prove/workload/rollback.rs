@@ -331,7 +331,7 @@ impl Case<'_> {
     /// starting or one the workload has moved on from.
     fn no_rollout_by_others(&self, w: &Value) -> Obligation {
         let others = &ob::rollback::NO_ROLLOUT_BY_OTHERS;
-        let paused = at(w, &["spec", "paused"]).and_then(Value::as_bool) == Some(true);
+        let paused = Workload::parse(w).paused;
         let pods: Vec<&Pod> = self.pods.iter().collect();
         match findings::rollout_by_others(
             paused,

@@ -326,6 +326,9 @@ pub(super) struct ClaimFacts {
     pub class: String,
     /// Whether its StorageClass allows expansion, if the class was read.
     pub expandable: Option<bool>,
+    /// Its phase, when the claim was read and is not Bound ([`observed::Claim::bound`], what
+    /// `pvc.bound` asks): no volume to grow.
+    pub unbound: Option<String>,
 }
 
 // 1.20: "0/3 nodes are available: 3 node(s) had taint {dedicated: gpu}, that the pod didn't tolerate."
@@ -783,6 +786,7 @@ impl ClaimFacts {
                 .storage_class
                 .as_ref()
                 .map(observed::StorageClass::expands),
+            unbound: (!pvc.bound()).then(|| pvc.phase.clone().unwrap_or_else(|| "Unknown".into())),
         }
     }
 }

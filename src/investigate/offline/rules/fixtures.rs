@@ -382,6 +382,13 @@ impl Incident {
         self
     }
 
+    /// The claim is `phase` (`Pending`, `Lost`): no volume bound to it.
+    pub fn claim_phase(mut self, phase: &str) -> Self {
+        self.deployment["status"] = json!({"phase": phase});
+        self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
     /// The claim reports its condition `kind` True (`FileSystemResizePending`, …).
     pub fn claim_condition(mut self, kind: &str) -> Self {
         self.deployment["status"]["conditions"] = json!([{"type": kind, "status": "True"}]);

@@ -49,6 +49,15 @@ pub(super) fn pvc_fill_predicted(f: &Facts) -> Option<Diagnosis> {
         d.severity = Severity::Low;
         return Some(d);
     }
+    if let Some(phase) = &claim.unbound {
+        d.confidence = 0.7;
+        d.factors.push(format!("the claim is {phase}, not Bound"));
+        d.human = Some(format!(
+            "PersistentVolumeClaim {} is {phase}: it has no volume to expand; a human must see why it is not bound",
+            claim.name
+        ));
+        return Some(d);
+    }
     match claim.size_now {
         Some(_) if claim.expandable != Some(true) => {
             d.confidence = 0.8;
