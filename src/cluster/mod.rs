@@ -269,6 +269,29 @@ pub async fn autoscaled(
         .any(|h| observed::Hpa::parse(h).scales(&target.kind, &target.name)))
 }
 
+/// The events about node `node` (its kubelet's, the node controller's, node-problem-detector's),
+/// in whatever namespace they were recorded: by field selector, or, from a server that has none
+/// on events, from the `default` namespace, where they are recorded. The proofs and the
+/// dependency graph read a node's events here.
+pub async fn node_events(reader: &dyn ClusterReader, node: &str) -> Result<Vec<Value>> {
+    let res = reader.resource("Event").await?;
+    let query = ListQuery::fields(format!(
+        "involvedObject.kind=Node,involvedObject.name={node}"
+    ));
+    match reader.list(&res, None, &query).await {
+        Err(e) if e.kind == ErrorKind::Invalid => Ok(reader
+            .list(&res, Some("default"), &ListQuery::default())
+            .await?
+            .into_iter()
+            .filter(|e| {
+                obj::str_at(e, &["involvedObject", "kind"]) == Some("Node")
+                    && obj::str_at(e, &["involvedObject", "name"]) == Some(node)
+            })
+            .collect()),
+        other => other,
+    }
+}
+
 /// The kinds of change a [`ClusterWriter`] makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -192,9 +192,17 @@ impl Dependency {
         self.subject.as_ref().is_some_and(|s| s.kind == kind)
     }
 
-    /// It causes the trouble of `other` (an object as [`Dependency::object`] names it).
-    pub fn culprit_of(mut self, other: impl Into<String>) -> Self {
-        self.causes = Some(other.into());
+    /// It causes the trouble of `other` (a host named in logs, an object): linked by the
+    /// text `other` carries, so the two cannot drift apart.
+    pub fn culprit_of(mut self, other: &Dependency) -> Self {
+        self.causes = Some(other.object.clone());
+        self
+    }
+
+    /// It causes the trouble of the object `other`, as the dependency about it names it
+    /// ([`Dependency::name_of`], what [`Dependency::of`] names it by).
+    pub fn culprit_of_object(mut self, other: &super::Target) -> Self {
+        self.causes = Some(Self::name_of(other));
         self
     }
 

@@ -140,27 +140,10 @@ impl Scene {
         Ok(super::findings::flaps(self.now, &events, node))
     }
 
+    /// The events about node `node` ([`crate::cluster::node_events`]).
     pub async fn node_events(&self, node: &str) -> Read<Vec<Event>> {
-        let events = self
-            .list(
-                "Event",
-                None,
-                &ListQuery::fields(format!(
-                    "involvedObject.kind=Node,involvedObject.name={node}"
-                )),
-            )
-            .await;
-        match events {
-            Ok(e) => Ok(e.iter().map(Event::parse).collect()),
-            // A server without field selectors on events: the default namespace holds them.
-            Err(e) if e.kind == ErrorKind::Invalid => Ok(self
-                .events(Some("default"))
-                .await?
-                .into_iter()
-                .filter(|e| e.kind == "Node" && e.name == node)
-                .collect()),
-            Err(e) => Err(e),
-        }
+        let events = crate::cluster::node_events(self.r.as_ref(), node).await?;
+        Ok(events.iter().map(Event::parse).collect())
     }
 
     pub async fn nodes(&self) -> Read<Vec<Node>> {

@@ -43,7 +43,11 @@ pub fn cannot_finish_terminating<'a>(node: &Node, here: &'a [Pod]) -> Vec<&'a Po
 /// trouble ([`Node::trouble`]: Ready reported other than True, a pressure or problem condition),
 /// or its pods fail where the same workloads' pods elsewhere, made from the same template
 /// ([`Pod::template_runs_in`]), serve — at least two of them: one failing pod may carry its own fault (deleting it is
-/// the proportionate fix), so it does not show the node at fault. With the evidence either way.
+/// the proportionate fix), so it does not show the node at fault. A workload that fails here
+/// and serves elsewhere too, in part, shows the failure shared: not the node's. One that fails
+/// on every node it runs on is set aside: its fault is its own, and whether the pods of
+/// `on_node` are the target's alone (the graph's question) or every pod on the node (the drain
+/// proof's), the answer is the same. With the evidence either way.
 pub fn node_at_fault(
     node: &Node,
     flaps: Option<&str>,
@@ -76,6 +80,7 @@ pub fn node_at_fault(
     }
     let mut local = Vec::new();
     let mut shared = Vec::new();
+    let mut set_aside = Vec::new();
     for p in &failing {
         let Some(o) = owner(p) else { continue };
         // Its siblings made from the same template: a new revision's pods failing here while
@@ -89,14 +94,21 @@ pub fn node_at_fault(
                     && q.template() == p.template()
             })
             .collect();
-        if !elsewhere.is_empty() && elsewhere.iter().all(|q| p.template_runs_in(q)) {
+        let serving = elsewhere.iter().filter(|q| p.template_runs_in(q)).count();
+        if !elsewhere.is_empty() && serving == elsewhere.len() {
             local.push(format!(
                 "pod {} of {o} fails here while its {} sibling(s) from the same template elsewhere serve",
                 p.name,
                 elsewhere.len()
             ));
-        } else if !elsewhere.is_empty() {
+        } else if serving > 0 {
             shared.push(format!("{o} fails on other nodes too"));
+        } else if !elsewhere.is_empty() {
+            // Failing on every node it runs on: its own fault, which says nothing of this
+            // node either way (another namespace's crash loop is no alibi for the node).
+            set_aside.push(format!(
+                "{o} fails wherever it runs (set aside: its own fault)"
+            ));
         }
     }
     let ok = local.len() >= LOCAL_FAILURES_MIN && shared.is_empty();
@@ -104,6 +116,7 @@ pub fn node_at_fault(
     let lone = local.len() == 1 && shared.is_empty();
     ev.extend(local);
     ev.extend(shared);
+    ev.extend(set_aside);
     if lone {
         ev.push(
             "only one pod fails here while its workload runs healthy elsewhere: one pod's failure does not show the node at fault".into(),
@@ -245,5 +258,19 @@ mod terminating_tests {
                 .any(|l| l.contains("from the same template elsewhere serve")),
             "{ev:?}"
         );
+        // Issue 43: on the node too, a pod of another workload that crash-loops on every node
+        // it runs on (the drain proof reads every pod; the graph, the target's). It is set
+        // aside, and both answer alike.
+        let mut on_node = here.to_vec();
+        on_node.push(pod("web-c9-1", "c9", "a", false));
+        let mut every = all.clone();
+        every.extend([on_node[2].clone(), pod("web-c9-2", "c9", "b", false)]);
+        let (at_fault, ev) = node_at_fault(&node, None, &on_node, &every);
+        assert!(at_fault, "{ev:?}");
+        assert!(ev.iter().any(|l| l.contains("set aside")), "{ev:?}");
+        // One that fails here and serves elsewhere in part shares the failure: not the node's.
+        every.push(pod("web-c9-3", "c9", "c", true));
+        let (at_fault, ev) = node_at_fault(&node, None, &on_node, &every);
+        assert!(!at_fault, "{ev:?}");
     }
 }

@@ -325,7 +325,7 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
                 {
                     d = d
                         .evidence(format!("its key {key} names {}", host.object))
-                        .culprit_of(host.object.clone());
+                        .culprit_of(host);
                 }
                 if !missing.is_empty() {
                     d = d.unhealthy(format!("lacks the key(s) {}", missing.join(", ")), None);
@@ -434,7 +434,11 @@ pub(super) async fn admission(ctx: &Ctx) -> Read<Vec<Dependency>> {
                                 format!("its backend Service {sns}/{sname} has no ready endpoints"),
                                 None,
                             )
-                            .culprit_of(format!("Service {sns}/{sname}"));
+                            .culprit_of_object(&Target::new(
+                                "Service",
+                                sname,
+                                Some(sns.to_string()),
+                            ));
                     }
                 }
                 if d.unhealthy.is_none() {

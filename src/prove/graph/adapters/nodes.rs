@@ -154,16 +154,7 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
             d = d.unhealthy(format!("is {problem}"), since);
         }
         // The node's own events (a kubelet or node-problem-detector complaint).
-        let events = match ctx
-            .list(
-                "Event",
-                None,
-                &ListQuery::fields(format!(
-                    "involvedObject.kind=Node,involvedObject.name={name}"
-                )),
-            )
-            .await
-        {
+        let events = match crate::cluster::node_events(ctx.r.as_ref(), name).await {
             Ok(e) => e,
             Err(e) if e.is_unreachable() => return Err(e),
             Err(_) => vec![],
@@ -351,7 +342,7 @@ async fn neighbour_hog(ctx: &Ctx, node: &str) -> Read<Option<Dependency>> {
                     format!("its log says \"{}\"", crate::redact::sanitize_text(&line)),
                     None,
                 )
-                .culprit_of(format!("Node {node}")),
+                .culprit_of_object(&Target::new("Node", node.to_string(), None)),
             ));
         }
     }

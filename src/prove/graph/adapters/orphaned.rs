@@ -98,7 +98,7 @@ pub(super) async fn orphaned_by_rollout(
         .evidence(format!(
             "revision {prev_n}'s pod labels match the Service's selector; revision {cur_n}'s do not"
         ))
-        .culprit_of(format!("Service {ns}/{name}"))
+        .culprit_of_object(&Target::new("Service", name, Some(ns.to_string())))
         .at(2);
         let d = match undo_refused(ctx, ns, &object, &w, cur, prev, &revisions).await? {
             Some(why) => {

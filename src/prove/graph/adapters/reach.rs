@@ -80,7 +80,7 @@ pub(in crate::prove::graph) async fn ingress_behind(
                     None,
                 )
                 .changed(last_change(&raw))
-                .culprit_of(d.object.clone()),
+                .culprit_of(d),
             );
         }
     }
