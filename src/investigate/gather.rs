@@ -76,20 +76,7 @@ pub async fn prefetch(
         return Err(e);
     }
     let events = events_result.list("events");
-    for p in &pods {
-        snapshot.pod_statuses.push(pod_status(p));
-        // Why each container last died counts too: a pod crash-looping after OOM kills shows
-        // CrashLoopBackOff now and OOMKilled as its last state.
-        let mut last = Vec::new();
-        for c in obj::array(p, &["status", "containerStatuses"]) {
-            if let Some(r) = obj::str_at(c, &["lastState", "terminated", "reason"])
-                && !last.contains(&r)
-            {
-                last.push(r);
-                snapshot.pod_statuses.push(r.to_owned());
-            }
-        }
-    }
+    snapshot.pod_statuses = playbook_statuses(&pods, tools.clock().now());
     for e in events
         .iter()
         .filter(|e| obj::str_at(e, &["type"]) == Some("Warning"))
@@ -275,10 +262,70 @@ pub async fn signature_and_learned(
     (Some(s), learned)
 }
 
+/// The statuses playbooks match (`pod_status_regex`), in kubectl's words, of the pods the model
+/// of the cluster calls failing ([`observed::Pod::failure`]): not a pod seconds into
+/// ContainerCreating, nor one a rollout terminates on time. Why each container last ended counts
+/// too while it is recent ([`observed::MEMORY_KILL_LOOKBACK_HOURS`], what the OOM rule reads): a
+/// pod crash-looping after OOM kills shows CrashLoopBackOff now and OOMKilled as its last
+/// state; an OOM kill of days ago is history.
+fn playbook_statuses(pods: &[Value], now: DateTime<Utc>) -> Vec<String> {
+    let recent = now - chrono::Duration::hours(observed::MEMORY_KILL_LOOKBACK_HOURS);
+    let mut out = Vec::new();
+    for p in pods {
+        let pod = observed::Pod::at(p, now);
+        if pod.failure().is_some() {
+            out.push(pod_status(p));
+        }
+        let mut last: Vec<&str> = Vec::new();
+        for c in &pod.containers {
+            if let Some((r, _, at)) = &c.terminated
+                && at.is_none_or(|t| t >= recent)
+                && !last.contains(&r.as_str())
+            {
+                last.push(r);
+                out.push(r.clone());
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Issue 43: playbooks match what the model calls failing: a pod seconds into
+    /// ContainerCreating or one a rollout terminates on time is not stuck, and an OOM kill of
+    /// two days ago on a pod serving since is history.
+    #[test]
+    fn playbooks_match_the_pods_the_model_calls_failing() {
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let creating = |started: &str| {
+            json!({"metadata": {"name": "web-1", "creationTimestamp": started},
+                "spec": {"nodeName": "n1"},
+                "status": {"phase": "Pending", "startTime": started,
+                    "containerStatuses": [{"name": "app", "state": {"waiting": {"reason": "ContainerCreating"}}}]}})
+        };
+        let old_kill = json!({"metadata": {"name": "web-2"},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "app", "ready": true, "restartCount": 1,
+                    "state": {"running": {"startedAt": "2026-11-19T12:00:00Z"}},
+                    "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
+                        "finishedAt": "2026-11-19T11:59:00Z"}}}]}});
+        let leaving = json!({"metadata": {"name": "web-3", "deletionTimestamp": "2026-11-21T11:59:50Z"},
+            "status": {"phase": "Running"}});
+        let statuses = playbook_statuses(
+            &[creating("2026-11-21T11:59:50Z"), old_kill.clone(), leaving],
+            now,
+        );
+        assert!(statuses.is_empty(), "{statuses:?}");
+        let mut recent_kill = old_kill;
+        recent_kill["status"]["containerStatuses"][0]["lastState"]["terminated"]["finishedAt"] =
+            json!("2026-11-21T11:50:00Z");
+        let statuses = playbook_statuses(&[creating("2026-11-21T11:40:00Z"), recent_kill], now);
+        assert_eq!(statuses, ["ContainerCreating", "OOMKilled"]);
+    }
 
     fn pod(name: &str, owner: &str, status: Value) -> Value {
         let hash = owner.rsplit('-').next().unwrap_or_default();
