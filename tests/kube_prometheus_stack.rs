@@ -211,16 +211,7 @@ fn investigator(
     let snap =
         SnapshotCluster::load(&common::scenarios::dir(snapshot).join("snapshot.yaml")).unwrap();
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
-    let inv = kubemedic::investigate::offline::OfflineInvestigator {
-        reader: Arc::new(snap),
-        clock: clock.clone(),
-        tool_limits: Default::default(),
-        catalog: kubemedic::live::Live::new(kubemedic::catalog::Catalog::builtin().unwrap()),
-        playbooks: kubemedic::live::Live::new(
-            kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
-        ),
-        history: Arc::new(kubemedic::history::InMemoryHistory::default()),
-    };
+    let inv = common::scenarios::offline_investigator(Arc::new(snap), clock.clone());
     (inv, clock)
 }
 

@@ -391,16 +391,7 @@ async fn analyse(dir: &std::path::Path, snapshot: String) -> kubemedic::domain::
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(snap.captured_at().unwrap()));
     let alert: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("alert.json")).unwrap()).unwrap();
-    let inv = kubemedic::investigate::offline::OfflineInvestigator {
-        reader: snap,
-        clock: clock.clone(),
-        tool_limits: Default::default(),
-        catalog: kubemedic::live::Live::new(kubemedic::catalog::Catalog::builtin().unwrap()),
-        playbooks: kubemedic::live::Live::new(
-            kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
-        ),
-        history: Arc::new(kubemedic::history::InMemoryHistory::default()),
-    };
+    let inv = common::scenarios::offline_investigator(snap, clock.clone());
     let req = common::scenarios::request(&alert, clock.now());
     inv.analyse(&req).await.expect("analyse")
 }

@@ -2651,6 +2651,24 @@ pub fn request(alert: &Value, now: chrono::DateTime<Utc>) -> kubemedic::domain::
 /// Run the offline investigator (both invocations, as the worker's stages run them: the
 /// selection stage proves what was selected against the cluster) and compare with
 /// expected.json; returns every mismatch.
+/// The offline investigator on `reader` at `clock`, with the built-in catalog and playbooks and
+/// no history: how the scenario tests investigate.
+pub fn offline_investigator(
+    reader: std::sync::Arc<dyn kubemedic::cluster::ClusterReader>,
+    clock: std::sync::Arc<dyn kubemedic::clock::Clock>,
+) -> kubemedic::investigate::offline::OfflineInvestigator {
+    kubemedic::investigate::offline::OfflineInvestigator {
+        reader,
+        clock,
+        tool_limits: Default::default(),
+        catalog: kubemedic::live::Live::new(kubemedic::catalog::Catalog::builtin().unwrap()),
+        playbooks: kubemedic::live::Live::new(
+            kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
+        ),
+        history: std::sync::Arc::new(kubemedic::history::InMemoryHistory::default()),
+    }
+}
+
 pub async fn investigate_and_check<C>(
     name: &str,
     cluster: std::sync::Arc<C>,
@@ -2662,17 +2680,8 @@ where
 {
     use kubemedic::domain::Stage;
     use kubemedic::investigate::Investigator;
-    let catalog = kubemedic::live::Live::new(kubemedic::catalog::Catalog::builtin().unwrap());
-    let inv = std::sync::Arc::new(kubemedic::investigate::offline::OfflineInvestigator {
-        reader: cluster.clone(),
-        clock: clock.clone(),
-        tool_limits: Default::default(),
-        catalog: catalog.clone(),
-        playbooks: kubemedic::live::Live::new(
-            kubemedic::investigate::playbooks::Playbooks::builtin().unwrap(),
-        ),
-        history: std::sync::Arc::new(kubemedic::history::InMemoryHistory::default()),
-    });
+    let inv = std::sync::Arc::new(offline_investigator(cluster.clone(), clock.clone()));
+    let catalog = inv.catalog.clone();
     let prover = std::sync::Arc::new(kubemedic::prove::Prover::new(
         cluster.clone(),
         Some(cluster),
