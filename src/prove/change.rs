@@ -106,41 +106,33 @@ fn containers(before: &Value, after: &Value, out: &mut Vec<String>) {
 
 /// What a changed pod template does to the running pods.
 fn rollout(w: &Value) -> String {
-    let replicas = Workload::parse(w).wanted();
-    match obj::kind(w) {
-        "StatefulSet" => format!(
-            "{replicas} pod(s) replaced one at a time, highest ordinal first ({})",
-            str_at(w, &["spec", "updateStrategy", "type"]).unwrap_or("RollingUpdate")
-        ),
+    let workload = Workload::parse(w);
+    let replicas = workload.wanted();
+    let strategy = workload.strategy.as_deref().unwrap_or("RollingUpdate");
+    let percent = |p: i64| Value::from(format!("{p}%"));
+    match workload.kind.as_str() {
+        "StatefulSet" => {
+            format!("{replicas} pod(s) replaced one at a time, highest ordinal first ({strategy})")
+        }
         "DaemonSet" => format!(
             "the pod on every node replaced, at most {} unavailable at a time",
+            show(workload.max_unavailable.as_ref().or(Some(&Value::from(1))))
+        ),
+        _ if strategy == "Recreate" => {
+            format!("all {replicas} pod(s) stopped, then replaced (Recreate)")
+        }
+        _ => format!(
+            "{replicas} pod(s) replaced, at most {} unavailable and {} extra at a time",
+            show(workload.max_unavailable.as_ref().or(Some(&percent(
+                super::findings::DEFAULT_MAX_UNAVAILABLE_PERCENT
+            )))),
             show(
-                at(
-                    w,
-                    &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"]
-                )
-                .or(Some(&Value::from(1)))
+                workload
+                    .max_surge
+                    .as_ref()
+                    .or(Some(&percent(super::findings::DEFAULT_MAX_SURGE_PERCENT)))
             )
         ),
-        _ => match str_at(w, &["spec", "strategy", "type"]).unwrap_or("RollingUpdate") {
-            "Recreate" => format!("all {replicas} pod(s) stopped, then replaced (Recreate)"),
-            _ => format!(
-                "{replicas} pod(s) replaced, at most {} unavailable and {} extra at a time",
-                show(
-                    at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]).or(Some(
-                        &Value::from(format!(
-                            "{}%",
-                            super::findings::DEFAULT_MAX_UNAVAILABLE_PERCENT
-                        ))
-                    ))
-                ),
-                show(
-                    at(w, &["spec", "strategy", "rollingUpdate", "maxSurge"]).or(Some(
-                        &Value::from(format!("{}%", super::findings::DEFAULT_MAX_SURGE_PERCENT))
-                    ))
-                )
-            ),
-        },
     }
 }
 

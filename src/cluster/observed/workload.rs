@@ -80,6 +80,11 @@ pub struct Workload {
     pub strategy: Option<String>,
     /// A StatefulSet's `spec.updateStrategy.rollingUpdate.partition`.
     pub partition: Option<i64>,
+    /// The rolling update's `maxUnavailable` and `maxSurge` as written (a count or a
+    /// percentage; `None` when unset): a Deployment's `spec.strategy.rollingUpdate`, a
+    /// StatefulSet's or DaemonSet's `spec.updateStrategy.rollingUpdate`.
+    pub max_unavailable: Option<Value>,
+    pub max_surge: Option<Value>,
     /// `spec.paused`.
     pub paused: bool,
     /// A CronJob's (or Job's) `spec.suspend`.
@@ -109,6 +114,11 @@ impl Workload {
         let flag = |path: &[&str]| at(w, path).and_then(Value::as_bool) == Some(true);
         let text = |path: &[&str]| str_at(w, path).map(str::to_owned);
         let kind = obj::kind(w);
+        let rolling = |field: &str| {
+            at(w, &["spec", "strategy", "rollingUpdate", field])
+                .or_else(|| at(w, &["spec", "updateStrategy", "rollingUpdate", field]))
+                .cloned()
+        };
         // A DaemonSet counts its pods by nodes, under names of its own.
         let count = |field: &str, daemonset: &str| {
             let field = if kind == "DaemonSet" {
@@ -128,6 +138,8 @@ impl Workload {
             strategy: text(&["spec", "strategy", "type"])
                 .or_else(|| text(&["spec", "updateStrategy", "type"])),
             partition: i64_at(w, &["spec", "updateStrategy", "rollingUpdate", "partition"]),
+            max_unavailable: rolling("maxUnavailable"),
+            max_surge: rolling("maxSurge"),
             paused: flag(&["spec", "paused"]),
             suspend: flag(&["spec", "suspend"]),
             ready_replicas: count("readyReplicas", "numberReady").unwrap_or(0),

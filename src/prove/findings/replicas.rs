@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::cluster::obj;
-use crate::cluster::observed::{Event, Hpa, Pod};
+use crate::cluster::observed::{Event, Hpa, Pod, Workload};
 
 /// The replica count a workload is meant to run, and what says so.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub fn declared_replicas(workload: &Value, pods: &[Pod], events: &[Event]) -> Op
         return None;
     }
     let name = obj::name(workload);
-    let current = obj::i64_at(workload, &["spec", "replicas"]).filter(|r| *r > 0)?;
+    let current = Workload::parse(workload).replicas.filter(|r| *r > 0)?;
     // The ReplicaSet the live pods belong to (one revision: a rollout in progress is not a
     // scale-down).
     let mut hashes = pods

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::cluster::obj::{self, at};
+use crate::cluster::obj;
 use crate::cluster::observed::{Hold, Pod, Workload};
 
 /// A Deployment's `maxUnavailable` when its rolling update leaves it unset (the API's default).
@@ -24,23 +24,12 @@ pub fn max_unavailable(w: &Value) -> (i64, String) {
             .unwrap_or(default),
         _ => default,
     };
+    let written = workload.max_unavailable.as_ref();
     match workload.kind.as_str() {
-        "StatefulSet" | "DaemonSet" => (
-            resolve(
-                at(
-                    w,
-                    &["spec", "updateStrategy", "rollingUpdate", "maxUnavailable"],
-                ),
-                1,
-            ),
-            ty.to_owned(),
-        ),
+        "StatefulSet" | "DaemonSet" => (resolve(written, 1), ty.to_owned()),
         _ if ty == "Recreate" => (replicas, ty.to_owned()),
         _ => (
-            resolve(
-                at(w, &["spec", "strategy", "rollingUpdate", "maxUnavailable"]),
-                replicas * DEFAULT_MAX_UNAVAILABLE_PERCENT / 100,
-            ),
+            resolve(written, replicas * DEFAULT_MAX_UNAVAILABLE_PERCENT / 100),
             ty.to_owned(),
         ),
     }
@@ -149,5 +138,33 @@ mod tests {
         assert!(template_reaches_pods(&Workload::parse(&sts(0))).is_ok());
         let held = template_reaches_pods(&Workload::parse(&sts(2))).unwrap_err();
         assert!(held.contains("partition 2"), "{held}");
+    }
+
+    /// The rolling update's `maxUnavailable` as the workload model reads it, per kind: a count,
+    /// a percentage rounded down, the API's defaults, all replicas for Recreate.
+    #[test]
+    fn a_rolling_update_takes_down_what_its_strategy_allows() {
+        let deployment = |strategy: serde_json::Value| serde_json::json!({"kind": "Deployment", "spec": {"replicas": 4, "strategy": strategy}});
+        let rolling = |v: serde_json::Value| {
+            deployment(
+                serde_json::json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": v}}),
+            )
+        };
+        assert_eq!(max_unavailable(&rolling(serde_json::json!("50%"))).0, 2);
+        assert_eq!(max_unavailable(&rolling(serde_json::json!(3))).0, 3);
+        assert_eq!(
+            max_unavailable(&deployment(serde_json::json!({}))).0,
+            1,
+            "25% of 4"
+        );
+        assert_eq!(
+            max_unavailable(&deployment(serde_json::json!({"type": "Recreate"}))),
+            (4, "Recreate".to_owned())
+        );
+        let sts = serde_json::json!({"kind": "StatefulSet", "spec": {"replicas": 5,
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}}});
+        assert_eq!(max_unavailable(&sts).0, 2);
+        let ds = serde_json::json!({"kind": "DaemonSet", "spec": {"updateStrategy": {"type": "RollingUpdate"}}});
+        assert_eq!(max_unavailable(&ds).0, 1);
     }
 }
