@@ -265,27 +265,6 @@ fn a_predicted_claim_fill_expands_it_where_the_class_allows() {
     );
 }
 
-/// Issue 43: a claim with no volume bound has nothing to expand (`pvc.bound`, which the
-/// expansion's proof asks): the rule asks it too.
-#[test]
-fn a_predicted_claim_fill_on_a_claim_not_bound_goes_to_a_human() {
-    let d = Incident::claim("data", "10Gi")
-        .storage_class(true)
-        .predicted("KubePersistentVolumeFillingUp");
-    assert_eq!(
-        d.diagnosis().proposal.map(|p| p.action_type),
-        Some(ActionType::ExpandPVC)
-    );
-    let d = d.claim_phase("Lost").diagnosis();
-    assert_eq!(d.mode, "PVCFillPredicted");
-    assert!(d.proposal.is_none());
-    assert!(
-        d.human.as_deref().is_some_and(|h| h.contains("is Lost")),
-        "{:?}",
-        d.human
-    );
-}
-
 #[test]
 fn a_predicted_claim_fill_on_a_class_that_cannot_expand_goes_to_a_human() {
     let d = Incident::claim("data", "10Gi")

@@ -738,3 +738,24 @@ fn a_restart_while_a_dependency_is_broken_goes_to_a_human() {
         d.human
     );
 }
+
+/// Issue 43: a claim with no volume bound has nothing to expand (`pvc.bound`, which the
+/// expansion's proof asks): the rule asks it too.
+#[test]
+fn a_predicted_claim_fill_on_a_claim_not_bound_goes_to_a_human() {
+    let d = Incident::claim("data", "10Gi")
+        .storage_class(true)
+        .predicted("KubePersistentVolumeFillingUp");
+    assert_eq!(
+        d.diagnosis().proposal.map(|p| p.action_type),
+        Some(ActionType::ExpandPVC)
+    );
+    let d = d.claim_phase("Lost").diagnosis();
+    assert_eq!(d.mode, "PVCFillPredicted");
+    assert!(d.proposal.is_none());
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains("is Lost")),
+        "{:?}",
+        d.human
+    );
+}
