@@ -233,7 +233,7 @@ impl Investigator for OfflineInvestigator {
         // A restart, a scale-up or a raise meets what its proof asks of the neighbourhood,
         // whichever rule proposed it (read here where the rule needed nothing more).
         if let (Some(ctx), Some(f)) = (verified.as_ref(), &facts)
-            && rules::asks_neighbourhood(&diagnosis, f)
+            && rules::asks_neighbourhood(&diagnosis, f).is_some()
         {
             if neighbourhood.is_none() {
                 let n = graph::build(reader.clone(), &ctx.root_owner, now).await?;

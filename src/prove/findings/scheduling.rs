@@ -1,7 +1,7 @@
 //! What keeps a pending pod off a node. The scheduling facts ask it of every node (what can
-//! never fit anywhere: [`Room::Allocatable`]); the taint removal's proof of the node it would
-//! untaint (what fits there now but for the taint: [`Room::Free`]). One list of reasons, in one
-//! order, for both.
+//! never fit anywhere: [`Room::Allocatable`]), and of a node only a taint keeps it off what the
+//! taint removal's proof asks of the node it would untaint (what fits there now but for the
+//! taint: [`Room::Free`]). One list of reasons, in one order, for both.
 
 use crate::cluster::obj;
 use crate::cluster::observed::{Node, Pod, PodSpec};

@@ -54,13 +54,7 @@ pub(in crate::investigate::offline) fn vet_neighbourhood(
     n: &Neighbourhood,
     f: &Facts,
 ) {
-    let (Some(p), Some(w)) = (&d.proposal, &f.workload) else {
-        return;
-    };
-    if d.target.is_none() || d.target != f.target {
-        return;
-    }
-    let Some(asks) = asks_of_neighbourhood(p, w) else {
+    let (Some(asks), Some(w)) = (asks_neighbourhood(d, f), &f.workload) else {
         return;
     };
     let refusal = if asks.broken
@@ -94,7 +88,7 @@ pub(in crate::investigate::offline) fn vet_neighbourhood(
 
 /// What [`vet_neighbourhood`] asks of a proposal: `None` for an action whose proof does not
 /// read the neighbourhood (a rollback, a drain, a scale-down, ...).
-struct NeighbourhoodAsks {
+pub(in crate::investigate::offline) struct NeighbourhoodAsks {
     /// Whether a broken dependency refuses it (new pods would meet it).
     broken: bool,
     /// The action in a phrase for the reason.
@@ -120,13 +114,18 @@ fn asks_of_neighbourhood(p: &Proposal, w: &WorkloadState) -> Option<Neighbourhoo
     Some(NeighbourhoodAsks { broken, action })
 }
 
-/// Whether a proposal of `action_type` with `parameters` asks the neighbourhood anything
-/// ([`vet_neighbourhood`]): the investigation reads it for such a proposal even where the rule
-/// that made it needs no more evidence.
-pub(in crate::investigate::offline) fn asks_neighbourhood(d: &Diagnosis, f: &Facts) -> bool {
+/// What `d`'s proposal on the incident's own workload asks of the neighbourhood
+/// ([`vet_neighbourhood`]), if anything: the investigation reads it for such a proposal even
+/// where the rule that made it needs no more evidence.
+pub(in crate::investigate::offline) fn asks_neighbourhood(
+    d: &Diagnosis,
+    f: &Facts,
+) -> Option<NeighbourhoodAsks> {
     match (&d.proposal, &f.workload) {
-        (Some(p), Some(w)) => d.target == f.target && asks_of_neighbourhood(p, w).is_some(),
-        _ => false,
+        (Some(p), Some(w)) if d.target.is_some() && d.target == f.target => {
+            asks_of_neighbourhood(p, w)
+        }
+        _ => None,
     }
 }
 
