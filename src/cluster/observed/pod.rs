@@ -127,6 +127,9 @@ pub struct Pod {
     /// Running and never ready since it started, this long: its Ready condition has been
     /// False since the kubelet first set it (a readiness probe that never passes).
     pub never_ready: Option<Duration>,
+    /// Still starting (Pending), and the latest Warning about it since it was created, as
+    /// reason and message: set by [`Pod::heed`] from the events read beside it.
+    pub warned: Option<(String, String)>,
     pub containers: Vec<Container>,
     pub labels: Value,
     pub raw: Value,
@@ -380,6 +383,7 @@ impl Pod {
             unschedulable,
             stuck_creating: None,
             never_ready: None,
+            warned: None,
             containers,
             labels: at(p, &["metadata", "labels"])
                 .cloned()
@@ -390,10 +394,11 @@ impl Pod {
 
     /// What is wrong with the pod, if anything — the first that holds: not scheduled, a
     /// container that cannot run, a container that exited with an error, containers not
-    /// created [`CREATING_ALLOWANCE`] after it was placed, phase Failed, running but not ready —
-    /// with the line that shows it. `None` for a pod that runs and is ready, has succeeded, or
-    /// is still starting: ten seconds into ContainerCreating, or running and never ready yet
-    /// within its start-up allowance ([`Pod::starting`]).
+    /// created [`CREATING_ALLOWANCE`] after it was placed, phase Failed, still starting with a
+    /// Warning about it ([`Pod::heed`]), running but not ready — with the line that shows it.
+    /// `None` for a pod that runs and is ready, has succeeded, or is still starting with
+    /// nothing said against it: ten seconds into ContainerCreating, or running and never ready
+    /// yet within its start-up allowance ([`Pod::starting`]).
     pub fn failure(&self) -> Option<Failure> {
         self.broken().or_else(|| {
             (self.phase == "Running" && !self.ready && !self.deleting && !self.starting()).then(
@@ -419,16 +424,15 @@ impl Pod {
         })
     }
 
-    /// [`Pod::failure`], or, for a pod still starting (Pending, not being deleted), a Warning
-    /// among `events` about it since it was created.
-    pub fn failure_with(&self, events: &[Event]) -> Option<Failure> {
-        if let Some(f) = self.failure() {
-            return Some(f);
-        }
+    /// Take in the events read beside the pod: for a pod still starting (Pending, not being
+    /// deleted), the latest Warning about it since it was created ([`Pod::warned`]), which
+    /// [`Pod::broken`] counts ([`FailureKind::Warned`]). Whoever read the pod's events heeds
+    /// them, so one definition of failing answers alike wherever the events are at hand.
+    pub fn heed(mut self, events: &[Event]) -> Self {
         if self.phase != "Pending" || self.deleting {
-            return None;
+            return self;
         }
-        events
+        self.warned = events
             .iter()
             .filter(|e| e.warning && e.kind == "Pod" && e.name == self.name)
             .filter(|e| match (e.last, self.created) {
@@ -436,14 +440,8 @@ impl Pod {
                 _ => true,
             })
             .max_by_key(|e| e.last)
-            .map(|e| {
-                let msg: String = e.message.chars().take(160).collect();
-                Failure::new(
-                    FailureKind::Warned,
-                    format!("starting, but {}: {msg}", e.reason),
-                )
-                .because(&e.reason)
-            })
+            .map(|e| (e.reason.clone(), e.message.chars().take(160).collect()));
+        self
     }
 
     /// Whether the pod serves and will go on serving: running, ready, and not being deleted (a
@@ -649,7 +647,13 @@ impl Pod {
                 format!("phase Failed{reason}"),
             ));
         }
-        None
+        self.warned.as_ref().map(|(reason, msg)| {
+            Failure::new(
+                FailureKind::Warned,
+                format!("starting, but {reason}: {msg}"),
+            )
+            .because(reason)
+        })
     }
 
     /// How long the pod has not been ready, and whether that is past its start-up. What makes

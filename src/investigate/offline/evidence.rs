@@ -37,6 +37,7 @@ use crate::investigate::InvestigateError;
 use crate::prove::findings::{self, PortHolder};
 
 /// Everything gathered about the incident.
+#[derive(Clone)]
 pub(super) struct Evidence {
     pub now: DateTime<Utc>,
     pub alert: Alert,
@@ -90,6 +91,7 @@ pub(super) struct Evidence {
 const CONFIGMAPS_READ: usize = 16;
 
 /// What the alert says that the rules may read: never its free text.
+#[derive(Clone)]
 pub(super) struct Alert {
     pub name: String,
     /// When the alert started firing (a timestamp, not text).
@@ -103,11 +105,13 @@ pub(super) struct Alert {
 }
 
 /// The root owner, typed as far as the rules read it.
+#[derive(Clone)]
 pub(super) struct Root {
     pub name: String,
     pub object: RootObject,
 }
 
+#[derive(Clone)]
 pub(super) enum RootObject {
     /// A bare pod: its spec.
     Pod(Box<observed::PodSpec>),
@@ -118,6 +122,16 @@ pub(super) enum RootObject {
     Template(Box<observed::PodSpec>),
     /// A kind the rules read nothing from, or an object that did not parse.
     Opaque,
+}
+
+impl Evidence {
+    /// The pods heed the warnings about them ([`observed::Pod::heed`]): a pod seconds into
+    /// ContainerCreating with a FailedAttachVolume fails to start, as the graph sees it too.
+    pub fn heed_warnings(&mut self) {
+        for p in &mut self.pods {
+            p.observed = std::mem::take(&mut p.observed).heed(&self.events);
+        }
+    }
 }
 
 impl Root {
@@ -146,6 +160,7 @@ impl Root {
 }
 
 /// A pod as read, with its STATUS column.
+#[derive(Clone)]
 pub(super) struct ObservedPod {
     /// Its spec: what it requests, where it may be scheduled.
     pub spec: observed::PodSpec,
@@ -530,6 +545,7 @@ pub(super) async fn gather(
             }
         }
     }
+    ev.heed_warnings();
     // When the ConfigMaps were last written that a recent revision reads (a rollout undo keeps
     // what was rewritten in place) or a pod not ready reads (its replacement reads them as they
     // are now).
@@ -561,12 +577,17 @@ pub(super) async fn gather(
     ev.root = workload.as_ref().or(root.as_ref()).map(Root::read);
     // The failing pods' logs: the containers that show the failure (observed::Pod::failure_logs),
     // the previous run's when they restarted.
-    let failing: Vec<&ObservedPod> = ev.pods.iter().filter(|p| p.failing()).take(2).collect();
-    for p in failing {
+    // The first two failing pods with a container to read (a pod still being created has none).
+    let logged = ev.pods.iter().filter_map(|p| {
+        let logs = p.observed.failure_logs();
+        (p.failing() && !logs.is_empty()).then_some((p, logs))
+    });
+    let logged: Vec<_> = logged.take(2).collect();
+    for (p, logs) in logged {
         let pod_ns = obj::namespace(&p.observed.raw)
             .unwrap_or_default()
             .to_owned();
-        for c in p.observed.failure_logs() {
+        for c in logs {
             let tool = if c.previous {
                 "kubectl_previous_logs"
             } else {

@@ -152,13 +152,6 @@ pub(crate) fn event_first(e: &Value) -> Option<DateTime<Utc>> {
 
 pub(crate) use observed::last_change;
 
-/// A pod's failure in a few words, if it fails ([`observed::Pod::failure`]: not scheduled, a
-/// container that cannot run or exited with an error, stuck creating, Failed, running but not
-/// ready) as of `now`.
-pub(crate) fn pod_failure(p: &Value, now: DateTime<Utc>) -> Option<String> {
-    observed::Pod::at(p, now).failure().map(|f| f.line)
-}
-
 /// Read the target's neighbourhood. `pods`/`events` may be what the caller already read (the
 /// same objects the reader would return); `logs` the failing containers' last lines.
 pub async fn build(
@@ -225,7 +218,7 @@ pub async fn build(
     // What is wrong with each pod, the warnings about it counted (a pod seconds into
     // ContainerCreating with a FailedAttachVolume is failing to start).
     let warnings: Vec<observed::Event> = events.iter().map(observed::Event::parse).collect();
-    let failure_of = |p: &Value| observed::Pod::at(p, now).failure_with(&warnings);
+    let failure_of = |p: &Value| observed::Pod::at(p, now).heed(&warnings).failure();
     let failing: Vec<String> = pods
         .iter()
         .filter(|p| failure_of(p).is_some())
@@ -233,13 +226,14 @@ pub async fn build(
         .collect();
     // The failures' own words: the failing containers' last log lines, and the warnings.
     let mut text = String::new();
-    for p in pods
-        .iter()
-        .filter(|p| pod_failure(p, now).is_some())
-        .take(2)
-    {
-        let name = obj::name(p);
-        for c in observed::Pod::parse(p).failure_logs() {
+    // The first two failing pods with a container whose log shows it (a pod still being
+    // created has none yet).
+    let logged = pods.iter().filter_map(|p| {
+        let logs = observed::Pod::parse(p).failure_logs();
+        (failure_of(p).is_some() && !logs.is_empty()).then(|| (obj::name(p), logs))
+    });
+    for (name, logs) in logged.take(2) {
+        for c in logs {
             let q = LogQuery {
                 container: Some(c.container),
                 previous: c.previous,

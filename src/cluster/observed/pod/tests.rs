@@ -349,3 +349,28 @@ fn a_workloads_own_pods_are_those_its_controllers_made() {
     assert!(redis.selected_by("StatefulSet", "redis"));
     assert!(owned("adopted", None, None).selected_by("Deployment", "api"));
 }
+
+#[test]
+fn a_pod_seconds_into_creating_fails_once_a_warning_about_it_is_heeded() {
+    let creating = json!({"name": "api", "state": {"waiting": {"reason": "ContainerCreating"}}});
+    let p = pod("Pending", false, "2026-11-28T11:59:50Z", creating);
+    let warning = |name: &str, at: &str| {
+        Event::parse(&json!({"type": "Warning", "reason": "FailedAttachVolume",
+            "message": "Multi-Attach error for volume \"pvc-1\"",
+            "involvedObject": {"kind": "Pod", "name": name}, "lastTimestamp": at}))
+    };
+    // Ten seconds in, nothing said against it: starting.
+    assert_eq!(Pod::at(&p, t(NOW)).failure(), None);
+    let heeded = Pod::at(&p, t(NOW)).heed(&[warning("api-1", "2026-11-28T11:59:55Z")]);
+    let f = heeded.failure().expect("a warned pod fails to start");
+    assert_eq!(
+        (f.kind, f.cause.as_str()),
+        (FailureKind::Warned, "FailedAttachVolume")
+    );
+    assert_eq!(heeded.broken().map(|f| f.kind), Some(FailureKind::Warned));
+    // Another pod's warning, or one from before this pod was made, says nothing of it.
+    let other = Pod::at(&p, t(NOW)).heed(&[warning("api-2", "2026-11-28T11:59:55Z")]);
+    assert_eq!(other.failure(), None);
+    let older = Pod::at(&p, t(NOW)).heed(&[warning("api-1", "2026-11-28T11:50:00Z")]);
+    assert_eq!(older.failure(), None);
+}

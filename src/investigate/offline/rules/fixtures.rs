@@ -113,6 +113,13 @@ impl PodFixture {
         self
     }
 
+    /// Placed on a node `minutes` ago, its container still being created.
+    pub fn creating(self, minutes: i64) -> Self {
+        let mut p = self.started(minutes).waiting("ContainerCreating", "");
+        p.0["status"]["phase"] = json!("Pending");
+        p
+    }
+
     /// Not scheduled on any node.
     pub fn pending(mut self) -> Self {
         self.0["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled",
@@ -718,8 +725,11 @@ impl Incident {
         now() - Duration::minutes(minutes)
     }
 
+    /// The facts, as the gatherer leaves the evidence (the pods heed their warnings).
     pub fn facts(&self) -> Facts {
-        Facts::derive(&self.ev)
+        let mut ev = self.ev.clone();
+        ev.heed_warnings();
+        Facts::derive(&ev)
     }
 
     pub fn diagnosis(&self) -> Diagnosis {

@@ -759,3 +759,20 @@ fn a_predicted_claim_fill_on_a_claim_not_bound_goes_to_a_human() {
         d.human
     );
 }
+
+/// Issue 43: the rules count a pod as failing as the dependency graph does: a pod a minute into
+/// ContainerCreating is starting, until a warning about it says it cannot start
+/// (`observed::Pod::heed`).
+#[test]
+fn a_pod_still_creating_fails_for_the_rules_once_a_warning_says_it_cannot_start() {
+    let creating = || Incident::deployment("api").with(pod("api-1").creating(1));
+    let failing = |i: Incident| i.facts().failing_pods().count();
+    assert_eq!(failing(creating()), 0);
+    let warned = creating().warning(
+        "api-1",
+        "FailedMount",
+        "MountVolume.SetUp failed for volume \"config\": configmap \"api\" not found",
+        0,
+    );
+    assert_eq!(failing(warned), 1);
+}
