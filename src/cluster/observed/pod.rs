@@ -147,6 +147,30 @@ pub const FAILING_WAITS: &[&str] = &[
     "ErrImageNeverPull",
 ];
 
+/// A pod's `status.reason` when its node ended it, whatever it ran ([`Pod::outlived`]): the
+/// node shut down (`NodeShutdown`, `Terminated`, `Shutdown`), was lost (`NodeLost`), no longer
+/// matched its affinity or had no room when the kubelet admitted it (`NodeAffinity`,
+/// `OutOfcpu`, `OutOfmemory`, `OutOfpods`), or the scheduler preempted it for a pod of higher
+/// priority (`Preempting`).
+pub const NODE_ENDINGS: &[&str] = &[
+    "NodeShutdown",
+    "Terminated",
+    "Shutdown",
+    "NodeLost",
+    "NodeAffinity",
+    "OutOfcpu",
+    "OutOfmemory",
+    "OutOfpods",
+    "Preempting",
+];
+
+/// How the kubelet's message begins when it evicts or rejects a pod because the node runs low
+/// (`The node was low on resource: memory.`) or reports pressure (`The node had condition:
+/// [DiskPressure].`), as opposed to a pod over its own ephemeral-storage limit (`Container x
+/// exceeded its local ephemeral storage limit`, `Pod ephemeral local storage usage exceeds the
+/// total limit of containers`).
+pub const NODE_EVICTIONS: &[&str] = &["The node was low on resource", "The node had condition"];
+
 /// Waiting reasons that come with what the pod is made from (its image, its configuration): a
 /// replacement made from the same template meets them again.
 pub const TEMPLATE_WAITS: &[&str] = &[
@@ -550,6 +574,26 @@ impl Pod {
         self.drain_evicts() && !self.ended()
     }
 
+    /// Whether it ended for a reason outside it, and a controller that replaces its pods
+    /// (a ReplicaSet, StatefulSet or DaemonSet) made it: its node ran low on a resource and
+    /// evicted it, rejected it on admission, shut down or was lost, or a pod of higher priority
+    /// preempted it ([`NODE_ENDINGS`]). Such a pod is a record, not a failing replica: what its
+    /// end says is about the node, which the node's conditions and events tell, and the
+    /// replacement is judged as the workload's. A pod that overran its own limit (its
+    /// ephemeral storage) or whose containers failed did not end by its node's doing.
+    pub fn outlived(&self) -> bool {
+        let replaced = self.controller.as_ref().is_some_and(|(kind, _)| {
+            matches!(kind.as_str(), "ReplicaSet" | "StatefulSet" | "DaemonSet")
+        });
+        let by_node = self.reason.as_ref().is_some_and(|(reason, message)| {
+            let message = message.as_deref().unwrap_or_default();
+            NODE_ENDINGS.contains(&reason.as_str())
+                || (matches!(reason.as_str(), "Evicted" | "UnexpectedAdmissionError")
+                    && NODE_EVICTIONS.iter().any(|m| message.contains(m)))
+        });
+        self.phase == "Failed" && replaced && by_node
+    }
+
     /// The template it was made from: its `pod-template-hash` (a ReplicaSet's), else its
     /// `controller-revision-hash` (a StatefulSet's or DaemonSet's).
     pub fn template(&self) -> Option<&String> {
@@ -569,8 +613,12 @@ impl Pod {
     /// [`FailureKind::NotReady`]. What proofs count as a failing pod.
     ///
     /// A pod being deleted is leaving: what it shows is history (the old revision's crash loop
-    /// a rollout replaces), unless it has been terminating past [`TERMINATING_ALLOWANCE`].
+    /// a rollout replaces), unless it has been terminating past [`TERMINATING_ALLOWANCE`]. So is
+    /// a pod its node ended and its controller replaced ([`Pod::outlived`]).
     pub fn broken(&self) -> Option<Failure> {
+        if self.outlived() {
+            return None;
+        }
         if self.deleting {
             return self
                 .deleting_for

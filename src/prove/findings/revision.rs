@@ -398,6 +398,33 @@ mod tests {
         ));
     }
 
+    /// Issue 43: a pod of the revision its node evicted is a record its ReplicaSet replaced,
+    /// not a failing replica; one evicted for overrunning its own ephemeral storage is.
+    #[test]
+    fn a_pod_its_node_evicted_does_not_fail_its_revision_and_one_over_its_own_limit_does() {
+        let evicted = |message: &str| {
+            Pod::parse(&json!({"kind": "Pod",
+                "metadata": {"name": "api-5d9f-e", "labels": {"pod-template-hash": "5d9f"},
+                    "ownerReferences": [{"kind": "ReplicaSet", "name": "api-5d9f", "controller": true}]},
+                "status": {"phase": "Failed", "reason": "Evicted", "message": message,
+                    "containerStatuses": [{"name": "api", "restartCount": 0,
+                        "state": {"terminated": {"reason": "Error", "exitCode": 137}}}]}}))
+        };
+        let health = |message: &str| {
+            let pods = [pod("api-5d9f-a", true, None), evicted(message)];
+            match revision_health(&rs(1, "2026-11-30T10:00:00Z"), &pods, &[], None) {
+                RevisionHealth::Ready(n) => format!("ready {n}"),
+                RevisionHealth::Fails(p, _) => format!("fails {}", p.name),
+                other => format!("{other:?}"),
+            }
+        };
+        assert_eq!(health("The node was low on resource: memory. "), "ready 1");
+        assert_eq!(
+            health("Container api exceeded its local ephemeral storage limit \"2Gi\". "),
+            "fails api-5d9f-e"
+        );
+    }
+
     fn minute(min: i64) -> DateTime<Utc> {
         use chrono::TimeZone;
         Utc.with_ymd_and_hms(2026, 11, 29, 10, 0, 0).unwrap() + Duration::minutes(min)
