@@ -85,17 +85,37 @@ impl Scene {
             .await?;
         // Parsed once, then asked whose it is ([`observed::its_pod`]'s question).
         let (kind, name) = (obj::kind(workload), obj::name(workload));
-        Ok(pods
+        let pods: Vec<Pod> = pods
             .iter()
             .map(|p| Pod::at(p, self.now))
             .filter(|p| p.selected_by(kind, name))
-            .collect())
+            .collect();
+        self.heeding(pods, obj::namespace(workload).or(self.ns()))
+            .await
+    }
+
+    /// `pods` of namespace `ns` having heeded its events ([`Pod::heed`], as the rules' evidence
+    /// and the graph do), read only when a pod is still starting; none when they cannot be
+    /// read: the pods' own status decides then.
+    async fn heeding(&self, pods: Vec<Pod>, ns: Option<&str>) -> Read<Vec<Pod>> {
+        if pods.iter().all(|p| p.phase != "Pending") {
+            return Ok(pods);
+        }
+        let warnings = match self.events(ns).await {
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => vec![],
+            Ok(events) => events,
+        };
+        Ok(pods.into_iter().map(|p| p.heed(&warnings)).collect())
     }
 
     /// The target's pods (a workload's, a Pod itself, a Node's).
     pub async fn target_pods(&self) -> Read<Vec<Pod>> {
         match self.target.kind.as_str() {
-            "Pod" => Ok(vec![Pod::at(&self.target_obj().await?, self.now)]),
+            "Pod" => {
+                let pod = Pod::at(&self.target_obj().await?, self.now);
+                self.heeding(vec![pod], self.ns()).await
+            }
             "Node" => self.pods_on(&self.target.name).await,
             _ => self.pods_of(&self.target_obj().await?).await,
         }

@@ -147,6 +147,19 @@ pub const FAILING_WAITS: &[&str] = &[
     "ErrImageNeverPull",
 ];
 
+/// The warnings that say a placed pod cannot start ([`Pod::heed`]): a volume that does not
+/// mount or attach, a sandbox the runtime cannot make.
+pub const STARTING_WARNINGS: &[&str] = &[
+    "FailedMount",
+    "FailedAttachVolume",
+    "FailedCreatePodSandBox",
+];
+
+/// What the kubelet says of a projected volume's source it has not registered yet, in the
+/// first seconds of a pod (`object "shop"/"kube-root-ca.crt" not registered`): a race it
+/// retries and wins, not a mount that fails.
+pub const TRANSIENT_MOUNT: &str = "not registered";
+
 /// A pod's `status.reason` when its node ended it, whatever it ran ([`Pod::outlived`]): the
 /// node shut down (`NodeShutdown`, `Terminated`, `Shutdown`), was lost (`NodeLost`), no longer
 /// matched its affinity or had no room when the kubelet admitted it (`NodeAffinity`,
@@ -449,17 +462,30 @@ impl Pod {
     }
 
     /// Take in the events read beside the pod: for a pod still starting (Pending, not being
-    /// deleted), the latest Warning about it since it was created ([`Pod::warned`]), which
-    /// [`Pod::broken`] counts ([`FailureKind::Warned`]). Whoever read the pod's events heeds
-    /// them, so one definition of failing answers alike wherever the events are at hand.
+    /// deleted), the latest Warning about it since it was placed on its node that says it
+    /// cannot start ([`STARTING_WARNINGS`]) becomes [`Pod::warned`], which [`Pod::broken`]
+    /// counts ([`FailureKind::Warned`]). A warning from before it was placed (a
+    /// `FailedScheduling` the autoscaler since answered) says nothing of its start. The rules'
+    /// evidence, the proofs' scene and the dependency graph heed the events they read, so one
+    /// definition of failing answers alike.
     pub fn heed(mut self, events: &[Event]) -> Self {
         if self.phase != "Pending" || self.deleting {
             return self;
         }
+        let placed = array(&self.raw, &["status", "conditions"])
+            .iter()
+            .find(|c| {
+                str_at(c, &["type"]) == Some("PodScheduled")
+                    && str_at(c, &["status"]) == Some("True")
+            })
+            .and_then(|c| time(c, &["lastTransitionTime"]))
+            .or(self.created);
         self.warned = events
             .iter()
             .filter(|e| e.warning && e.kind == "Pod" && e.name == self.name)
-            .filter(|e| match (e.last, self.created) {
+            .filter(|e| STARTING_WARNINGS.contains(&e.reason.as_str()))
+            .filter(|e| !e.message.contains(TRANSIENT_MOUNT))
+            .filter(|e| match (e.last, placed) {
                 (Some(t), Some(c)) => t >= c,
                 _ => true,
             })
@@ -580,7 +606,10 @@ impl Pod {
     /// preempted it ([`NODE_ENDINGS`]). Such a pod is a record, not a failing replica: what its
     /// end says is about the node, which the node's conditions and events tell, and the
     /// replacement is judged as the workload's. A pod that overran its own limit (its
-    /// ephemeral storage) or whose containers failed did not end by its node's doing.
+    /// ephemeral storage) or whose containers failed did not end by its node's doing. Whether
+    /// the workload is healthy again asks more of an ended pod (the resolved finding's
+    /// `ended_and_replaced`): that nothing was recorded about it for an hour, since a node
+    /// that evicts each replacement in turn is the incident itself.
     pub fn outlived(&self) -> bool {
         let replaced = self.controller.as_ref().is_some_and(|(kind, _)| {
             matches!(kind.as_str(), "ReplicaSet" | "StatefulSet" | "DaemonSet")

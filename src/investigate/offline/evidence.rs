@@ -493,11 +493,11 @@ pub(super) async fn gather(
             | "PodDisruptionBudget"
             | "HorizontalPodAutoscaler" => {}
             "Service" => {
-                let selector: Vec<String> = obj::map_pairs(at(w, &["spec", "selector"]))
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                if !selector.is_empty() {
-                    let r = calls.call("kubectl_find_resource", json!({"kind": "Pod", "namespace": ns, "label_selector": selector.join(",")})).await?;
+                let selector = observed::Service::parse(w)
+                    .label_selector()
+                    .filter(|s| !s.is_empty());
+                if let Some(selector) = selector {
+                    let r = calls.call("kubectl_find_resource", json!({"kind": "Pod", "namespace": ns, "label_selector": selector.to_query()})).await?;
                     ev.pods = pods(items(&r), ev.now);
                 }
             }

@@ -30,9 +30,8 @@ use serde_json::Value;
 
 pub use crate::domain::{Change, DepKind, Dependency, Neighbourhood};
 
-use crate::cluster::obj::{self, at, str_at};
+use crate::cluster::obj::{self, str_at};
 use crate::cluster::observed::{self, time};
-use crate::cluster::selector::Selector;
 use crate::cluster::{ClusterError, ClusterReader, ErrorKind, ListQuery, LogQuery};
 use crate::domain::Target;
 
@@ -172,8 +171,8 @@ pub async fn build(
     let pods = match (&object, target.kind.as_str()) {
         (Some(o), "Pod") => vec![o.clone()],
         (Some(o), kind) => match if kind == "Service" {
-            at(o, &["spec", "selector"])
-                .and_then(Selector::from_map)
+            observed::Service::parse(o)
+                .label_selector()
                 .filter(|s| !s.is_empty())
         } else {
             observed::pod_selector(o)

@@ -373,4 +373,24 @@ fn a_pod_seconds_into_creating_fails_once_a_warning_about_it_is_heeded() {
     assert_eq!(other.failure(), None);
     let older = Pod::at(&p, t(NOW)).heed(&[warning("api-1", "2026-11-28T11:50:00Z")]);
     assert_eq!(older.failure(), None);
+    // Only a warning that says it cannot start: not the scheduler's from before it was placed,
+    // nor the kubelet's first-seconds race over a projected volume.
+    let said = |reason: &str, message: &str| {
+        let e = Event::parse(
+            &json!({"type": "Warning", "reason": reason, "message": message,
+            "involvedObject": {"kind": "Pod", "name": "api-1"},
+            "lastTimestamp": "2026-11-28T11:59:58Z"}),
+        );
+        Pod::at(&p, t(NOW)).heed(&[e]).failure().map(|f| f.kind)
+    };
+    assert_eq!(said("FailedScheduling", "0/3 nodes are available"), None);
+    let race = "MountVolume.SetUp failed for volume \"kube-api-access-x\" : object \"shop\"/\"kube-root-ca.crt\" not registered";
+    assert_eq!(said("FailedMount", race), None);
+    assert_eq!(
+        said(
+            "FailedCreatePodSandBox",
+            "failed to setup network for sandbox"
+        ),
+        Some(FailureKind::Warned)
+    );
 }

@@ -776,3 +776,39 @@ fn a_pod_still_creating_fails_for_the_rules_once_a_warning_says_it_cannot_start(
     );
     assert_eq!(failing(warned), 1);
 }
+
+/// Issue 43: a pod its node evicted is a record its ReplicaSet replaced
+/// (`observed::Pod::outlived`), not a replica that fails: a rollout paused half-way with every
+/// replica serving is still a release step someone chose, record or not.
+#[test]
+fn a_pod_its_node_evicted_does_not_hide_a_held_rollout() {
+    let evicted = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "api-9", "namespace": "shop",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "api-1",
+                "uid": "api-1", "controller": true}]},
+        "spec": {"containers": [{"name": "app", "image": "shop/app:1.0"}]},
+        "status": {"phase": "Failed", "reason": "Evicted",
+            "message": "The node was low on resource: memory. "}});
+    let held = |record: bool| {
+        let i = Incident::deployment("api")
+            .replicas(2)
+            .paused()
+            .updated(1)
+            .with(pod("api-1").owned_by("api-1"))
+            .with(pod("api-2").owned_by("api-2"));
+        let i = if record {
+            i.with_raw_pod(evicted.clone())
+        } else {
+            i
+        };
+        let d = i.diagnosis();
+        (d.mode, d.human)
+    };
+    let (mode, human) = held(false);
+    assert!(
+        human.as_deref().is_some_and(|h| h.contains("paused")),
+        "{mode}: {human:?}"
+    );
+    assert_eq!(held(true), (mode, human));
+}

@@ -186,7 +186,9 @@ pub(super) fn rollout_regression(f: &Facts) -> Option<Diagnosis> {
 /// not move them past a partition. A person promotes, resumes or abandons it.
 pub(super) fn rollout_held(f: &Facts) -> Option<Diagnosis> {
     let w = f.workload.as_ref()?;
-    if f.pods.is_empty() || f.pods.iter().any(|p| p.failing || !p.healthy) {
+    // A pod its node ended is a record its controller replaced, not a replica that fails.
+    let replicas = || f.pods.iter().filter(|p| !p.observed.outlived());
+    if replicas().next().is_none() || replicas().any(|p| p.failing || !p.healthy) {
         return None;
     }
     let held = match w.hold()? {
@@ -512,10 +514,13 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
             b.name
         ));
     }
+    // What the budget counts as not healthy: a replica that does not serve. A pod its node
+    // ended ([`observed::Pod::outlived`]) is a record its controller replaced; nobody can bring
+    // it back.
     let unhealthy: Vec<&str> = f
         .pods
         .iter()
-        .filter(|p| !p.healthy)
+        .filter(|p| !p.healthy && !p.observed.outlived())
         .map(|p| p.name.as_str())
         .collect();
     let workload_kind = f.workload.as_ref().map_or("", |w| w.kind.as_str());

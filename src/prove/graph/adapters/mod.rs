@@ -467,15 +467,13 @@ pub(super) async fn quota(ctx: &Ctx) -> Read<Vec<Dependency>> {
             if !ctx.says(&[name]) {
                 continue;
             }
-            let full: Vec<String> = at(&q, &["status", "hard"])
-                .and_then(Value::as_object)
+            let one = std::slice::from_ref(&q);
+            let full: Vec<String> = observed::quota_limited(one)
                 .into_iter()
-                .flatten()
-                .filter_map(|(k, hard)| {
-                    let used = str_at(&q, &["status", "used", k])?;
-                    observed::QuotaRoom::written(name, k, hard.as_str()?, used)
-                        .filter(observed::QuotaRoom::used_up)
-                        .map(|_| format!("{k} {used} of {}", hard.as_str().unwrap_or("?")))
+                .filter_map(|k| {
+                    let room = observed::tightest_quota(one, &k)?;
+                    room.used_up()
+                        .then(|| format!("{k} {} of {}", room.used_text, room.hard_text))
                 })
                 .collect();
             let mut d = Dependency::of(

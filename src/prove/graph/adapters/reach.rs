@@ -40,12 +40,15 @@ pub(in crate::prove::graph) async fn ingress_behind(
         let Some(service) = ctx.get("Service", Some(svc_ns), svc).await? else {
             continue;
         };
-        let Some(backends) = at(&service, &["spec", "selector"]).filter(|s| s.is_object()) else {
+        let service = observed::Service::parse(&service);
+        if service.selector.is_empty() {
             continue;
-        };
+        }
+        // The policy is judged on pods that carry the Service's selector: its backends.
+        let backends = serde_json::json!(service.selector);
         for raw in ctx.list_or_empty("NetworkPolicy", Some(svc_ns)).await? {
             let np = observed::NetworkPolicy::parse(&raw);
-            if !np.selects(Some(backends)) || !np.restricts_ingress() {
+            if !np.selects(Some(&backends)) || !np.restricts_ingress() {
                 continue;
             }
             if ns_labels.is_none() {
