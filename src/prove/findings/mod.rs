@@ -42,7 +42,7 @@ pub use node::{
 pub use onset::{ONSET_SLACK_SECONDS, first_onset, onset, predates};
 pub use quota::{QuotaNeed, largest_node, quota_needs, raise_need, raised_replicas};
 pub use replacement::Replacement;
-pub use replicas::{Declared, count_set_by, declared_replicas, short_of_declared};
+pub use replicas::{Declared, count_set_by, declared_replicas, more_would_help, short_of_declared};
 pub use restart::{
     DEFAULT_MAX_SURGE_PERCENT, DEFAULT_MAX_UNAVAILABLE_PERCENT, STATEFUL_RESTART_MIN_REPLICAS,
     max_unavailable, restart_keeps_ready, template_reaches_pods,

@@ -101,6 +101,42 @@ pub fn short_of_declared<'a>(
     declared.filter(|d| d.count > replicas && set_by.is_none())
 }
 
+/// Whether more pods like `pods` would help, judged since `since` (the look-back "healthy
+/// again" judges on, [`super::resolved::healthy_since`]): none of them fails
+/// ([`Pod::broken`]; a pod that waits for a node is no failure of what it runs, the room for
+/// it is a question of its own), and no container of them ended since — a container caught
+/// running between two crashes, or just after an OOM kill, is not broken at this instant, yet
+/// more pods like it help nobody. A termination with no time recorded counts. `Err` with up
+/// to three lines that show otherwise. The scale-back rule and the scale's proof
+/// (`scale.pods-not-failing`) ask it.
+pub fn more_would_help<'a>(
+    pods: impl IntoIterator<Item = &'a Pod>,
+    since: DateTime<Utc>,
+) -> Result<(), Vec<String>> {
+    let why: Vec<String> = pods
+        .into_iter()
+        .filter_map(|p| {
+            if let Some(f) = p.broken().filter(|_| p.waiting_for_node().is_none()) {
+                return Some(format!("pod {} {f}", p.name));
+            }
+            p.containers.iter().find_map(|c| {
+                let (reason, code, at) = c.terminated.as_ref()?;
+                at.is_none_or(|t| t >= since).then(|| {
+                    let at = at.map(|t| format!(" at {}", t.format("%H:%M:%S")));
+                    format!(
+                        "container {} of pod {} exited ({reason}, {code}){}",
+                        c.name,
+                        p.name,
+                        at.unwrap_or_default()
+                    )
+                })
+            })
+        })
+        .take(3)
+        .collect();
+    if why.is_empty() { Ok(()) } else { Err(why) }
+}
+
 /// `Scaled up replica set NAME to N` / `Scaled down replica set NAME from M to N` (the
 /// deployment controller's words, with or without `from M`): (up, NAME, N).
 fn scaling(message: &str) -> Option<(bool, &str, i64)> {
@@ -202,5 +238,41 @@ mod tests {
         });
         let d = declared_replicas(&w, &[], &[]).unwrap();
         assert_eq!((d.count, d.scaled_down_at), (4, None));
+    }
+
+    /// Issue 43: the scale-back rule and `scale.pods-not-failing` ask one finding: a container
+    /// that ended since the look-back says more pods like it help nobody, one that ended days
+    /// ago does not; a pod waiting for a node is no failure of what it runs.
+    #[test]
+    fn more_pods_help_unless_one_fails_or_a_container_ended_lately() {
+        let t = |s: &str| {
+            DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&Utc))
+                .unwrap_or_default()
+        };
+        let since = t("2026-11-30T11:50:00Z");
+        let running = |ended: &str| {
+            Pod::parse(&json!({"metadata": {"name": "api-1"},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+                    "containerStatuses": [{"name": "api", "restartCount": 1,
+                        "state": {"running": {"startedAt": ended}},
+                        "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
+                            "finishedAt": ended}}}]}}))
+        };
+        assert_eq!(
+            more_would_help(&[running("2026-11-28T09:00:00Z")], since),
+            Ok(())
+        );
+        let lately = more_would_help(&[running("2026-11-30T11:58:00Z")], since);
+        assert!(
+            lately
+                .as_ref()
+                .is_err_and(|w| w[0].contains("exited (OOMKilled, 137) at 11:58:00")),
+            "{lately:?}"
+        );
+        let waiting = Pod::parse(&json!({"metadata": {"name": "api-2"},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+                "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}]}}));
+        assert_eq!(more_would_help(&[waiting], since), Ok(()));
     }
 }

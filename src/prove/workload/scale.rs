@@ -25,7 +25,11 @@ pub(in crate::prove) async fn scale(scene: &Scene, wanted: Option<i64>) -> Read<
     if wanted > current {
         let extra = wanted - current;
         out.extend([
-            pods_not_failing(&pods, current),
+            pods_not_failing(
+                &pods,
+                current,
+                findings::resolved::healthy_since(scene.now, Some(scene.signal.starts_at)),
+            ),
             schedulable(scene, &w, &pods, extra).await?,
             quota_allows(scene, &w, extra, &ob::scale::QUOTA_ALLOWS).await?,
             short_of_replicas(scene, &w, &pods, current, declared.as_ref()).await?,
@@ -80,28 +84,18 @@ fn bounded(current: i64, wanted: i64, declared: Option<&findings::Declared>) -> 
     )
 }
 
-/// Whether the workload's pods do not fail, from their state: a pod that waits for a node is
-/// no failure of what it runs (the schedulable obligation judges it), and a workload scaled to
-/// zero has no pod to fail.
-fn pods_not_failing(pods: &[Pod], current: i64) -> Obligation {
-    let failing: Vec<&Pod> = pods.iter().filter(|p| p.broken().is_some()).collect();
+/// Whether the workload's pods do not fail, from their state since the look-back "healthy
+/// again" judges on ([`findings::more_would_help`], which the scale-back rule asks too): a pod
+/// that waits for a node is no failure of what it runs (the schedulable obligation judges it),
+/// and a workload scaled to zero has no pod to fail.
+fn pods_not_failing(pods: &[Pod], current: i64, since: DateTime<Utc>) -> Obligation {
+    let judged = findings::more_would_help(pods, since);
+    let held = judged.is_ok() || current == 0 && pods.is_empty();
     ob::scale::PODS_NOT_FAILING.check(
-        failing.iter().all(|p| p.waiting_for_node().is_some()) || current == 0 && pods.is_empty(),
-        if failing.is_empty() {
-            vec![format!("{} pod(s), none failing", pods.len())]
-        } else {
-            failing
-                .iter()
-                .take(3)
-                .map(|p| {
-                    format!(
-                        "pod {} {}",
-                        p.name,
-                        p.broken().map(|f| f.line).unwrap_or_default()
-                    )
-                })
-                .collect()
-        },
+        held,
+        judged
+            .err()
+            .unwrap_or_else(|| vec![format!("{} pod(s), none failing", pods.len())]),
     )
 }
 

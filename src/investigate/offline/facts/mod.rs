@@ -145,6 +145,8 @@ pub(super) struct AlertFacts {
     /// Why the objects cannot show the alert's condition gone, when they cannot
     /// ([`findings::condition::objects_show`]).
     pub unseen_by_objects: Option<String>,
+    /// When it started firing.
+    pub started: Option<DateTime<Utc>>,
 }
 
 pub(super) struct PodFacts {
@@ -407,6 +409,7 @@ impl Facts {
                 proactive: ev.alert.proactive,
                 container: ev.alert.container.clone(),
                 unseen_by_objects: ev.alert.unseen_by_objects.clone(),
+                started: ev.alert.starts_at,
             },
             rollout,
             rollout_rejected,
@@ -759,6 +762,12 @@ impl NodeFacts {
 }
 
 impl Facts {
+    /// Since when the pods are judged for "healthy again" and "more would help"
+    /// ([`findings::resolved::healthy_since`]), as the proofs judge them.
+    pub fn healthy_since(&self) -> DateTime<Utc> {
+        findings::resolved::healthy_since(self.now, self.alert.started)
+    }
+
     /// Whether Kubernetes put the taint `key` on node `node` ([`TaintFacts::by_kubernetes`]); by
     /// its key alone for a node that was not read.
     pub fn taint_by_kubernetes(&self, node: &str, key: &str) -> bool {

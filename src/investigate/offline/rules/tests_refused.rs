@@ -812,3 +812,33 @@ fn a_pod_its_node_evicted_does_not_hide_a_held_rollout() {
     );
     assert_eq!(held(true), (mode, human));
 }
+
+/// Issue 43: the scale-back rule refused on any container that ever ended, where the scale's
+/// proof (`scale.pods-not-failing`) judged only the pods' state now; both ask
+/// `findings::more_would_help` since the look-back now: an exit days ago keeps nothing back,
+/// one two minutes ago does.
+#[test]
+fn a_container_that_ended_days_ago_does_not_keep_a_scale_back_from_being_proposed() {
+    let ended_at = |finished: &str| {
+        let mut p = pod("listing-abc-1")
+            .revision("abc")
+            .not_ready_since(1)
+            .raw();
+        p["status"]["containerStatuses"][0]["restartCount"] = json!(1);
+        p["status"]["containerStatuses"][0]["lastState"] = json!({"terminated": {
+            "reason": "Error", "exitCode": 1, "finishedAt": finished}});
+        Incident::deployment("listing")
+            .replicas(1)
+            .scaled("listing-abc", true, 6, 600)
+            .scaled("listing-abc", false, 1, 40)
+            .with_raw_pod(p)
+            .diagnosis()
+    };
+    let long_ago = ended_at("2025-12-28T09:00:00Z");
+    assert_eq!(long_ago.mode, "ScaledBelowDeclared", "{}", long_ago.summary);
+    assert_eq!(
+        long_ago.proposal.map(|p| p.action_type),
+        Some(ActionType::ScaleReplicas)
+    );
+    assert_ne!(ended_at("2026-01-01T11:58:00Z").mode, "ScaledBelowDeclared");
+}

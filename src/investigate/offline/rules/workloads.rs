@@ -646,10 +646,12 @@ pub(super) fn scaled_below_declared(f: &Facts) -> Option<Diagnosis> {
         return None;
     }
     let now: Vec<&observed::Pod> = f.pods.iter().map(|p| &p.observed).collect();
-    // None broken, and none that ever ended: a container caught running between two crashes
-    // (or after an OOM kill) is not broken at this instant, but more pods like it help nobody.
-    let ended = |p: &observed::Pod| p.containers.iter().any(|c| c.terminated.is_some());
-    if now.iter().any(|p| p.broken().is_some() || ended(p)) || now.iter().all(|p| p.serving()) {
+    // More pods like these must help (the scale's proof asks the same finding), and every pod
+    // must have a node: where one waits for room, more would wait too.
+    if findings::more_would_help(now.iter().copied(), f.healthy_since()).is_err()
+        || now.iter().any(|p| p.waiting_for_node().is_some())
+        || now.iter().all(|p| p.serving())
+    {
         return None;
     }
     let not_ready: Vec<&str> = now
