@@ -95,18 +95,23 @@ impl Scene {
     }
 
     /// `pods` of namespace `ns` having heeded its events ([`Pod::heed`], as the rules' evidence
-    /// and the graph do), read only when a pod is still starting; none when they cannot be
-    /// read: the pods' own status decides then.
+    /// and the graph do), read only when a pod is still starting.
     async fn heeding(&self, pods: Vec<Pod>, ns: Option<&str>) -> Read<Vec<Pod>> {
         if pods.iter().all(|p| p.phase != "Pending") {
             return Ok(pods);
         }
-        let warnings = match self.events(ns).await {
-            Err(e) if e.is_unreachable() => return Err(e),
-            Err(_) => vec![],
-            Ok(events) => events,
-        };
+        let warnings = self.warnings(ns).await?;
         Ok(pods.into_iter().map(|p| p.heed(&warnings)).collect())
+    }
+
+    /// The events of namespace `ns` its pods heed; none when they cannot be read: the pods' own
+    /// status decides then.
+    async fn warnings(&self, ns: Option<&str>) -> Read<Vec<Event>> {
+        match self.events(ns).await {
+            Err(e) if e.is_unreachable() => Err(e),
+            Err(_) => Ok(vec![]),
+            ok => ok,
+        }
     }
 
     /// The target's pods (a workload's, a Pod itself, a Node's).
@@ -129,7 +134,25 @@ impl Scene {
                 &ListQuery::fields(format!("spec.nodeName={node}")),
             )
             .await?;
-        Ok(pods.iter().map(|p| Pod::at(p, self.now)).collect())
+        // The pods of each namespace with a pod still starting heed its events.
+        let mut out: Vec<Pod> = pods.iter().map(|p| Pod::at(p, self.now)).collect();
+        let mut starting: Vec<String> = out
+            .iter()
+            .filter(|p| p.phase == "Pending")
+            .filter_map(|p| obj::namespace(&p.raw).map(str::to_owned))
+            .collect();
+        starting.sort_unstable();
+        starting.dedup();
+        for ns in starting {
+            let warnings = self.warnings(Some(&ns)).await?;
+            for p in out
+                .iter_mut()
+                .filter(|p| obj::namespace(&p.raw) == Some(ns.as_str()))
+            {
+                *p = std::mem::take(p).heed(&warnings);
+            }
+        }
+        Ok(out)
     }
 
     /// The log of container `container`'s previous instance (its last 50 lines): what the
@@ -275,5 +298,61 @@ pub(super) fn test_signal(name: &str, now: DateTime<Utc>) -> SignalContext {
         generator_url: None,
         external_url: None,
         requested: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::cluster::observed::FailureKind;
+    use crate::cluster::snapshot::SnapshotCluster;
+
+    /// Issue 43: the proofs' pods heed the warnings about them as the rules' evidence and the
+    /// graph do: a pod placed seconds ago whose sandbox cannot be made fails to start, whether
+    /// the proof reads the workload's pods or the node's.
+    #[tokio::test]
+    async fn the_scene_s_pods_heed_the_warnings_about_them() {
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let objects = json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "api", "namespace": "shop"},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "api"}}}},
+            {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "api-5d8f-0", "namespace": "shop", "labels": {"app": "api"},
+                    "creationTimestamp": "2026-11-21T11:59:50Z"},
+                "spec": {"nodeName": "n1", "containers": [{"name": "api"}]},
+                "status": {"phase": "Pending", "startTime": "2026-11-21T11:59:50Z",
+                    "containerStatuses": [{"name": "api", "ready": false, "restartCount": 0,
+                        "state": {"waiting": {"reason": "ContainerCreating"}}}]}},
+            {"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": "api-5d8f-0.1", "namespace": "shop"},
+                "involvedObject": {"kind": "Pod", "name": "api-5d8f-0", "namespace": "shop"},
+                "type": "Warning", "reason": "FailedCreatePodSandBox",
+                "lastTimestamp": "2026-11-21T11:59:55Z",
+                "message": "failed to setup network for sandbox: plugin type=\"calico\" failed"}]});
+        let snap =
+            SnapshotCluster::from_yaml(&objects.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let target = Target::new("Deployment", "api", Some("shop".into()));
+        let scene = Scene::new(
+            Arc::new(snap),
+            target,
+            now,
+            test_signal("KubePodNotReady", now),
+        );
+        let kinds = |pods: Vec<Pod>| -> Vec<Option<FailureKind>> {
+            pods.iter().map(|p| p.broken().map(|f| f.kind)).collect()
+        };
+        let of = scene
+            .target_pods()
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(kinds(of), [Some(FailureKind::Warned)]);
+        let on = scene
+            .pods_on("n1")
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(kinds(on), [Some(FailureKind::Warned)]);
     }
 }

@@ -43,8 +43,8 @@ pub(crate) struct Ctx {
     pub now: DateTime<Utc>,
     /// The target object (None for a gone one).
     pub object: Option<Value>,
-    /// The target's pods.
-    pub pods: Vec<Value>,
+    /// The target's pods, as of `now`, having heeded the warnings about them.
+    pub pods: Vec<observed::Pod>,
     /// All events of the namespace.
     pub all_events: Vec<Value>,
     /// Text of the failing containers' logs (last lines) and their warnings.
@@ -214,22 +214,25 @@ pub async fn build(
         .filter(|e| own(e) && str_at(e, &["type"]) == Some("Warning"))
         .cloned()
         .collect();
-    // What is wrong with each pod, the warnings about it counted (a pod seconds into
-    // ContainerCreating with a FailedAttachVolume is failing to start).
+    // The pods, parsed once as of `now`, having heeded the warnings about them (a pod seconds
+    // into ContainerCreating with a FailedAttachVolume is failing to start).
     let warnings: Vec<observed::Event> = events.iter().map(observed::Event::parse).collect();
-    let failure_of = |p: &Value| observed::Pod::at(p, now).heed(&warnings).failure();
-    let failing: Vec<String> = pods
+    let pods: Vec<observed::Pod> = pods
         .iter()
-        .filter(|p| failure_of(p).is_some())
-        .map(|p| obj::name(p).to_owned())
+        .map(|p| observed::Pod::at(p, now).heed(&warnings))
         .collect();
+    let failures: Vec<(&observed::Pod, observed::Failure)> = pods
+        .iter()
+        .filter_map(|p| Some((p, p.failure()?)))
+        .collect();
+    let failing: Vec<String> = failures.iter().map(|(p, _)| p.name.clone()).collect();
     // The failures' own words: the failing containers' last log lines, and the warnings.
     let mut text = String::new();
     // The first two failing pods with a container whose log shows it (a pod still being
     // created has none yet).
-    let logged = pods.iter().filter_map(|p| {
-        let logs = observed::Pod::parse(p).failure_logs();
-        (failure_of(p).is_some() && !logs.is_empty()).then(|| (obj::name(p), logs))
+    let logged = failures.iter().filter_map(|(p, _)| {
+        let logs = p.failure_logs();
+        (!logs.is_empty()).then_some((p.name.as_str(), logs))
     });
     for (name, logs) in logged.take(2) {
         for c in logs {
@@ -253,32 +256,13 @@ pub async fn build(
             }
         }
     }
-    for e in &events {
-        let _ = writeln!(
-            text,
-            "{}: {}",
-            str_at(e, &["reason"]).unwrap_or(""),
-            str_at(e, &["message"]).unwrap_or("")
-        );
+    for e in &warnings {
+        let _ = writeln!(text, "{}: {}", e.reason, e.message);
     }
-    let onset = super::findings::first_onset(
-        &pods
-            .iter()
-            .filter(|p| failing.iter().any(|f| f == obj::name(p)))
-            .map(observed::Pod::parse)
-            .collect::<Vec<_>>(),
-        &events
-            .iter()
-            .map(observed::Event::parse)
-            .collect::<Vec<_>>(),
-    );
-    let failures: Vec<(String, observed::Failure)> = pods
-        .iter()
-        .filter_map(|p| Some((obj::name(p).to_owned(), failure_of(p)?)))
-        .collect();
+    let onset = super::findings::first_onset(failures.iter().map(|(p, _)| *p), &warnings);
     let symptoms: Vec<String> = failures
         .iter()
-        .map(|(name, f)| format!("pod {name}: {f}"))
+        .map(|(p, f)| format!("pod {}: {f}", p.name))
         .take(3)
         .collect();
     // Wedged, not broken ([`observed::Pod::wedged`]): every failing pod runs, not ready, after
@@ -286,11 +270,7 @@ pub async fn build(
     let failing_pods_run = !failures.is_empty()
         && failures
             .iter()
-            .all(|(_, f)| f.kind == observed::FailureKind::NotReady)
-        && pods
-            .iter()
-            .filter(|p| failures.iter().any(|(n, _)| n == obj::name(p)))
-            .all(|p| observed::Pod::at(p, now).wedged());
+            .all(|(p, f)| f.kind == observed::FailureKind::NotReady && p.wedged());
     let ctx = Ctx {
         r,
         target: target.clone(),

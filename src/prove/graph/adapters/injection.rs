@@ -52,7 +52,8 @@ pub(in crate::prove::graph) async fn injection(ctx: &Ctx) -> Read<Vec<Dependency
     let live: Vec<&Value> = ctx
         .pods
         .iter()
-        .filter(|p| str_at(p, &["metadata", "deletionTimestamp"]).is_none())
+        .filter(|p| !p.deleting)
+        .map(|p| &p.raw)
         .collect();
     let (failing, serving): (Vec<&Value>, Vec<&Value>) = live
         .into_iter()

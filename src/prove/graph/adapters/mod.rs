@@ -51,7 +51,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
     let mut claims: Vec<String> = ctx
         .pods
         .iter()
-        .flat_map(|p| array(p, &["spec", "volumes"]).iter())
+        .flat_map(|p| array(&p.raw, &["spec", "volumes"]).iter())
         .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]).map(str::to_owned))
         .collect();
     claims.extend(
@@ -159,7 +159,7 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 let spec = ctx
                     .pods
                     .first()
-                    .map(observed::PodSpec::of_pod)
+                    .map(|p| observed::PodSpec::of_pod(&p.raw))
                     .unwrap_or_default();
                 let takes_in_zone = nodes.iter().any(|n| {
                     let zone = crate::cluster::obj::label(n, "topology.kubernetes.io/zone")
@@ -296,7 +296,7 @@ pub(super) async fn config(ctx: &Ctx, found: &[Dependency]) -> Read<Vec<Dependen
                 let unread = change.as_ref().filter(|c| {
                     !crate::prove::findings::configmap_read_live(&t, &name)
                         && !ctx.pods.is_empty()
-                        && ctx.pods.iter().all(|p| !Pod::parse(p).started_since(c.at))
+                        && ctx.pods.iter().all(|p| !p.started_since(c.at))
                 });
                 let mut d = Dependency::of(
                     DepKind::Config,
@@ -364,7 +364,7 @@ pub(super) async fn network(ctx: &Ctx) -> Read<Vec<Dependency>> {
     if !connecting || ctx.pods.is_empty() {
         return Ok(vec![]);
     }
-    let labels = at(&ctx.pods[0], &["metadata", "labels"]);
+    let labels = Some(&ctx.pods[0].labels).filter(|l| !l.is_null());
     let mut out = Vec::new();
     for raw in ctx.list_or_empty("NetworkPolicy", Some(ns)).await? {
         let np = observed::NetworkPolicy::parse(&raw);
@@ -699,8 +699,7 @@ pub(super) async fn probes(ctx: &Ctx) -> Read<Vec<Dependency>> {
     let killed = ctx.all_events.iter().find_map(|e| {
         let view = Event::parse(e);
         let kind = view.probe_kill()?;
-        (view.kind == "Pod" && ctx.pods.iter().any(|p| obj::name(p) == view.name))
-            .then_some((e, kind))
+        (view.kind == "Pod" && ctx.pods.iter().any(|p| p.name == view.name)).then_some((e, kind))
     });
     let Some((killed, kind)) = killed else {
         return Ok(vec![]);

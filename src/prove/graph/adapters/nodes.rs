@@ -62,9 +62,9 @@ async fn took_memory(
     let failing: Vec<Pod> = ctx
         .pods
         .iter()
-        .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
-        .filter(|p| str_at(p, &["spec", "nodeName"]) == Some(name))
-        .map(Pod::parse)
+        .filter(|p| ctx.failing.contains(&p.name))
+        .filter(|p| p.node.as_deref() == Some(name))
+        .cloned()
         .collect();
     let warnings: Vec<Event> = ctx.all_events.iter().map(Event::parse).collect();
     let moments = findings::kill_moments(&failing, &warnings, ctx.now);
@@ -103,10 +103,10 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
     for p in ctx
         .pods
         .iter()
-        .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
+        .filter(|p| ctx.failing.contains(&p.name))
         .chain(ctx.pods.iter())
     {
-        if let Some(n) = str_at(p, &["spec", "nodeName"])
+        if let Some(n) = p.node.as_deref()
             && !names.iter().any(|x| x == n)
         {
             names.push(n.to_owned());
@@ -118,20 +118,20 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         let Some(node) = ctx.get("Node", None, name).await? else {
             continue;
         };
-        let here: Vec<&Value> = ctx
+        let here: Vec<&Pod> = ctx
             .pods
             .iter()
-            .filter(|p| str_at(p, &["spec", "nodeName"]) == Some(name.as_str()))
+            .filter(|p| p.node.as_deref() == Some(name.as_str()))
             .collect();
         let failing_here = here
             .iter()
-            .filter(|p| ctx.failing.iter().any(|f| f == obj::name(p)))
+            .filter(|p| ctx.failing.contains(&p.name))
             .count();
         let elsewhere_ok = ctx
             .pods
             .iter()
-            .filter(|p| str_at(p, &["spec", "nodeName"]).is_some_and(|n| n != name))
-            .filter(|p| !ctx.failing.iter().any(|f| f == obj::name(p)))
+            .filter(|p| p.node.as_deref().is_some_and(|n| n != name))
+            .filter(|p| !ctx.failing.contains(&p.name))
             .count();
         let relation = format!(
             "runs {} of the pods ({failing_here} failing){}",
@@ -207,10 +207,9 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
         // The drain's question (is the node the common factor of the failures?), asked of the
         // target's pods: what `depends` proposes a drain on, and what the drain's proof asks
         // again of every pod.
-        let on_node: Vec<Pod> = here.iter().map(|p| Pod::at(p, ctx.now)).collect();
-        let all: Vec<Pod> = ctx.pods.iter().map(|p| Pod::at(p, ctx.now)).collect();
+        let on_node: Vec<Pod> = here.iter().map(|p| (*p).clone()).collect();
         let (at_fault, why) =
-            findings::node_at_fault(&observed_node, flapping.as_deref(), &on_node, &all);
+            findings::node_at_fault(&observed_node, flapping.as_deref(), &on_node, &ctx.pods);
         d.on_node = Some(OnNode {
             node: name.clone(),
             pods: here.len(),
@@ -246,7 +245,7 @@ pub(in crate::prove::graph) async fn nodes(ctx: &Ctx) -> Read<Vec<Dependency>> {
     }
     // Evictions and preemptions of the target's pods (a preemption is a Normal event).
     // Its pods now, and the pods since deleted whose names its controllers generated.
-    let own: Vec<&str> = ctx.pods.iter().map(obj::name).collect();
+    let own: Vec<&str> = ctx.pods.iter().map(|p| p.name.as_str()).collect();
     for e in ctx
         .all_events
         .iter()
@@ -301,7 +300,7 @@ async fn neighbour_hog(ctx: &Ctx, node: &str) -> Read<Option<Dependency>> {
         Err(e) if e.is_unreachable() => return Err(e),
         Err(_) => return Ok(None),
     };
-    let own: BTreeSet<&str> = ctx.pods.iter().map(obj::name).collect();
+    let own: BTreeSet<&str> = ctx.pods.iter().map(|p| p.name.as_str()).collect();
     for p in pods.iter().filter(|p| !own.contains(obj::name(p))).take(4) {
         let ns = obj::namespace(p).unwrap_or_default();
         let q = crate::cluster::LogQuery {

@@ -24,7 +24,7 @@ pub(in crate::prove::graph) async fn ingress_behind(
     if !timing_out {
         return Ok(vec![]);
     }
-    let labels = at(pod, &["metadata", "labels"]);
+    let labels = Some(&pod.labels).filter(|l| !l.is_null());
     // The target namespace's labels, read once and only for a policy to judge.
     let mut ns_labels: Option<Value> = None;
     let mut out = Vec::new();
