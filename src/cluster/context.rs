@@ -409,8 +409,7 @@ impl ContextResolver {
 
 /// The pod template of a workload (CronJob: its job template's).
 fn pod_template(root: &Value) -> Option<&Value> {
-    at(root, &["spec", "template"])
-        .or_else(|| at(root, &["spec", "jobTemplate", "spec", "template"]))
+    super::observed::pod_template(root)
 }
 
 fn mesh_marker(

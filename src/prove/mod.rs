@@ -494,7 +494,7 @@ fn short(hash: &str) -> String {
 /// A workload's images and replicas, for the binding's evidence.
 fn summary(o: &Value) -> String {
     let mut parts = Vec::new();
-    let images = template_images(at(o, &["spec", "template"]).unwrap_or(&Value::Null));
+    let images = template_images(crate::cluster::observed::pod_template(o).unwrap_or(&Value::Null));
     if !images.is_empty() {
         parts.push(format!("images {images}"));
     }

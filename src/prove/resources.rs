@@ -107,9 +107,7 @@ pub(super) async fn raise_limit(
 ) -> Read<Vec<Obligation>> {
     let [in_template, bounded, quota, nodes] = obligations(resource);
     let w = scene.target_obj().await?;
-    let template = at(&w, &["spec", "template"])
-        .cloned()
-        .unwrap_or(Value::Null);
+    let template = observed::pod_template(&w).cloned().unwrap_or(Value::Null);
     let pods = scene.pods_of(&w).await?;
     let container = container.unwrap_or_default().to_owned();
     let named = container_in_template(in_template, &w, &container);

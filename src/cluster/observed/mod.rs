@@ -46,7 +46,7 @@ pub use revision::{Revision, revisions, template_images};
 pub use service::{Endpoints, Service};
 pub use spec::{ContainerSpec, PodSpec, Probe, Toleration};
 pub use state::{KeptState, error_line};
-pub use workload::{Hold, Workload, its_pod, pod_selector, uses_claim};
+pub use workload::{Hold, Workload, its_pod, pod_selector, pod_template, uses_claim};
 
 /// A timestamp at `path` of `v`, if it parses as RFC 3339.
 pub fn time(v: &Value, path: &[&str]) -> Option<DateTime<Utc>> {

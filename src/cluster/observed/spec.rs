@@ -159,9 +159,13 @@ impl PodSpec {
         Self::parse(at(pod, &["spec"]).unwrap_or(&Value::Null))
     }
 
-    /// A workload's pod template's spec.
+    /// A workload's pod template's spec ([`super::pod_template`]: a CronJob's too).
     pub fn of_template(workload: &Value) -> Self {
-        Self::parse(at(workload, &["spec", "template", "spec"]).unwrap_or(&Value::Null))
+        Self::parse(
+            super::pod_template(workload)
+                .and_then(|t| at(t, &["spec"]))
+                .unwrap_or(&Value::Null),
+        )
     }
 
     /// What the containers ask for of `resource` in all (`section` is `requests` or

@@ -18,6 +18,18 @@ pub fn pod_selector(workload: &Value) -> Option<Selector> {
         .filter(|s| !s.is_empty())
 }
 
+/// A workload's pod template: its `spec.template`, or a CronJob's
+/// `spec.jobTemplate.spec.template`; `None` for an object without one. Every decision that
+/// reads what a workload's pods are made from (their spec, claims, images, labels) reads it
+/// here, so a CronJob's template is not missed by one of them.
+pub fn pod_template(workload: &Value) -> Option<&Value> {
+    if obj::kind(workload) == "CronJob" {
+        at(workload, &["spec", "jobTemplate", "spec", "template"])
+    } else {
+        at(workload, &["spec", "template"])
+    }
+}
+
 /// Whether `pod`, listed by the [`pod_selector`] of `workload`, is one of its pods and not one
 /// another controller made with the same labels (a Helm hook's Job, a CronJob's run): see
 /// [`Pod::selected_by`]. The rules' evidence, the proofs' scene, the dependency graph, the
@@ -31,12 +43,7 @@ pub fn its_pod(workload: &Value, pod: &Value) -> bool {
 /// pods (`<template>-<statefulset>-<ordinal>`: `data-web-cache-0` is `web-cache`'s, not
 /// `web`'s). The expansion's proof asks this of the claim a remediation names.
 pub fn uses_claim(workload: &Value, claim: &str) -> bool {
-    let template = if obj::kind(workload) == "CronJob" {
-        at(workload, &["spec", "jobTemplate", "spec", "template"])
-    } else {
-        at(workload, &["spec", "template"])
-    };
-    let mounted = template.is_some_and(|t| {
+    let mounted = pod_template(workload).is_some_and(|t| {
         obj::array(t, &["spec", "volumes"])
             .iter()
             .any(|v| str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(claim))
@@ -304,6 +311,21 @@ mod tests {
             "spec": {"jobTemplate": {"spec": {"template": {"spec": {"volumes": [
                 {"name": "d", "persistentVolumeClaim": {"claimName": "backups"}}]}}}}}});
         assert!(uses_claim(&cron, "backups"));
+    }
+
+    /// Issue 43: one home for "the pod template": a CronJob's is under its job template, and
+    /// the spec the rules and proofs read of it is no longer empty.
+    #[test]
+    fn a_cron_job_s_pods_are_made_from_its_job_template() {
+        let cron = json!({"kind": "CronJob", "metadata": {"name": "backup"},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [
+                {"name": "dump", "image": "pg:16",
+                    "resources": {"limits": {"memory": "256Mi"}}}]}}}}}});
+        assert!(pod_template(&cron).is_some());
+        let spec = crate::cluster::observed::PodSpec::of_template(&cron);
+        assert_eq!(spec.limit("dump", "memory"), Some("256Mi"));
+        let pod = json!({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}});
+        assert!(pod_template(&pod).is_none());
     }
 
     #[test]

@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::ClusterReader;
 use crate::cluster::context::ResourceContext;
-use crate::cluster::obj::{self, at, str_at};
+use crate::cluster::obj::{self, at};
 use crate::cluster::observed;
 use crate::cluster::render::pod_status;
 use crate::cluster::tools::{ClusterTools, ToolResult};
@@ -144,7 +144,7 @@ impl Root {
                 observed::Claim::read(raw).map(|c| RootObject::Claim(Box::new(c)))
             }
             "Service" => Some(RootObject::Service(Box::new(observed::Service::parse(raw)))),
-            _ => at(raw, &["spec", "template"])
+            _ => observed::pod_template(raw)
                 .filter(|t| t.is_object())
                 .map(|t| {
                     RootObject::Template(Box::new(observed::PodSpec::parse(
@@ -189,10 +189,6 @@ impl ObservedPod {
 
     pub fn name(&self) -> &str {
         &self.observed.name
-    }
-
-    pub fn phase(&self) -> Option<&str> {
-        str_at(&self.observed.raw, &["status", "phase"])
     }
 
     /// A pod is failing when [`observed::Pod::failure`] says so: not scheduled, a container
@@ -652,7 +648,7 @@ pub(super) async fn gather(
         || root_t.kind == "DaemonSet"
         || ev.pdb.is_some()
         || may_raise
-        || ev.pods.iter().any(|p| p.phase() == Some("Pending"))
+        || ev.pods.iter().any(|p| p.observed.phase == "Pending")
     {
         let r = calls.call("kubectl_get", json!({"kind": "Node"})).await?;
         ev.nodes = items(&r).iter().map(observed::Node::parse).collect();

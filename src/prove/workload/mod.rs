@@ -82,7 +82,7 @@ pub(super) async fn no_change_explains(
     let template = if obj::kind(&w) == "Pod" {
         w.clone()
     } else {
-        at(&w, &["spec", "template"])
+        crate::cluster::observed::pod_template(&w)
             .cloned()
             .unwrap_or(Value::Null)
     };

@@ -159,7 +159,6 @@ pub(super) struct PodFacts {
     pub controller: Option<String>,
     /// STATUS as `kubectl get pods` shows it.
     pub status: String,
-    pub phase: Option<String>,
     pub failing: bool,
     pub healthy: bool,
     /// The first terminated state among its containers, last or current.
@@ -672,7 +671,6 @@ impl PodFacts {
             node: o.node.clone(),
             controller: o.controller.as_ref().map(|(_, name)| name.clone()),
             status: p.status.clone(),
-            phase: p.phase().map(str::to_owned),
             failing: p.failing(),
             healthy: p.healthy(),
             description: describe(

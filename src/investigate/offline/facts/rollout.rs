@@ -186,7 +186,7 @@ pub(super) fn lone_failure(pods: &[PodFacts]) -> Option<LoneFailure> {
     // is nothing left to replace. One still Pending has not run (unplaced, or its init
     // containers failing): the rules for those failures decide, not a lone replacement.
     if p.observed.ended()
-        || p.phase.as_deref() == Some("Pending")
+        || p.observed.phase == "Pending"
         || p.deleting_for.is_some()
         || p.controller.is_none()
     {

@@ -404,7 +404,7 @@ pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
     let [p] = f.pods.as_slice() else {
         return None;
     };
-    if w.replicas != Some(1) || !p.failing || p.phase.as_deref() != Some("Running") {
+    if w.replicas != Some(1) || !p.failing || p.observed.phase != "Running" {
         return None;
     }
     let kept = p.kept.as_ref()?;

@@ -38,10 +38,7 @@ fn template(ctx: &Ctx) -> Value {
     };
     match obj::kind(o) {
         "Pod" => serde_json::json!({"spec": at(o, &["spec"]).cloned().unwrap_or(Value::Null)}),
-        "CronJob" => at(o, &["spec", "jobTemplate", "spec", "template"])
-            .cloned()
-            .unwrap_or(Value::Null),
-        _ => at(o, &["spec", "template"]).cloned().unwrap_or(Value::Null),
+        _ => observed::pod_template(o).cloned().unwrap_or(Value::Null),
     }
 }
 
