@@ -337,7 +337,11 @@ pub fn pods_health(
     wanted: Option<i64>,
     since: DateTime<Utc>,
 ) -> (f64, String) {
-    let live: Vec<&observed::Pod> = pods.iter().filter(|p| !p.deleting).collect();
+    // A pod its node ended is a record its controller replaced, not a replica.
+    let live: Vec<&observed::Pod> = pods
+        .iter()
+        .filter(|p| !p.deleting && !p.outlived())
+        .collect();
     if live.is_empty() {
         return (0.0, "no pods".into());
     }
@@ -345,10 +349,10 @@ pub fn pods_health(
     let ready_n = live.iter().filter(|p| p.ready).count();
     let failing: Vec<observed::Failure> = live.iter().filter_map(|p| p.broken()).collect();
     let after = |t: Option<DateTime<Utc>>| t.is_some_and(|t| t > since);
-    let restarted = live
-        .iter()
-        .flat_map(|p| &p.containers)
-        .any(|c| c.terminated.as_ref().is_some_and(|(_, _, t)| after(*t)));
+    let restarted = live.iter().flat_map(|p| &p.containers).any(|c| {
+        c.exited_since(since)
+            .is_some_and(|(_, _, t)| after(Some(t)))
+    });
     let oom = live
         .iter()
         .flat_map(|p| p.memory_kills(events))

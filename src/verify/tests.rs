@@ -3,7 +3,8 @@
 use super::*;
 
 fn pod(ready: bool, waiting: Option<&str>, last: Option<(&str, &str)>) -> Value {
-    let mut c = json!({"name": "app", "state": {}});
+    // A container not waiting runs (after its last termination, a restart).
+    let mut c = json!({"name": "app", "state": {"running": {}}});
     if let Some(w) = waiting {
         c["state"] = json!({"waiting": {"reason": w}});
     }

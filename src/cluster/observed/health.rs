@@ -12,7 +12,11 @@ use crate::domain::{PodFailure, TargetHealth};
 /// been ready yet, for less than `NEVER_READY_ALLOWANCE`, is starting: a rollout still under
 /// way).
 pub fn target_health(workload: &Value, pods: &[Pod], now: DateTime<Utc>) -> TargetHealth {
-    let live: Vec<&Pod> = pods.iter().filter(|p| !p.deleting).collect();
+    // A pod its node ended is a record its controller replaced, not a replica.
+    let live: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| !p.deleting && !p.outlived())
+        .collect();
     let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     TargetHealth {
         observed_at: now,

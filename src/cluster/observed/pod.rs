@@ -101,6 +101,22 @@ pub struct Container {
     pub started: Option<DateTime<Utc>>,
 }
 
+impl Container {
+    /// Its latest termination, when it ended since `since` in a way that says more than a
+    /// start: the time is recorded and not before `since`, and it runs again or exited with an
+    /// error (an init container that completed did its job). "Healthy again", more pods helping
+    /// and verification's restarts ask this.
+    pub fn exited_since(&self, since: DateTime<Utc>) -> Option<(&str, i64, DateTime<Utc>)> {
+        let (reason, code, at) = self.terminated.as_ref()?;
+        let at = (*at)?;
+        (at >= since && (self.running || *code != 0) && !(self.init && *code == 0)).then_some((
+            reason.as_str(),
+            *code,
+            at,
+        ))
+    }
+}
+
 /// One pod, as observed.
 #[derive(Debug, Clone, Default)]
 pub struct Pod {
@@ -155,10 +171,11 @@ pub const STARTING_WARNINGS: &[&str] = &[
     "FailedCreatePodSandBox",
 ];
 
-/// What the kubelet says of a projected volume's source it has not registered yet, in the
-/// first seconds of a pod (`object "shop"/"kube-root-ca.crt" not registered`): a race it
-/// retries and wins, not a mount that fails.
-pub const TRANSIENT_MOUNT: &str = "not registered";
+/// What the kubelet says of a volume's source in the first seconds of a pod, a race it retries
+/// and wins, not a mount that fails: a projected source it has not registered yet (`object
+/// "shop"/"kube-root-ca.crt" not registered`), a ConfigMap or Secret cache not synced yet
+/// (`failed to sync configmap cache: timed out waiting for the condition`).
+pub const TRANSIENT_MOUNTS: &[&str] = &["not registered", "failed to sync"];
 
 /// A pod's `status.reason` when its node ended it, whatever it ran ([`Pod::outlived`]): the
 /// node shut down (`NodeShutdown`, `Terminated`, `Shutdown`), was lost (`NodeLost`), no longer
@@ -183,6 +200,12 @@ pub const NODE_ENDINGS: &[&str] = &[
 /// exceeded its local ephemeral storage limit`, `Pod ephemeral local storage usage exceeds the
 /// total limit of containers`).
 pub const NODE_EVICTIONS: &[&str] = &["The node was low on resource", "The node had condition"];
+
+/// What the kubelet adds to a pressure eviction's message for a container of the pod that used
+/// more than it requested (`Container api was using 3Gi, request is 256Mi, has larger
+/// consumption of memory.`): the pod's own use brought the pressure, as a leak does, so its end
+/// is its own ([`Pod::outlived`] does not hold).
+pub const OVER_ITS_REQUEST: &str = "has larger consumption of";
 
 /// Waiting reasons that come with what the pod is made from (its image, its configuration): a
 /// replacement made from the same template meets them again.
@@ -469,7 +492,13 @@ impl Pod {
     /// evidence, the proofs' scene and the dependency graph heed the events they read, so one
     /// definition of failing answers alike.
     pub fn heed(mut self, events: &[Event]) -> Self {
-        if self.phase != "Pending" || self.deleting {
+        // A container that runs or ran (an init container included) shows the sandbox was made
+        // and the volumes mounted since: what was said before no longer holds.
+        let started = self
+            .containers
+            .iter()
+            .any(|c| c.running || c.exited.is_some());
+        if self.phase != "Pending" || self.deleting || started {
             return self;
         }
         let placed = array(&self.raw, &["status", "conditions"])
@@ -484,7 +513,7 @@ impl Pod {
             .iter()
             .filter(|e| e.warning && e.kind == "Pod" && e.name == self.name)
             .filter(|e| STARTING_WARNINGS.contains(&e.reason.as_str()))
-            .filter(|e| !e.message.contains(TRANSIENT_MOUNT))
+            .filter(|e| !TRANSIENT_MOUNTS.iter().any(|m| e.message.contains(m)))
             .filter(|e| match (e.last, placed) {
                 (Some(t), Some(c)) => t >= c,
                 _ => true,
@@ -618,7 +647,8 @@ impl Pod {
             let message = message.as_deref().unwrap_or_default();
             NODE_ENDINGS.contains(&reason.as_str())
                 || (matches!(reason.as_str(), "Evicted" | "UnexpectedAdmissionError")
-                    && NODE_EVICTIONS.iter().any(|m| message.contains(m)))
+                    && NODE_EVICTIONS.iter().any(|m| message.contains(m))
+                    && !message.contains(OVER_ITS_REQUEST))
         });
         self.phase == "Failed" && replaced && by_node
     }

@@ -90,6 +90,7 @@ pub fn node_at_fault(
             .filter(|q| {
                 q.node.as_deref() != Some(name)
                     && !q.deleting
+                    && !q.outlived()
                     && owner(q).as_deref() == Some(o.as_str())
                     && q.template() == p.template()
             })

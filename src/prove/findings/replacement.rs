@@ -36,7 +36,7 @@ impl<'a> Replacement<'a> {
     ) -> Self {
         let siblings: Vec<&Pod> = pods
             .into_iter()
-            .filter(|p| p.name != pod.name && !p.deleting)
+            .filter(|p| p.name != pod.name && !p.deleting && !p.outlived())
             .collect();
         let only = siblings.is_empty() && replicas == Some(1);
         Self {

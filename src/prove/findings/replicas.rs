@@ -102,34 +102,33 @@ pub fn short_of_declared<'a>(
 }
 
 /// Whether more pods like `pods` would help, judged since `since` (the look-back "healthy
-/// again" judges on, [`super::resolved::healthy_since`]): none of them fails
+/// again" judges on, [`super::resolved::healthy_since`]): none of its replicas fails
 /// ([`Pod::broken`]; a pod that waits for a node is no failure of what it runs, the room for
-/// it is a question of its own), and no container of them ended since — a container caught
-/// running between two crashes, or just after an OOM kill, is not broken at this instant, yet
-/// more pods like it help nobody. A termination with no time recorded counts. `Err` with up
-/// to three lines that show otherwise. The scale-back rule and the scale's proof
-/// (`scale.pods-not-failing`) ask it.
+/// it is a question of its own), and no container of them ended since
+/// ([`crate::cluster::observed::Container::exited_since`]) — a container caught running
+/// between two crashes, or just after an OOM kill, is not broken at this instant, yet more
+/// pods like it help nobody. A pod on its way out and a record its node ended
+/// ([`Pod::outlived`]) are no replicas. `Err` with up to three lines that show otherwise. The
+/// scale-back rule and the scale's proof (`scale.pods-not-failing`) ask it.
 pub fn more_would_help<'a>(
     pods: impl IntoIterator<Item = &'a Pod>,
     since: DateTime<Utc>,
 ) -> Result<(), Vec<String>> {
     let why: Vec<String> = pods
         .into_iter()
+        .filter(|p| !p.deleting && !p.outlived())
         .filter_map(|p| {
             if let Some(f) = p.broken().filter(|_| p.waiting_for_node().is_none()) {
                 return Some(format!("pod {} {f}", p.name));
             }
             p.containers.iter().find_map(|c| {
-                let (reason, code, at) = c.terminated.as_ref()?;
-                at.is_none_or(|t| t >= since).then(|| {
-                    let at = at.map(|t| format!(" at {}", t.format("%H:%M:%S")));
-                    format!(
-                        "container {} of pod {} exited ({reason}, {code}){}",
-                        c.name,
-                        p.name,
-                        at.unwrap_or_default()
-                    )
-                })
+                let (reason, code, at) = c.exited_since(since)?;
+                Some(format!(
+                    "container {} of pod {} exited ({reason}, {code}) at {}",
+                    c.name,
+                    p.name,
+                    at.format("%H:%M:%S")
+                ))
             })
         })
         .take(3)
@@ -274,5 +273,11 @@ mod tests {
             "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
                 "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}]}}));
         assert_eq!(more_would_help(&[waiting], since), Ok(()));
+        // An init container that completed as the pod started did its job.
+        let mut started = running("2026-11-28T09:00:00Z").raw;
+        started["status"]["initContainerStatuses"] = json!([{"name": "istio-init",
+            "restartCount": 0, "state": {"terminated": {"reason": "Completed", "exitCode": 0,
+                "finishedAt": "2026-11-30T11:59:00Z"}}}]);
+        assert_eq!(more_would_help(&[Pod::parse(&started)], since), Ok(()));
     }
 }

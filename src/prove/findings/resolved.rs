@@ -169,14 +169,14 @@ fn not_healthy_since(p: &Pod, since: DateTime<Utc>) -> Option<String> {
     if !p.ready && !p.deleting {
         return Some(format!("pod {} is {} and not ready", p.name, p.phase));
     }
-    p.containers.iter().find_map(|c| match &c.terminated {
-        Some((r, code, Some(t))) if *t >= since && c.running => Some(format!(
+    p.containers.iter().find_map(|c| {
+        let (r, code, t) = c.exited_since(since)?;
+        Some(format!(
             "container {} of pod {} exited ({r}, {code}) at {}, after the alert began",
             c.name,
             p.name,
             t.format("%H:%M:%S")
-        )),
-        _ => None,
+        ))
     })
 }
 

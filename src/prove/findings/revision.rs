@@ -198,7 +198,9 @@ pub fn rollout_by_others(
     let never_ready = |p: &Pod| of_current(p) && p.never_ready_in_rollout(stalled);
     let starting: Vec<&str> = pods
         .iter()
-        .filter(|p| of_current(p) && !p.ready && p.broken().is_none() && !never_ready(p))
+        .filter(|p| {
+            of_current(p) && !p.ready && !p.outlived() && p.broken().is_none() && !never_ready(p)
+        })
         .map(|p| p.name.as_str())
         .collect();
     let current_fails = pods
@@ -419,6 +421,9 @@ mod tests {
             }
         };
         assert_eq!(health("The node was low on resource: memory. "), "ready 1");
+        // Evicted on the node's pressure, but for using more than it asked for: its own doing.
+        let own = "The node was low on resource: memory. Container api was using 3Gi, request is 256Mi, has larger consumption of memory. ";
+        assert_eq!(health(own), "fails api-5d9f-e");
         assert_eq!(
             health("Container api exceeded its local ephemeral storage limit \"2Gi\". "),
             "fails api-5d9f-e"

@@ -393,4 +393,16 @@ fn a_pod_seconds_into_creating_fails_once_a_warning_about_it_is_heeded() {
         ),
         Some(FailureKind::Warned)
     );
+    let cache = "failed to sync configmap cache: timed out waiting for the condition";
+    assert_eq!(said("FailedMount", cache), None);
+    // Once an init container runs, the sandbox was made and the volumes mounted since.
+    let mut init = p.clone();
+    init["status"]["initContainerStatuses"] = json!([{"name": "wait", "restartCount": 0,
+        "state": {"running": {"startedAt": "2026-11-28T11:59:58Z"}}}]);
+    let e = Event::parse(
+        &json!({"type": "Warning", "reason": "FailedMount", "message": "x",
+        "involvedObject": {"kind": "Pod", "name": "api-1"},
+        "lastTimestamp": "2026-11-28T11:59:55Z"}),
+    );
+    assert_eq!(Pod::at(&init, t(NOW)).heed(&[e]).failure(), None);
 }

@@ -645,7 +645,13 @@ pub(super) fn scaled_below_declared(f: &Facts) -> Option<Diagnosis> {
     if f.rollout.is_some() || f.pods.is_empty() {
         return None;
     }
-    let now: Vec<&observed::Pod> = f.pods.iter().map(|p| &p.observed).collect();
+    // Its replicas: a pod its node ended is a record its controller replaced.
+    let now: Vec<&observed::Pod> = f
+        .pods
+        .iter()
+        .map(|p| &p.observed)
+        .filter(|p| !p.outlived())
+        .collect();
     // More pods like these must help (the scale's proof asks the same finding), and every pod
     // must have a node: where one waits for room, more would wait too.
     if findings::more_would_help(now.iter().copied(), f.healthy_since()).is_err()
