@@ -109,7 +109,7 @@ impl Container {
     pub fn exited_since(&self, since: DateTime<Utc>) -> Option<(&str, i64, DateTime<Utc>)> {
         let (reason, code, at) = self.terminated.as_ref()?;
         let at = (*at)?;
-        (at >= since && (self.running || *code != 0) && !(self.init && *code == 0)).then_some((
+        (at >= since && (self.running || *code != 0) && (!self.init || *code != 0)).then_some((
             reason.as_str(),
             *code,
             at,
