@@ -95,9 +95,9 @@ impl Scene {
     }
 
     /// `pods` of namespace `ns` having heeded its events ([`Pod::heed`], as the rules' evidence
-    /// and the graph do), read only when a pod is still starting.
+    /// and the graph do), read only when a pod placed on a node is still starting.
     async fn heeding(&self, pods: Vec<Pod>, ns: Option<&str>) -> Read<Vec<Pod>> {
-        if pods.iter().all(|p| p.phase != "Pending") {
+        if !pods.iter().any(Pod::placed_not_started) {
             return Ok(pods);
         }
         let warnings = self.warnings(ns).await?;
@@ -138,7 +138,7 @@ impl Scene {
         let mut out: Vec<Pod> = pods.iter().map(|p| Pod::at(p, self.now)).collect();
         let mut starting: Vec<String> = out
             .iter()
-            .filter(|p| p.phase == "Pending")
+            .filter(|p| p.placed_not_started())
             .filter_map(|p| obj::namespace(&p.raw).map(str::to_owned))
             .collect();
         starting.sort_unstable();

@@ -484,6 +484,12 @@ impl Pod {
         })
     }
 
+    /// Placed on a node and still Pending: the only pods [`Pod::heed`] may find a warning about
+    /// (a reader need not read events for pods that cannot have one).
+    pub fn placed_not_started(&self) -> bool {
+        self.phase == "Pending" && self.node.is_some()
+    }
+
     /// Take in the events read beside the pod: for a pod still starting (Pending, not being
     /// deleted), the latest Warning about it since it was placed on its node that says it
     /// cannot start ([`STARTING_WARNINGS`]) becomes [`Pod::warned`], which [`Pod::broken`]
