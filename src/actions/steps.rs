@@ -277,6 +277,12 @@ async fn new_pods_failing(r: &dyn ClusterReader, o: &Value) -> Vec<String> {
         .map(|p| observed::Pod::at(p, now))
         .filter(|p| !p.deleting && current.owns(p))
         .collect();
+    // Heeding the namespace's warnings, as every reader of failing does: a new pod whose volume
+    // cannot mount fails. A cluster that does not answer shows no pod, as a failed list does:
+    // the wait goes on.
+    let pods = crate::cluster::heeding(r, pods, Some(ns))
+        .await
+        .unwrap_or_default();
     // Failing as the rollout rule and the rollback proof count it (Pod::fails_in_rollout):
     // kept from running, or running and never ready past its start-up allowance.
     let stalled = deadline_exceeded(o).is_some();
@@ -409,6 +415,33 @@ mod tests {
         );
         let starting = failing_of(vec![never_ready(5)]).await;
         assert!(starting.is_empty(), "{starting:?}");
+    }
+
+    /// Issue 43: the wait heeds the namespace's warnings as every reader of failing does
+    /// (`cluster::heeding`): a new pod placed on its node whose volume cannot mount fails, where
+    /// the same pod without that warning is still starting.
+    #[tokio::test]
+    async fn a_new_pod_whose_volume_cannot_mount_fails_the_rollout() {
+        let placed = (chrono::Utc::now() - chrono::Duration::seconds(120)).to_rfc3339();
+        let mut p = pod("b", 1, false);
+        p["spec"]["nodeName"] = json!("node-1");
+        p["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled",
+            "status": "True", "lastTransitionTime": placed}],
+            "containerStatuses": [{"name": "api", "restartCount": 0, "ready": false,
+                "state": {"waiting": {"reason": "ContainerCreating"}}}]});
+        let warning = json!({"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "api-b-1.1", "namespace": "shop"},
+            "involvedObject": {"kind": "Pod", "name": "api-b-1", "namespace": "shop"},
+            "type": "Warning", "reason": "FailedMount", "lastTimestamp": chrono::Utc::now().to_rfc3339(),
+            "message": "MountVolume.SetUp failed for volume \"certs\" : secret \"api-tls\" not found"});
+        let starting = failing_of(vec![p.clone()]).await;
+        assert!(starting.is_empty(), "{starting:?}");
+        let failing = failing_of(vec![p, warning]).await;
+        assert_eq!(failing.len(), 1, "{failing:?}");
+        assert!(
+            failing[0].starts_with("pod api-b-1:") && failing[0].contains("FailedMount"),
+            "{failing:?}"
+        );
     }
 
     #[tokio::test]

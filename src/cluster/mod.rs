@@ -230,22 +230,53 @@ pub async fn workload_pods(
     let Some(selector) = observed::pod_selector(object) else {
         return Ok(None);
     };
-    let pods = reader.resource("Pod").await?;
-    reader
+    let res = reader.resource("Pod").await?;
+    let pods: Vec<observed::Pod> = reader
         .list(
-            &pods,
+            &res,
             target.namespace.as_deref(),
             &ListQuery::labels(selector.to_query()),
         )
+        .await?
+        .iter()
+        .map(|p| observed::Pod::at(p, now))
+        .filter(|p| p.selected_by(&target.kind, &target.name))
+        .collect();
+    heeding(reader, pods, target.namespace.as_deref())
         .await
-        .map(|pods| {
-            Some(
-                pods.iter()
-                    .map(|p| observed::Pod::at(p, now))
-                    .filter(|p| p.selected_by(&target.kind, &target.name))
-                    .collect(),
-            )
-        })
+        .map(Some)
+}
+
+/// `pods` of namespace `namespace` having heeded its events ([`observed::Pod::heed`]), as the
+/// rules' evidence, the proofs' scene and the graph heed theirs: read only when a pod placed on
+/// a node is still starting, the only pods a warning can be heeded for.
+pub async fn heeding(
+    reader: &dyn ClusterReader,
+    pods: Vec<observed::Pod>,
+    namespace: Option<&str>,
+) -> Result<Vec<observed::Pod>> {
+    if !pods.iter().any(observed::Pod::placed_not_started) {
+        return Ok(pods);
+    }
+    let events = heeded_events(reader, namespace).await?;
+    Ok(pods.into_iter().map(|p| p.heed(&events)).collect())
+}
+
+/// The events of namespace `namespace` its pods heed ([`heeding`]); none when this reader may
+/// not list them (the pods' own status decides then); an error when the cluster does not answer.
+pub async fn heeded_events(
+    reader: &dyn ClusterReader,
+    namespace: Option<&str>,
+) -> Result<Vec<observed::Event>> {
+    let listed = match reader.resource("Event").await {
+        Ok(res) => reader.list(&res, namespace, &ListQuery::default()).await,
+        Err(e) => Err(e),
+    };
+    match listed {
+        Ok(events) => Ok(events.iter().map(observed::Event::parse).collect()),
+        Err(e) if e.is_unreachable() => Err(e),
+        Err(_) => Ok(vec![]),
+    }
 }
 
 /// Whether an autoscaler of the target's namespace sets its replica count

@@ -192,7 +192,7 @@ proofs! {
         NOT_LAST_SCHEDULABLE_NODE = "drain.not-last-schedulable-node": "Other ready, schedulable nodes can take its pods";
         NOT_CLUSTER_WIDE = "drain.not-cluster-wide": "At most one node, or fewer than a third of the nodes, is not ready (not a cluster-wide problem)";
         PDBS_ALLOW = "drain.pdbs-allow": "The PodDisruptionBudgets of its pods allow their eviction";
-        CAPACITY_ELSEWHERE = "drain.capacity-elsewhere": "The other schedulable nodes have room for the evicted pods' requests";
+        CAPACITY_ELSEWHERE = "drain.capacity-elsewhere": "Each evicted pod fits on another node, beside what runs there";
         NO_BARE_POD = "drain.no-bare-pod": "Every pod it evicts has a controller to replace it (an evicted bare pod is gone for good)";
         NO_STATEFUL_POD_STUCK = "drain.no-stateful-pod-stuck": "No StatefulSet pod on it was deleted and waits for a kubelet that is gone (its replacement cannot start until a human confirms the node is down)";
     }

@@ -76,7 +76,7 @@ pub async fn prefetch(
         return Err(e);
     }
     let events = events_result.list("events");
-    snapshot.pod_statuses = playbook_statuses(&pods, tools.clock().now());
+    snapshot.pod_statuses = playbook_statuses(&pods, &events, tools.clock().now());
     for e in events
         .iter()
         .filter(|e| obj::str_at(e, &["type"]) == Some("Warning"))
@@ -163,12 +163,12 @@ fn belongs(pod: &Value, root: &Target) -> bool {
     observed::Pod::parse(pod).belongs_to(&root.kind, &root.name)
 }
 
-/// How a pod is failing as of `now`, as signature facts; empty for a pod
-/// [`observed::Pod::failure`] finds nothing wrong with (running and ready, completed, or still
-/// starting). The facts' words are the signature's and stay as they are: learned patterns
-/// match on them.
-fn pod_states(pod: &Value, now: DateTime<Utc>) -> Vec<String> {
-    if observed::Pod::at(pod, now).failure().is_none() {
+/// How a pod is failing as of `now`, having heeded `events` ([`observed::Pod::heed`]), as
+/// signature facts; empty for a pod [`observed::Pod::failure`] finds nothing wrong with
+/// (running and ready, completed, or still starting). The facts' words are the signature's and
+/// stay as they are: learned patterns match on them.
+fn pod_states(pod: &Value, events: &[observed::Event], now: DateTime<Utc>) -> Vec<String> {
+    if observed::Pod::at(pod, now).heed(events).failure().is_none() {
         return vec![];
     }
     let phase = obj::str_at(pod, &["status", "phase"]).unwrap_or("Unknown");
@@ -215,16 +215,20 @@ pub fn signature(
         .iter()
         .filter_map(|p| obj::str_at(p, &["metadata", "name"]))
         .collect();
-    let events = events
+    let events: Vec<observed::Event> = events.iter().map(observed::Event::parse).collect();
+    let pod_states = owned
         .iter()
-        .map(observed::Event::parse)
+        .flat_map(|p| pod_states(p, &events, now))
+        .collect();
+    let events = events
+        .into_iter()
         .filter(|e| e.warning && !e.reason.is_empty() && e.about(&root.name, &names))
         .map(|e| e.reason)
         .collect();
     patterns::signature(SignatureFacts {
         alert: alert.to_owned(),
         kind: root.kind.clone(),
-        pod_states: owned.iter().flat_map(|p| pod_states(p, now)).collect(),
+        pod_states,
         events,
     })
 }
@@ -263,16 +267,18 @@ pub async fn signature_and_learned(
 }
 
 /// The statuses playbooks match (`pod_status_regex`), in kubectl's words, of the pods the model
-/// of the cluster calls failing ([`observed::Pod::failure`]): not a pod seconds into
+/// of the cluster calls failing ([`observed::Pod::failure`], having heeded the namespace's
+/// `events`: a pod whose volume cannot mount is stuck): not a pod seconds into
 /// ContainerCreating, nor one a rollout terminates on time. Why each container last ended counts
 /// too while it is recent ([`observed::MEMORY_KILL_LOOKBACK_HOURS`], what the OOM rule reads): a
 /// pod crash-looping after OOM kills shows CrashLoopBackOff now and OOMKilled as its last
 /// state; an OOM kill of days ago is history.
-fn playbook_statuses(pods: &[Value], now: DateTime<Utc>) -> Vec<String> {
+fn playbook_statuses(pods: &[Value], events: &[Value], now: DateTime<Utc>) -> Vec<String> {
     let recent = now - chrono::Duration::hours(observed::MEMORY_KILL_LOOKBACK_HOURS);
+    let events: Vec<observed::Event> = events.iter().map(observed::Event::parse).collect();
     let mut out = Vec::new();
     for p in pods {
-        let pod = observed::Pod::at(p, now);
+        let pod = observed::Pod::at(p, now).heed(&events);
         if pod.failure().is_some() {
             out.push(pod_status(p));
         }
@@ -317,13 +323,23 @@ mod tests {
             "status": {"phase": "Running"}});
         let statuses = playbook_statuses(
             &[creating("2026-11-21T11:59:50Z"), old_kill.clone(), leaving],
+            &[],
             now,
         );
         assert!(statuses.is_empty(), "{statuses:?}");
+        // The same pod seconds into its start, heeding a warning that its volume cannot mount:
+        // stuck.
+        let warning = json!({"kind": "Event", "type": "Warning", "reason": "FailedMount",
+            "involvedObject": {"kind": "Pod", "name": "web-1"},
+            "lastTimestamp": "2026-11-21T11:59:58Z",
+            "message": "MountVolume.SetUp failed for volume \"data\" : configmap \"web\" not found"});
+        let statuses = playbook_statuses(&[creating("2026-11-21T11:59:50Z")], &[warning], now);
+        assert_eq!(statuses, ["ContainerCreating"]);
         let mut recent_kill = old_kill;
         recent_kill["status"]["containerStatuses"][0]["lastState"]["terminated"]["finishedAt"] =
             json!("2026-11-21T11:50:00Z");
-        let statuses = playbook_statuses(&[creating("2026-11-21T11:40:00Z"), recent_kill], now);
+        let statuses =
+            playbook_statuses(&[creating("2026-11-21T11:40:00Z"), recent_kill], &[], now);
         assert_eq!(statuses, ["ContainerCreating", "OOMKilled"]);
     }
 

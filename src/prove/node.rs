@@ -1,7 +1,5 @@
 //! Obligations of the actions on a node: cordon and drain it, remove one of its taints.
 
-use std::collections::BTreeMap;
-
 use super::findings::{self, PortHolder, Room, node_at_fault};
 use super::scene::{Read, Scene};
 use crate::cluster::obj;
@@ -37,7 +35,7 @@ pub(super) async fn drain(scene: &Scene) -> Read<Vec<Obligation>> {
         not_last_schedulable_node(&nodes, &others),
         not_cluster_wide(&nodes),
         pdbs_allow(scene, &node.name, &evicted).await?,
-        capacity_elsewhere(&others, &all, &evicted),
+        capacity_elsewhere(&nodes, node, &all, &evicted),
         no_bare_pod(&evicted),
         no_stateful_pod_stuck(node, &on_node),
     ])
@@ -184,29 +182,12 @@ async fn pdbs_allow(scene: &Scene, name: &str, evicted: &[&Pod]) -> Read<Obligat
     ))
 }
 
-/// Whether the other schedulable nodes have room for the evicted pods' requests, from their
-/// allocatable capacity less the requests of the pods they run.
-fn capacity_elsewhere(others: &[&Node], all: &[Pod], evicted: &[&Pod]) -> Obligation {
-    let mut free: BTreeMap<&str, (u128, u128)> = BTreeMap::new();
-    for n in others {
-        free.insert(
-            n.name.as_str(),
-            (
-                n.allocatable("cpu").unwrap_or(0),
-                n.allocatable("memory").unwrap_or(0),
-            ),
-        );
-    }
-    for p in all {
-        if let Some(n) = p.node.as_deref()
-            && let Some(f) = free.get_mut(n)
-            && !p.ended()
-        {
-            let spec = PodSpec::of_pod(&p.raw);
-            f.0 = f.0.saturating_sub(spec.total("requests", "cpu"));
-            f.1 = f.1.saturating_sub(spec.total("requests", "memory"));
-        }
-    }
+/// Whether the other nodes have room for the pods the drain evicts, each placed on one node
+/// as the scheduler would place it ([`findings::placement`]: its tolerations, selector and
+/// affinity, the room left beside the pods bound there and those placed before it, its host
+/// ports). Free room pooled across nodes is room no single pod can use.
+fn capacity_elsewhere(nodes: &[Node], node: &Node, all: &[Pod], evicted: &[&Pod]) -> Obligation {
+    let others: Vec<&Node> = nodes.iter().filter(|n| n.name != node.name).collect();
     let need = evicted.iter().fold((0u128, 0u128), |acc, p| {
         let spec = PodSpec::of_pod(&p.raw);
         (
@@ -214,19 +195,35 @@ fn capacity_elsewhere(others: &[&Node], all: &[Pod], evicted: &[&Pod]) -> Obliga
             acc.1 + spec.total("requests", "memory"),
         )
     });
-    let have = free
-        .values()
-        .fold((0u128, 0u128), |acc, f| (acc.0 + f.0, acc.1 + f.1));
-    ob::drain::CAPACITY_ELSEWHERE.check(
-        need.0 <= have.0 && need.1 <= have.1,
-        vec![format!(
-            "evicted pods request {}m CPU and {} MiB; the other nodes have {}m and {} MiB free",
-            need.0,
-            need.1 / (1024 * 1024),
-            have.0,
-            have.1 / (1024 * 1024)
-        )],
-    )
+    let asked = format!(
+        "the {} evicted pod(s) request {}m CPU and {} MiB",
+        evicted.len(),
+        need.0,
+        need.1 / (1024 * 1024)
+    );
+    match findings::placement(evicted, &others, all) {
+        Ok(placed) => ob::drain::CAPACITY_ELSEWHERE.holds(vec![format!(
+            "{asked}; each fits on another node beside what runs there{}",
+            if placed.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({})",
+                    placed
+                        .iter()
+                        .take(5)
+                        .map(|(n, count)| format!("{count} on {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        )]),
+        Err(nowhere) => ob::drain::CAPACITY_ELSEWHERE.fails(
+            std::iter::once(format!("{asked}; not every one fits on another node"))
+                .chain(nowhere)
+                .collect(),
+        ),
+    }
 }
 
 /// The taint removal's obligations, in their declared order, judged on the node, read once. A
@@ -656,6 +653,39 @@ mod tests {
             "{o:?}"
         );
         let o = drain_obligation(cluster(vec![]), "worker-2", id).await;
+        assert!(o.holds(), "{o:?}");
+    }
+
+    /// Issue 43: room elsewhere is asked per node ([`findings::placement`]): two other nodes
+    /// with 1 CPU free each have 2 free in all, yet neither takes a pod that asks for 1.5. A pod
+    /// of 1 CPU fits on either.
+    #[tokio::test]
+    async fn room_pooled_across_nodes_is_no_room_for_a_pod_bigger_than_each_part() {
+        let id = "drain.capacity-elsewhere";
+        let asking = |app: &str, i: usize, node: &str, cpu: &str| {
+            let mut p = pod(app, i, node, true);
+            p["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": cpu}});
+            p
+        };
+        let cluster = |cpu: &str| {
+            vec![
+                node("worker-1", true),
+                node("worker-2", true),
+                node("worker-3", true),
+                asking("db", 0, "worker-1", "3"),
+                asking("db", 1, "worker-3", "3"),
+                asking("api", 0, "worker-2", cpu),
+            ]
+        };
+        let o = drain_obligation(cluster("1500m"), "worker-2", id).await;
+        assert!(!o.holds(), "{o:?}");
+        assert!(
+            o.evidence.iter().any(|e| e.starts_with(
+                "pod shop/api-5d8f-0 fits on no other node (worker-1: only 1000m of 4 cpu left"
+            )),
+            "{o:?}"
+        );
+        let o = drain_obligation(cluster("1"), "worker-2", id).await;
         assert!(o.holds(), "{o:?}");
     }
 }

@@ -97,21 +97,7 @@ impl Scene {
     /// `pods` of namespace `ns` having heeded its events ([`Pod::heed`], as the rules' evidence
     /// and the graph do), read only when a pod placed on a node is still starting.
     async fn heeding(&self, pods: Vec<Pod>, ns: Option<&str>) -> Read<Vec<Pod>> {
-        if !pods.iter().any(Pod::placed_not_started) {
-            return Ok(pods);
-        }
-        let warnings = self.warnings(ns).await?;
-        Ok(pods.into_iter().map(|p| p.heed(&warnings)).collect())
-    }
-
-    /// The events of namespace `ns` its pods heed; none when they cannot be read: the pods' own
-    /// status decides then.
-    async fn warnings(&self, ns: Option<&str>) -> Read<Vec<Event>> {
-        match self.events(ns).await {
-            Err(e) if e.is_unreachable() => Err(e),
-            Err(_) => Ok(vec![]),
-            ok => ok,
-        }
+        crate::cluster::heeding(self.r.as_ref(), pods, ns).await
     }
 
     /// The target's pods (a workload's, a Pod itself, a Node's).
@@ -144,7 +130,7 @@ impl Scene {
         starting.sort_unstable();
         starting.dedup();
         for ns in starting {
-            let warnings = self.warnings(Some(&ns)).await?;
+            let warnings = crate::cluster::heeded_events(self.r.as_ref(), Some(&ns)).await?;
             for p in out
                 .iter_mut()
                 .filter(|p| obj::namespace(&p.raw) == Some(ns.as_str()))

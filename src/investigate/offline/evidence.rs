@@ -73,7 +73,7 @@ pub(super) struct Evidence {
     /// The host ports a Pending pod asks for, held by pods already on nodes (every namespace):
     /// asked only when such a pod asks for one.
     pub port_holders: Vec<PortHolder>,
-    /// The pods of every namespace bound to a node, read when a pod waits for one: what each
+    /// The pods of every namespace bound to a node, read when a pod waits for one or a node is the root: what each
     /// node has left for it ([`crate::prove::findings::Room::Free`], as the taint removal's
     /// proof judges the node it would untaint).
     pub bound: Vec<observed::Pod>,
@@ -665,17 +665,19 @@ pub(super) async fn gather(
     // A pod waiting for a node: the pods bound to the nodes, in any namespace, say what room
     // each has left for it and, where it binds host ports, who holds them (a DaemonSet's
     // agent, another workload, its own siblings).
+    // A node to drain: the same pods say whether what it runs fits elsewhere.
     let unplaced = ev
         .pods
         .iter()
         .find(|p| p.observed.waiting_for_node().is_some());
-    if let Some(p) = unplaced {
-        let wanted = p.observed.host_ports();
-        let name = p.name().to_owned();
+    if unplaced.is_some() || root_t.kind == "Node" {
         let r = calls.call("kubectl_get", json!({"kind": "Pod"})).await?;
         let all: Vec<observed::Pod> = items(&r).iter().map(observed::Pod::parse).collect();
-        if !wanted.is_empty() {
-            ev.port_holders = PortHolder::find(&all, &wanted, &name);
+        if let Some(p) = unplaced {
+            let wanted = p.observed.host_ports();
+            if !wanted.is_empty() {
+                ev.port_holders = PortHolder::find(&all, &wanted, p.name());
+            }
         }
         ev.bound = all.into_iter().filter(|p| p.node.is_some()).collect();
     }

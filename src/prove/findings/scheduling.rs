@@ -3,6 +3,8 @@
 //! taint removal's proof asks of the node it would untaint (what fits there now but for the
 //! taint: [`Room::Free`]). One list of reasons, in one order, for both.
 
+use std::collections::BTreeMap;
+
 use crate::cluster::obj;
 use crate::cluster::observed::{Node, Pod, PodSpec};
 use crate::cluster::quantity;
@@ -248,6 +250,83 @@ pub fn blockers(
     out
 }
 
+/// Whether `pods` can all go elsewhere, each on one of `nodes` beside the pods bound there
+/// (`bound`, those not ended: [`Room::Free`]) and the pods placed before it: taken largest CPU
+/// request first, each on the first node where nothing among [`blockers`] keeps it off (its
+/// tolerations, node selector and affinity, the room, its host ports). `Ok` counts the pods
+/// each node takes; `Err` names each pod that fits nowhere, with why on the first nodes. Room
+/// is asked per node, as the scheduler places a pod: free room pooled across nodes is room no
+/// pod can use. A greedy packing may miss one a cleverer packing finds: a doubt, never a proof.
+pub fn placement(
+    pods: &[&Pod],
+    nodes: &[&Node],
+    bound: &[Pod],
+) -> Result<BTreeMap<String, usize>, Vec<String>> {
+    let mut on: BTreeMap<&str, Vec<Pod>> =
+        nodes.iter().map(|n| (n.name.as_str(), vec![])).collect();
+    for p in bound.iter().filter(|p| !p.ended()) {
+        if let Some(here) = p.node.as_deref().and_then(|n| on.get_mut(n)) {
+            here.push(p.clone());
+        }
+    }
+    let mut order: Vec<(&Pod, PodSpec)> =
+        pods.iter().map(|p| (*p, PodSpec::of_pod(&p.raw))).collect();
+    order.sort_by_key(|(p, spec)| {
+        (
+            std::cmp::Reverse(spec.total("requests", "cpu")),
+            std::cmp::Reverse(spec.total("requests", "memory")),
+            p.name.clone(),
+        )
+    });
+    let mut placed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut nowhere = Vec::new();
+    for (p, spec) in order {
+        let mut why: Vec<String> = Vec::new();
+        let mut chosen = None;
+        for n in nodes {
+            let here = on
+                .get(n.name.as_str())
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let holders = PortHolder::find(here, &p.host_ports(), &p.name);
+            let kept = blockers(&spec, n, Room::Free(here), &holders, None);
+            if kept.is_empty() {
+                chosen = Some(n.name.as_str());
+                break;
+            }
+            if why.len() < 3 {
+                let kept: Vec<String> = kept.iter().map(ToString::to_string).collect();
+                why.push(format!("{}: {}", n.name, kept.join(", ")));
+            }
+        }
+        match chosen {
+            Some(name) => {
+                *placed.entry(name.to_owned()).or_default() += 1;
+                let mut moved = p.clone();
+                moved.node = Some(name.to_owned());
+                on.entry(name).or_default().push(moved);
+            }
+            None if nodes.is_empty() => nowhere.push(format!(
+                "pod {}/{} has no other node to go to",
+                obj::namespace(&p.raw).unwrap_or_default(),
+                p.name
+            )),
+            None => nowhere.push(format!(
+                "pod {}/{} fits on no other node ({}{})",
+                obj::namespace(&p.raw).unwrap_or_default(),
+                p.name,
+                why.join("; "),
+                if nodes.len() > why.len() { "; …" } else { "" }
+            )),
+        }
+    }
+    if nowhere.is_empty() {
+        Ok(placed)
+    } else {
+        Err(nowhere)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -330,5 +409,46 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    /// Issue 43: room elsewhere is asked per node, as a pod is placed: two nodes with one CPU
+    /// free each take no pod that asks for one and a half, however much is free in all.
+    #[test]
+    fn pods_are_placed_one_node_at_a_time_not_on_pooled_room() {
+        let node = |name: &str, pool: &str| {
+            Node::parse(
+                &json!({"metadata": {"name": name, "labels": {"pool": pool}},
+                "status": {"allocatable": {"cpu": "2", "memory": "8Gi"},
+                    "conditions": [{"type": "Ready", "status": "True"}]}}),
+            )
+        };
+        let pod = |name: &str, cpu: &str, node: &str| {
+            Pod::parse(&json!({"metadata": {"name": name, "namespace": "shop"},
+                "spec": {"nodeName": node, "containers": [{"name": "app",
+                    "resources": {"requests": {"cpu": cpu}}}]},
+                "status": {"phase": "Running"}}))
+        };
+        let (n2, n3) = (node("n2", "a"), node("n3", "a"));
+        let bound = vec![pod("db-1", "1", "n2"), pod("db-2", "1", "n3")];
+        let big = pod("api-1", "1500m", "n1");
+        let Err(refused) = placement(&[&big], &[&n2, &n3], &bound) else {
+            panic!("a pod of 1500m placed beside 1 CPU of 2 on each node");
+        };
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0]
+                .starts_with("pod shop/api-1 fits on no other node (n2: only 1000m of 2 cpu left"),
+            "{refused:?}"
+        );
+        // Two that each fit go to one node each: the second is counted beside the first.
+        let small = |name: &str| pod(name, "800m", "n1");
+        let (a, b) = (small("api-2"), small("api-3"));
+        let placed = placement(&[&a, &b], &[&n2, &n3], &bound).unwrap_or_default();
+        assert_eq!(placed.values().sum::<usize>(), 2, "{placed:?}");
+        assert_eq!(placed.len(), 2, "{placed:?}");
+        // A pod that selects a pool no other node is in goes nowhere.
+        let mut gpu = small("train-1");
+        gpu.raw["spec"]["nodeSelector"] = json!({"pool": "gpu"});
+        assert!(placement(&[&gpu], &[&n2, &n3], &bound).is_err());
     }
 }

@@ -359,11 +359,11 @@ impl Case<'_> {
             Some(current) => findings::held_by_older(current, &pods, self.events),
             None => vec![],
         };
+        let strategy = observed::Workload::parse(w)
+            .strategy
+            .unwrap_or_else(|| "RollingUpdate".to_owned());
         for h in found {
             let claim = claim_of_volume(scene, h.pod, &h.volume).await?;
-            let strategy = str_at(w, &["spec", "strategy", "type"])
-                .or_else(|| str_at(w, &["spec", "updateStrategy", "type"]))
-                .unwrap_or("RollingUpdate");
             blocked.push(format!(
                 "pod {} of revision {current_number} cannot attach volume {}{}: it is still attached to pod {} of an older revision{}, which keeps running; with the {strategy} strategy the new pod waits for it forever — the strategy (Recreate, or maxUnavailable ≥ 1) is the fix, not a rollback",
                 h.pod.name,

@@ -88,6 +88,10 @@ pub(super) struct Facts {
     pub node_flaps: Option<String>,
     /// The cluster's nodes, when they were read.
     pub nodes: Vec<NodeFacts>,
+    /// The root node's pods a drain would move that fit on no other node, each with why
+    /// ([`findings::placement`], what `drain.capacity-elsewhere` asks); empty when they all fit
+    /// or the root is no node.
+    pub drain_nowhere: Vec<String>,
     /// The root as a Service (named, with an empty selector, when it is not one).
     pub service: ServiceFacts,
     pub namespace_pods: Vec<LabelledPod>,
@@ -336,6 +340,19 @@ pub(super) struct ClaimFacts {
 static UNTOLERATED_TAINT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"had taint \{([^:}]+):\s*([^}]*)\}").ok());
 
+/// The pods on node `node` a drain would move ([`observed::Pod::drain_moves`]) that fit on no
+/// other node beside the pods bound there ([`findings::placement`]), from the pods the evidence
+/// read in every namespace.
+fn drain_nowhere(ev: &Evidence, node: &str) -> Vec<String> {
+    let moved: Vec<&observed::Pod> = ev
+        .bound
+        .iter()
+        .filter(|p| p.node.as_deref() == Some(node) && p.drain_moves())
+        .collect();
+    let others: Vec<&observed::Node> = ev.nodes.iter().filter(|n| n.name != node).collect();
+    findings::placement(&moved, &others, &ev.bound).err().unwrap_or_default()
+}
+
 /// A node's readiness flapping ([`crate::prove::readiness_flaps`]), with the warnings the
 /// node reported about itself meanwhile.
 fn node_flaps(ev: &Evidence, node: &str) -> Option<String> {
@@ -462,6 +479,10 @@ impl Facts {
                 _ => None,
             },
             nodes: ev.nodes.iter().map(NodeFacts::of).collect(),
+            drain_nowhere: match object {
+                Some(RootObject::Node(_)) => drain_nowhere(ev, &root_name),
+                _ => vec![],
+            },
             service: ServiceFacts {
                 name: root_name.clone(),
                 selector: match object {

@@ -401,7 +401,14 @@ pub(super) fn state_kept_across_restarts(f: &Facts) -> Option<Diagnosis> {
         return None;
     }
     let w = f.workload.as_ref()?;
-    let [p] = f.pods.as_slice() else {
+    // The only replica: a pod on its way out or a record its node ended
+    // (`observed::Pod::outlived`) is not one.
+    let replicas: Vec<_> = f
+        .pods
+        .iter()
+        .filter(|p| !p.observed.deleting && !p.observed.outlived())
+        .collect();
+    let [p] = replicas.as_slice() else {
         return None;
     };
     if w.replicas != Some(1) || !p.failing || p.observed.phase != "Running" {

@@ -185,7 +185,9 @@ fn restart(f: &Facts) -> Option<String> {
 /// Why draining node `node` would not help, if the evidence shows it, as the drain's proof
 /// asks: several nodes not ready at once are the cluster's trouble ([`observed::cluster_wide`]);
 /// no other node ready and schedulable ([`findings::takes`]) leaves its pods nowhere to go
-/// (asked only where the evidence read the node list the node is in).
+/// (asked only where the evidence read the node list the node is in), and neither does room
+/// no single other node has for one of them (`drain.capacity-elsewhere`'s
+/// [`findings::placement`]).
 fn drain(f: &Facts, node: Option<&str>) -> Option<String> {
     let total = f.nodes.len();
     let not_ready = f.not_ready_nodes();
@@ -202,9 +204,15 @@ fn drain(f: &Facts, node: Option<&str>) -> Option<String> {
         .iter()
         .filter(|n| n.name != node && findings::takes(&observed::PodSpec::default(), &n.observed))
         .count();
-    (others == 0).then(|| {
-        format!(
+    if others == 0 {
+        return Some(format!(
             "no other node of {total} is ready and schedulable: draining node {node} leaves its pods nowhere to run; a human adds capacity or repairs the node"
+        ));
+    }
+    (!f.drain_nowhere.is_empty()).then(|| {
+        format!(
+            "draining node {node} would leave pods it runs nowhere to go ({}): a human adds capacity or repairs the node",
+            f.drain_nowhere.join("; ")
         )
     })
 }

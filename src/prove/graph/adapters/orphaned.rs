@@ -132,6 +132,9 @@ async fn undo_refused(
     revisions: &[Revision],
 ) -> Read<Option<String>> {
     let who = format!("Deployment {ns}/{}", obj::name(object));
+    let events: Vec<Event> = ctx.all_events.iter().map(Event::parse).collect();
+    // Parsed as of the moment, having heeded the warnings about them (`Pod::heed`), as the
+    // graph's own pods are.
     let pods: Vec<Pod> = match observed::pod_selector(object) {
         Some(sel) => match ctx
             .list("Pod", Some(ns), &ListQuery::labels(sel.to_query()))
@@ -139,7 +142,7 @@ async fn undo_refused(
         {
             Ok(p) => p
                 .iter()
-                .map(|p| Pod::at(p, ctx.now))
+                .map(|p| Pod::at(p, ctx.now).heed(&events))
                 .filter(|p| p.selected_by("Deployment", obj::name(object)))
                 .collect(),
             Err(e) if e.is_unreachable() => return Err(e),
@@ -160,7 +163,6 @@ async fn undo_refused(
             to.number
         )));
     }
-    let events: Vec<Event> = ctx.all_events.iter().map(Event::parse).collect();
     let replaced_at = to.replaced_at(revisions);
     let health = findings::revision_health(to, &pods, &events, replaced_at);
     if !health.proven() {
