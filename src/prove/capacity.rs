@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::findings;
 use super::scene::{Read, Scene};
 use super::workload::{quota_allows, room_for};
-use crate::cluster::obj;
 use crate::cluster::observed::{self, Pod};
 use crate::cluster::quantity;
+use crate::cluster::{ListQuery, obj};
 use crate::domain::Obligation;
 use crate::domain::obligations as ob;
 use crate::domain::params::{self, ParamKey};
@@ -273,19 +273,20 @@ pub(super) async fn relax_pdb(
         .await?
         .map(|(name, b)| (name, observed::Pdb::parse(&b)));
     // Nothing more is read for a budget that ends the proof.
-    let (w, pods) = match &budget {
-        Ok(_) => {
+    let (w, pods, selected) = match &budget {
+        Ok((_, pdb)) => {
             let w = scene.target_obj().await?;
             let pods = scene.pods_of(&w).await?;
-            (w, pods)
+            let selected = selected_by(scene, pdb, &pods).await?;
+            (w, pods, selected)
         }
-        Err(_) => (Value::Null, vec![]),
+        Err(_) => (Value::Null, vec![], vec![]),
     };
     let guards = guards_target(scene, &budget, &pods);
     let Ok((_, pdb)) = budget else {
         return Ok(vec![guards]);
     };
-    let guarded = guarded(&pdb, &pods);
+    let guarded: Vec<&Pod> = selected.iter().collect();
     Ok(vec![
         guards,
         blocks_a_waiting_drain(scene, &pdb, &guarded).await?,
@@ -298,6 +299,26 @@ pub(super) async fn relax_pdb(
 /// The pods a budget's selector selects.
 fn guarded<'p>(pdb: &observed::Pdb, pods: &'p [Pod]) -> Vec<&'p Pod> {
     pods.iter().filter(|p| pdb.selects(p)).collect()
+}
+
+/// What the budget counts, whichever workload made them: every pod of the target's namespace
+/// its selector selects, as the eviction API and the rules' budget evidence count them (a
+/// budget over two Deployments guards the pods of both). Without a selector to list by, the
+/// target's own pods it selects.
+async fn selected_by(scene: &Scene, pdb: &observed::Pdb, pods: &[Pod]) -> Read<Vec<Pod>> {
+    let query = pdb.selector_query();
+    if query.is_empty() {
+        return Ok(guarded(pdb, pods).into_iter().cloned().collect());
+    }
+    let listed = scene
+        .list("Pod", scene.ns(), &ListQuery::labels(query))
+        .await?;
+    let selected: Vec<Pod> = listed
+        .iter()
+        .map(|p| Pod::at(p, scene.now))
+        .filter(|p| pdb.selects(p))
+        .collect();
+    scene.heeding(selected, scene.ns()).await
 }
 
 /// Whether the budget named (PDB_NAME, read or why not) guards the target's pods, from its
@@ -512,5 +533,71 @@ mod tests {
         );
         let o = room_for_a_higher_maximum(3).await;
         assert!(o.holds(), "{o:?}");
+    }
+
+    /// Issue 43: the budget's guarded pods are what it selects, whichever workload made them,
+    /// as the eviction API and the rules' budget evidence count them: a budget over two
+    /// Deployments blocks the drain of the node holding the other one's pods.
+    #[tokio::test]
+    async fn a_budget_guards_every_pod_it_selects_not_only_the_target_s() {
+        let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let mut objects = vec![
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"minAvailable": 4, "selector": {"matchLabels": {"tier": "web"}}},
+                "status": {"disruptionsAllowed": 0, "currentHealthy": 4, "desiredHealthy": 4,
+                    "expectedPods": 4}}),
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+                "spec": {"unschedulable": true},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        ];
+        for (app, node) in [("web-a", "n1"), ("web-b", "n2")] {
+            objects.push(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": app, "namespace": "shop", "uid": app},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": app}},
+                    "template": {"metadata": {"labels": {"app": app, "tier": "web"}},
+                        "spec": {"containers": [{"name": "web", "image": "shop/web:1"}]}}}}));
+            for i in 0..2 {
+                objects.push(json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": format!("{app}-5d8f-{i}"), "namespace": "shop",
+                        "labels": {"app": app, "tier": "web", "pod-template-hash": "5d8f"},
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                            "name": format!("{app}-5d8f"), "uid": format!("{app}-rs"),
+                            "controller": true}]},
+                    "spec": {"nodeName": node,
+                        "containers": [{"name": "web", "image": "shop/web:1"}]},
+                    "status": {"phase": "Running",
+                        "conditions": [{"type": "Ready", "status": "True"}],
+                        "containerStatuses": [{"name": "web", "ready": true,
+                            "restartCount": 0, "state": {"running": {}}}]}}));
+            }
+            objects.push(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": format!("{app}-5d8f"), "namespace": "shop",
+                    "uid": format!("{app}-rs"),
+                    "labels": {"app": app, "pod-template-hash": "5d8f"},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                        "name": app, "uid": app, "controller": true}]},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": app}}}}));
+        }
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
+        let snap = SnapshotCluster::from_yaml(&list.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let signal = crate::prove::scene::test_signal("KubePdbNotEnoughHealthyPods", now);
+        let target = Target::new("Deployment", "web-b", Some("shop".into()));
+        let scene = Scene::new(Arc::new(snap), target, now, signal);
+        let o = relax_pdb(&scene, Some("web"), Some(3))
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"))
+            .into_iter()
+            .find(|o| o.id == ob::pdb::BLOCKS_A_WAITING_DRAIN.id)
+            .unwrap_or_else(|| panic!("no blocks-a-waiting-drain"));
+        assert!(o.holds(), "{o:?}");
+        assert!(
+            o.evidence
+                .iter()
+                .any(|e| e.contains("cordoned node(s) n1 still hold pods it guards")),
+            "{o:?}"
+        );
     }
 }

@@ -95,28 +95,6 @@ async fn unscraped(
     Ok(None)
 }
 
-/// How an ended pod ended: its phase, and the kubelet's reason and message when it gave them.
-fn ended_how(p: &Pod) -> String {
-    if p.deleting {
-        return format!("being deleted, {}", p.phase);
-    }
-    match &p.reason {
-        Some((r, Some(m))) => format!("{}, {r}: {}", p.phase, text_head(m)),
-        Some((r, None)) => format!("{}, {r}", p.phase),
-        None => p.phase.clone(),
-    }
-}
-
-/// The first sentence of a kubelet message, at most 120 characters.
-fn text_head(m: &str) -> String {
-    let first = m.split(". ").next().unwrap_or(m).trim_end_matches('.');
-    let mut s: String = first.chars().take(120).collect();
-    if first.chars().count() > 120 {
-        s.push('…');
-    }
-    s
-}
-
 /// The obligations of "resolved", in their declared order, judged on the target, its pods and
 /// the events about them, read once.
 /// `prometheus`, when configured, judges an alert condition the objects cannot show.
@@ -194,38 +172,18 @@ async fn alerted_objects_met(
             // A pod replaced since, an object deleted: nothing left to show the condition.
             Err(_) => continue,
         };
-        // A pod of the target's that ended (evicted, shut down with its node) and that its
-        // controller replaced: the object stays until the pod garbage collector's threshold,
-        // and alerts that count pods by phase keep firing on it. What it was for is the
-        // target's replicas, whose desired state is checked above.
-        if t.kind == "Pod"
-            && let Some(p) = pods.iter().find(|p| {
-                p.name == t.name
-                    && window::ended_and_replaced(&scene.target.kind, p, events, scene.now)
-            })
-        {
-            let line = format!(
-                "{t}: ended ({}) and replaced by its controller {}; {}",
-                ended_how(p),
-                p.controller
-                    .as_ref()
-                    .map(|(k, n)| format!("{k} {n}"))
-                    .unwrap_or_default(),
-                match &target_state {
-                    Some((_, how)) => format!("{}: {how}", scene.target),
-                    None => format!("nothing shows {} met", scene.target),
-                }
-            );
-            if target_state.as_ref().is_some_and(|(ok, _)| *ok) {
-                met.push(line);
-            } else {
-                unmet.push(line);
-            }
-            continue;
-        }
-        if let Some((ok, how)) = window::desired_state(&named) {
-            let line = format!("{t}: {how}");
-            if ok { met.push(line) } else { unmet.push(line) }
+        match window::alerted_object_met(
+            &t,
+            &named,
+            &scene.target,
+            target_state.as_ref(),
+            pods,
+            events,
+            scene.now,
+        ) {
+            Some((true, line)) => met.push(line),
+            Some((false, line)) => unmet.push(line),
+            None => {}
         }
     }
     if met.is_empty() && unmet.is_empty() {
@@ -258,7 +216,7 @@ fn pods_healthy(r: &window::Recovery) -> Obligation {
                 format!(
                     "pod {} ended ({}) and was replaced: not one of the replicas",
                     p.name,
-                    ended_how(p)
+                    window::ended_how(p)
                 )
             }));
             lines

@@ -96,7 +96,7 @@ impl Scene {
 
     /// `pods` of namespace `ns` having heeded its events ([`Pod::heed`], as the rules' evidence
     /// and the graph do), read only when a pod placed on a node is still starting.
-    async fn heeding(&self, pods: Vec<Pod>, ns: Option<&str>) -> Read<Vec<Pod>> {
+    pub async fn heeding(&self, pods: Vec<Pod>, ns: Option<&str>) -> Read<Vec<Pod>> {
         crate::cluster::heeding(self.r.as_ref(), pods, ns).await
     }
 

@@ -207,6 +207,14 @@ impl Node {
         (!problems.is_empty()).then(|| (problems.join(", "), since))
     }
 
+    /// Whether its kubelet is not there to stop a pod: its Ready condition reported other than
+    /// True (`Unknown`: the node controller stopped hearing from it). A pod being deleted there
+    /// cannot finish terminating until it is back, or a human confirms the node is gone. A node
+    /// that reports no Ready condition (yet) says nothing either way.
+    pub fn kubelet_away(&self) -> bool {
+        self.ready_status.as_deref().is_some_and(|s| s != "True")
+    }
+
     pub fn allocatable(&self, resource: &str) -> Option<u128> {
         str_at(&self.allocatable, &[resource]).and_then(|q| quantity::amount(resource, q))
     }

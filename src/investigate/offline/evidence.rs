@@ -73,10 +73,12 @@ pub(super) struct Evidence {
     /// The host ports a Pending pod asks for, held by pods already on nodes (every namespace):
     /// asked only when such a pod asks for one.
     pub port_holders: Vec<PortHolder>,
-    /// The pods of every namespace bound to a node, read when a pod waits for one or a node is the root: what each
-    /// node has left for it ([`crate::prove::findings::Room::Free`], as the taint removal's
-    /// proof judges the node it would untaint).
-    pub bound: Vec<observed::Pod>,
+    /// The pods of every namespace, as of the moment, read when a pod waits for a node, a node
+    /// is the root or a pod of the root fails on a node: what room each node has left
+    /// ([`crate::prove::findings::Room::Free`], as the taint removal's and the drain's proofs
+    /// judge it), and whether a failing pod's node is the common factor (what
+    /// `delete.node-not-at-fault` asks). The incident namespace's pods heed its events.
+    pub cluster_pods: Vec<observed::Pod>,
     /// The StorageClass a PersistentVolumeClaim root names, when it was read.
     pub storage_class: Option<observed::StorageClass>,
     /// When each ConfigMap was last written that the workload's current revision reads (when it
@@ -84,11 +86,21 @@ pub(super) struct Evidence {
     /// [`crate::prove::findings::undo_on_config`]) or a pod not ready reads (a replacement reads
     /// it as it is now, [`crate::prove::findings::Replacement::config_changed`]).
     pub configmap_writes: BTreeMap<String, DateTime<Utc>>,
+    /// The objects the alert names besides the root, as read now (those that could be read):
+    /// whether each shows its desired state is what `resolved.alerted-objects-met` asks of a
+    /// claim that the problem is gone.
+    pub alerted: Vec<(Target, Value)>,
 }
 
 /// How many ConfigMaps the evidence reads (a template rarely reads more; the proofs read every
 /// one before they allow a rollback or a deletion).
 const CONFIGMAPS_READ: usize = 16;
+
+/// The nodes of the root's failing pods judged as the common factor of the failures, at most.
+const FAILING_NODES_JUDGED: usize = 3;
+
+/// The objects the alert names besides the root read, at most.
+const ALERTED_READ: usize = 4;
 
 /// What the alert says that the rules may read: never its free text.
 #[derive(Clone)]
@@ -405,14 +417,30 @@ pub(super) async fn gather(
         metrics: None,
         nodes: vec![],
         port_holders: vec![],
-        bound: vec![],
+        cluster_pods: vec![],
         storage_class: None,
         configmap_writes: BTreeMap::new(),
+        alerted: vec![],
     };
     let Some(ctx) = context else {
         return Ok(Some(ev));
     };
     let root_t = ctx.root_owner.clone();
+    for t in targets_from_labels(&req.signal.labels)
+        .into_iter()
+        .filter(|t| *t != root_t)
+        .take(ALERTED_READ)
+    {
+        let r = calls
+            .call(
+                "kubectl_get",
+                json!({"kind": t.kind, "name": t.name, "namespace": t.namespace}),
+            )
+            .await?;
+        if let Some(o) = items(&r).into_iter().next() {
+            ev.alerted.push((t, o));
+        }
+    }
     let root_res = reader.resource(&root_t.kind).await?;
     let root = reader
         .get(&root_res, root_t.namespace.as_deref(), &root_t.name)
@@ -644,21 +672,46 @@ pub(super) async fn gather(
             .pods
             .iter()
             .any(|p| !p.observed.memory_kills(&ev.events).is_empty());
+    // A pod of the root failing on a node may be replaced: whether that node is the common
+    // factor of the failures is asked of it, its readiness flaps and every pod, as the
+    // deletion's proof asks (`delete.node-not-at-fault`).
+    let failing_on: Vec<String> = if root_t.kind == "Node" {
+        vec![]
+    } else {
+        let mut nodes: Vec<String> = ev
+            .pods
+            .iter()
+            .filter(|p| p.failing())
+            .filter_map(|p| p.observed.node.clone())
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes.truncate(FAILING_NODES_JUDGED);
+        nodes
+    };
+    // A workload more replicas may be proposed for (an autoscaler's maximum, a count scaled
+    // below what it declares): whether they can be placed (`scale.schedulable`).
+    let scalable = ev.hpa.is_some() || matches!(root_t.kind.as_str(), "Deployment" | "StatefulSet");
+    let binds_ports = scalable
+        && matches!(ev.root.as_ref().map(|r| &r.object),
+            Some(RootObject::Template(t)) if !t.host_ports.is_empty());
     if root_t.kind == "Node"
         || root_t.kind == "DaemonSet"
+        || scalable
         || ev.pdb.is_some()
         || may_raise
         || ev.pods.iter().any(|p| p.observed.phase == "Pending")
+        || !failing_on.is_empty()
+        || ev.pods.iter().any(|p| p.observed.deleting)
     {
         let r = calls.call("kubectl_get", json!({"kind": "Node"})).await?;
         ev.nodes = items(&r).iter().map(observed::Node::parse).collect();
     }
     // A node's own events (its readiness going and coming back, the runtime's errors) are
     // recorded outside the namespaces the prefetch read.
-    if root_t.kind == "Node" {
-        let r = calls
-            .call("kubectl_events", json!({"node": root_t.name}))
-            .await?;
+    let root_node = (root_t.kind == "Node").then_some(&root_t.name);
+    for node in root_node.into_iter().chain(&failing_on) {
+        let r = calls.call("kubectl_events", json!({"node": node})).await?;
         ev.events
             .extend(r.list("events").iter().map(observed::Event::parse));
     }
@@ -670,16 +723,26 @@ pub(super) async fn gather(
         .pods
         .iter()
         .find(|p| p.observed.waiting_for_node().is_some());
-    if unplaced.is_some() || root_t.kind == "Node" {
+    if unplaced.is_some() || root_t.kind == "Node" || !failing_on.is_empty() || binds_ports {
         let r = calls.call("kubectl_get", json!({"kind": "Pod"})).await?;
-        let all: Vec<observed::Pod> = items(&r).iter().map(observed::Pod::parse).collect();
+        let all: Vec<observed::Pod> = items(&r)
+            .iter()
+            .map(|p| {
+                let pod = observed::Pod::at(p, ev.now);
+                if obj::namespace(p) == ns.as_deref() {
+                    pod.heed(&ev.events)
+                } else {
+                    pod
+                }
+            })
+            .collect();
         if let Some(p) = unplaced {
             let wanted = p.observed.host_ports();
             if !wanted.is_empty() {
                 ev.port_holders = PortHolder::find(&all, &wanted, p.name());
             }
         }
-        ev.bound = all.into_iter().filter(|p| p.node.is_some()).collect();
+        ev.cluster_pods = all;
     }
     Ok(Some(ev))
 }

@@ -31,7 +31,7 @@ fn owner(p: &Pod) -> Option<String> {
 /// need a human to confirm the node is gone before they are force-deleted: the dependency
 /// graph blocks its remedy and the drain's proof refuses (`drain.no-stateful-pod-stuck`).
 pub fn cannot_finish_terminating<'a>(node: &Node, here: &'a [Pod]) -> Vec<&'a Pod> {
-    if node.ready_status.as_deref().is_none_or(|s| s == "True") {
+    if !node.kubelet_away() {
         return vec![];
     }
     here.iter()

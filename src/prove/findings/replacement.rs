@@ -9,8 +9,10 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use super::{StateKept, configmaps, hhmm, moved_image, read_only_by};
-use crate::cluster::observed::{Node, Pod};
+use super::{
+    Room, StateKept, blockers, configmaps, hhmm, moved_image, node_at_fault, read_only_by,
+};
+use crate::cluster::observed::{Node, Pod, PodSpec};
 
 /// The pod to be replaced, and what shows whether its replacement starts clean.
 pub struct Replacement<'a> {
@@ -192,6 +194,66 @@ impl<'a> Replacement<'a> {
             .filter_map(|p| p.node.clone())
             .filter(|n| Some(n.as_str()) != own)
             .collect()
+    }
+
+    /// Whether its node is out of the question (`Some`, with the line that shows it): it is on
+    /// no node, its node cannot be read, or the node takes no pod like it (a DaemonSet's
+    /// replacement starts there whatever it asks). Otherwise whether its node is at fault is
+    /// [`Replacement::node_not_at_fault`]'s question, which needs the pods read.
+    pub fn node_out_of_question(&self, node: Option<&Node>) -> Option<String> {
+        let pod = self.pod;
+        let Some(name) = pod.node.as_deref() else {
+            return Some(format!("pod {} is on no node", pod.name));
+        };
+        let Some(node) = node.filter(|n| n.name == name) else {
+            return Some(format!(
+                "node {name} cannot be read: nothing shows it at fault"
+            ));
+        };
+        let kept_off = blockers(
+            &PodSpec::of_pod(&pod.raw),
+            node,
+            Room::Allocatable,
+            &[],
+            None,
+        );
+        (!self.pinned() && !kept_off.is_empty()).then(|| {
+            let why: Vec<String> = kept_off.iter().map(ToString::to_string).collect();
+            format!(
+                "node {name} takes no pod like it ({}): the replacement is placed elsewhere",
+                why.join("; ")
+            )
+        })
+    }
+
+    /// Whether the pod's node is not the common factor of the failures ([`node_at_fault`]),
+    /// from the node, its readiness flaps, the pods on it (every namespace's) and `all` pods,
+    /// or its replacement cannot be placed there ([`Replacement::node_out_of_question`]). A
+    /// deleted pod's replacement may be placed on the same node: when that node is at fault,
+    /// deleting one of its pods repeats the failure. What `delete.node-not-at-fault` asks, and
+    /// the rules before they propose the deletion. `Ok` or `Err` with the lines that show it.
+    pub fn node_not_at_fault(
+        &self,
+        node: Option<&Node>,
+        flaps: Option<&str>,
+        on_node: &[Pod],
+        all: &[Pod],
+    ) -> Result<Vec<String>, Vec<String>> {
+        if let Some(line) = self.node_out_of_question(node) {
+            return Ok(vec![line]);
+        }
+        let Some(node) = node else {
+            return Ok(vec![]);
+        };
+        let (at_fault, mut ev) = node_at_fault(node, flaps, on_node, all);
+        if !at_fault {
+            return Ok(ev);
+        }
+        ev.push(format!(
+            "its replacement may be placed on {} again: the node is what to act on",
+            node.name
+        ));
+        Err(ev)
     }
 
     /// Whether the failure follows the pod's node, from what the nodes run

@@ -77,6 +77,67 @@ pub fn ended_and_replaced(
             }))
 }
 
+/// How an ended pod ended: its phase, and the kubelet's reason and message when it gave them.
+pub fn ended_how(p: &Pod) -> String {
+    if p.deleting {
+        return format!("being deleted, {}", p.phase);
+    }
+    match &p.reason {
+        Some((r, Some(m))) => format!("{}, {r}: {}", p.phase, text_head(m)),
+        Some((r, None)) => format!("{}, {r}", p.phase),
+        None => p.phase.clone(),
+    }
+}
+
+/// The first sentence of a kubelet message, at most 120 characters.
+fn text_head(m: &str) -> String {
+    let first = m.split(". ").next().unwrap_or(m).trim_end_matches('.');
+    let mut s: String = first.chars().take(120).collect();
+    if first.chars().count() > 120 {
+        s.push('…');
+    }
+    s
+}
+
+/// How object `t`, which the alert names besides the `target`, shows its desired state, as
+/// read now (`named`): `(met, line)`, `None` when nothing of it can be judged. A pod of the
+/// target's that ended and that its controller replaced ([`ended_and_replaced`]) stays until
+/// the pod garbage collector's threshold, and alerts that count pods by phase keep firing on
+/// it: what it was for is the target's replicas, so the target's state (`target_state`,
+/// [`desired_state`]) answers for it. Whoever claims the problem gone (the rules, a model) may
+/// have named another object as the target: `resolved.alerted-objects-met` asks this of each,
+/// and the rules before they claim it.
+pub fn alerted_object_met(
+    t: &crate::domain::Target,
+    named: &Value,
+    target: &crate::domain::Target,
+    target_state: Option<&(bool, String)>,
+    pods: &[Pod],
+    events: &[Event],
+    now: DateTime<Utc>,
+) -> Option<(bool, String)> {
+    if t.kind == "Pod"
+        && let Some(p) = pods
+            .iter()
+            .find(|p| p.name == t.name && ended_and_replaced(&target.kind, p, events, now))
+    {
+        let line = format!(
+            "{t}: ended ({}) and replaced by its controller {}; {}",
+            ended_how(p),
+            p.controller
+                .as_ref()
+                .map(|(k, n)| format!("{k} {n}"))
+                .unwrap_or_default(),
+            match target_state {
+                Some((_, how)) => format!("{target}: {how}"),
+                None => format!("nothing shows {target} met"),
+            }
+        );
+        return Some((target_state.is_some_and(|(ok, _)| *ok), line));
+    }
+    desired_state(named).map(|(ok, how)| (ok, format!("{t}: {how}")))
+}
+
 /// A Deployment's earlier revisions, scaled to zero, as name prefixes (`<ReplicaSet>-`): what
 /// their pods went through is what the rollout replaced (a fix forward), not the target's now.
 /// Its current pods are judged instead, and its desired state (every replica updated and

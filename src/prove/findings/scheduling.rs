@@ -250,6 +250,60 @@ pub fn blockers(
     out
 }
 
+/// Whether `extra` new pods from `template` can be placed, with the evidence, from the
+/// workload's `pods`, the `nodes` and, when the template binds host ports, every pod
+/// (`everywhere`, those on each node): none of its pods waits for a node already, some node
+/// takes the template ([`takes`]), and enough of those nodes have the ports free (one pod per
+/// node can bind a host port). What `scale.schedulable` and `hpa.room-to-schedule` ask, and
+/// the rules before they propose more replicas or a higher maximum.
+pub fn room_for_more(
+    template: &PodSpec,
+    pods: &[Pod],
+    nodes: &[Node],
+    everywhere: &[Pod],
+    extra: i64,
+) -> (bool, Vec<String>) {
+    let unscheduled = pods.iter().find_map(|p| Some((p, p.waiting_for_node()?)));
+    let taking: Vec<&str> = nodes
+        .iter()
+        .filter(|n| takes(template, n))
+        .map(|n| n.name.as_str())
+        .collect();
+    let ports = &template.host_ports;
+    let mut ev = vec![match unscheduled {
+        Some((p, why)) => format!("pod {} is already Pending: {why}", p.name),
+        None => format!(
+            "{} of {} nodes are ready and schedulable",
+            taking.len(),
+            nodes.len()
+        ),
+    }];
+    let mut room = true;
+    if !ports.is_empty() {
+        let free = taking
+            .iter()
+            .filter(|node| {
+                !everywhere.iter().any(|p| {
+                    p.node.as_deref() == Some(**node)
+                        && !p.ended()
+                        && p.host_ports().iter().any(|hp| ports.contains(hp))
+                })
+            })
+            .count();
+        let needed = usize::try_from(extra).unwrap_or(usize::MAX);
+        room = free >= needed;
+        ev.push(format!(
+            "its pods bind host port(s) {}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each",
+            ports
+                .iter()
+                .map(|(port, protocol)| format!("{port}/{protocol}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    (unscheduled.is_none() && !taking.is_empty() && room, ev)
+}
+
 /// Whether `pods` can all go elsewhere, each on one of `nodes` beside the pods bound there
 /// (`bound`, those not ended: [`Room::Free`]) and the pods placed before it: taken largest CPU
 /// request first, each on the first node where nothing among [`blockers`] keeps it off (its

@@ -1,10 +1,10 @@
 //! Delete one pod so its controller replaces it.
 
 use super::*;
+use crate::cluster::observed::Node;
 use crate::cluster::observed::Unready;
-use crate::cluster::observed::{Node, PodSpec};
 use crate::prove::findings::StateKept;
-use crate::prove::findings::{self, Replacement, Room, node_at_fault};
+use crate::prove::findings::{self, Replacement};
 
 /// The deletion's obligations, in their declared order, judged on the pod named, its siblings,
 /// the workload and the namespace's events, read once. A claim that names no pod, or a pod that
@@ -45,7 +45,7 @@ pub(in crate::prove) async fn delete_pod(
         failure_not_the_nodes(scene, &replacement).await?,
         failure_not_in_the_template(&replacement),
         config_unchanged_since_siblings(scene, &replacement).await?,
-        node_not_at_fault(scene, pod).await?,
+        node_not_at_fault(scene, &replacement).await?,
     ]);
     Ok(out)
 }
@@ -235,46 +235,27 @@ async fn failure_not_the_nodes(scene: &Scene, r: &Replacement<'_>) -> Read<Oblig
     })
 }
 
-/// Whether the pod's node is not the common factor of the failures ([`node_at_fault`]), from the
-/// nodes and the pods on them, or its replacement cannot be placed there. A deleted pod's
-/// replacement may be placed on the same node (a DaemonSet's always is). When that node is the
-/// common factor of the failures, deleting one of its pods repeats the failure; the node is what
-/// to act on.
-async fn node_not_at_fault(scene: &Scene, pod: &Pod) -> Read<Obligation> {
+/// Whether the pod's node is not the common factor of the failures
+/// ([`Replacement::node_not_at_fault`]), from the nodes and the pods on them: read only when the
+/// node is in question.
+async fn node_not_at_fault(scene: &Scene, replacement: &Replacement<'_>) -> Read<Obligation> {
     let obligation = &ob::delete::NODE_NOT_AT_FAULT;
-    let Some(name) = pod.node.as_deref() else {
-        return Ok(obligation.holds(vec![format!("pod {} is on no node", pod.name)]));
-    };
     let nodes = scene.nodes().await?;
-    let Some(node) = nodes.iter().find(|n| n.name == name) else {
-        return Ok(obligation.holds(vec![format!(
-            "node {name} cannot be read: nothing shows it at fault"
-        )]));
-    };
-    let pinned = matches!(&pod.controller, Some((k, _)) if k == "DaemonSet");
-    let kept_off = findings::blockers(
-        &PodSpec::of_pod(&pod.raw),
-        node,
-        Room::Allocatable,
-        &[],
-        None,
-    );
-    if !pinned && !kept_off.is_empty() {
-        let why: Vec<String> = kept_off.iter().map(ToString::to_string).collect();
-        return Ok(obligation.holds(vec![format!(
-            "node {name} takes no pod like it ({}): the replacement is placed elsewhere",
-            why.join("; ")
-        )]));
+    let name = replacement.pod.node.as_deref();
+    let node = nodes.iter().find(|n| Some(n.name.as_str()) == name);
+    if let Some(line) = replacement.node_out_of_question(node) {
+        return Ok(obligation.holds(vec![line]));
     }
-    let on_node = scene.pods_on(name).await?;
+    let (on_node, flaps) = match name {
+        Some(n) => (scene.pods_on(n).await?, scene.node_flaps(n).await?),
+        None => (vec![], None),
+    };
     let all = scene.list("Pod", None, &Default::default()).await?;
     let all: Vec<Pod> = all.iter().map(|p| Pod::at(p, scene.now)).collect();
-    let flaps = scene.node_flaps(name).await?;
-    let (at_fault, mut ev) = node_at_fault(node, flaps.as_deref(), &on_node, &all);
-    if at_fault {
-        ev.push(format!(
-            "its replacement may be placed on {name} again: the node is what to act on"
-        ));
-    }
-    Ok(obligation.check(!at_fault, ev))
+    Ok(
+        match replacement.node_not_at_fault(node, flaps.as_deref(), &on_node, &all) {
+            Ok(ev) => obligation.holds(ev),
+            Err(ev) => obligation.fails(ev),
+        },
+    )
 }

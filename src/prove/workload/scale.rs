@@ -1,7 +1,7 @@
 //! Set the replica count of a workload.
 
 use super::*;
-use crate::cluster::observed::{Hpa, PodMetrics, PodSpec, host_ports};
+use crate::cluster::observed::{Hpa, PodMetrics, PodSpec};
 
 /// The scale's obligations, in their declared order, judged on the workload, its pods, its
 /// autoscalers and the namespace's events, read once. A claim that names no count is refused on
@@ -105,67 +105,31 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
     Ok(ob::scale::SCHEDULABLE.check(room, ev))
 }
 
-/// Whether `extra` new pods of workload `w` can be placed, with the evidence, from its pods,
-/// the nodes and, when its pods bind host ports, the pods on the nodes they may run on: none of
-/// its pods waits for a node, some node takes the template ([`findings::takes`]), and enough
-/// of those nodes have the ports free. A scale-up and a higher autoscaler maximum both ask it
-/// (`scale.schedulable`, `hpa.room-to-schedule`): the extra pods land on the same nodes.
+/// Whether `extra` new pods of workload `w` can be placed ([`findings::room_for_more`]), from
+/// its pods, the nodes and, when its pods bind host ports, every pod. A scale-up and a higher
+/// autoscaler maximum both ask it (`scale.schedulable`, `hpa.room-to-schedule`), and the rules
+/// before they propose either.
 pub(in crate::prove) async fn room_for(
     scene: &Scene,
     w: &Value,
     pods: &[Pod],
     extra: i64,
 ) -> Read<(bool, Vec<String>)> {
-    let unscheduled: Vec<(&Pod, &str)> = pods
-        .iter()
-        .filter_map(|p| Some((p, p.waiting_for_node()?)))
-        .collect();
     let nodes = scene.nodes().await?;
-    // Where a new pod of the template may go: what the scheduling facts ask of every node.
     let template = PodSpec::of_template(w);
-    let taking: Vec<&str> = nodes
-        .iter()
-        .filter(|n| findings::takes(&template, n))
-        .map(|n| n.name.as_str())
-        .collect();
-    let ports = at(w, &["spec", "template", "spec"])
-        .map(host_ports)
-        .unwrap_or_default();
-    let mut ev = vec![match unscheduled.first() {
-        Some((p, why)) => format!("pod {} is already Pending: {why}", p.name),
-        None => format!(
-            "{} of {} nodes are ready and schedulable",
-            taking.len(),
-            nodes.len()
-        ),
-    }];
-    let mut room = true;
-    if !ports.is_empty() {
-        // One pod per node can bind a host port: the new pods need nodes they may go on where
-        // no pod binds it yet.
-        let mut free = 0usize;
-        for node in taking.iter().copied() {
-            let bound = scene
-                .pods_on(node)
-                .await?
-                .iter()
-                .any(|p| !p.ended() && p.host_ports().iter().any(|hp| ports.contains(hp)));
-            if !bound {
-                free += 1;
-            }
-        }
-        let needed = usize::try_from(extra).unwrap_or(usize::MAX);
-        room = free >= needed;
-        ev.push(format!(
-            "its pods bind host port(s) {}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each",
-            ports
-                .iter()
-                .map(|(port, protocol)| format!("{port}/{protocol}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    Ok((unscheduled.is_empty() && !taking.is_empty() && room, ev))
+    let everywhere: Vec<Pod> = if template.host_ports.is_empty() {
+        vec![]
+    } else {
+        let all = scene.list("Pod", None, &Default::default()).await?;
+        all.iter().map(|p| Pod::at(p, scene.now)).collect()
+    };
+    Ok(findings::room_for_more(
+        &template,
+        pods,
+        &nodes,
+        &everywhere,
+        extra,
+    ))
 }
 
 /// CPU use of the ready pods against what they request, from the metrics API (`None`: not

@@ -92,6 +92,17 @@ pub(super) struct Facts {
     /// ([`findings::placement`], what `drain.capacity-elsewhere` asks); empty when they all fit
     /// or the root is no node.
     pub drain_nowhere: Vec<String>,
+    /// The root's failing pods whose node is the common factor of the failures, each with the
+    /// lines that show it ([`findings::Replacement::node_not_at_fault`], what
+    /// `delete.node-not-at-fault` asks): a replacement may be placed there again.
+    pub node_at_fault: BTreeMap<String, Vec<String>>,
+    /// The objects the alert names besides the root that do not show their desired state
+    /// ([`findings::resolved::alerted_object_met`], what `resolved.alerted-objects-met` asks):
+    /// the problem is not gone while one of them does not.
+    pub alerted_unmet: Vec<String>,
+    /// The pods of every namespace that bind a host port the root's template binds, when the
+    /// evidence read them: where more replicas could not go ([`Facts::room_problem`]).
+    pub port_binders: Vec<observed::Pod>,
     /// The root as a Service (named, with an empty selector, when it is not one).
     pub service: ServiceFacts,
     pub namespace_pods: Vec<LabelledPod>,
@@ -340,17 +351,84 @@ pub(super) struct ClaimFacts {
 static UNTOLERATED_TAINT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"had taint \{([^:}]+):\s*([^}]*)\}").ok());
 
+/// The objects the alert names besides the root that do not show their desired state, each
+/// with how ([`findings::resolved::alerted_object_met`]), judged on what the evidence read.
+fn alerted_unmet(ev: &Evidence) -> Vec<String> {
+    let Some(target) = ev.context.as_ref().map(|c| &c.root_owner) else {
+        return vec![];
+    };
+    let target_state = ev
+        .workload
+        .as_ref()
+        .and_then(|w| findings::resolved::desired_state(&w.raw));
+    let pods: Vec<observed::Pod> = ev.pods.iter().map(|p| p.observed.clone()).collect();
+    ev.alerted
+        .iter()
+        .filter_map(|(t, o)| {
+            findings::resolved::alerted_object_met(
+                t,
+                o,
+                target,
+                target_state.as_ref(),
+                &pods,
+                &ev.events,
+                ev.now,
+            )
+        })
+        .filter(|(met, _)| !met)
+        .map(|(_, line)| line)
+        .collect()
+}
+
+/// The root's failing pods whose node is the common factor of the failures
+/// ([`findings::Replacement::node_not_at_fault`]), judged on the pods the evidence read in
+/// every namespace; none when it read none.
+fn node_at_fault(ev: &Evidence) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    if ev.cluster_pods.is_empty() {
+        return out;
+    }
+    let replicas = ev.workload.as_ref().and_then(|w| w.replicas);
+    for p in ev.pods.iter().filter(|p| p.failing()) {
+        let Some(name) = p.observed.node.as_deref() else {
+            continue;
+        };
+        let replacement = findings::Replacement::of(
+            &p.observed,
+            ev.pods.iter().map(|p| &p.observed),
+            replicas,
+            None,
+        );
+        let on_node: Vec<observed::Pod> = ev
+            .cluster_pods
+            .iter()
+            .filter(|q| q.node.as_deref() == Some(name))
+            .cloned()
+            .collect();
+        let node = ev.nodes.iter().find(|n| n.name == name);
+        let flaps = node_flaps(ev, name);
+        if let Err(lines) =
+            replacement.node_not_at_fault(node, flaps.as_deref(), &on_node, &ev.cluster_pods)
+        {
+            out.insert(p.name().to_owned(), lines);
+        }
+    }
+    out
+}
+
 /// The pods on node `node` a drain would move ([`observed::Pod::drain_moves`]) that fit on no
 /// other node beside the pods bound there ([`findings::placement`]), from the pods the evidence
 /// read in every namespace.
 fn drain_nowhere(ev: &Evidence, node: &str) -> Vec<String> {
     let moved: Vec<&observed::Pod> = ev
-        .bound
+        .cluster_pods
         .iter()
         .filter(|p| p.node.as_deref() == Some(node) && p.drain_moves())
         .collect();
     let others: Vec<&observed::Node> = ev.nodes.iter().filter(|n| n.name != node).collect();
-    findings::placement(&moved, &others, &ev.bound).err().unwrap_or_default()
+    findings::placement(&moved, &others, &ev.cluster_pods)
+        .err()
+        .unwrap_or_default()
 }
 
 /// A node's readiness flapping ([`crate::prove::readiness_flaps`]), with the warnings the
@@ -412,6 +490,12 @@ impl Facts {
                             .and_then(|(_, log)| error_line(log))
                     })
                 });
+        let port_binders = ev
+            .cluster_pods
+            .iter()
+            .filter(|p| p.host_ports().iter().any(|hp| spec.host_ports.contains(hp)))
+            .cloned()
+            .collect();
         let largest_node = (
             findings::largest_node(&ev.nodes, &spec, LimitResource::Memory),
             findings::largest_node(&ev.nodes, &spec, LimitResource::Cpu),
@@ -479,6 +563,9 @@ impl Facts {
                 _ => None,
             },
             nodes: ev.nodes.iter().map(NodeFacts::of).collect(),
+            node_at_fault: node_at_fault(ev),
+            alerted_unmet: alerted_unmet(ev),
+            port_binders,
             drain_nowhere: match object {
                 Some(RootObject::Node(_)) => drain_nowhere(ev, &root_name),
                 _ => vec![],
@@ -519,6 +606,20 @@ impl Facts {
             w.name.clone(),
             self.target.as_ref().and_then(|t| t.namespace.clone()),
         ))
+    }
+
+    /// Why `extra` more pods of the root's template could not be placed
+    /// ([`findings::room_for_more`], what `scale.schedulable` and `hpa.room-to-schedule` ask),
+    /// if they could not; `None` also when the nodes were not read (the proof reads them).
+    pub fn room_problem(&self, extra: i64) -> Option<String> {
+        if self.nodes.is_empty() {
+            return None;
+        }
+        let nodes: Vec<observed::Node> = self.nodes.iter().map(|n| n.observed.clone()).collect();
+        let pods: Vec<observed::Pod> = self.pods.iter().map(|p| p.observed.clone()).collect();
+        let (room, ev) =
+            findings::room_for_more(&self.spec, &pods, &nodes, &self.port_binders, extra);
+        (!room).then(|| ev.join("; "))
     }
 
     /// Why `extra` more pods of the root's template would not fit the namespace's quotas

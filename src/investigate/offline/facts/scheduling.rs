@@ -56,7 +56,7 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
             continue;
         };
         let bound: Vec<observed::Pod> = ev
-            .bound
+            .cluster_pods
             .iter()
             .filter(|p| p.node.as_deref() == Some(n.name.as_str()))
             .cloned()

@@ -258,7 +258,8 @@ impl Incident {
             metrics: None,
             nodes: vec![],
             port_holders: vec![],
-            bound: vec![],
+            cluster_pods: vec![],
+            alerted: vec![],
             storage_class: None,
             configmap_writes: BTreeMap::new(),
         };
@@ -329,8 +330,8 @@ impl Incident {
 
     /// A pod of another namespace running on node `node`, requesting `cpu`.
     pub fn bound_on(mut self, node: &str, cpu: &str) -> Self {
-        let n = self.ev.bound.len();
-        self.ev.bound.push(observed::Pod::parse(&json!({
+        let n = self.ev.cluster_pods.len();
+        self.ev.cluster_pods.push(observed::Pod::parse(&json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("batch-{n}"), "namespace": "batch"},
             "spec": {"nodeName": node, "containers": [{"name": "work", "image": "batch:1",
@@ -489,6 +490,14 @@ impl Incident {
         self
     }
 
+    /// The template's container binds host port `port` (TCP).
+    pub fn host_port(mut self, port: i64) -> Self {
+        self.deployment["spec"]["template"]["spec"]["containers"][0]["ports"] =
+            json!([{"containerPort": port, "hostPort": port, "protocol": "TCP"}]);
+        self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
     /// An autoscaler `name` in the namespace that scales the deployment (not the root).
     pub fn autoscaled_by(mut self, name: &str) -> Self {
         let target = crate::cluster::obj::name(&self.deployment).to_owned();
@@ -592,6 +601,33 @@ impl Incident {
 
     pub fn with(self, pod: PodFixture) -> Self {
         self.with_raw_pod(pod.0)
+    }
+
+    /// An object the alert names besides the root, as read now.
+    pub fn alerted(mut self, kind: &str, pod: PodFixture) -> Self {
+        let name = pod.0["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        self.ev
+            .alerted
+            .push((Target::new(kind, name, Some(NAMESPACE.into())), pod.0));
+        self
+    }
+
+    /// A pod among the pods of every namespace the evidence read (`cluster_pods`), the
+    /// incident's own included when a test wants them there.
+    pub fn in_cluster(mut self, pod: PodFixture) -> Self {
+        let now = self.ev.now;
+        self.ev.cluster_pods.push(observed::Pod::at(&pod.0, now));
+        self
+    }
+
+    /// A pod, as the API server sent it, among the pods of every namespace the evidence read.
+    pub fn in_cluster_raw(mut self, raw: Value) -> Self {
+        let now = self.ev.now;
+        self.ev.cluster_pods.push(observed::Pod::at(&raw, now));
+        self
     }
 
     /// A pod exactly as the API server (or something pretending to be one) sent it.

@@ -448,6 +448,13 @@ fn replace_pod(d: &mut Diagnosis, f: &Facts, name: &str) {
         d.human = Some(lines.join("; "));
         return;
     }
+    if let Some(lines) = f.node_at_fault.get(name) {
+        d.human = Some(format!(
+            "{}: replacing pod {name} repeats its failure",
+            lines.join("; ")
+        ));
+        return;
+    }
     if let Err(lines) = replacement.config_changed(|cm| f.configmap_writes.get(cm).copied()) {
         d.human = Some(format!(
             "{}: the configuration is the suspect, not pod {name}",
@@ -504,5 +511,7 @@ fn inconclusive(f: &Facts) -> Diagnosis {
 mod fixtures;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_model;
 #[cfg(test)]
 mod tests_refused;

@@ -192,27 +192,52 @@ fn refused_credentials(message: &str) -> bool {
     .any(|k| m.contains(k))
 }
 
-/// Stuck terminating on finalizers.
+/// Stuck terminating: on its node, whose kubelet is not there to stop it
+/// ([`observed::Node::kubelet_away`], what the graph and the drain's proof ask by
+/// `findings::cannot_finish_terminating`), or on the finalizers it still lists; or, with
+/// neither, on a kubelet that has not confirmed it stopped.
 pub(super) fn terminating_stuck(f: &Facts) -> Option<Diagnosis> {
     let p = f.pods.iter().find(|p| {
         p.deleting_for
             .is_some_and(|a| a > Duration::seconds(observed::TERMINATING_ALLOWANCE))
     })?;
     let finalizers = p.finalizers.join(", ");
+    let node = p.observed.node.as_deref();
+    let away = node
+        .and_then(|n| f.nodes.iter().find(|x| x.name == n))
+        .filter(|n| n.observed.kubelet_away());
     let mut d = Diagnosis::new(
         "TerminatingStuck",
         format!(
-            "Pod {} has been terminating for over {} minutes (finalizers: {finalizers})",
+            "Pod {} has been terminating for over {} minutes (finalizers: {})",
             p.name,
-            observed::TERMINATING_ALLOWANCE / 60
+            observed::TERMINATING_ALLOWANCE / 60,
+            if finalizers.is_empty() {
+                "none"
+            } else {
+                &finalizers
+            }
         ),
     );
     d.confidence = 0.85;
     d.target = f.target.clone();
-    d.human = Some(format!(
-        "pod {} waits on the finalizer(s) {finalizers}: check the controller that owns them; removing them by force can leak external resources",
-        p.name
-    ));
+    d.human = Some(match away {
+        Some(n) => format!(
+            "pod {} cannot finish terminating: its node {} is {} and its kubelet is not there to stop it; a human confirms the node is gone before force-deleting the pod",
+            p.name,
+            n.name,
+            n.observed.state()
+        ),
+        None if !finalizers.is_empty() => format!(
+            "pod {} waits on the finalizer(s) {finalizers}: check the controller that owns them; removing them by force can leak external resources",
+            p.name
+        ),
+        None => format!(
+            "pod {} lists no finalizer, yet the kubelet{} has not confirmed it stopped: check the kubelet and the container runtime there",
+            p.name,
+            node.map(|n| format!(" of node {n}")).unwrap_or_default()
+        ),
+    });
     Some(d)
 }
 

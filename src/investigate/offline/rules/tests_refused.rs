@@ -10,7 +10,7 @@ use super::*;
 use crate::domain::{ActionType, Change, DepKind, Dependency, Neighbourhood};
 
 /// `d` is the rule's `mode`, proposes nothing, and tells a human what `says`.
-fn to_a_human(d: &Diagnosis, mode: &str, says: &str) {
+pub(super) fn to_a_human(d: &Diagnosis, mode: &str, says: &str) {
     assert_eq!(d.mode, mode, "{}", d.summary);
     assert!(d.proposal.is_none(), "{:?}", d.proposal);
     assert!(
@@ -489,36 +489,6 @@ fn the_last_schedulable_node_is_not_drained() {
     );
 }
 
-/// Issue 43: a drain meets `drain.capacity-elsewhere` before it is proposed, asked per node
-/// (`findings::placement`): a pod of 1.5 CPU fits on no other node with 1 CPU left, however
-/// many such nodes; with 1.5 left on one, the drain is proposed.
-#[test]
-fn a_node_whose_pods_fit_on_no_other_node_is_not_drained() {
-    let ready = json!([{"type": "Ready", "status": "True"}]);
-    let drain = |used: &str| {
-        Incident::node("node-1", ready.clone(), &[])
-            .node_flapped("node-1", 4, 5)
-            .node_allocating("node-2", "2", "8Gi")
-            .node_allocating("node-3", "2", "8Gi")
-            .bound_on("node-1", "1500m")
-            .bound_on("node-2", "1")
-            .bound_on("node-3", used)
-            .diagnosis()
-    };
-    let d = drain("500m");
-    assert_eq!(
-        d.proposal.as_ref().map(|p| p.action_type.as_str()),
-        Some("CordonDrainNode"),
-        "{:?}",
-        d.human
-    );
-    to_a_human(
-        &drain("1"),
-        "NodeFlapping",
-        "pod batch/batch-0 fits on no other node (node-2: only 1000m of 2 cpu left",
-    );
-}
-
 /// Issue 43: the rollout rule blames the new revision only when the failures are its alone, as
 /// the rollback's proof asks (`rollback.failures-began-after-revision`): a pod of an older
 /// revision failing as well is not undone by returning to the previous one.
@@ -871,44 +841,4 @@ fn a_container_that_ended_days_ago_does_not_keep_a_scale_back_from_being_propose
         Some(ActionType::ScaleReplicas)
     );
     assert_ne!(ended_at("2026-01-01T11:58:00Z").mode, "ScaledBelowDeclared");
-}
-
-/// Issue 43: the only replica of a singleton is the one pod that is not a record: an earlier pod
-/// its node evicted, kept until garbage collection, does not make two.
-#[test]
-fn a_record_its_node_ended_does_not_hide_a_singleton_s_only_replica() {
-    let evicted = json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "sched-0", "namespace": "shop",
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                "name": "sched-7d9f8b6c5", "uid": "sched-7d9f8b6c5", "controller": true}]},
-        "spec": {"containers": [{"name": "app", "image": "shop/app:1.0"}]},
-        "status": {"phase": "Failed", "reason": "Evicted",
-            "message": "The node was low on resource: memory. "}});
-    let mode = |record: bool| {
-        let i = Incident::deployment("sched").replicas(1).with(
-            pod("sched-1")
-                .crash_looping("Error", 1)
-                .owned_by("sched-7d9f8b6c5")
-                .volume("state", "/var/lib/sched", json!({"emptyDir": {}})),
-        );
-        let i = if record {
-            i.with_raw_pod(evicted.clone())
-        } else {
-            i
-        };
-        let d = i
-            .log(
-                "sched-1",
-                "FATAL: cannot acquire lock /var/lib/sched/sched.lock: held by pid=1",
-            )
-            .diagnosis();
-        (d.mode, d.proposal.map(|p| p.action_type))
-    };
-    let alone = mode(false);
-    assert_eq!(
-        alone,
-        ("StateKeptAcrossRestarts", Some(ActionType::DeletePod))
-    );
-    assert_eq!(mode(true), alone);
 }

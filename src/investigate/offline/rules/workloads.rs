@@ -282,6 +282,11 @@ pub(super) fn suspended(f: &Facts) -> Option<Diagnosis> {
 /// refused never show up as failing pods).
 pub(super) fn problem_resolved(f: &Facts) -> Option<Diagnosis> {
     let r = f.recovered.as_ref()?;
+    // Another object the alert names that does not show its desired state keeps the problem
+    // open, as `resolved.alerted-objects-met` refuses the claim.
+    if !f.alerted_unmet.is_empty() {
+        return None;
+    }
     if let Some(w) = &f.workload {
         let short = w.replicas.is_some_and(|want| (r.live as i64) < want);
         let unmet =
@@ -444,6 +449,14 @@ pub(super) fn hpa_maxed_out(f: &Facts) -> Option<Diagnosis> {
         d.confidence = 0.8;
         d.human = Some(format!(
             "{scale_target} is at its maximum of {} replicas, but {problem}",
+            h.max
+        ));
+        return Some(d);
+    }
+    if let Some(problem) = f.room_problem(new_max - h.replicas_now()) {
+        d.confidence = 0.8;
+        d.human = Some(format!(
+            "{scale_target} is at its maximum of {} replicas, but more could not be placed ({problem}): the cluster needs capacity",
             h.max
         ));
         return Some(d);
@@ -623,6 +636,13 @@ pub(super) fn scaled_to_zero(f: &Facts) -> Option<Diagnosis> {
         ));
         return Some(d);
     }
+    if let Some(problem) = f.room_problem(declared) {
+        d.human = Some(format!(
+            "{} {} declares {declared} replicas, but they could not be placed ({problem}): the cluster needs capacity",
+            w.kind, w.name
+        ));
+        return Some(d);
+    }
     d.proposal = proposal(
         ActionType::ScaleReplicas,
         ActionParams::scale(declared),
@@ -690,6 +710,13 @@ pub(super) fn scaled_below_declared(f: &Facts) -> Option<Diagnosis> {
     if let Some(problem) = f.scale_quota_problem(declared.count - current) {
         d.human = Some(format!(
             "{} {} is meant to run {} replicas, but {problem}",
+            w.kind, w.name, declared.count
+        ));
+        return Some(d);
+    }
+    if let Some(problem) = f.room_problem(declared.count - current) {
+        d.human = Some(format!(
+            "{} {} is meant to run {} replicas, but more could not be placed ({problem}): the cluster needs capacity",
             w.kind, w.name, declared.count
         ));
         return Some(d);

@@ -1,0 +1,210 @@
+//! The rules asking the model's questions as the proofs ask them (issue 43, ADR 0034): each
+//! test fails on the rules that answered the question their own way.
+
+use serde_json::json;
+
+use super::fixtures::{Incident, pod};
+use super::tests_refused::to_a_human;
+use crate::domain::{ActionType, InvestigationOutcome};
+
+/// Issue 43: a drain meets `drain.capacity-elsewhere` before it is proposed, asked per node
+/// (`findings::placement`): a pod of 1.5 CPU fits on no other node with 1 CPU left, however
+/// many such nodes; with 1.5 left on one, the drain is proposed.
+#[test]
+fn a_node_whose_pods_fit_on_no_other_node_is_not_drained() {
+    let ready = json!([{"type": "Ready", "status": "True"}]);
+    let drain = |used: &str| {
+        Incident::node("node-1", ready.clone(), &[])
+            .node_flapped("node-1", 4, 5)
+            .node_allocating("node-2", "2", "8Gi")
+            .node_allocating("node-3", "2", "8Gi")
+            .bound_on("node-1", "1500m")
+            .bound_on("node-2", "1")
+            .bound_on("node-3", used)
+            .diagnosis()
+    };
+    let d = drain("500m");
+    assert_eq!(
+        d.proposal.as_ref().map(|p| p.action_type.as_str()),
+        Some("CordonDrainNode"),
+        "{:?}",
+        d.human
+    );
+    to_a_human(
+        &drain("1"),
+        "NodeFlapping",
+        "pod batch/batch-0 fits on no other node (node-2: only 1000m of 2 cpu left",
+    );
+}
+
+/// Issue 43: the only replica of a singleton is the one pod that is not a record: an earlier pod
+/// its node evicted, kept until garbage collection, does not make two.
+#[test]
+fn a_record_its_node_ended_does_not_hide_a_singleton_s_only_replica() {
+    let evicted = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "sched-0", "namespace": "shop",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "name": "sched-7d9f8b6c5", "uid": "sched-7d9f8b6c5", "controller": true}]},
+        "spec": {"containers": [{"name": "app", "image": "shop/app:1.0"}]},
+        "status": {"phase": "Failed", "reason": "Evicted",
+            "message": "The node was low on resource: memory. "}});
+    let mode = |record: bool| {
+        let i = Incident::deployment("sched").replicas(1).with(
+            pod("sched-1")
+                .crash_looping("Error", 1)
+                .owned_by("sched-7d9f8b6c5")
+                .volume("state", "/var/lib/sched", json!({"emptyDir": {}})),
+        );
+        let i = if record {
+            i.with_raw_pod(evicted.clone())
+        } else {
+            i
+        };
+        let d = i
+            .log(
+                "sched-1",
+                "FATAL: cannot acquire lock /var/lib/sched/sched.lock: held by pid=1",
+            )
+            .diagnosis();
+        (d.mode, d.proposal.map(|p| p.action_type))
+    };
+    let alone = mode(false);
+    assert_eq!(
+        alone,
+        ("StateKeptAcrossRestarts", Some(ActionType::DeletePod))
+    );
+    assert_eq!(mode(true), alone);
+}
+
+/// Issue 43: the rules ask `delete.node-not-at-fault`'s question before they propose replacing
+/// a pod (`Replacement::node_not_at_fault`), of every pod on its node: a pod of another
+/// workload failing there too while its sibling elsewhere serves makes the node the common
+/// factor, and a replacement may land there again.
+#[test]
+fn a_pod_is_not_replaced_on_a_node_where_another_workload_s_pods_fail_too() {
+    let api = |name: &str, node: &str| pod(name).owned_by("api-1").on(node);
+    let failing = || api("api-3", "n1").crash_looping("Error", 2);
+    let incident = |price_fails: bool| {
+        let price = pod("price-1").owned_by("price-1").on("n1");
+        let price = if price_fails {
+            price.crash_looping("Error", 2)
+        } else {
+            price
+        };
+        Incident::deployment("api")
+            .node_allocating("n1", "4", "8Gi")
+            .node_allocating("n2", "4", "8Gi")
+            .with(api("api-1", "n2"))
+            .with(api("api-2", "n2"))
+            .with(failing())
+            .in_cluster(api("api-1", "n2"))
+            .in_cluster(api("api-2", "n2"))
+            .in_cluster(failing())
+            .in_cluster(price)
+            .in_cluster(pod("price-2").owned_by("price-1").on("n2"))
+            .diagnosis()
+    };
+    let d = incident(false);
+    assert_eq!(d.mode, "LonePodFailure", "{}", d.summary);
+    assert_eq!(
+        d.proposal.map(|p| p.action_type),
+        Some(ActionType::DeletePod),
+        "{:?}",
+        d.human
+    );
+    to_a_human(
+        &incident(true),
+        "LonePodFailure",
+        "replacing pod api-3 repeats its failure",
+    );
+}
+
+/// Issue 43: a pod stuck terminating on a node whose kubelet is away
+/// (`observed::Node::kubelet_away`, what `findings::cannot_finish_terminating` asks for the graph
+/// and the drain) is not said to wait on finalizers it does not list.
+#[test]
+fn a_pod_stuck_terminating_on_a_node_that_is_gone_waits_on_the_node_not_on_finalizers() {
+    let mut p = pod("db-1").on("node-1").terminating_for(30, "none").raw();
+    p["metadata"]["finalizers"] = json!([]);
+    let d = Incident::deployment("db")
+        .node_not_ready("node-1")
+        .with_raw_pod(p)
+        .diagnosis();
+    assert_eq!(d.mode, "TerminatingStuck", "{}", d.summary);
+    assert!(
+        d.human.as_deref().is_some_and(
+            |h| h.contains("its node node-1 is NotReady") && h.contains("kubelet is not there")
+        ),
+        "{:?}",
+        d.human
+    );
+    let d = Incident::deployment("db")
+        .with(pod("db-1").terminating_for(30, "example.com/cleanup"))
+        .diagnosis();
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("waits on the finalizer(s) example.com/cleanup")),
+        "{:?}",
+        d.human
+    );
+}
+
+/// Issue 43: the rules claim the problem gone only when every object the alert names shows its
+/// desired state, as `resolved.alerted-objects-met` asks (`alerted_object_met`): a pod the alert
+/// named, relabelled out of the Deployment and still not ready, keeps the problem open.
+#[test]
+fn a_problem_is_not_resolved_while_a_pod_the_alert_names_is_not_ready() {
+    let resolved = |alerted: Option<bool>| {
+        let i = Incident::deployment("api")
+            .with(pod("api-1"))
+            .with(pod("api-2"));
+        let i = match alerted {
+            Some(ready) => {
+                let p = pod("api-x");
+                i.alerted("Pod", if ready { p } else { p.not_ready_since(20) })
+            }
+            None => i,
+        };
+        i.diagnosis().outcome
+    };
+    assert_eq!(resolved(None), InvestigationOutcome::ProblemResolved);
+    assert_eq!(resolved(Some(true)), InvestigationOutcome::ProblemResolved);
+    assert_ne!(resolved(Some(false)), InvestigationOutcome::ProblemResolved);
+}
+
+/// Issue 43: the rules ask the room a higher maximum needs as its proof asks it
+/// (`findings::room_for_more`, `hpa.room-to-schedule`): pods binding a host port held on every
+/// node cannot be placed, though none waits for a node yet; with three nodes more, they can.
+#[test]
+fn a_higher_maximum_is_proposed_only_with_room_for_its_host_ports() {
+    let raise = |spare: usize| {
+        let mut i = Incident::deployment("gw").hpa_at_max(3, 140).host_port(443);
+        for n in 0..3 + spare {
+            i = i.node_allocating(&format!("worker-{n}"), "8", "16Gi");
+        }
+        for n in 0..3 {
+            let p = || {
+                let mut raw = pod(&format!("gw-{n}")).on(&format!("worker-{n}")).raw();
+                raw["spec"]["containers"][0]["ports"] =
+                    json!([{"containerPort": 443, "hostPort": 443, "protocol": "TCP"}]);
+                raw
+            };
+            i = i.with_raw_pod(p()).in_cluster_raw(p());
+        }
+        i.diagnosis()
+    };
+    let d = raise(0);
+    assert_eq!(d.mode, "HPAMaxedOut", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("0 schedulable node(s) have them free")),
+        "{:?}",
+        d.human
+    );
+    let d = raise(3);
+    assert!(d.proposal.is_some(), "{:?}", d.human);
+}
