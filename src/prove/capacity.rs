@@ -357,10 +357,12 @@ async fn blocks_a_waiting_drain(
     let draining: Vec<String> = nodes
         .iter()
         .filter(|n| n.unschedulable)
+        // A pod a drain would move (`Pod::drain_moves`): the eviction API passes over an
+        // ended one, as the rules' budget rule counts.
         .filter(|n| {
             guarded
                 .iter()
-                .any(|p| p.node.as_deref() == Some(n.name.as_str()))
+                .any(|p| p.node.as_deref() == Some(n.name.as_str()) && p.drain_moves())
         })
         .map(|n| n.name.clone())
         .collect();

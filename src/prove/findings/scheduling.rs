@@ -208,9 +208,14 @@ pub fn blockers(
     if !spec.affinity_admits(&node.labels) {
         out.push(Blocker::Affinity(spec.affinity_text()));
     }
+    // A node that lists what it allocates and not this resource (an extended resource such as
+    // a GPU) has none of it; one that lists nothing says nothing of its room.
+    let lists = node.allocatable.as_object().is_some_and(|a| !a.is_empty());
     for (resource, (wanted, text)) in spec.requests() {
-        let Some(alloc) = obj::str_at(&node.allocatable, &[resource.as_str()]) else {
-            continue;
+        let alloc = match obj::str_at(&node.allocatable, &[resource.as_str()]) {
+            Some(alloc) => alloc,
+            None if lists && wanted > 0 => "0",
+            None => continue,
         };
         let Some(total) = quantity::amount(&resource, alloc) else {
             continue;
@@ -270,6 +275,8 @@ pub fn room_for_more(
         .map(|n| n.name.as_str())
         .collect();
     let ports = &template.host_ports;
+    // At least one pod more: what a proposal that adds none would still have to place.
+    let extra = extra.max(1);
     let mut ev = vec![match unscheduled {
         Some((p, why)) => format!("pod {} is already Pending: {why}", p.name),
         None => format!(
@@ -305,10 +312,10 @@ pub fn room_for_more(
 }
 
 /// Whether `pods` can all go elsewhere, each on one of `nodes` beside the pods bound there
-/// (`bound`, those not ended: [`Room::Free`]) and the pods placed before it: taken largest CPU
-/// request first, each on the first node where nothing among [`blockers`] keeps it off (its
-/// tolerations, node selector and affinity, the room, its host ports). `Ok` counts the pods
-/// each node takes; `Err` names each pod that fits nowhere, with why on the first nodes. Room
+/// (`bound`, those not ended: [`Room::Free`]) and the pods placed before it: taken those fewest
+/// nodes could take first, then the largest CPU request, each on the first node (by name) where
+/// nothing among [`blockers`] keeps it off (its tolerations, node selector and affinity, the
+/// room, its host ports). `Ok` counts the pods each node takes; `Err` names each pod that fits nowhere, with why on the first nodes. Room
 /// is asked per node, as the scheduler places a pod: free room pooled across nodes is room no
 /// pod can use. A greedy packing may miss one a cleverer packing finds: a doubt, never a proof.
 pub fn placement(
@@ -316,6 +323,9 @@ pub fn placement(
     nodes: &[&Node],
     bound: &[Pod],
 ) -> Result<BTreeMap<String, usize>, Vec<String>> {
+    // In a fixed order, whoever listed them (the tools sort nodes by their trouble).
+    let mut nodes: Vec<&Node> = nodes.to_vec();
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
     let mut on: BTreeMap<&str, Vec<Pod>> =
         nodes.iter().map(|n| (n.name.as_str(), vec![])).collect();
     for p in bound.iter().filter(|p| !p.ended()) {
@@ -325,10 +335,17 @@ pub fn placement(
     }
     let mut order: Vec<(&Pod, PodSpec)> =
         pods.iter().map(|p| (*p, PodSpec::of_pod(&p.raw))).collect();
-    order.sort_by_key(|(p, spec)| {
+    // The pods fewest nodes could ever take first, then the largest: a pod that fits one node
+    // only is not crowded out by one that fits anywhere.
+    order.sort_by_cached_key(|(p, spec)| {
         (
+            nodes
+                .iter()
+                .filter(|n| blockers(spec, n, Room::Allocatable, &[], None).is_empty())
+                .count(),
             std::cmp::Reverse(spec.total("requests", "cpu")),
             std::cmp::Reverse(spec.total("requests", "memory")),
+            obj::namespace(&p.raw).unwrap_or_default().to_owned(),
             p.name.clone(),
         )
     });
@@ -337,7 +354,20 @@ pub fn placement(
     for (p, spec) in order {
         let mut why: Vec<String> = Vec::new();
         let mut chosen = None;
-        for n in nodes {
+        for n in &nodes {
+            // A node that lists no allocatable says nothing of its room: no pod that requests
+            // anything is placed there on faith.
+            if !n.allocatable.as_object().is_some_and(|a| !a.is_empty())
+                && !spec.requests().is_empty()
+            {
+                if why.len() < 3 {
+                    why.push(format!(
+                        "{}: lists no allocatable, its room is unknown",
+                        n.name
+                    ));
+                }
+                continue;
+            }
             let here = on
                 .get(n.name.as_str())
                 .map(Vec::as_slice)
@@ -504,5 +534,59 @@ mod tests {
         let mut gpu = small("train-1");
         gpu.raw["spec"]["nodeSelector"] = json!({"pool": "gpu"});
         assert!(placement(&[&gpu], &[&n2, &n3], &bound).is_err());
+    }
+
+    /// Issue 43: placement does not depend on the order the nodes were listed in (the rules'
+    /// tools sort them by trouble, the proofs' scene by name), and a node that lists what it
+    /// allocates without a GPU takes no pod that requests one.
+    #[test]
+    fn placement_is_the_same_whatever_the_nodes_order_and_needs_what_a_node_lists() {
+        let node = |name: &str, taint: bool| {
+            let mut n = json!({"metadata": {"name": name},
+                "status": {"allocatable": {"cpu": "2", "memory": "8Gi"},
+                    "conditions": [{"type": "Ready", "status": "True"}]}});
+            if taint {
+                n["spec"] = json!({"taints": [{"key": "dedicated", "value": "db",
+                    "effect": "NoSchedule"}]});
+            }
+            Node::parse(&n)
+        };
+        let pod = |name: &str, tolerates: bool| {
+            let mut p = json!({"metadata": {"name": name, "namespace": "shop"},
+                "spec": {"nodeName": "n0", "containers": [{"name": "app",
+                    "resources": {"requests": {"cpu": "1"}}}]},
+                "status": {"phase": "Running"}});
+            if tolerates {
+                p["spec"]["tolerations"] = json!([{"key": "dedicated", "operator": "Equal",
+                    "value": "db", "effect": "NoSchedule"}]);
+            }
+            Pod::parse(&p)
+        };
+        let (n1, n2) = (node("n1", false), node("n2", true));
+        // One CPU free on each.
+        let bound = vec![
+            Pod::parse(&json!({"metadata": {"name": "x", "namespace": "o"},
+                "spec": {"nodeName": "n1", "containers": [{"name": "c",
+                    "resources": {"requests": {"cpu": "1"}}}]}, "status": {"phase": "Running"}})),
+            Pod::parse(&json!({"metadata": {"name": "y", "namespace": "o"},
+                "spec": {"nodeName": "n2", "containers": [{"name": "c",
+                    "resources": {"requests": {"cpu": "1"}}}]}, "status": {"phase": "Running"}})),
+        ];
+        let (a, b) = (pod("a", true), pod("b", false));
+        // `b` fits only the untainted node; `a`, which tolerates the taint, goes to the other.
+        let one = placement(&[&a, &b], &[&n1, &n2], &bound);
+        assert_eq!(one, placement(&[&a, &b], &[&n2, &n1], &bound));
+        assert_eq!(one.map(|p| p.len()), Ok(2));
+        let gpu = Pod::parse(&json!({"metadata": {"name": "train", "namespace": "ml"},
+            "spec": {"nodeName": "n0", "containers": [{"name": "t",
+                "resources": {"requests": {"nvidia.com/gpu": "1"}}}]},
+            "status": {"phase": "Running"}}));
+        let Err(why) = placement(&[&gpu], &[&n1], &[]) else {
+            panic!("a GPU pod placed on a node that lists no GPU");
+        };
+        assert!(
+            why[0].contains("of 0 nvidia.com/gpu left"),
+            "{why:?}"
+        );
     }
 }

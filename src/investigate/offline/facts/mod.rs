@@ -357,11 +357,17 @@ fn alerted_unmet(ev: &Evidence) -> Vec<String> {
     let Some(target) = ev.context.as_ref().map(|c| &c.root_owner) else {
         return vec![];
     };
-    let target_state = ev
+    // The target's own state and pods, as the proof reads them: a workload's; for another
+    // root (an autoscaler, a budget) none, as the proof reads no pods for it.
+    let own = ev
         .workload
         .as_ref()
-        .and_then(|w| findings::resolved::desired_state(&w.raw));
-    let pods: Vec<observed::Pod> = ev.pods.iter().map(|p| p.observed.clone()).collect();
+        .filter(|w| w.kind == target.kind && w.name == target.name);
+    let target_state = own.and_then(|w| findings::resolved::desired_state(&w.raw));
+    let pods: Vec<observed::Pod> = match own {
+        Some(_) => ev.pods.iter().map(|p| p.observed.clone()).collect(),
+        None => vec![],
+    };
     ev.alerted
         .iter()
         .filter_map(|(t, o)| {

@@ -38,10 +38,13 @@ pub(super) fn node_flapping(f: &Facts) -> Option<Diagnosis> {
 
 pub(super) fn node_ready(f: &Facts) -> Option<Diagnosis> {
     let node = &f.node;
+    // Another object the alert names that does not show its desired state keeps the problem
+    // open (`resolved.alerted-objects-met`).
     if f.kind() != "Node"
         || node.ready != "True"
         || !node.pressure.is_empty()
         || f.node_flaps.is_some()
+        || !f.alerted_unmet.is_empty()
     {
         return None;
     }

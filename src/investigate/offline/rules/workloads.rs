@@ -509,7 +509,8 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
         d.confidence = 0.8;
         return Some(d);
     }
-    // Nodes being drained that hold its pods.
+    // Nodes being drained that hold its pods, those a drain would move
+    // ([`observed::Pod::drain_moves`]: the eviction API passes over an ended pod).
     let draining: Vec<&str> = f
         .nodes
         .iter()
@@ -517,7 +518,7 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
         .filter(|n| {
             f.pods
                 .iter()
-                .any(|p| p.node.as_deref() == Some(n.name.as_str()))
+                .any(|p| p.node.as_deref() == Some(n.name.as_str()) && p.observed.drain_moves())
         })
         .map(|n| n.name.as_str())
         .collect();
