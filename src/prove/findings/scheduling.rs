@@ -357,8 +357,7 @@ pub fn placement(
         for n in &nodes {
             // A node that lists no allocatable says nothing of its room: no pod that requests
             // anything is placed there on faith.
-            if !n.allocatable.as_object().is_some_and(|a| !a.is_empty())
-                && !spec.requests().is_empty()
+            if n.allocatable.as_object().is_none_or(|a| a.is_empty()) && !spec.requests().is_empty()
             {
                 if why.len() < 3 {
                     why.push(format!(
@@ -584,9 +583,6 @@ mod tests {
         let Err(why) = placement(&[&gpu], &[&n1], &[]) else {
             panic!("a GPU pod placed on a node that lists no GPU");
         };
-        assert!(
-            why[0].contains("of 0 nvidia.com/gpu left"),
-            "{why:?}"
-        );
+        assert!(why[0].contains("of 0 nvidia.com/gpu left"), "{why:?}");
     }
 }
