@@ -528,11 +528,36 @@ impl Stage for SelectionStage {
                         self.culprit(&analysis, &refutation).await?
                     )
                 };
+                // The target changed since this request's investigation because another
+                // request remediated it meanwhile (two alerts converging on one root owner):
+                // that request verifies its effect, and nobody is paged for this one.
+                let meanwhile = if p
+                    .failed()
+                    .any(|o| o.id == crate::domain::obligations::every::BINDING.id)
+                {
+                    self.prover
+                        .stamped_by(&p.target, request.created_at)
+                        .await
+                        .map_err(cluster_unavailable)?
+                        .filter(|by| *by != request.id.to_string())
+                } else {
+                    None
+                };
+                let (reason, next_phase) = match meanwhile {
+                    Some(by) => (
+                        format!(
+                            "RecentlyRemediated: {} was changed by kubemedic request {by} while this request was investigating; that request verifies the effect — {reason}",
+                            p.target
+                        ),
+                        Phase::Blocked,
+                    ),
+                    None => (reason, Phase::ManualReviewRequired),
+                };
                 selection.selected = None;
                 selection.no_workflow_reasoning = Some(reason.clone());
                 selection.outcome = RoutedOutcome {
                     kind: OutcomeKind::ProofFailed,
-                    next_phase: Phase::ManualReviewRequired,
+                    next_phase,
                     reason,
                 };
             }

@@ -259,6 +259,51 @@ impl Prover {
         Ok(n.culprit().is_some().then_some(n))
     }
 
+    /// The request whose change the target carries (`kubemedic.io/remediation:
+    /// <request>/<step>`, stamped on every write kubemedic makes), when kubemedic's was the last
+    /// write to it and came at `since` or later; `None` otherwise (someone else wrote last, the
+    /// stamp is older, or the target cannot be read).
+    pub async fn stamped_by(
+        &self,
+        target: &Target,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<String>, ProveError> {
+        let res = match self.reader.resource(&target.kind).await {
+            Ok(res) => res,
+            Err(e) if e.is_unreachable() => return Err(e.into()),
+            Err(_) => return Ok(None),
+        };
+        let obj = match self
+            .reader
+            .get(&res, target.namespace.as_deref(), &target.name)
+            .await
+        {
+            Ok(o) => o,
+            Err(e) if e.is_unreachable() => return Err(e.into()),
+            Err(_) => return Ok(None),
+        };
+        // The last write is kubemedic's, since `since`.
+        let last = crate::cluster::obj::array(&obj, &["metadata", "managedFields"])
+            .iter()
+            .filter(|m| crate::cluster::obj::str_at(m, &["subresource"]).is_none())
+            .filter_map(|m| {
+                Some((
+                    crate::cluster::observed::time(m, &["time"])?,
+                    crate::cluster::obj::str_at(m, &["manager"])?,
+                ))
+            })
+            .max_by_key(|(t, _)| *t);
+        if !last.is_some_and(|(t, manager)| manager == "kubemedic" && t >= since) {
+            return Ok(None);
+        }
+        Ok(
+            crate::cluster::obj::annotation(&obj, crate::domain::REMEDIATION_ANNOTATION)
+                .and_then(|stamp| stamp.split('/').next())
+                .filter(|id| !id.is_empty())
+                .map(str::to_owned),
+        )
+    }
+
     /// Prove "no action needed, the problem is resolved": the desired state is met.
     pub async fn prove_resolved(
         &self,
@@ -522,6 +567,54 @@ fn last_writer(o: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two alerts converging on one root owner: the target changed during this request's
+    /// investigation because another request remediated it. `stamped_by` names that request only
+    /// when kubemedic wrote last, at or after the moment given: an old stamp under someone
+    /// else's later edit names nobody.
+    #[tokio::test]
+    async fn a_target_is_stamped_by_a_request_only_when_kubemedic_wrote_it_last_and_lately() {
+        let prover = |manager: &str, at: &str| {
+            let d = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "checkout", "namespace": "shop",
+                    "annotations": {"kubemedic.io/remediation": "req-1/1"},
+                    "managedFields": [
+                        {"manager": "kubemedic", "operation": "Update",
+                            "time": "2026-12-02T07:00:00Z"},
+                        {"manager": manager, "operation": "Update", "time": at}]}});
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [d]});
+            let snap = crate::cluster::SnapshotCluster::from_yaml(&list.to_string())
+                .unwrap_or_else(|e| panic!("{e}"));
+            let catalog = Live::new(Catalog::builtin().unwrap_or_else(|e| panic!("{e}")));
+            Prover::new(
+                Arc::new(snap),
+                None,
+                catalog,
+                Arc::new(crate::clock::SystemClock),
+            )
+        };
+        let since: chrono::DateTime<chrono::Utc> =
+            "2026-12-02T07:10:00Z".parse().unwrap_or_default();
+        let target = Target::new("Deployment", "checkout", Some("shop".into()));
+        let by = |manager: &'static str, at: &'static str| {
+            let target = target.clone();
+            async move {
+                prover(manager, at)
+                    .stamped_by(&target, since)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e:?}"))
+            }
+        };
+        assert_eq!(
+            by("kubemedic", "2026-12-02T07:12:00Z").await.as_deref(),
+            Some("req-1")
+        );
+        assert_eq!(by("kubemedic", "2026-12-02T07:05:00Z").await, None);
+        assert_eq!(
+            by("kubectl-client-side-apply", "2026-12-02T07:12:00Z").await,
+            None
+        );
+    }
 
     #[test]
     fn every_catalog_action_type_has_obligations() {
