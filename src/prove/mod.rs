@@ -283,16 +283,9 @@ impl Prover {
             Err(_) => return Ok(None),
         };
         // The last write is kubemedic's, since `since`.
-        let last = crate::cluster::obj::array(&obj, &["metadata", "managedFields"])
-            .iter()
-            .filter(|m| crate::cluster::obj::str_at(m, &["subresource"]).is_none())
-            .filter_map(|m| {
-                Some((
-                    crate::cluster::observed::time(m, &["time"])?,
-                    crate::cluster::obj::str_at(m, &["manager"])?,
-                ))
-            })
-            .max_by_key(|(t, _)| *t);
+        let last = last_write(&obj).and_then(|(t, manager)| {
+            Some((t.parse::<chrono::DateTime<chrono::Utc>>().ok()?, manager))
+        });
         if !last.is_some_and(|(t, manager)| manager == "kubemedic" && t >= since) {
             return Ok(None);
         }
@@ -551,6 +544,11 @@ fn summary(o: &Value) -> String {
 
 /// Who last changed an object, from its managed fields (`kubectl-edit at 10:04:12`).
 fn last_writer(o: &Value) -> Option<String> {
+    last_write(o).map(|(t, m)| format!("{m} at {t}"))
+}
+
+/// The last write to `o` of its own fields (not a subresource's): when, and by which manager.
+fn last_write(o: &Value) -> Option<(&str, &str)> {
     crate::cluster::obj::array(o, &["metadata", "managedFields"])
         .iter()
         .filter(|m| crate::cluster::obj::str_at(m, &["subresource"]).is_none())
@@ -561,7 +559,6 @@ fn last_writer(o: &Value) -> Option<String> {
             ))
         })
         .max_by_key(|(t, _)| *t)
-        .map(|(t, m)| format!("{m} at {t}"))
 }
 
 #[cfg(test)]
