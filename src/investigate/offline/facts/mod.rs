@@ -11,6 +11,7 @@
 //! into a diagnosis belong to the rules, except the rollout window, which defines what a
 //! rollout regression is.
 
+mod elsewhere;
 mod rollout;
 mod scheduling;
 
@@ -351,92 +352,6 @@ pub(super) struct ClaimFacts {
 static UNTOLERATED_TAINT: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"had taint \{([^:}]+):\s*([^}]*)\}").ok());
 
-/// The objects the alert names besides the root that do not show their desired state, each
-/// with how ([`findings::resolved::alerted_object_met`]), judged on what the evidence read.
-fn alerted_unmet(ev: &Evidence) -> Vec<String> {
-    let Some(target) = ev.context.as_ref().map(|c| &c.root_owner) else {
-        return vec![];
-    };
-    // The target's own state and pods, as the proof reads them: a workload's; for another
-    // root (an autoscaler, a budget) none, as the proof reads no pods for it.
-    let own = ev
-        .workload
-        .as_ref()
-        .filter(|w| w.kind == target.kind && w.name == target.name);
-    let target_state = own.and_then(|w| findings::resolved::desired_state(&w.raw));
-    let pods: Vec<observed::Pod> = match own {
-        Some(_) => ev.pods.iter().map(|p| p.observed.clone()).collect(),
-        None => vec![],
-    };
-    ev.alerted
-        .iter()
-        .filter_map(|(t, o)| {
-            findings::resolved::alerted_object_met(
-                t,
-                o,
-                target,
-                target_state.as_ref(),
-                &pods,
-                &ev.events,
-                ev.now,
-            )
-        })
-        .filter(|(met, _)| !met)
-        .map(|(_, line)| line)
-        .collect()
-}
-
-/// The root's failing pods whose node is the common factor of the failures
-/// ([`findings::Replacement::node_not_at_fault`]), judged on the pods the evidence read in
-/// every namespace; none when it read none.
-fn node_at_fault(ev: &Evidence) -> BTreeMap<String, Vec<String>> {
-    let mut out = BTreeMap::new();
-    if ev.cluster_pods.is_empty() {
-        return out;
-    }
-    let replicas = ev.workload.as_ref().and_then(|w| w.replicas);
-    for p in ev.pods.iter().filter(|p| p.failing()) {
-        let Some(name) = p.observed.node.as_deref() else {
-            continue;
-        };
-        let replacement = findings::Replacement::of(
-            &p.observed,
-            ev.pods.iter().map(|p| &p.observed),
-            replicas,
-            None,
-        );
-        let on_node: Vec<observed::Pod> = ev
-            .cluster_pods
-            .iter()
-            .filter(|q| q.node.as_deref() == Some(name))
-            .cloned()
-            .collect();
-        let node = ev.nodes.iter().find(|n| n.name == name);
-        let flaps = node_flaps(ev, name);
-        if let Err(lines) =
-            replacement.node_not_at_fault(node, flaps.as_deref(), &on_node, &ev.cluster_pods)
-        {
-            out.insert(p.name().to_owned(), lines);
-        }
-    }
-    out
-}
-
-/// The pods on node `node` a drain would move ([`observed::Pod::drain_moves`]) that fit on no
-/// other node beside the pods bound there ([`findings::placement`]), from the pods the evidence
-/// read in every namespace.
-fn drain_nowhere(ev: &Evidence, node: &str) -> Vec<String> {
-    let moved: Vec<&observed::Pod> = ev
-        .cluster_pods
-        .iter()
-        .filter(|p| p.node.as_deref() == Some(node) && p.drain_moves())
-        .collect();
-    let others: Vec<&observed::Node> = ev.nodes.iter().filter(|n| n.name != node).collect();
-    findings::placement(&moved, &others, &ev.cluster_pods)
-        .err()
-        .unwrap_or_default()
-}
-
 /// A node's readiness flapping ([`crate::prove::readiness_flaps`]), with the warnings the
 /// node reported about itself meanwhile.
 fn node_flaps(ev: &Evidence, node: &str) -> Option<String> {
@@ -569,11 +484,11 @@ impl Facts {
                 _ => None,
             },
             nodes: ev.nodes.iter().map(NodeFacts::of).collect(),
-            node_at_fault: node_at_fault(ev),
-            alerted_unmet: alerted_unmet(ev),
+            node_at_fault: elsewhere::node_at_fault(ev),
+            alerted_unmet: elsewhere::alerted_unmet(ev),
             port_binders,
             drain_nowhere: match object {
-                Some(RootObject::Node(_)) => drain_nowhere(ev, &root_name),
+                Some(RootObject::Node(_)) => elsewhere::drain_nowhere(ev, &root_name),
                 _ => vec![],
             },
             service: ServiceFacts {
