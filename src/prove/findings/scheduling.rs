@@ -354,11 +354,11 @@ pub fn placement(
     for (p, spec) in order {
         let mut why: Vec<String> = Vec::new();
         let mut chosen = None;
+        let requests = !spec.requests().is_empty();
         for n in &nodes {
             // A node that lists no allocatable says nothing of its room: no pod that requests
             // anything is placed there on faith.
-            if n.allocatable.as_object().is_none_or(|a| a.is_empty()) && !spec.requests().is_empty()
-            {
+            if requests && n.allocatable.as_object().is_none_or(|a| a.is_empty()) {
                 if why.len() < 3 {
                     why.push(format!(
                         "{}: lists no allocatable, its room is unknown",
