@@ -1228,8 +1228,8 @@ async fn nodes_a_neighbour_that_eats_what_the_node_lacks() {
         seen.describe()
     );
     assert_eq!(
-        c.causes.as_deref(),
-        Some(format!("Node {n}").as_str()),
+        c.causes.as_ref().map(ToString::to_string),
+        Some(format!("Node {n}")),
         "{}",
         seen.describe()
     );

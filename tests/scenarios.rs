@@ -395,3 +395,138 @@ async fn analyse(dir: &std::path::Path, snapshot: String) -> kubemedic::domain::
     let req = common::scenarios::request(&alert, clock.now());
     inv.analyse(&req).await.expect("analyse")
 }
+
+/// Issue 43: an empty budget selector (`selector: {}`) selects every pod of the namespace, as
+/// policy/v1 says and the relaxation's proof counts them. Before, the rules listed no pod for
+/// it, saw no drain waiting, and called the budget not actionable.
+#[tokio::test]
+async fn a_budget_with_an_empty_selector_guards_every_pod_of_its_namespace() {
+    common::init();
+    let dir = common::scenarios::dir("pdb-blocks-drain");
+    let text = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
+    let selector =
+        "  selector:\n    matchLabels:\n      app: reports\nstatus:\n  currentHealthy: 1";
+    assert_eq!(text.matches(selector).count(), 1, "the budget's selector");
+    let relax = |a: kubemedic::domain::Analysis| a.proposal.map(|p| p.action_type.to_string());
+    assert_eq!(
+        relax(analyse(&dir, text.clone()).await),
+        Some("RelaxPDB".to_owned())
+    );
+    let empty = text.replace(selector, "  selector: {}\nstatus:\n  currentHealthy: 1");
+    assert_eq!(
+        relax(analyse(&dir, empty).await),
+        Some("RelaxPDB".to_owned())
+    );
+}
+
+/// Issue 43: the evidence heeds the warnings of every namespace with a pod still starting, as
+/// the proofs' scene does. Two workloads of another namespace each have a pod ten seconds into
+/// ContainerCreating on the stuck pod's node, with a sandbox the network plugin could not set
+/// up, and a sibling serving on another node: the node is at fault, and the stuck pod is not
+/// proposed for replacement on it. Before, the rules saw those pods as starting, proposed the
+/// deletion, and `delete.node-not-at-fault` refused it.
+#[tokio::test]
+async fn pods_of_another_namespace_failing_on_the_node_are_heeded_as_the_proof_heeds_them() {
+    common::init();
+    let dir = common::scenarios::dir("container-creating-stuck");
+    let text = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
+    let delete = |a: kubemedic::domain::Analysis| a.proposal.map(|p| p.action_type.to_string());
+    assert_eq!(
+        delete(analyse(&dir, text.clone()).await),
+        Some("DeletePod".to_owned())
+    );
+    let mut other = "---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: jobs\n".to_owned();
+    for app in ["report", "export"] {
+        for (pod, node, starting) in [
+            ("a", "scn-container-creating-stuck-worker-1", true),
+            ("b", "scn-crashloop-rollout-worker-1", false),
+        ] {
+            let (phase, ready, condition, state) = if starting {
+                (
+                    "Pending",
+                    "false",
+                    "False",
+                    "waiting:\n        reason: ContainerCreating",
+                )
+            } else {
+                (
+                    "Running",
+                    "true",
+                    "True",
+                    "running:\n        startedAt: \"2026-11-21T22:00:00Z\"",
+                )
+            };
+            let created = if starting {
+                "2026-11-21T23:31:03Z"
+            } else {
+                "2026-11-21T22:00:00Z"
+            };
+            other.push_str(&format!(
+                r#"---
+apiVersion: v1
+kind: Pod
+metadata:
+  creationTimestamp: "{created}"
+  labels:
+    app: {app}
+    pod-template-hash: 5c6d7f8b9
+  name: {app}-5c6d7f8b9-{pod}
+  namespace: jobs
+  ownerReferences:
+  - apiVersion: apps/v1
+    controller: true
+    kind: ReplicaSet
+    name: {app}-5c6d7f8b9
+    uid: {app}-rs
+  uid: {app}-{pod}
+spec:
+  containers:
+  - image: busybox:1.36
+    name: {app}
+  nodeName: {node}
+status:
+  conditions:
+  - status: "{condition}"
+    type: Ready
+  - status: "True"
+    type: PodScheduled
+  containerStatuses:
+  - image: busybox:1.36
+    imageID: ""
+    name: {app}
+    ready: {ready}
+    restartCount: 0
+    state:
+      {state}
+  phase: {phase}
+  startTime: "{created}"
+"#
+            ));
+        }
+        other.push_str(&format!(
+            r#"---
+apiVersion: v1
+count: 3
+firstTimestamp: "2026-11-21T23:31:05Z"
+involvedObject:
+  apiVersion: v1
+  kind: Pod
+  name: {app}-5c6d7f8b9-a
+  namespace: jobs
+  uid: {app}-a
+kind: Event
+lastTimestamp: "2026-11-21T23:31:11Z"
+message: 'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox: plugin type="bridge" failed (add): failed to allocate for range 0: no IP addresses available in range set'
+metadata:
+  name: {app}-5c6d7f8b9-a.18ea335c4ba90001
+  namespace: jobs
+reason: FailedCreatePodSandBox
+source:
+  component: kubelet
+type: Warning
+"#
+        ));
+    }
+    let a = analyse(&dir, format!("{text}\n{other}")).await;
+    assert_eq!(delete(a.clone()), None, "{:?}", a.rca);
+}

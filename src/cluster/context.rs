@@ -317,14 +317,15 @@ impl ContextResolver {
             labels.git_ops_managed = true;
             labels.git_ops_tool = Some(tool.to_owned());
         }
+        // A claim its pods name outlives them; one made for a generic ephemeral volume not.
+        let spec = if kind == "Pod" {
+            observed::PodSpec::of_pod(root)
+        } else {
+            observed::PodSpec::of_template(root)
+        };
         labels.stateful = kind == "StatefulSet"
             || !array(root, &["spec", "volumeClaimTemplates"]).is_empty()
-            || template
-                .map(|t| array(t, &["spec", "volumes"]))
-                .or_else(|| (kind == "Pod").then(|| array(root, &["spec", "volumes"])))
-                .unwrap_or(&[])
-                .iter()
-                .any(|v| v.get("persistentVolumeClaim").is_some());
+            || !spec.claims.is_empty();
         if let Some(mesh) = mesh_marker(root, template, chain.first()) {
             labels.service_mesh = true;
             labels.service_mesh_type = Some(mesh.to_owned());

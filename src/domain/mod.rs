@@ -71,7 +71,7 @@ pub use investigation::{
 pub use labels::{DetectedLabels, QuotaUsage};
 pub use learning::{LearnedPattern, LearnedUse, PatternOutcome, Signature, SignatureFacts};
 pub use neighbourhood::{
-    Change, DepKind, Dependency, Neighbourhood, OnNode, RECENT_CHANGE_HOURS, just_before,
+    Causes, Change, DepKind, Dependency, Neighbourhood, OnNode, RECENT_CHANGE_HOURS, just_before,
 };
 pub use params::{ActionParams, LimitResource};
 pub use phase::{Phase, stage_name};

@@ -68,6 +68,37 @@ impl Change {
     }
 }
 
+/// The dependency whose trouble another causes: the object it is about, or, for a host named
+/// in logs (no object), its text. Stored as a bare string before it was typed, which parses as
+/// [`Causes::Named`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Causes {
+    Object(super::Target),
+    Named(String),
+}
+
+impl std::fmt::Display for Causes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Causes::Object(t) => f.write_str(&Dependency::name_of(t)),
+            Causes::Named(n) => f.write_str(n),
+        }
+    }
+}
+
+impl Causes {
+    /// Whether it is `d`: the object `d` is about, or (for `d` about none) `d`'s text.
+    pub fn is(&self, d: &Dependency) -> bool {
+        match (self, &d.subject) {
+            (Causes::Object(t), Some(s)) => t == s,
+            (Causes::Object(t), None) => d.object == Dependency::name_of(t),
+            (Causes::Named(n), None) => &d.object == n,
+            (Causes::Named(_), Some(_)) => false,
+        }
+    }
+}
+
 /// One dependency of the target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dependency {
@@ -101,7 +132,7 @@ pub struct Dependency {
     /// The dependency whose trouble this one causes (a neighbour eating its node's PIDs):
     /// it outranks that one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub causes: Option<String>,
+    pub causes: Option<Causes>,
     /// The workload and its revision that did not have the problem (the one before the rollout
     /// that caused it): rolling it back to that undoes the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,16 +224,18 @@ impl Dependency {
     }
 
     /// It causes the trouble of `other` (a host named in logs, an object): linked by the
-    /// text `other` carries, so the two cannot drift apart.
+    /// object `other` is about, or by its text for a host about none.
     pub fn culprit_of(mut self, other: &Dependency) -> Self {
-        self.causes = Some(other.object.clone());
+        self.causes = Some(match &other.subject {
+            Some(t) => Causes::Object(t.clone()),
+            None => Causes::Named(other.object.clone()),
+        });
         self
     }
 
-    /// It causes the trouble of the object `other`, as the dependency about it names it
-    /// ([`Dependency::name_of`], what [`Dependency::of`] names it by).
+    /// It causes the trouble of the object `other`.
     pub fn culprit_of_object(mut self, other: &super::Target) -> Self {
-        self.causes = Some(Self::name_of(other));
+        self.causes = Some(Causes::Object(other.clone()));
         self
     }
 
@@ -313,14 +346,14 @@ impl Neighbourhood {
             d.score = score;
         }
         // What causes another's trouble outranks it.
-        let scores: Vec<(String, u32)> = self
+        let scores: Vec<(Dependency, u32)> = self
             .dependencies
             .iter()
-            .map(|d| (d.object.clone(), d.score))
+            .map(|d| (d.clone(), d.score))
             .collect();
         for d in &mut self.dependencies {
             if let Some(other) = &d.causes
-                && let Some((_, s)) = scores.iter().find(|(o, _)| o == other)
+                && let Some((_, s)) = scores.iter().find(|(o, _)| other.is(o))
             {
                 d.score = d.score.max(s + 1);
             }
@@ -397,5 +430,45 @@ impl Neighbourhood {
             s.push('\n');
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Target;
+
+    /// Issue 43: what a dependency causes is the object it is about, not text to match: the
+    /// neighbour eating a node's PIDs outranks the node, and a link stored as text before it
+    /// was typed still reads.
+    #[test]
+    fn a_culprit_is_linked_to_the_object_whose_trouble_it_causes() {
+        let node = Target::new("Node", "worker-1", None);
+        let troubled = Dependency::of(DepKind::Node, node.clone(), "runs the pods")
+            .unhealthy("PIDPressure", None);
+        let hog = Dependency::new(DepKind::Node, "pod batch/forker", "a neighbour on it")
+            .culprit_of_object(&node);
+        let mut n = Neighbourhood {
+            dependencies: vec![troubled.clone(), hog],
+            ..Neighbourhood::default()
+        };
+        n.rank(Utc::now());
+        assert_eq!(n.dependencies[0].object, "pod batch/forker");
+        assert!(n.dependencies[0].score > n.dependencies[1].score);
+        assert_eq!(
+            n.dependencies[0].causes.as_ref().map(ToString::to_string),
+            Some("Node worker-1".to_owned())
+        );
+        assert!(
+            n.dependencies[0]
+                .causes
+                .as_ref()
+                .is_some_and(|c| c.is(&troubled))
+        );
+        let stored: Dependency = serde_json::from_value(serde_json::json!({
+            "kind": "host", "object": "pod x", "relation": "r", "distance": 1,
+            "causes": "db.shop:5432"}))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stored.causes, Some(Causes::Named("db.shop:5432".into())));
     }
 }

@@ -277,7 +277,7 @@ pub(super) async fn relax_pdb(
         Ok((_, pdb)) => {
             let w = scene.target_obj().await?;
             let pods = scene.pods_of(&w).await?;
-            let selected = selected_by(scene, pdb, &pods).await?;
+            let selected = selected_by(scene, pdb).await?;
             (w, pods, selected)
         }
         Err(_) => (Value::Null, vec![], vec![]),
@@ -303,16 +303,18 @@ fn guarded<'p>(pdb: &observed::Pdb, pods: &'p [Pod]) -> Vec<&'p Pod> {
 
 /// What the budget counts, whichever workload made them: every pod of the target's namespace
 /// its selector selects, as the eviction API and the rules' budget evidence count them (a
-/// budget over two Deployments guards the pods of both). Without a selector to list by, the
-/// target's own pods it selects.
-async fn selected_by(scene: &Scene, pdb: &observed::Pdb, pods: &[Pod]) -> Read<Vec<Pod>> {
-    let query = pdb.selector_query();
-    if query.is_empty() {
-        return Ok(guarded(pdb, pods).into_iter().cloned().collect());
-    }
-    let listed = scene
-        .list("Pod", scene.ns(), &ListQuery::labels(query))
-        .await?;
+/// budget over two Deployments guards the pods of both; an empty selector, every pod there).
+/// A budget without a selector selects none.
+async fn selected_by(scene: &Scene, pdb: &observed::Pdb) -> Read<Vec<Pod>> {
+    let Some(query) = pdb.selector_query() else {
+        return Ok(Vec::new());
+    };
+    let query = if query.is_empty() {
+        ListQuery::default()
+    } else {
+        ListQuery::labels(query)
+    };
+    let listed = scene.list("Pod", scene.ns(), &query).await?;
     let selected: Vec<Pod> = listed
         .iter()
         .map(|p| Pod::at(p, scene.now))
@@ -537,16 +539,14 @@ mod tests {
         assert!(o.holds(), "{o:?}");
     }
 
-    /// Issue 43: the budget's guarded pods are what it selects, whichever workload made them,
-    /// as the eviction API and the rules' budget evidence count them: a budget over two
-    /// Deployments blocks the drain of the node holding the other one's pods.
-    #[tokio::test]
-    async fn a_budget_guards_every_pod_it_selects_not_only_the_target_s() {
+    /// `pdb.blocks-a-waiting-drain` for budget `web` (selecting by `selector`) with target
+    /// `web-b`: Deployments `web-a` (on cordoned node n1) and `web-b` (on n2), both `tier: web`.
+    async fn budget_over_two_deployments(selector: serde_json::Value) -> Obligation {
         let now: DateTime<Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
         let mut objects = vec![
             json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                 "metadata": {"name": "web", "namespace": "shop"},
-                "spec": {"minAvailable": 4, "selector": {"matchLabels": {"tier": "web"}}},
+                "spec": {"minAvailable": 4, "selector": selector},
                 "status": {"disruptionsAllowed": 0, "currentHealthy": 4, "desiredHealthy": 4,
                     "expectedPods": 4}}),
             json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
@@ -588,12 +588,34 @@ mod tests {
         let signal = crate::prove::scene::test_signal("KubePdbNotEnoughHealthyPods", now);
         let target = Target::new("Deployment", "web-b", Some("shop".into()));
         let scene = Scene::new(Arc::new(snap), target, now, signal);
-        let o = relax_pdb(&scene, Some("web"), Some(3))
+        relax_pdb(&scene, Some("web"), Some(3))
             .await
             .unwrap_or_else(|e| panic!("{e:?}"))
             .into_iter()
             .find(|o| o.id == ob::pdb::BLOCKS_A_WAITING_DRAIN.id)
-            .unwrap_or_else(|| panic!("no blocks-a-waiting-drain"));
+            .unwrap_or_else(|| panic!("no blocks-a-waiting-drain"))
+    }
+
+    /// Issue 43: the budget's guarded pods are what it selects, whichever workload made them,
+    /// as the eviction API and the rules' budget evidence count them: a budget over two
+    /// Deployments blocks the drain of the node holding the other one's pods.
+    #[tokio::test]
+    async fn a_budget_guards_every_pod_it_selects_not_only_the_target_s() {
+        let o = budget_over_two_deployments(json!({"matchLabels": {"tier": "web"}})).await;
+        assert!(o.holds(), "{o:?}");
+        assert!(
+            o.evidence
+                .iter()
+                .any(|e| e.contains("cordoned node(s) n1 still hold pods it guards")),
+            "{o:?}"
+        );
+    }
+
+    /// Issue 43: an empty selector selects every pod of the namespace (policy/v1), the other
+    /// Deployment's too, as the rules' budget evidence lists them.
+    #[tokio::test]
+    async fn an_empty_budget_selector_guards_every_pod_of_the_namespace() {
+        let o = budget_over_two_deployments(json!({})).await;
         assert!(o.holds(), "{o:?}");
         assert!(
             o.evidence

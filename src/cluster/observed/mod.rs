@@ -44,7 +44,7 @@ pub use pod::{
 pub use quota::{QuotaRoom, limited as quota_limited, tightest as tightest_quota};
 pub use revision::{Revision, revisions, template_images};
 pub use service::{Endpoints, Service};
-pub use spec::{ContainerSpec, PodSpec, Probe, Toleration};
+pub use spec::{AntiAffinityTerm, ContainerSpec, PodSpec, Probe, Toleration};
 pub use state::{KeptState, error_line};
 pub use workload::{Hold, Workload, its_pod, pod_selector, pod_template, uses_claim};
 

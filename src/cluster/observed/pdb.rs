@@ -53,12 +53,11 @@ impl Pdb {
         }
     }
 
-    /// Its selector as a label query (`app=etcd`); empty without one, or for an empty one.
-    pub fn selector_query(&self) -> String {
-        self.selector
-            .as_ref()
-            .map(Selector::to_query)
-            .unwrap_or_default()
+    /// Its selector as a label query to list its pods by (`app=etcd`): `None` without a
+    /// selector (a budget without one selects no pod), `Some("")` for the empty one (every
+    /// pod of its namespace, as policy/v1 says).
+    pub fn selector_query(&self) -> Option<String> {
+        self.selector.as_ref().map(Selector::to_query)
     }
 
     /// Whether it selects the pod (an empty selector selects every pod, as policy/v1 says).
@@ -119,7 +118,7 @@ mod tests {
             "status": {"podDisruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2}}));
         assert_eq!(b.min_available.as_deref(), Some("51%"));
         assert_eq!(b.max_unavailable, None);
-        assert_eq!(b.selector_query(), "app=etcd");
+        assert_eq!(b.selector_query().as_deref(), Some("app=etcd"));
         assert_eq!(b.disruptions_allowed, 1);
         assert!(b.selects(&pod("etcd")) && !b.selects(&pod("web")));
         // No expectedPods in its status: the pods it was found to select.
@@ -137,7 +136,7 @@ mod tests {
         let b = Pdb::parse(&json!({"metadata": {"name": "x"}, "spec": {"maxUnavailable": 0}}));
         assert_eq!(b.max_unavailable.as_deref(), Some("0"));
         assert_eq!((b.disruptions_allowed, b.desired_healthy), (0, 0));
-        assert!(b.selector_query().is_empty() && !b.selects(&pod("etcd")));
+        assert!(b.selector_query().is_none() && !b.selects(&pod("etcd")));
         assert!(!b.all_healthy(0));
     }
 
@@ -163,5 +162,11 @@ mod tests {
                 .selects_labels(Some(&labels))
         );
         assert!(!budget(Value::Null).selects_labels(Some(&labels)));
+        // Listed by: every pod of the namespace, or none.
+        assert_eq!(
+            budget(serde_json::json!({})).selector_query().as_deref(),
+            Some("")
+        );
+        assert_eq!(budget(Value::Null).selector_query(), None);
     }
 }

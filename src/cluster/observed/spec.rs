@@ -82,6 +82,63 @@ impl Toleration {
     }
 }
 
+/// A required pod anti-affinity term: no two pods it selects in one topology domain (nodes
+/// sharing the value of the label `topology_key`).
+#[derive(Debug, Clone, Default)]
+pub struct AntiAffinityTerm {
+    /// `labelSelector`; `None` selects no pod.
+    pub selector: Option<Selector>,
+    pub topology_key: String,
+    /// `namespaces`; empty with no `namespaceSelector` means the pod's own.
+    pub namespaces: Vec<String>,
+    /// Whether it names a `namespaceSelector`: the namespaces' labels are not read, so it is
+    /// taken to select pods of every namespace (more pods kept away: no room is proven on it).
+    pub any_namespace: bool,
+}
+
+impl AntiAffinityTerm {
+    fn parse(t: &Value) -> Self {
+        Self {
+            selector: at(t, &["labelSelector"]).and_then(Selector::from_object),
+            topology_key: str_at(t, &["topologyKey"]).unwrap_or_default().to_owned(),
+            namespaces: array(t, &["namespaces"])
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            any_namespace: at(t, &["namespaceSelector"]).is_some_and(Value::is_object),
+        }
+    }
+
+    /// Whether it, a term of a pod of namespace `own`, selects a pod of namespace `ns`
+    /// labelled `labels`.
+    pub fn selects(&self, own: &str, ns: &str, labels: Option<&Value>) -> bool {
+        let in_scope = self.any_namespace
+            || if self.namespaces.is_empty() {
+                ns == own
+            } else {
+                self.namespaces.iter().any(|n| n == ns)
+            };
+        in_scope
+            && self
+                .selector
+                .as_ref()
+                .is_some_and(|s| s.matches_value(labels))
+    }
+
+    /// The term as a line: `one per kubernetes.io/hostname among pods app=web`.
+    pub fn text(&self) -> String {
+        format!(
+            "one per {} among pods {}",
+            self.topology_key,
+            self.selector
+                .as_ref()
+                .map(Selector::to_query)
+                .unwrap_or_default()
+        )
+    }
+}
+
 /// A pod spec, as observed.
 #[derive(Debug, Clone, Default)]
 pub struct PodSpec {
@@ -96,6 +153,15 @@ pub struct PodSpec {
     pub required_terms: Vec<Value>,
     /// The host ports its containers bind ([`host_ports`]).
     pub host_ports: Vec<(i64, String)>,
+    /// Its required pod anti-affinity's terms.
+    pub anti_affinity: Vec<AntiAffinityTerm>,
+    /// The labels its pods carry: a template's, a pod's own; none when read from a spec alone.
+    pub labels: Value,
+    /// The PersistentVolumeClaims its volumes name (`persistentVolumeClaim.claimName`).
+    pub claims: Vec<String>,
+    /// Its generic ephemeral volumes' names: each pod gets a claim made for it
+    /// ([`PodSpec::claims_of`]).
+    pub ephemeral: Vec<String>,
 }
 
 fn strings(v: Option<&Value>) -> BTreeMap<String, String> {
@@ -151,21 +217,60 @@ impl PodSpec {
             )
             .to_vec(),
             host_ports: host_ports(spec),
+            anti_affinity: array(
+                spec,
+                &[
+                    "affinity",
+                    "podAntiAffinity",
+                    "requiredDuringSchedulingIgnoredDuringExecution",
+                ],
+            )
+            .iter()
+            .map(AntiAffinityTerm::parse)
+            .collect(),
+            labels: Value::Null,
+            claims: array(spec, &["volumes"])
+                .iter()
+                .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]))
+                .map(str::to_owned)
+                .collect(),
+            ephemeral: array(spec, &["volumes"])
+                .iter()
+                .filter(|v| at(v, &["ephemeral", "volumeClaimTemplate"]).is_some())
+                .filter_map(|v| str_at(v, &["name"]))
+                .map(str::to_owned)
+                .collect(),
         }
     }
 
-    /// A pod's spec.
-    pub fn of_pod(pod: &Value) -> Self {
-        Self::parse(at(pod, &["spec"]).unwrap_or(&Value::Null))
+    /// The claims a pod named `pod` with this spec mounts: those its volumes name, and the one
+    /// made for it per generic ephemeral volume (`<pod>-<volume>`, as the ephemeral volume
+    /// controller names it). A template's (no pod yet): those its volumes name.
+    pub fn claims_of(&self, pod: Option<&str>) -> Vec<String> {
+        let mut out = self.claims.clone();
+        if let Some(pod) = pod {
+            out.extend(self.ephemeral.iter().map(|v| format!("{pod}-{v}")));
+        }
+        out
     }
 
-    /// A workload's pod template's spec ([`super::pod_template`]: a CronJob's too).
+    /// A pod's spec, with its labels.
+    pub fn of_pod(pod: &Value) -> Self {
+        Self::with_labels(pod)
+    }
+
+    /// A workload's pod template's spec ([`super::pod_template`]: a CronJob's too), with the
+    /// template's labels.
     pub fn of_template(workload: &Value) -> Self {
-        Self::parse(
-            super::pod_template(workload)
-                .and_then(|t| at(t, &["spec"]))
-                .unwrap_or(&Value::Null),
-        )
+        super::pod_template(workload).map_or_else(Self::default, Self::with_labels)
+    }
+
+    /// The spec and labels of `o`, a pod or a pod template.
+    fn with_labels(o: &Value) -> Self {
+        Self {
+            labels: at(o, &["metadata", "labels"]).cloned().unwrap_or_default(),
+            ..Self::parse(at(o, &["spec"]).unwrap_or(&Value::Null))
+        }
     }
 
     /// What the containers ask for of `resource` in all (`section` is `requests` or
@@ -288,6 +393,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Issue 43: a pod's claims are the ones its volumes name and the ones made for its
+    /// generic ephemeral volumes, read in one place.
+    #[test]
+    fn a_pod_mounts_the_claims_it_names_and_those_made_for_its_ephemeral_volumes() {
+        let spec = PodSpec::of_pod(&json!({"metadata": {"name": "build-7"},
+            "spec": {"volumes": [
+                {"name": "cache", "persistentVolumeClaim": {"claimName": "shared-cache"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+                    "spec": {"accessModes": ["ReadWriteOnce"]}}}},
+                {"name": "tmp", "emptyDir": {}}]}}));
+        assert_eq!(
+            spec.claims_of(Some("build-7")),
+            vec!["shared-cache".to_owned(), "build-7-scratch".to_owned()]
+        );
+        assert_eq!(spec.claims_of(None), vec!["shared-cache".to_owned()]);
+    }
 
     #[test]
     fn requests_sum_over_containers_and_keep_a_lone_request_as_written() {

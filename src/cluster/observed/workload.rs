@@ -43,11 +43,10 @@ pub fn its_pod(workload: &Value, pod: &Value) -> bool {
 /// pods (`<template>-<statefulset>-<ordinal>`: `data-web-cache-0` is `web-cache`'s, not
 /// `web`'s). The expansion's proof asks this of the claim a remediation names.
 pub fn uses_claim(workload: &Value, claim: &str) -> bool {
-    let mounted = pod_template(workload).is_some_and(|t| {
-        obj::array(t, &["spec", "volumes"])
-            .iter()
-            .any(|v| str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(claim))
-    });
+    let mounted = super::PodSpec::of_template(workload)
+        .claims
+        .iter()
+        .any(|c| c == claim);
     let made = obj::kind(workload) == "StatefulSet"
         && obj::array(workload, &["spec", "volumeClaimTemplates"])
             .iter()

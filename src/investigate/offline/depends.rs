@@ -157,7 +157,9 @@ pub(super) fn decide(n: &Neighbourhood, d: &Diagnosis, target: &Target) -> Optio
         });
         out.analysis = format!(
             "Followed what {target} depends on: {} lost what it served when {} rolled out a new revision; the revision before it still carried what the dependent needs.",
-            c.causes.as_deref().unwrap_or("a dependency"),
+            c.causes
+                .as_ref()
+                .map_or("a dependency".to_owned(), ToString::to_string),
             c.object
         );
         return Some(out);

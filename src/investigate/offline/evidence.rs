@@ -158,11 +158,7 @@ impl Root {
             "Service" => Some(RootObject::Service(Box::new(observed::Service::parse(raw)))),
             _ => observed::pod_template(raw)
                 .filter(|t| t.is_object())
-                .map(|t| {
-                    RootObject::Template(Box::new(observed::PodSpec::parse(
-                        at(t, &["spec"]).unwrap_or(&Value::Null),
-                    )))
-                }),
+                .map(|_| RootObject::Template(Box::new(observed::PodSpec::of_template(raw)))),
         };
         Self {
             name: obj::name(raw).to_owned(),
@@ -468,15 +464,23 @@ pub(super) async fn gather(
         Some("PodDisruptionBudget") => {
             let pdb = root.as_ref().map(observed::Pdb::parse);
             workload = None;
-            let selector = pdb.as_ref().map(observed::Pdb::selector_query);
-            if let Some(selector) = selector.filter(|s| !s.is_empty()) {
+            // What the budget counts: the namespace's pods its selector selects (every one
+            // for an empty selector, none without a selector).
+            if let Some(selector) = pdb.as_ref().and_then(observed::Pdb::selector_query) {
+                let selector = Some(selector).filter(|s| !s.is_empty());
                 let r = calls
                     .call(
                         "kubectl_find_resource",
                         json!({"kind": "Pod", "namespace": ns, "label_selector": selector}),
                     )
                     .await?;
-                let selected = items(&r);
+                let selected: Vec<Value> = items(&r)
+                    .into_iter()
+                    .filter(|p| {
+                        pdb.as_ref()
+                            .is_some_and(|b| b.selects_labels(at(p, &["metadata", "labels"])))
+                    })
+                    .collect();
                 if let Some(first) = selected.first() {
                     let pod_ns = obj::namespace(first).map(str::to_owned);
                     calls
@@ -690,11 +694,12 @@ pub(super) async fn gather(
         nodes
     };
     // A workload more replicas may be proposed for (an autoscaler's maximum, a count scaled
-    // below what it declares): whether they can be placed (`scale.schedulable`).
+    // below what it declares): whether they can be placed (`scale.schedulable`), beside the
+    // pods binding its host ports or kept apart from it.
     let scalable = ev.hpa.is_some() || matches!(root_t.kind.as_str(), "Deployment" | "StatefulSet");
     let binds_ports = scalable
         && matches!(ev.root.as_ref().map(|r| &r.object),
-            Some(RootObject::Template(t)) if !t.host_ports.is_empty());
+            Some(RootObject::Template(t)) if !t.host_ports.is_empty() || !t.anti_affinity.is_empty());
     if root_t.kind == "Node"
         || root_t.kind == "DaemonSet"
         || scalable
@@ -725,17 +730,46 @@ pub(super) async fn gather(
         .find(|p| p.observed.waiting_for_node().is_some());
     if unplaced.is_some() || root_t.kind == "Node" || !failing_on.is_empty() || binds_ports {
         let r = calls.call("kubectl_get", json!({"kind": "Pod"})).await?;
-        let all: Vec<observed::Pod> = items(&r)
+        let mut all: Vec<observed::Pod> = items(&r)
             .iter()
-            .map(|p| {
-                let pod = observed::Pod::at(p, ev.now);
-                if obj::namespace(p) == ns.as_deref() {
-                    pod.heed(&ev.events)
-                } else {
-                    pod
-                }
-            })
+            .map(|p| observed::Pod::at(p, ev.now))
             .collect();
+        // The pods of each namespace heed its warnings, as the scene's do: the incident's with
+        // the events at hand, another's read when a pod there is still starting (the only pods
+        // a warning is heeded for: `cluster::heeding`).
+        let mut others: Vec<String> = all
+            .iter()
+            .filter(|p| p.placed_not_started())
+            .filter_map(|p| obj::namespace(&p.raw))
+            .filter(|n| Some(*n) != ns.as_deref())
+            .map(str::to_owned)
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        let mut warnings: HashMap<String, Vec<observed::Event>> = HashMap::new();
+        for other in others {
+            let r = calls
+                .call("kubectl_events", json!({"namespace": other}))
+                .await?;
+            warnings.insert(
+                other,
+                r.list("events")
+                    .iter()
+                    .map(observed::Event::parse)
+                    .collect(),
+            );
+        }
+        for p in &mut all {
+            let there = obj::namespace(&p.raw).unwrap_or_default();
+            let events = if Some(there) == ns.as_deref() {
+                Some(&ev.events)
+            } else {
+                warnings.get(there)
+            };
+            if let Some(events) = events {
+                *p = std::mem::take(p).heed(events);
+            }
+        }
         if let Some(p) = unplaced {
             let wanted = p.observed.host_ports();
             if !wanted.is_empty() {

@@ -34,6 +34,12 @@ pub enum Blocker {
     },
     Cordoned,
     NotReady,
+    /// A pod that one of the pod's required anti-affinity terms (`term`, as a line) keeps out
+    /// of the node's topology domain runs there already.
+    AntiAffinity {
+        term: String,
+        pod: String,
+    },
     /// A host port the pod binds, which a pod of `workload` already binds on the node.
     HostPort {
         port: i64,
@@ -91,6 +97,10 @@ impl std::fmt::Display for Blocker {
             } => write!(
                 f,
                 "hostPort {port}/{protocol}, which the pod binds, is already bound there by a pod of {workload}"
+            ),
+            Blocker::AntiAffinity { term, pod } => write!(
+                f,
+                "pod {pod} runs in its domain, which the pod's required anti-affinity ({term}) keeps away"
             ),
             Blocker::Cordoned => write!(f, "cordoned (unschedulable)"),
             Blocker::NotReady => write!(f, "NotReady"),
@@ -255,14 +265,60 @@ pub fn blockers(
     out
 }
 
-/// Whether `extra` new pods from `template` can be placed, with the evidence, from the
-/// workload's `pods`, the `nodes` and, when the template binds host ports, every pod
-/// (`everywhere`, those on each node): none of its pods waits for a node already, some node
-/// takes the template ([`takes`]), and enough of those nodes have the ports free (one pod per
-/// node can bind a host port). What `scale.schedulable` and `hpa.room-to-schedule` ask, and
+/// The first of `pods` (not ended, bound to one of `nodes`) that a required anti-affinity term
+/// of `spec` (a pod of namespace `own`) keeps out of `node`'s domain for the term: the nodes
+/// sharing its value of the term's key (a node without that label is in no domain, as the
+/// scheduler reads it). The terms of the pods already there are not asked: a doubt the
+/// scheduler may still refuse on, never room counted that is not there.
+pub fn repelled<'p>(
+    spec: &PodSpec,
+    own: &str,
+    node: &Node,
+    nodes: &[&Node],
+    pods: impl IntoIterator<Item = &'p Pod>,
+) -> Option<Blocker> {
+    if spec.anti_affinity.is_empty() {
+        return None;
+    }
+    let value = |n: &Node, key: &str| n.labels.get(key).cloned();
+    for p in pods {
+        let Some(there) = p.node.as_deref() else {
+            continue;
+        };
+        if p.ended() {
+            continue;
+        }
+        let Some(there) = nodes.iter().find(|n| n.name == there) else {
+            continue;
+        };
+        let ns = obj::namespace(&p.raw).unwrap_or_default();
+        for term in &spec.anti_affinity {
+            let domain = value(node, &term.topology_key);
+            if domain.is_some()
+                && domain == value(there, &term.topology_key)
+                && term.selects(own, ns, Some(&p.labels))
+            {
+                return Some(Blocker::AntiAffinity {
+                    term: term.text(),
+                    pod: format!("{ns}/{}", p.name),
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Whether `extra` new pods from `template` (of namespace `own`) can be placed, with the
+/// evidence, from the workload's `pods`, the `nodes` and, when the template binds host ports or
+/// keeps pods apart by a required anti-affinity, every pod (`everywhere`, those on each node):
+/// none of its pods waits for a node already, some node takes the template ([`takes`]), and
+/// enough of those nodes, taken by name, are left one pod each: their host ports free (one pod
+/// per node can bind one), no pod there its anti-affinity keeps away ([`repelled`]), the new
+/// pods placed before it included. What `scale.schedulable` and `hpa.room-to-schedule` ask, and
 /// the rules before they propose more replicas or a higher maximum.
 pub fn room_for_more(
     template: &PodSpec,
+    own: &str,
     pods: &[Pod],
     nodes: &[Node],
     everywhere: &[Pod],
@@ -286,27 +342,61 @@ pub fn room_for_more(
         ),
     }];
     let mut room = true;
-    if !ports.is_empty() {
-        let free = taking
+    let apart = &template.anti_affinity;
+    if !ports.is_empty() || !apart.is_empty() {
+        let mut sorted: Vec<&Node> = nodes
             .iter()
-            .filter(|node| {
-                !everywhere.iter().any(|p| {
-                    p.node.as_deref() == Some(**node)
-                        && !p.ended()
-                        && p.host_ports().iter().any(|hp| ports.contains(hp))
-                })
-            })
-            .count();
+            .filter(|n| taking.contains(&n.name.as_str()))
+            .collect();
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        let all: Vec<&Node> = nodes.iter().collect();
+        // The new pods, one per node that takes one, each kept apart from those before it.
+        let mut placed: Vec<Pod> = Vec::new();
+        for node in sorted {
+            let held = everywhere.iter().any(|p| {
+                p.node.as_deref() == Some(node.name.as_str())
+                    && !p.ended()
+                    && p.host_ports().iter().any(|hp| ports.contains(hp))
+            });
+            if held
+                || repelled(template, own, node, &all, everywhere.iter().chain(&placed)).is_some()
+            {
+                continue;
+            }
+            placed.push(Pod {
+                name: format!("(new pod on {})", node.name),
+                node: Some(node.name.clone()),
+                labels: template.labels.clone(),
+                raw: serde_json::json!({"metadata": {"namespace": own}}),
+                ..Pod::default()
+            });
+        }
+        let free = placed.len();
         let needed = usize::try_from(extra).unwrap_or(usize::MAX);
         room = free >= needed;
-        ev.push(format!(
-            "its pods bind host port(s) {}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each",
-            ports
-                .iter()
-                .map(|(port, protocol)| format!("{port}/{protocol}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        let ports_text = ports
+            .iter()
+            .map(|(port, protocol)| format!("{port}/{protocol}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let apart_text = apart
+            .iter()
+            .map(|t| t.text())
+            .collect::<Vec<_>>()
+            .join(", ");
+        ev.push(if apart.is_empty() {
+            format!(
+                "its pods bind host port(s) {ports_text}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each"
+            )
+        } else if ports.is_empty() {
+            format!(
+                "its pods' required anti-affinity keeps {apart_text}: {free} schedulable node(s) can take one more, {needed} new pod(s) need one each"
+            )
+        } else {
+            format!(
+                "its pods bind host port(s) {ports_text} and their required anti-affinity keeps {apart_text}: {free} schedulable node(s) can take one more, {needed} new pod(s) need one each"
+            )
+        });
     }
     (unscheduled.is_none() && !taking.is_empty() && room, ev)
 }
@@ -372,7 +462,9 @@ pub fn placement(
                 .map(Vec::as_slice)
                 .unwrap_or_default();
             let holders = PortHolder::find(here, &p.host_ports(), &p.name);
-            let kept = blockers(&spec, n, Room::Free(here), &holders, None);
+            let mut kept = blockers(&spec, n, Room::Free(here), &holders, None);
+            let own = obj::namespace(&p.raw).unwrap_or_default();
+            kept.extend(repelled(&spec, own, n, &nodes, on.values().flatten()));
             if kept.is_empty() {
                 chosen = Some(n.name.as_str());
                 break;
@@ -584,5 +676,67 @@ mod tests {
             panic!("a GPU pod placed on a node that lists no GPU");
         };
         assert!(why[0].contains("of 0 nvidia.com/gpu left"), "{why:?}");
+    }
+
+    /// Issue 43: a required pod anti-affinity keeps pods apart wherever they are placed: a
+    /// drain's pod goes to no node that runs a pod it keeps away (its zone's nodes, for a zone
+    /// key), nor beside another of the drain's pods; more replicas need a node each.
+    #[test]
+    fn a_required_anti_affinity_keeps_pods_apart_in_placement_and_room() {
+        let node = |name: &str, zone: &str| {
+            Node::parse(&json!({"metadata": {"name": name, "labels": {
+                    "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
+                "status": {"allocatable": {"cpu": "8", "memory": "16Gi"},
+                    "conditions": [{"type": "Ready", "status": "True"}]}}))
+        };
+        let apart = |key: &str| {
+            json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "quote"}}, "topologyKey": key}]}})
+        };
+        let pod = |name: &str, node: &str, key: &str| {
+            Pod::parse(&json!({"metadata": {"name": name, "namespace": "shop",
+                    "labels": {"app": "quote"}},
+                "spec": {"nodeName": node, "affinity": apart(key),
+                    "containers": [{"name": "app"}]},
+                "status": {"phase": "Running"}}))
+        };
+        let host = "kubernetes.io/hostname";
+        let (n1, n2, n3) = (node("n1", "a"), node("n2", "a"), node("n3", "b"));
+        // Draining n1: n2 runs one already, n3 takes one; two find only n3.
+        let bound = vec![pod("quote-2", "n2", host)];
+        let (a, b) = (pod("quote-1", "n1", host), pod("quote-4", "n1", host));
+        assert_eq!(
+            placement(&[&a], &[&n2, &n3], &bound).map(|p| p.into_keys().collect::<Vec<_>>()),
+            Ok(vec!["n3".to_owned()])
+        );
+        let Err(why) = placement(&[&a, &b], &[&n2, &n3], &bound) else {
+            panic!("two pods kept one per node placed on one free node");
+        };
+        assert!(
+            why[0].contains("n2: pod shop/quote-2 runs in its domain, which the pod's required anti-affinity (one per kubernetes.io/hostname among pods app=quote) keeps away"),
+            "{why:?}"
+        );
+        // One per zone: n3's zone is free, n2's holds quote-2.
+        let zone = "topology.kubernetes.io/zone";
+        let bound = vec![pod("quote-2", "n2", zone)];
+        assert!(placement(&[&pod("quote-1", "n1", zone)], &[&n2, &n3], &bound).is_ok());
+        assert!(placement(&[&pod("quote-1", "n1", zone)], &[&n1, &n2], &bound).is_err());
+        // More replicas: one node free of them takes one more, not two.
+        let template = PodSpec::of_pod(&pod("t", "", host).raw);
+        let nodes = vec![n1.clone(), n2.clone(), n3.clone()];
+        let running = vec![pod("quote-1", "n1", host), pod("quote-2", "n2", host)];
+        assert!(room_for_more(&template, "shop", &running, &nodes, &running, 1).0);
+        let (room, ev) = room_for_more(&template, "shop", &running, &nodes, &running, 2);
+        assert!(!room, "{ev:?}");
+        assert!(
+            ev.iter()
+                .any(|e| e.contains("1 schedulable node(s) can take one more, 2 new pod(s)")),
+            "{ev:?}"
+        );
+        // Another namespace's pods are not kept away by a term without namespaces.
+        let mut other = pod("quote-3", "n3", host);
+        other.raw["metadata"]["namespace"] = json!("staging");
+        let with_other = [running.clone(), vec![other]].concat();
+        assert!(room_for_more(&template, "shop", &running, &nodes, &with_other, 1).0);
     }
 }

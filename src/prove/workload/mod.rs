@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::findings;
 use super::scene::{Read, Scene, hhmm};
 use crate::cluster::ListQuery;
-use crate::cluster::obj::{self, array, at, str_at};
+use crate::cluster::obj::{self, at, str_at};
 use crate::cluster::observed::{
     Event, Pod, SERVED_MIN_SECONDS, Workload, ago, created, last_written,
     progress_deadline_exceeded, time,

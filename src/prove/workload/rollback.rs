@@ -391,11 +391,7 @@ impl Case<'_> {
 
 /// The claim of `pod` bound to the PersistentVolume `volume`, if the pod mounts one.
 async fn claim_of_volume(scene: &Scene, pod: &Pod, volume: &str) -> Read<Option<String>> {
-    let claims: Vec<String> = array(&pod.raw, &["spec", "volumes"])
-        .iter()
-        .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]))
-        .map(str::to_owned)
-        .collect();
+    let claims = crate::cluster::observed::PodSpec::of_pod(&pod.raw).claims_of(Some(&pod.name));
     for claim in claims {
         match scene.get("PersistentVolumeClaim", scene.ns(), &claim).await {
             Ok(pvc) if str_at(&pvc, &["spec", "volumeName"]) == Some(volume) => {

@@ -106,7 +106,8 @@ async fn schedulable(scene: &Scene, w: &Value, pods: &[Pod], extra: i64) -> Read
 }
 
 /// Whether `extra` new pods of workload `w` can be placed ([`findings::room_for_more`]), from
-/// its pods, the nodes and, when its pods bind host ports, every pod. A scale-up and a higher
+/// its pods, the nodes and, when its pods bind host ports or keep apart by a required
+/// anti-affinity, every pod. A scale-up and a higher
 /// autoscaler maximum both ask it (`scale.schedulable`, `hpa.room-to-schedule`), and the rules
 /// before they propose either.
 pub(in crate::prove) async fn room_for(
@@ -117,14 +118,16 @@ pub(in crate::prove) async fn room_for(
 ) -> Read<(bool, Vec<String>)> {
     let nodes = scene.nodes().await?;
     let template = PodSpec::of_template(w);
-    let everywhere: Vec<Pod> = if template.host_ports.is_empty() {
-        vec![]
-    } else {
-        let all = scene.list("Pod", None, &Default::default()).await?;
-        all.iter().map(|p| Pod::at(p, scene.now)).collect()
-    };
+    let everywhere: Vec<Pod> =
+        if template.host_ports.is_empty() && template.anti_affinity.is_empty() {
+            vec![]
+        } else {
+            let all = scene.list("Pod", None, &Default::default()).await?;
+            all.iter().map(|p| Pod::at(p, scene.now)).collect()
+        };
     Ok(findings::room_for_more(
         &template,
+        scene.ns().unwrap_or_default(),
         pods,
         &nodes,
         &everywhere,

@@ -101,9 +101,10 @@ pub(super) struct Facts {
     /// ([`findings::resolved::alerted_object_met`], what `resolved.alerted-objects-met` asks):
     /// the problem is not gone while one of them does not.
     pub alerted_unmet: Vec<String>,
-    /// The pods of every namespace that bind a host port the root's template binds, when the
-    /// evidence read them: where more replicas could not go ([`Facts::room_problem`]).
-    pub port_binders: Vec<observed::Pod>,
+    /// The pods of every namespace that bind a host port the root's template binds, or that
+    /// its required anti-affinity keeps away, when the evidence read them: where more replicas
+    /// could not go ([`Facts::room_problem`]).
+    pub in_the_way: Vec<observed::Pod>,
     /// The root as a Service (named, with an empty selector, when it is not one).
     pub service: ServiceFacts,
     pub namespace_pods: Vec<LabelledPod>,
@@ -411,10 +412,20 @@ impl Facts {
                             .and_then(|(_, log)| error_line(log))
                     })
                 });
-        let port_binders = ev
+        let own = ev.subject.namespace.as_deref().unwrap_or_default();
+        let in_the_way = ev
             .cluster_pods
             .iter()
-            .filter(|p| p.host_ports().iter().any(|hp| spec.host_ports.contains(hp)))
+            .filter(|p| {
+                p.host_ports().iter().any(|hp| spec.host_ports.contains(hp))
+                    || spec.anti_affinity.iter().any(|t| {
+                        t.selects(
+                            own,
+                            crate::cluster::obj::namespace(&p.raw).unwrap_or_default(),
+                            Some(&p.labels),
+                        )
+                    })
+            })
             .cloned()
             .collect();
         let largest_node = (
@@ -486,7 +497,7 @@ impl Facts {
             nodes: ev.nodes.iter().map(NodeFacts::of).collect(),
             node_at_fault: elsewhere::node_at_fault(ev),
             alerted_unmet: elsewhere::alerted_unmet(ev),
-            port_binders,
+            in_the_way,
             drain_nowhere: match object {
                 Some(RootObject::Node(_)) => elsewhere::drain_nowhere(ev, &root_name),
                 _ => vec![],
@@ -538,8 +549,14 @@ impl Facts {
         }
         let nodes: Vec<observed::Node> = self.nodes.iter().map(|n| n.observed.clone()).collect();
         let pods: Vec<observed::Pod> = self.pods.iter().map(|p| p.observed.clone()).collect();
-        let (room, ev) =
-            findings::room_for_more(&self.spec, &pods, &nodes, &self.port_binders, extra);
+        let (room, ev) = findings::room_for_more(
+            &self.spec,
+            self.subject.namespace.as_deref().unwrap_or_default(),
+            &pods,
+            &nodes,
+            &self.in_the_way,
+            extra,
+        );
         (!room).then(|| ev.join("; "))
     }
 

@@ -321,7 +321,8 @@ impl Incident {
     /// A Ready node `name` allocating `cpu` and `memory`.
     pub fn node_allocating(mut self, name: &str, cpu: &str, memory: &str) -> Self {
         self.ev.nodes.push(observed::Node::parse(&json!({
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
             "status": {"conditions": [{"type": "Ready", "status": "True"}],
                 "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
         })));
@@ -494,6 +495,20 @@ impl Incident {
     pub fn host_port(mut self, port: i64) -> Self {
         self.deployment["spec"]["template"]["spec"]["containers"][0]["ports"] =
             json!([{"containerPort": port, "hostPort": port, "protocol": "TCP"}]);
+        self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
+    /// The template's pods are labelled `app: <deployment>` and require one per node
+    /// (`podAntiAffinity` on `kubernetes.io/hostname` among themselves).
+    pub fn one_per_node(mut self) -> Self {
+        let name = crate::cluster::obj::name(&self.deployment).to_owned();
+        let template = &mut self.deployment["spec"]["template"];
+        template["metadata"] = json!({"labels": {"app": name}});
+        template["spec"]["affinity"] = json!({"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": name}},
+                "topologyKey": "kubernetes.io/hostname"}]}});
         self.ev.root = Some(Root::read(&self.deployment));
         self
     }

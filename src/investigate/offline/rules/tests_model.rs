@@ -208,3 +208,39 @@ fn a_higher_maximum_is_proposed_only_with_room_for_its_host_ports() {
     let d = raise(3);
     assert!(d.proposal.is_some(), "{:?}", d.human);
 }
+
+/// Issue 43: the room for more replicas heeds a required pod anti-affinity, on both sides
+/// (`findings::room_for_more`): pods kept one per node, already on every node, leave no room
+/// for a higher maximum; with three nodes more, there is.
+#[test]
+fn a_higher_maximum_is_proposed_only_with_room_beside_its_anti_affinity() {
+    let raise = |spare: usize| {
+        let mut i = Incident::deployment("quote")
+            .hpa_at_max(3, 140)
+            .one_per_node();
+        for n in 0..3 + spare {
+            i = i.node_allocating(&format!("worker-{n}"), "8", "16Gi");
+        }
+        for n in 0..3 {
+            let p = || {
+                let mut raw = pod(&format!("quote-{n}")).on(&format!("worker-{n}")).raw();
+                raw["metadata"]["labels"] = json!({"app": "quote"});
+                raw
+            };
+            i = i.with_raw_pod(p()).in_cluster_raw(p());
+        }
+        i.diagnosis()
+    };
+    let d = raise(0);
+    assert_eq!(d.mode, "HPAMaxedOut", "{}", d.summary);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human.as_deref().is_some_and(|h| h.contains(
+            "keeps one per kubernetes.io/hostname among pods app=quote: 0 schedulable node(s) can take one more"
+        )),
+        "{:?}",
+        d.human
+    );
+    let d = raise(3);
+    assert!(d.proposal.is_some(), "{:?}", d.human);
+}

@@ -48,14 +48,9 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
     let mut claims: Vec<String> = ctx
         .pods
         .iter()
-        .flat_map(|p| array(&p.raw, &["spec", "volumes"]).iter())
-        .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]).map(str::to_owned))
+        .flat_map(|p| observed::PodSpec::of_pod(&p.raw).claims_of(Some(&p.name)))
         .collect();
-    claims.extend(
-        array(&template(ctx), &["spec", "volumes"])
-            .iter()
-            .filter_map(|v| str_at(v, &["persistentVolumeClaim", "claimName"]).map(str::to_owned)),
-    );
+    claims.extend(observed::PodSpec::of_template(&template(ctx)).claims_of(None));
     claims.sort();
     claims.dedup();
     let mut out = Vec::new();
@@ -200,9 +195,9 @@ pub(super) async fn storage(ctx: &Ctx) -> Read<Vec<Dependency>> {
                 .collect();
             let mounting = |p: &&Value| {
                 !own.contains(obj::name(p))
-                    && array(p, &["spec", "volumes"]).iter().any(|v| {
-                        str_at(v, &["persistentVolumeClaim", "claimName"]) == Some(claim.as_str())
-                    })
+                    && observed::PodSpec::of_pod(p)
+                        .claims_of(Some(obj::name(p)))
+                        .contains(claim)
                     && str_at(p, &["spec", "nodeName"]).is_some()
             };
             let holder = others
