@@ -186,6 +186,52 @@ pub fn build_context(
     }
 }
 
+/// How many tries of one remediation before the next goes to a human: once may be bad luck,
+/// twice is a remedy that does not fit.
+pub const INEFFECTIVE_TRIES_ESCALATE: usize = 2;
+
+/// How many remediations of `action_type` completed without resolving the signal on this
+/// configuration: those whose spec before or after is the current one, and the chain of
+/// changes that led to it (a forward chain 64 → 128 → 256 Mi counts in full while the current
+/// spec is 256 Mi; a resolved link ends it). Tries on a configuration since changed by someone
+/// else say nothing of this one, and a remediation that failed to execute never applied the
+/// remedy. The seed's contract ("completed successfully multiple times but the same signal
+/// keeps recurring"), asked once: the prompt's `repeated_ineffective_remediation` warning and
+/// the offline investigator's escalation both count it.
+pub fn ineffective_tries(h: &HistoryContext, action_type: &str) -> usize {
+    let entries: Vec<&HistoryEntry> = h
+        .tier1
+        .chain
+        .iter()
+        .chain(&h.tier2.chain)
+        .filter(|e| {
+            e.workflow_type == action_type
+                && e.outcome == HistoryOutcome::Completed
+                && e.signal_resolved != Some(true)
+        })
+        .collect();
+    let mut counted: Vec<bool> = entries
+        .iter()
+        .map(|e| e.hash_match != HashMatch::None)
+        .collect();
+    // Walk the chain back from the current spec, newest first.
+    let mut at = h.current_spec_hash.clone();
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|i| std::cmp::Reverse(entries[*i].completed_at));
+    while let Some(cur) = at.take() {
+        let Some(pos) = order
+            .iter()
+            .position(|&i| entries[i].post_remediation_spec_hash.as_deref() == Some(cur.as_str()))
+        else {
+            break;
+        };
+        let i = order.remove(pos);
+        counted[i] = true;
+        at = entries[i].pre_remediation_spec_hash.clone();
+    }
+    counted.iter().filter(|c| **c).count()
+}
+
 /// The warnings the prompt carries (the Kubernaut agent's history section).
 pub fn warnings(ctx: &HistoryContext) -> Vec<HistoryWarning> {
     let mut out = Vec::new();
@@ -217,18 +263,11 @@ pub fn warnings(ctx: &HistoryContext) -> Vec<HistoryWarning> {
                     scores.iter().map(|s| format!("{s:.2}")).collect::<Vec<_>>().join(" → "))),
             );
         }
-        let completed_unresolved = entries
-            .iter()
-            .filter(|e| {
-                e.workflow_type == t
-                    && e.outcome == HistoryOutcome::Completed
-                    && e.signal_resolved != Some(true)
-            })
-            .count();
-        if completed_unresolved >= 2 {
+        let ineffective = ineffective_tries(ctx, t);
+        if ineffective >= INEFFECTIVE_TRIES_ESCALATE {
             out.push(warn(
                 "repeated_ineffective_remediation",
-                format!("{t} completed {completed_unresolved} times but the issue recurs. Recommend selecting needs_human_review or an alternative escalation workflow."),
+                format!("{t} completed {ineffective} times on this configuration (or the chain of changes that led to it) but the issue recurs. Recommend selecting needs_human_review or an alternative escalation workflow."),
             ));
         }
     }
@@ -389,7 +428,7 @@ mod tests {
     }
 
     #[test]
-    fn declining_repeated_and_drift_warnings() {
+    fn declining_and_drift_warnings_but_no_repeat_on_a_changed_configuration() {
         let t = Target::new("Deployment", "my-app", Some("production".into()));
         let mut records = vec![
             record("a", 20, "RestartDeployment", 0.8, "h1", "h1", false),
@@ -404,13 +443,85 @@ mod tests {
         let kinds: Vec<String> = warnings(&ctx).into_iter().map(|w| w.kind).collect();
         for k in [
             "declining_effectiveness",
-            "repeated_ineffective_remediation",
             "spec_drift",
             "spec_drift_causal_chain",
         ] {
             assert!(kinds.contains(&k.to_owned()), "{k}: {kinds:?}");
         }
         assert!(!kinds.contains(&"configuration_regression".to_owned()));
+        // The three restarts were tried on h1; the spec is h9 now, changed since by someone
+        // else: they say nothing of this configuration ([`ineffective_tries`]).
+        assert!(!kinds.contains(&"repeated_ineffective_remediation".to_owned()));
         assert!(prompt_section(&ctx).contains("Warnings:"));
+    }
+
+    fn tried(uid: &str, hours_ago: i64, pre: &str, post: &str, resolved: bool) -> HistoryRecord {
+        HistoryRecord {
+            remediation_uid: uid.into(),
+            target: Target::new("Deployment", "api", Some("shop".into())),
+            completed_at: Utc::now() - Duration::hours(hours_ago),
+            signal_name: "KubePodCrashLooping".into(),
+            workflow_type: "IncreaseMemoryLimits".into(),
+            workflow_id: "increase-memory-limits".into(),
+            outcome: HistoryOutcome::Completed,
+            effectiveness_score: Some(0.1),
+            pre_remediation_spec_hash: Some(pre.into()),
+            post_remediation_spec_hash: Some(post.into()),
+            signal_resolved: Some(resolved),
+            assessment_reason: Some(AssessmentReason::Full),
+            health_checks: None,
+        }
+    }
+
+    fn tries_count(current: &str, records: &[HistoryRecord]) -> usize {
+        let target = Target::new("Deployment", "api", Some("shop".into()));
+        let h = build_context(&target, Some(current), records, Utc::now());
+        ineffective_tries(&h, "IncreaseMemoryLimits")
+    }
+
+    #[test]
+    fn a_forward_chain_of_unresolved_remediations_counts_in_full() {
+        // 64 → 128 → 256 Mi, still OOMKilled: both count although only the last one's
+        // post-remediation spec is the current one.
+        let chain = [
+            tried("rr-1", 3, "h64", "h128", false),
+            tried("rr-2", 2, "h128", "h256", false),
+        ];
+        assert_eq!(tries_count("h256", &chain), 2);
+        // A resolved link ends the count of failures; an unrelated spec counts nothing.
+        let healed = [
+            tried("rr-1", 3, "h64", "h128", true),
+            tried("rr-2", 2, "h128", "h256", false),
+        ];
+        assert_eq!(tries_count("h256", &healed), 1);
+        assert_eq!(tries_count("h999", &chain), 0);
+        // A regression back to a configuration that was already remediated counts too.
+        assert_eq!(tries_count("h64", &chain), 1);
+        // A remediation that failed to execute never applied the remedy.
+        let mut failed = tried("rr-2", 2, "h128", "h256", false);
+        failed.outcome = HistoryOutcome::Failed;
+        assert_eq!(tries_count("h256", &[chain[0].clone(), failed]), 0);
+    }
+
+    /// Issue 43: the prompt's warning and the offline escalation count the same tries: two
+    /// on a configuration since changed by someone else warn of nothing (the model was told
+    /// "completed 2 times" while the rules proposed the remedy again).
+    #[test]
+    fn the_prompt_warns_of_the_ineffective_tries_the_escalation_counts() {
+        let target = Target::new("Deployment", "api", Some("shop".into()));
+        let tries = [
+            tried("rr-1", 3, "h64", "h128", false),
+            tried("rr-2", 2, "h128", "h256", false),
+        ];
+        let warned = |current: &str| {
+            let h = build_context(&target, Some(current), &tries, Utc::now());
+            warnings(&h)
+                .iter()
+                .any(|w| w.kind == "repeated_ineffective_remediation")
+        };
+        assert!(warned("h256"));
+        assert_eq!(tries_count("h256", &tries), 2);
+        assert!(!warned("h999"));
+        assert_eq!(tries_count("h999", &tries), 0);
     }
 }

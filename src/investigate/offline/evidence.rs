@@ -79,6 +79,9 @@ pub(super) struct Evidence {
     /// judge it), and whether a failing pod's node is the common factor (what
     /// `delete.node-not-at-fault` asks). The incident namespace's pods heed its events.
     pub cluster_pods: Vec<observed::Pod>,
+    /// The nodes the root's pods fail on whose events were not read (beyond
+    /// [`FAILING_NODES_JUDGED`]): whether one is at fault is not known there.
+    pub node_events_unread: Vec<String>,
     /// The StorageClass a PersistentVolumeClaim root names, when it was read.
     pub storage_class: Option<observed::StorageClass>,
     /// When each ConfigMap was last written that the workload's current revision reads (when it
@@ -98,9 +101,6 @@ const CONFIGMAPS_READ: usize = 16;
 
 /// The nodes of the root's failing pods judged as the common factor of the failures, at most.
 const FAILING_NODES_JUDGED: usize = 3;
-
-/// The objects the alert names besides the root read, at most.
-const ALERTED_READ: usize = 4;
 
 /// What the alert says that the rules may read: never its free text.
 #[derive(Clone)]
@@ -414,6 +414,7 @@ pub(super) async fn gather(
         nodes: vec![],
         port_holders: vec![],
         cluster_pods: vec![],
+        node_events_unread: vec![],
         storage_class: None,
         configmap_writes: BTreeMap::new(),
         alerted: vec![],
@@ -425,7 +426,6 @@ pub(super) async fn gather(
     for t in targets_from_labels(&req.signal.labels)
         .into_iter()
         .filter(|t| *t != root_t)
-        .take(ALERTED_READ)
     {
         let r = calls
             .call(
@@ -690,7 +690,7 @@ pub(super) async fn gather(
             .collect();
         nodes.sort_unstable();
         nodes.dedup();
-        nodes.truncate(FAILING_NODES_JUDGED);
+        ev.node_events_unread = nodes.split_off(FAILING_NODES_JUDGED.min(nodes.len()));
         nodes
     };
     // A workload more replicas may be proposed for (an autoscaler's maximum, a count scaled

@@ -48,9 +48,9 @@ use crate::cluster::tools::{ClusterTools, ToolLimits};
 use crate::cluster::{ClusterReader, MemoReader};
 use crate::domain::{ActionParams, ActionType, Severity};
 use crate::domain::{
-    AlternativeWorkflow, Analysis, HashMatch, InvestigationOutcome, InvestigationPlan, LearnedUse,
-    PlanSource, PlanStep, RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow,
-    Selection, SignalContext, TargetRef, ToolCallRecord, ValidationAttempt,
+    AlternativeWorkflow, Analysis, InvestigationOutcome, InvestigationPlan, LearnedUse, PlanSource,
+    PlanStep, RcaResult, RemediationRequest, RootCauseAnalysis, SelectedWorkflow, Selection,
+    SignalContext, TargetRef, ToolCallRecord, ValidationAttempt,
 };
 use crate::history::RemediationHistory;
 use crate::history::patterns::{describe, suggestible};
@@ -254,8 +254,8 @@ impl Investigator for OfflineInvestigator {
         };
         // History: a remedy that already failed on this spec is not proposed again.
         if let (Some(h), Some(p)) = (&history, &diagnosis.proposal) {
-            let failed_before = unresolved_on_this_configuration(h, p.action_type.as_str());
-            if failed_before >= ESCALATE_AFTER_UNRESOLVED {
+            let failed_before = crate::history::ineffective_tries(h, p.action_type.as_str());
+            if failed_before >= crate::history::INEFFECTIVE_TRIES_ESCALATE {
                 diagnosis.human = Some(format!(
                     "{} was already applied {failed_before} times to this configuration (or the chain of changes that led to it) without resolving the signal; escalating to a human",
                     p.action_type
@@ -708,95 +708,5 @@ fn plan(d: &Diagnosis, playbooks: &Playbooks, records: &[ToolCallRecord]) -> Inv
                 })
                 .collect(),
         },
-    }
-}
-
-/// How many earlier remediations of `action_type` left the signal unresolved on the current
-/// configuration: those whose pre- or post-remediation spec is the current one, and the
-/// forward chain that led here (each one's post-remediation spec is the next one's pre-, e.g.
-/// memory raised 64→128→256 Mi and still OOMKilled).
-/// How many remediations of one action type that did not resolve the signal on this
-/// configuration (or the chain of changes that led to it) send the next to a human: once may
-/// be bad luck, twice is a remedy that does not fit.
-const ESCALATE_AFTER_UNRESOLVED: usize = 2;
-
-fn unresolved_on_this_configuration(h: &crate::domain::HistoryContext, action_type: &str) -> usize {
-    let entries: Vec<&crate::domain::HistoryEntry> = h
-        .tier1
-        .chain
-        .iter()
-        .chain(&h.tier2.chain)
-        .filter(|e| e.workflow_type == action_type && e.signal_resolved != Some(true))
-        .collect();
-    let mut counted = vec![false; entries.len()];
-    for (i, e) in entries.iter().enumerate() {
-        counted[i] = e.hash_match != HashMatch::None;
-    }
-    // Walk the chain back from the current spec, newest first.
-    let mut at = h.current_spec_hash.clone();
-    let mut order: Vec<usize> = (0..entries.len()).collect();
-    order.sort_by_key(|i| std::cmp::Reverse(entries[*i].completed_at));
-    while let Some(cur) = at.take() {
-        let Some(pos) = order
-            .iter()
-            .position(|&i| entries[i].post_remediation_spec_hash.as_deref() == Some(cur.as_str()))
-        else {
-            break;
-        };
-        let i = order.remove(pos);
-        counted[i] = true;
-        at = entries[i].pre_remediation_spec_hash.clone();
-    }
-    counted.iter().filter(|c| **c).count()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::{AssessmentReason, HistoryOutcome, HistoryRecord, Target};
-    use chrono::{Duration, Utc};
-
-    fn record(uid: &str, hours_ago: i64, pre: &str, post: &str, resolved: bool) -> HistoryRecord {
-        HistoryRecord {
-            remediation_uid: uid.into(),
-            target: Target::new("Deployment", "api", Some("shop".into())),
-            completed_at: Utc::now() - Duration::hours(hours_ago),
-            signal_name: "KubePodCrashLooping".into(),
-            workflow_type: "IncreaseMemoryLimits".into(),
-            workflow_id: "increase-memory-limits".into(),
-            outcome: HistoryOutcome::Completed,
-            effectiveness_score: Some(0.1),
-            pre_remediation_spec_hash: Some(pre.into()),
-            post_remediation_spec_hash: Some(post.into()),
-            signal_resolved: Some(resolved),
-            assessment_reason: Some(AssessmentReason::Full),
-            health_checks: None,
-        }
-    }
-
-    fn count(current: &str, records: &[HistoryRecord]) -> usize {
-        let target = Target::new("Deployment", "api", Some("shop".into()));
-        let h = crate::history::build_context(&target, Some(current), records, Utc::now());
-        unresolved_on_this_configuration(&h, "IncreaseMemoryLimits")
-    }
-
-    #[test]
-    fn a_forward_chain_of_unresolved_remediations_counts_in_full() {
-        // 64 → 128 → 256 Mi, still OOMKilled: both count although only the last one's
-        // post-remediation spec is the current one.
-        let chain = [
-            record("rr-1", 3, "h64", "h128", false),
-            record("rr-2", 2, "h128", "h256", false),
-        ];
-        assert_eq!(count("h256", &chain), 2);
-        // A resolved link ends the count of failures; an unrelated spec counts nothing.
-        let healed = [
-            record("rr-1", 3, "h64", "h128", true),
-            record("rr-2", 2, "h128", "h256", false),
-        ];
-        assert_eq!(count("h256", &healed), 1);
-        assert_eq!(count("h999", &chain), 0);
-        // A regression back to a configuration that was already remediated counts too.
-        assert_eq!(count("h64", &chain), 1);
     }
 }

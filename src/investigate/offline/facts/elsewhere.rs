@@ -58,6 +58,16 @@ pub(super) fn node_at_fault(ev: &Evidence) -> BTreeMap<String, Vec<String>> {
         let Some(name) = p.observed.node.as_deref() else {
             continue;
         };
+        // Its node's readiness flaps were not read: nothing shows it is not at fault.
+        if ev.node_events_unread.iter().any(|n| n == name) {
+            out.insert(
+                p.name().to_owned(),
+                vec![format!(
+                    "the events of node {name} were not read (the pods fail on more nodes than are judged): whether the node is at fault is not known"
+                )],
+            );
+            continue;
+        }
         let replacement = findings::Replacement::of(
             &p.observed,
             ev.pods.iter().map(|p| &p.observed),

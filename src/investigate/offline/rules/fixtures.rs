@@ -259,6 +259,7 @@ impl Incident {
             nodes: vec![],
             port_holders: vec![],
             cluster_pods: vec![],
+            node_events_unread: vec![],
             alerted: vec![],
             storage_class: None,
             configmap_writes: BTreeMap::new(),
@@ -496,6 +497,12 @@ impl Incident {
         self.deployment["spec"]["template"]["spec"]["containers"][0]["ports"] =
             json!([{"containerPort": port, "hostPort": port, "protocol": "TCP"}]);
         self.ev.root = Some(Root::read(&self.deployment));
+        self
+    }
+
+    /// The events of node `node` were not read (the pods fail on more nodes than are judged).
+    pub fn node_events_unread(mut self, node: &str) -> Self {
+        self.ev.node_events_unread.push(node.to_owned());
         self
     }
 
