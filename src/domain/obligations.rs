@@ -121,7 +121,7 @@ proofs! {
         NO_AUTOSCALER = "scale.no-autoscaler": "No HorizontalPodAutoscaler owns the replica count";
         BOUNDED = "scale.bounded": "The new count is a bounded step (at most double, or back to the declared count), and never zero";
         PODS_NOT_FAILING = "scale.pods-not-failing": "The workload's pods do not fail (more failing pods help nobody)";
-        SCHEDULABLE = "scale.schedulable": "New pods can be placed: none of its pods waits for a node, a node takes them, and enough nodes have their host ports free";
+        SCHEDULABLE = "scale.schedulable": "New pods can be placed: none of its pods waits for a node, a node takes them, and enough nodes have their host ports free and run no pod their required anti-affinity keeps away";
         QUOTA_ALLOWS = "scale.quota-allows": super::QUOTA_ALLOWS;
         SHORT_OF_REPLICAS = "scale.short-of-replicas": "The workload runs short of replicas: none, fewer than declared, or its pods busy near their CPU requests";
         NO_BROKEN_DEPENDENCY = "scale.no-broken-dependency": super::NO_BROKEN_DEPENDENCY;
@@ -166,7 +166,7 @@ proofs! {
         SCALES_TARGET = "hpa.scales-target": "The HorizontalPodAutoscaler named scales the target";
         AT_MAXIMUM = "hpa.at-maximum": "It runs at its maximum";
         ABOVE_TARGET = "hpa.above-target": "Its metric stays above target";
-        ROOM_TO_SCHEDULE = "hpa.room-to-schedule": "The replicas the new maximum allows could be placed: none of its pods waits for a node, a node takes them, and enough nodes have their host ports free";
+        ROOM_TO_SCHEDULE = "hpa.room-to-schedule": "The replicas the new maximum allows could be placed: none of its pods waits for a node, a node takes them, and enough nodes have their host ports free and run no pod their required anti-affinity keeps away";
         RAISES_BOUNDED = "hpa.raises-bounded": "The new maximum is higher, by at most double (or 10 more)";
         QUOTA_ALLOWS = "hpa.quota-allows": super::QUOTA_ALLOWS;
     }
