@@ -735,11 +735,15 @@ pub(super) async fn gather(
             .map(|p| observed::Pod::at(p, ev.now))
             .collect();
         // The pods of each namespace heed its warnings, as the scene's do: the incident's with
-        // the events at hand, another's read when a pod there is still starting (the only pods
-        // a warning is heeded for: `cluster::heeding`).
+        // the events at hand; another's read when a pod there is still starting (the only pods
+        // a warning is heeded for: `cluster::heeding`) on a node judged (the root, a failing
+        // pod's), as `Scene::pods_on` reads them for the node a proof judges. Elsewhere a
+        // warning changes no answer: room counts requests and ports, a sibling serves or not.
+        let judged: Vec<&String> = root_node.into_iter().chain(&failing_on).collect();
         let mut others: Vec<String> = all
             .iter()
             .filter(|p| p.placed_not_started())
+            .filter(|p| p.node.as_ref().is_some_and(|n| judged.contains(&n)))
             .filter_map(|p| obj::namespace(&p.raw))
             .filter(|n| Some(*n) != ns.as_deref())
             .map(str::to_owned)
