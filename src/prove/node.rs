@@ -329,6 +329,19 @@ async fn only_blocker(
     // What keeps each pending pod off the node besides the taint: what the scheduling facts
     // ask of every node, here against what the node has left beside the pods bound to it.
     let bound = scene.pods_on(name).await?;
+    // A pending pod kept apart from others by a required anti-affinity: the nodes and every
+    // pod say whether the node's domain holds one it keeps away (`findings::repelled`).
+    let apart = waiting
+        .iter()
+        .any(|p| !PodSpec::of_pod(&p.raw).anti_affinity.is_empty());
+    let (nodes, everyone) = if apart {
+        let all = scene.list("Pod", None, &Default::default()).await?;
+        let all: Vec<Pod> = all.iter().map(|p| Pod::at(p, scene.now)).collect();
+        (scene.nodes().await?, all)
+    } else {
+        (vec![], vec![])
+    };
+    let nodes: Vec<&Node> = nodes.iter().collect();
     let mut fits = Vec::new();
     let mut blocked = Vec::new();
     for p in &waiting {
@@ -337,13 +350,15 @@ async fn only_blocker(
             continue;
         }
         let holders = PortHolder::find(&bound, &p.host_ports(), &p.name);
-        let others = findings::blockers(
+        let mut others = findings::blockers(
             &spec,
             node,
             Room::Free(&bound),
             &holders,
             Some((key, named)),
         );
+        let own = obj::namespace(&p.raw).unwrap_or_default();
+        others.extend(findings::repelled(&spec, own, node, &nodes, &everyone));
         if others.is_empty() {
             fits.push(p.name.clone());
         } else {

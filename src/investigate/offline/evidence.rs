@@ -74,10 +74,12 @@ pub(super) struct Evidence {
     /// asked only when such a pod asks for one.
     pub port_holders: Vec<PortHolder>,
     /// The pods of every namespace, as of the moment, read when a pod waits for a node, a node
-    /// is the root or a pod of the root fails on a node: what room each node has left
-    /// ([`crate::prove::findings::Room::Free`], as the taint removal's and the drain's proofs
-    /// judge it), and whether a failing pod's node is the common factor (what
-    /// `delete.node-not-at-fault` asks). The incident namespace's pods heed its events.
+    /// is the root, a pod of the root fails on a node, or more replicas of a template binding
+    /// host ports or kept apart by a required anti-affinity may be proposed: what room each node
+    /// has left ([`crate::prove::findings::Room::Free`], as the taint removal's and the drain's
+    /// proofs judge it), whether a failing pod's node is the common factor (what
+    /// `delete.node-not-at-fault` asks), and where more replicas could go. The pods heed their
+    /// namespace's events: the incident's, and another's where a pod starts on a node judged.
     pub cluster_pods: Vec<observed::Pod>,
     /// The nodes the root's pods fail on whose events were not read (beyond
     /// [`FAILING_NODES_JUDGED`]): whether one is at fault is not known there.
@@ -696,7 +698,9 @@ pub(super) async fn gather(
     // A workload more replicas may be proposed for (an autoscaler's maximum, a count scaled
     // below what it declares): whether they can be placed (`scale.schedulable`), beside the
     // pods binding its host ports or kept apart from it.
-    let scalable = ev.hpa.is_some() || matches!(root_t.kind.as_str(), "Deployment" | "StatefulSet");
+    let scalable = ev.hpa.is_some()
+        || matches!(root_t.kind.as_str(), "Deployment" | "StatefulSet")
+        || ev.workload.as_ref().is_some_and(|w| w.replicas.is_some());
     let binds_ports = scalable
         && matches!(ev.root.as_ref().map(|r| &r.object),
             Some(RootObject::Template(t)) if !t.host_ports.is_empty() || !t.anti_affinity.is_empty());

@@ -51,7 +51,9 @@ pub use revision::{
     FAILURE_REASONS, HeldByOlder, RevisionHealth, UndoOnConfig, attach_conflict, held_by_older,
     revision_failures, revision_health, rollout_by_others, runs_differently, undo_on_config,
 };
-pub use scheduling::{Blocker, PortHolder, Room, blockers, placement, room_for_more, takes};
+pub use scheduling::{
+    Blocker, PortHolder, Room, blockers, placement, repelled, room_for_more, takes,
+};
 pub use usage::{
     MAX_STEP_FACTOR, NEAR_LIMIT_PERCENT, THROTTLED_USE_PERCENT, bounded_step, grown_claim_size,
     is_throttling_alert, limit_now, near_limit, throttled_use, throttling_alert_about,

@@ -269,7 +269,7 @@ pub fn blockers(
 /// of `spec` (a pod of namespace `own`) keeps out of `node`'s domain for the term: the nodes
 /// sharing its value of the term's key (a node without that label is in no domain, as the
 /// scheduler reads it). The terms of the pods already there are not asked: a doubt the
-/// scheduler may still refuse on, never room counted that is not there.
+/// scheduler may still refuse on: no room is counted that a term of the pod itself excludes.
 pub fn repelled<'p>(
     spec: &PodSpec,
     own: &str,
@@ -372,7 +372,18 @@ pub fn room_for_more(
             });
         }
         let free = placed.len();
-        let needed = usize::try_from(extra).unwrap_or(usize::MAX);
+        // One new pod per node (per domain) only where they keep each other off: a host port
+        // they all bind, a term that selects their own labels. Kept off other pods only, any
+        // number go to a node none of those runs on.
+        let one_each = !ports.is_empty()
+            || apart
+                .iter()
+                .any(|t| t.selects(own, own, Some(&template.labels)));
+        let needed = if one_each {
+            usize::try_from(extra).unwrap_or(usize::MAX)
+        } else {
+            1
+        };
         room = free >= needed;
         let ports_text = ports
             .iter()
@@ -387,6 +398,10 @@ pub fn room_for_more(
         ev.push(if apart.is_empty() {
             format!(
                 "its pods bind host port(s) {ports_text}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each"
+            )
+        } else if ports.is_empty() && !one_each {
+            format!(
+                "its pods' required anti-affinity keeps {apart_text}: {free} schedulable node(s) run none of those pods, the new pods need one"
             )
         } else if ports.is_empty() {
             format!(
@@ -733,6 +748,25 @@ mod tests {
                 .any(|e| e.contains("1 schedulable node(s) can take one more, 2 new pod(s)")),
             "{ev:?}"
         );
+        // Kept off other pods only (a term against `app=db`), any number go to a node none
+        // of those runs on.
+        let mut web = pod("t", "", host);
+        web.raw["metadata"]["labels"] = json!({"app": "web"});
+        web.raw["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            [0]["labelSelector"] = json!({"matchLabels": {"app": "db"}});
+        let web = PodSpec::of_pod(&web.raw);
+        let mut db = pod("db-0", "n1", host);
+        db.labels = json!({"app": "db"});
+        assert!(room_for_more(&web, "shop", &[], &nodes, std::slice::from_ref(&db), 4).0);
+        let everywhere: Vec<Pod> = ["n1", "n2", "n3"]
+            .iter()
+            .map(|n| {
+                let mut d = pod(&format!("db-{n}"), n, host);
+                d.labels = json!({"app": "db"});
+                d
+            })
+            .collect();
+        assert!(!room_for_more(&web, "shop", &[], &nodes, &everywhere, 1).0);
         // Another namespace's pods are not kept away by a term without namespaces.
         let mut other = pod("quote-3", "n3", host);
         other.raw["metadata"]["namespace"] = json!("staging");

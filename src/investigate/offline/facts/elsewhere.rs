@@ -91,10 +91,36 @@ pub(super) fn node_at_fault(ev: &Evidence) -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// For each node a drain may be proposed for (the root node, the nodes the root's pods fail
+/// on: the rules' and the graph's candidates) whose pods the evidence read, the pods a drain
+/// of it would leave nowhere to go ([`drain_nowhere`]), where some would.
+pub(super) fn drains_nowhere(
+    ev: &Evidence,
+    root_node: Option<&str>,
+) -> BTreeMap<String, Vec<String>> {
+    if ev.cluster_pods.is_empty() {
+        return BTreeMap::new();
+    }
+    let mut nodes: Vec<&str> = ev
+        .pods
+        .iter()
+        .filter(|p| p.failing())
+        .filter_map(|p| p.observed.node.as_deref())
+        .chain(root_node)
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes
+        .into_iter()
+        .map(|n| (n.to_owned(), drain_nowhere(ev, n)))
+        .filter(|(_, nowhere)| !nowhere.is_empty())
+        .collect()
+}
+
 /// The pods on node `node` a drain would move ([`observed::Pod::drain_moves`]) that fit on no
 /// other node beside the pods bound there ([`findings::placement`]), from the pods the evidence
 /// read in every namespace.
-pub(super) fn drain_nowhere(ev: &Evidence, node: &str) -> Vec<String> {
+fn drain_nowhere(ev: &Evidence, node: &str) -> Vec<String> {
     let moved: Vec<&observed::Pod> = ev
         .cluster_pods
         .iter()

@@ -89,10 +89,11 @@ pub(super) struct Facts {
     pub node_flaps: Option<String>,
     /// The cluster's nodes, when they were read.
     pub nodes: Vec<NodeFacts>,
-    /// The root node's pods a drain would move that fit on no other node, each with why
-    /// ([`findings::placement`], what `drain.capacity-elsewhere` asks); empty when they all fit
-    /// or the root is no node.
-    pub drain_nowhere: Vec<String>,
+    /// Per node a drain may be proposed for (the root node, a node the root's pods fail on),
+    /// the pods a drain would move that fit on no other node, each with why
+    /// ([`findings::placement`], what `drain.capacity-elsewhere` asks); a node is absent when
+    /// they all fit or its pods were not read.
+    pub drain_nowhere: BTreeMap<String, Vec<String>>,
     /// The root's failing pods whose node is the common factor of the failures, each with the
     /// lines that show it ([`findings::Replacement::node_not_at_fault`], what
     /// `delete.node-not-at-fault` asks): a replacement may be placed there again.
@@ -498,10 +499,10 @@ impl Facts {
             node_at_fault: elsewhere::node_at_fault(ev),
             alerted_unmet: elsewhere::alerted_unmet(ev),
             in_the_way,
-            drain_nowhere: match object {
-                Some(RootObject::Node(_)) => elsewhere::drain_nowhere(ev, &root_name),
-                _ => vec![],
-            },
+            drain_nowhere: elsewhere::drains_nowhere(
+                ev,
+                matches!(object, Some(RootObject::Node(_))).then_some(root_name.as_str()),
+            ),
             service: ServiceFacts {
                 name: root_name.clone(),
                 selector: match object {

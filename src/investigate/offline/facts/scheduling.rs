@@ -62,7 +62,11 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
             .cloned()
             .collect();
         let room = Room::Free(&bound);
-        if findings::blockers(spec, n, room, &ev.port_holders, Some((key, None))).is_empty() {
+        let nodes: Vec<&observed::Node> = ev.nodes.iter().collect();
+        let own = crate::cluster::obj::namespace(&observed.observed.raw).unwrap_or_default();
+        if findings::blockers(spec, n, room, &ev.port_holders, Some((key, None))).is_empty()
+            && findings::repelled(spec, own, n, &nodes, &ev.cluster_pods).is_none()
+        {
             fits_untainted.push(n.name.clone());
         }
     }

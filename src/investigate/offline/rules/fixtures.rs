@@ -373,7 +373,8 @@ impl Incident {
             .collect();
         self.ev.nodes.push(observed::Node::parse(&json!({
             "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "managedFields": [{"manager": manager,
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name},
+                "managedFields": [{"manager": manager,
                 "operation": "Update", "time": ago(30), "fieldsV1": {"f:spec": {"f:taints": {}}}}]},
             "spec": {"taints": taints},
             "status": {"conditions": [{"type": "Ready", "status": "True"}],

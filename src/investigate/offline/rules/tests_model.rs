@@ -257,3 +257,38 @@ fn a_higher_maximum_is_proposed_only_with_room_beside_its_anti_affinity() {
     let d = raise(3);
     assert!(d.proposal.is_some(), "{:?}", d.human);
 }
+
+/// Issue 43: a taint is proposed for removal only where the pending pod would then fit, its
+/// required anti-affinity included, as `taint.only-blocker` asks it (`findings::repelled`):
+/// the tainted node already runs a pod the pending one keeps one per node.
+#[test]
+fn a_taint_is_not_removed_for_a_pod_its_anti_affinity_keeps_off_that_node() {
+    let apart = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "api"}},
+            "topologyKey": "kubernetes.io/hostname"}]}});
+    let pending = |sibling_there: bool| {
+        let mut raw = pod("api-abc-1").revision("abc").pending().raw();
+        raw["metadata"]["labels"]["app"] = json!("api");
+        raw["spec"]["affinity"] = apart.clone();
+        let i = Incident::deployment("api")
+            .with_raw_pod(raw.clone())
+            .in_cluster_raw(raw)
+            .tainted_node("pool-a", "maintenance", "kubectl-taint");
+        let i = if sibling_there {
+            let mut there = pod("api-abc-0").revision("abc").on("pool-a").raw();
+            there["metadata"]["labels"]["app"] = json!("api");
+            i.with_raw_pod(there.clone()).in_cluster_raw(there)
+        } else {
+            i
+        };
+        i.diagnosis()
+    };
+    assert_eq!(
+        pending(false).proposal.map(|p| p.action_type),
+        Some(ActionType::RemoveNodeTaint)
+    );
+    assert_ne!(
+        pending(true).proposal.map(|p| p.action_type),
+        Some(ActionType::RemoveNodeTaint)
+    );
+}

@@ -209,10 +209,10 @@ fn drain(f: &Facts, node: Option<&str>) -> Option<String> {
             "no other node of {total} is ready and schedulable: draining node {node} leaves its pods nowhere to run; a human adds capacity or repairs the node"
         ));
     }
-    (!f.drain_nowhere.is_empty()).then(|| {
+    f.drain_nowhere.get(node).map(|nowhere| {
         format!(
             "draining node {node} would leave pods it runs nowhere to go ({}): a human adds capacity or repairs the node",
-            f.drain_nowhere.join("; ")
+            nowhere.join("; ")
         )
     })
 }
