@@ -69,8 +69,8 @@ impl Pod {
         })
     }
 
-    /// The emptyDir volumes container `container` mounts (a sidecar's do not keep the
-    /// container's own state), by name.
+    /// The volumes that live and die with the pod (emptyDir, generic ephemeral) container
+    /// `container` mounts (a sidecar's do not keep the container's own state), by name.
     pub fn empty_dirs_of(&self, container: &str) -> Vec<String> {
         let mut names: Vec<String> = self
             .mounts(container)
@@ -100,8 +100,11 @@ impl Pod {
                 if path.is_empty() {
                     return None;
                 }
+                // A volume that lives and dies with the pod: an emptyDir, or a generic ephemeral
+                // volume (its claim is made for the pod and deleted with it).
                 let empty_dir = volumes.iter().any(|v| {
-                    str_at(v, &["name"]) == Some(volume) && at(v, &["emptyDir"]).is_some()
+                    str_at(v, &["name"]) == Some(volume)
+                        && (at(v, &["emptyDir"]).is_some() || at(v, &["ephemeral"]).is_some())
                 });
                 Some(Mount {
                     volume: volume.to_owned(),
@@ -157,6 +160,21 @@ mod tests {
         pod()
             .kept_state_named("sched", log)
             .map(|k| (k.volume, k.path))
+    }
+
+    /// Issue 43: a generic ephemeral volume lives and dies with the pod, as an emptyDir does:
+    /// a file in it is state a replacement does not inherit.
+    #[test]
+    fn a_file_in_a_generic_ephemeral_volume_is_state_the_pod_keeps() {
+        let mut p = pod();
+        p.raw["spec"]["volumes"][0] =
+            json!({"name": "state", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}});
+        assert_eq!(
+            p.kept_state_named("sched", "FATAL: lock /var/lib/sched/sched.lock held")
+                .map(|k| k.volume),
+            Some("state".into())
+        );
+        assert_eq!(p.empty_dirs_of("sched"), vec!["state".to_owned()]);
     }
 
     #[test]
