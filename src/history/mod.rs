@@ -194,12 +194,12 @@ pub const INEFFECTIVE_TRIES_ESCALATE: usize = 2;
 /// configuration: those whose spec before or after is the current one, and the chain of
 /// changes that led to it (a forward chain 64 → 128 → 256 Mi counts in full while the current
 /// spec is 256 Mi; a resolved link ends it). Tries on a configuration since changed by someone
-/// else say nothing of this one, and a remediation that failed before it wrote anything (its
-/// spec after is its spec before) never applied the remedy; one that wrote and then failed (its
-/// rollout wait saw the new pods crash) did. The seed's contract ("completed successfully
-/// multiple times but the same signal keeps recurring"), asked once: the prompt's
-/// `repeated_ineffective_remediation` warning and the offline investigator's escalation both
-/// count it.
+/// else say nothing of this one, and a remediation that failed never applied its remedy as a
+/// whole: a rollout that does not become available still completes (its wait reports it), so
+/// what fails after a write is a drain that cordoned and could evict nothing. The seed's
+/// contract ("completed successfully multiple times but the same signal keeps recurring"),
+/// asked once: the prompt's `repeated_ineffective_remediation` warning and the offline
+/// investigator's escalation both count it.
 pub fn ineffective_tries(h: &HistoryContext, action_type: &str) -> usize {
     let entries: Vec<&HistoryEntry> = h
         .tier1
@@ -207,11 +207,8 @@ pub fn ineffective_tries(h: &HistoryContext, action_type: &str) -> usize {
         .iter()
         .chain(&h.tier2.chain)
         .filter(|e| {
-            let wrote = e.post_remediation_spec_hash.is_some()
-                && e.post_remediation_spec_hash != e.pre_remediation_spec_hash;
             e.workflow_type == action_type
-                && (e.outcome == HistoryOutcome::Completed
-                    || e.outcome == HistoryOutcome::Failed && wrote)
+                && e.outcome == HistoryOutcome::Completed
                 && e.signal_resolved != Some(true)
         })
         .collect();
@@ -502,14 +499,11 @@ mod tests {
         assert_eq!(tries_count("h999", &chain), 0);
         // A regression back to a configuration that was already remediated counts too.
         assert_eq!(tries_count("h64", &chain), 1);
-        // A remediation that wrote its change and then failed (its rollout wait saw the new
-        // pods crash) applied the remedy; one that failed before writing did not.
-        let mut failed = tried("rr-2", 2, "h128", "h256", false);
+        // A remediation that failed never applied its remedy as a whole (a drain that
+        // cordoned and evicted nothing): it is no ineffective try.
+        let mut failed = tried("rr-2", 2, "h128", "h128", false);
         failed.outcome = HistoryOutcome::Failed;
-        assert_eq!(tries_count("h256", &[chain[0].clone(), failed]), 2);
-        let mut refused = tried("rr-2", 2, "h128", "h128", false);
-        refused.outcome = HistoryOutcome::Failed;
-        assert_eq!(tries_count("h128", &[chain[0].clone(), refused]), 1);
+        assert_eq!(tries_count("h128", &[chain[0].clone(), failed]), 1);
     }
 
     /// Issue 43: the prompt's warning and the offline escalation count the same tries: two

@@ -283,6 +283,9 @@ pub(super) struct Unschedulable {
     /// the pods bound to them: untainted, it would fit there (what `taint.only-blocker` asks of
     /// the node a removal untaints).
     pub fits_untainted: Vec<String>,
+    /// The nodes only a taint keeps the pod off, with room for it, where a pod its required
+    /// anti-affinity keeps away runs ([`findings::repelled`]): untainted, it still would not go.
+    pub repelled_untainted: BTreeMap<String, String>,
     /// How many nodes there are (0 when the nodes were not read).
     pub nodes_total: usize,
     /// The pod's summed container requests, e.g. `memory` → `48Gi`.

@@ -39,6 +39,7 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
     }
     // Where every blocker is a taint of one key: would the pod fit now without it?
     let mut fits_untainted = Vec::new();
+    let mut repelled_untainted = BTreeMap::new();
     for n in &ev.nodes {
         let on_it: Vec<&Blocker> = by_blocker
             .iter()
@@ -64,10 +65,13 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
         let room = Room::Free(&bound);
         let nodes: Vec<&observed::Node> = ev.nodes.iter().collect();
         let own = crate::cluster::obj::namespace(&observed.observed.raw).unwrap_or_default();
-        if findings::blockers(spec, n, room, &ev.port_holders, Some((key, None))).is_empty()
-            && findings::repelled(spec, own, n, &nodes, &ev.cluster_pods).is_none()
-        {
-            fits_untainted.push(n.name.clone());
+        if findings::blockers(spec, n, room, &ev.port_holders, Some((key, None))).is_empty() {
+            match findings::repelled(spec, own, n, &nodes, &ev.cluster_pods) {
+                None => fits_untainted.push(n.name.clone()),
+                Some(b) => {
+                    repelled_untainted.insert(n.name.clone(), b.to_string());
+                }
+            }
         }
     }
     let mut blockers: Vec<(Blocker, Vec<String>)> = by_blocker.into_iter().collect();
@@ -78,6 +82,7 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
         taint,
         blockers,
         fits_untainted,
+        repelled_untainted,
         nodes_total: ev.nodes.len(),
         requests: requests
             .into_iter()

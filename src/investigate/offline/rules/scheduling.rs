@@ -208,7 +208,13 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
         _ => {
             d.confidence = 0.7;
             d.target = f.target.clone();
-            d.human = Some(if let Some(node) = lifted {
+            let repelled = lifted.and_then(|n| Some((n, u.repelled_untainted.get(n)?)));
+            d.human = Some(if let Some((node, why)) = repelled {
+                format!(
+                    "the taint {taint} is all that keeps pod {} off node {node} by what the node allocates, but {why}: removing the taint would not place it; a human relaxes the anti-affinity or adds a node",
+                    u.pod
+                )
+            } else if let Some(node) = lifted {
                 format!(
                     "the taint {taint} is all that keeps pod {} off node {node} by what the node allocates, but the pods bound to it leave too little room for it now: removing the taint would not place it; a human adds capacity or frees room",
                     u.pod
