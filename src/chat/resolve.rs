@@ -221,8 +221,17 @@ pub async fn scan(
         }
     }
     let mut found: Vec<Finding> = Vec::new();
-    for raw in list(reader, "Pod", Some(namespace)).await? {
-        let pod = observed::Pod::at(&raw, now);
+    // The pods heed the namespace's warnings, as every other reader's do (a pod a minute into
+    // ContainerCreating with a FailedMount fails to start).
+    let pods: Vec<observed::Pod> = list(reader, "Pod", Some(namespace))
+        .await?
+        .iter()
+        .map(|raw| observed::Pod::at(raw, now))
+        .collect();
+    let pods = crate::cluster::heeding(reader, pods, Some(namespace))
+        .await
+        .map_err(|e| format!("cannot read the events of namespace {namespace}: {e}"))?;
+    for pod in pods {
         let Some(problem) = pod_problem(&pod) else {
             continue;
         };
@@ -314,6 +323,39 @@ mod tests {
             pod_problem(&pending).as_deref(),
             Some("Pending, unschedulable: 0/1 nodes are available")
         );
+    }
+
+    /// Issue 43: the namespace scan heeds the namespace's warnings, as the rules, the proofs
+    /// and the graph do: a pod seconds into ContainerCreating whose volume cannot mount fails
+    /// to start; without the warning it is starting.
+    #[tokio::test]
+    async fn the_scan_heeds_the_warnings_about_a_pod_still_starting() {
+        let now: chrono::DateTime<chrono::Utc> = "2026-11-21T12:00:00Z".parse().unwrap_or_default();
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-0", "namespace": "shop",
+                "creationTimestamp": "2026-11-21T11:59:30Z"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "web:1"}]},
+            "status": {"phase": "Pending", "containerStatuses": [{"name": "app",
+                "ready": false, "restartCount": 0,
+                "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        let warning = serde_json::json!({"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "web-0.1", "namespace": "shop"},
+            "involvedObject": {"kind": "Pod", "name": "web-0", "namespace": "shop"},
+            "type": "Warning", "reason": "FailedMount",
+            "message": "MountVolume.SetUp failed for volume \"data\": rpc error: code = Internal desc = volume in use by another node",
+            "lastTimestamp": "2026-11-21T11:59:50Z"});
+        let found = |items: Vec<Value>| async move {
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+            let snap = crate::cluster::SnapshotCluster::from_yaml(&list.to_string())
+                .unwrap_or_else(|e| panic!("{e}"));
+            scan(&snap, "shop", now)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        assert!(found(vec![pod.clone()]).await.is_empty());
+        let warned = found(vec![pod, warning]).await;
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].what.contains("FailedMount"), "{warned:?}");
     }
 
     /// A pod of a Deployment's ReplicaSet belongs to the Deployment; one of a ReplicaSet made

@@ -598,30 +598,19 @@ mod tests {
 
     /// Issue 43: the budget's guarded pods are what it selects, whichever workload made them,
     /// as the eviction API and the rules' budget evidence count them: a budget over two
-    /// Deployments blocks the drain of the node holding the other one's pods.
+    /// Deployments blocks the drain of the node holding the other one's pods. An empty
+    /// selector selects every pod of the namespace (policy/v1), the other Deployment's too.
     #[tokio::test]
     async fn a_budget_guards_every_pod_it_selects_not_only_the_target_s() {
-        let o = budget_over_two_deployments(json!({"matchLabels": {"tier": "web"}})).await;
-        assert!(o.holds(), "{o:?}");
-        assert!(
-            o.evidence
-                .iter()
-                .any(|e| e.contains("cordoned node(s) n1 still hold pods it guards")),
-            "{o:?}"
-        );
-    }
-
-    /// Issue 43: an empty selector selects every pod of the namespace (policy/v1), the other
-    /// Deployment's too, as the rules' budget evidence lists them.
-    #[tokio::test]
-    async fn an_empty_budget_selector_guards_every_pod_of_the_namespace() {
-        let o = budget_over_two_deployments(json!({})).await;
-        assert!(o.holds(), "{o:?}");
-        assert!(
-            o.evidence
-                .iter()
-                .any(|e| e.contains("cordoned node(s) n1 still hold pods it guards")),
-            "{o:?}"
-        );
+        for selector in [json!({"matchLabels": {"tier": "web"}}), json!({})] {
+            let o = budget_over_two_deployments(selector).await;
+            assert!(o.holds(), "{o:?}");
+            assert!(
+                o.evidence
+                    .iter()
+                    .any(|e| e.contains("cordoned node(s) n1 still hold pods it guards")),
+                "{o:?}"
+            );
+        }
     }
 }

@@ -21,6 +21,26 @@ pub struct Kube {
     pub kubeconfig: PathBuf,
 }
 
+/// Create `obj`, as a client does: a new namespace's service account reaches the API server's
+/// admission a moment after the namespace (and its token) exist, and until then pods are
+/// refused with a ServerTimeout that asks to retry after a second.
+pub async fn create(
+    api: &Api<DynamicObject>,
+    pp: &PostParams,
+    obj: &DynamicObject,
+) -> Result<DynamicObject, kube::Error> {
+    let mut tries = 0;
+    loop {
+        match api.create(pp, obj).await {
+            Err(kube::Error::Api(s)) if s.reason == "ServerTimeout" && tries < 30 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 pub fn kubeconfig(var: &str) -> Option<PathBuf> {
     super::component(var, "the Kubernetes API server tier").map(PathBuf::from)
 }
@@ -105,9 +125,7 @@ impl Kube {
             o["metadata"]["namespace"] = json!(self.ns);
         }
         let obj: DynamicObject = serde_json::from_value(o).expect("object");
-        let created = self
-            .api(&api_version, &kind)
-            .create(&PostParams::default(), &obj)
+        let created = create(&self.api(&api_version, &kind), &PostParams::default(), &obj)
             .await
             .unwrap_or_else(|e| panic!("create {kind}: {e}"));
         serde_json::to_value(created).expect("json")

@@ -382,11 +382,13 @@ pub async fn create_as(k: &Kube, manager: &str, mut o: Value) -> Value {
         field_manager: Some(manager.to_owned()),
         ..Default::default()
     };
-    let created = k
-        .api(&api_version, &kind)
-        .create(&pp, &serde_json::from_value(o).unwrap())
-        .await
-        .unwrap_or_else(|e| panic!("create {kind}: {e}"));
+    let created = super::kube::create(
+        &k.api(&api_version, &kind),
+        &pp,
+        &serde_json::from_value(o).unwrap(),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create {kind}: {e}"));
     serde_json::to_value(created).unwrap()
 }
 
@@ -482,7 +484,7 @@ pub async fn replace_cluster_object(k: &Kube, manager: &str, o: Value) -> Value 
         ..Default::default()
     };
     serde_json::to_value(
-        api.create(&pp, &obj)
+        super::kube::create(&api, &pp, &obj)
             .await
             .unwrap_or_else(|e| panic!("create {n}: {e}")),
     )

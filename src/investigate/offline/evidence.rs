@@ -684,10 +684,12 @@ pub(super) async fn gather(
     let failing_on: Vec<String> = if root_t.kind == "Node" {
         vec![]
     } else {
+        // And, where a limit may be raised, the nodes of its pods: whether the node ran short of
+        // memory itself is asked of their events before a raise (`findings::memory_nodes`).
         let mut nodes: Vec<String> = ev
             .pods
             .iter()
-            .filter(|p| p.failing())
+            .filter(|p| may_raise || p.failing())
             .filter_map(|p| p.observed.node.clone())
             .collect();
         nodes.sort_unstable();

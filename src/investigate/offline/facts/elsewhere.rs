@@ -131,3 +131,78 @@ fn drain_nowhere(ev: &Evidence, node: &str) -> Vec<String> {
         .err()
         .unwrap_or_default()
 }
+
+/// A container killed for memory: its name, its pod's node, when.
+type Kill<'a> = (&'a str, Option<&'a str>, Option<chrono::DateTime<chrono::Utc>>);
+
+/// Per container of the root's pods, why a node it was OOM-killed on lately (else one its pods
+/// run on: [`findings::memory_nodes`]) ran short of memory itself, if one did
+/// ([`findings::node_took_memory`], as `memory.killed-by-own-limit` asks it): its
+/// MemoryPressure, its own events (an eviction threshold met lately, the kernel's kills at the
+/// moment of the container's beyond the containers that hit their own limits) and the pods on
+/// it. A node whose events were not read is not judged free of it.
+pub(super) fn memory_short(ev: &Evidence) -> BTreeMap<String, String> {
+    let kills: Vec<Kill> = ev
+        .pods
+        .iter()
+        .flat_map(|p| {
+            p.observed
+                .recent_memory_kills(&ev.events, ev.now)
+                .into_iter()
+                .map(move |(c, t)| (c.name.as_str(), p.observed.node.as_deref(), t))
+        })
+        .collect();
+    // Every container a raise may be proposed for: one killed lately is asked about the nodes
+    // it was killed on, another (a predicted exhaustion) about its pods' nodes.
+    let mut containers: Vec<&str> = ev
+        .pods
+        .iter()
+        .flat_map(|p| p.observed.containers.iter().map(|c| c.name.as_str()))
+        .collect();
+    containers.sort_unstable();
+    containers.dedup();
+    let mut out = BTreeMap::new();
+    for container in containers {
+        let this: Vec<_> = kills.iter().filter(|(c, _, _)| *c == container).collect();
+        let nodes = findings::memory_nodes(
+            this.iter().filter_map(|(_, n, _)| *n),
+            ev.pods.iter().filter_map(|p| p.observed.node.as_deref()),
+        );
+        for name in &nodes {
+            if ev.node_events_unread.iter().any(|n| n == name) {
+                out.insert(
+                    container.to_owned(),
+                    format!("the events of node {name} were not read: whether it ran short of memory itself is not known"),
+                );
+                break;
+            }
+            let node = ev.nodes.iter().find(|n| n.name == *name);
+            let events: Vec<observed::Event> = ev
+                .events
+                .iter()
+                .filter(|e| e.kind == "Node" && e.name == *name)
+                .cloned()
+                .collect();
+            let here: Vec<observed::Pod> = if events.iter().any(|e| e.reason == "SystemOOM") {
+                ev.cluster_pods
+                    .iter()
+                    .filter(|p| p.node.as_deref() == Some(name.as_str()))
+                    .cloned()
+                    .collect()
+            } else {
+                vec![]
+            };
+            let moments: Vec<_> = this
+                .iter()
+                .filter(|(_, n, _)| *n == Some(name.as_str()))
+                .filter_map(|(_, _, t)| *t)
+                .collect();
+            let took = findings::node_took_memory(node, name, &events, &here, &moments, ev.now);
+            if let Some(why) = took.why.into_iter().next() {
+                out.insert(container.to_owned(), why);
+                break;
+            }
+        }
+    }
+    out
+}

@@ -94,6 +94,10 @@ pub(super) struct Facts {
     /// ([`findings::placement`], what `drain.capacity-elsewhere` asks); a node is absent when
     /// they all fit or its pods were not read.
     pub drain_nowhere: BTreeMap<String, Vec<String>>,
+    /// Per container of the root's pods, why a node it was OOM-killed on lately (else one its
+    /// pods run on) ran short of memory itself, when one did ([`findings::node_took_memory`], what `memory.killed-by-own-limit`
+    /// asks): its MemoryPressure, its own events, the kernel's kills beside the container's.
+    pub memory_short: BTreeMap<String, String>,
     /// The root's failing pods whose node is the common factor of the failures, each with the
     /// lines that show it ([`findings::Replacement::node_not_at_fault`], what
     /// `delete.node-not-at-fault` asks): a replacement may be placed there again.
@@ -501,6 +505,7 @@ impl Facts {
             nodes: ev.nodes.iter().map(NodeFacts::of).collect(),
             node_at_fault: elsewhere::node_at_fault(ev),
             alerted_unmet: elsewhere::alerted_unmet(ev),
+            memory_short: elsewhere::memory_short(ev),
             in_the_way,
             drain_nowhere: elsewhere::drains_nowhere(
                 ev,
@@ -635,31 +640,15 @@ impl Facts {
                 n.room.used_text, n.room.hard_text
             ));
         }
-        // A node of its pods short of memory itself ([`findings::node_took_memory`], from what
-        // the evidence read of it: its MemoryPressure): a raise takes more of what the node
-        // lacks, as the memory proof's `memory.killed-by-own-limit` refuses it.
-        // The nodes asked are the proof's ([`findings::memory_nodes`]): those the container was
-        // killed on, else all its pods'.
-        if matches!(resource, LimitResource::Memory) {
-            let nodes = findings::memory_nodes(
-                self.pods
-                    .iter()
-                    .filter(|p| p.memory_killed.iter().any(|c| c == container))
-                    .filter_map(|p| p.node.as_deref()),
-                self.pods.iter().filter_map(|p| p.node.as_deref()),
-            );
-            for node in &nodes {
-                let Some(n) = self.nodes.iter().find(|n| n.name == *node) else {
-                    continue;
-                };
-                let took =
-                    findings::node_took_memory(Some(&n.observed), node, &[], &[], &[], self.now);
-                if let Some(why) = took.why.first() {
-                    return Some(format!(
-                        "{why}: the node is short of memory, not only the container; raising its limit takes more of what the node lacks"
-                    ));
-                }
-            }
+        // A node of its pods short of memory itself ([`Facts::memory_short`], what the memory
+        // proof's `memory.killed-by-own-limit` asks of the same nodes): a raise takes more of
+        // what the node lacks.
+        if matches!(resource, LimitResource::Memory)
+            && let Some(why) = self.memory_short.get(container)
+        {
+            return Some(format!(
+                "{why}: the node is short of memory, not only the container; raising its limit takes more of what the node lacks"
+            ));
         }
         let largest = match resource {
             LimitResource::Memory => self.largest_node.0,

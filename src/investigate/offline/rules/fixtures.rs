@@ -685,6 +685,17 @@ impl Incident {
         self
     }
 
+    /// A Warning event about node `node`, `minutes` ago.
+    pub fn node_warning(mut self, node: &str, reason: &str, message: &str, minutes: i64) -> Self {
+        self.ev
+            .events
+            .push(crate::cluster::observed::Event::parse(&json!({
+                "type": "Warning", "reason": reason, "message": message,
+                "involvedObject": {"kind": "Node", "name": node}, "lastTimestamp": ago(minutes),
+            })));
+        self
+    }
+
     /// Node `node`'s readiness went NotReady `count` times, the last `minutes` ago.
     pub fn node_flapped(mut self, node: &str, count: i64, minutes: i64) -> Self {
         self.ev

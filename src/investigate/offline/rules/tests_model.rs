@@ -187,39 +187,47 @@ fn a_problem_is_not_resolved_while_a_pod_the_alert_names_is_not_ready() {
     assert_ne!(resolved(Some(false)), InvestigationOutcome::ProblemResolved);
 }
 
+/// A Deployment `name` at its autoscaler's maximum of 3 with CPU over target, kept one pod
+/// per node by `apart` (on the Deployment) and `mark` (on each of its three pods, on
+/// worker-0..2): with no node more, a higher maximum goes to a human saying `says`; with three
+/// nodes more, it is proposed.
+fn a_higher_maximum_needs_room(
+    name: &str,
+    apart: impl Fn(Incident) -> Incident,
+    mark: impl Fn(&mut serde_json::Value),
+    says: &str,
+) {
+    let raise = |spare: usize| {
+        let mut i = apart(Incident::deployment(name).hpa_at_max(3, 140));
+        for n in 0..3 + spare {
+            i = i.node_allocating(&format!("worker-{n}"), "8", "16Gi");
+        }
+        for n in 0..3 {
+            let mut raw = pod(&format!("{name}-{n}")).on(&format!("worker-{n}")).raw();
+            mark(&mut raw);
+            i = i.with_raw_pod(raw.clone()).in_cluster_raw(raw);
+        }
+        i.diagnosis()
+    };
+    to_a_human(&raise(0), "HPAMaxedOut", says);
+    let d = raise(3);
+    assert!(d.proposal.is_some(), "{:?}", d.human);
+}
+
 /// Issue 43: the rules ask the room a higher maximum needs as its proof asks it
 /// (`findings::room_for_more`, `hpa.room-to-schedule`): pods binding a host port held on every
 /// node cannot be placed, though none waits for a node yet; with three nodes more, they can.
 #[test]
 fn a_higher_maximum_is_proposed_only_with_room_for_its_host_ports() {
-    let raise = |spare: usize| {
-        let mut i = Incident::deployment("gw").hpa_at_max(3, 140).host_port(443);
-        for n in 0..3 + spare {
-            i = i.node_allocating(&format!("worker-{n}"), "8", "16Gi");
-        }
-        for n in 0..3 {
-            let p = || {
-                let mut raw = pod(&format!("gw-{n}")).on(&format!("worker-{n}")).raw();
-                raw["spec"]["containers"][0]["ports"] =
-                    json!([{"containerPort": 443, "hostPort": 443, "protocol": "TCP"}]);
-                raw
-            };
-            i = i.with_raw_pod(p()).in_cluster_raw(p());
-        }
-        i.diagnosis()
-    };
-    let d = raise(0);
-    assert_eq!(d.mode, "HPAMaxedOut", "{}", d.summary);
-    assert!(d.proposal.is_none(), "{:?}", d.proposal);
-    assert!(
-        d.human
-            .as_deref()
-            .is_some_and(|h| h.contains("0 schedulable node(s) have them free")),
-        "{:?}",
-        d.human
+    a_higher_maximum_needs_room(
+        "gw",
+        |i| i.host_port(443),
+        |raw| {
+            raw["spec"]["containers"][0]["ports"] =
+                json!([{"containerPort": 443, "hostPort": 443, "protocol": "TCP"}]);
+        },
+        "0 schedulable node(s) have them free",
     );
-    let d = raise(3);
-    assert!(d.proposal.is_some(), "{:?}", d.human);
 }
 
 /// Issue 43: the room for more replicas heeds a required pod anti-affinity, on both sides
@@ -227,35 +235,12 @@ fn a_higher_maximum_is_proposed_only_with_room_for_its_host_ports() {
 /// for a higher maximum; with three nodes more, there is.
 #[test]
 fn a_higher_maximum_is_proposed_only_with_room_beside_its_anti_affinity() {
-    let raise = |spare: usize| {
-        let mut i = Incident::deployment("quote")
-            .hpa_at_max(3, 140)
-            .one_per_node();
-        for n in 0..3 + spare {
-            i = i.node_allocating(&format!("worker-{n}"), "8", "16Gi");
-        }
-        for n in 0..3 {
-            let p = || {
-                let mut raw = pod(&format!("quote-{n}")).on(&format!("worker-{n}")).raw();
-                raw["metadata"]["labels"] = json!({"app": "quote"});
-                raw
-            };
-            i = i.with_raw_pod(p()).in_cluster_raw(p());
-        }
-        i.diagnosis()
-    };
-    let d = raise(0);
-    assert_eq!(d.mode, "HPAMaxedOut", "{}", d.summary);
-    assert!(d.proposal.is_none(), "{:?}", d.proposal);
-    assert!(
-        d.human.as_deref().is_some_and(|h| h.contains(
-            "keeps one per kubernetes.io/hostname among pods app=quote: 0 schedulable node(s) can take one more"
-        )),
-        "{:?}",
-        d.human
+    a_higher_maximum_needs_room(
+        "quote",
+        Incident::one_per_node,
+        |raw| raw["metadata"]["labels"] = json!({"app": "quote"}),
+        "keeps one per kubernetes.io/hostname among pods app=quote: 0 schedulable node(s) can take one more",
     );
-    let d = raise(3);
-    assert!(d.proposal.is_some(), "{:?}", d.human);
 }
 
 /// Issue 43: a taint is proposed for removal only where the pending pod would then fit, its
@@ -291,5 +276,42 @@ fn a_taint_is_not_removed_for_a_pod_its_anti_affinity_keeps_off_that_node() {
         &pending(true),
         "PendingSchedulingConstraints",
         "but pod shop/api-abc-0 runs in its domain, which the pod's required anti-affinity (one per kubernetes.io/hostname among pods app=api) keeps away: removing the taint would not place it",
+    );
+}
+
+/// Issue 43: before a memory limit is raised the rules ask whether the node ran short of memory
+/// itself as `memory.killed-by-own-limit` asks it (`findings::node_took_memory`): from its own
+/// events too, not only its MemoryPressure now. An eviction threshold met twenty minutes ago,
+/// the pressure gone since: the kill may be the node's doing.
+#[test]
+fn a_limit_is_not_raised_on_a_node_that_ran_short_of_memory_lately() {
+    let raise = |short: bool| {
+        let i = Incident::deployment("api")
+            .node_allocating("n1", "4", "16Gi")
+            .with(pod("api-1").memory_limit("256Mi").oom_killed().on("n1"));
+        let i = if short {
+            i.node_warning(
+                "n1",
+                "EvictionThresholdMet",
+                "Attempting to reclaim memory",
+                20,
+            )
+        } else {
+            i
+        };
+        i.diagnosis()
+    };
+    assert_eq!(
+        raise(false).proposal.map(|p| p.action_type),
+        Some(ActionType::IncreaseMemoryLimits)
+    );
+    let d = raise(true);
+    assert!(d.proposal.is_none(), "{:?}", d.proposal);
+    assert!(
+        d.human
+            .as_deref()
+            .is_some_and(|h| h.contains("node n1 ran out of memory itself")),
+        "{:?}",
+        d.human
     );
 }

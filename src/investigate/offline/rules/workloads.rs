@@ -528,13 +528,16 @@ pub(super) fn pdb_blocks_eviction(f: &Facts) -> Option<Diagnosis> {
             b.name
         ));
     }
-    // What the budget counts as not healthy: a replica that does not serve. A pod its node
-    // ended ([`observed::Pod::outlived`]) is a record its controller replaced; nobody can bring
-    // it back.
+    // What the budget counts as not healthy: a replica that does not serve. A pod that ended
+    // (a Job's completed pod, a record its node ended and its controller replaced: nobody
+    // brings it back) or is on its way out is no replica the budget waits for; an empty
+    // selector selects a namespace's Job pods too.
     let unhealthy: Vec<&str> = f
         .pods
         .iter()
-        .filter(|p| !p.healthy && !p.observed.outlived())
+        .filter(|p| {
+            !p.healthy && !p.observed.outlived() && !p.observed.ended() && !p.observed.deleting
+        })
         .map(|p| p.name.as_str())
         .collect();
     let workload_kind = f.workload.as_ref().map_or("", |w| w.kind.as_str());
