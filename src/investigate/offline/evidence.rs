@@ -684,17 +684,38 @@ pub(super) async fn gather(
     let failing_on: Vec<String> = if root_t.kind == "Node" {
         vec![]
     } else {
-        // And, where a limit may be raised, the nodes of its pods: whether the node ran short of
-        // memory itself is asked of their events before a raise (`findings::memory_nodes`).
         let mut nodes: Vec<String> = ev
             .pods
             .iter()
-            .filter(|p| may_raise || p.failing())
+            .filter(|p| p.failing())
             .filter_map(|p| p.observed.node.clone())
             .collect();
         nodes.sort_unstable();
         nodes.dedup();
         ev.node_events_unread = nodes.split_off(FAILING_NODES_JUDGED.min(nodes.len()));
+        // And, where a limit may be raised, the nodes a raise's proof asks whether they ran
+        // short of memory themselves (`findings::memory_nodes`): their events too.
+        if may_raise {
+            let killed: Vec<&ObservedPod> = ev
+                .pods
+                .iter()
+                .filter(|p| {
+                    !p.observed
+                        .recent_memory_kills(&ev.events, ev.now)
+                        .is_empty()
+                })
+                .collect();
+            let asked = findings::memory_nodes(
+                killed.iter().filter_map(|p| p.observed.node.as_deref()),
+                ev.pods.iter().filter_map(|p| p.observed.node.as_deref()),
+            );
+            for n in asked {
+                if !nodes.contains(&n) {
+                    ev.node_events_unread.retain(|u| *u != n);
+                    nodes.push(n);
+                }
+            }
+        }
         nodes
     };
     // A workload more replicas may be proposed for (an autoscaler's maximum, a count scaled

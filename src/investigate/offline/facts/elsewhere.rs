@@ -133,7 +133,11 @@ fn drain_nowhere(ev: &Evidence, node: &str) -> Vec<String> {
 }
 
 /// A container killed for memory: its name, its pod's node, when.
-type Kill<'a> = (&'a str, Option<&'a str>, Option<chrono::DateTime<chrono::Utc>>);
+type Kill<'a> = (
+    &'a str,
+    Option<&'a str>,
+    Option<chrono::DateTime<chrono::Utc>>,
+);
 
 /// Per container of the root's pods, why a node it was OOM-killed on lately (else one its pods
 /// run on: [`findings::memory_nodes`]) ran short of memory itself, if one did
