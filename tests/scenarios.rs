@@ -551,3 +551,109 @@ type: Warning
     let a = analyse(&dir, format!("{text}\n{other}")).await;
     assert_eq!(delete(a.clone()), None, "{:?}", a.rca);
 }
+
+/// Issue 43: a backend with fewer replicas ready than it wants is unhealthy when a pod of it
+/// fails or is missing, not while a pod of it starts within its allowance (what the model calls
+/// starting). After a database failover, the application's pooled connections point at the
+/// demoted primary; one database replica was replaced twenty seconds ago and is not ready yet.
+/// The application's restart is proposed; with that replica crash-looping instead, the
+/// restart would meet a broken backend and goes to a human. Before, both were refused.
+#[tokio::test]
+async fn a_backend_pod_still_starting_does_not_refuse_its_clients_restart() {
+    common::init();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/unseen/db-failover-stale-connections");
+    let text = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
+    let restart =
+        |a: &kubemedic::domain::Analysis| a.proposal.as_ref().map(|p| p.action_type.to_string());
+    assert_eq!(
+        restart(&analyse(&dir, text.clone()).await),
+        Some("RestartDeployment".to_owned())
+    );
+    // orders-db-0, recreated at 06:36:08 (twenty seconds before the capture), not ready yet.
+    let with_replica = |status: &str| {
+        let docs: Vec<String> = text
+            .split("\n---\n")
+            .map(|d| {
+                if d.contains("\nkind: StatefulSet\n") {
+                    return d.replace("  readyReplicas: 2\n", "  readyReplicas: 1\n");
+                }
+                if !(d.contains("\nkind: Pod\n") && d.contains("\n  name: orders-db-0\n")) {
+                    return d.to_owned();
+                }
+                let head = d.find("\nstatus:\n").unwrap();
+                d[..head]
+                    .replace(
+                        "creationTimestamp: \"2026-11-26T05:50:29Z\"",
+                        "creationTimestamp: \"2026-11-26T06:36:08Z\"",
+                    )
+                    .to_string()
+                    + "\n"
+                    + status
+            })
+            .collect();
+        docs.join("\n---\n")
+    };
+    let starting = with_replica(
+        r#"status:
+  conditions:
+  - lastTransitionTime: "2026-11-26T06:36:09Z"
+    status: "False"
+    type: Ready
+  - lastTransitionTime: "2026-11-26T06:36:08Z"
+    status: "True"
+    type: PodScheduled
+  containerStatuses:
+  - image: registry.opensource.zalan.do/acid/spilo-15:3.0-p1
+    imageID: ""
+    name: postgres
+    ready: false
+    restartCount: 0
+    started: true
+    state:
+      running:
+        startedAt: "2026-11-26T06:36:10Z"
+  phase: Running
+  podIP: "10.244.26.12"
+  startTime: "2026-11-26T06:36:09Z""#,
+    );
+    let a = analyse(&dir, starting.clone()).await;
+    assert_eq!(
+        restart(&a),
+        Some("RestartDeployment".to_owned()),
+        "{:?}",
+        a.rca
+    );
+    let crashing = with_replica(
+        r#"status:
+  conditions:
+  - lastTransitionTime: "2026-11-26T06:36:09Z"
+    status: "False"
+    type: Ready
+  - lastTransitionTime: "2026-11-26T06:36:08Z"
+    status: "True"
+    type: PodScheduled
+  containerStatuses:
+  - image: registry.opensource.zalan.do/acid/spilo-15:3.0-p1
+    imageID: ""
+    lastState:
+      terminated:
+        exitCode: 1
+        finishedAt: "2026-11-26T06:36:20Z"
+        reason: Error
+        startedAt: "2026-11-26T06:36:12Z"
+    name: postgres
+    ready: false
+    restartCount: 2
+    state:
+      waiting:
+        message: back-off 20s restarting failed container
+        reason: CrashLoopBackOff
+  phase: Running
+  podIP: "10.244.26.12"
+  startTime: "2026-11-26T06:36:09Z""#,
+    );
+    let a = analyse(&dir, crashing).await;
+    assert_eq!(restart(&a), None, "{:?}", a.rca);
+    assert!(a.rca.needs_human_review, "{:?}", a.rca);
+}

@@ -149,6 +149,52 @@ async fn behind(ctx: &Ctx, ns: &str, sel: &Selector) -> Read<Option<Value>> {
     Ok(None)
 }
 
+/// Why a workload with fewer replicas ready than it wants is unhealthy, if it is: a pod of it
+/// fails (`observed::Pod::failure`, having heeded its warnings), or it has fewer pods than it
+/// wants (its controller cannot make them). A pod within its start-up allowance with nothing
+/// said against it is starting, as the rules and the proofs call it: a client's restart is not
+/// refused for a backend nothing in which fails. Pods that cannot be read: unhealthy (fail
+/// closed).
+async fn short_of_replicas(
+    ctx: &Ctx,
+    w: &Value,
+    events: &[Value],
+    (want, ready): (i64, i64),
+) -> Read<Option<String>> {
+    let (kind, name) = (obj::kind(w), obj::name(w));
+    let short = format!("{kind} {name} has {ready} of {want} replicas ready");
+    let Some(sel) = observed::pod_selector(w) else {
+        return Ok(Some(short));
+    };
+    let ns = obj::namespace(w).unwrap_or_default();
+    let pods = match ctx
+        .list("Pod", Some(ns), &ListQuery::labels(sel.to_query()))
+        .await
+    {
+        Ok(p) => p,
+        Err(e) if e.is_unreachable() => return Err(e),
+        Err(_) => return Ok(Some(short)),
+    };
+    let warnings: Vec<observed::Event> = events
+        .iter()
+        .filter(|e| str_at(e, &["type"]) == Some("Warning"))
+        .map(observed::Event::parse)
+        .collect();
+    // Its own pods only: a Job's pod with the same labels is not why it is short.
+    let own: Vec<observed::Pod> = pods
+        .iter()
+        .map(|p| observed::Pod::at(p, ctx.now))
+        .filter(|p| p.selected_by(kind, name) && !p.ended())
+        .map(|p| p.heed(&warnings))
+        .collect();
+    if let Some((p, f)) = own.iter().find_map(|p| Some((p, p.failure()?))) {
+        return Ok(Some(format!("{short}: pod {} {}", p.name, f.line)));
+    }
+    let staying = own.iter().filter(|p| !p.deleting).count();
+    Ok((i64::try_from(staying).unwrap_or(i64::MAX) < want)
+        .then(|| format!("{short}: {staying} of its pods exist")))
+}
+
 /// What a workload behind a Service shows: unhealthy how, since when, what changed.
 async fn workload_state(
     ctx: &Ctx,
@@ -161,27 +207,16 @@ async fn workload_state(
     let (want, ready) = (workload.wanted(), workload.ready_replicas);
     let created = time(w, &["metadata", "creationTimestamp"]);
     let evidence = Vec::new();
+    // Its namespace's events: its pods' warnings (whether a starting pod fails), its scaling.
+    let events = if Some(ns) == ctx.ns.as_deref() {
+        ctx.all_events.clone()
+    } else {
+        ctx.list_or_empty("Event", Some(ns)).await?
+    };
     let unhealthy = if want == 0 {
         Some(format!("{kind} {name} is scaled to 0 replicas"))
     } else if ready < want {
-        let mut why = format!("{kind} {name} has {ready} of {want} replicas ready");
-        if let Some(sel) = observed::pod_selector(w) {
-            let pods = ctx
-                .list("Pod", Some(ns), &ListQuery::labels(sel.to_query()))
-                .await
-                .unwrap_or_default();
-            // Its own pods only: a Job's pod with the same labels is not why it is short.
-            if let Some((p, f)) = pods.iter().find_map(|p| {
-                let pod = observed::Pod::at(p, ctx.now);
-                if !pod.selected_by(kind, name) {
-                    return None;
-                }
-                pod.failure().map(|f| (p, f.line))
-            }) {
-                why.push_str(&format!(": pod {} {f}", obj::name(p)));
-            }
-        }
-        Some(why)
+        short_of_replicas(ctx, w, &events, (want, ready)).await?
     } else {
         // All ready, but pods still changing: its clients' connections move with them, and a
         // restart of a client now may reconnect to pods on their way out.
@@ -190,11 +225,6 @@ async fn workload_state(
             .map(|why| format!("{kind} {name} is rolling out: {why}"))
     };
     // The latest scaling of it, from its controller's events; else its own last write.
-    let events = if Some(ns) == ctx.ns.as_deref() {
-        ctx.all_events.clone()
-    } else {
-        ctx.list_or_empty("Event", Some(ns)).await?
-    };
     let scaled = events
         .iter()
         .filter(|e| {
