@@ -657,3 +657,53 @@ async fn a_backend_pod_still_starting_does_not_refuse_its_clients_restart() {
     assert_eq!(restart(&a), None, "{:?}", a.rca);
     assert!(a.rca.needs_human_review, "{:?}", a.rca);
 }
+
+/// Issue 43: a drain the dependency graph proposes (the node the root's pods fail on is the
+/// common factor) is vetted for room elsewhere as the rules' own drains are, as
+/// `drain.capacity-elsewhere` asks: a pod the node runs that is pinned to it fits on no other
+/// node, and a human decides.
+#[tokio::test]
+async fn a_drain_the_graph_proposes_leaves_no_pod_nowhere_to_go() {
+    common::init();
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/unseen/node-readonly-rootfs");
+    let text = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
+    let drain = |a: &kubemedic::domain::Analysis| {
+        let target = a.rca.root_cause_analysis.remediation_target.as_ref();
+        a.proposal
+            .as_ref()
+            .map(|p| (p.action_type.to_string(), target.map(|t| t.name.clone())))
+    };
+    let node = "ip-10-20-9-13.eu-west-1.compute.internal";
+    let a = analyse(&dir, text.clone()).await;
+    assert_eq!(
+        drain(&a),
+        Some(("CordonDrainNode".to_owned(), Some(node.to_owned())))
+    );
+    // price-feed's pod on that node is pinned to it.
+    let bound = format!("  nodeName: {node}\n");
+    let pinned: Vec<String> = text
+        .split("\n---\n")
+        .map(|d| {
+            if d.contains("\nkind: Pod\n") && d.contains("\n  name: price-feed-6867548676-qfqng\n")
+            {
+                assert!(d.contains(&bound), "{d}");
+                d.replace(
+                    &bound,
+                    &format!("{bound}  nodeSelector:\n    kubernetes.io/hostname: {node}\n"),
+                )
+            } else {
+                d.to_owned()
+            }
+        })
+        .collect();
+    let a = analyse(&dir, pinned.join("\n---\n")).await;
+    assert_eq!(drain(&a), None);
+    assert!(a.rca.needs_human_review, "{:?}", a.rca);
+    let why = a.rca.human_review_reason.clone().unwrap_or_default()
+        + &a.rca.root_cause_analysis.investigation_analysis;
+    assert!(
+        why.contains("nowhere to go") && why.contains("price-feed"),
+        "{why}"
+    );
+}

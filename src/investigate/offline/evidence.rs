@@ -80,7 +80,9 @@ pub(super) struct Evidence {
     /// proofs judge it), whether a failing pod's node is the common factor (what
     /// `delete.node-not-at-fault` asks), and where more replicas could go. The pods heed their
     /// namespace's events: the incident's, and another's where a pod starts on a node judged.
-    pub cluster_pods: Vec<observed::Pod>,
+    /// `None` when they were not read (not asked for, or the list was refused): nothing is
+    /// judged free of what they would show.
+    pub cluster_pods: Option<Vec<observed::Pod>>,
     /// The nodes the root's pods fail on whose events were not read (beyond
     /// [`FAILING_NODES_JUDGED`]): whether one is at fault is not known there.
     pub node_events_unread: Vec<String>,
@@ -415,7 +417,7 @@ pub(super) async fn gather(
         metrics: None,
         nodes: vec![],
         port_holders: vec![],
-        cluster_pods: vec![],
+        cluster_pods: None,
         node_events_unread: vec![],
         storage_class: None,
         configmap_writes: BTreeMap::new(),
@@ -807,7 +809,7 @@ pub(super) async fn gather(
                 ev.port_holders = PortHolder::find(&all, &wanted, p.name());
             }
         }
-        ev.cluster_pods = all;
+        ev.cluster_pods = r.ok.then_some(all);
     }
     Ok(Some(ev))
 }

@@ -47,12 +47,9 @@ pub(super) fn alerted_unmet(ev: &Evidence) -> Vec<String> {
 
 /// The root's failing pods whose node is the common factor of the failures
 /// ([`findings::Replacement::node_not_at_fault`]), judged on the pods the evidence read in
-/// every namespace; none when it read none.
+/// every namespace. When it did not read them, no failing pod's node is judged free of fault.
 pub(super) fn node_at_fault(ev: &Evidence) -> BTreeMap<String, Vec<String>> {
     let mut out = BTreeMap::new();
-    if ev.cluster_pods.is_empty() {
-        return out;
-    }
     let replicas = ev.workload.as_ref().and_then(|w| w.replicas);
     for p in ev.pods.iter().filter(|p| p.failing()) {
         let Some(name) = p.observed.node.as_deref() else {
@@ -68,22 +65,29 @@ pub(super) fn node_at_fault(ev: &Evidence) -> BTreeMap<String, Vec<String>> {
             );
             continue;
         }
+        let Some(cluster) = ev.cluster_pods.as_deref() else {
+            out.insert(
+                p.name().to_owned(),
+                vec![format!(
+                    "the pods of every namespace were not read: whether node {name} is at fault is not known"
+                )],
+            );
+            continue;
+        };
         let replacement = findings::Replacement::of(
             &p.observed,
             ev.pods.iter().map(|p| &p.observed),
             replicas,
             None,
         );
-        let on_node: Vec<observed::Pod> = ev
-            .cluster_pods
+        let on_node: Vec<observed::Pod> = cluster
             .iter()
             .filter(|q| q.node.as_deref() == Some(name))
             .cloned()
             .collect();
         let node = ev.nodes.iter().find(|n| n.name == name);
         let flaps = node_flaps(ev, name);
-        if let Err(lines) =
-            replacement.node_not_at_fault(node, flaps.as_deref(), &on_node, &ev.cluster_pods)
+        if let Err(lines) = replacement.node_not_at_fault(node, flaps.as_deref(), &on_node, cluster)
         {
             out.insert(p.name().to_owned(), lines);
         }
@@ -92,15 +96,15 @@ pub(super) fn node_at_fault(ev: &Evidence) -> BTreeMap<String, Vec<String>> {
 }
 
 /// For each node a drain may be proposed for (the root node, the nodes the root's pods fail
-/// on: the rules' and the graph's candidates) whose pods the evidence read, the pods a drain
-/// of it would leave nowhere to go ([`drain_nowhere`]), where some would.
+/// on: the rules' and the graph's candidates), when the evidence read the cluster's pods, the
+/// pods a drain of it would leave nowhere to go ([`drain_nowhere`]); empty when they all fit.
 pub(super) fn drains_nowhere(
     ev: &Evidence,
     root_node: Option<&str>,
 ) -> BTreeMap<String, Vec<String>> {
-    if ev.cluster_pods.is_empty() {
+    let Some(cluster) = ev.cluster_pods.as_deref() else {
         return BTreeMap::new();
-    }
+    };
     let mut nodes: Vec<&str> = ev
         .pods
         .iter()
@@ -112,22 +116,20 @@ pub(super) fn drains_nowhere(
     nodes.dedup();
     nodes
         .into_iter()
-        .map(|n| (n.to_owned(), drain_nowhere(ev, n)))
-        .filter(|(_, nowhere)| !nowhere.is_empty())
+        .map(|n| (n.to_owned(), drain_nowhere(ev, cluster, n)))
         .collect()
 }
 
 /// The pods on node `node` a drain would move ([`observed::Pod::drain_moves`]) that fit on no
 /// other node beside the pods bound there ([`findings::placement`]), from the pods the evidence
-/// read in every namespace.
-fn drain_nowhere(ev: &Evidence, node: &str) -> Vec<String> {
-    let moved: Vec<&observed::Pod> = ev
-        .cluster_pods
+/// read in every namespace (`cluster`).
+fn drain_nowhere(ev: &Evidence, cluster: &[observed::Pod], node: &str) -> Vec<String> {
+    let moved: Vec<&observed::Pod> = cluster
         .iter()
         .filter(|p| p.node.as_deref() == Some(node) && p.drain_moves())
         .collect();
     let others: Vec<&observed::Node> = ev.nodes.iter().filter(|n| n.name != node).collect();
-    findings::placement(&moved, &others, &ev.cluster_pods)
+    findings::placement(&moved, &others, cluster)
         .err()
         .unwrap_or_default()
 }
@@ -190,6 +192,7 @@ pub(super) fn memory_short(ev: &Evidence) -> BTreeMap<String, String> {
             let here: Vec<observed::Pod> = if events.iter().any(|e| e.reason == "SystemOOM") {
                 ev.cluster_pods
                     .iter()
+                    .flatten()
                     .filter(|p| p.node.as_deref() == Some(name.as_str()))
                     .cloned()
                     .collect()

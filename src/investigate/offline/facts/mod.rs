@@ -91,8 +91,8 @@ pub(super) struct Facts {
     pub nodes: Vec<NodeFacts>,
     /// Per node a drain may be proposed for (the root node, a node the root's pods fail on),
     /// the pods a drain would move that fit on no other node, each with why
-    /// ([`findings::placement`], what `drain.capacity-elsewhere` asks); a node is absent when
-    /// they all fit or its pods were not read.
+    /// ([`findings::placement`], what `drain.capacity-elsewhere` asks); empty when they all
+    /// fit, absent when the pods were not read.
     pub drain_nowhere: BTreeMap<String, Vec<String>>,
     /// Per container of the root's pods, why a node it was OOM-killed on lately (else one its
     /// pods run on) ran short of memory itself, when one did ([`findings::node_took_memory`], what `memory.killed-by-own-limit`
@@ -424,6 +424,7 @@ impl Facts {
         let in_the_way = ev
             .cluster_pods
             .iter()
+            .flatten()
             .filter(|p| {
                 p.host_ports().iter().any(|hp| spec.host_ports.contains(hp))
                     || spec.anti_affinity.iter().any(|t| {

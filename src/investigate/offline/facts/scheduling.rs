@@ -56,8 +56,11 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
         let [key] = keys.into_iter().collect::<Vec<_>>()[..] else {
             continue;
         };
-        let bound: Vec<observed::Pod> = ev
-            .cluster_pods
+        // The room it has left is unknown without the pods bound there: not judged to fit.
+        let Some(cluster) = ev.cluster_pods.as_deref() else {
+            continue;
+        };
+        let bound: Vec<observed::Pod> = cluster
             .iter()
             .filter(|p| p.node.as_deref() == Some(n.name.as_str()))
             .cloned()
@@ -66,7 +69,7 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
         let nodes: Vec<&observed::Node> = ev.nodes.iter().collect();
         let own = crate::cluster::obj::namespace(&observed.observed.raw).unwrap_or_default();
         if findings::blockers(spec, n, room, &ev.port_holders, Some((key, None))).is_empty() {
-            match findings::repelled(spec, own, n, &nodes, &ev.cluster_pods) {
+            match findings::repelled(spec, own, n, &nodes, cluster) {
                 None => fits_untainted.push(n.name.clone()),
                 Some(b) => {
                     repelled_untainted.insert(n.name.clone(), b.to_string());

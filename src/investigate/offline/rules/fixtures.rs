@@ -258,7 +258,7 @@ impl Incident {
             metrics: None,
             nodes: vec![],
             port_holders: vec![],
-            cluster_pods: vec![],
+            cluster_pods: Some(vec![]),
             node_events_unread: vec![],
             alerted: vec![],
             storage_class: None,
@@ -332,14 +332,17 @@ impl Incident {
 
     /// A pod of another namespace running on node `node`, requesting `cpu`.
     pub fn bound_on(mut self, node: &str, cpu: &str) -> Self {
-        let n = self.ev.cluster_pods.len();
-        self.ev.cluster_pods.push(observed::Pod::parse(&json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("batch-{n}"), "namespace": "batch"},
-            "spec": {"nodeName": node, "containers": [{"name": "work", "image": "batch:1",
-                "resources": {"requests": {"cpu": cpu}}}]},
-            "status": {"phase": "Running"},
-        })));
+        let n = self.ev.cluster_pods.as_ref().map_or(0, Vec::len);
+        self.ev
+            .cluster_pods
+            .get_or_insert_with(Vec::new)
+            .push(observed::Pod::parse(&json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("batch-{n}"), "namespace": "batch"},
+                "spec": {"nodeName": node, "containers": [{"name": "work", "image": "batch:1",
+                    "resources": {"requests": {"cpu": cpu}}}]},
+                "status": {"phase": "Running"},
+            })));
         self
     }
 
@@ -642,14 +645,26 @@ impl Incident {
     /// incident's own included when a test wants them there.
     pub fn in_cluster(mut self, pod: PodFixture) -> Self {
         let now = self.ev.now;
-        self.ev.cluster_pods.push(observed::Pod::at(&pod.0, now));
+        self.ev
+            .cluster_pods
+            .get_or_insert_with(Vec::new)
+            .push(observed::Pod::at(&pod.0, now));
+        self
+    }
+
+    /// The pods of every namespace were not read (the list was refused).
+    pub fn cluster_unread(mut self) -> Self {
+        self.ev.cluster_pods = None;
         self
     }
 
     /// A pod, as the API server sent it, among the pods of every namespace the evidence read.
     pub fn in_cluster_raw(mut self, raw: Value) -> Self {
         let now = self.ev.now;
-        self.ev.cluster_pods.push(observed::Pod::at(&raw, now));
+        self.ev
+            .cluster_pods
+            .get_or_insert_with(Vec::new)
+            .push(observed::Pod::at(&raw, now));
         self
     }
 

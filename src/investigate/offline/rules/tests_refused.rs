@@ -489,6 +489,19 @@ fn the_last_schedulable_node_is_not_drained() {
     );
 }
 
+/// Issue 43: where the pods of every namespace were not read (the list refused), nothing is
+/// judged to fit elsewhere, as the drain's proof (`drain.capacity-elsewhere`) would not judge
+/// it either: before, an unread list passed as "all fit".
+#[test]
+fn a_node_whose_pods_were_not_read_is_not_drained() {
+    let ready = json!([{"type": "Ready", "status": "True"}]);
+    let d = Incident::node("node-1", ready, &["node-2"])
+        .node_flapped("node-1", 4, 5)
+        .cluster_unread()
+        .diagnosis();
+    to_a_human(&d, "NodeFlapping", "the pods on node node-1 were not read");
+}
+
 /// Issue 43: the rollout rule blames the new revision only when the failures are its alone, as
 /// the rollback's proof asks (`rollback.failures-began-after-revision`): a pod of an older
 /// revision failing as well is not undone by returning to the previous one.

@@ -209,10 +209,15 @@ fn drain(f: &Facts, node: Option<&str>) -> Option<String> {
             "no other node of {total} is ready and schedulable: draining node {node} leaves its pods nowhere to run; a human adds capacity or repairs the node"
         ));
     }
-    f.drain_nowhere.get(node).map(|nowhere| {
-        format!(
+    match f.drain_nowhere.get(node) {
+        Some(nowhere) if nowhere.is_empty() => None,
+        Some(nowhere) => Some(format!(
             "draining node {node} would leave pods it runs nowhere to go ({}): a human adds capacity or repairs the node",
             nowhere.join("; ")
-        )
-    })
+        )),
+        // Not judged (fail closed): what runs there may fit nowhere else.
+        None => Some(format!(
+            "the pods on node {node} were not read: whether a drain leaves them somewhere to go is unknown; a human decides"
+        )),
+    }
 }
