@@ -1070,6 +1070,8 @@ async fn seeded_history_reaches_the_prompt_with_its_warnings() {
         effectiveness_score: Some(score),
         pre_remediation_spec_hash: Some(current.clone()),
         post_remediation_spec_hash: Some(current.clone()),
+        pre_remediation_drift_hash: None,
+        post_remediation_drift_hash: None,
         signal_resolved: Some(false),
         assessment_reason: None,
         health_checks: None,

@@ -231,6 +231,19 @@ async fn a_staged_bad_rollout_is_rolled_back_verified_and_remembered_exactly_onc
     assert_eq!(history[0].workflow_type, "RollbackDeployment");
     assert_eq!(history[0].signal_resolved, Some(true));
     assert!(history[0].effectiveness_score.unwrap() >= 0.7);
+    // Its configuration as the history compares it for an autoscaled target: the spec's hashes
+    // without `replicas` before and after, beside the whole spec's.
+    let (pre, post) = (
+        history[0].pre_remediation_drift_hash.as_deref(),
+        history[0].post_remediation_drift_hash.as_deref(),
+    );
+    assert!(
+        pre.is_some_and(|h| h.starts_with("sha256:"))
+            && post.is_some_and(|h| h.starts_with("sha256:"))
+            && pre != post
+            && pre != history[0].pre_remediation_spec_hash.as_deref(),
+        "{history:#?}"
+    );
     // Counted where an operator looks.
     let metrics = d
         .client

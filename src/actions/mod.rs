@@ -427,6 +427,7 @@ mod tests {
             parameters: Default::default(),
             dry_run: false,
             pre_spec_hash: None,
+            pre_drift_hash: None,
             before: None,
             post_spec_hash: None,
             post_drift_hash: None,

@@ -44,6 +44,11 @@ pub struct ResourceContext {
     /// `sha256:<hex>` of the root owner's `.spec` in canonical form.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_hash: Option<String>,
+    /// The same without `replicas` ([`drift_hash`]), when an autoscaler sets the root's replica
+    /// count ([`super::autoscaled`]): what the history compares, its scaling being nobody's
+    /// change to the configuration. Kept out of what the model reads.
+    #[serde(skip)]
+    pub autoscaled_drift_hash: Option<String>,
     pub detected_labels: DetectedLabels,
     /// Why the chain stopped early, if it did (an owner not found or not readable).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -236,10 +241,17 @@ impl ContextResolver {
         let detected_labels = self
             .detect(&root, &chain_objects, namespace.as_deref())
             .await?;
+        let autoscaled = match super::autoscaled(self.reader.as_ref(), &root_owner).await {
+            Ok(a) => a,
+            Err(e) if e.is_unreachable() => return Err(e),
+            // Not known: every field of the spec counts, as for a target nothing scales.
+            Err(_) => false,
+        };
         let context = Arc::new(ResourceContext {
             target: Target::new(res.kind.clone(), name, namespace.clone()),
             root_api_version: str_at(&root, &["apiVersion"]).unwrap_or("").to_owned(),
             spec_hash: root.get("spec").map(spec_hash),
+            autoscaled_drift_hash: root.get("spec").filter(|_| autoscaled).map(drift_hash),
             root_owner,
             owner_chain,
             detected_labels,

@@ -132,6 +132,10 @@ pub struct Execution {
     /// `sha256:…` of the target's spec before the first write.
     #[serde(default)]
     pub pre_spec_hash: Option<String>,
+    /// The same, without the fields autoscalers own (`replicas`): what the history compares
+    /// for a target an autoscaler scales.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_drift_hash: Option<String>,
     /// The target's pods before the first write, for verification to tell whether the
     /// remediation made things worse (workloads only).
     #[serde(default, skip_serializing_if = "Option::is_none")]

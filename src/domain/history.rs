@@ -49,6 +49,13 @@ pub struct HistoryRecord {
     pub effectiveness_score: Option<f64>,
     pub pre_remediation_spec_hash: Option<String>,
     pub post_remediation_spec_hash: Option<String>,
+    /// The same spec hashes without `replicas` ([`crate::cluster::context::drift_hash`]): what
+    /// the history compares for a target an autoscaler scales, whose scaling is nobody's change
+    /// to its configuration. Absent in records written before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_remediation_drift_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_remediation_drift_hash: Option<String>,
     pub signal_resolved: Option<bool>,
     /// e.g. `SpecDrift` when the spec changed during the assessment window.
     #[serde(default, with = "history_spelling")]
@@ -88,6 +95,11 @@ pub struct HistoryEntry {
     pub pre_remediation_spec_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_remediation_spec_hash: Option<String>,
+    /// Tier 1 of an autoscaled target only: the hashes without `replicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_remediation_drift_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub post_remediation_drift_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_checks: Option<Value>,
 }
@@ -103,6 +115,10 @@ pub struct Tier {
 pub struct HistoryContext {
     pub target_resource: String,
     pub current_spec_hash: Option<String>,
+    /// The current spec's hash without `replicas`, for a target an autoscaler scales: its
+    /// scaling leaves the configuration the history compares as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_drift_hash: Option<String>,
     pub regression_detected: bool,
     pub tier1: Tier,
     pub tier2: Tier,

@@ -20,11 +20,10 @@ use serde_json::Value;
 
 use super::{CAP_RETRY, ExecutionStage, SLOT, guardrails, store_unavailable};
 use crate::catalog::{Engine, Workflow, parameters, substitute};
-use crate::cluster::context::spec_hash;
+use crate::cluster::context::{drift_hash, spec_hash};
 use crate::domain::{
     AuditDraft, EngineKind, Execution, ExecutionOutcome, ExecutionPayload, Phase, PrepareDetail,
-    Proof, RemediationRequest, SelectedWorkflow, StageError, StageOutcome, Target, TargetHealth,
-    Waiting,
+    Proof, RemediationRequest, SelectedWorkflow, StageError, StageOutcome, Target, Waiting,
 };
 use crate::execute::{Block, BlockKind};
 
@@ -93,7 +92,9 @@ impl ExecutionStage {
                 Err(outcome) => return Ok(Admission::Ended(Box::new(outcome))),
             }
         };
-        (execution.pre_spec_hash, execution.before) = self.intent_zero(request, &target).await?;
+        let prepared = self.intent_zero(request, &target).await?;
+        execution.pre_drift_hash = prepared.pre_spec.as_ref().map(drift_hash);
+        (execution.pre_spec_hash, execution.before) = (prepared.pre_spec_hash, prepared.before);
         Ok(Admission::Admitted(Box::new(Admitted {
             workflow,
             params,
@@ -163,6 +164,7 @@ impl ExecutionStage {
             parameters: params.clone(),
             dry_run: self.settings.dry_run,
             pre_spec_hash: None,
+            pre_drift_hash: None,
             before: None,
             post_spec_hash: None,
             post_drift_hash: None,
@@ -340,7 +342,7 @@ impl ExecutionStage {
         &self,
         request: &RemediationRequest,
         target: &Target,
-    ) -> Result<(Option<String>, Option<TargetHealth>), StageError> {
+    ) -> Result<PrepareDetail, StageError> {
         let object = self.current_object(target).await?;
         let spec = object.as_ref().and_then(|o| o.get("spec")).cloned();
         let pre = spec.as_ref().map(spec_hash);
@@ -365,7 +367,6 @@ impl ExecutionStage {
             .await
             .map_err(store_unavailable)?;
         // What the first pass recorded, when this run resumes one.
-        let recorded = PrepareDetail::read(&intent.detail);
-        Ok((recorded.pre_spec_hash, recorded.before))
+        Ok(PrepareDetail::read(&intent.detail))
     }
 }

@@ -239,6 +239,8 @@ mod tests {
             effectiveness_score: Some(score),
             pre_remediation_spec_hash: None,
             post_remediation_spec_hash: None,
+            pre_remediation_drift_hash: None,
+            post_remediation_drift_hash: None,
             signal_resolved: Some(score >= 0.7),
             assessment_reason: Some(AssessmentReason::Full),
             health_checks: None,

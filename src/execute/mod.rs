@@ -399,6 +399,8 @@ impl ExecutionStage {
             effectiveness_score: None,
             pre_remediation_spec_hash: execution.pre_spec_hash.clone(),
             post_remediation_spec_hash: execution.post_spec_hash.clone(),
+            pre_remediation_drift_hash: execution.pre_drift_hash.clone(),
+            post_remediation_drift_hash: execution.post_drift_hash.clone(),
             signal_resolved: None,
             assessment_reason: None,
             health_checks: None,

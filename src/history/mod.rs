@@ -116,11 +116,45 @@ impl RemediationHistory for InMemoryHistory {
     }
 }
 
-fn hash_match(r: &HistoryRecord, current: Option<&str>) -> HashMatch {
-    match current {
-        Some(h) if r.pre_remediation_spec_hash.as_deref() == Some(h) => HashMatch::PreRemediation,
-        Some(h) if r.post_remediation_spec_hash.as_deref() == Some(h) => HashMatch::PostRemediation,
-        _ => HashMatch::None,
+/// The current spec as the history compares it: its hash, and for a target an autoscaler
+/// scales, its hash without `replicas` ([`crate::cluster::context::drift_hash`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CurrentSpec<'a> {
+    pub hash: Option<&'a str>,
+    /// Only for an autoscaled target: its scaling is nobody's change to the configuration.
+    pub autoscaled_drift: Option<&'a str>,
+}
+
+impl<'a> CurrentSpec<'a> {
+    /// A target nothing scales: every field of the spec counts.
+    pub fn of(hash: Option<&'a str>) -> Self {
+        Self {
+            hash,
+            autoscaled_drift: None,
+        }
+    }
+
+    /// Whether a recorded spec (its hash, and its hash without `replicas`) is this one:
+    /// the same hash, or, for an autoscaled target, the same hash without `replicas`
+    /// (`context::unchanged_spec`'s rule).
+    fn is(&self, full: Option<&str>, drift: Option<&str>) -> bool {
+        (full.is_some() && full == self.hash) || (drift.is_some() && drift == self.autoscaled_drift)
+    }
+}
+
+fn hash_match(r: &HistoryRecord, current: CurrentSpec) -> HashMatch {
+    if current.is(
+        r.pre_remediation_spec_hash.as_deref(),
+        r.pre_remediation_drift_hash.as_deref(),
+    ) {
+        HashMatch::PreRemediation
+    } else if current.is(
+        r.post_remediation_spec_hash.as_deref(),
+        r.post_remediation_drift_hash.as_deref(),
+    ) {
+        HashMatch::PostRemediation
+    } else {
+        HashMatch::None
     }
 }
 
@@ -128,14 +162,15 @@ fn hash_match(r: &HistoryRecord, current: Option<&str>) -> HashMatch {
 /// Tier 2: older ones (to 90 d) whose spec matches the current one, summarised.
 pub fn build_context(
     target: &Target,
-    current_spec_hash: Option<&str>,
+    current: CurrentSpec,
     records: &[HistoryRecord],
     now: DateTime<Utc>,
 ) -> HistoryContext {
     let mut tier1 = Vec::new();
     let mut tier2 = Vec::new();
+    let autoscaled = current.autoscaled_drift.is_some();
     for r in records {
-        let m = hash_match(r, current_spec_hash);
+        let m = hash_match(r, current);
         let age = now - r.completed_at;
         if age <= TIER1_WINDOW {
             tier1.push(HistoryEntry {
@@ -149,6 +184,14 @@ pub fn build_context(
                 assessment_reason: r.assessment_reason,
                 pre_remediation_spec_hash: r.pre_remediation_spec_hash.clone(),
                 post_remediation_spec_hash: r.post_remediation_spec_hash.clone(),
+                pre_remediation_drift_hash: r
+                    .pre_remediation_drift_hash
+                    .clone()
+                    .filter(|_| autoscaled),
+                post_remediation_drift_hash: r
+                    .post_remediation_drift_hash
+                    .clone()
+                    .filter(|_| autoscaled),
                 health_checks: r.health_checks.clone(),
             });
         } else if age <= HISTORY_WINDOW && m != HashMatch::None {
@@ -163,6 +206,8 @@ pub fn build_context(
                 assessment_reason: r.assessment_reason,
                 pre_remediation_spec_hash: None,
                 post_remediation_spec_hash: None,
+                pre_remediation_drift_hash: None,
+                post_remediation_drift_hash: None,
                 health_checks: None,
             });
         }
@@ -173,7 +218,8 @@ pub fn build_context(
         .any(|e| e.hash_match == HashMatch::PreRemediation);
     HistoryContext {
         target_resource: target.to_string(),
-        current_spec_hash: current_spec_hash.map(str::to_owned),
+        current_spec_hash: current.hash.map(str::to_owned),
+        current_drift_hash: current.autoscaled_drift.map(str::to_owned),
         regression_detected,
         tier1: Tier {
             window: "24h".into(),
@@ -216,20 +262,30 @@ pub fn ineffective_tries(h: &HistoryContext, action_type: &str) -> usize {
         .iter()
         .map(|e| e.hash_match != HashMatch::None)
         .collect();
-    // Walk the chain back from the current spec, newest first.
-    let mut at = h.current_spec_hash.clone();
+    // Walk the chain back from the current spec, newest first (for an autoscaled target, by
+    // the hashes without `replicas` as well).
+    let mut at = (h.current_spec_hash.clone(), h.current_drift_hash.clone());
     let mut order: Vec<usize> = (0..entries.len()).collect();
     order.sort_by_key(|i| std::cmp::Reverse(entries[*i].completed_at));
-    while let Some(cur) = at.take() {
-        let Some(pos) = order
-            .iter()
-            .position(|&i| entries[i].post_remediation_spec_hash.as_deref() == Some(cur.as_str()))
-        else {
+    while at.0.is_some() || at.1.is_some() {
+        let here = CurrentSpec {
+            hash: at.0.as_deref(),
+            autoscaled_drift: at.1.as_deref(),
+        };
+        let Some(pos) = order.iter().position(|&i| {
+            here.is(
+                entries[i].post_remediation_spec_hash.as_deref(),
+                entries[i].post_remediation_drift_hash.as_deref(),
+            )
+        }) else {
             break;
         };
         let i = order.remove(pos);
         counted[i] = true;
-        at = entries[i].pre_remediation_spec_hash.clone();
+        at = (
+            entries[i].pre_remediation_spec_hash.clone(),
+            entries[i].pre_remediation_drift_hash.clone(),
+        );
     }
     counted.iter().filter(|c| **c).count()
 }
@@ -353,6 +409,8 @@ mod tests {
             effectiveness_score: Some(score),
             pre_remediation_spec_hash: Some(pre.into()),
             post_remediation_spec_hash: Some(post.into()),
+            pre_remediation_drift_hash: None,
+            post_remediation_drift_hash: None,
             signal_resolved: Some(resolved),
             assessment_reason: None,
             health_checks: None,
@@ -409,7 +467,12 @@ mod tests {
                 true,
             ),
         ];
-        let ctx = build_context(&t, Some("sha256:AAA"), &records, Utc::now());
+        let ctx = build_context(
+            &t,
+            CurrentSpec::of(Some("sha256:AAA")),
+            &records,
+            Utc::now(),
+        );
         assert!(ctx.regression_detected);
         let m: Vec<HashMatch> = ctx.tier1.chain.iter().map(|e| e.hash_match).collect();
         assert_eq!(
@@ -441,7 +504,7 @@ mod tests {
         drift.assessment_reason = Some(AssessmentReason::SpecDrift);
         records.push(drift);
         records.push(record("e", 2, "RollbackDeployment", 0.5, "h2", "h3", true));
-        let ctx = build_context(&t, Some("h9"), &records, Utc::now());
+        let ctx = build_context(&t, CurrentSpec::of(Some("h9")), &records, Utc::now());
         let kinds: Vec<String> = warnings(&ctx).into_iter().map(|w| w.kind).collect();
         for k in [
             "declining_effectiveness",
@@ -469,6 +532,8 @@ mod tests {
             effectiveness_score: Some(0.1),
             pre_remediation_spec_hash: Some(pre.into()),
             post_remediation_spec_hash: Some(post.into()),
+            pre_remediation_drift_hash: None,
+            post_remediation_drift_hash: None,
             signal_resolved: Some(resolved),
             assessment_reason: Some(AssessmentReason::Full),
             health_checks: None,
@@ -477,7 +542,7 @@ mod tests {
 
     fn tries_count(current: &str, records: &[HistoryRecord]) -> usize {
         let target = Target::new("Deployment", "api", Some("shop".into()));
-        let h = build_context(&target, Some(current), records, Utc::now());
+        let h = build_context(&target, CurrentSpec::of(Some(current)), records, Utc::now());
         ineffective_tries(&h, "IncreaseMemoryLimits")
     }
 
@@ -517,7 +582,7 @@ mod tests {
             tried("rr-2", 2, "h128", "h256", false),
         ];
         let warned = |current: &str| {
-            let h = build_context(&target, Some(current), &tries, Utc::now());
+            let h = build_context(&target, CurrentSpec::of(Some(current)), &tries, Utc::now());
             warnings(&h)
                 .iter()
                 .any(|w| w.kind == "repeated_ineffective_remediation")
@@ -526,5 +591,45 @@ mod tests {
         assert_eq!(tries_count("h256", &tries), 2);
         assert!(!warned("h999"));
         assert_eq!(tries_count("h999", &tries), 0);
+    }
+
+    /// Issue 43: an autoscaler scaling the target after two ineffective memory raises changes
+    /// its spec's hash, not its configuration (`context::unchanged_spec`): the tries still count,
+    /// by the hashes without `replicas`, and regressions are still seen. A target nothing scales
+    /// keeps every field: a count set by hand is somebody's change.
+    #[test]
+    fn an_autoscalers_scaling_hides_no_ineffective_try() {
+        let target = Target::new("Deployment", "api", Some("shop".into()));
+        let with_drift = |mut r: HistoryRecord, pre: &str, post: &str| {
+            r.pre_remediation_drift_hash = Some(pre.into());
+            r.post_remediation_drift_hash = Some(post.into());
+            r
+        };
+        // 64 → 128 → 256 Mi at 3 replicas; the autoscaler has since set 5.
+        let tries = [
+            with_drift(tried("rr-1", 3, "h64x3", "h128x3", false), "d64", "d128"),
+            with_drift(tried("rr-2", 2, "h128x3", "h256x3", false), "d128", "d256"),
+        ];
+        let context = |drift: Option<&str>| {
+            let current = CurrentSpec {
+                hash: Some("h256x5"),
+                autoscaled_drift: drift,
+            };
+            build_context(&target, current, &tries, Utc::now())
+        };
+        let scaled = context(Some("d256"));
+        assert_eq!(ineffective_tries(&scaled, "IncreaseMemoryLimits"), 2);
+        assert!(
+            warnings(&scaled)
+                .iter()
+                .any(|w| w.kind == "repeated_ineffective_remediation")
+        );
+        assert_eq!(ineffective_tries(&context(None), "IncreaseMemoryLimits"), 0);
+        // Back at 64 Mi, 5 replicas: a regression to a spec already remediated.
+        let current = CurrentSpec {
+            hash: Some("h64x5"),
+            autoscaled_drift: Some("d64"),
+        };
+        assert!(build_context(&target, current, &tries, Utc::now()).regression_detected);
     }
 }

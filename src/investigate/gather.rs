@@ -20,7 +20,7 @@ use crate::domain::{
     HistoryContext, LearnedPattern, RcaResult, RemediationRequest, SignalMode, Signature,
     SignatureFacts, Target,
 };
-use crate::history::{RemediationHistory, build_context, patterns};
+use crate::history::{CurrentSpec, RemediationHistory, build_context, patterns};
 
 /// The namespace the signal is about (target namespace, else its `namespace` label).
 pub fn signal_namespace(req: &RemediationRequest) -> Option<String> {
@@ -145,7 +145,10 @@ pub async fn history(
     let records = provider.records(&ctx.root_owner, now).await.ok()?;
     Some(build_context(
         &ctx.root_owner,
-        ctx.spec_hash.as_deref(),
+        CurrentSpec {
+            hash: ctx.spec_hash.as_deref(),
+            autoscaled_drift: ctx.autoscaled_drift_hash.as_deref(),
+        },
         &records,
         now,
     ))

@@ -808,6 +808,8 @@ impl Stage for VerificationStage {
             effectiveness_score: assessment.score,
             pre_remediation_spec_hash: execution.pre_spec_hash.clone(),
             post_remediation_spec_hash: execution.post_spec_hash.clone(),
+            pre_remediation_drift_hash: execution.pre_drift_hash.clone(),
+            post_remediation_drift_hash: execution.post_drift_hash.clone(),
             signal_resolved: Some(assessment.signal_resolved),
             assessment_reason: Some(assessment.reason),
             health_checks: Some(json!({

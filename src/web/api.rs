@@ -208,7 +208,12 @@ pub async fn target_history(
     let current = records
         .last()
         .and_then(|r| r.post_remediation_spec_hash.clone());
-    let context = crate::history::build_context(&target, current.as_deref(), &records, now);
+    let context = crate::history::build_context(
+        &target,
+        crate::history::CurrentSpec::of(current.as_deref()),
+        &records,
+        now,
+    );
     let warnings = crate::history::warnings(&context);
     Ok(Json(json!({
         "target": target,

@@ -242,6 +242,7 @@ impl Incident {
                 root_owner: target,
                 root_api_version: "apps/v1".into(),
                 spec_hash: None,
+                autoscaled_drift_hash: None,
                 detected_labels: DetectedLabels::default(),
                 warnings: vec![],
             })),
