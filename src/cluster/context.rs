@@ -45,7 +45,7 @@ pub struct ResourceContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_hash: Option<String>,
     /// The same without `replicas` ([`drift_hash`]), when an autoscaler sets the root's replica
-    /// count ([`super::autoscaled`]): what the history compares, its scaling being nobody's
+    /// count (`hpaEnabled`): what the history compares, its scaling being nobody's
     /// change to the configuration. Kept out of what the model reads.
     #[serde(skip)]
     pub autoscaled_drift_hash: Option<String>,
@@ -241,12 +241,9 @@ impl ContextResolver {
         let detected_labels = self
             .detect(&root, &chain_objects, namespace.as_deref())
             .await?;
-        let autoscaled = match super::autoscaled(self.reader.as_ref(), &root_owner).await {
-            Ok(a) => a,
-            Err(e) if e.is_unreachable() => return Err(e),
-            // Not known: every field of the spec counts, as for a target nothing scales.
-            Err(_) => false,
-        };
+        // An autoscaler sets its count (not known: every field of the spec counts, as for a
+        // target nothing scales).
+        let autoscaled = detected_labels.hpa_enabled;
         let context = Arc::new(ResourceContext {
             target: Target::new(res.kind.clone(), name, namespace.clone()),
             root_api_version: str_at(&root, &["apiVersion"]).unwrap_or("").to_owned(),
@@ -470,6 +467,32 @@ fn namespace_mesh(ns: &Value) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The history compares an autoscaled root's configuration without `replicas`: the
+    /// resolver gives its hash so, and none for a root nothing scales.
+    #[tokio::test]
+    async fn an_autoscaled_roots_context_carries_its_hash_without_replicas() {
+        let yaml = |hpa: &str| {
+            format!(
+                "apiVersion: kubemedic.io/v1alpha1\nkind: SnapshotInfo\ncapturedAt: \"2026-11-21T12:00:00Z\"\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web, namespace: shop}}\nspec: {{replicas: 3, selector: {{matchLabels: {{app: web}}}}, template: {{metadata: {{labels: {{app: web}}}}, spec: {{containers: [{{name: web, image: web:1}}]}}}}}}\n{hpa}"
+            )
+        };
+        let hpa = "---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web, namespace: shop}\nspec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}, minReplicas: 2, maxReplicas: 6}\n";
+        let spec = serde_json::json!({"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "web:1"}]}}});
+        for (hpa, want) in [(hpa, Some(drift_hash(&spec))), ("", None)] {
+            let Ok(snap) = crate::cluster::SnapshotCluster::from_yaml(&yaml(hpa)) else {
+                panic!("snapshot");
+            };
+            let resolver = ContextResolver::new(Arc::new(snap));
+            let Ok(ctx) = resolver.resolve("Deployment", "web", Some("shop")).await else {
+                panic!("resolve");
+            };
+            assert_eq!(ctx.spec_hash, Some(spec_hash(&spec)));
+            assert_eq!(ctx.autoscaled_drift_hash, want, "hpa: {hpa:?}");
+        }
+    }
 
     #[test]
     fn an_autoscaler_changing_replicas_is_not_drift_but_a_new_template_is() {
