@@ -375,11 +375,23 @@ pub fn room_for_more(
         // One new pod per node (per domain) only where they keep each other off: a host port
         // they all bind, a term that selects their own labels. Kept off other pods only, any
         // number go to a node none of those runs on.
-        let one_each = !ports.is_empty()
-            || apart
-                .iter()
-                .any(|t| t.selects(own, own, Some(&template.labels)));
-        let needed = if one_each {
+        let keeping_apart: Vec<_> = apart
+            .iter()
+            .filter(|t| t.selects(own, own, Some(&template.labels)))
+            .collect();
+        let one_each = !ports.is_empty() || !keeping_apart.is_empty();
+        // A node without the label of any such term's key is in no domain of theirs, as the
+        // scheduler reads it: it takes any number (a host port still takes one per node).
+        let no_domain = ports.is_empty()
+            && placed.iter().any(|p| {
+                nodes.iter().any(|n| {
+                    Some(n.name.as_str()) == p.node.as_deref()
+                        && keeping_apart
+                            .iter()
+                            .all(|t| !n.labels.contains_key(&t.topology_key))
+                })
+            });
+        let needed = if one_each && !no_domain {
             usize::try_from(extra).unwrap_or(usize::MAX)
         } else {
             1
@@ -399,9 +411,10 @@ pub fn room_for_more(
             format!(
                 "its pods bind host port(s) {ports_text}: {free} schedulable node(s) have them free, {needed} new pod(s) need one each"
             )
-        } else if ports.is_empty() && !one_each {
+        } else if ports.is_empty() && (!one_each || no_domain) {
             format!(
-                "its pods' required anti-affinity keeps {apart_text}: {free} schedulable node(s) run none of those pods, the new pods need one"
+                "its pods' required anti-affinity keeps {apart_text}: {free} schedulable node(s) run none of those pods{}, the new pods need one",
+                if no_domain { " (one in no domain of the term, taking any number)" } else { "" }
             )
         } else if ports.is_empty() {
             format!(
@@ -767,6 +780,13 @@ mod tests {
             })
             .collect();
         assert!(!room_for_more(&web, "shop", &[], &nodes, &everywhere, 1).0);
+        // A node without the term's topology label is in no domain: it takes any number.
+        let mut bare = node("n4", "b");
+        bare.labels.remove(host);
+        let with_bare = vec![n1.clone(), n2.clone(), bare];
+        let (room, ev) = room_for_more(&template, "shop", &running, &with_bare, &running, 3);
+        assert!(room, "{ev:?}");
+        assert!(ev.iter().any(|e| e.contains("in no domain")), "{ev:?}");
         // Another namespace's pods are not kept away by a term without namespaces.
         let mut other = pod("quote-3", "n3", host);
         other.raw["metadata"]["namespace"] = json!("staging");
