@@ -32,8 +32,19 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
     let spec = &observed.spec;
     let requests = spec.requests();
     let mut by_blocker: BTreeMap<Blocker, Vec<String>> = BTreeMap::new();
+    let own = crate::cluster::obj::namespace(&observed.observed.raw).unwrap_or_default();
+    let all_nodes: Vec<&observed::Node> = ev.nodes.iter().collect();
     for n in &ev.nodes {
         for b in findings::blockers(spec, n, Room::Allocatable, &ev.port_holders, None) {
+            by_blocker.entry(b).or_default().push(n.name.clone());
+        }
+        // A pod its required anti-affinity keeps away, running in the node's domain (what
+        // `placement` and the taint removal's proof ask of a node for it).
+        if let Some(b) = ev
+            .cluster_pods
+            .as_deref()
+            .and_then(|cluster| findings::repelled(spec, own, n, &all_nodes, cluster))
+        {
             by_blocker.entry(b).or_default().push(n.name.clone());
         }
     }
@@ -66,10 +77,8 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
             .cloned()
             .collect();
         let room = Room::Free(&bound);
-        let nodes: Vec<&observed::Node> = ev.nodes.iter().collect();
-        let own = crate::cluster::obj::namespace(&observed.observed.raw).unwrap_or_default();
         if findings::blockers(spec, n, room, &ev.port_holders, Some((key, None))).is_empty() {
-            match findings::repelled(spec, own, n, &nodes, cluster) {
+            match findings::repelled(spec, own, n, &all_nodes, cluster) {
                 None => fits_untainted.push(n.name.clone()),
                 Some(b) => {
                     repelled_untainted.insert(n.name.clone(), b.to_string());

@@ -83,10 +83,21 @@ fn kept_off_only_by_a_liftable_taint(
                 && u.blockers
                     .iter()
                     .filter(|(_, ns)| ns.contains(n))
-                    .all(|(other, _)| matches!(other, Blocker::Taint { key: k, .. } if k == key))
+                    .all(|(other, _)| taint_or_apart(other, key))
         }),
         _ => false,
     })
+}
+
+/// A taint of `key`, or a pod the pending pod's anti-affinity keeps away: what the taint
+/// removal asks of a node beside the taint is the room left there, anti-affinity included
+/// (`fits_untainted`, `repelled_untainted`).
+fn taint_or_apart(b: &Blocker, key: &str) -> bool {
+    match b {
+        Blocker::Taint { key: k, .. } => k == key,
+        Blocker::AntiAffinity { .. } => true,
+        _ => false,
+    }
 }
 
 /// The nodes carry a taint the pod does not tolerate: remove it, unless Kubernetes set it or
@@ -130,14 +141,15 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
     } else {
         format!("{key}={value}:{effect}")
     };
-    // Nodes the taint keeps the pod off for no other reason.
+    // Nodes the taint keeps the pod off for no other reason by what they allocate (a pod its
+    // anti-affinity keeps away there is asked with the room: `fits_untainted`).
     let only_taint: Vec<&String> = nodes
         .iter()
         .filter(|n| {
             u.blockers
                 .iter()
                 .filter(|(_, ns)| ns.contains(n))
-                .all(|(b, _)| matches!(b, Blocker::Taint { key: k, .. } if *k == key))
+                .all(|(b, _)| taint_or_apart(b, &key))
         })
         .collect();
     // The taint decides only where it is all that keeps the pod off a node; otherwise the
@@ -270,9 +282,19 @@ pub(super) fn pending_scheduling_constraints(f: &Facts) -> Option<Diagnosis> {
         .blockers
         .iter()
         .any(|(b, _)| matches!(b, Blocker::HostPort { .. }));
+    let apart = !u.blockers.is_empty()
+        && u.blockers
+            .iter()
+            .all(|(b, _)| matches!(b, Blocker::AntiAffinity { .. }));
     d.human = Some(if ports {
         format!(
             "pod {} of {} fits no node ({why}); a human must decide which workload owns the host port, or move one of them to another port",
+            u.pod,
+            f.target_text()
+        )
+    } else if apart {
+        format!(
+            "pod {} of {} fits no node ({why}); a human adds a node in a domain none of those pods runs in, or relaxes the required anti-affinity (to preferred)",
             u.pod,
             f.target_text()
         )

@@ -279,6 +279,41 @@ fn a_taint_is_not_removed_for_a_pod_its_anti_affinity_keeps_off_that_node() {
     );
 }
 
+/// Issue 43: the diagnosis of a pod that fits no node lists, per node, the pod its required
+/// anti-affinity keeps away there (`findings::repelled`, as `placement` and the taint
+/// removal's proof ask it), and a human is asked for a node or a relaxed term.
+#[test]
+fn a_pod_its_anti_affinity_keeps_off_every_node_names_who_is_there() {
+    let apart = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "api"}},
+            "topologyKey": "kubernetes.io/hostname"}]}});
+    let mut raw = pod("api-abc-2").revision("abc").pending().raw();
+    raw["metadata"]["labels"]["app"] = json!("api");
+    raw["spec"]["affinity"] = apart;
+    let mut i = Incident::deployment("api")
+        .with_raw_pod(raw.clone())
+        .in_cluster_raw(raw)
+        .node_allocating("n1", "4", "16Gi")
+        .node_allocating("n2", "4", "16Gi");
+    for (name, node) in [("api-abc-0", "n1"), ("api-abc-1", "n2")] {
+        let mut there = pod(name).revision("abc").on(node).raw();
+        there["metadata"]["labels"]["app"] = json!("api");
+        i = i.with_raw_pod(there.clone()).in_cluster_raw(there);
+    }
+    let d = i.diagnosis();
+    to_a_human(
+        &d,
+        "PendingSchedulingConstraints",
+        "n2: pod shop/api-abc-1 runs in its domain, which the pod's required anti-affinity (one per kubernetes.io/hostname among pods app=api) keeps away",
+    );
+    let human = d.human.unwrap_or_default();
+    assert!(
+        human.contains("n1: pod shop/api-abc-0 runs in its domain")
+            && human.contains("relaxes the required anti-affinity"),
+        "{human}"
+    );
+}
+
 /// Issue 43: before a memory limit is raised the rules ask whether the node ran short of memory
 /// itself as `memory.killed-by-own-limit` asks it (`findings::node_took_memory`): from its own
 /// events too, not only its MemoryPressure now. An eviction threshold met twenty minutes ago,
