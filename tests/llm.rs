@@ -1068,8 +1068,10 @@ async fn seeded_history_reaches_the_prompt_with_its_warnings() {
         workflow_id: "restart-rolling".into(),
         outcome: kubemedic::domain::HistoryOutcome::Completed,
         effectiveness_score: Some(score),
+        // Each restart stamped the template; the spec is back at what it was before (a
+        // GitOps sync undid it): a regression.
         pre_remediation_spec_hash: Some(current.clone()),
-        post_remediation_spec_hash: Some(current.clone()),
+        post_remediation_spec_hash: Some(format!("sha256:restarted-{uid}")),
         pre_remediation_drift_hash: None,
         post_remediation_drift_hash: None,
         signal_resolved: Some(false),

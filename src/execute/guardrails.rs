@@ -114,6 +114,9 @@ pub fn effective(r: &HistoryRecord, threshold: f64) -> bool {
 /// The longest run of consecutive remediations where each one's post-remediation spec hash is
 /// the next one's pre-remediation hash, with the same action type and the signal unresolved:
 /// memory raised 64 → 128 → 256 Mi and still OOMKilled, each step a "success" that did not help.
+/// Linked by the hashes without `replicas` too, where both records keep them: an autoscaler
+/// scaling the target between two raises breaks no chain (for an operator's cap, erring toward
+/// linking is the safe side).
 fn forward_chain(history: &[&HistoryRecord]) -> usize {
     let mut best = 0;
     let mut run = 0;
@@ -121,9 +124,11 @@ fn forward_chain(history: &[&HistoryRecord]) -> usize {
     for r in history {
         let unresolved = r.signal_resolved != Some(true);
         let links = prev.is_some_and(|p| {
-            p.workflow_type == r.workflow_type
-                && p.post_remediation_spec_hash.is_some()
-                && p.post_remediation_spec_hash == r.pre_remediation_spec_hash
+            let full = p.post_remediation_spec_hash.is_some()
+                && p.post_remediation_spec_hash == r.pre_remediation_spec_hash;
+            let drift = p.post_remediation_drift_hash.is_some()
+                && p.post_remediation_drift_hash == r.pre_remediation_drift_hash;
+            p.workflow_type == r.workflow_type && (full || drift)
         });
         run = match (unresolved, links) {
             (true, true) => run + 1,
@@ -307,6 +312,26 @@ mod tests {
             b.message.contains("3 remediations in a row"),
             "{}",
             b.message
+        );
+        // An autoscaler scaled the target between the raises: the whole specs do not link,
+        // the specs without replicas do.
+        for (i, e) in h.iter_mut().enumerate() {
+            e.pre_remediation_spec_hash = Some(format!("scaled-{i}-pre"));
+            e.post_remediation_spec_hash = Some(format!("scaled-{i}-post"));
+        }
+        assert!(
+            check(&g, &h, "raise", now()).is_none_or(|b| b.kind != BlockKind::IneffectiveChain)
+        );
+        for (e, (pre, post)) in
+            h.iter_mut()
+                .zip([("d64", "d128"), ("d128", "d256"), ("d256", "d512")])
+        {
+            e.pre_remediation_drift_hash = Some(pre.into());
+            e.post_remediation_drift_hash = Some(post.into());
+        }
+        assert_eq!(
+            check(&g, &h, "raise", now()).map(|b| b.kind),
+            Some(BlockKind::IneffectiveChain)
         );
     }
 

@@ -142,6 +142,8 @@ impl<'a> CurrentSpec<'a> {
     }
 }
 
+/// The seed's three-way comparison: the current spec is the one before the remediation, else
+/// the one after it, else neither.
 fn hash_match(r: &HistoryRecord, current: CurrentSpec) -> HashMatch {
     if current.is(
         r.pre_remediation_spec_hash.as_deref(),
@@ -158,6 +160,18 @@ fn hash_match(r: &HistoryRecord, current: CurrentSpec) -> HashMatch {
     }
 }
 
+/// Whether the current spec undoes `r`: it is the spec before it and not the one after. A
+/// remediation that left the target's spec as it was (a restart's pods, a maximum raised on
+/// its autoscaler, whose scaling then changes only `replicas`) is at both: nothing of it was
+/// undone, though its `hashMatch` is `preRemediation` as the seed compares.
+fn undone(r: &HistoryRecord, current: CurrentSpec) -> bool {
+    hash_match(r, current) == HashMatch::PreRemediation
+        && !current.is(
+            r.post_remediation_spec_hash.as_deref(),
+            r.post_remediation_drift_hash.as_deref(),
+        )
+}
+
 /// Tier 1: every remediation of the target in the last 24 h, full detail (the recent chain).
 /// Tier 2: older ones (to 90 d) whose spec matches the current one, summarised.
 pub fn build_context(
@@ -169,9 +183,11 @@ pub fn build_context(
     let mut tier1 = Vec::new();
     let mut tier2 = Vec::new();
     let autoscaled = current.autoscaled_drift.is_some();
+    let mut regression_detected = false;
     for r in records {
         let m = hash_match(r, current);
         let age = now - r.completed_at;
+        regression_detected |= age <= HISTORY_WINDOW && undone(r, current);
         if age <= TIER1_WINDOW {
             tier1.push(HistoryEntry {
                 remediation_uid: r.remediation_uid.clone(),
@@ -212,10 +228,6 @@ pub fn build_context(
             });
         }
     }
-    let regression_detected = tier1
-        .iter()
-        .chain(&tier2)
-        .any(|e| e.hash_match == HashMatch::PreRemediation);
     HistoryContext {
         target_resource: target.to_string(),
         current_spec_hash: current.hash.map(str::to_owned),
@@ -631,5 +643,16 @@ mod tests {
             autoscaled_drift: Some("d64"),
         };
         assert!(build_context(&target, current, &tries, Utc::now()).regression_detected);
+        // A maximum raised on its autoscaler left the spec as it was (before = after): the
+        // autoscaler then scaling it is where the remediation left it, no regression.
+        let mut raised = tried("rr-3", 1, "h256x5", "h256x5", true);
+        raised.workflow_type = "PatchHPAMaxReplicas".into();
+        let raised = with_drift(raised, "d256", "d256");
+        let current = CurrentSpec {
+            hash: Some("h256x8"),
+            autoscaled_drift: Some("d256"),
+        };
+        let h = build_context(&target, current, &[raised], Utc::now());
+        assert!(!h.regression_detected);
     }
 }
