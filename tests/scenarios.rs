@@ -656,6 +656,69 @@ async fn a_backend_pod_still_starting_does_not_refuse_its_clients_restart() {
     let a = analyse(&dir, crashing).await;
     assert_eq!(restart(&a), None, "{:?}", a.rca);
     assert!(a.rca.needs_human_review, "{:?}", a.rca);
+    // orders-db-0 on its way out (deleted ten seconds ago, within its grace period): the
+    // StatefulSet makes its replacement once it is gone. Being replaced is not failing.
+    let ready_one = text
+        .split("\n---\n")
+        .map(|d| {
+            if d.contains("\nkind: StatefulSet\n") {
+                d.replace("  readyReplicas: 2\n", "  readyReplicas: 1\n")
+            } else if d.contains("\nkind: Pod\n") && d.contains("\n  name: orders-db-0\n") {
+                d.replace(
+                    "\n  name: orders-db-0\n",
+                    "\n  name: orders-db-0\n  deletionTimestamp: \"2026-11-26T06:36:49Z\"\n  deletionGracePeriodSeconds: 30\n",
+                )
+            } else {
+                d.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    let a = analyse(&dir, ready_one.clone()).await;
+    assert_eq!(
+        restart(&a),
+        Some("RestartDeployment".to_owned()),
+        "{:?}",
+        a.rca
+    );
+    // orders-db-0 gone, and the controller cannot make it again (a quota): a backend short of
+    // a replica nobody brings back.
+    let gone: Vec<&str> = ready_one
+        .split("\n---\n")
+        .filter(|d| !(d.contains("\nkind: Pod\n") && d.contains("\n  name: orders-db-0\n")))
+        .collect();
+    let a = analyse(&dir, gone.join("\n---\n")).await;
+    assert_eq!(
+        restart(&a),
+        Some("RestartDeployment".to_owned()),
+        "on its way back: {:?}",
+        a.rca
+    );
+    let failed_create = r#"apiVersion: v1
+count: 4
+firstTimestamp: "2026-11-26T06:35:10Z"
+involvedObject:
+  apiVersion: apps/v1
+  kind: StatefulSet
+  name: orders-db
+  namespace: fulfillment
+kind: Event
+lastTimestamp: "2026-11-26T06:36:20Z"
+message: 'create Pod orders-db-0 in StatefulSet orders-db failed error: pods "orders-db-0" is forbidden: exceeded quota: compute, requested: requests.memory=4Gi'
+metadata:
+  name: orders-db.18eb8260ffff0001
+  namespace: fulfillment
+reason: FailedCreate
+source:
+  component: statefulset-controller
+type: Warning"#;
+    let a = analyse(
+        &dir,
+        [gone.join("\n---\n"), failed_create.to_owned()].join("\n---\n"),
+    )
+    .await;
+    assert_eq!(restart(&a), None, "{:?}", a.rca);
+    assert!(a.rca.needs_human_review, "{:?}", a.rca);
 }
 
 /// Issue 43: a drain the dependency graph proposes (the node the root's pods fail on is the

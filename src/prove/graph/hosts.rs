@@ -150,15 +150,18 @@ async fn behind(ctx: &Ctx, ns: &str, sel: &Selector) -> Read<Option<Value>> {
 }
 
 /// Why a workload with fewer replicas ready than it wants is unhealthy, if it is: a pod of it
-/// fails (`observed::Pod::failure`, having heeded its warnings), or it has fewer pods than it
-/// wants (its controller cannot make them). A pod within its start-up allowance with nothing
-/// said against it is starting, as the rules and the proofs call it: a client's restart is not
-/// refused for a backend nothing in which fails. Pods that cannot be read: unhealthy (fail
-/// closed).
+/// fails (`observed::Pod::failure`, having heeded its warnings: a pod stuck terminating
+/// included), or it has fewer pods than it wants and its controller says it cannot make them (a
+/// `FailedCreate` about it or its ReplicaSets since its newest pod was made). A pod within its
+/// start-up allowance with nothing said against it is starting, and a pod on its way out is
+/// being replaced (a StatefulSet makes the next only once it is gone, an OrderedReady one its
+/// pods one after another), as the rules and the proofs read them: a client's restart is not
+/// refused for a backend nothing in which fails. Pods that cannot be read, or events that
+/// cannot when a pod is still starting: unhealthy (fail closed).
 async fn short_of_replicas(
     ctx: &Ctx,
     w: &Value,
-    events: &[Value],
+    events: Option<&[Value]>,
     (want, ready): (i64, i64),
 ) -> Read<Option<String>> {
     let (kind, name) = (obj::kind(w), obj::name(w));
@@ -176,6 +179,7 @@ async fn short_of_replicas(
         Err(_) => return Ok(Some(short)),
     };
     let warnings: Vec<observed::Event> = events
+        .unwrap_or_default()
         .iter()
         .filter(|e| str_at(e, &["type"]) == Some("Warning"))
         .map(observed::Event::parse)
@@ -190,9 +194,32 @@ async fn short_of_replicas(
     if let Some((p, f)) = own.iter().find_map(|p| Some((p, p.failure()?))) {
         return Ok(Some(format!("{short}: pod {} {}", p.name, f.line)));
     }
-    let staying = own.iter().filter(|p| !p.deleting).count();
-    Ok((i64::try_from(staying).unwrap_or(i64::MAX) < want)
-        .then(|| format!("{short}: {staying} of its pods exist")))
+    if events.is_none()
+        && let Some(p) = own.iter().find(|p| p.placed_not_started())
+    {
+        return Ok(Some(format!(
+            "{short}: pod {} is starting and the events that would say whether it can were not read",
+            p.name
+        )));
+    }
+    let names: Vec<&str> = own.iter().map(|p| p.name.as_str()).collect();
+    let newest = own.iter().filter_map(|p| p.created).max();
+    let cannot_make = warnings
+        .iter()
+        .filter(|e| e.reason == "FailedCreate" && observed::about_workload(&e.name, name, &names))
+        .filter(|e| match (e.last, newest) {
+            (Some(t), Some(n)) => t >= n,
+            _ => true,
+        })
+        .max_by_key(|e| e.last);
+    let present = i64::try_from(own.len()).unwrap_or(i64::MAX);
+    Ok(match cannot_make {
+        Some(e) if present < want => Some(format!(
+            "{short}: {present} of its pods exist, and it cannot create more: {}",
+            e.message.chars().take(160).collect::<String>()
+        )),
+        _ => None,
+    })
 }
 
 /// What a workload behind a Service shows: unhealthy how, since when, what changed.
@@ -208,15 +235,20 @@ async fn workload_state(
     let created = time(w, &["metadata", "creationTimestamp"]);
     let evidence = Vec::new();
     // Its namespace's events: its pods' warnings (whether a starting pod fails), its scaling.
+    // `None` when they could not be read.
     let events = if Some(ns) == ctx.ns.as_deref() {
-        ctx.all_events.clone()
+        Some(ctx.all_events.clone())
     } else {
-        ctx.list_or_empty("Event", Some(ns)).await?
+        match ctx.list("Event", Some(ns), &ListQuery::default()).await {
+            Ok(e) => Some(e),
+            Err(e) if e.is_unreachable() => return Err(e),
+            Err(_) => None,
+        }
     };
     let unhealthy = if want == 0 {
         Some(format!("{kind} {name} is scaled to 0 replicas"))
     } else if ready < want {
-        short_of_replicas(ctx, w, &events, (want, ready)).await?
+        short_of_replicas(ctx, w, events.as_deref(), (want, ready)).await?
     } else {
         // All ready, but pods still changing: its clients' connections move with them, and a
         // restart of a client now may reconnect to pods on their way out.
@@ -227,6 +259,7 @@ async fn workload_state(
     // The latest scaling of it, from its controller's events; else its own last write.
     let scaled = events
         .iter()
+        .flatten()
         .filter(|e| {
             // A Deployment's scaling, a StatefulSet's pods deleted (scaled down): not the
             // routine creation of pods.
