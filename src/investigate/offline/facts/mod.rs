@@ -109,7 +109,8 @@ pub(super) struct Facts {
     /// The pods of every namespace that bind a host port the root's template binds, or that
     /// its required anti-affinity keeps away, when the evidence read them: where more replicas
     /// could not go ([`Facts::room_problem`]).
-    pub in_the_way: Vec<observed::Pod>,
+    /// `None` when the pods of every namespace were not read.
+    pub in_the_way: Option<Vec<observed::Pod>>,
     /// The root as a Service (named, with an empty selector, when it is not one).
     pub service: ServiceFacts,
     pub namespace_pods: Vec<LabelledPod>,
@@ -290,6 +291,8 @@ pub(super) struct Unschedulable {
     /// The nodes only a taint keeps the pod off, with room for it, where a pod its required
     /// anti-affinity keeps away runs ([`findings::repelled`]): untainted, it still would not go.
     pub repelled_untainted: BTreeMap<String, String>,
+    /// The pods of every namespace were not read: no node is judged to fit without a taint.
+    pub bound_unread: bool,
     /// How many nodes there are (0 when the nodes were not read).
     pub nodes_total: usize,
     /// The pod's summed container requests, e.g. `memory` → `48Gi`.
@@ -421,22 +424,22 @@ impl Facts {
                     })
                 });
         let own = ev.subject.namespace.as_deref().unwrap_or_default();
-        let in_the_way = ev
-            .cluster_pods
-            .iter()
-            .flatten()
-            .filter(|p| {
-                p.host_ports().iter().any(|hp| spec.host_ports.contains(hp))
-                    || spec.anti_affinity.iter().any(|t| {
-                        t.selects(
-                            own,
-                            crate::cluster::obj::namespace(&p.raw).unwrap_or_default(),
-                            Some(&p.labels),
-                        )
-                    })
-            })
-            .cloned()
-            .collect();
+        let in_the_way = ev.cluster_pods.as_ref().map(|cluster| {
+            cluster
+                .iter()
+                .filter(|p| {
+                    p.host_ports().iter().any(|hp| spec.host_ports.contains(hp))
+                        || spec.anti_affinity.iter().any(|t| {
+                            t.selects(
+                                own,
+                                crate::cluster::obj::namespace(&p.raw).unwrap_or_default(),
+                                Some(&p.labels),
+                            )
+                        })
+                })
+                .cloned()
+                .collect()
+        });
         let largest_node = (
             findings::largest_node(&ev.nodes, &spec, LimitResource::Memory),
             findings::largest_node(&ev.nodes, &spec, LimitResource::Cpu),
@@ -559,12 +562,25 @@ impl Facts {
         }
         let nodes: Vec<observed::Node> = self.nodes.iter().map(|n| n.observed.clone()).collect();
         let pods: Vec<observed::Pod> = self.pods.iter().map(|p| p.observed.clone()).collect();
+        // Kept one per node (host ports, a required anti-affinity): who is in the way is read
+        // from the pods of every namespace; not read, no room is judged.
+        let apart = !self.spec.host_ports.is_empty() || !self.spec.anti_affinity.is_empty();
+        let in_the_way = match &self.in_the_way {
+            Some(pods) => pods.as_slice(),
+            None if apart => {
+                return Some(
+                    "the pods of every namespace were not read: whether nodes have room for more of its pods (host ports, anti-affinity) is not known"
+                        .into(),
+                );
+            }
+            None => &[],
+        };
         let (room, ev) = findings::room_for_more(
             &self.spec,
             self.subject.namespace.as_deref().unwrap_or_default(),
             &pods,
             &nodes,
-            &self.in_the_way,
+            in_the_way,
             extra,
         );
         (!room).then(|| ev.join("; "))

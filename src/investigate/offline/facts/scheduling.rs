@@ -95,6 +95,7 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
         blockers,
         fits_untainted,
         repelled_untainted,
+        bound_unread: ev.cluster_pods.is_none(),
         nodes_total: ev.nodes.len(),
         requests: requests
             .into_iter()

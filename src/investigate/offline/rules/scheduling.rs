@@ -226,6 +226,11 @@ pub(super) fn pending_untolerated_taint(f: &Facts) -> Option<Diagnosis> {
                     "the taint {taint} is all that keeps pod {} off node {node} by what the node allocates, but {why}: removing the taint would not place it; a human relaxes the anti-affinity or adds a node",
                     u.pod
                 )
+            } else if let Some(node) = lifted.filter(|_| u.bound_unread) {
+                format!(
+                    "the taint {taint} is all that keeps pod {} off node {node} by what the node allocates, but the pods bound to it were not read: whether removing the taint would place it is not known; a human decides",
+                    u.pod
+                )
             } else if let Some(node) = lifted {
                 format!(
                     "the taint {taint} is all that keeps pod {} off node {node} by what the node allocates, but the pods bound to it leave too little room for it now: removing the taint would not place it; a human adds capacity or frees room",

@@ -243,6 +243,29 @@ fn a_higher_maximum_is_proposed_only_with_room_beside_its_anti_affinity() {
     );
 }
 
+/// Issue 43: with the pods of every namespace not read (the list refused), no room is judged
+/// for pods kept one per node: a higher maximum goes to a human, as its proof, reading the same
+/// list, would refuse it.
+#[test]
+fn a_higher_maximum_for_pods_kept_apart_needs_the_pods_of_every_namespace_read() {
+    let mut i = Incident::deployment("quote")
+        .hpa_at_max(3, 140)
+        .one_per_node();
+    for n in 0..6 {
+        i = i.node_allocating(&format!("worker-{n}"), "8", "16Gi");
+    }
+    for n in 0..3 {
+        let mut raw = pod(&format!("quote-{n}")).on(&format!("worker-{n}")).raw();
+        raw["metadata"]["labels"] = json!({"app": "quote"});
+        i = i.with_raw_pod(raw.clone()).in_cluster_raw(raw);
+    }
+    to_a_human(
+        &i.cluster_unread().diagnosis(),
+        "HPAMaxedOut",
+        "the pods of every namespace were not read",
+    );
+}
+
 /// Issue 43: a taint is proposed for removal only where the pending pod would then fit, its
 /// required anti-affinity included, as `taint.only-blocker` asks it (`findings::repelled`):
 /// the tainted node already runs a pod the pending one keeps one per node.
@@ -276,6 +299,19 @@ fn a_taint_is_not_removed_for_a_pod_its_anti_affinity_keeps_off_that_node() {
         &pending(true),
         "PendingSchedulingConstraints",
         "but pod shop/api-abc-0 runs in its domain, which the pod's required anti-affinity (one per kubernetes.io/hostname among pods app=api) keeps away: removing the taint would not place it",
+    );
+    // The pods bound to the node not read (the list refused): not judged, and said so.
+    let mut raw = pod("api-abc-1").revision("abc").pending().raw();
+    raw["metadata"]["labels"]["app"] = json!("api");
+    let unread = Incident::deployment("api")
+        .with_raw_pod(raw)
+        .tainted_node("pool-a", "maintenance", "kubectl-taint")
+        .cluster_unread()
+        .diagnosis();
+    to_a_human(
+        &unread,
+        "PendingSchedulingConstraints",
+        "but the pods bound to it were not read",
     );
 }
 
