@@ -62,14 +62,20 @@ struct PodLine {
 
 /// The view's line for a pod, or `None` for one that needs no attention: one the model finds
 /// no failure of ([`observed::Pod::failure`]: a pod seconds into creating its containers is
-/// starting, not failing) with no restart, or completed (a Job's pod). Worst first: a pod kept
-/// from running, then one running not ready, then a ready one that restarted.
-fn pod_line(p: &Value, with_namespace: bool, now: DateTime<Utc>) -> Option<PodLine> {
+/// starting, not failing, until a warning about it says it cannot start: `warnings`) with no
+/// restart, or completed (a Job's pod). Worst first: a pod kept from running, then one running
+/// not ready, then a ready one that restarted.
+fn pod_line(
+    p: &Value,
+    with_namespace: bool,
+    warnings: &[observed::Event],
+    now: DateTime<Utc>,
+) -> Option<PodLine> {
     if str_at(p, &["status", "phase"]) == Some("Succeeded") {
         return None;
     }
     let status = pod_status(p);
-    let failure = observed::Pod::at(p, now).failure();
+    let failure = observed::Pod::at(p, now).heed(warnings).failure();
     let containers = array(p, &["status", "containerStatuses"]);
     let restarts: i64 = containers
         .iter()
@@ -184,9 +190,14 @@ pub fn render(
     now: DateTime<Utc>,
     limits: ViewLimits,
 ) -> String {
+    let warnings: Vec<observed::Event> = events
+        .iter()
+        .filter(|e| str_at(e, &["type"]) == Some("Warning"))
+        .map(observed::Event::parse)
+        .collect();
     let mut unhealthy: Vec<PodLine> = pods
         .iter()
-        .filter_map(|p| pod_line(p, with_namespace, now))
+        .filter_map(|p| pod_line(p, with_namespace, &warnings, now))
         .collect();
     unhealthy.sort_by(|a, b| (a.rank, -a.restarts, &a.name).cmp(&(b.rank, -b.restarts, &b.name)));
     let groups = warning_groups(events);
@@ -416,12 +427,12 @@ mod tests {
                     {"name": "app", "ready": false, "restartCount": 0,
                      "state": {"waiting": {"reason": "ContainerCreating"}}}]}})
         };
-        let first = |p: Value| {
+        let with = |p: Value, events: &[Value]| {
             render(
                 "namespace shop",
                 &[p],
                 1,
-                &[],
+                events,
                 false,
                 now(),
                 ViewLimits::default(),
@@ -431,6 +442,7 @@ mod tests {
             .unwrap_or_default()
             .to_owned()
         };
+        let first = |p: Value| with(p, &[]);
         assert!(
             first(creating(10)).contains("0 not healthy"),
             "{}",
@@ -441,6 +453,17 @@ mod tests {
             "{}",
             first(creating(1200))
         );
+        // Ten seconds in, with a warning that it cannot start (as the rules and the proofs
+        // heed it): failing.
+        let mount = event(
+            "FailedMount",
+            "c",
+            "MountVolume.SetUp failed for volume \"config\": configmap \"api\" not found",
+            1,
+            &now().to_rfc3339(),
+        );
+        let line = with(creating(10), &[mount]);
+        assert!(line.contains("1 not healthy"), "{line}");
     }
 
     #[test]
