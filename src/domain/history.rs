@@ -42,8 +42,8 @@ pub struct HistoryRecord {
     pub target: Target,
     pub completed_at: DateTime<Utc>,
     pub signal_name: String,
-    /// The action type (`RollbackDeployment`…).
-    pub workflow_type: String,
+    /// The action type (`RollbackDeployment`…), stored by its name.
+    pub workflow_type: super::ActionType,
     pub workflow_id: String,
     pub outcome: HistoryOutcome,
     pub effectiveness_score: Option<f64>,
@@ -79,7 +79,7 @@ pub enum HashMatch {
 pub struct HistoryEntry {
     pub remediation_uid: String,
     pub completed_at: DateTime<Utc>,
-    pub workflow_type: String,
+    pub workflow_type: super::ActionType,
     pub outcome: HistoryOutcome,
     pub effectiveness_score: Option<f64>,
     pub hash_match: HashMatch,

@@ -393,7 +393,7 @@ impl ExecutionStage {
             target: execution.target.clone(),
             completed_at: execution.finished_at,
             signal_name: request.signal.name.clone(),
-            workflow_type: execution.action_type.to_string(),
+            workflow_type: execution.action_type.clone(),
             workflow_id: execution.workflow_id.clone(),
             outcome: HistoryOutcome::Failed,
             effectiveness_score: None,

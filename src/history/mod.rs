@@ -20,8 +20,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::domain::{
-    AssessmentReason, HashMatch, HistoryContext, HistoryEntry, HistoryOutcome, HistoryRecord,
-    HistoryWarning, PatternOutcome, Target, Tier,
+    ActionType, AssessmentReason, HashMatch, HistoryContext, HistoryEntry, HistoryOutcome,
+    HistoryRecord, HistoryWarning, PatternOutcome, Target, Tier,
 };
 
 /// Tier 1 of the history an investigation reads: every remediation of the target this recent,
@@ -258,14 +258,14 @@ pub const INEFFECTIVE_TRIES_ESCALATE: usize = 2;
 /// contract ("completed successfully multiple times but the same signal keeps recurring"),
 /// asked once: the prompt's `repeated_ineffective_remediation` warning and the offline
 /// investigator's escalation both count it.
-pub fn ineffective_tries(h: &HistoryContext, action_type: &str) -> usize {
+pub fn ineffective_tries(h: &HistoryContext, action_type: &ActionType) -> usize {
     let entries: Vec<&HistoryEntry> = h
         .tier1
         .chain
         .iter()
         .chain(&h.tier2.chain)
         .filter(|e| {
-            e.workflow_type == action_type
+            e.workflow_type == *action_type
                 && e.outcome == HistoryOutcome::Completed
                 && e.signal_resolved != Some(true)
         })
@@ -316,13 +316,13 @@ pub fn warnings(ctx: &HistoryContext) -> Vec<HistoryWarning> {
         ));
     }
     let entries: Vec<&HistoryEntry> = ctx.tier2.chain.iter().chain(&ctx.tier1.chain).collect();
-    let mut types: Vec<&str> = entries.iter().map(|e| e.workflow_type.as_str()).collect();
+    let mut types: Vec<&ActionType> = entries.iter().map(|e| &e.workflow_type).collect();
     types.sort_unstable();
     types.dedup();
     for t in types {
         let scores: Vec<f64> = entries
             .iter()
-            .filter(|e| e.workflow_type == t)
+            .filter(|e| e.workflow_type == *t)
             .filter_map(|e| e.effectiveness_score)
             .collect();
         if scores.len() >= 3 && scores.windows(2).all(|w| w[1] < w[0]) {
@@ -347,12 +347,15 @@ pub fn warnings(ctx: &HistoryContext) -> Vec<HistoryWarning> {
                 "spec_drift",
                 format!("{} ({}): the target resource spec was modified during the assessment window, invalidating effectiveness data. Do not treat as a failed remediation.", e.remediation_uid, e.workflow_type),
             ));
-            if let Some(post) = &e.post_remediation_spec_hash
-                && entries
-                    .iter()
-                    .skip(i + 1)
-                    .any(|n| n.pre_remediation_spec_hash.as_deref() == Some(post.as_str()))
-            {
+            // The next remediation began where this one left the spec (by the hashes
+            // without `replicas` too, which an autoscaled target's entries carry).
+            let from_here = |n: &&&HistoryEntry| {
+                (e.post_remediation_spec_hash.is_some()
+                    && n.pre_remediation_spec_hash == e.post_remediation_spec_hash)
+                    || (e.post_remediation_drift_hash.is_some()
+                        && n.pre_remediation_drift_hash == e.post_remediation_drift_hash)
+            };
+            if entries.iter().skip(i + 1).any(|n| from_here(&n)) {
                 out.push(warn(
                     "spec_drift_causal_chain",
                     format!("{}: the outcome was unstable, and a subsequent remediation was triggered from the resulting state.", e.remediation_uid),
@@ -555,7 +558,7 @@ mod tests {
     fn tries_count(current: &str, records: &[HistoryRecord]) -> usize {
         let target = Target::new("Deployment", "api", Some("shop".into()));
         let h = build_context(&target, CurrentSpec::of(Some(current)), records, Utc::now());
-        ineffective_tries(&h, "IncreaseMemoryLimits")
+        ineffective_tries(&h, &ActionType::IncreaseMemoryLimits)
     }
 
     #[test]
@@ -630,13 +633,19 @@ mod tests {
             build_context(&target, current, &tries, Utc::now())
         };
         let scaled = context(Some("d256"));
-        assert_eq!(ineffective_tries(&scaled, "IncreaseMemoryLimits"), 2);
+        assert_eq!(
+            ineffective_tries(&scaled, &ActionType::IncreaseMemoryLimits),
+            2
+        );
         assert!(
             warnings(&scaled)
                 .iter()
                 .any(|w| w.kind == "repeated_ineffective_remediation")
         );
-        assert_eq!(ineffective_tries(&context(None), "IncreaseMemoryLimits"), 0);
+        assert_eq!(
+            ineffective_tries(&context(None), &ActionType::IncreaseMemoryLimits),
+            0
+        );
         // Back at 64 Mi, 5 replicas: a regression to a spec already remediated.
         let current = CurrentSpec {
             hash: Some("h64x5"),
@@ -654,5 +663,27 @@ mod tests {
         };
         let h = build_context(&target, current, &[raised], Utc::now());
         assert!(!h.regression_detected);
+        // A remediation whose assessment the spec's drift invalidated, and the next one begun
+        // where it left the configuration, the autoscaler having scaled in between.
+        let mut drifted = with_drift(tried("rr-4", 3, "h128x3", "h256x3", false), "d128", "d256");
+        drifted.assessment_reason = Some(AssessmentReason::SpecDrift);
+        let next = with_drift(tried("rr-5", 2, "h256x5", "h512x5", false), "d256", "d512");
+        let current = CurrentSpec {
+            hash: Some("h512x5"),
+            autoscaled_drift: Some("d512"),
+        };
+        let kinds: Vec<String> = warnings(&build_context(
+            &target,
+            current,
+            &[drifted, next],
+            Utc::now(),
+        ))
+        .into_iter()
+        .map(|w| w.kind)
+        .collect();
+        assert!(
+            kinds.contains(&"spec_drift_causal_chain".to_owned()),
+            "{kinds:?}"
+        );
     }
 }

@@ -802,7 +802,7 @@ impl Stage for VerificationStage {
             target: execution.target.clone(),
             completed_at: now,
             signal_name: request.signal.name.clone(),
-            workflow_type: execution.action_type.to_string(),
+            workflow_type: execution.action_type.clone(),
             workflow_id: execution.workflow_id.clone(),
             outcome: HistoryOutcome::Completed,
             effectiveness_score: assessment.score,

@@ -254,7 +254,7 @@ impl Investigator for OfflineInvestigator {
         };
         // History: a remedy that already failed on this spec is not proposed again.
         if let (Some(h), Some(p)) = (&history, &diagnosis.proposal) {
-            let failed_before = crate::history::ineffective_tries(h, p.action_type.as_str());
+            let failed_before = crate::history::ineffective_tries(h, &p.action_type);
             if failed_before >= crate::history::INEFFECTIVE_TRIES_ESCALATE {
                 diagnosis.human = Some(format!(
                     "{} was already applied {failed_before} times to this configuration (or the chain of changes that led to it) without resolving the signal; escalating to a human",
