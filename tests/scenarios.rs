@@ -770,3 +770,32 @@ async fn a_drain_the_graph_proposes_leaves_no_pod_nowhere_to_go() {
         "{why}"
     );
 }
+
+/// Issue 38: when a backend Service's endpoints last changed is the later of the endpoints
+/// controller's trigger time and its last write: here the failover rewrote the endpoints at
+/// 12:12:56 while the trigger-time annotation still says 10:43:41. The pods' pooled connections
+/// to the demoted primary are stale, and a rolling restart is proposed (an unrelated ConfigMap
+/// edit two hours earlier notwithstanding). Before, the Service looked unchanged since long
+/// before the failures, and the investigation was inconclusive.
+#[tokio::test]
+async fn endpoints_rewritten_after_their_trigger_time_changed_then() {
+    common::init();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/unseen/stale-connections-after-unrelated-configmap-edit");
+    let text = std::fs::read_to_string(dir.join("snapshot.yaml")).unwrap();
+    let a = analyse(&dir, text).await;
+    assert_eq!(
+        a.proposal.map(|p| p.action_type.to_string()),
+        Some("RestartDeployment".to_owned()),
+        "{:?}",
+        a.rca
+    );
+    assert!(
+        a.rca
+            .root_cause_analysis
+            .summary
+            .contains("subs-mysql-master"),
+        "{}",
+        a.rca.root_cause_analysis.summary
+    );
+}

@@ -413,15 +413,22 @@ pub(super) async fn follow(ctx: &Ctx) -> Read<Vec<Dependency>> {
         // Endpoints: ready addresses, and when they last changed.
         let ep = ctx.get("Endpoints", Some(&ns), &svc).await?;
         let observed::Endpoints { ready, not_ready } = observed::Endpoints::parse(ep.as_ref());
+        // The endpoints controller's trigger time, or its last write when that is later (a
+        // controller that recorded no trigger time for the change, or kept an old one).
         let ep_since = ep.as_ref().and_then(|e| {
-            time(
+            let trigger = time(
                 e,
                 &[
                     "metadata",
                     "annotations",
                     "endpoints.kubernetes.io/last-change-trigger-time",
                 ],
-            )
+            );
+            let written = array(e, &["metadata", "managedFields"])
+                .iter()
+                .filter_map(|f| time(f, &["time"]))
+                .max();
+            trigger.into_iter().chain(written).max()
         });
         match &sel {
             None => {
