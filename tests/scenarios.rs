@@ -594,8 +594,10 @@ async fn a_backend_pod_still_starting_does_not_refuse_its_clients_restart() {
             .collect();
         docs.join("\n---\n")
     };
-    let starting = with_replica(
-        r#"status:
+    // Its status: not ready, its one container as `container` (YAML under the list item).
+    let status = |container: &str| {
+        format!(
+            r#"status:
   conditions:
   - lastTransitionTime: "2026-11-26T06:36:09Z"
     status: "False"
@@ -608,15 +610,19 @@ async fn a_backend_pod_still_starting_does_not_refuse_its_clients_restart() {
     imageID: ""
     name: postgres
     ready: false
-    restartCount: 0
+{container}
+  phase: Running
+  podIP: "10.244.26.12"
+  startTime: "2026-11-26T06:36:09Z""#
+        )
+    };
+    let starting = with_replica(&status(
+        r#"    restartCount: 0
     started: true
     state:
       running:
-        startedAt: "2026-11-26T06:36:10Z"
-  phase: Running
-  podIP: "10.244.26.12"
-  startTime: "2026-11-26T06:36:09Z""#,
-    );
+        startedAt: "2026-11-26T06:36:10Z""#,
+    ));
     let a = analyse(&dir, starting.clone()).await;
     assert_eq!(
         restart(&a),
@@ -624,35 +630,19 @@ async fn a_backend_pod_still_starting_does_not_refuse_its_clients_restart() {
         "{:?}",
         a.rca
     );
-    let crashing = with_replica(
-        r#"status:
-  conditions:
-  - lastTransitionTime: "2026-11-26T06:36:09Z"
-    status: "False"
-    type: Ready
-  - lastTransitionTime: "2026-11-26T06:36:08Z"
-    status: "True"
-    type: PodScheduled
-  containerStatuses:
-  - image: registry.opensource.zalan.do/acid/spilo-15:3.0-p1
-    imageID: ""
-    lastState:
+    let crashing = with_replica(&status(
+        r#"    lastState:
       terminated:
         exitCode: 1
         finishedAt: "2026-11-26T06:36:20Z"
         reason: Error
         startedAt: "2026-11-26T06:36:12Z"
-    name: postgres
-    ready: false
     restartCount: 2
     state:
       waiting:
         message: back-off 20s restarting failed container
-        reason: CrashLoopBackOff
-  phase: Running
-  podIP: "10.244.26.12"
-  startTime: "2026-11-26T06:36:09Z""#,
-    );
+        reason: CrashLoopBackOff"#,
+    ));
     let a = analyse(&dir, crashing).await;
     assert_eq!(restart(&a), None, "{:?}", a.rca);
     assert!(a.rca.needs_human_review, "{:?}", a.rca);
