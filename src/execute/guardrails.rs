@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::domain::{
     AssessmentReason, DEFAULT_EFFECTIVENESS_THRESHOLD, HistoryOutcome, HistoryRecord,
 };
+use crate::history::CurrentSpec;
 
 /// The guardrail settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,11 +125,15 @@ fn forward_chain(history: &[&HistoryRecord]) -> usize {
     for r in history {
         let unresolved = r.signal_resolved != Some(true);
         let links = prev.is_some_and(|p| {
-            let full = p.post_remediation_spec_hash.is_some()
-                && p.post_remediation_spec_hash == r.pre_remediation_spec_hash;
-            let drift = p.post_remediation_drift_hash.is_some()
-                && p.post_remediation_drift_hash == r.pre_remediation_drift_hash;
-            p.workflow_type == r.workflow_type && (full || drift)
+            let left = CurrentSpec {
+                hash: p.post_remediation_spec_hash.as_deref(),
+                autoscaled_drift: p.post_remediation_drift_hash.as_deref(),
+            };
+            p.workflow_type == r.workflow_type
+                && left.is(
+                    r.pre_remediation_spec_hash.as_deref(),
+                    r.pre_remediation_drift_hash.as_deref(),
+                )
         });
         run = match (unresolved, links) {
             (true, true) => run + 1,

@@ -136,8 +136,9 @@ impl<'a> CurrentSpec<'a> {
 
     /// Whether a recorded spec (its hash, and its hash without `replicas`) is this one:
     /// the same hash, or, for an autoscaled target, the same hash without `replicas`
-    /// (`context::unchanged_spec`'s rule).
-    fn is(&self, full: Option<&str>, drift: Option<&str>) -> bool {
+    /// (`context::unchanged_spec`'s rule). How the history and the guardrails' chain link one
+    /// recorded spec to another.
+    pub fn is(&self, full: Option<&str>, drift: Option<&str>) -> bool {
         (full.is_some() && full == self.hash) || (drift.is_some() && drift == self.autoscaled_drift)
     }
 }
@@ -160,12 +161,12 @@ fn hash_match(r: &HistoryRecord, current: CurrentSpec) -> HashMatch {
     }
 }
 
-/// Whether the current spec undoes `r`: it is the spec before it and not the one after. A
-/// remediation that left the target's spec as it was (a restart's pods, a maximum raised on
-/// its autoscaler, whose scaling then changes only `replicas`) is at both: nothing of it was
-/// undone, though its `hashMatch` is `preRemediation` as the seed compares.
-fn undone(r: &HistoryRecord, current: CurrentSpec) -> bool {
-    hash_match(r, current) == HashMatch::PreRemediation
+/// Whether the current spec undoes `r` (its `hashMatch` is `m`): it is the spec before it and
+/// not the one after. A remediation that left the target's spec as it was (a pod deleted, a
+/// maximum raised on its autoscaler, whose scaling then changes only `replicas`) is at both:
+/// nothing of it was undone, though its `hashMatch` is `preRemediation` as the seed compares.
+fn undone(r: &HistoryRecord, current: CurrentSpec, m: HashMatch) -> bool {
+    m == HashMatch::PreRemediation
         && !current.is(
             r.post_remediation_spec_hash.as_deref(),
             r.post_remediation_drift_hash.as_deref(),
@@ -187,7 +188,7 @@ pub fn build_context(
     for r in records {
         let m = hash_match(r, current);
         let age = now - r.completed_at;
-        regression_detected |= age <= HISTORY_WINDOW && undone(r, current);
+        regression_detected |= age <= HISTORY_WINDOW && undone(r, current, m);
         if age <= TIER1_WINDOW {
             tier1.push(HistoryEntry {
                 remediation_uid: r.remediation_uid.clone(),
@@ -349,11 +350,15 @@ pub fn warnings(ctx: &HistoryContext) -> Vec<HistoryWarning> {
             ));
             // The next remediation began where this one left the spec (by the hashes
             // without `replicas` too, which an autoscaled target's entries carry).
+            let left = CurrentSpec {
+                hash: e.post_remediation_spec_hash.as_deref(),
+                autoscaled_drift: e.post_remediation_drift_hash.as_deref(),
+            };
             let from_here = |n: &&&HistoryEntry| {
-                (e.post_remediation_spec_hash.is_some()
-                    && n.pre_remediation_spec_hash == e.post_remediation_spec_hash)
-                    || (e.post_remediation_drift_hash.is_some()
-                        && n.pre_remediation_drift_hash == e.post_remediation_drift_hash)
+                left.is(
+                    n.pre_remediation_spec_hash.as_deref(),
+                    n.pre_remediation_drift_hash.as_deref(),
+                )
             };
             if entries.iter().skip(i + 1).any(|n| from_here(&n)) {
                 out.push(warn(

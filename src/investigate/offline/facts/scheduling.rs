@@ -78,7 +78,11 @@ pub(super) fn unschedulable(ev: &Evidence, pods: &[PodFacts]) -> Option<Unschedu
             .collect();
         let room = Room::Free(&bound);
         if findings::blockers(spec, n, room, &ev.port_holders, Some((key, None))).is_empty() {
-            match findings::repelled(spec, own, n, &all_nodes, cluster) {
+            // The pod its anti-affinity keeps away there, found above.
+            match on_it
+                .iter()
+                .find(|b| matches!(b, Blocker::AntiAffinity { .. }))
+            {
                 None => fits_untainted.push(n.name.clone()),
                 Some(b) => {
                     repelled_untainted.insert(n.name.clone(), b.to_string());
