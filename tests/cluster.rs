@@ -1020,7 +1020,7 @@ async fn writes_on_the_real_api_server() {
         3
     );
 
-    writes::cordon(c.as_ref(), c.as_ref(), &node, true, false)
+    writes::cordon(c.as_ref(), c.as_ref(), &node, false)
         .await
         .unwrap();
     assert_eq!(

@@ -241,7 +241,7 @@ impl BuiltinAction {
                 let pod = text(args, "pod", action)?;
                 writes::delete_pod(r, w, namespace(target, action)?, pod, dry_run).await
             }
-            Self::Cordon => writes::cordon(r, w, &node(target, action)?, true, dry_run).await,
+            Self::Cordon => writes::cordon(r, w, &node(target, action)?, dry_run).await,
             Self::Drain => {
                 let timeout = timeout(args, action, writes::DRAIN_TIMEOUT_SECONDS)?;
                 writes::drain(r, w, &node(target, action)?, timeout, dry_run).await

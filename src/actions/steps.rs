@@ -141,7 +141,7 @@ pub(super) async fn rollback_statefulset(
     )
     .await?;
     Ok(WriteOutcome {
-        action: BuiltinAction::RollbackStatefulset.name().into(),
+        action: BuiltinAction::RollbackStatefulset.into(),
         target: target.to_string(),
         dry_run,
         detail: json!({"fromRevision": update, "toRevision": obj::name(previous),
@@ -169,7 +169,7 @@ pub(super) async fn wait_rollout(
     dry_run: bool,
 ) -> Result<WriteOutcome, ClusterError> {
     let outcome = |available: bool, detail: Value| WriteOutcome {
-        action: BuiltinAction::WaitRollout.name().into(),
+        action: BuiltinAction::WaitRollout.into(),
         target: target.to_string(),
         dry_run,
         detail: json!({"available": available, "status": detail}),

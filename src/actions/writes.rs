@@ -15,9 +15,9 @@ use crate::cluster::{
 };
 use crate::domain::BuiltinAction;
 
-fn outcome(action: &str, target: String, dry_run: bool, detail: Value) -> WriteOutcome {
+fn outcome(action: BuiltinAction, target: String, dry_run: bool, detail: Value) -> WriteOutcome {
     WriteOutcome {
-        action: action.to_owned(),
+        action: action.into(),
         target,
         dry_run,
         detail,
@@ -57,7 +57,7 @@ pub async fn rollout_restart(
     )
     .await?;
     Ok(outcome(
-        BuiltinAction::RolloutRestart.name(),
+        BuiltinAction::RolloutRestart,
         format!("{namespace}/{}/{name}", res.kind),
         dry_run,
         json!({"restartedAt": stamp}),
@@ -157,7 +157,7 @@ async fn rollout_undo_once(
     w.replace(&deployments, Some(namespace), name, &deployment, dry_run)
         .await?;
     Ok(outcome(
-        BuiltinAction::RolloutUndo.name(),
+        BuiltinAction::RolloutUndo,
         format!("{namespace}/Deployment/{name}"),
         dry_run,
         json!({"fromRevision": current, "toRevision": to_revision, "replicaSet": obj::name(previous)}),
@@ -210,7 +210,7 @@ pub async fn scale(
     )
     .await?;
     Ok(outcome(
-        BuiltinAction::Scale.name(),
+        BuiltinAction::Scale,
         format!("{namespace}/{}/{name}", res.kind),
         dry_run,
         json!({"from": from, "to": replicas}),
@@ -239,19 +239,18 @@ pub async fn set_resources(
     )
     .await?;
     Ok(outcome(
-        BuiltinAction::SetResources.name(),
+        BuiltinAction::SetResources,
         workload.to_string(),
         dry_run,
         json!({"container": container, "resources": resources}),
     ))
 }
 
-/// Mark a node (un)schedulable.
+/// Mark a node unschedulable.
 pub async fn cordon(
     r: &dyn ClusterReader,
     w: &dyn ClusterWriter,
     node: &str,
-    on: bool,
     dry_run: bool,
 ) -> Result<WriteOutcome> {
     let nodes = r.resource("Node").await?;
@@ -260,16 +259,12 @@ pub async fn cordon(
         None,
         node,
         PatchType::Merge,
-        &json!({"spec": {"unschedulable": on}}),
+        &json!({"spec": {"unschedulable": true}}),
         dry_run,
     )
     .await?;
     Ok(outcome(
-        if on {
-            BuiltinAction::Cordon.name()
-        } else {
-            "uncordon"
-        },
+        BuiltinAction::Cordon,
         format!("Node/{node}"),
         dry_run,
         json!({}),
@@ -287,7 +282,7 @@ pub async fn drain(
     timeout: std::time::Duration,
     dry_run: bool,
 ) -> Result<WriteOutcome> {
-    cordon(r, w, node, true, dry_run).await?;
+    cordon(r, w, node, dry_run).await?;
     let pods = r.resource("Pod").await?;
     let on_node = r
         .list(
@@ -347,7 +342,7 @@ pub async fn drain(
         pending = left;
     }
     Ok(outcome(
-        BuiltinAction::Drain.name(),
+        BuiltinAction::Drain,
         format!("Node/{node}"),
         dry_run,
         json!({"evicted": evicted}),
@@ -391,7 +386,7 @@ pub async fn remove_taint(
     w.patch(&nodes, None, node, PatchType::Merge, &patch, dry_run)
         .await?;
     Ok(outcome(
-        BuiltinAction::RemoveTaint.name(),
+        BuiltinAction::RemoveTaint,
         format!("Node/{node}"),
         dry_run,
         json!({"key": key, "effect": effect}),
@@ -418,7 +413,7 @@ pub async fn patch_hpa_max(
     )
     .await?;
     Ok(outcome(
-        BuiltinAction::PatchHpaMax.name(),
+        BuiltinAction::PatchHpaMax,
         format!("{namespace}/HorizontalPodAutoscaler/{name}"),
         dry_run,
         json!({"maxReplicas": max}),
@@ -446,7 +441,7 @@ pub async fn relax_pdb(
     )
     .await?;
     Ok(outcome(
-        BuiltinAction::RelaxPdb.name(),
+        BuiltinAction::RelaxPdb,
         format!("{namespace}/PodDisruptionBudget/{name}"),
         dry_run,
         json!({"maxUnavailable": max_unavailable}),
@@ -474,7 +469,7 @@ pub async fn expand_pvc(
     )
     .await?;
     Ok(outcome(
-        BuiltinAction::ExpandPvc.name(),
+        BuiltinAction::ExpandPvc,
         format!("{namespace}/PersistentVolumeClaim/{name}"),
         dry_run,
         json!({"storage": size}),
@@ -492,7 +487,7 @@ pub async fn delete_pod(
     let res = r.resource("Pod").await?;
     w.delete(&res, Some(namespace), name, dry_run).await?;
     Ok(outcome(
-        BuiltinAction::DeletePod.name(),
+        BuiltinAction::DeletePod,
         format!("{namespace}/Pod/{name}"),
         dry_run,
         json!({}),

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::obj::{self, array, str_at};
 use super::{ClusterReader, ClusterWriter, Result, WriteOutcome};
+use crate::domain::StepDone;
 
 /// Create a Job.
 pub async fn create_job(
@@ -19,7 +20,7 @@ pub async fn create_job(
     let res = r.resource("Job").await?;
     let created = w.create(&res, Some(namespace), job, dry_run).await?;
     Ok(WriteOutcome {
-        action: "create_job".into(),
+        action: StepDone::Job,
         target: format!("{namespace}/Job/{}", obj::name(&created)),
         dry_run,
         detail: json!({"name": obj::name(&created)}),

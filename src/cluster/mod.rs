@@ -34,6 +34,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::domain::StepDone;
+
 pub use self::kube::{KubeCluster, KubeOptions, RequestCounter};
 pub use cache::{CacheDependency, CacheStats, CachedReader, WatchCache};
 pub use dryrun::{DryRunOp, DryRunWrite, DryRunWriter};
@@ -43,7 +45,7 @@ pub use snapshot::SnapshotCluster;
 /// What a write did, for the audit trail.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct WriteOutcome {
-    pub action: String,
+    pub action: StepDone,
     pub target: String,
     pub dry_run: bool,
     pub detail: Value,

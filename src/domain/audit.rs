@@ -17,6 +17,7 @@ use super::labels::DetectedLabels;
 use super::learning::{LearnedPattern, LearnedUse, PatternOutcome, Signature};
 use super::phase::Phase;
 use super::proof::Proof;
+use super::step::StepDone;
 use super::target::Target;
 
 /// An audit event before the store gives it an id and a time.
@@ -276,7 +277,7 @@ pub struct StepPayload {
     #[serde(default, deserialize_with = "lenient")]
     pub step: u32,
     #[serde(default, deserialize_with = "lenient")]
-    pub action: String,
+    pub action: StepDone,
     #[serde(default, deserialize_with = "lenient")]
     pub status: Option<StepStatus>,
     /// What the step's write returned (the object's name, the revision, …), as JSON.

@@ -169,6 +169,13 @@ impl StepDone {
     }
 }
 
+/// A step of a trail that names none (read leniently): shown as an empty name.
+impl Default for StepDone {
+    fn default() -> Self {
+        Self::Other(String::new())
+    }
+}
+
 /// The name a Job engine's step is recorded under.
 pub const JOB_STEP: &str = "job";
 

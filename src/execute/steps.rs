@@ -68,7 +68,7 @@ impl Run<'_> {
             message,
             &StepPayload {
                 step: index,
-                action: action.name().to_owned(),
+                action: action.clone(),
                 status: Some(status),
                 detail: detail.clone(),
             },

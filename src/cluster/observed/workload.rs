@@ -77,6 +77,8 @@ pub enum Hold {
 pub struct Workload {
     pub kind: String,
     pub name: String,
+    /// `metadata.creationTimestamp`.
+    pub created: Option<DateTime<Utc>>,
     /// `spec.replicas` as written (`None`: unset, or a kind without it such as a DaemonSet).
     pub replicas: Option<i64>,
     /// A DaemonSet's `status.desiredNumberScheduled`: the nodes it is meant to run a pod on.
@@ -137,6 +139,7 @@ impl Workload {
         Self {
             kind: kind.to_owned(),
             name: obj::name(w).to_owned(),
+            created: super::created(w),
             replicas: i64_at(w, &["spec", "replicas"]),
             scheduled: (kind == "DaemonSet")
                 .then(|| i64_at(w, &["status", "desiredNumberScheduled"]))

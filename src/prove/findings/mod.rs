@@ -39,7 +39,7 @@ pub use node::{
     NotReadyEvent, cannot_finish_terminating, flaps, node_at_fault, not_ready_events,
     readiness_flaps,
 };
-pub use onset::{ONSET_SLACK_SECONDS, first_onset, onset, predates};
+pub use onset::{Began, ONSET_SLACK_SECONDS, failures_began, first_onset, onset, predates};
 pub use quota::{QuotaNeed, largest_node, quota_needs, raise_need, raised_replicas};
 pub use replacement::Replacement;
 pub use replicas::{Declared, count_set_by, declared_replicas, more_would_help, short_of_declared};

@@ -41,6 +41,50 @@ pub fn first_onset<'a>(
     failing.into_iter().filter_map(|p| onset(p, events)).min()
 }
 
+/// When the failures began, and what shows it.
+#[derive(Debug, Clone, Copy)]
+pub enum Began<'a> {
+    /// A failing pod's [`onset`].
+    Pod(&'a Pod, DateTime<Utc>),
+    /// The alert's start: before any pod failing now began to, so the pods that failed then
+    /// are gone (replaced by a rollout since, say).
+    Alert(DateTime<Utc>),
+}
+
+impl Began<'_> {
+    pub fn at(&self) -> DateTime<Utc> {
+        match self {
+            Began::Pod(_, t) | Began::Alert(t) => *t,
+        }
+    }
+}
+
+/// When the failures of a workload created at `created` began: the first [`onset`] of its
+/// `failing` pods, or the alert's start when it is earlier. Like a pod's warnings, an alert
+/// says nothing of a workload before the workload existed (it was about an earlier object of
+/// the name): its start counts from the workload's creation. What the rollout rule and the
+/// rollback proof compare a revision's appearance with ([`predates`]).
+pub fn failures_began<'a>(
+    failing: impl IntoIterator<Item = &'a Pod>,
+    events: &[Event],
+    alert_started: Option<DateTime<Utc>>,
+    created: Option<DateTime<Utc>>,
+) -> Option<Began<'a>> {
+    let pod = failing
+        .into_iter()
+        .filter_map(|p| onset(p, events).map(|t| Began::Pod(p, t)))
+        .min_by_key(Began::at);
+    let alert_started = match (alert_started, created) {
+        (Some(a), Some(c)) => Some(a.max(c)),
+        (a, _) => a,
+    };
+    match (pod, alert_started) {
+        (Some(p), Some(a)) if a < p.at() => Some(Began::Alert(a)),
+        (None, Some(a)) => Some(Began::Alert(a)),
+        (p, _) => p,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -90,6 +134,42 @@ mod tests {
         assert_eq!(
             first_onset([&p, &pod("2026-11-30T09:00:00Z")], &[]),
             at("2026-11-30T09:00:00Z")
+        );
+    }
+
+    #[test]
+    fn failures_began_at_the_first_pod_s_onset_or_the_alert_s_start_never_before_the_workload() {
+        let at = |s: &str| {
+            DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&Utc))
+                .unwrap_or_default()
+        };
+        let pod = Pod::parse(
+            &json!({"metadata": {"name": "api-2-a", "creationTimestamp": "2026-11-30T10:05:00Z"}}),
+        );
+        let pods = [pod];
+        let created = Some(at("2026-11-30T08:00:00Z"));
+        let began = |alert: Option<&str>| {
+            failures_began(&pods, &[], alert.map(at), created).map(|b| match b {
+                Began::Pod(p, t) => (p.name.clone(), t),
+                Began::Alert(t) => ("alert".to_owned(), t),
+            })
+        };
+        let pod_began = Some(("api-2-a".to_owned(), at("2026-11-30T10:05:00Z")));
+        assert_eq!(began(None), pod_began);
+        assert_eq!(began(Some("2026-11-30T10:10:00Z")), pod_began);
+        assert_eq!(
+            began(Some("2026-11-30T09:50:00Z")),
+            Some(("alert".to_owned(), at("2026-11-30T09:50:00Z")))
+        );
+        // An alert that started before the workload existed was about an earlier one.
+        assert_eq!(
+            began(Some("2026-11-30T07:00:00Z")),
+            Some(("alert".to_owned(), at("2026-11-30T08:00:00Z")))
+        );
+        assert_eq!(
+            failures_began(&[], &[], None, created).map(|b| b.at()),
+            None
         );
     }
 }

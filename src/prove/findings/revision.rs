@@ -49,7 +49,8 @@ pub fn revision_health<'a>(
     events: &'a [Event],
     replaced_at: Option<DateTime<Utc>>,
 ) -> RevisionHealth<'a> {
-    let its: Vec<&Pod> = pods.into_iter().filter(|p| rev.owns(p)).collect();
+    let all: Vec<&Pod> = pods.into_iter().collect();
+    let its: Vec<&Pod> = all.iter().copied().filter(|p| rev.owns(p)).collect();
     if let Some((p, f)) = its.iter().find_map(|p| Some((*p, p.broken()?))) {
         return RevisionHealth::Fails(p, f);
     }
@@ -62,6 +63,9 @@ pub fn revision_health<'a>(
         return RevisionHealth::Ready(ready);
     }
     if let Some(e) = revision_failures(events, &rev.name, &rev.hash).first() {
+        return RevisionHealth::FailedBefore(e);
+    }
+    if let Some(e) = earlier_incarnation_failed(rev, &all, events, replaced_at) {
         return RevisionHealth::FailedBefore(e);
     }
     RevisionHealth::Served(match (rev.created, replaced_at) {
@@ -88,6 +92,37 @@ pub fn revision_failures<'e>(events: &'e [Event], name: &str, hash: &str) -> Vec
                 && FAILURE_REASONS.contains(&e.reason.as_str())
         })
         .collect()
+}
+
+/// A failure recorded of a pod of `rev` whose name a pod of another revision now has: a
+/// StatefulSet's pod keeps its name across revisions, so its warnings name no revision (a
+/// ReplicaSet's pods, `pod-template-hash`, get new names). One
+/// dated while `rev` was the newest revision (from its appearance until `replaced_at`) and
+/// before the pod now of that name was created was about an earlier incarnation, made from
+/// `rev` or an older revision: the rollout did not bring that failure.
+fn earlier_incarnation_failed<'e>(
+    rev: &Revision,
+    pods: &[&Pod],
+    events: &'e [Event],
+    replaced_at: Option<DateTime<Utc>>,
+) -> Option<&'e Event> {
+    let since = rev.created?;
+    events.iter().find(|e| {
+        let Some(t) = e.last.or(e.first) else {
+            return false;
+        };
+        e.warning
+            && e.kind == "Pod"
+            && FAILURE_REASONS.contains(&e.reason.as_str())
+            && t >= since
+            && replaced_at.is_none_or(|r| t < r)
+            && pods.iter().any(|p| {
+                p.name == e.name
+                    && p.template_hash.is_none()
+                    && !rev.owns(p)
+                    && p.created.is_some_and(|c| t < c)
+            })
+    })
 }
 
 /// Whether two pod templates run something different: their specs differ (images, commands,
@@ -476,5 +511,52 @@ mod tests {
             never_ran_on(&revision(false), "other", minute(10), Some(minute(30))),
             None
         );
+    }
+
+    /// Issue 43: a StatefulSet's pod keeps its name across revisions. A failure recorded of
+    /// `web-0` while revision 1 was the newest, before the `web-0` of revision 2 was made, was
+    /// revision 1's own; one recorded after the new `web-0` was made is the new pod's. A
+    /// ReplicaSet's pod of the same name and dates is never an earlier incarnation.
+    #[test]
+    fn a_failure_of_a_reused_pod_name_before_the_pod_was_made_is_the_earlier_revision_s() {
+        let rev1 = Revision::of_controller_revision(&json!({"kind": "ControllerRevision",
+            "metadata": {"name": "web-6f5c", "creationTimestamp": "2026-11-30T08:00:00Z"},
+            "revision": 1}))
+        .expect("a revision");
+        let replaced_at = DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z")
+            .map(|t| t.with_timezone(&Utc))
+            .ok();
+        let web0 = |labels: Value| {
+            Pod::parse(&json!({"kind": "Pod",
+                "metadata": {"name": "web-0", "creationTimestamp": "2026-11-30T10:01:00Z",
+                    "labels": labels},
+                "status": {"phase": "Running",
+                    "conditions": [{"type": "Ready", "status": "False"}],
+                    "containerStatuses": [{"name": "web", "restartCount": 3,
+                        "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}))
+        };
+        let warned = |at: &str| {
+            [Event::parse(
+                &json!({"involvedObject": {"kind": "Pod", "name": "web-0"},
+                "reason": "BackOff", "type": "Warning", "message": "Back-off restarting failed container",
+                "firstTimestamp": at, "lastTimestamp": at}),
+            )]
+        };
+        let stateful = [web0(json!({"controller-revision-hash": "web-7d8e"}))];
+        let before = warned("2026-11-30T09:30:00Z");
+        assert!(matches!(
+            revision_health(&rev1, &stateful, &before, replaced_at),
+            RevisionHealth::FailedBefore(e) if e.name == "web-0"
+        ));
+        let after = warned("2026-11-30T10:02:00Z");
+        assert!(matches!(
+            revision_health(&rev1, &stateful, &after, replaced_at),
+            RevisionHealth::Served(_)
+        ));
+        let replicaset = [web0(json!({"pod-template-hash": "7d8e"}))];
+        assert!(matches!(
+            revision_health(&rev1, &replicaset, &before, replaced_at),
+            RevisionHealth::Served(_)
+        ));
     }
 }

@@ -72,6 +72,8 @@ pub(in crate::prove) async fn rollback(
         stalled: progress_deadline_exceeded(&w),
         pods: &pods,
         events: &events,
+        alert_started: scene.signal.starts_at,
+        created: observed::created(&w),
     };
     let orphaned = match case.current {
         Some(cur) if !stateful => orphaned_services(scene, &cur.template, &target.template).await?,
@@ -140,6 +142,10 @@ struct Case<'a> {
     stalled: Option<String>,
     pods: &'a [Pod],
     events: &'a [Event],
+    /// When the alert (or request) started: failures it reports began then at the latest.
+    alert_started: DateTime<Utc>,
+    /// When the workload was created.
+    created: Option<DateTime<Utc>>,
 }
 
 impl Case<'_> {
@@ -226,17 +232,19 @@ impl Case<'_> {
             (true, _) => after.fails(vec!["no pod of the workload fails now: nothing for a rollback to fix".into()],
             ),
             (false, Some(cur)) => {
-                let first = failing_now
-                    .iter()
-                    .filter_map(|p| findings::onset(p, self.events).map(|t| (t, *p)))
-                    .min_by_key(|(t, _)| *t);
+                let first = findings::failures_began(
+                    failing_now.iter().copied().filter(|p| self.of_current(p)),
+                    self.events,
+                    Some(self.alert_started),
+                    self.created,
+                );
                 let older_failing: Vec<&&Pod> = failing_now
                     .iter()
                     .filter(|p| !self.of_current(p))
                     .collect();
                 let ok = older_failing.is_empty()
                     && match (first, cur.created) {
-                        (Some((t, _)), Some(c)) => !findings::predates(t, c),
+                        (Some(b), Some(c)) => !findings::predates(b.at(), c),
                         _ => false,
                     };
                 let mut ev = vec![format!(
@@ -246,12 +254,17 @@ impl Case<'_> {
                         .map(hhmm)
                         .unwrap_or_else(|| "an unknown time".into())
                 )];
-                if let Some((t, p)) = first {
-                    ev.push(format!(
+                match first {
+                    Some(findings::Began::Pod(p, t)) => ev.push(format!(
                         "the first failure, of pod {}, at {}",
                         p.name,
                         hhmm(t)
-                    ));
+                    )),
+                    Some(findings::Began::Alert(t)) => ev.push(format!(
+                        "the alert started at {}, before any pod failing now began to fail",
+                        hhmm(t)
+                    )),
+                    None => {}
                 }
                 for p in older_failing.iter().take(2) {
                     ev.push(format!(
@@ -419,8 +432,19 @@ mod tests {
     /// Deployment `shop/api` at revision 2 (`api:2`, crash-looping since 10:05) with two pods
     /// of revision 1 (`api:1`) still serving; both revisions read ConfigMap `api-config` at
     /// their start, and it was last written at 10:00. The second pod of revision 1 started at
-    /// `second_started`, and `extra` objects are there too. Judged at 10:15: obligation `id`.
+    /// `second_started`, and `extra` objects are there too. Judged at 10:15, for an alert that
+    /// started then: obligation `id`.
     async fn rollback_over_a_written_configmap(
+        second_started: &str,
+        extra: Vec<Value>,
+        id: &str,
+    ) -> Obligation {
+        rollback_alerted_at(at(15), second_started, extra, id).await
+    }
+
+    /// As [`rollback_over_a_written_configmap`], for an alert that started at `alert_started`.
+    async fn rollback_alerted_at(
+        alert_started: DateTime<Utc>,
         second_started: &str,
         extra: Vec<Value>,
         id: &str,
@@ -511,7 +535,8 @@ mod tests {
             Arc::new(ManualClock::new(now)),
         );
         let target = Target::new("Deployment", "api", Some("shop".into()));
-        let signal = crate::prove::scene::test_signal("KubePodCrashLooping", now);
+        let mut signal = crate::prove::scene::test_signal("KubePodCrashLooping", now);
+        signal.starts_at = alert_started;
         let parameters = json!({"TO_REVISION": 1});
         let proof = prover
             .prove(
@@ -610,6 +635,32 @@ mod tests {
             o.evidence.iter().any(|e| e.contains(
                 "ConfigMap api-config was written at 10:00:00, after revision 1 appeared, whose pods read it only when they start"
             )),
+            "{o:?}"
+        );
+    }
+
+    /// Issue 43: when the failures began is one finding for the rollout rule and this proof
+    /// (`findings::failures_began`): an alert that started before the revision appeared says
+    /// the failures predate it, though the pods that failed then are gone; one that started
+    /// after it does not.
+    #[tokio::test]
+    async fn an_alert_that_started_before_the_revision_appeared_refuses_its_rollback() {
+        let id = ob::rollback::FAILURES_BEGAN_AFTER_REVISION.id;
+        let o = rollback_alerted_at(at(-10), "2026-11-29T10:02:00Z", vec![], id).await;
+        assert!(!o.holds(), "{o:?}");
+        assert!(
+            o.evidence
+                .iter()
+                .any(|e| e
+                    == "the alert started at 09:50:00, before any pod failing now began to fail"),
+            "{o:?}"
+        );
+        let o = rollback_alerted_at(at(8), "2026-11-29T10:02:00Z", vec![], id).await;
+        assert!(o.holds(), "{o:?}");
+        assert!(
+            o.evidence
+                .iter()
+                .any(|e| e == "the first failure, of pod api-8d9e-a, at 10:05:00"),
             "{o:?}"
         );
     }

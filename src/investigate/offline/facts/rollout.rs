@@ -85,6 +85,16 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
         &ev.events,
         replaced_at,
     );
+    // When the failures began (the rollback proof's `rollback.failures-began-after-revision`
+    // asks the same finding): before the revision appeared, it did not bring them.
+    let onset = findings::failures_began(
+        new_pods.iter().map(|(p, _)| &p.observed),
+        &ev.events,
+        ev.alert.starts_at,
+        w.created,
+    )
+    .map(|b| b.at());
+    let appeared = current.created;
     let previous_health = match health {
         RevisionHealth::Ready(n) => PreviousHealth::Serving(n),
         RevisionHealth::Fails(p, f) => {
@@ -99,37 +109,24 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
                 previous.number, w.name, w.reason, w.message
             ));
         }
-        RevisionHealth::Served(served) => {
-            let first_failure = new_pods
-                .iter()
-                .flat_map(|(_, f)| f.warnings.iter())
-                .filter_map(|w| w.first_age)
-                .max()
-                .map(|a| ev.now - a);
-            let onset = [first_failure, ev.alert.starts_at]
-                .into_iter()
-                .flatten()
-                .min();
-            let appeared = current.created;
-            if let (Some(onset), Some(appeared)) = (onset, appeared)
-                && findings::predates(onset, appeared)
-            {
-                return Err(format!(
-                    "the failures began at {}, before revision {} appeared at {}",
-                    onset.format("%H:%M:%S"),
-                    current.number,
-                    appeared.format("%H:%M:%S")
-                ));
-            }
-            PreviousHealth::Served {
-                served,
-                onset: match (onset, appeared) {
-                    (Some(o), Some(a)) => Some(o - a),
-                    _ => None,
-                },
-            }
-        }
+        RevisionHealth::Served(served) => PreviousHealth::Served {
+            served,
+            onset: match (onset, appeared) {
+                (Some(o), Some(a)) => Some(o - a),
+                _ => None,
+            },
+        },
     };
+    if let (Some(onset), Some(appeared)) = (onset, appeared)
+        && findings::predates(onset, appeared)
+    {
+        return Err(format!(
+            "the failures began at {}, before revision {} appeared at {}",
+            onset.format("%H:%M:%S"),
+            current.number,
+            appeared.format("%H:%M:%S")
+        ));
+    }
     // A pod of an older revision failing too: the failures are not the new revision's alone
     // (the rollback proof's `rollback.failures-began-after-revision` asks the same).
     if let Some((p, f)) = ev

@@ -814,6 +814,20 @@ impl Incident {
     /// The facts, as the gatherer leaves the evidence (the pods heed their warnings).
     pub fn facts(&self) -> Facts {
         let mut ev = self.ev.clone();
+        // A pod is never older than the revision that made it: a pod of a newer revision
+        // (the builder's pods are created an hour ago) was created with its revision.
+        for p in &mut ev.pods {
+            let made = ev
+                .revisions
+                .iter()
+                .find(|r| r.owns(&p.observed))
+                .and_then(|r| r.created);
+            if let Some(made) = made
+                && p.observed.created.is_none_or(|c| c < made)
+            {
+                p.observed.created = Some(made);
+            }
+        }
         ev.heed_warnings();
         Facts::derive(&ev)
     }

@@ -478,23 +478,45 @@ fn with_the_previous_revision_gone_its_record_of_service_decides() {
 
 #[test]
 fn failures_that_began_before_the_rollout_are_not_its_fault() {
-    let d = Incident::deployment("api")
-        .rolled_out("shop/app:2.0", 30)
-        .previous_gone()
-        .alert_started(90)
-        .with(pod("api-2-a").owned_by("api-2").crash_looping("Error", 1))
-        .diagnosis();
-    assert_eq!(
-        (d.mode, d.outcome),
-        ("CrashLoopBackOff", InvestigationOutcome::Inconclusive)
-    );
-    assert!(
-        d.factors
-            .iter()
-            .any(|f| f.starts_with("not the last rollout: the failures began")),
-        "{:?}",
-        d.factors
-    );
+    // Whether the previous revision's pods are gone or still serving: when the failures
+    // began is one finding, which the rollback proof asks too.
+    let new_pod = || {
+        pod("api-2-a")
+            .revision("2")
+            .owned_by("api-2")
+            .crash_looping("Error", 1)
+    };
+    for previous_gone in [true, false] {
+        let mut i = Incident::deployment("api").rolled_out("shop/app:2.0", 30);
+        if previous_gone {
+            i = i.previous_gone();
+        } else {
+            i = i.with(pod("api-1-a").revision("1").owned_by("api-1"));
+        }
+        let d = i.alert_started(90).with(new_pod()).diagnosis();
+        assert_eq!(
+            (d.mode, d.outcome),
+            ("CrashLoopBackOff", InvestigationOutcome::Inconclusive),
+            "{}",
+            d.summary
+        );
+        assert!(
+            d.factors
+                .iter()
+                .any(|f| f.starts_with("not the last rollout: the failures began")),
+            "{:?}",
+            d.factors
+        );
+        // The same incident alerted after the revision appeared is the rollout's.
+        let mut i = Incident::deployment("api").rolled_out("shop/app:2.0", 30);
+        if previous_gone {
+            i = i.previous_gone();
+        } else {
+            i = i.with(pod("api-1-a").revision("1").owned_by("api-1"));
+        }
+        let d = i.alert_started(20).with(new_pod()).diagnosis();
+        assert_eq!(d.mode, "RolloutRegression", "{}", d.summary);
+    }
 }
 
 #[test]
