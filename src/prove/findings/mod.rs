@@ -49,7 +49,8 @@ pub use restart::{
 };
 pub use revision::{
     FAILURE_REASONS, HeldByOlder, RevisionHealth, UndoOnConfig, attach_conflict, held_by_older,
-    revision_failures, revision_health, rollout_by_others, runs_differently, undo_on_config,
+    only_raised_memory, revision_failures, revision_health, rollout_by_others, runs_differently,
+    undo_on_config,
 };
 pub use scheduling::{
     Blocker, PortHolder, Room, blockers, placement, repelled, room_for_more, takes,

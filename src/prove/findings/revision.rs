@@ -125,6 +125,52 @@ fn earlier_incarnation_failed<'e>(
     })
 }
 
+/// Whether pod template `new` differs from `old` only by higher memory limits (and memory
+/// requests): every container's limit at least what it was, none added where there was none.
+/// A higher limit brings no OOM kill, so a revision that only raised it (a memory raise that
+/// did not help) is not the cause of the OOM kills after it.
+pub fn only_raised_memory(new: &Value, old: &Value) -> bool {
+    let limit = |c: &Value| {
+        at(c, &["resources", "limits", "memory"])
+            .and_then(Value::as_str)
+            .map(crate::cluster::quantity::memory_bytes)
+    };
+    let without_memory = |t: &Value| {
+        let mut spec = at(t, &["spec"]).cloned().unwrap_or(Value::Null);
+        if let Some(cs) = spec.get_mut("containers").and_then(Value::as_array_mut) {
+            for c in cs {
+                for side in ["limits", "requests"] {
+                    if let Some(r) = c
+                        .pointer_mut(&format!("/resources/{side}"))
+                        .and_then(Value::as_object_mut)
+                    {
+                        r.remove("memory");
+                    }
+                }
+            }
+        }
+        spec
+    };
+    let containers = |t: &Value| {
+        at(t, &["spec", "containers"])
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (new_cs, old_cs) = (containers(new), containers(old));
+    runs_differently(new, old)
+        && without_memory(new) == without_memory(old)
+        && new_cs.len() == old_cs.len()
+        && new_cs
+            .iter()
+            .zip(&old_cs)
+            .all(|(n, o)| match (limit(n), limit(o)) {
+                (Some(Some(n)), Some(Some(o))) => n >= o,
+                (None, None) => true,
+                _ => false,
+            })
+}
+
 /// Whether two pod templates run something different: their specs differ (images, commands,
 /// environment, resources, volumes…). Metadata alone — the template hash, a restart's
 /// `kubectl.kubernetes.io/restartedAt` stamp — changes on every rollout and runs the same: a
@@ -558,5 +604,29 @@ mod tests {
             revision_health(&rev1, &replicaset, &before, replaced_at),
             RevisionHealth::Served(_)
         ));
+    }
+
+    /// A revision that only raised a memory limit brought no OOM kill; one that lowered it,
+    /// added one where there was none, or changed anything else may have.
+    #[test]
+    fn only_a_higher_memory_limit_is_a_raise_that_brings_no_oom_kill() {
+        let t = |image: &str, limit: Option<&str>| {
+            let mut c = json!({"name": "api", "image": image,
+                "resources": {"requests": {"cpu": "100m"}}});
+            if let Some(l) = limit {
+                c["resources"]["limits"] = json!({"memory": l});
+            }
+            json!({"spec": {"containers": [c]}})
+        };
+        let old = t("api:1", Some("256Mi"));
+        assert!(only_raised_memory(&t("api:1", Some("384Mi")), &old));
+        assert!(!only_raised_memory(&t("api:1", Some("128Mi")), &old));
+        assert!(!only_raised_memory(&t("api:2", Some("384Mi")), &old));
+        assert!(!only_raised_memory(&t("api:1", None), &old));
+        assert!(!only_raised_memory(
+            &t("api:1", Some("256Mi")),
+            &t("api:1", None)
+        ));
+        assert!(!only_raised_memory(&old, &old));
     }
 }

@@ -78,6 +78,18 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
             current.number, previous.number
         ));
     }
+    // A revision that only raised memory limits (a raise that did not help) brought no OOM
+    // kill: the memory rules decide, with the history of the raises.
+    if findings::only_raised_memory(&current.template, &previous.template)
+        && new_pods
+            .iter()
+            .all(|(p, _)| !p.observed.memory_kills(&ev.events).is_empty())
+    {
+        return Err(format!(
+            "revision {} only raised the memory limit of revision {}, and a higher limit brings no OOM kill",
+            current.number, previous.number
+        ));
+    }
     let replaced_at = previous.replaced_at(&ev.revisions);
     let health = findings::revision_health(
         previous,

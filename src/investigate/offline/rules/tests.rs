@@ -480,20 +480,26 @@ fn with_the_previous_revision_gone_its_record_of_service_decides() {
 fn failures_that_began_before_the_rollout_are_not_its_fault() {
     // Whether the previous revision's pods are gone or still serving: when the failures
     // began is one finding, which the rollback proof asks too.
-    let new_pod = || {
-        pod("api-2-a")
-            .revision("2")
-            .owned_by("api-2")
-            .crash_looping("Error", 1)
+    // Revision 2 rolled out 30 minutes ago; its pod crash-loops; the alert started
+    // `alerted` minutes ago.
+    let diagnosis = |previous_gone: bool, alerted: i64| {
+        let i = Incident::deployment("api").rolled_out("shop/app:2.0", 30);
+        let i = if previous_gone {
+            i.previous_gone()
+        } else {
+            i.with(pod("api-1-a").revision("1").owned_by("api-1"))
+        };
+        i.alert_started(alerted)
+            .with(
+                pod("api-2-a")
+                    .revision("2")
+                    .owned_by("api-2")
+                    .crash_looping("Error", 1),
+            )
+            .diagnosis()
     };
     for previous_gone in [true, false] {
-        let mut i = Incident::deployment("api").rolled_out("shop/app:2.0", 30);
-        if previous_gone {
-            i = i.previous_gone();
-        } else {
-            i = i.with(pod("api-1-a").revision("1").owned_by("api-1"));
-        }
-        let d = i.alert_started(90).with(new_pod()).diagnosis();
+        let d = diagnosis(previous_gone, 90);
         assert_eq!(
             (d.mode, d.outcome),
             ("CrashLoopBackOff", InvestigationOutcome::Inconclusive),
@@ -508,13 +514,7 @@ fn failures_that_began_before_the_rollout_are_not_its_fault() {
             d.factors
         );
         // The same incident alerted after the revision appeared is the rollout's.
-        let mut i = Incident::deployment("api").rolled_out("shop/app:2.0", 30);
-        if previous_gone {
-            i = i.previous_gone();
-        } else {
-            i = i.with(pod("api-1-a").revision("1").owned_by("api-1"));
-        }
-        let d = i.alert_started(20).with(new_pod()).diagnosis();
+        let d = diagnosis(previous_gone, 20);
         assert_eq!(d.mode, "RolloutRegression", "{}", d.summary);
     }
 }
