@@ -140,6 +140,9 @@ pub struct Pod {
     /// Still creating its containers (ContainerCreating, PodInitializing) this long after it
     /// was placed: something (a volume, a sandbox) keeps it from starting.
     pub stuck_creating: Option<Duration>,
+    /// Pending on no node this long, and no scheduler has written that it tried (no
+    /// `PodScheduled` condition): a `schedulerName` nobody serves.
+    pub unplaced_for: Option<Duration>,
     /// Running and never ready since it started, this long: its Ready condition has been
     /// False since the kubelet first set it (a readiness probe that never passes).
     pub never_ready: Option<Duration>,
@@ -274,6 +277,10 @@ pub const MEMORY_KILL_LOOKBACK_HOURS: i64 = 6;
 
 /// How long a pod may take to get its containers created before it counts as stuck.
 pub const CREATING_ALLOWANCE: i64 = 120;
+/// How long a new pod may wait before a scheduler has tried to place it: a scheduler writes
+/// the `PodScheduled` condition at its first attempt, within seconds of the pod's creation.
+/// Past this, with no condition, no scheduler serves the pod's `schedulerName`.
+pub const SCHEDULING_ALLOWANCE: i64 = CREATING_ALLOWANCE;
 /// How long a pod of a workload whose other pods serve may stay stuck creating before it is
 /// replaced (the offline rules' `DeletePod`): the kubelet retries a volume's attach for about two
 /// minutes and its mount as long again, so before five minutes waiting may still end it.
@@ -334,6 +341,18 @@ impl Pod {
         }
         if let Some(asked) = time(p, &["metadata", "deletionTimestamp"]) {
             v.deleting_for = Some(now - asked);
+        }
+        let tried = array(p, &["status", "conditions"])
+            .iter()
+            .any(|c| str_at(c, &["type"]) == Some("PodScheduled"));
+        if v.phase == "Pending"
+            && v.node.is_none()
+            && !tried
+            && !v.deleting
+            && let Some(t) = v.created
+            && now - t > Duration::seconds(SCHEDULING_ALLOWANCE)
+        {
+            v.unplaced_for = Some(now - t);
         }
         if v.phase == "Running"
             && !v.deleting
@@ -442,6 +461,7 @@ impl Pod {
             controller,
             unschedulable,
             stuck_creating: None,
+            unplaced_for: None,
             never_ready: None,
             warned: None,
             containers,
@@ -699,6 +719,17 @@ impl Pod {
             return Some(Failure::new(
                 FailureKind::Unschedulable,
                 format!("Pending, unschedulable: {u}"),
+            ));
+        }
+        if let Some(d) = self.unplaced_for {
+            let scheduler =
+                str_at(&self.raw, &["spec", "schedulerName"]).unwrap_or("default-scheduler");
+            return Some(Failure::new(
+                FailureKind::Unschedulable,
+                format!(
+                    "Pending for {}: no scheduler has tried to place it (schedulerName {scheduler})",
+                    ago(d)
+                ),
             ));
         }
         for c in &self.containers {

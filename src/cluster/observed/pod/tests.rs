@@ -406,3 +406,32 @@ fn a_pod_seconds_into_creating_fails_once_a_warning_about_it_is_heeded() {
     );
     assert_eq!(Pod::at(&init, t(NOW)).heed(&[e]).failure(), None);
 }
+
+/// Issue 43: a pod no scheduler has looked at (no `PodScheduled` condition: a `schedulerName`
+/// nobody serves) fails once a scheduler would have tried it; one created seconds ago, or one
+/// a scheduler tried, is judged as before.
+#[test]
+fn a_pod_no_scheduler_has_tried_fails_after_the_allowance() {
+    let waiting = |created: &str, conditions: Value| {
+        json!({"metadata": {"name": "api-1", "creationTimestamp": created},
+            "spec": {"schedulerName": "batch-scheduler", "containers": [{"name": "api"}]},
+            "status": {"phase": "Pending", "conditions": conditions}})
+    };
+    let old = waiting("2026-11-28T11:55:00Z", json!([]));
+    let f = Pod::at(&old, t(NOW)).failure();
+    assert_eq!(f.as_ref().map(|f| f.kind), Some(FailureKind::Unschedulable));
+    assert_eq!(
+        f.map(|f| f.line).as_deref(),
+        Some("Pending for 5m: no scheduler has tried to place it (schedulerName batch-scheduler)")
+    );
+    assert_eq!(kind(&waiting("2026-11-28T11:59:30Z", json!([]))), None);
+    let tried = waiting(
+        "2026-11-28T11:55:00Z",
+        json!([{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/3 nodes are available: 3 Insufficient cpu."}]),
+    );
+    assert_eq!(
+        Pod::at(&tried, t(NOW)).failure().map(|f| f.line).as_deref(),
+        Some("Pending, unschedulable: 0/3 nodes are available: 3 Insufficient cpu.")
+    );
+}
