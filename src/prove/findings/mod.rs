@@ -49,7 +49,7 @@ pub use restart::{
 };
 pub use revision::{
     FAILURE_REASONS, HeldByOlder, RevisionHealth, UndoOnConfig, attach_conflict, held_by_older,
-    only_raised_memory, revision_failures, revision_health, rollout_by_others, runs_differently,
+    not_the_rollout, revision_failures, revision_health, rollout_by_others, runs_differently,
     undo_on_config,
 };
 pub use scheduling::{

@@ -60,7 +60,8 @@ impl Began<'_> {
 }
 
 /// When the failures of a workload created at `created` began: the first [`onset`] of its
-/// `failing` pods, or the alert's start when it is earlier. Like a pod's warnings, an alert
+/// `failing` pods, or the alert's start when it is earlier (`None` when no pod's onset is
+/// known). Like a pod's warnings, an alert
 /// says nothing of a workload before the workload existed (it was about an earlier object of
 /// the name): its start counts from the workload's creation. What the rollout rule and the
 /// rollback proof compare a revision's appearance with ([`predates`]).
@@ -78,9 +79,10 @@ pub fn failures_began<'a>(
         (Some(a), Some(c)) => Some(a.max(c)),
         (a, _) => a,
     };
+    // An alert's start says the failures began then at the latest, never when: with no pod's
+    // onset known, when they began is unknown.
     match (pod, alert_started) {
         (Some(p), Some(a)) if a < p.at() => Some(Began::Alert(a)),
-        (None, Some(a)) => Some(Began::Alert(a)),
         (p, _) => p,
     }
 }
@@ -169,6 +171,11 @@ mod tests {
         );
         assert_eq!(
             failures_began(&[], &[], None, created).map(|b| b.at()),
+            None
+        );
+        // The alert's start alone is when they began at the latest, not when.
+        assert_eq!(
+            failures_began(&[], &[], Some(at("2026-11-30T10:10:00Z")), created).map(|b| b.at()),
             None
         );
     }

@@ -96,9 +96,9 @@ pub fn revision_failures<'e>(events: &'e [Event], name: &str, hash: &str) -> Vec
 
 /// A failure recorded of a pod of `rev` whose name a pod of another revision now has: a
 /// StatefulSet's pod keeps its name across revisions, so its warnings name no revision (a
-/// ReplicaSet's pods, `pod-template-hash`, get new names). One
-/// dated while `rev` was the newest revision (from its appearance until `replaced_at`) and
-/// before the pod now of that name was created was about an earlier incarnation, made from
+/// ReplicaSet's pods, `pod-template-hash`, get new names). One first recorded while `rev` was
+/// the newest revision (from its appearance until `replaced_at`) and before the pod now of
+/// that name was created was about an earlier incarnation, made from
 /// `rev` or an older revision: the rollout did not bring that failure.
 fn earlier_incarnation_failed<'e>(
     rev: &Revision,
@@ -108,7 +108,9 @@ fn earlier_incarnation_failed<'e>(
 ) -> Option<&'e Event> {
     let since = rev.created?;
     events.iter().find(|e| {
-        let Some(t) = e.last.or(e.first) else {
+        // When the failure was first recorded: a crash loop's one event runs on past the
+        // next revision's appearance while the old pod waits its turn to be replaced.
+        let Some(t) = e.first.or(e.last) else {
             return false;
         };
         e.warning
@@ -125,27 +127,27 @@ fn earlier_incarnation_failed<'e>(
     })
 }
 
-/// Whether pod template `new` differs from `old` only by higher memory limits (and memory
-/// requests): every container's limit at least what it was, none added where there was none.
-/// A higher limit brings no OOM kill, so a revision that only raised it (a memory raise that
-/// did not help) is not the cause of the OOM kills after it.
+/// Whether pod template `new` differs from `old` only by higher memory limits: every
+/// container's limit at least what it was, none added where there was none, the requests as
+/// they were, and no container leaving the QoS class it had (a limit raised above a request
+/// set equal to the old limit makes a Guaranteed pod Burstable, killed first when its node
+/// runs short). A higher limit brings no OOM kill, so a revision that only raised it (a memory
+/// raise that did not help) is not the cause of the OOM kills after it.
 pub fn only_raised_memory(new: &Value, old: &Value) -> bool {
-    let limit = |c: &Value| {
-        at(c, &["resources", "limits", "memory"])
+    let memory = |c: &Value, side: &str| {
+        at(c, &["resources", side, "memory"])
             .and_then(Value::as_str)
             .map(crate::cluster::quantity::memory_bytes)
     };
-    let without_memory = |t: &Value| {
+    let without_limits = |t: &Value| {
         let mut spec = at(t, &["spec"]).cloned().unwrap_or(Value::Null);
         if let Some(cs) = spec.get_mut("containers").and_then(Value::as_array_mut) {
             for c in cs {
-                for side in ["limits", "requests"] {
-                    if let Some(r) = c
-                        .pointer_mut(&format!("/resources/{side}"))
-                        .and_then(Value::as_object_mut)
-                    {
-                        r.remove("memory");
-                    }
+                if let Some(r) = c
+                    .pointer_mut("/resources/limits")
+                    .and_then(Value::as_object_mut)
+                {
+                    r.remove("memory");
                 }
             }
         }
@@ -159,16 +161,56 @@ pub fn only_raised_memory(new: &Value, old: &Value) -> bool {
     };
     let (new_cs, old_cs) = (containers(new), containers(old));
     runs_differently(new, old)
-        && without_memory(new) == without_memory(old)
+        && without_limits(new) == without_limits(old)
         && new_cs.len() == old_cs.len()
-        && new_cs
-            .iter()
-            .zip(&old_cs)
-            .all(|(n, o)| match (limit(n), limit(o)) {
-                (Some(Some(n)), Some(Some(o))) => n >= o,
+        && new_cs.iter().zip(&old_cs).all(|(n, o)| {
+            match (memory(n, "limits"), memory(o, "limits")) {
+                (Some(Some(n_limit)), Some(Some(o_limit))) => {
+                    let guaranteed_before = memory(o, "requests") == Some(Some(o_limit));
+                    n_limit >= o_limit && !(guaranteed_before && n_limit > o_limit)
+                }
                 (None, None) => true,
                 _ => false,
-            })
+            }
+        })
+}
+
+/// Why a rollout from `previous` to `current` cannot have brought the failures of the current
+/// revision's `failing` pods, though the templates differ: it only raised memory limits and
+/// every one was killed for memory ([`only_raised_memory`]), or none was ever tried by a
+/// scheduler and both revisions name the same one ([`Pod::unplaced_for`]). The rollout rule
+/// does not blame the rollout on it; the rollback proof does not return on it.
+pub fn not_the_rollout(
+    current: &Revision,
+    previous: &Revision,
+    failing: &[&Pod],
+    events: &[Event],
+) -> Option<String> {
+    if failing.is_empty() {
+        return None;
+    }
+    if only_raised_memory(&current.template, &previous.template)
+        && failing.iter().all(|p| !p.memory_kills(events).is_empty())
+    {
+        return Some(format!(
+            "revision {} only raised the memory limit of revision {}, and a higher limit brings no OOM kill",
+            current.number, previous.number
+        ));
+    }
+    let scheduler = |t: &Value| {
+        at(t, &["spec", "schedulerName"])
+            .and_then(Value::as_str)
+            .unwrap_or("default-scheduler")
+            .to_owned()
+    };
+    let named = scheduler(&current.template);
+    if failing.iter().all(|p| p.unplaced_for.is_some()) && named == scheduler(&previous.template) {
+        return Some(format!(
+            "no scheduler has tried to place the pods of revision {} (schedulerName {named}), and revision {} names the same scheduler",
+            current.number, previous.number
+        ));
+    }
+    None
 }
 
 /// Whether two pod templates run something different: their specs differ (images, commands,
@@ -581,17 +623,24 @@ mod tests {
                     "containerStatuses": [{"name": "web", "restartCount": 3,
                         "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}))
         };
-        let warned = |at: &str| {
+        let warned_from = |first: &str, last: &str| {
             [Event::parse(
                 &json!({"involvedObject": {"kind": "Pod", "name": "web-0"},
                 "reason": "BackOff", "type": "Warning", "message": "Back-off restarting failed container",
-                "firstTimestamp": at, "lastTimestamp": at}),
+                "firstTimestamp": first, "lastTimestamp": last}),
             )]
         };
+        let warned = |at: &str| warned_from(at, at);
         let stateful = [web0(json!({"controller-revision-hash": "web-7d8e"}))];
         let before = warned("2026-11-30T09:30:00Z");
         assert!(matches!(
             revision_health(&rev1, &stateful, &before, replaced_at),
+            RevisionHealth::FailedBefore(e) if e.name == "web-0"
+        ));
+        // A crash loop of the old pod goes on being recorded while it waits to be replaced.
+        let lasting = warned_from("2026-11-30T09:30:00Z", "2026-11-30T10:00:40Z");
+        assert!(matches!(
+            revision_health(&rev1, &stateful, &lasting, replaced_at),
             RevisionHealth::FailedBefore(e) if e.name == "web-0"
         ));
         let after = warned("2026-11-30T10:02:00Z");
@@ -628,5 +677,71 @@ mod tests {
             &t("api:1", None)
         ));
         assert!(!only_raised_memory(&old, &old));
+        // A request lowered beside the raise, or a Guaranteed container made Burstable.
+        let mut lowered = t("api:1", Some("384Mi"));
+        lowered["spec"]["containers"][0]["resources"]["requests"]["memory"] = json!("64Mi");
+        assert!(!only_raised_memory(&lowered, &old));
+        let guaranteed = |limit: &str| {
+            let mut g = t("api:1", Some(limit));
+            g["spec"]["containers"][0]["resources"]["requests"]["memory"] = json!("256Mi");
+            g
+        };
+        assert!(!only_raised_memory(
+            &guaranteed("384Mi"),
+            &guaranteed("256Mi")
+        ));
+    }
+
+    /// Issue 43: one finding says when a rollout cannot have brought its pods' failures, for
+    /// the rollout rule and the rollback proof: it only raised the memory limit of pods killed
+    /// for memory, or no scheduler has tried its pods and both revisions name the same one.
+    /// A raise whose pods fail otherwise, or a revision that moved to another scheduler, may
+    /// still be the cause.
+    #[test]
+    fn a_rollout_that_only_raised_memory_or_whose_pods_no_scheduler_tried_is_not_the_cause() {
+        let revision = |number: i64, limit: &str, scheduler: &str| {
+            Revision::of_replicaset(&json!({"kind": "ReplicaSet",
+                "metadata": {"name": format!("api-{number}"), "creationTimestamp": "2026-11-30T10:00:00Z",
+                    "annotations": {"deployment.kubernetes.io/revision": number.to_string()}},
+                "spec": {"template": {"spec": {"schedulerName": scheduler, "containers": [{"name": "api", "image": "api:1",
+                    "resources": {"limits": {"memory": limit}}}]}}}}))
+            .expect("a revision")
+        };
+        let killed = Pod::parse(&json!({"kind": "Pod", "metadata": {"name": "api-2-a"},
+            "spec": {"nodeName": "n1"},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "api", "restartCount": 2,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}}));
+        let crashed = Pod::parse(&json!({"kind": "Pod", "metadata": {"name": "api-2-b"},
+            "spec": {"nodeName": "n1"},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "api", "restartCount": 2,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"reason": "Error", "exitCode": 1}}}]}}));
+        let old = revision(1, "256Mi", "default-scheduler");
+        let raised = revision(2, "384Mi", "default-scheduler");
+        assert!(
+            not_the_rollout(&raised, &old, &[&killed], &[])
+                .is_some_and(|l| l.contains("only raised the memory limit of revision 1"))
+        );
+        assert_eq!(
+            not_the_rollout(&raised, &old, &[&killed, &crashed], &[]),
+            None
+        );
+        let lowered = revision(2, "128Mi", "default-scheduler");
+        assert_eq!(not_the_rollout(&lowered, &old, &[&killed], &[]), None);
+
+        let mut unplaced = Pod::parse(&json!({"kind": "Pod", "metadata": {"name": "api-2-c"},
+            "status": {"phase": "Pending"}}));
+        unplaced.unplaced_for = Some(Duration::minutes(5));
+        let same = revision(2, "256Mi", "default-scheduler");
+        let mut same_other_image = same.clone();
+        same_other_image.template["spec"]["containers"][0]["image"] = json!("api:2");
+        assert!(
+            not_the_rollout(&same_other_image, &old, &[&unplaced], &[]).is_some_and(
+                |l| l.contains("no scheduler has tried to place the pods of revision 2")
+            )
+        );
+        let moved = revision(2, "256Mi", "batch-scheduler");
+        assert_eq!(not_the_rollout(&moved, &old, &[&unplaced], &[]), None);
     }
 }

@@ -324,7 +324,15 @@ pub fn room_for_more(
     everywhere: &[Pod],
     extra: i64,
 ) -> (bool, Vec<String>) {
-    let unscheduled = pods.iter().find_map(|p| Some((p, p.waiting_for_node()?)));
+    // A pod the scheduler refused, or one no scheduler has tried ([`Pod::unplaced_for`]).
+    let unscheduled = pods.iter().find_map(|p| {
+        let why = match (p.waiting_for_node(), p.unplaced_for) {
+            (Some(why), _) => why.to_owned(),
+            (None, Some(_)) => p.broken()?.line,
+            (None, None) => return None,
+        };
+        Some((p, why))
+    });
     let taking: Vec<&str> = nodes
         .iter()
         .filter(|n| takes(template, n))
@@ -334,7 +342,7 @@ pub fn room_for_more(
     // At least one pod more: what a proposal that adds none would still have to place.
     let extra = extra.max(1);
     let mut ev = vec![match unscheduled {
-        Some((p, why)) => format!("pod {} is already Pending: {why}", p.name),
+        Some((p, ref why)) => format!("pod {} is already Pending: {why}", p.name),
         None => format!(
             "{} of {} nodes are ready and schedulable",
             taking.len(),
@@ -792,5 +800,19 @@ mod tests {
         other.raw["metadata"]["namespace"] = json!("staging");
         let with_other = [running.clone(), vec![other]].concat();
         assert!(room_for_more(&template, "shop", &running, &nodes, &with_other, 1).0);
+        // A pod of the workload no scheduler has tried: more would wait as it does.
+        let mut unplaced = pod("quote-5", "", host);
+        unplaced.node = None;
+        unplaced.phase = "Pending".into();
+        unplaced.unplaced_for = Some(chrono::Duration::minutes(5));
+        let waiting = [running.clone(), vec![unplaced]].concat();
+        let (room, ev) = room_for_more(&template, "shop", &waiting, &nodes, &running, 1);
+        assert!(!room, "{ev:?}");
+        assert!(
+            ev.iter().any(|e| e.starts_with(
+                "pod quote-5 is already Pending: Pending for 5m: no scheduler has tried"
+            )),
+            "{ev:?}"
+        );
     }
 }

@@ -334,8 +334,16 @@ impl Case<'_> {
         for s in orphaned {
             ev.push(format!("the pod labels differ where it matters: {s}"));
         }
-        let ok = (material_change || !orphaned.is_empty()) && rewritten.is_empty();
+        let failing: Vec<&Pod> = self
+            .failing_now()
+            .into_iter()
+            .filter(|p| self.of_current(p))
+            .collect();
+        let not_it = findings::not_the_rollout(cur, target, &failing, self.events);
+        let ok =
+            (material_change || !orphaned.is_empty()) && rewritten.is_empty() && not_it.is_none();
         ev.extend(rewritten);
+        ev.extend(not_it);
         Ok(Some(change.check(ok, ev)))
     }
 

@@ -78,17 +78,11 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
             current.number, previous.number
         ));
     }
-    // A revision that only raised memory limits (a raise that did not help) brought no OOM
-    // kill: the memory rules decide, with the history of the raises.
-    if findings::only_raised_memory(&current.template, &previous.template)
-        && new_pods
-            .iter()
-            .all(|(p, _)| !p.observed.memory_kills(&ev.events).is_empty())
-    {
-        return Err(format!(
-            "revision {} only raised the memory limit of revision {}, and a higher limit brings no OOM kill",
-            current.number, previous.number
-        ));
+    // A rollout that only raised memory limits, or whose pods no scheduler has tried, did not
+    // bring the failures (the rollback proof's `rollback.change-in-pod-template` asks the same).
+    let failing: Vec<&observed::Pod> = new_pods.iter().map(|(p, _)| &p.observed).collect();
+    if let Some(line) = findings::not_the_rollout(current, previous, &failing, &ev.events) {
+        return Err(line);
     }
     let replaced_at = previous.replaced_at(&ev.revisions);
     let health = findings::revision_health(
