@@ -61,9 +61,9 @@ impl Began<'_> {
 
 /// When the failures of a workload created at `created` began: the first [`onset`] of its
 /// `failing` pods, or the alert's start when it is earlier (`None` when no pod's onset is
-/// known). Like a pod's warnings, an alert
-/// says nothing of a workload before the workload existed (it was about an earlier object of
-/// the name): its start counts from the workload's creation. What the rollout rule and the
+/// known). Like a pod's warnings, an alert says nothing of a workload before the workload
+/// existed (it was about an earlier object of the name): its start counts from the
+/// workload's creation. What the rollout rule and the
 /// rollback proof compare a revision's appearance with ([`predates`]).
 pub fn failures_began<'a>(
     failing: impl IntoIterator<Item = &'a Pod>,

@@ -98,8 +98,8 @@ pub fn revision_failures<'e>(events: &'e [Event], name: &str, hash: &str) -> Vec
 /// StatefulSet's pod keeps its name across revisions, so its warnings name no revision (a
 /// ReplicaSet's pods, `pod-template-hash`, get new names). One first recorded while `rev` was
 /// the newest revision (from its appearance until `replaced_at`) and before the pod now of
-/// that name was created was about an earlier incarnation, made from
-/// `rev` or an older revision: the rollout did not bring that failure.
+/// that name was created was about an earlier incarnation, made from `rev` or an older
+/// revision: the rollout did not bring that failure.
 fn earlier_incarnation_failed<'e>(
     rev: &Revision,
     pods: &[&Pod],
@@ -159,11 +159,10 @@ pub fn only_raised_memory(new: &Value, old: &Value) -> bool {
             .cloned()
             .unwrap_or_default()
     };
-    let (new_cs, old_cs) = (containers(new), containers(old));
+    // Equal but for the limits: the same containers, in the same order.
     runs_differently(new, old)
         && without_limits(new) == without_limits(old)
-        && new_cs.len() == old_cs.len()
-        && new_cs.iter().zip(&old_cs).all(|(n, o)| {
+        && containers(new).iter().zip(&containers(old)).all(|(n, o)| {
             match (memory(n, "limits"), memory(o, "limits")) {
                 (Some(Some(n_limit)), Some(Some(o_limit))) => {
                     let guaranteed_before = memory(o, "requests") == Some(Some(o_limit));

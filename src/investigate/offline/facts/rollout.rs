@@ -94,7 +94,7 @@ pub(super) fn regression(ev: &Evidence, pods: &[PodFacts]) -> Result<Option<Roll
     // When the failures began (the rollback proof's `rollback.failures-began-after-revision`
     // asks the same finding): before the revision appeared, it did not bring them.
     let onset = findings::failures_began(
-        new_pods.iter().map(|(p, _)| &p.observed),
+        failing.iter().copied(),
         &ev.events,
         ev.alert.starts_at,
         w.created,

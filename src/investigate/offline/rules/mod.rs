@@ -515,3 +515,5 @@ mod tests;
 mod tests_model;
 #[cfg(test)]
 mod tests_refused;
+#[cfg(test)]
+mod tests_rollout;
